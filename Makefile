@@ -1,0 +1,57 @@
+# etcdscope build. `make` builds bin/etcdscope without clang: the bpf2go
+# output (*_bpfel.go/.o, *_bpfeb.go/.o) is committed. `make generate`
+# rebuilds it from bpf/*.bpf.c and needs clang-19 and libbpf-dev.
+
+GO       ?= go
+CLANG    ?= clang-19
+ETCD_DIR := tools/etcd
+
+.PHONY: all build generate test test-go vmtest demo etcd bench clean check-generate
+
+all: build
+
+build:
+	$(GO) build -o bin/etcdscope ./cmd/etcdscope
+
+# vmlinux.h is this kernel's BTF as C (Linux 6.18 guest kernel, bpftool
+# v7.1.0); CO-RE relocates field offsets, so one header serves every kernel
+# with BTF. Regenerate it only on purpose: it is committed.
+vmlinux.h:
+	bpftool btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+generate:
+	BPF_CLANG=$(CLANG) $(GO) generate ./...
+
+# check-generate fails if the committed objects drift from their C.
+check-generate: generate
+	git diff --exit-code -- '*_bpfel.go' '*_bpfeb.go' '*_bpfel.o' '*_bpfeb.o'
+
+# etcd is built from the Go module proxy at the version pinned in
+# tools/etcd/go.mod (a tiny main that calls etcdmain.Main, because
+# `go install` of etcd's server module fails on its replace directives).
+etcd: bin/etcd
+bin/etcd: $(ETCD_DIR)/go.mod $(ETCD_DIR)/main.go
+	cd $(ETCD_DIR) && $(GO) build -o ../../bin/etcd .
+
+# test-go runs every Go test; privileged ones skip unless root, and fail
+# instead of skipping under ETCDSCOPE_REQUIRE_BPF=1 (CI).
+test-go: build etcd
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 40m ./...
+
+# test is the README's test command: Go tests here, then the VM rig.
+test: test-go vmtest
+
+vmtest:
+	./vmtest/run.sh
+
+# demo is the main job on the built-in default: an etcd-WAL-like writer
+# traced by etcdscope itself.
+demo: build
+	sudo ./bin/etcdscope fsync --workload wal --duration 10s
+
+bench: build
+	./bench/run.sh
+
+clean:
+	rm -rf bin

@@ -1,0 +1,87 @@
+// Command etcdscope traces where etcd's commit latency goes: the WAL
+// fdatasync, split into its kernel layers, and the Raft round trip to the
+// peers on TCP port 2380.
+//
+// This file only dispatches to one file per subcommand. Every subcommand
+// returns a usage error (exit 2, host unchanged) for bad input and a plain
+// error (exit 1) for failures after it has started.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// subcommand is one verb of the CLI: it parses its own flags from args.
+type subcommand struct {
+	summary string
+	run     func(args []string) error
+}
+
+// subcommands is filled by init functions in the per-verb files.
+var subcommands = map[string]subcommand{}
+
+// usageError marks bad input: the process exits 2 and must not have
+// changed anything on the host before returning it.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// usagef formats a one-line usage error that names the fix.
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printUsage()
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	sc, ok := subcommands[args[0]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "etcdscope: unknown command %q; run 'etcdscope help' for the list\n", args[0])
+		return 2
+	}
+	err := sc.run(args[1:])
+	if err == nil {
+		return 0
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(os.Stderr, "etcdscope %s: %s\n", args[0], ue.msg)
+		return 2
+	}
+	if errors.Is(err, errHelp) {
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "etcdscope %s: %v\n", args[0], err)
+	return 1
+}
+
+// errHelp is returned by a subcommand that printed its --help text.
+var errHelp = errors.New("help requested")
+
+func printUsage() {
+	names := make([]string, 0, len(subcommands))
+	for n := range subcommands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("usage: etcdscope <command> [flags]\n\ncommands:\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "  %-8s %s\n", n, subcommands[n].summary)
+	}
+	b.WriteString("\nrun 'etcdscope <command> --help' for a command's flags\n")
+	fmt.Fprint(os.Stderr, b.String())
+}
