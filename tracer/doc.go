@@ -1,0 +1,10 @@
+// Package tracer loads etcdscope's BPF programs, attaches them to kernel
+// tracepoints, and streams decoded Go events. It knows nothing of reports:
+// attribution, statistics and output live in package analysis and cmd.
+//
+// Every tracer here follows one life cycle: New (feature-probe, load,
+// attach; on any error everything already created is closed), Run or Next
+// (read the ring buffer until the context ends), Close (idempotent).
+package tracer
+
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type fsync_event -type blk_event -type journal_event fsync ../bpf/fsync.bpf.c

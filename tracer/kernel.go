@@ -1,0 +1,70 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// ErrNoPrivilege is wrapped by New when the process may not load BPF.
+var ErrNoPrivilege = errors.New("loading BPF needs root or CAP_BPF+CAP_PERFMON (run with sudo)")
+
+// ErrNoBTF is wrapped by New when the kernel exposes no BTF.
+var ErrNoBTF = errors.New("kernel BTF missing at /sys/kernel/btf/vmlinux (needs CONFIG_DEBUG_INFO_BTF=y)")
+
+// CheckPrerequisites returns ErrNoBTF or ErrNoPrivilege when BPF tracing
+// cannot work here, before anything is loaded or mounted.
+func CheckPrerequisites() error {
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+		return ErrNoBTF
+	}
+	if os.Geteuid() != 0 {
+		// Without root the capability set decides; a cheap probe is to
+		// create a tiny map, which needs CAP_BPF.
+		m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrNoPrivilege, err)
+		}
+		m.Close()
+	}
+	return nil
+}
+
+// tracefsRoots are where the syscall tracepoints' ids are read from.
+var tracefsRoots = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
+
+// Tracefs makes sure tracefs is mounted (cilium/ebpf reads tracepoint ids
+// from it; syscall tracepoints have no BTF twin). If it had to mount it, the
+// returned undo unmounts it again; otherwise undo does nothing.
+func Tracefs() (undo func(), err error) {
+	for _, r := range tracefsRoots {
+		if _, err := os.Stat(r + "/events"); err == nil {
+			return func() {}, nil
+		}
+	}
+	if err := unix.Mount("nodev", tracefsRoots[0], "tracefs", 0, ""); err != nil {
+		return nil, fmt.Errorf("mounting tracefs at %s (mount -t tracefs nodev %s): %w", tracefsRoots[0], tracefsRoots[0], err)
+	}
+	return func() { _ = unix.Unmount(tracefsRoots[0], unix.MNT_DETACH) }, nil
+}
+
+// explainLoad turns a load error into one that says what to fix: it keeps
+// the tail of a verifier log and names missing privilege.
+func explainLoad(what string, err error) error {
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) {
+		lines := ve.Log
+		if len(lines) > 8 {
+			lines = lines[len(lines)-8:]
+		}
+		return fmt.Errorf("loading %s: verifier rejected it:\n%s", what, strings.Join(lines, "\n"))
+	}
+	if errors.Is(err, unix.EPERM) {
+		return fmt.Errorf("loading %s: %w", what, ErrNoPrivilege)
+	}
+	return fmt.Errorf("loading %s: %w", what, err)
+}
