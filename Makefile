@@ -27,10 +27,11 @@ check-generate: generate
 	git diff --exit-code -- '*_bpfel.go' '*_bpfeb.go' '*_bpfel.o' '*_bpfeb.o'
 
 # etcd is built from the Go module proxy at the version pinned in
-# tools/etcd/go.mod (a tiny main that calls etcdmain.Main, because
+# tools/etcd/go.mod (v3.6.16: a tiny main that calls etcdmain.Main, because
 # `go install` of etcd's server module fails on its replace directives).
+# Cold build cache: ~51 s on 2 cores (module download adds ~6 s); warm: ~2 s.
 etcd: bin/etcd
-bin/etcd: $(ETCD_DIR)/go.mod $(ETCD_DIR)/main.go
+bin/etcd: $(ETCD_DIR)/go.mod $(ETCD_DIR)/go.sum $(ETCD_DIR)/main.go
 	cd $(ETCD_DIR) && $(GO) build -o ../../bin/etcd .
 
 # test-go runs every Go test; privileged ones skip unless root, and fail
