@@ -1,0 +1,263 @@
+#!/usr/bin/env bash
+# vmtest/run.sh: `make vmtest`. Boots Debian 12's cloud kernel under QEMU TCG
+# with a small initramfs (busybox-static, the qdisc/classifier/fs modules,
+# iproute2's ip and tc, fio, and the project's vmtest-tagged test binaries),
+# runs the tests inside, and exits non-zero if any failed, if the VM hung,
+# or if it printed no result. See docs/vmtest.md.
+#
+# Environment (all optional):
+#   VMTEST_RUN=regex        -test.run for every binary (default: the Test
+#                           functions declared in each package's vmtest files)
+#   VMTEST_PKGS="./a ./b"   only these packages (default: every package with a
+#                           //go:build vmtest test file)
+#   VMTEST_DRIVES="spec;spec"  extra `-drive` options, ';'-separated, e.g.
+#                           file=vmtest/out/raw.img,format=raw,if=virtio
+#                           (guest sees them as /dev/vda, /dev/vdb, ...)
+#   VMTEST_MODULES="m ..."  extra kernel modules to insmod (deps resolved)
+#   VMTEST_TIMEOUT=seconds  kill QEMU after this long (default 480)
+#   VMTEST_TEST_TIMEOUT=dur -test.timeout per binary (default 6m)
+#   VMTEST_MEM=MiB          guest memory (default 1024)
+#   VMTEST_SHELL=1          drop to a guest shell after the tests (no timeout)
+#   VMTEST_KERNEL_SERIES=6.1  the pin: the resolved package must be this
+#                           series of linux-image-*-cloud-amd64
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=$ROOT/vmtest/cache
+OUT=$ROOT/vmtest/out
+SERIES=${VMTEST_KERNEL_SERIES:-6.1}
+META=linux-image-cloud-amd64
+TIMEOUT=${VMTEST_TIMEOUT:-480}
+TEST_TIMEOUT=${VMTEST_TEST_TIMEOUT:-6m}
+MEM=${VMTEST_MEM:-1024}
+GO=${GO:-go}
+
+# The modules the tests need, by name; their dependencies are added from
+# modules.dep. Built-in ones (modules.builtin) are skipped.
+MODULES="veth sch_prio sch_netem sch_tbf sch_ingress sch_fq cls_u32 cls_bpf act_gact
+loop virtio_pci virtio_blk xfs btrfs ${VMTEST_MODULES:-}"
+
+log() { printf 'vmtest: %s\n' "$*" >&2; }
+die() { printf 'vmtest: %s\n' "$*" >&2; exit 1; }
+usage() { printf 'vmtest: %s\n' "$*" >&2; exit 2; }
+
+for tool in qemu-system-x86_64 busybox cpio apt-get apt-cache dpkg-deb xz "$GO"; do
+	command -v "$tool" >/dev/null || die "$tool not found (apt-get install qemu-system-x86 busybox-static cpio xz-utils; Go for $GO)"
+done
+case ${VMTEST_RUN:-} in *[[:space:]\"\']*) usage "VMTEST_RUN must not contain spaces or quotes (it travels on the kernel command line); use . or \\s in the regex" ;; esac
+[[ $TIMEOUT =~ ^[0-9]+$ ]] || usage "VMTEST_TIMEOUT must be whole seconds, e.g. VMTEST_TIMEOUT=600"
+[[ $MEM =~ ^[0-9]+$ ]] || usage "VMTEST_MEM must be MiB, e.g. VMTEST_MEM=2048"
+
+mkdir -p "$CACHE/debs" "$CACHE/kernel" "$OUT"
+
+# --- 1. The kernel package: resolve, download once, unpack once. ----------
+# Names change with every Debian security update (old ones leave the
+# mirror), so the metapackage's dependency names the current one.
+resolve_kernel() {
+	apt-cache depends "$META" 2>/dev/null |
+		awk '/Depends: linux-image-[0-9]/{print $2; exit}'
+}
+KPKG=$(resolve_kernel || true)
+if [[ -z $KPKG ]] && [[ $(id -u) == 0 ]]; then
+	log "apt-cache knows no $META; running apt-get update"
+	apt-get update -q >/dev/null
+	KPKG=$(resolve_kernel || true)
+fi
+if [[ -z $KPKG ]]; then
+	# Offline with a warm cache: use the newest kernel already unpacked.
+	KPKG=$(ls -1 "$CACHE/kernel" 2>/dev/null | grep -E "^linux-image-" | sort -V | tail -1 || true)
+	[[ -n $KPKG ]] || die "cannot resolve $META (apt-cache depends $META names nothing; run apt-get update)"
+	log "apt-cache cannot resolve $META; using cached $KPKG"
+fi
+KREL=${KPKG#linux-image-}
+[[ $KREL =~ ^${SERIES//./\\.}\.[0-9]+-[0-9]+-cloud-amd64$ ]] ||
+	die "$META resolves to $KPKG, not the pinned ${SERIES} cloud-amd64 series (Debian 12); set VMTEST_KERNEL_SERIES to change the pin"
+
+KDIR=$CACHE/kernel/$KPKG
+if [[ ! -f $KDIR/.ready ]]; then
+	deb=$(ls -1 "$CACHE/debs/${KPKG}_"*.deb 2>/dev/null | tail -1 || true)
+	if [[ -z $deb ]]; then
+		log "downloading $KPKG"
+		# The sandbox user _apt cannot write here; downloading as the
+		# invoking user is what we want anyway.
+		(cd "$CACHE/debs" && apt-get download -q -o APT::Sandbox::User="$(id -un)" "$KPKG" >/dev/null) ||
+			die "apt-get download $KPKG failed (run apt-get update; the mirror drops superseded kernels)"
+		deb=$(ls -1 "$CACHE/debs/${KPKG}_"*.deb | tail -1)
+	fi
+	rm -rf "$KDIR"
+	mkdir -p "$KDIR"
+	dpkg-deb -x "$deb" "$KDIR/root"
+	dpkg-deb -f "$deb" Version >"$KDIR/version"
+	# The package ships no modules.dep (its postinst runs depmod);
+	# busybox's depmod writes one from the modules' symbols.
+	busybox depmod -b "$KDIR/root" "$KREL"
+	touch "$KDIR/.ready"
+fi
+KVER=$(cat "$KDIR/version")
+VMLINUZ=$KDIR/root/boot/vmlinuz-$KREL
+MODROOT=$KDIR/root/lib/modules/$KREL
+[[ -f $VMLINUZ && -f $MODROOT/modules.dep ]] || die "$KDIR is incomplete; rm -rf $KDIR and rerun"
+log "kernel $KPKG $KVER"
+
+# --- 2. Test binaries: every package with a vmtest-tagged _test.go. -------
+cd "$ROOT"
+if [[ -n ${VMTEST_PKGS:-} ]]; then
+	read -r -a pkgdirs <<<"$VMTEST_PKGS"
+else
+	mapfile -t pkgdirs < <(
+		grep -rlE --include='*_test.go' '^//go:build .*\bvmtest\b' . |
+			grep -v -e '^./vmtest/cache/' -e '^./vmtest/out/' |
+			xargs -r -n1 dirname | sort -u
+	)
+fi
+[[ ${#pkgdirs[@]} -gt 0 ]] || die "no package has a //go:build vmtest test file"
+
+STAGE=$OUT/initramfs
+rm -rf "$STAGE"
+mkdir -p "$STAGE"/{bin,sbin,usr/bin,usr/sbin,lib64,etc/vmtest,proc,sys,dev,tmp,run,src,mnt,"lib/modules/$KREL"}
+cp go.mod "$STAGE/src/go.mod" # testenv.RepoRoot looks for it
+: >"$STAGE/etc/vmtest/tests"
+for dir in "${pkgdirs[@]}"; do
+	dir=${dir#./}
+	[[ -d $dir ]] || usage "VMTEST_PKGS: no directory $dir"
+	imp=$("$GO" list -tags vmtest "./$dir")
+	# The tests meant for the VM: Test functions in the vmtest-tagged
+	# files. The package's other tests already ran on the host.
+	names=$(grep -lE '^//go:build .*\bvmtest\b' "$dir"/*_test.go |
+		xargs sed -nE 's/^func (Test[A-Za-z0-9_]*)\(.*/\1/p' | sort -u | paste -sd'|')
+	[[ -n $names ]] || die "$dir: its vmtest files declare no Test functions"
+	bin=$(basename "$dir").test
+	log "building $imp"
+	mkdir -p "$STAGE/src/$dir"
+	CGO_ENABLED=0 "$GO" test -c -tags vmtest -o "$STAGE/src/$dir/$bin" "./$dir"
+	[[ -d $dir/testdata ]] && cp -a "$dir/testdata" "$STAGE/src/$dir/"
+	printf '%s %s %s ^(%s)$\n' "$imp" "$dir" "$bin" "$names" >>"$STAGE/etc/vmtest/tests"
+done
+# The tool itself, static, where tests look for it (bin/ under the repo
+# root) and on PATH.
+mkdir -p "$STAGE/src/bin"
+CGO_ENABLED=0 "$GO" build -o "$STAGE/src/bin/etcdscope" ./cmd/etcdscope
+ln -s /src/bin/etcdscope "$STAGE/usr/bin/etcdscope"
+
+# --- 3. Userland: busybox, iproute2, fio with the libraries ldd names. ----
+cp "$(command -v busybox)" "$STAGE/bin/busybox"
+copy_with_libs() { # copy_with_libs BINARY DEST
+	cp -L "$1" "$STAGE$2"
+	ldd "$1" | awk '/=> \//{print $3} /^[[:space:]]*\/[^ ]*ld-linux/{print $1}' |
+		while read -r lib; do
+			[[ -e $STAGE$lib ]] && continue
+			mkdir -p "$STAGE$(dirname "$lib")"
+			cp -L "$lib" "$STAGE$lib"
+		done
+}
+for t in ip tc; do
+	p=$(command -v "$t" || true)
+	[[ -n $p ]] || p=/usr/sbin/$t
+	[[ -x $p ]] || die "$t not found (apt-get install iproute2)"
+	copy_with_libs "$p" "/usr/sbin/$t"
+done
+p=$(command -v fio || true)
+[[ -n $p ]] || die "fio not found (apt-get install fio)"
+copy_with_libs "$p" /usr/bin/fio
+# netem's delay distribution tables, where tc looks for them.
+for d in /usr/lib/x86_64-linux-gnu/tc /usr/lib/tc; do
+	[[ -d $d ]] && mkdir -p "$STAGE$d" && cp -a "$d"/. "$STAGE$d/"
+done
+# busybox applets for everything not installed above (real ip/tc win).
+busybox --list-full | while read -r a; do
+	[[ -e $STAGE/$a || -L $STAGE/$a ]] || ln -s /bin/busybox "$STAGE/$a"
+done
+
+# --- 4. Modules in dependency order (deps before dependents). ------------
+declare -A seen=()
+order=()
+add_module() { # add_module NAME-or-RELPATH
+	local rel line dep
+	if [[ $1 == */* ]]; then
+		rel=$1
+	else
+		rel=$(grep -oE "^[^:]*/$1\.ko(\.xz|\.zst|\.gz)?:" "$MODROOT/modules.dep" | head -1 || true)
+		rel=${rel%:}
+		if [[ -z $rel ]]; then
+			grep -qE "/$1\.ko(\.[a-z]+)?\$" "$MODROOT/modules.builtin" && return 0
+			die "module $1 is neither in $KPKG's modules.dep nor built in"
+		fi
+	fi
+	[[ -n ${seen[$rel]:-} ]] && return 0
+	seen[$rel]=1
+	line=$(grep -E "^${rel//./\\.}:" "$MODROOT/modules.dep" | head -1)
+	for dep in ${line#*:}; do add_module "$dep"; done
+	order+=("$rel")
+}
+for m in $MODULES; do add_module "$m"; done
+: >"$STAGE/etc/vmtest/modules"
+for rel in "${order[@]}"; do
+	name=$(basename "$rel")
+	# busybox insmod reads plain ELF only: decompress on the host.
+	case $name in
+	*.ko.xz) xz -dc "$MODROOT/$rel" >"$STAGE/lib/modules/$KREL/${name%.xz}"; name=${name%.xz} ;;
+	*.ko.zst) zstd -qdc "$MODROOT/$rel" >"$STAGE/lib/modules/$KREL/${name%.zst}"; name=${name%.zst} ;;
+	*.ko.gz) gzip -dc "$MODROOT/$rel" >"$STAGE/lib/modules/$KREL/${name%.gz}"; name=${name%.gz} ;;
+	*) cp "$MODROOT/$rel" "$STAGE/lib/modules/$KREL/$name" ;;
+	esac
+	echo "/lib/modules/$KREL/$name" >>"$STAGE/etc/vmtest/modules"
+done
+
+cp "$ROOT/vmtest/init.sh" "$STAGE/init"
+chmod 755 "$STAGE/init"
+printf 'VMTEST_KERNEL_PACKAGE=%s\nVMTEST_KERNEL_VERSION=%s\nVMTEST_KERNEL_RELEASE=%s\nVMTEST_TEST_TIMEOUT=%s\n' \
+	"$KPKG" "$KVER" "$KREL" "$TEST_TIMEOUT" >"$STAGE/etc/vmtest/env"
+
+# Uncompressed: under TCG the kernel's gunzip costs more than QEMU's
+# reading a bigger file.
+INITRD=$OUT/initramfs.cpio
+(cd "$STAGE" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$INITRD"
+log "initramfs $(du -m "$INITRD" | cut -f1) MiB, ${#order[@]} modules, ${#pkgdirs[@]} test binaries"
+
+# --- 5. Boot. --------------------------------------------------------------
+append="console=ttyS0 quiet panic=-1 softlockup_panic=1 oops=panic"
+[[ -n ${VMTEST_RUN:-} ]] && append+=" VMTEST_RUN=$VMTEST_RUN"
+[[ ${VMTEST_SHELL:-} == 1 ]] && append+=" VMTEST_SHELL=1"
+qemu=(qemu-system-x86_64 -accel tcg -smp 1 -m "$MEM" -nographic -no-reboot -nic none
+	-kernel "$VMLINUZ" -initrd "$INITRD" -append "$append")
+IFS=';' read -r -a drives <<<"${VMTEST_DRIVES:-}"
+for d in "${drives[@]}"; do
+	[[ -n $d ]] && qemu+=(-drive "$d")
+done
+
+CONSOLE=$OUT/console.log
+log "booting: ${qemu[*]}"
+start=$(date +%s)
+set +e
+if [[ ${VMTEST_SHELL:-} == 1 ]]; then
+	"${qemu[@]}" | tee "$CONSOLE"
+	qrc=${PIPESTATUS[0]}
+else
+	# stdin from /dev/null: QEMU leaves the terminal alone and Ctrl-C
+	# reaches it as SIGINT.
+	timeout -k 10 "$TIMEOUT" "${qemu[@]}" </dev/null | tee "$CONSOLE"
+	qrc=${PIPESTATUS[0]}
+fi
+set -e
+elapsed=$(($(date +%s) - start))
+
+# --- 6. Verdict from the console. -----------------------------------------
+tr -d '\r' <"$CONSOLE" >"$CONSOLE.txt"
+mapfile -t results < <(grep -E '^RESULT pkg=[^ ]+ rc=[0-9]+$' "$CONSOLE.txt" || true)
+want=$(wc -l <"$STAGE/etc/vmtest/tests")
+failed=0
+for r in "${results[@]}"; do
+	[[ $r == *" rc=0" ]] || failed=$((failed + 1))
+done
+echo "vmtest: kernel $KPKG $KVER, ${#results[@]}/$want binaries reported, $failed failed, ${elapsed}s in QEMU (rc $qrc)"
+if [[ $qrc == 124 || $qrc == 137 ]]; then
+	last=$(grep -E '^VMTEST run pkg=' "$CONSOLE.txt" | tail -1 || true)
+	die "VM timed out after ${TIMEOUT}s and QEMU was killed (last started: ${last:-none}); raise VMTEST_TIMEOUT or look at $CONSOLE"
+fi
+[[ ${#results[@]} -gt 0 ]] || die "no RESULT line came from the VM (kernel panic or /init failure?); see $CONSOLE"
+grep -qE '^VMTEST DONE ' "$CONSOLE.txt" || die "the VM stopped before its final line; see $CONSOLE"
+grep -qE '^VMTEST DONE .*rig=ok' "$CONSOLE.txt" || die "the rig itself failed inside the VM (module load or mount); see $CONSOLE"
+[[ ${#results[@]} -eq $want ]] || die "$want test binaries built but ${#results[@]} reported"
+[[ $failed -eq 0 ]] || die "$failed test binaries failed"
+[[ $qrc == 0 ]] || die "QEMU exited with $qrc"
+echo "vmtest: PASS"
