@@ -1,0 +1,82 @@
+//go:build ignore
+
+/* journal.bpf.c: the filesystem journal work an fsync waits for.
+ * ext4: each jbd2 commit, start to end, per journal device.
+ * XFS: each log force, by the thread that forces it (the force ends when
+ * the fsync does; the log write itself is a REQ_PREFLUSH|REQ_FUA request
+ * seen by block.bpf.c).
+ * btrfs has no commit tracepoint: its tree-log writes are REQ_META requests
+ * that block.bpf.c sees in the fsyncing thread. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "fsync.h"
+#include "events.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const struct journal_event *unused_journal_event __attribute__((unused));
+
+struct commit_key {
+	__u32 dev;
+	__u32 txn;
+};
+
+/* commits: (journal device, transaction id) -> start of its commit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct commit_key);
+	__type(value, __u64);
+} commits SEC(".maps");
+
+SEC("tp_btf/jbd2_start_commit")
+int BPF_PROG(jbd2_start_commit, journal_t *journal, transaction_t *txn)
+{
+	struct commit_key k = {
+		.dev = BPF_CORE_READ(journal, j_fs_dev, bd_dev),
+		.txn = BPF_CORE_READ(txn, t_tid),
+	};
+	__u64 now = bpf_ktime_get_ns();
+
+	bpf_map_update_elem(&commits, &k, &now, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/jbd2_end_commit")
+int BPF_PROG(jbd2_end_commit, journal_t *journal, transaction_t *txn)
+{
+	struct commit_key k = {
+		.dev = BPF_CORE_READ(journal, j_fs_dev, bd_dev),
+		.txn = BPF_CORE_READ(txn, t_tid),
+	};
+	struct journal_event e = {};
+	__u64 *start = bpf_map_lookup_elem(&commits, &k);
+
+	if (!start)
+		return 0;
+	e.kind = ES_KIND_JOURNAL;
+	e.source = ES_JOURNAL_JBD2_COMMIT;
+	e.dev = k.dev;
+	e.txn = k.txn;
+	e.start_ns = *start;
+	e.end_ns = bpf_ktime_get_ns();
+	bpf_map_delete_elem(&commits, &k);
+	emit(&e, sizeof(e));
+	return 0;
+}
+
+SEC("tp_btf/xfs_log_force")
+int BPF_PROG(xfs_log_force, struct xfs_mount *mp, xfs_lsn_t lsn, unsigned long caller_ip)
+{
+	struct journal_event e = {};
+
+	e.kind = ES_KIND_JOURNAL;
+	e.source = ES_JOURNAL_XFS_LOG_FORCE;
+	e.dev = BPF_CORE_READ(mp, m_super, s_dev);
+	e.tid = (__u32)bpf_get_current_pid_tgid();
+	e.start_ns = bpf_ktime_get_ns();
+	emit(&e, sizeof(e));
+	return 0;
+}

@@ -1,0 +1,254 @@
+// Package event holds the decoded kernel events that package tracer
+// produces and package analysis consumes. It is the only thing the two
+// share, so analysis can be tested on synthetic events without root.
+//
+// Timestamps are CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns). Devices
+// are Dev values: the kernel's internal dev_t (major<<20 | minor), which is
+// what BPF reads from struct block_device and struct super_block.
+package event
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Dev is a kernel-internal dev_t: major in the top 12 bits, minor in the
+// low 20 (include/linux/kdev_t.h MKDEV). It is not the userspace encoding
+// that stat(2) returns; use DevFromUnix for that.
+type Dev uint32
+
+// Major returns the major device number.
+func (d Dev) Major() uint32 { return uint32(d) >> 20 }
+
+// Minor returns the minor device number.
+func (d Dev) Minor() uint32 { return uint32(d) & (1<<20 - 1) }
+
+// String formats d as "major:minor", the form of /proc/self/mountinfo and
+// lsblk.
+func (d Dev) String() string { return fmt.Sprintf("%d:%d", d.Major(), d.Minor()) }
+
+// MkDev builds a Dev from major and minor numbers.
+func MkDev(major, minor uint32) Dev { return Dev(major<<20 | minor&(1<<20-1)) }
+
+// DevFromUnix converts a userspace dev_t (stat's st_dev/st_rdev, glibc
+// encoding) to a Dev.
+func DevFromUnix(d uint64) Dev {
+	major := uint32((d>>8)&0xfff) | uint32((d>>32)&^0xfff)
+	minor := uint32(d&0xff) | uint32((d>>12)&^0xff)
+	return MkDev(major, minor)
+}
+
+// Syscall names the system call of an Fsync event.
+type Syscall uint8
+
+// The traced system calls.
+const (
+	SysFsync     Syscall = 0
+	SysFdatasync Syscall = 1
+)
+
+// String returns "fsync" or "fdatasync".
+func (s Syscall) String() string {
+	if s == SysFdatasync {
+		return "fdatasync"
+	}
+	return "fsync"
+}
+
+// Fsync is one fsync(2) or fdatasync(2) call, entry to exit.
+type Fsync struct {
+	Syscall    Syscall
+	PID, TID   uint32
+	Comm       string
+	FD         int32
+	Dev        Dev      // the file's filesystem (s_dev), or the device itself if IsBlockdev
+	IsBlockdev bool     // fd was a block device node
+	Ino        uint64   // inode number
+	FSType     string   // i_sb->s_type->name, e.g. "ext4"
+	Names      []string // d_name of the file, its parent, ... (up to 4, innermost first)
+	CgroupID   uint64
+	StartNs    uint64
+	EndNs      uint64
+	Ret        int64 // syscall return value (0 or -errno)
+}
+
+// FsyncEnter says that thread TID entered fsync/fdatasync at StartNs; it
+// lets the consumer keep the block events that call may wait on.
+type FsyncEnter struct {
+	TID     uint32
+	StartNs uint64
+}
+
+// Op is a block request operation (enum req_op, normalised in BPF).
+type Op uint8
+
+// Block operations.
+const (
+	OpOther       Op = 0
+	OpRead        Op = 1
+	OpWrite       Op = 2
+	OpFlush       Op = 3
+	OpDiscard     Op = 4
+	OpSecureErase Op = 5
+	OpWriteZeroes Op = 6
+)
+
+// String returns the kernel's name without the REQ_OP_ prefix.
+func (o Op) String() string {
+	switch o {
+	case OpRead:
+		return "READ"
+	case OpWrite:
+		return "WRITE"
+	case OpFlush:
+		return "FLUSH"
+	case OpDiscard:
+		return "DISCARD"
+	case OpSecureErase:
+		return "SECURE_ERASE"
+	case OpWriteZeroes:
+		return "WRITE_ZEROES"
+	}
+	return "OTHER"
+}
+
+// ReqFlags are block request flags (enum req_flag_bits), normalised in BPF
+// through CO-RE so their bit positions here never change.
+type ReqFlags uint32
+
+// Request flags, named as REQ_* in include/linux/blk_types.h.
+const (
+	ReqSync       ReqFlags = 1 << 0
+	ReqMeta       ReqFlags = 1 << 1
+	ReqPrio       ReqFlags = 1 << 2
+	ReqNoMerge    ReqFlags = 1 << 3
+	ReqIdle       ReqFlags = 1 << 4
+	ReqFUA        ReqFlags = 1 << 5
+	ReqPreflush   ReqFlags = 1 << 6
+	ReqRahead     ReqFlags = 1 << 7
+	ReqBackground ReqFlags = 1 << 8
+	ReqNoWait     ReqFlags = 1 << 9
+)
+
+var flagNames = []struct {
+	f    ReqFlags
+	name string
+}{
+	{ReqPreflush, "PREFLUSH"}, {ReqFUA, "FUA"}, {ReqSync, "SYNC"}, {ReqMeta, "META"},
+	{ReqPrio, "PRIO"}, {ReqNoMerge, "NOMERGE"}, {ReqIdle, "IDLE"}, {ReqRahead, "RAHEAD"},
+	{ReqBackground, "BACKGROUND"}, {ReqNoWait, "NOWAIT"},
+}
+
+// Names returns the set flags as REQ_ names without the prefix.
+func (f ReqFlags) Names() []string {
+	var out []string
+	for _, n := range flagNames {
+		if f&n.f != 0 {
+			out = append(out, n.name)
+		}
+	}
+	return out
+}
+
+// Rwbs renders op and flags the way blktrace and the block tracepoints do
+// (blk_fill_rwbs in kernel/trace/blktrace.c): F for REQ_PREFLUSH, then the
+// op (W, R, D, DE, F for REQ_OP_FLUSH, N for anything else), F for REQ_FUA,
+// A (readahead), S (sync), M (meta). A flush request renders as "F", a
+// journal commit block written with preflush and FUA as "FWFSM".
+func Rwbs(op Op, f ReqFlags) string {
+	var b strings.Builder
+	if f&ReqPreflush != 0 {
+		b.WriteByte('F')
+	}
+	switch op {
+	case OpWrite:
+		b.WriteByte('W')
+	case OpDiscard:
+		b.WriteByte('D')
+	case OpSecureErase:
+		b.WriteString("DE")
+	case OpFlush:
+		b.WriteByte('F')
+	case OpRead:
+		b.WriteByte('R')
+	default:
+		b.WriteByte('N')
+	}
+	if f&ReqFUA != 0 {
+		b.WriteByte('F')
+	}
+	if f&ReqRahead != 0 {
+		b.WriteByte('A')
+	}
+	if f&ReqSync != 0 {
+		b.WriteByte('S')
+	}
+	if f&ReqMeta != 0 {
+		b.WriteByte('M')
+	}
+	return b.String()
+}
+
+// Block is one completion of a block request (a request completed in parts
+// produces several, the last with Final set).
+type Block struct {
+	Rq         uint64 // struct request address; pairs insert/issue/complete
+	Dev        Dev    // the disk (gendisk), as the block tracepoints report it
+	Op         Op
+	Flags      ReqFlags
+	CmdFlags   uint32 // raw rq->cmd_flags of this kernel, for debugging
+	Sector     uint64 // meaningless for flushes
+	Bytes      uint32 // bytes this completion covered
+	Error      int32  // blk_status_t
+	Final      bool
+	InsertNs   uint64 // 0: issued without insertion
+	IssueNs    uint64 // 0: never issued (should not happen)
+	CompleteNs uint64
+	PID, TID   uint32 // task that inserted or issued it
+	Comm       string
+}
+
+// IsFlush reports whether the request makes the device persist its cache:
+// REQ_OP_FLUSH, or a write with REQ_PREFLUSH or REQ_FUA.
+func (b *Block) IsFlush() bool {
+	return b.Op == OpFlush || b.Flags&(ReqPreflush|ReqFUA) != 0
+}
+
+// StartNs is when the request entered the block layer's view: insert if it
+// was inserted, otherwise issue.
+func (b *Block) StartNs() uint64 {
+	if b.InsertNs != 0 {
+		return b.InsertNs
+	}
+	return b.IssueNs
+}
+
+// JournalSource says which filesystem mechanism a Journal event records.
+type JournalSource uint8
+
+// Journal sources.
+const (
+	JournalJBD2Commit  JournalSource = 1 // ext4: jbd2_start_commit .. jbd2_end_commit
+	JournalXFSLogForce JournalSource = 2 // xfs_log_force by thread TID (no end)
+)
+
+// String names the source.
+func (s JournalSource) String() string {
+	switch s {
+	case JournalJBD2Commit:
+		return "jbd2_commit"
+	case JournalXFSLogForce:
+		return "xfs_log_force"
+	}
+	return "unknown"
+}
+
+// Journal is one journal commit (jbd2) or log force (XFS).
+type Journal struct {
+	Source  JournalSource
+	Dev     Dev    // the filesystem's block device
+	TID     uint32 // XFS: thread that forced the log
+	Txn     uint32 // jbd2 transaction id
+	StartNs uint64
+	EndNs   uint64 // 0 for an XFS log force
+}

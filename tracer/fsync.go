@@ -1,0 +1,354 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/etcdscope/etcdscope/event"
+)
+
+// FsyncConfig selects what the fsync tracer records. Zero values mean
+// "everything".
+type FsyncConfig struct {
+	PID      uint32    // only this process (tgid)
+	CgroupID uint64    // only tasks in this cgroup v2 (its directory's inode number)
+	Comm     string    // only tasks with this comm (≤ 15 bytes)
+	Disk     event.Dev // only block requests of this disk (whole-disk dev)
+	// RingBytes is the ring buffer size (a power of two ≥ page size);
+	// 0 means 16 MiB, room for ~100k block events between two reads.
+	RingBytes uint32
+}
+
+// Probe is one attachment point of a tracer and whether it is live.
+type Probe struct {
+	Name     string // "tracepoint/syscalls/sys_enter_fdatasync", "tp_btf/jbd2_start_commit", ...
+	Attached bool
+	Why      string // when not attached: what this kernel lacks
+}
+
+// FsyncTracer traces fsync/fdatasync calls, the block requests below them
+// and journal commits, into one ring buffer.
+type FsyncTracer struct {
+	fsync   fsyncObjects
+	block   blockObjects
+	journal *ebpf.Collection
+	links   []link.Link
+	reader  *ringbuf.Reader
+	untrace func()
+	probes  []Probe
+	rec     ringbuf.Record
+	closed  bool
+}
+
+// NewFsync loads and attaches the fsync, block and journal programs.
+// Syscall and block tracepoints are required; journal probes are optional
+// and reported through Probes when this kernel lacks them (no ext4/jbd2, no
+// XFS). Errors wrap ErrNoPrivilege or ErrNoBTF where those are the cause.
+func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
+	if len(cfg.Comm) > 15 {
+		return nil, fmt.Errorf("comm %q is longer than the kernel's 15 bytes", cfg.Comm)
+	}
+	if err := CheckPrerequisites(); err != nil {
+		return nil, err
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("removing memlock limit: %w", err)
+	}
+	t := &FsyncTracer{}
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	if t.untrace, err = Tracefs(); err != nil {
+		return nil, err
+	}
+
+	// fsync object: owns the shared ring buffer and lost counter.
+	fspec, err := loadFsync()
+	if err != nil {
+		return nil, fmt.Errorf("reading fsync object: %w", err)
+	}
+	ring := cfg.RingBytes
+	if ring == 0 {
+		ring = 16 << 20
+	}
+	fspec.Maps["events"].MaxEntries = ring
+	var comm [16]int8
+	for i := 0; i < len(cfg.Comm); i++ {
+		comm[i] = int8(cfg.Comm[i])
+	}
+	for name, v := range map[string]any{
+		"targ_tgid": cfg.PID, "targ_cgroup_id": cfg.CgroupID,
+		"filter_comm": cfg.Comm != "", "targ_comm": comm,
+	} {
+		if err := fspec.Variables[name].Set(v); err != nil {
+			return nil, fmt.Errorf("setting %s: %w", name, err)
+		}
+	}
+	if err := fspec.LoadAndAssign(&t.fsync, nil); err != nil {
+		return nil, explainLoad("fsync programs", err)
+	}
+	shared := map[string]*ebpf.Map{"events": t.fsync.Events, "lost_events": t.fsync.LostEvents}
+
+	bspec, err := loadBlock()
+	if err != nil {
+		return nil, fmt.Errorf("reading block object: %w", err)
+	}
+	bspec.Maps["events"].MaxEntries = ring
+	if err := bspec.Variables["targ_dev"].Set(uint32(cfg.Disk)); err != nil {
+		return nil, fmt.Errorf("setting targ_dev: %w", err)
+	}
+	if err := bspec.LoadAndAssign(&t.block, &ebpf.CollectionOptions{MapReplacements: shared}); err != nil {
+		return nil, explainLoad("block programs", err)
+	}
+
+	for _, tp := range []struct {
+		name string
+		prog *ebpf.Program
+	}{
+		{"sys_enter_fsync", t.fsync.SysEnterFsync},
+		{"sys_exit_fsync", t.fsync.SysExitFsync},
+		{"sys_enter_fdatasync", t.fsync.SysEnterFdatasync},
+		{"sys_exit_fdatasync", t.fsync.SysExitFdatasync},
+	} {
+		l, err := link.Tracepoint("syscalls", tp.name, tp.prog, nil)
+		if err != nil {
+			return nil, fmt.Errorf("attaching tracepoint/syscalls/%s (needs CONFIG_FTRACE_SYSCALLS): %w", tp.name, err)
+		}
+		t.links = append(t.links, l)
+		t.probes = append(t.probes, Probe{Name: "tracepoint/syscalls/" + tp.name, Attached: true})
+	}
+	for _, p := range []*ebpf.Program{t.block.BlockRqInsert, t.block.BlockRqIssue, t.block.BlockRqComplete} {
+		l, err := link.AttachTracing(link.TracingOptions{Program: p})
+		if err != nil {
+			return nil, fmt.Errorf("attaching tp_btf program %s: %w", p, err)
+		}
+		t.links = append(t.links, l)
+	}
+	t.probes = append(t.probes,
+		Probe{Name: "tp_btf/block_rq_insert", Attached: true},
+		Probe{Name: "tp_btf/block_rq_issue", Attached: true},
+		Probe{Name: "tp_btf/block_rq_complete", Attached: true})
+
+	if err := t.attachJournal(shared); err != nil {
+		return nil, err
+	}
+
+	if t.reader, err = ringbuf.NewReader(t.fsync.Events); err != nil {
+		return nil, fmt.Errorf("opening ring buffer: %w", err)
+	}
+	return t, nil
+}
+
+// attachJournal loads each journal program whose tracepoint this kernel
+// has (jbd2 and xfs may be modules, not loaded, or absent) and records the
+// others as unavailable instead of failing.
+func (t *FsyncTracer) attachJournal(shared map[string]*ebpf.Map) error {
+	spec, err := loadJournal()
+	if err != nil {
+		return fmt.Errorf("reading journal object: %w", err)
+	}
+	spec.Maps["events"].MaxEntries = shared["events"].MaxEntries()
+	want := map[string]string{
+		"jbd2_start_commit": "ext4/jbd2 not loaded: no jbd2 commit tracepoint",
+		"jbd2_end_commit":   "ext4/jbd2 not loaded: no jbd2 commit tracepoint",
+		"xfs_log_force":     "xfs not loaded: no xfs_log_force tracepoint",
+	}
+	var missing []Probe
+	for name, why := range want {
+		if !tracepointHasBTF(name) {
+			delete(spec.Programs, name)
+			missing = append(missing, Probe{Name: "tp_btf/" + name, Why: why})
+		}
+	}
+	// jbd2 start and end only make sense together.
+	if _, ok := spec.Programs["jbd2_start_commit"]; !ok {
+		delete(spec.Programs, "jbd2_end_commit")
+	} else if _, ok := spec.Programs["jbd2_end_commit"]; !ok {
+		delete(spec.Programs, "jbd2_start_commit")
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: shared})
+	if err != nil {
+		return explainLoad("journal programs", err)
+	}
+	t.journal = coll
+	for _, name := range []string{"jbd2_start_commit", "jbd2_end_commit", "xfs_log_force"} {
+		p, ok := coll.Programs[name]
+		if !ok {
+			continue
+		}
+		l, err := link.AttachTracing(link.TracingOptions{Program: p})
+		if err != nil {
+			return fmt.Errorf("attaching tp_btf/%s: %w", name, err)
+		}
+		t.links = append(t.links, l)
+		t.probes = append(t.probes, Probe{Name: "tp_btf/" + name, Attached: true})
+	}
+	t.probes = append(t.probes, missing...)
+	return nil
+}
+
+// tracepointHasBTF reports whether the kernel (or a loaded module) has the
+// btf_trace_<name> typedef that a tp_btf program attaches through.
+func tracepointHasBTF(name string) bool {
+	var typ *btf.Typedef
+	spec, err := btf.LoadKernelSpec()
+	if err == nil && spec.TypeByName("btf_trace_"+name, &typ) == nil {
+		return true
+	}
+	// Modules: cilium/ebpf searches them when attaching; a cheap check is
+	// the tracefs directory of the event.
+	for _, r := range tracefsRoots {
+		if _, err := os.Stat(r + "/events/" + tracepointSystem(name) + "/" + name); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func tracepointSystem(name string) string {
+	switch {
+	case len(name) > 5 && name[:5] == "jbd2_":
+		return "jbd2"
+	case len(name) > 4 && name[:4] == "xfs_":
+		return "xfs"
+	}
+	return ""
+}
+
+// Probes lists every probe with whether it is attached; the report shows
+// the layers that missing probes leave dark.
+func (t *FsyncTracer) Probes() []Probe { return t.probes }
+
+// Lost returns how many events did not fit in the ring buffer (summed over
+// CPUs) since the tracer started.
+func (t *FsyncTracer) Lost() (uint64, error) {
+	var perCPU []uint64
+	if err := t.fsync.LostEvents.Lookup(uint32(0), &perCPU); err != nil {
+		return 0, fmt.Errorf("reading lost_events: %w", err)
+	}
+	var n uint64
+	for _, v := range perCPU {
+		n += v
+	}
+	return n, nil
+}
+
+// ErrClosed is returned by Read after Close.
+var ErrClosed = ringbuf.ErrClosed
+
+// Read blocks until the next event and returns it as one of
+// event.Fsync, event.FsyncEnter, event.Block or event.Journal. It returns
+// ErrClosed once Close has been called. Records are decoded by fixed
+// layout (the bpf2go structs), without reflection.
+func (t *FsyncTracer) Read() (any, error) {
+	for {
+		if err := t.reader.ReadInto(&t.rec); err != nil {
+			return nil, err
+		}
+		raw := t.rec.RawSample
+		if len(raw) == 0 {
+			continue
+		}
+		switch raw[0] {
+		case 1: // ES_KIND_FSYNC
+			if len(raw) < int(unsafe.Sizeof(fsyncFsyncEvent{})) {
+				return nil, errShort("fsync", len(raw))
+			}
+			return decodeFsync((*fsyncFsyncEvent)(unsafe.Pointer(&raw[0]))), nil
+		case 2: // ES_KIND_FSYNC_ENTER
+			if len(raw) < int(unsafe.Sizeof(fsyncFsyncEnterEvent{})) {
+				return nil, errShort("fsync_enter", len(raw))
+			}
+			e := (*fsyncFsyncEnterEvent)(unsafe.Pointer(&raw[0]))
+			return event.FsyncEnter{TID: e.Tid, StartNs: e.StartNs}, nil
+		case 3: // ES_KIND_BLK
+			if len(raw) < int(unsafe.Sizeof(blockBlkEvent{})) {
+				return nil, errShort("blk", len(raw))
+			}
+			return decodeBlock((*blockBlkEvent)(unsafe.Pointer(&raw[0]))), nil
+		case 4: // ES_KIND_JOURNAL
+			if len(raw) < int(unsafe.Sizeof(journalJournalEvent{})) {
+				return nil, errShort("journal", len(raw))
+			}
+			e := (*journalJournalEvent)(unsafe.Pointer(&raw[0]))
+			return event.Journal{Source: event.JournalSource(e.Source), Dev: event.Dev(e.Dev),
+				TID: e.Tid, Txn: e.Txn, StartNs: e.StartNs, EndNs: e.EndNs}, nil
+		default:
+			return nil, fmt.Errorf("decoding event: unknown kind %d", raw[0])
+		}
+	}
+}
+
+func errShort(kind string, n int) error {
+	return fmt.Errorf("decoding %s event: record of %d bytes is too short", kind, n)
+}
+
+func cstr(b []int8) string {
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), len(b))
+	for i, c := range buf {
+		if c == 0 {
+			return string(buf[:i])
+		}
+	}
+	return string(buf)
+}
+
+func decodeFsync(e *fsyncFsyncEvent) event.Fsync {
+	f := event.Fsync{
+		Syscall: event.Syscall(e.Syscall), PID: e.Pid, TID: e.Tid, Comm: cstr(e.Comm[:]),
+		FD: e.Fd, Dev: event.Dev(e.Dev), IsBlockdev: e.IsBlockdev != 0, Ino: e.Ino,
+		FSType: cstr(e.Fstype[:]), CgroupID: e.CgroupId, StartNs: e.StartNs, EndNs: e.EndNs, Ret: e.Ret,
+	}
+	for i := range e.Names {
+		n := cstr(e.Names[i][:])
+		if n == "" {
+			break
+		}
+		f.Names = append(f.Names, n)
+	}
+	return f
+}
+
+func decodeBlock(e *blockBlkEvent) event.Block {
+	return event.Block{
+		Rq: e.Rq, Dev: event.Dev(e.Dev), Op: event.Op(e.Op), Flags: event.ReqFlags(e.Flags),
+		CmdFlags: e.CmdFlags, Sector: e.Sector, Bytes: e.Bytes, Error: e.Error, Final: e.Final != 0,
+		InsertNs: e.InsertNs, IssueNs: e.IssueNs, CompleteNs: e.CompleteNs,
+		PID: e.Pid, TID: e.Tid, Comm: cstr(e.Comm[:]),
+	}
+}
+
+// Close detaches every probe and frees every object; it is safe to call
+// more than once and on a half-built tracer.
+func (t *FsyncTracer) Close() error {
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	var errs []error
+	if t.reader != nil {
+		errs = append(errs, t.reader.Close())
+	}
+	for _, l := range t.links {
+		errs = append(errs, l.Close())
+	}
+	t.links = nil
+	if t.journal != nil {
+		t.journal.Close()
+	}
+	errs = append(errs, t.block.Close(), t.fsync.Close())
+	if t.untrace != nil {
+		t.untrace()
+	}
+	return errors.Join(errs...)
+}
