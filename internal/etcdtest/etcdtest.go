@@ -1,0 +1,491 @@
+// Package etcdtest starts real etcd clusters for tests: the server built by
+// `make etcd` (bin/etcd, v3.6.16 pinned in tools/etcd/go.mod), one or three
+// members on loopback addresses, optionally with TLS certificates the
+// harness makes, plus the client, metrics and load helpers the tracer tests
+// check etcdscope's numbers against.
+//
+// Every member listens on fixed ports of its own IP: clients on :2379,
+// peers on :2380 (the port etcdscope peers traces), plain-HTTP metrics and
+// /health on :2381. Fixed ports mean two clusters cannot run at once on one
+// host, and `go test ./...` runs packages in parallel, so Start holds an
+// exclusive flock on $TMPDIR/etcdscope-etcdtest.lock from start to cleanup:
+// clusters of different test binaries queue instead of colliding.
+package etcdtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/etcdscope/etcdscope/internal/testenv"
+)
+
+// Ports every member uses on its own IP.
+const (
+	ClientPort  = 2379 // gRPC and HTTP client API
+	PeerPort    = 2380 // Raft and the /raft/probing prober
+	MetricsPort = 2381 // plain HTTP /metrics and /health (--listen-metrics-urls)
+)
+
+// Timeouts of the harness. healthTimeout covers process start, TLS set-up
+// and the first election (etcd's default election timeout is 1 s).
+const (
+	healthTimeout = 30 * time.Second
+	stopTimeout   = 10 * time.Second
+	lockTimeout   = 10 * time.Minute
+)
+
+// Options describes the cluster Start makes. The zero value is one plain
+// member on 127.0.0.1.
+type Options struct {
+	Members   int      // 1 or 3 (0 means 1)
+	IPs       []string // default 127.0.0.1, 127.0.0.2, 127.0.0.3; member i uses IPs[i]
+	PeerTLS   bool     // https peer URLs on IP:2380 with certs made by the harness
+	ClientTLS bool     // https client URLs on IP:2379
+	DataDir   string   // base dir; default t.TempDir() (tests may pass a dir on a loop fs)
+	ExtraArgs []string // appended to every member's command line (later flags win)
+}
+
+// Member is one running etcd process.
+type Member struct {
+	Name, IP   string // Name is m0, m1, ...: etcd's --name
+	ClientURL  string // scheme://IP:2379
+	PeerURL    string // scheme://IP:2380
+	MetricsURL string // plain http://IP:2381/metrics, never TLS
+	DataDir    string // etcd's --data-dir: <Options.DataDir>/<Name>; WAL under member/wal
+	PID        int    // the etcd process: what tracer tests filter on
+	ID         uint64 // Raft member ID (the To label of peer metrics, in hex)
+
+	logFile string        // the process's stdout+stderr
+	cmd     *exec.Cmd     //
+	exited  chan struct{} // closed when the process has been waited for
+	waitErr error         // cmd.Wait's result, valid after exited closes
+}
+
+// Cluster is a running etcd cluster; Start registers its teardown with
+// t.Cleanup.
+type Cluster struct {
+	Members []*Member
+	// PEM files made with crypto/x509: an ECDSA P-256 CA and a leaf for the
+	// test's client that is valid for server and client auth ("" if neither
+	// PeerTLS nor ClientTLS).
+	CAFile, ClientCertFile, ClientKeyFile string
+
+	clientTLS bool
+	mu        sync.Mutex
+	cli       *clientv3.Client // shared by Put and Leader, made on first use
+}
+
+// Start starts opt.Members etcd members from testenv.EtcdBinary(t) (which
+// skips, or fails under ETCDSCOPE_REQUIRE_BPF=1, when there is no binary),
+// waits until every member's /health reports true and every member knows
+// its Raft ID, and registers a cleanup that stops all members (SIGTERM, then
+// SIGKILL after 10 s) and waits for them, also when the test fails. A
+// member that exits or stays unhealthy for 30 s fails the test with the
+// tail of its log.
+func Start(t testing.TB, opt Options) *Cluster {
+	t.Helper()
+	bin := testenv.EtcdBinary(t)
+	if opt.Members == 0 {
+		opt.Members = 1
+	}
+	if len(opt.IPs) == 0 {
+		opt.IPs = []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}
+	}
+	if opt.Members < 1 || opt.Members > len(opt.IPs) {
+		t.Fatalf("etcdtest: %d members need as many IPs, have %d", opt.Members, len(opt.IPs))
+	}
+	if opt.DataDir == "" {
+		opt.DataDir = t.TempDir()
+	}
+	workDir := t.TempDir() // certificates and logs: never on the caller's DataDir
+
+	unlock, err := lockPorts(lockTimeout)
+	if err != nil {
+		t.Fatalf("etcdtest: %v", err)
+	}
+	c := &Cluster{clientTLS: opt.ClientTLS}
+	// Registered before any process starts, so a Start that fails halfway
+	// still stops what it started; cleanups run last-in first-out, so the
+	// lock is released after the processes are gone.
+	t.Cleanup(unlock)
+	t.Cleanup(func() { c.stop(t) })
+
+	peerScheme, clientScheme := "http", "http"
+	if opt.PeerTLS {
+		peerScheme = "https"
+	}
+	if opt.ClientTLS {
+		clientScheme = "https"
+	}
+	var initial []string
+	for i := 0; i < opt.Members; i++ {
+		ip := opt.IPs[i]
+		m := &Member{
+			Name:       fmt.Sprintf("m%d", i),
+			IP:         ip,
+			ClientURL:  fmt.Sprintf("%s://%s", clientScheme, hostPort(ip, ClientPort)),
+			PeerURL:    fmt.Sprintf("%s://%s", peerScheme, hostPort(ip, PeerPort)),
+			MetricsURL: fmt.Sprintf("http://%s/metrics", hostPort(ip, MetricsPort)),
+			DataDir:    filepath.Join(opt.DataDir, fmt.Sprintf("m%d", i)),
+			logFile:    filepath.Join(workDir, fmt.Sprintf("m%d.log", i)),
+			exited:     make(chan struct{}),
+		}
+		c.Members = append(c.Members, m)
+		initial = append(initial, m.Name+"="+m.PeerURL)
+	}
+
+	var leafs []certPaths
+	if opt.PeerTLS || opt.ClientTLS {
+		if leafs, err = c.makeCerts(workDir); err != nil {
+			t.Fatalf("etcdtest: %v", err)
+		}
+	}
+	token := make([]byte, 8)
+	rand.Read(token)
+	for i, m := range c.Members {
+		args := []string{
+			"--name=" + m.Name,
+			"--data-dir=" + m.DataDir,
+			"--listen-client-urls=" + m.ClientURL,
+			"--advertise-client-urls=" + m.ClientURL,
+			"--listen-peer-urls=" + m.PeerURL,
+			"--initial-advertise-peer-urls=" + m.PeerURL,
+			"--listen-metrics-urls=http://" + hostPort(m.IP, MetricsPort),
+			"--initial-cluster=" + strings.Join(initial, ","),
+			"--initial-cluster-state=new",
+			"--initial-cluster-token=etcdtest-" + hex.EncodeToString(token),
+			"--logger=zap", "--log-outputs=stderr",
+		}
+		if opt.PeerTLS {
+			args = append(args, "--peer-cert-file="+leafs[i].cert, "--peer-key-file="+leafs[i].key,
+				"--peer-trusted-ca-file="+c.CAFile, "--peer-client-cert-auth")
+		}
+		if opt.ClientTLS {
+			args = append(args, "--cert-file="+leafs[i].cert, "--key-file="+leafs[i].key,
+				"--trusted-ca-file="+c.CAFile, "--client-cert-auth")
+		}
+		args = append(args, opt.ExtraArgs...)
+		if err := m.start(bin, args); err != nil {
+			t.Fatalf("etcdtest: starting %s: %v", m.Name, err)
+		}
+		t.Logf("etcdtest: started %s pid %d: client %s, peer %s, data %s", m.Name, m.PID, m.ClientURL, m.PeerURL, m.DataDir)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), healthTimeout)
+	defer cancel()
+	for _, m := range c.Members {
+		if err := m.waitHealthy(ctx); err != nil {
+			t.Fatalf("etcdtest: %s (pid %d) not healthy: %v\n--- tail of %s ---\n%s", m.Name, m.PID, err, m.logFile, m.logTail(4096))
+		}
+	}
+	cli, err := c.client()
+	if err != nil {
+		t.Fatalf("etcdtest: %v", err)
+	}
+	for _, m := range c.Members {
+		st, err := cli.Status(ctx, m.ClientURL)
+		if err != nil {
+			t.Fatalf("etcdtest: status of %s: %v\n--- tail of %s ---\n%s", m.Name, err, m.logFile, m.logTail(4096))
+		}
+		m.ID = st.Header.MemberId
+	}
+	return c
+}
+
+// hostPort joins an IPv4 or IPv6 address and a port for a URL.
+func hostPort(ip string, port int) string {
+	if strings.Contains(ip, ":") {
+		return fmt.Sprintf("[%s]:%d", ip, port)
+	}
+	return fmt.Sprintf("%s:%d", ip, port)
+}
+
+// makeCerts writes the CA, one leaf per member (IP SANs: the member's IP
+// and 127.0.0.1) and the client leaf into dir, and returns the member leafs
+// in member order.
+func (c *Cluster) makeCerts(dir string) ([]certPaths, error) {
+	ca, err := newCA(dir)
+	if err != nil {
+		return nil, err
+	}
+	c.CAFile = ca.file
+	var leafs []certPaths
+	for i, m := range c.Members {
+		p, err := ca.leaf(dir, m.Name, int64(i+2), []string{m.IP, "127.0.0.1"})
+		if err != nil {
+			return nil, err
+		}
+		leafs = append(leafs, p)
+	}
+	client, err := ca.leaf(dir, "client", int64(len(c.Members)+2), []string{"127.0.0.1"})
+	if err != nil {
+		return nil, err
+	}
+	c.ClientCertFile, c.ClientKeyFile = client.cert, client.key
+	return leafs, nil
+}
+
+// start runs etcd with its output in m.logFile. Pdeathsig kills the member
+// if the test binary dies without running its cleanups (a panic, a
+// timeout), so no etcd outlives the test holding ports 2379-2381.
+func (m *Member) start(bin string, args []string) error {
+	if err := os.MkdirAll(m.DataDir, 0o700); err != nil {
+		return err
+	}
+	log, err := os.Create(m.logFile)
+	if err != nil {
+		return err
+	}
+	defer log.Close() // the child holds its own descriptor
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	m.cmd, m.PID = cmd, cmd.Process.Pid
+	go func() {
+		m.waitErr = cmd.Wait()
+		close(m.exited)
+	}()
+	return nil
+}
+
+// waitHealthy polls the member's /health every 100 ms until it reports
+// {"health":"true"}, the process exits, or ctx ends.
+func (m *Member) waitHealthy(ctx context.Context) error {
+	url := strings.TrimSuffix(m.MetricsURL, "/metrics") + "/health"
+	last := errors.New("no answer yet")
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if err := checkHealth(ctx, url); err == nil {
+			return nil
+		} else {
+			last = err
+		}
+		select {
+		case <-m.exited:
+			return fmt.Errorf("etcd exited: %v", m.waitErr)
+		case <-ctx.Done():
+			return fmt.Errorf("%w; last /health: %v", ctx.Err(), last)
+		case <-tick.C:
+		}
+	}
+}
+
+func checkHealth(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if err != nil {
+		return err
+	}
+	var h struct{ Health, Reason string }
+	if err := json.Unmarshal(body, &h); err != nil {
+		return fmt.Errorf("%s: %s: %w", resp.Status, bytes.TrimSpace(body), err)
+	}
+	if h.Health != "true" {
+		return fmt.Errorf("%s: health %q, reason %q", resp.Status, h.Health, h.Reason)
+	}
+	return nil
+}
+
+// logTail returns at most n bytes from the end of the member's log.
+func (m *Member) logTail(n int64) string {
+	f, err := os.Open(m.logFile)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > n {
+		f.Seek(st.Size()-n, io.SeekStart)
+	}
+	b, _ := io.ReadAll(f)
+	return string(b)
+}
+
+// stop closes the shared client and stops every member: SIGTERM (etcd
+// shuts down cleanly on it), SIGKILL after stopTimeout. If the test failed
+// it logs each member's log tail.
+func (c *Cluster) stop(t testing.TB) {
+	c.mu.Lock()
+	if c.cli != nil {
+		c.cli.Close()
+		c.cli = nil
+	}
+	c.mu.Unlock()
+	for _, m := range c.Members {
+		if m.cmd != nil {
+			m.cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	for _, m := range c.Members {
+		if m.cmd == nil {
+			continue
+		}
+		select {
+		case <-m.exited:
+		case <-time.After(stopTimeout):
+			t.Logf("etcdtest: %s (pid %d) ignored SIGTERM for %v; killing it", m.Name, m.PID, stopTimeout)
+			m.cmd.Process.Kill()
+			<-m.exited
+		}
+		if t.Failed() {
+			t.Logf("etcdtest: --- tail of %s (pid %d) log ---\n%s", m.Name, m.PID, m.logTail(2048))
+		}
+	}
+}
+
+// lockPorts takes the host-wide lock on the fixed etcd ports (see the
+// package doc), waiting up to timeout, and returns its release.
+func lockPorts(timeout time.Duration) (func(), error) {
+	path := filepath.Join(os.TempDir(), "etcdscope-etcdtest.lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666)
+	if err != nil {
+		return nil, fmt.Errorf("opening port lock: %w", err)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil // closing the last descriptor releases the flock
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("locking %s (another test's etcd cluster holds ports %d-%d): %w", path, ClientPort, MetricsPort, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Endpoints returns every member's client URL, in member order.
+func (c *Cluster) Endpoints() []string {
+	var eps []string
+	for _, m := range c.Members {
+		eps = append(eps, m.ClientURL)
+	}
+	return eps
+}
+
+// TLSConfig returns a fresh client TLS configuration (the harness CA as
+// root, the client certificate for etcd's --client-cert-auth), or nil
+// without ClientTLS. It panics if the files Start wrote are unreadable,
+// which cannot happen while the test runs.
+func (c *Cluster) TLSConfig() *tls.Config {
+	if !c.clientTLS {
+		return nil
+	}
+	cfg, err := loadTLS(c.CAFile, c.ClientCertFile, c.ClientKeyFile)
+	if err != nil {
+		panic(fmt.Sprintf("etcdtest: %v", err))
+	}
+	return cfg
+}
+
+func loadTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("no certificate in %s", caFile)
+	}
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("loading client certificate: %w", err)
+	}
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
+}
+
+func (c *Cluster) newClient() (*clientv3.Client, error) {
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   c.Endpoints(),
+		DialTimeout: 5 * time.Second,
+		TLS:         c.TLSConfig(),
+		Logger:      zap.NewNop(), // errors come back as values; its logs only add noise
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %v: %w", c.Endpoints(), err)
+	}
+	return cli, nil
+}
+
+// client returns the cluster's shared client, making it on first use.
+func (c *Cluster) client() (*clientv3.Client, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cli != nil {
+		return c.cli, nil
+	}
+	cli, err := c.newClient()
+	if err != nil {
+		return nil, err
+	}
+	c.cli = cli
+	return cli, nil
+}
+
+// Client returns a new client on every member's endpoint (TLS when the
+// cluster has ClientTLS), closed by t.Cleanup.
+func (c *Cluster) Client(t testing.TB) *clientv3.Client {
+	t.Helper()
+	cli, err := c.newClient()
+	if err != nil {
+		t.Fatalf("etcdtest: %v", err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// Leader returns the member that is Raft leader now, by asking each member
+// for its status (Maintenance.Status: the answering member's ID and the
+// leader it knows). It errors when no member claims to lead.
+func (c *Cluster) Leader(ctx context.Context) (*Member, error) {
+	cli, err := c.client()
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, m := range c.Members {
+		st, err := cli.Status(ctx, m.ClientURL)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("status of %s: %w", m.Name, err))
+			continue
+		}
+		if st.Leader != 0 && st.Leader == st.Header.MemberId {
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("no member leads: %w", errors.Join(errs...))
+}
