@@ -1,0 +1,319 @@
+//go:build ignore
+/* peers.bpf.c: TCP connections on etcd's peer port (2380): handshake RTT,
+ * smoothed/min RTT samples, lifetime, retransmits. Tracepoints only (tp_btf:
+ * the BTF twins hand us the struct sock pointer, so every tcp_sock field is a
+ * CO-RE read; no kprobes or fentry, which some kernels refuse).
+ *
+ * Ports: the classic sock:inet_sock_set_state tracepoint stores sport/dport
+ * already converted to host order (a known trap when mixing it with raw
+ * sk reads). We read the sock directly: inet_sport and skc_dport are
+ * network order and are converted here; the event carries host order only. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include "peers.h"
+
+#define AF_INET 2
+#define AF_INET6 10
+
+/* TCP states (include/net/tcp_states.h) */
+#define TCP_ESTABLISHED 1
+#define TCP_SYN_SENT 2
+#define TCP_SYN_RECV 3
+#define TCP_CLOSE 7
+#define TCP_LISTEN 10
+
+/* port: the peer port; a socket matches if its local or remote port is it. */
+const volatile __u16 port = 2380;
+/* filter_peers: if set, only remote addresses in peer_addrs match. */
+const volatile __u8 filter_peers = 0;
+/* netns_ino: if non-zero, only sockets in this network namespace match. */
+const volatile __u32 netns_ino = 0;
+/* rtt_sample_interval_ns: at most one PEER_EV_RTT per socket this often. */
+const volatile __u64 rtt_sample_interval_ns = 1000000000ULL;
+
+/* peer_addrs: key = remote address, 16 bytes, IPv4 as ::ffff:a.b.c.d;
+ * value unused. Filled by userspace when filter_peers is set. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, struct in6_addr);
+	__type(value, __u8);
+} peer_addrs SEC(".maps");
+
+/* sock_info: what we know about one live matching socket. */
+struct sock_info {
+	__u64 syn_ns;         /* SYN_SENT set (active opens), else 0 */
+	__u64 est_ns;         /* ESTABLISHED reached, 0 if before the tracer */
+	__u64 last_sample_ns; /* last PEER_EV_RTT sent */
+	__u32 pid;            /* connect() caller's tgid, 0 if unknown */
+	__u8 flags;           /* PEER_F_* */
+	__u8 close_started;   /* PEER_EV_CLOSE_START already sent */
+	__u8 pad[2];
+	char comm[16];
+};
+
+/* socks: key = struct sock address; value = sock_info. Entries are made at
+ * SYN_SENT, at SYN_RECV→ESTABLISHED, or at the first segment of a socket
+ * that predates the tracer, and deleted at →CLOSE. LRU so a missed CLOSE
+ * cannot fill it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct sock_info);
+} socks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+	__type(value, struct peer_event);
+} peer_events SEC(".maps");
+
+/* lost_events: key 0 = ring buffer reserves that failed (per CPU). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost_events SEC(".maps");
+
+static __always_inline void count_lost(void)
+{
+	__u32 k = 0;
+	__u64 *v = bpf_map_lookup_elem(&lost_events, &k);
+	if (v)
+		*v += 1;
+}
+
+/* fill_addrs copies family, ports and addresses and reports whether the
+ * socket matches the port, netns and peer filters. */
+static __always_inline bool match_fill(const struct sock *sk, struct peer_event *e)
+{
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	/* inet_sport, not skc_num: →CLOSE fires after inet_put_port zeroed
+	 * skc_num (the trace call sits in inet_sk_state_store). */
+	__u16 lport = bpf_ntohs(BPF_CORE_READ((const struct inet_sock *)sk, inet_sport));
+	__u16 rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	struct in6_addr remote = {};
+
+	if (family != AF_INET && family != AF_INET6)
+		return false;
+	if (lport != port && rport != port)
+		return false;
+	if (netns_ino) {
+		__u32 ino = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+		if (ino != netns_ino)
+			return false;
+	}
+	e->family = family;
+	e->sport = lport;
+	e->dport = rport;
+	if (family == AF_INET) {
+		__u32 s = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+		__u32 d = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+		__builtin_memcpy(e->saddr, &s, 4);
+		__builtin_memcpy(e->daddr, &d, 4);
+		remote.in6_u.u6_addr16[5] = 0xffff;
+		remote.in6_u.u6_addr32[3] = d;
+	} else {
+		BPF_CORE_READ_INTO(&e->saddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
+		BPF_CORE_READ_INTO(&e->daddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+		__builtin_memcpy(&remote, e->daddr, 16);
+	}
+	if (filter_peers && !bpf_map_lookup_elem(&peer_addrs, &remote))
+		return false;
+	return true;
+}
+
+static __always_inline void fill_tcp(const struct sock *sk, struct peer_event *e)
+{
+	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
+
+	e->srtt_us = BPF_CORE_READ(tp, srtt_us) >> 3;
+	e->mdev_us = BPF_CORE_READ(tp, mdev_us) >> 2;
+	e->min_rtt_us = BPF_CORE_READ(tp, rtt_min.s[0].v);
+	e->total_retrans = BPF_CORE_READ(tp, total_retrans);
+	e->bytes_acked = BPF_CORE_READ(tp, bytes_acked);
+	e->bytes_received = BPF_CORE_READ(tp, bytes_received);
+	e->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+}
+
+static __always_inline void fill_info(struct peer_event *e, const struct sock_info *si)
+{
+	if (!si)
+		return;
+	e->pid = si->pid;
+	e->flags = si->flags;
+	__builtin_memcpy(e->comm, si->comm, sizeof(e->comm));
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(inet_sock_set_state, const struct sock *sk, int oldstate, int newstate)
+{
+	struct peer_event *e;
+	struct sock_info *si;
+	__u64 key = (__u64)sk, now = bpf_ktime_get_ns();
+	__u8 kind;
+
+	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+		return 0;
+	/* Listening sockets come and go with etcd itself: not peers. */
+	if (oldstate == TCP_LISTEN || newstate == TCP_LISTEN)
+		return 0;
+
+	if (newstate == TCP_SYN_SENT) {
+		struct peer_event tmp = {};
+		struct sock_info n = {};
+
+		/* connect() runs in the caller's context: the owner is current.
+		 * The local port may still be 0 here, so match on the remote. */
+		if (!match_fill(sk, &tmp))
+			return 0;
+		n.syn_ns = now;
+		n.pid = bpf_get_current_pid_tgid() >> 32;
+		n.flags = PEER_F_ACTIVE;
+		bpf_get_current_comm(n.comm, sizeof(n.comm));
+		bpf_map_update_elem(&socks, &key, &n, BPF_ANY);
+		return 0;
+	}
+
+	si = bpf_map_lookup_elem(&socks, &key);
+	if (newstate == TCP_ESTABLISHED) {
+		kind = PEER_EV_OPEN;
+	} else if (newstate == TCP_CLOSE) {
+		kind = PEER_EV_CLOSE;
+	} else if (oldstate == TCP_ESTABLISHED) {
+		kind = PEER_EV_CLOSE_START;
+	} else {
+		return 0;
+	}
+
+	e = bpf_ringbuf_reserve(&peer_events, sizeof(*e), 0);
+	if (!e) {
+		count_lost();
+		goto out;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	if (!match_fill(sk, e)) {
+		bpf_ringbuf_discard(e, 0);
+		return 0;
+	}
+	e->ts_ns = now;
+	e->sk = key;
+	e->kind = kind;
+	e->oldstate = oldstate;
+	e->newstate = newstate;
+	fill_tcp(sk, e);
+
+	if (kind == PEER_EV_OPEN) {
+		if (oldstate == TCP_SYN_SENT && si) {
+			e->duration_ns = now - si->syn_ns;
+			si->est_ns = now;
+		} else if (oldstate == TCP_SYN_RECV) {
+			/* Softirq context: current is whoever the packet interrupted
+			 * (on loopback usually the connecting peer), so no pid. */
+			struct sock_info n = {};
+			n.est_ns = now;
+			n.flags = PEER_F_PASSIVE;
+			bpf_map_update_elem(&socks, &key, &n, BPF_ANY);
+			si = bpf_map_lookup_elem(&socks, &key);
+		}
+	} else if (si) {
+		__u64 since = si->est_ns;
+		if (kind == PEER_EV_CLOSE_START) {
+			/* Active opens count from SYN_SENT: what a client that dials
+			 * per request waits for (dial + TLS + request + answer). */
+			if (si->syn_ns)
+				since = si->syn_ns;
+			si->close_started = 1;
+		}
+		e->duration_ns = since ? now - since : 0;
+	}
+	fill_info(e, si);
+	bpf_ringbuf_submit(e, 0);
+out:
+	if (kind == PEER_EV_CLOSE)
+		bpf_map_delete_elem(&socks, &key);
+	return 0;
+}
+
+/* remember_existing returns the sock_info of a matching socket, creating
+ * one for a connection that was established before the tracer started. */
+static __always_inline struct sock_info *lookup_or_adopt(const struct sock *sk, __u64 key)
+{
+	struct sock_info *si = bpf_map_lookup_elem(&socks, &key);
+	struct sock_info n = {};
+
+	if (si)
+		return si;
+	n.flags = PEER_F_PREEXISTING;
+	bpf_map_update_elem(&socks, &key, &n, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&socks, &key);
+}
+
+/* tcp_probe fires for each segment received in ESTABLISHED. Sampling srtt
+ * here (at most once per socket per rtt_sample_interval_ns) gives RTT for
+ * connections that live for hours without waiting for their close. */
+SEC("tp_btf/tcp_probe")
+int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
+{
+	__u64 key = (__u64)sk, now = bpf_ktime_get_ns();
+	struct peer_event *e, tmp = {};
+	struct sock_info *si;
+
+	/* Cheap port check before touching maps: tcp_probe sees every TCP
+	 * segment received on the host. */
+	if (!match_fill(sk, &tmp))
+		return 0;
+	si = lookup_or_adopt(sk, key);
+	if (!si)
+		return 0;
+	if (si->last_sample_ns && now - si->last_sample_ns < rtt_sample_interval_ns)
+		return 0;
+	si->last_sample_ns = now;
+
+	e = bpf_ringbuf_reserve(&peer_events, sizeof(*e), 0);
+	if (!e) {
+		count_lost();
+		return 0;
+	}
+	__builtin_memcpy(e, &tmp, sizeof(*e));
+	e->ts_ns = now;
+	e->sk = key;
+	e->kind = PEER_EV_RTT;
+	e->oldstate = e->newstate = TCP_ESTABLISHED;
+	e->duration_ns = si->est_ns ? now - si->est_ns : 0;
+	fill_tcp(sk, e);
+	fill_info(e, si);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tp_btf/tcp_retransmit_skb")
+int BPF_PROG(tcp_retransmit_skb, const struct sock *sk, const struct sk_buff *skb)
+{
+	__u64 key = (__u64)sk;
+	struct peer_event *e, tmp = {};
+
+	if (!match_fill(sk, &tmp))
+		return 0;
+	e = bpf_ringbuf_reserve(&peer_events, sizeof(*e), 0);
+	if (!e) {
+		count_lost();
+		return 0;
+	}
+	__builtin_memcpy(e, &tmp, sizeof(*e));
+	e->ts_ns = bpf_ktime_get_ns();
+	e->sk = key;
+	e->kind = PEER_EV_RETRANSMIT;
+	e->oldstate = e->newstate = BPF_CORE_READ(sk, __sk_common.skc_state);
+	fill_tcp(sk, e);
+	fill_info(e, bpf_map_lookup_elem(&socks, &key));
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,134 @@
+package tracer
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/internal/testenv"
+)
+
+// TestPeersLoopback makes real TCP connections over IPv4 and IPv6 loopback
+// to a port only this test uses and checks that the tracer reports each
+// one from both ends: the oracle is the test's own count of connects.
+func TestPeersLoopback(t *testing.T) {
+	testenv.RequireRoot(t)
+	for _, network := range []string{"tcp4", "tcp6"} {
+		t.Run(network, func(t *testing.T) {
+			host := "127.0.0.1"
+			if network == "tcp6" {
+				host = "::1"
+			}
+			ln, err := net.Listen(network, net.JoinHostPort(host, "0"))
+			if err != nil {
+				t.Skipf("no %s loopback: %v", network, err)
+			}
+			defer ln.Close()
+			port := uint16(ln.Addr().(*net.TCPAddr).Port)
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					go func() { io.Copy(io.Discard, c); c.Close() }()
+				}
+			}()
+
+			const conns = 5
+			ready := make(chan struct{})
+			done := make(chan struct{})
+			var evs []peers.Event
+			var lost uint64
+			var recErr error
+			go func() {
+				defer close(done)
+				evs, lost, recErr = RecordPeers(context.Background(), PeersConfig{Port: port}, 3*time.Second, func() { close(ready) })
+			}()
+			select {
+			case <-ready:
+			case <-done:
+				t.Fatalf("tracer did not start: %v", recErr)
+			}
+			for i := 0; i < conns; i++ {
+				c, err := net.Dial(network, ln.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Write(make([]byte, 1000))
+				time.Sleep(20 * time.Millisecond)
+				c.Close()
+			}
+			<-done
+			if recErr != nil {
+				t.Fatal(recErr)
+			}
+			if lost != 0 {
+				t.Errorf("%d events lost", lost)
+			}
+			count := map[string]int{}
+			for _, e := range evs {
+				key := e.Kind.String() + "/" + string(e.Direction)
+				if e.Local.Port() == 0 || e.Remote.Port() == 0 {
+					t.Errorf("%v event with a zero port: %v -> %v", e.Kind, e.Local, e.Remote)
+				}
+				count[key]++
+				if e.Kind == peers.KindOpen && e.Direction == peers.Active {
+					if e.PID != uint32(os.Getpid()) {
+						t.Errorf("active open pid %d, want %d", e.PID, os.Getpid())
+					}
+					if e.DurationNs == 0 || e.Duration() > time.Second {
+						t.Errorf("active handshake %v", e.Duration())
+					}
+					if e.Remote.Port() != port {
+						t.Errorf("remote port %d, want %d (byte order?)", e.Remote.Port(), port)
+					}
+					if want := netip.MustParseAddr(host); e.Remote.Addr() != want {
+						t.Errorf("remote %v, want %v", e.Remote.Addr(), want)
+					}
+				}
+				if e.Kind == peers.KindOpen && e.Direction == peers.Passive {
+					if e.SRTTus == 0 {
+						t.Errorf("passive open without the kernel's SYN-ACK RTT: %+v", e)
+					}
+					if e.Local.Port() != port {
+						t.Errorf("passive local port %d, want %d", e.Local.Port(), port)
+					}
+				}
+				// bytes_acked counts the SYN and FIN sequence numbers too.
+				if e.Kind == peers.KindClose && e.Direction == peers.Active && e.BytesAcked != 1002 {
+					t.Errorf("active close bytes_acked %d, want 1002 (1000 + SYN + FIN)", e.BytesAcked)
+				}
+			}
+			t.Logf("events by kind/direction: %v", count)
+			for _, k := range []string{"open/active", "open/passive", "close/active", "close/passive"} {
+				if count[k] != conns {
+					t.Errorf("%s: %d events, want %d", k, count[k], conns)
+				}
+			}
+		})
+	}
+}
+
+// TestPeersCloseTwice checks Close is idempotent.
+func TestPeersCloseTwice(t *testing.T) {
+	testenv.RequireRoot(t)
+	p, err := NewPeers(PeersConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := p.Next(); err == nil {
+		t.Fatal("Next after Close returned no error")
+	}
+}
