@@ -92,6 +92,10 @@ if [[ ! -f $KDIR/.ready ]]; then
 	# busybox's depmod writes one from the modules' symbols.
 	busybox depmod -b "$KDIR/root" "$KREL"
 	touch "$KDIR/.ready"
+	# Keep one kernel: the superseded ones have left the mirror anyway.
+	for old in "$CACHE/kernel"/linux-image-* "$CACHE/debs"/linux-image-*.deb; do
+		[[ -e $old && $old != "$KDIR" && $old != "$deb" ]] && rm -rf "$old"
+	done
 fi
 KVER=$(cat "$KDIR/version")
 VMLINUZ=$KDIR/root/boot/vmlinuz-$KREL
@@ -116,6 +120,13 @@ STAGE=$OUT/initramfs
 rm -rf "$STAGE"
 mkdir -p "$STAGE"/{bin,sbin,usr/bin,usr/sbin,lib64,etc/vmtest,proc,sys,dev,tmp,run,src,mnt,"lib/modules/$KREL"}
 cp go.mod "$STAGE/src/go.mod" # testenv.RepoRoot looks for it
+# Go's resolver reads /etc/hosts for "localhost"; iproute2 and
+# vishvananda/netns keep named network namespaces under /var/run/netns.
+mkdir -p "$STAGE/var"
+ln -s /run "$STAGE/var/run"
+printf '127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n' >"$STAGE/etc/hosts"
+printf 'root:x:0:0:root:/tmp:/bin/sh\n' >"$STAGE/etc/passwd"
+printf 'root:x:0:\n' >"$STAGE/etc/group"
 : >"$STAGE/etc/vmtest/tests"
 for dir in "${pkgdirs[@]}"; do
 	dir=${dir#./}
@@ -258,6 +269,9 @@ fi
 grep -qE '^VMTEST DONE ' "$CONSOLE.txt" || die "the VM stopped before its final line; see $CONSOLE"
 grep -qE '^VMTEST DONE .*rig=ok' "$CONSOLE.txt" || die "the rig itself failed inside the VM (module load or mount); see $CONSOLE"
 [[ ${#results[@]} -eq $want ]] || die "$want test binaries built but ${#results[@]} reported"
-[[ $failed -eq 0 ]] || die "$failed test binaries failed"
+if [[ $failed -gt 0 ]]; then
+	printf '%s\n' "${results[@]}" | grep -v ' rc=0$' >&2
+	die "$failed test binaries failed (their output is above and in $CONSOLE)"
+fi
 [[ $qrc == 0 ]] || die "QEMU exited with $qrc"
 echo "vmtest: PASS"

@@ -3,6 +3,7 @@
 package smoke
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
@@ -251,4 +252,81 @@ func TestBPFTracepoint(t *testing.T) {
 		t.Errorf("tracepoint counted %d getppid calls, made %d", got, calls)
 	}
 	t.Logf("sys_enter_getppid fired %d times for %d getppid calls", got, calls)
+}
+
+// TestFio runs fio (dynamically linked on the host; the rig copies the
+// libraries ldd names) on tmpfs and checks its JSON report counts the
+// writes and fdatasyncs the job asked for: proof the guest's fio works.
+func TestFio(t *testing.T) {
+	inVM(t)
+	fio := testenv.LookPath(t, "fio", "fio")
+	const size, bs = 1 << 20, 4096
+	out, err := exec.Command(fio, "--name=smoke", "--filename="+t.TempDir()+"/fio.dat",
+		"--rw=write", "--bs="+strconv.Itoa(bs), "--size="+strconv.Itoa(size),
+		"--ioengine=psync", "--fdatasync=1", "--output-format=json").Output()
+	if err != nil {
+		t.Fatalf("fio: %v\n%s", err, out)
+	}
+	var report struct {
+		Jobs []struct {
+			Write struct {
+				IOBytes  int64 `json:"io_bytes"`
+				TotalIOs int64 `json:"total_ios"`
+			} `json:"write"`
+			// fio 3.33 leaves sync.total_ios at 0 and counts the
+			// fdatasyncs it timed in lat_ns.N.
+			Sync struct {
+				LatNs struct {
+					N int64 `json:"N"`
+				} `json:"lat_ns"`
+			} `json:"sync"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal(out, &report); err != nil {
+		t.Fatalf("decoding fio JSON: %v\n%s", err, out)
+	}
+	if len(report.Jobs) != 1 {
+		t.Fatalf("fio reported %d jobs, want 1", len(report.Jobs))
+	}
+	j := report.Jobs[0]
+	if j.Write.IOBytes != size || j.Write.TotalIOs != size/bs {
+		t.Errorf("fio wrote %d bytes in %d ios, want %d in %d", j.Write.IOBytes, j.Write.TotalIOs, size, size/bs)
+	}
+	// One fdatasync per write; fio 3.33 times all but the last.
+	if j.Sync.LatNs.N < size/bs-1 {
+		t.Errorf("fio timed %d fdatasyncs, want >= %d (one per write)", j.Sync.LatNs.N, size/bs-1)
+	}
+	t.Logf("fio: %d bytes in %d writes, %d fdatasyncs timed", j.Write.IOBytes, j.Write.TotalIOs, j.Sync.LatNs.N)
+}
+
+// TestNetnsVeth builds what the netem tests stand on: a named network
+// namespace (iproute2 keeps it under /var/run/netns) joined to the root
+// namespace by a veth pair, and pings across it.
+func TestNetnsVeth(t *testing.T) {
+	inVM(t)
+	ipCmd := testenv.LookPath(t, "ip", "iproute2")
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(ipCmd, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	const ns = "vmtest-smoke"
+	run("netns", "add", ns)
+	t.Cleanup(func() { _ = exec.Command(ipCmd, "netns", "del", ns).Run() })
+	run("link", "add", "vsmoke0", "type", "veth", "peer", "name", "vsmoke1", "netns", ns)
+	t.Cleanup(func() { _ = exec.Command(ipCmd, "link", "del", "vsmoke0").Run() })
+	run("addr", "add", "10.99.0.1/24", "dev", "vsmoke0")
+	run("link", "set", "vsmoke0", "up")
+	run("-n", ns, "addr", "add", "10.99.0.2/24", "dev", "vsmoke1")
+	run("-n", ns, "link", "set", "vsmoke1", "up")
+	run("-n", ns, "link", "set", "lo", "up")
+	// ping from inside the namespace: proves setns through `ip netns exec`.
+	out := run("netns", "exec", ns, "ping", "-c", "3", "-W", "2", "10.99.0.1")
+	if !strings.Contains(out, "3 packets received") {
+		t.Errorf("ping across veth from %s lost packets:\n%s", ns, out)
+	}
+	t.Logf("%s", out)
 }
