@@ -1,0 +1,58 @@
+// Package analysis turns decoded kernel events (package event) into
+// etcdscope's numbers. It is pure Go: no root, no kernel, no I/O except
+// reading recorded JSON Lines, so every rule here is tested on synthetic
+// event streams.
+//
+// # The fsync layer partition
+//
+// For one fsync or fdatasync call F by thread T on a file whose filesystem
+// lives on device D (its s_dev, or the device itself for a block device
+// node), with wall time [s, e] from syscall entry to exit:
+//
+// Which block requests count. A request r counts for F when it is on one of
+// the whole disks under D (a partition's disk; a btrfs volume's device;
+// never paired by sector, since flushes have none), it completed inside
+// [s, e] (F waited for it; one that completes after e was not waited for),
+// and it has one of these roles:
+//   - flush: REQ_OP_FLUSH, or any request with REQ_PREFLUSH or REQ_FUA,
+//     whoever issued it (jbd2, the XFS log worker, the flush state machine);
+//   - journal: a write with REQ_META (jbd2 descriptor and commit blocks,
+//     XFS iclogs, btrfs tree-log blocks), whoever issued it, or any write
+//     issued by a jbd2 thread (ordered-mode data the commit writes);
+//   - data: a write without REQ_META submitted by T itself (the fsync's own
+//     writeback; insert or issue context is the submitter's).
+//
+// Reads, discards, and other threads' data writes never count.
+//
+// Which journal work counts. An ext4 jbd2 commit on D that ends inside
+// [s, e] (the fsync waits for its own transaction's commit, and for the
+// one committing before it); an XFS log force made by T inside [s, e],
+// counted from the force to e. btrfs has no commit tracepoint: its
+// tree-log writes count as journal requests.
+//
+// The partition. Every instant of [s, e] is given to exactly one layer, the
+// first in this order whose interval covers it:
+//  1. device_flush: issue → complete of a flush-role request;
+//  2. block_queue: insert → issue of any counted request;
+//  3. data_writeback: issue → complete of a data-role request;
+//  4. journal: issue → complete of a journal-role request, or a journal
+//     commit/log-force window;
+//  5. other: nothing of the above (syscall entry, page-cache walk, locks,
+//     scheduling, waiting on another task's work that left no trace).
+//
+// Because each instant has one owner, the layers sum exactly to e − s and
+// nothing is counted twice when requests overlap. The order reads "the
+// deepest thing the device was doing for F at that instant".
+//
+// Where it is exact and where it is not. With one fsyncing thread per
+// filesystem the partition is exact to the tracepoints' resolution. When
+// several threads fsync on one device, a flush or commit that serves all of
+// them is counted in each of their partitions (each did wait through it),
+// but a flush issued for another thread's fsync is counted in F's too if it
+// completes inside F's window, although F may not have needed it: sums over
+// many fsyncs can then exceed the device's busy time. Data writeback done by
+// the flusher kworker before F began, which F then waits on, lands in
+// "other" (it is not F's submission), as does time a request spends in a
+// stacked driver below D that emits no request of its own (loop, dm; see
+// the stacked-device issue).
+package analysis

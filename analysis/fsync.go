@@ -1,0 +1,434 @@
+package analysis
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/etcdscope/etcdscope/event"
+)
+
+// SchemaVersion is the version of the JSON Lines records this package
+// writes and reads (docs/schema.md). Readers refuse newer major versions.
+const SchemaVersion = 1
+
+// Layer names, as JSON keys and report columns use them.
+const (
+	LayerDataWriteback = "data_writeback"
+	LayerJournal       = "journal"
+	LayerDeviceFlush   = "device_flush"
+	LayerBlockQueue    = "block_queue"
+	LayerOther         = "other"
+)
+
+// LayerNames lists the layers in report order.
+var LayerNames = []string{LayerDataWriteback, LayerJournal, LayerDeviceFlush, LayerBlockQueue, LayerOther}
+
+// Layers is the partition of one fsync's wall time, in ns; the fields sum
+// exactly to the fsync's total (see the package doc for the rule).
+type Layers struct {
+	DataWritebackNs int64 `json:"data_writeback_ns"`
+	JournalNs       int64 `json:"journal_ns"`
+	DeviceFlushNs   int64 `json:"device_flush_ns"`
+	BlockQueueNs    int64 `json:"block_queue_ns"`
+	OtherNs         int64 `json:"other_ns"`
+}
+
+// Get returns the layer called name (one of LayerNames), in ns.
+func (l Layers) Get(name string) int64 {
+	switch name {
+	case LayerDataWriteback:
+		return l.DataWritebackNs
+	case LayerJournal:
+		return l.JournalNs
+	case LayerDeviceFlush:
+		return l.DeviceFlushNs
+	case LayerBlockQueue:
+		return l.BlockQueueNs
+	}
+	return l.OtherNs
+}
+
+// Sum returns the sum of all layers, ns.
+func (l Layers) Sum() int64 {
+	return l.DataWritebackNs + l.JournalNs + l.DeviceFlushNs + l.BlockQueueNs + l.OtherNs
+}
+
+// Request roles.
+const (
+	RoleData    = "data"
+	RoleJournal = "journal"
+	RoleFlush   = "flush"
+)
+
+// Request is one block request an fsync waited on, as recorded in JSON.
+type Request struct {
+	Role       string   `json:"role"` // data, journal or flush
+	Dev        string   `json:"dev"`  // disk major:minor
+	Op         string   `json:"op"`   // READ, WRITE, FLUSH, ...
+	Flags      []string `json:"flags,omitempty"`
+	Rwbs       string   `json:"rwbs"` // as blktrace prints it
+	Sector     uint64   `json:"sector"`
+	Bytes      uint32   `json:"bytes"`
+	InsertNs   uint64   `json:"insert_ns,omitempty"` // 0: issued without insertion
+	IssueNs    uint64   `json:"issue_ns"`
+	CompleteNs uint64   `json:"complete_ns"`
+	TID        uint32   `json:"tid"`  // submitting thread
+	Comm       string   `json:"comm"` // submitting thread's comm
+}
+
+// JournalWindow is one journal commit or log force an fsync waited on.
+type JournalWindow struct {
+	Source  string `json:"source"` // jbd2_commit or xfs_log_force
+	Dev     string `json:"dev"`
+	Txn     uint32 `json:"txn,omitempty"`
+	StartNs uint64 `json:"start_ns"`
+	EndNs   uint64 `json:"end_ns"` // for a log force: the fsync's end
+}
+
+// FsyncRecord is one attributed fsync: the JSON Lines record of
+// `etcdscope fsync --output json` (type "fsync", docs/schema.md).
+type FsyncRecord struct {
+	Type     string `json:"type"` // always "fsync"
+	Version  int    `json:"v"`    // SchemaVersion
+	StartNs  uint64 `json:"start_ns"`
+	EndNs    uint64 `json:"end_ns"`
+	TotalNs  int64  `json:"total_ns"`
+	PID      uint32 `json:"pid"`
+	TID      uint32 `json:"tid"`
+	Comm     string `json:"comm"`
+	Syscall  string `json:"syscall"` // fsync or fdatasync
+	Datasync bool   `json:"datasync"`
+	Ret      int64  `json:"ret"` // 0 or -errno
+	FD       int32  `json:"fd"`
+	Dev      string `json:"dev"`      // filesystem's device, major:minor
+	DevName  string `json:"dev_name"` // e.g. vda1; "" if not a block device
+	// Disks are the whole disks whose requests counted (major:minor).
+	Disks    []string        `json:"disks,omitempty"`
+	FS       string          `json:"fs"`
+	Ino      uint64          `json:"ino"`
+	Path     string          `json:"path"`
+	FileKind string          `json:"file_kind"` // see FileKind
+	Layers   Layers          `json:"layers"`
+	Flushes  int             `json:"flushes"` // flush-role requests waited on
+	Requests []Request       `json:"requests"`
+	Journal  []JournalWindow `json:"journal,omitempty"`
+}
+
+// DeviceLookup names a filesystem device and lists the whole disks whose
+// requests serve it (tracer.DeviceResolver in production).
+type DeviceLookup func(dev event.Dev) (name string, disks []event.Dev)
+
+// Attributor keeps the recent block and journal events and partitions each
+// fsync as it arrives. Events must be added in ring-buffer order; an fsync
+// is attributed from the events added before it, which includes everything
+// it waited for (those were emitted before the syscall returned).
+// Not safe for concurrent use.
+type Attributor struct {
+	lookup   DeviceLookup
+	blocks   []event.Block // in arrival order, ≈ by CompleteNs
+	partial  map[uint64]event.Block
+	journals []event.Journal
+	inflight map[uint32]uint64 // tid -> start of an fsync in flight
+	latestNs uint64
+}
+
+// keepNs is how long events are kept when no fsync is in flight: it covers
+// the skew between an fsync's start and its enter event's arrival.
+const keepNs = 2e9
+
+// inflightMaxNs drops an in-flight entry whose exit never came.
+const inflightMaxNs = 120e9
+
+// NewAttributor returns an Attributor resolving devices with lookup.
+func NewAttributor(lookup DeviceLookup) *Attributor {
+	return &Attributor{lookup: lookup, partial: map[uint64]event.Block{}, inflight: map[uint32]uint64{}}
+}
+
+// Add records a non-fsync event: event.FsyncEnter, event.Block or
+// event.Journal. Other values are ignored.
+func (a *Attributor) Add(ev any) {
+	switch e := ev.(type) {
+	case event.FsyncEnter:
+		a.inflight[e.TID] = e.StartNs
+		a.see(e.StartNs)
+	case event.Block:
+		a.see(e.CompleteNs)
+		if !e.Final {
+			if p, ok := a.partial[e.Rq]; ok {
+				e.Bytes += p.Bytes
+			}
+			a.partial[e.Rq] = e
+			return
+		}
+		if p, ok := a.partial[e.Rq]; ok {
+			e.Bytes += p.Bytes
+			delete(a.partial, e.Rq)
+		}
+		a.blocks = append(a.blocks, e)
+		if len(a.blocks)%4096 == 0 {
+			a.prune() // bound memory while no fsync comes
+		}
+	case event.Journal:
+		a.see(e.StartNs)
+		a.see(e.EndNs)
+		a.journals = append(a.journals, e)
+	}
+}
+
+func (a *Attributor) see(ns uint64) {
+	if ns > a.latestNs {
+		a.latestNs = ns
+	}
+}
+
+// Retained returns how many block and journal events are held; a bound on
+// memory that benchmarks watch.
+func (a *Attributor) Retained() int { return len(a.blocks) + len(a.journals) + len(a.partial) }
+
+// prune drops events that no fsync in flight or still to come can need.
+func (a *Attributor) prune() {
+	horizon := uint64(0)
+	if a.latestNs > keepNs {
+		horizon = a.latestNs - keepNs
+	}
+	for tid, start := range a.inflight {
+		if a.latestNs > start && a.latestNs-start > inflightMaxNs {
+			delete(a.inflight, tid)
+			continue
+		}
+		if start < horizon {
+			horizon = start
+		}
+	}
+	i := 0
+	for i < len(a.blocks) && a.blocks[i].CompleteNs < horizon {
+		i++
+	}
+	if i > 0 {
+		a.blocks = append(a.blocks[:0], a.blocks[i:]...)
+	}
+	j := 0
+	for _, jw := range a.journals {
+		end := jw.EndNs
+		if end == 0 {
+			end = jw.StartNs
+		}
+		if end >= horizon {
+			a.journals[j] = jw
+			j++
+		}
+	}
+	a.journals = a.journals[:j]
+}
+
+// Attribute partitions f into layers from the events added so far and
+// returns its record (Path and FileKind are left for the caller, who can
+// read /proc).
+func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
+	delete(a.inflight, f.TID)
+	a.see(f.EndNs)
+	name, disks := "", []event.Dev(nil)
+	if a.lookup != nil {
+		name, disks = a.lookup(f.Dev)
+	}
+	rec := FsyncRecord{
+		Type: "fsync", Version: SchemaVersion,
+		StartNs: f.StartNs, EndNs: f.EndNs, TotalNs: int64(f.EndNs - f.StartNs),
+		PID: f.PID, TID: f.TID, Comm: f.Comm, Syscall: f.Syscall.String(),
+		Datasync: f.Syscall == event.SysFdatasync, Ret: f.Ret, FD: f.FD,
+		Dev: f.Dev.String(), DevName: name, FS: f.FSType, Ino: f.Ino,
+		Requests: []Request{},
+	}
+	if f.IsBlockdev {
+		rec.FS = "blockdev"
+	}
+	for _, d := range disks {
+		rec.Disks = append(rec.Disks, d.String())
+	}
+	if f.EndNs < f.StartNs {
+		rec.TotalNs = 0
+		return rec
+	}
+	s, e := f.StartNs, f.EndNs
+	var sw sweep
+	sw.init(s, e)
+
+	// Blocks are nearly sorted by completion; start a little early to
+	// absorb cross-CPU skew between timestamp and reservation.
+	const skew = 10e6
+	lo := sort.Search(len(a.blocks), func(i int) bool { return a.blocks[i].CompleteNs+skew >= s })
+	for i := lo; i < len(a.blocks); i++ {
+		b := &a.blocks[i]
+		if b.CompleteNs > e+skew {
+			break
+		}
+		if b.CompleteNs < s || b.CompleteNs > e || !containsDev(disks, b.Dev) {
+			continue
+		}
+		role := roleOf(b, f.TID)
+		if role == "" {
+			continue
+		}
+		rec.Requests = append(rec.Requests, Request{
+			Role: role, Dev: b.Dev.String(), Op: b.Op.String(), Flags: b.Flags.Names(),
+			Rwbs: event.Rwbs(b.Op, b.Flags), Sector: b.Sector, Bytes: b.Bytes,
+			InsertNs: b.InsertNs, IssueNs: b.IssueNs, CompleteNs: b.CompleteNs,
+			TID: b.TID, Comm: b.Comm,
+		})
+		if b.InsertNs != 0 && b.IssueNs > b.InsertNs {
+			sw.add(b.InsertNs, b.IssueNs, catQueue)
+		}
+		issue := b.IssueNs
+		if issue == 0 {
+			issue = b.InsertNs
+		}
+		switch role {
+		case RoleFlush:
+			rec.Flushes++
+			sw.add(issue, b.CompleteNs, catFlush)
+		case RoleData:
+			sw.add(issue, b.CompleteNs, catData)
+		case RoleJournal:
+			sw.add(issue, b.CompleteNs, catJournal)
+		}
+	}
+	for _, j := range a.journals {
+		switch j.Source {
+		case event.JournalJBD2Commit:
+			if j.Dev != f.Dev || j.EndNs < s || j.EndNs > e {
+				continue
+			}
+			rec.Journal = append(rec.Journal, JournalWindow{Source: j.Source.String(), Dev: j.Dev.String(), Txn: j.Txn, StartNs: j.StartNs, EndNs: j.EndNs})
+			sw.add(j.StartNs, j.EndNs, catJournal)
+		case event.JournalXFSLogForce:
+			if j.Dev != f.Dev || j.TID != f.TID || j.StartNs < s || j.StartNs > e {
+				continue
+			}
+			rec.Journal = append(rec.Journal, JournalWindow{Source: j.Source.String(), Dev: j.Dev.String(), StartNs: j.StartNs, EndNs: e})
+			sw.add(j.StartNs, e, catJournal)
+		}
+	}
+	rec.Layers = sw.partition()
+	sort.Slice(rec.Requests, func(i, j int) bool { return rec.Requests[i].IssueNs < rec.Requests[j].IssueNs })
+	a.prune()
+	return rec
+}
+
+func containsDev(ds []event.Dev, d event.Dev) bool {
+	for _, x := range ds {
+		if x == d {
+			return true
+		}
+	}
+	return false
+}
+
+// roleOf classifies a request for an fsync by thread tid ("" = not
+// counted), following the package doc.
+func roleOf(b *event.Block, tid uint32) string {
+	switch {
+	case b.IsFlush():
+		return RoleFlush
+	case b.Op != event.OpWrite:
+		return ""
+	case b.Flags&event.ReqMeta != 0, strings.HasPrefix(b.Comm, "jbd2/"):
+		return RoleJournal
+	case b.TID == tid:
+		return RoleData
+	}
+	return ""
+}
+
+// Categories of the sweep, in priority order (lower wins).
+const (
+	catFlush = iota
+	catQueue
+	catData
+	catJournal
+	numCats
+)
+
+// sweep assigns every instant of [s, e] to the highest-priority category
+// whose intervals cover it.
+type sweep struct {
+	s, e   uint64
+	points []sweepPoint
+}
+
+type sweepPoint struct {
+	t     uint64
+	cat   int
+	delta int
+}
+
+func (w *sweep) init(s, e uint64) { w.s, w.e = s, e }
+
+func (w *sweep) add(from, to uint64, cat int) {
+	if from < w.s {
+		from = w.s
+	}
+	if to > w.e {
+		to = w.e
+	}
+	if to <= from {
+		return
+	}
+	w.points = append(w.points, sweepPoint{from, cat, +1}, sweepPoint{to, cat, -1})
+}
+
+func (w *sweep) partition() Layers {
+	sort.Slice(w.points, func(i, j int) bool { return w.points[i].t < w.points[j].t })
+	var active [numCats]int
+	var owned [numCats + 1]int64 // last slot: other
+	prev := w.s
+	for _, p := range w.points {
+		if p.t > prev {
+			owned[owner(&active)] += int64(p.t - prev)
+			prev = p.t
+		}
+		active[p.cat] += p.delta
+	}
+	if w.e > prev {
+		owned[owner(&active)] += int64(w.e - prev)
+	}
+	return Layers{
+		DeviceFlushNs:   owned[catFlush],
+		BlockQueueNs:    owned[catQueue],
+		DataWritebackNs: owned[catData],
+		JournalNs:       owned[catJournal],
+		OtherNs:         owned[numCats],
+	}
+}
+
+func owner(active *[numCats]int) int {
+	for c := 0; c < numCats; c++ {
+		if active[c] > 0 {
+			return c
+		}
+	}
+	return numCats
+}
+
+// File kinds of etcd's data directory (etcd server/storage layout).
+const (
+	KindWAL      = "wal"      // member/wal/*.wal: the write-ahead log
+	KindWALDir   = "wal-dir"  // member/wal itself (fsync after a segment cut)
+	KindBackend  = "backend"  // member/snap/db: bbolt, fdatasync'd twice per commit
+	KindSnapshot = "snapshot" // member/snap/*.snap
+	KindOther    = "other"
+)
+
+// FileKind labels a path by its place in etcd's data directory.
+func FileKind(path string) string {
+	switch {
+	case strings.HasSuffix(path, ".wal") && strings.Contains(path, "/wal/"):
+		return KindWAL
+	case strings.HasSuffix(path, "/member/wal") || strings.HasSuffix(path, "member/wal/"):
+		return KindWALDir
+	case strings.HasSuffix(path, "/snap/db"):
+		return KindBackend
+	case strings.HasSuffix(path, ".snap") && strings.Contains(path, "/snap/"):
+		return KindSnapshot
+	}
+	return KindOther
+}

@@ -1,0 +1,268 @@
+package analysis
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/etcdscope/etcdscope/event"
+)
+
+var (
+	fsDev   = event.MkDev(253, 1) // vda1
+	diskDev = event.MkDev(253, 0) // vda
+	other   = event.MkDev(7, 0)   // loop0
+)
+
+func lookup(d event.Dev) (string, []event.Dev) {
+	if d == fsDev {
+		return "vda1", []event.Dev{diskDev}
+	}
+	return "", nil
+}
+
+const tid = 100
+
+func fsyncEv(s, e uint64) event.Fsync {
+	return event.Fsync{Syscall: event.SysFdatasync, PID: 99, TID: tid, Comm: "etcd", Dev: fsDev, FSType: "ext4", Ino: 12, StartNs: s, EndNs: e}
+}
+
+func blk(rq uint64, op event.Op, f event.ReqFlags, ins, iss, cpl uint64, t uint32, comm string) event.Block {
+	return event.Block{Rq: rq, Dev: diskDev, Op: op, Flags: f, InsertNs: ins, IssueNs: iss, CompleteNs: cpl, TID: t, Comm: comm, Final: true, Bytes: 4096}
+}
+
+func TestPartition(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		events  []any
+		fsync   event.Fsync
+		want    Layers
+		flushes int
+		roles   []string
+	}{{
+		name:  "nothing traced: all other",
+		fsync: fsyncEv(1000, 2000),
+		want:  Layers{OtherNs: 1000},
+		roles: []string{},
+	}, {
+		// ext4 fdatasync: own data write, jbd2 commit with journal write,
+		// flush, commit block; the flush inside the commit goes to flush.
+		name: "ext4 data, journal commit, flush",
+		events: []any{
+			event.FsyncEnter{TID: tid, StartNs: 1000},
+			blk(1, event.OpWrite, event.ReqSync, 1100, 1150, 1300, tid, "etcd"),                 // data: queue 50, data 150
+			blk(2, event.OpWrite, event.ReqSync|event.ReqMeta, 0, 1400, 1500, 7, "jbd2/vda1-8"), // journal write 100
+			blk(3, event.OpFlush, 0, 0, 1500, 1800, 7, "jbd2/vda1-8"),                           // flush 300
+			event.Journal{Source: event.JournalJBD2Commit, Dev: fsDev, Txn: 5, StartNs: 1350, EndNs: 1900},
+		},
+		fsync:   fsyncEv(1000, 2000),
+		want:    Layers{BlockQueueNs: 50, DataWritebackNs: 150, JournalNs: 50 + 100 + 100, DeviceFlushNs: 300, OtherNs: 100 + 50 + 100},
+		flushes: 1,
+		roles:   []string{RoleData, RoleJournal, RoleFlush},
+	}, {
+		name: "overlaps are not double counted: flush wins over data, queue over data",
+		events: []any{
+			blk(1, event.OpWrite, 0, 1000, 1200, 1600, tid, "etcd"), // queue 1000-1200, data 1200-1600
+			blk(2, event.OpFlush, 0, 0, 1100, 1400, 0, "kworker/0:1H"),
+		},
+		fsync:   fsyncEv(1000, 2000),
+		want:    Layers{BlockQueueNs: 100, DeviceFlushNs: 300, DataWritebackNs: 200, OtherNs: 400},
+		flushes: 1,
+		roles:   []string{RoleFlush, RoleData}, // by issue time
+	}, {
+		name: "requests outside the window, of other disks, other threads' data, reads and late completions do not count",
+		events: []any{
+			blk(1, event.OpWrite, 0, 0, 500, 900, tid, "etcd"),    // completed before start
+			blk(2, event.OpWrite, 0, 0, 1100, 1200, 555, "fio"),   // other thread's data
+			blk(3, event.OpRead, 0, 0, 1100, 1200, tid, "etcd"),   // read
+			blk(4, event.OpFlush, 0, 0, 1900, 2100, 0, "kworker"), // completes after exit
+			func() event.Block { b := blk(5, event.OpFlush, 0, 0, 1100, 1200, 0, ""); b.Dev = other; return b }(),
+		},
+		fsync: fsyncEv(1000, 2000),
+		want:  Layers{OtherNs: 1000},
+		roles: []string{},
+	}, {
+		name: "a request that started before the fsync is clipped to the window",
+		events: []any{
+			blk(1, event.OpWrite, event.ReqPreflush|event.ReqFUA, 0, 800, 1300, 9, "xfsaild"),
+		},
+		fsync:   fsyncEv(1000, 2000),
+		want:    Layers{DeviceFlushNs: 300, OtherNs: 700},
+		flushes: 1,
+		roles:   []string{RoleFlush},
+	}, {
+		name: "xfs log force runs from the force to the fsync's end",
+		events: []any{
+			event.Journal{Source: event.JournalXFSLogForce, Dev: fsDev, TID: tid, StartNs: 1500},
+			event.Journal{Source: event.JournalXFSLogForce, Dev: fsDev, TID: 1, StartNs: 1200}, // another thread
+			blk(1, event.OpWrite, event.ReqMeta|event.ReqSync, 0, 1600, 1700, 0, "kworker"),
+			blk(2, event.OpFlush, 0, 0, 1700, 1900, 0, "kworker"),
+		},
+		fsync:   fsyncEv(1000, 2000),
+		want:    Layers{OtherNs: 500, JournalNs: 100 + 100 + 100, DeviceFlushNs: 200},
+		flushes: 1,
+		roles:   []string{RoleJournal, RoleFlush},
+	}, {
+		name: "partial completions merge into one request",
+		events: []any{
+			func() event.Block {
+				b := blk(1, event.OpWrite, 0, 0, 1100, 1200, tid, "etcd")
+				b.Final = false
+				return b
+			}(),
+			blk(1, event.OpWrite, 0, 0, 1100, 1300, tid, "etcd"),
+		},
+		fsync: fsyncEv(1000, 2000),
+		want:  Layers{DataWritebackNs: 200, OtherNs: 800},
+		roles: []string{RoleData},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := NewAttributor(lookup)
+			for _, ev := range tc.events {
+				a.Add(ev)
+			}
+			rec := a.Attribute(tc.fsync)
+			if rec.Layers != tc.want {
+				t.Errorf("layers = %+v\nwant     %+v", rec.Layers, tc.want)
+			}
+			if rec.Layers.Sum() != rec.TotalNs {
+				t.Errorf("layers sum %d != total %d", rec.Layers.Sum(), rec.TotalNs)
+			}
+			if rec.Flushes != tc.flushes {
+				t.Errorf("flushes = %d, want %d", rec.Flushes, tc.flushes)
+			}
+			var roles []string
+			for _, r := range rec.Requests {
+				roles = append(roles, r.Role)
+			}
+			if roles == nil {
+				roles = []string{}
+			}
+			if !reflect.DeepEqual(roles, tc.roles) {
+				t.Errorf("roles = %v, want %v", roles, tc.roles)
+			}
+		})
+	}
+}
+
+func TestPartialBytesAdd(t *testing.T) {
+	a := NewAttributor(lookup)
+	p := blk(1, event.OpWrite, 0, 0, 1100, 1200, tid, "etcd")
+	p.Final, p.Bytes = false, 4096
+	f := blk(1, event.OpWrite, 0, 0, 1100, 1300, tid, "etcd")
+	f.Bytes = 8192
+	a.Add(p)
+	a.Add(f)
+	rec := a.Attribute(fsyncEv(1000, 2000))
+	if len(rec.Requests) != 1 || rec.Requests[0].Bytes != 12288 {
+		t.Fatalf("requests %+v", rec.Requests)
+	}
+}
+
+// TestPruneKeepsWhatInflightNeeds: events older than keepNs are dropped
+// unless an fsync in flight started before them.
+func TestPruneKeepsWhatInflightNeeds(t *testing.T) {
+	a := NewAttributor(lookup)
+	a.Add(event.FsyncEnter{TID: tid, StartNs: 1e9})
+	a.Add(blk(1, event.OpWrite, 0, 0, 1.1e9, 1.2e9, tid, "etcd"))
+	// Another thread's fsyncs run for 10 s of event time.
+	for i := uint64(0); i < 10; i++ {
+		f := fsyncEv(2e9+i*1e9, 2e9+i*1e9+1000)
+		f.TID = 7
+		a.Attribute(f)
+	}
+	rec := a.Attribute(fsyncEv(1e9, 12e9))
+	if len(rec.Requests) != 1 {
+		t.Fatalf("the in-flight fsync lost its request: %+v", rec.Requests)
+	}
+	a.Attribute(func() event.Fsync { f := fsyncEv(20e9, 20e9+1); f.TID = 7; return f }())
+	if a.Retained() != 0 {
+		t.Fatalf("retained %d events after everything was attributed", a.Retained())
+	}
+}
+
+func TestFileKind(t *testing.T) {
+	for path, want := range map[string]string{
+		"/var/lib/etcd/member/wal/0000000000000000-0000000000000000.wal":   KindWAL,
+		".../member/wal/0000000000000001-0000000000000abc.wal":             KindWAL,
+		"/var/lib/etcd/member/wal":                                         KindWALDir,
+		"/var/lib/etcd/member/snap/db":                                     KindBackend,
+		"/var/lib/etcd/member/snap/0000000000000002-0000000000002711.snap": KindSnapshot,
+		"/tmp/fio/etcd.0.0":                                                KindOther,
+	} {
+		if got := FileKind(path); got != want {
+			t.Errorf("FileKind(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
+
+func TestReportAndJSONRoundTrip(t *testing.T) {
+	a := NewAttributor(lookup)
+	var recs []FsyncRecord
+	for i := uint64(0); i < 100; i++ {
+		s := 1e9 + i*2e7
+		a.Add(event.FsyncEnter{TID: tid, StartNs: s})
+		a.Add(blk(i*2+1, event.OpWrite, 0, 0, s+100, s+200+i*1000, tid, "etcd"))
+		a.Add(blk(i*2+2, event.OpFlush, 0, 0, s+300+i*1000, s+1e6+i*1e5, 0, "kworker"))
+		r := a.Attribute(fsyncEv(s, s+1.1e6+i*1e5))
+		r.Path = "/d/member/wal/0.wal"
+		r.FileKind = FileKind(r.Path)
+		recs = append(recs, r)
+	}
+	rep := BuildReport(recs, 3, []string{"tp_btf/xfs_log_force: xfs not loaded"})
+	if len(rep.Groups) != 1 {
+		t.Fatalf("groups: %+v", rep.Groups)
+	}
+	g := rep.Groups[0]
+	if g.Total.Count != 100 || g.Flushes != 100 || g.FlushesPerFsync != 1 {
+		t.Fatalf("group %+v", g)
+	}
+	// p99 of 1.1 ms + i*0.1 ms, nearest rank: i = 98.
+	if g.Total.P99 != 1.1e6+98*1e5 || g.Verdict != "over budget" {
+		t.Fatalf("p99 %d verdict %s", g.Total.P99, g.Verdict)
+	}
+	var shares float64
+	for _, l := range g.Layers {
+		shares += l.Share
+	}
+	if shares < 0.999999 || shares > 1.000001 {
+		t.Fatalf("shares sum to %v", shares)
+	}
+	if d := g.Dominant(); d.Name != LayerDeviceFlush {
+		t.Fatalf("dominant %+v", d)
+	}
+	var table bytes.Buffer
+	rep.WriteTable(&table)
+	for _, want := range []string{"etcd pid 99", "wal files", "device_flush", "OVER BUDGET", "lost events", "unavailable: tp_btf/xfs_log_force"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, r := range recs {
+		enc.Encode(r)
+	}
+	enc.Encode(rep)
+	back, lost, err := ReadJSONL(&buf)
+	if err != nil || lost != 3 || !reflect.DeepEqual(back, recs) {
+		t.Fatalf("round trip: err %v lost %d equal %v", err, lost, reflect.DeepEqual(back, recs))
+	}
+	if _, _, err := ReadJSONL(strings.NewReader(`{"type":"fsync","v":99}`)); err == nil {
+		t.Fatal("a newer schema version was accepted")
+	}
+}
+
+func TestIntervalLine(t *testing.T) {
+	recs := []FsyncRecord{
+		{TotalNs: 2e6, Layers: Layers{DeviceFlushNs: 1.5e6, OtherNs: 0.5e6}},
+		{TotalNs: 4e6, Layers: Layers{DeviceFlushNs: 3e6, OtherNs: 1e6}},
+	}
+	got := IntervalLine(recs)
+	if got != "fsyncs=2 p50=2.000ms p99=4.000ms dominant=device_flush(75%)" {
+		t.Fatalf("got %q", got)
+	}
+}

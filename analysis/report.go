@@ -1,0 +1,260 @@
+package analysis
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/etcdscope/etcdscope/analysis/stats"
+)
+
+// WALFsyncBudget is the budget for etcd's WAL fsync: p99 of
+// etcd_disk_wal_fsync_duration_seconds under 10 ms (OpenShift's
+// "Recommended etcd practices", citing etcd's performance docs; the same
+// documents put the backend commit p99 at 25 ms).
+const WALFsyncBudget = 10 * time.Millisecond
+
+// GroupKey identifies one table of the report: a process, a filesystem
+// device and a file kind.
+type GroupKey struct {
+	PID      uint32 `json:"pid"`
+	Comm     string `json:"comm"`
+	Dev      string `json:"dev"`
+	DevName  string `json:"dev_name"`
+	FS       string `json:"fs"`
+	FileKind string `json:"file_kind"`
+}
+
+// LayerStat is one layer's order statistics over a group (ns) and its
+// share of the group's summed wall time (0..1).
+type LayerStat struct {
+	Name  string        `json:"name"`
+	Stats stats.Summary `json:"stats_ns"`
+	Share float64       `json:"share"`
+}
+
+// Group is the summary of every fsync with one GroupKey.
+type Group struct {
+	Key             GroupKey      `json:"key"`
+	Syscalls        []string      `json:"syscalls"` // fsync and/or fdatasync
+	Total           stats.Summary `json:"total_ns"`
+	Layers          []LayerStat   `json:"layers"`
+	FlushesPerFsync float64       `json:"flushes_per_fsync"`
+	Flushes         int64         `json:"flushes"`
+	Errors          int64         `json:"errors"` // calls that returned < 0
+	// Verdict compares p99 with WALFsyncBudget: "ok", "over budget", or
+	// "n/a" for kinds the budget does not apply to (bbolt backend).
+	Verdict string `json:"verdict"`
+}
+
+// Report is the end-of-run summary of `etcdscope fsync` (JSON type
+// "summary").
+type Report struct {
+	Type        string   `json:"type"` // always "summary"
+	Version     int      `json:"v"`
+	Fsyncs      int64    `json:"fsyncs"`
+	LostEvents  uint64   `json:"lost_events"`
+	Groups      []Group  `json:"groups"`
+	Unavailable []string `json:"unavailable,omitempty"` // probes this kernel lacks and what they leave dark
+}
+
+// BuildReport summarises records, grouped by GroupKey, largest groups
+// first. lost is the tracer's lost-event count; unavailable lists probes
+// that could not attach.
+func BuildReport(recs []FsyncRecord, lost uint64, unavailable []string) Report {
+	type acc struct {
+		key      GroupKey
+		totals   []int64
+		layers   map[string][]int64
+		flushes  int64
+		errors   int64
+		syscalls map[string]bool
+	}
+	groups := map[GroupKey]*acc{}
+	for i := range recs {
+		r := &recs[i]
+		k := GroupKey{PID: r.PID, Comm: r.Comm, Dev: r.Dev, DevName: r.DevName, FS: r.FS, FileKind: r.FileKind}
+		g := groups[k]
+		if g == nil {
+			g = &acc{key: k, layers: map[string][]int64{}, syscalls: map[string]bool{}}
+			groups[k] = g
+		}
+		g.totals = append(g.totals, r.TotalNs)
+		for _, n := range LayerNames {
+			g.layers[n] = append(g.layers[n], r.Layers.Get(n))
+		}
+		g.flushes += int64(r.Flushes)
+		if r.Ret < 0 {
+			g.errors++
+		}
+		g.syscalls[r.Syscall] = true
+	}
+	rep := Report{Type: "summary", Version: SchemaVersion, Fsyncs: int64(len(recs)), LostEvents: lost, Unavailable: unavailable}
+	for _, g := range groups {
+		out := Group{Key: g.key, Flushes: g.flushes, Errors: g.errors}
+		for s := range g.syscalls {
+			out.Syscalls = append(out.Syscalls, s)
+		}
+		sort.Strings(out.Syscalls)
+		out.Total = stats.Summarize(g.totals)
+		for _, n := range LayerNames {
+			st := stats.Summarize(g.layers[n])
+			share := 0.0
+			if out.Total.Sum > 0 {
+				share = float64(st.Sum) / float64(out.Total.Sum)
+			}
+			out.Layers = append(out.Layers, LayerStat{Name: n, Stats: st, Share: share})
+		}
+		if out.Total.Count > 0 {
+			out.FlushesPerFsync = float64(g.flushes) / float64(out.Total.Count)
+		}
+		out.Verdict = verdict(g.key.FileKind, out.Total.P99)
+		rep.Groups = append(rep.Groups, out)
+	}
+	sort.Slice(rep.Groups, func(i, j int) bool {
+		a, b := rep.Groups[i], rep.Groups[j]
+		if a.Total.Count != b.Total.Count {
+			return a.Total.Count > b.Total.Count
+		}
+		return fmt.Sprint(a.Key) < fmt.Sprint(b.Key)
+	})
+	return rep
+}
+
+func verdict(kind string, p99 int64) string {
+	switch kind {
+	case KindBackend, KindSnapshot:
+		return "n/a"
+	}
+	if time.Duration(p99) < WALFsyncBudget {
+		return "ok"
+	}
+	return "over budget"
+}
+
+// Dominant returns the layer with the largest share of a group.
+func (g *Group) Dominant() LayerStat {
+	var best LayerStat
+	for _, l := range g.Layers {
+		if l.Share > best.Share {
+			best = l
+		}
+	}
+	return best
+}
+
+// Ms formats ns as milliseconds with three decimals, the resolution at
+// which fio and etcd's buckets are read.
+func Ms(ns int64) string { return fmt.Sprintf("%.3f", float64(ns)/1e6) }
+
+// WriteTable prints the report as the human table of `etcdscope fsync`.
+func (r *Report) WriteTable(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "etcdscope fsync report: %d calls, %d lost events", r.Fsyncs, r.LostEvents)
+	if r.LostEvents > 0 {
+		fmt.Fprintf(bw, " (ring buffer overflowed: numbers below miss events; raise --ring-size)")
+	}
+	fmt.Fprintln(bw)
+	for _, u := range r.Unavailable {
+		fmt.Fprintf(bw, "unavailable: %s\n", u)
+	}
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		dev := g.Key.Dev
+		if g.Key.DevName != "" {
+			dev = g.Key.DevName + " (" + g.Key.Dev + ")"
+		}
+		fmt.Fprintf(bw, "\n%s pid %d  %s on %s  %s files  [%s]\n", g.Key.Comm, g.Key.PID, g.Key.FS, dev, g.Key.FileKind, strings.Join(g.Syscalls, ","))
+		fmt.Fprintf(bw, "  %-15s %8s %10s %10s %10s %10s %7s\n", "layer", "count", "p50 ms", "p99 ms", "max ms", "mean ms", "share")
+		row := func(name string, s stats.Summary, share float64) {
+			fmt.Fprintf(bw, "  %-15s %8d %10s %10s %10s %10s %6.1f%%\n", name, s.Count, Ms(s.P50), Ms(s.P99), Ms(s.Max), Ms(int64(s.Mean())), 100*share)
+		}
+		row("total", g.Total, 1)
+		for _, l := range g.Layers {
+			row(l.Name, l.Stats, l.Share)
+		}
+		fmt.Fprintf(bw, "  flushes per fsync: %.2f (%d flush requests); errors: %d\n", g.FlushesPerFsync, g.Flushes, g.Errors)
+		switch g.Verdict {
+		case "ok":
+			fmt.Fprintf(bw, "  verdict: OK, p99 %s ms is under etcd's WAL fsync budget of %v\n", Ms(g.Total.P99), WALFsyncBudget)
+		case "over budget":
+			d := g.Dominant()
+			fmt.Fprintf(bw, "  verdict: OVER BUDGET, p99 %s ms exceeds etcd's WAL fsync budget of %v; most time in %s (%.0f%%)\n",
+				Ms(g.Total.P99), WALFsyncBudget, d.Name, 100*d.Share)
+		default:
+			fmt.Fprintf(bw, "  verdict: n/a (etcd's %v budget is for WAL fsyncs)\n", WALFsyncBudget)
+		}
+	}
+	return bw.Flush()
+}
+
+// IntervalLine summarises the fsyncs of one interval in one line: count,
+// p50/p99 of the total and the layer with the largest share.
+func IntervalLine(recs []FsyncRecord) string {
+	if len(recs) == 0 {
+		return "fsyncs=0"
+	}
+	totals := make([]int64, len(recs))
+	var sums [5]int64
+	for i := range recs {
+		totals[i] = recs[i].TotalNs
+		for j, n := range LayerNames {
+			sums[j] += recs[i].Layers.Get(n)
+		}
+	}
+	s := stats.Summarize(totals)
+	best := 0
+	for j := range sums {
+		if sums[j] > sums[best] {
+			best = j
+		}
+	}
+	share := 0.0
+	if s.Sum > 0 {
+		share = float64(sums[best]) / float64(s.Sum)
+	}
+	return fmt.Sprintf("fsyncs=%d p50=%sms p99=%sms dominant=%s(%.0f%%)", s.Count, Ms(s.P50), Ms(s.P99), LayerNames[best], 100*share)
+}
+
+// ReadJSONL reads a recording written by `etcdscope fsync --output json`:
+// it returns every fsync record and the last summary's lost-event count.
+// Lines of other types are skipped; a record of a newer schema version is
+// an error.
+func ReadJSONL(r io.Reader) (recs []FsyncRecord, lost uint64, err error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(strings.TrimSpace(string(b))) == 0 {
+			continue
+		}
+		var head struct {
+			Type       string `json:"type"`
+			V          int    `json:"v"`
+			LostEvents uint64 `json:"lost_events"`
+		}
+		if err := json.Unmarshal(b, &head); err != nil {
+			return nil, 0, fmt.Errorf("line %d: %w", line, err)
+		}
+		if head.V > SchemaVersion {
+			return nil, 0, fmt.Errorf("line %d: schema version %d is newer than this etcdscope's %d", line, head.V, SchemaVersion)
+		}
+		switch head.Type {
+		case "fsync":
+			var rec FsyncRecord
+			if err := json.Unmarshal(b, &rec); err != nil {
+				return nil, 0, fmt.Errorf("line %d: %w", line, err)
+			}
+			recs = append(recs, rec)
+		case "summary":
+			lost = head.LostEvents
+		}
+	}
+	return recs, lost, sc.Err()
+}

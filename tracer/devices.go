@@ -1,0 +1,197 @@
+package tracer
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/etcdscope/etcdscope/event"
+)
+
+// DeviceInfo names the device of an fsync's filesystem and the whole disks
+// whose block requests count for it.
+type DeviceInfo struct {
+	Dev   event.Dev   // as the fsync event reports it (s_dev or i_rdev)
+	Name  string      // kernel name: "vda1", "loop0"; "" when not a block device
+	Disks []event.Dev // whole disks (gendisk) whose requests serve this filesystem
+	// DiskNames holds the kernel names of Disks, in the same order.
+	DiskNames []string
+}
+
+// DeviceResolver maps filesystem devices to disks through sysfs and
+// /proc/self/mountinfo, caching the answers. btrfs and other filesystems
+// with an anonymous s_dev (major 0) are resolved through the mount's source
+// device. Not safe for concurrent use.
+type DeviceResolver struct {
+	cache map[event.Dev]DeviceInfo
+	// SysRoot and ProcRoot default to /sys and /proc; tests may point them
+	// at fixtures.
+	SysRoot, ProcRoot string
+}
+
+// NewDeviceResolver returns a resolver reading the live /sys and /proc.
+func NewDeviceResolver() *DeviceResolver {
+	return &DeviceResolver{cache: map[event.Dev]DeviceInfo{}, SysRoot: "/sys", ProcRoot: "/proc"}
+}
+
+// Resolve returns what is known of d; unknown devices (tmpfs, overlay)
+// come back with no disks.
+func (r *DeviceResolver) Resolve(d event.Dev) DeviceInfo {
+	if info, ok := r.cache[d]; ok {
+		return info
+	}
+	info := r.resolve(d, 0)
+	r.cache[d] = info
+	return info
+}
+
+func (r *DeviceResolver) resolve(d event.Dev, depth int) DeviceInfo {
+	info := DeviceInfo{Dev: d}
+	sys := filepath.Join(r.SysRoot, "dev/block", d.String())
+	real, err := filepath.EvalSymlinks(sys)
+	if err == nil {
+		info.Name = filepath.Base(real)
+		disk, diskName := d, info.Name
+		if _, err := os.Stat(filepath.Join(real, "partition")); err == nil {
+			if pd, err := readDev(filepath.Join(filepath.Dir(real), "dev")); err == nil {
+				disk, diskName = pd, filepath.Base(filepath.Dir(real))
+			}
+		}
+		info.Disks = []event.Dev{disk}
+		info.DiskNames = []string{diskName}
+		return info
+	}
+	if depth > 0 {
+		return info
+	}
+	// Anonymous device (btrfs, or a filesystem on a device we cannot see):
+	// find its mount and resolve the mount source instead.
+	src := r.mountSource(d)
+	if !strings.HasPrefix(src, "/dev/") {
+		return info
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(src, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFBLK {
+		return info
+	}
+	under := r.resolve(event.DevFromUnix(st.Rdev), depth+1)
+	info.Name = under.Name
+	info.Disks, info.DiskNames = under.Disks, under.DiskNames
+	return info
+}
+
+func readDev(path string) (event.Dev, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	var maj, min uint32
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(b)), "%d:%d", &maj, &min); err != nil {
+		return 0, fmt.Errorf("parsing %s: %w", path, err)
+	}
+	return event.MkDev(maj, min), nil
+}
+
+// mountSource returns the source field of the first mount of device d in
+// /proc/self/mountinfo (proc(5): field 3 is major:minor, the source follows
+// the " - fstype" separator).
+func (r *DeviceResolver) mountSource(d event.Dev) string {
+	f, err := os.Open(filepath.Join(r.ProcRoot, "self/mountinfo"))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	want := d.String()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 3 || fields[2] != want {
+			continue
+		}
+		for i, fld := range fields {
+			if fld == "-" && i+2 < len(fields) {
+				return fields[i+2]
+			}
+		}
+	}
+	return ""
+}
+
+// DiskByName returns the dev of a whole disk or partition named like the
+// kernel names it ("vda", "loop3", "/dev/vda1"), or an error naming lsblk
+// when /sys/class/block has no such device.
+func DiskByName(name string) (event.Dev, error) {
+	name = strings.TrimPrefix(name, "/dev/")
+	if name == "" || strings.Contains(name, "/") {
+		return 0, fmt.Errorf("device %q is not a kernel block device name (see lsblk)", name)
+	}
+	d, err := readDev(filepath.Join("/sys/class/block", name, "dev"))
+	if err != nil {
+		return 0, fmt.Errorf("no block device %q (see lsblk for the names this machine has)", name)
+	}
+	return d, nil
+}
+
+// PathResolver names the file an fsync was for. It reads the fd's link
+// in /proc at event time and trusts it only if the inode and device still
+// match the event (the fd may have been closed or reused); otherwise it
+// rebuilds the path from the d_name components the BPF program captured.
+type PathResolver struct {
+	cache map[pathKey]string
+}
+
+type pathKey struct {
+	pid uint32
+	fd  int32
+	dev event.Dev
+	ino uint64
+}
+
+// NewPathResolver returns an empty resolver.
+func NewPathResolver() *PathResolver { return &PathResolver{cache: map[pathKey]string{}} }
+
+// Path returns the absolute path of the event's file, or a path of its
+// last components prefixed with ".../" when /proc no longer has it.
+func (p *PathResolver) Path(e *event.Fsync) string {
+	k := pathKey{e.PID, e.FD, e.Dev, e.Ino}
+	if s, ok := p.cache[k]; ok {
+		return s
+	}
+	link := "/proc/" + strconv.Itoa(int(e.PID)) + "/fd/" + strconv.Itoa(int(e.FD))
+	var st unix.Stat_t
+	if target, err := os.Readlink(link); err == nil && unix.Stat(link, &st) == nil &&
+		st.Ino == e.Ino && (e.IsBlockdev || event.DevFromUnix(st.Dev) == e.Dev) {
+		if len(p.cache) > 65536 {
+			clear(p.cache)
+		}
+		p.cache[k] = target
+		return target
+	}
+	return ComponentsPath(e.Names)
+}
+
+// ComponentsPath joins d_name components (innermost first) into a path:
+// absolute when the walk reached the root ("/"), ".../a/b" otherwise.
+func ComponentsPath(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	var parts []string
+	rooted := false
+	for i := len(names) - 1; i >= 0; i-- {
+		if names[i] == "/" {
+			rooted = true
+			continue
+		}
+		parts = append(parts, names[i])
+	}
+	if rooted {
+		return "/" + strings.Join(parts, "/")
+	}
+	return ".../" + strings.Join(parts, "/")
+}
