@@ -2,6 +2,10 @@ package etcdtest
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -57,5 +61,98 @@ func TestSingleMemberPutsFsyncWAL(t *testing.T) {
 	// The rate limit holds: 200 puts at 100/s take at least 199 intervals.
 	if elapsed < 1990*time.Millisecond {
 		t.Errorf("%d puts at 100/s took %v, want >= 1.99 s", n, elapsed)
+	}
+}
+
+// peerRTT is etcd's prober RTT histogram, one series per remote peer
+// labelled To (the peer's Raft ID in hex).
+const peerRTT = "etcd_network_peer_round_trip_time_seconds"
+
+// TestThreeMemberTLS starts the cluster issue 3 traces (TLS peers and
+// clients on 127.0.0.1-3:2380) and checks what those tests rely on: a
+// leader, members identifiable by PID, a working TLS client, and per-peer
+// RTT series in every member's metrics.
+//
+// How long the RTT series take: each peer has two probers (snapshot and
+// message round trippers), and monitorProbingStatus (rafthttp
+// probing_status.go) observes the prober's smoothed RTT first after 5 s
+// (statusErrorInterval), then every 30 s while the peer is healthy. So the
+// series appear about 5 s after the peer is added, counting 2 (one per
+// prober), and grow by 2 per 30 s.
+func TestThreeMemberTLS(t *testing.T) {
+	c := Start(t, Options{Members: 3, PeerTLS: true, ClientTLS: true})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("leader %s (pid %d, id %x)", leader.Name, leader.PID, leader.ID)
+
+	ids := map[string]*Member{}
+	for _, m := range c.Members {
+		if !strings.HasPrefix(m.PeerURL, "https://") || !strings.HasPrefix(m.ClientURL, "https://") {
+			t.Errorf("%s: peer %s, client %s: want https for both", m.Name, m.PeerURL, m.ClientURL)
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", m.PID))
+		if err != nil || !slices.Contains(strings.Split(string(cmdline), "\x00"), "--name="+m.Name) {
+			t.Errorf("pid %d is not %s: cmdline %q, %v", m.PID, m.Name, cmdline, err)
+		}
+		ids[fmt.Sprintf("%x", m.ID)] = m
+	}
+	if len(ids) != 3 {
+		t.Fatalf("member IDs %v: want 3 distinct", ids)
+	}
+
+	// The client side goes over TLS with the harness's client certificate
+	// (the members run with --client-cert-auth).
+	cli := c.Client(t)
+	if _, err := cli.Put(ctx, "/etcdtest/tls", "ok"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Members) != 3 {
+		t.Fatalf("member list has %d members, want 3", len(resp.Members))
+	}
+
+	// Poll until every member has an RTT series for each of its two peers.
+	start := time.Now()
+	for {
+		var missing, summary []string
+		for _, m := range c.Members {
+			fams, err := c.Scrape(ctx, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var to []string
+			for _, s := range fams[peerRTT].GetMetric() {
+				for _, l := range s.GetLabel() {
+					if l.GetName() != "To" {
+						continue
+					}
+					to = append(to, l.GetValue())
+					if p := ids[l.GetValue()]; p == nil || p == m {
+						t.Errorf("%s: %s series To=%q is not another member", m.Name, peerRTT, l.GetValue())
+					}
+				}
+			}
+			if len(to) < 2 {
+				missing = append(missing, fmt.Sprintf("%s has To=%v", m.Name, to))
+			}
+			summary = append(summary, fmt.Sprintf("%s: count %v over To=%v", m.Name, SumCounter(fams, peerRTT), to))
+		}
+		if len(missing) == 0 {
+			t.Logf("RTT series for both peers on every member %v after healthy: %s",
+				time.Since(start).Round(100*time.Millisecond), strings.Join(summary, "; "))
+			return
+		}
+		if time.Since(start) > 40*time.Second {
+			t.Fatalf("no %s series per peer after %v: %s", peerRTT, time.Since(start).Round(time.Second), strings.Join(missing, "; "))
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
