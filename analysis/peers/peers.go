@@ -1,0 +1,348 @@
+package peers
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"time"
+
+	"github.com/etcdscope/etcdscope/analysis/stats"
+)
+
+// Options tune Analyze.
+type Options struct {
+	// PerRequestMax: a connection whose time in use (open → first FIN) is
+	// below this is a per-request connection (etcd's RAFT_MESSAGE prober
+	// dials one per probe); longer ones are kept-alive connections (Raft
+	// streams, the pipeline). 0 means 2 s: a probe times out after 5 s and
+	// streams live for hours.
+	PerRequestMax time.Duration
+	// Window is the traced duration; 0 means first to last event.
+	Window time.Duration
+}
+
+// Conn is one TCP connection assembled from its events.
+type Conn struct {
+	Socket    uint64
+	Direction Direction
+	PID       uint32 // connect() caller for active opens; for a passive open, the peer's opener when its other end was traced here too (loopback)
+	Comm      string
+	Local     netip.AddrPort
+	Remote    netip.AddrPort
+	// OpenNs, CloseStartNs, CloseNs: CLOCK_MONOTONIC ns, 0 if not seen.
+	OpenNs, CloseStartNs, CloseNs uint64
+	// HandshakeNs: active opens, SYN_SENT → ESTABLISHED; passive opens,
+	// the kernel's SYN-ACK → ACK RTT (srtt at ESTABLISHED) in ns.
+	HandshakeNs uint64
+	// InUseNs: SYN_SENT (active) or ESTABLISHED (passive) → first FIN.
+	InUseNs uint64
+	// LifetimeNs: ESTABLISHED → CLOSE.
+	LifetimeNs uint64
+	// SRTTus: the last kernel srtt seen; MinRTTus: its windowed minimum.
+	SRTTus, MinRTTus uint32
+	Retransmits      uint32 // tcp_retransmit_skb events seen
+	TotalRetrans     uint32 // tcp_sock.total_retrans at the last event
+	BytesAcked       uint64
+	BytesReceived    uint64
+	// Mirror: a passive connection whose active end was traced here too
+	// (both members on this host); it is folded into that one.
+	Mirror bool
+
+	peerSynAck uint64 // the mirror's HandshakeNs, when folded
+}
+
+// Link is who talks to whom: for active opens From is this host's
+// address and FromPID the process that connected; for passive ones From is
+// the remote address (and FromPID the opener's pid when it runs here).
+type Link struct {
+	Direction Direction  `json:"direction"`
+	FromPID   uint32     `json:"from_pid,omitempty"`
+	FromComm  string     `json:"from_comm,omitempty"`
+	From      netip.Addr `json:"from"`
+	To        netip.Addr `json:"to"`
+	// Peer is the remote end as this host sees it: To for active opens,
+	// From for passive ones.
+	Peer netip.Addr `json:"peer"`
+}
+
+// String formats the link as "etcd[123] 127.0.0.1 → 127.0.0.2".
+func (l Link) String() string {
+	from := l.From.String()
+	if l.FromPID != 0 {
+		from = fmt.Sprintf("%s[%d] %s", l.FromComm, l.FromPID, from)
+	}
+	return fmt.Sprintf("%s → %s (%s)", from, l.To, l.Direction)
+}
+
+// LinkStats are the statistics of one link. Durations are ns
+// (stats.Summary in ns); per-connection RTTs are weighted one value per
+// connection (see docs/peers.md: a busy stream must not outvote an idle
+// probe connection, as it does in bcc tcprtt's per-packet histogram).
+type LinkStats struct {
+	Link Link `json:"link"`
+	// Opened/Closed count ESTABLISHED and CLOSE transitions seen.
+	Opened int `json:"opened"`
+	Closed int `json:"closed"`
+	// OpenedPerMinute, ClosedPerMinute: over Report.WindowNs.
+	OpenedPerMinute float64 `json:"opened_per_minute"`
+	ClosedPerMinute float64 `json:"closed_per_minute"`
+	// HandshakeRTT: per connection, SYN_SENT → ESTABLISHED (active) or
+	// the kernel's SYN-ACK RTT (passive).
+	HandshakeRTT stats.Summary `json:"handshake_rtt_ns"`
+	// PeerSynAckRTT: for loopback links whose accepting end was traced too,
+	// that end's SYN-ACK RTT.
+	PeerSynAckRTT stats.Summary `json:"peer_synack_rtt_ns"`
+	// SRTT and MinRTT of kept-alive connections: one value per connection
+	// (its last srtt, its min_rtt), in ns.
+	SRTT   stats.Summary `json:"srtt_ns"`
+	MinRTT stats.Summary `json:"min_rtt_ns"`
+	// PerRequest: time in use of per-request connections (InUseNs below
+	// Options.PerRequestMax): for active opens, dial + TLS + request +
+	// answer, what a prober that dials per probe measures.
+	PerRequest stats.Summary `json:"per_request_ns"`
+	// Lifetime: ESTABLISHED → CLOSE of connections closed in the window.
+	Lifetime stats.Summary `json:"lifetime_ns"`
+	// KeptAlive: connections open at the end or in use longer than
+	// PerRequestMax.
+	KeptAlive   int    `json:"kept_alive"`
+	Retransmits uint64 `json:"retransmits"`
+	BytesAcked  uint64 `json:"bytes_acked"`
+	BytesRecv   uint64 `json:"bytes_received"`
+}
+
+// Report is the result of Analyze.
+type Report struct {
+	WindowNs uint64      `json:"window_ns"`
+	Events   int         `json:"events"`
+	Links    []LinkStats `json:"links"`
+	Conns    []Conn      `json:"-"`
+}
+
+// Analyze assembles connections from events (in time order) and
+// summarises them per Link, sorted by link.
+func Analyze(events []Event, opt Options) Report {
+	if opt.PerRequestMax == 0 {
+		opt.PerRequestMax = 2 * time.Second
+	}
+	conns := assemble(events)
+	foldMirrors(conns)
+
+	var first, last uint64
+	for i, e := range events {
+		if i == 0 || e.TimeNs < first {
+			first = e.TimeNs
+		}
+		if e.TimeNs > last {
+			last = e.TimeNs
+		}
+	}
+	window := uint64(opt.Window)
+	if window == 0 {
+		window = last - first
+	}
+	rep := Report{WindowNs: window, Events: len(events)}
+
+	type acc struct {
+		st                                         LinkStats
+		hs, synack, srtt, minrtt, perreq, lifetime []int64
+	}
+	byLink := map[Link]*acc{}
+	var order []Link
+	for i := range conns {
+		c := &conns[i]
+		if c.Mirror {
+			continue
+		}
+		l := linkOf(c)
+		a := byLink[l]
+		if a == nil {
+			a = &acc{st: LinkStats{Link: l}}
+			byLink[l] = a
+			order = append(order, l)
+		}
+		if c.OpenNs != 0 {
+			a.st.Opened++
+			if c.HandshakeNs != 0 {
+				a.hs = append(a.hs, int64(c.HandshakeNs))
+			}
+		}
+		if c.CloseNs != 0 {
+			a.st.Closed++
+			if c.OpenNs != 0 {
+				a.lifetime = append(a.lifetime, int64(c.LifetimeNs))
+			}
+		}
+		perRequest := c.OpenNs != 0 && c.CloseStartNs != 0 && c.InUseNs < uint64(opt.PerRequestMax)
+		if perRequest {
+			a.perreq = append(a.perreq, int64(c.InUseNs))
+		} else {
+			a.st.KeptAlive++
+			if c.SRTTus != 0 {
+				a.srtt = append(a.srtt, int64(c.SRTTus)*1000)
+			}
+			if c.MinRTTus != 0 {
+				a.minrtt = append(a.minrtt, int64(c.MinRTTus)*1000)
+			}
+		}
+		if p := c.peerSynAck; p != 0 {
+			a.synack = append(a.synack, int64(p))
+		}
+		a.st.Retransmits += uint64(c.Retransmits)
+		a.st.BytesAcked += c.BytesAcked
+		a.st.BytesRecv += c.BytesReceived
+	}
+	minutes := float64(window) / float64(time.Minute)
+	for _, l := range order {
+		a := byLink[l]
+		if minutes > 0 {
+			a.st.OpenedPerMinute = float64(a.st.Opened) / minutes
+			a.st.ClosedPerMinute = float64(a.st.Closed) / minutes
+		}
+		a.st.HandshakeRTT = stats.Summarize(a.hs)
+		a.st.PeerSynAckRTT = stats.Summarize(a.synack)
+		a.st.SRTT = stats.Summarize(a.srtt)
+		a.st.MinRTT = stats.Summarize(a.minrtt)
+		a.st.PerRequest = stats.Summarize(a.perreq)
+		a.st.Lifetime = stats.Summarize(a.lifetime)
+		rep.Links = append(rep.Links, a.st)
+	}
+	sort.Slice(rep.Links, func(i, j int) bool { return linkLess(rep.Links[i].Link, rep.Links[j].Link) })
+	rep.Conns = conns
+	return rep
+}
+
+func linkLess(a, b Link) bool {
+	if a.Direction != b.Direction {
+		return a.Direction < b.Direction
+	}
+	if a.FromPID != b.FromPID {
+		return a.FromPID < b.FromPID
+	}
+	if c := a.From.Compare(b.From); c != 0 {
+		return c < 0
+	}
+	return a.To.Less(b.To)
+}
+
+func linkOf(c *Conn) Link {
+	switch c.Direction {
+	case Active:
+		return Link{Direction: Active, FromPID: c.PID, FromComm: c.Comm, From: c.Local.Addr(), To: c.Remote.Addr(), Peer: c.Remote.Addr()}
+	default:
+		// Passive or preexisting: for a preexisting connection we do not
+		// know who opened it; the side on the well-known port accepted it.
+		if c.isClient() {
+			return Link{Direction: Preexisting, FromPID: c.PID, From: c.Local.Addr(), To: c.Remote.Addr(), Peer: c.Remote.Addr()}
+		}
+		return Link{Direction: c.Direction, FromPID: c.PID, FromComm: c.Comm, From: c.Remote.Addr(), To: c.Local.Addr(), Peer: c.Remote.Addr()}
+	}
+}
+
+// localIsClient guesses for a preexisting connection that the end whose
+// port is the larger (ephemeral) one connected.
+func (c *Conn) localIsClient() bool { return c.Local.Port() > c.Remote.Port() }
+
+// assemble folds events into connections keyed by socket; an open after a
+// close of the same socket address starts a new connection.
+func assemble(events []Event) []Conn {
+	var conns []Conn
+	live := map[uint64]int{}
+	get := func(e Event) *Conn {
+		if i, ok := live[e.Socket]; ok {
+			return &conns[i]
+		}
+		conns = append(conns, Conn{Socket: e.Socket, Direction: e.Direction, PID: e.PID, Comm: e.Comm, Local: e.Local, Remote: e.Remote})
+		live[e.Socket] = len(conns) - 1
+		return &conns[len(conns)-1]
+	}
+	for _, e := range events {
+		if e.Kind == KindOpen {
+			if i, ok := live[e.Socket]; ok && conns[i].OpenNs != 0 {
+				delete(live, e.Socket) // address reused without a CLOSE seen
+			}
+		}
+		c := get(e)
+		if e.Direction != Preexisting {
+			c.Direction = e.Direction
+		}
+		if e.PID != 0 {
+			c.PID, c.Comm = e.PID, e.Comm
+		}
+		if e.Local.Port() != 0 {
+			c.Local = e.Local
+		}
+		if e.Remote.Port() != 0 {
+			c.Remote = e.Remote
+		}
+		if e.SRTTus != 0 {
+			c.SRTTus = e.SRTTus
+		}
+		if e.MinRTTus != 0 && (c.MinRTTus == 0 || e.MinRTTus < c.MinRTTus) {
+			c.MinRTTus = e.MinRTTus
+		}
+		c.TotalRetrans = e.TotalRetrans
+		if e.BytesAcked > c.BytesAcked {
+			c.BytesAcked = e.BytesAcked
+		}
+		if e.BytesReceived > c.BytesReceived {
+			c.BytesReceived = e.BytesReceived
+		}
+		switch e.Kind {
+		case KindOpen:
+			c.OpenNs = e.TimeNs
+			if e.Direction == Active {
+				c.HandshakeNs = e.DurationNs
+			} else {
+				c.HandshakeNs = uint64(e.SRTTus) * 1000
+			}
+		case KindCloseStart:
+			c.CloseStartNs = e.TimeNs
+			c.InUseNs = e.DurationNs
+		case KindClose:
+			c.CloseNs = e.TimeNs
+			c.LifetimeNs = e.DurationNs
+			delete(live, e.Socket)
+		case KindRetransmit:
+			c.Retransmits++
+		}
+	}
+	return conns
+}
+
+// foldMirrors marks passive connections whose active end is in conns too
+// (same 4-tuple reversed, both ends on this host) and hands the active
+// end the passive end's SYN-ACK RTT and the opener's pid.
+func foldMirrors(conns []Conn) {
+	type tuple struct{ a, b netip.AddrPort }
+	client := map[tuple]int{}
+	for i := range conns {
+		if conns[i].isClient() {
+			client[tuple{conns[i].Local, conns[i].Remote}] = i
+		}
+	}
+	for i := range conns {
+		c := &conns[i]
+		if c.isClient() {
+			continue
+		}
+		j, ok := client[tuple{c.Remote, c.Local}]
+		if !ok {
+			continue
+		}
+		c.Mirror = true
+		c.PID, c.Comm = conns[j].PID, conns[j].Comm
+		conns[j].peerSynAck = c.HandshakeNs
+	}
+}
+
+// isClient reports whether this end connected: known for opens seen,
+// guessed for preexisting connections (the ephemeral port is the larger).
+func (c *Conn) isClient() bool {
+	switch c.Direction {
+	case Active:
+		return true
+	case Passive:
+		return false
+	}
+	return c.localIsClient()
+}

@@ -1,0 +1,145 @@
+package peers
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+)
+
+var (
+	hostA  = netip.MustParseAddrPort("10.0.0.1:40000")
+	hostB  = netip.MustParseAddrPort("10.0.0.2:2380")
+	loop1  = netip.MustParseAddrPort("127.0.0.1:51000")
+	loop2  = netip.MustParseAddrPort("127.0.0.2:2380")
+	v6peer = netip.MustParseAddrPort("[fd00::2]:2380")
+	v6me   = netip.MustParseAddrPort("[fd00::1]:41000")
+)
+
+const ms = uint64(time.Millisecond)
+
+// probeConn is the events of one per-request connection as an etcd
+// prober makes it: open, an RTT sample, FIN after inUse, CLOSE.
+func probeConn(sk, t0 uint64, dir Direction, local, remote netip.AddrPort, handshake, inUse uint64, srtt uint32) []Event {
+	t0 += uint64(time.Second) // CLOCK_MONOTONIC is never 0; 0 means "not seen"
+	open := Event{Kind: KindOpen, TimeNs: t0, Socket: sk, Direction: dir, PID: 7, Comm: "etcd", Local: local, Remote: remote, SRTTus: srtt, MinRTTus: srtt}
+	if dir == Active {
+		open.DurationNs = handshake
+	} else {
+		open.PID, open.Comm = 0, ""
+	}
+	ev := []Event{open}
+	ev = append(ev, Event{Kind: KindRTT, TimeNs: t0 + 1000, Socket: sk, Direction: dir, Local: local, Remote: remote, SRTTus: srtt, MinRTTus: srtt})
+	ev = append(ev, Event{Kind: KindCloseStart, TimeNs: t0 + inUse, Socket: sk, Direction: dir, Local: local, Remote: remote, DurationNs: inUse, SRTTus: srtt, MinRTTus: srtt})
+	ev = append(ev, Event{Kind: KindClose, TimeNs: t0 + inUse + 100_000, Socket: sk, Direction: dir, Local: local, Remote: remote, DurationNs: inUse + 50_000, SRTTus: srtt, MinRTTus: srtt, BytesAcked: 900})
+	return ev
+}
+
+func TestAnalyze(t *testing.T) {
+	type want struct {
+		link                 Link
+		opened, closed, kept int
+		perMinute            float64
+		hsCount, hsP50       int64
+		perReqP50, srttCount int64
+		srttP50, srttMax     int64
+		synackCount, retrans int64
+	}
+	cases := []struct {
+		name   string
+		events func() []Event
+		window time.Duration
+		want   []want
+	}{{
+		name: "per-request probes over IPv4, one every 4 s",
+		events: func() []Event {
+			var ev []Event
+			for i := uint64(0); i < 15; i++ {
+				ev = append(ev, probeConn(100+i, i*4000*ms, Active, hostA, hostB, 50_000+i*1000, 3*ms, 40)...)
+			}
+			return ev
+		},
+		window: time.Minute,
+		want: []want{{
+			link:   Link{Direction: Active, FromPID: 7, FromComm: "etcd", From: hostA.Addr(), To: hostB.Addr(), Peer: hostB.Addr()},
+			opened: 15, closed: 15, perMinute: 15, hsCount: 15, hsP50: 57_000, perReqP50: int64(3 * ms),
+		}},
+	}, {
+		name: "loopback: the accepting end is folded into the opener's link",
+		events: func() []Event {
+			var ev []Event
+			for i := uint64(0); i < 4; i++ {
+				local := netip.AddrPortFrom(loop1.Addr(), loop1.Port()+uint16(i))
+				a := probeConn(200+i, i*4000*ms, Active, local, loop2, 30_000, 2*ms, 25)
+				p := probeConn(300+i, i*4000*ms+10_000, Passive, loop2, local, 0, 2*ms, 20)
+				ev = append(ev, a[0], p[0], a[1], p[1], a[2], p[2], a[3], p[3])
+			}
+			return ev
+		},
+		window: 16 * time.Second,
+		want: []want{{
+			link:   Link{Direction: Active, FromPID: 7, FromComm: "etcd", From: loop1.Addr(), To: loop2.Addr(), Peer: loop2.Addr()},
+			opened: 4, closed: 4, perMinute: 15, hsCount: 4, hsP50: 30_000, perReqP50: int64(2 * ms), synackCount: 4,
+		}},
+	}, {
+		name: "kept-alive connections count once each, however many samples",
+		events: func() []Event {
+			var ev []Event
+			// A busy stream: 100 samples at 1 ms; an idle one: 1 sample at 50 ms.
+			for i := uint64(0); i < 100; i++ {
+				ev = append(ev, Event{Kind: KindRTT, TimeNs: i * ms, Socket: 1, Direction: Preexisting, Local: v6me, Remote: v6peer, SRTTus: 1000, MinRTTus: 900})
+			}
+			ev = append(ev, Event{Kind: KindRTT, TimeNs: 100 * ms, Socket: 2, Direction: Preexisting, Local: netip.AddrPortFrom(v6me.Addr(), 41001), Remote: v6peer, SRTTus: 50_000, MinRTTus: 48_000})
+			ev = append(ev, Event{Kind: KindRetransmit, TimeNs: 101 * ms, Socket: 2, Direction: Preexisting, Local: netip.AddrPortFrom(v6me.Addr(), 41001), Remote: v6peer, SRTTus: 50_000, TotalRetrans: 1})
+			return ev
+		},
+		want: []want{{
+			link: Link{Direction: Preexisting, From: v6me.Addr(), To: v6peer.Addr(), Peer: v6peer.Addr()},
+			kept: 2, srttCount: 2, srttP50: 1_000_000, srttMax: 50_000_000, retrans: 1,
+		}},
+	}, {
+		name: "a socket address reused after CLOSE is a new connection",
+		events: func() []Event {
+			ev := probeConn(9, 0, Active, hostA, hostB, 40_000, ms, 30)
+			return append(ev, probeConn(9, 10*ms, Active, hostA, hostB, 60_000, ms, 30)...)
+		},
+		window: time.Minute,
+		want: []want{{
+			link:   Link{Direction: Active, FromPID: 7, FromComm: "etcd", From: hostA.Addr(), To: hostB.Addr(), Peer: hostB.Addr()},
+			opened: 2, closed: 2, perMinute: 2, hsCount: 2, hsP50: 40_000, perReqP50: int64(ms),
+		}},
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rep := Analyze(c.events(), Options{Window: c.window})
+			if len(rep.Links) != len(c.want) {
+				t.Fatalf("%d links, want %d: %+v", len(rep.Links), len(c.want), rep.Links)
+			}
+			for i, w := range c.want {
+				g := rep.Links[i]
+				if g.Link != w.link {
+					t.Errorf("link %v, want %v", g.Link, w.link)
+				}
+				check := func(name string, got, want int64) {
+					t.Helper()
+					if got != want {
+						t.Errorf("%s: %s = %d, want %d", g.Link, name, got, want)
+					}
+				}
+				check("opened", int64(g.Opened), int64(w.opened))
+				check("closed", int64(g.Closed), int64(w.closed))
+				check("kept alive", int64(g.KeptAlive), int64(w.kept))
+				check("handshake count", g.HandshakeRTT.Count, w.hsCount)
+				check("handshake p50", g.HandshakeRTT.P50, w.hsP50)
+				check("per-request p50", g.PerRequest.P50, w.perReqP50)
+				check("srtt count", g.SRTT.Count, w.srttCount)
+				check("srtt p50", g.SRTT.P50, w.srttP50)
+				check("srtt max", g.SRTT.Max, w.srttMax)
+				check("peer syn-ack count", g.PeerSynAckRTT.Count, w.synackCount)
+				check("retransmits", int64(g.Retransmits), w.retrans)
+				if w.perMinute != 0 && g.OpenedPerMinute != w.perMinute {
+					t.Errorf("opened/min %v, want %v", g.OpenedPerMinute, w.perMinute)
+				}
+			}
+		})
+	}
+}
