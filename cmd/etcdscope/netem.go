@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/etcdscope/etcdscope/netem"
+)
+
+func init() {
+	subcommands["netem"] = subcommand{
+		summary: "delay/lose etcd peer traffic (port 2380) to chosen peers: apply, show, clear",
+		run:     runNetem,
+	}
+}
+
+const netemUsage = `usage:
+  etcdscope netem apply --dev IFACE --peer IP [--peer IP ...] [--port 2380] --delay 25ms
+        [--jitter 5ms] [--jitter-correlation 25%] [--distribution uniform|normal|pareto|paretonormal]
+        [--loss 0.1%] [--loss-correlation 25%] [--classifier bpf|u32] [--for 10m] [--replace] [--dry-run]
+  etcdscope netem show [--dev IFACE]
+  etcdscope netem clear --dev IFACE
+`
+
+func runNetem(args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(os.Stderr, netemUsage)
+		if len(args) == 0 {
+			return usagef("give a verb: apply, show or clear")
+		}
+		return errHelp
+	}
+	switch args[0] {
+	case "apply":
+		return netemApply(args[1:])
+	case "show":
+		return netemShow(args[1:])
+	case "clear":
+		return netemClear(args[1:])
+	}
+	return usagef("unknown verb %q: use apply, show or clear", args[0])
+}
+
+// netemErr turns the package's pre-change errors into usage errors (exit 2).
+func netemErr(err error) error {
+	var ue *netem.UsageError
+	if errors.As(err, &ue) {
+		return usagef("%s", ue.Msg)
+	}
+	return err
+}
+
+func parseFlags(fs *pflag.FlagSet, args []string) error {
+	fs.SetOutput(os.Stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return errHelp
+		}
+		return usagef("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+func netemApply(args []string) error {
+	fs := pflag.NewFlagSet("netem apply", pflag.ContinueOnError)
+	dev := fs.String("dev", "", "interface the peers are reached through")
+	peers := fs.StringArray("peer", nil, "peer IP address (IPv4 or IPv6); repeat for more peers")
+	port := fs.Uint16("port", netem.DefaultPort, "etcd peer port, matched as destination (client side) and source (server side)")
+	delay := fs.String("delay", "", "added one-way delay, with a unit (25ms, 800us)")
+	jitter := fs.String("jitter", "", "delay variation (sigma of the distribution), with a unit")
+	jcorr := fs.String("jitter-correlation", "", "correlation of successive delays, e.g. 25%")
+	dist := fs.String("distribution", netem.DistUniform, "jitter distribution: uniform, normal, pareto or paretonormal")
+	loss := fs.String("loss", "", "random loss, e.g. 0.1%")
+	lcorr := fs.String("loss-correlation", "", "correlation of successive losses, e.g. 25%")
+	classifier := fs.String("classifier", netem.ClassifierBPF, "bpf (cls_bpf, peers in a BPF map) or u32 (plain tc filters)")
+	rate := fs.String("rate", "", "peak rate of peer traffic, sizes the netem queue (default: device speed, else 10gbit)")
+	limit := fs.Uint32("limit", 0, "netem queue limit in packets (default: rate x maximum delay, at least 1000)")
+	hold := fs.Duration("for", 0, "stay in the foreground and clear after this long (or on SIGINT/SIGTERM)")
+	replace := fs.Bool("replace", false, "replace a root qdisc etcdscope did not make (clear restores it)")
+	dryRun := fs.Bool("dry-run", false, "print the equivalent tc commands and change nothing")
+	stateDir := fs.String("state-dir", netem.DefaultStateDir, "where apply records what to restore")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	s := netem.Spec{Dev: *dev, Port: *port, Distribution: *dist, Classifier: *classifier, Limit: *limit}
+	for _, p := range *peers {
+		for _, one := range strings.Split(p, ",") {
+			a, err := netip.ParseAddr(strings.TrimSpace(one))
+			if err != nil {
+				return usagef("--peer %q is not an IP address", one)
+			}
+			s.Peers = append(s.Peers, a)
+		}
+	}
+	var err error
+	if *delay != "" {
+		if s.Delay, err = netem.ParseDuration(*delay); err != nil {
+			return usagef("--delay: %v", err)
+		}
+	}
+	if *jitter != "" {
+		if s.Jitter, err = netem.ParseDuration(*jitter); err != nil {
+			return usagef("--jitter: %v", err)
+		}
+	}
+	for _, pc := range []struct {
+		flag string
+		in   string
+		out  *float64
+	}{{"--jitter-correlation", *jcorr, &s.JitterCorrelation}, {"--loss", *loss, &s.Loss}, {"--loss-correlation", *lcorr, &s.LossCorrelation}} {
+		if pc.in != "" {
+			if *pc.out, err = netem.ParsePercent(pc.in); err != nil {
+				return usagef("%s: %v", pc.flag, err)
+			}
+		}
+	}
+	if *rate != "" {
+		if s.RateBitsPerSecond, err = netem.ParseRate(*rate); err != nil {
+			return usagef("--rate: %v", err)
+		}
+	}
+	if *hold < 0 {
+		return usagef("--for must be positive, e.g. --for 10m")
+	}
+	if err := s.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	if *dryRun {
+		p, err := s.Params(0, 0)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		for _, line := range netem.Commands(&s, p, *replace) {
+			fmt.Println(line)
+		}
+		return nil
+	}
+	c, err := netem.Open(netem.Options{StateDir: *stateDir, Replace: *replace})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	res, err := c.Apply(s)
+	if err != nil {
+		return netemErr(err)
+	}
+	for _, a := range res.Actions {
+		fmt.Println("applied:", a)
+	}
+	fmt.Print("verified, the kernel holds:\n", res.Tree)
+	if *hold == 0 {
+		return nil
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	timer := time.NewTimer(*hold)
+	defer timer.Stop()
+	fmt.Printf("holding for %s (SIGINT/SIGTERM clears early)\n", *hold)
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	cr, err := c.Clear(s.Dev)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("cleared %s: root is the %s again\n", s.Dev, cr.Restored)
+	return nil
+}
+
+func netemShow(args []string) error {
+	fs := pflag.NewFlagSet("netem show", pflag.ContinueOnError)
+	dev := fs.String("dev", "", "interface to show (default: all)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	c, err := netem.Open(netem.Options{})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	trees, err := c.Show(*dev)
+	if err != nil {
+		return netemErr(err)
+	}
+	for _, t := range trees {
+		fmt.Print(t)
+	}
+	return nil
+}
+
+func netemClear(args []string) error {
+	fs := pflag.NewFlagSet("netem clear", pflag.ContinueOnError)
+	dev := fs.String("dev", "", "interface to restore")
+	stateDir := fs.String("state-dir", netem.DefaultStateDir, "where apply recorded what to restore")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *dev == "" {
+		return usagef("--dev is required")
+	}
+	c, err := netem.Open(netem.Options{StateDir: *stateDir})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	res, err := c.Clear(*dev)
+	if err != nil {
+		return netemErr(err)
+	}
+	if res.Nothing {
+		fmt.Printf("%s: nothing to clear (no etcdscope state for it)\n", *dev)
+		return nil
+	}
+	fmt.Printf("cleared %s: root is the %s again\n", *dev, res.Restored)
+	return nil
+}

@@ -1,0 +1,171 @@
+package netem
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+
+	tc "github.com/florianl/go-tc"
+	"golang.org/x/sys/unix"
+)
+
+// UsageError marks an error found before anything on the host changed:
+// bad arguments, a missing device, a kernel without the needed qdiscs, or
+// a foreign root qdisc without --replace. The CLI exits 2 on it.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+func usagef(format string, args ...any) error {
+	return &UsageError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// kernelFeature is one piece of the tree and the config option behind it.
+type kernelFeature struct{ what, config, module string }
+
+var (
+	featNetem = kernelFeature{"netem qdisc", "CONFIG_NET_SCH_NETEM", "sch_netem"}
+	featPrio  = kernelFeature{"prio qdisc", "CONFIG_NET_SCH_PRIO", "sch_prio"}
+	featU32   = kernelFeature{"u32 classifier", "CONFIG_NET_CLS_U32", "cls_u32"}
+	featBPF   = kernelFeature{"bpf classifier", "CONFIG_NET_CLS_BPF", "cls_bpf"}
+)
+
+// Probe checks that this kernel can build the tree for classifier, by
+// building it on the loopback device of a throwaway network namespace
+// that is destroyed afterwards: nothing the host uses is touched. A
+// missing qdisc or classifier returns a *UsageError naming the config
+// option and the modprobe that fixes it.
+func Probe(classifier string) error {
+	fd, err := throwawayNetns()
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	conn, err := tc.Open(&tc.Config{NetNS: fd})
+	if err != nil {
+		return fmt.Errorf("opening rtnetlink: %w", err)
+	}
+	defer conn.Close()
+	const lo = 1 // loopback is ifindex 1 in every new namespace
+
+	var missing []kernelFeature
+	check := func(f kernelFeature, err error) bool {
+		switch {
+		case err == nil:
+			return true
+		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EOPNOTSUPP):
+			missing = append(missing, f)
+			return false
+		}
+		return false
+	}
+	var other error
+	note := func(err error) {
+		if err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EOPNOTSUPP) && other == nil {
+			other = err
+		}
+	}
+	// netem alone at the root first: its absence is what users hit most.
+	netemObj := netemObject(lo, tcHRoot, Params{LatencyNs: 1e6, Limit: minLimit})
+	err = conn.Qdisc().Add(netemObj)
+	netemOK := check(featNetem, err)
+	note(err)
+	if netemOK {
+		_ = deleteRootTc(conn, lo)
+	}
+	err = conn.Qdisc().Add(prioObject(lo))
+	prioOK := check(featPrio, err)
+	note(err)
+	if prioOK && netemOK {
+		err = conn.Qdisc().Add(netemObject(lo, NetemParent, Params{LatencyNs: 1e6, Limit: minLimit}))
+		check(featNetem, err)
+		note(err)
+	}
+	if prioOK {
+		switch classifier {
+		case ClassifierU32:
+			r := u32Rules(&Spec{Peers: mustAddrs("127.0.0.2"), Port: DefaultPort})[0]
+			err = conn.Filter().Add(r.object(lo))
+			check(featU32, err)
+			note(err)
+		default:
+			objs, lerr := loadClassifierProg(DefaultPort, nil)
+			if lerr != nil {
+				return lerr
+			}
+			err = conn.Filter().Add(bpfFilterObject(lo, objs.EtcdscopePeer.FD()))
+			objs.Close()
+			check(featBPF, err)
+			note(err)
+		}
+	}
+	if len(missing) > 0 {
+		var what, cfg, mods []string
+		for _, f := range missing {
+			if !containsStr(what, f.what) {
+				what = append(what, f.what)
+				cfg = append(cfg, f.config)
+				mods = append(mods, f.module)
+			}
+		}
+		return usagef("this kernel has no %s (%s): run `modprobe %s` or boot a kernel built with them; nothing was changed",
+			strings.Join(what, ", no "), strings.Join(cfg, ", "), strings.Join(mods, " && modprobe "))
+	}
+	if other != nil {
+		if errors.Is(other, unix.EPERM) {
+			return usagef("changing qdiscs needs root or CAP_NET_ADMIN (run with sudo); nothing was changed")
+		}
+		return fmt.Errorf("probing tc support: %w", other)
+	}
+	return nil
+}
+
+func containsStr(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// throwawayNetns creates a new, empty network namespace and returns an fd
+// for it; closing the fd destroys it. The creating thread goes back to
+// its own namespace (or is retired if that fails).
+func throwawayNetns() (int, error) {
+	type res struct {
+		fd  int
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			ch <- res{-1, fmt.Errorf("opening own network namespace: %w", err)}
+			return
+		}
+		defer unix.Close(orig)
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			if errors.Is(err, unix.EPERM) {
+				ch <- res{-1, usagef("changing qdiscs needs root or CAP_NET_ADMIN (run with sudo); nothing was changed")}
+				return
+			}
+			ch <- res{-1, fmt.Errorf("creating a probe network namespace: %w", err)}
+			return
+		}
+		fd, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if serr := unix.Setns(orig, unix.CLONE_NEWNET); serr == nil {
+			runtime.UnlockOSThread()
+		} // else: the locked thread exits with this goroutine
+		if err != nil {
+			ch <- res{-1, fmt.Errorf("opening probe network namespace: %w", err)}
+			return
+		}
+		ch <- res{fd, nil}
+	}()
+	r := <-ch
+	return r.fd, r.err
+}
