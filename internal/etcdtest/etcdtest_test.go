@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
 // walFsyncs is etcd's own count of WAL fdatasync calls: a histogram whose
@@ -155,4 +158,51 @@ func TestThreeMemberTLS(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// fatalTB records the first Fatalf instead of failing the real test, so a
+// test can check how Start fails. Cleanups still go to the real test.
+type fatalTB struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func (f *fatalTB) Fatal(args ...any) { f.Fatalf("%s", fmt.Sprint(args...)) }
+
+// TestStartFailsFast checks that a member etcd refuses to run fails Start
+// at once, quoting etcd's own complaint, instead of after the health
+// timeout; and that its cleanup releases the port lock for the next test.
+func TestStartFailsFast(t *testing.T) {
+	testenv.EtcdBinary(t) // skip here, not inside the goroutine
+	var msg string
+	var elapsed time.Duration
+	// A subtest, so Start's cleanups (stop, unlock) have run when it ends.
+	t.Run("bad flag", func(t *testing.T) {
+		ftb := &fatalTB{TB: t}
+		start := time.Now()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			Start(ftb, Options{ExtraArgs: []string{"--snapshot-count=not-a-number"}})
+		}()
+		<-done
+		msg, elapsed = ftb.msg, time.Since(start)
+	})
+	t.Logf("Start failed after %v with: %s", elapsed.Round(time.Millisecond), msg)
+	if !strings.Contains(msg, "etcd exited") || !strings.Contains(msg, `invalid value "not-a-number" for flag -snapshot-count`) {
+		t.Errorf("Start's failure does not say etcd exited and why: %q", msg)
+	}
+	if elapsed > 10*time.Second {
+		t.Errorf("Start took %v to notice a dead member, want well under the %v health timeout", elapsed, healthTimeout)
+	}
+	unlock, err := lockPorts(time.Second)
+	if err != nil {
+		t.Fatalf("port lock still held after the failed Start's cleanup: %v", err)
+	}
+	unlock()
 }
