@@ -33,7 +33,11 @@
 // The partition. Every instant of [s, e] is given to exactly one layer, the
 // first in this order whose interval covers it:
 //  1. device_flush: issue → complete of a flush-role request;
-//  2. block_queue: insert → issue of any counted request;
+//  2. block_queue: insert → issue of any counted request; a flush request
+//     made by the flush state machine (block/blk-flush.c) is issued from
+//     kblockd with no insert event, so its queue time runs from the latest
+//     flush bio (REQ_OP_FLUSH or REQ_PREFLUSH, tracepoint block_bio_queue)
+//     queued on the disk inside [s, issue] that no other request claimed;
 //  3. data_writeback: issue → complete of a data-role request;
 //  4. journal: issue → complete of a journal-role request, or a journal
 //     commit/log-force window;

@@ -66,8 +66,8 @@ type Request struct {
 	Dev        string   `json:"dev"`  // disk major:minor
 	Op         string   `json:"op"`   // READ, WRITE, FLUSH, ...
 	Flags      []string `json:"flags,omitempty"`
-	Rwbs       string   `json:"rwbs"` // as blktrace prints it
-	Sector     uint64   `json:"sector"`
+	Rwbs       string   `json:"rwbs"`             // as blktrace prints it
+	Sector     uint64   `json:"sector,omitempty"` // omitted for flushes: they have none
 	Bytes      uint32   `json:"bytes"`
 	InsertNs   uint64   `json:"insert_ns,omitempty"` // 0: issued without insertion
 	IssueNs    uint64   `json:"issue_ns"`
@@ -128,6 +128,7 @@ type Attributor struct {
 	blocks   []event.Block // in arrival order, ≈ by CompleteNs
 	partial  map[uint64]event.Block
 	journals []event.Journal
+	bios     []event.FlushBio  // flush bios, by QueueNs
 	inflight map[uint32]uint64 // tid -> start of an fsync in flight
 	latestNs uint64
 }
@@ -144,8 +145,8 @@ func NewAttributor(lookup DeviceLookup) *Attributor {
 	return &Attributor{lookup: lookup, partial: map[uint64]event.Block{}, inflight: map[uint32]uint64{}}
 }
 
-// Add records a non-fsync event: event.FsyncEnter, event.Block or
-// event.Journal. Other values are ignored.
+// Add records a non-fsync event: event.FsyncEnter, event.Block,
+// event.FlushBio or event.Journal. Other values are ignored.
 func (a *Attributor) Add(ev any) {
 	switch e := ev.(type) {
 	case event.FsyncEnter:
@@ -168,6 +169,9 @@ func (a *Attributor) Add(ev any) {
 		if len(a.blocks)%4096 == 0 {
 			a.prune() // bound memory while no fsync comes
 		}
+	case event.FlushBio:
+		a.see(e.QueueNs)
+		a.bios = append(a.bios, e)
 	case event.Journal:
 		a.see(e.StartNs)
 		a.see(e.EndNs)
@@ -183,7 +187,9 @@ func (a *Attributor) see(ns uint64) {
 
 // Retained returns how many block and journal events are held; a bound on
 // memory that benchmarks watch.
-func (a *Attributor) Retained() int { return len(a.blocks) + len(a.journals) + len(a.partial) }
+func (a *Attributor) Retained() int {
+	return len(a.blocks) + len(a.journals) + len(a.partial) + len(a.bios)
+}
 
 // prune drops events that no fsync in flight or still to come can need.
 func (a *Attributor) prune() {
@@ -219,6 +225,13 @@ func (a *Attributor) prune() {
 		}
 	}
 	a.journals = a.journals[:j]
+	k := 0
+	for k < len(a.bios) && a.bios[k].QueueNs < horizon {
+		k++
+	}
+	if k > 0 {
+		a.bios = append(a.bios[:0], a.bios[k:]...)
+	}
 }
 
 // Attribute partitions f into layers from the events added so far and
@@ -252,6 +265,7 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 	s, e := f.StartNs, f.EndNs
 	var sw sweep
 	sw.init(s, e)
+	usedBios := map[int]bool{}
 
 	// Blocks are nearly sorted by completion; start a little early to
 	// absorb cross-CPU skew between timestamp and reservation.
@@ -271,12 +285,20 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 		}
 		rec.Requests = append(rec.Requests, Request{
 			Role: role, Dev: b.Dev.String(), Op: b.Op.String(), Flags: b.Flags.Names(),
-			Rwbs: event.Rwbs(b.Op, b.Flags), Sector: b.Sector, Bytes: b.Bytes,
+			Rwbs: event.Rwbs(b.Op, b.Flags), Sector: sectorOf(b), Bytes: b.Bytes,
 			InsertNs: b.InsertNs, IssueNs: b.IssueNs, CompleteNs: b.CompleteNs,
 			TID: b.TID, Comm: b.Comm,
 		})
 		if b.InsertNs != 0 && b.IssueNs > b.InsertNs {
 			sw.add(b.InsertNs, b.IssueNs, catQueue)
+		} else if role == RoleFlush && b.InsertNs == 0 {
+			// A flush request from the flush state machine is issued from
+			// kblockd with no insert event: it was asked for when the last
+			// flush bio on the disk was queued before it.
+			if q, ok := a.flushAsked(b.Dev, s, b.IssueNs, usedBios); ok {
+				rec.Requests[len(rec.Requests)-1].InsertNs = q
+				sw.add(q, b.IssueNs, catQueue)
+			}
 		}
 		issue := b.IssueNs
 		if issue == 0 {
@@ -312,6 +334,31 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 	sort.Slice(rec.Requests, func(i, j int) bool { return rec.Requests[i].IssueNs < rec.Requests[j].IssueNs })
 	a.prune()
 	return rec
+}
+
+// flushAsked returns the queue time of the latest unused flush bio on disk
+// queued in [from, issue], marking it used so two flush requests never
+// claim one bio.
+func (a *Attributor) flushAsked(disk event.Dev, from, issue uint64, used map[int]bool) (uint64, bool) {
+	for i := len(a.bios) - 1; i >= 0; i-- {
+		q := a.bios[i].QueueNs
+		if q > issue || used[i] || a.bios[i].Dev != disk {
+			continue
+		}
+		if q < from {
+			break
+		}
+		used[i] = true
+		return q, true
+	}
+	return 0, false
+}
+
+func sectorOf(b *event.Block) uint64 {
+	if b.Op == event.OpFlush {
+		return 0
+	}
+	return b.Sector
 }
 
 func containsDev(ds []event.Dev, d event.Dev) bool {

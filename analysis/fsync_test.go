@@ -266,3 +266,18 @@ func TestIntervalLine(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+func TestFlushQueuedFromBio(t *testing.T) {
+	a := NewAttributor(lookup)
+	a.Add(blk(1, event.OpWrite, 0, 1100, 1150, 1300, tid, "etcd"))
+	a.Add(event.FlushBio{Dev: diskDev, Op: event.OpFlush, Flags: event.ReqPreflush, TID: tid, QueueNs: 1400})
+	a.Add(blk(2, event.OpFlush, event.ReqPreflush, 0, 1500, 1800, 3, "kworker/1:0H"))
+	rec := a.Attribute(fsyncEv(1000, 2000))
+	want := Layers{BlockQueueNs: 50 + 100, DataWritebackNs: 150, DeviceFlushNs: 300, OtherNs: 100 + 100 + 200}
+	if rec.Layers != want {
+		t.Fatalf("layers %+v want %+v", rec.Layers, want)
+	}
+	if rec.Requests[1].InsertNs != 1400 {
+		t.Fatalf("flush request's insert should be its bio's queue time: %+v", rec.Requests[1])
+	}
+}

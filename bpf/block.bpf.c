@@ -17,6 +17,7 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 targ_dev = 0;
 
 const struct blk_event *unused_blk_event __attribute__((unused));
+const struct flush_bio_event *unused_flush_bio_event __attribute__((unused));
 
 struct rq_start {
 	__u64 insert_ns;
@@ -173,5 +174,33 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 		return 0;
 out:
 	bpf_map_delete_elem(&starts, &key);
+	return 0;
+}
+
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(block_bio_queue, struct bio *bio)
+{
+	__u32 opf = BPF_CORE_READ(bio, bi_opf);
+	__u8 op = norm_op(opf);
+	__u32 flags = norm_flags(opf);
+	struct gendisk *disk = BPF_CORE_READ(bio, bi_bdev, bd_disk);
+	struct flush_bio_event e = {};
+	__u64 id;
+
+	if (op != ES_OP_FLUSH && !(flags & ES_REQ_PREFLUSH))
+		return 0;
+	if (!disk)
+		return 0;
+	e.dev = (BPF_CORE_READ(disk, major) << 20) | BPF_CORE_READ(disk, first_minor);
+	if (targ_dev && e.dev != targ_dev)
+		return 0;
+	id = bpf_get_current_pid_tgid();
+	e.kind = ES_KIND_FLUSH_BIO;
+	e.op = op;
+	e.flags = flags;
+	e.pid = id >> 32;
+	e.tid = (__u32)id;
+	e.queue_ns = bpf_ktime_get_ns();
+	emit(&e, sizeof(e));
 	return 0;
 }

@@ -15,6 +15,7 @@ enum es_kind {
 	ES_KIND_FSYNC_ENTER = 2, /* struct fsync_enter_event: a call started */
 	ES_KIND_BLK = 3,         /* struct blk_event: one request completion */
 	ES_KIND_JOURNAL = 4,     /* struct journal_event */
+	ES_KIND_FLUSH_BIO = 5,   /* struct flush_bio_event */
 };
 
 enum es_syscall {
@@ -99,6 +100,22 @@ struct blk_event {
 	__u32 pid; /* task that inserted (or, if none, issued) the request */
 	__u32 tid;
 	char comm[ES_COMM_LEN];
+};
+
+/* A bio asking for a cache flush (REQ_OP_FLUSH or REQ_PREFLUSH) entered
+ * the block layer. The flush state machine (block/blk-flush.c) answers it
+ * with a separate flush request issued later from kblockd, which has no
+ * insert event: this marks when the flush was asked for. */
+struct flush_bio_event {
+	__u8 kind; /* ES_KIND_FLUSH_BIO */
+	__u8 op;   /* enum es_op */
+	__u8 _pad[2];
+	__u32 flags; /* enum es_req_flag bits */
+	__u32 dev;   /* disk dev_t */
+	__u32 pid;
+	__u32 tid;
+	__u32 _pad2;
+	__u64 queue_ns;
 };
 
 struct journal_event {

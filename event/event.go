@@ -252,3 +252,15 @@ type Journal struct {
 	StartNs uint64
 	EndNs   uint64 // 0 for an XFS log force
 }
+
+// FlushBio is a bio asking for a cache flush (REQ_OP_FLUSH or
+// REQ_PREFLUSH) entering the block layer at QueueNs. The flush request
+// that answers it is issued later by the flush state machine from kblockd
+// without an insert event; this marks when the flush was asked for.
+type FlushBio struct {
+	Dev      Dev // disk
+	Op       Op
+	Flags    ReqFlags
+	PID, TID uint32 // submitter
+	QueueNs  uint64
+}

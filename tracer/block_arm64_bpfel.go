@@ -34,6 +34,19 @@ type blockBlkEvent struct {
 	Comm       [16]int8
 }
 
+type blockFlushBioEvent struct {
+	_       structs.HostLayout
+	Kind    uint8
+	Op      uint8
+	Pad     [2]uint8
+	Flags   uint32
+	Dev     uint32
+	Pid     uint32
+	Tid     uint32
+	Pad2    uint32
+	QueueNs uint64
+}
+
 type blockRqStart struct {
 	_        structs.HostLayout
 	InsertNs uint64
@@ -47,14 +60,16 @@ type blockRqStart struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	blockMapEvents           = "events"
-	blockMapLostEvents       = "lost_events"
-	blockMapStarts           = "starts"
-	blockProgBlockRqComplete = "block_rq_complete"
-	blockProgBlockRqInsert   = "block_rq_insert"
-	blockProgBlockRqIssue    = "block_rq_issue"
-	blockVarTargDev          = "targ_dev"
-	blockVarUnusedBlkEvent   = "unused_blk_event"
+	blockMapEvents              = "events"
+	blockMapLostEvents          = "lost_events"
+	blockMapStarts              = "starts"
+	blockProgBlockBioQueue      = "block_bio_queue"
+	blockProgBlockRqComplete    = "block_rq_complete"
+	blockProgBlockRqInsert      = "block_rq_insert"
+	blockProgBlockRqIssue       = "block_rq_issue"
+	blockVarTargDev             = "targ_dev"
+	blockVarUnusedBlkEvent      = "unused_blk_event"
+	blockVarUnusedFlushBioEvent = "unused_flush_bio_event"
 )
 
 // loadBlock returns the embedded CollectionSpec for block.
@@ -99,6 +114,7 @@ type blockSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type blockProgramSpecs struct {
+	BlockBioQueue   *ebpf.ProgramSpec `ebpf:"block_bio_queue"`
 	BlockRqComplete *ebpf.ProgramSpec `ebpf:"block_rq_complete"`
 	BlockRqInsert   *ebpf.ProgramSpec `ebpf:"block_rq_insert"`
 	BlockRqIssue    *ebpf.ProgramSpec `ebpf:"block_rq_issue"`
@@ -117,8 +133,9 @@ type blockMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type blockVariableSpecs struct {
-	TargDev        *ebpf.VariableSpec `ebpf:"targ_dev"`
-	UnusedBlkEvent *ebpf.VariableSpec `ebpf:"unused_blk_event"`
+	TargDev             *ebpf.VariableSpec `ebpf:"targ_dev"`
+	UnusedBlkEvent      *ebpf.VariableSpec `ebpf:"unused_blk_event"`
+	UnusedFlushBioEvent *ebpf.VariableSpec `ebpf:"unused_flush_bio_event"`
 }
 
 // blockObjects contains all objects after they have been loaded into the kernel.
@@ -158,14 +175,16 @@ func (m *blockMaps) Close() error {
 //
 // It can be passed to loadBlockObjects or ebpf.CollectionSpec.LoadAndAssign.
 type blockVariables struct {
-	TargDev        *ebpf.Variable `ebpf:"targ_dev"`
-	UnusedBlkEvent *ebpf.Variable `ebpf:"unused_blk_event"`
+	TargDev             *ebpf.Variable `ebpf:"targ_dev"`
+	UnusedBlkEvent      *ebpf.Variable `ebpf:"unused_blk_event"`
+	UnusedFlushBioEvent *ebpf.Variable `ebpf:"unused_flush_bio_event"`
 }
 
 // blockPrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to loadBlockObjects or ebpf.CollectionSpec.LoadAndAssign.
 type blockPrograms struct {
+	BlockBioQueue   *ebpf.Program `ebpf:"block_bio_queue"`
 	BlockRqComplete *ebpf.Program `ebpf:"block_rq_complete"`
 	BlockRqInsert   *ebpf.Program `ebpf:"block_rq_insert"`
 	BlockRqIssue    *ebpf.Program `ebpf:"block_rq_issue"`
@@ -173,6 +192,7 @@ type blockPrograms struct {
 
 func (p *blockPrograms) Close() error {
 	return _BlockClose(
+		p.BlockBioQueue,
 		p.BlockRqComplete,
 		p.BlockRqInsert,
 		p.BlockRqIssue,

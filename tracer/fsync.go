@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -127,7 +130,7 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 		t.links = append(t.links, l)
 		t.probes = append(t.probes, Probe{Name: "tracepoint/syscalls/" + tp.name, Attached: true})
 	}
-	for _, p := range []*ebpf.Program{t.block.BlockRqInsert, t.block.BlockRqIssue, t.block.BlockRqComplete} {
+	for _, p := range []*ebpf.Program{t.block.BlockRqInsert, t.block.BlockRqIssue, t.block.BlockRqComplete, t.block.BlockBioQueue} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
 			return nil, fmt.Errorf("attaching tp_btf program %s: %w", p, err)
@@ -137,7 +140,8 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 	t.probes = append(t.probes,
 		Probe{Name: "tp_btf/block_rq_insert", Attached: true},
 		Probe{Name: "tp_btf/block_rq_issue", Attached: true},
-		Probe{Name: "tp_btf/block_rq_complete", Attached: true})
+		Probe{Name: "tp_btf/block_rq_complete", Attached: true},
+		Probe{Name: "tp_btf/block_bio_queue", Attached: true})
 
 	if err := t.attachJournal(shared); err != nil {
 		return nil, err
@@ -247,7 +251,8 @@ func (t *FsyncTracer) Lost() (uint64, error) {
 var ErrClosed = ringbuf.ErrClosed
 
 // Read blocks until the next event and returns it as one of
-// event.Fsync, event.FsyncEnter, event.Block or event.Journal. It returns
+// event.Fsync, event.FsyncEnter, event.Block, event.FlushBio or
+// event.Journal. It returns
 // ErrClosed once Close has been called. Records are decoded by fixed
 // layout (the bpf2go structs), without reflection.
 func (t *FsyncTracer) Read() (any, error) {
@@ -283,6 +288,13 @@ func (t *FsyncTracer) Read() (any, error) {
 			e := (*journalJournalEvent)(unsafe.Pointer(&raw[0]))
 			return event.Journal{Source: event.JournalSource(e.Source), Dev: event.Dev(e.Dev),
 				TID: e.Tid, Txn: e.Txn, StartNs: e.StartNs, EndNs: e.EndNs}, nil
+		case 5: // ES_KIND_FLUSH_BIO
+			if len(raw) < int(unsafe.Sizeof(blockFlushBioEvent{})) {
+				return nil, errShort("flush_bio", len(raw))
+			}
+			e := (*blockFlushBioEvent)(unsafe.Pointer(&raw[0]))
+			return event.FlushBio{Dev: event.Dev(e.Dev), Op: event.Op(e.Op), Flags: event.ReqFlags(e.Flags),
+				PID: e.Pid, TID: e.Tid, QueueNs: e.QueueNs}, nil
 		default:
 			return nil, fmt.Errorf("decoding event: unknown kind %d", raw[0])
 		}
@@ -351,4 +363,16 @@ func (t *FsyncTracer) Close() error {
 		t.untrace()
 	}
 	return errors.Join(errs...)
+}
+
+// SetDeadline makes Read return os.ErrDeadlineExceeded once t has passed
+// with nothing left to read: how a caller drains the ring buffer at exit.
+func (t *FsyncTracer) SetDeadline(d time.Time) { t.reader.SetDeadline(d) }
+
+// MonotonicNs returns CLOCK_MONOTONIC in ns, the clock of every event
+// timestamp (bpf_ktime_get_ns).
+func MonotonicNs() uint64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
 }

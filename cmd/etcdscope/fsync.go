@@ -1,0 +1,351 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+
+	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/stats"
+	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/tracer"
+	"github.com/etcdscope/etcdscope/workload"
+)
+
+func init() {
+	subcommands["fsync"] = subcommand{
+		summary: "split every fsync/fdatasync into its kernel layers (VFS, journal, block queue, device flush)",
+		run:     runFsync,
+	}
+}
+
+type fsyncFlags struct {
+	comm, cgroup, dev, output, wl, dir, readyFile string
+	pid                                           int
+	duration, interval, minLatency                time.Duration
+	rate                                          float64
+	ringBytes                                     uint32
+}
+
+func runFsync(args []string) error {
+	var f fsyncFlags
+	fs := pflag.NewFlagSet("fsync", pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.StringVar(&f.comm, "comm", "", "trace only tasks with this comm, e.g. etcd (may not exist yet: it waits)")
+	fs.IntVar(&f.pid, "pid", 0, "trace only this process id")
+	fs.StringVar(&f.cgroup, "cgroup", "", "trace only tasks in this cgroup v2 directory, e.g. /sys/fs/cgroup/system.slice/etcd.service")
+	fs.StringVar(&f.dev, "dev", "", "only fsyncs and block requests on this disk, e.g. vda or nvme0n1")
+	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until Ctrl-C; with --workload: 10s)")
+	fs.DurationVar(&f.interval, "interval", time.Second, "print a summary line this often (0: never)")
+	fs.StringVar(&f.output, "output", "table", "table, or json (JSON Lines: one object per fsync, then a summary; see docs/schema.md)")
+	fs.DurationVar(&f.minLatency, "min-latency", 0, "with --output json, print only fsyncs at least this slow (the summary still covers all)")
+	fs.StringVar(&f.wl, "workload", "", "run a built-in writer and trace it: wal (etcd-WAL-like 2300-byte appends + fdatasync)")
+	fs.StringVar(&f.dir, "dir", "", "directory for --workload (default: a new directory under /var/tmp, removed at exit)")
+	fs.Float64Var(&f.rate, "rate", 0, "with --workload: appends per second (0: as fast as fdatasync returns)")
+	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once every probe is attached (for scripts and tests)")
+	fs.Uint32Var(&f.ringBytes, "ring-size", 16<<20, "ring buffer bytes (power of two); raise it if events are lost")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return errHelp
+		}
+		return usagef("%v (see 'etcdscope fsync --help')", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q (see 'etcdscope fsync --help')", fs.Arg(0))
+	}
+	cfg, err := f.validate()
+	if err != nil {
+		return err
+	}
+	if err := tracer.CheckPrerequisites(); err != nil {
+		return usagef("%v", err)
+	}
+	return traceFsync(f, cfg)
+}
+
+// validate checks every flag before anything touches the host.
+func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
+	var cfg tracer.FsyncConfig
+	switch {
+	case f.duration < 0:
+		return cfg, usagef("--duration %v is negative; give a positive duration such as 30s", f.duration)
+	case f.interval < 0:
+		return cfg, usagef("--interval %v is negative; give 0 to turn interval lines off, or e.g. 1s", f.interval)
+	case f.minLatency < 0:
+		return cfg, usagef("--min-latency %v is negative; give e.g. 5ms", f.minLatency)
+	case f.output != "table" && f.output != "json":
+		return cfg, usagef("--output %q: use table or json", f.output)
+	case f.wl != "" && f.wl != "wal":
+		return cfg, usagef("--workload %q: the built-in workload is wal", f.wl)
+	case f.wl == "" && (f.dir != "" || f.rate != 0):
+		return cfg, usagef("--dir and --rate go with --workload wal")
+	case f.rate < 0:
+		return cfg, usagef("--rate %v is negative", f.rate)
+	case len(f.comm) > 15:
+		return cfg, usagef("--comm %q is longer than the kernel's 15-byte comm; give its first 15 bytes", f.comm)
+	case f.ringBytes < 4096 || f.ringBytes&(f.ringBytes-1) != 0:
+		return cfg, usagef("--ring-size %d must be a power of two of at least 4096", f.ringBytes)
+	}
+	cfg.Comm = f.comm
+	cfg.RingBytes = f.ringBytes
+	if f.pid < 0 {
+		return cfg, usagef("--pid %d is not a process id", f.pid)
+	}
+	if f.pid > 0 {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(f.pid)); err != nil {
+			return cfg, usagef("--pid %d: no such process (see pgrep etcd)", f.pid)
+		}
+		cfg.PID = uint32(f.pid)
+	}
+	if f.cgroup != "" {
+		var sfs unix.Statfs_t
+		if err := unix.Statfs(f.cgroup, &sfs); err != nil {
+			return cfg, usagef("--cgroup %s: %v (give a cgroup v2 directory under /sys/fs/cgroup)", f.cgroup, err)
+		}
+		if sfs.Type != unix.CGROUP2_SUPER_MAGIC {
+			return cfg, usagef("--cgroup %s is not on a cgroup v2 filesystem (give a directory under /sys/fs/cgroup)", f.cgroup)
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(f.cgroup, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return cfg, usagef("--cgroup %s is not a directory", f.cgroup)
+		}
+		cfg.CgroupID = st.Ino
+	}
+	if f.dev != "" {
+		d, err := tracer.DiskByName(f.dev)
+		if err != nil {
+			return cfg, usagef("--dev: %v", err)
+		}
+		info := tracer.NewDeviceResolver().Resolve(d)
+		if len(info.Disks) == 0 {
+			return cfg, usagef("--dev %s: no disk found under it", f.dev)
+		}
+		cfg.Disk = info.Disks[0]
+	}
+	if f.wl != "" {
+		if f.pid != 0 || f.comm != "" || f.cgroup != "" {
+			return cfg, usagef("--workload traces itself; drop --pid, --comm and --cgroup")
+		}
+		cfg.PID = uint32(os.Getpid())
+		if f.duration == 0 {
+			f.duration = 10 * time.Second
+		}
+		if f.dir != "" {
+			if st, err := os.Stat(f.dir); err != nil || !st.IsDir() {
+				return cfg, usagef("--dir %s is not an existing directory", f.dir)
+			}
+		}
+	}
+	return cfg, nil
+}
+
+// fsyncRun is the state the event loop shares with the interval printer.
+type fsyncRun struct {
+	mu       sync.Mutex
+	all      []analysis.FsyncRecord
+	interval []analysis.FsyncRecord
+}
+
+func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if f.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.duration)
+		defer cancel()
+	}
+
+	tr, err := tracer.NewFsync(cfg)
+	if err != nil {
+		if errors.Is(err, tracer.ErrNoPrivilege) || errors.Is(err, tracer.ErrNoBTF) {
+			return usagef("%v", err)
+		}
+		return err
+	}
+	defer tr.Close()
+	var unavailable []string
+	for _, p := range tr.Probes() {
+		if !p.Attached {
+			unavailable = append(unavailable, p.Name+": "+p.Why)
+		}
+	}
+	if f.readyFile != "" {
+		if err := os.WriteFile(f.readyFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			return fmt.Errorf("writing --ready-file: %w", err)
+		}
+		defer os.Remove(f.readyFile)
+	}
+
+	out := os.Stdout
+	var info io.Writer = os.Stdout
+	if f.output == "json" {
+		info = os.Stderr
+	}
+	run := &fsyncRun{}
+	loopDone := make(chan error, 1)
+	var stopNs uint64
+	var stopMu sync.Mutex
+	go func() { loopDone <- eventLoop(tr, f, cfg, run, out, func() uint64 { stopMu.Lock(); defer stopMu.Unlock(); return stopNs }) }()
+
+	// The workload, if any, runs in this process: the PID filter is ours.
+	var wlStats workload.WALStats
+	var wlLat []int64
+	var wlErr error
+	wlDone := make(chan struct{})
+	if f.wl == "wal" {
+		dir := f.dir
+		if dir == "" {
+			if dir, err = os.MkdirTemp("/var/tmp", "etcdscope-wal-"); err != nil {
+				return fmt.Errorf("creating workload directory: %w", err)
+			}
+			defer os.RemoveAll(dir)
+		}
+		fmt.Fprintf(info, "workload wal: 2300-byte appends + fdatasync into preallocated 64 MiB segments under %s/member/wal\n", dir)
+		go func() {
+			defer close(wlDone)
+			wlStats, wlErr = workload.RunWAL(ctx, workload.WALOptions{Dir: dir, Rate: f.rate,
+				Observe: func(d time.Duration) { wlLat = append(wlLat, int64(d)) }})
+		}()
+	} else {
+		close(wlDone)
+	}
+
+	var tick <-chan time.Time
+	if f.interval > 0 {
+		t := time.NewTicker(f.interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	fmt.Fprintf(os.Stderr, "tracing fsync/fdatasync%s; Ctrl-C to stop\n", describeFilter(cfg, f))
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case <-tick:
+			run.mu.Lock()
+			recs := run.interval
+			run.interval = nil
+			run.mu.Unlock()
+			lost, _ := tr.Lost()
+			fmt.Fprintf(info, "%s %s lost=%d\n", time.Now().Format("15:04:05"), analysis.IntervalLine(recs), lost)
+		case err := <-loopDone:
+			return err
+		}
+	}
+	<-wlDone
+	// Drain: events of calls that ended before now are already in the ring
+	// buffer; read until a later event shows up or 300 ms pass.
+	stopMu.Lock()
+	stopNs = tracer.MonotonicNs()
+	stopMu.Unlock()
+	tr.SetDeadline(time.Now().Add(300 * time.Millisecond))
+	if err := <-loopDone; err != nil {
+		return err
+	}
+	lost, err := tr.Lost()
+	if err != nil {
+		return err
+	}
+	rep := analysis.BuildReport(run.all, lost, unavailable)
+	if f.output == "json" {
+		if err := json.NewEncoder(out).Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(out)
+		if err := rep.WriteTable(out); err != nil {
+			return err
+		}
+	}
+	if f.wl == "wal" {
+		s := stats.Summarize(wlLat)
+		fmt.Fprintf(info, "\nworkload: %d appends in %d segment(s); fdatasync as timed in userspace: p50 %s ms, p99 %s ms\n",
+			wlStats.Appends, wlStats.Segments, analysis.Ms(s.P50), analysis.Ms(s.P99))
+		if wlErr != nil {
+			return fmt.Errorf("workload: %w", wlErr)
+		}
+	}
+	return nil
+}
+
+func describeFilter(cfg tracer.FsyncConfig, f fsyncFlags) string {
+	s := ""
+	if cfg.PID != 0 {
+		s += fmt.Sprintf(" of pid %d", cfg.PID)
+	}
+	if cfg.Comm != "" {
+		s += fmt.Sprintf(" of comm %q", cfg.Comm)
+	}
+	if f.cgroup != "" {
+		s += " in cgroup " + f.cgroup
+	}
+	if f.dev != "" {
+		s += " on " + f.dev
+	}
+	return s
+}
+
+// eventLoop reads events until the tracer closes or, after stopNs is set,
+// an event newer than it (or the drain deadline) arrives.
+func eventLoop(tr *tracer.FsyncTracer, f fsyncFlags, cfg tracer.FsyncConfig, run *fsyncRun, out io.Writer, stopAt func() uint64) error {
+	devs := tracer.NewDeviceResolver()
+	paths := tracer.NewPathResolver()
+	attr := analysis.NewAttributor(func(d event.Dev) (string, []event.Dev) {
+		info := devs.Resolve(d)
+		return info.Name, info.Disks
+	})
+	enc := json.NewEncoder(out)
+	for {
+		ev, err := tr.Read()
+		if err != nil {
+			if errors.Is(err, tracer.ErrClosed) || errors.Is(err, os.ErrDeadlineExceeded) {
+				return nil
+			}
+			return err
+		}
+		fe, ok := ev.(event.Fsync)
+		if !ok {
+			attr.Add(ev)
+			continue
+		}
+		if s := stopAt(); s != 0 && fe.StartNs > s {
+			return nil
+		}
+		rec := attr.Attribute(fe)
+		if cfg.Disk != 0 && !containsStr(rec.Disks, cfg.Disk.String()) {
+			continue
+		}
+		rec.Path = paths.Path(&fe)
+		rec.FileKind = analysis.FileKind(rec.Path)
+		run.mu.Lock()
+		run.all = append(run.all, rec)
+		run.interval = append(run.interval, rec)
+		run.mu.Unlock()
+		if f.output == "json" && time.Duration(rec.TotalNs) >= f.minLatency {
+			if err := enc.Encode(&rec); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func containsStr(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
