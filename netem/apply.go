@@ -55,9 +55,9 @@ func Open(opts Options) (*Client, error) {
 		return nil, fmt.Errorf("opening rtnetlink: %w", err)
 	}
 	if opts.NetNS != 0 {
-		c.links, err = vnl.NewHandleAt(netns.NsHandle(opts.NetNS))
+		c.links, err = vnl.NewHandleAt(netns.NsHandle(opts.NetNS), unix.NETLINK_ROUTE)
 	} else {
-		c.links, err = vnl.NewHandle()
+		c.links, err = vnl.NewHandle(unix.NETLINK_ROUTE)
 	}
 	if err != nil {
 		c.Close()

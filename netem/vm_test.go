@@ -1,0 +1,477 @@
+//go:build vmtest
+
+package netem
+
+// Tests for the VM rig (vmtest/run.sh): they need sch_prio, sch_netem,
+// cls_u32 and cls_bpf, which the development machine's kernel lacks. Each
+// creates its own network namespaces joined by a veth pair; addresses are
+// private and never leave them.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/vishvananda/netns"
+
+	"github.com/etcdscope/etcdscope/internal/testenv"
+)
+
+// pair is two namespaces A and B joined by veth vA <-> vB.
+type pair struct {
+	nameA, nameB string
+	a, b         netns.NsHandle
+	addrA, addrB netip.Addr // IPv4
+	a6, b6       netip.Addr // IPv6
+}
+
+func run(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func newPair(t *testing.T) *pair {
+	t.Helper()
+	testenv.RequireRoot(t)
+	testenv.LookPath(t, "ip", "iproute2")
+	testenv.LookPath(t, "tc", "iproute2")
+	p := &pair{
+		nameA: fmt.Sprintf("esA%d", time.Now().UnixNano()%1e6), nameB: fmt.Sprintf("esB%d", time.Now().UnixNano()%1e6),
+		addrA: netip.MustParseAddr("10.99.0.1"), addrB: netip.MustParseAddr("10.99.0.2"),
+		a6: netip.MustParseAddr("fd99::1"), b6: netip.MustParseAddr("fd99::2"),
+	}
+	run(t, "ip", "netns", "add", p.nameA)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", p.nameA).Run() })
+	run(t, "ip", "netns", "add", p.nameB)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", p.nameB).Run() })
+	run(t, "ip", "-n", p.nameA, "link", "add", "vA", "type", "veth", "peer", "name", "vB", "netns", p.nameB)
+	for _, c := range [][]string{
+		{p.nameA, "addr", "add", "10.99.0.1/24", "dev", "vA"},
+		{p.nameA, "addr", "add", "fd99::1/64", "dev", "vA", "nodad"},
+		{p.nameA, "link", "set", "vA", "up"},
+		{p.nameA, "link", "set", "lo", "up"},
+		{p.nameB, "addr", "add", "10.99.0.2/24", "dev", "vB"},
+		{p.nameB, "addr", "add", "fd99::2/64", "dev", "vB", "nodad"},
+		{p.nameB, "link", "set", "vB", "up"},
+		{p.nameB, "link", "set", "lo", "up"},
+	} {
+		run(t, append([]string{"ip", "-n"}, c...)...)
+	}
+	var err error
+	if p.a, err = netns.GetFromName(p.nameA); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.a.Close() })
+	if p.b, err = netns.GetFromName(p.nameB); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.b.Close() })
+	return p
+}
+
+// inNS runs f on a thread switched into ns; sockets made there stay in ns.
+func inNS(t *testing.T, ns netns.NsHandle, f func()) {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	if err := netns.Set(ns); err != nil {
+		t.Fatal(err)
+	}
+	defer netns.Set(orig)
+	f()
+}
+
+func client(t *testing.T, ns netns.NsHandle, opts Options) *Client {
+	t.Helper()
+	opts.NetNS = int(ns)
+	if opts.StateDir == "" {
+		opts.StateDir = t.TempDir()
+	}
+	c, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// listenTCP accepts and closes connections on addr:port inside ns.
+func listenTCP(t *testing.T, ns netns.NsHandle, addr netip.Addr, port int) {
+	t.Helper()
+	var ln net.Listener
+	inNS(t, ns, func() {
+		var err error
+		ln, err = net.Listen("tcp", netip.AddrPortFrom(addr, uint16(port)).String())
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+}
+
+// dialTimes returns the TCP connect durations of n dials from ns.
+func dialTimes(t *testing.T, ns netns.NsHandle, to netip.AddrPort, n int) []time.Duration {
+	t.Helper()
+	var out []time.Duration
+	inNS(t, ns, func() {
+		for i := 0; i < n; i++ {
+			start := time.Now()
+			c, err := net.DialTimeout("tcp", to.String(), 3*time.Second)
+			d := time.Since(start)
+			if err != nil {
+				t.Fatalf("dial %s: %v", to, err)
+			}
+			c.Close()
+			out = append(out, d)
+		}
+	})
+	slices.Sort(out)
+	return out
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// TestVMPeerDelayBothClassifiers is issue 4 test 1: 25 ms each way on
+// both sides, so a TCP connect to :2380 (SYN out, SYN-ACK back) takes
+// 50 ms, and :2379 is not delayed.
+func TestVMPeerDelayBothClassifiers(t *testing.T) {
+	for _, cls := range []string{ClassifierBPF, ClassifierU32} {
+		t.Run(cls, func(t *testing.T) {
+			p := newPair(t)
+			ca := client(t, p.a, Options{})
+			cb := client(t, p.b, Options{})
+			for _, side := range []struct {
+				c     *Client
+				dev   string
+				peers []netip.Addr
+			}{{ca, "vA", []netip.Addr{p.addrB, p.b6}}, {cb, "vB", []netip.Addr{p.addrA, p.a6}}} {
+				res, err := side.c.Apply(Spec{Dev: side.dev, Peers: side.peers, Delay: 25 * time.Millisecond, Classifier: cls})
+				if err != nil {
+					t.Fatalf("apply on %s: %v", side.dev, err)
+				}
+				t.Logf("apply %s: %v\n%s", side.dev, res.Actions, res.Tree)
+			}
+			for _, addr := range []netip.Addr{p.addrB, p.b6} {
+				listenTCP(t, p.b, addr, 2380)
+				listenTCP(t, p.b, addr, 2379)
+				peer := dialTimes(t, p.a, netip.AddrPortFrom(addr, 2380), 7)
+				client := dialTimes(t, p.a, netip.AddrPortFrom(addr, 2379), 7)
+				t.Logf("%s: connect :2380 fastest %.2f ms median %.2f ms; :2379 fastest %.2f ms median %.2f ms",
+					addr, ms(peer[0]), ms(peer[3]), ms(client[0]), ms(client[3]))
+				if f := ms(peer[0]); f < 45 || f > 55 {
+					t.Errorf("%s: fastest connect to :2380 took %.2f ms, want 50 ± 5 ms", addr, f)
+				}
+				if m := ms(peer[3]); m > 70 {
+					t.Errorf("%s: median connect to :2380 took %.2f ms, want under 70 ms", addr, m)
+				}
+				if m := ms(client[3]); m > 15 {
+					t.Errorf("%s: median connect to :2379 took %.2f ms: the client port must not be delayed", addr, m)
+				}
+			}
+			// iproute2 as the independent decoder.
+			q := run(t, "tc", "-n", p.nameA, "-s", "qdisc", "show", "dev", "vA")
+			f := run(t, "tc", "-n", p.nameA, "filter", "show", "dev", "vA")
+			t.Logf("tc -s qdisc show:\n%s\ntc filter show:\n%s", q, f)
+			for _, want := range []string{
+				"qdisc prio 1: root", "bands 4 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1",
+				"qdisc netem 40: parent 1:4", "delay 25ms",
+			} {
+				if !strings.Contains(q, want) {
+					t.Errorf("tc qdisc show lacks %q", want)
+				}
+			}
+			if strings.Contains(q, "loss") || strings.Contains(q, "jitter") {
+				t.Errorf("tc qdisc show has loss or jitter that nobody asked for")
+			}
+			if cls == ClassifierU32 {
+				for _, want := range []string{
+					"match 0a630002/ffffffff at 16", "match 0000094c/0000ffff at 20", "match 094c0000/ffff0000 at 20",
+					"match 00060000/00ff0000 at 8", "match 00110000/00ff0000 at 8",
+					"match fd990000/ffffffff at 24", "match 00000002/ffffffff at 36", "match 0000094c/0000ffff at 40",
+					"flowid 1:4",
+				} {
+					if !strings.Contains(f, want) {
+						t.Errorf("tc filter show lacks %q", want)
+					}
+				}
+				if n := strings.Count(f, "flowid 1:4"); n != 8 {
+					t.Errorf("tc filter show has %d rules to 1:4, want 8 (2 protocols x 2 directions x 2 families)", n)
+				}
+			} else {
+				for _, want := range []string{"bpf", "etcdscope_peer", "1:4"} {
+					if !strings.Contains(f, want) {
+						t.Errorf("tc filter show lacks %q", want)
+					}
+				}
+				if strings.Contains(f, "direct-action") {
+					t.Errorf("cls_bpf filter is direct-action; it must return a classid")
+				}
+			}
+			for _, c := range []struct {
+				c   *Client
+				dev string
+			}{{ca, "vA"}, {cb, "vB"}} {
+				if _, err := c.c.Clear(c.dev); err != nil {
+					t.Fatalf("clear %s: %v", c.dev, err)
+				}
+			}
+			peer := dialTimes(t, p.a, netip.AddrPortFrom(p.addrB, 2380), 5)
+			if m := ms(peer[2]); m > 15 {
+				t.Errorf("after clear, median connect to :2380 took %.2f ms", m)
+			}
+		})
+	}
+}
+
+// udpProbe sends n timestamped UDP probes from ns to addr:2380, one every
+// gap, and returns the round trip of each echo received (lost ones are
+// missing). The echo server runs in the other namespace.
+func udpProbe(t *testing.T, from netip.AddrPort, src netns.NsHandle, to netip.AddrPort, n int, gap time.Duration) []time.Duration {
+	t.Helper()
+	var conn *net.UDPConn
+	inNS(t, src, func() {
+		var err error
+		conn, err = net.DialUDP("udp", net.UDPAddrFromAddrPort(from), net.UDPAddrFromAddrPort(to))
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	defer conn.Close()
+	base := time.Now()
+	got := make(chan []time.Duration)
+	go func() {
+		var rtts []time.Duration
+		buf := make([]byte, 64)
+		for {
+			conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+			k, err := conn.Read(buf)
+			if err != nil {
+				got <- rtts
+				return
+			}
+			if k >= 8 {
+				sent := time.Duration(binary.LittleEndian.Uint64(buf))
+				rtts = append(rtts, time.Since(base)-sent)
+			}
+		}
+	}()
+	msg := make([]byte, 16)
+	for i := 0; i < n; i++ {
+		binary.LittleEndian.PutUint64(msg, uint64(time.Since(base)))
+		if _, err := conn.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(gap)
+	}
+	return <-got
+}
+
+func udpEcho(t *testing.T, ns netns.NsHandle, at netip.AddrPort) {
+	t.Helper()
+	var pc *net.UDPConn
+	inNS(t, ns, func() {
+		var err error
+		pc, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(at))
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			k, a, err := pc.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			pc.WriteToUDPAddrPort(buf[:k], a)
+		}
+	}()
+}
+
+func meanSD(d []time.Duration) (mean, sd float64) {
+	for _, v := range d {
+		mean += ms(v)
+	}
+	mean /= float64(len(d))
+	for _, v := range d {
+		sd += (ms(v) - mean) * (ms(v) - mean)
+	}
+	return mean, math.Sqrt(sd / float64(len(d)-1))
+}
+
+// TestVMJitterAndLossStatistics is issue 4 test 2: netem on A only, 20 ms
+// with 5 ms normal jitter and 10% loss, measured over 1000 UDP probes to
+// :2380 against a baseline of 1000 probes to :2379 on the same path.
+func TestVMJitterAndLossStatistics(t *testing.T) {
+	p := newPair(t)
+	ca := client(t, p.a, Options{})
+	const (
+		n      = 1000
+		delay  = 20 * time.Millisecond
+		jitter = 5 * time.Millisecond
+		loss   = 10.0
+	)
+	res, err := ca.Apply(Spec{Dev: "vA", Peers: []netip.Addr{p.addrB}, Delay: delay, Jitter: jitter,
+		Distribution: DistNormal, Loss: loss})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", res.Tree)
+	udpEcho(t, p.b, netip.AddrPortFrom(p.addrB, 2380))
+	udpEcho(t, p.b, netip.AddrPortFrom(p.addrB, 2379))
+	baseline := udpProbe(t, netip.AddrPortFrom(p.addrA, 40001), p.a, netip.AddrPortFrom(p.addrB, 2379), n, time.Millisecond)
+	probes := udpProbe(t, netip.AddrPortFrom(p.addrA, 40002), p.a, netip.AddrPortFrom(p.addrB, 2380), n, time.Millisecond)
+	bm, bsd := meanSD(baseline)
+	m, sd := meanSD(probes)
+	lost := n - len(probes)
+	t.Logf("baseline :2379: %d/%d echoes, mean %.3f ms sd %.3f ms", len(baseline), n, bm, bsd)
+	t.Logf(":2380: %d/%d echoes (%d lost), mean %.3f ms sd %.3f ms; minus baseline: %.3f ms", len(probes), n, lost, m, sd, m-bm)
+	if len(baseline) < n*99/100 {
+		t.Fatalf("baseline lost %d of %d probes: the path itself is lossy", n-len(baseline), n)
+	}
+	// Loss: binomial(1000, 0.1) has sd 9.5; allow 4 sd.
+	if lost < 62 || lost > 138 {
+		t.Errorf("%d of %d probes lost, want 100 ± 38 (binomial, 4 sd) for 10%% loss", lost, n)
+	}
+	// Mean: the sample mean of ~900 draws with sd 5 ms has sd 0.17 ms;
+	// allow 0.8 ms for that and for the baseline's own noise.
+	if d := m - bm; math.Abs(d-ms(delay)) > 0.8 {
+		t.Errorf("added mean delay %.3f ms, want %.1f ± 0.8 ms", d, ms(delay))
+	}
+	// Spread: normal jitter of sigma 5 ms; the sample sd's sd is 0.12 ms.
+	want := math.Sqrt(ms(jitter)*ms(jitter) + bsd*bsd)
+	if math.Abs(sd-want) > 0.6 {
+		t.Errorf("delay sd %.3f ms, want %.3f ± 0.6 ms (5 ms jitter combined with the baseline's %.3f ms)", sd, want, bsd)
+	}
+}
+
+// ourPrograms counts loaded BPF programs named like our classifier.
+func ourPrograms(t *testing.T) int {
+	n := 0
+	id := ebpf.ProgramID(0)
+	for {
+		next, err := ebpf.ProgramGetNextID(id)
+		if err != nil {
+			return n
+		}
+		id = next
+		p, err := ebpf.NewProgramFromID(id)
+		if err != nil {
+			continue
+		}
+		if info, err := p.Info(); err == nil && info.Name == bpfProgName {
+			n++
+		}
+		p.Close()
+	}
+}
+
+// TestVMApplyClearCyclesAndRestore is issue 4 test 3: 100 apply/clear
+// cycles leave no qdisc, filter or BPF program behind, re-apply is
+// idempotent, and a tbf root made by hand comes back after clear.
+func TestVMApplyClearCyclesAndRestore(t *testing.T) {
+	p := newPair(t)
+	ca := client(t, p.a, Options{})
+	before := run(t, "tc", "-n", p.nameA, "qdisc", "show", "dev", "vA")
+	progsBefore := ourPrograms(t)
+	spec := func(cls string) Spec {
+		return Spec{Dev: "vA", Peers: []netip.Addr{p.addrB, p.b6}, Delay: 25 * time.Millisecond,
+			Jitter: time.Millisecond, Distribution: DistNormal, Loss: 0.1, Classifier: cls}
+	}
+	start := time.Now()
+	for i := 0; i < 100; i++ {
+		cls := []string{ClassifierBPF, ClassifierU32}[i%2]
+		if _, err := ca.Apply(spec(cls)); err != nil {
+			t.Fatalf("cycle %d apply: %v", i, err)
+		}
+		if i == 0 {
+			res, err := ca.Apply(spec(cls))
+			if err != nil {
+				t.Fatalf("re-apply: %v", err)
+			}
+			if len(res.Actions) != 1 || !strings.HasPrefix(res.Actions[0], "nothing") {
+				t.Errorf("re-apply with the same arguments did %v, want nothing", res.Actions)
+			}
+			s2 := spec(cls)
+			s2.Delay = 30 * time.Millisecond
+			s2.Peers = s2.Peers[:1]
+			res, err = ca.Apply(s2)
+			if err != nil {
+				t.Fatalf("apply with new arguments: %v", err)
+			}
+			t.Logf("in-place change: %v", res.Actions)
+			if q := run(t, "tc", "-n", p.nameA, "qdisc", "show", "dev", "vA"); !strings.Contains(q, "delay 30ms") {
+				t.Errorf("after in-place change tc shows:\n%s", q)
+			}
+		}
+		if _, err := ca.Clear("vA"); err != nil {
+			t.Fatalf("cycle %d clear: %v", i, err)
+		}
+	}
+	t.Logf("100 cycles in %s", time.Since(start))
+	after := run(t, "tc", "-n", p.nameA, "qdisc", "show", "dev", "vA")
+	if after != before {
+		t.Errorf("qdiscs after 100 cycles:\n%s\nbefore:\n%s", after, before)
+	}
+	if f := run(t, "tc", "-n", p.nameA, "filter", "show", "dev", "vA"); strings.TrimSpace(f) != "" {
+		t.Errorf("filters left behind:\n%s", f)
+	}
+	time.Sleep(100 * time.Millisecond) // programs are freed after an RCU grace period
+	if n := ourPrograms(t); n != progsBefore {
+		t.Errorf("%d %s programs loaded after 100 cycles, %d before", n, bpfProgName, progsBefore)
+	}
+
+	run(t, "tc", "-n", p.nameA, "qdisc", "add", "dev", "vA", "root", "handle", "5:", "tbf", "rate", "100mbit", "burst", "32k", "latency", "50ms")
+	tbf := run(t, "tc", "-n", p.nameA, "qdisc", "show", "dev", "vA")
+	_, err := ca.Apply(spec(ClassifierBPF))
+	if ue := (*UsageError)(nil); err == nil || !asUsage(err, &ue) || !strings.Contains(err.Error(), "--replace") {
+		t.Fatalf("apply over a tbf root without --replace: err = %v, want a usage error naming --replace", err)
+	}
+	if q := run(t, "tc", "-n", p.nameA, "qdisc", "show", "dev", "vA"); q != tbf {
+		t.Fatalf("refused apply changed the tree:\n%s", q)
+	}
+	cr := client(t, p.a, Options{Replace: true, StateDir: ca.opts.StateDir})
+	if _, err := cr.Apply(spec(ClassifierU32)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cr.Clear("vA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := run(t, "tc", "-n", p.nameA, "qdisc", "show", "dev", "vA")
+	t.Logf("restored %s:\n%s", res.Restored, restored)
+	if restored != tbf {
+		t.Errorf("after clear:\n%s\nwant the tbf as before:\n%s", restored, tbf)
+	}
+}
+
+func asUsage(err error, ue **UsageError) bool { return errors.As(err, ue) }
