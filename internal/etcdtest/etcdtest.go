@@ -57,11 +57,14 @@ const (
 // Options describes the cluster Start makes. The zero value is one plain
 // member on 127.0.0.1.
 type Options struct {
-	Members   int      // 1 or 3 (0 means 1)
+	Members   int      // 1 or 3 (0 means 1; any count up to len(IPs) works)
 	IPs       []string // default 127.0.0.1, 127.0.0.2, 127.0.0.3; member i uses IPs[i]
 	PeerTLS   bool     // https peer URLs on IP:2380 with certs made by the harness
 	ClientTLS bool     // https client URLs on IP:2379
-	DataDir   string   // base dir; default t.TempDir() (tests may pass a dir on a loop fs)
+	// DataDir is the base of the members' data dirs; default t.TempDir().
+	// Tests may pass a dir on a loop fs: register its unmount before Start,
+	// so that Start's cleanup (stopping the members) runs first.
+	DataDir   string
 	ExtraArgs []string // appended to every member's command line (later flags win)
 }
 
@@ -75,8 +78,8 @@ type Member struct {
 	PID        int    // the etcd process: what tracer tests filter on
 	ID         uint64 // Raft member ID (the To label of peer metrics, in hex)
 
-	logFile string        // the process's stdout+stderr
-	cmd     *exec.Cmd     //
+	logFile string // the process's stdout+stderr (etcd's zap JSON log)
+	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the process has been waited for
 	waitErr error         // cmd.Wait's result, valid after exited closes
 }
@@ -119,7 +122,7 @@ func Start(t testing.TB, opt Options) *Cluster {
 	}
 	workDir := t.TempDir() // certificates and logs: never on the caller's DataDir
 
-	unlock, err := lockPorts(lockTimeout)
+	unlock, err := lockPorts(lockTimeout, t.Logf)
 	if err != nil {
 		t.Fatalf("etcdtest: %v", err)
 	}
@@ -246,6 +249,10 @@ func (c *Cluster) makeCerts(dir string) ([]certPaths, error) {
 	c.ClientCertFile, c.ClientKeyFile = client.cert, client.key
 	return leafs, nil
 }
+
+// WALDir is the directory of the member's WAL segments (*.wal, fdatasync'd
+// per Raft batch); the bbolt backend is DataDir/member/snap/db.
+func (m *Member) WALDir() string { return filepath.Join(m.DataDir, "member", "wal") }
 
 // start runs etcd with its output in m.logFile. Pdeathsig kills the member
 // if the test binary dies without running its cleanups (a panic, a
@@ -404,8 +411,10 @@ func (m *Member) isLeader() bool {
 }
 
 // lockPorts takes the host-wide lock on the fixed etcd ports (see the
-// package doc), waiting up to timeout, and returns its release.
-func lockPorts(timeout time.Duration) (func(), error) {
+// package doc), waiting up to timeout, and returns its release. It says
+// through logf when it has to wait. A test that calls Start twice without
+// its first cluster's cleanup in between waits for itself until timeout.
+func lockPorts(timeout time.Duration, logf func(string, ...any)) (func(), error) {
 	path := filepath.Join(os.TempDir(), "etcdscope-etcdtest.lock")
 	// Read-only: flock needs no write access, so root and non-root test
 	// runs can share the lock file whichever of them created it.
@@ -414,7 +423,7 @@ func lockPorts(timeout time.Duration) (func(), error) {
 		return nil, fmt.Errorf("opening port lock: %w", err)
 	}
 	deadline := time.Now().Add(timeout)
-	for {
+	for waited := false; ; waited = true {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
 			return func() { f.Close() }, nil // closing the last descriptor releases the flock
@@ -422,6 +431,9 @@ func lockPorts(timeout time.Duration) (func(), error) {
 		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
 			f.Close()
 			return nil, fmt.Errorf("locking %s (another test's etcd cluster holds ports %d-%d): %w", path, ClientPort, MetricsPort, err)
+		}
+		if !waited {
+			logf("etcdtest: waiting up to %v for %s: another test's etcd cluster is running", timeout, path)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -200,7 +200,7 @@ func TestStartFailsFast(t *testing.T) {
 	if elapsed > 10*time.Second {
 		t.Errorf("Start took %v to notice a dead member, want well under the %v health timeout", elapsed, healthTimeout)
 	}
-	unlock, err := lockPorts(time.Second)
+	unlock, err := lockPorts(time.Second, t.Logf)
 	if err != nil {
 		t.Fatalf("port lock still held after the failed Start's cleanup: %v", err)
 	}
