@@ -1,0 +1,40 @@
+package etcdmetric
+
+import (
+	"time"
+
+	"github.com/etcdscope/etcdscope/analysis/peers"
+)
+
+// InputFromLink builds the model's input from the kernel's statistics of
+// the link from the scraped member to the peer (peers.Analyze), traced
+// over window: RTT = handshake RTT p50 (min RTT p50 when no connection was
+// opened), ReusedProbe = srtt p50 of its kept-alive connections,
+// NewConnProbe = mean time in use of its per-request connections (a mean,
+// because the EWMA averages), NewConnPerMinute = their count per minute.
+func InputFromLink(l peers.LinkStats, window time.Duration) ModelInput {
+	in := ModelInput{
+		RTT:         time.Duration(l.HandshakeRTT.P50),
+		ReusedProbe: time.Duration(l.SRTT.P50),
+	}
+	if in.RTT == 0 {
+		in.RTT = time.Duration(l.MinRTT.P50)
+	}
+	if l.PerRequest.Count > 0 {
+		in.NewConnProbe = time.Duration(l.PerRequest.Mean())
+		if window > 0 {
+			in.NewConnPerMinute = float64(l.PerRequest.Count) / window.Minutes()
+		}
+	}
+	return in
+}
+
+// WithUptime sets the window's uptime from the scraped process start.
+func (in ModelInput) WithUptime(processStart, scrapeStart, scrapeEnd time.Time) ModelInput {
+	if processStart.IsZero() {
+		return in
+	}
+	in.UptimeStart = scrapeStart.Sub(processStart)
+	in.UptimeEnd = scrapeEnd.Sub(processStart)
+	return in
+}

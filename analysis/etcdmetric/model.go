@@ -1,0 +1,253 @@
+package etcdmetric
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// How etcd produces the metric (etcdserver/api/rafthttp/probing_status.go
+// and github.com/xiang90/probing, as vendored by etcd 3.4 to 3.6):
+//   - each peer has two probers sending GET /raft/probing every
+//     ProbeInterval: ROUND_TRIPPER_SNAPSHOT over the pipeline transport,
+//     which keeps its connection alive, and ROUND_TRIPPER_RAFT_MESSAGE over
+//     the stream transport, which has read/write timeouts and so sets
+//     MaxIdleConnsPerHost = -1: a new TCP (and TLS) connection per probe;
+//   - a probe's time is time.Now() before RoundTrip to the decoded answer:
+//     dial + TLS handshake + request + the peer's answer;
+//   - each prober keeps srtt = (1-α)·srtt + α·rtt with α = 0.125 from 0
+//     (a failed probe resets it to 0);
+//   - every ObserveInterval (the first after FirstObservation) each prober
+//     observes its srtt into the one series labelled To: upstream, both
+//     probers share it, so its histogram has two humps.
+const (
+	ProbeInterval    = 4 * time.Second  // proberInterval = ConnReadTimeout (5 s) − 1 s
+	ObserveInterval  = 30 * time.Second // statusMonitoringInterval
+	FirstObservation = 5 * time.Second  // statusErrorInterval: first wait, and the wait while unhealthy
+	Alpha            = 0.125            // probing.status α
+	ProbersPerPeer   = 2
+)
+
+// ModelInput is what the kernel measured for one peer, plus the window.
+type ModelInput struct {
+	// RTT: the network round trip, the kernel's handshake RTT (p50).
+	RTT time.Duration `json:"rtt_ns"`
+	// ReusedProbe: what a probe on a kept-alive connection takes, one RTT
+	// plus the peer's answer. Measured as the kernel srtt of the kept-alive
+	// connections (on a request/response connection each RTT sample spans
+	// request → response, so it includes the answer); never below RTT.
+	ReusedProbe time.Duration `json:"reused_probe_ns"`
+	// NewConnProbe: a probe on a new connection, measured as the mean time
+	// in use of per-request connections (SYN_SENT → first FIN): TCP
+	// handshake + TLS handshake (etcd re-reads its certificate files for
+	// each) + request + answer.
+	NewConnProbe time.Duration `json:"new_conn_probe_ns"`
+	// NewConnPerMinute: per-request connections opened per minute to the
+	// peer (one prober dialing every 4 s makes 15).
+	NewConnPerMinute float64 `json:"new_conn_per_minute"`
+	// UptimeStart, UptimeEnd: time since the probers started (process
+	// start) at the two scrapes. Zero UptimeEnd means steady state: the
+	// EWMA has converged.
+	UptimeStart time.Duration `json:"uptime_start_ns"`
+	UptimeEnd   time.Duration `json:"uptime_end_ns"`
+	// Probers writing into the series: 2 upstream, 1 when the series is
+	// labelled per prober (then NewConnPerMinute decides which one it is).
+	Probers int `json:"probers"`
+}
+
+// Prediction is what the metric should read under the model.
+type Prediction struct {
+	// NewConnProbers: how many of the series' probers dial per probe,
+	// NewConnPerMinute / (1 min / ProbeInterval), at most Probers.
+	NewConnProbers float64 `json:"new_conn_probers"`
+	// Observations expected in the window (Probers per ObserveInterval).
+	Observations float64 `json:"observations"`
+	// Mean, P50, P99: of the observations in the window, seconds; P50/P99
+	// interpolated in etcd's buckets as the metric's own are.
+	Mean float64 `json:"mean_seconds"`
+	P50  float64 `json:"p50_seconds"`
+	P99  float64 `json:"p99_seconds"`
+	// SteadyMean: Mean once the EWMA has converged.
+	SteadyMean float64 `json:"steady_mean_seconds"`
+	// NewConnShare: the part of SteadyMean that new-connection probes add
+	// over a metric that only reused connections fed.
+	NewConnShare float64 `json:"new_conn_share_seconds"`
+}
+
+// Predict simulates the probers over the window and returns what the
+// histogram should show.
+func Predict(in ModelInput) Prediction {
+	probers := in.Probers
+	if probers <= 0 {
+		probers = ProbersPerPeer
+	}
+	reused := in.ReusedProbe
+	if reused < in.RTT {
+		reused = in.RTT
+	}
+	perProber := float64(time.Minute / ProbeInterval)
+	f := math.Min(in.NewConnPerMinute/perProber, float64(probers))
+	f = math.Max(f, 0)
+	// weights of the two kinds of prober in the series
+	wNew, wReused := f, float64(probers)-f
+	rNew, rReused := in.NewConnProbe.Seconds(), reused.Seconds()
+
+	p := Prediction{NewConnProbers: f}
+	p.SteadyMean = (wNew*rNew + wReused*rReused) / float64(probers)
+	p.NewConnShare = p.SteadyMean - rReused
+
+	// Observation instants since the probers started, and the EWMA warm-up
+	// factor 1 − (1−α)^n after n probes (one per ProbeInterval).
+	var times []time.Duration
+	if in.UptimeEnd > 0 {
+		for t := FirstObservation; t <= in.UptimeEnd; t += ObserveInterval {
+			if t > in.UptimeStart {
+				times = append(times, t)
+			}
+		}
+	} else {
+		times = []time.Duration{0} // steady state: factor 1
+	}
+	h := Series{HasCount: true, HasSum: true}
+	bounds := etcdBounds()
+	counts := make([]float64, len(bounds))
+	add := func(v, w float64) {
+		if w <= 0 {
+			return
+		}
+		h.Count += w
+		h.Sum += v * w
+		for i, b := range bounds {
+			if v <= b {
+				counts[i] += w
+			}
+		}
+	}
+	for _, t := range times {
+		warm := 1.0
+		if t > 0 {
+			n := float64(t / ProbeInterval)
+			warm = 1 - math.Pow(1-Alpha, n)
+		}
+		add(rNew*warm, wNew)
+		add(rReused*warm, wReused)
+	}
+	for i, b := range bounds {
+		h.Buckets = append(h.Buckets, Bucket{UpperBound: b, Count: counts[i]})
+	}
+	if in.UptimeEnd > 0 {
+		p.Observations = h.Count
+	}
+	p.Mean, _ = h.Mean()
+	p.P50, _ = h.Quantile(0.5)
+	p.P99, _ = h.Quantile(0.99)
+	return p
+}
+
+// etcdBounds are etcd 3.4+'s bucket bounds, 0.0001·2^i for i < 16, +Inf.
+func etcdBounds() []float64 {
+	b := make([]float64, 0, 17)
+	for i := 0; i < 16; i++ {
+		b = append(b, FirstBound*math.Pow(2, float64(i)))
+	}
+	return append(b, math.Inf(1))
+}
+
+// Tolerance: the metric's mean is explained when it is within this factor
+// of the prediction. Few observations of a heavy-tailed dial time go
+// through an EWMA, so a tighter bound would flag noise; a slow DNS or TLS
+// step (etcd #11781) adds far more.
+const Tolerance = 1.5
+
+// Comparison sets the metric beside the kernel's measurement for one
+// series.
+type Comparison struct {
+	Key Key `json:"key"`
+	// Observations, Mean, P50, P99: of the metric's delta between the two
+	// scrapes, seconds. P50/P99 are absent (QuantileError says why) when
+	// the ladder is incomplete.
+	Observations  float64    `json:"observations"`
+	Mean          float64    `json:"mean_seconds"`
+	P50           float64    `json:"p50_seconds,omitempty"`
+	P99           float64    `json:"p99_seconds,omitempty"`
+	QuantileError string     `json:"quantile_error,omitempty"`
+	Input         ModelInput `json:"input"`
+	Prediction    Prediction `json:"prediction"`
+	// Inflation: Mean / measured RTT; ModelInflation: Prediction.Mean /
+	// measured RTT.
+	Inflation      float64 `json:"inflation"`
+	ModelInflation float64 `json:"model_inflation"`
+	Explained      bool    `json:"explained"`
+	Verdict        string  `json:"verdict"`
+}
+
+// Compare checks a series' delta against the model.
+func Compare(delta Series, in ModelInput) Comparison {
+	c := Comparison{Key: delta.Key, Observations: delta.Count, Input: in}
+	if in.Probers == 0 {
+		c.Input.Probers = ProbersPerPeer
+		if delta.Key.Prober != "" {
+			c.Input.Probers = 1
+		}
+	}
+	c.Prediction = Predict(c.Input)
+	if q, err := delta.Quantile(0.5); err == nil {
+		c.P50 = q
+		c.P99, _ = delta.Quantile(0.99)
+	} else {
+		c.QuantileError = err.Error()
+	}
+	mean, ok := delta.Mean()
+	if !ok {
+		c.Verdict = "no observations between the scrapes: nothing to compare (etcd observes once per prober per 30 s; trace longer)"
+		return c
+	}
+	c.Mean = mean
+	if rtt := in.RTT.Seconds(); rtt > 0 {
+		c.Inflation = mean / rtt
+		c.ModelInflation = c.Prediction.Mean / rtt
+	}
+	pm := c.Prediction.Mean
+	if pm <= 0 {
+		c.Verdict = "no kernel measurement for this peer: cannot model it"
+		return c
+	}
+	ratio := mean / pm
+	var b strings.Builder
+	fmt.Fprintf(&b, "metric mean %s vs model %s (%.2fx); measured RTT %s, so the metric reads %.1fx the RTT. ",
+		fmtSec(mean), fmtSec(pm), ratio, fmtSec(in.RTT.Seconds()), c.Inflation)
+	fmt.Fprintf(&b, "Model: %.1f of %d probers dial per probe (%.1f new connections/min, %s each: handshake + TLS + request + answer), the other(s) reuse a connection (%s); ",
+		c.Prediction.NewConnProbers, c.Input.Probers, in.NewConnPerMinute, fmtSec(in.NewConnProbe.Seconds()), fmtSec(math.Max(in.ReusedProbe.Seconds(), in.RTT.Seconds())))
+	if in.UptimeEnd > 0 {
+		fmt.Fprintf(&b, "EWMA (α=0.125 from 0) still warming up at %s uptime; ", in.UptimeEnd.Round(time.Second))
+	}
+	fmt.Fprintf(&b, "new-connection probes add %s to the steady-state mean. ", fmtSec(c.Prediction.NewConnShare))
+	switch {
+	case ratio > Tolerance:
+		fmt.Fprintf(&b, "NOT EXPLAINED: %s more than the model; that time is spent outside the connection the kernel sees: DNS resolution of the peer URL before connect (etcd #11781), a slow TLS step or certificate read, or a slow or unhealthy peer (failed probes reset the EWMA).",
+			fmtSec(mean-pm))
+		c.Verdict = b.String()
+	case ratio < 1/Tolerance:
+		fmt.Fprintf(&b, "NOT EXPLAINED: the metric reads less than the model; probes failing (srtt reset to 0) or a window too short for observations.")
+		c.Verdict = b.String()
+	default:
+		c.Explained = true
+		b.WriteString("EXPLAINED by new-connection probes and etcd's EWMA/bucketing, not by the network.")
+		c.Verdict = b.String()
+	}
+	return c
+}
+
+// fmtSec formats seconds with a unit kernel engineers read at a glance.
+func fmtSec(s float64) string {
+	switch {
+	case s == 0:
+		return "0"
+	case s < 1e-3:
+		return fmt.Sprintf("%.0fµs", s*1e6)
+	case s < 1:
+		return fmt.Sprintf("%.2fms", s*1e3)
+	}
+	return fmt.Sprintf("%.3fs", s)
+}
