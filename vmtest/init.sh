@@ -37,6 +37,7 @@ while read -r ko; do
 	insmod "$ko" || { echo "VMTEST insmod $ko failed"; rig=fail; }
 done </etc/vmtest/modules
 
+echo "VMTEST init ready at $(cut -d' ' -f1 /proc/uptime)s uptime"
 echo "VMTEST kernel package=$VMTEST_KERNEL_PACKAGE version=$VMTEST_KERNEL_VERSION uname=$(uname -r) rig=$rig"
 echo "VMTEST $(cat /proc/version)"
 

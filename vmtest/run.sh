@@ -18,6 +18,7 @@
 #   VMTEST_TEST_TIMEOUT=dur -test.timeout per binary (default 6m)
 #   VMTEST_MEM=MiB          guest memory (default 1024)
 #   VMTEST_SHELL=1          drop to a guest shell after the tests (no timeout)
+#   VMTEST_KEEP=1           keep vmtest/out/run.*/ (initramfs tree, console)
 #   VMTEST_KERNEL_SERIES=6.1  the pin: the resolved package must be this
 #                           series of linux-image-*-cloud-amd64
 set -euo pipefail
@@ -49,6 +50,17 @@ case ${VMTEST_RUN:-} in *[[:space:]\"\']*) usage "VMTEST_RUN must not contain sp
 [[ $MEM =~ ^[0-9]+$ ]] || usage "VMTEST_MEM must be MiB, e.g. VMTEST_MEM=2048"
 
 mkdir -p "$CACHE/debs" "$CACHE/kernel" "$OUT"
+# Runs may overlap (several engineers, one tree): each stages in its own
+# directory; the kernel cache is filled under a lock.
+RUN=$(mktemp -d "$OUT/run.XXXXXX")
+CONSOLE=$RUN/console.log
+cleanup() {
+	[[ -f $CONSOLE ]] && cp "$CONSOLE" "$OUT/console.log"
+	[[ ${VMTEST_KEEP:-} == 1 ]] && log "kept $RUN" || rm -rf "$RUN"
+}
+trap cleanup EXIT
+exec 8>"$CACHE/.lock"
+flock 8
 
 # --- 1. The kernel package: resolve, download once, unpack once. ----------
 # Names change with every Debian security update (old ones leave the
@@ -101,6 +113,7 @@ KVER=$(cat "$KDIR/version")
 VMLINUZ=$KDIR/root/boot/vmlinuz-$KREL
 MODROOT=$KDIR/root/lib/modules/$KREL
 [[ -f $VMLINUZ && -f $MODROOT/modules.dep ]] || die "$KDIR is incomplete; rm -rf $KDIR and rerun"
+flock -u 8
 log "kernel $KPKG $KVER"
 
 # --- 2. Test binaries: every package with a vmtest-tagged _test.go. -------
@@ -116,8 +129,7 @@ else
 fi
 [[ ${#pkgdirs[@]} -gt 0 ]] || die "no package has a //go:build vmtest test file"
 
-STAGE=$OUT/initramfs
-rm -rf "$STAGE"
+STAGE=$RUN/initramfs
 mkdir -p "$STAGE"/{bin,sbin,usr/bin,usr/sbin,lib64,etc/vmtest,proc,sys,dev,tmp,run,src,mnt,"lib/modules/$KREL"}
 cp go.mod "$STAGE/src/go.mod" # testenv.RepoRoot looks for it
 # Go's resolver reads /etc/hosts for "localhost"; iproute2 and
@@ -155,6 +167,11 @@ else
 	log "WARNING: ./cmd/etcdscope does not build; the guest has no etcdscope binary"
 fi
 
+# etcd (`make etcd`, as testenv.EtcdBinary finds it) when it was built:
+# the tracer's peer tests run a real cluster. Its libraries are added below.
+ETCD=
+[[ -x $ROOT/bin/etcd ]] && ETCD=$ROOT/bin/etcd
+
 # --- 3. Userland: busybox, iproute2, fio with the libraries ldd names. ----
 cp "$(command -v busybox)" "$STAGE/bin/busybox"
 copy_with_libs() { # copy_with_libs BINARY DEST
@@ -175,6 +192,11 @@ done
 p=$(command -v fio || true)
 [[ -n $p ]] || die "fio not found (apt-get install fio)"
 copy_with_libs "$p" /usr/bin/fio
+if [[ -n $ETCD ]]; then
+	copy_with_libs "$ETCD" /src/bin/etcd
+else
+	log "no bin/etcd (make etcd): tests that need etcd will fail in the guest"
+fi
 # netem's delay distribution tables, where tc looks for them.
 for d in /usr/lib/x86_64-linux-gnu/tc /usr/lib/tc; do
 	[[ -d $d ]] && mkdir -p "$STAGE$d" && cp -a "$d"/. "$STAGE$d/"
@@ -226,7 +248,7 @@ printf 'VMTEST_KERNEL_PACKAGE=%s\nVMTEST_KERNEL_VERSION=%s\nVMTEST_KERNEL_RELEAS
 
 # Uncompressed: under TCG the kernel's gunzip costs more than QEMU's
 # reading a bigger file.
-INITRD=$OUT/initramfs.cpio
+INITRD=$RUN/initramfs.cpio
 (cd "$STAGE" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$INITRD"
 log "initramfs $(du -m "$INITRD" | cut -f1) MiB, ${#order[@]} modules, ${#pkgdirs[@]} test binaries"
 
@@ -241,7 +263,6 @@ for d in "${drives[@]}"; do
 	[[ -n $d ]] && qemu+=(-drive "$d")
 done
 
-CONSOLE=$OUT/console.log
 log "booting: ${qemu[*]}"
 start=$(date +%s)
 set +e
@@ -258,8 +279,8 @@ set -e
 elapsed=$(($(date +%s) - start))
 
 # --- 6. Verdict from the console. -----------------------------------------
-tr -d '\r' <"$CONSOLE" >"$CONSOLE.txt"
-mapfile -t results < <(grep -E '^RESULT pkg=[^ ]+ rc=[0-9]+$' "$CONSOLE.txt" || true)
+tr -d '\r' <"$CONSOLE" >"$RUN/console.txt"
+mapfile -t results < <(grep -E '^RESULT pkg=[^ ]+ rc=[0-9]+$' "$RUN/console.txt" || true)
 want=$(wc -l <"$STAGE/etc/vmtest/tests")
 failed=0
 for r in "${results[@]}"; do
@@ -267,16 +288,16 @@ for r in "${results[@]}"; do
 done
 echo "vmtest: kernel $KPKG $KVER, ${#results[@]}/$want binaries reported, $failed failed, ${elapsed}s in QEMU (rc $qrc)"
 if [[ $qrc == 124 || $qrc == 137 ]]; then
-	last=$(grep -E '^VMTEST run pkg=' "$CONSOLE.txt" | tail -1 || true)
-	die "VM timed out after ${TIMEOUT}s and QEMU was killed (last started: ${last:-none}); raise VMTEST_TIMEOUT or look at $CONSOLE"
+	last=$(grep -E '^VMTEST run pkg=' "$RUN/console.txt" | tail -1 || true)
+	die "VM timed out after ${TIMEOUT}s and QEMU was killed (last started: ${last:-none}); raise VMTEST_TIMEOUT or look at $OUT/console.log"
 fi
-[[ ${#results[@]} -gt 0 ]] || die "no RESULT line came from the VM (kernel panic or /init failure?); see $CONSOLE"
-grep -qE '^VMTEST DONE ' "$CONSOLE.txt" || die "the VM stopped before its final line; see $CONSOLE"
-grep -qE '^VMTEST DONE .*rig=ok' "$CONSOLE.txt" || die "the rig itself failed inside the VM (module load or mount); see $CONSOLE"
+[[ ${#results[@]} -gt 0 ]] || die "no RESULT line came from the VM (kernel panic or /init failure?); see $OUT/console.log"
+grep -qE '^VMTEST DONE ' "$RUN/console.txt" || die "the VM stopped before its final line; see $OUT/console.log"
+grep -qE '^VMTEST DONE .*rig=ok' "$RUN/console.txt" || die "the rig itself failed inside the VM (module load or mount); see $OUT/console.log"
 [[ ${#results[@]} -eq $want ]] || die "$want test binaries built but ${#results[@]} reported"
 if [[ $failed -gt 0 ]]; then
 	printf '%s\n' "${results[@]}" | grep -v ' rc=0$' >&2
-	die "$failed test binaries failed (their output is above and in $CONSOLE)"
+	die "$failed test binaries failed (their output is above and in $OUT/console.log)"
 fi
 [[ $qrc == 0 ]] || die "QEMU exited with $qrc"
 echo "vmtest: PASS"
