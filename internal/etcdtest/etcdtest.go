@@ -410,6 +410,20 @@ func (m *Member) isLeader() bool {
 	return false
 }
 
+// LockPorts takes the host-wide lock Start holds (see the package doc) until
+// t's cleanup, for tests that bind ports 2379-2381 on loopback themselves
+// (a fake peer on :2380, say): they then queue behind etcd clusters of
+// other packages' tests instead of colliding with them. Do not call it in
+// a test that also calls Start: the two would wait for each other.
+func LockPorts(t testing.TB) {
+	t.Helper()
+	unlock, err := lockPorts(lockTimeout, t.Logf)
+	if err != nil {
+		t.Fatalf("etcdtest: %v", err)
+	}
+	t.Cleanup(unlock)
+}
+
 // lockPorts takes the host-wide lock on the fixed etcd ports (see the
 // package doc), waiting up to timeout, and returns its release. It says
 // through logf when it has to wait. A test that calls Start twice without

@@ -161,15 +161,25 @@ func TestThreeMemberTLS(t *testing.T) {
 }
 
 // fatalTB records the first Fatalf instead of failing the real test, so a
-// test can check how Start fails. Cleanups still go to the real test.
+// test can check how Start fails, and when the first member started (Start
+// may first wait for other tests' clusters). Cleanups still go to the real
+// test.
 type fatalTB struct {
 	testing.TB
-	msg string
+	msg     string
+	started time.Time
 }
 
 func (f *fatalTB) Fatalf(format string, args ...any) {
 	f.msg = fmt.Sprintf(format, args...)
 	runtime.Goexit()
+}
+
+func (f *fatalTB) Logf(format string, args ...any) {
+	if f.started.IsZero() && strings.HasPrefix(format, "etcdtest: started") {
+		f.started = time.Now()
+	}
+	f.TB.Logf(format, args...)
 }
 
 func (f *fatalTB) Fatal(args ...any) { f.Fatalf("%s", fmt.Sprint(args...)) }
@@ -184,16 +194,18 @@ func TestStartFailsFast(t *testing.T) {
 	// A subtest, so Start's cleanups (stop, unlock) have run when it ends.
 	t.Run("bad flag", func(t *testing.T) {
 		ftb := &fatalTB{TB: t}
-		start := time.Now()
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
 			Start(ftb, Options{ExtraArgs: []string{"--snapshot-count=not-a-number"}})
 		}()
 		<-done
-		msg, elapsed = ftb.msg, time.Since(start)
+		if ftb.started.IsZero() {
+			t.Fatalf("Start failed before starting etcd: %s", ftb.msg)
+		}
+		msg, elapsed = ftb.msg, time.Since(ftb.started)
 	})
-	t.Logf("Start failed after %v with: %s", elapsed.Round(time.Millisecond), msg)
+	t.Logf("Start failed %v after starting etcd, with: %s", elapsed.Round(time.Millisecond), msg)
 	if !strings.Contains(msg, "etcd exited") || !strings.Contains(msg, `invalid value "not-a-number" for flag -snapshot-count`) {
 		t.Errorf("Start's failure does not say etcd exited and why: %q", msg)
 	}
