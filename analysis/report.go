@@ -54,18 +54,19 @@ type Group struct {
 // Report is the end-of-run summary of `etcdscope fsync` (JSON type
 // "summary").
 type Report struct {
-	Type        string   `json:"type"` // always "summary"
-	Version     int      `json:"v"`
-	Fsyncs      int64    `json:"fsyncs"`
-	LostEvents  uint64   `json:"lost_events"`
-	Groups      []Group  `json:"groups"`
-	Unavailable []string `json:"unavailable,omitempty"` // probes this kernel lacks and what they leave dark
+	Type         string   `json:"type"` // always "summary"
+	Version      int      `json:"v"`
+	Fsyncs       int64    `json:"fsyncs"`
+	LostEvents   uint64   `json:"lost_events"`   // records that did not fit in the ring buffer
+	MissedEvents uint64   `json:"missed_events"` // probe runs the kernel skipped (BPF recursion)
+	Groups       []Group  `json:"groups"`
+	Unavailable  []string `json:"unavailable,omitempty"` // probes this kernel lacks and what they leave dark
 }
 
 // BuildReport summarises records, grouped by GroupKey, largest groups
-// first. lost is the tracer's lost-event count; unavailable lists probes
-// that could not attach.
-func BuildReport(recs []FsyncRecord, lost uint64, unavailable []string) Report {
+// first. lost and missed are the tracer's lost-event and skipped-probe
+// counts; unavailable lists probes that could not attach.
+func BuildReport(recs []FsyncRecord, lost, missed uint64, unavailable []string) Report {
 	type acc struct {
 		key      GroupKey
 		totals   []int64
@@ -93,7 +94,7 @@ func BuildReport(recs []FsyncRecord, lost uint64, unavailable []string) Report {
 		}
 		g.syscalls[r.Syscall] = true
 	}
-	rep := Report{Type: "summary", Version: SchemaVersion, Fsyncs: int64(len(recs)), LostEvents: lost, Unavailable: unavailable}
+	rep := Report{Type: "summary", Version: SchemaVersion, Fsyncs: int64(len(recs)), LostEvents: lost, MissedEvents: missed, Unavailable: unavailable}
 	for _, g := range groups {
 		out := Group{Key: g.key, Flushes: g.flushes, Errors: g.errors}
 		for s := range g.syscalls {
@@ -154,9 +155,12 @@ func Ms(ns int64) string { return fmt.Sprintf("%.3f", float64(ns)/1e6) }
 // WriteTable prints the report as the human table of `etcdscope fsync`.
 func (r *Report) WriteTable(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "etcdscope fsync report: %d calls, %d lost events", r.Fsyncs, r.LostEvents)
+	fmt.Fprintf(bw, "etcdscope fsync report: %d calls, %d lost events, %d missed probe runs", r.Fsyncs, r.LostEvents, r.MissedEvents)
 	if r.LostEvents > 0 {
 		fmt.Fprintf(bw, " (ring buffer overflowed: numbers below miss events; raise --ring-size)")
+	}
+	if r.MissedEvents > 0 {
+		fmt.Fprintf(bw, " (the kernel skipped probes while another BPF program ran on the CPU: some requests are not attributed)")
 	}
 	fmt.Fprintln(bw)
 	for _, u := range r.Unavailable {

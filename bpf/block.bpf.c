@@ -135,6 +135,8 @@ int BPF_PROG(block_rq_issue, struct request *rq)
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
+	/* Time first: a reserve can spin on the ring buffer's lock. */
+	__u64 now = bpf_ktime_get_ns();
 	__u64 key = (__u64)rq;
 	struct rq_start *s = bpf_map_lookup_elem(&starts, &key);
 	struct blk_event *e;
@@ -165,7 +167,7 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	e->sector = BPF_CORE_READ(rq, __sector);
 	e->insert_ns = s->insert_ns;
 	e->issue_ns = s->issue_ns;
-	e->complete_ns = bpf_ktime_get_ns();
+	e->complete_ns = now;
 	e->pid = s->pid;
 	e->tid = s->tid;
 	__builtin_memcpy(e->comm, s->comm, sizeof(e->comm));

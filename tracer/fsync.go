@@ -247,6 +247,31 @@ func (t *FsyncTracer) Lost() (uint64, error) {
 	return n, nil
 }
 
+// Missed returns how many times the kernel skipped one of the tracer's
+// programs because a BPF program was already running on that CPU (a
+// softirq completing a request while a program ran in process context):
+// bpf_prog_info.recursion_misses summed over every program (Linux 5.12+;
+// 0 where the kernel does not count them). Each miss is an event lost.
+func (t *FsyncTracer) Missed() uint64 {
+	var n uint64
+	progs := []*ebpf.Program{t.fsync.SysEnterFsync, t.fsync.SysExitFsync, t.fsync.SysEnterFdatasync,
+		t.fsync.SysExitFdatasync, t.block.BlockRqInsert, t.block.BlockRqIssue, t.block.BlockRqComplete, t.block.BlockBioQueue}
+	if t.journal != nil {
+		for _, p := range t.journal.Programs {
+			progs = append(progs, p)
+		}
+	}
+	for _, p := range progs {
+		if p == nil {
+			continue
+		}
+		if st, err := p.Stats(); err == nil {
+			n += st.RecursionMisses
+		}
+	}
+	return n
+}
+
 // ErrClosed is returned by Read after Close.
 var ErrClosed = ringbuf.ErrClosed
 

@@ -54,6 +54,22 @@ type ModelInput struct {
 	// Probers writing into the series: 2 upstream, 1 when the series is
 	// labelled per prober (then NewConnPerMinute decides which one it is).
 	Probers int `json:"probers"`
+	// NewConnSeries: the per-request connections the kernel saw, by
+	// uptime. When set (with UptimeEnd), the dialing prober's EWMA is
+	// replayed from them probe by probe instead of assuming a constant
+	// NewConnProbe; probe slots with no traced connection (before tracing
+	// began) take NewConnProbe. Near start-up this matters: the first
+	// probes of a starting cluster are slow and weigh heavily in an EWMA
+	// that starts at 0.
+	NewConnSeries []UptimeSample `json:"-"`
+	// ProberStart: uptime at which etcd added the peer to its probers
+	// (after bootstrap, ~1-2 s); 0 means: infer it from NewConnSeries.
+	ProberStart time.Duration `json:"prober_start_ns,omitempty"`
+}
+
+// UptimeSample is one probe duration at an uptime.
+type UptimeSample struct {
+	Uptime, Value time.Duration
 }
 
 // Prediction is what the metric should read under the model.
@@ -97,17 +113,26 @@ func Predict(in ModelInput) Prediction {
 	p.SteadyMean = (wNew*rNew + wReused*rReused) / float64(probers)
 	p.NewConnShare = p.SteadyMean - rReused
 
-	// Observation instants since the probers started, and the EWMA warm-up
-	// factor 1 − (1−α)^n after n probes (one per ProbeInterval).
+	// Observation instants: FirstObservation after the probers start,
+	// then every ObserveInterval; the EWMA has seen one probe per
+	// ProbeInterval since the start, warming up as 1 − (1−α)^n from 0.
+	start := in.ProberStart
+	if start == 0 && len(in.NewConnSeries) > 0 {
+		// Go tickers do not drift: probes sit on a 4 s grid from the
+		// prober's start, which is within the first seconds of uptime.
+		// The last sample is taken: early connections include bootstrap
+		// requests that are not probes.
+		start = in.NewConnSeries[len(in.NewConnSeries)-1].Uptime % ProbeInterval
+	}
 	var times []time.Duration
 	if in.UptimeEnd > 0 {
-		for t := FirstObservation; t <= in.UptimeEnd; t += ObserveInterval {
+		for t := start + FirstObservation; t <= in.UptimeEnd; t += ObserveInterval {
 			if t > in.UptimeStart {
 				times = append(times, t)
 			}
 		}
 	} else {
-		times = []time.Duration{0} // steady state: factor 1
+		times = []time.Duration{-1} // steady state: factor 1
 	}
 	h := Series{HasCount: true, HasSum: true}
 	bounds := etcdBounds()
@@ -126,11 +151,16 @@ func Predict(in ModelInput) Prediction {
 	}
 	for _, t := range times {
 		warm := 1.0
-		if t > 0 {
-			n := float64(t / ProbeInterval)
+		newSRTT := rNew
+		if t >= 0 {
+			n := float64((t - start) / ProbeInterval)
 			warm = 1 - math.Pow(1-Alpha, n)
+			newSRTT = rNew * warm
+			if len(in.NewConnSeries) > 0 {
+				newSRTT = replay(in.NewConnSeries, start, t, rNew)
+			}
 		}
-		add(rNew*warm, wNew)
+		add(newSRTT, wNew)
 		add(rReused*warm, wReused)
 	}
 	for i, b := range bounds {
@@ -143,6 +173,27 @@ func Predict(in ModelInput) Prediction {
 	p.P50, _ = h.Quantile(0.5)
 	p.P99, _ = h.Quantile(0.99)
 	return p
+}
+
+// replay runs the prober EWMA over the probe slots up to uptime t (one per
+// ProbeInterval from start) and returns srtt in seconds.
+// A slot takes the traced connection that opened within half an interval
+// of it, else fill.
+func replay(series []UptimeSample, start, t time.Duration, fill float64) float64 {
+	srtt := 0.0
+	j := 0
+	for slot := start + ProbeInterval; slot <= t; slot += ProbeInterval {
+		v := fill
+		for j < len(series) && series[j].Uptime < slot-ProbeInterval/2 {
+			j++
+		}
+		if j < len(series) && series[j].Uptime <= slot+ProbeInterval/2 {
+			v = series[j].Value.Seconds()
+			j++
+		}
+		srtt = (1-Alpha)*srtt + Alpha*v
+	}
+	return srtt
 }
 
 // etcdBounds are etcd 3.4+'s bucket bounds, 0.0001·2^i for i < 16, +Inf.

@@ -65,6 +65,9 @@ type Scrape struct {
 	ProcessStart time.Time `json:"process_start,omitempty"`
 	// Leader: etcd_server_is_leader (1 or 0), -1 if absent.
 	Leader int `json:"is_leader"`
+	// IsEtcd: some family is named etcd_*: the page is etcd's, even when
+	// the peer metric is not there yet (no observation made so far).
+	IsEtcd bool `json:"is_etcd"`
 }
 
 // ErrNoMetric is returned (wrapped) by Parse when the text parses but has
@@ -87,6 +90,12 @@ func Parse(r io.Reader) (Scrape, error) {
 // scrape with their own client, e.g. etcdtest.Scrape).
 func FromFamilies(fams map[string]*dto.MetricFamily) (Scrape, error) {
 	sc := Scrape{Leader: -1}
+	for name := range fams {
+		if strings.HasPrefix(name, "etcd_") {
+			sc.IsEtcd = true
+			break
+		}
+	}
 	if f := fams["process_start_time_seconds"]; f != nil && len(f.Metric) > 0 {
 		if v, ok := value(f.Metric[0]); ok {
 			sec, frac := math.Modf(v)

@@ -100,6 +100,9 @@ type LinkStats struct {
 	// Options.PerRequestMax): for active opens, dial + TLS + request +
 	// answer, what a prober that dials per probe measures.
 	PerRequest stats.Summary `json:"per_request_ns"`
+	// PerRequestSeries: the same connections in time order, for replaying
+	// them through etcd's prober EWMA (analysis/etcdmetric).
+	PerRequestSeries []Sample `json:"per_request_series,omitempty"`
 	// Lifetime: ESTABLISHED → CLOSE of connections closed in the window.
 	Lifetime stats.Summary `json:"lifetime_ns"`
 	// KeptAlive: connections open at the end or in use longer than
@@ -108,6 +111,13 @@ type LinkStats struct {
 	Retransmits uint64 `json:"retransmits"`
 	BytesAcked  uint64 `json:"bytes_acked"`
 	BytesRecv   uint64 `json:"bytes_received"`
+}
+
+// Sample is one per-request connection: when it opened and how long it
+// was in use.
+type Sample struct {
+	OpenNs  uint64 `json:"open_ns"` // CLOCK_MONOTONIC
+	InUseNs uint64 `json:"in_use_ns"`
 }
 
 // Report is the result of Analyze.
@@ -175,6 +185,7 @@ func Analyze(events []Event, opt Options) Report {
 		perRequest := c.OpenNs != 0 && c.CloseStartNs != 0 && c.InUseNs < uint64(opt.PerRequestMax)
 		if perRequest {
 			a.perreq = append(a.perreq, int64(c.InUseNs))
+			a.st.PerRequestSeries = append(a.st.PerRequestSeries, Sample{OpenNs: c.OpenNs, InUseNs: c.InUseNs})
 		} else {
 			a.st.KeptAlive++
 			if c.SRTTus != 0 {
@@ -203,6 +214,7 @@ func Analyze(events []Event, opt Options) Report {
 		a.st.SRTT = stats.Summarize(a.srtt)
 		a.st.MinRTT = stats.Summarize(a.minrtt)
 		a.st.PerRequest = stats.Summarize(a.perreq)
+		sort.Slice(a.st.PerRequestSeries, func(i, j int) bool { return a.st.PerRequestSeries[i].OpenNs < a.st.PerRequestSeries[j].OpenNs })
 		a.st.Lifetime = stats.Summarize(a.lifetime)
 		rep.Links = append(rep.Links, a.st)
 	}

@@ -196,7 +196,9 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 	loopDone := make(chan error, 1)
 	var stopNs uint64
 	var stopMu sync.Mutex
-	go func() { loopDone <- eventLoop(tr, f, cfg, run, out, func() uint64 { stopMu.Lock(); defer stopMu.Unlock(); return stopNs }) }()
+	go func() {
+		loopDone <- eventLoop(tr, f, cfg, run, out, func() uint64 { stopMu.Lock(); defer stopMu.Unlock(); return stopNs })
+	}()
 
 	// The workload, if any, runs in this process: the PID filter is ours.
 	var wlStats workload.WALStats
@@ -239,7 +241,7 @@ wait:
 			run.interval = nil
 			run.mu.Unlock()
 			lost, _ := tr.Lost()
-			fmt.Fprintf(info, "%s %s lost=%d\n", time.Now().Format("15:04:05"), analysis.IntervalLine(recs), lost)
+			fmt.Fprintf(info, "%s %s lost=%d missed=%d\n", time.Now().Format("15:04:05"), analysis.IntervalLine(recs), lost, tr.Missed())
 		case err := <-loopDone:
 			return err
 		}
@@ -258,7 +260,7 @@ wait:
 	if err != nil {
 		return err
 	}
-	rep := analysis.BuildReport(run.all, lost, unavailable)
+	rep := analysis.BuildReport(run.all, lost, tr.Missed(), unavailable)
 	if f.output == "json" {
 		if err := json.NewEncoder(out).Encode(rep); err != nil {
 			return err

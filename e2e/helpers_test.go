@@ -1,0 +1,275 @@
+// Package e2e runs the etcdscope binary as a user would (as root), against
+// real workloads (fio, etcd, filesystems on loop devices), and checks its
+// numbers against independent oracles: fio's JSON, etcd's metrics and the
+// kernel's own block tracepoints read through ftrace.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/internal/testenv"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// etcdscope builds the binary once per test run and returns its path.
+func etcdscope(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "etcdscope-e2e-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "etcdscope")
+		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/etcdscope").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// trace is a running `etcdscope fsync --output json`.
+type trace struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	stderr bytes.Buffer
+}
+
+// startFsync starts `etcdscope fsync --output json <args>` and waits until
+// its probes are attached (--ready-file).
+func startFsync(t *testing.T, args ...string) *trace {
+	t.Helper()
+	ready := filepath.Join(t.TempDir(), "ready")
+	tr := &trace{t: t}
+	all := append([]string{"fsync", "--output", "json", "--interval", "0", "--ready-file", ready}, args...)
+	tr.cmd = exec.Command(etcdscope(t), all...)
+	tr.cmd.Stdout, tr.cmd.Stderr = &tr.stdout, &tr.stderr
+	if err := tr.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if tr.cmd.ProcessState == nil {
+			tr.cmd.Process.Kill()
+			tr.cmd.Wait()
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			return tr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("etcdscope not ready after 20 s; stderr:\n%s", tr.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop sends SIGINT (what Ctrl-C does), waits, and parses the output.
+func (tr *trace) stop() ([]analysis.FsyncRecord, analysis.Report) {
+	tr.t.Helper()
+	tr.cmd.Process.Signal(syscall.SIGINT)
+	if err := tr.cmd.Wait(); err != nil {
+		tr.t.Fatalf("etcdscope: %v; stderr:\n%s", err, tr.stderr.String())
+	}
+	return parseOutput(tr.t, tr.stdout.Bytes())
+}
+
+func parseOutput(t *testing.T, out []byte) ([]analysis.FsyncRecord, analysis.Report) {
+	t.Helper()
+	recs, _, err := analysis.ReadJSONL(bytes.NewReader(out))
+	if err != nil {
+		t.Fatalf("parsing output: %v", err)
+	}
+	var rep analysis.Report
+	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+	if err := json.Unmarshal(lines[len(lines)-1], &rep); err != nil || rep.Type != "summary" {
+		t.Fatalf("last line is not a summary: %s", lines[len(lines)-1])
+	}
+	return recs, rep
+}
+
+// checkPartition asserts the invariant every record must hold: the layers
+// sum exactly to the wall time.
+func checkPartition(t *testing.T, recs []analysis.FsyncRecord) {
+	t.Helper()
+	for _, r := range recs {
+		if r.Layers.Sum() != r.TotalNs || r.TotalNs != int64(r.EndNs-r.StartNs) {
+			t.Fatalf("layers %+v sum to %d, total %d, end-start %d", r.Layers, r.Layers.Sum(), r.TotalNs, r.EndNs-r.StartNs)
+		}
+	}
+}
+
+// run runs a command and fails the test with its output on error.
+func run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// loopDevice attaches a sparse backing file of size bytes under dir to a
+// free loop device and returns its path (/dev/loopN); it is detached at
+// cleanup.
+func loopDevice(t *testing.T, dir string, size int64) string {
+	t.Helper()
+	testenv.LookPath(t, "losetup", "util-linux")
+	f, err := os.CreateTemp(dir, "etcdscope-loop-*.img")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	t.Cleanup(func() { os.Remove(f.Name()) })
+	dev := run(t, "losetup", "--find", "--show", f.Name())
+	t.Cleanup(func() { exec.Command("losetup", "-d", dev).Run() })
+	return dev
+}
+
+// mountFS makes filesystem fstype on dev and mounts it on a temp dir.
+func mountFS(t *testing.T, dev, fstype string, mkfsArgs ...string) string {
+	t.Helper()
+	mkfs := "mkfs." + fstype
+	pkg := map[string]string{"ext4": "e2fsprogs", "xfs": "xfsprogs", "btrfs": "btrfs-progs"}[fstype]
+	testenv.LookPath(t, mkfs, pkg)
+	args := append(append([]string{}, mkfsArgs...), dev)
+	run(t, mkfs, args...)
+	mnt := t.TempDir()
+	run(t, "mount", "-t", fstype, dev, mnt)
+	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	return mnt
+}
+
+// kernelDev returns the kernel dev_t (major<<20|minor) of a block device
+// node, as ftrace filters and prints it.
+func kernelDev(t *testing.T, path string) (uint32, string) {
+	t.Helper()
+	name := filepath.Base(path)
+	b, err := os.ReadFile("/sys/class/block/" + name + "/dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var maj, min uint32
+	fmt.Sscanf(strings.TrimSpace(string(b)), "%d:%d", &maj, &min)
+	return maj<<20 | min, fmt.Sprintf("%d,%d", maj, min)
+}
+
+// ftraceFlushes is the independent oracle for flush counts: an ftrace
+// instance of its own recording block_rq_complete on one disk with the
+// CLOCK_MONOTONIC clock, decoded from the kernel's rwbs text.
+type ftraceFlushes struct {
+	t   *testing.T
+	dir string
+}
+
+func startFtrace(t *testing.T, dev uint32) *ftraceFlushes {
+	t.Helper()
+	root := "/sys/kernel/tracing"
+	if _, err := os.Stat(root + "/instances"); err != nil {
+		run(t, "mount", "-t", "tracefs", "nodev", root)
+	}
+	dir := filepath.Join(root, "instances", fmt.Sprintf("etcdscope-e2e-%d", os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(dir) })
+	w := func(file, val string) {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(val), 0o644); err != nil {
+			t.Fatalf("ftrace %s: %v", file, err)
+		}
+	}
+	w("buffer_size_kb", "16384")
+	w("trace_clock", "mono")
+	w("events/block/block_rq_complete/filter", fmt.Sprintf("dev == %d", dev))
+	w("events/block/block_rq_complete/enable", "1")
+	return &ftraceFlushes{t: t, dir: dir}
+}
+
+// flushTimes stops tracing and returns the completion time (µs, mono) of
+// every request whose rwbs shows a flush (REQ_PREFLUSH, REQ_OP_FLUSH or
+// REQ_FUA: any F in blk_fill_rwbs' output).
+func (f *ftraceFlushes) flushTimes() ([]uint64, []string) {
+	f.t.Helper()
+	os.WriteFile(filepath.Join(f.dir, "events/block/block_rq_complete/enable"), []byte("0"), 0o644)
+	data, err := os.ReadFile(filepath.Join(f.dir, "trace"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var out []uint64
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := sc.Text()
+		i := strings.Index(line, ": block_rq_complete: ")
+		if i < 0 {
+			continue
+		}
+		// "... [001] ..... 1234.567890: block_rq_complete: 7,0 FF () ..."
+		head := strings.Fields(line[:i])
+		ts := head[len(head)-1]
+		fields := strings.Fields(line[i+len(": block_rq_complete: "):])
+		if len(fields) < 2 || !strings.Contains(fields[1], "F") {
+			continue
+		}
+		sec, usec, ok := strings.Cut(ts, ".")
+		if !ok {
+			f.t.Fatalf("ftrace timestamp %q", ts)
+		}
+		s, _ := strconv.ParseUint(sec, 10, 64)
+		u, _ := strconv.ParseUint(usec, 10, 64)
+		out = append(out, s*1e6+u)
+		lines = append(lines, line)
+	}
+	if strings.Contains(string(data), "LOST") {
+		f.t.Fatal("ftrace lost events; the oracle is incomplete")
+	}
+	return out, lines
+}
+
+// inWindows counts the times (µs, as ftrace prints them) that lie inside
+// a record's [start, end] (ns): sure counts those whose whole microsecond
+// lies inside, edge those whose microsecond straddles a window's start or
+// end, where ftrace's resolution cannot decide.
+func inWindows(timesUs []uint64, recs []analysis.FsyncRecord) (sure, edge int) {
+	for _, us := range timesUs {
+		lo, hi := us*1000, us*1000+999
+		for _, r := range recs {
+			if lo >= r.StartNs && hi <= r.EndNs {
+				sure++
+				break
+			}
+			if hi >= r.StartNs && lo <= r.EndNs {
+				edge++
+				break
+			}
+		}
+	}
+	return sure, edge
+}
