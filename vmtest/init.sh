@@ -33,11 +33,12 @@ ip link set lo up || rig=fail
 export VMTEST_KERNEL_PACKAGE VMTEST_KERNEL_VERSION VMTEST_KERNEL_RELEASE
 export ETCDSCOPE_REQUIRE_BPF=1
 
+t0=$(cut -d' ' -f1 /proc/uptime)
 while read -r ko; do
 	insmod "$ko" || { echo "VMTEST insmod $ko failed"; rig=fail; }
 done </etc/vmtest/modules
 
-echo "VMTEST init ready at $(cut -d' ' -f1 /proc/uptime)s uptime"
+echo "VMTEST /init started at ${t0}s uptime, modules loaded at $(cut -d' ' -f1 /proc/uptime)s"
 echo "VMTEST kernel package=$VMTEST_KERNEL_PACKAGE version=$VMTEST_KERNEL_VERSION uname=$(uname -r) rig=$rig"
 echo "VMTEST $(cat /proc/version)"
 
