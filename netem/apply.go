@@ -1,6 +1,7 @@
 package netem
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -301,7 +302,7 @@ func (c *Client) build(s Spec, p Params, ifindex uint32, replace bool) (*Result,
 		return nil, fmt.Errorf("adding root prio qdisc: %w", err)
 	}
 	res.Actions = append(res.Actions, "root prio 1: bands 4")
-	if err := c.tc.Qdisc().Add(netemObject(ifindex, NetemParent, p)); err != nil {
+	if err := c.tc.Qdisc().Add(netemObject(ifindex, NetemParent, p, NetemHandle)); err != nil {
 		return nil, fmt.Errorf("adding netem on 1:4: %w", err)
 	}
 	res.Actions = append(res.Actions, "netem 40: on 1:4: "+p.String())
@@ -359,21 +360,21 @@ func (c *Client) update(s Spec, p Params, t *Tree, st *State, path string) (*Res
 		if nq != nil {
 			return nil, fmt.Errorf("class 1:4 holds %s %s, not etcdscope's netem: run clear first", nq.Kind, handleString(nq.Handle))
 		}
-		if err := c.tc.Qdisc().Add(netemObject(ifindex, NetemParent, p)); err != nil {
+		if err := c.tc.Qdisc().Add(netemObject(ifindex, NetemParent, p, NetemHandle)); err != nil {
 			return nil, fmt.Errorf("adding netem on 1:4: %w", err)
 		}
 		res.Actions = append(res.Actions, "netem 40: re-added: "+p.String())
 	case old.Distribution != s.Distribution:
-		del := netemObject(ifindex, NetemParent, p)
+		del := netemObject(ifindex, NetemParent, p, NetemHandle)
 		if err := c.tc.Qdisc().Delete(del); err != nil {
 			return nil, fmt.Errorf("deleting netem for a new distribution: %w", err)
 		}
-		if err := c.tc.Qdisc().Add(netemObject(ifindex, NetemParent, p)); err != nil {
+		if err := c.tc.Qdisc().Add(netemObject(ifindex, NetemParent, p, NetemHandle)); err != nil {
 			return nil, fmt.Errorf("adding netem on 1:4: %w", err)
 		}
 		res.Actions = append(res.Actions, "netem 40: rebuilt for distribution "+s.Distribution)
 	case !sameParams(nq.Netem, p):
-		if err := c.tc.Qdisc().Change(netemObject(ifindex, NetemParent, p)); err != nil {
+		if err := c.tc.Qdisc().Change(netemObject(ifindex, NetemParent, p, NetemHandle)); err != nil {
 			return nil, fmt.Errorf("changing netem: %w", err)
 		}
 		res.Actions = append(res.Actions, "netem 40: changed to "+p.String())
@@ -559,6 +560,20 @@ func (c *Client) Clear(dev string) (*ClearResult, error) {
 	return res, nil
 }
 
+// HoldAndClear is apply's --for: it waits until hold has passed or ctx
+// is done (the CLI cancels it on SIGINT and SIGTERM), then clears dev.
+// After a SIGKILL nothing runs here; the state file lets a later Clear
+// restore the device all the same.
+func (c *Client) HoldAndClear(ctx context.Context, dev string, hold time.Duration) (*ClearResult, error) {
+	timer := time.NewTimer(hold)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	return c.Clear(dev)
+}
+
 func prioObject(ifindex uint32) *tc.Object {
 	return &tc.Object{
 		Msg:       tc.Msg{Family: unix.AF_UNSPEC, Ifindex: ifindex, Handle: PrioHandle, Parent: tcHRoot},
@@ -570,7 +585,7 @@ func prioObject(ifindex uint32) *tc.Object {
 // qopt fields get PSCHED ticks, ns>>6, for old readers; the kernel takes
 // the 64-bit attributes when present), CORR the correlations, DELAY_DIST
 // the table.
-func netemObject(ifindex, parent uint32, p Params) *tc.Object {
+func netemObject(ifindex, parent uint32, p Params, handle uint32) *tc.Object {
 	lat, jit := p.LatencyNs, p.JitterNs
 	n := &tc.Netem{
 		Qopt: tc.NetemQopt{
@@ -588,7 +603,7 @@ func netemObject(ifindex, parent uint32, p Params) *tc.Object {
 		n.DelayDist = &dist
 	}
 	return &tc.Object{
-		Msg:       tc.Msg{Family: unix.AF_UNSPEC, Ifindex: ifindex, Handle: NetemHandle, Parent: parent},
+		Msg:       tc.Msg{Family: unix.AF_UNSPEC, Ifindex: ifindex, Handle: handle, Parent: parent},
 		Attribute: tc.Attribute{Kind: "netem", Netem: n},
 	}
 }
@@ -599,14 +614,6 @@ func ticks(ns int64) uint32 {
 		return 0xffffffff
 	}
 	return uint32(t)
-}
-
-// deleteRootTc deletes the root qdisc through go-tc (used by Probe).
-func deleteRootTc(conn *tc.Tc, ifindex uint32) error {
-	return conn.Qdisc().Delete(&tc.Object{
-		Msg:       tc.Msg{Family: unix.AF_UNSPEC, Ifindex: ifindex, Parent: tcHRoot},
-		Attribute: tc.Attribute{Kind: "netem"},
-	})
 }
 
 func mustAddrs(s ...string) []netip.Addr {

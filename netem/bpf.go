@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	tc "github.com/florianl/go-tc"
@@ -24,6 +25,18 @@ const (
 	bpfFilterPref   = 1
 )
 
+// parsedClassifier parses the embedded ELF once; loads work on copies.
+var parsedClassifier = sync.OnceValues(loadClassifier)
+
+// classifierSpec returns a copy of the parsed classifier, safe to modify.
+func classifierSpec() (*ebpf.CollectionSpec, error) {
+	spec, err := parsedClassifier()
+	if err != nil {
+		return nil, err
+	}
+	return spec.Copy(), nil
+}
+
 // peerKey converts an address into the map key: IPv4 is IPv4-mapped.
 func peerKey(a netip.Addr) classifierPeerKey {
 	return classifierPeerKey{Addr: a.As16()}
@@ -33,7 +46,7 @@ func peerKey(a netip.Addr) classifierPeerKey {
 // peers in its map. The caller closes the returned objects once the
 // filter holds its own reference.
 func loadClassifierProg(port uint16, peers []netip.Addr) (*classifierObjects, error) {
-	spec, err := loadClassifier()
+	spec, err := classifierSpec()
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +166,7 @@ func (a *attachedClassifier) port() (uint16, error) {
 	if a.rodata == nil {
 		return 0, fmt.Errorf("classifier has no .rodata map")
 	}
-	spec, err := loadClassifier()
+	spec, err := classifierSpec()
 	if err != nil {
 		return 0, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 
 	tc "github.com/florianl/go-tc"
 	"golang.org/x/sys/unix"
@@ -36,7 +37,28 @@ var (
 // that is destroyed afterwards: nothing the host uses is touched. A
 // missing qdisc or classifier returns a *UsageError naming the config
 // option and the modprobe that fixes it.
+//
+// A successful probe is remembered for the life of the process (kernel
+// features do not go away), so repeated applies probe once.
 func Probe(classifier string) error {
+	probedMu.Lock()
+	defer probedMu.Unlock()
+	if probed[classifier] {
+		return nil
+	}
+	if err := probe(classifier); err != nil {
+		return err
+	}
+	probed[classifier] = true
+	return nil
+}
+
+var (
+	probedMu sync.Mutex
+	probed   = map[string]bool{}
+)
+
+func probe(classifier string) error {
 	fd, err := throwawayNetns()
 	if err != nil {
 		return err
@@ -61,26 +83,24 @@ func Probe(classifier string) error {
 		return false
 	}
 	var other error
-	note := func(err error) {
+	note := func(step string, err error) {
 		if err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EOPNOTSUPP) && other == nil {
-			other = err
+			other = fmt.Errorf("%s: %w", step, err)
 		}
 	}
 	// netem alone at the root first: its absence is what users hit most.
-	netemObj := netemObject(lo, tcHRoot, Params{LatencyNs: 1e6, Limit: minLimit})
-	err = conn.Qdisc().Add(netemObj)
+	// Its handle differs from the tree's so that nothing can collide.
+	err = conn.Qdisc().Add(netemObject(lo, tcHRoot, Params{LatencyNs: 1e6, Limit: minLimit}, 0x0041_0000))
 	netemOK := check(featNetem, err)
-	note(err)
-	if netemOK {
-		_ = deleteRootTc(conn, lo)
-	}
-	err = conn.Qdisc().Add(prioObject(lo))
+	note("netem at root", err)
+	// Replace swaps whatever is at the root (the probe netem) for prio.
+	err = conn.Qdisc().Replace(prioObject(lo))
 	prioOK := check(featPrio, err)
-	note(err)
+	note("prio at root", err)
 	if prioOK && netemOK {
-		err = conn.Qdisc().Add(netemObject(lo, NetemParent, Params{LatencyNs: 1e6, Limit: minLimit}))
+		err = conn.Qdisc().Add(netemObject(lo, NetemParent, Params{LatencyNs: 1e6, Limit: minLimit}, NetemHandle))
 		check(featNetem, err)
-		note(err)
+		note("netem on 1:4", err)
 	}
 	if prioOK {
 		switch classifier {
@@ -88,7 +108,7 @@ func Probe(classifier string) error {
 			r := u32Rules(&Spec{Peers: mustAddrs("127.0.0.2"), Port: DefaultPort})[0]
 			err = conn.Filter().Add(r.object(lo))
 			check(featU32, err)
-			note(err)
+			note("u32 filter", err)
 		default:
 			objs, lerr := loadClassifierProg(DefaultPort, nil)
 			if lerr != nil {
@@ -97,7 +117,7 @@ func Probe(classifier string) error {
 			err = conn.Filter().Add(bpfFilterObject(lo, objs.EtcdscopePeer.FD()))
 			objs.Close()
 			check(featBPF, err)
-			note(err)
+			note("bpf filter", err)
 		}
 	}
 	if len(missing) > 0 {

@@ -205,6 +205,9 @@ func ntohs(v uint16) uint16 { return v>>8 | v<<8 }
 func (t *Tree) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "dev %s:\n", t.Dev)
+	if len(t.Qdiscs) == 0 {
+		b.WriteString("  no qdisc (the device is down or has no queue)\n")
+	}
 	for _, q := range t.Qdiscs {
 		fmt.Fprintf(&b, "  qdisc %s %s parent %s", q.Kind, handleString(q.Handle), handleString(q.Parent))
 		switch {

@@ -8,16 +8,21 @@ package netem
 // private and never leave them.
 
 import (
+	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -192,8 +197,10 @@ func TestVMPeerDelayBothClassifiers(t *testing.T) {
 				if m := ms(peer[3]); m > 70 {
 					t.Errorf("%s: median connect to :2380 took %.2f ms, want under 70 ms", addr, m)
 				}
-				if m := ms(client[3]); m > 15 {
-					t.Errorf("%s: median connect to :2379 took %.2f ms: the client port must not be delayed", addr, m)
+				// One netem pass alone would add 25 ms: under TCG an
+				// undelayed connect is fast at best and noisy at the median.
+				if f, m := ms(client[0]), ms(client[3]); f > 20 || m > 25 {
+					t.Errorf("%s: connect to :2379 fastest %.2f ms median %.2f ms: the client port must not be delayed", addr, f, m)
 				}
 			}
 			// iproute2 as the independent decoder.
@@ -362,10 +369,12 @@ func TestVMJitterAndLossStatistics(t *testing.T) {
 	if lost < 62 || lost > 138 {
 		t.Errorf("%d of %d probes lost, want 100 ± 38 (binomial, 4 sd) for 10%% loss", lost, n)
 	}
-	// Mean: the sample mean of ~900 draws with sd 5 ms has sd 0.17 ms;
-	// allow 0.8 ms for that and for the baseline's own noise.
-	if d := m - bm; math.Abs(d-ms(delay)) > 0.8 {
-		t.Errorf("added mean delay %.3f ms, want %.1f ± 0.8 ms", d, ms(delay))
+	// Mean: the sample mean of ~900 draws with sd 5 ms has sd 0.17 ms
+	// (4 sd: 0.7 ms). netem releases packets from an hrtimer, whose
+	// wake-up under TCG adds up to ~0.8 ms that the baseline lacks, so
+	// the upper bound is wider.
+	if d := m - bm; d < ms(delay)-0.7 || d > ms(delay)+1.5 {
+		t.Errorf("added mean delay %.3f ms, want %.1f ms within [-0.7, +1.5] ms", d, ms(delay))
 	}
 	// Spread: normal jitter of sigma 5 ms; the sample sd's sd is 0.12 ms.
 	want := math.Sqrt(ms(jitter)*ms(jitter) + bsd*bsd)
@@ -468,10 +477,116 @@ func TestVMApplyClearCyclesAndRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	restored := run(t, "tc", "-n", p.nameA, "qdisc", "show", "dev", "vA")
-	t.Logf("restored %s:\n%s", res.Restored, restored)
+	t.Logf("restored %s\n%s", res.Restored, restored)
 	if restored != tbf {
 		t.Errorf("after clear:\n%s\nwant the tbf as before:\n%s", restored, tbf)
 	}
 }
 
 func asUsage(err error, ue **UsageError) bool { return errors.As(err, ue) }
+
+// TestVMHoldHelper is the child process of TestVMForClearsOnExpirySignalAndKill,
+// standing in for `etcdscope netem apply --for`: it skips unless run as one.
+func TestVMHoldHelper(t *testing.T) {
+	name := os.Getenv("ETCDSCOPE_NETEM_HELPER_NS")
+	if name == "" {
+		t.Skip("only runs as the child of TestVMForClearsOnExpirySignalAndKill")
+	}
+	h, err := netns.GetFromName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold, err := time.ParseDuration(os.Getenv("ETCDSCOPE_NETEM_HELPER_HOLD"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(Options{NetNS: int(h), StateDir: os.Getenv("ETCDSCOPE_NETEM_HELPER_STATE")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Apply(Spec{Dev: "vA", Peers: []netip.Addr{netip.MustParseAddr("10.99.0.2")}, Delay: 25 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("READY")
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := c.HoldAndClear(ctx, "vA", hold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("CLEARED", res.Restored)
+}
+
+// TestVMForClearsOnExpirySignalAndKill checks --for's life cycle in a
+// child process: the tree goes away on expiry, SIGTERM and SIGINT; after
+// SIGKILL it stays, and a Clear from another process restores the device
+// from the state file.
+func TestVMForClearsOnExpirySignalAndKill(t *testing.T) {
+	p := newPair(t)
+	before := run(t, "tc", "-n", p.nameA, "qdisc", "show", "dev", "vA")
+	for _, tc := range []struct {
+		name string
+		hold string
+		sig  os.Signal // nil: let it expire
+	}{
+		{"expiry", "1s", nil},
+		{"SIGTERM", "1m", syscall.SIGTERM},
+		{"SIGINT", "1m", os.Interrupt},
+		{"SIGKILL", "1m", os.Kill},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state := t.TempDir()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestVMHoldHelper$", "-test.v")
+			cmd.Env = append(os.Environ(), "ETCDSCOPE_NETEM_HELPER_NS="+p.nameA,
+				"ETCDSCOPE_NETEM_HELPER_HOLD="+tc.hold, "ETCDSCOPE_NETEM_HELPER_STATE="+state)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stderr = cmd.Stdout
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(out)
+			var log []string
+			for sc.Scan() {
+				log = append(log, sc.Text())
+				if sc.Text() == "READY" {
+					break
+				}
+			}
+			held := run(t, "tc", "-n", p.nameA, "qdisc", "show", "dev", "vA")
+			if !strings.Contains(held, "netem 40:") {
+				t.Errorf("while held, tc shows:\n%s\nchild said:\n%s", held, strings.Join(log, "\n"))
+			}
+			if tc.sig != nil {
+				cmd.Process.Signal(tc.sig)
+			}
+			for sc.Scan() {
+				log = append(log, sc.Text())
+			}
+			werr := cmd.Wait()
+			t.Logf("child (%v):\n%s", werr, strings.Join(log, "\n"))
+			after := run(t, "tc", "-n", p.nameA, "qdisc", "show", "dev", "vA")
+			if tc.sig == os.Kill {
+				if !strings.Contains(after, "netem 40:") {
+					t.Fatalf("after SIGKILL the tree is gone already:\n%s", after)
+				}
+				c := client(t, p.a, Options{StateDir: state})
+				res, err := c.Clear("vA")
+				if err != nil || res.Nothing {
+					t.Fatalf("clear after SIGKILL: %+v, %v", res, err)
+				}
+				after = run(t, "tc", "-n", p.nameA, "qdisc", "show", "dev", "vA")
+			} else if werr != nil {
+				t.Errorf("child failed: %v", werr)
+			}
+			if after != before {
+				t.Errorf("after %s tc shows:\n%s\nwant as before:\n%s", tc.name, after, before)
+			}
+			if ents, _ := os.ReadDir(state); len(ents) != 0 {
+				t.Errorf("state left behind: %v", ents)
+			}
+		})
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -165,14 +164,8 @@ func netemApply(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	timer := time.NewTimer(*hold)
-	defer timer.Stop()
 	fmt.Printf("holding for %s (SIGINT/SIGTERM clears early)\n", *hold)
-	select {
-	case <-timer.C:
-	case <-ctx.Done():
-	}
-	cr, err := c.Clear(s.Dev)
+	cr, err := c.HoldAndClear(ctx, s.Dev, *hold)
 	if err != nil {
 		return err
 	}
