@@ -315,8 +315,32 @@ func TestModelWarmup(t *testing.T) {
 	if p.Observations != 4 {
 		t.Errorf("%v observations, want 4 (2 probers × {5 s, 35 s})", p.Observations)
 	}
-	warm := (0.125 + (1 - math.Pow(0.875, 8))) / 2
-	if want := warm * 0.003; !approx(p.Mean, want, 1e-6) {
+	// The dialing prober: 5.8 ms·(1 − 0.875^n). The kept-alive one: its
+	// first probe dials too (5.8 ms), then 0.2 ms per probe.
+	newAt := func(n float64) float64 { return 0.0058 * (1 - math.Pow(0.875, n)) }
+	reusedAt8 := 0.0058*0.125*math.Pow(0.875, 7) + 0.0002*(1-math.Pow(0.875, 7))
+	want := (newAt(1) + newAt(8) + 0.0058*0.125 + reusedAt8) / 4
+	if !approx(p.Mean, want, 1e-6) {
 		t.Errorf("mean %v, want %v", p.Mean, want)
+	}
+
+	// Replaying a slow first probe (30 ms, as a cluster's first TLS dial
+	// can be) moves the first observation: srtt = 0.125·30 ms.
+	in.NewConnSeries = []UptimeSample{{4 * time.Second, 30 * time.Millisecond}}
+	for k := 2; k <= 10; k++ {
+		in.NewConnSeries = append(in.NewConnSeries, UptimeSample{time.Duration(k) * 4 * time.Second, 5800 * time.Microsecond})
+	}
+	rep := Predict(in)
+	ewma := 0.0
+	for k := 1; k <= 8; k++ {
+		v := 0.0058
+		if k == 1 {
+			v = 0.030
+		}
+		ewma = 0.875*ewma + 0.125*v
+	}
+	want = (0.125*0.030 + ewma + 0.0058*0.125 + reusedAt8) / 4
+	if !approx(rep.Mean, want, 1e-6) {
+		t.Errorf("replayed mean %v, want %v", rep.Mean, want)
 	}
 }

@@ -45,7 +45,11 @@ type Window struct {
 // active links when fromPID is 0) and runs Compare. members maps To IDs to
 // peer addresses; without it every series is compared with all links
 // pooled.
-func CompareScrapes(start, end Scrape, w Window, links []peers.LinkStats, fromPID uint32, members []Member) (out []PeerComparison, resets []Key) {
+//
+// keptAlive, if it has the peer, is the measured time of a probe on a
+// kept-alive connection (etcdscope's own GET /raft/probing); it replaces
+// the kernel-srtt estimate of ReusedProbe.
+func CompareScrapes(start, end Scrape, w Window, links []peers.LinkStats, fromPID uint32, members []Member, keptAlive map[netip.Addr]time.Duration) (out []PeerComparison, resets []Key) {
 	deltas, resets := DeltaScrapes(start, end)
 	byTo := map[string]Member{}
 	for _, m := range members {
@@ -71,6 +75,10 @@ func CompareScrapes(start, end Scrape, w Window, links []peers.LinkStats, fromPI
 				if contains(m.PeerIPs, l.Link.To) {
 					pc.Peer = l.Link.To
 					in = InputFromLink(l, window)
+					if v := keptAlive[l.Link.To]; v > 0 {
+						in.ReusedProbe = v
+						in.ReusedMeasured = true
+					}
 					if w.MonoAtStart != 0 && !ps.IsZero() {
 						base := w.Start.Sub(ps)
 						for _, smp := range l.PerRequestSeries {

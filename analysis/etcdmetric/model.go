@@ -38,6 +38,10 @@ type ModelInput struct {
 	// connections (on a request/response connection each RTT sample spans
 	// request → response, so it includes the answer); never below RTT.
 	ReusedProbe time.Duration `json:"reused_probe_ns"`
+	// ReusedMeasured: ReusedProbe was timed by a real probe on a kept-alive
+	// connection (from this host) rather than estimated from kernel srtt,
+	// which misses the client's TLS and scheduling time.
+	ReusedMeasured bool `json:"reused_measured"`
 	// NewConnProbe: a probe on a new connection, measured as the mean time
 	// in use of per-request connections (SYN_SENT → first FIN): TCP
 	// handshake + TLS handshake (etcd re-reads its certificate files for
@@ -75,7 +79,7 @@ type UptimeSample struct {
 // Prediction is what the metric should read under the model.
 type Prediction struct {
 	// NewConnProbers: how many of the series' probers dial per probe,
-	// NewConnPerMinute / (1 min / ProbeInterval), at most Probers.
+	// NewConnPerMinute / (1 min / ProbeInterval) rounded, at most Probers.
 	NewConnProbers float64 `json:"new_conn_probers"`
 	// Observations expected in the window (Probers per ObserveInterval).
 	Observations float64 `json:"observations"`
@@ -103,8 +107,10 @@ func Predict(in ModelInput) Prediction {
 		reused = in.RTT
 	}
 	perProber := float64(time.Minute / ProbeInterval)
-	f := math.Min(in.NewConnPerMinute/perProber, float64(probers))
-	f = math.Max(f, 0)
+	// A prober dials for every probe or never: round the measured rate
+	// (slots cut at the window's edges make it 14 or 16, not 15).
+	f := math.Round(in.NewConnPerMinute / perProber)
+	f = math.Max(math.Min(f, float64(probers)), 0)
 	// weights of the two kinds of prober in the series
 	wNew, wReused := f, float64(probers)-f
 	rNew, rReused := in.NewConnProbe.Seconds(), reused.Seconds()
@@ -150,18 +156,20 @@ func Predict(in ModelInput) Prediction {
 		}
 	}
 	for _, t := range times {
-		warm := 1.0
 		newSRTT := rNew
 		if t >= 0 {
 			n := float64((t - start) / ProbeInterval)
-			warm = 1 - math.Pow(1-Alpha, n)
-			newSRTT = rNew * warm
+			newSRTT = rNew * (1 - math.Pow(1-Alpha, n))
 			if len(in.NewConnSeries) > 0 {
 				newSRTT = replay(in.NewConnSeries, start, t, rNew)
 			}
 		}
+		reusedSRTT := rReused
+		if t >= 0 {
+			reusedSRTT = warmReused(int((t-start)/ProbeInterval), rNew, rReused)
+		}
 		add(newSRTT, wNew)
-		add(rReused*warm, wReused)
+		add(reusedSRTT, wReused)
 	}
 	for i, b := range bounds {
 		h.Buckets = append(h.Buckets, Bucket{UpperBound: b, Count: counts[i]})
@@ -173,6 +181,21 @@ func Predict(in ModelInput) Prediction {
 	p.P50, _ = h.Quantile(0.5)
 	p.P99, _ = h.Quantile(0.99)
 	return p
+}
+
+// warmReused is the kept-alive prober's srtt after n probes: its first
+// probe has no connection yet and dials (costing a new-connection probe,
+// rNew), the rest reuse it (rReused).
+func warmReused(n int, rNew, rReused float64) float64 {
+	srtt := 0.0
+	for k := 1; k <= n; k++ {
+		v := rReused
+		if k == 1 && rNew > 0 {
+			v = rNew
+		}
+		srtt = (1-Alpha)*srtt + Alpha*v
+	}
+	return srtt
 }
 
 // replay runs the prober EWMA over the probe slots up to uptime t (one per
@@ -268,8 +291,12 @@ func Compare(delta Series, in ModelInput) Comparison {
 	var b strings.Builder
 	fmt.Fprintf(&b, "metric mean %s vs model %s (%.2fx); measured RTT %s, so the metric reads %.1fx the RTT. ",
 		fmtSec(mean), fmtSec(pm), ratio, fmtSec(in.RTT.Seconds()), c.Inflation)
-	fmt.Fprintf(&b, "Model: %.1f of %d probers dial per probe (%.1f new connections/min, %s each: handshake + TLS + request + answer), the other(s) reuse a connection (%s); ",
-		c.Prediction.NewConnProbers, c.Input.Probers, in.NewConnPerMinute, fmtSec(in.NewConnProbe.Seconds()), fmtSec(math.Max(in.ReusedProbe.Seconds(), in.RTT.Seconds())))
+	how := "estimated from kernel srtt"
+	if in.ReusedMeasured {
+		how = "timed by etcdscope's own kept-alive probe"
+	}
+	fmt.Fprintf(&b, "Model: %.0f of %d probers dial per probe (%.1f new connections/min, %s each: handshake + TLS + request + answer), the other(s) reuse a connection (%s, %s); ",
+		c.Prediction.NewConnProbers, c.Input.Probers, in.NewConnPerMinute, fmtSec(in.NewConnProbe.Seconds()), fmtSec(math.Max(in.ReusedProbe.Seconds(), in.RTT.Seconds())), how)
 	if in.UptimeEnd > 0 {
 		fmt.Fprintf(&b, "EWMA (α=0.125 from 0) still warming up at %s uptime; ", in.UptimeEnd.Round(time.Second))
 	}

@@ -1,0 +1,494 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/tracer"
+)
+
+func init() {
+	subcommands["peers"] = subcommand{
+		summary: "real RTT to each etcd peer on :2380, and whether etcd's peer-RTT metric tells the truth",
+		run:     runPeers,
+	}
+}
+
+type peersFlags struct {
+	port                          int
+	peerArgs, endpoints           []string
+	duration                      time.Duration
+	output, metricsURL, readyFile string
+	cacert, cert, key             string
+	probeAnswer                   bool
+}
+
+// peersStdout is where the report goes (tests capture it).
+var peersStdout io.Writer = os.Stdout
+
+func runPeers(args []string) error {
+	var f peersFlags
+	fs := pflag.NewFlagSet("peers", pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.IntVar(&f.port, "port", tracer.DefaultPeerPort, "etcd's peer port: connections with this local or remote port are traced")
+	fs.StringArrayVar(&f.peerArgs, "peer", nil, "trace only connections to/from this peer IP (IPv4 or IPv6; repeat for several)")
+	fs.DurationVar(&f.duration, "duration", time.Minute, "trace this long (0: until Ctrl-C); etcd observes its metric once per prober per 30 s, so give it 2m for a comparison")
+	fs.StringVar(&f.output, "output", "table", "table, or json (one object)")
+	fs.StringVar(&f.metricsURL, "etcd-metrics", "", "etcd /metrics URL of the member on this host, scraped at start and end, e.g. http://127.0.0.1:2381/metrics")
+	fs.StringVar(&f.cacert, "cacert", "", "CA bundle for https --etcd-metrics and --etcd-endpoints")
+	fs.StringVar(&f.cert, "cert", "", "client certificate for https --etcd-metrics and --etcd-endpoints")
+	fs.StringVar(&f.key, "key", "", "client key for --cert")
+	fs.StringSliceVar(&f.endpoints, "etcd-endpoints", nil, "client URLs (comma-separated): member list and leader, to name peers and warn when the leader is the farthest")
+	fs.BoolVar(&f.probeAnswer, "probe-answer", true, "with --etcd-endpoints: GET /raft/probing on a kept-alive connection to each peer every 4 s, timing what etcd's kept-alive prober measures (the kernel sees only RTT + answer)")
+	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once the probes are attached (for scripts and tests)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return errHelp
+		}
+		return usagef("%v (see 'etcdscope peers --help')", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q (see 'etcdscope peers --help')", fs.Arg(0))
+	}
+	cfg, tlsCfg, err := f.validate()
+	if err != nil {
+		return err
+	}
+	if err := tracer.CheckPrerequisites(); err != nil {
+		return usagef("%v", err)
+	}
+	return tracePeers(f, cfg, tlsCfg)
+}
+
+// validate checks every flag before anything touches the host.
+func (f *peersFlags) validate() (tracer.PeersConfig, *tls.Config, error) {
+	var cfg tracer.PeersConfig
+	switch {
+	case f.port < 1 || f.port > 65535:
+		return cfg, nil, usagef("--port %d is out of range; give 1-65535 (etcd's peer port is 2380)", f.port)
+	case f.duration < 0:
+		return cfg, nil, usagef("--duration %v is negative; give e.g. 2m, or 0 to run until Ctrl-C", f.duration)
+	case f.output != "table" && f.output != "json":
+		return cfg, nil, usagef("--output %q: use table or json", f.output)
+	case (f.cert == "") != (f.key == ""):
+		return cfg, nil, usagef("--cert and --key go together")
+	case (f.cacert != "" || f.cert != "") && f.metricsURL == "" && len(f.endpoints) == 0:
+		return cfg, nil, usagef("--cacert/--cert/--key are for --etcd-metrics or --etcd-endpoints; give one of those")
+	}
+	cfg.Port = uint16(f.port)
+	for _, p := range f.peerArgs {
+		a, err := netip.ParseAddr(strings.Trim(p, "[]"))
+		if err != nil || a.Zone() != "" {
+			return cfg, nil, usagef("--peer %q is not an IP address; give e.g. 10.0.0.2 or fd00::2", p)
+		}
+		cfg.Peers = append(cfg.Peers, a.Unmap())
+	}
+	if f.metricsURL != "" {
+		if err := checkURL(f.metricsURL); err != nil {
+			return cfg, nil, usagef("--etcd-metrics %v", err)
+		}
+	}
+	for _, e := range f.endpoints {
+		if err := checkURL(e); err != nil {
+			return cfg, nil, usagef("--etcd-endpoints %v", err)
+		}
+	}
+	var tlsCfg *tls.Config
+	if f.cacert != "" || f.cert != "" {
+		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
+		if f.cacert != "" {
+			pem, err := os.ReadFile(f.cacert)
+			if err != nil {
+				return cfg, nil, usagef("--cacert: %v", err)
+			}
+			tlsCfg.RootCAs = x509.NewCertPool()
+			if !tlsCfg.RootCAs.AppendCertsFromPEM(pem) {
+				return cfg, nil, usagef("--cacert %s holds no PEM certificate", f.cacert)
+			}
+		}
+		if f.cert != "" {
+			c, err := tls.LoadX509KeyPair(f.cert, f.key)
+			if err != nil {
+				return cfg, nil, usagef("--cert/--key: %v", err)
+			}
+			tlsCfg.Certificates = []tls.Certificate{c}
+		}
+	}
+	return cfg, tlsCfg, nil
+}
+
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("%q: %v", s, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q: give an http:// or https:// URL with a host", s)
+	}
+	return nil
+}
+
+// peersReport is the JSON form of the report; the table prints the same.
+type peersReport struct {
+	Port          int                         `json:"port"`
+	WindowSeconds float64                     `json:"window_seconds"`
+	Events        int                         `json:"events"`
+	LostEvents    uint64                      `json:"lost_events"`
+	Links         []peers.LinkStats           `json:"links"`
+	MetricsURL    string                      `json:"metrics_url,omitempty"`
+	MetricsError  string                      `json:"metrics_error,omitempty"`
+	MemberPID     int                         `json:"member_pid,omitempty"`
+	Metric        []etcdmetric.PeerComparison `json:"metric,omitempty"`
+	Resets        []etcdmetric.Key            `json:"metric_resets,omitempty"`
+	Members       []etcdmetric.Member         `json:"members,omitempty"`
+	MembersError  string                      `json:"members_error,omitempty"`
+	LeaderWarning string                      `json:"leader_warning,omitempty"`
+	// KeptAliveProbe: mean time of etcdscope's own kept-alive probes per
+	// peer IP (ns); KeptAliveProbeErrors: why a peer could not be probed.
+	KeptAliveProbe       map[netip.Addr]time.Duration `json:"kept_alive_probe_ns,omitempty"`
+	KeptAliveProbeErrors map[netip.Addr]string        `json:"kept_alive_probe_errors,omitempty"`
+}
+
+func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep := peersReport{Port: int(cfg.Port), MetricsURL: f.metricsURL}
+	var metricErrs []string
+	var start etcdmetric.Scrape
+	var startOK bool
+	if f.metricsURL != "" {
+		var err error
+		start, err = scrapeEtcd(ctx, f.metricsURL, tlsCfg)
+		if err != nil {
+			metricErrs = append(metricErrs, "start scrape: "+err.Error())
+		} else {
+			startOK = true
+		}
+	}
+	var peerURLs map[uint64]string
+	var err error
+	if len(f.endpoints) > 0 {
+		mctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		rep.Members, peerURLs, err = memberList(mctx, f.endpoints, tlsCfg)
+		cancel()
+		if err != nil {
+			rep.MembersError = err.Error()
+		}
+	}
+	var local netip.Addr
+	if u, err := url.Parse(f.metricsURL); err == nil && f.metricsURL != "" {
+		if ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname()); err == nil && len(ips) > 0 {
+			local = ips[0].Unmap()
+		}
+	}
+	probe := &answerProbe{}
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	probeDone := make(chan struct{})
+	go func() {
+		defer close(probeDone)
+		if f.probeAnswer && len(rep.Members) > 0 {
+			probe.run(probeCtx, rep.Members, peerURLs, local, tlsCfg)
+		}
+	}()
+
+	t0 := time.Now()
+	var mono0 unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono0) // the events' clock
+	d := f.duration
+	if d == 0 {
+		d = 100 * 365 * 24 * time.Hour // until Ctrl-C
+	}
+	ready := func() {
+		if f.readyFile != "" {
+			if err := os.WriteFile(f.readyFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+				fmt.Fprintf(os.Stderr, "etcdscope peers: writing --ready-file: %v\n", err)
+			}
+		}
+	}
+	events, lost, err := tracer.RecordPeers(ctx, cfg, d, ready)
+	stopProbe()
+	<-probeDone
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	t1 := time.Now()
+	for _, m := range rep.Members {
+		for _, ip := range m.PeerIPs {
+			if v := probe.mean(ip); v > 0 {
+				if rep.KeptAliveProbe == nil {
+					rep.KeptAliveProbe = map[netip.Addr]time.Duration{}
+				}
+				rep.KeptAliveProbe[ip] = v
+			}
+			if e := probe.err(ip); e != nil {
+				if rep.KeptAliveProbeErrors == nil {
+					rep.KeptAliveProbeErrors = map[netip.Addr]string{}
+				}
+				rep.KeptAliveProbeErrors[ip] = e.Error()
+			}
+		}
+	}
+	rep.WindowSeconds = t1.Sub(t0).Seconds()
+	rep.Events, rep.LostEvents = len(events), lost
+	pr := peers.Analyze(events, peers.Options{Window: t1.Sub(t0)})
+	rep.Links = pr.Links
+
+	// Metrics and members are best effort: their errors are reported and
+	// the tracing part still comes out.
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if rep.MembersError == "" && len(rep.Members) > 0 {
+		rep.LeaderWarning = etcdmetric.LeaderWarning(rep.Members, rep.Links)
+	}
+	if f.metricsURL != "" {
+		end, err := scrapeEtcd(sctx, f.metricsURL, tlsCfg)
+		if err != nil {
+			metricErrs = append(metricErrs, "end scrape: "+err.Error())
+		} else if startOK {
+			if u, err := url.Parse(f.metricsURL); err == nil {
+				if pid, err := listenerPID(u); err == nil {
+					rep.MemberPID = pid
+				}
+			}
+			rep.Metric, rep.Resets = etcdmetric.CompareScrapes(start, end,
+				etcdmetric.Window{Start: t0, End: t1, MonoAtStart: uint64(mono0.Nano())}, rep.Links, uint32(rep.MemberPID), rep.Members, rep.KeptAliveProbe)
+		}
+	}
+	rep.MetricsError = strings.Join(metricErrs, "; ")
+	if f.output == "json" {
+		enc := json.NewEncoder(peersStdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		printPeersTable(peersStdout, rep)
+	}
+	if rep.MetricsError != "" {
+		fmt.Fprintf(os.Stderr, "etcdscope peers: --etcd-metrics %s: %s\n", f.metricsURL, rep.MetricsError)
+	}
+	if rep.MembersError != "" {
+		fmt.Fprintf(os.Stderr, "etcdscope peers: --etcd-endpoints: %s\n", rep.MembersError)
+	}
+	return nil
+}
+
+// listenerPID finds the etcd process serving the metrics URL.
+func listenerPID(u *url.URL) (int, error) {
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(context.Background(), "ip", host)
+	if err != nil || len(ips) == 0 {
+		return 0, fmt.Errorf("resolving %s: %v", host, err)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return 0, err
+	}
+	return tracer.ListenerPID(netip.AddrPortFrom(ips[0].Unmap(), uint16(p)))
+}
+
+// scrapeEtcd fetches and parses one /metrics page. A page with etcd
+// metrics but no peer RTT yet (no observation made) is an empty scrape.
+func scrapeEtcd(ctx context.Context, u string, tlsCfg *tls.Config) (etcdmetric.Scrape, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return etcdmetric.Scrape{}, err
+	}
+	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return etcdmetric.Scrape{}, explainTLS(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return etcdmetric.Scrape{}, fmt.Errorf("HTTP %s (is this etcd's /metrics?)", resp.Status)
+	}
+	sc, err := etcdmetric.Parse(io.LimitReader(resp.Body, 64<<20))
+	if errors.Is(err, etcdmetric.ErrNoMetric) && sc.IsEtcd {
+		return sc, nil
+	}
+	if err != nil {
+		return sc, fmt.Errorf("not etcd metrics: %w", err)
+	}
+	return sc, nil
+}
+
+// explainTLS adds what to fix to TLS failures.
+func explainTLS(err error) error {
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	var rec tls.RecordHeaderError
+	switch {
+	case errors.As(err, &ua):
+		return fmt.Errorf("%w (the server's certificate is not signed by --cacert)", err)
+	case errors.As(err, &hn):
+		return fmt.Errorf("%w (the certificate does not name this host: use the address in its SAN)", err)
+	case errors.As(err, &rec):
+		return fmt.Errorf("%w (the server does not speak TLS: use http://)", err)
+	case strings.Contains(err.Error(), "certificate required") || strings.Contains(err.Error(), "bad certificate"):
+		return fmt.Errorf("%w (the server wants a client certificate: give --cert and --key)", err)
+	}
+	return err
+}
+
+// memberList asks the cluster for its members and its leader.
+// It returns the members and each one's first peer URL by ID.
+func memberList(ctx context.Context, endpoints []string, tlsCfg *tls.Config) ([]etcdmetric.Member, map[uint64]string, error) {
+	cl, err := clientv3.New(clientv3.Config{Endpoints: endpoints, TLS: tlsCfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cl.Close()
+	ml, err := cl.MemberList(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("member list: %w", explainTLS(err))
+	}
+	peerURLs := map[uint64]string{}
+	var leader uint64
+	for _, ep := range endpoints {
+		if st, err := cl.Status(ctx, ep); err == nil {
+			leader = st.Leader
+			break
+		}
+	}
+	var out []etcdmetric.Member
+	for _, m := range ml.Members {
+		mem := etcdmetric.Member{ID: m.ID, Name: m.Name, Leader: m.ID == leader}
+		if len(m.PeerURLs) > 0 {
+			peerURLs[m.ID] = m.PeerURLs[0]
+		}
+		for _, pu := range m.PeerURLs {
+			u, err := url.Parse(pu)
+			if err != nil {
+				continue
+			}
+			ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname())
+			if err != nil {
+				continue
+			}
+			for _, ip := range ips {
+				mem.PeerIPs = append(mem.PeerIPs, ip.Unmap())
+			}
+		}
+		out = append(out, mem)
+	}
+	if leader == 0 {
+		return out, peerURLs, fmt.Errorf("no endpoint answered a status request: leader unknown")
+	}
+	return out, peerURLs, nil
+}
+
+func ns(v int64) string {
+	if v == 0 {
+		return "-"
+	}
+	return time.Duration(v).Round(time.Microsecond).String()
+}
+
+func printPeersTable(w io.Writer, rep peersReport) {
+	fmt.Fprintf(w, "etcdscope peers: %.1fs on port %d, %d events, %d lost\n\n", rep.WindowSeconds, rep.Port, rep.Events, rep.LostEvents)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LINK\tOPENED/MIN\tCLOSED/MIN\tHANDSHAKE RTT p50/p99 (n)\tSRTT p50/max (conns)\tMIN RTT p50\tPER-REQUEST p50/p99 (n)\tLIFETIME p50\tRETRANS")
+	for _, l := range rep.Links {
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%s/%s (%d)\t%s/%s (%d)\t%s\t%s/%s (%d)\t%s\t%d\n",
+			l.Link, l.OpenedPerMinute, l.ClosedPerMinute,
+			ns(l.HandshakeRTT.P50), ns(l.HandshakeRTT.P99), l.HandshakeRTT.Count,
+			ns(l.SRTT.P50), ns(l.SRTT.Max), l.SRTT.Count, ns(l.MinRTT.P50),
+			ns(l.PerRequest.P50), ns(l.PerRequest.P99), l.PerRequest.Count,
+			ns(l.Lifetime.P50), l.Retransmits)
+	}
+	tw.Flush()
+	if len(rep.Links) == 0 {
+		fmt.Fprintf(w, "no connections on port %d seen\n", rep.Port)
+	}
+	if len(rep.Members) > 0 {
+		fmt.Fprintln(w)
+		for _, m := range rep.Members {
+			lead := ""
+			if m.Leader {
+				lead = " (leader)"
+			}
+			fmt.Fprintf(w, "member %s %s peer IPs %v%s\n", m.ToLabel(), m.Name, m.PeerIPs, lead)
+		}
+	}
+	if rep.LeaderWarning != "" {
+		fmt.Fprintf(w, "\nWARNING: %s\n", rep.LeaderWarning)
+	}
+	if rep.MetricsURL == "" {
+		return
+	}
+	fmt.Fprintf(w, "\n%s from %s (member pid %d), between the two scrapes:\n", etcdmetric.MetricName, rep.MetricsURL, rep.MemberPID)
+	if rep.MetricsError != "" {
+		fmt.Fprintf(w, "  error: %s\n", rep.MetricsError)
+	}
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TO\tPROBER\tMEMBER\tPEER\tOBS\tMEAN\tp50\tp99\tRTT\tINFLATION\tMODEL MEAN\tMODEL INFLATION\tVERDICT")
+	for _, c := range rep.Metric {
+		p50, p99 := sec(c.P50), sec(c.P99)
+		if c.QuantileError != "" {
+			p50, p99 = "n/a", "n/a"
+		}
+		peer := "-"
+		if c.Peer.IsValid() {
+			peer = c.Peer.String()
+		}
+		verdict := "not explained"
+		if c.Explained {
+			verdict = "explained"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%.1fx\t%s\t%.1fx\t%s\n", c.Key.To, dash(c.Key.Prober), dash(c.Member), peer,
+			c.Observations, sec(c.Mean), p50, p99, c.Input.RTT.Round(time.Microsecond), c.Inflation, sec(c.Prediction.Mean), c.ModelInflation, verdict)
+	}
+	tw.Flush()
+	for _, c := range rep.Metric {
+		fmt.Fprintf(w, "  %s: %s\n", c.Key.To, c.Verdict)
+		if c.QuantileError != "" {
+			fmt.Fprintf(w, "    p50/p99 not interpolated: %s\n", c.QuantileError)
+		}
+	}
+	for _, k := range rep.Resets {
+		fmt.Fprintf(w, "  %s: counts fell between the scrapes (etcd restarted): only the end scrape is used\n", k.To)
+	}
+}
+
+func sec(s float64) string {
+	if s == 0 {
+		return "-"
+	}
+	return time.Duration(s * 1e9).Round(time.Microsecond).String()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/internal/etcdtest"
+	"github.com/etcdscope/etcdscope/internal/testenv"
+	"github.com/etcdscope/etcdscope/tracer"
+)
+
+// TestPeersEtcdTLS runs `etcdscope peers` for 60 s against a real
+// 3-member etcd with TLS peer URLs on 127.0.0.1/.2/.3:2380 and checks:
+//   - new connections per link against ftrace's own record of the same
+//     tracepoint (an instance buffer, no BPF): every active open ftrace
+//     saw by (source port, destination) is one the tracer reported, and
+//     the per-link counts agree; /proc/net/snmp ActiveOpens bounds them;
+//   - about one new connection per 4 s per link (the RAFT_MESSAGE prober);
+//   - the metric scraped over TLS is parsed per To, matched to the peer,
+//     and the report carries the inflation ratio and the model's verdict.
+func TestPeersEtcdTLS(t *testing.T) {
+	testenv.RequireRoot(t)
+	c := etcdtest.Start(t, etcdtest.Options{Members: 3, PeerTLS: true, ClientTLS: true})
+	m0 := c.Members[0]
+	byIP := map[netip.Addr]*etcdtest.Member{}
+	for _, m := range c.Members {
+		byIP[netip.MustParseAddr(m.IP)] = m
+		t.Logf("member %s ip %s pid %d id %x", m.Name, m.IP, m.PID, m.ID)
+	}
+
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready")
+	var out bytes.Buffer
+	peersStdout = &out
+	defer func() { peersStdout = os.Stdout }()
+	const d = 60 * time.Second
+	done := make(chan int, 1)
+	go func() {
+		done <- run([]string{"peers", "--duration", d.String(), "--output", "json", "--ready-file", ready,
+			"--etcd-metrics", m0.ClientURL + "/metrics", "--cacert", c.CAFile, "--cert", c.ClientCertFile, "--key", c.ClientKeyFile,
+			"--etcd-endpoints", strings.Join(c.Endpoints(), ",")})
+	}()
+	waitFile(t, ready, done)
+
+	// The oracle runs inside the tool's window (starts after ready, stops
+	// 5 s before the end), so each connection it saw must be in the report.
+	ft := startFtrace(t, "dport == 2380 && oldstate == 2 && newstate == 1")
+	snmp0 := activeOpens(t)
+	// A second, library-level tracer gives the per-connection list the
+	// CLI's JSON summarises.
+	evsCh := make(chan []peers.Event, 1)
+	go func() {
+		evs, _, err := tracer.RecordPeers(context.Background(), tracer.PeersConfig{}, d-3*time.Second, nil)
+		if err != nil {
+			t.Error(err)
+		}
+		evsCh <- evs
+	}()
+	time.Sleep(d - 8*time.Second)
+	ftraceOpens := ft.stop(t)
+	snmp1 := activeOpens(t)
+	evs := <-evsCh
+	if rc := <-done; rc != 0 {
+		t.Fatalf("etcdscope peers exited %d; output:\n%s", rc, out.String())
+	}
+
+	var rep peersReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
+	}
+	if rep.LostEvents != 0 {
+		t.Errorf("%d events lost", rep.LostEvents)
+	}
+
+	// 1. ftrace's active opens are all in the library tracer's events.
+	traced := map[netip.AddrPort]peers.Event{} // key: local addr:port
+	for _, e := range evs {
+		if e.Kind == peers.KindOpen && e.Direction == peers.Active {
+			traced[e.Local] = e
+		}
+	}
+	perLink := map[string]int{} // "pid→ip" counted by ftrace
+	for _, o := range ftraceOpens {
+		e, ok := traced[o.local]
+		if !ok {
+			t.Errorf("ftrace saw an active open %v → %v the tracer did not report", o.local, o.remote)
+			continue
+		}
+		if e.Remote != o.remote {
+			t.Errorf("open from %v: tracer says remote %v, ftrace %v", o.local, e.Remote, o.remote)
+		}
+		perLink[fmt.Sprintf("%d→%s", e.PID, o.remote.Addr())]++
+	}
+	if delta := snmp1 - snmp0; delta < uint64(len(ftraceOpens)) {
+		t.Errorf("/proc/net/snmp ActiveOpens grew by %d, fewer than the %d opens to :2380 ftrace saw", delta, len(ftraceOpens))
+	}
+	t.Logf("ftrace: %d active opens to :2380 in %v: %v; ActiveOpens +%d host-wide", len(ftraceOpens), d-8*time.Second, perLink, snmp1-snmp0)
+
+	// 2. The CLI's links: one per (member pid, peer), ~15 new per minute,
+	// and not fewer than ftrace counted in its shorter window.
+	seen := 0
+	for _, l := range rep.Links {
+		if l.Link.Direction != peers.Active || l.Link.FromPID == 0 {
+			continue
+		}
+		to := byIP[l.Link.To]
+		if to == nil {
+			continue
+		}
+		seen++
+		key := fmt.Sprintf("%d→%s", l.Link.FromPID, l.Link.To)
+		fcount := perLink[key]
+		if l.Opened < fcount || l.Opened > fcount+3 {
+			t.Errorf("%s: tool counted %d opens in %v, ftrace %d in the %v inside it", l.Link, l.Opened, d, fcount, d-8*time.Second)
+		}
+		if l.PerRequest.Count < 12 || l.PerRequest.Count > 17 {
+			t.Errorf("%s: %d per-request connections in %v, want ~15 (one per 4 s)", l.Link, l.PerRequest.Count, d)
+		}
+		if l.HandshakeRTT.P50 <= 0 || l.HandshakeRTT.P50 > int64(5*time.Millisecond) {
+			t.Errorf("%s: loopback handshake RTT p50 %v", l.Link, time.Duration(l.HandshakeRTT.P50))
+		}
+		t.Logf("%s: opened %d (%.1f/min), ftrace %d; handshake p50 %v; per-request p50 %v; srtt p50 %v (%d kept-alive)",
+			l.Link, l.Opened, l.OpenedPerMinute, fcount, time.Duration(l.HandshakeRTT.P50), time.Duration(l.PerRequest.P50), time.Duration(l.SRTT.P50), l.KeptAlive)
+	}
+	if seen != 6 {
+		t.Errorf("%d member→peer links with new connections, want 6 (3 members × 2 peers)", seen)
+	}
+
+	// 3. The metric, per To, matched to peers through the member list.
+	if rep.MetricsError != "" || rep.MembersError != "" {
+		t.Errorf("metrics error %q, members error %q", rep.MetricsError, rep.MembersError)
+	}
+	if rep.MemberPID != m0.PID {
+		t.Errorf("member pid for %s: %d, want %d", m0.ClientURL, rep.MemberPID, m0.PID)
+	}
+	if len(rep.Metric) != 2 {
+		t.Fatalf("%d metric series, want 2 (m0's two peers): %+v", len(rep.Metric), rep.Metric)
+	}
+	for _, cmp := range rep.Metric {
+		peer := byIP[cmp.Peer]
+		if peer == nil || strconv.FormatUint(peer.ID, 16) != cmp.Key.To {
+			t.Errorf("To=%s matched to peer %v", cmp.Key.To, cmp.Peer)
+		}
+		if cmp.Observations < 2 || cmp.Observations > 6 {
+			t.Errorf("To=%s: %v observations in %v, want 4 (2 probers × 1 per 30 s)", cmp.Key.To, cmp.Observations, d)
+		}
+		if cmp.Inflation < 5 || cmp.ModelInflation < 5 || math.IsNaN(cmp.Inflation) {
+			t.Errorf("To=%s: inflation %.1f, model %.1f: on loopback with TLS the metric reads ms against a µs RTT", cmp.Key.To, cmp.Inflation, cmp.ModelInflation)
+		}
+		if cmp.QuantileError != "" {
+			t.Errorf("To=%s: %s", cmp.Key.To, cmp.QuantileError)
+		}
+		if !cmp.Explained {
+			t.Errorf("To=%s: the model does not explain the metric: %s", cmp.Key.To, cmp.Verdict)
+		}
+		t.Logf("To=%s (%s): metric mean %.3f ms p50 %.3f ms p99 %.3f ms, RTT %v, inflation %.0fx; model %.3f ms: %s",
+			cmp.Key.To, cmp.Member, cmp.Mean*1e3, cmp.P50*1e3, cmp.P99*1e3, cmp.Input.RTT, cmp.Inflation, cmp.Prediction.Mean*1e3, cmp.Verdict)
+	}
+	if len(rep.Members) != 3 {
+		t.Errorf("%d members listed", len(rep.Members))
+	}
+}
+
+func waitFile(t *testing.T, path string, done chan int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		select {
+		case rc := <-done:
+			t.Fatalf("etcdscope peers exited %d before attaching", rc)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatal("ready file never appeared")
+}
+
+type ftraceOpen struct{ local, remote netip.AddrPort }
+
+type ftrace struct{ dir string }
+
+// startFtrace enables sock:inet_sock_set_state with filter in a tracefs
+// instance of its own, so it neither sees nor disturbs other users.
+func startFtrace(t *testing.T, filter string) *ftrace {
+	t.Helper()
+	undo, err := tracer.Tracefs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(undo)
+	root := "/sys/kernel/tracing"
+	if _, err := os.Stat(root + "/instances"); err != nil {
+		root = "/sys/kernel/debug/tracing"
+	}
+	dir := filepath.Join(root, "instances", fmt.Sprintf("etcdscope-peers-test-%d", os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(dir) })
+	ev := filepath.Join(dir, "events/sock/inet_sock_set_state")
+	for _, w := range [][2]string{{ev + "/filter", filter}, {ev + "/enable", "1"}} {
+		if err := os.WriteFile(w[0], []byte(w[1]), 0); err != nil {
+			t.Fatalf("writing %s: %v", w[0], err)
+		}
+	}
+	return &ftrace{dir: dir}
+}
+
+var ftraceLine = regexp.MustCompile(`sport=(\d+) dport=(\d+) saddr=(\S+) daddr=(\S+)`)
+
+func (f *ftrace) stop(t *testing.T) []ftraceOpen {
+	t.Helper()
+	os.WriteFile(filepath.Join(f.dir, "events/sock/inet_sock_set_state/enable"), []byte("0"), 0)
+	fh, err := os.Open(filepath.Join(f.dir, "trace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	var out []ftraceOpen
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		m := ftraceLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		sp, _ := strconv.Atoi(m[1])
+		dp, _ := strconv.Atoi(m[2])
+		out = append(out, ftraceOpen{
+			local:  netip.AddrPortFrom(netip.MustParseAddr(m[3]), uint16(sp)),
+			remote: netip.AddrPortFrom(netip.MustParseAddr(m[4]), uint16(dp)),
+		})
+	}
+	if strings.Contains(readFile(filepath.Join(f.dir, "per_cpu/cpu0/stats")), "overrun: 0") == false {
+		t.Logf("ftrace stats: %s", readFile(filepath.Join(f.dir, "per_cpu/cpu0/stats")))
+	}
+	return out
+}
+
+func readFile(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
+}
+
+// activeOpens reads Tcp ActiveOpens from /proc/net/snmp (host-wide: other
+// connections only add to it, so it bounds the :2380 count from above).
+func activeOpens(t *testing.T) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/net/snmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "Tcp: ") {
+			continue
+		}
+		f := strings.Fields(line)[1:]
+		if names == nil {
+			names = f
+			continue
+		}
+		for i, n := range names {
+			if n == "ActiveOpens" {
+				v, _ := strconv.ParseUint(f[i], 10, 64)
+				return v
+			}
+		}
+	}
+	t.Fatal("no Tcp ActiveOpens in /proc/net/snmp")
+	return 0
+}

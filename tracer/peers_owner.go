@@ -1,0 +1,105 @@
+package tracer
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ListenerPID returns the pid of the process holding the TCP socket that
+// listens on addr (or on the wildcard address of its family at that
+// port), from /proc/net/tcp{,6} and /proc/PID/fd. The peers report uses it
+// to tell which traced pid is the etcd member whose /metrics it scrapes.
+func ListenerPID(addr netip.AddrPort) (int, error) {
+	ino, err := listenerInode(addr)
+	if err != nil {
+		return 0, err
+	}
+	return pidOfSocket(ino)
+}
+
+func listenerInode(addr netip.AddrPort) (uint64, error) {
+	want := addr.Addr().Unmap()
+	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		f, err := os.Open(file)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		sc.Scan() // header
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) < 10 || fields[3] != "0A" { // 0A: TCP_LISTEN
+				continue
+			}
+			local, err := parseProcAddr(fields[1])
+			if err != nil || local.Port() != addr.Port() {
+				continue
+			}
+			la := local.Addr().Unmap()
+			if la == want || la.IsUnspecified() {
+				f.Close()
+				return strconv.ParseUint(fields[9], 10, 64)
+			}
+		}
+		f.Close()
+	}
+	return 0, fmt.Errorf("no TCP socket listens on %s", addr)
+}
+
+// parseProcAddr parses "0100007F:0929": the address as the kernel's
+// 32-bit words in host byte order, the port in hex.
+func parseProcAddr(s string) (netip.AddrPort, error) {
+	hexAddr, hexPort, ok := strings.Cut(s, ":")
+	if !ok {
+		return netip.AddrPort{}, fmt.Errorf("bad address %q", s)
+	}
+	raw, err := hex.DecodeString(hexAddr)
+	if err != nil || (len(raw) != 4 && len(raw) != 16) {
+		return netip.AddrPort{}, fmt.Errorf("bad address %q", s)
+	}
+	port, err := strconv.ParseUint(hexPort, 16, 16)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("bad port %q", s)
+	}
+	var b [16]byte
+	for i := 0; i < len(raw); i += 4 {
+		// each word was printed as a host-order integer
+		binary.BigEndian.PutUint32(b[i:], binary.NativeEndian.Uint32(raw[i:]))
+	}
+	if len(raw) == 4 {
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[:4])), uint16(port)), nil
+	}
+	return netip.AddrPortFrom(netip.AddrFrom16(b), uint16(port)), nil
+}
+
+// pidOfSocket finds the process with an fd on socket inode ino.
+func pidOfSocket(ino uint64) (int, error) {
+	target := "socket:[" + strconv.FormatUint(ino, 10) + "]"
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		fds, err := os.ReadDir(filepath.Join("/proc", p.Name(), "fd"))
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			if l, err := os.Readlink(filepath.Join("/proc", p.Name(), "fd", fd.Name())); err == nil && l == target {
+				return pid, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("no process holds %s", target)
+}
