@@ -81,19 +81,32 @@ if [[ -z $KPKG ]]; then
 	[[ -n $KPKG ]] || die "cannot resolve $META (apt-cache depends $META names nothing; run apt-get update)"
 	log "apt-cache cannot resolve $META; using cached $KPKG"
 fi
-KREL=${KPKG#linux-image-}
-[[ $KREL =~ ^${SERIES//./\\.}\.[0-9]+-[0-9]+-cloud-amd64$ ]] ||
-	die "$META resolves to $KPKG, not the pinned ${SERIES} cloud-amd64 series (Debian 12); set VMTEST_KERNEL_SERIES to change the pin"
-
-KDIR=$CACHE/kernel/$KPKG
+check_pin() {
+	KREL=${KPKG#linux-image-}
+	KDIR=$CACHE/kernel/$KPKG
+	[[ $KREL =~ ^${SERIES//./\\.}\.[0-9]+-[0-9]+-cloud-amd64$ ]] ||
+		die "$META resolves to $KPKG, not the pinned ${SERIES} cloud-amd64 series (Debian 12); set VMTEST_KERNEL_SERIES to change the pin"
+}
+download() { # download: the .deb of $KPKG into $CACHE/debs, or fail
+	log "downloading $KPKG"
+	# The sandbox user _apt cannot write here; downloading as the
+	# invoking user is what we want anyway.
+	(cd "$CACHE/debs" && apt-get download -q -o APT::Sandbox::User="$(id -un)" "$KPKG" >/dev/null)
+}
+check_pin
 if [[ ! -f $KDIR/.ready ]]; then
 	deb=$(ls -1 "$CACHE/debs/${KPKG}_"*.deb 2>/dev/null | tail -1 || true)
 	if [[ -z $deb ]]; then
-		log "downloading $KPKG"
-		# The sandbox user _apt cannot write here; downloading as the
-		# invoking user is what we want anyway.
-		(cd "$CACHE/debs" && apt-get download -q -o APT::Sandbox::User="$(id -un)" "$KPKG" >/dev/null) ||
-			die "apt-get download $KPKG failed (run apt-get update; the mirror drops superseded kernels)"
+		if ! download; then
+			# Stale package lists name a kernel the mirror has dropped.
+			[[ $(id -u) == 0 ]] || die "apt-get download $KPKG failed (run apt-get update as root; the mirror drops superseded kernels)"
+			log "apt-get download $KPKG failed; running apt-get update"
+			apt-get update -q >/dev/null
+			KPKG=$(resolve_kernel || true)
+			[[ -n $KPKG ]] || die "cannot resolve $META after apt-get update"
+			check_pin
+			download || die "apt-get download $KPKG failed after apt-get update"
+		fi
 		deb=$(ls -1 "$CACHE/debs/${KPKG}_"*.deb | tail -1)
 	fi
 	rm -rf "$KDIR"
@@ -176,7 +189,8 @@ ETCD=
 cp "$(command -v busybox)" "$STAGE/bin/busybox"
 copy_with_libs() { # copy_with_libs BINARY DEST
 	cp -L "$1" "$STAGE$2"
-	ldd "$1" | awk '/=> \//{print $3} /^[[:space:]]*\/[^ ]*ld-linux/{print $1}' |
+	# ldd fails on a static binary: nothing to copy then.
+	{ ldd "$1" || true; } | awk '/=> \//{print $3} /^[[:space:]]*\/[^ ]*ld-linux/{print $1}' |
 		while read -r lib; do
 			[[ -e $STAGE$lib ]] && continue
 			mkdir -p "$STAGE$(dirname "$lib")"
