@@ -44,6 +44,9 @@ test-go: build etcd
 # test is the README's test command: Go tests here, then the VM rig.
 test: test-go vmtest
 
+# vmtest boots Debian 12's cloud kernel (6.1) under QEMU TCG and runs every
+# package's //go:build vmtest tests inside (docs/vmtest.md). It needs no
+# root; VMTEST_RUN=regex narrows the tests.
 vmtest:
 	./vmtest/run.sh
 
