@@ -135,12 +135,17 @@ if [[ -n ${VMTEST_PKGS:-} ]]; then
 	read -r -a pkgdirs <<<"$VMTEST_PKGS"
 else
 	mapfile -t pkgdirs < <(
-		grep -rlE --include='*_test.go' '^//go:build .*\bvmtest\b' . |
+		grep -rlE --include='*_test.go' --exclude-dir=testdata --exclude-dir=vendor --exclude-dir='.?*' \
+			'^//go:build .*\bvmtest\b' . |
 			grep -v -e '^./vmtest/cache/' -e '^./vmtest/out/' |
 			xargs -r -n1 dirname | sort -u
 	)
 fi
 [[ ${#pkgdirs[@]} -gt 0 ]] || die "no package has a //go:build vmtest test file"
+pkgdirs=("${pkgdirs[@]#./}")
+
+# `go vet ./...` on the host never sees vmtest-tagged files.
+"$GO" vet -tags vmtest "${pkgdirs[@]/#/./}" || die "go vet -tags vmtest failed"
 
 STAGE=$RUN/initramfs
 mkdir -p "$STAGE"/{bin,sbin,usr/bin,usr/sbin,lib64,etc/vmtest,proc,sys,dev,tmp,run,src,mnt,"lib/modules/$KREL"}
@@ -154,7 +159,6 @@ printf 'root:x:0:0:root:/tmp:/bin/sh\n' >"$STAGE/etc/passwd"
 printf 'root:x:0:\n' >"$STAGE/etc/group"
 : >"$STAGE/etc/vmtest/tests"
 for dir in "${pkgdirs[@]}"; do
-	dir=${dir#./}
 	[[ -d $dir ]] || usage "VMTEST_PKGS: no directory $dir"
 	imp=$("$GO" list -tags vmtest "./$dir")
 	# The tests meant for the VM: Test functions in the vmtest-tagged
