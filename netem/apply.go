@@ -515,7 +515,8 @@ func Diff(t *Tree, s *Spec, p Params) []string {
 // ClearResult reports what Clear did.
 type ClearResult struct {
 	Restored string // "kernel default" or the restored root, e.g. "tbf 8001:"
-	Nothing  bool   // no state and no tree of ours: nothing was done
+	Nothing  bool   // no state: nothing was done
+	Hint     string // with Nothing: what to do about a tree that looks like ours
 }
 
 // Clear removes etcdscope's tree from dev and restores what apply found:
@@ -531,12 +532,20 @@ func (c *Client) Clear(dev string) (*ClearResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st == nil {
-		return &ClearResult{Nothing: true}, nil
-	}
 	t, err := c.tree(dev, ifindex)
 	if err != nil {
 		return nil, err
+	}
+	if st == nil {
+		res := &ClearResult{Nothing: true}
+		if root := t.Root(); root != nil && root.Kind == "prio" && root.Handle == PrioHandle {
+			if nq := t.child(NetemParent); nq != nil && nq.Kind == "netem" {
+				// Without state we cannot know what to restore; a tree
+				// shaped like ours may also be hand-made. Say how to remove it.
+				res.Hint = fmt.Sprintf("%s has prio 1: with netem on 1:4 but no etcdscope state in %s; if it is etcdscope's, remove it with `tc qdisc del dev %s root`", dev, c.opts.StateDir, dev)
+			}
+		}
+		return res, nil
 	}
 	root := t.Root()
 	ours := root != nil && root.Kind == "prio" && root.Handle == PrioHandle

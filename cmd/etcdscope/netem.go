@@ -58,7 +58,7 @@ func netemErr(err error) error {
 	return err
 }
 
-func parseFlags(fs *pflag.FlagSet, args []string) error {
+func netemParseFlags(fs *pflag.FlagSet, args []string) error {
 	fs.SetOutput(os.Stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -90,7 +90,7 @@ func netemApply(args []string) error {
 	replace := fs.Bool("replace", false, "replace a root qdisc etcdscope did not make (clear restores it)")
 	dryRun := fs.Bool("dry-run", false, "print the equivalent tc commands and change nothing")
 	stateDir := fs.String("state-dir", netem.DefaultStateDir, "where apply records what to restore")
-	if err := parseFlags(fs, args); err != nil {
+	if err := netemParseFlags(fs, args); err != nil {
 		return err
 	}
 	s := netem.Spec{Dev: *dev, Port: *port, Distribution: *dist, Classifier: *classifier, Limit: *limit}
@@ -176,7 +176,7 @@ func netemApply(args []string) error {
 func netemShow(args []string) error {
 	fs := pflag.NewFlagSet("netem show", pflag.ContinueOnError)
 	dev := fs.String("dev", "", "interface to show (default: all)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := netemParseFlags(fs, args); err != nil {
 		return err
 	}
 	c, err := netem.Open(netem.Options{})
@@ -198,7 +198,7 @@ func netemClear(args []string) error {
 	fs := pflag.NewFlagSet("netem clear", pflag.ContinueOnError)
 	dev := fs.String("dev", "", "interface to restore")
 	stateDir := fs.String("state-dir", netem.DefaultStateDir, "where apply recorded what to restore")
-	if err := parseFlags(fs, args); err != nil {
+	if err := netemParseFlags(fs, args); err != nil {
 		return err
 	}
 	if *dev == "" {
@@ -215,6 +215,9 @@ func netemClear(args []string) error {
 	}
 	if res.Nothing {
 		fmt.Printf("%s: nothing to clear (no etcdscope state for it)\n", *dev)
+		if res.Hint != "" {
+			fmt.Println(res.Hint)
+		}
 		return nil
 	}
 	fmt.Printf("cleared %s: root is the %s again\n", *dev, res.Restored)
