@@ -290,7 +290,10 @@ if [[ ${VMTEST_SHELL:-} == 1 ]]; then
 else
 	# stdin from /dev/null: QEMU leaves the terminal alone and Ctrl-C
 	# reaches it as SIGINT.
-	timeout -k 10 "$TIMEOUT" "${qemu[@]}" </dev/null | tee "$CONSOLE"
+	# SeaBIOS's terminal resets (ESC c, ESC [2J) would wipe the screen
+	# above: they go to the log, not to stdout.
+	timeout -k 10 "$TIMEOUT" "${qemu[@]}" </dev/null | tee "$CONSOLE" |
+		sed -u -e 's/\r$//' -e 's/\x1bc//g' -e 's/\x1b\[[0-9;?]*[a-zA-Z]//g'
 	qrc=${PIPESTATUS[0]}
 fi
 set -e
