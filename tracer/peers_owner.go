@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // ListenerPID returns the pid of the process holding the TCP socket that
@@ -102,4 +104,15 @@ func pidOfSocket(ino uint64) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no process holds %s", target)
+}
+
+// NetnsInode returns the inode number of a network namespace file (e.g.
+// /proc/PID/ns/net or /run/netns/NAME), the value PeersConfig.NetnsInode
+// filters on.
+func NetnsInode(path string) (uint32, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return 0, fmt.Errorf("network namespace %s: %w", path, err)
+	}
+	return uint32(st.Ino), nil
 }

@@ -1,0 +1,164 @@
+//go:build vmtest
+
+package tracer
+
+// Run by the VM rig (vmtest/run.sh) inside Debian's 6.1 kernel: the peers
+// programs, compiled against this repository's 6.18 vmlinux.h, load there
+// by CO-RE and see TCP connections to :2380 between two network
+// namespaces joined by a veth pair (private addresses that never leave
+// them). Also runs on any root host with `go test -tags vmtest`.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netns"
+
+	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/internal/testenv"
+)
+
+func ipCmd(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// inNetns runs f on a thread switched into the named namespace.
+func inNetns(t *testing.T, name string, f func()) {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	h, err := netns.GetFromName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := netns.Set(h); err != nil {
+		t.Fatal(err)
+	}
+	defer netns.Set(orig)
+	f()
+}
+
+func TestPeersVethNetns(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.LookPath(t, "ip", "iproute2")
+	suffix := time.Now().UnixNano() % 1e6
+	a, b := fmt.Sprintf("epA%d", suffix), fmt.Sprintf("epB%d", suffix)
+	for _, n := range []string{a, b} {
+		ipCmd(t, "netns", "add", n)
+		n := n
+		t.Cleanup(func() { exec.Command("ip", "netns", "del", n).Run() })
+	}
+	ipCmd(t, "-n", a, "link", "add", "vA", "type", "veth", "peer", "name", "vB", "netns", b)
+	for _, c := range [][]string{
+		{a, "addr", "add", "10.98.0.1/24", "dev", "vA"}, {a, "addr", "add", "fd98::1/64", "dev", "vA", "nodad"},
+		{a, "link", "set", "vA", "up"}, {a, "link", "set", "lo", "up"},
+		{b, "addr", "add", "10.98.0.2/24", "dev", "vB"}, {b, "addr", "add", "fd98::2/64", "dev", "vB", "nodad"},
+		{b, "link", "set", "vB", "up"}, {b, "link", "set", "lo", "up"},
+	} {
+		ipCmd(t, append([]string{"-n"}, c...)...)
+	}
+	inoA, err := NetnsInode("/run/netns/" + a)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Listeners on :2380 (traced) and :2379 (must not be) in B.
+	for _, addr := range []string{"10.98.0.2:2380", "[fd98::2]:2380", "10.98.0.2:2379"} {
+		var ln net.Listener
+		inNetns(t, b, func() {
+			ln, err = net.Listen("tcp", addr)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() { c.Read(make([]byte, 1)); c.Close() }()
+			}
+		}()
+	}
+
+	ready := make(chan struct{})
+	done := make(chan struct{})
+	var evs []peers.Event
+	var lost uint64
+	var recErr error
+	go func() {
+		defer close(done)
+		// Only namespace A: the accepting ends in B are left out.
+		evs, lost, recErr = RecordPeers(context.Background(), PeersConfig{NetnsInode: inoA}, 4*time.Second, func() { close(ready) })
+	}()
+	select {
+	case <-ready:
+	case <-done:
+		t.Fatalf("peers programs did not load: %v", recErr)
+	}
+	const n = 3
+	inNetns(t, a, func() {
+		for _, to := range []string{"10.98.0.2:2380", "[fd98::2]:2380", "10.98.0.2:2379"} {
+			for i := 0; i < n; i++ {
+				c, err := net.DialTimeout("tcp", to, 3*time.Second)
+				if err != nil {
+					t.Fatalf("dial %s: %v", to, err)
+				}
+				c.Write([]byte("x"))
+				time.Sleep(10 * time.Millisecond)
+				c.Close()
+			}
+		}
+	})
+	<-done
+	if recErr != nil {
+		t.Fatal(recErr)
+	}
+	if lost != 0 {
+		t.Errorf("%d events lost", lost)
+	}
+	rep := peers.Analyze(evs, peers.Options{})
+	opened := map[netip.Addr]int{}
+	for _, l := range rep.Links {
+		if l.Link.Direction != peers.Active {
+			t.Errorf("unexpected link %v (namespace filter?)", l.Link)
+			continue
+		}
+		opened[l.Link.To] += l.Opened
+		if l.HandshakeRTT.Count != int64(l.Opened) || l.HandshakeRTT.P50 <= 0 || l.HandshakeRTT.P50 > int64(time.Second) {
+			t.Errorf("%v: handshake %+v", l.Link, l.HandshakeRTT)
+		}
+		t.Logf("%v: opened %d closed %d handshake p50 %v", l.Link, l.Opened, l.Closed, time.Duration(l.HandshakeRTT.P50))
+	}
+	for _, to := range []string{"10.98.0.2", "fd98::2"} {
+		if got := opened[netip.MustParseAddr(to)]; got != n {
+			t.Errorf("%s: %d connections to :2380 seen, want %d", to, got, n)
+		}
+	}
+	for _, e := range evs {
+		if e.Remote.Port() == 2379 || e.Local.Port() == 2379 {
+			t.Errorf("a :2379 connection was reported: %+v", e)
+		}
+		if e.Netns != inoA {
+			t.Errorf("event from netns %d, want %d", e.Netns, inoA)
+		}
+	}
+}
