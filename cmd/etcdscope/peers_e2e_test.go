@@ -172,6 +172,18 @@ func TestPeersEtcdTLS(t *testing.T) {
 	if len(rep.Members) != 3 {
 		t.Errorf("%d members listed", len(rep.Members))
 	}
+	if len(rep.KeptAliveProbe) != 2 || len(rep.KeptAliveProbeErrors) != 0 {
+		t.Errorf("kept-alive probes %v, errors %v: want m0's two peers timed", rep.KeptAliveProbe, rep.KeptAliveProbeErrors)
+	}
+	// The same report as a user reads it.
+	var table bytes.Buffer
+	printPeersTable(&table, rep)
+	t.Logf("table output:\n%s", table.String())
+	for _, want := range []string{"HANDSHAKE RTT", "INFLATION", "MODEL MEAN", m0.Name} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
 }
 
 func waitFile(t *testing.T, path string, done chan int) {
