@@ -132,9 +132,10 @@ func pooled(links []peers.LinkStats, window time.Duration) ModelInput {
 }
 
 // LeaderWarning returns a warning when the leader is the member this host
-// measures the highest RTT to (handshake RTT p50, else min RTT p50): a far
-// leader costs every write two round trips to the far site. It returns ""
-// when there is nothing to warn about or too little to tell.
+// measures the highest RTT to (handshake RTT p50, else min RTT p50) and
+// that RTT stands out: at least twice the next highest and LeaderMargin
+// more. A far leader costs every write round trips to the far site. It
+// returns "" when there is nothing to warn about or too little to tell.
 func LeaderWarning(members []Member, links []peers.LinkStats) string {
 	rtt := map[netip.Addr]int64{}
 	for _, l := range links {
@@ -146,31 +147,35 @@ func LeaderWarning(members []Member, links []peers.LinkStats) string {
 			rtt[l.Link.Peer] = v
 		}
 	}
-	var leader *Member
-	var worst Member
-	var worstRTT, leaderRTT int64
-	measured := 0
-	for i, m := range members {
+	type measured struct {
+		m   Member
+		rtt int64
+	}
+	var ms []measured
+	for _, m := range members {
 		var best int64
 		for _, ip := range m.PeerIPs {
 			if v := rtt[ip]; v > best {
 				best = v
 			}
 		}
-		if best == 0 {
-			continue
-		}
-		measured++
-		if best > worstRTT {
-			worst, worstRTT = m, best
-		}
-		if m.Leader {
-			leader, leaderRTT = &members[i], best
+		if best > 0 {
+			ms = append(ms, measured{m, best})
 		}
 	}
-	if leader == nil || measured < 2 || worst.ID != leader.ID {
+	if len(ms) < 2 {
 		return ""
 	}
-	return fmt.Sprintf("the leader %s is the member with the highest RTT from here (%s): every write waits for its round trips to the far site; move leadership closer with 'etcdctl move-leader <member ID>'",
-		leader.Name, time.Duration(leaderRTT))
+	sort.Slice(ms, func(i, j int) bool { return ms[i].rtt > ms[j].rtt })
+	far, next := ms[0], ms[1]
+	if !far.m.Leader || far.rtt < 2*next.rtt || time.Duration(far.rtt-next.rtt) < LeaderMargin {
+		return ""
+	}
+	return fmt.Sprintf("the leader %s (%s) is the member with the highest RTT from here (%s, next %s): every write waits for round trips to it; move leadership to a near member with 'etcdctl move-leader <member ID>'",
+		far.m.Name, far.m.ToLabel(), time.Duration(far.rtt), time.Duration(next.rtt))
 }
+
+// LeaderMargin is how much farther than the next member the leader must
+// be for LeaderWarning: differences of microseconds (one rack, loopback)
+// are noise, not a far site.
+const LeaderMargin = time.Millisecond
