@@ -197,6 +197,13 @@ type Result struct {
 	Actions []string // what changed ("nothing" for an identical re-apply)
 }
 
+// classfulKinds are qdiscs with classes (and usually filters and child
+// qdiscs) that a saved TCA_OPTIONS alone cannot bring back.
+var classfulKinds = map[string]bool{
+	"htb": true, "hfsc": true, "prio": true, "drr": true, "qfq": true, "cbq": true,
+	"ets": true, "mqprio": true, "taprio": true, "multiq": true, "atm": true, "dsmark": true,
+}
+
 // isOurs reports whether t is the tree st describes.
 func isOurs(t *Tree, st *State, ifindex uint32) bool {
 	if st == nil || st.Ifindex != ifindex {
@@ -258,6 +265,9 @@ func (c *Client) Apply(s Spec) (*Result, error) {
 	if !isDefaultRoot(t) {
 		if !c.opts.Replace {
 			return nil, usagef("%s has root qdisc %s %s that etcdscope did not make; pass --replace to save it and have clear restore it", s.Dev, root.Kind, handleString(root.Handle))
+		}
+		if classfulKinds[root.Kind] {
+			return nil, usagef("%s has a classful root %s %s; etcdscope restores a single root qdisc but not its classes and filters, so it will not replace it: remove it yourself (tc qdisc del dev %s root) and apply again", s.Dev, root.Kind, handleString(root.Handle), s.Dev)
 		}
 		for _, q := range t.Qdiscs {
 			if q.Parent != tcHRoot && q.Parent != tcHIngress && q.Handle != 0 {

@@ -262,7 +262,11 @@ func TestVMPeerDelayBothClassifiers(t *testing.T) {
 // udpProbe sends n timestamped UDP probes from ns to addr:2380, one every
 // gap, and returns the round trip of each echo received (lost ones are
 // missing). The echo server runs in the other namespace.
-func udpProbe(t *testing.T, from netip.AddrPort, src netns.NsHandle, to netip.AddrPort, n int, gap time.Duration) []time.Duration {
+//
+// It also returns the longest interval between two sends: the guest's own
+// view of how late its timers fired, which is how a stall of the emulated
+// machine (its host is shared) shows.
+func udpProbe(t *testing.T, from netip.AddrPort, src netns.NsHandle, to netip.AddrPort, n int, gap time.Duration) ([]time.Duration, time.Duration) {
 	t.Helper()
 	var conn *net.UDPConn
 	inNS(t, src, func() {
@@ -292,14 +296,20 @@ func udpProbe(t *testing.T, from netip.AddrPort, src netns.NsHandle, to netip.Ad
 		}
 	}()
 	msg := make([]byte, 16)
+	var longest, last time.Duration
 	for i := 0; i < n; i++ {
-		binary.LittleEndian.PutUint64(msg, uint64(time.Since(base)))
+		now := time.Since(base)
+		if i > 0 && now-last > longest {
+			longest = now - last
+		}
+		last = now
+		binary.LittleEndian.PutUint64(msg, uint64(now))
 		if _, err := conn.Write(msg); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(gap)
 	}
-	return <-got
+	return <-got, longest
 }
 
 func udpEcho(t *testing.T, ns netns.NsHandle, at netip.AddrPort) {
@@ -361,20 +371,46 @@ func TestVMJitterAndLossStatistics(t *testing.T) {
 	)
 	udpEcho(t, p.b, netip.AddrPortFrom(p.addrB, 2380))
 	udpEcho(t, p.b, netip.AddrPortFrom(p.addrB, 2379))
-	spec := Spec{Dev: "vA", Peers: []netip.Addr{p.addrB}, Delay: delay}
-	if _, err := ca.Apply(spec); err != nil {
-		t.Fatal(err)
+	// A stall of the emulated machine (its host is shared) delays every
+	// probe in flight and says nothing about netem. When the statistics
+	// miss and the sender saw such a stall (a gap between sends over
+	// stallGap), the measurement is repeated, up to 3 times; a miss
+	// without a stall fails at once.
+	const stallGap = 5 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		spec := Spec{Dev: "vA", Peers: []netip.Addr{p.addrB}, Delay: delay}
+		if _, err := ca.Apply(spec); err != nil {
+			t.Fatal(err)
+		}
+		baseline, g1 := udpProbe(t, netip.AddrPortFrom(p.addrA, 40001), p.a, netip.AddrPortFrom(p.addrB, 2379), n, time.Millisecond)
+		ref, g2 := udpProbe(t, netip.AddrPortFrom(p.addrA, 40002), p.a, netip.AddrPortFrom(p.addrB, 2380), n, time.Millisecond)
+		spec.Jitter, spec.Distribution, spec.Loss = jitter, DistNormal, loss
+		res, err := ca.Apply(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%v\n%s", res.Actions, res.Tree)
+		probes, g3 := udpProbe(t, netip.AddrPortFrom(p.addrA, 40003), p.a, netip.AddrPortFrom(p.addrB, 2380), n, time.Millisecond)
+		longest := max(g1, g2, g3)
+		misses := jitterLossMisses(t, baseline, ref, probes, n, delay, jitter)
+		t.Logf("attempt %d: longest gap between sends %s; %d misses", attempt, longest, len(misses))
+		if len(misses) == 0 {
+			return
+		}
+		if longest < stallGap || attempt == 3 {
+			for _, m := range misses {
+				t.Error(m)
+			}
+			return
+		}
+		t.Logf("attempt %d: the VM stalled for %s (> %s) and the statistics missed: measuring again", attempt, longest, stallGap)
 	}
-	baseline := udpProbe(t, netip.AddrPortFrom(p.addrA, 40001), p.a, netip.AddrPortFrom(p.addrB, 2379), n, time.Millisecond)
-	ref := udpProbe(t, netip.AddrPortFrom(p.addrA, 40002), p.a, netip.AddrPortFrom(p.addrB, 2380), n, time.Millisecond)
-	spec.Jitter, spec.Distribution, spec.Loss = jitter, DistNormal, loss
-	res, err := ca.Apply(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%v\n%s", res.Actions, res.Tree)
-	probes := udpProbe(t, netip.AddrPortFrom(p.addrA, 40003), p.a, netip.AddrPortFrom(p.addrB, 2380), n, time.Millisecond)
+}
 
+// jitterLossMisses evaluates one measurement of TestVMJitterAndLossStatistics
+// and returns what is out of bounds, in words.
+func jitterLossMisses(t *testing.T, baseline, ref, probes []time.Duration, n int, delay, jitter time.Duration) []string {
+	var miss []string
 	bm, bsd := meanSD(baseline)
 	rm, rsd := meanSD(ref)
 	m, sd := meanSD(probes)
@@ -387,24 +423,25 @@ func TestVMJitterAndLossStatistics(t *testing.T) {
 	t.Logf("20ms ± 5ms normal, 10%% loss :2380: %d/%d echoes (%d lost), mean %.3f ms sd %.3f ms, median %.3f ms, IQR %.3f ms (sd from IQR %.3f ms)",
 		len(probes), n, lost, m, sd, med, iqr, iqr/1.349)
 	if len(baseline) < n*99/100 || len(ref) < n*99/100 {
-		t.Fatalf("without loss asked, %d and %d of %d probes came back: the path itself is lossy", len(baseline), len(ref), n)
+		return append(miss, fmt.Sprintf("without loss asked, %d and %d of %d probes came back: the path itself is lossy", len(baseline), len(ref), n))
 	}
 	if d := refMed - quantile(baseline, .5); d < ms(delay)-0.3 || d > ms(delay)+3 {
-		t.Errorf("reference median is %.3f ms above the baseline, want 20 ms (+ at most 3 ms of timer lateness)", d)
+		miss = append(miss, fmt.Sprintf("reference median is %.3f ms above the baseline, want 20 ms (+ at most 3 ms of timer lateness)", d))
 	}
 	// Loss: binomial(1000, 0.1) has sd 9.5; allow 4 sd.
 	if lost < 62 || lost > 138 {
-		t.Errorf("%d of %d probes lost, want 100 ± 38 (binomial, 4 sd) for 10%% loss", lost, n)
+		miss = append(miss, fmt.Sprintf("%d of %d probes lost, want 100 ± 38 (binomial, 4 sd) for 10%% loss", lost, n))
 	}
 	// Median of ~900 normal draws: sd 1.2533*5/sqrt(900) = 0.21 ms; 4 sd.
 	if d := med - refMed; math.Abs(d) > 0.85 {
-		t.Errorf("median moved by %.3f ms against the reference, want 0 ± 0.85 ms (normal jitter is symmetric)", d)
+		miss = append(miss, fmt.Sprintf("median moved by %.3f ms against the reference, want 0 ± 0.85 ms (normal jitter is symmetric)", d))
 	}
 	// IQR of a normal is 1.349 sigma = 6.745 ms; its sd over ~900 draws is
 	// about 0.23 ms; allow 4 sd.
 	if want := 1.349 * ms(jitter); math.Abs(iqr-want) > 0.95 {
-		t.Errorf("IQR %.3f ms, want %.3f ± 0.95 ms (normal with sigma 5 ms)", iqr, want)
+		miss = append(miss, fmt.Sprintf("IQR %.3f ms, want %.3f ± 0.95 ms (normal with sigma 5 ms)", iqr, want))
 	}
+	return miss
 }
 
 // ourPrograms counts loaded BPF programs named like our classifier.
