@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -130,5 +131,71 @@ func TestPeersCloseTwice(t *testing.T) {
 	}
 	if _, err := p.Next(); err == nil {
 		t.Fatal("Next after Close returned no error")
+	}
+}
+
+// TestPeersPeerFilter: with Peers set, the kernel reports only sockets
+// whose remote address is listed (IPv4 and IPv6 keys).
+func TestPeersPeerFilter(t *testing.T) {
+	testenv.RequireRoot(t)
+	ln4, err := net.Listen("tcp4", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln4.Close()
+	port := ln4.Addr().(*net.TCPAddr).Port
+	ln6, err := net.Listen("tcp6", net.JoinHostPort("::1", strconv.Itoa(port)))
+	if err != nil {
+		t.Skipf("no IPv6 loopback on port %d: %v", port, err)
+	}
+	defer ln6.Close()
+	for _, ln := range []net.Listener{ln4, ln6} {
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+	}
+	cfg := PeersConfig{Port: uint16(port), Peers: []netip.Addr{netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("::1")}}
+	ready := make(chan struct{})
+	done := make(chan struct{})
+	var evs []peers.Event
+	var recErr error
+	go func() {
+		defer close(done)
+		evs, _, recErr = RecordPeers(context.Background(), cfg, 2*time.Second, func() { close(ready) })
+	}()
+	<-ready
+	for _, to := range []string{"127.0.0.1", "127.0.0.2", "::1"} {
+		c, err := net.Dial("tcp", net.JoinHostPort(to, strconv.Itoa(port)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	<-done
+	if recErr != nil {
+		t.Fatal(recErr)
+	}
+	opens := map[string]int{}
+	for _, e := range evs {
+		if e.Kind == peers.KindOpen {
+			opens[string(e.Direction)+" "+e.Remote.Addr().String()]++
+		}
+	}
+	// 127.0.0.2: only the dialing end (the accepting end's remote is
+	// 127.0.0.1, the source loopback picks); ::1: both ends.
+	want := map[string]int{"active 127.0.0.2": 1, "active ::1": 1, "passive ::1": 1}
+	for k, n := range want {
+		if opens[k] != n {
+			t.Errorf("%s: %d opens, want %d (all: %v)", k, opens[k], n, opens)
+		}
+	}
+	if len(opens) != len(want) {
+		t.Errorf("unfiltered opens reported: %v", opens)
 	}
 }
