@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -14,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,6 +44,7 @@ type peersFlags struct {
 	peerArgs, endpoints           []string
 	duration                      time.Duration
 	output, metricsURL, readyFile string
+	record                        string
 	cacert, cert, key             string
 	probeAnswer                   bool
 }
@@ -63,6 +66,7 @@ func runPeers(args []string) error {
 	fs.StringVar(&f.key, "key", "", "client key for --cert")
 	fs.StringSliceVar(&f.endpoints, "etcd-endpoints", nil, "client URLs (comma-separated): member list and leader, to name peers and warn when the leader is the farthest")
 	fs.BoolVar(&f.probeAnswer, "probe-answer", true, "with --etcd-endpoints: GET /raft/probing on a kept-alive connection to each peer every 4 s, timing what etcd's kept-alive prober measures (the kernel sees only RTT + answer)")
+	fs.StringVar(&f.record, "record", "", "also write every traced event to this file as JSON Lines (schema peers/v1, docs/peers.md)")
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once the probes are attached (for scripts and tests)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -114,6 +118,11 @@ func (f *peersFlags) validate() (tracer.PeersConfig, *tls.Config, error) {
 	for _, e := range f.endpoints {
 		if err := checkURL(e); err != nil {
 			return cfg, nil, usagef("--etcd-endpoints %v", err)
+		}
+	}
+	if f.record != "" {
+		if st, err := os.Stat(filepath.Dir(f.record)); err != nil || !st.IsDir() {
+			return cfg, nil, usagef("--record %s: its directory does not exist", f.record)
 		}
 	}
 	var tlsCfg *tls.Config
@@ -235,6 +244,11 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		return fmt.Errorf("tracing: %w", err)
 	}
 	t1 := time.Now()
+	if f.record != "" {
+		if err := writeRecording(f.record, events); err != nil {
+			return fmt.Errorf("--record: %w", err)
+		}
+	}
 	for _, m := range rep.Members {
 		for _, ip := range m.PeerIPs {
 			if v := probe.mean(ip); v > 0 {
@@ -294,6 +308,25 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		fmt.Fprintf(os.Stderr, "etcdscope peers: --etcd-endpoints: %s\n", rep.MembersError)
 	}
 	return nil
+}
+
+func writeRecording(path string, events []peers.Event) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(fh)
+	for _, e := range events {
+		if err := peers.WriteEvent(w, e); err != nil {
+			fh.Close()
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		fh.Close()
+		return err
+	}
+	return fh.Close()
 }
 
 // listenerPID finds the etcd process serving the metrics URL.

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
@@ -44,6 +45,7 @@ func TestPeersBadInput(t *testing.T) {
 		{"--etcd-metrics", "ftp://127.0.0.1/metrics"},
 		{"--etcd-metrics", "http://127.0.0.1:2381/metrics", "--cacert", "/nonexistent/ca.pem"},
 		{"--etcd-endpoints", "127.0.0.1:2379"},
+		{"--record", "/nonexistent/dir/events.jsonl"},
 		{"extra-arg"},
 	} {
 		if rc := run(append([]string{"peers"}, args...)); rc != 2 {
@@ -115,12 +117,13 @@ func TestPeersMetricsErrors(t *testing.T) {
 			}()
 			port := ln.Addr().(*net.TCPAddr).Port
 			ready := filepath.Join(t.TempDir(), "ready")
+			record := filepath.Join(t.TempDir(), "events.jsonl")
 			var out bytes.Buffer
 			peersStdout = &out
 			defer func() { peersStdout = os.Stdout }()
 			done := make(chan int, 1)
 			go func() {
-				done <- run(append([]string{"peers", "--port", strconv.Itoa(port), "--duration", "2s", "--output", "json", "--ready-file", ready}, c.args...))
+				done <- run(append([]string{"peers", "--port", strconv.Itoa(port), "--duration", "2s", "--output", "json", "--ready-file", ready, "--record", record}, c.args...))
 			}()
 			waitFile(t, ready, done)
 			conn, err := net.Dial("tcp", ln.Addr().String())
@@ -144,6 +147,15 @@ func TestPeersMetricsErrors(t *testing.T) {
 			}
 			if opened < 1 {
 				t.Errorf("tracing part missing: links %+v", rep.Links)
+			}
+			fh, err := os.Open(record)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fh.Close()
+			evs, err := peers.ReadEvents(fh)
+			if err != nil || len(evs) != rep.Events {
+				t.Errorf("--record: %d events read back (err %v), report says %d", len(evs), err, rep.Events)
 			}
 			t.Logf("metrics error: %s; links: %d", rep.MetricsError, len(rep.Links))
 		})

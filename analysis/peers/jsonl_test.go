@@ -1,0 +1,32 @@
+package peers
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestEventsRoundTrip(t *testing.T) {
+	in := probeConn(5, 0, Active, v6me, v6peer, 40_000, ms, 30)
+	in = append(in, Event{Kind: KindRetransmit, TimeNs: 9, Socket: 5, Direction: Preexisting, Local: hostA, Remote: hostB, TotalRetrans: 3})
+	var buf bytes.Buffer
+	for _, e := range in {
+		if err := WriteEvent(&buf, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(buf.String(), `"kind":"close_start"`) || !strings.Contains(buf.String(), `"remote":"[fd00::2]:2380"`) {
+		t.Errorf("unexpected encoding:\n%s", buf.String())
+	}
+	out, err := ReadEvents(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Errorf("round trip changed events:\n%+v\n%+v", in, out)
+	}
+	if _, err := ReadEvents(strings.NewReader("{\"kind\":\"open\"}\n{\"kind\":\"sideways\"}\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("bad kind: %v", err)
+	}
+}
