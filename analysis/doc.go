@@ -32,7 +32,9 @@
 //
 // The partition. Every instant of [s, e] is given to exactly one layer, the
 // first in this order whose interval covers it:
-//  1. device_flush: issue → complete of a flush-role request;
+//  1. device_flush: issue → complete of a flush-role request (for a flush
+//     the flush state machine completed without issuing it, because it
+//     joined a flush already in flight: from its bio's queueing on);
 //  2. block_queue: insert → issue of any counted request; a flush request
 //     made by the flush state machine (block/blk-flush.c) is issued from
 //     kblockd with no insert event, so its queue time runs from the latest

@@ -72,8 +72,11 @@ type Request struct {
 	InsertNs   uint64   `json:"insert_ns,omitempty"` // 0: issued without insertion
 	IssueNs    uint64   `json:"issue_ns"`
 	CompleteNs uint64   `json:"complete_ns"`
-	TID        uint32   `json:"tid"`  // submitting thread
-	Comm       string   `json:"comm"` // submitting thread's comm
+	// NotIssued: a flush the flush state machine completed without
+	// issuing it, because it rode on a flush already in flight.
+	NotIssued bool   `json:"not_issued,omitempty"`
+	TID       uint32 `json:"tid"`  // submitting thread
+	Comm      string `json:"comm"` // submitting thread's comm
 }
 
 // JournalWindow is one journal commit or log force an fsync waited on.
@@ -289,9 +292,21 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 			InsertNs: b.InsertNs, IssueNs: b.IssueNs, CompleteNs: b.CompleteNs,
 			TID: b.TID, Comm: b.Comm,
 		})
-		if b.InsertNs != 0 && b.IssueNs > b.InsertNs {
+		issue := b.IssueNs
+		switch {
+		case b.InsertNs != 0 && b.IssueNs > b.InsertNs:
 			sw.add(b.InsertNs, b.IssueNs, catQueue)
-		} else if role == RoleFlush && b.InsertNs == 0 {
+		case role == RoleFlush && b.InsertNs == 0 && b.IssueNs == 0:
+			// Completed by the flush state machine without being issued:
+			// it waited, from its bio's queueing, on a flush already in
+			// flight. That wait is device flush time.
+			req := &rec.Requests[len(rec.Requests)-1]
+			req.NotIssued = true
+			issue = b.CompleteNs
+			if q, ok := a.flushAsked(b.Dev, s, b.CompleteNs, usedBios); ok {
+				req.InsertNs, issue = q, q
+			}
+		case role == RoleFlush && b.InsertNs == 0:
 			// A flush request from the flush state machine is issued from
 			// kblockd with no insert event: it was asked for when the last
 			// flush bio on the disk was queued before it.
@@ -300,7 +315,6 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 				sw.add(q, b.IssueNs, catQueue)
 			}
 		}
-		issue := b.IssueNs
 		if issue == 0 {
 			issue = b.InsertNs
 		}

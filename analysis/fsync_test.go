@@ -281,3 +281,16 @@ func TestFlushQueuedFromBio(t *testing.T) {
 		t.Fatalf("flush request's insert should be its bio's queue time: %+v", rec.Requests[1])
 	}
 }
+
+// TestFlushNotIssued: a flush that joined one already in flight completes
+// without an issue; it counts as a flush, from its bio's queueing.
+func TestFlushNotIssued(t *testing.T) {
+	a := NewAttributor(lookup)
+	a.Add(event.FlushBio{Dev: diskDev, Op: event.OpFlush, Flags: event.ReqPreflush, TID: tid, QueueNs: 1200})
+	a.Add(event.Block{Rq: 9, Dev: diskDev, Op: event.OpFlush, Flags: event.ReqPreflush, CompleteNs: 1700, Final: true})
+	rec := a.Attribute(fsyncEv(1000, 2000))
+	want := Layers{DeviceFlushNs: 500, OtherNs: 500}
+	if rec.Layers != want || rec.Flushes != 1 || !rec.Requests[0].NotIssued {
+		t.Fatalf("layers %+v flushes %d requests %+v", rec.Layers, rec.Flushes, rec.Requests)
+	}
+}

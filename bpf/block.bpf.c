@@ -115,7 +115,8 @@ static __always_inline void mark(struct request *rq, bool insert)
 		n.insert_ns = now;
 	else
 		n.issue_ns = now;
-	bpf_map_update_elem(&starts, &key, &n, BPF_ANY);
+	if (bpf_map_update_elem(&starts, &key, &n, BPF_ANY))
+		count_lost(); /* its completion will not be reported */
 }
 
 SEC("tp_btf/block_rq_insert")
@@ -143,15 +144,23 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	__u32 cmd_flags, data_len;
 	bool final;
 
-	if (!s)
-		return 0; /* started before tracing, or on a filtered disk */
+	cmd_flags = BPF_CORE_READ(rq, cmd_flags);
+	if (!s) {
+		/* Never inserted or issued: it started before tracing, is on a
+		 * filtered disk, or is a flush the flush state machine completed
+		 * without issuing it (it waited on a flush already in flight).
+		 * Report the last kind: the caller waited for a flush. */
+		if (norm_op(cmd_flags) != ES_OP_FLUSH && !(norm_flags(cmd_flags) & ES_REQ_PREFLUSH))
+			return 0;
+		if (targ_dev && rq_dev(rq) != targ_dev)
+			return 0;
+	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost();
 		/* the request still ends: do not leak its entry */
 		goto out;
 	}
-	cmd_flags = BPF_CORE_READ(rq, cmd_flags);
 	data_len = BPF_CORE_READ(rq, __data_len);
 	e->kind = ES_KIND_BLK;
 	e->op = norm_op(cmd_flags);
@@ -165,12 +174,21 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	e->_pad = 0;
 	e->rq = key;
 	e->sector = BPF_CORE_READ(rq, __sector);
-	e->insert_ns = s->insert_ns;
-	e->issue_ns = s->issue_ns;
 	e->complete_ns = now;
-	e->pid = s->pid;
-	e->tid = s->tid;
-	__builtin_memcpy(e->comm, s->comm, sizeof(e->comm));
+	if (s) {
+		e->insert_ns = s->insert_ns;
+		e->issue_ns = s->issue_ns;
+		e->pid = s->pid;
+		e->tid = s->tid;
+		__builtin_memcpy(e->comm, s->comm, sizeof(e->comm));
+	} else {
+		/* the completing context says nothing about who asked */
+		e->insert_ns = 0;
+		e->issue_ns = 0;
+		e->pid = 0;
+		e->tid = 0;
+		__builtin_memset(e->comm, 0, sizeof(e->comm));
+	}
 	bpf_ringbuf_submit(e, 0);
 	if (!final)
 		return 0;

@@ -40,7 +40,8 @@ int BPF_PROG(jbd2_start_commit, journal_t *journal, transaction_t *txn)
 	};
 	__u64 now = bpf_ktime_get_ns();
 
-	bpf_map_update_elem(&commits, &k, &now, BPF_ANY);
+	if (bpf_map_update_elem(&commits, &k, &now, BPF_ANY))
+		count_lost();
 	return 0;
 }
 
