@@ -139,6 +139,8 @@ static __always_inline void fill_tcp(const struct sock *sk, struct peer_event *e
 	e->bytes_acked = BPF_CORE_READ(tp, bytes_acked);
 	e->bytes_received = BPF_CORE_READ(tp, bytes_received);
 	e->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+	/* NULL sk_socket (not yet accepted, or orphaned) reads as 0. */
+	e->sock_ino = BPF_CORE_READ(sk, sk_socket, file, f_inode, i_ino);
 }
 
 static __always_inline void fill_info(struct peer_event *e, const struct sock_info *si)

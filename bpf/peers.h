@@ -51,6 +51,9 @@ struct peer_event {
 	__u8 saddr[16];       /* local address; IPv4 in the first 4 bytes */
 	__u8 daddr[16];       /* remote address; IPv4 in the first 4 bytes */
 	char comm[16];        /* comm of the connect() caller, if known */
+	__u64 sock_ino;       /* inode of the socket's file, 0 if none yet
+	                       * (not accepted) or any more (closed); lets
+	                       * userspace find the owner in /proc/PID/fd */
 };
 
 #endif

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -50,6 +52,9 @@ type Peers struct {
 	rd     *ringbuf.Reader
 	closed sync.Once
 	err    error
+
+	owners   map[uint64]uint32 // socket inode → tgid holding it (0: not found)
+	lastScan time.Time
 }
 
 // peerEventSize is sizeof(struct peer_event); decode checks it.
@@ -140,8 +145,41 @@ func (p *Peers) Next() (peers.Event, error) {
 		if err != nil {
 			return peers.Event{}, err
 		}
+		ev.Owner = ev.PID
+		if ev.PID == 0 && ev.SockIno != 0 && ev.Kind == peers.KindRTT {
+			ev.Owner = p.owner(ev.SockIno)
+			if ev.Owner != 0 && ev.Comm == "" {
+				if b, err := os.ReadFile("/proc/" + strconv.Itoa(int(ev.Owner)) + "/comm"); err == nil {
+					ev.Comm = strings.TrimSpace(string(b))
+				}
+			}
+		}
 		return ev, nil
 	}
+}
+
+// owner returns the tgid whose fd table holds socket inode ino, from a
+// scan of /proc/*/fd made at most once per second (only long-lived
+// connections' RTT samples ask, so the scan cost stays small).
+func (p *Peers) owner(ino uint64) uint32 {
+	if pid, ok := p.owners[ino]; ok {
+		return pid
+	}
+	if time.Since(p.lastScan) < time.Second {
+		return 0
+	}
+	p.lastScan = time.Now()
+	found := socketOwners()
+	if p.owners == nil {
+		p.owners = map[uint64]uint32{}
+	}
+	for k, v := range found {
+		p.owners[k] = v
+	}
+	if _, ok := p.owners[ino]; !ok {
+		p.owners[ino] = 0 // do not rescan for it
+	}
+	return p.owners[ino]
 }
 
 // Run calls fn for every event until ctx ends, then closes p. It returns
@@ -250,6 +288,7 @@ func decodePeerEvent(b []byte) (peers.Event, error) {
 	var saddr, daddr [16]byte
 	copy(saddr[:], b[76:92])
 	copy(daddr[:], b[92:108])
+	r.SockIno = ne.Uint64(b[128:])
 	comm := b[108:124]
 	if i := bytes.IndexByte(comm, 0); i >= 0 {
 		comm = comm[:i]
@@ -271,6 +310,7 @@ func decodePeerEvent(b []byte) (peers.Event, error) {
 		BytesReceived: r.BytesReceived,
 		OldState:      r.Oldstate,
 		NewState:      r.Newstate,
+		SockIno:       r.SockIno,
 	}
 	switch {
 	case r.Flags&1 != 0:

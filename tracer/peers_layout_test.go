@@ -22,7 +22,8 @@ func TestPeerEventLayout(t *testing.T) {
 		{"saddr", unsafe.Offsetof(e.Saddr), 76},
 		{"daddr", unsafe.Offsetof(e.Daddr), 92},
 		{"comm", unsafe.Offsetof(e.Comm), 108},
-		{"size", unsafe.Sizeof(e), 128},
+		{"sock_ino", unsafe.Offsetof(e.SockIno), 128},
+		{"size", unsafe.Sizeof(e), 136},
 	} {
 		if c.got != c.want {
 			t.Errorf("struct peer_event %s at %d, decoder expects %d", c.name, c.got, c.want)

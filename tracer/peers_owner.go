@@ -81,6 +81,36 @@ func parseProcAddr(s string) (netip.AddrPort, error) {
 	return netip.AddrPortFrom(netip.AddrFrom16(b), uint16(port)), nil
 }
 
+// socketOwners maps every socket inode open in any process to its tgid.
+func socketOwners() map[uint64]uint32 {
+	out := map[uint64]uint32{}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return out
+	}
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		dir := filepath.Join("/proc", p.Name(), "fd")
+		fds, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			l, err := os.Readlink(filepath.Join(dir, fd.Name()))
+			if err != nil || !strings.HasPrefix(l, "socket:[") {
+				continue
+			}
+			if ino, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]"), 10, 64); err == nil {
+				out[ino] = uint32(pid)
+			}
+		}
+	}
+	return out
+}
+
 // pidOfSocket finds the process with an fd on socket inode ino.
 func pidOfSocket(ino uint64) (int, error) {
 	target := "socket:[" + strconv.FormatUint(ino, 10) + "]"

@@ -46,6 +46,7 @@ type peersPeerEvent struct {
 	Daddr         [16]uint8
 	Comm          [16]int8
 	_             [4]byte
+	SockIno       uint64
 }
 
 type peersSockInfo struct {

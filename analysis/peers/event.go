@@ -67,15 +67,20 @@ const (
 // reads back. Times are CLOCK_MONOTONIC nanoseconds from bpf_ktime_get_ns;
 // RTT fields are microseconds, as the kernel keeps them in tcp_sock.
 type Event struct {
-	Kind      Kind           `json:"kind"`
-	TimeNs    uint64         `json:"time_ns"`   // CLOCK_MONOTONIC
-	Socket    uint64         `json:"socket"`    // struct sock address: a connection id while it lives
-	Direction Direction      `json:"direction"` // who opened it
-	PID       uint32         `json:"pid,omitempty"`
-	Comm      string         `json:"comm,omitempty"`
-	Local     netip.AddrPort `json:"local"`
-	Remote    netip.AddrPort `json:"remote"`
-	Netns     uint32         `json:"netns,omitempty"`
+	Kind      Kind      `json:"kind"`
+	TimeNs    uint64    `json:"time_ns"`       // CLOCK_MONOTONIC
+	Socket    uint64    `json:"socket"`        // struct sock address: a connection id while it lives
+	Direction Direction `json:"direction"`     // who opened it
+	PID       uint32    `json:"pid,omitempty"` // connect() caller (active opens), else 0
+	Comm      string    `json:"comm,omitempty"`
+	// Owner: the tgid holding this end's socket: PID for active opens;
+	// otherwise found from SockIno in /proc/*/fd for RTT samples of
+	// connections opened before tracing or accepted here; 0 if unknown.
+	Owner   uint32         `json:"owner_pid,omitempty"`
+	SockIno uint64         `json:"sock_ino,omitempty"` // the socket file's inode, 0 if none
+	Local   netip.AddrPort `json:"local"`
+	Remote  netip.AddrPort `json:"remote"`
+	Netns   uint32         `json:"netns,omitempty"`
 	// DurationNs: see the Kind constants.
 	DurationNs uint64 `json:"duration_ns,omitempty"`
 	// SRTTus is tcp_sock.srtt_us>>3, the smoothed RTT; MdevUs is

@@ -27,6 +27,7 @@ type Conn struct {
 	Direction Direction
 	PID       uint32 // connect() caller for active opens; for a passive open, the peer's opener when its other end was traced here too (loopback)
 	Comm      string
+	Owner     uint32 // tgid holding this end's socket, when known (Event.Owner)
 	Local     netip.AddrPort
 	Remote    netip.AddrPort
 	// OpenNs, CloseStartNs, CloseNs: CLOCK_MONOTONIC ns, 0 if not seen.
@@ -60,6 +61,9 @@ type Link struct {
 	FromComm  string     `json:"from_comm,omitempty"`
 	From      netip.Addr `json:"from"`
 	To        netip.Addr `json:"to"`
+	// ToPID: for links this host accepted, the process holding the
+	// accepting end, when known.
+	ToPID uint32 `json:"to_pid,omitempty"`
 	// Peer is the remote end as this host sees it: To for active opens,
 	// From for passive ones.
 	Peer netip.Addr `json:"peer"`
@@ -71,7 +75,11 @@ func (l Link) String() string {
 	if l.FromPID != 0 {
 		from = fmt.Sprintf("%s[%d] %s", l.FromComm, l.FromPID, from)
 	}
-	return fmt.Sprintf("%s → %s (%s)", from, l.To, l.Direction)
+	to := l.To.String()
+	if l.ToPID != 0 {
+		to = fmt.Sprintf("[%d] %s", l.ToPID, to)
+	}
+	return fmt.Sprintf("%s → %s (%s)", from, to, l.Direction)
 }
 
 // LinkStats are the statistics of one link. Durations are ns
@@ -244,9 +252,9 @@ func linkOf(c *Conn) Link {
 		// Passive or preexisting: for a preexisting connection we do not
 		// know who opened it; the side on the well-known port accepted it.
 		if c.isClient() {
-			return Link{Direction: Preexisting, FromPID: c.PID, From: c.Local.Addr(), To: c.Remote.Addr(), Peer: c.Remote.Addr()}
+			return Link{Direction: Preexisting, FromPID: c.Owner, FromComm: c.Comm, From: c.Local.Addr(), To: c.Remote.Addr(), Peer: c.Remote.Addr()}
 		}
-		return Link{Direction: c.Direction, FromPID: c.PID, FromComm: c.Comm, From: c.Remote.Addr(), To: c.Local.Addr(), Peer: c.Remote.Addr()}
+		return Link{Direction: c.Direction, FromPID: c.PID, FromComm: c.Comm, From: c.Remote.Addr(), To: c.Local.Addr(), ToPID: c.Owner, Peer: c.Remote.Addr()}
 	}
 }
 
@@ -279,6 +287,12 @@ func assemble(events []Event) []Conn {
 		}
 		if e.PID != 0 {
 			c.PID, c.Comm = e.PID, e.Comm
+		}
+		if e.Owner != 0 {
+			c.Owner = e.Owner
+			if c.Comm == "" {
+				c.Comm = e.Comm
+			}
 		}
 		if e.Local.Port() != 0 {
 			c.Local = e.Local
@@ -343,6 +357,9 @@ func foldMirrors(conns []Conn) {
 		}
 		c.Mirror = true
 		c.PID, c.Comm = conns[j].PID, conns[j].Comm
+		if c.PID == 0 {
+			c.PID = conns[j].Owner
+		}
 		conns[j].peerSynAck = c.HandshakeNs
 	}
 }

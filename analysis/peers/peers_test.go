@@ -143,3 +143,30 @@ func TestAnalyze(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnerAttribution: connections that predate tracing get their pid
+// from the socket's owner (Event.Owner); on loopback the accepting end is
+// folded into the dialing end and the link names both processes.
+func TestOwnerAttribution(t *testing.T) {
+	client := netip.MustParseAddrPort("127.0.0.1:45000")
+	server := netip.MustParseAddrPort("127.0.0.2:2380")
+	evs := []Event{
+		{Kind: KindRTT, TimeNs: 1e9, Socket: 1, Direction: Preexisting, Owner: 100, Comm: "etcd", Local: client, Remote: server, SRTTus: 90, MinRTTus: 10},
+		{Kind: KindRTT, TimeNs: 1e9 + 10, Socket: 2, Direction: Preexisting, Owner: 200, Comm: "etcd", Local: server, Remote: client, SRTTus: 70, MinRTTus: 12},
+		// accepted from a remote host, owner known: To side named
+		{Kind: KindRTT, TimeNs: 1e9 + 20, Socket: 3, Direction: Preexisting, Owner: 200, Comm: "etcd", Local: server, Remote: netip.MustParseAddrPort("10.0.0.9:51000"), SRTTus: 900},
+	}
+	rep := Analyze(evs, Options{Window: time.Second})
+	if len(rep.Links) != 2 {
+		t.Fatalf("links %+v", rep.Links)
+	}
+	got := map[string]bool{}
+	for _, l := range rep.Links {
+		got[l.Link.String()] = true
+	}
+	for _, want := range []string{"etcd[100] 127.0.0.1 → 127.0.0.2 (unknown)", "10.0.0.9 → [200] 127.0.0.2 (unknown)"} {
+		if !got[want] {
+			t.Errorf("no link %q in %v", want, got)
+		}
+	}
+}
