@@ -46,6 +46,10 @@ type Group struct {
 	FlushesPerFsync float64       `json:"flushes_per_fsync"`
 	Flushes         int64         `json:"flushes"`
 	Errors          int64         `json:"errors"` // calls that returned < 0
+	// WithCommit counts fsyncs that waited on a journal commit or log force
+	// (jbd2_commit, xfs_log_force); the rest paid only for metadata writes
+	// (REQ_META) or nothing in the journal layer.
+	WithCommit int64 `json:"with_commit"`
 	// Verdict compares p99 with WALFsyncBudget: "ok", "over budget", or
 	// "n/a" for kinds the budget does not apply to (bbolt backend).
 	Verdict string `json:"verdict"`
@@ -73,6 +77,7 @@ func BuildReport(recs []FsyncRecord, lost, missed uint64, unavailable []string) 
 		layers   map[string][]int64
 		flushes  int64
 		errors   int64
+		commits  int64
 		syscalls map[string]bool
 	}
 	groups := map[GroupKey]*acc{}
@@ -89,6 +94,9 @@ func BuildReport(recs []FsyncRecord, lost, missed uint64, unavailable []string) 
 			g.layers[n] = append(g.layers[n], r.Layers.Get(n))
 		}
 		g.flushes += int64(r.Flushes)
+		if len(r.Journal) > 0 {
+			g.commits++
+		}
 		if r.Ret < 0 {
 			g.errors++
 		}
@@ -96,7 +104,7 @@ func BuildReport(recs []FsyncRecord, lost, missed uint64, unavailable []string) 
 	}
 	rep := Report{Type: "summary", Version: SchemaVersion, Fsyncs: int64(len(recs)), LostEvents: lost, MissedEvents: missed, Unavailable: unavailable}
 	for _, g := range groups {
-		out := Group{Key: g.key, Flushes: g.flushes, Errors: g.errors}
+		out := Group{Key: g.key, Flushes: g.flushes, Errors: g.errors, WithCommit: g.commits}
 		for s := range g.syscalls {
 			out.Syscalls = append(out.Syscalls, s)
 		}
@@ -181,7 +189,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		for _, l := range g.Layers {
 			row(l.Name, l.Stats, l.Share)
 		}
-		fmt.Fprintf(bw, "  flushes per fsync: %.2f (%d flush requests); errors: %d\n", g.FlushesPerFsync, g.Flushes, g.Errors)
+		fmt.Fprintf(bw, "  flushes per fsync: %.2f (%d flush requests); waited on a journal commit: %d; errors: %d\n",
+			g.FlushesPerFsync, g.Flushes, g.WithCommit, g.Errors)
+		if g.WithCommit == 0 && g.Key.FS == "ext4" {
+			fmt.Fprintf(bw, "  note: no jbd2 commit seen: an ext4 without a journal? its journal layer is then synchronous metadata writes (REQ_META)\n")
+		}
 		switch g.Verdict {
 		case "ok":
 			fmt.Fprintf(bw, "  verdict: OK, p99 %s ms is under etcd's WAL fsync budget of %v\n", Ms(g.Total.P99), WALFsyncBudget)
