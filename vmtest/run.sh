@@ -17,6 +17,7 @@
 #   VMTEST_TIMEOUT=seconds  kill QEMU after this long (default 480)
 #   VMTEST_TEST_TIMEOUT=dur -test.timeout per binary (default 6m)
 #   VMTEST_MEM=MiB          guest memory (default 1024)
+#   VMTEST_QEMU_ARGS="..."  extra QEMU options, split on spaces
 #   VMTEST_SHELL=1          drop to a guest shell after the tests (no timeout)
 #   VMTEST_KEEP=1           keep vmtest/out/run.*/ (initramfs tree, console)
 #   VMTEST_KERNEL_SERIES=6.1  the pin: the resolved package must be this
@@ -276,6 +277,9 @@ append="console=ttyS0 quiet panic=-1 softlockup_panic=1 oops=panic"
 [[ ${VMTEST_SHELL:-} == 1 ]] && append+=" VMTEST_SHELL=1"
 qemu=(qemu-system-x86_64 -accel tcg -smp 1 -m "$MEM" -nographic -no-reboot -nic none
 	-kernel "$VMLINUZ" -initrd "$INITRD" -append "$append")
+# Extra QEMU options, split on spaces (e.g. "-icount shift=auto").
+read -r -a extra <<<"${VMTEST_QEMU_ARGS:-}"
+qemu+=("${extra[@]}")
 IFS=';' read -r -a drives <<<"${VMTEST_DRIVES:-}"
 for d in "${drives[@]}"; do
 	[[ -n $d ]] && qemu+=(-drive "$d")
