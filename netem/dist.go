@@ -3,6 +3,8 @@ package netem
 import (
 	"fmt"
 	"math"
+	"slices"
+	"sync"
 )
 
 // distScale is NETEM_DIST_SCALE (include/uapi/linux/pkt_sched.h): a table
@@ -28,6 +30,27 @@ var Distributions = []string{DistUniform, DistNormal, DistPareto, DistParetoNorm
 // entries are an inverse CDF in units of sigma/8192, clamped to int16.
 // Uniform returns nil (no table). Unknown names return an error.
 func DistTable(name string) ([]int16, error) {
+	distMu.Lock()
+	defer distMu.Unlock()
+	if t, ok := distCache[name]; ok {
+		return slices.Clone(t), nil
+	}
+	t, err := makeDistTable(name)
+	if err != nil {
+		return nil, err
+	}
+	distCache[name] = t
+	return slices.Clone(t), nil
+}
+
+// distCache keeps computed tables: the normal inverse walks 400,000 erf
+// evaluations, which is slow under emulation (the VM tests apply often).
+var (
+	distMu    sync.Mutex
+	distCache = map[string][]int16{}
+)
+
+func makeDistTable(name string) ([]int16, error) {
 	switch name {
 	case DistUniform:
 		return nil, nil

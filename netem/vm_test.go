@@ -478,11 +478,14 @@ func TestVMApplyClearCyclesAndRestore(t *testing.T) {
 			Jitter: time.Millisecond, Distribution: DistNormal, Loss: 0.1, Classifier: cls}
 	}
 	start := time.Now()
+	spent := map[string]time.Duration{}
 	for i := 0; i < 100; i++ {
 		cls := []string{ClassifierBPF, ClassifierU32}[i%2]
+		t0 := time.Now()
 		if _, err := ca.Apply(spec(cls)); err != nil {
 			t.Fatalf("cycle %d apply: %v", i, err)
 		}
+		spent[cls+" apply"] += time.Since(t0)
 		if i == 0 {
 			res, err := ca.Apply(spec(cls))
 			if err != nil {
@@ -503,11 +506,13 @@ func TestVMApplyClearCyclesAndRestore(t *testing.T) {
 				t.Errorf("after in-place change tc shows:\n%s", q)
 			}
 		}
+		t0 = time.Now()
 		if _, err := ca.Clear("vA"); err != nil {
 			t.Fatalf("cycle %d clear: %v", i, err)
 		}
+		spent[cls+" clear"] += time.Since(t0)
 	}
-	t.Logf("100 cycles in %s", time.Since(start))
+	t.Logf("100 cycles in %s: %v", time.Since(start), spent)
 	after := run(t, "tc", "-n", p.nameA, "qdisc", "show", "dev", "vA")
 	if after != before {
 		t.Errorf("qdiscs after 100 cycles:\n%s\nbefore:\n%s", after, before)
