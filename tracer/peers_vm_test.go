@@ -11,10 +11,13 @@ package tracer
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -160,5 +163,139 @@ func TestPeersVethNetns(t *testing.T) {
 		if e.Netns != inoA {
 			t.Errorf("event from netns %d, want %d", e.Netns, inoA)
 		}
+	}
+}
+
+// snmpTcp reads one Tcp counter of /proc/net/snmp as seen from the named
+// namespace (procfs shows the reading thread's namespace through
+// /proc/thread-self/net).
+func snmpTcp(t *testing.T, ns, field string) uint64 {
+	t.Helper()
+	var b []byte
+	var err error
+	inNetns(t, ns, func() { b, err = os.ReadFile("/proc/thread-self/net/snmp") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "Tcp: ") {
+			continue
+		}
+		f := strings.Fields(line)[1:]
+		if names == nil {
+			names = f
+			continue
+		}
+		for i, n := range names {
+			if n == field {
+				v, _ := strconv.ParseUint(f[i], 10, 64)
+				return v
+			}
+		}
+	}
+	t.Fatalf("no Tcp %s in /proc/net/snmp", field)
+	return 0
+}
+
+// TestPeersRetransmits drops 20% of A's packets with netem (the VM rig
+// has sch_netem) and checks that the retransmits the tracer reports for
+// namespace A equal the kernel's own count there (Tcp RetransSegs): each
+// write is one small segment, so one tcp_retransmit_skb is one segment.
+func TestPeersRetransmits(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.LookPath(t, "ip", "iproute2")
+	testenv.LookPath(t, "tc", "iproute2")
+	suffix := time.Now().UnixNano() % 1e6
+	a, b := fmt.Sprintf("erA%d", suffix), fmt.Sprintf("erB%d", suffix)
+	for _, n := range []string{a, b} {
+		ipCmd(t, "netns", "add", n)
+		n := n
+		t.Cleanup(func() { exec.Command("ip", "netns", "del", n).Run() })
+	}
+	ipCmd(t, "-n", a, "link", "add", "vA", "type", "veth", "peer", "name", "vB", "netns", b)
+	for _, c := range [][]string{
+		{a, "addr", "add", "10.97.0.1/24", "dev", "vA"}, {a, "link", "set", "vA", "up"}, {a, "link", "set", "lo", "up"},
+		{b, "addr", "add", "10.97.0.2/24", "dev", "vB"}, {b, "link", "set", "vB", "up"}, {b, "link", "set", "lo", "up"},
+	} {
+		ipCmd(t, append([]string{"-n"}, c...)...)
+	}
+	if out, err := exec.Command("ip", "netns", "exec", a, "tc", "qdisc", "add", "dev", "vA", "root", "netem", "loss", "20%").CombinedOutput(); err != nil {
+		if !testenv.Required() {
+			t.Skipf("no sch_netem in this kernel (the VM rig has it): %v\n%s", err, out)
+		}
+		t.Fatalf("tc netem: %v\n%s", err, out)
+	}
+	inoA, err := NetnsInode("/run/netns/" + a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ln net.Listener
+	inNetns(t, b, func() { ln, err = net.Listen("tcp", "10.97.0.2:2380") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+
+	ready := make(chan struct{})
+	done := make(chan struct{})
+	var evs []peers.Event
+	var lost uint64
+	var recErr error
+	before := snmpTcp(t, a, "RetransSegs")
+	go func() {
+		defer close(done)
+		evs, lost, recErr = RecordPeers(context.Background(), PeersConfig{NetnsInode: inoA}, 20*time.Second, func() { close(ready) })
+	}()
+	<-ready
+	var c net.Conn
+	inNetns(t, a, func() { c, err = net.DialTimeout("tcp", "10.97.0.2:2380", 10*time.Second) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		c.Write(make([]byte, 100))
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(3 * time.Second) // let the last losses be repaired
+	after := snmpTcp(t, a, "RetransSegs")
+	c.Close()
+	<-done
+	if recErr != nil {
+		t.Fatal(recErr)
+	}
+	if lost != 0 {
+		t.Errorf("%d events lost", lost)
+	}
+	var retrans int
+	for _, e := range evs {
+		if e.Kind == peers.KindRetransmit {
+			retrans++
+		}
+	}
+	oracle := int(after - before)
+	t.Logf("netem loss 20%%: tracer %d retransmits, Tcp RetransSegs +%d in the namespace", retrans, oracle)
+	if oracle == 0 {
+		t.Fatal("no retransmits at 20% loss: netem not applied?")
+	}
+	if retrans != oracle {
+		t.Errorf("tracer counted %d retransmits, the kernel's RetransSegs %d", retrans, oracle)
+	}
+	rep := peers.Analyze(evs, peers.Options{})
+	var inLinks uint64
+	for _, l := range rep.Links {
+		inLinks += l.Retransmits
+	}
+	if int(inLinks) != retrans {
+		t.Errorf("links carry %d retransmits, events %d", inLinks, retrans)
 	}
 }
