@@ -53,7 +53,7 @@ vmtest:
 # demo is the main job on the built-in default: an etcd-WAL-like writer
 # traced by etcdscope itself.
 demo: build
-	sudo ./bin/etcdscope fsync --workload wal --duration 10s
+	./bin/etcdscope fsync --workload wal --duration 10s
 
 bench: build
 	./bench/run.sh

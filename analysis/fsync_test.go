@@ -247,9 +247,12 @@ func TestReportAndJSONRoundTrip(t *testing.T) {
 		enc.Encode(r)
 	}
 	enc.Encode(rep)
-	back, lost, err := ReadJSONL(&buf)
-	if err != nil || lost != 3 || !reflect.DeepEqual(back, recs) {
-		t.Fatalf("round trip: err %v lost %d equal %v", err, lost, reflect.DeepEqual(back, recs))
+	back, sum, err := ReadJSONL(&buf)
+	if err != nil || sum.LostEvents != 3 || !reflect.DeepEqual(back, recs) {
+		t.Fatalf("round trip: err %v lost %d equal %v", err, sum.LostEvents, reflect.DeepEqual(back, recs))
+	}
+	if again := BuildReport(back, sum.LostEvents, sum.MissedEvents, sum.Unavailable); !reflect.DeepEqual(again, rep) {
+		t.Fatalf("report recomputed from the recording differs:\n%+v\n%+v", again, rep)
 	}
 	if _, _, err := ReadJSONL(strings.NewReader(`{"type":"fsync","v":99}`)); err == nil {
 		t.Fatal("a newer schema version was accepted")

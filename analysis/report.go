@@ -237,10 +237,10 @@ func IntervalLine(recs []FsyncRecord) string {
 }
 
 // ReadJSONL reads a recording written by `etcdscope fsync --output json`:
-// it returns every fsync record and the last summary's lost-event count.
-// Lines of other types are skipped; a record of a newer schema version is
-// an error.
-func ReadJSONL(r io.Reader) (recs []FsyncRecord, lost uint64, err error) {
+// every fsync record, and the last summary (zero if the recording has
+// none; its groups are not needed, BuildReport recomputes them). Lines of
+// other types are skipped; a record of a newer schema version is an error.
+func ReadJSONL(r io.Reader) (recs []FsyncRecord, summary Report, err error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	line := 0
@@ -251,26 +251,27 @@ func ReadJSONL(r io.Reader) (recs []FsyncRecord, lost uint64, err error) {
 			continue
 		}
 		var head struct {
-			Type       string `json:"type"`
-			V          int    `json:"v"`
-			LostEvents uint64 `json:"lost_events"`
+			Type string `json:"type"`
+			V    int    `json:"v"`
 		}
 		if err := json.Unmarshal(b, &head); err != nil {
-			return nil, 0, fmt.Errorf("line %d: %w", line, err)
+			return nil, Report{}, fmt.Errorf("line %d: %w", line, err)
 		}
 		if head.V > SchemaVersion {
-			return nil, 0, fmt.Errorf("line %d: schema version %d is newer than this etcdscope's %d", line, head.V, SchemaVersion)
+			return nil, Report{}, fmt.Errorf("line %d: schema version %d is newer than this etcdscope's %d", line, head.V, SchemaVersion)
 		}
 		switch head.Type {
 		case "fsync":
 			var rec FsyncRecord
 			if err := json.Unmarshal(b, &rec); err != nil {
-				return nil, 0, fmt.Errorf("line %d: %w", line, err)
+				return nil, Report{}, fmt.Errorf("line %d: %w", line, err)
 			}
 			recs = append(recs, rec)
 		case "summary":
-			lost = head.LostEvents
+			if err := json.Unmarshal(b, &summary); err != nil {
+				return nil, Report{}, fmt.Errorf("line %d: %w", line, err)
+			}
 		}
 	}
-	return recs, lost, sc.Err()
+	return recs, summary, sc.Err()
 }

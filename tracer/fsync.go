@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -390,9 +389,14 @@ func (t *FsyncTracer) Close() error {
 	return errors.Join(errs...)
 }
 
-// SetDeadline makes Read return os.ErrDeadlineExceeded once t has passed
-// with nothing left to read: how a caller drains the ring buffer at exit.
-func (t *FsyncTracer) SetDeadline(d time.Time) { t.reader.SetDeadline(d) }
+// Drain makes a Read in progress, and the ones after it, return every
+// record already in the ring buffer and then ErrDrained: how a caller stops
+// without losing the events of calls that have already returned. (The
+// reader's SetDeadline would wait for a blocked Read to wake first.)
+func (t *FsyncTracer) Drain() error { return t.reader.Flush() }
+
+// ErrDrained is returned by Read once Drain has emptied the ring buffer.
+var ErrDrained = ringbuf.ErrFlushed
 
 // MonotonicNs returns CLOCK_MONOTONIC in ns, the clock of every event
 // timestamp (bpf_ktime_get_ns).

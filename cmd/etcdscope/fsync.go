@@ -248,11 +248,13 @@ wait:
 	}
 	<-wlDone
 	// Drain: events of calls that ended before now are already in the ring
-	// buffer; read until a later event shows up or 300 ms pass.
+	// buffer; read them, and stop at the first call that began later.
 	stopMu.Lock()
 	stopNs = tracer.MonotonicNs()
 	stopMu.Unlock()
-	tr.SetDeadline(time.Now().Add(300 * time.Millisecond))
+	if err := tr.Drain(); err != nil {
+		return fmt.Errorf("draining the ring buffer: %w", err)
+	}
 	if err := <-loopDone; err != nil {
 		return err
 	}
@@ -312,7 +314,7 @@ func eventLoop(tr *tracer.FsyncTracer, f fsyncFlags, cfg tracer.FsyncConfig, run
 	for {
 		ev, err := tr.Read()
 		if err != nil {
-			if errors.Is(err, tracer.ErrClosed) || errors.Is(err, os.ErrDeadlineExceeded) {
+			if errors.Is(err, tracer.ErrClosed) || errors.Is(err, tracer.ErrDrained) {
 				return nil
 			}
 			return err
