@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/cilium/ebpf"
@@ -148,8 +149,8 @@ func openAttached(id uint32) (*attachedClassifier, error) {
 			a.peers = m
 		case mi.Name == "counters" && a.counters == nil:
 			a.counters = m
-		case mi.Type == ebpf.Array && a.rodata == nil && len(mi.Name) > 0 && mi.Name[len(mi.Name)-1] == 'a':
-			a.rodata = m // ".rodata" (named after the section, truncated)
+		case mi.Type == ebpf.Array && a.rodata == nil && strings.HasSuffix(mi.Name, ".rodata"):
+			a.rodata = m // the const volatile globals (port)
 		default:
 			m.Close()
 		}

@@ -3,7 +3,6 @@ package netem
 import (
 	"encoding/binary"
 	"fmt"
-	"net/netip"
 	"strings"
 
 	tc "github.com/florianl/go-tc"
@@ -119,5 +118,3 @@ func ruleKey(proto uint16, keys []U32Key) string {
 	}
 	return b.String()
 }
-
-var _ = netip.Addr{}
