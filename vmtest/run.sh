@@ -43,8 +43,8 @@ log() { printf 'vmtest: %s\n' "$*" >&2; }
 die() { printf 'vmtest: %s\n' "$*" >&2; exit 1; }
 usage() { printf 'vmtest: %s\n' "$*" >&2; exit 2; }
 
-for tool in qemu-system-x86_64 busybox cpio apt-get apt-cache dpkg-deb xz "$GO"; do
-	command -v "$tool" >/dev/null || die "$tool not found (apt-get install qemu-system-x86 busybox-static cpio xz-utils; Go for $GO)"
+for tool in qemu-system-x86_64 busybox cpio apt-get apt-cache dpkg-deb flock timeout "$GO"; do
+	command -v "$tool" >/dev/null || die "$tool not found (apt-get install qemu-system-x86 busybox-static cpio; Go for $GO)"
 done
 case ${VMTEST_RUN:-} in *[[:space:]\"\']*) usage "VMTEST_RUN must not contain spaces or quotes (it travels on the kernel command line); use . or \\s in the regex" ;; esac
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || usage "VMTEST_TIMEOUT must be whole seconds, e.g. VMTEST_TIMEOUT=600"
@@ -252,8 +252,10 @@ for rel in "${order[@]}"; do
 	name=$(basename "$rel")
 	# busybox insmod reads plain ELF only: decompress on the host.
 	case $name in
-	*.ko.xz) xz -dc "$MODROOT/$rel" >"$STAGE/lib/modules/$KREL/${name%.xz}"; name=${name%.xz} ;;
-	*.ko.zst) zstd -qdc "$MODROOT/$rel" >"$STAGE/lib/modules/$KREL/${name%.zst}"; name=${name%.zst} ;;
+	*.ko.xz) command -v xz >/dev/null || die "$name: xz not found (apt-get install xz-utils)"
+		xz -dc "$MODROOT/$rel" >"$STAGE/lib/modules/$KREL/${name%.xz}"; name=${name%.xz} ;;
+	*.ko.zst) command -v zstd >/dev/null || die "$name: zstd not found (apt-get install zstd)"
+		zstd -qdc "$MODROOT/$rel" >"$STAGE/lib/modules/$KREL/${name%.zst}"; name=${name%.zst} ;;
 	*.ko.gz) gzip -dc "$MODROOT/$rel" >"$STAGE/lib/modules/$KREL/${name%.gz}"; name=${name%.gz} ;;
 	*) cp "$MODROOT/$rel" "$STAGE/lib/modules/$KREL/$name" ;;
 	esac
