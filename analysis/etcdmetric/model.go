@@ -295,7 +295,7 @@ func Compare(delta Series, in ModelInput) Comparison {
 	if in.ReusedMeasured {
 		how = "timed by etcdscope's own kept-alive probe"
 	}
-	fmt.Fprintf(&b, "Model: %.0f of %d probers dial per probe (%.1f new connections/min, %s each: handshake + TLS + request + answer), the other(s) reuse a connection (%s, %s); ",
+	fmt.Fprintf(&b, "Model: %.0f of %d probers dial per probe (%.1f new connections/min, %s each: TCP handshake, TLS handshake if any, request, answer), the other(s) reuse a connection (%s, %s); ",
 		c.Prediction.NewConnProbers, c.Input.Probers, in.NewConnPerMinute, fmtSec(in.NewConnProbe.Seconds()), fmtSec(math.Max(in.ReusedProbe.Seconds(), in.RTT.Seconds())), how)
 	if in.UptimeEnd > 0 {
 		fmt.Fprintf(&b, "EWMA (α=0.125 from 0) still warming up at %s uptime; ", in.UptimeEnd.Round(time.Second))
