@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # vmtest/run.sh: `make vmtest`. Boots Debian 12's cloud kernel under QEMU TCG
-# with a small initramfs (busybox-static, the qdisc/classifier/fs modules,
+# with an initramfs (busybox-static, the qdisc/classifier/fs modules,
 # iproute2's ip and tc, fio, and the project's vmtest-tagged test binaries),
 # runs the tests inside, and exits non-zero if any failed, if the VM hung,
 # or if it printed no result. See docs/vmtest.md.
@@ -12,7 +12,8 @@
 #                           //go:build vmtest test file)
 #   VMTEST_DRIVES="spec;spec"  extra `-drive` options, ';'-separated, e.g.
 #                           file=vmtest/out/raw.img,format=raw,if=virtio
-#                           (guest sees them as /dev/vda, /dev/vdb, ...)
+#                           (paths relative to the repository root; the
+#                           guest sees them as /dev/vda, /dev/vdb, ...)
 #   VMTEST_MODULES="m ..."  extra kernel modules to insmod (deps resolved)
 #   VMTEST_TIMEOUT=seconds  kill QEMU after this long (default 480)
 #   VMTEST_TEST_TIMEOUT=dur -test.timeout per binary (default 6m)
