@@ -50,6 +50,17 @@
 // nothing is counted twice when requests overlap. The order reads "the
 // deepest thing the device was doing for F at that instant".
 //
+// Stacked devices. When D's disk is a loop device, each of its flushes
+// reaches the loop driver, which fsyncs the backing file on the host
+// filesystem from a kernel thread (seen through ext4's sync_file
+// tracepoints as event.KernelFsync). Such a host fsync is attributed by the
+// same rule, one level down (its thread, its file's disk), and nested under
+// the guest flush request it ran inside: same backing file (device and
+// inode), and its window inside the flush's issue → complete. The guest
+// partition is unchanged (the host work is inside its device_flush time);
+// BuildLevels tabulates the levels, with the share of the guest's device
+// flush time that the host fsyncs account for.
+//
 // Where it is exact and where it is not. With one fsyncing thread per
 // filesystem the partition is exact to the tracepoints' resolution. When
 // several threads fsync on one device, a flush or commit that serves all of

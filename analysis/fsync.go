@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -74,9 +75,13 @@ type Request struct {
 	CompleteNs uint64   `json:"complete_ns"`
 	// NotIssued: a flush the flush state machine completed without
 	// issuing it, because it rode on a flush already in flight.
-	NotIssued bool   `json:"not_issued,omitempty"`
-	TID       uint32 `json:"tid"`  // submitting thread
-	Comm      string `json:"comm"` // submitting thread's comm
+	NotIssued bool `json:"not_issued,omitempty"`
+	// Host holds, for a flush on a stacked device (loop), the fsyncs the
+	// driver made of its backing file while the flush was in flight: the
+	// host level, each with its own layers and requests.
+	Host []FsyncRecord `json:"host,omitempty"`
+	TID  uint32        `json:"tid"`  // submitting thread
+	Comm string        `json:"comm"` // submitting thread's comm
 }
 
 // JournalWindow is one journal commit or log force an fsync waited on.
@@ -131,7 +136,9 @@ type Attributor struct {
 	blocks   []event.Block // in arrival order, ≈ by CompleteNs
 	partial  map[uint64]event.Block
 	journals []event.Journal
-	bios     []event.FlushBio  // flush bios, by QueueNs
+	bios     []event.FlushBio // flush bios, by QueueNs
+	hosts    []FsyncRecord    // attributed kernel-thread fsyncs, by EndNs
+	backing  BackingLookup
 	inflight map[uint32]uint64 // tid -> start of an fsync in flight
 	latestNs uint64
 }
@@ -143,15 +150,37 @@ const keepNs = 2e9
 // inflightMaxNs drops an in-flight entry whose exit never came.
 const inflightMaxNs = 120e9
 
+// Backing is the file under a stacked block device (a loop device's
+// backing file): where its flushes become fsyncs of the host filesystem.
+type Backing struct {
+	Dev  event.Dev // the backing file's filesystem (s_dev)
+	Ino  uint64
+	Path string
+}
+
+// BackingLookup returns the backing file of a disk, ok=false for a disk
+// that is not stacked (tracer.DeviceResolver.Backing in production).
+type BackingLookup func(disk event.Dev) (Backing, bool)
+
+// SetBackingLookup enables nesting: flush requests on disks that lookup
+// knows as stacked get the host-level fsyncs (event.KernelFsync) made of
+// their backing file while they were in flight.
+func (a *Attributor) SetBackingLookup(lookup BackingLookup) { a.backing = lookup }
+
 // NewAttributor returns an Attributor resolving devices with lookup.
 func NewAttributor(lookup DeviceLookup) *Attributor {
 	return &Attributor{lookup: lookup, partial: map[uint64]event.Block{}, inflight: map[uint32]uint64{}}
 }
 
 // Add records a non-fsync event: event.FsyncEnter, event.Block,
-// event.FlushBio or event.Journal. Other values are ignored.
+// event.FlushBio, event.Journal, or event.KernelFsync (attributed at once
+// and kept to nest under the stacked-device flush it served). Other values
+// are ignored.
 func (a *Attributor) Add(ev any) {
 	switch e := ev.(type) {
+	case event.KernelFsync:
+		rec := a.Attribute(e.Fsync)
+		a.hosts = append(a.hosts, rec)
 	case event.FsyncEnter:
 		a.inflight[e.TID] = e.StartNs
 		a.see(e.StartNs)
@@ -191,7 +220,7 @@ func (a *Attributor) see(ns uint64) {
 // Retained returns how many block and journal events are held; a bound on
 // memory that benchmarks watch.
 func (a *Attributor) Retained() int {
-	return len(a.blocks) + len(a.journals) + len(a.partial) + len(a.bios)
+	return len(a.blocks) + len(a.journals) + len(a.partial) + len(a.bios) + len(a.hosts)
 }
 
 // prune drops events that no fsync in flight or still to come can need.
@@ -234,6 +263,13 @@ func (a *Attributor) prune() {
 	}
 	if k > 0 {
 		a.bios = append(a.bios[:0], a.bios[k:]...)
+	}
+	h := 0
+	for h < len(a.hosts) && a.hosts[h].EndNs < horizon {
+		h++
+	}
+	if h > 0 {
+		a.hosts = append(a.hosts[:0], a.hosts[h:]...)
 	}
 }
 
@@ -346,8 +382,41 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 	}
 	rec.Layers = sw.partition()
 	sort.Slice(rec.Requests, func(i, j int) bool { return rec.Requests[i].IssueNs < rec.Requests[j].IssueNs })
+	a.nest(&rec)
 	a.prune()
 	return rec
+}
+
+// nest attaches to each issued flush of a stacked disk the host-level
+// fsyncs of its backing file that ran entirely while it was in flight.
+func (a *Attributor) nest(rec *FsyncRecord) {
+	if a.backing == nil || len(a.hosts) == 0 {
+		return
+	}
+	for i := range rec.Requests {
+		r := &rec.Requests[i]
+		if r.Role != RoleFlush || r.NotIssued {
+			continue
+		}
+		var disk event.Dev
+		var maj, min uint32
+		if _, err := fmt.Sscanf(r.Dev, "%d:%d", &maj, &min); err != nil {
+			continue
+		}
+		disk = event.MkDev(maj, min)
+		b, ok := a.backing(disk)
+		if !ok {
+			continue
+		}
+		for _, h := range a.hosts {
+			if h.Dev == b.Dev.String() && h.Ino == b.Ino && h.StartNs >= r.IssueNs && h.EndNs <= r.CompleteNs {
+				if h.Path == "" {
+					h.Path = b.Path
+				}
+				r.Host = append(r.Host, h)
+			}
+		}
+	}
 }
 
 // flushAsked returns the queue time of the latest unused flush bio on disk

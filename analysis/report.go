@@ -58,13 +58,16 @@ type Group struct {
 // Report is the end-of-run summary of `etcdscope fsync` (JSON type
 // "summary").
 type Report struct {
-	Type         string   `json:"type"` // always "summary"
-	Version      int      `json:"v"`
-	Fsyncs       int64    `json:"fsyncs"`
-	LostEvents   uint64   `json:"lost_events"`   // records that did not fit in the ring buffer
-	MissedEvents uint64   `json:"missed_events"` // probe runs the kernel skipped (BPF recursion)
-	Groups       []Group  `json:"groups"`
-	Unavailable  []string `json:"unavailable,omitempty"` // probes this kernel lacks and what they leave dark
+	Type         string  `json:"type"` // always "summary"
+	Version      int     `json:"v"`
+	Fsyncs       int64   `json:"fsyncs"`
+	LostEvents   uint64  `json:"lost_events"`   // records that did not fit in the ring buffer
+	MissedEvents uint64  `json:"missed_events"` // probe runs the kernel skipped (BPF recursion)
+	Groups       []Group `json:"groups"`
+	// Levels is the stacked-device table (BuildLevels), when any flush
+	// nested host-level fsyncs.
+	Levels      []LevelRow `json:"levels,omitempty"`
+	Unavailable []string   `json:"unavailable,omitempty"` // probes this kernel lacks and what they leave dark
 }
 
 // BuildReport summarises records, grouped by GroupKey, largest groups
@@ -124,6 +127,7 @@ func BuildReport(recs []FsyncRecord, lost, missed uint64, unavailable []string) 
 		out.Verdict = verdict(g.key.FileKind, out.Total.P99)
 		rep.Groups = append(rep.Groups, out)
 	}
+	rep.Levels = BuildLevels(recs)
 	sort.Slice(rep.Groups, func(i, j int) bool {
 		a, b := rep.Groups[i], rep.Groups[j]
 		if a.Total.Count != b.Total.Count {
@@ -205,6 +209,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(bw, "  verdict: n/a (etcd's %v budget is for WAL fsyncs)\n", WALFsyncBudget)
 		}
 	}
+	WriteLevels(bw, r.Levels)
 	return bw.Flush()
 }
 

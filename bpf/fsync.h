@@ -21,6 +21,7 @@ enum es_kind {
 enum es_syscall {
 	ES_SYS_FSYNC = 0,
 	ES_SYS_FDATASYNC = 1,
+	ES_SYS_KTHREAD = 2, /* vfs_fsync in a kernel thread (loop worker): stacked.bpf.c */
 };
 
 /* Block operations, normalised from enum req_op through CO-RE so that Go

@@ -41,16 +41,23 @@ func DevFromUnix(d uint64) Dev {
 // Syscall names the system call of an Fsync event.
 type Syscall uint8
 
-// The traced system calls.
+// The traced system calls, and the in-kernel fsync of a kernel thread.
 const (
 	SysFsync     Syscall = 0
 	SysFdatasync Syscall = 1
+	// SysKthread is vfs_fsync made by a kernel thread, not a syscall: the
+	// loop driver syncing a backing file for a flush (seen through the
+	// filesystem's sync_file tracepoints).
+	SysKthread Syscall = 2
 )
 
-// String returns "fsync" or "fdatasync".
+// String returns "fsync", "fdatasync" or "vfs_fsync" (kernel thread).
 func (s Syscall) String() string {
-	if s == SysFdatasync {
+	switch s {
+	case SysFdatasync:
 		return "fdatasync"
+	case SysKthread:
+		return "vfs_fsync"
 	}
 	return "fsync"
 }
@@ -71,6 +78,12 @@ type Fsync struct {
 	EndNs      uint64
 	Ret        int64 // syscall return value (0 or -errno)
 }
+
+// KernelFsync is an fsync made inside the kernel by a kernel thread
+// (Syscall SysKthread): the loop driver's vfs_fsync of its backing file for
+// a flush, i.e. the host level under a stacked device. It is a distinct
+// type so that consumers dispatching on event.Fsync see only syscalls.
+type KernelFsync struct{ Fsync }
 
 // FsyncEnter says that thread TID entered fsync/fdatasync at StartNs; it
 // lets the consumer keep the block events that call may wait on.

@@ -28,7 +28,8 @@ type DeviceInfo struct {
 // with an anonymous s_dev (major 0) are resolved through the mount's source
 // device. Not safe for concurrent use.
 type DeviceResolver struct {
-	cache map[event.Dev]DeviceInfo
+	cache   map[event.Dev]DeviceInfo
+	backing map[event.Dev]*BackingFile
 	// SysRoot and ProcRoot default to /sys and /proc; tests may point them
 	// at fixtures.
 	SysRoot, ProcRoot string
@@ -194,4 +195,41 @@ func ComponentsPath(names []string) string {
 		return "/" + strings.Join(parts, "/")
 	}
 	return ".../" + strings.Join(parts, "/")
+}
+
+// BackingFile is the file under a loop device, as the loop driver
+// reports it in /sys/block/loopN/loop/backing_file.
+type BackingFile struct {
+	Path string
+	Dev  event.Dev // the file's filesystem (st_dev)
+	Ino  uint64
+}
+
+// Backing returns the backing file of disk if it is a loop device with
+// one, ok=false otherwise. Answers are cached like Resolve's: a loop device
+// re-bound to another file while tracing keeps its first answer.
+func (r *DeviceResolver) Backing(disk event.Dev) (BackingFile, bool) {
+	if r.backing == nil {
+		r.backing = map[event.Dev]*BackingFile{}
+	}
+	if b, ok := r.backing[disk]; ok {
+		if b == nil {
+			return BackingFile{}, false
+		}
+		return *b, true
+	}
+	var out *BackingFile
+	p, err := os.ReadFile(filepath.Join(r.SysRoot, "dev/block", disk.String(), "loop/backing_file"))
+	if err == nil {
+		path := strings.TrimSpace(string(p))
+		var st unix.Stat_t
+		if unix.Stat(path, &st) == nil {
+			out = &BackingFile{Path: path, Dev: event.DevFromUnix(st.Dev), Ino: st.Ino}
+		}
+	}
+	r.backing[disk] = out
+	if out == nil {
+		return BackingFile{}, false
+	}
+	return *out, true
 }

@@ -42,6 +42,7 @@ type FsyncTracer struct {
 	fsync   fsyncObjects
 	block   blockObjects
 	journal *ebpf.Collection
+	stacked *ebpf.Collection
 	links   []link.Link
 	reader  *ringbuf.Reader
 	untrace func()
@@ -145,6 +146,9 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 	if err := t.attachJournal(shared); err != nil {
 		return nil, err
 	}
+	if err := t.attachStacked(shared); err != nil {
+		return nil, err
+	}
 
 	if t.reader, err = ringbuf.NewReader(t.fsync.Events); err != nil {
 		return nil, fmt.Errorf("opening ring buffer: %w", err)
@@ -200,6 +204,37 @@ func (t *FsyncTracer) attachJournal(shared map[string]*ebpf.Map) error {
 	return nil
 }
 
+// attachStacked loads the programs that see fsyncs made by kernel threads
+// (the loop driver's vfs_fsync of a backing file: the host level under a
+// stacked device), where this kernel has ext4's sync_file tracepoints.
+func (t *FsyncTracer) attachStacked(shared map[string]*ebpf.Map) error {
+	if !tracepointHasBTF("ext4_sync_file_enter") || !tracepointHasBTF("ext4_sync_file_exit") {
+		t.probes = append(t.probes,
+			Probe{Name: "tp_btf/ext4_sync_file_enter", Why: "ext4 not loaded: fsyncs by kernel threads (loop backing files on ext4) unseen"},
+			Probe{Name: "tp_btf/ext4_sync_file_exit", Why: "ext4 not loaded"})
+		return nil
+	}
+	spec, err := loadStacked()
+	if err != nil {
+		return fmt.Errorf("reading stacked object: %w", err)
+	}
+	spec.Maps["events"].MaxEntries = shared["events"].MaxEntries()
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: shared})
+	if err != nil {
+		return explainLoad("stacked-device programs", err)
+	}
+	t.stacked = coll
+	for _, name := range []string{"ext4_sync_file_enter", "ext4_sync_file_exit"} {
+		l, err := link.AttachTracing(link.TracingOptions{Program: coll.Programs[name]})
+		if err != nil {
+			return fmt.Errorf("attaching tp_btf/%s: %w", name, err)
+		}
+		t.links = append(t.links, l)
+		t.probes = append(t.probes, Probe{Name: "tp_btf/" + name, Attached: true})
+	}
+	return nil
+}
+
 // tracepointHasBTF reports whether the kernel (or a loaded module) has the
 // btf_trace_<name> typedef that a tp_btf program attaches through.
 func tracepointHasBTF(name string) bool {
@@ -224,6 +259,8 @@ func tracepointSystem(name string) string {
 		return "jbd2"
 	case len(name) > 4 && name[:4] == "xfs_":
 		return "xfs"
+	case len(name) > 5 && name[:5] == "ext4_":
+		return "ext4"
 	}
 	return ""
 }
@@ -255,8 +292,11 @@ func (t *FsyncTracer) Missed() uint64 {
 	var n uint64
 	progs := []*ebpf.Program{t.fsync.SysEnterFsync, t.fsync.SysExitFsync, t.fsync.SysEnterFdatasync,
 		t.fsync.SysExitFdatasync, t.block.BlockRqInsert, t.block.BlockRqIssue, t.block.BlockRqComplete, t.block.BlockBioQueue}
-	if t.journal != nil {
-		for _, p := range t.journal.Programs {
+	for _, c := range []*ebpf.Collection{t.journal, t.stacked} {
+		if c == nil {
+			continue
+		}
+		for _, p := range c.Programs {
 			progs = append(progs, p)
 		}
 	}
@@ -275,8 +315,8 @@ func (t *FsyncTracer) Missed() uint64 {
 var ErrClosed = ringbuf.ErrClosed
 
 // Read blocks until the next event and returns it as one of
-// event.Fsync, event.FsyncEnter, event.Block, event.FlushBio or
-// event.Journal. It returns
+// event.Fsync, event.KernelFsync, event.FsyncEnter, event.Block,
+// event.FlushBio or event.Journal. It returns
 // ErrClosed once Close has been called. Records are decoded by fixed
 // layout (the bpf2go structs), without reflection.
 func (t *FsyncTracer) Read() (any, error) {
@@ -293,7 +333,11 @@ func (t *FsyncTracer) Read() (any, error) {
 			if len(raw) < int(unsafe.Sizeof(fsyncFsyncEvent{})) {
 				return nil, errShort("fsync", len(raw))
 			}
-			return decodeFsync((*fsyncFsyncEvent)(unsafe.Pointer(&raw[0]))), nil
+			f := decodeFsync((*fsyncFsyncEvent)(unsafe.Pointer(&raw[0])))
+			if f.Syscall == event.SysKthread {
+				return event.KernelFsync{Fsync: f}, nil
+			}
+			return f, nil
 		case 2: // ES_KIND_FSYNC_ENTER
 			if len(raw) < int(unsafe.Sizeof(fsyncFsyncEnterEvent{})) {
 				return nil, errShort("fsync_enter", len(raw))
@@ -381,6 +425,9 @@ func (t *FsyncTracer) Close() error {
 	t.links = nil
 	if t.journal != nil {
 		t.journal.Close()
+	}
+	if t.stacked != nil {
+		t.stacked.Close()
 	}
 	errs = append(errs, t.block.Close(), t.fsync.Close())
 	if t.untrace != nil {

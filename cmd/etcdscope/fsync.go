@@ -310,6 +310,10 @@ func eventLoop(tr *tracer.FsyncTracer, f fsyncFlags, cfg tracer.FsyncConfig, run
 		info := devs.Resolve(d)
 		return info.Name, info.Disks
 	})
+	attr.SetBackingLookup(func(disk event.Dev) (analysis.Backing, bool) {
+		b, ok := devs.Backing(disk)
+		return analysis.Backing{Dev: b.Dev, Ino: b.Ino, Path: b.Path}, ok
+	})
 	enc := json.NewEncoder(out)
 	for {
 		ev, err := tr.Read()

@@ -1,0 +1,146 @@
+package analysis
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/etcdscope/etcdscope/analysis/stats"
+)
+
+// LevelRow is one row of the stacked-device table, in the shape people
+// publish for nested storage: one row per level (L1 the filesystem the
+// application fsyncs on, L2 the host filesystem under its loop device).
+type LevelRow struct {
+	Level  string        `json:"level"`  // "L1", "L2"
+	Device string        `json:"device"` // kernel name, e.g. loop0, vda
+	FS     string        `json:"fs"`
+	Total  stats.Summary `json:"total_ns"` // the level's own fsyncs
+	// FlushesPerFsync counts this level's flush requests per L1 fsync.
+	FlushesPerFsync float64     `json:"flushes_per_fsync"`
+	Layers          []LayerStat `json:"layers"`
+	// NestedShare is, for L2, the share of L1's device-flush time that the
+	// host fsyncs account for (the rest is the loop driver's own work and
+	// queueing between the two levels).
+	NestedShare float64 `json:"nested_share,omitempty"`
+}
+
+// BuildLevels returns the per-level table for records whose flushes nested
+// host-level fsyncs (Request.Host), or nil when none did.
+func BuildLevels(recs []FsyncRecord) []LevelRow {
+	type acc struct {
+		dev, fs string
+		totals  []int64
+		layers  map[string][]int64
+		flushes int64
+		l1      int64 // L1 fsyncs these rows belong to
+		nested  int64 // L2: host time nested
+		flushNs int64 // L2: L1 device-flush time it nests in
+	}
+	l1 := map[string]*acc{}
+	l2 := map[string]*acc{}
+	get := func(m map[string]*acc, dev, fs string) *acc {
+		k := dev + "\x00" + fs
+		if m[k] == nil {
+			m[k] = &acc{dev: dev, fs: fs, layers: map[string][]int64{}}
+		}
+		return m[k]
+	}
+	add := func(a *acc, r *FsyncRecord) {
+		a.totals = append(a.totals, r.TotalNs)
+		for _, n := range LayerNames {
+			a.layers[n] = append(a.layers[n], r.Layers.Get(n))
+		}
+		a.flushes += int64(r.Flushes)
+	}
+	any := false
+	for i := range recs {
+		r := &recs[i]
+		hasHost := false
+		for _, q := range r.Requests {
+			if len(q.Host) > 0 {
+				hasHost = true
+			}
+		}
+		if !hasHost {
+			continue
+		}
+		any = true
+		a := get(l1, r.DevName, r.FS)
+		add(a, r)
+		a.l1++
+		seen := map[string]bool{}
+		for _, q := range r.Requests {
+			for j := range q.Host {
+				h := &q.Host[j]
+				b := get(l2, h.DevName, h.FS)
+				add(b, h)
+				b.nested += h.TotalNs
+				if !seen[h.DevName+"\x00"+h.FS] {
+					seen[h.DevName+"\x00"+h.FS] = true
+					b.l1++
+					b.flushNs += r.Layers.DeviceFlushNs
+				}
+			}
+		}
+	}
+	if !any {
+		return nil
+	}
+	rows := func(level string, m map[string]*acc, l1count int64) []LevelRow {
+		var out []LevelRow
+		for _, a := range m {
+			row := LevelRow{Level: level, Device: a.dev, FS: a.fs, Total: stats.Summarize(a.totals)}
+			for _, n := range LayerNames {
+				st := stats.Summarize(a.layers[n])
+				share := 0.0
+				if row.Total.Sum > 0 {
+					share = float64(st.Sum) / float64(row.Total.Sum)
+				}
+				row.Layers = append(row.Layers, LayerStat{Name: n, Stats: st, Share: share})
+			}
+			n := a.l1
+			if l1count > 0 {
+				n = l1count
+			}
+			if n > 0 {
+				row.FlushesPerFsync = float64(a.flushes) / float64(n)
+			}
+			if level == "L2" && a.flushNs > 0 {
+				row.NestedShare = float64(a.nested) / float64(a.flushNs)
+			}
+			out = append(out, row)
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Device < out[j].Device })
+		return out
+	}
+	var l1n int64
+	for _, a := range l1 {
+		l1n += a.l1
+	}
+	return append(rows("L1", l1, 0), rows("L2", l2, l1n)...)
+}
+
+// WriteLevels prints the per-level table.
+func WriteLevels(w io.Writer, rows []LevelRow) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nstacked levels (L2: the host fsyncs the loop driver made for L1's flushes)\n")
+	fmt.Fprintf(w, "  %-5s %-22s %10s %10s %10s  %s\n", "level", "device / filesystem", "p50 ms", "p99 ms", "flushes/fs", "layers (share)")
+	for _, r := range rows {
+		var parts []string
+		for _, l := range r.Layers {
+			if l.Share >= 0.005 {
+				parts = append(parts, fmt.Sprintf("%s %.0f%%", l.Name, 100*l.Share))
+			}
+		}
+		extra := ""
+		if r.NestedShare > 0 {
+			extra = fmt.Sprintf("; %.0f%% of L1's device flush", 100*r.NestedShare)
+		}
+		fmt.Fprintf(w, "  %-5s %-22s %10s %10s %10.2f  %s%s\n", r.Level, r.Device+" / "+r.FS,
+			Ms(r.Total.P50), Ms(r.Total.P99), r.FlushesPerFsync, strings.Join(parts, ", "), extra)
+	}
+}

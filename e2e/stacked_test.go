@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/internal/testenv"
+)
+
+// TestStackedLoop follows each flush down a stacked device: a filesystem
+// on a loop device whose backing file lives on this machine's ext4. The
+// loop driver turns every flush into an fsync of the backing file, traced
+// through ext4's sync_file tracepoints. For every traced fsync the host
+// fsyncs nest inside the guest flush they served, each level's split sums
+// to its total, and the report has an L1 and an L2 row.
+func TestStackedLoop(t *testing.T) {
+	testenv.RequireRoot(t)
+	for _, tc := range []struct {
+		name, fs   string
+		mkfs       []string
+		mountOpts  string
+		prealloc   bool
+		rawBlockIO bool
+	}{
+		{name: "ext4-sparse", fs: "ext4", mkfs: []string{"-q", "-F"}},
+		{name: "ext4-fallocated", fs: "ext4", mkfs: []string{"-q", "-F"}, prealloc: true},
+		{name: "xfs", fs: "xfs", mkfs: []string{"-q", "-f"}},
+		{name: "btrfs", fs: "btrfs", mkfs: []string{"-q", "-f"}},
+		{name: "btrfs-nodatacow", fs: "btrfs", mkfs: []string{"-q", "-f"}, mountOpts: "nodatacow"},
+		{name: "raw", rawBlockIO: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dev := loopDevice(t, "/var/tmp", 512<<20)
+			if tc.prealloc {
+				backing := run(t, "losetup", "--noheadings", "--output", "BACK-FILE", dev)
+				run(t, "fallocate", "-l", "512M", backing)
+			}
+			var recs []analysis.FsyncRecord
+			var rep analysis.Report
+			if tc.rawBlockIO {
+				tr := startFsync(t, "--comm", "fio")
+				out, err := exec.Command(testenv.LookPath(t, "fio", "fio"), "--name=raw", "--filename="+dev,
+					"--rw=write", "--ioengine=sync", "--fdatasync=1", "--bs=4k", "--size=4m", "--output-format=json").CombinedOutput()
+				if err != nil {
+					t.Fatalf("fio: %v\n%s", err, out)
+				}
+				recs, rep = tr.stop()
+			} else {
+				mnt := mountStacked(t, dev, tc.fs, tc.mountOpts, tc.mkfs...)
+				out, err := exec.Command(etcdscope(t), "fsync", "--output", "json", "--interval", "0",
+					"--workload", "wal", "--dir", mnt, "--duration", "3s").Output()
+				if err != nil {
+					t.Fatalf("etcdscope: %v", err)
+				}
+				recs, rep = parseOutput(t, out)
+			}
+			checkPartition(t, recs)
+			var flushes, nested int
+			for _, r := range recs {
+				for _, q := range r.Requests {
+					if q.Role != analysis.RoleFlush || q.NotIssued || q.Dev != r.Disks[0] {
+						continue
+					}
+					flushes++
+					if len(q.Host) > 0 {
+						nested++
+					}
+					for _, h := range q.Host {
+						// A flush issued before the fsync began (for the
+						// guest's own journal) still nests its host work;
+						// the fsync counts only the part inside its window.
+						if h.StartNs < q.IssueNs || h.EndNs > q.CompleteNs || h.EndNs > r.EndNs {
+							t.Fatalf("host fsync [%d,%d] is not inside its flush [%d,%d] of fsync [%d,%d]",
+								h.StartNs, h.EndNs, q.IssueNs, q.CompleteNs, r.StartNs, r.EndNs)
+						}
+						if h.Layers.Sum() != h.TotalNs {
+							t.Fatalf("host layers %+v sum to %d, total %d", h.Layers, h.Layers.Sum(), h.TotalNs)
+						}
+						if h.Syscall != "vfs_fsync" || h.FS != "ext4" {
+							t.Fatalf("host record %s on %s, want vfs_fsync on the host ext4", h.Syscall, h.FS)
+						}
+					}
+				}
+			}
+			var l1, l2 *analysis.LevelRow
+			for i := range rep.Levels {
+				switch rep.Levels[i].Level {
+				case "L1":
+					l1 = &rep.Levels[i]
+				case "L2":
+					l2 = &rep.Levels[i]
+				}
+			}
+			if l1 == nil || l2 == nil {
+				t.Fatalf("report has no L1/L2 rows: %+v", rep.Levels)
+			}
+			t.Logf("%s: %d fsyncs; %d of %d issued flushes nest a host fsync; L1 %s/%s p50 %s ms p99 %s ms %.2f flushes/fsync; L2 %s/%s p50 %s ms p99 %s ms %.2f flushes/fsync, %.0f%% of L1's device flush",
+				tc.name, len(recs), nested, flushes, l1.Device, l1.FS, analysis.Ms(l1.Total.P50), analysis.Ms(l1.Total.P99), l1.FlushesPerFsync,
+				l2.Device, l2.FS, analysis.Ms(l2.Total.P50), analysis.Ms(l2.Total.P99), l2.FlushesPerFsync, 100*l2.NestedShare)
+			// Every issued flush reaches the loop driver, which syncs the
+			// backing file for it; allow the few in flight at the edges.
+			if flushes == 0 || nested < flushes*95/100 {
+				t.Fatalf("only %d of %d flushes nest a host fsync", nested, flushes)
+			}
+		})
+	}
+}
+
+// mountStacked makes fstype on dev and mounts it with opts (may be "").
+func mountStacked(t *testing.T, dev, fstype, opts string, mkfsArgs ...string) string {
+	t.Helper()
+	if opts == "" {
+		return mountFS(t, dev, fstype, mkfsArgs...)
+	}
+	testenv.LookPath(t, "mkfs."+fstype, fstype+"-progs")
+	run(t, "mkfs."+fstype, append(append([]string{}, mkfsArgs...), dev)...)
+	mnt := t.TempDir()
+	run(t, "mount", "-t", fstype, "-o", opts, dev, mnt)
+	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	if err := os.MkdirAll(filepath.Join(mnt, "member"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return mnt
+}
