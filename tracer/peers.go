@@ -244,13 +244,15 @@ func RecordPeers(ctx context.Context, cfg PeersConfig, d time.Duration, ready fu
 		ready()
 	}
 	p.rd.SetDeadline(time.Now().Add(d))
-	// A cancelled ctx moves the deadline to now, which wakes Read.
-	stop := context.AfterFunc(ctx, func() { p.rd.SetDeadline(time.Now()) })
+	// A cancelled ctx flushes the reader: a Read waiting in the poller
+	// wakes, returns what is left, then ErrFlushed. (Moving the deadline
+	// would not wake it: SetDeadline waits for the Read's lock.)
+	stop := context.AfterFunc(ctx, func() { p.rd.Flush() })
 	defer stop()
 	var evs []peers.Event
 	for {
 		ev, err := p.Next()
-		if errors.Is(err, os.ErrDeadlineExceeded) {
+		if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ringbuf.ErrFlushed) {
 			break
 		}
 		if err != nil {
