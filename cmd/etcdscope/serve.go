@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/etcdscope/etcdscope/exporter"
+	"github.com/etcdscope/etcdscope/tracer"
+)
+
+func init() {
+	subcommands["serve"] = subcommand{
+		summary: "run the fsync and peers tracers continuously and serve Prometheus metrics (/metrics, /healthz)",
+		run:     runServe,
+	}
+}
+
+type serveFlags struct {
+	listen, comm, readyFile string
+	public                  bool
+	pid, port               int
+	etcdMetrics             []string
+	compareWindow           time.Duration
+	ringBytes               uint32
+}
+
+func runServe(args []string) error {
+	var f serveFlags
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.StringVar(&f.listen, "listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(exporter.DefaultPort)), "address for /metrics and /healthz; loopback unless --listen-public")
+	fs.BoolVar(&f.public, "listen-public", false, "allow a --listen address that is not loopback (a DaemonSet scraped over the node network)")
+	fs.StringVar(&f.comm, "comm", "", "trace only fsyncs of tasks with this comm, e.g. etcd (empty: every process)")
+	fs.IntVar(&f.pid, "pid", 0, "trace only fsyncs of this process id")
+	fs.IntVar(&f.port, "port", tracer.DefaultPeerPort, "etcd's peer port: TCP connections with this local or remote port are traced")
+	fs.StringArrayVar(&f.etcdMetrics, "etcd-metrics", nil, "etcd /metrics URL of a member on this host (repeatable), e.g. http://127.0.0.1:2381/metrics: exports the inflation of its peer RTT metric")
+	fs.DurationVar(&f.compareWindow, "compare-window", exporter.DefaultCompareWindow, "scrape --etcd-metrics and recompute the inflation ratio this often")
+	fs.Uint32Var(&f.ringBytes, "ring-size", 16<<20, "fsync ring buffer bytes (power of two); raise it if etcdscope_lost_events_total grows")
+	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once the probes are attached and the server listens (for scripts and tests)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return errHelp
+		}
+		return usagef("%v (see 'etcdscope serve --help')", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q (see 'etcdscope serve --help')", fs.Arg(0))
+	}
+	cfg, err := f.validate()
+	if err != nil {
+		return err
+	}
+	if err := tracer.CheckPrerequisites(); err != nil {
+		return usagef("%v", err)
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return usagef("--listen %s: %v (pick a free port)", f.listen, err)
+	}
+	defer ln.Close()
+	cfg.Listener = ln
+	cfg.Ready = func() {
+		fmt.Fprintf(os.Stderr, "etcdscope serve: metrics on http://%s/metrics\n", ln.Addr())
+		if f.readyFile != "" {
+			if err := os.WriteFile(f.readyFile, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
+				fmt.Fprintf(os.Stderr, "etcdscope serve: writing --ready-file: %v\n", err)
+			}
+		}
+	}
+	if f.readyFile != "" {
+		defer os.Remove(f.readyFile)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err = exporter.Run(ctx, cfg)
+	if errors.Is(err, tracer.ErrNoPrivilege) || errors.Is(err, tracer.ErrNoBTF) {
+		return usagef("%v", err)
+	}
+	return err
+}
+
+// validate checks every flag before anything touches the host.
+func (f *serveFlags) validate() (exporter.Config, error) {
+	var cfg exporter.Config
+	switch {
+	case f.port < 1 || f.port > 65535:
+		return cfg, usagef("--port %d is out of range; give 1-65535 (etcd's peer port is 2380)", f.port)
+	case len(f.comm) > 15:
+		return cfg, usagef("--comm %q is longer than the kernel's 15-byte comm; give its first 15 bytes", f.comm)
+	case f.pid < 0:
+		return cfg, usagef("--pid %d is not a process id", f.pid)
+	case f.compareWindow < 10*time.Second:
+		return cfg, usagef("--compare-window %v is too short: etcd observes its peer RTT metric about once per 30 s per prober; give 1m or more", f.compareWindow)
+	case f.ringBytes < 4096 || f.ringBytes&(f.ringBytes-1) != 0:
+		return cfg, usagef("--ring-size %d must be a power of two of at least 4096", f.ringBytes)
+	}
+	host, port, err := net.SplitHostPort(f.listen)
+	if err != nil {
+		return cfg, usagef("--listen %q: %v; give host:port, e.g. 127.0.0.1:%d", f.listen, err, exporter.DefaultPort)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return cfg, usagef("--listen %q: port %q is not a number in 0-65535", f.listen, port)
+	}
+	if !f.public && !isLoopback(host) {
+		return cfg, usagef("--listen %s is not a loopback address; add --listen-public to serve metrics beyond this host", f.listen)
+	}
+	if f.pid > 0 {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(f.pid)); err != nil {
+			return cfg, usagef("--pid %d: no such process (see pgrep etcd)", f.pid)
+		}
+		cfg.Fsync.PID = uint32(f.pid)
+	}
+	cfg.Fsync.Comm = f.comm
+	cfg.Fsync.RingBytes = f.ringBytes
+	cfg.Peers.Port = uint16(f.port)
+	for _, u := range f.etcdMetrics {
+		if err := checkURL(u); err != nil {
+			return cfg, usagef("--etcd-metrics %v", err)
+		}
+	}
+	cfg.EtcdMetrics = f.etcdMetrics
+	cfg.CompareWindow = f.compareWindow
+	return cfg, nil
+}
+
+// isLoopback accepts loopback IPs and "localhost"; an empty host (all
+// interfaces) is not loopback.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap().IsLoopback()
+}

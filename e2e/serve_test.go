@@ -1,0 +1,260 @@
+package e2e
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"golang.org/x/sys/unix"
+
+	"github.com/etcdscope/etcdscope/internal/testenv"
+)
+
+// server is a running `etcdscope serve`.
+type server struct {
+	cmd    *exec.Cmd
+	addr   string // host:port it listens on
+	stderr bytes.Buffer
+}
+
+// startServe starts `etcdscope serve --listen 127.0.0.1:0 <args>` and
+// waits for its --ready-file, which holds the address it bound.
+func startServe(t *testing.T, args ...string) *server {
+	t.Helper()
+	ready := filepath.Join(t.TempDir(), "ready")
+	s := &server{}
+	all := append([]string{"serve", "--listen", "127.0.0.1:0", "--ready-file", ready}, args...)
+	s.cmd = exec.Command(etcdscope(t), all...)
+	s.cmd.Stderr = &s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if s.cmd.ProcessState == nil {
+			s.cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { s.cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				s.cmd.Process.Kill()
+				<-done
+			}
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if b, err := os.ReadFile(ready); err == nil && bytes.HasSuffix(b, []byte("\n")) {
+			s.addr = strings.TrimSpace(string(b))
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("etcdscope serve not ready after 20 s; stderr:\n%s", s.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// scrape reads /metrics as Prometheus' text format, parsed by expfmt.
+func (s *server) scrape(t *testing.T) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get("http://" + s.addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	return fams
+}
+
+func labelsOf(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
+}
+
+// histCount sums the sample count of a histogram family's series whose
+// labels include every pair in match.
+func histCount(f *dto.MetricFamily, match map[string]string) uint64 {
+	var n uint64
+next:
+	for _, m := range f.GetMetric() {
+		l := labelsOf(m)
+		for k, v := range match {
+			if l[k] != v {
+				continue next
+			}
+		}
+		n += m.GetHistogram().GetSampleCount()
+	}
+	return n
+}
+
+// TestServeCountsFdatasync starts `etcdscope serve --pid <this test>`, makes
+// a known number of fdatasync calls, and checks that the scraped histogram
+// counts exactly those calls, in the total and in every layer, that
+// nothing was lost, that the native histogram is served over protobuf, and
+// that per-program BPF run counts appear once BPF stats are on and count at
+// least one run per call.
+func TestServeCountsFdatasync(t *testing.T) {
+	testenv.RequireRoot(t)
+	// BPF_ENABLE_STATS turns run time/count on for as long as this fd is
+	// open (the sysctl reads 1 meanwhile) and off again at Close, so the
+	// host's setting is left as it was.
+	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		t.Fatalf("BPF_ENABLE_STATS: %v", err)
+	}
+	defer stats.Close()
+
+	s := startServe(t, "--pid", strconv.Itoa(os.Getpid()))
+	f, err := os.CreateTemp("/var/tmp", "etcdscope-serve-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	const calls = 300
+	buf := make([]byte, 2300) // one etcd WAL entry's worth
+	for i := 0; i < calls; i++ {
+		if _, err := f.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Fdatasync(int(f.Fd())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fdatasync := map[string]string{"syscall": "fdatasync"}
+	var fams map[string]*dto.MetricFamily
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		fams = s.scrape(t)
+		if f := fams["etcdscope_fsync_duration_seconds"]; f != nil && histCount(f, fdatasync) >= calls {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fdatasync count did not reach %d in 10 s; stderr:\n%s", calls, s.stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := histCount(fams["etcdscope_fsync_duration_seconds"], fdatasync); got != calls {
+		t.Errorf("etcdscope_fsync_duration_seconds_count{syscall=fdatasync} = %d, made %d calls", got, calls)
+	}
+	if got := histCount(fams["etcdscope_fsync_duration_seconds"], map[string]string{"syscall": "fsync"}); got != 0 {
+		t.Errorf("%d fsync calls counted, made none", got)
+	}
+	for _, l := range []string{"data_writeback", "journal", "device_flush", "block_queue", "other"} {
+		if got := histCount(fams["etcdscope_fsync_layer_duration_seconds"], map[string]string{"layer": l}); got != calls {
+			t.Errorf("layer %s counted %d calls, want %d", l, got, calls)
+		}
+	}
+	for _, m := range fams["etcdscope_lost_events_total"].GetMetric() {
+		if v := m.GetCounter().GetValue(); v != 0 {
+			t.Errorf("lost events %v for %v", v, labelsOf(m))
+		}
+	}
+	runs := map[string]float64{}
+	for _, m := range fams["etcdscope_bpf_program_runs_total"].GetMetric() {
+		l := labelsOf(m)
+		runs[l["tracer"]+"/"+l["program"]] = m.GetCounter().GetValue()
+	}
+	if runs["fsync/sys_exit_fdatasync"] < calls {
+		t.Errorf("sys_exit_fdatasync ran %v times by bpf_prog_info, want >= %d (stats on); runs: %v", runs["fsync/sys_exit_fdatasync"], calls, runs)
+	}
+	h := fams["etcdscope_fsync_duration_seconds"].GetMetric()[0].GetHistogram()
+	t.Logf("%d fdatasync calls; scraped count %d, sum %.6f s; sys_exit_fdatasync runs %v; %d classic buckets",
+		calls, h.GetSampleCount(), h.GetSampleSum(), runs["fsync/sys_exit_fdatasync"], len(h.GetBucket()))
+
+	// Native histogram: only in the protobuf exposition.
+	req, _ := http.NewRequest(http.MethodGet, "http://"+s.addr+"/metrics", nil)
+	req.Header.Set("Accept", `application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited`)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	dec := expfmt.NewDecoder(resp.Body, expfmt.ResponseFormat(resp.Header))
+	found := false
+	for {
+		var mf dto.MetricFamily
+		if err := dec.Decode(&mf); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding protobuf /metrics: %v", err)
+		}
+		if mf.GetName() != "etcdscope_fsync_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			nh := m.GetHistogram()
+			if labelsOf(m)["syscall"] == "fdatasync" && nh.Schema != nil && len(nh.GetPositiveSpan()) > 0 && len(nh.GetBucket()) == 25 {
+				found = true
+				t.Logf("native histogram: schema %d, %d spans, zero count %d; classic buckets %d", nh.GetSchema(), len(nh.GetPositiveSpan()), nh.GetZeroCount(), len(nh.GetBucket()))
+			}
+		}
+	}
+	if !found {
+		t.Error("protobuf exposition has no native histogram beside the classic buckets for fdatasync")
+	}
+
+	hz, err := http.Get("http://" + s.addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hz.Body.Close()
+	if hz.StatusCode != http.StatusOK {
+		t.Errorf("/healthz %s", hz.Status)
+	}
+	// SIGTERM: a clean exit, the ready file removed.
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	if err := s.cmd.Wait(); err != nil {
+		t.Errorf("serve exit: %v; stderr:\n%s", err, s.stderr.String())
+	}
+}
+
+// TestServeRefusesPublicListen: a non-loopback --listen without
+// --listen-public is a usage error (exit 2) before anything is loaded.
+func TestServeRefusesPublicListen(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--listen", "0.0.0.0:10380"}, "--listen-public"},
+		{[]string{"--listen", ":10380"}, "--listen-public"},
+		{[]string{"--listen", "[::]:10380"}, "--listen-public"},
+		{[]string{"--listen", "127.0.0.1"}, "host:port"},
+		{[]string{"--port", "0"}, "--port 0"},
+		{[]string{"--etcd-metrics", "ftp://x"}, "http://"},
+		{[]string{"--compare-window", "1s"}, "--compare-window"},
+	} {
+		cmd := exec.Command(etcdscope(t), append([]string{"serve"}, c.args...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		if code != 2 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("serve %v: exit %d, stderr %q; want exit 2 naming %q", c.args, code, stderr.String(), c.want)
+		}
+	}
+}

@@ -1,0 +1,16 @@
+// Package exporter serves etcdscope's numbers as Prometheus metrics: the
+// fsync layer partition and block flushes from tracer.FsyncTracer, the peer
+// round trips from tracer.Peers, the inflation of etcd's own peer RTT metric
+// (analysis/etcdmetric), and metrics about the tracers themselves (programs
+// attached, lost and missed events, BPF run time).
+//
+// Metrics holds every collector and turns decoded events into observations;
+// it needs no root and is what the tests lint. Run wires the tracers, the
+// event loops and the HTTP server (/metrics, /healthz) for `etcdscope serve`.
+// docs/metrics.md lists every metric, its labels, units and source.
+//
+// Histograms of durations have classic buckets from 1 µs to 16 s (25
+// exponential buckets, factor ~2; etcd's own disk histograms start at 1 ms,
+// where a healthy NVMe fdatasync is invisible) and, alongside, native
+// histograms (bucket factor 1.1) for a Prometheus that negotiates protobuf.
+package exporter

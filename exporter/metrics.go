@@ -1,0 +1,353 @@
+package exporter
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/tracer"
+)
+
+// Namespace prefixes every metric name.
+const Namespace = "etcdscope"
+
+// DurationBuckets are the classic bucket upper bounds of every duration
+// histogram, seconds: 25 exponential bounds from 1 µs to 16 s (factor
+// ~1.995). etcd's disk histograms start at 1 ms; a 50 µs NVMe fdatasync
+// needs the lower decades.
+var DurationBuckets = prometheus.ExponentialBucketsRange(1e-6, 16, 25)
+
+// FlushCountBuckets are the bucket bounds of the flushes-per-fsync
+// histogram (a count of block requests, not a duration).
+var FlushCountBuckets = []float64{0, 1, 2, 3, 4, 6, 8, 16, 32}
+
+// Native histogram settings: factor 1.1 (schema 3, 8 buckets per power of
+// two), at most 160 buckets per series before the resolution is halved,
+// and a reset at most once an hour when the bucket limit is reached.
+const (
+	nativeFactor   = 1.1
+	nativeMaxBkts  = 160
+	nativeMinReset = time.Hour
+)
+
+func durationHistogram(name, help string, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace:                       Namespace,
+		Name:                            name,
+		Help:                            help,
+		Buckets:                         DurationBuckets,
+		NativeHistogramBucketFactor:     nativeFactor,
+		NativeHistogramMaxBucketNumber:  nativeMaxBkts,
+		NativeHistogramMinResetDuration: nativeMinReset,
+	}, labels)
+}
+
+// Source is a running tracer as the self-metrics see it: tracer.FsyncTracer
+// and tracer.Peers implement it.
+type Source interface {
+	// Lost: events that did not fit in the ring buffer, summed over CPUs.
+	Lost() (uint64, error)
+	// Missed: program runs the kernel skipped (bpf_prog_info.recursion_misses).
+	Missed() uint64
+	// ProgramStats: per-program run time and count (kernel.bpf_stats_enabled).
+	ProgramStats() []tracer.ProgramStats
+}
+
+type source struct {
+	name     string
+	src      Source
+	attached int
+}
+
+// Metrics holds every etcdscope metric. Observe* methods are safe for
+// concurrent use; register Metrics itself (it is a prometheus.Collector).
+type Metrics struct {
+	fsyncDuration  *prometheus.HistogramVec
+	layerDuration  *prometheus.HistogramVec
+	flushDuration  *prometheus.HistogramVec
+	flushesPer     *prometheus.HistogramVec
+	handshakeRTT   *prometheus.HistogramVec
+	srtt           *prometheus.HistogramVec
+	connsOpened    *prometheus.CounterVec
+	retransmits    *prometheus.CounterVec
+	inflation      *prometheus.GaugeVec
+	etcdMean       *prometheus.GaugeVec
+	etcdRTT        *prometheus.GaugeVec
+	scrapeErrors   *prometheus.CounterVec
+	decodeErrors   *prometheus.CounterVec
+	attachedDesc   *prometheus.Desc
+	lostDesc       *prometheus.Desc
+	missedDesc     *prometheus.Desc
+	runSecondsDesc *prometheus.Desc
+	runCountDesc   *prometheus.Desc
+	statsOnDesc    *prometheus.Desc
+
+	mu      sync.Mutex
+	sources []source
+	// statsEnabled reads kernel.bpf_stats_enabled; tests replace it.
+	statsEnabled func() bool
+}
+
+// NewMetrics creates the collectors; nothing is exported until a label set
+// is first observed, except the self-metrics of added sources.
+func NewMetrics() *Metrics {
+	return &Metrics{
+		fsyncDuration: durationHistogram("fsync_duration_seconds",
+			"Wall time of fsync/fdatasync calls, syscall entry to exit (tracepoints syscalls:sys_enter/exit_f(data)sync).",
+			"comm", "device", "fs", "file_kind", "syscall"),
+		layerDuration: durationHistogram("fsync_layer_duration_seconds",
+			"Time of each fsync/fdatasync spent in one kernel layer (data_writeback, journal, device_flush, block_queue, other); one observation per call and layer, the layers of a call sum to its wall time.",
+			"comm", "device", "file_kind", "layer"),
+		flushDuration: durationHistogram("block_flush_duration_seconds",
+			"Issue to completion of block requests that make a disk persist its cache (block:block_rq_issue/complete): kind flush (REQ_OP_FLUSH), preflush (a write with REQ_PREFLUSH), fua (a write with REQ_FUA only).",
+			"device", "kind"),
+		flushesPer: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "fsync_flush_requests",
+			Help:    "Flush requests (REQ_OP_FLUSH, REQ_PREFLUSH or REQ_FUA) each fsync/fdatasync waited on.",
+			Buckets: FlushCountBuckets,
+		}, []string{"comm", "device", "file_kind"}),
+		handshakeRTT: durationHistogram("peer_handshake_rtt_seconds",
+			"TCP handshake RTT of connections on etcd's peer port: SYN_SENT to ESTABLISHED for active opens, the kernel's SYN-ACK RTT for passive ones (sock:inet_sock_set_state).",
+			"peer", "direction"),
+		srtt: durationHistogram("peer_srtt_seconds",
+			"Kernel smoothed RTT (tcp_sock.srtt_us>>3) of live connections on etcd's peer port, sampled at most once per second per connection (tcp:tcp_probe).",
+			"peer"),
+		connsOpened: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "peer_connections_opened_total",
+			Help: "TCP connections on etcd's peer port that reached ESTABLISHED; etcd's RAFT_MESSAGE prober dials one per probe (15 a minute).",
+		}, []string{"peer", "direction"}),
+		retransmits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "peer_retransmits_total",
+			Help: "TCP segments retransmitted on etcd's peer port (tcp:tcp_retransmit_skb).",
+		}, []string{"peer"}),
+		inflation: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "etcd_peer_rtt_inflation_ratio",
+			Help: "Mean of etcd_network_peer_round_trip_time_seconds over the last comparison window divided by the network RTT traced to that peer (analysis/etcdmetric).",
+		}, []string{"etcd", "to", "prober", "peer"}),
+		etcdMean: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "etcd_peer_rtt_metric_mean_seconds",
+			Help: "Mean of etcd_network_peer_round_trip_time_seconds observations made in the last comparison window (delta of _sum over delta of _count).",
+		}, []string{"etcd", "to", "prober", "peer"}),
+		etcdRTT: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "etcd_peer_rtt_traced_seconds",
+			Help: "The network RTT the inflation ratio divides by: p50 handshake RTT of the member's connections to that peer in the last comparison window.",
+		}, []string{"etcd", "to", "prober", "peer"}),
+		scrapeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "etcd_metrics_scrape_errors_total",
+			Help: "Failed scrapes of an --etcd-metrics URL.",
+		}, []string{"etcd"}),
+		decodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "decode_errors_total",
+			Help: "Ring buffer records a tracer could not read or decode (short record, unknown kind); each is an event missing from the metrics.",
+		}, []string{"tracer"}),
+		attachedDesc: prometheus.NewDesc(Namespace+"_bpf_programs_attached",
+			"BPF programs of the tracer attached to their hook.", []string{"tracer"}, nil),
+		lostDesc: prometheus.NewDesc(Namespace+"_lost_events_total",
+			"Events that did not fit in the tracer's ring buffer (per-CPU lost_events counter summed); alert on any increase.", []string{"tracer"}, nil),
+		missedDesc: prometheus.NewDesc(Namespace+"_missed_events_total",
+			"Runs of the tracer's BPF programs the kernel skipped because another BPF program was running on that CPU (bpf_prog_info.recursion_misses summed).", []string{"tracer"}, nil),
+		runSecondsDesc: prometheus.NewDesc(Namespace+"_bpf_program_run_seconds_total",
+			"Time spent in the BPF program (bpf_prog_info.run_time_ns); exported while kernel.bpf_stats_enabled=1 or once BPF_ENABLE_STATS has made the kernel count runs.", []string{"tracer", "program"}, nil),
+		runCountDesc: prometheus.NewDesc(Namespace+"_bpf_program_runs_total",
+			"Runs of the BPF program (bpf_prog_info.run_cnt); exported while kernel.bpf_stats_enabled=1 or once BPF_ENABLE_STATS has made the kernel count runs.", []string{"tracer", "program"}, nil),
+		statsOnDesc: prometheus.NewDesc(Namespace+"_bpf_stats_enabled",
+			"The sysctl kernel.bpf_stats_enabled: 1 when the kernel counts BPF run time and runs for every program, else 0 (a BPF_ENABLE_STATS fd can turn counting on without it).", nil, nil),
+		statsEnabled: tracer.BPFStatsEnabled,
+	}
+}
+
+func (m *Metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.fsyncDuration, m.layerDuration, m.flushDuration, m.flushesPer,
+		m.handshakeRTT, m.srtt, m.connsOpened, m.retransmits, m.inflation, m.etcdMean, m.etcdRTT,
+		m.scrapeErrors, m.decodeErrors}
+}
+
+// Describe implements prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.collectors() {
+		c.Describe(ch)
+	}
+	for _, d := range []*prometheus.Desc{m.attachedDesc, m.lostDesc, m.missedDesc, m.runSecondsDesc, m.runCountDesc, m.statsOnDesc} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector. The self-metrics are read from
+// the tracers at scrape time (map lookups and BPF_OBJ_GET_INFO_BY_FD).
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range m.collectors() {
+		c.Collect(ch)
+	}
+	m.mu.Lock()
+	srcs := append([]source(nil), m.sources...)
+	m.mu.Unlock()
+	on := m.statsEnabled()
+	ch <- prometheus.MustNewConstMetric(m.statsOnDesc, prometheus.GaugeValue, b2f(on))
+	for _, s := range srcs {
+		ch <- prometheus.MustNewConstMetric(m.attachedDesc, prometheus.GaugeValue, float64(s.attached), s.name)
+		if lost, err := s.src.Lost(); err == nil {
+			ch <- prometheus.MustNewConstMetric(m.lostDesc, prometheus.CounterValue, float64(lost), s.name)
+		}
+		ch <- prometheus.MustNewConstMetric(m.missedDesc, prometheus.CounterValue, float64(s.src.Missed()), s.name)
+		ps := s.src.ProgramStats()
+		if !on && !anyRuns(ps) {
+			continue
+		}
+		for _, p := range ps {
+			ch <- prometheus.MustNewConstMetric(m.runSecondsDesc, prometheus.CounterValue, float64(p.RunTimeNs)/1e9, s.name, p.Name)
+			ch <- prometheus.MustNewConstMetric(m.runCountDesc, prometheus.CounterValue, float64(p.RunCount), s.name, p.Name)
+		}
+	}
+}
+
+// anyRuns reports whether the kernel counted runs of any program: stats
+// were on for a while, through the sysctl or through a BPF_ENABLE_STATS
+// file descriptor that some process holds (bpftop does that; the sysctl
+// does not show it).
+func anyRuns(ps []tracer.ProgramStats) bool {
+	for _, p := range ps {
+		if p.RunCount > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// AddSource makes the self-metrics report a running tracer under the label
+// tracer=name ("fsync", "peers"), with attached programs attached.
+func (m *Metrics) AddSource(name string, s Source, attached int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sources = append(m.sources, source{name: name, src: s, attached: attached})
+}
+
+// RemoveSource stops reporting the tracer added as name (it is closing:
+// its maps can no longer be read).
+func (m *Metrics) RemoveSource(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, s := range m.sources {
+		if s.name == name {
+			m.sources = append(m.sources[:i], m.sources[i+1:]...)
+			return
+		}
+	}
+}
+
+// DecodeError counts one record the named tracer could not read.
+func (m *Metrics) DecodeError(tracerName string) {
+	m.decodeErrors.WithLabelValues(tracerName).Inc()
+}
+
+// deviceLabel names a device by its kernel name when it has one (vda1),
+// else by major:minor (tmpfs and overlay have anonymous devices).
+func deviceLabel(name, dev string) string {
+	if name != "" {
+		return name
+	}
+	return dev
+}
+
+// ObserveFsync records one attributed fsync: its wall time, each layer's
+// share and the flush requests it waited on.
+func (m *Metrics) ObserveFsync(r analysis.FsyncRecord) {
+	dev := deviceLabel(r.DevName, r.Dev)
+	m.fsyncDuration.WithLabelValues(r.Comm, dev, r.FS, r.FileKind, r.Syscall).Observe(float64(r.TotalNs) / 1e9)
+	for _, l := range analysis.LayerNames {
+		m.layerDuration.WithLabelValues(r.Comm, dev, r.FileKind, l).Observe(float64(r.Layers.Get(l)) / 1e9)
+	}
+	m.flushesPer.WithLabelValues(r.Comm, dev, r.FileKind).Observe(float64(r.Flushes))
+}
+
+// FlushKind classifies a block request that persists the disk's cache:
+// "flush" (REQ_OP_FLUSH), "preflush" (REQ_PREFLUSH, with or without FUA:
+// the flush before the write is the slow part), "fua" (REQ_FUA only), or ""
+// for any other request.
+func FlushKind(b *event.Block) string {
+	switch {
+	case b.Op == event.OpFlush:
+		return "flush"
+	case b.Flags&event.ReqPreflush != 0:
+		return "preflush"
+	case b.Flags&event.ReqFUA != 0:
+		return "fua"
+	}
+	return ""
+}
+
+// ObserveBlock records a flush-kind request's issue → complete time, once
+// per request (its final completion); requests never issued (a flush the
+// flush state machine completed by joining one in flight) and other
+// requests are ignored. diskName is the disk's kernel name ("" to use
+// major:minor).
+func (m *Metrics) ObserveBlock(b event.Block, diskName string) {
+	kind := FlushKind(&b)
+	if kind == "" || !b.Final || b.IssueNs == 0 || b.CompleteNs < b.IssueNs {
+		return
+	}
+	m.flushDuration.WithLabelValues(deviceLabel(diskName, b.Dev.String()), kind).Observe(float64(b.CompleteNs-b.IssueNs) / 1e9)
+}
+
+// ObservePeer records one peer-port event: a handshake RTT and an opened
+// connection for KindOpen, an srtt sample for KindRTT, a retransmit. The
+// peer label is the remote address as this host sees it.
+func (m *Metrics) ObservePeer(e peers.Event) {
+	peer := e.Remote.Addr().Unmap().String()
+	switch e.Kind {
+	case peers.KindOpen:
+		m.connsOpened.WithLabelValues(peer, string(e.Direction)).Inc()
+		rtt := e.DurationNs // active: SYN_SENT → ESTABLISHED
+		if e.Direction != peers.Active {
+			rtt = uint64(e.SRTTus) * 1000 // passive: SYN-ACK → ACK, as srtt
+		}
+		if rtt > 0 {
+			m.handshakeRTT.WithLabelValues(peer, string(e.Direction)).Observe(float64(rtt) / 1e9)
+		}
+	case peers.KindRTT:
+		if e.SRTTus > 0 {
+			m.srtt.WithLabelValues(peer).Observe(float64(e.SRTTus) / 1e6)
+		}
+	case peers.KindRetransmit:
+		m.retransmits.WithLabelValues(peer).Inc()
+	}
+}
+
+// SetComparisons replaces the inflation gauges of one etcd member (its
+// metrics URL's host:port) with the comparisons of the last window.
+// Comparisons without a measured RTT (no traced connection to that peer)
+// are left out rather than exported as 0 or +Inf.
+func (m *Metrics) SetComparisons(etcd string, cs []etcdmetric.PeerComparison) {
+	for _, g := range []*prometheus.GaugeVec{m.inflation, m.etcdMean, m.etcdRTT} {
+		g.DeletePartialMatch(prometheus.Labels{"etcd": etcd})
+	}
+	for _, c := range cs {
+		if c.Inflation <= 0 || c.Input.RTT <= 0 || c.Observations == 0 {
+			continue
+		}
+		peer := ""
+		if c.Peer.IsValid() {
+			peer = c.Peer.String()
+		}
+		lv := []string{etcd, c.Key.To, c.Key.Prober, peer}
+		m.inflation.WithLabelValues(lv...).Set(c.Inflation)
+		m.etcdMean.WithLabelValues(lv...).Set(c.Mean)
+		m.etcdRTT.WithLabelValues(lv...).Set(c.Input.RTT.Seconds())
+	}
+}
+
+// ScrapeError counts one failed scrape of an etcd member's /metrics.
+func (m *Metrics) ScrapeError(etcd string) {
+	m.scrapeErrors.WithLabelValues(etcd).Inc()
+}

@@ -1,0 +1,327 @@
+package exporter
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/tracer"
+)
+
+type fakeSource struct {
+	lost, missed uint64
+	progs        []tracer.ProgramStats
+}
+
+func (f fakeSource) Lost() (uint64, error)               { return f.lost, nil }
+func (f fakeSource) Missed() uint64                      { return f.missed }
+func (f fakeSource) ProgramStats() []tracer.ProgramStats { return f.progs }
+
+var errTest = errors.New("test failure")
+
+func walRecord(total int64, flushes int) analysis.FsyncRecord {
+	// A partition that sums to total: half device flush, a quarter data,
+	// the rest other.
+	l := analysis.Layers{DeviceFlushNs: total / 2, DataWritebackNs: total / 4}
+	l.OtherNs = total - l.DeviceFlushNs - l.DataWritebackNs
+	return analysis.FsyncRecord{Type: "fsync", Comm: "etcd", Syscall: "fdatasync", Dev: "253:1", DevName: "vda1",
+		FS: "ext4", FileKind: analysis.KindWAL, TotalNs: total, Layers: l, Flushes: flushes}
+}
+
+// populated returns Metrics with every metric observed at least once.
+func populated(t *testing.T) *Metrics {
+	t.Helper()
+	m := NewMetrics()
+	m.statsEnabled = func() bool { return true }
+	m.AddSource("fsync", fakeSource{lost: 3, missed: 1, progs: []tracer.ProgramStats{{Name: "sys_exit_fdatasync", RunTimeNs: 2_500_000_000, RunCount: 7}}}, 12)
+	m.ObserveFsync(walRecord(2_000_000, 1))
+	m.ObserveFsync(walRecord(40_000, 0))
+	m.ObserveBlock(event.Block{Dev: event.MkDev(253, 0), Op: event.OpFlush, Final: true, IssueNs: 100, CompleteNs: 1_100}, "vda")
+	remote := netip.MustParseAddrPort("10.0.0.2:2380")
+	m.ObservePeer(peers.Event{Kind: peers.KindOpen, Direction: peers.Active, Remote: remote, DurationNs: 25_000_000})
+	m.ObservePeer(peers.Event{Kind: peers.KindRTT, Remote: remote, SRTTus: 25_100})
+	m.ObservePeer(peers.Event{Kind: peers.KindRetransmit, Remote: remote})
+	cmp := etcdmetric.PeerComparison{Peer: remote.Addr(), Comparison: etcdmetric.Comparison{
+		Key: etcdmetric.Key{To: "8e9e05c52164694d"}, Observations: 8, Mean: 0.05, Inflation: 2.0,
+		Input: etcdmetric.ModelInput{RTT: 25 * time.Millisecond}}}
+	m.SetComparisons("127.0.0.1:2381", []etcdmetric.PeerComparison{cmp})
+	m.ScrapeError("127.0.0.1:2382")
+	m.DecodeError("fsync")
+	return m
+}
+
+// TestLint runs client_golang's promlint over every metric the exporter
+// can export, and checks that every one of them was there to be linted.
+func TestLint(t *testing.T) {
+	m := populated(t)
+	problems, err := testutil.CollectAndLint(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m)
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range fams {
+		got = append(got, f.GetName())
+	}
+	want := []string{
+		"etcdscope_block_flush_duration_seconds", "etcdscope_bpf_program_run_seconds_total",
+		"etcdscope_bpf_program_runs_total", "etcdscope_bpf_programs_attached", "etcdscope_bpf_stats_enabled",
+		"etcdscope_decode_errors_total", "etcdscope_etcd_metrics_scrape_errors_total",
+		"etcdscope_etcd_peer_rtt_inflation_ratio", "etcdscope_etcd_peer_rtt_metric_mean_seconds",
+		"etcdscope_etcd_peer_rtt_traced_seconds", "etcdscope_fsync_duration_seconds",
+		"etcdscope_fsync_flush_requests", "etcdscope_fsync_layer_duration_seconds",
+		"etcdscope_lost_events_total", "etcdscope_missed_events_total",
+		"etcdscope_peer_connections_opened_total", "etcdscope_peer_handshake_rtt_seconds",
+		"etcdscope_peer_retransmits_total", "etcdscope_peer_srtt_seconds",
+	}
+	sort.Strings(got)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("metric families:\n got %v\nwant %v", got, want)
+	}
+}
+
+func TestDurationBuckets(t *testing.T) {
+	b := DurationBuckets
+	if len(b) != 25 || math.Abs(b[0]-1e-6) > 1e-12 || math.Abs(b[len(b)-1]-16) > 1e-9 {
+		t.Fatalf("buckets %v: want 25 from 1e-06 to 16", b)
+	}
+	for i := 1; i < len(b); i++ {
+		if r := b[i] / b[i-1]; r < 1.99 || r > 2.0 {
+			t.Fatalf("bucket %d/%d ratio %.3f, want ~1.995", i, i-1, r)
+		}
+	}
+}
+
+func family(t *testing.T, c prometheus.Collector, name string) *dto.MetricFamily {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == name {
+			return f
+		}
+	}
+	t.Fatalf("no family %s", name)
+	return nil
+}
+
+func labels(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
+}
+
+// TestObserveFsync checks counts, sums, the per-layer split and that the
+// native histogram is there beside the classic buckets.
+func TestObserveFsync(t *testing.T) {
+	m := populated(t)
+	f := family(t, m, "etcdscope_fsync_duration_seconds")
+	if len(f.Metric) != 1 {
+		t.Fatalf("%d series, want 1", len(f.Metric))
+	}
+	h := f.Metric[0].GetHistogram()
+	if h.GetSampleCount() != 2 || math.Abs(h.GetSampleSum()-0.00204) > 1e-12 {
+		t.Errorf("count %d sum %g, want 2 and 0.00204", h.GetSampleCount(), h.GetSampleSum())
+	}
+	if want := map[string]string{"comm": "etcd", "device": "vda1", "fs": "ext4", "file_kind": "wal", "syscall": "fdatasync"}; !equalMaps(labels(f.Metric[0]), want) {
+		t.Errorf("labels %v, want %v", labels(f.Metric[0]), want)
+	}
+	if len(h.GetBucket()) != 25 {
+		t.Errorf("%d classic buckets, want 25", len(h.GetBucket()))
+	}
+	if h.Schema == nil || h.GetSchema() != 3 || len(h.GetPositiveSpan()) == 0 {
+		t.Errorf("native histogram missing: schema %v spans %v", h.Schema, h.GetPositiveSpan())
+	}
+	// Layers: one observation per call and layer; the sums add up to the
+	// wall time.
+	lf := family(t, m, "etcdscope_fsync_layer_duration_seconds")
+	var sum float64
+	for _, s := range lf.Metric {
+		if s.GetHistogram().GetSampleCount() != 2 {
+			t.Errorf("layer %s count %d, want 2", labels(s)["layer"], s.GetHistogram().GetSampleCount())
+		}
+		sum += s.GetHistogram().GetSampleSum()
+	}
+	if len(lf.Metric) != len(analysis.LayerNames) || math.Abs(sum-0.00204) > 1e-12 {
+		t.Errorf("%d layers summing to %g s, want %d summing to 0.00204", len(lf.Metric), sum, len(analysis.LayerNames))
+	}
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestFlushKind(t *testing.T) {
+	for _, c := range []struct {
+		op    event.Op
+		flags event.ReqFlags
+		want  string
+	}{
+		{event.OpFlush, 0, "flush"},
+		{event.OpWrite, event.ReqPreflush | event.ReqSync, "preflush"},
+		{event.OpWrite, event.ReqPreflush | event.ReqFUA, "preflush"},
+		{event.OpWrite, event.ReqFUA | event.ReqSync, "fua"},
+		{event.OpWrite, event.ReqSync | event.ReqMeta, ""},
+		{event.OpRead, 0, ""},
+	} {
+		b := event.Block{Op: c.op, Flags: c.flags}
+		if got := FlushKind(&b); got != c.want {
+			t.Errorf("%s: %q, want %q", event.Rwbs(c.op, c.flags), got, c.want)
+		}
+	}
+}
+
+func TestObserveBlockSkips(t *testing.T) {
+	m := NewMetrics()
+	dev := event.MkDev(8, 0)
+	m.ObserveBlock(event.Block{Dev: dev, Op: event.OpFlush, Final: false, IssueNs: 1, CompleteNs: 5}, "")      // partial completion
+	m.ObserveBlock(event.Block{Dev: dev, Op: event.OpFlush, Final: true, IssueNs: 0, CompleteNs: 5}, "")       // never issued
+	m.ObserveBlock(event.Block{Dev: dev, Op: event.OpWrite, Final: true, IssueNs: 1, CompleteNs: 5}, "")       // not a flush
+	m.ObserveBlock(event.Block{Dev: dev, Op: event.OpFlush, Final: true, IssueNs: 1000, CompleteNs: 3000}, "") // counted
+	f := family(t, m, "etcdscope_block_flush_duration_seconds")
+	if len(f.Metric) != 1 || f.Metric[0].GetHistogram().GetSampleCount() != 1 ||
+		f.Metric[0].GetHistogram().GetSampleSum() != 2e-6 || labels(f.Metric[0])["device"] != "8:0" {
+		t.Fatalf("got %v", f.Metric)
+	}
+}
+
+func TestObservePeer(t *testing.T) {
+	m := NewMetrics()
+	r := netip.MustParseAddrPort("[::ffff:10.0.0.3]:40000")
+	m.ObservePeer(peers.Event{Kind: peers.KindOpen, Direction: peers.Active, Remote: r, DurationNs: 2_000_000})
+	m.ObservePeer(peers.Event{Kind: peers.KindOpen, Direction: peers.Passive, Remote: r, SRTTus: 3000})
+	m.ObservePeer(peers.Event{Kind: peers.KindOpen, Direction: peers.Passive, Remote: r}) // no RTT yet: counted, not observed
+	f := family(t, m, "etcdscope_peer_handshake_rtt_seconds")
+	got := map[string]float64{}
+	for _, s := range f.Metric {
+		got[labels(s)["peer"]+"/"+labels(s)["direction"]] = s.GetHistogram().GetSampleSum()
+	}
+	if len(got) != 2 || got["10.0.0.3/active"] != 0.002 || got["10.0.0.3/passive"] != 0.003 {
+		t.Errorf("handshake sums %v, want active 0.002 and passive 0.003 for 10.0.0.3", got)
+	}
+	if v := testutil.ToFloat64(m.connsOpened.WithLabelValues("10.0.0.3", "passive")); v != 2 {
+		t.Errorf("passive opens %v, want 2", v)
+	}
+}
+
+func TestSetComparisonsReplaces(t *testing.T) {
+	m := populated(t)
+	m.SetComparisons("127.0.0.1:2381", []etcdmetric.PeerComparison{{Comparison: etcdmetric.Comparison{
+		Key: etcdmetric.Key{To: "aa"}, Observations: 3, Mean: 0.004, Inflation: 1.6, Input: etcdmetric.ModelInput{RTT: 2500 * time.Microsecond}}}})
+	f := family(t, m, "etcdscope_etcd_peer_rtt_inflation_ratio")
+	if len(f.Metric) != 1 || labels(f.Metric[0])["to"] != "aa" || f.Metric[0].GetGauge().GetValue() != 1.6 {
+		t.Fatalf("got %v, want only to=aa at 1.6", f.Metric)
+	}
+	// No traced RTT: nothing exported rather than +Inf.
+	m.SetComparisons("127.0.0.1:2381", []etcdmetric.PeerComparison{{Comparison: etcdmetric.Comparison{Key: etcdmetric.Key{To: "aa"}, Observations: 3, Mean: 0.004}}})
+	if n := testutil.CollectAndCount(m.inflation); n != 0 {
+		t.Fatalf("%d inflation series left, want 0", n)
+	}
+}
+
+// TestSelfMetricsStatsOff: run time and count are not exported while the
+// kernel does not count them (they would read as a flat 0), and are once
+// it has counted runs (BPF_ENABLE_STATS, which the sysctl does not show).
+func TestSelfMetricsStatsOff(t *testing.T) {
+	m := populated(t)
+	m.statsEnabled = func() bool { return false }
+	m.AddSource("peers", fakeSource{progs: []tracer.ProgramStats{{Name: "tcp_probe"}}}, 3)
+	if n := testutil.CollectAndCount(m, "etcdscope_bpf_program_runs_total"); n != 1 {
+		t.Fatalf("%d run-count series with the sysctl off, want 1 (fsync's program, which has counted runs)", n)
+	}
+	m.statsEnabled = func() bool { return true }
+	if n := testutil.CollectAndCount(m, "etcdscope_bpf_program_runs_total"); n != 2 {
+		t.Fatalf("%d run-count series with the sysctl on, want 2", n)
+	}
+	want := `
+# HELP etcdscope_bpf_program_run_seconds_total Time spent in the BPF program (bpf_prog_info.run_time_ns); exported while kernel.bpf_stats_enabled=1 or once BPF_ENABLE_STATS has made the kernel count runs.
+# TYPE etcdscope_bpf_program_run_seconds_total counter
+etcdscope_bpf_program_run_seconds_total{program="sys_exit_fdatasync",tracer="fsync"} 2.5
+etcdscope_bpf_program_run_seconds_total{program="tcp_probe",tracer="peers"} 0
+# HELP etcdscope_lost_events_total Events that did not fit in the tracer's ring buffer (per-CPU lost_events counter summed); alert on any increase.
+# TYPE etcdscope_lost_events_total counter
+etcdscope_lost_events_total{tracer="fsync"} 3
+etcdscope_lost_events_total{tracer="peers"} 0
+`
+	if err := testutil.CollectAndCompare(m, strings.NewReader(want), "etcdscope_bpf_program_run_seconds_total", "etcdscope_lost_events_total"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHandler serves the registry and reads it back with expfmt, and
+// checks /healthz in both states.
+func TestHandler(t *testing.T) {
+	m := populated(t)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	h := &health{}
+	srv := httptest.NewServer(NewHandler(reg, h))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := fams["etcdscope_fsync_duration_seconds"].GetMetric()[0].GetHistogram().GetSampleCount(); c != 2 {
+		t.Errorf("scraped fsync count %d, want 2", c)
+	}
+	for _, c := range []struct {
+		fail bool
+		code int
+	}{{false, 200}, {true, 503}} {
+		if c.fail {
+			h.fail("fsync tracer", errTest)
+		}
+		r, err := http.Get(srv.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode != c.code {
+			t.Errorf("healthz %d, want %d", r.StatusCode, c.code)
+		}
+	}
+}

@@ -1,0 +1,291 @@
+package exporter
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/tracer"
+)
+
+// DefaultPort is etcdscope serve's port: taken from the range where
+// Prometheus' "Default port allocations" wiki list continues after
+// 9100-9999 filled up (docs/deploy.md says why this one).
+const DefaultPort = 10380
+
+// DefaultCompareWindow is how often the --etcd-metrics URLs are scraped and
+// the inflation ratio recomputed: etcd's probers each observe the metric
+// once per 30 s window, so two minutes hold about eight observations.
+const DefaultCompareWindow = 2 * time.Minute
+
+// Config is what `etcdscope serve` runs.
+type Config struct {
+	Listener net.Listener // where /metrics and /healthz are served
+	Fsync    tracer.FsyncConfig
+	Peers    tracer.PeersConfig
+	// EtcdMetrics are etcd /metrics URLs of members on this host; each is
+	// scraped every CompareWindow (0: DefaultCompareWindow) to export the
+	// inflation ratio of its peer RTT metric.
+	EtcdMetrics   []string
+	EtcdTLS       *tls.Config
+	CompareWindow time.Duration
+	// Ready, if set, is called once the tracers are attached and the
+	// server accepts connections.
+	Ready func()
+	Log   io.Writer // progress and warnings; nil: os.Stderr
+}
+
+// health is what /healthz reports: each loop's fatal error, if any.
+type health struct {
+	mu   sync.Mutex
+	errs map[string]error
+}
+
+func (h *health) fail(what string, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.errs == nil {
+		h.errs = map[string]error{}
+	}
+	h.errs[what] = err
+}
+
+func (h *health) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.errs) == 0 {
+		fmt.Fprintln(w, "ok")
+		return
+	}
+	w.WriteHeader(http.StatusServiceUnavailable)
+	for what, err := range h.errs {
+		fmt.Fprintf(w, "%s: %v\n", what, err)
+	}
+}
+
+// NewHandler returns the HTTP mux of the exporter: /metrics (text or
+// protobuf, as the scraper negotiates; protobuf carries the native
+// histograms) and /healthz.
+func NewHandler(reg *prometheus.Registry, healthz http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true, Registry: reg}))
+	mux.Handle("/healthz", healthz)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintln(w, "etcdscope exporter: /metrics, /healthz")
+	})
+	return mux
+}
+
+// Run loads and attaches the fsync and peers tracers, feeds their events
+// to the metrics, and serves cfg.Listener until ctx ends. A tracer that
+// cannot load is an error (wrapping tracer.ErrNoPrivilege or ErrNoBTF where
+// that is the cause); a loop that fails later turns /healthz to 503 and
+// ends Run with its error.
+func Run(ctx context.Context, cfg Config) error {
+	logw := cfg.Log
+	if logw == nil {
+		logw = os.Stderr
+	}
+	if cfg.CompareWindow <= 0 {
+		cfg.CompareWindow = DefaultCompareWindow
+	}
+	m := NewMetrics()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	ft, err := tracer.NewFsync(cfg.Fsync)
+	if err != nil {
+		return fmt.Errorf("fsync tracer: %w", err)
+	}
+	defer ft.Close()
+	attached := 0
+	for _, p := range ft.Probes() {
+		if p.Attached {
+			attached++
+		} else {
+			fmt.Fprintf(logw, "etcdscope serve: %s not attached: %s\n", p.Name, p.Why)
+		}
+	}
+	m.AddSource("fsync", ft, attached)
+	defer m.RemoveSource("fsync")
+
+	pt, err := tracer.NewPeers(cfg.Peers)
+	if err != nil {
+		return fmt.Errorf("peers tracer: %w", err)
+	}
+	defer pt.Close()
+	m.AddSource("peers", pt, len(pt.ProgramStats()))
+	defer m.RemoveSource("peers")
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	h := &health{}
+	errc := make(chan error, 3)
+	var wg sync.WaitGroup
+	win := newPeerWindow(2 * cfg.CompareWindow)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := fsyncLoop(ft, m); err != nil {
+			h.fail("fsync tracer", err)
+			errc <- fmt.Errorf("fsync tracer: %w", err)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		if err := peersLoop(pt, m, win); err != nil {
+			h.fail("peers tracer", err)
+			errc <- fmt.Errorf("peers tracer: %w", err)
+		}
+	}()
+	for _, u := range cfg.EtcdMetrics {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			watchEtcd(ctx, u, cfg.EtcdTLS, cfg.CompareWindow, m, win, logw)
+		}()
+	}
+
+	srv := &http.Server{Handler: NewHandler(reg, h), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(cfg.Listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("serving %s: %w", cfg.Listener.Addr(), err)
+		}
+	}()
+	if cfg.Ready != nil {
+		cfg.Ready()
+	}
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	_ = srv.Shutdown(sctx)
+	cancel()
+	// Closing the tracers wakes their blocked reads; the loops then end.
+	m.RemoveSource("fsync")
+	m.RemoveSource("peers")
+	ft.Close()
+	pt.Close()
+	wg.Wait()
+	return err
+}
+
+// fsyncLoop attributes every fsync and observes it, and observes flush
+// requests, until the tracer is closed.
+func fsyncLoop(t *tracer.FsyncTracer, m *Metrics) error {
+	devs := tracer.NewDeviceResolver()
+	paths := tracer.NewPathResolver()
+	attr := analysis.NewAttributor(func(d event.Dev) (string, []event.Dev) {
+		info := devs.Resolve(d)
+		return info.Name, info.Disks
+	})
+	for {
+		ev, err := t.Read()
+		if err != nil {
+			if errors.Is(err, tracer.ErrClosed) {
+				return nil
+			}
+			// A record that does not decode was consumed; the next is fine.
+			m.DecodeError("fsync")
+			continue
+		}
+		switch e := ev.(type) {
+		case event.Fsync:
+			rec := attr.Attribute(e)
+			rec.Path = paths.Path(&e)
+			rec.FileKind = analysis.FileKind(rec.Path)
+			m.ObserveFsync(rec)
+		case event.Block:
+			attr.Add(e)
+			if e.Final && FlushKind(&e) != "" {
+				m.ObserveBlock(e, devs.Resolve(e.Dev).Name)
+			}
+		default:
+			attr.Add(ev)
+		}
+	}
+}
+
+// peersLoop observes every peer-port event and keeps it for the etcd
+// metric comparison, until the tracer is closed.
+func peersLoop(p *tracer.Peers, m *Metrics, win *peerWindow) error {
+	for {
+		ev, err := p.Next()
+		if err != nil {
+			if errors.Is(err, os.ErrClosed) {
+				return nil
+			}
+			m.DecodeError("peers")
+			continue
+		}
+		m.ObservePeer(ev)
+		win.add(ev)
+	}
+}
+
+// peerWindow keeps the peer events of the last keep nanoseconds for the
+// comparison with etcd's metric.
+type peerWindow struct {
+	mu     sync.Mutex
+	keepNs uint64
+	events []peers.Event
+}
+
+func newPeerWindow(keep time.Duration) *peerWindow {
+	return &peerWindow{keepNs: uint64(keep)}
+}
+
+func (w *peerWindow) add(e peers.Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.events = append(w.events, e)
+	if n := len(w.events); n > 0 && n%1024 == 0 {
+		w.trimLocked(e.TimeNs)
+	}
+}
+
+func (w *peerWindow) trimLocked(nowNs uint64) {
+	if nowNs < w.keepNs {
+		return
+	}
+	cut := nowNs - w.keepNs
+	i := 0
+	for i < len(w.events) && w.events[i].TimeNs < cut {
+		i++
+	}
+	w.events = append(w.events[:0:0], w.events[i:]...)
+}
+
+// between returns the events with fromNs <= TimeNs < toNs.
+func (w *peerWindow) between(fromNs, toNs uint64) []peers.Event {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.trimLocked(toNs)
+	var out []peers.Event
+	for _, e := range w.events {
+		if e.TimeNs >= fromNs && e.TimeNs < toNs {
+			out = append(out, e)
+		}
+	}
+	return out
+}
