@@ -1,0 +1,505 @@
+// Command benchrun is `make bench`: what etcdscope costs the machine it
+// watches, against no tracer and against the tools a user would run
+// instead (bpftrace, bcc's biolatency), run interleaved so drift in the
+// machine's speed lands on every variant alike. It needs root, writes
+// docs/performance.md, and removes every file and process it made.
+//
+//	go run ./bench/benchrun -etcdscope bin/etcdscope -fsyncgen bin/fsyncgen
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	etcdscope, fsyncgen, btScript, out, repo string
+	rounds, microRounds                      int
+	fioSize                                  string
+	sweepSeconds                             float64
+	goBench                                  bool
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.etcdscope, "etcdscope", "bin/etcdscope", "etcdscope binary")
+	flag.StringVar(&o.fsyncgen, "fsyncgen", "bin/fsyncgen", "fsyncgen binary (bench/fsyncgen)")
+	flag.StringVar(&o.btScript, "bpftrace-script", "bench/fsync.bt", "bpftrace equivalent of etcdscope fsync")
+	flag.StringVar(&o.out, "out", "docs/performance.md", "where the results go")
+	flag.StringVar(&o.repo, "repo", ".", "repository root (for the Go benchmarks)")
+	flag.IntVar(&o.rounds, "rounds", 10, "interleaved fio rounds (each runs every variant once)")
+	flag.IntVar(&o.microRounds, "micro-rounds", 7, "interleaved rounds of the fdatasync syscall microbenchmark")
+	flag.StringVar(&o.fioSize, "fio-size", "22m", "fio --size of the etcd job")
+	flag.Float64Var(&o.sweepSeconds, "sweep-seconds", 4, "seconds per rate of the event-rate sweep")
+	flag.BoolVar(&o.goBench, "go-bench", true, "run the Go benchmarks too")
+	flag.Parse()
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "benchrun: needs root (BPF, bpf_stats); run `sudo make bench`")
+		os.Exit(2)
+	}
+	for _, p := range []*string{&o.etcdscope, &o.fsyncgen, &o.btScript, &o.out, &o.repo} {
+		if abs, err := filepath.Abs(*p); err == nil {
+			*p = abs
+		}
+	}
+	restore, err := enableBPFStats()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchrun:", err)
+		os.Exit(1)
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		killChildren()
+		restore()
+		fmt.Fprintln(os.Stderr, "benchrun: interrupted; children killed, bpf_stats restored")
+		os.Exit(130)
+	}()
+	err = run(o)
+	killChildren()
+	restore()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchrun:", err)
+		os.Exit(1)
+	}
+}
+
+// enableBPFStats turns on kernel.bpf_stats_enabled (run_time_ns and
+// run_cnt per program cost a clock read per run while on) and returns how
+// to put back the previous value.
+func enableBPFStats() (func(), error) {
+	const path = "/proc/sys/kernel/bpf_stats_enabled"
+	prev, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, []byte("1\n"), 0o644); err != nil {
+		return nil, fmt.Errorf("enabling bpf_stats: %w", err)
+	}
+	return func() { os.WriteFile(path, prev, 0o644) }, nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func run(o options) error {
+	start := time.Now()
+	var r results
+	r.Options = o
+	r.Machine = describeMachine()
+	for _, l := range r.Machine {
+		logf("machine: %s", l)
+	}
+
+	logf("time to ready: 5 starts of etcdscope fsync")
+	for i := 0; i < 5; i++ {
+		t, err := startTracer("etcdscope", "benchready", o.etcdscope, o.btScript)
+		if err != nil {
+			return err
+		}
+		r.ReadyMs = append(r.ReadyMs, float64(t.readyIn)/1e6)
+		if s, err := sampleProc(t.cmd.Process.Pid); err == nil {
+			r.IdleHWMKiB = max(r.IdleHWMKiB, s.vmHWMKiB)
+		}
+		if _, err := t.stop(); err != nil {
+			return err
+		}
+	}
+	logf("ready: median %.1f ms", median(r.ReadyMs))
+
+	if err := fioSection(o, &r); err != nil {
+		return err
+	}
+	if err := microSection(o, &r); err != nil {
+		return err
+	}
+	if err := sweepSection(o, &r); err != nil {
+		return err
+	}
+	if o.goBench {
+		if err := goBenchSection(o, &r); err != nil {
+			return err
+		}
+	}
+	r.Elapsed = time.Since(start)
+	doc := r.markdown()
+	if err := os.WriteFile(o.out, []byte(doc), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", o.out, err)
+	}
+	fmt.Print(doc)
+	logf("wrote %s in %s", o.out, r.Elapsed.Round(time.Second))
+	return nil
+}
+
+// fioRun is one run of fio's etcd job, and the tracer's view of it.
+type fioRun struct {
+	IOPS         float64
+	SyncMeanNs   float64 // fio's fdatasync latency (sync.lat_ns)
+	SyncP99Ns    float64
+	Fsyncs       int64 // fio's count of fdatasync calls (sync.lat_ns.N)
+	Seconds      float64
+	TracerCPU    float64 // tracer's CPU seconds (user+sys) during the job
+	TracerHWMKiB int64
+	Progs        []progStat
+	Seen         int64 // etcdscope: fsyncs in its summary
+	Lost, Missed uint64
+}
+
+func runFio(o options) (fioRun, error) {
+	var fr fioRun
+	dir, err := os.MkdirTemp("/var/tmp", "etcdscope-bench-fio-")
+	if err != nil {
+		return fr, err
+	}
+	defer os.RemoveAll(dir)
+	var out bytes.Buffer
+	cmd := exec.Command("fio", "--name=etcd", "--directory="+dir, "--rw=write", "--ioengine=sync",
+		"--fdatasync=1", "--bs=2300", "--size="+o.fioSize, "--output-format=json")
+	cmd.Stdout = &out
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := startChild(cmd); err != nil {
+		return fr, fmt.Errorf("starting fio: %w", err)
+	}
+	if err := waitChild(cmd); err != nil {
+		return fr, fmt.Errorf("fio: %w: %s", err, stderr.String())
+	}
+	var j struct {
+		Jobs []struct {
+			JobRuntime float64 `json:"job_runtime"` // ms
+			Write      struct {
+				IOPS float64 `json:"iops"`
+			} `json:"write"`
+			Sync struct {
+				LatNs struct {
+					Mean       float64            `json:"mean"`
+					N          int64              `json:"N"`
+					Percentile map[string]float64 `json:"percentile"`
+				} `json:"lat_ns"`
+			} `json:"sync"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &j); err != nil || len(j.Jobs) != 1 {
+		return fr, fmt.Errorf("parsing fio JSON: %v", err)
+	}
+	jb := j.Jobs[0]
+	fr.IOPS, fr.SyncMeanNs, fr.Fsyncs = jb.Write.IOPS, jb.Sync.LatNs.Mean, jb.Sync.LatNs.N
+	fr.SyncP99Ns = jb.Sync.LatNs.Percentile["99.000000"]
+	fr.Seconds = jb.JobRuntime / 1e3
+	return fr, nil
+}
+
+// etcdscopeSummary is the last line of `etcdscope fsync --output json`.
+type etcdscopeSummary struct {
+	Type   string `json:"type"`
+	Fsyncs int64  `json:"fsyncs"`
+	Lost   uint64 `json:"lost_events"`
+	Missed uint64 `json:"missed_events"`
+}
+
+func parseSummary(out []byte) (etcdscopeSummary, error) {
+	var s etcdscopeSummary
+	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+	if err := json.Unmarshal(lines[len(lines)-1], &s); err != nil || s.Type != "summary" {
+		return s, fmt.Errorf("etcdscope printed no summary line (%v)", err)
+	}
+	return s, nil
+}
+
+// traced runs work under tracer kind and fills in the tracer's CPU, RSS,
+// BPF program cost and (etcdscope) its summary.
+func traced(o options, kind, comm string, work func() error) (cpuSec float64, hwm int64, progs []progStat, sum etcdscopeSummary, err error) {
+	t, err := startTracer(kind, comm, o.etcdscope, o.btScript)
+	if err != nil {
+		return 0, 0, nil, sum, err
+	}
+	pid := t.cmd.Process.Pid
+	s0, _ := sampleProc(pid)
+	werr := work()
+	s1, _ := sampleProc(pid)
+	progs = progStats(pid)
+	out, serr := t.stop()
+	if werr != nil {
+		return 0, 0, nil, sum, werr
+	}
+	if serr != nil {
+		return 0, 0, nil, sum, serr
+	}
+	if kind == "etcdscope" {
+		if sum, err = parseSummary(out); err != nil {
+			return 0, 0, nil, sum, err
+		}
+	}
+	return float64(s1.cpuTicks-s0.cpuTicks) / 100, s1.vmHWMKiB, progs, sum, nil
+}
+
+func fioSection(o options, r *results) error {
+	variants := []string{"untraced", "etcdscope", "bpftrace"}
+	// biolatency: one try; bcc compiles C against kernel headers at start.
+	if _, err := exec.LookPath("biolatency-bpfcc"); err != nil {
+		r.BiolatencyWhy = "not installed (apt-get install bpfcc-tools)"
+	} else if t, err := startTracer("biolatency", "", o.etcdscope, o.btScript); err != nil {
+		r.BiolatencyWhy = err.Error()
+	} else {
+		t.stop()
+		variants = append(variants, "biolatency")
+	}
+	if r.BiolatencyWhy != "" {
+		logf("biolatency skipped: %s", r.BiolatencyWhy)
+	}
+	r.Variants = variants
+	r.Fio = map[string][]fioRun{}
+	for round := 0; round < o.rounds; round++ {
+		// Rotate the order so no variant always runs first in a round.
+		for k := range variants {
+			v := variants[(k+round)%len(variants)]
+			var fr fioRun
+			var err error
+			if v == "untraced" {
+				fr, err = runFio(o)
+			} else {
+				var sum etcdscopeSummary
+				fr.TracerCPU, fr.TracerHWMKiB, fr.Progs, sum, err = traced(o, v, "fio", func() error {
+					var ferr error
+					fr, ferr = runFio(o)
+					return ferr
+				})
+				fr.Seen, fr.Lost, fr.Missed = sum.Fsyncs, sum.Lost, sum.Missed
+			}
+			if err != nil {
+				return fmt.Errorf("fio round %d, %s: %w", round+1, v, err)
+			}
+			r.Fio[v] = append(r.Fio[v], fr)
+			logf("fio round %d/%d %-10s %7.0f IOPS  fdatasync mean %6.1f µs  tracer cpu %.2f s", round+1, o.rounds, v, fr.IOPS, fr.SyncMeanNs/1e3, fr.TracerCPU)
+		}
+	}
+	return nil
+}
+
+// genResult is fsyncgen's JSON line.
+type genResult struct {
+	Fsyncs     float64 `json:"fsyncs"`
+	Seconds    float64 `json:"seconds"`
+	RatePerS   float64 `json:"rate_per_s"`
+	NsPerFsync float64 `json:"ns_per_fsync"`
+}
+
+func runGen(o options, args ...string) (genResult, error) {
+	var g genResult
+	dir, err := os.MkdirTemp("/dev/shm", "etcdscope-bench-gen-")
+	if err != nil {
+		return g, err
+	}
+	defer os.RemoveAll(dir)
+	var out, stderr bytes.Buffer
+	cmd := exec.Command(o.fsyncgen, append([]string{"-dir", dir}, args...)...)
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := startChild(cmd); err != nil {
+		return g, err
+	}
+	if err := waitChild(cmd); err != nil {
+		return g, fmt.Errorf("fsyncgen: %w: %s", err, stderr.String())
+	}
+	return g, json.Unmarshal(out.Bytes(), &g)
+}
+
+// microRun is one unpaced single-thread fdatasync loop on tmpfs.
+type microRun struct {
+	NsPerFsync float64
+	Fsyncs     float64
+	BPFNs      uint64 // run time of the tracer's programs
+	BPFRuns    uint64
+}
+
+func microSection(o options, r *results) error {
+	variants := []string{"untraced", "etcdscope", "bpftrace"}
+	r.Micro = map[string][]microRun{}
+	for round := 0; round < o.microRounds; round++ {
+		for k := range variants {
+			v := variants[(k+round)%len(variants)]
+			var mr microRun
+			gen := func() error {
+				g, err := runGen(o, "-threads", "1", "-duration", "1s")
+				mr.NsPerFsync, mr.Fsyncs = g.NsPerFsync, g.Fsyncs
+				return err
+			}
+			var err error
+			if v == "untraced" {
+				err = gen()
+			} else {
+				var progs []progStat
+				_, _, progs, _, err = traced(o, v, "fsyncgen", gen)
+				mr.BPFNs, mr.BPFRuns = sumRunTime(progs)
+			}
+			if err != nil {
+				return fmt.Errorf("microbenchmark round %d, %s: %w", round+1, v, err)
+			}
+			r.Micro[v] = append(r.Micro[v], mr)
+			logf("fdatasync loop round %d/%d %-10s %6.0f ns per pwrite+fdatasync", round+1, o.microRounds, v, mr.NsPerFsync)
+		}
+	}
+	return nil
+}
+
+// sweepRow is one paced rate of the event-rate sweep, traced by etcdscope.
+type sweepRow struct {
+	TargetFsyncPerS float64
+	Gen             genResult
+	Seen            int64
+	Lost, Missed    uint64
+	CPUSec          float64
+	HWMKiB          int64
+	BPFNs, BPFRuns  uint64
+}
+
+func sweepSection(o options, r *results) error {
+	for _, rate := range []float64{10e3, 50e3, 100e3} {
+		var row sweepRow
+		row.TargetFsyncPerS = rate
+		var progs []progStat
+		var sum etcdscopeSummary
+		var err error
+		row.CPUSec, row.HWMKiB, progs, sum, err = traced(o, "etcdscope", "fsyncgen", func() error {
+			var gerr error
+			row.Gen, gerr = runGen(o, "-threads", "2", "-rate", fmt.Sprint(rate), "-duration", fmt.Sprintf("%gs", o.sweepSeconds))
+			return gerr
+		})
+		if err != nil {
+			return fmt.Errorf("sweep at %g fsync/s: %w", rate, err)
+		}
+		row.Seen, row.Lost, row.Missed = sum.Fsyncs, sum.Lost, sum.Missed
+		row.BPFNs, row.BPFRuns = sumRunTime(progs)
+		r.Sweep = append(r.Sweep, row)
+		logf("sweep %6.0f fsync/s: made %.0f, etcdscope saw %d, lost %d, missed %d, cpu %.1f%% of a core, VmHWM %d MiB",
+			row.Gen.RatePerS, row.Gen.Fsyncs, row.Seen, row.Lost, row.Missed, 100*row.CPUSec/row.Gen.Seconds, row.HWMKiB>>10)
+	}
+	return nil
+}
+
+// goBench is one Go benchmark over -count runs.
+type goBench struct {
+	Name        string
+	NsPerOp     []float64
+	BytesPerOp  float64
+	AllocsPerOp float64
+}
+
+func goBenchSection(o options, r *results) error {
+	logf("Go benchmarks (-count 5 -benchmem)")
+	cmd := exec.Command("go", "test", "-run", "^$", "-bench", ".", "-benchmem", "-count", "5", "./analysis/", "./tracer/")
+	cmd.Dir = o.repo
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := startChild(cmd); err != nil {
+		return err
+	}
+	if err := waitChild(cmd); err != nil {
+		return fmt.Errorf("go test -bench: %w: %s%s", err, out.String(), stderr.String())
+	}
+	byName := map[string]*goBench{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		b := byName[f[0]]
+		if b == nil {
+			b = &goBench{Name: f[0]}
+			byName[f[0]] = b
+			r.GoBench = append(r.GoBench, b)
+		}
+		var ns, bytesOp, allocs float64
+		fmt.Sscan(f[2], &ns)
+		fmt.Sscan(f[4], &bytesOp)
+		fmt.Sscan(f[6], &allocs)
+		b.NsPerOp = append(b.NsPerOp, ns)
+		b.BytesPerOp, b.AllocsPerOp = bytesOp, allocs
+	}
+	// Where the Attributor's time goes: pprof of its benchmark.
+	dir, err := os.MkdirTemp("", "etcdscope-bench-pprof-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	prof, bin := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "analysis.test")
+	cmd = exec.Command("go", "test", "-run", "^$", "-bench", "AttributorFsync", "-cpuprofile", prof, "-o", bin, "./analysis/")
+	cmd.Dir = o.repo
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("profiling the Attributor: %w: %s", err, b)
+	}
+	top, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=8", bin, prof).Output()
+	if err != nil {
+		return fmt.Errorf("go tool pprof: %w", err)
+	}
+	r.AttributorProfile = trimPprof(string(top))
+	return nil
+}
+
+// trimPprof keeps pprof -top's table (from the "flat" header on).
+func trimPprof(s string) string {
+	if i := strings.Index(s, "      flat"); i >= 0 {
+		s = s[i:]
+	}
+	return strings.TrimRight(s, "\n")
+}
+
+// describeMachine says what the numbers were measured on.
+func describeMachine() []string {
+	var out []string
+	cmdOut := func(name string, args ...string) string {
+		b, err := exec.Command(name, args...).Output()
+		if err != nil {
+			return "unavailable"
+		}
+		return strings.TrimSpace(strings.Split(string(b), "\n")[0])
+	}
+	var uts syscall.Utsname
+	syscall.Uname(&uts)
+	cstr := func(b [65]int8) string {
+		var s []byte
+		for _, c := range b {
+			if c == 0 {
+				break
+			}
+			s = append(s, byte(c))
+		}
+		return string(s)
+	}
+	out = append(out, "kernel: Linux "+cstr(uts.Release)+" "+cstr(uts.Machine))
+	cpu := "unknown"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "model name"); ok {
+				cpu = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	out = append(out, fmt.Sprintf("CPU: %s, %s online", cpu, cmdOut("nproc")))
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		out = append(out, "memory: "+strings.Join(strings.Fields(strings.Split(string(b), "\n")[0])[1:], " "))
+	}
+	src := cmdOut("findmnt", "-no", "SOURCE,FSTYPE,OPTIONS", "-T", "/var/tmp")
+	out = append(out, "fio's directory /var/tmp: "+src)
+	if f := strings.Fields(src); len(f) > 0 {
+		dev := filepath.Base(f[0])
+		sched, _ := os.ReadFile("/sys/block/" + dev + "/queue/scheduler")
+		rot, _ := os.ReadFile("/sys/block/" + dev + "/queue/rotational")
+		wc, _ := os.ReadFile("/sys/block/" + dev + "/queue/write_cache")
+		out = append(out, fmt.Sprintf("disk %s: scheduler %s, rotational %s, write cache %s", dev,
+			strings.TrimSpace(string(sched)), strings.TrimSpace(string(rot)), strings.TrimSpace(string(wc))))
+	}
+	out = append(out, "tools: "+cmdOut("fio", "--version")+", "+cmdOut("bpftrace", "--version")+", "+cmdOut("go", "version"))
+	return out
+}

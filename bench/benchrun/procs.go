@@ -1,0 +1,318 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf"
+)
+
+// children holds every process benchrun started and has not reaped, so an
+// interrupt can end them (and only them) by pid.
+var children = struct {
+	sync.Mutex
+	m map[int]*exec.Cmd
+}{m: map[int]*exec.Cmd{}}
+
+func startChild(cmd *exec.Cmd) error {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	children.Lock()
+	children.m[cmd.Process.Pid] = cmd
+	children.Unlock()
+	return nil
+}
+
+func waitChild(cmd *exec.Cmd) error {
+	err := cmd.Wait()
+	children.Lock()
+	delete(children.m, cmd.Process.Pid)
+	children.Unlock()
+	return err
+}
+
+// killChildren ends every child's process group (fio forks its job
+// workers into the group).
+func killChildren() {
+	children.Lock()
+	defer children.Unlock()
+	for pid := range children.m {
+		syscall.Kill(-pid, syscall.SIGKILL)
+	}
+}
+
+// tracerProc is one running tracer: etcdscope, bpftrace or biolatency.
+type tracerProc struct {
+	kind    string
+	cmd     *exec.Cmd
+	dir     string
+	stdout  string
+	stderr  string
+	started time.Time
+	readyIn time.Duration // start until probes attached
+	// bpftrace readiness: its program fd count and since when it held.
+	lastProgs   int
+	steadySince time.Time
+	done        chan error
+}
+
+// startTracer starts a tracer of the fsyncs of comm and returns once its
+// probes are attached: etcdscope's --ready-file; bpftrace's "Attaching N
+// probes" line and then N programs open in the process; biolatency's
+// "Tracing" line.
+func startTracer(kind, comm, etcdscope, btScript string) (*tracerProc, error) {
+	dir, err := os.MkdirTemp("/dev/shm", "etcdscope-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("creating scratch directory: %w", err)
+	}
+	t := &tracerProc{kind: kind, dir: dir, stdout: filepath.Join(dir, "stdout"), stderr: filepath.Join(dir, "stderr"), done: make(chan error, 1)}
+	ready := filepath.Join(dir, "ready")
+	switch kind {
+	case "etcdscope":
+		t.cmd = exec.Command(etcdscope, "fsync", "--comm", comm, "--output", "json", "--interval", "0", "--ready-file", ready)
+	case "bpftrace":
+		// Line-buffered so "Attaching N probes..." reaches the file now.
+		t.cmd = exec.Command("stdbuf", "-oL", "bpftrace", btScript, comm)
+	case "biolatency":
+		t.cmd = exec.Command("biolatency-bpfcc")
+	default:
+		return nil, fmt.Errorf("unknown tracer %q", kind)
+	}
+	out, err := os.Create(t.stdout)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	defer out.Close()
+	errf, err := os.Create(t.stderr)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	defer errf.Close()
+	t.cmd.Stdout, t.cmd.Stderr = out, errf
+	t.started = time.Now()
+	if err := startChild(t.cmd); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("starting %s: %w", kind, err)
+	}
+	go func() { t.done <- waitChild(t.cmd) }()
+
+	deadline := t.started.Add(30 * time.Second)
+	for {
+		select {
+		case err := <-t.done:
+			msg := head(t.stderr, 2)
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("%s exited before it was ready (%v): %s", kind, err, msg)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.stop()
+			return nil, fmt.Errorf("%s not ready after 30 s: %s", kind, tail(t.stderr, 3))
+		}
+		if t.isReady(ready) {
+			t.readyIn = time.Since(t.started)
+			return t, nil
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (t *tracerProc) isReady(readyFile string) bool {
+	switch t.kind {
+	case "etcdscope":
+		_, err := os.Stat(readyFile)
+		return err == nil
+	case "bpftrace":
+		// bpftrace prints "Attaching N probes..." and then attaches; it
+		// says nothing when done, so wait until its program fds have been
+		// steady for 300 ms after the line.
+		b, _ := os.ReadFile(t.stdout)
+		if !bytes.Contains(b, []byte("Attaching ")) {
+			return false
+		}
+		n := len(progFDs(t.cmd.Process.Pid))
+		if n == 0 || n != t.lastProgs {
+			t.lastProgs, t.steadySince = n, time.Now()
+			return false
+		}
+		return time.Since(t.steadySince) >= 300*time.Millisecond
+	case "biolatency":
+		b, _ := os.ReadFile(t.stdout)
+		return bytes.Contains(b, []byte("Tracing"))
+	}
+	return false
+}
+
+// stop interrupts the tracer (SIGINT: each prints its summary and exits),
+// waits for it and removes its scratch directory; it returns the tracer's
+// stdout.
+func (t *tracerProc) stop() ([]byte, error) {
+	defer os.RemoveAll(t.dir)
+	t.cmd.Process.Signal(syscall.SIGINT)
+	var err error
+	select {
+	case err = <-t.done:
+	case <-time.After(60 * time.Second):
+		syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL)
+		<-t.done
+		return nil, fmt.Errorf("%s did not exit 60 s after SIGINT", t.kind)
+	}
+	out, rerr := os.ReadFile(t.stdout)
+	if err != nil {
+		var ee *exec.ExitError
+		// bpftrace and bcc exit non-zero on SIGINT on some versions.
+		if !errors.As(err, &ee) || t.kind == "etcdscope" {
+			return out, fmt.Errorf("%s: %w: %s", t.kind, err, tail(t.stderr, 3))
+		}
+	}
+	return out, rerr
+}
+
+// head returns the first n lines of a file that say something (bcc's
+// reason comes before its traceback).
+func head(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" && len(out) < n {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, " | ")
+}
+
+func tail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// procSample is a process's CPU time (utime+stime from /proc/PID/stat, in
+// clock ticks of 1/100 s) and peak RSS (VmHWM from /proc/PID/status).
+type procSample struct {
+	cpuTicks  int64
+	vmHWMKiB  int64
+	sampledAt time.Time
+}
+
+func sampleProc(pid int) (procSample, error) {
+	s := procSample{sampledAt: time.Now()}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return s, err
+	}
+	// comm may hold spaces: fields start after the last ')'.
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(f) < 13 {
+		return s, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64) // field 14, utime
+	st, _ := strconv.ParseInt(f[12], 10, 64) // field 15, stime
+	s.cpuTicks = ut + st
+	status, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return s, err
+	}
+	defer status.Close()
+	sc := bufio.NewScanner(status)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			s.vmHWMKiB, _ = strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+		}
+	}
+	return s, nil
+}
+
+// progStat is one BPF program's cumulative cost while
+// kernel.bpf_stats_enabled=1, from /proc/PID/fdinfo of a prog fd.
+type progStat struct {
+	ID              uint32
+	Name            string
+	RunTimeNs       uint64
+	RunCnt          uint64
+	RecursionMisses uint64
+}
+
+// progFDs lists the fds of pid that are BPF programs.
+func progFDs(pid int) []string {
+	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	var fds []string
+	for _, e := range ents {
+		l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name()))
+		if err == nil && l == "anon_inode:bpf-prog" {
+			fds = append(fds, e.Name())
+		}
+	}
+	return fds
+}
+
+// progStats reads every BPF program pid holds, deduplicated by id. The
+// name comes from bpf_prog_info (15 bytes, as bpftool shows it).
+func progStats(pid int) []progStat {
+	seen := map[uint32]bool{}
+	var out []progStat
+	for _, fd := range progFDs(pid) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, fd))
+		if err != nil {
+			continue
+		}
+		var p progStat
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(line, ":")
+			if !ok {
+				continue
+			}
+			n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			switch k {
+			case "prog_id":
+				p.ID = uint32(n)
+			case "run_time_ns":
+				p.RunTimeNs = n
+			case "run_cnt":
+				p.RunCnt = n
+			case "recursion_misses":
+				p.RecursionMisses = n
+			}
+		}
+		if p.ID == 0 || seen[p.ID] {
+			continue
+		}
+		seen[p.ID] = true
+		p.Name = fmt.Sprintf("id %d", p.ID)
+		if prog, err := ebpf.NewProgramFromID(ebpf.ProgramID(p.ID)); err == nil {
+			if info, err := prog.Info(); err == nil && info.Name != "" {
+				p.Name = info.Name
+			}
+			prog.Close()
+		}
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func sumRunTime(ps []progStat) (ns, cnt uint64) {
+	for _, p := range ps {
+		ns += p.RunTimeNs
+		cnt += p.RunCnt
+	}
+	return
+}
