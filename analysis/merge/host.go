@@ -1,0 +1,294 @@
+// Package merge joins a guest's fsync recording (`etcdscope fsync --output
+// json` inside a VM) with the hypervisor's recording on the host
+// (`etcdscope hypervisor --output json`): it estimates the offset between
+// the two CLOCK_MONOTONIC clocks from matched flushes and splits every
+// guest fsync into guest, virtualization and host layers. The matching
+// method and its error are documented in docs/merge.md. Pure Go: no root,
+// no kernel, no I/O except reading recorded JSON Lines.
+package merge
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/etcdscope/etcdscope/analysis"
+)
+
+// SchemaVersion is the version of the hypervisor recording's records
+// (docs/merge.md): "hypervisor", "hv_io", "hv_summary" and, unchanged from
+// docs/schema.md, "fsync". Readers refuse newer versions.
+const SchemaVersion = 1
+
+// HostHeader is the first record of a hypervisor recording.
+type HostHeader struct {
+	Type  string `json:"type"` // "hypervisor"
+	V     int    `json:"v"`
+	PID   uint32 `json:"pid,omitempty"`  // the --pid filter, 0 if none
+	Comm  string `json:"comm,omitempty"` // the --comm filter, "" if none
+	Clock string `json:"clock"`          // always "CLOCK_MONOTONIC"
+	// StartNs is when tracing began, host CLOCK_MONOTONIC ns.
+	StartNs uint64 `json:"start_ns"`
+}
+
+// HostIO is one I/O call of the hypervisor on a file (record type
+// "hv_io"): a read or write system call, an io_submit, an io_uring_enter,
+// or one io_uring request from submission to completion.
+type HostIO struct {
+	Type    string `json:"type"` // "hv_io"
+	V       int    `json:"v"`
+	Op      string `json:"op"` // pread64, pwrite64, preadv, pwritev, preadv2, pwritev2, io_submit, io_uring_enter, io_uring_req
+	PID     uint32 `json:"pid"`
+	TID     uint32 `json:"tid"`
+	Comm    string `json:"comm"`
+	FD      int32  `json:"fd"`
+	Path    string `json:"path"` // /proc/PID/fd/FD at record time if it still named the same inode, else .../d/names
+	Dev     string `json:"dev"`  // the file's filesystem device (or the device of a block device node), major:minor
+	Ino     uint64 `json:"ino"`
+	FS      string `json:"fs"`       // s_type->name, or "blockdev"
+	ODirect bool   `json:"o_direct"` // opened with O_DIRECT (cache=none or directsync)
+	ODsync  bool   `json:"o_dsync,omitempty"`
+	Opcode  uint8  `json:"opcode,omitempty"` // io_submit: IOCB_CMD_* of the first iocb; io_uring_req: IORING_OP_*
+	Nr      uint32 `json:"nr,omitempty"`     // io_submit: iocbs; io_uring_enter: to_submit
+	StartNs uint64 `json:"start_ns"`
+	EndNs   uint64 `json:"end_ns"`
+	Ret     int64  `json:"ret"` // bytes, iocbs submitted, or -errno
+}
+
+// IORING_OP_FSYNC: an io_uring fsync request is the flush of aio=io_uring.
+const ioringOpFsync = 3
+
+// Image is what the recording shows of one image file (or block device)
+// the hypervisor wrote or flushed.
+type Image struct {
+	Path    string `json:"path"`
+	Format  string `json:"format"` // qcow2 (magic QFI\xfb), raw, or "" when unread
+	Cache   string `json:"cache"`  // none (O_DIRECT), writethrough (O_DSYNC), writeback (host page cache)
+	AIO     string `json:"aio"`    // native (io_submit), io_uring, threads (read/write syscalls), unknown
+	Dev     string `json:"dev"`
+	DevName string `json:"dev_name,omitempty"`
+	FS      string `json:"fs"` // host filesystem, or blockdev
+	// Counts of calls by kind, and bytes the read/write calls returned.
+	Reads        int   `json:"reads"`
+	Writes       int   `json:"writes"`
+	IOSubmits    int   `json:"io_submits"`
+	IOUringReqs  int   `json:"io_uring_reqs"`
+	Flushes      int   `json:"flushes"` // fdatasync/fsync calls and io_uring fsync requests
+	BytesRead    int64 `json:"bytes_read"`
+	BytesWritten int64 `json:"bytes_written"`
+	Threads      int   `json:"threads"` // distinct threads that did I/O on it
+}
+
+// HostSummary is the last record of a hypervisor recording.
+type HostSummary struct {
+	Type     string   `json:"type"` // "hv_summary"
+	V        int      `json:"v"`
+	Images   []Image  `json:"images"`
+	Warnings []string `json:"warnings,omitempty"`
+	// LostEvents: hv_io records that did not fit (ring buffer or map);
+	// FsyncLostEvents, FsyncMissedEvents: the fsync tracer's counters.
+	LostEvents        uint64   `json:"lost_events"`
+	FsyncLostEvents   uint64   `json:"fsync_lost_events"`
+	FsyncMissedEvents uint64   `json:"fsync_missed_events"`
+	Unavailable       []string `json:"unavailable,omitempty"`
+}
+
+// HostRecording is a parsed hypervisor recording.
+type HostRecording struct {
+	Header  HostHeader
+	IO      []HostIO
+	Fsyncs  []analysis.FsyncRecord // the hypervisor's fdatasync/fsync calls with their host layers
+	Summary *HostSummary           // nil if the recording was cut short
+}
+
+// ReadHost parses a hypervisor recording. It refuses records of a newer
+// version and lines that are not JSON, naming the line.
+func ReadHost(r io.Reader) (HostRecording, error) {
+	var rec HostRecording
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(strings.TrimSpace(string(b))) == 0 {
+			continue
+		}
+		var head struct {
+			Type string `json:"type"`
+			V    int    `json:"v"`
+		}
+		if err := json.Unmarshal(b, &head); err != nil {
+			return rec, fmt.Errorf("host recording line %d: %w", line, err)
+		}
+		max := SchemaVersion
+		if head.Type == "fsync" || head.Type == "summary" {
+			max = analysis.SchemaVersion
+		}
+		if head.V > max {
+			return rec, fmt.Errorf("host recording line %d: %s record version %d is newer than this etcdscope's %d", line, head.Type, head.V, max)
+		}
+		var err error
+		switch head.Type {
+		case "hypervisor":
+			err = json.Unmarshal(b, &rec.Header)
+		case "hv_io":
+			var io HostIO
+			err = json.Unmarshal(b, &io)
+			rec.IO = append(rec.IO, io)
+		case "fsync":
+			var f analysis.FsyncRecord
+			err = json.Unmarshal(b, &f)
+			rec.Fsyncs = append(rec.Fsyncs, f)
+		case "hv_summary":
+			var s HostSummary
+			err = json.Unmarshal(b, &s)
+			rec.Summary = &s
+		}
+		if err != nil {
+			return rec, fmt.Errorf("host recording line %d: %w", line, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return rec, fmt.Errorf("reading host recording: %w", err)
+	}
+	if rec.Header.Type != "hypervisor" {
+		return rec, fmt.Errorf("not a hypervisor recording: no \"type\":\"hypervisor\" header (record it with etcdscope hypervisor --output json)")
+	}
+	return rec, nil
+}
+
+// FormatFromMagic names an image format from the file's first bytes:
+// qcow2 ("QFI\xfb"), vmdk ("KDMV"), vdi, vhdx, else raw.
+func FormatFromMagic(b []byte) string {
+	s := string(b)
+	switch {
+	case strings.HasPrefix(s, "QFI\xfb"):
+		return "qcow2"
+	case strings.HasPrefix(s, "KDMV"):
+		return "vmdk"
+	case strings.HasPrefix(s, "vhdxfile"):
+		return "vhdx"
+	case strings.HasPrefix(s, "<<< "):
+		return "vdi"
+	}
+	return "raw"
+}
+
+// Images summarises, per file, what the hypervisor did: the aio mode from
+// the calls it used, the cache mode from the file's open flags, counts and
+// bytes. Only files that were written or flushed are images (QEMU also
+// reads its firmware and kernel). format and devName may be nil.
+func Images(ios []HostIO, fsyncs []analysis.FsyncRecord, format func(path string) string, devName func(dev string) string) []Image {
+	by := map[string]*Image{}
+	threads := map[string]map[uint32]bool{}
+	get := func(path, dev, fs string) *Image {
+		im, ok := by[path]
+		if !ok {
+			im = &Image{Path: path, Dev: dev, FS: fs}
+			by[path] = im
+			threads[path] = map[uint32]bool{}
+		}
+		return im
+	}
+	for _, io := range ios {
+		if io.Op == "io_uring_enter" || io.Path == "" {
+			continue // its fd is the ring, not a file
+		}
+		im := get(io.Path, io.Dev, io.FS)
+		threads[io.Path][io.TID] = true
+		if io.ODirect {
+			im.Cache = "none"
+		} else if io.ODsync && im.Cache != "none" {
+			im.Cache = "writethrough"
+		}
+		switch io.Op {
+		case "pread64", "preadv", "preadv2":
+			im.Reads++
+			if io.Ret > 0 {
+				im.BytesRead += io.Ret
+			}
+		case "pwrite64", "pwritev", "pwritev2":
+			im.Writes++
+			if io.Ret > 0 {
+				im.BytesWritten += io.Ret
+			}
+		case "io_submit":
+			im.IOSubmits++
+		case "io_uring_req":
+			im.IOUringReqs++
+			if io.Opcode == ioringOpFsync {
+				im.Flushes++
+			}
+		}
+	}
+	for _, f := range fsyncs {
+		im := get(f.Path, f.Dev, f.FS)
+		im.Flushes++
+		threads[f.Path][f.TID] = true
+	}
+	var out []Image
+	for path, im := range by {
+		if im.Writes == 0 && im.IOSubmits == 0 && im.IOUringReqs == 0 && im.Flushes == 0 {
+			continue
+		}
+		switch {
+		case im.IOSubmits > 0:
+			im.AIO = "native"
+		case im.IOUringReqs > 0:
+			im.AIO = "io_uring"
+		case im.Reads+im.Writes > 0:
+			im.AIO = "threads"
+		default:
+			im.AIO = "unknown"
+		}
+		if im.Cache == "" {
+			im.Cache = "writeback"
+		}
+		im.Threads = len(threads[path])
+		if format != nil {
+			im.Format = format(path)
+		}
+		if devName != nil {
+			im.DevName = devName(im.Dev)
+		}
+		out = append(out, *im)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// replicatedFS are host filesystems that replicate every write themselves.
+var replicatedFS = map[string]bool{"ceph": true, "nfs": true, "nfs4": true, "glusterfs": true, "ocfs2": true, "gfs2": true, "fuse.glusterfs": true, "fuse.ceph": true}
+
+// Warnings names the known-bad pairings among images: aio=io_uring over a
+// block device (LVM, raw partitions: measured slower than aio=native and
+// hit by io_uring+O_DIRECT regressions on such stacks), aio=native without
+// O_DIRECT (QEMU then submits synchronously: io_submit blocks), and an
+// image on a replicated storage layer (ceph, rbd, drbd, NFS/GlusterFS)
+// under etcd, which already replicates every write through Raft.
+func Warnings(images []Image) []string {
+	var w []string
+	for _, im := range images {
+		if im.AIO == "io_uring" && im.FS == "blockdev" {
+			w = append(w, fmt.Sprintf("%s: aio=io_uring on a block device (%s): io_uring over LVM/raw block devices is known to be slower than aio=native; use cache=none,aio=native", im.Path, nameOr(im)))
+		}
+		if im.AIO == "native" && im.Cache != "none" {
+			w = append(w, fmt.Sprintf("%s: aio=native without O_DIRECT: Linux AIO on buffered files blocks in io_submit; use cache=none with aio=native", im.Path))
+		}
+		if replicatedFS[im.FS] || strings.HasPrefix(im.DevName, "rbd") || strings.HasPrefix(im.DevName, "drbd") {
+			w = append(w, fmt.Sprintf("%s: on a replicated storage layer (%s %s) under etcd, which already replicates every write through Raft: each commit pays for the copies of both layers", im.Path, im.FS, nameOr(im)))
+		}
+	}
+	return w
+}
+
+func nameOr(im Image) string {
+	if im.DevName != "" {
+		return im.DevName
+	}
+	return im.Dev
+}

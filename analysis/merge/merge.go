@@ -1,0 +1,557 @@
+package merge
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/etcdscope/etcdscope/analysis"
+)
+
+// Options selects what to merge when a recording holds several devices.
+type Options struct {
+	// GuestDev keeps only guest fsyncs on this device (dev_name such as
+	// "vda", or "major:minor"); "" keeps all.
+	GuestDev string
+	// Image keeps only host flushes of this image path; "" keeps all.
+	Image string
+}
+
+// Clock maps guest CLOCK_MONOTONIC to host CLOCK_MONOTONIC:
+// host = guest + OffsetNs + DriftPPM·1e-6·(guest − RefNs).
+type Clock struct {
+	OffsetNs int64   `json:"offset_ns"` // at guest time RefNs
+	RefNs    uint64  `json:"ref_ns"`    // guest ns: the first matched flush's issue
+	DriftPPM float64 `json:"drift_ppm"` // host ns gained per million guest ns
+	// ErrorNs bounds the offset's error at the matched flushes: half the
+	// width of the interval every matched pair allows (its host flush lies
+	// inside its guest flush window); when no single offset satisfies all
+	// pairs (jitter, nonlinear drift) it is 3 × the pairs' MAD instead, and
+	// Consistent is false.
+	ErrorNs    int64 `json:"error_ns"`
+	Consistent bool  `json:"consistent"`
+	Pairs      int   `json:"pairs"` // matched guest flushes the fit used
+}
+
+// Offset returns host − guest at guest time g, ns.
+func (c Clock) Offset(g uint64) int64 {
+	return c.OffsetNs + int64(c.DriftPPM*1e-6*float64(int64(g-c.RefNs)))
+}
+
+// Split partitions a guest fsync's wall time across the two kernels, ns.
+// The fields sum exactly to the guest fsync's total_ns: the guest layers
+// other than device_flush are copied from the guest record; its
+// device_flush time is split into the host's work for the flushes (the
+// matched host fdatasync calls, in the host's own layers, clipped to the
+// guest flush windows) and virtualization, the rest: the guest-seen device
+// time the host's flush work does not cover (virtio notification, QEMU's
+// dispatch to its worker, completion interrupt; under TCG, emulation).
+type Split struct {
+	GuestDataWritebackNs int64 `json:"guest_data_writeback_ns"`
+	GuestFSJournalNs     int64 `json:"guest_fs_journal_ns"`
+	GuestBlockQueueNs    int64 `json:"guest_block_queue_ns"`
+	GuestOtherNs         int64 `json:"guest_other_ns"`
+	VirtualizationNs     int64 `json:"virtualization_ns"`
+	HostDataWritebackNs  int64 `json:"host_data_writeback_ns"`
+	HostFSJournalNs      int64 `json:"host_fs_journal_ns"`
+	HostBlockQueueNs     int64 `json:"host_block_queue_ns"`
+	HostDeviceFlushNs    int64 `json:"host_device_flush_ns"`
+	HostOtherNs          int64 `json:"host_other_ns"`
+}
+
+// Sum returns the sum of all parts, ns.
+func (s Split) Sum() int64 {
+	return s.GuestDataWritebackNs + s.GuestFSJournalNs + s.GuestBlockQueueNs + s.GuestOtherNs +
+		s.VirtualizationNs + s.HostDataWritebackNs + s.HostFSJournalNs + s.HostBlockQueueNs +
+		s.HostDeviceFlushNs + s.HostOtherNs
+}
+
+// HostNs returns the host's share: every host_* part.
+func (s Split) HostNs() int64 {
+	return s.HostDataWritebackNs + s.HostFSJournalNs + s.HostBlockQueueNs + s.HostDeviceFlushNs + s.HostOtherNs
+}
+
+// Pair is one guest flush request and the host flush work matched to it.
+type Pair struct {
+	GuestIssueNs    uint64 `json:"guest_issue_ns"`
+	GuestCompleteNs uint64 `json:"guest_complete_ns"`
+	// Host flushes inside the window, host clock.
+	Host []HostFlush `json:"host"`
+	// InGuestClockNs: the host work's first start and last end mapped to
+	// the guest clock with the fitted Clock.
+	HostStartGuestNs int64 `json:"host_start_guest_ns"`
+	HostEndGuestNs   int64 `json:"host_end_guest_ns"`
+}
+
+// HostFlush is one host flush (an fdatasync/fsync call, or an io_uring
+// fsync request) in the host clock.
+type HostFlush struct {
+	Syscall string          `json:"syscall"`
+	TID     uint32          `json:"tid"`
+	StartNs uint64          `json:"start_ns"`
+	EndNs   uint64          `json:"end_ns"`
+	Layers  analysis.Layers `json:"layers"`  // host layers (all other_ns for an io_uring request)
+	Flushes int             `json:"flushes"` // host device flush requests it waited on
+	Path    string          `json:"path"`
+}
+
+// Unmatched reasons, as JSON and the summary name them.
+const (
+	// ReasonNoHostFlush: no host flush lies inside the guest flush window
+	// at the fitted offset. QEMU skips the host fdatasync when nothing was
+	// written since its last flush (block/io.c compares write_gen with
+	// flushed_gen), and host events lost or filtered out look the same.
+	ReasonNoHostFlush = "no_host_flush"
+	// ReasonNoGuestFlush: the guest fsync issued no flush request of its
+	// own (none needed, or it rode on a flush already in flight): there
+	// is nothing to match, and its device time has no host counterpart.
+	ReasonNoGuestFlush = "no_guest_flush"
+)
+
+// MergedFsync is one guest fsync split across the two kernels: the JSON
+// Lines record "merged_fsync" of `etcdscope merge` (docs/merge.md).
+type MergedFsync struct {
+	Type    string `json:"type"` // "merged_fsync"
+	V       int    `json:"v"`
+	StartNs uint64 `json:"start_ns"` // guest clock
+	EndNs   uint64 `json:"end_ns"`
+	TotalNs int64  `json:"total_ns"`
+	PID     uint32 `json:"pid"`
+	Comm    string `json:"comm"`
+	Syscall string `json:"syscall"`
+	Path    string `json:"path"`
+	Dev     string `json:"dev_name"`
+	FS      string `json:"fs"`
+	// Matched: every guest flush request of the call found its host
+	// flush. Reason says why not (ReasonNoHostFlush, ReasonNoGuestFlush).
+	Matched bool   `json:"matched"`
+	Reason  string `json:"reason,omitempty"`
+	Flushes int    `json:"guest_flushes"` // guest flush requests issued
+	Split   Split  `json:"split"`
+	Pairs   []Pair `json:"pairs"`
+}
+
+// Result is the outcome of Merge.
+type Result struct {
+	Clock  Clock
+	Fsyncs []MergedFsync
+	// Counts over guest fsyncs: all, matched, and unmatched by reason.
+	GuestFsyncs int
+	Matched     int
+	Unmatched   map[string]int
+	// Guest flush requests and how many found a host flush; host flushes
+	// and how many were matched (the rest came from guest flushes outside
+	// the guest recording: other processes, journal commits between calls).
+	GuestFlushes, GuestFlushesMatched int
+	HostFlushes, HostFlushesMatched   int
+}
+
+type gflush struct {
+	fsync           int
+	issue, complete uint64
+	host            []int // indices into hosts
+	lo, hi          int64 // feasible offset interval from the matched host work
+}
+
+type hflush struct {
+	HostFlush
+	used bool
+}
+
+// Merge matches guest flush requests to host flushes, fits the clock, and
+// splits every guest fsync. It fails only when there is nothing to match
+// (no guest flush or no host flush) or no offset makes any pair fit.
+func Merge(guest []analysis.FsyncRecord, host HostRecording, opt Options) (Result, error) {
+	res := Result{Unmatched: map[string]int{}}
+	var recs []analysis.FsyncRecord
+	for _, r := range guest {
+		if opt.GuestDev == "" || r.DevName == opt.GuestDev || r.Dev == opt.GuestDev {
+			recs = append(recs, r)
+		}
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].StartNs < recs[j].StartNs })
+	var gs []gflush
+	for i, r := range recs {
+		for _, q := range r.Requests {
+			if q.Role != analysis.RoleFlush || q.NotIssued || q.IssueNs == 0 || q.CompleteNs < q.IssueNs {
+				continue
+			}
+			gs = append(gs, gflush{fsync: i, issue: q.IssueNs, complete: q.CompleteNs})
+		}
+	}
+	sort.Slice(gs, func(i, j int) bool { return gs[i].issue < gs[j].issue })
+	hs := hostFlushes(host, opt.Image)
+	res.GuestFlushes, res.HostFlushes = len(gs), len(hs)
+	if len(gs) == 0 {
+		return res, fmt.Errorf("the guest recording has no flush requests inside fsyncs%s", forDev(opt.GuestDev))
+	}
+	if len(hs) == 0 {
+		return res, fmt.Errorf("the host recording has no flushes (fdatasync/fsync) of the hypervisor%s", forImage(opt.Image))
+	}
+
+	c0, ok := coarseOffset(gs, hs)
+	if !ok {
+		return res, fmt.Errorf("no clock offset puts any host flush inside a guest flush window: are the two recordings of the same VM and time?")
+	}
+	clock := Clock{OffsetNs: c0, RefNs: gs[0].issue}
+	if c, ok := fit(gs); ok {
+		clock = c
+	}
+	for pass := 0; pass < 2; pass++ {
+		// Slack of the fit's own error, but never under 20 µs (timestamp
+		// skew across CPUs).
+		tol := max(clock.ErrorNs, 20e3)
+		match(gs, hs, clock, tol, true)
+		if c, ok := fit(gs); ok {
+			clock = c
+		}
+	}
+	res.Clock = clock
+
+	// Per guest fsync.
+	byFsync := make([][]int, len(recs))
+	for i := range gs {
+		byFsync[gs[i].fsync] = append(byFsync[gs[i].fsync], i)
+		if len(gs[i].host) > 0 {
+			res.GuestFlushesMatched++
+		}
+	}
+	for _, h := range hs {
+		if h.used {
+			res.HostFlushesMatched++
+		}
+	}
+	for i, r := range recs {
+		m := split(r, byFsync[i], gs, hs, clock)
+		res.Fsyncs = append(res.Fsyncs, m)
+		res.GuestFsyncs++
+		if m.Matched {
+			res.Matched++
+		} else {
+			res.Unmatched[m.Reason]++
+		}
+	}
+	return res, nil
+}
+
+func forDev(d string) string {
+	if d == "" {
+		return ""
+	}
+	return " on " + d
+}
+
+func forImage(p string) string {
+	if p == "" {
+		return ""
+	}
+	return " on " + p
+}
+
+// hostFlushes returns the host flush work, by start: the hypervisor's
+// successful fdatasync/fsync calls on image files, and io_uring fsync
+// requests (aio=io_uring flushes without a syscall).
+func hostFlushes(host HostRecording, image string) []hflush {
+	var hs []hflush
+	for _, f := range host.Fsyncs {
+		if (image != "" && f.Path != image) || f.Ret != 0 || f.EndNs < f.StartNs {
+			continue
+		}
+		hs = append(hs, hflush{HostFlush: HostFlush{Syscall: f.Syscall, TID: f.TID, StartNs: f.StartNs, EndNs: f.EndNs,
+			Layers: f.Layers, Flushes: f.Flushes, Path: f.Path}})
+	}
+	for _, io := range host.IO {
+		if io.Op != "io_uring_req" || io.Opcode != ioringOpFsync || (image != "" && io.Path != image) || io.EndNs < io.StartNs {
+			continue
+		}
+		hs = append(hs, hflush{HostFlush: HostFlush{Syscall: "io_uring_fsync", TID: io.TID, StartNs: io.StartNs, EndNs: io.EndNs,
+			Layers: analysis.Layers{OtherNs: int64(io.EndNs - io.StartNs)}, Path: io.Path}})
+	}
+	sort.Slice(hs, func(i, j int) bool { return hs[i].StartNs < hs[j].StartNs })
+	return hs
+}
+
+// contained returns the host flushes (indices, by start) that lie inside
+// guest window [issue−tol, complete+tol] mapped to the host clock with
+// offset off, skipping used ones.
+func contained(hs []hflush, issue, complete uint64, off, tol int64) []int {
+	lo := int64(issue) + off - tol
+	hi := int64(complete) + off + tol
+	j := sort.Search(len(hs), func(k int) bool { return int64(hs[k].StartNs) >= lo })
+	var out []int
+	for ; j < len(hs) && int64(hs[j].StartNs) <= hi; j++ {
+		if !hs[j].used && int64(hs[j].EndNs) <= hi {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// coarseOffset finds the offset without any prior: every (guest flush,
+// host flush) pair among the first guest flushes in which the host flush
+// fits inside the guest window proposes the middle of the offsets that
+// keep it there; each proposal is scored by tracking it over the first 64
+// guest flushes, and the best 2048 are tracked over every guest flush,
+// which tells apart the shifts by whole periods that a regular workload
+// makes look alike over a short stretch (skipped host flushes and
+// irregular gaps break the tie).
+func coarseOffset(gs []gflush, hs []hflush) (int64, bool) {
+	nProp, nScore := min(len(gs), 8), min(len(gs), 64)
+	type cand struct {
+		off   int64
+		score int
+	}
+	var cands []cand
+	seen := map[int64]bool{}
+	for i := 0; i < nProp; i++ {
+		for j := range hs {
+			lo := int64(hs[j].EndNs) - int64(gs[i].complete)
+			hi := int64(hs[j].StartNs) - int64(gs[i].issue)
+			if lo > hi {
+				continue
+			}
+			off := (lo + hi) / 2
+			if seen[off/1000] {
+				continue
+			}
+			seen[off/1000] = true
+			cands = append(cands, cand{off, track(gs[:nScore], hs, off)})
+		}
+	}
+	if len(cands) == 0 {
+		return 0, false
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].score > cands[j].score })
+	if cands[0].score == 0 {
+		return 0, false
+	}
+	best, bestScore := cands[0].off, -1
+	for k := 0; k < len(cands) && k < 2048 && cands[k].score > 0; k++ {
+		if s := track(gs, hs, cands[k].off); s > bestScore {
+			best, bestScore = cands[k].off, s
+		}
+	}
+	track(gs, hs, best)
+	return best, true
+}
+
+// track matches guest flushes in order starting from offset off, one host
+// flush each (the one starting nearest the predicted time), and follows a
+// drifting clock: the prediction is the middle of the offsets that the
+// last 8 pairs all allow (the intersection of their intervals), or of the
+// latest pair's interval when they allow none. It records the pairs in gs
+// and returns how many guest flushes matched.
+func track(gs []gflush, hs []hflush, off int64) int {
+	for i := range hs {
+		hs[i].used = false
+	}
+	const window = 8
+	var recent [window][2]int64
+	nRecent := 0
+	pred := off
+	n := 0
+	for i := range gs {
+		g := &gs[i]
+		g.host = nil
+		c := contained(hs, g.issue, g.complete, pred, 0)
+		if len(c) == 0 {
+			continue
+		}
+		best := c[0]
+		for _, j := range c {
+			if abs(int64(hs[j].StartNs)-int64(g.issue)-pred) < abs(int64(hs[best].StartNs)-int64(g.issue)-pred) {
+				best = j
+			}
+		}
+		g.host = []int{best}
+		hs[best].used = true
+		g.lo = int64(hs[best].EndNs) - int64(g.complete)
+		g.hi = int64(hs[best].StartNs) - int64(g.issue)
+		recent[nRecent%window] = [2]int64{g.lo, g.hi}
+		nRecent++
+		L, H := int64(math.MinInt64), int64(math.MaxInt64)
+		for k := 0; k < min(nRecent, window); k++ {
+			L, H = max(L, recent[k][0]), min(H, recent[k][1])
+		}
+		if L > H {
+			L, H = g.lo, g.hi
+		}
+		pred = L + (H-L)/2
+		n++
+	}
+	return n
+}
+
+// match assigns host flushes to guest flushes in order: each guest flush
+// takes every unused host flush inside its window under clock ± tol (with
+// multi false, only the one starting nearest its issue).
+func match(gs []gflush, hs []hflush, clock Clock, tol int64, multi bool) {
+	for i := range hs {
+		hs[i].used = false
+	}
+	for i := range gs {
+		g := &gs[i]
+		off := clock.Offset(g.issue)
+		g.host = contained(hs, g.issue, g.complete, off, tol)
+		if !multi && len(g.host) > 1 {
+			best := g.host[0]
+			for _, j := range g.host {
+				if abs(int64(hs[j].StartNs)-int64(g.issue)-off) < abs(int64(hs[best].StartNs)-int64(g.issue)-off) {
+					best = j
+				}
+			}
+			g.host = []int{best}
+		}
+		for _, j := range g.host {
+			hs[j].used = true
+		}
+		if len(g.host) > 0 {
+			first, last := hs[g.host[0]], hs[g.host[0]]
+			for _, j := range g.host {
+				if hs[j].EndNs > last.EndNs {
+					last = hs[j]
+				}
+			}
+			// Offsets that keep the host work inside the window.
+			g.lo = int64(last.EndNs) - int64(g.complete)
+			g.hi = int64(first.StartNs) - int64(g.issue)
+		}
+	}
+}
+
+// fit fits the clock to the matched pairs: the drift by Theil–Sen (median
+// of pairwise slopes of the pairs' interval midpoints), then the offset
+// at the centre of the interval all detrended pairs allow, or, if they
+// allow none, the median of their midpoints.
+func fit(gs []gflush) (Clock, bool) {
+	var idx []int
+	for i := range gs {
+		if len(gs[i].host) > 0 {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return Clock{}, false
+	}
+	ref := gs[idx[0]].issue
+	mid := func(i int) float64 { return float64(gs[i].lo+gs[i].hi) / 2 }
+	x := func(i int) float64 { return float64(int64(gs[i].issue - ref)) }
+	// Theil–Sen over at most 400 evenly spread pairs (80k slopes).
+	step := max(1, len(idx)/400)
+	var sub []int
+	for k := 0; k < len(idx); k += step {
+		sub = append(sub, idx[k])
+	}
+	var slopes []float64
+	for a := 0; a < len(sub); a++ {
+		for b := a + 1; b < len(sub); b++ {
+			dx := x(sub[b]) - x(sub[a])
+			if dx > 1e6 { // pairs closer than 1 ms say nothing of drift
+				slopes = append(slopes, (mid(sub[b])-mid(sub[a]))/dx)
+			}
+		}
+	}
+	slope := 0.0
+	if len(slopes) > 0 {
+		sort.Float64s(slopes)
+		slope = slopes[len(slopes)/2]
+	}
+	lo, hi := math.Inf(-1), math.Inf(1)
+	res := make([]float64, 0, len(idx))
+	for _, i := range idx {
+		t := slope * x(i)
+		lo = math.Max(lo, float64(gs[i].lo)-t)
+		hi = math.Min(hi, float64(gs[i].hi)-t)
+		res = append(res, mid(i)-t)
+	}
+	sort.Float64s(res)
+	c := Clock{RefNs: ref, DriftPPM: slope * 1e6, Pairs: len(idx)}
+	if lo <= hi {
+		c.OffsetNs = int64(math.Round((lo + hi) / 2))
+		c.ErrorNs = int64(math.Ceil((hi - lo) / 2))
+		c.Consistent = true
+	} else {
+		med := res[len(res)/2]
+		dev := make([]float64, len(res))
+		for k, r := range res {
+			dev[k] = math.Abs(r - med)
+		}
+		sort.Float64s(dev)
+		c.OffsetNs = int64(math.Round(med))
+		c.ErrorNs = int64(math.Ceil(3 * dev[len(dev)/2]))
+	}
+	return c, true
+}
+
+// split partitions guest record r (its flush requests are gs[flushes]).
+func split(r analysis.FsyncRecord, flushes []int, gs []gflush, hs []hflush, clock Clock) MergedFsync {
+	m := MergedFsync{Type: "merged_fsync", V: SchemaVersion, StartNs: r.StartNs, EndNs: r.EndNs, TotalNs: r.TotalNs,
+		PID: r.PID, Comm: r.Comm, Syscall: r.Syscall, Path: r.Path, Dev: r.DevName, FS: r.FS,
+		Flushes: len(flushes), Matched: true, Pairs: []Pair{}}
+	L := r.Layers
+	m.Split = Split{GuestDataWritebackNs: L.DataWritebackNs, GuestFSJournalNs: L.JournalNs,
+		GuestBlockQueueNs: L.BlockQueueNs, GuestOtherNs: L.OtherNs}
+	if len(flushes) == 0 {
+		m.Matched, m.Reason = false, ReasonNoGuestFlush
+	}
+	var parts [5]float64 // host data, journal, queue, device flush, other
+	for _, gi := range flushes {
+		g := gs[gi]
+		if len(g.host) == 0 {
+			m.Matched, m.Reason = false, ReasonNoHostFlush
+			continue
+		}
+		off := clock.Offset(g.issue)
+		p := Pair{GuestIssueNs: g.issue, GuestCompleteNs: g.complete, HostStartGuestNs: math.MaxInt64, HostEndGuestNs: math.MinInt64}
+		// The guest window inside the call: device flush time is counted
+		// only there.
+		wlo, whi := int64(max(g.issue, r.StartNs)), int64(min(g.complete, r.EndNs))
+		for _, j := range g.host {
+			h := hs[j].HostFlush
+			p.Host = append(p.Host, h)
+			s, e := int64(h.StartNs)-off, int64(h.EndNs)-off
+			p.HostStartGuestNs = min(p.HostStartGuestNs, s)
+			p.HostEndGuestNs = max(p.HostEndGuestNs, e)
+			d := e - s
+			cs, ce := max(s, wlo), min(e, whi)
+			if d <= 0 || ce <= cs {
+				continue
+			}
+			frac := float64(ce-cs) / float64(d)
+			parts[0] += frac * float64(h.Layers.DataWritebackNs)
+			parts[1] += frac * float64(h.Layers.JournalNs)
+			parts[2] += frac * float64(h.Layers.BlockQueueNs)
+			parts[3] += frac * float64(h.Layers.DeviceFlushNs)
+			parts[4] += frac * float64(h.Layers.OtherNs)
+		}
+		m.Pairs = append(m.Pairs, p)
+	}
+	// The host work lies inside the guest's device flush time; if the
+	// clipped sum still exceeds it (overlapping guest windows, the sweep
+	// giving part of a window to nothing), scale it down to fit.
+	sum := parts[0] + parts[1] + parts[2] + parts[3] + parts[4]
+	if dev := float64(L.DeviceFlushNs); sum > dev && sum > 0 {
+		for k := range parts {
+			parts[k] *= dev / sum
+		}
+	}
+	m.Split.HostDataWritebackNs = int64(parts[0])
+	m.Split.HostFSJournalNs = int64(parts[1])
+	m.Split.HostBlockQueueNs = int64(parts[2])
+	m.Split.HostDeviceFlushNs = int64(parts[3])
+	m.Split.HostOtherNs = int64(parts[4])
+	// Virtualization is the remainder, so the split sums exactly.
+	m.Split.VirtualizationNs = L.DeviceFlushNs - m.Split.HostNs()
+	if m.Split.VirtualizationNs < 0 { // rounding
+		m.Split.HostOtherNs += m.Split.VirtualizationNs
+		m.Split.VirtualizationNs = 0
+	}
+	return m
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -1,0 +1,278 @@
+package merge
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/etcdscope/etcdscope/analysis"
+)
+
+// synth builds a guest recording and a host recording of the same run:
+// each guest fsync writes data, then issues two flushes (a journaling
+// filesystem's preflush and post-flush); each guest flush reaches the host
+// as an fdatasync of the image starting d1 after the issue and ending d2
+// before the completion (host clock = guest clock + offset + drift). Every
+// skipEvery-th fsync's second flush has no host fdatasync (QEMU skipped
+// it), and the host also flushes on its own between fsyncs.
+type synth struct {
+	n          int
+	offsetNs   int64   // host − guest at guest time 0
+	driftPPM   float64 // host ns gained per million guest ns
+	skipEvery  int
+	extraEvery int
+	jitter     bool // random d1, d2, host durations and gaps
+	periodic   bool // constant gaps between fsyncs
+}
+
+func (s synth) hostAt(g uint64) uint64 {
+	return uint64(int64(g) + s.offsetNs + int64(s.driftPPM*1e-6*float64(g)))
+}
+
+func (s synth) build(t *testing.T) (guest []analysis.FsyncRecord, host HostRecording, skipped int) {
+	rng := rand.New(rand.NewSource(1))
+	r := func(lo, hi int64) uint64 {
+		if !s.jitter {
+			return uint64((lo + hi) / 2)
+		}
+		return uint64(lo + rng.Int63n(hi-lo))
+	}
+	host.Header = HostHeader{Type: "hypervisor", V: 1, Clock: "CLOCK_MONOTONIC"}
+	hostFlush := func(start, end uint64) {
+		d := int64(end - start)
+		host.Fsyncs = append(host.Fsyncs, analysis.FsyncRecord{Type: "fsync", Version: 1, Syscall: "fdatasync", Path: "/images/vm.img",
+			StartNs: start, EndNs: end, TotalNs: d, TID: 7, Flushes: 1,
+			Layers: analysis.Layers{JournalNs: d * 4 / 10, DeviceFlushNs: d / 2, OtherNs: d - d*4/10 - d/2}})
+	}
+	// The host flushes before the guest recording starts (boot, mount).
+	g := uint64(5e9)
+	for i := 0; i < 20; i++ {
+		hostFlush(s.hostAt(g-uint64(i+1)*3e6), s.hostAt(g-uint64(i+1)*3e6)+1e6)
+	}
+	for i := 0; i < s.n; i++ {
+		start := g
+		rec := analysis.FsyncRecord{Type: "fsync", Version: 1, Syscall: "fdatasync", Comm: "fio", PID: 42, TID: 42,
+			DevName: "vda", FS: "ext4", Path: "/mnt/etcd/f", StartNs: start}
+		t0 := start + r(20e3, 60e3)
+		data := r(100e3, 300e3)
+		rec.Requests = append(rec.Requests, analysis.Request{Role: analysis.RoleData, IssueNs: t0, CompleteNs: t0 + data})
+		cur := t0 + data
+		var flushNs, journalNs int64
+		for k := 0; k < 2; k++ {
+			issue := cur + r(10e3, 40e3)
+			hs := s.hostAt(issue) + r(50e3, 400e3)
+			he := hs + r(300e3, 3e6)
+			complete := issue + (he - s.hostAt(issue)) + r(50e3, 400e3)
+			// The guest saw complete; in the host clock it is after he.
+			rec.Requests = append(rec.Requests, analysis.Request{Role: analysis.RoleFlush, Op: "FLUSH", IssueNs: issue, CompleteNs: complete})
+			if k == 1 && s.skipEvery > 0 && i%s.skipEvery == 0 {
+				skipped++
+			} else {
+				hostFlush(hs, he)
+			}
+			flushNs += int64(complete - issue)
+			if k == 0 {
+				j := r(100e3, 200e3)
+				rec.Requests = append(rec.Requests, analysis.Request{Role: analysis.RoleJournal, IssueNs: complete, CompleteNs: complete + j})
+				journalNs += int64(j)
+				cur = complete + j
+			} else {
+				cur = complete
+			}
+		}
+		rec.EndNs = cur + r(10e3, 50e3)
+		rec.TotalNs = int64(rec.EndNs - rec.StartNs)
+		rec.Layers = analysis.Layers{DataWritebackNs: int64(data), JournalNs: journalNs, DeviceFlushNs: flushNs}
+		rec.Layers.OtherNs = rec.TotalNs - rec.Layers.DataWritebackNs - rec.Layers.JournalNs - rec.Layers.DeviceFlushNs
+		rec.Flushes = 2
+		guest = append(guest, rec)
+		gap := uint64(2e6)
+		if !s.periodic {
+			gap = r(500e3, 5e6)
+		}
+		g = rec.EndNs + gap
+		if s.extraEvery > 0 && i%s.extraEvery == 3 {
+			// A flush of the guest's own outside any traced fsync.
+			hostFlush(s.hostAt(rec.EndNs+gap/3), s.hostAt(rec.EndNs+gap/3)+200e3)
+		}
+	}
+	return guest, host, skipped
+}
+
+func TestMergeRecoversOffsetAndSplits(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    synth
+	}{
+		{"jitter, drift, skips, extras", synth{n: 400, offsetNs: 123_456_789_012, driftPPM: 80, skipEvery: 20, extraEvery: 7, jitter: true}},
+		{"negative offset, no drift", synth{n: 200, offsetNs: -3_000_000_000, skipEvery: 0, jitter: true}},
+		{"periodic workload", synth{n: 300, offsetNs: 42e9, driftPPM: -30, skipEvery: 25, jitter: false, periodic: true}},
+		{"large drift (bad TSC calibration)", synth{n: 300, offsetNs: 7e9, driftPPM: 900, skipEvery: 10, extraEvery: 5, jitter: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			guest, host, skipped := tc.s.build(t)
+			res, err := Merge(guest, host, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := res.Clock
+			t.Logf("clock: offset %d drift %.2f ppm error ±%d ns consistent=%v pairs %d; matched %d/%d %v",
+				c.OffsetNs, c.DriftPPM, c.ErrorNs, c.Consistent, c.Pairs, res.Matched, res.GuestFsyncs, res.Unmatched)
+			// The offset at every guest flush, against the truth; the
+			// smallest d1+d2 is 100 µs, so a fit inside every pair's
+			// interval is off by less.
+			var worst float64
+			for _, f := range guest {
+				for _, q := range f.Requests {
+					if q.Role != analysis.RoleFlush {
+						continue
+					}
+					truth := int64(tc.s.hostAt(q.IssueNs)) - int64(q.IssueNs)
+					worst = math.Max(worst, math.Abs(float64(c.Offset(q.IssueNs)-truth)))
+				}
+			}
+			t.Logf("worst offset error %.1f µs", worst/1e3)
+			if worst > 100e3 {
+				t.Errorf("offset off by up to %.1f µs (> 100 µs)", worst/1e3)
+			}
+			// Drift is known only as well as the offset over the run:
+			// 100 µs over the span.
+			span := float64(guest[len(guest)-1].EndNs - guest[0].StartNs)
+			if tolPPM := 100e3 / span * 1e6; math.Abs(c.DriftPPM-tc.s.driftPPM) > tolPPM {
+				t.Errorf("drift %.2f ppm, want %.2f ± %.1f (100 µs over the %.1f s run)", c.DriftPPM, tc.s.driftPPM, tolPPM, span/1e9)
+			}
+			if res.GuestFsyncs != tc.s.n || res.Matched != tc.s.n-skipped || res.Unmatched[ReasonNoHostFlush] != skipped {
+				t.Errorf("matched %d of %d, unmatched %v; want %d matched, %d no_host_flush", res.Matched, res.GuestFsyncs, res.Unmatched, tc.s.n-skipped, skipped)
+			}
+			if res.GuestFlushes != 2*tc.s.n || res.GuestFlushesMatched != 2*tc.s.n-skipped {
+				t.Errorf("guest flushes %d matched %d, want %d and %d", res.GuestFlushes, res.GuestFlushesMatched, 2*tc.s.n, 2*tc.s.n-skipped)
+			}
+			for _, f := range res.Fsyncs {
+				if d := math.Abs(float64(f.Split.Sum() - f.TotalNs)); d > 0.01*float64(f.TotalNs) {
+					t.Fatalf("fsync at %d: split sums to %d, total %d", f.StartNs, f.Split.Sum(), f.TotalNs)
+				}
+				if f.Split.VirtualizationNs < 0 || f.Split.HostNs() < 0 {
+					t.Fatalf("negative part: %+v", f.Split)
+				}
+				if !f.Matched {
+					continue
+				}
+				// Each matched pair: exactly the one host flush made for
+				// it, inside the guest window in the guest clock.
+				for _, p := range f.Pairs {
+					if len(p.Host) != 1 || p.HostStartGuestNs < int64(p.GuestIssueNs) || p.HostEndGuestNs > int64(p.GuestCompleteNs) {
+						t.Fatalf("pair %+v: host work not the one flush inside the window", p)
+					}
+				}
+				// The host share is the host fdatasyncs' time: the guest
+				// device-flush time minus virtualization.
+				var hostNs int64
+				for _, p := range f.Pairs {
+					hostNs += int64(p.Host[0].EndNs - p.Host[0].StartNs)
+				}
+				if d := math.Abs(float64(f.Split.HostNs() - hostNs)); d > 1e3 {
+					t.Fatalf("host part %d ns, host fdatasyncs took %d ns", f.Split.HostNs(), hostNs)
+				}
+			}
+			sum := Summarize(res, nil, "")
+			var buf bytes.Buffer
+			if err := sum.WriteTable(&buf); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("\n%s", buf.String())
+			if skipped > 0 && !strings.Contains(buf.String(), "no_host_flush") {
+				t.Errorf("the table does not say why fsyncs were unmatched")
+			}
+		})
+	}
+}
+
+func TestMergeRefusesUnrelatedRecordings(t *testing.T) {
+	guest, _, _ := synth{n: 50, offsetNs: 1e9, jitter: true}.build(t)
+	_, host, _ := synth{n: 50, offsetNs: 1e9, jitter: true}.build(t)
+	// Host flushes far longer than any guest window: nothing can nest.
+	for i := range host.Fsyncs {
+		host.Fsyncs[i].EndNs = host.Fsyncs[i].StartNs + 1e9
+	}
+	if _, err := Merge(guest, host, Options{}); err == nil {
+		t.Fatal("merged recordings in which no host flush fits a guest window")
+	}
+	if _, err := Merge(guest, HostRecording{}, Options{}); err == nil || !strings.Contains(err.Error(), "no flushes") {
+		t.Fatalf("empty host recording: %v", err)
+	}
+	if _, err := Merge(guest, host, Options{GuestDev: "vdz"}); err == nil {
+		t.Fatal("merged with no guest fsync on the selected device")
+	}
+}
+
+func TestImagesAndWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		ios       []HostIO
+		fsyncs    []analysis.FsyncRecord
+		aio, cach string
+		warn      string
+	}{
+		{"raw cache=none aio=native", []HostIO{
+			{Op: "io_submit", Path: "/v/raw.img", FS: "ext4", ODirect: true, TID: 2, Opcode: 1, Nr: 1, Ret: 1},
+			{Op: "pread64", Path: "/v/raw.img", FS: "ext4", ODirect: true, TID: 3, Ret: 512},
+		}, []analysis.FsyncRecord{{Path: "/v/raw.img", FS: "ext4", TID: 9}}, "native", "none", ""},
+		{"qcow2 writeback threads", []HostIO{
+			{Op: "pwritev", Path: "/v/q.qcow2", FS: "ext4", TID: 4, Ret: 4096},
+			{Op: "pwritev", Path: "/v/q.qcow2", FS: "ext4", TID: 5, Ret: 4096},
+		}, nil, "threads", "writeback", ""},
+		{"io_uring over LVM", []HostIO{
+			{Op: "io_uring_enter", Path: "anon_inode:[io_uring]", FS: "anon_inodefs", TID: 2},
+			{Op: "io_uring_req", Path: "/dev/dm-0", FS: "blockdev", ODirect: true, TID: 2, Opcode: 22},
+			{Op: "io_uring_req", Path: "/dev/dm-0", FS: "blockdev", ODirect: true, TID: 2, Opcode: 3},
+		}, nil, "io_uring", "none", "io_uring over LVM/raw block devices"},
+		{"native without O_DIRECT", []HostIO{
+			{Op: "io_submit", Path: "/v/raw.img", FS: "xfs", TID: 2, Opcode: 1, Nr: 1, Ret: 1},
+		}, nil, "native", "writeback", "aio=native without O_DIRECT"},
+		{"image on ceph", []HostIO{
+			{Op: "pwritev", Path: "/mnt/cephfs/vm.img", FS: "ceph", TID: 2, Ret: 4096},
+		}, nil, "threads", "writeback", "already replicates every write"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ims := Images(tc.ios, tc.fsyncs, func(string) string { return "raw" }, nil)
+			var im *Image
+			for i := range ims {
+				if ims[i].Path != "anon_inode:[io_uring]" {
+					im = &ims[i]
+				}
+			}
+			if im == nil || im.AIO != tc.aio || im.Cache != tc.cach {
+				t.Fatalf("images %+v; want aio=%s cache=%s", ims, tc.aio, tc.cach)
+			}
+			w := strings.Join(Warnings(ims), "\n")
+			if (tc.warn == "") != (w == "") || !strings.Contains(w, tc.warn) {
+				t.Errorf("warnings %q, want one containing %q", w, tc.warn)
+			}
+		})
+	}
+	if FormatFromMagic([]byte("QFI\xfb\x00\x00\x00\x03")) != "qcow2" || FormatFromMagic(make([]byte, 8)) != "raw" {
+		t.Error("FormatFromMagic")
+	}
+}
+
+func TestReadHost(t *testing.T) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.Encode(HostHeader{Type: "hypervisor", V: 1, PID: 12, Clock: "CLOCK_MONOTONIC"})
+	enc.Encode(HostIO{Type: "hv_io", V: 1, Op: "pwritev", Path: "/a.img"})
+	enc.Encode(analysis.FsyncRecord{Type: "fsync", Version: 1, Path: "/a.img"})
+	enc.Encode(HostSummary{Type: "hv_summary", V: 1})
+	rec, err := ReadHost(&b)
+	if err != nil || rec.Header.PID != 12 || len(rec.IO) != 1 || len(rec.Fsyncs) != 1 || rec.Summary == nil {
+		t.Fatalf("ReadHost: %+v, %v", rec, err)
+	}
+	if _, err := ReadHost(strings.NewReader(`{"type":"hypervisor","v":2}` + "\n")); err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Errorf("version 2: %v", err)
+	}
+	if _, err := ReadHost(strings.NewReader(`{"type":"fsync","v":1}` + "\n")); err == nil {
+		t.Error("accepted a guest recording as a host one")
+	}
+}
