@@ -27,8 +27,10 @@
 // Which journal work counts. An ext4 jbd2 commit on D that ends inside
 // [s, e] (the fsync waits for its own transaction's commit, and for the
 // one committing before it); an XFS log force made by T inside [s, e],
-// counted from the force to e. btrfs has no commit tracepoint: its
-// tree-log writes count as journal requests.
+// counted from the force to e; and, where the optional fentry/kprobe on
+// jbd2_log_wait_commit attaches, the exact wait of T for its transaction's
+// commit. btrfs has no commit tracepoint: its tree-log writes count as
+// journal requests.
 //
 // The partition. Every instant of [s, e] is given to exactly one layer, the
 // first in this order whose interval covers it:

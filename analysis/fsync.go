@@ -372,6 +372,12 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 			}
 			rec.Journal = append(rec.Journal, JournalWindow{Source: j.Source.String(), Dev: j.Dev.String(), Txn: j.Txn, StartNs: j.StartNs, EndNs: j.EndNs})
 			sw.add(j.StartNs, j.EndNs, catJournal)
+		case event.JournalJBD2Wait:
+			if j.TID != f.TID || j.StartNs < s || j.EndNs > e {
+				continue
+			}
+			rec.Journal = append(rec.Journal, JournalWindow{Source: j.Source.String(), Dev: j.Dev.String(), Txn: j.Txn, StartNs: j.StartNs, EndNs: j.EndNs})
+			sw.add(j.StartNs, j.EndNs, catJournal)
 		case event.JournalXFSLogForce:
 			if j.Dev != f.Dev || j.TID != f.TID || j.StartNs < s || j.StartNs > e {
 				continue

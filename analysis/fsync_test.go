@@ -343,3 +343,15 @@ func TestNestHostFsync(t *testing.T) {
 		t.Fatalf("nested share %v", got)
 	}
 }
+
+func TestJBD2WaitCounts(t *testing.T) {
+	a := NewAttributor(lookup)
+	a.Add(event.Journal{Source: event.JournalJBD2Wait, Dev: fsDev, TID: tid, Txn: 41, StartNs: 1200, EndNs: 1700})
+	a.Add(event.Journal{Source: event.JournalJBD2Wait, Dev: fsDev, TID: 5, Txn: 41, StartNs: 1100, EndNs: 1800}) // another thread
+	a.Add(blk(1, event.OpFlush, 0, 0, 1500, 1600, 3, "kworker"))
+	rec := a.Attribute(fsyncEv(1000, 2000))
+	want := Layers{JournalNs: 400, DeviceFlushNs: 100, OtherNs: 500}
+	if rec.Layers != want || len(rec.Journal) != 1 || rec.Journal[0].Txn != 41 {
+		t.Fatalf("layers %+v journal %+v", rec.Layers, rec.Journal)
+	}
+}

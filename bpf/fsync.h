@@ -54,6 +54,7 @@ enum es_req_flag {
 enum es_journal_source {
 	ES_JOURNAL_JBD2_COMMIT = 1, /* ext4: jbd2_start_commit .. jbd2_end_commit */
 	ES_JOURNAL_XFS_LOG_FORCE = 2, /* xfs_log_force by the fsyncing thread */
+	ES_JOURNAL_JBD2_WAIT = 3, /* the thread waited in jbd2_log_wait_commit (extras.bpf.c) */
 };
 
 struct fsync_enter_event {
@@ -124,8 +125,8 @@ struct journal_event {
 	__u8 source; /* enum es_journal_source */
 	__u8 _pad[2];
 	__u32 dev;      /* filesystem's block device (jbd2 j_fs_dev, xfs m_super->s_dev) */
-	__u32 tid;      /* thread that forced the log (xfs), 0 for jbd2 */
-	__u32 txn;      /* jbd2 transaction id (t_tid) */
+	__u32 tid;      /* thread that forced the log (xfs) or waited (jbd2 wait); 0 for a commit */
+	__u32 txn;      /* jbd2 transaction id (t_tid; for a wait: the one waited for) */
 	__u64 start_ns;
 	__u64 end_ns;   /* jbd2 end_commit; 0 for an xfs log force */
 };

@@ -243,6 +243,9 @@ type JournalSource uint8
 const (
 	JournalJBD2Commit  JournalSource = 1 // ext4: jbd2_start_commit .. jbd2_end_commit
 	JournalXFSLogForce JournalSource = 2 // xfs_log_force by thread TID (no end)
+	// JournalJBD2Wait: thread TID waited in jbd2_log_wait_commit for
+	// transaction Txn (optional fentry/kprobe probe).
+	JournalJBD2Wait JournalSource = 3
 )
 
 // String names the source.
@@ -252,6 +255,8 @@ func (s JournalSource) String() string {
 		return "jbd2_commit"
 	case JournalXFSLogForce:
 		return "xfs_log_force"
+	case JournalJBD2Wait:
+		return "jbd2_wait"
 	}
 	return "unknown"
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -27,6 +28,9 @@ type FsyncConfig struct {
 	// RingBytes is the ring buffer size (a power of two ≥ page size);
 	// 0 means 16 MiB, room for ~100k block events between two reads.
 	RingBytes uint32
+	// Extras picks the optional function-probe variant: "" tries fentry
+	// then kprobe, "fentry" or "kprobe" only that one, "none" neither.
+	Extras string
 }
 
 // Probe is one attachment point of a tracer and whether it is live.
@@ -43,6 +47,7 @@ type FsyncTracer struct {
 	block   blockObjects
 	journal *ebpf.Collection
 	stacked *ebpf.Collection
+	extras  *ebpf.Collection
 	links   []link.Link
 	reader  *ringbuf.Reader
 	untrace func()
@@ -149,6 +154,7 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 	if err := t.attachStacked(shared); err != nil {
 		return nil, err
 	}
+	t.attachExtras(shared, cfg)
 
 	if t.reader, err = ringbuf.NewReader(t.fsync.Events); err != nil {
 		return nil, fmt.Errorf("opening ring buffer: %w", err)
@@ -235,6 +241,108 @@ func (t *FsyncTracer) attachStacked(shared map[string]*ebpf.Map) error {
 	return nil
 }
 
+// attachExtras tries the optional function probes of extras.bpf.c: the
+// fentry/fexit pair first, then kprobe/kretprobe. Neither is required;
+// when both fail the probes say why and the report lists the journal wait
+// as unavailable (the jbd2 commit tracepoints still give the journal layer
+// by overlap).
+func (t *FsyncTracer) attachExtras(shared map[string]*ebpf.Map, cfg FsyncConfig) {
+	const fn = "jbd2_log_wait_commit"
+	variants := []struct {
+		kind       string
+		enter, out string
+		attach     func(c *ebpf.Collection) ([]link.Link, error)
+	}{
+		{"fentry", "jbd2_wait_fentry", "jbd2_wait_fexit", func(c *ebpf.Collection) ([]link.Link, error) {
+			var ls []link.Link
+			for _, n := range []string{"jbd2_wait_fentry", "jbd2_wait_fexit"} {
+				l, err := link.AttachTracing(link.TracingOptions{Program: c.Programs[n]})
+				if err != nil {
+					return ls, err
+				}
+				ls = append(ls, l)
+			}
+			return ls, nil
+		}},
+		{"kprobe", "jbd2_wait_kprobe", "jbd2_wait_kretprobe", func(c *ebpf.Collection) ([]link.Link, error) {
+			var ls []link.Link
+			l, err := link.Kprobe(fn, c.Programs["jbd2_wait_kprobe"], nil)
+			if err != nil {
+				return ls, err
+			}
+			ls = append(ls, l)
+			l, err = link.Kretprobe(fn, c.Programs["jbd2_wait_kretprobe"], nil)
+			if err != nil {
+				return ls, err
+			}
+			return append(ls, l), nil
+		}},
+	}
+	var why []string
+	if cfg.Extras == "none" {
+		return
+	}
+	for _, v := range variants {
+		if cfg.Extras != "" && cfg.Extras != v.kind {
+			continue
+		}
+		spec, err := loadExtras()
+		if err != nil {
+			why = append(why, v.kind+": "+err.Error())
+			continue
+		}
+		for name := range spec.Programs {
+			if name != v.enter && name != v.out {
+				delete(spec.Programs, name)
+			}
+		}
+		spec.Maps["events"].MaxEntries = shared["events"].MaxEntries()
+		if err := spec.Variables["targ_tgid"].Set(cfg.PID); err != nil {
+			why = append(why, v.kind+": "+err.Error())
+			continue
+		}
+		if err := spec.Variables["targ_cgroup_id"].Set(cfg.CgroupID); err != nil {
+			why = append(why, v.kind+": "+err.Error())
+			continue
+		}
+		coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: shared})
+		if err != nil {
+			why = append(why, v.kind+" load: "+shortErr(err))
+			if errors.Is(err, unix.EPERM) {
+				why[len(why)-1] = v.kind + ": refused by this kernel (EPERM)"
+			}
+			continue
+		}
+		ls, err := v.attach(coll)
+		if err != nil {
+			for _, l := range ls {
+				l.Close()
+			}
+			coll.Close()
+			why = append(why, v.kind+" attach: "+shortErr(err))
+			if errors.Is(err, os.ErrNotExist) && v.kind == "kprobe" {
+				why[len(why)-1] = "kprobe: no kprobe_events in tracefs (CONFIG_KPROBES off)"
+			}
+			continue
+		}
+		t.extras = coll
+		t.links = append(t.links, ls...)
+		t.probes = append(t.probes, Probe{Name: v.kind + "/" + fn, Attached: true})
+		return
+	}
+	t.probes = append(t.probes, Probe{Name: "fentry|kprobe/" + fn,
+		Why: "exact jbd2 commit wait unavailable, journal layer by overlap with jbd2 commits instead (" + strings.Join(why, "; ") + ")"})
+}
+
+// shortErr keeps the first line of an error (verifier logs are long).
+func shortErr(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
 // tracepointHasBTF reports whether the kernel (or a loaded module) has the
 // btf_trace_<name> typedef that a tp_btf program attaches through.
 func tracepointHasBTF(name string) bool {
@@ -292,7 +400,7 @@ func (t *FsyncTracer) Missed() uint64 {
 	var n uint64
 	progs := []*ebpf.Program{t.fsync.SysEnterFsync, t.fsync.SysExitFsync, t.fsync.SysEnterFdatasync,
 		t.fsync.SysExitFdatasync, t.block.BlockRqInsert, t.block.BlockRqIssue, t.block.BlockRqComplete, t.block.BlockBioQueue}
-	for _, c := range []*ebpf.Collection{t.journal, t.stacked} {
+	for _, c := range []*ebpf.Collection{t.journal, t.stacked, t.extras} {
 		if c == nil {
 			continue
 		}
@@ -428,6 +536,9 @@ func (t *FsyncTracer) Close() error {
 	}
 	if t.stacked != nil {
 		t.stacked.Close()
+	}
+	if t.extras != nil {
+		t.extras.Close()
 	}
 	errs = append(errs, t.block.Close(), t.fsync.Close())
 	if t.untrace != nil {

@@ -77,6 +77,31 @@ func TestFsyncTracerOnVMKernel(t *testing.T) {
 	}
 }
 
+// TestFsyncExtrasOnVMKernel: the optional function probes this build
+// machine cannot run (fentry is refused, kprobes are compiled out) load and
+// attach on Debian's 6.1, in both variants.
+func TestFsyncExtrasOnVMKernel(t *testing.T) {
+	for _, variant := range []string{"fentry", "kprobe"} {
+		tr, err := NewFsync(FsyncConfig{PID: uint32(os.Getpid()), Extras: variant})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok := false
+		for _, p := range tr.Probes() {
+			if p.Name == variant+"/jbd2_log_wait_commit" && p.Attached {
+				ok = true
+			}
+			if !p.Attached {
+				t.Logf("%s: unavailable %s: %s", variant, p.Name, p.Why)
+			}
+		}
+		tr.Close()
+		if !ok {
+			t.Errorf("%s/jbd2_log_wait_commit did not attach on this kernel", variant)
+		}
+	}
+}
+
 // attachLoop binds file to a free loop device through /dev/loop-control
 // (busybox's losetup lacks --show) and returns its path and an undo.
 func attachLoop(file string) (string, func(), error) {
