@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/pflag"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/report"
 )
 
 func init() {
 	subcommands["report"] = subcommand{
-		summary: "recompute the fsync report from a recording (etcdscope fsync --output json)",
+		summary: "recompute the fsync report from a recording (etcdscope fsync --output json), as a table, JSON or an HTML page",
 		run:     runReport,
 	}
 }
@@ -22,8 +25,10 @@ func init() {
 func runReport(args []string) error {
 	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
 	output := fs.String("output", "table", "table or json")
+	htmlOut := fs.String("html", "", "write a self-contained HTML page (layer split, latency heatmap, peer RTT) to this file instead")
+	peersIn := fs.String("peers", "", "with --html: a peers recording (etcdscope peers --record) for the per-peer RTT section")
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: etcdscope report [--output table|json] RECORDING.jsonl (- for stdin)\n")
+		fmt.Fprintf(os.Stderr, "usage: etcdscope report [--output table|json | --html OUT.html [--peers PEERS.jsonl]] RECORDING.jsonl (- for stdin)\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -34,6 +39,17 @@ func runReport(args []string) error {
 	}
 	if *output != "table" && *output != "json" {
 		return usagef("--output %q: use table or json", *output)
+	}
+	if *peersIn != "" && *htmlOut == "" {
+		return usagef("--peers goes with --html")
+	}
+	if *htmlOut != "" && fs.Changed("output") {
+		return usagef("--html writes a page; drop --output")
+	}
+	if *htmlOut != "" {
+		if st, err := os.Stat(filepath.Dir(*htmlOut)); err != nil || !st.IsDir() {
+			return usagef("--html %s: its directory does not exist", *htmlOut)
+		}
 	}
 	if fs.NArg() != 1 {
 		return usagef("give one recording file, e.g. etcdscope report trace.jsonl")
@@ -51,9 +67,39 @@ func runReport(args []string) error {
 	if err != nil {
 		return usagef("reading %s: %v", fs.Arg(0), err)
 	}
+	if *htmlOut != "" {
+		return writeHTMLReport(*htmlOut, fs.Arg(0), *peersIn, recs, sum)
+	}
 	rep := analysis.BuildReport(recs, sum.LostEvents, sum.MissedEvents, sum.Unavailable)
 	if *output == "json" {
 		return json.NewEncoder(os.Stdout).Encode(rep)
 	}
 	return rep.WriteTable(os.Stdout)
+}
+
+// writeHTMLReport renders the page (package report) to out, with the peers
+// recording if one was given.
+func writeHTMLReport(out, name, peersPath string, recs []analysis.FsyncRecord, sum analysis.Report) error {
+	in := report.Input{Title: filepath.Base(name), Fsyncs: recs, Summary: sum}
+	if peersPath != "" {
+		f, err := os.Open(peersPath)
+		if err != nil {
+			return usagef("--peers: %v", err)
+		}
+		evs, err := peers.ReadEvents(f)
+		f.Close()
+		if err != nil {
+			return usagef("--peers %s: %v", peersPath, err)
+		}
+		in.Peers = evs
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return fmt.Errorf("--html: %w", err)
+	}
+	if err := report.Render(f, in); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

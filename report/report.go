@@ -1,0 +1,455 @@
+// Package report renders a recording as one self-contained HTML page:
+// inline SVG and CSS, no script, no fonts or images fetched at view time,
+// so the file can be mailed, attached to a ticket or opened offline.
+//
+// The page shows, for every group of the fsync report (process, device,
+// file kind), the kernel layer split as stacked bars at several levels (the
+// mean call, the slowest 10%, the slowest 1%, the slowest call) and a
+// latency heatmap over time; and, when a peers recording is given, each
+// link's traced RTTs beside what etcd's peer RTT metric would read for it
+// (analysis/etcdmetric's model). All numbers come from package analysis,
+// the same code as `etcdscope report`, so the page and the table agree.
+package report
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+	"github.com/etcdscope/etcdscope/analysis/peers"
+)
+
+// Input is what a page is made of.
+type Input struct {
+	// Title names the page, typically the recording's file name.
+	Title string
+	// Fsyncs and Summary: a recording read by analysis.ReadJSONL.
+	Fsyncs  []analysis.FsyncRecord
+	Summary analysis.Report
+	// Peers: events of a peers/v1 recording (peers.ReadEvents); nil when
+	// the recording has none, and the page says so.
+	Peers []peers.Event
+}
+
+// LayerColors are the fill colours of the layers, in analysis.LayerNames
+// order: the deepest layers in the warmest colours.
+var LayerColors = map[string]string{
+	analysis.LayerDataWriteback: "#1f77b4",
+	analysis.LayerJournal:       "#9467bd",
+	analysis.LayerDeviceFlush:   "#d62728",
+	analysis.LayerBlockQueue:    "#ff7f0e",
+	analysis.LayerOther:         "#9e9e9e",
+}
+
+// Geometry of the charts, in SVG user units (px).
+const (
+	chartWidth  = 760
+	labelWidth  = 150
+	barAreaW    = 500
+	barHeight   = 22
+	barGap      = 8
+	heatCols    = 60
+	heatRowH    = 14
+	heatLeft    = 70
+	heatBottom  = 28
+	peerRowH    = 16
+	peerGroupGp = 14
+)
+
+type rect struct {
+	X, Y, W, H float64
+	Fill       string
+	Title      string
+}
+
+type text struct {
+	X, Y   float64
+	Anchor string
+	Text   string
+}
+
+type line struct {
+	X1, Y1, X2, Y2 float64
+	Stroke         string
+}
+
+type svgChart struct {
+	Width, Height float64
+	Label         string // aria-label
+	Rects         []rect
+	Texts         []text
+	Lines         []line
+}
+
+type legendItem struct{ Name, Color string }
+
+type groupView struct {
+	Title   string
+	Summary string
+	Verdict string
+	Bars    svgChart
+	Heatmap svgChart
+}
+
+type page struct {
+	Title       string
+	Generated   string
+	Fsyncs      int
+	Lost        uint64
+	Missed      uint64
+	Span        string
+	Unavailable []string
+	Legend      []legendItem
+	Groups      []groupView
+	NoFsyncs    bool
+	Peers       *svgChart
+	PeersNote   string
+	PeerLegend  []legendItem
+}
+
+//go:embed page.html.tmpl
+var pageTemplate string
+
+var tmpl = template.Must(template.New("page").Parse(pageTemplate))
+
+// Render writes the page for in to w.
+func Render(w io.Writer, in Input) error {
+	p := build(in)
+	if err := tmpl.Execute(w, p); err != nil {
+		return fmt.Errorf("rendering the page: %w", err)
+	}
+	return nil
+}
+
+func build(in Input) page {
+	rep := analysis.BuildReport(in.Fsyncs, in.Summary.LostEvents, in.Summary.MissedEvents, in.Summary.Unavailable)
+	p := page{Title: in.Title, Generated: time.Now().UTC().Format(time.RFC3339), Fsyncs: len(in.Fsyncs),
+		Lost: rep.LostEvents, Missed: rep.MissedEvents, Unavailable: rep.Unavailable, NoFsyncs: len(in.Fsyncs) == 0}
+	for _, l := range analysis.LayerNames {
+		p.Legend = append(p.Legend, legendItem{l, LayerColors[l]})
+	}
+	var t0, t1 uint64
+	for i, r := range in.Fsyncs {
+		if i == 0 || r.StartNs < t0 {
+			t0 = r.StartNs
+		}
+		if r.EndNs > t1 {
+			t1 = r.EndNs
+		}
+	}
+	if t1 > t0 {
+		p.Span = time.Duration(t1 - t0).Round(time.Millisecond).String()
+	}
+	byKey := map[analysis.GroupKey][]analysis.FsyncRecord{}
+	for _, r := range in.Fsyncs {
+		k := analysis.GroupKey{PID: r.PID, Comm: r.Comm, Dev: r.Dev, DevName: r.DevName, FS: r.FS, FileKind: r.FileKind}
+		byKey[k] = append(byKey[k], r)
+	}
+	for _, g := range rep.Groups {
+		recs := byKey[g.Key]
+		dev := g.Key.DevName
+		if dev == "" {
+			dev = g.Key.Dev
+		}
+		gv := groupView{
+			Title: fmt.Sprintf("%s pid %d · %s on %s · %s files", g.Key.Comm, g.Key.PID, g.Key.FS, dev, g.Key.FileKind),
+			Summary: fmt.Sprintf("%d calls; p50 %s ms, p99 %s ms, max %s ms; %.2f flushes per call",
+				g.Total.Count, analysis.Ms(g.Total.P50), analysis.Ms(g.Total.P99), analysis.Ms(g.Total.Max), g.FlushesPerFsync),
+			Verdict: g.Verdict,
+			Bars:    layerBars(recs),
+			Heatmap: heatmap(recs, t0, t1, g.Key.FileKind == analysis.KindWAL),
+		}
+		p.Groups = append(p.Groups, gv)
+	}
+	if len(in.Peers) == 0 {
+		p.PeersNote = "This page was made without peer data: no per-peer RTT. Record it with `etcdscope peers --record peers.jsonl` and pass it with `etcdscope report --html out.html --peers peers.jsonl trace.jsonl`."
+	} else {
+		c, legend, note := peerChart(in.Peers)
+		p.Peers, p.PeerLegend, p.PeersNote = c, legend, note
+	}
+	return p
+}
+
+// level is one stacked bar: the mean of each layer over a set of calls.
+type level struct {
+	name  string
+	recs  []analysis.FsyncRecord
+	count int
+}
+
+// layerBars draws one stacked bar per level: all calls, the slowest 10%,
+// the slowest 1% and the slowest call, each the mean per call of each
+// layer, on one linear scale so the bars compare.
+func layerBars(recs []analysis.FsyncRecord) svgChart {
+	sorted := append([]analysis.FsyncRecord(nil), recs...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].TotalNs < sorted[j].TotalNs })
+	tail := func(frac float64) []analysis.FsyncRecord {
+		n := int(math.Ceil(float64(len(sorted)) * frac))
+		if n < 1 {
+			n = 1
+		}
+		return sorted[len(sorted)-n:]
+	}
+	levels := []level{{name: "all calls", recs: sorted}, {name: "slowest 10%", recs: tail(0.10)},
+		{name: "slowest 1%", recs: tail(0.01)}, {name: "slowest call", recs: tail(0)}}
+	type bar struct {
+		name   string
+		n      int
+		layers []float64 // mean ns per layer, LayerNames order
+		total  float64
+	}
+	var bars []bar
+	maxTotal := 0.0
+	for _, lv := range levels {
+		if len(lv.recs) == 0 {
+			continue
+		}
+		b := bar{name: lv.name, n: len(lv.recs), layers: make([]float64, len(analysis.LayerNames))}
+		for _, r := range lv.recs {
+			for i, l := range analysis.LayerNames {
+				b.layers[i] += float64(r.Layers.Get(l))
+			}
+		}
+		for i := range b.layers {
+			b.layers[i] /= float64(len(lv.recs))
+			b.total += b.layers[i]
+		}
+		maxTotal = math.Max(maxTotal, b.total)
+		bars = append(bars, b)
+	}
+	c := svgChart{Width: chartWidth, Label: "mean time per call in each kernel layer, by level"}
+	y := 4.0
+	for _, b := range bars {
+		c.Texts = append(c.Texts, text{X: labelWidth - 8, Y: y + barHeight*0.7, Anchor: "end", Text: fmt.Sprintf("%s (n=%d)", b.name, b.n)})
+		x := float64(labelWidth)
+		for i, l := range analysis.LayerNames {
+			w := 0.0
+			if maxTotal > 0 {
+				w = b.layers[i] / maxTotal * barAreaW
+			}
+			if w <= 0 {
+				continue
+			}
+			share := 0.0
+			if b.total > 0 {
+				share = 100 * b.layers[i] / b.total
+			}
+			c.Rects = append(c.Rects, rect{X: x, Y: y, W: w, H: barHeight, Fill: LayerColors[l],
+				Title: fmt.Sprintf("%s, %s: %s ms mean (%.1f%%)", b.name, l, analysis.Ms(int64(b.layers[i])), share)})
+			x += w
+		}
+		c.Texts = append(c.Texts, text{X: x + 6, Y: y + barHeight*0.7, Anchor: "start", Text: analysis.Ms(int64(b.total)) + " ms"})
+		y += barHeight + barGap
+	}
+	c.Height = y
+	return c
+}
+
+// heatmap draws calls over time (columns: the recording's span cut in
+// heatCols) against latency (rows: powers of two from 1 µs), shaded by the
+// count of calls in each cell on a log scale. WAL groups get a line at
+// etcd's 10 ms budget.
+func heatmap(recs []analysis.FsyncRecord, t0, t1 uint64, budget bool) svgChart {
+	c := svgChart{Width: chartWidth, Label: "heatmap of call latency over time"}
+	if len(recs) == 0 || t1 <= t0 {
+		return c
+	}
+	row := func(ns int64) int { // floor(log2(µs)), clamped to 1 µs .. 16 s
+		us := float64(ns) / 1e3
+		if us < 1 {
+			return 0
+		}
+		return min(int(math.Log2(us)), 24)
+	}
+	lo, hi := 24, 0
+	for _, r := range recs {
+		lo, hi = min(lo, row(r.TotalNs)), max(hi, row(r.TotalNs))
+	}
+	if budget {
+		lo, hi = min(lo, row(int64(analysis.WALFsyncBudget))), max(hi, row(int64(analysis.WALFsyncBudget)))
+	}
+	if hi-lo < 3 {
+		hi = min(lo+3, 24)
+	}
+	rows := hi - lo + 1
+	span := float64(t1 - t0)
+	counts := make([][]int, heatCols)
+	for i := range counts {
+		counts[i] = make([]int, rows)
+	}
+	maxCount := 0
+	for _, r := range recs {
+		col := min(int(float64(r.EndNs-t0)/span*heatCols), heatCols-1)
+		k := row(r.TotalNs) - lo
+		counts[col][k]++
+		maxCount = max(maxCount, counts[col][k])
+	}
+	plotW := float64(chartWidth - heatLeft - 10)
+	cellW := plotW / heatCols
+	plotH := float64(rows * heatRowH)
+	colSecs := span / 1e9 / heatCols
+	for col := range counts {
+		for k, n := range counts[col] {
+			if n == 0 {
+				continue
+			}
+			y := plotH - float64(k+1)*heatRowH
+			c.Rects = append(c.Rects, rect{X: heatLeft + float64(col)*cellW, Y: y, W: cellW, H: heatRowH, Fill: heatColor(n, maxCount),
+				Title: fmt.Sprintf("%.2f–%.2f s: %d calls of %s–%s", float64(col)*colSecs, float64(col+1)*colSecs, n, fmtBound(lo+k), fmtBound(lo+k+1))})
+		}
+	}
+	for k := 0; k <= rows; k += 2 {
+		y := plotH - float64(k)*heatRowH
+		c.Texts = append(c.Texts, text{X: heatLeft - 6, Y: y + 4, Anchor: "end", Text: fmtBound(lo + k)})
+		c.Lines = append(c.Lines, line{X1: heatLeft - 3, Y1: y, X2: heatLeft, Y2: y, Stroke: "#444"})
+	}
+	c.Lines = append(c.Lines, line{X1: heatLeft, Y1: 0, X2: heatLeft, Y2: plotH, Stroke: "#444"},
+		line{X1: heatLeft, Y1: plotH, X2: heatLeft + plotW, Y2: plotH, Stroke: "#444"})
+	for i := 0; i <= 4; i++ {
+		x := heatLeft + plotW*float64(i)/4
+		c.Texts = append(c.Texts, text{X: x, Y: plotH + 16, Anchor: "middle", Text: fmt.Sprintf("%.1f s", span/1e9*float64(i)/4)})
+	}
+	if budget {
+		// log2 position of 10 ms inside its row.
+		us := float64(analysis.WALFsyncBudget.Microseconds())
+		y := plotH - (math.Log2(us)-float64(lo))*heatRowH
+		c.Lines = append(c.Lines, line{X1: heatLeft, Y1: y, X2: heatLeft + plotW, Y2: y, Stroke: "#d62728"})
+		c.Texts = append(c.Texts, text{X: heatLeft + plotW, Y: y - 3, Anchor: "end", Text: "10 ms budget"})
+	}
+	c.Height = plotH + heatBottom
+	return c
+}
+
+// fmtBound names the lower bound of latency row k (2^k µs).
+func fmtBound(k int) string {
+	return fmtSeconds(math.Exp2(float64(k)) / 1e6)
+}
+
+func fmtSeconds(s float64) string {
+	switch {
+	case s >= 1:
+		return fmt.Sprintf("%.3g s", s)
+	case s >= 1e-3:
+		return fmt.Sprintf("%.3g ms", s*1e3)
+	}
+	return fmt.Sprintf("%.3g µs", s*1e6)
+}
+
+// heatColor shades from yellow (1 call) to dark red (the busiest cell),
+// on a log scale so a single slow call stays visible; a cell never gets
+// paler than 30% of the way, so one call still reads on white.
+func heatColor(n, maxN int) string {
+	f := math.Log1p(float64(n)) / math.Log1p(float64(max(maxN, 1)))
+	f = 0.3 + 0.7*f
+	from := [3]float64{255, 237, 160}
+	to := [3]float64{189, 0, 38}
+	var rgb [3]int
+	for i := range rgb {
+		rgb[i] = int(from[i] + (to[i]-from[i])*f)
+	}
+	return fmt.Sprintf("rgb(%d,%d,%d)", rgb[0], rgb[1], rgb[2])
+}
+
+// peerSeries are the bars drawn per link, with their colours.
+var peerSeries = []legendItem{
+	{"handshake RTT p50", "#2ca02c"},
+	{"srtt p50 (kept-alive)", "#1f77b4"},
+	{"new-connection probe mean", "#ff7f0e"},
+	{"etcd metric mean (model)", "#d62728"},
+}
+
+// peerChart draws, per link, the traced RTTs and the mean etcd's peer RTT
+// metric would read for it (etcdmetric.Predict on the link's numbers), on
+// one linear scale.
+func peerChart(evs []peers.Event) (*svgChart, []legendItem, string) {
+	rep := peers.Analyze(evs, peers.Options{})
+	window := time.Duration(rep.WindowNs)
+	type row struct {
+		label string
+		vals  [4]float64 // seconds, peerSeries order
+	}
+	var rows []row
+	maxV := 0.0
+	for _, l := range mergeStreams(rep.Links) {
+		in := etcdmetric.InputFromLink(l, window)
+		pred := etcdmetric.Predict(in)
+		r := row{label: l.Link.String(), vals: [4]float64{
+			float64(l.HandshakeRTT.P50) / 1e9, float64(l.SRTT.P50) / 1e9, l.PerRequest.Mean() / 1e9, pred.Mean}}
+		for _, v := range r.vals {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				maxV = math.Max(maxV, v)
+			}
+		}
+		rows = append(rows, r)
+	}
+	note := fmt.Sprintf("%d peer events over %s, %d links. The model (analysis/etcdmetric) replays etcd's probers: one dials a new connection per probe, so on links where that costs more than a kept-alive round trip the metric reads above the network RTT.",
+		len(evs), window.Round(time.Millisecond), len(rows))
+	if len(rows) == 0 {
+		return nil, nil, note + " No link had a connection to draw."
+	}
+	c := &svgChart{Width: chartWidth, Label: "per-peer RTT against etcd's peer RTT metric"}
+	y := 4.0
+	left := 260.0
+	area := chartWidth - left - 90
+	for _, r := range rows {
+		c.Texts = append(c.Texts, text{X: left - 8, Y: y + 2*peerRowH, Anchor: "end", Text: r.label})
+		for i, v := range r.vals {
+			w := 0.0
+			if maxV > 0 && v > 0 && !math.IsNaN(v) && !math.IsInf(v, 0) {
+				w = v / maxV * area
+			}
+			ry := y + float64(i)*peerRowH
+			if w > 0 {
+				c.Rects = append(c.Rects, rect{X: left, Y: ry, W: w, H: peerRowH - 3, Fill: peerSeries[i].Color,
+					Title: fmt.Sprintf("%s: %s", peerSeries[i].Name, fmtSeconds(v))})
+				c.Texts = append(c.Texts, text{X: left + w + 4, Y: ry + peerRowH - 5, Anchor: "start", Text: fmtSeconds(v)})
+			} else {
+				c.Texts = append(c.Texts, text{X: left + 4, Y: ry + peerRowH - 5, Anchor: "start", Text: peerSeries[i].Name + ": none seen"})
+			}
+		}
+		y += 4*peerRowH + peerGroupGp
+	}
+	c.Height = y
+	return c, peerSeries, note
+}
+
+// mergeStreams folds, for each process and peer, the kept-alive streams
+// that were open before tracing began (direction unknown: no handshake
+// seen) into the link of the connections it opened while traced, so one
+// row carries both the handshake and per-request times and the kept-alive
+// srtt, which is what the model needs. Links with nothing to fold stay.
+func mergeStreams(links []peers.LinkStats) []peers.LinkStats {
+	type key struct {
+		pid  uint32
+		peer string
+	}
+	active := map[key]int{}
+	var out []peers.LinkStats
+	for _, l := range links {
+		if l.Link.Direction == peers.Active {
+			active[key{l.Link.FromPID, l.Link.Peer.String()}] = len(out)
+		}
+		if l.Link.Direction != peers.Preexisting {
+			out = append(out, l)
+		}
+	}
+	for _, l := range links {
+		if l.Link.Direction != peers.Preexisting {
+			continue
+		}
+		i, ok := active[key{l.Link.FromPID, l.Link.Peer.String()}]
+		if !ok || out[i].SRTT.Count > 0 {
+			out = append(out, l)
+			continue
+		}
+		out[i].SRTT, out[i].MinRTT = l.SRTT, l.MinRTT
+		out[i].KeptAlive += l.KeptAlive
+	}
+	return out
+}

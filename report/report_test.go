@@ -1,0 +1,225 @@
+package report
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+
+	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/peers"
+)
+
+// The testdata recordings were made with the real tool on a three-member
+// etcd v3.6.16 cluster on 127.0.5.{1,2,3} (20 puts over 8 s):
+//
+//	etcdscope fsync --comm etcd --output json --interval 0 --duration 8s > etcd-fsync.jsonl
+//	etcdscope peers --duration 8s --record peers.jsonl
+func readTestdata(t *testing.T) Input {
+	t.Helper()
+	f, err := os.Open("testdata/etcd-fsync.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, sum, err := analysis.ReadJSONL(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := os.Open("testdata/peers.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	evs, err := peers.ReadEvents(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Input{Title: "etcd-fsync.jsonl", Fsyncs: recs, Summary: sum, Peers: evs}
+}
+
+// walk calls fn on every element node.
+func walk(n *html.Node, fn func(*html.Node)) {
+	if n.Type == html.ElementNode {
+		fn(n)
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		walk(c, fn)
+	}
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+// page renders in and parses the result as HTML5.
+func render(t *testing.T, in Input) (string, *html.Node) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Render(&b, in); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(bytes.NewReader(b.Bytes()))
+	if err != nil {
+		t.Fatalf("not HTML: %v", err)
+	}
+	return b.String(), doc
+}
+
+// TestPageStructure renders the recorded run and checks the page: one bar
+// chart and one heatmap per report group, a peers chart with a row per
+// link, stacked segments in the layer colours, and nothing that would be
+// fetched at view time.
+func TestPageStructure(t *testing.T) {
+	in := readTestdata(t)
+	out, doc := render(t, in)
+	groups := analysis.BuildReport(in.Fsyncs, 0, 0, nil).Groups
+	if len(groups) == 0 {
+		t.Fatal("testdata recording has no groups")
+	}
+	var svgs []*html.Node
+	var rects, titles int
+	layerFills := map[string]bool{}
+	for _, c := range LayerColors {
+		layerFills[c] = true
+	}
+	layerRects := 0
+	walk(doc, func(n *html.Node) {
+		switch n.Data {
+		case "svg":
+			svgs = append(svgs, n)
+		case "rect":
+			rects++
+			if layerFills[attr(n, "fill")] {
+				layerRects++
+			}
+		case "title":
+			titles++
+		case "script", "link", "img", "iframe", "object", "embed", "image", "use", "base", "form", "audio", "video", "source":
+			t.Errorf("element <%s> in a self-contained page", n.Data)
+		}
+		for _, a := range n.Attr {
+			k := strings.ToLower(a.Key)
+			if k == "href" || k == "src" || k == "xlink:href" || k == "action" || k == "srcset" || strings.HasPrefix(k, "on") {
+				t.Errorf("<%s %s=%q>: a reference or handler in a self-contained page", n.Data, a.Key, a.Val)
+			}
+		}
+	})
+	for _, bad := range []string{"http://", "https://", "url(", "@import", "//cdn"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("page contains %q", bad)
+		}
+	}
+	if strings.Contains(out, "ZgotmplZ") {
+		t.Error("html/template rejected a value (ZgotmplZ in output)")
+	}
+	if want := 2*len(groups) + 1; len(svgs) != want {
+		t.Errorf("%d <svg> charts, want %d (bars and heatmap for %d groups, one peers chart)", len(svgs), want, len(groups))
+	}
+	for i, s := range svgs {
+		n := 0
+		walk(s, func(c *html.Node) {
+			if c.Data == "rect" {
+				n++
+			}
+		})
+		if n == 0 {
+			t.Errorf("svg %d (%s) has no rect", i, attr(s, "aria-label"))
+		}
+	}
+	if layerRects < 4*len(groups) || titles < rects {
+		t.Errorf("%d layer segments (want >= %d), %d tooltips for %d rects", layerRects, 4*len(groups), titles, rects)
+	}
+	last := svgs[len(svgs)-1]
+	if attr(last, "aria-label") != "per-peer RTT against etcd's peer RTT metric" {
+		t.Errorf("last chart is %q, want the peers chart", attr(last, "aria-label"))
+	}
+	if !strings.Contains(out, "10 ms budget") {
+		t.Error("no 10 ms budget line on the WAL heatmaps")
+	}
+	t.Logf("%d bytes, %d groups, %d charts, %d rects", len(out), len(groups), len(svgs), rects)
+}
+
+func TestPageWithoutPeers(t *testing.T) {
+	in := readTestdata(t)
+	in.Peers = nil
+	out, doc := render(t, in)
+	n := 0
+	walk(doc, func(c *html.Node) {
+		if c.Data == "svg" && strings.Contains(attr(c, "aria-label"), "peer") {
+			n++
+		}
+	})
+	if n != 0 || !strings.Contains(out, "made without peer data") {
+		t.Errorf("%d peer charts; want none and a note saying the recording has no peer data", n)
+	}
+}
+
+// TestLayerBars checks the geometry: each bar's segments are the mean of
+// each layer over its level, on one scale where the longest bar fills the
+// bar area.
+func TestLayerBars(t *testing.T) {
+	rec := func(flush, other int64) analysis.FsyncRecord {
+		return analysis.FsyncRecord{TotalNs: flush + other, Layers: analysis.Layers{DeviceFlushNs: flush, OtherNs: other}}
+	}
+	var recs []analysis.FsyncRecord
+	for i := 0; i < 99; i++ {
+		recs = append(recs, rec(1000, 1000)) // 2 µs
+	}
+	recs = append(recs, rec(150_000, 50_000)) // one 200 µs call
+	c := layerBars(recs)
+	type seg struct {
+		fill string
+		w    float64
+	}
+	var bars [][]seg
+	lastY := -1.0
+	for _, r := range c.Rects {
+		if r.Y != lastY {
+			bars = append(bars, nil)
+			lastY = r.Y
+		}
+		bars[len(bars)-1] = append(bars[len(bars)-1], seg{r.Fill, r.W})
+	}
+	if len(bars) != 4 {
+		t.Fatalf("%d bars, want 4 (all, slowest 10%%, slowest 1%%, slowest call)", len(bars))
+	}
+	scale := barAreaW / 200_000.0
+	// all: mean flush (99*1000+150000)/100 = 2490, other 1490.
+	// slowest 10%: 9 at 1000/1000 and the slow one: 15900 / 5900.
+	// slowest 1% and slowest call: 150000 / 50000.
+	want := [][2]float64{{2490, 1490}, {15900, 5900}, {150000, 50000}, {150000, 50000}}
+	for i, b := range bars {
+		if len(b) != 2 || b[0].fill != LayerColors[analysis.LayerDeviceFlush] || b[1].fill != LayerColors[analysis.LayerOther] {
+			t.Fatalf("bar %d: %v, want device_flush then other", i, b)
+		}
+		for j := range 2 {
+			if math.Abs(b[j].w-want[i][j]*scale) > 1e-9 {
+				t.Errorf("bar %d segment %d: width %.4f, want %.4f", i, j, b[j].w, want[i][j]*scale)
+			}
+		}
+	}
+}
+
+func TestHeatColor(t *testing.T) {
+	for _, c := range []struct {
+		n, max int
+		want   string
+	}{
+		{1, 1, "rgb(189,0,38)"},
+		{100, 100, "rgb(189,0,38)"},
+		{1, 100, "rgb(228,140,110)"}, // f = 0.3 + 0.7·ln 2/ln 101 = 0.405,
+	} {
+		if got := heatColor(c.n, c.max); got != c.want {
+			t.Errorf("heatColor(%d, %d) = %s, want %s", c.n, c.max, got, c.want)
+		}
+	}
+}
