@@ -11,6 +11,7 @@
 #include <bpf/bpf_tracing.h>
 #include "fsync.h"
 #include "events.h"
+#include "file.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -41,9 +42,6 @@ struct {
 	__type(value, struct fsync_event);
 } scratch SEC(".maps");
 
-#define S_IFMT 00170000
-#define S_IFBLK 0060000
-
 static __always_inline bool comm_matches(const char *comm)
 {
 	if (!filter_comm)
@@ -56,55 +54,6 @@ static __always_inline bool comm_matches(const char *comm)
 			return true;
 	}
 	return true;
-}
-
-static __always_inline struct file *fd_file(int fd)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	struct file **fds;
-	struct file *f = NULL;
-
-	if (!fdt || fd < 0 || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
-		return NULL;
-	fds = BPF_CORE_READ(fdt, fd);
-	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
-	return f;
-}
-
-static __always_inline void fill_file(struct fsync_event *e, int fd)
-{
-	struct file *f = fd_file(fd);
-	struct inode *inode;
-	struct dentry *d;
-	const char *fsname;
-
-	if (!f)
-		return;
-	inode = BPF_CORE_READ(f, f_inode);
-	e->ino = BPF_CORE_READ(inode, i_ino);
-	if ((BPF_CORE_READ(inode, i_mode) & S_IFMT) == S_IFBLK) {
-		e->is_blockdev = 1;
-		e->dev = BPF_CORE_READ(inode, i_rdev);
-	} else {
-		e->dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	}
-	fsname = BPF_CORE_READ(inode, i_sb, s_type, name);
-	bpf_probe_read_kernel_str(e->fstype, sizeof(e->fstype), fsname);
-
-	d = BPF_CORE_READ(f, f_path.dentry);
-#pragma unroll
-	for (int i = 0; i < ES_PATH_DEPTH; i++) {
-		struct dentry *parent;
-
-		if (!d)
-			break;
-		bpf_probe_read_kernel_str(e->names[i], ES_NAME_LEN, BPF_CORE_READ(d, d_name.name));
-		parent = BPF_CORE_READ(d, d_parent);
-		if (parent == d)
-			break;
-		d = parent;
-	}
 }
 
 static __always_inline int on_enter(int fd, __u8 syscall)
@@ -133,7 +82,7 @@ static __always_inline int on_enter(int fd, __u8 syscall)
 	e->pid = tgid;
 	e->tid = tid;
 	e->cgroup_id = bpf_get_current_cgroup_id();
-	fill_file(e, fd);
+	es_fill_file(e, es_fd_file(fd));
 	e->start_ns = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&inflight, &tid, e, BPF_ANY)) {
 		count_lost();

@@ -13,6 +13,7 @@
 #include <bpf/bpf_tracing.h>
 #include "fsync.h"
 #include "events.h"
+#include "file.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -48,8 +49,6 @@ int BPF_PROG(ext4_sync_file_enter, struct file *file, int datasync)
 	__u32 tid = (__u32)id, zero = 0;
 	struct fsync_enter_event ee = {};
 	struct fsync_event *e;
-	struct inode *inode;
-	struct dentry *d;
 
 	if (!in_kthread())
 		return 0;
@@ -63,23 +62,7 @@ int BPF_PROG(ext4_sync_file_enter, struct file *file, int datasync)
 	e->pid = id >> 32;
 	e->tid = tid;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	inode = BPF_CORE_READ(file, f_inode);
-	e->ino = BPF_CORE_READ(inode, i_ino);
-	e->dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	bpf_probe_read_kernel_str(e->fstype, sizeof(e->fstype), BPF_CORE_READ(inode, i_sb, s_type, name));
-	d = BPF_CORE_READ(file, f_path.dentry);
-#pragma unroll
-	for (int i = 0; i < ES_PATH_DEPTH; i++) {
-		struct dentry *parent;
-
-		if (!d)
-			break;
-		bpf_probe_read_kernel_str(e->names[i], ES_NAME_LEN, BPF_CORE_READ(d, d_name.name));
-		parent = BPF_CORE_READ(d, d_parent);
-		if (parent == d)
-			break;
-		d = parent;
-	}
+	es_fill_file(e, file);
 	e->start_ns = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&kinflight, &tid, e, BPF_ANY)) {
 		count_lost();

@@ -1,0 +1,62 @@
+/* Helpers that fsync.bpf.c, stacked.bpf.c and hypervisor.bpf.c share to
+ * name a file at the moment of a call: fd -> struct file, and the inode,
+ * filesystem and last path components of a struct file. */
+#ifndef ETCDSCOPE_FILE_H
+#define ETCDSCOPE_FILE_H
+
+#include "fsync.h"
+
+#define ES_S_IFMT 00170000
+#define ES_S_IFBLK 0060000
+
+/* es_fd_file returns the current task's struct file for fd, or NULL. */
+static __always_inline struct file *es_fd_file(int fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **fds;
+	struct file *f = NULL;
+
+	if (!fdt || fd < 0 || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	fds = BPF_CORE_READ(fdt, fd);
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
+/* es_fill_file fills an fsync_event's file fields from f: inode number,
+ * device (the filesystem's, or the device itself for a block device node),
+ * filesystem type and the d_name of the file and up to three parents. */
+static __always_inline void es_fill_file(struct fsync_event *e, struct file *f)
+{
+	struct inode *inode;
+	struct dentry *d;
+
+	if (!f)
+		return;
+	inode = BPF_CORE_READ(f, f_inode);
+	e->ino = BPF_CORE_READ(inode, i_ino);
+	if ((BPF_CORE_READ(inode, i_mode) & ES_S_IFMT) == ES_S_IFBLK) {
+		e->is_blockdev = 1;
+		e->dev = BPF_CORE_READ(inode, i_rdev);
+	} else {
+		e->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	}
+	bpf_probe_read_kernel_str(e->fstype, sizeof(e->fstype), BPF_CORE_READ(inode, i_sb, s_type, name));
+
+	d = BPF_CORE_READ(f, f_path.dentry);
+#pragma unroll
+	for (int i = 0; i < ES_PATH_DEPTH; i++) {
+		struct dentry *parent;
+
+		if (!d)
+			break;
+		bpf_probe_read_kernel_str(e->names[i], ES_NAME_LEN, BPF_CORE_READ(d, d_name.name));
+		parent = BPF_CORE_READ(d, d_parent);
+		if (parent == d)
+			break;
+		d = parent;
+	}
+}
+
+#endif
