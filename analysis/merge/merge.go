@@ -24,13 +24,13 @@ type Clock struct {
 	RefNs    uint64  `json:"ref_ns"`    // guest ns: the first matched flush's issue
 	DriftPPM float64 `json:"drift_ppm"` // host ns gained per million guest ns
 	// ErrorNs bounds the offset's error at the matched flushes: half the
-	// width of the interval every matched pair allows (its host flush lies
-	// inside its guest flush window); when no single offset satisfies all
-	// pairs (jitter, nonlinear drift) it is 3 × the pairs' MAD instead, and
-	// Consistent is false.
+	// width of the band of lines that keep every fitted pair's host flush
+	// inside its guest flush window. When no line does (Consistent false),
+	// it is half the gap of the best (Chebyshev) line instead: how far the
+	// worst pair is from fitting.
 	ErrorNs    int64 `json:"error_ns"`
 	Consistent bool  `json:"consistent"`
-	Pairs      int   `json:"pairs"` // matched guest flushes the fit used
+	Pairs      int   `json:"pairs"` // matched guest flushes the fit used (those it left out are not counted)
 }
 
 // Offset returns host − guest at guest time g, ns.
@@ -338,9 +338,12 @@ func coarseOffset(gs []gflush, hs []hflush) (int64, bool) {
 // track matches guest flushes in order starting from offset off, one host
 // flush each (the one starting nearest the predicted time), and follows a
 // drifting clock: the prediction is the middle of the offsets that the
-// last 8 pairs all allow (the intersection of their intervals), or of the
-// latest pair's interval when they allow none. It records the pairs in gs
-// and returns how many guest flushes matched.
+// last 8 pairs all allow (the intersection of their intervals); when
+// they allow none it starts again from the latest pair, and while fewer
+// than 4 pairs constrain it, it moves only as little as it must to lie in
+// their intersection (the middle of one pair's interval can be far off:
+// a short host flush inside a long guest window allows a wide interval).
+// It records the pairs in gs and returns how many guest flushes matched.
 func track(gs []gflush, hs []hflush, off int64) int {
 	for i := range hs {
 		hs[i].used = false
@@ -374,9 +377,15 @@ func track(gs []gflush, hs []hflush, off int64) int {
 			L, H = max(L, recent[k][0]), min(H, recent[k][1])
 		}
 		if L > H {
+			// The clock moved on: start again from this pair.
 			L, H = g.lo, g.hi
+			recent[0], nRecent = [2]int64{g.lo, g.hi}, 1
 		}
-		pred = L + (H-L)/2
+		if nRecent >= 4 {
+			pred = L + (H-L)/2
+		} else {
+			pred = min(max(pred, L), H)
+		}
 		n++
 	}
 	return n
@@ -419,10 +428,15 @@ func match(gs []gflush, hs []hflush, clock Clock, tol int64, multi bool) {
 	}
 }
 
-// fit fits the clock to the matched pairs: the drift by Theil–Sen (median
-// of pairwise slopes of the pairs' interval midpoints), then the offset
-// at the centre of the interval all detrended pairs allow, or, if they
-// allow none, the median of their midpoints.
+// fit fits the clock to the matched pairs. Each pair allows the offsets
+// [lo, hi] that keep its host work inside its guest window; the line
+// offset(x) = a + b·x must pass through every interval. The slope b
+// minimises the gap max(lo − b·x) − min(hi − b·x), a convex function of b
+// (found by ternary search within ±5000 ppm), and a is the middle of the
+// band that remains. A negative gap means every pair fits (the error is
+// half the band's width); while it is positive, the pair the line misses
+// most is left out (at most 5% of them) and the line refitted; what is
+// left is then a Chebyshev fit whose error is half the gap.
 func fit(gs []gflush) (Clock, bool) {
 	var idx []int
 	for i := range gs {
@@ -434,52 +448,45 @@ func fit(gs []gflush) (Clock, bool) {
 		return Clock{}, false
 	}
 	ref := gs[idx[0]].issue
-	mid := func(i int) float64 { return float64(gs[i].lo+gs[i].hi) / 2 }
 	x := func(i int) float64 { return float64(int64(gs[i].issue - ref)) }
-	// Theil–Sen over at most 400 evenly spread pairs (80k slopes).
-	step := max(1, len(idx)/400)
-	var sub []int
-	for k := 0; k < len(idx); k += step {
-		sub = append(sub, idx[k])
+	bounds := func(b float64) (lo, hi float64) {
+		lo, hi = math.Inf(-1), math.Inf(1)
+		for _, i := range idx {
+			lo = math.Max(lo, float64(gs[i].lo)-b*x(i))
+			hi = math.Min(hi, float64(gs[i].hi)-b*x(i))
+		}
+		return lo, hi
 	}
-	var slopes []float64
-	for a := 0; a < len(sub); a++ {
-		for b := a + 1; b < len(sub); b++ {
-			dx := x(sub[b]) - x(sub[a])
-			if dx > 1e6 { // pairs closer than 1 ms say nothing of drift
-				slopes = append(slopes, (mid(sub[b])-mid(sub[a]))/dx)
+	gap := func(b float64) float64 { lo, hi := bounds(b); return lo - hi }
+	var b, lo, hi float64
+	for drop := 0; ; drop++ {
+		l, r := -5000e-6, 5000e-6
+		for k := 0; k < 100; k++ {
+			m1, m2 := l+(r-l)/3, r-(r-l)/3
+			if gap(m1) <= gap(m2) {
+				r = m2
+			} else {
+				l = m1
 			}
 		}
-	}
-	slope := 0.0
-	if len(slopes) > 0 {
-		sort.Float64s(slopes)
-		slope = slopes[len(slopes)/2]
-	}
-	lo, hi := math.Inf(-1), math.Inf(1)
-	res := make([]float64, 0, len(idx))
-	for _, i := range idx {
-		t := slope * x(i)
-		lo = math.Max(lo, float64(gs[i].lo)-t)
-		hi = math.Min(hi, float64(gs[i].hi)-t)
-		res = append(res, mid(i)-t)
-	}
-	sort.Float64s(res)
-	c := Clock{RefNs: ref, DriftPPM: slope * 1e6, Pairs: len(idx)}
-	if lo <= hi {
-		c.OffsetNs = int64(math.Round((lo + hi) / 2))
-		c.ErrorNs = int64(math.Ceil((hi - lo) / 2))
-		c.Consistent = true
-	} else {
-		med := res[len(res)/2]
-		dev := make([]float64, len(res))
-		for k, r := range res {
-			dev[k] = math.Abs(r - med)
+		b = (l + r) / 2
+		lo, hi = bounds(b)
+		if lo <= hi || drop >= len(idx)/20 || len(idx) < 3 {
+			break
 		}
-		sort.Float64s(dev)
-		c.OffsetNs = int64(math.Round(med))
-		c.ErrorNs = int64(math.Ceil(3 * dev[len(dev)/2]))
+		// Leave out the pair the line misses most.
+		a := (lo + hi) / 2
+		worst, worstV := 0, -1.0
+		for k, i := range idx {
+			v := math.Max(a+b*x(i)-float64(gs[i].hi), float64(gs[i].lo)-a-b*x(i))
+			if v > worstV {
+				worst, worstV = k, v
+			}
+		}
+		idx = append(idx[:worst], idx[worst+1:]...)
 	}
+	c := Clock{RefNs: ref, DriftPPM: b * 1e6, Pairs: len(idx), OffsetNs: int64(math.Round((lo + hi) / 2)),
+		ErrorNs: int64(math.Ceil(math.Abs(hi-lo) / 2)), Consistent: lo <= hi}
 	return c, true
 }
 

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/merge"
+	"github.com/etcdscope/etcdscope/analysis/stats"
+	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/tracer"
+)
+
+func init() {
+	subcommands["hypervisor"] = subcommand{
+		summary: "trace a hypervisor's (QEMU's) image-file I/O and flushes with their host layers; report aio and cache modes",
+		run:     runHypervisor,
+	}
+}
+
+type hvFlags struct {
+	pid                 int
+	comm, output, ready string
+	duration            time.Duration
+	ringBytes           uint32
+}
+
+func runHypervisor(args []string) error {
+	var f hvFlags
+	fs := pflag.NewFlagSet("hypervisor", pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.IntVar(&f.pid, "pid", 0, "the hypervisor's process id (pgrep qemu)")
+	fs.StringVar(&f.comm, "comm", "", "or every process with this comm, e.g. qemu-system-x86 (15 bytes at most)")
+	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
+	fs.StringVar(&f.output, "output", "table", "table, or json (JSON Lines for etcdscope merge; see docs/merge.md)")
+	fs.StringVar(&f.ready, "ready-file", "", "create this file once every probe is attached (for scripts and tests)")
+	fs.Uint32Var(&f.ringBytes, "ring-size", 16<<20, "ring buffer bytes of each tracer (power of two); raise it if events are lost")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return errHelp
+		}
+		return usagef("%v (see 'etcdscope hypervisor --help')", err)
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usagef("unexpected argument %q (see 'etcdscope hypervisor --help')", fs.Arg(0))
+	case f.pid == 0 && f.comm == "":
+		return usagef("give --pid PID (pgrep qemu) or --comm qemu-system-x86")
+	case f.pid < 0:
+		return usagef("--pid %d is not a process id", f.pid)
+	case len(f.comm) > 15:
+		return usagef("--comm %q is longer than the kernel's 15-byte comm; give its first 15 bytes (qemu-system-x86)", f.comm)
+	case f.duration < 0:
+		return usagef("--duration %v is negative; give e.g. 30s", f.duration)
+	case f.output != "table" && f.output != "json":
+		return usagef("--output %q: use table or json", f.output)
+	case f.ringBytes < 4096 || f.ringBytes&(f.ringBytes-1) != 0:
+		return usagef("--ring-size %d must be a power of two of at least 4096", f.ringBytes)
+	}
+	if f.pid > 0 {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(f.pid)); err != nil {
+			return usagef("--pid %d: no such process (see pgrep qemu)", f.pid)
+		}
+	}
+	if err := tracer.CheckPrerequisites(); err != nil {
+		return usagef("%v", err)
+	}
+	return traceHypervisor(f)
+}
+
+func traceHypervisor(f hvFlags) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if f.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.duration)
+		defer cancel()
+	}
+	ft, err := tracer.NewFsync(tracer.FsyncConfig{PID: uint32(f.pid), Comm: f.comm, RingBytes: f.ringBytes})
+	if err != nil {
+		return err
+	}
+	defer ft.Close()
+	ht, err := tracer.NewHypervisor(tracer.HypervisorConfig{PID: uint32(f.pid), Comm: f.comm, RingBytes: f.ringBytes})
+	if err != nil {
+		return err
+	}
+	defer ht.Close()
+	var unavailable []string
+	for _, p := range append(ft.Probes(), ht.Probes()...) {
+		if !p.Attached {
+			unavailable = append(unavailable, p.Name+": "+p.Why)
+		}
+	}
+	var mu sync.Mutex // guards enc, ios, fsyncs
+	enc := json.NewEncoder(os.Stdout)
+	emit := func(v any) error {
+		if f.output != "json" {
+			return nil
+		}
+		return enc.Encode(v)
+	}
+	var ios []merge.HostIO
+	var fsyncs []analysis.FsyncRecord
+	if err := emit(merge.HostHeader{Type: "hypervisor", V: merge.SchemaVersion, PID: uint32(f.pid), Comm: f.comm,
+		Clock: "CLOCK_MONOTONIC", StartNs: tracer.MonotonicNs()}); err != nil {
+		return err
+	}
+	if f.ready != "" {
+		if err := os.WriteFile(f.ready, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			return fmt.Errorf("writing --ready-file: %w", err)
+		}
+		defer os.Remove(f.ready)
+	}
+	fmt.Fprintf(os.Stderr, "tracing the image I/O of %s; Ctrl-C to stop\n", hvTarget(f))
+
+	devs := tracer.NewDeviceResolver()
+	var devMu sync.Mutex // DeviceResolver is not safe for concurrent use
+	paths := tracer.NewPathResolver()
+	var pathMu sync.Mutex
+	pathOf := func(e *event.Fsync) string { pathMu.Lock(); defer pathMu.Unlock(); return paths.Path(e) }
+
+	errs := make(chan error, 2)
+	go func() { // fsync tracer: the flushes, with their host layers
+		attr := analysis.NewAttributor(func(d event.Dev) (string, []event.Dev) {
+			devMu.Lock()
+			defer devMu.Unlock()
+			info := devs.Resolve(d)
+			return info.Name, info.Disks
+		})
+		for {
+			ev, err := ft.Read()
+			if err != nil {
+				if errors.Is(err, tracer.ErrClosed) || errors.Is(err, tracer.ErrDrained) {
+					err = nil
+				}
+				errs <- err
+				return
+			}
+			fe, ok := ev.(event.Fsync)
+			if !ok {
+				attr.Add(ev)
+				continue
+			}
+			rec := attr.Attribute(fe)
+			rec.Path = pathOf(&fe)
+			rec.FileKind = analysis.KindOther
+			mu.Lock()
+			fsyncs = append(fsyncs, rec)
+			err = emit(&rec)
+			mu.Unlock()
+			if err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	go func() { // hypervisor tracer: reads, writes, submissions
+		for {
+			e, err := ht.Read()
+			if err != nil {
+				if errors.Is(err, tracer.ErrClosed) || errors.Is(err, tracer.ErrDrained) {
+					err = nil
+				}
+				errs <- err
+				return
+			}
+			fe := event.Fsync{PID: e.PID, FD: e.FD, Dev: e.Dev, Ino: e.Ino, IsBlockdev: e.IsBlockdev, Names: e.Names}
+			rec := merge.HostIO{Type: "hv_io", V: merge.SchemaVersion, Op: e.Op.String(), PID: e.PID, TID: e.TID,
+				Comm: e.Comm, FD: e.FD, Path: pathOf(&fe), Dev: e.Dev.String(), Ino: e.Ino, FS: e.FSType,
+				ODirect: e.ODirect, ODsync: e.ODsync || e.OSync, Opcode: e.Opcode, Nr: e.Nr,
+				StartNs: e.StartNs, EndNs: e.EndNs, Ret: e.Ret}
+			if e.IsBlockdev {
+				rec.FS = "blockdev"
+			}
+			mu.Lock()
+			ios = append(ios, rec)
+			err = emit(&rec)
+			mu.Unlock()
+			if err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	select {
+	case <-ctx.Done():
+	case err := <-errs:
+		return err
+	}
+	// Drain both: every call that ended before now is already recorded.
+	if err := ft.Drain(); err != nil {
+		return fmt.Errorf("draining the fsync ring buffer: %w", err)
+	}
+	if err := ht.Drain(); err != nil {
+		return fmt.Errorf("draining the hypervisor ring buffer: %w", err)
+	}
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err != nil {
+			return err
+		}
+	}
+	hvLost, err := ht.Lost()
+	if err != nil {
+		return err
+	}
+	fsLost, err := ft.Lost()
+	if err != nil {
+		return err
+	}
+	images := merge.Images(ios, fsyncs, imageFormat, func(dev string) string {
+		var maj, min uint32
+		if _, err := fmt.Sscanf(dev, "%d:%d", &maj, &min); err != nil {
+			return ""
+		}
+		return devs.Resolve(event.MkDev(maj, min)).Name
+	})
+	sum := merge.HostSummary{Type: "hv_summary", V: merge.SchemaVersion, Images: images, Warnings: merge.Warnings(images),
+		LostEvents: hvLost, FsyncLostEvents: fsLost, FsyncMissedEvents: ft.Missed(), Unavailable: unavailable}
+	if f.output == "json" {
+		return enc.Encode(&sum)
+	}
+	return writeHostTable(os.Stdout, sum, fsyncs)
+}
+
+func hvTarget(f hvFlags) string {
+	if f.pid != 0 {
+		return fmt.Sprintf("pid %d", f.pid)
+	}
+	return fmt.Sprintf("comm %q", f.comm)
+}
+
+// imageFormat reads the image's first bytes (the hypervisor's own open
+// flags say nothing of the format).
+func imageFormat(path string) string {
+	fh, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer fh.Close()
+	b := make([]byte, 8)
+	n, _ := io.ReadFull(fh, b)
+	return merge.FormatFromMagic(b[:n])
+}
+
+func writeHostTable(w io.Writer, s merge.HostSummary, fsyncs []analysis.FsyncRecord) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
+	fmt.Fprintln(tw, " image\t format\t cache\t aio\t on\t writes\t io_submit\t io_uring\t flushes\t flush p50 ms\t flush p99 ms\t host layers of the flushes (share)")
+	for _, im := range s.Images {
+		var lat []int64
+		var sum analysis.Layers
+		var total int64
+		for _, r := range fsyncs {
+			if r.Path == im.Path {
+				lat = append(lat, r.TotalNs)
+				total += r.TotalNs
+				sum.JournalNs += r.Layers.JournalNs
+				sum.DeviceFlushNs += r.Layers.DeviceFlushNs
+				sum.DataWritebackNs += r.Layers.DataWritebackNs
+				sum.BlockQueueNs += r.Layers.BlockQueueNs
+				sum.OtherNs += r.Layers.OtherNs
+			}
+		}
+		st := stats.Summarize(lat)
+		shares := ""
+		if total > 0 {
+			for _, name := range analysis.LayerNames {
+				if v := sum.Get(name); v > 0 {
+					shares += fmt.Sprintf("%s %.1f%% ", name, 100*float64(v)/float64(total))
+				}
+			}
+		}
+		on := im.FS
+		if im.DevName != "" {
+			on = im.DevName + " " + im.FS
+		}
+		fmt.Fprintf(tw, " %s\t %s\t %s\t %s\t %s\t %d\t %d\t %d\t %d\t %s\t %s\t %s\n", im.Path, im.Format, im.Cache, im.AIO, on,
+			im.Writes, im.IOSubmits, im.IOUringReqs, im.Flushes, analysis.Ms(st.P50), analysis.Ms(st.P99), shares)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, warn := range s.Warnings {
+		fmt.Fprintf(w, "WARNING: %s\n", warn)
+	}
+	fmt.Fprintf(w, "lost events: %d (hypervisor), %d (fsync), %d missed\n", s.LostEvents, s.FsyncLostEvents, s.FsyncMissedEvents)
+	for _, u := range s.Unavailable {
+		fmt.Fprintf(w, "unavailable: %s\n", u)
+	}
+	return nil
+}
