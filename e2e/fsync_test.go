@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -10,6 +11,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/stats"
@@ -224,6 +229,49 @@ func TestWorkloadWALOnRootExt4(t *testing.T) {
 
 // TestBadInput: every bad flag is one line naming the fix, exit code 2, and
 // nothing attached.
+// TestCtrlCDetachesEverything: while tracing, the process holds its BPF
+// programs and links; after Ctrl-C (SIGINT) it prints the final report and
+// none of those programs or links exists any more.
+func TestCtrlCDetachesEverything(t *testing.T) {
+	testenv.RequireRoot(t)
+	tr := startFsync(t, "--comm", "no-such-comm")
+	progs, links := bpfObjectIDs(t, tr.cmd.Process.Pid)
+	if len(progs) < 8 || len(links) < 8 {
+		t.Fatalf("tracing process holds %d programs and %d links, want the fsync, block and journal ones", len(progs), len(links))
+	}
+	_, rep := tr.stop()
+	if rep.Fsyncs != 0 {
+		t.Fatalf("%d fsyncs of a comm that does not exist", rep.Fsyncs)
+	}
+	// The kernel frees programs and links after an RCU grace period once
+	// their last reference goes: poll briefly.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var left []string
+		for _, id := range progs {
+			if p, err := ebpf.NewProgramFromID(ebpf.ProgramID(id)); !errors.Is(err, os.ErrNotExist) {
+				if p != nil {
+					p.Close()
+				}
+				left = append(left, fmt.Sprintf("program %d", id))
+			}
+		}
+		for _, id := range links {
+			if l, err := link.NewFromID(link.ID(id)); err == nil {
+				l.Close()
+				left = append(left, fmt.Sprintf("link %d", id))
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still present 10 s after exit: %v", left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	bin := etcdscope(t)
 	for _, tc := range []struct {

@@ -273,3 +273,38 @@ func inWindows(timesUs []uint64, recs []analysis.FsyncRecord) (sure, edge int) {
 	}
 	return sure, edge
 }
+
+// bpfObjectIDs returns the ids of the BPF programs and links that process
+// pid holds open, read from the "prog_id:" and "link_id:" lines of its
+// /proc/PID/fdinfo entries.
+func bpfObjectIDs(t *testing.T, pid int) (progs, links []uint32) {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fdinfo", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(line, ":")
+			if !ok {
+				continue
+			}
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
+			if err != nil {
+				continue
+			}
+			switch k {
+			case "prog_id":
+				progs = append(progs, uint32(n))
+			case "link_id":
+				links = append(links, uint32(n))
+			}
+		}
+	}
+	return progs, links
+}

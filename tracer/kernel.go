@@ -16,10 +16,14 @@ var ErrNoPrivilege = errors.New("loading BPF needs root or CAP_BPF+CAP_PERFMON (
 // ErrNoBTF is wrapped by New when the kernel exposes no BTF.
 var ErrNoBTF = errors.New("kernel BTF missing at /sys/kernel/btf/vmlinux (needs CONFIG_DEBUG_INFO_BTF=y)")
 
+// btfPath is where the kernel exposes its BTF; a variable so that tests
+// can point it elsewhere.
+var btfPath = "/sys/kernel/btf/vmlinux"
+
 // CheckPrerequisites returns ErrNoBTF or ErrNoPrivilege when BPF tracing
 // cannot work here, before anything is loaded or mounted.
 func CheckPrerequisites() error {
-	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+	if _, err := os.Stat(btfPath); err != nil {
 		return ErrNoBTF
 	}
 	if os.Geteuid() != 0 {
