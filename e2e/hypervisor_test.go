@@ -1,0 +1,288 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/merge"
+	"github.com/etcdscope/etcdscope/internal/testenv"
+)
+
+// TestHypervisorMerge is the two-kernel test. On the host, `etcdscope
+// hypervisor` traces every qemu-system-x86 process while the VM rig
+// (vmtest/run.sh, Debian's 6.1 kernel under TCG) boots with two drives
+// prepared here with mkfs.ext4: a raw image (cache=none, aio=native) as
+// vda and a qcow2 image (QEMU's default cache=writeback, aio=threads) as
+// vdb. Inside, vmtest/guestfio runs fio's etcd job on each under the
+// guest's `etcdscope fsync` and prints the recordings on the console.
+// Checks: the hypervisor tracer finds each image's format, cache and aio
+// mode; the merge matches ≥ 95% of guest fsyncs on each drive; every
+// split sums to the guest fsync's wall time within 1%; the matched host
+// flushes lie inside their guest flush windows; and the clock offsets
+// fitted independently on the two drives (same guest, same host) agree
+// within their stated errors.
+func TestHypervisorMerge(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.LookPath(t, "qemu-system-x86_64", "qemu-system-x86")
+	qemuImg := testenv.LookPath(t, "qemu-img", "qemu-utils")
+	mkfs := testenv.LookPath(t, "mkfs.ext4", "e2fsprogs")
+	root := testenv.RepoRoot(t)
+	// Not tmpfs: the raw image is opened with O_DIRECT.
+	dir, err := os.MkdirTemp("/var/tmp", "etcdscope-hv-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	raw, qcow := filepath.Join(dir, "raw.img"), filepath.Join(dir, "q.qcow2")
+	scratch := filepath.Join(dir, "q.raw")
+	for _, img := range []string{raw, scratch} {
+		if err := os.WriteFile(img, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(img, 128<<20); err != nil {
+			t.Fatal(err)
+		}
+		run(t, mkfs, "-q", "-F", "-L", "esguestfio", img)
+	}
+	run(t, qemuImg, "convert", "-O", "qcow2", scratch, qcow)
+	os.Remove(scratch)
+
+	ready := filepath.Join(dir, "ready")
+	var hostOut, hostErr bytes.Buffer
+	hv := exec.Command(etcdscope(t), "hypervisor", "--comm", "qemu-system-x86", "--output", "json", "--ready-file", ready)
+	hv.Stdout, hv.Stderr = &hostOut, &hostErr
+	if err := hv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if hv.ProcessState == nil {
+			hv.Process.Kill()
+			hv.Wait()
+		}
+	}()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("etcdscope hypervisor not ready after 20 s; stderr:\n%s", hostErr.String())
+		}
+	}
+
+	vm := exec.Command(filepath.Join(root, "vmtest", "run.sh"))
+	vm.Dir = root
+	vm.Env = append(os.Environ(), "VMTEST_PKGS=./vmtest/guestfio", "VMTEST_TIMEOUT=300",
+		"VMTEST_DRIVES=file="+raw+",format=raw,if=virtio,cache=none,aio=native;file="+qcow+",format=qcow2,if=virtio")
+	var console, vmErr bytes.Buffer
+	vm.Stdout, vm.Stderr = &console, &vmErr
+	start := time.Now()
+	vmRunErr := vm.Run()
+	t.Logf("VM run: %v (%v)", time.Since(start).Round(time.Second), vmRunErr)
+	hv.Process.Signal(syscall.SIGINT)
+	if err := hv.Wait(); err != nil {
+		t.Fatalf("etcdscope hypervisor: %v\n%s", err, hostErr.String())
+	}
+	if vmRunErr != nil {
+		t.Fatalf("vmtest/run.sh: %v\n%s\n%s", vmRunErr, tail(console.String(), 60), tail(vmErr.String(), 20))
+	}
+	for _, l := range strings.Split(console.String(), "\n") {
+		if strings.HasPrefix(l, "VMTEST kernel") || strings.Contains(l, "guestfio_test.go") {
+			t.Log(strings.TrimSpace(l))
+		}
+	}
+	guests := guestRecordings(t, console.String())
+
+	host, err := merge.ReadHost(&hostOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Other QEMUs may run on this machine: keep the one that opened our images.
+	host = onlyQEMUOf(t, host, raw, qcow)
+	images := merge.Images(host.IO, host.Fsyncs, func(p string) string {
+		b := make([]byte, 4)
+		f, err := os.Open(p)
+		if err != nil {
+			return ""
+		}
+		defer f.Close()
+		f.Read(b)
+		return merge.FormatFromMagic(b)
+	}, nil)
+	want := map[string][3]string{raw: {"raw", "none", "native"}, qcow: {"qcow2", "writeback", "threads"}}
+	for _, im := range images {
+		t.Logf("image %s: format %s cache=%s aio=%s, %d writes, %d io_submit, %d flushes, %d threads",
+			im.Path, im.Format, im.Cache, im.AIO, im.Writes, im.IOSubmits, im.Flushes, im.Threads)
+		if w, ok := want[im.Path]; ok {
+			if got := [3]string{im.Format, im.Cache, im.AIO}; got != w {
+				t.Errorf("%s: found format/cache/aio %v, QEMU was given %v", im.Path, got, w)
+			}
+			delete(want, im.Path)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("the hypervisor recording shows no I/O on %v", want)
+	}
+	if host.Summary != nil && (host.Summary.LostEvents != 0 || host.Summary.FsyncLostEvents != 0) {
+		t.Errorf("host tracer lost events: %d hypervisor, %d fsync", host.Summary.LostEvents, host.Summary.FsyncLostEvents)
+	}
+
+	clocks := map[string]merge.Clock{}
+	for _, tc := range []struct{ dev, image string }{{"vda", raw}, {"vdb", qcow}} {
+		t.Run(tc.dev, func(t *testing.T) {
+			recs, ok := guests[tc.dev]
+			if !ok || len(recs) == 0 {
+				t.Fatalf("no guest recording for %s on the console", tc.dev)
+			}
+			res, err := merge.Merge(recs, host, merge.Options{GuestDev: tc.dev, Image: tc.image})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := merge.Summarize(res, images, tc.image)
+			var tbl bytes.Buffer
+			sum.WriteTable(&tbl)
+			t.Logf("%s ↔ %s:\n%s", tc.dev, tc.image, tbl.String())
+			clocks[tc.dev] = res.Clock
+			if frac := float64(res.Matched) / float64(res.GuestFsyncs); frac < 0.95 {
+				t.Errorf("matched %d of %d guest fsyncs (%.1f%% < 95%%): %v", res.Matched, res.GuestFsyncs, 100*frac, res.Unmatched)
+			}
+			inside, pairs := 0, 0
+			for _, f := range res.Fsyncs {
+				if d := math.Abs(float64(f.Split.Sum() - f.TotalNs)); d > 0.01*float64(f.TotalNs) {
+					t.Errorf("fsync at %d: split sums to %d ns, wall time %d ns", f.StartNs, f.Split.Sum(), f.TotalNs)
+				}
+				for _, p := range f.Pairs {
+					pairs++
+					e := res.Clock.ErrorNs
+					if p.HostStartGuestNs >= int64(p.GuestIssueNs)-e && p.HostEndGuestNs <= int64(p.GuestCompleteNs)+e {
+						inside++
+					}
+				}
+			}
+			t.Logf("%d of %d matched host flushes lie inside their guest flush window (± %d ns)", inside, pairs, res.Clock.ErrorNs)
+			if pairs == 0 || inside < pairs*95/100 {
+				t.Errorf("only %d of %d host flushes nest inside their guest flush", inside, pairs)
+			}
+		})
+	}
+	// One guest, one host: the two drives' fits must agree.
+	a, b := clocks["vda"], clocks["vdb"]
+	if a.Pairs > 0 && b.Pairs > 0 {
+		at := b.RefNs
+		diff := math.Abs(float64(a.Offset(at) - b.Offset(at)))
+		t.Logf("offset at guest %d ns: vda fit %d ns, vdb fit %d ns: differ by %.1f µs (errors ±%.1f, ±%.1f µs)",
+			at, a.Offset(at), b.Offset(at), diff/1e3, float64(a.ErrorNs)/1e3, float64(b.ErrorNs)/1e3)
+		if diff > float64(a.ErrorNs+b.ErrorNs)+100e3 {
+			t.Errorf("the two drives' clock fits differ by %.1f µs, more than their errors allow", diff/1e3)
+		}
+	}
+}
+
+// guestRecordings extracts the guest JSON Lines the guest test printed
+// between ETCDSCOPE-GUEST-BEGIN/END markers, by device.
+func guestRecordings(t *testing.T, console string) map[string][]analysis.FsyncRecord {
+	t.Helper()
+	out := map[string][]analysis.FsyncRecord{}
+	sc := bufio.NewScanner(strings.NewReader(console))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	dev := ""
+	var buf bytes.Buffer
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		switch {
+		case strings.HasPrefix(line, "ETCDSCOPE-GUEST-BEGIN dev="):
+			dev = strings.TrimPrefix(line, "ETCDSCOPE-GUEST-BEGIN dev=")
+			buf.Reset()
+		case strings.HasPrefix(line, "ETCDSCOPE-GUEST-END"):
+			recs, _, err := analysis.ReadJSONL(&buf)
+			if err != nil {
+				t.Fatalf("guest recording of %s: %v", dev, err)
+			}
+			var want int
+			fmt.Sscanf(line[strings.Index(line, "records="):], "records=%d", &want)
+			t.Logf("guest %s: %d fsync records (%s)", dev, len(recs), line)
+			out[dev] = recs
+			dev = ""
+		case dev != "":
+			buf.WriteString(line)
+			buf.WriteByte('\n')
+		}
+	}
+	return out
+}
+
+// onlyQEMUOf keeps the records of the process that did I/O on images.
+func onlyQEMUOf(t *testing.T, h merge.HostRecording, images ...string) merge.HostRecording {
+	t.Helper()
+	pids := map[uint32]bool{}
+	for _, io := range h.IO {
+		for _, im := range images {
+			if io.Path == im {
+				pids[io.PID] = true
+			}
+		}
+	}
+	if len(pids) != 1 {
+		t.Fatalf("want one QEMU process doing I/O on %v, found pids %v", images, pids)
+	}
+	var out merge.HostRecording
+	out.Header, out.Summary = h.Header, h.Summary
+	for _, io := range h.IO {
+		if pids[io.PID] {
+			out.IO = append(out.IO, io)
+		}
+	}
+	for _, f := range h.Fsyncs {
+		if pids[f.PID] {
+			out.Fsyncs = append(out.Fsyncs, f)
+		}
+	}
+	return out
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestHypervisorMergeBadInput: bad flags exit 2 naming the fix, before
+// anything is traced.
+func TestHypervisorMergeBadInput(t *testing.T) {
+	dir := t.TempDir()
+	guest := filepath.Join(dir, "g.jsonl")
+	os.WriteFile(guest, []byte(`{"type":"fsync","v":1}`+"\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"hypervisor"}, "--pid"},
+		{[]string{"hypervisor", "--pid", "-3"}, "not a process id"},
+		{[]string{"hypervisor", "--comm", "qemu-system-x86_64"}, "15-byte"},
+		{[]string{"hypervisor", "--pid", "1", "--output", "yaml"}, "table or json"},
+		{[]string{"merge", "--guest", guest}, "--host"},
+		{[]string{"merge", "--guest", guest, "--host", guest}, "not a hypervisor recording"},
+		{[]string{"merge", "--guest", guest, "--host", filepath.Join(dir, "none")}, "no such file"},
+	} {
+		cmd := exec.Command(etcdscope(t), tc.args...)
+		out, err := cmd.CombinedOutput()
+		code := -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		if code != 2 || !strings.Contains(string(out), tc.want) {
+			t.Errorf("etcdscope %v: exit %d, %q; want exit 2 naming %q", tc.args, code, out, tc.want)
+		}
+	}
+}
