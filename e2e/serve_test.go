@@ -258,3 +258,37 @@ func TestServeRefusesPublicListen(t *testing.T) {
 		}
 	}
 }
+
+// TestReportHTML runs `etcdscope report --html` on the recordings in
+// report/testdata (made with the real tool) and checks the wiring: the
+// page is written, it has the layer bars, the heatmaps and the peers
+// chart; bad flag combinations exit 2. The page itself is tested in
+// package report.
+func TestReportHTML(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.html")
+	cmd := exec.Command(etcdscope(t), "report", "--html", out, "--peers", "../report/testdata/peers.jsonl", "../report/testdata/etcd-fsync.jsonl")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("report --html: %v\n%s", err, b)
+	}
+	page, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<!DOCTYPE html>", `aria-label="mean time per call in each kernel layer, by level"`,
+		`aria-label="heatmap of call latency over time"`, `aria-label="per-peer RTT against etcd&#39;s peer RTT metric"`} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("page has no %s", want)
+		}
+	}
+	for _, args := range [][]string{
+		{"report", "--peers", "../report/testdata/peers.jsonl", "../report/testdata/etcd-fsync.jsonl"},
+		{"report", "--html", out, "--output", "json", "../report/testdata/etcd-fsync.jsonl"},
+		{"report", "--html", "/nonexistent-dir/x.html", "../report/testdata/etcd-fsync.jsonl"},
+		{"report", "--html", out, "--peers", "../report/testdata/etcd-fsync.jsonl", "../report/testdata/etcd-fsync.jsonl"},
+	} {
+		err := exec.Command(etcdscope(t), args...).Run()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+			t.Errorf("%v: %v, want exit 2", args, err)
+		}
+	}
+}

@@ -91,6 +91,13 @@ func writeHTMLReport(out, name, peersPath string, recs []analysis.FsyncRecord, s
 		if err != nil {
 			return usagef("--peers %s: %v", peersPath, err)
 		}
+		// ReadEvents takes any JSON object; an event without a kind is
+		// a line of some other recording (an fsync one, say).
+		for i, e := range evs {
+			if e.Kind == 0 {
+				return usagef("--peers %s: record %d is not a peer event (give a file from etcdscope peers --record)", peersPath, i+1)
+			}
+		}
 		in.Peers = evs
 	}
 	f, err := os.Create(out)
