@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -102,6 +103,7 @@ func TestHypervisorMerge(t *testing.T) {
 	}
 	guests := guestRecordings(t, console.String())
 
+	hostRaw := bytes.Clone(hostOut.Bytes())
 	host, err := merge.ReadHost(&hostOut)
 	if err != nil {
 		t.Fatal(err)
@@ -137,6 +139,7 @@ func TestHypervisorMerge(t *testing.T) {
 	}
 
 	clocks := map[string]merge.Clock{}
+	results := map[string]merge.Result{}
 	for _, tc := range []struct{ dev, image string }{{"vda", raw}, {"vdb", qcow}} {
 		t.Run(tc.dev, func(t *testing.T) {
 			recs, ok := guests[tc.dev]
@@ -152,30 +155,60 @@ func TestHypervisorMerge(t *testing.T) {
 			sum.WriteTable(&tbl)
 			t.Logf("%s ↔ %s:\n%s", tc.dev, tc.image, tbl.String())
 			clocks[tc.dev] = res.Clock
+			results[tc.dev] = res
 			if frac := float64(res.Matched) / float64(res.GuestFsyncs); frac < 0.95 {
 				t.Errorf("matched %d of %d guest fsyncs (%.1f%% < 95%%): %v", res.Matched, res.GuestFsyncs, 100*frac, res.Unmatched)
 			}
-			inside, pairs := 0, 0
 			for _, f := range res.Fsyncs {
 				if d := math.Abs(float64(f.Split.Sum() - f.TotalNs)); d > 0.01*float64(f.TotalNs) {
 					t.Errorf("fsync at %d: split sums to %d ns, wall time %d ns", f.StartNs, f.Split.Sum(), f.TotalNs)
 				}
-				for _, p := range f.Pairs {
-					pairs++
-					e := res.Clock.ErrorNs
-					if p.HostStartGuestNs >= int64(p.GuestIssueNs)-e && p.HostEndGuestNs <= int64(p.GuestCompleteNs)+e {
-						inside++
-					}
-				}
 			}
-			t.Logf("%d of %d matched host flushes lie inside their guest flush window (± %d ns)", inside, pairs, res.Clock.ErrorNs)
-			if pairs == 0 || inside < pairs*95/100 {
-				t.Errorf("only %d of %d host flushes nest inside their guest flush", inside, pairs)
+			// The CLI on the same recordings says the same.
+			gPath, hPath := filepath.Join(dir, tc.dev+".guest.jsonl"), filepath.Join(dir, "host.jsonl")
+			writeJSONL(t, gPath, recs)
+			os.WriteFile(hPath, hostRaw, 0o644)
+			out, err := exec.Command(etcdscope(t), "merge", "--guest", gPath, "--host", hPath, "--guest-dev", tc.dev,
+				"--image", tc.image, "--output", "json").Output()
+			if err != nil {
+				t.Fatalf("etcdscope merge: %v", err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			var cli merge.Summary
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &cli); err != nil || cli.Type != "merge_summary" {
+				t.Fatalf("etcdscope merge: last line %q: %v", lines[len(lines)-1], err)
+			}
+			if cli.Matched != res.Matched || cli.GuestFsyncs != res.GuestFsyncs || len(lines) != res.GuestFsyncs+1 {
+				t.Errorf("etcdscope merge: %d of %d matched in %d lines; the library: %d of %d", cli.Matched, cli.GuestFsyncs, len(lines), res.Matched, res.GuestFsyncs)
 			}
 		})
 	}
-	// One guest, one host: the two drives' fits must agree.
+	// One guest, one host: the two drives' fits must agree, and each
+	// drive's pairs must nest inside their guest windows under the clock
+	// fitted on the other drive alone.
 	a, b := clocks["vda"], clocks["vdb"]
+	for dev, other := range map[string]string{"vda": "vdb", "vdb": "vda"} {
+		oc, res := clocks[other], results[dev]
+		if oc.Pairs == 0 {
+			continue
+		}
+		e := oc.ErrorNs + res.Clock.ErrorNs
+		inside, pairs := 0, 0
+		for _, f := range res.Fsyncs {
+			for _, p := range f.Pairs {
+				pairs++
+				off := oc.Offset(p.GuestIssueNs)
+				s, end := int64(p.Host[0].StartNs)-off, int64(p.Host[len(p.Host)-1].EndNs)-off
+				if s >= int64(p.GuestIssueNs)-e && end <= int64(p.GuestCompleteNs)+e {
+					inside++
+				}
+			}
+		}
+		t.Logf("%s: %d of %d host flushes nest in their guest window under %s's clock (± %.1f µs)", dev, inside, pairs, other, float64(e)/1e3)
+		if pairs == 0 || inside < pairs*95/100 {
+			t.Errorf("%s: only %d of %d host flushes nest under the other drive's clock", dev, inside, pairs)
+		}
+	}
 	if a.Pairs > 0 && b.Pairs > 0 {
 		at := b.RefNs
 		diff := math.Abs(float64(a.Offset(at) - b.Offset(at)))
@@ -284,5 +317,17 @@ func TestHypervisorMergeBadInput(t *testing.T) {
 		if code != 2 || !strings.Contains(string(out), tc.want) {
 			t.Errorf("etcdscope %v: exit %d, %q; want exit 2 naming %q", tc.args, code, out, tc.want)
 		}
+	}
+}
+
+func writeJSONL(t *testing.T, path string, recs []analysis.FsyncRecord) {
+	t.Helper()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for i := range recs {
+		enc.Encode(&recs[i])
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
