@@ -232,7 +232,7 @@ func traceHypervisor(f hvFlags) error {
 	if f.output == "json" {
 		return enc.Encode(&sum)
 	}
-	return writeHostTable(os.Stdout, sum, fsyncs)
+	return writeHostTable(os.Stdout, sum, fsyncs, ios)
 }
 
 func hvTarget(f hvFlags) string {
@@ -255,7 +255,10 @@ func imageFormat(path string) string {
 	return merge.FormatFromMagic(b[:n])
 }
 
-func writeHostTable(w io.Writer, s merge.HostSummary, fsyncs []analysis.FsyncRecord) error {
+// writeHostTable prints one row per image. Flush latencies cover the
+// fdatasync/fsync calls and io_uring fsync requests (IORING_OP_FSYNC, 3);
+// the layers only the calls (an io_uring fsync runs in an io-wq worker).
+func writeHostTable(w io.Writer, s merge.HostSummary, fsyncs []analysis.FsyncRecord, ios []merge.HostIO) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
 	fmt.Fprintln(tw, " image\t format\t cache\t aio\t on\t writes\t io_submit\t io_uring\t flushes\t flush p50 ms\t flush p99 ms\t host layers of the flushes (share)")
 	for _, im := range s.Images {
@@ -271,6 +274,11 @@ func writeHostTable(w io.Writer, s merge.HostSummary, fsyncs []analysis.FsyncRec
 				sum.DataWritebackNs += r.Layers.DataWritebackNs
 				sum.BlockQueueNs += r.Layers.BlockQueueNs
 				sum.OtherNs += r.Layers.OtherNs
+			}
+		}
+		for _, r := range ios {
+			if r.Path == im.Path && r.Op == "io_uring_req" && r.Opcode == 3 && r.EndNs >= r.StartNs {
+				lat = append(lat, int64(r.EndNs-r.StartNs))
 			}
 		}
 		st := stats.Summarize(lat)
