@@ -23,10 +23,26 @@ import (
 
 type options struct {
 	etcdscope, fsyncgen, btScript, out, repo string
+	findings                                 string
 	rounds, microRounds                      int
 	fioSize                                  string
 	sweepSeconds                             float64
 	goBench                                  bool
+	only                                     string
+	saveJSON, fromJSON                       string
+}
+
+// want reports whether section name runs (-only empty: all of them).
+func (o options) want(name string) bool {
+	if o.only == "" {
+		return true
+	}
+	for _, s := range strings.Split(o.only, ",") {
+		if s == name {
+			return true
+		}
+	}
+	return false
 }
 
 func main() {
@@ -36,17 +52,28 @@ func main() {
 	flag.StringVar(&o.btScript, "bpftrace-script", "bench/fsync.bt", "bpftrace equivalent of etcdscope fsync")
 	flag.StringVar(&o.out, "out", "docs/performance.md", "where the results go")
 	flag.StringVar(&o.repo, "repo", ".", "repository root (for the Go benchmarks)")
+	flag.StringVar(&o.findings, "findings", "bench/findings.md", "hand-written analysis appended to the results")
 	flag.IntVar(&o.rounds, "rounds", 10, "interleaved fio rounds (each runs every variant once)")
 	flag.IntVar(&o.microRounds, "micro-rounds", 7, "interleaved rounds of the fdatasync syscall microbenchmark")
 	flag.StringVar(&o.fioSize, "fio-size", "22m", "fio --size of the etcd job")
 	flag.Float64Var(&o.sweepSeconds, "sweep-seconds", 4, "seconds per rate of the event-rate sweep")
 	flag.BoolVar(&o.goBench, "go-bench", true, "run the Go benchmarks too")
+	flag.StringVar(&o.saveJSON, "save", "", "also write the raw results as JSON to this file")
+	flag.StringVar(&o.fromJSON, "from", "", "render -out from results saved with -save, measuring nothing (no root needed)")
+	flag.StringVar(&o.only, "only", "", "comma-separated sections to run (ready,fio,micro,sweep,go); empty: all")
 	flag.Parse()
+	if o.fromJSON != "" {
+		if err := rerender(o); err != nil {
+			fmt.Fprintln(os.Stderr, "benchrun:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "benchrun: needs root (BPF, bpf_stats); run `sudo make bench`")
 		os.Exit(2)
 	}
-	for _, p := range []*string{&o.etcdscope, &o.fsyncgen, &o.btScript, &o.out, &o.repo} {
+	for _, p := range []*string{&o.etcdscope, &o.fsyncgen, &o.btScript, &o.out, &o.repo, &o.findings} {
 		if abs, err := filepath.Abs(*p); err == nil {
 			*p = abs
 		}
@@ -97,13 +124,15 @@ func run(o options) error {
 	start := time.Now()
 	var r results
 	r.Options = o
+	r.FioSize, r.Rounds, r.MicroRounds, r.SweepSeconds = o.fioSize, o.rounds, o.microRounds, o.sweepSeconds
 	r.Machine = describeMachine()
+	r.LoadStart = loadavg()
 	for _, l := range r.Machine {
 		logf("machine: %s", l)
 	}
 
 	logf("time to ready: 5 starts of etcdscope fsync")
-	for i := 0; i < 5; i++ {
+	for i := 0; i < 5 && o.want("ready"); i++ {
 		t, err := startTracer("etcdscope", "benchready", o.etcdscope, o.btScript)
 		if err != nil {
 			return err
@@ -118,21 +147,37 @@ func run(o options) error {
 	}
 	logf("ready: median %.1f ms", median(r.ReadyMs))
 
-	if err := fioSection(o, &r); err != nil {
-		return err
+	if o.want("fio") {
+		if err := fioSection(o, &r); err != nil {
+			return err
+		}
 	}
-	if err := microSection(o, &r); err != nil {
-		return err
+	if o.want("micro") {
+		if err := microSection(o, &r); err != nil {
+			return err
+		}
 	}
-	if err := sweepSection(o, &r); err != nil {
-		return err
+	if o.want("sweep") {
+		if err := sweepSection(o, &r); err != nil {
+			return err
+		}
 	}
-	if o.goBench {
+	if o.goBench && o.want("go") {
 		if err := goBenchSection(o, &r); err != nil {
 			return err
 		}
 	}
 	r.Elapsed = time.Since(start)
+	r.Machine = append(r.Machine, "load average (/proc/loadavg) at start: "+r.LoadStart+"; at end: "+loadavg())
+	if o.saveJSON != "" {
+		b, err := json.MarshalIndent(&r, "", " ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.saveJSON, b, 0o644); err != nil {
+			return err
+		}
+	}
 	doc := r.markdown()
 	if err := os.WriteFile(o.out, []byte(doc), 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", o.out, err)
@@ -140,6 +185,21 @@ func run(o options) error {
 	fmt.Print(doc)
 	logf("wrote %s in %s", o.out, r.Elapsed.Round(time.Second))
 	return nil
+}
+
+// rerender writes -out again from saved results, with the current
+// findings: for editing the analysis without measuring again.
+func rerender(o options) error {
+	b, err := os.ReadFile(o.fromJSON)
+	if err != nil {
+		return err
+	}
+	var r results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("reading %s: %w", o.fromJSON, err)
+	}
+	r.Options = o
+	return os.WriteFile(o.out, []byte(r.markdown()), 0o644)
 }
 
 // fioRun is one run of fio's etcd job, and the tracer's view of it.
@@ -443,6 +503,28 @@ func goBenchSection(o options, r *results) error {
 		return fmt.Errorf("go tool pprof: %w", err)
 	}
 	r.AttributorProfile = trimPprof(string(top))
+
+	// The whole userspace pipeline in-process (bench/pipeline_test.go) at
+	// 10k fsync/s, profiled: where etcdscope's CPU goes, start-up included.
+	logf("in-process pipeline at 10k fsync/s, profiled")
+	prof, bin = filepath.Join(dir, "pipe.prof"), filepath.Join(dir, "bench.test")
+	cmd = exec.Command("go", "test", "-tags", "bench", "-count=1", "-run", "TestPipeline", "-v", "-cpuprofile", prof, "-o", bin,
+		"./bench/", "-args", "-rate", "10000", "-seconds", "4")
+	cmd.Dir = o.repo
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("pipeline harness: %w: %s", err, b)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "fsyncgen made") {
+			r.PipelineLine = strings.TrimSpace(l)
+		}
+	}
+	top, err = exec.Command("go", "tool", "pprof", "-top", "-cum", "-nodecount=22", bin, prof).Output()
+	if err != nil {
+		return fmt.Errorf("go tool pprof: %w", err)
+	}
+	r.PipelineProfile = trimPprof(string(top))
 	return nil
 }
 
@@ -452,6 +534,15 @@ func trimPprof(s string) string {
 		s = s[i:]
 	}
 	return strings.TrimRight(s, "\n")
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // describeMachine says what the numbers were measured on.

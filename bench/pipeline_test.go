@@ -1,0 +1,131 @@
+//go:build bench
+
+// Package bench holds make bench's in-process harness: etcdscope fsync's
+// event loop (tracer.FsyncTracer → analysis.Attributor → path → JSON),
+// rebuilt here because cmd/ keeps it unexported, so `go test -cpuprofile`
+// shows where userspace time goes at a given fsync rate. It is behind the
+// bench build tag: `make test` never runs it.
+//
+//	go test -tags bench -run TestPipeline -cpuprofile cpu.prof ./bench/ -args -rate 10000
+package bench
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/internal/testenv"
+	"github.com/etcdscope/etcdscope/tracer"
+)
+
+var (
+	rate    = flag.Float64("rate", 10000, "fdatasync calls per second fsyncgen makes")
+	seconds = flag.Float64("seconds", 5, "how long fsyncgen runs")
+)
+
+// TestPipeline traces an fsyncgen process at -rate for -seconds with the
+// same loop as etcdscope fsync --output json, and checks that every call
+// fsyncgen made was attributed (its own count is the oracle).
+func TestPipeline(t *testing.T) {
+	testenv.RequireRoot(t)
+	gen := filepath.Join(t.TempDir(), "fsyncgen")
+	if b, err := exec.Command("go", "build", "-o", gen, "./fsyncgen").CombinedOutput(); err != nil {
+		t.Fatalf("building fsyncgen: %v: %s", err, b)
+	}
+	tr, err := tracer.NewFsync(tracer.FsyncConfig{Comm: "fsyncgen"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	var startCPU syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &startCPU)
+	go func() {
+		n, err := loop(tr)
+		done <- result{n, err}
+	}()
+
+	cmd := exec.Command(gen, "-dir", "/dev/shm", "-threads", "2", "-rate", strconv.FormatFloat(*rate, 'f', -1, 64),
+		"-duration", time.Duration(*seconds*float64(time.Second)).String())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("fsyncgen: %v", err)
+	}
+	var g struct {
+		Fsyncs  float64 `json:"fsyncs"`
+		Seconds float64 `json:"seconds"`
+	}
+	if err := json.Unmarshal(out, &g); err != nil {
+		t.Fatalf("fsyncgen printed %q: %v", out, err)
+	}
+	if err := tr.Drain(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	var endCPU syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &endCPU)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	cpu := time.Duration(endCPU.Utime.Nano() + endCPU.Stime.Nano() - startCPU.Utime.Nano() - startCPU.Stime.Nano())
+	lost, _ := tr.Lost()
+	t.Logf("fsyncgen made %.0f fdatasync calls in %.2f s; the loop attributed %d; lost %d, missed %d; process CPU %v (%.1f%% of a core)",
+		g.Fsyncs, g.Seconds, r.n, lost, tr.Missed(), cpu, 100*cpu.Seconds()/g.Seconds)
+	if int64(r.n) != int64(g.Fsyncs) {
+		t.Errorf("attributed %d fsyncs, fsyncgen made %.0f (lost %d)", r.n, g.Fsyncs, lost)
+	}
+}
+
+// loop is cmd/etcdscope's eventLoop for --output json: attribute every
+// fsync, name its file, keep the record for the summary, encode it.
+func loop(tr *tracer.FsyncTracer) (int, error) {
+	devs := tracer.NewDeviceResolver()
+	paths := tracer.NewPathResolver()
+	attr := analysis.NewAttributor(func(d event.Dev) (string, []event.Dev) {
+		info := devs.Resolve(d)
+		return info.Name, info.Disks
+	})
+	enc := json.NewEncoder(io.Discard)
+	var all []analysis.FsyncRecord
+	for {
+		ev, err := tr.Read()
+		if err != nil {
+			if errors.Is(err, tracer.ErrClosed) || errors.Is(err, tracer.ErrDrained) {
+				return len(all), nil
+			}
+			return len(all), err
+		}
+		fe, ok := ev.(event.Fsync)
+		if !ok {
+			attr.Add(ev)
+			continue
+		}
+		rec := attr.Attribute(fe)
+		rec.Path = paths.Path(&fe)
+		rec.FileKind = analysis.FileKind(rec.Path)
+		all = append(all, rec)
+		if err := enc.Encode(&rec); err != nil {
+			return len(all), err
+		}
+	}
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(m.Run())
+}
