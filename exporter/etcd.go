@@ -21,7 +21,7 @@ import (
 // watchEtcd scrapes one etcd member's /metrics every window and, from the
 // second scrape on, exports the comparison of its peer RTT metric's delta
 // with the connections that member opened in the same window.
-func watchEtcd(ctx context.Context, u string, tlsCfg *tls.Config, window time.Duration, m *Metrics, win *peerWindow, logw io.Writer) {
+func watchEtcd(ctx context.Context, u string, endpoints []string, tlsCfg *tls.Config, window time.Duration, m *Metrics, win *peerWindow, logw io.Writer) {
 	label := u
 	if pu, err := url.Parse(u); err == nil {
 		label = pu.Host
@@ -44,9 +44,22 @@ func watchEtcd(ctx context.Context, u string, tlsCfg *tls.Config, window time.Du
 			if have {
 				links := peers.Analyze(win.between(prevMono, mono), peers.Options{Window: now.Sub(prevT)}).Links
 				pid, _ := MemberPID(u)
+				var members []etcdmetric.Member
+				if len(endpoints) > 0 {
+					mctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+					members, err = Members(mctx, endpoints, tlsCfg)
+					cancel()
+					if err != nil {
+						// Without the list the series are compared with
+						// the member's connections pooled; say so once
+						// per window.
+						m.ScrapeError(label)
+						fmt.Fprintf(logw, "etcdscope serve: --etcd-endpoints: %v\n", err)
+					}
+				}
 				cs, _ := etcdmetric.CompareScrapes(prev, sc,
 					etcdmetric.Window{Start: prevT, End: now, ProcessStart: sc.ProcessStart, MonoAtStart: prevMono},
-					links, uint32(pid), nil, nil)
+					links, uint32(pid), members, nil)
 				m.SetComparisons(label, cs)
 			}
 			prev, prevT, prevMono, have = sc, now, mono, true

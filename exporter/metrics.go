@@ -139,7 +139,7 @@ func NewMetrics() *Metrics {
 		}, []string{"etcd", "to", "prober", "peer"}),
 		scrapeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "etcd_metrics_scrape_errors_total",
-			Help: "Failed scrapes of an --etcd-metrics URL.",
+			Help: "Failed scrapes of an --etcd-metrics URL, or of the member list (--etcd-endpoints) at a comparison.",
 		}, []string{"etcd"}),
 		decodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "decode_errors_total",

@@ -40,7 +40,13 @@ type Config struct {
 	// EtcdMetrics are etcd /metrics URLs of members on this host; each is
 	// scraped every CompareWindow (0: DefaultCompareWindow) to export the
 	// inflation ratio of its peer RTT metric.
-	EtcdMetrics   []string
+	EtcdMetrics []string
+	// EtcdEndpoints, if set, are client URLs asked for the member list at
+	// each comparison, so each metric series is compared with the
+	// connections to that one peer (and labelled with its address)
+	// instead of with all of the member's connections pooled.
+	EtcdEndpoints []string
+	// EtcdTLS is used for https --etcd-metrics and the endpoints.
 	EtcdTLS       *tls.Config
 	CompareWindow time.Duration
 	// Ready, if set, is called once the tracers are attached and the
@@ -160,7 +166,7 @@ func Run(ctx context.Context, cfg Config) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			watchEtcd(ctx, u, cfg.EtcdTLS, cfg.CompareWindow, m, win, logw)
+			watchEtcd(ctx, u, cfg.EtcdEndpoints, cfg.EtcdTLS, cfg.CompareWindow, m, win, logw)
 		}()
 	}
 

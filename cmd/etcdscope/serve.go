@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -29,7 +31,8 @@ type serveFlags struct {
 	listen, comm, readyFile string
 	public                  bool
 	pid, port               int
-	etcdMetrics             []string
+	etcdMetrics, endpoints  []string
+	cacert, cert, key       string
 	compareWindow           time.Duration
 	ringBytes               uint32
 }
@@ -44,6 +47,10 @@ func runServe(args []string) error {
 	fs.IntVar(&f.pid, "pid", 0, "trace only fsyncs of this process id")
 	fs.IntVar(&f.port, "port", tracer.DefaultPeerPort, "etcd's peer port: TCP connections with this local or remote port are traced")
 	fs.StringArrayVar(&f.etcdMetrics, "etcd-metrics", nil, "etcd /metrics URL of a member on this host (repeatable), e.g. http://127.0.0.1:2381/metrics: exports the inflation of its peer RTT metric")
+	fs.StringSliceVar(&f.endpoints, "etcd-endpoints", nil, "with --etcd-metrics: client URLs (comma-separated) for the member list, to compare each metric series with the connections to that one peer")
+	fs.StringVar(&f.cacert, "cacert", "", "CA bundle for https --etcd-metrics and --etcd-endpoints")
+	fs.StringVar(&f.cert, "cert", "", "client certificate for https --etcd-metrics and --etcd-endpoints")
+	fs.StringVar(&f.key, "key", "", "client key for --cert")
 	fs.DurationVar(&f.compareWindow, "compare-window", exporter.DefaultCompareWindow, "scrape --etcd-metrics and recompute the inflation ratio this often")
 	fs.Uint32Var(&f.ringBytes, "ring-size", 16<<20, "fsync ring buffer bytes (power of two); raise it if etcdscope_lost_events_total grows")
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once the probes are attached and the server listens (for scripts and tests)")
@@ -130,6 +137,42 @@ func (f *serveFlags) validate() (exporter.Config, error) {
 	}
 	cfg.EtcdMetrics = f.etcdMetrics
 	cfg.CompareWindow = f.compareWindow
+	if len(f.endpoints) > 0 && len(f.etcdMetrics) == 0 {
+		return cfg, usagef("--etcd-endpoints goes with --etcd-metrics (the member list labels its comparison)")
+	}
+	for _, e := range f.endpoints {
+		if err := checkURL(e); err != nil {
+			return cfg, usagef("--etcd-endpoints %v", err)
+		}
+	}
+	cfg.EtcdEndpoints = f.endpoints
+	switch {
+	case (f.cert == "") != (f.key == ""):
+		return cfg, usagef("--cert and --key go together")
+	case (f.cacert != "" || f.cert != "") && len(f.etcdMetrics) == 0:
+		return cfg, usagef("--cacert/--cert/--key are for --etcd-metrics and --etcd-endpoints; give --etcd-metrics")
+	}
+	if f.cacert != "" || f.cert != "" {
+		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if f.cacert != "" {
+			pem, err := os.ReadFile(f.cacert)
+			if err != nil {
+				return cfg, usagef("--cacert: %v", err)
+			}
+			tlsCfg.RootCAs = x509.NewCertPool()
+			if !tlsCfg.RootCAs.AppendCertsFromPEM(pem) {
+				return cfg, usagef("--cacert %s holds no PEM certificate", f.cacert)
+			}
+		}
+		if f.cert != "" {
+			c, err := tls.LoadX509KeyPair(f.cert, f.key)
+			if err != nil {
+				return cfg, usagef("--cert/--key: %v", err)
+			}
+			tlsCfg.Certificates = []tls.Certificate{c}
+		}
+		cfg.EtcdTLS = tlsCfg
+	}
 	return cfg, nil
 }
 
