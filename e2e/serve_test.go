@@ -244,6 +244,9 @@ func TestServeRefusesPublicListen(t *testing.T) {
 		{[]string{"--port", "0"}, "--port 0"},
 		{[]string{"--etcd-metrics", "ftp://x"}, "http://"},
 		{[]string{"--compare-window", "1s"}, "--compare-window"},
+		{[]string{"--etcd-endpoints", "http://127.0.0.1:2379"}, "goes with --etcd-metrics"},
+		{[]string{"--etcd-metrics", "http://127.0.0.1:2381/metrics", "--cert", "c.pem"}, "--cert and --key"},
+		{[]string{"--comm", "a-comm-longer-than-15"}, "15-byte"},
 	} {
 		cmd := exec.Command(etcdscope(t), append([]string{"serve"}, c.args...)...)
 		var stderr bytes.Buffer
