@@ -146,7 +146,10 @@ func Run(ctx context.Context, cfg Config) error {
 	h := &health{}
 	errc := make(chan error, 3)
 	var wg sync.WaitGroup
-	win := newPeerWindow(2 * cfg.CompareWindow)
+	var win *peerWindow // peer events kept for the etcd comparison, if any
+	if len(cfg.EtcdMetrics) > 0 {
+		win = newPeerWindow(2 * cfg.CompareWindow)
+	}
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
@@ -232,8 +235,8 @@ func fsyncLoop(t *tracer.FsyncTracer, m *Metrics) error {
 	}
 }
 
-// peersLoop observes every peer-port event and keeps it for the etcd
-// metric comparison, until the tracer is closed.
+// peersLoop observes every peer-port event and, when win is not nil, keeps
+// it for the etcd metric comparison, until the tracer is closed.
 func peersLoop(p *tracer.Peers, m *Metrics, win *peerWindow) error {
 	for {
 		ev, err := p.Next()
@@ -245,7 +248,9 @@ func peersLoop(p *tracer.Peers, m *Metrics, win *peerWindow) error {
 			continue
 		}
 		m.ObservePeer(ev)
-		win.add(ev)
+		if win != nil {
+			win.add(ev)
+		}
 	}
 }
 
