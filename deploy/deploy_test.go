@@ -169,9 +169,19 @@ func TestDaemonSets(t *testing.T) {
 	}
 }
 
+// promtoolPath prefers the promtool `make promtool` builds (Prometheus 3,
+// with Kubernetes discovery) and falls back to Debian's.
+func promtoolPath(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat("../bin/promtool"); err == nil {
+		return "../bin/promtool"
+	}
+	return testenv.LookPath(t, "promtool", "prometheus")
+}
+
 func promtool(t *testing.T, args ...string) string {
 	t.Helper()
-	bin := testenv.LookPath(t, "promtool", "prometheus")
+	bin := promtoolPath(t)
 	out, err := exec.Command(bin, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -342,10 +352,7 @@ func TestDashboard(t *testing.T) {
 // checked, and the log says so. `make promtool` builds a full one into
 // bin/, which this test prefers.
 func TestPrometheusConfig(t *testing.T) {
-	bin := "../bin/promtool"
-	if _, err := os.Stat(bin); err != nil {
-		bin = testenv.LookPath(t, "promtool", "prometheus")
-	}
+	bin := promtoolPath(t)
 	out, err := exec.Command(bin, "check", "config", "prometheus.yaml").CombinedOutput()
 	if err == nil {
 		t.Logf("%s: %s", bin, strings.TrimSpace(string(out)))
