@@ -93,6 +93,7 @@ type HypervisorIO struct {
 type HypervisorTracer struct {
 	objs    hypervisorObjects
 	links   []link.Link
+	progs   []*ebpf.Program // attached, kept open for Missed
 	reader  *ringbuf.Reader
 	untrace func()
 	probes  []Probe
@@ -189,8 +190,9 @@ func NewHypervisor(cfg HypervisorConfig) (_ *HypervisorTracer, err error) {
 		t.links = append(t.links, l)
 		t.probes = append(t.probes, Probe{Name: "tracepoint/io_uring/" + name, Attached: true})
 	}
-	// The links hold the programs; the maps stay open in t.objs.
-	closeProgs(progs)
+	for _, p := range progs {
+		t.progs = append(t.progs, p)
+	}
 	if t.reader, err = ringbuf.NewReader(t.objs.HvEvents); err != nil {
 		return nil, fmt.Errorf("opening ring buffer: %w", err)
 	}
@@ -267,6 +269,20 @@ func decodeHypervisor(e *hypervisorHvEvent) HypervisorIO {
 	return io
 }
 
+// Missed returns how many times the kernel skipped one of the tracer's
+// programs because a BPF program was already running on that CPU
+// (bpf_prog_info.recursion_misses summed; 0 where the kernel does not
+// count them). Each miss is an event lost.
+func (t *HypervisorTracer) Missed() uint64 {
+	var n uint64
+	for _, p := range t.progs {
+		if st, err := p.Stats(); err == nil {
+			n += st.RecursionMisses
+		}
+	}
+	return n
+}
+
 // Drain makes a Read in progress, and the ones after it, return every
 // record already in the ring buffer and then ErrDrained.
 func (t *HypervisorTracer) Drain() error { return t.reader.Flush() }
@@ -286,6 +302,10 @@ func (t *HypervisorTracer) Close() error {
 		errs = append(errs, l.Close())
 	}
 	t.links = nil
+	for _, p := range t.progs {
+		errs = append(errs, p.Close())
+	}
+	t.progs = nil
 	errs = append(errs, t.objs.Close())
 	if t.untrace != nil {
 		t.untrace()

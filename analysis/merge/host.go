@@ -89,8 +89,11 @@ type HostSummary struct {
 	Images   []Image  `json:"images"`
 	Warnings []string `json:"warnings,omitempty"`
 	// LostEvents: hv_io records that did not fit (ring buffer or map);
-	// FsyncLostEvents, FsyncMissedEvents: the fsync tracer's counters.
+	// MissedEvents: runs of the hypervisor programs the kernel skipped
+	// (recursion); FsyncLostEvents, FsyncMissedEvents: the fsync
+	// tracer's counters.
 	LostEvents        uint64   `json:"lost_events"`
+	MissedEvents      uint64   `json:"missed_events"`
 	FsyncLostEvents   uint64   `json:"fsync_lost_events"`
 	FsyncMissedEvents uint64   `json:"fsync_missed_events"`
 	Unavailable       []string `json:"unavailable,omitempty"`

@@ -228,7 +228,7 @@ func traceHypervisor(f hvFlags) error {
 		return devs.Resolve(event.MkDev(maj, min)).Name
 	})
 	sum := merge.HostSummary{Type: "hv_summary", V: merge.SchemaVersion, Images: images, Warnings: merge.Warnings(images),
-		LostEvents: hvLost, FsyncLostEvents: fsLost, FsyncMissedEvents: ft.Missed(), Unavailable: unavailable}
+		LostEvents: hvLost, MissedEvents: ht.Missed(), FsyncLostEvents: fsLost, FsyncMissedEvents: ft.Missed(), Unavailable: unavailable}
 	if f.output == "json" {
 		return enc.Encode(&sum)
 	}
@@ -303,7 +303,7 @@ func writeHostTable(w io.Writer, s merge.HostSummary, fsyncs []analysis.FsyncRec
 	for _, warn := range s.Warnings {
 		fmt.Fprintf(w, "WARNING: %s\n", warn)
 	}
-	fmt.Fprintf(w, "lost events: %d (hypervisor), %d (fsync), %d missed\n", s.LostEvents, s.FsyncLostEvents, s.FsyncMissedEvents)
+	fmt.Fprintf(w, "lost events: %d (hypervisor), %d (fsync); missed: %d (hypervisor), %d (fsync)\n", s.LostEvents, s.FsyncLostEvents, s.MissedEvents, s.FsyncMissedEvents)
 	for _, u := range s.Unavailable {
 		fmt.Fprintf(w, "unavailable: %s\n", u)
 	}
