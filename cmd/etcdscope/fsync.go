@@ -32,7 +32,7 @@ func init() {
 
 type fsyncFlags struct {
 	comm, cgroup, dev, output, wl, dir, readyFile string
-	pid                                           int
+	pid, qemu                                     int
 	duration, interval, minLatency                time.Duration
 	rate                                          float64
 	ringBytes                                     uint32
@@ -55,6 +55,7 @@ func runFsync(args []string) error {
 	fs.Float64Var(&f.rate, "rate", 0, "with --workload: appends per second (0: as fast as fdatasync returns)")
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once every probe is attached (for scripts and tests)")
 	fs.Uint32Var(&f.ringBytes, "ring-size", 16<<20, "ring buffer bytes (power of two); raise it if events are lost")
+	fs.IntVar(&f.qemu, "qemu", 0, "trace a hypervisor's I/O on its image files instead: the same as 'etcdscope hypervisor --pid N'")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return errHelp
@@ -63,6 +64,14 @@ func runFsync(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q (see 'etcdscope fsync --help')", fs.Arg(0))
+	}
+	if fs.Changed("qemu") {
+		// The hypervisor view has its own flags; pass on those it shares.
+		hv := []string{"--pid", strconv.Itoa(f.qemu), "--duration", f.duration.String(), "--output", f.output}
+		if f.readyFile != "" {
+			hv = append(hv, "--ready-file", f.readyFile)
+		}
+		return runHypervisor(hv)
 	}
 	cfg, err := f.validate()
 	if err != nil {
