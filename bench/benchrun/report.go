@@ -118,6 +118,8 @@ func (r *results) markdown() string {
 		missed += fr.Missed
 	}
 	w("over all rounds fio made %d fdatasync calls and etcdscope reported %d fsyncs, lost_events %d, missed_events %d.\n", fsyncs, seen, lost, missed)
+	w("(etcdscope traces every task named fio: a count above fio's is other fio processes running on the machine\n")
+	w("at the same time; one below it, with no loss counted, would be a bug.)\n")
 
 	w("\n### Kernel cost per BPF program (fio rounds, etcdscope)\n\n")
 	w("From /proc/PID/fdinfo of each program fd (run_time_ns, run_cnt with kernel.bpf_stats_enabled=1),\n")
@@ -248,7 +250,13 @@ func (r *results) microDelta(v string) []float64 {
 func (r *results) goals() [][3]string {
 	var g [][3]string
 	ri := summarize(r.ratios("etcdscope", func(f fioRun) float64 { return f.IOPS }))
-	g = append(g, [3]string{"≤ 1% fewer fio IOPS traced", fmt.Sprintf("%s [%s, %s]", pct(ri.Median), pct(ri.Lo), pct(ri.Hi)), verdict(ri.Median >= 0.99)})
+	// A goal is met or missed only when the whole 95% interval says so;
+	// otherwise the machine was too noisy to tell.
+	iopsVerdict := verdict(ri.Lo >= 0.99)
+	if ri.Lo < 0.99 && ri.Hi >= 0.99 {
+		iopsVerdict = "inconclusive: the interval spans the goal (noise; rerun quieter or with -rounds 30)"
+	}
+	g = append(g, [3]string{"≤ 1% fewer fio IOPS traced", fmt.Sprintf("%s [%s, %s]", pct(ri.Median), pct(ri.Lo), pct(ri.Hi)), iopsVerdict})
 
 	d := summarize(r.microDelta("etcdscope"))
 	var bpfNs float64
@@ -261,7 +269,7 @@ func (r *results) goals() [][3]string {
 	perFsync := bpfNs / float64(max(fs, 1))
 	g = append(g, [3]string{"≤ 300 ns added per fsync",
 		fmt.Sprintf("syscall path +%.0f ns [%+.0f, %+.0f] (tmpfs loop); BPF run time %.0f ns per fio fsync (all programs)", d.Median, d.Lo, d.Hi, perFsync),
-		verdict(d.Median <= 300 && perFsync <= 300)})
+		verdict(d.Hi <= 300 && perFsync <= 300)})
 
 	var top *sweepRow
 	for i := range r.Sweep {
