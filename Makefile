@@ -66,6 +66,9 @@ vmtest:
 demo: build
 	./bin/etcdscope fsync --workload wal --duration 10s
 
+# bench measures what etcdscope costs the machine it traces, interleaved
+# against no tracer and bpftrace, and writes docs/performance.md (bench/run.sh).
+# Needs root, fio and bpftrace; ~7 min on 2 cores; not part of test.
 bench: build
 	./bench/run.sh
 
