@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +22,7 @@ import (
 	"github.com/prometheus/common/model"
 	"golang.org/x/sys/unix"
 
+	"github.com/etcdscope/etcdscope/internal/etcdtest"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
@@ -293,5 +297,75 @@ func TestReportHTML(t *testing.T) {
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
 			t.Errorf("%v: %v, want exit 2", args, err)
 		}
+	}
+}
+
+// TestServeEtcdInflation runs serve beside a real three-member etcd
+// (plain HTTP on 127.0.0.1-3) with --etcd-metrics for member 0 and
+// --etcd-endpoints, and waits for a comparison window that holds an
+// observation of etcd_network_peer_round_trip_time_seconds. Checked: one
+// series per other member, labelled with that member's ID (the metric's To)
+// and its peer address from the member list; the ratio is the metric mean
+// over the traced RTT; on loopback, where the network RTT is tens of µs,
+// the metric (dial + request + answer of a probe) reads well above it. It
+// takes 10 to 40 s: etcd observes the metric 5 s after a prober starts,
+// then every 30 s, and serve compares every 10 s.
+func TestServeEtcdInflation(t *testing.T) {
+	testenv.RequireRoot(t)
+	c := etcdtest.Start(t, etcdtest.Options{Members: 3})
+	m0 := c.Members[0]
+	s := startServe(t, "--comm", "etcd", "--etcd-metrics", m0.MetricsURL,
+		"--etcd-endpoints", m0.ClientURL, "--compare-window", "10s")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go c.Put(ctx, 1000000, 20, 256) // some Raft traffic, until the test ends
+
+	want := map[string]string{} // To label → peer address
+	for _, m := range c.Members[1:] {
+		want[fmt.Sprintf("%x", m.ID)] = m.IP
+	}
+	t0 := time.Now()
+	deadline := t0.Add(60 * time.Second)
+	var fams map[string]*dto.MetricFamily
+	for {
+		fams = s.scrape(t)
+		if len(fams["etcdscope_etcd_peer_rtt_inflation_ratio"].GetMetric()) == len(want) {
+			t.Logf("inflation series after %v", time.Since(t0).Round(time.Second))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no inflation series for %v within 60 s; got %v; stderr:\n%s", want,
+				fams["etcdscope_etcd_peer_rtt_inflation_ratio"].GetMetric(), s.stderr.String())
+		}
+		time.Sleep(time.Second)
+	}
+	gauge := func(name string, l map[string]string) float64 {
+		for _, m := range fams[name].GetMetric() {
+			if labelsOf(m)["to"] == l["to"] && labelsOf(m)["peer"] == l["peer"] {
+				return m.GetGauge().GetValue()
+			}
+		}
+		t.Fatalf("no %s for %v", name, l)
+		return 0
+	}
+	for _, m := range fams["etcdscope_etcd_peer_rtt_inflation_ratio"].GetMetric() {
+		l := labelsOf(m)
+		if want[l["to"]] == "" || l["peer"] != want[l["to"]] || l["etcd"] != strings.TrimPrefix(strings.TrimSuffix(m0.MetricsURL, "/metrics"), "http://") {
+			t.Errorf("series %v: want to=<member ID> with its peer address (%v), etcd=%s", l, want, m0.MetricsURL)
+			continue
+		}
+		ratio := m.GetGauge().GetValue()
+		mean := gauge("etcdscope_etcd_peer_rtt_metric_mean_seconds", l)
+		rtt := gauge("etcdscope_etcd_peer_rtt_traced_seconds", l)
+		t.Logf("to %s (%s): etcd metric mean %.3f ms, traced RTT %.1f µs, inflation %.1f", l["to"], l["peer"], mean*1e3, rtt*1e6, ratio)
+		if math.Abs(ratio-mean/rtt) > 1e-9*ratio {
+			t.Errorf("inflation %v is not metric mean / traced RTT = %v", ratio, mean/rtt)
+		}
+		if rtt <= 0 || rtt > 0.005 || ratio <= 1 {
+			t.Errorf("loopback: traced RTT %v s (want under 5 ms), inflation %v (want > 1)", rtt, ratio)
+		}
+	}
+	for _, m := range fams["etcdscope_etcd_metrics_scrape_errors_total"].GetMetric() {
+		t.Errorf("scrape errors: %v = %v", labelsOf(m), m.GetCounter().GetValue())
 	}
 }
