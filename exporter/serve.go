@@ -138,7 +138,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("peers tracer: %w", err)
 	}
 	defer pt.Close()
-	m.AddSource("peers", pt, len(pt.ProgramStats()))
+	m.AddSource("peers", pt, pt.Attached())
 	defer m.RemoveSource("peers")
 
 	ctx, cancel := context.WithCancel(ctx)

@@ -64,6 +64,12 @@ func (p *Peers) ProgramStats() []ProgramStats {
 	})
 }
 
+// Attached returns how many of the peers programs are attached to their
+// tracepoints (all three once NewPeers has returned without error).
+func (p *Peers) Attached() int {
+	return len(p.links)
+}
+
 // Missed returns how many times the kernel skipped one of the peers
 // programs because another BPF program was running on that CPU
 // (bpf_prog_info.recursion_misses summed; each is an event lost).
