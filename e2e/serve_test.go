@@ -175,6 +175,15 @@ func TestServeCountsFdatasync(t *testing.T) {
 			t.Errorf("lost events %v for %v", v, labelsOf(m))
 		}
 	}
+	attached := map[string]float64{}
+	for _, m := range fams["etcdscope_bpf_programs_attached"].GetMetric() {
+		attached[labelsOf(m)["tracer"]] = m.GetGauge().GetValue()
+	}
+	// fsync: 4 syscall + 4 block programs at least (journal probes vary by
+	// kernel); peers: its three tp_btf programs.
+	if attached["fsync"] < 8 || attached["peers"] != 3 {
+		t.Errorf("programs attached %v, want fsync >= 8 and peers 3", attached)
+	}
 	runs := map[string]float64{}
 	for _, m := range fams["etcdscope_bpf_program_runs_total"].GetMetric() {
 		l := labelsOf(m)
