@@ -6,7 +6,7 @@ GO       ?= go
 CLANG    ?= clang-19
 ETCD_DIR := tools/etcd
 
-.PHONY: all build generate test test-go vmtest demo etcd bench clean check-generate promtool
+.PHONY: all build generate test test-go vmtest demo etcd bench clean check-generate deps promtool
 
 all: build
 
@@ -52,8 +52,16 @@ test-go: build etcd
 	$(GO) vet ./...
 	$(GO) test -count=1 -p 1 -timeout 40m ./...
 
-# test is the README's test command: Go tests here, then the VM rig.
-test: test-go vmtest
+# deps installs the Debian packages the tests need when one is missing
+# (scripts/deps.sh; needs root, as the privileged tests do).
+deps:
+	./scripts/deps.sh
+
+# test is the README's test command: the packages it needs, the Go tests
+# here, then the VM rig.
+test: deps
+	$(MAKE) test-go
+	$(MAKE) vmtest
 
 # vmtest boots Debian 12's cloud kernel (6.1) under QEMU TCG and runs every
 # package's //go:build vmtest tests inside (docs/vmtest.md). It needs no

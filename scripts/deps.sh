@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# deps.sh: install the Debian packages the tests need, if any is missing.
+# `make test` runs it first, so the README's test command works on a fresh
+# machine that has only Go and gcc. Needs root (apt-get); without root it
+# names the command to run and fails.
+set -euo pipefail
+
+# command -> Debian package
+declare -A need=(
+	[fio]=fio
+	[tc]=iproute2
+	[ip]=iproute2
+	[mkfs.ext4]=e2fsprogs
+	[mkfs.xfs]=xfsprogs
+	[mkfs.btrfs]=btrfs-progs
+	[losetup]=util-linux
+	[setpriv]=util-linux
+	[qemu-system-x86_64]=qemu-system-x86
+	[busybox]=busybox-static
+	[cpio]=cpio
+	[xz]=xz-utils
+	[prometheus]=prometheus
+	[promtool]=prometheus
+)
+missing=()
+for cmd in "${!need[@]}"; do
+	PATH=$PATH:/usr/sbin:/sbin command -v "$cmd" >/dev/null || missing+=("${need[$cmd]}")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+pkgs=$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')
+if [[ $(id -u) != 0 ]]; then
+	echo "deps: missing packages: $pkgs; run: sudo apt-get install -y $pkgs" >&2
+	exit 1
+fi
+echo "deps: installing $pkgs" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >/dev/null
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $pkgs ca-certificates >/dev/null
