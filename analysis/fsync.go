@@ -141,11 +141,17 @@ type Attributor struct {
 	backing  BackingLookup
 	inflight map[uint32]uint64 // tid -> start of an fsync in flight
 	latestNs uint64
+	prunedNs uint64 // latestNs at the last prune
 }
 
 // keepNs is how long events are kept when no fsync is in flight: it covers
 // the skew between an fsync's start and its enter event's arrival.
 const keepNs = 2e9
+
+// pruneEveryNs spaces Attribute's prunes: a prune walks every retained
+// event, so pruning on each fsync made Attribute O(2 s of events)
+// (BenchmarkAttributorFsync, docs/performance.md).
+const pruneEveryNs = 100e6
 
 // inflightMaxNs drops an in-flight entry whose exit never came.
 const inflightMaxNs = 120e9
@@ -225,6 +231,7 @@ func (a *Attributor) Retained() int {
 
 // prune drops events that no fsync in flight or still to come can need.
 func (a *Attributor) prune() {
+	a.prunedNs = a.latestNs
 	horizon := uint64(0)
 	if a.latestNs > keepNs {
 		horizon = a.latestNs - keepNs
@@ -243,7 +250,7 @@ func (a *Attributor) prune() {
 		i++
 	}
 	if i > 0 {
-		a.blocks = append(a.blocks[:0], a.blocks[i:]...)
+		a.blocks = a.blocks[i:]
 	}
 	j := 0
 	for _, jw := range a.journals {
@@ -262,14 +269,14 @@ func (a *Attributor) prune() {
 		k++
 	}
 	if k > 0 {
-		a.bios = append(a.bios[:0], a.bios[k:]...)
+		a.bios = a.bios[k:]
 	}
 	h := 0
 	for h < len(a.hosts) && a.hosts[h].EndNs < horizon {
 		h++
 	}
 	if h > 0 {
-		a.hosts = append(a.hosts[:0], a.hosts[h:]...)
+		a.hosts = a.hosts[h:]
 	}
 }
 
@@ -364,7 +371,12 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 			sw.add(issue, b.CompleteNs, catJournal)
 		}
 	}
-	for _, j := range a.journals {
+	// Journal events arrive ≈ in emit order, like blocks: skip to s.
+	jlo := sort.Search(len(a.journals), func(i int) bool { return journalKey(&a.journals[i])+skew >= s })
+	for _, j := range a.journals[jlo:] {
+		if journalKey(&j) > e+skew {
+			break
+		}
 		switch j.Source {
 		case event.JournalJBD2Commit:
 			if j.Dev != f.Dev || j.EndNs < s || j.EndNs > e {
@@ -389,8 +401,19 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 	rec.Layers = sw.partition()
 	sort.Slice(rec.Requests, func(i, j int) bool { return rec.Requests[i].IssueNs < rec.Requests[j].IssueNs })
 	a.nest(&rec)
-	a.prune()
+	if a.latestNs-a.prunedNs >= pruneEveryNs {
+		a.prune()
+	}
 	return rec
+}
+
+// journalKey is when a journal event was emitted: a jbd2 commit or wait
+// at its end, an XFS log force (no end) at its start.
+func journalKey(j *event.Journal) uint64 {
+	if j.EndNs != 0 {
+		return j.EndNs
+	}
+	return j.StartNs
 }
 
 // nest attaches to each issued flush of a stacked disk the host-level
