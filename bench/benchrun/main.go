@@ -218,11 +218,11 @@ type fioRun struct {
 
 func runFio(o options) (fioRun, error) {
 	var fr fioRun
-	dir, err := os.MkdirTemp("/var/tmp", "etcdscope-bench-fio-")
+	dir, err := mkScratch("/var/tmp", "etcdscope-bench-fio-")
 	if err != nil {
 		return fr, err
 	}
-	defer os.RemoveAll(dir)
+	defer dropScratch(dir)
 	var out bytes.Buffer
 	cmd := exec.Command("fio", "--name=etcd", "--directory="+dir, "--rw=write", "--ioengine=sync",
 		"--fdatasync=1", "--bs=2300", "--size="+o.fioSize, "--output-format=json")
@@ -357,11 +357,11 @@ type genResult struct {
 
 func runGen(o options, args ...string) (genResult, error) {
 	var g genResult
-	dir, err := os.MkdirTemp("/dev/shm", "etcdscope-bench-gen-")
+	dir, err := mkScratch("/dev/shm", "etcdscope-bench-gen-")
 	if err != nil {
 		return g, err
 	}
-	defer os.RemoveAll(dir)
+	defer dropScratch(dir)
 	var out, stderr bytes.Buffer
 	cmd := exec.Command(o.fsyncgen, append([]string{"-dir", dir}, args...)...)
 	cmd.Stdout, cmd.Stderr = &out, &stderr
@@ -487,11 +487,11 @@ func goBenchSection(o options, r *results) error {
 		b.BytesPerOp, b.AllocsPerOp = bytesOp, allocs
 	}
 	// Where the Attributor's time goes: pprof of its benchmark.
-	dir, err := os.MkdirTemp("", "etcdscope-bench-pprof-")
+	dir, err := mkScratch("", "etcdscope-bench-pprof-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer dropScratch(dir)
 	prof, bin := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "analysis.test")
 	cmd = exec.Command("go", "test", "-run", "^$", "-bench", "AttributorFsync", "-cpuprofile", prof, "-o", bin, "./analysis/")
 	cmd.Dir = o.repo

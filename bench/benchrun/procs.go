@@ -45,13 +45,44 @@ func waitChild(cmd *exec.Cmd) error {
 }
 
 // killChildren ends every child's process group (fio forks its job
-// workers into the group).
+// workers into the group) and removes every scratch directory still there.
 func killChildren() {
 	children.Lock()
-	defer children.Unlock()
-	for pid := range children.m {
+	for pid, cmd := range children.m {
 		syscall.Kill(-pid, syscall.SIGKILL)
+		cmd.Process.Wait()
 	}
+	children.Unlock()
+	scratch.Lock()
+	defer scratch.Unlock()
+	for d := range scratch.m {
+		os.RemoveAll(d)
+	}
+}
+
+// scratch holds the temporary directories in use, for killChildren.
+var scratch = struct {
+	sync.Mutex
+	m map[string]bool
+}{m: map[string]bool{}}
+
+// mkScratch makes a temporary directory under parent that an interrupt
+// also removes; the caller removes it with dropScratch.
+func mkScratch(parent, pattern string) (string, error) {
+	d, err := os.MkdirTemp(parent, pattern)
+	if err == nil {
+		scratch.Lock()
+		scratch.m[d] = true
+		scratch.Unlock()
+	}
+	return d, err
+}
+
+func dropScratch(d string) {
+	os.RemoveAll(d)
+	scratch.Lock()
+	delete(scratch.m, d)
+	scratch.Unlock()
 }
 
 // tracerProc is one running tracer: etcdscope, bpftrace or biolatency.
@@ -74,7 +105,7 @@ type tracerProc struct {
 // probes" line and then N programs open in the process; biolatency's
 // "Tracing" line.
 func startTracer(kind, comm, etcdscope, btScript string) (*tracerProc, error) {
-	dir, err := os.MkdirTemp("/dev/shm", "etcdscope-bench-")
+	dir, err := mkScratch("/dev/shm", "etcdscope-bench-")
 	if err != nil {
 		return nil, fmt.Errorf("creating scratch directory: %w", err)
 	}
@@ -93,20 +124,20 @@ func startTracer(kind, comm, etcdscope, btScript string) (*tracerProc, error) {
 	}
 	out, err := os.Create(t.stdout)
 	if err != nil {
-		os.RemoveAll(dir)
+		dropScratch(dir)
 		return nil, err
 	}
 	defer out.Close()
 	errf, err := os.Create(t.stderr)
 	if err != nil {
-		os.RemoveAll(dir)
+		dropScratch(dir)
 		return nil, err
 	}
 	defer errf.Close()
 	t.cmd.Stdout, t.cmd.Stderr = out, errf
 	t.started = time.Now()
 	if err := startChild(t.cmd); err != nil {
-		os.RemoveAll(dir)
+		dropScratch(dir)
 		return nil, fmt.Errorf("starting %s: %w", kind, err)
 	}
 	go func() { t.done <- waitChild(t.cmd) }()
@@ -116,7 +147,7 @@ func startTracer(kind, comm, etcdscope, btScript string) (*tracerProc, error) {
 		select {
 		case err := <-t.done:
 			msg := head(t.stderr, 2)
-			os.RemoveAll(dir)
+			dropScratch(dir)
 			return nil, fmt.Errorf("%s exited before it was ready (%v): %s", kind, err, msg)
 		default:
 		}
@@ -162,7 +193,7 @@ func (t *tracerProc) isReady(readyFile string) bool {
 // waits for it and removes its scratch directory; it returns the tracer's
 // stdout.
 func (t *tracerProc) stop() ([]byte, error) {
-	defer os.RemoveAll(t.dir)
+	defer dropScratch(t.dir)
 	t.cmd.Process.Signal(syscall.SIGINT)
 	var err error
 	select {
