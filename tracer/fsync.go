@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -159,6 +160,7 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 	if t.reader, err = ringbuf.NewReader(t.fsync.Events); err != nil {
 		return nil, fmt.Errorf("opening ring buffer: %w", err)
 	}
+	t.reader.SetDeadline(time.Now().Add(pollInterval))
 	return t, nil
 }
 
@@ -419,6 +421,11 @@ func (t *FsyncTracer) Missed() uint64 {
 	return n
 }
 
+// pollInterval is how often Read looks at the ring buffer: the programs
+// commit records without waking the reader (bpf/events.h) unless the ring
+// is an eighth full, so events reach userspace within this much time.
+const pollInterval = 10 * time.Millisecond
+
 // ErrClosed is returned by Read after Close.
 var ErrClosed = ringbuf.ErrClosed
 
@@ -430,6 +437,11 @@ var ErrClosed = ringbuf.ErrClosed
 func (t *FsyncTracer) Read() (any, error) {
 	for {
 		if err := t.reader.ReadInto(&t.rec); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				// The programs commit quietly (events.h): look again.
+				t.reader.SetDeadline(time.Now().Add(pollInterval))
+				continue
+			}
 			return nil, err
 		}
 		raw := t.rec.RawSample
