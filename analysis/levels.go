@@ -29,71 +29,93 @@ type LevelRow struct {
 // BuildLevels returns the per-level table for records whose flushes nested
 // host-level fsyncs (Request.Host), or nil when none did.
 func BuildLevels(recs []FsyncRecord) []LevelRow {
-	type acc struct {
-		dev, fs string
-		totals  []int64
-		layers  map[string][]int64
-		flushes int64
-		l1      int64 // L1 fsyncs these rows belong to
-		nested  int64 // L2: host time nested
-		flushNs int64 // L2: L1 device-flush time it nests in
-	}
-	l1 := map[string]*acc{}
-	l2 := map[string]*acc{}
-	get := func(m map[string]*acc, dev, fs string) *acc {
-		k := dev + "\x00" + fs
-		if m[k] == nil {
-			m[k] = &acc{dev: dev, fs: fs, layers: map[string][]int64{}}
-		}
-		return m[k]
-	}
-	add := func(a *acc, r *FsyncRecord) {
-		a.totals = append(a.totals, r.TotalNs)
-		for _, n := range LayerNames {
-			a.layers[n] = append(a.layers[n], r.Layers.Get(n))
-		}
-		a.flushes += int64(r.Flushes)
-	}
-	any := false
+	l := newLevelsAcc()
 	for i := range recs {
-		r := &recs[i]
-		hasHost := false
-		for _, q := range r.Requests {
-			if len(q.Host) > 0 {
-				hasHost = true
-			}
+		l.add(&recs[i])
+	}
+	return l.rows()
+}
+
+// levelsAcc accumulates BuildLevels' table one record at a time.
+type levelsAcc struct {
+	l1, l2 map[string]*levelAcc
+	any    bool
+}
+
+type levelAcc struct {
+	dev, fs string
+	totals  []int64
+	layers  [5][]int64 // in LayerNames order
+	flushes int64
+	l1      int64 // L1 fsyncs these rows belong to
+	nested  int64 // L2: host time nested
+	flushNs int64 // L2: L1 device-flush time it nests in
+}
+
+func newLevelsAcc() *levelsAcc {
+	return &levelsAcc{l1: map[string]*levelAcc{}, l2: map[string]*levelAcc{}}
+}
+
+func (l *levelsAcc) get(m map[string]*levelAcc, dev, fs string) *levelAcc {
+	k := dev + "\x00" + fs
+	if m[k] == nil {
+		m[k] = &levelAcc{dev: dev, fs: fs}
+	}
+	return m[k]
+}
+
+func (a *levelAcc) add(r *FsyncRecord) {
+	a.totals = append(a.totals, r.TotalNs)
+	for i, n := range LayerNames {
+		a.layers[i] = append(a.layers[i], r.Layers.Get(n))
+	}
+	a.flushes += int64(r.Flushes)
+}
+
+func (l *levelsAcc) add(r *FsyncRecord) {
+	hasHost := false
+	for _, q := range r.Requests {
+		if len(q.Host) > 0 {
+			hasHost = true
 		}
-		if !hasHost {
-			continue
-		}
-		any = true
-		a := get(l1, r.DevName, r.FS)
-		add(a, r)
-		a.l1++
-		seen := map[string]bool{}
-		for _, q := range r.Requests {
-			for j := range q.Host {
-				h := &q.Host[j]
-				b := get(l2, h.DevName, h.FS)
-				add(b, h)
-				b.nested += h.TotalNs
-				if !seen[h.DevName+"\x00"+h.FS] {
-					seen[h.DevName+"\x00"+h.FS] = true
-					b.l1++
-					b.flushNs += r.Layers.DeviceFlushNs
-				}
+	}
+	if !hasHost {
+		return
+	}
+	l.any = true
+	a := l.get(l.l1, r.DevName, r.FS)
+	a.add(r)
+	a.l1++
+	seen := map[string]bool{}
+	for _, q := range r.Requests {
+		for j := range q.Host {
+			h := &q.Host[j]
+			b := l.get(l.l2, h.DevName, h.FS)
+			b.add(h)
+			b.nested += h.TotalNs
+			if k := h.DevName + "\x00" + h.FS; !seen[k] {
+				seen[k] = true
+				b.l1++
+				b.flushNs += r.Layers.DeviceFlushNs
 			}
 		}
 	}
-	if !any {
+}
+
+func (l *levelsAcc) rows() []LevelRow {
+	if !l.any {
 		return nil
 	}
-	rows := func(level string, m map[string]*acc, l1count int64) []LevelRow {
+	var l1n int64
+	for _, a := range l.l1 {
+		l1n += a.l1
+	}
+	rows := func(level string, m map[string]*levelAcc, l1count int64) []LevelRow {
 		var out []LevelRow
 		for _, a := range m {
-			row := LevelRow{Level: level, Device: a.dev, FS: a.fs, Total: stats.Summarize(a.totals)}
-			for _, n := range LayerNames {
-				st := stats.Summarize(a.layers[n])
+			row := LevelRow{Level: level, Device: a.dev, FS: a.fs, Total: stats.Summarize(append([]int64(nil), a.totals...))}
+			for i, n := range LayerNames {
+				st := stats.Summarize(append([]int64(nil), a.layers[i]...))
 				share := 0.0
 				if row.Total.Sum > 0 {
 					share = float64(st.Sum) / float64(row.Total.Sum)
@@ -115,11 +137,7 @@ func BuildLevels(recs []FsyncRecord) []LevelRow {
 		sort.Slice(out, func(i, j int) bool { return out[i].Device < out[j].Device })
 		return out
 	}
-	var l1n int64
-	for _, a := range l1 {
-		l1n += a.l1
-	}
-	return append(rows("L1", l1, 0), rows("L2", l2, l1n)...)
+	return append(rows("L1", l.l1, 0), rows("L2", l.l2, l1n)...)
 }
 
 // WriteLevels prints the per-level table.

@@ -70,51 +70,71 @@ type Report struct {
 	Unavailable []string   `json:"unavailable,omitempty"` // probes this kernel lacks and what they leave dark
 }
 
-// BuildReport summarises records, grouped by GroupKey, largest groups
-// first. lost and missed are the tracer's lost-event and skipped-probe
-// counts; unavailable lists probes that could not attach.
-func BuildReport(recs []FsyncRecord, lost, missed uint64, unavailable []string) Report {
-	type acc struct {
-		key      GroupKey
-		totals   []int64
-		layers   map[string][]int64
-		flushes  int64
-		errors   int64
-		commits  int64
-		syscalls map[string]bool
+// ReportBuilder accumulates fsync records into a Report without keeping
+// them: per group it holds the total and each layer's value of every call
+// (48 bytes a call, for exact quantiles), not the records with their
+// requests (kilobytes a call). The zero value is not ready: use
+// NewReportBuilder. Not safe for concurrent use.
+type ReportBuilder struct {
+	groups map[GroupKey]*groupAcc
+	levels *levelsAcc
+	count  int64
+}
+
+type groupAcc struct {
+	key      GroupKey
+	totals   []int64
+	layers   [5][]int64 // in LayerNames order
+	flushes  int64
+	errors   int64
+	commits  int64
+	syscalls map[string]bool
+}
+
+// NewReportBuilder returns an empty builder.
+func NewReportBuilder() *ReportBuilder {
+	return &ReportBuilder{groups: map[GroupKey]*groupAcc{}, levels: newLevelsAcc()}
+}
+
+// Add counts one record in its group (and in the stacked-device levels if
+// its flushes nested host fsyncs).
+func (b *ReportBuilder) Add(r *FsyncRecord) {
+	b.count++
+	k := GroupKey{PID: r.PID, Comm: r.Comm, Dev: r.Dev, DevName: r.DevName, FS: r.FS, FileKind: r.FileKind}
+	g := b.groups[k]
+	if g == nil {
+		g = &groupAcc{key: k, syscalls: map[string]bool{}}
+		b.groups[k] = g
 	}
-	groups := map[GroupKey]*acc{}
-	for i := range recs {
-		r := &recs[i]
-		k := GroupKey{PID: r.PID, Comm: r.Comm, Dev: r.Dev, DevName: r.DevName, FS: r.FS, FileKind: r.FileKind}
-		g := groups[k]
-		if g == nil {
-			g = &acc{key: k, layers: map[string][]int64{}, syscalls: map[string]bool{}}
-			groups[k] = g
-		}
-		g.totals = append(g.totals, r.TotalNs)
-		for _, n := range LayerNames {
-			g.layers[n] = append(g.layers[n], r.Layers.Get(n))
-		}
-		g.flushes += int64(r.Flushes)
-		if len(r.Journal) > 0 {
-			g.commits++
-		}
-		if r.Ret < 0 {
-			g.errors++
-		}
-		g.syscalls[r.Syscall] = true
+	g.totals = append(g.totals, r.TotalNs)
+	for i, n := range LayerNames {
+		g.layers[i] = append(g.layers[i], r.Layers.Get(n))
 	}
-	rep := Report{Type: "summary", Version: SchemaVersion, Fsyncs: int64(len(recs)), LostEvents: lost, MissedEvents: missed, Unavailable: unavailable}
-	for _, g := range groups {
+	g.flushes += int64(r.Flushes)
+	if len(r.Journal) > 0 {
+		g.commits++
+	}
+	if r.Ret < 0 {
+		g.errors++
+	}
+	g.syscalls[r.Syscall] = true
+	b.levels.add(r)
+}
+
+// Report summarises what was added, largest groups first. lost and missed
+// are the tracer's lost-event and skipped-probe counts; unavailable lists
+// probes that could not attach. The builder stays usable.
+func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report {
+	rep := Report{Type: "summary", Version: SchemaVersion, Fsyncs: b.count, LostEvents: lost, MissedEvents: missed, Unavailable: unavailable}
+	for _, g := range b.groups {
 		out := Group{Key: g.key, Flushes: g.flushes, Errors: g.errors, WithCommit: g.commits}
 		for s := range g.syscalls {
 			out.Syscalls = append(out.Syscalls, s)
 		}
 		sort.Strings(out.Syscalls)
-		out.Total = stats.Summarize(g.totals)
-		for _, n := range LayerNames {
-			st := stats.Summarize(g.layers[n])
+		out.Total = stats.Summarize(append([]int64(nil), g.totals...))
+		for i, n := range LayerNames {
+			st := stats.Summarize(append([]int64(nil), g.layers[i]...))
 			share := 0.0
 			if out.Total.Sum > 0 {
 				share = float64(st.Sum) / float64(out.Total.Sum)
@@ -127,7 +147,7 @@ func BuildReport(recs []FsyncRecord, lost, missed uint64, unavailable []string) 
 		out.Verdict = verdict(g.key.FileKind, out.Total.P99)
 		rep.Groups = append(rep.Groups, out)
 	}
-	rep.Levels = BuildLevels(recs)
+	rep.Levels = b.levels.rows()
 	sort.Slice(rep.Groups, func(i, j int) bool {
 		a, b := rep.Groups[i], rep.Groups[j]
 		if a.Total.Count != b.Total.Count {
@@ -136,6 +156,15 @@ func BuildReport(recs []FsyncRecord, lost, missed uint64, unavailable []string) 
 		return fmt.Sprint(a.Key) < fmt.Sprint(b.Key)
 	})
 	return rep
+}
+
+// BuildReport summarises records at once (ReportBuilder for a stream).
+func BuildReport(recs []FsyncRecord, lost, missed uint64, unavailable []string) Report {
+	b := NewReportBuilder()
+	for i := range recs {
+		b.Add(&recs[i])
+	}
+	return b.Report(lost, missed, unavailable)
 }
 
 func verdict(kind string, p99 int64) string {

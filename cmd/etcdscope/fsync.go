@@ -162,8 +162,8 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 // fsyncRun is the state the event loop shares with the interval printer.
 type fsyncRun struct {
 	mu       sync.Mutex
-	all      []analysis.FsyncRecord
-	interval []analysis.FsyncRecord
+	report   *analysis.ReportBuilder // every call, without its requests
+	interval []analysis.FsyncRecord  // this interval's calls
 }
 
 func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
@@ -201,7 +201,7 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 	if f.output == "json" {
 		info = os.Stderr
 	}
-	run := &fsyncRun{}
+	run := &fsyncRun{report: analysis.NewReportBuilder()}
 	loopDone := make(chan error, 1)
 	var stopNs uint64
 	var stopMu sync.Mutex
@@ -271,7 +271,7 @@ wait:
 	if err != nil {
 		return err
 	}
-	rep := analysis.BuildReport(run.all, lost, tr.Missed(), unavailable)
+	rep := run.report.Report(lost, tr.Missed(), unavailable)
 	if f.output == "json" {
 		if err := json.NewEncoder(out).Encode(rep); err != nil {
 			return err
@@ -347,8 +347,12 @@ func eventLoop(tr *tracer.FsyncTracer, f fsyncFlags, cfg tracer.FsyncConfig, run
 		rec.Path = paths.Path(&fe)
 		rec.FileKind = analysis.FileKind(rec.Path)
 		run.mu.Lock()
-		run.all = append(run.all, rec)
-		run.interval = append(run.interval, rec)
+		run.report.Add(&rec)
+		if f.interval > 0 {
+			lite := rec // the interval line needs the totals and layers only
+			lite.Requests, lite.Journal, lite.Disks = nil, nil, nil
+			run.interval = append(run.interval, lite)
+		}
 		run.mu.Unlock()
 		if f.output == "json" && time.Duration(rec.TotalNs) >= f.minLatency {
 			if err := enc.Encode(&rec); err != nil {
