@@ -6,15 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"net/netip"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/tracer"
 )
 
@@ -34,7 +31,7 @@ func watchEtcd(ctx context.Context, u string, endpoints []string, tlsCfg *tls.Co
 	defer tick.Stop()
 	for {
 		now, mono := time.Now(), tracer.MonotonicNs()
-		sc, err := ScrapeEtcd(ctx, u, tlsCfg)
+		sc, err := etcdinfo.Scrape(ctx, u, tlsCfg)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			m.ScrapeError(label)
@@ -43,11 +40,14 @@ func watchEtcd(ctx context.Context, u string, endpoints []string, tlsCfg *tls.Co
 		case err == nil:
 			if have {
 				links := peers.Analyze(win.between(prevMono, mono), peers.Options{Window: now.Sub(prevT)}).Links
-				pid, _ := MemberPID(u)
+				pid, _ := etcdinfo.ListenerPID(u)
 				var members []etcdmetric.Member
 				if len(endpoints) > 0 {
 					mctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-					members, err = Members(mctx, endpoints, tlsCfg)
+					members, _, err = etcdinfo.Members(mctx, endpoints, tlsCfg)
+					if errors.Is(err, etcdinfo.ErrLeaderUnknown) {
+						err = nil // the comparison needs the members, not the leader
+					}
 					cancel()
 					if err != nil {
 						// Without the list the series are compared with
@@ -70,56 +70,4 @@ func watchEtcd(ctx context.Context, u string, endpoints []string, tlsCfg *tls.Co
 		case <-tick.C:
 		}
 	}
-}
-
-// ScrapeEtcd fetches and parses one etcd /metrics page (etcdmetric.Parse,
-// i.e. prometheus/common's expfmt). A page of etcd's without peer RTT
-// observations yet is an empty Scrape, not an error.
-func ScrapeEtcd(ctx context.Context, u string, tlsCfg *tls.Config) (etcdmetric.Scrape, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return etcdmetric.Scrape{}, err
-	}
-	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}
-	resp, err := cl.Do(req)
-	if err != nil {
-		return etcdmetric.Scrape{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return etcdmetric.Scrape{}, fmt.Errorf("HTTP %s (is this etcd's /metrics?)", resp.Status)
-	}
-	sc, err := etcdmetric.Parse(io.LimitReader(resp.Body, 64<<20))
-	if errors.Is(err, etcdmetric.ErrNoMetric) && sc.IsEtcd {
-		return sc, nil
-	}
-	if err != nil {
-		return sc, fmt.Errorf("not etcd metrics: %w", err)
-	}
-	return sc, nil
-}
-
-// MemberPID finds the process listening on the metrics URL's address (from
-// /proc/net/tcp{,6} and /proc/PID/fd, tracer.ListenerPID): the
-// etcd member whose opened connections are compared with its metric.
-func MemberPID(u string) (int, error) {
-	pu, err := url.Parse(u)
-	if err != nil {
-		return 0, err
-	}
-	port := pu.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[pu.Scheme]
-	}
-	p, err := strconv.ParseUint(port, 10, 16)
-	if err != nil {
-		return 0, fmt.Errorf("port %q: %w", port, err)
-	}
-	ips, err := net.DefaultResolver.LookupNetIP(context.Background(), "ip", pu.Hostname())
-	if err != nil || len(ips) == 0 {
-		return 0, fmt.Errorf("resolving %s: %v", pu.Hostname(), err)
-	}
-	return tracer.ListenerPID(netip.AddrPortFrom(ips[0].Unmap(), uint16(p)))
 }

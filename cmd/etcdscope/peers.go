@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
@@ -23,12 +22,11 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/tracer"
 )
 
@@ -190,7 +188,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	var startOK bool
 	if f.metricsURL != "" {
 		var err error
-		start, err = scrapeEtcd(ctx, f.metricsURL, tlsCfg)
+		start, err = etcdinfo.Scrape(ctx, f.metricsURL, tlsCfg)
 		if err != nil {
 			metricErrs = append(metricErrs, "start scrape: "+err.Error())
 		} else {
@@ -201,7 +199,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	var err error
 	if len(f.endpoints) > 0 {
 		mctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		rep.Members, peerURLs, err = memberList(mctx, f.endpoints, tlsCfg)
+		rep.Members, peerURLs, err = etcdinfo.Members(mctx, f.endpoints, tlsCfg)
 		cancel()
 		if err != nil {
 			rep.MembersError = err.Error()
@@ -278,12 +276,12 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		rep.LeaderWarning = etcdmetric.LeaderWarning(rep.Members, rep.Links)
 	}
 	if f.metricsURL != "" {
-		end, err := scrapeEtcd(sctx, f.metricsURL, tlsCfg)
+		end, err := etcdinfo.Scrape(sctx, f.metricsURL, tlsCfg)
 		if err != nil {
 			metricErrs = append(metricErrs, "end scrape: "+err.Error())
 		} else if startOK {
 			if u, err := url.Parse(f.metricsURL); err == nil {
-				if pid, err := listenerPID(u); err == nil {
+				if pid, err := etcdinfo.ListenerPID(u.String()); err == nil {
 					rep.MemberPID = pid
 				}
 			}
@@ -327,116 +325,6 @@ func writeRecording(path string, events []peers.Event) error {
 		return err
 	}
 	return fh.Close()
-}
-
-// listenerPID finds the etcd process serving the metrics URL.
-func listenerPID(u *url.URL) (int, error) {
-	host, port := u.Hostname(), u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	ips, err := net.DefaultResolver.LookupNetIP(context.Background(), "ip", host)
-	if err != nil || len(ips) == 0 {
-		return 0, fmt.Errorf("resolving %s: %v", host, err)
-	}
-	p, err := strconv.ParseUint(port, 10, 16)
-	if err != nil {
-		return 0, err
-	}
-	return tracer.ListenerPID(netip.AddrPortFrom(ips[0].Unmap(), uint16(p)))
-}
-
-// scrapeEtcd fetches and parses one /metrics page. A page with etcd
-// metrics but no peer RTT yet (no observation made) is an empty scrape.
-func scrapeEtcd(ctx context.Context, u string, tlsCfg *tls.Config) (etcdmetric.Scrape, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return etcdmetric.Scrape{}, err
-	}
-	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}
-	resp, err := cl.Do(req)
-	if err != nil {
-		return etcdmetric.Scrape{}, explainTLS(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return etcdmetric.Scrape{}, fmt.Errorf("HTTP %s (is this etcd's /metrics?)", resp.Status)
-	}
-	sc, err := etcdmetric.Parse(io.LimitReader(resp.Body, 64<<20))
-	if errors.Is(err, etcdmetric.ErrNoMetric) && sc.IsEtcd {
-		return sc, nil
-	}
-	if err != nil {
-		return sc, fmt.Errorf("not etcd metrics: %w", err)
-	}
-	return sc, nil
-}
-
-// explainTLS adds what to fix to TLS failures.
-func explainTLS(err error) error {
-	var ua x509.UnknownAuthorityError
-	var hn x509.HostnameError
-	var rec tls.RecordHeaderError
-	switch {
-	case errors.As(err, &ua):
-		return fmt.Errorf("%w (the server's certificate is not signed by --cacert)", err)
-	case errors.As(err, &hn):
-		return fmt.Errorf("%w (the certificate does not name this host: use the address in its SAN)", err)
-	case errors.As(err, &rec):
-		return fmt.Errorf("%w (the server does not speak TLS: use http://)", err)
-	case strings.Contains(err.Error(), "certificate required") || strings.Contains(err.Error(), "bad certificate"):
-		return fmt.Errorf("%w (the server wants a client certificate: give --cert and --key)", err)
-	}
-	return err
-}
-
-// memberList asks the cluster for its members and its leader.
-// It returns the members and each one's first peer URL by ID.
-func memberList(ctx context.Context, endpoints []string, tlsCfg *tls.Config) ([]etcdmetric.Member, map[uint64]string, error) {
-	cl, err := clientv3.New(clientv3.Config{Endpoints: endpoints, TLS: tlsCfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		return nil, nil, err
-	}
-	defer cl.Close()
-	ml, err := cl.MemberList(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("member list: %w", explainTLS(err))
-	}
-	peerURLs := map[uint64]string{}
-	var leader uint64
-	for _, ep := range endpoints {
-		if st, err := cl.Status(ctx, ep); err == nil {
-			leader = st.Leader
-			break
-		}
-	}
-	var out []etcdmetric.Member
-	for _, m := range ml.Members {
-		mem := etcdmetric.Member{ID: m.ID, Name: m.Name, Leader: m.ID == leader}
-		if len(m.PeerURLs) > 0 {
-			peerURLs[m.ID] = m.PeerURLs[0]
-		}
-		for _, pu := range m.PeerURLs {
-			u, err := url.Parse(pu)
-			if err != nil {
-				continue
-			}
-			ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname())
-			if err != nil {
-				continue
-			}
-			for _, ip := range ips {
-				mem.PeerIPs = append(mem.PeerIPs, ip.Unmap())
-			}
-		}
-		out = append(out, mem)
-	}
-	if leader == 0 {
-		return out, peerURLs, fmt.Errorf("no endpoint answered a status request: leader unknown")
-	}
-	return out, peerURLs, nil
 }
 
 func ns(v int64) string {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+	"github.com/etcdscope/etcdscope/etcdinfo"
 )
 
 // answerProbe measures what etcd's kept-alive ROUND_TRIPPER_SNAPSHOT
@@ -81,7 +82,7 @@ func (a *answerProbe) probe(ctx context.Context, ip netip.Addr, peerURL string, 
 			if ctx.Err() != nil {
 				return
 			}
-			a.fail(ip, explainTLS(err))
+			a.fail(ip, etcdinfo.ExplainTLS(err))
 		} else if !first { // the first one dials
 			a.mu.Lock()
 			a.samples[ip] = append(a.samples[ip], d)

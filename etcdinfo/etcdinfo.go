@@ -1,0 +1,155 @@
+// Package etcdinfo asks a running etcd what etcdscope compares its
+// measurements with: the /metrics page (parsed by analysis/etcdmetric,
+// i.e. prometheus/common's expfmt), the member list and leader
+// (go.etcd.io/etcd/client/v3), and which local process serves a URL.
+// `etcdscope peers` and `etcdscope serve` share it.
+package etcdinfo
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+	"github.com/etcdscope/etcdscope/tracer"
+)
+
+// Scrape fetches and parses one etcd /metrics page, waiting at most 10 s.
+// A page of etcd's without peer RTT observations yet is an empty Scrape,
+// not an error; a page that is not etcd's is an error saying so, and TLS
+// failures say what to fix (ExplainTLS).
+func Scrape(ctx context.Context, u string, tlsCfg *tls.Config) (etcdmetric.Scrape, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return etcdmetric.Scrape{}, err
+	}
+	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return etcdmetric.Scrape{}, ExplainTLS(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return etcdmetric.Scrape{}, fmt.Errorf("HTTP %s (is this etcd's /metrics?)", resp.Status)
+	}
+	sc, err := etcdmetric.Parse(io.LimitReader(resp.Body, 64<<20))
+	if errors.Is(err, etcdmetric.ErrNoMetric) && sc.IsEtcd {
+		return sc, nil
+	}
+	if err != nil {
+		return sc, fmt.Errorf("not etcd metrics: %w", err)
+	}
+	return sc, nil
+}
+
+// ExplainTLS adds what to fix to a TLS failure (unknown CA, wrong host
+// name, plain HTTP server, missing client certificate); other errors come
+// back unchanged.
+func ExplainTLS(err error) error {
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	var rec tls.RecordHeaderError
+	switch {
+	case errors.As(err, &ua):
+		return fmt.Errorf("%w (the server's certificate is not signed by --cacert)", err)
+	case errors.As(err, &hn):
+		return fmt.Errorf("%w (the certificate does not name this host: use the address in its SAN)", err)
+	case errors.As(err, &rec):
+		return fmt.Errorf("%w (the server does not speak TLS: use http://)", err)
+	case strings.Contains(err.Error(), "certificate required") || strings.Contains(err.Error(), "bad certificate"):
+		return fmt.Errorf("%w (the server wants a client certificate: give --cert and --key)", err)
+	}
+	return err
+}
+
+// ErrLeaderUnknown is returned (wrapped, with the members) by Members when
+// no endpoint answered a status request.
+var ErrLeaderUnknown = errors.New("no endpoint answered a status request: leader unknown")
+
+// Members asks the cluster at endpoints (client URLs) for its member list
+// (clientv3 MemberList) and marks the leader (Status of the first endpoint
+// that answers). Each member's peer URLs are resolved to the addresses its
+// peer connections come from, so the metric's To label (the member ID) can
+// be matched with the connections to that peer. peerURLs maps each member
+// ID to its first peer URL.
+func Members(ctx context.Context, endpoints []string, tlsCfg *tls.Config) (members []etcdmetric.Member, peerURLs map[uint64]string, err error) {
+	cl, err := clientv3.New(clientv3.Config{Endpoints: endpoints, TLS: tlsCfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cl.Close()
+	ml, err := cl.MemberList(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("member list: %w", ExplainTLS(err))
+	}
+	var leader uint64
+	for _, ep := range endpoints {
+		if st, err := cl.Status(ctx, ep); err == nil {
+			leader = st.Leader
+			break
+		}
+	}
+	peerURLs = map[uint64]string{}
+	for _, m := range ml.Members {
+		mem := etcdmetric.Member{ID: m.ID, Name: m.Name, Leader: m.ID == leader}
+		if len(m.PeerURLs) > 0 {
+			peerURLs[m.ID] = m.PeerURLs[0]
+		}
+		for _, pu := range m.PeerURLs {
+			u, err := url.Parse(pu)
+			if err != nil {
+				continue
+			}
+			ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname())
+			if err != nil {
+				continue
+			}
+			for _, ip := range ips {
+				mem.PeerIPs = append(mem.PeerIPs, ip.Unmap())
+			}
+		}
+		members = append(members, mem)
+	}
+	if leader == 0 {
+		return members, peerURLs, ErrLeaderUnknown
+	}
+	return members, peerURLs, nil
+}
+
+// ListenerPID finds the local process listening on u's address (from
+// /proc/net/tcp{,6} and /proc/PID/fd, tracer.ListenerPID): the etcd member
+// that serves a metrics or client URL.
+func ListenerPID(u string) (int, error) {
+	pu, err := url.Parse(u)
+	if err != nil {
+		return 0, err
+	}
+	port := pu.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[pu.Scheme]
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return 0, fmt.Errorf("port %q: %w", port, err)
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(context.Background(), "ip", pu.Hostname())
+	if err != nil || len(ips) == 0 {
+		return 0, fmt.Errorf("resolving %s: %v", pu.Hostname(), err)
+	}
+	return tracer.ListenerPID(netip.AddrPortFrom(ips[0].Unmap(), uint16(p)))
+}
