@@ -6,12 +6,15 @@ GO       ?= go
 CLANG    ?= clang-19
 ETCD_DIR := tools/etcd
 
-.PHONY: all build generate test test-go vmtest demo etcd bench clean check-generate deps promtool
+.PHONY: all build install generate test test-go vmtest demo etcd bench clean check-generate deps promtool
 
 all: build
 
 build:
 	$(GO) build -o bin/etcdscope ./cmd/etcdscope
+
+install: build
+	install -m 0755 bin/etcdscope /usr/local/bin/etcdscope
 
 # vmlinux.h is this kernel's BTF as C (Linux 6.18 guest kernel, bpftool
 # v7.1.0); CO-RE relocates field offsets, so one header serves every kernel

@@ -51,7 +51,8 @@ type Group struct {
 	// (REQ_META) or nothing in the journal layer.
 	WithCommit int64 `json:"with_commit"`
 	// Verdict compares p99 with WALFsyncBudget: "ok", "over budget", or
-	// "n/a" for kinds the budget does not apply to (bbolt backend).
+	// "n/a" for kinds the budget does not apply to (bbolt backend,
+	// snapshots, the WAL directory's fsync at a segment cut).
 	Verdict string `json:"verdict"`
 }
 
@@ -167,9 +168,16 @@ func BuildReport(recs []FsyncRecord, lost, missed uint64, unavailable []string) 
 	return b.Report(lost, missed, unavailable)
 }
 
+func plural(n int64) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
 func verdict(kind string, p99 int64) string {
 	switch kind {
-	case KindBackend, KindSnapshot:
+	case KindBackend, KindSnapshot, KindWALDir:
 		return "n/a"
 	}
 	if time.Duration(p99) < WALFsyncBudget {
@@ -222,8 +230,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 		for _, l := range g.Layers {
 			row(l.Name, l.Stats, l.Share)
 		}
-		fmt.Fprintf(bw, "  flushes per fsync: %.2f (%d flush requests); waited on a journal commit: %d; errors: %d\n",
-			g.FlushesPerFsync, g.Flushes, g.WithCommit, g.Errors)
+		fmt.Fprintf(bw, "  flushes per fsync: %.2f (%d flush request%s); waited on a journal commit: %d; errors: %d\n",
+			g.FlushesPerFsync, g.Flushes, plural(g.Flushes), g.WithCommit, g.Errors)
 		if g.WithCommit == 0 && g.Key.FS == "ext4" {
 			fmt.Fprintf(bw, "  note: no jbd2 commit seen: an ext4 without a journal? its journal layer is then synchronous metadata writes (REQ_META)\n")
 		}

@@ -292,6 +292,10 @@ func TestBadInput(t *testing.T) {
 		{[]string{"fsync", "--min-latency", "-5ms"}, "negative"},
 		{[]string{"fsync", "--dir", "/tmp"}, "--workload wal"},
 		{[]string{"fsync", "extra"}, "unexpected argument"},
+		{[]string{"fsync", "--ready-file", "/nonexistent/dir/ready"}, "does not exist"},
+		{[]string{"fsync", "--workload", "wal", "--dir", "/proc"}, "not writable"},
+		{[]string{"fsync", "--qemu", "999999999"}, "--qemu 999999999: no such process"},
+		{[]string{"fsync", "--min-latency", "5ms"}, "--output json"},
 		{[]string{"nosuchcommand"}, "unknown command"},
 	} {
 		cmd := exec.Command(bin, tc.args...)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -25,7 +26,7 @@ import (
 
 func init() {
 	subcommands["fsync"] = subcommand{
-		summary: "split every fsync/fdatasync into its kernel layers (VFS, journal, block queue, device flush)",
+		summary: "split every fsync/fdatasync into its layers: data writeback, journal, device flush, block queue, other",
 		run:     runFsync,
 	}
 }
@@ -66,6 +67,9 @@ func runFsync(args []string) error {
 		return usagef("unexpected argument %q (see 'etcdscope fsync --help')", fs.Arg(0))
 	}
 	if fs.Changed("qemu") {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(f.qemu)); err != nil || f.qemu <= 0 {
+			return usagef("--qemu %d: no such process (see pgrep qemu)", f.qemu)
+		}
 		// The hypervisor view has its own flags; pass on those it shares.
 		hv := []string{"--pid", strconv.Itoa(f.qemu), "--duration", f.duration.String(), "--output", f.output}
 		if f.readyFile != "" {
@@ -93,6 +97,8 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 		return cfg, usagef("--interval %v is negative; give 0 to turn interval lines off, or e.g. 1s", f.interval)
 	case f.minLatency < 0:
 		return cfg, usagef("--min-latency %v is negative; give e.g. 5ms", f.minLatency)
+	case f.minLatency > 0 && f.output != "json":
+		return cfg, usagef("--min-latency filters the per-fsync JSON records: add --output json (the table always covers every call)")
 	case f.output != "table" && f.output != "json":
 		return cfg, usagef("--output %q: use table or json", f.output)
 	case f.wl != "" && f.wl != "wal":
@@ -108,6 +114,11 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 	}
 	cfg.Comm = f.comm
 	cfg.RingBytes = f.ringBytes
+	if f.readyFile != "" {
+		if st, err := os.Stat(filepath.Dir(f.readyFile)); err != nil || !st.IsDir() {
+			return cfg, usagef("--ready-file %s: directory %s does not exist", f.readyFile, filepath.Dir(f.readyFile))
+		}
+	}
 	if f.pid < 0 {
 		return cfg, usagef("--pid %d is not a process id", f.pid)
 	}
@@ -154,6 +165,13 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 			if st, err := os.Stat(f.dir); err != nil || !st.IsDir() {
 				return cfg, usagef("--dir %s is not an existing directory", f.dir)
 			}
+			// Writable? (access(2) says yes to root even on /proc.)
+			probe, err := os.CreateTemp(f.dir, ".etcdscope-probe-*")
+			if err != nil {
+				return cfg, usagef("--dir %s is not writable (%v): give a directory on the filesystem to test", f.dir, err)
+			}
+			probe.Close()
+			os.Remove(probe.Name())
 		}
 	}
 	return cfg, nil
@@ -222,7 +240,7 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 			}
 			defer os.RemoveAll(dir)
 		}
-		fmt.Fprintf(info, "workload wal: 2300-byte appends + fdatasync into preallocated 64 MiB segments under %s/member/wal\n", dir)
+		fmt.Fprintf(os.Stderr, "workload wal: 2300-byte appends + fdatasync into preallocated 64 MiB segments under %s/member/wal\n", dir)
 		go func() {
 			defer close(wlDone)
 			wlStats, wlErr = workload.RunWAL(ctx, workload.WALOptions{Dir: dir, Rate: f.rate,
@@ -231,6 +249,10 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 	} else {
 		close(wlDone)
 	}
+	var wlEnded <-chan struct{} // nil without a workload: never ready
+	if f.wl != "" {
+		wlEnded = wlDone
+	}
 
 	var tick <-chan time.Time
 	if f.interval > 0 {
@@ -238,7 +260,11 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 		defer t.Stop()
 		tick = t.C
 	}
-	fmt.Fprintf(os.Stderr, "tracing fsync/fdatasync%s; Ctrl-C to stop\n", describeFilter(cfg, f))
+	stopHow := "Ctrl-C to stop"
+	if f.duration > 0 {
+		stopHow = fmt.Sprintf("for %v (Ctrl-C stops sooner)", f.duration)
+	}
+	fmt.Fprintf(os.Stderr, "tracing fsync/fdatasync%s %s\n", describeFilter(cfg, f), stopHow)
 wait:
 	for {
 		select {
@@ -253,6 +279,8 @@ wait:
 			fmt.Fprintf(info, "%s %s lost=%d missed=%d\n", time.Now().Format("15:04:05"), analysis.IntervalLine(recs), lost, tr.Missed())
 		case err := <-loopDone:
 			return err
+		case <-wlEnded:
+			break wait // the workload ended early (an I/O error) or on time
 		}
 	}
 	<-wlDone

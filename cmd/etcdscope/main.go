@@ -41,10 +41,11 @@ func main() {
 
 func run(args []string) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		printUsage()
 		if len(args) == 0 {
+			printUsage(os.Stderr)
 			return 2
 		}
+		printUsage(os.Stdout) // asked for: pipeable
 		return 0
 	}
 	sc, ok := subcommands[args[0]]
@@ -71,7 +72,7 @@ func run(args []string) int {
 // errHelp is returned by a subcommand that printed its --help text.
 var errHelp = errors.New("help requested")
 
-func printUsage() {
+func printUsage(w *os.File) {
 	names := make([]string, 0, len(subcommands))
 	for n := range subcommands {
 		names = append(names, n)
@@ -80,8 +81,8 @@ func printUsage() {
 	var b strings.Builder
 	b.WriteString("usage: etcdscope <command> [flags]\n\ncommands:\n")
 	for _, n := range names {
-		fmt.Fprintf(&b, "  %-8s %s\n", n, subcommands[n].summary)
+		fmt.Fprintf(&b, "  %-10s %s\n", n, subcommands[n].summary)
 	}
 	b.WriteString("\nrun 'etcdscope <command> --help' for a command's flags\n")
-	fmt.Fprint(os.Stderr, b.String())
+	fmt.Fprint(w, b.String())
 }

@@ -191,6 +191,8 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		start, err = etcdinfo.Scrape(ctx, f.metricsURL, tlsCfg)
 		if err != nil {
 			metricErrs = append(metricErrs, "start scrape: "+err.Error())
+			// Say it now, not after --duration: the tracing goes on.
+			fmt.Fprintf(os.Stderr, "etcdscope peers: --etcd-metrics %s: %v (tracing continues; the report will have no metric comparison)\n", f.metricsURL, err)
 		} else {
 			startOK = true
 		}

@@ -67,6 +67,13 @@ func runReport(args []string) error {
 	if err != nil {
 		return usagef("reading %s: %v", fs.Arg(0), err)
 	}
+	if len(recs) == 0 {
+		return usagef("%s has no fsync records (write one with etcdscope fsync --output json)", fs.Arg(0))
+	}
+	if sum.Type != "summary" {
+		// A run killed before its end leaves no summary line.
+		fmt.Fprintf(os.Stderr, "etcdscope report: %s has no summary line (the run was cut short?): lost events and unavailable probes are unknown\n", fs.Arg(0))
+	}
 	if *htmlOut != "" {
 		return writeHTMLReport(*htmlOut, fs.Arg(0), *peersIn, recs, sum)
 	}
