@@ -12,6 +12,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "hypervisor.h"
+#include "file.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -97,23 +98,9 @@ static __always_inline bool comm_matches(const char *comm)
 	return true;
 }
 
-static __always_inline struct file *fd_file(int fd)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	struct file **fds;
-	struct file *f = NULL;
-
-	if (!fdt || fd < 0 || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
-		return NULL;
-	fds = BPF_CORE_READ(fdt, fd);
-	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
-	return f;
-}
-
 static __always_inline void fill_file(struct hv_event *e, int fd)
 {
-	struct file *f = fd_file(fd);
+	struct file *f = es_fd_file(fd);
 	struct inode *inode;
 	struct dentry *d;
 	unsigned int flags;
