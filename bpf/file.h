@@ -24,39 +24,51 @@ static __always_inline struct file *es_fd_file(int fd)
 	return f;
 }
 
-/* es_fill_file fills an fsync_event's file fields from f: inode number,
- * device (the filesystem's, or the device itself for a block device node),
- * filesystem type and the d_name of the file and up to three parents. */
-static __always_inline void es_fill_file(struct fsync_event *e, struct file *f)
+/* es_file_ident reads what identifies f's file: inode number, device (the
+ * filesystem's, or the device itself for a block device node) and the
+ * filesystem type's name (fstype_len bytes). */
+static __always_inline void es_file_ident(struct file *f, __u64 *ino, __u32 *dev, __u8 *is_blockdev,
+					  char *fstype, __u32 fstype_len)
 {
-	struct inode *inode;
-	struct dentry *d;
+	struct inode *inode = BPF_CORE_READ(f, f_inode);
 
-	if (!f)
-		return;
-	inode = BPF_CORE_READ(f, f_inode);
-	e->ino = BPF_CORE_READ(inode, i_ino);
+	*ino = BPF_CORE_READ(inode, i_ino);
 	if ((BPF_CORE_READ(inode, i_mode) & ES_S_IFMT) == ES_S_IFBLK) {
-		e->is_blockdev = 1;
-		e->dev = BPF_CORE_READ(inode, i_rdev);
+		*is_blockdev = 1;
+		*dev = BPF_CORE_READ(inode, i_rdev);
 	} else {
-		e->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+		*dev = BPF_CORE_READ(inode, i_sb, s_dev);
 	}
-	bpf_probe_read_kernel_str(e->fstype, sizeof(e->fstype), BPF_CORE_READ(inode, i_sb, s_type, name));
+	bpf_probe_read_kernel_str(fstype, fstype_len, BPF_CORE_READ(inode, i_sb, s_type, name));
+}
 
-	d = BPF_CORE_READ(f, f_path.dentry);
+/* es_file_names copies the d_name of f and of up to three parents,
+ * innermost first, stopping at the root. */
+static __always_inline void es_file_names(struct file *f, char names[ES_PATH_DEPTH][ES_NAME_LEN])
+{
+	struct dentry *d = BPF_CORE_READ(f, f_path.dentry);
+
 #pragma unroll
 	for (int i = 0; i < ES_PATH_DEPTH; i++) {
 		struct dentry *parent;
 
 		if (!d)
 			break;
-		bpf_probe_read_kernel_str(e->names[i], ES_NAME_LEN, BPF_CORE_READ(d, d_name.name));
+		bpf_probe_read_kernel_str(names[i], ES_NAME_LEN, BPF_CORE_READ(d, d_name.name));
 		parent = BPF_CORE_READ(d, d_parent);
 		if (parent == d)
 			break;
 		d = parent;
 	}
+}
+
+/* es_fill_file fills an fsync_event's file fields from f. */
+static __always_inline void es_fill_file(struct fsync_event *e, struct file *f)
+{
+	if (!f)
+		return;
+	es_file_ident(f, &e->ino, &e->dev, &e->is_blockdev, e->fstype, sizeof(e->fstype));
+	es_file_names(f, e->names);
 }
 
 #endif

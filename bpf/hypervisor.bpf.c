@@ -14,6 +14,9 @@
 #include "hypervisor.h"
 #include "file.h"
 
+_Static_assert(HV_NAME_LEN == ES_NAME_LEN && HV_PATH_DEPTH == ES_PATH_DEPTH,
+	       "hv_event.names must have fsync_event.names' shape for es_file_names");
+
 char LICENSE[] SEC("license") = "GPL";
 
 /* Filters, set from Go before load; zero/false means "any". */
@@ -65,8 +68,6 @@ struct {
 	__type(value, struct hv_event);
 } hv_scratch SEC(".maps");
 
-#define S_IFMT 00170000
-#define S_IFBLK 0060000
 /* O_DIRECT and O_DSYNC differ by architecture (asm/fcntl.h). */
 #if defined(__TARGET_ARCH_arm64)
 #define HV_O_DIRECT 0200000
@@ -101,8 +102,6 @@ static __always_inline bool comm_matches(const char *comm)
 static __always_inline void fill_file(struct hv_event *e, int fd)
 {
 	struct file *f = es_fd_file(fd);
-	struct inode *inode;
-	struct dentry *d;
 	unsigned int flags;
 
 	if (!f)
@@ -114,28 +113,9 @@ static __always_inline void fill_file(struct hv_event *e, int fd)
 		e->file_flags |= HV_F_DSYNC;
 	if (flags & HV_O_SYNC_ONLY)
 		e->file_flags |= HV_F_SYNC;
-	inode = BPF_CORE_READ(f, f_inode);
-	e->ino = BPF_CORE_READ(inode, i_ino);
-	if ((BPF_CORE_READ(inode, i_mode) & S_IFMT) == S_IFBLK) {
-		e->is_blockdev = 1;
-		e->dev = BPF_CORE_READ(inode, i_rdev);
-	} else {
-		e->dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	}
-	bpf_probe_read_kernel_str(e->fstype, sizeof(e->fstype), BPF_CORE_READ(inode, i_sb, s_type, name));
-	d = BPF_CORE_READ(f, f_path.dentry);
-#pragma unroll
-	for (int i = 0; i < HV_PATH_DEPTH; i++) {
-		struct dentry *parent;
-
-		if (!d)
-			break;
-		bpf_probe_read_kernel_str(e->names[i], HV_NAME_LEN, BPF_CORE_READ(d, d_name.name));
-		parent = BPF_CORE_READ(d, d_parent);
-		if (parent == d)
-			break;
-		d = parent;
-	}
+	/* hv_event's name arrays have fsync_event's shape (hypervisor.h). */
+	es_file_ident(f, &e->ino, &e->dev, &e->is_blockdev, e->fstype, sizeof(e->fstype));
+	es_file_names(f, e->names);
 }
 
 /* start builds an event for the current task if it passes the filters. */
