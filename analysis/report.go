@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/etcdscope/etcdscope/analysis/jsonl"
 	"github.com/etcdscope/etcdscope/analysis/stats"
 )
 
@@ -283,37 +284,24 @@ func IntervalLine(recs []FsyncRecord) string {
 // none; its groups are not needed, BuildReport recomputes them). Lines of
 // other types are skipped; a record of a newer schema version is an error.
 func ReadJSONL(r io.Reader) (recs []FsyncRecord, summary Report, err error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := sc.Bytes()
-		if len(strings.TrimSpace(string(b))) == 0 {
-			continue
+	err = jsonl.Scan(r, func(_ int, h jsonl.Head, raw []byte) error {
+		if h.V > SchemaVersion {
+			return fmt.Errorf("schema version %d is newer than this etcdscope's %d", h.V, SchemaVersion)
 		}
-		var head struct {
-			Type string `json:"type"`
-			V    int    `json:"v"`
-		}
-		if err := json.Unmarshal(b, &head); err != nil {
-			return nil, Report{}, fmt.Errorf("line %d: %w", line, err)
-		}
-		if head.V > SchemaVersion {
-			return nil, Report{}, fmt.Errorf("line %d: schema version %d is newer than this etcdscope's %d", line, head.V, SchemaVersion)
-		}
-		switch head.Type {
+		switch h.Type {
 		case "fsync":
 			var rec FsyncRecord
-			if err := json.Unmarshal(b, &rec); err != nil {
-				return nil, Report{}, fmt.Errorf("line %d: %w", line, err)
+			if err := json.Unmarshal(raw, &rec); err != nil {
+				return err
 			}
 			recs = append(recs, rec)
 		case "summary":
-			if err := json.Unmarshal(b, &summary); err != nil {
-				return nil, Report{}, fmt.Errorf("line %d: %w", line, err)
-			}
+			return json.Unmarshal(raw, &summary)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, Report{}, err
 	}
-	return recs, summary, sc.Err()
+	return recs, summary, nil
 }

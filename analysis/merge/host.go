@@ -8,7 +8,6 @@
 package merge
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/jsonl"
 )
 
 // SchemaVersion is the version of the hypervisor recording's records
@@ -111,52 +111,37 @@ type HostRecording struct {
 // version and lines that are not JSON, naming the line.
 func ReadHost(r io.Reader) (HostRecording, error) {
 	var rec HostRecording
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := sc.Bytes()
-		if len(strings.TrimSpace(string(b))) == 0 {
-			continue
-		}
-		var head struct {
-			Type string `json:"type"`
-			V    int    `json:"v"`
-		}
-		if err := json.Unmarshal(b, &head); err != nil {
-			return rec, fmt.Errorf("host recording line %d: %w", line, err)
-		}
+	err := jsonl.Scan(r, func(_ int, h jsonl.Head, raw []byte) error {
 		max := SchemaVersion
-		if head.Type == "fsync" || head.Type == "summary" {
+		if h.Type == "fsync" || h.Type == "summary" {
 			max = analysis.SchemaVersion
 		}
-		if head.V > max {
-			return rec, fmt.Errorf("host recording line %d: %s record version %d is newer than this etcdscope's %d", line, head.Type, head.V, max)
+		if h.V > max {
+			return fmt.Errorf("%s record version %d is newer than this etcdscope's %d", h.Type, h.V, max)
 		}
-		var err error
-		switch head.Type {
+		switch h.Type {
 		case "hypervisor":
-			err = json.Unmarshal(b, &rec.Header)
+			return json.Unmarshal(raw, &rec.Header)
 		case "hv_io":
 			var io HostIO
-			err = json.Unmarshal(b, &io)
+			err := json.Unmarshal(raw, &io)
 			rec.IO = append(rec.IO, io)
+			return err
 		case "fsync":
 			var f analysis.FsyncRecord
-			err = json.Unmarshal(b, &f)
+			err := json.Unmarshal(raw, &f)
 			rec.Fsyncs = append(rec.Fsyncs, f)
+			return err
 		case "hv_summary":
 			var s HostSummary
-			err = json.Unmarshal(b, &s)
+			err := json.Unmarshal(raw, &s)
 			rec.Summary = &s
+			return err
 		}
-		if err != nil {
-			return rec, fmt.Errorf("host recording line %d: %w", line, err)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return rec, fmt.Errorf("reading host recording: %w", err)
+		return nil
+	})
+	if err != nil {
+		return rec, fmt.Errorf("host recording %w", err)
 	}
 	if rec.Header.Type != "hypervisor" {
 		return rec, fmt.Errorf("not a hypervisor recording: no \"type\":\"hypervisor\" header (record it with etcdscope hypervisor --output json)")
