@@ -14,7 +14,6 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
-	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/etcdscope/etcdscope/event"
 )
@@ -62,14 +61,8 @@ type FsyncTracer struct {
 // and reported through Probes when this kernel lacks them (no ext4/jbd2, no
 // XFS). Errors wrap ErrNoPrivilege or ErrNoBTF where those are the cause.
 func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
-	if len(cfg.Comm) > 15 {
-		return nil, fmt.Errorf("comm %q is longer than the kernel's 15 bytes", cfg.Comm)
-	}
-	if err := CheckPrerequisites(); err != nil {
+	if err := prepare(cfg.Comm); err != nil {
 		return nil, err
-	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("removing memlock limit: %w", err)
 	}
 	t := &FsyncTracer{}
 	defer func() {
@@ -91,17 +84,11 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 		ring = 16 << 20
 	}
 	fspec.Maps["events"].MaxEntries = ring
-	var comm [16]int8
-	for i := 0; i < len(cfg.Comm); i++ {
-		comm[i] = int8(cfg.Comm[i])
-	}
-	for name, v := range map[string]any{
+	if err := setVariables(fspec, map[string]any{
 		"targ_tgid": cfg.PID, "targ_cgroup_id": cfg.CgroupID,
-		"filter_comm": cfg.Comm != "", "targ_comm": comm,
-	} {
-		if err := fspec.Variables[name].Set(v); err != nil {
-			return nil, fmt.Errorf("setting %s: %w", name, err)
-		}
+		"filter_comm": cfg.Comm != "", "targ_comm": commBytes(cfg.Comm),
+	}); err != nil {
+		return nil, err
 	}
 	if err := fspec.LoadAndAssign(&t.fsync, nil); err != nil {
 		return nil, explainLoad("fsync programs", err)
@@ -113,8 +100,8 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 		return nil, fmt.Errorf("reading block object: %w", err)
 	}
 	bspec.Maps["events"].MaxEntries = ring
-	if err := bspec.Variables["targ_dev"].Set(uint32(cfg.Disk)); err != nil {
-		return nil, fmt.Errorf("setting targ_dev: %w", err)
+	if err := setVariables(bspec, map[string]any{"targ_dev": uint32(cfg.Disk)}); err != nil {
+		return nil, err
 	}
 	if err := bspec.LoadAndAssign(&t.block, &ebpf.CollectionOptions{MapReplacements: shared}); err != nil {
 		return nil, explainLoad("block programs", err)
@@ -299,11 +286,7 @@ func (t *FsyncTracer) attachExtras(shared map[string]*ebpf.Map, cfg FsyncConfig)
 			}
 		}
 		spec.Maps["events"].MaxEntries = shared["events"].MaxEntries()
-		if err := spec.Variables["targ_tgid"].Set(cfg.PID); err != nil {
-			why = append(why, v.kind+": "+err.Error())
-			continue
-		}
-		if err := spec.Variables["targ_cgroup_id"].Set(cfg.CgroupID); err != nil {
+		if err := setVariables(spec, map[string]any{"targ_tgid": cfg.PID, "targ_cgroup_id": cfg.CgroupID}); err != nil {
 			why = append(why, v.kind+": "+err.Error())
 			continue
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
-	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/etcdscope/etcdscope/event"
 )
@@ -107,14 +106,8 @@ type HypervisorTracer struct {
 // kernel without io_uring_submit_req) and reported through Probes. Errors
 // wrap ErrNoPrivilege or ErrNoBTF where those are the cause.
 func NewHypervisor(cfg HypervisorConfig) (_ *HypervisorTracer, err error) {
-	if len(cfg.Comm) > 15 {
-		return nil, fmt.Errorf("comm %q is longer than the kernel's 15 bytes", cfg.Comm)
-	}
-	if err := CheckPrerequisites(); err != nil {
+	if err := prepare(cfg.Comm); err != nil {
 		return nil, err
-	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("removing memlock limit: %w", err)
 	}
 	t := &HypervisorTracer{}
 	defer func() {
@@ -134,14 +127,8 @@ func NewHypervisor(cfg HypervisorConfig) (_ *HypervisorTracer, err error) {
 		ring = 8 << 20
 	}
 	spec.Maps["hv_events"].MaxEntries = ring
-	var comm [16]int8
-	for i := 0; i < len(cfg.Comm); i++ {
-		comm[i] = int8(cfg.Comm[i])
-	}
-	for name, v := range map[string]any{"targ_tgid": cfg.PID, "filter_comm": cfg.Comm != "", "targ_comm": comm} {
-		if err := spec.Variables[name].Set(v); err != nil {
-			return nil, fmt.Errorf("setting %s: %w", name, err)
-		}
+	if err := setVariables(spec, map[string]any{"targ_tgid": cfg.PID, "filter_comm": cfg.Comm != "", "targ_comm": commBytes(cfg.Comm)}); err != nil {
+		return nil, err
 	}
 	// The io_uring tracepoints exist only with CONFIG_IO_URING (and under
 	// these names since Linux 5.19); without them aio=io_uring shows only

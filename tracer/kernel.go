@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,4 +72,43 @@ func explainLoad(what string, err error) error {
 		return fmt.Errorf("loading %s: %w", what, ErrNoPrivilege)
 	}
 	return fmt.Errorf("loading %s: %w", what, err)
+}
+
+// prepare checks what every tracer needs before it loads anything: a comm
+// filter the kernel can hold, BTF, privilege, and no memlock limit.
+func prepare(comm string) error {
+	if len(comm) > 15 {
+		return fmt.Errorf("comm %q is longer than the kernel's 15 bytes", comm)
+	}
+	if err := CheckPrerequisites(); err != nil {
+		return err
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return fmt.Errorf("removing memlock limit: %w", err)
+	}
+	return nil
+}
+
+// commBytes lays comm out as the programs' `const volatile char[16]`.
+func commBytes(comm string) [16]int8 {
+	var b [16]int8
+	for i := 0; i < len(comm) && i < len(b); i++ {
+		b[i] = int8(comm[i])
+	}
+	return b
+}
+
+// setVariables sets the programs' `const volatile` configuration before
+// load.
+func setVariables(spec *ebpf.CollectionSpec, vars map[string]any) error {
+	for name, v := range vars {
+		vs, ok := spec.Variables[name]
+		if !ok {
+			return fmt.Errorf("setting %s: no such variable in the object", name)
+		}
+		if err := vs.Set(v); err != nil {
+			return fmt.Errorf("setting %s: %w", name, err)
+		}
+	}
+	return nil
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
-	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/etcdscope/etcdscope/analysis/peers"
 )
@@ -64,11 +63,8 @@ const peerEventSize = int(unsafe.Sizeof(peersPeerEvent{}))
 // ErrNoPrivilege (wrapped) when BPF cannot work here, and a load error with
 // the verifier's last lines otherwise. On error nothing stays attached.
 func NewPeers(cfg PeersConfig) (_ *Peers, err error) {
-	if err := CheckPrerequisites(); err != nil {
+	if err := prepare(""); err != nil {
 		return nil, err
-	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("raising RLIMIT_MEMLOCK: %w", err)
 	}
 	spec, err := loadPeers()
 	if err != nil {
@@ -91,14 +87,8 @@ func NewPeers(cfg PeersConfig) (_ *Peers, err error) {
 	if len(cfg.Peers) > 0 {
 		vars["filter_peers"] = uint8(1)
 	}
-	for name, v := range vars {
-		vs, ok := spec.Variables[name]
-		if !ok {
-			return nil, fmt.Errorf("peers BPF object has no variable %q", name)
-		}
-		if err := vs.Set(v); err != nil {
-			return nil, fmt.Errorf("setting %s: %w", name, err)
-		}
+	if err := setVariables(spec, vars); err != nil {
+		return nil, err
 	}
 
 	p := &Peers{}
