@@ -11,7 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 
@@ -328,16 +327,12 @@ func shortErr(err error) string {
 	return s
 }
 
-// tracepointHasBTF reports whether the kernel (or a loaded module) has the
-// btf_trace_<name> typedef that a tp_btf program attaches through.
+// tracepointHasBTF reports whether the kernel (or a loaded module) has
+// tracepoint name, which is when it also has the btf_trace_<name> typedef
+// a tp_btf program attaches through. It asks tracefs (mounted by then)
+// rather than parsing the kernel's BTF once more: the loader parses it
+// anyway, and a second parse cost start-up time (docs/performance.md).
 func tracepointHasBTF(name string) bool {
-	var typ *btf.Typedef
-	spec, err := btf.LoadKernelSpec()
-	if err == nil && spec.TypeByName("btf_trace_"+name, &typ) == nil {
-		return true
-	}
-	// Modules: cilium/ebpf searches them when attaching; a cheap check is
-	// the tracefs directory of the event.
 	for _, r := range tracefsRoots {
 		if _, err := os.Stat(r + "/events/" + tracepointSystem(name) + "/" + name); err == nil {
 			return true
