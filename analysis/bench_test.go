@@ -47,8 +47,9 @@ func BenchmarkAttributorFsync(b *testing.B) {
 	}
 }
 
-// BenchmarkFsyncRecordJSON is the cost of one --output json line.
-func BenchmarkFsyncRecordJSON(b *testing.B) {
+// benchRecord is the record of benchEvents' fdatasync on an etcd WAL file,
+// as the event loop writes it.
+func benchRecord() FsyncRecord {
 	a := NewAttributor(lookup)
 	for _, ev := range benchEvents(1e9, 1) {
 		a.Add(ev)
@@ -56,6 +57,12 @@ func BenchmarkFsyncRecordJSON(b *testing.B) {
 	rec := a.Attribute(fsyncEv(1e9, 1e9+120e3))
 	rec.Path = "/var/lib/etcd/member/wal/0000000000000000-0000000000000000.wal"
 	rec.FileKind = FileKind(rec.Path)
+	return rec
+}
+
+// BenchmarkFsyncRecordJSON is the cost of one --output json line.
+func BenchmarkFsyncRecordJSON(b *testing.B) {
+	rec := benchRecord()
 	enc := json.NewEncoder(io.Discard)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -63,4 +70,18 @@ func BenchmarkFsyncRecordJSON(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkFsyncRecordAppendJSON is the cost of one --output json line as
+// cmd/etcdscope writes it: AppendJSON into a reused buffer (the same bytes
+// as BenchmarkFsyncRecordJSON's encoding/json, without reflection).
+func BenchmarkFsyncRecordAppendJSON(b *testing.B) {
+	rec := benchRecord()
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = append(rec.AppendJSON(buf[:0]), '\n')
+		io.Discard.Write(buf)
+	}
+	b.SetBytes(int64(len(buf)))
 }

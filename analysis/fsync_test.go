@@ -268,6 +268,21 @@ func TestIntervalLine(t *testing.T) {
 	if got != "fsyncs=2 p50=2.000ms p99=4.000ms dominant=device_flush(75%)" {
 		t.Fatalf("got %q", got)
 	}
+	// The builder starts each interval afresh.
+	var b IntervalBuilder
+	for i := range recs {
+		b.Add(&recs[i])
+	}
+	if got := b.Line(); got != "fsyncs=2 p50=2.000ms p99=4.000ms dominant=device_flush(75%)" {
+		t.Fatalf("first interval: got %q", got)
+	}
+	if got := b.Line(); got != "fsyncs=0" {
+		t.Fatalf("empty interval: got %q", got)
+	}
+	b.Add(&FsyncRecord{TotalNs: 1e6, Layers: Layers{JournalNs: 0.9e6, OtherNs: 0.1e6}})
+	if got := b.Line(); got != "fsyncs=1 p50=1.000ms p99=1.000ms dominant=journal(90%)" {
+		t.Fatalf("third interval: got %q", got)
+	}
 }
 
 func TestFlushQueuedFromBio(t *testing.T) {

@@ -254,27 +254,49 @@ func (r *Report) WriteTable(w io.Writer) error {
 // IntervalLine summarises the fsyncs of one interval in one line: count,
 // p50/p99 of the total and the layer with the largest share.
 func IntervalLine(recs []FsyncRecord) string {
-	if len(recs) == 0 {
+	var b IntervalBuilder
+	for i := range recs {
+		b.Add(&recs[i])
+	}
+	return b.Line()
+}
+
+// IntervalBuilder accumulates one interval's fsyncs for IntervalLine's
+// line while keeping 8 bytes a call (its total, for p50/p99) and five layer
+// sums instead of the records. The zero value is ready. Not safe for
+// concurrent use.
+type IntervalBuilder struct {
+	totals []int64
+	sums   [5]int64 // in LayerNames order
+}
+
+// Add counts r in the current interval.
+func (b *IntervalBuilder) Add(r *FsyncRecord) {
+	b.totals = append(b.totals, r.TotalNs)
+	b.sums[0] += r.Layers.DataWritebackNs
+	b.sums[1] += r.Layers.JournalNs
+	b.sums[2] += r.Layers.DeviceFlushNs
+	b.sums[3] += r.Layers.BlockQueueNs
+	b.sums[4] += r.Layers.OtherNs
+}
+
+// Line returns IntervalLine's summary of what was added since the last
+// Line and starts the next interval (reusing the memory).
+func (b *IntervalBuilder) Line() string {
+	defer func() { b.totals, b.sums = b.totals[:0], [5]int64{} }()
+	if len(b.totals) == 0 {
 		return "fsyncs=0"
 	}
-	totals := make([]int64, len(recs))
-	var sums [5]int64
-	for i := range recs {
-		totals[i] = recs[i].TotalNs
-		for j, n := range LayerNames {
-			sums[j] += recs[i].Layers.Get(n)
-		}
-	}
-	s := stats.Summarize(totals)
+	s := stats.Summarize(b.totals)
 	best := 0
-	for j := range sums {
-		if sums[j] > sums[best] {
+	for j := range b.sums {
+		if b.sums[j] > b.sums[best] {
 			best = j
 		}
 	}
 	share := 0.0
 	if s.Sum > 0 {
-		share = float64(sums[best]) / float64(s.Sum)
+		share = float64(b.sums[best]) / float64(s.Sum)
 	}
 	return fmt.Sprintf("fsyncs=%d p50=%sms p99=%sms dominant=%s(%.0f%%)", s.Count, Ms(s.P50), Ms(s.P99), LayerNames[best], 100*share)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -180,8 +181,8 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 // fsyncRun is the state the event loop shares with the interval printer.
 type fsyncRun struct {
 	mu       sync.Mutex
-	report   *analysis.ReportBuilder // every call, without its requests
-	interval []analysis.FsyncRecord  // this interval's calls
+	report   *analysis.ReportBuilder  // every call, without its requests
+	interval analysis.IntervalBuilder // this interval's calls
 }
 
 func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
@@ -272,11 +273,10 @@ wait:
 			break wait
 		case <-tick:
 			run.mu.Lock()
-			recs := run.interval
-			run.interval = nil
+			line := run.interval.Line()
 			run.mu.Unlock()
 			lost, _ := tr.Lost()
-			fmt.Fprintf(info, "%s %s lost=%d missed=%d\n", time.Now().Format("15:04:05"), analysis.IntervalLine(recs), lost, tr.Missed())
+			fmt.Fprintf(info, "%s %s lost=%d missed=%d\n", time.Now().Format("15:04:05"), line, lost, tr.Missed())
 		case err := <-loopDone:
 			return err
 		case <-wlEnded:
@@ -351,7 +351,11 @@ func eventLoop(tr *tracer.FsyncTracer, f fsyncFlags, cfg tracer.FsyncConfig, run
 		b, ok := devs.Backing(disk)
 		return analysis.Backing{Dev: b.Dev, Ino: b.Ino, Path: b.Path}, ok
 	})
-	enc := json.NewEncoder(out)
+	var lines *jsonLines
+	if f.output == "json" {
+		lines = newJSONLines(out)
+		defer lines.Close()
+	}
 	for {
 		ev, err := tr.Read()
 		if err != nil {
@@ -377,17 +381,77 @@ func eventLoop(tr *tracer.FsyncTracer, f fsyncFlags, cfg tracer.FsyncConfig, run
 		run.mu.Lock()
 		run.report.Add(&rec)
 		if f.interval > 0 {
-			lite := rec // the interval line needs the totals and layers only
-			lite.Requests, lite.Journal, lite.Disks = nil, nil, nil
-			run.interval = append(run.interval, lite)
+			run.interval.Add(&rec)
 		}
 		run.mu.Unlock()
-		if f.output == "json" && time.Duration(rec.TotalNs) >= f.minLatency {
-			if err := enc.Encode(&rec); err != nil {
+		if lines != nil && time.Duration(rec.TotalNs) >= f.minLatency {
+			if err := lines.Write(&rec); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// jsonLinesFlushEvery bounds how long a record waits in jsonLines' buffer:
+// one write(2) per record cost more than encoding it (docs/performance.md).
+const jsonLinesFlushEvery = 100 * time.Millisecond
+
+// jsonLines writes fsync records as JSON Lines through a buffer that a
+// timer flushes, so a reader tailing the output sees each record within
+// jsonLinesFlushEvery while a busy loop makes one write per 64 KiB.
+type jsonLines struct {
+	mu   sync.Mutex
+	w    *bufio.Writer
+	buf  []byte
+	err  error // the first write error, from either goroutine
+	stop chan struct{}
+	done chan struct{}
+}
+
+func newJSONLines(out io.Writer) *jsonLines {
+	l := &jsonLines{w: bufio.NewWriterSize(out, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		t := time.NewTicker(jsonLinesFlushEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-l.stop:
+				return
+			case <-t.C:
+				l.mu.Lock()
+				if l.err == nil && l.w.Buffered() > 0 {
+					l.err = l.w.Flush()
+				}
+				l.mu.Unlock()
+			}
+		}
+	}()
+	return l
+}
+
+// Write appends one record and its newline.
+func (l *jsonLines) Write(rec *analysis.FsyncRecord) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
+	l.buf = append(rec.AppendJSON(l.buf[:0]), '\n')
+	_, l.err = l.w.Write(l.buf)
+	return l.err
+}
+
+// Close stops the timer and flushes what is buffered.
+func (l *jsonLines) Close() error {
+	close(l.stop)
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err == nil {
+		l.err = l.w.Flush()
+	}
+	return l.err
 }
 
 func containsStr(ss []string, s string) bool {

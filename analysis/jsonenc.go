@@ -1,0 +1,232 @@
+package analysis
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// AppendJSON appends r to dst as exactly the bytes encoding/json's
+// Marshal (and Encoder.Encode, HTML escaping on, without its newline)
+// writes for it: the same field order, omitempty rules and string
+// escapes, so ReadJSONL and docs/schema.md hold unchanged. It is the
+// per-fsync encoder of `etcdscope fsync --output json`: reflection cost
+// ~2.5 µs a record, this ~0.3 µs and no allocation once dst has room
+// (BenchmarkFsyncRecordAppendJSON; TestAppendJSONMatchesEncodingJSON keeps
+// the two identical).
+func (r *FsyncRecord) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"type":`...)
+	dst = appendJSONString(dst, r.Type)
+	dst = append(dst, `,"v":`...)
+	dst = strconv.AppendInt(dst, int64(r.Version), 10)
+	dst = append(dst, `,"start_ns":`...)
+	dst = strconv.AppendUint(dst, r.StartNs, 10)
+	dst = append(dst, `,"end_ns":`...)
+	dst = strconv.AppendUint(dst, r.EndNs, 10)
+	dst = append(dst, `,"total_ns":`...)
+	dst = strconv.AppendInt(dst, r.TotalNs, 10)
+	dst = append(dst, `,"pid":`...)
+	dst = strconv.AppendUint(dst, uint64(r.PID), 10)
+	dst = append(dst, `,"tid":`...)
+	dst = strconv.AppendUint(dst, uint64(r.TID), 10)
+	dst = append(dst, `,"comm":`...)
+	dst = appendJSONString(dst, r.Comm)
+	dst = append(dst, `,"syscall":`...)
+	dst = appendJSONString(dst, r.Syscall)
+	dst = append(dst, `,"datasync":`...)
+	dst = strconv.AppendBool(dst, r.Datasync)
+	dst = append(dst, `,"ret":`...)
+	dst = strconv.AppendInt(dst, r.Ret, 10)
+	dst = append(dst, `,"fd":`...)
+	dst = strconv.AppendInt(dst, int64(r.FD), 10)
+	dst = append(dst, `,"dev":`...)
+	dst = appendJSONString(dst, r.Dev)
+	dst = append(dst, `,"dev_name":`...)
+	dst = appendJSONString(dst, r.DevName)
+	if len(r.Disks) > 0 {
+		dst = append(dst, `,"disks":`...)
+		dst = appendJSONStrings(dst, r.Disks)
+	}
+	dst = append(dst, `,"fs":`...)
+	dst = appendJSONString(dst, r.FS)
+	dst = append(dst, `,"ino":`...)
+	dst = strconv.AppendUint(dst, r.Ino, 10)
+	dst = append(dst, `,"path":`...)
+	dst = appendJSONString(dst, r.Path)
+	dst = append(dst, `,"file_kind":`...)
+	dst = appendJSONString(dst, r.FileKind)
+	dst = append(dst, `,"layers":{"data_writeback_ns":`...)
+	dst = strconv.AppendInt(dst, r.Layers.DataWritebackNs, 10)
+	dst = append(dst, `,"journal_ns":`...)
+	dst = strconv.AppendInt(dst, r.Layers.JournalNs, 10)
+	dst = append(dst, `,"device_flush_ns":`...)
+	dst = strconv.AppendInt(dst, r.Layers.DeviceFlushNs, 10)
+	dst = append(dst, `,"block_queue_ns":`...)
+	dst = strconv.AppendInt(dst, r.Layers.BlockQueueNs, 10)
+	dst = append(dst, `,"other_ns":`...)
+	dst = strconv.AppendInt(dst, r.Layers.OtherNs, 10)
+	dst = append(dst, `},"flushes":`...)
+	dst = strconv.AppendInt(dst, int64(r.Flushes), 10)
+	dst = append(dst, `,"requests":`...)
+	if r.Requests == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i := range r.Requests {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = r.Requests[i].appendJSON(dst)
+		}
+		dst = append(dst, ']')
+	}
+	if len(r.Journal) > 0 {
+		dst = append(dst, `,"journal":[`...)
+		for i := range r.Journal {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = r.Journal[i].appendJSON(dst)
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}')
+}
+
+func (q *Request) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"role":`...)
+	dst = appendJSONString(dst, q.Role)
+	dst = append(dst, `,"dev":`...)
+	dst = appendJSONString(dst, q.Dev)
+	dst = append(dst, `,"op":`...)
+	dst = appendJSONString(dst, q.Op)
+	if len(q.Flags) > 0 {
+		dst = append(dst, `,"flags":`...)
+		dst = appendJSONStrings(dst, q.Flags)
+	}
+	dst = append(dst, `,"rwbs":`...)
+	dst = appendJSONString(dst, q.Rwbs)
+	if q.Sector != 0 {
+		dst = append(dst, `,"sector":`...)
+		dst = strconv.AppendUint(dst, q.Sector, 10)
+	}
+	dst = append(dst, `,"bytes":`...)
+	dst = strconv.AppendUint(dst, uint64(q.Bytes), 10)
+	if q.InsertNs != 0 {
+		dst = append(dst, `,"insert_ns":`...)
+		dst = strconv.AppendUint(dst, q.InsertNs, 10)
+	}
+	dst = append(dst, `,"issue_ns":`...)
+	dst = strconv.AppendUint(dst, q.IssueNs, 10)
+	dst = append(dst, `,"complete_ns":`...)
+	dst = strconv.AppendUint(dst, q.CompleteNs, 10)
+	if q.NotIssued {
+		dst = append(dst, `,"not_issued":true`...)
+	}
+	if len(q.Host) > 0 {
+		dst = append(dst, `,"host":[`...)
+		for i := range q.Host {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = q.Host[i].AppendJSON(dst)
+		}
+		dst = append(dst, ']')
+	}
+	dst = append(dst, `,"tid":`...)
+	dst = strconv.AppendUint(dst, uint64(q.TID), 10)
+	dst = append(dst, `,"comm":`...)
+	dst = appendJSONString(dst, q.Comm)
+	return append(dst, '}')
+}
+
+func (j *JournalWindow) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"source":`...)
+	dst = appendJSONString(dst, j.Source)
+	dst = append(dst, `,"dev":`...)
+	dst = appendJSONString(dst, j.Dev)
+	if j.Txn != 0 {
+		dst = append(dst, `,"txn":`...)
+		dst = strconv.AppendUint(dst, uint64(j.Txn), 10)
+	}
+	dst = append(dst, `,"start_ns":`...)
+	dst = strconv.AppendUint(dst, j.StartNs, 10)
+	dst = append(dst, `,"end_ns":`...)
+	dst = strconv.AppendUint(dst, j.EndNs, 10)
+	return append(dst, '}')
+}
+
+// appendJSONStrings writes a non-nil []string (callers handle omitempty).
+func appendJSONStrings(dst []byte, ss []string) []byte {
+	dst = append(dst, '[')
+	for i, s := range ss {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, s)
+	}
+	return append(dst, ']')
+}
+
+// jsonSafe marks the ASCII bytes encoding/json copies unescaped with HTML
+// escaping on (its htmlSafeSet).
+var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return t
+}()
+
+// appendJSONString quotes s as encoding/json does with HTML escaping on
+// (its default, and Encoder's): \" \\ \b \f \n \r \t, other control bytes
+// and < > & as \u00XX, invalid UTF-8 as \ufffd, U+2028/U+2029 escaped.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if jsonSafe[b] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

@@ -1,0 +1,171 @@
+package analysis
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// The oracle is encoding/json itself: AppendJSON must write the bytes
+// json.Marshal writes for the same record.
+func checkAppendJSON(t *testing.T, name string, rec *FsyncRecord) {
+	t.Helper()
+	want, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatalf("%s: json.Marshal: %v", name, err)
+	}
+	got := rec.AppendJSON([]byte("prefix kept:"))
+	if !bytes.HasPrefix(got, []byte("prefix kept:")) {
+		t.Fatalf("%s: AppendJSON dropped what dst held", name)
+	}
+	got = got[len("prefix kept:"):]
+	if !bytes.Equal(got, want) {
+		i := 0
+		for i < len(got) && i < len(want) && got[i] == want[i] {
+			i++
+		}
+		t.Errorf("%s: AppendJSON differs from encoding/json at byte %d:\n got %s\nwant %s", name, i, got, want)
+	}
+}
+
+// nastyStrings need every escape encoding/json makes (HTML escaping on).
+var nastyStrings = []string{
+	"", "etcd", `quo"te`, `back\slash`, "ctl\x00\x01\x1f\x7f", "\b\f\n\r\t", "<script>&amp;</script>",
+	"héllo wörld ✓ 日本", "bad utf8 \xff\xfe end", "trunc \xe2\x82", "\u2028line\u2029para", "jbd2/vda1-8",
+	"\xed\xa0\x80 surrogate", "emoji 😀",
+}
+
+// fillNonZero sets every field reachable from v to a non-zero value
+// (slices get two elements, nested records one level), so a field added to
+// a record type without AppendJSON learning it makes the test fail.
+func fillNonZero(v reflect.Value, depth int, seq *int) {
+	*seq++
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(nastyStrings[*seq%len(nastyStrings)] + fmt.Sprint(*seq))
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(int64(*seq) * -1000003)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(uint64(*seq) * 1000003)
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			fillNonZero(v.Field(i), depth, seq)
+		}
+	case reflect.Slice:
+		if v.Type().Elem() == reflect.TypeOf(FsyncRecord{}) && depth > 1 {
+			return // one level of host records
+		}
+		s := reflect.MakeSlice(v.Type(), 2, 2)
+		for i := 0; i < 2; i++ {
+			fillNonZero(s.Index(i), depth+1, seq)
+		}
+		v.Set(s)
+	default:
+		panic("fillNonZero: unhandled kind " + v.Kind().String())
+	}
+}
+
+func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
+	// A record as Attribute makes it, from the benchmark's ext4 stream.
+	real := benchRecord()
+	if len(real.Requests) == 0 || len(real.Journal) == 0 {
+		t.Fatalf("benchmark stream attributed no requests or journal: %+v", real)
+	}
+	checkAppendJSON(t, "attributed ext4 fdatasync", &real)
+
+	var full FsyncRecord
+	seq := 0
+	fillNonZero(reflect.ValueOf(&full).Elem(), 0, &seq)
+	if len(full.Requests[0].Host) == 0 {
+		t.Fatal("fillNonZero left Host empty")
+	}
+	checkAppendJSON(t, "every field set, nested host records", &full)
+
+	extremes := FsyncRecord{Type: "fsync", StartNs: math.MaxUint64, EndNs: 0, TotalNs: math.MinInt64, Ret: math.MaxInt64,
+		PID: math.MaxUint32, FD: math.MinInt32, Ino: math.MaxUint64, Flushes: -1, Version: SchemaVersion,
+		Requests: []Request{{Sector: math.MaxUint64, Bytes: math.MaxUint32, TID: math.MaxUint32}},
+		Layers:   Layers{OtherNs: math.MinInt64, JournalNs: math.MaxInt64}}
+	checkAppendJSON(t, "integer extremes", &extremes)
+
+	// omitempty and nil-versus-empty: requests is written as null or [],
+	// the omitempty slices are left out either way.
+	checkAppendJSON(t, "zero record (requests null)", &FsyncRecord{})
+	checkAppendJSON(t, "empty slices", &FsyncRecord{Requests: []Request{}, Disks: []string{}, Journal: []JournalWindow{}})
+	checkAppendJSON(t, "request with empty flags and host", &FsyncRecord{Requests: []Request{{Flags: []string{}, Host: []FsyncRecord{}}}})
+	checkAppendJSON(t, "request with nil flags, host with nil requests", &FsyncRecord{Requests: []Request{{Host: []FsyncRecord{{}}}}})
+
+	for i, s := range nastyStrings {
+		rec := real
+		rec.Comm, rec.Path, rec.DevName = s, "/data/"+s, s+s
+		rec.Disks = []string{s, ""}
+		rec.Requests = append([]Request(nil), real.Requests...)
+		rec.Requests[0].Comm, rec.Requests[0].Flags = s, []string{s}
+		rec.Journal = append([]JournalWindow(nil), real.Journal...)
+		rec.Journal[0].Source = s
+		checkAppendJSON(t, fmt.Sprintf("strings %d %q", i, s), &rec)
+	}
+}
+
+// Every single byte and a sweep of code points, alone and inside text.
+func TestAppendJSONStringEveryByte(t *testing.T) {
+	var ss []string
+	for b := 0; b < 256; b++ {
+		ss = append(ss, string([]byte{byte(b)}), "a"+string([]byte{byte(b)})+"z")
+	}
+	for r := rune(0x80); r < 0x3000; r += 7 {
+		ss = append(ss, "x"+string(r))
+	}
+	ss = append(ss, string(rune(utf8.MaxRune)), "\U0010ffff", "\ufffd", "\xf4\x90\x80\x80")
+	for _, s := range ss {
+		want, _ := json.Marshal(s)
+		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
+			t.Errorf("appendJSONString(%q) = %s, encoding/json %s", s, got, want)
+		}
+	}
+}
+
+// FuzzAppendJSONString: go test -fuzz AppendJSONString ./analysis/ for
+// more than the seeds.
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range nastyStrings {
+		f.Add(s)
+	}
+	f.Add(strings.Repeat("\x00<\u2029\xc3", 10))
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
+			t.Errorf("appendJSONString(%q) = %s, encoding/json %s", s, got, want)
+		}
+	})
+}
+
+// What AppendJSON writes reads back through ReadJSONL as the same record.
+func TestAppendJSONReadsBack(t *testing.T) {
+	a := NewAttributor(lookup)
+	var buf []byte
+	var want []FsyncRecord
+	for i := 0; i < 3; i++ {
+		s := uint64(1e9 + i*1e6)
+		for _, ev := range benchEvents(s, uint64(2*i)) {
+			a.Add(ev)
+		}
+		rec := a.Attribute(fsyncEv(s, s+120e3))
+		rec.Path = "/d/" + nastyStrings[i+2]
+		want = append(want, rec)
+		buf = append(rec.AppendJSON(buf), '\n')
+	}
+	got, _, err := ReadJSONL(bytes.NewReader(buf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ReadJSONL of AppendJSON's output:\n got %+v\nwant %+v", got, want)
+	}
+}
