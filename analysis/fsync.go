@@ -1,7 +1,9 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -134,6 +136,7 @@ type DeviceLookup func(dev event.Dev) (name string, disks []event.Dev)
 type Attributor struct {
 	lookup   DeviceLookup
 	blocks   []event.Block // in arrival order, ≈ by CompleteNs
+	blockBuf []event.Block // the array blocks is a window of (appendBlock)
 	partial  map[uint64]event.Block
 	journals []event.Journal
 	bios     []event.FlushBio // flush bios, by QueueNs
@@ -142,6 +145,34 @@ type Attributor struct {
 	inflight map[uint32]uint64 // tid -> start of an fsync in flight
 	latestNs uint64
 	prunedNs uint64 // latestNs at the last prune
+
+	// Per-call scratch and formatting caches: Attribute allocated ~30
+	// times per fsync before them (BenchmarkAttributorFsync).
+	reqs    []Request // the requests of the call being attributed
+	used    []int     // indexes into bios claimed by this call's flushes
+	sw      sweep     // its points slice is reused
+	devs    map[event.Dev]string
+	disks   map[event.Dev]diskNames
+	reqFmts map[reqFmtKey]reqFmt
+}
+
+// diskNames caches, per filesystem device, the lookup's answer formatted
+// for FsyncRecord (Disks is shared by the records: do not modify it).
+type diskNames struct {
+	devs  []event.Dev
+	names []string
+}
+
+type reqFmtKey struct {
+	op    event.Op
+	flags event.ReqFlags
+}
+
+// reqFmt is a request's op and flags as JSON writes them; Flags is shared
+// by every Request with the same op and flags: do not modify it.
+type reqFmt struct {
+	flags []string
+	rwbs  string
 }
 
 // keepNs is how long events are kept when no fsync is in flight: it covers
@@ -175,7 +206,57 @@ func (a *Attributor) SetBackingLookup(lookup BackingLookup) { a.backing = lookup
 
 // NewAttributor returns an Attributor resolving devices with lookup.
 func NewAttributor(lookup DeviceLookup) *Attributor {
-	return &Attributor{lookup: lookup, partial: map[uint64]event.Block{}, inflight: map[uint32]uint64{}}
+	return &Attributor{lookup: lookup, partial: map[uint64]event.Block{}, inflight: map[uint32]uint64{},
+		devs: map[event.Dev]string{}, disks: map[event.Dev]diskNames{}, reqFmts: map[reqFmtKey]reqFmt{}}
+}
+
+// devString is d.String(), formatted once per device.
+func (a *Attributor) devString(d event.Dev) string {
+	s, ok := a.devs[d]
+	if !ok {
+		if len(a.devs) > 4096 {
+			clear(a.devs) // bound the cache against a stream of bogus devices
+		}
+		s = d.String()
+		a.devs[d] = s
+	}
+	return s
+}
+
+// diskStrings formats the lookup's disks of filesystem dev, reusing the
+// last slice made for dev while the lookup answers the same.
+func (a *Attributor) diskStrings(dev event.Dev, disks []event.Dev) []string {
+	if len(disks) == 0 {
+		return nil
+	}
+	c, ok := a.disks[dev]
+	if ok && slices.Equal(c.devs, disks) {
+		return c.names
+	}
+	c = diskNames{devs: slices.Clone(disks), names: make([]string, len(disks))}
+	for i, d := range disks {
+		c.names[i] = a.devString(d)
+	}
+	if len(a.disks) > 4096 {
+		clear(a.disks)
+	}
+	a.disks[dev] = c
+	return c.names
+}
+
+// reqFormat returns op and flags as REQ_ names and rwbs, made once per
+// combination (a disk sees a handful).
+func (a *Attributor) reqFormat(op event.Op, flags event.ReqFlags) reqFmt {
+	k := reqFmtKey{op, flags}
+	f, ok := a.reqFmts[k]
+	if !ok {
+		if len(a.reqFmts) > 4096 {
+			clear(a.reqFmts)
+		}
+		f = reqFmt{flags: flags.Names(), rwbs: event.Rwbs(op, flags)}
+		a.reqFmts[k] = f
+	}
+	return f
 }
 
 // Add records a non-fsync event: event.FsyncEnter, event.Block,
@@ -203,7 +284,7 @@ func (a *Attributor) Add(ev any) {
 			e.Bytes += p.Bytes
 			delete(a.partial, e.Rq)
 		}
-		a.blocks = append(a.blocks, e)
+		a.appendBlock(e)
 		if len(a.blocks)%4096 == 0 {
 			a.prune() // bound memory while no fsync comes
 		}
@@ -215,6 +296,27 @@ func (a *Attributor) Add(ev any) {
 		a.see(e.EndNs)
 		a.journals = append(a.journals, e)
 	}
+}
+
+// appendBlock appends to blocks, whose window prune slides forward along
+// blockBuf: when the window reaches the array's end while it fills at most
+// half of it, the live events move back to the front instead of append
+// growing a new array by a quarter. Each event is then copied about once,
+// where append behind a sliding window allocated, cleared and copied the
+// whole window every few thousand events (memclr and memmove led
+// BenchmarkAttributorFsync's profile). Dead events past the window keep
+// their Comm strings alive until overwritten: bounded by the array.
+func (a *Attributor) appendBlock(b event.Block) {
+	if len(a.blocks) == cap(a.blocks) {
+		if len(a.blocks) <= cap(a.blockBuf)/2 {
+			a.blocks = a.blockBuf[:copy(a.blockBuf[:cap(a.blockBuf)], a.blocks)]
+		} else {
+			// Twice the window, so that the next time it fills at most half.
+			a.blockBuf = make([]event.Block, 0, 2*len(a.blocks)+64)
+			a.blocks = append(a.blockBuf, a.blocks...)
+		}
+	}
+	a.blocks = append(a.blocks, b)
 }
 
 func (a *Attributor) see(ns uint64) {
@@ -295,23 +397,25 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 		StartNs: f.StartNs, EndNs: f.EndNs, TotalNs: int64(f.EndNs - f.StartNs),
 		PID: f.PID, TID: f.TID, Comm: f.Comm, Syscall: f.Syscall.String(),
 		Datasync: f.Syscall == event.SysFdatasync, Ret: f.Ret, FD: f.FD,
-		Dev: f.Dev.String(), DevName: name, FS: f.FSType, Ino: f.Ino,
+		Dev: a.devString(f.Dev), DevName: name, FS: f.FSType, Ino: f.Ino,
 		Requests: []Request{},
 	}
 	if f.IsBlockdev {
 		rec.FS = "blockdev"
 	}
-	for _, d := range disks {
-		rec.Disks = append(rec.Disks, d.String())
-	}
+	rec.Disks = a.diskStrings(f.Dev, disks)
 	if f.EndNs < f.StartNs {
 		rec.TotalNs = 0
 		return rec
 	}
 	s, e := f.StartNs, f.EndNs
-	var sw sweep
+	sw := &a.sw
 	sw.init(s, e)
-	usedBios := map[int]bool{}
+	a.used = a.used[:0]
+	// Requests collect in a.reqs and are copied out at the end: one
+	// allocation of the right size instead of append's growth.
+	a.reqs = a.reqs[:0]
+	reqs := &a.reqs
 
 	// Blocks are nearly sorted by completion; start a little early to
 	// absorb cross-CPU skew between timestamp and reservation.
@@ -329,9 +433,10 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 		if role == "" {
 			continue
 		}
-		rec.Requests = append(rec.Requests, Request{
-			Role: role, Dev: b.Dev.String(), Op: b.Op.String(), Flags: b.Flags.Names(),
-			Rwbs: event.Rwbs(b.Op, b.Flags), Sector: sectorOf(b), Bytes: b.Bytes,
+		rf := a.reqFormat(b.Op, b.Flags)
+		*reqs = append(*reqs, Request{
+			Role: role, Dev: a.devString(b.Dev), Op: b.Op.String(), Flags: rf.flags,
+			Rwbs: rf.rwbs, Sector: sectorOf(b), Bytes: b.Bytes,
 			InsertNs: b.InsertNs, IssueNs: b.IssueNs, CompleteNs: b.CompleteNs,
 			TID: b.TID, Comm: b.Comm,
 		})
@@ -343,18 +448,18 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 			// Completed by the flush state machine without being issued:
 			// it waited, from its bio's queueing, on a flush already in
 			// flight. That wait is device flush time.
-			req := &rec.Requests[len(rec.Requests)-1]
+			req := &(*reqs)[len(*reqs)-1]
 			req.NotIssued = true
 			issue = b.CompleteNs
-			if q, ok := a.flushAsked(b.Dev, s, b.CompleteNs, usedBios); ok {
+			if q, ok := a.flushAsked(b.Dev, s, b.CompleteNs); ok {
 				req.InsertNs, issue = q, q
 			}
 		case role == RoleFlush && b.InsertNs == 0:
 			// A flush request from the flush state machine is issued from
 			// kblockd with no insert event: it was asked for when the last
 			// flush bio on the disk was queued before it.
-			if q, ok := a.flushAsked(b.Dev, s, b.IssueNs, usedBios); ok {
-				rec.Requests[len(rec.Requests)-1].InsertNs = q
+			if q, ok := a.flushAsked(b.Dev, s, b.IssueNs); ok {
+				(*reqs)[len(*reqs)-1].InsertNs = q
 				sw.add(q, b.IssueNs, catQueue)
 			}
 		}
@@ -382,24 +487,30 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 			if j.Dev != f.Dev || j.EndNs < s || j.EndNs > e {
 				continue
 			}
-			rec.Journal = append(rec.Journal, JournalWindow{Source: j.Source.String(), Dev: j.Dev.String(), Txn: j.Txn, StartNs: j.StartNs, EndNs: j.EndNs})
+			rec.Journal = append(rec.Journal, JournalWindow{Source: j.Source.String(), Dev: a.devString(j.Dev), Txn: j.Txn, StartNs: j.StartNs, EndNs: j.EndNs})
 			sw.add(j.StartNs, j.EndNs, catJournal)
 		case event.JournalJBD2Wait:
 			if j.TID != f.TID || j.StartNs < s || j.EndNs > e {
 				continue
 			}
-			rec.Journal = append(rec.Journal, JournalWindow{Source: j.Source.String(), Dev: j.Dev.String(), Txn: j.Txn, StartNs: j.StartNs, EndNs: j.EndNs})
+			rec.Journal = append(rec.Journal, JournalWindow{Source: j.Source.String(), Dev: a.devString(j.Dev), Txn: j.Txn, StartNs: j.StartNs, EndNs: j.EndNs})
 			sw.add(j.StartNs, j.EndNs, catJournal)
 		case event.JournalXFSLogForce:
 			if j.Dev != f.Dev || j.TID != f.TID || j.StartNs < s || j.StartNs > e {
 				continue
 			}
-			rec.Journal = append(rec.Journal, JournalWindow{Source: j.Source.String(), Dev: j.Dev.String(), StartNs: j.StartNs, EndNs: e})
+			rec.Journal = append(rec.Journal, JournalWindow{Source: j.Source.String(), Dev: a.devString(j.Dev), StartNs: j.StartNs, EndNs: e})
 			sw.add(j.StartNs, e, catJournal)
 		}
 	}
 	rec.Layers = sw.partition()
-	sort.Slice(rec.Requests, func(i, j int) bool { return rec.Requests[i].IssueNs < rec.Requests[j].IssueNs })
+	if len(*reqs) > 0 {
+		rec.Requests = slices.Clone(*reqs)
+		clear(*reqs) // drop references to the strings and host records
+		// slices.SortFunc is the same pdqsort as the sort.Slice it
+		// replaces: requests with equal IssueNs keep the order they had.
+		slices.SortFunc(rec.Requests, func(x, y Request) int { return cmp.Compare(x.IssueNs, y.IssueNs) })
+	}
 	a.nest(&rec)
 	if a.latestNs-a.prunedNs >= pruneEveryNs {
 		a.prune()
@@ -448,19 +559,19 @@ func (a *Attributor) nest(rec *FsyncRecord) {
 	}
 }
 
-// flushAsked returns the queue time of the latest unused flush bio on disk
-// queued in [from, issue], marking it used so two flush requests never
-// claim one bio.
-func (a *Attributor) flushAsked(disk event.Dev, from, issue uint64, used map[int]bool) (uint64, bool) {
+// flushAsked returns the queue time of the latest flush bio on disk queued
+// in [from, issue] that no flush request of this call has claimed yet
+// (a.used), and claims it, so two flush requests never claim one bio.
+func (a *Attributor) flushAsked(disk event.Dev, from, issue uint64) (uint64, bool) {
 	for i := len(a.bios) - 1; i >= 0; i-- {
 		q := a.bios[i].QueueNs
-		if q > issue || used[i] || a.bios[i].Dev != disk {
+		if q > issue || a.bios[i].Dev != disk || slices.Contains(a.used, i) {
 			continue
 		}
 		if q < from {
 			break
 		}
-		used[i] = true
+		a.used = append(a.used, i)
 		return q, true
 	}
 	return 0, false
@@ -520,7 +631,8 @@ type sweepPoint struct {
 	delta int
 }
 
-func (w *sweep) init(s, e uint64) { w.s, w.e = s, e }
+// init starts a sweep of [s, e], reusing the points slice.
+func (w *sweep) init(s, e uint64) { w.s, w.e, w.points = s, e, w.points[:0] }
 
 func (w *sweep) add(from, to uint64, cat int) {
 	if from < w.s {
@@ -536,7 +648,9 @@ func (w *sweep) add(from, to uint64, cat int) {
 }
 
 func (w *sweep) partition() Layers {
-	sort.Slice(w.points, func(i, j int) bool { return w.points[i].t < w.points[j].t })
+	// Points with equal t may come in any order: time is credited only
+	// when t advances, after every delta at the previous t is applied.
+	slices.SortFunc(w.points, func(x, y sweepPoint) int { return cmp.Compare(x.t, y.t) })
 	var active [numCats]int
 	var owned [numCats + 1]int64 // last slot: other
 	prev := w.s

@@ -8,7 +8,7 @@
 package event
 
 import (
-	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -25,7 +25,17 @@ func (d Dev) Minor() uint32 { return uint32(d) & (1<<20 - 1) }
 
 // String formats d as "major:minor", the form of /proc/self/mountinfo and
 // lsblk.
-func (d Dev) String() string { return fmt.Sprintf("%d:%d", d.Major(), d.Minor()) }
+func (d Dev) String() string {
+	var b [24]byte
+	return string(d.Append(b[:0]))
+}
+
+// Append appends d as "major:minor" (String without allocating).
+func (d Dev) Append(dst []byte) []byte {
+	dst = strconv.AppendUint(dst, uint64(d.Major()), 10)
+	dst = append(dst, ':')
+	return strconv.AppendUint(dst, uint64(d.Minor()), 10)
+}
 
 // MkDev builds a Dev from major and minor numbers.
 func MkDev(major, minor uint32) Dev { return Dev(major<<20 | minor&(1<<20-1)) }

@@ -1,0 +1,20 @@
+package event
+
+import (
+	"fmt"
+	"testing"
+)
+
+// String keeps the "major:minor" of /proc/self/mountinfo that it printed
+// through fmt before it was written with strconv.
+func TestDevString(t *testing.T) {
+	for _, d := range []Dev{0, MkDev(0, 27), MkDev(253, 1), MkDev(8, 16), MkDev(259, 1<<20-1), MkDev(1<<12-1, 0), Dev(^uint32(0))} {
+		want := fmt.Sprintf("%d:%d", d.Major(), d.Minor())
+		if got := d.String(); got != want {
+			t.Errorf("Dev(%#x).String() = %q, want %q", uint32(d), got, want)
+		}
+		if got := string(d.Append([]byte("x"))); got != "x"+want {
+			t.Errorf("Dev(%#x).Append = %q, want %q", uint32(d), got, "x"+want)
+		}
+	}
+}
