@@ -189,7 +189,7 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 		e->tid = 0;
 		__builtin_memset(e->comm, 0, sizeof(e->comm));
 	}
-	bpf_ringbuf_submit(e, wakeup_flags());
+	bpf_ringbuf_submit(e, wakeup_flags_reserved(sizeof(*e)));
 	if (!final)
 		return 0;
 out:

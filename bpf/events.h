@@ -5,6 +5,8 @@
 #ifndef ETCDSCOPE_EVENTS_H
 #define ETCDSCOPE_EVENTS_H
 
+#include "ring.h"
+
 /* events: records of struct fsync_event, fsync_enter_event, blk_event and
  * journal_event; the first byte says which. Size is set from Go. */
 struct {
@@ -28,22 +30,25 @@ static __always_inline void count_lost(void)
 		*n += 1;
 }
 
-/* wakeup_flags decides whether committing a record wakes the reader. A
- * wakeup per record costs microseconds in the traced task's own syscall
- * (an irq_work and a reader wake-up per event), so records go in quietly
- * and the reader polls every few milliseconds; only a ring filling past an
- * eighth wakes it at once, so a burst cannot overflow between polls. */
-static __always_inline __u64 wakeup_flags(void)
-{
-	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-	__u64 size = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
+/* wake_bytes: how full (bytes of unread records) events may get before a
+ * record wakes the reader (ring.h); set from Go to an eighth of its size. */
+const volatile __u64 wake_bytes = 1 << 19;
 
-	return avail > size / 8 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+/* wakeup_flags: es_wake_flags for a size-byte record to events, not yet
+ * reserved; wakeup_flags_reserved for one already reserved. */
+static __always_inline __u64 wakeup_flags(__u64 size)
+{
+	return es_wake_flags(&events, wake_bytes, size, false);
+}
+
+static __always_inline __u64 wakeup_flags_reserved(__u64 size)
+{
+	return es_wake_flags(&events, wake_bytes, size, true);
 }
 
 static __always_inline void emit(void *data, __u64 size)
 {
-	if (bpf_ringbuf_output(&events, data, size, wakeup_flags()))
+	if (bpf_ringbuf_output(&events, data, size, wakeup_flags(size)))
 		count_lost();
 }
 

@@ -1,8 +1,9 @@
 //go:build ignore
 
 /* fsync.bpf.c: every fsync(2)/fdatasync(2) of the traced processes, with
- * the file it was for, resolved at entry from the fd (the fd may be closed
- * or reused by the time userspace looks). Syscall tracepoints, because
+ * the file it was for, named in the kernel from the fd (the fd may be
+ * closed or reused by the time userspace looks): at exit, if the fd still
+ * holds the file it held at entry. Syscall tracepoints, because
  * function probes on vfs_fsync_range miss fdatasync on kernels that inline
  * it (Debian 6.1) and kprobes/fentry may be unavailable. */
 #include "vmlinux.h"
@@ -25,27 +26,34 @@ const volatile char targ_comm[ES_COMM_LEN] = {};
 const struct fsync_event *unused_fsync_event __attribute__((unused));
 const struct fsync_enter_event *unused_fsync_enter __attribute__((unused));
 
-/* inflight: thread id -> the fsync_event being built between enter and
- * exit (a thread is in at most one syscall). */
+/* struct call: what the enter program keeps for the exit program. The
+ * record itself is built at exit, straight in the ring buffer, so a call
+ * costs one small hash entry and no copies of the ~300-byte record. */
+struct call {
+	__u64 start_ns;
+	__u64 cgroup_id;
+	__u64 file; /* the fd's struct file at entry; checked again at exit */
+	__s32 fd;
+	__u8 syscall;
+	__u8 _pad[3];
+};
+
+/* inflight: thread id -> its call between enter and exit (a thread is in
+ * at most one syscall). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
-	__type(value, struct fsync_event);
+	__type(value, struct call);
 } inflight SEC(".maps");
 
-/* scratch: per-CPU space to build an event (too big for the BPF stack). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct fsync_event);
-} scratch SEC(".maps");
-
-static __always_inline bool comm_matches(const char *comm)
+static __always_inline bool comm_matches(void)
 {
+	char comm[ES_COMM_LEN];
+
 	if (!filter_comm)
 		return true;
+	bpf_get_current_comm(comm, sizeof(comm));
 #pragma unroll
 	for (int i = 0; i < ES_COMM_LEN; i++) {
 		if (comm[i] != targ_comm[i])
@@ -60,31 +68,21 @@ static __always_inline int on_enter(int fd, __u8 syscall)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
-	__u32 zero = 0;
-	struct fsync_event *e;
 	struct fsync_enter_event ee = {};
+	struct call c = {};
 
 	if (targ_tgid && tgid != targ_tgid)
 		return 0;
-	if (targ_cgroup_id && bpf_get_current_cgroup_id() != targ_cgroup_id)
+	c.cgroup_id = bpf_get_current_cgroup_id();
+	if (targ_cgroup_id && c.cgroup_id != targ_cgroup_id)
 		return 0;
-	e = bpf_map_lookup_elem(&scratch, &zero);
-	if (!e)
+	if (!comm_matches())
 		return 0;
-	__builtin_memset(e, 0, sizeof(*e));
-	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	if (!comm_matches(e->comm))
-		return 0;
-
-	e->kind = ES_KIND_FSYNC;
-	e->syscall = syscall;
-	e->fd = fd;
-	e->pid = tgid;
-	e->tid = tid;
-	e->cgroup_id = bpf_get_current_cgroup_id();
-	es_fill_file(e, es_fd_file(fd));
-	e->start_ns = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&inflight, &tid, e, BPF_ANY)) {
+	c.syscall = syscall;
+	c.fd = fd;
+	c.file = (__u64)es_fd_file(fd);
+	c.start_ns = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&inflight, &tid, &c, BPF_ANY)) {
 		count_lost();
 		return 0;
 	}
@@ -92,21 +90,47 @@ static __always_inline int on_enter(int fd, __u8 syscall)
 	 * events this call may wait on. */
 	ee.kind = ES_KIND_FSYNC_ENTER;
 	ee.tid = tid;
-	ee.start_ns = e->start_ns;
+	ee.start_ns = c.start_ns;
 	emit(&ee, sizeof(ee));
 	return 0;
 }
 
 static __always_inline int on_exit(long ret)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct fsync_event *e = bpf_map_lookup_elem(&inflight, &tid);
+	__u64 now = bpf_ktime_get_ns();
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct call *c = bpf_map_lookup_elem(&inflight, &tid);
+	struct fsync_event *e;
+	struct file *f;
 
-	if (!e)
+	if (!c)
 		return 0;
-	e->end_ns = bpf_ktime_get_ns();
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost();
+		goto out;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = ES_KIND_FSYNC;
+	e->syscall = c->syscall;
+	e->fd = c->fd;
+	e->pid = id >> 32;
+	e->tid = tid;
+	e->cgroup_id = c->cgroup_id;
+	e->start_ns = c->start_ns;
+	e->end_ns = now;
 	e->ret = ret;
-	emit(e, sizeof(*e));
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	/* The file is named now, off the call's own path. The fd table still
+	 * holding the file seen at entry keeps it alive while it is read; if
+	 * another thread closed or replaced the fd meanwhile, the file stays
+	 * unnamed (ino 0) rather than read from memory that may be freed. */
+	f = es_fd_file(c->fd);
+	if (f && (__u64)f == c->file)
+		es_fill_file(e, f);
+	bpf_ringbuf_submit(e, wakeup_flags_reserved(sizeof(*e)));
+out:
 	bpf_map_delete_elem(&inflight, &tid);
 	return 0;
 }

@@ -13,6 +13,7 @@
 #include <bpf/bpf_tracing.h>
 #include "hypervisor.h"
 #include "file.h"
+#include "ring.h"
 
 _Static_assert(HV_NAME_LEN == ES_NAME_LEN && HV_PATH_DEPTH == ES_PATH_DEPTH,
 	       "hv_event.names must have fsync_event.names' shape for es_file_names");
@@ -32,6 +33,10 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 22);
 } hv_events SEC(".maps");
+
+/* hv_wake_bytes: unread bytes in hv_events past which a record wakes the
+ * reader (ring.h); set from Go to an eighth of the ring. */
+const volatile __u64 hv_wake_bytes = 1 << 19;
 
 /* hv_lost: per-CPU count of records that did not fit in hv_events, or
  * whose in-flight state did not fit in a map. */
@@ -162,7 +167,7 @@ static __always_inline int on_exit(long ret)
 		return 0;
 	e->end_ns = bpf_ktime_get_ns();
 	e->ret = ret;
-	if (bpf_ringbuf_output(&hv_events, e, sizeof(*e), 0))
+	if (bpf_ringbuf_output(&hv_events, e, sizeof(*e), es_wake_flags(&hv_events, hv_wake_bytes, sizeof(*e), false)))
 		count_lost();
 	bpf_map_delete_elem(&hv_inflight, &tid);
 	return 0;
@@ -268,7 +273,7 @@ int io_uring_complete(struct trace_event_raw_io_uring_complete *ctx)
 		return 0;
 	e->end_ns = bpf_ktime_get_ns();
 	e->ret = BPF_CORE_READ(ctx, res);
-	if (bpf_ringbuf_output(&hv_events, e, sizeof(*e), 0))
+	if (bpf_ringbuf_output(&hv_events, e, sizeof(*e), es_wake_flags(&hv_events, hv_wake_bytes, sizeof(*e), false)))
 		count_lost();
 	bpf_map_delete_elem(&hv_requests, &key);
 	return 0;

@@ -70,6 +70,7 @@ const (
 	blockVarTargDev             = "targ_dev"
 	blockVarUnusedBlkEvent      = "unused_blk_event"
 	blockVarUnusedFlushBioEvent = "unused_flush_bio_event"
+	blockVarWakeBytes           = "wake_bytes"
 )
 
 // loadBlock returns the embedded CollectionSpec for block.
@@ -136,6 +137,7 @@ type blockVariableSpecs struct {
 	TargDev             *ebpf.VariableSpec `ebpf:"targ_dev"`
 	UnusedBlkEvent      *ebpf.VariableSpec `ebpf:"unused_blk_event"`
 	UnusedFlushBioEvent *ebpf.VariableSpec `ebpf:"unused_flush_bio_event"`
+	WakeBytes           *ebpf.VariableSpec `ebpf:"wake_bytes"`
 }
 
 // blockObjects contains all objects after they have been loaded into the kernel.
@@ -178,6 +180,7 @@ type blockVariables struct {
 	TargDev             *ebpf.Variable `ebpf:"targ_dev"`
 	UnusedBlkEvent      *ebpf.Variable `ebpf:"unused_blk_event"`
 	UnusedFlushBioEvent *ebpf.Variable `ebpf:"unused_flush_bio_event"`
+	WakeBytes           *ebpf.Variable `ebpf:"wake_bytes"`
 }
 
 // blockPrograms contains all programs after they have been loaded into the kernel.

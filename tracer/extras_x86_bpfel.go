@@ -33,6 +33,7 @@ const (
 	extrasProgJbd2WaitKretprobe = "jbd2_wait_kretprobe"
 	extrasVarTargCgroupId       = "targ_cgroup_id"
 	extrasVarTargTgid           = "targ_tgid"
+	extrasVarWakeBytes          = "wake_bytes"
 )
 
 // loadExtras returns the embedded CollectionSpec for extras.
@@ -98,6 +99,7 @@ type extrasMapSpecs struct {
 type extrasVariableSpecs struct {
 	TargCgroupId *ebpf.VariableSpec `ebpf:"targ_cgroup_id"`
 	TargTgid     *ebpf.VariableSpec `ebpf:"targ_tgid"`
+	WakeBytes    *ebpf.VariableSpec `ebpf:"wake_bytes"`
 }
 
 // extrasObjects contains all objects after they have been loaded into the kernel.
@@ -139,6 +141,7 @@ func (m *extrasMaps) Close() error {
 type extrasVariables struct {
 	TargCgroupId *ebpf.Variable `ebpf:"targ_cgroup_id"`
 	TargTgid     *ebpf.Variable `ebpf:"targ_tgid"`
+	WakeBytes    *ebpf.Variable `ebpf:"wake_bytes"`
 }
 
 // extrasPrograms contains all programs after they have been loaded into the kernel.

@@ -11,11 +11,22 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/etcdscope/etcdscope/event"
 )
+
+// DefaultRingBytes is the fsync tracer's ring buffer size when
+// FsyncConfig.RingBytes is 0: 4 MiB. The kernel maps a ring buffer's data
+// pages twice into the reader and all at once, so the ring costs twice its
+// size in resident memory from the start (a 16 MiB ring was 32 MiB of the
+// process's RSS). 4 MiB holds ~13k fsyncs of a tmpfs loop (two records,
+// 320 bytes with the ring's 8-byte headers) or ~43k block completions (96
+// bytes): at the 100k fsyncs/s (200k records/s) that make bench drives
+// through it, ~130 ms of a reader that does not run, thirteen 10 ms polls.
+const DefaultRingBytes = 4 << 20
 
 // FsyncConfig selects what the fsync tracer records. Zero values mean
 // "everything".
@@ -25,7 +36,7 @@ type FsyncConfig struct {
 	Comm     string    // only tasks with this comm (≤ 15 bytes)
 	Disk     event.Dev // only block requests of this disk (whole-disk dev)
 	// RingBytes is the ring buffer size (a power of two ≥ page size);
-	// 0 means 16 MiB, room for ~100k block events between two reads.
+	// 0 means DefaultRingBytes.
 	RingBytes uint32
 	// Extras picks the optional function-probe variant: "" tries fentry
 	// then kprobe, "fentry" or "kprobe" only that one, "none" neither.
@@ -80,29 +91,40 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 	}
 	ring := cfg.RingBytes
 	if ring == 0 {
-		ring = 16 << 20
+		ring = DefaultRingBytes
 	}
-	fspec.Maps["events"].MaxEntries = ring
+	if err := sizeEvents(fspec, ring); err != nil {
+		return nil, err
+	}
 	if err := setVariables(fspec, map[string]any{
 		"targ_tgid": cfg.PID, "targ_cgroup_id": cfg.CgroupID,
 		"filter_comm": cfg.Comm != "", "targ_comm": commBytes(cfg.Comm),
 	}); err != nil {
 		return nil, err
 	}
-	if err := fspec.LoadAndAssign(&t.fsync, nil); err != nil {
+	// One cache of the kernel's BTF for every object loaded here: without it
+	// each load decodes vmlinux BTF again (six times; NewFsync took 240-430
+	// ms on make bench's VM, 125-195 ms with the cache).
+	cache := btf.NewCache()
+	if err := fspec.LoadAndAssign(&t.fsync, &ebpf.CollectionOptions{Cache: cache}); err != nil {
 		return nil, explainLoad("fsync programs", err)
 	}
-	shared := map[string]*ebpf.Map{"events": t.fsync.Events, "lost_events": t.fsync.LostEvents}
+	shared := ebpf.CollectionOptions{
+		MapReplacements: map[string]*ebpf.Map{"events": t.fsync.Events, "lost_events": t.fsync.LostEvents},
+		Cache:           cache,
+	}
 
 	bspec, err := loadBlock()
 	if err != nil {
 		return nil, fmt.Errorf("reading block object: %w", err)
 	}
-	bspec.Maps["events"].MaxEntries = ring
+	if err := sizeEvents(bspec, ring); err != nil {
+		return nil, err
+	}
 	if err := setVariables(bspec, map[string]any{"targ_dev": uint32(cfg.Disk)}); err != nil {
 		return nil, err
 	}
-	if err := bspec.LoadAndAssign(&t.block, &ebpf.CollectionOptions{MapReplacements: shared}); err != nil {
+	if err := bspec.LoadAndAssign(&t.block, &shared); err != nil {
 		return nil, explainLoad("block programs", err)
 	}
 
@@ -153,12 +175,14 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 // attachJournal loads each journal program whose tracepoint this kernel
 // has (jbd2 and xfs may be modules, not loaded, or absent) and records the
 // others as unavailable instead of failing.
-func (t *FsyncTracer) attachJournal(shared map[string]*ebpf.Map) error {
+func (t *FsyncTracer) attachJournal(shared ebpf.CollectionOptions) error {
 	spec, err := loadJournal()
 	if err != nil {
 		return fmt.Errorf("reading journal object: %w", err)
 	}
-	spec.Maps["events"].MaxEntries = shared["events"].MaxEntries()
+	if err := sizeEvents(spec, shared.MapReplacements["events"].MaxEntries()); err != nil {
+		return err
+	}
 	want := map[string]string{
 		"jbd2_start_commit": "ext4/jbd2 not loaded: no jbd2 commit tracepoint",
 		"jbd2_end_commit":   "ext4/jbd2 not loaded: no jbd2 commit tracepoint",
@@ -177,7 +201,7 @@ func (t *FsyncTracer) attachJournal(shared map[string]*ebpf.Map) error {
 	} else if _, ok := spec.Programs["jbd2_end_commit"]; !ok {
 		delete(spec.Programs, "jbd2_start_commit")
 	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: shared})
+	coll, err := ebpf.NewCollectionWithOptions(spec, shared)
 	if err != nil {
 		return explainLoad("journal programs", err)
 	}
@@ -201,7 +225,7 @@ func (t *FsyncTracer) attachJournal(shared map[string]*ebpf.Map) error {
 // attachStacked loads the programs that see fsyncs made by kernel threads
 // (the loop driver's vfs_fsync of a backing file: the host level under a
 // stacked device), where this kernel has ext4's sync_file tracepoints.
-func (t *FsyncTracer) attachStacked(shared map[string]*ebpf.Map) error {
+func (t *FsyncTracer) attachStacked(shared ebpf.CollectionOptions) error {
 	if !tracepointHasBTF("ext4_sync_file_enter") || !tracepointHasBTF("ext4_sync_file_exit") {
 		t.probes = append(t.probes,
 			Probe{Name: "tp_btf/ext4_sync_file_enter", Why: "ext4 not loaded: fsyncs by kernel threads (loop backing files on ext4) unseen"},
@@ -212,8 +236,10 @@ func (t *FsyncTracer) attachStacked(shared map[string]*ebpf.Map) error {
 	if err != nil {
 		return fmt.Errorf("reading stacked object: %w", err)
 	}
-	spec.Maps["events"].MaxEntries = shared["events"].MaxEntries()
-	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: shared})
+	if err := sizeEvents(spec, shared.MapReplacements["events"].MaxEntries()); err != nil {
+		return err
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, shared)
 	if err != nil {
 		return explainLoad("stacked-device programs", err)
 	}
@@ -234,7 +260,7 @@ func (t *FsyncTracer) attachStacked(shared map[string]*ebpf.Map) error {
 // when both fail the probes say why and the report lists the journal wait
 // as unavailable (the jbd2 commit tracepoints still give the journal layer
 // by overlap).
-func (t *FsyncTracer) attachExtras(shared map[string]*ebpf.Map, cfg FsyncConfig) {
+func (t *FsyncTracer) attachExtras(shared ebpf.CollectionOptions, cfg FsyncConfig) {
 	const fn = "jbd2_log_wait_commit"
 	variants := []struct {
 		kind       string
@@ -284,12 +310,15 @@ func (t *FsyncTracer) attachExtras(shared map[string]*ebpf.Map, cfg FsyncConfig)
 				delete(spec.Programs, name)
 			}
 		}
-		spec.Maps["events"].MaxEntries = shared["events"].MaxEntries()
+		if err := sizeEvents(spec, shared.MapReplacements["events"].MaxEntries()); err != nil {
+			why = append(why, v.kind+": "+err.Error())
+			continue
+		}
 		if err := setVariables(spec, map[string]any{"targ_tgid": cfg.PID, "targ_cgroup_id": cfg.CgroupID}); err != nil {
 			why = append(why, v.kind+": "+err.Error())
 			continue
 		}
-		coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: shared})
+		coll, err := ebpf.NewCollectionWithOptions(spec, shared)
 		if err != nil {
 			why = append(why, v.kind+" load: "+shortErr(err))
 			if errors.Is(err, unix.EPERM) {
@@ -316,6 +345,16 @@ func (t *FsyncTracer) attachExtras(shared map[string]*ebpf.Map, cfg FsyncConfig)
 	}
 	t.probes = append(t.probes, Probe{Name: "fentry|kprobe/" + fn,
 		Why: "exact jbd2 commit wait unavailable, journal layer by overlap with jbd2 commits instead (" + strings.Join(why, "; ") + ")"})
+}
+
+// sizeEvents sizes the shared events ring buffer of an object that
+// includes bpf/events.h (ring bytes, a power of two ≥ page size) and sets
+// wake_bytes, the fill level whose crossing wakes the reader early, to an
+// eighth of it (512 KiB of the default ring: ~15 ms of make bench's 200k
+// records/s, so at that rate the 10 ms poll still comes first).
+func sizeEvents(spec *ebpf.CollectionSpec, ring uint32) error {
+	spec.Maps["events"].MaxEntries = ring
+	return setVariables(spec, map[string]any{"wake_bytes": uint64(ring / 8)})
 }
 
 // shortErr keeps the first line of an error (verifier logs are long).

@@ -13,6 +13,16 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type fsyncCall struct {
+	_        structs.HostLayout
+	StartNs  uint64
+	CgroupId uint64
+	File     uint64
+	Fd       int32
+	Syscall  uint8
+	Pad      [3]uint8
+}
+
 type fsyncFsyncEnterEvent struct {
 	_       structs.HostLayout
 	Kind    uint8
@@ -49,7 +59,6 @@ const (
 	fsyncMapEvents             = "events"
 	fsyncMapInflight           = "inflight"
 	fsyncMapLostEvents         = "lost_events"
-	fsyncMapScratch            = "scratch"
 	fsyncProgSysEnterFdatasync = "sys_enter_fdatasync"
 	fsyncProgSysEnterFsync     = "sys_enter_fsync"
 	fsyncProgSysExitFdatasync  = "sys_exit_fdatasync"
@@ -60,6 +69,7 @@ const (
 	fsyncVarTargTgid           = "targ_tgid"
 	fsyncVarUnusedFsyncEnter   = "unused_fsync_enter"
 	fsyncVarUnusedFsyncEvent   = "unused_fsync_event"
+	fsyncVarWakeBytes          = "wake_bytes"
 )
 
 // loadFsync returns the embedded CollectionSpec for fsync.
@@ -117,7 +127,6 @@ type fsyncMapSpecs struct {
 	Events     *ebpf.MapSpec `ebpf:"events"`
 	Inflight   *ebpf.MapSpec `ebpf:"inflight"`
 	LostEvents *ebpf.MapSpec `ebpf:"lost_events"`
-	Scratch    *ebpf.MapSpec `ebpf:"scratch"`
 }
 
 // fsyncVariableSpecs contains global variables before they are loaded into the kernel.
@@ -130,6 +139,7 @@ type fsyncVariableSpecs struct {
 	TargTgid         *ebpf.VariableSpec `ebpf:"targ_tgid"`
 	UnusedFsyncEnter *ebpf.VariableSpec `ebpf:"unused_fsync_enter"`
 	UnusedFsyncEvent *ebpf.VariableSpec `ebpf:"unused_fsync_event"`
+	WakeBytes        *ebpf.VariableSpec `ebpf:"wake_bytes"`
 }
 
 // fsyncObjects contains all objects after they have been loaded into the kernel.
@@ -155,7 +165,6 @@ type fsyncMaps struct {
 	Events     *ebpf.Map `ebpf:"events"`
 	Inflight   *ebpf.Map `ebpf:"inflight"`
 	LostEvents *ebpf.Map `ebpf:"lost_events"`
-	Scratch    *ebpf.Map `ebpf:"scratch"`
 }
 
 func (m *fsyncMaps) Close() error {
@@ -163,7 +172,6 @@ func (m *fsyncMaps) Close() error {
 		m.Events,
 		m.Inflight,
 		m.LostEvents,
-		m.Scratch,
 	)
 }
 
@@ -177,6 +185,7 @@ type fsyncVariables struct {
 	TargTgid         *ebpf.Variable `ebpf:"targ_tgid"`
 	UnusedFsyncEnter *ebpf.Variable `ebpf:"unused_fsync_enter"`
 	UnusedFsyncEvent *ebpf.Variable `ebpf:"unused_fsync_event"`
+	WakeBytes        *ebpf.Variable `ebpf:"wake_bytes"`
 }
 
 // fsyncPrograms contains all programs after they have been loaded into the kernel.

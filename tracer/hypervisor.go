@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -20,7 +21,7 @@ type HypervisorConfig struct {
 	PID  uint32 // only this process (tgid), e.g. QEMU's pid
 	Comm string // only threads with this comm (≤ 15 bytes), e.g. "qemu-system-x86"
 	// RingBytes is the ring buffer size (a power of two ≥ page size); 0
-	// means 8 MiB, ~30k events between two reads.
+	// means DefaultRingBytes, ~14k events.
 	RingBytes uint32
 }
 
@@ -124,10 +125,11 @@ func NewHypervisor(cfg HypervisorConfig) (_ *HypervisorTracer, err error) {
 	}
 	ring := cfg.RingBytes
 	if ring == 0 {
-		ring = 8 << 20
+		ring = DefaultRingBytes
 	}
 	spec.Maps["hv_events"].MaxEntries = ring
-	if err := setVariables(spec, map[string]any{"targ_tgid": cfg.PID, "filter_comm": cfg.Comm != "", "targ_comm": commBytes(cfg.Comm)}); err != nil {
+	if err := setVariables(spec, map[string]any{"targ_tgid": cfg.PID, "filter_comm": cfg.Comm != "", "targ_comm": commBytes(cfg.Comm),
+		"hv_wake_bytes": uint64(ring / 8)}); err != nil {
 		return nil, err
 	}
 	// The io_uring tracepoints exist only with CONFIG_IO_URING (and under
@@ -183,6 +185,7 @@ func NewHypervisor(cfg HypervisorConfig) (_ *HypervisorTracer, err error) {
 	if t.reader, err = ringbuf.NewReader(t.objs.HvEvents); err != nil {
 		return nil, fmt.Errorf("opening ring buffer: %w", err)
 	}
+	t.reader.SetDeadline(time.Now().Add(pollInterval))
 	return t, nil
 }
 
@@ -226,6 +229,11 @@ func (t *HypervisorTracer) Lost() (uint64, error) {
 func (t *HypervisorTracer) Read() (HypervisorIO, error) {
 	for {
 		if err := t.reader.ReadInto(&t.rec); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				// The programs commit quietly (bpf/ring.h): look again.
+				t.reader.SetDeadline(time.Now().Add(pollInterval))
+				continue
+			}
 			return HypervisorIO{}, err
 		}
 		raw := t.rec.RawSample

@@ -61,6 +61,7 @@ const (
 	hypervisorProgSysExitPwritev       = "sys_exit_pwritev"
 	hypervisorProgSysExitPwritev2      = "sys_exit_pwritev2"
 	hypervisorVarFilterComm            = "filter_comm"
+	hypervisorVarHvWakeBytes           = "hv_wake_bytes"
 	hypervisorVarTargComm              = "targ_comm"
 	hypervisorVarTargTgid              = "targ_tgid"
 	hypervisorVarUnusedHvEvent         = "unused_hv_event"
@@ -144,6 +145,7 @@ type hypervisorMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type hypervisorVariableSpecs struct {
 	FilterComm    *ebpf.VariableSpec `ebpf:"filter_comm"`
+	HvWakeBytes   *ebpf.VariableSpec `ebpf:"hv_wake_bytes"`
 	TargComm      *ebpf.VariableSpec `ebpf:"targ_comm"`
 	TargTgid      *ebpf.VariableSpec `ebpf:"targ_tgid"`
 	UnusedHvEvent *ebpf.VariableSpec `ebpf:"unused_hv_event"`
@@ -191,6 +193,7 @@ func (m *hypervisorMaps) Close() error {
 // It can be passed to loadHypervisorObjects or ebpf.CollectionSpec.LoadAndAssign.
 type hypervisorVariables struct {
 	FilterComm    *ebpf.Variable `ebpf:"filter_comm"`
+	HvWakeBytes   *ebpf.Variable `ebpf:"hv_wake_bytes"`
 	TargComm      *ebpf.Variable `ebpf:"targ_comm"`
 	TargTgid      *ebpf.Variable `ebpf:"targ_tgid"`
 	UnusedHvEvent *ebpf.Variable `ebpf:"unused_hv_event"`

@@ -42,6 +42,7 @@ const (
 	journalProgJbd2StartCommit   = "jbd2_start_commit"
 	journalProgXfsLogForce       = "xfs_log_force"
 	journalVarUnusedJournalEvent = "unused_journal_event"
+	journalVarWakeBytes          = "wake_bytes"
 )
 
 // loadJournal returns the embedded CollectionSpec for journal.
@@ -105,6 +106,7 @@ type journalMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type journalVariableSpecs struct {
 	UnusedJournalEvent *ebpf.VariableSpec `ebpf:"unused_journal_event"`
+	WakeBytes          *ebpf.VariableSpec `ebpf:"wake_bytes"`
 }
 
 // journalObjects contains all objects after they have been loaded into the kernel.
@@ -145,6 +147,7 @@ func (m *journalMaps) Close() error {
 // It can be passed to loadJournalObjects or ebpf.CollectionSpec.LoadAndAssign.
 type journalVariables struct {
 	UnusedJournalEvent *ebpf.Variable `ebpf:"unused_journal_event"`
+	WakeBytes          *ebpf.Variable `ebpf:"wake_bytes"`
 }
 
 // journalPrograms contains all programs after they have been loaded into the kernel.

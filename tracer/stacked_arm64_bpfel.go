@@ -44,6 +44,7 @@ const (
 	stackedMapLostEvents         = "lost_events"
 	stackedProgExt4SyncFileEnter = "ext4_sync_file_enter"
 	stackedProgExt4SyncFileExit  = "ext4_sync_file_exit"
+	stackedVarWakeBytes          = "wake_bytes"
 )
 
 // loadStacked returns the embedded CollectionSpec for stacked.
@@ -106,6 +107,7 @@ type stackedMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type stackedVariableSpecs struct {
+	WakeBytes *ebpf.VariableSpec `ebpf:"wake_bytes"`
 }
 
 // stackedObjects contains all objects after they have been loaded into the kernel.
@@ -147,6 +149,7 @@ func (m *stackedMaps) Close() error {
 //
 // It can be passed to loadStackedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type stackedVariables struct {
+	WakeBytes *ebpf.Variable `ebpf:"wake_bytes"`
 }
 
 // stackedPrograms contains all programs after they have been loaded into the kernel.

@@ -56,7 +56,7 @@ func runFsync(args []string) error {
 	fs.StringVar(&f.dir, "dir", "", "directory for --workload (default: a new directory under /var/tmp, removed at exit)")
 	fs.Float64Var(&f.rate, "rate", 0, "with --workload: appends per second (0: as fast as fdatasync returns)")
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once every probe is attached (for scripts and tests)")
-	fs.Uint32Var(&f.ringBytes, "ring-size", 16<<20, "ring buffer bytes (power of two); raise it if events are lost")
+	fs.Uint32Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, "ring buffer bytes (power of two); raise it if events are lost")
 	fs.IntVar(&f.qemu, "qemu", 0, "trace a hypervisor's I/O on its image files instead: the same as 'etcdscope hypervisor --pid N'")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
