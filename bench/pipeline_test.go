@@ -1,7 +1,8 @@
 //go:build bench
 
 // Package bench holds make bench's in-process harness: etcdscope fsync's
-// event loop (tracer.FsyncTracer → analysis.Attributor → path → JSON),
+// event loop (tracer.FsyncTracer → analysis.Attributor → path → report,
+// interval line and AppendJSON),
 // rebuilt here because cmd/ keeps it unexported, so `go test -cpuprofile`
 // shows where userspace time goes at a given fsync rate. It is behind the
 // bench build tag: `make test` never runs it.
@@ -10,14 +11,17 @@
 package bench
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,11 +42,14 @@ var (
 // fsyncgen made was attributed (its own count is the oracle).
 func TestPipeline(t *testing.T) {
 	testenv.RequireRoot(t)
-	gen := filepath.Join(t.TempDir(), "fsyncgen")
+	// A comm of its own: other fsyncgen runs on a shared machine (make
+	// bench, other engineers' benchmarks) would otherwise be traced too.
+	const comm = "fsyncgen-pipe"
+	gen := filepath.Join(t.TempDir(), comm)
 	if b, err := exec.Command("go", "build", "-o", gen, "./fsyncgen").CombinedOutput(); err != nil {
 		t.Fatalf("building fsyncgen: %v: %s", err, b)
 	}
-	tr, err := tracer.NewFsync(tracer.FsyncConfig{Comm: "fsyncgen"})
+	tr, err := tracer.NewFsync(tracer.FsyncConfig{Comm: comm})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,17 +89,21 @@ func TestPipeline(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	cpu := time.Duration(endCPU.Utime.Nano() + endCPU.Stime.Nano() - startCPU.Utime.Nano() - startCPU.Stime.Nano())
+	user := time.Duration(endCPU.Utime.Nano() - startCPU.Utime.Nano())
+	sys := time.Duration(endCPU.Stime.Nano() - startCPU.Stime.Nano())
+	cpu := user + sys
 	lost, _ := tr.Lost()
-	t.Logf("fsyncgen made %.0f fdatasync calls in %.2f s; the loop attributed %d; lost %d, missed %d; process CPU %v (%.1f%% of a core)",
-		g.Fsyncs, g.Seconds, r.n, lost, tr.Missed(), cpu, 100*cpu.Seconds()/g.Seconds)
+	t.Logf("fsyncgen made %.0f fdatasync calls in %.2f s; the loop attributed %d; lost %d, missed %d; process CPU %v (%.1f%% of a core; user %v, system %v; %.2f µs per fsync)",
+		g.Fsyncs, g.Seconds, r.n, lost, tr.Missed(), cpu, 100*cpu.Seconds()/g.Seconds, user, sys, cpu.Seconds()*1e6/max(g.Fsyncs, 1))
 	if int64(r.n) != int64(g.Fsyncs) {
 		t.Errorf("attributed %d fsyncs, fsyncgen made %.0f (lost %d)", r.n, g.Fsyncs, lost)
 	}
 }
 
-// loop is cmd/etcdscope's eventLoop for --output json: attribute every
-// fsync, name its file, keep the record for the summary, encode it.
+// loop is cmd/etcdscope's eventLoop for --output json with the default
+// --interval: attribute every fsync, name its file, count it in the report
+// and the interval line (under the lock the interval printer shares),
+// append its JSON line to a buffered writer.
 func loop(tr *tracer.FsyncTracer) (int, error) {
 	devs := tracer.NewDeviceResolver()
 	paths := tracer.NewPathResolver()
@@ -100,15 +111,22 @@ func loop(tr *tracer.FsyncTracer) (int, error) {
 		info := devs.Resolve(d)
 		return info.Name, info.Disks
 	})
-	enc := json.NewEncoder(io.Discard)
-	var all []analysis.FsyncRecord
+	var mu sync.Mutex
+	report := analysis.NewReportBuilder()
+	var interval analysis.IntervalBuilder
+	w := bufio.NewWriterSize(io.Discard, 64<<10)
+	var buf []byte
+	n := 0
 	for {
 		ev, err := tr.Read()
 		if err != nil {
 			if errors.Is(err, tracer.ErrClosed) || errors.Is(err, tracer.ErrDrained) {
-				return len(all), nil
+				if rep := report.Report(0, 0, nil); rep.Fsyncs != int64(n) {
+					return n, fmt.Errorf("report counted %d fsyncs, the loop %d", rep.Fsyncs, n)
+				}
+				return n, w.Flush()
 			}
-			return len(all), err
+			return n, err
 		}
 		fe, ok := ev.(event.Fsync)
 		if !ok {
@@ -118,9 +136,14 @@ func loop(tr *tracer.FsyncTracer) (int, error) {
 		rec := attr.Attribute(fe)
 		rec.Path = paths.Path(&fe)
 		rec.FileKind = analysis.FileKind(rec.Path)
-		all = append(all, rec)
-		if err := enc.Encode(&rec); err != nil {
-			return len(all), err
+		n++
+		mu.Lock()
+		report.Add(&rec)
+		interval.Add(&rec)
+		mu.Unlock()
+		buf = append(rec.AppendJSON(buf[:0]), '\n')
+		if _, err := w.Write(buf); err != nil {
+			return n, err
 		}
 	}
 }
