@@ -82,7 +82,7 @@ type Fsync struct {
 	IsBlockdev bool     // fd was a block device node
 	Ino        uint64   // inode number
 	FSType     string   // i_sb->s_type->name, e.g. "ext4"
-	Names      []string // d_name of the file, its parent, ... (up to 4, innermost first)
+	Names      []string // d_name of the file, its parent, ... (up to 4, innermost first); tracer shares one slice between events of a file: read only
 	CgroupID   uint64
 	StartNs    uint64
 	EndNs      uint64

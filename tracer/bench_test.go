@@ -1,6 +1,8 @@
 package tracer
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"unsafe"
 )
@@ -17,7 +19,9 @@ func setCstr(dst []int8, s string) {
 
 // BenchmarkDecodeFsync decodes one raw fsync record (the largest, with a
 // four-component path) as Read does: fixed layout over the ring buffer's
-// bytes, then boxed into Read's `any`.
+// bytes through a decoder that has seen the file before (its strings and
+// Names interned, as for every fsync of a file after its first), then
+// boxed into Read's `any` (the one allocation left).
 func BenchmarkDecodeFsync(b *testing.B) {
 	raw := make([]byte, unsafe.Sizeof(fsyncFsyncEvent{}))
 	e := (*fsyncFsyncEvent)(unsafe.Pointer(&raw[0]))
@@ -28,9 +32,14 @@ func BenchmarkDecodeFsync(b *testing.B) {
 	for i, n := range []string{"0000000000000000-0000000000000000.wal", "wal", "member", "default.etcd"} {
 		setCstr(e.Names[i][:], n)
 	}
+	var d decoder
+	f := d.fsync(e)
+	if f.Comm != "etcd" || f.FSType != "ext4" || len(f.Names) != 4 || f.Names[3] != "default.etcd" {
+		b.Fatalf("decoded %+v", f)
+	}
 	b.ReportAllocs()
 	for b.Loop() {
-		sink = decodeFsync((*fsyncFsyncEvent)(unsafe.Pointer(&raw[0])))
+		sink = d.fsync((*fsyncFsyncEvent)(unsafe.Pointer(&raw[0])))
 	}
 }
 
@@ -42,8 +51,43 @@ func BenchmarkDecodeBlock(b *testing.B) {
 	e.Kind, e.Op, e.Final, e.Dev, e.Bytes, e.Rq = 3, 2, 1, 254<<20, 4096, 0xffff888012345678
 	e.InsertNs, e.IssueNs, e.CompleteNs, e.Pid, e.Tid = 1e9, 1e9+1e3, 1e9+50e3, 99, 100
 	setCstr(e.Comm[:], "etcd")
+	var d decoder
 	b.ReportAllocs()
 	for b.Loop() {
-		sink = decodeBlock((*blockBlkEvent)(unsafe.Pointer(&raw[0])))
+		sink = d.block((*blockBlkEvent)(unsafe.Pointer(&raw[0])))
+	}
+}
+
+// TestDecoderInterns: interning changes no decoded value, also across the
+// table resets a long run of distinct names causes, and the Names slice
+// ends at the first empty component as before.
+func TestDecoderInterns(t *testing.T) {
+	var d decoder
+	raw := make([]byte, unsafe.Sizeof(fsyncFsyncEvent{}))
+	e := (*fsyncFsyncEvent)(unsafe.Pointer(&raw[0]))
+	for i := 0; i < 3*internMax; i++ {
+		clear(raw)
+		comm := []string{"etcd", "fio", "jbd2/vda1-8", "kworker/u8:1", "etcd-with-a-15b"}[i%5]
+		file := fmt.Sprintf("%016x.wal", i)
+		setCstr(e.Comm[:], comm)
+		setCstr(e.Fstype[:], "ext4")
+		setCstr(e.Names[0][:], file)
+		want := []string{file}
+		if i%3 != 0 { // i%3 == 0: one component only
+			setCstr(e.Names[1][:], "wal")
+			want = append(want, "wal")
+		}
+		setCstr(e.Names[3][:], "unreached") // after an empty component
+		f := d.fsync(e)
+		if f.Comm != comm || f.FSType != "ext4" || !slices.Equal(f.Names, want) {
+			t.Fatalf("record %d: decoded comm %q fstype %q names %q, want %q ext4 %q", i, f.Comm, f.FSType, f.Names, comm, want)
+		}
+		if again := d.fsync(e); &again.Names[0] != &f.Names[0] {
+			t.Fatalf("record %d: the same names were not interned", i)
+		}
+	}
+	clear(raw)
+	if f := d.fsync(e); f.Names != nil || f.Comm != "" || f.FSType != "" {
+		t.Fatalf("empty record decoded as %+v", f)
 	}
 }

@@ -63,6 +63,7 @@ type FsyncTracer struct {
 	untrace func()
 	probes  []Probe
 	rec     ringbuf.Record
+	dec     decoder
 	closed  bool
 }
 
@@ -470,7 +471,7 @@ func (t *FsyncTracer) Read() (any, error) {
 			if len(raw) < int(unsafe.Sizeof(fsyncFsyncEvent{})) {
 				return nil, errShort("fsync", len(raw))
 			}
-			f := decodeFsync((*fsyncFsyncEvent)(unsafe.Pointer(&raw[0])))
+			f := t.dec.fsync((*fsyncFsyncEvent)(unsafe.Pointer(&raw[0])))
 			if f.Syscall == event.SysKthread {
 				return event.KernelFsync{Fsync: f}, nil
 			}
@@ -485,7 +486,7 @@ func (t *FsyncTracer) Read() (any, error) {
 			if len(raw) < int(unsafe.Sizeof(blockBlkEvent{})) {
 				return nil, errShort("blk", len(raw))
 			}
-			return decodeBlock((*blockBlkEvent)(unsafe.Pointer(&raw[0]))), nil
+			return t.dec.block((*blockBlkEvent)(unsafe.Pointer(&raw[0]))), nil
 		case 4: // ES_KIND_JOURNAL
 			if len(raw) < int(unsafe.Sizeof(journalJournalEvent{})) {
 				return nil, errShort("journal", len(raw))
@@ -510,38 +511,105 @@ func errShort(kind string, n int) error {
 	return fmt.Errorf("decoding %s event: record of %d bytes is too short", kind, n)
 }
 
-func cstr(b []int8) string {
+func cstr(b []int8) string { return string(cbytes(b)) }
+
+// cbytes returns the bytes of a NUL-terminated C string field, without
+// copying them.
+func cbytes(b []int8) []byte {
 	buf := unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), len(b))
 	for i, c := range buf {
 		if c == 0 {
-			return string(buf[:i])
+			return buf[:i]
 		}
 	}
-	return string(buf)
+	return buf
 }
 
-func decodeFsync(e *fsyncFsyncEvent) event.Fsync {
-	f := event.Fsync{
-		Syscall: event.Syscall(e.Syscall), PID: e.Pid, TID: e.Tid, Comm: cstr(e.Comm[:]),
-		FD: e.Fd, Dev: event.Dev(e.Dev), IsBlockdev: e.IsBlockdev != 0, Ino: e.Ino,
-		FSType: cstr(e.Fstype[:]), CgroupID: e.CgroupId, StartNs: e.StartNs, EndNs: e.EndNs, Ret: e.Ret,
+// internMax bounds each of decoder's tables; one that fills is emptied
+// and refills with what is current (files come and go: WAL segments).
+const internMax = 4096
+
+// decoder turns raw records into events. It interns the strings that
+// repeat from record to record (comm, filesystem type, path components,
+// the Names slice itself), so a steady stream decodes without allocating:
+// ten allocations per fsync record before (BenchmarkDecodeFsync).
+// Interned values are shared between events and must not be modified.
+// Not safe for concurrent use; the zero value is ready.
+type decoder struct {
+	recent [64]string
+	strs   map[string]string
+	names  map[string][]string // key: the raw components, each ended by NUL
+	key    []byte
+}
+
+// intern returns b as a string, allocating only the first time. A small
+// direct-mapped cache in front of the map answers the common case (the
+// same few comms) in a compare instead of a hash.
+func (d *decoder) intern(b []byte) string {
+	if len(b) == 0 {
+		return ""
 	}
-	for i := range e.Names {
-		n := cstr(e.Names[i][:])
-		if n == "" {
+	h := (uint(len(b))*31 + uint(b[0])*7 + uint(b[len(b)-1])) % uint(len(d.recent))
+	if s := d.recent[h]; s == string(b) { // comparing with string(b) does not allocate
+		return s
+	}
+	s, ok := d.strs[string(b)] // nor does a lookup by it
+	if !ok {
+		if d.strs == nil || len(d.strs) >= internMax {
+			d.strs = make(map[string]string)
+		}
+		s = string(b)
+		d.strs[s] = s
+	}
+	d.recent[h] = s
+	return s
+}
+
+// pathNames returns the non-empty leading components of names as strings,
+// the same slice every time for the same components.
+func (d *decoder) pathNames(names [][48]int8) []string {
+	d.key = d.key[:0]
+	n := 0
+	for i := range names {
+		c := cbytes(names[i][:])
+		if len(c) == 0 {
 			break
 		}
-		f.Names = append(f.Names, n)
+		d.key = append(append(d.key, c...), 0)
+		n++
 	}
-	return f
+	if n == 0 {
+		return nil
+	}
+	if v, ok := d.names[string(d.key)]; ok {
+		return v
+	}
+	v := make([]string, n)
+	for i := range v {
+		v[i] = d.intern(cbytes(names[i][:]))
+	}
+	if d.names == nil || len(d.names) >= internMax {
+		d.names = make(map[string][]string)
+	}
+	d.names[string(d.key)] = v
+	return v
 }
 
-func decodeBlock(e *blockBlkEvent) event.Block {
+func (d *decoder) fsync(e *fsyncFsyncEvent) event.Fsync {
+	return event.Fsync{
+		Syscall: event.Syscall(e.Syscall), PID: e.Pid, TID: e.Tid, Comm: d.intern(cbytes(e.Comm[:])),
+		FD: e.Fd, Dev: event.Dev(e.Dev), IsBlockdev: e.IsBlockdev != 0, Ino: e.Ino,
+		FSType: d.intern(cbytes(e.Fstype[:])), CgroupID: e.CgroupId, StartNs: e.StartNs, EndNs: e.EndNs, Ret: e.Ret,
+		Names: d.pathNames(e.Names[:]),
+	}
+}
+
+func (d *decoder) block(e *blockBlkEvent) event.Block {
 	return event.Block{
 		Rq: e.Rq, Dev: event.Dev(e.Dev), Op: event.Op(e.Op), Flags: event.ReqFlags(e.Flags),
 		CmdFlags: e.CmdFlags, Sector: e.Sector, Bytes: e.Bytes, Error: e.Error, Final: e.Final != 0,
 		InsertNs: e.InsertNs, IssueNs: e.IssueNs, CompleteNs: e.CompleteNs,
-		PID: e.Pid, TID: e.Tid, Comm: cstr(e.Comm[:]),
+		PID: e.Pid, TID: e.Tid, Comm: d.intern(cbytes(e.Comm[:])),
 	}
 }
 
