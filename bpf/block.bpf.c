@@ -40,14 +40,13 @@ struct {
 
 static __always_inline __u32 rq_dev(struct request *rq)
 {
-	struct gendisk *disk = BPF_CORE_READ(rq, q, disk);
-	__u32 major, minor;
+	/* rq is a tp_btf argument, a BTF pointer: plain loads (the verifier
+	 * makes them fault-safe), not probe-read helper calls. */
+	struct gendisk *disk = rq->q->disk;
 
 	if (!disk)
 		return 0;
-	major = BPF_CORE_READ(disk, major);
-	minor = BPF_CORE_READ(disk, first_minor);
-	return (major << 20) | minor;
+	return ((__u32)disk->major << 20) | (__u32)disk->first_minor;
 }
 
 #define FLAG(bit, out)                                                         \
@@ -144,7 +143,7 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	__u32 cmd_flags, data_len;
 	bool final;
 
-	cmd_flags = BPF_CORE_READ(rq, cmd_flags);
+	cmd_flags = rq->cmd_flags;
 	if (!s) {
 		/* Never inserted or issued: it started before tracing, is on a
 		 * filtered disk, or is a flush the flush state machine completed
@@ -161,7 +160,7 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 		/* the request still ends: do not leak its entry */
 		goto out;
 	}
-	data_len = BPF_CORE_READ(rq, __data_len);
+	data_len = rq->__data_len;
 	e->kind = ES_KIND_BLK;
 	e->op = norm_op(cmd_flags);
 	e->flags = norm_flags(cmd_flags);
@@ -173,7 +172,7 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	e->final = final;
 	e->_pad = 0;
 	e->rq = key;
-	e->sector = BPF_CORE_READ(rq, __sector);
+	e->sector = rq->__sector;
 	e->complete_ns = now;
 	if (s) {
 		e->insert_ns = s->insert_ns;
@@ -200,18 +199,19 @@ out:
 SEC("tp_btf/block_bio_queue")
 int BPF_PROG(block_bio_queue, struct bio *bio)
 {
-	__u32 opf = BPF_CORE_READ(bio, bi_opf);
+	__u32 opf = bio->bi_opf;
 	__u8 op = norm_op(opf);
 	__u32 flags = norm_flags(opf);
-	struct gendisk *disk = BPF_CORE_READ(bio, bi_bdev, bd_disk);
 	struct flush_bio_event e = {};
+	struct gendisk *disk;
 	__u64 id;
 
 	if (op != ES_OP_FLUSH && !(flags & ES_REQ_PREFLUSH))
 		return 0;
+	disk = bio->bi_bdev->bd_disk;
 	if (!disk)
 		return 0;
-	e.dev = (BPF_CORE_READ(disk, major) << 20) | BPF_CORE_READ(disk, first_minor);
+	e.dev = ((__u32)disk->major << 20) | (__u32)disk->first_minor;
 	if (targ_dev && e.dev != targ_dev)
 		return 0;
 	id = bpf_get_current_pid_tgid();

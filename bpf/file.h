@@ -12,14 +12,16 @@
 /* es_fd_file returns the current task's struct file for fd, or NULL. */
 static __always_inline struct file *es_fd_file(int fd)
 {
+	/* task is a BTF pointer: plain loads, cheaper than probe reads. */
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct fdtable *fdt = task->files->fdt;
 	struct file **fds;
 	struct file *f = NULL;
 
-	if (!fdt || fd < 0 || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
+	if (!fdt || fd < 0 || (unsigned int)fd >= fdt->max_fds)
 		return NULL;
-	fds = BPF_CORE_READ(fdt, fd);
+	fds = fdt->fd;
+	/* a variable index into a BTF pointer is refused: probe read */
 	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
 	return f;
 }

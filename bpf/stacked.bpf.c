@@ -39,7 +39,7 @@ static __always_inline bool in_kthread(void)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 
-	return BPF_CORE_READ(task, flags) & PF_KTHREAD_;
+	return task->flags & PF_KTHREAD_;
 }
 
 SEC("tp_btf/ext4_sync_file_enter")
@@ -80,8 +80,13 @@ int BPF_PROG(ext4_sync_file_exit, struct inode *inode, int ret)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct fsync_event *e = bpf_map_lookup_elem(&kinflight, &tid);
+	struct fsync_event *e;
 
+	/* every ext4 fsync of every task passes here: no map lookup for the
+	 * ones that are not a kernel thread's */
+	if (!in_kthread())
+		return 0;
+	e = bpf_map_lookup_elem(&kinflight, &tid);
 	if (!e)
 		return 0;
 	e->end_ns = now;

@@ -23,6 +23,20 @@ type fsyncCall struct {
 	Pad      [3]uint8
 }
 
+type fsyncFileInfo struct {
+	_             structs.HostLayout
+	Dentry        uint64
+	Parent        uint64
+	HashLen       uint64
+	ParentHashLen uint64
+	Ino           uint64
+	Dev           uint32
+	IsBlockdev    uint8
+	Pad           [3]uint8
+	Fstype        [16]int8
+	Names         [4][48]int8
+}
+
 type fsyncFsyncEnterEvent struct {
 	_       structs.HostLayout
 	Kind    uint8
@@ -57,7 +71,9 @@ type fsyncFsyncEvent struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	fsyncMapEvents             = "events"
+	fsyncMapFiles              = "files"
 	fsyncMapInflight           = "inflight"
+	fsyncMapInfoScratch        = "info_scratch"
 	fsyncMapLostEvents         = "lost_events"
 	fsyncProgSysEnterFdatasync = "sys_enter_fdatasync"
 	fsyncProgSysEnterFsync     = "sys_enter_fsync"
@@ -124,9 +140,11 @@ type fsyncProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type fsyncMapSpecs struct {
-	Events     *ebpf.MapSpec `ebpf:"events"`
-	Inflight   *ebpf.MapSpec `ebpf:"inflight"`
-	LostEvents *ebpf.MapSpec `ebpf:"lost_events"`
+	Events      *ebpf.MapSpec `ebpf:"events"`
+	Files       *ebpf.MapSpec `ebpf:"files"`
+	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
+	InfoScratch *ebpf.MapSpec `ebpf:"info_scratch"`
+	LostEvents  *ebpf.MapSpec `ebpf:"lost_events"`
 }
 
 // fsyncVariableSpecs contains global variables before they are loaded into the kernel.
@@ -162,15 +180,19 @@ func (o *fsyncObjects) Close() error {
 //
 // It can be passed to loadFsyncObjects or ebpf.CollectionSpec.LoadAndAssign.
 type fsyncMaps struct {
-	Events     *ebpf.Map `ebpf:"events"`
-	Inflight   *ebpf.Map `ebpf:"inflight"`
-	LostEvents *ebpf.Map `ebpf:"lost_events"`
+	Events      *ebpf.Map `ebpf:"events"`
+	Files       *ebpf.Map `ebpf:"files"`
+	Inflight    *ebpf.Map `ebpf:"inflight"`
+	InfoScratch *ebpf.Map `ebpf:"info_scratch"`
+	LostEvents  *ebpf.Map `ebpf:"lost_events"`
 }
 
 func (m *fsyncMaps) Close() error {
 	return _FsyncClose(
 		m.Events,
+		m.Files,
 		m.Inflight,
+		m.InfoScratch,
 		m.LostEvents,
 	)
 }
