@@ -266,36 +266,77 @@ func (a *Attributor) reqFormat(op event.Op, flags event.ReqFlags) reqFmt {
 func (a *Attributor) Add(ev any) {
 	switch e := ev.(type) {
 	case event.KernelFsync:
-		rec := a.Attribute(e.Fsync)
-		a.hosts = append(a.hosts, rec)
+		a.addKernelFsync(&e.Fsync)
 	case event.FsyncEnter:
-		a.inflight[e.TID] = e.StartNs
-		a.see(e.StartNs)
+		a.addEnter(e)
 	case event.Block:
-		a.see(e.CompleteNs)
-		if !e.Final {
-			if p, ok := a.partial[e.Rq]; ok {
-				e.Bytes += p.Bytes
-			}
-			a.partial[e.Rq] = e
-			return
-		}
+		a.addBlock(&e)
+	case event.FlushBio:
+		a.addFlushBio(&e)
+	case event.Journal:
+		a.addJournal(&e)
+	}
+}
+
+// AddEvent is Add of the event ev holds (tracer.FsyncTracer.ReadEvent's
+// form, which costs no allocation per event); an fsync (KindFsync) is
+// ignored, as by Add: pass ev.Fsync to Attribute.
+func (a *Attributor) AddEvent(ev *event.Any) {
+	switch ev.Kind {
+	case event.KindKernelFsync:
+		a.addKernelFsync(&ev.Fsync)
+	case event.KindFsyncEnter:
+		a.addEnter(ev.Enter)
+	case event.KindBlock:
+		b := ev.Block // addBlock sums partial completions into its copy
+		a.addBlock(&b)
+	case event.KindFlushBio:
+		a.addFlushBio(&ev.FlushBio)
+	case event.KindJournal:
+		a.addJournal(&ev.Journal)
+	}
+}
+
+func (a *Attributor) addKernelFsync(f *event.Fsync) {
+	rec := a.Attribute(*f)
+	a.hosts = append(a.hosts, rec)
+}
+
+func (a *Attributor) addEnter(e event.FsyncEnter) {
+	a.inflight[e.TID] = e.StartNs
+	a.see(e.StartNs)
+}
+
+// addBlock keeps a final completion, with the bytes of the partial ones
+// before it added to e.
+func (a *Attributor) addBlock(e *event.Block) {
+	a.see(e.CompleteNs)
+	if !e.Final {
 		if p, ok := a.partial[e.Rq]; ok {
 			e.Bytes += p.Bytes
-			delete(a.partial, e.Rq)
 		}
-		a.appendBlock(e)
-		if len(a.blocks)%4096 == 0 {
-			a.prune() // bound memory while no fsync comes
-		}
-	case event.FlushBio:
-		a.see(e.QueueNs)
-		a.bios = append(a.bios, e)
-	case event.Journal:
-		a.see(e.StartNs)
-		a.see(e.EndNs)
-		a.journals = append(a.journals, e)
+		a.partial[e.Rq] = *e
+		return
 	}
+	if p, ok := a.partial[e.Rq]; ok {
+		e.Bytes += p.Bytes
+		delete(a.partial, e.Rq)
+	}
+	a.appendBlock(*e)
+	if len(a.blocks)%4096 == 0 {
+		a.prune() // bound memory while no fsync comes
+	}
+}
+
+func (a *Attributor) addFlushBio(e *event.FlushBio) {
+	a.see(e.QueueNs)
+	a.bios = append(a.bios, *e)
+}
+
+func (a *Attributor) addJournal(e *event.Journal) {
+	a.see(e.StartNs)
+	a.see(e.EndNs)
+	a.journals = append(a.journals, *e)
 }
 
 // appendBlock appends to blocks, whose window prune slides forward along

@@ -370,3 +370,66 @@ func TestJBD2WaitCounts(t *testing.T) {
 		t.Fatalf("layers %+v journal %+v", rec.Layers, rec.Journal)
 	}
 }
+
+// anyOf is what tracer.FsyncTracer.ReadEvent fills in for an event Read
+// would return as ev.
+func anyOf(t testing.TB, ev any) event.Any {
+	switch e := ev.(type) {
+	case event.KernelFsync:
+		return event.Any{Kind: event.KindKernelFsync, Fsync: e.Fsync}
+	case event.FsyncEnter:
+		return event.Any{Kind: event.KindFsyncEnter, Enter: e}
+	case event.Block:
+		return event.Any{Kind: event.KindBlock, Block: e}
+	case event.FlushBio:
+		return event.Any{Kind: event.KindFlushBio, FlushBio: e}
+	case event.Journal:
+		return event.Any{Kind: event.KindJournal, Journal: e}
+	}
+	t.Fatalf("no event.Any for %T", ev)
+	return event.Any{}
+}
+
+// AddEvent and Add are two doors to the same state: a stream with partial
+// completions, flush bios, jbd2 commits and nested host fsyncs attributes
+// identically through either, and Any.Value gives Add what Read gave.
+func TestAddEventMatchesAdd(t *testing.T) {
+	hostFS := event.MkDev(254, 0)
+	newAttr := func() *Attributor {
+		a := NewAttributor(lookup)
+		a.SetBackingLookup(func(d event.Dev) (Backing, bool) {
+			return Backing{Dev: hostFS, Ino: 77, Path: "/var/tmp/img"}, d == diskDev
+		})
+		return a
+	}
+	byAdd, byEvent, byValue := newAttr(), newAttr(), newAttr()
+	for i := 0; i < 200; i++ {
+		s := uint64(1e9 + i*300e3)
+		var evs []any
+		for _, x := range benchEvents(s, uint64(2*i), nil) {
+			evs = append(evs, x.Value())
+		}
+		part := evs[1].(event.Block)
+		part.Final, part.Bytes, part.CompleteNs = false, 512, s+40e3
+		host := event.KernelFsync{Fsync: event.Fsync{Syscall: event.SysKthread, TID: 9, Comm: "kworker/u8:1",
+			Dev: hostFS, FSType: "ext4", Ino: 77, StartNs: s + 60e3, EndNs: s + 100e3}}
+		evs = append([]any{evs[0], part, host}, evs[1:]...)
+		for _, ev := range evs {
+			byAdd.Add(ev)
+			x := anyOf(t, ev)
+			byEvent.AddEvent(&x)
+			byValue.Add(x.Value())
+		}
+		f := fsyncEv(s, s+120e3)
+		want := byAdd.Attribute(f)
+		if len(want.Requests) != 2 || want.Requests[0].Bytes != 4096+512 || len(want.Requests[1].Host) != 1 {
+			t.Fatalf("fsync %d: the stream did not exercise partials and nesting: %+v", i, want.Requests)
+		}
+		if got := byEvent.Attribute(f); !reflect.DeepEqual(got, want) {
+			t.Fatalf("fsync %d: AddEvent gave\n%+v\nAdd gave\n%+v", i, got, want)
+		}
+		if got := byValue.Attribute(f); !reflect.DeepEqual(got, want) {
+			t.Fatalf("fsync %d: Add(Any.Value()) gave\n%+v\nAdd gave\n%+v", i, got, want)
+		}
+	}
+}

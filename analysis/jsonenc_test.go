@@ -153,8 +153,9 @@ func TestAppendJSONReadsBack(t *testing.T) {
 	var want []FsyncRecord
 	for i := 0; i < 3; i++ {
 		s := uint64(1e9 + i*1e6)
-		for _, ev := range benchEvents(s, uint64(2*i)) {
-			a.Add(ev)
+		evs := benchEvents(s, uint64(2*i), nil)
+		for j := range evs {
+			a.AddEvent(&evs[j])
 		}
 		rec := a.Attribute(fsyncEv(s, s+120e3))
 		rec.Path = "/d/" + nastyStrings[i+2]

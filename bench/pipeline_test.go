@@ -117,9 +117,9 @@ func loop(tr *tracer.FsyncTracer) (int, error) {
 	w := bufio.NewWriterSize(io.Discard, 64<<10)
 	var buf []byte
 	n := 0
+	var ev event.Any
 	for {
-		ev, err := tr.Read()
-		if err != nil {
+		if err := tr.ReadEvent(&ev); err != nil {
 			if errors.Is(err, tracer.ErrClosed) || errors.Is(err, tracer.ErrDrained) {
 				if rep := report.Report(0, 0, nil); rep.Fsyncs != int64(n) {
 					return n, fmt.Errorf("report counted %d fsyncs, the loop %d", rep.Fsyncs, n)
@@ -128,13 +128,12 @@ func loop(tr *tracer.FsyncTracer) (int, error) {
 			}
 			return n, err
 		}
-		fe, ok := ev.(event.Fsync)
-		if !ok {
-			attr.Add(ev)
+		if ev.Kind != event.KindFsync {
+			attr.AddEvent(&ev)
 			continue
 		}
-		rec := attr.Attribute(fe)
-		rec.Path = paths.Path(&fe)
+		rec := attr.Attribute(ev.Fsync)
+		rec.Path = paths.Path(&ev.Fsync)
 		rec.FileKind = analysis.FileKind(rec.Path)
 		n++
 		mu.Lock()

@@ -292,3 +292,51 @@ type FlushBio struct {
 	PID, TID uint32 // submitter
 	QueueNs  uint64
 }
+
+// Kind says which field of an Any holds its event.
+type Kind uint8
+
+// Event kinds.
+const (
+	KindNone Kind = iota
+	KindFsync
+	KindKernelFsync // in Any.Fsync, Syscall SysKthread
+	KindFsyncEnter
+	KindBlock
+	KindJournal
+	KindFlushBio
+)
+
+// Any holds one event of any kind by value, for a reader that reuses one
+// Any per event instead of receiving each in an interface (which costs an
+// allocation per event: tracer.FsyncTracer.ReadEvent versus Read). Only
+// the field Kind names is meaningful; the others keep older events.
+type Any struct {
+	Kind     Kind
+	Fsync    Fsync // KindFsync and KindKernelFsync
+	Enter    FsyncEnter
+	Block    Block
+	Journal  Journal
+	FlushBio FlushBio
+}
+
+// Value returns the event as an interface holding event.Fsync,
+// event.KernelFsync, event.FsyncEnter, event.Block, event.Journal or
+// event.FlushBio (nil for KindNone).
+func (a *Any) Value() any {
+	switch a.Kind {
+	case KindFsync:
+		return a.Fsync
+	case KindKernelFsync:
+		return KernelFsync{Fsync: a.Fsync}
+	case KindFsyncEnter:
+		return a.Enter
+	case KindBlock:
+		return a.Block
+	case KindJournal:
+		return a.Journal
+	case KindFlushBio:
+		return a.FlushBio
+	}
+	return nil
+}

@@ -64,6 +64,7 @@ type FsyncTracer struct {
 	probes  []Probe
 	rec     ringbuf.Record
 	dec     decoder
+	ev      event.Any // Read's
 	closed  bool
 }
 
@@ -451,8 +452,19 @@ var ErrClosed = ringbuf.ErrClosed
 // event.Fsync, event.KernelFsync, event.FsyncEnter, event.Block,
 // event.FlushBio or event.Journal. It returns
 // ErrClosed once Close has been called. Records are decoded by fixed
-// layout (the bpf2go structs), without reflection.
+// layout (the bpf2go structs), without reflection. ReadEvent does the
+// same without the allocation of the interface value.
 func (t *FsyncTracer) Read() (any, error) {
+	if err := t.ReadEvent(&t.ev); err != nil {
+		return nil, err
+	}
+	return t.ev.Value(), nil
+}
+
+// ReadEvent is Read into ev: it blocks until the next event, decodes it
+// into the field of ev that ev.Kind then names, and returns Read's errors.
+// Strings and the Names slice are shared with other events: read only.
+func (t *FsyncTracer) ReadEvent(ev *event.Any) error {
 	for {
 		if err := t.reader.ReadInto(&t.rec); err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -460,7 +472,7 @@ func (t *FsyncTracer) Read() (any, error) {
 				t.reader.SetDeadline(time.Now().Add(pollInterval))
 				continue
 			}
-			return nil, err
+			return err
 		}
 		raw := t.rec.RawSample
 		if len(raw) == 0 {
@@ -469,41 +481,43 @@ func (t *FsyncTracer) Read() (any, error) {
 		switch raw[0] {
 		case 1: // ES_KIND_FSYNC
 			if len(raw) < int(unsafe.Sizeof(fsyncFsyncEvent{})) {
-				return nil, errShort("fsync", len(raw))
+				return errShort("fsync", len(raw))
 			}
-			f := t.dec.fsync((*fsyncFsyncEvent)(unsafe.Pointer(&raw[0])))
-			if f.Syscall == event.SysKthread {
-				return event.KernelFsync{Fsync: f}, nil
+			t.dec.fsync(&ev.Fsync, (*fsyncFsyncEvent)(unsafe.Pointer(&raw[0])))
+			ev.Kind = event.KindFsync
+			if ev.Fsync.Syscall == event.SysKthread {
+				ev.Kind = event.KindKernelFsync
 			}
-			return f, nil
 		case 2: // ES_KIND_FSYNC_ENTER
 			if len(raw) < int(unsafe.Sizeof(fsyncFsyncEnterEvent{})) {
-				return nil, errShort("fsync_enter", len(raw))
+				return errShort("fsync_enter", len(raw))
 			}
 			e := (*fsyncFsyncEnterEvent)(unsafe.Pointer(&raw[0]))
-			return event.FsyncEnter{TID: e.Tid, StartNs: e.StartNs}, nil
+			ev.Kind, ev.Enter = event.KindFsyncEnter, event.FsyncEnter{TID: e.Tid, StartNs: e.StartNs}
 		case 3: // ES_KIND_BLK
 			if len(raw) < int(unsafe.Sizeof(blockBlkEvent{})) {
-				return nil, errShort("blk", len(raw))
+				return errShort("blk", len(raw))
 			}
-			return t.dec.block((*blockBlkEvent)(unsafe.Pointer(&raw[0]))), nil
+			t.dec.block(&ev.Block, (*blockBlkEvent)(unsafe.Pointer(&raw[0])))
+			ev.Kind = event.KindBlock
 		case 4: // ES_KIND_JOURNAL
 			if len(raw) < int(unsafe.Sizeof(journalJournalEvent{})) {
-				return nil, errShort("journal", len(raw))
+				return errShort("journal", len(raw))
 			}
 			e := (*journalJournalEvent)(unsafe.Pointer(&raw[0]))
-			return event.Journal{Source: event.JournalSource(e.Source), Dev: event.Dev(e.Dev),
-				TID: e.Tid, Txn: e.Txn, StartNs: e.StartNs, EndNs: e.EndNs}, nil
+			ev.Kind, ev.Journal = event.KindJournal, event.Journal{Source: event.JournalSource(e.Source), Dev: event.Dev(e.Dev),
+				TID: e.Tid, Txn: e.Txn, StartNs: e.StartNs, EndNs: e.EndNs}
 		case 5: // ES_KIND_FLUSH_BIO
 			if len(raw) < int(unsafe.Sizeof(blockFlushBioEvent{})) {
-				return nil, errShort("flush_bio", len(raw))
+				return errShort("flush_bio", len(raw))
 			}
 			e := (*blockFlushBioEvent)(unsafe.Pointer(&raw[0]))
-			return event.FlushBio{Dev: event.Dev(e.Dev), Op: event.Op(e.Op), Flags: event.ReqFlags(e.Flags),
-				PID: e.Pid, TID: e.Tid, QueueNs: e.QueueNs}, nil
+			ev.Kind, ev.FlushBio = event.KindFlushBio, event.FlushBio{Dev: event.Dev(e.Dev), Op: event.Op(e.Op), Flags: event.ReqFlags(e.Flags),
+				PID: e.Pid, TID: e.Tid, QueueNs: e.QueueNs}
 		default:
-			return nil, fmt.Errorf("decoding event: unknown kind %d", raw[0])
+			return fmt.Errorf("decoding event: unknown kind %d", raw[0])
 		}
+		return nil
 	}
 }
 
@@ -595,8 +609,8 @@ func (d *decoder) pathNames(names [][48]int8) []string {
 	return v
 }
 
-func (d *decoder) fsync(e *fsyncFsyncEvent) event.Fsync {
-	return event.Fsync{
+func (d *decoder) fsync(f *event.Fsync, e *fsyncFsyncEvent) {
+	*f = event.Fsync{
 		Syscall: event.Syscall(e.Syscall), PID: e.Pid, TID: e.Tid, Comm: d.intern(cbytes(e.Comm[:])),
 		FD: e.Fd, Dev: event.Dev(e.Dev), IsBlockdev: e.IsBlockdev != 0, Ino: e.Ino,
 		FSType: d.intern(cbytes(e.Fstype[:])), CgroupID: e.CgroupId, StartNs: e.StartNs, EndNs: e.EndNs, Ret: e.Ret,
@@ -604,8 +618,8 @@ func (d *decoder) fsync(e *fsyncFsyncEvent) event.Fsync {
 	}
 }
 
-func (d *decoder) block(e *blockBlkEvent) event.Block {
-	return event.Block{
+func (d *decoder) block(b *event.Block, e *blockBlkEvent) {
+	*b = event.Block{
 		Rq: e.Rq, Dev: event.Dev(e.Dev), Op: event.Op(e.Op), Flags: event.ReqFlags(e.Flags),
 		CmdFlags: e.CmdFlags, Sector: e.Sector, Bytes: e.Bytes, Error: e.Error, Final: e.Final != 0,
 		InsertNs: e.InsertNs, IssueNs: e.IssueNs, CompleteNs: e.CompleteNs,

@@ -356,27 +356,27 @@ func eventLoop(tr *tracer.FsyncTracer, f fsyncFlags, cfg tracer.FsyncConfig, run
 		lines = newJSONLines(out)
 		defer lines.Close()
 	}
+	var ev event.Any // reused: ReadEvent allocates nothing per event
 	for {
-		ev, err := tr.Read()
-		if err != nil {
+		if err := tr.ReadEvent(&ev); err != nil {
 			if errors.Is(err, tracer.ErrClosed) || errors.Is(err, tracer.ErrDrained) {
 				return nil
 			}
 			return err
 		}
-		fe, ok := ev.(event.Fsync)
-		if !ok {
-			attr.Add(ev)
+		if ev.Kind != event.KindFsync {
+			attr.AddEvent(&ev)
 			continue
 		}
+		fe := &ev.Fsync
 		if s := stopAt(); s != 0 && fe.StartNs > s {
 			return nil
 		}
-		rec := attr.Attribute(fe)
+		rec := attr.Attribute(*fe)
 		if cfg.Disk != 0 && !containsStr(rec.Disks, cfg.Disk.String()) {
 			continue
 		}
-		rec.Path = paths.Path(&fe)
+		rec.Path = paths.Path(fe)
 		rec.FileKind = analysis.FileKind(rec.Path)
 		run.mu.Lock()
 		run.report.Add(&rec)
