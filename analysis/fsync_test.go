@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -430,6 +431,43 @@ func TestAddEventMatchesAdd(t *testing.T) {
 		}
 		if got := byValue.Attribute(f); !reflect.DeepEqual(got, want) {
 			t.Fatalf("fsync %d: Add(Any.Value()) gave\n%+v\nAdd gave\n%+v", i, got, want)
+		}
+	}
+}
+
+// Calls of two groups interleaved (etcd's WAL and backend fsyncs, fsync
+// and fdatasync mixed) land in their own groups with their own syscalls:
+// the builder's shortcut for "same group as the last call" never leaks.
+func TestReportBuilderInterleavedGroups(t *testing.T) {
+	b := NewReportBuilder()
+	for i := int64(0); i < 90; i++ {
+		r := FsyncRecord{PID: 99, Comm: "etcd", Dev: "253:1", FS: "ext4", Syscall: "fdatasync", TotalNs: 1000 + i, Layers: Layers{OtherNs: 1000 + i}}
+		switch i % 3 {
+		case 0:
+			r.FileKind = KindWAL
+		case 1:
+			r.FileKind, r.TotalNs, r.Layers.OtherNs = KindBackend, 5000+i, 5000+i
+		case 2:
+			r.FileKind, r.Syscall, r.TotalNs, r.Layers.OtherNs = KindBackend, "fsync", 5000+i, 5000+i
+		}
+		b.Add(&r)
+	}
+	rep := b.Report(0, 0, nil)
+	if len(rep.Groups) != 2 || rep.Fsyncs != 90 {
+		t.Fatalf("%d fsyncs in groups %+v", rep.Fsyncs, rep.Groups)
+	}
+	for _, g := range rep.Groups {
+		switch g.Key.FileKind {
+		case KindWAL:
+			if g.Total.Count != 30 || g.Total.Max != 1087 || !slices.Equal(g.Syscalls, []string{"fdatasync"}) {
+				t.Errorf("wal group %+v", g)
+			}
+		case KindBackend:
+			if g.Total.Count != 60 || g.Total.Min != 5001 || !slices.Equal(g.Syscalls, []string{"fdatasync", "fsync"}) {
+				t.Errorf("backend group %+v", g)
+			}
+		default:
+			t.Errorf("unexpected group %+v", g)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -79,6 +80,7 @@ type Report struct {
 // NewReportBuilder. Not safe for concurrent use.
 type ReportBuilder struct {
 	groups map[GroupKey]*groupAcc
+	last   *groupAcc // the group of the previous call: the next is most often in it too
 	levels *levelsAcc
 	count  int64
 }
@@ -90,7 +92,7 @@ type groupAcc struct {
 	flushes  int64
 	errors   int64
 	commits  int64
-	syscalls map[string]bool
+	syscalls []string // distinct, in order of appearance (at most a few)
 }
 
 // NewReportBuilder returns an empty builder.
@@ -103,10 +105,13 @@ func NewReportBuilder() *ReportBuilder {
 func (b *ReportBuilder) Add(r *FsyncRecord) {
 	b.count++
 	k := GroupKey{PID: r.PID, Comm: r.Comm, Dev: r.Dev, DevName: r.DevName, FS: r.FS, FileKind: r.FileKind}
-	g := b.groups[k]
-	if g == nil {
-		g = &groupAcc{key: k, syscalls: map[string]bool{}}
-		b.groups[k] = g
+	g := b.last
+	if g == nil || g.key != k { // comparing is cheaper than hashing the key's strings
+		if g = b.groups[k]; g == nil {
+			g = &groupAcc{key: k}
+			b.groups[k] = g
+		}
+		b.last = g
 	}
 	g.totals = append(g.totals, r.TotalNs)
 	for i, n := range LayerNames {
@@ -119,7 +124,9 @@ func (b *ReportBuilder) Add(r *FsyncRecord) {
 	if r.Ret < 0 {
 		g.errors++
 	}
-	g.syscalls[r.Syscall] = true
+	if !slices.Contains(g.syscalls, r.Syscall) {
+		g.syscalls = append(g.syscalls, r.Syscall)
+	}
 	b.levels.add(r)
 }
 
@@ -130,10 +137,7 @@ func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report
 	rep := Report{Type: "summary", Version: SchemaVersion, Fsyncs: b.count, LostEvents: lost, MissedEvents: missed, Unavailable: unavailable}
 	for _, g := range b.groups {
 		out := Group{Key: g.key, Flushes: g.flushes, Errors: g.errors, WithCommit: g.commits}
-		for s := range g.syscalls {
-			out.Syscalls = append(out.Syscalls, s)
-		}
-		sort.Strings(out.Syscalls)
+		out.Syscalls = slices.Sorted(slices.Values(g.syscalls))
 		out.Total = stats.Summarize(append([]int64(nil), g.totals...))
 		for i, n := range LayerNames {
 			st := stats.Summarize(append([]int64(nil), g.layers[i]...))
