@@ -18,15 +18,17 @@ import (
 	"github.com/etcdscope/etcdscope/event"
 )
 
-// DefaultRingBytes is the fsync tracer's ring buffer size when
-// FsyncConfig.RingBytes is 0: 4 MiB. The kernel maps a ring buffer's data
-// pages twice into the reader and all at once, so the ring costs twice its
-// size in resident memory from the start (a 16 MiB ring was 32 MiB of the
-// process's RSS). 4 MiB holds ~13k fsyncs of a tmpfs loop (two records,
-// 320 bytes with the ring's 8-byte headers) or ~43k block completions (96
-// bytes): at the 100k fsyncs/s (200k records/s) that make bench drives
-// through it, ~130 ms of a reader that does not run, thirteen 10 ms polls.
-const DefaultRingBytes = 4 << 20
+// DefaultRingBytes is the fsync and hypervisor tracers' ring buffer size
+// when their config's RingBytes is 0: 2 MiB. The kernel maps a ring
+// buffer's data pages twice into the reader, all at once, so a ring costs
+// twice its size in resident memory from the start (a 16 MiB ring was 32
+// MiB of the process's RSS). 2 MiB holds ~6.5k fsyncs of a tmpfs loop (two
+// records, 320 bytes with the ring's 8-byte headers) or ~21k block
+// completions (96 bytes): at the 100k fsyncs/s (200k records/s) make
+// bench drives through it, ~65 ms of a reader that does not run, six 10 ms
+// polls; at etcd's few thousand WAL fsyncs/s with ~6 records each, over
+// half a second. --ring-size raises it.
+const DefaultRingBytes = 2 << 20
 
 // FsyncConfig selects what the fsync tracer records. Zero values mean
 // "everything".
@@ -352,8 +354,8 @@ func (t *FsyncTracer) attachExtras(shared ebpf.CollectionOptions, cfg FsyncConfi
 // sizeEvents sizes the shared events ring buffer of an object that
 // includes bpf/events.h (ring bytes, a power of two ≥ page size) and sets
 // wake_bytes, the fill level whose crossing wakes the reader early, to an
-// eighth of it (512 KiB of the default ring: ~15 ms of make bench's 200k
-// records/s, so at that rate the 10 ms poll still comes first).
+// eighth of it (256 KiB of the default ring: ~8 ms of make bench's 200k
+// records/s, so a reader that missed a poll is woken before it fills).
 func sizeEvents(spec *ebpf.CollectionSpec, ring uint32) error {
 	spec.Maps["events"].MaxEntries = ring
 	return setVariables(spec, map[string]any{"wake_bytes": uint64(ring / 8)})

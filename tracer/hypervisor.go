@@ -21,7 +21,7 @@ type HypervisorConfig struct {
 	PID  uint32 // only this process (tgid), e.g. QEMU's pid
 	Comm string // only threads with this comm (≤ 15 bytes), e.g. "qemu-system-x86"
 	// RingBytes is the ring buffer size (a power of two ≥ page size); 0
-	// means DefaultRingBytes, ~14k events.
+	// means DefaultRingBytes, ~7k events.
 	RingBytes uint32
 }
 
