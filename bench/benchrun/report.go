@@ -235,18 +235,36 @@ func (r *results) markdown() string {
 }
 
 // microDelta pairs each traced microbenchmark round with the untraced one.
-func (r *results) microDelta(v string) []float64 {
+func (r *results) microDelta(v string) []float64 { return r.microPaired(v, "untraced") }
+
+// fioBPFPerFsync is variant v's BPF run time (all its programs, bpf_stats)
+// per fio fdatasync over the fio rounds, ns.
+func (r *results) fioBPFPerFsync(v string) float64 {
+	var bpfNs float64
+	var fs int64
+	for _, fr := range r.Fio[v] {
+		ns, _ := sumRunTime(fr.Progs)
+		bpfNs += float64(ns)
+		fs += fr.Fsyncs
+	}
+	return bpfNs / float64(max(fs, 1))
+}
+
+// microPaired is, per microbenchmark round, variant a's ns per call minus
+// variant b's.
+func (r *results) microPaired(a, b string) []float64 {
 	var out []float64
-	base := r.Micro["untraced"]
-	for i, m := range r.Micro[v] {
-		if i < len(base) {
-			out = append(out, m.NsPerFsync-base[i].NsPerFsync)
+	bs := r.Micro[b]
+	for i, m := range r.Micro[a] {
+		if i < len(bs) {
+			out = append(out, m.NsPerFsync-bs[i].NsPerFsync)
 		}
 	}
 	return out
 }
 
-// goals checks the six goals against what was measured.
+// goals checks the six goals against what was measured; the 300 ns
+// goal twice, as filed and as restated.
 func (r *results) goals() [][3]string {
 	var g [][3]string
 	ri := summarize(r.ratios("etcdscope", func(f fioRun) float64 { return f.IOPS }))
@@ -259,17 +277,22 @@ func (r *results) goals() [][3]string {
 	g = append(g, [3]string{"≤ 1% fewer fio IOPS traced", fmt.Sprintf("%s [%s, %s]", pct(ri.Median), pct(ri.Lo), pct(ri.Hi)), iopsVerdict})
 
 	d := summarize(r.microDelta("etcdscope"))
-	var bpfNs float64
-	var fs int64
-	for _, fr := range r.Fio["etcdscope"] {
-		ns, _ := sumRunTime(fr.Progs)
-		bpfNs += float64(ns)
-		fs += fr.Fsyncs
+	bt := summarize(r.microDelta("bpftrace"))
+	perFsync := r.fioBPFPerFsync("etcdscope")
+	filed := verdict(d.Hi <= 300 && perFsync <= 300)
+	if btFio := r.fioBPFPerFsync("bpftrace"); filed != "met" && (bt.Median > 300 || btFio > 300) {
+		filed += fmt.Sprintf(": the goal is below what these tracepoints cost here (bpftrace's trivial programs on them: +%.0f ns per call, %.0f ns of BPF per fio fsync)", bt.Median, btFio)
 	}
-	perFsync := bpfNs / float64(max(fs, 1))
-	g = append(g, [3]string{"≤ 300 ns added per fsync",
+	g = append(g, [3]string{"≤ 300 ns added per fsync (as filed)",
 		fmt.Sprintf("syscall path +%.0f ns [%+.0f, %+.0f] (tmpfs loop); BPF run time %.0f ns per fio fsync (all programs)", d.Median, d.Lo, d.Hi, perFsync),
-		verdict(d.Hi <= 300 && perFsync <= 300)})
+		filed})
+	// Restated (bench/findings.md 4b): the cost etcdscope adds beyond a
+	// user's bpftrace one-liner on the same tracepoints, paired per round.
+	over := summarize(r.microPaired("etcdscope", "bpftrace"))
+	bpfOver := perFsync - r.fioBPFPerFsync("bpftrace")
+	g = append(g, [3]string{"≤ 300 ns per fsync above bpftrace on the same tracepoints (restated)",
+		fmt.Sprintf("syscall path %+.0f ns [%+.0f, %+.0f] (tmpfs loop, paired); BPF run time %+.0f ns per fio fsync", over.Median, over.Lo, over.Hi, bpfOver),
+		verdict(over.Hi <= 300 && bpfOver <= 300)})
 
 	var top *sweepRow
 	for i := range r.Sweep {
