@@ -79,8 +79,10 @@ demo: build
 
 # bench measures what etcdscope costs the machine it traces, interleaved
 # against no tracer and bpftrace, and writes docs/performance.md (bench/run.sh).
-# Needs root, fio and bpftrace; ~7 min on 2 cores; not part of test.
+# Needs root; installs fio and bpftrace if missing (scripts/deps.sh bench);
+# ~7 min on 2 cores; not part of test.
 bench: build
+	./scripts/deps.sh bench
 	./bench/run.sh
 
 clean:

@@ -2,7 +2,8 @@
 # deps.sh: install the Debian packages the tests need, if any is missing.
 # `make test` runs it first, so the README's test command works on a fresh
 # machine that has only Go and gcc. Needs root (apt-get); without root it
-# names the command to run and fails.
+# names the command to run and fails. `deps.sh bench` adds what make bench
+# compares against (bpftrace).
 set -euo pipefail
 
 # command -> Debian package
@@ -22,6 +23,9 @@ declare -A need=(
 	[prometheus]=prometheus
 	[promtool]=prometheus
 )
+if [[ ${1:-} == bench ]]; then
+	need[bpftrace]=bpftrace
+fi
 missing=()
 for cmd in "${!need[@]}"; do
 	PATH=$PATH:/usr/sbin:/sbin command -v "$cmd" >/dev/null || missing+=("${need[$cmd]}")
