@@ -52,7 +52,7 @@ func runServe(args []string) error {
 	fs.StringVar(&f.cert, "cert", "", "client certificate for https --etcd-metrics and --etcd-endpoints")
 	fs.StringVar(&f.key, "key", "", "client key for --cert")
 	fs.DurationVar(&f.compareWindow, "compare-window", exporter.DefaultCompareWindow, "scrape --etcd-metrics and recompute the inflation ratio this often")
-	fs.Uint32Var(&f.ringBytes, "ring-size", 16<<20, "fsync ring buffer bytes (power of two); raise it if etcdscope_lost_events_total grows")
+	fs.Uint32Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, "fsync ring buffer bytes (power of two); raise it if etcdscope_lost_events_total grows")
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once the probes are attached and the server listens (for scripts and tests)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
