@@ -340,7 +340,7 @@ func describeFilter(cfg tracer.FsyncConfig, f fsyncFlags) string {
 
 // eventLoop reads events until the tracer closes or, after stopNs is set,
 // an event newer than it (or the drain deadline) arrives.
-func eventLoop(tr *tracer.FsyncTracer, f fsyncFlags, cfg tracer.FsyncConfig, run *fsyncRun, out io.Writer, stopAt func() uint64) error {
+func eventLoop(tr *tracer.FsyncTracer, f fsyncFlags, cfg tracer.FsyncConfig, run *fsyncRun, out io.Writer, stopAt func() uint64) (err error) {
 	devs := tracer.NewDeviceResolver()
 	paths := tracer.NewPathResolver()
 	attr := analysis.NewAttributor(func(d event.Dev) (string, []event.Dev) {
@@ -354,7 +354,12 @@ func eventLoop(tr *tracer.FsyncTracer, f fsyncFlags, cfg tracer.FsyncConfig, run
 	var lines *jsonLines
 	if f.output == "json" {
 		lines = newJSONLines(out)
-		defer lines.Close()
+		defer func() {
+			// The last records are written here: a failure to is the run's.
+			if cerr := lines.Close(); err == nil {
+				err = cerr
+			}
+		}()
 	}
 	var ev event.Any // reused: ReadEvent allocates nothing per event
 	for {
