@@ -44,8 +44,8 @@ type levelsAcc struct {
 
 type levelAcc struct {
 	dev, fs string
-	totals  []int64
-	layers  [5][]int64 // in LayerNames order
+	totals  stats.Series
+	layers  [5]stats.Series // in LayerNames order
 	flushes int64
 	l1      int64 // L1 fsyncs these rows belong to
 	nested  int64 // L2: host time nested
@@ -65,9 +65,9 @@ func (l *levelsAcc) get(m map[string]*levelAcc, dev, fs string) *levelAcc {
 }
 
 func (a *levelAcc) add(r *FsyncRecord) {
-	a.totals = append(a.totals, r.TotalNs)
+	a.totals.Add(r.TotalNs)
 	for i, n := range LayerNames {
-		a.layers[i] = append(a.layers[i], r.Layers.Get(n))
+		a.layers[i].Add(r.Layers.Get(n))
 	}
 	a.flushes += int64(r.Flushes)
 }
@@ -113,9 +113,9 @@ func (l *levelsAcc) rows() []LevelRow {
 	rows := func(level string, m map[string]*levelAcc, l1count int64) []LevelRow {
 		var out []LevelRow
 		for _, a := range m {
-			row := LevelRow{Level: level, Device: a.dev, FS: a.fs, Total: stats.Summarize(append([]int64(nil), a.totals...))}
+			row := LevelRow{Level: level, Device: a.dev, FS: a.fs, Total: a.totals.Summary()}
 			for i, n := range LayerNames {
-				st := stats.Summarize(append([]int64(nil), a.layers[i]...))
+				st := a.layers[i].Summary()
 				share := 0.0
 				if row.Total.Sum > 0 {
 					share = float64(st.Sum) / float64(row.Total.Sum)

@@ -74,9 +74,10 @@ type Report struct {
 }
 
 // ReportBuilder accumulates fsync records into a Report without keeping
-// them: per group it holds the total and each layer's value of every call
-// (48 bytes a call, for exact quantiles), not the records with their
-// requests (kilobytes a call). The zero value is not ready: use
+// them: per group it holds the total and each layer's value of each call
+// in a stats.Series (exact quantiles for the first stats.ExactLimit calls,
+// 48 bytes a call; fio's bins after that, a fixed 90 KiB a group), not the
+// records with their requests (kilobytes a call). The zero value is not ready: use
 // NewReportBuilder. Not safe for concurrent use.
 type ReportBuilder struct {
 	groups map[GroupKey]*groupAcc
@@ -87,8 +88,8 @@ type ReportBuilder struct {
 
 type groupAcc struct {
 	key      GroupKey
-	totals   []int64
-	layers   [5][]int64 // in LayerNames order
+	totals   stats.Series
+	layers   [5]stats.Series // in LayerNames order
 	flushes  int64
 	errors   int64
 	commits  int64
@@ -113,9 +114,9 @@ func (b *ReportBuilder) Add(r *FsyncRecord) {
 		}
 		b.last = g
 	}
-	g.totals = append(g.totals, r.TotalNs)
+	g.totals.Add(r.TotalNs)
 	for i, n := range LayerNames {
-		g.layers[i] = append(g.layers[i], r.Layers.Get(n))
+		g.layers[i].Add(r.Layers.Get(n))
 	}
 	g.flushes += int64(r.Flushes)
 	if len(r.Journal) > 0 {
@@ -138,9 +139,9 @@ func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report
 	for _, g := range b.groups {
 		out := Group{Key: g.key, Flushes: g.flushes, Errors: g.errors, WithCommit: g.commits}
 		out.Syscalls = slices.Sorted(slices.Values(g.syscalls))
-		out.Total = stats.Summarize(append([]int64(nil), g.totals...))
+		out.Total = g.totals.Summary()
 		for i, n := range LayerNames {
-			st := stats.Summarize(append([]int64(nil), g.layers[i]...))
+			st := g.layers[i].Summary()
 			share := 0.0
 			if out.Total.Sum > 0 {
 				share = float64(st.Sum) / float64(out.Total.Sum)
@@ -237,6 +238,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(bw, "  flushes per fsync: %.2f (%d flush request%s); waited on a journal commit: %d; errors: %d\n",
 			g.FlushesPerFsync, g.Flushes, plural(g.Flushes), g.WithCommit, g.Errors)
+		if g.Total.Binned {
+			fmt.Fprintf(bw, "  note: over %d calls: p50/p99 binned as fio bins its latencies (64 bins per power of two, within 0.8%%); count, max and mean exact\n", stats.ExactLimit)
+		}
 		if g.WithCommit == 0 && g.Key.FS == "ext4" {
 			fmt.Fprintf(bw, "  note: no jbd2 commit seen: an ext4 without a journal? its journal layer is then synchronous metadata writes (REQ_META)\n")
 		}

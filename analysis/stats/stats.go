@@ -1,10 +1,12 @@
 // Package stats holds the small statistics every etcdscope report shares:
 // exact quantiles over recorded samples and a per-series summary.
 //
-// Quantiles are exact order statistics over all samples (no sketch): the
-// reports cover minutes of events, and users compare them with fio's and
-// blktrace's exact numbers, so an approximation error would be a reason to
-// distrust every column.
+// Quantiles are exact order statistics (no sketch) as long as a report
+// holds them in bounded memory: users compare them with fio's and
+// blktrace's numbers, so an approximation error would be a reason to
+// distrust every column. Past ExactLimit values a Series bins them exactly
+// as fio bins its completion latencies, so its quantiles are then fio's own
+// (within 0.8% of exact) and say so (Summary.Binned).
 package stats
 
 import (
@@ -44,6 +46,9 @@ type Summary struct {
 	P90   int64 `json:"p90"`
 	P99   int64 `json:"p99"`
 	Max   int64 `json:"max"`
+	// Binned: P50/P90/P99 are fio's binned quantiles (within 0.8%), not
+	// exact order statistics: the series outgrew ExactLimit (Series).
+	Binned bool `json:"binned,omitempty"`
 }
 
 // Mean returns Sum/Count, or 0 when empty.

@@ -1,0 +1,115 @@
+package stats
+
+import "math/bits"
+
+// fio's completion-latency histogram (fio stat.h: FIO_IO_U_PLAT_BITS 6,
+// FIO_IO_U_PLAT_VAL 64, FIO_IO_U_PLAT_GROUP_NR 29): values below 128 in
+// bins of one, then 64 bins per power of two up to 2^34 (17 s in ns); a
+// bin's value is its midpoint, so a binned quantile is within half a bin,
+// 1/128 (0.8%), of an exact one. fio computes its clat_ns percentiles from
+// these bins, so a binned etcdscope quantile is what fio would report for
+// the same values.
+const (
+	platBits  = 6
+	platVal   = 1 << platBits
+	platGroup = 29
+	platNR    = platGroup * platVal // 1856 bins
+)
+
+// ExactLimit is how many values a Series keeps for exact order statistics
+// (512 KiB each); past it the Series bins them as fio does. A group of an
+// fsync report has six series: at most 3 MiB of exact values, then a fixed
+// 15 KiB histogram each, however long the trace runs.
+const ExactLimit = 1 << 16
+
+// platIndex is fio's plat_val_to_idx.
+func platIndex(v uint64) int {
+	msb := 0
+	if v > 0 {
+		msb = bits.Len64(v) - 1
+	}
+	if msb <= platBits {
+		return int(v)
+	}
+	errBits := msb - platBits
+	idx := (errBits+1)<<platBits + int(v>>errBits)&(platVal-1)
+	return min(idx, platNR-1)
+}
+
+// platValue is fio's plat_idx_to_val: the midpoint of bin idx.
+func platValue(idx int) int64 {
+	if idx < platVal<<1 {
+		return int64(idx)
+	}
+	errBits := idx>>platBits - 1
+	base := uint64(1) << (errBits + platBits)
+	k := uint64(idx % platVal)
+	return int64(base + (k<<errBits + (1<<errBits)/2))
+}
+
+// Series accumulates non-negative values (ns) for a Summary in bounded
+// memory: Count, Sum, Min and Max are always exact; the quantiles are
+// exact order statistics for the first ExactLimit values and fio's binned
+// ones after that (Summary.Binned says which). Negative values count as 0.
+// The zero value is ready to use. Not safe for concurrent use.
+type Series struct {
+	vals       []int64
+	bins       []uint64 // nil until the series outgrows ExactLimit
+	count, sum int64
+	minV, maxV int64
+}
+
+// Add records one value.
+func (s *Series) Add(v int64) {
+	v = max(v, 0)
+	if s.count == 0 || v < s.minV {
+		s.minV = v
+	}
+	s.maxV = max(s.maxV, v)
+	s.count++
+	s.sum += v
+	if s.bins != nil {
+		s.bins[platIndex(uint64(v))]++
+		return
+	}
+	if len(s.vals) < ExactLimit {
+		s.vals = append(s.vals, v)
+		return
+	}
+	s.bins = make([]uint64, platNR)
+	for _, x := range s.vals {
+		s.bins[platIndex(uint64(x))]++
+	}
+	s.vals = nil
+	s.bins[platIndex(uint64(v))]++
+}
+
+// Summary returns the values' summary. It does not change the series.
+func (s *Series) Summary() Summary {
+	if s.count == 0 {
+		return Summary{}
+	}
+	if s.bins == nil {
+		return Summarize(append([]int64(nil), s.vals...))
+	}
+	out := Summary{Count: s.count, Sum: s.sum, Min: s.minV, Max: s.maxV, Binned: true}
+	qs := [3]struct {
+		q   float64
+		dst *int64
+	}{{0.50, &out.P50}, {0.90, &out.P90}, {0.99, &out.P99}}
+	// fio's calc_clat_percentiles: the first bin whose running count
+	// reaches q·n, as its midpoint; kept inside the exact [Min, Max].
+	var run uint64
+	j := 0
+	for i, n := range s.bins {
+		run += n
+		for j < len(qs) && float64(run) >= qs[j].q*float64(s.count) {
+			*qs[j].dst = min(max(platValue(i), s.minV), s.maxV)
+			j++
+		}
+		if j == len(qs) {
+			break
+		}
+	}
+	return out
+}

@@ -1,0 +1,118 @@
+package stats
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestPlatBinsAsFio checks the bin mapping against values worked out by
+// hand from fio's stat.c (plat_val_to_idx / plat_idx_to_val): exact below
+// 128, then 64 bins per power of two with the bin's midpoint as its value.
+func TestPlatBinsAsFio(t *testing.T) {
+	for _, tc := range []struct {
+		v   uint64
+		idx int
+		val int64
+	}{
+		{0, 0, 0}, {1, 1, 1}, {127, 127, 127},
+		// msb 7: error bits 1, first bin (1+1)<<6 = 128, offset (v>>1)&63;
+		// bins two wide, value base 128 + (k+0.5)*2
+		{128, 128, 129}, {129, 128, 129}, {130, 129, 131}, {255, 191, 255},
+		// msb 8: error bits 2, first bin 192; four wide from 256
+		{256, 192, 258}, {259, 192, 258}, {260, 193, 262},
+		// 1 ms = 1e6 ns: msb 19, error bits 13, first bin 14<<6 = 896,
+		// offset (1e6>>13)&63 = 122&63 = 58; value 2^19 + 58.5*2^13
+		{1_000_000, 954, 1<<19 + 58<<13 + 1<<12},
+		// past 2^34 ns: the last bin
+		{1 << 40, platNR - 1, platValue(platNR - 1)},
+	} {
+		idx := platIndex(tc.v)
+		if idx != tc.idx || platValue(idx) != tc.val {
+			t.Errorf("v=%d: bin %d value %d, want bin %d value %d", tc.v, idx, platValue(idx), tc.idx, tc.val)
+		}
+	}
+	// Every bin's value maps back to the bin, and bins are in value order.
+	for i := 0; i < platNR-1; i++ {
+		if platIndex(uint64(platValue(i))) != i {
+			t.Fatalf("bin %d's value %d maps to bin %d", i, platValue(i), platIndex(uint64(platValue(i))))
+		}
+		if platValue(i+1) <= platValue(i) {
+			t.Fatalf("bin %d value %d not above bin %d value %d", i+1, platValue(i+1), i, platValue(i))
+		}
+	}
+}
+
+// TestSeriesExactThenBinned feeds a log-normal fsync-like latency
+// distribution (median ~200 µs, tail to tens of ms) and compares the
+// series' quantiles with exact order statistics of the same values: equal
+// while exact, within fio's half-bin (1/128) once binned; count, sum, min
+// and max exact throughout.
+func TestSeriesExactThenBinned(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var s Series
+	var all []int64
+	check := func(n int) {
+		got := s.Summary()
+		want := Summarize(append([]int64(nil), all...))
+		if got.Count != want.Count || got.Sum != want.Sum || got.Min != want.Min || got.Max != want.Max {
+			t.Fatalf("n=%d: count/sum/min/max %+v, want %+v", n, got, want)
+		}
+		if n <= ExactLimit {
+			if got != want {
+				t.Fatalf("n=%d (exact): %+v, want %+v", n, got, want)
+			}
+			return
+		}
+		if !got.Binned {
+			t.Fatalf("n=%d: past ExactLimit but not Binned", n)
+		}
+		for _, q := range []struct {
+			name      string
+			got, want int64
+		}{{"p50", got.P50, want.P50}, {"p90", got.P90, want.P90}, {"p99", got.P99, want.P99}} {
+			if rel := math.Abs(float64(q.got-q.want)) / float64(q.want); rel > 1.0/128 {
+				t.Errorf("n=%d %s: binned %d, exact %d (%.2f%% off, fio's bins allow 0.78%%)", n, q.name, q.got, q.want, 100*rel)
+			}
+		}
+	}
+	for n := 1; n <= 3*ExactLimit; n++ {
+		v := int64(math.Exp(rng.NormFloat64()*0.8 + math.Log(200e3)))
+		s.Add(v)
+		all = append(all, v)
+		if n == 1 || n == 1000 || n == ExactLimit || n == ExactLimit+1 || n == 3*ExactLimit {
+			check(n)
+		}
+	}
+	if s.vals != nil || len(s.bins) != platNR {
+		t.Fatalf("binned series keeps %d values and %d bins, want none and %d", len(s.vals), len(s.bins), platNR)
+	}
+}
+
+// TestSeriesNegativeAndEmpty: an empty series is the zero Summary; a
+// negative value (a clock step) counts as 0 rather than corrupting bins.
+func TestSeriesNegativeAndEmpty(t *testing.T) {
+	var s Series
+	if got := s.Summary(); got != (Summary{}) {
+		t.Fatalf("empty: %+v", got)
+	}
+	s.Add(-5)
+	s.Add(10)
+	if got := s.Summary(); got.Min != 0 || got.Max != 10 || got.Sum != 10 || got.Count != 2 {
+		t.Fatalf("got %+v", got)
+	}
+}
+
+// BenchmarkSeriesAdd is the per-value cost a report pays, binned.
+func BenchmarkSeriesAdd(b *testing.B) {
+	var s Series
+	for i := 0; i <= ExactLimit; i++ {
+		s.Add(int64(i))
+	}
+	b.ReportAllocs()
+	v := int64(1)
+	for b.Loop() {
+		v = v*6364136223846793005 + 1442695040888963407
+		s.Add(v >> 40)
+	}
+}
