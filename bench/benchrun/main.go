@@ -457,7 +457,7 @@ type goBench struct {
 
 func goBenchSection(o options, r *results) error {
 	logf("Go benchmarks (-count 5 -benchmem)")
-	cmd := exec.Command("go", "test", "-run", "^$", "-bench", ".", "-benchmem", "-count", "5", "./analysis/", "./tracer/")
+	cmd := exec.Command("go", "test", "-run", "^$", "-bench", ".", "-benchmem", "-count", "5", "./analysis/", "./analysis/stats/", "./tracer/")
 	cmd.Dir = o.repo
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr

@@ -206,23 +206,26 @@ func (r *results) markdown() string {
 
 	if len(r.GoBench) > 0 {
 		w("\n## Go benchmarks (userspace hot paths)\n\n")
-		w("`go test -run '^$' -bench . -benchmem -count 5 ./analysis/ ./tracer/`; median and range of ns/op.\n\n")
+		w("`go test -run '^$' -bench . -benchmem -count 5 ./analysis/ ./analysis/stats/ ./tracer/`; median and range of ns/op.\n\n")
 		w("| benchmark | ns/op (median) | min..max | B/op | allocs/op |\n|---|---|---|---|---|\n")
 		for _, g := range r.GoBench {
 			s := summarize(g.NsPerOp)
 			w("| %s | %.0f | %.0f..%.0f | %.0f | %.0f |\n", g.Name, s.Median, s.Min, s.Max, g.BytesPerOp, g.AllocsPerOp)
 		}
-		w("\n- BenchmarkAttributorFsync: analysis.Attributor.Add of one ext4 fdatasync's five events (enter, data write,\n")
-		w("  flush bio, jbd2 commit block with PREFLUSH|FUA, commit window) and Attribute of the fsync, at 4k fsync/s.\n")
-		w("- BenchmarkFsyncRecordJSON: one `--output json` line (encoding/json of an analysis.FsyncRecord).\n")
-		w("- BenchmarkDecodeFsync/Block: tracer's fixed-layout decode of one raw record, boxed as Read returns it.\n")
+		w("\n- BenchmarkAttributorFsync: analysis.Attributor of one ext4 fdatasync's five events (enter, data write,\n")
+		w("  flush bio, jbd2 commit block with PREFLUSH|FUA, commit window) and Attribute of the fsync, at 4k fsync/s;\n")
+		w("  /AddEvent is the event loop's path (a reused event.Any), /Add takes each event boxed as Read returns it.\n")
+		w("- BenchmarkFsyncRecordJSON: one `--output json` line through encoding/json; BenchmarkFsyncRecordAppendJSON: the\n")
+		w("  same bytes as cmd writes them (analysis.FsyncRecord.AppendJSON into a reused buffer).\n")
+		w("- BenchmarkDecodeFsync/Block: tracer's fixed-layout decode of one raw record.\n")
+		w("- BenchmarkSeriesAdd: one value into a report's stats.Series past its exact limit (fio's bins).\n")
 		if r.AttributorProfile != "" {
 			w("\nWhere BenchmarkAttributorFsync spends its time (`go test -bench AttributorFsync -cpuprofile`, `go tool pprof -top`):\n\n```\n%s\n```\n", r.AttributorProfile)
 		}
 	}
 	if r.PipelineProfile != "" {
-		w("\nThe userspace pipeline of `etcdscope fsync --output json` (bench/pipeline_test.go: tracer.FsyncTracer.Read →\n")
-		w("analysis.Attributor → PathResolver → encoding/json, records kept for the summary as cmd does) in one\n")
+		w("\nThe userspace pipeline of `etcdscope fsync --output json` (bench/pipeline_test.go: the event loop as cmd runs\n")
+		w("it: tracer.FsyncTracer.ReadEvent → analysis.Attributor → path → AppendJSON, report and interval builders) in one\n")
 		w("process, tracing fsyncgen at 10k fsync/s for 4 s, `go test -tags bench -cpuprofile`, `pprof -top -cum`:\n\n")
 		w("```\n%s\n\n%s\n```\n", r.PipelineLine, r.PipelineProfile)
 	}
