@@ -87,6 +87,12 @@ type Metrics struct {
 	runCountDesc   *prometheus.Desc
 	statsOnDesc    *prometheus.Desc
 
+	// fsyncMu guards fsyncSeries, ObserveFsync's cache of the children of
+	// the three fsync vectors per label set: hashing five label values for
+	// each of seven observations cost more than the observations.
+	fsyncMu     sync.Mutex
+	fsyncSeries map[fsyncLabels]*fsyncObservers
+
 	mu      sync.Mutex
 	sources []source
 	// statsEnabled reads kernel.bpf_stats_enabled; tests replace it.
@@ -260,15 +266,39 @@ func deviceLabel(name, dev string) string {
 	return dev
 }
 
+type fsyncLabels struct{ comm, dev, fs, kind, syscall string }
+
+type fsyncObservers struct {
+	total, flushes prometheus.Observer
+	layers         []prometheus.Observer // in analysis.LayerNames order
+}
+
 // ObserveFsync records one attributed fsync: its wall time, each layer's
 // share and the flush requests it waited on.
-func (m *Metrics) ObserveFsync(r analysis.FsyncRecord) {
+func (m *Metrics) ObserveFsync(r *analysis.FsyncRecord) {
 	dev := deviceLabel(r.DevName, r.Dev)
-	m.fsyncDuration.WithLabelValues(r.Comm, dev, r.FS, r.FileKind, r.Syscall).Observe(float64(r.TotalNs) / 1e9)
-	for _, l := range analysis.LayerNames {
-		m.layerDuration.WithLabelValues(r.Comm, dev, r.FileKind, l).Observe(float64(r.Layers.Get(l)) / 1e9)
+	k := fsyncLabels{r.Comm, dev, r.FS, r.FileKind, r.Syscall}
+	m.fsyncMu.Lock()
+	o := m.fsyncSeries[k]
+	if o == nil {
+		o = &fsyncObservers{
+			total:   m.fsyncDuration.WithLabelValues(r.Comm, dev, r.FS, r.FileKind, r.Syscall),
+			flushes: m.flushesPer.WithLabelValues(r.Comm, dev, r.FileKind),
+		}
+		for _, l := range analysis.LayerNames {
+			o.layers = append(o.layers, m.layerDuration.WithLabelValues(r.Comm, dev, r.FileKind, l))
+		}
+		if m.fsyncSeries == nil {
+			m.fsyncSeries = map[fsyncLabels]*fsyncObservers{}
+		}
+		m.fsyncSeries[k] = o
 	}
-	m.flushesPer.WithLabelValues(r.Comm, dev, r.FileKind).Observe(float64(r.Flushes))
+	m.fsyncMu.Unlock()
+	o.total.Observe(float64(r.TotalNs) / 1e9)
+	for i, l := range analysis.LayerNames {
+		o.layers[i].Observe(float64(r.Layers.Get(l)) / 1e9)
+	}
+	o.flushes.Observe(float64(r.Flushes))
 }
 
 // FlushKind classifies a block request that persists the disk's cache:

@@ -50,8 +50,10 @@ func populated(t *testing.T) *Metrics {
 	m := NewMetrics()
 	m.statsEnabled = func() bool { return true }
 	m.AddSource("fsync", fakeSource{lost: 3, missed: 1, progs: []tracer.ProgramStats{{Name: "sys_exit_fdatasync", RunTimeNs: 2_500_000_000, RunCount: 7}}}, 12)
-	m.ObserveFsync(walRecord(2_000_000, 1))
-	m.ObserveFsync(walRecord(40_000, 0))
+	rec := walRecord(2_000_000, 1)
+	m.ObserveFsync(&rec)
+	rec = walRecord(40_000, 0)
+	m.ObserveFsync(&rec)
 	m.ObserveBlock(event.Block{Dev: event.MkDev(253, 0), Op: event.OpFlush, Final: true, IssueNs: 100, CompleteNs: 1_100}, "vda")
 	remote := netip.MustParseAddrPort("10.0.0.2:2380")
 	m.ObservePeer(peers.Event{Kind: peers.KindOpen, Direction: peers.Active, Remote: remote, DurationNs: 25_000_000})
@@ -322,6 +324,35 @@ func TestHandler(t *testing.T) {
 		r.Body.Close()
 		if r.StatusCode != c.code {
 			t.Errorf("healthz %d, want %d", r.StatusCode, c.code)
+		}
+	}
+}
+
+// TestObserveFsyncSeriesPerLabelSet: ObserveFsync's cache of series keys
+// on the label values as exported, so two unnamed devices (tmpfs, overlay:
+// DevName "", labelled by major:minor) stay two series, and a record of
+// another syscall goes to its own.
+func TestObserveFsyncSeriesPerLabelSet(t *testing.T) {
+	m := NewMetrics()
+	for _, r := range []struct {
+		dev, syscall string
+	}{{"0:27", "fdatasync"}, {"0:28", "fdatasync"}, {"0:27", "fdatasync"}, {"0:27", "fsync"}} {
+		rec := walRecord(1000, 0)
+		rec.DevName, rec.Dev, rec.Syscall = "", r.dev, r.syscall
+		m.ObserveFsync(&rec)
+	}
+	got := map[string]uint64{}
+	for _, s := range family(t, m, "etcdscope_fsync_duration_seconds").Metric {
+		l := labels(s)
+		got[l["device"]+" "+l["syscall"]] = s.GetHistogram().GetSampleCount()
+	}
+	want := map[string]uint64{"0:27 fdatasync": 2, "0:28 fdatasync": 1, "0:27 fsync": 1}
+	if len(got) != len(want) {
+		t.Fatalf("series %v, want %v", got, want)
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("series %q: %d observations, want %d (all: %v)", k, got[k], n, got)
 		}
 	}
 }

@@ -208,9 +208,9 @@ func fsyncLoop(t *tracer.FsyncTracer, m *Metrics) error {
 		info := devs.Resolve(d)
 		return info.Name, info.Disks
 	})
+	var ev event.Any // one value the tracer decodes every record into
 	for {
-		ev, err := t.Read()
-		if err != nil {
+		if err := t.ReadEvent(&ev); err != nil {
 			if errors.Is(err, tracer.ErrClosed) {
 				return nil
 			}
@@ -218,19 +218,19 @@ func fsyncLoop(t *tracer.FsyncTracer, m *Metrics) error {
 			m.DecodeError("fsync")
 			continue
 		}
-		switch e := ev.(type) {
-		case event.Fsync:
-			rec := attr.Attribute(e)
-			rec.Path = paths.Path(&e)
+		switch ev.Kind {
+		case event.KindFsync:
+			rec := attr.Attribute(ev.Fsync)
+			rec.Path = paths.Path(&ev.Fsync)
 			rec.FileKind = analysis.FileKind(rec.Path)
-			m.ObserveFsync(rec)
-		case event.Block:
-			attr.Add(e)
-			if e.Final && FlushKind(&e) != "" {
-				m.ObserveBlock(e, devs.Resolve(e.Dev).Name)
+			m.ObserveFsync(&rec)
+		case event.KindBlock:
+			if ev.Block.Final && FlushKind(&ev.Block) != "" {
+				m.ObserveBlock(ev.Block, devs.Resolve(ev.Block.Dev).Name)
 			}
+			attr.AddEvent(&ev)
 		default:
-			attr.Add(ev)
+			attr.AddEvent(&ev)
 		}
 	}
 }
