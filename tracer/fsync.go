@@ -27,9 +27,9 @@ import (
 // MiB of the process's RSS). 2 MiB holds ~6.5k fsyncs of a tmpfs loop (two
 // records, 320 bytes with the ring's 8-byte headers) or ~21k block
 // completions (96 bytes): at the 100k fsyncs/s (200k records/s) make
-// bench drives through it, ~65 ms of a reader that does not run, six 10 ms
-// polls; at etcd's few thousand WAL fsyncs/s with ~6 records each, over
-// half a second. --ring-size raises it.
+// bench drives through it, ~65 ms, of which the first 8 fill the eighth
+// that wakes the reader; at etcd's few thousand WAL fsyncs/s with ~6
+// records each, over half a second. --ring-size raises it.
 const DefaultRingBytes = 2 << 20
 
 // FsyncConfig selects what the fsync tracer records. Zero values mean
@@ -446,9 +446,12 @@ func (t *FsyncTracer) Missed() uint64 {
 }
 
 // pollInterval is how often Read looks at the ring buffer: the programs
-// commit records without waking the reader (bpf/events.h) unless the ring
-// is an eighth full, so events reach userspace within this much time.
-const pollInterval = 10 * time.Millisecond
+// commit records without waking the reader (bpf/ring.h) unless the ring
+// is an eighth full, so events reach userspace within this much time. Each
+// poll costs the Go runtime ~150 µs of CPU here (make bench): 10 ms was
+// 1.5% of a core for an idle tracer, 50 ms is 0.3%. A report is read in
+// seconds, and a burst wakes the reader at once, so the latency is free.
+const pollInterval = 50 * time.Millisecond
 
 // ErrClosed is returned by Read after Close.
 var ErrClosed = ringbuf.ErrClosed

@@ -301,7 +301,7 @@ func traced(o options, kind, comm string, work func() error) (cpuSec float64, hw
 			return 0, 0, nil, sum, err
 		}
 	}
-	return float64(s1.cpuTicks-s0.cpuTicks) / 100, s1.vmHWMKiB, progs, sum, nil
+	return float64(s1.cpuNs-s0.cpuNs) / 1e9, s1.vmHWMKiB, progs, sum, nil
 }
 
 func fioSection(o options, r *results) error {

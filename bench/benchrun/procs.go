@@ -236,28 +236,36 @@ func tail(path string, n int) string {
 	return strings.Join(lines, " | ")
 }
 
-// procSample is a process's CPU time (utime+stime from /proc/PID/stat, in
-// clock ticks of 1/100 s) and peak RSS (VmHWM from /proc/PID/status).
+// procSample is a process's CPU time and peak RSS (VmHWM from
+// /proc/PID/status). CPU time is the sum of its threads' sum_exec_runtime
+// (/proc/PID/task/*/schedstat, ns): utime+stime of /proc/PID/stat are
+// scaled from 10 ms tick samples and read about half the real figure for a
+// process that runs in bursts of well under a tick, as a polling tracer
+// does. Threads that exit between two samples are not counted; Go's are
+// kept for the process's life.
 type procSample struct {
-	cpuTicks  int64
+	cpuNs     int64
 	vmHWMKiB  int64
 	sampledAt time.Time
 }
 
 func sampleProc(pid int) (procSample, error) {
 	s := procSample{sampledAt: time.Now()}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return s, err
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(tasks) == 0 {
+		return s, fmt.Errorf("no threads of pid %d in /proc", pid)
 	}
-	// comm may hold spaces: fields start after the last ')'.
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(f) < 13 {
-		return s, fmt.Errorf("short /proc/%d/stat", pid)
+	for _, p := range tasks {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // the thread exited
+		}
+		// schedstat: time on CPU (ns), time waiting to run (ns), timeslices
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			ns, _ := strconv.ParseInt(f[0], 10, 64)
+			s.cpuNs += ns
+		}
 	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64) // field 14, utime
-	st, _ := strconv.ParseInt(f[12], 10, 64) // field 15, stime
-	s.cpuTicks = ut + st
 	status, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return s, err

@@ -190,8 +190,8 @@ func (r *results) markdown() string {
 	w("\n## Event rate sweep: lost events and userspace cost\n\n")
 	w("`fsyncgen -threads 2 -rate R` on /dev/shm for %gs, traced by `etcdscope fsync --comm fsyncgen --output json`.\n", o.sweepSeconds)
 	w("Each fdatasync is two ring-buffer records (enter, exit), so events/s is twice the fsync rate. \"Unaccounted\"\n")
-	w("is fsyncgen's count minus etcdscope's, beyond lost+missed. CPU is utime+stime of the etcdscope process\n")
-	w("from /proc/PID/stat over the run, as a share of one core; VmHWM from /proc/PID/status at the end.\n\n")
+	w("is fsyncgen's count minus etcdscope's, beyond lost+missed. CPU is the etcdscope process's time on CPU\n")
+	w("(its threads' sum_exec_runtime, /proc/PID/task/*/schedstat) over the run, as a share of one core; VmHWM from\n/proc/PID/status at the end.\n\n")
 	w("| fsync/s | events/s | made | seen | lost | missed | unaccounted | etcdscope CPU | VmHWM | BPF ns per fsync |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range r.Sweep {
 		un := int64(s.Gen.Fsyncs) - s.Seen - int64(s.Lost/2) - int64(s.Missed)
