@@ -114,6 +114,8 @@ func startTracer(kind, comm, etcdscope, btScript string) (*tracerProc, error) {
 	switch kind {
 	case "etcdscope":
 		t.cmd = exec.Command(etcdscope, "fsync", "--comm", comm, "--output", "json", "--interval", "0", "--ready-file", ready)
+	case "etcdscope-table": // the default output: a report at exit, nothing per fsync
+		t.cmd = exec.Command(etcdscope, "fsync", "--comm", comm, "--interval", "0", "--ready-file", ready)
 	case "bpftrace":
 		// Line-buffered so "Attaching N probes..." reaches the file now.
 		t.cmd = exec.Command("stdbuf", "-oL", "bpftrace", btScript, comm)
@@ -165,7 +167,7 @@ func startTracer(kind, comm, etcdscope, btScript string) (*tracerProc, error) {
 
 func (t *tracerProc) isReady(readyFile string) bool {
 	switch t.kind {
-	case "etcdscope":
+	case "etcdscope", "etcdscope-table":
 		_, err := os.Stat(readyFile)
 		return err == nil
 	case "bpftrace":
@@ -207,7 +209,7 @@ func (t *tracerProc) stop() ([]byte, error) {
 	if err != nil {
 		var ee *exec.ExitError
 		// bpftrace and bcc exit non-zero on SIGINT on some versions.
-		if !errors.As(err, &ee) || t.kind == "etcdscope" {
+		if !errors.As(err, &ee) || strings.HasPrefix(t.kind, "etcdscope") {
 			return out, fmt.Errorf("%s: %w: %s", t.kind, err, tail(t.stderr, 3))
 		}
 	}

@@ -188,14 +188,15 @@ func (r *results) markdown() string {
 	}
 
 	w("\n## Event rate sweep: lost events and userspace cost\n\n")
-	w("`fsyncgen -threads 2 -rate R` on /dev/shm for %gs, traced by `etcdscope fsync --comm fsyncgen --output json`.\n", o.sweepSeconds)
+	w("`fsyncgen -threads 2 -rate R` on /dev/shm for %gs, traced by `etcdscope fsync --comm fsyncgen --output json` (one JSON\n", o.sweepSeconds)
+	w("line per fsync, to a file on tmpfs) and, at 10k fsync/s, also with the default table output (a report at exit).\n")
 	w("Each fdatasync is two ring-buffer records (enter, exit), so events/s is twice the fsync rate. \"Unaccounted\"\n")
 	w("is fsyncgen's count minus etcdscope's, beyond lost+missed. CPU is the etcdscope process's time on CPU\n")
 	w("(its threads' sum_exec_runtime, /proc/PID/task/*/schedstat) over the run, as a share of one core; VmHWM from\n/proc/PID/status at the end.\n\n")
-	w("| fsync/s | events/s | made | seen | lost | missed | unaccounted | etcdscope CPU | VmHWM | BPF ns per fsync |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	w("| fsync/s | output | events/s | made | seen | lost | missed | unaccounted | etcdscope CPU | VmHWM | BPF ns per fsync |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range r.Sweep {
 		un := int64(s.Gen.Fsyncs) - s.Seen - int64(s.Lost/2) - int64(s.Missed)
-		w("| %.0f | %.0f | %.0f | %d | %d | %d | %d | %.1f%% | %.1f MiB | %.0f |\n", s.Gen.RatePerS, 2*s.Gen.RatePerS, s.Gen.Fsyncs, s.Seen,
+		w("| %.0f | %s | %.0f | %.0f | %d | %d | %d | %d | %.1f%% | %.1f MiB | %.0f |\n", s.Gen.RatePerS, s.output(), 2*s.Gen.RatePerS, s.Gen.Fsyncs, s.Seen,
 			s.Lost, s.Missed, un, 100*s.CPUSec/s.Gen.Seconds, float64(s.HWMKiB)/1024, float64(s.BPFNs)/max(s.Gen.Fsyncs, 1))
 	}
 
@@ -309,11 +310,21 @@ func (r *results) goals() [][3]string {
 			fmt.Sprintf("%.0f events/s: lost %d, missed %d, fsyncs not reported %d", 2*top.Gen.RatePerS, top.Lost, top.Missed, un),
 			verdict(top.Lost == 0 && top.Missed == 0 && un == 0 && 2*top.Gen.RatePerS >= 190e3)})
 	}
+	cpu := map[string]float64{} // at 10k fsync/s, by output
 	for i := range r.Sweep {
-		s := &r.Sweep[i]
-		if s.TargetFsyncPerS == 10e3 {
-			c := 100 * s.CPUSec / s.Gen.Seconds
-			g = append(g, [3]string{"userspace ≤ 2% of a core at 10k fsync/s", fmt.Sprintf("%.1f%% at %.0f fsync/s", c, s.Gen.RatePerS), verdict(c <= 2)})
+		if s := &r.Sweep[i]; s.TargetFsyncPerS == 10e3 {
+			cpu[s.output()] = 100 * s.CPUSec / s.Gen.Seconds
+		}
+	}
+	if j, ok := cpu["json"]; ok {
+		if tb, ok := cpu["table"]; ok {
+			v := verdict(tb <= 2)
+			if tb <= 2 && j > 2 {
+				v = "met with the default table output; **missed** with --output json"
+			}
+			g = append(g, [3]string{"userspace ≤ 2% of a core at 10k fsync/s", fmt.Sprintf("%.1f%% (table output, the default); %.1f%% with --output json", tb, j), v})
+		} else {
+			g = append(g, [3]string{"userspace ≤ 2% of a core at 10k fsync/s", fmt.Sprintf("%.1f%% with --output json", j), verdict(j <= 2)})
 		}
 	}
 	var hwm int64
