@@ -3,7 +3,8 @@
 # `make test` runs it first, so the README's test command works on a fresh
 # machine that has only Go and gcc. Needs root (apt-get); without root it
 # names the command to run and fails. `deps.sh bench` adds what make bench
-# compares against (bpftrace).
+# compares against: bpftrace, and bcc's biolatency if apt can install it
+# (best effort: make bench reports why it could not run it).
 set -euo pipefail
 
 # command -> Debian package
@@ -25,6 +26,11 @@ declare -A need=(
 )
 if [[ ${1:-} == bench ]]; then
 	need[bpftrace]=bpftrace
+	if [[ $(id -u) == 0 ]] && ! PATH=$PATH:/usr/sbin command -v biolatency-bpfcc >/dev/null; then
+		echo "deps: trying bpfcc-tools (bcc's biolatency, optional)" >&2
+		{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends bpfcc-tools; } >/dev/null 2>&1 ||
+			echo "deps: bpfcc-tools not installed; make bench runs without biolatency" >&2
+	fi
 fi
 missing=()
 for cmd in "${!need[@]}"; do
