@@ -296,6 +296,10 @@ func TestBadInput(t *testing.T) {
 		{[]string{"fsync", "--workload", "wal", "--dir", "/proc"}, "not writable"},
 		{[]string{"fsync", "--qemu", "999999999"}, "--qemu 999999999: no such process"},
 		{[]string{"fsync", "--min-latency", "5ms"}, "--output json"},
+		{[]string{"fsync", "--ring-size", "3000000"}, "power of two from 4096"},
+		{[]string{"fsync", "--ring-size", "8589934592"}, "to 1073741824 (1 GiB)"},
+		{[]string{"serve", "--ring-size", "1024"}, "power of two from 4096"},
+		{[]string{"hypervisor", "--comm", "qemu-system-x86", "--ring-size", "5"}, "power of two from 4096"},
 		{[]string{"nosuchcommand"}, "unknown command"},
 	} {
 		cmd := exec.Command(bin, tc.args...)

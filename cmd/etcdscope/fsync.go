@@ -37,7 +37,7 @@ type fsyncFlags struct {
 	pid, qemu                                     int
 	duration, interval, minLatency                time.Duration
 	rate                                          float64
-	ringBytes                                     uint32
+	ringBytes                                     uint64
 }
 
 func runFsync(args []string) error {
@@ -56,7 +56,7 @@ func runFsync(args []string) error {
 	fs.StringVar(&f.dir, "dir", "", "directory for --workload (default: a new directory under /var/tmp, removed at exit)")
 	fs.Float64Var(&f.rate, "rate", 0, "with --workload: appends per second (0: as fast as fdatasync returns)")
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once every probe is attached (for scripts and tests)")
-	fs.Uint32Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, "ring buffer bytes (power of two); raise it if events are lost")
+	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage)
 	fs.IntVar(&f.qemu, "qemu", 0, "trace a hypervisor's I/O on its image files instead: the same as 'etcdscope hypervisor --pid N'")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -110,11 +110,13 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 		return cfg, usagef("--rate %v is negative", f.rate)
 	case len(f.comm) > 15:
 		return cfg, usagef("--comm %q is longer than the kernel's 15-byte comm; give its first 15 bytes", f.comm)
-	case f.ringBytes < 4096 || f.ringBytes&(f.ringBytes-1) != 0:
-		return cfg, usagef("--ring-size %d must be a power of two of at least 4096", f.ringBytes)
+	}
+	ring, err := ringSize(f.ringBytes)
+	if err != nil {
+		return cfg, err
 	}
 	cfg.Comm = f.comm
-	cfg.RingBytes = f.ringBytes
+	cfg.RingBytes = ring
 	if f.readyFile != "" {
 		if st, err := os.Stat(filepath.Dir(f.readyFile)); err != nil || !st.IsDir() {
 			return cfg, usagef("--ready-file %s: directory %s does not exist", f.readyFile, filepath.Dir(f.readyFile))

@@ -34,7 +34,7 @@ type hvFlags struct {
 	pid                 int
 	comm, output, ready string
 	duration            time.Duration
-	ringBytes           uint32
+	ringBytes           uint64
 }
 
 func runHypervisor(args []string) error {
@@ -46,7 +46,7 @@ func runHypervisor(args []string) error {
 	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
 	fs.StringVar(&f.output, "output", "table", "table, or json (JSON Lines for etcdscope merge; see docs/merge.md)")
 	fs.StringVar(&f.ready, "ready-file", "", "create this file once every probe is attached (for scripts and tests)")
-	fs.Uint32Var(&f.ringBytes, "ring-size", 16<<20, "ring buffer bytes of each tracer (power of two); raise it if events are lost")
+	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage+" (each of the two tracers)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return errHelp
@@ -66,8 +66,10 @@ func runHypervisor(args []string) error {
 		return usagef("--duration %v is negative; give e.g. 30s", f.duration)
 	case f.output != "table" && f.output != "json":
 		return usagef("--output %q: use table or json", f.output)
-	case f.ringBytes < 4096 || f.ringBytes&(f.ringBytes-1) != 0:
-		return usagef("--ring-size %d must be a power of two of at least 4096", f.ringBytes)
+	}
+	ring, err := ringSize(f.ringBytes)
+	if err != nil {
+		return err
 	}
 	if f.pid > 0 {
 		if _, err := os.Stat("/proc/" + strconv.Itoa(f.pid)); err != nil {
@@ -77,10 +79,10 @@ func runHypervisor(args []string) error {
 	if err := tracer.CheckPrerequisites(); err != nil {
 		return usagef("%v", err)
 	}
-	return traceHypervisor(f)
+	return traceHypervisor(f, ring)
 }
 
-func traceHypervisor(f hvFlags) error {
+func traceHypervisor(f hvFlags, ring uint32) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if f.duration > 0 {
@@ -88,12 +90,12 @@ func traceHypervisor(f hvFlags) error {
 		ctx, cancel = context.WithTimeout(ctx, f.duration)
 		defer cancel()
 	}
-	ft, err := tracer.NewFsync(tracer.FsyncConfig{PID: uint32(f.pid), Comm: f.comm, RingBytes: f.ringBytes})
+	ft, err := tracer.NewFsync(tracer.FsyncConfig{PID: uint32(f.pid), Comm: f.comm, RingBytes: ring})
 	if err != nil {
 		return err
 	}
 	defer ft.Close()
-	ht, err := tracer.NewHypervisor(tracer.HypervisorConfig{PID: uint32(f.pid), Comm: f.comm, RingBytes: f.ringBytes})
+	ht, err := tracer.NewHypervisor(tracer.HypervisorConfig{PID: uint32(f.pid), Comm: f.comm, RingBytes: ring})
 	if err != nil {
 		return err
 	}

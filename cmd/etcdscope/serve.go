@@ -34,7 +34,7 @@ type serveFlags struct {
 	etcdMetrics, endpoints  []string
 	cacert, cert, key       string
 	compareWindow           time.Duration
-	ringBytes               uint32
+	ringBytes               uint64
 }
 
 func runServe(args []string) error {
@@ -52,7 +52,7 @@ func runServe(args []string) error {
 	fs.StringVar(&f.cert, "cert", "", "client certificate for https --etcd-metrics and --etcd-endpoints")
 	fs.StringVar(&f.key, "key", "", "client key for --cert")
 	fs.DurationVar(&f.compareWindow, "compare-window", exporter.DefaultCompareWindow, "scrape --etcd-metrics and recompute the inflation ratio this often")
-	fs.Uint32Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, "fsync ring buffer bytes (power of two); raise it if etcdscope_lost_events_total grows")
+	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage+" (etcdscope_lost_events_total grows)")
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once the probes are attached and the server listens (for scripts and tests)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -108,8 +108,10 @@ func (f *serveFlags) validate() (exporter.Config, error) {
 		return cfg, usagef("--pid %d is not a process id", f.pid)
 	case f.compareWindow < 10*time.Second:
 		return cfg, usagef("--compare-window %v is too short: etcd observes its peer RTT metric about once per 30 s per prober; give 1m or more", f.compareWindow)
-	case f.ringBytes < 4096 || f.ringBytes&(f.ringBytes-1) != 0:
-		return cfg, usagef("--ring-size %d must be a power of two of at least 4096", f.ringBytes)
+	}
+	ring, err := ringSize(f.ringBytes)
+	if err != nil {
+		return cfg, err
 	}
 	host, port, err := net.SplitHostPort(f.listen)
 	if err != nil {
@@ -128,7 +130,7 @@ func (f *serveFlags) validate() (exporter.Config, error) {
 		cfg.Fsync.PID = uint32(f.pid)
 	}
 	cfg.Fsync.Comm = f.comm
-	cfg.Fsync.RingBytes = f.ringBytes
+	cfg.Fsync.RingBytes = ring
 	cfg.Peers.Port = uint16(f.port)
 	for _, u := range f.etcdMetrics {
 		if err := checkURL(u); err != nil {
