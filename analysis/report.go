@@ -135,7 +135,8 @@ func (b *ReportBuilder) Add(r *FsyncRecord) {
 // are the tracer's lost-event and skipped-probe counts; unavailable lists
 // probes that could not attach. The builder stays usable.
 func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report {
-	rep := Report{Type: "summary", Version: SchemaVersion, Fsyncs: b.count, LostEvents: lost, MissedEvents: missed, Unavailable: unavailable}
+	rep := Report{Type: "summary", Version: SchemaVersion, Fsyncs: b.count, LostEvents: lost, MissedEvents: missed, Unavailable: unavailable,
+		Groups: make([]Group, 0, len(b.groups))} // [] in JSON when nothing was traced, as docs/schema.md shows
 	for _, g := range b.groups {
 		out := Group{Key: g.key, Flushes: g.flushes, Errors: g.errors, WithCommit: g.commits}
 		out.Syscalls = slices.Sorted(slices.Values(g.syscalls))

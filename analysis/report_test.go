@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -54,5 +55,17 @@ func TestReportBuilderLongTrace(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "binned as fio bins") {
 		t.Errorf("table does not say its quantiles are binned:\n%s", out.String())
+	}
+}
+
+// TestEmptyReportJSON: a run that traced nothing still writes "groups":[]
+// (docs/schema.md), so `jq '.groups[]'` works on it.
+func TestEmptyReportJSON(t *testing.T) {
+	b, err := json.Marshal(NewReportBuilder().Report(0, 0, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"groups":[]`) {
+		t.Fatalf("empty summary %s lacks \"groups\":[]", b)
 	}
 }
