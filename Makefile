@@ -80,7 +80,7 @@ demo: build
 # bench measures what etcdscope costs the machine it traces, interleaved
 # against no tracer and bpftrace, and writes docs/performance.md (bench/run.sh).
 # Needs root; installs fio and bpftrace if missing (scripts/deps.sh bench);
-# ~7 min on 2 cores; not part of test.
+# ~4 min on 2 cores; not part of test.
 bench: build
 	./scripts/deps.sh bench
 	./bench/run.sh

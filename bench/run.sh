@@ -2,7 +2,7 @@
 # make bench: what etcdscope costs (issue 7). Needs root, fio and bpftrace
 # (Debian: apt-get install fio bpftrace; bpfcc-tools optional). Builds the
 # load generator and runs bench/benchrun, which writes docs/performance.md.
-# Not part of `make test`: it takes ~5-10 minutes on 2 cores.
+# Not part of `make test`: it takes ~4 minutes on 2 cores.
 set -eu
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" != 0 ]; then

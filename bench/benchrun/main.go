@@ -472,8 +472,8 @@ func sweepSection(o options, r *results) error {
 		row.Seen, row.Lost, row.Missed = sum.Fsyncs, sum.Lost, sum.Missed
 		row.BPFNs, row.BPFRuns = sumRunTime(progs)
 		r.Sweep = append(r.Sweep, row)
-		logf("sweep %6.0f fsync/s, %s: made %.0f, etcdscope saw %d, lost %d, missed %d, cpu %.1f%% of a core, VmHWM %d MiB",
-			row.Gen.RatePerS, p.output, row.Gen.Fsyncs, row.Seen, row.Lost, row.Missed, 100*row.CPUSec/row.Gen.Seconds, row.HWMKiB>>10)
+		logf("sweep %6.0f fsync/s, %s: made %.0f, etcdscope saw %d, lost %d, missed %d, cpu %.1f%% of a core, VmHWM %.1f MiB",
+			row.Gen.RatePerS, p.output, row.Gen.Fsyncs, row.Seen, row.Lost, row.Missed, 100*row.CPUSec/row.Gen.Seconds, float64(row.HWMKiB)/1024)
 	}
 	return nil
 }
@@ -518,10 +518,19 @@ func goBenchSection(o options, r *results) error {
 			byName[f[0]] = b
 			r.GoBench = append(r.GoBench, b)
 		}
+		// "N ns/op [X MB/s] Y B/op Z allocs/op": each value precedes its
+		// unit (b.SetBytes adds the MB/s column).
 		var ns, bytesOp, allocs float64
-		fmt.Sscan(f[2], &ns)
-		fmt.Sscan(f[4], &bytesOp)
-		fmt.Sscan(f[6], &allocs)
+		for i := 2; i < len(f); i++ {
+			switch f[i] {
+			case "ns/op":
+				fmt.Sscan(f[i-1], &ns)
+			case "B/op":
+				fmt.Sscan(f[i-1], &bytesOp)
+			case "allocs/op":
+				fmt.Sscan(f[i-1], &allocs)
+			}
+		}
 		b.NsPerOp = append(b.NsPerOp, ns)
 		b.BytesPerOp, b.AllocsPerOp = bytesOp, allocs
 	}

@@ -203,6 +203,13 @@ func (t *tracerProc) stop() ([]byte, error) {
 	case <-time.After(60 * time.Second):
 		syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL)
 		<-t.done
+		if !strings.HasPrefix(t.kind, "etcdscope") {
+			// Seen with bpftrace under load: detaching waits for RCU
+			// grace periods. Its numbers were sampled before stop and it
+			// has no summary to read: note it and go on.
+			logf("%s did not exit 60 s after SIGINT: killed", t.kind)
+			return nil, nil
+		}
 		return nil, fmt.Errorf("%s did not exit 60 s after SIGINT", t.kind)
 	}
 	out, rerr := os.ReadFile(t.stdout)

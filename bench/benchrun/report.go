@@ -241,6 +241,20 @@ func (r *results) markdown() string {
 // microDelta pairs each traced microbenchmark round with the untraced one.
 func (r *results) microDelta(v string) []float64 { return r.microPaired(v, "untraced") }
 
+// limitVerdict checks a "≤ limit ns" goal measured twice: a paired
+// interval from the tmpfs loop (met or missed only when the whole 95%
+// interval says so, as for IOPS) and a BPF run time summed over every fio
+// round (a point value: its own noise is small).
+func limitVerdict(loop spread, bpfNs, limit float64) string {
+	switch {
+	case bpfNs > limit || loop.Lo > limit:
+		return "**missed**"
+	case loop.Hi <= limit:
+		return "met"
+	}
+	return "inconclusive: the loop's interval spans the goal (noise; rerun quieter or with more -micro-rounds)"
+}
+
 // fioBPFPerFsync is variant v's BPF run time (all its programs, bpf_stats)
 // per fio fdatasync over the fio rounds, ns.
 func (r *results) fioBPFPerFsync(v string) float64 {
@@ -283,20 +297,20 @@ func (r *results) goals() [][3]string {
 	d := summarize(r.microDelta("etcdscope"))
 	bt := summarize(r.microDelta("bpftrace"))
 	perFsync := r.fioBPFPerFsync("etcdscope")
-	filed := verdict(d.Hi <= 300 && perFsync <= 300)
+	filed := limitVerdict(d, perFsync, 300)
 	if btFio := r.fioBPFPerFsync("bpftrace"); filed != "met" && (bt.Median > 300 || btFio > 300) {
-		filed += fmt.Sprintf(": the goal is below what these tracepoints cost here (bpftrace's trivial programs on them: +%.0f ns per call, %.0f ns of BPF per fio fsync)", bt.Median, btFio)
+		filed += fmt.Sprintf(": the goal is below what these tracepoints cost here (bpftrace on them: +%.0f ns per call in the loop with its two syscall programs, %.0f ns of BPF per fio fsync with its whole script)", bt.Median, btFio)
 	}
 	g = append(g, [3]string{"≤ 300 ns added per fsync (as filed)",
 		fmt.Sprintf("syscall path +%.0f ns [%+.0f, %+.0f] (tmpfs loop); BPF run time %.0f ns per fio fsync (all programs)", d.Median, d.Lo, d.Hi, perFsync),
 		filed})
-	// Restated (bench/findings.md 4b): the cost etcdscope adds beyond a
-	// user's bpftrace one-liner on the same tracepoints, paired per round.
+	// Restated (bench/findings.md 6): the cost etcdscope adds beyond a
+	// user's bpftrace script on the same tracepoints, paired per round.
 	over := summarize(r.microPaired("etcdscope", "bpftrace"))
 	bpfOver := perFsync - r.fioBPFPerFsync("bpftrace")
 	g = append(g, [3]string{"≤ 300 ns per fsync above bpftrace on the same tracepoints (restated)",
 		fmt.Sprintf("syscall path %+.0f ns [%+.0f, %+.0f] (tmpfs loop, paired); BPF run time %+.0f ns per fio fsync", over.Median, over.Lo, over.Hi, bpfOver),
-		verdict(over.Hi <= 300 && bpfOver <= 300)})
+		limitVerdict(over, bpfOver, 300)})
 
 	var top *sweepRow
 	for i := range r.Sweep {
@@ -328,14 +342,17 @@ func (r *results) goals() [][3]string {
 		}
 	}
 	var hwm int64
+	var hwms []float64
 	for _, v := range r.Fio["etcdscope"] {
 		hwm = max(hwm, v.TracerHWMKiB)
+		hwms = append(hwms, float64(v.TracerHWMKiB)/1024)
 	}
 	var sweepHWM int64
 	for _, s := range r.Sweep {
 		sweepHWM = max(sweepHWM, s.HWMKiB)
 	}
-	g = append(g, [3]string{"RSS ≤ 40 MB", fmt.Sprintf("VmHWM %.1f MiB after one fio job; %.1f MiB at most in the sweep", float64(hwm)/1024, float64(sweepHWM)/1024),
+	g = append(g, [3]string{"RSS ≤ 40 MB (38.1 MiB)", fmt.Sprintf("VmHWM at most %.1f MiB over %d fio jobs (median %.1f); at most %.1f MiB in the sweep",
+		float64(hwm)/1024, len(hwms), median(hwms), float64(sweepHWM)/1024),
 		verdict(hwm*1024 <= 40e6 && sweepHWM*1024 <= 40e6)})
 	rm := median(r.ReadyMs)
 	g = append(g, [3]string{"ready ≤ 300 ms", fmt.Sprintf("median %.0f ms", rm), verdict(rm <= 300)})
