@@ -43,7 +43,9 @@ func TestFsyncNamesFollowRenames(t *testing.T) {
 	}{
 		{nil, []string{"0.tmp", "wal.tmp", leafOfBase}},
 		{nil, []string{"0.tmp", "wal.tmp", leafOfBase}}, // cached
-		{func() error { return os.Rename(filepath.Join(tmpDir, "0.tmp"), filepath.Join(tmpDir, "0000000000000000-0000000000000000.wal")) },
+		{func() error {
+			return os.Rename(filepath.Join(tmpDir, "0.tmp"), filepath.Join(tmpDir, "0000000000000000-0000000000000000.wal"))
+		},
 			[]string{"0000000000000000-0000000000000000.wal", "wal.tmp", leafOfBase}},
 		{func() error { return os.Rename(tmpDir, filepath.Join(base, "wal")) },
 			[]string{"0000000000000000-0000000000000000.wal", "wal", leafOfBase}},
