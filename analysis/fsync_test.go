@@ -260,22 +260,24 @@ func TestReportAndJSONRoundTrip(t *testing.T) {
 	}
 }
 
-func TestIntervalLine(t *testing.T) {
+func TestIntervalBuilder(t *testing.T) {
 	recs := []FsyncRecord{
 		{TotalNs: 2e6, Layers: Layers{DeviceFlushNs: 1.5e6, OtherNs: 0.5e6}},
 		{TotalNs: 4e6, Layers: Layers{DeviceFlushNs: 3e6, OtherNs: 1e6}},
-	}
-	got := IntervalLine(recs)
-	if got != "fsyncs=2 p50=2.000ms p99=4.000ms dominant=device_flush(75%)" {
-		t.Fatalf("got %q", got)
 	}
 	// The builder starts each interval afresh.
 	var b IntervalBuilder
 	for i := range recs {
 		b.Add(&recs[i])
 	}
+	if b.Count() != 2 {
+		t.Fatalf("Count %d, want 2", b.Count())
+	}
 	if got := b.Line(); got != "fsyncs=2 p50=2.000ms p99=4.000ms dominant=device_flush(75%)" {
 		t.Fatalf("first interval: got %q", got)
+	}
+	if b.Count() != 0 {
+		t.Fatalf("Count %d after Line, want 0", b.Count())
 	}
 	if got := b.Line(); got != "fsyncs=0" {
 		t.Fatalf("empty interval: got %q", got)

@@ -260,18 +260,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	return bw.Flush()
 }
 
-// IntervalLine summarises the fsyncs of one interval in one line: count,
-// p50/p99 of the total and the layer with the largest share.
-func IntervalLine(recs []FsyncRecord) string {
-	var b IntervalBuilder
-	for i := range recs {
-		b.Add(&recs[i])
-	}
-	return b.Line()
-}
-
-// IntervalBuilder accumulates one interval's fsyncs for IntervalLine's
-// line while keeping 8 bytes a call (its total, for p50/p99) and five layer
+// IntervalBuilder accumulates one interval's fsyncs for the live line of
+// `etcdscope fsync --interval` (count, p50/p99 of the total and the layer
+// with the largest share), keeping 8 bytes a call (its total, for p50/p99) and five layer
 // sums instead of the records. The zero value is ready. Not safe for
 // concurrent use.
 type IntervalBuilder struct {
@@ -289,8 +280,12 @@ func (b *IntervalBuilder) Add(r *FsyncRecord) {
 	b.sums[4] += r.Layers.OtherNs
 }
 
-// Line returns IntervalLine's summary of what was added since the last
-// Line and starts the next interval (reusing the memory).
+// Count is how many fsyncs were added since the last Line.
+func (b *IntervalBuilder) Count() int { return len(b.totals) }
+
+// Line returns the summary of what was added since the last Line, e.g.
+// "fsyncs=2 p50=2.000ms p99=4.000ms dominant=device_flush(75%)", and
+// starts the next interval (reusing the memory).
 func (b *IntervalBuilder) Line() string {
 	defer func() { b.totals, b.sums = b.totals[:0], [5]int64{} }()
 	if len(b.totals) == 0 {

@@ -28,7 +28,7 @@ const struct fsync_enter_event *unused_fsync_enter __attribute__((unused));
 
 /* struct call: what the enter program keeps for the exit program. The
  * record itself is built at exit, straight in the ring buffer, so a call
- * costs one small hash entry and no copies of the ~300-byte record. */
+ * costs 32 bytes of task storage and no copies of the ~300-byte record. */
 struct call {
 	__u64 start_ns;
 	__u64 cgroup_id;
@@ -49,10 +49,10 @@ struct {
 	__type(value, struct call);
 } inflight SEC(".maps");
 
-/* struct file_info: what es_fill_file read from one open file, and what
- * says it still holds: the file's dentry, its parent, and both names'
- * hash_len (a rename changes the name's hash or length, and moves the
- * dentry to another parent). */
+/* struct file_info: what es_file_ident and es_file_names read from one
+ * open file, and what says it still holds: the file's dentry, its parent,
+ * and both names' hash_len (a rename changes the name's hash or length,
+ * and moves the dentry to another parent). */
 struct file_info {
 	__u64 dentry;
 	__u64 parent;
@@ -201,7 +201,7 @@ static __always_inline int on_exit(long ret)
 	e->end_ns = now;
 	e->ret = ret;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	/* The file is named now, off the call's own path. The fd table still
+	/* The file is named at exit, from the fd. The fd table still
 	 * holding the file seen at entry keeps it alive while it is read; if
 	 * another thread closed or replaced the fd meanwhile, the file stays
 	 * unnamed (ino 0) rather than read from memory that may be freed. */

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
-	"syscall"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -63,13 +60,12 @@ type FsyncTracer struct {
 	stacked *ebpf.Collection
 	extras  *ebpf.Collection
 	links   []link.Link
-	reader  *ringbuf.Reader
+	ring    *quietRing
 	untrace func()
 	probes  []Probe
 	rec     ringbuf.Record
 	dec     decoder
 	ev      event.Any // Read's
-	wait    ringWait
 	closed  bool
 }
 
@@ -172,10 +168,9 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 	}
 	t.attachExtras(shared, cfg)
 
-	if t.reader, err = ringbuf.NewReader(t.fsync.Events); err != nil {
-		return nil, fmt.Errorf("opening ring buffer: %w", err)
+	if t.ring, err = openQuietRing(t.fsync.Events); err != nil {
+		return nil, err
 	}
-	t.reader.SetDeadline(time.Now().Add(pollInterval))
 	return t, nil
 }
 
@@ -445,14 +440,6 @@ func (t *FsyncTracer) Missed() uint64 {
 	return n
 }
 
-// pollInterval is how often Read looks at the ring buffer: the programs
-// commit records without waking the reader (bpf/ring.h) unless the ring
-// is an eighth full, so events reach userspace within this much time. Each
-// poll costs the Go runtime ~150 µs of CPU here (make bench): 10 ms was
-// 1.5% of a core for an idle tracer, 50 ms is 0.3%. A report is read in
-// seconds, and a burst wakes the reader at once, so the latency is free.
-const pollInterval = 50 * time.Millisecond
-
 // ErrClosed is returned by Read after Close.
 var ErrClosed = ringbuf.ErrClosed
 
@@ -474,21 +461,7 @@ func (t *FsyncTracer) Read() (any, error) {
 // Strings and the Names slice are shared with other events: read only.
 func (t *FsyncTracer) ReadEvent(ev *event.Any) error {
 	for {
-		if err := t.reader.ReadInto(&t.rec); err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				// The ring is empty (the programs commit quietly,
-				// events.h). Wait in Go's netpoller rather than in the
-				// reader's epoll_wait: a thread blocked in a syscall keeps
-				// the runtime's sysmon waking every 20 µs to 10 ms, which
-				// was most of etcdscope's CPU at 10k fsync/s
-				// (docs/performance.md). The reader then only collects.
-				if t.wait.wait(t.fsync.Events, pollInterval) {
-					t.reader.SetDeadline(time.Now())
-				} else { // no netpoller for this fd: the reader waits
-					t.reader.SetDeadline(time.Now().Add(pollInterval))
-				}
-				continue
-			}
+		if err := t.ring.read(&t.rec); err != nil {
 			return err
 		}
 		raw := t.rec.RawSample
@@ -652,10 +625,9 @@ func (t *FsyncTracer) Close() error {
 	}
 	t.closed = true
 	var errs []error
-	if t.reader != nil {
-		errs = append(errs, t.reader.Close())
+	if t.ring != nil {
+		errs = append(errs, t.ring.close())
 	}
-	t.wait.close()
 	for _, l := range t.links {
 		errs = append(errs, l.Close())
 	}
@@ -680,73 +652,7 @@ func (t *FsyncTracer) Close() error {
 // record already in the ring buffer and then ErrDrained: how a caller stops
 // without losing the events of calls that have already returned. (The
 // reader's SetDeadline would wait for a blocked Read to wake first.)
-func (t *FsyncTracer) Drain() error {
-	err := t.reader.Flush()
-	t.wait.wake()
-	return err
-}
-
-// ringWait waits for the ring buffer in Go's netpoller: a duplicate of the
-// map's fd registered there (the map polls readable when the kernel wakes
-// the ring: BPF_RB_FORCE_WAKEUP past an eighth full). The goroutine parks
-// without a thread in a syscall. Safe for one waiter and concurrent
-// wake/close.
-type ringWait struct {
-	mu     sync.Mutex
-	f      *os.File // nil until the first wait
-	rc     syscall.RawConn
-	closed bool
-}
-
-// wait returns when the ring was woken, after d, or when wake or close
-// is called. It returns false at once if the map's fd cannot be waited on
-// this way (then the caller has the reader wait).
-func (w *ringWait) wait(m *ebpf.Map, d time.Duration) bool {
-	w.mu.Lock()
-	if w.f == nil && !w.closed {
-		if fd, err := unix.FcntlInt(uintptr(m.FD()), unix.F_DUPFD_CLOEXEC, 0); err == nil {
-			unix.SetNonblock(fd, true)
-			w.f = os.NewFile(uintptr(fd), "ringbuf")
-			if w.rc, err = w.f.SyscallConn(); err != nil {
-				w.f.Close()
-				w.f, w.closed = nil, true
-			}
-		}
-	}
-	f, rc := w.f, w.rc
-	w.mu.Unlock()
-	if f == nil || f.SetReadDeadline(time.Now().Add(d)) != nil {
-		return false
-	}
-	first := true
-	rc.Read(func(uintptr) bool {
-		if first { // wait for readiness once; return on the next call
-			first = false
-			return false
-		}
-		return true
-	})
-	return true
-}
-
-// wake ends a wait in progress; one that starts after it waits as usual
-// (Drain's callers see ErrDrained within pollInterval then).
-func (w *ringWait) wake() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.f != nil {
-		w.f.SetReadDeadline(time.Now())
-	}
-}
-
-func (w *ringWait) close() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.closed = true
-	if w.f != nil {
-		w.f.Close()
-	}
-}
+func (t *FsyncTracer) Drain() error { return t.ring.drain() }
 
 // ErrDrained is returned by Read once Drain has emptied the ring buffer.
 var ErrDrained = ringbuf.ErrFlushed

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -94,7 +93,7 @@ type HypervisorTracer struct {
 	objs    hypervisorObjects
 	links   []link.Link
 	progs   []*ebpf.Program // attached, kept open for Missed
-	reader  *ringbuf.Reader
+	ring    *quietRing
 	untrace func()
 	probes  []Probe
 	rec     ringbuf.Record
@@ -182,10 +181,9 @@ func NewHypervisor(cfg HypervisorConfig) (_ *HypervisorTracer, err error) {
 	for _, p := range progs {
 		t.progs = append(t.progs, p)
 	}
-	if t.reader, err = ringbuf.NewReader(t.objs.HvEvents); err != nil {
-		return nil, fmt.Errorf("opening ring buffer: %w", err)
+	if t.ring, err = openQuietRing(t.objs.HvEvents); err != nil {
+		return nil, err
 	}
-	t.reader.SetDeadline(time.Now().Add(pollInterval))
 	return t, nil
 }
 
@@ -228,12 +226,7 @@ func (t *HypervisorTracer) Lost() (uint64, error) {
 // Records are decoded by fixed layout (the bpf2go struct).
 func (t *HypervisorTracer) Read() (HypervisorIO, error) {
 	for {
-		if err := t.reader.ReadInto(&t.rec); err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				// The programs commit quietly (bpf/ring.h): look again.
-				t.reader.SetDeadline(time.Now().Add(pollInterval))
-				continue
-			}
+		if err := t.ring.read(&t.rec); err != nil {
 			return HypervisorIO{}, err
 		}
 		raw := t.rec.RawSample
@@ -280,7 +273,7 @@ func (t *HypervisorTracer) Missed() uint64 {
 
 // Drain makes a Read in progress, and the ones after it, return every
 // record already in the ring buffer and then ErrDrained.
-func (t *HypervisorTracer) Drain() error { return t.reader.Flush() }
+func (t *HypervisorTracer) Drain() error { return t.ring.drain() }
 
 // Close detaches every probe and frees every object; it is safe to call
 // more than once and on a half-built tracer.
@@ -290,8 +283,8 @@ func (t *HypervisorTracer) Close() error {
 	}
 	t.closed = true
 	var errs []error
-	if t.reader != nil {
-		errs = append(errs, t.reader.Close())
+	if t.ring != nil {
+		errs = append(errs, t.ring.close())
 	}
 	for _, l := range t.links {
 		errs = append(errs, l.Close())

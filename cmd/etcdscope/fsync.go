@@ -304,8 +304,8 @@ wait:
 	if f.interval > 0 {
 		// The calls since the last tick: without this line the interval
 		// lines would not add up to the report's count.
-		if line := run.interval.Line(); line != "fsyncs=0" {
-			fmt.Fprintf(info, "%s %s lost=%d missed=%d (last, partial interval)\n", time.Now().Format("15:04:05"), line, lost, tr.Missed())
+		if run.interval.Count() > 0 {
+			fmt.Fprintf(info, "%s %s lost=%d missed=%d (last, partial interval)\n", time.Now().Format("15:04:05"), run.interval.Line(), lost, tr.Missed())
 		}
 	}
 	rep := run.report.Report(lost, tr.Missed(), unavailable)

@@ -1,0 +1,140 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/ringbuf"
+)
+
+// pollInterval is how often a quietRing looks at its ring buffer: the
+// programs commit records without waking the reader (bpf/ring.h) unless
+// the ring is an eighth full, so events reach userspace within this much
+// time. Each poll costs the Go runtime ~150 µs of CPU here (make bench):
+// 10 ms was ~1.5% of a core for an idle tracer, 50 ms is ~0.5-0.9%. A
+// report is read in seconds, and a burst wakes the reader at once, so the
+// latency is free.
+const pollInterval = 50 * time.Millisecond
+
+// quietRing reads a ring buffer whose programs commit quietly (bpf/ring.h):
+// the fsync tracer's and the hypervisor tracer's. Between records it waits
+// in Go's netpoller (ringWait), at most pollInterval, rather than in the
+// reader's epoll_wait: a thread blocked in a syscall keeps the runtime's
+// sysmon waking every 20 µs to 10 ms, which was most of etcdscope's CPU at
+// 10k fsync/s (docs/performance.md). The reader then only collects.
+type quietRing struct {
+	rd   *ringbuf.Reader
+	m    *ebpf.Map
+	wait ringWait
+}
+
+func openQuietRing(m *ebpf.Map) (*quietRing, error) {
+	rd, err := ringbuf.NewReader(m)
+	if err != nil {
+		return nil, fmt.Errorf("opening ring buffer: %w", err)
+	}
+	rd.SetDeadline(time.Now().Add(pollInterval))
+	return &quietRing{rd: rd, m: m}, nil
+}
+
+// read blocks until the next record and reads it into rec. It returns
+// ringbuf.ErrClosed after close and ringbuf.ErrFlushed once drain has
+// emptied the ring.
+func (q *quietRing) read(rec *ringbuf.Record) error {
+	for {
+		err := q.rd.ReadInto(rec)
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			return err
+		}
+		// The ring is empty: wait for the kernel's wake-up or the next poll.
+		if q.wait.wait(q.m, pollInterval) {
+			q.rd.SetDeadline(time.Now())
+		} else { // no netpoller for this fd: the reader waits
+			q.rd.SetDeadline(time.Now().Add(pollInterval))
+		}
+	}
+}
+
+// drain makes a read in progress, and the ones after it, return every
+// record already in the ring and then ringbuf.ErrFlushed. (The reader's
+// SetDeadline would wait for a blocked read to wake first.)
+func (q *quietRing) drain() error {
+	err := q.rd.Flush()
+	q.wait.wake()
+	return err
+}
+
+func (q *quietRing) close() error {
+	err := q.rd.Close()
+	q.wait.close()
+	return err
+}
+
+// ringWait waits for the ring buffer in Go's netpoller: a duplicate of the
+// map's fd registered there (the map polls readable when the kernel wakes
+// the ring: BPF_RB_FORCE_WAKEUP past an eighth full). The goroutine parks
+// without a thread in a syscall. Safe for one waiter and concurrent
+// wake/close.
+type ringWait struct {
+	mu     sync.Mutex
+	f      *os.File // nil until the first wait
+	rc     syscall.RawConn
+	closed bool
+}
+
+// wait returns when the ring was woken, after d, or when wake or close
+// is called. It returns false at once if the map's fd cannot be waited on
+// this way (then the caller has the reader wait).
+func (w *ringWait) wait(m *ebpf.Map, d time.Duration) bool {
+	w.mu.Lock()
+	if w.f == nil && !w.closed {
+		if fd, err := unix.FcntlInt(uintptr(m.FD()), unix.F_DUPFD_CLOEXEC, 0); err == nil {
+			unix.SetNonblock(fd, true)
+			w.f = os.NewFile(uintptr(fd), "ringbuf")
+			if w.rc, err = w.f.SyscallConn(); err != nil {
+				w.f.Close()
+				w.f, w.closed = nil, true
+			}
+		}
+	}
+	f, rc := w.f, w.rc
+	w.mu.Unlock()
+	if f == nil || f.SetReadDeadline(time.Now().Add(d)) != nil {
+		return false
+	}
+	first := true
+	rc.Read(func(uintptr) bool {
+		if first { // wait for readiness once; return on the next call
+			first = false
+			return false
+		}
+		return true
+	})
+	return true
+}
+
+// wake ends a wait in progress; one that starts after it waits as usual
+// (Drain's callers see ErrDrained within pollInterval then).
+func (w *ringWait) wake() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f != nil {
+		w.f.SetReadDeadline(time.Now())
+	}
+}
+
+func (w *ringWait) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	if w.f != nil {
+		w.f.Close()
+	}
+}
