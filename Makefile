@@ -6,7 +6,7 @@ GO       ?= go
 CLANG    ?= clang-19
 ETCD_DIR := tools/etcd
 
-.PHONY: all build install generate test test-go vmtest demo etcd bench clean check-generate deps promtool
+.PHONY: fresh-root all build install generate test test-go vmtest demo etcd bench clean check-generate deps promtool
 
 all: build
 
@@ -25,7 +25,8 @@ vmlinux.h:
 generate:
 	BPF_CLANG=$(CLANG) $(GO) generate ./...
 
-# check-generate fails if the committed objects drift from their C.
+# check-generate fails if the committed objects drift from their C (.ci/run
+# runs it; scripts/deps.sh generate installs clang-19, llvm-19, libbpf-dev).
 check-generate: generate
 	git diff --exit-code -- '*_bpfel.go' '*_bpfeb.go' '*_bpfel.o' '*_bpfeb.o'
 
@@ -60,11 +61,11 @@ test-go: build etcd
 deps:
 	./scripts/deps.sh
 
-# test is the README's test command: the packages it needs, the Go tests
-# here, then the VM rig.
-test: deps
-	$(MAKE) test-go
-	$(MAKE) vmtest
+# test is the README's test command (scripts/test.sh, which needs no make
+# on a fresh machine): the packages it needs, the Go tests here, then the VM
+# rig.
+test:
+	./scripts/test.sh
 
 # vmtest boots Debian 12's cloud kernel (6.1) under QEMU TCG and runs every
 # package's //go:build vmtest tests inside (docs/vmtest.md). It needs no
@@ -74,8 +75,8 @@ vmtest:
 
 # demo is the main job on the built-in default: an etcd-WAL-like writer
 # traced by etcdscope itself.
-demo: build
-	./bin/etcdscope fsync --workload wal --duration 10s
+demo:
+	./scripts/demo.sh
 
 # bench measures what etcdscope costs the machine it traces, interleaved
 # against no tracer and bpftrace, and writes docs/performance.md (bench/run.sh).
@@ -84,6 +85,11 @@ demo: build
 bench: build
 	./scripts/deps.sh bench
 	./bench/run.sh
+
+# fresh-root runs the README's test command in a minimal Debian root made
+# by debootstrap with only Go and gcc (scripts/fresh-root.sh; root, ~CI time).
+fresh-root:
+	./scripts/fresh-root.sh
 
 clean:
 	rm -rf bin

@@ -4,12 +4,16 @@
 # machine that has only Go and gcc. Needs root (apt-get); without root it
 # names the command to run and fails. `deps.sh bench` adds what make bench
 # compares against: bpftrace, and bcc's biolatency if apt can install it
-# (best effort: make bench reports why it could not run it).
+# (best effort: make bench reports why it could not run it). `deps.sh
+# generate` adds what `make generate`/`make check-generate` need: clang-19,
+# llvm-19 (llvm-strip) and libbpf-dev (bpf_helpers.h).
 set -euo pipefail
 
 # command -> Debian package
 declare -A need=(
+	[make]=make
 	[fio]=fio
+	[qemu-img]=qemu-utils
 	[tc]=iproute2
 	[ip]=iproute2
 	[mkfs.ext4]=e2fsprogs
@@ -24,6 +28,11 @@ declare -A need=(
 	[prometheus]=prometheus
 	[promtool]=prometheus
 )
+if [[ ${1:-} == generate ]]; then
+	need[clang-19]=clang-19
+	need[llvm-strip-19]=llvm-19
+	need[/usr/include/bpf/bpf_helpers.h]=libbpf-dev
+fi
 if [[ ${1:-} == bench ]]; then
 	need[bpftrace]=bpftrace
 	if [[ $(id -u) == 0 ]] && ! PATH=$PATH:/usr/sbin command -v biolatency-bpfcc >/dev/null; then
@@ -33,8 +42,13 @@ if [[ ${1:-} == bench ]]; then
 	fi
 fi
 missing=()
+# A key is a command, or an absolute path for a file that is no command.
 for cmd in "${!need[@]}"; do
-	PATH=$PATH:/usr/sbin:/sbin command -v "$cmd" >/dev/null || missing+=("${need[$cmd]}")
+	if [[ $cmd == /* ]]; then
+		[[ -e $cmd ]] || missing+=("${need[$cmd]}")
+	else
+		PATH=$PATH:/usr/sbin:/sbin command -v "$cmd" >/dev/null || missing+=("${need[$cmd]}")
+	fi
 done
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 pkgs=$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')
