@@ -77,6 +77,14 @@ debootstrap --variant=minbase "$suite" "$root" "$mirror" >"$base/debootstrap.log
 cp -a /etc/apt/sources.list.d/. "$root/etc/apt/sources.list.d/" 2>/dev/null || true
 [[ -f /etc/apt/sources.list ]] && cp /etc/apt/sources.list "$root/etc/apt/sources.list"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# The site's TLS trust is the machine's network set-up, not a package: a
+# fresh machine behind the same egress proxy trusts the same CAs (here a
+# custom one), so the root gets the host's bundle, and nothing else.
+# The site's own CAs go where update-ca-certificates keeps them too, so
+# that deps.sh installing ca-certificates rebuilds a bundle that has them.
+mkdir -p "$root/etc/ssl/certs" "$root/usr/local/share/ca-certificates"
+cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
+[[ -d /usr/local/share/ca-certificates ]] && cp -a /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/"
 
 for m in proc sys dev dev/pts; do
 	mkdir -p "$root/$m"
@@ -106,6 +114,7 @@ rc=0
 chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb \
 	PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 	GOFLAGS=-buildvcs=false ETCDSCOPE_REQUIRE_BPF=1 CI=true \
+	SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
 	sh -c 'cd /src/etcdscope && mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing; exec "$@"' sh "$@" || rc=$?
 echo "fresh-root: '$*' exited $rc" >&2
 exit $rc
