@@ -11,10 +11,15 @@ import (
 // buckets to 0.8192 s in etcd 3.2 and older, 16 to 3.2768 s since).
 const FirstBound = 0.0001
 
-// ErrIncompleteLadder is wrapped by Quantile when the buckets are not
-// etcd's full ladder (an excerpt, or a ladder with gaps): interpolating
-// there would invent numbers, so only sum/count (the mean) are usable.
+// ErrIncompleteLadder is wrapped by Quantile when the buckets shown cannot
+// place the quantile (an excerpt whose ladder starts above etcd's first
+// bound, or without a +Inf bucket and a _count): interpolating there would
+// invent numbers. Estimate then still gives the bounds the data proves.
 var ErrIncompleteLadder = errors.New("incomplete bucket ladder")
+
+// ErrBeyondLadder is wrapped by Quantile when the quantile lies above the
+// highest finite bucket: only a lower bound is known.
+var ErrBeyondLadder = errors.New("quantile above the highest finite bucket")
 
 // Ladder checks that s's buckets are etcd's: first bound FirstBound, each
 // next twice the previous (to 0.1% tolerance for decimal rounding), a +Inf
@@ -28,8 +33,8 @@ func (s Series) Ladder() error {
 	if !math.IsInf(b[len(b)-1].UpperBound, 1) {
 		return fmt.Errorf("%w: no +Inf bucket", ErrIncompleteLadder)
 	}
-	if !near(b[0].UpperBound, FirstBound) {
-		return fmt.Errorf("%w: first bucket le=%g, etcd's starts at %g", ErrIncompleteLadder, b[0].UpperBound, FirstBound)
+	if first := s.firstBound(); !near(b[0].UpperBound, first) {
+		return fmt.Errorf("%w: first bucket le=%g, etcd's starts at %g", ErrIncompleteLadder, b[0].UpperBound, first)
 	}
 	for i := 1; i < len(b)-1; i++ {
 		if !near(b[i].UpperBound, 2*b[i-1].UpperBound) {
@@ -55,31 +60,133 @@ func (s Series) Mean() (float64, bool) {
 	return s.Sum / s.Count, true
 }
 
-// Quantile returns the q-quantile in seconds by linear interpolation
-// inside the bucket that holds it, as Prometheus's histogram_quantile
-// does (lower bound 0 for the first bucket; the highest finite bound when
-// it falls in +Inf). It refuses incomplete ladders and empty series.
-func (s Series) Quantile(q float64) (float64, error) {
-	if err := s.Ladder(); err != nil {
-		return 0, err
+func (s Series) firstBound() float64 {
+	if s.FirstBound > 0 {
+		return s.FirstBound
 	}
-	b := s.Buckets
-	total := b[len(b)-1].Count
-	if total <= 0 {
-		return 0, fmt.Errorf("no observations")
+	return FirstBound
+}
+
+// Estimate is what a histogram says about one quantile: the bounds the
+// counts prove, and an interpolated value where the buckets allow one.
+type Estimate struct {
+	Q float64 `json:"q"`
+	// Value: seconds, linear interpolation inside the bucket that holds
+	// the quantile, as Prometheus' histogram_quantile does; set only when
+	// Interpolated.
+	Value        float64 `json:"value_seconds,omitempty"`
+	Interpolated bool    `json:"interpolated"`
+	// Lo, Hi: the quantile lies in (Lo, Hi] seconds for certain; with
+	// Unbounded nothing bounds it above and Hi is 0.
+	Lo        float64 `json:"lo_seconds"`
+	Hi        float64 `json:"hi_seconds,omitempty"`
+	Unbounded bool    `json:"unbounded,omitempty"`
+	// TotalUnknown: no +Inf bucket and no _count.
+	TotalUnknown bool `json:"total_unknown,omitempty"`
+	// Why: when not interpolated, the reason; when interpolated across
+	// missing buckets, how coarse the value is.
+	Why string `json:"why,omitempty"`
+}
+
+// Estimate places the q-quantile (0 < q < 1) in s's buckets. The total is
+// _count when present, else the +Inf bucket; without either only a lower
+// bound is known (the total is at least the highest bucket's count). The
+// first bucket's lower bound is 0 only when it is etcd's first bucket (an
+// excerpt starting higher gives an upper bound only); above the highest
+// finite bucket only a lower bound is known. Buckets missing in between
+// widen the interpolation (said in Why). It fails on series with no
+// observations or with counts that fall.
+func (s Series) Estimate(q float64) (Estimate, error) {
+	e := Estimate{Q: q}
+	var fin []Bucket
+	total, totalKnown := 0.0, false
+	for _, b := range s.Buckets {
+		if math.IsInf(b.UpperBound, 1) {
+			total, totalKnown = b.Count, true
+			continue
+		}
+		fin = append(fin, b)
+	}
+	if s.HasCount {
+		total, totalKnown = s.Count, true
+	}
+	for i := 1; i < len(fin); i++ {
+		if fin[i].Count < fin[i-1].Count {
+			return e, fmt.Errorf("%w: cumulative count falls at le=%g", ErrIncompleteLadder, fin[i].UpperBound)
+		}
+	}
+	if totalKnown && total <= 0 {
+		return e, fmt.Errorf("no observations")
+	}
+	if len(fin) == 0 {
+		if !totalKnown {
+			return e, fmt.Errorf("%w: no buckets", ErrIncompleteLadder)
+		}
+		return e, fmt.Errorf("%w: no finite buckets, only the count and sum", ErrIncompleteLadder)
+	}
+	last := fin[len(fin)-1]
+	if totalKnown && last.Count > total*(1+1e-9) {
+		return e, fmt.Errorf("%w: le=%g counts %g, more than the total %g", ErrIncompleteLadder, last.UpperBound, last.Count, total)
+	}
+	if !totalKnown {
+		// total >= last.Count, so any bucket holding fewer than
+		// q·last.Count holds fewer than q·total.
+		lo := 0.0
+		for _, b := range fin {
+			if b.Count < q*last.Count {
+				lo = b.UpperBound
+			}
+		}
+		if last.Count <= 0 {
+			return e, fmt.Errorf("%w: no +Inf bucket, no _count and no observations in the buckets shown", ErrIncompleteLadder)
+		}
+		e.Lo, e.Unbounded, e.TotalUnknown = lo, true, true
+		e.Why = fmt.Sprintf("no +Inf bucket and no _count: the total is unknown (at least %g), so only a lower bound", last.Count)
+		return e, nil
 	}
 	rank := q * total
-	lower, prev := 0.0, 0.0
-	for i, bk := range b {
-		if bk.Count >= rank && bk.Count > prev {
-			if math.IsInf(bk.UpperBound, 1) {
-				return b[i-1].UpperBound, nil
-			}
-			return lower + (bk.UpperBound-lower)*(rank-prev)/(bk.Count-prev), nil
+	for i, b := range fin {
+		if b.Count < rank || b.Count == 0 {
+			continue
 		}
-		lower, prev = bk.UpperBound, bk.Count
+		if i == 0 {
+			e.Hi = b.UpperBound
+			if !near(b.UpperBound, s.firstBound()) {
+				e.Why = fmt.Sprintf("falls in the first bucket shown (le=%g), and etcd's ladder starts lower (le=%g): the buckets below were not given", b.UpperBound, s.firstBound())
+				return e, nil
+			}
+			e.Value, e.Interpolated = b.UpperBound*rank/b.Count, true
+			return e, nil
+		}
+		p := fin[i-1]
+		e.Lo, e.Hi = p.UpperBound, b.UpperBound
+		e.Value = p.UpperBound + (b.UpperBound-p.UpperBound)*(rank-p.Count)/(b.Count-p.Count)
+		e.Interpolated = true
+		if !near(b.UpperBound, 2*p.UpperBound) {
+			e.Why = fmt.Sprintf("buckets between le=%g and le=%g are missing: interpolated across the gap", p.UpperBound, b.UpperBound)
+		}
+		return e, nil
 	}
-	return b[len(b)-2].UpperBound, nil
+	e.Lo, e.Unbounded = last.UpperBound, true
+	e.Why = fmt.Sprintf("above the highest finite bucket (le=%g): %.3g%% of the observations are there", last.UpperBound, 100*(total-last.Count)/total)
+	return e, nil
+}
+
+// Quantile returns the q-quantile in seconds where Estimate interpolates
+// it; otherwise an error wrapping ErrIncompleteLadder (the buckets shown
+// cannot place it) or ErrBeyondLadder (above the highest finite bucket).
+func (s Series) Quantile(q float64) (float64, error) {
+	e, err := s.Estimate(q)
+	if err != nil {
+		return 0, err
+	}
+	if e.Interpolated {
+		return e.Value, nil
+	}
+	if e.Unbounded && e.Lo > 0 && !e.TotalUnknown {
+		return 0, fmt.Errorf("%w: %s", ErrBeyondLadder, e.Why)
+	}
+	return 0, fmt.Errorf("%w: %s", ErrIncompleteLadder, e.Why)
 }
 
 // Delta returns end − start for the same series: the observations made

@@ -290,21 +290,21 @@ func Compare(delta Series, in ModelInput) Comparison {
 	ratio := mean / pm
 	var b strings.Builder
 	fmt.Fprintf(&b, "metric mean %s vs model %s (%.2fx); measured RTT %s, so the metric reads %.1fx the RTT. ",
-		fmtSec(mean), fmtSec(pm), ratio, fmtSec(in.RTT.Seconds()), c.Inflation)
+		FormatSeconds(mean), FormatSeconds(pm), ratio, FormatSeconds(in.RTT.Seconds()), c.Inflation)
 	how := "estimated from kernel srtt"
 	if in.ReusedMeasured {
 		how = "timed by etcdscope's own kept-alive probe"
 	}
 	fmt.Fprintf(&b, "Model: %.0f of %d probers dial per probe (%.1f new connections/min, %s each: TCP handshake, TLS handshake if any, request, answer), the other(s) reuse a connection (%s, %s); ",
-		c.Prediction.NewConnProbers, c.Input.Probers, in.NewConnPerMinute, fmtSec(in.NewConnProbe.Seconds()), fmtSec(math.Max(in.ReusedProbe.Seconds(), in.RTT.Seconds())), how)
+		c.Prediction.NewConnProbers, c.Input.Probers, in.NewConnPerMinute, FormatSeconds(in.NewConnProbe.Seconds()), FormatSeconds(math.Max(in.ReusedProbe.Seconds(), in.RTT.Seconds())), how)
 	if in.UptimeEnd > 0 {
 		fmt.Fprintf(&b, "EWMA (α=0.125 from 0) still warming up at %s uptime; ", in.UptimeEnd.Round(time.Second))
 	}
-	fmt.Fprintf(&b, "new-connection probes add %s to the steady-state mean. ", fmtSec(c.Prediction.NewConnShare))
+	fmt.Fprintf(&b, "new-connection probes add %s to the steady-state mean. ", FormatSeconds(c.Prediction.NewConnShare))
 	switch {
 	case ratio > Tolerance:
 		fmt.Fprintf(&b, "NOT EXPLAINED: %s more than the model; that time is spent outside the connection the kernel sees: DNS resolution of the peer URL before connect (etcd #11781), a slow TLS step or certificate read, or a slow or unhealthy peer (failed probes reset the EWMA).",
-			fmtSec(mean-pm))
+			FormatSeconds(mean-pm))
 		c.Verdict = b.String()
 	case ratio < 1/Tolerance:
 		fmt.Fprintf(&b, "NOT EXPLAINED: the metric reads less than the model; probes failing (srtt reset to 0) or a window too short for observations.")
@@ -317,9 +317,12 @@ func Compare(delta Series, in ModelInput) Comparison {
 	return c
 }
 
-// fmtSec formats seconds with a unit kernel engineers read at a glance.
-func fmtSec(s float64) string {
+// FormatSeconds formats seconds with a unit kernel engineers read at a
+// glance: µs below 1 ms, ms with two decimals below 1 s, else s.
+func FormatSeconds(s float64) string {
 	switch {
+	case math.IsInf(s, 1):
+		return "∞"
 	case s == 0:
 		return "0"
 	case s < 1e-3:

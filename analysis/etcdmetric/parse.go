@@ -19,7 +19,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
 
@@ -55,6 +54,9 @@ type Series struct {
 	// lack them).
 	HasCount bool `json:"has_count"`
 	HasSum   bool `json:"has_sum"`
+	// FirstBound: the first bucket etcd's ladder for this family has
+	// (Family.FirstBound); 0 means the peer RTT's, FirstBound.
+	FirstBound float64 `json:"-"`
 }
 
 // Scrape is what Parse found in one /metrics text.
@@ -74,14 +76,13 @@ type Scrape struct {
 // no peer RTT metric: not an etcd /metrics page, or a single-member etcd.
 var ErrNoMetric = fmt.Errorf("no %s in the exposition", MetricName)
 
-// Parse reads a Prometheus text exposition and returns the peer RTT
-// series. It fails with the expfmt error for malformed text and with
-// ErrNoMetric when the metric is absent.
+// Parse reads a Prometheus text exposition (through ParseText's tolerant
+// clean-up) and returns the peer RTT series. It fails when nothing parses
+// and with ErrNoMetric when the metric is absent.
 func Parse(r io.Reader) (Scrape, error) {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(r)
+	fams, _, err := ParseText(r)
 	if err != nil {
-		return Scrape{}, fmt.Errorf("parsing /metrics text: %w", err)
+		return Scrape{}, err
 	}
 	return FromFamilies(fams)
 }
@@ -96,90 +97,171 @@ func FromFamilies(fams map[string]*dto.MetricFamily) (Scrape, error) {
 			break
 		}
 	}
-	if f := fams["process_start_time_seconds"]; f != nil && len(f.Metric) > 0 {
-		if v, ok := value(f.Metric[0]); ok {
-			sec, frac := math.Modf(v)
-			sc.ProcessStart = time.Unix(int64(sec), int64(frac*1e9))
-		}
+	if v, ok := Gauge(fams, "process_start_time_seconds"); ok {
+		sec, frac := math.Modf(v)
+		sc.ProcessStart = time.Unix(int64(sec), int64(frac*1e9))
 	}
-	if f := fams["etcd_server_is_leader"]; f != nil && len(f.Metric) > 0 {
-		if v, ok := value(f.Metric[0]); ok {
-			sc.Leader = int(v)
-		}
+	if v, ok := Gauge(fams, "etcd_server_is_leader"); ok {
+		sc.Leader = int(v)
 	}
-
-	series := map[Key]*Series{}
-	get := func(lp []*dto.LabelPair) *Series {
-		k, rest := keyOf(lp)
-		s := series[k]
-		if s == nil {
-			s = &Series{Key: k, Labels: rest}
-			series[k] = s
-		}
-		return s
-	}
-	if f := fams[MetricName]; f != nil && f.GetType() == dto.MetricType_HISTOGRAM {
-		for _, m := range f.Metric {
-			h := m.GetHistogram()
-			s := get(m.Label)
-			for _, b := range h.GetBucket() {
-				s.Buckets = append(s.Buckets, Bucket{UpperBound: b.GetUpperBound(), Count: bucketCount(b)})
-			}
-			// The text format's +Inf line may be kept as a bucket or only
-			// as the sample count; add it once.
-			if n := len(s.Buckets); n == 0 || !math.IsInf(s.Buckets[n-1].UpperBound, 1) {
-				s.Buckets = append(s.Buckets, Bucket{UpperBound: math.Inf(1), Count: countOf(h)})
-			}
-			s.Count, s.HasCount = countOf(h), true
-			s.Sum, s.HasSum = h.GetSampleSum(), true
-		}
-	}
-	// Loose lines (no # TYPE): untyped families named _bucket/_sum/_count.
-	if f := fams[MetricName+"_bucket"]; f != nil {
-		for _, m := range f.Metric {
-			le, lp := splitLabel(m.Label, model.BucketLabel)
-			ub, err := parseBound(le)
-			if err != nil {
-				return Scrape{}, fmt.Errorf("%s_bucket: %w", MetricName, err)
-			}
-			v, _ := value(m)
-			s := get(lp)
-			s.Buckets = append(s.Buckets, Bucket{UpperBound: ub, Count: v})
-		}
-	}
-	if f := fams[MetricName+"_sum"]; f != nil {
-		for _, m := range f.Metric {
-			s := get(m.Label)
-			s.Sum, _ = value(m)
-			s.HasSum = true
-		}
-	}
-	if f := fams[MetricName+"_count"]; f != nil {
-		for _, m := range f.Metric {
-			s := get(m.Label)
-			s.Count, _ = value(m)
-			s.HasCount = true
-		}
+	series, err := Histograms(fams, PeerRTT)
+	if err != nil {
+		return Scrape{}, err
 	}
 	if len(series) == 0 {
 		return sc, ErrNoMetric
 	}
+	sc.Series = series
+	return sc, nil
+}
+
+// Gauge returns the first sample of a single-valued family (gauge,
+// counter or untyped), and false when it is absent.
+func Gauge(fams map[string]*dto.MetricFamily, name string) (float64, bool) {
+	f := fams[name]
+	if f == nil || len(f.Metric) == 0 {
+		return 0, false
+	}
+	return value(f.Metric[0])
+}
+
+// Family names one etcd histogram: its name since etcd 3.x, the names
+// older releases gave it, and the upper bound of its first bucket (each
+// next one doubles), from etcd's source.
+type Family struct {
+	Name       string   `json:"name"`
+	Old        []string `json:"old,omitempty"`
+	FirstBound float64  `json:"first_bound_seconds"`
+}
+
+// The histograms the diagnosis reads.
+var (
+	// WALFsync: wal/metrics.go, ExponentialBuckets(0.001, 2, 14); etcd
+	// 2.x named it etcd_wal_fsync_durations_seconds.
+	WALFsync = Family{Name: "etcd_disk_wal_fsync_duration_seconds", Old: []string{"etcd_wal_fsync_durations_seconds"}, FirstBound: 0.001}
+	// BackendCommit: mvcc/backend/metrics.go, ExponentialBuckets(0.001, 2, 14).
+	BackendCommit = Family{Name: "etcd_disk_backend_commit_duration_seconds", FirstBound: 0.001}
+	// PeerRTT: rafthttp/metrics.go, ExponentialBuckets(0.0001, 2, 14 or 16).
+	PeerRTT = Family{Name: MetricName, FirstBound: FirstBound}
+)
+
+// Histograms returns the series of one histogram family, under whichever
+// of its names the text uses: typed (# TYPE histogram) or as loose
+// _bucket/_sum/_count samples, with labels in any order. Series are kept
+// apart by every label but le (so the same To from two instances of a
+// federated scrape stay two series), sorted by Key then labels. A
+// histogram's +Inf bucket is only added when its _count was present.
+func Histograms(fams map[string]*dto.MetricFamily, fam Family) ([]Series, error) {
+	series := map[string]*Series{}
+	get := func(lp []*dto.LabelPair) *Series {
+		k, rest := keyOf(lp)
+		id := k.To + "\x00" + k.Prober + "\x00" + labelString(rest)
+		s := series[id]
+		if s == nil {
+			s = &Series{Key: k, Labels: rest, FirstBound: fam.FirstBound}
+			series[id] = s
+		}
+		return s
+	}
+	for _, name := range append([]string{fam.Name}, fam.Old...) {
+		if f := fams[name]; f != nil && f.GetType() == dto.MetricType_HISTOGRAM {
+			for _, m := range f.Metric {
+				h := m.GetHistogram()
+				s := get(m.Label)
+				for _, b := range h.GetBucket() {
+					s.Buckets = append(s.Buckets, Bucket{UpperBound: b.GetUpperBound(), Count: bucketCount(b)})
+				}
+				if h.SampleCount != nil || h.SampleCountFloat != nil {
+					s.Count, s.HasCount = countOf(h), true
+					// The text format's +Inf line may be kept as a bucket
+					// or only as the sample count; add it once.
+					if n := len(s.Buckets); n == 0 || !math.IsInf(s.Buckets[n-1].UpperBound, 1) {
+						s.Buckets = append(s.Buckets, Bucket{UpperBound: math.Inf(1), Count: s.Count})
+					}
+				}
+				if h.SampleSum != nil {
+					s.Sum, s.HasSum = h.GetSampleSum(), true
+				}
+			}
+		}
+		// Loose lines (no # TYPE): untyped families named _bucket/_sum/_count.
+		if f := fams[name+"_bucket"]; f != nil {
+			for _, m := range f.Metric {
+				le, lp := splitLabel(m.Label, model.BucketLabel)
+				if le == "" {
+					continue
+				}
+				ub, err := parseBound(le)
+				if err != nil {
+					return nil, fmt.Errorf("%s_bucket: %w", name, err)
+				}
+				v, _ := value(m)
+				s := get(lp)
+				s.Buckets = append(s.Buckets, Bucket{UpperBound: ub, Count: v})
+			}
+		}
+		if f := fams[name+"_sum"]; f != nil {
+			for _, m := range f.Metric {
+				s := get(m.Label)
+				s.Sum, _ = value(m)
+				s.HasSum = true
+			}
+		}
+		if f := fams[name+"_count"]; f != nil {
+			for _, m := range f.Metric {
+				s := get(m.Label)
+				s.Count, _ = value(m)
+				s.HasCount = true
+			}
+		}
+	}
+	out := make([]Series, 0, len(series))
 	for _, s := range series {
-		sort.Slice(s.Buckets, func(i, j int) bool { return s.Buckets[i].UpperBound < s.Buckets[j].UpperBound })
+		sort.SliceStable(s.Buckets, func(i, j int) bool { return s.Buckets[i].UpperBound < s.Buckets[j].UpperBound })
+		s.Buckets = dedupBuckets(s.Buckets)
 		if !s.HasCount && len(s.Buckets) > 0 && math.IsInf(s.Buckets[len(s.Buckets)-1].UpperBound, 1) {
 			// The +Inf bucket is the count by definition.
 			s.Count, s.HasCount = s.Buckets[len(s.Buckets)-1].Count, true
 		}
-		sc.Series = append(sc.Series, *s)
+		out = append(out, *s)
 	}
-	sort.Slice(sc.Series, func(i, j int) bool {
-		a, b := sc.Series[i].Key, sc.Series[j].Key
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Key, out[j].Key
 		if a.To != b.To {
 			return a.To < b.To
 		}
-		return a.Prober < b.Prober
+		if a.Prober != b.Prober {
+			return a.Prober < b.Prober
+		}
+		return labelString(out[i].Labels) < labelString(out[j].Labels)
 	})
-	return sc, nil
+	return out, nil
+}
+
+// dedupBuckets keeps one bucket per bound (a line pasted twice).
+func dedupBuckets(b []Bucket) []Bucket {
+	out := b[:0]
+	for i, x := range b {
+		if i > 0 && x.UpperBound == out[len(out)-1].UpperBound {
+			out[len(out)-1] = x
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+func labelString(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k + "=" + m[k] + ",")
+	}
+	return b.String()
 }
 
 func bucketCount(b *dto.Bucket) float64 {

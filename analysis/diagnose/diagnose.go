@@ -1,0 +1,384 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+)
+
+// etcd's budgets (etcd FAQ and tuning guide).
+const (
+	// WALFsyncBudget: WAL fsync p99 should be under 10 ms.
+	WALFsyncBudget = 10 * time.Millisecond
+	// BackendCommitBudget: backend commit p99 should be under 25 ms.
+	BackendCommitBudget = 25 * time.Millisecond
+	// DefaultHeartbeat, DefaultElection: etcd's defaults, used when no
+	// log line says what the cluster runs with.
+	DefaultHeartbeat = 100 * time.Millisecond
+	DefaultElection  = time.Second
+)
+
+// Severity grades a finding.
+type Severity string
+
+// Severities, worst last.
+const (
+	OK      Severity = "ok"
+	Unknown Severity = "unknown"
+	Warn    Severity = "warn"
+	Bad     Severity = "bad"
+)
+
+// Finding is one answer, with what it rests on.
+type Finding struct {
+	// Topic: wal_fsync, backend_commit, slow_member, peer_rtt, heartbeat,
+	// slow_fdatasync, apply, leader, fio, input.
+	Topic    string   `json:"topic"`
+	Subject  string   `json:"subject"` // member, member→peer, fio job, input
+	Severity Severity `json:"severity"`
+	Summary  string   `json:"summary"`
+	Evidence []string `json:"evidence,omitempty"`
+	// Uncertainty: what the data cannot tell, and why.
+	Uncertainty string `json:"uncertainty,omitempty"`
+	// Meaning: what it means for commit latency.
+	Meaning string `json:"meaning,omitempty"`
+	// Next: the command to run on the node to confirm or go further.
+	Next string `json:"next,omitempty"`
+}
+
+// HistStats is one histogram's numbers over a window.
+type HistStats struct {
+	Observations float64              `json:"observations"`
+	HasCount     bool                 `json:"has_count"`
+	Mean         float64              `json:"mean_seconds,omitempty"`
+	HasMean      bool                 `json:"has_mean"`
+	P50          *etcdmetric.Estimate `json:"p50,omitempty"`
+	P99          *etcdmetric.Estimate `json:"p99,omitempty"`
+	Error        string               `json:"error,omitempty"`
+}
+
+// Stats computes a series' observations, mean and p50/p99 estimates.
+func Stats(s *etcdmetric.Series) HistStats {
+	var h HistStats
+	if s == nil {
+		return h
+	}
+	h.Observations, h.HasCount = s.Count, s.HasCount
+	h.Mean, h.HasMean = s.Mean()
+	for _, q := range []float64{0.5, 0.99} {
+		e, err := s.Estimate(q)
+		if err != nil {
+			h.Error = err.Error()
+			continue
+		}
+		if q == 0.5 {
+			h.P50 = &e
+		} else {
+			h.P99 = &e
+		}
+	}
+	return h
+}
+
+// MemberRow is one member's disk numbers for the report's table.
+type MemberRow struct {
+	Member  string    `json:"member"`
+	Sources []string  `json:"sources"`
+	Window  string    `json:"window"`
+	Leader  int       `json:"is_leader"`
+	WALName string    `json:"wal_metric,omitempty"`
+	WAL     HistStats `json:"wal_fsync"`
+	Backend HistStats `json:"backend_commit"`
+}
+
+// PeerRow is one peer RTT series' numbers.
+type PeerRow struct {
+	Member string    `json:"member"`
+	To     string    `json:"to"`
+	Prober string    `json:"prober,omitempty"`
+	Stats  HistStats `json:"stats"`
+	Modes  Modes     `json:"modes"`
+}
+
+// Modes is what the bucket ladder says about the two probers' humps.
+type Modes struct {
+	// Verdict: "two" (two humps the buckets separate), "adjacent" (the
+	// two most populated buckets are neighbours: RTT and 2×RTT can share
+	// them, two modes can be neither shown nor ruled out), "one" (one
+	// bucket holds nearly everything), "unknown" (the ladder shown cannot
+	// tell), "per-prober" (the series is one prober's).
+	Verdict string `json:"verdict"`
+	// Low, High: the buckets (lo, hi] of the two humps, seconds.
+	LowLo  float64 `json:"low_lo_seconds,omitempty"`
+	LowHi  float64 `json:"low_hi_seconds,omitempty"`
+	HighLo float64 `json:"high_lo_seconds,omitempty"`
+	HighHi float64 `json:"high_hi_seconds,omitempty"`
+	// LowShare: the low hump's share of the observations in the two.
+	LowShare float64 `json:"low_share,omitempty"`
+	Why      string  `json:"why,omitempty"`
+}
+
+// Report is the diagnosis of all inputs.
+type Report struct {
+	Inputs   []InputInfo `json:"inputs"`
+	Members  []MemberRow `json:"members,omitempty"`
+	Peers    []PeerRow   `json:"peers,omitempty"`
+	Fio      []FioRun    `json:"fio,omitempty"`
+	Findings []Finding   `json:"findings"`
+}
+
+// InputInfo says how one input was read.
+type InputInfo struct {
+	Name string `json:"name"`
+	Kind Kind   `json:"kind"`
+	Note string `json:"note,omitempty"`
+}
+
+// Options narrow the evidence to a window.
+type Options struct {
+	// Since, Until: keep log lines and Prometheus samples in [Since,
+	// Until] (zero: open). Log lines without a zone are read as UTC.
+	Since, Until time.Time
+	// MetricsURL: a /metrics URL to name in the suggested commands
+	// (default http://127.0.0.1:2381/metrics, kubeadm's metrics listener).
+	MetricsURL string
+}
+
+// Diagnose reads every input and returns the findings. An input whose
+// content is none of the kinds, or that its reader rejects, is an error
+// naming it.
+func Diagnose(inputs []Input, opt Options) (Report, error) {
+	var rep Report
+	var scrapes []Scrape
+	var windows []MemberWindow
+	var logs []LogRead
+	for _, in := range inputs {
+		kind, err := Detect(in.Data)
+		if err != nil {
+			return rep, fmt.Errorf("%s: %w", in.Name, err)
+		}
+		info := InputInfo{Name: in.Name, Kind: kind}
+		switch kind {
+		case KindMetrics:
+			sc, err := ReadMetrics(in)
+			if err != nil {
+				return rep, fmt.Errorf("%s: %w", in.Name, err)
+			}
+			scrapes = append(scrapes, sc...)
+			c := sc[0].Cleaned
+			info.Note = fmt.Sprintf("%d samples", c.Samples)
+			if c.Dropped > 0 || len(c.Rejected) > 0 {
+				info.Note += fmt.Sprintf("; %d non-metric lines dropped, %d rejected by the parser", c.Dropped, len(c.Rejected))
+			}
+		case KindPromJSON:
+			ws, err := ReadPromJSON(in, opt.Since, opt.Until)
+			if err != nil {
+				return rep, fmt.Errorf("%s: %w", in.Name, err)
+			}
+			windows = append(windows, ws...)
+			info.Note = fmt.Sprintf("%d instance(s)", len(ws))
+		case KindLog:
+			lr := ReadLog(in)
+			lr.Events = filterEvents(lr.Events, opt)
+			logs = append(logs, lr)
+			info.Note = fmt.Sprintf("%d lines, %d etcd events; formats %s", lr.Lines, len(lr.Events), formatList(lr.Formats))
+		case KindFioJSON, KindFioText:
+			var runs []FioRun
+			if kind == KindFioJSON {
+				runs, err = ReadFioJSON(in)
+			} else {
+				runs, err = ReadFioText(in)
+			}
+			if err != nil {
+				return rep, fmt.Errorf("%s: %w", in.Name, err)
+			}
+			rep.Fio = append(rep.Fio, runs...)
+		}
+		rep.Inputs = append(rep.Inputs, info)
+	}
+	windows = append(windows, Members(scrapes)...)
+	url := opt.MetricsURL
+	if url == "" {
+		url = "http://127.0.0.1:2381/metrics"
+	}
+	rep.diskFindings(windows, url)
+	rep.peerFindings(windows, url)
+	rep.logFindings(logs)
+	rep.fioFindings()
+	return rep, nil
+}
+
+func formatList(m map[string]int) string {
+	var parts []string
+	for k, v := range m {
+		if k != "none" {
+			parts = append(parts, fmt.Sprintf("%s %d", k, v))
+		}
+	}
+	sort.Strings(parts)
+	if len(parts) == 0 {
+		return "none recognised"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func filterEvents(evs []LogEvent, opt Options) []LogEvent {
+	if opt.Since.IsZero() && opt.Until.IsZero() {
+		return evs
+	}
+	var out []LogEvent
+	for _, e := range evs {
+		if !e.HasTime || !e.YearKnown {
+			continue
+		}
+		if (!opt.Since.IsZero() && e.Time.Before(opt.Since)) || (!opt.Until.IsZero() && e.Time.After(opt.Until)) {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// verdictP99 grades a p99 estimate against a budget by what it proves.
+func verdictP99(e *etcdmetric.Estimate, budget time.Duration) (Severity, string) {
+	b := budget.Seconds()
+	switch {
+	case e == nil:
+		return Unknown, "no p99"
+	case e.Lo >= b:
+		if e.Interpolated {
+			return Bad, fmt.Sprintf("p99 %s (in the bucket %s–%s, all above the %s budget)", fmtSec(e.Value), fmtSec(e.Lo), fmtSec(e.Hi), budget)
+		}
+		return Bad, fmt.Sprintf("p99 > %s, above the %s budget", fmtSec(e.Lo), budget)
+	case !e.Unbounded && e.Hi > 0 && e.Hi <= b:
+		if e.Interpolated {
+			return OK, fmt.Sprintf("p99 %s (≤ %s), under the %s budget", fmtSec(e.Value), fmtSec(e.Hi), budget)
+		}
+		return OK, fmt.Sprintf("p99 ≤ %s, under the %s budget", fmtSec(e.Hi), budget)
+	case e.Interpolated && e.Value > b:
+		return Bad, fmt.Sprintf("p99 ≈ %s, interpolated in the bucket %s–%s that straddles the %s budget", fmtSec(e.Value), fmtSec(e.Lo), fmtSec(e.Hi), budget)
+	case e.Interpolated:
+		return Warn, fmt.Sprintf("p99 ≈ %s, interpolated in the bucket %s–%s that straddles the %s budget", fmtSec(e.Value), fmtSec(e.Lo), fmtSec(e.Hi), budget)
+	}
+	return Unknown, "p99 cannot be placed against the budget: " + e.Why
+}
+
+func estString(e *etcdmetric.Estimate) string {
+	switch {
+	case e == nil:
+		return "-"
+	case e.Interpolated:
+		return fmtSec(e.Value)
+	case e.Unbounded && e.Lo == 0:
+		return "?"
+	case e.Unbounded:
+		return ">" + fmtSec(e.Lo)
+	}
+	return "≤" + fmtSec(e.Hi)
+}
+
+func (r *Report) diskFindings(ws []MemberWindow, url string) {
+	type p99 struct {
+		member string
+		lo, hi float64
+		sev    Severity
+	}
+	var walP99 []p99
+	for _, w := range ws {
+		row := MemberRow{Member: w.Member, Sources: w.Sources, Window: w.Window, Leader: w.Leader, WALName: w.WALName, WAL: Stats(w.WAL), Backend: Stats(w.Backend)}
+		r.Members = append(r.Members, row)
+		for _, d := range []struct {
+			topic, what string
+			s           *etcdmetric.Series
+			h           HistStats
+			budget      time.Duration
+			meaning     string
+		}{
+			{"wal_fsync", "WAL fsync", w.WAL, row.WAL, WALFsyncBudget,
+				"every Raft proposal waits for the leader's WAL fdatasync and a quorum of followers' own: a slow fsync on the leader or on enough followers adds to every commit, and a leader blocked in fsync sends no heartbeats"},
+			{"backend_commit", "backend commit", w.Backend, row.Backend, BackendCommitBudget,
+				"bbolt commits run in the apply path every 100 ms or 10k writes: slow ones stall applies (\"apply request took too long\") and reads that wait for them, not the Raft commit itself"},
+		} {
+			if d.s == nil {
+				continue
+			}
+			f := Finding{Topic: d.topic, Subject: w.Member, Meaning: d.meaning,
+				Next: "sudo etcdscope fsync --comm etcd --duration 60s  # on this member: which kernel layer the fdatasync waits in"}
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s, %s observations", strings.Join(w.Sources, " → "), w.Window, fmtCount(d.h.Observations, d.h.HasCount)))
+			if d.h.HasMean {
+				f.Evidence = append(f.Evidence, fmt.Sprintf("mean %s (sum/count)", fmtSec(d.h.Mean)))
+			}
+			if d.h.P50 != nil {
+				f.Evidence = append(f.Evidence, "p50 "+estString(d.h.P50))
+			}
+			if d.h.Error != "" {
+				f.Severity, f.Summary = Unknown, d.what+": "+d.h.Error
+				f.Uncertainty = "the buckets given cannot support quantiles: " + d.h.Error
+			} else {
+				sev, s := verdictP99(d.h.P99, d.budget)
+				f.Severity, f.Summary = sev, d.what+" "+s
+				if d.h.P99 != nil && d.h.P99.Why != "" {
+					f.Uncertainty = d.h.P99.Why
+				}
+				if d.topic == "wal_fsync" && d.h.P99 != nil {
+					e := d.h.P99
+					lo, hi := e.Lo, e.Hi
+					if e.Interpolated {
+						lo, hi = e.Value, e.Value
+					}
+					if e.Unbounded {
+						hi = math.Inf(1)
+					}
+					walP99 = append(walP99, p99{w.Member, lo, hi, sev})
+				}
+			}
+			if w.Window == "since start" {
+				f.Uncertainty = strings.TrimPrefix(f.Uncertainty+"; one scrape: totals since the process started, old stalls weigh as much as recent ones (give two scrapes, or a URL to poll, for a window)", "; ")
+			}
+			if w.Window == "since restart" {
+				f.Uncertainty = strings.TrimPrefix(f.Uncertainty+"; a counter fell between the scrapes (etcd restarted): the later scrape is taken whole", "; ")
+			}
+			r.Findings = append(r.Findings, f)
+		}
+	}
+	// Which member is slow: one whose p99 is surely above the budget and
+	// above twice every other member's.
+	if len(walP99) >= 2 {
+		sort.Slice(walP99, func(i, j int) bool { return walP99[i].lo > walP99[j].lo })
+		top := walP99[0]
+		others := 0.0
+		for _, x := range walP99[1:] {
+			others = math.Max(others, x.hi)
+		}
+		f := Finding{Topic: "slow_member", Subject: "cluster"}
+		switch {
+		case top.sev == Bad && top.lo > 2*others:
+			f.Severity = Bad
+			f.Summary = fmt.Sprintf("%s is the slow member: WAL fsync p99 %s vs at most %s on the others", top.member, fmtSec(top.lo), fmtSec(others))
+			f.Meaning = "if it leads, every commit waits for its disk; as a follower it only slows commits when the quorum needs it (or it falls behind and needs snapshots)"
+			f.Next = "etcdctl endpoint status -w table  # is it the leader? then etcdctl move-leader <ID of a fast member>, and run etcdscope fsync on " + top.member
+		case top.sev == Bad:
+			f.Severity = Bad
+			f.Summary = "WAL fsync is over budget on more than one member: a shared cause (storage class, hypervisor, noisy neighbour)"
+			f.Next = "sudo etcdscope fsync --comm etcd --duration 60s  # on each member"
+		default:
+			f.Severity = OK
+			f.Summary = "no member stands out in WAL fsync p99"
+		}
+		r.Findings = append(r.Findings, f)
+	}
+}
+
+func fmtCount(n float64, ok bool) string {
+	if !ok {
+		return "unknown number of"
+	}
+	return fmt.Sprintf("%.0f", n)
+}
+
+// fmtSec is etcdmetric's seconds format.
+func fmtSec(s float64) string { return etcdmetric.FormatSeconds(s) }

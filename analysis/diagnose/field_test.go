@@ -1,0 +1,218 @@
+package diagnose
+
+import (
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+type want struct {
+	topic    string
+	severity Severity
+	summary  string // substring of the summary
+}
+
+// TestFieldInputs runs the diagnosis on real inputs from public etcd and
+// Kubernetes reports (testdata/README.md cites each) and checks what a
+// careful engineer concludes from each, worked out by hand there.
+func TestFieldInputs(t *testing.T) {
+	cases := []struct {
+		file  string
+		kind  Kind
+		wants []want
+	}{
+		{"etcd-9407-old-name-scientific.prom", KindMetrics, []want{{"wal_fsync", Bad, "p99 ≈ 14.93ms"}}},
+		{"etcd-8586-old-name-cut.txt", KindMetrics, []want{{"wal_fsync", Bad, "p99 > 128.00ms"}}},
+		{"etcd-9561-gap.txt", KindMetrics, []want{{"wal_fsync", Bad, "p99 652.78ms"}}},
+		{"k8s-34709-wal.prom", KindMetrics, []want{{"wal_fsync", Bad, "p99 31.48ms"}, {"backend_commit", Unknown, "no finite buckets"}}},
+		{"etcd-5870-excerpt-high.txt", KindMetrics, []want{{"wal_fsync", Unknown, "only a lower bound"}}},
+		{"etcd-5870-full.prom", KindMetrics, []want{{"wal_fsync", Bad, "p99 32.90ms"}}},
+		{"etcd-9593-curl-noise.txt", KindMetrics, []want{{"backend_commit", Unknown, "total is unknown (at least 9)"}}},
+		{"etcd-11100-prober-labels.prom", KindMetrics, []want{{"peer_rtt", OK, "kept-alive prober"}, {"peer_rtt", OK, "new-connection prober"}}},
+		{"etcd-11884-peer-bimodal.txt", KindMetrics, []want{{"peer_rtt", Warn, "RTT ≤ 800µs"}}},
+		{"etcd-15579-peer-bimodal.txt", KindMetrics, []want{{"peer_rtt", Warn, "(25.60ms–51.20ms]"}}},
+		{"etcd-11100-upstream-peer.txt", KindMetrics, []want{{"peer_rtt", OK, "(1.60ms–3.20ms]"}}},
+		{"etcd-10080-peer-one.txt", KindMetrics, []want{{"peer_rtt", OK, "one hump (400µs–800µs]"}}},
+		{"etcd-7312-heartbeat.log", KindLog, []want{{"heartbeat", Warn, "2 leader stall(s); longest gap between heartbeats 489ms"}}},
+		{"etcd-13346-heartbeat-leader.log", KindLog, []want{{"heartbeat", Bad, "gap between heartbeats 1.018s"}, {"leader", Warn, "1 term(s)"}}},
+		{"etcd-5870-syslog.log", KindLog, []want{{"heartbeat", Bad, "1.149s (2×200ms heartbeat interval + 749ms exceeded)"}}},
+		{"etcd-10215-wal-sync.log", KindLog, []want{{"slow_fdatasync", Bad, "12 WAL fdatasync calls logged over etcd's 1 s warning, the longest 7.645s"}}},
+		{"dailywork-13-syslog.log", KindLog, []want{{"slow_fdatasync", Bad, "5 WAL fdatasync calls"}, {"apply", Warn, "the longest 731ms"}}},
+		{"minikube-9668-mixed.log", KindLog, []want{{"slow_fdatasync", Bad, "2 WAL fdatasync calls logged over etcd's 1 s warning, the longest 2.118s"}, {"leader", Warn, "1 term(s)"}}},
+		{"zap-juejin-heartbeat.log", KindLog, []want{{"slow_fdatasync", Bad, "the longest 1.263s"}, {"heartbeat", Warn, "261ms (2×100ms heartbeat interval + 61ms exceeded)"}}},
+		{"etcd-15247-zap-apply.log", KindLog, []want{{"apply", Warn, "the longest 4.999s"}}},
+		{"ibm-blog-fio.txt", KindFioText, []want{{"fio", Warn, "fdatasync p99 2.376ms"}}},
+		{"k8s-homelab-fio.txt", KindFioText, []want{{"fio", OK, "fdatasync p99 260µs"}}},
+		{"fio-878-no-sync-shown.txt", KindFioText, []want{{"fio", Warn, "made no fsync/fdatasync"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			data, err := os.ReadFile("testdata/" + c.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k, err := Detect(data); err != nil || k != c.kind {
+				t.Fatalf("detected %q (%v), want %q", k, err, c.kind)
+			}
+			rep, err := Diagnose([]Input{{Name: c.file, Data: data}}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range c.wants {
+				found := false
+				for _, f := range rep.Findings {
+					if f.Topic == w.topic && f.Severity == w.severity && strings.Contains(f.Summary, w.summary) {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("no %s finding [%s] with %q; findings:", w.topic, w.severity, w.summary)
+					for _, f := range rep.Findings {
+						t.Logf("  %s [%s] %s", f.Topic, f.Severity, f.Summary)
+					}
+				}
+			}
+		})
+	}
+}
+
+func approx(a, b, rel float64) bool { return math.Abs(a-b) <= rel*math.Abs(b) }
+
+// TestFieldNumbers checks the numbers behind the verdicts, by hand.
+func TestFieldNumbers(t *testing.T) {
+	read := func(name string) []MemberWindow {
+		t.Helper()
+		data, err := os.ReadFile("testdata/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := ReadMetrics(Input{Name: name, Data: data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Members(sc)
+	}
+	// etcd #9407: pre-3.0 name, scientific notation, +Inf but no _count.
+	w := read("etcd-9407-old-name-scientific.prom")[0]
+	if w.WALName != "etcd_wal_fsync_durations_seconds" {
+		t.Errorf("WAL metric name %q", w.WALName)
+	}
+	h := Stats(w.WAL)
+	// rank 0.99·56055631 = 55495074.7 in (8 ms, 16 ms] holding 976768.
+	if !h.HasCount || h.Observations != 56055631 || !approx(h.P99.Value, 0.008+0.008*(55495074.69-54649043)/976768, 1e-6) {
+		t.Errorf("9407: n %v p99 %+v", h.Observations, h.P99)
+	}
+	if !approx(h.Mean, 329832.62183343136/56055631, 1e-9) {
+		t.Errorf("9407 mean %v", h.Mean)
+	}
+	// etcd #9561: le=4.096 missing; p50 in the first bucket from 0.
+	h = Stats(read("etcd-9561-gap.txt")[0].WAL)
+	if !approx(h.P50.Value, 0.001*63012.5/100675, 1e-9) || !approx(h.P99.Value, 0.512+0.512*(124764.75-124594)/621, 1e-6) {
+		t.Errorf("9561: p50 %+v p99 %+v", h.P50, h.P99)
+	}
+	// etcd #8586: no +Inf, no _count: total ≥ 35752512, so fewer than
+	// half are ≤ 32 ms (848052) and under 1% above 128 ms is impossible.
+	h = Stats(read("etcd-8586-old-name-cut.txt")[0].WAL)
+	if h.HasCount || h.P50.Interpolated || h.P50.Lo != 0.032 || h.P99.Lo != 0.128 || !h.P99.TotalUnknown {
+		t.Errorf("8586: %+v %+v", h.P50, h.P99)
+	}
+	// etcd #5870 excerpt starting at 64 ms: nothing can be placed.
+	h = Stats(read("etcd-5870-excerpt-high.txt")[0].WAL)
+	if h.P99.Lo != 0 || h.P99.Interpolated {
+		t.Errorf("5870 excerpt: %+v", h.P99)
+	}
+	// etcd #11884: humps (0.4, 0.8] ms (1811) and (12.8, 25.6] ms (2298).
+	m := FindModes(read("etcd-11884-peer-bimodal.txt")[0].Peers[0])
+	if m.Verdict != "two" || m.LowHi != 0.0008 || m.HighLo != 0.0128 || m.HighHi != 0.0256 || !approx(m.LowShare, 1811.0/(1811+2298), 1e-9) {
+		t.Errorf("11884 modes %+v", m)
+	}
+}
+
+// TestModesAdjacent: RTT and 2×RTT in neighbouring buckets cannot be told
+// from one hump.
+func TestModesAdjacent(t *testing.T) {
+	data := `etcd_network_peer_round_trip_time_seconds_bucket{le="0.0001",To="a"} 0
+etcd_network_peer_round_trip_time_seconds_bucket{To="a",le="0.0002"} 0
+etcd_network_peer_round_trip_time_seconds_bucket{To="a",le="0.0004"} 100
+etcd_network_peer_round_trip_time_seconds_bucket{To="a",le="0.0008"} 200
+etcd_network_peer_round_trip_time_seconds_bucket{To="a",le="+Inf"} 200
+`
+	sc, err := ReadMetrics(Input{Name: "x", Data: []byte(data)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := FindModes(sc[0].Peers[0]); m.Verdict != "adjacent" {
+		t.Errorf("modes %+v", m)
+	}
+}
+
+// TestTwoScrapesAndReset: two scrapes of one member (same
+// etcd_server_id) are subtracted, whatever order the files come in; a
+// process start that moved (a restart) takes the later scrape whole.
+func TestTwoScrapesAndReset(t *testing.T) {
+	scrape := func(start int, n0, n1, inf int, sum string) []byte {
+		return []byte(strings.Join([]string{
+			"process_start_time_seconds " + itoa(start),
+			`etcd_server_id{server_id="8e9e05c52164694d"} 1`,
+			`etcd_disk_wal_fsync_duration_seconds_bucket{le="0.001"} ` + itoa(n0),
+			`etcd_disk_wal_fsync_duration_seconds_bucket{le="0.002"} ` + itoa(n1),
+			`etcd_disk_wal_fsync_duration_seconds_bucket{le="+Inf"} ` + itoa(inf),
+			"etcd_disk_wal_fsync_duration_seconds_sum " + sum,
+			"etcd_disk_wal_fsync_duration_seconds_count " + itoa(inf), ""}, "\n"))
+	}
+	var sc []Scrape
+	for _, in := range []Input{{Name: "b.prom", Data: scrape(100, 150, 200, 300, "1.0")}, {Name: "a.prom", Data: scrape(100, 100, 100, 100, "0.05")}} {
+		s, err := ReadMetrics(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc = append(sc, s...)
+	}
+	ws := Members(sc)
+	if len(ws) != 1 || ws[0].Window != "between scrapes" || ws[0].WAL.Count != 200 || ws[0].WAL.Buckets[0].Count != 50 {
+		t.Fatalf("windows %+v", ws)
+	}
+	// the second scrape after a restart: counts fell
+	s2, _ := ReadMetrics(Input{Name: "c.prom", Data: scrape(900, 10, 10, 10, "0.005")})
+	ws = Members(append(sc[:1], s2...))
+	if len(ws) != 1 || ws[0].Window != "since restart" || ws[0].WAL.Count != 10 {
+		t.Fatalf("after restart: %+v", ws)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestPromJSON: a query_range matrix of one instance's buckets, with a
+// counter reset inside the range.
+func TestPromJSON(t *testing.T) {
+	js := `{"status":"success","data":{"resultType":"matrix","result":[
+{"metric":{"__name__":"etcd_disk_wal_fsync_duration_seconds_bucket","instance":"10.0.0.1:2381","job":"etcd","le":"0.008"},"values":[[1700000000,"100"],[1700000060,"160"],[1700000120,"20"]]},
+{"metric":{"__name__":"etcd_disk_wal_fsync_duration_seconds_bucket","instance":"10.0.0.1:2381","job":"etcd","le":"0.016"},"values":[[1700000000,"100"],[1700000060,"190"],[1700000120,"30"]]},
+{"metric":{"__name__":"etcd_disk_wal_fsync_duration_seconds_bucket","instance":"10.0.0.1:2381","job":"etcd","le":"+Inf"},"values":[[1700000000,"100"],[1700000060,"200"],[1700000120,"30"]]}]}}`
+	if k, _ := Detect([]byte(js)); k != KindPromJSON {
+		t.Fatalf("detected %q", k)
+	}
+	ws, err := ReadPromJSON(Input{Name: "q.json", Data: []byte(js)}, time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// increase: +Inf 100 then reset to 30: 130; le=0.008: 60 + 20 = 80.
+	if len(ws) != 1 || ws[0].Member != "10.0.0.1:2381" || ws[0].WAL.Count != 130 || ws[0].WAL.Buckets[0].Count != 80 || ws[0].Duration != 2*time.Minute {
+		t.Fatalf("%+v %+v", ws, ws[0].WAL)
+	}
+	_, err = ReadPromJSON(Input{Name: "q.json", Data: []byte(`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"x"},"values":[[1,"0.01"],[2,"0.02"]]}]}}`)}, time.Time{}, time.Time{})
+	if err == nil || !strings.Contains(err.Error(), "histogram_quantile") {
+		t.Errorf("quantile answer: %v", err)
+	}
+}
+
+func TestDetectUnknown(t *testing.T) {
+	for _, s := range []string{"", "<html>502 Bad Gateway</html>", "hello world\n", `{"a":1}`} {
+		if k, err := Detect([]byte(s)); err == nil {
+			t.Errorf("%q detected as %q", s, k)
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package diagnose
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+)
+
+// Kind is what an input was recognised as.
+type Kind string
+
+// The kinds of evidence Detect recognises.
+const (
+	KindMetrics  Kind = "metrics"    // etcd /metrics text (Prometheus exposition)
+	KindPromJSON Kind = "prometheus" // Prometheus HTTP API JSON (query or query_range)
+	KindLog      Kind = "log"        // etcd server log, text or zap JSON
+	KindFioJSON  Kind = "fio-json"   // fio --output-format=json
+	KindFioText  Kind = "fio-text"   // fio's human output
+)
+
+// Input is one piece of evidence: its name (file name or URL, used to name
+// a member when the content does not) and its bytes.
+type Input struct {
+	Name string
+	Data []byte
+	// At: when the content was fetched (a polled URL); zero for files.
+	At time.Time
+}
+
+// ErrUnknownContent is returned (wrapped) by Detect for content that is
+// none of the kinds.
+var ErrUnknownContent = errors.New("not etcd metrics, Prometheus API JSON, an etcd log or fio output")
+
+var (
+	fioTextRe = regexp.MustCompile(`(?m)(^fio-\d|sync percentiles \((?:n|u|m)sec\)|fsync/fdatasync/sync_file_range:|clat percentiles \((?:n|u|m)sec\)|: \(groupid=\d+, jobs=\d+\))`)
+	etcdLogRe = regexp.MustCompile(`(sync duration of|slow fdatasync|failed to send out heartbeat on time|took too long|elected leader|became leader at term|lost leader|etcdserver|rafthttp|raft\.node|"msg":)`)
+)
+
+// Detect tells what data is, by content: JSON objects by their keys (fio's
+// "jobs", Prometheus' "resultType", zap's "msg"), text by fio's section
+// headers, etcd metric samples or etcd log messages.
+func Detect(data []byte) (Kind, error) {
+	t := bytes.TrimSpace(data)
+	if len(t) == 0 {
+		return "", fmt.Errorf("empty: %w", ErrUnknownContent)
+	}
+	if i := bytes.IndexByte(t, '{'); i >= 0 && i < 4096 {
+		var probe struct {
+			FioVersion *string          `json:"fio version"`
+			Jobs       *json.RawMessage `json:"jobs"`
+			Status     *string          `json:"status"`
+			Data       *struct {
+				ResultType string `json:"resultType"`
+			} `json:"data"`
+		}
+		if json.NewDecoder(bytes.NewReader(t[i:])).Decode(&probe) == nil {
+			switch {
+			case probe.Jobs != nil || probe.FioVersion != nil:
+				return KindFioJSON, nil
+			case probe.Data != nil && probe.Data.ResultType != "":
+				return KindPromJSON, nil
+			}
+		}
+	}
+	head := t
+	if len(head) > 256<<10 {
+		head = head[:256<<10]
+	}
+	switch {
+	case fioTextRe.Match(head):
+		return KindFioText, nil
+	case etcdmetric.LooksLikeMetrics(head):
+		return KindMetrics, nil
+	case etcdLogRe.Match(head):
+		return KindLog, nil
+	}
+	return "", ErrUnknownContent
+}

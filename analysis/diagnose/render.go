@@ -1,0 +1,104 @@
+package diagnose
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// This file is the report's sinks (text table, JSON); it imports nothing
+// of the readers so it can move to a shared rendering package.
+
+// WriteJSON writes the report as one indented JSON object.
+func WriteJSON(w io.Writer, r Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteTable writes the report for a terminal: the inputs, one row per
+// member (WAL fsync and backend commit), one per peer series, then the
+// findings worst first, each with its evidence, uncertainty, meaning for
+// commit latency and next command.
+func WriteTable(w io.Writer, r Report) error {
+	var b strings.Builder
+	b.WriteString("etcdscope diagnose\n\ninputs:\n")
+	for _, in := range r.Inputs {
+		fmt.Fprintf(&b, "  %-10s %s", in.Kind, in.Name)
+		if in.Note != "" {
+			fmt.Fprintf(&b, "  (%s)", in.Note)
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Members) > 0 {
+		b.WriteString("\ndisk (per member; WAL fsync budget p99 < 10ms, backend commit p99 < 25ms):\n")
+		fmt.Fprintf(&b, "  %-28s %-16s %10s %9s %9s %9s %10s %9s %9s %9s\n", "member", "window", "wal n", "p50", "p99", "mean", "commit n", "p50", "p99", "mean")
+		for _, m := range r.Members {
+			fmt.Fprintf(&b, "  %-28s %-16s %s %s\n", trunc(m.Member, 28), m.Window, histCols(m.WAL), histCols(m.Backend))
+		}
+	}
+	if len(r.Peers) > 0 {
+		b.WriteString("\npeer RTT (etcd_network_peer_round_trip_time_seconds):\n")
+		fmt.Fprintf(&b, "  %-28s %-18s %-10s %8s %9s %9s %9s  %s\n", "member", "to", "prober", "n", "p50", "p99", "mean", "humps")
+		for _, p := range r.Peers {
+			prober := p.Prober
+			if prober == "" {
+				prober = "both"
+			}
+			fmt.Fprintf(&b, "  %-28s %-18s %-10s %s  %s\n", trunc(p.Member, 28), p.To, trunc(strings.TrimPrefix(prober, "ROUND_TRIPPER_"), 10), histCols(p.Stats), p.Modes.Verdict)
+		}
+	}
+	if len(r.Fio) > 0 {
+		b.WriteString("\nfio (fdatasync after each write):\n")
+		for _, f := range r.Fio {
+			p50, _ := f.P(50)
+			p99, _ := f.P(99)
+			p999, _ := f.P(99.9)
+			fmt.Fprintf(&b, "  %-28s sync=%-5v p50 %-10v p99 %-10v p99.9 %-10v max %v\n", trunc(f.Source+" "+f.Job, 28), f.HasSync, p50, p99, p999, f.SyncMax)
+		}
+	}
+	b.WriteString("\nfindings:\n")
+	for _, sev := range []Severity{Bad, Warn, Unknown, OK} {
+		for _, f := range r.Findings {
+			if f.Severity != sev {
+				continue
+			}
+			fmt.Fprintf(&b, "\n[%s] %s %s: %s\n", strings.ToUpper(string(f.Severity)), f.Topic, f.Subject, f.Summary)
+			for _, e := range f.Evidence {
+				fmt.Fprintf(&b, "    evidence: %s\n", e)
+			}
+			if f.Uncertainty != "" {
+				fmt.Fprintf(&b, "    uncertain: %s\n", f.Uncertainty)
+			}
+			if f.Meaning != "" {
+				fmt.Fprintf(&b, "    for commit latency: %s\n", f.Meaning)
+			}
+			if f.Next != "" {
+				fmt.Fprintf(&b, "    next: %s\n", f.Next)
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func histCols(h HistStats) string {
+	n := "-"
+	if h.HasCount {
+		n = fmt.Sprintf("%.0f", h.Observations)
+	}
+	mean := "-"
+	if h.HasMean {
+		mean = fmtSec(h.Mean)
+	}
+	return fmt.Sprintf("%10s %9s %9s %9s", n, estString(h.P50), estString(h.P99), mean)
+}
+
+func trunc(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return "…" + string(r[len(r)-n+1:])
+}

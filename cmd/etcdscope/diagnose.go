@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/etcdscope/etcdscope/analysis/diagnose"
+)
+
+func init() {
+	subcommands["diagnose"] = subcommand{
+		summary: "a verdict from evidence you already have: etcd /metrics (files or a URL), Prometheus API JSON, etcd logs, fio output",
+		run:     runDiagnose,
+	}
+}
+
+// maxInputBytes caps one input (file or HTTP body).
+const maxInputBytes = 16 << 20
+
+func runDiagnose(args []string) error {
+	fs := pflag.NewFlagSet("diagnose", pflag.ContinueOnError)
+	output := fs.String("output", "table", "table or json")
+	since := fs.String("since", "", "keep log lines and Prometheus samples at or after this time (RFC 3339, e.g. 2024-01-31T08:00:00Z)")
+	until := fs.String("until", "", "keep log lines and Prometheus samples at or before this time (RFC 3339)")
+	window := fs.Duration("window", 30*time.Second, "for a URL input: scrape it, wait this long, scrape again, and diagnose the difference")
+	timeout := fs.Duration("timeout", 10*time.Second, "for a URL input: give up on one scrape after this long")
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: etcdscope diagnose [--since T] [--until T] [--output table|json] [--window 30s] FILE|URL|- ...\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return errHelp
+		}
+		return usagef("%v (see 'etcdscope diagnose --help')", err)
+	}
+	if *output != "table" && *output != "json" {
+		return usagef("--output %q: use table or json", *output)
+	}
+	var opt diagnose.Options
+	for _, t := range []struct {
+		flag, v string
+		dst     *time.Time
+	}{{"--since", *since, &opt.Since}, {"--until", *until, &opt.Until}} {
+		if t.v == "" {
+			continue
+		}
+		v, err := time.Parse(time.RFC3339, t.v)
+		if err != nil {
+			return usagef("%s %q: give an RFC 3339 time, e.g. 2024-01-31T08:00:00Z", t.flag, t.v)
+		}
+		*t.dst = v
+	}
+	if *window <= 0 || *timeout <= 0 {
+		return usagef("--window and --timeout must be positive durations, e.g. 30s")
+	}
+	if fs.NArg() == 0 {
+		return usagef("give at least one file or URL, e.g. etcdscope diagnose metrics.txt etcd.log")
+	}
+	var inputs []diagnose.Input
+	var urls []string
+	for _, a := range fs.Args() {
+		switch {
+		case strings.HasPrefix(a, "http://") || strings.HasPrefix(a, "https://"):
+			urls = append(urls, a)
+			if opt.MetricsURL == "" {
+				opt.MetricsURL = a
+			}
+		case a == "-":
+			b, err := readCapped(os.Stdin)
+			if err != nil {
+				return usagef("stdin: %v", err)
+			}
+			inputs = append(inputs, diagnose.Input{Name: "stdin", Data: b})
+		default:
+			f, err := os.Open(a)
+			if err != nil {
+				return usagef("%v: give a readable file", err)
+			}
+			b, err := readCapped(f)
+			f.Close()
+			if err != nil {
+				return usagef("%s: %v", a, err)
+			}
+			inputs = append(inputs, diagnose.Input{Name: a, Data: b})
+		}
+	}
+	if len(urls) > 0 {
+		polled, err := pollURLs(urls, *window, *timeout)
+		if err != nil {
+			return err
+		}
+		inputs = append(inputs, polled...)
+	}
+	rep, err := diagnose.Diagnose(inputs, opt)
+	if err != nil {
+		return usagef("%v (give etcd /metrics text, Prometheus API JSON, an etcd log or fio output)", err)
+	}
+	if *output == "json" {
+		return diagnose.WriteJSON(os.Stdout, rep)
+	}
+	return diagnose.WriteTable(os.Stdout, rep)
+}
+
+// readCapped reads at most maxInputBytes and fails beyond.
+func readCapped(r io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxInputBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxInputBytes {
+		return nil, fmt.Errorf("larger than %d MiB: cut it to the part that matters", maxInputBytes>>20)
+	}
+	return b, nil
+}
+
+// pollURLs scrapes every URL now and once more after window; an
+// unreachable URL or a non-200 answer is a usage error.
+func pollURLs(urls []string, window, timeout time.Duration) ([]diagnose.Input, error) {
+	cl := &http.Client{Timeout: timeout}
+	var out []diagnose.Input
+	for round := 0; round < 2; round++ {
+		if round == 1 {
+			fmt.Fprintf(os.Stderr, "etcdscope diagnose: waiting %s for the second scrape\n", window)
+			time.Sleep(window)
+		}
+		for _, u := range urls {
+			b, err := fetch(cl, u, timeout)
+			if err != nil {
+				return nil, usagef("%s: %v (is it etcd's /metrics, e.g. http://127.0.0.1:2381/metrics, reachable from here?)", u, err)
+			}
+			out = append(out, diagnose.Input{Name: u, Data: b, At: time.Now()})
+		}
+	}
+	return out, nil
+}
+
+func fetch(cl *http.Client, u string, timeout time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("HTTP %s", resp.Status)
+	}
+	return readCapped(resp.Body)
+}
