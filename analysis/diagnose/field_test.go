@@ -43,6 +43,8 @@ func TestFieldInputs(t *testing.T) {
 		{"dailywork-13-syslog.log", KindLog, []want{{"slow_fdatasync", Bad, "5 WAL fdatasync calls"}, {"apply", Warn, "the longest 731ms"}}},
 		{"minikube-9668-mixed.log", KindLog, []want{{"slow_fdatasync", Bad, "2 WAL fdatasync calls logged over etcd's 1 s warning, the longest 2.118s"}, {"leader", Warn, "1 term(s)"}}},
 		{"zap-juejin-heartbeat.log", KindLog, []want{{"slow_fdatasync", Bad, "the longest 1.263s"}, {"heartbeat", Warn, "261ms (2×100ms heartbeat interval + 61ms exceeded)"}}},
+		{"etcd-5870-docker-json.log", KindLog, []want{{"heartbeat", Warn, "longest gap between heartbeats 3.851s (2×1s heartbeat interval + 1.851s exceeded); 0 stall(s) reached the 5s election timeout"}}},
+		{"etcd-12405-node.prom", KindMetrics, []want{{"wal_fsync", Bad, "p99 17.44ms"}}},
 		{"etcd-15247-zap-apply.log", KindLog, []want{{"apply", Warn, "the longest 4.999s"}}},
 		{"ibm-blog-fio.txt", KindFioText, []want{{"fio", Warn, "fdatasync p99 2.376ms"}}},
 		{"k8s-homelab-fio.txt", KindFioText, []want{{"fio", OK, "fdatasync p99 260µs"}}},
@@ -214,5 +216,111 @@ func TestDetectUnknown(t *testing.T) {
 		if k, err := Detect([]byte(s)); err == nil {
 			t.Errorf("%q detected as %q", s, k)
 		}
+	}
+}
+
+func readInputs(t *testing.T, names ...string) []Input {
+	t.Helper()
+	var in []Input
+	for _, n := range names {
+		b, err := os.ReadFile("testdata/" + n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in = append(in, Input{Name: n, Data: b})
+	}
+	return in
+}
+
+func findingOf(r Report, topic string) *Finding {
+	for i := range r.Findings {
+		if r.Findings[i].Topic == topic {
+			return &r.Findings[i]
+		}
+	}
+	return nil
+}
+
+// TestLogMatchedToMetrics: etcd #5870's reporter pasted both a heartbeat
+// line (200 ms interval, 748.8 ms over) and the member's WAL histogram
+// (p99 32.9 ms); the heartbeat finding cites the histogram and the
+// election timeout from the start-up lines.
+func TestLogMatchedToMetrics(t *testing.T) {
+	rep, err := Diagnose(readInputs(t, "etcd-5870-syslog.log", "etcd-5870-full.prom"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := findingOf(rep, "heartbeat")
+	if f == nil || f.Severity != Bad {
+		t.Fatalf("heartbeat finding %+v", f)
+	}
+	ev := strings.Join(f.Evidence, "\n")
+	for _, w := range []string{"election timeout 1s (from the log)", "metrics, member etcd-5870-full.prom: WAL fsync p99 32.90ms", "stall at Jan 24 15:10:43"} {
+		if !strings.Contains(ev, w) {
+			t.Errorf("evidence lacks %q:\n%s", w, ev)
+		}
+	}
+}
+
+// TestMixedZones: a zap line stamped +0800 and one stamped Z are both
+// read in UTC; --since/--until keep only what falls inside.
+func TestMixedZones(t *testing.T) {
+	in := readInputs(t, "etcd-15247-zap-apply.log", "zap-juejin-heartbeat.log", "etcd-7312-heartbeat.log")
+	lr := ReadLog(in[0])
+	if len(lr.Events) != 1 || !lr.Events[0].Time.Equal(time.Date(2024, 1, 31, 8, 54, 41, 675186000, time.UTC)) || !lr.Events[0].ZoneKnown {
+		t.Fatalf("+0800 stamp: %+v", lr.Events)
+	}
+	// Only the juejin log's slow fdatasync (09:19:17Z) and its leader
+	// change fall in the window; the heartbeat (09:17:30Z) and the
+	// other files do not.
+	since := time.Date(2022, 8, 30, 9, 19, 0, 0, time.UTC)
+	until := time.Date(2022, 8, 30, 9, 20, 0, 0, time.UTC)
+	rep, err := Diagnose(in, Options{Since: since, Until: until})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var topics []string
+	for _, f := range rep.Findings {
+		topics = append(topics, f.Topic+":"+f.Subject)
+	}
+	got := strings.Join(topics, ",")
+	if got != "slow_fdatasync:zap-juejin-heartbeat.log,leader:zap-juejin-heartbeat.log" {
+		t.Errorf("findings in the window: %s", got)
+	}
+	if f := findingOf(rep, "slow_fdatasync"); f == nil || !strings.Contains(strings.Join(f.Evidence, ";"), "1 of them followed by a leader change within 20 s") {
+		t.Errorf("slow fdatasync not tied to the election: %+v", f)
+	}
+}
+
+// TestSlowMember: a federated text with three instances (labels in any
+// order, one with the instance label first) names the slow one.
+func TestSlowMember(t *testing.T) {
+	var b strings.Builder
+	for _, m := range []struct {
+		inst        string
+		fast, total int
+	}{{"10.0.0.1:2381", 990, 1000}, {"10.0.0.2:2381", 995, 1000}, {"10.0.0.3:2381", 100, 1000}} {
+		for i, le := range []string{"0.001", "0.002", "0.004", "0.008", "0.016", "0.032", "0.064", "0.128", "+Inf"} {
+			c := m.fast
+			if i >= 7 {
+				c = m.total
+			}
+			if i == 0 {
+				b.WriteString(`etcd_disk_wal_fsync_duration_seconds_bucket{instance="` + m.inst + `",job="etcd",le="` + le + `"} ` + strconv.Itoa(c) + "\n")
+			} else {
+				b.WriteString(`etcd_disk_wal_fsync_duration_seconds_bucket{le="` + le + `",job="etcd",instance="` + m.inst + `"} ` + strconv.Itoa(c) + "\n")
+			}
+		}
+	}
+	rep, err := Diagnose([]Input{{Name: "federate.txt", Data: []byte(b.String())}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Members) != 3 {
+		t.Fatalf("%d members", len(rep.Members))
+	}
+	f := findingOf(rep, "slow_member")
+	if f == nil || f.Severity != Bad || !strings.HasPrefix(f.Summary, "10.0.0.3:2381 is the slow member") {
+		t.Errorf("slow member: %+v", f)
 	}
 }

@@ -92,7 +92,9 @@ var (
 // ReadLog reads an etcd log, line by line, whatever mix of formats it
 // has: zap JSON (3.4+, also behind a CRI "ts stderr F" prefix), zap
 // console, capnslog text (3.0–3.4), journald/syslog lines, raft's own
-// "raftYYYY/MM/DD" lines, and list or goreman prefixes from pastes. Lines
+// "raftYYYY/MM/DD" lines, Docker json-file wrapping, and list or goreman
+// prefixes from pastes. A stamp with a zone from the wrapper (CRI,
+// Docker) wins over the zone-less stamp inside. Lines
 // it does not understand are counted, not fatal.
 func ReadLog(in Input) LogRead {
 	r := LogRead{Source: in.Name, Formats: map[string]int{}}
@@ -128,6 +130,17 @@ func parseLogLine(line string) (LogEvent, string, bool) {
 		l = m[2]
 	}
 	format := "none"
+	// Docker's json-file driver wraps each line: {"log":"…\n","time":"…"}.
+	if strings.HasPrefix(l, "{") && strings.Contains(l, `"log"`) && !strings.Contains(l, `"msg"`) {
+		if obj := decodeObject(l); obj != nil {
+			if inner, ok := obj["log"].(string); ok {
+				if t, ok := zapTime(obj["time"]); ok {
+					ev.Time, ev.HasTime, ev.ZoneKnown, ev.YearKnown = t, true, true, true
+				}
+				l = strings.TrimSpace(inner)
+			}
+		}
+	}
 	msg := l
 	var fields map[string]any
 	if i := strings.IndexByte(l, '{'); i >= 0 && strings.Contains(l[i:], `"msg"`) {
