@@ -48,6 +48,7 @@ func TestFieldInputs(t *testing.T) {
 		{"etcd-15247-zap-apply.log", KindLog, []want{{"apply", Warn, "the longest 4.999s"}}},
 		{"ibm-blog-fio.txt", KindFioText, []want{{"fio", Warn, "fdatasync p99 2.376ms"}}},
 		{"k8s-homelab-fio.txt", KindFioText, []want{{"fio", OK, "fdatasync p99 260µs"}}},
+		{"fio-etcdcheck-buildhost.json", KindFioJSON, []want{{"fio", Warn, "fdatasync p99 6.651904ms: under etcd's 10 ms WAL budget"}}},
 		{"fio-878-no-sync-shown.txt", KindFioText, []want{{"fio", Warn, "made no fsync/fdatasync"}}},
 	}
 	for _, c := range cases {

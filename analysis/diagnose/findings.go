@@ -467,6 +467,7 @@ func (r *Report) fioFindings() {
 		}
 		if p999, ok := run.P(99.9); ok && p999 >= WALFsyncBudget && f.Severity == OK {
 			f.Severity = Warn
+			f.Summary += fmt.Sprintf(", but p99.9 %s is over it", p999)
 			f.Evidence = append(f.Evidence, fmt.Sprintf("the tail past p99 reaches %s at p99.9: a few syncs per thousand would miss the budget", p999))
 		}
 		var notes []string

@@ -34,7 +34,7 @@ type Input struct {
 
 // ErrUnknownContent is returned (wrapped) by Detect for content that is
 // none of the kinds.
-var ErrUnknownContent = errors.New("not etcd metrics, Prometheus API JSON, an etcd log or fio output")
+var ErrUnknownContent = errors.New("not etcd /metrics text, Prometheus API JSON, an etcd log or fio output: give one of those")
 
 var (
 	fioTextRe = regexp.MustCompile(`(?m)(^fio-\d|sync percentiles \((?:n|u|m)sec\)|fsync/fdatasync/sync_file_range:|clat percentiles \((?:n|u|m)sec\)|: \(groupid=\d+, jobs=\d+\))`)
@@ -76,7 +76,7 @@ func Detect(data []byte) (Kind, error) {
 		return KindFioText, nil
 	case etcdmetric.LooksLikeMetrics(head):
 		return KindMetrics, nil
-	case etcdLogRe.Match(head):
+	case etcdLogRe.Match(head) && len(ReadLog(Input{Data: head}).Events) > 0:
 		return KindLog, nil
 	}
 	return "", ErrUnknownContent

@@ -105,7 +105,9 @@ func ReadLog(in Input) LogRead {
 		line := strings.TrimRight(sc.Text(), "\r")
 		ev, format, ok := parseLogLine(line)
 		r.Formats[format]++
-		if !ok {
+		// A message without a log line's stamp or JSON around it is
+		// prose quoting etcd (a README, an issue text), not a log line.
+		if !ok || format == "none" {
 			continue
 		}
 		ev.Source, ev.Line = in.Name, r.Lines

@@ -101,8 +101,11 @@ func runDiagnose(args []string) error {
 		inputs = append(inputs, polled...)
 	}
 	rep, err := diagnose.Diagnose(inputs, opt)
+	if errors.Is(err, diagnose.ErrUnknownContent) {
+		return usagef("%v", err)
+	}
 	if err != nil {
-		return usagef("%v (give etcd /metrics text, Prometheus API JSON, an etcd log or fio output)", err)
+		return usagef("%v (give the whole output it was cut from)", err)
 	}
 	if *output == "json" {
 		return diagnose.WriteJSON(os.Stdout, rep)
