@@ -325,3 +325,71 @@ func TestSlowMember(t *testing.T) {
 		t.Errorf("slow member: %+v", f)
 	}
 }
+
+// The shared fixture's README: 137 observations of one prober at one per
+// 30 s is about 68.5 minutes (rounded: 1h9m), not 137 probes.
+func TestObservationSpan(t *testing.T) {
+	rep, err := Diagnose(readInputs(t, "etcd-11100-prober-labels.prom"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		if strings.Contains(f.Subject, "72ad62cfd6d822de") {
+			if ev := strings.Join(f.Evidence, ";"); !strings.Contains(ev, "137 observations from 1 prober(s) span about 1h9m0s") || !strings.Contains(ev, "mean 1.40ms") {
+				t.Errorf("evidence %s", ev)
+			}
+			return
+		}
+	}
+	t.Error("no finding for 72ad62cfd6d822de")
+}
+
+// TestHeartbeatRTTEvidence: a late heartbeat to a peer whose RTT the
+// metric bounds says the network cannot explain the gap (etcd #13346's
+// log with a hand-made peer series for the same To).
+func TestHeartbeatRTTEvidence(t *testing.T) {
+	in := readInputs(t, "etcd-13346-heartbeat-leader.log")
+	in = append(in, Input{Name: "m.txt", Data: []byte(`etcd_network_peer_round_trip_time_seconds_bucket{To="e337a53965c9eed8",le="0.0001"} 0
+etcd_network_peer_round_trip_time_seconds_bucket{To="e337a53965c9eed8",le="0.0002"} 0
+etcd_network_peer_round_trip_time_seconds_bucket{To="e337a53965c9eed8",le="0.0004"} 0
+etcd_network_peer_round_trip_time_seconds_bucket{To="e337a53965c9eed8",le="0.0008"} 50
+etcd_network_peer_round_trip_time_seconds_bucket{To="e337a53965c9eed8",le="0.0016"} 50
+etcd_network_peer_round_trip_time_seconds_bucket{To="e337a53965c9eed8",le="0.0032"} 50
+etcd_network_peer_round_trip_time_seconds_bucket{To="e337a53965c9eed8",le="0.0064"} 100
+etcd_network_peer_round_trip_time_seconds_bucket{To="e337a53965c9eed8",le="+Inf"} 100
+`)})
+	rep, err := Diagnose(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := findingOf(rep, "heartbeat")
+	if f == nil || !strings.Contains(strings.Join(f.Evidence, ";"), "RTT to e337a53965c9eed8 ≤ 800µs (peer metric): the network cannot explain a 1.018s gap") {
+		t.Errorf("heartbeat evidence: %+v", f)
+	}
+}
+
+// TestFioTextMsec: fio switches its percentile block to msec for slow
+// disks and prints large values with a k suffix.
+func TestFioTextMsec(t *testing.T) {
+	text := `  fsync/fdatasync/sync_file_range:
+    sync (msec): min=2, max=1201, avg=23.41, stdev=61.02
+    sync percentiles (msec):
+     |  1.00th=[    3],  5.00th=[    4], 10.00th=[    5], 20.00th=[    7],
+     | 50.00th=[   12], 90.00th=[   41], 95.00th=[   68], 99.00th=[  271],
+     | 99.90th=[ 1003], 99.99th=[1.2k]
+`
+	runs, err := ReadFioText(Input{Name: "slow.txt", Data: []byte(text)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runs[0]
+	if p, _ := r.P(99); p != 271*time.Millisecond {
+		t.Errorf("p99 %v", p)
+	}
+	if p, _ := r.P(99.99); p != 1200*time.Millisecond {
+		t.Errorf("p99.99 %v", p)
+	}
+	if r.SyncMax != 1201*time.Millisecond || r.SyncMean != 23410*time.Microsecond {
+		t.Errorf("max %v mean %v", r.SyncMax, r.SyncMean)
+	}
+}

@@ -113,6 +113,14 @@ func (r *Report) peerFindings(ws []MemberWindow, url string) {
 				Meaning: "a commit waits for one round trip to the quorum's slower follower on a kept-alive stream, plus its fsync; the metric's new-connection prober (TCP and TLS handshake per probe) is not on that path"}
 			h := row.Stats
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s, %s observations (etcd observes once per prober per 30 s)", strings.Join(w.Sources, " → "), w.Window, fmtCount(h.Observations, h.HasCount)))
+			if h.HasCount && h.Observations > 0 {
+				probers := float64(etcdmetric.ProbersPerPeer)
+				if s.Key.Prober != "" {
+					probers = 1
+				}
+				span := time.Duration(h.Observations / probers * float64(etcdmetric.ObserveInterval))
+				f.Evidence = append(f.Evidence, fmt.Sprintf("%.0f observations from %.0f prober(s) span about %s", h.Observations, probers, span.Round(time.Minute)))
+			}
 			if h.HasMean {
 				f.Evidence = append(f.Evidence, "mean "+fmtSec(h.Mean))
 			}
