@@ -1,8 +1,10 @@
 package diagnose
 
 import (
+	"encoding/json"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -391,5 +393,34 @@ func TestFioTextMsec(t *testing.T) {
 	}
 	if r.SyncMax != 1201*time.Millisecond || r.SyncMean != 23410*time.Microsecond {
 		t.Errorf("max %v mean %v", r.SyncMax, r.SyncMean)
+	}
+}
+
+// TestJSONEncodes: the whole report of every field input encodes (no map
+// with float keys, no infinities).
+func TestJSONEncodes(t *testing.T) {
+	names, _ := filepath.Glob("testdata/*")
+	var in []Input
+	for _, n := range names {
+		if strings.HasSuffix(n, "README.md") {
+			continue
+		}
+		in = append(in, readInputs(t, filepath.Base(n))...)
+	}
+	rep, err := Diagnose(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WriteJSON(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal([]byte(b.String()), &back); err != nil || len(back.Findings) != len(rep.Findings) || len(back.Inputs) != len(in) {
+		t.Errorf("round trip: %v, %d findings", err, len(back.Findings))
+	}
+	var tb strings.Builder
+	if err := WriteTable(&tb, rep); err != nil || !strings.Contains(tb.String(), "[BAD] wal_fsync") {
+		t.Errorf("table: %v", err)
 	}
 }

@@ -465,9 +465,9 @@ func (r *Report) fioFindings() {
 		default:
 			f.Severity, f.Summary = OK, fmt.Sprintf("fdatasync p99 %s: under etcd's 10 ms WAL budget", p99)
 		}
-		for _, p := range sortedPcts(run.Percentiles) {
-			if p == 50 || p == 99.9 || p == 99.99 {
-				f.Evidence = append(f.Evidence, fmt.Sprintf("p%g %s", p, run.Percentiles[p]))
+		for _, p := range run.Percentiles {
+			if p.Pct == 50 || p.Pct == 99.9 || p.Pct == 99.99 {
+				f.Evidence = append(f.Evidence, fmt.Sprintf("p%g %s", p.Pct, p.Latency))
 			}
 		}
 		if run.SyncMean > 0 {

@@ -29,21 +29,36 @@ type FioRun struct {
 	SyncMin  time.Duration `json:"sync_min_ns,omitempty"`
 	SyncMax  time.Duration `json:"sync_max_ns,omitempty"`
 	SyncMean time.Duration `json:"sync_mean_ns,omitempty"`
-	// Percentiles: sync latency by percentile (50, 99, 99.9, …), as fio
-	// prints them (fio's own histogram, ±1.6% bins).
-	Percentiles map[float64]time.Duration `json:"percentiles_ns,omitempty"`
+	// Percentiles: sync latency by percentile (50, 99, 99.9, …),
+	// ascending, as fio prints them (fio's own histogram, ±1.6% bins).
+	Percentiles []FioPercentile `json:"percentiles,omitempty"`
 	// WriteP99: the write (clat) p99, for runs without a sync section.
 	WriteP99 time.Duration `json:"write_p99_ns,omitempty"`
 }
 
+// FioPercentile is one of fio's percentiles of sync latency.
+type FioPercentile struct {
+	Pct     float64       `json:"pct"`
+	Latency time.Duration `json:"latency_ns"`
+}
+
 // P returns the percentile pct (e.g. 99) and whether fio printed it.
 func (f FioRun) P(pct float64) (time.Duration, bool) {
-	for k, v := range f.Percentiles {
-		if abs(k-pct) < 1e-6 {
-			return v, true
+	for _, p := range f.Percentiles {
+		if abs(p.Pct-pct) < 1e-6 {
+			return p.Latency, true
 		}
 	}
 	return 0, false
+}
+
+func percentiles(m map[float64]time.Duration) []FioPercentile {
+	var out []FioPercentile
+	for p, v := range m {
+		out = append(out, FioPercentile{p, v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pct < out[j].Pct })
+	return out
 }
 
 func abs(x float64) float64 {
@@ -99,12 +114,13 @@ func ReadFioJSON(in Input) ([]FioRun, error) {
 			l := job.Sync.LatNs
 			r.HasSync, r.SyncCount = true, l.N
 			r.SyncMin, r.SyncMax, r.SyncMean = time.Duration(l.Min), time.Duration(l.Max), time.Duration(l.Mean)
-			r.Percentiles = map[float64]time.Duration{}
+			m := map[float64]time.Duration{}
 			for k, v := range l.Percentile {
 				if p, err := strconv.ParseFloat(k, 64); err == nil {
-					r.Percentiles[p] = time.Duration(v)
+					m[p] = time.Duration(v)
 				}
 			}
+			r.Percentiles = percentiles(m)
 		} else if v, ok := job.Write.ClatNs.Percentile["99.000000"]; ok {
 			r.WriteP99 = time.Duration(v)
 		}
@@ -154,7 +170,7 @@ func ReadFioText(in Input) ([]FioRun, error) {
 	}
 	if loc := fioSyncPctRe.FindStringSubmatchIndex(s); loc != nil {
 		r.HasSync = true
-		r.Percentiles = readPctBlock(s[loc[1]:], fioUnit(s[loc[2]:loc[3]]))
+		r.Percentiles = percentiles(readPctBlock(s[loc[1]:], fioUnit(s[loc[2]:loc[3]])))
 	} else if loc := fioClatPctRe.FindStringSubmatchIndex(s); loc != nil {
 		p := readPctBlock(s[loc[1]:], fioUnit(s[loc[2]:loc[3]]))
 		r.WriteP99 = p[99]
@@ -206,14 +222,4 @@ func scaled(s string, unit time.Duration) time.Duration {
 	}
 	f, _ := strconv.ParseFloat(s, 64)
 	return time.Duration(f * mult * float64(unit))
-}
-
-// sortedPcts returns the percentiles printed, ascending.
-func sortedPcts(m map[float64]time.Duration) []float64 {
-	var k []float64
-	for p := range m {
-		k = append(k, p)
-	}
-	sort.Float64s(k)
-	return k
 }
