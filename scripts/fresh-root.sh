@@ -86,6 +86,10 @@ mkdir -p "$root/etc/ssl/certs" "$root/usr/local/share/ca-certificates"
 cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
 [[ -d /usr/local/share/ca-certificates ]] && cp -a /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/"
 
+# The root is a mount point of its own, as / is on a machine: `ip netns`
+# (mount --make-rslave /) fails on a bare chroot directory.
+mount --bind "$root" "$root"
+mount --make-private "$root"
 for m in proc sys dev dev/pts; do
 	mkdir -p "$root/$m"
 done
