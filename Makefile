@@ -6,12 +6,44 @@ GO       ?= go
 CLANG    ?= clang-19
 ETCD_DIR := tools/etcd
 
-.PHONY: fresh-root all build install generate test test-go vmtest demo etcd bench clean check-generate deps promtool
+# The version the binary reports (--version, etcdscope_build_info):
+# `git describe` of the checkout; internal/buildinfo falls back to the Go
+# toolchain's build data when these are empty (go install).
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS  := -X github.com/etcdscope/etcdscope/internal/buildinfo.version=$(VERSION) \
+            -X github.com/etcdscope/etcdscope/internal/buildinfo.revision=$(REVISION)
+
+# IMAGE is what `make image` tags; push it to your registry and put it in
+# deploy/daemonset.yaml (docs/deploy.md). IMAGE_BUILDER: buildah, podman
+# or docker, whichever is installed (all three take `build -f -t`).
+IMAGE         ?= localhost/etcdscope:$(or $(VERSION),devel)
+IMAGE_BUILDER ?= $(shell command -v buildah || command -v podman || command -v docker)
+
+.PHONY: fresh-root all build install generate test test-go vmtest demo etcd bench clean check-generate deps promtool image image-test
 
 all: build
 
+# build: a static binary (CGO_ENABLED=0: nothing in etcdscope needs cgo;
+# the BPF objects are embedded), so the image needs no libc.
 build:
-	$(GO) build -o bin/etcdscope ./cmd/etcdscope
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/etcdscope ./cmd/etcdscope
+
+# image builds the container image from the static binary (Dockerfile,
+# FROM scratch: no base image is pulled). Then:
+#   make image IMAGE=registry.example.com/etcdscope:v0.1.0
+#   buildah push registry.example.com/etcdscope:v0.1.0   (or podman/docker push)
+image: build
+	@test -n "$(IMAGE_BUILDER)" || { echo "make image: no buildah, podman or docker; apt-get install buildah" >&2; exit 2; }
+	$(IMAGE_BUILDER) build -f Dockerfile -t $(IMAGE) --build-arg VERSION=$(or $(VERSION),devel) .
+
+# image-test builds the image with Debian's buildah and runs the binary
+# from the image's own root filesystem: --version must match the build,
+# and `serve` must load its BPF programs and export etcdscope_build_info
+# (scripts/image-test.sh; root; ~1 min; not part of test).
+image-test: build
+	./scripts/deps.sh image
+	./scripts/image-test.sh
 
 install: build
 	install -m 0755 bin/etcdscope /usr/local/bin/etcdscope

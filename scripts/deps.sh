@@ -6,7 +6,8 @@
 # compares against: bpftrace, and bcc's biolatency if apt can install it
 # (best effort: make bench reports why it could not run it). `deps.sh
 # generate` adds what `make generate`/`make check-generate` need: clang-19,
-# llvm-19 (llvm-strip) and libbpf-dev (bpf_helpers.h).
+# llvm-19 (llvm-strip) and libbpf-dev (bpf_helpers.h). `deps.sh image`
+# adds buildah, which make image-test builds and unpacks the image with.
 set -euo pipefail
 
 # command -> Debian package
@@ -32,6 +33,9 @@ if [[ ${1:-} == generate ]]; then
 	need[clang-19]=clang-19
 	need[llvm-strip-19]=llvm-19
 	need[/usr/include/bpf/bpf_helpers.h]=libbpf-dev
+fi
+if [[ ${1:-} == image ]]; then
+	need[buildah]=buildah
 fi
 if [[ ${1:-} == bench ]]; then
 	need[bpftrace]=bpftrace

@@ -13,6 +13,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/etcdscope/etcdscope/internal/buildinfo"
 )
 
 // subcommand is one verb of the CLI: it parses its own flags from args.
@@ -46,6 +48,10 @@ func run(args []string) int {
 			return 2
 		}
 		printUsage(os.Stdout) // asked for: pipeable
+		return 0
+	}
+	if args[0] == "--version" || args[0] == "version" {
+		fmt.Println(buildinfo.Get())
 		return 0
 	}
 	sc, ok := subcommands[args[0]]
@@ -83,6 +89,6 @@ func printUsage(w *os.File) {
 	for _, n := range names {
 		fmt.Fprintf(&b, "  %-10s %s\n", n, subcommands[n].summary)
 	}
-	b.WriteString("\nrun 'etcdscope <command> --help' for a command's flags\n")
+	b.WriteString("\nrun 'etcdscope <command> --help' for a command's flags; 'etcdscope --version' for the build\n")
 	fmt.Fprint(w, b.String())
 }
