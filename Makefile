@@ -20,7 +20,7 @@ LDFLAGS  := -X github.com/etcdscope/etcdscope/internal/buildinfo.version=$(VERSI
 IMAGE         ?= localhost/etcdscope:$(or $(VERSION),devel)
 IMAGE_BUILDER ?= $(shell command -v buildah || command -v podman || command -v docker)
 
-.PHONY: fresh-root all build install generate test test-go vmtest demo etcd bench clean check-generate deps promtool image image-test
+.PHONY: fresh-root all build install generate test test-go vmtest demo etcd bench clean check-generate deps promtool prometheus prometheusrule image image-test
 
 all: build
 
@@ -79,6 +79,14 @@ PROMTOOL_VERSION ?= v0.316.0
 promtool: bin/promtool
 bin/promtool:
 	GOBIN=$(CURDIR)/bin $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
+
+# prometheus: a Prometheus 3 server built from the Go module proxy (same
+# version as promtool), which go test ./deploy then prefers to Debian's 2.42
+# for the classic/native histogram check of the dashboard and rules
+# (docs/deploy.md). Slow: ~15 min on 2 shared cores with empty caches.
+prometheus: bin/prometheus
+bin/prometheus:
+	GOBIN=$(CURDIR)/bin $(GO) install github.com/prometheus/prometheus/cmd/prometheus@$(PROMTOOL_VERSION)
 
 # test-go runs every Go test; privileged ones skip unless root, and fail
 # instead of skipping under ETCDSCOPE_REQUIRE_BPF=1 (CI). One package at a
