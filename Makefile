@@ -88,6 +88,12 @@ prometheus: bin/prometheus
 bin/prometheus:
 	GOBIN=$(CURDIR)/bin $(GO) install github.com/prometheus/prometheus/cmd/prometheus@$(PROMTOOL_VERSION)
 
+# prometheusrule regenerates deploy/prometheusrule.yaml (Prometheus
+# Operator) from deploy/alerts.yaml; go test ./deploy fails when they differ.
+prometheusrule:
+	{ sed '/^spec:$$/q' deploy/prometheusrule.yaml; sed -n '/^groups:/,$$p' deploy/alerts.yaml | sed 's/^/  /; s/^  $$//'; } > deploy/prometheusrule.yaml.tmp
+	mv deploy/prometheusrule.yaml.tmp deploy/prometheusrule.yaml
+
 # test-go runs every Go test; privileged ones skip unless root, and fail
 # instead of skipping under ETCDSCOPE_REQUIRE_BPF=1 (CI). One package at a
 # time (-p 1): the privileged tests compare latencies with fio's and etcd's

@@ -158,8 +158,8 @@ func TestDaemonSets(t *testing.T) {
 			if len(ct.Args) == 0 || ct.Args[0] != "serve" {
 				t.Errorf("args %v: want serve ...", ct.Args)
 			}
-			if !slices.Contains(ct.Args, "--listen=$(NODE_IP):"+port) || !slices.Contains(ct.Args, "--listen-public") {
-				t.Errorf("args %v: want --listen=$(NODE_IP):%s and --listen-public", ct.Args, port)
+			if !slices.Contains(ct.Args, "--listen=[$(NODE_IP)]:"+port) || !slices.Contains(ct.Args, "--listen-public") {
+				t.Errorf("args %v: want --listen=[$(NODE_IP)]:%s and --listen-public", ct.Args, port)
 			}
 			if len(ct.Ports) != 1 || ct.Ports[0].ContainerPort != exporter.DefaultPort ||
 				ds.Spec.Template.Metadata.Annotations["prometheus.io/port"] != port {

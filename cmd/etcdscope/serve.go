@@ -113,10 +113,11 @@ func (f *serveFlags) validate() (exporter.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	host, port, err := net.SplitHostPort(f.listen)
+	host, port, err := normalizeListen(f.listen)
 	if err != nil {
-		return cfg, usagef("--listen %q: %v; give host:port, e.g. 127.0.0.1:%d", f.listen, err, exporter.DefaultPort)
+		return cfg, err
 	}
+	f.listen = net.JoinHostPort(host, port) // IPv6 bracketed, IPv4 not
 	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
 		return cfg, usagef("--listen %q: port %q is not a number in 0-65535", f.listen, port)
 	}
