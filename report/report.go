@@ -2,13 +2,19 @@
 // inline SVG and CSS, no script, no fonts or images fetched at view time,
 // so the file can be mailed, attached to a ticket or opened offline.
 //
-// The page shows, for every group of the fsync report (process, device,
-// file kind), the kernel layer split as stacked bars at several levels (the
-// mean call, the slowest 10%, the slowest 1%, the slowest call) and a
-// latency heatmap over time; and, when a peers recording is given, each
-// link's traced RTTs beside what etcd's peer RTT metric would read for it
-// (analysis/etcdmetric's model). All numbers come from package analysis,
-// the same code as `etcdscope report`, so the page and the table agree.
+// The page opens with an overview (one row per group, WAL groups first,
+// with the verdict and the layer that holds most of the time). Then, for
+// every group of the fsync report (process, device, file kind), the
+// kernel layer split as stacked bars at several levels (the mean call, the
+// slowest 10%, the slowest 1%, the slowest call), each normalised to 100%
+// with its absolute time beside it, so a 0.4 ms mean call reads as well
+// as an 88 ms slowest one; and a latency heatmap over time with a colour
+// legend. A recording on a stacked device (a filesystem on a loop device
+// over a file) gets the per-level chart of the text report (L1, L2). When
+// a peers recording is given: each link's traced RTTs beside what etcd's
+// peer RTT metric would read for it (analysis/etcdmetric's model). All
+// numbers come from package analysis, the same code as `etcdscope report`,
+// so the page and the table agree.
 package report
 
 import (
@@ -18,6 +24,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis"
@@ -85,16 +92,29 @@ type svgChart struct {
 	Rects         []rect
 	Texts         []text
 	Lines         []line
+	Labels        []text // white text drawn over the rects
 }
 
 type legendItem struct{ Name, Color string }
 
 type groupView struct {
+	ID      string // anchor of the group's section
 	Title   string
 	Summary string
 	Verdict string
 	Bars    svgChart
 	Heatmap svgChart
+}
+
+// overviewRow is one line of the table at the top of the page.
+type overviewRow struct {
+	ID, Title     string
+	Calls         string // "1 call", "171 calls"
+	P50, P99, Max string // ms
+	TopLayer      string // the layer with the largest share of the group's time
+	TopShare      string // its share, "52%"
+	TopColor      string
+	Verdict       string
 }
 
 type page struct {
@@ -106,7 +126,10 @@ type page struct {
 	Span        string
 	Unavailable []string
 	Legend      []legendItem
+	Overview    []overviewRow
 	Groups      []groupView
+	Levels      *svgChart // stacked device levels (L1, L2), when the recording has them
+	LevelsNote  string
 	NoFsyncs    bool
 	Peers       *svgChart
 	PeersNote   string
@@ -151,21 +174,40 @@ func build(in Input) page {
 		k := analysis.GroupKey{PID: r.PID, Comm: r.Comm, Dev: r.Dev, DevName: r.DevName, FS: r.FS, FileKind: r.FileKind}
 		byKey[k] = append(byKey[k], r)
 	}
-	for _, g := range rep.Groups {
+	groups := append([]analysis.Group(nil), rep.Groups...)
+	sortGroups(groups)
+	for i, g := range groups {
 		recs := byKey[g.Key]
 		dev := g.Key.DevName
 		if dev == "" {
 			dev = g.Key.Dev
 		}
+		id := fmt.Sprintf("group-%d", i+1)
+		title := fmt.Sprintf("%s pid %d · %s on %s · %s files", g.Key.Comm, g.Key.PID, g.Key.FS, dev, g.Key.FileKind)
 		gv := groupView{
-			Title: fmt.Sprintf("%s pid %d · %s on %s · %s files", g.Key.Comm, g.Key.PID, g.Key.FS, dev, g.Key.FileKind),
-			Summary: fmt.Sprintf("%d calls; p50 %s ms, p99 %s ms, max %s ms; %.2f flushes per call",
-				g.Total.Count, analysis.Ms(g.Total.P50), analysis.Ms(g.Total.P99), analysis.Ms(g.Total.Max), g.FlushesPerFsync),
+			ID:    id,
+			Title: title,
+			Summary: fmt.Sprintf("%s; p50 %s ms, p99 %s ms, max %s ms; %.2f flushes per call",
+				plural(g.Total.Count, "call"), analysis.Ms(g.Total.P50), analysis.Ms(g.Total.P99), analysis.Ms(g.Total.Max), g.FlushesPerFsync),
 			Verdict: g.Verdict,
 			Bars:    layerBars(recs),
 			Heatmap: heatmap(recs, t0, t1, g.Key.FileKind == analysis.KindWAL),
 		}
 		p.Groups = append(p.Groups, gv)
+		row := overviewRow{ID: id, Title: title, Calls: plural(g.Total.Count, "call"), P50: analysis.Ms(g.Total.P50),
+			P99: analysis.Ms(g.Total.P99), Max: analysis.Ms(g.Total.Max), Verdict: g.Verdict}
+		top := -1.0
+		for _, l := range g.Layers {
+			if l.Share > top {
+				top = l.Share
+				row.TopLayer, row.TopShare, row.TopColor = l.Name, fmt.Sprintf("%.0f%%", 100*l.Share), LayerColors[l.Name]
+			}
+		}
+		p.Overview = append(p.Overview, row)
+	}
+	if len(rep.Levels) > 0 {
+		p.Levels = levelBars(rep.Levels)
+		p.LevelsNote = levelsNote(rep.Levels)
 	}
 	if len(in.Peers) == 0 {
 		p.PeersNote = "This page was made without peer data: no per-peer RTT. Record it with `etcdscope peers --record peers.jsonl` and pass it with `etcdscope report --html out.html --peers peers.jsonl trace.jsonl`."
@@ -176,16 +218,56 @@ func build(in Input) page {
 	return p
 }
 
+// kindRank orders file kinds on the page: the WAL first (the budgeted
+// path of every commit), then the WAL directory, the backend, snapshots,
+// anything else.
+var kindRank = map[string]int{analysis.KindWAL: 0, analysis.KindWALDir: 1, analysis.KindBackend: 2, analysis.KindSnapshot: 3}
+
+// sortGroups puts WAL groups first, then by kind rank, then the groups
+// with more calls first (stable: BuildReport's order breaks ties).
+func sortGroups(gs []analysis.Group) {
+	rank := func(k string) int {
+		if r, ok := kindRank[k]; ok {
+			return r
+		}
+		return len(kindRank)
+	}
+	sort.SliceStable(gs, func(i, j int) bool {
+		if ri, rj := rank(gs[i].Key.FileKind), rank(gs[j].Key.FileKind); ri != rj {
+			return ri < rj
+		}
+		return gs[i].Total.Count > gs[j].Total.Count
+	})
+}
+
+// plural says "1 call", "2 calls".
+func plural(n int64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
 // level is one stacked bar: the mean of each layer over a set of calls.
 type level struct {
-	name  string
-	recs  []analysis.FsyncRecord
-	count int
+	name string
+	recs []analysis.FsyncRecord
+}
+
+// stackedBar is one bar of a normalised chart: the label on its left, the
+// mean ns of each layer (LayerNames order) and the text on its right.
+type stackedBar struct {
+	label  string
+	layers []float64
+	right  string
 }
 
 // layerBars draws one stacked bar per level: all calls, the slowest 10%,
 // the slowest 1% and the slowest call, each the mean per call of each
-// layer, on one linear scale so the bars compare.
+// layer. Every bar is normalised to the full width (the layers' shares of
+// that level's time) with the level's mean time written beside it: on one
+// linear scale the mean call of a run with one slow outlier was a few
+// pixels wide and its split unreadable.
 func layerBars(recs []analysis.FsyncRecord) svgChart {
 	sorted := append([]analysis.FsyncRecord(nil), recs...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].TotalNs < sorted[j].TotalNs })
@@ -198,19 +280,16 @@ func layerBars(recs []analysis.FsyncRecord) svgChart {
 	}
 	levels := []level{{name: "all calls", recs: sorted}, {name: "slowest 10%", recs: tail(0.10)},
 		{name: "slowest 1%", recs: tail(0.01)}, {name: "slowest call", recs: tail(0)}}
-	type bar struct {
-		name   string
-		n      int
-		layers []float64 // mean ns per layer, LayerNames order
-		total  float64
-	}
-	var bars []bar
-	maxTotal := 0.0
+	var bars []stackedBar
 	for _, lv := range levels {
 		if len(lv.recs) == 0 {
 			continue
 		}
-		b := bar{name: lv.name, n: len(lv.recs), layers: make([]float64, len(analysis.LayerNames))}
+		b := stackedBar{label: fmt.Sprintf("%s (%s)", lv.name, plural(int64(len(lv.recs)), "call")), layers: make([]float64, len(analysis.LayerNames))}
+		if lv.name == "slowest call" {
+			b.label = lv.name
+		}
+		total := 0.0
 		for _, r := range lv.recs {
 			for i, l := range analysis.LayerNames {
 				b.layers[i] += float64(r.Layers.Get(l))
@@ -218,37 +297,84 @@ func layerBars(recs []analysis.FsyncRecord) svgChart {
 		}
 		for i := range b.layers {
 			b.layers[i] /= float64(len(lv.recs))
-			b.total += b.layers[i]
+			total += b.layers[i]
 		}
-		maxTotal = math.Max(maxTotal, b.total)
+		b.right = analysis.Ms(int64(total)) + " ms"
+		if len(lv.recs) > 1 {
+			b.right += " mean"
+		}
 		bars = append(bars, b)
 	}
-	c := svgChart{Width: chartWidth, Label: "mean time per call in each kernel layer, by level"}
+	return normalisedBars(bars, "share of each kernel layer in the mean call, by level (each bar 100%)")
+}
+
+// normalisedBars draws bars that each fill the bar area: a segment's width
+// is its layer's share of the bar's total; a segment wide enough carries
+// its percentage, and the bar's absolute time is written on its right.
+func normalisedBars(bars []stackedBar, label string) svgChart {
+	c := svgChart{Width: chartWidth, Label: label}
 	y := 4.0
 	for _, b := range bars {
-		c.Texts = append(c.Texts, text{X: labelWidth - 8, Y: y + barHeight*0.7, Anchor: "end", Text: fmt.Sprintf("%s (n=%d)", b.name, b.n)})
+		c.Texts = append(c.Texts, text{X: labelWidth - 8, Y: y + barHeight*0.7, Anchor: "end", Text: b.label})
+		total := 0.0
+		for _, v := range b.layers {
+			total += v
+		}
 		x := float64(labelWidth)
 		for i, l := range analysis.LayerNames {
-			w := 0.0
-			if maxTotal > 0 {
-				w = b.layers[i] / maxTotal * barAreaW
-			}
-			if w <= 0 {
+			if total <= 0 || b.layers[i] <= 0 {
 				continue
 			}
-			share := 0.0
-			if b.total > 0 {
-				share = 100 * b.layers[i] / b.total
-			}
+			share := b.layers[i] / total
+			w := share * barAreaW
 			c.Rects = append(c.Rects, rect{X: x, Y: y, W: w, H: barHeight, Fill: LayerColors[l],
-				Title: fmt.Sprintf("%s, %s: %s ms mean (%.1f%%)", b.name, l, analysis.Ms(int64(b.layers[i])), share)})
+				Title: fmt.Sprintf("%s, %s: %s ms mean (%.1f%%)", b.label, l, analysis.Ms(int64(b.layers[i])), 100*share)})
+			if w >= 30 {
+				c.Labels = append(c.Labels, text{X: x + w/2, Y: y + barHeight*0.7, Anchor: "middle", Text: fmt.Sprintf("%.0f%%", 100*share)})
+			}
 			x += w
 		}
-		c.Texts = append(c.Texts, text{X: x + 6, Y: y + barHeight*0.7, Anchor: "start", Text: analysis.Ms(int64(b.total)) + " ms"})
+		c.Texts = append(c.Texts, text{X: labelWidth + barAreaW + 6, Y: y + barHeight*0.7, Anchor: "start", Text: b.right})
 		y += barHeight + barGap
 	}
 	c.Height = y
 	return c
+}
+
+// levelBars draws the stacked-device table (analysis.BuildLevels) as
+// normalised bars, one per level and device: L1 the filesystem the
+// application fsyncs on (on the loop device), L2 the host filesystem under
+// it, with the p50/p99 of each level's fsyncs beside the bar.
+func levelBars(rows []analysis.LevelRow) *svgChart {
+	var bars []stackedBar
+	for _, r := range rows {
+		b := stackedBar{label: fmt.Sprintf("%s %s / %s", r.Level, r.Device, r.FS), layers: make([]float64, len(analysis.LayerNames))}
+		for _, l := range r.Layers {
+			for i, n := range analysis.LayerNames {
+				if n == l.Name && r.Total.Count > 0 {
+					b.layers[i] = float64(l.Stats.Sum) / float64(r.Total.Count)
+				}
+			}
+		}
+		b.right = fmt.Sprintf("p50 %s, p99 %s ms", analysis.Ms(r.Total.P50), analysis.Ms(r.Total.P99))
+		bars = append(bars, b)
+	}
+	c := normalisedBars(bars, "share of each kernel layer at each stacked level (each bar 100%)")
+	return &c
+}
+
+// levelsNote says in words what the levels chart shows.
+func levelsNote(rows []analysis.LevelRow) string {
+	var parts []string
+	for _, r := range rows {
+		s := fmt.Sprintf("%s %s/%s: %s, %.2f flushes per L1 fsync", r.Level, r.Device, r.FS, plural(r.Total.Count, "fsync"), r.FlushesPerFsync)
+		if r.NestedShare > 0 {
+			s += fmt.Sprintf(", %.0f%% of L1's device-flush time", 100*r.NestedShare)
+		}
+		parts = append(parts, s)
+	}
+	return "The fsyncs above ran on a stacked device: each flush of the loop device (L1) made the loop driver fsync its backing file on the host filesystem (L2). " +
+		strings.Join(parts, "; ") + "."
 }
 
 // heatmap draws calls over time (columns: the recording's span cut in
@@ -301,7 +427,7 @@ func heatmap(recs []analysis.FsyncRecord, t0, t1 uint64, budget bool) svgChart {
 			}
 			y := plotH - float64(k+1)*heatRowH
 			c.Rects = append(c.Rects, rect{X: heatLeft + float64(col)*cellW, Y: y, W: cellW, H: heatRowH, Fill: heatColor(n, maxCount),
-				Title: fmt.Sprintf("%.2f–%.2f s: %d calls of %s–%s", float64(col)*colSecs, float64(col+1)*colSecs, n, fmtBound(lo+k), fmtBound(lo+k+1))})
+				Title: fmt.Sprintf("%.2f–%.2f s: %s of %s–%s", float64(col)*colSecs, float64(col+1)*colSecs, plural(int64(n), "call"), fmtBound(lo+k), fmtBound(lo+k+1))})
 		}
 	}
 	for k := 0; k <= rows; k += 2 {
@@ -313,7 +439,25 @@ func heatmap(recs []analysis.FsyncRecord, t0, t1 uint64, budget bool) svgChart {
 		line{X1: heatLeft, Y1: plotH, X2: heatLeft + plotW, Y2: plotH, Stroke: "#444"})
 	for i := 0; i <= 4; i++ {
 		x := heatLeft + plotW*float64(i)/4
-		c.Texts = append(c.Texts, text{X: x, Y: plotH + 16, Anchor: "middle", Text: fmt.Sprintf("%.1f s", span/1e9*float64(i)/4)})
+		c.Lines = append(c.Lines, line{X1: x, Y1: plotH, X2: x, Y2: plotH + 3, Stroke: "#444"})
+		tick := "0"
+		if i > 0 {
+			tick = "+" + fmtSeconds(span/1e9*float64(i)/4)
+		}
+		c.Texts = append(c.Texts, text{X: x, Y: plotH + 16, Anchor: "middle", Text: tick})
+	}
+	c.Texts = append(c.Texts, text{X: heatLeft, Y: plotH + 32, Anchor: "start",
+		Text: "time since the recording's first call (the records carry the boot clock, not the wall clock)"})
+	// Colour legend: the shades of a few counts up to the busiest cell.
+	lx := heatLeft + plotW
+	steps := legendCounts(maxCount)
+	const sw = 26.0
+	ly := plotH + 42
+	c.Texts = append(c.Texts, text{X: lx - float64(len(steps))*sw - 6, Y: ly + 10, Anchor: "end", Text: "calls per cell:"})
+	for i, n := range steps {
+		x := lx - float64(len(steps)-i)*sw
+		c.Rects = append(c.Rects, rect{X: x, Y: ly, W: sw - 2, H: 12, Fill: heatColor(n, maxCount), Title: fmt.Sprintf("colour of a cell with %s", plural(int64(n), "call"))})
+		c.Texts = append(c.Texts, text{X: x + (sw-2)/2, Y: ly + 24, Anchor: "middle", Text: fmt.Sprint(n)})
 	}
 	if budget {
 		// log2 position of 10 ms inside its row.
@@ -322,8 +466,25 @@ func heatmap(recs []analysis.FsyncRecord, t0, t1 uint64, budget bool) svgChart {
 		c.Lines = append(c.Lines, line{X1: heatLeft, Y1: y, X2: heatLeft + plotW, Y2: y, Stroke: "#d62728"})
 		c.Texts = append(c.Texts, text{X: heatLeft + plotW, Y: y - 3, Anchor: "end", Text: "10 ms budget"})
 	}
-	c.Height = plotH + heatBottom
+	c.Height = plotH + heatBottom + 44
 	return c
+}
+
+// legendCounts picks up to five counts from 1 to maxN, spaced on the log
+// scale heatColor shades by.
+func legendCounts(maxN int) []int {
+	maxN = max(maxN, 1)
+	var out []int
+	for i := 0; i < 5; i++ {
+		n := int(math.Round(math.Expm1(math.Log1p(float64(maxN)) * float64(i) / 4)))
+		if n < 1 {
+			n = 1
+		}
+		if len(out) == 0 || n > out[len(out)-1] {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // fmtBound names the lower bound of latency row k (2^k µs).

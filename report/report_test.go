@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,15 +21,7 @@ import (
 //	etcdscope peers --duration 8s --record peers.jsonl
 func readTestdata(t *testing.T) Input {
 	t.Helper()
-	f, err := os.Open("testdata/etcd-fsync.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, sum, err := analysis.ReadJSONL(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := readRecording(t, "testdata/etcd-fsync.jsonl")
 	p, err := os.Open("testdata/peers.jsonl")
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +31,28 @@ func readTestdata(t *testing.T) Input {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Input{Title: "etcd-fsync.jsonl", Fsyncs: recs, Summary: sum, Peers: evs}
+	in.Peers = evs
+	return in
+}
+
+// readRecording reads an fsync recording (etcdscope fsync --output json).
+// testdata/stacked-fsync.jsonl: the first 60 calls and the summary of
+//
+//	etcdscope fsync --output json --interval 0 --workload wal --dir MNT --duration 2s
+//
+// with MNT an ext4 on loop0 over a sparse file on the host's ext4 (vda).
+func readRecording(t *testing.T, path string) Input {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, sum, err := analysis.ReadJSONL(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Input{Title: filepath.Base(path), Fsyncs: recs, Summary: sum}
 }
 
 // walk calls fn on every element node.
@@ -108,6 +122,9 @@ func TestPageStructure(t *testing.T) {
 		}
 		for _, a := range n.Attr {
 			k := strings.ToLower(a.Key)
+			if k == "href" && strings.HasPrefix(a.Val, "#") {
+				continue // a link inside the page (the overview's)
+			}
 			if k == "href" || k == "src" || k == "xlink:href" || k == "action" || k == "srcset" || strings.HasPrefix(k, "on") {
 				t.Errorf("<%s %s=%q>: a reference or handler in a self-contained page", n.Data, a.Key, a.Val)
 			}
@@ -163,9 +180,9 @@ func TestPageWithoutPeers(t *testing.T) {
 	}
 }
 
-// TestLayerBars checks the geometry: each bar's segments are the mean of
-// each layer over its level, on one scale where the longest bar fills the
-// bar area.
+// TestLayerBars checks the geometry: each bar's segments are each layer's
+// share of the mean call of its level, the bar normalised to the full bar
+// area, and the level's mean time written beside it.
 func TestLayerBars(t *testing.T) {
 	rec := func(flush, other int64) analysis.FsyncRecord {
 		return analysis.FsyncRecord{TotalNs: flush + other, Layers: analysis.Layers{DeviceFlushNs: flush, OtherNs: other}}
@@ -192,20 +209,39 @@ func TestLayerBars(t *testing.T) {
 	if len(bars) != 4 {
 		t.Fatalf("%d bars, want 4 (all, slowest 10%%, slowest 1%%, slowest call)", len(bars))
 	}
-	scale := barAreaW / 200_000.0
 	// all: mean flush (99*1000+150000)/100 = 2490, other 1490.
 	// slowest 10%: 9 at 1000/1000 and the slow one: 15900 / 5900.
 	// slowest 1% and slowest call: 150000 / 50000.
 	want := [][2]float64{{2490, 1490}, {15900, 5900}, {150000, 50000}, {150000, 50000}}
+	wantText := []string{"0.004 ms mean", "0.022 ms mean", "0.200 ms", "0.200 ms"}
+	var right []string
+	for _, tx := range c.Texts {
+		if tx.Anchor == "start" {
+			right = append(right, tx.Text)
+		}
+	}
 	for i, b := range bars {
 		if len(b) != 2 || b[0].fill != LayerColors[analysis.LayerDeviceFlush] || b[1].fill != LayerColors[analysis.LayerOther] {
 			t.Fatalf("bar %d: %v, want device_flush then other", i, b)
 		}
+		total := want[i][0] + want[i][1]
 		for j := range 2 {
-			if math.Abs(b[j].w-want[i][j]*scale) > 1e-9 {
-				t.Errorf("bar %d segment %d: width %.4f, want %.4f", i, j, b[j].w, want[i][j]*scale)
+			if w := want[i][j] / total * barAreaW; math.Abs(b[j].w-w) > 1e-9 {
+				t.Errorf("bar %d segment %d: width %.4f, want %.4f", i, j, b[j].w, w)
 			}
 		}
+		if b[0].w+b[1].w-barAreaW > 1e-9 || barAreaW-(b[0].w+b[1].w) > 1e-9 {
+			t.Errorf("bar %d is %.4f wide, want the full %d", i, b[0].w+b[1].w, barAreaW)
+		}
+	}
+	if strings.Join(right, "|") != strings.Join(wantText, "|") {
+		t.Errorf("times beside the bars %q, want %q", right, wantText)
+	}
+}
+
+func TestPlural(t *testing.T) {
+	if plural(1, "call") != "1 call" || plural(0, "call") != "0 calls" || plural(171, "call") != "171 calls" {
+		t.Error(plural(1, "call"), plural(0, "call"), plural(171, "call"))
 	}
 }
 

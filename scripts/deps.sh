@@ -28,6 +28,7 @@ declare -A need=(
 	[xz]=xz-utils
 	[prometheus]=prometheus
 	[promtool]=prometheus
+	[chromium]=chromium # report/chromium_test.go lays out the HTML page
 )
 if [[ ${1:-} == generate ]]; then
 	need[clang-19]=clang-19

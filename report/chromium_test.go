@@ -1,0 +1,286 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"html"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/internal/testenv"
+)
+
+// measureScript is appended to a copy of the page (the page itself has no
+// script): it reads the geometry Chromium laid out for every chart's
+// rects and texts and writes it as JSON into the DOM, which --dump-dom
+// prints.
+const measureScript = `<script>
+const out = [];
+for (const svg of document.querySelectorAll("svg")) {
+  const r0 = svg.getBoundingClientRect();
+  const c = {label: svg.getAttribute("aria-label"), width: r0.width, rects: [], texts: []};
+  for (const r of svg.querySelectorAll("rect")) {
+    const b = r.getBoundingClientRect();
+    c.rects.push({x: b.x - r0.x, y: b.y - r0.y, w: b.width, h: b.height, fill: r.getAttribute("fill")});
+  }
+  for (const t of svg.querySelectorAll("text")) {
+    const b = t.getBoundingClientRect();
+    c.texts.push({text: t.textContent, w: b.width});
+  }
+  out.push(c);
+}
+const pre = document.createElement("pre");
+pre.id = "geometry";
+pre.textContent = JSON.stringify(out);
+document.body.appendChild(pre);
+</script>`
+
+type renderedChart struct {
+	Label string  `json:"label"`
+	Width float64 `json:"width"`
+	Rects []struct {
+		X, Y, W, H float64
+		Fill       string `json:"fill"`
+	} `json:"rects"`
+	Texts []struct {
+		Text string  `json:"text"`
+		W    float64 `json:"w"`
+	} `json:"texts"`
+}
+
+// chromium renders page in headless Chromium, saves a full-page
+// screenshot to shot, and returns the laid-out geometry of its charts.
+func chromium(t *testing.T, page []byte, shot string) []renderedChart {
+	t.Helper()
+	bin := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		bin = testenv.LookPath(t, "chromium", "chromium") // skips, or fails in CI
+	}
+	dir := t.TempDir()
+	measured := filepath.Join(dir, "measured.html")
+	plain := filepath.Join(dir, "page.html")
+	if err := os.WriteFile(plain, page, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withScript := bytes.Replace(page, []byte("</body>"), []byte(measureScript+"</body>"), 1)
+	if err := os.WriteFile(measured, withScript, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) []byte {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
+			"--disable-dev-shm-usage", "--hide-scrollbars", "--user-data-dir=" + filepath.Join(dir, "profile")}
+		cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, stderr.String())
+		}
+		return out
+	}
+	dom := run("--dump-dom", "file://"+measured)
+	m := regexp.MustCompile(`(?s)<pre id="geometry">(.*?)</pre>`).FindSubmatch(dom)
+	if m == nil {
+		t.Fatalf("no geometry in Chromium's DOM dump (%d bytes)", len(dom))
+	}
+	var charts []renderedChart
+	if err := json.Unmarshal([]byte(html.UnescapeString(string(m[1]))), &charts); err != nil {
+		t.Fatalf("geometry: %v", err)
+	}
+	// The screenshot is of the page as shipped (no script), tall enough
+	// for the whole page at 900 px wide.
+	height := 900 + 120*len(charts) + int(sumHeights(charts))
+	run("--window-size=900,"+itoa(height), "--screenshot="+shot, "file://"+plain)
+	if st, err := os.Stat(shot); err != nil || st.Size() < 10_000 {
+		t.Fatalf("screenshot %s: %v", shot, err)
+	}
+	t.Logf("screenshot kept for review: %s", shot)
+	return charts
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+func sumHeights(cs []renderedChart) float64 {
+	h := 0.0
+	for _, c := range cs {
+		maxY := 0.0
+		for _, r := range c.Rects {
+			maxY = max(maxY, r.Y+r.H)
+		}
+		h += maxY + 60
+	}
+	return h
+}
+
+// screenshotPath is where a test keeps its screenshot: the repository's
+// bin/ (ignored by git), which outlives the test for a reviewer.
+func screenshotPath(t *testing.T, name string) string {
+	t.Helper()
+	dir := filepath.Join(testenv.RepoRoot(t), "bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, name)
+}
+
+// bars groups a chart's layer-coloured rects by row: one slice per bar.
+func bars(c renderedChart) [][]float64 {
+	layer := map[string]bool{}
+	for _, col := range LayerColors {
+		layer[col] = true
+	}
+	var out [][]float64
+	lastY := -1.0
+	for _, r := range c.Rects {
+		if !layer[r.Fill] {
+			continue
+		}
+		if r.Y != lastY {
+			out = append(out, nil)
+			lastY = r.Y
+		}
+		out[len(out)-1] = append(out[len(out)-1], r.W)
+	}
+	return out
+}
+
+// TestChromiumRendersPage renders the recorded etcd run (with its peers
+// recording) and a real recording on a loop device over ext4 in headless
+// Chromium and checks what it laid out: every level bar of every group
+// fills the same 500 px (normalised), with its segments' widths in the
+// proportions of the layer means; WAL groups come first in the overview and
+// the sections; the heatmaps carry their colour legend; the stacked page
+// draws one bar per level (L1 loop0, L2 vda) at full width; and text does
+// not spill out of the chart. Screenshots go to bin/report-*.png.
+func TestChromiumRendersPage(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		in       func(t *testing.T) Input
+		levels   bool
+		shotName string
+	}{
+		{"etcd", readTestdata, false, "report-etcd.png"},
+		{"stacked", readStacked, true, "report-stacked.png"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := c.in(t)
+			var page bytes.Buffer
+			if err := Render(&page, in); err != nil {
+				t.Fatal(err)
+			}
+			charts := chromium(t, page.Bytes(), screenshotPath(t, c.shotName))
+			rep := analysis.BuildReport(in.Fsyncs, 0, 0, nil)
+			var barCharts, heatmaps, levelCharts int
+			for _, ch := range charts {
+				if ch.Width != chartWidth {
+					t.Errorf("chart %q laid out %.1f px wide, want %d", ch.Label, ch.Width, chartWidth)
+				}
+				for _, tx := range ch.Texts {
+					if tx.W > chartWidth {
+						t.Errorf("chart %q: text %q is %.0f px wide", ch.Label, tx.Text, tx.W)
+					}
+				}
+				switch {
+				case strings.HasPrefix(ch.Label, "share of each kernel layer in the mean call"):
+					barCharts++
+					bs := bars(ch)
+					if len(bs) == 0 {
+						t.Errorf("bar chart %d: no bars drawn", barCharts)
+					}
+					for i, b := range bs {
+						sum := 0.0
+						for _, w := range b {
+							sum += w
+						}
+						if sum < barAreaW-0.5 || sum > barAreaW+0.5 {
+							t.Errorf("bar chart %d, bar %d: segments %.2f px in all, want %d (normalised)", barCharts, i, sum, barAreaW)
+						}
+					}
+				case strings.HasPrefix(ch.Label, "heatmap"):
+					heatmaps++
+					legend := false
+					for _, tx := range ch.Texts {
+						legend = legend || tx.Text == "calls per cell:"
+					}
+					if !legend {
+						t.Errorf("heatmap %d has no colour legend", heatmaps)
+					}
+				case strings.HasPrefix(ch.Label, "share of each kernel layer at each stacked level"):
+					levelCharts++
+					bs := bars(ch)
+					if len(bs) != len(rep.Levels) {
+						t.Errorf("levels chart: %d bars drawn, the report has %d levels", len(bs), len(rep.Levels))
+					}
+					for i, b := range bs {
+						sum := 0.0
+						for _, w := range b {
+							sum += w
+						}
+						if sum < barAreaW-0.5 || sum > barAreaW+0.5 || len(b) < 2 {
+							t.Errorf("level bar %d: %d segments, %.2f px, want >= 2 filling %d", i, len(b), sum, barAreaW)
+						}
+						// Segment widths in the level's layer proportions.
+						row := rep.Levels[i]
+						j := 0
+						for _, l := range row.Layers {
+							if l.Stats.Sum == 0 {
+								continue
+							}
+							want := float64(l.Stats.Sum) / float64(row.Total.Sum) * barAreaW
+							if j < len(b) && (b[j] < want-0.5 || b[j] > want+0.5) {
+								t.Errorf("level %s %s, %s: %.2f px, want %.2f", row.Level, row.Device, l.Name, b[j], want)
+							}
+							j++
+						}
+					}
+					var labels []string
+					for _, tx := range ch.Texts {
+						if strings.HasPrefix(tx.Text, "L1 ") || strings.HasPrefix(tx.Text, "L2 ") {
+							labels = append(labels, tx.Text)
+						}
+					}
+					t.Logf("levels drawn: %v", labels)
+				}
+			}
+			if barCharts != len(rep.Groups) || heatmaps != len(rep.Groups) {
+				t.Errorf("%d bar charts and %d heatmaps laid out for %d groups", barCharts, heatmaps, len(rep.Groups))
+			}
+			if c.levels != (levelCharts == 1) {
+				t.Errorf("%d levels charts, want levels drawn: %v", levelCharts, c.levels)
+			}
+			// WAL first: the first section is a WAL group whenever the run has one.
+			first := regexp.MustCompile(`<section class="group" id="group-1">\s*<h3>[^<]*· (\S+) files</h3>`).FindSubmatch(page.Bytes())
+			hasWAL := false
+			for _, g := range rep.Groups {
+				hasWAL = hasWAL || g.Key.FileKind == analysis.KindWAL
+			}
+			if first == nil || hasWAL && string(first[1]) != analysis.KindWAL {
+				t.Errorf("first group section %q, want a WAL group first", first)
+			}
+			t.Logf("%d charts laid out: %d bar charts, %d heatmaps, %d levels charts", len(charts), barCharts, heatmaps, levelCharts)
+		})
+	}
+}
+
+func readStacked(t *testing.T) Input {
+	t.Helper()
+	return readRecording(t, "testdata/stacked-fsync.jsonl")
+}
