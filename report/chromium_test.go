@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -105,17 +106,12 @@ func chromium(t *testing.T, page []byte, shot string) []renderedChart {
 	// The screenshot is of the page as shipped (no script), tall enough
 	// for the whole page at 900 px wide.
 	height := 900 + 120*len(charts) + int(sumHeights(charts))
-	run("--window-size=900,"+itoa(height), "--screenshot="+shot, "file://"+plain)
+	run("--window-size=900,"+strconv.Itoa(height), "--screenshot="+shot, "file://"+plain)
 	if st, err := os.Stat(shot); err != nil || st.Size() < 10_000 {
 		t.Fatalf("screenshot %s: %v", shot, err)
 	}
 	t.Logf("screenshot kept for review: %s", shot)
 	return charts
-}
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }
 
 func sumHeights(cs []renderedChart) float64 {

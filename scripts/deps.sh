@@ -29,6 +29,7 @@ declare -A need=(
 	[prometheus]=prometheus
 	[promtool]=prometheus
 	[chromium]=chromium # report/chromium_test.go lays out the HTML page
+	[zsh]=zsh           # cmd/etcdscope TestCompletion sources the zsh script
 )
 if [[ ${1:-} == generate ]]; then
 	need[clang-19]=clang-19

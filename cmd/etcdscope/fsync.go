@@ -38,11 +38,12 @@ type fsyncFlags struct {
 	duration, interval, minLatency                time.Duration
 	rate                                          float64
 	ringBytes                                     uint64
+	failOverBudget                                bool
 }
 
 func runFsync(args []string) error {
 	var f fsyncFlags
-	fs := pflag.NewFlagSet("fsync", pflag.ContinueOnError)
+	fs := newFlagSet("fsync")
 	fs.SortFlags = false
 	fs.StringVar(&f.comm, "comm", "", "trace only tasks with this comm, e.g. etcd (may not exist yet: it waits)")
 	fs.IntVar(&f.pid, "pid", 0, "trace only this process id")
@@ -57,6 +58,7 @@ func runFsync(args []string) error {
 	fs.Float64Var(&f.rate, "rate", 0, "with --workload: appends per second (0: as fast as fdatasync returns)")
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once every probe is attached (for scripts and tests)")
 	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage)
+	fs.BoolVar(&f.failOverBudget, "fail-over-budget", false, failOverBudgetUsage)
 	fs.IntVar(&f.qemu, "qemu", 0, "trace a hypervisor's I/O on its image files instead: the same as 'etcdscope hypervisor --pid N'")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -327,7 +329,7 @@ wait:
 			return fmt.Errorf("workload: %w", wlErr)
 		}
 	}
-	return nil
+	return checkBudget(f.failOverBudget, rep)
 }
 
 func describeFilter(cfg tracer.FsyncConfig, f fsyncFlags) string {

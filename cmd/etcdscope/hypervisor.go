@@ -39,7 +39,7 @@ type hvFlags struct {
 
 func runHypervisor(args []string) error {
 	var f hvFlags
-	fs := pflag.NewFlagSet("hypervisor", pflag.ContinueOnError)
+	fs := newFlagSet("hypervisor")
 	fs.SortFlags = false
 	fs.IntVar(&f.pid, "pid", 0, "the hypervisor's process id (pgrep qemu)")
 	fs.StringVar(&f.comm, "comm", "", "or every process with this comm, e.g. qemu-system-x86 (15 bytes at most)")

@@ -4,7 +4,9 @@
 //
 // This file only dispatches to one file per subcommand. Every subcommand
 // returns a usage error (exit 2, host unchanged) for bad input and a plain
-// error (exit 1) for failures after it has started.
+// error (exit 1) for failures after it has started; fsync and report
+// under --fail-over-budget return errOverBudget (exit 3) for an
+// over-budget verdict, after printing their report.
 package main
 
 import (
@@ -42,13 +44,16 @@ func main() {
 }
 
 func run(args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || (args[0] == "help" && len(args) == 1) {
 		if len(args) == 0 {
 			printUsage(os.Stderr)
 			return 2
 		}
 		printUsage(os.Stdout) // asked for: pipeable
 		return 0
+	}
+	if args[0] == "help" && len(args) > 1 {
+		return run([]string{args[1], "--help"})
 	}
 	if args[0] == "--version" || args[0] == "version" {
 		fmt.Println(buildinfo.Get())
@@ -70,6 +75,10 @@ func run(args []string) int {
 	}
 	if errors.Is(err, errHelp) {
 		return 0
+	}
+	if errors.Is(err, errOverBudget) {
+		fmt.Fprintf(os.Stderr, "etcdscope %s: %v\n", args[0], err)
+		return exitOverBudget
 	}
 	fmt.Fprintf(os.Stderr, "etcdscope %s: %v\n", args[0], err)
 	return 1

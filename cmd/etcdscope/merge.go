@@ -23,7 +23,7 @@ func init() {
 func runMerge(args []string) error {
 	var guestPath, hostPath, output string
 	var opt merge.Options
-	fs := pflag.NewFlagSet("merge", pflag.ContinueOnError)
+	fs := newFlagSet("merge")
 	fs.SortFlags = false
 	fs.StringVar(&guestPath, "guest", "", "the guest's recording: etcdscope fsync --output json, run inside the VM")
 	fs.StringVar(&hostPath, "host", "", "the host's recording: etcdscope hypervisor --output json, run on the QEMU process")

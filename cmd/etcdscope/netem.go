@@ -31,11 +31,12 @@ const netemUsage = `usage:
 `
 
 func runNetem(args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, netemUsage)
-		if len(args) == 0 {
-			return usagef("give a verb: apply, show or clear")
-		}
+		return usagef("give a verb: apply, show or clear")
+	}
+	if args[0] == "-h" || args[0] == "--help" {
+		fmt.Printf("etcdscope netem: %s\n\n%s\nrun 'etcdscope netem VERB --help' for a verb's flags and an example\n", subcommands["netem"].summary, netemUsage)
 		return errHelp
 	}
 	switch args[0] {
@@ -73,7 +74,7 @@ func netemParseFlags(fs *pflag.FlagSet, args []string) error {
 }
 
 func netemApply(args []string) error {
-	fs := pflag.NewFlagSet("netem apply", pflag.ContinueOnError)
+	fs := newFlagSet("netem apply")
 	dev := fs.String("dev", "", "interface the peers are reached through")
 	peers := fs.StringArray("peer", nil, "peer IP address (IPv4 or IPv6); repeat for more peers")
 	port := fs.Uint16("port", netem.DefaultPort, "etcd peer port, matched as destination (client side) and source (server side)")
@@ -174,7 +175,7 @@ func netemApply(args []string) error {
 }
 
 func netemShow(args []string) error {
-	fs := pflag.NewFlagSet("netem show", pflag.ContinueOnError)
+	fs := newFlagSet("netem show")
 	dev := fs.String("dev", "", "interface to show (default: all)")
 	if err := netemParseFlags(fs, args); err != nil {
 		return err
@@ -195,7 +196,7 @@ func netemShow(args []string) error {
 }
 
 func netemClear(args []string) error {
-	fs := pflag.NewFlagSet("netem clear", pflag.ContinueOnError)
+	fs := newFlagSet("netem clear")
 	dev := fs.String("dev", "", "interface to restore")
 	stateDir := fs.String("state-dir", netem.DefaultStateDir, "where apply recorded what to restore")
 	if err := netemParseFlags(fs, args); err != nil {

@@ -52,7 +52,7 @@ var peersStdout io.Writer = os.Stdout
 
 func runPeers(args []string) error {
 	var f peersFlags
-	fs := pflag.NewFlagSet("peers", pflag.ContinueOnError)
+	fs := newFlagSet("peers")
 	fs.SortFlags = false
 	fs.IntVar(&f.port, "port", tracer.DefaultPeerPort, "etcd's peer port: connections with this local or remote port are traced")
 	fs.StringArrayVar(&f.peerArgs, "peer", nil, "trace only connections to/from this peer IP (IPv4 or IPv6; repeat for several)")

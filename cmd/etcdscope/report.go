@@ -23,14 +23,11 @@ func init() {
 }
 
 func runReport(args []string) error {
-	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)
+	fs := newFlagSet("report")
 	output := fs.String("output", "table", "table or json")
 	htmlOut := fs.String("html", "", "write a self-contained HTML page (layer split, latency heatmap, peer RTT) to this file instead")
 	peersIn := fs.String("peers", "", "with --html: a peers recording (etcdscope peers --record) for the per-peer RTT section")
-	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: etcdscope report [--output table|json | --html OUT.html [--peers PEERS.jsonl]] RECORDING.jsonl (- for stdin)\n")
-		fs.PrintDefaults()
-	}
+	failOverBudget := fs.Bool("fail-over-budget", false, failOverBudgetUsage)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return errHelp
@@ -74,14 +71,21 @@ func runReport(args []string) error {
 		// A run killed before its end leaves no summary line.
 		fmt.Fprintf(os.Stderr, "etcdscope report: %s has no summary line (the run was cut short?): lost events and unavailable probes are unknown\n", fs.Arg(0))
 	}
-	if *htmlOut != "" {
-		return writeHTMLReport(*htmlOut, fs.Arg(0), *peersIn, recs, sum)
-	}
 	rep := analysis.BuildReport(recs, sum.LostEvents, sum.MissedEvents, sum.Unavailable)
-	if *output == "json" {
-		return json.NewEncoder(os.Stdout).Encode(rep)
+	if *htmlOut != "" {
+		if err := writeHTMLReport(*htmlOut, fs.Arg(0), *peersIn, recs, sum); err != nil {
+			return err
+		}
+		return checkBudget(*failOverBudget, rep)
 	}
-	return rep.WriteTable(os.Stdout)
+	if *output == "json" {
+		if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
+			return err
+		}
+	} else if err := rep.WriteTable(os.Stdout); err != nil {
+		return err
+	}
+	return checkBudget(*failOverBudget, rep)
 }
 
 // writeHTMLReport renders the page (package report) to out, with the peers

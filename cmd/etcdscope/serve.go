@@ -39,7 +39,7 @@ type serveFlags struct {
 
 func runServe(args []string) error {
 	var f serveFlags
-	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	fs := newFlagSet("serve")
 	fs.SortFlags = false
 	fs.StringVar(&f.listen, "listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(exporter.DefaultPort)), "address for /metrics and /healthz; loopback unless --listen-public")
 	fs.BoolVar(&f.public, "listen-public", false, "allow a --listen address that is not loopback (a DaemonSet scraped over the node network)")
