@@ -26,16 +26,13 @@ func init() {
 const maxInputBytes = 16 << 20
 
 func runDiagnose(args []string) error {
-	fs := pflag.NewFlagSet("diagnose", pflag.ContinueOnError)
+	fs := newFlagSet("diagnose")
+	fs.SortFlags = true
 	output := fs.String("output", "table", "table or json")
 	since := fs.String("since", "", "keep log lines and Prometheus samples at or after this time (RFC 3339, e.g. 2024-01-31T08:00:00Z)")
 	until := fs.String("until", "", "keep log lines and Prometheus samples at or before this time (RFC 3339)")
 	window := fs.Duration("window", 30*time.Second, "for a URL input: scrape it, wait this long, scrape again, and diagnose the difference")
 	timeout := fs.Duration("timeout", 10*time.Second, "for a URL input: give up on one scrape after this long")
-	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: etcdscope diagnose [--since T] [--until T] [--output table|json] [--window 30s] FILE|URL|- ...\n")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return errHelp
