@@ -92,6 +92,9 @@ type Metrics struct {
 	// each of seven observations cost more than the observations.
 	fsyncMu     sync.Mutex
 	fsyncSeries map[fsyncLabels]*fsyncObservers
+	// pods, if set (EnablePodLabels), labels fsync_duration_seconds with
+	// the calling process's pod and container.
+	pods *PodResolver
 
 	mu      sync.Mutex
 	sources []source
@@ -266,7 +269,10 @@ func deviceLabel(name, dev string) string {
 	return dev
 }
 
-type fsyncLabels struct{ comm, dev, fs, kind, syscall string }
+type fsyncLabels struct {
+	comm, dev, fs, kind, syscall string
+	pod                          PodLabels
+}
 
 type fsyncObservers struct {
 	total, flushes prometheus.Observer
@@ -277,12 +283,15 @@ type fsyncObservers struct {
 // share and the flush requests it waited on.
 func (m *Metrics) ObserveFsync(r *analysis.FsyncRecord) {
 	dev := deviceLabel(r.DevName, r.Dev)
-	k := fsyncLabels{r.Comm, dev, r.FS, r.FileKind, r.Syscall}
+	k := fsyncLabels{comm: r.Comm, dev: dev, fs: r.FS, kind: r.FileKind, syscall: r.Syscall}
+	if m.pods != nil { // set before the first observation; a file read, outside fsyncMu
+		k.pod = m.pods.Lookup(r.PID)
+	}
 	m.fsyncMu.Lock()
 	o := m.fsyncSeries[k]
 	if o == nil {
 		o = &fsyncObservers{
-			total:   m.fsyncDuration.WithLabelValues(r.Comm, dev, r.FS, r.FileKind, r.Syscall),
+			total:   m.fsyncDurationObserver(r.Comm, dev, r.FS, r.FileKind, r.Syscall, k.pod),
 			flushes: m.flushesPer.WithLabelValues(r.Comm, dev, r.FileKind),
 		}
 		for _, l := range analysis.LayerNames {

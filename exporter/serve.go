@@ -54,6 +54,10 @@ type Config struct {
 	// server accepts connections.
 	Ready func()
 	Log   io.Writer // progress and warnings; nil: os.Stderr
+	// PodLabels labels etcdscope_fsync_duration_seconds with the calling
+	// process's pod UID and container ID, read from /proc/PID/cgroup
+	// (PodResolver; at most MaxPodSeries distinct pairs).
+	PodLabels bool
 }
 
 // health is what /healthz reports: each loop's fatal error, if any.
@@ -115,6 +119,9 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.CompareWindow = DefaultCompareWindow
 	}
 	m := NewMetrics()
+	if cfg.PodLabels {
+		m.EnablePodLabels(NewPodResolver("/proc"))
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, NewBuildInfo(buildinfo.Get()), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 

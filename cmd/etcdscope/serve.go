@@ -29,7 +29,7 @@ func init() {
 
 type serveFlags struct {
 	listen, comm, readyFile string
-	public                  bool
+	public, podLabels       bool
 	pid, port               int
 	etcdMetrics, endpoints  []string
 	cacert, cert, key       string
@@ -53,6 +53,7 @@ func runServe(args []string) error {
 	fs.StringVar(&f.key, "key", "", "client key for --cert")
 	fs.DurationVar(&f.compareWindow, "compare-window", exporter.DefaultCompareWindow, "scrape --etcd-metrics and recompute the inflation ratio this often")
 	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage+" (etcdscope_lost_events_total grows)")
+	fs.BoolVar(&f.podLabels, "pod-labels", false, fmt.Sprintf("label etcdscope_fsync_duration_seconds with the caller's pod_uid and container_id from its cgroup path (no API server; at most %d pairs, then \"other\")", exporter.MaxPodSeries))
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once the probes are attached and the server listens (for scripts and tests)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -130,6 +131,7 @@ func (f *serveFlags) validate() (exporter.Config, error) {
 		}
 		cfg.Fsync.PID = uint32(f.pid)
 	}
+	cfg.PodLabels = f.podLabels
 	cfg.Fsync.Comm = f.comm
 	cfg.Fsync.RingBytes = ring
 	cfg.Peers.Port = uint16(f.port)
