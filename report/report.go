@@ -23,6 +23,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"net/netip"
 	"sort"
 	"strings"
 	"time"
@@ -39,9 +40,13 @@ type Input struct {
 	// Fsyncs and Summary: a recording read by analysis.ReadJSONL.
 	Fsyncs  []analysis.FsyncRecord
 	Summary analysis.Report
-	// Peers: events of a peers/v1 recording (peers.ReadEvents); nil when
-	// the recording has none, and the page says so.
+	// Peers: events of a peers/v1 recording (etcdmetric.ReadRecording);
+	// nil when the recording has none, and the page says so.
 	Peers []peers.Event
+	// PeerMetric: what etcd's own etcd_network_peer_round_trip_time_seconds
+	// measured over the recording (its etcd_peer_metric record, written by
+	// etcdscope peers --record with --etcd-metrics); nil when it has none.
+	PeerMetric []etcdmetric.PeerComparison
 }
 
 // LayerColors are the fill colours of the layers, in analysis.LayerNames
@@ -212,7 +217,7 @@ func build(in Input) page {
 	if len(in.Peers) == 0 {
 		p.PeersNote = "This page was made without peer data: no per-peer RTT. Record it with `etcdscope peers --record peers.jsonl` and pass it with `etcdscope report --html out.html --peers peers.jsonl trace.jsonl`."
 	} else {
-		c, legend, note := peerChart(in.Peers)
+		c, legend, note := peerChart(in.Peers, in.PeerMetric)
 		p.Peers, p.PeerLegend, p.PeersNote = c, legend, note
 	}
 	return p
@@ -517,31 +522,68 @@ func heatColor(n, maxN int) string {
 	return fmt.Sprintf("rgb(%d,%d,%d)", rgb[0], rgb[1], rgb[2])
 }
 
-// peerSeries are the bars drawn per link, with their colours.
+// peerSeries are the bars drawn per link, with their colours; the last
+// is drawn only when the recording carries etcd's measured metric.
 var peerSeries = []legendItem{
 	{"handshake RTT p50", "#2ca02c"},
 	{"srtt p50 (kept-alive)", "#1f77b4"},
 	{"new-connection probe mean", "#ff7f0e"},
 	{"etcd metric mean (model)", "#d62728"},
+	{"etcd metric mean (measured by etcd)", "#7b1fa2"},
 }
 
-// peerChart draws, per link, the traced RTTs and the mean etcd's peer RTT
-// metric would read for it (etcdmetric.Predict on the link's numbers), on
-// one linear scale.
-func peerChart(evs []peers.Event) (*svgChart, []legendItem, string) {
+// measuredByPeer folds etcd's measured metric per peer address: the mean
+// over every prober's observations in the window (what
+// rate(_sum)/rate(_count) of etcd_network_peer_round_trip_time_seconds
+// reads for that To). Comparisons not matched to an address (no member
+// list) are counted in unmatched.
+func measuredByPeer(cs []etcdmetric.PeerComparison) (mean map[netip.Addr]float64, unmatched int) {
+	sum, n := map[netip.Addr]float64{}, map[netip.Addr]float64{}
+	for _, c := range cs {
+		if !c.Peer.IsValid() || c.Observations <= 0 || math.IsNaN(c.Mean) {
+			unmatched++
+			continue
+		}
+		sum[c.Peer] += c.Mean * c.Observations
+		n[c.Peer] += c.Observations
+	}
+	mean = map[netip.Addr]float64{}
+	for p, s := range sum {
+		mean[p] = s / n[p]
+	}
+	return mean, unmatched
+}
+
+// peerChart draws, per link, the traced RTTs, the mean etcd's peer RTT
+// metric would read for it (etcdmetric.Predict on the link's numbers) and,
+// when the recording has it, what etcd's metric measured for that peer,
+// on one linear scale.
+func peerChart(evs []peers.Event, metric []etcdmetric.PeerComparison) (*svgChart, []legendItem, string) {
 	rep := peers.Analyze(evs, peers.Options{})
 	window := time.Duration(rep.WindowNs)
+	measured, unmatched := measuredByPeer(metric)
+	series := peerSeries[:4]
+	if len(metric) > 0 {
+		series = peerSeries
+	}
 	type row struct {
 		label string
-		vals  [4]float64 // seconds, peerSeries order
+		vals  []float64 // seconds, series order
 	}
 	var rows []row
 	maxV := 0.0
 	for _, l := range mergeStreams(rep.Links) {
 		in := etcdmetric.InputFromLink(l, window)
 		pred := etcdmetric.Predict(in)
-		r := row{label: l.Link.String(), vals: [4]float64{
+		r := row{label: l.Link.String(), vals: []float64{
 			float64(l.HandshakeRTT.P50) / 1e9, float64(l.SRTT.P50) / 1e9, l.PerRequest.Mean() / 1e9, pred.Mean}}
+		if len(metric) > 0 {
+			v, ok := measured[l.Link.Peer.Unmap()]
+			if !ok {
+				v = math.NaN()
+			}
+			r.vals = append(r.vals, v)
+		}
 		for _, v := range r.vals {
 			if !math.IsNaN(v) && !math.IsInf(v, 0) {
 				maxV = math.Max(maxV, v)
@@ -551,6 +593,14 @@ func peerChart(evs []peers.Event) (*svgChart, []legendItem, string) {
 	}
 	note := fmt.Sprintf("%d peer events over %s, %d links. The model (analysis/etcdmetric) replays etcd's probers: one dials a new connection per probe, so on links where that costs more than a kept-alive round trip the metric reads above the network RTT.",
 		len(evs), window.Round(time.Millisecond), len(rows))
+	if len(metric) > 0 {
+		note += fmt.Sprintf(" The purple bar is etcd's own etcd_network_peer_round_trip_time_seconds over the recording (mean of every prober's observations for that peer; %d series).", len(metric))
+		if unmatched > 0 {
+			note += fmt.Sprintf(" %d series could not be matched to a peer address (record with --etcd-endpoints for the member list).", unmatched)
+		}
+	} else {
+		note += " The recording carries no etcd metric: record with etcdscope peers --record FILE --etcd-metrics URL to draw what etcd measured beside the model."
+	}
 	if len(rows) == 0 {
 		return nil, nil, note + " No link had a connection to draw."
 	}
@@ -559,7 +609,7 @@ func peerChart(evs []peers.Event) (*svgChart, []legendItem, string) {
 	left := 260.0
 	area := chartWidth - left - 90
 	for _, r := range rows {
-		c.Texts = append(c.Texts, text{X: left - 8, Y: y + 2*peerRowH, Anchor: "end", Text: r.label})
+		c.Texts = append(c.Texts, text{X: left - 8, Y: y + float64(len(series))/2*peerRowH, Anchor: "end", Text: r.label})
 		for i, v := range r.vals {
 			w := 0.0
 			if maxV > 0 && v > 0 && !math.IsNaN(v) && !math.IsInf(v, 0) {
@@ -567,17 +617,17 @@ func peerChart(evs []peers.Event) (*svgChart, []legendItem, string) {
 			}
 			ry := y + float64(i)*peerRowH
 			if w > 0 {
-				c.Rects = append(c.Rects, rect{X: left, Y: ry, W: w, H: peerRowH - 3, Fill: peerSeries[i].Color,
-					Title: fmt.Sprintf("%s: %s", peerSeries[i].Name, fmtSeconds(v))})
+				c.Rects = append(c.Rects, rect{X: left, Y: ry, W: w, H: peerRowH - 3, Fill: series[i].Color,
+					Title: fmt.Sprintf("%s: %s", series[i].Name, fmtSeconds(v))})
 				c.Texts = append(c.Texts, text{X: left + w + 4, Y: ry + peerRowH - 5, Anchor: "start", Text: fmtSeconds(v)})
 			} else {
-				c.Texts = append(c.Texts, text{X: left + 4, Y: ry + peerRowH - 5, Anchor: "start", Text: peerSeries[i].Name + ": none seen"})
+				c.Texts = append(c.Texts, text{X: left + 4, Y: ry + peerRowH - 5, Anchor: "start", Text: series[i].Name + ": none seen"})
 			}
 		}
-		y += 4*peerRowH + peerGroupGp
+		y += float64(len(series))*peerRowH + peerGroupGp
 	}
 	c.Height = y
-	return c, peerSeries, note
+	return c, series, note
 }
 
 // mergeStreams folds, for each process and peer, the kept-alive streams

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"math"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/peers"
 )
 
@@ -257,5 +259,53 @@ func TestHeatColor(t *testing.T) {
 		if got := heatColor(c.n, c.max); got != c.want {
 			t.Errorf("heatColor(%d, %d) = %s, want %s", c.n, c.max, got, c.want)
 		}
+	}
+}
+
+// TestPeersChartMeasuredMetric: with the recording's etcd_peer_metric
+// record, each link to a peer etcd measured gets a fifth bar with etcd's
+// mean for that peer (observation-weighted over probers); the legend and
+// the note say so. Without it, four bars and a note on how to record it.
+func TestPeersChartMeasuredMetric(t *testing.T) {
+	in := readTestdata(t)
+	links := mergeStreams(peers.Analyze(in.Peers, peers.Options{}).Links)
+	want := map[netip.Addr]float64{}
+	for i, l := range links {
+		p := l.Link.Peer.Unmap()
+		if _, ok := want[p]; ok {
+			continue
+		}
+		// Two probers: 4 observations at m and 12 at 3m: weighted mean 2.5m.
+		m := 0.001 * float64(i+1)
+		in.PeerMetric = append(in.PeerMetric,
+			etcdmetric.PeerComparison{Peer: p, Comparison: etcdmetric.Comparison{Key: etcdmetric.Key{To: "a", Prober: "ROUND_TRIPPER_SNAPSHOT"}, Observations: 4, Mean: m}},
+			etcdmetric.PeerComparison{Peer: p, Comparison: etcdmetric.Comparison{Key: etcdmetric.Key{To: "a", Prober: "ROUND_TRIPPER_RAFT_MESSAGE"}, Observations: 12, Mean: 3 * m}})
+		want[p] = 2.5 * m
+	}
+	// One series without a peer address (no member list).
+	in.PeerMetric = append(in.PeerMetric, etcdmetric.PeerComparison{Comparison: etcdmetric.Comparison{Key: etcdmetric.Key{To: "b"}, Observations: 3, Mean: 0.2}})
+	c, legend, note := peerChart(in.Peers, in.PeerMetric)
+	if len(legend) != 5 || !strings.Contains(note, "1 series could not be matched") {
+		t.Fatalf("legend %v, note %q", legend, note)
+	}
+	measured := legend[4].Color
+	var titles []string
+	for _, r := range c.Rects {
+		if r.Fill == measured {
+			titles = append(titles, r.Title)
+		}
+	}
+	if len(titles) != len(links) {
+		t.Errorf("%d measured bars for %d links", len(titles), len(links))
+	}
+	for i, l := range links {
+		w := "etcd metric mean (measured by etcd): " + fmtSeconds(want[l.Link.Peer.Unmap()])
+		if i < len(titles) && titles[i] != w {
+			t.Errorf("link %s: %q, want %q", l.Link, titles[i], w)
+		}
+	}
+	_, legend, note = peerChart(in.Peers, nil)
+	if len(legend) != 4 || !strings.Contains(note, "--etcd-metrics URL") {
+		t.Errorf("without the record: legend %v, note %q", legend, note)
 	}
 }

@@ -292,6 +292,12 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		}
 	}
 	rep.MetricsError = strings.Join(metricErrs, "; ")
+	if f.record != "" && len(rep.Metric) > 0 {
+		// What etcd measured, for report --html to draw beside the model.
+		if err := appendMetricRecord(f.record, rep.Metric); err != nil {
+			return fmt.Errorf("--record: %w", err)
+		}
+	}
 	if f.output == "json" {
 		enc := json.NewEncoder(peersStdout)
 		enc.SetIndent("", "  ")
@@ -308,6 +314,20 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		fmt.Fprintf(os.Stderr, "etcdscope peers: --etcd-endpoints: %s\n", rep.MembersError)
 	}
 	return nil
+}
+
+// appendMetricRecord appends the etcd_peer_metric record to the recording
+// writeRecording made (etcdmetric.WriteMetricRecord).
+func appendMetricRecord(path string, cs []etcdmetric.PeerComparison) error {
+	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	if err := etcdmetric.WriteMetricRecord(fh, cs); err != nil {
+		fh.Close()
+		return err
+	}
+	return fh.Close()
 }
 
 func writeRecording(path string, events []peers.Event) error {

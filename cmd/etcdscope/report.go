@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/etcdscope/etcdscope/analysis"
-	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/report"
 )
 
@@ -97,17 +97,13 @@ func writeHTMLReport(out, name, peersPath string, recs []analysis.FsyncRecord, s
 		if err != nil {
 			return usagef("--peers: %v", err)
 		}
-		evs, err := peers.ReadEvents(f)
+		evs, metric, err := etcdmetric.ReadRecording(f)
 		f.Close()
 		if err != nil {
 			return usagef("--peers %s: %v", peersPath, err)
 		}
-		// ReadEvents takes any JSON object; an event without a kind is
-		// a line of some other recording (an fsync one, say).
-		for i, e := range evs {
-			if e.Kind == 0 {
-				return usagef("--peers %s: record %d is not a peer event (give a file from etcdscope peers --record)", peersPath, i+1)
-			}
+		if metric != nil {
+			in.PeerMetric = metric.Comparisons
 		}
 		in.Peers = evs
 	}

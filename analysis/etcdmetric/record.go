@@ -1,0 +1,84 @@
+package etcdmetric
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/etcdscope/etcdscope/analysis/peers"
+)
+
+// MetricRecordType is the "type" of the record `etcdscope peers --record
+// FILE --etcd-metrics URL` appends to a peers/v1 recording: what etcd's
+// own etcd_network_peer_round_trip_time_seconds measured between the two
+// scrapes, per series, beside the traced links. Event lines have no
+// "type" (they have "kind"), so old readers of event lines are unaffected
+// as long as they skip typed lines (ReadRecording does).
+const MetricRecordType = "etcd_peer_metric"
+
+// MetricRecord is that record.
+type MetricRecord struct {
+	Type   string `json:"type"`   // MetricRecordType
+	Schema string `json:"schema"` // peers.Schema: the recording's format
+	// Comparisons: CompareScrapes' output (Mean, P50, P99 are etcd's
+	// measured metric over the window, seconds; Peer the address the
+	// traced numbers are for, when the member list matched it).
+	Comparisons []PeerComparison `json:"comparisons"`
+}
+
+// WriteMetricRecord writes the record for cs as one JSON line.
+func WriteMetricRecord(w io.Writer, cs []PeerComparison) error {
+	b, err := json.Marshal(MetricRecord{Type: MetricRecordType, Schema: peers.Schema, Comparisons: cs})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// ReadRecording reads a peers recording: its events, and its metric
+// record when it has one (nil otherwise). A line with another "type", or
+// an event line without a kind, fails with its line number: it is some
+// other recording (an fsync one, say).
+func ReadRecording(r io.Reader) ([]peers.Event, *MetricRecord, error) {
+	var evs []peers.Event
+	var rec *MetricRecord
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		if len(line) == 0 {
+			continue
+		}
+		var typed struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(line, &typed); err != nil {
+			return nil, nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		switch typed.Type {
+		case "":
+			var e peers.Event
+			if err := json.Unmarshal(line, &e); err != nil {
+				return nil, nil, fmt.Errorf("line %d: %w", n, err)
+			}
+			if e.Kind == 0 {
+				return nil, nil, fmt.Errorf("line %d is not a peer event (no kind)", n)
+			}
+			evs = append(evs, e)
+		case MetricRecordType:
+			var m MetricRecord
+			if err := json.Unmarshal(line, &m); err != nil {
+				return nil, nil, fmt.Errorf("line %d: %w", n, err)
+			}
+			if m.Schema != peers.Schema {
+				return nil, nil, fmt.Errorf("line %d: schema %q, this build reads %s", n, m.Schema, peers.Schema)
+			}
+			rec = &m
+		default:
+			return nil, nil, fmt.Errorf("line %d is a %q record, not a peer event (give a file from etcdscope peers --record)", n, typed.Type)
+		}
+	}
+	return evs, rec, sc.Err()
+}
