@@ -42,9 +42,9 @@ func TestRecordingRoundTrip(t *testing.T) {
 		t.Errorf("events only: %v, %v", rec, err)
 	}
 	for in, want := range map[string]string{
-		`{"type":"fsync","v":1,"total_ns":5}`:                  `line 1 is a "fsync" record`,
-		`{"time_ns":5}`:                                         "line 1 is not a peer event",
-		`{"type":"etcd_peer_metric","schema":"peers/v0"}`:       `schema "peers/v0"`,
+		`{"type":"fsync","v":1,"total_ns":5}`:                    `line 1 is a "fsync" record`,
+		`{"time_ns":5}`:                                          "line 1 is not a peer event",
+		`{"type":"etcd_peer_metric","schema":"peers/v0"}`:        `schema "peers/v0"`,
 		"{\"kind\":\"rtt\",\"srtt_us\":1}\n{\"kind\":\"bogus\"}": "line 2",
 	} {
 		if _, _, err := ReadRecording(strings.NewReader(in)); err == nil || !strings.Contains(err.Error(), want) {
