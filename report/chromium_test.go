@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
@@ -175,6 +177,17 @@ func TestChromiumRendersPage(t *testing.T) {
 	}{
 		{"etcd", readTestdata, false, "report-etcd.png"},
 		{"stacked", readStacked, true, "report-stacked.png"},
+		// The recorded run with a synthetic merge and etcd metric record:
+		// the layout of the merge chart and of the five-bar peers chart.
+		{"merge-and-metric", func(t *testing.T) Input {
+			in := readTestdata(t)
+			in.Merged = mergedFsyncs(20)
+			for _, l := range peers.Analyze(in.Peers, peers.Options{}).Links {
+				in.PeerMetric = append(in.PeerMetric, etcdmetric.PeerComparison{Peer: l.Link.Peer.Unmap(),
+					Comparison: etcdmetric.Comparison{Key: etcdmetric.Key{To: "a"}, Observations: 4, Mean: 0.002}})
+			}
+			return in
+		}, false, "report-merge-metric.png"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in := c.in(t)
@@ -184,7 +197,7 @@ func TestChromiumRendersPage(t *testing.T) {
 			}
 			charts := chromium(t, page.Bytes(), screenshotPath(t, c.shotName))
 			rep := analysis.BuildReport(in.Fsyncs, 0, 0, nil)
-			var barCharts, heatmaps, levelCharts int
+			var barCharts, heatmaps, levelCharts, mergeCharts, measuredBars int
 			for _, ch := range charts {
 				if ch.Width != chartWidth {
 					t.Errorf("chart %q laid out %.1f px wide, want %d", ch.Label, ch.Width, chartWidth)
@@ -208,6 +221,26 @@ func TestChromiumRendersPage(t *testing.T) {
 						}
 						if sum < barAreaW-0.5 || sum > barAreaW+0.5 {
 							t.Errorf("bar chart %d, bar %d: segments %.2f px in all, want %d (normalised)", barCharts, i, sum, barAreaW)
+						}
+					}
+				case strings.HasPrefix(ch.Label, "guest, virtualization and host"):
+					mergeCharts++
+					bs := map[float64]float64{}
+					for _, r := range ch.Rects {
+						bs[r.Y] += r.W
+					}
+					for y, w := range bs {
+						if w < barAreaW-0.5 || w > barAreaW+0.5 {
+							t.Errorf("merge bar at y=%.0f: %.2f px, want %d", y, w, barAreaW)
+						}
+					}
+					if len(bs) != 4 {
+						t.Errorf("merge chart: %d bars laid out, want 4", len(bs))
+					}
+				case ch.Label == "per-peer RTT against etcd's peer RTT metric":
+					for _, r := range ch.Rects {
+						if r.Fill == peerSeries[4].Color && r.W > 0 {
+							measuredBars++
 						}
 					}
 				case strings.HasPrefix(ch.Label, "heatmap"):
@@ -259,6 +292,9 @@ func TestChromiumRendersPage(t *testing.T) {
 			if barCharts != len(rep.Groups) || heatmaps != len(rep.Groups) {
 				t.Errorf("%d bar charts and %d heatmaps laid out for %d groups", barCharts, heatmaps, len(rep.Groups))
 			}
+			if (len(in.Merged) > 0) != (mergeCharts == 1) || (len(in.PeerMetric) > 0) != (measuredBars > 0) {
+				t.Errorf("merge charts %d (merge given: %v), measured-metric bars %d (metric given: %v)", mergeCharts, len(in.Merged) > 0, measuredBars, len(in.PeerMetric) > 0)
+			}
 			if c.levels != (levelCharts == 1) {
 				t.Errorf("%d levels charts, want levels drawn: %v", levelCharts, c.levels)
 			}
@@ -271,7 +307,7 @@ func TestChromiumRendersPage(t *testing.T) {
 			if first == nil || hasWAL && string(first[1]) != analysis.KindWAL {
 				t.Errorf("first group section %q, want a WAL group first", first)
 			}
-			t.Logf("%d charts laid out: %d bar charts, %d heatmaps, %d levels charts", len(charts), barCharts, heatmaps, levelCharts)
+			t.Logf("%d charts laid out: %d bar charts, %d heatmaps, %d levels charts, %d merge charts, %d bars of etcd's measured metric", len(charts), barCharts, heatmaps, levelCharts, mergeCharts, measuredBars)
 		})
 	}
 }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+	"github.com/etcdscope/etcdscope/analysis/merge"
 	"github.com/etcdscope/etcdscope/analysis/peers"
 )
 
@@ -47,6 +48,9 @@ type Input struct {
 	// measured over the recording (its etcd_peer_metric record, written by
 	// etcdscope peers --record with --etcd-metrics); nil when it has none.
 	PeerMetric []etcdmetric.PeerComparison
+	// Merged: the guest fsyncs split across guest, virtualization and
+	// host by etcdscope merge (ReadMerged); nil when not given.
+	Merged []merge.MergedFsync
 }
 
 // LayerColors are the fill colours of the layers, in analysis.LayerNames
@@ -135,6 +139,9 @@ type page struct {
 	Groups      []groupView
 	Levels      *svgChart // stacked device levels (L1, L2), when the recording has them
 	LevelsNote  string
+	Merge       *svgChart // guest | virtualization | host, when a merge was given
+	MergeNote   string
+	MergeLegend []legendItem
 	NoFsyncs    bool
 	Peers       *svgChart
 	PeersNote   string
@@ -213,6 +220,9 @@ func build(in Input) page {
 	if len(rep.Levels) > 0 {
 		p.Levels = levelBars(rep.Levels)
 		p.LevelsNote = levelsNote(rep.Levels)
+	}
+	if len(in.Merged) > 0 {
+		p.Merge, p.MergeLegend, p.MergeNote = mergeBars(in.Merged)
 	}
 	if len(in.Peers) == 0 {
 		p.PeersNote = "This page was made without peer data: no per-peer RTT. Record it with `etcdscope peers --record peers.jsonl` and pass it with `etcdscope report --html out.html --peers peers.jsonl trace.jsonl`."

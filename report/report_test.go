@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"net/netip"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+	"github.com/etcdscope/etcdscope/analysis/merge"
 	"github.com/etcdscope/etcdscope/analysis/peers"
 )
 
@@ -307,5 +309,61 @@ func TestPeersChartMeasuredMetric(t *testing.T) {
 	_, legend, note = peerChart(in.Peers, nil)
 	if len(legend) != 4 || !strings.Contains(note, "--etcd-metrics URL") {
 		t.Errorf("without the record: legend %v, note %q", legend, note)
+	}
+}
+
+// mergedFsyncs makes n merged guest fsyncs of 1 ms (the slowest 10 ms):
+// 20% guest other, 30% virtualization, 50% host device flush.
+func mergedFsyncs(n int) []merge.MergedFsync {
+	var out []merge.MergedFsync
+	for i := range n {
+		total := int64(1_000_000)
+		if i == n-1 {
+			total = 10_000_000
+		}
+		s := merge.Split{GuestOtherNs: total / 5, VirtualizationNs: total * 3 / 10, HostDeviceFlushNs: total / 2}
+		out = append(out, merge.MergedFsync{Type: "merged_fsync", TotalNs: total, Matched: i%2 == 0, Split: s})
+	}
+	return out
+}
+
+// TestMergeBars: the guest | virtualization | host chart has one bar per
+// level, each 100% wide in the split's proportions; ReadMerged reads
+// merge's JSON output and refuses another recording.
+func TestMergeBars(t *testing.T) {
+	c, legend, note := mergeBars(mergedFsyncs(20))
+	if len(legend) != len(mergeParts) || !strings.Contains(note, "20 guest fsyncs") || !strings.Contains(note, "10 with every flush matched") {
+		t.Errorf("legend %d items, note %q", len(legend), note)
+	}
+	byY := map[float64][]float64{}
+	for _, r := range c.Rects {
+		byY[r.Y] = append(byY[r.Y], r.W)
+	}
+	if len(byY) != 4 {
+		t.Fatalf("%d bars, want 4", len(byY))
+	}
+	for y, ws := range byY {
+		if len(ws) != 3 || math.Abs(ws[0]-0.2*barAreaW) > 1e-9 || math.Abs(ws[1]-0.3*barAreaW) > 1e-9 || math.Abs(ws[2]-0.5*barAreaW) > 1e-9 {
+			t.Errorf("bar at y=%v: %v, want 20/30/50%% of %d", y, ws, barAreaW)
+		}
+	}
+	var b bytes.Buffer
+	for _, m := range mergedFsyncs(3) {
+		line, _ := json.Marshal(m)
+		b.Write(append(line, '\n'))
+	}
+	b.WriteString(`{"type":"merge_summary","v":1}` + "\n")
+	ms, err := ReadMerged(&b)
+	if err != nil || len(ms) != 3 || ms[2].Split.VirtualizationNs != 3_000_000 {
+		t.Errorf("ReadMerged: %d records, %v", len(ms), err)
+	}
+	if _, err := ReadMerged(strings.NewReader(`{"type":"fsync","v":1}`)); err == nil {
+		t.Error("ReadMerged took an fsync recording")
+	}
+	in := readTestdata(t)
+	in.Merged = mergedFsyncs(20)
+	out, _ := render(t, in)
+	if !strings.Contains(out, `aria-label="guest, virtualization and host share`) || !strings.Contains(out, "virtualization") {
+		t.Error("the page has no merge chart")
 	}
 }

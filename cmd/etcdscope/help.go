@@ -37,7 +37,7 @@ var helps = map[string]helpText{
 		"sudo etcdscope serve --comm etcd --etcd-metrics http://127.0.0.1:2381/metrics # Prometheus metrics on 127.0.0.1:10380",
 		"sudo etcdscope serve --listen '[fd00::1]:10380' --listen-public              # on a node's IPv6 address",
 	}},
-	"report": {"etcdscope report [--output table|json | --html OUT.html [--peers PEERS.jsonl]] [--fail-over-budget] RECORDING.jsonl (- for stdin)", []string{
+	"report": {"etcdscope report [--output table|json | --html OUT.html [--peers PEERS.jsonl] [--merge MERGED.jsonl]] [--fail-over-budget] RECORDING.jsonl (- for stdin)", []string{
 		"etcdscope report trace.jsonl                                   # the table again, from a recording",
 		"etcdscope report --html page.html --peers peers.jsonl trace.jsonl # one self-contained page to share",
 		"etcdscope report --fail-over-budget trace.jsonl                # exit 3 if a WAL group's p99 is over 10 ms",

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/internal/etcdtest"
 	"github.com/etcdscope/etcdscope/internal/testenv"
@@ -54,6 +55,7 @@ func peersE2E(t *testing.T, withTLS bool) {
 
 	dir := t.TempDir()
 	ready := filepath.Join(dir, "ready")
+	recording := filepath.Join(dir, "peers.jsonl")
 	var out bytes.Buffer
 	peersStdout = &out
 	defer func() { peersStdout = os.Stdout }()
@@ -61,7 +63,7 @@ func peersE2E(t *testing.T, withTLS bool) {
 	done := make(chan int, 1)
 	go func() {
 		args := []string{"peers", "--duration", d.String(), "--output", "json", "--ready-file", ready,
-			"--etcd-endpoints", strings.Join(c.Endpoints(), ",")}
+			"--etcd-endpoints", strings.Join(c.Endpoints(), ","), "--record", recording}
 		done <- run(append(args, metricArgs...))
 	}()
 	waitFile(t, ready, done)
@@ -186,6 +188,36 @@ func peersE2E(t *testing.T, withTLS bool) {
 	if len(rep.KeptAliveProbe) != 2 || len(rep.KeptAliveProbeErrors) != 0 {
 		t.Errorf("kept-alive probes %v, errors %v: want m0's two peers timed", rep.KeptAliveProbe, rep.KeptAliveProbeErrors)
 	}
+	// 4. The recording carries what etcd measured, as the report had it,
+	// and the HTML page draws it per peer.
+	rf, err := os.Open(recording)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recEvs, recMetric, err := etcdmetric.ReadRecording(rf)
+	rf.Close()
+	if err != nil || recMetric == nil || len(recEvs) == 0 {
+		t.Fatalf("recording: %d events, metric record %v, %v", len(recEvs), recMetric != nil, err)
+	}
+	if len(recMetric.Comparisons) != len(rep.Metric) {
+		t.Errorf("recording has %d metric series, the report %d", len(recMetric.Comparisons), len(rep.Metric))
+	}
+	for i, cmp := range recMetric.Comparisons {
+		if i < len(rep.Metric) && (cmp.Key != rep.Metric[i].Key || cmp.Mean != rep.Metric[i].Mean || cmp.Peer != rep.Metric[i].Peer) {
+			t.Errorf("recorded series %d %+v differs from the report's %+v", i, cmp.Key, rep.Metric[i].Key)
+		}
+	}
+	page := filepath.Join(dir, "page.html")
+	fsyncRec := filepath.Join(dir, "fsync.jsonl")
+	writeFsyncRecording(t, fsyncRec, 10, 1_000_000)
+	if rc := run([]string{"report", "--html", page, "--peers", recording, fsyncRec}); rc != 0 {
+		t.Fatalf("report --html with the recording: exit %d", rc)
+	}
+	html, _ := os.ReadFile(page)
+	if n := strings.Count(string(html), "etcd metric mean (measured by etcd): "); n < len(rep.Metric) {
+		t.Errorf("page draws %d bars of etcd's measured metric, want one per matched link (>= %d)", n, len(rep.Metric))
+	}
+
 	// The same report as a user reads it.
 	var table bytes.Buffer
 	printPeersTable(&table, rep)

@@ -27,6 +27,7 @@ func runReport(args []string) error {
 	output := fs.String("output", "table", "table or json")
 	htmlOut := fs.String("html", "", "write a self-contained HTML page (layer split, latency heatmap, peer RTT) to this file instead")
 	peersIn := fs.String("peers", "", "with --html: a peers recording (etcdscope peers --record) for the per-peer RTT section")
+	mergeIn := fs.String("merge", "", "with --html: etcdscope merge --output json of this guest recording, for the guest | virtualization | host section")
 	failOverBudget := fs.Bool("fail-over-budget", false, failOverBudgetUsage)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -37,8 +38,8 @@ func runReport(args []string) error {
 	if *output != "table" && *output != "json" {
 		return usagef("--output %q: use table or json", *output)
 	}
-	if *peersIn != "" && *htmlOut == "" {
-		return usagef("--peers goes with --html")
+	if (*peersIn != "" || *mergeIn != "") && *htmlOut == "" {
+		return usagef("--peers and --merge go with --html")
 	}
 	if *htmlOut != "" && fs.Changed("output") {
 		return usagef("--html writes a page; drop --output")
@@ -73,7 +74,7 @@ func runReport(args []string) error {
 	}
 	rep := analysis.BuildReport(recs, sum.LostEvents, sum.MissedEvents, sum.Unavailable)
 	if *htmlOut != "" {
-		if err := writeHTMLReport(*htmlOut, fs.Arg(0), *peersIn, recs, sum); err != nil {
+		if err := writeHTMLReport(*htmlOut, fs.Arg(0), *peersIn, *mergeIn, recs, sum); err != nil {
 			return err
 		}
 		return checkBudget(*failOverBudget, rep)
@@ -89,9 +90,23 @@ func runReport(args []string) error {
 }
 
 // writeHTMLReport renders the page (package report) to out, with the peers
-// recording if one was given.
-func writeHTMLReport(out, name, peersPath string, recs []analysis.FsyncRecord, sum analysis.Report) error {
+// recording and the merge output if given.
+func writeHTMLReport(out, name, peersPath, mergePath string, recs []analysis.FsyncRecord, sum analysis.Report) error {
 	in := report.Input{Title: filepath.Base(name), Fsyncs: recs, Summary: sum}
+	if mergePath != "" {
+		f, err := os.Open(mergePath)
+		if err != nil {
+			return usagef("--merge: %v", err)
+		}
+		in.Merged, err = report.ReadMerged(f)
+		f.Close()
+		if err != nil {
+			return usagef("--merge %s: %v", mergePath, err)
+		}
+		if len(in.Merged) == 0 {
+			return usagef("--merge %s has no merged_fsync records (give the output of etcdscope merge --output json)", mergePath)
+		}
+	}
 	if peersPath != "" {
 		f, err := os.Open(peersPath)
 		if err != nil {
