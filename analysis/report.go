@@ -71,6 +71,10 @@ type Report struct {
 	// nested host-level fsyncs.
 	Levels      []LevelRow `json:"levels,omitempty"`
 	Unavailable []string   `json:"unavailable,omitempty"` // probes this kernel lacks and what they leave dark
+	// MonoToWallNs is CLOCK_REALTIME − CLOCK_MONOTONIC (ns) when the run
+	// ended: add it to a record's start_ns/end_ns for Unix time. 0 when
+	// the writer did not know it (older recordings).
+	MonoToWallNs int64 `json:"mono_to_wall_ns,omitempty"`
 }
 
 // ReportBuilder accumulates fsync records into a Report without keeping

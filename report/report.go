@@ -203,7 +203,7 @@ func build(in Input) page {
 				plural(g.Total.Count, "call"), analysis.Ms(g.Total.P50), analysis.Ms(g.Total.P99), analysis.Ms(g.Total.Max), g.FlushesPerFsync),
 			Verdict: g.Verdict,
 			Bars:    layerBars(recs),
-			Heatmap: heatmap(recs, t0, t1, g.Key.FileKind == analysis.KindWAL),
+			Heatmap: heatmap(recs, t0, t1, g.Key.FileKind == analysis.KindWAL, in.Summary.MonoToWallNs),
 		}
 		p.Groups = append(p.Groups, gv)
 		row := overviewRow{ID: id, Title: title, Calls: plural(g.Total.Count, "call"), P50: analysis.Ms(g.Total.P50),
@@ -394,9 +394,11 @@ func levelsNote(rows []analysis.LevelRow) string {
 
 // heatmap draws calls over time (columns: the recording's span cut in
 // heatCols) against latency (rows: powers of two from 1 µs), shaded by the
-// count of calls in each cell on a log scale. WAL groups get a line at
-// etcd's 10 ms budget.
-func heatmap(recs []analysis.FsyncRecord, t0, t1 uint64, budget bool) svgChart {
+// count of calls in each cell on a log scale, with a colour legend. The
+// time axis is UTC wall-clock time when the recording's summary has
+// mono_to_wall_ns (monoToWall), else seconds since its first call. WAL
+// groups get a line at etcd's 10 ms budget.
+func heatmap(recs []analysis.FsyncRecord, t0, t1 uint64, budget bool, monoToWall int64) svgChart {
 	c := svgChart{Width: chartWidth, Label: "heatmap of call latency over time"}
 	if len(recs) == 0 || t1 <= t0 {
 		return c
@@ -459,10 +461,20 @@ func heatmap(recs []analysis.FsyncRecord, t0, t1 uint64, budget bool) svgChart {
 		if i > 0 {
 			tick = "+" + fmtSeconds(span/1e9*float64(i)/4)
 		}
+		if monoToWall != 0 {
+			at := time.Unix(0, int64(t0)+int64(span*float64(i)/4)+monoToWall).UTC()
+			tick = at.Format("15:04:05")
+			if span < 4e9 {
+				tick = at.Format("15:04:05.000")
+			}
+		}
 		c.Texts = append(c.Texts, text{X: x, Y: plotH + 16, Anchor: "middle", Text: tick})
 	}
-	c.Texts = append(c.Texts, text{X: heatLeft, Y: plotH + 32, Anchor: "start",
-		Text: "time since the recording's first call (the records carry the boot clock, not the wall clock)"})
+	axis := "time since the recording's first call (this recording has no mono_to_wall_ns: no wall clock)"
+	if monoToWall != 0 {
+		axis = "wall-clock time, UTC (" + time.Unix(0, int64(t0)+monoToWall).UTC().Format("2006-01-02") + ")"
+	}
+	c.Texts = append(c.Texts, text{X: heatLeft, Y: plotH + 32, Anchor: "start", Text: axis})
 	// Colour legend: the shades of a few counts up to the busiest cell.
 	lx := heatLeft + plotW
 	steps := legendCounts(maxCount)

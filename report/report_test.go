@@ -367,3 +367,28 @@ func TestMergeBars(t *testing.T) {
 		t.Error("the page has no merge chart")
 	}
 }
+
+// TestHeatmapWallClock: with the summary's mono_to_wall_ns the time axis
+// is UTC wall-clock time; without it, seconds since the first call.
+func TestHeatmapWallClock(t *testing.T) {
+	recs := []analysis.FsyncRecord{{StartNs: 1e9, EndNs: 1e9 + 5e5, TotalNs: 5e5}, {StartNs: 9e9, EndNs: 9e9 + 5e5, TotalNs: 5e5}}
+	// Unix time 1700000000 s (2023-11-14 22:13:20 UTC) at monotonic 1 s.
+	off := int64(1_700_000_000e9) - 1e9
+	texts := func(c svgChart) string {
+		var s []string
+		for _, tx := range c.Texts {
+			s = append(s, tx.Text)
+		}
+		return strings.Join(s, "|")
+	}
+	wall := texts(heatmap(recs, 1e9, 9e9+5e5, false, off))
+	for _, want := range []string{"22:13:20", "22:13:28", "wall-clock time, UTC (2023-11-14)"} {
+		if !strings.Contains(wall, want) {
+			t.Errorf("wall-clock axis lacks %q: %s", want, wall)
+		}
+	}
+	rel := texts(heatmap(recs, 1e9, 9e9+5e5, false, 0))
+	if !strings.Contains(rel, "+8 s") || !strings.Contains(rel, "no wall clock") {
+		t.Errorf("relative axis: %s", rel)
+	}
+}

@@ -311,6 +311,7 @@ wait:
 		}
 	}
 	rep := run.report.Report(lost, tr.Missed(), unavailable)
+	rep.MonoToWallNs = monoToWallNs()
 	if f.output == "json" {
 		if err := json.NewEncoder(out).Encode(rep); err != nil {
 			return err
@@ -477,4 +478,15 @@ func containsStr(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// monoToWallNs returns CLOCK_REALTIME − CLOCK_MONOTONIC now, ns: the
+// summary's mono_to_wall_ns, which puts the records' monotonic timestamps
+// on the wall clock (the HTML page's heatmap axis).
+func monoToWallNs() int64 {
+	var mono, wall unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono) != nil || unix.ClockGettime(unix.CLOCK_REALTIME, &wall) != nil {
+		return 0
+	}
+	return wall.Nano() - mono.Nano()
 }
