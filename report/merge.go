@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"sort"
 
 	"github.com/etcdscope/etcdscope/analysis"
@@ -77,59 +76,13 @@ func mergeBars(ms []merge.MergedFsync) (*svgChart, []legendItem, string) {
 			matched++
 		}
 	}
-	tail := func(frac float64) []merge.MergedFsync {
-		n := max(int(math.Ceil(float64(len(sorted))*frac)), 1)
-		return sorted[len(sorted)-n:]
-	}
-	c := &svgChart{Width: chartWidth, Label: "guest, virtualization and host share of each guest fsync, by level (each bar 100%)"}
-	y := 4.0
-	for _, lv := range []struct {
-		name string
-		recs []merge.MergedFsync
-	}{{"all calls", sorted}, {"slowest 10%", tail(0.10)}, {"slowest 1%", tail(0.01)}, {"slowest call", tail(0)}} {
-		label := fmt.Sprintf("%s (%s)", lv.name, plural(int64(len(lv.recs)), "call"))
-		if lv.name == "slowest call" {
-			label = lv.name
-		}
-		parts := make([]float64, len(mergeParts))
-		total := 0.0
-		for _, m := range lv.recs {
-			for i, p := range mergeParts {
-				parts[i] += float64(p.get(m.Split))
-			}
-		}
-		for i := range parts {
-			parts[i] /= float64(len(lv.recs))
-			total += parts[i]
-		}
-		c.Texts = append(c.Texts, text{X: labelWidth - 8, Y: y + barHeight*0.7, Anchor: "end", Text: label})
-		x := float64(labelWidth)
-		for i, p := range mergeParts {
-			if total <= 0 || parts[i] <= 0 {
-				continue
-			}
-			share := parts[i] / total
-			w := share * barAreaW
-			c.Rects = append(c.Rects, rect{X: x, Y: y, W: w, H: barHeight, Fill: p.color,
-				Title: fmt.Sprintf("%s, %s: %s ms mean (%.1f%%)", label, p.name, analysis.Ms(int64(parts[i])), 100*share)})
-			if w >= 30 {
-				c.Labels = append(c.Labels, text{X: x + w/2, Y: y + barHeight*0.7, Anchor: "middle", Text: fmt.Sprintf("%.0f%%", 100*share)})
-			}
-			x += w
-		}
-		right := analysis.Ms(int64(total)) + " ms"
-		if len(lv.recs) > 1 {
-			right += " mean"
-		}
-		c.Texts = append(c.Texts, text{X: labelWidth + barAreaW + 6, Y: y + barHeight*0.7, Anchor: "start", Text: right})
-		y += barHeight + barGap
-	}
-	c.Height = y
-	var legend []legendItem
+	var parts []legendItem
 	for _, p := range mergeParts {
-		legend = append(legend, legendItem{p.name, p.color})
+		parts = append(parts, legendItem{p.name, p.color})
 	}
+	bars := meanBars(sorted, len(mergeParts), func(m *merge.MergedFsync, i int) int64 { return mergeParts[i].get(m.Split) })
+	c := normalisedBars(bars, parts, "guest, virtualization and host share of each guest fsync, by level (each bar 100%)")
 	note := fmt.Sprintf("%s merged with the hypervisor's recording (etcdscope merge), %d with every flush matched to the host's work. A guest fsync's device-flush time is split into the host's work for it (in the host's layers) and virtualization, the rest (docs/merge.md).",
 		plural(int64(len(ms)), "guest fsync"), matched)
-	return c, legend, note
+	return &c, parts, note
 }

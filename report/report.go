@@ -166,9 +166,7 @@ func build(in Input) page {
 	rep := analysis.BuildReport(in.Fsyncs, in.Summary.LostEvents, in.Summary.MissedEvents, in.Summary.Unavailable)
 	p := page{Title: in.Title, Generated: time.Now().UTC().Format(time.RFC3339), Fsyncs: len(in.Fsyncs),
 		Lost: rep.LostEvents, Missed: rep.MissedEvents, Unavailable: rep.Unavailable, NoFsyncs: len(in.Fsyncs) == 0}
-	for _, l := range analysis.LayerNames {
-		p.Legend = append(p.Legend, legendItem{l, LayerColors[l]})
-	}
+	p.Legend = layerParts()
 	var t0, t1 uint64
 	for i, r := range in.Fsyncs {
 		if i == 0 || r.StartNs < t0 {
@@ -263,18 +261,62 @@ func plural(n int64, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-// level is one stacked bar: the mean of each layer over a set of calls.
-type level struct {
-	name string
-	recs []analysis.FsyncRecord
+// stackedBar is one bar of a normalised chart: the label on its left, the
+// mean ns of each part (in the chart's parts order) and the text on its
+// right.
+type stackedBar struct {
+	label string
+	parts []float64
+	right string
 }
 
-// stackedBar is one bar of a normalised chart: the label on its left, the
-// mean ns of each layer (LayerNames order) and the text on its right.
-type stackedBar struct {
-	label  string
-	layers []float64
-	right  string
+// layerParts are the kernel layers as chart parts: LayerNames order, with
+// their colours.
+func layerParts() []legendItem {
+	var out []legendItem
+	for _, l := range analysis.LayerNames {
+		out = append(out, legendItem{l, LayerColors[l]})
+	}
+	return out
+}
+
+// meanBars returns one bar per level of sorted (calls in ascending order
+// of total time): all calls, the slowest 10%, the slowest 1%, the slowest
+// call. Part i of a bar is the mean over the level's calls of part(call,
+// i), ns; the level's mean time is written on its right.
+func meanBars[T any](sorted []T, nParts int, part func(r *T, i int) int64) []stackedBar {
+	tail := func(frac float64) []T {
+		return sorted[len(sorted)-max(int(math.Ceil(float64(len(sorted))*frac)), 1):]
+	}
+	if len(sorted) == 0 {
+		return nil
+	}
+	var bars []stackedBar
+	for _, lv := range []struct {
+		name string
+		recs []T
+	}{{"all calls", sorted}, {"slowest 10%", tail(0.10)}, {"slowest 1%", tail(0.01)}, {"slowest call", tail(0)}} {
+		b := stackedBar{label: fmt.Sprintf("%s (%s)", lv.name, plural(int64(len(lv.recs)), "call")), parts: make([]float64, nParts)}
+		if lv.name == "slowest call" {
+			b.label = lv.name
+		}
+		total := 0.0
+		for j := range lv.recs {
+			for i := range b.parts {
+				b.parts[i] += float64(part(&lv.recs[j], i))
+			}
+		}
+		for i := range b.parts {
+			b.parts[i] /= float64(len(lv.recs))
+			total += b.parts[i]
+		}
+		b.right = analysis.Ms(int64(total)) + " ms"
+		if len(lv.recs) > 1 {
+			b.right += " mean"
+		}
+		bars = append(bars, b)
+	}
+	return bars
 }
 
 // layerBars draws one stacked bar per level: all calls, the slowest 10%,
@@ -286,64 +328,31 @@ type stackedBar struct {
 func layerBars(recs []analysis.FsyncRecord) svgChart {
 	sorted := append([]analysis.FsyncRecord(nil), recs...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].TotalNs < sorted[j].TotalNs })
-	tail := func(frac float64) []analysis.FsyncRecord {
-		n := int(math.Ceil(float64(len(sorted)) * frac))
-		if n < 1 {
-			n = 1
-		}
-		return sorted[len(sorted)-n:]
-	}
-	levels := []level{{name: "all calls", recs: sorted}, {name: "slowest 10%", recs: tail(0.10)},
-		{name: "slowest 1%", recs: tail(0.01)}, {name: "slowest call", recs: tail(0)}}
-	var bars []stackedBar
-	for _, lv := range levels {
-		if len(lv.recs) == 0 {
-			continue
-		}
-		b := stackedBar{label: fmt.Sprintf("%s (%s)", lv.name, plural(int64(len(lv.recs)), "call")), layers: make([]float64, len(analysis.LayerNames))}
-		if lv.name == "slowest call" {
-			b.label = lv.name
-		}
-		total := 0.0
-		for _, r := range lv.recs {
-			for i, l := range analysis.LayerNames {
-				b.layers[i] += float64(r.Layers.Get(l))
-			}
-		}
-		for i := range b.layers {
-			b.layers[i] /= float64(len(lv.recs))
-			total += b.layers[i]
-		}
-		b.right = analysis.Ms(int64(total)) + " ms"
-		if len(lv.recs) > 1 {
-			b.right += " mean"
-		}
-		bars = append(bars, b)
-	}
-	return normalisedBars(bars, "share of each kernel layer in the mean call, by level (each bar 100%)")
+	bars := meanBars(sorted, len(analysis.LayerNames), func(r *analysis.FsyncRecord, i int) int64 { return r.Layers.Get(analysis.LayerNames[i]) })
+	return normalisedBars(bars, layerParts(), "share of each kernel layer in the mean call, by level (each bar 100%)")
 }
 
 // normalisedBars draws bars that each fill the bar area: a segment's width
-// is its layer's share of the bar's total; a segment wide enough carries
+// is its part's share of the bar's total; a segment wide enough carries
 // its percentage, and the bar's absolute time is written on its right.
-func normalisedBars(bars []stackedBar, label string) svgChart {
+func normalisedBars(bars []stackedBar, parts []legendItem, label string) svgChart {
 	c := svgChart{Width: chartWidth, Label: label}
 	y := 4.0
 	for _, b := range bars {
 		c.Texts = append(c.Texts, text{X: labelWidth - 8, Y: y + barHeight*0.7, Anchor: "end", Text: b.label})
 		total := 0.0
-		for _, v := range b.layers {
+		for _, v := range b.parts {
 			total += v
 		}
 		x := float64(labelWidth)
-		for i, l := range analysis.LayerNames {
-			if total <= 0 || b.layers[i] <= 0 {
+		for i, p := range parts {
+			if total <= 0 || b.parts[i] <= 0 {
 				continue
 			}
-			share := b.layers[i] / total
+			share := b.parts[i] / total
 			w := share * barAreaW
-			c.Rects = append(c.Rects, rect{X: x, Y: y, W: w, H: barHeight, Fill: LayerColors[l],
-				Title: fmt.Sprintf("%s, %s: %s ms mean (%.1f%%)", b.label, l, analysis.Ms(int64(b.layers[i])), 100*share)})
+			c.Rects = append(c.Rects, rect{X: x, Y: y, W: w, H: barHeight, Fill: p.Color,
+				Title: fmt.Sprintf("%s, %s: %s ms mean (%.1f%%)", b.label, p.Name, analysis.Ms(int64(b.parts[i])), 100*share)})
 			if w >= 30 {
 				c.Labels = append(c.Labels, text{X: x + w/2, Y: y + barHeight*0.7, Anchor: "middle", Text: fmt.Sprintf("%.0f%%", 100*share)})
 			}
@@ -363,18 +372,18 @@ func normalisedBars(bars []stackedBar, label string) svgChart {
 func levelBars(rows []analysis.LevelRow) *svgChart {
 	var bars []stackedBar
 	for _, r := range rows {
-		b := stackedBar{label: fmt.Sprintf("%s %s / %s", r.Level, r.Device, r.FS), layers: make([]float64, len(analysis.LayerNames))}
+		b := stackedBar{label: fmt.Sprintf("%s %s / %s", r.Level, r.Device, r.FS), parts: make([]float64, len(analysis.LayerNames))}
 		for _, l := range r.Layers {
 			for i, n := range analysis.LayerNames {
 				if n == l.Name && r.Total.Count > 0 {
-					b.layers[i] = float64(l.Stats.Sum) / float64(r.Total.Count)
+					b.parts[i] = float64(l.Stats.Sum) / float64(r.Total.Count)
 				}
 			}
 		}
 		b.right = fmt.Sprintf("p50 %s, p99 %s ms", analysis.Ms(r.Total.P50), analysis.Ms(r.Total.P99))
 		bars = append(bars, b)
 	}
-	c := normalisedBars(bars, "share of each kernel layer at each stacked level (each bar 100%)")
+	c := normalisedBars(bars, layerParts(), "share of each kernel layer at each stacked level (each bar 100%)")
 	return &c
 }
 
