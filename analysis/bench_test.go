@@ -12,7 +12,7 @@ import (
 // fio's etcd job makes it on a virtio disk (seen with bench/fsync.bt): the
 // thread's own data write, the flush bio the commit queues, jbd2's commit
 // block with REQ_PREFLUSH|REQ_FUA, and the commit window; ≈ 120 µs in
-// all. They are event.Any values, as tracer.FsyncTracer.ReadEvent fills
+// all. They are event.Any values, as tracer.FsyncTracer.Read fills
 // them (Value gives what Read returns).
 func benchEvents(s uint64, rq uint64, dst []event.Any) []event.Any {
 	return append(dst,
@@ -30,7 +30,7 @@ func benchEvents(s uint64, rq uint64, dst []event.Any) []event.Any {
 // BenchmarkAttributorFsync is the userspace cost per traced fsync in
 // analysis: its five non-fsync events and the fsync itself, at 4k
 // fsync/s. AddEvent is the event loop's path (events in a reused
-// event.Any, as ReadEvent fills them); Add takes each boxed in an
+// event.Any, as tracer.FsyncTracer.Read fills them); Add takes each boxed in an
 // interface, as Read returns them (one allocation per event more).
 func BenchmarkAttributorFsync(b *testing.B) {
 	b.Run("AddEvent", func(b *testing.B) { benchAttributor(b, false) })

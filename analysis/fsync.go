@@ -125,7 +125,7 @@ type FsyncRecord struct {
 }
 
 // DeviceLookup names a filesystem device and lists the whole disks whose
-// requests serve it (tracer.DeviceResolver in production).
+// requests serve it (host.DeviceResolver in production).
 type DeviceLookup func(dev event.Dev) (name string, disks []event.Dev)
 
 // Attributor keeps the recent block and journal events and partitions each
@@ -196,7 +196,7 @@ type Backing struct {
 }
 
 // BackingLookup returns the backing file of a disk, ok=false for a disk
-// that is not stacked (tracer.DeviceResolver.Backing in production).
+// that is not stacked (host.DeviceResolver.Backing in production).
 type BackingLookup func(disk event.Dev) (Backing, bool)
 
 // SetBackingLookup enables nesting: flush requests on disks that lookup
@@ -278,7 +278,7 @@ func (a *Attributor) Add(ev any) {
 	}
 }
 
-// AddEvent is Add of the event ev holds (tracer.FsyncTracer.ReadEvent's
+// AddEvent is Add of the event ev holds (tracer.FsyncTracer.Read's
 // form, which costs no allocation per event); an fsync (KindFsync) is
 // ignored, as by Add: pass ev.Fsync to Attribute.
 func (a *Attributor) AddEvent(ev *event.Any) {

@@ -374,7 +374,7 @@ func TestJBD2WaitCounts(t *testing.T) {
 	}
 }
 
-// anyOf is what tracer.FsyncTracer.ReadEvent fills in for an event Read
+// anyOf is what tracer.FsyncTracer.Read fills in for an event Read
 // would return as ev.
 func anyOf(t testing.TB, ev any) event.Any {
 	switch e := ev.(type) {

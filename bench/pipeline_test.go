@@ -28,6 +28,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 	"github.com/etcdscope/etcdscope/tracer"
 )
@@ -105,8 +106,8 @@ func TestPipeline(t *testing.T) {
 // and the interval line (under the lock the interval printer shares),
 // append its JSON line to a buffered writer.
 func loop(tr *tracer.FsyncTracer) (int, error) {
-	devs := tracer.NewDeviceResolver()
-	paths := tracer.NewPathResolver()
+	devs := host.NewDeviceResolver()
+	paths := host.NewPathResolver()
 	attr := analysis.NewAttributor(func(d event.Dev) (string, []event.Dev) {
 		info := devs.Resolve(d)
 		return info.Name, info.Disks
@@ -119,7 +120,7 @@ func loop(tr *tracer.FsyncTracer) (int, error) {
 	n := 0
 	var ev event.Any
 	for {
-		if err := tr.ReadEvent(&ev); err != nil {
+		if err := tr.Read(&ev); err != nil {
 			if errors.Is(err, tracer.ErrClosed) || errors.Is(err, tracer.ErrDrained) {
 				if rep := report.Report(0, 0, nil); rep.Fsyncs != int64(n) {
 					return n, fmt.Errorf("report counted %d fsyncs, the loop %d", rep.Fsyncs, n)

@@ -24,11 +24,9 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
-	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/exporter"
 	"github.com/etcdscope/etcdscope/internal/testenv"
-	"github.com/etcdscope/etcdscope/tracer"
 )
 
 // growingSource is a tracer as the self-metrics see it, whose counters
@@ -37,9 +35,9 @@ type growingSource struct{ n atomic.Uint64 }
 
 func (s *growingSource) Lost() (uint64, error) { return s.n.Add(1), nil }
 func (s *growingSource) Missed() uint64        { return s.n.Load() }
-func (s *growingSource) ProgramStats() []tracer.ProgramStats {
+func (s *growingSource) ProgramStats() []event.ProgramStats {
 	n := s.n.Load() + 1
-	return []tracer.ProgramStats{{Name: "sys_exit_fdatasync", RunTimeNs: 500 * n, RunCount: n}}
+	return []event.ProgramStats{{Name: "sys_exit_fdatasync", RunTimeNs: 500 * n, RunCount: n}}
 }
 
 // fakeNode is one control-plane node as Prometheus scrapes it: the real
@@ -102,9 +100,9 @@ func (n *fakeNode) feed() {
 	n.m.ObserveFsync(&r)
 	n.m.ObserveBlock(event.Block{Dev: event.MkDev(253, 0), Op: event.OpFlush, Final: true, IssueNs: 100, CompleteNs: 100 + walFsyncNs/2}, "vda")
 	remote := netip.MustParseAddrPort("10.0.0.2:2380")
-	n.m.ObservePeer(peers.Event{Kind: peers.KindOpen, Direction: peers.Active, Remote: remote, DurationNs: uint64(n.srtt)})
-	n.m.ObservePeer(peers.Event{Kind: peers.KindRTT, Remote: remote, SRTTus: uint32(n.srtt.Microseconds())})
-	n.m.ObservePeer(peers.Event{Kind: peers.KindRetransmit, Remote: remote})
+	n.m.ObservePeer(event.Peer{Kind: event.PeerOpen, Direction: event.PeerActive, Remote: remote, DurationNs: uint64(n.srtt)})
+	n.m.ObservePeer(event.Peer{Kind: event.PeerRTT, Remote: remote, SRTTus: uint32(n.srtt.Microseconds())})
+	n.m.ObservePeer(event.Peer{Kind: event.PeerRetransmit, Remote: remote})
 	n.etcdWAL.Observe(0.02)
 	n.etcdRTT.Observe(2 * n.srtt.Seconds())
 }

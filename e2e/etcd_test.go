@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/etcdtest"
 	"github.com/etcdscope/etcdscope/internal/testenv"
-	"github.com/etcdscope/etcdscope/tracer"
 )
 
 // TestEtcdWALFsyncsMatchEtcdMetric is oracle 3: a real etcd (v3.6, built by
@@ -32,13 +32,13 @@ func TestEtcdWALFsyncsMatchEtcdMetric(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t1 := tracer.MonotonicNs()
+	t1 := host.MonotonicNs()
 	const puts = 300
 	if err := c.Put(ctx, puts, 100, 2300); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(500 * time.Millisecond)
-	t2 := tracer.MonotonicNs()
+	t2 := host.MonotonicNs()
 	after, err := c.Scrape(ctx, m)
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
-	"github.com/etcdscope/etcdscope/tracer"
+	"github.com/etcdscope/etcdscope/host"
 )
 
 // Scrape fetches and parses one etcd /metrics page, waiting at most 10 s.
@@ -132,7 +132,7 @@ func Members(ctx context.Context, endpoints []string, tlsCfg *tls.Config) (membe
 }
 
 // ListenerPID finds the local process listening on u's address (from
-// /proc/net/tcp{,6} and /proc/PID/fd, tracer.ListenerPID): the etcd member
+// /proc/net/tcp{,6} and /proc/PID/fd, host.ListenerPID): the etcd member
 // that serves a metrics or client URL.
 func ListenerPID(u string) (int, error) {
 	pu, err := url.Parse(u)
@@ -151,5 +151,5 @@ func ListenerPID(u string) (int, error) {
 	if err != nil || len(ips) == 0 {
 		return 0, fmt.Errorf("resolving %s: %v", pu.Hostname(), err)
 	}
-	return tracer.ListenerPID(netip.AddrPortFrom(ips[0].Unmap(), uint16(p)))
+	return host.ListenerPID(netip.AddrPortFrom(ips[0].Unmap(), uint16(p)))
 }

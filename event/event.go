@@ -1,6 +1,15 @@
-// Package event holds the decoded kernel events that package tracer
-// produces and package analysis consumes. It is the only thing the two
-// share, so analysis can be tested on synthetic events without root.
+// Package event holds every decoded kernel event: what package tracer
+// decodes from the ring buffers and package analysis consumes. The fsync
+// tracer's kinds (Fsync, KernelFsync, FsyncEnter, Block, FlushBio, Journal,
+// held together in Any), the peers tracer's Peer and the hypervisor
+// tracer's HypervisorIO, plus what a tracer reports about itself (Probe,
+// ProgramStats). It is the only thing the two share, so analysis can be
+// tested on synthetic events without root. Every type here has a fixed
+// layout; a tracer decodes into a caller's value without allocating.
+//
+// Constants that mirror a C enum of bpf/*.h (Kind's counterpart es_kind,
+// Op, ReqFlags, JournalSource, Syscall, HVOp, HVFileFlags, PeerKind) are
+// pinned to it by package tracer's TestEnumsMatchC.
 //
 // Timestamps are CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns). Devices
 // are Dev values: the kernel's internal dev_t (major<<20 | minor), which is
@@ -307,10 +316,10 @@ const (
 	KindFlushBio
 )
 
-// Any holds one event of any kind by value, for a reader that reuses one
-// Any per event instead of receiving each in an interface (which costs an
-// allocation per event: tracer.FsyncTracer.ReadEvent versus Read). Only
-// the field Kind names is meaningful; the others keep older events.
+// Any holds one event of the fsync tracer, of any kind, by value: the
+// value tracer.FsyncTracer.Read decodes into, reused from event to event
+// (receiving each in an interface would cost an allocation per event).
+// Only the field Kind names is meaningful; the others keep older events.
 type Any struct {
 	Kind     Kind
 	Fsync    Fsync // KindFsync and KindKernelFsync

@@ -1,6 +1,6 @@
 // Package exporter serves etcdscope's numbers as Prometheus metrics: the
 // fsync layer partition and block flushes from tracer.FsyncTracer, the peer
-// round trips from tracer.Peers, the inflation of etcd's own peer RTT metric
+// round trips from tracer.PeersTracer, the inflation of etcd's own peer RTT metric
 // (analysis/etcdmetric), and metrics about the tracers themselves (programs
 // attached, lost and missed events, BPF run time).
 //

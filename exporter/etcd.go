@@ -12,7 +12,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/etcdinfo"
-	"github.com/etcdscope/etcdscope/tracer"
+	"github.com/etcdscope/etcdscope/host"
 )
 
 // watchEtcd scrapes one etcd member's /metrics every window and, from the
@@ -30,7 +30,7 @@ func watchEtcd(ctx context.Context, u string, endpoints []string, tlsCfg *tls.Co
 	tick := time.NewTicker(window)
 	defer tick.Stop()
 	for {
-		now, mono := time.Now(), tracer.MonotonicNs()
+		now, mono := time.Now(), host.MonotonicNs()
 		sc, err := etcdinfo.Scrape(ctx, u, tlsCfg)
 		switch {
 		case err != nil && ctx.Err() == nil:

@@ -8,9 +8,8 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
-	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/event"
-	"github.com/etcdscope/etcdscope/tracer"
+	"github.com/etcdscope/etcdscope/host"
 )
 
 // Namespace prefixes every metric name.
@@ -48,14 +47,14 @@ func durationHistogram(name, help string, labels ...string) *prometheus.Histogra
 }
 
 // Source is a running tracer as the self-metrics see it: tracer.FsyncTracer
-// and tracer.Peers implement it.
+// and tracer.PeersTracer implement it.
 type Source interface {
 	// Lost: events that did not fit in the ring buffer, summed over CPUs.
 	Lost() (uint64, error)
 	// Missed: program runs the kernel skipped (bpf_prog_info.recursion_misses).
 	Missed() uint64
 	// ProgramStats: per-program run time and count (kernel.bpf_stats_enabled).
-	ProgramStats() []tracer.ProgramStats
+	ProgramStats() []event.ProgramStats
 }
 
 type source struct {
@@ -166,7 +165,7 @@ func NewMetrics() *Metrics {
 			"Runs of the BPF program (bpf_prog_info.run_cnt); exported while kernel.bpf_stats_enabled=1 or once BPF_ENABLE_STATS has made the kernel count runs.", []string{"tracer", "program"}, nil),
 		statsOnDesc: prometheus.NewDesc(Namespace+"_bpf_stats_enabled",
 			"The sysctl kernel.bpf_stats_enabled: 1 when the kernel counts BPF run time and runs for every program, else 0 (a BPF_ENABLE_STATS fd can turn counting on without it).", nil, nil),
-		statsEnabled: tracer.BPFStatsEnabled,
+		statsEnabled: host.BPFStatsEnabled,
 	}
 }
 
@@ -218,7 +217,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 // were on for a while, through the sysctl or through a BPF_ENABLE_STATS
 // file descriptor that some process holds (bpftop does that; the sysctl
 // does not show it).
-func anyRuns(ps []tracer.ProgramStats) bool {
+func anyRuns(ps []event.ProgramStats) bool {
 	for _, p := range ps {
 		if p.RunCount > 0 {
 			return true
@@ -342,23 +341,23 @@ func (m *Metrics) ObserveBlock(b event.Block, diskName string) {
 // ObservePeer records one peer-port event: a handshake RTT and an opened
 // connection for KindOpen, an srtt sample for KindRTT, a retransmit. The
 // peer label is the remote address as this host sees it.
-func (m *Metrics) ObservePeer(e peers.Event) {
+func (m *Metrics) ObservePeer(e event.Peer) {
 	peer := e.Remote.Addr().Unmap().String()
 	switch e.Kind {
-	case peers.KindOpen:
+	case event.PeerOpen:
 		m.connsOpened.WithLabelValues(peer, string(e.Direction)).Inc()
 		rtt := e.DurationNs // active: SYN_SENT → ESTABLISHED
-		if e.Direction != peers.Active {
+		if e.Direction != event.PeerActive {
 			rtt = uint64(e.SRTTus) * 1000 // passive: SYN-ACK → ACK, as srtt
 		}
 		if rtt > 0 {
 			m.handshakeRTT.WithLabelValues(peer, string(e.Direction)).Observe(float64(rtt) / 1e9)
 		}
-	case peers.KindRTT:
+	case event.PeerRTT:
 		if e.SRTTus > 0 {
 			m.srtt.WithLabelValues(peer).Observe(float64(e.SRTTus) / 1e6)
 		}
-	case peers.KindRetransmit:
+	case event.PeerRetransmit:
 		m.retransmits.WithLabelValues(peer).Inc()
 	}
 }

@@ -19,19 +19,17 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
-	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/event"
-	"github.com/etcdscope/etcdscope/tracer"
 )
 
 type fakeSource struct {
 	lost, missed uint64
-	progs        []tracer.ProgramStats
+	progs        []event.ProgramStats
 }
 
-func (f fakeSource) Lost() (uint64, error)               { return f.lost, nil }
-func (f fakeSource) Missed() uint64                      { return f.missed }
-func (f fakeSource) ProgramStats() []tracer.ProgramStats { return f.progs }
+func (f fakeSource) Lost() (uint64, error)              { return f.lost, nil }
+func (f fakeSource) Missed() uint64                     { return f.missed }
+func (f fakeSource) ProgramStats() []event.ProgramStats { return f.progs }
 
 var errTest = errors.New("test failure")
 
@@ -49,16 +47,16 @@ func populated(t *testing.T) *Metrics {
 	t.Helper()
 	m := NewMetrics()
 	m.statsEnabled = func() bool { return true }
-	m.AddSource("fsync", fakeSource{lost: 3, missed: 1, progs: []tracer.ProgramStats{{Name: "sys_exit_fdatasync", RunTimeNs: 2_500_000_000, RunCount: 7}}}, 12)
+	m.AddSource("fsync", fakeSource{lost: 3, missed: 1, progs: []event.ProgramStats{{Name: "sys_exit_fdatasync", RunTimeNs: 2_500_000_000, RunCount: 7}}}, 12)
 	rec := walRecord(2_000_000, 1)
 	m.ObserveFsync(&rec)
 	rec = walRecord(40_000, 0)
 	m.ObserveFsync(&rec)
 	m.ObserveBlock(event.Block{Dev: event.MkDev(253, 0), Op: event.OpFlush, Final: true, IssueNs: 100, CompleteNs: 1_100}, "vda")
 	remote := netip.MustParseAddrPort("10.0.0.2:2380")
-	m.ObservePeer(peers.Event{Kind: peers.KindOpen, Direction: peers.Active, Remote: remote, DurationNs: 25_000_000})
-	m.ObservePeer(peers.Event{Kind: peers.KindRTT, Remote: remote, SRTTus: 25_100})
-	m.ObservePeer(peers.Event{Kind: peers.KindRetransmit, Remote: remote})
+	m.ObservePeer(event.Peer{Kind: event.PeerOpen, Direction: event.PeerActive, Remote: remote, DurationNs: 25_000_000})
+	m.ObservePeer(event.Peer{Kind: event.PeerRTT, Remote: remote, SRTTus: 25_100})
+	m.ObservePeer(event.Peer{Kind: event.PeerRetransmit, Remote: remote})
 	cmp := etcdmetric.PeerComparison{Peer: remote.Addr(), Comparison: etcdmetric.Comparison{
 		Key: etcdmetric.Key{To: "8e9e05c52164694d"}, Observations: 8, Mean: 0.05, Inflation: 2.0,
 		Input: etcdmetric.ModelInput{RTT: 25 * time.Millisecond}}}
@@ -228,9 +226,9 @@ func TestObserveBlockSkips(t *testing.T) {
 func TestObservePeer(t *testing.T) {
 	m := NewMetrics()
 	r := netip.MustParseAddrPort("[::ffff:10.0.0.3]:40000")
-	m.ObservePeer(peers.Event{Kind: peers.KindOpen, Direction: peers.Active, Remote: r, DurationNs: 2_000_000})
-	m.ObservePeer(peers.Event{Kind: peers.KindOpen, Direction: peers.Passive, Remote: r, SRTTus: 3000})
-	m.ObservePeer(peers.Event{Kind: peers.KindOpen, Direction: peers.Passive, Remote: r}) // no RTT yet: counted, not observed
+	m.ObservePeer(event.Peer{Kind: event.PeerOpen, Direction: event.PeerActive, Remote: r, DurationNs: 2_000_000})
+	m.ObservePeer(event.Peer{Kind: event.PeerOpen, Direction: event.PeerPassive, Remote: r, SRTTus: 3000})
+	m.ObservePeer(event.Peer{Kind: event.PeerOpen, Direction: event.PeerPassive, Remote: r}) // no RTT yet: counted, not observed
 	f := family(t, m, "etcdscope_peer_handshake_rtt_seconds")
 	got := map[string]float64{}
 	for _, s := range f.Metric {
@@ -265,7 +263,7 @@ func TestSetComparisonsReplaces(t *testing.T) {
 func TestSelfMetricsStatsOff(t *testing.T) {
 	m := populated(t)
 	m.statsEnabled = func() bool { return false }
-	m.AddSource("peers", fakeSource{progs: []tracer.ProgramStats{{Name: "tcp_probe"}}}, 3)
+	m.AddSource("peers", fakeSource{progs: []event.ProgramStats{{Name: "tcp_probe"}}}, 3)
 	if n := testutil.CollectAndCount(m, "etcdscope_bpf_program_runs_total"); n != 1 {
 		t.Fatalf("%d run-count series with the sysctl off, want 1 (fsync's program, which has counted runs)", n)
 	}

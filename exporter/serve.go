@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/etcdscope/etcdscope/analysis"
-	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/buildinfo"
 	"github.com/etcdscope/etcdscope/tracer"
 )
@@ -146,7 +146,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("peers tracer: %w", err)
 	}
 	defer pt.Close()
-	m.AddSource("peers", pt, pt.Attached())
+	m.AddSource("peers", pt, len(pt.Probes())) // all attached once NewPeers returns
 	defer m.RemoveSource("peers")
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -210,15 +210,15 @@ func Run(ctx context.Context, cfg Config) error {
 // fsyncLoop attributes every fsync and observes it, and observes flush
 // requests, until the tracer is closed.
 func fsyncLoop(t *tracer.FsyncTracer, m *Metrics) error {
-	devs := tracer.NewDeviceResolver()
-	paths := tracer.NewPathResolver()
+	devs := host.NewDeviceResolver()
+	paths := host.NewPathResolver()
 	attr := analysis.NewAttributor(func(d event.Dev) (string, []event.Dev) {
 		info := devs.Resolve(d)
 		return info.Name, info.Disks
 	})
 	var ev event.Any // one value the tracer decodes every record into
 	for {
-		if err := t.ReadEvent(&ev); err != nil {
+		if err := t.Read(&ev); err != nil {
 			if errors.Is(err, tracer.ErrClosed) {
 				return nil
 			}
@@ -245,11 +245,11 @@ func fsyncLoop(t *tracer.FsyncTracer, m *Metrics) error {
 
 // peersLoop observes every peer-port event and, when win is not nil, keeps
 // it for the etcd metric comparison, until the tracer is closed.
-func peersLoop(p *tracer.Peers, m *Metrics, win *peerWindow) error {
+func peersLoop(p *tracer.PeersTracer, m *Metrics, win *peerWindow) error {
+	var ev event.Peer
 	for {
-		ev, err := p.Next()
-		if err != nil {
-			if errors.Is(err, os.ErrClosed) {
+		if err := p.Read(&ev); err != nil {
+			if errors.Is(err, tracer.ErrClosed) {
 				return nil
 			}
 			m.DecodeError("peers")
@@ -267,14 +267,14 @@ func peersLoop(p *tracer.Peers, m *Metrics, win *peerWindow) error {
 type peerWindow struct {
 	mu     sync.Mutex
 	keepNs uint64
-	events []peers.Event
+	events []event.Peer
 }
 
 func newPeerWindow(keep time.Duration) *peerWindow {
 	return &peerWindow{keepNs: uint64(keep)}
 }
 
-func (w *peerWindow) add(e peers.Event) {
+func (w *peerWindow) add(e event.Peer) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.events = append(w.events, e)
@@ -296,11 +296,11 @@ func (w *peerWindow) trimLocked(nowNs uint64) {
 }
 
 // between returns the events with fromNs <= TimeNs < toNs.
-func (w *peerWindow) between(fromNs, toNs uint64) []peers.Event {
+func (w *peerWindow) between(fromNs, toNs uint64) []event.Peer {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.trimLocked(toNs)
-	var out []peers.Event
+	var out []event.Peer
 	for _, e := range w.events {
 		if e.TimeNs >= fromNs && e.TimeNs < toNs {
 			out = append(out, e)

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/event"
 )
 
 // TestPeerWindow: events come back by half-open time range, and a query
@@ -12,7 +12,7 @@ import (
 func TestPeerWindow(t *testing.T) {
 	w := newPeerWindow(10 * time.Second)
 	for s := uint64(1); s <= 30; s++ { // one event a second, 1..30 s
-		w.add(peers.Event{Kind: peers.KindRTT, TimeNs: s * 1e9})
+		w.add(event.Peer{Kind: event.PeerRTT, TimeNs: s * 1e9})
 	}
 	for _, c := range []struct {
 		from, to uint64 // seconds, in query order (each query trims)

@@ -36,6 +36,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
@@ -487,7 +488,7 @@ func checkTracedHandshakes(t *testing.T, rep peersJSON, from netip.Addr, to neti
 	var l *peers.LinkStats
 	for i := range rep.Links {
 		k := rep.Links[i].Link
-		if k.Direction == peers.Active && k.From == from && k.To == to.Addr() {
+		if k.Direction == event.PeerActive && k.From == from && k.To == to.Addr() {
 			l = &rep.Links[i]
 		}
 	}

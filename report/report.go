@@ -32,6 +32,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/merge"
 	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/event"
 )
 
 // Input is what a page is made of.
@@ -43,7 +44,7 @@ type Input struct {
 	Summary analysis.Report
 	// Peers: events of a peers/v1 recording (etcdmetric.ReadRecording);
 	// nil when the recording has none, and the page says so.
-	Peers []peers.Event
+	Peers []event.Peer
 	// PeerMetric: what etcd's own etcd_network_peer_round_trip_time_seconds
 	// measured over the recording (its etcd_peer_metric record, written by
 	// etcdscope peers --record with --etcd-metrics); nil when it has none.
@@ -589,7 +590,7 @@ func measuredByPeer(cs []etcdmetric.PeerComparison) (mean map[netip.Addr]float64
 // metric would read for it (etcdmetric.Predict on the link's numbers) and,
 // when the recording has it, what etcd's metric measured for that peer,
 // on one linear scale.
-func peerChart(evs []peers.Event, metric []etcdmetric.PeerComparison) (*svgChart, []legendItem, string) {
+func peerChart(evs []event.Peer, metric []etcdmetric.PeerComparison) (*svgChart, []legendItem, string) {
 	rep := peers.Analyze(evs, peers.Options{})
 	window := time.Duration(rep.WindowNs)
 	measured, unmatched := measuredByPeer(metric)
@@ -674,15 +675,15 @@ func mergeStreams(links []peers.LinkStats) []peers.LinkStats {
 	active := map[key]int{}
 	var out []peers.LinkStats
 	for _, l := range links {
-		if l.Link.Direction == peers.Active {
+		if l.Link.Direction == event.PeerActive {
 			active[key{l.Link.FromPID, l.Link.Peer.String()}] = len(out)
 		}
-		if l.Link.Direction != peers.Preexisting {
+		if l.Link.Direction != event.PeerPreexisting {
 			out = append(out, l)
 		}
 	}
 	for _, l := range links {
-		if l.Link.Direction != peers.Preexisting {
+		if l.Link.Direction != event.PeerPreexisting {
 			continue
 		}
 		i, ok := active[key{l.Link.FromPID, l.Link.Peer.String()}]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -15,6 +16,7 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/host"
 )
 
 // DefaultRingBytes is the fsync and hypervisor tracers' ring buffer size
@@ -44,13 +46,6 @@ type FsyncConfig struct {
 	Extras string
 }
 
-// Probe is one attachment point of a tracer and whether it is live.
-type Probe struct {
-	Name     string // "tracepoint/syscalls/sys_enter_fdatasync", "tp_btf/jbd2_start_commit", ...
-	Attached bool
-	Why      string // when not attached: what this kernel lacks
-}
-
 // FsyncTracer traces fsync/fdatasync calls, the block requests below them
 // and journal commits, into one ring buffer.
 type FsyncTracer struct {
@@ -62,11 +57,12 @@ type FsyncTracer struct {
 	links   []link.Link
 	ring    *quietRing
 	untrace func()
-	probes  []Probe
+	probes  []event.Probe
 	rec     ringbuf.Record
 	dec     decoder
-	ev      event.Any // Read's
-	closed  bool
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // NewFsync loads and attaches the fsync, block and journal programs.
@@ -83,7 +79,7 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 			t.Close()
 		}
 	}()
-	if t.untrace, err = Tracefs(); err != nil {
+	if t.untrace, err = host.Tracefs(); err != nil {
 		return nil, err
 	}
 
@@ -145,7 +141,7 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 			return nil, fmt.Errorf("attaching tracepoint/syscalls/%s (needs CONFIG_FTRACE_SYSCALLS): %w", tp.name, err)
 		}
 		t.links = append(t.links, l)
-		t.probes = append(t.probes, Probe{Name: "tracepoint/syscalls/" + tp.name, Attached: true})
+		t.probes = append(t.probes, event.Probe{Name: "tracepoint/syscalls/" + tp.name, Attached: true})
 	}
 	for _, p := range []*ebpf.Program{t.block.BlockRqInsert, t.block.BlockRqIssue, t.block.BlockRqComplete, t.block.BlockBioQueue} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
@@ -155,10 +151,10 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 		t.links = append(t.links, l)
 	}
 	t.probes = append(t.probes,
-		Probe{Name: "tp_btf/block_rq_insert", Attached: true},
-		Probe{Name: "tp_btf/block_rq_issue", Attached: true},
-		Probe{Name: "tp_btf/block_rq_complete", Attached: true},
-		Probe{Name: "tp_btf/block_bio_queue", Attached: true})
+		event.Probe{Name: "tp_btf/block_rq_insert", Attached: true},
+		event.Probe{Name: "tp_btf/block_rq_issue", Attached: true},
+		event.Probe{Name: "tp_btf/block_rq_complete", Attached: true},
+		event.Probe{Name: "tp_btf/block_bio_queue", Attached: true})
 
 	if err := t.attachJournal(shared); err != nil {
 		return nil, err
@@ -190,11 +186,11 @@ func (t *FsyncTracer) attachJournal(shared ebpf.CollectionOptions) error {
 		"jbd2_end_commit":   "ext4/jbd2 not loaded: no jbd2 commit tracepoint",
 		"xfs_log_force":     "xfs not loaded: no xfs_log_force tracepoint",
 	}
-	var missing []Probe
+	var missing []event.Probe
 	for name, why := range want {
 		if !tracepointHasBTF(name) {
 			delete(spec.Programs, name)
-			missing = append(missing, Probe{Name: "tp_btf/" + name, Why: why})
+			missing = append(missing, event.Probe{Name: "tp_btf/" + name, Why: why})
 		}
 	}
 	// jbd2 start and end only make sense together.
@@ -218,7 +214,7 @@ func (t *FsyncTracer) attachJournal(shared ebpf.CollectionOptions) error {
 			return fmt.Errorf("attaching tp_btf/%s: %w", name, err)
 		}
 		t.links = append(t.links, l)
-		t.probes = append(t.probes, Probe{Name: "tp_btf/" + name, Attached: true})
+		t.probes = append(t.probes, event.Probe{Name: "tp_btf/" + name, Attached: true})
 	}
 	t.probes = append(t.probes, missing...)
 	return nil
@@ -230,8 +226,8 @@ func (t *FsyncTracer) attachJournal(shared ebpf.CollectionOptions) error {
 func (t *FsyncTracer) attachStacked(shared ebpf.CollectionOptions) error {
 	if !tracepointHasBTF("ext4_sync_file_enter") || !tracepointHasBTF("ext4_sync_file_exit") {
 		t.probes = append(t.probes,
-			Probe{Name: "tp_btf/ext4_sync_file_enter", Why: "ext4 not loaded: fsyncs by kernel threads (loop backing files on ext4) unseen"},
-			Probe{Name: "tp_btf/ext4_sync_file_exit", Why: "ext4 not loaded"})
+			event.Probe{Name: "tp_btf/ext4_sync_file_enter", Why: "ext4 not loaded: fsyncs by kernel threads (loop backing files on ext4) unseen"},
+			event.Probe{Name: "tp_btf/ext4_sync_file_exit", Why: "ext4 not loaded"})
 		return nil
 	}
 	spec, err := loadStacked()
@@ -252,7 +248,7 @@ func (t *FsyncTracer) attachStacked(shared ebpf.CollectionOptions) error {
 			return fmt.Errorf("attaching tp_btf/%s: %w", name, err)
 		}
 		t.links = append(t.links, l)
-		t.probes = append(t.probes, Probe{Name: "tp_btf/" + name, Attached: true})
+		t.probes = append(t.probes, event.Probe{Name: "tp_btf/" + name, Attached: true})
 	}
 	return nil
 }
@@ -342,10 +338,10 @@ func (t *FsyncTracer) attachExtras(shared ebpf.CollectionOptions, cfg FsyncConfi
 		}
 		t.extras = coll
 		t.links = append(t.links, ls...)
-		t.probes = append(t.probes, Probe{Name: v.kind + "/" + fn, Attached: true})
+		t.probes = append(t.probes, event.Probe{Name: v.kind + "/" + fn, Attached: true})
 		return
 	}
-	t.probes = append(t.probes, Probe{Name: "fentry|kprobe/" + fn,
+	t.probes = append(t.probes, event.Probe{Name: "fentry|kprobe/" + fn,
 		Why: "exact jbd2 commit wait unavailable, journal layer by overlap with jbd2 commits instead (" + strings.Join(why, "; ") + ")"})
 }
 
@@ -374,12 +370,7 @@ func shortErr(err error) string {
 // rather than parsing the kernel's BTF once more: the loader parses it
 // anyway, and a second parse cost start-up time (docs/performance.md).
 func tracepointHasBTF(name string) bool {
-	for _, r := range tracefsRoots {
-		if _, err := os.Stat(r + "/events/" + tracepointSystem(name) + "/" + name); err == nil {
-			return true
-		}
-	}
-	return false
+	return host.TracepointExists(tracepointSystem(name), name)
 }
 
 func tracepointSystem(name string) string {
@@ -396,20 +387,12 @@ func tracepointSystem(name string) string {
 
 // Probes lists every probe with whether it is attached; the report shows
 // the layers that missing probes leave dark.
-func (t *FsyncTracer) Probes() []Probe { return t.probes }
+func (t *FsyncTracer) Probes() []event.Probe { return t.probes }
 
 // Lost returns how many events did not fit in the ring buffer (summed over
 // CPUs) since the tracer started.
 func (t *FsyncTracer) Lost() (uint64, error) {
-	var perCPU []uint64
-	if err := t.fsync.LostEvents.Lookup(uint32(0), &perCPU); err != nil {
-		return 0, fmt.Errorf("reading lost_events: %w", err)
-	}
-	var n uint64
-	for _, v := range perCPU {
-		n += v
-	}
-	return n, nil
+	return sumPerCPU(t.fsync.LostEvents, "lost_events")
 }
 
 // Missed returns how many times the kernel skipped one of the tracer's
@@ -419,47 +402,51 @@ func (t *FsyncTracer) Lost() (uint64, error) {
 // 0 where the kernel does not count them). Each miss is an event lost.
 func (t *FsyncTracer) Missed() uint64 {
 	var n uint64
-	progs := []*ebpf.Program{t.fsync.SysEnterFsync, t.fsync.SysExitFsync, t.fsync.SysEnterFdatasync,
-		t.fsync.SysExitFdatasync, t.block.BlockRqInsert, t.block.BlockRqIssue, t.block.BlockRqComplete, t.block.BlockBioQueue}
-	for _, c := range []*ebpf.Collection{t.journal, t.stacked, t.extras} {
-		if c == nil {
-			continue
-		}
-		for _, p := range c.Programs {
-			progs = append(progs, p)
-		}
-	}
-	for _, p := range progs {
-		if p == nil {
-			continue
-		}
-		if st, err := p.Stats(); err == nil {
-			n += st.RecursionMisses
-		}
+	for _, p := range t.programs() {
+		n += missed(p)
 	}
 	return n
 }
 
-// ErrClosed is returned by Read after Close.
-var ErrClosed = ringbuf.ErrClosed
+// ProgramStats returns the statistics of every loaded program of the fsync
+// tracer (syscall, block, journal, stacked-device and jbd2 wait programs),
+// sorted by name. Programs that were not loaded (a kernel without jbd2 or
+// XFS) are left out.
+func (t *FsyncTracer) ProgramStats() []event.ProgramStats { return programStats(t.programs()) }
 
-// Read blocks until the next event and returns it as one of
-// event.Fsync, event.KernelFsync, event.FsyncEnter, event.Block,
-// event.FlushBio or event.Journal. It returns
-// ErrClosed once Close has been called. Records are decoded by fixed
-// layout (the bpf2go structs), without reflection. ReadEvent does the
-// same without the allocation of the interface value.
-func (t *FsyncTracer) Read() (any, error) {
-	if err := t.ReadEvent(&t.ev); err != nil {
-		return nil, err
+// programs returns every loaded program by name.
+func (t *FsyncTracer) programs() map[string]*ebpf.Program {
+	progs := map[string]*ebpf.Program{
+		"sys_enter_fsync":     t.fsync.SysEnterFsync,
+		"sys_exit_fsync":      t.fsync.SysExitFsync,
+		"sys_enter_fdatasync": t.fsync.SysEnterFdatasync,
+		"sys_exit_fdatasync":  t.fsync.SysExitFdatasync,
+		"block_rq_insert":     t.block.BlockRqInsert,
+		"block_rq_issue":      t.block.BlockRqIssue,
+		"block_rq_complete":   t.block.BlockRqComplete,
+		"block_bio_queue":     t.block.BlockBioQueue,
 	}
-	return t.ev.Value(), nil
+	for _, c := range []*ebpf.Collection{t.journal, t.stacked, t.extras} {
+		if c == nil {
+			continue
+		}
+		for name, p := range c.Programs {
+			progs[name] = p
+		}
+	}
+	return progs
 }
 
-// ReadEvent is Read into ev: it blocks until the next event, decodes it
-// into the field of ev that ev.Kind then names, and returns Read's errors.
-// Strings and the Names slice are shared with other events: read only.
-func (t *FsyncTracer) ReadEvent(ev *event.Any) error {
+// Read blocks until the next event and decodes it into the field of ev
+// that ev.Kind then names: an fsync or fdatasync call (KindFsync), a
+// kernel thread's vfs_fsync (KindKernelFsync), a call's start
+// (KindFsyncEnter), a block request completion (KindBlock), a flush bio
+// (KindFlushBio) or a journal commit, log force or wait (KindJournal).
+// Records are decoded by fixed layout (the bpf2go structs), without
+// reflection or allocation once their strings have been seen; strings and
+// the Names slice are shared with other events: read only. It returns
+// ErrClosed after Close and ErrDrained once Drain has emptied the ring.
+func (t *FsyncTracer) Read(ev *event.Any) error {
 	for {
 		if err := t.ring.read(&t.rec); err != nil {
 			return err
@@ -620,10 +607,11 @@ func (d *decoder) block(b *event.Block, e *blockBlkEvent) {
 // Close detaches every probe and frees every object; it is safe to call
 // more than once and on a half-built tracer.
 func (t *FsyncTracer) Close() error {
-	if t.closed {
-		return nil
-	}
-	t.closed = true
+	t.closeOnce.Do(func() { t.closeErr = t.close() })
+	return t.closeErr
+}
+
+func (t *FsyncTracer) close() error {
 	var errs []error
 	if t.ring != nil {
 		errs = append(errs, t.ring.close())
@@ -653,14 +641,3 @@ func (t *FsyncTracer) Close() error {
 // without losing the events of calls that have already returned. (The
 // reader's SetDeadline would wait for a blocked Read to wake first.)
 func (t *FsyncTracer) Drain() error { return t.ring.drain() }
-
-// ErrDrained is returned by Read once Drain has emptied the ring buffer.
-var ErrDrained = ringbuf.ErrFlushed
-
-// MonotonicNs returns CLOCK_MONOTONIC in ns, the clock of every event
-// timestamp (bpf_ktime_get_ns).
-func MonotonicNs() uint64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return uint64(ts.Nano())
-}

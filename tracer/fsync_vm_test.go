@@ -56,10 +56,11 @@ func TestFsyncTracerOnVMKernel(t *testing.T) {
 	}()
 	var fsyncs, flushes int
 	for {
-		ev, err := tr.Read()
-		if err != nil {
+		var a event.Any
+		if err := tr.Read(&a); err != nil {
 			break
 		}
+		ev := a.Value()
 		switch e := ev.(type) {
 		case event.Fsync:
 			if e.IsBlockdev && e.Syscall == event.SysFdatasync {

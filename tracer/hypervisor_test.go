@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
@@ -103,8 +104,9 @@ func TestHypervisorTracerSyscalls(t *testing.T) {
 
 	got := map[string]int{}
 	var gotBytes int64
+	var ev event.HypervisorIO
 	for {
-		ev, err := tr.Read()
+		err := tr.Read(&ev)
 		if errors.Is(err, ErrDrained) {
 			break
 		}
@@ -116,7 +118,7 @@ func TestHypervisorTracerSyscalls(t *testing.T) {
 		}
 		key := ev.Op.String() + " " + ev.Names[0]
 		got[key]++
-		if ev.Op != HVIOSubmit {
+		if ev.Op != event.HVIOSubmit {
 			gotBytes += ev.Ret
 		} else if ev.Nr != 1 || ev.Opcode != 1 || ev.Ret != 1 {
 			t.Errorf("io_submit event: nr %d opcode %d ret %d, want 1, 1 (IOCB_CMD_PWRITE), 1", ev.Nr, ev.Opcode, ev.Ret)
@@ -237,8 +239,9 @@ func TestHypervisorTracerIOUring(t *testing.T) {
 	tr.Drain()
 
 	var enters, reqs int
+	var ev event.HypervisorIO
 	for {
-		ev, err := tr.Read()
+		err := tr.Read(&ev)
 		if errors.Is(err, ErrDrained) {
 			break
 		}
@@ -246,12 +249,12 @@ func TestHypervisorTracerIOUring(t *testing.T) {
 			t.Fatal(err)
 		}
 		switch {
-		case ev.Op == HVIOUringEnter && ev.FD == int32(ringFd):
+		case ev.Op == event.HVIOUringEnter && ev.FD == int32(ringFd):
 			enters++
 			if ev.Nr != 1 || ev.Ret != 1 {
 				t.Errorf("io_uring_enter: to_submit %d ret %d, want 1 and 1", ev.Nr, ev.Ret)
 			}
-		case ev.Op == HVIOUringReq:
+		case ev.Op == event.HVIOUringReq:
 			reqs++
 			if ev.Opcode != 3 || ev.FD != int32(f.Fd()) || len(ev.Names) == 0 || ev.Names[0] != "uring.img" || ev.Ret != int64(res) || ev.EndNs < ev.StartNs {
 				t.Errorf("io_uring request %+v; want IORING_OP_FSYNC (3) on fd %d uring.img, res %d", ev, f.Fd(), res)

@@ -39,24 +39,6 @@ func CheckPrerequisites() error {
 	return nil
 }
 
-// tracefsRoots are where the syscall tracepoints' ids are read from.
-var tracefsRoots = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
-
-// Tracefs makes sure tracefs is mounted (cilium/ebpf reads tracepoint ids
-// from it; syscall tracepoints have no BTF twin). If it had to mount it, the
-// returned undo unmounts it again; otherwise undo does nothing.
-func Tracefs() (undo func(), err error) {
-	for _, r := range tracefsRoots {
-		if _, err := os.Stat(r + "/events"); err == nil {
-			return func() {}, nil
-		}
-	}
-	if err := unix.Mount("nodev", tracefsRoots[0], "tracefs", 0, ""); err != nil {
-		return nil, fmt.Errorf("mounting tracefs at %s (mount -t tracefs nodev %s): %w", tracefsRoots[0], tracefsRoots[0], err)
-	}
-	return func() { _ = unix.Unmount(tracefsRoots[0], unix.MNT_DETACH) }, nil
-}
-
 // explainLoad turns a load error into one that says what to fix: it keeps
 // the tail of a verifier log and names missing privilege.
 func explainLoad(what string, err error) error {

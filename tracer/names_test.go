@@ -74,10 +74,11 @@ func TestFsyncNamesFollowRenames(t *testing.T) {
 func nextFsync(t *testing.T, tr *FsyncTracer) event.Fsync {
 	t.Helper()
 	for {
-		ev, err := tr.Read()
-		if err != nil {
+		var a event.Any
+		if err := tr.Read(&a); err != nil {
 			t.Fatal(err)
 		}
+		ev := a.Value()
 		if e, ok := ev.(event.Fsync); ok {
 			return e
 		}

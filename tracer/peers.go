@@ -1,24 +1,19 @@
 package tracer
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 
-	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/host"
 )
 
 // DefaultPeerPort is etcd's peer (Raft) port.
@@ -40,29 +35,27 @@ type PeersConfig struct {
 	RTTSampleInterval time.Duration
 }
 
-// Peers traces TCP connections on etcd's peer port with three tp_btf
-// programs: sock:inet_sock_set_state (opens, handshake RTT, closes),
-// tcp:tcp_probe (rate-limited srtt samples of live connections) and
-// tcp:tcp_retransmit_skb. Create it with NewPeers, read with Next or Run,
-// and Close it.
-type Peers struct {
+// PeersTracer traces TCP connections on etcd's peer port with three
+// tp_btf programs: sock:inet_sock_set_state (opens, handshake RTT,
+// closes), tcp:tcp_probe (rate-limited srtt samples of live connections)
+// and tcp:tcp_retransmit_skb. It has the shape of Tracer[event.Peer].
+type PeersTracer struct {
 	objs   peersObjects
 	links  []link.Link
-	rd     *ringbuf.Reader
-	closed sync.Once
-	err    error
+	probes []event.Probe
+	ring   *quietRing
+	rec    ringbuf.Record
+	dec    decoder
+	owners host.SocketOwnerCache
 
-	owners   map[uint64]uint32 // socket inode → tgid holding it (0: not found)
-	lastScan time.Time
+	closeOnce sync.Once
+	closeErr  error
 }
-
-// peerEventSize is sizeof(struct peer_event); decode checks it.
-const peerEventSize = int(unsafe.Sizeof(peersPeerEvent{}))
 
 // NewPeers loads and attaches the peers programs. It returns ErrNoBTF or
 // ErrNoPrivilege (wrapped) when BPF cannot work here, and a load error with
 // the verifier's last lines otherwise. On error nothing stays attached.
-func NewPeers(cfg PeersConfig) (_ *Peers, err error) {
+func NewPeers(cfg PeersConfig) (_ *PeersTracer, err error) {
 	if err := prepare(""); err != nil {
 		return nil, err
 	}
@@ -91,7 +84,7 @@ func NewPeers(cfg PeersConfig) (_ *Peers, err error) {
 		return nil, err
 	}
 
-	p := &Peers{}
+	p := &PeersTracer{}
 	defer func() {
 		if err != nil {
 			p.Close()
@@ -106,192 +99,58 @@ func NewPeers(cfg PeersConfig) (_ *Peers, err error) {
 			return nil, fmt.Errorf("adding peer %s to the filter: %w", a, err)
 		}
 	}
-	for _, prog := range []*ebpf.Program{p.objs.InetSockSetState, p.objs.TcpProbe, p.objs.TcpRetransmitSkb} {
-		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+	for _, tp := range []struct {
+		name string
+		prog *ebpf.Program
+	}{
+		{"inet_sock_set_state", p.objs.InetSockSetState},
+		{"tcp_probe", p.objs.TcpProbe},
+		{"tcp_retransmit_skb", p.objs.TcpRetransmitSkb},
+	} {
+		l, err := link.AttachTracing(link.TracingOptions{Program: tp.prog})
 		if err != nil {
-			return nil, fmt.Errorf("attaching %s: %w", prog.String(), err)
+			return nil, fmt.Errorf("attaching tp_btf/%s: %w", tp.name, err)
 		}
 		p.links = append(p.links, l)
+		p.probes = append(p.probes, event.Probe{Name: "tp_btf/" + tp.name, Attached: true})
 	}
-	p.rd, err = ringbuf.NewReader(p.objs.PeerEvents)
-	if err != nil {
-		return nil, fmt.Errorf("opening peer_events ring buffer: %w", err)
+	if p.ring, err = openQuietRing(p.objs.PeerEvents); err != nil {
+		return nil, fmt.Errorf("opening peer_events: %w", err)
 	}
 	return p, nil
 }
 
-// Next blocks until the next event and returns it. After Close it returns
-// an error wrapping ringbuf.ErrClosed (errors.Is(err, os.ErrClosed) too).
-func (p *Peers) Next() (peers.Event, error) {
-	for {
-		rec, err := p.rd.Read()
-		if err != nil {
-			if errors.Is(err, ringbuf.ErrClosed) {
-				return peers.Event{}, fmt.Errorf("peers tracer: %w", os.ErrClosed)
-			}
-			return peers.Event{}, fmt.Errorf("reading peer_events: %w", err)
-		}
-		ev, err := decodePeerEvent(rec.RawSample)
-		if err != nil {
-			return peers.Event{}, err
-		}
-		ev.Owner = ev.PID
-		if ev.PID == 0 && ev.SockIno != 0 && ev.Kind == peers.KindRTT {
-			ev.Owner = p.owner(ev.SockIno)
-			if ev.Owner != 0 && ev.Comm == "" {
-				if b, err := os.ReadFile("/proc/" + strconv.Itoa(int(ev.Owner)) + "/comm"); err == nil {
-					ev.Comm = strings.TrimSpace(string(b))
-				}
-			}
-		}
-		return ev, nil
-	}
-}
-
-// owner returns the tgid whose fd table holds socket inode ino, from a
-// scan of /proc/*/fd made at most once per second (only long-lived
-// connections' RTT samples ask, so the scan cost stays small).
-func (p *Peers) owner(ino uint64) uint32 {
-	if pid, ok := p.owners[ino]; ok {
-		return pid
-	}
-	if time.Since(p.lastScan) < time.Second {
-		return 0
-	}
-	p.lastScan = time.Now()
-	found := socketOwners()
-	if p.owners == nil {
-		p.owners = map[uint64]uint32{}
-	}
-	for k, v := range found {
-		p.owners[k] = v
-	}
-	if _, ok := p.owners[ino]; !ok {
-		p.owners[ino] = 0 // do not rescan for it
-	}
-	return p.owners[ino]
-}
-
-// Run calls fn for every event until ctx ends, then closes p. It returns
-// nil when ctx ended, or the read error.
-func (p *Peers) Run(ctx context.Context, fn func(peers.Event)) error {
-	stop := context.AfterFunc(ctx, func() { p.Close() })
-	defer stop()
-	for {
-		ev, err := p.Next()
-		if err != nil {
-			if errors.Is(err, os.ErrClosed) && ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		fn(ev)
-	}
-}
-
-// Lost returns how many events the kernel dropped because the ring buffer
-// was full (the sum of the per-CPU lost_events counter).
-func (p *Peers) Lost() (uint64, error) {
-	var perCPU []uint64
-	if err := p.objs.LostEvents.Lookup(uint32(0), &perCPU); err != nil {
-		return 0, fmt.Errorf("reading lost_events: %w", err)
-	}
-	var n uint64
-	for _, v := range perCPU {
-		n += v
-	}
-	return n, nil
-}
-
-// Close detaches the programs and frees the maps; safe to call twice.
-// Lost must be read before Close.
-func (p *Peers) Close() error {
-	p.closed.Do(func() {
-		var errs []error
-		if p.rd != nil {
-			errs = append(errs, p.rd.Close())
-		}
-		for _, l := range p.links {
-			errs = append(errs, l.Close())
-		}
-		errs = append(errs, p.objs.Close())
-		p.err = errors.Join(errs...)
-	})
-	return p.err
-}
-
-// RecordPeers traces for d (or until ctx ends) and returns the events and
-// the count of events lost in the kernel. ready, if not nil, is called
-// once the programs are attached. It is the one-call entry point for
-// tests elsewhere (the netem rig): feed the events to peers.Analyze.
-func RecordPeers(ctx context.Context, cfg PeersConfig, d time.Duration, ready func()) ([]peers.Event, uint64, error) {
-	p, err := NewPeers(cfg)
+// Read blocks until the next event and decodes it into ev (struct
+// peer_event through its bpf2go type, without reflection or allocation
+// once the comms have been seen). For an RTT sample of a socket whose
+// opener is unknown (PID 0) it fills Owner, and Comm if empty, from the
+// process holding the socket (host.SocketOwnerCache). It returns ErrClosed
+// after Close and ErrDrained once Drain has emptied the ring buffer.
+func (p *PeersTracer) Read(ev *event.Peer) error {
+	r, err := readFixed[peersPeerEvent](p.ring, &p.rec, "peer")
 	if err != nil {
-		return nil, 0, err
+		return err
 	}
-	defer p.Close()
-	if ready != nil {
-		ready()
-	}
-	p.rd.SetDeadline(time.Now().Add(d))
-	// A cancelled ctx flushes the reader: a Read waiting in the poller
-	// wakes, returns what is left, then ErrFlushed. (Moving the deadline
-	// would not wake it: SetDeadline waits for the Read's lock.)
-	stop := context.AfterFunc(ctx, func() { p.rd.Flush() })
-	defer stop()
-	var evs []peers.Event
-	for {
-		ev, err := p.Next()
-		if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ringbuf.ErrFlushed) {
-			break
+	p.dec.peer(ev, r)
+	ev.Owner = ev.PID
+	if ev.PID == 0 && ev.SockIno != 0 && ev.Kind == event.PeerRTT {
+		var comm string
+		ev.Owner, comm = p.owners.Owner(ev.SockIno)
+		if ev.Owner != 0 && ev.Comm == "" {
+			ev.Comm = comm
 		}
-		if err != nil {
-			return evs, 0, err
-		}
-		evs = append(evs, ev)
 	}
-	lost, err := p.Lost()
-	return evs, lost, err
+	return nil
 }
 
-// decodePeerEvent decodes struct peer_event (bpf/peers.h) by its fixed
-// little/big-endian layout as the host writes it, without reflection.
-func decodePeerEvent(b []byte) (peers.Event, error) {
-	if len(b) < peerEventSize {
-		return peers.Event{}, fmt.Errorf("peer_event record of %d bytes, want %d", len(b), peerEventSize)
-	}
-	ne := binary.NativeEndian
-	var r peersPeerEvent
-	r.TsNs = ne.Uint64(b[0:])
-	r.Sk = ne.Uint64(b[8:])
-	r.DurationNs = ne.Uint64(b[16:])
-	r.BytesAcked = ne.Uint64(b[24:])
-	r.BytesReceived = ne.Uint64(b[32:])
-	r.Pid = ne.Uint32(b[40:])
-	r.SrttUs = ne.Uint32(b[44:])
-	r.MdevUs = ne.Uint32(b[48:])
-	r.MinRttUs = ne.Uint32(b[52:])
-	r.TotalRetrans = ne.Uint32(b[56:])
-	r.Netns = ne.Uint32(b[60:])
-	r.Sport = ne.Uint16(b[64:])
-	r.Dport = ne.Uint16(b[66:])
-	r.Family = ne.Uint16(b[68:])
-	r.Kind, r.Flags, r.Oldstate, r.Newstate = b[70], b[71], b[72], b[73]
-	var saddr, daddr [16]byte
-	copy(saddr[:], b[76:92])
-	copy(daddr[:], b[92:108])
-	r.SockIno = ne.Uint64(b[128:])
-	comm := b[108:124]
-	if i := bytes.IndexByte(comm, 0); i >= 0 {
-		comm = comm[:i]
-	}
-
-	ev := peers.Event{
-		Kind:          peers.Kind(r.Kind),
+// peer decodes struct peer_event (bpf/peers.h).
+func (d *decoder) peer(ev *event.Peer, r *peersPeerEvent) {
+	*ev = event.Peer{
+		Kind:          event.PeerKind(r.Kind),
 		TimeNs:        r.TsNs,
 		Socket:        r.Sk,
 		PID:           r.Pid,
-		Comm:          string(comm),
+		Comm:          d.intern(cbytes(r.Comm[:])),
 		Netns:         r.Netns,
 		DurationNs:    r.DurationNs,
 		SRTTus:        r.SrttUs,
@@ -303,25 +162,115 @@ func decodePeerEvent(b []byte) (peers.Event, error) {
 		OldState:      r.Oldstate,
 		NewState:      r.Newstate,
 		SockIno:       r.SockIno,
+		Local:         netip.AddrPortFrom(addrOf(r.Family, r.Saddr), r.Sport),
+		Remote:        netip.AddrPortFrom(addrOf(r.Family, r.Daddr), r.Dport),
 	}
 	switch {
-	case r.Flags&1 != 0:
-		ev.Direction = peers.Active
-	case r.Flags&2 != 0:
-		ev.Direction = peers.Passive
+	case r.Flags&peerFlagActive != 0:
+		ev.Direction = event.PeerActive
+	case r.Flags&peerFlagPassive != 0:
+		ev.Direction = event.PeerPassive
 	default:
-		ev.Direction = peers.Preexisting
+		ev.Direction = event.PeerPreexisting
 	}
-	ev.Local = netip.AddrPortFrom(addrOf(r.Family, saddr), r.Sport)
-	ev.Remote = netip.AddrPortFrom(addrOf(r.Family, daddr), r.Dport)
-	return ev, nil
 }
 
 // addrOf returns the address in a[:4] for AF_INET, a for AF_INET6 (an
 // IPv4-mapped IPv6 address is unmapped, so one peer has one key).
-func addrOf(family uint16, a [16]byte) netip.Addr {
-	if family == 2 {
+func addrOf(family uint16, a [16]uint8) netip.Addr {
+	if family == afInet {
 		return netip.AddrFrom4([4]byte(a[:4]))
 	}
 	return netip.AddrFrom16(a).Unmap()
+}
+
+// peer_event.flags (PEER_F_* of bpf/peers.h).
+const (
+	peerFlagActive  = 1
+	peerFlagPassive = 2
+)
+
+// afInet is AF_INET, the family of an IPv4 peer_event.
+const afInet = 2
+
+// Probes lists the three tp_btf programs (all attached once NewPeers has
+// returned).
+func (p *PeersTracer) Probes() []event.Probe { return p.probes }
+
+// Lost returns how many events the kernel dropped because the ring buffer
+// was full (the sum of the per-CPU lost_events counter).
+func (p *PeersTracer) Lost() (uint64, error) {
+	return sumPerCPU(p.objs.LostEvents, "lost_events")
+}
+
+// ProgramStats returns the statistics of the peers tracer's programs
+// (inet_sock_set_state, tcp_probe, tcp_retransmit_skb), sorted by name.
+func (p *PeersTracer) ProgramStats() []event.ProgramStats {
+	return programStats(map[string]*ebpf.Program{
+		"inet_sock_set_state": p.objs.InetSockSetState,
+		"tcp_probe":           p.objs.TcpProbe,
+		"tcp_retransmit_skb":  p.objs.TcpRetransmitSkb,
+	})
+}
+
+// Missed returns how many times the kernel skipped one of the peers
+// programs because another BPF program was running on that CPU
+// (bpf_prog_info.recursion_misses summed; each is an event lost).
+func (p *PeersTracer) Missed() uint64 {
+	return missed(p.objs.InetSockSetState, p.objs.TcpProbe, p.objs.TcpRetransmitSkb)
+}
+
+// Drain makes a Read in progress, and the ones after it, return every
+// record already in the ring buffer and then ErrDrained.
+func (p *PeersTracer) Drain() error { return p.ring.drain() }
+
+// Close detaches the programs and frees the maps; it is safe to call more
+// than once and on a half-built tracer. Lost must be read before Close.
+func (p *PeersTracer) Close() error {
+	p.closeOnce.Do(func() {
+		var errs []error
+		if p.ring != nil {
+			errs = append(errs, p.ring.close())
+		}
+		for _, l := range p.links {
+			errs = append(errs, l.Close())
+		}
+		errs = append(errs, p.objs.Close())
+		p.closeErr = errors.Join(errs...)
+	})
+	return p.closeErr
+}
+
+// RecordPeers traces for d (or until ctx ends) and returns the events and
+// the count of events lost in the kernel. ready, if not nil, is called
+// once the programs are attached. It is the one-call entry point for
+// tests elsewhere (the netem rig): feed the events to peers.Analyze.
+func RecordPeers(ctx context.Context, cfg PeersConfig, d time.Duration, ready func()) ([]event.Peer, uint64, error) {
+	p, err := NewPeers(cfg)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer p.Close()
+	if ready != nil {
+		ready()
+	}
+	// At d, or when ctx ends, Read returns what is left, then ErrDrained.
+	timer := time.AfterFunc(d, func() { p.Drain() })
+	defer timer.Stop()
+	stop := context.AfterFunc(ctx, func() { p.Drain() })
+	defer stop()
+	var evs []event.Peer
+	var ev event.Peer
+	for {
+		err := p.Read(&ev)
+		if errors.Is(err, ErrDrained) {
+			break
+		}
+		if err != nil {
+			return evs, 0, err
+		}
+		evs = append(evs, ev)
+	}
+	lost, err := p.Lost()
+	return evs, lost, err
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
@@ -44,7 +44,7 @@ func TestPeersLoopback(t *testing.T) {
 			const conns = 5
 			ready := make(chan struct{})
 			done := make(chan struct{})
-			var evs []peers.Event
+			var evs []event.Peer
 			var lost uint64
 			var recErr error
 			go func() {
@@ -79,7 +79,7 @@ func TestPeersLoopback(t *testing.T) {
 					t.Errorf("%v event with a zero port: %v -> %v", e.Kind, e.Local, e.Remote)
 				}
 				count[key]++
-				if e.Kind == peers.KindOpen && e.Direction == peers.Active {
+				if e.Kind == event.PeerOpen && e.Direction == event.PeerActive {
 					if e.PID != uint32(os.Getpid()) {
 						t.Errorf("active open pid %d, want %d", e.PID, os.Getpid())
 					}
@@ -93,7 +93,7 @@ func TestPeersLoopback(t *testing.T) {
 						t.Errorf("remote %v, want %v", e.Remote.Addr(), want)
 					}
 				}
-				if e.Kind == peers.KindOpen && e.Direction == peers.Passive {
+				if e.Kind == event.PeerOpen && e.Direction == event.PeerPassive {
 					if e.SRTTus == 0 {
 						t.Errorf("passive open without the kernel's SYN-ACK RTT: %+v", e)
 					}
@@ -102,7 +102,7 @@ func TestPeersLoopback(t *testing.T) {
 					}
 				}
 				// bytes_acked counts the SYN and FIN sequence numbers too.
-				if e.Kind == peers.KindClose && e.Direction == peers.Active && e.BytesAcked != 1002 {
+				if e.Kind == event.PeerClose && e.Direction == event.PeerActive && e.BytesAcked != 1002 {
 					t.Errorf("active close bytes_acked %d, want 1002 (1000 + SYN + FIN)", e.BytesAcked)
 				}
 			}
@@ -113,24 +113,6 @@ func TestPeersLoopback(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestPeersCloseTwice checks Close is idempotent.
-func TestPeersCloseTwice(t *testing.T) {
-	testenv.RequireRoot(t)
-	p, err := NewPeers(PeersConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
-	}
-	if _, err := p.Next(); err == nil {
-		t.Fatal("Next after Close returned no error")
 	}
 }
 
@@ -163,7 +145,7 @@ func TestPeersPeerFilter(t *testing.T) {
 	cfg := PeersConfig{Port: uint16(port), Peers: []netip.Addr{netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("::1")}}
 	ready := make(chan struct{})
 	done := make(chan struct{})
-	var evs []peers.Event
+	var evs []event.Peer
 	var recErr error
 	go func() {
 		defer close(done)
@@ -183,7 +165,7 @@ func TestPeersPeerFilter(t *testing.T) {
 	}
 	opens := map[string]int{}
 	for _, e := range evs {
-		if e.Kind == peers.KindOpen {
+		if e.Kind == event.PeerOpen {
 			opens[string(e.Direction)+" "+e.Remote.Addr().String()]++
 		}
 	}

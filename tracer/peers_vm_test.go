@@ -25,6 +25,8 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
@@ -76,7 +78,7 @@ func TestPeersVethNetns(t *testing.T) {
 	} {
 		ipCmd(t, append([]string{"-n"}, c...)...)
 	}
-	inoA, err := NetnsInode("/run/netns/" + a)
+	inoA, err := host.NetnsInode("/run/netns/" + a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +106,7 @@ func TestPeersVethNetns(t *testing.T) {
 
 	ready := make(chan struct{})
 	done := make(chan struct{})
-	var evs []peers.Event
+	var evs []event.Peer
 	var lost uint64
 	var recErr error
 	go func() {
@@ -141,7 +143,7 @@ func TestPeersVethNetns(t *testing.T) {
 	rep := peers.Analyze(evs, peers.Options{})
 	opened := map[netip.Addr]int{}
 	for _, l := range rep.Links {
-		if l.Link.Direction != peers.Active {
+		if l.Link.Direction != event.PeerActive {
 			t.Errorf("unexpected link %v (namespace filter?)", l.Link)
 			continue
 		}
@@ -226,7 +228,7 @@ func TestPeersRetransmits(t *testing.T) {
 		}
 		t.Fatalf("tc netem: %v\n%s", err, out)
 	}
-	inoA, err := NetnsInode("/run/netns/" + a)
+	inoA, err := host.NetnsInode("/run/netns/" + a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +250,7 @@ func TestPeersRetransmits(t *testing.T) {
 
 	ready := make(chan struct{})
 	done := make(chan struct{})
-	var evs []peers.Event
+	var evs []event.Peer
 	var lost uint64
 	var recErr error
 	before := snmpTcp(t, a, "RetransSegs")
@@ -282,7 +284,7 @@ func TestPeersRetransmits(t *testing.T) {
 	}
 	var retrans int
 	for _, e := range evs {
-		if e.Kind == peers.KindRetransmit {
+		if e.Kind == event.PeerRetransmit {
 			retrans++
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -59,6 +60,26 @@ func (q *quietRing) read(rec *ringbuf.Record) error {
 		} else { // no netpoller for this fd: the reader waits
 			q.rd.SetDeadline(time.Now().Add(pollInterval))
 		}
+	}
+}
+
+// readFixed reads the next non-empty record, which must hold a T (a
+// bpf2go struct), and returns it in place: valid until the next read.
+// what names the record in the error of a short one.
+func readFixed[T any](q *quietRing, rec *ringbuf.Record, what string) (*T, error) {
+	for {
+		if err := q.read(rec); err != nil {
+			return nil, err
+		}
+		raw := rec.RawSample
+		if len(raw) == 0 {
+			continue
+		}
+		var zero T
+		if len(raw) < int(unsafe.Sizeof(zero)) {
+			return nil, errShort(what, len(raw))
+		}
+		return (*T)(unsafe.Pointer(&raw[0])), nil
 	}
 }
 

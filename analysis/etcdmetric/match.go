@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/event"
 )
 
 // Member is one etcd member as its member list reports it.
@@ -57,7 +58,7 @@ func CompareScrapes(start, end Scrape, w Window, links []peers.LinkStats, fromPI
 	}
 	var own []peers.LinkStats
 	for _, l := range links {
-		if l.Link.Direction == peers.Active && (fromPID == 0 || l.Link.FromPID == fromPID) {
+		if l.Link.Direction == event.PeerActive && (fromPID == 0 || l.Link.FromPID == fromPID) {
 			own = append(own, l)
 		}
 	}

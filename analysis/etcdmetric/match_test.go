@@ -8,12 +8,13 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/analysis/stats"
+	"github.com/etcdscope/etcdscope/event"
 )
 
 func link(to string, handshake time.Duration) peers.LinkStats {
 	a := netip.MustParseAddr(to)
 	return peers.LinkStats{
-		Link:         peers.Link{Direction: peers.Active, FromPID: 42, From: netip.MustParseAddr("10.0.0.1"), To: a, Peer: a},
+		Link:         peers.Link{Direction: event.PeerActive, FromPID: 42, From: netip.MustParseAddr("10.0.0.1"), To: a, Peer: a},
 		HandshakeRTT: stats.Summary{Count: 10, P50: int64(handshake)},
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/event"
 )
 
 // MetricRecordType is the "type" of the record `etcdscope peers --record
@@ -41,8 +42,8 @@ func WriteMetricRecord(w io.Writer, cs []PeerComparison) error {
 // record when it has one (nil otherwise). A line with another "type", or
 // an event line without a kind, fails with its line number: it is some
 // other recording (an fsync one, say).
-func ReadRecording(r io.Reader) ([]peers.Event, *MetricRecord, error) {
-	var evs []peers.Event
+func ReadRecording(r io.Reader) ([]event.Peer, *MetricRecord, error) {
+	var evs []event.Peer
 	var rec *MetricRecord
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
@@ -59,7 +60,7 @@ func ReadRecording(r io.Reader) ([]peers.Event, *MetricRecord, error) {
 		}
 		switch typed.Type {
 		case "":
-			var e peers.Event
+			var e event.Peer
 			if err := json.Unmarshal(line, &e); err != nil {
 				return nil, nil, fmt.Errorf("line %d: %w", n, err)
 			}

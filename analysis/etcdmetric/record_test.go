@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/event"
 )
 
 // TestRecordingRoundTrip: events and the metric record written as etcdscope
@@ -15,8 +16,8 @@ import (
 func TestRecordingRoundTrip(t *testing.T) {
 	var b bytes.Buffer
 	remote := netip.MustParseAddrPort("10.0.0.2:2380")
-	evs := []peers.Event{{Kind: peers.KindOpen, Direction: peers.Active, Remote: remote, DurationNs: 25_000_000},
-		{Kind: peers.KindRTT, Remote: remote, SRTTus: 25_100}}
+	evs := []event.Peer{{Kind: event.PeerOpen, Direction: event.PeerActive, Remote: remote, DurationNs: 25_000_000},
+		{Kind: event.PeerRTT, Remote: remote, SRTTus: 25_100}}
 	for _, e := range evs {
 		if err := peers.WriteEvent(&b, e); err != nil {
 			t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/etcdscope/etcdscope/event"
 )
 
 // Schema names the JSON Lines format of recorded peer events: one Event
@@ -12,22 +14,8 @@ import (
 // reads it back so a report can be recomputed without root.
 const Schema = "peers/v1"
 
-// MarshalText writes the kind's name ("open", "close", ...).
-func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
-
-// UnmarshalText reads a kind's name.
-func (k *Kind) UnmarshalText(b []byte) error {
-	for c := KindOpen; c <= KindRetransmit; c++ {
-		if c.String() == string(b) {
-			*k = c
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown peer event kind %q", b)
-}
-
 // WriteEvent writes e as one JSON line.
-func WriteEvent(w io.Writer, e Event) error {
+func WriteEvent(w io.Writer, e event.Peer) error {
 	b, err := json.Marshal(e)
 	if err != nil {
 		return err
@@ -38,8 +26,8 @@ func WriteEvent(w io.Writer, e Event) error {
 
 // ReadEvents reads JSON Lines written by WriteEvent; blank lines are
 // skipped, and a malformed line fails with its line number.
-func ReadEvents(r io.Reader) ([]Event, error) {
-	var evs []Event
+func ReadEvents(r io.Reader) ([]event.Peer, error) {
+	var evs []event.Peer
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -47,7 +35,7 @@ func ReadEvents(r io.Reader) ([]Event, error) {
 		if len(line) == 0 {
 			continue
 		}
-		var e Event
+		var e event.Peer
 		if err := json.Unmarshal(line, &e); err != nil {
 			return evs, fmt.Errorf("line %d: %w", n, err)
 		}

@@ -5,11 +5,13 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/etcdscope/etcdscope/event"
 )
 
 func TestEventsRoundTrip(t *testing.T) {
-	in := probeConn(5, 0, Active, v6me, v6peer, 40_000, ms, 30)
-	in = append(in, Event{Kind: KindRetransmit, TimeNs: 9, Socket: 5, Direction: Preexisting, Local: hostA, Remote: hostB, TotalRetrans: 3})
+	in := probeConn(5, 0, event.PeerActive, v6me, v6peer, 40_000, ms, 30)
+	in = append(in, event.Peer{Kind: event.PeerRetransmit, TimeNs: 9, Socket: 5, Direction: event.PeerPreexisting, Local: hostA, Remote: hostB, TotalRetrans: 3})
 	var buf bytes.Buffer
 	for _, e := range in {
 		if err := WriteEvent(&buf, e); err != nil {

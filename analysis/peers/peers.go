@@ -1,3 +1,8 @@
+// Package peers turns the TCP events of etcd's peer port (2380) into
+// per-peer statistics: handshake RTT, smoothed and minimum RTT weighted per
+// connection, connection churn, lifetimes and retransmits. It is pure Go
+// over event.Peer values (from tracer.PeersTracer or from recorded JSON Lines),
+// so it needs no root and is tested on synthetic streams.
 package peers
 
 import (
@@ -7,6 +12,7 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/stats"
+	"github.com/etcdscope/etcdscope/event"
 )
 
 // Options tune Analyze.
@@ -24,7 +30,7 @@ type Options struct {
 // Conn is one TCP connection assembled from its events.
 type Conn struct {
 	Socket    uint64
-	Direction Direction
+	Direction event.PeerDirection
 	PID       uint32 // connect() caller for active opens; for a passive open, the peer's opener when its other end was traced here too (loopback)
 	Comm      string
 	Owner     uint32 // tgid holding this end's socket, when known (Event.Owner)
@@ -56,11 +62,11 @@ type Conn struct {
 // address and FromPID the process that connected; for passive ones From is
 // the remote address (and FromPID the opener's pid when it runs here).
 type Link struct {
-	Direction Direction  `json:"direction"`
-	FromPID   uint32     `json:"from_pid,omitempty"`
-	FromComm  string     `json:"from_comm,omitempty"`
-	From      netip.Addr `json:"from"`
-	To        netip.Addr `json:"to"`
+	Direction event.PeerDirection `json:"direction"`
+	FromPID   uint32              `json:"from_pid,omitempty"`
+	FromComm  string              `json:"from_comm,omitempty"`
+	From      netip.Addr          `json:"from"`
+	To        netip.Addr          `json:"to"`
 	// ToPID: for links this host accepted, the process holding the
 	// accepting end, when known.
 	ToPID uint32 `json:"to_pid,omitempty"`
@@ -138,7 +144,7 @@ type Report struct {
 
 // Analyze assembles connections from events (in time order) and
 // summarises them per Link, sorted by link.
-func Analyze(events []Event, opt Options) Report {
+func Analyze(events []event.Peer, opt Options) Report {
 	if opt.PerRequestMax == 0 {
 		opt.PerRequestMax = 2 * time.Second
 	}
@@ -246,13 +252,13 @@ func linkLess(a, b Link) bool {
 
 func linkOf(c *Conn) Link {
 	switch c.Direction {
-	case Active:
-		return Link{Direction: Active, FromPID: c.PID, FromComm: c.Comm, From: c.Local.Addr(), To: c.Remote.Addr(), Peer: c.Remote.Addr()}
+	case event.PeerActive:
+		return Link{Direction: event.PeerActive, FromPID: c.PID, FromComm: c.Comm, From: c.Local.Addr(), To: c.Remote.Addr(), Peer: c.Remote.Addr()}
 	default:
 		// Passive or preexisting: for a preexisting connection we do not
 		// know who opened it; the side on the well-known port accepted it.
 		if c.isClient() {
-			return Link{Direction: Preexisting, FromPID: c.Owner, FromComm: c.Comm, From: c.Local.Addr(), To: c.Remote.Addr(), Peer: c.Remote.Addr()}
+			return Link{Direction: event.PeerPreexisting, FromPID: c.Owner, FromComm: c.Comm, From: c.Local.Addr(), To: c.Remote.Addr(), Peer: c.Remote.Addr()}
 		}
 		return Link{Direction: c.Direction, FromPID: c.PID, FromComm: c.Comm, From: c.Remote.Addr(), To: c.Local.Addr(), ToPID: c.Owner, Peer: c.Remote.Addr()}
 	}
@@ -264,10 +270,10 @@ func (c *Conn) localIsClient() bool { return c.Local.Port() > c.Remote.Port() }
 
 // assemble folds events into connections keyed by socket; an open after a
 // close of the same socket address starts a new connection.
-func assemble(events []Event) []Conn {
+func assemble(events []event.Peer) []Conn {
 	var conns []Conn
 	live := map[uint64]int{}
-	get := func(e Event) *Conn {
+	get := func(e event.Peer) *Conn {
 		if i, ok := live[e.Socket]; ok {
 			return &conns[i]
 		}
@@ -276,13 +282,13 @@ func assemble(events []Event) []Conn {
 		return &conns[len(conns)-1]
 	}
 	for _, e := range events {
-		if e.Kind == KindOpen {
+		if e.Kind == event.PeerOpen {
 			if i, ok := live[e.Socket]; ok && conns[i].OpenNs != 0 {
 				delete(live, e.Socket) // address reused without a CLOSE seen
 			}
 		}
 		c := get(e)
-		if e.Direction != Preexisting {
+		if e.Direction != event.PeerPreexisting {
 			c.Direction = e.Direction
 		}
 		if e.PID != 0 {
@@ -314,21 +320,21 @@ func assemble(events []Event) []Conn {
 			c.BytesReceived = e.BytesReceived
 		}
 		switch e.Kind {
-		case KindOpen:
+		case event.PeerOpen:
 			c.OpenNs = e.TimeNs
-			if e.Direction == Active {
+			if e.Direction == event.PeerActive {
 				c.HandshakeNs = e.DurationNs
 			} else {
 				c.HandshakeNs = uint64(e.SRTTus) * 1000
 			}
-		case KindCloseStart:
+		case event.PeerCloseStart:
 			c.CloseStartNs = e.TimeNs
 			c.InUseNs = e.DurationNs
-		case KindClose:
+		case event.PeerClose:
 			c.CloseNs = e.TimeNs
 			c.LifetimeNs = e.DurationNs
 			delete(live, e.Socket)
-		case KindRetransmit:
+		case event.PeerRetransmit:
 			c.Retransmits++
 		}
 	}
@@ -368,9 +374,9 @@ func foldMirrors(conns []Conn) {
 // guessed for preexisting connections (the ephemeral port is the larger).
 func (c *Conn) isClient() bool {
 	switch c.Direction {
-	case Active:
+	case event.PeerActive:
 		return true
-	case Passive:
+	case event.PeerPassive:
 		return false
 	}
 	return c.localIsClient()

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/etcdscope/etcdscope/event"
 )
 
 var (
@@ -19,18 +21,18 @@ const ms = uint64(time.Millisecond)
 
 // probeConn is the events of one per-request connection as an etcd
 // prober makes it: open, an RTT sample, FIN after inUse, CLOSE.
-func probeConn(sk, t0 uint64, dir Direction, local, remote netip.AddrPort, handshake, inUse uint64, srtt uint32) []Event {
+func probeConn(sk, t0 uint64, dir event.PeerDirection, local, remote netip.AddrPort, handshake, inUse uint64, srtt uint32) []event.Peer {
 	t0 += uint64(time.Second) // CLOCK_MONOTONIC is never 0; 0 means "not seen"
-	open := Event{Kind: KindOpen, TimeNs: t0, Socket: sk, Direction: dir, PID: 7, Comm: "etcd", Local: local, Remote: remote, SRTTus: srtt, MinRTTus: srtt}
-	if dir == Active {
+	open := event.Peer{Kind: event.PeerOpen, TimeNs: t0, Socket: sk, Direction: dir, PID: 7, Comm: "etcd", Local: local, Remote: remote, SRTTus: srtt, MinRTTus: srtt}
+	if dir == event.PeerActive {
 		open.DurationNs = handshake
 	} else {
 		open.PID, open.Comm = 0, ""
 	}
-	ev := []Event{open}
-	ev = append(ev, Event{Kind: KindRTT, TimeNs: t0 + 1000, Socket: sk, Direction: dir, Local: local, Remote: remote, SRTTus: srtt, MinRTTus: srtt})
-	ev = append(ev, Event{Kind: KindCloseStart, TimeNs: t0 + inUse, Socket: sk, Direction: dir, Local: local, Remote: remote, DurationNs: inUse, SRTTus: srtt, MinRTTus: srtt})
-	ev = append(ev, Event{Kind: KindClose, TimeNs: t0 + inUse + 100_000, Socket: sk, Direction: dir, Local: local, Remote: remote, DurationNs: inUse + 50_000, SRTTus: srtt, MinRTTus: srtt, BytesAcked: 900})
+	ev := []event.Peer{open}
+	ev = append(ev, event.Peer{Kind: event.PeerRTT, TimeNs: t0 + 1000, Socket: sk, Direction: dir, Local: local, Remote: remote, SRTTus: srtt, MinRTTus: srtt})
+	ev = append(ev, event.Peer{Kind: event.PeerCloseStart, TimeNs: t0 + inUse, Socket: sk, Direction: dir, Local: local, Remote: remote, DurationNs: inUse, SRTTus: srtt, MinRTTus: srtt})
+	ev = append(ev, event.Peer{Kind: event.PeerClose, TimeNs: t0 + inUse + 100_000, Socket: sk, Direction: dir, Local: local, Remote: remote, DurationNs: inUse + 50_000, SRTTus: srtt, MinRTTus: srtt, BytesAcked: 900})
 	return ev
 }
 
@@ -46,65 +48,65 @@ func TestAnalyze(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		events func() []Event
+		events func() []event.Peer
 		window time.Duration
 		want   []want
 	}{{
 		name: "per-request probes over IPv4, one every 4 s",
-		events: func() []Event {
-			var ev []Event
+		events: func() []event.Peer {
+			var ev []event.Peer
 			for i := uint64(0); i < 15; i++ {
-				ev = append(ev, probeConn(100+i, i*4000*ms, Active, hostA, hostB, 50_000+i*1000, 3*ms, 40)...)
+				ev = append(ev, probeConn(100+i, i*4000*ms, event.PeerActive, hostA, hostB, 50_000+i*1000, 3*ms, 40)...)
 			}
 			return ev
 		},
 		window: time.Minute,
 		want: []want{{
-			link:   Link{Direction: Active, FromPID: 7, FromComm: "etcd", From: hostA.Addr(), To: hostB.Addr(), Peer: hostB.Addr()},
+			link:   Link{Direction: event.PeerActive, FromPID: 7, FromComm: "etcd", From: hostA.Addr(), To: hostB.Addr(), Peer: hostB.Addr()},
 			opened: 15, closed: 15, perMinute: 15, hsCount: 15, hsP50: 57_000, perReqP50: int64(3 * ms),
 		}},
 	}, {
 		name: "loopback: the accepting end is folded into the opener's link",
-		events: func() []Event {
-			var ev []Event
+		events: func() []event.Peer {
+			var ev []event.Peer
 			for i := uint64(0); i < 4; i++ {
 				local := netip.AddrPortFrom(loop1.Addr(), loop1.Port()+uint16(i))
-				a := probeConn(200+i, i*4000*ms, Active, local, loop2, 30_000, 2*ms, 25)
-				p := probeConn(300+i, i*4000*ms+10_000, Passive, loop2, local, 0, 2*ms, 20)
+				a := probeConn(200+i, i*4000*ms, event.PeerActive, local, loop2, 30_000, 2*ms, 25)
+				p := probeConn(300+i, i*4000*ms+10_000, event.PeerPassive, loop2, local, 0, 2*ms, 20)
 				ev = append(ev, a[0], p[0], a[1], p[1], a[2], p[2], a[3], p[3])
 			}
 			return ev
 		},
 		window: 16 * time.Second,
 		want: []want{{
-			link:   Link{Direction: Active, FromPID: 7, FromComm: "etcd", From: loop1.Addr(), To: loop2.Addr(), Peer: loop2.Addr()},
+			link:   Link{Direction: event.PeerActive, FromPID: 7, FromComm: "etcd", From: loop1.Addr(), To: loop2.Addr(), Peer: loop2.Addr()},
 			opened: 4, closed: 4, perMinute: 15, hsCount: 4, hsP50: 30_000, perReqP50: int64(2 * ms), synackCount: 4,
 		}},
 	}, {
 		name: "kept-alive connections count once each, however many samples",
-		events: func() []Event {
-			var ev []Event
+		events: func() []event.Peer {
+			var ev []event.Peer
 			// A busy stream: 100 samples at 1 ms; an idle one: 1 sample at 50 ms.
 			for i := uint64(0); i < 100; i++ {
-				ev = append(ev, Event{Kind: KindRTT, TimeNs: i * ms, Socket: 1, Direction: Preexisting, Local: v6me, Remote: v6peer, SRTTus: 1000, MinRTTus: 900})
+				ev = append(ev, event.Peer{Kind: event.PeerRTT, TimeNs: i * ms, Socket: 1, Direction: event.PeerPreexisting, Local: v6me, Remote: v6peer, SRTTus: 1000, MinRTTus: 900})
 			}
-			ev = append(ev, Event{Kind: KindRTT, TimeNs: 100 * ms, Socket: 2, Direction: Preexisting, Local: netip.AddrPortFrom(v6me.Addr(), 41001), Remote: v6peer, SRTTus: 50_000, MinRTTus: 48_000})
-			ev = append(ev, Event{Kind: KindRetransmit, TimeNs: 101 * ms, Socket: 2, Direction: Preexisting, Local: netip.AddrPortFrom(v6me.Addr(), 41001), Remote: v6peer, SRTTus: 50_000, TotalRetrans: 1})
+			ev = append(ev, event.Peer{Kind: event.PeerRTT, TimeNs: 100 * ms, Socket: 2, Direction: event.PeerPreexisting, Local: netip.AddrPortFrom(v6me.Addr(), 41001), Remote: v6peer, SRTTus: 50_000, MinRTTus: 48_000})
+			ev = append(ev, event.Peer{Kind: event.PeerRetransmit, TimeNs: 101 * ms, Socket: 2, Direction: event.PeerPreexisting, Local: netip.AddrPortFrom(v6me.Addr(), 41001), Remote: v6peer, SRTTus: 50_000, TotalRetrans: 1})
 			return ev
 		},
 		want: []want{{
-			link: Link{Direction: Preexisting, From: v6me.Addr(), To: v6peer.Addr(), Peer: v6peer.Addr()},
+			link: Link{Direction: event.PeerPreexisting, From: v6me.Addr(), To: v6peer.Addr(), Peer: v6peer.Addr()},
 			kept: 2, srttCount: 2, srttP50: 1_000_000, srttMax: 50_000_000, retrans: 1,
 		}},
 	}, {
 		name: "a socket address reused after CLOSE is a new connection",
-		events: func() []Event {
-			ev := probeConn(9, 0, Active, hostA, hostB, 40_000, ms, 30)
-			return append(ev, probeConn(9, 10*ms, Active, hostA, hostB, 60_000, ms, 30)...)
+		events: func() []event.Peer {
+			ev := probeConn(9, 0, event.PeerActive, hostA, hostB, 40_000, ms, 30)
+			return append(ev, probeConn(9, 10*ms, event.PeerActive, hostA, hostB, 60_000, ms, 30)...)
 		},
 		window: time.Minute,
 		want: []want{{
-			link:   Link{Direction: Active, FromPID: 7, FromComm: "etcd", From: hostA.Addr(), To: hostB.Addr(), Peer: hostB.Addr()},
+			link:   Link{Direction: event.PeerActive, FromPID: 7, FromComm: "etcd", From: hostA.Addr(), To: hostB.Addr(), Peer: hostB.Addr()},
 			opened: 2, closed: 2, perMinute: 2, hsCount: 2, hsP50: 40_000, perReqP50: int64(ms),
 		}},
 	}}
@@ -150,11 +152,11 @@ func TestAnalyze(t *testing.T) {
 func TestOwnerAttribution(t *testing.T) {
 	client := netip.MustParseAddrPort("127.0.0.1:45000")
 	server := netip.MustParseAddrPort("127.0.0.2:2380")
-	evs := []Event{
-		{Kind: KindRTT, TimeNs: 1e9, Socket: 1, Direction: Preexisting, Owner: 100, Comm: "etcd", Local: client, Remote: server, SRTTus: 90, MinRTTus: 10},
-		{Kind: KindRTT, TimeNs: 1e9 + 10, Socket: 2, Direction: Preexisting, Owner: 200, Comm: "etcd", Local: server, Remote: client, SRTTus: 70, MinRTTus: 12},
+	evs := []event.Peer{
+		{Kind: event.PeerRTT, TimeNs: 1e9, Socket: 1, Direction: event.PeerPreexisting, Owner: 100, Comm: "etcd", Local: client, Remote: server, SRTTus: 90, MinRTTus: 10},
+		{Kind: event.PeerRTT, TimeNs: 1e9 + 10, Socket: 2, Direction: event.PeerPreexisting, Owner: 200, Comm: "etcd", Local: server, Remote: client, SRTTus: 70, MinRTTus: 12},
 		// accepted from a remote host, owner known: To side named
-		{Kind: KindRTT, TimeNs: 1e9 + 20, Socket: 3, Direction: Preexisting, Owner: 200, Comm: "etcd", Local: server, Remote: netip.MustParseAddrPort("10.0.0.9:51000"), SRTTus: 900},
+		{Kind: event.PeerRTT, TimeNs: 1e9 + 20, Socket: 3, Direction: event.PeerPreexisting, Owner: 200, Comm: "etcd", Local: server, Remote: netip.MustParseAddrPort("10.0.0.9:51000"), SRTTus: 900},
 	}
 	rep := Analyze(evs, Options{Window: time.Second})
 	if len(rep.Links) != 2 {

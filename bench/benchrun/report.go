@@ -226,7 +226,7 @@ func (r *results) markdown() string {
 	}
 	if r.PipelineProfile != "" {
 		w("\nThe userspace pipeline of `etcdscope fsync --output json` (bench/pipeline_test.go: the event loop as cmd runs\n")
-		w("it: tracer.FsyncTracer.ReadEvent → analysis.Attributor → path → AppendJSON, report and interval builders) in one\n")
+		w("it: tracer.FsyncTracer.Read → analysis.Attributor → path → AppendJSON, report and interval builders) in one\n")
 		w("process, tracing fsyncgen at 10k fsync/s for 4 s, `go test -tags bench -cpuprofile`, `pprof -top -cum`:\n\n")
 		w("```\n%s\n\n%s\n```\n", r.PipelineLine, r.PipelineProfile)
 	}

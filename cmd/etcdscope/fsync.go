@@ -21,6 +21,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/stats"
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/tracer"
 	"github.com/etcdscope/etcdscope/workload"
 )
@@ -148,11 +149,11 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 		cfg.CgroupID = st.Ino
 	}
 	if f.dev != "" {
-		d, err := tracer.DiskByName(f.dev)
+		d, err := host.DiskByName(f.dev)
 		if err != nil {
 			return cfg, usagef("--dev: %v", err)
 		}
-		info := tracer.NewDeviceResolver().Resolve(d)
+		info := host.NewDeviceResolver().Resolve(d)
 		if len(info.Disks) == 0 {
 			return cfg, usagef("--dev %s: no disk found under it", f.dev)
 		}
@@ -291,7 +292,7 @@ wait:
 	// Drain: events of calls that ended before now are already in the ring
 	// buffer; read them, and stop at the first call that began later.
 	stopMu.Lock()
-	stopNs = tracer.MonotonicNs()
+	stopNs = host.MonotonicNs()
 	stopMu.Unlock()
 	if err := tr.Drain(); err != nil {
 		return fmt.Errorf("draining the ring buffer: %w", err)
@@ -353,8 +354,8 @@ func describeFilter(cfg tracer.FsyncConfig, f fsyncFlags) string {
 // eventLoop reads events until the tracer closes or, after stopNs is set,
 // an event newer than it (or the drain deadline) arrives.
 func eventLoop(tr *tracer.FsyncTracer, f fsyncFlags, cfg tracer.FsyncConfig, run *fsyncRun, out io.Writer, stopAt func() uint64) (err error) {
-	devs := tracer.NewDeviceResolver()
-	paths := tracer.NewPathResolver()
+	devs := host.NewDeviceResolver()
+	paths := host.NewPathResolver()
 	attr := analysis.NewAttributor(func(d event.Dev) (string, []event.Dev) {
 		info := devs.Resolve(d)
 		return info.Name, info.Disks
@@ -373,9 +374,9 @@ func eventLoop(tr *tracer.FsyncTracer, f fsyncFlags, cfg tracer.FsyncConfig, run
 			}
 		}()
 	}
-	var ev event.Any // reused: ReadEvent allocates nothing per event
+	var ev event.Any // reused: Read allocates nothing per event
 	for {
-		if err := tr.ReadEvent(&ev); err != nil {
+		if err := tr.Read(&ev); err != nil {
 			if errors.Is(err, tracer.ErrClosed) || errors.Is(err, tracer.ErrDrained) {
 				return nil
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/merge"
 	"github.com/etcdscope/etcdscope/analysis/stats"
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/tracer"
 )
 
@@ -117,7 +118,7 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 	var ios []merge.HostIO
 	var fsyncs []analysis.FsyncRecord
 	if err := emit(merge.HostHeader{Type: "hypervisor", V: merge.SchemaVersion, PID: uint32(f.pid), Comm: f.comm,
-		Clock: "CLOCK_MONOTONIC", StartNs: tracer.MonotonicNs()}); err != nil {
+		Clock: "CLOCK_MONOTONIC", StartNs: host.MonotonicNs()}); err != nil {
 		return err
 	}
 	if f.ready != "" {
@@ -128,9 +129,9 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 	}
 	fmt.Fprintf(os.Stderr, "tracing the image I/O of %s; Ctrl-C to stop\n", hvTarget(f))
 
-	devs := tracer.NewDeviceResolver()
+	devs := host.NewDeviceResolver()
 	var devMu sync.Mutex // DeviceResolver is not safe for concurrent use
-	paths := tracer.NewPathResolver()
+	paths := host.NewPathResolver()
 	var pathMu sync.Mutex
 	pathOf := func(e *event.Fsync) string { pathMu.Lock(); defer pathMu.Unlock(); return paths.Path(e) }
 
@@ -142,26 +143,26 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 			info := devs.Resolve(d)
 			return info.Name, info.Disks
 		})
+		var ev event.Any // reused: Read allocates nothing per event
 		for {
-			ev, err := ft.Read()
-			if err != nil {
+			if err := ft.Read(&ev); err != nil {
 				if errors.Is(err, tracer.ErrClosed) || errors.Is(err, tracer.ErrDrained) {
 					err = nil
 				}
 				errs <- err
 				return
 			}
-			fe, ok := ev.(event.Fsync)
-			if !ok {
-				attr.Add(ev)
+			if ev.Kind != event.KindFsync {
+				attr.AddEvent(&ev)
 				continue
 			}
+			fe := ev.Fsync
 			rec := attr.Attribute(fe)
 			rec.Path = pathOf(&fe)
 			rec.FileKind = analysis.KindOther
 			mu.Lock()
 			fsyncs = append(fsyncs, rec)
-			err = emit(&rec)
+			err := emit(&rec)
 			mu.Unlock()
 			if err != nil {
 				errs <- err
@@ -170,9 +171,9 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 		}
 	}()
 	go func() { // hypervisor tracer: reads, writes, submissions
+		var e event.HypervisorIO
 		for {
-			e, err := ht.Read()
-			if err != nil {
+			if err := ht.Read(&e); err != nil {
 				if errors.Is(err, tracer.ErrClosed) || errors.Is(err, tracer.ErrDrained) {
 					err = nil
 				}
@@ -189,7 +190,7 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 			}
 			mu.Lock()
 			ios = append(ios, rec)
-			err = emit(&rec)
+			err := emit(&rec)
 			mu.Unlock()
 			if err != nil {
 				errs <- err

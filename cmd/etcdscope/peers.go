@@ -27,6 +27,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/etcdinfo"
+	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/tracer"
 )
 
@@ -330,7 +331,7 @@ func appendMetricRecord(path string, cs []etcdmetric.PeerComparison) error {
 	return fh.Close()
 }
 
-func writeRecording(path string, events []peers.Event) error {
+func writeRecording(path string, events []event.Peer) error {
 	fh, err := os.Create(path)
 	if err != nil {
 		return err

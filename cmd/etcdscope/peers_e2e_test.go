@@ -17,7 +17,8 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
-	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/etcdtest"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 	"github.com/etcdscope/etcdscope/tracer"
@@ -74,7 +75,7 @@ func peersE2E(t *testing.T, withTLS bool) {
 	snmp0 := activeOpens(t)
 	// A second, library-level tracer gives the per-connection list the
 	// CLI's JSON summarises.
-	evsCh := make(chan []peers.Event, 1)
+	evsCh := make(chan []event.Peer, 1)
 	go func() {
 		evs, _, err := tracer.RecordPeers(context.Background(), tracer.PeersConfig{}, d-3*time.Second, nil)
 		if err != nil {
@@ -102,9 +103,9 @@ func peersE2E(t *testing.T, withTLS bool) {
 	// Keyed by the whole 4-tuple: on loopback one local port of 127.0.0.1
 	// serves connections to 127.0.0.2 and 127.0.0.3 at the same time.
 	type conn struct{ local, remote netip.AddrPort }
-	traced := map[conn]peers.Event{}
+	traced := map[conn]event.Peer{}
 	for _, e := range evs {
-		if e.Kind == peers.KindOpen && e.Direction == peers.Active {
+		if e.Kind == event.PeerOpen && e.Direction == event.PeerActive {
 			traced[conn{e.Local, e.Remote}] = e
 		}
 	}
@@ -126,7 +127,7 @@ func peersE2E(t *testing.T, withTLS bool) {
 	// and not fewer than ftrace counted in its shorter window.
 	seen := 0
 	for _, l := range rep.Links {
-		if l.Link.Direction != peers.Active || l.Link.FromPID == 0 {
+		if l.Link.Direction != event.PeerActive || l.Link.FromPID == 0 {
 			continue
 		}
 		to := byIP[l.Link.To]
@@ -253,7 +254,7 @@ type ftrace struct{ dir string }
 // instance of its own, so it neither sees nor disturbs other users.
 func startFtrace(t *testing.T, filter string) *ftrace {
 	t.Helper()
-	undo, err := tracer.Tracefs()
+	undo, err := host.Tracefs()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -193,7 +193,7 @@ func sentPackets(t *testing.T, show string) int {
 func TestBPFTracepoint(t *testing.T) {
 	inVM(t)
 	// /init mounts tracefs; cilium/ebpf reads the tracepoint's id there.
-	// (Not tracer.Tracefs: the rig's smoke test stays independent of the
+	// (Not host.Tracefs: the rig's smoke test stays independent of the
 	// packages it exists to test.)
 	if _, err := os.Stat("/sys/kernel/tracing/events/syscalls/sys_enter_getppid/id"); err != nil {
 		t.Fatalf("tracefs not mounted by /init: %v", err)

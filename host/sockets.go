@@ -1,4 +1,4 @@
-package tracer
+package host
 
 import (
 	"bufio"
@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -81,8 +82,9 @@ func parseProcAddr(s string) (netip.AddrPort, error) {
 	return netip.AddrPortFrom(netip.AddrFrom16(b), uint16(port)), nil
 }
 
-// socketOwners maps every socket inode open in any process to its tgid.
-func socketOwners() map[uint64]uint32 {
+// SocketOwners maps every socket inode open in any process to its tgid,
+// from a scan of /proc/*/fd (sockets link as "socket:[INODE]").
+func SocketOwners() map[uint64]uint32 {
 	out := map[uint64]uint32{}
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
@@ -145,4 +147,50 @@ func NetnsInode(path string) (uint32, error) {
 		return 0, fmt.Errorf("network namespace %s: %w", path, err)
 	}
 	return uint32(st.Ino), nil
+}
+
+// SocketOwnerCache remembers which process holds a socket inode, so a
+// stream of events about the same few connections costs one /proc scan
+// rather than one per event. The zero value is ready; not safe for
+// concurrent use.
+type SocketOwnerCache struct {
+	owners   map[uint64]owner // socket inode → holder (pid 0: not found)
+	lastScan time.Time
+}
+
+type owner struct {
+	pid  uint32
+	comm string // read on first use
+	read bool   // comm has been read
+}
+
+// Owner returns the tgid whose fd table holds socket inode ino and its
+// comm (/proc/PID/comm, read once), or 0 and "" when no process does. It
+// rescans /proc/*/fd (SocketOwners) for an inode it has not seen, at most
+// once a second; an inode not found then is remembered as unowned.
+func (c *SocketOwnerCache) Owner(ino uint64) (pid uint32, comm string) {
+	o, ok := c.owners[ino]
+	if !ok {
+		if time.Since(c.lastScan) < time.Second {
+			return 0, ""
+		}
+		c.lastScan = time.Now()
+		if c.owners == nil {
+			c.owners = map[uint64]owner{}
+		}
+		for k, v := range SocketOwners() {
+			if c.owners[k].pid != v {
+				c.owners[k] = owner{pid: v}
+			}
+		}
+		o = c.owners[ino] // pid 0 if not found: do not rescan for it
+	}
+	if o.pid != 0 && !o.read {
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(int(o.pid)) + "/comm"); err == nil {
+			o.comm = strings.TrimSpace(string(b))
+		}
+		o.read = true
+	}
+	c.owners[ino] = o
+	return o.pid, o.comm
 }
