@@ -59,8 +59,11 @@ generate:
 
 # check-generate fails if the committed objects drift from their C (.ci/run
 # runs it; scripts/deps.sh generate installs clang-19, llvm-19, libbpf-dev).
+# Objects generated but not committed (a new probe) fail it too.
 check-generate: generate
 	git diff --exit-code -- '*_bpfel.go' '*_bpfeb.go' '*_bpfel.o' '*_bpfeb.o'
+	@new=$$(git ls-files --others --exclude-standard -- '*_bpfel.go' '*_bpfeb.go' '*_bpfel.o' '*_bpfeb.o'); \
+	if [ -n "$$new" ]; then echo "generated but not committed:" $$new; exit 1; fi
 
 # etcd is built from the Go module proxy at the version pinned in
 # tools/etcd/go.mod (v3.6.16: a tiny main that calls etcdmain.Main, because

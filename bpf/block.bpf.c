@@ -8,7 +8,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
-#include "fsync.h"
+#include "block.h"
 #include "events.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -16,8 +16,11 @@ char LICENSE[] SEC("license") = "GPL";
 /* targ_dev: only requests of this disk (dev_t); 0 means every disk. */
 const volatile __u32 targ_dev = 0;
 
+/* Keep the record types and enums in the object for bpf2go -type. */
 const struct blk_event *unused_blk_event __attribute__((unused));
 const struct flush_bio_event *unused_flush_bio_event __attribute__((unused));
+const enum es_op *unused_es_op __attribute__((unused));
+const enum es_req_flag *unused_es_req_flag __attribute__((unused));
 
 struct rq_start {
 	__u64 insert_ns;

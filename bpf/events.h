@@ -1,14 +1,17 @@
-/* The ring buffer and lost-event counter that fsync.bpf.c, block.bpf.c and
- * journal.bpf.c share: Go creates them once with the fsync object and hands
- * them to the others as map replacements, so one reader sees every event
- * in reservation order. */
+/* The ring buffer and lost-event counter that fsync.bpf.c, block.bpf.c,
+ * journal.bpf.c, stacked.bpf.c and jbd2wait.bpf.c share: Go creates them
+ * once with the fsync object and hands them to the others as map
+ * replacements, so one reader sees every event in reservation order. The
+ * records are declared in record.h and each probe's header. */
 #ifndef ETCDSCOPE_EVENTS_H
 #define ETCDSCOPE_EVENTS_H
 
 #include "ring.h"
+#include "record.h"
 
-/* events: records of struct fsync_event, fsync_enter_event, blk_event and
- * journal_event; the first byte says which. Size is set from Go. */
+/* events: records of struct fsync_event, fsync_enter_event, blk_event,
+ * flush_bio_event and journal_event; the first byte (enum es_kind) says
+ * which. Size is set from Go. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 22);

@@ -25,6 +25,8 @@ const volatile char targ_comm[ES_COMM_LEN] = {};
 /* Keep the event types in the object for bpf2go -type. */
 const struct fsync_event *unused_fsync_event __attribute__((unused));
 const struct fsync_enter_event *unused_fsync_enter __attribute__((unused));
+const enum es_kind *unused_es_kind __attribute__((unused));
+const enum es_syscall *unused_es_syscall __attribute__((unused));
 
 /* struct call: what the enter program keeps for the exit program. The
  * record itself is built at exit, straight in the ring buffer, so a call

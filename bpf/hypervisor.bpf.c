@@ -27,6 +27,8 @@ const volatile char targ_comm[HV_COMM_LEN] = {};
 
 /* Keep the event type in the object for bpf2go -type. */
 const struct hv_event *unused_hv_event __attribute__((unused));
+const enum hv_op *unused_hv_op __attribute__((unused));
+const enum hv_file_flag *unused_hv_file_flag __attribute__((unused));
 
 /* hv_events: struct hv_event records. Size is set from Go. */
 struct {

@@ -11,12 +11,14 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
-#include "fsync.h"
+#include "journal.h"
 #include "events.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
+/* Keep the record type and enum in the object for bpf2go -type. */
 const struct journal_event *unused_journal_event __attribute__((unused));
+const enum es_journal_source *unused_es_journal_source __attribute__((unused));
 
 struct commit_key {
 	__u32 dev;

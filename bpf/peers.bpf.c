@@ -25,6 +25,11 @@
 #define TCP_CLOSE 7
 #define TCP_LISTEN 10
 
+/* Keep the record type and enums in the object for bpf2go -type. */
+const struct peer_event *unused_peer_event __attribute__((unused));
+const enum peer_event_kind *unused_peer_event_kind __attribute__((unused));
+const enum peer_event_flag *unused_peer_event_flag __attribute__((unused));
+
 /* port: the peer port; a socket matches if its local or remote port is it. */
 const volatile __u16 port = 2380;
 /* filter_peers: if set, only remote addresses in peer_addrs match. */

@@ -1,5 +1,6 @@
-/* peers.h: the event the peers programs send to Go (tracer/peers.go decodes
- * it by fixed layout; keep the two in step). */
+/* peers.h: the event the peers programs send to Go, and its enums. Shared
+ * with Go by bpf2go -type (tracer/peers.go decodes through the generated
+ * struct; TestEnumsMatchC pins event.PeerKind to enum peer_event_kind). */
 #ifndef ETCDSCOPE_PEERS_H
 #define ETCDSCOPE_PEERS_H
 
@@ -23,10 +24,12 @@ enum peer_event_kind {
 	PEER_EV_RETRANSMIT = 5,
 };
 
-/* peer_event.flags */
-#define PEER_F_ACTIVE 1      /* this host opened the connection (connect) */
-#define PEER_F_PASSIVE 2     /* this host accepted it */
-#define PEER_F_PREEXISTING 4 /* first seen after it was established */
+/* peer_event.flags: who opened the connection. */
+enum peer_event_flag {
+	PEER_F_ACTIVE = 1,      /* this host opened the connection (connect) */
+	PEER_F_PASSIVE = 2,     /* this host accepted it */
+	PEER_F_PREEXISTING = 4, /* first seen after it was established */
+};
 
 struct peer_event {
 	__u64 ts_ns;          /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
@@ -44,7 +47,7 @@ struct peer_event {
 	__u16 dport;          /* remote port, host order */
 	__u16 family;         /* AF_INET or AF_INET6 */
 	__u8 kind;            /* enum peer_event_kind */
-	__u8 flags;           /* PEER_F_* */
+	__u8 flags;           /* enum peer_event_flag */
 	__u8 oldstate;        /* TCP_* state before (set_state events) */
 	__u8 newstate;        /* TCP_* state after */
 	__u8 pad[2];

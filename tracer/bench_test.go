@@ -133,7 +133,7 @@ func TestDecodeAllocatesNothing(t *testing.T) {
 	setCstr(be.Comm[:], "kworker/0:1H")
 	praw := make([]byte, unsafe.Sizeof(peersPeerEvent{}))
 	pe := (*peersPeerEvent)(unsafe.Pointer(&praw[0]))
-	pe.Family, pe.Sport, pe.Dport, pe.Kind, pe.Flags = afInet, 2380, 40000, uint8(event.PeerRTT), peerFlagActive
+	pe.Family, pe.Sport, pe.Dport, pe.Kind, pe.Flags = afInet, 2380, 40000, uint8(event.PeerRTT), uint8(peersPeerEventFlagPEER_F_ACTIVE)
 	pe.Saddr[0], pe.Daddr[0] = 10, 10
 	setCstr(pe.Comm[:], "etcd")
 	hraw := make([]byte, unsafe.Sizeof(hypervisorHvEvent{}))

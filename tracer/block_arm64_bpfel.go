@@ -34,6 +34,33 @@ type blockBlkEvent struct {
 	Comm       [16]int8
 }
 
+type blockEsOp uint32
+
+const (
+	blockEsOpES_OP_OTHER        blockEsOp = 0
+	blockEsOpES_OP_READ         blockEsOp = 1
+	blockEsOpES_OP_WRITE        blockEsOp = 2
+	blockEsOpES_OP_FLUSH        blockEsOp = 3
+	blockEsOpES_OP_DISCARD      blockEsOp = 4
+	blockEsOpES_OP_SECURE_ERASE blockEsOp = 5
+	blockEsOpES_OP_WRITE_ZEROES blockEsOp = 6
+)
+
+type blockEsReqFlag uint32
+
+const (
+	blockEsReqFlagES_REQ_SYNC       blockEsReqFlag = 1
+	blockEsReqFlagES_REQ_META       blockEsReqFlag = 2
+	blockEsReqFlagES_REQ_PRIO       blockEsReqFlag = 4
+	blockEsReqFlagES_REQ_NOMERGE    blockEsReqFlag = 8
+	blockEsReqFlagES_REQ_IDLE       blockEsReqFlag = 16
+	blockEsReqFlagES_REQ_FUA        blockEsReqFlag = 32
+	blockEsReqFlagES_REQ_PREFLUSH   blockEsReqFlag = 64
+	blockEsReqFlagES_REQ_RAHEAD     blockEsReqFlag = 128
+	blockEsReqFlagES_REQ_BACKGROUND blockEsReqFlag = 256
+	blockEsReqFlagES_REQ_NOWAIT     blockEsReqFlag = 512
+)
+
 type blockFlushBioEvent struct {
 	_       structs.HostLayout
 	Kind    uint8
@@ -69,6 +96,8 @@ const (
 	blockProgBlockRqIssue       = "block_rq_issue"
 	blockVarTargDev             = "targ_dev"
 	blockVarUnusedBlkEvent      = "unused_blk_event"
+	blockVarUnusedEsOp          = "unused_es_op"
+	blockVarUnusedEsReqFlag     = "unused_es_req_flag"
 	blockVarUnusedFlushBioEvent = "unused_flush_bio_event"
 	blockVarWakeBytes           = "wake_bytes"
 )
@@ -136,6 +165,8 @@ type blockMapSpecs struct {
 type blockVariableSpecs struct {
 	TargDev             *ebpf.VariableSpec `ebpf:"targ_dev"`
 	UnusedBlkEvent      *ebpf.VariableSpec `ebpf:"unused_blk_event"`
+	UnusedEsOp          *ebpf.VariableSpec `ebpf:"unused_es_op"`
+	UnusedEsReqFlag     *ebpf.VariableSpec `ebpf:"unused_es_req_flag"`
 	UnusedFlushBioEvent *ebpf.VariableSpec `ebpf:"unused_flush_bio_event"`
 	WakeBytes           *ebpf.VariableSpec `ebpf:"wake_bytes"`
 }
@@ -179,6 +210,8 @@ func (m *blockMaps) Close() error {
 type blockVariables struct {
 	TargDev             *ebpf.Variable `ebpf:"targ_dev"`
 	UnusedBlkEvent      *ebpf.Variable `ebpf:"unused_blk_event"`
+	UnusedEsOp          *ebpf.Variable `ebpf:"unused_es_op"`
+	UnusedEsReqFlag     *ebpf.Variable `ebpf:"unused_es_req_flag"`
 	UnusedFlushBioEvent *ebpf.Variable `ebpf:"unused_flush_bio_event"`
 	WakeBytes           *ebpf.Variable `ebpf:"wake_bytes"`
 }

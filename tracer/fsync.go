@@ -1,14 +1,11 @@
 package tracer
 
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type fsync_event -type fsync_enter_event -type es_kind -type es_syscall fsync ../bpf/fsync.bpf.c
+
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 	"sync"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -41,34 +38,41 @@ type FsyncConfig struct {
 	// RingBytes is the ring buffer size (a power of two ≥ page size);
 	// 0 means DefaultRingBytes.
 	RingBytes uint32
-	// Extras picks the optional function-probe variant: "" tries fentry
-	// then kprobe, "fentry" or "kprobe" only that one, "none" neither.
-	Extras string
+	// JBD2Wait picks the variant of the optional jbd2_log_wait_commit
+	// probe (jbd2wait.go): "" tries fentry then kprobe, "fentry" or
+	// "kprobe" only that one, "none" neither.
+	JBD2Wait string
 }
 
 // FsyncTracer traces fsync/fdatasync calls, the block requests below them
-// and journal commits, into one ring buffer.
+// and journal commits, into one ring buffer. It composes five probes, each
+// loaded by its own file: the syscalls (fsync.go, which owns the ring
+// buffer bpf/events.h declares), block requests (block.go), journal
+// commits and log forces (journal.go), kernel threads' fsyncs under
+// stacked devices (stacked.go) and the optional jbd2 commit wait
+// (jbd2wait.go). It has the shape of Tracer[event.Any].
 type FsyncTracer struct {
-	fsync   fsyncObjects
-	block   blockObjects
-	journal *ebpf.Collection
-	stacked *ebpf.Collection
-	extras  *ebpf.Collection
-	links   []link.Link
-	ring    *quietRing
-	untrace func()
-	probes  []event.Probe
-	rec     ringbuf.Record
-	dec     decoder
+	fsync    fsyncObjects
+	block    blockObjects
+	journal  *ebpf.Collection
+	stacked  *ebpf.Collection
+	jbd2wait *ebpf.Collection
+	links    []link.Link
+	ring     *quietRing
+	untrace  func()
+	probes   []event.Probe
+	rec      ringbuf.Record
+	dec      decoder
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// NewFsync loads and attaches the fsync, block and journal programs.
-// Syscall and block tracepoints are required; journal probes are optional
-// and reported through Probes when this kernel lacks them (no ext4/jbd2, no
-// XFS). Errors wrap ErrNoPrivilege or ErrNoBTF where those are the cause.
+// NewFsync loads and attaches the programs of the five probes. Syscall and
+// block tracepoints are required; journal, stacked-device and jbd2 wait
+// probes are optional and reported through Probes when this kernel lacks
+// them (no ext4/jbd2, no XFS, no fentry or kprobes). Errors wrap
+// ErrNoPrivilege or ErrNoBTF where those are the cause.
 func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 	if err := prepare(cfg.Comm); err != nil {
 		return nil, err
@@ -82,51 +86,71 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 	if t.untrace, err = host.Tracefs(); err != nil {
 		return nil, err
 	}
-
-	// fsync object: owns the shared ring buffer and lost counter.
-	fspec, err := loadFsync()
-	if err != nil {
-		return nil, fmt.Errorf("reading fsync object: %w", err)
-	}
 	ring := cfg.RingBytes
 	if ring == 0 {
 		ring = DefaultRingBytes
-	}
-	if err := sizeEvents(fspec, ring); err != nil {
-		return nil, err
-	}
-	if err := setVariables(fspec, map[string]any{
-		"targ_tgid": cfg.PID, "targ_cgroup_id": cfg.CgroupID,
-		"filter_comm": cfg.Comm != "", "targ_comm": commBytes(cfg.Comm),
-	}); err != nil {
-		return nil, err
 	}
 	// One cache of the kernel's BTF for every object loaded here: without it
 	// each load decodes vmlinux BTF again (six times; NewFsync took 240-430
 	// ms on make bench's VM, 125-195 ms with the cache).
 	cache := btf.NewCache()
-	if err := fspec.LoadAndAssign(&t.fsync, &ebpf.CollectionOptions{Cache: cache}); err != nil {
-		return nil, explainLoad("fsync programs", err)
+	shared, err := t.loadSyscalls(cfg, ring, cache)
+	if err != nil {
+		return nil, err
 	}
-	shared := ebpf.CollectionOptions{
+	if err := t.loadBlock(shared, cfg); err != nil {
+		return nil, err
+	}
+	if err := t.attachSyscalls(); err != nil {
+		return nil, err
+	}
+	if err := t.attachBlock(); err != nil {
+		return nil, err
+	}
+	if err := t.attachJournal(shared); err != nil {
+		return nil, err
+	}
+	if err := t.attachStacked(shared); err != nil {
+		return nil, err
+	}
+	t.attachJBD2Wait(shared, cfg)
+
+	if t.ring, err = openQuietRing(t.fsync.Events); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// loadSyscalls loads the fsync object (bpf/fsync.bpf.c), which owns the
+// ring buffer and lost counter of bpf/events.h, and returns the options
+// that make every other object of the tracer share them (and the BTF
+// cache).
+func (t *FsyncTracer) loadSyscalls(cfg FsyncConfig, ring uint32, cache *btf.Cache) (ebpf.CollectionOptions, error) {
+	spec, err := loadFsync()
+	if err != nil {
+		return ebpf.CollectionOptions{}, fmt.Errorf("reading fsync object: %w", err)
+	}
+	if err := sizeEvents(spec, ring); err != nil {
+		return ebpf.CollectionOptions{}, err
+	}
+	if err := setVariables(spec, map[string]any{
+		"targ_tgid": cfg.PID, "targ_cgroup_id": cfg.CgroupID,
+		"filter_comm": cfg.Comm != "", "targ_comm": commBytes(cfg.Comm),
+	}); err != nil {
+		return ebpf.CollectionOptions{}, err
+	}
+	if err := spec.LoadAndAssign(&t.fsync, &ebpf.CollectionOptions{Cache: cache}); err != nil {
+		return ebpf.CollectionOptions{}, explainLoad("fsync programs", err)
+	}
+	return ebpf.CollectionOptions{
 		MapReplacements: map[string]*ebpf.Map{"events": t.fsync.Events, "lost_events": t.fsync.LostEvents},
 		Cache:           cache,
-	}
+	}, nil
+}
 
-	bspec, err := loadBlock()
-	if err != nil {
-		return nil, fmt.Errorf("reading block object: %w", err)
-	}
-	if err := sizeEvents(bspec, ring); err != nil {
-		return nil, err
-	}
-	if err := setVariables(bspec, map[string]any{"targ_dev": uint32(cfg.Disk)}); err != nil {
-		return nil, err
-	}
-	if err := bspec.LoadAndAssign(&t.block, &shared); err != nil {
-		return nil, explainLoad("block programs", err)
-	}
-
+// attachSyscalls attaches the four syscall tracepoints (required: syscall
+// tracepoints have no BTF twin, so they need CONFIG_FTRACE_SYSCALLS).
+func (t *FsyncTracer) attachSyscalls() error {
 	for _, tp := range []struct {
 		name string
 		prog *ebpf.Program
@@ -138,251 +162,12 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 	} {
 		l, err := link.Tracepoint("syscalls", tp.name, tp.prog, nil)
 		if err != nil {
-			return nil, fmt.Errorf("attaching tracepoint/syscalls/%s (needs CONFIG_FTRACE_SYSCALLS): %w", tp.name, err)
+			return fmt.Errorf("attaching tracepoint/syscalls/%s (needs CONFIG_FTRACE_SYSCALLS): %w", tp.name, err)
 		}
 		t.links = append(t.links, l)
 		t.probes = append(t.probes, event.Probe{Name: "tracepoint/syscalls/" + tp.name, Attached: true})
 	}
-	for _, p := range []*ebpf.Program{t.block.BlockRqInsert, t.block.BlockRqIssue, t.block.BlockRqComplete, t.block.BlockBioQueue} {
-		l, err := link.AttachTracing(link.TracingOptions{Program: p})
-		if err != nil {
-			return nil, fmt.Errorf("attaching tp_btf program %s: %w", p, err)
-		}
-		t.links = append(t.links, l)
-	}
-	t.probes = append(t.probes,
-		event.Probe{Name: "tp_btf/block_rq_insert", Attached: true},
-		event.Probe{Name: "tp_btf/block_rq_issue", Attached: true},
-		event.Probe{Name: "tp_btf/block_rq_complete", Attached: true},
-		event.Probe{Name: "tp_btf/block_bio_queue", Attached: true})
-
-	if err := t.attachJournal(shared); err != nil {
-		return nil, err
-	}
-	if err := t.attachStacked(shared); err != nil {
-		return nil, err
-	}
-	t.attachExtras(shared, cfg)
-
-	if t.ring, err = openQuietRing(t.fsync.Events); err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
-// attachJournal loads each journal program whose tracepoint this kernel
-// has (jbd2 and xfs may be modules, not loaded, or absent) and records the
-// others as unavailable instead of failing.
-func (t *FsyncTracer) attachJournal(shared ebpf.CollectionOptions) error {
-	spec, err := loadJournal()
-	if err != nil {
-		return fmt.Errorf("reading journal object: %w", err)
-	}
-	if err := sizeEvents(spec, shared.MapReplacements["events"].MaxEntries()); err != nil {
-		return err
-	}
-	want := map[string]string{
-		"jbd2_start_commit": "ext4/jbd2 not loaded: no jbd2 commit tracepoint",
-		"jbd2_end_commit":   "ext4/jbd2 not loaded: no jbd2 commit tracepoint",
-		"xfs_log_force":     "xfs not loaded: no xfs_log_force tracepoint",
-	}
-	var missing []event.Probe
-	for name, why := range want {
-		if !tracepointHasBTF(name) {
-			delete(spec.Programs, name)
-			missing = append(missing, event.Probe{Name: "tp_btf/" + name, Why: why})
-		}
-	}
-	// jbd2 start and end only make sense together.
-	if _, ok := spec.Programs["jbd2_start_commit"]; !ok {
-		delete(spec.Programs, "jbd2_end_commit")
-	} else if _, ok := spec.Programs["jbd2_end_commit"]; !ok {
-		delete(spec.Programs, "jbd2_start_commit")
-	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, shared)
-	if err != nil {
-		return explainLoad("journal programs", err)
-	}
-	t.journal = coll
-	for _, name := range []string{"jbd2_start_commit", "jbd2_end_commit", "xfs_log_force"} {
-		p, ok := coll.Programs[name]
-		if !ok {
-			continue
-		}
-		l, err := link.AttachTracing(link.TracingOptions{Program: p})
-		if err != nil {
-			return fmt.Errorf("attaching tp_btf/%s: %w", name, err)
-		}
-		t.links = append(t.links, l)
-		t.probes = append(t.probes, event.Probe{Name: "tp_btf/" + name, Attached: true})
-	}
-	t.probes = append(t.probes, missing...)
 	return nil
-}
-
-// attachStacked loads the programs that see fsyncs made by kernel threads
-// (the loop driver's vfs_fsync of a backing file: the host level under a
-// stacked device), where this kernel has ext4's sync_file tracepoints.
-func (t *FsyncTracer) attachStacked(shared ebpf.CollectionOptions) error {
-	if !tracepointHasBTF("ext4_sync_file_enter") || !tracepointHasBTF("ext4_sync_file_exit") {
-		t.probes = append(t.probes,
-			event.Probe{Name: "tp_btf/ext4_sync_file_enter", Why: "ext4 not loaded: fsyncs by kernel threads (loop backing files on ext4) unseen"},
-			event.Probe{Name: "tp_btf/ext4_sync_file_exit", Why: "ext4 not loaded"})
-		return nil
-	}
-	spec, err := loadStacked()
-	if err != nil {
-		return fmt.Errorf("reading stacked object: %w", err)
-	}
-	if err := sizeEvents(spec, shared.MapReplacements["events"].MaxEntries()); err != nil {
-		return err
-	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, shared)
-	if err != nil {
-		return explainLoad("stacked-device programs", err)
-	}
-	t.stacked = coll
-	for _, name := range []string{"ext4_sync_file_enter", "ext4_sync_file_exit"} {
-		l, err := link.AttachTracing(link.TracingOptions{Program: coll.Programs[name]})
-		if err != nil {
-			return fmt.Errorf("attaching tp_btf/%s: %w", name, err)
-		}
-		t.links = append(t.links, l)
-		t.probes = append(t.probes, event.Probe{Name: "tp_btf/" + name, Attached: true})
-	}
-	return nil
-}
-
-// attachExtras tries the optional function probes of extras.bpf.c: the
-// fentry/fexit pair first, then kprobe/kretprobe. Neither is required;
-// when both fail the probes say why and the report lists the journal wait
-// as unavailable (the jbd2 commit tracepoints still give the journal layer
-// by overlap).
-func (t *FsyncTracer) attachExtras(shared ebpf.CollectionOptions, cfg FsyncConfig) {
-	const fn = "jbd2_log_wait_commit"
-	variants := []struct {
-		kind       string
-		enter, out string
-		attach     func(c *ebpf.Collection) ([]link.Link, error)
-	}{
-		{"fentry", "jbd2_wait_fentry", "jbd2_wait_fexit", func(c *ebpf.Collection) ([]link.Link, error) {
-			var ls []link.Link
-			for _, n := range []string{"jbd2_wait_fentry", "jbd2_wait_fexit"} {
-				l, err := link.AttachTracing(link.TracingOptions{Program: c.Programs[n]})
-				if err != nil {
-					return ls, err
-				}
-				ls = append(ls, l)
-			}
-			return ls, nil
-		}},
-		{"kprobe", "jbd2_wait_kprobe", "jbd2_wait_kretprobe", func(c *ebpf.Collection) ([]link.Link, error) {
-			var ls []link.Link
-			l, err := link.Kprobe(fn, c.Programs["jbd2_wait_kprobe"], nil)
-			if err != nil {
-				return ls, err
-			}
-			ls = append(ls, l)
-			l, err = link.Kretprobe(fn, c.Programs["jbd2_wait_kretprobe"], nil)
-			if err != nil {
-				return ls, err
-			}
-			return append(ls, l), nil
-		}},
-	}
-	var why []string
-	if cfg.Extras == "none" {
-		return
-	}
-	for _, v := range variants {
-		if cfg.Extras != "" && cfg.Extras != v.kind {
-			continue
-		}
-		spec, err := loadExtras()
-		if err != nil {
-			why = append(why, v.kind+": "+err.Error())
-			continue
-		}
-		for name := range spec.Programs {
-			if name != v.enter && name != v.out {
-				delete(spec.Programs, name)
-			}
-		}
-		if err := sizeEvents(spec, shared.MapReplacements["events"].MaxEntries()); err != nil {
-			why = append(why, v.kind+": "+err.Error())
-			continue
-		}
-		if err := setVariables(spec, map[string]any{"targ_tgid": cfg.PID, "targ_cgroup_id": cfg.CgroupID}); err != nil {
-			why = append(why, v.kind+": "+err.Error())
-			continue
-		}
-		coll, err := ebpf.NewCollectionWithOptions(spec, shared)
-		if err != nil {
-			why = append(why, v.kind+" load: "+shortErr(err))
-			if errors.Is(err, unix.EPERM) {
-				why[len(why)-1] = v.kind + ": refused by this kernel (EPERM)"
-			}
-			continue
-		}
-		ls, err := v.attach(coll)
-		if err != nil {
-			for _, l := range ls {
-				l.Close()
-			}
-			coll.Close()
-			why = append(why, v.kind+" attach: "+shortErr(err))
-			if errors.Is(err, os.ErrNotExist) && v.kind == "kprobe" {
-				why[len(why)-1] = "kprobe: no kprobe_events in tracefs (CONFIG_KPROBES off)"
-			}
-			continue
-		}
-		t.extras = coll
-		t.links = append(t.links, ls...)
-		t.probes = append(t.probes, event.Probe{Name: v.kind + "/" + fn, Attached: true})
-		return
-	}
-	t.probes = append(t.probes, event.Probe{Name: "fentry|kprobe/" + fn,
-		Why: "exact jbd2 commit wait unavailable, journal layer by overlap with jbd2 commits instead (" + strings.Join(why, "; ") + ")"})
-}
-
-// sizeEvents sizes the shared events ring buffer of an object that
-// includes bpf/events.h (ring bytes, a power of two ≥ page size) and sets
-// wake_bytes, the fill level whose crossing wakes the reader early, to an
-// eighth of it (256 KiB of the default ring: ~8 ms of make bench's 200k
-// records/s, so a reader that missed a poll is woken before it fills).
-func sizeEvents(spec *ebpf.CollectionSpec, ring uint32) error {
-	spec.Maps["events"].MaxEntries = ring
-	return setVariables(spec, map[string]any{"wake_bytes": uint64(ring / 8)})
-}
-
-// shortErr keeps the first line of an error (verifier logs are long).
-func shortErr(err error) string {
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
-}
-
-// tracepointHasBTF reports whether the kernel (or a loaded module) has
-// tracepoint name, which is when it also has the btf_trace_<name> typedef
-// a tp_btf program attaches through. It asks tracefs (mounted by then)
-// rather than parsing the kernel's BTF once more: the loader parses it
-// anyway, and a second parse cost start-up time (docs/performance.md).
-func tracepointHasBTF(name string) bool {
-	return host.TracepointExists(tracepointSystem(name), name)
-}
-
-func tracepointSystem(name string) string {
-	switch {
-	case len(name) > 5 && name[:5] == "jbd2_":
-		return "jbd2"
-	case len(name) > 4 && name[:4] == "xfs_":
-		return "xfs"
-	case len(name) > 5 && name[:5] == "ext4_":
-		return "ext4"
-	}
-	return ""
 }
 
 // Probes lists every probe with whether it is attached; the report shows
@@ -426,7 +211,7 @@ func (t *FsyncTracer) programs() map[string]*ebpf.Program {
 		"block_rq_complete":   t.block.BlockRqComplete,
 		"block_bio_queue":     t.block.BlockBioQueue,
 	}
-	for _, c := range []*ebpf.Collection{t.journal, t.stacked, t.extras} {
+	for _, c := range []*ebpf.Collection{t.journal, t.stacked, t.jbd2wait} {
 		if c == nil {
 			continue
 		}
@@ -451,156 +236,67 @@ func (t *FsyncTracer) Read(ev *event.Any) error {
 		if err := t.ring.read(&t.rec); err != nil {
 			return err
 		}
-		raw := t.rec.RawSample
-		if len(raw) == 0 {
+		if len(t.rec.RawSample) == 0 {
 			continue
 		}
-		switch raw[0] {
-		case 1: // ES_KIND_FSYNC
-			if len(raw) < int(unsafe.Sizeof(fsyncFsyncEvent{})) {
-				return errShort("fsync", len(raw))
-			}
-			t.dec.fsync(&ev.Fsync, (*fsyncFsyncEvent)(unsafe.Pointer(&raw[0])))
-			ev.Kind = event.KindFsync
-			if ev.Fsync.Syscall == event.SysKthread {
-				ev.Kind = event.KindKernelFsync
-			}
-		case 2: // ES_KIND_FSYNC_ENTER
-			if len(raw) < int(unsafe.Sizeof(fsyncFsyncEnterEvent{})) {
-				return errShort("fsync_enter", len(raw))
-			}
-			e := (*fsyncFsyncEnterEvent)(unsafe.Pointer(&raw[0]))
-			ev.Kind, ev.Enter = event.KindFsyncEnter, event.FsyncEnter{TID: e.Tid, StartNs: e.StartNs}
-		case 3: // ES_KIND_BLK
-			if len(raw) < int(unsafe.Sizeof(blockBlkEvent{})) {
-				return errShort("blk", len(raw))
-			}
-			t.dec.block(&ev.Block, (*blockBlkEvent)(unsafe.Pointer(&raw[0])))
-			ev.Kind = event.KindBlock
-		case 4: // ES_KIND_JOURNAL
-			if len(raw) < int(unsafe.Sizeof(journalJournalEvent{})) {
-				return errShort("journal", len(raw))
-			}
-			e := (*journalJournalEvent)(unsafe.Pointer(&raw[0]))
-			ev.Kind, ev.Journal = event.KindJournal, event.Journal{Source: event.JournalSource(e.Source), Dev: event.Dev(e.Dev),
-				TID: e.Tid, Txn: e.Txn, StartNs: e.StartNs, EndNs: e.EndNs}
-		case 5: // ES_KIND_FLUSH_BIO
-			if len(raw) < int(unsafe.Sizeof(blockFlushBioEvent{})) {
-				return errShort("flush_bio", len(raw))
-			}
-			e := (*blockFlushBioEvent)(unsafe.Pointer(&raw[0]))
-			ev.Kind, ev.FlushBio = event.KindFlushBio, event.FlushBio{Dev: event.Dev(e.Dev), Op: event.Op(e.Op), Flags: event.ReqFlags(e.Flags),
-				PID: e.Pid, TID: e.Tid, QueueNs: e.QueueNs}
-		default:
-			return fmt.Errorf("decoding event: unknown kind %d", raw[0])
+		return t.dec.record(ev, t.rec.RawSample)
+	}
+}
+
+// record decodes one record of the shared ring, whose first byte is its
+// enum es_kind (bpf/record.h), into the field of ev it names.
+func (d *decoder) record(ev *event.Any, raw []byte) error {
+	switch fsyncEsKind(raw[0]) {
+	case fsyncEsKindES_KIND_FSYNC:
+		e, err := fixed[fsyncFsyncEvent](raw, "fsync")
+		if err != nil {
+			return err
 		}
-		return nil
-	}
-}
-
-func errShort(kind string, n int) error {
-	return fmt.Errorf("decoding %s event: record of %d bytes is too short", kind, n)
-}
-
-func cstr(b []int8) string { return string(cbytes(b)) }
-
-// cbytes returns the bytes of a NUL-terminated C string field, without
-// copying them.
-func cbytes(b []int8) []byte {
-	buf := unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), len(b))
-	for i, c := range buf {
-		if c == 0 {
-			return buf[:i]
+		d.fsync(&ev.Fsync, e)
+		ev.Kind = event.KindFsync
+		if ev.Fsync.Syscall == event.SysKthread { // stacked.bpf.c's
+			ev.Kind = event.KindKernelFsync
 		}
-	}
-	return buf
-}
-
-// internMax bounds each of decoder's tables; one that fills is emptied
-// and refills with what is current (files come and go: WAL segments).
-const internMax = 4096
-
-// decoder turns raw records into events. It interns the strings that
-// repeat from record to record (comm, filesystem type, path components,
-// the Names slice itself), so a steady stream decodes without allocating:
-// ten allocations per fsync record before (BenchmarkDecodeFsync).
-// Interned values are shared between events and must not be modified.
-// Not safe for concurrent use; the zero value is ready.
-type decoder struct {
-	recent [64]string
-	strs   map[string]string
-	names  map[string][]string // key: the raw components, each ended by NUL
-	key    []byte
-}
-
-// intern returns b as a string, allocating only the first time. A small
-// direct-mapped cache in front of the map answers the common case (the
-// same few comms) in a compare instead of a hash.
-func (d *decoder) intern(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	h := (uint(len(b))*31 + uint(b[0])*7 + uint(b[len(b)-1])) % uint(len(d.recent))
-	if s := d.recent[h]; s == string(b) { // comparing with string(b) does not allocate
-		return s
-	}
-	s, ok := d.strs[string(b)] // nor does a lookup by it
-	if !ok {
-		if d.strs == nil || len(d.strs) >= internMax {
-			d.strs = make(map[string]string)
+	case fsyncEsKindES_KIND_FSYNC_ENTER:
+		e, err := fixed[fsyncFsyncEnterEvent](raw, "fsync_enter")
+		if err != nil {
+			return err
 		}
-		s = string(b)
-		d.strs[s] = s
-	}
-	d.recent[h] = s
-	return s
-}
-
-// pathNames returns the non-empty leading components of names as strings,
-// the same slice every time for the same components.
-func (d *decoder) pathNames(names [][48]int8) []string {
-	d.key = d.key[:0]
-	n := 0
-	for i := range names {
-		c := cbytes(names[i][:])
-		if len(c) == 0 {
-			break
+		ev.Kind, ev.Enter = event.KindFsyncEnter, event.FsyncEnter{TID: e.Tid, StartNs: e.StartNs}
+	case fsyncEsKindES_KIND_BLK:
+		e, err := fixed[blockBlkEvent](raw, "blk")
+		if err != nil {
+			return err
 		}
-		d.key = append(append(d.key, c...), 0)
-		n++
+		d.block(&ev.Block, e)
+		ev.Kind = event.KindBlock
+	case fsyncEsKindES_KIND_JOURNAL:
+		e, err := fixed[journalJournalEvent](raw, "journal")
+		if err != nil {
+			return err
+		}
+		decodeJournal(&ev.Journal, e)
+		ev.Kind = event.KindJournal
+	case fsyncEsKindES_KIND_FLUSH_BIO:
+		e, err := fixed[blockFlushBioEvent](raw, "flush_bio")
+		if err != nil {
+			return err
+		}
+		decodeFlushBio(&ev.FlushBio, e)
+		ev.Kind = event.KindFlushBio
+	default:
+		return fmt.Errorf("decoding event: unknown kind %d", raw[0])
 	}
-	if n == 0 {
-		return nil
-	}
-	if v, ok := d.names[string(d.key)]; ok {
-		return v
-	}
-	v := make([]string, n)
-	for i := range v {
-		v[i] = d.intern(cbytes(names[i][:]))
-	}
-	if d.names == nil || len(d.names) >= internMax {
-		d.names = make(map[string][]string)
-	}
-	d.names[string(d.key)] = v
-	return v
+	return nil
 }
 
+// fsync decodes struct fsync_event (bpf/fsync.h).
 func (d *decoder) fsync(f *event.Fsync, e *fsyncFsyncEvent) {
 	*f = event.Fsync{
 		Syscall: event.Syscall(e.Syscall), PID: e.Pid, TID: e.Tid, Comm: d.intern(cbytes(e.Comm[:])),
 		FD: e.Fd, Dev: event.Dev(e.Dev), IsBlockdev: e.IsBlockdev != 0, Ino: e.Ino,
 		FSType: d.intern(cbytes(e.Fstype[:])), CgroupID: e.CgroupId, StartNs: e.StartNs, EndNs: e.EndNs, Ret: e.Ret,
 		Names: d.pathNames(e.Names[:]),
-	}
-}
-
-func (d *decoder) block(b *event.Block, e *blockBlkEvent) {
-	*b = event.Block{
-		Rq: e.Rq, Dev: event.Dev(e.Dev), Op: event.Op(e.Op), Flags: event.ReqFlags(e.Flags),
-		CmdFlags: e.CmdFlags, Sector: e.Sector, Bytes: e.Bytes, Error: e.Error, Final: e.Final != 0,
-		InsertNs: e.InsertNs, IssueNs: e.IssueNs, CompleteNs: e.CompleteNs,
-		PID: e.Pid, TID: e.Tid, Comm: d.intern(cbytes(e.Comm[:])),
 	}
 }
 
@@ -626,8 +322,8 @@ func (t *FsyncTracer) close() error {
 	if t.stacked != nil {
 		t.stacked.Close()
 	}
-	if t.extras != nil {
-		t.extras.Close()
+	if t.jbd2wait != nil {
+		t.jbd2wait.Close()
 	}
 	errs = append(errs, t.block.Close(), t.fsync.Close())
 	if t.untrace != nil {

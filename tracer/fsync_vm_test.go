@@ -83,7 +83,7 @@ func TestFsyncTracerOnVMKernel(t *testing.T) {
 // attach on Debian's 6.1, in both variants.
 func TestFsyncExtrasOnVMKernel(t *testing.T) {
 	for _, variant := range []string{"fentry", "kprobe"} {
-		tr, err := NewFsync(FsyncConfig{PID: uint32(os.Getpid()), Extras: variant})
+		tr, err := NewFsync(FsyncConfig{PID: uint32(os.Getpid()), JBD2Wait: variant})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,6 +23,24 @@ type fsyncCall struct {
 	Pad      [3]uint8
 }
 
+type fsyncEsKind uint32
+
+const (
+	fsyncEsKindES_KIND_FSYNC       fsyncEsKind = 1
+	fsyncEsKindES_KIND_FSYNC_ENTER fsyncEsKind = 2
+	fsyncEsKindES_KIND_BLK         fsyncEsKind = 3
+	fsyncEsKindES_KIND_JOURNAL     fsyncEsKind = 4
+	fsyncEsKindES_KIND_FLUSH_BIO   fsyncEsKind = 5
+)
+
+type fsyncEsSyscall uint32
+
+const (
+	fsyncEsSyscallES_SYS_FSYNC     fsyncEsSyscall = 0
+	fsyncEsSyscallES_SYS_FDATASYNC fsyncEsSyscall = 1
+	fsyncEsSyscallES_SYS_KTHREAD   fsyncEsSyscall = 2
+)
+
 type fsyncFileInfo struct {
 	_             structs.HostLayout
 	Dentry        uint64
@@ -83,6 +101,8 @@ const (
 	fsyncVarTargCgroupId       = "targ_cgroup_id"
 	fsyncVarTargComm           = "targ_comm"
 	fsyncVarTargTgid           = "targ_tgid"
+	fsyncVarUnusedEsKind       = "unused_es_kind"
+	fsyncVarUnusedEsSyscall    = "unused_es_syscall"
 	fsyncVarUnusedFsyncEnter   = "unused_fsync_enter"
 	fsyncVarUnusedFsyncEvent   = "unused_fsync_event"
 	fsyncVarWakeBytes          = "wake_bytes"
@@ -155,6 +175,8 @@ type fsyncVariableSpecs struct {
 	TargCgroupId     *ebpf.VariableSpec `ebpf:"targ_cgroup_id"`
 	TargComm         *ebpf.VariableSpec `ebpf:"targ_comm"`
 	TargTgid         *ebpf.VariableSpec `ebpf:"targ_tgid"`
+	UnusedEsKind     *ebpf.VariableSpec `ebpf:"unused_es_kind"`
+	UnusedEsSyscall  *ebpf.VariableSpec `ebpf:"unused_es_syscall"`
 	UnusedFsyncEnter *ebpf.VariableSpec `ebpf:"unused_fsync_enter"`
 	UnusedFsyncEvent *ebpf.VariableSpec `ebpf:"unused_fsync_event"`
 	WakeBytes        *ebpf.VariableSpec `ebpf:"wake_bytes"`
@@ -205,6 +227,8 @@ type fsyncVariables struct {
 	TargCgroupId     *ebpf.Variable `ebpf:"targ_cgroup_id"`
 	TargComm         *ebpf.Variable `ebpf:"targ_comm"`
 	TargTgid         *ebpf.Variable `ebpf:"targ_tgid"`
+	UnusedEsKind     *ebpf.Variable `ebpf:"unused_es_kind"`
+	UnusedEsSyscall  *ebpf.Variable `ebpf:"unused_es_syscall"`
 	UnusedFsyncEnter *ebpf.Variable `ebpf:"unused_fsync_enter"`
 	UnusedFsyncEvent *ebpf.Variable `ebpf:"unused_fsync_event"`
 	WakeBytes        *ebpf.Variable `ebpf:"wake_bytes"`

@@ -1,5 +1,7 @@
 package tracer
 
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type hv_event -type hv_op -type hv_file_flag hypervisor ../bpf/hypervisor.bpf.c
+
 import (
 	"errors"
 	"fmt"

@@ -33,6 +33,28 @@ type hypervisorHvEvent struct {
 	Names      [4][48]int8
 }
 
+type hypervisorHvFileFlag uint32
+
+const (
+	hypervisorHvFileFlagHV_F_DIRECT hypervisorHvFileFlag = 1
+	hypervisorHvFileFlagHV_F_DSYNC  hypervisorHvFileFlag = 2
+	hypervisorHvFileFlagHV_F_SYNC   hypervisorHvFileFlag = 4
+)
+
+type hypervisorHvOp uint32
+
+const (
+	hypervisorHvOpHV_OP_PREAD64        hypervisorHvOp = 1
+	hypervisorHvOpHV_OP_PWRITE64       hypervisorHvOp = 2
+	hypervisorHvOpHV_OP_PREADV         hypervisorHvOp = 3
+	hypervisorHvOpHV_OP_PWRITEV        hypervisorHvOp = 4
+	hypervisorHvOpHV_OP_PREADV2        hypervisorHvOp = 5
+	hypervisorHvOpHV_OP_PWRITEV2       hypervisorHvOp = 6
+	hypervisorHvOpHV_OP_IO_SUBMIT      hypervisorHvOp = 7
+	hypervisorHvOpHV_OP_IO_URING_ENTER hypervisorHvOp = 8
+	hypervisorHvOpHV_OP_IO_URING_REQ   hypervisorHvOp = 9
+)
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -65,6 +87,8 @@ const (
 	hypervisorVarTargComm              = "targ_comm"
 	hypervisorVarTargTgid              = "targ_tgid"
 	hypervisorVarUnusedHvEvent         = "unused_hv_event"
+	hypervisorVarUnusedHvFileFlag      = "unused_hv_file_flag"
+	hypervisorVarUnusedHvOp            = "unused_hv_op"
 )
 
 // loadHypervisor returns the embedded CollectionSpec for hypervisor.
@@ -144,11 +168,13 @@ type hypervisorMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type hypervisorVariableSpecs struct {
-	FilterComm    *ebpf.VariableSpec `ebpf:"filter_comm"`
-	HvWakeBytes   *ebpf.VariableSpec `ebpf:"hv_wake_bytes"`
-	TargComm      *ebpf.VariableSpec `ebpf:"targ_comm"`
-	TargTgid      *ebpf.VariableSpec `ebpf:"targ_tgid"`
-	UnusedHvEvent *ebpf.VariableSpec `ebpf:"unused_hv_event"`
+	FilterComm       *ebpf.VariableSpec `ebpf:"filter_comm"`
+	HvWakeBytes      *ebpf.VariableSpec `ebpf:"hv_wake_bytes"`
+	TargComm         *ebpf.VariableSpec `ebpf:"targ_comm"`
+	TargTgid         *ebpf.VariableSpec `ebpf:"targ_tgid"`
+	UnusedHvEvent    *ebpf.VariableSpec `ebpf:"unused_hv_event"`
+	UnusedHvFileFlag *ebpf.VariableSpec `ebpf:"unused_hv_file_flag"`
+	UnusedHvOp       *ebpf.VariableSpec `ebpf:"unused_hv_op"`
 }
 
 // hypervisorObjects contains all objects after they have been loaded into the kernel.
@@ -192,11 +218,13 @@ func (m *hypervisorMaps) Close() error {
 //
 // It can be passed to loadHypervisorObjects or ebpf.CollectionSpec.LoadAndAssign.
 type hypervisorVariables struct {
-	FilterComm    *ebpf.Variable `ebpf:"filter_comm"`
-	HvWakeBytes   *ebpf.Variable `ebpf:"hv_wake_bytes"`
-	TargComm      *ebpf.Variable `ebpf:"targ_comm"`
-	TargTgid      *ebpf.Variable `ebpf:"targ_tgid"`
-	UnusedHvEvent *ebpf.Variable `ebpf:"unused_hv_event"`
+	FilterComm       *ebpf.Variable `ebpf:"filter_comm"`
+	HvWakeBytes      *ebpf.Variable `ebpf:"hv_wake_bytes"`
+	TargComm         *ebpf.Variable `ebpf:"targ_comm"`
+	TargTgid         *ebpf.Variable `ebpf:"targ_tgid"`
+	UnusedHvEvent    *ebpf.Variable `ebpf:"unused_hv_event"`
+	UnusedHvFileFlag *ebpf.Variable `ebpf:"unused_hv_file_flag"`
+	UnusedHvOp       *ebpf.Variable `ebpf:"unused_hv_op"`
 }
 
 // hypervisorPrograms contains all programs after they have been loaded into the kernel.

@@ -19,6 +19,14 @@ type journalCommitKey struct {
 	Txn uint32
 }
 
+type journalEsJournalSource uint32
+
+const (
+	journalEsJournalSourceES_JOURNAL_JBD2COMMIT    journalEsJournalSource = 1
+	journalEsJournalSourceES_JOURNAL_XFS_LOG_FORCE journalEsJournalSource = 2
+	journalEsJournalSourceES_JOURNAL_JBD2WAIT      journalEsJournalSource = 3
+)
+
 type journalJournalEvent struct {
 	_       structs.HostLayout
 	Kind    uint8
@@ -35,14 +43,15 @@ type journalJournalEvent struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	journalMapCommits            = "commits"
-	journalMapEvents             = "events"
-	journalMapLostEvents         = "lost_events"
-	journalProgJbd2EndCommit     = "jbd2_end_commit"
-	journalProgJbd2StartCommit   = "jbd2_start_commit"
-	journalProgXfsLogForce       = "xfs_log_force"
-	journalVarUnusedJournalEvent = "unused_journal_event"
-	journalVarWakeBytes          = "wake_bytes"
+	journalMapCommits               = "commits"
+	journalMapEvents                = "events"
+	journalMapLostEvents            = "lost_events"
+	journalProgJbd2EndCommit        = "jbd2_end_commit"
+	journalProgJbd2StartCommit      = "jbd2_start_commit"
+	journalProgXfsLogForce          = "xfs_log_force"
+	journalVarUnusedEsJournalSource = "unused_es_journal_source"
+	journalVarUnusedJournalEvent    = "unused_journal_event"
+	journalVarWakeBytes             = "wake_bytes"
 )
 
 // loadJournal returns the embedded CollectionSpec for journal.
@@ -105,8 +114,9 @@ type journalMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type journalVariableSpecs struct {
-	UnusedJournalEvent *ebpf.VariableSpec `ebpf:"unused_journal_event"`
-	WakeBytes          *ebpf.VariableSpec `ebpf:"wake_bytes"`
+	UnusedEsJournalSource *ebpf.VariableSpec `ebpf:"unused_es_journal_source"`
+	UnusedJournalEvent    *ebpf.VariableSpec `ebpf:"unused_journal_event"`
+	WakeBytes             *ebpf.VariableSpec `ebpf:"wake_bytes"`
 }
 
 // journalObjects contains all objects after they have been loaded into the kernel.
@@ -146,8 +156,9 @@ func (m *journalMaps) Close() error {
 //
 // It can be passed to loadJournalObjects or ebpf.CollectionSpec.LoadAndAssign.
 type journalVariables struct {
-	UnusedJournalEvent *ebpf.Variable `ebpf:"unused_journal_event"`
-	WakeBytes          *ebpf.Variable `ebpf:"wake_bytes"`
+	UnusedEsJournalSource *ebpf.Variable `ebpf:"unused_es_journal_source"`
+	UnusedJournalEvent    *ebpf.Variable `ebpf:"unused_journal_event"`
+	WakeBytes             *ebpf.Variable `ebpf:"wake_bytes"`
 }
 
 // journalPrograms contains all programs after they have been loaded into the kernel.

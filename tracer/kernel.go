@@ -8,6 +8,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
+	"github.com/etcdscope/etcdscope/host"
 	"golang.org/x/sys/unix"
 )
 
@@ -93,4 +94,34 @@ func setVariables(spec *ebpf.CollectionSpec, vars map[string]any) error {
 		}
 	}
 	return nil
+}
+
+// shortErr keeps the first line of an error (verifier logs are long).
+func shortErr(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// tracepointHasBTF reports whether the kernel (or a loaded module) has
+// tracepoint name, which is when it also has the btf_trace_<name> typedef
+// a tp_btf program attaches through. It asks tracefs (mounted by then)
+// rather than parsing the kernel's BTF once more: the loader parses it
+// anyway, and a second parse cost start-up time (docs/performance.md).
+func tracepointHasBTF(name string) bool {
+	return host.TracepointExists(tracepointSystem(name), name)
+}
+
+func tracepointSystem(name string) string {
+	switch {
+	case len(name) > 5 && name[:5] == "jbd2_":
+		return "jbd2"
+	case len(name) > 4 && name[:4] == "xfs_":
+		return "xfs"
+	case len(name) > 5 && name[:5] == "ext4_":
+		return "ext4"
+	}
+	return ""
 }

@@ -1,5 +1,7 @@
 package tracer
 
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type peer_event -type peer_event_kind -type peer_event_flag peers ../bpf/peers.bpf.c
+
 import (
 	"context"
 	"errors"
@@ -166,9 +168,9 @@ func (d *decoder) peer(ev *event.Peer, r *peersPeerEvent) {
 		Remote:        netip.AddrPortFrom(addrOf(r.Family, r.Daddr), r.Dport),
 	}
 	switch {
-	case r.Flags&peerFlagActive != 0:
+	case peersPeerEventFlag(r.Flags)&peersPeerEventFlagPEER_F_ACTIVE != 0:
 		ev.Direction = event.PeerActive
-	case r.Flags&peerFlagPassive != 0:
+	case peersPeerEventFlag(r.Flags)&peersPeerEventFlagPEER_F_PASSIVE != 0:
 		ev.Direction = event.PeerPassive
 	default:
 		ev.Direction = event.PeerPreexisting
@@ -183,12 +185,6 @@ func addrOf(family uint16, a [16]uint8) netip.Addr {
 	}
 	return netip.AddrFrom16(a).Unmap()
 }
-
-// peer_event.flags (PEER_F_* of bpf/peers.h).
-const (
-	peerFlagActive  = 1
-	peerFlagPassive = 2
-)
 
 // afInet is AF_INET, the family of an IPv4 peer_event.
 const afInet = 2

@@ -49,6 +49,24 @@ type peersPeerEvent struct {
 	SockIno       uint64
 }
 
+type peersPeerEventFlag uint32
+
+const (
+	peersPeerEventFlagPEER_F_ACTIVE      peersPeerEventFlag = 1
+	peersPeerEventFlagPEER_F_PASSIVE     peersPeerEventFlag = 2
+	peersPeerEventFlagPEER_F_PREEXISTING peersPeerEventFlag = 4
+)
+
+type peersPeerEventKind uint32
+
+const (
+	peersPeerEventKindPEER_EV_OPEN        peersPeerEventKind = 1
+	peersPeerEventKindPEER_EV_CLOSE_START peersPeerEventKind = 2
+	peersPeerEventKindPEER_EV_CLOSE       peersPeerEventKind = 3
+	peersPeerEventKindPEER_EV_RTT         peersPeerEventKind = 4
+	peersPeerEventKindPEER_EV_RETRANSMIT  peersPeerEventKind = 5
+)
+
 type peersSockInfo struct {
 	_            structs.HostLayout
 	SynNs        uint64
@@ -76,6 +94,9 @@ const (
 	peersVarNetnsIno            = "netns_ino"
 	peersVarPort                = "port"
 	peersVarRttSampleIntervalNs = "rtt_sample_interval_ns"
+	peersVarUnusedPeerEvent     = "unused_peer_event"
+	peersVarUnusedPeerEventFlag = "unused_peer_event_flag"
+	peersVarUnusedPeerEventKind = "unused_peer_event_kind"
 )
 
 // loadPeers returns the embedded CollectionSpec for peers.
@@ -143,6 +164,9 @@ type peersVariableSpecs struct {
 	NetnsIno            *ebpf.VariableSpec `ebpf:"netns_ino"`
 	Port                *ebpf.VariableSpec `ebpf:"port"`
 	RttSampleIntervalNs *ebpf.VariableSpec `ebpf:"rtt_sample_interval_ns"`
+	UnusedPeerEvent     *ebpf.VariableSpec `ebpf:"unused_peer_event"`
+	UnusedPeerEventFlag *ebpf.VariableSpec `ebpf:"unused_peer_event_flag"`
+	UnusedPeerEventKind *ebpf.VariableSpec `ebpf:"unused_peer_event_kind"`
 }
 
 // peersObjects contains all objects after they have been loaded into the kernel.
@@ -188,6 +212,9 @@ type peersVariables struct {
 	NetnsIno            *ebpf.Variable `ebpf:"netns_ino"`
 	Port                *ebpf.Variable `ebpf:"port"`
 	RttSampleIntervalNs *ebpf.Variable `ebpf:"rtt_sample_interval_ns"`
+	UnusedPeerEvent     *ebpf.Variable `ebpf:"unused_peer_event"`
+	UnusedPeerEventFlag *ebpf.Variable `ebpf:"unused_peer_event_flag"`
+	UnusedPeerEventKind *ebpf.Variable `ebpf:"unused_peer_event_kind"`
 }
 
 // peersPrograms contains all programs after they have been loaded into the kernel.

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -71,15 +70,9 @@ func readFixed[T any](q *quietRing, rec *ringbuf.Record, what string) (*T, error
 		if err := q.read(rec); err != nil {
 			return nil, err
 		}
-		raw := rec.RawSample
-		if len(raw) == 0 {
-			continue
+		if len(rec.RawSample) != 0 {
+			return fixed[T](rec.RawSample, what)
 		}
-		var zero T
-		if len(raw) < int(unsafe.Sizeof(zero)) {
-			return nil, errShort(what, len(raw))
-		}
-		return (*T)(unsafe.Pointer(&raw[0])), nil
 	}
 }
 

@@ -1,6 +1,6 @@
 //go:build ignore
 
-/* extras.bpf.c: optional function probes that sharpen the journal layer
+/* jbd2wait.bpf.c: optional function probes that sharpen the journal layer
  * where the kernel allows them. jbd2_log_wait_commit(journal, tid) is where
  * an ext4 fsync waits for the commit of its transaction: its entry and exit
  * in the fsyncing thread give the exact wait and the transaction waited
@@ -22,7 +22,7 @@ struct user_pt_regs {
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
-#include "fsync.h"
+#include "journal.h"
 #include "events.h"
 
 char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,72 @@
+/* block.h: the records of block.bpf.c, one per block request completion
+ * and one per flush bio, with op and flags normalised. Shared with Go by
+ * bpf2go -type (tracer/block.go). */
+#ifndef ETCDSCOPE_BLOCK_H
+#define ETCDSCOPE_BLOCK_H
+
+#include "record.h"
+
+/* Block operations, normalised from enum req_op through CO-RE so that Go
+ * never depends on one kernel's numbering. */
+enum es_op {
+	ES_OP_OTHER = 0,
+	ES_OP_READ = 1,
+	ES_OP_WRITE = 2,
+	ES_OP_FLUSH = 3,
+	ES_OP_DISCARD = 4,
+	ES_OP_SECURE_ERASE = 5,
+	ES_OP_WRITE_ZEROES = 6,
+};
+
+/* Request flags, normalised from enum req_flag_bits through CO-RE (bit
+ * positions move between kernel versions). */
+enum es_req_flag {
+	ES_REQ_SYNC = 1 << 0,
+	ES_REQ_META = 1 << 1,
+	ES_REQ_PRIO = 1 << 2,
+	ES_REQ_NOMERGE = 1 << 3,
+	ES_REQ_IDLE = 1 << 4,
+	ES_REQ_FUA = 1 << 5,
+	ES_REQ_PREFLUSH = 1 << 6,
+	ES_REQ_RAHEAD = 1 << 7,
+	ES_REQ_BACKGROUND = 1 << 8,
+	ES_REQ_NOWAIT = 1 << 9,
+};
+
+struct blk_event {
+	__u8 kind;  /* ES_KIND_BLK */
+	__u8 op;    /* enum es_op */
+	__u8 final; /* this completion finished the request */
+	__u8 _pad;
+	__u32 flags;     /* enum es_req_flag bits */
+	__u32 cmd_flags; /* raw rq->cmd_flags, for debugging only */
+	__u32 dev;       /* disk dev_t, as the block tracepoints report it */
+	__s32 error;     /* blk_status_t */
+	__u32 bytes;     /* nr_bytes of this completion */
+	__u64 rq;        /* struct request address: pairs the three events */
+	__u64 sector;
+	__u64 insert_ns; /* 0: never inserted (issued directly) */
+	__u64 issue_ns;
+	__u64 complete_ns;
+	__u32 pid; /* task that inserted (or, if none, issued) the request */
+	__u32 tid;
+	char comm[ES_COMM_LEN];
+};
+
+/* A bio asking for a cache flush (REQ_OP_FLUSH or REQ_PREFLUSH) entered
+ * the block layer. The flush state machine (block/blk-flush.c) answers it
+ * with a separate flush request issued later from kblockd, which has no
+ * insert event: this marks when the flush was asked for. */
+struct flush_bio_event {
+	__u8 kind; /* ES_KIND_FLUSH_BIO */
+	__u8 op;   /* enum es_op */
+	__u8 _pad[2];
+	__u32 flags; /* enum es_req_flag bits */
+	__u32 dev;   /* disk dev_t */
+	__u32 pid;
+	__u32 tid;
+	__u32 _pad2;
+	__u64 queue_ns;
+};
+
+#endif

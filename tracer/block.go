@@ -1,0 +1,65 @@
+package tracer
+
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type blk_event -type flush_bio_event -type es_op -type es_req_flag block ../bpf/block.bpf.c
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/etcdscope/etcdscope/event"
+)
+
+// loadBlock loads the block object (bpf/block.bpf.c: every block request's
+// insert, issue and completion, and every flush bio) over the shared ring,
+// keeping only cfg.Disk's requests when it is set.
+func (t *FsyncTracer) loadBlock(shared ebpf.CollectionOptions, cfg FsyncConfig) error {
+	spec, err := loadBlock()
+	if err != nil {
+		return fmt.Errorf("reading block object: %w", err)
+	}
+	if err := sizeEvents(spec, shared.MapReplacements["events"].MaxEntries()); err != nil {
+		return err
+	}
+	if err := setVariables(spec, map[string]any{"targ_dev": uint32(cfg.Disk)}); err != nil {
+		return err
+	}
+	if err := spec.LoadAndAssign(&t.block, &shared); err != nil {
+		return explainLoad("block programs", err)
+	}
+	return nil
+}
+
+// attachBlock attaches the four block-layer tp_btf programs (required).
+func (t *FsyncTracer) attachBlock() error {
+	for _, p := range []*ebpf.Program{t.block.BlockRqInsert, t.block.BlockRqIssue, t.block.BlockRqComplete, t.block.BlockBioQueue} {
+		l, err := link.AttachTracing(link.TracingOptions{Program: p})
+		if err != nil {
+			return fmt.Errorf("attaching tp_btf program %s: %w", p, err)
+		}
+		t.links = append(t.links, l)
+	}
+	t.probes = append(t.probes,
+		event.Probe{Name: "tp_btf/block_rq_insert", Attached: true},
+		event.Probe{Name: "tp_btf/block_rq_issue", Attached: true},
+		event.Probe{Name: "tp_btf/block_rq_complete", Attached: true},
+		event.Probe{Name: "tp_btf/block_bio_queue", Attached: true})
+	return nil
+}
+
+// block decodes struct blk_event (bpf/block.h).
+func (d *decoder) block(b *event.Block, e *blockBlkEvent) {
+	*b = event.Block{
+		Rq: e.Rq, Dev: event.Dev(e.Dev), Op: event.Op(e.Op), Flags: event.ReqFlags(e.Flags),
+		CmdFlags: e.CmdFlags, Sector: e.Sector, Bytes: e.Bytes, Error: e.Error, Final: e.Final != 0,
+		InsertNs: e.InsertNs, IssueNs: e.IssueNs, CompleteNs: e.CompleteNs,
+		PID: e.Pid, TID: e.Tid, Comm: d.intern(cbytes(e.Comm[:])),
+	}
+}
+
+// decodeFlushBio decodes struct flush_bio_event (bpf/block.h).
+func decodeFlushBio(f *event.FlushBio, e *blockFlushBioEvent) {
+	*f = event.FlushBio{Dev: event.Dev(e.Dev), Op: event.Op(e.Op), Flags: event.ReqFlags(e.Flags),
+		PID: e.Pid, TID: e.Tid, QueueNs: e.QueueNs}
+}

@@ -1,0 +1,98 @@
+package tracer
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// fixed returns raw as the bpf2go struct T it holds, in place (valid as
+// long as raw), or an error naming what when raw is too short for a T.
+func fixed[T any](raw []byte, what string) (*T, error) {
+	var zero T
+	if len(raw) < int(unsafe.Sizeof(zero)) || len(raw) == 0 {
+		return nil, fmt.Errorf("decoding %s event: record of %d bytes is too short", what, len(raw))
+	}
+	return (*T)(unsafe.Pointer(&raw[0])), nil
+}
+
+// cbytes returns the bytes of a NUL-terminated C string field, without
+// copying them.
+func cbytes(b []int8) []byte {
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), len(b))
+	for i, c := range buf {
+		if c == 0 {
+			return buf[:i]
+		}
+	}
+	return buf
+}
+
+// internMax bounds each of decoder's tables; one that fills is emptied
+// and refills with what is current (files come and go: WAL segments).
+const internMax = 4096
+
+// decoder turns raw records into events. It interns the strings that
+// repeat from record to record (comm, filesystem type, path components,
+// the Names slice itself), so a steady stream decodes without allocating:
+// ten allocations per fsync record before (BenchmarkDecodeFsync).
+// Interned values are shared between events and must not be modified.
+// Not safe for concurrent use; the zero value is ready.
+type decoder struct {
+	recent [64]string
+	strs   map[string]string
+	names  map[string][]string // key: the raw components, each ended by NUL
+	key    []byte
+}
+
+// intern returns b as a string, allocating only the first time. A small
+// direct-mapped cache in front of the map answers the common case (the
+// same few comms) in a compare instead of a hash.
+func (d *decoder) intern(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	h := (uint(len(b))*31 + uint(b[0])*7 + uint(b[len(b)-1])) % uint(len(d.recent))
+	if s := d.recent[h]; s == string(b) { // comparing with string(b) does not allocate
+		return s
+	}
+	s, ok := d.strs[string(b)] // nor does a lookup by it
+	if !ok {
+		if d.strs == nil || len(d.strs) >= internMax {
+			d.strs = make(map[string]string)
+		}
+		s = string(b)
+		d.strs[s] = s
+	}
+	d.recent[h] = s
+	return s
+}
+
+// pathNames returns the non-empty leading components of names as strings,
+// the same slice every time for the same components.
+func (d *decoder) pathNames(names [][48]int8) []string {
+	d.key = d.key[:0]
+	n := 0
+	for i := range names {
+		c := cbytes(names[i][:])
+		if len(c) == 0 {
+			break
+		}
+		d.key = append(append(d.key, c...), 0)
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	if v, ok := d.names[string(d.key)]; ok {
+		return v
+	}
+	v := make([]string, n)
+	for i := range v {
+		v[i] = d.intern(cbytes(names[i][:]))
+	}
+	if d.names == nil || len(d.names) >= internMax {
+		d.names = make(map[string][]string)
+	}
+	d.names[string(d.key)] = v
+	return v
+}

@@ -1,0 +1,46 @@
+package tracer
+
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 stacked ../bpf/stacked.bpf.c
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/etcdscope/etcdscope/event"
+)
+
+// attachStacked loads stacked.bpf.c, the programs that see fsyncs made by
+// kernel threads
+// (the loop driver's vfs_fsync of a backing file: the host level under a
+// stacked device), where this kernel has ext4's sync_file tracepoints.
+func (t *FsyncTracer) attachStacked(shared ebpf.CollectionOptions) error {
+	if !tracepointHasBTF("ext4_sync_file_enter") || !tracepointHasBTF("ext4_sync_file_exit") {
+		t.probes = append(t.probes,
+			event.Probe{Name: "tp_btf/ext4_sync_file_enter", Why: "ext4 not loaded: fsyncs by kernel threads (loop backing files on ext4) unseen"},
+			event.Probe{Name: "tp_btf/ext4_sync_file_exit", Why: "ext4 not loaded"})
+		return nil
+	}
+	spec, err := loadStacked()
+	if err != nil {
+		return fmt.Errorf("reading stacked object: %w", err)
+	}
+	if err := sizeEvents(spec, shared.MapReplacements["events"].MaxEntries()); err != nil {
+		return err
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, shared)
+	if err != nil {
+		return explainLoad("stacked-device programs", err)
+	}
+	t.stacked = coll
+	for _, name := range []string{"ext4_sync_file_enter", "ext4_sync_file_exit"} {
+		l, err := link.AttachTracing(link.TracingOptions{Program: coll.Programs[name]})
+		if err != nil {
+			return fmt.Errorf("attaching tp_btf/%s: %w", name, err)
+		}
+		t.links = append(t.links, l)
+		t.probes = append(t.probes, event.Probe{Name: "tp_btf/" + name, Attached: true})
+	}
+	return nil
+}
