@@ -48,6 +48,9 @@ func openQuietRing(m *ebpf.Map) (*quietRing, error) {
 // ringbuf.ErrClosed after close and ringbuf.ErrFlushed once drain has
 // emptied the ring.
 func (q *quietRing) read(rec *ringbuf.Record) error {
+	if q == nil { // a tracer that never opened its ring
+		return ErrClosed
+	}
 	for {
 		err := q.rd.ReadInto(rec)
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
@@ -80,6 +83,9 @@ func readFixed[T any](q *quietRing, rec *ringbuf.Record, what string) (*T, error
 // record already in the ring and then ringbuf.ErrFlushed. (The reader's
 // SetDeadline would wait for a blocked read to wake first.)
 func (q *quietRing) drain() error {
+	if q == nil {
+		return ErrClosed
+	}
 	err := q.rd.Flush()
 	q.wait.wake()
 	return err

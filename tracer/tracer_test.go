@@ -12,12 +12,15 @@ import (
 // twice without error, and Read after Close returns ErrClosed (which
 // callers stop on) rather than blocking or decoding stale memory. A
 // zero-value tracer (what a constructor that failed first closes) closes
-// too.
+// too, and Drain on it says ErrClosed instead of panicking.
 func TestCloseTwiceReadAfterClose(t *testing.T) {
 	testenv.RequireRoot(t)
 	for _, c := range []struct {
 		name string
-		zero interface{ Close() error }
+		zero interface {
+			Close() error
+			Drain() error
+		}
 		open func() (interface{ Close() error }, func() error, error)
 	}{
 		{"fsync", &FsyncTracer{}, func() (interface{ Close() error }, func() error, error) {
@@ -45,6 +48,9 @@ func TestCloseTwiceReadAfterClose(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			if err := c.zero.Close(); err != nil {
 				t.Errorf("Close of a zero tracer: %v", err)
+			}
+			if err := c.zero.Drain(); !errors.Is(err, ErrClosed) {
+				t.Errorf("Drain of a zero tracer: %v, want ErrClosed", err)
 			}
 			tr, read, err := c.open()
 			if err != nil {
