@@ -78,10 +78,10 @@ func TestFsyncTracerOnVMKernel(t *testing.T) {
 	}
 }
 
-// TestFsyncExtrasOnVMKernel: the optional function probes this build
+// TestFsyncJBD2WaitOnVMKernel: the optional jbd2wait probes this build
 // machine cannot run (fentry is refused, kprobes are compiled out) load and
 // attach on Debian's 6.1, in both variants.
-func TestFsyncExtrasOnVMKernel(t *testing.T) {
+func TestFsyncJBD2WaitOnVMKernel(t *testing.T) {
 	for _, variant := range []string{"fentry", "kprobe"} {
 		tr, err := NewFsync(FsyncConfig{PID: uint32(os.Getpid()), JBD2Wait: variant})
 		if err != nil {
