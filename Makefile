@@ -20,7 +20,7 @@ LDFLAGS  := -X github.com/etcdscope/etcdscope/internal/buildinfo.version=$(VERSI
 IMAGE         ?= localhost/etcdscope:$(or $(VERSION),devel)
 IMAGE_BUILDER ?= $(shell command -v buildah || command -v podman || command -v docker)
 
-.PHONY: fresh-root all build install generate test test-go vmtest demo etcd bench clean check-generate deps promtool prometheus prometheusrule image image-test
+.PHONY: fresh-root all build install generate test test-go vmtest demo etcd bench clean check-generate deps promtool prometheus prometheusrule image image-test fuzz
 
 all: build
 
@@ -121,6 +121,21 @@ test:
 # root; VMTEST_RUN=regex narrows the tests.
 vmtest:
 	./vmtest/run.sh
+
+# fuzz runs every Go fuzz target (the readers of outside input: recordings,
+# merge inputs, etcd metrics text, netlink replies, netem options) for
+# FUZZTIME each, one after another. `go test` runs their seed corpora and
+# the crashers under testdata/fuzz as ordinary tests; this explores.
+FUZZTIME ?= 30s
+FUZZ_TARGETS := ./analysis/jsonl:FuzzScan ./analysis:FuzzReadJSONL ./analysis/peers:FuzzReadEvents \
+	./analysis/merge:FuzzMerge ./analysis/etcdmetric:FuzzParse ./analysis/diagnose:FuzzDiagnose \
+	./netem:FuzzDecodeTcmsg ./netem:FuzzSpec
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel 1 $$pkg; \
+	done
 
 # demo is the main job on the built-in default: an etcd-WAL-like writer
 # traced by etcdscope itself.

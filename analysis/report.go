@@ -75,6 +75,29 @@ type Report struct {
 	// ended: add it to a record's start_ns/end_ns for Unix time. 0 when
 	// the writer did not know it (older recordings).
 	MonoToWallNs int64 `json:"mono_to_wall_ns,omitempty"`
+	// LossUnknown, when set, says why LostEvents and MissedEvents are not
+	// known (a recording cut before its summary line): the JSON form then
+	// carries lost_events and missed_events as null, never 0, and the
+	// table says "unknown".
+	LossUnknown string `json:"loss_unknown,omitempty"`
+}
+
+// LossUnknownNoSummary is Report.LossUnknown for a recording without its
+// summary line (the run was killed or its output cut).
+const LossUnknownNoSummary = "unknown: recording has no summary (the run was cut short)"
+
+// MarshalJSON writes r as its fields say, except that with LossUnknown set
+// lost_events and missed_events are null.
+func (r Report) MarshalJSON() ([]byte, error) {
+	type plain Report // without this method
+	if r.LossUnknown == "" {
+		return json.Marshal(plain(r))
+	}
+	return json.Marshal(struct {
+		plain
+		LostEvents   *uint64 `json:"lost_events"`
+		MissedEvents *uint64 `json:"missed_events"`
+	}{plain: plain(r)})
 }
 
 // ReportBuilder accumulates fsync records into a Report without keeping
@@ -215,6 +238,10 @@ func Ms(ns int64) string { return fmt.Sprintf("%.3f", float64(ns)/1e6) }
 // WriteTable prints the report as the human table of `etcdscope fsync`.
 func (r *Report) WriteTable(w io.Writer) error {
 	bw := bufio.NewWriter(w)
+	if r.LossUnknown != "" {
+		fmt.Fprintf(bw, "etcdscope fsync report: %d calls, lost events and missed probe runs %s\n", r.Fsyncs, r.LossUnknown)
+		return r.writeGroups(bw)
+	}
 	fmt.Fprintf(bw, "etcdscope fsync report: %d calls, %d lost events, %d missed probe runs", r.Fsyncs, r.LostEvents, r.MissedEvents)
 	if r.LostEvents > 0 {
 		fmt.Fprintf(bw, " (ring buffer overflowed: numbers below miss events; raise --ring-size)")
@@ -223,6 +250,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(bw, " (the kernel skipped probes while another BPF program ran on the CPU: some requests are not attributed)")
 	}
 	fmt.Fprintln(bw)
+	return r.writeGroups(bw)
+}
+
+// writeGroups is WriteTable after its first line.
+func (r *Report) writeGroups(bw *bufio.Writer) error {
 	for _, u := range r.Unavailable {
 		fmt.Fprintf(bw, "unavailable: %s\n", u)
 	}

@@ -47,7 +47,10 @@ func Scrape(ctx context.Context, u string, tlsCfg *tls.Config) (etcdmetric.Scrap
 	if resp.StatusCode != http.StatusOK {
 		return etcdmetric.Scrape{}, fmt.Errorf("HTTP %s (is this etcd's /metrics?)", resp.Status)
 	}
-	sc, err := etcdmetric.Parse(io.LimitReader(resp.Body, 64<<20))
+	sc, err := etcdmetric.Parse(&capReader{r: resp.Body, n: MaxScrapeBytes})
+	if errors.Is(err, ErrScrapeTooLarge) {
+		return etcdmetric.Scrape{}, fmt.Errorf("%w: give the URL of etcd's own /metrics (its --listen-metrics-urls or client URL)", err)
+	}
 	if errors.Is(err, etcdmetric.ErrNoMetric) && sc.IsEtcd {
 		return sc, nil
 	}
@@ -77,6 +80,44 @@ func ExplainTLS(err error) error {
 	return err
 }
 
+// MembersTimeout bounds Members: a member list answers in milliseconds on
+// a healthy cluster.
+const MembersTimeout = 5 * time.Second
+
+// ErrUnreachable is returned (wrapped) by Members when no endpoint
+// answered within MembersTimeout.
+var ErrUnreachable = errors.New("no answer")
+
+// MaxScrapeBytes caps a scraped /metrics body. etcd's own is ~100-300 KiB
+// (its histograms and gRPC series; more with many members); a larger body
+// is not etcd's, and reading it all would cost the node its memory.
+const MaxScrapeBytes = 8 << 20
+
+// ErrScrapeTooLarge is returned (wrapped) by Scrape for a body larger than
+// MaxScrapeBytes.
+var ErrScrapeTooLarge = errors.New("body larger than 8 MiB")
+
+// capReader fails with ErrScrapeTooLarge once more than n bytes are read.
+type capReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.n < 0 {
+		return 0, ErrScrapeTooLarge
+	}
+	if int64(len(p)) > c.n+1 {
+		p = p[:c.n+1]
+	}
+	n, err := c.r.Read(p)
+	c.n -= int64(n)
+	if c.n < 0 {
+		return n, ErrScrapeTooLarge
+	}
+	return n, err
+}
+
 // ErrLeaderUnknown is returned (wrapped, with the members) by Members when
 // no endpoint answered a status request.
 var ErrLeaderUnknown = errors.New("no endpoint answered a status request: leader unknown")
@@ -87,13 +128,22 @@ var ErrLeaderUnknown = errors.New("no endpoint answered a status request: leader
 // peer connections come from, so the metric's To label (the member ID) can
 // be matched with the connections to that peer. peerURLs maps each member
 // ID to its first peer URL.
+//
+// It waits at most MembersTimeout for the member list; no answer in that
+// time is ErrUnreachable, wrapped in a line naming the endpoints and the fix.
 func Members(ctx context.Context, endpoints []string, tlsCfg *tls.Config) (members []etcdmetric.Member, peerURLs map[uint64]string, err error) {
-	cl, err := clientv3.New(clientv3.Config{Endpoints: endpoints, TLS: tlsCfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	ctx, cancel := context.WithTimeout(ctx, MembersTimeout)
+	defer cancel()
+	cl, err := clientv3.New(clientv3.Config{Endpoints: endpoints, TLS: tlsCfg, DialTimeout: MembersTimeout, MaxCallRecvMsgSize: MaxScrapeBytes, Logger: zap.NewNop()})
 	if err != nil {
 		return nil, nil, err
 	}
 	defer cl.Close()
 	ml, err := cl.MemberList(ctx)
+	if err != nil && ctx.Err() != nil {
+		return nil, nil, fmt.Errorf("--etcd-endpoints %s: %w within %v: check the client URL (etcdctl --endpoints %s endpoint health), the scheme (http/https) and --cacert",
+			strings.Join(endpoints, ","), ErrUnreachable, MembersTimeout, strings.Join(endpoints, ","))
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("member list: %w", ExplainTLS(err))
 	}

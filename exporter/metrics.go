@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -93,7 +94,14 @@ type Metrics struct {
 	fsyncSeries map[fsyncLabels]*fsyncObservers
 	// pods, if set (EnablePodLabels), labels fsync_duration_seconds with
 	// the calling process's pod and container.
-	pods *PodResolver
+	pods  *PodResolver
+	comms map[string]int // label sets per comm (not OtherLabel), for MaxComms
+
+	peerMu   sync.Mutex
+	peerSeen map[string]*atomic.Int64 // peer label -> clock at its last event, for MaxPeers
+	overflow *prometheus.CounterVec
+	clock    coarseClock
+	timeNow  func() time.Time // time.Now; tests move it
 
 	mu      sync.Mutex
 	sources []source
@@ -104,7 +112,7 @@ type Metrics struct {
 // NewMetrics creates the collectors; nothing is exported until a label set
 // is first observed, except the self-metrics of added sources.
 func NewMetrics() *Metrics {
-	return &Metrics{
+	m := &Metrics{
 		fsyncDuration: durationHistogram("fsync_duration_seconds",
 			"Wall time of fsync/fdatasync calls, syscall entry to exit (tracepoints syscalls:sys_enter/exit_f(data)sync).",
 			"comm", "device", "fs", "file_kind", "syscall"),
@@ -166,13 +174,23 @@ func NewMetrics() *Metrics {
 		statsOnDesc: prometheus.NewDesc(Namespace+"_bpf_stats_enabled",
 			"The sysctl kernel.bpf_stats_enabled: 1 when the kernel counts BPF run time and runs for every program, else 0 (a BPF_ENABLE_STATS fd can turn counting on without it).", nil, nil),
 		statsEnabled: host.BPFStatsEnabled,
+		overflow: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "series_overflow_total",
+			Help: "Observations counted under the label value \"other\" because a bound on series was reached (label: comm, fsync_label_set or peer; MaxComms, MaxFsyncLabelSets, MaxPeers in docs/metrics.md).",
+		}, []string{"label"}),
+		fsyncSeries: map[fsyncLabels]*fsyncObservers{},
+		comms:       map[string]int{},
+		peerSeen:    map[string]*atomic.Int64{},
+		timeNow:     time.Now,
 	}
+	m.clock.tick(time.Now())
+	return m
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.fsyncDuration, m.layerDuration, m.flushDuration, m.flushesPer,
 		m.handshakeRTT, m.srtt, m.connsOpened, m.retransmits, m.inflation, m.etcdMean, m.etcdRTT,
-		m.scrapeErrors, m.decodeErrors}
+		m.scrapeErrors, m.decodeErrors, m.overflow}
 }
 
 // Describe implements prometheus.Collector.
@@ -188,6 +206,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector. The self-metrics are read from
 // the tracers at scrape time (map lookups and BPF_OBJ_GET_INFO_BY_FD).
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.expire()
 	for _, c := range m.collectors() {
 		c.Collect(ch)
 	}
@@ -276,6 +295,98 @@ type fsyncLabels struct {
 type fsyncObservers struct {
 	total, flushes prometheus.Observer
 	layers         []prometheus.Observer // in analysis.LayerNames order
+	seen           atomic.Int64          // clock at the last observation
+}
+
+// boundFsyncLocked returns the label set k is counted under: k itself, or
+// with comm (then comm, device and fs) OtherLabel when MaxComms (then
+// MaxFsyncLabelSets) is reached. m.fsyncMu is held.
+func (m *Metrics) boundFsyncLocked(k fsyncLabels) fsyncLabels {
+	if k.comm != OtherLabel && m.comms[k.comm] == 0 && len(m.comms) >= MaxComms {
+		k.comm = OtherLabel
+		m.overflow.WithLabelValues("comm").Inc()
+	}
+	if m.fsyncSeries[k] == nil && len(m.fsyncSeries) >= MaxFsyncLabelSets {
+		k.comm, k.dev, k.fs = OtherLabel, OtherLabel, OtherLabel
+		m.overflow.WithLabelValues("fsync_label_set").Inc()
+	}
+	return k
+}
+
+// peerLabel returns the peer label value for peer: itself, or OtherLabel
+// once MaxPeers others are exported; it marks the peer seen.
+func (m *Metrics) peerLabel(peer string) string {
+	m.peerMu.Lock()
+	defer m.peerMu.Unlock()
+	seen := m.peerSeen[peer]
+	if seen == nil {
+		if len(m.peerSeen) >= MaxPeers {
+			peer = OtherLabel
+			m.overflow.WithLabelValues("peer").Inc()
+			if seen = m.peerSeen[peer]; seen != nil {
+				seen.Store(m.clock.now())
+				return peer
+			}
+		}
+		seen = new(atomic.Int64)
+		m.peerSeen[peer] = seen
+	}
+	seen.Store(m.clock.now())
+	return peer
+}
+
+// expire deletes the series not observed for SeriesTTL: fsync label sets
+// and peers not seen since the previous scrape and older than the TTL.
+// Collect calls it at each scrape, then advances the clock.
+func (m *Metrics) expire() {
+	prev := m.clock.now()
+	now := m.clock.tick(m.timeNow())
+	old := func(seen int64) bool { return seen != prev && expired(seen, now) }
+
+	m.fsyncMu.Lock()
+	type triple struct{ comm, dev, kind string }
+	live := map[triple]bool{}
+	var gone []fsyncLabels
+	for k, o := range m.fsyncSeries {
+		if old(o.seen.Load()) {
+			gone = append(gone, k)
+		} else {
+			live[triple{k.comm, k.dev, k.kind}] = true
+		}
+	}
+	for _, k := range gone {
+		delete(m.fsyncSeries, k)
+		if m.pods == nil {
+			m.fsyncDuration.DeleteLabelValues(k.comm, k.dev, k.fs, k.kind, k.syscall)
+		} else {
+			m.fsyncDuration.DeleteLabelValues(k.comm, k.dev, k.fs, k.kind, k.syscall, k.pod.PodUID, k.pod.ContainerID)
+		}
+		if !live[triple{k.comm, k.dev, k.kind}] { // no other label set shares them
+			m.flushesPer.DeleteLabelValues(k.comm, k.dev, k.kind)
+			for _, l := range analysis.LayerNames {
+				m.layerDuration.DeleteLabelValues(k.comm, k.dev, k.kind, l)
+			}
+		}
+		if k.comm != OtherLabel {
+			if m.comms[k.comm]--; m.comms[k.comm] <= 0 {
+				delete(m.comms, k.comm)
+			}
+		}
+	}
+	m.fsyncMu.Unlock()
+
+	m.peerMu.Lock()
+	for p, seen := range m.peerSeen {
+		if old(seen.Load()) {
+			delete(m.peerSeen, p)
+			for _, v := range []interface {
+				DeletePartialMatch(prometheus.Labels) int
+			}{m.handshakeRTT, m.srtt, m.connsOpened, m.retransmits} {
+				v.DeletePartialMatch(prometheus.Labels{"peer": p})
+			}
+		}
+	}
+	m.peerMu.Unlock()
 }
 
 // ObserveFsync records one attributed fsync: its wall time, each layer's
@@ -289,19 +400,24 @@ func (m *Metrics) ObserveFsync(r *analysis.FsyncRecord) {
 	m.fsyncMu.Lock()
 	o := m.fsyncSeries[k]
 	if o == nil {
+		k = m.boundFsyncLocked(k)
+		o = m.fsyncSeries[k]
+	}
+	if o == nil {
 		o = &fsyncObservers{
-			total:   m.fsyncDurationObserver(r.Comm, dev, r.FS, r.FileKind, r.Syscall, k.pod),
-			flushes: m.flushesPer.WithLabelValues(r.Comm, dev, r.FileKind),
+			total:   m.fsyncDurationObserver(k.comm, k.dev, k.fs, k.kind, k.syscall, k.pod),
+			flushes: m.flushesPer.WithLabelValues(k.comm, k.dev, k.kind),
 		}
 		for _, l := range analysis.LayerNames {
-			o.layers = append(o.layers, m.layerDuration.WithLabelValues(r.Comm, dev, r.FileKind, l))
-		}
-		if m.fsyncSeries == nil {
-			m.fsyncSeries = map[fsyncLabels]*fsyncObservers{}
+			o.layers = append(o.layers, m.layerDuration.WithLabelValues(k.comm, k.dev, k.kind, l))
 		}
 		m.fsyncSeries[k] = o
+		if k.comm != OtherLabel {
+			m.comms[k.comm]++
+		}
 	}
 	m.fsyncMu.Unlock()
+	o.seen.Store(m.clock.now())
 	o.total.Observe(float64(r.TotalNs) / 1e9)
 	for i, l := range analysis.LayerNames {
 		o.layers[i].Observe(float64(r.Layers.Get(l)) / 1e9)
@@ -342,7 +458,10 @@ func (m *Metrics) ObserveBlock(b event.Block, diskName string) {
 // connection for KindOpen, an srtt sample for KindRTT, a retransmit. The
 // peer label is the remote address as this host sees it.
 func (m *Metrics) ObservePeer(e event.Peer) {
-	peer := e.Remote.Addr().Unmap().String()
+	if e.Kind != event.PeerOpen && e.Kind != event.PeerRTT && e.Kind != event.PeerRetransmit {
+		return
+	}
+	peer := m.peerLabel(e.Remote.Addr().Unmap().String())
 	switch e.Kind {
 	case event.PeerOpen:
 		m.connsOpened.WithLabelValues(peer, string(e.Direction)).Inc()

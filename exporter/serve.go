@@ -90,10 +90,12 @@ func (h *health) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 
 // NewHandler returns the HTTP mux of the exporter: /metrics (text or
 // protobuf, as the scraper negotiates; protobuf carries the native
-// histograms) and /healthz.
+// histograms; gathered one at a time, at most once per ScrapeCacheTTL and
+// format) and /healthz, GET and
+// HEAD only (405 otherwise).
 func NewHandler(reg *prometheus.Registry, healthz http.Handler) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true, Registry: reg}))
+	mux.Handle("/metrics", cacheScrapes(promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true, Registry: reg}), ScrapeCacheTTL))
 	mux.Handle("/healthz", healthz)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
@@ -102,7 +104,7 @@ func NewHandler(reg *prometheus.Registry, healthz http.Handler) http.Handler {
 		}
 		fmt.Fprintln(w, "etcdscope exporter: /metrics, /healthz")
 	})
-	return mux
+	return onlyGetHead(mux)
 }
 
 // Run loads and attaches the fsync and peers tracers, feeds their events
@@ -181,9 +183,9 @@ func Run(ctx context.Context, cfg Config) error {
 		}()
 	}
 
-	srv := &http.Server{Handler: NewHandler(reg, h), ReadHeaderTimeout: 10 * time.Second}
+	srv, ln := newServer(NewHandler(reg, h), cfg.Listener)
 	go func() {
-		if err := srv.Serve(cfg.Listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- fmt.Errorf("serving %s: %w", cfg.Listener.Addr(), err)
 		}
 	}()
@@ -280,8 +282,18 @@ func (w *peerWindow) add(e event.Peer) {
 	w.events = append(w.events, e)
 	if n := len(w.events); n > 0 && n%1024 == 0 {
 		w.trimLocked(e.TimeNs)
+		if len(w.events) > MaxPeerWindowEvents {
+			// A flood of connections to the peer port: keep the newest
+			// half; the comparison covers less than its window.
+			w.events = append(w.events[:0:0], w.events[len(w.events)/2:]...)
+		}
 	}
 }
+
+// MaxPeerWindowEvents bounds the peer events serve keeps for the etcd
+// comparison (~150 bytes each: ~15 MB). A member with its peers makes a
+// few hundred events a minute; only a flood of connections reaches it.
+const MaxPeerWindowEvents = 100_000
 
 func (w *peerWindow) trimLocked(nowNs uint64) {
 	if nowNs < w.keepNs {

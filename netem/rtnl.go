@@ -57,38 +57,48 @@ func dump(c *netlink.Conn, typ netlink.HeaderType, ifindex, parent uint32) ([]ra
 	}
 	var out []rawObject
 	for _, m := range msgs {
-		if len(m.Data) < tcmsgLen {
-			continue
-		}
-		o := rawObject{
-			Ifindex: binary.NativeEndian.Uint32(m.Data[4:]),
-			Handle:  binary.NativeEndian.Uint32(m.Data[8:]),
-			Parent:  binary.NativeEndian.Uint32(m.Data[12:]),
-			Info:    binary.NativeEndian.Uint32(m.Data[16:]),
-		}
-		if ifindex != 0 && o.Ifindex != ifindex {
-			continue
-		}
-		ad, err := netlink.NewAttributeDecoder(m.Data[tcmsgLen:])
+		o, ok, err := decodeTcmsg(m.Data)
 		if err != nil {
-			return nil, fmt.Errorf("decoding tc message: %w", err)
+			return nil, err
 		}
-		for ad.Next() {
-			switch ad.Type() {
-			case unix.TCA_KIND:
-				o.Kind = ad.String()
-			case unix.TCA_OPTIONS:
-				o.Options = append([]byte(nil), ad.Bytes()...)
-			case unix.TCA_STATS2:
-				o.Stats = decodeStats2(ad.Bytes())
-			}
-		}
-		if err := ad.Err(); err != nil {
-			return nil, fmt.Errorf("decoding tc message: %w", err)
+		if !ok || (ifindex != 0 && o.Ifindex != ifindex) {
+			continue
 		}
 		out = append(out, o)
 	}
 	return out, nil
+}
+
+// decodeTcmsg decodes one RTM_NEWQDISC/RTM_NEWTFILTER message body: struct
+// tcmsg and its attributes. ok is false for a body shorter than tcmsg.
+func decodeTcmsg(data []byte) (o rawObject, ok bool, err error) {
+	if len(data) < tcmsgLen {
+		return o, false, nil
+	}
+	o = rawObject{
+		Ifindex: binary.NativeEndian.Uint32(data[4:]),
+		Handle:  binary.NativeEndian.Uint32(data[8:]),
+		Parent:  binary.NativeEndian.Uint32(data[12:]),
+		Info:    binary.NativeEndian.Uint32(data[16:]),
+	}
+	ad, err := netlink.NewAttributeDecoder(data[tcmsgLen:])
+	if err != nil {
+		return o, false, fmt.Errorf("decoding tc message: %w", err)
+	}
+	for ad.Next() {
+		switch ad.Type() {
+		case unix.TCA_KIND:
+			o.Kind = ad.String()
+		case unix.TCA_OPTIONS:
+			o.Options = append([]byte(nil), ad.Bytes()...)
+		case unix.TCA_STATS2:
+			o.Stats = decodeStats2(ad.Bytes())
+		}
+	}
+	if err := ad.Err(); err != nil {
+		return o, false, fmt.Errorf("decoding tc message: %w", err)
+	}
+	return o, true, nil
 }
 
 func decodeStats2(b []byte) *qdiscStats {

@@ -62,6 +62,12 @@ type Spec struct {
 	Limit uint32
 }
 
+// MaxDelay bounds Spec.Delay. netem itself takes up to 2^63 ns, but a
+// one-way delay beyond a minute no longer emulates a distant peer: TCP
+// gives up and etcd elects a new leader long before (its election timeout
+// is 1 s by default), and the queue sized for it (rate × delay) is huge.
+const MaxDelay = time.Minute
+
 // Validate checks s and normalises it (sorted, unique, unmapped peers;
 // defaults for Port, Distribution and Classifier). Its errors are usage
 // errors: nothing has been touched.
@@ -100,6 +106,9 @@ func (s *Spec) Validate() error {
 	}
 	if s.Delay < 0 || s.Jitter < 0 {
 		return fmt.Errorf("--delay and --jitter must not be negative")
+	}
+	if s.Delay > MaxDelay {
+		return fmt.Errorf("--delay %s exceeds %s: a peer link that slow holds every packet past TCP's retransmission timers and etcd's election timeout; give e.g. 25ms", s.Delay, MaxDelay)
 	}
 	if s.Jitter > maxJitter {
 		return fmt.Errorf("--jitter %s exceeds netem's limit of %s (s32 nanoseconds)", s.Jitter, maxJitter)

@@ -1,6 +1,8 @@
 package netem
 
 import (
+	"github.com/etcdscope/etcdscope/internal/safefile"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,7 +45,7 @@ func statePath(dir string, ino uint64, dev string) string {
 	return filepath.Join(dir, fmt.Sprintf("netns%d-%s.json", ino, dev))
 }
 
-// writeState writes s atomically (temp file + rename).
+// writeState writes s atomically (temp file + rename, internal/safefile).
 func writeState(path string, s *State) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("creating state directory: %w", err)
@@ -52,14 +54,13 @@ func writeState(path string, s *State) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	// Through internal/safefile: a --state-dir where another user planted
+	// a link is never written through, and a failure leaves no partial file.
+	f, err := safefile.WriteFile(path, append(b, '\n'), 0o644)
+	if err != nil {
 		return fmt.Errorf("writing state: %w", err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("writing state: %w", err)
-	}
-	return nil
+	return f.Close()
 }
 
 // readState returns the state at path, or nil if there is none.

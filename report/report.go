@@ -132,6 +132,7 @@ type page struct {
 	Generated   string
 	Fsyncs      int
 	Lost        uint64
+	LossUnknown string // analysis.Report.LossUnknown: Lost and Missed are not known
 	Missed      uint64
 	Span        string
 	Unavailable []string
@@ -166,7 +167,7 @@ func Render(w io.Writer, in Input) error {
 func build(in Input) page {
 	rep := analysis.BuildReport(in.Fsyncs, in.Summary.LostEvents, in.Summary.MissedEvents, in.Summary.Unavailable)
 	p := page{Title: in.Title, Generated: time.Now().UTC().Format(time.RFC3339), Fsyncs: len(in.Fsyncs),
-		Lost: rep.LostEvents, Missed: rep.MissedEvents, Unavailable: rep.Unavailable, NoFsyncs: len(in.Fsyncs) == 0}
+		Lost: rep.LostEvents, Missed: rep.MissedEvents, LossUnknown: in.Summary.LossUnknown, Unavailable: rep.Unavailable, NoFsyncs: len(in.Fsyncs) == 0}
 	p.Legend = layerParts()
 	var t0, t1 uint64
 	for i, r := range in.Fsyncs {

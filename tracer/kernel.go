@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -23,21 +24,71 @@ var ErrNoBTF = errors.New("kernel BTF missing at /sys/kernel/btf/vmlinux (needs 
 var btfPath = "/sys/kernel/btf/vmlinux"
 
 // CheckPrerequisites returns ErrNoBTF or ErrNoPrivilege when BPF tracing
-// cannot work here, before anything is loaded or mounted.
+// cannot work here, before anything is loaded or mounted. A missing
+// capability is named (MissingCapabilities), whatever the uid: a uid 0
+// container with its capabilities dropped is as unprivileged as any user.
 func CheckPrerequisites() error {
 	if _, err := os.Stat(btfPath); err != nil {
 		return ErrNoBTF
 	}
-	if os.Geteuid() != 0 {
-		// Without root the capability set decides; a cheap probe is to
-		// create a tiny map, which needs CAP_BPF.
-		m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
-		if err != nil {
-			return fmt.Errorf("%w: %v", ErrNoPrivilege, err)
-		}
-		m.Close()
+	if missing := MissingCapabilities(); len(missing) > 0 {
+		return fmt.Errorf("%w: this process lacks %s", ErrNoPrivilege, strings.Join(missing, " and "))
 	}
+	// The capabilities are there; the kernel may still refuse (a seccomp
+	// profile, kernel.unprivileged_bpf_disabled for a non-root uid, a
+	// security module). A tiny map shows it.
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	if errors.Is(err, unix.EPERM) {
+		// cilium/ebpf adds a MEMLOCK hint to EPERM; with the capabilities
+		// present and memcg accounting (5.11+) that is not the cause.
+		return fmt.Errorf("%w: creating a BPF map was refused with CAP_BPF present (seccomp or a security module?)", ErrNoPrivilege)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: creating a BPF map: %v", ErrNoPrivilege, err)
+	}
+	m.Close()
 	return nil
+}
+
+// MissingCapabilities names the capabilities this process lacks to load
+// and attach the tracers: CAP_BPF (maps, programs, BTF) and CAP_PERFMON
+// (tracepoints, tp_btf, uprobes), each also granted by CAP_SYS_ADMIN. It
+// reads CapEff from /proc/self/status; nil when it cannot tell.
+func MissingCapabilities() []string {
+	eff, ok := effectiveCaps()
+	if !ok || eff&(1<<unix.CAP_SYS_ADMIN) != 0 {
+		return nil
+	}
+	var missing []string
+	if eff&(1<<unix.CAP_BPF) == 0 {
+		missing = append(missing, "CAP_BPF")
+	}
+	if eff&(1<<unix.CAP_PERFMON) == 0 {
+		missing = append(missing, "CAP_PERFMON")
+	}
+	return missing
+}
+
+// effectiveCaps returns the effective capability set of this process.
+func effectiveCaps() (uint64, bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "CapEff:"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// HasCapability reports whether this process holds capability number c
+// in its effective set (false when it cannot tell).
+func HasCapability(c int) bool {
+	eff, ok := effectiveCaps()
+	return ok && eff&(1<<c) != 0
 }
 
 // explainLoad turns a load error into one that says what to fix: it keeps
@@ -67,7 +118,9 @@ func prepare(comm string) error {
 		return err
 	}
 	if err := rlimit.RemoveMemlock(); err != nil {
-		return fmt.Errorf("removing memlock limit: %w", err)
+		// Only kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK
+		// (RemoveMemlock does nothing on later ones).
+		return fmt.Errorf("%w: this kernel charges BPF memory to RLIMIT_MEMLOCK and raising it needs CAP_SYS_RESOURCE (or ulimit -l unlimited): %v", ErrNoPrivilege, err)
 	}
 	return nil
 }

@@ -123,7 +123,7 @@ func RunWAL(ctx context.Context, o WALOptions) (WALStats, error) {
 // (seq-index.wal, 16 hex digits each), and fsyncs the directory.
 func newSegment(dir string, seq int, size int64) (*os.File, string, error) {
 	name := filepath.Join(dir, fmt.Sprintf("%016x-%016x.wal", seq, seq*1000))
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR|os.O_TRUNC|unix.O_NOFOLLOW, 0o600) // never through a planted link
 	if err != nil {
 		return nil, "", fmt.Errorf("creating segment: %w", err)
 	}

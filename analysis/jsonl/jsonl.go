@@ -8,8 +8,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Head is the part every record shares.
@@ -19,8 +21,17 @@ type Head struct {
 }
 
 // MaxLine is the longest line Scan accepts, in bytes: an fsync record with
-// many requests and nested host fsyncs stays far below it.
-const MaxLine = 64 << 20
+// many requests and nested host fsyncs stays far below it (kilobytes).
+const MaxLine = 16 << 20
+
+// ErrNotJSON is returned (wrapped, with the line number and the decoder's
+// words) by Scan for a line that is not a JSON object: a binary file, a
+// table printed instead of --output json, a cut line.
+var ErrNotJSON = errors.New("is not a JSON object")
+
+// ErrLineTooLong is returned (wrapped, with the line number) by Scan for a
+// line longer than MaxLine.
+var ErrLineTooLong = errors.New("is longer than 16 MiB")
 
 // Scan calls fn with the 1-based line number, head and raw bytes of every
 // non-blank line of r (raw is valid only during the call). A line that is
@@ -29,18 +40,44 @@ const MaxLine = 64 << 20
 func Scan(r io.Reader, fn func(line int, h Head, raw []byte) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), MaxLine)
+	lines := 0
 	for n := 1; sc.Scan(); n++ {
+		lines = n
 		b := sc.Bytes()
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
 		var h Head
 		if err := json.Unmarshal(b, &h); err != nil {
-			return fmt.Errorf("line %d: %w", n, err)
+			return fmt.Errorf("line %d %w (%s)", n, ErrNotJSON, describe(err))
 		}
 		if err := fn(n, h, b); err != nil {
+			var se *json.SyntaxError
+			var te *json.UnmarshalTypeError
+			switch {
+			case errors.As(err, &se):
+				return fmt.Errorf("line %d %w (%s)", n, ErrNotJSON, describe(err))
+			case errors.As(err, &te):
+				return fmt.Errorf("line %d: a %s record whose field %q is not a %s", n, h.Type, te.Field, te.Type)
+			}
 			return fmt.Errorf("line %d: %w", n, err)
 		}
 	}
+	if errors.Is(sc.Err(), bufio.ErrTooLong) {
+		return fmt.Errorf("line %d %w", lines+1, ErrLineTooLong)
+	}
 	return sc.Err()
+}
+
+// describe shortens a decoding error to words without Go type names.
+func describe(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("%s at byte %d", strings.TrimPrefix(se.Error(), "json: "), se.Offset)
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %q holds a JSON %s", te.Field, te.Value)
+	}
+	return err.Error()
 }

@@ -16,11 +16,26 @@ func TestScan(t *testing.T) {
 	if err != nil || strings.Join(got, " ") != "fsync/1/1 summary/2/4" {
 		t.Fatalf("got %v, %v", got, err)
 	}
-	if err := Scan(strings.NewReader("{}\nnot json\n"), func(int, Head, []byte) error { return nil }); err == nil || !strings.HasPrefix(err.Error(), "line 2:") {
+	if err := Scan(strings.NewReader("{}\nnot json\n"), func(int, Head, []byte) error { return nil }); !errors.Is(err, ErrNotJSON) || !strings.HasPrefix(err.Error(), "line 2 is not a JSON object (invalid character") {
 		t.Fatalf("bad line: %v", err)
 	}
 	boom := errors.New("boom")
 	if err := Scan(strings.NewReader("{}\n"), func(int, Head, []byte) error { return boom }); !errors.Is(err, boom) || !strings.HasPrefix(err.Error(), "line 1:") {
 		t.Fatalf("fn error: %v", err)
+	}
+}
+
+func TestScanLongLine(t *testing.T) {
+	in := "{}\n" + strings.Repeat("x", MaxLine+1) + "\n"
+	err := Scan(strings.NewReader(in), func(int, Head, []byte) error { return nil })
+	if !errors.Is(err, ErrLineTooLong) || !strings.HasPrefix(err.Error(), "line 2 is longer than 16 MiB") {
+		t.Fatalf("long line: %v", err)
+	}
+}
+
+func TestScanFieldType(t *testing.T) {
+	err := Scan(strings.NewReader(`{"type":"fsync","v":"one"}`), func(int, Head, []byte) error { return nil })
+	if !errors.Is(err, ErrNotJSON) || strings.Contains(err.Error(), "Go ") || !strings.Contains(err.Error(), `field "v"`) {
+		t.Fatalf("wrong field type: %v", err)
 	}
 }

@@ -1,11 +1,10 @@
 package peers
 
 import (
-	"bufio"
 	"encoding/json"
-	"fmt"
 	"io"
 
+	"github.com/etcdscope/etcdscope/analysis/jsonl"
 	"github.com/etcdscope/etcdscope/event"
 )
 
@@ -24,22 +23,18 @@ func WriteEvent(w io.Writer, e event.Peer) error {
 	return err
 }
 
-// ReadEvents reads JSON Lines written by WriteEvent; blank lines are
+// ReadEvents reads JSON Lines written by WriteEvent (through jsonl.Scan:
+// the same line limit and errors as every recording); blank lines are
 // skipped, and a malformed line fails with its line number.
 func ReadEvents(r io.Reader) ([]event.Peer, error) {
 	var evs []event.Peer
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Bytes()
-		if len(line) == 0 {
-			continue
-		}
+	err := jsonl.Scan(r, func(_ int, _ jsonl.Head, raw []byte) error {
 		var e event.Peer
-		if err := json.Unmarshal(line, &e); err != nil {
-			return evs, fmt.Errorf("line %d: %w", n, err)
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return err
 		}
 		evs = append(evs, e)
-	}
-	return evs, sc.Err()
+		return nil
+	})
+	return evs, err
 }

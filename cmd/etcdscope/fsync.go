@@ -22,6 +22,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/stats"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/host"
+	"github.com/etcdscope/etcdscope/internal/safefile"
 	"github.com/etcdscope/etcdscope/tracer"
 	"github.com/etcdscope/etcdscope/workload"
 )
@@ -55,7 +56,7 @@ func runFsync(args []string) error {
 	fs.StringVar(&f.output, "output", "table", "table, or json (JSON Lines: one object per fsync, then a summary; see docs/schema.md)")
 	fs.DurationVar(&f.minLatency, "min-latency", 0, "with --output json, print only fsyncs at least this slow (the summary still covers all)")
 	fs.StringVar(&f.wl, "workload", "", "run a built-in writer and trace it: wal (etcd-WAL-like 2300-byte appends + fdatasync)")
-	fs.StringVar(&f.dir, "dir", "", "directory for --workload (default: a new directory under /var/tmp, removed at exit)")
+	fs.StringVar(&f.dir, "dir", "", "directory for --workload: a private one (0700) is made in it and removed at exit (default: in /var/tmp)")
 	fs.Float64Var(&f.rate, "rate", 0, "with --workload: appends per second (0: as fast as fdatasync returns)")
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once every probe is attached (for scripts and tests)")
 	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage)
@@ -70,9 +71,18 @@ func runFsync(args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q (see 'etcdscope fsync --help')", fs.Arg(0))
 	}
+	if fs.Changed("pid") && f.pid == 0 {
+		return usagef("--pid 0 is not a process id; give etcd's (pgrep etcd), or drop --pid to trace every process")
+	}
 	if fs.Changed("qemu") {
 		if _, err := os.Stat("/proc/" + strconv.Itoa(f.qemu)); err != nil || f.qemu <= 0 {
 			return usagef("--qemu %d: no such process (see pgrep qemu)", f.qemu)
+		}
+		// Only the flags the hypervisor view shares may come with it.
+		for _, n := range []string{"pid", "comm", "cgroup", "dev", "workload", "dir", "rate", "interval", "min-latency", "ring-size"} {
+			if fs.Changed(n) {
+				return usagef("--qemu traces the hypervisor's image I/O and takes no --%s: drop one of them", n)
+			}
 		}
 		// The hypervisor view has its own flags; pass on those it shares.
 		hv := []string{"--pid", strconv.Itoa(f.qemu), "--duration", f.duration.String(), "--output", f.output}
@@ -109,8 +119,8 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 		return cfg, usagef("--workload %q: the built-in workload is wal", f.wl)
 	case f.wl == "" && (f.dir != "" || f.rate != 0):
 		return cfg, usagef("--dir and --rate go with --workload wal")
-	case f.rate < 0:
-		return cfg, usagef("--rate %v is negative", f.rate)
+	case f.rate != 0 && !(f.rate >= minRate && f.rate <= maxRate): // NaN fails both
+		return cfg, usagef("--rate %v: give appends per second from %g to %g, or 0 for as fast as fdatasync returns", f.rate, minRate, maxRate)
 	case len(f.comm) > 15:
 		return cfg, usagef("--comm %q is longer than the kernel's 15-byte comm; give its first 15 bytes", f.comm)
 	}
@@ -121,8 +131,8 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 	cfg.Comm = f.comm
 	cfg.RingBytes = ring
 	if f.readyFile != "" {
-		if st, err := os.Stat(filepath.Dir(f.readyFile)); err != nil || !st.IsDir() {
-			return cfg, usagef("--ready-file %s: directory %s does not exist", f.readyFile, filepath.Dir(f.readyFile))
+		if err := safefile.CheckDir(f.readyFile); err != nil {
+			return cfg, usagef("--ready-file %s: %v", f.readyFile, err)
 		}
 	}
 	if f.pid < 0 {
@@ -171,17 +181,31 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 			if st, err := os.Stat(f.dir); err != nil || !st.IsDir() {
 				return cfg, usagef("--dir %s is not an existing directory", f.dir)
 			}
+			// Checked as the scratch directory will be made in it.
+			if err := safefile.CheckDir(filepath.Join(f.dir, "x")); err != nil {
+				return cfg, usagef("--dir: %v", err)
+			}
 			// Writable? (access(2) says yes to root even on /proc.)
-			probe, err := os.CreateTemp(f.dir, ".etcdscope-probe-*")
+			probe, err := os.MkdirTemp(f.dir, ".etcdscope-probe-")
 			if err != nil {
 				return cfg, usagef("--dir %s is not writable (%v): give a directory on the filesystem to test", f.dir, err)
 			}
-			probe.Close()
-			os.Remove(probe.Name())
+			os.Remove(probe)
 		}
 	}
 	return cfg, nil
 }
+
+// The bounds of --rate: below one append per 1,000 s a run shows nothing,
+// above a million per second no disk's fdatasync keeps up, and both ends
+// keep the ticker's interval a positive int64 of nanoseconds.
+const (
+	minRate = 0.001
+	maxRate = 1e6
+)
+
+// workloadScratchPrefix names the workload's private directories.
+const workloadScratchPrefix = "etcdscope-wal-"
 
 // fsyncRun is the state the event loop shares with the interval printer.
 type fsyncRun struct {
@@ -201,10 +225,7 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 
 	tr, err := tracer.NewFsync(cfg)
 	if err != nil {
-		if errors.Is(err, tracer.ErrNoPrivilege) || errors.Is(err, tracer.ErrNoBTF) {
-			return usagef("%v", err)
-		}
-		return err
+		return setupErr(err)
 	}
 	defer tr.Close()
 	var unavailable []string
@@ -213,11 +234,10 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 			unavailable = append(unavailable, p.Name+": "+p.Why)
 		}
 	}
-	if f.readyFile != "" {
-		if err := os.WriteFile(f.readyFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
-			return fmt.Errorf("writing --ready-file: %w", err)
-		}
-		defer os.Remove(f.readyFile)
+	ready := safefile.NewReady(f.readyFile)
+	defer ready.Remove()
+	if err := ready.Put(strconv.Itoa(os.Getpid()) + "\n"); err != nil {
+		return fmt.Errorf("writing --ready-file: %w", err)
 	}
 
 	out := os.Stdout
@@ -239,13 +259,22 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 	var wlErr error
 	wlDone := make(chan struct{})
 	if f.wl == "wal" {
-		dir := f.dir
-		if dir == "" {
-			if dir, err = os.MkdirTemp("/var/tmp", "etcdscope-wal-"); err != nil {
-				return fmt.Errorf("creating workload directory: %w", err)
-			}
-			defer os.RemoveAll(dir)
+		// A private directory (0700, a fresh name) in --dir or /var/tmp:
+		// nothing another user planted there is written through. Scratch
+		// a killed run left is removed first.
+		parent := f.dir
+		if parent == "" {
+			parent = "/var/tmp"
 		}
+		scratch, stale, err := safefile.NewScratch(parent, workloadScratchPrefix)
+		if err != nil {
+			return fmt.Errorf("creating workload directory: %w", err)
+		}
+		defer scratch.Remove()
+		for _, s := range stale {
+			fmt.Fprintf(os.Stderr, "removed %s, left by a workload run that was killed\n", s)
+		}
+		dir := scratch.Path
 		fmt.Fprintf(os.Stderr, "workload wal: 2300-byte appends + fdatasync into preallocated 64 MiB segments under %s/member/wal\n", dir)
 		go func() {
 			defer close(wlDone)

@@ -21,6 +21,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/stats"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/host"
+	"github.com/etcdscope/etcdscope/internal/safefile"
 	"github.com/etcdscope/etcdscope/tracer"
 )
 
@@ -57,8 +58,12 @@ func runHypervisor(args []string) error {
 	switch {
 	case fs.NArg() > 0:
 		return usagef("unexpected argument %q (see 'etcdscope hypervisor --help')", fs.Arg(0))
-	case f.pid == 0 && f.comm == "":
+	case !fs.Changed("pid") && f.comm == "":
 		return usagef("give --pid PID (pgrep qemu) or --comm qemu-system-x86")
+	case fs.Changed("pid") && f.comm != "":
+		return usagef("--pid and --comm both pick the hypervisor: give one of them")
+	case fs.Changed("pid") && f.pid == 0:
+		return usagef("--pid 0 is not a process id; give the hypervisor's (pgrep qemu)")
 	case f.pid < 0:
 		return usagef("--pid %d is not a process id", f.pid)
 	case len(f.comm) > 15:
@@ -77,6 +82,11 @@ func runHypervisor(args []string) error {
 			return usagef("--pid %d: no such process (see pgrep qemu)", f.pid)
 		}
 	}
+	if f.ready != "" {
+		if err := safefile.CheckDir(f.ready); err != nil {
+			return usagef("--ready-file %s: %v", f.ready, err)
+		}
+	}
 	if err := tracer.CheckPrerequisites(); err != nil {
 		return usagef("%v", err)
 	}
@@ -93,7 +103,7 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 	}
 	ft, err := tracer.NewFsync(tracer.FsyncConfig{PID: uint32(f.pid), Comm: f.comm, RingBytes: ring})
 	if err != nil {
-		return err
+		return setupErr(err)
 	}
 	defer ft.Close()
 	ht, err := tracer.NewHypervisor(tracer.HypervisorConfig{PID: uint32(f.pid), Comm: f.comm, RingBytes: ring})
@@ -121,11 +131,10 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 		Clock: "CLOCK_MONOTONIC", StartNs: host.MonotonicNs()}); err != nil {
 		return err
 	}
-	if f.ready != "" {
-		if err := os.WriteFile(f.ready, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
-			return fmt.Errorf("writing --ready-file: %w", err)
-		}
-		defer os.Remove(f.ready)
+	ready := safefile.NewReady(f.ready)
+	defer ready.Remove()
+	if err := ready.Put(strconv.Itoa(os.Getpid()) + "\n"); err != nil {
+		return fmt.Errorf("writing --ready-file: %w", err)
 	}
 	fmt.Fprintf(os.Stderr, "tracing the image I/O of %s; Ctrl-C to stop\n", hvTarget(f))
 

@@ -13,10 +13,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 
+	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/buildinfo"
+	"github.com/etcdscope/etcdscope/tracer"
 )
 
 // subcommand is one verb of the CLI: it parses its own flags from args.
@@ -46,7 +50,8 @@ func main() {
 func run(args []string) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || (args[0] == "help" && len(args) == 1) {
 		if len(args) == 0 {
-			printUsage(os.Stderr)
+			// Bad input is one line (the list is what help prints).
+			fmt.Fprintf(os.Stderr, "etcdscope: give a command (%s); run 'etcdscope help' for what each does\n", strings.Join(commandNames(), ", "))
 			return 2
 		}
 		printUsage(os.Stdout) // asked for: pipeable
@@ -64,9 +69,16 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "etcdscope: unknown command %q; run 'etcdscope help' for the list\n", args[0])
 		return 2
 	}
+	// A closed stdout (--output json | head -1) must end the run through
+	// its error path, which removes the workload's scratch, the ready
+	// file and the tracefs mount, not kill it with SIGPIPE mid-write.
+	signal.Ignore(syscall.SIGPIPE)
 	err := sc.run(args[1:])
 	if err == nil {
 		return 0
+	}
+	if errors.Is(err, syscall.EPIPE) {
+		return 0 // the reader has what it wanted
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
@@ -84,15 +96,31 @@ func run(args []string) int {
 	return 1
 }
 
+// setupErr turns what the node lacks (a capability, BTF, a readable
+// tracefs) into a usage error: one line naming it, exit 2, nothing changed.
+// Other errors come back unchanged.
+func setupErr(err error) error {
+	if errors.Is(err, tracer.ErrNoPrivilege) || errors.Is(err, tracer.ErrNoBTF) || errors.Is(err, host.ErrTracefsPermission) {
+		return usagef("%v", err)
+	}
+	return err
+}
+
 // errHelp is returned by a subcommand that printed its --help text.
 var errHelp = errors.New("help requested")
 
-func printUsage(w *os.File) {
+// commandNames lists the subcommands, sorted.
+func commandNames() []string {
 	names := make([]string, 0, len(subcommands))
 	for n := range subcommands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	return names
+}
+
+func printUsage(w *os.File) {
+	names := commandNames()
 	var b strings.Builder
 	b.WriteString("usage: etcdscope <command> [flags]\n\ncommands:\n")
 	for _, n := range names {

@@ -51,7 +51,7 @@ func runMerge(args []string) error {
 	defer gf.Close()
 	guest, _, err := analysis.ReadJSONL(gf)
 	if err != nil {
-		return usagef("--guest %s: %v", guestPath, err)
+		return usagef("--guest %s: %v: give a recording from etcdscope fsync --output json, run in the guest", guestPath, err)
 	}
 	hf, err := os.Open(hostPath)
 	if err != nil {
@@ -60,7 +60,7 @@ func runMerge(args []string) error {
 	defer hf.Close()
 	host, err := merge.ReadHost(hf)
 	if err != nil {
-		return usagef("--host %s: %v", hostPath, err)
+		return usagef("--host %s: %v: give a recording from etcdscope hypervisor --output json", hostPath, err)
 	}
 	var images []merge.Image
 	if host.Summary != nil {

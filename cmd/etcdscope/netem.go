@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -32,8 +33,7 @@ const netemUsage = `usage:
 
 func runNetem(args []string) error {
 	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, netemUsage)
-		return usagef("give a verb: apply, show or clear")
+		return usagef("give a verb: apply, show or clear (see 'etcdscope netem --help')")
 	}
 	if args[0] == "-h" || args[0] == "--help" {
 		fmt.Printf("etcdscope netem: %s\n\n%s\nrun 'etcdscope netem VERB --help' for a verb's flags and an example\n", subcommands["netem"].summary, netemUsage)
@@ -47,7 +47,7 @@ func runNetem(args []string) error {
 	case "clear":
 		return netemClear(args[1:])
 	}
-	return usagef("unknown verb %q: use apply, show or clear", args[0])
+	return usagef("unknown verb %q: use apply, show or clear (see 'etcdscope netem --help')", args[0])
 }
 
 // netemErr turns the package's pre-change errors into usage errors (exit 2).
@@ -65,10 +65,10 @@ func netemParseFlags(fs *pflag.FlagSet, args []string) error {
 		if errors.Is(err, pflag.ErrHelp) {
 			return errHelp
 		}
-		return usagef("%v", err)
+		return usagef("%v (see 'etcdscope %s --help')", err, fs.Name())
 	}
 	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
+		return usagef("unexpected argument %q (see 'etcdscope %s --help')", fs.Arg(0), fs.Name())
 	}
 	return nil
 }
@@ -77,7 +77,7 @@ func netemApply(args []string) error {
 	fs := newFlagSet("netem apply")
 	dev := fs.String("dev", "", "interface the peers are reached through")
 	peers := fs.StringArray("peer", nil, "peer IP address (IPv4 or IPv6); repeat for more peers")
-	port := fs.Uint16("port", netem.DefaultPort, "etcd peer port, matched as destination (client side) and source (server side)")
+	port := fs.Int("port", netem.DefaultPort, "etcd peer port, matched as destination (client side) and source (server side)")
 	delay := fs.String("delay", "", "added one-way delay, with a unit (25ms, 800us)")
 	jitter := fs.String("jitter", "", "delay variation (sigma of the distribution), with a unit")
 	jcorr := fs.String("jitter-correlation", "", "correlation of successive delays, e.g. 25%")
@@ -94,7 +94,10 @@ func netemApply(args []string) error {
 	if err := netemParseFlags(fs, args); err != nil {
 		return err
 	}
-	s := netem.Spec{Dev: *dev, Port: *port, Distribution: *dist, Classifier: *classifier, Limit: *limit}
+	if *port < 1 || *port > 65535 {
+		return usagef("--port %d is out of range; give 1-65535 (etcd's peer port is %d)", *port, netem.DefaultPort)
+	}
+	s := netem.Spec{Dev: *dev, Port: uint16(*port), Distribution: *dist, Classifier: *classifier, Limit: *limit}
 	for _, p := range *peers {
 		for _, one := range strings.Split(p, ",") {
 			a, err := netip.ParseAddr(strings.TrimSpace(one))
@@ -136,6 +139,11 @@ func netemApply(args []string) error {
 	}
 	if err := s.Validate(); err != nil {
 		return usagef("%v", err)
+	}
+	// Also with --dry-run: commands for a device this host lacks are no
+	// plan to show.
+	if _, err := net.InterfaceByName(s.Dev); err != nil {
+		return usagef("--dev %s: no such interface on this host (see ip link)", s.Dev)
 	}
 	if *dryRun {
 		p, err := s.Params(0, 0)
@@ -203,7 +211,7 @@ func netemClear(args []string) error {
 		return err
 	}
 	if *dev == "" {
-		return usagef("--dev is required")
+		return usagef("--dev is required: give the interface apply changed (see etcdscope netem show)")
 	}
 	c, err := netem.Open(netem.Options{StateDir: *stateDir})
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,6 +27,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/internal/safefile"
 	"github.com/etcdscope/etcdscope/tracer"
 )
 
@@ -45,7 +45,7 @@ type peersFlags struct {
 	output, metricsURL, readyFile string
 	record                        string
 	cacert, cert, key             string
-	probeAnswer                   bool
+	probeAnswer, probeAnswerSet   bool
 }
 
 // peersStdout is where the report goes (tests capture it).
@@ -76,6 +76,7 @@ func runPeers(args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q (see 'etcdscope peers --help')", fs.Arg(0))
 	}
+	f.probeAnswerSet = fs.Changed("probe-answer")
 	cfg, tlsCfg, err := f.validate()
 	if err != nil {
 		return err
@@ -120,9 +121,17 @@ func (f *peersFlags) validate() (tracer.PeersConfig, *tls.Config, error) {
 		}
 	}
 	if f.record != "" {
-		if st, err := os.Stat(filepath.Dir(f.record)); err != nil || !st.IsDir() {
-			return cfg, nil, usagef("--record %s: its directory does not exist", f.record)
+		if err := safefile.CheckDir(f.record); err != nil {
+			return cfg, nil, usagef("--record %s: %v", f.record, err)
 		}
+	}
+	if f.readyFile != "" {
+		if err := safefile.CheckDir(f.readyFile); err != nil {
+			return cfg, nil, usagef("--ready-file %s: %v", f.readyFile, err)
+		}
+	}
+	if f.probeAnswerSet && f.probeAnswer && len(f.endpoints) == 0 {
+		return cfg, nil, usagef("--probe-answer needs the member list: add --etcd-endpoints, e.g. http://127.0.0.1:2379")
 	}
 	var tlsCfg *tls.Config
 	if f.cacert != "" || f.cert != "" {
@@ -151,7 +160,7 @@ func (f *peersFlags) validate() (tracer.PeersConfig, *tls.Config, error) {
 func checkURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil {
-		return fmt.Errorf("%q: %v", s, err)
+		return fmt.Errorf("%q is not a URL: give an http:// or https:// URL with a host", s)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%q: give an http:// or https:// URL with a host", s)
@@ -201,9 +210,11 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	var peerURLs map[uint64]string
 	var err error
 	if len(f.endpoints) > 0 {
-		mctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		rep.Members, peerURLs, err = etcdinfo.Members(mctx, f.endpoints, tlsCfg)
-		cancel()
+		rep.Members, peerURLs, err = etcdinfo.Members(ctx, f.endpoints, tlsCfg)
+		if errors.Is(err, etcdinfo.ErrUnreachable) {
+			// Nothing is attached yet: a wrong address is bad input.
+			return usagef("%v", err)
+		}
 		if err != nil {
 			rep.MembersError = err.Error()
 		}
@@ -231,18 +242,18 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	if d == 0 {
 		d = 100 * 365 * 24 * time.Hour // until Ctrl-C
 	}
+	readyFile := safefile.NewReady(f.readyFile)
+	defer readyFile.Remove()
 	ready := func() {
-		if f.readyFile != "" {
-			if err := os.WriteFile(f.readyFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
-				fmt.Fprintf(os.Stderr, "etcdscope peers: writing --ready-file: %v\n", err)
-			}
+		if err := readyFile.Put(strconv.Itoa(os.Getpid()) + "\n"); err != nil {
+			fmt.Fprintf(os.Stderr, "etcdscope peers: writing --ready-file: %v\n", err)
 		}
 	}
 	events, lost, err := tracer.RecordPeers(ctx, cfg, d, ready)
 	stopProbe()
 	<-probeDone
 	if err != nil {
-		return fmt.Errorf("tracing: %w", err)
+		return setupErr(fmt.Errorf("tracing: %w", err))
 	}
 	t1 := time.Now()
 	if f.record != "" {
@@ -331,23 +342,25 @@ func appendMetricRecord(path string, cs []etcdmetric.PeerComparison) error {
 	return fh.Close()
 }
 
+// writeRecording writes events to path through a temporary file renamed
+// into place (internal/safefile): never through a planted link, never a
+// partial recording.
 func writeRecording(path string, events []event.Peer) error {
-	fh, err := os.Create(path)
+	fh, err := safefile.Create(path, 0o644)
 	if err != nil {
 		return err
 	}
+	defer fh.Close()
 	w := bufio.NewWriter(fh)
 	for _, e := range events {
 		if err := peers.WriteEvent(w, e); err != nil {
-			fh.Close()
 			return err
 		}
 	}
 	if err := w.Flush(); err != nil {
-		fh.Close()
 		return err
 	}
-	return fh.Close()
+	return fh.Commit()
 }
 
 func ns(v int64) string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+	"github.com/etcdscope/etcdscope/internal/safefile"
 	"github.com/etcdscope/etcdscope/report"
 )
 
@@ -45,6 +47,12 @@ func runReport(args []string) error {
 		return usagef("--html writes a page; drop --output")
 	}
 	if *htmlOut != "" {
+		if st, err := os.Stat(*htmlOut); err == nil && st.IsDir() {
+			return usagef("--html %s is a directory: give a file name, e.g. %s", *htmlOut, filepath.Join(*htmlOut, "report.html"))
+		}
+		if err := safefile.CheckDir(*htmlOut); err != nil {
+			return usagef("--html %s: %v", *htmlOut, err)
+		}
 		if st, err := os.Stat(filepath.Dir(*htmlOut)); err != nil || !st.IsDir() {
 			return usagef("--html %s: its directory does not exist", *htmlOut)
 		}
@@ -63,22 +71,33 @@ func runReport(args []string) error {
 	}
 	recs, sum, err := analysis.ReadJSONL(in)
 	if err != nil {
-		return usagef("reading %s: %v", fs.Arg(0), err)
+		return usagef("%s: %v: give a recording written by 'etcdscope fsync --output json'", fs.Arg(0), err)
 	}
 	if len(recs) == 0 {
 		return usagef("%s has no fsync records (write one with etcdscope fsync --output json)", fs.Arg(0))
 	}
-	if sum.Type != "summary" {
-		// A run killed before its end leaves no summary line.
-		fmt.Fprintf(os.Stderr, "etcdscope report: %s has no summary line (the run was cut short?): lost events and unavailable probes are unknown\n", fs.Arg(0))
+	// A run killed before its end leaves no summary line: its loss is
+	// unknown, not 0 (said after the inputs are read: bad input stays
+	// one line).
+	noSummary := sum.Type != "summary"
+	if noSummary {
+		sum.LossUnknown = analysis.LossUnknownNoSummary
+	}
+	warn := func() {
+		if noSummary {
+			fmt.Fprintf(os.Stderr, "etcdscope report: %s has no summary line (the run was cut short?): lost events and unavailable probes are unknown\n", fs.Arg(0))
+		}
 	}
 	rep := analysis.BuildReport(recs, sum.LostEvents, sum.MissedEvents, sum.Unavailable)
+	rep.LossUnknown = sum.LossUnknown
 	if *htmlOut != "" {
 		if err := writeHTMLReport(*htmlOut, fs.Arg(0), *peersIn, *mergeIn, recs, sum); err != nil {
 			return err
 		}
+		warn()
 		return checkBudget(*failOverBudget, rep)
 	}
+	warn()
 	if *output == "json" {
 		if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
 			return err
@@ -115,20 +134,26 @@ func writeHTMLReport(out, name, peersPath, mergePath string, recs []analysis.Fsy
 		evs, metric, err := etcdmetric.ReadRecording(f)
 		f.Close()
 		if err != nil {
-			return usagef("--peers %s: %v", peersPath, err)
+			return usagef("--peers %s: %v: give a file from etcdscope peers --record", peersPath, err)
 		}
 		if metric != nil {
 			in.PeerMetric = metric.Comparisons
 		}
 		in.Peers = evs
 	}
-	f, err := os.Create(out)
+	// Rendered into a temporary file renamed into place: a full disk or a
+	// signal leaves no partial page, and no planted link is written through.
+	f, err := safefile.Create(out, 0o644)
 	if err != nil {
 		return fmt.Errorf("--html: %w", err)
 	}
-	if err := report.Render(f, in); err != nil {
-		f.Close()
+	defer f.Close()
+	w := bufio.NewWriterSize(f, 64<<10)
+	if err := report.Render(w, in); err != nil {
 		return err
 	}
-	return f.Close()
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("--html: %w", err)
+	}
+	return f.Commit()
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/etcdscope/etcdscope/exporter"
+	"github.com/etcdscope/etcdscope/internal/safefile"
 	"github.com/etcdscope/etcdscope/tracer"
 )
 
@@ -28,13 +29,13 @@ func init() {
 }
 
 type serveFlags struct {
-	listen, comm, readyFile string
-	public, podLabels       bool
-	pid, port               int
-	etcdMetrics, endpoints  []string
-	cacert, cert, key       string
-	compareWindow           time.Duration
-	ringBytes               uint64
+	listen, comm, readyFile   string
+	public, podLabels, pidSet bool
+	pid, port                 int
+	etcdMetrics, endpoints    []string
+	cacert, cert, key         string
+	compareWindow             time.Duration
+	ringBytes                 uint64
 }
 
 func runServe(args []string) error {
@@ -64,6 +65,7 @@ func runServe(args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q (see 'etcdscope serve --help')", fs.Arg(0))
 	}
+	f.pidSet = fs.Changed("pid")
 	cfg, err := f.validate()
 	if err != nil {
 		return err
@@ -77,24 +79,18 @@ func runServe(args []string) error {
 	}
 	defer ln.Close()
 	cfg.Listener = ln
+	ready := safefile.NewReady(f.readyFile)
+	defer ready.Remove()
 	cfg.Ready = func() {
 		fmt.Fprintf(os.Stderr, "etcdscope serve: metrics on http://%s/metrics\n", ln.Addr())
-		if f.readyFile != "" {
-			if err := os.WriteFile(f.readyFile, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
-				fmt.Fprintf(os.Stderr, "etcdscope serve: writing --ready-file: %v\n", err)
-			}
+		if err := ready.Put(ln.Addr().String() + "\n"); err != nil {
+			fmt.Fprintf(os.Stderr, "etcdscope serve: writing --ready-file: %v\n", err)
 		}
-	}
-	if f.readyFile != "" {
-		defer os.Remove(f.readyFile)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err = exporter.Run(ctx, cfg)
-	if errors.Is(err, tracer.ErrNoPrivilege) || errors.Is(err, tracer.ErrNoBTF) {
-		return usagef("%v", err)
-	}
-	return err
+	return setupErr(err)
 }
 
 // validate checks every flag before anything touches the host.
@@ -107,12 +103,19 @@ func (f *serveFlags) validate() (exporter.Config, error) {
 		return cfg, usagef("--comm %q is longer than the kernel's 15-byte comm; give its first 15 bytes", f.comm)
 	case f.pid < 0:
 		return cfg, usagef("--pid %d is not a process id", f.pid)
+	case f.pidSet && f.pid == 0:
+		return cfg, usagef("--pid 0 is not a process id; give etcd's (pgrep etcd), or drop --pid")
 	case f.compareWindow < 10*time.Second:
 		return cfg, usagef("--compare-window %v is too short: etcd observes its peer RTT metric about once per 30 s per prober; give 1m or more", f.compareWindow)
 	}
 	ring, err := ringSize(f.ringBytes)
 	if err != nil {
 		return cfg, err
+	}
+	if f.readyFile != "" {
+		if err := safefile.CheckDir(f.readyFile); err != nil {
+			return cfg, usagef("--ready-file %s: %v", f.readyFile, err)
+		}
 	}
 	host, port, err := normalizeListen(f.listen)
 	if err != nil {

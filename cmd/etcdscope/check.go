@@ -1,0 +1,154 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+
+	"github.com/etcdscope/etcdscope/tracer"
+)
+
+func init() {
+	subcommands["check"] = subcommand{
+		summary: "say what this node and this process lack before a run: capabilities, BTF, tracefs, uprobes, netem (kprobes, fentry optional)",
+		run:     runCheck,
+	}
+}
+
+// checkStdout is where check prints (tests capture it).
+var checkStdout io.Writer = os.Stdout
+
+// errCheckFailed makes check exit 1 when something required is missing;
+// the table already said what.
+var errCheckFailed = errors.New("something this node needs is missing (see above)")
+
+// checkItem is one line of check's table.
+type checkItem struct {
+	what     string
+	ok       bool
+	required string // the subcommands that need it ("" for optional)
+	detail   string // what was found, or the fix
+}
+
+func runCheck(args []string) error {
+	fs := pflag.NewFlagSet("check", pflag.ContinueOnError)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return errHelp
+		}
+		return usagef("%v (see 'etcdscope check --help')", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q: check takes no arguments", fs.Arg(0))
+	}
+	items := checkNode()
+	failed := false
+	fmt.Fprintf(checkStdout, "etcdscope check: uid %d\n", os.Geteuid())
+	for _, it := range items {
+		mark := "ok     "
+		switch {
+		case !it.ok && it.required != "":
+			mark, failed = "MISSING", true
+		case !it.ok:
+			mark = "absent "
+		}
+		need := "optional"
+		if it.required != "" {
+			need = "for " + it.required
+		}
+		fmt.Fprintf(checkStdout, "%s %-17s %-37s %s\n", mark, it.what, need, it.detail)
+	}
+	if failed {
+		return errCheckFailed
+	}
+	return nil
+}
+
+// checkNode probes what the tracers and netem need, without changing
+// anything (no mount, no qdisc, only a one-entry map created and closed).
+func checkNode() []checkItem {
+	var items []checkItem
+	has := tracer.HasCapability
+	capItem := func(name string, c int, required, why string) {
+		it := checkItem{what: name, ok: has(c) || (c != unix.CAP_NET_ADMIN && c != unix.CAP_SYS_PTRACE && has(unix.CAP_SYS_ADMIN)), required: required}
+		if it.ok {
+			it.detail = "held"
+		} else {
+			it.detail = why
+		}
+		items = append(items, it)
+	}
+	capItem("CAP_BPF", unix.CAP_BPF, "fsync serve peers hypervisor", "maps, programs and BTF: add it (or run as root)")
+	capItem("CAP_PERFMON", unix.CAP_PERFMON, "fsync serve peers hypervisor", "tracepoints and uprobes: add it (or run as root)")
+	capItem("CAP_NET_ADMIN", unix.CAP_NET_ADMIN, "netem", "qdiscs and filters: add it for netem apply/clear")
+	capItem("CAP_SYS_PTRACE", unix.CAP_SYS_PTRACE, "", "paths of other users' (or more privileged) processes' files in /proc/PID/fd; without it paths come from the captured names")
+	capItem("CAP_SYS_ADMIN", unix.CAP_SYS_ADMIN, "", "only to mount tracefs when the node has not")
+
+	_, err := os.Stat("/sys/kernel/btf/vmlinux")
+	items = append(items, checkItem{what: "kernel BTF", ok: err == nil, required: "fsync serve peers hypervisor",
+		detail: pick(err == nil, "/sys/kernel/btf/vmlinux", "no /sys/kernel/btf/vmlinux: the kernel needs CONFIG_DEBUG_INFO_BTF=y")})
+
+	bpfErr := tracer.CheckPrerequisites()
+	items = append(items, checkItem{what: "BPF map creation", ok: bpfErr == nil, required: "fsync serve peers hypervisor",
+		detail: pick(bpfErr == nil, "a test map was created", fmt.Sprint(bpfErr))})
+
+	items = append(items, tracefsItem())
+
+	_, err = os.Stat("/sys/bus/event_source/devices/uprobe/type")
+	items = append(items, checkItem{what: "uprobes", ok: err == nil, required: "peers (etcd's kept-alive prober)",
+		detail: pick(err == nil, "uprobe PMU present", "no uprobe PMU: the kernel needs CONFIG_UPROBE_EVENTS=y")})
+
+	_, err = os.Stat("/sys/bus/event_source/devices/kprobe/type")
+	items = append(items, checkItem{what: "kprobes", ok: err == nil,
+		detail: pick(err == nil, "kprobe PMU present", "no kprobe PMU (CONFIG_KPROBES off): the jbd2 commit wait comes from tracepoints instead")})
+
+	var uts unix.Utsname
+	unix.Uname(&uts)
+	rel := unix.ByteSliceToString(uts.Release[:])
+	netem := false
+	if _, err := os.Stat("/sys/module/sch_netem"); err == nil {
+		netem = true
+	} else if m, _ := filepath.Glob("/lib/modules/" + rel + "/kernel/net/sched/sch_netem.ko*"); len(m) > 0 {
+		netem = true
+	}
+	items = append(items, checkItem{what: "sch_netem", ok: netem, required: "netem",
+		detail: pick(netem, "loaded or available as a module", "not loaded and no module for "+rel+": the kernel needs CONFIG_NET_SCH_NETEM (modprobe sch_netem)")})
+	return items
+}
+
+// tracefsItem reports whether tracefs is mounted and readable here.
+func tracefsItem() checkItem {
+	it := checkItem{what: "tracefs", required: "fsync serve hypervisor"}
+	for _, r := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+		_, err := os.Stat(r + "/events")
+		if err == nil {
+			it.ok, it.detail = true, "readable at "+r
+			return it
+		}
+		if errors.Is(err, os.ErrPermission) {
+			var st unix.Stat_t
+			unix.Stat(r, &st)
+			it.detail = fmt.Sprintf("mounted at %s but mode %04o uid %d: not readable by uid %d (run as uid %d, or mount -o remount,mode=0755 %s)", r, st.Mode&0o7777, st.Uid, os.Geteuid(), st.Uid, r)
+			return it
+		}
+	}
+	if tracer.HasCapability(unix.CAP_SYS_ADMIN) {
+		it.ok, it.detail = true, "not mounted; etcdscope will mount it (CAP_SYS_ADMIN) and unmount it at exit"
+		return it
+	}
+	it.detail = "not mounted, and mounting needs CAP_SYS_ADMIN: mount -t tracefs nodev /sys/kernel/tracing (or mount it into the container)"
+	return it
+}
+
+func pick(ok bool, yes, no string) string {
+	if ok {
+		return yes
+	}
+	return strings.TrimSpace(no)
+}
