@@ -128,7 +128,7 @@ var badInputs = []badInput{
 	{args: []string{"report", "$D/wrongtype.jsonl"}, fix: "give a recording written by 'etcdscope fsync --output json'"},
 	{args: []string{"report", "$D/empty"}, fix: "write one with etcdscope fsync --output json"},
 	{args: []string{"report", "--output", "csv", "$D/good.jsonl"}, fix: "use table or json"},
-	{args: []string{"report", "--peers", "$D/good.jsonl", "$D/good.jsonl"}, fix: "--peers goes with --html"},
+	{args: []string{"report", "--peers", "$D/good.jsonl", "$D/good.jsonl"}, fix: "go with --html"},
 	{args: []string{"report", "--html", "$D", "$D/good.jsonl"}, fix: "give a file name"},
 	{args: []string{"report", "--html", "$D/missing/r.html", "$D/good.jsonl"}, fix: "create it or give another path"},
 	{args: []string{"report", "--html", "$D/sticky/planted/r.html", "$D/good.jsonl"}, fix: "give the real path instead", rootOnly: true},
@@ -174,6 +174,7 @@ var badInputs = []badInput{
 	// check
 	{args: []string{"check", "extra"}, fix: "check takes no arguments"},
 	{args: []string{"check", "--verbose"}, fix: "see 'etcdscope check --help'"},
+	{args: []string{"check", "--output", "xml"}, fix: "use table or json"},
 }
 
 // prepareBadInputDir fills dir with the inputs the rows name.

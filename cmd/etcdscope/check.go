@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -37,7 +38,8 @@ type checkItem struct {
 }
 
 func runCheck(args []string) error {
-	fs := pflag.NewFlagSet("check", pflag.ContinueOnError)
+	fs := newFlagSet("check")
+	output := fs.String("output", "table", "table, or json (one object per item: what, ok, required, detail)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return errHelp
@@ -47,14 +49,32 @@ func runCheck(args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q: check takes no arguments", fs.Arg(0))
 	}
+	if *output != "table" && *output != "json" {
+		return usagef("--output %q: use table or json", *output)
+	}
 	items := checkNode()
 	failed := false
+	for _, it := range items {
+		failed = failed || (!it.ok && it.required != "")
+	}
+	if *output == "json" {
+		enc := json.NewEncoder(checkStdout)
+		for _, it := range items {
+			if err := enc.Encode(map[string]any{"what": it.what, "ok": it.ok, "required": it.required, "detail": it.detail}); err != nil {
+				return err
+			}
+		}
+		if failed {
+			return errCheckFailed
+		}
+		return nil
+	}
 	fmt.Fprintf(checkStdout, "etcdscope check: uid %d\n", os.Geteuid())
 	for _, it := range items {
 		mark := "ok     "
 		switch {
 		case !it.ok && it.required != "":
-			mark, failed = "MISSING", true
+			mark = "MISSING"
 		case !it.ok:
 			mark = "absent "
 		}

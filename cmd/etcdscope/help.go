@@ -42,6 +42,10 @@ var helps = map[string]helpText{
 		"etcdscope report --html page.html --peers peers.jsonl trace.jsonl # one self-contained page to share",
 		"etcdscope report --fail-over-budget trace.jsonl                # exit 3 if a WAL group's p99 is over 10 ms",
 	}},
+	"check": {"etcdscope check [--output table|json]", []string{
+		"etcdscope check                                              # what this node and this process lack, before a run",
+		"sudo setpriv --reuid 65534 --inh-caps -all,+bpf,+perfmon --ambient-caps -all,+bpf,+perfmon --bounding-set -all,+bpf,+perfmon etcdscope check",
+	}},
 	"diagnose": {"etcdscope diagnose [--since T] [--until T] [--output table|json] [--window 30s] FILE|URL|- ...", []string{
 		"etcdscope diagnose metrics.txt etcd.log                     # a verdict from a saved /metrics and etcd's log",
 		"etcdscope diagnose --window 1m http://127.0.0.1:2381/metrics # two scrapes a minute apart, then the verdict",
