@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -99,9 +100,24 @@ func (c *Client) Close() error {
 func (c *Client) link(dev string) (uint32, int, error) {
 	l, err := c.links.LinkByName(dev)
 	if err != nil {
-		return 0, 0, usagef("no network device %q here (see `ip link show`)", dev)
+		return 0, 0, c.noDevice(dev)
 	}
 	return uint32(l.Attrs().Index), l.Attrs().MTU, nil
+}
+
+// noDevice is the usage error for a device name that is not in the
+// client's namespace.
+func (c *Client) noDevice(dev string) error {
+	if c.opts.NetNS != 0 {
+		return usagef("no network device %q in that network namespace (see `ip -n NAME link show`)", dev)
+	}
+	return usagef("no network device %q here (see `ip link show`, or pass --netns for another network namespace)", dev)
+}
+
+// isLoopback reports whether dev carries IFF_LOOPBACK.
+func (c *Client) isLoopback(dev string) bool {
+	l, err := c.links.LinkByName(dev)
+	return err == nil && l.Attrs().Flags&net.FlagLoopback != 0
 }
 
 // linkSpeed returns the device speed in bits/s from sysfs, 0 if unknown
@@ -195,6 +211,25 @@ type Result struct {
 	Tree    *Tree    // the tree read back after apply
 	Params  Params   // what was asked, on the kernel's scales
 	Actions []string // what changed ("nothing" for an identical re-apply)
+	// Warnings are things the tree does that the caller may not expect,
+	// e.g. LoopbackWarning; the CLI prints them on stderr.
+	Warnings []string
+}
+
+// LoopbackWarning explains what a tree on a loopback device delays. On a
+// veth or a NIC each end's qdisc sees only what that end sends, so applying
+// on both ends delays both directions. On lo both directions leave through
+// the one qdisc, and the classifier (destination is a peer and port is
+// --port) takes only the packets addressed to a peer: the peer's answers,
+// addressed to the local address, are not delayed, so a round trip gets
+// the delay once, not twice.
+func LoopbackWarning(s Spec) string {
+	to := "the peer"
+	if len(s.Peers) > 0 {
+		to = netip.AddrPortFrom(s.Peers[0], s.Port).String()
+	}
+	return fmt.Sprintf("%s is a loopback device: only packets addressed to a --peer are delayed, not the answers, so a round trip gets %s once, not twice (a TCP connect to %s reads ~%s); for a round trip of 2 x %s use a veth pair between network namespaces (netem apply --netns on each end), or give --delay %s here",
+		s.Dev, FormatDuration(s.Delay), to, FormatDuration(s.Delay), FormatDuration(s.Delay), FormatDuration(2*s.Delay))
 }
 
 // classfulKinds are qdiscs with classes (and usually filters and child
@@ -236,7 +271,17 @@ func isDefaultRoot(t *Tree) bool {
 // it, or change it in place if it is already ours; then read it back and
 // fail if the kernel holds anything other than what was asked. State is
 // written before the first change so that Clear can always restore.
+//
+// On a loopback device the result carries LoopbackWarning.
 func (c *Client) Apply(s Spec) (*Result, error) {
+	res, err := c.apply(s)
+	if err == nil && c.isLoopback(s.Dev) {
+		res.Warnings = append(res.Warnings, LoopbackWarning(s))
+	}
+	return res, err
+}
+
+func (c *Client) apply(s Spec) (*Result, error) {
 	if err := s.Validate(); err != nil {
 		return nil, &UsageError{Msg: err.Error()}
 	}

@@ -25,11 +25,7 @@ func TestApplyWithoutNetemExitsTwoUnchanged(t *testing.T) {
 	testenv.RequireRoot(t)
 	ipBin := testenv.LookPath(t, "ip", "iproute2")
 	tcBin := testenv.LookPath(t, "tc", "iproute2")
-	bin := filepath.Join(t.TempDir(), "etcdscope")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/etcdscope")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCLI(t)
 	ns := fmt.Sprintf("etcdscope-test-%d", time.Now().UnixNano()%1e9)
 	sh := func(args ...string) (string, error) {
 		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
@@ -110,4 +106,31 @@ func TestApplyWithoutNetemExitsTwoUnchanged(t *testing.T) {
 			t.Errorf("state left behind: %v", ents)
 		}
 	}
+}
+
+// buildCLI builds ./cmd/etcdscope into a temporary directory.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "etcdscope")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/etcdscope")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runCLI runs bin with args and returns stdout, stderr and the exit code.
+func runCLI(t *testing.T, bin string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return stdout.String(), stderr.String(), ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return stdout.String(), stderr.String(), 0
 }

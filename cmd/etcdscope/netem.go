@@ -27,8 +27,12 @@ const netemUsage = `usage:
   etcdscope netem apply --dev IFACE --peer IP [--peer IP ...] [--port 2380] --delay 25ms
         [--jitter 5ms] [--jitter-correlation 25%] [--distribution uniform|normal|pareto|paretonormal]
         [--loss 0.1%] [--loss-correlation 25%] [--classifier bpf|u32] [--for 10m] [--replace] [--dry-run]
-  etcdscope netem show [--dev IFACE]
-  etcdscope netem clear --dev IFACE
+        [--netns NAME|PATH]
+  etcdscope netem show [--dev IFACE] [--netns NAME|PATH]
+  etcdscope netem clear --dev IFACE [--netns NAME|PATH]
+
+--netns works inside another network namespace: a name from ` + "`ip netns list`" + ` or a
+path such as /proc/PID/ns/net (a container's process).
 `
 
 func runNetem(args []string) error {
@@ -73,6 +77,29 @@ func netemParseFlags(fs *pflag.FlagSet, args []string) error {
 	return nil
 }
 
+// netnsFlagUsage is the help text of every verb's --netns.
+const netnsFlagUsage = "work in this network namespace: a name from `ip netns list` or a path such as /proc/PID/ns/net (default: this process's)"
+
+// netemOpen opens a netem client in the namespace --netns names (the
+// caller's own when it is ""); the returned func closes both.
+func netemOpen(netnsArg string, opts netem.Options) (*netem.Client, func(), error) {
+	closeNS := func() {}
+	if netnsArg != "" {
+		fd, err := netem.OpenNetns(netnsArg)
+		if err != nil {
+			return nil, nil, netemErr(err)
+		}
+		opts.NetNS = fd
+		closeNS = func() { syscall.Close(fd) }
+	}
+	c, err := netem.Open(opts)
+	if err != nil {
+		closeNS()
+		return nil, nil, err
+	}
+	return c, func() { c.Close(); closeNS() }, nil
+}
+
 func netemApply(args []string) error {
 	fs := newFlagSet("netem apply")
 	dev := fs.String("dev", "", "interface the peers are reached through")
@@ -91,6 +118,7 @@ func netemApply(args []string) error {
 	replace := fs.Bool("replace", false, "replace a root qdisc etcdscope did not make (clear restores it)")
 	dryRun := fs.Bool("dry-run", false, "print the equivalent tc commands and change nothing")
 	stateDir := fs.String("state-dir", netem.DefaultStateDir, "where apply records what to restore")
+	netnsArg := fs.String("netns", "", netnsFlagUsage)
 	if err := netemParseFlags(fs, args); err != nil {
 		return err
 	}
@@ -151,21 +179,27 @@ func netemApply(args []string) error {
 			return usagef("%v", err)
 		}
 		for _, line := range netem.Commands(&s, p, *replace) {
+			if *netnsArg != "" && !strings.HasPrefix(line, "#") {
+				line = "nsenter --net=" + netem.NetnsPath(*netnsArg) + " " + line
+			}
 			fmt.Println(line)
 		}
 		return nil
 	}
-	c, err := netem.Open(netem.Options{StateDir: *stateDir, Replace: *replace})
+	c, done, err := netemOpen(*netnsArg, netem.Options{StateDir: *stateDir, Replace: *replace})
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer done()
 	res, err := c.Apply(s)
 	if err != nil {
 		return netemErr(err)
 	}
 	for _, a := range res.Actions {
 		fmt.Println("applied:", a)
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintln(os.Stderr, "etcdscope netem: warning:", w)
 	}
 	fmt.Print("verified, the kernel holds:\n", res.Tree)
 	if *hold == 0 {
@@ -185,14 +219,15 @@ func netemApply(args []string) error {
 func netemShow(args []string) error {
 	fs := newFlagSet("netem show")
 	dev := fs.String("dev", "", "interface to show (default: all)")
+	netnsArg := fs.String("netns", "", netnsFlagUsage)
 	if err := netemParseFlags(fs, args); err != nil {
 		return err
 	}
-	c, err := netem.Open(netem.Options{})
+	c, done, err := netemOpen(*netnsArg, netem.Options{})
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer done()
 	trees, err := c.Show(*dev)
 	if err != nil {
 		return netemErr(err)
@@ -207,17 +242,18 @@ func netemClear(args []string) error {
 	fs := newFlagSet("netem clear")
 	dev := fs.String("dev", "", "interface to restore")
 	stateDir := fs.String("state-dir", netem.DefaultStateDir, "where apply recorded what to restore")
+	netnsArg := fs.String("netns", "", netnsFlagUsage)
 	if err := netemParseFlags(fs, args); err != nil {
 		return err
 	}
 	if *dev == "" {
 		return usagef("--dev is required: give the interface apply changed (see etcdscope netem show)")
 	}
-	c, err := netem.Open(netem.Options{StateDir: *stateDir})
+	c, done, err := netemOpen(*netnsArg, netem.Options{StateDir: *stateDir})
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer done()
 	res, err := c.Clear(*dev)
 	if err != nil {
 		return netemErr(err)
