@@ -20,7 +20,7 @@ LDFLAGS  := -X github.com/etcdscope/etcdscope/internal/buildinfo.version=$(VERSI
 IMAGE         ?= localhost/etcdscope:$(or $(VERSION),devel)
 IMAGE_BUILDER ?= $(shell command -v buildah || command -v podman || command -v docker)
 
-.PHONY: fresh-root all build install generate test test-go vmtest demo etcd bench clean check-generate deps promtool prometheus prometheusrule image image-test fuzz
+.PHONY: fresh-root all build install generate test test-go vmtest scenario scenarios demo etcd bench clean check-generate deps promtool prometheus prometheusrule image image-test fuzz
 
 all: build
 
@@ -136,6 +136,22 @@ fuzz:
 		echo "== $$name in $$pkg for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel 1 $$pkg; \
 	done
+
+# The field's cluster scenarios (docs/scenarios.md): three real etcd members
+# in network namespaces of the VM rig, faults applied with etcdscope's own
+# `netem --netns`, a write and read load, etcdscope peers, and a table of
+# p50/p99 per phase against the same run's baseline and the model.
+# `make vmtest` runs the stretched one (CI); `make scenario NAME=degraded`
+# runs one, `make scenarios` all. Needs bin/etcd (make etcd).
+SCENARIO_TIMEOUT ?= 1200
+scenario: etcd
+	@case "$(NAME)" in stretched|degraded) ;; *) echo "make scenario NAME=stretched|degraded (docs/scenarios.md)" >&2; exit 2 ;; esac
+	VMTEST_PKGS=./vmtest/scenarios VMTEST_RUN='(?i)^TestVMScenario$(NAME)$$' \
+	VMTEST_TIMEOUT=$(SCENARIO_TIMEOUT) VMTEST_TEST_TIMEOUT=15m ./vmtest/run.sh
+
+scenarios: etcd
+	VMTEST_PKGS=./vmtest/scenarios VMTEST_RUN='^TestVMScenario' \
+	VMTEST_TIMEOUT=$(SCENARIO_TIMEOUT) VMTEST_TEST_TIMEOUT=15m ./vmtest/run.sh
 
 # demo is the main job on the built-in default: an etcd-WAL-like writer
 # traced by etcdscope itself.

@@ -66,6 +66,12 @@ type Options struct {
 	// so that Start's cleanup (stopping the members) runs first.
 	DataDir   string
 	ExtraArgs []string // appended to every member's command line (later flags win)
+	// NetNS, when set, names a network namespace per member (`ip netns
+	// add NAME`): member i runs as `ip netns exec NetNS[i] etcd ...`, which
+	// execs etcd in place, so Member.PID is etcd's. IPs[i] must be an
+	// address of that namespace the test process can reach (the scenarios
+	// route the root namespace to every member).
+	NetNS []string
 }
 
 // Member is one running etcd process.
@@ -188,7 +194,12 @@ func Start(t testing.TB, opt Options) *Cluster {
 				"--trusted-ca-file="+c.CAFile, "--client-cert-auth")
 		}
 		args = append(args, opt.ExtraArgs...)
-		if err := m.start(bin, args); err != nil {
+		exe := bin
+		if i < len(opt.NetNS) && opt.NetNS[i] != "" {
+			ip := testenv.LookPath(t, "ip", "iproute2")
+			exe, args = ip, append([]string{"netns", "exec", opt.NetNS[i], bin}, args...)
+		}
+		if err := m.start(exe, args); err != nil {
 			t.Fatalf("etcdtest: starting %s: %v", m.Name, err)
 		}
 		t.Logf("etcdtest: started %s pid %d: client %s, peer %s, data %s", m.Name, m.PID, m.ClientURL, m.PeerURL, m.DataDir)
@@ -277,6 +288,28 @@ func (m *Member) start(bin string, args []string) error {
 		m.waitErr = cmd.Wait()
 		close(m.exited)
 	}()
+	return nil
+}
+
+// Stop stops the member as the cleanup would (SIGTERM, SIGKILL after
+// 10 s) and waits for it; a test uses it to take a member down for a phase.
+// The cluster's cleanup then has nothing left to do for it. Stopping a
+// member that has exited already is a no-op.
+func (m *Member) Stop() error {
+	select {
+	case <-m.exited:
+		return nil
+	default:
+	}
+	if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("stopping %s: %w", m.Name, err)
+	}
+	select {
+	case <-m.exited:
+	case <-time.After(stopTimeout):
+		m.cmd.Process.Kill()
+		<-m.exited
+	}
 	return nil
 }
 

@@ -1,0 +1,100 @@
+//go:build vmtest
+
+package scenarios
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/etcdscope/etcdscope/internal/etcdtest"
+)
+
+// TestVMScenarioDegraded is the degraded cluster (issue 14): one member
+// stopped, then 50 ms RTT (25 ms each way on :2380) between the two
+// survivors. The survivors are the whole quorum, so every write waits one
+// RTT: write p50 and p99 rise by about an RTT and the sequential write
+// rate collapses, while serializable reads (answered by m1 alone) stay
+// flat.
+//
+//	baseline        3 members, no netem, m1 leads
+//	m3 stopped      writes and reads unchanged (m1+m2 are a quorum)
+//	+50 ms m1<->m2  writes +1 RTT, linearizable reads +1 RTT, serializable flat
+//
+// Tolerances as in the stretched scenario (docs/scenarios.md), plus: the
+// sequential write rate in the last phase at most half the baseline's,
+// serializable read p99 at most 15 ms over the baseline's.
+func TestVMScenarioDegraded(t *testing.T) {
+	selected(t)
+	r := newRig(t)
+	r.moveLeader(0)
+	r.warmUp()
+	pre := r.scrape(0)
+	requestedPre := r.requested
+	rep := &Report{Scenario: "degraded (m3 stopped, then 25 ms each way m1<->m2 on :2380)"}
+	base := r.phase("baseline", nil)
+	rep.Phases = append(rep.Phases, base)
+
+	if err := r.m[2].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	rep.Phases = append(rep.Phases, r.phase("m3 stopped", map[Op]Expect{
+		Write:      flat("0: m1 + m2 still make the quorum"),
+		ReadSerial: flat("0: answered by m1 alone"),
+		ReadLinear: flat("0: ReadIndex needs m2's heartbeat ack, local"),
+	}))
+
+	r.netem(0, "25ms", 1)
+	r.netem(1, "25ms", 0)
+	rtt := r.connectFastest(0, 1, etcdtest.PeerPort, 7)
+	rep.Checks = append(rep.Checks,
+		Within("connect m1->m2:2380 fastest of 7", rtt, stretchedRTT-5*time.Millisecond, stretchedRTT+10*time.Millisecond),
+		Within("connect m1->m2:2379 fastest of 7", r.connectFastest(0, 1, etcdtest.ClientPort, 7), 0, 20*time.Millisecond))
+	f0 := r.scrape(1)
+	pr := r.startPeers()
+	slow := r.phase("m3 stopped, +50ms RTT m1<->m2", nil)
+	prep := pr.stop(t)
+	f1 := r.scrape(1)
+	fsync, nfsync := histMean(f0, f1, "etcd_disk_wal_fsync_duration_seconds", nil)
+	slow.Expect = map[Op]Expect{
+		Write:      {Delta: stretchedRTT + fsync, Lo: oneLo + fsync, Hi: oneHi + fsync, Why: fmt.Sprintf("1 RTT + m2's WAL fsync (%.2fms mean of %d): m1 waits for m2's ack", float64(fsync)/1e6, nfsync)},
+		ReadSerial: flat("0: answered by m1 alone"),
+		ReadLinear: {Delta: stretchedRTT, Lo: oneLo, Hi: oneHi, Why: "1 RTT: ReadIndex needs m2's heartbeat ack"},
+	}
+	rep.Phases = append(rep.Phases, slow)
+
+	rate := func(ph Phase) float64 {
+		var sum time.Duration
+		for _, d := range ph.Lat[Write] {
+			sum += d
+		}
+		if sum == 0 {
+			return 0
+		}
+		return float64(len(ph.Lat[Write])) / sum.Seconds()
+	}
+	b0, b1 := rate(base), rate(slow)
+	rep.Checks = append(rep.Checks, Check{Name: "sequential write rate, last phase / baseline",
+		Got: fmt.Sprintf("%.1f/s of %.1f/s = %.2f", b1, b0, b1/b0), Want: "<= 0.50", Pass: b0 > 0 && b1/b0 <= 0.5})
+	_, sp99 := Quantiles(slow.Lat[ReadSerial])
+	_, bp99 := Quantiles(base.Lat[ReadSerial])
+	rep.Checks = append(rep.Checks, Within("serializable read p99 rise", sp99-bp99, -time.Second, 15*time.Millisecond))
+	_, wp99 := Quantiles(slow.Lat[Write])
+	_, wb99 := Quantiles(base.Lat[Write])
+	rep.Checks = append(rep.Checks, Within("write p99 rise", wp99-wb99, oneLo, 10*time.Second))
+
+	post := r.scrape(0)
+	changes := etcdtest.SumCounter(post, "etcd_server_leader_changes_seen_total") - etcdtest.SumCounter(pre, "etcd_server_leader_changes_seen_total")
+	rep.Checks = append(rep.Checks, Check{Name: "leader changes seen by m1", Got: fmt.Sprintf("%.0f", changes),
+		Want: fmt.Sprint(r.requested - requestedPre), Pass: int(changes) == r.requested-requestedPre})
+	got := prep.handshakeRTT(r.ips[0], r.ips[1])
+	rep.Checks = append(rep.Checks,
+		Within("etcdscope peers: handshake RTT m1<->m2", got, stretchedRTT-5*time.Millisecond, stretchedRTT+10*time.Millisecond),
+		Check{Name: "etcdscope peers: lost events", Got: fmt.Sprint(prep.LostEvents), Want: "0", Pass: prep.LostEvents == 0},
+		Check{Name: "etcdscope peers: metric check toward m2", Got: prep.explanation(r.ips[1]), Info: true})
+	rep.Header = []string{
+		fmt.Sprintf("RTT m1-m2 %.1fms (fastest TCP connect to :2380); %d sequential puts, serializable gets, linearizable gets per phase from a client on m1", float64(rtt)/1e6, opsPerPhase),
+		"tolerances: Δp50 against this run's baseline p50 (docs/scenarios.md)",
+	}
+	finish(t, rep)
+}

@@ -1,0 +1,475 @@
+//go:build vmtest
+
+package scenarios
+
+// The rig every scenario shares: three network namespaces esm1..esm3,
+// each joined to the rig's root namespace by a veth pair (eth0 inside,
+// esr<i> outside), routed through the root namespace (ip_forward):
+//
+//	m1 10.77.1.1 ── esr1 10.77.1.254 ┐
+//	m2 10.77.2.1 ── esr2 10.77.2.254 ├─ root namespace: the test (load client, scrapes, etcdscope)
+//	m3 10.77.3.1 ── esr3 10.77.3.254 ┘
+//
+// so each member has one NIC, as on a real host, and netem on a member's
+// eth0 delays what that member sends. Faults are applied with the built
+// `etcdscope netem apply --netns esm<i> --dev eth0`, as a user would.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netns"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/etcdscope/etcdscope/internal/etcdtest"
+	"github.com/etcdscope/etcdscope/internal/testenv"
+)
+
+// Load sizes per phase: sequential requests from one client on m1.
+const (
+	opsPerPhase = 40
+	valueBytes  = 256
+	opTimeout   = 15 * time.Second
+)
+
+// etcdArgs raise the election timeouts as RKE2 does (heartbeat 500 ms,
+// election 5 s): the emulated guest stalls for hundreds of ms under load,
+// and the field's stretched clusters run with these values.
+var etcdArgs = []string{"--heartbeat-interval=500", "--election-timeout=5000"}
+
+type rig struct {
+	t        *testing.T
+	ns       []string
+	ips      []netip.Addr
+	bin      string // etcdscope
+	stateDir string
+	c        *etcdtest.Cluster
+	m        []*etcdtest.Member
+	cli      *clientv3.Client // endpoint m1 only: the client sits next to a near member
+	// requested counts the leader changes the scenario asked for.
+	requested int
+}
+
+func sh(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// newRig builds the namespaces and starts the three members in them.
+func newRig(t *testing.T) *rig {
+	testenv.RequireRoot(t)
+	testenv.LookPath(t, "ip", "iproute2")
+	r := &rig{t: t, stateDir: t.TempDir()}
+	r.bin = filepath.Join(testenv.RepoRoot(t), "bin", "etcdscope")
+	if _, err := os.Stat(r.bin); err != nil {
+		t.Fatalf("no etcdscope at %s (vmtest/run.sh builds it)", r.bin)
+	}
+	const fwd = "/proc/sys/net/ipv4/ip_forward"
+	old, err := os.ReadFile(fwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(fwd, []byte("1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.WriteFile(fwd, old, 0o644) })
+	for i := 1; i <= 3; i++ {
+		ns, outer := fmt.Sprintf("esm%d", i), fmt.Sprintf("esr%d", i)
+		sh(t, "ip", "netns", "add", ns)
+		t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+		sh(t, "ip", "link", "add", outer, "type", "veth", "peer", "name", "eth0", "netns", ns)
+		t.Cleanup(func() { exec.Command("ip", "link", "del", outer).Run() })
+		ip := fmt.Sprintf("10.77.%d.1", i)
+		gw := fmt.Sprintf("10.77.%d.254", i)
+		sh(t, "ip", "addr", "add", gw+"/24", "dev", outer)
+		sh(t, "ip", "link", "set", outer, "up")
+		sh(t, "ip", "-n", ns, "addr", "add", ip+"/24", "dev", "eth0")
+		sh(t, "ip", "-n", ns, "link", "set", "eth0", "up")
+		sh(t, "ip", "-n", ns, "link", "set", "lo", "up")
+		sh(t, "ip", "-n", ns, "route", "add", "default", "via", gw)
+		r.ns = append(r.ns, ns)
+		r.ips = append(r.ips, netip.MustParseAddr(ip))
+	}
+	var ips []string
+	for _, a := range r.ips {
+		ips = append(ips, a.String())
+	}
+	r.c = etcdtest.Start(t, etcdtest.Options{Members: 3, IPs: ips, NetNS: r.ns, ExtraArgs: etcdArgs})
+	r.m = r.c.Members
+	r.cli, err = clientv3.New(clientv3.Config{Endpoints: []string{r.m[0].ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.cli.Close() })
+	return r
+}
+
+// netem runs `etcdscope netem apply --netns <member's ns> --dev eth0
+// --peer ... --delay D` for member i (0-based) and registers its clear.
+func (r *rig) netem(i int, delay string, peers ...int) {
+	r.t.Helper()
+	args := []string{"netem", "apply", "--netns", r.ns[i], "--dev", "eth0", "--delay", delay, "--state-dir", r.stateDir}
+	for _, p := range peers {
+		args = append(args, "--peer", r.ips[p].String())
+	}
+	out, err := exec.Command(r.bin, args...).CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("etcdscope %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	r.t.Logf("etcdscope %s:\n%s", strings.Join(args, " "), out)
+	r.t.Cleanup(func() {
+		exec.Command(r.bin, "netem", "clear", "--netns", r.ns[i], "--dev", "eth0", "--state-dir", r.stateDir).Run()
+	})
+}
+
+// leader returns the index of the member that leads now.
+func (r *rig) leader() int {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	l, err := r.c.Leader(ctx)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return slices.Index(r.m, l)
+}
+
+// moveLeader hands leadership to member i with the client API's
+// MoveLeader (sent to the current leader) and waits until i leads.
+func (r *rig) moveLeader(i int) {
+	r.t.Helper()
+	cur := r.leader()
+	if cur == i {
+		return
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{r.m[cur].ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := cli.MoveLeader(ctx, r.m[i].ID); err != nil {
+		r.t.Fatalf("MoveLeader %s -> %s: %v", r.m[cur].Name, r.m[i].Name, err)
+	}
+	r.requested++
+	for r.leader() != i {
+		if ctx.Err() != nil {
+			r.t.Fatalf("%s does not lead 30 s after MoveLeader", r.m[i].Name)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.t.Logf("leader moved %s -> %s", r.m[cur].Name, r.m[i].Name)
+}
+
+// phase runs the load from the client on m1: opsPerPhase sequential puts,
+// serializable gets and linearizable gets, each timed on the client.
+func (r *rig) phase(name string, expect map[Op]Expect) Phase {
+	r.t.Helper()
+	ph := Phase{Name: name, Lat: map[Op][]time.Duration{}, Expect: expect}
+	value := string(bytes.Repeat([]byte{'v'}, valueBytes))
+	key := "/scenario/" + strings.ReplaceAll(name, " ", "_")
+	do := func(op Op, f func(ctx context.Context) error) {
+		for i := 0; i < opsPerPhase; i++ {
+			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+			start := time.Now()
+			err := f(ctx)
+			d := time.Since(start)
+			cancel()
+			if err != nil {
+				r.t.Errorf("%s: %s %d: %v", name, op, i, err)
+				return
+			}
+			ph.Lat[op] = append(ph.Lat[op], d)
+		}
+	}
+	started := time.Now()
+	n := 0
+	do(Write, func(ctx context.Context) error {
+		n++
+		_, err := r.cli.Put(ctx, fmt.Sprintf("%s/%04d", key, n), value)
+		return err
+	})
+	do(ReadSerial, func(ctx context.Context) error {
+		_, err := r.cli.Get(ctx, key+"/0001", clientv3.WithSerializable())
+		return err
+	})
+	do(ReadLinear, func(ctx context.Context) error {
+		_, err := r.cli.Get(ctx, key+"/0001")
+		return err
+	})
+	w50, w99 := Quantiles(ph.Lat[Write])
+	r.t.Logf("phase %q: %s; write p50 %v p99 %v", name, time.Since(started).Round(time.Millisecond), w50, w99)
+	return ph
+}
+
+// warmUp makes the client's connection and etcd's first proposals
+// before anything is timed.
+func (r *rig) warmUp() {
+	r.t.Helper()
+	for i := 0; i < 10; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		_, err := r.cli.Put(ctx, "/scenario/warmup", "x")
+		cancel()
+		if err != nil {
+			r.t.Fatalf("warm-up put: %v", err)
+		}
+	}
+}
+
+// inNetns runs f on a thread switched into the named namespace.
+func inNetns(t *testing.T, name string, f func()) {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	h, err := netns.GetFromName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := netns.Set(h); err != nil {
+		t.Fatal(err)
+	}
+	defer netns.Set(orig)
+	f()
+}
+
+// connectFastest is the fastest of n TCP connects from member i's
+// namespace to member j's port: the path's RTT as a client sees it.
+func (r *rig) connectFastest(i, j int, port uint16, n int) time.Duration {
+	r.t.Helper()
+	to := netip.AddrPortFrom(r.ips[j], port).String()
+	best := time.Duration(1<<63 - 1)
+	inNetns(r.t, r.ns[i], func() {
+		for k := 0; k < n; k++ {
+			start := time.Now()
+			c, err := net.DialTimeout("tcp", to, 5*time.Second)
+			d := time.Since(start)
+			if err != nil {
+				r.t.Fatalf("connect %s from %s: %v", to, r.ns[i], err)
+			}
+			c.Close()
+			best = min(best, d)
+		}
+	})
+	return best
+}
+
+// scrape returns member i's metrics.
+func (r *rig) scrape(i int) map[string]*dto.MetricFamily {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	fams, err := r.c.Scrape(ctx, r.m[i])
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return fams
+}
+
+// histogram returns sum and count of a histogram family's series whose
+// labels include all of match (nil: every series).
+func histogram(fams map[string]*dto.MetricFamily, name string, match map[string]string) (sum float64, count uint64) {
+	for _, m := range fams[name].GetMetric() {
+		ok := true
+		for k, v := range match {
+			found := false
+			for _, l := range m.GetLabel() {
+				if l.GetName() == k && l.GetValue() == v {
+					found = true
+				}
+			}
+			ok = ok && found
+		}
+		if ok && m.Histogram != nil {
+			sum += m.Histogram.GetSampleSum()
+			count += m.Histogram.GetSampleCount()
+		}
+	}
+	return sum, count
+}
+
+// histMean is the mean of a histogram's observations between two scrapes
+// (and how many there were).
+func histMean(a, b map[string]*dto.MetricFamily, name string, match map[string]string) (time.Duration, uint64) {
+	s0, c0 := histogram(a, name, match)
+	s1, c1 := histogram(b, name, match)
+	if c1 <= c0 {
+		return 0, 0
+	}
+	return time.Duration((s1 - s0) / float64(c1-c0) * 1e9), c1 - c0
+}
+
+// toLabel is the To label etcd gives member m's peer series.
+func toLabel(m *etcdtest.Member) map[string]string {
+	return map[string]string{"To": fmt.Sprintf("%x", m.ID)}
+}
+
+// peersRun is a running `etcdscope peers` in the root namespace, reading
+// m1's metrics and member list.
+type peersRun struct {
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	exited         chan struct{}
+	err            error
+}
+
+// startPeers starts `etcdscope peers --duration 0 --output json
+// --etcd-metrics <m1> --etcd-endpoints <m1>` and waits for its ready file.
+func (r *rig) startPeers() *peersRun {
+	r.t.Helper()
+	ready := filepath.Join(r.t.TempDir(), "ready")
+	p := &peersRun{exited: make(chan struct{})}
+	p.cmd = exec.Command(r.bin, "peers", "--duration", "0", "--output", "json", "--ready-file", ready,
+		"--etcd-metrics", r.m[0].MetricsURL, "--etcd-endpoints", r.m[0].ClientURL)
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.exited) }()
+	r.t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			p.cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			return p
+		}
+		select {
+		case <-p.exited:
+			r.t.Fatalf("etcdscope peers exited before attaching: %v\n%s", p.err, p.stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("etcdscope peers wrote no ready file in 60 s\n%s", p.stderr.String())
+		}
+	}
+}
+
+// peersReport is the part of `etcdscope peers --output json` the
+// scenarios read (docs/peers.md; decoded here, not through the analysis
+// types, so that the JSON is what is checked).
+type peersReport struct {
+	LostEvents   uint64 `json:"lost_events"`
+	MemberPID    int    `json:"member_pid"`
+	MetricsError string `json:"metrics_error"`
+	Links        []struct {
+		Link struct {
+			From netip.Addr `json:"from"`
+			To   netip.Addr `json:"to"`
+		} `json:"link"`
+		HandshakeRTT struct {
+			Count int64 `json:"count"`
+			Min   int64 `json:"min"`
+		} `json:"handshake_rtt_ns"`
+	} `json:"links"`
+	Metric []struct {
+		Peer      netip.Addr `json:"peer"`
+		Member    string     `json:"member"`
+		Mean      float64    `json:"mean_seconds"`
+		Inflation float64    `json:"inflation"`
+		Explained bool       `json:"explained"`
+		Verdict   string     `json:"verdict"`
+	} `json:"metric"`
+	ProbeErrors map[string]string `json:"kept_alive_probe_errors"`
+}
+
+// stop ends the run with SIGINT and decodes its report.
+func (p *peersRun) stop(t *testing.T) peersReport {
+	t.Helper()
+	p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.exited:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("etcdscope peers did not exit 60 s after SIGINT\n%s", p.stderr.String())
+	}
+	var rep peersReport
+	if err := json.Unmarshal(p.stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("etcdscope peers: %v; no JSON report: %v\n%s\n%s", p.err, err, p.stdout.String(), p.stderr.String())
+	}
+	return rep
+}
+
+// handshakeRTT is the fastest handshake RTT etcdscope saw on a link
+// between a and b (either direction), 0 if none. Handshakes, not min RTT:
+// the kernel's min_rtt is a 300 s windowed minimum (tcp_min_rtt_wlen), so
+// a connection opened before netem keeps the undelayed path's minimum for
+// five minutes (run 1 read 0.2 ms); etcd's dialing prober opens a new
+// connection every 4 s, so each window has handshakes on the delayed path.
+func (rep *peersReport) handshakeRTT(a, b netip.Addr) time.Duration {
+	var best int64
+	for _, l := range rep.Links {
+		if !(l.Link.From == a && l.Link.To == b || l.Link.From == b && l.Link.To == a) {
+			continue
+		}
+		if s := l.HandshakeRTT; s.Count > 0 && s.Min > 0 && (best == 0 || s.Min < best) {
+			best = s.Min
+		}
+	}
+	return time.Duration(best)
+}
+
+// explanation is etcdscope's metric verdict toward peer, in one line.
+func (rep *peersReport) explanation(peer netip.Addr) string {
+	var parts []string
+	if rep.MetricsError != "" {
+		parts = append(parts, "metrics error: "+rep.MetricsError)
+	}
+	for _, m := range rep.Metric {
+		if m.Peer == peer {
+			parts = append(parts, fmt.Sprintf("metric %.1fms, inflation %.1fx, explained=%v: %s", m.Mean*1e3, m.Inflation, m.Explained, m.Verdict))
+		}
+	}
+	if e := rep.ProbeErrors[peer.String()]; e != "" {
+		parts = append(parts, "probe error: "+e)
+	}
+	parts = append(parts, fmt.Sprintf("member pid %d", rep.MemberPID))
+	return strings.Join(parts, "; ")
+}
+
+// selected reports whether this scenario was asked for by name: the
+// scenarios outside CI run only under `make scenario(s)`, which sets
+// VMTEST_RUN (a default `make vmtest` runs only the CI one).
+func selected(t *testing.T) {
+	if os.Getenv("VMTEST_RUN") == "" {
+		t.Skip("not part of make vmtest: run it with `make scenario NAME=...` or `make scenarios` (docs/scenarios.md)")
+	}
+}
+
+// finish prints the table and fails the test with its failures.
+func finish(t *testing.T, rep *Report) {
+	t.Helper()
+	t.Log("\n" + rep.String())
+	for _, f := range rep.Failures() {
+		t.Error(f)
+	}
+}

@@ -1,0 +1,141 @@
+//go:build vmtest
+
+package scenarios
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/etcdscope/etcdscope/internal/etcdtest"
+)
+
+// Tolerances of the stretched scenario, written down before its first run
+// (docs/scenarios.md has the same table). Each phase is judged by its
+// Δp50 against the same run's baseline p50; RTT is the nominal 50 ms
+// (25 ms each way).
+const (
+	stretchedOneWay = 25 * time.Millisecond
+	stretchedRTT    = 2 * stretchedOneWay
+)
+
+var (
+	// Unchanged: the Δ the guest's noise leaves (TCG, one vCPU).
+	flatLo, flatHi = -10 * time.Millisecond, 15 * time.Millisecond
+	// One RTT (+ a follower fsync): from 0.7 RTT to 1.6 RTT.
+	oneLo, oneHi = 35 * time.Millisecond, 80 * time.Millisecond
+	// Two RTT: from 1.5 to 3 RTT for writes; 1 to 3 RTT for
+	// linearizable reads (ReadIndex rides the quorum round already going
+	// when the client asks, so it may cost less than two full RTT).
+	twoLo, twoHi         = 75 * time.Millisecond, 150 * time.Millisecond
+	twoReadLo, twoReadHi = 50 * time.Millisecond, 150 * time.Millisecond
+)
+
+func flat(why string) Expect { return Expect{Lo: flatLo, Hi: flatHi, Why: why} }
+
+// TestVMScenarioStretched is the stretched cluster with a far quorum
+// member (issue 14), the scenario `make vmtest` runs in CI: 25 ms each way
+// on :2380 toward m3 only (m1 and m2 delay what they send to m3, m3 what
+// it sends to both). The client talks to m1.
+//
+//	baseline     no netem, m1 leads
+//	stretched    netem on: writes and reads unchanged (m1+m2 are a quorum)
+//	m3 leads     MoveLeader to m3: writes +2 RTT, linearizable reads +2 RTT
+//	m2 down      m1 leads again, m2 stopped: writes +1 RTT + m3's WAL fsync,
+//	             linearizable reads +1 RTT; serializable reads flat throughout
+//
+// Checks: connect m1→m3:2380 ≈ 50 ms while :2379 and m1→m2 stay local;
+// etcd's peer RTT metric toward m3 = 1.5× the RTT with plain-HTTP peers
+// (one prober dials per probe: 2 RTT; the other keeps its connection:
+// 1 RTT; both observe into one series), toward m2 local; no leader change
+// but the ones MoveLeader asked for; etcdscope peers reads the 50 ms.
+func TestVMScenarioStretched(t *testing.T) {
+	r := newRig(t)
+	r.moveLeader(0)
+	r.warmUp()
+	pre := r.scrape(0)
+	requestedPre := r.requested
+	rep := &Report{Scenario: "stretched (far m3: 25 ms each way on :2380)"}
+	rep.Phases = append(rep.Phases, r.phase("baseline", nil))
+
+	r.netem(0, "25ms", 2)
+	r.netem(1, "25ms", 2)
+	r.netem(2, "25ms", 0, 1)
+	applied := time.Now()
+	rtt := r.connectFastest(0, 2, etcdtest.PeerPort, 7)
+	rep.Checks = append(rep.Checks,
+		Within("connect m1->m3:2380 fastest of 7", rtt, stretchedRTT-5*time.Millisecond, stretchedRTT+10*time.Millisecond),
+		Within("connect m1->m3:2379 fastest of 7", r.connectFastest(0, 2, etcdtest.ClientPort, 7), 0, 20*time.Millisecond),
+		Within("connect m1->m2:2380 fastest of 7", r.connectFastest(0, 1, etcdtest.PeerPort, 7), 0, 20*time.Millisecond))
+
+	rep.Phases = append(rep.Phases, r.phase("stretched, healthy", map[Op]Expect{
+		Write:      flat("0: m1 (leader) + m2 make the quorum; m3's ack is not waited for"),
+		ReadSerial: flat("0: answered by m1 alone"),
+		ReadLinear: flat("0: ReadIndex needs m2's heartbeat ack only"),
+	}))
+
+	r.moveLeader(2)
+	rep.Phases = append(rep.Phases, r.phase("m3 leads (MoveLeader)", map[Op]Expect{
+		Write:      {Delta: 2 * stretchedRTT, Lo: twoLo, Hi: twoHi, Why: "2 RTT: m1 forwards to m3, m3's quorum round to m1/m2, m3's commit index back to m1"},
+		ReadSerial: flat("0: answered by m1 alone"),
+		ReadLinear: {Delta: 2 * stretchedRTT, Lo: twoReadLo, Hi: twoReadHi, Why: "2 RTT: ReadIndex to m3, m3's heartbeat quorum round, the index back to m1"},
+	}))
+	r.moveLeader(0)
+
+	// etcd's peer RTT metric: each prober's EWMA starts from what it held
+	// before netem (≈0) and keeps 0.875 of it per 4 s probe, so only
+	// observations >= 64 s after apply (16 probes: 88% converged) are
+	// read; etcd observes each prober once per 30 s, so the window is 32 s.
+	// Both peers are up in it: the probe's answer time (CPU of the guest,
+	// the same toward both) cancels in far - near, which leaves the
+	// network's share: 1.5 RTT (one prober dials per probe: 2 RTT, the
+	// other keeps its connection: 1 RTT).
+	if wait := time.Until(applied.Add(64 * time.Second)); wait > 0 {
+		t.Logf("waiting %v for etcd's peer RTT EWMA to converge", wait.Round(time.Second))
+		time.Sleep(wait)
+	}
+	w0 := r.scrape(0)
+	pr := r.startPeers()
+	time.Sleep(32 * time.Second)
+	prep := pr.stop(t)
+	w1 := r.scrape(0)
+	far, nfar := histMean(w0, w1, "etcd_network_peer_round_trip_time_seconds", toLabel(r.m[2]))
+	near, nnear := histMean(w0, w1, "etcd_network_peer_round_trip_time_seconds", toLabel(r.m[1]))
+	c := RatioWithin(fmt.Sprintf("etcd peer RTT metric m1->m3 minus m1->m2 (%d, %d obs)", nfar, nnear), far-near, rtt, 1.0, 2.0)
+	c.Pass = c.Pass && nfar >= 2 && nnear >= 2
+	rep.Checks = append(rep.Checks, c,
+		Check{Name: "etcd peer RTT metric m1->m3, m1->m2", Info: true,
+			Got: fmt.Sprintf("%s (%.2f x RTT), %s", ms(far), float64(far)/float64(rtt), ms(near))})
+
+	// m3's WAL fsync during the phase: the model's follower fsync.
+	f0 := r.scrape(2)
+	if err := r.m[1].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	down := r.phase("m2 down", nil)
+	f1 := r.scrape(2)
+	fsync, nfsync := histMean(f0, f1, "etcd_disk_wal_fsync_duration_seconds", nil)
+	down.Expect = map[Op]Expect{
+		Write:      {Delta: stretchedRTT + fsync, Lo: oneLo + fsync, Hi: oneHi + fsync, Why: fmt.Sprintf("1 RTT + m3's WAL fsync (%.2fms mean of %d): m1 waits for m3's ack", float64(fsync)/1e6, nfsync)},
+		ReadSerial: flat("0: answered by m1 alone"),
+		ReadLinear: {Delta: stretchedRTT, Lo: oneLo, Hi: oneHi, Why: "1 RTT: ReadIndex needs m3's heartbeat ack"},
+	}
+	rep.Phases = append(rep.Phases, down)
+	end := r.scrape(0)
+
+	changes := etcdtest.SumCounter(end, "etcd_server_leader_changes_seen_total") - etcdtest.SumCounter(pre, "etcd_server_leader_changes_seen_total")
+	rep.Checks = append(rep.Checks, Check{Name: "leader changes seen by m1", Got: fmt.Sprintf("%.0f", changes),
+		Want: fmt.Sprintf("%d (MoveLeader)", r.requested-requestedPre), Pass: int(changes) == r.requested-requestedPre})
+
+	got := prep.handshakeRTT(r.ips[0], r.ips[2])
+	rep.Checks = append(rep.Checks,
+		Within("etcdscope peers: handshake RTT m1<->m3", got, stretchedRTT-5*time.Millisecond, stretchedRTT+10*time.Millisecond),
+		Check{Name: "etcdscope peers: lost events", Got: fmt.Sprint(prep.LostEvents), Want: "0", Pass: prep.LostEvents == 0},
+		Check{Name: "etcdscope peers: metric check toward m3", Got: prep.explanation(r.ips[2]), Info: true})
+	rep.Header = []string{
+		fmt.Sprintf("RTT m1-m3 %.1fms (fastest TCP connect to :2380); model RTT %v; load: %d sequential puts, serializable gets, linearizable gets per phase from a client on m1",
+			float64(rtt)/1e6, stretchedRTT, opsPerPhase),
+		"tolerances: Δp50 against this run's baseline p50 (docs/scenarios.md)",
+	}
+	finish(t, rep)
+}
