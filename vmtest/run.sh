@@ -38,7 +38,7 @@ GO=${GO:-go}
 # The modules the tests need, by name; their dependencies are added from
 # modules.dep. Built-in ones (modules.builtin) are skipped.
 MODULES="veth sch_prio sch_netem sch_tbf sch_ingress sch_fq cls_u32 cls_bpf act_gact
-loop virtio_pci virtio_blk xfs btrfs ${VMTEST_MODULES:-}"
+loop virtio_pci virtio_blk xfs btrfs dm_mod dm_delay ${VMTEST_MODULES:-}"
 
 log() { printf 'vmtest: %s\n' "$*" >&2; }
 die() { printf 'vmtest: %s\n' "$*" >&2; exit 1; }
@@ -212,6 +212,17 @@ done
 p=$(command -v fio || true)
 [[ -n $p ]] || die "fio not found (apt-get install fio)"
 copy_with_libs "$p" /usr/bin/fio
+# dmsetup and mke2fs for the slow-device scenario (docs/scenarios.md):
+# optional, the scenario fails naming them when they are missing.
+for t in dmsetup mke2fs; do
+	p=$(PATH=$PATH:/usr/sbin:/sbin command -v "$t" || true)
+	if [[ -n $p ]]; then
+		copy_with_libs "$p" "/usr/sbin/$t"
+	else
+		log "no $t on this host (apt-get install dmsetup e2fsprogs): the slow-device scenario will fail"
+	fi
+done
+[[ -f /etc/mke2fs.conf ]] && cp /etc/mke2fs.conf "$STAGE/etc/mke2fs.conf"
 if [[ -n $ETCD ]]; then
 	copy_with_libs "$ETCD" /src/bin/etcd
 else

@@ -50,6 +50,7 @@ const (
 // and the first election (etcd's default election timeout is 1 s).
 const (
 	healthTimeout = 30 * time.Second
+	statusTimeout = 20 * time.Second // per member, after /health said true
 	stopTimeout   = 10 * time.Second
 	lockTimeout   = 10 * time.Minute
 )
@@ -218,7 +219,11 @@ func Start(t testing.TB, opt Options) *Cluster {
 		t.Fatalf("etcdtest: %v", err)
 	}
 	for _, m := range c.Members {
-		st, err := cli.Status(ctx, m.ClientURL)
+		// A fresh timeout: on a loaded host the health wait may have used
+		// most of healthTimeout (seen in the VM rig at load average 12).
+		sctx, scancel := context.WithTimeout(context.Background(), statusTimeout)
+		st, err := cli.Status(sctx, m.ClientURL)
+		scancel()
 		if err != nil {
 			t.Fatalf("etcdtest: status of %s: %v\n--- tail of %s ---\n%s", m.Name, err, m.logFile, m.logTail(4096))
 		}
@@ -576,7 +581,11 @@ func (c *Cluster) Leader(ctx context.Context) (*Member, error) {
 	}
 	var errs []error
 	for _, m := range c.Members {
-		st, err := cli.Status(ctx, m.ClientURL)
+		// A fresh timeout: on a loaded host the health wait may have used
+		// most of healthTimeout (seen in the VM rig at load average 12).
+		sctx, scancel := context.WithTimeout(context.Background(), statusTimeout)
+		st, err := cli.Status(sctx, m.ClientURL)
+		scancel()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("status of %s: %w", m.Name, err))
 			continue

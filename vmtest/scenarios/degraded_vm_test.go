@@ -53,7 +53,7 @@ func TestVMScenarioDegraded(t *testing.T) {
 	f0 := r.scrape(1)
 	pr := r.startPeers()
 	slow := r.phase("m3 stopped, +50ms RTT m1<->m2", nil)
-	prep := pr.stop(t)
+	prep := peersOf(t, pr.stop(t))
 	f1 := r.scrape(1)
 	fsync, nfsync := histMean(f0, f1, "etcd_disk_wal_fsync_duration_seconds", nil)
 	slow.Expect = map[Op]Expect{

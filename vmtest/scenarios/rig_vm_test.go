@@ -185,6 +185,12 @@ func (r *rig) moveLeader(i int) {
 // serializable gets and linearizable gets, each timed on the client.
 func (r *rig) phase(name string, expect map[Op]Expect) Phase {
 	r.t.Helper()
+	return runPhase(r.t, r.cli, name, expect)
+}
+
+// runPhase is the load of one phase through cli (see rig.phase).
+func runPhase(t *testing.T, cli *clientv3.Client, name string, expect map[Op]Expect) Phase {
+	t.Helper()
 	ph := Phase{Name: name, Lat: map[Op][]time.Duration{}, Expect: expect}
 	value := string(bytes.Repeat([]byte{'v'}, valueBytes))
 	key := "/scenario/" + strings.ReplaceAll(name, " ", "_")
@@ -196,7 +202,7 @@ func (r *rig) phase(name string, expect map[Op]Expect) Phase {
 			d := time.Since(start)
 			cancel()
 			if err != nil {
-				r.t.Errorf("%s: %s %d: %v", name, op, i, err)
+				t.Errorf("%s: %s %d: %v", name, op, i, err)
 				return
 			}
 			ph.Lat[op] = append(ph.Lat[op], d)
@@ -206,32 +212,34 @@ func (r *rig) phase(name string, expect map[Op]Expect) Phase {
 	n := 0
 	do(Write, func(ctx context.Context) error {
 		n++
-		_, err := r.cli.Put(ctx, fmt.Sprintf("%s/%04d", key, n), value)
+		_, err := cli.Put(ctx, fmt.Sprintf("%s/%04d", key, n), value)
 		return err
 	})
 	do(ReadSerial, func(ctx context.Context) error {
-		_, err := r.cli.Get(ctx, key+"/0001", clientv3.WithSerializable())
+		_, err := cli.Get(ctx, key+"/0001", clientv3.WithSerializable())
 		return err
 	})
 	do(ReadLinear, func(ctx context.Context) error {
-		_, err := r.cli.Get(ctx, key+"/0001")
+		_, err := cli.Get(ctx, key+"/0001")
 		return err
 	})
 	w50, w99 := Quantiles(ph.Lat[Write])
-	r.t.Logf("phase %q: %s; write p50 %v p99 %v", name, time.Since(started).Round(time.Millisecond), w50, w99)
+	t.Logf("phase %q: %s; write p50 %v p99 %v", name, time.Since(started).Round(time.Millisecond), w50, w99)
 	return ph
 }
 
 // warmUp makes the client's connection and etcd's first proposals
 // before anything is timed.
-func (r *rig) warmUp() {
-	r.t.Helper()
+func (r *rig) warmUp() { warmUp(r.t, r.cli) }
+
+func warmUp(t *testing.T, cli *clientv3.Client) {
+	t.Helper()
 	for i := 0; i < 10; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-		_, err := r.cli.Put(ctx, "/scenario/warmup", "x")
+		_, err := cli.Put(ctx, "/scenario/warmup", "x")
 		cancel()
 		if err != nil {
-			r.t.Fatalf("warm-up put: %v", err)
+			t.Fatalf("warm-up put: %v", err)
 		}
 	}
 }
@@ -329,29 +337,28 @@ func toLabel(m *etcdtest.Member) map[string]string {
 	return map[string]string{"To": fmt.Sprintf("%x", m.ID)}
 }
 
-// peersRun is a running `etcdscope peers` in the root namespace, reading
-// m1's metrics and member list.
-type peersRun struct {
+// toolRun is a running etcdscope subcommand in the root namespace.
+type toolRun struct {
+	name           string
 	cmd            *exec.Cmd
 	stdout, stderr bytes.Buffer
 	exited         chan struct{}
 	err            error
 }
 
-// startPeers starts `etcdscope peers --duration 0 --output json
-// --etcd-metrics <m1> --etcd-endpoints <m1>` and waits for its ready file.
-func (r *rig) startPeers() *peersRun {
-	r.t.Helper()
-	ready := filepath.Join(r.t.TempDir(), "ready")
-	p := &peersRun{exited: make(chan struct{})}
-	p.cmd = exec.Command(r.bin, "peers", "--duration", "0", "--output", "json", "--ready-file", ready,
-		"--etcd-metrics", r.m[0].MetricsURL, "--etcd-endpoints", r.m[0].ClientURL)
+// startTool starts `etcdscope ARGS... --ready-file F` and waits until its
+// probes are attached (F exists).
+func startTool(t *testing.T, bin string, args ...string) *toolRun {
+	t.Helper()
+	ready := filepath.Join(t.TempDir(), "ready")
+	p := &toolRun{name: "etcdscope " + args[0], exited: make(chan struct{})}
+	p.cmd = exec.Command(bin, append(args, "--ready-file", ready)...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	go func() { p.err = p.cmd.Wait(); close(p.exited) }()
-	r.t.Cleanup(func() {
+	t.Cleanup(func() {
 		select {
 		case <-p.exited:
 		default:
@@ -366,13 +373,37 @@ func (r *rig) startPeers() *peersRun {
 		}
 		select {
 		case <-p.exited:
-			r.t.Fatalf("etcdscope peers exited before attaching: %v\n%s", p.err, p.stderr.String())
+			t.Fatalf("%s exited before attaching: %v\n%s", p.name, p.err, p.stderr.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			r.t.Fatalf("etcdscope peers wrote no ready file in 60 s\n%s", p.stderr.String())
+			t.Fatalf("%s wrote no ready file in 60 s\n%s", p.name, p.stderr.String())
 		}
 	}
+}
+
+// stop ends the run with SIGINT (its Ctrl-C: it drains and reports) and
+// returns what it printed.
+func (p *toolRun) stop(t *testing.T) []byte {
+	t.Helper()
+	p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.exited:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s did not exit 60 s after SIGINT\n%s", p.name, p.stderr.String())
+	}
+	if p.err != nil {
+		t.Errorf("%s: %v\n%s", p.name, p.err, p.stderr.String())
+	}
+	return p.stdout.Bytes()
+}
+
+// startPeers starts `etcdscope peers --duration 0 --output json
+// --etcd-metrics <m1> --etcd-endpoints <m1>`.
+func (r *rig) startPeers() *toolRun {
+	r.t.Helper()
+	return startTool(r.t, r.bin, "peers", "--duration", "0", "--output", "json",
+		"--etcd-metrics", r.m[0].MetricsURL, "--etcd-endpoints", r.m[0].ClientURL)
 }
 
 // peersReport is the part of `etcdscope peers --output json` the
@@ -403,18 +434,12 @@ type peersReport struct {
 	ProbeErrors map[string]string `json:"kept_alive_probe_errors"`
 }
 
-// stop ends the run with SIGINT and decodes its report.
-func (p *peersRun) stop(t *testing.T) peersReport {
+// peersOf decodes the report of a stopped `etcdscope peers`.
+func peersOf(t *testing.T, out []byte) peersReport {
 	t.Helper()
-	p.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-p.exited:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("etcdscope peers did not exit 60 s after SIGINT\n%s", p.stderr.String())
-	}
 	var rep peersReport
-	if err := json.Unmarshal(p.stdout.Bytes(), &rep); err != nil {
-		t.Fatalf("etcdscope peers: %v; no JSON report: %v\n%s\n%s", p.err, err, p.stdout.String(), p.stderr.String())
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("etcdscope peers printed no JSON report: %v\n%s", err, out)
 	}
 	return rep
 }

@@ -97,7 +97,7 @@ func TestVMScenarioStretched(t *testing.T) {
 	w0 := r.scrape(0)
 	pr := r.startPeers()
 	time.Sleep(32 * time.Second)
-	prep := pr.stop(t)
+	prep := peersOf(t, pr.stop(t))
 	w1 := r.scrape(0)
 	far, nfar := histMean(w0, w1, "etcd_network_peer_round_trip_time_seconds", toLabel(r.m[2]))
 	near, nnear := histMean(w0, w1, "etcd_network_peer_round_trip_time_seconds", toLabel(r.m[1]))
