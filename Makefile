@@ -145,7 +145,7 @@ fuzz:
 # runs one, `make scenarios` all. Needs bin/etcd (make etcd).
 SCENARIO_TIMEOUT ?= 1200
 scenario: etcd
-	@case "$(NAME)" in stretched|degraded) ;; *) echo "make scenario NAME=stretched|degraded (docs/scenarios.md)" >&2; exit 2 ;; esac
+	@case "$(NAME)" in stretched|degraded|slowdisk) ;; *) echo "make scenario NAME=stretched|degraded|slowdisk (docs/scenarios.md)" >&2; exit 2 ;; esac
 	VMTEST_PKGS=./vmtest/scenarios VMTEST_RUN='(?i)^TestVMScenario$(NAME)$$' \
 	VMTEST_TIMEOUT=$(SCENARIO_TIMEOUT) VMTEST_TEST_TIMEOUT=15m ./vmtest/run.sh
 
