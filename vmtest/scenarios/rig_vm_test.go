@@ -47,6 +47,10 @@ const (
 	opTimeout   = 15 * time.Second
 )
 
+// healthWait bounds the members' start: under TCG on a loaded host three
+// members took more than etcdtest's default 30 s.
+const healthWait = 3 * time.Minute
+
 // etcdArgs raise the election timeouts as RKE2 does (heartbeat 500 ms,
 // election 5 s): the emulated guest stalls for hundreds of ms under load,
 // and the field's stretched clusters run with these values.
@@ -113,7 +117,7 @@ func newRig(t *testing.T) *rig {
 	for _, a := range r.ips {
 		ips = append(ips, a.String())
 	}
-	r.c = etcdtest.Start(t, etcdtest.Options{Members: 3, IPs: ips, NetNS: r.ns, ExtraArgs: etcdArgs})
+	r.c = etcdtest.Start(t, etcdtest.Options{Members: 3, IPs: ips, NetNS: r.ns, ExtraArgs: etcdArgs, HealthTimeout: healthWait})
 	r.m = r.c.Members
 	r.cli, err = clientv3.New(clientv3.Config{Endpoints: []string{r.m[0].ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {

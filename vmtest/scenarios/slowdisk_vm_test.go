@@ -88,7 +88,7 @@ func TestVMScenarioSlowDisk(t *testing.T) {
 		t.Logf("dmsetup table %s: %s", name, strings.TrimSpace(sh(t, "dmsetup", "table", name)))
 	}
 
-	c := etcdtest.Start(t, etcdtest.Options{Members: 1, DataDir: dir, ExtraArgs: etcdArgs})
+	c := etcdtest.Start(t, etcdtest.Options{Members: 1, DataDir: dir, ExtraArgs: etcdArgs, HealthTimeout: healthWait})
 	m := c.Members[0]
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
