@@ -17,20 +17,91 @@ import (
 
 // ListenerPID returns the pid of the process holding the TCP socket that
 // listens on addr (or on the wildcard address of its family at that
-// port), from /proc/net/tcp{,6} and /proc/PID/fd. The peers report uses it
-// to tell which traced pid is the etcd member whose /metrics it scrapes.
+// port), from /proc/PID/net/tcp{,6} and /proc/PID/fd. The peers report uses
+// it to tell which traced pid is the etcd member whose /metrics it scrapes.
+//
+// It looks in every network namespace a process on this host is in, not
+// only the caller's: an etcd in a container or under `ip netns exec`
+// listens on an address the caller's namespace does not hold
+// (/proc/PID/net shows PID's namespace). A listener on addr itself beats a
+// wildcard one, and the caller's namespace beats the others; two equally
+// good listeners in other namespaces are an error naming both.
 func ListenerPID(addr netip.AddrPort) (int, error) {
-	ino, err := listenerInode(addr)
+	own, err := nsInode("/proc/self/ns/net")
 	if err != nil {
 		return 0, err
 	}
-	return pidOfSocket(ino)
+	type found struct {
+		ino          uint64
+		exact, local bool
+		netns        uint64
+	}
+	var best []found
+	better := func(a, b found) bool { // a strictly better than b
+		if a.exact != b.exact {
+			return a.exact
+		}
+		return a.local && !b.local
+	}
+	consider := func(netDir string, netns uint64) {
+		ino, exact, ok := listenerInode(netDir, addr)
+		if !ok {
+			return
+		}
+		f := found{ino: ino, exact: exact, local: netns == own, netns: netns}
+		switch {
+		case len(best) == 0 || better(f, best[0]):
+			best = []found{f}
+		case !better(best[0], f):
+			best = append(best, f)
+		}
+	}
+	consider("/proc/self/net", own)
+	seen := map[uint64]bool{own: true}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range procs {
+		if _, err := strconv.Atoi(p.Name()); err != nil {
+			continue
+		}
+		ns, err := nsInode(filepath.Join("/proc", p.Name(), "ns", "net"))
+		if err != nil || seen[ns] {
+			continue
+		}
+		seen[ns] = true
+		consider(filepath.Join("/proc", p.Name(), "net"), ns)
+	}
+	switch {
+	case len(best) == 0:
+		return 0, fmt.Errorf("no TCP socket listens on %s in any network namespace", addr)
+	case len(best) > 1:
+		var nss []string
+		for _, f := range best {
+			nss = append(nss, "net:["+strconv.FormatUint(f.netns, 10)+"]")
+		}
+		return 0, fmt.Errorf("TCP sockets listen on %s in %d network namespaces (%s): cannot tell which is the member", addr, len(best), strings.Join(nss, ", "))
+	}
+	return pidOfSocket(best[0].ino)
 }
 
-func listenerInode(addr netip.AddrPort) (uint64, error) {
+// nsInode is the inode of a namespace file (/proc/PID/ns/net).
+func nsInode(path string) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return 0, fmt.Errorf("network namespace %s: %w", path, err)
+	}
+	return st.Ino, nil
+}
+
+// listenerInode finds a socket listening on addr (exact) or on its
+// family's wildcard address at its port in netDir/tcp{,6} (a /proc/PID/net
+// directory: that process's network namespace), preferring an exact one.
+func listenerInode(netDir string, addr netip.AddrPort) (ino uint64, exact, ok bool) {
 	want := addr.Addr().Unmap()
-	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		f, err := os.Open(file)
+	for _, file := range []string{"tcp", "tcp6"} {
+		f, err := os.Open(filepath.Join(netDir, file))
 		if err != nil {
 			continue
 		}
@@ -46,14 +117,18 @@ func listenerInode(addr netip.AddrPort) (uint64, error) {
 				continue
 			}
 			la := local.Addr().Unmap()
-			if la == want || la.IsUnspecified() {
-				f.Close()
-				return strconv.ParseUint(fields[9], 10, 64)
+			if la != want && !la.IsUnspecified() {
+				continue
 			}
+			n, err := strconv.ParseUint(fields[9], 10, 64)
+			if err != nil || (ok && exact) {
+				continue
+			}
+			ino, exact, ok = n, la == want, true
 		}
 		f.Close()
 	}
-	return 0, fmt.Errorf("no TCP socket listens on %s", addr)
+	return ino, exact, ok
 }
 
 // parseProcAddr parses "0100007F:0929": the address as the kernel's
