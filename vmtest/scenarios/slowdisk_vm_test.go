@@ -62,7 +62,10 @@ func TestVMScenarioSlowDisk(t *testing.T) {
 	}
 	f.Truncate(size)
 	f.Close()
-	loop := strings.TrimSpace(sh(t, "losetup", "-f", "--show", img))
+	// busybox's losetup has no --show: ask for the next free device, then
+	// attach it (nothing else in the guest takes loop devices).
+	loop := strings.TrimSpace(sh(t, "losetup", "-f"))
+	sh(t, "losetup", loop, img)
 	t.Cleanup(func() { exec.Command("losetup", "-d", loop).Run() })
 	const name = "esslow"
 	table := func(flush time.Duration) string {

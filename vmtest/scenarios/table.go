@@ -62,6 +62,9 @@ type Check struct {
 	Pass bool
 	// Info marks a row that is shown but not judged (Pass is ignored).
 	Info bool
+	// Timing marks a check whose quantity carries the guest's CPU time
+	// (etcd's probe answers): inconclusive when the run is Starved.
+	Timing bool
 }
 
 // Quantiles returns the nearest-rank p50 and p99 of d (fio's method,
@@ -109,6 +112,29 @@ type Report struct {
 	Checks   []Check
 }
 
+// StarvedReadP50 is the starvation gate: when the baseline's serializable
+// read p50 is above it, the guest's vCPU was starved by the host (a range
+// read answered from one member's memory takes a few ms in a quiet TCG
+// guest; runs at host load averages of 12-23 on 2 cores read 23-83 ms),
+// and CPU queueing, which differs from phase to phase with what else runs
+// on the host, swamps windows of tens of ms. The latency verdicts and the
+// checks marked Timing are then shown as "inconclusive" and not judged;
+// the rest (connect times, leader changes, etcdscope's readings, fsync
+// agreement) still are.
+const StarvedReadP50 = 10 * time.Millisecond
+
+// Starved reports whether the baseline trips StarvedReadP50, and why.
+func (r *Report) Starved() (bool, string) {
+	if len(r.Phases) == 0 || len(r.Phases[0].Lat[ReadSerial]) == 0 {
+		return false, ""
+	}
+	p50, _ := Quantiles(r.Phases[0].Lat[ReadSerial])
+	if p50 <= StarvedReadP50 {
+		return false, ""
+	}
+	return true, fmt.Sprintf("the guest was starved: baseline serializable read p50 %s > %s (host load); latency verdicts and timing checks are inconclusive", ms(p50), ms(StarvedReadP50))
+}
+
 // Verdicts judges every op of every phase after the first (the baseline)
 // that has an Expect, by its Δp50 against the baseline's p50.
 func (r *Report) Verdicts() []Verdict {
@@ -136,14 +162,15 @@ func (r *Report) Verdicts() []Verdict {
 // Failures lists every failed verdict and check in words (empty: pass).
 func (r *Report) Failures() []string {
 	var out []string
+	starved, _ := r.Starved()
 	for _, v := range r.Verdicts() {
-		if !v.Pass {
+		if !v.Pass && !starved {
 			out = append(out, fmt.Sprintf("%s: %s Δfastest %s Δp50 %s, want Δfastest in %s..%s and Δp50 >= %s (model %s: %s)",
 				v.Phase, v.Op, fmtDelta(v.Delta), fmtDelta(v.DeltaP50), ms(v.Lo), ms(v.Hi), ms(v.Lo), fmtDelta(v.Expect.Delta), v.Why))
 		}
 	}
 	for _, c := range r.Checks {
-		if !c.Info && !c.Pass {
+		if !c.Info && !c.Pass && !(starved && c.Timing) {
 			out = append(out, fmt.Sprintf("%s: %s, want %s", c.Name, c.Got, c.Want))
 		}
 	}
@@ -167,6 +194,10 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "scenario %s\n", r.Scenario)
 	for _, h := range r.Header {
 		fmt.Fprintf(&b, "  %s\n", h)
+	}
+	starved, why := r.Starved()
+	if starved {
+		fmt.Fprintf(&b, "  %s\n", why)
 	}
 	verdict := map[string]Verdict{}
 	for _, v := range r.Verdicts() {
@@ -192,7 +223,10 @@ func (r *Report) String() string {
 				if vd, ok := verdict[ph.Name+"\x00"+string(op)]; ok {
 					model = fmt.Sprintf("%s [%s..%s]", fmtDelta(vd.Expect.Delta), ms(vd.Lo), ms(vd.Hi))
 					v = "pass"
-					if !vd.Pass {
+					switch {
+					case !vd.Pass && starved:
+						v = "inconclusive"
+					case !vd.Pass:
 						v = "FAIL"
 					}
 				}
@@ -212,12 +246,16 @@ func (r *Report) String() string {
 		switch {
 		case c.Info:
 			v = "info"
+		case !c.Pass && starved && c.Timing:
+			v = "inconclusive"
 		case !c.Pass:
 			v = "FAIL"
 		}
 		fmt.Fprintf(&b, "  check %-44s %-40s want %-22s %s\n", c.Name, c.Got, c.Want, v)
 	}
-	if f := r.Failures(); len(f) == 0 {
+	if f := r.Failures(); len(f) == 0 && starved {
+		fmt.Fprintf(&b, "  RESULT %s: pass (latency inconclusive: starved guest)\n", r.Scenario)
+	} else if len(f) == 0 {
 		fmt.Fprintf(&b, "  RESULT %s: pass\n", r.Scenario)
 	} else {
 		fmt.Fprintf(&b, "  RESULT %s: FAIL (%d)\n", r.Scenario, len(f))

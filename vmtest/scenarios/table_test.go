@@ -77,3 +77,34 @@ func TestQuantilesNearestRank(t *testing.T) {
 		t.Errorf("empty: %v %v", p50, p99)
 	}
 }
+
+// TestStarvedGuestMakesLatencyInconclusive: a baseline whose serializable
+// reads are slower than StarvedReadP50 turns failed latency verdicts and
+// failed Timing checks into "inconclusive"; other checks still fail.
+func TestStarvedGuestMakesLatencyInconclusive(t *testing.T) {
+	r := &Report{Scenario: "degraded", Phases: []Phase{
+		{Name: "baseline", Lat: map[Op][]time.Duration{Write: msd(30, 300), ReadSerial: msd(12, 80, 900)}},
+		{Name: "slow", Lat: map[Op][]time.Duration{Write: msd(10, 200), ReadSerial: msd(5, 60)},
+			Expect: map[Op]Expect{Write: {Delta: 50 * time.Millisecond, Lo: 35 * time.Millisecond, Hi: 80 * time.Millisecond}}},
+	}, Checks: []Check{
+		{Name: "peer metric far-near", Got: "300ms", Want: "50..100ms", Timing: true},
+		{Name: "leader changes", Got: "1", Want: "0"},
+	}}
+	if s, why := r.Starved(); !s || !strings.Contains(why, "p50 80.0ms > 10.0ms") {
+		t.Fatalf("Starved() = %v %q", s, why)
+	}
+	f := r.Failures()
+	if len(f) != 1 || !strings.HasPrefix(f[0], "leader changes") {
+		t.Errorf("failures %q, want only the leader changes", f)
+	}
+	out := r.String()
+	for _, want := range []string{"the guest was starved", "inconclusive", "RESULT degraded: FAIL (1)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	r.Phases[0].Lat[ReadSerial] = msd(2, 3, 4)
+	if s, _ := r.Starved(); s || len(r.Failures()) != 3 {
+		t.Errorf("quiet baseline: starved %v, failures %q; want judged: 3 failures", s, r.Failures())
+	}
+}
