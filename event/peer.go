@@ -99,7 +99,9 @@ type Peer struct {
 	DurationNs uint64 `json:"duration_ns,omitempty"`
 	// SRTTus is tcp_sock.srtt_us>>3, the smoothed RTT; MdevUs is
 	// mdev_us>>2; MinRTTus is the windowed minimum (tcp_sock.rtt_min, the
-	// value `ss -ti` shows as minrtt). All µs, 0 before the first sample.
+	// value `ss -ti` shows as minrtt). All µs; SRTTus and MdevUs are 0
+	// before the first sample, MinRTTus is ^uint32(0) then (the kernel's
+	// minmax_reset value, peers.NoMinRTTus: no sample, not 4294.967295 s).
 	SRTTus        uint32 `json:"srtt_us"`
 	MdevUs        uint32 `json:"mdev_us"`
 	MinRTTus      uint32 `json:"min_rtt_us"`

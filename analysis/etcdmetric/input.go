@@ -20,6 +20,8 @@ func InputFromLink(l peers.LinkStats, window time.Duration) ModelInput {
 	if in.RTT == 0 {
 		in.RTT = time.Duration(l.MinRTT.P50)
 	}
+	in.FailedConnects = l.Failed
+	in.PeerDown = l.Down()
 	if l.PerRequest.Count > 0 {
 		in.NewConnProbe = time.Duration(l.PerRequest.Mean())
 		if window > 0 {

@@ -39,6 +39,10 @@ type PeerComparison struct {
 type Window struct {
 	Start, End, ProcessStart time.Time
 	MonoAtStart              uint64
+	// ProbeErrors: etcdscope's kept-alive probe's last error per peer
+	// address; the verdict names it where it falls back to the kernel
+	// srtt estimate.
+	ProbeErrors map[netip.Addr]string
 }
 
 // CompareScrapes pairs each series' delta between start and end with the
@@ -80,6 +84,7 @@ func CompareScrapes(start, end Scrape, w Window, links []peers.LinkStats, fromPI
 						in.ReusedProbe = v
 						in.ReusedMeasured = true
 					}
+					in.ProbeError = w.ProbeErrors[l.Link.To]
 					if w.MonoAtStart != 0 && !ps.IsZero() {
 						base := w.Start.Sub(ps)
 						for _, smp := range l.PerRequestSeries {

@@ -69,6 +69,13 @@ type ModelInput struct {
 	// ProberStart: uptime at which etcd added the peer to its probers
 	// (after bootstrap, ~1-2 s); 0 means: infer it from NewConnSeries.
 	ProberStart time.Duration `json:"prober_start_ns,omitempty"`
+	// FailedConnects: connects to the peer that never reached ESTABLISHED
+	// in the window; PeerDown: all of them failed (peers.LinkStats.Down).
+	FailedConnects int  `json:"failed_connects,omitempty"`
+	PeerDown       bool `json:"peer_down,omitempty"`
+	// ProbeError: why etcdscope's kept-alive probe could not time the
+	// peer (ReusedMeasured false), e.g. "Get .../raft/probing: EOF".
+	ProbeError string `json:"probe_error,omitempty"`
 }
 
 // UptimeSample is one probe duration at an uptime.
@@ -273,6 +280,13 @@ func Compare(delta Series, in ModelInput) Comparison {
 		c.QuantileError = err.Error()
 	}
 	mean, ok := delta.Mean()
+	if in.PeerDown {
+		// No RTT exists to model: the sentinel of a socket without an RTT
+		// sample (4294.967295 s) must not become one.
+		c.Mean = mean
+		c.Verdict = fmt.Sprintf("peer down / unreachable: %d connects failed in the window and none was established; etcd's probes to it fail and reset its EWMA to 0, so the metric (mean %s) says nothing about the network", in.FailedConnects, FormatSeconds(mean))
+		return c
+	}
 	if !ok {
 		c.Verdict = "no observations between the scrapes: nothing to compare (etcd observes once per prober per 30 s; trace longer)"
 		return c
@@ -292,8 +306,11 @@ func Compare(delta Series, in ModelInput) Comparison {
 	fmt.Fprintf(&b, "metric mean %s vs model %s (%.2fx); measured RTT %s, so the metric reads %.1fx the RTT. ",
 		FormatSeconds(mean), FormatSeconds(pm), ratio, FormatSeconds(in.RTT.Seconds()), c.Inflation)
 	how := "estimated from kernel srtt"
-	if in.ReusedMeasured {
+	switch {
+	case in.ReusedMeasured:
 		how = "timed by etcdscope's own kept-alive probe"
+	case in.ProbeError != "":
+		how = "estimated from kernel srtt: etcdscope's kept-alive probe failed: " + in.ProbeError
 	}
 	fmt.Fprintf(&b, "Model: %.0f of %d probers dial per probe (%.1f new connections/min, %s each: TCP handshake, TLS handshake if any, request, answer), the other(s) reuse a connection (%s, %s); ",
 		c.Prediction.NewConnProbers, c.Input.Probers, in.NewConnPerMinute, FormatSeconds(in.NewConnProbe.Seconds()), FormatSeconds(math.Max(in.ReusedProbe.Seconds(), in.RTT.Seconds())), how)

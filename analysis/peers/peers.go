@@ -25,7 +25,18 @@ type Options struct {
 	PerRequestMax time.Duration
 	// Window is the traced duration; 0 means first to last event.
 	Window time.Duration
+	// ExcludeLocal: connections whose local end (address and port) is in
+	// this set are left out of every link: etcdscope's own kept-alive
+	// probe connections (the CLI records each one's local address as it
+	// dials) are not etcd's links, and must neither show as an "(unknown)"
+	// link nor feed etcd's metric model. The accepting end of such a
+	// connection, when traced too, goes with it (it folds into it first).
+	ExcludeLocal map[netip.AddrPort]bool
 }
+
+// NoMinRTTus is tcp_sock.rtt_min's value before its first RTT sample
+// (minmax_reset to ~0U): "no sample", not 4294.967295 s.
+const NoMinRTTus = ^uint32(0)
 
 // Conn is one TCP connection assembled from its events.
 type Conn struct {
@@ -121,11 +132,20 @@ type LinkStats struct {
 	Lifetime stats.Summary `json:"lifetime_ns"`
 	// KeptAlive: connections open at the end or in use longer than
 	// PerRequestMax.
-	KeptAlive   int    `json:"kept_alive"`
+	KeptAlive int `json:"kept_alive"`
+	// Failed: connects that closed without reaching ESTABLISHED (refused,
+	// timed out, unreachable: CLOSE seen, no open, no RTT sample, nothing
+	// received). A link with Failed > 0 and Opened == 0 is a peer that is
+	// down or unreachable (Down).
+	Failed      int    `json:"failed"`
 	Retransmits uint64 `json:"retransmits"`
 	BytesAcked  uint64 `json:"bytes_acked"`
 	BytesRecv   uint64 `json:"bytes_received"`
 }
+
+// Down reports a peer that is down or unreachable in the window: its
+// connects failed and none was established.
+func (l LinkStats) Down() bool { return l.Failed > 0 && l.Opened == 0 && l.SRTT.Count == 0 }
 
 // Sample is one per-request connection: when it opened and how long it
 // was in use.
@@ -174,7 +194,7 @@ func Analyze(events []event.Peer, opt Options) Report {
 	var order []Link
 	for i := range conns {
 		c := &conns[i]
-		if c.Mirror {
+		if c.Mirror || opt.ExcludeLocal[c.Local] {
 			continue
 		}
 		l := linkOf(c)
@@ -195,6 +215,10 @@ func Analyze(events []event.Peer, opt Options) Report {
 			if c.OpenNs != 0 {
 				a.lifetime = append(a.lifetime, int64(c.LifetimeNs))
 			}
+		}
+		if c.failed() {
+			a.st.Failed++
+			continue // never established: no RTT, no request, not kept alive
 		}
 		perRequest := c.OpenNs != 0 && c.CloseStartNs != 0 && c.InUseNs < uint64(opt.PerRequestMax)
 		if perRequest {
@@ -309,7 +333,7 @@ func assemble(events []event.Peer) []Conn {
 		if e.SRTTus != 0 {
 			c.SRTTus = e.SRTTus
 		}
-		if e.MinRTTus != 0 && (c.MinRTTus == 0 || e.MinRTTus < c.MinRTTus) {
+		if e.MinRTTus != 0 && e.MinRTTus != NoMinRTTus && (c.MinRTTus == 0 || e.MinRTTus < c.MinRTTus) {
 			c.MinRTTus = e.MinRTTus
 		}
 		c.TotalRetrans = e.TotalRetrans
@@ -368,6 +392,13 @@ func foldMirrors(conns []Conn) {
 		}
 		conns[j].peerSynAck = c.HandshakeNs
 	}
+}
+
+// failed reports a connect that never reached ESTABLISHED: closed, no
+// open seen, and no trace of an established connection (no RTT sample,
+// nothing received) that would mark one opened before tracing began.
+func (c *Conn) failed() bool {
+	return c.CloseNs != 0 && c.OpenNs == 0 && c.SRTTus == 0 && c.MinRTTus == 0 && c.BytesReceived == 0
 }
 
 // isClient reports whether this end connected: known for opens seen,

@@ -279,7 +279,8 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	}
 	rep.WindowSeconds = t1.Sub(t0).Seconds()
 	rep.Events, rep.LostEvents = len(events), lost
-	pr := peers.Analyze(events, peers.Options{Window: t1.Sub(t0)})
+	// etcdscope's own kept-alive probe connections are not etcd's links.
+	pr := peers.Analyze(events, peers.Options{Window: t1.Sub(t0), ExcludeLocal: probe.ownConns()})
 	rep.Links = pr.Links
 
 	// Metrics and members are best effort: their errors are reported and
@@ -300,7 +301,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 				}
 			}
 			rep.Metric, rep.Resets = etcdmetric.CompareScrapes(start, end,
-				etcdmetric.Window{Start: t0, End: t1, MonoAtStart: uint64(mono0.Nano())}, rep.Links, uint32(rep.MemberPID), rep.Members, rep.KeptAliveProbe)
+				etcdmetric.Window{Start: t0, End: t1, MonoAtStart: uint64(mono0.Nano()), ProbeErrors: rep.KeptAliveProbeErrors}, rep.Links, uint32(rep.MemberPID), rep.Members, rep.KeptAliveProbe)
 		}
 	}
 	rep.MetricsError = strings.Join(metricErrs, "; ")
@@ -375,8 +376,12 @@ func printPeersTable(w io.Writer, rep peersReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "LINK\tOPENED/MIN\tCLOSED/MIN\tHANDSHAKE RTT p50/p99 (n)\tSRTT p50/max (conns)\tMIN RTT p50\tPER-REQUEST p50/p99 (n)\tLIFETIME p50\tRETRANS")
 	for _, l := range rep.Links {
+		link := l.Link.String()
+		if l.Down() {
+			link += fmt.Sprintf(" PEER DOWN / UNREACHABLE (%d connects failed)", l.Failed)
+		}
 		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%s/%s (%d)\t%s/%s (%d)\t%s\t%s/%s (%d)\t%s\t%d\n",
-			l.Link, l.OpenedPerMinute, l.ClosedPerMinute,
+			link, l.OpenedPerMinute, l.ClosedPerMinute,
 			ns(l.HandshakeRTT.P50), ns(l.HandshakeRTT.P99), l.HandshakeRTT.Count,
 			ns(l.SRTT.P50), ns(l.SRTT.Max), l.SRTT.Count, ns(l.MinRTT.P50),
 			ns(l.PerRequest.P50), ns(l.PerRequest.P99), l.PerRequest.Count,
@@ -418,11 +423,14 @@ func printPeersTable(w io.Writer, rep peersReport) {
 			peer = c.Peer.String()
 		}
 		verdict := "not explained"
-		if c.Explained {
+		switch {
+		case c.Input.PeerDown:
+			verdict = "peer down / unreachable"
+		case c.Explained:
 			verdict = "explained"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%.1fx\t%s\t%.1fx\t%s\n", c.Key.To, dash(c.Key.Prober), dash(c.Member), peer,
-			c.Observations, sec(c.Mean), p50, p99, c.Input.RTT.Round(time.Microsecond), c.Inflation, sec(c.Prediction.Mean), c.ModelInflation, verdict)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Key.To, dash(c.Key.Prober), dash(c.Member), peer,
+			c.Observations, sec(c.Mean), p50, p99, sec(c.Input.RTT.Seconds()), times(c.Inflation), sec(c.Prediction.Mean), times(c.ModelInflation), verdict)
 	}
 	tw.Flush()
 	for _, c := range rep.Metric {
@@ -441,6 +449,15 @@ func sec(s float64) string {
 		return "-"
 	}
 	return time.Duration(s * 1e9).Round(time.Microsecond).String()
+}
+
+// times prints a ratio as "2.0x", or "-" when there is none (no RTT to
+// divide by: a peer that is down).
+func times(r float64) string {
+	if r == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fx", r)
 }
 
 func dash(s string) string {

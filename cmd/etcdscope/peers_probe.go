@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -26,6 +27,39 @@ type answerProbe struct {
 	mu      sync.Mutex
 	samples map[netip.Addr][]time.Duration // per peer IP, after the dial
 	errs    map[netip.Addr]error
+	// locals: the local address of every connection the probe dialed,
+	// so that the report leaves them out of etcd's links
+	// (peers.Options.ExcludeLocal).
+	locals map[netip.AddrPort]bool
+}
+
+// dial is the probe transport's DialContext: it records each
+// connection's local address in a.locals.
+func (a *answerProbe) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	if ap, err := netip.ParseAddrPort(c.LocalAddr().String()); err == nil {
+		a.mu.Lock()
+		if a.locals == nil {
+			a.locals = map[netip.AddrPort]bool{}
+		}
+		a.locals[netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())] = true
+		a.mu.Unlock()
+	}
+	return c, nil
+}
+
+// ownConns returns the local addresses of the probe's connections.
+func (a *answerProbe) ownConns() map[netip.AddrPort]bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make(map[netip.AddrPort]bool, len(a.locals))
+	for k := range a.locals {
+		out[k] = true
+	}
+	return out
 }
 
 // run probes every member's first peer URL except the one at skip until
@@ -50,7 +84,7 @@ func (a *answerProbe) run(ctx context.Context, members []etcdmetric.Member, peer
 }
 
 func (a *answerProbe) probe(ctx context.Context, ip netip.Addr, peerURL string, tlsCfg *tls.Config) {
-	tr := &http.Transport{TLSClientConfig: tlsCfg, MaxIdleConnsPerHost: 1}
+	tr := &http.Transport{TLSClientConfig: tlsCfg, MaxIdleConnsPerHost: 1, DialContext: a.dial}
 	defer tr.CloseIdleConnections()
 	cl := &http.Client{Transport: tr, Timeout: 5 * time.Second}
 	target, err := url.JoinPath(peerURL, "/raft/probing")

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"bytes"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/event"
+)
+
+// TestTableSaysPeerDown: the table names a dead peer and prints no
+// sentinel for its RTT, model or inflation (issue 14: MIN RTT
+// "1h11m34.967295s", model 4292 s, inflation 0.0x).
+func TestTableSaysPeerDown(t *testing.T) {
+	peer := netip.MustParseAddr("10.77.3.1")
+	l := peers.LinkStats{Link: peers.Link{Direction: event.PeerActive, FromPID: 7, FromComm: "etcd", From: netip.MustParseAddr("10.77.1.1"), To: peer, Peer: peer},
+		Failed: 1811, Closed: 1811, ClosedPerMinute: 1811}
+	in := etcdmetric.InputFromLink(l, time.Minute)
+	cmp := etcdmetric.PeerComparison{Peer: peer, Member: "m3", Comparison: etcdmetric.Compare(etcdmetric.Series{Key: etcdmetric.Key{To: "abc"}}, in)}
+	var out bytes.Buffer
+	printPeersTable(&out, peersReport{Port: 2380, Links: []peers.LinkStats{l}, MetricsURL: "http://10.77.1.1:2381/metrics", Metric: []etcdmetric.PeerComparison{cmp}})
+	s := out.String()
+	for _, want := range []string{"PEER DOWN / UNREACHABLE (1811 connects failed)", "peer down / unreachable"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("table lacks %q:\n%s", want, s)
+		}
+	}
+	for _, bad := range []string{"1h11m", "4292", "0.0x"} {
+		if strings.Contains(s, bad) {
+			t.Errorf("table shows the sentinel %q:\n%s", bad, s)
+		}
+	}
+}
