@@ -88,14 +88,7 @@ func TestVMScenarioDegraded(t *testing.T) {
 	rep.Checks = append(rep.Checks, c)
 
 	post := r.scrape(0)
-	changes := etcdtest.SumCounter(post, "etcd_server_leader_changes_seen_total") - etcdtest.SumCounter(pre, "etcd_server_leader_changes_seen_total")
-	rep.Checks = append(rep.Checks, Check{Name: "leader changes seen by m1", Got: fmt.Sprintf("%.0f", changes),
-		Want: fmt.Sprint(r.requested - requestedPre), Pass: int(changes) == r.requested-requestedPre})
-	got := prep.handshakeRTT(r.ips[0], r.ips[1])
-	rep.Checks = append(rep.Checks,
-		Within("etcdscope peers: handshake RTT m1<->m2", got, stretchedRTT-5*time.Millisecond, stretchedRTT+10*time.Millisecond),
-		Check{Name: "etcdscope peers: lost events", Got: fmt.Sprint(prep.LostEvents), Want: "0", Pass: prep.LostEvents == 0},
-		Check{Name: "etcdscope peers: metric check toward m2", Got: prep.explanation(r.ips[1]), Info: true})
+	rep.Checks = append(rep.Checks, r.closingChecks(pre, post, requestedPre, prep, 1)...)
 	rep.Header = []string{
 		fmt.Sprintf("RTT m1-m2 %.1fms (fastest TCP connect to :2380); %d sequential puts, serializable gets, linearizable gets per phase from a client on m1", float64(rtt)/1e6, opsPerPhase),
 		"tolerances: Δp50 against this run's baseline p50 (docs/scenarios.md)",

@@ -24,13 +24,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netns"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -69,14 +67,7 @@ type rig struct {
 	requested int
 }
 
-func sh(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
+func sh(t *testing.T, args ...string) string { t.Helper(); return testenv.Run(t, args...) }
 
 // newRig builds the namespaces and starts the three members in them.
 func newRig(t *testing.T) *rig {
@@ -248,35 +239,13 @@ func warmUp(t *testing.T, cli *clientv3.Client) {
 	}
 }
 
-// inNetns runs f on a thread switched into the named namespace.
-func inNetns(t *testing.T, name string, f func()) {
-	t.Helper()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	h, err := netns.GetFromName(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	if err := netns.Set(h); err != nil {
-		t.Fatal(err)
-	}
-	defer netns.Set(orig)
-	f()
-}
-
 // connectFastest is the fastest of n TCP connects from member i's
 // namespace to member j's port: the path's RTT as a client sees it.
 func (r *rig) connectFastest(i, j int, port uint16, n int) time.Duration {
 	r.t.Helper()
 	to := netip.AddrPortFrom(r.ips[j], port).String()
 	best := time.Duration(1<<63 - 1)
-	inNetns(r.t, r.ns[i], func() {
+	testenv.InNetns(r.t, r.ns[i], func() {
 		for k := 0; k < n; k++ {
 			start := time.Now()
 			c, err := net.DialTimeout("tcp", to, 5*time.Second)
@@ -500,5 +469,23 @@ func finish(t *testing.T, rep *Report) {
 	t.Log("\n" + rep.String())
 	for _, f := range rep.Failures() {
 		t.Error(f)
+	}
+}
+
+// closingChecks are the checks every cluster scenario ends with: the
+// leader changes m1 saw between the scrapes pre and end against the
+// MoveLeader calls made since requestedPre, and etcdscope peers' reading
+// of the delayed link m1<->member far (its fastest handshake at the
+// nominal RTT, no lost events, its metric verdict as info).
+func (r *rig) closingChecks(pre, end map[string]*dto.MetricFamily, requestedPre int, prep peersReport, far int) []Check {
+	const changed = "etcd_server_leader_changes_seen_total"
+	changes := etcdtest.SumCounter(end, changed) - etcdtest.SumCounter(pre, changed)
+	asked := r.requested - requestedPre
+	name := fmt.Sprintf("m%d", far+1) // the scenarios count members from 1 (etcdtest names them m0..m2)
+	return []Check{
+		{Name: "leader changes seen by m1", Got: fmt.Sprintf("%.0f", changes), Want: fmt.Sprintf("%d (MoveLeader)", asked), Pass: int(changes) == asked},
+		Within("etcdscope peers: handshake RTT m1<->"+name, prep.handshakeRTT(r.ips[0], r.ips[far]), stretchedRTT-5*time.Millisecond, stretchedRTT+10*time.Millisecond),
+		{Name: "etcdscope peers: lost events", Got: fmt.Sprint(prep.LostEvents), Want: "0", Pass: prep.LostEvents == 0},
+		{Name: "etcdscope peers: metric check toward " + name, Got: prep.explanation(r.ips[far]), Info: true},
 	}
 }

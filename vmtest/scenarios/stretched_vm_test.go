@@ -124,15 +124,7 @@ func TestVMScenarioStretched(t *testing.T) {
 	rep.Phases = append(rep.Phases, down)
 	end := r.scrape(0)
 
-	changes := etcdtest.SumCounter(end, "etcd_server_leader_changes_seen_total") - etcdtest.SumCounter(pre, "etcd_server_leader_changes_seen_total")
-	rep.Checks = append(rep.Checks, Check{Name: "leader changes seen by m1", Got: fmt.Sprintf("%.0f", changes),
-		Want: fmt.Sprintf("%d (MoveLeader)", r.requested-requestedPre), Pass: int(changes) == r.requested-requestedPre})
-
-	got := prep.handshakeRTT(r.ips[0], r.ips[2])
-	rep.Checks = append(rep.Checks,
-		Within("etcdscope peers: handshake RTT m1<->m3", got, stretchedRTT-5*time.Millisecond, stretchedRTT+10*time.Millisecond),
-		Check{Name: "etcdscope peers: lost events", Got: fmt.Sprint(prep.LostEvents), Want: "0", Pass: prep.LostEvents == 0},
-		Check{Name: "etcdscope peers: metric check toward m3", Got: prep.explanation(r.ips[2]), Info: true})
+	rep.Checks = append(rep.Checks, r.closingChecks(pre, end, requestedPre, prep, 2)...)
 	rep.Header = []string{
 		fmt.Sprintf("RTT m1-m3 %.1fms (fastest TCP connect to :2380); model RTT %v; load: %d sequential puts, serializable gets, linearizable gets per phase from a client on m1",
 			float64(rtt)/1e6, stretchedRTT, opsPerPhase),
