@@ -15,7 +15,7 @@
 #                           (paths relative to the repository root; the
 #                           guest sees them as /dev/vda, /dev/vdb, ...)
 #   VMTEST_MODULES="m ..."  extra kernel modules to insmod (deps resolved)
-#   VMTEST_TIMEOUT=seconds  kill QEMU after this long (default 480)
+#   VMTEST_TIMEOUT=seconds  kill QEMU after this long (default 900)
 #   VMTEST_TEST_TIMEOUT=dur -test.timeout per binary (default 6m)
 #   VMTEST_MEM=MiB          guest memory (default 1024)
 #   VMTEST_QEMU_ARGS="..."  extra QEMU options, split on spaces
@@ -30,7 +30,7 @@ CACHE=$ROOT/vmtest/cache
 OUT=$ROOT/vmtest/out
 SERIES=${VMTEST_KERNEL_SERIES:-6.1}
 META=linux-image-cloud-amd64
-TIMEOUT=${VMTEST_TIMEOUT:-480}
+TIMEOUT=${VMTEST_TIMEOUT:-900}
 TEST_TIMEOUT=${VMTEST_TEST_TIMEOUT:-6m}
 MEM=${VMTEST_MEM:-1024}
 GO=${GO:-go}
