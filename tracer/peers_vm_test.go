@@ -16,13 +16,10 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/vishvananda/netns"
 
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/event"
@@ -35,28 +32,6 @@ func ipCmd(t *testing.T, args ...string) {
 	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 		t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-}
-
-// inNetns runs f on a thread switched into the named namespace.
-func inNetns(t *testing.T, name string, f func()) {
-	t.Helper()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	h, err := netns.GetFromName(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	if err := netns.Set(h); err != nil {
-		t.Fatal(err)
-	}
-	defer netns.Set(orig)
-	f()
 }
 
 func TestPeersVethNetns(t *testing.T) {
@@ -86,7 +61,7 @@ func TestPeersVethNetns(t *testing.T) {
 	// Listeners on :2380 (traced) and :2379 (must not be) in B.
 	for _, addr := range []string{"10.98.0.2:2380", "[fd98::2]:2380", "10.98.0.2:2379"} {
 		var ln net.Listener
-		inNetns(t, b, func() {
+		testenv.InNetns(t, b, func() {
 			ln, err = net.Listen("tcp", addr)
 		})
 		if err != nil {
@@ -120,7 +95,7 @@ func TestPeersVethNetns(t *testing.T) {
 		t.Fatalf("peers programs did not load: %v", recErr)
 	}
 	const n = 3
-	inNetns(t, a, func() {
+	testenv.InNetns(t, a, func() {
 		for _, to := range []string{"10.98.0.2:2380", "[fd98::2]:2380", "10.98.0.2:2379"} {
 			for i := 0; i < n; i++ {
 				c, err := net.DialTimeout("tcp", to, 3*time.Second)
@@ -175,7 +150,7 @@ func snmpTcp(t *testing.T, ns, field string) uint64 {
 	t.Helper()
 	var b []byte
 	var err error
-	inNetns(t, ns, func() { b, err = os.ReadFile("/proc/thread-self/net/snmp") })
+	testenv.InNetns(t, ns, func() { b, err = os.ReadFile("/proc/thread-self/net/snmp") })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +208,7 @@ func TestPeersRetransmits(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ln net.Listener
-	inNetns(t, b, func() { ln, err = net.Listen("tcp", "10.97.0.2:2380") })
+	testenv.InNetns(t, b, func() { ln, err = net.Listen("tcp", "10.97.0.2:2380") })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +235,7 @@ func TestPeersRetransmits(t *testing.T) {
 	}()
 	<-ready
 	var c net.Conn
-	inNetns(t, a, func() { c, err = net.DialTimeout("tcp", "10.97.0.2:2380", 10*time.Second) })
+	testenv.InNetns(t, a, func() { c, err = net.DialTimeout("tcp", "10.97.0.2:2380", 10*time.Second) })
 	if err != nil {
 		t.Fatal(err)
 	}
