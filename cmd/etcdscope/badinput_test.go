@@ -158,6 +158,9 @@ var badInputs = []badInput{
 	{args: []string{"netem", "apply", "--dev", "lo", "--peer", "10.0.0.2", "--delay", "1ms", "--jitter", "5s", "--dry-run"}, fix: "exceeds netem's limit"},
 	{args: []string{"netem", "apply", "--dev", "lo", "--peer", "10.0.0.2", "--delay", "1ms", "--distribution", "zipf", "--dry-run"}, fix: "want one of uniform"},
 	{args: []string{"netem", "apply", "--dev", "lo", "--peer", "10.0.0.2", "--delay", "1ms", "--for", "-1m"}, fix: "e.g. --for 10m"},
+	{args: []string{"netem", "show", "--netns", "etcdscope-no-such-ns"}, fix: "see `ip netns list`"},
+	{args: []string{"netem", "clear", "--dev", "lo", "--netns", "/proc/self/ns/pid"}, fix: "want /proc/PID/ns/net"},
+	{args: []string{"netem", "show", "--netns", "$D/good.jsonl"}, fix: "is not a namespace file"},
 	{args: []string{"netem", "apply", "--bogus"}, fix: "see 'etcdscope netem apply --help'"},
 	{args: []string{"netem", "clear"}, fix: "--dev is required"},
 

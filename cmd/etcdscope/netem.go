@@ -169,8 +169,9 @@ func netemApply(args []string) error {
 		return usagef("%v", err)
 	}
 	// Also with --dry-run: commands for a device this host lacks are no
-	// plan to show.
-	if _, err := net.InterfaceByName(s.Dev); err != nil {
+	// plan to show. With --netns the device lives in that namespace: the
+	// client looks it up there (a usage error naming the namespace).
+	if _, err := net.InterfaceByName(s.Dev); err != nil && *netnsArg == "" {
 		return usagef("--dev %s: no such interface on this host (see ip link)", s.Dev)
 	}
 	if *dryRun {
