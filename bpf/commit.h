@@ -44,6 +44,11 @@ enum commit_kind {
 	 * m.From (member id), b = m.Index (the follower's last appended
 	 * index). */
 	COMMIT_APP_RESP = 12,
+	/* grpc.(*Server).processUnaryRPC: one unary RPC from its request
+	 * to its response queued for sending, on the goroutine that then runs
+	 * the handler (and so processInternalRaftRequestOnce). */
+	COMMIT_RPC_ENTER = 13,
+	COMMIT_RPC_RET = 14,
 };
 
 struct commit_event {

@@ -39,6 +39,11 @@ const (
 	// MsgAppResp, A = m.From (the follower's member id), B = m.Index (its
 	// last appended index): a follower's ack arrives.
 	CommitAppResp CommitKind = 12
+	// CommitRPCEnter, CommitRPCRet: grpc.(*Server).processUnaryRPC, one
+	// unary RPC from its request to its response queued for sending, on
+	// the goroutine that runs the handler.
+	CommitRPCEnter CommitKind = 13
+	CommitRPCRet   CommitKind = 14
 )
 
 // String returns a short name of the probe ("propose_enter", "save_ret", ...).
@@ -68,6 +73,10 @@ func (k CommitKind) String() string {
 		return "send"
 	case CommitAppResp:
 		return "app_resp"
+	case CommitRPCEnter:
+		return "rpc_enter"
+	case CommitRPCRet:
+		return "rpc_ret"
 	}
 	return "kind" + strconv.Itoa(int(k))
 }

@@ -1,10 +1,11 @@
 package tracer
 
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type commit_event commit ../bpf/commit.bpf.c
+
 import (
 	"errors"
 	"fmt"
 	"strconv"
-	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -36,6 +37,7 @@ const (
 	LayerQuorum  CommitLayer = "quorum"   // the Ready's send and the followers' acks
 	LayerApply   CommitLayer = "apply"    // applying the committed entry
 	LayerWALSync CommitLayer = "wal_sync" // the fdatasync inside the WAL append
+	LayerGRPC    CommitLayer = "grpc"     // the unary RPC around the write (decode, interceptors, encode)
 )
 
 // commitProbe is one probe point: a function (by its name in etcd v3.6
@@ -53,6 +55,7 @@ const (
 	walV36     = "go.etcd.io/etcd/server/v3/storage/wal.(*WAL)." // v3.6
 	walV35     = "go.etcd.io/etcd/server/v3/wal.(*WAL)."         // v3.5
 	rafthttp   = "go.etcd.io/etcd/server/v3/etcdserver/api/rafthttp.(*Transport)."
+	grpcServer = "google.golang.org/grpc.(*Server)."
 )
 
 // commitProbes are the functions of etcd's write path (server/etcdserver
@@ -71,17 +74,20 @@ var commitProbes = []commitProbe{
 	{event.CommitSyncRet, []string{walV36 + "sync", walV35 + "sync"}, true, LayerWALSync},
 	{event.CommitSend, []string{rafthttp + "Send"}, false, LayerQuorum},
 	{event.CommitAppResp, []string{etcdServer + "Process"}, false, LayerQuorum},
+	{event.CommitRPCEnter, []string{grpcServer + "processUnaryRPC"}, false, LayerGRPC},
+	{event.CommitRPCRet, []string{grpcServer + "processUnaryRPC"}, true, LayerGRPC},
 }
 
 // CommitTracer times etcd's write path with uprobes on its Go functions
 // (found through the binary's pclntab; see CommitLayer for what each
 // shows). Return probes are uprobes at each RET instruction; records are
-// keyed by goroutine (the g pointer) and joined in analysis/commit.
+// keyed by goroutine (the g pointer) and joined in analysis/commit. It
+// has the shape of Tracer[event.Commit].
 type CommitTracer struct {
 	objs   commitObjects
 	links  []link.Link
 	ring   *quietRing
-	probes []Probe
+	probes []event.Probe
 	down   map[CommitLayer]string // layer -> why it is unavailable
 	rec    ringbuf.Record
 	closed bool
@@ -140,7 +146,7 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 		}
 		if ferr != nil {
 			why := shortErr(ferr)
-			t.probes = append(t.probes, Probe{Name: what, Why: why})
+			t.probes = append(t.probes, event.Probe{Name: what, Why: why})
 			if _, ok := t.down[p.layer]; !ok {
 				t.down[p.layer] = why
 			}
@@ -157,7 +163,7 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 			}
 			t.links = append(t.links, l)
 		}
-		t.probes = append(t.probes, Probe{Name: what + " " + fn.Name, Attached: true})
+		t.probes = append(t.probes, event.Probe{Name: what + " " + fn.Name, Attached: true})
 	}
 	if why, ok := t.down[LayerWrite]; ok {
 		return nil, fmt.Errorf("etcd's write path is not probeable in pid %d: %s: %w", cfg.PID, why, ErrGoFuncNotFound)
@@ -188,57 +194,34 @@ func findFunc(bin *GoBinary, names []string, rets bool) (GoFunc, error) {
 func (t *CommitTracer) Unavailable() map[CommitLayer]string { return t.down }
 
 // Probes lists every probe with whether it is attached.
-func (t *CommitTracer) Probes() []Probe { return t.probes }
+func (t *CommitTracer) Probes() []event.Probe { return t.probes }
 
 // Lost returns how many events did not fit in the ring buffer or whose
 // arguments could not be read (summed over CPUs).
 func (t *CommitTracer) Lost() (uint64, error) {
-	var perCPU []uint64
-	if err := t.objs.CommitLost.Lookup(uint32(0), &perCPU); err != nil {
-		return 0, fmt.Errorf("reading commit_lost: %w", err)
-	}
-	var n uint64
-	for _, v := range perCPU {
-		n += v
-	}
-	return n, nil
+	return sumPerCPU(t.objs.CommitLost, "commit_lost")
 }
 
 // Read blocks until the next event and decodes it into ev. It returns
 // ErrClosed after Close and ErrDrained once Drain has emptied the ring.
 func (t *CommitTracer) Read(ev *event.Commit) error {
-	for {
-		if err := t.ring.read(&t.rec); err != nil {
-			return err
-		}
-		raw := t.rec.RawSample
-		if len(raw) == 0 {
-			continue
-		}
-		if len(raw) < int(unsafe.Sizeof(commitCommitEvent{})) {
-			return errShort("commit", len(raw))
-		}
-		e := (*commitCommitEvent)(unsafe.Pointer(&raw[0]))
-		*ev = event.Commit{Kind: event.CommitKind(e.Kind), TsNs: e.TsNs, Goroutine: e.Goroutine, TID: e.Tid, A: e.A, B: e.B, C: e.C}
-		return nil
+	e, err := readFixed[commitCommitEvent](t.ring, &t.rec, "commit")
+	if err != nil {
+		return err
 	}
+	*ev = event.Commit{Kind: event.CommitKind(e.Kind), TsNs: e.TsNs, Goroutine: e.Goroutine, TID: e.Tid, A: e.A, B: e.B, C: e.C}
+	return nil
 }
 
 // ProgramStats returns the statistics of the commit program (one program
 // serves every probe).
-func (t *CommitTracer) ProgramStats() []ProgramStats {
+func (t *CommitTracer) ProgramStats() []event.ProgramStats {
 	return programStats(map[string]*ebpf.Program{"commit_probe": t.objs.CommitProbe})
 }
 
 // Missed returns how many times the kernel skipped the program because a
 // BPF program was already running on that CPU (each is an event lost).
-func (t *CommitTracer) Missed() uint64 {
-	var n uint64
-	for _, s := range t.ProgramStats() {
-		n += s.RecursionMisses
-	}
-	return n
-}
+func (t *CommitTracer) Missed() uint64 { return missed(t.objs.CommitProbe) }
 
 // Drain makes a Read in progress, and the ones after it, return every
 // record already in the ring buffer and then ErrDrained.
@@ -262,3 +245,5 @@ func (t *CommitTracer) Close() error {
 	errs = append(errs, t.objs.Close())
 	return errors.Join(errs...)
 }
+
+var _ Tracer[event.Commit] = (*CommitTracer)(nil)

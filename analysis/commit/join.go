@@ -18,18 +18,24 @@
 // followers; each follower's first MsgAppResp with an index at or past
 // the write's after that is its ack.
 //
+// Where grpc.(*Server).processUnaryRPC is probed too, the write begins
+// and ends with the unary RPC around it on the same goroutine, and the
+// time outside processInternalRaftRequestOnce (request decode, the auth
+// and quota interceptors, response encode) is the grpc part.
+//
 // # The split (Parts), on the critical path, summing to End-Start
 //
 // Leader (the commit needs a quorum of Voters: the leader's own WAL append,
 // counted when Save returns, and the followers' acks; the quorum's
 // deciding vote is the q-th earliest of these):
 //
-//	propose        Start → Save's start (Raft takes the entry into a Ready)
+//	grpc           the unary RPC outside the write's function (when probed)
+//	propose        the function's entry → Save's start (Raft takes the entry into a Ready)
 //	wal_append     Save's start → min(Save's end, commit)
 //	quorum_wait    Save's end → commit, when a follower's ack came last
 //	commit_to_apply commit → applyAll's start (Raft's next Ready; earlier applies)
 //	apply          applyAll's start → Trigger (the backend)
-//	return         Trigger → End (the handler goroutine wakes and returns)
+//	return         Trigger → the function's return (the handler goroutine wakes)
 //
 // A follower forwards the proposal to the leader and learns the commit
 // from it, so on a follower the parts are:
@@ -61,6 +67,7 @@ const (
 
 // Part names, in critical-path order (the JSON keys of Write.PartsNs).
 const (
+	PartGRPC          = "grpc"
 	PartForward       = "forward"
 	PartPropose       = "propose"
 	PartWALAppend     = "wal_append"
@@ -71,7 +78,7 @@ const (
 )
 
 // PartOrder lists every part in critical-path order.
-var PartOrder = []string{PartForward, PartPropose, PartWALAppend, PartQuorumWait, PartCommitToApply, PartApply, PartReturn}
+var PartOrder = []string{PartGRPC, PartForward, PartPropose, PartWALAppend, PartQuorumWait, PartCommitToApply, PartApply, PartReturn}
 
 // LocalVote names the leader's own WAL append as the deciding vote.
 const LocalVote uint64 = 0
@@ -158,6 +165,11 @@ type pending struct {
 	ended   bool
 	applied bool
 	appl    applied
+	// The unary RPC around the write (grpc.processUnaryRPC on the same
+	// goroutine), when that probe is attached: rpcStart at its entry;
+	// proposeStart, proposeEnd the write's own function while the RPC
+	// runs around it.
+	rpcStart, proposeStart, proposeEnd uint64
 }
 
 // Joiner joins commit tracer events into Writes. Feed it every event in
@@ -171,6 +183,8 @@ type Joiner struct {
 	done    []*pending          // ended, waiting for their Save/acks
 	saves   []save              // recent Saves with entries, oldest first
 	openSv  map[uint64]int      // goroutine -> index in saves of a Save in progress (-1: one without entries)
+	rpcAt   map[uint64]uint64   // goroutine -> start of its unary RPC in progress
+	inRPC   map[uint64]*pending // goroutine -> a write returned, its RPC not yet
 	lastSnd map[uint64]uint64   // Raft goroutine -> its last Send since its last Save
 	acks    map[uint64][]ackRec // follower -> recent acks
 	entryAt map[uint64]uint64   // apply goroutine -> index of applyEntryNormal in progress
@@ -187,7 +201,7 @@ func NewJoiner(cfg Config) *Joiner {
 		cfg.GraceNs = 2e9
 	}
 	return &Joiner{cfg: cfg, byG: map[uint64]*pending{}, byID: map[uint64]*pending{},
-		openSv: map[uint64]int{}, lastSnd: map[uint64]uint64{}, acks: map[uint64][]ackRec{},
+		openSv: map[uint64]int{}, rpcAt: map[uint64]uint64{}, inRPC: map[uint64]*pending{}, lastSnd: map[uint64]uint64{}, acks: map[uint64][]ackRec{},
 		entryAt: map[uint64]uint64{}, batchAt: map[uint64]uint64{}}
 }
 
@@ -213,7 +227,19 @@ func (j *Joiner) Add(ev *event.Commit, out []Write) []Write {
 		if old, ok := j.byG[ev.Goroutine]; ok && old.w.StartNs+1e6 > ev.TsNs && !old.id {
 			p.w.StartNs = old.w.StartNs // morestack restart: the first entry counts
 		}
+		p.rpcStart = j.rpcAt[ev.Goroutine]
 		j.byG[ev.Goroutine] = p
+	case event.CommitRPCEnter:
+		if len(j.rpcAt) < maxPending {
+			j.rpcAt[ev.Goroutine] = ev.TsNs
+		}
+	case event.CommitRPCRet:
+		delete(j.rpcAt, ev.Goroutine)
+		if p, ok := j.inRPC[ev.Goroutine]; ok {
+			delete(j.inRPC, ev.Goroutine)
+			p.w.EndNs = ev.TsNs
+			j.done = append(j.done, p)
+		}
 	case event.CommitRegister:
 		if p, ok := j.byG[ev.Goroutine]; ok && !p.id {
 			p.id, p.w.ID = true, ev.A
@@ -232,6 +258,13 @@ func (j *Joiner) Add(ev *event.Commit, out []Write) []Write {
 		if !p.applied { // failed or timed out: never applied here
 			delete(j.byID, p.w.ID)
 			j.Dropped++
+			return out
+		}
+		if p.rpcStart != 0 && p.rpcStart <= p.w.StartNs {
+			// The write ends with its RPC: the response is encoded and queued.
+			p.proposeStart, p.proposeEnd = p.w.StartNs, ev.TsNs
+			p.w.StartNs = p.rpcStart
+			j.inRPC[ev.Goroutine] = p
 			return out
 		}
 		j.done = append(j.done, p)
@@ -339,13 +372,20 @@ func (j *Joiner) split(p *pending, s *save) Write {
 	w := p.w
 	w.PartsNs = map[string]int64{}
 	a := p.appl
+	// start and end of the write's own function; the RPC around it, if
+	// traced, is the grpc part.
+	start, end := w.StartNs, w.EndNs
+	if p.proposeEnd != 0 {
+		start, end = p.proposeStart, p.proposeEnd
+		w.PartsNs[PartGRPC] = int64(start-w.StartNs) + int64(w.EndNs-end)
+	}
 	if s == nil || s.open {
 		w.Missing = append(w.Missing, "wal: no finished WAL Save holds the write's index")
 		// What is still known: apply and return.
 		if a.batchNs != 0 && a.batchNs >= w.StartNs {
 			w.PartsNs[PartApply] = int64(a.triggerNs - a.batchNs)
 		}
-		w.PartsNs[PartReturn] = int64(w.EndNs - a.triggerNs)
+		w.PartsNs[PartReturn] = int64(end - a.triggerNs)
 		return w
 	}
 	w.BatchEntries = int(s.last - s.first + 1)
@@ -366,7 +406,7 @@ func (j *Joiner) split(p *pending, s *save) Write {
 		return int64(to - from)
 	}
 	if w.Role == RoleFollower {
-		w.PartsNs[PartForward] = d(w.StartNs, s.startNs)
+		w.PartsNs[PartForward] = d(start, s.startNs)
 		w.PartsNs[PartWALAppend] = d(s.startNs, s.endNs)
 		applyStart := a.triggerNs
 		if batch != 0 {
@@ -374,7 +414,7 @@ func (j *Joiner) split(p *pending, s *save) Write {
 		}
 		w.PartsNs[PartQuorumWait] = d(s.endNs, applyStart)
 		w.PartsNs[PartApply] = d(applyStart, a.triggerNs)
-		w.PartsNs[PartReturn] = d(a.triggerNs, w.EndNs)
+		w.PartsNs[PartReturn] = d(a.triggerNs, end)
 		return w
 	}
 	// Leader: the votes are the local WAL append and the followers' acks.
@@ -384,7 +424,7 @@ func (j *Joiner) split(p *pending, s *save) Write {
 	}
 	votes := []vote{{LocalVote, s.endNs}}
 	from := s.sendNs
-	if from == 0 || from < w.StartNs {
+	if from == 0 || from < start {
 		from = s.startNs
 	}
 	for m, recs := range j.acks {
@@ -417,11 +457,23 @@ func (j *Joiner) split(p *pending, s *save) Write {
 	if applyStart < commit { // the apply began before the last vote we saw: clock order says commit came first
 		commit = applyStart
 	}
-	w.PartsNs[PartPropose] = d(w.StartNs, s.startNs)
+	w.PartsNs[PartPropose] = d(start, s.startNs)
 	w.PartsNs[PartWALAppend] = d(s.startNs, min(s.endNs, commit))
 	w.PartsNs[PartQuorumWait] = d(s.endNs, commit)
 	w.PartsNs[PartCommitToApply] = d(max(commit, s.startNs), applyStart)
 	w.PartsNs[PartApply] = d(applyStart, a.triggerNs)
-	w.PartsNs[PartReturn] = d(a.triggerNs, w.EndNs)
+	w.PartsNs[PartReturn] = d(a.triggerNs, end)
 	return w
+}
+
+// Silent returns the members of followers that sent no ack while traced
+// (down or partitioned, seen from the leader), in the given order.
+func (j *Joiner) Silent(followers []uint64) []uint64 {
+	var out []uint64
+	for _, f := range followers {
+		if _, ok := j.acks[f]; !ok {
+			out = append(out, f)
+		}
+	}
+	return out
 }

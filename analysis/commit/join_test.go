@@ -259,3 +259,24 @@ func TestRecordRoundTrip(t *testing.T) {
 		t.Error("a newer schema version was accepted")
 	}
 }
+
+func TestJoinRPC(t *testing.T) {
+	evs := leaderWrite(0x10, 77, 5, 100, 110, 610, 650, 750, 800, nil)
+	evs = append([]event.Commit{ev(20, event.CommitRPCEnter, 0x10, 0, 0), ev(30, event.CommitRPCEnter, 0x99, 0, 0)}, evs...)
+	evs = append(evs, ev(830, event.CommitRPCRet, 0x99, 0, 0), ev(900, event.CommitRPCRet, 0x10, 0, 0))
+	ws, _ := run(Config{Role: RoleLeader, Voters: 1}, evs)
+	if len(ws) != 1 {
+		t.Fatalf("got %d writes", len(ws))
+	}
+	w := ws[0]
+	if w.StartNs != 20_000 || w.EndNs != 900_000 || w.PartsNs[PartGRPC] != 180_000 || w.PartsNs[PartReturn] != 50_000 {
+		t.Fatalf("write %+v", w)
+	}
+	var sum int64
+	for _, v := range w.PartsNs {
+		sum += v
+	}
+	if sum != w.TotalNs() {
+		t.Errorf("parts sum to %d, total %d", sum, w.TotalNs())
+	}
+}

@@ -68,23 +68,26 @@ func RecordOf(w *Write, names Names) Record {
 
 // SummaryRecord closes a recording ("type":"commit_summary").
 type SummaryRecord struct {
-	Type        string                   `json:"type"`
-	V           int                      `json:"v"`
-	Source      string                   `json:"source"`
-	Writes      int                      `json:"writes"`
-	Incomplete  int                      `json:"incomplete"`
-	Batched     int                      `json:"batched"`
-	Dropped     int                      `json:"dropped"`
-	LostEvents  uint64                   `json:"lost_events"`
-	Missed      uint64                   `json:"missed_events"`
-	TotalNs     stats.Summary            `json:"total_ns"`
-	PartsNs     map[string]stats.Summary `json:"parts_ns"`
-	WALSyncNs   stats.Summary            `json:"wal_fdatasync_ns"`
-	Deciders    map[string]int           `json:"deciders,omitempty"` // "local_wal" or member hex -> writes
-	ClientPutNs *stats.Summary           `json:"client_put_ns,omitempty"`
-	Model       *ModelResult             `json:"model,omitempty"`
-	Unavailable []string                 `json:"unavailable,omitempty"`
-	Verdicts    []string                 `json:"verdicts"`
+	Type       string                   `json:"type"`
+	V          int                      `json:"v"`
+	Source     string                   `json:"source"`
+	Writes     int                      `json:"writes"`
+	Incomplete int                      `json:"incomplete"`
+	Batched    int                      `json:"batched"`
+	Dropped    int                      `json:"dropped"`
+	LostEvents uint64                   `json:"lost_events"`
+	Missed     uint64                   `json:"missed_events"`
+	TotalNs    stats.Summary            `json:"total_ns"`
+	PartsNs    map[string]stats.Summary `json:"parts_ns"`
+	WALSyncNs  stats.Summary            `json:"wal_fdatasync_ns"`
+	// WALSyncsNs: every (*WAL).sync traced, with or without a write's
+	// entries: what etcd_disk_wal_fsync_duration_seconds also observes.
+	WALSyncsNs  *stats.Summary `json:"wal_syncs_ns,omitempty"`
+	Deciders    map[string]int `json:"deciders,omitempty"` // "local_wal" or member hex -> writes
+	ClientPutNs *stats.Summary `json:"client_put_ns,omitempty"`
+	Model       *ModelResult   `json:"model,omitempty"`
+	Unavailable []string       `json:"unavailable,omitempty"`
+	Verdicts    []string       `json:"verdicts"`
 }
 
 // Summary returns the report as a summary record.

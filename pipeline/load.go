@@ -1,0 +1,102 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdscope/etcdscope/analysis/stats"
+)
+
+// LoadKeyPrefix starts every key the built-in load writes; each run adds
+// a random part of its own (LoadPrefix).
+const LoadKeyPrefix = "/etcdscope/commit-load/"
+
+// loadValueBytes is the size of each put's value: a small write, like a
+// Kubernetes lease renewal.
+const loadValueBytes = 256
+
+// Load is the built-in put load of `etcdscope commit --load N/s`: puts one
+// key at a time under a prefix of its own, attached to a lease so that
+// every key expires even if etcdscope is killed, and times each put as a
+// client sees it.
+type Load struct {
+	cli      *clientv3.Client
+	Prefix   string
+	Lease    clientv3.LeaseID
+	TTL      time.Duration
+	PerSec   float64
+	ClientNs stats.Series // each put, send to answer
+	Puts     int
+	Errors   int
+}
+
+// NewLoad grants the lease (TTL: the run's duration plus a minute, at
+// least 2 minutes) and returns a load on cli at perSec puts per second.
+func NewLoad(ctx context.Context, cli *clientv3.Client, perSec float64, duration time.Duration) (*Load, error) {
+	var rb [6]byte
+	if _, err := rand.Read(rb[:]); err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	host = strings.NewReplacer("/", "_", " ", "_").Replace(host)
+	l := &Load{cli: cli, PerSec: perSec, Prefix: fmt.Sprintf("%s%s-%d-%s/", LoadKeyPrefix, host, os.Getpid(), hex.EncodeToString(rb[:]))}
+	l.TTL = max(duration+time.Minute, 2*time.Minute)
+	gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := cli.Grant(gctx, int64(l.TTL/time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("granting the load's lease: %w", err)
+	}
+	l.Lease = resp.ID
+	return l, nil
+}
+
+// Describe is the notice printed before the load starts.
+func (l *Load) Describe() string {
+	return fmt.Sprintf("load: %g puts/s of %d-byte values under %s, attached to lease %x (TTL %s: the keys expire on their own; the lease is revoked at exit)",
+		l.PerSec, loadValueBytes, l.Prefix, int64(l.Lease), l.TTL)
+}
+
+// Run puts one key per 1/PerSec until ctx ends, one put at a time (a put
+// slower than the interval delays the next), each with a 10 s timeout.
+func (l *Load) Run(ctx context.Context) {
+	value := strings.Repeat("x", loadValueBytes)
+	t := time.NewTicker(time.Duration(float64(time.Second) / l.PerSec))
+	defer t.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		start := time.Now()
+		_, err := l.cli.Put(pctx, fmt.Sprintf("%s%08d", l.Prefix, i), value, clientv3.WithLease(l.Lease))
+		d := time.Since(start)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			l.Errors++
+			continue
+		}
+		l.Puts++
+		l.ClientNs.Add(d.Nanoseconds())
+	}
+}
+
+// Revoke revokes the lease, deleting every key of the load.
+func (l *Load) Revoke() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := l.cli.Revoke(ctx, l.Lease)
+	return err
+}
