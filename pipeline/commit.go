@@ -5,6 +5,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -65,6 +66,10 @@ type CommitResult struct {
 	ModelErr error
 	Load     *Load // nil without --load
 	LoadErr  error
+	// ClientOutsideNs: for each load put paired with its traced write,
+	// the client's time minus the server's (PairClient).
+	ClientOutsideNs stats.Series
+	spans           [][2]uint64 // the writes' [start, end], for pairing
 }
 
 // RunCommit traces the writes of etcd process opt.PID until opt.Duration
@@ -248,6 +253,10 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 			}
 			res.Cluster.Down = j.Silent(fol)
 		}
+		if res.Load != nil {
+			slices.SortFunc(res.spans, func(a, b [2]uint64) int { return cmp.Compare(a[1], b[1]) })
+			res.ClientOutsideNs = PairClient(res.Load.Intervals, res.spans)
+		}
 	}
 	if startScrape != nil {
 		endScrape := scrapeAll(context.Background(), members, opt, cli)
@@ -265,6 +274,9 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 func deliver(ws []commit.Write, res *CommitResult, opt CommitOptions) error {
 	for i := range ws {
 		res.Report.Add(&ws[i])
+		if opt.LoadPerSec > 0 && len(res.spans) < maxIntervals {
+			res.spans = append(res.spans, [2]uint64{ws[i].StartNs, ws[i].EndNs})
+		}
 		if opt.OnWrite != nil {
 			if err := opt.OnWrite(&ws[i], res.Cluster.Names); err != nil {
 				return err

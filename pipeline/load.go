@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdscope/etcdscope/analysis/stats"
+	"github.com/etcdscope/etcdscope/host"
 )
 
 // LoadKeyPrefix starts every key the built-in load writes; each run adds
@@ -33,9 +34,22 @@ type Load struct {
 	TTL      time.Duration
 	PerSec   float64
 	ClientNs stats.Series // each put, send to answer
-	Puts     int
-	Errors   int
+	// TransportNs: a serializable Get of the key just put, after each
+	// put: what the client, gRPC and the loopback or network cost around
+	// a request that etcd answers locally (no Raft, no disk). A put as the
+	// client sees it is about the server's write plus this.
+	TransportNs stats.Series
+	Puts        int
+	Errors      int
+	// Intervals are each successful put's [start, end] in CLOCK_MONOTONIC
+	// ns (the probes' clock), at most maxIntervals: the write etcd traced
+	// for a put lies inside it (puts are sequential), which pairs the
+	// client's time with the server's (PairClient).
+	Intervals [][2]uint64
 }
+
+// maxIntervals bounds Load.Intervals (an hour at 25 puts/s).
+const maxIntervals = 100000
 
 // NewLoad grants the lease (TTL: the run's duration plus a minute, at
 // least 2 minutes) and returns a load on cli at perSec puts per second.
@@ -65,7 +79,8 @@ func (l *Load) Describe() string {
 }
 
 // Run puts one key per 1/PerSec until ctx ends, one put at a time (a put
-// slower than the interval delays the next), each with a 10 s timeout.
+// slower than the interval delays the next), each with a 10 s timeout,
+// and after each put reads the key back serializably (TransportNs).
 func (l *Load) Run(ctx context.Context) {
 	value := strings.Repeat("x", loadValueBytes)
 	t := time.NewTicker(time.Duration(float64(time.Second) / l.PerSec))
@@ -77,9 +92,12 @@ func (l *Load) Run(ctx context.Context) {
 		case <-t.C:
 		}
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		key := fmt.Sprintf("%s%08d", l.Prefix, i)
+		mono := host.MonotonicNs()
 		start := time.Now()
-		_, err := l.cli.Put(pctx, fmt.Sprintf("%s%08d", l.Prefix, i), value, clientv3.WithLease(l.Lease))
+		_, err := l.cli.Put(pctx, key, value, clientv3.WithLease(l.Lease))
 		d := time.Since(start)
+		monoEnd := host.MonotonicNs()
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -90,6 +108,17 @@ func (l *Load) Run(ctx context.Context) {
 		}
 		l.Puts++
 		l.ClientNs.Add(d.Nanoseconds())
+		if len(l.Intervals) < maxIntervals {
+			l.Intervals = append(l.Intervals, [2]uint64{mono, monoEnd})
+		}
+		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		start = time.Now()
+		_, err = l.cli.Get(gctx, key, clientv3.WithSerializable(), clientv3.WithKeysOnly())
+		d = time.Since(start)
+		cancel()
+		if err == nil {
+			l.TransportNs.Add(d.Nanoseconds())
+		}
 	}
 }
 
@@ -99,4 +128,24 @@ func (l *Load) Revoke() error {
 	defer cancel()
 	_, err := l.cli.Revoke(ctx, l.Lease)
 	return err
+}
+
+// PairClient pairs traced writes (their [start, end], CLOCK_MONOTONIC ns)
+// with the load's puts: a write inside exactly one put's interval is that
+// put. It returns, for each pair, the client's time minus the server's:
+// the client library, gRPC and the transport around the write.
+func PairClient(intervals [][2]uint64, writes [][2]uint64) (outside stats.Series) {
+	j := 0
+	for _, w := range writes { // both in time order
+		for j < len(intervals) && intervals[j][1] < w[1] {
+			j++
+		}
+		if j == len(intervals) {
+			break
+		}
+		if iv := intervals[j]; iv[0] <= w[0] && w[1] <= iv[1] {
+			outside.Add(int64((iv[1] - iv[0]) - (w[1] - w[0])))
+		}
+	}
+	return outside
 }

@@ -25,14 +25,17 @@
 //
 // # The split (Parts), on the critical path, summing to End-Start
 //
-// Leader (the commit needs a quorum of Voters: the leader's own WAL append,
-// counted when Save returns, and the followers' acks; the quorum's
-// deciding vote is the q-th earliest of these):
+// Leader: the write waits for the leader's WAL append and for the
+// (q-1)-th follower ack, q = Voters/2+1, whichever comes last (etcd
+// applies the entry from a Ready after the one whose Save wrote it, so
+// even where Raft commits before the leader's own Save returns, the
+// apply waits for it). That last one is the quorum's deciding vote: the
+// local WAL or a follower.
 //
 //	grpc           the unary RPC outside the write's function (when probed)
 //	propose        the function's entry → Save's start (Raft takes the entry into a Ready)
-//	wal_append     Save's start → min(Save's end, commit)
-//	quorum_wait    Save's end → commit, when a follower's ack came last
+//	wal_append     Save's start → Save's end
+//	quorum_wait    Save's end → the ack that completes the quorum, when it came last
 //	commit_to_apply commit → applyAll's start (Raft's next Ready; earlier applies)
 //	apply          applyAll's start → Trigger (the backend)
 //	return         Trigger → the function's return (the handler goroutine wakes)
@@ -417,44 +420,51 @@ func (j *Joiner) split(p *pending, s *save) Write {
 		w.PartsNs[PartReturn] = d(a.triggerNs, end)
 		return w
 	}
-	// Leader: the votes are the local WAL append and the followers' acks.
-	type vote struct {
-		member uint64
-		ts     uint64
-	}
-	votes := []vote{{LocalVote, s.endNs}}
+	// Leader: the entry is applied from a later Ready than the one whose
+	// Save wrote it, and etcd's Raft loop takes the next Ready only after
+	// that Save returned; so a write waits for its leader's WAL append
+	// and for the (q-1)-th follower ack, whichever comes last (in v3.6
+	// the leader's vote counts when its Save returns; in v3.5 at append,
+	// before the Save, with the same result for the write).
 	from := s.sendNs
 	if from == 0 || from < start {
 		from = s.startNs
 	}
+	var acks []uint64
 	for m, recs := range j.acks {
 		for _, r := range recs {
 			if r.ts >= from && r.index >= w.Index {
-				votes = append(votes, vote{m, r.ts})
+				acks = append(acks, r.ts)
 				w.Acks = append(w.Acks, Ack{Member: m, AfterSendNs: int64(r.ts - from)})
 				break
 			}
 		}
 	}
-	slices.SortFunc(votes, func(x, y vote) int { return cmp.Compare(x.ts, y.ts) })
 	slices.SortFunc(w.Acks, func(x, y Ack) int { return cmp.Compare(x.AfterSendNs, y.AfterSendNs) })
+	slices.Sort(acks)
 	voters := j.cfg.Voters
 	if voters == 0 {
 		voters = 1 + len(j.acks)
 	}
-	q := voters/2 + 1
+	need := voters / 2 // follower acks a quorum needs besides the leader
 	commit := s.endNs
-	if q <= len(votes) {
-		commit = votes[q-1].ts
-		w.Decider, w.DeciderKnown = votes[q-1].member, true
-	} else {
-		w.Missing = append(w.Missing, "quorum: fewer votes seen than the quorum needs")
+	switch {
+	case need == 0:
+		w.Decider, w.DeciderKnown = LocalVote, true
+	case need <= len(acks):
+		w.Decider, w.DeciderKnown = LocalVote, true
+		if acks[need-1] > s.endNs {
+			commit = acks[need-1]
+			w.Decider = w.Acks[need-1].Member
+		}
+	default:
+		w.Missing = append(w.Missing, "quorum: fewer follower acks seen than the quorum needs")
 	}
 	applyStart := a.triggerNs
 	if batch != 0 {
 		applyStart = batch
 	}
-	if applyStart < commit { // the apply began before the last vote we saw: clock order says commit came first
+	if applyStart < commit { // clock order: the apply began, so the commit came first
 		commit = applyStart
 	}
 	w.PartsNs[PartPropose] = d(start, s.startNs)

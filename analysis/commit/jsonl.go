@@ -85,9 +85,16 @@ type SummaryRecord struct {
 	WALSyncsNs  *stats.Summary `json:"wal_syncs_ns,omitempty"`
 	Deciders    map[string]int `json:"deciders,omitempty"` // "local_wal" or member hex -> writes
 	ClientPutNs *stats.Summary `json:"client_put_ns,omitempty"`
-	Model       *ModelResult   `json:"model,omitempty"`
-	Unavailable []string       `json:"unavailable,omitempty"`
-	Verdicts    []string       `json:"verdicts"`
+	// ClientGetNs: the load's serializable get after each put (client,
+	// gRPC and transport around a request answered without Raft).
+	ClientGetNs *stats.Summary `json:"client_get_ns,omitempty"`
+	// ClientOutsideNs: for each load put paired with its traced write (the
+	// write inside the put's interval), the client's time minus the
+	// server's: client library, gRPC and transport.
+	ClientOutsideNs *stats.Summary `json:"client_outside_ns,omitempty"`
+	Model           *ModelResult   `json:"model,omitempty"`
+	Unavailable     []string       `json:"unavailable,omitempty"`
+	Verdicts        []string       `json:"verdicts"`
 }
 
 // Summary returns the report as a summary record.
