@@ -139,7 +139,7 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 		return nil, fmt.Errorf("opening %s for uprobes: %w", exe, err)
 	}
 	for _, p := range commitProbes {
-		fn, ferr := findFunc(bin, p.names, p.ret)
+		fn, ferr := findFunc(bin, p.names, true)
 		what := "uprobe/" + p.names[0]
 		if p.ret {
 			what += " (RET)"

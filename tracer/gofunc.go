@@ -14,7 +14,12 @@ import (
 // UprobeOptions.Address).
 type GoFunc struct {
 	Name string
-	// EntryOffset is the file offset of the function's first instruction.
+	// EntryOffset is the file offset where an entry probe goes: past the
+	// stack-bound check of the prologue (CMP SP, 16(R14); JBE morestack)
+	// when there is one, since a goroutine whose stack must grow runs
+	// that check twice (morestack restarts the function), and the
+	// arguments are still in their registers there. Without rets (or not
+	// on amd64) it is the first instruction.
 	EntryOffset uint64
 	// RetOffsets are the file offsets of its RET instructions: where a
 	// probe sees the function return (Go code cannot take uretprobes:
@@ -95,10 +100,19 @@ func (b *GoBinary) Func(name string, rets bool) (GoFunc, error) {
 	// A linear sweep is exact for Go code: the compiler puts no data in
 	// .text between a function's instructions (the padding after the
 	// last one is INT3).
-	for pc := 0; pc < len(code); {
+	sawStackCheck := false
+	for pc, n := 0, 0; pc < len(code); n++ {
 		inst, err := x86asm.Decode(code[pc:], 64)
 		if err != nil {
 			return GoFunc{}, fmt.Errorf("disassembling %s at +%#x: %w", name, pc, err)
+		}
+		// The prologue: [LEAQ -N(SP), R12;] CMPQ SP|R12, 0x10(R14); JBE.
+		if n < 3 && inst.Op == x86asm.CMP && usesG(inst) {
+			sawStackCheck = true
+		}
+		if n < 4 && sawStackCheck && inst.Op == x86asm.JBE {
+			g.EntryOffset = off + uint64(pc+inst.Len)
+			sawStackCheck = false
 		}
 		if inst.Op == x86asm.RET {
 			g.RetOffsets = append(g.RetOffsets, off+uint64(pc))
@@ -123,4 +137,14 @@ func (b *GoBinary) fileOffset(addr uint64) (uint64, error) {
 		}
 	}
 	return 0, fmt.Errorf("address %#x in no executable segment", addr)
+}
+
+// usesG reports whether an instruction reads memory at R14 (the g).
+func usesG(inst x86asm.Inst) bool {
+	for _, a := range inst.Args {
+		if m, ok := a.(x86asm.Mem); ok && m.Base == x86asm.R14 {
+			return true
+		}
+	}
+	return false
 }
