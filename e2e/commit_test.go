@@ -33,9 +33,10 @@ import (
 //     least etcd's own (which times the fdatasync alone) and at most 25%
 //   - 100 µs more (sync also flushes the encoder's buffered write);
 //   - each write's parts sum exactly to its total, and what the client saw
-//     beyond it (each put paired with its write) is the client and
-//     transport round trip, measured by a serializable get after each put:
-//     medians within 10% of the put median;
+//     beyond it (each put paired with its write) is a client and transport
+//     round trip: its median lies between those of a serializable get
+//     right after each put (warm) and half an interval later (from idle),
+//     ± 10% of the put median;
 //   - on three members, every write names the quorum's deciding vote and
 //     the followers' acks.
 func TestCommitSplit(t *testing.T) {
@@ -137,20 +138,26 @@ func checkCommit(t *testing.T, members int) {
 			t.Fatalf("write %d on three members: decider %q, acks %v", r.ID, r.Decider, r.Acks)
 		}
 	}
-	put, get, outside := sum.ClientPutNs, sum.ClientGetNs, sum.ClientOutsideNs
-	if put == nil || get == nil || outside == nil {
+	put, warm, idle, outside := sum.ClientPutNs, sum.ClientGetNs, sum.ClientIdleGetNs, sum.ClientOutsideNs
+	if put == nil || warm == nil || idle == nil || outside == nil {
 		t.Fatal("no client-side times in the summary")
 	}
 	// Each put paired with its write: what the client saw beyond the
-	// server's split is the client and transport round trip, which a
-	// serializable get (no Raft, no disk) measures independently.
-	t.Logf("client put p50 %d ns; server-side write p50 %d ns; client minus server p50 %d ns over %d paired puts; serializable get p50 %d ns; deciders %v",
-		put.P50, sum.TotalNs.P50, outside.P50, outside.Count, get.P50, sum.Deciders)
+	// server's split is a client and transport round trip, which a
+	// serializable get (no Raft, no disk) measures independently, warm
+	// (right after the put) and from idle (half an interval later). On
+	// this shared VM the two differ by 0.1-0.5 ms (thread wake-ups), and
+	// the put's own lies between them: bracket it, with 10% of the put
+	// median either side.
+	t.Logf("client put p50 %d ns; server-side write p50 %d ns; client minus server p50 %d ns over %d paired puts; serializable get p50 %d ns warm, %d ns idle; deciders %v",
+		put.P50, sum.TotalNs.P50, outside.P50, outside.Count, warm.P50, idle.P50, sum.Deciders)
 	if outside.Count < int64(len(recs))*9/10 {
 		t.Errorf("only %d of %d writes paired with a put", outside.Count, len(recs))
 	}
-	if d := float64(outside.P50 - get.P50); d > 0.10*float64(put.P50) || d < -0.10*float64(put.P50) {
-		t.Errorf("per put, client minus server p50 %d ns vs the transport (serializable get) p50 %d ns: more than 10%% of the put p50 %d ns apart", outside.P50, get.P50, put.P50)
+	slack := put.P50 / 10
+	lo, hi := min(warm.P50, idle.P50)-slack, max(warm.P50, idle.P50)+slack
+	if outside.P50 < lo || outside.P50 > hi {
+		t.Errorf("per put, client minus server p50 %d ns is outside [%d, %d] ns: the get's round trip, warm and idle, ± 10%% of the put p50 %d ns", outside.P50, lo, hi, put.P50)
 	}
 }
 

@@ -39,8 +39,12 @@ type Load struct {
 	// a request that etcd answers locally (no Raft, no disk). A put as the
 	// client sees it is about the server's write plus this.
 	TransportNs stats.Series
-	Puts        int
-	Errors      int
+	// IdleTransportNs: the same get half an interval later, from idle
+	// (threads asleep, as a put's answer finds them): the cold bound of
+	// the client and transport round trip, TransportNs the warm one.
+	IdleTransportNs stats.Series
+	Puts            int
+	Errors          int
 	// Intervals are each successful put's [start, end] in CLOCK_MONOTONIC
 	// ns (the probes' clock), at most maxIntervals: the write etcd traced
 	// for a put lies inside it (puts are sequential), which pairs the
@@ -80,7 +84,8 @@ func (l *Load) Describe() string {
 
 // Run puts one key per 1/PerSec until ctx ends, one put at a time (a put
 // slower than the interval delays the next), each with a 10 s timeout,
-// and right after each put reads the key back serializably (TransportNs).
+// and right after each put and half an interval later reads the key back
+// serializably (TransportNs, IdleTransportNs).
 func (l *Load) Run(ctx context.Context) {
 	value := strings.Repeat("x", loadValueBytes)
 	interval := time.Duration(float64(time.Second) / l.PerSec)
@@ -112,18 +117,30 @@ func (l *Load) Run(ctx context.Context) {
 		if len(l.Intervals) < maxIntervals {
 			l.Intervals = append(l.Intervals, [2]uint64{mono, monoEnd})
 		}
-		// Right after the put, on the threads the put's answer just woke
-		// (a get half an interval later, from idle, measured 0.3-0.5 ms
-		// more than the puts' own client-minus-server time here).
-		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		start = time.Now()
-		_, err = l.cli.Get(gctx, key, clientv3.WithSerializable(), clientv3.WithKeysOnly())
-		d = time.Since(start)
-		cancel()
-		if err == nil {
-			l.TransportNs.Add(d.Nanoseconds())
+		// Right after the put, on the threads the put's answer just woke,
+		// and again half an interval later, from idle: a put's own
+		// client and transport time lies between the two.
+		if d, ok := l.get(ctx, key); ok {
+			l.TransportNs.Add(d)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval / 2):
+		}
+		if d, ok := l.get(ctx, key); ok {
+			l.IdleTransportNs.Add(d)
 		}
 	}
+}
+
+// get times a serializable get of key (ns).
+func (l *Load) get(ctx context.Context, key string) (int64, bool) {
+	gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := l.cli.Get(gctx, key, clientv3.WithSerializable(), clientv3.WithKeysOnly())
+	return time.Since(start).Nanoseconds(), err == nil
 }
 
 // Revoke revokes the lease, deleting every key of the load.

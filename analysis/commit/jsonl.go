@@ -88,6 +88,9 @@ type SummaryRecord struct {
 	// ClientGetNs: the load's serializable get after each put (client,
 	// gRPC and transport around a request answered without Raft).
 	ClientGetNs *stats.Summary `json:"client_get_ns,omitempty"`
+	// ClientIdleGetNs: the same get half an interval after each put,
+	// from idle: the cold bound of the round trip, ClientGetNs the warm.
+	ClientIdleGetNs *stats.Summary `json:"client_idle_get_ns,omitempty"`
 	// ClientOutsideNs: for each load put paired with its traced write (the
 	// write inside the put's interval), the client's time minus the
 	// server's: client library, gRPC and transport.
