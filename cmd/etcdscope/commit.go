@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +19,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/analysis/stats"
 	"github.com/etcdscope/etcdscope/etcdinfo"
+	"github.com/etcdscope/etcdscope/internal/safefile"
 	"github.com/etcdscope/etcdscope/pipeline"
 	"github.com/etcdscope/etcdscope/tracer"
 )
@@ -46,8 +46,7 @@ var commitStdout io.Writer = os.Stdout
 
 func runCommit(args []string) error {
 	var f commitFlags
-	fs := pflag.NewFlagSet("commit", pflag.ContinueOnError)
-	fs.SortFlags = false
+	fs := newFlagSet("commit")
 	fs.IntVar(&f.pid, "pid", 0, "the etcd member on this host (pgrep -x etcd)")
 	fs.StringVar(&f.comm, "comm", "", "or the one process with this comm, e.g. etcd")
 	fs.StringSliceVar(&f.endpoints, "etcd-endpoints", nil, "client URLs (comma-separated), one of them the traced member's: member names, leader and role, the model from /metrics, the --load target")
@@ -80,9 +79,10 @@ func runCommit(args []string) error {
 	}
 	opt.Notice = func(s string) { fmt.Fprintln(os.Stderr, "etcdscope commit: "+s) }
 	if f.ready != "" {
-		defer os.Remove(f.ready)
+		ready := safefile.NewReady(f.ready)
+		defer ready.Remove()
 		opt.Ready = func() {
-			if err := createReadyFile(f.ready); err != nil {
+			if err := ready.Put(strconv.Itoa(os.Getpid()) + "\n"); err != nil {
 				fmt.Fprintf(os.Stderr, "etcdscope commit: --ready-file: %v\n", err)
 			}
 		}
@@ -141,8 +141,8 @@ func (f *commitFlags) validate(fs *pflag.FlagSet) (pipeline.CommitOptions, error
 		return opt, err
 	}
 	if f.ready != "" {
-		if st, err := os.Stat(filepath.Dir(f.ready)); err != nil || !st.IsDir() {
-			return opt, usagef("--ready-file %s: directory %s does not exist", f.ready, filepath.Dir(f.ready))
+		if err := safefile.CheckDir(f.ready); err != nil {
+			return opt, usagef("--ready-file %s: %v", f.ready, err)
 		}
 	}
 	pid := f.pid
@@ -279,15 +279,4 @@ func sorted(s []string) []string {
 		}
 	}
 	return out
-}
-
-// createReadyFile creates path holding our pid, refusing to follow a
-// symlink or to reuse a file someone else planted (O_EXCL|O_NOFOLLOW).
-func createReadyFile(path string) error {
-	fd, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(fd, "%d\n", os.Getpid())
-	return errors.Join(err, fd.Close())
 }
