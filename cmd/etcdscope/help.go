@@ -50,6 +50,11 @@ var helps = map[string]helpText{
 		"etcdscope diagnose metrics.txt etcd.log                     # a verdict from a saved /metrics and etcd's log",
 		"etcdscope diagnose --window 1m http://127.0.0.1:2381/metrics # two scrapes a minute apart, then the verdict",
 	}},
+	"commit": {"etcdscope commit (--pid N | --comm etcd) [--etcd-endpoints URL,...] [--cacert/--cert/--key] [--duration 60s] [--load 0|N/s] [--output table|json]", []string{
+		"sudo etcdscope commit --comm etcd --etcd-endpoints http://127.0.0.1:2379          # what each write waits on, for a minute",
+		"sudo etcdscope commit --comm etcd --etcd-endpoints http://127.0.0.1:2379 --load 20/s # with etcdscope's own leased puts, timed client-side",
+		"sudo etcdscope commit --pid $(pgrep -x etcd) --output json > commit.jsonl          # one record per write (schema commit/v1)",
+	}},
 	"hypervisor": {"etcdscope hypervisor (--pid N | --comm NAME) [--duration D] [--output table|json]", []string{
 		"sudo etcdscope hypervisor --pid $(pgrep -n qemu) --duration 30s       # the VM's image-file flushes, host side",
 		"sudo etcdscope hypervisor --comm qemu-system-x86 --output json > host.jsonl # record for etcdscope merge",

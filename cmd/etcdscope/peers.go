@@ -133,28 +133,38 @@ func (f *peersFlags) validate() (tracer.PeersConfig, *tls.Config, error) {
 	if f.probeAnswerSet && f.probeAnswer && len(f.endpoints) == 0 {
 		return cfg, nil, usagef("--probe-answer needs the member list: add --etcd-endpoints, e.g. http://127.0.0.1:2379")
 	}
-	var tlsCfg *tls.Config
-	if f.cacert != "" || f.cert != "" {
-		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
-		if f.cacert != "" {
-			pem, err := os.ReadFile(f.cacert)
-			if err != nil {
-				return cfg, nil, usagef("--cacert: %v", err)
-			}
-			tlsCfg.RootCAs = x509.NewCertPool()
-			if !tlsCfg.RootCAs.AppendCertsFromPEM(pem) {
-				return cfg, nil, usagef("--cacert %s holds no PEM certificate", f.cacert)
-			}
-		}
-		if f.cert != "" {
-			c, err := tls.LoadX509KeyPair(f.cert, f.key)
-			if err != nil {
-				return cfg, nil, usagef("--cert/--key: %v", err)
-			}
-			tlsCfg.Certificates = []tls.Certificate{c}
-		}
+	tlsCfg, err := clientTLS(f.cacert, f.cert, f.key)
+	if err != nil {
+		return cfg, nil, err
 	}
 	return cfg, tlsCfg, nil
+}
+
+// clientTLS builds the TLS configuration of --cacert/--cert/--key (nil
+// when none is given); a file that cannot be used is a usage error.
+func clientTLS(cacert, cert, key string) (*tls.Config, error) {
+	if cacert == "" && cert == "" {
+		return nil, nil
+	}
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if cacert != "" {
+		pem, err := os.ReadFile(cacert)
+		if err != nil {
+			return nil, usagef("--cacert: %v", err)
+		}
+		tlsCfg.RootCAs = x509.NewCertPool()
+		if !tlsCfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, usagef("--cacert %s holds no PEM certificate", cacert)
+		}
+	}
+	if cert != "" {
+		c, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, usagef("--cert/--key: %v", err)
+		}
+		tlsCfg.Certificates = []tls.Certificate{c}
+	}
+	return tlsCfg, nil
 }
 
 func checkURL(s string) error {

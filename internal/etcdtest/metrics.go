@@ -3,46 +3,18 @@ package etcdtest
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
-	"io"
-	"net/http"
 	"strings"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+
+	"github.com/etcdscope/etcdscope/etcdinfo"
 )
 
-// Scrape fetches a Prometheus text exposition from url (TLS with tlsCfg
-// when it is https; nil for plain http) and parses it with
-// prometheus/common/expfmt into families keyed by metric name. Histogram
-// families keep their _bucket/_sum/_count samples inside one family.
+// Scrape fetches and parses a Prometheus text exposition from url
+// (etcdinfo.Families: prometheus/common/expfmt, families keyed by metric
+// name; TLS with tlsCfg when it is https).
 func Scrape(ctx context.Context, url string, tlsCfg *tls.Config) (map[string]*dto.MetricFamily, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, fmt.Errorf("scraping %s: %w", url, err)
-	}
-	// Ask for the text format: promhttp would otherwise be free to answer
-	// with another encoding.
-	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
-	defer client.CloseIdleConnections()
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("scraping %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("scraping %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("parsing metrics from %s: %w", url, err)
-	}
-	return fams, nil
+	return etcdinfo.Families(ctx, url, tlsCfg)
 }
 
 // Scrape scrapes member m's plain-HTTP metrics endpoint (MetricsURL).

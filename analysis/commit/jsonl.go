@@ -1,0 +1,148 @@
+package commit
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/etcdscope/etcdscope/analysis/jsonl"
+	"github.com/etcdscope/etcdscope/analysis/stats"
+)
+
+// SchemaVersion is the version of the commit JSON Lines records (schema
+// commit/v1, docs/schema.md).
+const SchemaVersion = 1
+
+// Source values of a record: how its numbers were measured.
+const (
+	SourceUprobes = "uprobes" // etcd's own functions, timed per write
+	SourceModel   = "model"   // the kernel-only model (no uprobes)
+)
+
+// AckRecord is a follower's ack in a record.
+type AckRecord struct {
+	Member      string `json:"member"` // member id, hex
+	Name        string `json:"name,omitempty"`
+	AfterSendNs int64  `json:"after_send_ns"`
+}
+
+// Record is one write as a JSON Lines record ("type":"commit").
+type Record struct {
+	Type         string           `json:"type"`
+	V            int              `json:"v"`
+	Source       string           `json:"source"`
+	ID           uint64           `json:"id"`
+	Index        uint64           `json:"index,omitempty"`
+	Role         Role             `json:"role"`
+	StartNs      uint64           `json:"start_ns"`
+	EndNs        uint64           `json:"end_ns"`
+	TotalNs      int64            `json:"total_ns"`
+	PartsNs      map[string]int64 `json:"parts_ns"`
+	WALSyncNs    int64            `json:"wal_fdatasync_ns"`
+	BatchEntries int              `json:"batch_entries,omitempty"`
+	Decider      string           `json:"decider,omitempty"` // "local_wal" or a member id in hex
+	DeciderName  string           `json:"decider_name,omitempty"`
+	Acks         []AckRecord      `json:"acks,omitempty"`
+	Missing      []string         `json:"missing,omitempty"`
+}
+
+// RecordOf returns w's record; names may be nil.
+func RecordOf(w *Write, names Names) Record {
+	r := Record{Type: "commit", V: SchemaVersion, Source: SourceUprobes, ID: w.ID, Index: w.Index, Role: w.Role,
+		StartNs: w.StartNs, EndNs: w.EndNs, TotalNs: w.TotalNs(), PartsNs: w.PartsNs, WALSyncNs: w.WALSyncNs,
+		BatchEntries: w.BatchEntries, Missing: w.Missing}
+	if w.DeciderKnown {
+		if w.Decider == LocalVote {
+			r.Decider = "local_wal"
+		} else {
+			r.Decider = strconv.FormatUint(w.Decider, 16)
+			r.DeciderName = names[w.Decider]
+		}
+	}
+	for _, a := range w.Acks {
+		r.Acks = append(r.Acks, AckRecord{Member: strconv.FormatUint(a.Member, 16), Name: names[a.Member], AfterSendNs: a.AfterSendNs})
+	}
+	return r
+}
+
+// SummaryRecord closes a recording ("type":"commit_summary").
+type SummaryRecord struct {
+	Type       string                   `json:"type"`
+	V          int                      `json:"v"`
+	Source     string                   `json:"source"`
+	Writes     int                      `json:"writes"`
+	Incomplete int                      `json:"incomplete"`
+	Batched    int                      `json:"batched"`
+	Dropped    int                      `json:"dropped"`
+	LostEvents uint64                   `json:"lost_events"`
+	Missed     uint64                   `json:"missed_events"`
+	TotalNs    stats.Summary            `json:"total_ns"`
+	PartsNs    map[string]stats.Summary `json:"parts_ns"`
+	WALSyncNs  stats.Summary            `json:"wal_fdatasync_ns"`
+	// WALSyncsNs: every (*WAL).sync traced, with or without a write's
+	// entries: what etcd_disk_wal_fsync_duration_seconds also observes.
+	WALSyncsNs  *stats.Summary `json:"wal_syncs_ns,omitempty"`
+	Deciders    map[string]int `json:"deciders,omitempty"` // "local_wal" or member hex -> writes
+	ClientPutNs *stats.Summary `json:"client_put_ns,omitempty"`
+	// ClientGetNs: the load's serializable get after each put (client,
+	// gRPC and transport around a request answered without Raft).
+	ClientGetNs *stats.Summary `json:"client_get_ns,omitempty"`
+	// ClientIdleGetNs: the same get half an interval after each put,
+	// from idle: the cold bound of the round trip, ClientGetNs the warm.
+	ClientIdleGetNs *stats.Summary `json:"client_idle_get_ns,omitempty"`
+	// ClientOutsideNs: for each load put paired with its traced write (the
+	// write inside the put's interval), the client's time minus the
+	// server's: client library, gRPC and transport.
+	ClientOutsideNs *stats.Summary `json:"client_outside_ns,omitempty"`
+	Model           *ModelResult   `json:"model,omitempty"`
+	Unavailable     []string       `json:"unavailable,omitempty"`
+	Verdicts        []string       `json:"verdicts"`
+}
+
+// Summary returns the report as a summary record.
+func (r *Report) Summary(cs ClusterState) SummaryRecord {
+	s := SummaryRecord{Type: "commit_summary", V: SchemaVersion, Source: SourceUprobes, Writes: r.Writes, Incomplete: r.Incomplete,
+		Batched: r.Batched, TotalNs: r.Total.Summary(), PartsNs: map[string]stats.Summary{}, WALSyncNs: r.WALSync.Summary(),
+		Deciders: map[string]int{}, Verdicts: r.Verdicts(cs)}
+	for p, ser := range r.Parts {
+		s.PartsNs[p] = ser.Summary()
+	}
+	for id, n := range r.Deciders {
+		k := "local_wal"
+		if id != LocalVote {
+			k = strconv.FormatUint(id, 16)
+		}
+		s.Deciders[k] = n
+	}
+	if r.ClientPutNs.Summary().Count > 0 {
+		c := r.ClientPutNs.Summary()
+		s.ClientPutNs = &c
+	}
+	return s
+}
+
+// ReadRecords reads a commit recording: every "commit" record, and the
+// "commit_summary" if there is one. Other record types are skipped; a
+// newer schema version is an error.
+func ReadRecords(rd io.Reader) (recs []Record, sum *SummaryRecord, err error) {
+	err = jsonl.Scan(rd, func(line int, h jsonl.Head, raw []byte) error {
+		if h.Type != "commit" && h.Type != "commit_summary" {
+			return nil
+		}
+		if h.V > SchemaVersion {
+			return fmt.Errorf("commit schema v%d is newer than this etcdscope's v%d", h.V, SchemaVersion)
+		}
+		if h.Type == "commit_summary" {
+			sum = &SummaryRecord{}
+			return json.Unmarshal(raw, sum)
+		}
+		var r Record
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return err
+		}
+		recs = append(recs, r)
+		return nil
+	})
+	return recs, sum, err
+}

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/etcdscope/etcdscope/analysis/commit"
+	"github.com/etcdscope/etcdscope/analysis/stats"
+	"github.com/etcdscope/etcdscope/etcdinfo"
+	"github.com/etcdscope/etcdscope/internal/safefile"
+	"github.com/etcdscope/etcdscope/pipeline"
+	"github.com/etcdscope/etcdscope/tracer"
+)
+
+func init() {
+	subcommands["commit"] = subcommand{
+		summary: "what each etcd write waits on: forwarding, the leader's WAL append, the quorum's deciding vote, apply",
+		run:     runCommit,
+	}
+}
+
+type commitFlags struct {
+	pid                 int
+	comm, output, ready string
+	endpoints           []string
+	cacert, cert, key   string
+	duration            time.Duration
+	load                string
+	ringBytes           uint64
+}
+
+// commitStdout is where the report goes (tests capture it).
+var commitStdout io.Writer = os.Stdout
+
+func runCommit(args []string) error {
+	var f commitFlags
+	fs := newFlagSet("commit")
+	fs.IntVar(&f.pid, "pid", 0, "the etcd member on this host (pgrep -x etcd)")
+	fs.StringVar(&f.comm, "comm", "", "or the one process with this comm, e.g. etcd")
+	fs.StringSliceVar(&f.endpoints, "etcd-endpoints", nil, "client URLs (comma-separated), one of them the traced member's: member names, leader and role, the model from /metrics, the --load target")
+	fs.StringVar(&f.cacert, "cacert", "", "CA bundle for https --etcd-endpoints")
+	fs.StringVar(&f.cert, "cert", "", "client certificate for https --etcd-endpoints")
+	fs.StringVar(&f.key, "key", "", "client key for --cert")
+	fs.DurationVar(&f.duration, "duration", time.Minute, "trace this long (0: until Ctrl-C)")
+	fs.StringVar(&f.load, "load", "0", "drive N puts per second (e.g. 20/s) at the traced member, under a key prefix of etcdscope's own with a lease, timing each put client-side; 0: no load")
+	fs.StringVar(&f.output, "output", "table", "table, or json (JSON Lines, schema commit/v1: docs/schema.md)")
+	fs.StringVar(&f.ready, "ready-file", "", "create this file once the probes are attached (for scripts and tests)")
+	fs.Uint64Var(&f.ringBytes, "ring-size", 1<<20, ringSizeUsage)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return errHelp
+		}
+		return usagef("%v (see 'etcdscope commit --help')", err)
+	}
+	opt, err := f.validate(fs)
+	if err != nil {
+		return err
+	}
+	if err := tracer.CheckPrerequisites(); err != nil {
+		return usagef("%v", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	enc := json.NewEncoder(commitStdout)
+	if f.output == "json" {
+		opt.OnWrite = func(w *commit.Write, names commit.Names) error { return enc.Encode(commit.RecordOf(w, names)) }
+	}
+	opt.Notice = func(s string) { fmt.Fprintln(os.Stderr, "etcdscope commit: "+s) }
+	if f.ready != "" {
+		ready := safefile.NewReady(f.ready)
+		defer ready.Remove()
+		opt.Ready = func() {
+			if err := ready.Put(strconv.Itoa(os.Getpid()) + "\n"); err != nil {
+				fmt.Fprintf(os.Stderr, "etcdscope commit: --ready-file: %v\n", err)
+			}
+		}
+	}
+	res, err := pipeline.RunCommit(ctx, opt)
+	if err != nil {
+		return err
+	}
+	if f.output == "json" {
+		return enc.Encode(commitSummary(res))
+	}
+	printCommitTable(commitStdout, res, opt.PID)
+	return nil
+}
+
+// validate checks every flag before anything touches the host.
+func (f *commitFlags) validate(fs *pflag.FlagSet) (pipeline.CommitOptions, error) {
+	var opt pipeline.CommitOptions
+	switch {
+	case fs.NArg() > 0:
+		return opt, usagef("unexpected argument %q (see 'etcdscope commit --help')", fs.Arg(0))
+	case f.pid == 0 && f.comm == "":
+		return opt, usagef("give --pid PID (pgrep -x etcd) or --comm etcd")
+	case f.pid != 0 && f.comm != "":
+		return opt, usagef("give --pid or --comm, not both")
+	case f.pid < 0:
+		return opt, usagef("--pid %d is not a process id", f.pid)
+	case len(f.comm) > 15:
+		return opt, usagef("--comm %q is longer than the kernel's 15-byte comm", f.comm)
+	case f.duration < 0:
+		return opt, usagef("--duration %v is negative; give e.g. 60s, or 0 to run until Ctrl-C", f.duration)
+	case f.output != "table" && f.output != "json":
+		return opt, usagef("--output %q: use table or json", f.output)
+	case (f.cert == "") != (f.key == ""):
+		return opt, usagef("--cert and --key go together")
+	case (f.cacert != "" || f.cert != "") && len(f.endpoints) == 0:
+		return opt, usagef("--cacert/--cert/--key are for --etcd-endpoints; give it")
+	}
+	rate, err := parseRate(f.load)
+	if err != nil {
+		return opt, err
+	}
+	if rate > 0 && len(f.endpoints) == 0 {
+		return opt, usagef("--load needs --etcd-endpoints (the traced member's client URL)")
+	}
+	if rate > 0 && f.duration == 0 {
+		return opt, usagef("--load needs a --duration (its lease's TTL is the duration plus a minute)")
+	}
+	for _, e := range f.endpoints {
+		if err := checkURL(e); err != nil {
+			return opt, usagef("--etcd-endpoints %v", err)
+		}
+	}
+	ring, err := ringSize(f.ringBytes)
+	if err != nil {
+		return opt, err
+	}
+	if f.ready != "" {
+		if err := safefile.CheckDir(f.ready); err != nil {
+			return opt, usagef("--ready-file %s: %v", f.ready, err)
+		}
+	}
+	pid := f.pid
+	if f.comm != "" {
+		pids, err := etcdinfo.PIDsByComm(f.comm)
+		if err != nil {
+			return opt, usagef("--comm %s: %v", f.comm, err)
+		}
+		switch len(pids) {
+		case 0:
+			return opt, usagef("--comm %s: no such process; give --pid", f.comm)
+		case 1:
+			pid = pids[0]
+		default:
+			return opt, usagef("--comm %s: %d processes (%v): give --pid of the member to trace", f.comm, len(pids), pids)
+		}
+	} else if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
+		return opt, usagef("--pid %d: no such process (see pgrep -x etcd)", pid)
+	}
+	tlsCfg, err := clientTLS(f.cacert, f.cert, f.key)
+	if err != nil {
+		return opt, err
+	}
+	return pipeline.CommitOptions{PID: pid, Endpoints: f.endpoints, TLS: tlsCfg, Duration: f.duration, LoadPerSec: rate, RingBytes: ring}, nil
+}
+
+// parseRate reads --load: 0, N or N/s (puts per second, at most 1000).
+func parseRate(s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "/s"), 64)
+	if err != nil || v < 0 || v > 1000 {
+		return 0, usagef("--load %q: give puts per second as N/s, 0 < N <= 1000 (e.g. 20/s), or 0 for no load", s)
+	}
+	return v, nil
+}
+
+func commitSummary(res *pipeline.CommitResult) commit.SummaryRecord {
+	s := res.Report.Summary(res.Cluster)
+	s.Source, s.LostEvents, s.Missed, s.Dropped = res.Source, res.Lost, res.Missed, res.Dropped
+	s.Model, s.Unavailable = res.Model, res.Unavailable
+	if res.Load != nil {
+		g, ig, o := res.Load.TransportNs.Summary(), res.Load.IdleTransportNs.Summary(), res.ClientOutsideNs.Summary()
+		s.ClientGetNs, s.ClientIdleGetNs, s.ClientOutsideNs = &g, &ig, &o
+	}
+	ws := res.WALSyncs.Summary()
+	s.WALSyncsNs = &ws
+	return s
+}
+
+func printCommitTable(w io.Writer, res *pipeline.CommitResult, pid int) {
+	rep := res.Report
+	role := string(res.Role)
+	if role == "" {
+		role = "role unknown (give --etcd-endpoints)"
+	}
+	fmt.Fprintf(w, "etcdscope commit: pid %d, member %s, %s of %d; source: %s\n", pid, res.Cluster.Names.Of(res.LocalID), role, res.Cluster.Voters, res.Source)
+	fmt.Fprintf(w, "%d writes traced, %d lost events, %d missed probe runs, %d writes not followed (failed or dropped)\n", rep.Writes, res.Lost, res.Missed, res.Dropped)
+	for _, u := range res.Unavailable {
+		fmt.Fprintf(w, "unavailable: %s\n", u)
+	}
+	if rep.Writes > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "part\tcount\tp50 ms\tp99 ms\tmean ms\tshare\t")
+		total := rep.Total.Summary()
+		var sum float64
+		for _, p := range commit.PartOrder {
+			if s := rep.Parts[p]; s != nil {
+				sum += s.Summary().Mean()
+			}
+		}
+		row := func(name string, s stats.Summary, share string) {
+			fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%s\t\n", name, s.Count, float64(s.P50)/1e6, float64(s.P99)/1e6, s.Mean()/1e6, share)
+		}
+		row("total", total, "100.0%")
+		for _, p := range commit.PartOrder {
+			s := rep.Parts[p]
+			if s == nil {
+				continue
+			}
+			sm := s.Summary()
+			row(p, sm, fmt.Sprintf("%.1f%%", 100*sm.Mean()/max(sum, 1)))
+			if p == commit.PartWALAppend {
+				row("  of which fdatasync", rep.WALSync.Summary(), "")
+			}
+		}
+		tw.Flush()
+		if len(rep.Deciders) > 0 {
+			var parts []string
+			for id, n := range rep.Deciders {
+				parts = append(parts, fmt.Sprintf("%s %d (%.0f%%)", res.Cluster.Names.Of(id), n, 100*float64(n)/float64(rep.Writes)))
+			}
+			fmt.Fprintf(w, "quorum's deciding vote: %s\n", strings.Join(sorted(parts), ", "))
+		}
+		for id, s := range rep.AckAfter {
+			sm := s.Summary()
+			fmt.Fprintf(w, "ack of %s after send (RTT + its WAL append): p50 %.3f ms, p99 %.3f ms (%d acks)\n", res.Cluster.Names.Of(id), float64(sm.P50)/1e6, float64(sm.P99)/1e6, sm.Count)
+		}
+		if rep.Batched > 0 {
+			fmt.Fprintf(w, "note: %d writes shared a WAL append (one Raft Ready): the WAL parts are per batch for those\n", rep.Batched)
+		}
+	}
+	if l := res.Load; l != nil {
+		c, tr, itr := l.ClientNs.Summary(), l.TransportNs.Summary(), l.IdleTransportNs.Summary()
+		fmt.Fprintf(w, "load: %d puts (%d errors) under %s; client-side put latency p50 %.3f ms, p99 %.3f ms\n", l.Puts, l.Errors, l.Prefix, float64(c.P50)/1e6, float64(c.P99)/1e6)
+		o := res.ClientOutsideNs.Summary()
+		fmt.Fprintf(w, "  server-side write p50 %.3f ms; per put, the client's time minus the server's (client, gRPC, transport): p50 %.3f ms over %d paired puts; a serializable get's round trip p50 %.3f ms warm, %.3f ms from idle\n",
+			float64(rep.Total.Summary().P50)/1e6, float64(o.P50)/1e6, o.Count, float64(tr.P50)/1e6, float64(itr.P50)/1e6)
+	}
+	if m := res.Model; m != nil {
+		fmt.Fprintf(w, "model (kernel-free, from etcd's metrics over the run): expected %.3f ms per write", float64(m.ExpectedNs)/1e6)
+		if m.DeciderKnown {
+			fmt.Fprintf(w, ", deciding vote %s", res.Cluster.Names.Of(m.Decider))
+		}
+		fmt.Fprintln(w)
+		for _, p := range commit.PartOrder {
+			if ms, ok := m.Parts[p]; ok {
+				fmt.Fprintf(w, "  %-12s %8.3f ms  from %s\n", p, float64(ms.Ns)/1e6, ms.Source)
+			}
+		}
+	} else if res.ModelErr != nil {
+		fmt.Fprintf(w, "model: not computed: %v\n", res.ModelErr)
+	}
+	for _, v := range rep.Verdicts(res.Cluster) {
+		fmt.Fprintf(w, "verdict: %s\n", v)
+	}
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,125 @@
+package etcdinfo
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Families fetches a Prometheus text exposition from url (TLS with tlsCfg
+// when it is https; nil for plain http), waiting at most 10 s and reading
+// at most 64 MiB, and parses it with prometheus/common/expfmt into
+// families keyed by metric name. Histogram families keep their
+// _bucket/_sum/_count samples inside one family.
+func Families(ctx context.Context, url string, tlsCfg *tls.Config) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("scraping %s: %w", url, err)
+	}
+	// Ask for the text format: promhttp would otherwise be free to answer
+	// with another encoding.
+	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scraping %s: %w", url, ExplainTLS(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("scraping %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("parsing metrics from %s: %w", url, err)
+	}
+	return fams, nil
+}
+
+// HistogramTotals returns the sample count and sum (seconds) of histogram
+// family name over its series whose labels include every pair of match
+// (nil: all series); 0, 0 when absent.
+func HistogramTotals(fams map[string]*dto.MetricFamily, name string, match map[string]string) (count, sumSeconds float64) {
+	f, ok := fams[name]
+	if !ok {
+		return 0, 0
+	}
+series:
+	for _, m := range f.GetMetric() {
+		if m.Histogram == nil {
+			continue
+		}
+		for k, v := range match {
+			found := false
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == k && lp.GetValue() == v {
+					found = true
+				}
+			}
+			if !found {
+				continue series
+			}
+		}
+		count += float64(m.Histogram.GetSampleCount())
+		sumSeconds += m.Histogram.GetSampleSum()
+	}
+	return count, sumSeconds
+}
+
+// LocalMember finds which of endpoints the local process pid serves (its
+// listening socket) and asks that member its id and the leader's. It
+// returns the endpoint, or an error when no endpoint is served by pid.
+func LocalMember(ctx context.Context, cli *clientv3.Client, endpoints []string, pid int) (endpoint string, id, leader uint64, err error) {
+	for _, ep := range endpoints {
+		if p, err := ListenerPID(ep); err == nil && p == pid {
+			endpoint = ep
+			break
+		}
+	}
+	if endpoint == "" {
+		return "", 0, 0, fmt.Errorf("none of --etcd-endpoints %s is served by pid %d", strings.Join(endpoints, ","), pid)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := cli.Status(sctx, endpoint)
+	if err != nil {
+		return endpoint, 0, 0, fmt.Errorf("status of %s: %w", endpoint, ExplainTLS(err))
+	}
+	return endpoint, st.Header.MemberId, st.Leader, nil
+}
+
+// PIDsByComm returns the processes whose comm (/proc/PID/comm, the
+// kernel's 15-byte name) is comm, in ascending order.
+func PIDsByComm(comm string) ([]int, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/comm")
+		if err == nil && strings.TrimSpace(string(b)) == comm {
+			pids = append(pids, pid)
+		}
+	}
+	sort.Ints(pids)
+	return pids, nil
+}

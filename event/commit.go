@@ -1,0 +1,92 @@
+package event
+
+import "strconv"
+
+// CommitKind says which of etcd's functions a Commit event was recorded
+// at (enum commit_kind in bpf/commit.h). The names are those of etcd
+// v3.6's server code.
+type CommitKind uint8
+
+// The probes on etcd's write path. ...Ret kinds fire at a RET instruction
+// of the function (Go code cannot take return probes).
+const (
+	// CommitProposeEnter, CommitProposeRet: (*EtcdServer).processInternalRaftRequestOnce,
+	// one write's server-side life, on the gRPC handler's goroutine.
+	CommitProposeEnter CommitKind = 1
+	CommitProposeRet   CommitKind = 2
+	// CommitRegister: wait.(*list).Register(id), A = the request id, on
+	// the write's goroutine.
+	CommitRegister CommitKind = 3
+	// CommitTrigger: wait.(*list).Trigger(id, result), A = the request
+	// id: the write's result is handed back (its apply is done).
+	CommitTrigger CommitKind = 4
+	// CommitApplyEntry: (*EtcdServer).applyEntryNormal(e), A = e.Index.
+	CommitApplyEntry CommitKind = 5
+	// CommitApplyAll: (*EtcdServer).applyAll, a batch of committed
+	// entries (one Raft Ready) starts applying.
+	CommitApplyAll CommitKind = 6
+	// CommitSaveEnter, CommitSaveRet: (*WAL).Save(st, ents), A, B = the
+	// first and last entry's index (0, 0: no entries), C = st.Commit.
+	CommitSaveEnter CommitKind = 7
+	CommitSaveRet   CommitKind = 8
+	// CommitSyncEnter, CommitSyncRet: (*WAL).sync, the WAL's fdatasync.
+	CommitSyncEnter CommitKind = 9
+	CommitSyncRet   CommitKind = 10
+	// CommitSend: rafthttp.(*Transport).Send(msgs), A = len(msgs): the
+	// leader sends a Ready's messages (before it saves the entries).
+	CommitSend CommitKind = 11
+	// CommitAppResp: (*EtcdServer).Process(ctx, m) with m.Type ==
+	// MsgAppResp, A = m.From (the follower's member id), B = m.Index (its
+	// last appended index): a follower's ack arrives.
+	CommitAppResp CommitKind = 12
+	// CommitRPCEnter, CommitRPCRet: grpc.(*Server).processUnaryRPC, one
+	// unary RPC from its request to its response queued for sending, on
+	// the goroutine that runs the handler.
+	CommitRPCEnter CommitKind = 13
+	CommitRPCRet   CommitKind = 14
+)
+
+// String returns a short name of the probe ("propose_enter", "save_ret", ...).
+func (k CommitKind) String() string {
+	switch k {
+	case CommitProposeEnter:
+		return "propose_enter"
+	case CommitProposeRet:
+		return "propose_ret"
+	case CommitRegister:
+		return "register"
+	case CommitTrigger:
+		return "trigger"
+	case CommitApplyEntry:
+		return "apply_entry"
+	case CommitApplyAll:
+		return "apply_all"
+	case CommitSaveEnter:
+		return "save_enter"
+	case CommitSaveRet:
+		return "save_ret"
+	case CommitSyncEnter:
+		return "sync_enter"
+	case CommitSyncRet:
+		return "sync_ret"
+	case CommitSend:
+		return "send"
+	case CommitAppResp:
+		return "app_resp"
+	case CommitRPCEnter:
+		return "rpc_enter"
+	case CommitRPCRet:
+		return "rpc_ret"
+	}
+	return "kind" + strconv.Itoa(int(k))
+}
+
+// Commit is one firing of a probe on etcd's write path (bpf/commit.h
+// struct commit_event). The meaning of A, B and C depends on Kind.
+type Commit struct {
+	Kind      CommitKind
+	TsNs      uint64 // CLOCK_MONOTONIC ns at the probe
+	Goroutine uint64 // the g pointer: a stable key for one goroutine
+	TID       uint32 // the OS thread it ran on
+	A, B, C   uint64
+}

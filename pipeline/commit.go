@@ -1,0 +1,372 @@
+// Package pipeline runs etcdscope's tracers as loops: it reads a tracer's
+// events, hands them to the analysis, resolves names (members) and passes
+// finished records to the caller's sinks. The commands in cmd/etcdscope
+// only turn flags into an options struct and pick the sinks.
+package pipeline
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/etcdscope/etcdscope/analysis/commit"
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+	"github.com/etcdscope/etcdscope/analysis/stats"
+	"github.com/etcdscope/etcdscope/etcdinfo"
+	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/tracer"
+)
+
+// CommitOptions configures RunCommit.
+type CommitOptions struct {
+	PID       int           // the etcd member on this host
+	Endpoints []string      // client URLs: member list, leader, role, metrics for the model; the load's target
+	TLS       *tls.Config   // for https endpoints (nil: plain)
+	Duration  time.Duration // 0: until ctx ends
+	// LoadPerSec > 0 drives the built-in put load (Load) at the member
+	// of PID (needs Endpoints).
+	LoadPerSec float64
+	RingBytes  uint32
+	// Notice receives progress lines for the user (what the load writes,
+	// which layer is unavailable); may be nil.
+	Notice func(string)
+	// Ready is called once the probes are attached, before the load starts.
+	Ready func()
+	// OnWrite receives every finished write, in the order they finished.
+	OnWrite func(*commit.Write, commit.Names) error
+}
+
+// CommitResult is what a run found.
+type CommitResult struct {
+	Source      string // commit.SourceUprobes, or commit.SourceModel when etcd could not be probed
+	Report      *commit.Report
+	Cluster     commit.ClusterState
+	Role        commit.Role // at the end ("" when unknown: no --etcd-endpoints)
+	LocalID     uint64
+	LeaderID    uint64
+	Unavailable []string // layers the probes cannot show, with why
+	Lost        uint64
+	Missed      uint64
+	Dropped     int // writes the joiner forgot or that never returned
+	// WALSyncs are every (*WAL).sync traced (with or without a write's
+	// entries): what etcd_disk_wal_fsync_duration_seconds also counts.
+	WALSyncs stats.Series
+	Model    *commit.ModelResult // from etcd's metrics over the run (needs Endpoints)
+	ModelIn  *commit.ModelInput
+	ModelErr error
+	Load     *Load // nil without --load
+	LoadErr  error
+	// ClientOutsideNs: for each load put paired with its traced write,
+	// the client's time minus the server's (PairClient).
+	ClientOutsideNs stats.Series
+	spans           [][2]uint64 // the writes' [start, end], for pairing
+}
+
+// RunCommit traces the writes of etcd process opt.PID until opt.Duration
+// passes or ctx ends. When etcd's functions cannot be probed (another
+// architecture, a build without them) it falls back to the kernel-only
+// model from etcd's metrics (Source "model"), if Endpoints are given.
+func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
+	res := &CommitResult{Source: commit.SourceUprobes, Report: commit.NewReport(), Cluster: commit.ClusterState{Names: commit.Names{}}}
+	notice := func(format string, args ...any) {
+		if opt.Notice != nil {
+			opt.Notice(fmt.Sprintf(format, args...))
+		}
+	}
+	if opt.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opt.Duration)
+		defer cancel()
+	}
+
+	// The cluster: members, this member, the leader.
+	var cli *clientv3.Client
+	var local string
+	var members []etcdmetric.Member
+	if len(opt.Endpoints) > 0 {
+		var err error
+		cli, err = clientv3.New(clientv3.Config{Endpoints: opt.Endpoints, TLS: opt.TLS, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			return nil, fmt.Errorf("etcd client: %w", err)
+		}
+		defer cli.Close()
+		mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		members, _, err = etcdinfo.Members(mctx, opt.Endpoints, opt.TLS)
+		cancel()
+		if err != nil && !errors.Is(err, etcdinfo.ErrLeaderUnknown) {
+			return nil, fmt.Errorf("--etcd-endpoints: %w", err)
+		}
+		res.Cluster.Voters = len(members)
+		for _, m := range members {
+			res.Cluster.Names[m.ID] = m.Name
+		}
+		local, res.LocalID, res.LeaderID, err = etcdinfo.LocalMember(ctx, cli, opt.Endpoints, opt.PID)
+		if err != nil {
+			return nil, fmt.Errorf("--etcd-endpoints: %w (give the client URL of the member with pid %d)", err, opt.PID)
+		}
+		res.Role = roleOf(res.LocalID, res.LeaderID)
+	}
+	startScrape := scrapeAll(ctx, members, opt, cli)
+
+	j := commit.NewJoiner(commit.Config{Role: res.Role, Voters: res.Cluster.Voters})
+	tr, err := tracer.NewCommit(tracer.CommitConfig{PID: opt.PID, RingBytes: opt.RingBytes})
+	if err != nil {
+		if !errors.Is(err, tracer.ErrGoFuncNotFound) && !errors.Is(err, errors.ErrUnsupported) && !errors.Is(err, tracer.ErrNoGoSymbols) {
+			return nil, err
+		}
+		if len(opt.Endpoints) == 0 {
+			return nil, fmt.Errorf("%w; without uprobes only the model from etcd's metrics is left: give --etcd-endpoints", err)
+		}
+		res.Source = commit.SourceModel
+		res.Unavailable = append(res.Unavailable, "uprobes: "+err.Error())
+		notice("etcd's functions cannot be probed (%v): using the kernel-only model from etcd's metrics", err)
+	} else {
+		defer tr.Close()
+		for layer, why := range tr.Unavailable() {
+			res.Unavailable = append(res.Unavailable, fmt.Sprintf("%s: %s", layer, why))
+			notice("layer %s unavailable: %s", layer, why)
+		}
+		slices.Sort(res.Unavailable)
+	}
+	if opt.Ready != nil {
+		opt.Ready()
+	}
+
+	// The reader: events -> joiner -> sinks.
+	var wg sync.WaitGroup
+	var readErr error
+	var mu sync.Mutex // guards the joiner's role and res.Report against the role poller
+	if tr != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var ev event.Commit
+			var out []commit.Write
+			syncStart := map[uint64]uint64{} // Raft goroutine -> its (*WAL).sync in progress
+			for {
+				err := tr.Read(&ev)
+				if err != nil {
+					if !errors.Is(err, tracer.ErrDrained) && !errors.Is(err, tracer.ErrClosed) {
+						readErr = err
+					}
+					break
+				}
+				mu.Lock()
+				if ev.Kind == event.CommitSyncEnter {
+					syncStart[ev.Goroutine] = ev.TsNs
+				} else if ev.Kind == event.CommitSyncRet {
+					if s, ok := syncStart[ev.Goroutine]; ok {
+						res.WALSyncs.Add(int64(ev.TsNs - s))
+						delete(syncStart, ev.Goroutine)
+					}
+				}
+				out = j.Add(&ev, out[:0])
+				readErr = deliver(out, res, opt)
+				mu.Unlock()
+				if readErr != nil {
+					return
+				}
+			}
+			mu.Lock()
+			readErr = errors.Join(readErr, deliver(j.Flush(out[:0]), res, opt))
+			mu.Unlock()
+		}()
+	}
+
+	// The load, and the role poller (a leader change changes the split).
+	var loadWG sync.WaitGroup
+	if opt.LoadPerSec > 0 {
+		lcli, err := clientv3.New(clientv3.Config{Endpoints: []string{local}, TLS: opt.TLS, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err == nil {
+			defer lcli.Close()
+			res.Load, err = NewLoad(ctx, lcli, opt.LoadPerSec, opt.Duration)
+		}
+		if err != nil {
+			res.LoadErr = err
+			notice("load not started: %v", err)
+		} else {
+			notice("%s", res.Load.Describe())
+			loadWG.Add(1)
+			go func() { defer loadWG.Done(); res.Load.Run(ctx) }()
+		}
+	}
+	if cli != nil {
+		t := time.NewTicker(5 * time.Second)
+	poll:
+		for {
+			select {
+			case <-ctx.Done():
+				break poll
+			case <-t.C:
+				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				st, err := cli.Status(sctx, local)
+				cancel()
+				if err == nil && st.Leader != res.LeaderID {
+					mu.Lock()
+					res.LeaderID, res.Role = st.Leader, roleOf(res.LocalID, st.Leader)
+					j.SetRole(res.Role)
+					mu.Unlock()
+					notice("leader changed to %s: this member is now %s", res.Cluster.Names.Of(st.Leader), res.Role)
+				}
+			}
+		}
+		t.Stop()
+	} else {
+		<-ctx.Done()
+	}
+	loadWG.Wait()
+	if res.Load != nil {
+		if err := res.Load.Revoke(); err != nil {
+			notice("revoking the load's lease: %v (its keys expire with its TTL)", err)
+		}
+		res.Report.ClientPutNs = res.Load.ClientNs
+	}
+	if tr != nil {
+		// Let the last writes' events arrive, then read what is left.
+		time.Sleep(200 * time.Millisecond)
+		if err := tr.Drain(); err != nil {
+			return nil, err
+		}
+		wg.Wait()
+		if readErr != nil {
+			return nil, readErr
+		}
+		res.Lost, _ = tr.Lost()
+		res.Missed = tr.Missed()
+		res.Dropped = j.Dropped
+		if res.Role == commit.RoleLeader {
+			var fol []uint64
+			for _, m := range members {
+				if m.ID != res.LocalID {
+					fol = append(fol, m.ID)
+				}
+			}
+			res.Cluster.Down = j.Silent(fol)
+		}
+		if res.Load != nil {
+			slices.SortFunc(res.spans, func(a, b [2]uint64) int { return cmp.Compare(a[1], b[1]) })
+			res.ClientOutsideNs = PairClient(res.Load.Intervals, res.spans)
+		}
+	}
+	if startScrape != nil {
+		endScrape := scrapeAll(context.Background(), members, opt, cli)
+		in, err := modelInput(members, res, startScrape, endScrape)
+		if err != nil {
+			res.ModelErr = err
+		} else {
+			m := commit.Model(in)
+			res.Model, res.ModelIn = &m, &in
+		}
+	}
+	return res, nil
+}
+
+func deliver(ws []commit.Write, res *CommitResult, opt CommitOptions) error {
+	for i := range ws {
+		res.Report.Add(&ws[i])
+		if opt.LoadPerSec > 0 && len(res.spans) < maxIntervals {
+			res.spans = append(res.spans, [2]uint64{ws[i].StartNs, ws[i].EndNs})
+		}
+		if opt.OnWrite != nil {
+			if err := opt.OnWrite(&ws[i], res.Cluster.Names); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func roleOf(local, leader uint64) commit.Role {
+	switch {
+	case leader == 0:
+		return ""
+	case local == leader:
+		return commit.RoleLeader
+	}
+	return commit.RoleFollower
+}
+
+// scrapeAll scrapes every member's /metrics on its client URL (etcd
+// serves them there), keyed by member id; nil without members.
+func scrapeAll(ctx context.Context, members []etcdmetric.Member, opt CommitOptions, cli *clientv3.Client) map[uint64]map[string]*dto.MetricFamily {
+	if cli == nil || len(members) == 0 {
+		return nil
+	}
+	out := map[uint64]map[string]*dto.MetricFamily{}
+	mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ml, err := cli.MemberList(mctx)
+	if err != nil {
+		return nil
+	}
+	for _, m := range ml.Members {
+		if len(m.ClientURLs) == 0 {
+			continue
+		}
+		if fams, err := etcdinfo.Families(mctx, strings.TrimSuffix(m.ClientURLs[0], "/")+"/metrics", opt.TLS); err == nil {
+			out[m.ID] = fams
+		}
+	}
+	return out
+}
+
+// modelInput builds the model's input from the metrics' deltas over the
+// run: means (sum/count), since etcd's histogram buckets are too coarse
+// for a p50 of sub-millisecond times.
+func modelInput(members []etcdmetric.Member, res *CommitResult, start, end map[uint64]map[string]*dto.MetricFamily) (commit.ModelInput, error) {
+	in := commit.ModelInput{Voters: len(members), LocalIsLeader: res.LocalID == res.LeaderID}
+	mean := func(id uint64, name string, match map[string]string) (commit.Measure, bool) {
+		s, e := start[id], end[id]
+		if s == nil || e == nil {
+			return commit.Measure{}, false
+		}
+		c0, s0 := etcdinfo.HistogramTotals(s, name, match)
+		c1, s1 := etcdinfo.HistogramTotals(e, name, match)
+		if c1-c0 <= 0 {
+			return commit.Measure{}, false
+		}
+		src := fmt.Sprintf("%s mean over the run, /metrics of %s", name, res.Cluster.Names.Of(id))
+		if len(match) > 0 {
+			src = fmt.Sprintf("%s%v mean over the run, /metrics of %s", name, match, res.Cluster.Names.Of(id))
+		}
+		return commit.Measure{Ns: int64((s1 - s0) / (c1 - c0) * 1e9), Source: src}, true
+	}
+	const walFsync = "etcd_disk_wal_fsync_duration_seconds"
+	const peerRTT = "etcd_network_peer_round_trip_time_seconds"
+	var ok bool
+	if in.LeaderWAL, ok = mean(res.LeaderID, walFsync, nil); !ok {
+		return in, fmt.Errorf("no WAL fsync observed by the leader %s during the run", res.Cluster.Names.Of(res.LeaderID))
+	}
+	in.LeaderWAL.Source = "leader's " + in.LeaderWAL.Source
+	in.Apply, _ = mean(res.LeaderID, "etcd_server_apply_duration_seconds", nil)
+	for _, m := range members {
+		if m.ID == res.LeaderID {
+			continue
+		}
+		f := commit.ModelFollower{ID: m.ID}
+		var okF, okR bool
+		f.Fsync, okF = mean(m.ID, walFsync, nil)
+		// etcd's peer RTT reads about twice the network RTT (one of its
+		// probers dials per probe: docs/peers.md); the source says so.
+		f.RTT, okR = mean(res.LeaderID, peerRTT, map[string]string{"To": fmt.Sprintf("%x", m.ID)})
+		if okR {
+			f.RTT.Source += " (etcd's prober: up to 2x the network RTT)"
+		}
+		f.Down = !okF || !okR
+		in.Followers = append(in.Followers, f)
+	}
+	if !in.LocalIsLeader {
+		in.ForwardRTT, _ = mean(res.LocalID, peerRTT, map[string]string{"To": fmt.Sprintf("%x", res.LeaderID)})
+	}
+	return in, nil
+}

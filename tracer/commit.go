@@ -1,0 +1,249 @@
+package tracer
+
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type commit_event commit ../bpf/commit.bpf.c
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/etcdscope/etcdscope/event"
+)
+
+// CommitConfig selects the etcd process whose write path the commit
+// tracer times with uprobes on etcd's own Go functions.
+type CommitConfig struct {
+	// PID is the etcd process (required): the probes go on its
+	// executable (/proc/PID/exe) and fire only in it.
+	PID int
+	// RingBytes is the ring buffer size (a power of two ≥ page size); 0
+	// means 1 MiB, ~20k events.
+	RingBytes uint32
+}
+
+// CommitLayer names a part of a write that one or more probes show; a
+// probe that cannot be attached makes its layer unavailable.
+type CommitLayer string
+
+// The layers of a write the commit tracer can time.
+const (
+	LayerWrite   CommitLayer = "write"    // the write itself (begin, end): required
+	LayerID      CommitLayer = "write_id" // which request id the write is, to follow it to apply
+	LayerWAL     CommitLayer = "wal"      // the leader's WAL append (Save) and its fdatasync (sync)
+	LayerQuorum  CommitLayer = "quorum"   // the Ready's send and the followers' acks
+	LayerApply   CommitLayer = "apply"    // applying the committed entry
+	LayerWALSync CommitLayer = "wal_sync" // the fdatasync inside the WAL append
+	LayerGRPC    CommitLayer = "grpc"     // the unary RPC around the write (decode, interceptors, encode)
+)
+
+// commitProbe is one probe point: a function (by its name in etcd v3.6
+// and older names), at entry or at its RETs.
+type commitProbe struct {
+	kind  event.CommitKind
+	names []string // v3.6 first, then older versions' names
+	ret   bool
+	layer CommitLayer
+}
+
+const (
+	etcdServer = "go.etcd.io/etcd/server/v3/etcdserver.(*EtcdServer)."
+	etcdWait   = "go.etcd.io/etcd/pkg/v3/wait.(*list)."
+	walV36     = "go.etcd.io/etcd/server/v3/storage/wal.(*WAL)." // v3.6
+	walV35     = "go.etcd.io/etcd/server/v3/wal.(*WAL)."         // v3.5
+	rafthttp   = "go.etcd.io/etcd/server/v3/etcdserver/api/rafthttp.(*Transport)."
+	grpcServer = "google.golang.org/grpc.(*Server)."
+)
+
+// commitProbes are the functions of etcd's write path (server/etcdserver
+// v3_server.go, server.go, raft.go; storage/wal/wal.go), chosen so that
+// each fires once per write or once per Raft Ready, not per key.
+var commitProbes = []commitProbe{
+	{event.CommitProposeEnter, []string{etcdServer + "processInternalRaftRequestOnce"}, false, LayerWrite},
+	{event.CommitProposeRet, []string{etcdServer + "processInternalRaftRequestOnce"}, true, LayerWrite},
+	{event.CommitRegister, []string{etcdWait + "Register"}, false, LayerID},
+	{event.CommitTrigger, []string{etcdWait + "Trigger"}, false, LayerApply},
+	{event.CommitApplyEntry, []string{etcdServer + "applyEntryNormal"}, false, LayerApply},
+	{event.CommitApplyAll, []string{etcdServer + "applyAll"}, false, LayerApply},
+	{event.CommitSaveEnter, []string{walV36 + "Save", walV35 + "Save"}, false, LayerWAL},
+	{event.CommitSaveRet, []string{walV36 + "Save", walV35 + "Save"}, true, LayerWAL},
+	{event.CommitSyncEnter, []string{walV36 + "sync", walV35 + "sync"}, false, LayerWALSync},
+	{event.CommitSyncRet, []string{walV36 + "sync", walV35 + "sync"}, true, LayerWALSync},
+	{event.CommitSend, []string{rafthttp + "Send"}, false, LayerQuorum},
+	{event.CommitAppResp, []string{etcdServer + "Process"}, false, LayerQuorum},
+	{event.CommitRPCEnter, []string{grpcServer + "processUnaryRPC"}, false, LayerGRPC},
+	{event.CommitRPCRet, []string{grpcServer + "processUnaryRPC"}, true, LayerGRPC},
+}
+
+// CommitTracer times etcd's write path with uprobes on its Go functions
+// (found through the binary's pclntab; see CommitLayer for what each
+// shows). Return probes are uprobes at each RET instruction; records are
+// keyed by goroutine (the g pointer) and joined in analysis/commit. It
+// has the shape of Tracer[event.Commit].
+type CommitTracer struct {
+	objs   commitObjects
+	links  []link.Link
+	ring   *quietRing
+	probes []event.Probe
+	down   map[CommitLayer]string // layer -> why it is unavailable
+	rec    ringbuf.Record
+	closed bool
+}
+
+// NewCommit loads the commit program and attaches it to etcd's functions
+// in process cfg.PID. A function the binary lacks (another etcd version,
+// inlined, renamed) leaves its layer unavailable (Unavailable, Probes);
+// missing the write's own function is an error wrapping
+// ErrGoFuncNotFound. Errors wrap ErrNoPrivilege or ErrNoBTF where those
+// are the cause.
+func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
+	if cfg.PID <= 0 {
+		return nil, errors.New("commit tracer needs the etcd process id")
+	}
+	if err := prepare(""); err != nil {
+		return nil, err
+	}
+	t := &CommitTracer{down: map[CommitLayer]string{}}
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	exe := "/proc/" + strconv.Itoa(cfg.PID) + "/exe"
+	bin, err := OpenGoBinary(exe)
+	if err != nil {
+		return nil, err
+	}
+	defer bin.Close()
+
+	spec, err := loadCommit()
+	if err != nil {
+		return nil, fmt.Errorf("reading commit object: %w", err)
+	}
+	ring := cfg.RingBytes
+	if ring == 0 {
+		ring = 1 << 20
+	}
+	spec.Maps["commit_events"].MaxEntries = ring
+	if err := setVariables(spec, map[string]any{"commit_wake_bytes": uint64(ring / 8)}); err != nil {
+		return nil, err
+	}
+	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
+		return nil, explainLoad("commit program", err)
+	}
+	ex, err := link.OpenExecutable(exe)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s for uprobes: %w", exe, err)
+	}
+	for _, p := range commitProbes {
+		fn, ferr := findFunc(bin, p.names, true)
+		what := "uprobe/" + p.names[0]
+		if p.ret {
+			what += " (RET)"
+		}
+		if ferr != nil {
+			why := shortErr(ferr)
+			t.probes = append(t.probes, event.Probe{Name: what, Why: why})
+			if _, ok := t.down[p.layer]; !ok {
+				t.down[p.layer] = why
+			}
+			continue
+		}
+		offsets := []uint64{fn.EntryOffset}
+		if p.ret {
+			offsets = fn.RetOffsets
+		}
+		for _, off := range offsets {
+			l, err := ex.Uprobe(fn.Name, t.objs.CommitProbe, &link.UprobeOptions{Address: off, PID: cfg.PID, Cookie: uint64(p.kind)})
+			if err != nil {
+				return nil, fmt.Errorf("attaching uprobe %s at file offset %#x (needs uprobes, CONFIG_UPROBE_EVENTS, and bpf cookies, Linux 5.15+): %w", fn.Name, off, err)
+			}
+			t.links = append(t.links, l)
+		}
+		t.probes = append(t.probes, event.Probe{Name: what + " " + fn.Name, Attached: true})
+	}
+	if why, ok := t.down[LayerWrite]; ok {
+		return nil, fmt.Errorf("etcd's write path is not probeable in pid %d: %s: %w", cfg.PID, why, ErrGoFuncNotFound)
+	}
+	if t.ring, err = openQuietRing(t.objs.CommitEvents); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// findFunc returns the first of names the binary has.
+func findFunc(bin *GoBinary, names []string, rets bool) (GoFunc, error) {
+	var first error
+	for _, n := range names {
+		fn, err := bin.Func(n, rets)
+		if err == nil {
+			return fn, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return GoFunc{}, first
+}
+
+// Unavailable returns the layers the binary's probes cannot show, each
+// with why (the missing function).
+func (t *CommitTracer) Unavailable() map[CommitLayer]string { return t.down }
+
+// Probes lists every probe with whether it is attached.
+func (t *CommitTracer) Probes() []event.Probe { return t.probes }
+
+// Lost returns how many events did not fit in the ring buffer or whose
+// arguments could not be read (summed over CPUs).
+func (t *CommitTracer) Lost() (uint64, error) {
+	return sumPerCPU(t.objs.CommitLost, "commit_lost")
+}
+
+// Read blocks until the next event and decodes it into ev. It returns
+// ErrClosed after Close and ErrDrained once Drain has emptied the ring.
+func (t *CommitTracer) Read(ev *event.Commit) error {
+	e, err := readFixed[commitCommitEvent](t.ring, &t.rec, "commit")
+	if err != nil {
+		return err
+	}
+	*ev = event.Commit{Kind: event.CommitKind(e.Kind), TsNs: e.TsNs, Goroutine: e.Goroutine, TID: e.Tid, A: e.A, B: e.B, C: e.C}
+	return nil
+}
+
+// ProgramStats returns the statistics of the commit program (one program
+// serves every probe).
+func (t *CommitTracer) ProgramStats() []event.ProgramStats {
+	return programStats(map[string]*ebpf.Program{"commit_probe": t.objs.CommitProbe})
+}
+
+// Missed returns how many times the kernel skipped the program because a
+// BPF program was already running on that CPU (each is an event lost).
+func (t *CommitTracer) Missed() uint64 { return missed(t.objs.CommitProbe) }
+
+// Drain makes a Read in progress, and the ones after it, return every
+// record already in the ring buffer and then ErrDrained.
+func (t *CommitTracer) Drain() error { return t.ring.drain() }
+
+// Close detaches every probe and frees every object; it is safe to call
+// more than once and on a half-built tracer.
+func (t *CommitTracer) Close() error {
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	var errs []error
+	if t.ring != nil {
+		errs = append(errs, t.ring.close())
+	}
+	for _, l := range t.links {
+		errs = append(errs, l.Close())
+	}
+	t.links = nil
+	errs = append(errs, t.objs.Close())
+	return errors.Join(errs...)
+}
+
+var _ Tracer[event.Commit] = (*CommitTracer)(nil)
