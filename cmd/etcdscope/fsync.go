@@ -20,6 +20,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/stats"
+	"github.com/etcdscope/etcdscope/capture"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/safefile"
@@ -36,6 +37,7 @@ func init() {
 
 type fsyncFlags struct {
 	comm, cgroup, dev, output, wl, dir, readyFile string
+	capture                                       string
 	pid, qemu                                     int
 	duration, interval, minLatency                time.Duration
 	rate                                          float64
@@ -61,6 +63,7 @@ func runFsync(args []string) error {
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once every probe is attached (for scripts and tests)")
 	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage)
 	fs.BoolVar(&f.failOverBudget, "fail-over-budget", false, failOverBudgetUsage)
+	fs.StringVar(&f.capture, "capture", "", "also record the decoded kernel events and the host facts the attribution used to this file (schema capture/v1), for 'etcdscope report FILE' to replay anywhere")
 	fs.IntVar(&f.qemu, "qemu", 0, "trace a hypervisor's I/O on its image files instead: the same as 'etcdscope hypervisor --pid N'")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -133,6 +136,11 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 	if f.readyFile != "" {
 		if err := safefile.CheckDir(f.readyFile); err != nil {
 			return cfg, usagef("--ready-file %s: %v", f.readyFile, err)
+		}
+	}
+	if f.capture != "" {
+		if err := checkCapturePath(f.capture); err != nil {
+			return cfg, err
 		}
 	}
 	if f.pid < 0 {
@@ -240,6 +248,21 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 		return fmt.Errorf("writing --ready-file: %w", err)
 	}
 
+	var capw *captureFile
+	if f.capture != "" {
+		h := capture.Header{Tracer: capture.TracerFsync, Command: "fsync", Unavailable: unavailable}
+		if cfg.Disk != 0 {
+			h.Disk = cfg.Disk.String()
+		}
+		if capw, err = createCapture(f.capture, h); err != nil {
+			return err
+		}
+		defer func() {
+			if capw != nil {
+				capw.abandon()
+			}
+		}()
+	}
 	out := os.Stdout
 	var info io.Writer = os.Stdout
 	if f.output == "json" {
@@ -250,7 +273,7 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 	var stopNs uint64
 	var stopMu sync.Mutex
 	go func() {
-		loopDone <- eventLoop(tr, f, cfg, run, out, func() uint64 { stopMu.Lock(); defer stopMu.Unlock(); return stopNs })
+		loopDone <- eventLoop(tr, f, cfg, run, out, capw, func() uint64 { stopMu.Lock(); defer stopMu.Unlock(); return stopNs })
 	}()
 
 	// The workload, if any, runs in this process: the PID filter is ours.
@@ -340,6 +363,13 @@ wait:
 			fmt.Fprintf(info, "%s %s lost=%d missed=%d (last, partial interval)\n", time.Now().Format("15:04:05"), run.interval.Line(), lost, tr.Missed())
 		}
 	}
+	if capw != nil {
+		err := capw.finish(capture.End{LostEvents: lost, MissedEvents: tr.Missed()})
+		capw = nil
+		if err != nil {
+			return err
+		}
+	}
 	rep := run.report.Report(lost, tr.Missed(), unavailable)
 	rep.MonoToWallNs = monoToWallNs()
 	if f.output == "json" {
@@ -382,15 +412,27 @@ func describeFilter(cfg tracer.FsyncConfig, f fsyncFlags) string {
 
 // eventLoop reads events until the tracer closes or, after stopNs is set,
 // an event newer than it (or the drain deadline) arrives.
-func eventLoop(tr *tracer.FsyncTracer, f fsyncFlags, cfg tracer.FsyncConfig, run *fsyncRun, out io.Writer, stopAt func() uint64) (err error) {
+func eventLoop(tr *tracer.FsyncTracer, f fsyncFlags, cfg tracer.FsyncConfig, run *fsyncRun, out io.Writer, capw *captureFile, stopAt func() uint64) (err error) {
 	devs := host.NewDeviceResolver()
 	paths := host.NewPathResolver()
+	seenDev := map[event.Dev]bool{}
+	seenBacking := map[event.Dev]bool{}
 	attr := analysis.NewAttributor(func(d event.Dev) (string, []event.Dev) {
 		info := devs.Resolve(d)
+		if capw != nil && !seenDev[d] {
+			seenDev[d] = true
+			if err := capw.Device(capture.Device{Dev: d, Name: info.Name, Disks: info.Disks, DiskNames: info.DiskNames}); err != nil {
+				fmt.Fprintf(os.Stderr, "etcdscope fsync: %v\n", err)
+			}
+		}
 		return info.Name, info.Disks
 	})
 	attr.SetBackingLookup(func(disk event.Dev) (analysis.Backing, bool) {
 		b, ok := devs.Backing(disk)
+		if capw != nil && !seenBacking[disk] {
+			seenBacking[disk] = true
+			_ = capw.Backing(capture.Backing{Disk: disk, OK: ok, Path: b.Path, Dev: b.Dev, Ino: b.Ino})
+		}
 		return analysis.Backing{Dev: b.Dev, Ino: b.Ino, Path: b.Path}, ok
 	})
 	var lines *jsonLines
@@ -413,6 +455,11 @@ func eventLoop(tr *tracer.FsyncTracer, f fsyncFlags, cfg tracer.FsyncConfig, run
 		}
 		if ev.Kind != event.KindFsync {
 			attr.AddEvent(&ev)
+			if capw != nil {
+				if err := capw.Event(&ev, ""); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		fe := &ev.Fsync
@@ -421,10 +468,20 @@ func eventLoop(tr *tracer.FsyncTracer, f fsyncFlags, cfg tracer.FsyncConfig, run
 		}
 		rec := attr.Attribute(*fe)
 		if cfg.Disk != 0 && !containsStr(rec.Disks, cfg.Disk.String()) {
+			if capw != nil {
+				if err := capw.Event(&ev, ""); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		rec.Path = paths.Path(fe)
 		rec.FileKind = analysis.FileKind(rec.Path)
+		if capw != nil {
+			if err := capw.Event(&ev, rec.Path); err != nil {
+				return err
+			}
+		}
 		run.mu.Lock()
 		run.report.Add(&rec)
 		if f.interval > 0 {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/capture"
 	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/internal/safefile"
@@ -43,7 +44,7 @@ type peersFlags struct {
 	peerArgs, endpoints           []string
 	duration                      time.Duration
 	output, metricsURL, readyFile string
-	record                        string
+	record, capture               string
 	cacert, cert, key             string
 	probeAnswer, probeAnswerSet   bool
 }
@@ -66,6 +67,7 @@ func runPeers(args []string) error {
 	fs.StringSliceVar(&f.endpoints, "etcd-endpoints", nil, "client URLs (comma-separated): member list and leader, to name peers and warn when the leader is the farthest")
 	fs.BoolVar(&f.probeAnswer, "probe-answer", true, "with --etcd-endpoints: GET /raft/probing on a kept-alive connection to each peer every 4 s, timing what etcd's kept-alive prober measures (the kernel sees only RTT + answer)")
 	fs.StringVar(&f.record, "record", "", "also write every traced event to this file as JSON Lines (schema peers/v1, docs/peers.md)")
+	fs.StringVar(&f.capture, "capture", "", "also write the traced events with the window and lost count to this file (schema capture/v1), for 'etcdscope report FILE' to replay")
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once the probes are attached (for scripts and tests)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -132,6 +134,11 @@ func (f *peersFlags) validate() (tracer.PeersConfig, *tls.Config, error) {
 	}
 	if f.probeAnswerSet && f.probeAnswer && len(f.endpoints) == 0 {
 		return cfg, nil, usagef("--probe-answer needs the member list: add --etcd-endpoints, e.g. http://127.0.0.1:2379")
+	}
+	if f.capture != "" {
+		if err := checkCapturePath(f.capture); err != nil {
+			return cfg, nil, err
+		}
 	}
 	var tlsCfg *tls.Config
 	if f.cacert != "" || f.cert != "" {
@@ -261,6 +268,11 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 			return fmt.Errorf("--record: %w", err)
 		}
 	}
+	if f.capture != "" {
+		if err := writePeersCapture(f.capture, int(cfg.Port), events, lost, t1.Sub(t0)); err != nil {
+			return err
+		}
+	}
 	for _, m := range rep.Members {
 		for _, ip := range m.PeerIPs {
 			if v := probe.mean(ip); v > 0 {
@@ -346,6 +358,21 @@ func appendMetricRecord(path string, cs []etcdmetric.PeerComparison) error {
 // writeRecording writes events to path through a temporary file renamed
 // into place (internal/safefile): never through a planted link, never a
 // partial recording.
+// writePeersCapture writes the events of a peers run as a capture.
+func writePeersCapture(path string, port int, events []event.Peer, lost uint64, window time.Duration) error {
+	c, err := createCapture(path, capture.Header{Tracer: capture.TracerPeers, Command: "peers", Port: port})
+	if err != nil {
+		return err
+	}
+	for i := range events {
+		if err := c.Peer(&events[i]); err != nil {
+			c.abandon()
+			return fmt.Errorf("--capture: %w", err)
+		}
+	}
+	return c.finish(capture.End{LostEvents: lost, WindowNs: int64(window)})
+}
+
 func writeRecording(path string, events []event.Peer) error {
 	fh, err := safefile.Create(path, 0o644)
 	if err != nil {

@@ -2,17 +2,23 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+	"github.com/etcdscope/etcdscope/analysis/jsonl"
+	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/capture"
+	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/internal/safefile"
 	"github.com/etcdscope/etcdscope/report"
 )
@@ -69,6 +75,14 @@ func runReport(args []string) error {
 		defer f.Close()
 		in = f
 	}
+	br := bufio.NewReaderSize(in, 64<<10)
+	if isCapture(br) {
+		if *htmlOut != "" {
+			return usagef("%s is a capture: --html takes a recording (etcdscope fsync --output json)", fs.Arg(0))
+		}
+		return replayCapture(br, fs.Arg(0), *output)
+	}
+	in = br
 	recs, sum, err := analysis.ReadJSONL(in)
 	if err != nil {
 		return usagef("%s: %v: give a recording written by 'etcdscope fsync --output json'", fs.Arg(0), err)
@@ -106,6 +120,117 @@ func runReport(args []string) error {
 		return err
 	}
 	return checkBudget(*failOverBudget, rep)
+}
+
+// isCapture reports whether the input opens with a capture header line.
+func isCapture(br *bufio.Reader) bool {
+	b, _ := br.Peek(br.Size())
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[:i]
+	}
+	var h jsonl.Head
+	return json.Unmarshal(b, &h) == nil && capture.IsCapture(h)
+}
+
+// replayCapture runs a capture's events through the attribution and
+// prints what the live run printed: the report table, or with --output
+// json the fsync records and the summary (peers: the table or the JSON
+// object, without the etcd metric comparison, which a capture does not
+// hold).
+func replayCapture(in io.Reader, name, output string) error {
+	rd, err := capture.NewReader(in)
+	if err != nil {
+		return usagef("reading %s: %v", name, err)
+	}
+	switch rd.Header().Tracer {
+	case capture.TracerFsync:
+		return replayFsync(rd, name, output)
+	case capture.TracerPeers:
+		return replayPeers(rd, name, output)
+	}
+	return usagef("%s: capture of tracer %q: this etcdscope replays fsync and peers captures", name, rd.Header().Tracer)
+}
+
+func replayFsync(rd *capture.Reader, name, output string) error {
+	attr := analysis.NewAttributor(func(d event.Dev) (string, []event.Dev) {
+		dv, _ := rd.Device(d)
+		return dv.Name, dv.Disks
+	})
+	attr.SetBackingLookup(func(disk event.Dev) (analysis.Backing, bool) {
+		b, ok := rd.Backing(disk)
+		return analysis.Backing{Dev: b.Dev, Ino: b.Ino, Path: b.Path}, ok && b.OK
+	})
+	disk := rd.Header().Disk
+	rb := analysis.NewReportBuilder()
+	w := bufio.NewWriter(os.Stdout)
+	var buf []byte
+	var ev event.Any
+	for {
+		if err := rd.ReadEvent(&ev); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return usagef("reading %s: %v", name, err)
+		}
+		if ev.Kind != event.KindFsync {
+			attr.AddEvent(&ev)
+			continue
+		}
+		rec := attr.Attribute(ev.Fsync)
+		if disk != "" && !containsStr(rec.Disks, disk) {
+			continue
+		}
+		rec.Path = rd.Path()
+		rec.FileKind = analysis.FileKind(rec.Path)
+		rb.Add(&rec)
+		if output == "json" {
+			buf = append(rec.AppendJSON(buf[:0]), '\n')
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+		}
+	}
+	end, ok := rd.End()
+	if !ok {
+		fmt.Fprintf(os.Stderr, "etcdscope report: %s has no end line (the run was cut short?): lost events are unknown\n", name)
+	}
+	rep := rb.Report(end.LostEvents, end.MissedEvents, rd.Header().Unavailable)
+	if output == "json" {
+		if err := json.NewEncoder(w).Encode(rep); err != nil {
+			return err
+		}
+	} else if err := rep.WriteTable(w); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+func replayPeers(rd *capture.Reader, name, output string) error {
+	var events []event.Peer
+	for {
+		var e event.Peer
+		if err := rd.ReadPeer(&e); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return usagef("reading %s: %v", name, err)
+		}
+		events = append(events, e)
+	}
+	end, ok := rd.End()
+	if !ok {
+		return usagef("%s has no end line (the run was cut short?): its window and lost events are unknown", name)
+	}
+	window := time.Duration(end.WindowNs)
+	rep := peersReport{Port: rd.Header().Port, WindowSeconds: window.Seconds(), Events: len(events), LostEvents: end.LostEvents}
+	rep.Links = peers.Analyze(events, peers.Options{Window: window}).Links
+	if output == "json" {
+		enc := json.NewEncoder(peersStdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	printPeersTable(peersStdout, rep)
+	return nil
 }
 
 // writeHTMLReport renders the page (package report) to out, with the peers
