@@ -66,6 +66,9 @@ type End struct {
 	DecodeErrors uint64 `json:"decode_errors,omitempty"`
 	// WindowNs is the traced wall time (peers: the rates' denominator).
 	WindowNs int64 `json:"window_ns,omitempty"`
+	// MonoToWallNs is CLOCK_REALTIME − CLOCK_MONOTONIC at the end (the
+	// fsync summary's mono_to_wall_ns).
+	MonoToWallNs int64 `json:"mono_to_wall_ns,omitempty"`
 }
 
 // Device is the answer the run got for a filesystem or disk device: its
@@ -415,4 +418,13 @@ func (r *Reader) ReadPeer(e *event.Peer) error {
 	}
 	*e = *l.Peer
 	return nil
+}
+
+// ParseDev parses a device as Header.Disk writes it ("major:minor").
+func ParseDev(s string) (event.Dev, error) {
+	var maj, min uint32
+	if n, err := fmt.Sscanf(s, "%d:%d", &maj, &min); err != nil || n != 2 {
+		return 0, fmt.Errorf("device %q is not major:minor", s)
+	}
+	return event.MkDev(maj, min), nil
 }

@@ -16,10 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/event"
-	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/buildinfo"
+	"github.com/etcdscope/etcdscope/pipeline"
 	"github.com/etcdscope/etcdscope/tracer"
 )
 
@@ -60,10 +59,25 @@ type Config struct {
 	PodLabels bool
 }
 
-// health is what /healthz reports: each loop's fatal error, if any.
+// health is what /healthz reports: each loop's fatal error, if any, and
+// the records each tracer could not decode (counted, not fatal: the
+// pipeline goes on).
 type health struct {
-	mu   sync.Mutex
-	errs map[string]error
+	mu      sync.Mutex
+	errs    map[string]error
+	decode  map[string]uint64
+	lastErr map[string]error
+}
+
+// decodeError counts one record the named tracer could not decode.
+func (h *health) decodeError(what string, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.decode == nil {
+		h.decode, h.lastErr = map[string]uint64{}, map[string]error{}
+	}
+	h.decode[what]++
+	h.lastErr[what] = err
 }
 
 func (h *health) fail(what string, err error) {
@@ -80,11 +94,14 @@ func (h *health) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	defer h.mu.Unlock()
 	if len(h.errs) == 0 {
 		fmt.Fprintln(w, "ok")
-		return
+	} else {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		for what, err := range h.errs {
+			fmt.Fprintf(w, "%s: %v\n", what, err)
+		}
 	}
-	w.WriteHeader(http.StatusServiceUnavailable)
-	for what, err := range h.errs {
-		fmt.Fprintf(w, "%s: %v\n", what, err)
+	for what, n := range h.decode {
+		fmt.Fprintf(w, "%s: %d record(s) not decoded, the last: %v\n", what, n, h.lastErr[what])
 	}
 }
 
@@ -163,14 +180,26 @@ func Run(ctx context.Context, cfg Config) error {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		if err := fsyncLoop(ft, m); err != nil {
+		fp := pipeline.NewFsync(pipeline.FsyncConfig{Sinks: []pipeline.FsyncSink{m}, OnDecodeError: func(err error) {
+			m.DecodeError("fsync")
+			h.decodeError("fsync tracer", err)
+		}})
+		if err := fp.Run(ft); err != nil {
 			h.fail("fsync tracer", err)
 			errc <- fmt.Errorf("fsync tracer: %w", err)
 		}
 	}()
 	go func() {
 		defer wg.Done()
-		if err := peersLoop(pt, m, win); err != nil {
+		sinks := []pipeline.PeerSink{m}
+		if win != nil {
+			sinks = append(sinks, win)
+		}
+		pp := pipeline.NewPeers(pipeline.PeersConfig{Sinks: sinks, OnDecodeError: func(err error) {
+			m.DecodeError("peers")
+			h.decodeError("peers tracer", err)
+		}})
+		if err := pp.Run(pt); err != nil {
 			h.fail("peers tracer", err)
 			errc <- fmt.Errorf("peers tracer: %w", err)
 		}
@@ -209,61 +238,6 @@ func Run(ctx context.Context, cfg Config) error {
 	return err
 }
 
-// fsyncLoop attributes every fsync and observes it, and observes flush
-// requests, until the tracer is closed.
-func fsyncLoop(t *tracer.FsyncTracer, m *Metrics) error {
-	devs := host.NewDeviceResolver()
-	paths := host.NewPathResolver()
-	attr := analysis.NewAttributor(func(d event.Dev) (string, []event.Dev) {
-		info := devs.Resolve(d)
-		return info.Name, info.Disks
-	})
-	var ev event.Any // one value the tracer decodes every record into
-	for {
-		if err := t.Read(&ev); err != nil {
-			if errors.Is(err, tracer.ErrClosed) {
-				return nil
-			}
-			// A record that does not decode was consumed; the next is fine.
-			m.DecodeError("fsync")
-			continue
-		}
-		switch ev.Kind {
-		case event.KindFsync:
-			rec := attr.Attribute(ev.Fsync)
-			rec.Path = paths.Path(&ev.Fsync)
-			rec.FileKind = analysis.FileKind(rec.Path)
-			m.ObserveFsync(&rec)
-		case event.KindBlock:
-			if ev.Block.Final && FlushKind(&ev.Block) != "" {
-				m.ObserveBlock(ev.Block, devs.Resolve(ev.Block.Dev).Name)
-			}
-			attr.AddEvent(&ev)
-		default:
-			attr.AddEvent(&ev)
-		}
-	}
-}
-
-// peersLoop observes every peer-port event and, when win is not nil, keeps
-// it for the etcd metric comparison, until the tracer is closed.
-func peersLoop(p *tracer.PeersTracer, m *Metrics, win *peerWindow) error {
-	var ev event.Peer
-	for {
-		if err := p.Read(&ev); err != nil {
-			if errors.Is(err, tracer.ErrClosed) {
-				return nil
-			}
-			m.DecodeError("peers")
-			continue
-		}
-		m.ObservePeer(ev)
-		if win != nil {
-			win.add(ev)
-		}
-	}
-}
-
 // peerWindow keeps the peer events of the last keep nanoseconds for the
 // comparison with etcd's metric.
 type peerWindow struct {
@@ -274,6 +248,12 @@ type peerWindow struct {
 
 func newPeerWindow(keep time.Duration) *peerWindow {
 	return &peerWindow{keepNs: uint64(keep)}
+}
+
+// Peer keeps e (a pipeline sink).
+func (w *peerWindow) Peer(e *event.Peer) error {
+	w.add(*e)
+	return nil
 }
 
 func (w *peerWindow) add(e event.Peer) {

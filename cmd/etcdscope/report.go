@@ -18,8 +18,9 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/jsonl"
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/capture"
-	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/internal/safefile"
+	"github.com/etcdscope/etcdscope/pipeline"
+	"github.com/etcdscope/etcdscope/render"
 	"github.com/etcdscope/etcdscope/report"
 )
 
@@ -80,7 +81,7 @@ func runReport(args []string) error {
 		if *htmlOut != "" {
 			return usagef("%s is a capture: --html takes a recording (etcdscope fsync --output json)", fs.Arg(0))
 		}
-		return replayCapture(br, fs.Arg(0), *output)
+		return replayCapture(br, fs.Arg(0), *output, *failOverBudget)
 	}
 	in = br
 	recs, sum, err := analysis.ReadJSONL(in)
@@ -116,7 +117,7 @@ func runReport(args []string) error {
 		if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
 			return err
 		}
-	} else if err := rep.WriteTable(os.Stdout); err != nil {
+	} else if err := render.FsyncReport(os.Stdout, &rep); err != nil {
 		return err
 	}
 	return checkBudget(*failOverBudget, rep)
@@ -137,100 +138,95 @@ func isCapture(br *bufio.Reader) bool {
 // json the fsync records and the summary (peers: the table or the JSON
 // object, without the etcd metric comparison, which a capture does not
 // hold).
-func replayCapture(in io.Reader, name, output string) error {
+func replayCapture(in io.Reader, name, output string, failOverBudget bool) error {
 	rd, err := capture.NewReader(in)
 	if err != nil {
 		return usagef("reading %s: %v", name, err)
 	}
 	switch rd.Header().Tracer {
 	case capture.TracerFsync:
-		return replayFsync(rd, name, output)
+		return replayFsync(rd, name, output, failOverBudget)
 	case capture.TracerPeers:
 		return replayPeers(rd, name, output)
 	}
 	return usagef("%s: capture of tracer %q: this etcdscope replays fsync and peers captures", name, rd.Header().Tracer)
 }
 
-func replayFsync(rd *capture.Reader, name, output string) error {
-	attr := analysis.NewAttributor(func(d event.Dev) (string, []event.Dev) {
-		dv, _ := rd.Device(d)
-		return dv.Name, dv.Disks
-	})
-	attr.SetBackingLookup(func(disk event.Dev) (analysis.Backing, bool) {
-		b, ok := rd.Backing(disk)
-		return analysis.Backing{Dev: b.Dev, Ino: b.Ino, Path: b.Path}, ok && b.OK
-	})
-	disk := rd.Header().Disk
-	rb := analysis.NewReportBuilder()
+func replayFsync(rd *capture.Reader, name, output string, failOverBudget bool) error {
+	rs := pipeline.NewReportSink(false)
+	cfg := pipeline.FsyncConfig{Host: pipeline.ReplayHost(rd), Sinks: []pipeline.FsyncSink{rs}}
+	if d := rd.Header().Disk; d != "" {
+		dev, err := capture.ParseDev(d)
+		if err != nil {
+			return usagef("%s: header: %v", name, err)
+		}
+		cfg.Disk = dev
+	}
 	w := bufio.NewWriter(os.Stdout)
-	var buf []byte
-	var ev event.Any
-	for {
-		if err := rd.ReadEvent(&ev); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return usagef("reading %s: %v", name, err)
+	var lines *render.JSONLines
+	if output == "json" {
+		lines = render.NewJSONLines(w, 0)
+		cfg.Sinks = append(cfg.Sinks, lines)
+	}
+	p := pipeline.NewFsync(cfg)
+	err := p.Run(pipeline.ReadFunc(rd.ReadEvent))
+	if lines != nil {
+		if cerr := lines.Close(); err == nil {
+			err = cerr
 		}
-		if ev.Kind != event.KindFsync {
-			attr.AddEvent(&ev)
-			continue
-		}
-		rec := attr.Attribute(ev.Fsync)
-		if disk != "" && !containsStr(rec.Disks, disk) {
-			continue
-		}
-		rec.Path = rd.Path()
-		rec.FileKind = analysis.FileKind(rec.Path)
-		rb.Add(&rec)
-		if output == "json" {
-			buf = append(rec.AppendJSON(buf[:0]), '\n')
-			if _, err := w.Write(buf); err != nil {
-				return err
-			}
-		}
+	}
+	if err != nil {
+		return fmt.Errorf("replaying %s: %w", name, err)
 	}
 	end, ok := rd.End()
 	if !ok {
 		fmt.Fprintf(os.Stderr, "etcdscope report: %s has no end line (the run was cut short?): lost events are unknown\n", name)
 	}
-	rep := rb.Report(end.LostEvents, end.MissedEvents, rd.Header().Unavailable)
+	rep := rs.Report(end.LostEvents, end.MissedEvents, rd.Header().Unavailable)
+	rep.MonoToWallNs = end.MonoToWallNs
+	if !ok {
+		rep.LossUnknown = "unknown: the capture has no end line (the run was cut short)"
+	}
 	if output == "json" {
 		if err := json.NewEncoder(w).Encode(rep); err != nil {
 			return err
 		}
-	} else if err := rep.WriteTable(w); err != nil {
+	} else if err := render.FsyncReport(w, &rep); err != nil {
 		return err
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := decodeErrors(p.DecodeErrors()); err != nil {
+		return err
+	}
+	return checkBudget(failOverBudget, rep)
 }
 
 func replayPeers(rd *capture.Reader, name, output string) error {
-	var events []event.Peer
-	for {
-		var e event.Peer
-		if err := rd.ReadPeer(&e); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return usagef("reading %s: %v", name, err)
-		}
-		events = append(events, e)
+	var kept pipeline.PeerEvents
+	p := pipeline.NewPeers(pipeline.PeersConfig{Sinks: []pipeline.PeerSink{&kept}})
+	if err := p.Run(pipeline.PeerReadFunc(rd.ReadPeer)); err != nil {
+		return fmt.Errorf("replaying %s: %w", name, err)
 	}
+	events := kept.Events()
 	end, ok := rd.End()
 	if !ok {
 		return usagef("%s has no end line (the run was cut short?): its window and lost events are unknown", name)
 	}
 	window := time.Duration(end.WindowNs)
-	rep := peersReport{Port: rd.Header().Port, WindowSeconds: window.Seconds(), Events: len(events), LostEvents: end.LostEvents}
+	rep := etcdmetric.PeersReport{Port: rd.Header().Port, WindowSeconds: window.Seconds(), Events: len(events), LostEvents: end.LostEvents}
 	rep.Links = peers.Analyze(events, peers.Options{Window: window}).Links
 	if output == "json" {
 		enc := json.NewEncoder(peersStdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+		return decodeErrors(p.DecodeErrors())
 	}
-	printPeersTable(peersStdout, rep)
-	return nil
+	render.Peers(peersStdout, &rep)
+	return decodeErrors(p.DecodeErrors())
 }
 
 // writeHTMLReport renders the page (package report) to out, with the peers

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/etcdscope/etcdscope/internal/golden"
 )
 
 // goldenDir holds captures recorded on loop-device filesystems and a
@@ -63,33 +64,9 @@ func TestReportCaptureGoldens(t *testing.T) {
 				}
 				got := reportOutput(t, g.args...)
 				if !bytes.Equal(got, want) {
-					t.Errorf("report %v differs from %s:\n%s", g.args, g.golden, firstDiff(got, want))
+					t.Errorf("report %v differs from %s:\n%s", g.args, g.golden, golden.FirstDiff(got, want))
 				}
 			}
 		})
 	}
-}
-
-// firstDiff shows the first line where got and want differ.
-func firstDiff(got, want []byte) string {
-	gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-	for i := 0; i < len(gl) || i < len(wl); i++ {
-		var g, w string
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if g != w {
-			if len(g) > 400 {
-				g = g[:400] + "..."
-			}
-			if len(w) > 400 {
-				w = w[:400] + "..."
-			}
-			return "line " + strconv.Itoa(i+1) + ":\n got: " + g + "\nwant: " + w
-		}
-	}
-	return "(same lines, different bytes)"
 }

@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/analysis/stats"
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/internal/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/render from the renderers (only when a change of output is intended)")
@@ -22,7 +23,7 @@ var update = flag.Bool("update", false, "rewrite testdata/render from the render
 // renderGolden compares what render wrote with testdata/render/name.
 func renderGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("../../testdata/render", name)
+	path := filepath.Join("../testdata/render", name)
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
@@ -36,7 +37,7 @@ func renderGolden(t *testing.T, name string, got []byte) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\n%s", path, firstDiff(got, want))
+		t.Errorf("%s differs:\n%s", path, golden.FirstDiff(got, want))
 	}
 }
 
@@ -58,7 +59,7 @@ func TestRenderGoldens(t *testing.T) {
 			Images:   []merge.Image{{Path: "/var/lib/vm.qcow2", Format: "qcow2", Cache: "none", AIO: "native", Threads: 4, Writes: 1000, IOSubmits: 900, Flushes: 290}},
 			Warnings: []string{"image /var/lib/vm.qcow2: cache=none"}}
 		var b bytes.Buffer
-		if err := s.WriteTable(&b); err != nil {
+		if err := Merge(&b, &s); err != nil {
 			t.Fatal(err)
 		}
 		renderGolden(t, "merge.txt", b.Bytes())
@@ -80,14 +81,14 @@ func TestRenderGoldens(t *testing.T) {
 			{Path: "/var/lib/b.qcow2", Op: "io_uring_req", Opcode: 1, StartNs: 100, EndNs: 5e9},
 		}
 		var b bytes.Buffer
-		if err := writeHostTable(&b, s, fsyncs, ios); err != nil {
+		if err := HostTable(&b, s, fsyncs, ios); err != nil {
 			t.Fatal(err)
 		}
 		renderGolden(t, "hypervisor.txt", b.Bytes())
 	})
 	t.Run("peers", func(t *testing.T) {
 		a, c := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
-		rep := peersReport{Port: 2380, WindowSeconds: 120.04, Events: 4242, LostEvents: 7,
+		rep := etcdmetric.PeersReport{Port: 2380, WindowSeconds: 120.04, Events: 4242, LostEvents: 7,
 			Links: []peers.LinkStats{{Link: peers.Link{Direction: event.PeerActive, FromPID: 42, FromComm: "etcd", From: a, To: c, Peer: c},
 				Opened: 30, Closed: 29, OpenedPerMinute: 15, ClosedPerMinute: 14.5,
 				HandshakeRTT: stats.Summary{Count: 30, P50: 20e6, P99: 21500000}, SRTT: stats.Summary{Count: 2, P50: 20100000, Max: 20400000},
@@ -104,7 +105,7 @@ func TestRenderGoldens(t *testing.T) {
 			},
 			Resets: []etcdmetric.Key{{To: "abc"}}}
 		var b bytes.Buffer
-		printPeersTable(&b, rep)
+		Peers(&b, &rep)
 		renderGolden(t, "peers.txt", b.Bytes())
 	})
 }
