@@ -49,7 +49,7 @@ func durationHistogram(name, help string, labels ...string) *prometheus.Histogra
 }
 
 // Source is a running tracer as the self-metrics see it: tracer.FsyncTracer
-// and tracer.PeersTracer implement it.
+// and tracer.PeersTracer implement it (and a capture's counters in tests).
 type Source interface {
 	// Lost: events that did not fit in the ring buffer, summed over CPUs.
 	Lost() (uint64, error)

@@ -19,7 +19,6 @@ import (
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/internal/buildinfo"
 	"github.com/etcdscope/etcdscope/pipeline"
-	"github.com/etcdscope/etcdscope/tracer"
 )
 
 // DefaultPort is etcdscope serve's port: taken from the range where
@@ -35,8 +34,12 @@ const DefaultCompareWindow = 2 * time.Minute
 // Config is what `etcdscope serve` runs.
 type Config struct {
 	Listener net.Listener // where /metrics and /healthz are served
-	Fsync    tracer.FsyncConfig
-	Peers    tracer.PeersConfig
+	// Fsync and Peers are the attached tracers (tracer.FsyncTracer,
+	// tracer.PeersTracer; the caller loads them, so that this package
+	// loads no BPF). Run reads them through package pipeline and closes
+	// them when it ends.
+	Fsync FsyncTracer
+	Peers PeersTracer
 	// EtcdMetrics are etcd /metrics URLs of members on this host; each is
 	// scraped every CompareWindow (0: DefaultCompareWindow) to export the
 	// inflation ratio of its peer RTT metric.
@@ -124,11 +127,30 @@ func NewHandler(reg *prometheus.Registry, healthz http.Handler) http.Handler {
 	return onlyGetHead(mux)
 }
 
-// Run loads and attaches the fsync and peers tracers, feeds their events
-// to the metrics, and serves cfg.Listener until ctx ends. A tracer that
-// cannot load is an error (wrapping tracer.ErrNoPrivilege or ErrNoBTF where
-// that is the cause); a loop that fails later turns /healthz to 503 and
-// ends Run with its error.
+// Tracer is what serve needs of any tracer besides its events: the
+// self-metrics (Source), its probes, and Close (idempotent).
+type Tracer interface {
+	Source
+	Probes() []event.Probe
+	Close() error
+}
+
+// FsyncTracer is the fsync tracer as serve reads it (tracer.FsyncTracer).
+type FsyncTracer interface {
+	Tracer
+	pipeline.FsyncSource
+}
+
+// PeersTracer is the peers tracer as serve reads it (tracer.PeersTracer).
+type PeersTracer interface {
+	Tracer
+	pipeline.PeerSource
+}
+
+// Run feeds the events of cfg.Fsync and cfg.Peers through their pipelines
+// to the metrics and serves cfg.Listener until ctx ends; it closes both
+// tracers before it returns. A pipeline that fails turns /healthz to 503
+// and ends Run with its error.
 func Run(ctx context.Context, cfg Config) error {
 	logw := cfg.Log
 	if logw == nil {
@@ -144,11 +166,9 @@ func Run(ctx context.Context, cfg Config) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, NewBuildInfo(buildinfo.Get()), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	ft, err := tracer.NewFsync(cfg.Fsync)
-	if err != nil {
-		return fmt.Errorf("fsync tracer: %w", err)
-	}
+	ft, pt := cfg.Fsync, cfg.Peers
 	defer ft.Close()
+	defer pt.Close()
 	attached := 0
 	for _, p := range ft.Probes() {
 		if p.Attached {
@@ -160,11 +180,6 @@ func Run(ctx context.Context, cfg Config) error {
 	m.AddSource("fsync", ft, attached)
 	defer m.RemoveSource("fsync")
 
-	pt, err := tracer.NewPeers(cfg.Peers)
-	if err != nil {
-		return fmt.Errorf("peers tracer: %w", err)
-	}
-	defer pt.Close()
 	m.AddSource("peers", pt, len(pt.Probes())) // all attached once NewPeers returns
 	defer m.RemoveSource("peers")
 
@@ -221,6 +236,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Ready != nil {
 		cfg.Ready()
 	}
+	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-errc:

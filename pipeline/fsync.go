@@ -11,7 +11,7 @@ import (
 )
 
 // FsyncSource yields the fsync tracer's events in ring-buffer order:
-// tracer.FsyncTracer (through ReadFunc) or a capture.Reader. Read decodes
+// tracer.FsyncTracer, or a capture.Reader through ReadFunc. Read decodes
 // the next event into ev; tracer.ErrClosed, tracer.ErrDrained and io.EOF
 // end the stream, any other error is one record lost to decoding.
 type FsyncSource interface {

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/capture"
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/tracer"
 )
 
 // fakeSource yields its events, failing where errs says so, then io.EOF.
@@ -88,5 +90,18 @@ func TestStopAfterAndDisk(t *testing.T) {
 	}
 	if len(c.recs) != 2 || c.recs[0].StartNs != 10 || c.recs[1].StartNs != 20 {
 		t.Fatalf("records %+v, want the two on %v before the stop", c.recs, a)
+	}
+}
+
+// TestEndErrorsAreTracers: the errors that end a stream are tracer's own
+// (pipeline names them by value so that it does not import tracer).
+func TestEndErrorsAreTracers(t *testing.T) {
+	for _, err := range []error{tracer.ErrClosed, tracer.ErrDrained, fmt.Errorf("reading: %w", tracer.ErrClosed), io.EOF} {
+		if !isEnd(err) {
+			t.Errorf("%v does not end a stream", err)
+		}
+	}
+	if isEnd(errors.New("decoding event: unknown kind 9")) {
+		t.Error("a decoding error ends a stream")
 	}
 }

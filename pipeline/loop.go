@@ -4,10 +4,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync/atomic"
 
-	"github.com/etcdscope/etcdscope/tracer"
+	"github.com/cilium/ebpf/ringbuf"
 )
+
+// isEnd reports whether a read error ends the stream: tracer.ErrClosed
+// (os.ErrClosed) after Close, tracer.ErrDrained (ringbuf.ErrFlushed) after
+// Drain, io.EOF at the end of a capture. The package names them by their
+// values rather than importing tracer, so that a sink's package (exporter)
+// does not depend on the BPF loaders; pipeline's tests pin the values to
+// tracer's.
+func isEnd(err error) bool {
+	return errors.Is(err, os.ErrClosed) || errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, io.EOF)
+}
 
 // maxConsecutiveErrors ends a loop when the source fails this often in a
 // row without yielding one event.
@@ -24,7 +35,7 @@ func run[E any](read func(*E) error, decErrs *atomic.Uint64, onDecodeError func(
 	bad := 0
 	for {
 		if err := read(&ev); err != nil {
-			if errors.Is(err, tracer.ErrClosed) || errors.Is(err, tracer.ErrDrained) || errors.Is(err, io.EOF) {
+			if isEnd(err) {
 				return nil
 			}
 			decErrs.Add(1)
