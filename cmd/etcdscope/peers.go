@@ -240,12 +240,32 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 			fmt.Fprintf(os.Stderr, "etcdscope peers: writing --ready-file: %v\n", err)
 		}
 	}
-	events, lost, err := tracer.RecordPeers(ctx, cfg, d, ready)
+	// The data path: every event to the sink that keeps them; at d, or
+	// when ctx ends, Drain makes the tracer hand over what is left and end.
+	var kept pipeline.PeerEvents
+	pp := pipeline.NewPeers(pipeline.PeersConfig{Sinks: []pipeline.PeerSink{&kept}})
+	lost, err := func() (uint64, error) {
+		tr, err := tracer.NewPeers(cfg)
+		if err != nil {
+			return 0, err
+		}
+		defer tr.Close()
+		ready()
+		timer := time.AfterFunc(d, func() { tr.Drain() })
+		defer timer.Stop()
+		stopDrain := context.AfterFunc(ctx, func() { tr.Drain() })
+		defer stopDrain()
+		if err := pp.Run(tr); err != nil {
+			return 0, err
+		}
+		return tr.Lost()
+	}()
 	stopProbe()
 	<-probeDone
 	if err != nil {
 		return setupErr(fmt.Errorf("tracing: %w", err))
 	}
+	events := kept.Events()
 	t1 := time.Now()
 	if f.record != "" {
 		if err := writeRecording(f.record, events); err != nil {
@@ -318,7 +338,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	if rep.MembersError != "" {
 		fmt.Fprintf(os.Stderr, "etcdscope peers: --etcd-endpoints: %s\n", rep.MembersError)
 	}
-	return nil
+	return decodeErrors(pp.DecodeErrors())
 }
 
 // appendMetricRecord appends the etcd_peer_metric record to the recording
