@@ -9,6 +9,15 @@
 // hand to Fsync.Run and the sinks they attach: the live tracer or a
 // capture (package capture) as the source; the report table and JSON
 // Lines (package render), or the metrics (package exporter) as sinks.
+// The peers path (Peers: every peer-port event to its sinks, the CLI's
+// PeerEvents or serve's metrics and comparison window) and the hypervisor
+// path (Hypervisor: each image I/O named, as a merge.HostIO) share the
+// same read loop; Members and CompareEtcd are the one way `peers` and
+// `serve` compare etcd's peer RTT metric with the traced connections.
+//
+// The package loads no BPF and does not import package tracer: a tracer is
+// just a source with a Read method, so the sinks' packages (exporter) do
+// not depend on the loaders.
 //
 // One error policy: a record that does not decode is counted
 // (DecodeErrors, and the OnDecodeError hook) and the loop goes on; the CLI

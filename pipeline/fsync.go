@@ -54,6 +54,9 @@ type FsyncConfig struct {
 	// OnDecodeError, if set, is called for each record the source could
 	// not decode (the loop goes on).
 	OnDecodeError func(error)
+	// FileKind labels a record by its path; nil: analysis.FileKind
+	// (etcd's data directory layout).
+	FileKind func(path string) string
 }
 
 // Fsync is the fsync tracer's data path. Run it on one goroutine;
@@ -139,7 +142,11 @@ func (p *Fsync) handle(ev *event.Any) (stop bool, err error) {
 		return false, p.capture(ev, "")
 	}
 	rec.Path = p.host.Path(fe)
-	rec.FileKind = analysis.FileKind(rec.Path)
+	if p.cfg.FileKind != nil {
+		rec.FileKind = p.cfg.FileKind(rec.Path)
+	} else {
+		rec.FileKind = analysis.FileKind(rec.Path)
+	}
 	if err := p.capture(ev, rec.Path); err != nil {
 		return false, err
 	}

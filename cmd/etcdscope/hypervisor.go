@@ -20,6 +20,7 @@ import (
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/safefile"
+	"github.com/etcdscope/etcdscope/pipeline"
 	"github.com/etcdscope/etcdscope/render"
 	"github.com/etcdscope/etcdscope/tracer"
 )
@@ -116,7 +117,6 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 			unavailable = append(unavailable, p.Name+": "+p.Why)
 		}
 	}
-	var mu sync.Mutex // guards enc, ios, fsyncs
 	enc := json.NewEncoder(os.Stdout)
 	emit := func(v any) error {
 		if f.output != "json" {
@@ -124,8 +124,6 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 		}
 		return enc.Encode(v)
 	}
-	var ios []merge.HostIO
-	var fsyncs []analysis.FsyncRecord
 	if err := emit(merge.HostHeader{Type: "hypervisor", V: merge.SchemaVersion, PID: uint32(f.pid), Comm: f.comm,
 		Clock: "CLOCK_MONOTONIC", StartNs: host.MonotonicNs()}); err != nil {
 		return err
@@ -137,75 +135,15 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 	}
 	fmt.Fprintf(os.Stderr, "tracing the image I/O of %s; Ctrl-C to stop\n", hvTarget(f))
 
-	devs := host.NewDeviceResolver()
-	var devMu sync.Mutex // DeviceResolver is not safe for concurrent use
-	paths := host.NewPathResolver()
-	var pathMu sync.Mutex
-	pathOf := func(e *event.Fsync) string { pathMu.Lock(); defer pathMu.Unlock(); return paths.Path(e) }
-
+	// Two data paths, one sink: the fsync tracer's flushes (with their host
+	// layers) and the hypervisor tracer's reads, writes and submissions.
+	sink := &hvSink{emit: emit}
+	fp := pipeline.NewFsync(pipeline.FsyncConfig{Sinks: []pipeline.FsyncSink{sink},
+		FileKind: func(string) string { return analysis.KindOther }}) // images are not etcd's files
+	hp := pipeline.NewHypervisor(pipeline.HypervisorConfig{Sinks: []pipeline.HostIOSink{sink}})
 	errs := make(chan error, 2)
-	go func() { // fsync tracer: the flushes, with their host layers
-		attr := analysis.NewAttributor(func(d event.Dev) (string, []event.Dev) {
-			devMu.Lock()
-			defer devMu.Unlock()
-			info := devs.Resolve(d)
-			return info.Name, info.Disks
-		})
-		var ev event.Any // reused: Read allocates nothing per event
-		for {
-			if err := ft.Read(&ev); err != nil {
-				if errors.Is(err, tracer.ErrClosed) || errors.Is(err, tracer.ErrDrained) {
-					err = nil
-				}
-				errs <- err
-				return
-			}
-			if ev.Kind != event.KindFsync {
-				attr.AddEvent(&ev)
-				continue
-			}
-			fe := ev.Fsync
-			rec := attr.Attribute(fe)
-			rec.Path = pathOf(&fe)
-			rec.FileKind = analysis.KindOther
-			mu.Lock()
-			fsyncs = append(fsyncs, rec)
-			err := emit(&rec)
-			mu.Unlock()
-			if err != nil {
-				errs <- err
-				return
-			}
-		}
-	}()
-	go func() { // hypervisor tracer: reads, writes, submissions
-		var e event.HypervisorIO
-		for {
-			if err := ht.Read(&e); err != nil {
-				if errors.Is(err, tracer.ErrClosed) || errors.Is(err, tracer.ErrDrained) {
-					err = nil
-				}
-				errs <- err
-				return
-			}
-			fe := event.Fsync{PID: e.PID, FD: e.FD, Dev: e.Dev, Ino: e.Ino, IsBlockdev: e.IsBlockdev, Names: e.Names}
-			rec := merge.HostIO{Type: "hv_io", V: merge.SchemaVersion, Op: e.Op.String(), PID: e.PID, TID: e.TID,
-				Comm: e.Comm, FD: e.FD, Path: pathOf(&fe), Dev: e.Dev.String(), Ino: e.Ino, FS: e.FSType,
-				ODirect: e.ODirect, ODsync: e.ODsync || e.OSync, Opcode: e.Opcode, Nr: e.Nr,
-				StartNs: e.StartNs, EndNs: e.EndNs, Ret: e.Ret}
-			if e.IsBlockdev {
-				rec.FS = "blockdev"
-			}
-			mu.Lock()
-			ios = append(ios, rec)
-			err := emit(&rec)
-			mu.Unlock()
-			if err != nil {
-				errs <- err
-				return
-			}
-		}
-	}()
+	go func() { errs <- fp.Run(ft) }()
+	go func() { errs <- hp.Run(ht) }()
 	select {
 	case <-ctx.Done():
 	case err := <-errs:
@@ -231,6 +169,8 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 	if err != nil {
 		return err
 	}
+	ios, fsyncs := sink.ios, sink.fsyncs
+	devs := host.NewDeviceResolver()
 	images := merge.Images(ios, fsyncs, imageFormat, func(dev string) string {
 		var maj, min uint32
 		if _, err := fmt.Sscanf(dev, "%d:%d", &maj, &min); err != nil {
@@ -241,9 +181,37 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 	sum := merge.HostSummary{Type: "hv_summary", V: merge.SchemaVersion, Images: images, Warnings: merge.Warnings(images),
 		LostEvents: hvLost, MissedEvents: ht.Missed(), FsyncLostEvents: fsLost, FsyncMissedEvents: ft.Missed(), Unavailable: unavailable}
 	if f.output == "json" {
-		return enc.Encode(&sum)
+		if err := enc.Encode(&sum); err != nil {
+			return err
+		}
+	} else if err := render.HostTable(os.Stdout, sum, fsyncs, ios); err != nil {
+		return err
 	}
-	return render.HostTable(os.Stdout, sum, fsyncs, ios)
+	return decodeErrors(fp.DecodeErrors() + hp.DecodeErrors())
+}
+
+// hvSink is the sink of both of the hypervisor view's pipelines: it keeps
+// the records for the summary and, with --output json, writes each as it
+// comes (one encoder, so one lock).
+type hvSink struct {
+	mu     sync.Mutex
+	emit   func(any) error
+	ios    []merge.HostIO
+	fsyncs []analysis.FsyncRecord
+}
+
+func (s *hvSink) Fsync(rec *analysis.FsyncRecord) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fsyncs = append(s.fsyncs, *rec)
+	return s.emit(rec)
+}
+
+func (s *hvSink) HostIO(rec *merge.HostIO) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ios = append(s.ios, *rec)
+	return s.emit(rec)
 }
 
 func hvTarget(f hvFlags) string {
