@@ -1,4 +1,4 @@
-package analysis
+package analysis_test
 
 import (
 	"bufio"
@@ -7,6 +7,9 @@ import (
 	"io"
 	"os"
 	"testing"
+
+	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 // FuzzReadJSONL reads arbitrary recordings as `etcdscope report` does and,
@@ -29,13 +32,13 @@ func FuzzReadJSONL(f *testing.F) {
 	f.Add([]byte(`{"type":"fsync","v":1,"total_ns":-5,"layers":{"device_flush_ns":-1},"requests":[{}]}`))
 	f.Add([]byte(`{"type":"fsync","v":99}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		recs, sum, err := ReadJSONL(bytes.NewReader(in))
+		recs, sum, err := analysis.ReadJSONL(bytes.NewReader(in))
 		if err != nil {
 			return
 		}
-		rep := BuildReport(recs, sum.LostEvents, sum.MissedEvents, sum.Unavailable)
+		rep := analysis.BuildReport(recs, sum.LostEvents, sum.MissedEvents, sum.Unavailable)
 		rep.LossUnknown = sum.LossUnknown
-		if err := rep.WriteTable(io.Discard); err != nil {
+		if err := render.FsyncReport(io.Discard, &rep); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := json.Marshal(rep); err != nil {

@@ -1,10 +1,7 @@
 package analysis
 
 import (
-	"fmt"
-	"io"
 	"sort"
-	"strings"
 
 	"github.com/etcdscope/etcdscope/analysis/stats"
 )
@@ -138,27 +135,4 @@ func (l *levelsAcc) rows() []LevelRow {
 		return out
 	}
 	return append(rows("L1", l.l1, 0), rows("L2", l.l2, l1n)...)
-}
-
-// WriteLevels prints the per-level table.
-func WriteLevels(w io.Writer, rows []LevelRow) {
-	if len(rows) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "\nstacked levels (L2: the host fsyncs the loop driver made for L1's flushes)\n")
-	fmt.Fprintf(w, "  %-5s %-22s %10s %10s %10s  %s\n", "level", "device / filesystem", "p50 ms", "p99 ms", "flushes/fs", "layers (share)")
-	for _, r := range rows {
-		var parts []string
-		for _, l := range r.Layers {
-			if l.Share >= 0.005 {
-				parts = append(parts, fmt.Sprintf("%s %.0f%%", l.Name, 100*l.Share))
-			}
-		}
-		extra := ""
-		if r.NestedShare > 0 {
-			extra = fmt.Sprintf("; %.0f%% of L1's device flush", 100*r.NestedShare)
-		}
-		fmt.Fprintf(w, "  %-5s %-22s %10s %10s %10.2f  %s%s\n", r.Level, r.Device+" / "+r.FS,
-			Ms(r.Total.P50), Ms(r.Total.P99), r.FlushesPerFsync, strings.Join(parts, ", "), extra)
-	}
 }

@@ -1,13 +1,11 @@
 package analysis
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/jsonl"
@@ -202,13 +200,6 @@ func BuildReport(recs []FsyncRecord, lost, missed uint64, unavailable []string) 
 	return b.Report(lost, missed, unavailable)
 }
 
-func plural(n int64) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
-}
-
 func verdict(kind string, p99 int64) string {
 	switch kind {
 	case KindBackend, KindSnapshot, KindWALDir:
@@ -234,67 +225,6 @@ func (g *Group) Dominant() LayerStat {
 // Ms formats ns as milliseconds with three decimals, the resolution at
 // which fio and etcd's buckets are read.
 func Ms(ns int64) string { return fmt.Sprintf("%.3f", float64(ns)/1e6) }
-
-// WriteTable prints the report as the human table of `etcdscope fsync`.
-func (r *Report) WriteTable(w io.Writer) error {
-	bw := bufio.NewWriter(w)
-	if r.LossUnknown != "" {
-		fmt.Fprintf(bw, "etcdscope fsync report: %d calls, lost events and missed probe runs %s\n", r.Fsyncs, r.LossUnknown)
-		return r.writeGroups(bw)
-	}
-	fmt.Fprintf(bw, "etcdscope fsync report: %d calls, %d lost events, %d missed probe runs", r.Fsyncs, r.LostEvents, r.MissedEvents)
-	if r.LostEvents > 0 {
-		fmt.Fprintf(bw, " (ring buffer overflowed: numbers below miss events; raise --ring-size)")
-	}
-	if r.MissedEvents > 0 {
-		fmt.Fprintf(bw, " (the kernel skipped probes while another BPF program ran on the CPU: some requests are not attributed)")
-	}
-	fmt.Fprintln(bw)
-	return r.writeGroups(bw)
-}
-
-// writeGroups is WriteTable after its first line.
-func (r *Report) writeGroups(bw *bufio.Writer) error {
-	for _, u := range r.Unavailable {
-		fmt.Fprintf(bw, "unavailable: %s\n", u)
-	}
-	for i := range r.Groups {
-		g := &r.Groups[i]
-		dev := g.Key.Dev
-		if g.Key.DevName != "" {
-			dev = g.Key.DevName + " (" + g.Key.Dev + ")"
-		}
-		fmt.Fprintf(bw, "\n%s pid %d  %s on %s  %s files  [%s]\n", g.Key.Comm, g.Key.PID, g.Key.FS, dev, g.Key.FileKind, strings.Join(g.Syscalls, ","))
-		fmt.Fprintf(bw, "  %-15s %8s %10s %10s %10s %10s %7s\n", "layer", "count", "p50 ms", "p99 ms", "max ms", "mean ms", "share")
-		row := func(name string, s stats.Summary, share float64) {
-			fmt.Fprintf(bw, "  %-15s %8d %10s %10s %10s %10s %6.1f%%\n", name, s.Count, Ms(s.P50), Ms(s.P99), Ms(s.Max), Ms(int64(s.Mean())), 100*share)
-		}
-		row("total", g.Total, 1)
-		for _, l := range g.Layers {
-			row(l.Name, l.Stats, l.Share)
-		}
-		fmt.Fprintf(bw, "  flushes per fsync: %.2f (%d flush request%s); waited on a journal commit: %d; errors: %d\n",
-			g.FlushesPerFsync, g.Flushes, plural(g.Flushes), g.WithCommit, g.Errors)
-		if g.Total.Binned {
-			fmt.Fprintf(bw, "  note: over %d calls: p50/p99 binned as fio bins its latencies (64 bins per power of two, within 0.8%%); count, max and mean exact\n", stats.ExactLimit)
-		}
-		if g.WithCommit == 0 && g.Key.FS == "ext4" {
-			fmt.Fprintf(bw, "  note: no jbd2 commit seen: an ext4 without a journal? its journal layer is then synchronous metadata writes (REQ_META)\n")
-		}
-		switch g.Verdict {
-		case "ok":
-			fmt.Fprintf(bw, "  verdict: OK, p99 %s ms is under etcd's WAL fsync budget of %v\n", Ms(g.Total.P99), WALFsyncBudget)
-		case "over budget":
-			d := g.Dominant()
-			fmt.Fprintf(bw, "  verdict: OVER BUDGET, p99 %s ms exceeds etcd's WAL fsync budget of %v; most time in %s (%.0f%%)\n",
-				Ms(g.Total.P99), WALFsyncBudget, d.Name, 100*d.Share)
-		default:
-			fmt.Fprintf(bw, "  verdict: n/a (etcd's %v budget is for WAL fsyncs)\n", WALFsyncBudget)
-		}
-	}
-	WriteLevels(bw, r.Levels)
-	return bw.Flush()
-}
 
 // IntervalBuilder accumulates one interval's fsyncs for the live line of
 // `etcdscope fsync --interval` (count, p50/p99 of the total and the layer

@@ -1,19 +1,17 @@
 //go:build bench
 
 // Package bench holds make bench's in-process harness: etcdscope fsync's
-// event loop (tracer.FsyncTracer → analysis.Attributor → path → report,
-// interval line and AppendJSON),
-// rebuilt here because cmd/ keeps it unexported, so `go test -cpuprofile`
-// shows where userspace time goes at a given fsync rate. It is behind the
+// data path (package pipeline: tracer.FsyncTracer → analysis.Attributor →
+// names → the report and interval sink and the JSON Lines sink), run in a
+// test so that `go test -cpuprofile` shows where userspace time goes at a
+// given fsync rate. It is behind the
 // bench build tag: `make test` never runs it.
 //
 //	go test -tags bench -run TestPipeline -cpuprofile cpu.prof ./bench/ -args -rate 10000
 package bench
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,15 +19,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/etcdscope/etcdscope/analysis"
-	"github.com/etcdscope/etcdscope/event"
-	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/testenv"
+	"github.com/etcdscope/etcdscope/pipeline"
+	"github.com/etcdscope/etcdscope/render"
 	"github.com/etcdscope/etcdscope/tracer"
 )
 
@@ -101,51 +97,28 @@ func TestPipeline(t *testing.T) {
 	}
 }
 
-// loop is cmd/etcdscope's eventLoop for --output json with the default
-// --interval: attribute every fsync, name its file, count it in the report
-// and the interval line (under the lock the interval printer shares),
-// append its JSON line to a buffered writer.
+// loop runs the pipeline as etcdscope fsync --output json does with the
+// default --interval: the report and interval sink, and the JSON Lines
+// sink (into io.Discard); it returns how many records the sinks got.
 func loop(tr *tracer.FsyncTracer) (int, error) {
-	devs := host.NewDeviceResolver()
-	paths := host.NewPathResolver()
-	attr := analysis.NewAttributor(func(d event.Dev) (string, []event.Dev) {
-		info := devs.Resolve(d)
-		return info.Name, info.Disks
-	})
-	var mu sync.Mutex
-	report := analysis.NewReportBuilder()
-	var interval analysis.IntervalBuilder
-	w := bufio.NewWriterSize(io.Discard, 64<<10)
-	var buf []byte
-	n := 0
-	var ev event.Any
-	for {
-		if err := tr.Read(&ev); err != nil {
-			if errors.Is(err, tracer.ErrClosed) || errors.Is(err, tracer.ErrDrained) {
-				if rep := report.Report(0, 0, nil); rep.Fsyncs != int64(n) {
-					return n, fmt.Errorf("report counted %d fsyncs, the loop %d", rep.Fsyncs, n)
-				}
-				return n, w.Flush()
-			}
-			return n, err
-		}
-		if ev.Kind != event.KindFsync {
-			attr.AddEvent(&ev)
-			continue
-		}
-		rec := attr.Attribute(ev.Fsync)
-		rec.Path = paths.Path(&ev.Fsync)
-		rec.FileKind = analysis.FileKind(rec.Path)
-		n++
-		mu.Lock()
-		report.Add(&rec)
-		interval.Add(&rec)
-		mu.Unlock()
-		buf = append(rec.AppendJSON(buf[:0]), '\n')
-		if _, err := w.Write(buf); err != nil {
-			return n, err
-		}
+	rs := pipeline.NewReportSink(true)
+	lines := render.NewJSONLines(io.Discard, 0)
+	p := pipeline.NewFsync(pipeline.FsyncConfig{Sinks: []pipeline.FsyncSink{rs, lines}})
+	err := p.Run(tr)
+	if cerr := lines.Close(); err == nil {
+		err = cerr
 	}
+	n := int(p.Records())
+	if err != nil {
+		return n, err
+	}
+	if rep := rs.Report(0, 0, nil); rep.Fsyncs != int64(n) {
+		return n, fmt.Errorf("report counted %d fsyncs, the pipeline %d", rep.Fsyncs, n)
+	}
+	if d := p.DecodeErrors(); d > 0 {
+		return n, fmt.Errorf("%d records not decoded", d)
+	}
+	return n, nil
 }
 
 func TestMain(m *testing.M) {

@@ -17,6 +17,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/merge"
 	"github.com/etcdscope/etcdscope/internal/testenv"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 // TestHypervisorMerge is the two-kernel test. On the host, `etcdscope
@@ -152,7 +153,7 @@ func TestHypervisorMerge(t *testing.T) {
 			}
 			sum := merge.Summarize(res, images, tc.image)
 			var tbl bytes.Buffer
-			sum.WriteTable(&tbl)
+			render.Merge(&tbl, &sum)
 			t.Logf("%s ↔ %s:\n%s", tc.dev, tc.image, tbl.String())
 			clocks[tc.dev] = res.Clock
 			results[tc.dev] = res

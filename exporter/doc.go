@@ -4,9 +4,10 @@
 // (analysis/etcdmetric), and metrics about the tracers themselves (programs
 // attached, lost and missed events, BPF run time).
 //
-// Metrics holds every collector and turns decoded events into observations;
-// it needs no root and is what the tests lint. Run wires the tracers, the
-// event loops and the HTTP server (/metrics, /healthz) for `etcdscope serve`.
+// Metrics holds every collector and turns finished records into
+// observations: it is a sink of package pipeline (Fsync, Block), needs no
+// root and is what the tests lint. Run wires the tracers, their pipelines
+// and the HTTP server (/metrics, /healthz) for `etcdscope serve`.
 // docs/metrics.md lists every metric, its labels, units and source.
 //
 // Histograms of durations have classic buckets from 1 µs to 16 s (25

@@ -3,7 +3,6 @@ package exporter
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -13,6 +12,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/host"
+	"github.com/etcdscope/etcdscope/pipeline"
 )
 
 // watchEtcd scrapes one etcd member's /metrics every window and, from the
@@ -40,15 +40,11 @@ func watchEtcd(ctx context.Context, u string, endpoints []string, tlsCfg *tls.Co
 		case err == nil:
 			if have {
 				links := peers.Analyze(win.between(prevMono, mono), peers.Options{Window: now.Sub(prevT)}).Links
-				pid, _ := etcdinfo.ListenerPID(u)
 				var members []etcdmetric.Member
 				if len(endpoints) > 0 {
-					mctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-					members, _, err = etcdinfo.Members(mctx, endpoints, tlsCfg)
-					if errors.Is(err, etcdinfo.ErrLeaderUnknown) {
-						err = nil // the comparison needs the members, not the leader
-					}
-					cancel()
+					// An unknown leader is no error here: the comparison
+					// needs the members, not the leader.
+					members, _, _, err = pipeline.Members(ctx, endpoints, tlsCfg)
 					if err != nil {
 						// Without the list the series are compared with
 						// the member's connections pooled; say so once
@@ -57,9 +53,8 @@ func watchEtcd(ctx context.Context, u string, endpoints []string, tlsCfg *tls.Co
 						fmt.Fprintf(logw, "etcdscope serve: --etcd-endpoints: %v\n", err)
 					}
 				}
-				cs, _ := etcdmetric.CompareScrapes(prev, sc,
-					etcdmetric.Window{Start: prevT, End: now, ProcessStart: sc.ProcessStart, MonoAtStart: prevMono},
-					links, uint32(pid), members, nil)
+				cs, _, _ := pipeline.CompareEtcd(pipeline.EtcdWindow{MetricsURL: u, From: prev, To: sc, Start: prevT, End: now,
+					MonoStart: prevMono, Links: links, Members: members})
 				m.SetComparisons(label, cs)
 			}
 			prev, prevT, prevMono, have = sc, now, mono, true

@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,7 +49,7 @@ func durationHistogram(name, help string, labels ...string) *prometheus.Histogra
 }
 
 // Source is a running tracer as the self-metrics see it: tracer.FsyncTracer
-// and tracer.PeersTracer implement it.
+// and tracer.PeersTracer implement it (and a capture's counters in tests).
 type Source interface {
 	// Lost: events that did not fit in the ring buffer, summed over CPUs.
 	Lost() (uint64, error)
@@ -80,6 +81,10 @@ type Metrics struct {
 	etcdRTT        *prometheus.GaugeVec
 	scrapeErrors   *prometheus.CounterVec
 	decodeErrors   *prometheus.CounterVec
+	stackedFsync   *prometheus.HistogramVec
+	stackedLayer   *prometheus.CounterVec
+	stackedFlushes *prometheus.CounterVec
+	stackedNestIn  *prometheus.CounterVec
 	attachedDesc   *prometheus.Desc
 	lostDesc       *prometheus.Desc
 	missedDesc     *prometheus.Desc
@@ -161,6 +166,21 @@ func NewMetrics() *Metrics {
 			Namespace: Namespace, Name: "decode_errors_total",
 			Help: "Ring buffer records a tracer could not read or decode (short record, unknown kind); each is an event missing from the metrics.",
 		}, []string{"tracer"}),
+		stackedFsync: durationHistogram("stacked_fsync_duration_seconds",
+			"Wall time of the fsyncs of a stacked device, one level per row of the report's stacked table: level L1, fsync/fdatasync calls on a filesystem over a loop device whose flushes became fsyncs of its backing file; level L2, those fsyncs of the backing file the loop driver made (vfs_fsync, nested under an L1 flush request).",
+			"level", "device", "fs"),
+		stackedLayer: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "stacked_layer_seconds_total",
+			Help: "Time the fsyncs of a stacked level spent in each kernel layer (data_writeback, journal, device_flush, block_queue, other); a layer's share of a level is its rate over the rate of etcdscope_stacked_fsync_duration_seconds_sum.",
+		}, []string{"level", "device", "fs", "layer"}),
+		stackedFlushes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "stacked_flush_requests_total",
+			Help: "Flush requests (REQ_OP_FLUSH, REQ_PREFLUSH or REQ_FUA) the fsyncs of a stacked level waited on; over the L1 count, the report's flushes/fs column.",
+		}, []string{"level", "device", "fs"}),
+		stackedNestIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "stacked_nesting_device_flush_seconds_total",
+			Help: "Device-flush layer time of the L1 fsyncs whose flushes nested fsyncs on this L2 device and filesystem; the L2 fsync time (etcdscope_stacked_fsync_duration_seconds_sum{level=\"L2\"}) over it is the share of L1's device flush spent in the host's fsync.",
+		}, []string{"device", "fs"}),
 		attachedDesc: prometheus.NewDesc(Namespace+"_bpf_programs_attached",
 			"BPF programs of the tracer attached to their hook.", []string{"tracer"}, nil),
 		lostDesc: prometheus.NewDesc(Namespace+"_lost_events_total",
@@ -190,7 +210,7 @@ func NewMetrics() *Metrics {
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.fsyncDuration, m.layerDuration, m.flushDuration, m.flushesPer,
 		m.handshakeRTT, m.srtt, m.connsOpened, m.retransmits, m.inflation, m.etcdMean, m.etcdRTT,
-		m.scrapeErrors, m.decodeErrors, m.overflow}
+		m.scrapeErrors, m.decodeErrors, m.overflow, m.stackedFsync, m.stackedLayer, m.stackedFlushes, m.stackedNestIn}
 }
 
 // Describe implements prometheus.Collector.
@@ -425,6 +445,59 @@ func (m *Metrics) ObserveFsync(r *analysis.FsyncRecord) {
 	o.flushes.Observe(float64(r.Flushes))
 }
 
+// Fsync is the pipeline sink (pipeline.FsyncSink): ObserveFsync and, for a
+// record whose flushes nested host-level fsyncs, ObserveStacked.
+func (m *Metrics) Fsync(r *analysis.FsyncRecord) error {
+	m.ObserveFsync(r)
+	m.ObserveStacked(r)
+	return nil
+}
+
+// Block is the pipeline's block sink (pipeline.BlockSink): ObserveBlock.
+func (m *Metrics) Block(b *event.Block, diskName string) { m.ObserveBlock(*b, diskName) }
+
+// ObserveStacked records the stacked levels of one fsync, the way
+// analysis.BuildLevels counts them for the report's stacked table: if
+// any of its flush requests nested host fsyncs (Request.Host), the call
+// itself at level L1 under its device and filesystem, and each nested
+// host fsync at level L2 under the backing file's device and filesystem.
+// Records without nested fsyncs are not observed here. The label sets are
+// bounded by the machine's block devices and filesystem types.
+func (m *Metrics) ObserveStacked(r *analysis.FsyncRecord) {
+	nested := false
+	for i := range r.Requests {
+		if len(r.Requests[i].Host) > 0 {
+			nested = true
+			break
+		}
+	}
+	if !nested {
+		return
+	}
+	m.observeLevel("L1", r)
+	var seen []string // the L2 devices whose nesting time this call added
+	for i := range r.Requests {
+		for j := range r.Requests[i].Host {
+			h := &r.Requests[i].Host[j]
+			m.observeLevel("L2", h)
+			dev := deviceLabel(h.DevName, h.Dev)
+			if k := dev + "\x00" + h.FS; !slices.Contains(seen, k) {
+				seen = append(seen, k)
+				m.stackedNestIn.WithLabelValues(dev, h.FS).Add(float64(r.Layers.DeviceFlushNs) / 1e9)
+			}
+		}
+	}
+}
+
+func (m *Metrics) observeLevel(level string, r *analysis.FsyncRecord) {
+	dev := deviceLabel(r.DevName, r.Dev)
+	m.stackedFsync.WithLabelValues(level, dev, r.FS).Observe(float64(r.TotalNs) / 1e9)
+	for _, l := range analysis.LayerNames {
+		m.stackedLayer.WithLabelValues(level, dev, r.FS, l).Add(float64(r.Layers.Get(l)) / 1e9)
+	}
+	m.stackedFlushes.WithLabelValues(level, dev, r.FS).Add(float64(r.Flushes))
+}
+
 // FlushKind classifies a block request that persists the disk's cache:
 // "flush" (REQ_OP_FLUSH), "preflush" (REQ_PREFLUSH, with or without FUA:
 // the flush before the write is the slow part), "fua" (REQ_FUA only), or ""
@@ -452,6 +525,12 @@ func (m *Metrics) ObserveBlock(b event.Block, diskName string) {
 		return
 	}
 	m.flushDuration.WithLabelValues(deviceLabel(diskName, b.Dev.String()), kind).Observe(float64(b.CompleteNs-b.IssueNs) / 1e9)
+}
+
+// Peer is the pipeline's peers sink (pipeline.PeerSink): ObservePeer.
+func (m *Metrics) Peer(e *event.Peer) error {
+	m.ObservePeer(*e)
+	return nil
 }
 
 // ObservePeer records one peer-port event: a handshake RTT and an opened

@@ -16,11 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/event"
-	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/buildinfo"
-	"github.com/etcdscope/etcdscope/tracer"
+	"github.com/etcdscope/etcdscope/pipeline"
 )
 
 // DefaultPort is etcdscope serve's port: taken from the range where
@@ -36,8 +34,12 @@ const DefaultCompareWindow = 2 * time.Minute
 // Config is what `etcdscope serve` runs.
 type Config struct {
 	Listener net.Listener // where /metrics and /healthz are served
-	Fsync    tracer.FsyncConfig
-	Peers    tracer.PeersConfig
+	// Fsync and Peers are the attached tracers (tracer.FsyncTracer,
+	// tracer.PeersTracer; the caller loads them, so that this package
+	// loads no BPF). Run reads them through package pipeline and closes
+	// them when it ends.
+	Fsync FsyncTracer
+	Peers PeersTracer
 	// EtcdMetrics are etcd /metrics URLs of members on this host; each is
 	// scraped every CompareWindow (0: DefaultCompareWindow) to export the
 	// inflation ratio of its peer RTT metric.
@@ -60,10 +62,25 @@ type Config struct {
 	PodLabels bool
 }
 
-// health is what /healthz reports: each loop's fatal error, if any.
+// health is what /healthz reports: each loop's fatal error, if any, and
+// the records each tracer could not decode (counted, not fatal: the
+// pipeline goes on).
 type health struct {
-	mu   sync.Mutex
-	errs map[string]error
+	mu      sync.Mutex
+	errs    map[string]error
+	decode  map[string]uint64
+	lastErr map[string]error
+}
+
+// decodeError counts one record the named tracer could not decode.
+func (h *health) decodeError(what string, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.decode == nil {
+		h.decode, h.lastErr = map[string]uint64{}, map[string]error{}
+	}
+	h.decode[what]++
+	h.lastErr[what] = err
 }
 
 func (h *health) fail(what string, err error) {
@@ -80,11 +97,14 @@ func (h *health) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	defer h.mu.Unlock()
 	if len(h.errs) == 0 {
 		fmt.Fprintln(w, "ok")
-		return
+	} else {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		for what, err := range h.errs {
+			fmt.Fprintf(w, "%s: %v\n", what, err)
+		}
 	}
-	w.WriteHeader(http.StatusServiceUnavailable)
-	for what, err := range h.errs {
-		fmt.Fprintf(w, "%s: %v\n", what, err)
+	for what, n := range h.decode {
+		fmt.Fprintf(w, "%s: %d record(s) not decoded, the last: %v\n", what, n, h.lastErr[what])
 	}
 }
 
@@ -107,11 +127,30 @@ func NewHandler(reg *prometheus.Registry, healthz http.Handler) http.Handler {
 	return onlyGetHead(mux)
 }
 
-// Run loads and attaches the fsync and peers tracers, feeds their events
-// to the metrics, and serves cfg.Listener until ctx ends. A tracer that
-// cannot load is an error (wrapping tracer.ErrNoPrivilege or ErrNoBTF where
-// that is the cause); a loop that fails later turns /healthz to 503 and
-// ends Run with its error.
+// Tracer is what serve needs of any tracer besides its events: the
+// self-metrics (Source), its probes, and Close (idempotent).
+type Tracer interface {
+	Source
+	Probes() []event.Probe
+	Close() error
+}
+
+// FsyncTracer is the fsync tracer as serve reads it (tracer.FsyncTracer).
+type FsyncTracer interface {
+	Tracer
+	pipeline.FsyncSource
+}
+
+// PeersTracer is the peers tracer as serve reads it (tracer.PeersTracer).
+type PeersTracer interface {
+	Tracer
+	pipeline.PeerSource
+}
+
+// Run feeds the events of cfg.Fsync and cfg.Peers through their pipelines
+// to the metrics and serves cfg.Listener until ctx ends; it closes both
+// tracers before it returns. A pipeline that fails turns /healthz to 503
+// and ends Run with its error.
 func Run(ctx context.Context, cfg Config) error {
 	logw := cfg.Log
 	if logw == nil {
@@ -127,11 +166,9 @@ func Run(ctx context.Context, cfg Config) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, NewBuildInfo(buildinfo.Get()), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	ft, err := tracer.NewFsync(cfg.Fsync)
-	if err != nil {
-		return fmt.Errorf("fsync tracer: %w", err)
-	}
+	ft, pt := cfg.Fsync, cfg.Peers
 	defer ft.Close()
+	defer pt.Close()
 	attached := 0
 	for _, p := range ft.Probes() {
 		if p.Attached {
@@ -143,11 +180,6 @@ func Run(ctx context.Context, cfg Config) error {
 	m.AddSource("fsync", ft, attached)
 	defer m.RemoveSource("fsync")
 
-	pt, err := tracer.NewPeers(cfg.Peers)
-	if err != nil {
-		return fmt.Errorf("peers tracer: %w", err)
-	}
-	defer pt.Close()
 	m.AddSource("peers", pt, len(pt.Probes())) // all attached once NewPeers returns
 	defer m.RemoveSource("peers")
 
@@ -163,14 +195,26 @@ func Run(ctx context.Context, cfg Config) error {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		if err := fsyncLoop(ft, m); err != nil {
+		fp := pipeline.NewFsync(pipeline.FsyncConfig{Sinks: []pipeline.FsyncSink{m}, OnDecodeError: func(err error) {
+			m.DecodeError("fsync")
+			h.decodeError("fsync tracer", err)
+		}})
+		if err := fp.Run(ft); err != nil {
 			h.fail("fsync tracer", err)
 			errc <- fmt.Errorf("fsync tracer: %w", err)
 		}
 	}()
 	go func() {
 		defer wg.Done()
-		if err := peersLoop(pt, m, win); err != nil {
+		sinks := []pipeline.PeerSink{m}
+		if win != nil {
+			sinks = append(sinks, win)
+		}
+		pp := pipeline.NewPeers(pipeline.PeersConfig{Sinks: sinks, OnDecodeError: func(err error) {
+			m.DecodeError("peers")
+			h.decodeError("peers tracer", err)
+		}})
+		if err := pp.Run(pt); err != nil {
 			h.fail("peers tracer", err)
 			errc <- fmt.Errorf("peers tracer: %w", err)
 		}
@@ -192,6 +236,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Ready != nil {
 		cfg.Ready()
 	}
+	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
@@ -209,61 +254,6 @@ func Run(ctx context.Context, cfg Config) error {
 	return err
 }
 
-// fsyncLoop attributes every fsync and observes it, and observes flush
-// requests, until the tracer is closed.
-func fsyncLoop(t *tracer.FsyncTracer, m *Metrics) error {
-	devs := host.NewDeviceResolver()
-	paths := host.NewPathResolver()
-	attr := analysis.NewAttributor(func(d event.Dev) (string, []event.Dev) {
-		info := devs.Resolve(d)
-		return info.Name, info.Disks
-	})
-	var ev event.Any // one value the tracer decodes every record into
-	for {
-		if err := t.Read(&ev); err != nil {
-			if errors.Is(err, tracer.ErrClosed) {
-				return nil
-			}
-			// A record that does not decode was consumed; the next is fine.
-			m.DecodeError("fsync")
-			continue
-		}
-		switch ev.Kind {
-		case event.KindFsync:
-			rec := attr.Attribute(ev.Fsync)
-			rec.Path = paths.Path(&ev.Fsync)
-			rec.FileKind = analysis.FileKind(rec.Path)
-			m.ObserveFsync(&rec)
-		case event.KindBlock:
-			if ev.Block.Final && FlushKind(&ev.Block) != "" {
-				m.ObserveBlock(ev.Block, devs.Resolve(ev.Block.Dev).Name)
-			}
-			attr.AddEvent(&ev)
-		default:
-			attr.AddEvent(&ev)
-		}
-	}
-}
-
-// peersLoop observes every peer-port event and, when win is not nil, keeps
-// it for the etcd metric comparison, until the tracer is closed.
-func peersLoop(p *tracer.PeersTracer, m *Metrics, win *peerWindow) error {
-	var ev event.Peer
-	for {
-		if err := p.Read(&ev); err != nil {
-			if errors.Is(err, tracer.ErrClosed) {
-				return nil
-			}
-			m.DecodeError("peers")
-			continue
-		}
-		m.ObservePeer(ev)
-		if win != nil {
-			win.add(ev)
-		}
-	}
-}
-
 // peerWindow keeps the peer events of the last keep nanoseconds for the
 // comparison with etcd's metric.
 type peerWindow struct {
@@ -274,6 +264,12 @@ type peerWindow struct {
 
 func newPeerWindow(keep time.Duration) *peerWindow {
 	return &peerWindow{keepNs: uint64(keep)}
+}
+
+// Peer keeps e (a pipeline sink).
+func (w *peerWindow) Peer(e *event.Peer) error {
+	w.add(*e)
+	return nil
 }
 
 func (w *peerWindow) add(e event.Peer) {

@@ -434,7 +434,7 @@ func (tr *peersTrace) waitIdle(t *testing.T) {
 }
 
 // peersJSON is the part of `etcdscope peers --output json` checked here
-// (cmd/etcdscope/peers.go, peersReport).
+// (analysis/etcdmetric.PeersReport).
 type peersJSON struct {
 	Port       int               `json:"port"`
 	Events     int               `json:"events"`

@@ -1,4 +1,4 @@
-package merge
+package merge_test
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/merge"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 // FuzzMerge reads an arbitrary guest and host recording as `etcdscope
@@ -24,20 +26,20 @@ func FuzzMerge(f *testing.F) {
 		if err != nil {
 			return
 		}
-		hr, err := ReadHost(bytes.NewReader(h))
+		hr, err := merge.ReadHost(bytes.NewReader(h))
 		if err != nil {
 			return
 		}
-		res, err := Merge(recs, hr, Options{})
+		res, err := merge.Merge(recs, hr, merge.Options{})
 		if err != nil {
 			return
 		}
-		var images []Image
+		var images []merge.Image
 		if hr.Summary != nil {
 			images = hr.Summary.Images
 		}
-		s := Summarize(res, images, "")
-		if err := s.WriteTable(io.Discard); err != nil {
+		s := merge.Summarize(res, images, "")
+		if err := render.Merge(io.Discard, &s); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
@@ -20,9 +18,11 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/stats"
-	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/capture"
 	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/safefile"
+	"github.com/etcdscope/etcdscope/pipeline"
+	"github.com/etcdscope/etcdscope/render"
 	"github.com/etcdscope/etcdscope/tracer"
 	"github.com/etcdscope/etcdscope/workload"
 )
@@ -36,6 +36,7 @@ func init() {
 
 type fsyncFlags struct {
 	comm, cgroup, dev, output, wl, dir, readyFile string
+	capture                                       string
 	pid, qemu                                     int
 	duration, interval, minLatency                time.Duration
 	rate                                          float64
@@ -60,6 +61,7 @@ func runFsync(args []string) error {
 	fs.Float64Var(&f.rate, "rate", 0, "with --workload: appends per second (0: as fast as fdatasync returns)")
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once every probe is attached (for scripts and tests)")
 	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage)
+	fs.StringVar(&f.capture, "capture", "", "also record the decoded kernel events and the host facts the attribution used to this file (schema capture/v1), for 'etcdscope report FILE' to replay anywhere")
 	fs.BoolVar(&f.failOverBudget, "fail-over-budget", false, failOverBudgetUsage)
 	fs.IntVar(&f.qemu, "qemu", 0, "trace a hypervisor's I/O on its image files instead: the same as 'etcdscope hypervisor --pid N'")
 	if err := fs.Parse(args); err != nil {
@@ -135,6 +137,11 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 			return cfg, usagef("--ready-file %s: %v", f.readyFile, err)
 		}
 	}
+	if f.capture != "" {
+		if err := checkCapturePath(f.capture); err != nil {
+			return cfg, err
+		}
+	}
 	if f.pid < 0 {
 		return cfg, usagef("--pid %d is not a process id", f.pid)
 	}
@@ -207,13 +214,6 @@ const (
 // workloadScratchPrefix names the workload's private directories.
 const workloadScratchPrefix = "etcdscope-wal-"
 
-// fsyncRun is the state the event loop shares with the interval printer.
-type fsyncRun struct {
-	mu       sync.Mutex
-	report   *analysis.ReportBuilder  // every call, without its requests
-	interval analysis.IntervalBuilder // this interval's calls
-}
-
 func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -240,18 +240,38 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 		return fmt.Errorf("writing --ready-file: %w", err)
 	}
 
+	// Sinks: the report (and interval lines), the JSON Lines, a capture.
 	out := os.Stdout
 	var info io.Writer = os.Stdout
 	if f.output == "json" {
 		info = os.Stderr
 	}
-	run := &fsyncRun{report: analysis.NewReportBuilder()}
+	rs := pipeline.NewReportSink(f.interval > 0)
+	pcfg := pipeline.FsyncConfig{Disk: cfg.Disk, Sinks: []pipeline.FsyncSink{rs}}
+	var lines *render.JSONLines
+	if f.output == "json" {
+		lines = render.NewJSONLines(out, f.minLatency)
+		pcfg.Sinks = append(pcfg.Sinks, lines)
+	}
+	var capw *captureFile
+	if f.capture != "" {
+		h := capture.Header{Tracer: capture.TracerFsync, Command: "fsync", Unavailable: unavailable}
+		if cfg.Disk != 0 {
+			h.Disk = cfg.Disk.String()
+		}
+		if capw, err = createCapture(f.capture, h); err != nil {
+			return err
+		}
+		defer func() {
+			if capw != nil {
+				capw.abandon()
+			}
+		}()
+		pcfg.Capture = capw.Writer
+	}
+	p := pipeline.NewFsync(pcfg)
 	loopDone := make(chan error, 1)
-	var stopNs uint64
-	var stopMu sync.Mutex
-	go func() {
-		loopDone <- eventLoop(tr, f, cfg, run, out, func() uint64 { stopMu.Lock(); defer stopMu.Unlock(); return stopNs })
-	}()
+	go func() { loopDone <- p.Run(tr) }()
 
 	// The workload, if any, runs in this process: the PID filter is ours.
 	var wlStats workload.WALStats
@@ -306,12 +326,13 @@ wait:
 		case <-ctx.Done():
 			break wait
 		case <-tick:
-			run.mu.Lock()
-			line := run.interval.Line()
-			run.mu.Unlock()
+			line, _ := rs.IntervalLine()
 			lost, _ := tr.Lost()
 			fmt.Fprintf(info, "%s %s lost=%d missed=%d\n", time.Now().Format("15:04:05"), line, lost, tr.Missed())
 		case err := <-loopDone:
+			if lines != nil {
+				lines.Close()
+			}
 			return err
 		case <-wlEnded:
 			break wait // the workload ended early (an I/O error) or on time
@@ -320,35 +341,48 @@ wait:
 	<-wlDone
 	// Drain: events of calls that ended before now are already in the ring
 	// buffer; read them, and stop at the first call that began later.
-	stopMu.Lock()
-	stopNs = host.MonotonicNs()
-	stopMu.Unlock()
+	p.StopAfter(host.MonotonicNs())
 	if err := tr.Drain(); err != nil {
 		return fmt.Errorf("draining the ring buffer: %w", err)
 	}
-	if err := <-loopDone; err != nil {
+	err = <-loopDone
+	if lines != nil {
+		// The last records are written here: a failure to is the run's.
+		if cerr := lines.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
 		return err
 	}
 	lost, err := tr.Lost()
 	if err != nil {
 		return err
 	}
+	monoToWall := monoToWallNs()
+	if capw != nil {
+		err := capw.finish(capture.End{LostEvents: lost, MissedEvents: tr.Missed(), DecodeErrors: p.DecodeErrors(), MonoToWallNs: monoToWall})
+		capw = nil
+		if err != nil {
+			return err
+		}
+	}
 	if f.interval > 0 {
 		// The calls since the last tick: without this line the interval
 		// lines would not add up to the report's count.
-		if run.interval.Count() > 0 {
-			fmt.Fprintf(info, "%s %s lost=%d missed=%d (last, partial interval)\n", time.Now().Format("15:04:05"), run.interval.Line(), lost, tr.Missed())
+		if line, n := rs.IntervalLine(); n > 0 {
+			fmt.Fprintf(info, "%s %s lost=%d missed=%d (last, partial interval)\n", time.Now().Format("15:04:05"), line, lost, tr.Missed())
 		}
 	}
-	rep := run.report.Report(lost, tr.Missed(), unavailable)
-	rep.MonoToWallNs = monoToWallNs()
+	rep := rs.Report(lost, tr.Missed(), unavailable)
+	rep.MonoToWallNs = monoToWall
 	if f.output == "json" {
 		if err := json.NewEncoder(out).Encode(rep); err != nil {
 			return err
 		}
 	} else {
 		fmt.Fprintln(out)
-		if err := rep.WriteTable(out); err != nil {
+		if err := render.FsyncReport(out, &rep); err != nil {
 			return err
 		}
 	}
@@ -360,7 +394,20 @@ wait:
 			return fmt.Errorf("workload: %w", wlErr)
 		}
 	}
+	if err := decodeErrors(p.DecodeErrors()); err != nil {
+		return err
+	}
 	return checkBudget(f.failOverBudget, rep)
+}
+
+// decodeErrors is the CLI's end of the pipeline's error policy: records
+// that did not decode were counted and the run went on; the run fails at
+// exit, after its report, naming how many.
+func decodeErrors(n uint64) error {
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d ring buffer record(s) could not be decoded: the report misses those events (a tracer and BPF object mismatch? rebuild with make)", n)
 }
 
 func describeFilter(cfg tracer.FsyncConfig, f fsyncFlags) string {
@@ -378,136 +425,6 @@ func describeFilter(cfg tracer.FsyncConfig, f fsyncFlags) string {
 		s += " on " + f.dev
 	}
 	return s
-}
-
-// eventLoop reads events until the tracer closes or, after stopNs is set,
-// an event newer than it (or the drain deadline) arrives.
-func eventLoop(tr *tracer.FsyncTracer, f fsyncFlags, cfg tracer.FsyncConfig, run *fsyncRun, out io.Writer, stopAt func() uint64) (err error) {
-	devs := host.NewDeviceResolver()
-	paths := host.NewPathResolver()
-	attr := analysis.NewAttributor(func(d event.Dev) (string, []event.Dev) {
-		info := devs.Resolve(d)
-		return info.Name, info.Disks
-	})
-	attr.SetBackingLookup(func(disk event.Dev) (analysis.Backing, bool) {
-		b, ok := devs.Backing(disk)
-		return analysis.Backing{Dev: b.Dev, Ino: b.Ino, Path: b.Path}, ok
-	})
-	var lines *jsonLines
-	if f.output == "json" {
-		lines = newJSONLines(out)
-		defer func() {
-			// The last records are written here: a failure to is the run's.
-			if cerr := lines.Close(); err == nil {
-				err = cerr
-			}
-		}()
-	}
-	var ev event.Any // reused: Read allocates nothing per event
-	for {
-		if err := tr.Read(&ev); err != nil {
-			if errors.Is(err, tracer.ErrClosed) || errors.Is(err, tracer.ErrDrained) {
-				return nil
-			}
-			return err
-		}
-		if ev.Kind != event.KindFsync {
-			attr.AddEvent(&ev)
-			continue
-		}
-		fe := &ev.Fsync
-		if s := stopAt(); s != 0 && fe.StartNs > s {
-			return nil
-		}
-		rec := attr.Attribute(*fe)
-		if cfg.Disk != 0 && !containsStr(rec.Disks, cfg.Disk.String()) {
-			continue
-		}
-		rec.Path = paths.Path(fe)
-		rec.FileKind = analysis.FileKind(rec.Path)
-		run.mu.Lock()
-		run.report.Add(&rec)
-		if f.interval > 0 {
-			run.interval.Add(&rec)
-		}
-		run.mu.Unlock()
-		if lines != nil && time.Duration(rec.TotalNs) >= f.minLatency {
-			if err := lines.Write(&rec); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-// jsonLinesFlushEvery bounds how long a record waits in jsonLines' buffer:
-// one write(2) per record cost more than encoding it (docs/performance.md).
-const jsonLinesFlushEvery = 100 * time.Millisecond
-
-// jsonLines writes fsync records as JSON Lines through a buffer that a
-// timer flushes, so a reader tailing the output sees each record within
-// jsonLinesFlushEvery while a busy loop makes one write per 64 KiB.
-type jsonLines struct {
-	mu   sync.Mutex
-	w    *bufio.Writer
-	buf  []byte
-	err  error // the first write error, from either goroutine
-	stop chan struct{}
-	done chan struct{}
-}
-
-func newJSONLines(out io.Writer) *jsonLines {
-	l := &jsonLines{w: bufio.NewWriterSize(out, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(l.done)
-		t := time.NewTicker(jsonLinesFlushEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-l.stop:
-				return
-			case <-t.C:
-				l.mu.Lock()
-				if l.err == nil && l.w.Buffered() > 0 {
-					l.err = l.w.Flush()
-				}
-				l.mu.Unlock()
-			}
-		}
-	}()
-	return l
-}
-
-// Write appends one record and its newline.
-func (l *jsonLines) Write(rec *analysis.FsyncRecord) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.err != nil {
-		return l.err
-	}
-	l.buf = append(rec.AppendJSON(l.buf[:0]), '\n')
-	_, l.err = l.w.Write(l.buf)
-	return l.err
-}
-
-// Close stops the timer and flushes what is buffered.
-func (l *jsonLines) Close() error {
-	close(l.stop)
-	<-l.done
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.err == nil {
-		l.err = l.w.Flush()
-	}
-	return l.err
-}
-
-func containsStr(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // monoToWallNs returns CLOCK_REALTIME − CLOCK_MONOTONIC now, ns: the

@@ -11,17 +11,17 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/merge"
-	"github.com/etcdscope/etcdscope/analysis/stats"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/safefile"
+	"github.com/etcdscope/etcdscope/pipeline"
+	"github.com/etcdscope/etcdscope/render"
 	"github.com/etcdscope/etcdscope/tracer"
 )
 
@@ -117,7 +117,6 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 			unavailable = append(unavailable, p.Name+": "+p.Why)
 		}
 	}
-	var mu sync.Mutex // guards enc, ios, fsyncs
 	enc := json.NewEncoder(os.Stdout)
 	emit := func(v any) error {
 		if f.output != "json" {
@@ -125,8 +124,6 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 		}
 		return enc.Encode(v)
 	}
-	var ios []merge.HostIO
-	var fsyncs []analysis.FsyncRecord
 	if err := emit(merge.HostHeader{Type: "hypervisor", V: merge.SchemaVersion, PID: uint32(f.pid), Comm: f.comm,
 		Clock: "CLOCK_MONOTONIC", StartNs: host.MonotonicNs()}); err != nil {
 		return err
@@ -138,75 +135,15 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 	}
 	fmt.Fprintf(os.Stderr, "tracing the image I/O of %s; Ctrl-C to stop\n", hvTarget(f))
 
-	devs := host.NewDeviceResolver()
-	var devMu sync.Mutex // DeviceResolver is not safe for concurrent use
-	paths := host.NewPathResolver()
-	var pathMu sync.Mutex
-	pathOf := func(e *event.Fsync) string { pathMu.Lock(); defer pathMu.Unlock(); return paths.Path(e) }
-
+	// Two data paths, one sink: the fsync tracer's flushes (with their host
+	// layers) and the hypervisor tracer's reads, writes and submissions.
+	sink := &hvSink{emit: emit}
+	fp := pipeline.NewFsync(pipeline.FsyncConfig{Sinks: []pipeline.FsyncSink{sink},
+		FileKind: func(string) string { return analysis.KindOther }}) // images are not etcd's files
+	hp := pipeline.NewHypervisor(pipeline.HypervisorConfig{Sinks: []pipeline.HostIOSink{sink}})
 	errs := make(chan error, 2)
-	go func() { // fsync tracer: the flushes, with their host layers
-		attr := analysis.NewAttributor(func(d event.Dev) (string, []event.Dev) {
-			devMu.Lock()
-			defer devMu.Unlock()
-			info := devs.Resolve(d)
-			return info.Name, info.Disks
-		})
-		var ev event.Any // reused: Read allocates nothing per event
-		for {
-			if err := ft.Read(&ev); err != nil {
-				if errors.Is(err, tracer.ErrClosed) || errors.Is(err, tracer.ErrDrained) {
-					err = nil
-				}
-				errs <- err
-				return
-			}
-			if ev.Kind != event.KindFsync {
-				attr.AddEvent(&ev)
-				continue
-			}
-			fe := ev.Fsync
-			rec := attr.Attribute(fe)
-			rec.Path = pathOf(&fe)
-			rec.FileKind = analysis.KindOther
-			mu.Lock()
-			fsyncs = append(fsyncs, rec)
-			err := emit(&rec)
-			mu.Unlock()
-			if err != nil {
-				errs <- err
-				return
-			}
-		}
-	}()
-	go func() { // hypervisor tracer: reads, writes, submissions
-		var e event.HypervisorIO
-		for {
-			if err := ht.Read(&e); err != nil {
-				if errors.Is(err, tracer.ErrClosed) || errors.Is(err, tracer.ErrDrained) {
-					err = nil
-				}
-				errs <- err
-				return
-			}
-			fe := event.Fsync{PID: e.PID, FD: e.FD, Dev: e.Dev, Ino: e.Ino, IsBlockdev: e.IsBlockdev, Names: e.Names}
-			rec := merge.HostIO{Type: "hv_io", V: merge.SchemaVersion, Op: e.Op.String(), PID: e.PID, TID: e.TID,
-				Comm: e.Comm, FD: e.FD, Path: pathOf(&fe), Dev: e.Dev.String(), Ino: e.Ino, FS: e.FSType,
-				ODirect: e.ODirect, ODsync: e.ODsync || e.OSync, Opcode: e.Opcode, Nr: e.Nr,
-				StartNs: e.StartNs, EndNs: e.EndNs, Ret: e.Ret}
-			if e.IsBlockdev {
-				rec.FS = "blockdev"
-			}
-			mu.Lock()
-			ios = append(ios, rec)
-			err := emit(&rec)
-			mu.Unlock()
-			if err != nil {
-				errs <- err
-				return
-			}
-		}
-	}()
+	go func() { errs <- fp.Run(ft) }()
+	go func() { errs <- hp.Run(ht) }()
 	select {
 	case <-ctx.Done():
 	case err := <-errs:
@@ -232,6 +169,8 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 	if err != nil {
 		return err
 	}
+	ios, fsyncs := sink.ios, sink.fsyncs
+	devs := host.NewDeviceResolver()
 	images := merge.Images(ios, fsyncs, imageFormat, func(dev string) string {
 		var maj, min uint32
 		if _, err := fmt.Sscanf(dev, "%d:%d", &maj, &min); err != nil {
@@ -242,9 +181,37 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 	sum := merge.HostSummary{Type: "hv_summary", V: merge.SchemaVersion, Images: images, Warnings: merge.Warnings(images),
 		LostEvents: hvLost, MissedEvents: ht.Missed(), FsyncLostEvents: fsLost, FsyncMissedEvents: ft.Missed(), Unavailable: unavailable}
 	if f.output == "json" {
-		return enc.Encode(&sum)
+		if err := enc.Encode(&sum); err != nil {
+			return err
+		}
+	} else if err := render.HostTable(os.Stdout, sum, fsyncs, ios); err != nil {
+		return err
 	}
-	return writeHostTable(os.Stdout, sum, fsyncs, ios)
+	return decodeErrors(fp.DecodeErrors() + hp.DecodeErrors())
+}
+
+// hvSink is the sink of both of the hypervisor view's pipelines: it keeps
+// the records for the summary and, with --output json, writes each as it
+// comes (one encoder, so one lock).
+type hvSink struct {
+	mu     sync.Mutex
+	emit   func(any) error
+	ios    []merge.HostIO
+	fsyncs []analysis.FsyncRecord
+}
+
+func (s *hvSink) Fsync(rec *analysis.FsyncRecord) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fsyncs = append(s.fsyncs, *rec)
+	return s.emit(rec)
+}
+
+func (s *hvSink) HostIO(rec *merge.HostIO) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ios = append(s.ios, *rec)
+	return s.emit(rec)
 }
 
 func hvTarget(f hvFlags) string {
@@ -265,59 +232,4 @@ func imageFormat(path string) string {
 	b := make([]byte, 8)
 	n, _ := io.ReadFull(fh, b)
 	return merge.FormatFromMagic(b[:n])
-}
-
-// writeHostTable prints one row per image. Flush latencies cover the
-// fdatasync/fsync calls and io_uring fsync requests (IORING_OP_FSYNC, 3);
-// the layers only the calls (an io_uring fsync runs in an io-wq worker).
-func writeHostTable(w io.Writer, s merge.HostSummary, fsyncs []analysis.FsyncRecord, ios []merge.HostIO) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
-	fmt.Fprintln(tw, " image\t format\t cache\t aio\t on\t writes\t io_submit\t io_uring\t flushes\t flush p50 ms\t flush p99 ms\t host layers of the flushes (share)")
-	for _, im := range s.Images {
-		var lat []int64
-		var sum analysis.Layers
-		var total int64
-		for _, r := range fsyncs {
-			if r.Path == im.Path {
-				lat = append(lat, r.TotalNs)
-				total += r.TotalNs
-				sum.JournalNs += r.Layers.JournalNs
-				sum.DeviceFlushNs += r.Layers.DeviceFlushNs
-				sum.DataWritebackNs += r.Layers.DataWritebackNs
-				sum.BlockQueueNs += r.Layers.BlockQueueNs
-				sum.OtherNs += r.Layers.OtherNs
-			}
-		}
-		for _, r := range ios {
-			if r.Path == im.Path && r.Op == "io_uring_req" && r.Opcode == 3 && r.EndNs >= r.StartNs {
-				lat = append(lat, int64(r.EndNs-r.StartNs))
-			}
-		}
-		st := stats.Summarize(lat)
-		shares := ""
-		if total > 0 {
-			for _, name := range analysis.LayerNames {
-				if v := sum.Get(name); v > 0 {
-					shares += fmt.Sprintf("%s %.1f%% ", name, 100*float64(v)/float64(total))
-				}
-			}
-		}
-		on := im.FS
-		if im.DevName != "" {
-			on = im.DevName + " " + im.FS
-		}
-		fmt.Fprintf(tw, " %s\t %s\t %s\t %s\t %s\t %d\t %d\t %d\t %d\t %s\t %s\t %s\n", im.Path, im.Format, im.Cache, im.AIO, on,
-			im.Writes, im.IOSubmits, im.IOUringReqs, im.Flushes, analysis.Ms(st.P50), analysis.Ms(st.P99), shares)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, warn := range s.Warnings {
-		fmt.Fprintf(w, "WARNING: %s\n", warn)
-	}
-	fmt.Fprintf(w, "lost events: %d (hypervisor), %d (fsync); missed: %d (hypervisor), %d (fsync)\n", s.LostEvents, s.FsyncLostEvents, s.MissedEvents, s.FsyncMissedEvents)
-	for _, u := range s.Unavailable {
-		fmt.Fprintf(w, "unavailable: %s\n", u)
-	}
-	return nil
 }

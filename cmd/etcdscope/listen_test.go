@@ -58,7 +58,7 @@ func TestDaemonSetListenBothFamilies(t *testing.T) {
 		expanded := strings.ReplaceAll(arg, "$(NODE_IP)", ip)
 		f := serveFlags{listen: expanded, public: true, port: tracer.DefaultPeerPort,
 			compareWindow: exporter.DefaultCompareWindow, ringBytes: tracer.DefaultRingBytes}
-		if _, err := f.validate(); err != nil {
+		if _, _, err := f.validate(); err != nil {
 			t.Errorf("NODE_IP=%s: --listen=%s: %v", ip, expanded, err)
 			continue
 		}

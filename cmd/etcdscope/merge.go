@@ -11,6 +11,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/merge"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 func init() {
@@ -91,7 +92,7 @@ func runMerge(args []string) error {
 		}
 		return enc.Encode(&sum)
 	}
-	return sum.WriteTable(os.Stdout)
+	return render.Merge(os.Stdout, &sum)
 }
 
 func distinct(recs []analysis.FsyncRecord, key func(analysis.FsyncRecord) string) []string {

@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -25,9 +24,12 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/capture"
 	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/internal/safefile"
+	"github.com/etcdscope/etcdscope/pipeline"
+	"github.com/etcdscope/etcdscope/render"
 	"github.com/etcdscope/etcdscope/tracer"
 )
 
@@ -43,7 +45,7 @@ type peersFlags struct {
 	peerArgs, endpoints           []string
 	duration                      time.Duration
 	output, metricsURL, readyFile string
-	record                        string
+	record, capture               string
 	cacert, cert, key             string
 	probeAnswer, probeAnswerSet   bool
 }
@@ -66,6 +68,7 @@ func runPeers(args []string) error {
 	fs.StringSliceVar(&f.endpoints, "etcd-endpoints", nil, "client URLs (comma-separated): member list and leader, to name peers and warn when the leader is the farthest")
 	fs.BoolVar(&f.probeAnswer, "probe-answer", true, "with --etcd-endpoints: GET /raft/probing on a kept-alive connection to each peer every 4 s, timing what etcd's kept-alive prober measures (the kernel sees only RTT + answer)")
 	fs.StringVar(&f.record, "record", "", "also write every traced event to this file as JSON Lines (schema peers/v1, docs/peers.md)")
+	fs.StringVar(&f.capture, "capture", "", "also write the traced events with the window and lost count to this file (schema capture/v1), for 'etcdscope report FILE' to replay")
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once the probes are attached (for scripts and tests)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -133,6 +136,11 @@ func (f *peersFlags) validate() (tracer.PeersConfig, *tls.Config, error) {
 	if f.probeAnswerSet && f.probeAnswer && len(f.endpoints) == 0 {
 		return cfg, nil, usagef("--probe-answer needs the member list: add --etcd-endpoints, e.g. http://127.0.0.1:2379")
 	}
+	if f.capture != "" {
+		if err := checkCapturePath(f.capture); err != nil {
+			return cfg, nil, err
+		}
+	}
 	tlsCfg, err := clientTLS(f.cacert, f.cert, f.key)
 	if err != nil {
 		return cfg, nil, err
@@ -178,31 +186,10 @@ func checkURL(s string) error {
 	return nil
 }
 
-// peersReport is the JSON form of the report; the table prints the same.
-type peersReport struct {
-	Port          int                         `json:"port"`
-	WindowSeconds float64                     `json:"window_seconds"`
-	Events        int                         `json:"events"`
-	LostEvents    uint64                      `json:"lost_events"`
-	Links         []peers.LinkStats           `json:"links"`
-	MetricsURL    string                      `json:"metrics_url,omitempty"`
-	MetricsError  string                      `json:"metrics_error,omitempty"`
-	MemberPID     int                         `json:"member_pid,omitempty"`
-	Metric        []etcdmetric.PeerComparison `json:"metric,omitempty"`
-	Resets        []etcdmetric.Key            `json:"metric_resets,omitempty"`
-	Members       []etcdmetric.Member         `json:"members,omitempty"`
-	MembersError  string                      `json:"members_error,omitempty"`
-	LeaderWarning string                      `json:"leader_warning,omitempty"`
-	// KeptAliveProbe: mean time of etcdscope's own kept-alive probes per
-	// peer IP (ns); KeptAliveProbeErrors: why a peer could not be probed.
-	KeptAliveProbe       map[netip.Addr]time.Duration `json:"kept_alive_probe_ns,omitempty"`
-	KeptAliveProbeErrors map[netip.Addr]string        `json:"kept_alive_probe_errors,omitempty"`
-}
-
 func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep := peersReport{Port: int(cfg.Port), MetricsURL: f.metricsURL}
+	rep := etcdmetric.PeersReport{Port: int(cfg.Port), MetricsURL: f.metricsURL}
 	var metricErrs []string
 	var start etcdmetric.Scrape
 	var startOK bool
@@ -220,13 +207,17 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	var peerURLs map[uint64]string
 	var err error
 	if len(f.endpoints) > 0 {
-		rep.Members, peerURLs, err = etcdinfo.Members(ctx, f.endpoints, tlsCfg)
+		var leaderKnown bool
+		rep.Members, peerURLs, leaderKnown, err = pipeline.Members(ctx, f.endpoints, tlsCfg)
 		if errors.Is(err, etcdinfo.ErrUnreachable) {
 			// Nothing is attached yet: a wrong address is bad input.
 			return usagef("%v", err)
 		}
-		if err != nil {
+		switch {
+		case err != nil:
 			rep.MembersError = err.Error()
+		case !leaderKnown:
+			rep.MembersError = etcdinfo.ErrLeaderUnknown.Error() // the members still name the series
 		}
 	}
 	var local netip.Addr
@@ -259,16 +250,41 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 			fmt.Fprintf(os.Stderr, "etcdscope peers: writing --ready-file: %v\n", err)
 		}
 	}
-	events, lost, err := tracer.RecordPeers(ctx, cfg, d, ready)
+	// The data path: every event to the sink that keeps them; at d, or
+	// when ctx ends, Drain makes the tracer hand over what is left and end.
+	var kept pipeline.PeerEvents
+	pp := pipeline.NewPeers(pipeline.PeersConfig{Sinks: []pipeline.PeerSink{&kept}})
+	lost, err := func() (uint64, error) {
+		tr, err := tracer.NewPeers(cfg)
+		if err != nil {
+			return 0, err
+		}
+		defer tr.Close()
+		ready()
+		timer := time.AfterFunc(d, func() { tr.Drain() })
+		defer timer.Stop()
+		stopDrain := context.AfterFunc(ctx, func() { tr.Drain() })
+		defer stopDrain()
+		if err := pp.Run(tr); err != nil {
+			return 0, err
+		}
+		return tr.Lost()
+	}()
 	stopProbe()
 	<-probeDone
 	if err != nil {
 		return setupErr(fmt.Errorf("tracing: %w", err))
 	}
+	events := kept.Events()
 	t1 := time.Now()
 	if f.record != "" {
 		if err := writeRecording(f.record, events); err != nil {
 			return fmt.Errorf("--record: %w", err)
+		}
+	}
+	if f.capture != "" {
+		if err := writePeersCapture(f.capture, int(cfg.Port), events, lost, t1.Sub(t0)); err != nil {
+			return err
 		}
 	}
 	for _, m := range rep.Members {
@@ -305,13 +321,9 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		if err != nil {
 			metricErrs = append(metricErrs, "end scrape: "+err.Error())
 		} else if startOK {
-			if u, err := url.Parse(f.metricsURL); err == nil {
-				if pid, err := etcdinfo.ListenerPID(u.String()); err == nil {
-					rep.MemberPID = pid
-				}
-			}
-			rep.Metric, rep.Resets = etcdmetric.CompareScrapes(start, end,
-				etcdmetric.Window{Start: t0, End: t1, MonoAtStart: uint64(mono0.Nano()), ProbeErrors: rep.KeptAliveProbeErrors}, rep.Links, uint32(rep.MemberPID), rep.Members, rep.KeptAliveProbe)
+			rep.Metric, rep.Resets, rep.MemberPID = pipeline.CompareEtcd(pipeline.EtcdWindow{MetricsURL: f.metricsURL,
+				From: start, To: end, Start: t0, End: t1, MonoStart: uint64(mono0.Nano()),
+				Links: rep.Links, Members: rep.Members, KeptAlive: rep.KeptAliveProbe, ProbeErrors: rep.KeptAliveProbeErrors})
 		}
 	}
 	rep.MetricsError = strings.Join(metricErrs, "; ")
@@ -328,7 +340,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 			return err
 		}
 	} else {
-		printPeersTable(peersStdout, rep)
+		render.Peers(peersStdout, &rep)
 	}
 	if rep.MetricsError != "" {
 		fmt.Fprintf(os.Stderr, "etcdscope peers: --etcd-metrics %s: %s\n", f.metricsURL, rep.MetricsError)
@@ -336,7 +348,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	if rep.MembersError != "" {
 		fmt.Fprintf(os.Stderr, "etcdscope peers: --etcd-endpoints: %s\n", rep.MembersError)
 	}
-	return nil
+	return decodeErrors(pp.DecodeErrors())
 }
 
 // appendMetricRecord appends the etcd_peer_metric record to the recording
@@ -356,6 +368,21 @@ func appendMetricRecord(path string, cs []etcdmetric.PeerComparison) error {
 // writeRecording writes events to path through a temporary file renamed
 // into place (internal/safefile): never through a planted link, never a
 // partial recording.
+// writePeersCapture writes the events of a peers run as a capture.
+func writePeersCapture(path string, port int, events []event.Peer, lost uint64, window time.Duration) error {
+	c, err := createCapture(path, capture.Header{Tracer: capture.TracerPeers, Command: "peers", Port: port})
+	if err != nil {
+		return err
+	}
+	for i := range events {
+		if err := c.Peer(&events[i]); err != nil {
+			c.abandon()
+			return fmt.Errorf("--capture: %w", err)
+		}
+	}
+	return c.finish(capture.End{LostEvents: lost, WindowNs: int64(window)})
+}
+
 func writeRecording(path string, events []event.Peer) error {
 	fh, err := safefile.Create(path, 0o644)
 	if err != nil {
@@ -372,107 +399,4 @@ func writeRecording(path string, events []event.Peer) error {
 		return err
 	}
 	return fh.Commit()
-}
-
-func ns(v int64) string {
-	if v == 0 {
-		return "-"
-	}
-	return time.Duration(v).Round(time.Microsecond).String()
-}
-
-func printPeersTable(w io.Writer, rep peersReport) {
-	fmt.Fprintf(w, "etcdscope peers: %.1fs on port %d, %d events, %d lost\n\n", rep.WindowSeconds, rep.Port, rep.Events, rep.LostEvents)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "LINK\tOPENED/MIN\tCLOSED/MIN\tHANDSHAKE RTT p50/p99 (n)\tSRTT p50/max (conns)\tMIN RTT p50\tPER-REQUEST p50/p99 (n)\tLIFETIME p50\tRETRANS")
-	for _, l := range rep.Links {
-		link := l.Link.String()
-		if l.Down() {
-			link += fmt.Sprintf(" PEER DOWN / UNREACHABLE (%d connects failed)", l.Failed)
-		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%s/%s (%d)\t%s/%s (%d)\t%s\t%s/%s (%d)\t%s\t%d\n",
-			link, l.OpenedPerMinute, l.ClosedPerMinute,
-			ns(l.HandshakeRTT.P50), ns(l.HandshakeRTT.P99), l.HandshakeRTT.Count,
-			ns(l.SRTT.P50), ns(l.SRTT.Max), l.SRTT.Count, ns(l.MinRTT.P50),
-			ns(l.PerRequest.P50), ns(l.PerRequest.P99), l.PerRequest.Count,
-			ns(l.Lifetime.P50), l.Retransmits)
-	}
-	tw.Flush()
-	if len(rep.Links) == 0 {
-		fmt.Fprintf(w, "no connections on port %d seen\n", rep.Port)
-	}
-	if len(rep.Members) > 0 {
-		fmt.Fprintln(w)
-		for _, m := range rep.Members {
-			lead := ""
-			if m.Leader {
-				lead = " (leader)"
-			}
-			fmt.Fprintf(w, "member %s %s peer IPs %v%s\n", m.ToLabel(), m.Name, m.PeerIPs, lead)
-		}
-	}
-	if rep.LeaderWarning != "" {
-		fmt.Fprintf(w, "\nWARNING: %s\n", rep.LeaderWarning)
-	}
-	if rep.MetricsURL == "" {
-		return
-	}
-	fmt.Fprintf(w, "\n%s from %s (member pid %d), between the two scrapes:\n", etcdmetric.MetricName, rep.MetricsURL, rep.MemberPID)
-	if rep.MetricsError != "" {
-		fmt.Fprintf(w, "  error: %s\n", rep.MetricsError)
-	}
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TO\tPROBER\tMEMBER\tPEER\tOBS\tMEAN\tp50\tp99\tRTT\tINFLATION\tMODEL MEAN\tMODEL INFLATION\tVERDICT")
-	for _, c := range rep.Metric {
-		p50, p99 := sec(c.P50), sec(c.P99)
-		if c.QuantileError != "" {
-			p50, p99 = "n/a", "n/a"
-		}
-		peer := "-"
-		if c.Peer.IsValid() {
-			peer = c.Peer.String()
-		}
-		verdict := "not explained"
-		switch {
-		case c.Input.PeerDown:
-			verdict = "peer down / unreachable"
-		case c.Explained:
-			verdict = "explained"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Key.To, dash(c.Key.Prober), dash(c.Member), peer,
-			c.Observations, sec(c.Mean), p50, p99, sec(c.Input.RTT.Seconds()), times(c.Inflation), sec(c.Prediction.Mean), times(c.ModelInflation), verdict)
-	}
-	tw.Flush()
-	for _, c := range rep.Metric {
-		fmt.Fprintf(w, "  %s: %s\n", c.Key.To, c.Verdict)
-		if c.QuantileError != "" {
-			fmt.Fprintf(w, "    p50/p99 not interpolated: %s\n", c.QuantileError)
-		}
-	}
-	for _, k := range rep.Resets {
-		fmt.Fprintf(w, "  %s: counts fell between the scrapes (etcd restarted): only the end scrape is used\n", k.To)
-	}
-}
-
-func sec(s float64) string {
-	if s == 0 {
-		return "-"
-	}
-	return time.Duration(s * 1e9).Round(time.Microsecond).String()
-}
-
-// times prints a ratio as "2.0x", or "-" when there is none (no RTT to
-// divide by: a peer that is down).
-func times(r float64) string {
-	if r == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.1fx", r)
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/etcdtest"
 	"github.com/etcdscope/etcdscope/internal/testenv"
+	"github.com/etcdscope/etcdscope/render"
 	"github.com/etcdscope/etcdscope/tracer"
 )
 
@@ -91,7 +92,7 @@ func peersE2E(t *testing.T, withTLS bool) {
 		t.Fatalf("etcdscope peers exited %d; output:\n%s", rc, out.String())
 	}
 
-	var rep peersReport
+	var rep etcdmetric.PeersReport
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
 	}
@@ -221,7 +222,7 @@ func peersE2E(t *testing.T, withTLS bool) {
 
 	// The same report as a user reads it.
 	var table bytes.Buffer
-	printPeersTable(&table, rep)
+	render.Peers(&table, &rep)
 	t.Logf("table output:\n%s", table.String())
 	for _, want := range []string{"HANDSHAKE RTT", "INFLATION", "MODEL MEAN", m0.Name} {
 		if !strings.Contains(table.String(), want) {

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
@@ -134,7 +135,7 @@ func TestPeersMetricsErrors(t *testing.T) {
 			if rc := <-done; rc != 0 {
 				t.Fatalf("exit %d, want 0 (metrics errors must not fail the trace)", rc)
 			}
-			var rep peersReport
+			var rep etcdmetric.PeersReport
 			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 				t.Fatalf("%v\n%s", err, out.String())
 			}

@@ -2,18 +2,25 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+	"github.com/etcdscope/etcdscope/analysis/jsonl"
+	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/capture"
 	"github.com/etcdscope/etcdscope/internal/safefile"
+	"github.com/etcdscope/etcdscope/pipeline"
+	"github.com/etcdscope/etcdscope/render"
 	"github.com/etcdscope/etcdscope/report"
 )
 
@@ -69,6 +76,14 @@ func runReport(args []string) error {
 		defer f.Close()
 		in = f
 	}
+	br := bufio.NewReaderSize(in, 64<<10)
+	if isCapture(br) {
+		if *htmlOut != "" {
+			return usagef("%s is a capture: --html takes a recording (etcdscope fsync --output json)", fs.Arg(0))
+		}
+		return replayCapture(br, fs.Arg(0), *output, *failOverBudget)
+	}
+	in = br
 	recs, sum, err := analysis.ReadJSONL(in)
 	if err != nil {
 		return usagef("%s: %v: give a recording written by 'etcdscope fsync --output json'", fs.Arg(0), err)
@@ -102,10 +117,116 @@ func runReport(args []string) error {
 		if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
 			return err
 		}
-	} else if err := rep.WriteTable(os.Stdout); err != nil {
+	} else if err := render.FsyncReport(os.Stdout, &rep); err != nil {
 		return err
 	}
 	return checkBudget(*failOverBudget, rep)
+}
+
+// isCapture reports whether the input opens with a capture header line.
+func isCapture(br *bufio.Reader) bool {
+	b, _ := br.Peek(br.Size())
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[:i]
+	}
+	var h jsonl.Head
+	return json.Unmarshal(b, &h) == nil && capture.IsCapture(h)
+}
+
+// replayCapture runs a capture's events through the attribution and
+// prints what the live run printed: the report table, or with --output
+// json the fsync records and the summary (peers: the table or the JSON
+// object, without the etcd metric comparison, which a capture does not
+// hold).
+func replayCapture(in io.Reader, name, output string, failOverBudget bool) error {
+	rd, err := capture.NewReader(in)
+	if err != nil {
+		return usagef("reading %s: %v", name, err)
+	}
+	switch rd.Header().Tracer {
+	case capture.TracerFsync:
+		return replayFsync(rd, name, output, failOverBudget)
+	case capture.TracerPeers:
+		return replayPeers(rd, name, output)
+	}
+	return usagef("%s: capture of tracer %q: this etcdscope replays fsync and peers captures", name, rd.Header().Tracer)
+}
+
+func replayFsync(rd *capture.Reader, name, output string, failOverBudget bool) error {
+	rs := pipeline.NewReportSink(false)
+	cfg := pipeline.FsyncConfig{Host: pipeline.ReplayHost(rd), Sinks: []pipeline.FsyncSink{rs}}
+	if d := rd.Header().Disk; d != "" {
+		dev, err := capture.ParseDev(d)
+		if err != nil {
+			return usagef("%s: header: %v", name, err)
+		}
+		cfg.Disk = dev
+	}
+	w := bufio.NewWriter(os.Stdout)
+	var lines *render.JSONLines
+	if output == "json" {
+		lines = render.NewJSONLines(w, 0)
+		cfg.Sinks = append(cfg.Sinks, lines)
+	}
+	p := pipeline.NewFsync(cfg)
+	err := p.Run(pipeline.ReadFunc(rd.ReadEvent))
+	if lines != nil {
+		if cerr := lines.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("replaying %s: %w", name, err)
+	}
+	end, ok := rd.End()
+	if !ok {
+		fmt.Fprintf(os.Stderr, "etcdscope report: %s has no end line (the run was cut short?): lost events are unknown\n", name)
+	}
+	rep := rs.Report(end.LostEvents, end.MissedEvents, rd.Header().Unavailable)
+	rep.MonoToWallNs = end.MonoToWallNs
+	if !ok {
+		rep.LossUnknown = "unknown: the capture has no end line (the run was cut short)"
+	}
+	if output == "json" {
+		if err := json.NewEncoder(w).Encode(rep); err != nil {
+			return err
+		}
+	} else if err := render.FsyncReport(w, &rep); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := decodeErrors(p.DecodeErrors()); err != nil {
+		return err
+	}
+	return checkBudget(failOverBudget, rep)
+}
+
+func replayPeers(rd *capture.Reader, name, output string) error {
+	var kept pipeline.PeerEvents
+	p := pipeline.NewPeers(pipeline.PeersConfig{Sinks: []pipeline.PeerSink{&kept}})
+	if err := p.Run(pipeline.PeerReadFunc(rd.ReadPeer)); err != nil {
+		return fmt.Errorf("replaying %s: %w", name, err)
+	}
+	events := kept.Events()
+	end, ok := rd.End()
+	if !ok {
+		return usagef("%s has no end line (the run was cut short?): its window and lost events are unknown", name)
+	}
+	window := time.Duration(end.WindowNs)
+	rep := etcdmetric.PeersReport{Port: rd.Header().Port, WindowSeconds: window.Seconds(), Events: len(events), LostEvents: end.LostEvents}
+	rep.Links = peers.Analyze(events, peers.Options{Window: window}).Links
+	if output == "json" {
+		enc := json.NewEncoder(peersStdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+		return decodeErrors(p.DecodeErrors())
+	}
+	render.Peers(peersStdout, &rep)
+	return decodeErrors(p.DecodeErrors())
 }
 
 // writeHTMLReport renders the page (package report) to out, with the peers

@@ -66,7 +66,7 @@ func runServe(args []string) error {
 		return usagef("unexpected argument %q (see 'etcdscope serve --help')", fs.Arg(0))
 	}
 	f.pidSet = fs.Changed("pid")
-	cfg, err := f.validate()
+	cfg, tcfg, err := f.validate()
 	if err != nil {
 		return err
 	}
@@ -89,99 +89,122 @@ func runServe(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err = exporter.Run(ctx, cfg)
-	return setupErr(err)
+	ft, err := tracer.NewFsync(tcfg.fsync)
+	if err != nil {
+		return tracerError("fsync tracer", err)
+	}
+	defer ft.Close()
+	pt, err := tracer.NewPeers(tcfg.peers)
+	if err != nil {
+		return tracerError("peers tracer", err)
+	}
+	defer pt.Close()
+	cfg.Fsync, cfg.Peers = ft, pt
+	return setupErr(exporter.Run(ctx, cfg))
+}
+
+// tracerError is a tracer that could not load: a usage error (exit 2)
+// when privilege or BTF is missing (setupErr).
+func tracerError(what string, err error) error {
+	return setupErr(fmt.Errorf("%s: %w", what, err))
+}
+
+// tracerConfigs are the configurations serve loads its tracers with.
+type tracerConfigs struct {
+	fsync tracer.FsyncConfig
+	peers tracer.PeersConfig
 }
 
 // validate checks every flag before anything touches the host.
-func (f *serveFlags) validate() (exporter.Config, error) {
+func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 	var cfg exporter.Config
+	var tcfg tracerConfigs
 	switch {
 	case f.port < 1 || f.port > 65535:
-		return cfg, usagef("--port %d is out of range; give 1-65535 (etcd's peer port is 2380)", f.port)
+		return cfg, tcfg, usagef("--port %d is out of range; give 1-65535 (etcd's peer port is 2380)", f.port)
 	case len(f.comm) > 15:
-		return cfg, usagef("--comm %q is longer than the kernel's 15-byte comm; give its first 15 bytes", f.comm)
+		return cfg, tcfg, usagef("--comm %q is longer than the kernel's 15-byte comm; give its first 15 bytes", f.comm)
 	case f.pid < 0:
-		return cfg, usagef("--pid %d is not a process id", f.pid)
+		return cfg, tcfg, usagef("--pid %d is not a process id", f.pid)
 	case f.pidSet && f.pid == 0:
-		return cfg, usagef("--pid 0 is not a process id; give etcd's (pgrep etcd), or drop --pid")
+		return cfg, tcfg, usagef("--pid 0 is not a process id; give etcd's (pgrep etcd), or drop --pid")
 	case f.compareWindow < 10*time.Second:
-		return cfg, usagef("--compare-window %v is too short: etcd observes its peer RTT metric about once per 30 s per prober; give 1m or more", f.compareWindow)
+		return cfg, tcfg, usagef("--compare-window %v is too short: etcd observes its peer RTT metric about once per 30 s per prober; give 1m or more", f.compareWindow)
 	}
 	ring, err := ringSize(f.ringBytes)
 	if err != nil {
-		return cfg, err
+		return cfg, tcfg, err
 	}
 	if f.readyFile != "" {
 		if err := safefile.CheckDir(f.readyFile); err != nil {
-			return cfg, usagef("--ready-file %s: %v", f.readyFile, err)
+			return cfg, tcfg, usagef("--ready-file %s: %v", f.readyFile, err)
 		}
 	}
 	host, port, err := normalizeListen(f.listen)
 	if err != nil {
-		return cfg, err
+		return cfg, tcfg, err
 	}
 	f.listen = net.JoinHostPort(host, port) // IPv6 bracketed, IPv4 not
 	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		return cfg, usagef("--listen %q: port %q is not a number in 0-65535", f.listen, port)
+		return cfg, tcfg, usagef("--listen %q: port %q is not a number in 0-65535", f.listen, port)
 	}
 	if !f.public && !isLoopback(host) {
-		return cfg, usagef("--listen %s is not a loopback address; add --listen-public to serve metrics beyond this host", f.listen)
+		return cfg, tcfg, usagef("--listen %s is not a loopback address; add --listen-public to serve metrics beyond this host", f.listen)
 	}
 	if f.pid > 0 {
 		if _, err := os.Stat("/proc/" + strconv.Itoa(f.pid)); err != nil {
-			return cfg, usagef("--pid %d: no such process (see pgrep etcd)", f.pid)
+			return cfg, tcfg, usagef("--pid %d: no such process (see pgrep etcd)", f.pid)
 		}
-		cfg.Fsync.PID = uint32(f.pid)
+		tcfg.fsync.PID = uint32(f.pid)
 	}
 	cfg.PodLabels = f.podLabels
-	cfg.Fsync.Comm = f.comm
-	cfg.Fsync.RingBytes = ring
-	cfg.Peers.Port = uint16(f.port)
+	tcfg.fsync.Comm = f.comm
+	tcfg.fsync.RingBytes = ring
+	tcfg.peers.Port = uint16(f.port)
 	for _, u := range f.etcdMetrics {
 		if err := checkURL(u); err != nil {
-			return cfg, usagef("--etcd-metrics %v", err)
+			return cfg, tcfg, usagef("--etcd-metrics %v", err)
 		}
 	}
 	cfg.EtcdMetrics = f.etcdMetrics
 	cfg.CompareWindow = f.compareWindow
 	if len(f.endpoints) > 0 && len(f.etcdMetrics) == 0 {
-		return cfg, usagef("--etcd-endpoints goes with --etcd-metrics (the member list labels its comparison)")
+		return cfg, tcfg, usagef("--etcd-endpoints goes with --etcd-metrics (the member list labels its comparison)")
 	}
 	for _, e := range f.endpoints {
 		if err := checkURL(e); err != nil {
-			return cfg, usagef("--etcd-endpoints %v", err)
+			return cfg, tcfg, usagef("--etcd-endpoints %v", err)
 		}
 	}
 	cfg.EtcdEndpoints = f.endpoints
 	switch {
 	case (f.cert == "") != (f.key == ""):
-		return cfg, usagef("--cert and --key go together")
+		return cfg, tcfg, usagef("--cert and --key go together")
 	case (f.cacert != "" || f.cert != "") && len(f.etcdMetrics) == 0:
-		return cfg, usagef("--cacert/--cert/--key are for --etcd-metrics and --etcd-endpoints; give --etcd-metrics")
+		return cfg, tcfg, usagef("--cacert/--cert/--key are for --etcd-metrics and --etcd-endpoints; give --etcd-metrics")
 	}
 	if f.cacert != "" || f.cert != "" {
 		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
 		if f.cacert != "" {
 			pem, err := os.ReadFile(f.cacert)
 			if err != nil {
-				return cfg, usagef("--cacert: %v", err)
+				return cfg, tcfg, usagef("--cacert: %v", err)
 			}
 			tlsCfg.RootCAs = x509.NewCertPool()
 			if !tlsCfg.RootCAs.AppendCertsFromPEM(pem) {
-				return cfg, usagef("--cacert %s holds no PEM certificate", f.cacert)
+				return cfg, tcfg, usagef("--cacert %s holds no PEM certificate", f.cacert)
 			}
 		}
 		if f.cert != "" {
 			c, err := tls.LoadX509KeyPair(f.cert, f.key)
 			if err != nil {
-				return cfg, usagef("--cert/--key: %v", err)
+				return cfg, tcfg, usagef("--cert/--key: %v", err)
 			}
 			tlsCfg.Certificates = []tls.Certificate{c}
 		}
 		cfg.EtcdTLS = tlsCfg
 	}
-	return cfg, nil
+	return cfg, tcfg, nil
 }
 
 // isLoopback accepts loopback IPs and "localhost"; an empty host (all

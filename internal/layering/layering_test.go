@@ -26,8 +26,9 @@ var rules = []struct {
 	{"./analysis/...", []string{mod + "tracer", mod + "host", mod + "netem", mod + "exporter", "github.com/cilium/ebpf"}, "analysis is pure Go over events and records"},
 	{"./etcdinfo", []string{mod + "tracer", "github.com/cilium/ebpf"}, "etcdinfo asks etcd and the host, not the kernel's BPF"},
 	{"./netem", []string{mod + "tracer", mod + "analysis"}, "netem changes the network; tracing and analysis never depend on it, nor it on them"},
-	// Pending issue 11's pipeline: exporter must not depend on tracer
-	// either, once serve's loops have left exporter/serve.go.
+	{"./exporter", []string{mod + "tracer"}, "exporter is a sink of the pipeline: the CLI loads the tracers and hands them to it"},
+	{"./pipeline/...", []string{mod + "tracer"}, "the pipeline reads any source (a tracer, a capture) through its Read method; it loads no BPF"},
+	{"./render", []string{mod + "tracer", mod + "host", mod + "pipeline", "github.com/cilium/ebpf"}, "render turns records and reports into text; it knows no source"},
 }
 
 func goTool() string {

@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ func TestTableSaysPeerDown(t *testing.T) {
 	in := etcdmetric.InputFromLink(l, time.Minute)
 	cmp := etcdmetric.PeerComparison{Peer: peer, Member: "m3", Comparison: etcdmetric.Compare(etcdmetric.Series{Key: etcdmetric.Key{To: "abc"}}, in)}
 	var out bytes.Buffer
-	printPeersTable(&out, peersReport{Port: 2380, Links: []peers.LinkStats{l}, MetricsURL: "http://10.77.1.1:2381/metrics", Metric: []etcdmetric.PeerComparison{cmp}})
+	Peers(&out, &etcdmetric.PeersReport{Port: 2380, Links: []peers.LinkStats{l}, MetricsURL: "http://10.77.1.1:2381/metrics", Metric: []etcdmetric.PeerComparison{cmp}})
 	s := out.String()
 	for _, want := range []string{"PEER DOWN / UNREACHABLE (1811 connects failed)", "peer down / unreachable"} {
 		if !strings.Contains(s, want) {

@@ -1,0 +1,31 @@
+package etcdmetric
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/etcdscope/etcdscope/analysis/peers"
+)
+
+// PeersReport is the report of `etcdscope peers` (its --output json
+// object; render.Peers prints the same as a table): the traced links and,
+// with --etcd-metrics, the comparison of etcd's peer RTT metric with them.
+type PeersReport struct {
+	Port          int               `json:"port"`
+	WindowSeconds float64           `json:"window_seconds"`
+	Events        int               `json:"events"`
+	LostEvents    uint64            `json:"lost_events"`
+	Links         []peers.LinkStats `json:"links"`
+	MetricsURL    string            `json:"metrics_url,omitempty"`
+	MetricsError  string            `json:"metrics_error,omitempty"`
+	MemberPID     int               `json:"member_pid,omitempty"`
+	Metric        []PeerComparison  `json:"metric,omitempty"`
+	Resets        []Key             `json:"metric_resets,omitempty"`
+	Members       []Member          `json:"members,omitempty"`
+	MembersError  string            `json:"members_error,omitempty"`
+	LeaderWarning string            `json:"leader_warning,omitempty"`
+	// KeptAliveProbe: mean time of etcdscope's own kept-alive probes per
+	// peer IP (ns); KeptAliveProbeErrors: why a peer could not be probed.
+	KeptAliveProbe       map[netip.Addr]time.Duration `json:"kept_alive_probe_ns,omitempty"`
+	KeptAliveProbeErrors map[netip.Addr]string        `json:"kept_alive_probe_errors,omitempty"`
+}

@@ -1,0 +1,132 @@
+package capture
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/etcdscope/etcdscope/event"
+)
+
+func TestRoundTrip(t *testing.T) {
+	evs := []event.Any{
+		{Kind: event.KindFsyncEnter, Enter: event.FsyncEnter{TID: 7, StartNs: 100}},
+		{Kind: event.KindBlock, Block: event.Block{Rq: 1 << 63, Dev: event.MkDev(7, 3), Op: event.OpWrite, Flags: event.ReqSync | event.ReqFUA,
+			CmdFlags: 0x800, Sector: 12, Bytes: 4096, Error: -5, Final: true, InsertNs: 110, IssueNs: 120, CompleteNs: 130, PID: 1, TID: 2, Comm: "kworker/0:1"}},
+		{Kind: event.KindJournal, Journal: event.Journal{Source: event.JournalJBD2Commit, Dev: event.MkDev(7, 3), TID: 9, Txn: 42, StartNs: 111, EndNs: 140}},
+		{Kind: event.KindFlushBio, FlushBio: event.FlushBio{Dev: event.MkDev(7, 3), Op: event.OpFlush, Flags: event.ReqPreflush, PID: 1, TID: 2, QueueNs: 115}},
+		{Kind: event.KindKernelFsync, Fsync: event.Fsync{Syscall: event.SysKthread, PID: 3, TID: 3, Comm: "kworker", Dev: event.MkDev(254, 1), Ino: 5, FSType: "ext4", StartNs: 121, EndNs: 129}},
+		{Kind: event.KindFsync, Fsync: event.Fsync{Syscall: event.SysFdatasync, PID: 7, TID: 7, Comm: "etcd", FD: 9, Dev: event.MkDev(7, 3), Ino: 12,
+			FSType: "ext4", Names: []string{"0.wal", "wal", "/"}, CgroupID: 77, StartNs: 100, EndNs: 150, Ret: 0}},
+	}
+	var b bytes.Buffer
+	w, err := NewWriter(&b, Header{Tracer: TracerFsync, Unavailable: []string{"x: y"}, Disk: "7:3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := Device{Dev: event.MkDev(7, 3), Name: "loop3", Disks: []event.Dev{event.MkDev(7, 3)}, DiskNames: []string{"loop3"}}
+	bk := Backing{Disk: event.MkDev(7, 3), OK: true, Path: "/var/tmp/x.img", Dev: event.MkDev(254, 1), Ino: 5}
+	for i := range evs {
+		if i == 5 {
+			if err := w.Device(dev); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Backing(bk); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Backing(Backing{Disk: event.MkDev(254, 0)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Event(&evs[i], "/d/member/wal/0.wal"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(End{LostEvents: 3, MissedEvents: 4}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := r.Header(); h.Schema != Schema || h.Tracer != TracerFsync || h.Disk != "7:3" || len(h.Unavailable) != 1 {
+		t.Fatalf("header %+v", h)
+	}
+	for i := range evs {
+		var got event.Any
+		if err := r.ReadEvent(&got); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if !reflect.DeepEqual(got, evs[i]) {
+			t.Fatalf("event %d:\n got %+v\nwant %+v", i, got, evs[i])
+		}
+	}
+	if r.Path() != "/d/member/wal/0.wal" {
+		t.Errorf("path %q", r.Path())
+	}
+	if d, ok := r.Device(event.MkDev(7, 3)); !ok || !reflect.DeepEqual(d, dev) {
+		t.Errorf("device %+v %v", d, ok)
+	}
+	if g, ok := r.Backing(event.MkDev(7, 3)); !ok || g != bk {
+		t.Errorf("backing %+v %v", g, ok)
+	}
+	if g, ok := r.Backing(event.MkDev(254, 0)); !ok || g.OK {
+		t.Errorf("not stacked: %+v %v", g, ok)
+	}
+	if _, ok := r.End(); ok {
+		t.Error("end before EOF")
+	}
+	var ev event.Any
+	if err := r.ReadEvent(&ev); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the last event: %v", err)
+	}
+	if e, ok := r.End(); !ok || e.LostEvents != 3 || e.MissedEvents != 4 {
+		t.Errorf("end %+v %v", e, ok)
+	}
+}
+
+func TestPeersRoundTrip(t *testing.T) {
+	var b bytes.Buffer
+	w, _ := NewWriter(&b, Header{Tracer: TracerPeers, Port: 2380})
+	e := event.Peer{Kind: event.PeerOpen, TimeNs: 5, Socket: 9, Direction: event.PeerActive, PID: 3, Comm: "etcd",
+		Local: netip.MustParseAddrPort("10.0.0.1:40000"), Remote: netip.MustParseAddrPort("10.0.0.2:2380"), DurationNs: 1000}
+	w.Peer(&e)
+	if err := w.Close(End{WindowNs: 3e9}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got event.Peer
+	if err := r.ReadPeer(&got); err != nil || got != e {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	var ev event.Any
+	if err := r.ReadEvent(&ev); !errors.Is(err, io.EOF) {
+		t.Fatalf("EOF: %v", err)
+	}
+	if end, ok := r.End(); !ok || end.WindowNs != 3e9 {
+		t.Errorf("end %+v", end)
+	}
+}
+
+func TestNotCapture(t *testing.T) {
+	for _, in := range []string{"", `{"type":"fsync","v":1}` + "\n", "not json\n"} {
+		if _, err := NewReader(strings.NewReader(in)); !errors.Is(err, ErrNotCapture) {
+			t.Errorf("%q: %v", in, err)
+		}
+	}
+	if _, err := NewReader(strings.NewReader(`{"type":"capture","v":2}` + "\n")); err == nil || errors.Is(err, ErrNotCapture) {
+		t.Errorf("newer version: %v", err)
+	}
+	r, _ := NewReader(strings.NewReader(`{"type":"capture","v":1}` + "\n" + `{"type":"peer","peer":{"kind":"open"}}` + "\n"))
+	var ev event.Any
+	if err := r.ReadEvent(&ev); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("peer line in an fsync read: %v", err)
+	}
+}

@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"golang.org/x/sys/unix"
+
+	"github.com/etcdscope/etcdscope/internal/testenv"
+)
+
+// loopFlushes reads the flush requests a disk completed from its
+// /sys/block/NAME/stat (Documentation/block/stat.rst: field 16, flush
+// I/Os): for a loop device, each is one vfs_fsync of the backing file.
+func loopFlushes(t *testing.T, name string) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/sys/block/" + name + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 16 {
+		t.Skipf("/sys/block/%s/stat has no flush fields (kernel older than 5.5)", name)
+	}
+	n, err := strconv.ParseUint(f[15], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func sumHist(f *dto.MetricFamily, match map[string]string) (count uint64, sum float64) {
+next:
+	for _, m := range f.GetMetric() {
+		l := labelsOf(m)
+		for k, v := range match {
+			if l[k] != v {
+				continue next
+			}
+		}
+		count += m.GetHistogram().GetSampleCount()
+		sum += m.GetHistogram().GetSampleSum()
+	}
+	return count, sum
+}
+
+// TestServeStackedLevels: serve exports the stacked levels of ext4 on a
+// loop device. fdatasyncs on the loop filesystem make the loop driver
+// fsync its backing file once per flush request; the L1 series must count
+// the calls whose flushes nested such fsyncs (at most the calls made, and
+// most of them: every journalled fdatasync flushes), the L2 series the
+// nested host fsyncs, which cannot exceed the flush requests the loop
+// device itself counted (/sys/block/loopN/stat, the kernel's oracle) and
+// are at least one per L1 call; L2 time is part of L1's device-flush time.
+func TestServeStackedLevels(t *testing.T) {
+	testenv.RequireRoot(t)
+	dev := loopDevice(t, "/var/tmp", 256<<20)
+	mnt := mountFS(t, dev, "ext4", "-q", "-F")
+	loop := filepath.Base(dev)
+
+	s := startServe(t, "--pid", strconv.Itoa(os.Getpid()))
+	f, err := os.Create(filepath.Join(mnt, "wal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	flushes0 := loopFlushes(t, loop)
+	const calls = 200
+	buf := make([]byte, 2300)
+	for i := 0; i < calls; i++ {
+		if _, err := f.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Fdatasync(int(f.Fd())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flushes := loopFlushes(t, loop) - flushes0
+	l1 := map[string]string{"level": "L1", "device": loop, "fs": "ext4"}
+	var fams map[string]*dto.MetricFamily
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		fams = s.scrape(t)
+		if histCount(fams["etcdscope_fsync_duration_seconds"], map[string]string{"device": loop}) >= calls {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fdatasync count on %s did not reach %d in 10 s; stderr:\n%s", loop, calls, s.stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	st := fams["etcdscope_stacked_fsync_duration_seconds"]
+	if st == nil {
+		t.Fatalf("no etcdscope_stacked_fsync_duration_seconds after %d fdatasyncs on ext4 over %s; stderr:\n%s", calls, loop, s.stderr.String())
+	}
+	n1, _ := sumHist(st, l1)
+	n2, sum2 := sumHist(st, map[string]string{"level": "L2"})
+	var l2dev string
+	for _, m := range st.GetMetric() {
+		if l := labelsOf(m); l["level"] == "L2" {
+			l2dev = l["device"] + " " + l["fs"]
+		}
+	}
+	var nestIn float64
+	for _, m := range fams["etcdscope_stacked_nesting_device_flush_seconds_total"].GetMetric() {
+		nestIn += m.GetCounter().GetValue()
+	}
+	var l1flush float64
+	for _, m := range fams["etcdscope_stacked_layer_seconds_total"].GetMetric() {
+		if l := labelsOf(m); l["level"] == "L1" && l["layer"] == "device_flush" {
+			l1flush += m.GetCounter().GetValue()
+		}
+	}
+	t.Logf("%d fdatasyncs; %s counted %d flush requests; L1 %s/ext4: %d calls; L2 %s: %d host fsyncs, %.6f s, in %.6f s of L1 device flush",
+		calls, loop, flushes, loop, n1, l2dev, n2, sum2, nestIn)
+	if n1 < calls/2 || n1 > calls {
+		t.Errorf("L1 counted %d calls with nested host fsyncs, want most of the %d made", n1, calls)
+	}
+	if n2 < n1 || n2 > flushes {
+		t.Errorf("L2 counted %d host fsyncs, want between the %d L1 calls and the %d flushes %s completed", n2, n1, flushes, loop)
+	}
+	if nestIn <= 0 || sum2 > nestIn*1.000001 || nestIn > l1flush*1.000001 {
+		t.Errorf("L2 time %.6f s, nesting device flush %.6f s, L1 device flush %.6f s: want 0 < L2 <= nesting <= L1", sum2, nestIn, l1flush)
+	}
+	for _, m := range fams["etcdscope_lost_events_total"].GetMetric() {
+		if v := m.GetCounter().GetValue(); v != 0 {
+			t.Logf("lost events %v for %v (counts above may be short)", v, labelsOf(m))
+		}
+	}
+}

@@ -1,0 +1,28 @@
+// Package pipeline is the one data path of each tracer, written once:
+//
+//	source (tracer, or a capture) ─► read event ─► analysis.Attributor
+//	  ─► resolve names (Host: device and disk names, loop backing files,
+//	     the fsync's path and its file kind) ─► finished analysis.FsyncRecord
+//	  ─► sinks (the report builder, JSON Lines, Prometheus metrics, a capture)
+//
+// `etcdscope fsync`, `serve` and `report` differ only in the source they
+// hand to Fsync.Run and the sinks they attach: the live tracer or a
+// capture (package capture) as the source; the report table and JSON
+// Lines (package render), or the metrics (package exporter) as sinks.
+// The peers path (Peers: every peer-port event to its sinks, the CLI's
+// PeerEvents or serve's metrics and comparison window) and the hypervisor
+// path (Hypervisor: each image I/O named, as a merge.HostIO) share the
+// same read loop; Members and CompareEtcd are the one way `peers` and
+// `serve` compare etcd's peer RTT metric with the traced connections.
+//
+// The package loads no BPF and does not import package tracer: a tracer is
+// just a source with a Read method, so the sinks' packages (exporter) do
+// not depend on the loaders.
+//
+// One error policy: a record that does not decode is counted
+// (DecodeErrors, and the OnDecodeError hook) and the loop goes on; the CLI
+// reports the count and fails at exit, serve exports it and shows it on
+// /healthz. A source that fails maxConsecutiveErrors times in a row without
+// one good event ends the loop with its last error (a broken ring buffer
+// would otherwise spin).
+package pipeline

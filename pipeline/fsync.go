@@ -1,0 +1,170 @@
+package pipeline
+
+import (
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/capture"
+	"github.com/etcdscope/etcdscope/event"
+)
+
+// FsyncSource yields the fsync tracer's events in ring-buffer order:
+// tracer.FsyncTracer, or a capture.Reader through ReadFunc. Read decodes
+// the next event into ev; tracer.ErrClosed, tracer.ErrDrained and io.EOF
+// end the stream, any other error is one record lost to decoding.
+type FsyncSource interface {
+	Read(ev *event.Any) error
+}
+
+// ReadFunc adapts a read method to FsyncSource, e.g.
+// ReadFunc(tr.ReadEvent) or ReadFunc(capReader.ReadEvent).
+type ReadFunc func(ev *event.Any) error
+
+// Read calls f.
+func (f ReadFunc) Read(ev *event.Any) error { return f(ev) }
+
+// FsyncSink receives every finished fsync record (attributed, named, its
+// file kind set). rec and what it points to are valid only during the
+// call. An error ends Run with it.
+type FsyncSink interface {
+	Fsync(rec *analysis.FsyncRecord) error
+}
+
+// BlockSink is an FsyncSink that also wants the final completion of each
+// block request that persists a disk's cache (event.Block.IsFlush), with
+// the disk's kernel name ("" when it has none); serve's flush-latency
+// histogram is one.
+type BlockSink interface {
+	Block(b *event.Block, diskName string)
+}
+
+// FsyncConfig says where a Fsync pipeline's names come from and where its
+// records go.
+type FsyncConfig struct {
+	Host Host // nil: LiveHost()
+	// Disk, if set, keeps only records whose disks include it (fsync --dev).
+	Disk event.Dev
+	// Sinks receive every record, in order.
+	Sinks []FsyncSink
+	// Capture, if set, records every event handled and the host answers it
+	// needed (fsync --capture).
+	Capture *capture.Writer
+	// OnDecodeError, if set, is called for each record the source could
+	// not decode (the loop goes on).
+	OnDecodeError func(error)
+	// FileKind labels a record by its path; nil: analysis.FileKind
+	// (etcd's data directory layout).
+	FileKind func(path string) string
+}
+
+// Fsync is the fsync tracer's data path. Run it on one goroutine;
+// StopAfter and DecodeErrors may be called from others.
+type Fsync struct {
+	cfg     FsyncConfig
+	host    Host
+	rec     *recordingHost // non-nil with a capture
+	attr    *analysis.Attributor
+	disk    string
+	blocks  []BlockSink
+	stopNs  atomic.Uint64
+	decErrs atomic.Uint64
+	records atomic.Uint64
+}
+
+// NewFsync returns a pipeline for cfg.
+func NewFsync(cfg FsyncConfig) *Fsync {
+	p := &Fsync{cfg: cfg, host: cfg.Host}
+	if p.host == nil {
+		p.host = LiveHost()
+	}
+	if cfg.Capture != nil {
+		p.rec = &recordingHost{Host: p.host, w: cfg.Capture, devs: map[event.Dev]bool{}, backing: map[event.Dev]bool{}}
+		p.host = p.rec
+	}
+	if cfg.Disk != 0 {
+		p.disk = cfg.Disk.String()
+	}
+	for _, s := range cfg.Sinks {
+		if b, ok := s.(BlockSink); ok {
+			p.blocks = append(p.blocks, b)
+		}
+	}
+	p.attr = analysis.NewAttributor(func(d event.Dev) (string, []event.Dev) {
+		v := p.host.Device(d)
+		return v.Name, v.Disks
+	})
+	p.attr.SetBackingLookup(func(disk event.Dev) (analysis.Backing, bool) {
+		b := p.host.Backing(disk)
+		return analysis.Backing{Dev: b.Dev, Ino: b.Ino, Path: b.Path}, b.OK
+	})
+	return p
+}
+
+// StopAfter makes Run return at the first fsync that began after ns
+// (CLOCK_MONOTONIC): the calls that ended before the drain started are
+// already in the ring buffer, later ones are left out.
+func (p *Fsync) StopAfter(ns uint64) { p.stopNs.Store(ns) }
+
+// DecodeErrors returns how many records the source could not decode.
+func (p *Fsync) DecodeErrors() uint64 { return p.decErrs.Load() }
+
+// Records returns how many records went to the sinks.
+func (p *Fsync) Records() uint64 { return p.records.Load() }
+
+// Run reads src until it ends (nil), a sink or the capture fails, or the
+// source fails maxConsecutiveErrors times in a row (that error).
+func (p *Fsync) Run(src FsyncSource) error {
+	return run(src.Read, &p.decErrs, p.cfg.OnDecodeError, p.handle)
+}
+
+// handle runs one event through the path; stop is true at the first fsync
+// after StopAfter's time. ev is the loop's one value, reused: the
+// tracer's read allocates nothing per event.
+func (p *Fsync) handle(ev *event.Any) (stop bool, err error) {
+	if ev.Kind != event.KindFsync {
+		p.attr.AddEvent(ev)
+		if ev.Kind == event.KindBlock && ev.Block.Final && len(p.blocks) > 0 && ev.Block.IsFlush() {
+			name := p.host.Device(ev.Block.Dev).Name
+			for _, s := range p.blocks {
+				s.Block(&ev.Block, name)
+			}
+		}
+		return false, p.capture(ev, "")
+	}
+	fe := &ev.Fsync
+	if s := p.stopNs.Load(); s != 0 && fe.StartNs > s {
+		return true, nil
+	}
+	rec := p.attr.Attribute(*fe)
+	if p.disk != "" && !slices.Contains(rec.Disks, p.disk) {
+		return false, p.capture(ev, "")
+	}
+	rec.Path = p.host.Path(fe)
+	if p.cfg.FileKind != nil {
+		rec.FileKind = p.cfg.FileKind(rec.Path)
+	} else {
+		rec.FileKind = analysis.FileKind(rec.Path)
+	}
+	if err := p.capture(ev, rec.Path); err != nil {
+		return false, err
+	}
+	p.records.Add(1)
+	for _, s := range p.cfg.Sinks {
+		if err := s.Fsync(&rec); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+func (p *Fsync) capture(ev *event.Any, path string) error {
+	if p.cfg.Capture == nil {
+		return nil
+	}
+	if p.rec.err != nil {
+		return fmt.Errorf("capture: %w", p.rec.err)
+	}
+	return p.cfg.Capture.Event(ev, path)
+}

@@ -1,0 +1,57 @@
+package pipeline
+
+import (
+	"sync"
+
+	"github.com/etcdscope/etcdscope/analysis"
+)
+
+// ReportSink is the sink of `etcdscope fsync` and `report`: it counts every
+// record in the end-of-run report (analysis.ReportBuilder) and, when
+// asked to, in the current interval of the live line. Safe for concurrent
+// use: the pipeline adds while the CLI's ticker reads the interval.
+type ReportSink struct {
+	mu       sync.Mutex
+	report   *analysis.ReportBuilder
+	interval *analysis.IntervalBuilder // nil: no interval lines
+}
+
+// NewReportSink returns an empty sink; interval turns the interval
+// accumulator on.
+func NewReportSink(interval bool) *ReportSink {
+	s := &ReportSink{report: analysis.NewReportBuilder()}
+	if interval {
+		s.interval = &analysis.IntervalBuilder{}
+	}
+	return s
+}
+
+// Fsync counts rec.
+func (s *ReportSink) Fsync(rec *analysis.FsyncRecord) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.report.Add(rec)
+	if s.interval != nil {
+		s.interval.Add(rec)
+	}
+	return nil
+}
+
+// IntervalLine returns the summary of the calls since the last
+// IntervalLine (analysis.IntervalBuilder.Line) and how many they were.
+func (s *ReportSink) IntervalLine() (line string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.interval == nil {
+		return "", 0
+	}
+	n = s.interval.Count()
+	return s.interval.Line(), n
+}
+
+// Report returns the report of every record so far (analysis.ReportBuilder.Report).
+func (s *ReportSink) Report(lost, missed uint64, unavailable []string) analysis.Report {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.report.Report(lost, missed, unavailable)
+}

@@ -1,0 +1,99 @@
+package render
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/stats"
+)
+
+// FsyncReport prints the report as the human table of `etcdscope fsync`
+// and `etcdscope report`.
+func FsyncReport(w io.Writer, r *analysis.Report) error {
+	bw := bufio.NewWriter(w)
+	if r.LossUnknown != "" {
+		fmt.Fprintf(bw, "etcdscope fsync report: %d calls, lost events and missed probe runs %s\n", r.Fsyncs, r.LossUnknown)
+	} else {
+		fmt.Fprintf(bw, "etcdscope fsync report: %d calls, %d lost events, %d missed probe runs", r.Fsyncs, r.LostEvents, r.MissedEvents)
+		if r.LostEvents > 0 {
+			fmt.Fprintf(bw, " (ring buffer overflowed: numbers below miss events; raise --ring-size)")
+		}
+		if r.MissedEvents > 0 {
+			fmt.Fprintf(bw, " (the kernel skipped probes while another BPF program ran on the CPU: some requests are not attributed)")
+		}
+		fmt.Fprintln(bw)
+	}
+	for _, u := range r.Unavailable {
+		fmt.Fprintf(bw, "unavailable: %s\n", u)
+	}
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		dev := g.Key.Dev
+		if g.Key.DevName != "" {
+			dev = g.Key.DevName + " (" + g.Key.Dev + ")"
+		}
+		fmt.Fprintf(bw, "\n%s pid %d  %s on %s  %s files  [%s]\n", g.Key.Comm, g.Key.PID, g.Key.FS, dev, g.Key.FileKind, strings.Join(g.Syscalls, ","))
+		fmt.Fprintf(bw, "  %-15s %8s %10s %10s %10s %10s %7s\n", "layer", "count", "p50 ms", "p99 ms", "max ms", "mean ms", "share")
+		row := func(name string, s stats.Summary, share float64) {
+			fmt.Fprintf(bw, "  %-15s %8d %10s %10s %10s %10s %6.1f%%\n", name, s.Count, analysis.Ms(s.P50), analysis.Ms(s.P99), analysis.Ms(s.Max), analysis.Ms(int64(s.Mean())), 100*share)
+		}
+		row("total", g.Total, 1)
+		for _, l := range g.Layers {
+			row(l.Name, l.Stats, l.Share)
+		}
+		fmt.Fprintf(bw, "  flushes per fsync: %.2f (%d flush request%s); waited on a journal commit: %d; errors: %d\n",
+			g.FlushesPerFsync, g.Flushes, plural(g.Flushes), g.WithCommit, g.Errors)
+		if g.Total.Binned {
+			fmt.Fprintf(bw, "  note: over %d calls: p50/p99 binned as fio bins its latencies (64 bins per power of two, within 0.8%%); count, max and mean exact\n", stats.ExactLimit)
+		}
+		if g.WithCommit == 0 && g.Key.FS == "ext4" {
+			fmt.Fprintf(bw, "  note: no jbd2 commit seen: an ext4 without a journal? its journal layer is then synchronous metadata writes (REQ_META)\n")
+		}
+		switch g.Verdict {
+		case "ok":
+			fmt.Fprintf(bw, "  verdict: OK, p99 %s ms is under etcd's WAL fsync budget of %v\n", analysis.Ms(g.Total.P99), analysis.WALFsyncBudget)
+		case "over budget":
+			d := g.Dominant()
+			fmt.Fprintf(bw, "  verdict: OVER BUDGET, p99 %s ms exceeds etcd's WAL fsync budget of %v; most time in %s (%.0f%%)\n",
+				analysis.Ms(g.Total.P99), analysis.WALFsyncBudget, d.Name, 100*d.Share)
+		default:
+			fmt.Fprintf(bw, "  verdict: n/a (etcd's %v budget is for WAL fsyncs)\n", analysis.WALFsyncBudget)
+		}
+	}
+	Levels(bw, r.Levels)
+	return bw.Flush()
+}
+
+// Levels prints the stacked-device table (analysis.BuildLevels), nothing
+// when rows is empty.
+func Levels(w io.Writer, rows []analysis.LevelRow) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nstacked levels (L2: the host fsyncs the loop driver made for L1's flushes)\n")
+	fmt.Fprintf(w, "  %-5s %-22s %10s %10s %10s  %s\n", "level", "device / filesystem", "p50 ms", "p99 ms", "flushes/fs", "layers (share)")
+	for _, r := range rows {
+		var parts []string
+		for _, l := range r.Layers {
+			if l.Share >= 0.005 {
+				parts = append(parts, fmt.Sprintf("%s %.0f%%", l.Name, 100*l.Share))
+			}
+		}
+		extra := ""
+		if r.NestedShare > 0 {
+			extra = fmt.Sprintf("; %.0f%% of L1's device flush", 100*r.NestedShare)
+		}
+		fmt.Fprintf(w, "  %-5s %-22s %10s %10s %10.2f  %s%s\n", r.Level, r.Device+" / "+r.FS,
+			analysis.Ms(r.Total.P50), analysis.Ms(r.Total.P99), r.FlushesPerFsync, strings.Join(parts, ", "), extra)
+	}
+}
+
+func plural(n int64) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

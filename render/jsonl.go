@@ -1,0 +1,80 @@
+package render
+
+import (
+	"bufio"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/etcdscope/etcdscope/analysis"
+)
+
+// JSONLinesFlushEvery bounds how long a record waits in JSONLines' buffer:
+// one write(2) per record cost more than encoding it (docs/performance.md).
+const JSONLinesFlushEvery = 100 * time.Millisecond
+
+// JSONLines writes fsync records as JSON Lines (docs/schema.md, type
+// "fsync") through a buffer that a timer flushes, so a reader tailing the
+// output sees each record within JSONLinesFlushEvery while a busy loop
+// makes one write per 64 KiB. It is a pipeline sink (Fsync).
+type JSONLines struct {
+	minNs int64
+	mu    sync.Mutex
+	w     *bufio.Writer
+	buf   []byte
+	err   error // the first write error, from either goroutine
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+// NewJSONLines starts the flush timer; records faster than minLatency are
+// not written (fsync --min-latency). Close stops it.
+func NewJSONLines(out io.Writer, minLatency time.Duration) *JSONLines {
+	l := &JSONLines{minNs: int64(minLatency), w: bufio.NewWriterSize(out, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		t := time.NewTicker(JSONLinesFlushEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-l.stop:
+				return
+			case <-t.C:
+				l.mu.Lock()
+				if l.err == nil && l.w.Buffered() > 0 {
+					l.err = l.w.Flush()
+				}
+				l.mu.Unlock()
+			}
+		}
+	}()
+	return l
+}
+
+// Fsync appends one record and its newline.
+func (l *JSONLines) Fsync(rec *analysis.FsyncRecord) error {
+	if rec.TotalNs < l.minNs {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
+	l.buf = append(rec.AppendJSON(l.buf[:0]), '\n')
+	_, l.err = l.w.Write(l.buf)
+	return l.err
+}
+
+// Close stops the timer and flushes what is buffered; it returns the first
+// write error.
+func (l *JSONLines) Close() error {
+	close(l.stop)
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err == nil {
+		l.err = l.w.Flush()
+	}
+	return l.err
+}

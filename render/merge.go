@@ -1,0 +1,65 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/merge"
+)
+
+// Merge prints the summary of `etcdscope merge`: the per-level table, the
+// clock fit, the match counts with the reasons for unmatched fsyncs, and
+// warnings.
+func Merge(w io.Writer, s *merge.Summary) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
+	fmt.Fprintln(tw, " level\t device / filesystem\t p50 ms\t p99 ms\t flushes per fsync\t layers (share of guest fsync time)")
+	for _, l := range s.Levels {
+		var parts []string
+		for _, sh := range l.Shares {
+			if sh.Share >= 0.0005 {
+				parts = append(parts, fmt.Sprintf("%s %.1f%%", sh.Layer, 100*sh.Share))
+			}
+		}
+		fmt.Fprintf(tw, " %s\t %s\t %s\t %s\t %.2f\t %s\n", l.Level, l.Device, analysis.Ms(l.P50Ns), analysis.Ms(l.P99Ns), l.FlushesPerFsync, strings.Join(parts, ", "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	c := s.Clock
+	cons := "every pair fits one offset"
+	if !c.Consistent {
+		cons = "no single offset fits every pair: error is 3×MAD"
+	}
+	fmt.Fprintf(w, "\nclock: host = guest %+.6f s, drift %+.1f ppm, error ±%.1f µs over %d pairs (%s)\n",
+		float64(c.OffsetNs)/1e9, c.DriftPPM, float64(c.ErrorNs)/1e3, c.Pairs, cons)
+	fmt.Fprintf(w, "guest fsyncs: %d, matched %d (%.1f%%)", s.GuestFsyncs, s.Matched, 100*float64(s.Matched)/float64(max(s.GuestFsyncs, 1)))
+	var reasons []string
+	for r, n := range s.Unmatched {
+		reasons = append(reasons, r)
+		_ = n
+	}
+	sort.Strings(reasons)
+	for _, r := range reasons {
+		fmt.Fprintf(w, "; %d %s", s.Unmatched[r], r)
+	}
+	fmt.Fprintf(w, "\nguest flush requests: %d, matched %d; host flushes: %d, matched %d (the rest: guest flushes outside the guest recording)\n",
+		s.GuestFlushes, s.GuestFlushesMatched, s.HostFlushes, s.HostFlushesMatched)
+	if s.Unmatched[merge.ReasonNoHostFlush] > 0 {
+		fmt.Fprintln(w, "no_host_flush: no host flush inside the guest flush window (QEMU skips the host flush when nothing was written since the last; or host events were lost)")
+	}
+	if s.Unmatched[merge.ReasonNoGuestFlush] > 0 {
+		fmt.Fprintln(w, "no_guest_flush: the fsync issued no flush request of its own: nothing to match")
+	}
+	for _, im := range s.Images {
+		fmt.Fprintf(w, "image %s: format %s, cache=%s, aio=%s, %d threads, %d writes, %d io_submit, %d io_uring requests, %d flushes\n",
+			im.Path, im.Format, im.Cache, im.AIO, im.Threads, im.Writes, im.IOSubmits, im.IOUringReqs, im.Flushes)
+	}
+	for _, warn := range s.Warnings {
+		fmt.Fprintf(w, "WARNING: %s\n", warn)
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+)
+
+func ns(v int64) string {
+	if v == 0 {
+		return "-"
+	}
+	return time.Duration(v).Round(time.Microsecond).String()
+}
+
+// Peers prints the report of `etcdscope peers`: one row per link, the
+// members, and the comparison of etcd's peer RTT metric.
+func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
+	fmt.Fprintf(w, "etcdscope peers: %.1fs on port %d, %d events, %d lost\n\n", rep.WindowSeconds, rep.Port, rep.Events, rep.LostEvents)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LINK\tOPENED/MIN\tCLOSED/MIN\tHANDSHAKE RTT p50/p99 (n)\tSRTT p50/max (conns)\tMIN RTT p50\tPER-REQUEST p50/p99 (n)\tLIFETIME p50\tRETRANS")
+	for _, l := range rep.Links {
+		link := l.Link.String()
+		if l.Down() {
+			link += fmt.Sprintf(" PEER DOWN / UNREACHABLE (%d connects failed)", l.Failed)
+		}
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%s/%s (%d)\t%s/%s (%d)\t%s\t%s/%s (%d)\t%s\t%d\n",
+			link, l.OpenedPerMinute, l.ClosedPerMinute,
+			ns(l.HandshakeRTT.P50), ns(l.HandshakeRTT.P99), l.HandshakeRTT.Count,
+			ns(l.SRTT.P50), ns(l.SRTT.Max), l.SRTT.Count, ns(l.MinRTT.P50),
+			ns(l.PerRequest.P50), ns(l.PerRequest.P99), l.PerRequest.Count,
+			ns(l.Lifetime.P50), l.Retransmits)
+	}
+	tw.Flush()
+	if len(rep.Links) == 0 {
+		fmt.Fprintf(w, "no connections on port %d seen\n", rep.Port)
+	}
+	if len(rep.Members) > 0 {
+		fmt.Fprintln(w)
+		for _, m := range rep.Members {
+			lead := ""
+			if m.Leader {
+				lead = " (leader)"
+			}
+			fmt.Fprintf(w, "member %s %s peer IPs %v%s\n", m.ToLabel(), m.Name, m.PeerIPs, lead)
+		}
+	}
+	if rep.LeaderWarning != "" {
+		fmt.Fprintf(w, "\nWARNING: %s\n", rep.LeaderWarning)
+	}
+	if rep.MetricsURL == "" {
+		return
+	}
+	fmt.Fprintf(w, "\n%s from %s (member pid %d), between the two scrapes:\n", etcdmetric.MetricName, rep.MetricsURL, rep.MemberPID)
+	if rep.MetricsError != "" {
+		fmt.Fprintf(w, "  error: %s\n", rep.MetricsError)
+	}
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TO\tPROBER\tMEMBER\tPEER\tOBS\tMEAN\tp50\tp99\tRTT\tINFLATION\tMODEL MEAN\tMODEL INFLATION\tVERDICT")
+	for _, c := range rep.Metric {
+		p50, p99 := sec(c.P50), sec(c.P99)
+		if c.QuantileError != "" {
+			p50, p99 = "n/a", "n/a"
+		}
+		peer := "-"
+		if c.Peer.IsValid() {
+			peer = c.Peer.String()
+		}
+		verdict := "not explained"
+		switch {
+		case c.Input.PeerDown:
+			verdict = "peer down / unreachable"
+		case c.Explained:
+			verdict = "explained"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Key.To, dash(c.Key.Prober), dash(c.Member), peer,
+			c.Observations, sec(c.Mean), p50, p99, sec(c.Input.RTT.Seconds()), times(c.Inflation), sec(c.Prediction.Mean), times(c.ModelInflation), verdict)
+	}
+	tw.Flush()
+	for _, c := range rep.Metric {
+		fmt.Fprintf(w, "  %s: %s\n", c.Key.To, c.Verdict)
+		if c.QuantileError != "" {
+			fmt.Fprintf(w, "    p50/p99 not interpolated: %s\n", c.QuantileError)
+		}
+	}
+	for _, k := range rep.Resets {
+		fmt.Fprintf(w, "  %s: counts fell between the scrapes (etcd restarted): only the end scrape is used\n", k.To)
+	}
+}
+
+func sec(s float64) string {
+	if s == 0 {
+		return "-"
+	}
+	return time.Duration(s * 1e9).Round(time.Microsecond).String()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func times(r float64) string {
+	if r == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fx", r)
+}
