@@ -253,7 +253,8 @@ func TestServeRefusesPublicListen(t *testing.T) {
 		{[]string{"--listen", "0.0.0.0:10380"}, "--listen-public"},
 		{[]string{"--listen", ":10380"}, "--listen-public"},
 		{[]string{"--listen", "[::]:10380"}, "--listen-public"},
-		{[]string{"--listen", "127.0.0.1"}, "host:port"},
+		{[]string{"--listen", "localhost"}, "host:port"}, // a bare IP is accepted (default port); a bare name is not
+		{[]string{"--listen", "127.0.0.1:70000"}, "0-65535"},
 		{[]string{"--port", "0"}, "--port 0"},
 		{[]string{"--etcd-metrics", "ftp://x"}, "http://"},
 		{[]string{"--compare-window", "1s"}, "--compare-window"},
@@ -261,7 +262,11 @@ func TestServeRefusesPublicListen(t *testing.T) {
 		{[]string{"--etcd-metrics", "http://127.0.0.1:2381/metrics", "--cert", "c.pem"}, "--cert and --key"},
 		{[]string{"--comm", "a-comm-longer-than-15"}, "15-byte"},
 	} {
-		cmd := exec.Command(etcdscope(t), append([]string{"serve"}, c.args...)...)
+		// Bounded: a case that is no longer refused starts a real server,
+		// which must fail the test, not hang it.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, etcdscope(t), append([]string{"serve"}, c.args...)...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		err := cmd.Run()

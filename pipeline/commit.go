@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -24,8 +25,17 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/stats"
 	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/event"
-	"github.com/etcdscope/etcdscope/tracer"
 )
+
+// CommitSource is the commit tracer as RunCommit reads it
+// (tracer.CommitTracer): events in ring order, its loss counters, Drain to
+// end a blocked Read once the run is over.
+type CommitSource interface {
+	Read(ev *event.Commit) error
+	Lost() (uint64, error)
+	Missed() uint64
+	Drain() error
+}
 
 // CommitOptions configures RunCommit.
 type CommitOptions struct {
@@ -40,7 +50,16 @@ type CommitOptions struct {
 	// Notice receives progress lines for the user (what the load writes,
 	// which layer is unavailable); may be nil.
 	Notice func(string)
-	// Ready is called once the probes are attached, before the load starts.
+	// Source is the attached commit tracer (the caller closes it). nil
+	// when etcd's functions cannot be probed: SourceErr says why, and
+	// RunCommit falls back to the kernel-only model from etcd's metrics
+	// (needs Endpoints).
+	Source    CommitSource
+	SourceErr error
+	// Unavailable lists the layers the attached probes cannot show, each
+	// "layer: why" (tracer.CommitTracer.Unavailable).
+	Unavailable []string
+	// Ready is called once the run starts, before the load starts.
 	Ready func()
 	// OnWrite receives every finished write, in the order they finished.
 	OnWrite func(*commit.Write, commit.Names) error
@@ -58,6 +77,10 @@ type CommitResult struct {
 	Lost        uint64
 	Missed      uint64
 	Dropped     int // writes the joiner forgot or that never returned
+	// DecodeErrors counts ring records that could not be decoded (the
+	// run went on without them; the CLI fails at exit when it is not 0).
+	DecodeErrors uint64
+	decodeErrors atomic.Uint64
 	// WALSyncs are every (*WAL).sync traced (with or without a write's
 	// entries): what etcd_disk_wal_fsync_duration_seconds also counts.
 	WALSyncs stats.Series
@@ -119,10 +142,11 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 	startScrape := scrapeAll(ctx, members, opt, cli)
 
 	j := commit.NewJoiner(commit.Config{Role: res.Role, Voters: res.Cluster.Voters})
-	tr, err := tracer.NewCommit(tracer.CommitConfig{PID: opt.PID, RingBytes: opt.RingBytes})
-	if err != nil {
-		if !errors.Is(err, tracer.ErrGoFuncNotFound) && !errors.Is(err, errors.ErrUnsupported) && !errors.Is(err, tracer.ErrNoGoSymbols) {
-			return nil, err
+	tr := opt.Source
+	if tr == nil {
+		err := opt.SourceErr
+		if err == nil {
+			err = errors.New("no commit tracer")
 		}
 		if len(opt.Endpoints) == 0 {
 			return nil, fmt.Errorf("%w; without uprobes only the model from etcd's metrics is left: give --etcd-endpoints", err)
@@ -131,10 +155,9 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 		res.Unavailable = append(res.Unavailable, "uprobes: "+err.Error())
 		notice("etcd's functions cannot be probed (%v): using the kernel-only model from etcd's metrics", err)
 	} else {
-		defer tr.Close()
-		for layer, why := range tr.Unavailable() {
-			res.Unavailable = append(res.Unavailable, fmt.Sprintf("%s: %s", layer, why))
-			notice("layer %s unavailable: %s", layer, why)
+		for _, u := range opt.Unavailable {
+			res.Unavailable = append(res.Unavailable, u)
+			notice("layer %s", u)
 		}
 		slices.Sort(res.Unavailable)
 	}
@@ -150,18 +173,13 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var ev event.Commit
 			var out []commit.Write
 			syncStart := map[uint64]uint64{} // Raft goroutine -> its (*WAL).sync in progress
-			for {
-				err := tr.Read(&ev)
-				if err != nil {
-					if !errors.Is(err, tracer.ErrDrained) && !errors.Is(err, tracer.ErrClosed) {
-						readErr = err
-					}
-					break
-				}
+			// The loop every tracer shares: decode errors are counted
+			// (res.DecodeErrors) and the run goes on.
+			readErr = run(tr.Read, &res.decodeErrors, nil, func(ev *event.Commit) (bool, error) {
 				mu.Lock()
+				defer mu.Unlock()
 				if ev.Kind == event.CommitSyncEnter {
 					syncStart[ev.Goroutine] = ev.TsNs
 				} else if ev.Kind == event.CommitSyncRet {
@@ -170,13 +188,9 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 						delete(syncStart, ev.Goroutine)
 					}
 				}
-				out = j.Add(&ev, out[:0])
-				readErr = deliver(out, res, opt)
-				mu.Unlock()
-				if readErr != nil {
-					return
-				}
-			}
+				out = j.Add(ev, out[:0])
+				return false, deliver(out, res, opt)
+			})
 			mu.Lock()
 			readErr = errors.Join(readErr, deliver(j.Flush(out[:0]), res, opt))
 			mu.Unlock()
@@ -243,6 +257,7 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 		}
 		res.Lost, _ = tr.Lost()
 		res.Missed = tr.Missed()
+		res.DecodeErrors = res.decodeErrors.Load()
 		res.Dropped = j.Dropped
 		if res.Role == commit.RoleLeader {
 			var fol []uint64

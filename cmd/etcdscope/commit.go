@@ -87,15 +87,37 @@ func runCommit(args []string) error {
 			}
 		}
 	}
+	// The tracer is opened here, so that the pipeline loads no BPF: a
+	// binary whose functions cannot be probed leaves opt.Source nil and
+	// the run falls back to the model from etcd's metrics.
+	tr, err := tracer.NewCommit(tracer.CommitConfig{PID: opt.PID, RingBytes: opt.RingBytes})
+	switch {
+	case err == nil:
+		defer tr.Close()
+		opt.Source = tr
+		for layer, why := range tr.Unavailable() {
+			opt.Unavailable = append(opt.Unavailable, fmt.Sprintf("%s: %s", layer, why))
+		}
+	case errors.Is(err, tracer.ErrGoFuncNotFound) || errors.Is(err, errors.ErrUnsupported) || errors.Is(err, tracer.ErrNoGoSymbols):
+		opt.SourceErr = err
+	default:
+		return err
+	}
 	res, err := pipeline.RunCommit(ctx, opt)
 	if err != nil {
 		return err
 	}
+	// The pipeline's error policy: decode errors are counted, the report
+	// is printed, and the run fails at exit.
+	var decodeErr error
+	if res.DecodeErrors > 0 {
+		decodeErr = fmt.Errorf("%d ring records could not be decoded", res.DecodeErrors)
+	}
 	if f.output == "json" {
-		return enc.Encode(commitSummary(res))
+		return errors.Join(enc.Encode(commitSummary(res)), decodeErr)
 	}
 	printCommitTable(commitStdout, res, opt.PID)
-	return nil
+	return decodeErr
 }
 
 // validate checks every flag before anything touches the host.
