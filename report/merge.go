@@ -1,13 +1,13 @@
 package report
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/jsonl"
 	"github.com/etcdscope/etcdscope/analysis/merge"
 )
 
@@ -16,32 +16,24 @@ import (
 // recomputes what it draws from the records).
 func ReadMerged(r io.Reader) ([]merge.MergedFsync, error) {
 	var out []merge.MergedFsync
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Bytes()
-		if len(line) == 0 {
-			continue
-		}
-		var typed struct {
-			Type string `json:"type"`
-		}
-		if err := json.Unmarshal(line, &typed); err != nil {
-			return nil, fmt.Errorf("line %d: %w", n, err)
-		}
-		switch typed.Type {
+	err := jsonl.Scan(r, func(n int, h jsonl.Head, line []byte) error {
+		switch h.Type {
 		case "merged_fsync":
 			var m merge.MergedFsync
 			if err := json.Unmarshal(line, &m); err != nil {
-				return nil, fmt.Errorf("line %d: %w", n, err)
+				return err
 			}
 			out = append(out, m)
 		case "merge_summary":
 		default:
-			return nil, fmt.Errorf("line %d is a %q record, not etcdscope merge output (give the output of etcdscope merge --output json)", n, typed.Type)
+			return fmt.Errorf("a %q record, not etcdscope merge output (give the output of etcdscope merge --output json)", h.Type)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // mergeParts are the parts of merge.Split in drawing order, with colours:

@@ -1,11 +1,12 @@
 package etcdmetric
 
 import (
-	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
+	"github.com/etcdscope/etcdscope/analysis/jsonl"
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/event"
 )
@@ -45,41 +46,33 @@ func WriteMetricRecord(w io.Writer, cs []PeerComparison) error {
 func ReadRecording(r io.Reader) ([]event.Peer, *MetricRecord, error) {
 	var evs []event.Peer
 	var rec *MetricRecord
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Bytes()
-		if len(line) == 0 {
-			continue
-		}
-		var typed struct {
-			Type string `json:"type"`
-		}
-		if err := json.Unmarshal(line, &typed); err != nil {
-			return nil, nil, fmt.Errorf("line %d: %w", n, err)
-		}
-		switch typed.Type {
+	err := jsonl.Scan(r, func(n int, h jsonl.Head, line []byte) error {
+		switch h.Type {
 		case "":
 			var e event.Peer
 			if err := json.Unmarshal(line, &e); err != nil {
-				return nil, nil, fmt.Errorf("line %d: %w", n, err)
+				return err
 			}
 			if e.Kind == 0 {
-				return nil, nil, fmt.Errorf("line %d is not a peer event (no kind)", n)
+				return errors.New("not a peer event (no kind)")
 			}
 			evs = append(evs, e)
 		case MetricRecordType:
 			var m MetricRecord
 			if err := json.Unmarshal(line, &m); err != nil {
-				return nil, nil, fmt.Errorf("line %d: %w", n, err)
+				return err
 			}
 			if m.Schema != peers.Schema {
-				return nil, nil, fmt.Errorf("line %d: schema %q, this build reads %s", n, m.Schema, peers.Schema)
+				return fmt.Errorf("schema %q, this build reads %s", m.Schema, peers.Schema)
 			}
 			rec = &m
 		default:
-			return nil, nil, fmt.Errorf("line %d is a %q record, not a peer event (give a file from etcdscope peers --record)", n, typed.Type)
+			return fmt.Errorf("a %q record, not a peer event (give a file from etcdscope peers --record)", h.Type)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	return evs, rec, sc.Err()
+	return evs, rec, nil
 }

@@ -43,8 +43,8 @@ func TestRecordingRoundTrip(t *testing.T) {
 		t.Errorf("events only: %v, %v", rec, err)
 	}
 	for in, want := range map[string]string{
-		`{"type":"fsync","v":1,"total_ns":5}`:                    `line 1 is a "fsync" record`,
-		`{"time_ns":5}`:                                          "line 1 is not a peer event",
+		`{"type":"fsync","v":1,"total_ns":5}`:                    `line 1: a "fsync" record, not a peer event`,
+		`{"time_ns":5}`:                                          "line 1: not a peer event",
 		`{"type":"etcd_peer_metric","schema":"peers/v0"}`:        `schema "peers/v0"`,
 		"{\"kind\":\"rtt\",\"srtt_us\":1}\n{\"kind\":\"bogus\"}": "line 2",
 	} {
