@@ -642,6 +642,10 @@ func roleOf(b *event.Block, tid uint32) string {
 		return RoleFlush
 	case b.Op != event.OpWrite:
 		return ""
+	case b.InsertNs == 0 && b.IssueNs == 0:
+		// Start not seen (before tracing, or the second completion the
+		// flush state machine gives a data request): no time to place.
+		return ""
 	case b.Flags&event.ReqMeta != 0, strings.HasPrefix(b.Comm, "jbd2/"):
 		return RoleJournal
 	case b.TID == tid:

@@ -118,6 +118,19 @@ func TestPartition(t *testing.T) {
 		fsync: fsyncEv(1000, 2000),
 		want:  Layers{DataWritebackNs: 200, OtherNs: 800},
 		roles: []string{RoleData},
+	}, {
+		// The tracer emits every completion, also those whose insert and
+		// issue it never saw: the second, 0-byte completion the flush state
+		// machine gives a journal commit block, a request from before
+		// tracing. They have no start to place and count in no layer.
+		name: "completions with no start seen do not count",
+		events: []any{
+			blk(1, event.OpWrite, event.ReqMeta|event.ReqSync, 0, 0, 1500, 0, ""),
+			blk(2, event.OpWrite, event.ReqSync, 0, 0, 1600, 0, ""),
+		},
+		fsync: fsyncEv(1000, 2000),
+		want:  Layers{OtherNs: 1000},
+		roles: []string{},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := NewAttributor(lookup)

@@ -21,8 +21,10 @@ const struct blk_event *unused_blk_event __attribute__((unused));
 const struct flush_bio_event *unused_flush_bio_event __attribute__((unused));
 const enum es_op *unused_es_op __attribute__((unused));
 const enum es_req_flag *unused_es_req_flag __attribute__((unused));
+const enum blk_stat *unused_blk_stat __attribute__((unused));
 
 struct rq_start {
+	__u64 rq; /* struct request address this slot holds; 0: free */
 	__u64 insert_ns;
 	__u64 issue_ns;
 	__u32 pid;
@@ -30,14 +32,70 @@ struct rq_start {
 	char comm[ES_COMM_LEN];
 };
 
-/* starts: struct request address -> when it was inserted/issued and by
- * whom. Deleted at the completion that finishes the request. */
+#define STARTS_BITS 16
+
+/* starts: slot hash(struct request address) -> when that request was
+ * inserted/issued and by whom; rq says which request holds the slot, and
+ * the final completion frees it (rq = 0). An array, not a hash map: its
+ * lookups cannot fail and its stores take no lock, where a hash map's
+ * update and delete take a bucket lock and are refused (-EBUSY, or
+ * -EDEADLK with rqspinlock) when a completion in softirq or hardirq
+ * context nests on the CPU of a program holding it. A refused delete left
+ * a stale entry that a recycled request address then inherited (the old
+ * pid, tid and times). Two requests in flight at once in one slot (a hash
+ * collision among 65536 slots) are counted, never silent. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u64);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << STARTS_BITS);
+	__type(key, __u32);
 	__type(value, struct rq_start);
 } starts SEC(".maps");
+
+/* block_stats: per-CPU counters of what the block programs did (enum
+ * blk_stat, block.h), to compare with ftrace's counts and to account for every
+ * completion: runs = emitted + filtered + lost. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, BLK_STAT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} block_stats SEC(".maps");
+
+static __always_inline void blk_count(__u32 stat)
+{
+	__u64 *n = bpf_map_lookup_elem(&block_stats, &stat);
+
+	if (n)
+		*n += 1;
+}
+
+/* addr_scratch: per-CPU word through which a request pointer becomes a
+ * number the program may hash (the verifier allows no arithmetic but add
+ * and subtract on a kernel pointer; a value read back from a map is a
+ * plain scalar). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} addr_scratch SEC(".maps");
+
+/* start_slot returns the starts slot of request rq and its address as a
+ * number in *key (Fibonacci hashing: request addresses are cache-line
+ * aligned, their low bits 0). NULL cannot happen (indexes are masked,
+ * the scratch word always exists) but the verifier wants it checked. */
+static __always_inline struct rq_start *start_slot(struct request *rq, __u64 *key)
+{
+	__u32 zero = 0, i;
+	__u64 *w = bpf_map_lookup_elem(&addr_scratch, &zero);
+
+	if (!w)
+		return NULL;
+	*w = (__u64)rq;
+	*key = *(volatile __u64 *)w;
+	i = (__u32)((*key * 0x9E3779B97F4A7C15ull) >> (64 - STARTS_BITS));
+	return bpf_map_lookup_elem(&starts, &i);
+}
 
 #define REQ_OP_BITS_ 8
 
@@ -95,30 +153,41 @@ static __always_inline __u8 norm_op(__u32 cmd_flags)
 
 static __always_inline void mark(struct request *rq, bool insert)
 {
-	__u64 key = (__u64)rq;
 	__u64 now = bpf_ktime_get_ns();
-	struct rq_start *s, n = {};
+	struct rq_start *s;
+	__u64 id, key;
 
 	if (targ_dev && rq_dev(rq) != targ_dev)
 		return;
-	s = bpf_map_lookup_elem(&starts, &key);
-	if (s) {
-		if (insert)
-			s->insert_ns = now; /* requeued and inserted again */
-		else
-			s->issue_ns = now;
+	s = start_slot(rq, &key);
+	if (!s)
 		return;
+	if (s->rq == key) {
+		if (!s->issue_ns) {
+			/* inserted, now issued; or requeued, now inserted again */
+			if (insert)
+				s->insert_ns = now;
+			else
+				s->issue_ns = now;
+			return;
+		}
+		/* Issued before, and neither completed nor requeued since: the
+		 * kernel ran block_rq_complete for it without running this
+		 * program (seen on 6.18 for about 1 in 3000 completions in
+		 * softirq context, with no recursion miss counted; ftrace saw
+		 * them). Count the completion lost; this is a new request. */
+		count_lost();
+		blk_count(BLK_STAT_UNSEEN_COMPLETE);
+	} else if (s->rq) {
+		blk_count(BLK_STAT_COLLISION); /* its completion goes out without start */
 	}
-	__u64 id = bpf_get_current_pid_tgid();
-	n.pid = id >> 32;
-	n.tid = (__u32)id;
-	bpf_get_current_comm(n.comm, sizeof(n.comm));
-	if (insert)
-		n.insert_ns = now;
-	else
-		n.issue_ns = now;
-	if (bpf_map_update_elem(&starts, &key, &n, BPF_ANY))
-		count_lost(); /* its completion will not be reported */
+	id = bpf_get_current_pid_tgid();
+	s->rq = key;
+	s->pid = id >> 32;
+	s->tid = (__u32)id;
+	bpf_get_current_comm(s->comm, sizeof(s->comm));
+	s->insert_ns = insert ? now : 0;
+	s->issue_ns = insert ? 0 : now;
 }
 
 SEC("tp_btf/block_rq_insert")
@@ -135,35 +204,50 @@ int BPF_PROG(block_rq_issue, struct request *rq)
 	return 0;
 }
 
+SEC("tp_btf/block_rq_requeue")
+int BPF_PROG(block_rq_requeue, struct request *rq)
+{
+	struct rq_start *s;
+	__u64 key;
+
+	s = start_slot(rq, &key);
+	/* back to the queue: its next issue is not a second life */
+	if (s && s->rq == key)
+		s->issue_ns = 0;
+	return 0;
+}
+
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
 	/* Time first: a reserve can spin on the ring buffer's lock. */
 	__u64 now = bpf_ktime_get_ns();
-	__u64 key = (__u64)rq;
-	struct rq_start *s = bpf_map_lookup_elem(&starts, &key);
+	__u64 key;
+	struct rq_start *s = start_slot(rq, &key);
 	struct blk_event *e;
 	__u32 cmd_flags, data_len;
-	bool final;
+	bool final, known;
 
+	blk_count(BLK_STAT_COMPLETE_RUNS);
+	if (!s)
+		return 0;
+	known = s->rq == key;
+	/* Unknown start: never inserted or issued while tracing (it started
+	 * before, is a flush the flush state machine completed without issuing
+	 * it, or is the second completion the flush state machine gives a data
+	 * request), or its slot was taken by a collision. Emitted all the same
+	 * (analysis decides); only another disk is filtered. */
+	if (!known && targ_dev && rq_dev(rq) != targ_dev)
+		return 0;
 	cmd_flags = rq->cmd_flags;
-	if (!s) {
-		/* Never inserted or issued: it started before tracing, is on a
-		 * filtered disk, or is a flush the flush state machine completed
-		 * without issuing it (it waited on a flush already in flight).
-		 * Report the last kind: the caller waited for a flush. */
-		if (norm_op(cmd_flags) != ES_OP_FLUSH && !(norm_flags(cmd_flags) & ES_REQ_PREFLUSH))
-			return 0;
-		if (targ_dev && rq_dev(rq) != targ_dev)
-			return 0;
-	}
+	data_len = rq->__data_len;
+	final = nr_bytes >= data_len;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost();
-		/* the request still ends: do not leak its entry */
+		/* the request still ends: free its slot */
 		goto out;
 	}
-	data_len = rq->__data_len;
 	e->kind = ES_KIND_BLK;
 	e->op = norm_op(cmd_flags);
 	e->flags = norm_flags(cmd_flags);
@@ -171,13 +255,12 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	e->dev = rq_dev(rq);
 	e->error = error;
 	e->bytes = nr_bytes;
-	final = nr_bytes >= data_len;
 	e->final = final;
 	e->_pad = 0;
 	e->rq = key;
 	e->sector = rq->__sector;
 	e->complete_ns = now;
-	if (s) {
+	if (known) {
 		e->insert_ns = s->insert_ns;
 		e->issue_ns = s->issue_ns;
 		e->pid = s->pid;
@@ -190,12 +273,13 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 		e->pid = 0;
 		e->tid = 0;
 		__builtin_memset(e->comm, 0, sizeof(e->comm));
+		blk_count(BLK_STAT_NO_START);
 	}
 	bpf_ringbuf_submit(e, wakeup_flags_reserved(sizeof(*e)));
-	if (!final)
-		return 0;
+	blk_count(BLK_STAT_COMPLETE_EMITS);
 out:
-	bpf_map_delete_elem(&starts, &key);
+	if (known && final)
+		s->rq = 0;
 	return 0;
 }
 
@@ -225,5 +309,6 @@ int BPF_PROG(block_bio_queue, struct bio *bio)
 	e.tid = (__u32)id;
 	e.queue_ns = bpf_ktime_get_ns();
 	emit(&e, sizeof(e));
+	blk_count(BLK_STAT_FLUSH_BIO_EMITS);
 	return 0;
 }

@@ -69,4 +69,16 @@ struct flush_bio_event {
 	__u64 queue_ns;
 };
 
+/* Indexes of block.bpf.c's per-CPU block_stats counters (read by Go as
+ * FsyncTracer.BlockStats through the bpf2go -type constants). */
+enum blk_stat {
+	BLK_STAT_COMPLETE_RUNS = 0,  /* block_rq_complete runs (every disk) */
+	BLK_STAT_COMPLETE_EMITS = 1, /* block completions put in events */
+	BLK_STAT_NO_START = 2,       /* completions emitted with no insert/issue seen */
+	BLK_STAT_COLLISION = 3,      /* a start overwrote another request in flight */
+	BLK_STAT_FLUSH_BIO_EMITS = 4,
+	BLK_STAT_UNSEEN_COMPLETE = 5, /* a request issued again without its completion seen */
+	BLK_STAT_NR = 8,
+};
+
 #endif

@@ -5,7 +5,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -191,25 +190,31 @@ type ftraceFlushes struct {
 
 func startFtrace(t *testing.T, dev uint32) *ftraceFlushes {
 	t.Helper()
+	dir := ftraceInstance(t, "etcdscope-e2e", [][2]string{{"buffer_size_kb", "16384"}, {"trace_clock", "mono"},
+		{"events/block/block_rq_complete/filter", fmt.Sprintf("dev == %d", dev)},
+		{"events/block/block_rq_complete/enable", "1"}})
+	return &ftraceFlushes{t: t, dir: dir}
+}
+
+// ftraceInstance makes an ftrace instance of this process's own (name-pid),
+// removed at cleanup, and writes each {file, value} into it in order.
+func ftraceInstance(t *testing.T, name string, settings [][2]string) string {
+	t.Helper()
 	root := "/sys/kernel/tracing"
 	if _, err := os.Stat(root + "/instances"); err != nil {
 		run(t, "mount", "-t", "tracefs", "nodev", root)
 	}
-	dir := filepath.Join(root, "instances", fmt.Sprintf("etcdscope-e2e-%d", os.Getpid()))
+	dir := filepath.Join(root, "instances", fmt.Sprintf("%s-%d", name, os.Getpid()))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Remove(dir) })
-	w := func(file, val string) {
-		if err := os.WriteFile(filepath.Join(dir, file), []byte(val), 0o644); err != nil {
-			t.Fatalf("ftrace %s: %v", file, err)
+	for _, kv := range settings {
+		if err := os.WriteFile(filepath.Join(dir, kv[0]), []byte(kv[1]), 0o644); err != nil {
+			t.Fatalf("ftrace %s: %v", kv[0], err)
 		}
 	}
-	w("buffer_size_kb", "16384")
-	w("trace_clock", "mono")
-	w("events/block/block_rq_complete/filter", fmt.Sprintf("dev == %d", dev))
-	w("events/block/block_rq_complete/enable", "1")
-	return &ftraceFlushes{t: t, dir: dir}
+	return dir
 }
 
 // flushTimes stops tracing and returns the completion time (µs, mono) of
@@ -217,38 +222,13 @@ func startFtrace(t *testing.T, dev uint32) *ftraceFlushes {
 // REQ_FUA: any F in blk_fill_rwbs' output).
 func (f *ftraceFlushes) flushTimes() ([]uint64, []string) {
 	f.t.Helper()
-	os.WriteFile(filepath.Join(f.dir, "events/block/block_rq_complete/enable"), []byte("0"), 0o644)
-	data, err := os.ReadFile(filepath.Join(f.dir, "trace"))
-	if err != nil {
-		f.t.Fatal(err)
-	}
 	var out []uint64
 	var lines []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line := sc.Text()
-		i := strings.Index(line, ": block_rq_complete: ")
-		if i < 0 {
-			continue
+	for _, c := range (&ftraceAll{t: f.t, dir: f.dir}).completions() {
+		if strings.Contains(c.rwbs, "F") {
+			out = append(out, c.us)
+			lines = append(lines, c.line)
 		}
-		// "... [001] ..... 1234.567890: block_rq_complete: 7,0 FF () ..."
-		head := strings.Fields(line[:i])
-		ts := head[len(head)-1]
-		fields := strings.Fields(line[i+len(": block_rq_complete: "):])
-		if len(fields) < 2 || !strings.Contains(fields[1], "F") {
-			continue
-		}
-		sec, usec, ok := strings.Cut(ts, ".")
-		if !ok {
-			f.t.Fatalf("ftrace timestamp %q", ts)
-		}
-		s, _ := strconv.ParseUint(sec, 10, 64)
-		u, _ := strconv.ParseUint(usec, 10, 64)
-		out = append(out, s*1e6+u)
-		lines = append(lines, line)
-	}
-	if strings.Contains(string(data), "LOST") {
-		f.t.Fatal("ftrace lost events; the oracle is incomplete")
 	}
 	return out, lines
 }

@@ -1,6 +1,6 @@
 package tracer
 
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type blk_event -type flush_bio_event -type es_op -type es_req_flag block ../bpf/block.bpf.c
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type blk_event -type flush_bio_event -type es_op -type es_req_flag -type blk_stat block ../bpf/block.bpf.c
 
 import (
 	"fmt"
@@ -31,9 +31,9 @@ func (t *FsyncTracer) loadBlock(shared ebpf.CollectionOptions, cfg FsyncConfig) 
 	return nil
 }
 
-// attachBlock attaches the four block-layer tp_btf programs (required).
+// attachBlock attaches the five block-layer tp_btf programs (required).
 func (t *FsyncTracer) attachBlock() error {
-	for _, p := range []*ebpf.Program{t.block.BlockRqInsert, t.block.BlockRqIssue, t.block.BlockRqComplete, t.block.BlockBioQueue} {
+	for _, p := range []*ebpf.Program{t.block.BlockRqInsert, t.block.BlockRqIssue, t.block.BlockRqRequeue, t.block.BlockRqComplete, t.block.BlockBioQueue} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
 			return fmt.Errorf("attaching tp_btf program %s: %w", p, err)
@@ -43,6 +43,7 @@ func (t *FsyncTracer) attachBlock() error {
 	t.probes = append(t.probes,
 		event.Probe{Name: "tp_btf/block_rq_insert", Attached: true},
 		event.Probe{Name: "tp_btf/block_rq_issue", Attached: true},
+		event.Probe{Name: "tp_btf/block_rq_requeue", Attached: true},
 		event.Probe{Name: "tp_btf/block_rq_complete", Attached: true},
 		event.Probe{Name: "tp_btf/block_bio_queue", Attached: true})
 	return nil
@@ -62,4 +63,45 @@ func (d *decoder) block(b *event.Block, e *blockBlkEvent) {
 func decodeFlushBio(f *event.FlushBio, e *blockFlushBioEvent) {
 	*f = event.FlushBio{Dev: event.Dev(e.Dev), Op: event.Op(e.Op), Flags: event.ReqFlags(e.Flags),
 		PID: e.Pid, TID: e.Tid, QueueNs: e.QueueNs}
+}
+
+// BlockStats counts what the block programs did since the tracer started
+// (bpf/block.bpf.c's per-CPU block_stats, summed over CPUs): every
+// block_rq_complete run on any disk is either emitted, filtered (another
+// disk than FsyncConfig.Disk) or lost (counted in Lost).
+type BlockStats struct {
+	CompleteRuns  uint64 // block_rq_complete runs, every disk
+	CompleteEmits uint64 // completions put in the ring buffer
+	NoStart       uint64 // emitted with no insert or issue seen (times, pid, tid and comm 0)
+	Collisions    uint64 // starts overwritten by another request in flight in the same slot
+	FlushBioEmits uint64 // flush bios put in the ring buffer
+	// UnseenCompletions: requests issued again (or inserted) after an
+	// issue whose completion the program never ran for, nor a requeue:
+	// completions the kernel did not hand to BPF. Also counted in Lost.
+	UnseenCompletions uint64
+}
+
+// BlockStats reads the block programs' counters (bpf/block.h enum blk_stat).
+func (t *FsyncTracer) BlockStats() (BlockStats, error) {
+	var s BlockStats
+	for _, c := range []struct {
+		i   blockBlkStat
+		dst *uint64
+	}{
+		{blockBlkStatBLK_STAT_COMPLETE_RUNS, &s.CompleteRuns},
+		{blockBlkStatBLK_STAT_COMPLETE_EMITS, &s.CompleteEmits},
+		{blockBlkStatBLK_STAT_NO_START, &s.NoStart},
+		{blockBlkStatBLK_STAT_COLLISION, &s.Collisions},
+		{blockBlkStatBLK_STAT_FLUSH_BIO_EMITS, &s.FlushBioEmits},
+		{blockBlkStatBLK_STAT_UNSEEN_COMPLETE, &s.UnseenCompletions},
+	} {
+		var perCPU []uint64
+		if err := t.block.BlockStats.Lookup(uint32(c.i), &perCPU); err != nil {
+			return s, fmt.Errorf("reading block_stats: %w", err)
+		}
+		for _, v := range perCPU {
+			*c.dst += v
+		}
+	}
+	return s, nil
 }

@@ -34,6 +34,18 @@ type blockBlkEvent struct {
 	Comm       [16]int8
 }
 
+type blockBlkStat uint32
+
+const (
+	blockBlkStatBLK_STAT_COMPLETE_RUNS   blockBlkStat = 0
+	blockBlkStatBLK_STAT_COMPLETE_EMITS  blockBlkStat = 1
+	blockBlkStatBLK_STAT_NO_START        blockBlkStat = 2
+	blockBlkStatBLK_STAT_COLLISION       blockBlkStat = 3
+	blockBlkStatBLK_STAT_FLUSH_BIO_EMITS blockBlkStat = 4
+	blockBlkStatBLK_STAT_UNSEEN_COMPLETE blockBlkStat = 5
+	blockBlkStatBLK_STAT_NR              blockBlkStat = 8
+)
+
 type blockEsOp uint32
 
 const (
@@ -76,6 +88,7 @@ type blockFlushBioEvent struct {
 
 type blockRqStart struct {
 	_        structs.HostLayout
+	Rq       uint64
 	InsertNs uint64
 	IssueNs  uint64
 	Pid      uint32
@@ -87,6 +100,8 @@ type blockRqStart struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	blockMapAddrScratch         = "addr_scratch"
+	blockMapBlockStats          = "block_stats"
 	blockMapEvents              = "events"
 	blockMapLostEvents          = "lost_events"
 	blockMapStarts              = "starts"
@@ -94,8 +109,10 @@ const (
 	blockProgBlockRqComplete    = "block_rq_complete"
 	blockProgBlockRqInsert      = "block_rq_insert"
 	blockProgBlockRqIssue       = "block_rq_issue"
+	blockProgBlockRqRequeue     = "block_rq_requeue"
 	blockVarTargDev             = "targ_dev"
 	blockVarUnusedBlkEvent      = "unused_blk_event"
+	blockVarUnusedBlkStat       = "unused_blk_stat"
 	blockVarUnusedEsOp          = "unused_es_op"
 	blockVarUnusedEsReqFlag     = "unused_es_req_flag"
 	blockVarUnusedFlushBioEvent = "unused_flush_bio_event"
@@ -148,15 +165,18 @@ type blockProgramSpecs struct {
 	BlockRqComplete *ebpf.ProgramSpec `ebpf:"block_rq_complete"`
 	BlockRqInsert   *ebpf.ProgramSpec `ebpf:"block_rq_insert"`
 	BlockRqIssue    *ebpf.ProgramSpec `ebpf:"block_rq_issue"`
+	BlockRqRequeue  *ebpf.ProgramSpec `ebpf:"block_rq_requeue"`
 }
 
 // blockMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type blockMapSpecs struct {
-	Events     *ebpf.MapSpec `ebpf:"events"`
-	LostEvents *ebpf.MapSpec `ebpf:"lost_events"`
-	Starts     *ebpf.MapSpec `ebpf:"starts"`
+	AddrScratch *ebpf.MapSpec `ebpf:"addr_scratch"`
+	BlockStats  *ebpf.MapSpec `ebpf:"block_stats"`
+	Events      *ebpf.MapSpec `ebpf:"events"`
+	LostEvents  *ebpf.MapSpec `ebpf:"lost_events"`
+	Starts      *ebpf.MapSpec `ebpf:"starts"`
 }
 
 // blockVariableSpecs contains global variables before they are loaded into the kernel.
@@ -165,6 +185,7 @@ type blockMapSpecs struct {
 type blockVariableSpecs struct {
 	TargDev             *ebpf.VariableSpec `ebpf:"targ_dev"`
 	UnusedBlkEvent      *ebpf.VariableSpec `ebpf:"unused_blk_event"`
+	UnusedBlkStat       *ebpf.VariableSpec `ebpf:"unused_blk_stat"`
 	UnusedEsOp          *ebpf.VariableSpec `ebpf:"unused_es_op"`
 	UnusedEsReqFlag     *ebpf.VariableSpec `ebpf:"unused_es_req_flag"`
 	UnusedFlushBioEvent *ebpf.VariableSpec `ebpf:"unused_flush_bio_event"`
@@ -191,13 +212,17 @@ func (o *blockObjects) Close() error {
 //
 // It can be passed to loadBlockObjects or ebpf.CollectionSpec.LoadAndAssign.
 type blockMaps struct {
-	Events     *ebpf.Map `ebpf:"events"`
-	LostEvents *ebpf.Map `ebpf:"lost_events"`
-	Starts     *ebpf.Map `ebpf:"starts"`
+	AddrScratch *ebpf.Map `ebpf:"addr_scratch"`
+	BlockStats  *ebpf.Map `ebpf:"block_stats"`
+	Events      *ebpf.Map `ebpf:"events"`
+	LostEvents  *ebpf.Map `ebpf:"lost_events"`
+	Starts      *ebpf.Map `ebpf:"starts"`
 }
 
 func (m *blockMaps) Close() error {
 	return _BlockClose(
+		m.AddrScratch,
+		m.BlockStats,
 		m.Events,
 		m.LostEvents,
 		m.Starts,
@@ -210,6 +235,7 @@ func (m *blockMaps) Close() error {
 type blockVariables struct {
 	TargDev             *ebpf.Variable `ebpf:"targ_dev"`
 	UnusedBlkEvent      *ebpf.Variable `ebpf:"unused_blk_event"`
+	UnusedBlkStat       *ebpf.Variable `ebpf:"unused_blk_stat"`
 	UnusedEsOp          *ebpf.Variable `ebpf:"unused_es_op"`
 	UnusedEsReqFlag     *ebpf.Variable `ebpf:"unused_es_req_flag"`
 	UnusedFlushBioEvent *ebpf.Variable `ebpf:"unused_flush_bio_event"`
@@ -224,6 +250,7 @@ type blockPrograms struct {
 	BlockRqComplete *ebpf.Program `ebpf:"block_rq_complete"`
 	BlockRqInsert   *ebpf.Program `ebpf:"block_rq_insert"`
 	BlockRqIssue    *ebpf.Program `ebpf:"block_rq_issue"`
+	BlockRqRequeue  *ebpf.Program `ebpf:"block_rq_requeue"`
 }
 
 func (p *blockPrograms) Close() error {
@@ -232,6 +259,7 @@ func (p *blockPrograms) Close() error {
 		p.BlockRqComplete,
 		p.BlockRqInsert,
 		p.BlockRqIssue,
+		p.BlockRqRequeue,
 	)
 }
 

@@ -208,6 +208,7 @@ func (t *FsyncTracer) programs() map[string]*ebpf.Program {
 		"sys_exit_fdatasync":  t.fsync.SysExitFdatasync,
 		"block_rq_insert":     t.block.BlockRqInsert,
 		"block_rq_issue":      t.block.BlockRqIssue,
+		"block_rq_requeue":    t.block.BlockRqRequeue,
 		"block_rq_complete":   t.block.BlockRqComplete,
 		"block_bio_queue":     t.block.BlockBioQueue,
 	}

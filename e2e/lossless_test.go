@@ -1,0 +1,286 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/host"
+	"github.com/etcdscope/etcdscope/internal/testenv"
+	"github.com/etcdscope/etcdscope/tracer"
+)
+
+// TestNoCompletionMissing is the ftrace oracle for block completions: on
+// ext4, XFS and btrfs over a loop device, the block_rq_complete events the
+// kernel's own ftrace records (an instance of its own, trace clock mono)
+// are matched with the tracer's stream by disk, sector, size and time.
+// Inside the programs nothing may be dropped (run counter = emitted), the
+// only loss counted is inferred from requests issued again without their
+// completion seen, and what ftrace saw on the loop device and the tracer
+// did not is at most that plus the kernel's residual (see below). The
+// completions on other disks are matched and logged, not asserted (other
+// tenants' I/O on the shared machine).
+func TestNoCompletionMissing(t *testing.T) {
+	testenv.RequireRoot(t)
+	for _, tc := range []struct {
+		fs   string
+		mkfs []string
+	}{
+		{"ext4", []string{"-q", "-F"}},
+		{"xfs", []string{"-q", "-f"}},
+		{"btrfs", []string{"-q", "-f"}},
+	} {
+		t.Run(tc.fs, func(t *testing.T) {
+			dev := loopDevice(t, "/var/tmp", 512<<20)
+			kdev, _ := kernelDev(t, dev)
+			mnt := mountFS(t, dev, tc.fs, tc.mkfs...)
+			unix.Sync()
+			ft := startFtraceAll(t)
+			tr, err := tracer.NewFsync(tracer.FsyncConfig{PID: uint32(os.Getpid()), RingBytes: 16 << 20, JBD2Wait: "none"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			var got []event.Block
+			done := make(chan error, 1)
+			go func() {
+				var ev event.Any
+				for {
+					err := tr.Read(&ev)
+					if err != nil {
+						done <- err
+						return
+					}
+					if ev.Kind == event.KindBlock {
+						got = append(got, ev.Block)
+					}
+				}
+			}()
+			from := host.MonotonicNs()
+			writeAndSync(t, mnt, 4, 2*time.Second)
+			unix.Sync()
+			time.Sleep(300 * time.Millisecond) // the last completions
+			to := host.MonotonicNs()
+			comps := ft.completions()
+			if err := tr.Drain(); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; !errors.Is(err, tracer.ErrDrained) {
+				t.Fatalf("reading: %v", err)
+			}
+			lost, err := tr.Lost()
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, _ := tr.BlockStats()
+			t.Logf("%s: tracer %d completions (%d runs, %d emitted, %d without start, %d slot collisions, %d unseen), lost %d, missed %d; ftrace %d",
+				tc.fs, len(got), st.CompleteRuns, st.CompleteEmits, st.NoStart, st.Collisions, st.UnseenCompletions, lost, tr.Missed(), len(comps))
+			// Inside the programs nothing is dropped: every run of
+			// block_rq_complete (no disk filter here) put its completion in
+			// the ring, and the only loss counted is the inferred one.
+			if st.CompleteRuns != st.CompleteEmits || lost != st.UnseenCompletions {
+				t.Errorf("block_rq_complete ran %d times and emitted %d; lost %d, of which %d inferred unseen completions",
+					st.CompleteRuns, st.CompleteEmits, lost, st.UnseenCompletions)
+			}
+			// The loop device is ours alone: every completion counts. Other
+			// disks: only those 50 ms or more inside the tracer's run.
+			missing, missingOnLoop, onLoop := matchCompletions(t, comps, got, func(c ftraceCompletion) bool {
+				return c.dev == kdev || (c.us*1000 > from+50e6 && c.us*1000+50e6 < to)
+			}, kdev)
+			if onLoop < 100 {
+				t.Fatalf("only %d completions on %s: the workload did not reach the disk", onLoop, dev)
+			}
+			t.Logf("%s: ftrace completions not in the stream: %d (%d of %d on the loop device); inferred unseen: %d",
+				tc.fs, missing, missingOnLoop, onLoop, st.UnseenCompletions)
+			// On 6.18 the kernel skips the BPF programs of block_rq_complete
+			// for about 1 in 3000 completions in softirq context without
+			// counting a recursion miss (every BPF program on the
+			// tracepoint, not this one's logic: its run counter is short by
+			// the same amount). Those the tracer can infer (the request
+			// issued again) are counted as lost above; allow the rest up to
+			// 1 in 1000 and no more.
+			if missingOnLoop > int(st.UnseenCompletions)+(onLoop+999)/1000 {
+				t.Errorf("%d of the %d completions ftrace recorded on the loop device are not in the tracer's stream (%d inferred and counted)",
+					missingOnLoop, onLoop, st.UnseenCompletions)
+			}
+		})
+	}
+}
+
+// writeAndSync runs writers goroutines, each appending 4 KiB to a file of
+// its own under dir and fdatasyncing it, for d.
+func writeAndSync(t *testing.T, dir string, writers int, d time.Duration) {
+	t.Helper()
+	var wg sync.WaitGroup
+	end := time.Now().Add(d)
+	errs := make(chan error, writers)
+	for i := 0; i < writers; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("w%d", i)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer f.Close()
+			buf := make([]byte, 4096)
+			for n := 0; time.Now().Before(end); n++ {
+				if n%256 == 0 { // bound the file; make the allocator work
+					f.Truncate(0)
+				}
+				if _, err := f.Write(buf); err != nil {
+					errs <- err
+					return
+				}
+				if err := unix.Fdatasync(int(f.Fd())); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// ftraceCompletion is one block_rq_complete as ftrace printed it.
+type ftraceCompletion struct {
+	dev       uint32 // major<<20 | minor
+	us        uint64 // mono, µs
+	sector    uint64
+	nrSectors uint64
+	rwbs      string
+	line      string
+}
+
+// ftraceAll records every block_rq_complete in an ftrace instance of its
+// own (trace clock mono).
+type ftraceAll struct {
+	t   *testing.T
+	dir string
+}
+
+func startFtraceAll(t *testing.T) *ftraceAll {
+	t.Helper()
+	dir := ftraceInstance(t, "etcdscope-lossless", [][2]string{{"buffer_size_kb", "32768"}, {"trace_clock", "mono"},
+		{"events/block/block_rq_complete/enable", "1"}})
+	return &ftraceAll{t: t, dir: dir}
+}
+
+// completions stops the instance and parses what it recorded, e.g.
+// "... [001] ..s1. 1234.567890: block_rq_complete: 7,0 WS () 2048 + 8 [0]".
+func (f *ftraceAll) completions() []ftraceCompletion {
+	f.t.Helper()
+	os.WriteFile(filepath.Join(f.dir, "events/block/block_rq_complete/enable"), []byte("0"), 0o644)
+	data, err := os.ReadFile(filepath.Join(f.dir, "trace"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if bytes.Contains(data, []byte("LOST")) {
+		f.t.Fatal("ftrace lost events; the oracle is incomplete")
+	}
+	var out []ftraceCompletion
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		i := strings.Index(line, ": block_rq_complete: ")
+		if i < 0 {
+			continue
+		}
+		head := strings.Fields(line[:i])
+		sec, usec, ok := strings.Cut(head[len(head)-1], ".")
+		fields := strings.Fields(line[i+len(": block_rq_complete: "):])
+		// dev rwbs (cmd) sector + nr [err]
+		if !ok || len(fields) < 6 || fields[4] != "+" {
+			f.t.Fatalf("ftrace line %q", line)
+		}
+		s, _ := strconv.ParseUint(sec, 10, 64)
+		u, _ := strconv.ParseUint(usec, 10, 64)
+		maj, min, _ := strings.Cut(fields[0], ",")
+		ma, _ := strconv.ParseUint(maj, 10, 32)
+		mi, _ := strconv.ParseUint(min, 10, 32)
+		sector, _ := strconv.ParseUint(fields[3], 10, 64)
+		nr, _ := strconv.ParseUint(fields[5], 10, 64)
+		out = append(out, ftraceCompletion{dev: uint32(ma<<20 | mi), us: s*1e6 + u, sector: sector,
+			nrSectors: nr, rwbs: fields[1], line: line})
+	}
+	return out
+}
+
+// matchCompletions pairs each ftrace completion that counts with an unused
+// tracer completion of the same disk, sector and size completing within
+// 20 µs, logs the unmatched ones, and returns how many counted ones found
+// no pair, how many of those were on disk loop, and how many counted ones
+// were on disk loop.
+func matchCompletions(t *testing.T, comps []ftraceCompletion, got []event.Block, counts func(ftraceCompletion) bool, loop uint32) (missing, missingOnLoop, onLoop int) {
+	type key struct {
+		dev    uint32
+		sector uint64
+		nr     uint64
+	}
+	byKey := map[key][]uint64{}
+	for _, b := range got {
+		k := key{uint32(b.Dev), b.Sector, uint64(b.Bytes) >> 9}
+		byKey[k] = append(byKey[k], b.CompleteNs)
+	}
+	for _, v := range byKey {
+		sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
+	}
+	const tol = 20000
+	logged := 0
+	for _, c := range comps {
+		if !counts(c) {
+			continue
+		}
+		if c.dev == loop {
+			onLoop++
+		}
+		k := key{c.dev, c.sector, c.nrSectors}
+		ns := c.us * 1000
+		v := byKey[k]
+		j := sort.Search(len(v), func(i int) bool { return v[i]+tol >= ns })
+		if j < len(v) && v[j] <= ns+1000+tol {
+			byKey[k] = append(v[:j:j], v[j+1:]...)
+			continue
+		}
+		missing++
+		if c.dev == loop {
+			missingOnLoop++
+		}
+		if logged < 20 {
+			logged++
+			t.Logf("only ftrace saw: %s", c.line)
+			best, bestD := -1, int64(1<<62)
+			for i, b := range got {
+				d := int64(b.CompleteNs) - int64(ns)
+				if d < 0 {
+					d = -d
+				}
+				if uint32(b.Dev) == c.dev && d < bestD {
+					best, bestD = i, d
+				}
+			}
+			if best >= 0 {
+				t.Logf("  nearest traced on that disk: %+v (%d ns away)", got[best], bestD)
+			}
+		}
+	}
+	return missing, missingOnLoop, onLoop
+}
