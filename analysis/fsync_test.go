@@ -265,6 +265,38 @@ func TestReportAndJSONRoundTrip(t *testing.T) {
 	}
 }
 
+// TestIntervalLoss: each live line shows what its own interval lost, from
+// the tracer's running totals, not the totals.
+func TestIntervalLoss(t *testing.T) {
+	var b IntervalBuilder
+	for _, tc := range []struct {
+		lost, missed uint64
+		want         string
+	}{
+		{0, 0, "lost=0 missed=0"},
+		{7, 1, "lost=7 missed=1"},
+		{7, 1, "lost=0 missed=0"},
+		{20, 1, "lost=13 missed=0"},
+	} {
+		if got := b.Loss(tc.lost, tc.missed); got != tc.want {
+			t.Errorf("Loss(%d, %d) = %q, want %q", tc.lost, tc.missed, got, tc.want)
+		}
+	}
+}
+
+// TestBiasedVerdict: a report from a trace with loss marks every verdict
+// (render.FsyncReport prints the mark: render.TestFsyncReportTable).
+func TestBiasedVerdict(t *testing.T) {
+	recs := []FsyncRecord{{TotalNs: 1e6, Comm: "etcd", FileKind: KindWAL}}
+	if g := BuildReport(recs, 0, 0, nil).Groups[0]; g.Biased != "" || g.Verdict != "ok" {
+		t.Fatalf("lossless: verdict %q biased %q", g.Verdict, g.Biased)
+	}
+	rep := BuildReport(recs, 40, 2, nil)
+	if g := rep.Groups[0]; g.Biased != "biased: 42 events lost" || g.Verdict != "ok" {
+		t.Fatalf("lossy: verdict %q biased %q", g.Verdict, g.Biased)
+	}
+}
+
 func TestIntervalBuilder(t *testing.T) {
 	recs := []FsyncRecord{
 		{TotalNs: 2e6, Layers: Layers{DeviceFlushNs: 1.5e6, OtherNs: 0.5e6}},

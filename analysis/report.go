@@ -54,6 +54,11 @@ type Group struct {
 	// "n/a" for kinds the budget does not apply to (bbolt backend,
 	// snapshots, the WAL directory's fsync at a segment cut).
 	Verdict string `json:"verdict"`
+	// Biased is "biased: N events lost" when the trace lost or missed
+	// events (the report's lost_events + missed_events): the verdict then
+	// rests on a sample with holes (requests unattributed, calls absent).
+	// Empty for a lossless trace.
+	Biased string `json:"biased,omitempty"`
 }
 
 // Report is the end-of-run summary of `etcdscope fsync` (JSON type
@@ -178,6 +183,7 @@ func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report
 			out.FlushesPerFsync = float64(g.flushes) / float64(out.Total.Count)
 		}
 		out.Verdict = verdict(g.key.FileKind, out.Total.P99)
+		out.Biased = Biased(lost + missed)
 		rep.Groups = append(rep.Groups, out)
 	}
 	rep.Levels = b.levels.rows()
@@ -198,6 +204,18 @@ func BuildReport(recs []FsyncRecord, lost, missed uint64, unavailable []string) 
 		b.Add(&recs[i])
 	}
 	return b.Report(lost, missed, unavailable)
+}
+
+// Biased returns the mark of a verdict computed from a trace that lost n
+// events, "biased: n events lost", or "" when n is 0.
+func Biased(n uint64) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return "biased: 1 event lost"
+	}
+	return fmt.Sprintf("biased: %d events lost", n)
 }
 
 func verdict(kind string, p99 int64) string {
@@ -234,6 +252,25 @@ func Ms(ns int64) string { return fmt.Sprintf("%.3f", float64(ns)/1e6) }
 type IntervalBuilder struct {
 	totals []int64
 	sums   [5]int64 // in LayerNames order
+	// lost and missed: the tracer's running totals at the last Loss.
+	lost, missed uint64
+}
+
+// Loss turns the tracer's running totals of lost events and missed probe
+// runs into this interval's, "lost=N missed=M" (what the totals grew by
+// since the previous call), for the live line; a trace that is losing
+// events shows it in the interval it happens, not as a total that only
+// grows.
+func (b *IntervalBuilder) Loss(lostTotal, missedTotal uint64) string {
+	l, m := lostTotal-b.lost, missedTotal-b.missed
+	if lostTotal < b.lost {
+		l = lostTotal
+	}
+	if missedTotal < b.missed {
+		m = missedTotal
+	}
+	b.lost, b.missed = lostTotal, missedTotal
+	return fmt.Sprintf("lost=%d missed=%d", l, m)
 }
 
 // Add counts r in the current interval.

@@ -49,6 +49,20 @@ func (s *ReportSink) IntervalLine() (line string, n int) {
 	return s.interval.Line(), n
 }
 
+// IntervalLoss returns the loss part of the live line,
+// "lost=N missed=M": what the tracer's running totals of lost events and
+// missed probe runs grew by since the previous call
+// (analysis.IntervalBuilder.Loss), so each line shows its own interval's
+// loss, not a total that only grows. "" without interval lines.
+func (s *ReportSink) IntervalLoss(lostTotal, missedTotal uint64) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.interval == nil {
+		return ""
+	}
+	return s.interval.Loss(lostTotal, missedTotal)
+}
+
 // Report returns the report of every record so far (analysis.ReportBuilder.Report).
 func (s *ReportSink) Report(lost, missed uint64, unavailable []string) analysis.Report {
 	s.mu.Lock()

@@ -62,6 +62,9 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 		default:
 			fmt.Fprintf(bw, "  verdict: n/a (etcd's %v budget is for WAL fsyncs)\n", analysis.WALFsyncBudget)
 		}
+		if g.Biased != "" {
+			fmt.Fprintf(bw, "  verdict %s (raise --ring-size if the ring overflowed)\n", g.Biased)
+		}
 	}
 	Levels(bw, r.Levels)
 	return bw.Flush()

@@ -21,7 +21,7 @@ func TestFsyncReportTable(t *testing.T) {
 	if err := FsyncReport(&table, &rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"etcd pid 99", "ext4 on vda1 (254:1)", "wal files", "device_flush", "OVER BUDGET", "3 lost events", "raise --ring-size",
+	for _, want := range []string{"etcd pid 99", "ext4 on vda1 (254:1)", "wal files", "device_flush", "OVER BUDGET", "3 lost events", "raise --ring-size", "verdict biased: 3 events lost",
 		"unavailable: tp_btf/xfs_log_force", "flushes per fsync: 1.00 (100 flush requests)"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())

@@ -328,7 +328,7 @@ wait:
 		case <-tick:
 			line, _ := rs.IntervalLine()
 			lost, _ := tr.Lost()
-			fmt.Fprintf(info, "%s %s lost=%d missed=%d\n", time.Now().Format("15:04:05"), line, lost, tr.Missed())
+			fmt.Fprintf(info, "%s %s %s\n", time.Now().Format("15:04:05"), line, rs.IntervalLoss(lost, tr.Missed()))
 		case err := <-loopDone:
 			if lines != nil {
 				lines.Close()
@@ -371,7 +371,7 @@ wait:
 		// The calls since the last tick: without this line the interval
 		// lines would not add up to the report's count.
 		if line, n := rs.IntervalLine(); n > 0 {
-			fmt.Fprintf(info, "%s %s lost=%d missed=%d (last, partial interval)\n", time.Now().Format("15:04:05"), line, lost, tr.Missed())
+			fmt.Fprintf(info, "%s %s %s (last, partial interval)\n", time.Now().Format("15:04:05"), line, rs.IntervalLoss(lost, tr.Missed()))
 		}
 	}
 	rep := rs.Report(lost, tr.Missed(), unavailable)
