@@ -61,10 +61,21 @@ type trace struct {
 // its probes are attached (--ready-file).
 func startFsync(t *testing.T, args ...string) *trace {
 	t.Helper()
+	return startFsyncIn(t, "", args...)
+}
+
+// startFsyncIn is startFsync with etcdscope started inside cgroup v2
+// directory cgroup ("": this process's).
+func startFsyncIn(t *testing.T, cgroup string, args ...string) *trace {
+	t.Helper()
 	ready := filepath.Join(t.TempDir(), "ready")
 	tr := &trace{t: t}
 	all := append([]string{"fsync", "--output", "json", "--interval", "0", "--ready-file", ready}, args...)
 	tr.cmd = exec.Command(etcdscope(t), all...)
+	if cgroup != "" {
+		// The shell moves itself into the cgroup, then becomes etcdscope.
+		tr.cmd = exec.Command("sh", append([]string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cgroup, etcdscope(t)}, all...)...)
+	}
 	tr.cmd.Stdout, tr.cmd.Stderr = &tr.stdout, &tr.stderr
 	if err := tr.cmd.Start(); err != nil {
 		t.Fatal(err)

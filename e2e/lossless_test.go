@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/testenv"
@@ -283,4 +284,50 @@ func matchCompletions(t *testing.T, comps []ftraceCompletion, got []event.Block,
 		}
 	}
 	return missing, missingOnLoop, onLoop
+}
+
+// TestStarvedReaderLossIsReported reproduces loss under load every time:
+// the reader, in a cgroup of its own held to 2% of a CPU (cpu.max), with a
+// 64 KiB ring, cannot drain what four fdatasync writers on ext4 over a loop
+// device produce. Loss is then never silent: the report counts it, each
+// group's verdict says "biased: N events lost", and the per-interval lost=
+// of the live lines add up to the report's total.
+func TestStarvedReaderLossIsReported(t *testing.T) {
+	testenv.RequireRoot(t)
+	cg := fmt.Sprintf("/sys/fs/cgroup/etcdscope-e2e-starve-%d", os.Getpid())
+	if err := os.Mkdir(cg, 0o755); err != nil {
+		t.Skipf("no cgroup v2 to starve the reader in: %v", err)
+	}
+	t.Cleanup(func() { os.Remove(cg) })
+	if err := os.WriteFile(filepath.Join(cg, "cpu.max"), []byte("2000 100000"), 0o644); err != nil {
+		t.Skipf("no cpu controller for the test's cgroup: %v", err)
+	}
+	dev := loopDevice(t, "/var/tmp", 512<<20)
+	mnt := mountFS(t, dev, "ext4", "-q", "-F")
+	tr := startFsyncIn(t, cg, "--pid", strconv.Itoa(os.Getpid()), "--interval", "1s", "--ring-size", "65536")
+	writeAndSync(t, mnt, 4, 4*time.Second)
+	_, rep := tr.stop()
+	if rep.LostEvents == 0 {
+		t.Fatalf("a reader held to 2%% of a CPU lost nothing; stderr:\n%s", tr.stderr.String())
+	}
+	want := analysis.Biased(rep.LostEvents + rep.MissedEvents)
+	for _, g := range rep.Groups {
+		if g.Biased != want {
+			t.Errorf("group %v: biased %q, want %q", g.Key, g.Biased, want)
+		}
+	}
+	var sum uint64
+	for _, line := range strings.Split(tr.stderr.String(), "\n") {
+		i := strings.Index(line, " lost=")
+		if i < 0 {
+			continue
+		}
+		var n uint64
+		fmt.Sscanf(line[i+len(" lost="):], "%d", &n)
+		sum += n
+	}
+	t.Logf("lost %d events (interval lines: %d), missed %d; %d groups", rep.LostEvents, sum, rep.MissedEvents, len(rep.Groups))
+	if sum != rep.LostEvents {
+		t.Errorf("interval lines lost %d in all, the report %d; stderr:\n%s", sum, rep.LostEvents, tr.stderr.String())
+	}
 }

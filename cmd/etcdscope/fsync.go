@@ -370,8 +370,12 @@ wait:
 	if f.interval > 0 {
 		// The calls since the last tick: without this line the interval
 		// lines would not add up to the report's count.
-		if line, n := rs.IntervalLine(); n > 0 {
-			fmt.Fprintf(info, "%s %s %s (last, partial interval)\n", time.Now().Format("15:04:05"), line, rs.IntervalLoss(lost, tr.Missed()))
+		// Also when it only lost events: the lines' losses add up to the
+		// report's.
+		line, n := rs.IntervalLine()
+		loss := rs.IntervalLoss(lost, tr.Missed())
+		if n > 0 || loss != "lost=0 missed=0" {
+			fmt.Fprintf(info, "%s %s %s (last, partial interval)\n", time.Now().Format("15:04:05"), line, loss)
 		}
 	}
 	rep := rs.Report(lost, tr.Missed(), unavailable)
