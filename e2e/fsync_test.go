@@ -300,6 +300,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"fsync", "--ring-size", "8589934592"}, "to 1073741824 (1 GiB)"},
 		{[]string{"serve", "--ring-size", "1024"}, "power of two from 4096"},
 		{[]string{"hypervisor", "--comm", "qemu-system-x86", "--ring-size", "5"}, "power of two from 4096"},
+		{[]string{"peers", "--ring-size", "5"}, "power of two from 4096"},
 		{[]string{"nosuchcommand"}, "unknown command"},
 	} {
 		cmd := exec.Command(bin, tc.args...)

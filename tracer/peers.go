@@ -35,7 +35,14 @@ type PeersConfig struct {
 	NetnsInode uint32
 	// RTTSampleInterval bounds the RTT samples per connection; 0 means 1 s.
 	RTTSampleInterval time.Duration
+	// RingBytes is the peer_events ring buffer size (a power of two ≥
+	// page size); 0 means DefaultPeerRingBytes.
+	RingBytes uint32
 }
+
+// DefaultPeerRingBytes is the peers tracer's ring buffer size when
+// PeersConfig.RingBytes is 0: 1 MiB, ~16k events of 64 bytes.
+const DefaultPeerRingBytes = 1 << 20
 
 // PeersTracer traces TCP connections on etcd's peer port with three
 // tp_btf programs: sock:inet_sock_set_state (opens, handshake RTT,
@@ -84,6 +91,10 @@ func NewPeers(cfg PeersConfig) (_ *PeersTracer, err error) {
 	}
 	if err := setVariables(spec, vars); err != nil {
 		return nil, err
+	}
+	spec.Maps["peer_events"].MaxEntries = DefaultPeerRingBytes
+	if cfg.RingBytes != 0 {
+		spec.Maps["peer_events"].MaxEntries = cfg.RingBytes
 	}
 
 	p := &PeersTracer{}

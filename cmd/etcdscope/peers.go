@@ -48,6 +48,7 @@ type peersFlags struct {
 	record, capture               string
 	cacert, cert, key             string
 	probeAnswer, probeAnswerSet   bool
+	ringBytes                     uint64
 }
 
 // peersStdout is where the report goes (tests capture it).
@@ -61,6 +62,7 @@ func runPeers(args []string) error {
 	fs.StringArrayVar(&f.peerArgs, "peer", nil, "trace only connections to/from this peer IP (IPv4 or IPv6; repeat for several)")
 	fs.DurationVar(&f.duration, "duration", time.Minute, "trace this long (0: until Ctrl-C); etcd observes its metric once per prober per 30 s, so give it 2m for a comparison")
 	fs.StringVar(&f.output, "output", "table", "table, or json (one object)")
+	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultPeerRingBytes, ringSizeUsage)
 	fs.StringVar(&f.metricsURL, "etcd-metrics", "", "etcd /metrics URL of the member on this host, scraped at start and end, e.g. http://127.0.0.1:2381/metrics")
 	fs.StringVar(&f.cacert, "cacert", "", "CA bundle for https --etcd-metrics and --etcd-endpoints")
 	fs.StringVar(&f.cert, "cert", "", "client certificate for https --etcd-metrics and --etcd-endpoints")
@@ -106,6 +108,11 @@ func (f *peersFlags) validate() (tracer.PeersConfig, *tls.Config, error) {
 		return cfg, nil, usagef("--cacert/--cert/--key are for --etcd-metrics or --etcd-endpoints; give one of those")
 	}
 	cfg.Port = uint16(f.port)
+	ring, err := ringSize(f.ringBytes)
+	if err != nil {
+		return cfg, nil, err
+	}
+	cfg.RingBytes = ring
 	for _, p := range f.peerArgs {
 		a, err := netip.ParseAddr(strings.Trim(p, "[]"))
 		if err != nil || a.Zone() != "" {

@@ -53,7 +53,7 @@ func runServe(args []string) error {
 	fs.StringVar(&f.cert, "cert", "", "client certificate for https --etcd-metrics and --etcd-endpoints")
 	fs.StringVar(&f.key, "key", "", "client key for --cert")
 	fs.DurationVar(&f.compareWindow, "compare-window", exporter.DefaultCompareWindow, "scrape --etcd-metrics and recompute the inflation ratio this often")
-	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage+" (etcdscope_lost_events_total grows)")
+	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage+" (each of the fsync and peers tracers; etcdscope_lost_events_total grows)")
 	fs.BoolVar(&f.podLabels, "pod-labels", false, fmt.Sprintf("label etcdscope_fsync_duration_seconds with the caller's pod_uid and container_id from its cgroup path (no API server; at most %d pairs, then \"other\")", exporter.MaxPodSeries))
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once the probes are attached and the server listens (for scripts and tests)")
 	if err := fs.Parse(args); err != nil {
@@ -161,6 +161,7 @@ func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 	tcfg.fsync.Comm = f.comm
 	tcfg.fsync.RingBytes = ring
 	tcfg.peers.Port = uint16(f.port)
+	tcfg.peers.RingBytes = ring
 	for _, u := range f.etcdMetrics {
 		if err := checkURL(u); err != nil {
 			return cfg, tcfg, usagef("--etcd-metrics %v", err)
