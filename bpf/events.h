@@ -1,8 +1,10 @@
 /* The ring buffer and lost-event counter that fsync.bpf.c, block.bpf.c,
- * journal.bpf.c, stacked.bpf.c and jbd2wait.bpf.c share: Go creates them
- * once with the fsync object and hands them to the others as map
- * replacements, so one reader sees every event in reservation order. The
- * records are declared in record.h and each probe's header. */
+ * journal.bpf.c, stacked.bpf.c and jbd2wait.bpf.c share, and the busy-disk
+ * counts that let block.bpf.c drop the I/O of disks no traced call waits
+ * on: Go creates them once with the fsync object and hands them to the
+ * others as map replacements, so one reader sees every event in
+ * reservation order. The records are declared in record.h and each
+ * probe's header. */
 #ifndef ETCDSCOPE_EVENTS_H
 #define ETCDSCOPE_EVENTS_H
 
@@ -47,6 +49,76 @@ static __always_inline __u64 wakeup_flags(__u64 size)
 static __always_inline __u64 wakeup_flags_reserved(__u64 size)
 {
 	return es_wake_flags(&events, wake_bytes, size, true);
+}
+
+/* Disks with a traced call in flight. The block programs put a request's
+ * completion or a flush bio in events only while its disk is busy: a
+ * traced fsync/fdatasync (fsync.bpf.c) or a kernel thread's fsync of a
+ * stacked device's backing file (stacked.bpf.c) on a filesystem of that
+ * disk is between enter and exit. Every other block event is dropped
+ * before it takes ring space, so unrelated I/O on other disks, or between
+ * calls, costs no ring space and no reader time. */
+#define BUSY_BITS 10
+
+/* busy_disks: slot hash(disk dev_t) -> calls in flight on that disk
+ * (atomic adds). Two disks sharing a slot only make one look busy when
+ * the other is: events kept, never lost. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << BUSY_BITS);
+	__type(key, __u32);
+	__type(value, __s64);
+} busy_disks SEC(".maps");
+
+/* busy_any: calls in flight whose disk is not known (a block device node,
+ * a filesystem with no s_bdev): every disk counts as busy meanwhile. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __s64);
+} busy_any SEC(".maps");
+
+/* busy_add adds delta to disk dev's in-flight count (dev 0: busy_any). */
+static __always_inline void busy_add(__u32 dev, __s64 delta)
+{
+	__u32 k = (dev * 2654435761u) >> (32 - BUSY_BITS);
+	__s64 *n;
+
+	if (!dev)
+		n = bpf_map_lookup_elem(&busy_any, &(__u32){0});
+	else
+		n = bpf_map_lookup_elem(&busy_disks, &k);
+	if (n)
+		__sync_fetch_and_add(n, delta);
+}
+
+/* busy says whether disk dev has a traced call in flight. */
+static __always_inline bool busy(__u32 dev)
+{
+	__u32 k = (dev * 2654435761u) >> (32 - BUSY_BITS), zero = 0;
+	__s64 *n = bpf_map_lookup_elem(&busy_any, &zero);
+
+	if (n && *n > 0)
+		return true;
+	n = bpf_map_lookup_elem(&busy_disks, &k);
+	return n && *n > 0;
+}
+
+/* inode_disk returns the dev_t (major << 20 | first_minor) of the whole
+ * disk under inode's filesystem, or 0 when there is none to name (a
+ * block device node's inode, a filesystem without s_bdev). */
+static __always_inline __u32 inode_disk(struct inode *inode)
+{
+	struct block_device *bdev = BPF_CORE_READ(inode, i_sb, s_bdev);
+	struct gendisk *disk;
+
+	if (!bdev)
+		return 0;
+	disk = BPF_CORE_READ(bdev, bd_disk);
+	if (!disk)
+		return 0;
+	return ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
 }
 
 static __always_inline void emit(void *data, __u64 size)

@@ -38,6 +38,8 @@ struct call {
 	__s32 fd;
 	__u8 syscall;
 	__u8 _pad[3];
+	__u32 disk; /* the disk marked busy (events.h), 0: busy_any */
+	__u32 _pad2;
 };
 
 /* inflight: each traced thread's call between enter and exit (a thread is
@@ -126,6 +128,26 @@ static __always_inline void fill_file(struct fsync_event *e, struct file *f)
 	__builtin_memcpy(e->names, fi->names, sizeof(e->names));
 }
 
+/* file_disk returns the whole disk f's writes go to (events.h's busy
+ * disks): for a block device node the device's own disk (its bdev inode
+ * sits in struct bdev_inode next to the block_device), else the disk
+ * under f's filesystem; 0 when unknown. */
+static __always_inline __u32 file_disk(struct file *f)
+{
+	struct inode *inode = BPF_CORE_READ(f, f_inode);
+	struct block_device *bdev;
+	struct gendisk *disk;
+
+	if ((BPF_CORE_READ(inode, i_mode) & ES_S_IFMT) != ES_S_IFBLK)
+		return inode_disk(inode);
+	bdev = (void *)BPF_CORE_READ(f, f_mapping, host) - bpf_core_field_offset(struct bdev_inode, vfs_inode) +
+	       bpf_core_field_offset(struct bdev_inode, bdev);
+	disk = BPF_CORE_READ(bdev, bd_disk);
+	if (!disk)
+		return 0;
+	return ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+}
+
 static __always_inline bool comm_matches(void)
 {
 	char comm[ES_COMM_LEN];
@@ -149,6 +171,7 @@ static __always_inline int on_enter(int fd, __u8 syscall)
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct fsync_enter_event ee = {};
 	struct call c = {}, *slot;
+	struct file *f;
 
 	if (targ_tgid && tgid != targ_tgid)
 		return 0;
@@ -159,7 +182,10 @@ static __always_inline int on_enter(int fd, __u8 syscall)
 		return 0;
 	c.syscall = syscall;
 	c.fd = fd;
-	c.file = (__u64)es_fd_file(fd);
+	f = es_fd_file(fd);
+	c.file = (__u64)f;
+	if (f)
+		c.disk = file_disk(f);
 	c.start_ns = bpf_ktime_get_ns();
 	slot = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!slot) {
@@ -167,6 +193,7 @@ static __always_inline int on_enter(int fd, __u8 syscall)
 		return 0;
 	}
 	*slot = c;
+	busy_add(c.disk, 1); /* until on_exit */
 	/* Tell userspace a call is in flight, so it keeps the block and journal
 	 * events this call may wait on. */
 	ee.kind = ES_KIND_FSYNC_ENTER;
@@ -187,6 +214,7 @@ static __always_inline int on_exit(long ret)
 
 	if (!c || !c->start_ns)
 		return 0;
+	busy_add(c->disk, -1);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost();

@@ -68,6 +68,7 @@ int BPF_PROG(ext4_sync_file_enter, struct file *file, int datasync)
 		count_lost();
 		return 0;
 	}
+	busy_add(inode_disk(BPF_CORE_READ(file, f_inode)), 1); /* until the exit */
 	ee.kind = ES_KIND_FSYNC_ENTER;
 	ee.tid = tid;
 	ee.start_ns = e->start_ns;
@@ -89,6 +90,7 @@ int BPF_PROG(ext4_sync_file_exit, struct inode *inode, int ret)
 	e = bpf_map_lookup_elem(&kinflight, &tid);
 	if (!e)
 		return 0;
+	busy_add(inode_disk(inode), -1);
 	e->end_ns = now;
 	e->ret = ret;
 	emit(e, sizeof(*e));

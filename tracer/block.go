@@ -13,7 +13,8 @@ import (
 
 // loadBlock loads the block object (bpf/block.bpf.c: every block request's
 // insert, issue and completion, and every flush bio) over the shared ring,
-// keeping only cfg.Disk's requests when it is set.
+// keeping only cfg.Disk's requests when it is set, and only busy disks'
+// completions and flush bios unless cfg.EveryBlock.
 func (t *FsyncTracer) loadBlock(shared ebpf.CollectionOptions, cfg FsyncConfig) error {
 	spec, err := loadBlock()
 	if err != nil {
@@ -22,7 +23,7 @@ func (t *FsyncTracer) loadBlock(shared ebpf.CollectionOptions, cfg FsyncConfig) 
 	if err := sizeEvents(spec, shared.MapReplacements["events"].MaxEntries()); err != nil {
 		return err
 	}
-	if err := setVariables(spec, map[string]any{"targ_dev": uint32(cfg.Disk)}); err != nil {
+	if err := setVariables(spec, map[string]any{"targ_dev": uint32(cfg.Disk), "every_block": cfg.EveryBlock}); err != nil {
 		return err
 	}
 	if err := spec.LoadAndAssign(&t.block, &shared); err != nil {
@@ -75,10 +76,15 @@ type BlockStats struct {
 	NoStart       uint64 // emitted with no insert or issue seen (times, pid, tid and comm 0)
 	Collisions    uint64 // starts overwritten by another request in flight in the same slot
 	FlushBioEmits uint64 // flush bios put in the ring buffer
-	// UnseenCompletions: requests issued again (or inserted) after an
-	// issue whose completion the program never ran for, nor a requeue:
-	// completions the kernel did not hand to BPF. Also counted in Lost.
+	// UnseenCompletions: requests of a busy disk issued again (or
+	// inserted) after an issue whose completion the program never ran
+	// for, nor a requeue: block_rq_complete runs the kernel did not hand
+	// to BPF, with no recursion miss counted. Also counted in Missed.
 	UnseenCompletions uint64
+	// IdleDisk: completions and flush bios dropped in the kernel because
+	// no traced call was in flight on their disk (FsyncConfig.EveryBlock
+	// off).
+	IdleDisk uint64
 }
 
 // BlockStats reads the block programs' counters (bpf/block.h enum blk_stat).
@@ -94,6 +100,7 @@ func (t *FsyncTracer) BlockStats() (BlockStats, error) {
 		{blockBlkStatBLK_STAT_COLLISION, &s.Collisions},
 		{blockBlkStatBLK_STAT_FLUSH_BIO_EMITS, &s.FlushBioEmits},
 		{blockBlkStatBLK_STAT_UNSEEN_COMPLETE, &s.UnseenCompletions},
+		{blockBlkStatBLK_STAT_IDLE_DISK, &s.IdleDisk},
 	} {
 		var perCPU []uint64
 		if err := t.block.BlockStats.Lookup(uint32(c.i), &perCPU); err != nil {

@@ -43,6 +43,7 @@ const (
 	blockBlkStatBLK_STAT_COLLISION       blockBlkStat = 3
 	blockBlkStatBLK_STAT_FLUSH_BIO_EMITS blockBlkStat = 4
 	blockBlkStatBLK_STAT_UNSEEN_COMPLETE blockBlkStat = 5
+	blockBlkStatBLK_STAT_IDLE_DISK       blockBlkStat = 6
 	blockBlkStatBLK_STAT_NR              blockBlkStat = 8
 )
 
@@ -102,6 +103,8 @@ type blockRqStart struct {
 const (
 	blockMapAddrScratch         = "addr_scratch"
 	blockMapBlockStats          = "block_stats"
+	blockMapBusyAny             = "busy_any"
+	blockMapBusyDisks           = "busy_disks"
 	blockMapEvents              = "events"
 	blockMapLostEvents          = "lost_events"
 	blockMapStarts              = "starts"
@@ -110,6 +113,7 @@ const (
 	blockProgBlockRqInsert      = "block_rq_insert"
 	blockProgBlockRqIssue       = "block_rq_issue"
 	blockProgBlockRqRequeue     = "block_rq_requeue"
+	blockVarEveryBlock          = "every_block"
 	blockVarTargDev             = "targ_dev"
 	blockVarUnusedBlkEvent      = "unused_blk_event"
 	blockVarUnusedBlkStat       = "unused_blk_stat"
@@ -174,6 +178,8 @@ type blockProgramSpecs struct {
 type blockMapSpecs struct {
 	AddrScratch *ebpf.MapSpec `ebpf:"addr_scratch"`
 	BlockStats  *ebpf.MapSpec `ebpf:"block_stats"`
+	BusyAny     *ebpf.MapSpec `ebpf:"busy_any"`
+	BusyDisks   *ebpf.MapSpec `ebpf:"busy_disks"`
 	Events      *ebpf.MapSpec `ebpf:"events"`
 	LostEvents  *ebpf.MapSpec `ebpf:"lost_events"`
 	Starts      *ebpf.MapSpec `ebpf:"starts"`
@@ -183,6 +189,7 @@ type blockMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type blockVariableSpecs struct {
+	EveryBlock          *ebpf.VariableSpec `ebpf:"every_block"`
 	TargDev             *ebpf.VariableSpec `ebpf:"targ_dev"`
 	UnusedBlkEvent      *ebpf.VariableSpec `ebpf:"unused_blk_event"`
 	UnusedBlkStat       *ebpf.VariableSpec `ebpf:"unused_blk_stat"`
@@ -214,6 +221,8 @@ func (o *blockObjects) Close() error {
 type blockMaps struct {
 	AddrScratch *ebpf.Map `ebpf:"addr_scratch"`
 	BlockStats  *ebpf.Map `ebpf:"block_stats"`
+	BusyAny     *ebpf.Map `ebpf:"busy_any"`
+	BusyDisks   *ebpf.Map `ebpf:"busy_disks"`
 	Events      *ebpf.Map `ebpf:"events"`
 	LostEvents  *ebpf.Map `ebpf:"lost_events"`
 	Starts      *ebpf.Map `ebpf:"starts"`
@@ -223,6 +232,8 @@ func (m *blockMaps) Close() error {
 	return _BlockClose(
 		m.AddrScratch,
 		m.BlockStats,
+		m.BusyAny,
+		m.BusyDisks,
 		m.Events,
 		m.LostEvents,
 		m.Starts,
@@ -233,6 +244,7 @@ func (m *blockMaps) Close() error {
 //
 // It can be passed to loadBlockObjects or ebpf.CollectionSpec.LoadAndAssign.
 type blockVariables struct {
+	EveryBlock          *ebpf.Variable `ebpf:"every_block"`
 	TargDev             *ebpf.Variable `ebpf:"targ_dev"`
 	UnusedBlkEvent      *ebpf.Variable `ebpf:"unused_blk_event"`
 	UnusedBlkStat       *ebpf.Variable `ebpf:"unused_blk_stat"`

@@ -42,6 +42,13 @@ type FsyncConfig struct {
 	// probe (jbd2wait.go): "" tries fentry then kprobe, "fentry" or
 	// "kprobe" only that one, "none" neither.
 	JBD2Wait string
+	// EveryBlock emits the completions and flush bios of every disk at
+	// all times. Without it (the default) the kernel drops those of disks
+	// with no traced call in flight before they take ring space: the
+	// analysis uses only requests completing inside a call, on its disk
+	// (or, stacked, on the disk of a kernel thread's fsync in flight).
+	// The ftrace oracle test sets it.
+	EveryBlock bool
 }
 
 // FsyncTracer traces fsync/fdatasync calls, the block requests below them
@@ -143,7 +150,8 @@ func (t *FsyncTracer) loadSyscalls(cfg FsyncConfig, ring uint32, cache *btf.Cach
 		return ebpf.CollectionOptions{}, explainLoad("fsync programs", err)
 	}
 	return ebpf.CollectionOptions{
-		MapReplacements: map[string]*ebpf.Map{"events": t.fsync.Events, "lost_events": t.fsync.LostEvents},
+		MapReplacements: map[string]*ebpf.Map{"events": t.fsync.Events, "lost_events": t.fsync.LostEvents,
+			"busy_disks": t.fsync.BusyDisks, "busy_any": t.fsync.BusyAny},
 		Cache:           cache,
 	}, nil
 }
@@ -181,12 +189,17 @@ func (t *FsyncTracer) Lost() (uint64, error) {
 }
 
 // Missed returns how many times the kernel skipped one of the tracer's
-// programs because a BPF program was already running on that CPU (a
-// softirq completing a request while a program ran in process context):
+// programs: because a BPF program was already running on that CPU (a
+// softirq completing a request while a program ran in process context),
 // bpf_prog_info.recursion_misses summed over every program (Linux 5.12+;
-// 0 where the kernel does not count them). Each miss is an event lost.
+// 0 where the kernel does not count them), plus the block_rq_complete
+// runs it skipped without counting them (BlockStats.UnseenCompletions,
+// inferred). Each miss is an event lost.
 func (t *FsyncTracer) Missed() uint64 {
 	var n uint64
+	if st, err := t.BlockStats(); err == nil {
+		n += st.UnseenCompletions
+	}
 	for _, p := range t.programs() {
 		n += missed(p)
 	}

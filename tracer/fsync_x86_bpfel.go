@@ -21,6 +21,8 @@ type fsyncCall struct {
 	Fd       int32
 	Syscall  uint8
 	Pad      [3]uint8
+	Disk     uint32
+	Pad2     uint32
 }
 
 type fsyncEsKind uint32
@@ -88,6 +90,8 @@ type fsyncFsyncEvent struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	fsyncMapBusyAny            = "busy_any"
+	fsyncMapBusyDisks          = "busy_disks"
 	fsyncMapEvents             = "events"
 	fsyncMapFiles              = "files"
 	fsyncMapInflight           = "inflight"
@@ -160,6 +164,8 @@ type fsyncProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type fsyncMapSpecs struct {
+	BusyAny     *ebpf.MapSpec `ebpf:"busy_any"`
+	BusyDisks   *ebpf.MapSpec `ebpf:"busy_disks"`
 	Events      *ebpf.MapSpec `ebpf:"events"`
 	Files       *ebpf.MapSpec `ebpf:"files"`
 	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
@@ -202,6 +208,8 @@ func (o *fsyncObjects) Close() error {
 //
 // It can be passed to loadFsyncObjects or ebpf.CollectionSpec.LoadAndAssign.
 type fsyncMaps struct {
+	BusyAny     *ebpf.Map `ebpf:"busy_any"`
+	BusyDisks   *ebpf.Map `ebpf:"busy_disks"`
 	Events      *ebpf.Map `ebpf:"events"`
 	Files       *ebpf.Map `ebpf:"files"`
 	Inflight    *ebpf.Map `ebpf:"inflight"`
@@ -211,6 +219,8 @@ type fsyncMaps struct {
 
 func (m *fsyncMaps) Close() error {
 	return _FsyncClose(
+		m.BusyAny,
+		m.BusyDisks,
 		m.Events,
 		m.Files,
 		m.Inflight,

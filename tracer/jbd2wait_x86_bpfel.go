@@ -24,6 +24,8 @@ type jbd2waitWaitStart struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	jbd2waitMapBusyAny            = "busy_any"
+	jbd2waitMapBusyDisks          = "busy_disks"
 	jbd2waitMapEvents             = "events"
 	jbd2waitMapLostEvents         = "lost_events"
 	jbd2waitMapWaits              = "waits"
@@ -88,6 +90,8 @@ type jbd2waitProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type jbd2waitMapSpecs struct {
+	BusyAny    *ebpf.MapSpec `ebpf:"busy_any"`
+	BusyDisks  *ebpf.MapSpec `ebpf:"busy_disks"`
 	Events     *ebpf.MapSpec `ebpf:"events"`
 	LostEvents *ebpf.MapSpec `ebpf:"lost_events"`
 	Waits      *ebpf.MapSpec `ebpf:"waits"`
@@ -122,6 +126,8 @@ func (o *jbd2waitObjects) Close() error {
 //
 // It can be passed to loadJbd2waitObjects or ebpf.CollectionSpec.LoadAndAssign.
 type jbd2waitMaps struct {
+	BusyAny    *ebpf.Map `ebpf:"busy_any"`
+	BusyDisks  *ebpf.Map `ebpf:"busy_disks"`
 	Events     *ebpf.Map `ebpf:"events"`
 	LostEvents *ebpf.Map `ebpf:"lost_events"`
 	Waits      *ebpf.Map `ebpf:"waits"`
@@ -129,6 +135,8 @@ type jbd2waitMaps struct {
 
 func (m *jbd2waitMaps) Close() error {
 	return _Jbd2waitClose(
+		m.BusyAny,
+		m.BusyDisks,
 		m.Events,
 		m.LostEvents,
 		m.Waits,

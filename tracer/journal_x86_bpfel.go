@@ -43,6 +43,8 @@ type journalJournalEvent struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	journalMapBusyAny               = "busy_any"
+	journalMapBusyDisks             = "busy_disks"
 	journalMapCommits               = "commits"
 	journalMapEvents                = "events"
 	journalMapLostEvents            = "lost_events"
@@ -105,6 +107,8 @@ type journalProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type journalMapSpecs struct {
+	BusyAny    *ebpf.MapSpec `ebpf:"busy_any"`
+	BusyDisks  *ebpf.MapSpec `ebpf:"busy_disks"`
 	Commits    *ebpf.MapSpec `ebpf:"commits"`
 	Events     *ebpf.MapSpec `ebpf:"events"`
 	LostEvents *ebpf.MapSpec `ebpf:"lost_events"`
@@ -139,6 +143,8 @@ func (o *journalObjects) Close() error {
 //
 // It can be passed to loadJournalObjects or ebpf.CollectionSpec.LoadAndAssign.
 type journalMaps struct {
+	BusyAny    *ebpf.Map `ebpf:"busy_any"`
+	BusyDisks  *ebpf.Map `ebpf:"busy_disks"`
 	Commits    *ebpf.Map `ebpf:"commits"`
 	Events     *ebpf.Map `ebpf:"events"`
 	LostEvents *ebpf.Map `ebpf:"lost_events"`
@@ -146,6 +152,8 @@ type journalMaps struct {
 
 func (m *journalMaps) Close() error {
 	return _JournalClose(
+		m.BusyAny,
+		m.BusyDisks,
 		m.Commits,
 		m.Events,
 		m.LostEvents,

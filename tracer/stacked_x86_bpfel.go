@@ -38,6 +38,8 @@ type stackedFsyncEvent struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	stackedMapBusyAny            = "busy_any"
+	stackedMapBusyDisks          = "busy_disks"
 	stackedMapEvents             = "events"
 	stackedMapKinflight          = "kinflight"
 	stackedMapKscratch           = "kscratch"
@@ -97,6 +99,8 @@ type stackedProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type stackedMapSpecs struct {
+	BusyAny    *ebpf.MapSpec `ebpf:"busy_any"`
+	BusyDisks  *ebpf.MapSpec `ebpf:"busy_disks"`
 	Events     *ebpf.MapSpec `ebpf:"events"`
 	Kinflight  *ebpf.MapSpec `ebpf:"kinflight"`
 	Kscratch   *ebpf.MapSpec `ebpf:"kscratch"`
@@ -130,6 +134,8 @@ func (o *stackedObjects) Close() error {
 //
 // It can be passed to loadStackedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type stackedMaps struct {
+	BusyAny    *ebpf.Map `ebpf:"busy_any"`
+	BusyDisks  *ebpf.Map `ebpf:"busy_disks"`
 	Events     *ebpf.Map `ebpf:"events"`
 	Kinflight  *ebpf.Map `ebpf:"kinflight"`
 	Kscratch   *ebpf.Map `ebpf:"kscratch"`
@@ -138,6 +144,8 @@ type stackedMaps struct {
 
 func (m *stackedMaps) Close() error {
 	return _StackedClose(
+		m.BusyAny,
+		m.BusyDisks,
 		m.Events,
 		m.Kinflight,
 		m.Kscratch,
