@@ -152,7 +152,7 @@ func (t *FsyncTracer) loadSyscalls(cfg FsyncConfig, ring uint32, cache *btf.Cach
 	return ebpf.CollectionOptions{
 		MapReplacements: map[string]*ebpf.Map{"events": t.fsync.Events, "lost_events": t.fsync.LostEvents,
 			"busy_disks": t.fsync.BusyDisks, "busy_any": t.fsync.BusyAny},
-		Cache:           cache,
+		Cache: cache,
 	}, nil
 }
 
