@@ -252,8 +252,7 @@ func Ms(ns int64) string { return fmt.Sprintf("%.3f", float64(ns)/1e6) }
 type IntervalBuilder struct {
 	totals []int64
 	sums   [5]int64 // in LayerNames order
-	// lost and missed: the tracer's running totals at the last Loss.
-	lost, missed uint64
+	loss   LossDelta
 }
 
 // Loss turns the tracer's running totals of lost events and missed probe
@@ -262,15 +261,27 @@ type IntervalBuilder struct {
 // events shows it in the interval it happens, not as a total that only
 // grows.
 func (b *IntervalBuilder) Loss(lostTotal, missedTotal uint64) string {
-	l, m := lostTotal-b.lost, missedTotal-b.missed
-	if lostTotal < b.lost {
-		l = lostTotal
-	}
-	if missedTotal < b.missed {
-		m = missedTotal
-	}
-	b.lost, b.missed = lostTotal, missedTotal
+	l, m := b.loss.Since(lostTotal, missedTotal)
 	return fmt.Sprintf("lost=%d missed=%d", l, m)
+}
+
+// LossDelta turns a tracer's running totals of lost events and missed
+// probe runs (Lost, Missed) into what each interval added. The zero value
+// starts from 0.
+type LossDelta struct{ lost, missed uint64 }
+
+// Since returns how much the totals grew since the previous call (the
+// totals themselves if they went back: a new tracer) and remembers them.
+func (d *LossDelta) Since(lostTotal, missedTotal uint64) (lost, missed uint64) {
+	lost, missed = lostTotal-d.lost, missedTotal-d.missed
+	if lostTotal < d.lost {
+		lost = lostTotal
+	}
+	if missedTotal < d.missed {
+		missed = missedTotal
+	}
+	d.lost, d.missed = lostTotal, missedTotal
+	return lost, missed
 }
 
 // Add counts r in the current interval.

@@ -60,6 +60,12 @@ type Config struct {
 	// process's pod UID and container ID, read from /proc/PID/cgroup
 	// (PodResolver; at most MaxPodSeries distinct pairs).
 	PodLabels bool
+	// LossLogEvery is how often a tracer's loss is logged (one line per
+	// tracer that lost events in the interval); 0 means LossLogEvery.
+	LossLogEvery time.Duration
+	// RingBytes is the ring size (--ring-size) the tracers were loaded
+	// with, named in the loss log's fix; 0 leaves it out.
+	RingBytes uint32
 }
 
 // health is what /healthz reports: each loop's fatal error, if any, and
@@ -185,6 +191,11 @@ func Run(ctx context.Context, cfg Config) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	every := cfg.LossLogEvery
+	if every <= 0 {
+		every = LossLogEvery
+	}
+	go logLoss(ctx, logw, every, cfg.RingBytes, []string{"fsync", "peers"}, []Source{ft, pt})
 	h := &health{}
 	errc := make(chan error, 3)
 	var wg sync.WaitGroup

@@ -160,8 +160,12 @@ func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 	cfg.PodLabels = f.podLabels
 	tcfg.fsync.Comm = f.comm
 	tcfg.fsync.RingBytes = ring
+	// etcdscope_block_flush_duration_seconds observes every flush of every
+	// disk, whoever issued it: not only those during a traced call.
+	tcfg.fsync.EveryBlock = true
 	tcfg.peers.Port = uint16(f.port)
 	tcfg.peers.RingBytes = ring
+	cfg.RingBytes = ring // named in the loss log
 	for _, u := range f.etcdMetrics {
 		if err := checkURL(u); err != nil {
 			return cfg, tcfg, usagef("--etcd-metrics %v", err)

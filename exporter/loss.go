@@ -1,0 +1,52 @@
+package exporter
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/etcdscope/etcdscope/analysis"
+)
+
+// LossLogEvery is how often serve writes one line per tracer that lost
+// events or missed probe runs since the previous line: the loss of that
+// interval, and the flag that fixes it.
+const LossLogEvery = time.Minute
+
+// logLoss writes, every interval until ctx ends, one line for each named
+// source that lost events or missed probe runs in that interval, e.g.
+// "etcdscope serve: fsync tracer lost 2210 events and missed 0 probe runs
+// in the last 1m0s: raise --ring-size (now 2097152 bytes)". Nothing is
+// written for an interval without loss.
+func logLoss(ctx context.Context, w io.Writer, every time.Duration, ringBytes uint32, names []string, srcs []Source) {
+	deltas := make([]analysis.LossDelta, len(srcs))
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for i, s := range srcs {
+			total, err := s.Lost()
+			if err != nil {
+				continue // next time: the delta then covers both intervals
+			}
+			lost, missed := deltas[i].Since(total, s.Missed())
+			if lost == 0 && missed == 0 {
+				continue
+			}
+			fix := "raise --ring-size"
+			if ringBytes != 0 {
+				fix = fmt.Sprintf("raise --ring-size (now %d bytes)", ringBytes)
+			}
+			if lost == 0 {
+				fix = "the kernel skipped its programs (another BPF program ran on the CPU, or an uncounted skip): requests go unattributed"
+			}
+			fmt.Fprintf(w, "etcdscope serve: %s tracer lost %d events and missed %d probe runs in the last %v: %s\n",
+				names[i], lost, missed, every, fix)
+		}
+	}
+}
