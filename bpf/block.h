@@ -79,6 +79,7 @@ enum blk_stat {
 	BLK_STAT_FLUSH_BIO_EMITS = 4,
 	BLK_STAT_UNSEEN_COMPLETE = 5, /* a request of a busy disk issued again without its completion seen */
 	BLK_STAT_IDLE_DISK = 6,       /* completions and flush bios dropped: no traced call in flight on their disk */
+	BLK_STAT_UNUSED = 7,          /* completions dropped: no use to the analysis (a read; a write with no start seen) */
 	BLK_STAT_NR = 8,
 };
 

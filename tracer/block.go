@@ -85,6 +85,10 @@ type BlockStats struct {
 	// no traced call was in flight on their disk (FsyncConfig.EveryBlock
 	// off).
 	IdleDisk uint64
+	// Unused: completions dropped in the kernel because the analysis has
+	// no use for them: reads and other non-write requests, and writes
+	// whose insert and issue were not seen (FsyncConfig.EveryBlock off).
+	Unused uint64
 }
 
 // BlockStats reads the block programs' counters (bpf/block.h enum blk_stat).
@@ -101,6 +105,7 @@ func (t *FsyncTracer) BlockStats() (BlockStats, error) {
 		{blockBlkStatBLK_STAT_FLUSH_BIO_EMITS, &s.FlushBioEmits},
 		{blockBlkStatBLK_STAT_UNSEEN_COMPLETE, &s.UnseenCompletions},
 		{blockBlkStatBLK_STAT_IDLE_DISK, &s.IdleDisk},
+		{blockBlkStatBLK_STAT_UNUSED, &s.Unused},
 	} {
 		var perCPU []uint64
 		if err := t.block.BlockStats.Lookup(uint32(c.i), &perCPU); err != nil {

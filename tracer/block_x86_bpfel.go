@@ -44,6 +44,7 @@ const (
 	blockBlkStatBLK_STAT_FLUSH_BIO_EMITS blockBlkStat = 4
 	blockBlkStatBLK_STAT_UNSEEN_COMPLETE blockBlkStat = 5
 	blockBlkStatBLK_STAT_IDLE_DISK       blockBlkStat = 6
+	blockBlkStatBLK_STAT_UNUSED          blockBlkStat = 7
 	blockBlkStatBLK_STAT_NR              blockBlkStat = 8
 )
 
