@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/event"
 )
 
@@ -87,4 +88,28 @@ func (s *PeerEvents) Events() []event.Peer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.evs
+}
+
+// PeerConns is the sink of `etcdscope peers`: it folds each event into its
+// connection as it comes (peers.Assembler) and keeps the connections, not
+// the events, so its memory follows the connections (a handful per link
+// per minute), not the event rate. Safe for concurrent use.
+type PeerConns struct {
+	mu sync.Mutex
+	a  peers.Assembler
+}
+
+// Peer folds ev into its connection.
+func (s *PeerConns) Peer(ev *event.Peer) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.a.Add(ev)
+	return nil
+}
+
+// Report summarises the connections so far (peers.Assembler.Report).
+func (s *PeerConns) Report(opt peers.Options) peers.Report {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.a.Report(opt)
 }

@@ -3,8 +3,11 @@ package pipeline
 import (
 	"errors"
 	"io"
+	"net/netip"
 	"testing"
+	"time"
 
+	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/tracer"
 )
@@ -38,5 +41,43 @@ func TestPeersDecodeErrorsCounted(t *testing.T) {
 	}
 	if err := NewPeers(PeersConfig{}).Run(PeerReadFunc(func(*event.Peer) error { return io.EOF })); err != nil {
 		t.Errorf("EOF: %v", err)
+	}
+}
+
+// TestPeerConnsMatchesAnalyze: the streaming sink of `etcdscope peers`,
+// fed by the pipeline from a source that reuses one event value, reports
+// what peers.Analyze reports of the same events kept whole.
+func TestPeerConnsMatchesAnalyze(t *testing.T) {
+	local := netip.MustParseAddrPort("10.0.0.1:40000")
+	remote := netip.MustParseAddrPort("10.0.0.2:2380")
+	var evs []event.Peer
+	for i := uint64(0); i < 5; i++ {
+		t0 := (i + 1) * 4e9
+		sk := 100 + i
+		evs = append(evs,
+			event.Peer{Kind: event.PeerOpen, TimeNs: t0, Socket: sk, Direction: event.PeerActive, PID: 7, Comm: "etcd", Local: local, Remote: remote, DurationNs: 50_000, SRTTus: 40},
+			event.Peer{Kind: event.PeerCloseStart, TimeNs: t0 + 3e6, Socket: sk, Direction: event.PeerActive, Local: local, Remote: remote, DurationNs: 3e6},
+			event.Peer{Kind: event.PeerClose, TimeNs: t0 + 3.1e6, Socket: sk, Direction: event.PeerActive, Local: local, Remote: remote, DurationNs: 3.05e6})
+	}
+	i := 0
+	src := PeerReadFunc(func(ev *event.Peer) error {
+		if i == len(evs) {
+			return io.EOF
+		}
+		*ev = evs[i]
+		i++
+		return nil
+	})
+	var conns PeerConns
+	if err := NewPeers(PeersConfig{Sinks: []PeerSink{&conns}}).Run(src); err != nil {
+		t.Fatal(err)
+	}
+	opt := peers.Options{Window: 24 * time.Second}
+	got, want := conns.Report(opt), peers.Analyze(evs, opt)
+	if got.Events != len(evs) || len(got.Links) != 1 || len(want.Links) != 1 {
+		t.Fatalf("streamed %d events into %d links; Analyze %d links (want %d events, 1 link)", got.Events, len(got.Links), len(want.Links), len(evs))
+	}
+	if g, w := got.Links[0], want.Links[0]; g.Opened != 5 || g.Opened != w.Opened || g.HandshakeRTT != w.HandshakeRTT || g.PerRequest != w.PerRequest {
+		t.Errorf("streamed %+v\nAnalyze  %+v (want 5 opened)", g, w)
 	}
 }

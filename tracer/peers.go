@@ -253,9 +253,23 @@ func (p *PeersTracer) Close() error {
 // once the programs are attached. It is the one-call entry point for
 // tests elsewhere (the netem rig): feed the events to peers.Analyze.
 func RecordPeers(ctx context.Context, cfg PeersConfig, d time.Duration, ready func()) ([]event.Peer, uint64, error) {
+	var evs []event.Peer
+	lost, err := StreamPeers(ctx, cfg, d, ready, func(e *event.Peer) error {
+		evs = append(evs, *e)
+		return nil
+	})
+	return evs, lost, err
+}
+
+// StreamPeers is RecordPeers handing each event to each as it is read
+// instead of keeping them: what a caller folds them into (peers.Assembler,
+// a recording) bounds its memory, not the event rate. The event is reused
+// for the next read: each must copy what it keeps. An error from each
+// stops the tracing and is returned.
+func StreamPeers(ctx context.Context, cfg PeersConfig, d time.Duration, ready func(), each func(*event.Peer) error) (uint64, error) {
 	p, err := NewPeers(cfg)
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	defer p.Close()
 	if ready != nil {
@@ -266,7 +280,6 @@ func RecordPeers(ctx context.Context, cfg PeersConfig, d time.Duration, ready fu
 	defer timer.Stop()
 	stop := context.AfterFunc(ctx, func() { p.Drain() })
 	defer stop()
-	var evs []event.Peer
 	var ev event.Peer
 	for {
 		err := p.Read(&ev)
@@ -274,10 +287,11 @@ func RecordPeers(ctx context.Context, cfg PeersConfig, d time.Duration, ready fu
 			break
 		}
 		if err != nil {
-			return evs, 0, err
+			return 0, err
 		}
-		evs = append(evs, ev)
+		if err := each(&ev); err != nil {
+			return 0, err
+		}
 	}
-	lost, err := p.Lost()
-	return evs, lost, err
+	return p.Lost()
 }

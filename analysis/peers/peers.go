@@ -8,6 +8,7 @@ package peers
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"time"
 
@@ -165,26 +166,54 @@ type Report struct {
 // Analyze assembles connections from events (in time order) and
 // summarises them per Link, sorted by link.
 func Analyze(events []event.Peer, opt Options) Report {
+	var a Assembler
+	for i := range events {
+		a.Add(&events[i])
+	}
+	return a.Report(opt)
+}
+
+// Assembler is Analyze over a stream: it folds each event into its
+// connection as it comes and keeps only the connections (a few hundred
+// bytes each, a handful per link per minute), never the events (tens of
+// thousands a second of RTT samples on a busy cluster). The zero value is
+// ready. Not safe for concurrent use.
+type Assembler struct {
+	conns       []Conn
+	live        map[uint64]int // socket -> index in conns of its open connection
+	n           int            // events added
+	first, last uint64         // their time range
+}
+
+// Add folds e (events in time order) into its connection; e is not kept.
+func (a *Assembler) Add(e *event.Peer) {
+	if a.n == 0 || e.TimeNs < a.first {
+		a.first = e.TimeNs
+	}
+	if e.TimeNs > a.last {
+		a.last = e.TimeNs
+	}
+	a.n++
+	if a.live == nil {
+		a.live = map[uint64]int{}
+	}
+	a.add(e)
+}
+
+// Report summarises the connections so far per Link, sorted by link; the
+// Assembler stays usable.
+func (a *Assembler) Report(opt Options) Report {
 	if opt.PerRequestMax == 0 {
 		opt.PerRequestMax = 2 * time.Second
 	}
-	conns := assemble(events)
+	conns := slices.Clone(a.conns)
 	foldMirrors(conns)
 
-	var first, last uint64
-	for i, e := range events {
-		if i == 0 || e.TimeNs < first {
-			first = e.TimeNs
-		}
-		if e.TimeNs > last {
-			last = e.TimeNs
-		}
-	}
 	window := uint64(opt.Window)
 	if window == 0 {
-		window = last - first
+		window = a.last - a.first
 	}
-	rep := Report{WindowNs: window, Events: len(events)}
+	rep := Report{WindowNs: window, Events: a.n}
 
 	type acc struct {
 		st                                         LinkStats
@@ -292,77 +321,70 @@ func linkOf(c *Conn) Link {
 // port is the larger (ephemeral) one connected.
 func (c *Conn) localIsClient() bool { return c.Local.Port() > c.Remote.Port() }
 
-// assemble folds events into connections keyed by socket; an open after a
-// close of the same socket address starts a new connection.
-func assemble(events []event.Peer) []Conn {
-	var conns []Conn
-	live := map[uint64]int{}
-	get := func(e event.Peer) *Conn {
-		if i, ok := live[e.Socket]; ok {
-			return &conns[i]
-		}
-		conns = append(conns, Conn{Socket: e.Socket, Direction: e.Direction, PID: e.PID, Comm: e.Comm, Local: e.Local, Remote: e.Remote})
-		live[e.Socket] = len(conns) - 1
-		return &conns[len(conns)-1]
-	}
-	for _, e := range events {
-		if e.Kind == event.PeerOpen {
-			if i, ok := live[e.Socket]; ok && conns[i].OpenNs != 0 {
-				delete(live, e.Socket) // address reused without a CLOSE seen
-			}
-		}
-		c := get(e)
-		if e.Direction != event.PeerPreexisting {
-			c.Direction = e.Direction
-		}
-		if e.PID != 0 {
-			c.PID, c.Comm = e.PID, e.Comm
-		}
-		if e.Owner != 0 {
-			c.Owner = e.Owner
-			if c.Comm == "" {
-				c.Comm = e.Comm
-			}
-		}
-		if e.Local.Port() != 0 {
-			c.Local = e.Local
-		}
-		if e.Remote.Port() != 0 {
-			c.Remote = e.Remote
-		}
-		if e.SRTTus != 0 {
-			c.SRTTus = e.SRTTus
-		}
-		if e.MinRTTus != 0 && e.MinRTTus != NoMinRTTus && (c.MinRTTus == 0 || e.MinRTTus < c.MinRTTus) {
-			c.MinRTTus = e.MinRTTus
-		}
-		c.TotalRetrans = e.TotalRetrans
-		if e.BytesAcked > c.BytesAcked {
-			c.BytesAcked = e.BytesAcked
-		}
-		if e.BytesReceived > c.BytesReceived {
-			c.BytesReceived = e.BytesReceived
-		}
-		switch e.Kind {
-		case event.PeerOpen:
-			c.OpenNs = e.TimeNs
-			if e.Direction == event.PeerActive {
-				c.HandshakeNs = e.DurationNs
-			} else {
-				c.HandshakeNs = uint64(e.SRTTus) * 1000
-			}
-		case event.PeerCloseStart:
-			c.CloseStartNs = e.TimeNs
-			c.InUseNs = e.DurationNs
-		case event.PeerClose:
-			c.CloseNs = e.TimeNs
-			c.LifetimeNs = e.DurationNs
-			delete(live, e.Socket)
-		case event.PeerRetransmit:
-			c.Retransmits++
+// add folds e into its connection, keyed by socket; an open after a close
+// of the same socket address starts a new connection.
+func (a *Assembler) add(e *event.Peer) {
+	if e.Kind == event.PeerOpen {
+		if i, ok := a.live[e.Socket]; ok && a.conns[i].OpenNs != 0 {
+			delete(a.live, e.Socket) // address reused without a CLOSE seen
 		}
 	}
-	return conns
+	i, ok := a.live[e.Socket]
+	if !ok {
+		a.conns = append(a.conns, Conn{Socket: e.Socket, Direction: e.Direction, PID: e.PID, Comm: e.Comm, Local: e.Local, Remote: e.Remote})
+		i = len(a.conns) - 1
+		a.live[e.Socket] = i
+	}
+	c := &a.conns[i]
+	if e.Direction != event.PeerPreexisting {
+		c.Direction = e.Direction
+	}
+	if e.PID != 0 {
+		c.PID, c.Comm = e.PID, e.Comm
+	}
+	if e.Owner != 0 {
+		c.Owner = e.Owner
+		if c.Comm == "" {
+			c.Comm = e.Comm
+		}
+	}
+	if e.Local.Port() != 0 {
+		c.Local = e.Local
+	}
+	if e.Remote.Port() != 0 {
+		c.Remote = e.Remote
+	}
+	if e.SRTTus != 0 {
+		c.SRTTus = e.SRTTus
+	}
+	if e.MinRTTus != 0 && e.MinRTTus != NoMinRTTus && (c.MinRTTus == 0 || e.MinRTTus < c.MinRTTus) {
+		c.MinRTTus = e.MinRTTus
+	}
+	c.TotalRetrans = e.TotalRetrans
+	if e.BytesAcked > c.BytesAcked {
+		c.BytesAcked = e.BytesAcked
+	}
+	if e.BytesReceived > c.BytesReceived {
+		c.BytesReceived = e.BytesReceived
+	}
+	switch e.Kind {
+	case event.PeerOpen:
+		c.OpenNs = e.TimeNs
+		if e.Direction == event.PeerActive {
+			c.HandshakeNs = e.DurationNs
+		} else {
+			c.HandshakeNs = uint64(e.SRTTus) * 1000
+		}
+	case event.PeerCloseStart:
+		c.CloseStartNs = e.TimeNs
+		c.InUseNs = e.DurationNs
+	case event.PeerClose:
+		c.CloseNs = e.TimeNs
+		c.LifetimeNs = e.DurationNs
+		delete(a.live, e.Socket)
+	case event.PeerRetransmit:
+		c.Retransmits++
+	}
 }
 
 // foldMirrors marks passive connections whose active end is in conns too

@@ -257,10 +257,38 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 			fmt.Fprintf(os.Stderr, "etcdscope peers: writing --ready-file: %v\n", err)
 		}
 	}
-	// The data path: every event to the sink that keeps them; at d, or
-	// when ctx ends, Drain makes the tracer hand over what is left and end.
-	var kept pipeline.PeerEvents
-	pp := pipeline.NewPeers(pipeline.PeersConfig{Sinks: []pipeline.PeerSink{&kept}})
+	// The data path: each event folded into its connection as it comes
+	// (pipeline.PeerConns) and, with --record or --capture, written out
+	// as it comes; none is kept (at 30k events/s keeping them all grew
+	// the RSS by 16 MB a second). At d, or when ctx ends, Drain makes the
+	// tracer hand over what is left and end.
+	var conns pipeline.PeerConns
+	sinks := []pipeline.PeerSink{&conns}
+	var rec *recording
+	if f.record != "" {
+		if rec, err = newRecording(f.record); err != nil {
+			stopProbe()
+			<-probeDone
+			return fmt.Errorf("--record: %w", err)
+		}
+		defer rec.close()
+		sinks = append(sinks, rec)
+	}
+	var capw *captureFile
+	if f.capture != "" {
+		if capw, err = createCapture(f.capture, capture.Header{Tracer: capture.TracerPeers, Command: "peers", Port: int(cfg.Port)}); err != nil {
+			stopProbe()
+			<-probeDone
+			return err
+		}
+		defer func() {
+			if capw != nil {
+				capw.abandon()
+			}
+		}()
+		sinks = append(sinks, capw)
+	}
+	pp := pipeline.NewPeers(pipeline.PeersConfig{Sinks: sinks})
 	lost, err := func() (uint64, error) {
 		tr, err := tracer.NewPeers(cfg)
 		if err != nil {
@@ -282,15 +310,16 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	if err != nil {
 		return setupErr(fmt.Errorf("tracing: %w", err))
 	}
-	events := kept.Events()
 	t1 := time.Now()
-	if f.record != "" {
-		if err := writeRecording(f.record, events); err != nil {
+	if rec != nil {
+		if err := rec.commit(); err != nil {
 			return fmt.Errorf("--record: %w", err)
 		}
 	}
-	if f.capture != "" {
-		if err := writePeersCapture(f.capture, int(cfg.Port), events, lost, t1.Sub(t0)); err != nil {
+	if capw != nil {
+		err := capw.finish(capture.End{LostEvents: lost, WindowNs: int64(t1.Sub(t0))})
+		capw = nil
+		if err != nil {
 			return err
 		}
 	}
@@ -311,9 +340,9 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		}
 	}
 	rep.WindowSeconds = t1.Sub(t0).Seconds()
-	rep.Events, rep.LostEvents = len(events), lost
 	// etcdscope's own kept-alive probe connections are not etcd's links.
-	pr := peers.Analyze(events, peers.Options{Window: t1.Sub(t0), ExcludeLocal: probe.ownConns()})
+	pr := conns.Report(peers.Options{Window: t1.Sub(t0), ExcludeLocal: probe.ownConns()})
+	rep.Events, rep.LostEvents = pr.Events, lost
 	rep.Links = pr.Links
 
 	// Metrics and members are best effort: their errors are reported and
@@ -359,7 +388,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 }
 
 // appendMetricRecord appends the etcd_peer_metric record to the recording
-// writeRecording made (etcdmetric.WriteMetricRecord).
+// --record wrote (etcdmetric.WriteMetricRecord).
 func appendMetricRecord(path string, cs []etcdmetric.PeerComparison) error {
 	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|unix.O_NOFOLLOW, 0)
 	if err != nil {
@@ -372,38 +401,33 @@ func appendMetricRecord(path string, cs []etcdmetric.PeerComparison) error {
 	return fh.Close()
 }
 
-// writeRecording writes events to path through a temporary file renamed
-// into place (internal/safefile): never through a planted link, never a
-// partial recording.
-// writePeersCapture writes the events of a peers run as a capture.
-func writePeersCapture(path string, port int, events []event.Peer, lost uint64, window time.Duration) error {
-	c, err := createCapture(path, capture.Header{Tracer: capture.TracerPeers, Command: "peers", Port: port})
-	if err != nil {
-		return err
-	}
-	for i := range events {
-		if err := c.Peer(&events[i]); err != nil {
-			c.abandon()
-			return fmt.Errorf("--capture: %w", err)
-		}
-	}
-	return c.finish(capture.End{LostEvents: lost, WindowNs: int64(window)})
+// recording is the --record sink: it writes each event as it comes to a
+// temporary file renamed into place by commit (internal/safefile: never
+// through a planted link, never a partial recording); close removes it
+// unless committed.
+type recording struct {
+	fh *safefile.File
+	w  *bufio.Writer
 }
 
-func writeRecording(path string, events []event.Peer) error {
+func newRecording(path string) (*recording, error) {
 	fh, err := safefile.Create(path, 0o644)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer fh.Close()
-	w := bufio.NewWriter(fh)
-	for _, e := range events {
-		if err := peers.WriteEvent(w, e); err != nil {
-			return err
-		}
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	return fh.Commit()
+	return &recording{fh: fh, w: bufio.NewWriter(fh)}, nil
 }
+
+// Peer writes ev as one JSON line (schema peers/v1).
+func (r *recording) Peer(ev *event.Peer) error { return peers.WriteEvent(r.w, *ev) }
+
+// commit flushes the file and renames it to its path.
+func (r *recording) commit() error {
+	if err := r.w.Flush(); err != nil {
+		return err
+	}
+	return r.fh.Commit()
+}
+
+// close removes the temporary file unless commit ran, and releases it.
+func (r *recording) close() { r.fh.Close() }

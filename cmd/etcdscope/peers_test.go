@@ -24,6 +24,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/internal/testenv"
+	"github.com/etcdscope/etcdscope/tracer"
 )
 
 // TestPeersBadInput: bad flags exit 2 before anything is loaded (no root
@@ -61,7 +62,7 @@ func TestPeersBadInput(t *testing.T) {
 // TestPeersFlagsIPv6: IPv6 peers parse, bracketed or not, and IPv4-mapped
 // ones become IPv4 (the kernel side keys them so).
 func TestPeersFlagsIPv6(t *testing.T) {
-	f := peersFlags{port: 2380, output: "table", peerArgs: []string{"fd00::2", "[2001:db8::7]", "::ffff:10.0.0.3", "10.0.0.4"}}
+	f := peersFlags{port: 2380, output: "table", ringBytes: tracer.DefaultPeerRingBytes, peerArgs: []string{"fd00::2", "[2001:db8::7]", "::ffff:10.0.0.3", "10.0.0.4"}}
 	cfg, _, err := f.validate()
 	if err != nil {
 		t.Fatal(err)
