@@ -17,8 +17,9 @@ const LossLogEvery = time.Minute
 // logLoss writes, every interval until ctx ends, one line for each named
 // source that lost events or missed probe runs in that interval, e.g.
 // "etcdscope serve: fsync tracer lost 2210 events and missed 0 probe runs
-// in the last 1m0s: raise --ring-size (now 2097152 bytes)". Nothing is
-// written for an interval without loss.
+// in the last 1m0s: raise --ring-size (now 2097152 bytes)", or that its
+// loss is unknown when the count cannot be read. Nothing is written for an
+// interval without loss.
 func logLoss(ctx context.Context, w io.Writer, every time.Duration, ringBytes uint32, names []string, srcs []Source) {
 	deltas := make([]analysis.LossDelta, len(srcs))
 	t := time.NewTicker(every)
@@ -32,7 +33,10 @@ func logLoss(ctx context.Context, w io.Writer, every time.Duration, ringBytes ui
 		for i, s := range srcs {
 			total, err := s.Lost()
 			if err != nil {
-				continue // next time: the delta then covers both intervals
+				// Unknown is not 0: say so. The next readable total's
+				// delta then covers the unreadable intervals too.
+				fmt.Fprintf(w, "etcdscope serve: %s tracer's lost events unknown in the last %v: %v\n", names[i], every, err)
+				continue
 			}
 			lost, missed := deltas[i].Since(total, s.Missed())
 			if lost == 0 && missed == 0 {

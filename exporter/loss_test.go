@@ -3,6 +3,7 @@ package exporter
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,11 @@ func (s *steppedSource) Missed() uint64 {
 }
 func (s *steppedSource) ProgramStats() []event.ProgramStats { return nil }
 
+// brokenSource cannot read its lost-event count.
+type brokenSource struct{ steppedSource }
+
+func (b *brokenSource) Lost() (uint64, error) { return 0, errors.New("reading lost_events: bad fd") }
+
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -46,7 +52,8 @@ func (l *lockedBuffer) String() string {
 
 // TestLogLoss: one line per interval that lost events, with that
 // interval's loss (not the running total) and the flag that fixes it;
-// nothing for a lossless interval or source.
+// nothing for a lossless interval or source; a source whose count cannot
+// be read is reported unknown, never as 0.
 func TestLogLoss(t *testing.T) {
 	fsync := &steppedSource{lost: []uint64{0, 2210, 2210, 2300}, missed: []uint64{0, 0, 0, 0}}
 	quiet := &steppedSource{lost: []uint64{0}, missed: []uint64{0}}
@@ -68,5 +75,18 @@ func TestLogLoss(t *testing.T) {
 	}
 	if got := strings.Split(strings.TrimSpace(out.String()), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("got:\n%s\nwant:\n%s", out.String(), strings.Join(want, "\n"))
+	}
+
+	var out2 lockedBuffer
+	ctx, cancel = context.WithCancel(context.Background())
+	go func() { // until the first line (or 5 s)
+		for deadline := time.Now().Add(5 * time.Second); out2.String() == "" && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
+	logLoss(ctx, &out2, 20*time.Millisecond, 1<<21, []string{"peers"}, []Source{&brokenSource{}})
+	if got, want := out2.String(), "etcdscope serve: peers tracer's lost events unknown in the last 20ms: reading lost_events: bad fd\n"; !strings.HasPrefix(got, want) {
+		t.Fatalf("got %q, want it to start with %q", got, want)
 	}
 }

@@ -111,6 +111,7 @@ var badInputs = []badInput{
 	{args: []string{"peers", "--peer", "etcd-1"}, fix: "give e.g. 10.0.0.2"},
 	{args: []string{"peers", "--duration", "-5s"}, fix: "give e.g. 2m"},
 	{args: []string{"peers", "--output", "xml"}, fix: "use table or json"},
+	{args: []string{"peers", "--ring-size", "3000"}, fix: "must be a power of two"},
 	{args: []string{"peers", "--probe-answer"}, fix: "add --etcd-endpoints"},
 	{args: []string{"peers", "--cacert", "ca.pem"}, fix: "give one of those"},
 	{args: []string{"peers", "--etcd-metrics", "127.0.0.1:2381/metrics"}, fix: "give an http:// or https:// URL"},
