@@ -327,8 +327,13 @@ wait:
 			break wait
 		case <-tick:
 			line, _ := rs.IntervalLine()
-			lost, _ := tr.Lost()
-			fmt.Fprintf(info, "%s %s %s\n", time.Now().Format("15:04:05"), line, rs.IntervalLoss(lost, tr.Missed()))
+			loss := "lost=unknown" // never 0 when the count cannot be read
+			if lost, err := tr.Lost(); err == nil {
+				loss = rs.IntervalLoss(lost, tr.Missed())
+			} else {
+				loss += " (" + err.Error() + ")"
+			}
+			fmt.Fprintf(info, "%s %s %s\n", time.Now().Format("15:04:05"), line, loss)
 		case err := <-loopDone:
 			if lines != nil {
 				lines.Close()
