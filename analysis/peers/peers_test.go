@@ -172,3 +172,39 @@ func TestOwnerAttribution(t *testing.T) {
 		}
 	}
 }
+
+// TestAssemblerStreams: an Assembler fed one event at a time, from a
+// reused value as tracer.StreamPeers hands them, with a Report taken
+// midway, ends with the report Analyze makes of the whole slice (the
+// loopback case: mirrors folded, so Report must not fold in place).
+func TestAssemblerStreams(t *testing.T) {
+	var evs []event.Peer
+	for i := uint64(0); i < 4; i++ {
+		local := netip.AddrPortFrom(loop1.Addr(), loop1.Port()+uint16(i))
+		a := probeConn(200+i, i*4000*ms, event.PeerActive, local, loop2, 30_000, 2*ms, 25)
+		p := probeConn(300+i, i*4000*ms+10_000, event.PeerPassive, loop2, local, 0, 2*ms, 20)
+		evs = append(evs, a[0], p[0], a[1], p[1], a[2], p[2], a[3], p[3])
+	}
+	opt := Options{Window: 16 * time.Second}
+	want := Analyze(evs, opt)
+
+	var asm Assembler
+	var reused event.Peer
+	for i := range evs {
+		reused = evs[i]
+		asm.Add(&reused)
+		if i == len(evs)/2 {
+			if mid := asm.Report(opt); mid.Events != i+1 {
+				t.Fatalf("midway report counts %d events, want %d", mid.Events, i+1)
+			}
+		}
+	}
+	got := asm.Report(opt)
+	if got.Events != want.Events || len(got.Links) != len(want.Links) || len(got.Links) != 1 {
+		t.Fatalf("streamed: %d events, %d links; Analyze: %d events, %d links (want 1 link)", got.Events, len(got.Links), want.Events, len(want.Links))
+	}
+	g, w := got.Links[0], want.Links[0]
+	if g.Link != w.Link || g.Opened != w.Opened || g.Closed != w.Closed || g.HandshakeRTT != w.HandshakeRTT || g.PerRequest != w.PerRequest || g.SRTT != w.SRTT {
+		t.Errorf("streamed link %+v\nAnalyze's     %+v", g, w)
+	}
+}
