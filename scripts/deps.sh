@@ -32,6 +32,7 @@ declare -A need=(
 	[promtool]=prometheus
 	[chromium]=chromium # report/chromium_test.go lays out the HTML page
 	[zsh]=zsh           # cmd/etcdscope TestCompletion sources the zsh script
+	[bpftool]=bpftool   # cmd/etcdscope TestBadInput: BPF objects left on tc/XDP/cgroups
 )
 if [[ ${1:-} == generate ]]; then
 	need[clang-19]=clang-19

@@ -239,8 +239,11 @@ func hostState(t *testing.T, dir string) string {
 		// events die with their fds. (A global `bpftool prog list` is no
 		// oracle here: other tests on the machine load and free programs
 		// all the time.)
+		// Found through testenv so that a missing bpftool fails under
+		// ETCDSCOPE_REQUIRE_BPF instead of comparing two "not found"s.
+		bpftool := testenv.LookPath(t, "bpftool", "bpftool")
 		for _, args := range [][]string{{"net", "show"}, {"cgroup", "tree"}} {
-			out, _ := exec.Command("bpftool", args...).CombinedOutput()
+			out, _ := exec.Command(bpftool, args...).CombinedOutput()
 			b.WriteString("bpftool " + strings.Join(args, " ") + ":\n" + string(out))
 		}
 		b.WriteString("bpffs: " + listTree("/sys/fs/bpf") + "\n")
