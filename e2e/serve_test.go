@@ -295,7 +295,7 @@ func TestReportHTML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"<!DOCTYPE html>", `aria-label="mean time per call in each kernel layer, by level"`,
+	for _, want := range []string{"<!DOCTYPE html>", `aria-label="share of each kernel layer in the mean call, by level (each bar 100%)"`,
 		`aria-label="heatmap of call latency over time"`, `aria-label="per-peer RTT against etcd&#39;s peer RTT metric"`} {
 		if !bytes.Contains(page, []byte(want)) {
 			t.Errorf("page has no %s", want)
