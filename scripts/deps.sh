@@ -46,7 +46,7 @@ if [[ ${1:-} == bench ]]; then
 	need[bpftrace]=bpftrace
 	if [[ $(id -u) == 0 ]] && ! PATH=$PATH:/usr/sbin command -v biolatency-bpfcc >/dev/null; then
 		echo "deps: trying bpfcc-tools (bcc's biolatency, optional)" >&2
-		{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends bpfcc-tools; } >/dev/null 2>&1 ||
+		{ apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends bpfcc-tools; } >/dev/null 2>&1 ||
 			echo "deps: bpfcc-tools not installed; make bench runs without biolatency" >&2
 	fi
 fi
@@ -67,6 +67,9 @@ if [[ $(id -u) != 0 ]]; then
 fi
 echo "deps: installing $pkgs" >&2
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -q >/dev/null
+# Wait for another apt (unattended-upgrades, a second deps.sh) instead of
+# failing on its lock.
+lock=(-o DPkg::Lock::Timeout=600)
+apt-get "${lock[@]}" update -q >/dev/null
 # shellcheck disable=SC2086
-apt-get install -y -q --no-install-recommends $pkgs ca-certificates >/dev/null
+apt-get "${lock[@]}" install -y -q --no-install-recommends $pkgs ca-certificates >/dev/null
