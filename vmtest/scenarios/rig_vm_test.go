@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,6 +74,14 @@ func sh(t *testing.T, args ...string) string { t.Helper(); return testenv.Run(t,
 func newRig(t *testing.T) *rig {
 	testenv.RequireRoot(t)
 	testenv.LookPath(t, "ip", "iproute2")
+	// Registered first, so it runs last: on failure the scenario's failed
+	// checks are repeated after the members' log tails, where a CI log's
+	// excerpt (its tail) shows them.
+	t.Cleanup(func() {
+		if f, ok := lastWords.LoadAndDelete(t); ok && t.Failed() {
+			t.Logf("scenario %s failed checks:\n%s", t.Name(), f)
+		}
+	})
 	r := &rig{t: t, stateDir: t.TempDir()}
 	r.bin = filepath.Join(testenv.RepoRoot(t), "bin", "etcdscope")
 	if _, err := os.Stat(r.bin); err != nil {
@@ -470,7 +479,14 @@ func finish(t *testing.T, rep *Report) {
 	for _, f := range rep.Failures() {
 		t.Error(f)
 	}
+	if f := rep.Failures(); len(f) > 0 {
+		lastWords.Store(t, "  "+strings.Join(f, "\n  "))
+	}
 }
+
+// lastWords holds each failed scenario's failures (*testing.T → string)
+// for newRig's last cleanup to repeat.
+var lastWords sync.Map
 
 // closingChecks are the checks every cluster scenario ends with: the
 // leader changes m1 saw between the scrapes pre and end against the

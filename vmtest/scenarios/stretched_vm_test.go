@@ -109,12 +109,21 @@ func TestVMScenarioStretched(t *testing.T) {
 	near, nnear := histMean(w0, w1, "etcd_network_peer_round_trip_time_seconds", toLabel(r.m[1]))
 	c := RatioWithin(fmt.Sprintf("etcd peer RTT metric m1->m3 minus m1->m2 (%d, %d obs)", nfar, nnear), far-near, rtt, 1.0, 2.0)
 	c.Timing = true
-	if nfar < minMetricObs || nnear < minMetricObs {
+	switch {
+	case nfar < minMetricObs || nnear < minMetricObs:
 		// Fewer than two observations per prober: one EWMA snapshot each
 		// is too little to judge a 1-2x window (CI saw 0.45x with 2 and 2
 		// where other runs read 1.1-1.95x); shown, not judged.
 		c.Info = true
 		c.Name += fmt.Sprintf(": too few observations to judge (< %d)", minMetricObs)
+	case near > maxNearMetric:
+		// The near peer's metric is the guest's probe answer time (its
+		// network is local). It varies by about its own size from probe to
+		// probe, so once it exceeds the window's half-width (0.5 RTT) the
+		// difference cannot resolve the window: shown, not judged (a run on
+		// a loaded host read 546 ms toward the near peer).
+		c.Info = true
+		c.Name += fmt.Sprintf(": near peer reads %s > %s (guest answer time), cannot resolve", ms(near), ms(maxNearMetric))
 	}
 	rep.Checks = append(rep.Checks, c,
 		Check{Name: "etcd peer RTT metric m1->m3, m1->m2", Info: true,
@@ -149,7 +158,9 @@ func TestVMScenarioStretched(t *testing.T) {
 // histogram after the EWMA has converged, and minMetricObs how many
 // observations per peer its 1-2x check needs before it is judged: etcd
 // observes each of its two probers once per 30 s, so 64 s gives 4.
+// maxNearMetric bounds the near peer's metric for the check to be judged.
 const (
-	metricWindow = 64 * time.Second
-	minMetricObs = 4
+	metricWindow  = 64 * time.Second
+	minMetricObs  = 4
+	maxNearMetric = stretchedRTT / 2
 )
