@@ -75,6 +75,8 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 			verdict = "peer down / unreachable"
 		case c.Explained:
 			verdict = "explained"
+		case c.Inconclusive:
+			verdict = "inconclusive (few observations)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Key.To, dash(c.Key.Prober), dash(c.Member), peer,
 			c.Observations, sec(c.Mean), p50, p99, sec(c.Input.RTT.Seconds()), times(c.Inflation), sec(c.Prediction.Mean), times(c.ModelInflation), verdict)

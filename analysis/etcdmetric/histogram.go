@@ -60,6 +60,31 @@ func (s Series) Mean() (float64, bool) {
 	return s.Sum / s.Count, true
 }
 
+// StandardError estimates the standard error of Mean, in seconds: the
+// observations' spread (each placed at its bucket's midpoint, the +Inf
+// bucket's at its lower bound, deviations from the exact Sum/Count mean)
+// over the square root of Count. It needs etcd's whole ladder (Ladder
+// nil), _sum and _count, and at least 2 observations; else ok is false.
+// etcd observes an EWMA, so successive observations are correlated and
+// the true error is larger: treat it as a lower bound on the noise.
+func (s Series) StandardError() (se float64, ok bool) {
+	mean, ok := s.Mean()
+	if !ok || s.Count < 2 || s.Ladder() != nil {
+		return 0, false
+	}
+	var ss, prevCount, prevBound float64
+	for _, b := range s.Buckets {
+		v := (prevBound + b.UpperBound) / 2
+		if math.IsInf(b.UpperBound, 1) {
+			v = prevBound
+		}
+		d := v - mean
+		ss += (b.Count - prevCount) * d * d
+		prevCount, prevBound = b.Count, b.UpperBound
+	}
+	return math.Sqrt(ss / (s.Count - 1) / s.Count), true
+}
+
 func (s Series) firstBound() float64 {
 	if s.FirstBound > 0 {
 		return s.FirstBound

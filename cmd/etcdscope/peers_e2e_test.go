@@ -178,8 +178,14 @@ func peersE2E(t *testing.T, withTLS bool) {
 		if cmp.QuantileError != "" {
 			t.Errorf("To=%s: %s", cmp.Key.To, cmp.QuantileError)
 		}
-		if !cmp.Explained {
+		// 4 observations of sub-millisecond values spread over several
+		// buckets: the verdict may be "too few to tell", but never that
+		// the model fails.
+		if !cmp.Explained && !cmp.Inconclusive {
 			t.Errorf("To=%s: the model does not explain the metric: %s", cmp.Key.To, cmp.Verdict)
+		}
+		if cmp.Inconclusive && math.Abs(cmp.Mean-cmp.Prediction.Mean) > etcdmetric.NoiseSE*cmp.StandardErrorSeconds {
+			t.Errorf("To=%s: inconclusive, but the mean is %v from the model with a standard error of %v", cmp.Key.To, cmp.Mean-cmp.Prediction.Mean, cmp.StandardErrorSeconds)
 		}
 		t.Logf("To=%s (%s): metric mean %.3f ms p50 %.3f ms p99 %.3f ms, RTT %v, inflation %.0fx; model %.3f ms: %s",
 			cmp.Key.To, cmp.Member, cmp.Mean*1e3, cmp.P50*1e3, cmp.P99*1e3, cmp.Input.RTT, cmp.Inflation, cmp.Prediction.Mean*1e3, cmp.Verdict)
