@@ -70,23 +70,7 @@ func checkCommit(t *testing.T, members int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Wait until the commit index rests for 5 s (etcd's own start-up
-	// proposals come seconds after the election; v3.5 makes some, the v2
-	// member attributes and cluster version, outside the v3 write path,
-	// from a monitor that runs every 4 s), so that every entry between
-	// the scrapes is the run's.
-	var before map[string]*dto.MetricFamily
-	for last, still := -1.0, 0; still < 10; {
-		time.Sleep(500 * time.Millisecond)
-		if before, err = c.Scrape(ctx, leader); err != nil {
-			t.Fatal(err)
-		}
-		if ci := gauge(before, "etcd_server_proposals_committed_total"); ci == last {
-			still++
-		} else {
-			last, still = ci, 0
-		}
-	}
+	before := restingCommitIndex(ctx, t, c, leader)
 	args := []string{"commit", "--pid", strconv.Itoa(leader.PID), "--etcd-endpoints", leader.ClientURL,
 		"--duration", "15s", "--load", "20/s", "--output", "json"}
 	if c.CAFile != "" {
@@ -171,6 +155,29 @@ func checkCommit(t *testing.T, members int) {
 	if outside.P50 < lo || outside.P50 > hi {
 		t.Errorf("per put, client minus server p50 %d ns is outside [%d, %d] ns: the get's round trip, warm and idle, ± 10%% of the put p50 %d ns", outside.P50, lo, hi, put.P50)
 	}
+}
+
+// restingCommitIndex waits until the leader's commit index rests for 5 s
+// (etcd's own start-up proposals come seconds after the election; v3.5
+// makes some, the v2 member attributes and cluster version, outside the
+// v3 write path, from a monitor that runs every 4 s), so that every entry
+// between this scrape and the next is the test's; it returns the scrape.
+func restingCommitIndex(ctx context.Context, t *testing.T, c *etcdtest.Cluster, leader *etcdtest.Member) map[string]*dto.MetricFamily {
+	t.Helper()
+	var fams map[string]*dto.MetricFamily
+	var err error
+	for last, still := -1.0, 0; still < 10; {
+		time.Sleep(500 * time.Millisecond)
+		if fams, err = c.Scrape(ctx, leader); err != nil {
+			t.Fatal(err)
+		}
+		if ci := gauge(fams, "etcd_server_proposals_committed_total"); ci == last {
+			still++
+		} else {
+			last, still = ci, 0
+		}
+	}
+	return fams
 }
 
 const loadPrefix = pipeline.LoadKeyPrefix

@@ -40,6 +40,13 @@ type Config struct {
 	// them when it ends.
 	Fsync FsyncTracer
 	Peers PeersTracer
+	// Commit, if set, is the commit tracer attached to etcd process
+	// CommitPID (`serve --commit-pid`): its writes are split into the
+	// etcdscope_commit_* metrics (CommitMetrics). CommitUnavailable lists
+	// the layers its probes cannot show, each "layer: why".
+	Commit            CommitTracer
+	CommitPID         int
+	CommitUnavailable []string
 	// EtcdMetrics are etcd /metrics URLs of members on this host; each is
 	// scraped every CompareWindow (0: DefaultCompareWindow) to export the
 	// inflation ratio of its peer RTT metric.
@@ -195,10 +202,30 @@ func Run(ctx context.Context, cfg Config) error {
 	if every <= 0 {
 		every = LossLogEvery
 	}
-	go logLoss(ctx, logw, every, cfg.RingBytes, []string{"fsync", "peers"}, []Source{ft, pt})
+	lossNames, lossSrcs := []string{"fsync", "peers"}, []Source{ft, pt}
+	var cm *CommitMetrics
+	if cfg.Commit != nil {
+		defer cfg.Commit.Close()
+		cm = NewCommitMetrics()
+		reg.MustRegister(cm)
+		m.AddSource("commit", cfg.Commit, len(cfg.Commit.Probes()))
+		defer m.RemoveSource("commit")
+		lossNames, lossSrcs = append(lossNames, "commit"), append(lossSrcs, cfg.Commit)
+	}
+	go logLoss(ctx, logw, every, cfg.RingBytes, lossNames, lossSrcs)
 	h := &health{}
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	var wg sync.WaitGroup
+	if cm != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := runCommit(ctx, cfg, cm, logw); err != nil {
+				h.fail("commit tracer", err)
+				errc <- fmt.Errorf("commit tracer: %w", err)
+			}
+		}()
+	}
 	var win *peerWindow // peer events kept for the etcd comparison, if any
 	if len(cfg.EtcdMetrics) > 0 {
 		win = newPeerWindow(2 * cfg.CompareWindow)
@@ -259,6 +286,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// Closing the tracers wakes their blocked reads; the loops then end.
 	m.RemoveSource("fsync")
 	m.RemoveSource("peers")
+	m.RemoveSource("commit")
 	ft.Close()
 	pt.Close()
 	wg.Wait()

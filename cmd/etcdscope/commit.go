@@ -167,22 +167,9 @@ func (f *commitFlags) validate(fs *pflag.FlagSet) (pipeline.CommitOptions, error
 			return opt, usagef("--ready-file %s: %v", f.ready, err)
 		}
 	}
-	pid := f.pid
-	if f.comm != "" {
-		pids, err := etcdinfo.PIDsByComm(f.comm)
-		if err != nil {
-			return opt, usagef("--comm %s: %v", f.comm, err)
-		}
-		switch len(pids) {
-		case 0:
-			return opt, usagef("--comm %s: no such process; give --pid", f.comm)
-		case 1:
-			pid = pids[0]
-		default:
-			return opt, usagef("--comm %s: %d processes (%v): give --pid of the member to trace", f.comm, len(pids), pids)
-		}
-	} else if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
-		return opt, usagef("--pid %d: no such process (see pgrep -x etcd)", pid)
+	pid, err := etcdPID("--pid", f.pid, "--comm", f.comm)
+	if err != nil {
+		return opt, err
 	}
 	tlsCfg, err := clientTLS(f.cacert, f.cert, f.key)
 	if err != nil {
@@ -192,6 +179,29 @@ func (f *commitFlags) validate(fs *pflag.FlagSet) (pipeline.CommitOptions, error
 }
 
 // parseRate reads --load: 0, N or N/s (puts per second, at most 1000).
+// etcdPID is the one etcd process named by the pid flag or the comm flag
+// (flag names as the command spells them): a usage error when the comm
+// matches no process or several, or the pid is not running.
+func etcdPID(pidFlag string, pid int, commFlag, comm string) (int, error) {
+	if comm == "" {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
+			return 0, usagef("%s %d: no such process (see pgrep -x etcd)", pidFlag, pid)
+		}
+		return pid, nil
+	}
+	pids, err := etcdinfo.PIDsByComm(comm)
+	if err != nil {
+		return 0, usagef("%s %s: %v", commFlag, comm, err)
+	}
+	switch len(pids) {
+	case 0:
+		return 0, usagef("%s %s: no such process; give %s", commFlag, comm, pidFlag)
+	case 1:
+		return pids[0], nil
+	}
+	return 0, usagef("%s %s: %d processes (%v): give %s of the member to trace", commFlag, comm, len(pids), pids, pidFlag)
+}
+
 func parseRate(s string) (float64, error) {
 	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "/s"), 64)
 	if err != nil || v < 0 || v > 1000 {

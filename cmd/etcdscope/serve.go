@@ -36,6 +36,8 @@ type serveFlags struct {
 	cacert, cert, key         string
 	compareWindow             time.Duration
 	ringBytes                 uint64
+	commitPID                 int
+	commitComm                string
 }
 
 func runServe(args []string) error {
@@ -55,6 +57,8 @@ func runServe(args []string) error {
 	fs.DurationVar(&f.compareWindow, "compare-window", exporter.DefaultCompareWindow, "scrape --etcd-metrics and recompute the inflation ratio this often")
 	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage+" (each of the fsync and peers tracers; etcdscope_lost_events_total grows)")
 	fs.BoolVar(&f.podLabels, "pod-labels", false, fmt.Sprintf("label etcdscope_fsync_duration_seconds with the caller's pod_uid and container_id from its cgroup path (no API server; at most %d pairs, then \"other\")", exporter.MaxPodSeries))
+	fs.IntVar(&f.commitPID, "commit-pid", 0, "also split the writes of this etcd process (uprobes on its Go functions, as `etcdscope commit`) into the etcdscope_commit_* metrics; with --etcd-endpoints, by role and member name")
+	fs.StringVar(&f.commitComm, "commit-comm", "", "or of the one process with this comm, e.g. etcd")
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once the probes are attached and the server listens (for scripts and tests)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -100,6 +104,17 @@ func runServe(args []string) error {
 	}
 	defer pt.Close()
 	cfg.Fsync, cfg.Peers = ft, pt
+	if cfg.CommitPID != 0 {
+		ct, err := tracer.NewCommit(tracer.CommitConfig{PID: cfg.CommitPID, RingBytes: cfg.RingBytes})
+		if err != nil {
+			return tracerError(fmt.Sprintf("commit tracer (etcd pid %d)", cfg.CommitPID), err)
+		}
+		defer ct.Close()
+		cfg.Commit = ct
+		for layer, why := range ct.Unavailable() {
+			cfg.CommitUnavailable = append(cfg.CommitUnavailable, fmt.Sprintf("%s: %s", layer, why))
+		}
+	}
 	return setupErr(exporter.Run(ctx, cfg))
 }
 
@@ -173,8 +188,21 @@ func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 	}
 	cfg.EtcdMetrics = f.etcdMetrics
 	cfg.CompareWindow = f.compareWindow
-	if len(f.endpoints) > 0 && len(f.etcdMetrics) == 0 {
-		return cfg, tcfg, usagef("--etcd-endpoints goes with --etcd-metrics (the member list labels its comparison)")
+	commit := f.commitPID != 0 || f.commitComm != ""
+	switch {
+	case f.commitPID < 0:
+		return cfg, tcfg, usagef("--commit-pid %d is not a process id", f.commitPID)
+	case f.commitPID != 0 && f.commitComm != "":
+		return cfg, tcfg, usagef("give --commit-pid or --commit-comm, not both")
+	case len(f.commitComm) > 15:
+		return cfg, tcfg, usagef("--commit-comm %q is longer than the kernel's 15-byte comm", f.commitComm)
+	case len(f.endpoints) > 0 && len(f.etcdMetrics) == 0 && !commit:
+		return cfg, tcfg, usagef("--etcd-endpoints goes with --etcd-metrics or --commit-pid (the member list labels their metrics)")
+	}
+	if commit {
+		if cfg.CommitPID, err = etcdPID("--commit-pid", f.commitPID, "--commit-comm", f.commitComm); err != nil {
+			return cfg, tcfg, err
+		}
 	}
 	for _, e := range f.endpoints {
 		if err := checkURL(e); err != nil {
@@ -185,7 +213,7 @@ func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 	switch {
 	case (f.cert == "") != (f.key == ""):
 		return cfg, tcfg, usagef("--cert and --key go together")
-	case (f.cacert != "" || f.cert != "") && len(f.etcdMetrics) == 0:
+	case (f.cacert != "" || f.cert != "") && len(f.etcdMetrics) == 0 && len(f.endpoints) == 0:
 		return cfg, tcfg, usagef("--cacert/--cert/--key are for --etcd-metrics and --etcd-endpoints; give --etcd-metrics")
 	}
 	if f.cacert != "" || f.cert != "" {

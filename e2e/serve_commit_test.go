@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/etcdscope/etcdscope/internal/etcdtest"
+	"github.com/etcdscope/etcdscope/internal/testenv"
+)
+
+// TestServeCommitMetrics runs `etcdscope serve --commit-pid <leader>` on a
+// real 3-member etcd v3.6 cluster, makes 150 puts at the leader, and
+// checks the etcdscope_commit_* metrics against etcd's own:
+//   - etcdscope_commit_duration_seconds{role="leader"} counts exactly the
+//     delta of the leader's etcd_server_proposals_committed_total (every
+//     entry between the scrapes is one of the puts);
+//   - the parts' sums add up to the writes' sum (each write's parts sum to
+//     its total), with no incomplete write;
+//   - every write names its deciding vote, under local_wal or a follower's
+//     member name (from --etcd-endpoints), and nothing was lost.
+func TestServeCommitMetrics(t *testing.T) {
+	testenv.RequireRoot(t)
+	c := etcdtest.Start(t, etcdtest.Options{Members: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "--comm", "etcd", "--commit-pid", strconv.Itoa(leader.PID), "--etcd-endpoints", leader.ClientURL)
+	before := restingCommitIndex(ctx, t, c, leader)
+
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{leader.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	const puts = 150
+	for i := 0; i < puts; i++ {
+		if _, err := cli.Put(ctx, fmt.Sprintf("%sserve-commit-%03d", etcdtest.PutKeyPrefix, i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := c.Scrape(ctx, leader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed := gauge(after, "etcd_server_proposals_committed_total") - gauge(before, "etcd_server_proposals_committed_total")
+
+	// The joiner resolves a write once the events after it have come
+	// (its grace is 2 s of event time): poll until the count rests.
+	var writes uint64
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		fams := s.scrape(t)
+		writes = histCount(fams["etcdscope_commit_duration_seconds"], map[string]string{"role": "leader"})
+		if float64(writes) >= committed || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	fams := s.scrape(t)
+	writes = histCount(fams["etcdscope_commit_duration_seconds"], map[string]string{"role": "leader"})
+	if float64(writes) != committed || committed < puts {
+		t.Errorf("serve counted %d writes; the leader's commit index moved by %.0f for %d puts (want equal, ≥ %d)\nstderr:\n%s", writes, committed, puts, puts, s.stderr.String())
+	}
+
+	var total, parts float64
+	for _, m := range fams["etcdscope_commit_duration_seconds"].GetMetric() {
+		total += m.GetHistogram().GetSampleSum()
+	}
+	perPart := map[string]float64{}
+	for _, m := range fams["etcdscope_commit_part_duration_seconds"].GetMetric() {
+		perPart[labelsOf(m)["part"]] += m.GetHistogram().GetSampleSum()
+		parts += m.GetHistogram().GetSampleSum()
+	}
+	t.Logf("%d writes, %.3f ms each on average; per part (ms per write): %v", writes, total/float64(writes)*1e3, msPerWrite(perPart, writes))
+	if math.Abs(parts-total) > 1e-6 || total <= 0 {
+		t.Errorf("the parts sum to %.9f s, the writes to %.9f s: want equal", parts, total)
+	}
+	if n := counter(fams, "etcdscope_commit_incomplete_writes_total"); n != 0 {
+		t.Errorf("%v incomplete writes", n)
+	}
+	votes := map[string]float64{}
+	for _, m := range fams["etcdscope_commit_deciding_vote_total"].GetMetric() {
+		votes[labelsOf(m)["vote"]] += m.GetCounter().GetValue()
+	}
+	var voted float64
+	for v, n := range votes {
+		voted += n
+		if v != "local_wal" && v != c.Members[0].Name && v != c.Members[1].Name && v != c.Members[2].Name || v == leader.Name {
+			t.Errorf("deciding vote %q: want local_wal or a follower's member name", v)
+		}
+	}
+	if voted != float64(writes) {
+		t.Errorf("deciding votes %v sum to %v, writes %d", votes, voted, writes)
+	}
+	for _, m := range fams["etcdscope_lost_events_total"].GetMetric() {
+		if labelsOf(m)["tracer"] == "commit" && m.GetCounter().GetValue() != 0 {
+			t.Errorf("commit tracer lost %v events", m.GetCounter().GetValue())
+		}
+	}
+	if counter(fams, "etcdscope_bpf_programs_attached") == 0 {
+		t.Error("no attached programs reported")
+	}
+}
+
+// counter sums a counter or gauge family's values.
+func counter(fams map[string]*dto.MetricFamily, name string) float64 {
+	var v float64
+	for _, m := range fams[name].GetMetric() {
+		v += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+	}
+	return v
+}
+
+func msPerWrite(sums map[string]float64, writes uint64) map[string]string {
+	out := map[string]string{}
+	for k, v := range sums {
+		out[k] = fmt.Sprintf("%.3f", v/float64(writes)*1e3)
+	}
+	return out
+}

@@ -1,0 +1,153 @@
+package exporter
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/etcdscope/etcdscope/analysis/commit"
+	"github.com/etcdscope/etcdscope/pipeline"
+)
+
+// CommitTracer is the commit tracer as serve reads it
+// (tracer.CommitTracer: uprobes on one etcd process's Go functions).
+type CommitTracer interface {
+	Tracer
+	pipeline.CommitSource
+}
+
+// MaxVoteLabels bounds the vote label of etcdscope_commit_deciding_vote_total:
+// "local_wal" and one value per follower. A cluster has at most a few
+// voters (etcd recommends 3 to 7); anything past the bound is "other".
+const MaxVoteLabels = 16
+
+// CommitMetrics are serve's metrics of etcd's writes, the same split
+// `etcdscope commit` prints (analysis/commit): one observation per write
+// (per part) as each write is resolved. Safe for concurrent use.
+type CommitMetrics struct {
+	duration   *prometheus.HistogramVec
+	part       *prometheus.HistogramVec
+	walSync    *prometheus.HistogramVec
+	vote       *prometheus.CounterVec
+	incomplete prometheus.Counter
+	batched    prometheus.Counter
+
+	mu    sync.Mutex
+	votes map[string]bool // vote label values exported so far, for MaxVoteLabels
+}
+
+// NewCommitMetrics creates the collectors of the commit split.
+func NewCommitMetrics() *CommitMetrics {
+	return &CommitMetrics{
+		duration: durationHistogram("commit_duration_seconds",
+			"Server-side time of each etcd write on the traced member: (*EtcdServer).processInternalRaftRequestOnce entry to return, widened to the unary gRPC call around it where that is probed (uprobes; docs/commit.md). role: leader, follower, or unknown without --etcd-endpoints.",
+			"role"),
+		part: durationHistogram("commit_part_duration_seconds",
+			"Time of each etcd write spent in one part of its critical path (grpc, forward, propose, wal_append, quorum_wait, commit_to_apply, apply, return; docs/commit.md); one observation per write and measured part, the parts of a write sum to its commit_duration_seconds.",
+			"role", "part"),
+		walSync: durationHistogram("commit_wal_fdatasync_duration_seconds",
+			"The fdatasync inside the WAL append each write waited on ((*WAL).sync), one observation per write (a batch's writes each observe their Save's fdatasync)."),
+		vote: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "commit_deciding_vote_total",
+			Help: "Writes on the leader by the quorum's deciding vote: local_wal (the leader's own WAL append came last) or the follower (member name, else its id in hex) whose ack completed the quorum; at most MaxVoteLabels values, then other.",
+		}, []string{"vote"}),
+		incomplete: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "commit_incomplete_writes_total",
+			Help: "Writes some part of which could not be joined (its probe did not fire or its event was lost); their measured parts are observed, the rest is missing.",
+		}),
+		batched: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "commit_batched_writes_total",
+			Help: "Writes that shared their WAL Save with other writes (etcd batched their entries into one Ready): their WAL parts are the batch's.",
+		}),
+		votes: map[string]bool{},
+	}
+}
+
+func (c *CommitMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{c.duration, c.part, c.walSync, c.vote, c.incomplete, c.batched}
+}
+
+// Describe implements prometheus.Collector.
+func (c *CommitMetrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, x := range c.collectors() {
+		x.Describe(ch)
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *CommitMetrics) Collect(ch chan<- prometheus.Metric) {
+	for _, x := range c.collectors() {
+		x.Collect(ch)
+	}
+}
+
+// ObserveWrite records one resolved write (a pipeline.CommitOptions.OnWrite
+// callback); names turns follower ids into member names.
+func (c *CommitMetrics) ObserveWrite(w *commit.Write, names commit.Names) error {
+	role := string(w.Role)
+	if role == "" {
+		role = "unknown"
+	}
+	c.duration.WithLabelValues(role).Observe(float64(w.TotalNs()) / 1e9)
+	for _, p := range commit.PartOrder {
+		if v, ok := w.PartsNs[p]; ok {
+			c.part.WithLabelValues(role, p).Observe(float64(v) / 1e9)
+		}
+	}
+	if _, ok := w.PartsNs[commit.PartWALAppend]; ok && w.WALSyncNs >= 0 {
+		c.walSync.WithLabelValues().Observe(float64(w.WALSyncNs) / 1e9)
+	}
+	if len(w.Missing) > 0 {
+		c.incomplete.Inc()
+	}
+	if w.BatchEntries > 1 {
+		c.batched.Inc()
+	}
+	if w.DeciderKnown {
+		c.vote.WithLabelValues(c.voteLabel(w.Decider, names)).Inc()
+	}
+	return nil
+}
+
+// voteLabel names a deciding vote, bounded by MaxVoteLabels.
+func (c *CommitMetrics) voteLabel(id uint64, names commit.Names) string {
+	v := "local_wal"
+	if id != commit.LocalVote {
+		v = names[id]
+		if v == "" {
+			v = strconv.FormatUint(id, 16)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.votes[v] {
+		if len(c.votes) >= MaxVoteLabels {
+			return OtherLabel
+		}
+		c.votes[v] = true
+	}
+	return v
+}
+
+// runCommit traces cfg.Commit's writes into c until ctx ends: the same run
+// as `etcdscope commit` (pipeline.RunCommit) without a duration, with
+// --etcd-endpoints giving the member names and the role.
+func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, logw io.Writer) error {
+	res, err := pipeline.RunCommit(ctx, pipeline.CommitOptions{
+		PID: cfg.CommitPID, Endpoints: cfg.EtcdEndpoints, TLS: cfg.EtcdTLS,
+		Source: cfg.Commit, Unavailable: cfg.CommitUnavailable, RingBytes: cfg.RingBytes,
+		Notice:  func(s string) { fmt.Fprintf(logw, "etcdscope serve: commit: %s\n", s) },
+		OnWrite: c.ObserveWrite,
+	})
+	if err != nil {
+		return err
+	}
+	if res.DecodeErrors > 0 {
+		fmt.Fprintf(logw, "etcdscope serve: commit: %d ring records could not be decoded\n", res.DecodeErrors)
+	}
+	return nil
+}
