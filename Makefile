@@ -171,7 +171,7 @@ demo:
 # against no tracer and bpftrace, and writes docs/performance.md (bench/run.sh).
 # Needs root; installs fio and bpftrace if missing (scripts/deps.sh bench);
 # ~4 min on 2 cores; not part of test.
-bench: build
+bench: build etcd
 	./scripts/deps.sh bench
 	./bench/run.sh
 

@@ -23,6 +23,7 @@ import (
 
 type options struct {
 	etcdscope, fsyncgen, btScript, out, repo string
+	etcd, commitScript                       string
 	findings                                 string
 	rounds, microRounds                      int
 	fioSize                                  string
@@ -50,6 +51,8 @@ func main() {
 	flag.StringVar(&o.etcdscope, "etcdscope", "bin/etcdscope", "etcdscope binary")
 	flag.StringVar(&o.fsyncgen, "fsyncgen", "bin/fsyncgen", "fsyncgen binary (bench/fsyncgen)")
 	flag.StringVar(&o.btScript, "bpftrace-script", "bench/fsync.bt", "bpftrace equivalent of etcdscope fsync")
+	flag.StringVar(&o.etcd, "etcd", "bin/etcd", "etcd binary for the commit section (make etcd)")
+	flag.StringVar(&o.commitScript, "commit-script", "bench/commit.bt", "bpftrace equivalent of etcdscope commit's uprobes")
 	flag.StringVar(&o.out, "out", "docs/performance.md", "where the results go")
 	flag.StringVar(&o.repo, "repo", ".", "repository root (for the Go benchmarks)")
 	flag.StringVar(&o.findings, "findings", "bench/findings.md", "hand-written analysis appended to the results")
@@ -60,7 +63,7 @@ func main() {
 	flag.BoolVar(&o.goBench, "go-bench", true, "run the Go benchmarks too")
 	flag.StringVar(&o.saveJSON, "save", "", "also write the raw results as JSON to this file")
 	flag.StringVar(&o.fromJSON, "from", "", "render -out from results saved with -save, measuring nothing (no root needed)")
-	flag.StringVar(&o.only, "only", "", "comma-separated sections to run (ready,fio,micro,sweep,go); empty: all")
+	flag.StringVar(&o.only, "only", "", "comma-separated sections to run (ready,fio,micro,sweep,commit,go); empty: all")
 	flag.Parse()
 	if o.fromJSON != "" {
 		if err := rerender(o); err != nil {
@@ -73,7 +76,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benchrun: needs root (BPF, bpf_stats); run `sudo make bench`")
 		os.Exit(2)
 	}
-	for _, p := range []*string{&o.etcdscope, &o.fsyncgen, &o.btScript, &o.out, &o.repo, &o.findings} {
+	for _, p := range []*string{&o.etcdscope, &o.fsyncgen, &o.btScript, &o.out, &o.repo, &o.findings, &o.etcd, &o.commitScript} {
 		if abs, err := filepath.Abs(*p); err == nil {
 			*p = abs
 		}
@@ -159,6 +162,11 @@ func run(o options) error {
 	}
 	if o.want("sweep") {
 		if err := sweepSection(o, &r); err != nil {
+			return err
+		}
+	}
+	if o.want("commit") {
+		if err := commitSection(o, &r); err != nil {
 			return err
 		}
 	}

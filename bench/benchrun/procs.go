@@ -121,6 +121,10 @@ func startTracer(kind, comm, etcdscope, btScript string) (*tracerProc, error) {
 		t.cmd = exec.Command("stdbuf", "-oL", "bpftrace", btScript, comm)
 	case "biolatency":
 		t.cmd = exec.Command("biolatency-bpfcc")
+	case "etcdscope-commit": // comm is etcd's pid
+		t.cmd = exec.Command(etcdscope, "commit", "--pid", comm, "--duration", "0", "--ready-file", ready)
+	case "bpftrace-commit": // comm is etcd's pid, btScript the script with its binary filled in
+		t.cmd = exec.Command("stdbuf", "-oL", "bpftrace", "-p", comm, btScript)
 	default:
 		return nil, fmt.Errorf("unknown tracer %q", kind)
 	}
@@ -167,10 +171,10 @@ func startTracer(kind, comm, etcdscope, btScript string) (*tracerProc, error) {
 
 func (t *tracerProc) isReady(readyFile string) bool {
 	switch t.kind {
-	case "etcdscope", "etcdscope-table":
+	case "etcdscope", "etcdscope-table", "etcdscope-commit":
 		_, err := os.Stat(readyFile)
 		return err == nil
-	case "bpftrace":
+	case "bpftrace", "bpftrace-commit":
 		// bpftrace prints "Attaching N probes..." and then attaches; it
 		// says nothing when done, so wait until its program fds have been
 		// steady for 300 ms after the line.

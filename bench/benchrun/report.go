@@ -24,6 +24,8 @@ type results struct {
 	BiolatencyWhy     string
 	Micro             map[string][]microRun
 	Sweep             []sweepRow
+	Commit            map[string][]commitRun // by variant, one per round
+	CommitWhy         string                 // why the commit section did not run
 	GoBench           []*goBench
 	AttributorProfile string
 	PipelineLine      string // the harness's own count and CPU line
@@ -199,6 +201,8 @@ func (r *results) markdown() string {
 		w("| %.0f | %s | %.0f | %.0f | %d | %d | %d | %d | %.1f%% | %.1f MiB | %.0f |\n", s.Gen.RatePerS, s.output(), 2*s.Gen.RatePerS, s.Gen.Fsyncs, s.Seen,
 			s.Lost, s.Missed, un, 100*s.CPUSec/s.Gen.Seconds, float64(s.HWMKiB)/1024, float64(s.BPFNs)/max(s.Gen.Fsyncs, 1))
 	}
+
+	b.WriteString(r.commitMarkdown())
 
 	w("\n## Start-up\n\n")
 	rs := summarize(r.ReadyMs)

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Commit section settings: sequential puts at a fixed rate (as
+// `etcdscope commit --load` drives them), one member, its data on disk.
+const (
+	commitPuts    = 200
+	commitRate    = 50 // puts per second
+	commitClient  = "127.0.0.1:23790"
+	commitPeerURL = "http://127.0.0.1:23800"
+)
+
+// commitRun is one variant of one round of the commit section.
+type commitRun struct {
+	Puts   int
+	P50Ns  int64 // client-side put latency, median of the run
+	MeanNs float64
+	// BPFNs, BPFRuns: the tracer's programs (kernel.bpf_stats_enabled).
+	BPFNs, BPFRuns uint64
+	TracerCPUSec   float64
+}
+
+// commitSection times puts to a one-member etcd untraced, with `etcdscope
+// commit` attached, and with bench/commit.bt (uprobes at the same
+// functions' entries), interleaved, o.microRounds rounds.
+func commitSection(o options, r *results) error {
+	if _, err := os.Stat(o.etcd); err != nil {
+		r.CommitWhy = fmt.Sprintf("no etcd binary at %s (make etcd)", o.etcd)
+		logf("commit: %s", r.CommitWhy)
+		return nil
+	}
+	dir, err := mkScratch("/var/tmp", "etcdscope-bench-etcd-")
+	if err != nil {
+		return err
+	}
+	defer dropScratch(dir)
+	etcd := exec.Command(o.etcd, "--name", "bench", "--data-dir", filepath.Join(dir, "data"),
+		"--listen-client-urls", "http://"+commitClient, "--advertise-client-urls", "http://"+commitClient,
+		"--listen-peer-urls", commitPeerURL, "--initial-advertise-peer-urls", commitPeerURL,
+		"--initial-cluster", "bench="+commitPeerURL, "--log-level", "error")
+	etcd.Stderr, _ = os.Create(filepath.Join(dir, "etcd.log"))
+	if err := startChild(etcd); err != nil {
+		return fmt.Errorf("starting etcd: %w", err)
+	}
+	defer func() {
+		etcd.Process.Signal(os.Interrupt)
+		waitChild(etcd)
+	}()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{commitClient}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	for {
+		if _, err = cli.Put(ctx, "/etcdscope-bench/warmup", "x"); err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	if err != nil {
+		return fmt.Errorf("etcd not answering: %w (%s)", err, tail(filepath.Join(dir, "etcd.log"), 3))
+	}
+	script := filepath.Join(dir, "commit.bt")
+	bt, err := os.ReadFile(o.commitScript)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(script, []byte(strings.ReplaceAll(string(bt), "ETCD_BINARY", o.etcd)), 0o600); err != nil {
+		return err
+	}
+	pid := strconv.Itoa(etcd.Process.Pid)
+	variants := []string{"untraced", "etcdscope-commit", "bpftrace-commit"}
+	r.Commit = map[string][]commitRun{}
+	for round := 0; round < o.microRounds; round++ {
+		for k := range variants {
+			v := variants[(k+round)%len(variants)]
+			var cr commitRun
+			work := func() error {
+				lat, err := timePuts(cli, round)
+				cr.Puts = len(lat)
+				cr.P50Ns, cr.MeanNs = int64(median(lat)), mean(lat)
+				return err
+			}
+			if v == "untraced" {
+				err = work()
+			} else {
+				err = tracedPID(o, v, pid, script, &cr, work)
+			}
+			if err != nil {
+				return fmt.Errorf("commit round %d, %s: %w", round+1, v, err)
+			}
+			r.Commit[v] = append(r.Commit[v], cr)
+			logf("commit round %d/%d %-17s put p50 %7.0f µs, BPF %d runs", round+1, o.microRounds, v, float64(cr.P50Ns)/1e3, cr.BPFRuns)
+		}
+	}
+	return nil
+}
+
+// tracedPID runs work with tracer kind attached to etcd process pid and
+// fills cr with the tracer's BPF run time and CPU.
+func tracedPID(o options, kind, pid, script string, cr *commitRun, work func() error) error {
+	t, err := startTracer(kind, pid, o.etcdscope, script)
+	if err != nil {
+		return err
+	}
+	p := t.cmd.Process.Pid
+	s0, _ := sampleProc(p)
+	werr := work()
+	s1, _ := sampleProc(p)
+	cr.BPFNs, cr.BPFRuns = sumRunTime(progStats(p))
+	cr.TracerCPUSec = float64(s1.cpuNs-s0.cpuNs) / 1e9
+	_, serr := t.stop()
+	if werr != nil {
+		return werr
+	}
+	return serr
+}
+
+// timePuts makes commitPuts sequential puts at commitRate and returns each
+// one's client-side latency, ns.
+func timePuts(cli *clientv3.Client, round int) ([]float64, error) {
+	tick := time.NewTicker(time.Second / commitRate)
+	defer tick.Stop()
+	lat := make([]float64, 0, commitPuts)
+	for i := 0; i < commitPuts; i++ {
+		<-tick.C
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		t0 := time.Now()
+		_, err := cli.Put(ctx, fmt.Sprintf("/etcdscope-bench/%d/%04d", round, i), "v")
+		cancel()
+		if err != nil {
+			return lat, err
+		}
+		lat = append(lat, float64(time.Since(t0)))
+	}
+	return lat, nil
+}
+
+func mean(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(max(len(xs), 1))
+}
+
+// commitDeltas pairs variant v's put p50 with the untraced run of the same
+// round: added µs per put.
+func (r *results) commitDeltas(v string) []float64 {
+	var out []float64
+	base := r.Commit["untraced"]
+	for i, cr := range r.Commit[v] {
+		if i < len(base) {
+			out = append(out, float64(cr.P50Ns-base[i].P50Ns)/1e3)
+		}
+	}
+	return out
+}
+
+// commitMarkdown is the commit section of docs/performance.md.
+func (r *results) commitMarkdown() string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("\n## etcd writes under `etcdscope commit` (uprobes), interleaved\n\n")
+	if r.CommitWhy != "" {
+		w("Not measured: %s.\n", r.CommitWhy)
+		return b.String()
+	}
+	if len(r.Commit) == 0 {
+		w("Not measured in this run (`-only` left it out).\n")
+		return b.String()
+	}
+	w("%d sequential puts at %d/s to a one-member etcd (`make etcd`, data under /var/tmp) per run, %d rounds, each\n", commitPuts, commitRate, r.MicroRounds)
+	w("round runs every variant once in a rotated order: untraced; `etcdscope commit --pid` (uprobes at the entry and\n")
+	w("each RET of etcd's write-path functions, a ring record per firing, the join); `bpftrace -p` with bench/commit.bt\n")
+	w("(uprobes at the same functions' entries, counting: the floor any uprobe tool pays). Added µs per put is the\n")
+	w("client-side put p50 minus the untraced run's of the same round: median, 95%% bootstrap interval, min..max.\n\n")
+	w("| variant | put p50 (median of runs) | added per put (µs) | BPF runs per put | BPF µs per put | tracer CPU per put (µs) |\n|---|---|---|---|---|---|\n")
+	for _, v := range []string{"untraced", "etcdscope-commit", "bpftrace-commit"} {
+		runs := r.Commit[v]
+		if len(runs) == 0 {
+			continue
+		}
+		var p50s, runsPer, bpfPer, cpuPer []float64
+		for _, cr := range runs {
+			p50s = append(p50s, float64(cr.P50Ns)/1e3)
+			n := float64(max(cr.Puts, 1))
+			runsPer = append(runsPer, float64(cr.BPFRuns)/n)
+			bpfPer = append(bpfPer, float64(cr.BPFNs)/n/1e3)
+			cpuPer = append(cpuPer, cr.TracerCPUSec*1e6/n)
+		}
+		added := "—"
+		if v != "untraced" {
+			s := summarize(r.commitDeltas(v))
+			added = fmt.Sprintf("%+.0f [%+.0f, %+.0f] (%+.0f..%+.0f)", s.Median, s.Lo, s.Hi, s.Min, s.Max)
+		}
+		w("| %s | %.0f µs | %s | %.1f | %.1f | %.0f |\n", v, median(p50s), added, median(runsPer), median(bpfPer), median(cpuPer))
+	}
+	w("\nBPF time counts only the programs; the uprobe trap itself (breakpoint, single-step) is in the added latency,\n")
+	w("not in run_time_ns. A firing on the write path delays that write; firings after it (the apply, the next Ready)\n")
+	w("delay the next one only when they overlap it.\n")
+	return b.String()
+}
