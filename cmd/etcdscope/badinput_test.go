@@ -129,6 +129,9 @@ var badInputs = []badInput{
 	{args: []string{"report"}, fix: "give one recording file"},
 	{args: []string{"report", "$D/missing.jsonl"}, fix: "no such file"},
 	{args: []string{"report", "$D/binary"}, fix: "give a recording written by 'etcdscope fsync --output json'"},
+	// Issue 16 opened with report refusing evidence users already have.
+	{args: []string{"report", "../../analysis/diagnose/testdata/etcd-12405-node.prom"}, fix: "is an etcd /metrics text, not a recording: run etcdscope diagnose"},
+	{args: []string{"report", "../../analysis/diagnose/testdata/etcd-7312-heartbeat.log"}, fix: "is an etcd log, not a recording: run etcdscope diagnose"},
 	{args: []string{"report", "$D/longline"}, fix: "give a recording written by 'etcdscope fsync --output json'"},
 	{args: []string{"report", "$D/wrongtype.jsonl"}, fix: "give a recording written by 'etcdscope fsync --output json'"},
 	{args: []string{"report", "$D/empty"}, fix: "write one with etcdscope fsync --output json"},

@@ -29,8 +29,8 @@ var helps = map[string]helpText{
 		"sudo etcdscope fsync --comm etcd --output json > trace.jsonl       # record, then: etcdscope report trace.jsonl",
 		"sudo etcdscope fsync --workload wal --fail-over-budget || echo slow # exit 3 when the WAL p99 is over 10 ms",
 	}},
-	"peers": {"etcdscope peers [--port 2380] [--peer IP ...] [--duration D] [--metrics URL] [--record FILE]", []string{
-		"sudo etcdscope peers --duration 2m --metrics http://127.0.0.1:2381/metrics # RTT per peer against etcd's metric",
+	"peers": {"etcdscope peers [--port 2380] [--peer IP ...] [--duration D] [--etcd-metrics URL] [--record FILE]", []string{
+		"sudo etcdscope peers --duration 2m --etcd-metrics http://127.0.0.1:2381/metrics # RTT per peer against etcd's metric",
 		"sudo etcdscope peers --record peers.jsonl                                   # keep the events for report --html",
 	}},
 	"serve": {"etcdscope serve [--listen HOST:PORT] [--listen-public] [--comm etcd] [--etcd-metrics URL ...]", []string{
@@ -201,7 +201,8 @@ _etcdscope() {
 	fi
 	if [[ $cur == -* ]]; then
 		local flags
-		flags=$("${COMP_WORDS[0]}" $cmd $verb --help 2>/dev/null | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)
+		# Only the flags section: examples name other commands' flags.
+		flags=$("${COMP_WORDS[0]}" $cmd $verb --help 2>/dev/null | sed -n '/^flags:$/,$p' | grep -oE -- '^ +(-[a-zA-Z], )?--[a-z][a-z0-9-]*' | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)
 		COMPREPLY=($(compgen -W "$flags" -- "$cur"))
 		return
 	fi

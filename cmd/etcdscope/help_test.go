@@ -190,6 +190,11 @@ func TestCompletion(t *testing.T) {
 		{[]string{"report", "--fail"}, "--fail-over-budget"},
 		{[]string{"netem", "apply", "--del"}, "--delay"},
 		{[]string{"completion", ""}, "bash zsh"},
+		// Flags named in examples are not the command's: peers' example
+		// pipes into report --html; check's runs setpriv --reuid.
+		{[]string{"peers", "--ht"}, ""},
+		{[]string{"check", "--re"}, ""},
+		{[]string{"peers", "--etcd-m"}, "--etcd-metrics"},
 	} {
 		if got := complete(c.words...); got != c.want {
 			t.Errorf("complete %v: %q, want %q", c.words, got, c.want)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/diagnose"
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/jsonl"
 	"github.com/etcdscope/etcdscope/analysis/peers"
@@ -83,9 +84,16 @@ func runReport(args []string) error {
 		}
 		return replayCapture(br, fs.Arg(0), *output, *failOverBudget)
 	}
+	head, _ := br.Peek(br.Size())
+	head = bytes.Clone(head) // ReadJSONL reuses the buffer
 	in = br
 	recs, sum, err := analysis.ReadJSONL(in)
 	if err != nil {
+		// Evidence users already have (a /metrics scrape, etcd's log,
+		// fio's output) is diagnose's input, not a recording.
+		if kind, derr := diagnose.Detect(head); derr == nil {
+			return usagef("%s is %s, not a recording: run etcdscope diagnose %s", fs.Arg(0), kindName(kind), fs.Arg(0))
+		}
 		return usagef("%s: %v: give a recording written by 'etcdscope fsync --output json'", fs.Arg(0), err)
 	}
 	if len(recs) == 0 {
@@ -121,6 +129,21 @@ func runReport(args []string) error {
 		return err
 	}
 	return checkBudget(*failOverBudget, rep)
+}
+
+// kindName says what diagnose recognised, for report's pointer to it.
+func kindName(k diagnose.Kind) string {
+	switch k {
+	case diagnose.KindMetrics:
+		return "an etcd /metrics text"
+	case diagnose.KindPromJSON:
+		return "a Prometheus API answer"
+	case diagnose.KindLog:
+		return "an etcd log"
+	case diagnose.KindFioJSON, diagnose.KindFioText:
+		return "fio's output"
+	}
+	return string(k)
 }
 
 // isCapture reports whether the input opens with a capture header line.

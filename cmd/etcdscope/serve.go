@@ -57,7 +57,7 @@ func runServe(args []string) error {
 	fs.DurationVar(&f.compareWindow, "compare-window", exporter.DefaultCompareWindow, "scrape --etcd-metrics and recompute the inflation ratio this often")
 	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage+" (each of the fsync and peers tracers; etcdscope_lost_events_total grows)")
 	fs.BoolVar(&f.podLabels, "pod-labels", false, fmt.Sprintf("label etcdscope_fsync_duration_seconds with the caller's pod_uid and container_id from its cgroup path (no API server; at most %d pairs, then \"other\")", exporter.MaxPodSeries))
-	fs.IntVar(&f.commitPID, "commit-pid", 0, "also split the writes of this etcd process (uprobes on its Go functions, as `etcdscope commit`) into the etcdscope_commit_* metrics; with --etcd-endpoints, by role and member name")
+	fs.IntVar(&f.commitPID, "commit-pid", 0, "also split the writes of this etcd process (uprobes on its Go functions, as etcdscope commit does) into the etcdscope_commit_* metrics; with --etcd-endpoints, by role and member name")
 	fs.StringVar(&f.commitComm, "commit-comm", "", "or of the one process with this comm, e.g. etcd")
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once the probes are attached and the server listens (for scripts and tests)")
 	if err := fs.Parse(args); err != nil {
