@@ -36,6 +36,22 @@ type FioRun struct {
 	WriteP99 time.Duration `json:"write_p99_ns,omitempty"`
 }
 
+// Synced reports whether the job's options (its command line or its JSON
+// job options) ask for a sync after writes: fsync=N or fdatasync=N with
+// N > 0.
+func (r FioRun) Synced() bool { return r.SyncOption() != "" }
+
+// SyncOption is the option that makes the job sync ("fdatasync=1"), or ""
+// when none does.
+func (r FioRun) SyncOption() string {
+	for _, k := range []string{"fdatasync", "fsync"} {
+		if n, err := strconv.Atoi(r.Options[k]); err == nil && n > 0 {
+			return k + "=" + r.Options[k]
+		}
+	}
+	return ""
+}
+
 // FioPercentile is one of fio's percentiles of sync latency.
 type FioPercentile struct {
 	Pct     float64       `json:"pct"`

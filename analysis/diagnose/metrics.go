@@ -3,6 +3,7 @@ package diagnose
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -203,7 +204,12 @@ func toSet(s Scrape) string {
 // window reduces one member's scrapes: ordered by fetch time, else by
 // process start, else by the WAL count; the first is subtracted from the
 // last. A fall in any count (a restart) keeps the last scrape whole.
+// Without times or process starts the count order is kept only when it
+// is a forward one (every count and cumulative bucket grows); otherwise
+// etcd restarted between them and only the order given can tell which
+// came last: the window says so.
 func window(g []Scrape) MemberWindow {
+	given := slices.Clone(g)
 	sort.SliceStable(g, func(i, j int) bool {
 		a, b := g[i], g[j]
 		if !a.At.IsZero() && !b.At.IsZero() && !a.At.Equal(b.At) {
@@ -214,6 +220,10 @@ func window(g []Scrape) MemberWindow {
 		}
 		return count(a.WAL) < count(b.WAL)
 	})
+	asGiven := false
+	if len(g) > 1 && !timed(g) && !forward(g[0], g[len(g)-1]) {
+		g, asGiven = given, true
+	}
 	first, last := g[0], g[len(g)-1]
 	w := MemberWindow{Member: last.Member, Leader: last.Leader, WAL: last.WAL, WALName: last.WALName, Backend: last.Backend, Peers: last.Peers, Window: "since start"}
 	if !last.ByLabel && last.ServerID != "" {
@@ -229,7 +239,9 @@ func window(g []Scrape) MemberWindow {
 	if !first.At.IsZero() && !last.At.IsZero() {
 		w.Duration = last.At.Sub(first.At)
 	}
-	reset := !first.ProcessStart.IsZero() && !last.ProcessStart.IsZero() && !first.ProcessStart.Equal(last.ProcessStart)
+	// A delta whose cumulative buckets fall is no forward delta either:
+	// a restart whatever the order.
+	reset := !first.ProcessStart.IsZero() && !last.ProcessStart.IsZero() && !first.ProcessStart.Equal(last.ProcessStart) || !forward(first, last)
 	sub := func(a, b *etcdmetric.Series) *etcdmetric.Series {
 		if b == nil {
 			return nil
@@ -254,9 +266,54 @@ func window(g []Scrape) MemberWindow {
 		// Delta took the restarted series whole; keep all of them whole
 		// so the window is one: since the restart.
 		w.Window = "since restart"
+		if asGiven {
+			w.Window = "since restart (no fetch times or process_start_time_seconds: the scrapes taken in the order given, the last one whole)"
+		}
 		w.WAL, w.Backend, w.Peers = last.WAL, last.Backend, last.Peers
 	}
 	return w
+}
+
+// timed reports whether every pair of g can be ordered by fetch time or
+// by process start.
+func timed(g []Scrape) bool {
+	for _, s := range g {
+		if s.At.IsZero() && s.ProcessStart.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// forward reports whether b can follow a without a restart: every count
+// and cumulative bucket of every series grows or stays.
+func forward(a, b Scrape) bool {
+	ok := func(x, y *etcdmetric.Series) bool {
+		if x == nil || y == nil {
+			return true
+		}
+		d, reset := etcdmetric.Delta(x, *y)
+		if reset {
+			return false
+		}
+		for i := 1; i < len(d.Buckets); i++ {
+			if d.Buckets[i].Count < d.Buckets[i-1].Count {
+				return false
+			}
+		}
+		return true
+	}
+	if !ok(a.WAL, b.WAL) || !ok(a.Backend, b.Backend) {
+		return false
+	}
+	for i := range b.Peers {
+		for j := range a.Peers {
+			if a.Peers[j].Key == b.Peers[i].Key && !ok(&a.Peers[j], &b.Peers[i]) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func count(s *etcdmetric.Series) float64 {

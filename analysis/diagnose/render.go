@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // This file is the report's sinks (text table, JSON); it imports nothing
@@ -52,10 +53,17 @@ func WriteTable(w io.Writer, r Report) error {
 	if len(r.Fio) > 0 {
 		b.WriteString("\nfio (fdatasync after each write):\n")
 		for _, f := range r.Fio {
-			p50, _ := f.P(50)
-			p99, _ := f.P(99)
-			p999, _ := f.P(99.9)
-			fmt.Fprintf(&b, "  %-28s sync=%-5v p50 %-10v p99 %-10v p99.9 %-10v max %v\n", trunc(f.Source+" "+f.Job, 28), f.HasSync, p50, p99, p999, f.SyncMax)
+			q := func(p float64) string {
+				if v, ok := f.P(p); ok {
+					return fmtDur(v)
+				}
+				return "-"
+			}
+			max := "-"
+			if f.SyncMax > 0 {
+				max = fmtDur(f.SyncMax)
+			}
+			fmt.Fprintf(&b, "  %-28s sync=%-5v p50 %-10s p99 %-10s p99.9 %-10s max %s\n", trunc(f.Source+" "+f.Job, 28), f.HasSync, q(50), q(99), q(99.9), max)
 		}
 	}
 	b.WriteString("\nfindings:\n")
@@ -101,4 +109,15 @@ func trunc(s string, n int) string {
 		return s
 	}
 	return "…" + string(r[len(r)-n+1:])
+}
+
+// fmtDur rounds a duration to 3 significant digits for the tables (fio
+// prints ns: 6.651904ms reads as 6.65ms).
+func fmtDur(d time.Duration) string {
+	for r := time.Duration(1); r < time.Second; r *= 10 {
+		if d < 1000*r {
+			return d.Round(r).String()
+		}
+	}
+	return d.Round(time.Millisecond).String()
 }
