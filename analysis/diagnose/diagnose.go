@@ -93,6 +93,9 @@ type MemberRow struct {
 	WALName string    `json:"wal_metric,omitempty"`
 	WAL     HistStats `json:"wal_fsync"`
 	Backend HistStats `json:"backend_commit"`
+	// From, To: MemberWindow's wall-clock span, zero when unknown.
+	From time.Time `json:"from,omitempty"`
+	To   time.Time `json:"to,omitempty"`
 }
 
 // PeerRow is one peer RTT series' numbers.
@@ -289,7 +292,7 @@ func (r *Report) diskFindings(ws []MemberWindow, url string) {
 	}
 	var walP99 []p99
 	for _, w := range ws {
-		row := MemberRow{Member: w.Member, Sources: w.Sources, Window: w.Window, Leader: w.Leader, WALName: w.WALName, WAL: Stats(w.WAL), Backend: Stats(w.Backend)}
+		row := MemberRow{Member: w.Member, Sources: w.Sources, Window: w.Window, Leader: w.Leader, WALName: w.WALName, WAL: Stats(w.WAL), Backend: Stats(w.Backend), From: w.From, To: w.To}
 		r.Members = append(r.Members, row)
 		for _, d := range []struct {
 			topic, what string

@@ -208,6 +208,11 @@ func TestPromJSON(t *testing.T) {
 	if len(ws) != 1 || ws[0].Member != "10.0.0.1:2381" || ws[0].WAL.Count != 130 || ws[0].WAL.Buckets[0].Count != 80 || ws[0].Duration != 2*time.Minute {
 		t.Fatalf("%+v %+v", ws, ws[0].WAL)
 	}
+	// --since leaving one sample per series: say so, not "no series".
+	_, err = ReadPromJSON(Input{Name: "q.json", Data: []byte(js)}, time.Unix(1700000100, 0), time.Time{})
+	if err == nil || !strings.Contains(err.Error(), "the 3 etcd series have fewer than two samples inside --since/--until") {
+		t.Errorf("one sample left by --since: %v", err)
+	}
 	_, err = ReadPromJSON(Input{Name: "q.json", Data: []byte(`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"x"},"values":[[1,"0.01"],[2,"0.02"]]}]}}`)}, time.Time{}, time.Time{})
 	if err == nil || !strings.Contains(err.Error(), "histogram_quantile") {
 		t.Errorf("quantile answer: %v", err)

@@ -167,6 +167,39 @@ func (r *Report) peerFindings(ws []MemberWindow, url string) {
 
 // stall is one moment the leader's heartbeats were late (etcd logs one
 // line per follower for it).
+// coversStalls says whether a member's metrics are evidence for the
+// stalls' time: "" when their spans meet (a minute either side), else why
+// they may not be (a 2023 export says nothing of a 2017 log).
+func coversStalls(row MemberRow, stalls []stall) string {
+	var lo, hi time.Time
+	for _, s := range stalls {
+		if !s.hasTime || !s.yearKnown {
+			return "; the log's lines carry no year: whether these numbers cover the stalls is unknown"
+		}
+		if lo.IsZero() || s.at.Add(-s.gap).Before(lo) {
+			lo = s.at.Add(-s.gap)
+		}
+		if s.at.After(hi) {
+			hi = s.at
+		}
+	}
+	switch {
+	case lo.IsZero():
+		return ""
+	case row.To.IsZero():
+		return "; the metrics carry no time: whether they cover the stalls is unknown"
+	}
+	from := row.From
+	if from.IsZero() {
+		from = row.To
+	}
+	if row.To.Before(lo.Add(-time.Minute)) || from.After(hi.Add(time.Minute)) {
+		return fmt.Sprintf("; NOT the stalls' time: the metrics cover %s to %s, the stalls %s to %s",
+			from.UTC().Format(time.RFC3339), row.To.UTC().Format(time.RFC3339), lo.UTC().Format(time.RFC3339), hi.UTC().Format(time.RFC3339))
+	}
+	return ""
+}
+
 type stall struct {
 	at        time.Time
 	hasTime   bool
@@ -330,7 +363,7 @@ func (r *Report) heartbeatFinding(src string, hb, fsync, leader []LogEvent, inte
 	for _, row := range r.Members {
 		if row.WAL.P99 != nil {
 			sev, s := verdictP99(row.WAL.P99, WALFsyncBudget)
-			f.Evidence = append(f.Evidence, fmt.Sprintf("metrics, member %s: WAL fsync %s (%s)", row.Member, s, sev))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("metrics, member %s: WAL fsync %s (%s)%s", row.Member, s, sev, coversStalls(row, stalls)))
 		}
 	}
 	for _, s := range stalls {

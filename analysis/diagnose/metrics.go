@@ -140,6 +140,11 @@ type MemberWindow struct {
 	// "since restart" (counts fell: etcd restarted; the later scrape whole).
 	Window   string              `json:"window"`
 	Duration time.Duration       `json:"duration_ns,omitempty"`
+	// From, To: the wall-clock span the numbers cover where the inputs
+	// say it (fetch times, process start, a Prometheus export's samples);
+	// zero when unknown (a hand-saved scrape).
+	From time.Time `json:"from,omitempty"`
+	To   time.Time `json:"to,omitempty"`
 	Leader   int                 `json:"is_leader"`
 	WAL      *etcdmetric.Series  `json:"wal_fsync,omitempty"`
 	WALName  string              `json:"wal_name,omitempty"`
@@ -232,7 +237,13 @@ func window(g []Scrape) MemberWindow {
 	for _, s := range g {
 		w.Sources = append(w.Sources, s.Source)
 	}
+	w.From, w.To = first.At, last.At
 	if len(g) == 1 {
+		// Totals since the process started.
+		w.From = last.ProcessStart
+		if w.To.IsZero() {
+			w.From = time.Time{}
+		}
 		return w
 	}
 	w.Window = "between scrapes"
@@ -270,6 +281,10 @@ func window(g []Scrape) MemberWindow {
 			w.Window = "since restart (no fetch times or process_start_time_seconds: the scrapes taken in the order given, the last one whole)"
 		}
 		w.WAL, w.Backend, w.Peers = last.WAL, last.Backend, last.Peers
+		w.From = last.ProcessStart
+		if w.To.IsZero() {
+			w.From = time.Time{}
+		}
 	}
 	return w
 }

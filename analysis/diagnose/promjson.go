@@ -45,7 +45,7 @@ func ReadPromJSON(in Input, since, until time.Time) ([]MemberWindow, error) {
 	type key struct{ inst, fam, series string }
 	members := map[string]*MemberWindow{}
 	series := map[key]*etcdmetric.Series{}
-	var unnamed int
+	var unnamed, tooFew int
 	var first, last time.Time
 	for _, r := range pr.Data.Result {
 		name := r.Metric["__name__"]
@@ -71,6 +71,7 @@ func ReadPromJSON(in Input, since, until time.Time) ([]MemberWindow, error) {
 			var t0, t1 time.Time
 			v, t0, t1, ok = increase(r.Values, since, until)
 			if !ok {
+				tooFew++ // fewer than two samples in the window
 				continue
 			}
 			if first.IsZero() || t0.Before(first) {
@@ -144,6 +145,7 @@ func ReadPromJSON(in Input, since, until time.Time) ([]MemberWindow, error) {
 	for _, m := range members {
 		if !first.IsZero() {
 			m.Duration = last.Sub(first)
+			m.From, m.To = first, last
 		}
 		out = append(out, *m)
 	}
@@ -151,6 +153,9 @@ func ReadPromJSON(in Input, since, until time.Time) ([]MemberWindow, error) {
 	if len(out) == 0 {
 		if unnamed > 0 {
 			return nil, fmt.Errorf("the %d series have no __name__ (a histogram_quantile() answer?): export the raw _bucket series instead, e.g. query_range of {__name__=~\"etcd_disk_wal_fsync_duration_seconds_.*\"}", unnamed)
+		}
+		if tooFew > 0 {
+			return nil, fmt.Errorf("the %d etcd series have fewer than two samples inside --since/--until: an increase needs two; widen the window or export a longer range", tooFew)
 		}
 		return nil, fmt.Errorf("no etcd histogram series in the Prometheus answer")
 	}
