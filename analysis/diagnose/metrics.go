@@ -138,18 +138,18 @@ type MemberWindow struct {
 	Sources []string `json:"sources"`
 	// Window: "since start" (one scrape), "between scrapes" (two or more),
 	// "since restart" (counts fell: etcd restarted; the later scrape whole).
-	Window   string              `json:"window"`
-	Duration time.Duration       `json:"duration_ns,omitempty"`
+	Window   string        `json:"window"`
+	Duration time.Duration `json:"duration_ns,omitempty"`
 	// From, To: the wall-clock span the numbers cover where the inputs
 	// say it (fetch times, process start, a Prometheus export's samples);
 	// zero when unknown (a hand-saved scrape).
-	From time.Time `json:"from,omitempty"`
-	To   time.Time `json:"to,omitempty"`
-	Leader   int                 `json:"is_leader"`
-	WAL      *etcdmetric.Series  `json:"wal_fsync,omitempty"`
-	WALName  string              `json:"wal_name,omitempty"`
-	Backend  *etcdmetric.Series  `json:"backend_commit,omitempty"`
-	Peers    []etcdmetric.Series `json:"peer_rtt,omitempty"`
+	From    time.Time           `json:"from,omitempty"`
+	To      time.Time           `json:"to,omitempty"`
+	Leader  int                 `json:"is_leader"`
+	WAL     *etcdmetric.Series  `json:"wal_fsync,omitempty"`
+	WALName string              `json:"wal_name,omitempty"`
+	Backend *etcdmetric.Series  `json:"backend_commit,omitempty"`
+	Peers   []etcdmetric.Series `json:"peer_rtt,omitempty"`
 }
 
 // Members groups scrapes by member and reduces each member's scrapes to
