@@ -345,6 +345,11 @@ func TestObservationSpan(t *testing.T) {
 			if ev := strings.Join(f.Evidence, ";"); !strings.Contains(ev, "137 observations from 1 prober(s) span about 1h9m0s") || !strings.Contains(ev, "mean 1.40ms") {
 				t.Errorf("evidence %s", ev)
 			}
+			// Its excerpt starts at le=3.2768: p50 "≤3.277s" is a bound,
+			// and the finding says why.
+			if !strings.Contains(f.Uncertainty, "quantiles are bounds only: falls in the first bucket shown (le=3.2768)") {
+				t.Errorf("uncertainty %q", f.Uncertainty)
+			}
 			return
 		}
 	}

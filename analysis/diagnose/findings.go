@@ -129,6 +129,10 @@ func (r *Report) peerFindings(ws []MemberWindow, url string) {
 			}
 			if h.Error != "" {
 				f.Uncertainty = "quantiles: " + h.Error
+			} else if h.P50 != nil && !h.P50.Interpolated && h.P50.Why != "" {
+				// A bound, not a value (an excerpt's ladder starting
+				// high): say why beside it.
+				f.Uncertainty = "quantiles are bounds only: " + h.P50.Why
 			}
 			m := row.Modes
 			switch m.Verdict {
