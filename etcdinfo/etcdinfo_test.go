@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -14,19 +15,42 @@ import (
 // issue's 50 MB page cost peers 576 MB) fails with ErrScrapeTooLarge
 // and a line naming the fix, after reading at most the cap.
 func TestScrapeBodyCapped(t *testing.T) {
-	var written int
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for i := 0; written < 50<<20; i++ {
-			n, err := fmt.Fprintf(w, "etcd_x{i=\"%d\"} 1\n", i)
-			if err != nil {
-				return
-			}
-			written += n
-		}
-	}))
-	defer srv.Close()
+	srv, written := hugeMetrics(t)
 	_, err := Scrape(context.Background(), srv.URL+"/metrics", nil)
 	if !errors.Is(err, ErrScrapeTooLarge) || !strings.Contains(err.Error(), "give the URL of etcd's own /metrics") {
 		t.Fatalf("50 MB body: %v", err)
 	}
+	if n := written(); n > 2*MaxScrapeBytes {
+		t.Errorf("server wrote %d bytes before the reader gave up; want about the cap (%d)", n, MaxScrapeBytes)
+	}
+}
+
+// TestFamiliesBodyCapped: Families (commit's and the tests' metrics
+// reader) has the same cap, and fails instead of parsing a cut page.
+func TestFamiliesBodyCapped(t *testing.T) {
+	srv, written := hugeMetrics(t)
+	_, err := Families(context.Background(), srv.URL+"/metrics", nil)
+	if !errors.Is(err, ErrScrapeTooLarge) || !strings.Contains(err.Error(), "give the URL of etcd's own /metrics") {
+		t.Fatalf("50 MB body: %v", err)
+	}
+	if n := written(); n > 2*MaxScrapeBytes {
+		t.Errorf("server wrote %d bytes before the reader gave up; want about the cap (%d)", n, MaxScrapeBytes)
+	}
+}
+
+// hugeMetrics serves a 50 MB well-formed exposition and reports how much
+// of it was written before the client hung up.
+func hugeMetrics(t *testing.T) (*httptest.Server, func() int64) {
+	var written atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for i := 0; written.Load() < 50<<20; i++ {
+			n, err := fmt.Fprintf(w, "etcd_x{i=\"%d\"} 1\n", i)
+			if err != nil {
+				return
+			}
+			written.Add(int64(n))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, written.Load
 }

@@ -3,6 +3,7 @@ package etcdinfo
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,9 +21,10 @@ import (
 
 // Families fetches a Prometheus text exposition from url (TLS with tlsCfg
 // when it is https; nil for plain http), waiting at most 10 s and reading
-// at most 64 MiB, and parses it with prometheus/common/expfmt into
-// families keyed by metric name. Histogram families keep their
-// _bucket/_sum/_count samples inside one family.
+// at most MaxScrapeBytes (a larger body fails with ErrScrapeTooLarge
+// rather than being parsed cut short), and parses it with
+// prometheus/common/expfmt into families keyed by metric name. Histogram
+// families keep their _bucket/_sum/_count samples inside one family.
 func Families(ctx context.Context, url string, tlsCfg *tls.Config) (map[string]*dto.MetricFamily, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -43,7 +45,10 @@ func Families(ctx context.Context, url string, tlsCfg *tls.Config) (map[string]*
 		return nil, fmt.Errorf("scraping %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(io.LimitReader(resp.Body, 64<<20))
+	fams, err := p.TextToMetricFamilies(&capReader{r: resp.Body, n: MaxScrapeBytes})
+	if errors.Is(err, ErrScrapeTooLarge) {
+		return nil, fmt.Errorf("scraping %s: %w: give the URL of etcd's own /metrics (its --listen-metrics-urls or client URL)", url, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("parsing metrics from %s: %w", url, err)
 	}
