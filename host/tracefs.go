@@ -25,12 +25,17 @@ var tracefsStateFile = "/run/etcdscope/tracefs.mount"
 // this process may not read it (mode 0700 and another uid).
 var ErrTracefsPermission = errors.New("tracefs is mounted but not readable")
 
+// ErrTracefsNotMounted is wrapped by Tracefs when tracefs is not mounted
+// and this process lacks CAP_SYS_ADMIN to mount it.
+var ErrTracefsNotMounted = errors.New("tracefs is not mounted and mounting it needs CAP_SYS_ADMIN")
+
 // Tracefs makes sure tracefs is mounted (cilium/ebpf reads tracepoint ids
 // from it; syscall tracepoints have no BTF twin). If it had to mount it, the
 // returned undo unmounts it again; otherwise undo does nothing. A mount it
 // makes is recorded in /run/etcdscope/tracefs.mount (written safely) and a
 // recorded mount whose process is gone is unmounted first. Tracefs mounted
-// but unreadable is ErrTracefsPermission, not "not mounted".
+// but unreadable is ErrTracefsPermission, not "not mounted"; unmounted
+// without the capability to mount it is ErrTracefsNotMounted.
 func Tracefs() (undo func(), err error) {
 	removeStaleTracefs()
 	for _, r := range TracefsRoots {
@@ -48,7 +53,7 @@ func Tracefs() (undo func(), err error) {
 	root := TracefsRoots[0]
 	if err := unix.Mount("nodev", root, "tracefs", 0, ""); err != nil {
 		if errors.Is(err, unix.EPERM) {
-			return nil, fmt.Errorf("tracefs is not mounted and mounting it needs CAP_SYS_ADMIN: mount it first (mount -t tracefs nodev %s) or mount it into the container", root)
+			return nil, fmt.Errorf("%w: mount it first (mount -t tracefs nodev %s) or mount it into the container", ErrTracefsNotMounted, root)
 		}
 		return nil, fmt.Errorf("mounting tracefs at %s (mount -t tracefs nodev %s): %w", root, root, err)
 	}

@@ -100,7 +100,7 @@ func run(args []string) int {
 // tracefs) into a usage error: one line naming it, exit 2, nothing changed.
 // Other errors come back unchanged.
 func setupErr(err error) error {
-	if errors.Is(err, tracer.ErrNoPrivilege) || errors.Is(err, tracer.ErrNoBTF) || errors.Is(err, host.ErrTracefsPermission) {
+	if errors.Is(err, tracer.ErrNoPrivilege) || errors.Is(err, tracer.ErrNoBTF) || errors.Is(err, host.ErrTracefsPermission) || errors.Is(err, host.ErrTracefsNotMounted) {
 		return usagef("%v", err)
 	}
 	return err

@@ -240,3 +240,38 @@ echo "after next run: $(mounts) record: $(ls /run/etcdscope/tracefs.mount 2>/dev
 		}
 	}
 }
+
+// TestTracefsUnmountedWithoutSysAdmin: on a node without tracefs, a run
+// with only CAP_BPF+CAP_PERFMON (the DaemonSet's set) cannot mount it; each
+// tracefs user exits 2 with one line naming CAP_SYS_ADMIN and the mount
+// command, and nothing is mounted. In a private mount namespace with
+// tracefs unmounted there, so the host is untouched.
+func TestTracefsUnmountedWithoutSysAdmin(t *testing.T) {
+	testenv.RequireRoot(t)
+	setpriv := testenv.LookPath(t, "setpriv", "util-linux")
+	unshare := testenv.LookPath(t, "unshare", "util-linux")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps := strings.Join(setprivArgs(0, []string{"bpf", "perfmon"}), " ")
+	for _, args := range []string{
+		"fsync --duration 1s --interval 0",
+		"hypervisor --comm no-such-qemu --duration 1s",
+		"serve --listen 127.0.0.1:0 --comm etcd",
+	} {
+		script := `umount -l /sys/kernel/tracing 2>/dev/null; umount -l /sys/kernel/debug/tracing 2>/dev/null
+` + setpriv + " " + caps + " " + self + " " + args + ` 2>&1
+echo "rc=$?"
+echo "mounts=$(grep -c ' - tracefs ' /proc/self/mountinfo)"
+`
+		cmd := exec.Command(unshare, "-m", "--propagation", "private", "sh", "-c", script)
+		cmd.Env = append(os.Environ(), "ETCDSCOPE_TEST_MAIN=1")
+		out, _ := cmd.CombinedOutput()
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) != 3 || lines[1] != "rc=2" || lines[2] != "mounts=0" ||
+			!strings.Contains(lines[0], "CAP_SYS_ADMIN") || !strings.Contains(lines[0], "mount -t tracefs") {
+			t.Errorf("%s without tracefs or CAP_SYS_ADMIN: want one line naming CAP_SYS_ADMIN and the mount, rc=2, mounts=0; got\n%s", args, out)
+		}
+	}
+}
