@@ -50,6 +50,10 @@ func Open(opts Options) (*Client, error) {
 	c := &Client{opts: opts}
 	var err error
 	if c.raw, err = netlink.Dial(unix.NETLINK_ROUTE, &netlink.Config{NetNS: opts.NetNS}); err != nil {
+		if opts.NetNS != 0 && errors.Is(err, unix.EPERM) {
+			// The socket is made inside the namespace through setns(2).
+			return nil, usagef("--netns needs root or CAP_SYS_ADMIN (entering another network namespace) besides CAP_NET_ADMIN; nothing was changed")
+		}
 		return nil, fmt.Errorf("opening rtnetlink: %w", err)
 	}
 	if c.tc, err = tc.Open(&tc.Config{NetNS: opts.NetNS}); err != nil {
@@ -337,6 +341,12 @@ func (c *Client) apply(s Spec) (*Result, error) {
 	if err != nil {
 		if _, cerr := c.Clear(s.Dev); cerr != nil {
 			return nil, fmt.Errorf("%w (and rolling back failed: %v; run `etcdscope netem clear --dev %s`)", err, cerr, s.Dev)
+		}
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) {
+			// The kernel has no such qdisc or classifier (the probe could
+			// not tell without CAP_SYS_ADMIN); the host is as before.
+			return nil, usagef("this kernel refused the tree (%v): it lacks sch_netem, sch_prio or cls_%s (CONFIG_NET_SCH_NETEM, CONFIG_NET_SCH_PRIO, CONFIG_NET_CLS_%s): modprobe them or boot a kernel built with them; rolled back: %s is as before",
+				err, s.Classifier, strings.ToUpper(s.Classifier), s.Dev)
 		}
 		return nil, fmt.Errorf("%w (rolled back: %s is as before)", err, s.Dev)
 	}

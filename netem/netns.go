@@ -38,6 +38,11 @@ func OpenNetns(arg string) (int, error) {
 		if errors.Is(err, unix.ENOENT) {
 			return -1, usagef("--netns %s: no such network namespace (%s; see `ip netns list`, or give /proc/PID/ns/net)", arg, path)
 		}
+		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+			// /proc/PID/ns/net of a process with more privilege than this
+			// one needs ptrace access to it.
+			return -1, usagef("--netns %s: opening %s: %v: another process's namespace needs root or CAP_SYS_PTRACE (or give a name from `ip netns list`); nothing was changed", arg, path, err)
+		}
 		return -1, usagef("--netns %s: opening %s: %v", arg, path, err)
 	}
 	var fs unix.Statfs_t

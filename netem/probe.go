@@ -3,12 +3,15 @@ package netem
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
 
 	tc "github.com/florianl/go-tc"
 	"golang.org/x/sys/unix"
+
+	"github.com/etcdscope/etcdscope/host"
 )
 
 // UsageError marks an error found before anything on the host changed:
@@ -59,7 +62,16 @@ var (
 )
 
 func probe(classifier string) error {
+	if err := probeCaps(classifier); err != nil {
+		return err
+	}
 	fd, err := throwawayNetns()
+	if errors.Is(err, errNoThrowawayNetns) {
+		// Without CAP_SYS_ADMIN there is no namespace to try the tree in:
+		// ask which modules the kernel has instead. Whatever it still
+		// refuses, Apply rolls back.
+		return probeModules(classifier)
+	}
 	if err != nil {
 		return err
 	}
@@ -121,16 +133,7 @@ func probe(classifier string) error {
 		}
 	}
 	if len(missing) > 0 {
-		var what, cfg, mods []string
-		for _, f := range missing {
-			if !containsStr(what, f.what) {
-				what = append(what, f.what)
-				cfg = append(cfg, f.config)
-				mods = append(mods, f.module)
-			}
-		}
-		return usagef("this kernel has no %s (%s): run `modprobe %s` or boot a kernel built with them; nothing was changed",
-			strings.Join(what, ", no "), strings.Join(cfg, ", "), strings.Join(mods, " && modprobe "))
+		return missingErr(missing)
 	}
 	if other != nil {
 		if errors.Is(other, unix.EPERM) {
@@ -141,6 +144,95 @@ func probe(classifier string) error {
 	return nil
 }
 
+// missingErr names the missing features, their config options and the
+// modprobe that fixes it.
+func missingErr(missing []kernelFeature) error {
+	var what, cfg, mods []string
+	for _, f := range missing {
+		if !containsStr(what, f.what) {
+			what = append(what, f.what)
+			cfg = append(cfg, f.config)
+			mods = append(mods, f.module)
+		}
+	}
+	return usagef("this kernel has no %s (%s): run `modprobe %s` or boot a kernel built with them; nothing was changed",
+		strings.Join(what, ", no "), strings.Join(cfg, ", "), strings.Join(mods, " && modprobe "))
+}
+
+// probeCaps names the capability a change needs when this process lacks
+// it: CAP_NET_ADMIN for any qdisc, CAP_BPF (or CAP_SYS_ADMIN) besides for
+// the bpf classifier. Unreadable capabilities are left to the kernel.
+func probeCaps(classifier string) error {
+	eff, ok := host.EffectiveCaps()
+	if !ok {
+		return nil
+	}
+	if eff&(1<<unix.CAP_NET_ADMIN) == 0 {
+		return usagef("changing qdiscs needs root or CAP_NET_ADMIN (run with sudo); nothing was changed")
+	}
+	if classifier == ClassifierBPF && eff&(1<<unix.CAP_BPF|1<<unix.CAP_SYS_ADMIN) == 0 {
+		return usagef("--classifier bpf needs CAP_BPF besides CAP_NET_ADMIN (or use --classifier u32); nothing was changed")
+	}
+	return nil
+}
+
+// modulesDir holds the kernel's module lists (modules.builtin,
+// modules.dep) under its release; a variable for tests.
+var modulesDir = "/lib/modules"
+
+// probeModules is the probe without CAP_SYS_ADMIN: a feature is missing
+// when its module is neither loaded (/sys/module) nor listed as built in
+// or loadable for this kernel. With no module lists on the node nothing
+// is called missing: the kernel decides at Apply, which rolls back.
+func probeModules(classifier string) error {
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err != nil {
+		return nil
+	}
+	dir := modulesDir + "/" + unix.ByteSliceToString(uts.Release[:])
+	var lists []string
+	for _, f := range []string{"modules.builtin", "modules.dep"} {
+		if b, err := os.ReadFile(dir + "/" + f); err == nil {
+			lists = append(lists, string(b))
+		}
+	}
+	if len(lists) == 0 {
+		return nil
+	}
+	cls := featBPF
+	if classifier == ClassifierU32 {
+		cls = featU32
+	}
+	var missing []kernelFeature
+	for _, f := range []kernelFeature{featNetem, featPrio, cls} {
+		if _, err := os.Stat("/sys/module/" + f.module); err == nil {
+			continue
+		}
+		if !listsModule(lists, f.module) {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) > 0 {
+		return missingErr(missing)
+	}
+	return nil
+}
+
+// listsModule reports whether a modules.builtin or modules.dep text has a
+// line for module (".../sch_netem.ko", compressed or not).
+func listsModule(lists []string, module string) bool {
+	for _, l := range lists {
+		for _, line := range strings.Split(l, "\n") {
+			path, _, _ := strings.Cut(line, ":")
+			base := path[strings.LastIndexByte(path, '/')+1:]
+			if name, _, ok := strings.Cut(base, ".ko"); ok && strings.ReplaceAll(name, "-", "_") == module {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func containsStr(s []string, v string) bool {
 	for _, x := range s {
 		if x == v {
@@ -149,6 +241,11 @@ func containsStr(s []string, v string) bool {
 	}
 	return false
 }
+
+// errNoThrowawayNetns is returned by throwawayNetns when unshare(2) is
+// refused: creating a network namespace needs CAP_SYS_ADMIN, which
+// netem does not otherwise need.
+var errNoThrowawayNetns = errors.New("creating a network namespace needs CAP_SYS_ADMIN")
 
 // throwawayNetns creates a new, empty network namespace and returns an fd
 // for it; closing the fd destroys it. The creating thread goes back to
@@ -170,7 +267,7 @@ func throwawayNetns() (int, error) {
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread()
 			if errors.Is(err, unix.EPERM) {
-				ch <- res{-1, usagef("changing qdiscs needs root or CAP_NET_ADMIN (run with sudo); nothing was changed")}
+				ch <- res{-1, errNoThrowawayNetns}
 				return
 			}
 			ch <- res{-1, fmt.Errorf("creating a probe network namespace: %w", err)}

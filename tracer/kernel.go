@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -55,7 +54,7 @@ func CheckPrerequisites() error {
 // (tracepoints, tp_btf, uprobes), each also granted by CAP_SYS_ADMIN. It
 // reads CapEff from /proc/self/status; nil when it cannot tell.
 func MissingCapabilities() []string {
-	eff, ok := effectiveCaps()
+	eff, ok := host.EffectiveCaps()
 	if !ok || eff&(1<<unix.CAP_SYS_ADMIN) != 0 {
 		return nil
 	}
@@ -69,27 +68,9 @@ func MissingCapabilities() []string {
 	return missing
 }
 
-// effectiveCaps returns the effective capability set of this process.
-func effectiveCaps() (uint64, bool) {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, false
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "CapEff:"); ok {
-			n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			return n, err == nil
-		}
-	}
-	return 0, false
-}
-
 // HasCapability reports whether this process holds capability number c
-// in its effective set (false when it cannot tell).
-func HasCapability(c int) bool {
-	eff, ok := effectiveCaps()
-	return ok && eff&(1<<c) != 0
-}
+// in its effective set (false when it cannot tell); host.HasCapability.
+func HasCapability(c int) bool { return host.HasCapability(c) }
 
 // explainLoad turns a load error into one that says what to fix: it keeps
 // the tail of a verifier log and names missing privilege.

@@ -95,7 +95,7 @@ func netemOpen(netnsArg string, opts netem.Options) (*netem.Client, func(), erro
 	c, err := netem.Open(opts)
 	if err != nil {
 		closeNS()
-		return nil, nil, err
+		return nil, nil, netemErr(err)
 	}
 	return c, func() { c.Close(); closeNS() }, nil
 }

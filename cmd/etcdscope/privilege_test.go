@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/internal/testenv"
+	"github.com/etcdscope/etcdscope/netem"
 )
 
 // leastPrivilege is one row of the README's capability table: the
@@ -72,12 +73,19 @@ func TestLeastPrivilege(t *testing.T) {
 		{args: []string{"netem", "show", "--dev", "lo"}, uid: 65534},
 		{args: []string{"check"}, caps: tracing},
 	}
+	unshare := testenv.LookPath(t, "unshare", "util-linux")
 	run := func(r leastPrivilege, caps []string) (int, string, string) {
-		args := append(setprivArgs(r.uid, caps), self)
+		// In a private mount namespace that has tracefs mounted (by root,
+		// before the capabilities are dropped), whether or not the host
+		// has: the capabilities, not the host's mounts, are under test.
+		args := []string{"-m", "--propagation", "private", "sh", "-c",
+			`grep -q ' /sys/kernel/tracing .* - tracefs ' /proc/self/mountinfo || mount -t tracefs nodev /sys/kernel/tracing; exec "$@"`,
+			"sh", setpriv}
+		args = append(append(args, setprivArgs(r.uid, caps)...), self)
 		for _, a := range r.args {
 			args = append(args, strings.ReplaceAll(a, "$D", dir))
 		}
-		cmd := exec.Command(setpriv, args...)
+		cmd := exec.Command(unshare, args...)
 		cmd.Env = append(os.Environ(), "ETCDSCOPE_TEST_MAIN=1")
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -272,6 +280,66 @@ echo "mounts=$(grep -c ' - tracefs ' /proc/self/mountinfo)"
 		if len(lines) != 3 || lines[1] != "rc=2" || lines[2] != "mounts=0" ||
 			!strings.Contains(lines[0], "CAP_SYS_ADMIN") || !strings.Contains(lines[0], "mount -t tracefs") {
 			t.Errorf("%s without tracefs or CAP_SYS_ADMIN: want one line naming CAP_SYS_ADMIN and the mount, rc=2, mounts=0; got\n%s", args, out)
+		}
+	}
+}
+
+// TestNetemCapabilities: netem needs CAP_NET_ADMIN and no CAP_SYS_ADMIN
+// (its feature probe falls back to the kernel's module lists, and Apply
+// rolls back what the kernel refuses); --classifier bpf needs CAP_BPF
+// besides and --netns CAP_SYS_ADMIN. Each run with one missing exits 2
+// with one line naming it; lo's qdiscs are the same after every run.
+// This kernel has no sch_netem: with CAP_NET_ADMIN the run gets as far as
+// the kernel's refusal, which must be rolled back and named.
+func TestNetemCapabilities(t *testing.T) {
+	testenv.RequireRoot(t)
+	setpriv := testenv.LookPath(t, "setpriv", "util-linux")
+	ip := testenv.LookPath(t, "ip", "iproute2")
+	tc := testenv.LookPath(t, "tc", "iproute2")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := "etcdscope-caps-" + itoa(os.Getpid())
+	if out, err := exec.Command(ip, "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command(ip, "netns", "del", ns).Run() })
+	qdiscs := func() string {
+		out, _ := exec.Command(tc, "qdisc", "show", "dev", "lo").CombinedOutput()
+		return string(out)
+	}
+	before := qdiscs()
+	kernelHasNetem := netem.Probe(netem.ClassifierU32) == nil
+	apply := []string{"netem", "apply", "--dev", "lo", "--peer", "10.0.0.2", "--delay", "1ms", "--state-dir", t.TempDir()}
+	for _, c := range []struct {
+		caps []string
+		args []string
+		want string // in the one line
+	}{
+		{nil, apply, "CAP_NET_ADMIN"},
+		{[]string{"bpf"}, apply, "CAP_NET_ADMIN"},
+		{[]string{"net_admin"}, apply, "CAP_BPF"},
+		{[]string{"net_admin"}, append(apply, "--classifier", "u32"), "this kernel refused the tree"},
+		{[]string{"net_admin", "bpf"}, apply, "this kernel refused the tree"},
+		{[]string{"net_admin"}, []string{"netem", "show", "--netns", ns}, "CAP_SYS_ADMIN"},
+		{[]string{"net_admin"}, []string{"netem", "show", "--netns", "/proc/1/ns/net"}, "CAP_SYS_PTRACE"},
+	} {
+		if strings.HasPrefix(c.want, "this kernel") && kernelHasNetem {
+			t.Logf("%v with %v: not run, this kernel has the qdiscs (the row is for one without)", c.args, c.caps)
+			continue
+		}
+		cmd := exec.Command(setpriv, append(append(setprivArgs(0, c.caps), self), c.args...)...)
+		cmd.Env = append(os.Environ(), "ETCDSCOPE_TEST_MAIN=1")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		cmd.Run()
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		if rc := cmd.ProcessState.ExitCode(); rc != 2 || len(lines) != 1 || !strings.Contains(lines[0], c.want) {
+			t.Errorf("%v with %v: exit %d, stderr %q; want exit 2 and one line with %q", c.args, c.caps, rc, stderr.String(), c.want)
+		}
+		if now := qdiscs(); now != before {
+			t.Fatalf("%v with %v changed lo's qdiscs:\n%s\nwas:\n%s", c.args, c.caps, now, before)
 		}
 	}
 }
