@@ -27,12 +27,16 @@ import (
 	"github.com/etcdscope/etcdscope/host"
 )
 
-// Scrape fetches and parses one etcd /metrics page, waiting at most 10 s.
-// A page of etcd's without peer RTT observations yet is an empty Scrape,
-// not an error; a page that is not etcd's is an error saying so, and TLS
+// ScrapeTimeout bounds Scrape: etcd answers /metrics in milliseconds.
+const ScrapeTimeout = 5 * time.Second
+
+// Scrape fetches and parses one etcd /metrics page, waiting at most
+// ScrapeTimeout (then ErrUnreachable, wrapped with what to check). A page
+// of etcd's without peer RTT observations yet is an empty Scrape, not an
+// error; a page that is not etcd's is an error saying so, and TLS
 // failures say what to fix (ExplainTLS).
 func Scrape(ctx context.Context, u string, tlsCfg *tls.Config) (etcdmetric.Scrape, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, ScrapeTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -40,6 +44,9 @@ func Scrape(ctx context.Context, u string, tlsCfg *tls.Config) (etcdmetric.Scrap
 	}
 	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}
 	resp, err := cl.Do(req)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return etcdmetric.Scrape{}, fmt.Errorf("%w within %v: check the URL (curl %s), the scheme (http/https) and --cacert", ErrUnreachable, ScrapeTimeout, u)
+	}
 	if err != nil {
 		return etcdmetric.Scrape{}, ExplainTLS(err)
 	}
@@ -85,7 +92,8 @@ func ExplainTLS(err error) error {
 const MembersTimeout = 5 * time.Second
 
 // ErrUnreachable is returned (wrapped) by Members when no endpoint
-// answered within MembersTimeout.
+// answered within MembersTimeout, and by Scrape when the page did not
+// come within ScrapeTimeout.
 var ErrUnreachable = errors.New("no answer")
 
 // MaxScrapeBytes caps a scraped /metrics body. etcd's own is ~100-300 KiB

@@ -197,27 +197,14 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep := etcdmetric.PeersReport{Port: int(cfg.Port), MetricsURL: f.metricsURL}
-	var metricErrs []string
-	var start etcdmetric.Scrape
-	var startOK bool
-	if f.metricsURL != "" {
-		var err error
-		start, err = etcdinfo.Scrape(ctx, f.metricsURL, tlsCfg)
-		if err != nil {
-			metricErrs = append(metricErrs, "start scrape: "+err.Error())
-			// Say it now, not after --duration: the tracing goes on.
-			fmt.Fprintf(os.Stderr, "etcdscope peers: --etcd-metrics %s: %v (tracing continues; the report will have no metric comparison)\n", f.metricsURL, err)
-		} else {
-			startOK = true
-		}
-	}
 	var peerURLs map[uint64]string
 	var err error
 	if len(f.endpoints) > 0 {
 		var leaderKnown bool
 		rep.Members, peerURLs, leaderKnown, err = pipeline.Members(ctx, f.endpoints, tlsCfg)
 		if errors.Is(err, etcdinfo.ErrUnreachable) {
-			// Nothing is attached yet: a wrong address is bad input.
+			// Nothing is attached yet: a wrong address is bad input,
+			// said before the metrics scrape can make the user wait.
 			return usagef("%v", err)
 		}
 		switch {
@@ -225,6 +212,19 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 			rep.MembersError = err.Error()
 		case !leaderKnown:
 			rep.MembersError = etcdinfo.ErrLeaderUnknown.Error() // the members still name the series
+		}
+	}
+	var metricErrs []string
+	var start etcdmetric.Scrape
+	var startOK bool
+	if f.metricsURL != "" {
+		start, err = etcdinfo.Scrape(ctx, f.metricsURL, tlsCfg)
+		if err != nil {
+			metricErrs = append(metricErrs, "start scrape: "+err.Error())
+			// Say it now, not after --duration: the tracing goes on.
+			fmt.Fprintf(os.Stderr, "etcdscope peers: --etcd-metrics %s: %v (tracing continues; the report will have no metric comparison)\n", f.metricsURL, err)
+		} else {
+			startOK = true
 		}
 	}
 	var local netip.Addr
@@ -352,11 +352,13 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	if rep.MembersError == "" && len(rep.Members) > 0 {
 		rep.LeaderWarning = etcdmetric.LeaderWarning(rep.Members, rep.Links)
 	}
-	if f.metricsURL != "" {
+	if startOK {
+		// Without the start scrape there is nothing to compare with, and
+		// a URL that did not answer would hold the report up again.
 		end, err := etcdinfo.Scrape(sctx, f.metricsURL, tlsCfg)
 		if err != nil {
 			metricErrs = append(metricErrs, "end scrape: "+err.Error())
-		} else if startOK {
+		} else {
 			rep.Metric, rep.Resets, rep.MemberPID = pipeline.CompareEtcd(pipeline.EtcdWindow{MetricsURL: f.metricsURL,
 				From: start, To: end, Start: t0, End: t1, MonoStart: uint64(mono0.Nano()),
 				Links: rep.Links, Members: rep.Members, KeptAlive: rep.KeptAliveProbe, ProbeErrors: rep.KeptAliveProbeErrors})

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 	"github.com/etcdscope/etcdscope/tracer"
 )
@@ -91,6 +93,7 @@ func TestPeersMetricsErrors(t *testing.T) {
 	defer tlsSrv.Close()
 	otherCA := filepath.Join(t.TempDir(), "other-ca.pem")
 	writeSelfSignedCA(t, otherCA)
+	silent := blackhole(t)
 
 	cases := []struct {
 		name string
@@ -100,6 +103,8 @@ func TestPeersMetricsErrors(t *testing.T) {
 		{"unreachable", []string{"--etcd-metrics", "http://127.0.0.1:1/metrics"}, "connection refused"},
 		{"not etcd", []string{"--etcd-metrics", html.URL + "/metrics"}, "not etcd metrics"},
 		{"wrong CA", []string{"--etcd-metrics", tlsSrv.URL + "/metrics", "--cacert", otherCA}, "not signed by --cacert"},
+		// Accepts and never answers: one scrape's timeout, not two.
+		{"no answer", []string{"--etcd-metrics", "http://" + silent + "/metrics"}, "no answer within 5s: check the URL"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -124,6 +129,7 @@ func TestPeersMetricsErrors(t *testing.T) {
 			peersStdout = &out
 			defer func() { peersStdout = os.Stdout }()
 			done := make(chan int, 1)
+			t0 := time.Now()
 			go func() {
 				done <- run(append([]string{"peers", "--port", strconv.Itoa(port), "--duration", "2s", "--output", "json", "--ready-file", ready, "--record", record}, c.args...))
 			}()
@@ -135,6 +141,10 @@ func TestPeersMetricsErrors(t *testing.T) {
 			conn.Close()
 			if rc := <-done; rc != 0 {
 				t.Fatalf("exit %d, want 0 (metrics errors must not fail the trace)", rc)
+			}
+			// 2 s of tracing and at most one scrape's timeout.
+			if el := time.Since(t0); el > 2*time.Second+etcdinfo.ScrapeTimeout+2*time.Second {
+				t.Errorf("took %v: a metrics URL that does not answer held the run up more than one ScrapeTimeout (%v)", el, etcdinfo.ScrapeTimeout)
 			}
 			var rep etcdmetric.PeersReport
 			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
@@ -181,5 +191,49 @@ func writeSelfSignedCA(t *testing.T, path string) {
 	}
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// blackhole listens on a loopback port and never reads or answers: the
+// kernel completes the handshakes from the backlog, so a client waits on
+// its own timeout. It returns host:port.
+func blackhole(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln.Addr().String()
+}
+
+// TestPeersUnreachableEndpoints: --etcd-endpoints that accept connections
+// and never answer (the issue's 16 s wait and bare "context deadline
+// exceeded") give up within etcdinfo.MembersTimeout with one line naming
+// what to check, exit 2, before any probe is attached.
+func TestPeersUnreachableEndpoints(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	silent := blackhole(t)
+	// With --etcd-metrics on the same silent address too: the members are
+	// asked first, so the bad input is said after one timeout, not two.
+	for _, extra := range [][]string{{"--etcd-metrics", "http://" + silent + "/metrics"}} {
+		args := append([]string{"peers", "--duration", "1s", "--port", "23839", "--etcd-endpoints", "http://" + silent}, extra...)
+		cmd := exec.Command(self, args...)
+		cmd.Env = append(os.Environ(), "ETCDSCOPE_TEST_MAIN=1")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		t0 := time.Now()
+		cmd.Run()
+		el := time.Since(t0)
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		if rc := cmd.ProcessState.ExitCode(); rc != 2 || len(lines) != 1 || !strings.Contains(lines[0], "no answer within 5s: check the client URL") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line saying what to check", args, rc, stderr.String())
+		}
+		if el < etcdinfo.MembersTimeout-time.Second/2 || el > etcdinfo.MembersTimeout+3*time.Second {
+			t.Errorf("%v: took %v, want about etcdinfo.MembersTimeout (%v)", args, el, etcdinfo.MembersTimeout)
+		}
+		t.Logf("%v: exit after %v", extra, el.Round(time.Millisecond))
 	}
 }
