@@ -138,7 +138,7 @@ vmtest:
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./analysis/jsonl:FuzzScan ./analysis:FuzzReadJSONL ./analysis/peers:FuzzReadEvents \
 	./analysis/merge:FuzzMerge ./analysis/etcdmetric:FuzzParse ./analysis/diagnose:FuzzDiagnose \
-	./netem:FuzzDecodeTcmsg ./netem:FuzzSpec
+	./netem:FuzzDecodeTcmsg ./netem:FuzzSpec ./analysis:FuzzAppendJSONString
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

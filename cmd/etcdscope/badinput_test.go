@@ -546,3 +546,39 @@ func TestClosedStdoutLeavesNoScratch(t *testing.T) {
 		t.Errorf("left in --dir after a closed stdout: %v", ents)
 	}
 }
+
+// TestReportHTMLFullDisk: report --html onto a disk that fills up midway
+// (an 8 KiB tmpfs with 4 KiB left; the page is ~6 KiB) fails with exit 1
+// and a line saying so, and leaves no partial page and no temporary file
+// behind. In a private mount namespace: the host's mounts are untouched.
+func TestReportHTMLFullDisk(t *testing.T) {
+	testenv.RequireRoot(t)
+	unshare := testenv.LookPath(t, "unshare", "util-linux")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	prepareBadInputDir(t, dir)
+	script := `set -e
+mkdir "$D/full"
+mount -t tmpfs -o size=8k none "$D/full"
+head -c 4096 /dev/zero > "$D/full/fill"
+set +e
+"$ETCDSCOPE" report --html "$D/full/r.html" "$D/good.jsonl" >/dev/null 2>"$D/stderr"
+echo "rc=$?"
+echo "files: $(ls -A "$D/full" | tr '\n' ' ')"
+cat "$D/stderr"
+`
+	cmd := exec.Command(unshare, "-m", "--propagation", "private", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "ETCDSCOPE_TEST_MAIN=1", "ETCDSCOPE="+self, "D="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"rc=1\n", "files: fill \n", "--html: write ", "no space left on device"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("want %q in:\n%s", want, out)
+		}
+	}
+}
