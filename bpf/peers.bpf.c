@@ -1,6 +1,7 @@
 //go:build ignore
 /* peers.bpf.c: TCP connections on etcd's peer port (2380): handshake RTT,
- * smoothed/min RTT samples, lifetime, retransmits. Tracepoints only (tp_btf:
+ * setup (to the peer's first byte), smoothed/min RTT samples, lifetime,
+ * retransmits. Tracepoints only (tp_btf:
  * the BTF twins hand us the struct sock pointer, so every tcp_sock field is a
  * CO-RE read; no kprobes or fentry, which some kernels refuse).
  *
@@ -56,7 +57,8 @@ struct sock_info {
 	__u32 pid;            /* connect() caller's tgid, 0 if unknown */
 	__u8 flags;           /* PEER_F_* */
 	__u8 close_started;   /* PEER_EV_CLOSE_START already sent */
-	__u8 pad[2];
+	__u8 setup_done;      /* PEER_EV_SETUP sent, or not wanted (adopted) */
+	__u8 pad[1];
 	char comm[16];
 };
 
@@ -257,8 +259,23 @@ static __always_inline struct sock_info *lookup_or_adopt(const struct sock *sk, 
 	if (si)
 		return si;
 	n.flags = PEER_F_PREEXISTING;
+	n.setup_done = 1; /* its setup happened before tracing */
 	bpf_map_update_elem(&socks, &key, &n, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&socks, &key);
+}
+
+/* payload_len: bytes of data in a received TCP segment. At tcp_probe
+ * (the top of tcp_rcv_established) skb->data is the TCP header. */
+static __always_inline __u32 payload_len(const struct sk_buff *skb)
+{
+	const unsigned char *th = BPF_CORE_READ(skb, data);
+	__u32 len = BPF_CORE_READ(skb, len);
+	__u8 doff = 0;
+
+	/* doff: the high nibble of byte 12, in 32-bit words. */
+	bpf_probe_read_kernel(&doff, 1, th + 12);
+	doff = (doff >> 4) * 4;
+	return len > doff ? len - doff : 0;
 }
 
 /* tcp_probe fires for each segment received in ESTABLISHED. Sampling srtt
@@ -278,6 +295,23 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	si = lookup_or_adopt(sk, key);
 	if (!si)
 		return 0;
+	if (!si->setup_done && (si->syn_ns || si->est_ns) && payload_len(skb) > 0) {
+		si->setup_done = 1;
+		e = bpf_ringbuf_reserve(&peer_events, sizeof(*e), 0);
+		if (!e) {
+			count_lost();
+		} else {
+			__builtin_memcpy(e, &tmp, sizeof(*e));
+			e->ts_ns = now;
+			e->sk = key;
+			e->kind = PEER_EV_SETUP;
+			e->oldstate = e->newstate = TCP_ESTABLISHED;
+			e->duration_ns = now - (si->syn_ns ? si->syn_ns : si->est_ns);
+			fill_tcp(sk, e);
+			fill_info(e, si);
+			bpf_ringbuf_submit(e, 0);
+		}
+	}
 	if (si->last_sample_ns && now - si->last_sample_ns < rtt_sample_interval_ns)
 		return 0;
 	si->last_sample_ns = now;

@@ -22,6 +22,12 @@ enum peer_event_kind {
 	PEER_EV_RTT = 4,
 	/* tcp:tcp_retransmit_skb on a matching socket. */
 	PEER_EV_RETRANSMIT = 5,
+	/* The first segment with data from the peer, once per connection
+	 * opened while tracing. duration_ns is the connection's setup: since
+	 * SYN_SENT (active: handshake + the peer's time to its first byte,
+	 * e.g. a TLS ServerHello or the answer to the first request) or since
+	 * ESTABLISHED (passive: the wait for the first request). */
+	PEER_EV_SETUP = 6,
 };
 
 /* peer_event.flags: who opened the connection. */

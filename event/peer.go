@@ -31,6 +31,14 @@ const (
 	PeerRTT PeerKind = 4
 	// PeerRetransmit: tcp:tcp_retransmit_skb on the connection.
 	PeerRetransmit PeerKind = 5
+	// PeerSetup: the first segment with data from the peer, once per
+	// connection opened while tracing. DurationNs is the connection's
+	// setup: for an active open since SYN_SENT (handshake plus the peer's
+	// time to its first byte: a TLS ServerHello, or the answer to the
+	// first request on a plain connection; a peer that stalls after
+	// accept stalls here); for a passive open since ESTABLISHED (the wait
+	// for the first request).
+	PeerSetup PeerKind = 6
 )
 
 // String returns the kind's lower-case name as used in JSON.
@@ -46,6 +54,8 @@ func (k PeerKind) String() string {
 		return "rtt"
 	case PeerRetransmit:
 		return "retransmit"
+	case PeerSetup:
+		return "setup"
 	}
 	return "unknown"
 }
@@ -56,7 +66,7 @@ func (k PeerKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil
 
 // UnmarshalText reads a kind's name; an unknown name is an error.
 func (k *PeerKind) UnmarshalText(b []byte) error {
-	for c := PeerOpen; c <= PeerRetransmit; c++ {
+	for c := PeerOpen; c <= PeerSetup; c++ {
 		if c.String() == string(b) {
 			*k = c
 			return nil

@@ -21,16 +21,17 @@ func ns(v int64) string {
 func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 	fmt.Fprintf(w, "etcdscope peers: %.1fs on port %d, %d events, %d lost\n\n", rep.WindowSeconds, rep.Port, rep.Events, rep.LostEvents)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "LINK\tOPENED/MIN\tCLOSED/MIN\tHANDSHAKE RTT p50/p99 (n)\tSRTT p50/max (conns)\tMIN RTT p50\tPER-REQUEST p50/p99 (n)\tLIFETIME p50\tRETRANS")
+	fmt.Fprintln(tw, "LINK\tOPENED/MIN\tCLOSED/MIN\tHANDSHAKE RTT p50/p99 (n)\tSRTT p50/max (conns)\tMIN RTT p50\tSETUP p50/p99 (n)\tPER-REQUEST p50/p99 (n)\tLIFETIME p50\tRETRANS")
 	for _, l := range rep.Links {
 		link := l.Link.String()
 		if l.Down() {
 			link += fmt.Sprintf(" PEER DOWN / UNREACHABLE (%d connects failed)", l.Failed)
 		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%s/%s (%d)\t%s/%s (%d)\t%s\t%s/%s (%d)\t%s\t%d\n",
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%s/%s (%d)\t%s/%s (%d)\t%s\t%s/%s (%d)\t%s/%s (%d)\t%s\t%d\n",
 			link, l.OpenedPerMinute, l.ClosedPerMinute,
 			ns(l.HandshakeRTT.P50), ns(l.HandshakeRTT.P99), l.HandshakeRTT.Count,
 			ns(l.SRTT.P50), ns(l.SRTT.Max), l.SRTT.Count, ns(l.MinRTT.P50),
+			ns(l.Setup.P50), ns(l.Setup.P99), l.Setup.Count,
 			ns(l.PerRequest.P50), ns(l.PerRequest.P99), l.PerRequest.Count,
 			ns(l.Lifetime.P50), l.Retransmits)
 	}

@@ -67,6 +67,7 @@ func TestEnumsMatchC(t *testing.T) {
 			"PEER_EV_OPEN": uint64(event.PeerOpen), "PEER_EV_CLOSE_START": uint64(event.PeerCloseStart),
 			"PEER_EV_CLOSE": uint64(event.PeerClose), "PEER_EV_RTT": uint64(event.PeerRTT),
 			"PEER_EV_RETRANSMIT": uint64(event.PeerRetransmit),
+			"PEER_EV_SETUP":      uint64(event.PeerSetup),
 		}},
 	} {
 		e := enumOf(t, c.load, c.enum)

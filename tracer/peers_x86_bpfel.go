@@ -65,6 +65,7 @@ const (
 	peersPeerEventKindPEER_EV_CLOSE       peersPeerEventKind = 3
 	peersPeerEventKindPEER_EV_RTT         peersPeerEventKind = 4
 	peersPeerEventKindPEER_EV_RETRANSMIT  peersPeerEventKind = 5
+	peersPeerEventKindPEER_EV_SETUP       peersPeerEventKind = 6
 )
 
 type peersSockInfo struct {
@@ -75,7 +76,8 @@ type peersSockInfo struct {
 	Pid          uint32
 	Flags        uint8
 	CloseStarted uint8
-	Pad          [2]uint8
+	SetupDone    uint8
+	Pad          [1]uint8
 	Comm         [16]int8
 }
 

@@ -1,7 +1,9 @@
 package peers
 
 import (
+	"cmp"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -75,5 +77,42 @@ func TestOwnProbeConnectionsExcluded(t *testing.T) {
 	}
 	if mine.Links[0].SRTT.Count != 0 || mine.Links[0].MinRTT.Count != 0 {
 		t.Errorf("the probe's RTT leaked into etcd's link: %+v", mine.Links[0])
+	}
+}
+
+// TestSlowSetupIsSetup pins issue 14's slow-setup defect: a peer that
+// stalls 2 s after accepting each new connection (etcd's TLS verification
+// waiting on DNS) made every per-probe connection of the RAFT_MESSAGE
+// prober look kept alive (in use 2.1 s > PerRequestMax), with 0
+// per-request probes and the 2 s only in LIFETIME. The stall is the
+// connection's setup (the peer's first byte came 2.05 s after SYN): the
+// connections are per-request, and the setup has its own summary.
+func TestSlowSetupIsSetup(t *testing.T) {
+	var ev []event.Peer
+	for i := uint64(0); i < 10; i++ {
+		c := probeConn(10+i, i*4000*ms, event.PeerActive, hostA, hostB, 50*ms, 2100*ms, 50_000)
+		setup := event.Peer{Kind: event.PeerSetup, TimeNs: c[0].TimeNs + 2000*ms, Socket: 10 + i, Direction: event.PeerActive,
+			Local: hostA, Remote: hostB, DurationNs: 2050 * ms}
+		ev = append(ev, c[0], c[1], setup, c[2], c[3])
+	}
+	// A kept-alive stream that answered at once: setup 100 ms, in use for
+	// its whole minute.
+	stream := probeConn(50, 0, event.PeerActive, hostA, hostB, 50*ms, 60_000*ms, 50_000)
+	ev = append(ev, stream[0], event.Peer{Kind: event.PeerSetup, TimeNs: stream[0].TimeNs + 50*ms, Socket: 50, Direction: event.PeerActive, Local: hostA, Remote: hostB, DurationNs: 100 * ms})
+	ev = append(ev, stream[1:]...)
+	slices.SortStableFunc(ev, func(a, b event.Peer) int { return cmp.Compare(a.TimeNs, b.TimeNs) })
+	rep := Analyze(ev, Options{})
+	if len(rep.Links) != 1 {
+		t.Fatalf("%d links, want 1", len(rep.Links))
+	}
+	l := rep.Links[0]
+	if l.PerRequest.Count != 10 || l.KeptAlive != 1 {
+		t.Errorf("per-request %d, kept alive %d; want the 10 slow-setup probes per-request and the stream kept alive", l.PerRequest.Count, l.KeptAlive)
+	}
+	if l.PerRequest.P50 != int64(2100*ms) {
+		t.Errorf("per-request p50 %v, want 2.1s (what the prober measures, setup included)", time.Duration(l.PerRequest.P50))
+	}
+	if l.Setup.Count != 11 || l.Setup.P50 != int64(2050*ms) || l.Setup.Min != int64(100*ms) {
+		t.Errorf("setup %+v, want 11 connections, p50 2.05s, min 100ms", l.Setup)
 	}
 }

@@ -18,11 +18,14 @@ import (
 
 // Options tune Analyze.
 type Options struct {
-	// PerRequestMax: a connection whose time in use (open → first FIN) is
-	// below this is a per-request connection (etcd's RAFT_MESSAGE prober
-	// dials one per probe); longer ones are kept-alive connections (Raft
-	// streams, the pipeline). 0 means 2 s: a probe times out after 5 s and
-	// streams live for hours.
+	// PerRequestMax: a connection whose time in use after its setup
+	// (the peer's first byte → first FIN) is below this is a per-request
+	// connection (etcd's RAFT_MESSAGE prober dials one per probe); longer
+	// ones are kept-alive connections (Raft streams, the pipeline). 0
+	// means 2 s: a probe times out after 5 s and streams live for hours.
+	// The setup is left out so that a peer slow to answer a new
+	// connection (TLS verification waiting on DNS) makes slow per-request
+	// probes, not kept-alive connections.
 	PerRequestMax time.Duration
 	// Window is the traced duration; 0 means first to last event.
 	Window time.Duration
@@ -55,6 +58,9 @@ type Conn struct {
 	HandshakeNs uint64
 	// InUseNs: SYN_SENT (active) or ESTABLISHED (passive) → first FIN.
 	InUseNs uint64
+	// SetupNs: SYN_SENT (active) or ESTABLISHED (passive) → the first
+	// data from the peer (event.PeerSetup); 0 when not seen.
+	SetupNs uint64
 	// LifetimeNs: ESTABLISHED → CLOSE.
 	LifetimeNs uint64
 	// SRTTus: the last kernel srtt seen; MinRTTus: its windowed minimum.
@@ -122,9 +128,13 @@ type LinkStats struct {
 	// (its last srtt, its min_rtt), in ns.
 	SRTT   stats.Summary `json:"srtt_ns"`
 	MinRTT stats.Summary `json:"min_rtt_ns"`
-	// PerRequest: time in use of per-request connections (InUseNs below
-	// Options.PerRequestMax): for active opens, dial + TLS + request +
-	// answer, what a prober that dials per probe measures.
+	// Setup: per connection opened in the window that received data,
+	// SYN_SENT → the peer's first byte (active) or ESTABLISHED → the first
+	// request (passive): see event.PeerSetup.
+	Setup stats.Summary `json:"setup_ns"`
+	// PerRequest: time in use of per-request connections (in use after
+	// setup below Options.PerRequestMax): for active opens, dial + TLS +
+	// request + answer, what a prober that dials per probe measures.
 	PerRequest stats.Summary `json:"per_request_ns"`
 	// PerRequestSeries: the same connections in time order, for replaying
 	// them through etcd's prober EWMA (analysis/etcdmetric).
@@ -217,7 +227,7 @@ func (a *Assembler) Report(opt Options) Report {
 
 	type acc struct {
 		st                                         LinkStats
-		hs, synack, srtt, minrtt, perreq, lifetime []int64
+		hs, synack, srtt, minrtt, perreq, lifetime, setup []int64
 	}
 	byLink := map[Link]*acc{}
 	var order []Link
@@ -249,7 +259,10 @@ func (a *Assembler) Report(opt Options) Report {
 			a.st.Failed++
 			continue // never established: no RTT, no request, not kept alive
 		}
-		perRequest := c.OpenNs != 0 && c.CloseStartNs != 0 && c.InUseNs < uint64(opt.PerRequestMax)
+		if c.SetupNs != 0 {
+			a.setup = append(a.setup, int64(c.SetupNs))
+		}
+		perRequest := c.OpenNs != 0 && c.CloseStartNs != 0 && c.InUseNs-min(c.SetupNs, c.InUseNs) < uint64(opt.PerRequestMax)
 		if perRequest {
 			a.perreq = append(a.perreq, int64(c.InUseNs))
 			a.st.PerRequestSeries = append(a.st.PerRequestSeries, Sample{OpenNs: c.OpenNs, InUseNs: c.InUseNs})
@@ -280,6 +293,7 @@ func (a *Assembler) Report(opt Options) Report {
 		a.st.PeerSynAckRTT = stats.Summarize(a.synack)
 		a.st.SRTT = stats.Summarize(a.srtt)
 		a.st.MinRTT = stats.Summarize(a.minrtt)
+		a.st.Setup = stats.Summarize(a.setup)
 		a.st.PerRequest = stats.Summarize(a.perreq)
 		sort.Slice(a.st.PerRequestSeries, func(i, j int) bool { return a.st.PerRequestSeries[i].OpenNs < a.st.PerRequestSeries[j].OpenNs })
 		a.st.Lifetime = stats.Summarize(a.lifetime)
@@ -384,6 +398,8 @@ func (a *Assembler) add(e *event.Peer) {
 		delete(a.live, e.Socket)
 	case event.PeerRetransmit:
 		c.Retransmits++
+	case event.PeerSetup:
+		c.SetupNs = e.DurationNs
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/etcdinfo"
+	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 	"github.com/etcdscope/etcdscope/tracer"
 )
@@ -235,5 +237,130 @@ func TestPeersUnreachableEndpoints(t *testing.T) {
 			t.Errorf("%v: took %v, want about etcdinfo.MembersTimeout (%v)", args, el, etcdinfo.MembersTimeout)
 		}
 		t.Logf("%v: exit after %v", extra, el.Round(time.Millisecond))
+	}
+}
+
+// TestPeersSlowSetup: a peer that stalls 2.2 s after accepting each new
+// connection before it answers (issue 14: etcd's TLS verification waiting
+// on DNS). Each of 3 dialing clients measures its own setup, from the
+// start of connect() to the first byte of the answer read; the tracer's
+// setup event of that connection (SYN_SENT → the peer's first data
+// segment, matched by local port) must lie within 50 ms under it (the
+// kernel's span starts later and ends sooner). The report must count the
+// connections as per-request probes with a 2.2 s SETUP, not as kept-alive
+// ones (their 2.2 s in use is over PerRequestMax).
+func TestPeersSlowSetup(t *testing.T) {
+	testenv.RequireRoot(t)
+	const stall = 2200 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				time.Sleep(stall)
+				c.SetDeadline(time.Now().Add(2 * time.Second))
+				buf := make([]byte, 64)
+				if _, err := c.Read(buf); err == nil {
+					c.Write([]byte("pong"))
+					c.Read(buf) // until the client closes
+				}
+			}()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	dir := t.TempDir()
+	ready, record := filepath.Join(dir, "ready"), filepath.Join(dir, "events.jsonl")
+	var out bytes.Buffer
+	peersStdout = &out
+	defer func() { peersStdout = os.Stdout }()
+	done := make(chan int, 1)
+	go func() {
+		done <- run([]string{"peers", "--port", strconv.Itoa(port), "--duration", "4s", "--output", "json", "--ready-file", ready, "--record", record})
+	}()
+	waitFile(t, ready, done)
+	type dial struct {
+		local netip.AddrPort
+		setup time.Duration
+		err   error
+	}
+	dials := make(chan dial, 3)
+	for range 3 {
+		go func() {
+			t0 := time.Now()
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				dials <- dial{err: err}
+				return
+			}
+			defer c.Close()
+			c.Write([]byte("ping"))
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, err = c.Read(make([]byte, 4))
+			dials <- dial{local: c.LocalAddr().(*net.TCPAddr).AddrPort(), setup: time.Since(t0), err: err}
+		}()
+	}
+	client := map[uint16]time.Duration{}
+	for range 3 {
+		d := <-dials
+		if d.err != nil {
+			t.Fatal(d.err)
+		}
+		client[d.local.Port()] = d.setup
+	}
+	if rc := <-done; rc != 0 {
+		t.Fatalf("exit %d", rc)
+	}
+	fh, err := os.Open(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	evs, err := peers.ReadEvents(fh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, e := range evs {
+		want, ok := client[e.Local.Port()]
+		if e.Kind != event.PeerSetup || e.Direction != event.PeerActive || !ok {
+			continue
+		}
+		seen++
+		got := e.Duration()
+		t.Logf("port %d: setup %v traced, %v measured by the client", e.Local.Port(), got, want)
+		if got > want || want-got > 50*time.Millisecond {
+			t.Errorf("port %d: traced setup %v, client measured %v: want within 50 ms under it", e.Local.Port(), got, want)
+		}
+	}
+	if seen != 3 {
+		t.Errorf("%d setup events of the 3 dialed connections", seen)
+	}
+	var rep etcdmetric.PeersReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	found := false
+	for _, l := range rep.Links {
+		if l.Link.Direction != event.PeerActive || l.Link.FromPID != uint32(os.Getpid()) {
+			continue
+		}
+		found = true
+		if l.PerRequest.Count != 3 || l.KeptAlive != 0 {
+			t.Errorf("per-request %d, kept alive %d: want the 3 slow-setup connections per-request", l.PerRequest.Count, l.KeptAlive)
+		}
+		if l.Setup.Count != 3 || time.Duration(l.Setup.P50) < stall || time.Duration(l.Setup.P50) > stall+200*time.Millisecond {
+			t.Errorf("setup %+v: want 3 connections, p50 just over the %v stall", l.Setup, stall)
+		}
+	}
+	if !found {
+		t.Errorf("no active link from this test's pid %d: %+v", os.Getpid(), rep.Links)
 	}
 }
