@@ -226,7 +226,7 @@ func (a *Assembler) Report(opt Options) Report {
 	rep := Report{WindowNs: window, Events: a.n}
 
 	type acc struct {
-		st                                         LinkStats
+		st                                                LinkStats
 		hs, synack, srtt, minrtt, perreq, lifetime, setup []int64
 	}
 	byLink := map[Link]*acc{}
