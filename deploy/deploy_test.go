@@ -106,8 +106,8 @@ func TestDaemonSets(t *testing.T) {
 		file, name string
 		caps       []string
 	}{
-		{"daemonset.yaml", "etcdscope", []string{"BPF", "PERFMON", "SYS_RESOURCE"}},
-		{"daemonset-netem.yaml", "etcdscope-netem", []string{"BPF", "PERFMON", "SYS_RESOURCE", "NET_ADMIN"}},
+		{"daemonset.yaml", "etcdscope", []string{"BPF", "PERFMON"}},
+		{"daemonset-netem.yaml", "etcdscope-netem", []string{"BPF", "PERFMON", "NET_ADMIN"}},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			var ds *manifest

@@ -106,6 +106,31 @@ func prepare(comm string) error {
 	return nil
 }
 
+// BPFMemory says how this kernel charges BPF maps and programs, for
+// `etcdscope check`: to the memory cgroup (5.11+, CAP_SYS_RESOURCE not
+// needed), or to RLIMIT_MEMLOCK (before 5.11), which it then lifts when
+// this process may (CAP_SYS_RESOURCE). ok is false when a run would fail
+// for it; known is false without CAP_BPF (the probe creates a map: the
+// same one cilium/ebpf's rlimit package creates with the limit at 0).
+func BPFMemory() (ok, known bool, detail string) {
+	if !HasCapability(unix.CAP_BPF) && !HasCapability(unix.CAP_SYS_ADMIN) {
+		return false, false, "cannot tell without CAP_BPF"
+	}
+	var before, after unix.Rlimit
+	unix.Getrlimit(unix.RLIMIT_MEMLOCK, &before)
+	err := rlimit.RemoveMemlock()
+	unix.Getrlimit(unix.RLIMIT_MEMLOCK, &after)
+	switch {
+	case err != nil:
+		return false, true, "this kernel (before 5.11) charges BPF memory to RLIMIT_MEMLOCK and raising it needs CAP_SYS_RESOURCE: add it (docs/deploy.md) or ulimit -l unlimited"
+	case before != after:
+		return true, true, "charged to RLIMIT_MEMLOCK (kernel before 5.11), lifted with CAP_SYS_RESOURCE: keep that capability"
+	case before.Cur == unix.RLIM_INFINITY:
+		return true, true, "RLIMIT_MEMLOCK is unlimited"
+	}
+	return true, true, "charged to the memory cgroup (kernel 5.11+): CAP_SYS_RESOURCE not needed"
+}
+
 // commBytes lays comm out as the programs' `const volatile char[16]`.
 func commBytes(comm string) [16]int8 {
 	var b [16]int8

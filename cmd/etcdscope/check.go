@@ -114,6 +114,9 @@ func checkNode() []checkItem {
 	items = append(items, checkItem{what: "kernel BTF", ok: err == nil, required: "fsync serve peers hypervisor",
 		detail: pick(err == nil, "/sys/kernel/btf/vmlinux", "no /sys/kernel/btf/vmlinux: the kernel needs CONFIG_DEBUG_INFO_BTF=y")})
 
+	memOK, memKnown, memDetail := tracer.BPFMemory()
+	items = append(items, checkItem{what: "BPF memory", ok: memOK, required: pick(memKnown, "fsync serve peers hypervisor", ""), detail: memDetail})
+
 	bpfErr := tracer.CheckPrerequisites()
 	items = append(items, checkItem{what: "BPF map creation", ok: bpfErr == nil, required: "fsync serve peers hypervisor",
 		detail: pick(bpfErr == nil, "a test map was created", fmt.Sprint(bpfErr))})

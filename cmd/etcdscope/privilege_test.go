@@ -45,10 +45,20 @@ func setprivArgs(uid int, caps []string) []string {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// withTracefs is unshare's arguments to run a command (appended) in a
+// private mount namespace where tracefs is mounted, by root before any
+// capability is dropped, whether or not the host has it mounted.
+func withTracefs() []string {
+	return []string{"-m", "--propagation", "private", "sh", "-c",
+		`grep -q ' /sys/kernel/tracing .* - tracefs ' /proc/self/mountinfo || mount -t tracefs nodev /sys/kernel/tracing; exec "$@"`, "sh"}
+}
+
 // TestLeastPrivilege runs every subcommand with the smallest capability
 // set the README's table gives it (uid 0 with the rest dropped, as the
-// DaemonSet runs; uid 65534 for the ones that need none), and checks that
-// with any one of those capabilities missing it exits 2 naming it.
+// DaemonSet runs; uid 65534 for the ones that need none) and RLIMIT_MEMLOCK
+// 0 (CAP_SYS_RESOURCE is not in the DaemonSets: this kernel charges BPF
+// memory to the memory cgroup), and checks that with any one of those
+// capabilities missing it exits 2 naming it.
 func TestLeastPrivilege(t *testing.T) {
 	testenv.RequireRoot(t)
 	setpriv := testenv.LookPath(t, "setpriv", "util-linux")
@@ -74,13 +84,15 @@ func TestLeastPrivilege(t *testing.T) {
 		{args: []string{"check"}, caps: tracing},
 	}
 	unshare := testenv.LookPath(t, "unshare", "util-linux")
+	prlimit := testenv.LookPath(t, "prlimit", "util-linux")
 	run := func(r leastPrivilege, caps []string) (int, string, string) {
 		// In a private mount namespace that has tracefs mounted (by root,
 		// before the capabilities are dropped), whether or not the host
 		// has: the capabilities, not the host's mounts, are under test.
-		args := []string{"-m", "--propagation", "private", "sh", "-c",
-			`grep -q ' /sys/kernel/tracing .* - tracefs ' /proc/self/mountinfo || mount -t tracefs nodev /sys/kernel/tracing; exec "$@"`,
-			"sh", setpriv}
+		// RLIMIT_MEMLOCK is 0 (soft and hard): no CAP_SYS_RESOURCE, no
+		// locked memory, as the DaemonSets run; kernels 5.11+ charge BPF
+		// memory to the memory cgroup instead.
+		args := append(withTracefs(), prlimit, "--memlock=0:0", setpriv)
 		args = append(append(args, setprivArgs(r.uid, caps)...), self)
 		for _, a := range r.args {
 			args = append(args, strings.ReplaceAll(a, "$D", dir))

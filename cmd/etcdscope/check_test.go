@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/etcdscope/etcdscope/internal/testenv"
+)
+
+// TestCheckAgainstOracles: every line `etcdscope check --output json`
+// prints, for two capability sets (the DaemonSet's BPF+PERFMON as uid 0,
+// and none as uid 65534), both with RLIMIT_MEMLOCK 0, against an
+// independent look at the same fact:
+//   - capabilities: CapEff of /proc/self/status read by `grep` run with
+//     the same setpriv;
+//   - BPF memory and map creation: a one-entry array map this (root) test
+//     creates with its own RLIMIT_MEMLOCK lowered to 0;
+//   - kernel BTF, uprobes, kprobes: the sysfs files;
+//   - sch_netem: `tc qdisc add dev lo root netem` in a throwaway network
+//     namespace (`unshare -n`).
+func TestCheckAgainstOracles(t *testing.T) {
+	testenv.RequireRoot(t)
+	setpriv := testenv.LookPath(t, "setpriv", "util-linux")
+	unshare := testenv.LookPath(t, "unshare", "util-linux")
+	prlimit := testenv.LookPath(t, "prlimit", "util-linux")
+	tc := testenv.LookPath(t, "tc", "iproute2")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	netem := exec.Command(unshare, "-n", tc, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms").Run() == nil
+	memcg := mapWithNoMemlock(t)
+
+	for _, c := range []struct {
+		uid  int
+		caps []string
+	}{{0, []string{"bpf", "perfmon"}}, {65534, nil}} {
+		priv := append([]string{prlimit, "--memlock=0:0", setpriv}, setprivArgs(c.uid, c.caps)...)
+		status, err := exec.Command(priv[0], append(priv[1:], "grep", "CapEff:", "/proc/self/status")...).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		eff, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(string(status), "CapEff:")), 16, 64)
+		if err != nil {
+			t.Fatalf("CapEff %q: %v", status, err)
+		}
+		// tracefs as the node would have it: mounted (in a private mount
+		// namespace, so the host's is untouched).
+		cmd := exec.Command(unshare, append(withTracefs(), append(priv, self, "check", "--output", "json")...)...)
+		cmd.Env = append(os.Environ(), "ETCDSCOPE_TEST_MAIN=1")
+		var stdout bytes.Buffer
+		cmd.Stdout = &stdout
+		cmd.Run()
+		got := map[string]bool{}
+		dec := json.NewDecoder(&stdout)
+		for dec.More() {
+			var it struct {
+				What string `json:"what"`
+				OK   bool   `json:"ok"`
+			}
+			if err := dec.Decode(&it); err != nil {
+				t.Fatal(err)
+			}
+			got[it.What] = it.OK
+		}
+		hasCap := func(n int) bool { return eff&(1<<n) != 0 }
+		bpfOK := hasCap(unix.CAP_BPF) || hasCap(unix.CAP_SYS_ADMIN)
+		want := map[string]bool{
+			"CAP_BPF":          bpfOK,
+			"CAP_PERFMON":      hasCap(unix.CAP_PERFMON) || hasCap(unix.CAP_SYS_ADMIN),
+			"CAP_NET_ADMIN":    hasCap(unix.CAP_NET_ADMIN),
+			"CAP_SYS_PTRACE":   hasCap(unix.CAP_SYS_PTRACE),
+			"CAP_SYS_ADMIN":    hasCap(unix.CAP_SYS_ADMIN),
+			"kernel BTF":       exists("/sys/kernel/btf/vmlinux"),
+			"BPF memory":       bpfOK && memcg,
+			"BPF map creation": bpfOK && memcg,
+			"tracefs":          c.uid == 0,
+			"uprobes":          exists("/sys/bus/event_source/devices/uprobe/type"),
+			"kprobes":          exists("/sys/bus/event_source/devices/kprobe/type"),
+			"sch_netem":        netem,
+		}
+		for what, w := range want {
+			g, ok := got[what]
+			if !ok || g != w {
+				t.Errorf("uid %d caps %v: check says %s ok=%v (printed: %v), the oracle says %v\n%s", c.uid, c.caps, what, g, ok, w, stdout.String())
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("check printed %d items, the test knows %d: a new item needs its oracle here", len(got), len(want))
+		}
+	}
+}
+
+// mapWithNoMemlock reports whether this kernel creates a BPF map for a
+// process whose RLIMIT_MEMLOCK is 0 (memory cgroup accounting, 5.11+).
+func mapWithNoMemlock(t *testing.T) bool {
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &old); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: 0, Max: old.Max}); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Setrlimit(unix.RLIMIT_MEMLOCK, &old)
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	if err != nil {
+		return false
+	}
+	m.Close()
+	return true
+}
