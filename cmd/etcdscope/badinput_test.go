@@ -79,6 +79,25 @@ var badInputs = []badInput{
 	{args: []string{"fsync", "--workload", "wal", "--dir", "$D/sticky/planted"}, fix: "give the real path instead", rootOnly: true},
 	{args: []string{"fsync", "extra"}, fix: "see 'etcdscope fsync --help'"},
 
+	// commit (a --comm no process has: the rows must fail before that)
+	{args: []string{"commit"}, fix: "give --pid PID (pgrep -x etcd) or --comm etcd"},
+	{args: []string{"commit", "--comm", "no-such-etcd", "--load", "NaN/s"}, fix: "0 < N <= 1000"},
+	{args: []string{"commit", "--comm", "no-such-etcd", "--load", "Inf/s"}, fix: "0 < N <= 1000"},
+	{args: []string{"commit", "--comm", "no-such-etcd", "--load", "-5/s"}, fix: "0 < N <= 1000"},
+	{args: []string{"commit", "--comm", "no-such-etcd", "--load", "20/s"}, fix: "--load needs --etcd-endpoints"},
+	{args: []string{"commit", "--comm", "no-such-etcd", "--etcd-endpoints", "ftp://x"}, fix: "give an http:// or https:// URL"},
+	{args: []string{"commit", "--comm", "no-such-etcd", "--duration", "-1s"}, fix: "give e.g. 60s"},
+	{args: []string{"commit", "--comm", "no-such-etcd", "--output", "xml"}, fix: "use table or json"},
+	{args: []string{"commit", "--comm", "no-such-etcd", "--cert", "c.pem"}, fix: "--cert and --key go together"},
+	{args: []string{"commit", "--comm", "no-such-etcd", "--ready-file", "$D/missing/r"}, fix: "create it or give another path"},
+	{args: []string{"commit", "--comm", "etcd", "--pid", "1"}, fix: "give --pid or --comm, not both"},
+	{args: []string{"commit", "--comm", "a-comm-longer-than-15"}, fix: "15-byte comm"},
+	{args: []string{"commit", "--comm", "no-such-etcd"}, fix: "no such process; give --pid"},
+
+	// completion
+	{args: []string{"completion"}, fix: "etcdscope completion bash"},
+	{args: []string{"completion", "fish"}, fix: "etcdscope completion bash"},
+
 	// hypervisor
 	{args: []string{"hypervisor"}, fix: "give --pid PID"},
 	{args: []string{"hypervisor", "--pid", "1", "--comm", "qemu"}, fix: "give one of them"},

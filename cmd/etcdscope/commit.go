@@ -204,7 +204,7 @@ func etcdPID(pidFlag string, pid int, commFlag, comm string) (int, error) {
 
 func parseRate(s string) (float64, error) {
 	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "/s"), 64)
-	if err != nil || v < 0 || v > 1000 {
+	if err != nil || !(v >= 0 && v <= 1000) { // NaN fails both
 		return 0, usagef("--load %q: give puts per second as N/s, 0 < N <= 1000 (e.g. 20/s), or 0 for no load", s)
 	}
 	return v, nil
