@@ -473,11 +473,13 @@ func TestWritesThroughPlantedLinks(t *testing.T) {
 	stale := filepath.Join(sticky, workloadScratchPrefix+"killed")
 	os.MkdirAll(filepath.Join(stale, "member", "wal"), 0o700)
 	os.WriteFile(filepath.Join(stale, "member", "wal", "x.wal"), make([]byte, 1<<20), 0o600)
-	out, err := etcdscope("fsync", "--workload", "wal", "--duration", "1s", "--interval", "0", "--dir", sticky, "--ready-file", ready)
+	fcap := plant("fsync.capture.jsonl")
+	out, err := etcdscope("fsync", "--workload", "wal", "--duration", "1s", "--interval", "0", "--dir", sticky, "--ready-file", ready, "--capture", fcap)
 	if err != nil {
 		t.Fatalf("fsync: %v\n%s", err, out)
 	}
-	unchanged("fsync --ready-file and --dir")
+	unchanged("fsync --ready-file, --dir and --capture")
+	isRegular(fcap)
 	gone(ready)
 	gone(stale)
 	if !strings.Contains(out, "removed "+stale) {
@@ -497,12 +499,13 @@ func TestWritesThroughPlantedLinks(t *testing.T) {
 	isRegular(page)
 
 	// peers --record and --ready-file (peers must remove its ready file).
-	rec, pready := plant("peers.jsonl"), plant("peers.ready")
-	if out, err := etcdscope("peers", "--duration", "1s", "--port", "23807", "--record", rec, "--ready-file", pready); err != nil {
+	rec, pready, pcap := plant("peers.jsonl"), plant("peers.ready"), plant("peers.capture.jsonl")
+	if out, err := etcdscope("peers", "--duration", "1s", "--port", "23807", "--record", rec, "--ready-file", pready, "--capture", pcap); err != nil {
 		t.Fatalf("peers: %v\n%s", err, out)
 	}
-	unchanged("peers --record")
+	unchanged("peers --record and --capture")
 	isRegular(rec)
+	isRegular(pcap)
 	gone(pready)
 
 	// hypervisor --ready-file.
