@@ -106,11 +106,6 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 			opt.Notice(fmt.Sprintf(format, args...))
 		}
 	}
-	if opt.Duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opt.Duration)
-		defer cancel()
-	}
 
 	// The cluster: members, this member, the leader.
 	var cli *clientv3.Client
@@ -126,6 +121,9 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 		mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		members, _, err = etcdinfo.Members(mctx, opt.Endpoints, opt.TLS)
 		cancel()
+		if errors.Is(err, etcdinfo.ErrUnreachable) {
+			return nil, err // names the flag and what to check
+		}
 		if err != nil && !errors.Is(err, etcdinfo.ErrLeaderUnknown) {
 			return nil, fmt.Errorf("--etcd-endpoints: %w", err)
 		}
@@ -138,6 +136,13 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 			return nil, fmt.Errorf("--etcd-endpoints: %w (give the client URL of the member with pid %d)", err, opt.PID)
 		}
 		res.Role = roleOf(res.LocalID, res.LeaderID)
+	}
+	// The window starts once the cluster is known: a slow member list
+	// must neither eat into --duration nor be cut short by it.
+	if opt.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opt.Duration)
+		defer cancel()
 	}
 	startScrape := scrapeAll(ctx, members, opt, cli)
 

@@ -104,6 +104,11 @@ func runCommit(args []string) error {
 		return err
 	}
 	res, err := pipeline.RunCommit(ctx, opt)
+	if errors.Is(err, etcdinfo.ErrUnreachable) {
+		// Before any write was traced, and the probes are closed at
+		// exit: a wrong address is bad input.
+		return usagef("%v", err)
+	}
 	if err != nil {
 		return err
 	}
