@@ -107,10 +107,15 @@ func TestPeersLoopback(t *testing.T) {
 				}
 			}
 			t.Logf("events by kind/direction: %v", count)
-			for _, k := range []string{"open/active", "open/passive", "close/active", "close/passive"} {
+			// setup: once per connection, on the side that received data
+			// (the listener reads 1000 bytes; the dialer gets nothing).
+			for _, k := range []string{"open/active", "open/passive", "close/active", "close/passive", "setup/passive"} {
 				if count[k] != conns {
 					t.Errorf("%s: %d events, want %d", k, count[k], conns)
 				}
+			}
+			if count["setup/active"] != 0 {
+				t.Errorf("setup/active: %d events for connections the peer sent no data on", count["setup/active"])
 			}
 		})
 	}
