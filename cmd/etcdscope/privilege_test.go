@@ -2,14 +2,18 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/etcdscope/etcdscope/internal/testenv"
 	"github.com/etcdscope/etcdscope/netem"
@@ -176,27 +180,47 @@ func TestNonRootWithReadableTracefs(t *testing.T) {
 	os.Chmod(dir, 0o755)
 	tfs := filepath.Join(dir, "tracefs")
 	src := "/sys/kernel/tracing"
-	err = filepath.WalkDir(src+"/events", func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return nil
+	// Copied on a thread of its own in a private mount namespace with
+	// tracefs mounted: the host may have none mounted, and must not get one.
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with its namespace
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			errc <- err
+			return
 		}
-		rel, _ := filepath.Rel(src, p)
-		if depth := strings.Count(rel, "/"); d.IsDir() && depth > 2 {
-			return filepath.SkipDir
-		}
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(tfs, rel), 0o755)
-		}
-		if d.Name() == "id" {
-			b, err := os.ReadFile(p)
-			if err == nil {
-				return os.WriteFile(filepath.Join(tfs, rel), b, 0o644)
+		unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
+		if _, err := os.Stat(src + "/events"); err != nil {
+			if err := unix.Mount("nodev", src, "tracefs", 0, ""); err != nil {
+				errc <- fmt.Errorf("mounting tracefs in a private namespace: %w", err)
+				return
 			}
 		}
-		return nil
-	})
-	if err != nil {
+		errc <- filepath.WalkDir(src+"/events", func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			rel, _ := filepath.Rel(src, p)
+			if depth := strings.Count(rel, "/"); d.IsDir() && depth > 2 {
+				return filepath.SkipDir
+			}
+			if d.IsDir() {
+				return os.MkdirAll(filepath.Join(tfs, rel), 0o755)
+			}
+			if d.Name() == "id" {
+				b, err := os.ReadFile(p)
+				if err == nil {
+					return os.WriteFile(filepath.Join(tfs, rel), b, 0o644)
+				}
+			}
+			return nil
+		})
+	}()
+	if err := <-errc; err != nil {
 		t.Fatal(err)
+	}
+	if ids, _ := filepath.Glob(filepath.Join(tfs, "events", "syscalls", "*", "id")); len(ids) == 0 {
+		t.Fatalf("no syscall tracepoint ids copied into %s", tfs)
 	}
 	wl := filepath.Join(dir, "wl")
 	os.Mkdir(wl, 0o700)
@@ -210,7 +234,10 @@ func TestNonRootWithReadableTracefs(t *testing.T) {
 		{"fsync", []string{"fsync", "--workload", "wal", "--duration", "1s", "--interval", "0", "--dir", wl}, "etcdscope fsync report: "},
 		{"peers", []string{"peers", "--duration", "1s", "--port", "23837"}, "etcdscope peers: "},
 	} {
-		script := "mount --bind " + tfs + " " + src + " && exec " + setpriv + " " + strings.Join(caps, " ") + " " + self + " " + strings.Join(c.args, " ")
+		// cilium/ebpf finds tracefs in mountinfo (mounted here by root if
+		// the host has none) and reads the ids through the path, where
+		// the readable copy is bound over it.
+		script := "{ grep -q ' " + src + " .* - tracefs ' /proc/self/mountinfo || mount -t tracefs nodev " + src + "; } && mount --bind " + tfs + " " + src + " && exec " + setpriv + " " + strings.Join(caps, " ") + " " + self + " " + strings.Join(c.args, " ")
 		cmd := exec.Command(unshare, "-m", "--propagation", "private", "sh", "-c", script)
 		cmd.Env = append(os.Environ(), "ETCDSCOPE_TEST_MAIN=1")
 		out, err := cmd.CombinedOutput()
@@ -235,7 +262,7 @@ func TestTracefsMountAfterSIGKILL(t *testing.T) {
 	}
 	ready := filepath.Join(t.TempDir(), "ready")
 	script := `set -e
-umount -l /sys/kernel/tracing
+umount -l /sys/kernel/tracing 2>/dev/null || true # the host may have none
 mount -t tmpfs none /run
 mounts() { grep -c ' /sys/kernel/tracing .* - tracefs ' /proc/self/mountinfo || true; }
 echo "before: $(mounts)"
