@@ -181,13 +181,38 @@ func probeCaps(classifier string) error {
 var modulesDir = "/lib/modules"
 
 // probeModules is the probe without CAP_SYS_ADMIN: a feature is missing
-// when its module is neither loaded (/sys/module) nor listed as built in
-// or loadable for this kernel. With no module lists on the node nothing
-// is called missing: the kernel decides at Apply, which rolls back.
+// when its module is neither loaded nor listed for this kernel
+// (ModuleState). With no module lists on the node nothing is called
+// missing: the kernel decides at Apply, which rolls back.
 func probeModules(classifier string) error {
+	cls := featBPF
+	if classifier == ClassifierU32 {
+		cls = featU32
+	}
+	var missing []kernelFeature
+	for _, f := range []kernelFeature{featNetem, featPrio, cls} {
+		if present, known := ModuleState(f.module); known && !present {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) > 0 {
+		return missingErr(missing)
+	}
+	return nil
+}
+
+// ModuleState says whether kernel module (sch_netem, cls_bpf, ...) is
+// loaded (/sys/module/NAME), built in (modules.builtin) or loadable
+// (modules.dep) for the running kernel. known is false when it is not
+// loaded and the node has no module lists for this kernel (a container
+// without /lib/modules): then only trying tells.
+func ModuleState(module string) (present, known bool) {
+	if _, err := os.Stat("/sys/module/" + module); err == nil {
+		return true, true
+	}
 	var uts unix.Utsname
 	if err := unix.Uname(&uts); err != nil {
-		return nil
+		return false, false
 	}
 	dir := modulesDir + "/" + unix.ByteSliceToString(uts.Release[:])
 	var lists []string
@@ -197,25 +222,9 @@ func probeModules(classifier string) error {
 		}
 	}
 	if len(lists) == 0 {
-		return nil
+		return false, false
 	}
-	cls := featBPF
-	if classifier == ClassifierU32 {
-		cls = featU32
-	}
-	var missing []kernelFeature
-	for _, f := range []kernelFeature{featNetem, featPrio, cls} {
-		if _, err := os.Stat("/sys/module/" + f.module); err == nil {
-			continue
-		}
-		if !listsModule(lists, f.module) {
-			missing = append(missing, f)
-		}
-	}
-	if len(missing) > 0 {
-		return missingErr(missing)
-	}
-	return nil
+	return listsModule(lists, module), true
 }
 
 // listsModule reports whether a modules.builtin or modules.dep text has a

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"github.com/etcdscope/etcdscope/netem"
 	"github.com/etcdscope/etcdscope/tracer"
 )
 
@@ -91,7 +91,9 @@ func runCheck(args []string) error {
 }
 
 // checkNode probes what the tracers and netem need, without changing
-// anything (no mount, no qdisc, only a one-entry map created and closed).
+// anything on the host (no mount, no qdisc; a one-entry map created and
+// closed, and without module lists a netem tree in a throwaway network
+// namespace).
 func checkNode() []checkItem {
 	var items []checkItem
 	has := tracer.HasCapability
@@ -134,14 +136,19 @@ func checkNode() []checkItem {
 	var uts unix.Utsname
 	unix.Uname(&uts)
 	rel := unix.ByteSliceToString(uts.Release[:])
-	netem := false
-	if _, err := os.Stat("/sys/module/sch_netem"); err == nil {
-		netem = true
-	} else if m, _ := filepath.Glob("/lib/modules/" + rel + "/kernel/net/sched/sch_netem.ko*"); len(m) > 0 {
-		netem = true
+	haveNetem, known := netem.ModuleState("sch_netem")
+	detail := pick(haveNetem, "loaded, built in or available as a module", "not loaded and no module for "+rel+": the kernel needs CONFIG_NET_SCH_NETEM (modprobe sch_netem)")
+	switch {
+	case !known && tracer.HasCapability(unix.CAP_SYS_ADMIN) && tracer.HasCapability(unix.CAP_NET_ADMIN):
+		// No module lists to read: build the tree where netem apply's own
+		// probe does, on the loopback of a throwaway network namespace.
+		err := netem.Probe(netem.ClassifierU32)
+		haveNetem = err == nil
+		detail = pick(haveNetem, "a netem tree was built in a throwaway network namespace", "tried in a throwaway network namespace: "+fmt.Sprint(err))
+	case !known:
+		detail = "not loaded and no module lists for " + rel + " (/lib/modules): netem apply will try, and roll back if the kernel refuses"
 	}
-	items = append(items, checkItem{what: "sch_netem", ok: netem, required: "netem",
-		detail: pick(netem, "loaded or available as a module", "not loaded and no module for "+rel+": the kernel needs CONFIG_NET_SCH_NETEM (modprobe sch_netem)")})
+	items = append(items, checkItem{what: "sch_netem", ok: haveNetem, required: "netem", detail: detail})
 	return items
 }
 
