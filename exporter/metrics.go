@@ -73,6 +73,7 @@ type Metrics struct {
 	flushDuration  *prometheus.HistogramVec
 	flushesPer     *prometheus.HistogramVec
 	handshakeRTT   *prometheus.HistogramVec
+	setup          *prometheus.HistogramVec
 	srtt           *prometheus.HistogramVec
 	connsOpened    *prometheus.CounterVec
 	retransmits    *prometheus.CounterVec
@@ -134,6 +135,9 @@ func NewMetrics() *Metrics {
 		}, []string{"comm", "device", "file_kind"}),
 		handshakeRTT: durationHistogram("peer_handshake_rtt_seconds",
 			"TCP handshake RTT of connections on etcd's peer port: SYN_SENT to ESTABLISHED for active opens, the kernel's SYN-ACK RTT for passive ones (sock:inet_sock_set_state).",
+			"peer", "direction"),
+		setup: durationHistogram("peer_setup_seconds",
+			"Setup of connections on etcd's peer port: SYN_SENT to the first segment with data from the peer for active opens (handshake plus the peer's time to answer: a peer stalling after accept shows here), ESTABLISHED to the first request for passive ones (tcp:tcp_probe). One per connection opened while tracing.",
 			"peer", "direction"),
 		srtt: durationHistogram("peer_srtt_seconds",
 			"Kernel smoothed RTT (tcp_sock.srtt_us>>3) of live connections on etcd's peer port, sampled at most once per second per connection (tcp:tcp_probe).",
@@ -209,7 +213,7 @@ func NewMetrics() *Metrics {
 
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.fsyncDuration, m.layerDuration, m.flushDuration, m.flushesPer,
-		m.handshakeRTT, m.srtt, m.connsOpened, m.retransmits, m.inflation, m.etcdMean, m.etcdRTT,
+		m.handshakeRTT, m.setup, m.srtt, m.connsOpened, m.retransmits, m.inflation, m.etcdMean, m.etcdRTT,
 		m.scrapeErrors, m.decodeErrors, m.overflow, m.stackedFsync, m.stackedLayer, m.stackedFlushes, m.stackedNestIn}
 }
 
@@ -401,7 +405,7 @@ func (m *Metrics) expire() {
 			delete(m.peerSeen, p)
 			for _, v := range []interface {
 				DeletePartialMatch(prometheus.Labels) int
-			}{m.handshakeRTT, m.srtt, m.connsOpened, m.retransmits} {
+			}{m.handshakeRTT, m.setup, m.srtt, m.connsOpened, m.retransmits} {
 				v.DeletePartialMatch(prometheus.Labels{"peer": p})
 			}
 		}
@@ -534,10 +538,11 @@ func (m *Metrics) Peer(e *event.Peer) error {
 }
 
 // ObservePeer records one peer-port event: a handshake RTT and an opened
-// connection for KindOpen, an srtt sample for KindRTT, a retransmit. The
-// peer label is the remote address as this host sees it.
+// connection for KindOpen, an srtt sample for KindRTT, a retransmit, a
+// connection's setup for PeerSetup. The peer label is the remote address
+// as this host sees it.
 func (m *Metrics) ObservePeer(e event.Peer) {
-	if e.Kind != event.PeerOpen && e.Kind != event.PeerRTT && e.Kind != event.PeerRetransmit {
+	if e.Kind != event.PeerOpen && e.Kind != event.PeerRTT && e.Kind != event.PeerRetransmit && e.Kind != event.PeerSetup {
 		return
 	}
 	peer := m.peerLabel(e.Remote.Addr().Unmap().String())
@@ -557,6 +562,8 @@ func (m *Metrics) ObservePeer(e event.Peer) {
 		}
 	case event.PeerRetransmit:
 		m.retransmits.WithLabelValues(peer).Inc()
+	case event.PeerSetup:
+		m.setup.WithLabelValues(peer, string(e.Direction)).Observe(float64(e.DurationNs) / 1e9)
 	}
 }
 

@@ -57,6 +57,7 @@ func populated(t *testing.T) *Metrics {
 	m.ObservePeer(event.Peer{Kind: event.PeerOpen, Direction: event.PeerActive, Remote: remote, DurationNs: 25_000_000})
 	m.ObservePeer(event.Peer{Kind: event.PeerRTT, Remote: remote, SRTTus: 25_100})
 	m.ObservePeer(event.Peer{Kind: event.PeerRetransmit, Remote: remote})
+	m.ObservePeer(event.Peer{Kind: event.PeerSetup, Direction: event.PeerActive, Remote: remote, DurationNs: 2_050_000_000})
 	cmp := etcdmetric.PeerComparison{Peer: remote.Addr(), Comparison: etcdmetric.Comparison{
 		Key: etcdmetric.Key{To: "8e9e05c52164694d"}, Observations: 8, Mean: 0.05, Inflation: 2.0,
 		Input: etcdmetric.ModelInput{RTT: 25 * time.Millisecond}}}
@@ -96,7 +97,7 @@ func TestLint(t *testing.T) {
 		"etcdscope_fsync_flush_requests", "etcdscope_fsync_layer_duration_seconds",
 		"etcdscope_lost_events_total", "etcdscope_missed_events_total",
 		"etcdscope_peer_connections_opened_total", "etcdscope_peer_handshake_rtt_seconds",
-		"etcdscope_peer_retransmits_total", "etcdscope_peer_srtt_seconds",
+		"etcdscope_peer_retransmits_total", "etcdscope_peer_setup_seconds", "etcdscope_peer_srtt_seconds",
 	}
 	sort.Strings(got)
 	if strings.Join(got, " ") != strings.Join(want, " ") {
