@@ -72,8 +72,11 @@ type Report struct {
 	Groups       []Group `json:"groups"`
 	// Levels is the stacked-device table (BuildLevels), when any flush
 	// nested host-level fsyncs.
-	Levels      []LevelRow `json:"levels,omitempty"`
-	Unavailable []string   `json:"unavailable,omitempty"` // probes this kernel lacks and what they leave dark
+	Levels []LevelRow `json:"levels,omitempty"`
+	// Writes summarises the write(2)-family calls (fsync --writes), one
+	// group per GroupKey, as the fsync groups.
+	Writes      []WriteGroup `json:"writes,omitempty"`
+	Unavailable []string     `json:"unavailable,omitempty"` // probes this kernel lacks and what they leave dark
 	// MonoToWallNs is CLOCK_REALTIME − CLOCK_MONOTONIC (ns) when the run
 	// ended: add it to a record's start_ns/end_ns for Unix time. 0 when
 	// the writer did not know it (older recordings).
@@ -111,6 +114,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 // NewReportBuilder. Not safe for concurrent use.
 type ReportBuilder struct {
 	groups map[GroupKey]*groupAcc
+	writes map[GroupKey]*writeAcc
 	last   *groupAcc // the group of the previous call: the next is most often in it too
 	levels *levelsAcc
 	count  int64
@@ -128,7 +132,7 @@ type groupAcc struct {
 
 // NewReportBuilder returns an empty builder.
 func NewReportBuilder() *ReportBuilder {
-	return &ReportBuilder{groups: map[GroupKey]*groupAcc{}, levels: newLevelsAcc()}
+	return &ReportBuilder{groups: map[GroupKey]*groupAcc{}, writes: map[GroupKey]*writeAcc{}, levels: newLevelsAcc()}
 }
 
 // Add counts one record in its group (and in the stacked-device levels if
@@ -171,14 +175,7 @@ func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report
 		out := Group{Key: g.key, Flushes: g.flushes, Errors: g.errors, WithCommit: g.commits}
 		out.Syscalls = slices.Sorted(slices.Values(g.syscalls))
 		out.Total = g.totals.Summary()
-		for i, n := range LayerNames {
-			st := g.layers[i].Summary()
-			share := 0.0
-			if out.Total.Sum > 0 {
-				share = float64(st.Sum) / float64(out.Total.Sum)
-			}
-			out.Layers = append(out.Layers, LayerStat{Name: n, Stats: st, Share: share})
-		}
+		out.Layers = layerStats(LayerNames, g.layers[:], out.Total)
 		if out.Total.Count > 0 {
 			out.FlushesPerFsync = float64(g.flushes) / float64(out.Total.Count)
 		}
@@ -187,21 +184,48 @@ func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report
 		rep.Groups = append(rep.Groups, out)
 	}
 	rep.Levels = b.levels.rows()
+	rep.Writes = b.writeGroups()
 	sort.Slice(rep.Groups, func(i, j int) bool {
 		a, b := rep.Groups[i], rep.Groups[j]
 		if a.Total.Count != b.Total.Count {
 			return a.Total.Count > b.Total.Count
 		}
-		return fmt.Sprint(a.Key) < fmt.Sprint(b.Key)
+		return keyLess(a.Key, b.Key)
 	})
 	return rep
 }
 
+// layerStats summarises each layer's series (in names' order) with its
+// share of total.
+func layerStats(names []string, series []stats.Series, total stats.Summary) []LayerStat {
+	out := make([]LayerStat, 0, len(names))
+	for i, n := range names {
+		st := series[i].Summary()
+		share := 0.0
+		if total.Sum > 0 {
+			share = float64(st.Sum) / float64(total.Sum)
+		}
+		out = append(out, LayerStat{Name: n, Stats: st, Share: share})
+	}
+	return out
+}
+
+// keyLess orders groups of equal size.
+func keyLess(a, b GroupKey) bool { return fmt.Sprint(a) < fmt.Sprint(b) }
+
 // BuildReport summarises records at once (ReportBuilder for a stream).
 func BuildReport(recs []FsyncRecord, lost, missed uint64, unavailable []string) Report {
+	return BuildReportWrites(recs, nil, lost, missed, unavailable)
+}
+
+// BuildReportWrites is BuildReport with write records too.
+func BuildReportWrites(recs []FsyncRecord, writes []WriteRecord, lost, missed uint64, unavailable []string) Report {
 	b := NewReportBuilder()
 	for i := range recs {
 		b.Add(&recs[i])
+	}
+	for i := range writes {
+		b.AddWrite(&writes[i])
 	}
 	return b.Report(lost, missed, unavailable)
 }
@@ -324,6 +348,13 @@ func (b *IntervalBuilder) Line() string {
 // none; its groups are not needed, BuildReport recomputes them). Lines of
 // other types are skipped; a record of a newer schema version is an error.
 func ReadJSONL(r io.Reader) (recs []FsyncRecord, summary Report, err error) {
+	recs, _, summary, err = ReadJSONLWrites(r)
+	return recs, summary, err
+}
+
+// ReadJSONLWrites is ReadJSONL that also returns the write records
+// (type "write", fsync --writes).
+func ReadJSONLWrites(r io.Reader) (recs []FsyncRecord, writes []WriteRecord, summary Report, err error) {
 	err = jsonl.Scan(r, func(_ int, h jsonl.Head, raw []byte) error {
 		if h.V > SchemaVersion {
 			return fmt.Errorf("schema version %d is newer than this etcdscope's %d", h.V, SchemaVersion)
@@ -335,13 +366,19 @@ func ReadJSONL(r io.Reader) (recs []FsyncRecord, summary Report, err error) {
 				return err
 			}
 			recs = append(recs, rec)
+		case "write":
+			var rec WriteRecord
+			if err := json.Unmarshal(raw, &rec); err != nil {
+				return err
+			}
+			writes = append(writes, rec)
 		case "summary":
 			return json.Unmarshal(raw, &summary)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, Report{}, err
+		return nil, nil, Report{}, err
 	}
-	return recs, summary, nil
+	return recs, writes, summary, nil
 }

@@ -13,14 +13,10 @@
 #include "fsync.h"
 #include "events.h"
 #include "file.h"
+#include "filecache.h"
+#include "filter.h"
 
 char LICENSE[] SEC("license") = "GPL";
-
-/* Filters, set from Go before load; zero/false means "any". */
-const volatile __u32 targ_tgid = 0;
-const volatile __u64 targ_cgroup_id = 0;
-const volatile bool filter_comm = false;
-const volatile char targ_comm[ES_COMM_LEN] = {};
 
 /* Keep the event types in the object for bpf2go -type. */
 const struct fsync_event *unused_fsync_event __attribute__((unused));
@@ -53,74 +49,13 @@ struct {
 	__type(value, struct call);
 } inflight SEC(".maps");
 
-/* struct file_info: what es_file_ident and es_file_names read from one
- * open file, and what says it still holds: the file's dentry, its parent,
- * and both names' hash_len (a rename changes the name's hash or length,
- * and moves the dentry to another parent). */
-struct file_info {
-	__u64 dentry;
-	__u64 parent;
-	__u64 hash_len;
-	__u64 parent_hash_len;
-	__u64 ino;
-	__u32 dev;
-	__u8 is_blockdev;
-	__u8 _pad[3];
-	char fstype[ES_COMM_LEN];
-	char names[ES_PATH_DEPTH][ES_NAME_LEN];
-};
-
-/* files: struct file address -> its file_info. A process fsyncs the same
- * open files again and again (etcd: the current WAL segment), and naming
- * a file is most of an fsync's BPF cost when the dentries are cold in the
- * cache: ~20 reads and 5 string copies against 4 reads to check an entry.
- * A renamed file or directory (etcd renames wal.tmp to wal with the first
- * segment open) fails the check and is read again; renames further up
- * than the parent are not seen until the entry is evicted or the file is
- * closed and another opened at that address. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u64);
-	__type(value, struct file_info);
-} files SEC(".maps");
-
-/* info_scratch: per-CPU space to build a file_info (too big for the stack
- * next to the rest). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct file_info);
-} info_scratch SEC(".maps");
-
 /* fill_file names f in e, from files when its entry still holds. */
 static __always_inline void fill_file(struct fsync_event *e, struct file *f)
 {
-	__u64 key = (__u64)f;
-	struct dentry *d = BPF_CORE_READ(f, f_path.dentry);
-	struct dentry *p = BPF_CORE_READ(d, d_parent);
-	__u64 hash_len = BPF_CORE_READ(d, d_name.hash_len);
-	__u64 parent_hash_len = BPF_CORE_READ(p, d_name.hash_len);
-	struct file_info *fi = bpf_map_lookup_elem(&files, &key);
-	__u32 zero = 0;
+	struct file_info *fi = es_cached_file(f);
 
-	if (!fi || fi->dentry != (__u64)d || fi->parent != (__u64)p || fi->hash_len != hash_len ||
-	    fi->parent_hash_len != parent_hash_len) {
-		fi = bpf_map_lookup_elem(&info_scratch, &zero);
-		if (!fi)
-			return;
-		__builtin_memset(fi, 0, sizeof(*fi));
-		fi->dentry = (__u64)d;
-		fi->parent = (__u64)p;
-		fi->hash_len = hash_len;
-		fi->parent_hash_len = parent_hash_len;
-		es_file_ident(f, &fi->ino, &fi->dev, &fi->is_blockdev, fi->fstype, sizeof(fi->fstype));
-		es_file_names(f, fi->names);
-		/* A full LRU evicts; a failed update only costs the next call a
-		 * walk. */
-		bpf_map_update_elem(&files, &key, fi, BPF_ANY);
-	}
+	if (!fi)
+		return;
 	e->ino = fi->ino;
 	e->dev = fi->dev;
 	e->is_blockdev = fi->is_blockdev;
@@ -148,37 +83,14 @@ static __always_inline __u32 file_disk(struct file *f)
 	return ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
 }
 
-static __always_inline bool comm_matches(void)
-{
-	char comm[ES_COMM_LEN];
-
-	if (!filter_comm)
-		return true;
-	bpf_get_current_comm(comm, sizeof(comm));
-#pragma unroll
-	for (int i = 0; i < ES_COMM_LEN; i++) {
-		if (comm[i] != targ_comm[i])
-			return false;
-		if (comm[i] == 0)
-			return true;
-	}
-	return true;
-}
-
 static __always_inline int on_enter(int fd, __u8 syscall)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct fsync_enter_event ee = {};
 	struct call c = {}, *slot;
 	struct file *f;
 
-	if (targ_tgid && tgid != targ_tgid)
-		return 0;
-	c.cgroup_id = bpf_get_current_cgroup_id();
-	if (targ_cgroup_id && c.cgroup_id != targ_cgroup_id)
-		return 0;
-	if (!comm_matches())
+	if (!es_selected(&c.cgroup_id))
 		return 0;
 	c.syscall = syscall;
 	c.fd = fd;

@@ -10,6 +10,12 @@ enum es_syscall {
 	ES_SYS_FSYNC = 0,
 	ES_SYS_FDATASYNC = 1,
 	ES_SYS_KTHREAD = 2, /* vfs_fsync in a kernel thread (loop worker): stacked.bpf.c */
+	/* The write(2) family (write.bpf.c's struct write_event). */
+	ES_SYS_WRITE = 3,
+	ES_SYS_PWRITE64 = 4,
+	ES_SYS_WRITEV = 5,
+	ES_SYS_PWRITEV = 6,
+	ES_SYS_PWRITEV2 = 7,
 };
 
 struct fsync_enter_event {

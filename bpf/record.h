@@ -18,6 +18,7 @@ enum es_kind {
 	ES_KIND_BLK = 3,         /* struct blk_event (block.h): one request completion */
 	ES_KIND_JOURNAL = 4,     /* struct journal_event (journal.h) */
 	ES_KIND_FLUSH_BIO = 5,   /* struct flush_bio_event (block.h) */
+	ES_KIND_WRITE = 6,       /* struct write_event (write.h): one write(2)-family call */
 };
 
 #endif

@@ -106,7 +106,7 @@ type line struct {
 	Ino       uint64      `json:"ino,omitempty"`
 
 	// events: "fsync", "kfsync" (a kernel thread's vfs_fsync), "enter",
-	// "block", "journal", "flush_bio", "peer"
+	// "block", "journal", "flush_bio", "write", "peer"
 	Sys      uint8          `json:"sys,omitempty"`
 	PID      uint32         `json:"pid,omitempty"`
 	TID      uint32         `json:"tid,omitempty"`
@@ -134,6 +134,26 @@ type line struct {
 	Txn      uint32         `json:"txn,omitempty"`
 	Queue    uint64         `json:"queue,omitempty"`
 	Peer     *event.Peer    `json:"peer,omitempty"`
+
+	// write: event.Write's waits (its call in the fsync fields)
+	Throttled uint64 `json:"throttled,omitempty"`
+	Throttles uint32 `json:"throttles,omitempty"`
+	WBWait    uint64 `json:"wb_wait,omitempty"`
+	WBWaits   uint32 `json:"wb_waits,omitempty"`
+}
+
+// callLine is the line of a call (an fsync's or a write's).
+func callLine(typ string, f *event.Fsync) line {
+	return line{Type: typ, Sys: uint8(f.Syscall), PID: f.PID, TID: f.TID, Comm: f.Comm, FD: f.FD, Dev: &f.Dev,
+		Blkdev: f.IsBlockdev, Ino: f.Ino, FSType: f.FSType, Names: f.Names, Cgroup: f.CgroupID,
+		Start: f.StartNs, End: f.EndNs, Ret: f.Ret}
+}
+
+// call is the call of a line callLine wrote.
+func (l *line) call() event.Fsync {
+	return event.Fsync{Syscall: event.Syscall(l.Sys), PID: l.PID, TID: l.TID, Comm: l.Comm, FD: l.FD, Dev: dev(l.Dev),
+		IsBlockdev: l.Blkdev, Ino: l.Ino, FSType: l.FSType, Names: l.Names, CgroupID: l.Cgroup,
+		StartNs: l.Start, EndNs: l.End, Ret: l.Ret}
 }
 
 // Writer writes a capture. Not safe for concurrent use.
@@ -184,15 +204,12 @@ func (w *Writer) Backing(b Backing) error {
 }
 
 // Event records one fsync-tracer event; path is the name the run resolved
-// for an fsync's file (ignored for other kinds).
+// for an fsync's or a write's file (ignored for other kinds).
 func (w *Writer) Event(ev *event.Any, path string) error {
 	var l line
 	switch ev.Kind {
 	case event.KindFsync, event.KindKernelFsync:
-		f := &ev.Fsync
-		l = line{Type: "fsync", Sys: uint8(f.Syscall), PID: f.PID, TID: f.TID, Comm: f.Comm, FD: f.FD, Dev: &f.Dev,
-			Blkdev: f.IsBlockdev, Ino: f.Ino, FSType: f.FSType, Names: f.Names, Cgroup: f.CgroupID,
-			Start: f.StartNs, End: f.EndNs, Ret: f.Ret}
+		l = callLine("fsync", &ev.Fsync)
 		if ev.Kind == event.KindKernelFsync {
 			l.Type = "kfsync"
 		} else {
@@ -211,6 +228,11 @@ func (w *Writer) Event(ev *event.Any, path string) error {
 	case event.KindFlushBio:
 		f := &ev.FlushBio
 		l = line{Type: "flush_bio", Dev: &f.Dev, Op: f.Op, Flags: f.Flags, PID: f.PID, TID: f.TID, Queue: f.QueueNs}
+	case event.KindWrite:
+		w := &ev.Write
+		l = callLine("write", &w.Call)
+		l.Path = path
+		l.Throttled, l.Throttles, l.WBWait, l.WBWaits = w.ThrottledNs, w.Throttles, w.WritebackWaitNs, w.WritebackWaits
 	default:
 		return fmt.Errorf("capture: event kind %d has no line type", ev.Kind)
 	}
@@ -381,9 +403,7 @@ func (r *Reader) ReadEvent(ev *event.Any) error {
 		if l.Type == "kfsync" {
 			ev.Kind = event.KindKernelFsync
 		}
-		ev.Fsync = event.Fsync{Syscall: event.Syscall(l.Sys), PID: l.PID, TID: l.TID, Comm: l.Comm, FD: l.FD, Dev: dev(l.Dev),
-			IsBlockdev: l.Blkdev, Ino: l.Ino, FSType: l.FSType, Names: l.Names, CgroupID: l.Cgroup,
-			StartNs: l.Start, EndNs: l.End, Ret: l.Ret}
+		ev.Fsync = l.call()
 		if l.Type == "fsync" {
 			r.path = l.Path
 		}
@@ -400,6 +420,11 @@ func (r *Reader) ReadEvent(ev *event.Any) error {
 	case "flush_bio":
 		ev.Kind = event.KindFlushBio
 		ev.FlushBio = event.FlushBio{Dev: dev(l.Dev), Op: l.Op, Flags: l.Flags, PID: l.PID, TID: l.TID, QueueNs: l.Queue}
+	case "write":
+		ev.Kind = event.KindWrite
+		ev.Write = event.Write{Call: l.call(), ThrottledNs: l.Throttled, Throttles: l.Throttles,
+			WritebackWaitNs: l.WBWait, WritebackWaits: l.WBWaits}
+		r.path = l.Path
 	default:
 		return fmt.Errorf("line %d: %q is not an fsync-tracer event", r.n, l.Type)
 	}

@@ -68,15 +68,32 @@ const (
 	// loop driver syncing a backing file for a flush (seen through the
 	// filesystem's sync_file tracepoints).
 	SysKthread Syscall = 2
+	// The write(2) family of a Write event.
+	SysWrite    Syscall = 3
+	SysPwrite64 Syscall = 4
+	SysWritev   Syscall = 5
+	SysPwritev  Syscall = 6
+	SysPwritev2 Syscall = 7
 )
 
-// String returns "fsync", "fdatasync" or "vfs_fsync" (kernel thread).
+// String returns the call's name: "fsync", "fdatasync", "vfs_fsync"
+// (kernel thread), "write", "pwrite64", "writev", "pwritev", "pwritev2".
 func (s Syscall) String() string {
 	switch s {
 	case SysFdatasync:
 		return "fdatasync"
 	case SysKthread:
 		return "vfs_fsync"
+	case SysWrite:
+		return "write"
+	case SysPwrite64:
+		return "pwrite64"
+	case SysWritev:
+		return "writev"
+	case SysPwritev:
+		return "pwritev"
+	case SysPwritev2:
+		return "pwritev2"
 	}
 	return "fsync"
 }
@@ -103,6 +120,22 @@ type Fsync struct {
 // a flush, i.e. the host level under a stacked device. It is a distinct
 // type so that consumers dispatching on event.Fsync see only syscalls.
 type KernelFsync struct{ Fsync }
+
+// Write is one write(2)-family call (Syscall SysWrite..SysPwritev2) on a
+// file the fsync tracer follows (one the process has fsynced), entry to
+// exit, with the part of it the kernel spent in two waits (bpf/write.bpf.c
+// says how each is bracketed). Call.Ret is the bytes written or -errno.
+type Write struct {
+	Call Fsync // the call and its file, as for an fsync
+	// ThrottledNs: asleep in balance_dirty_pages (dirty-page throttling),
+	// in Throttles sleeps.
+	ThrottledNs uint64
+	Throttles   uint32
+	// WritebackWaitNs: waiting for a page under writeback
+	// (folio_wait_writeback), in WritebackWaits waits.
+	WritebackWaitNs uint64
+	WritebackWaits  uint32
+}
 
 // FsyncEnter says that thread TID entered fsync/fdatasync at StartNs; it
 // lets the consumer keep the block events that call may wait on.
@@ -314,6 +347,7 @@ const (
 	KindBlock
 	KindJournal
 	KindFlushBio
+	KindWrite
 )
 
 // Any holds one event of the fsync tracer, of any kind, by value: the
@@ -327,11 +361,12 @@ type Any struct {
 	Block    Block
 	Journal  Journal
 	FlushBio FlushBio
+	Write    Write
 }
 
 // Value returns the event as an interface holding event.Fsync,
 // event.KernelFsync, event.FsyncEnter, event.Block, event.Journal or
-// event.FlushBio (nil for KindNone).
+// event.FlushBio or event.Write (nil for KindNone).
 func (a *Any) Value() any {
 	switch a.Kind {
 	case KindFsync:
@@ -346,6 +381,8 @@ func (a *Any) Value() any {
 		return a.Journal
 	case KindFlushBio:
 		return a.FlushBio
+	case KindWrite:
+		return a.Write
 	}
 	return nil
 }

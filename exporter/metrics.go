@@ -86,6 +86,7 @@ type Metrics struct {
 	stackedLayer   *prometheus.CounterVec
 	stackedFlushes *prometheus.CounterVec
 	stackedNestIn  *prometheus.CounterVec
+	writes         *writeMetrics
 	attachedDesc   *prometheus.Desc
 	lostDesc       *prometheus.Desc
 	missedDesc     *prometheus.Desc
@@ -200,8 +201,9 @@ func NewMetrics() *Metrics {
 		statsEnabled: host.BPFStatsEnabled,
 		overflow: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "series_overflow_total",
-			Help: "Observations counted under the label value \"other\" because a bound on series was reached (label: comm, fsync_label_set or peer; MaxComms, MaxFsyncLabelSets, MaxPeers in docs/metrics.md).",
+			Help: "Observations counted under the label value \"other\" because a bound on series was reached (label: comm, fsync_label_set, write_label_set or peer; MaxComms, MaxFsyncLabelSets (also for the write series), MaxPeers in docs/metrics.md).",
 		}, []string{"label"}),
+		writes:      newWriteMetrics(),
 		fsyncSeries: map[fsyncLabels]*fsyncObservers{},
 		comms:       map[string]int{},
 		peerSeen:    map[string]*atomic.Int64{},
@@ -214,7 +216,8 @@ func NewMetrics() *Metrics {
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.fsyncDuration, m.layerDuration, m.flushDuration, m.flushesPer,
 		m.handshakeRTT, m.setup, m.srtt, m.connsOpened, m.retransmits, m.inflation, m.etcdMean, m.etcdRTT,
-		m.scrapeErrors, m.decodeErrors, m.overflow, m.stackedFsync, m.stackedLayer, m.stackedFlushes, m.stackedNestIn}
+		m.scrapeErrors, m.decodeErrors, m.overflow, m.stackedFsync, m.stackedLayer, m.stackedFlushes, m.stackedNestIn,
+		m.writes.duration, m.writes.layer}
 }
 
 // Describe implements prometheus.Collector.
@@ -359,6 +362,25 @@ func (m *Metrics) peerLabel(peer string) string {
 	return peer
 }
 
+// labelTriple is the labels the layer and flush histograms have.
+type labelTriple struct{ comm, dev, kind string }
+
+func (k fsyncLabels) triple() labelTriple { return labelTriple{k.comm, k.dev, k.kind} }
+
+// staleSeries returns the label sets of series that old says are stale,
+// and the triples of those that stay.
+func staleSeries(series map[fsyncLabels]*fsyncObservers, old func(seen int64) bool) (gone []fsyncLabels, live map[labelTriple]bool) {
+	live = map[labelTriple]bool{}
+	for k, o := range series {
+		if old(o.seen.Load()) {
+			gone = append(gone, k)
+		} else {
+			live[k.triple()] = true
+		}
+	}
+	return gone, live
+}
+
 // expire deletes the series not observed for SeriesTTL: fsync label sets
 // and peers not seen since the previous scrape and older than the TTL.
 // Collect calls it at each scrape, then advances the clock.
@@ -368,16 +390,7 @@ func (m *Metrics) expire() {
 	old := func(seen int64) bool { return seen != prev && expired(seen, now) }
 
 	m.fsyncMu.Lock()
-	type triple struct{ comm, dev, kind string }
-	live := map[triple]bool{}
-	var gone []fsyncLabels
-	for k, o := range m.fsyncSeries {
-		if old(o.seen.Load()) {
-			gone = append(gone, k)
-		} else {
-			live[triple{k.comm, k.dev, k.kind}] = true
-		}
-	}
+	gone, live := staleSeries(m.fsyncSeries, old)
 	for _, k := range gone {
 		delete(m.fsyncSeries, k)
 		if m.pods == nil {
@@ -385,7 +398,7 @@ func (m *Metrics) expire() {
 		} else {
 			m.fsyncDuration.DeleteLabelValues(k.comm, k.dev, k.fs, k.kind, k.syscall, k.pod.PodUID, k.pod.ContainerID)
 		}
-		if !live[triple{k.comm, k.dev, k.kind}] { // no other label set shares them
+		if !live[k.triple()] { // no other label set shares them
 			m.flushesPer.DeleteLabelValues(k.comm, k.dev, k.kind)
 			for _, l := range analysis.LayerNames {
 				m.layerDuration.DeleteLabelValues(k.comm, k.dev, k.kind, l)
@@ -398,6 +411,7 @@ func (m *Metrics) expire() {
 		}
 	}
 	m.fsyncMu.Unlock()
+	m.writes.expire(old)
 
 	m.peerMu.Lock()
 	for p, seen := range m.peerSeen {

@@ -53,6 +53,8 @@ func populated(t *testing.T) *Metrics {
 	rec = walRecord(40_000, 0)
 	m.ObserveFsync(&rec)
 	m.ObserveBlock(event.Block{Dev: event.MkDev(253, 0), Op: event.OpFlush, Final: true, IssueNs: 100, CompleteNs: 1_100}, "vda")
+	m.ObserveWrite(&analysis.WriteRecord{Type: "write", Comm: "etcd", Syscall: "write", Dev: "253:1", DevName: "vda1", FS: "ext4",
+		FileKind: analysis.KindWAL, TotalNs: 3_000_000, Layers: analysis.WriteLayers{ThrottledNs: 2_000_000, WritebackWaitNs: 500_000, OtherNs: 500_000}})
 	remote := netip.MustParseAddrPort("10.0.0.2:2380")
 	m.ObservePeer(event.Peer{Kind: event.PeerOpen, Direction: event.PeerActive, Remote: remote, DurationNs: 25_000_000})
 	m.ObservePeer(event.Peer{Kind: event.PeerRTT, Remote: remote, SRTTus: 25_100})
@@ -98,6 +100,7 @@ func TestLint(t *testing.T) {
 		"etcdscope_lost_events_total", "etcdscope_missed_events_total",
 		"etcdscope_peer_connections_opened_total", "etcdscope_peer_handshake_rtt_seconds",
 		"etcdscope_peer_retransmits_total", "etcdscope_peer_setup_seconds", "etcdscope_peer_srtt_seconds",
+		"etcdscope_write_duration_seconds", "etcdscope_write_layer_duration_seconds",
 	}
 	sort.Strings(got)
 	if strings.Join(got, " ") != strings.Join(want, " ") {
@@ -175,6 +178,28 @@ func TestObserveFsync(t *testing.T) {
 	}
 	if len(lf.Metric) != len(analysis.LayerNames) || math.Abs(sum-0.00204) > 1e-12 {
 		t.Errorf("%d layers summing to %g s, want %d summing to 0.00204", len(lf.Metric), sum, len(analysis.LayerNames))
+	}
+}
+
+// TestObserveWrite: one write is one observation of its wall time and one
+// per layer, labelled as the fsync series; the layers sum to the wall time.
+func TestObserveWrite(t *testing.T) {
+	m := populated(t)
+	f := family(t, m, "etcdscope_write_duration_seconds")
+	if len(f.Metric) != 1 || f.Metric[0].GetHistogram().GetSampleCount() != 1 || f.Metric[0].GetHistogram().GetSampleSum() != 0.003 {
+		t.Fatalf("write duration %v", f.Metric)
+	}
+	if want := map[string]string{"comm": "etcd", "device": "vda1", "fs": "ext4", "file_kind": "wal", "syscall": "write"}; !equalMaps(labels(f.Metric[0]), want) {
+		t.Errorf("labels %v, want %v", labels(f.Metric[0]), want)
+	}
+	lf := family(t, m, "etcdscope_write_layer_duration_seconds")
+	got := map[string]float64{}
+	for _, s := range lf.Metric {
+		got[labels(s)["layer"]] = s.GetHistogram().GetSampleSum()
+	}
+	if want := map[string]float64{"throttled": 0.002, "writeback_wait": 0.0005, "other": 0.0005}; len(got) != 3 ||
+		got["throttled"] != want["throttled"] || got["writeback_wait"] != want["writeback_wait"] || got["other"] != want["other"] {
+		t.Errorf("layers %v, want %v", got, want)
 	}
 }
 

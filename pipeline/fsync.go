@@ -40,6 +40,13 @@ type BlockSink interface {
 	Block(b *event.Block, diskName string)
 }
 
+// WriteSink is an FsyncSink that also wants the write(2)-family records
+// (tracer's FsyncConfig.Writes), named and labelled as fsyncs are. rec is
+// valid only during the call.
+type WriteSink interface {
+	Write(rec *analysis.WriteRecord) error
+}
+
 // FsyncConfig says where a Fsync pipeline's names come from and where its
 // records go.
 type FsyncConfig struct {
@@ -68,6 +75,7 @@ type Fsync struct {
 	attr    *analysis.Attributor
 	disk    string
 	blocks  []BlockSink
+	writes  []WriteSink
 	stopNs  atomic.Uint64
 	decErrs atomic.Uint64
 	records atomic.Uint64
@@ -89,6 +97,9 @@ func NewFsync(cfg FsyncConfig) *Fsync {
 	for _, s := range cfg.Sinks {
 		if b, ok := s.(BlockSink); ok {
 			p.blocks = append(p.blocks, b)
+		}
+		if w, ok := s.(WriteSink); ok {
+			p.writes = append(p.writes, w)
 		}
 	}
 	p.attr = analysis.NewAttributor(func(d event.Dev) (string, []event.Dev) {
@@ -123,6 +134,9 @@ func (p *Fsync) Run(src FsyncSource) error {
 // after StopAfter's time. ev is the loop's one value, reused: the
 // tracer's read allocates nothing per event.
 func (p *Fsync) handle(ev *event.Any) (stop bool, err error) {
+	if ev.Kind == event.KindWrite {
+		return p.write(ev)
+	}
 	if ev.Kind != event.KindFsync {
 		p.attr.AddEvent(ev)
 		if ev.Kind == event.KindBlock && ev.Block.Final && len(p.blocks) > 0 && ev.Block.IsFlush() {
@@ -142,11 +156,7 @@ func (p *Fsync) handle(ev *event.Any) (stop bool, err error) {
 		return false, p.capture(ev, "")
 	}
 	rec.Path = p.host.Path(fe)
-	if p.cfg.FileKind != nil {
-		rec.FileKind = p.cfg.FileKind(rec.Path)
-	} else {
-		rec.FileKind = analysis.FileKind(rec.Path)
-	}
+	rec.FileKind = p.fileKind(rec.Path)
 	if err := p.capture(ev, rec.Path); err != nil {
 		return false, err
 	}
@@ -157,6 +167,38 @@ func (p *Fsync) handle(ev *event.Any) (stop bool, err error) {
 		}
 	}
 	return false, nil
+}
+
+// write names one write call and hands its record to the WriteSinks;
+// stop as for an fsync.
+func (p *Fsync) write(ev *event.Any) (stop bool, err error) {
+	c := &ev.Write.Call
+	if s := p.stopNs.Load(); s != 0 && c.StartNs > s {
+		return true, nil
+	}
+	rec := p.attr.AttributeWrite(&ev.Write)
+	if p.disk != "" && !slices.Contains(rec.Disks, p.disk) {
+		return false, p.capture(ev, "")
+	}
+	rec.Path = p.host.Path(c)
+	rec.FileKind = p.fileKind(rec.Path)
+	if err := p.capture(ev, rec.Path); err != nil {
+		return false, err
+	}
+	for _, s := range p.writes {
+		if err := s.Write(&rec); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// fileKind labels a record's file by its path.
+func (p *Fsync) fileKind(path string) string {
+	if p.cfg.FileKind != nil {
+		return p.cfg.FileKind(path)
+	}
+	return analysis.FileKind(path)
 }
 
 func (p *Fsync) capture(ev *event.Any, path string) error {

@@ -37,6 +37,15 @@ func (s *ReportSink) Fsync(rec *analysis.FsyncRecord) error {
 	return nil
 }
 
+// Write counts a write record in the end-of-run report (not in the live
+// line, which is about fsyncs).
+func (s *ReportSink) Write(rec *analysis.WriteRecord) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.report.AddWrite(rec)
+	return nil
+}
+
 // IntervalLine returns the summary of the calls since the last
 // IntervalLine (analysis.IntervalBuilder.Line) and how many they were.
 func (s *ReportSink) IntervalLine() (line string, n int) {

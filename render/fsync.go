@@ -29,21 +29,11 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 	for _, u := range r.Unavailable {
 		fmt.Fprintf(bw, "unavailable: %s\n", u)
 	}
+	shown := make([]bool, len(r.Writes)) // write groups printed under their fsync group
 	for i := range r.Groups {
 		g := &r.Groups[i]
-		dev := g.Key.Dev
-		if g.Key.DevName != "" {
-			dev = g.Key.DevName + " (" + g.Key.Dev + ")"
-		}
-		fmt.Fprintf(bw, "\n%s pid %d  %s on %s  %s files  [%s]\n", g.Key.Comm, g.Key.PID, g.Key.FS, dev, g.Key.FileKind, strings.Join(g.Syscalls, ","))
-		fmt.Fprintf(bw, "  %-15s %8s %10s %10s %10s %10s %7s\n", "layer", "count", "p50 ms", "p99 ms", "max ms", "mean ms", "share")
-		row := func(name string, s stats.Summary, share float64) {
-			fmt.Fprintf(bw, "  %-15s %8d %10s %10s %10s %10s %6.1f%%\n", name, s.Count, analysis.Ms(s.P50), analysis.Ms(s.P99), analysis.Ms(s.Max), analysis.Ms(int64(s.Mean())), 100*share)
-		}
-		row("total", g.Total, 1)
-		for _, l := range g.Layers {
-			row(l.Name, l.Stats, l.Share)
-		}
+		fmt.Fprintf(bw, "\n%s\n", groupTitle(g.Key, g.Syscalls))
+		layerTable(bw, g.Total, g.Layers)
 		fmt.Fprintf(bw, "  flushes per fsync: %.2f (%d flush request%s); waited on a journal commit: %d; errors: %d\n",
 			g.FlushesPerFsync, g.Flushes, plural(g.Flushes), g.WithCommit, g.Errors)
 		if g.Total.Binned {
@@ -65,9 +55,51 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 		if g.Biased != "" {
 			fmt.Fprintf(bw, "  verdict %s (raise --ring-size if the ring overflowed)\n", g.Biased)
 		}
+		for j := range r.Writes {
+			if r.Writes[j].Key == g.Key {
+				shown[j] = true
+				fmt.Fprintf(bw, "  the write calls before them  [%s]\n", strings.Join(r.Writes[j].Syscalls, ","))
+				writeTable(bw, &r.Writes[j])
+			}
+		}
+	}
+	for j := range r.Writes {
+		if !shown[j] {
+			w := &r.Writes[j]
+			fmt.Fprintf(bw, "\n%s\n", groupTitle(w.Key, w.Syscalls))
+			writeTable(bw, w)
+		}
 	}
 	Levels(bw, r.Levels)
 	return bw.Flush()
+}
+
+// groupTitle is the line above a group's table.
+func groupTitle(k analysis.GroupKey, syscalls []string) string {
+	dev := k.Dev
+	if k.DevName != "" {
+		dev = k.DevName + " (" + k.Dev + ")"
+	}
+	return fmt.Sprintf("%s pid %d  %s on %s  %s files  [%s]", k.Comm, k.PID, k.FS, dev, k.FileKind, strings.Join(syscalls, ","))
+}
+
+// layerTable prints a group's total and layer rows with their header.
+func layerTable(w io.Writer, total stats.Summary, layers []analysis.LayerStat) {
+	fmt.Fprintf(w, "  %-15s %8s %10s %10s %10s %10s %7s\n", "layer", "count", "p50 ms", "p99 ms", "max ms", "mean ms", "share")
+	row := func(name string, s stats.Summary, share float64) {
+		fmt.Fprintf(w, "  %-15s %8d %10s %10s %10s %10s %6.1f%%\n", name, s.Count, analysis.Ms(s.P50), analysis.Ms(s.P99), analysis.Ms(s.Max), analysis.Ms(int64(s.Mean())), 100*share)
+	}
+	row("total", total, 1)
+	for _, l := range layers {
+		row(l.Name, l.Stats, l.Share)
+	}
+}
+
+// writeTable prints a write group (fsync --writes): its layers and waits.
+func writeTable(w io.Writer, g *analysis.WriteGroup) {
+	layerTable(w, g.Total, g.Layers)
+	fmt.Fprintf(w, "  throttled sleeps (balance_dirty_pages): %d; waits on a page under writeback: %d; errors: %d\n",
+		g.Throttles, g.WritebackWaits, g.Errors)
 }
 
 // Levels prints the stacked-device table (analysis.BuildLevels), nothing

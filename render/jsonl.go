@@ -2,6 +2,7 @@ package render
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"sync"
 	"time"
@@ -16,7 +17,7 @@ const JSONLinesFlushEvery = 100 * time.Millisecond
 // JSONLines writes fsync records as JSON Lines (docs/schema.md, type
 // "fsync") through a buffer that a timer flushes, so a reader tailing the
 // output sees each record within JSONLinesFlushEvery while a busy loop
-// makes one write per 64 KiB. It is a pipeline sink (Fsync).
+// makes one write per 64 KiB. It is a pipeline sink (Fsync, Write).
 type JSONLines struct {
 	minNs int64
 	mu    sync.Mutex
@@ -56,14 +57,34 @@ func (l *JSONLines) Fsync(rec *analysis.FsyncRecord) error {
 	if rec.TotalNs < l.minNs {
 		return nil
 	}
+	return l.put(rec.AppendJSON)
+}
+
+// put writes the line that appendJSON appends to a buffer, and its
+// newline.
+func (l *JSONLines) put(appendJSON func([]byte) []byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err != nil {
 		return l.err
 	}
-	l.buf = append(rec.AppendJSON(l.buf[:0]), '\n')
+	l.buf = append(appendJSON(l.buf[:0]), '\n')
 	_, l.err = l.w.Write(l.buf)
 	return l.err
+}
+
+// Write appends one write record (type "write") and its newline, with
+// the same --min-latency filter. encoding/json: writes are traced only
+// on request (fsync --writes), so they have no hand-made encoder.
+func (l *JSONLines) Write(rec *analysis.WriteRecord) error {
+	if rec.TotalNs < l.minNs {
+		return nil
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return l.put(func(buf []byte) []byte { return append(buf, b...) })
 }
 
 // Close stops the timer and flushes what is buffered; it returns the first

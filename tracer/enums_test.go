@@ -37,6 +37,8 @@ func TestEnumsMatchC(t *testing.T) {
 	}{
 		{loadFsync, "es_syscall", map[string]uint64{
 			"ES_SYS_FSYNC": uint64(event.SysFsync), "ES_SYS_FDATASYNC": uint64(event.SysFdatasync), "ES_SYS_KTHREAD": uint64(event.SysKthread),
+			"ES_SYS_WRITE": uint64(event.SysWrite), "ES_SYS_PWRITE64": uint64(event.SysPwrite64), "ES_SYS_WRITEV": uint64(event.SysWritev),
+			"ES_SYS_PWRITEV": uint64(event.SysPwritev), "ES_SYS_PWRITEV2": uint64(event.SysPwritev2),
 		}},
 		{loadBlock, "es_op", map[string]uint64{
 			"ES_OP_OTHER": uint64(event.OpOther), "ES_OP_READ": uint64(event.OpRead), "ES_OP_WRITE": uint64(event.OpWrite),
@@ -97,6 +99,7 @@ func TestRecordKindsDecode(t *testing.T) {
 	want := map[string]event.Kind{
 		"ES_KIND_FSYNC": event.KindFsync, "ES_KIND_FSYNC_ENTER": event.KindFsyncEnter,
 		"ES_KIND_BLK": event.KindBlock, "ES_KIND_JOURNAL": event.KindJournal, "ES_KIND_FLUSH_BIO": event.KindFlushBio,
+		"ES_KIND_WRITE": event.KindWrite,
 	}
 	e := enumOf(t, loadFsync, "es_kind")
 	if len(e.Values) != len(want) {

@@ -49,6 +49,12 @@ type FsyncConfig struct {
 	// (or, stacked, on the disk of a kernel thread's fsync in flight).
 	// The ftrace oracle test sets it.
 	EveryBlock bool
+	// Writes also traces the write(2) family on the files the fsync
+	// programs follow, split into throttled, writeback_wait and other
+	// (write.go; fsync --writes). Off by default: ~1.5 µs of BPF per
+	// fsync and a reader busier by ~1% of a core at 10k fsync/s
+	// (docs/performance.md).
+	Writes bool
 }
 
 // FsyncTracer traces fsync/fdatasync calls, the block requests below them
@@ -61,6 +67,7 @@ type FsyncConfig struct {
 type FsyncTracer struct {
 	fsync    fsyncObjects
 	block    blockObjects
+	write    writeObjects // loaded only with FsyncConfig.Writes
 	journal  *ebpf.Collection
 	stacked  *ebpf.Collection
 	jbd2wait *ebpf.Collection
@@ -111,6 +118,11 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 	if err := t.attachSyscalls(); err != nil {
 		return nil, err
 	}
+	if cfg.Writes {
+		if err := t.loadWrite(shared, cfg); err != nil {
+			return nil, err
+		}
+	}
 	if err := t.attachBlock(); err != nil {
 		return nil, err
 	}
@@ -140,10 +152,7 @@ func (t *FsyncTracer) loadSyscalls(cfg FsyncConfig, ring uint32, cache *btf.Cach
 	if err := sizeEvents(spec, ring); err != nil {
 		return ebpf.CollectionOptions{}, err
 	}
-	if err := setVariables(spec, map[string]any{
-		"targ_tgid": cfg.PID, "targ_cgroup_id": cfg.CgroupID,
-		"filter_comm": cfg.Comm != "", "targ_comm": commBytes(cfg.Comm),
-	}); err != nil {
+	if err := setVariables(spec, filterVariables(cfg)); err != nil {
 		return ebpf.CollectionOptions{}, err
 	}
 	if err := spec.LoadAndAssign(&t.fsync, &ebpf.CollectionOptions{Cache: cache}); err != nil {
@@ -154,6 +163,15 @@ func (t *FsyncTracer) loadSyscalls(cfg FsyncConfig, ring uint32, cache *btf.Cach
 			"busy_disks": t.fsync.BusyDisks, "busy_any": t.fsync.BusyAny},
 		Cache: cache,
 	}, nil
+}
+
+// filterVariables are the values of bpf/filter.h's globals for cfg, in
+// every object that includes it.
+func filterVariables(cfg FsyncConfig) map[string]any {
+	return map[string]any{
+		"targ_tgid": cfg.PID, "targ_cgroup_id": cfg.CgroupID,
+		"filter_comm": cfg.Comm != "", "targ_comm": commBytes(cfg.Comm),
+	}
 }
 
 // attachSyscalls attaches the four syscall tracepoints (required: syscall
@@ -225,6 +243,17 @@ func (t *FsyncTracer) programs() map[string]*ebpf.Program {
 		"block_rq_complete":   t.block.BlockRqComplete,
 		"block_bio_queue":     t.block.BlockBioQueue,
 	}
+	if t.write.SysExitWrite != nil {
+		progs["write_sys_enter_write"] = t.write.SysEnterWrite
+		progs["write_sys_enter_pwrite64"] = t.write.SysEnterPwrite64
+		progs["write_sys_enter_writev"] = t.write.SysEnterWritev
+		progs["write_sys_enter_pwritev"] = t.write.SysEnterPwritev
+		progs["write_sys_enter_pwritev2"] = t.write.SysEnterPwritev2
+		progs["write_sys_exit"] = t.write.SysExitWrite
+		progs["balance_dirty_pages"] = t.write.BalanceDirtyPages
+		progs["folio_wait_writeback"] = t.write.FolioWaitWriteback
+		progs["writeback_dirty_folio"] = t.write.WritebackDirtyFolio
+	}
 	for _, c := range []*ebpf.Collection{t.journal, t.stacked, t.jbd2wait} {
 		if c == nil {
 			continue
@@ -240,7 +269,8 @@ func (t *FsyncTracer) programs() map[string]*ebpf.Program {
 // that ev.Kind then names: an fsync or fdatasync call (KindFsync), a
 // kernel thread's vfs_fsync (KindKernelFsync), a call's start
 // (KindFsyncEnter), a block request completion (KindBlock), a flush bio
-// (KindFlushBio) or a journal commit, log force or wait (KindJournal).
+// (KindFlushBio), a journal commit, log force or wait (KindJournal) or,
+// with FsyncConfig.Writes, a write(2)-family call (KindWrite).
 // Records are decoded by fixed layout (the bpf2go structs), without
 // reflection or allocation once their strings have been seen; strings and
 // the Names slice are shared with other events: read only. It returns
@@ -298,6 +328,13 @@ func (d *decoder) record(ev *event.Any, raw []byte) error {
 		}
 		decodeFlushBio(&ev.FlushBio, e)
 		ev.Kind = event.KindFlushBio
+	case fsyncEsKindES_KIND_WRITE:
+		e, err := fixed[writeWriteEvent](raw, "write")
+		if err != nil {
+			return err
+		}
+		d.writeRecord(&ev.Write, e)
+		ev.Kind = event.KindWrite
 	default:
 		return fmt.Errorf("decoding event: unknown kind %d", raw[0])
 	}
@@ -339,7 +376,7 @@ func (t *FsyncTracer) close() error {
 	if t.jbd2wait != nil {
 		t.jbd2wait.Close()
 	}
-	errs = append(errs, t.block.Close(), t.fsync.Close())
+	errs = append(errs, t.write.Close(), t.block.Close(), t.fsync.Close())
 	if t.untrace != nil {
 		t.untrace()
 	}

@@ -33,6 +33,7 @@ const (
 	fsyncEsKindES_KIND_BLK         fsyncEsKind = 3
 	fsyncEsKindES_KIND_JOURNAL     fsyncEsKind = 4
 	fsyncEsKindES_KIND_FLUSH_BIO   fsyncEsKind = 5
+	fsyncEsKindES_KIND_WRITE       fsyncEsKind = 6
 )
 
 type fsyncEsSyscall uint32
@@ -41,6 +42,11 @@ const (
 	fsyncEsSyscallES_SYS_FSYNC     fsyncEsSyscall = 0
 	fsyncEsSyscallES_SYS_FDATASYNC fsyncEsSyscall = 1
 	fsyncEsSyscallES_SYS_KTHREAD   fsyncEsSyscall = 2
+	fsyncEsSyscallES_SYS_WRITE     fsyncEsSyscall = 3
+	fsyncEsSyscallES_SYS_PWRITE64  fsyncEsSyscall = 4
+	fsyncEsSyscallES_SYS_WRITEV    fsyncEsSyscall = 5
+	fsyncEsSyscallES_SYS_PWRITEV   fsyncEsSyscall = 6
+	fsyncEsSyscallES_SYS_PWRITEV2  fsyncEsSyscall = 7
 )
 
 type fsyncFileInfo struct {

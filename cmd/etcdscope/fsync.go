@@ -41,8 +41,12 @@ type fsyncFlags struct {
 	duration, interval, minLatency                time.Duration
 	rate                                          float64
 	ringBytes                                     uint64
-	failOverBudget                                bool
+	failOverBudget, writes                        bool
 }
+
+// writesUsage is --writes' help in fsync and serve: what it adds, and
+// why it is off by default (its cost, bench/findings.md).
+const writesUsage = "also trace write/pwrite64/writev/pwritev(2) on the files the traced processes fsync, split into throttled (balance_dirty_pages), writeback_wait and other (off by default: ~1.5 µs more BPF per fsync and ~1% of a core more at 10k fsync/s)"
 
 func runFsync(args []string) error {
 	var f fsyncFlags
@@ -63,6 +67,7 @@ func runFsync(args []string) error {
 	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage)
 	fs.StringVar(&f.capture, "capture", "", "also record the decoded kernel events and the host facts the attribution used to this file (schema capture/v1), for 'etcdscope report FILE' to replay anywhere")
 	fs.BoolVar(&f.failOverBudget, "fail-over-budget", false, failOverBudgetUsage)
+	fs.BoolVar(&f.writes, "writes", false, writesUsage)
 	fs.IntVar(&f.qemu, "qemu", 0, "trace a hypervisor's I/O on its image files instead: the same as 'etcdscope hypervisor --pid N'")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -81,7 +86,7 @@ func runFsync(args []string) error {
 			return usagef("--qemu %d: no such process (see pgrep qemu)", f.qemu)
 		}
 		// Only the flags the hypervisor view shares may come with it.
-		for _, n := range []string{"pid", "comm", "cgroup", "dev", "workload", "dir", "rate", "interval", "min-latency", "ring-size"} {
+		for _, n := range []string{"pid", "comm", "cgroup", "dev", "workload", "dir", "rate", "interval", "min-latency", "ring-size", "writes"} {
 			if fs.Changed(n) {
 				return usagef("--qemu traces the hypervisor's image I/O and takes no --%s: drop one of them", n)
 			}
@@ -132,6 +137,7 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 	}
 	cfg.Comm = f.comm
 	cfg.RingBytes = ring
+	cfg.Writes = f.writes
 	if f.readyFile != "" {
 		if err := safefile.CheckDir(f.readyFile); err != nil {
 			return cfg, usagef("--ready-file %s: %v", f.readyFile, err)

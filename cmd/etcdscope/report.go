@@ -87,7 +87,7 @@ func runReport(args []string) error {
 	head, _ := br.Peek(br.Size())
 	head = bytes.Clone(head) // ReadJSONL reuses the buffer
 	in = br
-	recs, sum, err := analysis.ReadJSONL(in)
+	recs, writes, sum, err := analysis.ReadJSONLWrites(in)
 	if err != nil {
 		// Evidence users already have (a /metrics scrape, etcd's log,
 		// fio's output) is diagnose's input, not a recording.
@@ -111,7 +111,7 @@ func runReport(args []string) error {
 			fmt.Fprintf(os.Stderr, "etcdscope report: %s has no summary line (the run was cut short?): lost events and unavailable probes are unknown\n", fs.Arg(0))
 		}
 	}
-	rep := analysis.BuildReport(recs, sum.LostEvents, sum.MissedEvents, sum.Unavailable)
+	rep := analysis.BuildReportWrites(recs, writes, sum.LostEvents, sum.MissedEvents, sum.Unavailable)
 	rep.LossUnknown = sum.LossUnknown
 	if *htmlOut != "" {
 		if err := writeHTMLReport(*htmlOut, fs.Arg(0), *peersIn, *mergeIn, recs, sum); err != nil {

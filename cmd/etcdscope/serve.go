@@ -31,6 +31,7 @@ func init() {
 type serveFlags struct {
 	listen, comm, readyFile   string
 	public, podLabels, pidSet bool
+	writes                    bool
 	pid, port                 int
 	etcdMetrics, endpoints    []string
 	cacert, cert, key         string
@@ -59,6 +60,7 @@ func runServe(args []string) error {
 	fs.BoolVar(&f.podLabels, "pod-labels", false, fmt.Sprintf("label etcdscope_fsync_duration_seconds with the caller's pod_uid and container_id from its cgroup path (no API server; at most %d pairs, then \"other\")", exporter.MaxPodSeries))
 	fs.IntVar(&f.commitPID, "commit-pid", 0, "also split the writes of this etcd process (uprobes on its Go functions, as etcdscope commit does) into the etcdscope_commit_* metrics; with --etcd-endpoints, by role and member name")
 	fs.StringVar(&f.commitComm, "commit-comm", "", "or of the one process with this comm, e.g. etcd")
+	fs.BoolVar(&f.writes, "writes", false, writesUsage+": etcdscope_write_duration_seconds, etcdscope_write_layer_duration_seconds")
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once the probes are attached and the server listens (for scripts and tests)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -175,6 +177,7 @@ func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 	cfg.PodLabels = f.podLabels
 	tcfg.fsync.Comm = f.comm
 	tcfg.fsync.RingBytes = ring
+	tcfg.fsync.Writes = f.writes
 	// etcdscope_block_flush_duration_seconds observes every flush of every
 	// disk, whoever issued it: not only those during a traced call.
 	tcfg.fsync.EveryBlock = true
