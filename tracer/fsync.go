@@ -51,9 +51,9 @@ type FsyncConfig struct {
 	EveryBlock bool
 	// Writes also traces the write(2) family on the files the fsync
 	// programs follow, split into throttled, writeback_wait and other
-	// (write.go; fsync --writes). Off by default: ~1.5 µs of BPF per
-	// fsync and a reader busier by ~1% of a core at 10k fsync/s
-	// (docs/performance.md).
+	// (write.go; fsync --writes). Off by default: ~1-1.5 µs more BPF per
+	// fsync and 1-3% more of a core in the reader at 10k fsync/s
+	// (bench/findings.md).
 	Writes bool
 }
 

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -30,6 +31,7 @@ type options struct {
 	sweepSeconds                             float64
 	goBench                                  bool
 	only                                     string
+	microVariants, sweepPoints               string
 	saveJSON, fromJSON                       string
 }
 
@@ -64,6 +66,8 @@ func main() {
 	flag.StringVar(&o.saveJSON, "save", "", "also write the raw results as JSON to this file")
 	flag.StringVar(&o.fromJSON, "from", "", "render -out from results saved with -save, measuring nothing (no root needed)")
 	flag.StringVar(&o.only, "only", "", "comma-separated sections to run (ready,fio,micro,sweep,commit,go); empty: all")
+	flag.StringVar(&o.microVariants, "micro-variants", strings.Join(microVariants, ","), "comma-separated variants of the fdatasync loop (untraced is the pairing base: keep it)")
+	flag.StringVar(&o.sweepPoints, "sweep-points", "", "comma-separated sweep rows to run, named rate-output[-flag] as in sweepPoints (e.g. 10000-table-writes); empty: all")
 	flag.Parse()
 	if o.fromJSON != "" {
 		if err := rerender(o); err != nil {
@@ -319,7 +323,7 @@ func traced(o options, kind, comm string, work func() error) (cpuSec float64, hw
 	if serr != nil {
 		return 0, 0, nil, sum, serr
 	}
-	switch kind {
+	switch base, _, _ := strings.Cut(kind, "+"); base {
 	case "etcdscope":
 		sum, err = parseSummary(out)
 	case "etcdscope-table":
@@ -409,8 +413,15 @@ type microRun struct {
 	BPFRuns    uint64
 }
 
+// microVariants are the fdatasync loop's variants, in table order: no
+// tracer, etcdscope as by default (its table output; the loop's rate is
+// beyond what its JSON output keeps up with), bpftrace, and etcdscope with
+// each opt-in probe set (kind+flag: --flag), whose cost is why they are
+// flags.
+var microVariants = []string{"untraced", "etcdscope", "bpftrace", "etcdscope+writes"}
+
 func microSection(o options, r *results) error {
-	variants := []string{"untraced", "etcdscope", "bpftrace"}
+	variants := strings.Split(o.microVariants, ",")
 	r.Micro = map[string][]microRun{}
 	for round := 0; round < o.microRounds; round++ {
 		for k := range variants {
@@ -444,7 +455,10 @@ type sweepRow struct {
 	TargetFsyncPerS float64
 	// Output is etcdscope's --output: "json" (one line per fsync), or
 	// "table" (the default: a report at exit); "" in older results is json.
-	Output         string
+	Output string
+	// Flag is the opt-in probe set etcdscope ran with ("" none; writes:
+	// --writes).
+	Flag           string `json:",omitempty"`
 	Gen            genResult
 	Seen           int64
 	Lost, Missed   uint64
@@ -453,18 +467,38 @@ type sweepRow struct {
 	BPFNs, BPFRuns uint64
 }
 
-func sweepSection(o options, r *results) error {
-	type point struct {
-		rate   float64
-		output string
+// sweepPoint is one row of the event-rate sweep: a rate, etcdscope's
+// output, and an opt-in flag ("" or writes: table output with --writes).
+type sweepPoint struct {
+	rate   float64
+	output string
+	flag   string
+}
+
+func (p sweepPoint) name() string {
+	n := fmt.Sprintf("%.0f-%s", p.rate, p.output)
+	if p.flag != "" {
+		n += "-" + p.flag
 	}
-	// JSON at every rate; the default table output at 10k too, where the
-	// userspace goal is checked.
-	for _, p := range []point{{10e3, "json"}, {10e3, "table"}, {50e3, "json"}, {100e3, "json"}} {
-		row := sweepRow{TargetFsyncPerS: p.rate, Output: p.output}
+	return n
+}
+
+// sweepPoints: JSON at every rate; the default table output at 10k too,
+// where the userspace goal is checked, and there with each opt-in flag.
+var sweepPoints = []sweepPoint{{10e3, "json", ""}, {10e3, "table", ""}, {10e3, "table", "writes"}, {50e3, "json", ""}, {100e3, "json", ""}}
+
+func sweepSection(o options, r *results) error {
+	for _, p := range sweepPoints {
+		if o.sweepPoints != "" && !slices.Contains(strings.Split(o.sweepPoints, ","), p.name()) {
+			continue
+		}
+		row := sweepRow{TargetFsyncPerS: p.rate, Output: p.output, Flag: p.flag}
 		kind := "etcdscope"
 		if p.output == "table" {
 			kind = "etcdscope-table"
+		}
+		if p.flag != "" {
+			kind += "+" + p.flag
 		}
 		var progs []progStat
 		var sum etcdscopeSummary
@@ -480,8 +514,8 @@ func sweepSection(o options, r *results) error {
 		row.Seen, row.Lost, row.Missed = sum.Fsyncs, sum.Lost, sum.Missed
 		row.BPFNs, row.BPFRuns = sumRunTime(progs)
 		r.Sweep = append(r.Sweep, row)
-		logf("sweep %6.0f fsync/s, %s: made %.0f, etcdscope saw %d, lost %d, missed %d, cpu %.1f%% of a core, VmHWM %.1f MiB",
-			row.Gen.RatePerS, p.output, row.Gen.Fsyncs, row.Seen, row.Lost, row.Missed, 100*row.CPUSec/row.Gen.Seconds, float64(row.HWMKiB)/1024)
+		logf("sweep %6.0f fsync/s, %s %s: made %.0f, etcdscope saw %d, lost %d, missed %d, cpu %.1f%% of a core, VmHWM %.1f MiB",
+			row.Gen.RatePerS, p.output, p.flag, row.Gen.Fsyncs, row.Seen, row.Lost, row.Missed, 100*row.CPUSec/row.Gen.Seconds, float64(row.HWMKiB)/1024)
 	}
 	return nil
 }

@@ -111,7 +111,9 @@ func startTracer(kind, comm, etcdscope, btScript string) (*tracerProc, error) {
 	}
 	t := &tracerProc{kind: kind, dir: dir, stdout: filepath.Join(dir, "stdout"), stderr: filepath.Join(dir, "stderr"), done: make(chan error, 1)}
 	ready := filepath.Join(dir, "ready")
-	switch kind {
+	// "etcdscope+writes": etcdscope with an opt-in probe set (--writes).
+	base, flag, _ := strings.Cut(kind, "+")
+	switch base {
 	case "etcdscope":
 		t.cmd = exec.Command(etcdscope, "fsync", "--comm", comm, "--output", "json", "--interval", "0", "--ready-file", ready)
 	case "etcdscope-table": // the default output: a report at exit, nothing per fsync
@@ -140,6 +142,9 @@ func startTracer(kind, comm, etcdscope, btScript string) (*tracerProc, error) {
 		return nil, err
 	}
 	defer errf.Close()
+	if flag != "" {
+		t.cmd.Args = append(t.cmd.Args, "--"+flag)
+	}
 	t.cmd.Stdout, t.cmd.Stderr = out, errf
 	t.started = time.Now()
 	if err := startChild(t.cmd); err != nil {
@@ -170,7 +175,7 @@ func startTracer(kind, comm, etcdscope, btScript string) (*tracerProc, error) {
 }
 
 func (t *tracerProc) isReady(readyFile string) bool {
-	switch t.kind {
+	switch base, _, _ := strings.Cut(t.kind, "+"); base {
 	case "etcdscope", "etcdscope-table", "etcdscope-commit":
 		_, err := os.Stat(readyFile)
 		return err == nil

@@ -172,8 +172,11 @@ func (r *results) markdown() string {
 	w("(syscall tracepoints on, the enter and exit programs; no block events). etcdscope cannot keep up with\n")
 	w("this rate in userspace; the kernel side is measured all the same (a full ring buffer costs a failed reserve).\n\n")
 	w("| variant | ns per call (median) | added ns per call, paired [95%% CI] | BPF ns per fsync (bpf_stats) |\n|---|---|---|---|\n")
-	for _, v := range []string{"untraced", "etcdscope", "bpftrace"} {
+	for _, v := range microVariants {
 		runs := r.Micro[v]
+		if len(runs) == 0 {
+			continue
+		}
 		var ns, bpf []float64
 		for _, m := range runs {
 			ns = append(ns, m.NsPerFsync)
@@ -195,10 +198,14 @@ func (r *results) markdown() string {
 	w("Each fdatasync is two ring-buffer records (enter, exit), so events/s is twice the fsync rate. \"Unaccounted\"\n")
 	w("is fsyncgen's count minus etcdscope's, beyond lost+missed. CPU is the etcdscope process's time on CPU\n")
 	w("(its threads' sum_exec_runtime, /proc/PID/task/*/schedstat) over the run, as a share of one core; VmHWM from\n/proc/PID/status at the end.\n\n")
-	w("| fsync/s | output | events/s | made | seen | lost | missed | unaccounted | etcdscope CPU | VmHWM | BPF ns per fsync |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	w("| fsync/s | output (flag) | events/s | made | seen | lost | missed | unaccounted | etcdscope CPU | VmHWM | BPF ns per fsync |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range r.Sweep {
 		un := int64(s.Gen.Fsyncs) - s.Seen - int64(s.Lost/2) - int64(s.Missed)
-		w("| %.0f | %s | %.0f | %.0f | %d | %d | %d | %d | %.1f%% | %.1f MiB | %.0f |\n", s.Gen.RatePerS, s.output(), 2*s.Gen.RatePerS, s.Gen.Fsyncs, s.Seen,
+		out := s.output()
+		if s.Flag != "" {
+			out += " --" + s.Flag
+		}
+		w("| %.0f | %s | %.0f | %.0f | %d | %d | %d | %d | %.1f%% | %.1f MiB | %.0f |\n", s.Gen.RatePerS, out, 2*s.Gen.RatePerS, s.Gen.Fsyncs, s.Seen,
 			s.Lost, s.Missed, un, 100*s.CPUSec/s.Gen.Seconds, float64(s.HWMKiB)/1024, float64(s.BPFNs)/max(s.Gen.Fsyncs, 1))
 	}
 
@@ -330,7 +337,7 @@ func (r *results) goals() [][3]string {
 	}
 	cpu := map[string]float64{} // at 10k fsync/s, by output
 	for i := range r.Sweep {
-		if s := &r.Sweep[i]; s.TargetFsyncPerS == 10e3 {
+		if s := &r.Sweep[i]; s.TargetFsyncPerS == 10e3 && s.Flag == "" {
 			cpu[s.output()] = 100 * s.CPUSec / s.Gen.Seconds
 		}
 	}

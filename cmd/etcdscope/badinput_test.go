@@ -59,6 +59,7 @@ var badInputs = []badInput{
 	{args: []string{"fsync", "--pid", "999999999"}, fix: "pgrep etcd"},
 	{args: []string{"fsync", "--qemu", "1", "--pid", "1"}, fix: "drop one of them"},
 	{args: []string{"fsync", "--qemu", "1", "--workload", "wal"}, fix: "drop one of them"},
+	{args: []string{"fsync", "--qemu", "1", "--writes"}, fix: "drop one of them"},
 	{args: []string{"fsync", "--qemu", "0"}, fix: "pgrep qemu"},
 	{args: []string{"fsync", "--duration", "-1s"}, fix: "give a positive duration"},
 	{args: []string{"fsync", "--duration", "soon"}, fix: "see 'etcdscope fsync --help'"},

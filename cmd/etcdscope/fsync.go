@@ -46,7 +46,7 @@ type fsyncFlags struct {
 
 // writesUsage is --writes' help in fsync and serve: what it adds, and
 // why it is off by default (its cost, bench/findings.md).
-const writesUsage = "also trace write/pwrite64/writev/pwritev(2) on the files the traced processes fsync, split into throttled (balance_dirty_pages), writeback_wait and other (off by default: ~1.5 µs more BPF per fsync and ~1% of a core more at 10k fsync/s)"
+const writesUsage = "also trace write/pwrite64/writev/pwritev(2) on the files the traced processes fsync, split into throttled (balance_dirty_pages), writeback_wait and other (off by default: ~1-1.5 µs more BPF per fsync and 1-3% more of a core at 10k fsync/s, over the 2% goal; bench/findings.md)"
 
 func runFsync(args []string) error {
 	var f fsyncFlags
