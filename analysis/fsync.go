@@ -122,6 +122,9 @@ type FsyncRecord struct {
 	Flushes  int             `json:"flushes"` // flush-role requests waited on
 	Requests []Request       `json:"requests"`
 	Journal  []JournalWindow `json:"journal,omitempty"`
+	// Sched is the call's time by scheduler state, with "other" split
+	// (fsync --sched); nil without it.
+	Sched *Sched `json:"sched,omitempty"`
 }
 
 // DeviceLookup names a filesystem device and lists the whole disks whose
@@ -144,7 +147,10 @@ type Attributor struct {
 	backing  BackingLookup
 	inflight map[uint32]uint64 // tid -> start of an fsync in flight
 	latestNs uint64
-	prunedNs uint64 // latestNs at the last prune
+	prunedNs uint64        // latestNs at the last prune
+	sched    bool          // SetSched: split calls by scheduler state
+	scheds   []event.Sched // in arrival order, ≈ by Ns
+	schedBuf []event.Sched // one call's, reused
 
 	// Per-call scratch and formatting caches: Attribute allocated ~30
 	// times per fsync before them (BenchmarkAttributorFsync).
@@ -260,7 +266,7 @@ func (a *Attributor) reqFormat(op event.Op, flags event.ReqFlags) reqFmt {
 }
 
 // Add records a non-fsync event: event.FsyncEnter, event.Block,
-// event.FlushBio, event.Journal, or event.KernelFsync (attributed at once
+// event.FlushBio, event.Journal, event.Sched, or event.KernelFsync (attributed at once
 // and kept to nest under the stacked-device flush it served). Other values
 // are ignored.
 func (a *Attributor) Add(ev any) {
@@ -275,6 +281,8 @@ func (a *Attributor) Add(ev any) {
 		a.addFlushBio(&e)
 	case event.Journal:
 		a.addJournal(&e)
+	case event.Sched:
+		a.addSched(&e)
 	}
 }
 
@@ -294,6 +302,8 @@ func (a *Attributor) AddEvent(ev *event.Any) {
 		a.addFlushBio(&ev.FlushBio)
 	case event.KindJournal:
 		a.addJournal(&ev.Journal)
+	case event.KindSched:
+		a.addSched(&ev.Sched)
 	}
 }
 
@@ -421,6 +431,7 @@ func (a *Attributor) prune() {
 	if h > 0 {
 		a.hosts = a.hosts[h:]
 	}
+	a.pruneScheds(horizon)
 }
 
 // Attribute partitions f into layers from the events added so far and
@@ -544,7 +555,16 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 			sw.add(j.StartNs, e, catJournal)
 		}
 	}
-	rec.Layers = sw.partition()
+	var call SchedSplit
+	withSched := a.sched && f.Syscall != event.SysKthread // kernel threads' calls are not in inflight.h
+	if withSched {
+		call = a.schedSweep(f.TID, s, e)
+	}
+	var other SchedSplit
+	rec.Layers, other = sw.partition()
+	if withSched {
+		rec.Sched = &Sched{Call: call, Other: other}
+	}
 	if len(*reqs) > 0 {
 		rec.Requests = slices.Clone(*reqs)
 		clear(*reqs) // drop references to the strings and host records
@@ -675,6 +695,10 @@ const (
 	catQueue
 	catData
 	catJournal
+	// Below every I/O layer, what splits "other" (SetSched): the thread
+	// waiting for a CPU or running; uncovered time is then blocked.
+	catRunnable
+	catRunning
 	numCats
 )
 
@@ -707,7 +731,7 @@ func (w *sweep) add(from, to uint64, cat int) {
 	w.points = append(w.points, sweepPoint{from, cat, +1}, sweepPoint{to, cat, -1})
 }
 
-func (w *sweep) partition() Layers {
+func (w *sweep) partition() (Layers, SchedSplit) {
 	// Points with equal t may come in any order: time is credited only
 	// when t advances, after every delta at the previous t is applied.
 	slices.SortFunc(w.points, func(x, y sweepPoint) int { return cmp.Compare(x.t, y.t) })
@@ -724,13 +748,14 @@ func (w *sweep) partition() Layers {
 	if w.e > prev {
 		owned[owner(&active)] += int64(w.e - prev)
 	}
+	other := SchedSplit{RunnableNs: owned[catRunnable], RunningNs: owned[catRunning], BlockedNs: owned[numCats]}
 	return Layers{
 		DeviceFlushNs:   owned[catFlush],
 		BlockQueueNs:    owned[catQueue],
 		DataWritebackNs: owned[catData],
 		JournalNs:       owned[catJournal],
-		OtherNs:         owned[numCats],
-	}
+		OtherNs:         other.Sum(),
+	}, other
 }
 
 func owner(active *[numCats]int) int {

@@ -89,6 +89,23 @@ func (r *FsyncRecord) AppendJSON(dst []byte) []byte {
 		}
 		dst = append(dst, ']')
 	}
+	if r.Sched != nil {
+		dst = append(dst, `,"sched":{"call":`...)
+		dst = r.Sched.Call.appendJSON(dst)
+		dst = append(dst, `,"other":`...)
+		dst = r.Sched.Other.appendJSON(dst)
+		dst = append(dst, '}')
+	}
+	return append(dst, '}')
+}
+
+func (s *SchedSplit) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"runnable_ns":`...)
+	dst = strconv.AppendInt(dst, s.RunnableNs, 10)
+	dst = append(dst, `,"running_ns":`...)
+	dst = strconv.AppendInt(dst, s.RunningNs, 10)
+	dst = append(dst, `,"blocked_ns":`...)
+	dst = strconv.AppendInt(dst, s.BlockedNs, 10)
 	return append(dst, '}')
 }
 

@@ -67,6 +67,10 @@ func fillNonZero(v reflect.Value, depth int, seq *int) {
 			fillNonZero(s.Index(i), depth+1, seq)
 		}
 		v.Set(s)
+	case reflect.Pointer:
+		p := reflect.New(v.Type().Elem())
+		fillNonZero(p.Elem(), depth, seq)
+		v.Set(p)
 	default:
 		panic("fillNonZero: unhandled kind " + v.Kind().String())
 	}

@@ -59,6 +59,10 @@ type Group struct {
 	// rests on a sample with holes (requests unattributed, calls absent).
 	// Empty for a lossless trace.
 	Biased string `json:"biased,omitempty"`
+	// OtherSplit splits the other layer into runnable, running and
+	// blocked (fsync --sched; SchedNames), each with its share of the
+	// group's summed wall time. Absent without --sched.
+	OtherSplit []LayerStat `json:"other_split,omitempty"`
 }
 
 // Report is the end-of-run summary of `etcdscope fsync` (JSON type
@@ -128,6 +132,7 @@ type groupAcc struct {
 	errors   int64
 	commits  int64
 	syscalls []string // distinct, in order of appearance (at most a few)
+	other    otherAcc // the "other" layer's split (--sched)
 }
 
 // NewReportBuilder returns an empty builder.
@@ -162,6 +167,7 @@ func (b *ReportBuilder) Add(r *FsyncRecord) {
 	if !slices.Contains(g.syscalls, r.Syscall) {
 		g.syscalls = append(g.syscalls, r.Syscall)
 	}
+	g.other.add(r.Sched)
 	b.levels.add(r)
 }
 
@@ -176,6 +182,7 @@ func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report
 		out.Syscalls = slices.Sorted(slices.Values(g.syscalls))
 		out.Total = g.totals.Summary()
 		out.Layers = layerStats(LayerNames, g.layers[:], out.Total)
+		out.OtherSplit = g.other.stats(out.Total)
 		if out.Total.Count > 0 {
 			out.FlushesPerFsync = float64(g.flushes) / float64(out.Total.Count)
 		}

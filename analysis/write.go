@@ -70,6 +70,9 @@ type WriteRecord struct {
 	Layers         WriteLayers `json:"layers"`
 	Throttles      uint32      `json:"throttles"`       // balance_dirty_pages sleeps
 	WritebackWaits uint32      `json:"writeback_waits"` // folio_wait_writeback waits
+	// Sched is the call's time by scheduler state, with "other" split
+	// (fsync --sched); nil without it.
+	Sched *Sched `json:"sched,omitempty"`
 }
 
 // AttributeWrite returns w's record (Path and FileKind are left for the
@@ -101,6 +104,9 @@ func (a *Attributor) AttributeWrite(w *event.Write) WriteRecord {
 	left -= rec.Layers.ThrottledNs
 	rec.Layers.WritebackWaitNs = min(int64(w.WritebackWaitNs), left)
 	rec.Layers.OtherNs = left - rec.Layers.WritebackWaitNs
+	if a.sched {
+		rec.Sched = a.writeSched(f.TID, f.StartNs, f.EndNs, rec.Layers.ThrottledNs+rec.Layers.WritebackWaitNs)
+	}
 	return rec
 }
 
@@ -115,6 +121,8 @@ type WriteGroup struct {
 	Throttles      int64 `json:"throttles"`
 	WritebackWaits int64 `json:"writeback_waits"`
 	Errors         int64 `json:"errors"` // calls that returned < 0
+	// OtherSplit: as Group.OtherSplit (fsync --sched).
+	OtherSplit []LayerStat `json:"other_split,omitempty"`
 }
 
 type writeAcc struct {
@@ -125,6 +133,7 @@ type writeAcc struct {
 	waits     int64
 	errors    int64
 	syscalls  []string
+	other     otherAcc
 }
 
 // AddWrite counts one write record in its group.
@@ -147,6 +156,7 @@ func (b *ReportBuilder) AddWrite(r *WriteRecord) {
 	if !slices.Contains(g.syscalls, r.Syscall) {
 		g.syscalls = append(g.syscalls, r.Syscall)
 	}
+	g.other.add(r.Sched)
 }
 
 // writeGroups summarises the write groups, largest first.
@@ -156,6 +166,7 @@ func (b *ReportBuilder) writeGroups() []WriteGroup {
 		wg := WriteGroup{Key: g.key, Syscalls: slices.Sorted(slices.Values(g.syscalls)), Total: g.totals.Summary(),
 			Throttles: g.throttles, WritebackWaits: g.waits, Errors: g.errors}
 		wg.Layers = layerStats(WriteLayerNames, g.layers[:], wg.Total)
+		wg.OtherSplit = g.other.stats(wg.Total)
 		out = append(out, wg)
 	}
 	sort.Slice(out, func(i, j int) bool {

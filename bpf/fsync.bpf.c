@@ -15,6 +15,7 @@
 #include "file.h"
 #include "filecache.h"
 #include "filter.h"
+#include "inflight.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -23,31 +24,6 @@ const struct fsync_event *unused_fsync_event __attribute__((unused));
 const struct fsync_enter_event *unused_fsync_enter __attribute__((unused));
 const enum es_kind *unused_es_kind __attribute__((unused));
 const enum es_syscall *unused_es_syscall __attribute__((unused));
-
-/* struct call: what the enter program keeps for the exit program. The
- * record itself is built at exit, straight in the ring buffer, so a call
- * costs 32 bytes of task storage and no copies of the ~300-byte record. */
-struct call {
-	__u64 start_ns;
-	__u64 cgroup_id;
-	__u64 file; /* the fd's struct file at entry; checked again at exit */
-	__s32 fd;
-	__u8 syscall;
-	__u8 _pad[3];
-	__u32 disk; /* the disk marked busy (events.h), 0: busy_any */
-	__u32 _pad2;
-};
-
-/* inflight: each traced thread's call between enter and exit (a thread is
- * in at most one syscall); start_ns 0 when none. Task storage, not a hash
- * keyed by tid: ~130 ns less per call here, no size limit, and freed with
- * the task. */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct call);
-} inflight SEC(".maps");
 
 /* fill_file names f in e, from files when its entry still holds. */
 static __always_inline void fill_file(struct fsync_event *e, struct file *f)
@@ -124,7 +100,7 @@ static __always_inline int on_exit(long ret)
 	struct fsync_event *e;
 	struct file *f;
 
-	if (!c || !c->start_ns)
+	if (!c || !c->start_ns || c->syscall > ES_SYS_FDATASYNC)
 		return 0;
 	busy_add(c->disk, -1);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);

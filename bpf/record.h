@@ -19,6 +19,7 @@ enum es_kind {
 	ES_KIND_JOURNAL = 4,     /* struct journal_event (journal.h) */
 	ES_KIND_FLUSH_BIO = 5,   /* struct flush_bio_event (block.h) */
 	ES_KIND_WRITE = 6,       /* struct write_event (write.h): one write(2)-family call */
+	ES_KIND_SCHED = 7,       /* struct sched_event (sched.h): a traced thread's scheduler state */
 };
 
 #endif

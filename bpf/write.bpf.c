@@ -27,6 +27,7 @@
 #include "file.h"
 #include "filecache.h"
 #include "filter.h"
+#include "inflight.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -39,42 +40,16 @@ enum wait_kind {
 	WAIT_WRITEBACK = 2,
 };
 
-/* struct wcall: one write call in flight, enter to exit. */
-struct wcall {
-	__u64 start_ns;
-	__u64 cgroup_id;
-	__u64 file; /* the fd's struct file at entry; checked again at exit */
-	__u64 throttled_ns;
-	__u64 writeback_wait_ns;
-	__u64 mark_ns; /* start of the open wait (wait != WAIT_NONE) */
-	__s32 fd;
-	__u32 throttles;
-	__u32 writeback_waits;
-	__u8 syscall;
-	__u8 wait; /* enum wait_kind */
-	__u8 _pad[2];
-};
-
-/* write_inflight: each traced thread's write call between enter and exit
- * (start_ns 0 when none). Task storage: the writeback tracepoints fire in
- * every task that dirties a page, and a lookup on a task without storage
- * is a pointer read. */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct wcall);
-} write_inflight SEC(".maps");
-
-static __always_inline struct wcall *current_call(void)
+static __always_inline struct call *current_call(void)
 {
-	struct wcall *c = bpf_task_storage_get(&write_inflight, bpf_get_current_task_btf(), 0, 0);
+	struct call *c = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, 0);
 
-	return c && c->start_ns ? c : NULL;
+	/* an fsync in flight is fsync.bpf.c's */
+	return c && c->start_ns && c->syscall >= ES_SYS_WRITE ? c : NULL;
 }
 
 /* close_wait ends the open wait of c at now. */
-static __always_inline void close_wait(struct wcall *c, __u64 now)
+static __always_inline void close_wait(struct call *c, __u64 now)
 {
 	if (c->wait == WAIT_THROTTLED)
 		c->throttled_ns += now - c->mark_ns;
@@ -85,7 +60,7 @@ static __always_inline void close_wait(struct wcall *c, __u64 now)
 
 static __always_inline int on_enter(int fd, __u8 syscall)
 {
-	struct wcall c = {}, *slot;
+	struct call c = {}, *slot;
 	struct file *f;
 
 	if (!es_selected(&c.cgroup_id))
@@ -97,7 +72,7 @@ static __always_inline int on_enter(int fd, __u8 syscall)
 	c.fd = fd;
 	c.syscall = syscall;
 	c.start_ns = bpf_ktime_get_ns();
-	slot = bpf_task_storage_get(&write_inflight, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	slot = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!slot) {
 		count_lost();
 		return 0;
@@ -110,7 +85,7 @@ static __always_inline int on_exit(long ret)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 id = bpf_get_current_pid_tgid();
-	struct wcall *c = current_call();
+	struct call *c = current_call();
 	struct write_event *e;
 	struct file_info *fi;
 	struct file *f;
@@ -157,7 +132,7 @@ out:
 SEC("tracepoint/writeback/balance_dirty_pages")
 int balance_dirty_pages(struct trace_event_raw_balance_dirty_pages *ctx)
 {
-	struct wcall *c = current_call();
+	struct call *c = current_call();
 	__u64 now;
 
 	if (!c)
@@ -176,7 +151,7 @@ int balance_dirty_pages(struct trace_event_raw_balance_dirty_pages *ctx)
 SEC("tracepoint/writeback/folio_wait_writeback")
 int folio_wait_writeback(void *ctx)
 {
-	struct wcall *c = current_call();
+	struct call *c = current_call();
 	__u64 now;
 
 	if (!c)
@@ -192,7 +167,7 @@ int folio_wait_writeback(void *ctx)
 SEC("tracepoint/writeback/writeback_dirty_folio")
 int writeback_dirty_folio(void *ctx)
 {
-	struct wcall *c = current_call();
+	struct call *c = current_call();
 
 	if (c && c->wait != WAIT_NONE)
 		close_wait(c, bpf_ktime_get_ns());

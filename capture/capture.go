@@ -55,6 +55,9 @@ type Header struct {
 	Disk string `json:"disk,omitempty"`
 	// Port is the peers tracer's port.
 	Port int `json:"port,omitempty"`
+	// Sched: the run followed the scheduler (fsync --sched): sched lines
+	// follow, and replay splits calls by scheduler state.
+	Sched bool `json:"sched,omitempty"`
 }
 
 // End is the last line: the tracer's counters at the end of the run.
@@ -106,7 +109,7 @@ type line struct {
 	Ino       uint64      `json:"ino,omitempty"`
 
 	// events: "fsync", "kfsync" (a kernel thread's vfs_fsync), "enter",
-	// "block", "journal", "flush_bio", "write", "peer"
+	// "block", "journal", "flush_bio", "write", "sched", "peer"
 	Sys      uint8          `json:"sys,omitempty"`
 	PID      uint32         `json:"pid,omitempty"`
 	TID      uint32         `json:"tid,omitempty"`
@@ -134,6 +137,9 @@ type line struct {
 	Txn      uint32         `json:"txn,omitempty"`
 	Queue    uint64         `json:"queue,omitempty"`
 	Peer     *event.Peer    `json:"peer,omitempty"`
+
+	// sched: event.Sched's state (tid in TID, time in Start)
+	State uint8 `json:"state,omitempty"`
 
 	// write: event.Write's waits (its call in the fsync fields)
 	Throttled uint64 `json:"throttled,omitempty"`
@@ -233,6 +239,8 @@ func (w *Writer) Event(ev *event.Any, path string) error {
 		l = callLine("write", &w.Call)
 		l.Path = path
 		l.Throttled, l.Throttles, l.WBWait, l.WBWaits = w.ThrottledNs, w.Throttles, w.WritebackWaitNs, w.WritebackWaits
+	case event.KindSched:
+		l = line{Type: "sched", TID: ev.Sched.TID, State: uint8(ev.Sched.State), Start: ev.Sched.Ns}
 	default:
 		return fmt.Errorf("capture: event kind %d has no line type", ev.Kind)
 	}
@@ -425,6 +433,9 @@ func (r *Reader) ReadEvent(ev *event.Any) error {
 		ev.Write = event.Write{Call: l.call(), ThrottledNs: l.Throttled, Throttles: l.Throttles,
 			WritebackWaitNs: l.WBWait, WritebackWaits: l.WBWaits}
 		r.path = l.Path
+	case "sched":
+		ev.Kind = event.KindSched
+		ev.Sched = event.Sched{TID: l.TID, State: event.SchedState(l.State), Ns: l.Start}
 	default:
 		return fmt.Errorf("line %d: %q is not an fsync-tracer event", r.n, l.Type)
 	}

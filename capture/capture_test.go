@@ -22,6 +22,8 @@ func TestRoundTrip(t *testing.T) {
 		{Kind: event.KindKernelFsync, Fsync: event.Fsync{Syscall: event.SysKthread, PID: 3, TID: 3, Comm: "kworker", Dev: event.MkDev(254, 1), Ino: 5, FSType: "ext4", StartNs: 121, EndNs: 129}},
 		{Kind: event.KindFsync, Fsync: event.Fsync{Syscall: event.SysFdatasync, PID: 7, TID: 7, Comm: "etcd", FD: 9, Dev: event.MkDev(7, 3), Ino: 12,
 			FSType: "ext4", Names: []string{"0.wal", "wal", "/"}, CgroupID: 77, StartNs: 100, EndNs: 150, Ret: 0}},
+		{Kind: event.KindSched, Sched: event.Sched{TID: 8, State: event.SchedBlocked, Ns: 170}},
+		{Kind: event.KindSched, Sched: event.Sched{TID: 8, State: event.SchedRunning, Ns: 171}},
 		{Kind: event.KindWrite, Write: event.Write{Call: event.Fsync{Syscall: event.SysPwrite64, PID: 7, TID: 8, Comm: "etcd", FD: 9,
 			Dev: event.MkDev(7, 3), Ino: 12, FSType: "ext4", Names: []string{"0.wal", "wal", "/"}, CgroupID: 77, StartNs: 160, EndNs: 990, Ret: 2300},
 			ThrottledNs: 600, Throttles: 2, WritebackWaitNs: 100, WritebackWaits: 1}},

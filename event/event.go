@@ -137,6 +137,25 @@ type Write struct {
 	WritebackWaits  uint32
 }
 
+// SchedState is a thread's scheduler state (bpf/sched.h enum
+// es_sched_state).
+type SchedState uint8
+
+// Scheduler states of a Sched event.
+const (
+	SchedRunning  SchedState = 0 // switched in
+	SchedRunnable SchedState = 1 // woken or preempted: waiting for a CPU
+	SchedBlocked  SchedState = 2 // switched out asleep
+)
+
+// Sched says that thread TID, inside a traced call, entered State at Ns
+// (sched_switch or sched_wakeup; fsync --sched).
+type Sched struct {
+	TID   uint32
+	State SchedState
+	Ns    uint64
+}
+
 // FsyncEnter says that thread TID entered fsync/fdatasync at StartNs; it
 // lets the consumer keep the block events that call may wait on.
 type FsyncEnter struct {
@@ -348,6 +367,7 @@ const (
 	KindJournal
 	KindFlushBio
 	KindWrite
+	KindSched
 )
 
 // Any holds one event of the fsync tracer, of any kind, by value: the
@@ -362,11 +382,12 @@ type Any struct {
 	Journal  Journal
 	FlushBio FlushBio
 	Write    Write
+	Sched    Sched
 }
 
 // Value returns the event as an interface holding event.Fsync,
 // event.KernelFsync, event.FsyncEnter, event.Block, event.Journal or
-// event.FlushBio or event.Write (nil for KindNone).
+// event.FlushBio, event.Write or event.Sched (nil for KindNone).
 func (a *Any) Value() any {
 	switch a.Kind {
 	case KindFsync:
@@ -383,6 +404,8 @@ func (a *Any) Value() any {
 		return a.FlushBio
 	case KindWrite:
 		return a.Write
+	case KindSched:
+		return a.Sched
 	}
 	return nil
 }

@@ -64,6 +64,9 @@ type FsyncConfig struct {
 	// FileKind labels a record by its path; nil: analysis.FileKind
 	// (etcd's data directory layout).
 	FileKind func(path string) string
+	// Sched: the source carries event.Sched (the tracer's
+	// FsyncConfig.Sched), so records get their scheduler split.
+	Sched bool
 }
 
 // Fsync is the fsync tracer's data path. Run it on one goroutine;
@@ -106,6 +109,7 @@ func NewFsync(cfg FsyncConfig) *Fsync {
 		v := p.host.Device(d)
 		return v.Name, v.Disks
 	})
+	p.attr.SetSched(cfg.Sched)
 	p.attr.SetBackingLookup(func(disk event.Dev) (analysis.Backing, bool) {
 		b := p.host.Backing(disk)
 		return analysis.Backing{Dev: b.Dev, Ino: b.Ino, Path: b.Path}, b.OK

@@ -33,7 +33,7 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 	for i := range r.Groups {
 		g := &r.Groups[i]
 		fmt.Fprintf(bw, "\n%s\n", groupTitle(g.Key, g.Syscalls))
-		layerTable(bw, g.Total, g.Layers)
+		layerTable(bw, g.Total, g.Layers, g.OtherSplit)
 		fmt.Fprintf(bw, "  flushes per fsync: %.2f (%d flush request%s); waited on a journal commit: %d; errors: %d\n",
 			g.FlushesPerFsync, g.Flushes, plural(g.Flushes), g.WithCommit, g.Errors)
 		if g.Total.Binned {
@@ -84,7 +84,8 @@ func groupTitle(k analysis.GroupKey, syscalls []string) string {
 }
 
 // layerTable prints a group's total and layer rows with their header.
-func layerTable(w io.Writer, total stats.Summary, layers []analysis.LayerStat) {
+// otherSplit (fsync --sched) is printed under the other row.
+func layerTable(w io.Writer, total stats.Summary, layers, otherSplit []analysis.LayerStat) {
 	fmt.Fprintf(w, "  %-15s %8s %10s %10s %10s %10s %7s\n", "layer", "count", "p50 ms", "p99 ms", "max ms", "mean ms", "share")
 	row := func(name string, s stats.Summary, share float64) {
 		fmt.Fprintf(w, "  %-15s %8d %10s %10s %10s %10s %6.1f%%\n", name, s.Count, analysis.Ms(s.P50), analysis.Ms(s.P99), analysis.Ms(s.Max), analysis.Ms(int64(s.Mean())), 100*share)
@@ -92,12 +93,17 @@ func layerTable(w io.Writer, total stats.Summary, layers []analysis.LayerStat) {
 	row("total", total, 1)
 	for _, l := range layers {
 		row(l.Name, l.Stats, l.Share)
+		if l.Name == analysis.LayerOther {
+			for _, o := range otherSplit {
+				row("  "+o.Name, o.Stats, o.Share)
+			}
+		}
 	}
 }
 
 // writeTable prints a write group (fsync --writes): its layers and waits.
 func writeTable(w io.Writer, g *analysis.WriteGroup) {
-	layerTable(w, g.Total, g.Layers)
+	layerTable(w, g.Total, g.Layers, g.OtherSplit)
 	fmt.Fprintf(w, "  throttled sleeps (balance_dirty_pages): %d; waits on a page under writeback: %d; errors: %d\n",
 		g.Throttles, g.WritebackWaits, g.Errors)
 }

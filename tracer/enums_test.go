@@ -40,6 +40,9 @@ func TestEnumsMatchC(t *testing.T) {
 			"ES_SYS_WRITE": uint64(event.SysWrite), "ES_SYS_PWRITE64": uint64(event.SysPwrite64), "ES_SYS_WRITEV": uint64(event.SysWritev),
 			"ES_SYS_PWRITEV": uint64(event.SysPwritev), "ES_SYS_PWRITEV2": uint64(event.SysPwritev2),
 		}},
+		{loadSched, "es_sched_state", map[string]uint64{
+			"ES_SCHED_RUNNING": uint64(event.SchedRunning), "ES_SCHED_RUNNABLE": uint64(event.SchedRunnable), "ES_SCHED_BLOCKED": uint64(event.SchedBlocked),
+		}},
 		{loadBlock, "es_op", map[string]uint64{
 			"ES_OP_OTHER": uint64(event.OpOther), "ES_OP_READ": uint64(event.OpRead), "ES_OP_WRITE": uint64(event.OpWrite),
 			"ES_OP_FLUSH": uint64(event.OpFlush), "ES_OP_DISCARD": uint64(event.OpDiscard),
@@ -99,7 +102,7 @@ func TestRecordKindsDecode(t *testing.T) {
 	want := map[string]event.Kind{
 		"ES_KIND_FSYNC": event.KindFsync, "ES_KIND_FSYNC_ENTER": event.KindFsyncEnter,
 		"ES_KIND_BLK": event.KindBlock, "ES_KIND_JOURNAL": event.KindJournal, "ES_KIND_FLUSH_BIO": event.KindFlushBio,
-		"ES_KIND_WRITE": event.KindWrite,
+		"ES_KIND_WRITE": event.KindWrite, "ES_KIND_SCHED": event.KindSched,
 	}
 	e := enumOf(t, loadFsync, "es_kind")
 	if len(e.Values) != len(want) {

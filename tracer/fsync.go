@@ -55,6 +55,12 @@ type FsyncConfig struct {
 	// fsync and 1-3% more of a core in the reader at 10k fsync/s
 	// (bench/findings.md).
 	Writes bool
+	// Sched also follows the scheduler (sched_switch, sched_wakeup) for
+	// the threads inside a traced call, to split its "other" time into
+	// runnable, running and blocked (sched.go; fsync --sched). Off by
+	// default: it runs at every context switch on the machine
+	// (bench/findings.md).
+	Sched bool
 }
 
 // FsyncTracer traces fsync/fdatasync calls, the block requests below them
@@ -68,6 +74,7 @@ type FsyncTracer struct {
 	fsync    fsyncObjects
 	block    blockObjects
 	write    writeObjects // loaded only with FsyncConfig.Writes
+	sched    schedObjects // loaded only with FsyncConfig.Sched
 	journal  *ebpf.Collection
 	stacked  *ebpf.Collection
 	jbd2wait *ebpf.Collection
@@ -120,6 +127,11 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 	}
 	if cfg.Writes {
 		if err := t.loadWrite(shared, cfg); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Sched {
+		if err := t.loadSched(shared); err != nil {
 			return nil, err
 		}
 	}
@@ -254,6 +266,10 @@ func (t *FsyncTracer) programs() map[string]*ebpf.Program {
 		progs["folio_wait_writeback"] = t.write.FolioWaitWriteback
 		progs["writeback_dirty_folio"] = t.write.WritebackDirtyFolio
 	}
+	if t.sched.SchedSwitch != nil {
+		progs["sched_switch"] = t.sched.SchedSwitch
+		progs["sched_wakeup"] = t.sched.SchedWakeup
+	}
 	for _, c := range []*ebpf.Collection{t.journal, t.stacked, t.jbd2wait} {
 		if c == nil {
 			continue
@@ -270,7 +286,8 @@ func (t *FsyncTracer) programs() map[string]*ebpf.Program {
 // kernel thread's vfs_fsync (KindKernelFsync), a call's start
 // (KindFsyncEnter), a block request completion (KindBlock), a flush bio
 // (KindFlushBio), a journal commit, log force or wait (KindJournal) or,
-// with FsyncConfig.Writes, a write(2)-family call (KindWrite).
+// with FsyncConfig.Writes, a write(2)-family call (KindWrite) or, with
+// FsyncConfig.Sched, a traced thread's scheduler state (KindSched).
 // Records are decoded by fixed layout (the bpf2go structs), without
 // reflection or allocation once their strings have been seen; strings and
 // the Names slice are shared with other events: read only. It returns
@@ -335,6 +352,13 @@ func (d *decoder) record(ev *event.Any, raw []byte) error {
 		}
 		d.writeRecord(&ev.Write, e)
 		ev.Kind = event.KindWrite
+	case fsyncEsKindES_KIND_SCHED:
+		e, err := fixed[schedSchedEvent](raw, "sched")
+		if err != nil {
+			return err
+		}
+		decodeSched(&ev.Sched, e)
+		ev.Kind = event.KindSched
 	default:
 		return fmt.Errorf("decoding event: unknown kind %d", raw[0])
 	}
@@ -376,7 +400,7 @@ func (t *FsyncTracer) close() error {
 	if t.jbd2wait != nil {
 		t.jbd2wait.Close()
 	}
-	errs = append(errs, t.write.Close(), t.block.Close(), t.fsync.Close())
+	errs = append(errs, t.sched.Close(), t.write.Close(), t.block.Close(), t.fsync.Close())
 	if t.untrace != nil {
 		t.untrace()
 	}

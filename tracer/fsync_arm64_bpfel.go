@@ -14,15 +14,21 @@ import (
 )
 
 type fsyncCall struct {
-	_        structs.HostLayout
-	StartNs  uint64
-	CgroupId uint64
-	File     uint64
-	Fd       int32
-	Syscall  uint8
-	Pad      [3]uint8
-	Disk     uint32
-	Pad2     uint32
+	_               structs.HostLayout
+	StartNs         uint64
+	CgroupId        uint64
+	File            uint64
+	Fd              int32
+	Syscall         uint8
+	Wait            uint8
+	Pad             [2]uint8
+	Disk            uint32
+	Throttles       uint32
+	ThrottledNs     uint64
+	WritebackWaitNs uint64
+	MarkNs          uint64
+	WritebackWaits  uint32
+	Pad2            uint32
 }
 
 type fsyncEsKind uint32
@@ -34,6 +40,7 @@ const (
 	fsyncEsKindES_KIND_JOURNAL     fsyncEsKind = 4
 	fsyncEsKindES_KIND_FLUSH_BIO   fsyncEsKind = 5
 	fsyncEsKindES_KIND_WRITE       fsyncEsKind = 6
+	fsyncEsKindES_KIND_SCHED       fsyncEsKind = 7
 )
 
 type fsyncEsSyscall uint32

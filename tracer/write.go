@@ -35,6 +35,7 @@ func (t *FsyncTracer) loadWrite(shared ebpf.CollectionOptions, cfg FsyncConfig) 
 	opts := shared
 	opts.MapReplacements = maps.Clone(shared.MapReplacements)
 	opts.MapReplacements["files"] = t.fsync.Files
+	opts.MapReplacements["inflight"] = t.fsync.Inflight
 	if err := spec.LoadAndAssign(&t.write, &opts); err != nil {
 		return explainLoad("write programs", err)
 	}

@@ -13,6 +13,24 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type writeCall struct {
+	_               structs.HostLayout
+	StartNs         uint64
+	CgroupId        uint64
+	File            uint64
+	Fd              int32
+	Syscall         uint8
+	Wait            uint8
+	Pad             [2]uint8
+	Disk            uint32
+	Throttles       uint32
+	ThrottledNs     uint64
+	WritebackWaitNs uint64
+	MarkNs          uint64
+	WritebackWaits  uint32
+	Pad2            uint32
+}
+
 type writeFileInfo struct {
 	_             structs.HostLayout
 	Dentry        uint64
@@ -25,22 +43,6 @@ type writeFileInfo struct {
 	Pad           [3]uint8
 	Fstype        [16]int8
 	Names         [4][48]int8
-}
-
-type writeWcall struct {
-	_               structs.HostLayout
-	StartNs         uint64
-	CgroupId        uint64
-	File            uint64
-	ThrottledNs     uint64
-	WritebackWaitNs uint64
-	MarkNs          uint64
-	Fd              int32
-	Throttles       uint32
-	WritebackWaits  uint32
-	Syscall         uint8
-	Wait            uint8
-	Pad             [2]uint8
 }
 
 type writeWriteEvent struct {
@@ -76,9 +78,9 @@ const (
 	writeMapBusyDisks            = "busy_disks"
 	writeMapEvents               = "events"
 	writeMapFiles                = "files"
+	writeMapInflight             = "inflight"
 	writeMapInfoScratch          = "info_scratch"
 	writeMapLostEvents           = "lost_events"
-	writeMapWriteInflight        = "write_inflight"
 	writeProgBalanceDirtyPages   = "balance_dirty_pages"
 	writeProgFolioWaitWriteback  = "folio_wait_writeback"
 	writeProgSysEnterPwrite64    = "sys_enter_pwrite64"
@@ -153,13 +155,13 @@ type writeProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type writeMapSpecs struct {
-	BusyAny       *ebpf.MapSpec `ebpf:"busy_any"`
-	BusyDisks     *ebpf.MapSpec `ebpf:"busy_disks"`
-	Events        *ebpf.MapSpec `ebpf:"events"`
-	Files         *ebpf.MapSpec `ebpf:"files"`
-	InfoScratch   *ebpf.MapSpec `ebpf:"info_scratch"`
-	LostEvents    *ebpf.MapSpec `ebpf:"lost_events"`
-	WriteInflight *ebpf.MapSpec `ebpf:"write_inflight"`
+	BusyAny     *ebpf.MapSpec `ebpf:"busy_any"`
+	BusyDisks   *ebpf.MapSpec `ebpf:"busy_disks"`
+	Events      *ebpf.MapSpec `ebpf:"events"`
+	Files       *ebpf.MapSpec `ebpf:"files"`
+	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
+	InfoScratch *ebpf.MapSpec `ebpf:"info_scratch"`
+	LostEvents  *ebpf.MapSpec `ebpf:"lost_events"`
 }
 
 // writeVariableSpecs contains global variables before they are loaded into the kernel.
@@ -194,13 +196,13 @@ func (o *writeObjects) Close() error {
 //
 // It can be passed to loadWriteObjects or ebpf.CollectionSpec.LoadAndAssign.
 type writeMaps struct {
-	BusyAny       *ebpf.Map `ebpf:"busy_any"`
-	BusyDisks     *ebpf.Map `ebpf:"busy_disks"`
-	Events        *ebpf.Map `ebpf:"events"`
-	Files         *ebpf.Map `ebpf:"files"`
-	InfoScratch   *ebpf.Map `ebpf:"info_scratch"`
-	LostEvents    *ebpf.Map `ebpf:"lost_events"`
-	WriteInflight *ebpf.Map `ebpf:"write_inflight"`
+	BusyAny     *ebpf.Map `ebpf:"busy_any"`
+	BusyDisks   *ebpf.Map `ebpf:"busy_disks"`
+	Events      *ebpf.Map `ebpf:"events"`
+	Files       *ebpf.Map `ebpf:"files"`
+	Inflight    *ebpf.Map `ebpf:"inflight"`
+	InfoScratch *ebpf.Map `ebpf:"info_scratch"`
+	LostEvents  *ebpf.Map `ebpf:"lost_events"`
 }
 
 func (m *writeMaps) Close() error {
@@ -209,9 +211,9 @@ func (m *writeMaps) Close() error {
 		m.BusyDisks,
 		m.Events,
 		m.Files,
+		m.Inflight,
 		m.InfoScratch,
 		m.LostEvents,
-		m.WriteInflight,
 	)
 }
 

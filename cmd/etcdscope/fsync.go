@@ -41,12 +41,16 @@ type fsyncFlags struct {
 	duration, interval, minLatency                time.Duration
 	rate                                          float64
 	ringBytes                                     uint64
-	failOverBudget, writes                        bool
+	failOverBudget, writes, sched                 bool
 }
 
 // writesUsage is --writes' help in fsync and serve: what it adds, and
 // why it is off by default (its cost, bench/findings.md).
 const writesUsage = "also trace write/pwrite64/writev/pwritev(2) on the files the traced processes fsync, split into throttled (balance_dirty_pages), writeback_wait and other (off by default: ~1-1.5 µs more BPF per fsync and 1-3% more of a core at 10k fsync/s, over the 2% goal; bench/findings.md)"
+
+// schedUsage is --sched's help: what it adds, and why it is off by
+// default.
+const schedUsage = "also follow the scheduler (sched_switch, sched_wakeup) for the threads inside a traced call, splitting each call's \"other\" time into runnable (waiting for a CPU), running and blocked (off by default: it runs at every context switch on the machine, ~+50% BPF per fsync and ~+10% on unrelated tasks' context switches; bench/findings.md)"
 
 func runFsync(args []string) error {
 	var f fsyncFlags
@@ -68,6 +72,7 @@ func runFsync(args []string) error {
 	fs.StringVar(&f.capture, "capture", "", "also record the decoded kernel events and the host facts the attribution used to this file (schema capture/v1), for 'etcdscope report FILE' to replay anywhere")
 	fs.BoolVar(&f.failOverBudget, "fail-over-budget", false, failOverBudgetUsage)
 	fs.BoolVar(&f.writes, "writes", false, writesUsage)
+	fs.BoolVar(&f.sched, "sched", false, schedUsage)
 	fs.IntVar(&f.qemu, "qemu", 0, "trace a hypervisor's I/O on its image files instead: the same as 'etcdscope hypervisor --pid N'")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -86,7 +91,7 @@ func runFsync(args []string) error {
 			return usagef("--qemu %d: no such process (see pgrep qemu)", f.qemu)
 		}
 		// Only the flags the hypervisor view shares may come with it.
-		for _, n := range []string{"pid", "comm", "cgroup", "dev", "workload", "dir", "rate", "interval", "min-latency", "ring-size", "writes"} {
+		for _, n := range []string{"pid", "comm", "cgroup", "dev", "workload", "dir", "rate", "interval", "min-latency", "ring-size", "writes", "sched"} {
 			if fs.Changed(n) {
 				return usagef("--qemu traces the hypervisor's image I/O and takes no --%s: drop one of them", n)
 			}
@@ -138,6 +143,7 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 	cfg.Comm = f.comm
 	cfg.RingBytes = ring
 	cfg.Writes = f.writes
+	cfg.Sched = f.sched
 	if f.readyFile != "" {
 		if err := safefile.CheckDir(f.readyFile); err != nil {
 			return cfg, usagef("--ready-file %s: %v", f.readyFile, err)
@@ -253,7 +259,7 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 		info = os.Stderr
 	}
 	rs := pipeline.NewReportSink(f.interval > 0)
-	pcfg := pipeline.FsyncConfig{Disk: cfg.Disk, Sinks: []pipeline.FsyncSink{rs}}
+	pcfg := pipeline.FsyncConfig{Disk: cfg.Disk, Sinks: []pipeline.FsyncSink{rs}, Sched: cfg.Sched}
 	var lines *render.JSONLines
 	if f.output == "json" {
 		lines = render.NewJSONLines(out, f.minLatency)
@@ -261,7 +267,7 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 	}
 	var capw *captureFile
 	if f.capture != "" {
-		h := capture.Header{Tracer: capture.TracerFsync, Command: "fsync", Unavailable: unavailable}
+		h := capture.Header{Tracer: capture.TracerFsync, Command: "fsync", Unavailable: unavailable, Sched: cfg.Sched}
 		if cfg.Disk != 0 {
 			h.Disk = cfg.Disk.String()
 		}

@@ -177,7 +177,7 @@ func replayCapture(in io.Reader, name, output string, failOverBudget bool) error
 
 func replayFsync(rd *capture.Reader, name, output string, failOverBudget bool) error {
 	rs := pipeline.NewReportSink(false)
-	cfg := pipeline.FsyncConfig{Host: pipeline.ReplayHost(rd), Sinks: []pipeline.FsyncSink{rs}}
+	cfg := pipeline.FsyncConfig{Host: pipeline.ReplayHost(rd), Sinks: []pipeline.FsyncSink{rs}, Sched: rd.Header().Sched}
 	if d := rd.Header().Disk; d != "" {
 		dev, err := capture.ParseDev(d)
 		if err != nil {

@@ -1,0 +1,41 @@
+/* The call each traced thread is in: fsync.bpf.c's fsync/fdatasync and
+ * write.bpf.c's write(2) family share one task-storage map (a thread is in
+ * at most one syscall), so sched.bpf.c (--sched) needs one lookup to know
+ * whether a task switching or waking is inside a traced call. Go creates
+ * the map with the fsync object and hands it to the others as a map
+ * replacement. */
+#ifndef ETCDSCOPE_INFLIGHT_H
+#define ETCDSCOPE_INFLIGHT_H
+
+/* struct call: what an enter program keeps for its exit program. The
+ * record itself is built at exit, straight in the ring buffer. */
+struct call {
+	__u64 start_ns; /* 0 when no call is in flight */
+	__u64 cgroup_id;
+	__u64 file; /* the fd's struct file at entry; checked again at exit */
+	__s32 fd;
+	__u8 syscall; /* enum es_syscall: which exit program owns the call */
+	__u8 wait;    /* write.bpf.c: the open wait, enum wait_kind */
+	__u8 _pad[2];
+	__u32 disk;      /* fsync.bpf.c: the disk marked busy (events.h), 0: busy_any */
+	__u32 throttles; /* write.bpf.c, from here on */
+	__u64 throttled_ns;
+	__u64 writeback_wait_ns;
+	__u64 mark_ns; /* start of the open wait */
+	__u32 writeback_waits;
+	__u32 _pad2;
+};
+
+/* inflight: each traced thread's call between enter and exit. Task
+ * storage, not a hash keyed by tid: ~130 ns less per call here, no size
+ * limit, freed with the task, and a lookup on a task without storage (the
+ * writeback and scheduler tracepoints run for every task) is a pointer
+ * read. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct call);
+} inflight SEC(".maps");
+
+#endif

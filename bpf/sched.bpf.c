@@ -1,0 +1,56 @@
+//go:build ignore
+
+/* sched.bpf.c (--sched): the scheduler state changes of a thread while it
+ * is inside a traced call (inflight.h), so that userspace can split the
+ * call's "other" time into waiting for a CPU (runnable), running, and
+ * blocked on something that is not the I/O the layers follow. tp_btf, the
+ * cheapest hook: these run at every context switch and wake-up of every
+ * task on the machine, and for all but the traced threads inside a call
+ * they cost one task-storage lookup per task (two per switch). That tax
+ * on unrelated tasks is why --sched is a flag (bench/findings.md). */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "sched.h"
+#include "events.h"
+#include "inflight.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Keep the types in the object for bpf2go -type. */
+const struct sched_event *unused_sched_event __attribute__((unused));
+const enum es_sched_state *unused_es_sched_state __attribute__((unused));
+
+static __always_inline void note(struct task_struct *t, __u64 now, __u8 state)
+{
+	struct call *c = bpf_task_storage_get(&inflight, t, 0, 0);
+	struct sched_event e = {};
+
+	if (!c || !c->start_ns)
+		return;
+	e.kind = ES_KIND_SCHED;
+	e.state = state;
+	e.tid = t->pid;
+	e.ns = now;
+	emit(&e, sizeof(e));
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
+{
+	__u64 now = bpf_ktime_get_ns();
+
+	/* Preempted, or switched out still TASK_RUNNING (woken before it
+	 * slept, a yield): it waits for a CPU; otherwise it sleeps. */
+	note(prev, now, preempt || prev_state == 0 ? ES_SCHED_RUNNABLE : ES_SCHED_BLOCKED);
+	note(next, now, ES_SCHED_RUNNING);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(sched_wakeup, struct task_struct *p)
+{
+	note(p, bpf_ktime_get_ns(), ES_SCHED_RUNNABLE);
+	return 0;
+}
