@@ -22,13 +22,19 @@ char LICENSE[] SEC("license") = "GPL";
 const struct sched_event *unused_sched_event __attribute__((unused));
 const enum es_sched_state *unused_es_sched_state __attribute__((unused));
 
-static __always_inline void note(struct task_struct *t, __u64 now, __u8 state)
+/* in_call says whether t is inside a traced call: for every other task,
+ * the lookup is all these programs do (no clock read). */
+static __always_inline bool in_call(struct task_struct *t)
 {
 	struct call *c = bpf_task_storage_get(&inflight, t, 0, 0);
+
+	return c && c->start_ns;
+}
+
+static __always_inline void note(struct task_struct *t, __u64 now, __u8 state)
+{
 	struct sched_event e = {};
 
-	if (!c || !c->start_ns)
-		return;
 	e.kind = ES_KIND_SCHED;
 	e.state = state;
 	e.tid = t->pid;
@@ -39,18 +45,25 @@ static __always_inline void note(struct task_struct *t, __u64 now, __u8 state)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
 {
-	__u64 now = bpf_ktime_get_ns();
+	bool p = in_call(prev), n = in_call(next);
+	__u64 now;
 
+	if (!p && !n)
+		return 0;
+	now = bpf_ktime_get_ns();
 	/* Preempted, or switched out still TASK_RUNNING (woken before it
 	 * slept, a yield): it waits for a CPU; otherwise it sleeps. */
-	note(prev, now, preempt || prev_state == 0 ? ES_SCHED_RUNNABLE : ES_SCHED_BLOCKED);
-	note(next, now, ES_SCHED_RUNNING);
+	if (p)
+		note(prev, now, preempt || prev_state == 0 ? ES_SCHED_RUNNABLE : ES_SCHED_BLOCKED);
+	if (n)
+		note(next, now, ES_SCHED_RUNNING);
 	return 0;
 }
 
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(sched_wakeup, struct task_struct *p)
 {
-	note(p, bpf_ktime_get_ns(), ES_SCHED_RUNNABLE);
+	if (in_call(p))
+		note(p, bpf_ktime_get_ns(), ES_SCHED_RUNNABLE);
 	return 0;
 }

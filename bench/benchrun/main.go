@@ -65,7 +65,7 @@ func main() {
 	flag.BoolVar(&o.goBench, "go-bench", true, "run the Go benchmarks too")
 	flag.StringVar(&o.saveJSON, "save", "", "also write the raw results as JSON to this file")
 	flag.StringVar(&o.fromJSON, "from", "", "render -out from results saved with -save, measuring nothing (no root needed)")
-	flag.StringVar(&o.only, "only", "", "comma-separated sections to run (ready,fio,micro,sweep,commit,go); empty: all")
+	flag.StringVar(&o.only, "only", "", "comma-separated sections to run (ready,fio,micro,ctxsw,sweep,commit,go); empty: all")
 	flag.StringVar(&o.microVariants, "micro-variants", strings.Join(microVariants, ","), "comma-separated variants of the fdatasync loop (untraced is the pairing base: keep it)")
 	flag.StringVar(&o.sweepPoints, "sweep-points", "", "comma-separated sweep rows to run, named rate-output[-flag] as in sweepPoints (e.g. 10000-table-writes); empty: all")
 	flag.Parse()
@@ -161,6 +161,11 @@ func run(o options) error {
 	}
 	if o.want("micro") {
 		if err := microSection(o, &r); err != nil {
+			return err
+		}
+	}
+	if o.want("ctxsw") {
+		if err := ctxswSection(o, &r); err != nil {
 			return err
 		}
 	}
@@ -418,7 +423,7 @@ type microRun struct {
 // beyond what its JSON output keeps up with), bpftrace, and etcdscope with
 // each opt-in probe set (kind+flag: --flag), whose cost is why they are
 // flags.
-var microVariants = []string{"untraced", "etcdscope", "bpftrace", "etcdscope+writes"}
+var microVariants = []string{"untraced", "etcdscope", "bpftrace", "etcdscope+writes", "etcdscope+sched"}
 
 func microSection(o options, r *results) error {
 	variants := strings.Split(o.microVariants, ",")
@@ -450,6 +455,65 @@ func microSection(o options, r *results) error {
 	return nil
 }
 
+// ctxswRun is one run of fsyncgen -pingpong: a pipe ping-pong between two
+// threads on one CPU that makes no fsync, under a tracer or none.
+type ctxswRun struct {
+	NsPerRoundTrip float64
+	RoundTrips     float64
+	BPFNs, BPFRuns uint64 // the tracer's programs
+}
+
+// ctxswVariants: no tracer, etcdscope as by default, and with --sched,
+// whose sched_switch/sched_wakeup programs run at every switch on the
+// machine.
+var ctxswVariants = []string{"untraced", "etcdscope-table", "etcdscope-table+sched"}
+
+// ctxswSection measures what a tracer costs tasks it does not trace: the
+// ping-pong's round trip, interleaved rounds, paired with untraced.
+func ctxswSection(o options, r *results) error {
+	r.Ctxsw = map[string][]ctxswRun{}
+	for round := 0; round < o.microRounds; round++ {
+		for k := range ctxswVariants {
+			v := ctxswVariants[(k+round)%len(ctxswVariants)]
+			var cr ctxswRun
+			gen := func() error {
+				var out, stderr bytes.Buffer
+				cmd := exec.Command(o.fsyncgen, "-pingpong", "-duration", "1s")
+				cmd.Stdout, cmd.Stderr = &out, &stderr
+				if err := startChild(cmd); err != nil {
+					return err
+				}
+				if err := waitChild(cmd); err != nil {
+					return fmt.Errorf("fsyncgen -pingpong: %w: %s", err, stderr.String())
+				}
+				var g struct {
+					RoundTrips float64 `json:"round_trips"`
+					Ns         float64 `json:"ns_per_round_trip"`
+				}
+				if err := json.Unmarshal(out.Bytes(), &g); err != nil {
+					return err
+				}
+				cr.NsPerRoundTrip, cr.RoundTrips = g.Ns, g.RoundTrips
+				return nil
+			}
+			var err error
+			if v == "untraced" {
+				err = gen()
+			} else {
+				var progs []progStat
+				_, _, progs, _, err = traced(o, v, "fsyncgen", gen)
+				cr.BPFNs, cr.BPFRuns = sumRunTime(progs)
+			}
+			if err != nil {
+				return fmt.Errorf("ping-pong round %d, %s: %w", round+1, v, err)
+			}
+			r.Ctxsw[v] = append(r.Ctxsw[v], cr)
+			logf("pipe ping-pong round %d/%d %-22s %6.0f ns per round trip", round+1, o.microRounds, v, cr.NsPerRoundTrip)
+		}
+	}
+	return nil
+}
+
 // sweepRow is one paced rate of the event-rate sweep, traced by etcdscope.
 type sweepRow struct {
 	TargetFsyncPerS float64
@@ -468,7 +532,8 @@ type sweepRow struct {
 }
 
 // sweepPoint is one row of the event-rate sweep: a rate, etcdscope's
-// output, and an opt-in flag ("" or writes: table output with --writes).
+// output, and an opt-in flag ("", writes or sched: the table output with
+// --writes or --sched).
 type sweepPoint struct {
 	rate   float64
 	output string
@@ -485,7 +550,7 @@ func (p sweepPoint) name() string {
 
 // sweepPoints: JSON at every rate; the default table output at 10k too,
 // where the userspace goal is checked, and there with each opt-in flag.
-var sweepPoints = []sweepPoint{{10e3, "json", ""}, {10e3, "table", ""}, {10e3, "table", "writes"}, {50e3, "json", ""}, {100e3, "json", ""}}
+var sweepPoints = []sweepPoint{{10e3, "json", ""}, {10e3, "table", ""}, {10e3, "table", "writes"}, {10e3, "table", "sched"}, {50e3, "json", ""}, {100e3, "json", ""}}
 
 func sweepSection(o options, r *results) error {
 	for _, p := range sweepPoints {

@@ -23,6 +23,7 @@ type results struct {
 	Fio               map[string][]fioRun
 	BiolatencyWhy     string
 	Micro             map[string][]microRun
+	Ctxsw             map[string][]ctxswRun `json:",omitempty"`
 	Sweep             []sweepRow
 	Commit            map[string][]commitRun // by variant, one per round
 	CommitWhy         string                 // why the commit section did not run
@@ -192,6 +193,42 @@ func (r *results) markdown() string {
 		w("| %s | %.0f | %+.0f [%+.0f, %+.0f] | %.0f |\n", v, median(ns), d.Median, d.Lo, d.Hi, median(bpf))
 	}
 
+	if len(r.Ctxsw) > 0 {
+		w("\n## The tax on unrelated tasks' context switches\n\n")
+		w("`fsyncgen -pingpong -duration 1s`: two threads pinned to CPU 0 pass a byte through two pipes (two context\n")
+		w("switches a round trip, no fsync), %d interleaved rounds, under no tracer, `etcdscope fsync --comm fsyncgen`\n", o.microRounds)
+		w("and the same with `--sched`. Nothing here is traced: what a variant adds is what its programs cost tasks\n")
+		w("they do not trace (with --sched: sched_switch and sched_wakeup at every switch, one task-storage lookup\n")
+		w("per task).\n\n")
+		w("| variant | ns per round trip (median) | added, paired with untraced [95%% CI] | BPF ns per round trip |\n|---|---|---|---|\n")
+		for _, v := range ctxswVariants {
+			runs := r.Ctxsw[v]
+			if len(runs) == 0 {
+				continue
+			}
+			var ns, bpf []float64
+			for _, c := range runs {
+				ns = append(ns, c.NsPerRoundTrip)
+				if c.RoundTrips > 0 {
+					bpf = append(bpf, float64(c.BPFNs)/c.RoundTrips)
+				}
+			}
+			if v == "untraced" {
+				w("| untraced | %.0f | — | — |\n", median(ns))
+				continue
+			}
+			var d []float64
+			for i, c := range runs {
+				if i < len(r.Ctxsw["untraced"]) {
+					d = append(d, c.NsPerRoundTrip-r.Ctxsw["untraced"][i].NsPerRoundTrip)
+				}
+			}
+			ds := summarize(d)
+			w("| %s | %.0f | %+.0f [%+.0f, %+.0f] (%+.1f%%) | %.0f |\n", v, median(ns), ds.Median, ds.Lo, ds.Hi,
+				100*ds.Median/median(r.ctxswNs("untraced")), median(bpf))
+		}
+	}
+
 	w("\n## Event rate sweep: lost events and userspace cost\n\n")
 	w("`fsyncgen -threads 2 -rate R` on /dev/shm for %gs, traced by `etcdscope fsync --comm fsyncgen --output json` (one JSON\n", o.sweepSeconds)
 	w("line per fsync, to a file on tmpfs) and, at 10k fsync/s, also with the default table output (a report at exit).\n")
@@ -247,6 +284,15 @@ func (r *results) markdown() string {
 		w("\n%s", b)
 	}
 	return b.String()
+}
+
+// ctxswNs is variant v's ns per ping-pong round trip, per round.
+func (r *results) ctxswNs(v string) []float64 {
+	var out []float64
+	for _, c := range r.Ctxsw[v] {
+		out = append(out, c.NsPerRoundTrip)
+	}
+	return out
 }
 
 // microDelta pairs each traced microbenchmark round with the untraced one.

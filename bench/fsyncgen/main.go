@@ -4,6 +4,10 @@
 // On tmpfs fdatasync does no I/O, so the rate is bounded by the CPU, and
 // the time per call is the syscall plus whatever tracing adds to it.
 //
+// With -pingpong it makes no fsync: two threads pinned to CPU 0 pass a
+// byte through two pipes, and it prints
+// {"round_trips": N, "seconds": S, "ns_per_round_trip": T}.
+//
 // It prints one JSON object to stdout when done:
 //
 //	{"fsyncs": N, "seconds": S, "rate_per_s": R, "ns_per_fsync": T}
@@ -31,7 +35,15 @@ func main() {
 	threads := flag.Int("threads", 1, "writer threads, one file each")
 	rate := flag.Float64("rate", 0, "total fdatasync calls per second (0: unpaced)")
 	dur := flag.Duration("duration", 2*time.Second, "how long to run")
+	pingpong := flag.Bool("pingpong", false, "instead: two threads on CPU 0 pass a byte back and forth through pipes (two context switches a round trip, no fsync): the tax a tracer puts on unrelated tasks' switches")
 	flag.Parse()
+	if *pingpong {
+		if err := pingPong(*dur); err != nil {
+			fmt.Fprintln(os.Stderr, "fsyncgen:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*dir, *threads, *rate, *dur); err != nil {
 		fmt.Fprintln(os.Stderr, "fsyncgen:", err)
 		os.Exit(1)
@@ -113,4 +125,64 @@ func run(dir string, threads int, rate float64, dur time.Duration) error {
 		out["ns_per_fsync"] = secs * 1e9 * float64(threads) / float64(n)
 	}
 	return json.NewEncoder(os.Stdout).Encode(out)
+}
+
+// pingPong passes a byte between two threads pinned to CPU 0 through two
+// pipes for d: each round trip is two context switches.
+func pingPong(d time.Duration) error {
+	var ab, ba [2]int
+	if err := unix.Pipe(ab[:]); err != nil {
+		return err
+	}
+	if err := unix.Pipe(ba[:]); err != nil {
+		return err
+	}
+	for _, fd := range []int{ab[0], ba[0], ba[1]} { // ab[1] is closed to end the echo
+		defer unix.Close(fd)
+	}
+	pin := func() error {
+		runtime.LockOSThread()
+		var set unix.CPUSet
+		set.Set(0)
+		return unix.SchedSetaffinity(0, &set)
+	}
+	errs := make(chan error, 1)
+	go func() { // the echo side; ends when the other closes its pipe
+		if err := pin(); err != nil {
+			errs <- err
+			return
+		}
+		b := make([]byte, 1)
+		for {
+			if n, err := unix.Read(ab[0], b); err != nil || n == 0 {
+				errs <- err
+				return
+			}
+			if _, err := unix.Write(ba[1], b); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	if err := pin(); err != nil {
+		return err
+	}
+	b := []byte{1}
+	var n int64
+	start := time.Now()
+	deadline := start.Add(d)
+	for ; n&1023 != 0 || time.Now().Before(deadline); n++ {
+		if _, err := unix.Write(ab[1], b); err != nil {
+			return err
+		}
+		if _, err := unix.Read(ba[0], b); err != nil {
+			return err
+		}
+	}
+	secs := time.Since(start).Seconds()
+	unix.Close(ab[1])
+	if err := <-errs; err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(map[string]float64{"round_trips": float64(n), "seconds": secs, "ns_per_round_trip": secs * 1e9 / float64(n)})
 }

@@ -50,7 +50,7 @@ const writesUsage = "also trace write/pwrite64/writev/pwritev(2) on the files th
 
 // schedUsage is --sched's help: what it adds, and why it is off by
 // default.
-const schedUsage = "also follow the scheduler (sched_switch, sched_wakeup) for the threads inside a traced call, splitting each call's \"other\" time into runnable (waiting for a CPU), running and blocked (off by default: it runs at every context switch on the machine, ~+50% BPF per fsync and ~+10% on unrelated tasks' context switches; bench/findings.md)"
+const schedUsage = "also follow the scheduler (sched_switch, sched_wakeup) for the threads inside a traced call, splitting each call's \"other\" time into runnable (waiting for a CPU), running and blocked (off by default: it runs at every context switch on the machine: +50-80% BPF per WAL fsync here, ~0.45 µs per pipe round trip of tasks it does not trace; bench/findings.md)"
 
 func runFsync(args []string) error {
 	var f fsyncFlags
