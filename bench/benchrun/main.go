@@ -426,41 +426,40 @@ type microRun struct {
 var microVariants = []string{"untraced", "etcdscope", "bpftrace", "etcdscope+writes", "etcdscope+sched"}
 
 func microSection(o options, r *results) error {
-	variants := strings.Split(o.microVariants, ",")
 	r.Micro = map[string][]microRun{}
+	return interleaved(o, strings.Split(o.microVariants, ","), r.Micro, "fdatasync loop", "ns per pwrite+fdatasync",
+		func(mr *microRun) error {
+			g, err := runGen(o, "-threads", "1", "-duration", "1s")
+			mr.NsPerFsync, mr.Fsyncs = g.NsPerFsync, g.Fsyncs
+			return err
+		})
+}
+
+// interleaved runs gen under each variant (a tracer kind, or untraced) in
+// o.microRounds rounds, rotating the order one per round so no variant
+// always runs first, and appends each run to runs[variant], with its
+// tracer's BPF run time.
+func interleaved(o options, variants []string, runs map[string][]microRun, what, unit string, gen func(*microRun) error) error {
 	for round := 0; round < o.microRounds; round++ {
 		for k := range variants {
 			v := variants[(k+round)%len(variants)]
 			var mr microRun
-			gen := func() error {
-				g, err := runGen(o, "-threads", "1", "-duration", "1s")
-				mr.NsPerFsync, mr.Fsyncs = g.NsPerFsync, g.Fsyncs
-				return err
-			}
 			var err error
 			if v == "untraced" {
-				err = gen()
+				err = gen(&mr)
 			} else {
 				var progs []progStat
-				_, _, progs, _, err = traced(o, v, "fsyncgen", gen)
+				_, _, progs, _, err = traced(o, v, "fsyncgen", func() error { return gen(&mr) })
 				mr.BPFNs, mr.BPFRuns = sumRunTime(progs)
 			}
 			if err != nil {
-				return fmt.Errorf("microbenchmark round %d, %s: %w", round+1, v, err)
+				return fmt.Errorf("%s round %d, %s: %w", what, round+1, v, err)
 			}
-			r.Micro[v] = append(r.Micro[v], mr)
-			logf("fdatasync loop round %d/%d %-10s %6.0f ns per pwrite+fdatasync", round+1, o.microRounds, v, mr.NsPerFsync)
+			runs[v] = append(runs[v], mr)
+			logf("%s round %d/%d %-22s %6.0f %s", what, round+1, o.microRounds, v, mr.NsPerFsync, unit)
 		}
 	}
 	return nil
-}
-
-// ctxswRun is one run of fsyncgen -pingpong: a pipe ping-pong between two
-// threads on one CPU that makes no fsync, under a tracer or none.
-type ctxswRun struct {
-	NsPerRoundTrip float64
-	RoundTrips     float64
-	BPFNs, BPFRuns uint64 // the tracer's programs
 }
 
 // ctxswVariants: no tracer, etcdscope as by default, and with --sched,
@@ -468,50 +467,32 @@ type ctxswRun struct {
 // machine.
 var ctxswVariants = []string{"untraced", "etcdscope-table", "etcdscope-table+sched"}
 
-// ctxswSection measures what a tracer costs tasks it does not trace: the
-// ping-pong's round trip, interleaved rounds, paired with untraced.
+// ctxswSection measures what a tracer costs tasks it does not trace: a
+// pipe ping-pong between two threads on one CPU that makes no fsync
+// (fsyncgen -pingpong), interleaved rounds paired with untraced. Its runs
+// are microRuns whose "fsyncs" are round trips.
 func ctxswSection(o options, r *results) error {
-	r.Ctxsw = map[string][]ctxswRun{}
-	for round := 0; round < o.microRounds; round++ {
-		for k := range ctxswVariants {
-			v := ctxswVariants[(k+round)%len(ctxswVariants)]
-			var cr ctxswRun
-			gen := func() error {
-				var out, stderr bytes.Buffer
-				cmd := exec.Command(o.fsyncgen, "-pingpong", "-duration", "1s")
-				cmd.Stdout, cmd.Stderr = &out, &stderr
-				if err := startChild(cmd); err != nil {
-					return err
-				}
-				if err := waitChild(cmd); err != nil {
-					return fmt.Errorf("fsyncgen -pingpong: %w: %s", err, stderr.String())
-				}
-				var g struct {
-					RoundTrips float64 `json:"round_trips"`
-					Ns         float64 `json:"ns_per_round_trip"`
-				}
-				if err := json.Unmarshal(out.Bytes(), &g); err != nil {
-					return err
-				}
-				cr.NsPerRoundTrip, cr.RoundTrips = g.Ns, g.RoundTrips
-				return nil
-			}
-			var err error
-			if v == "untraced" {
-				err = gen()
-			} else {
-				var progs []progStat
-				_, _, progs, _, err = traced(o, v, "fsyncgen", gen)
-				cr.BPFNs, cr.BPFRuns = sumRunTime(progs)
-			}
-			if err != nil {
-				return fmt.Errorf("ping-pong round %d, %s: %w", round+1, v, err)
-			}
-			r.Ctxsw[v] = append(r.Ctxsw[v], cr)
-			logf("pipe ping-pong round %d/%d %-22s %6.0f ns per round trip", round+1, o.microRounds, v, cr.NsPerRoundTrip)
+	r.Ctxsw = map[string][]microRun{}
+	return interleaved(o, ctxswVariants, r.Ctxsw, "pipe ping-pong", "ns per round trip", func(mr *microRun) error {
+		var out, stderr bytes.Buffer
+		cmd := exec.Command(o.fsyncgen, "-pingpong", "-duration", "1s")
+		cmd.Stdout, cmd.Stderr = &out, &stderr
+		if err := startChild(cmd); err != nil {
+			return err
 		}
-	}
-	return nil
+		if err := waitChild(cmd); err != nil {
+			return fmt.Errorf("fsyncgen -pingpong: %w: %s", err, stderr.String())
+		}
+		var g struct {
+			RoundTrips float64 `json:"round_trips"`
+			Ns         float64 `json:"ns_per_round_trip"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &g); err != nil {
+			return err
+		}
+		mr.NsPerFsync, mr.Fsyncs = g.Ns, g.RoundTrips
+		return nil
+	})
 }
 
 // sweepRow is one paced rate of the event-rate sweep, traced by etcdscope.

@@ -23,7 +23,7 @@ type results struct {
 	Fio               map[string][]fioRun
 	BiolatencyWhy     string
 	Micro             map[string][]microRun
-	Ctxsw             map[string][]ctxswRun `json:",omitempty"`
+	Ctxsw             map[string][]microRun `json:",omitempty"` // "fsyncs" are ping-pong round trips
 	Sweep             []sweepRow
 	Commit            map[string][]commitRun // by variant, one per round
 	CommitWhy         string                 // why the commit section did not run
@@ -173,26 +173,7 @@ func (r *results) markdown() string {
 	w("(syscall tracepoints on, the enter and exit programs; no block events). etcdscope cannot keep up with\n")
 	w("this rate in userspace; the kernel side is measured all the same (a full ring buffer costs a failed reserve).\n\n")
 	w("| variant | ns per call (median) | added ns per call, paired [95%% CI] | BPF ns per fsync (bpf_stats) |\n|---|---|---|---|\n")
-	for _, v := range microVariants {
-		runs := r.Micro[v]
-		if len(runs) == 0 {
-			continue
-		}
-		var ns, bpf []float64
-		for _, m := range runs {
-			ns = append(ns, m.NsPerFsync)
-			if m.Fsyncs > 0 {
-				bpf = append(bpf, float64(m.BPFNs)/m.Fsyncs)
-			}
-		}
-		if v == "untraced" {
-			w("| untraced | %.0f | — | — |\n", median(ns))
-			continue
-		}
-		d := summarize(r.microDelta(v))
-		w("| %s | %.0f | %+.0f [%+.0f, %+.0f] | %.0f |\n", v, median(ns), d.Median, d.Lo, d.Hi, median(bpf))
-	}
-
+	pairedTable(w, microVariants, r.Micro)
 	if len(r.Ctxsw) > 0 {
 		w("\n## The tax on unrelated tasks' context switches\n\n")
 		w("`fsyncgen -pingpong -duration 1s`: two threads pinned to CPU 0 pass a byte through two pipes (two context\n")
@@ -201,32 +182,7 @@ func (r *results) markdown() string {
 		w("they do not trace (with --sched: sched_switch and sched_wakeup at every switch, one task-storage lookup\n")
 		w("per task).\n\n")
 		w("| variant | ns per round trip (median) | added, paired with untraced [95%% CI] | BPF ns per round trip |\n|---|---|---|---|\n")
-		for _, v := range ctxswVariants {
-			runs := r.Ctxsw[v]
-			if len(runs) == 0 {
-				continue
-			}
-			var ns, bpf []float64
-			for _, c := range runs {
-				ns = append(ns, c.NsPerRoundTrip)
-				if c.RoundTrips > 0 {
-					bpf = append(bpf, float64(c.BPFNs)/c.RoundTrips)
-				}
-			}
-			if v == "untraced" {
-				w("| untraced | %.0f | — | — |\n", median(ns))
-				continue
-			}
-			var d []float64
-			for i, c := range runs {
-				if i < len(r.Ctxsw["untraced"]) {
-					d = append(d, c.NsPerRoundTrip-r.Ctxsw["untraced"][i].NsPerRoundTrip)
-				}
-			}
-			ds := summarize(d)
-			w("| %s | %.0f | %+.0f [%+.0f, %+.0f] (%+.1f%%) | %.0f |\n", v, median(ns), ds.Median, ds.Lo, ds.Hi,
-				100*ds.Median/median(r.ctxswNs("untraced")), median(bpf))
-		}
+		pairedTable(w, ctxswVariants, r.Ctxsw)
 	}
 
 	w("\n## Event rate sweep: lost events and userspace cost\n\n")
@@ -286,13 +242,36 @@ func (r *results) markdown() string {
 	return b.String()
 }
 
-// ctxswNs is variant v's ns per ping-pong round trip, per round.
-func (r *results) ctxswNs(v string) []float64 {
-	var out []float64
-	for _, c := range r.Ctxsw[v] {
-		out = append(out, c.NsPerRoundTrip)
+// pairedTable writes the rows of an interleaved benchmark: each variant's
+// median ns per operation, what it adds paired round by round with the
+// untraced run (and as a share of untraced's median), and its tracer's
+// BPF time per operation.
+func pairedTable(w func(string, ...any), variants []string, runs map[string][]microRun) {
+	base := runs["untraced"]
+	var baseNs []float64
+	for _, m := range base {
+		baseNs = append(baseNs, m.NsPerFsync)
 	}
-	return out
+	for _, v := range variants {
+		var ns, bpf, d []float64
+		for i, m := range runs[v] {
+			ns = append(ns, m.NsPerFsync)
+			if m.Fsyncs > 0 {
+				bpf = append(bpf, float64(m.BPFNs)/m.Fsyncs)
+			}
+			if i < len(base) {
+				d = append(d, m.NsPerFsync-base[i].NsPerFsync)
+			}
+		}
+		switch {
+		case len(ns) == 0:
+		case v == "untraced":
+			w("| untraced | %.0f | — | — |\n", median(ns))
+		default:
+			ds := summarize(d)
+			w("| %s | %.0f | %+.0f [%+.0f, %+.0f] (%+.1f%%) | %.0f |\n", v, median(ns), ds.Median, ds.Lo, ds.Hi, 100*ds.Median/median(baseNs), median(bpf))
+		}
+	}
 }
 
 // microDelta pairs each traced microbenchmark round with the untraced one.
