@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -87,4 +88,91 @@ func TestFsyncTracerSeesOwnFdatasync(t *testing.T) {
 		t.Fatalf("lost %d events", lost)
 	}
 	t.Logf("%d fdatasync, %d block requests, %d flushes; probes %+v", fsyncs, blocks, flushes, tr.Probes())
+}
+
+// TestFsyncTracerWritesAndSched: with Writes and Sched, each write(2) on a
+// file this process has fsynced arrives with its file, size and no wait
+// longer than the call, writes to a file never fsynced do not, and the
+// fdatasync thread's scheduler changes arrive only inside its calls.
+func TestFsyncTracerWritesAndSched(t *testing.T) {
+	testenv.RequireRoot(t)
+	tr, err := NewFsync(FsyncConfig{PID: uint32(os.Getpid()), Writes: true, Sched: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	open := func() (*os.File, unix.Stat_t) {
+		f, err := os.CreateTemp("/var/tmp", "etcdscope-tracer-*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close(); os.Remove(f.Name()) })
+		var st unix.Stat_t
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+			t.Fatal(err)
+		}
+		return f, st
+	}
+	synced, st := open()
+	unsynced, _ := open()
+	const n = 20
+	tids := make(chan int, 1)
+	go func() {
+		runtime.LockOSThread() // one thread: its tid names its events
+		tids <- unix.Gettid()
+		buf := make([]byte, 2300)
+		unix.Fdatasync(int(synced.Fd())) // from here on the file is followed
+		for i := 0; i < n; i++ {
+			unix.Write(int(unsynced.Fd()), buf)
+			unix.Write(int(synced.Fd()), buf)
+			unix.Fdatasync(int(synced.Fd()))
+		}
+		time.Sleep(200 * time.Millisecond)
+		tr.Close()
+	}()
+	tid := uint32(<-tids)
+	var writes, scheds int
+	var calls [][2]uint64 // the thread's fdatasyncs and writes
+	var states []event.Sched
+	for {
+		var a event.Any
+		if err := tr.Read(&a); err != nil {
+			break
+		}
+		switch a.Kind {
+		case event.KindWrite:
+			w := a.Write
+			if w.Call.Syscall != event.SysWrite || w.Call.Ino != st.Ino || w.Call.Ret != 2300 || w.Call.TID != tid ||
+				w.ThrottledNs+w.WritebackWaitNs > w.Call.EndNs-w.Call.StartNs || len(w.Call.Names) == 0 {
+				t.Errorf("unexpected write event %+v (want ino %d of thread %d)", w, st.Ino, tid)
+			}
+			writes++
+			calls = append(calls, [2]uint64{w.Call.StartNs, w.Call.EndNs})
+		case event.KindFsync:
+			if a.Fsync.TID == tid {
+				calls = append(calls, [2]uint64{a.Fsync.StartNs, a.Fsync.EndNs})
+			}
+		case event.KindSched:
+			if a.Sched.TID == tid {
+				states = append(states, a.Sched)
+			}
+			scheds++
+		}
+	}
+	if writes != n {
+		t.Errorf("traced %d writes, made %d to the fsynced file (and %d to one never fsynced)", writes, n, n)
+	}
+	if len(states) == 0 {
+		t.Errorf("no scheduler event of the fdatasync thread in %d calls (its fdatasyncs sleep on the disk)", len(calls))
+	}
+	for _, s := range states {
+		in := false
+		for _, c := range calls {
+			in = in || (s.Ns >= c[0] && s.Ns <= c[1])
+		}
+		if !in {
+			t.Errorf("scheduler event %+v outside the thread's traced calls", s)
+		}
+	}
+	t.Logf("%d writes, %d scheduler events (%d of the thread)", writes, scheds, len(states))
 }

@@ -30,6 +30,13 @@ func TestCloseTwiceReadAfterClose(t *testing.T) {
 			}
 			return tr, func() error { return tr.Read(&event.Any{}) }, nil
 		}},
+		{"fsync --writes --sched", &FsyncTracer{}, func() (interface{ Close() error }, func() error, error) {
+			tr, err := NewFsync(FsyncConfig{Writes: true, Sched: true})
+			if err != nil {
+				return nil, nil, err
+			}
+			return tr, func() error { return tr.Read(&event.Any{}) }, nil
+		}},
 		{"peers", &PeersTracer{}, func() (interface{ Close() error }, func() error, error) {
 			tr, err := NewPeers(PeersConfig{})
 			if err != nil {
