@@ -17,8 +17,17 @@ import (
 // the fsync, block and journal programs, compiled against the 6.18 BTF of
 // the build machine, load there by CO-RE and see fdatasync on a raw loop
 // device (the guest has only tmpfs; loop turns each flush into an fsync of
-// its backing file, so flush requests appear).
+// its backing file, so flush requests appear). Then again with the opt-in
+// write and scheduler programs (--writes, --sched): each pwrite64 after
+// the device node's first fdatasync arrives, and the fdatasync thread's
+// scheduler changes do (it sleeps on the loop worker).
 func TestFsyncTracerOnVMKernel(t *testing.T) {
+	for _, cfg := range []FsyncConfig{{}, {Writes: true, Sched: true}} {
+		t.Run(fmt.Sprintf("writes=%v,sched=%v", cfg.Writes, cfg.Sched), func(t *testing.T) { vmFsyncs(t, cfg) })
+	}
+}
+
+func vmFsyncs(t *testing.T, cfg FsyncConfig) {
 	img, err := os.CreateTemp("/tmp", "vm-loop-*.img")
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +40,8 @@ func TestFsyncTracerOnVMKernel(t *testing.T) {
 	}
 	defer detach()
 
-	tr, err := NewFsync(FsyncConfig{PID: uint32(os.Getpid())})
+	cfg.PID = uint32(os.Getpid())
+	tr, err := NewFsync(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +64,7 @@ func TestFsyncTracerOnVMKernel(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		tr.Drain()
 	}()
-	var fsyncs, flushes int
+	var fsyncs, flushes, writes, scheds int
 	for {
 		var a event.Any
 		if err := tr.Read(&a); err != nil {
@@ -70,11 +80,25 @@ func TestFsyncTracerOnVMKernel(t *testing.T) {
 			if e.IsFlush() {
 				flushes++
 			}
+		case event.Write:
+			if e.Call.IsBlockdev && e.Call.Syscall == event.SysPwrite64 && e.Call.Ret == 4096 {
+				writes++
+			}
+		case event.Sched:
+			scheds++
 		}
 	}
-	t.Logf("%d fdatasync, %d flush requests on %s", fsyncs, flushes, dev)
+	t.Logf("%d fdatasync, %d flush requests, %d writes, %d scheduler events on %s", fsyncs, flushes, writes, scheds, dev)
 	if fsyncs != n || flushes < n {
 		t.Fatalf("saw %d fdatasync (want %d) and %d flushes (want ≥ %d)", fsyncs, n, flushes, n)
+	}
+	// The first write comes before the node's first fdatasync: not
+	// followed yet.
+	if cfg.Writes && writes != n-1 {
+		t.Errorf("saw %d writes, want %d", writes, n-1)
+	}
+	if cfg.Sched && scheds == 0 {
+		t.Error("no scheduler event in the fdatasync calls")
 	}
 }
 
