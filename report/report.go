@@ -39,8 +39,10 @@ import (
 type Input struct {
 	// Title names the page, typically the recording's file name.
 	Title string
-	// Fsyncs and Summary: a recording read by analysis.ReadJSONL.
+	// Fsyncs, Writes and Summary: a recording read by
+	// analysis.ReadJSONLWrites (Writes only from fsync --writes).
 	Fsyncs  []analysis.FsyncRecord
+	Writes  []analysis.WriteRecord
 	Summary analysis.Report
 	// Peers: events of a peers/v1 recording (etcdmetric.ReadRecording);
 	// nil when the recording has none, and the page says so.
@@ -112,8 +114,12 @@ type groupView struct {
 	Title   string
 	Summary string
 	Verdict string
-	Bars    svgChart
-	Heatmap svgChart
+	// Other splits the other layer by scheduler state (fsync --sched);
+	// Writes summarises the write calls before the group's fsyncs (fsync
+	// --writes). "" without them.
+	Other, Writes string
+	Bars          svgChart
+	Heatmap       svgChart
 }
 
 // overviewRow is one line of the table at the top of the page.
@@ -165,7 +171,7 @@ func Render(w io.Writer, in Input) error {
 }
 
 func build(in Input) page {
-	rep := analysis.BuildReport(in.Fsyncs, in.Summary.LostEvents, in.Summary.MissedEvents, in.Summary.Unavailable)
+	rep := analysis.BuildReportWrites(in.Fsyncs, in.Writes, in.Summary.LostEvents, in.Summary.MissedEvents, in.Summary.Unavailable)
 	p := page{Title: in.Title, Generated: time.Now().UTC().Format(time.RFC3339), Fsyncs: len(in.Fsyncs),
 		Lost: rep.LostEvents, Missed: rep.MissedEvents, LossUnknown: in.Summary.LossUnknown, Unavailable: rep.Unavailable, NoFsyncs: len(in.Fsyncs) == 0}
 	p.Legend = layerParts()
@@ -202,6 +208,8 @@ func build(in Input) page {
 			Summary: fmt.Sprintf("%s; p50 %s ms, p99 %s ms, max %s ms; %.2f flushes per call",
 				plural(g.Total.Count, "call"), analysis.Ms(g.Total.P50), analysis.Ms(g.Total.P99), analysis.Ms(g.Total.Max), g.FlushesPerFsync),
 			Verdict: g.Verdict,
+			Other:   otherLine(g.OtherSplit),
+			Writes:  writesLine(rep.Writes, g.Key),
 			Bars:    layerBars(recs),
 			Heatmap: heatmap(recs, t0, t1, g.Key.FileKind == analysis.KindWAL, in.Summary.MonoToWallNs),
 		}
@@ -231,6 +239,36 @@ func build(in Input) page {
 		p.Peers, p.PeerLegend, p.PeersNote = c, legend, note
 	}
 	return p
+}
+
+// otherLine says how the other layer splits by scheduler state, as shares
+// of the group's time ("" without --sched).
+func otherLine(parts []analysis.LayerStat) string {
+	if len(parts) == 0 {
+		return ""
+	}
+	var out []string
+	for _, p := range parts {
+		out = append(out, fmt.Sprintf("%s %.1f%%", p.Name, 100*p.Share))
+	}
+	return "other, by the thread's scheduler state: " + strings.Join(out, ", ")
+}
+
+// writesLine summarises the write calls with key k ("" without --writes).
+func writesLine(ws []analysis.WriteGroup, k analysis.GroupKey) string {
+	for _, w := range ws {
+		if w.Key != k {
+			continue
+		}
+		var parts []string
+		for _, l := range w.Layers {
+			parts = append(parts, fmt.Sprintf("%s %.1f%%", l.Name, 100*l.Share))
+		}
+		return fmt.Sprintf("the write calls before them (%s): %s; p50 %s ms, p99 %s ms, max %s ms; %s; %d throttled sleeps, %d waits on a page under writeback",
+			strings.Join(w.Syscalls, ", "), plural(w.Total.Count, "call"), analysis.Ms(w.Total.P50), analysis.Ms(w.Total.P99), analysis.Ms(w.Total.Max),
+			strings.Join(parts, ", "), w.Throttles, w.WritebackWaits)
+	}
+	return ""
 }
 
 // kindRank orders file kinds on the page: the WAL first (the budgeted

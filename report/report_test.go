@@ -392,3 +392,30 @@ func TestHeatmapWallClock(t *testing.T) {
 		t.Errorf("relative axis: %s", rel)
 	}
 }
+
+// TestPageWritesAndSched: a group's section says how its other layer
+// splits by scheduler state (--sched) and summarises the write calls
+// before its fsyncs (--writes); without them it says neither.
+func TestPageWritesAndSched(t *testing.T) {
+	rec := analysis.FsyncRecord{Type: "fsync", PID: 1, Comm: "etcd", Dev: "254:1", FS: "ext4", FileKind: analysis.KindWAL,
+		Syscall: "fdatasync", StartNs: 1e9, EndNs: 1e9 + 4e6, TotalNs: 4e6, Layers: analysis.Layers{DeviceFlushNs: 2e6, OtherNs: 2e6},
+		Sched: &analysis.Sched{Call: analysis.SchedSplit{RunnableNs: 1e6, RunningNs: 1e6, BlockedNs: 2e6},
+			Other: analysis.SchedSplit{RunnableNs: 1e6, RunningNs: 5e5, BlockedNs: 5e5}}}
+	w := analysis.WriteRecord{Type: "write", PID: 1, Comm: "etcd", Dev: "254:1", FS: "ext4", FileKind: analysis.KindWAL,
+		Syscall: "write", TotalNs: 8e6, Layers: analysis.WriteLayers{ThrottledNs: 6e6, OtherNs: 2e6}, Throttles: 1}
+	p := build(Input{Title: "t", Fsyncs: []analysis.FsyncRecord{rec}, Writes: []analysis.WriteRecord{w}})
+	if len(p.Groups) != 1 {
+		t.Fatalf("%d groups", len(p.Groups))
+	}
+	g := p.Groups[0]
+	if want := "other, by the thread's scheduler state: runnable 25.0%, running 12.5%, blocked 12.5%"; g.Other != want {
+		t.Errorf("other line %q, want %q", g.Other, want)
+	}
+	if !strings.Contains(g.Writes, "(write): 1 call") || !strings.Contains(g.Writes, "throttled 75.0%") || !strings.Contains(g.Writes, "1 throttled sleeps") {
+		t.Errorf("writes line %q", g.Writes)
+	}
+	rec.Sched = nil
+	if g := build(Input{Title: "t", Fsyncs: []analysis.FsyncRecord{rec}}).Groups[0]; g.Other != "" || g.Writes != "" {
+		t.Errorf("without --sched and --writes: %q, %q", g.Other, g.Writes)
+	}
+}

@@ -114,7 +114,7 @@ func runReport(args []string) error {
 	rep := analysis.BuildReportWrites(recs, writes, sum.LostEvents, sum.MissedEvents, sum.Unavailable)
 	rep.LossUnknown = sum.LossUnknown
 	if *htmlOut != "" {
-		if err := writeHTMLReport(*htmlOut, fs.Arg(0), *peersIn, *mergeIn, recs, sum); err != nil {
+		if err := writeHTMLReport(*htmlOut, fs.Arg(0), *peersIn, *mergeIn, recs, writes, sum); err != nil {
 			return err
 		}
 		warn()
@@ -254,8 +254,8 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 
 // writeHTMLReport renders the page (package report) to out, with the peers
 // recording and the merge output if given.
-func writeHTMLReport(out, name, peersPath, mergePath string, recs []analysis.FsyncRecord, sum analysis.Report) error {
-	in := report.Input{Title: filepath.Base(name), Fsyncs: recs, Summary: sum}
+func writeHTMLReport(out, name, peersPath, mergePath string, recs []analysis.FsyncRecord, writes []analysis.WriteRecord, sum analysis.Report) error {
+	in := report.Input{Title: filepath.Base(name), Fsyncs: recs, Writes: writes, Summary: sum}
 	if mergePath != "" {
 		f, err := os.Open(mergePath)
 		if err != nil {
