@@ -4,8 +4,8 @@
  * pwritev2(2) of the traced processes on a file the fsync tracer follows
  * (one it has named for an fsync: filecache.h), with the part of the call
  * spent throttled in balance_dirty_pages and waiting for a page under
- * writeback. etcd's WAL appends with write(2) and bbolt with pwrite64(2)
- * and writev(2)... before each fdatasync: a write that blocks is commit
+ * writeback. etcd's WAL appends with write(2) and bbolt writes its pages
+ * with pwrite64(2), before each fdatasync: a write that blocks is commit
  * latency that etcd's fsync metric does not see.
  *
  * The kernel marks the start of both waits, not their end:
