@@ -37,15 +37,18 @@
 //  1. device_flush: issue → complete of a flush-role request (for a flush
 //     the flush state machine completed without issuing it, because it
 //     joined a flush already in flight: from its bio's queueing on);
-//  2. block_queue: insert → issue of any counted request; a flush request
+//  2. block_queue: insert → issue of any counted request (for one on a
+//     disk beneath a dm disk, from the remap that queued its bio there);
+//     a flush request
 //     made by the flush state machine (block/blk-flush.c) is issued from
 //     kblockd with no insert event, so its queue time runs from the latest
 //     flush bio (REQ_OP_FLUSH or REQ_PREFLUSH, tracepoint block_bio_queue)
 //     queued on the disk inside [s, issue] that no other request claimed;
 //  3. data_writeback: issue → complete of a data-role request;
-//  4. journal: issue → complete of a journal-role request, or a journal
-//     commit/log-force window;
-//  5. other: nothing of the above (syscall entry, page-cache walk, locks,
+//  4. journal: issue → complete of a journal-role request;
+//  5. dm: queue → complete of a bio on a device-mapper disk (below);
+//  6. journal: a journal commit/log-force window;
+//  7. other: nothing of the above (syscall entry, page-cache walk, locks,
 //     scheduling, waiting on another task's work that left no trace).
 //
 // Because each instant has one owner, the layers sum exactly to e − s and
@@ -62,6 +65,18 @@
 // partition is unchanged (the host work is inside its device_flush time);
 // BuildLevels tabulates the levels, with the share of the guest's device
 // flush time that the host fsyncs account for.
+//
+// Device-mapper. A dm disk makes no requests: its bios are sent on
+// (block_bio_remap) to the disks beneath, whose requests count for F as if
+// they were on D's disks (found through the remaps seen). A dm bio F waited
+// on (completed inside [s, e], the request roles' rule) counts from its
+// queueing to its completion on the dm disk in a sixth layer, dm, ranked
+// below every request (so a clone's requests beneath own their time) and
+// above the journal windows: what is left of it is the target's hold, before
+// the remap (dm-delay's delay) and after the clone's completion. A request
+// beneath waits from the remap that queued its bio there (block_queue).
+// FsyncRecord.DM splits the call into the filesystem's, the dm target's and
+// the lower disks' levels, which sum to e − s.
 //
 // Where it is exact and where it is not. With one fsyncing thread per
 // filesystem the partition is exact to the tracepoints' resolution. When

@@ -20,11 +20,15 @@ const (
 	LayerJournal       = "journal"
 	LayerDeviceFlush   = "device_flush"
 	LayerBlockQueue    = "block_queue"
+	LayerDM            = "dm"
 	LayerOther         = "other"
 )
 
 // LayerNames lists the layers in report order.
-var LayerNames = []string{LayerDataWriteback, LayerJournal, LayerDeviceFlush, LayerBlockQueue, LayerOther}
+var LayerNames = []string{LayerDataWriteback, LayerJournal, LayerDeviceFlush, LayerBlockQueue, LayerDM, LayerOther}
+
+// numLayers is len(LayerNames), for per-layer arrays.
+const numLayers = 6
 
 // Layers is the partition of one fsync's wall time, in ns; the fields sum
 // exactly to the fsync's total (see the package doc for the rule).
@@ -33,7 +37,12 @@ type Layers struct {
 	JournalNs       int64 `json:"journal_ns"`
 	DeviceFlushNs   int64 `json:"device_flush_ns"`
 	BlockQueueNs    int64 `json:"block_queue_ns"`
-	OtherNs         int64 `json:"other_ns"`
+	// DMNs: a device-mapper target held one of the call's bios (queued
+	// on the dm device, not yet remapped; or its clone done beneath and
+	// the bio not yet completed): dm-delay's delay, for one. Left out of
+	// JSON when 0 (no dm device under the call).
+	DMNs    int64 `json:"dm_ns,omitempty"`
+	OtherNs int64 `json:"other_ns"`
 }
 
 // Get returns the layer called name (one of LayerNames), in ns.
@@ -47,13 +56,15 @@ func (l Layers) Get(name string) int64 {
 		return l.DeviceFlushNs
 	case LayerBlockQueue:
 		return l.BlockQueueNs
+	case LayerDM:
+		return l.DMNs
 	}
 	return l.OtherNs
 }
 
 // Sum returns the sum of all layers, ns.
 func (l Layers) Sum() int64 {
-	return l.DataWritebackNs + l.JournalNs + l.DeviceFlushNs + l.BlockQueueNs + l.OtherNs
+	return l.DataWritebackNs + l.JournalNs + l.DeviceFlushNs + l.BlockQueueNs + l.DMNs + l.OtherNs
 }
 
 // Request roles.
@@ -78,6 +89,14 @@ type Request struct {
 	// NotIssued: a flush the flush state machine completed without
 	// issuing it, because it rode on a flush already in flight.
 	NotIssued bool `json:"not_issued,omitempty"`
+	// DM marks a bio on a device-mapper disk (Dev), not a request: IssueNs
+	// is when it was queued there, CompleteNs when it completed there.
+	// RemapNs is when dm sent it (its first clone of the same kind: a
+	// flush for a flush) on to disk Target ("": no remap seen in its
+	// window); RemapNs − IssueNs is the target's hold before the remap.
+	DM      bool   `json:"dm,omitempty"`
+	RemapNs uint64 `json:"remap_ns,omitempty"`
+	Target  string `json:"target,omitempty"`
 	// Host holds, for a flush on a stacked device (loop), the fsyncs the
 	// driver made of its backing file while the flush was in flight: the
 	// host level, each with its own layers and requests.
@@ -125,6 +144,43 @@ type FsyncRecord struct {
 	// Sched is the call's time by scheduler state, with "other" split
 	// (fsync --sched); nil without it.
 	Sched *Sched `json:"sched,omitempty"`
+	// DM is the device-mapper level under the call, when its filesystem
+	// is on a dm device (nil otherwise).
+	DM *DMLevel `json:"dm,omitempty"`
+}
+
+// DMLevel splits an fsync on a device-mapper device into levels: the
+// filesystem's own time (TotalNs − HeldNs − Lower.Sum()), the time the dm
+// target held the call's bios (HeldNs, the record's Layers.DMNs) and the
+// time the disks beneath it spent on the call's requests (Lower: the
+// part of the record's device_flush, block_queue, data_writeback and
+// journal layers that their requests own). The three sum to TotalNs.
+type DMLevel struct {
+	Dev     string `json:"dev"`      // the dm disk, major:minor
+	DevName string `json:"dev_name"` // e.g. dm-0
+	// Targets are the disks beneath (major:minor) its remaps named, and
+	// TargetNames their kernel names, in the same order.
+	Targets     []string `json:"targets,omitempty"`
+	TargetNames []string `json:"target_names,omitempty"`
+	Bios        int      `json:"bios"`    // dm bios the call waited on
+	HeldNs      int64    `json:"held_ns"` // = Layers.DMNs
+	Lower       Layers   `json:"lower"`   // other_ns and dm_ns always 0
+}
+
+// Beneath names the disks beneath, comma-separated: each by its kernel
+// name, or major:minor where it has none.
+func (d *DMLevel) Beneath() string {
+	var b strings.Builder
+	for i, t := range d.Targets {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if i < len(d.TargetNames) && d.TargetNames[i] != "" {
+			t = d.TargetNames[i]
+		}
+		b.WriteString(t)
+	}
+	return b.String()
 }
 
 // DeviceLookup names a filesystem device and lists the whole disks whose
@@ -143,7 +199,12 @@ type Attributor struct {
 	partial  map[uint64]event.Block
 	journals []event.Journal
 	bios     []event.FlushBio // flush bios, by QueueNs
-	hosts    []FsyncRecord    // attributed kernel-thread fsyncs, by EndNs
+	dmbios   []event.DMBio    // bios of dm disks, by CompleteNs
+	remaps   []event.BioRemap // by RemapNs
+	// lower: dm disk -> the disks beneath it its remaps named (at most
+	// maxLower each), kept for the run.
+	lower    map[event.Dev][]event.Dev
+	hosts    []FsyncRecord // attributed kernel-thread fsyncs, by EndNs
 	backing  BackingLookup
 	inflight map[uint32]uint64 // tid -> start of an fsync in flight
 	latestNs uint64
@@ -154,9 +215,11 @@ type Attributor struct {
 
 	// Per-call scratch and formatting caches: Attribute allocated ~30
 	// times per fsync before them (BenchmarkAttributorFsync).
-	reqs    []Request // the requests of the call being attributed
-	used    []int     // indexes into bios claimed by this call's flushes
-	sw      sweep     // its points slice is reused
+	reqs    []Request   // the requests of the call being attributed
+	used    []int       // indexes into bios claimed by this call's flushes
+	usedRm  []int       // indexes into remaps claimed by this call's dm bios
+	all     []event.Dev // this call's disks and the disks beneath them
+	sw      sweep       // its points slice is reused
 	devs    map[event.Dev]string
 	disks   map[event.Dev]diskNames
 	reqFmts map[reqFmtKey]reqFmt
@@ -213,7 +276,8 @@ func (a *Attributor) SetBackingLookup(lookup BackingLookup) { a.backing = lookup
 // NewAttributor returns an Attributor resolving devices with lookup.
 func NewAttributor(lookup DeviceLookup) *Attributor {
 	return &Attributor{lookup: lookup, partial: map[uint64]event.Block{}, inflight: map[uint32]uint64{},
-		devs: map[event.Dev]string{}, disks: map[event.Dev]diskNames{}, reqFmts: map[reqFmtKey]reqFmt{}}
+		devs: map[event.Dev]string{}, disks: map[event.Dev]diskNames{}, reqFmts: map[reqFmtKey]reqFmt{},
+		lower: map[event.Dev][]event.Dev{}}
 }
 
 // devString is d.String(), formatted once per device.
@@ -266,9 +330,9 @@ func (a *Attributor) reqFormat(op event.Op, flags event.ReqFlags) reqFmt {
 }
 
 // Add records a non-fsync event: event.FsyncEnter, event.Block,
-// event.FlushBio, event.Journal, event.Sched, or event.KernelFsync (attributed at once
-// and kept to nest under the stacked-device flush it served). Other values
-// are ignored.
+// event.FlushBio, event.DMBio, event.BioRemap, event.Journal, event.Sched,
+// or event.KernelFsync (attributed at once and kept to nest under the
+// stacked-device flush it served). Other values are ignored.
 func (a *Attributor) Add(ev any) {
 	switch e := ev.(type) {
 	case event.KernelFsync:
@@ -279,6 +343,10 @@ func (a *Attributor) Add(ev any) {
 		a.addBlock(&e)
 	case event.FlushBio:
 		a.addFlushBio(&e)
+	case event.DMBio:
+		a.addDMBio(&e)
+	case event.BioRemap:
+		a.addRemap(&e)
 	case event.Journal:
 		a.addJournal(&e)
 	case event.Sched:
@@ -300,6 +368,10 @@ func (a *Attributor) AddEvent(ev *event.Any) {
 		a.addBlock(&b)
 	case event.KindFlushBio:
 		a.addFlushBio(&ev.FlushBio)
+	case event.KindDMBio:
+		a.addDMBio(&ev.DMBio)
+	case event.KindBioRemap:
+		a.addRemap(&ev.Remap)
 	case event.KindJournal:
 		a.addJournal(&ev.Journal)
 	case event.KindSched:
@@ -343,6 +415,45 @@ func (a *Attributor) addFlushBio(e *event.FlushBio) {
 	a.bios = append(a.bios, *e)
 }
 
+func (a *Attributor) addDMBio(e *event.DMBio) {
+	a.see(e.CompleteNs)
+	a.dmbios = append(a.dmbios, *e)
+}
+
+// maxLower bounds the disks remembered beneath one dm disk, and
+// maxStacked the dm disks remembered (against a stream of bogus devices).
+const (
+	maxLower   = 8
+	maxStacked = 1024
+)
+
+func (a *Attributor) addRemap(e *event.BioRemap) {
+	a.see(e.RemapNs)
+	a.remaps = append(a.remaps, *e)
+	l := a.lower[e.Dev]
+	if !slices.Contains(l, e.Target) && len(l) < maxLower {
+		if l == nil && len(a.lower) >= maxStacked {
+			clear(a.lower)
+		}
+		a.lower[e.Dev] = append(l, e.Target)
+	}
+}
+
+// allDisks returns disks and, through the remaps seen, every disk stacked
+// beneath them (device-mapper over a loop device, dm over dm), in
+// a.all: valid until the next call.
+func (a *Attributor) allDisks(disks []event.Dev) []event.Dev {
+	a.all = append(a.all[:0], disks...)
+	for i := 0; i < len(a.all) && i < 64; i++ {
+		for _, d := range a.lower[a.all[i]] {
+			if !slices.Contains(a.all, d) {
+				a.all = append(a.all, d)
+			}
+		}
+	}
+	return a.all
+}
+
 func (a *Attributor) addJournal(e *event.Journal) {
 	a.see(e.StartNs)
 	a.see(e.EndNs)
@@ -379,7 +490,7 @@ func (a *Attributor) see(ns uint64) {
 // Retained returns how many block and journal events are held; a bound on
 // memory that benchmarks watch.
 func (a *Attributor) Retained() int {
-	return len(a.blocks) + len(a.journals) + len(a.partial) + len(a.bios) + len(a.hosts)
+	return len(a.blocks) + len(a.journals) + len(a.partial) + len(a.bios) + len(a.hosts) + len(a.dmbios) + len(a.remaps)
 }
 
 // prune drops events that no fsync in flight or still to come can need.
@@ -398,13 +509,7 @@ func (a *Attributor) prune() {
 			horizon = start
 		}
 	}
-	i := 0
-	for i < len(a.blocks) && a.blocks[i].CompleteNs < horizon {
-		i++
-	}
-	if i > 0 {
-		a.blocks = a.blocks[i:]
-	}
+	a.blocks = dropBefore(a.blocks, horizon, func(b *event.Block) uint64 { return b.CompleteNs })
 	j := 0
 	for _, jw := range a.journals {
 		end := jw.EndNs
@@ -417,21 +522,36 @@ func (a *Attributor) prune() {
 		}
 	}
 	a.journals = a.journals[:j]
-	k := 0
-	for k < len(a.bios) && a.bios[k].QueueNs < horizon {
-		k++
-	}
-	if k > 0 {
-		a.bios = a.bios[k:]
-	}
-	h := 0
-	for h < len(a.hosts) && a.hosts[h].EndNs < horizon {
-		h++
-	}
-	if h > 0 {
-		a.hosts = a.hosts[h:]
-	}
+	a.bios = dropBefore(a.bios, horizon, func(b *event.FlushBio) uint64 { return b.QueueNs })
+	a.dmbios = dropBefore(a.dmbios, horizon, func(b *event.DMBio) uint64 { return b.CompleteNs })
+	a.remaps = dropBefore(a.remaps, horizon, func(r *event.BioRemap) uint64 { return r.RemapNs })
+	a.hosts = dropBefore(a.hosts, horizon, func(h *FsyncRecord) uint64 { return h.EndNs })
 	a.pruneScheds(horizon)
+}
+
+// around returns the part of s, events in arrival order (≈ by key: a
+// little out of order across CPUs, between timestamp and ring
+// reservation), whose key may lie in [from, to]: from the first within
+// skew before from to the last within skew after to. Callers check
+// [from, to] exactly; only the events near it are looked at.
+func around[T any](s []T, from, to uint64, key func(*T) uint64) []T {
+	const skew = 10e6
+	lo := sort.Search(len(s), func(i int) bool { return key(&s[i])+skew >= from })
+	hi := lo
+	for hi < len(s) && key(&s[hi]) <= to+skew {
+		hi++
+	}
+	return s[lo:hi]
+}
+
+// dropBefore returns s without its leading elements whose key is before
+// horizon (s is in arrival order, ≈ by key).
+func dropBefore[T any](s []T, horizon uint64, key func(*T) uint64) []T {
+	i := 0
+	for i < len(s) && key(&s[i]) < horizon {
+		i++
+	}
+	return s[i:]
 }
 
 // Attribute partitions f into layers from the events added so far and
@@ -464,23 +584,20 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 	sw := &a.sw
 	sw.init(s, e)
 	a.used = a.used[:0]
+	a.usedRm = a.usedRm[:0]
+	all := a.allDisks(disks)
 	// Requests collect in a.reqs and are copied out at the end: one
 	// allocation of the right size instead of append's growth.
 	a.reqs = a.reqs[:0]
 	reqs := &a.reqs
 
-	// Blocks are nearly sorted by completion; start a little early to
-	// absorb cross-CPU skew between timestamp and reservation.
-	const skew = 10e6
-	lo := sort.Search(len(a.blocks), func(i int) bool { return a.blocks[i].CompleteNs+skew >= s })
-	for i := lo; i < len(a.blocks); i++ {
-		b := &a.blocks[i]
-		if b.CompleteNs > e+skew {
-			break
-		}
-		if b.CompleteNs < s || b.CompleteNs > e || !containsDev(disks, b.Dev) {
+	blocks := around(a.blocks, s, e, func(b *event.Block) uint64 { return b.CompleteNs })
+	for i := range blocks {
+		b := &blocks[i]
+		if b.CompleteNs < s || b.CompleteNs > e || !containsDev(all, b.Dev) {
 			continue
 		}
+		lower := !containsDev(disks, b.Dev) // on a disk beneath a dm disk
 		role := roleOf(b, f.TID)
 		if role == "" {
 			continue
@@ -495,7 +612,7 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 		issue := b.IssueNs
 		switch {
 		case b.InsertNs != 0 && b.IssueNs > b.InsertNs:
-			sw.add(b.InsertNs, b.IssueNs, catQueue)
+			sw.addAt(b.InsertNs, b.IssueNs, catQueue, lower)
 		case role == RoleFlush && b.InsertNs == 0 && b.IssueNs == 0:
 			// Completed by the flush state machine without being issued:
 			// it waited, from its bio's queueing, on a flush already in
@@ -512,7 +629,15 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 			// flush bio on the disk was queued before it.
 			if q, ok := a.flushAsked(b.Dev, s, b.IssueNs); ok {
 				(*reqs)[len(*reqs)-1].InsertNs = q
-				sw.add(q, b.IssueNs, catQueue)
+				sw.addAt(q, b.IssueNs, catQueue, lower)
+			}
+		}
+		if lower && role != RoleFlush {
+			// It waited on the disk beneath from its remap, when dm
+			// queued its bio there (in a plug, until inserted or
+			// issued from it).
+			if r, ok := a.remapBefore(b, s); ok {
+				sw.addAt(r, b.IssueNs, catQueue, true)
 			}
 		}
 		if issue == 0 {
@@ -521,38 +646,34 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 		switch role {
 		case RoleFlush:
 			rec.Flushes++
-			sw.add(issue, b.CompleteNs, catFlush)
+			sw.addAt(issue, b.CompleteNs, catFlush, lower)
 		case RoleData:
-			sw.add(issue, b.CompleteNs, catData)
+			sw.addAt(issue, b.CompleteNs, catData, lower)
 		case RoleJournal:
-			sw.add(issue, b.CompleteNs, catJournal)
+			sw.addAt(issue, b.CompleteNs, catJournal, lower)
 		}
 	}
-	// Journal events arrive ≈ in emit order, like blocks: skip to s.
-	jlo := sort.Search(len(a.journals), func(i int) bool { return journalKey(&a.journals[i])+skew >= s })
-	for _, j := range a.journals[jlo:] {
-		if journalKey(&j) > e+skew {
-			break
-		}
+	dm := a.attributeDM(&rec, f.TID, s, e, all)
+	for _, j := range around(a.journals, s, e, journalKey) {
 		switch j.Source {
 		case event.JournalJBD2Commit:
 			if j.Dev != f.Dev || j.EndNs < s || j.EndNs > e {
 				continue
 			}
 			rec.Journal = append(rec.Journal, JournalWindow{Source: j.Source.String(), Dev: a.devString(j.Dev), Txn: j.Txn, StartNs: j.StartNs, EndNs: j.EndNs})
-			sw.add(j.StartNs, j.EndNs, catJournal)
+			sw.add(j.StartNs, j.EndNs, catJournalWindow)
 		case event.JournalJBD2Wait:
 			if j.TID != f.TID || j.StartNs < s || j.EndNs > e {
 				continue
 			}
 			rec.Journal = append(rec.Journal, JournalWindow{Source: j.Source.String(), Dev: a.devString(j.Dev), Txn: j.Txn, StartNs: j.StartNs, EndNs: j.EndNs})
-			sw.add(j.StartNs, j.EndNs, catJournal)
+			sw.add(j.StartNs, j.EndNs, catJournalWindow)
 		case event.JournalXFSLogForce:
 			if j.Dev != f.Dev || j.TID != f.TID || j.StartNs < s || j.StartNs > e {
 				continue
 			}
 			rec.Journal = append(rec.Journal, JournalWindow{Source: j.Source.String(), Dev: a.devString(j.Dev), StartNs: j.StartNs, EndNs: e})
-			sw.add(j.StartNs, e, catJournal)
+			sw.add(j.StartNs, e, catJournalWindow)
 		}
 	}
 	var call SchedSplit
@@ -561,9 +682,15 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 		call = a.schedSweep(f.TID, s, e)
 	}
 	var other SchedSplit
-	rec.Layers, other = sw.partition()
+	var lowerLayers Layers
+	rec.Layers, other, lowerLayers = sw.partition()
 	if withSched {
 		rec.Sched = &Sched{Call: call, Other: other}
+	}
+	if dm != nil {
+		dm.HeldNs = rec.Layers.DMNs
+		dm.Lower = lowerLayers
+		rec.DM = dm
 	}
 	if len(*reqs) > 0 {
 		rec.Requests = slices.Clone(*reqs)
@@ -577,6 +704,100 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 		a.prune()
 	}
 	return rec
+}
+
+// attributeDM adds to rec's requests and to the sweep the bios of dm
+// disks among all that the call waited on (completed inside [s, e], with
+// a role by roleOf's rule), each with the first unclaimed remap of the
+// same kind from its disk inside its window, and returns the call's dm
+// level (nil when there was none).
+func (a *Attributor) attributeDM(rec *FsyncRecord, tid uint32, s, e uint64, all []event.Dev) *DMLevel {
+	if len(a.dmbios) == 0 {
+		return nil
+	}
+	var lvl *DMLevel
+	bios := around(a.dmbios, s, e, func(b *event.DMBio) uint64 { return b.CompleteNs })
+	for i := range bios {
+		b := &bios[i]
+		if b.CompleteNs < s || b.CompleteNs > e || !containsDev(all, b.Dev) {
+			continue
+		}
+		role := dmRoleOf(b, tid)
+		if role == "" {
+			continue
+		}
+		if lvl == nil {
+			name := ""
+			if a.lookup != nil {
+				name, _ = a.lookup(b.Dev)
+			}
+			lvl = &DMLevel{Dev: a.devString(b.Dev), DevName: name}
+			for _, t := range a.lower[b.Dev] {
+				tn := ""
+				if a.lookup != nil {
+					tn, _ = a.lookup(t)
+				}
+				lvl.Targets = append(lvl.Targets, a.devString(t))
+				lvl.TargetNames = append(lvl.TargetNames, tn)
+			}
+		}
+		lvl.Bios++
+		rf := a.reqFormat(b.Op, b.Flags)
+		req := Request{Role: role, Dev: a.devString(b.Dev), Op: b.Op.String(), Flags: rf.flags, Rwbs: rf.rwbs,
+			Bytes: b.Bytes, IssueNs: b.QueueNs, CompleteNs: b.CompleteNs, DM: true, TID: b.TID, Comm: b.Comm}
+		if r, ok := a.remapOf(b); ok {
+			req.RemapNs, req.Target = r.RemapNs, a.devString(r.Target)
+		}
+		a.reqs = append(a.reqs, req)
+		if role == RoleFlush {
+			rec.Flushes++
+		}
+		a.sw.add(b.QueueNs, b.CompleteNs, catDM)
+	}
+	return lvl
+}
+
+// remapOf returns the first remap from b's disk inside b's window, of the
+// same kind (a flush for a flush bio: dm sends an empty flush down before
+// a flush's data), that no other bio of this call claimed, and claims it.
+func (a *Attributor) remapOf(b *event.DMBio) (event.BioRemap, bool) {
+	flush := b.IsFlush()
+	lo := sort.Search(len(a.remaps), func(i int) bool { return a.remaps[i].RemapNs >= b.QueueNs })
+	for i := lo; i < len(a.remaps); i++ {
+		r := &a.remaps[i]
+		if r.RemapNs > b.CompleteNs {
+			break
+		}
+		rf := r.Op == event.OpFlush || r.Flags&(event.ReqPreflush|event.ReqFUA) != 0
+		if r.Dev != b.Dev || rf != flush || slices.Contains(a.usedRm, i) {
+			continue
+		}
+		a.usedRm = append(a.usedRm, i)
+		return *r, true
+	}
+	return event.BioRemap{}, false
+}
+
+// remapBefore returns when the latest remap onto b's disk at b's sector
+// inside [from, b.IssueNs] sent b's bio there.
+func (a *Attributor) remapBefore(b *event.Block, from uint64) (uint64, bool) {
+	hi := sort.Search(len(a.remaps), func(i int) bool { return a.remaps[i].RemapNs > b.IssueNs })
+	for i := hi - 1; i >= 0; i-- {
+		r := &a.remaps[i]
+		if r.RemapNs < from {
+			break
+		}
+		if r.Target == b.Dev && r.Sector == b.Sector {
+			return r.RemapNs, true
+		}
+	}
+	return 0, false
+}
+
+// dmRoleOf classifies a dm bio for an fsync by thread tid as roleOf does
+// a request.
+func dmRoleOf(b *event.DMBio, tid uint32) string {
+	return role(b.IsFlush(), b.Op, b.Flags, b.Comm, b.TID, tid)
 }
 
 // journalKey is when a journal event was emitted: a jbd2 commit or wait
@@ -596,7 +817,7 @@ func (a *Attributor) nest(rec *FsyncRecord) {
 	}
 	for i := range rec.Requests {
 		r := &rec.Requests[i]
-		if r.Role != RoleFlush || r.NotIssued {
+		if r.Role != RoleFlush || r.NotIssued || r.DM {
 			continue
 		}
 		// r.Dev is "major:minor" (devString); fmt.Sscanf was a fifth of
@@ -616,14 +837,10 @@ func (a *Attributor) nest(rec *FsyncRecord) {
 		// flush scanned them all, copying each record and formatting b.Dev
 		// per host: 91% of the reader's CPU on ext4 over a loop device
 		// (~300 µs per fsync), which starved the reader into losing events.
-		const skew = 10e6
 		dev := b.Dev.String()
-		lo := sort.Search(len(a.hosts), func(i int) bool { return a.hosts[i].EndNs+skew >= r.IssueNs })
-		for j := lo; j < len(a.hosts); j++ {
-			h := &a.hosts[j]
-			if h.EndNs > r.CompleteNs+skew {
-				break
-			}
+		hosts := around(a.hosts, r.IssueNs, r.CompleteNs, func(h *FsyncRecord) uint64 { return h.EndNs })
+		for j := range hosts {
+			h := &hosts[j]
 			if h.Dev == dev && h.Ino == b.Ino && h.StartNs >= r.IssueNs && h.EndNs <= r.CompleteNs {
 				hr := *h
 				if hr.Path == "" {
@@ -672,29 +889,43 @@ func containsDev(ds []event.Dev, d event.Dev) bool {
 // roleOf classifies a request for an fsync by thread tid ("" = not
 // counted), following the package doc.
 func roleOf(b *event.Block, tid uint32) string {
-	switch {
-	case b.IsFlush():
-		return RoleFlush
-	case b.Op != event.OpWrite:
-		return ""
-	case b.InsertNs == 0 && b.IssueNs == 0:
+	if !b.IsFlush() && b.InsertNs == 0 && b.IssueNs == 0 {
 		// Start not seen (before tracing, or the second completion the
 		// flush state machine gives a data request): no time to place.
 		return ""
-	case b.Flags&event.ReqMeta != 0, strings.HasPrefix(b.Comm, "jbd2/"):
+	}
+	return role(b.IsFlush(), b.Op, b.Flags, b.Comm, b.TID, tid)
+}
+
+// role is the role of a request or dm bio (flush: it persists the disk's
+// cache; submitter: the thread that inserted, issued or queued it) for an
+// fsync by thread tid: any flush; a write with REQ_META or from a jbd2
+// thread is journal; another write is data when the caller submitted it.
+func role(flush bool, op event.Op, flags event.ReqFlags, comm string, submitter, tid uint32) string {
+	switch {
+	case flush:
+		return RoleFlush
+	case op != event.OpWrite:
+		return ""
+	case flags&event.ReqMeta != 0, strings.HasPrefix(comm, "jbd2/"):
 		return RoleJournal
-	case b.TID == tid:
+	case submitter == tid:
 		return RoleData
 	}
 	return ""
 }
 
-// Categories of the sweep, in priority order (lower wins).
+// Categories of the sweep, in priority order (lower wins): a request's
+// time first (the deepest thing a device was doing), then a dm target's
+// hold of a bio (around its clone's requests), then the journal's windows
+// (around the requests and bios of a commit).
 const (
 	catFlush = iota
 	catQueue
 	catData
 	catJournal
+	catDM
+	catJournalWindow
 	// Below every I/O layer, what splits "other" (SetSched): the thread
 	// waiting for a CPU or running; uncovered time is then blocked.
 	catRunnable
@@ -713,12 +944,17 @@ type sweepPoint struct {
 	t     uint64
 	cat   int
 	delta int
+	lower bool // a request of a disk beneath a dm disk
 }
 
 // init starts a sweep of [s, e], reusing the points slice.
 func (w *sweep) init(s, e uint64) { w.s, w.e, w.points = s, e, w.points[:0] }
 
-func (w *sweep) add(from, to uint64, cat int) {
+func (w *sweep) add(from, to uint64, cat int) { w.addAt(from, to, cat, false) }
+
+// addAt adds an interval of category cat; lower marks the request of a
+// disk beneath a dm disk, whose owned time partition also reports apart.
+func (w *sweep) addAt(from, to uint64, cat int, lower bool) {
 	if from < w.s {
 		from = w.s
 	}
@@ -728,34 +964,54 @@ func (w *sweep) add(from, to uint64, cat int) {
 	if to <= from {
 		return
 	}
-	w.points = append(w.points, sweepPoint{from, cat, +1}, sweepPoint{to, cat, -1})
+	w.points = append(w.points, sweepPoint{from, cat, +1, lower}, sweepPoint{to, cat, -1, lower})
 }
 
-func (w *sweep) partition() (Layers, SchedSplit) {
+// partition returns the layers of [s, e], other's split by scheduler
+// state, and the part of the layers owned by requests of disks beneath a
+// dm disk (an instant goes there when a lower request of its owning
+// category is active).
+func (w *sweep) partition() (all Layers, other SchedSplit, lower Layers) {
 	// Points with equal t may come in any order: time is credited only
 	// when t advances, after every delta at the previous t is applied.
 	slices.SortFunc(w.points, func(x, y sweepPoint) int { return cmp.Compare(x.t, y.t) })
-	var active [numCats]int
-	var owned [numCats + 1]int64 // last slot: other
+	var active, activeLower [numCats]int
+	var owned, ownedLower [numCats + 1]int64 // last slot: other
 	prev := w.s
+	credit := func(d int64) {
+		c := owner(&active)
+		owned[c] += d
+		if c < numCats && activeLower[c] > 0 {
+			ownedLower[c] += d
+		}
+	}
 	for _, p := range w.points {
 		if p.t > prev {
-			owned[owner(&active)] += int64(p.t - prev)
+			credit(int64(p.t - prev))
 			prev = p.t
 		}
 		active[p.cat] += p.delta
+		if p.lower {
+			activeLower[p.cat] += p.delta
+		}
 	}
 	if w.e > prev {
-		owned[owner(&active)] += int64(w.e - prev)
+		credit(int64(w.e - prev))
 	}
-	other := SchedSplit{RunnableNs: owned[catRunnable], RunningNs: owned[catRunning], BlockedNs: owned[numCats]}
+	other = SchedSplit{RunnableNs: owned[catRunnable], RunningNs: owned[catRunning], BlockedNs: owned[numCats]}
 	return Layers{
-		DeviceFlushNs:   owned[catFlush],
-		BlockQueueNs:    owned[catQueue],
-		DataWritebackNs: owned[catData],
-		JournalNs:       owned[catJournal],
-		OtherNs:         other.Sum(),
-	}, other
+			DeviceFlushNs:   owned[catFlush],
+			BlockQueueNs:    owned[catQueue],
+			DataWritebackNs: owned[catData],
+			JournalNs:       owned[catJournal] + owned[catJournalWindow],
+			DMNs:            owned[catDM],
+			OtherNs:         other.Sum(),
+		}, other, Layers{
+			DeviceFlushNs:   ownedLower[catFlush],
+			BlockQueueNs:    ownedLower[catQueue],
+			DataWritebackNs: ownedLower[catData],
+			JournalNs:       ownedLower[catJournal],
+		}
 }
 
 func owner(active *[numCats]int) int {

@@ -54,17 +54,9 @@ func (r *FsyncRecord) AppendJSON(dst []byte) []byte {
 	dst = appendJSONString(dst, r.Path)
 	dst = append(dst, `,"file_kind":`...)
 	dst = appendJSONString(dst, r.FileKind)
-	dst = append(dst, `,"layers":{"data_writeback_ns":`...)
-	dst = strconv.AppendInt(dst, r.Layers.DataWritebackNs, 10)
-	dst = append(dst, `,"journal_ns":`...)
-	dst = strconv.AppendInt(dst, r.Layers.JournalNs, 10)
-	dst = append(dst, `,"device_flush_ns":`...)
-	dst = strconv.AppendInt(dst, r.Layers.DeviceFlushNs, 10)
-	dst = append(dst, `,"block_queue_ns":`...)
-	dst = strconv.AppendInt(dst, r.Layers.BlockQueueNs, 10)
-	dst = append(dst, `,"other_ns":`...)
-	dst = strconv.AppendInt(dst, r.Layers.OtherNs, 10)
-	dst = append(dst, `},"flushes":`...)
+	dst = append(dst, `,"layers":`...)
+	dst = r.Layers.appendJSON(dst)
+	dst = append(dst, `,"flushes":`...)
 	dst = strconv.AppendInt(dst, int64(r.Flushes), 10)
 	dst = append(dst, `,"requests":`...)
 	if r.Requests == nil {
@@ -96,6 +88,10 @@ func (r *FsyncRecord) AppendJSON(dst []byte) []byte {
 		dst = r.Sched.Other.appendJSON(dst)
 		dst = append(dst, '}')
 	}
+	if r.DM != nil {
+		dst = append(dst, `,"dm":`...)
+		dst = r.DM.appendJSON(dst)
+	}
 	return append(dst, '}')
 }
 
@@ -106,6 +102,46 @@ func (s *SchedSplit) appendJSON(dst []byte) []byte {
 	dst = strconv.AppendInt(dst, s.RunningNs, 10)
 	dst = append(dst, `,"blocked_ns":`...)
 	dst = strconv.AppendInt(dst, s.BlockedNs, 10)
+	return append(dst, '}')
+}
+
+func (l *Layers) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"data_writeback_ns":`...)
+	dst = strconv.AppendInt(dst, l.DataWritebackNs, 10)
+	dst = append(dst, `,"journal_ns":`...)
+	dst = strconv.AppendInt(dst, l.JournalNs, 10)
+	dst = append(dst, `,"device_flush_ns":`...)
+	dst = strconv.AppendInt(dst, l.DeviceFlushNs, 10)
+	dst = append(dst, `,"block_queue_ns":`...)
+	dst = strconv.AppendInt(dst, l.BlockQueueNs, 10)
+	if l.DMNs != 0 {
+		dst = append(dst, `,"dm_ns":`...)
+		dst = strconv.AppendInt(dst, l.DMNs, 10)
+	}
+	dst = append(dst, `,"other_ns":`...)
+	dst = strconv.AppendInt(dst, l.OtherNs, 10)
+	return append(dst, '}')
+}
+
+func (d *DMLevel) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"dev":`...)
+	dst = appendJSONString(dst, d.Dev)
+	dst = append(dst, `,"dev_name":`...)
+	dst = appendJSONString(dst, d.DevName)
+	if len(d.Targets) > 0 {
+		dst = append(dst, `,"targets":`...)
+		dst = appendJSONStrings(dst, d.Targets)
+	}
+	if len(d.TargetNames) > 0 {
+		dst = append(dst, `,"target_names":`...)
+		dst = appendJSONStrings(dst, d.TargetNames)
+	}
+	dst = append(dst, `,"bios":`...)
+	dst = strconv.AppendInt(dst, int64(d.Bios), 10)
+	dst = append(dst, `,"held_ns":`...)
+	dst = strconv.AppendInt(dst, d.HeldNs, 10)
+	dst = append(dst, `,"lower":`...)
+	dst = d.Lower.appendJSON(dst)
 	return append(dst, '}')
 }
 
@@ -138,6 +174,17 @@ func (q *Request) appendJSON(dst []byte) []byte {
 	dst = strconv.AppendUint(dst, q.CompleteNs, 10)
 	if q.NotIssued {
 		dst = append(dst, `,"not_issued":true`...)
+	}
+	if q.DM {
+		dst = append(dst, `,"dm":true`...)
+	}
+	if q.RemapNs != 0 {
+		dst = append(dst, `,"remap_ns":`...)
+		dst = strconv.AppendUint(dst, q.RemapNs, 10)
+	}
+	if q.Target != "" {
+		dst = append(dst, `,"target":`...)
+		dst = appendJSONString(dst, q.Target)
 	}
 	if len(q.Host) > 0 {
 		dst = append(dst, `,"host":[`...)

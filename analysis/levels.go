@@ -8,12 +8,17 @@ import (
 
 // LevelRow is one row of the stacked-device table, in the shape people
 // publish for nested storage: one row per level (L1 the filesystem the
-// application fsyncs on, L2 the host filesystem under its loop device).
+// application fsyncs on; L2 the host filesystem under its loop device,
+// or the device-mapper target under it, FS "dm", and then L3 the disks
+// beneath the dm device, FS "disk").
 type LevelRow struct {
-	Level  string        `json:"level"`  // "L1", "L2"
-	Device string        `json:"device"` // kernel name, e.g. loop0, vda
-	FS     string        `json:"fs"`
-	Total  stats.Summary `json:"total_ns"` // the level's own fsyncs
+	Level  string `json:"level"`  // "L1", "L2", "L3"
+	Device string `json:"device"` // kernel name, e.g. loop0, vda, dm-0
+	FS     string `json:"fs"`
+	// Total: the level's own fsyncs (loop), or per L1 fsync the time its
+	// dm target held its bios (dm) or its requests took on the disks
+	// beneath (disk); with L1's own layers these sum to L1's total.
+	Total stats.Summary `json:"total_ns"`
 	// FlushesPerFsync counts this level's flush requests per L1 fsync.
 	FlushesPerFsync float64     `json:"flushes_per_fsync"`
 	Layers          []LayerStat `json:"layers"`
@@ -24,7 +29,8 @@ type LevelRow struct {
 }
 
 // BuildLevels returns the per-level table for records whose flushes nested
-// host-level fsyncs (Request.Host), or nil when none did.
+// host-level fsyncs (Request.Host) or that ran on a device-mapper device
+// (FsyncRecord.DM), or nil when none did.
 func BuildLevels(recs []FsyncRecord) []LevelRow {
 	l := newLevelsAcc()
 	for i := range recs {
@@ -35,14 +41,14 @@ func BuildLevels(recs []FsyncRecord) []LevelRow {
 
 // levelsAcc accumulates BuildLevels' table one record at a time.
 type levelsAcc struct {
-	l1, l2 map[string]*levelAcc
-	any    bool
+	l1, l2, l3 map[string]*levelAcc
+	any        bool
 }
 
 type levelAcc struct {
 	dev, fs string
 	totals  stats.Series
-	layers  [5]stats.Series // in LayerNames order
+	layers  [numLayers]stats.Series // in LayerNames order
 	flushes int64
 	l1      int64 // L1 fsyncs these rows belong to
 	nested  int64 // L2: host time nested
@@ -50,7 +56,7 @@ type levelAcc struct {
 }
 
 func newLevelsAcc() *levelsAcc {
-	return &levelsAcc{l1: map[string]*levelAcc{}, l2: map[string]*levelAcc{}}
+	return &levelsAcc{l1: map[string]*levelAcc{}, l2: map[string]*levelAcc{}, l3: map[string]*levelAcc{}}
 }
 
 func (l *levelsAcc) get(m map[string]*levelAcc, dev, fs string) *levelAcc {
@@ -62,14 +68,49 @@ func (l *levelsAcc) get(m map[string]*levelAcc, dev, fs string) *levelAcc {
 }
 
 func (a *levelAcc) add(r *FsyncRecord) {
-	a.totals.Add(r.TotalNs)
-	for i, n := range LayerNames {
-		a.layers[i].Add(r.Layers.Get(n))
-	}
+	a.addLayers(r.TotalNs, r.Layers)
 	a.flushes += int64(r.Flushes)
 }
 
+func (a *levelAcc) addLayers(total int64, l Layers) {
+	a.totals.Add(total)
+	for i, n := range LayerNames {
+		a.layers[i].Add(l.Get(n))
+	}
+}
+
+// addDM adds the levels of a call on a device-mapper device: L2 the dm
+// target's hold, L3 the requests of the disks beneath.
+func (l *levelsAcc) addDM(r *FsyncRecord) {
+	l.any = true
+	a := l.get(l.l1, r.DevName, r.FS)
+	a.add(r)
+	a.l1++
+	dm := r.DM
+	name := dm.DevName
+	if name == "" {
+		name = dm.Dev
+	}
+	b := l.get(l.l2, name, "dm")
+	b.addLayers(dm.HeldNs, Layers{DMNs: dm.HeldNs})
+	b.l1++
+	c := l.get(l.l3, dm.Beneath(), "disk")
+	c.addLayers(dm.Lower.Sum(), dm.Lower)
+	c.l1++
+	for _, q := range r.Requests {
+		if q.Role == RoleFlush && !q.DM {
+			c.flushes++
+		} else if q.Role == RoleFlush {
+			b.flushes++
+		}
+	}
+}
+
 func (l *levelsAcc) add(r *FsyncRecord) {
+	if r.DM != nil {
+		l.addDM(r)
+		return
+	}
 	hasHost := false
 	for _, q := range r.Requests {
 		if len(q.Host) > 0 {
@@ -113,6 +154,9 @@ func (l *levelsAcc) rows() []LevelRow {
 			row := LevelRow{Level: level, Device: a.dev, FS: a.fs, Total: a.totals.Summary()}
 			for i, n := range LayerNames {
 				st := a.layers[i].Summary()
+				if n == LayerDM && st.Sum == 0 {
+					continue
+				}
 				share := 0.0
 				if row.Total.Sum > 0 {
 					share = float64(st.Sum) / float64(row.Total.Sum)
@@ -134,5 +178,5 @@ func (l *levelsAcc) rows() []LevelRow {
 		sort.Slice(out, func(i, j int) bool { return out[i].Device < out[j].Device })
 		return out
 	}
-	return append(rows("L1", l.l1, 0), rows("L2", l.l2, l1n)...)
+	return append(append(rows("L1", l.l1, 0), rows("L2", l.l2, l1n)...), rows("L3", l.l3, l1n)...)
 }

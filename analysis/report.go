@@ -127,7 +127,7 @@ type ReportBuilder struct {
 type groupAcc struct {
 	key      GroupKey
 	totals   stats.Series
-	layers   [5]stats.Series // in LayerNames order
+	layers   [numLayers]stats.Series // in LayerNames order
 	flushes  int64
 	errors   int64
 	commits  int64
@@ -203,11 +203,15 @@ func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report
 }
 
 // layerStats summarises each layer's series (in names' order) with its
-// share of total.
+// share of total; the dm layer only where it has time (no dm device under
+// the calls: no row for it).
 func layerStats(names []string, series []stats.Series, total stats.Summary) []LayerStat {
 	out := make([]LayerStat, 0, len(names))
 	for i, n := range names {
 		st := series[i].Summary()
+		if n == LayerDM && st.Sum == 0 {
+			continue
+		}
 		share := 0.0
 		if total.Sum > 0 {
 			share = float64(st.Sum) / float64(total.Sum)
@@ -277,12 +281,12 @@ func Ms(ns int64) string { return fmt.Sprintf("%.3f", float64(ns)/1e6) }
 
 // IntervalBuilder accumulates one interval's fsyncs for the live line of
 // `etcdscope fsync --interval` (count, p50/p99 of the total and the layer
-// with the largest share), keeping 8 bytes a call (its total, for p50/p99) and five layer
+// with the largest share), keeping 8 bytes a call (its total, for p50/p99) and one sum per layer
 // sums instead of the records. The zero value is ready. Not safe for
 // concurrent use.
 type IntervalBuilder struct {
 	totals []int64
-	sums   [5]int64 // in LayerNames order
+	sums   [numLayers]int64 // in LayerNames order
 	loss   LossDelta
 }
 
@@ -318,11 +322,9 @@ func (d *LossDelta) Since(lostTotal, missedTotal uint64) (lost, missed uint64) {
 // Add counts r in the current interval.
 func (b *IntervalBuilder) Add(r *FsyncRecord) {
 	b.totals = append(b.totals, r.TotalNs)
-	b.sums[0] += r.Layers.DataWritebackNs
-	b.sums[1] += r.Layers.JournalNs
-	b.sums[2] += r.Layers.DeviceFlushNs
-	b.sums[3] += r.Layers.BlockQueueNs
-	b.sums[4] += r.Layers.OtherNs
+	for i, n := range LayerNames {
+		b.sums[i] += r.Layers.Get(n)
+	}
 }
 
 // Count is how many fsyncs were added since the last Line.
@@ -332,7 +334,7 @@ func (b *IntervalBuilder) Count() int { return len(b.totals) }
 // "fsyncs=2 p50=2.000ms p99=4.000ms dominant=device_flush(75%)", and
 // starts the next interval (reusing the memory).
 func (b *IntervalBuilder) Line() string {
-	defer func() { b.totals, b.sums = b.totals[:0], [5]int64{} }()
+	defer func() { b.totals, b.sums = b.totals[:0], [numLayers]int64{} }()
 	if len(b.totals) == 0 {
 		return "fsyncs=0"
 	}

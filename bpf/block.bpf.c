@@ -3,7 +3,10 @@
 /* block.bpf.c: the life of every block request (insert, issue, complete),
  * keyed by struct request *, with op and flags read from the request and
  * normalised through CO-RE enum relocations. Requests are never paired by
- * (dev, sector): flushes carry no real sector. */
+ * (dev, sector): flushes carry no real sector. On a bio-based disk
+ * (device-mapper), which makes no requests, the life of each write and
+ * flush bio instead (queue, complete, keyed by struct bio *) and every
+ * remap of a bio onto the disk beneath. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -23,6 +26,8 @@ const volatile bool every_block = false;
 /* Keep the record types and enums in the object for bpf2go -type. */
 const struct blk_event *unused_blk_event __attribute__((unused));
 const struct flush_bio_event *unused_flush_bio_event __attribute__((unused));
+const struct dm_bio_event *unused_dm_bio_event __attribute__((unused));
+const struct bio_remap_event *unused_bio_remap_event __attribute__((unused));
 const enum es_op *unused_es_op __attribute__((unused));
 const enum es_req_flag *unused_es_req_flag __attribute__((unused));
 const enum blk_stat *unused_blk_stat __attribute__((unused));
@@ -84,21 +89,95 @@ struct {
 	__type(value, __u64);
 } addr_scratch SEC(".maps");
 
-/* start_slot returns the starts slot of request rq and its address as a
- * number in *key (Fibonacci hashing: request addresses are cache-line
- * aligned, their low bits 0). NULL cannot happen (indexes are masked,
- * the scratch word always exists) but the verifier wants it checked. */
-static __always_inline struct rq_start *start_slot(struct request *rq, __u64 *key)
+/* addr_hash puts the address p as a number in *key and returns its
+ * Fibonacci hash in bits bits (kernel objects are aligned: their low bits
+ * are 0); -1 only if the scratch word is missing, which cannot happen. */
+static __always_inline __s64 addr_hash(void *p, __u64 *key, int bits)
 {
-	__u32 zero = 0, i;
+	__u32 zero = 0;
 	__u64 *w = bpf_map_lookup_elem(&addr_scratch, &zero);
 
 	if (!w)
-		return NULL;
-	*w = (__u64)rq;
+		return -1;
+	*w = (__u64)p;
 	*key = *(volatile __u64 *)w;
-	i = (__u32)((*key * 0x9E3779B97F4A7C15ull) >> (64 - STARTS_BITS));
+	return (__s64)((*key * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+}
+
+/* start_slot returns the starts slot of request rq and its address as a
+ * number in *key. NULL cannot happen (indexes are masked) but the
+ * verifier wants it checked. */
+static __always_inline struct rq_start *start_slot(struct request *rq, __u64 *key)
+{
+	__s64 h = addr_hash(rq, key, STARTS_BITS);
+	__u32 i = (__u32)h;
+
+	if (h < 0)
+		return NULL;
 	return bpf_map_lookup_elem(&starts, &i);
+}
+
+struct dm_start {
+	__u64 bio; /* struct bio address this slot holds; 0: free */
+	__u64 queue_ns;
+	__u32 dev;
+	__u32 opf; /* bi_opf when queued */
+	__u32 bytes;
+	__u32 pid;
+	__u32 tid;
+	__u32 _pad;
+	char comm[ES_COMM_LEN];
+};
+
+#define DM_BITS 12
+
+/* dm_starts: slot hash(struct bio address) -> a write or flush bio queued
+ * on a bio-based disk, until its completion on that disk frees the slot.
+ * An array for the reason starts is one; a bio whose completion was never
+ * seen holds its slot until another takes it (counted as a collision). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << DM_BITS);
+	__type(key, __u32);
+	__type(value, struct dm_start);
+} dm_starts SEC(".maps");
+
+/* upper_of: lower disk dev_t -> the bio-based disk (device-mapper) whose
+ * bios were last remapped onto it (block_bio_remap). A lower disk counts
+ * as busy while the disk above it is (busy_deep), so the requests that
+ * serve a traced call on a dm device are kept. A disk under two dm
+ * devices follows the one that remapped last: its events are then kept
+ * while that one is busy. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u32);
+} upper_of SEC(".maps");
+
+/* busy_deep: disk dev, or a disk stacked on it up to three levels above,
+ * has a traced call in flight. A global function: the verifier checks it
+ * once, not at each of its callers with their states (inlined, its walk up
+ * the levels is verified again in every state of every caller). */
+__noinline int busy_deep(__u32 dev)
+{
+	__u32 *u;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		if (busy(dev))
+			return 1;
+		u = bpf_map_lookup_elem(&upper_of, &dev);
+		if (!u || *u == dev)
+			return 0;
+		dev = *u;
+	}
+	return 0;
+}
+
+static __always_inline __u32 disk_dev(struct gendisk *disk)
+{
+	return ((__u32)disk->major << 20) | (__u32)disk->first_minor;
 }
 
 #define REQ_OP_BITS_ 8
@@ -188,7 +267,7 @@ static __always_inline void mark(struct request *rq, bool insert)
 		 * them). Count the skipped run where it mattered (its disk
 		 * busy: Go adds it to the missed probe runs); this is a new
 		 * request. */
-		if (every_block || busy(rq_dev(rq)))
+		if (every_block || busy_deep(rq_dev(rq)))
 			blk_count(BLK_STAT_UNSEEN_COMPLETE);
 	} else if (s->rq) {
 		blk_count(BLK_STAT_COLLISION); /* its completion goes out without start */
@@ -254,7 +333,7 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	cmd_flags = rq->cmd_flags;
 	data_len = rq->__data_len;
 	final = nr_bytes >= data_len;
-	if (!every_block && !busy(rq_dev(rq))) {
+	if (!every_block && !busy_deep(rq_dev(rq))) {
 		blk_count(BLK_STAT_IDLE_DISK);
 		goto out;
 	}
@@ -308,25 +387,69 @@ out:
 	return 0;
 }
 
+/* dm_queue keeps the start of a write or flush bio queued on bio-based
+ * disk dev (one with no request queue: device-mapper) while it is busy. */
+static __always_inline void dm_queue(struct bio *bio, struct gendisk *disk, __u32 dev, __u32 opf, __u64 now)
+{
+	__u8 op = norm_op(opf);
+	struct dm_start *s;
+	__u64 key, id;
+	__s64 h;
+	__u32 i;
+
+	if (disk->queue->mq_ops)
+		return; /* request-based: its requests tell its story */
+	if (op != ES_OP_WRITE && op != ES_OP_FLUSH)
+		return;
+	if (!every_block && !busy_deep(dev))
+		return;
+	h = addr_hash(bio, &key, DM_BITS);
+	if (h < 0)
+		return;
+	i = (__u32)h;
+	s = bpf_map_lookup_elem(&dm_starts, &i);
+	if (!s)
+		return;
+	if (s->bio && s->bio != key) {
+		/* the bio in flight here will complete unseen: an event lost */
+		blk_count(BLK_STAT_DM_COLLISION);
+		count_lost();
+	}
+	id = bpf_get_current_pid_tgid();
+	s->bio = key;
+	s->queue_ns = now;
+	s->dev = dev;
+	s->opf = opf;
+	s->bytes = bio->bi_iter.bi_size;
+	s->pid = id >> 32;
+	s->tid = (__u32)id;
+	bpf_get_current_comm(s->comm, sizeof(s->comm));
+}
+
 SEC("tp_btf/block_bio_queue")
 int BPF_PROG(block_bio_queue, struct bio *bio)
 {
-	__u32 opf = bio->bi_opf;
-	__u8 op = norm_op(opf);
-	__u32 flags = norm_flags(opf);
+	__u64 now = bpf_ktime_get_ns();
+	__u32 opf = bio->bi_opf, flags;
 	struct flush_bio_event e = {};
 	struct gendisk *disk;
+	__u8 op;
 	__u64 id;
 
-	if (op != ES_OP_FLUSH && !(flags & ES_REQ_PREFLUSH))
-		return 0;
 	disk = bio->bi_bdev->bd_disk;
 	if (!disk)
 		return 0;
-	e.dev = ((__u32)disk->major << 20) | (__u32)disk->first_minor;
+	e.dev = disk_dev(disk);
+	/* Before norm_flags: each of its flag tests forks the verifier's
+	 * state, and dm_queue walked after them took 16 s to verify. */
+	dm_queue(bio, disk, e.dev, opf, now);
+	op = norm_op(opf);
+	flags = norm_flags(opf);
+	if (op != ES_OP_FLUSH && !(flags & ES_REQ_PREFLUSH))
+		return 0;
 	if (targ_dev && e.dev != targ_dev)
 		return 0;
-	if (!every_block && !busy(e.dev)) {
+	if (!every_block && !busy_deep(e.dev)) {
 		blk_count(BLK_STAT_IDLE_DISK);
 		return 0;
 	}
@@ -336,8 +459,104 @@ int BPF_PROG(block_bio_queue, struct bio *bio)
 	e.flags = flags;
 	e.pid = id >> 32;
 	e.tid = (__u32)id;
-	e.queue_ns = bpf_ktime_get_ns();
+	e.queue_ns = now;
 	emit(&e, sizeof(e));
 	blk_count(BLK_STAT_FLUSH_BIO_EMITS);
+	return 0;
+}
+
+/* block_bio_remap: device-mapper hands a clone of a bio of disk dev to the
+ * disk beneath (dm_submit_bio_remap). A partition's remap onto its whole
+ * disk (blk_partition_remap) passes here too, naming the partition the bio
+ * is on: it is no stacked driver and is skipped. */
+SEC("tp_btf/block_bio_remap")
+int BPF_PROG(block_bio_remap, struct bio *bio, dev_t dev, sector_t from)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct block_device *bdev = bio->bi_bdev;
+	__u32 opf = bio->bi_opf, target, *u;
+	struct bio_remap_event *e;
+	struct gendisk *disk;
+	__u8 op = norm_op(opf);
+
+	if (!bdev || bdev->bd_dev == dev)
+		return 0;
+	disk = bdev->bd_disk;
+	if (!disk)
+		return 0;
+	target = disk_dev(disk);
+	if (target == dev)
+		return 0;
+	u = bpf_map_lookup_elem(&upper_of, &target);
+	if (!u || *u != dev)
+		bpf_map_update_elem(&upper_of, &target, &dev, BPF_ANY);
+	if (op != ES_OP_WRITE && op != ES_OP_FLUSH)
+		return 0;
+	if (!every_block && !busy_deep(dev)) {
+		blk_count(BLK_STAT_IDLE_DISK);
+		return 0;
+	}
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost();
+		return 0;
+	}
+	e->kind = ES_KIND_BIO_REMAP;
+	e->op = op;
+	e->_pad[0] = 0;
+	e->_pad[1] = 0;
+	e->flags = norm_flags(opf);
+	e->dev = dev;
+	e->target = target;
+	e->tid = (__u32)bpf_get_current_pid_tgid();
+	e->_pad2 = 0;
+	e->sector = bio->bi_iter.bi_sector;
+	e->remap_ns = now;
+	bpf_ringbuf_submit(e, wakeup_flags_reserved(sizeof(*e)));
+	blk_count(BLK_STAT_REMAP_EMITS);
+	return 0;
+}
+
+/* block_bio_complete runs for every bio the block layer traced at
+ * queueing, on every disk: one array lookup for those dm_queue did not
+ * keep. */
+SEC("tp_btf/block_bio_complete")
+int BPF_PROG(block_bio_complete, struct request_queue *q, struct bio *bio)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct dm_bio_event *e;
+	struct dm_start *s;
+	__u64 key;
+	__s64 h = addr_hash(bio, &key, DM_BITS);
+	__u32 i = (__u32)h;
+
+	if (h < 0)
+		return 0;
+	s = bpf_map_lookup_elem(&dm_starts, &i);
+	if (!s || s->bio != key)
+		return 0;
+	s->bio = 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost();
+		return 0;
+	}
+	e->kind = ES_KIND_DM_BIO;
+	e->op = norm_op(s->opf);
+	e->_pad[0] = 0;
+	e->_pad[1] = 0;
+	e->flags = norm_flags(s->opf);
+	e->dev = s->dev;
+	e->error = bio->bi_status;
+	e->bytes = s->bytes;
+	e->pid = s->pid;
+	e->tid = s->tid;
+	e->_pad2 = 0;
+	e->bio = key;
+	e->queue_ns = s->queue_ns;
+	e->complete_ns = now;
+	__builtin_memcpy(e->comm, s->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, wakeup_flags_reserved(sizeof(*e)));
+	blk_count(BLK_STAT_DM_BIO_EMITS);
 	return 0;
 }

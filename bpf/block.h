@@ -69,6 +69,45 @@ struct flush_bio_event {
 	__u64 queue_ns;
 };
 
+/* A write or flush bio on a bio-based disk (device-mapper: a disk with
+ * no request queue of its own, whose driver sends each bio on to the
+ * disks beneath it), from block_bio_queue to block_bio_complete on that
+ * disk. What the driver did in between is the bio_remap_events from this
+ * disk and the requests of the disks they name. */
+struct dm_bio_event {
+	__u8 kind; /* ES_KIND_DM_BIO */
+	__u8 op;   /* enum es_op */
+	__u8 _pad[2];
+	__u32 flags; /* enum es_req_flag bits */
+	__u32 dev;   /* the bio-based disk's dev_t */
+	__s32 error; /* bi_status at completion */
+	__u32 bytes; /* bi_size when queued (0: an empty flush) */
+	__u32 pid;   /* task that queued it */
+	__u32 tid;
+	__u32 _pad2;
+	__u64 bio; /* struct bio address: pairs queue and completion */
+	__u64 queue_ns;
+	__u64 complete_ns;
+	char comm[ES_COMM_LEN];
+};
+
+/* A stacked driver (device-mapper) remapped a bio of disk dev onto disk
+ * target (tracepoint block_bio_remap, written by dm when the target map
+ * hands the clone down: after dm-delay's hold, for instance). The clone is
+ * not the bio dm_bio_event names: analysis pairs them by disk and time. */
+struct bio_remap_event {
+	__u8 kind; /* ES_KIND_BIO_REMAP */
+	__u8 op;   /* enum es_op */
+	__u8 _pad[2];
+	__u32 flags;  /* enum es_req_flag bits of the clone */
+	__u32 dev;    /* the bio-based disk the bio was sent to */
+	__u32 target; /* the whole disk it goes on to */
+	__u32 tid;    /* task that sent it down (a dm-delay worker, or the submitter) */
+	__u32 _pad2;
+	__u64 sector; /* on target */
+	__u64 remap_ns;
+};
+
 /* Indexes of block.bpf.c's per-CPU block_stats counters (read by Go as
  * FsyncTracer.BlockStats through the bpf2go -type constants). */
 enum blk_stat {
@@ -80,7 +119,10 @@ enum blk_stat {
 	BLK_STAT_UNSEEN_COMPLETE = 5, /* a request of a busy disk issued again without its completion seen */
 	BLK_STAT_IDLE_DISK = 6,       /* completions and flush bios dropped: no traced call in flight on their disk */
 	BLK_STAT_UNUSED = 7,          /* completions dropped: no use to the analysis (a read; a write with no start seen) */
-	BLK_STAT_NR = 8,
+	BLK_STAT_DM_BIO_EMITS = 8,    /* dm_bio_events put in events */
+	BLK_STAT_DM_COLLISION = 9,    /* a dm bio's start overwrote another one in flight in the same slot */
+	BLK_STAT_REMAP_EMITS = 10,    /* bio_remap_events put in events */
+	BLK_STAT_NR = 11,
 };
 
 #endif

@@ -12,8 +12,8 @@
 #include "record.h"
 
 /* events: records of struct fsync_event, fsync_enter_event, blk_event,
- * flush_bio_event and journal_event; the first byte (enum es_kind) says
- * which. Size is set from Go. */
+ * flush_bio_event, dm_bio_event, bio_remap_event and journal_event; the
+ * first byte (enum es_kind) says which. Size is set from Go. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 22);
@@ -52,7 +52,8 @@ static __always_inline __u64 wakeup_flags_reserved(__u64 size)
 }
 
 /* Disks with a traced call in flight. The block programs put a request's
- * completion or a flush bio in events only while its disk is busy: a
+ * completion or a bio in events only while its disk, or a device-mapper
+ * disk stacked on it (block.bpf.c's busy_deep), is busy: a
  * traced fsync/fdatasync (fsync.bpf.c) or a kernel thread's fsync of a
  * stacked device's backing file (stacked.bpf.c) on a filesystem of that
  * disk is between enter and exit. Every other block event is dropped

@@ -20,6 +20,8 @@ enum es_kind {
 	ES_KIND_FLUSH_BIO = 5,   /* struct flush_bio_event (block.h) */
 	ES_KIND_WRITE = 6,       /* struct write_event (write.h): one write(2)-family call */
 	ES_KIND_SCHED = 7,       /* struct sched_event (sched.h): a traced thread's scheduler state */
+	ES_KIND_DM_BIO = 8,      /* struct dm_bio_event (block.h): a bio on a bio-based disk, queued to completed */
+	ES_KIND_BIO_REMAP = 9,   /* struct bio_remap_event (block.h): a stacked driver sent a bio down */
 };
 
 #endif

@@ -110,6 +110,7 @@ type line struct {
 
 	// events: "fsync", "kfsync" (a kernel thread's vfs_fsync), "enter",
 	// "block", "journal", "flush_bio", "write", "sched", "peer"
+	// "block", "journal", "flush_bio", "dm_bio", "remap", "peer"
 	Sys      uint8          `json:"sys,omitempty"`
 	PID      uint32         `json:"pid,omitempty"`
 	TID      uint32         `json:"tid,omitempty"`
@@ -136,6 +137,9 @@ type line struct {
 	Source   uint8          `json:"source,omitempty"`
 	Txn      uint32         `json:"txn,omitempty"`
 	Queue    uint64         `json:"queue,omitempty"`
+	Bio      uint64         `json:"bio,omitempty"`
+	Target   *event.Dev     `json:"target,omitempty"`
+	Remap    uint64         `json:"remap,omitempty"`
 	Peer     *event.Peer    `json:"peer,omitempty"`
 
 	// sched: event.Sched's state (tid in TID, time in Start)
@@ -241,6 +245,13 @@ func (w *Writer) Event(ev *event.Any, path string) error {
 		l.Throttled, l.Throttles, l.WBWait, l.WBWaits = w.ThrottledNs, w.Throttles, w.WritebackWaitNs, w.WritebackWaits
 	case event.KindSched:
 		l = line{Type: "sched", TID: ev.Sched.TID, State: uint8(ev.Sched.State), Start: ev.Sched.Ns}
+	case event.KindDMBio:
+		b := &ev.DMBio
+		l = line{Type: "dm_bio", Bio: b.Bio, Dev: &b.Dev, Op: b.Op, Flags: b.Flags, Bytes: b.Bytes, Error: b.Error,
+			PID: b.PID, TID: b.TID, Comm: b.Comm, Queue: b.QueueNs, Complete: b.CompleteNs}
+	case event.KindBioRemap:
+		r := &ev.Remap
+		l = line{Type: "remap", Dev: &r.Dev, Target: &r.Target, Op: r.Op, Flags: r.Flags, TID: r.TID, Sector: r.Sector, Remap: r.RemapNs}
 	default:
 		return fmt.Errorf("capture: event kind %d has no line type", ev.Kind)
 	}
@@ -436,6 +447,13 @@ func (r *Reader) ReadEvent(ev *event.Any) error {
 	case "sched":
 		ev.Kind = event.KindSched
 		ev.Sched = event.Sched{TID: l.TID, State: event.SchedState(l.State), Ns: l.Start}
+	case "dm_bio":
+		ev.Kind = event.KindDMBio
+		ev.DMBio = event.DMBio{Bio: l.Bio, Dev: dev(l.Dev), Op: l.Op, Flags: l.Flags, Bytes: l.Bytes, Error: l.Error,
+			PID: l.PID, TID: l.TID, Comm: l.Comm, QueueNs: l.Queue, CompleteNs: l.Complete}
+	case "remap":
+		ev.Kind = event.KindBioRemap
+		ev.Remap = event.BioRemap{Dev: dev(l.Dev), Target: dev(l.Target), Op: l.Op, Flags: l.Flags, TID: l.TID, Sector: l.Sector, RemapNs: l.Remap}
 	default:
 		return fmt.Errorf("line %d: %q is not an fsync-tracer event", r.n, l.Type)
 	}

@@ -86,13 +86,15 @@ func startFsyncIn(t *testing.T, cgroup string, args ...string) *trace {
 			tr.cmd.Wait()
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
+	// 90 s: under the VM rig's software emulation loading and verifying
+	// the programs takes tens of seconds (dm_vm_test.go).
+	deadline := time.Now().Add(90 * time.Second)
 	for {
 		if _, err := os.Stat(ready); err == nil {
 			return tr
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("etcdscope not ready after 20 s; stderr:\n%s", tr.stderr.String())
+			t.Fatalf("etcdscope not ready after 90 s; stderr:\n%s", tr.stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

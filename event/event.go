@@ -1,7 +1,7 @@
 // Package event holds every decoded kernel event: what package tracer
 // decodes from the ring buffers and package analysis consumes. The fsync
-// tracer's kinds (Fsync, KernelFsync, FsyncEnter, Block, FlushBio, Journal,
-// held together in Any), the peers tracer's Peer and the hypervisor
+// tracer's kinds (Fsync, KernelFsync, FsyncEnter, Block, FlushBio, DMBio,
+// BioRemap, Journal, held together in Any), the peers tracer's Peer and the hypervisor
 // tracer's HypervisorIO, plus what a tracer reports about itself (Probe,
 // ProgramStats). It is the only thing the two share, so analysis can be
 // tested on synthetic events without root. Every type here has a fixed
@@ -354,6 +354,43 @@ type FlushBio struct {
 	QueueNs  uint64
 }
 
+// DMBio is a write or flush bio on a bio-based disk (device-mapper: a
+// disk that makes no requests of its own but sends each bio on to the
+// disks beneath it), from its queueing on that disk to its completion
+// there (tracepoints block_bio_queue and block_bio_complete).
+type DMBio struct {
+	Bio        uint64 // struct bio address: pairs the two events
+	Dev        Dev    // the bio-based disk
+	Op         Op
+	Flags      ReqFlags
+	Bytes      uint32 // bi_size when queued; 0 for an empty flush
+	Error      int32  // blk_status_t at completion
+	PID, TID   uint32 // task that queued it
+	Comm       string
+	QueueNs    uint64
+	CompleteNs uint64
+}
+
+// IsFlush reports whether the bio persists the disk's cache, like
+// Block.IsFlush.
+func (b *DMBio) IsFlush() bool {
+	return b.Op == OpFlush || b.Flags&(ReqPreflush|ReqFUA) != 0
+}
+
+// BioRemap is a stacked driver (device-mapper) sending a bio of disk Dev
+// on to disk Target at RemapNs (tracepoint block_bio_remap): for
+// dm-delay, when its hold ends. The bio sent is a clone, not the DMBio it
+// serves: analysis pairs them by disk and time.
+type BioRemap struct {
+	Dev     Dev // the bio-based disk
+	Target  Dev // the whole disk beneath it
+	Op      Op
+	Flags   ReqFlags
+	TID     uint32 // task that sent it down
+	Sector  uint64 // on Target
+	RemapNs uint64
+}
+
 // Kind says which field of an Any holds its event.
 type Kind uint8
 
@@ -368,6 +405,8 @@ const (
 	KindFlushBio
 	KindWrite
 	KindSched
+	KindDMBio
+	KindBioRemap
 )
 
 // Any holds one event of the fsync tracer, of any kind, by value: the
@@ -383,11 +422,14 @@ type Any struct {
 	FlushBio FlushBio
 	Write    Write
 	Sched    Sched
+	DMBio    DMBio
+	Remap    BioRemap
 }
 
 // Value returns the event as an interface holding event.Fsync,
 // event.KernelFsync, event.FsyncEnter, event.Block, event.Journal or
-// event.FlushBio, event.Write or event.Sched (nil for KindNone).
+// event.FlushBio, event.Write, event.Sched, event.DMBio or event.BioRemap
+// (nil for KindNone).
 func (a *Any) Value() any {
 	switch a.Kind {
 	case KindFsync:
@@ -406,6 +448,10 @@ func (a *Any) Value() any {
 		return a.Write
 	case KindSched:
 		return a.Sched
+	case KindDMBio:
+		return a.DMBio
+	case KindBioRemap:
+		return a.Remap
 	}
 	return nil
 }

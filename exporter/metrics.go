@@ -124,7 +124,7 @@ func NewMetrics() *Metrics {
 			"Wall time of fsync/fdatasync calls, syscall entry to exit (tracepoints syscalls:sys_enter/exit_f(data)sync).",
 			"comm", "device", "fs", "file_kind", "syscall"),
 		layerDuration: durationHistogram("fsync_layer_duration_seconds",
-			"Time of each fsync/fdatasync spent in one kernel layer (data_writeback, journal, device_flush, block_queue, other); one observation per call and layer, the layers of a call sum to its wall time.",
+			"Time of each fsync/fdatasync spent in one kernel layer (data_writeback, journal, device_flush, block_queue, dm, other); one observation per call and layer, the layers of a call sum to its wall time.",
 			"comm", "device", "file_kind", "layer"),
 		flushDuration: durationHistogram("block_flush_duration_seconds",
 			"Issue to completion of block requests that make a disk persist its cache (block:block_rq_issue/complete): kind flush (REQ_OP_FLUSH), preflush (a write with REQ_PREFLUSH), fua (a write with REQ_FUA only).",
@@ -176,7 +176,7 @@ func NewMetrics() *Metrics {
 			"level", "device", "fs"),
 		stackedLayer: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "stacked_layer_seconds_total",
-			Help: "Time the fsyncs of a stacked level spent in each kernel layer (data_writeback, journal, device_flush, block_queue, other); a layer's share of a level is its rate over the rate of etcdscope_stacked_fsync_duration_seconds_sum.",
+			Help: "Time the fsyncs of a stacked level spent in each kernel layer (data_writeback, journal, device_flush, block_queue, dm, other); a layer's share of a level is its rate over the rate of etcdscope_stacked_fsync_duration_seconds_sum.",
 		}, []string{"level", "device", "fs", "layer"}),
 		stackedFlushes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "stacked_flush_requests_total",
@@ -479,9 +479,17 @@ func (m *Metrics) Block(b *event.Block, diskName string) { m.ObserveBlock(*b, di
 // any of its flush requests nested host fsyncs (Request.Host), the call
 // itself at level L1 under its device and filesystem, and each nested
 // host fsync at level L2 under the backing file's device and filesystem.
-// Records without nested fsyncs are not observed here. The label sets are
-// bounded by the machine's block devices and filesystem types.
+// A call on a device-mapper device (FsyncRecord.DM) is observed at L1,
+// its dm target's hold at level L2 (fs "dm") and its requests on the
+// disks beneath at L3 (fs "disk"), as BuildLevels counts them.
+// Records without nested fsyncs or a dm level are not observed here. The
+// label sets are bounded by the machine's block devices and filesystem
+// types.
 func (m *Metrics) ObserveStacked(r *analysis.FsyncRecord) {
+	if r.DM != nil {
+		m.observeDM(r)
+		return
+	}
 	nested := false
 	for i := range r.Requests {
 		if len(r.Requests[i].Host) > 0 {
@@ -507,13 +515,37 @@ func (m *Metrics) ObserveStacked(r *analysis.FsyncRecord) {
 	}
 }
 
-func (m *Metrics) observeLevel(level string, r *analysis.FsyncRecord) {
-	dev := deviceLabel(r.DevName, r.Dev)
-	m.stackedFsync.WithLabelValues(level, dev, r.FS).Observe(float64(r.TotalNs) / 1e9)
-	for _, l := range analysis.LayerNames {
-		m.stackedLayer.WithLabelValues(level, dev, r.FS, l).Add(float64(r.Layers.Get(l)) / 1e9)
+// observeDM observes the levels of a call on a device-mapper device.
+func (m *Metrics) observeDM(r *analysis.FsyncRecord) {
+	m.observeLevel("L1", r)
+	dm := r.DM
+	var dmFlushes, lowFlushes int
+	for i := range r.Requests {
+		if r.Requests[i].Role != analysis.RoleFlush {
+			continue
+		}
+		if r.Requests[i].DM {
+			dmFlushes++
+		} else {
+			lowFlushes++
+		}
 	}
-	m.stackedFlushes.WithLabelValues(level, dev, r.FS).Add(float64(r.Flushes))
+	m.observeLayers("L2", deviceLabel(dm.DevName, dm.Dev), "dm", dm.HeldNs, analysis.Layers{DMNs: dm.HeldNs}, dmFlushes)
+	m.observeLayers("L3", dm.Beneath(), "disk", dm.Lower.Sum(), dm.Lower, lowFlushes)
+}
+
+func (m *Metrics) observeLevel(level string, r *analysis.FsyncRecord) {
+	m.observeLayers(level, deviceLabel(r.DevName, r.Dev), r.FS, r.TotalNs, r.Layers, r.Flushes)
+}
+
+// observeLayers observes one level's time (total, ns), its layers and
+// its flush requests.
+func (m *Metrics) observeLayers(level, dev, fs string, total int64, layers analysis.Layers, flushes int) {
+	m.stackedFsync.WithLabelValues(level, dev, fs).Observe(float64(total) / 1e9)
+	for _, l := range analysis.LayerNames {
+		m.stackedLayer.WithLabelValues(level, dev, fs, l).Add(float64(layers.Get(l)) / 1e9)
+	}
+	m.stackedFlushes.WithLabelValues(level, dev, fs).Add(float64(flushes))
 }
 
 // FlushKind classifies a block request that persists the disk's cache:

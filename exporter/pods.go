@@ -149,7 +149,7 @@ func (r *PodResolver) read(pid uint32) PodLabels {
 // etcdscope_fsync_duration_seconds, filled by r from each call's PID
 // (serve --pod-labels). Call it before the first observation. Only that
 // histogram gets them: the layer split per pod would multiply its series
-// by five.
+// by six.
 func (m *Metrics) EnablePodLabels(r *PodResolver) {
 	m.fsyncMu.Lock()
 	defer m.fsyncMu.Unlock()

@@ -114,7 +114,13 @@ func Levels(w io.Writer, rows []analysis.LevelRow) {
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nstacked levels (L2: the host fsyncs the loop driver made for L1's flushes)\n")
+	heading := "L2: the host fsyncs the loop driver made for L1's flushes"
+	for _, r := range rows {
+		if r.FS == "dm" {
+			heading = "L2 dm: the time the device-mapper target held L1's bios; L3 disk: the requests beneath it, per L1 fsync"
+		}
+	}
+	fmt.Fprintf(w, "\nstacked levels (%s)\n", heading)
 	fmt.Fprintf(w, "  %-5s %-22s %10s %10s %10s  %s\n", "level", "device / filesystem", "p50 ms", "p99 ms", "flushes/fs", "layers (share)")
 	for _, r := range rows {
 		var parts []string

@@ -44,3 +44,33 @@ func TestFsyncReportBinnedNote(t *testing.T) {
 		t.Errorf("table does not say its quantiles are binned:\n%s", out.String())
 	}
 }
+
+// TestFsyncReportDMLevels: calls on a device-mapper device get a dm row in
+// their group's layers and the levels table's dm and disk rows; a group
+// without dm time keeps its five rows.
+func TestFsyncReportDMLevels(t *testing.T) {
+	dm := analysis.FsyncRecord{PID: 99, Comm: "etcd", Syscall: "fdatasync", Dev: "253:0", DevName: "dm-0", FS: "ext4",
+		FileKind: analysis.KindWAL, TotalNs: 25e6, Flushes: 2,
+		Layers:   analysis.Layers{DMNs: 21e6, DeviceFlushNs: 1e6, BlockQueueNs: 1e6, OtherNs: 2e6},
+		Requests: []analysis.Request{{Role: analysis.RoleFlush, DM: true}, {Role: analysis.RoleFlush}},
+		DM: &analysis.DMLevel{Dev: "253:0", DevName: "dm-0", Targets: []string{"7:0"}, TargetNames: []string{"loop0"}, Bios: 1, HeldNs: 21e6,
+			Lower: analysis.Layers{DeviceFlushNs: 1e6, BlockQueueNs: 1e6}}}
+	plain := analysis.FsyncRecord{PID: 98, Comm: "etcd", Syscall: "fdatasync", Dev: "254:1", DevName: "vda1", FS: "ext4",
+		FileKind: analysis.KindBackend, TotalNs: 1e6, Layers: analysis.Layers{DeviceFlushNs: 1e6}}
+	rep := analysis.BuildReport([]analysis.FsyncRecord{dm, dm, plain}, 0, 0, nil)
+	var table bytes.Buffer
+	if err := FsyncReport(&table, &rep); err != nil {
+		t.Fatal(err)
+	}
+	out := table.String()
+	for _, want := range []string{"most time in dm (84%)", "L2 dm: the time the device-mapper target held L1's bios",
+		"L1    dm-0 / ext4", "L2    dm-0 / dm                  21.000     21.000       1.00  dm 100%",
+		"L3    loop0 / disk                2.000      2.000       1.00  device_flush 50%, block_queue 50%"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "\n  dm "); n != 1 {
+		t.Errorf("%d group rows named dm, want 1 (the dm-0 group's only):\n%s", n, out)
+	}
+}

@@ -63,6 +63,7 @@ var LayerColors = map[string]string{
 	analysis.LayerJournal:       "#9467bd",
 	analysis.LayerDeviceFlush:   "#d62728",
 	analysis.LayerBlockQueue:    "#ff7f0e",
+	analysis.LayerDM:            "#8c564b",
 	analysis.LayerOther:         "#9e9e9e",
 }
 
@@ -408,7 +409,8 @@ func normalisedBars(bars []stackedBar, parts []legendItem, label string) svgChar
 // levelBars draws the stacked-device table (analysis.BuildLevels) as
 // normalised bars, one per level and device: L1 the filesystem the
 // application fsyncs on (on the loop device), L2 the host filesystem under
-// it, with the p50/p99 of each level's fsyncs beside the bar.
+// it (or the dm target under a device-mapper device, and L3 the disks
+// beneath that), with the p50/p99 of each level beside the bar.
 func levelBars(rows []analysis.LevelRow) *svgChart {
 	var bars []stackedBar
 	for _, r := range rows {

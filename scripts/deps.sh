@@ -20,6 +20,7 @@ declare -A need=(
 	[mkfs.ext4]=e2fsprogs
 	[mke2fs]=e2fsprogs
 	[dmsetup]=dmsetup
+	[trace-cmd]=trace-cmd # e2e TestDMLevel reads its ftrace instance in ns
 	[mkfs.xfs]=xfsprogs
 	[mkfs.btrfs]=btrfs-progs
 	[losetup]=util-linux

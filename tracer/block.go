@@ -1,6 +1,6 @@
 package tracer
 
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type blk_event -type flush_bio_event -type es_op -type es_req_flag -type blk_stat block ../bpf/block.bpf.c
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type blk_event -type flush_bio_event -type dm_bio_event -type bio_remap_event -type es_op -type es_req_flag -type blk_stat block ../bpf/block.bpf.c
 
 import (
 	"fmt"
@@ -32,9 +32,10 @@ func (t *FsyncTracer) loadBlock(shared ebpf.CollectionOptions, cfg FsyncConfig) 
 	return nil
 }
 
-// attachBlock attaches the five block-layer tp_btf programs (required).
+// attachBlock attaches the seven block-layer tp_btf programs (required).
 func (t *FsyncTracer) attachBlock() error {
-	for _, p := range []*ebpf.Program{t.block.BlockRqInsert, t.block.BlockRqIssue, t.block.BlockRqRequeue, t.block.BlockRqComplete, t.block.BlockBioQueue} {
+	for _, p := range []*ebpf.Program{t.block.BlockRqInsert, t.block.BlockRqIssue, t.block.BlockRqRequeue, t.block.BlockRqComplete,
+		t.block.BlockBioQueue, t.block.BlockBioRemap, t.block.BlockBioComplete} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
 			return fmt.Errorf("attaching tp_btf program %s: %w", p, err)
@@ -46,7 +47,9 @@ func (t *FsyncTracer) attachBlock() error {
 		event.Probe{Name: "tp_btf/block_rq_issue", Attached: true},
 		event.Probe{Name: "tp_btf/block_rq_requeue", Attached: true},
 		event.Probe{Name: "tp_btf/block_rq_complete", Attached: true},
-		event.Probe{Name: "tp_btf/block_bio_queue", Attached: true})
+		event.Probe{Name: "tp_btf/block_bio_queue", Attached: true},
+		event.Probe{Name: "tp_btf/block_bio_remap", Attached: true},
+		event.Probe{Name: "tp_btf/block_bio_complete", Attached: true})
 	return nil
 }
 
@@ -64,6 +67,19 @@ func (d *decoder) block(b *event.Block, e *blockBlkEvent) {
 func decodeFlushBio(f *event.FlushBio, e *blockFlushBioEvent) {
 	*f = event.FlushBio{Dev: event.Dev(e.Dev), Op: event.Op(e.Op), Flags: event.ReqFlags(e.Flags),
 		PID: e.Pid, TID: e.Tid, QueueNs: e.QueueNs}
+}
+
+// dmBio decodes struct dm_bio_event (bpf/block.h).
+func (d *decoder) dmBio(b *event.DMBio, e *blockDmBioEvent) {
+	*b = event.DMBio{Bio: e.Bio, Dev: event.Dev(e.Dev), Op: event.Op(e.Op), Flags: event.ReqFlags(e.Flags),
+		Bytes: e.Bytes, Error: e.Error, PID: e.Pid, TID: e.Tid, Comm: d.intern(cbytes(e.Comm[:])),
+		QueueNs: e.QueueNs, CompleteNs: e.CompleteNs}
+}
+
+// decodeRemap decodes struct bio_remap_event (bpf/block.h).
+func decodeRemap(r *event.BioRemap, e *blockBioRemapEvent) {
+	*r = event.BioRemap{Dev: event.Dev(e.Dev), Target: event.Dev(e.Target), Op: event.Op(e.Op), Flags: event.ReqFlags(e.Flags),
+		TID: e.Tid, Sector: e.Sector, RemapNs: e.RemapNs}
 }
 
 // BlockStats counts what the block programs did since the tracer started
@@ -88,7 +104,13 @@ type BlockStats struct {
 	// Unused: completions dropped in the kernel because the analysis has
 	// no use for them: reads and other non-write requests, and writes
 	// whose insert and issue were not seen (FsyncConfig.EveryBlock off).
-	Unused uint64
+	Unused     uint64
+	DMBioEmits uint64 // bios of bio-based (device-mapper) disks put in the ring buffer
+	// DMCollisions: dm bios in flight overwritten by another in the same
+	// slot (their completion is then not emitted: also counted in Lost),
+	// or whose completion was never seen.
+	DMCollisions uint64
+	RemapEmits   uint64 // bio remaps put in the ring buffer
 }
 
 // BlockStats reads the block programs' counters (bpf/block.h enum blk_stat).
@@ -106,6 +128,9 @@ func (t *FsyncTracer) BlockStats() (BlockStats, error) {
 		{blockBlkStatBLK_STAT_UNSEEN_COMPLETE, &s.UnseenCompletions},
 		{blockBlkStatBLK_STAT_IDLE_DISK, &s.IdleDisk},
 		{blockBlkStatBLK_STAT_UNUSED, &s.Unused},
+		{blockBlkStatBLK_STAT_DM_BIO_EMITS, &s.DMBioEmits},
+		{blockBlkStatBLK_STAT_DM_COLLISION, &s.DMCollisions},
+		{blockBlkStatBLK_STAT_REMAP_EMITS, &s.RemapEmits},
 	} {
 		var perCPU []uint64
 		if err := t.block.BlockStats.Lookup(uint32(c.i), &perCPU); err != nil {

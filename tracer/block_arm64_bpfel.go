@@ -13,6 +13,20 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type blockBioRemapEvent struct {
+	_       structs.HostLayout
+	Kind    uint8
+	Op      uint8
+	Pad     [2]uint8
+	Flags   uint32
+	Dev     uint32
+	Target  uint32
+	Tid     uint32
+	Pad2    uint32
+	Sector  uint64
+	RemapNs uint64
+}
+
 type blockBlkEvent struct {
 	_          structs.HostLayout
 	Kind       uint8
@@ -45,8 +59,42 @@ const (
 	blockBlkStatBLK_STAT_UNSEEN_COMPLETE blockBlkStat = 5
 	blockBlkStatBLK_STAT_IDLE_DISK       blockBlkStat = 6
 	blockBlkStatBLK_STAT_UNUSED          blockBlkStat = 7
-	blockBlkStatBLK_STAT_NR              blockBlkStat = 8
+	blockBlkStatBLK_STAT_DM_BIO_EMITS    blockBlkStat = 8
+	blockBlkStatBLK_STAT_DM_COLLISION    blockBlkStat = 9
+	blockBlkStatBLK_STAT_REMAP_EMITS     blockBlkStat = 10
+	blockBlkStatBLK_STAT_NR              blockBlkStat = 11
 )
+
+type blockDmBioEvent struct {
+	_          structs.HostLayout
+	Kind       uint8
+	Op         uint8
+	Pad        [2]uint8
+	Flags      uint32
+	Dev        uint32
+	Error      int32
+	Bytes      uint32
+	Pid        uint32
+	Tid        uint32
+	Pad2       uint32
+	Bio        uint64
+	QueueNs    uint64
+	CompleteNs uint64
+	Comm       [16]int8
+}
+
+type blockDmStart struct {
+	_       structs.HostLayout
+	Bio     uint64
+	QueueNs uint64
+	Dev     uint32
+	Opf     uint32
+	Bytes   uint32
+	Pid     uint32
+	Tid     uint32
+	Pad     uint32
+	Comm    [16]int8
+}
 
 type blockEsOp uint32
 
@@ -106,18 +154,24 @@ const (
 	blockMapBlockStats          = "block_stats"
 	blockMapBusyAny             = "busy_any"
 	blockMapBusyDisks           = "busy_disks"
+	blockMapDmStarts            = "dm_starts"
 	blockMapEvents              = "events"
 	blockMapLostEvents          = "lost_events"
 	blockMapStarts              = "starts"
+	blockMapUpperOf             = "upper_of"
+	blockProgBlockBioComplete   = "block_bio_complete"
 	blockProgBlockBioQueue      = "block_bio_queue"
+	blockProgBlockBioRemap      = "block_bio_remap"
 	blockProgBlockRqComplete    = "block_rq_complete"
 	blockProgBlockRqInsert      = "block_rq_insert"
 	blockProgBlockRqIssue       = "block_rq_issue"
 	blockProgBlockRqRequeue     = "block_rq_requeue"
 	blockVarEveryBlock          = "every_block"
 	blockVarTargDev             = "targ_dev"
+	blockVarUnusedBioRemapEvent = "unused_bio_remap_event"
 	blockVarUnusedBlkEvent      = "unused_blk_event"
 	blockVarUnusedBlkStat       = "unused_blk_stat"
+	blockVarUnusedDmBioEvent    = "unused_dm_bio_event"
 	blockVarUnusedEsOp          = "unused_es_op"
 	blockVarUnusedEsReqFlag     = "unused_es_req_flag"
 	blockVarUnusedFlushBioEvent = "unused_flush_bio_event"
@@ -166,11 +220,13 @@ type blockSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type blockProgramSpecs struct {
-	BlockBioQueue   *ebpf.ProgramSpec `ebpf:"block_bio_queue"`
-	BlockRqComplete *ebpf.ProgramSpec `ebpf:"block_rq_complete"`
-	BlockRqInsert   *ebpf.ProgramSpec `ebpf:"block_rq_insert"`
-	BlockRqIssue    *ebpf.ProgramSpec `ebpf:"block_rq_issue"`
-	BlockRqRequeue  *ebpf.ProgramSpec `ebpf:"block_rq_requeue"`
+	BlockBioComplete *ebpf.ProgramSpec `ebpf:"block_bio_complete"`
+	BlockBioQueue    *ebpf.ProgramSpec `ebpf:"block_bio_queue"`
+	BlockBioRemap    *ebpf.ProgramSpec `ebpf:"block_bio_remap"`
+	BlockRqComplete  *ebpf.ProgramSpec `ebpf:"block_rq_complete"`
+	BlockRqInsert    *ebpf.ProgramSpec `ebpf:"block_rq_insert"`
+	BlockRqIssue     *ebpf.ProgramSpec `ebpf:"block_rq_issue"`
+	BlockRqRequeue   *ebpf.ProgramSpec `ebpf:"block_rq_requeue"`
 }
 
 // blockMapSpecs contains maps before they are loaded into the kernel.
@@ -181,9 +237,11 @@ type blockMapSpecs struct {
 	BlockStats  *ebpf.MapSpec `ebpf:"block_stats"`
 	BusyAny     *ebpf.MapSpec `ebpf:"busy_any"`
 	BusyDisks   *ebpf.MapSpec `ebpf:"busy_disks"`
+	DmStarts    *ebpf.MapSpec `ebpf:"dm_starts"`
 	Events      *ebpf.MapSpec `ebpf:"events"`
 	LostEvents  *ebpf.MapSpec `ebpf:"lost_events"`
 	Starts      *ebpf.MapSpec `ebpf:"starts"`
+	UpperOf     *ebpf.MapSpec `ebpf:"upper_of"`
 }
 
 // blockVariableSpecs contains global variables before they are loaded into the kernel.
@@ -192,8 +250,10 @@ type blockMapSpecs struct {
 type blockVariableSpecs struct {
 	EveryBlock          *ebpf.VariableSpec `ebpf:"every_block"`
 	TargDev             *ebpf.VariableSpec `ebpf:"targ_dev"`
+	UnusedBioRemapEvent *ebpf.VariableSpec `ebpf:"unused_bio_remap_event"`
 	UnusedBlkEvent      *ebpf.VariableSpec `ebpf:"unused_blk_event"`
 	UnusedBlkStat       *ebpf.VariableSpec `ebpf:"unused_blk_stat"`
+	UnusedDmBioEvent    *ebpf.VariableSpec `ebpf:"unused_dm_bio_event"`
 	UnusedEsOp          *ebpf.VariableSpec `ebpf:"unused_es_op"`
 	UnusedEsReqFlag     *ebpf.VariableSpec `ebpf:"unused_es_req_flag"`
 	UnusedFlushBioEvent *ebpf.VariableSpec `ebpf:"unused_flush_bio_event"`
@@ -224,9 +284,11 @@ type blockMaps struct {
 	BlockStats  *ebpf.Map `ebpf:"block_stats"`
 	BusyAny     *ebpf.Map `ebpf:"busy_any"`
 	BusyDisks   *ebpf.Map `ebpf:"busy_disks"`
+	DmStarts    *ebpf.Map `ebpf:"dm_starts"`
 	Events      *ebpf.Map `ebpf:"events"`
 	LostEvents  *ebpf.Map `ebpf:"lost_events"`
 	Starts      *ebpf.Map `ebpf:"starts"`
+	UpperOf     *ebpf.Map `ebpf:"upper_of"`
 }
 
 func (m *blockMaps) Close() error {
@@ -235,9 +297,11 @@ func (m *blockMaps) Close() error {
 		m.BlockStats,
 		m.BusyAny,
 		m.BusyDisks,
+		m.DmStarts,
 		m.Events,
 		m.LostEvents,
 		m.Starts,
+		m.UpperOf,
 	)
 }
 
@@ -247,8 +311,10 @@ func (m *blockMaps) Close() error {
 type blockVariables struct {
 	EveryBlock          *ebpf.Variable `ebpf:"every_block"`
 	TargDev             *ebpf.Variable `ebpf:"targ_dev"`
+	UnusedBioRemapEvent *ebpf.Variable `ebpf:"unused_bio_remap_event"`
 	UnusedBlkEvent      *ebpf.Variable `ebpf:"unused_blk_event"`
 	UnusedBlkStat       *ebpf.Variable `ebpf:"unused_blk_stat"`
+	UnusedDmBioEvent    *ebpf.Variable `ebpf:"unused_dm_bio_event"`
 	UnusedEsOp          *ebpf.Variable `ebpf:"unused_es_op"`
 	UnusedEsReqFlag     *ebpf.Variable `ebpf:"unused_es_req_flag"`
 	UnusedFlushBioEvent *ebpf.Variable `ebpf:"unused_flush_bio_event"`
@@ -259,16 +325,20 @@ type blockVariables struct {
 //
 // It can be passed to loadBlockObjects or ebpf.CollectionSpec.LoadAndAssign.
 type blockPrograms struct {
-	BlockBioQueue   *ebpf.Program `ebpf:"block_bio_queue"`
-	BlockRqComplete *ebpf.Program `ebpf:"block_rq_complete"`
-	BlockRqInsert   *ebpf.Program `ebpf:"block_rq_insert"`
-	BlockRqIssue    *ebpf.Program `ebpf:"block_rq_issue"`
-	BlockRqRequeue  *ebpf.Program `ebpf:"block_rq_requeue"`
+	BlockBioComplete *ebpf.Program `ebpf:"block_bio_complete"`
+	BlockBioQueue    *ebpf.Program `ebpf:"block_bio_queue"`
+	BlockBioRemap    *ebpf.Program `ebpf:"block_bio_remap"`
+	BlockRqComplete  *ebpf.Program `ebpf:"block_rq_complete"`
+	BlockRqInsert    *ebpf.Program `ebpf:"block_rq_insert"`
+	BlockRqIssue     *ebpf.Program `ebpf:"block_rq_issue"`
+	BlockRqRequeue   *ebpf.Program `ebpf:"block_rq_requeue"`
 }
 
 func (p *blockPrograms) Close() error {
 	return _BlockClose(
+		p.BlockBioComplete,
 		p.BlockBioQueue,
+		p.BlockBioRemap,
 		p.BlockRqComplete,
 		p.BlockRqInsert,
 		p.BlockRqIssue,

@@ -254,6 +254,8 @@ func (t *FsyncTracer) programs() map[string]*ebpf.Program {
 		"block_rq_requeue":    t.block.BlockRqRequeue,
 		"block_rq_complete":   t.block.BlockRqComplete,
 		"block_bio_queue":     t.block.BlockBioQueue,
+		"block_bio_remap":     t.block.BlockBioRemap,
+		"block_bio_complete":  t.block.BlockBioComplete,
 	}
 	if t.write.SysExitWrite != nil {
 		progs["write_sys_enter_write"] = t.write.SysEnterWrite
@@ -285,7 +287,8 @@ func (t *FsyncTracer) programs() map[string]*ebpf.Program {
 // that ev.Kind then names: an fsync or fdatasync call (KindFsync), a
 // kernel thread's vfs_fsync (KindKernelFsync), a call's start
 // (KindFsyncEnter), a block request completion (KindBlock), a flush bio
-// (KindFlushBio), a journal commit, log force or wait (KindJournal) or,
+// (KindFlushBio), a bio on a device-mapper disk (KindDMBio) and its remaps
+// (KindBioRemap), a journal commit, log force or wait (KindJournal) or,
 // with FsyncConfig.Writes, a write(2)-family call (KindWrite) or, with
 // FsyncConfig.Sched, a traced thread's scheduler state (KindSched).
 // Records are decoded by fixed layout (the bpf2go structs), without
@@ -359,6 +362,20 @@ func (d *decoder) record(ev *event.Any, raw []byte) error {
 		}
 		decodeSched(&ev.Sched, e)
 		ev.Kind = event.KindSched
+	case fsyncEsKindES_KIND_DM_BIO:
+		e, err := fixed[blockDmBioEvent](raw, "dm_bio")
+		if err != nil {
+			return err
+		}
+		d.dmBio(&ev.DMBio, e)
+		ev.Kind = event.KindDMBio
+	case fsyncEsKindES_KIND_BIO_REMAP:
+		e, err := fixed[blockBioRemapEvent](raw, "bio_remap")
+		if err != nil {
+			return err
+		}
+		decodeRemap(&ev.Remap, e)
+		ev.Kind = event.KindBioRemap
 	default:
 		return fmt.Errorf("decoding event: unknown kind %d", raw[0])
 	}

@@ -41,6 +41,8 @@ const (
 	fsyncEsKindES_KIND_FLUSH_BIO   fsyncEsKind = 5
 	fsyncEsKindES_KIND_WRITE       fsyncEsKind = 6
 	fsyncEsKindES_KIND_SCHED       fsyncEsKind = 7
+	fsyncEsKindES_KIND_DM_BIO      fsyncEsKind = 8
+	fsyncEsKindES_KIND_BIO_REMAP   fsyncEsKind = 9
 )
 
 type fsyncEsSyscall uint32

@@ -212,14 +212,15 @@ done
 p=$(command -v fio || true)
 [[ -n $p ]] || die "fio not found (apt-get install fio)"
 copy_with_libs "$p" /usr/bin/fio
-# dmsetup and mke2fs for the slow-device scenario (docs/scenarios.md):
-# optional, the scenario fails naming them when they are missing.
-for t in dmsetup mke2fs; do
+# dmsetup and mke2fs for the slow-device scenario (docs/scenarios.md) and
+# e2e's TestDMLevel, trace-cmd for the latter's ftrace oracle in ns:
+# optional, the tests fail naming them when they are missing.
+for t in dmsetup mke2fs trace-cmd; do
 	p=$(PATH=$PATH:/usr/sbin:/sbin command -v "$t" || true)
 	if [[ -n $p ]]; then
 		copy_with_libs "$p" "/usr/sbin/$t"
 	else
-		log "no $t on this host (apt-get install dmsetup e2fsprogs): the slow-device scenario will fail"
+		log "no $t on this host (apt-get install dmsetup e2fsprogs trace-cmd): the slow-device scenario or TestDMLevel will fail"
 	fi
 done
 [[ -f /etc/mke2fs.conf ]] && cp /etc/mke2fs.conf "$STAGE/etc/mke2fs.conf"

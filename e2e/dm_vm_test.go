@@ -1,0 +1,377 @@
+//go:build vmtest
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/internal/testenv"
+)
+
+// dmFlushDelay is the hold dm-delay puts on every flush in TestDMLevel.
+const dmFlushDelay = 20 * time.Millisecond
+
+// TestDMLevel runs in the VM rig (Debian's 6.1 kernel has dm-mod and
+// dm-delay; this build machine's kernel has no device-mapper): ext4 on a
+// dm-delay device over a loop device (its backing file on the guest's
+// tmpfs), the table holding flushes 20 ms and passing reads and writes.
+// The test overwrites allocated blocks and fdatasyncs, so each call is a
+// data write and one empty REQ_PREFLUSH bio (ext4's blkdev_issue_flush),
+// both through dm-0 onto the loop device. The oracle is the kernel's own
+// block_bio_queue, block_bio_remap and block_bio_complete on the dm disk
+// and block_rq_complete on the loop disk, in an ftrace instance of its
+// own (trace clock mono, read in ns by trace-cmd): for every dm bio the
+// call queued, the target's hold is remap − queue plus dm completion −
+// the completion of its request beneath. Per call, etcdscope's dm layer
+// must equal the sum of those holds, each dm flush's queue, remap and
+// completion times the kernel's, the hold at least the table's 20 ms,
+// and the filesystem, dm and lower-disk levels must sum to the call.
+func TestDMLevel(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.LookPath(t, "dmsetup", "dmsetup")
+	testenv.LookPath(t, "mke2fs", "e2fsprogs")
+	testenv.LookPath(t, "losetup", "util-linux")
+	testenv.LookPath(t, "trace-cmd", "trace-cmd")
+	// The rig's etcdscope (vmtest/run.sh builds it): the guest has no Go.
+	buildOnce.Do(func() { binPath = filepath.Join(testenv.RepoRoot(t), "bin", "etcdscope") })
+
+	const size = 64 << 20
+	img := filepath.Join(t.TempDir(), "dm.img")
+	f, err := os.Create(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(size)
+	f.Close()
+	// busybox's losetup has no --show: the next free device, then attach.
+	loop := run(t, "losetup", "-f")
+	run(t, "losetup", loop, img)
+	t.Cleanup(func() { exec.Command("losetup", "-d", loop).Run() })
+	name := fmt.Sprintf("esdm%d", os.Getpid())
+	table := fmt.Sprintf("0 %d delay %s 0 0 %s 0 0 %s 0 %d", size/512, loop, loop, loop, dmFlushDelay.Milliseconds())
+	run(t, "dmsetup", "create", name, "--noudevsync", "--table", table)
+	t.Cleanup(func() { exec.Command("dmsetup", "remove", "--noudevsync", name).Run() })
+	run(t, "dmsetup", "mknodes", name)
+	dmPath := "/dev/mapper/" + name
+	dmDev, dmName := blockDev(t, dmPath)
+	loopDev, loopName := blockDev(t, loop)
+	// No lazy init: ext4lazyinit would zero the inode tables and flush
+	// from a kernel thread while the test runs.
+	run(t, "mke2fs", "-q", "-F", "-t", "ext4", "-E", "lazy_itable_init=0,lazy_journal_init=0", dmPath)
+	mnt := t.TempDir()
+	// lazytime and a long commit interval: an overwrite's mtime makes no
+	// jbd2 commit (with its own held flush) while the calls run.
+	if err := syscall.Mount(dmPath, mnt, "ext4", 0, "lazytime,commit=300"); err != nil {
+		t.Fatalf("mounting %s: %v", dmPath, err)
+	}
+	t.Cleanup(func() { syscall.Unmount(mnt, 0) })
+
+	file, err := os.OpenFile(filepath.Join(mnt, "wal"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	buf := bytes.Repeat([]byte{0xa5}, 4096)
+	const n = 8
+	for i := 0; i < n; i++ { // allocate: the traced calls overwrite
+		file.WriteAt(buf, int64(i)*4096)
+	}
+	if err := file.Sync(); err != nil {
+		t.Fatal(err)
+	}
+
+	// One untraced round first: whatever the first overwrite after the
+	// allocation still has to commit is not the steady state measured.
+	file.WriteAt(buf, 0)
+	unix.Fdatasync(int(file.Fd()))
+
+	ft := ftraceInstance(t, "etcdscope-dm", [][2]string{{"buffer_size_kb", "8192"}, {"trace_clock", "mono"},
+		{"events/block/block_bio_queue/filter", fmt.Sprintf("dev == %d", dmDev)},
+		{"events/block/block_bio_remap/filter", fmt.Sprintf("old_dev == %d", dmDev)},
+		{"events/block/block_bio_complete/filter", fmt.Sprintf("dev == %d", dmDev)},
+		{"events/block/block_rq_complete/filter", fmt.Sprintf("dev == %d", loopDev)},
+		{"events/block/block_bio_queue/enable", "1"}, {"events/block/block_bio_remap/enable", "1"},
+		{"events/block/block_bio_complete/enable", "1"}, {"events/block/block_rq_complete/enable", "1"}})
+	tr := startFsync(t, "--pid", strconv.Itoa(os.Getpid()))
+
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := uint32(unix.Gettid())
+	for i := 0; i < n; i++ {
+		if _, err := file.WriteAt(buf, int64(i)*4096); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Fdatasync(int(file.Fd())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	recs, rep := tr.stop()
+	os.WriteFile(filepath.Join(ft, "tracing_on"), []byte("0"), 0o644)
+	evs := readBlockTrace(t, ft)
+	if len(evs) == 0 {
+		t.Fatal("trace-cmd read no block events from the instance")
+	}
+	checkPartition(t, recs)
+
+	var calls []analysis.FsyncRecord
+	for _, r := range recs {
+		if r.TID == tid && r.Syscall == "fdatasync" {
+			calls = append(calls, r)
+		}
+	}
+	if len(calls) != n {
+		t.Fatalf("etcdscope saw %d fdatasync calls of tid %d, want %d (%d records, lost %d)", len(calls), tid, n, len(recs), rep.LostEvents)
+	}
+	if rep.LostEvents != 0 || rep.MissedEvents != 0 {
+		t.Errorf("lost %d events, missed %d probe runs", rep.LostEvents, rep.MissedEvents)
+	}
+	// BPF's and ftrace's stamps of one tracepoint differ by the time
+	// between their two handlers: µs, but the guest's emulated CPU is
+	// sometimes taken away between them for a millisecond. Each number
+	// may be that far off; their sums over the calls must agree closely.
+	const tolNs = 2e6
+	var sumGot, sumWant int64
+	for i, r := range calls {
+		o := dmOracle(evs, tid, r.StartNs, r.EndNs)
+		dm := r.DM
+		if dm == nil {
+			t.Errorf("call %d: no dm level; layers %+v", i, r.Layers)
+			continue
+		}
+		fs := r.TotalNs - dm.HeldNs - dm.Lower.Sum()
+		t.Logf("call %d: total %s ms = fs %s + dm %s + %v %s ms (flush %s, queue %s, data %s); ftrace: %d dm bios, hold %s ms; flush queued %d, remapped +%s ms, completed +%s ms",
+			i, analysis.Ms(r.TotalNs), analysis.Ms(fs), analysis.Ms(dm.HeldNs), dm.TargetNames, analysis.Ms(dm.Lower.Sum()),
+			analysis.Ms(dm.Lower.DeviceFlushNs), analysis.Ms(dm.Lower.BlockQueueNs), analysis.Ms(dm.Lower.DataWritebackNs),
+			o.bios, analysis.Ms(o.holdNs), o.flushQueue, analysis.Ms(int64(o.flushRemap-o.flushQueue)), analysis.Ms(int64(o.flushComplete-o.flushQueue)))
+		if fs < 0 || fs+dm.HeldNs+dm.Lower.Sum() != r.TotalNs || dm.HeldNs != r.Layers.DMNs {
+			t.Errorf("call %d: levels fs %d + dm %d + lower %d do not make the total %d (dm layer %d)", i, fs, dm.HeldNs, dm.Lower.Sum(), r.TotalNs, r.Layers.DMNs)
+		}
+		if dm.DevName != dmName || len(dm.TargetNames) != 1 || dm.TargetNames[0] != loopName {
+			t.Errorf("call %d: dm level on %s over %v, want %s over %s", i, dm.DevName, dm.TargetNames, dmName, loopName)
+		}
+		if o.bios == 0 || o.flushQueue == 0 {
+			t.Errorf("call %d: ftrace saw %d dm bios and no flush of this call: %s", i, o.bios, o.why)
+			continue
+		}
+		sumGot += dm.HeldNs
+		sumWant += o.holdNs
+		if d := dm.HeldNs - o.holdNs; d < -5e5 || d > 5e5 {
+			if d < -int64(o.bios)*tolNs || d > int64(o.bios)*tolNs {
+				t.Errorf("call %d: dm layer %s ms, ftrace's holds %s ms", i, analysis.Ms(dm.HeldNs), analysis.Ms(o.holdNs))
+			}
+			for _, q := range r.Requests {
+				t.Logf("  request %+v", q)
+			}
+			for _, j := range r.Journal {
+				t.Logf("  journal %+v", j)
+			}
+			for _, x := range evs {
+				if x.ns+1e6 >= r.StartNs && x.ns <= r.EndNs+1e6 {
+					t.Logf("  ftrace %+v", *x)
+				}
+			}
+		}
+		// dm-delay counts its delay in jiffies from the bio's arrival:
+		// a flush arriving late in a jiffy is held up to one jiffy less
+		// (4 ms at the rig's HZ=250).
+		if dm.HeldNs < int64(dmFlushDelay)-5*int64(time.Millisecond) {
+			t.Errorf("call %d: dm layer %s ms is under the table's %v flush delay less a jiffy", i, analysis.Ms(dm.HeldNs), dmFlushDelay)
+		}
+		if dm.Lower.DeviceFlushNs == 0 {
+			t.Errorf("call %d: no flush time on %s beneath", i, loopName)
+		}
+		var flush *analysis.Request
+		for j := range r.Requests {
+			if q := &r.Requests[j]; q.DM && q.Role == analysis.RoleFlush {
+				flush = q
+			}
+		}
+		if flush == nil {
+			t.Errorf("call %d: no dm flush bio among its requests", i)
+			continue
+		}
+		for _, c := range []struct {
+			what      string
+			got, want uint64
+		}{{"queued", flush.IssueNs, o.flushQueue}, {"remapped", flush.RemapNs, o.flushRemap}, {"completed", flush.CompleteNs, o.flushComplete}} {
+			if d := int64(c.got) - int64(c.want); d < -tolNs || d > tolNs {
+				t.Errorf("call %d: dm flush %s at %d, ftrace %d (%+d µs)", i, c.what, c.got, c.want, d/1000)
+			}
+		}
+		if want := fmt.Sprintf("%d:%d", loopDev>>20, loopDev&(1<<20-1)); flush.Target != want {
+			t.Errorf("call %d: dm flush remapped onto %q, want %q", i, flush.Target, want)
+		}
+	}
+	t.Logf("dm layer over %d calls: etcdscope %s ms, ftrace's holds %s ms", len(calls), analysis.Ms(sumGot), analysis.Ms(sumWant))
+	if mean := sumGot / int64(len(calls)); mean < int64(dmFlushDelay)-int64(time.Millisecond) {
+		t.Errorf("dm layer mean per call %s ms, under the table's %v flush delay", analysis.Ms(mean), dmFlushDelay)
+	}
+	if d := sumGot - sumWant; d < -sumWant/100-5e5 || d > sumWant/100+5e5 {
+		t.Errorf("dm layer over the calls %s ms, ftrace's holds %s ms: not within 1%% + 0.5 ms", analysis.Ms(sumGot), analysis.Ms(sumWant))
+	}
+}
+
+// blockDev returns a block device node's kernel dev_t (major<<20|minor,
+// as ftrace filters it) and kernel name (dm-0, loop0).
+func blockDev(t *testing.T, path string) (uint32, string) {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	maj, min := unix.Major(st.Rdev), unix.Minor(st.Rdev)
+	real, err := filepath.EvalSymlinks(fmt.Sprintf("/sys/dev/block/%d:%d", maj, min))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return maj<<20 | min, filepath.Base(real)
+}
+
+// blockTraceEvent is one event of the ftrace instance: a block tracepoint
+// with the task that ran it, its mono time in ns, the
+// disk (and for a remap the disk it came from), rwbs and sector.
+type blockTraceEvent struct {
+	name   string
+	pid    uint32
+	ns     uint64
+	dev    string // "major,minor"
+	oldDev string // block_bio_remap: the dm disk
+	rwbs   string
+	sector string
+	used   bool
+}
+
+// traceLine matches a line of `trace-cmd report -t`: task-pid [cpu]
+// sec.nsec: event: fields.
+var traceLine = regexp.MustCompile(`-(\d+)\s+\[\d+\].*?\s(\d+)\.(\d{9}): (block_\w+): (.*)$`)
+
+// readBlockTrace reads the instance dir's buffer through trace-cmd
+// (extract, then report -t: timestamps in ns, where the instance's text
+// file prints µs).
+func readBlockTrace(t *testing.T, dir string) []*blockTraceEvent {
+	t.Helper()
+	dat := filepath.Join(t.TempDir(), "dm.dat")
+	if out, err := exec.Command("trace-cmd", "extract", "-B", filepath.Base(dir), "-o", dat).CombinedOutput(); err != nil {
+		t.Fatalf("trace-cmd extract: %v\n%s", err, out)
+	}
+	data, err := exec.Command("trace-cmd", "report", "-i", dat, "-t").Output()
+	if err != nil {
+		t.Fatalf("trace-cmd report: %v", err)
+	}
+	if bytes.Contains(data, []byte("LOST")) {
+		t.Fatal("ftrace lost events; the oracle is incomplete")
+	}
+	var out []*blockTraceEvent
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<20)
+	// trace-cmd extracts the top-level buffer too: only the lines of
+	// this instance, which report prefixes with its name.
+	prefix := filepath.Base(dir) + ":"
+	for sc.Scan() {
+		if !strings.HasPrefix(strings.TrimSpace(sc.Text()), prefix) {
+			continue
+		}
+		m := traceLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		pid, _ := strconv.ParseUint(m[1], 10, 32)
+		s, _ := strconv.ParseUint(m[2], 10, 64)
+		ns, _ := strconv.ParseUint(m[3], 10, 64)
+		tok := strings.Fields(m[5])
+		e := &blockTraceEvent{name: m[4], pid: uint32(pid), ns: s*1e9 + ns}
+		if len(tok) < 2 {
+			t.Fatalf("ftrace line %q", sc.Text())
+		}
+		e.dev, e.rwbs = tok[0], tok[1]
+		for i, x := range tok {
+			if x == "+" && i > 0 && e.sector == "" {
+				e.sector = tok[i-1]
+			}
+			if x == "<-" && i+1 < len(tok) {
+				e.oldDev = strings.Trim(tok[i+1], "()")
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// dmCallOracle is what ftrace says about one call's dm bios.
+type dmCallOracle struct {
+	bios                                  int
+	holdNs                                int64
+	flushQueue, flushRemap, flushComplete uint64
+	why                                   string
+}
+
+// dmOracle follows each bio that thread tid queued on the dm disk inside
+// [s, e] through ftrace's events: its remap (the first unused one of the
+// same kind, flush or not, from the dm disk, after it; a write's by its
+// sector), the completion of the request beneath (a flush's: the first
+// flush completion on the loop disk after the remap; a write's: at the
+// remapped sector), and its own completion on the dm disk (the first of
+// its kind after that: a completion's sector is not relied on).
+func dmOracle(evs []*blockTraceEvent, tid uint32, s, e uint64) dmCallOracle {
+	var o dmCallOracle
+	isFlush := func(rwbs string) bool { return strings.Contains(rwbs, "F") }
+	next := func(from uint64, ok func(*blockTraceEvent) bool) *blockTraceEvent {
+		for _, x := range evs {
+			if !x.used && x.ns >= from && ok(x) {
+				x.used = true
+				return x
+			}
+		}
+		return nil
+	}
+	for _, q := range evs {
+		if q.name != "block_bio_queue" || q.pid != tid || q.ns+1000 < s || q.ns > e+1000 || q.used {
+			continue
+		}
+		q.used = true
+		flush := isFlush(q.rwbs)
+		rm := next(q.ns, func(x *blockTraceEvent) bool {
+			return x.name == "block_bio_remap" && isFlush(x.rwbs) == flush && (flush || x.sector == q.sector)
+		})
+		if rm == nil {
+			o.why = fmt.Sprintf("no remap for the bio queued at %d (%s %s)", q.ns, q.rwbs, q.sector)
+			continue
+		}
+		low := next(rm.ns, func(x *blockTraceEvent) bool {
+			return x.name == "block_rq_complete" && isFlush(x.rwbs) == flush && (flush || x.sector == rm.sector)
+		})
+		if low == nil {
+			o.why = fmt.Sprintf("no request beneath completed for the remap at %d", rm.ns)
+			continue
+		}
+		done := next(low.ns, func(x *blockTraceEvent) bool {
+			return x.name == "block_bio_complete" && isFlush(x.rwbs) == flush
+		})
+		if done == nil {
+			o.why = fmt.Sprintf("no dm completion for the bio queued at %d", q.ns)
+			continue
+		}
+		o.bios++
+		o.holdNs += int64(rm.ns-q.ns) + int64(done.ns-low.ns)
+		if flush && o.flushQueue == 0 {
+			o.flushQueue, o.flushRemap, o.flushComplete = q.ns, rm.ns, done.ns
+		}
+	}
+	return o
+}
