@@ -6,7 +6,7 @@
 # compares against: bpftrace, and bcc's biolatency if apt can install it
 # (best effort: make bench reports why it could not run it). `deps.sh
 # generate` adds what `make generate`/`make check-generate` need: clang-19,
-# llvm-19 (llvm-strip) and libbpf-dev (bpf_helpers.h). `deps.sh image`
+# llvm-19 (llvm-strip), libbpf-dev (bpf_helpers.h) and git (the diff). `deps.sh image`
 # adds buildah, which make image-test builds and unpacks the image with.
 set -euo pipefail
 
@@ -39,6 +39,7 @@ if [[ ${1:-} == generate ]]; then
 	need[clang-19]=clang-19
 	need[llvm-strip-19]=llvm-19
 	need[/usr/include/bpf/bpf_helpers.h]=libbpf-dev
+	need[git]=git # make check-generate diffs the regenerated objects against HEAD
 fi
 if [[ ${1:-} == image ]]; then
 	need[buildah]=buildah
