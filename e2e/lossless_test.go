@@ -107,15 +107,20 @@ func TestNoCompletionMissing(t *testing.T) {
 			t.Logf("%s: ftrace completions not in the stream: %d (%d of %d on the loop device); inferred unseen: %d",
 				tc.fs, missing, missingOnLoop, onLoop, st.UnseenCompletions)
 			// On 6.18 the kernel skips the BPF programs of block_rq_complete
-			// for about 1 in 3000 completions in softirq context without
-			// counting a recursion miss (every BPF program on the
-			// tracepoint, not this one's logic: its run counter is short by
-			// the same amount). Those the tracer can infer (the request
-			// issued again) are counted as missed above; allow the rest up
-			// to 1 in 1000 and no more.
-			if missingOnLoop > int(st.UnseenCompletions)+(onLoop+999)/1000 {
-				t.Errorf("%d of the %d completions ftrace recorded on the loop device are not in the tracer's stream (%d inferred and counted)",
-					missingOnLoop, onLoop, st.UnseenCompletions)
+			// for some completions in softirq context without counting a
+			// recursion miss (every BPF program on the tracepoint, not this
+			// one's logic: its run counter is short by the same amount;
+			// usually about 1 in 3000, 1 in 344 in one fresh-root run).
+			// Those the tracer can infer (the request issued again) are
+			// counted as missed above. The rest may be what the run counter
+			// shows the kernel skipped (ftrace's completions beyond the
+			// program's runs: a completion that never ran the program
+			// cannot be the program's loss; runs = emits is checked above),
+			// or 1 in 1000, whichever is more; no more.
+			skipped := max(len(comps)-int(st.CompleteRuns), (onLoop+999)/1000)
+			if missingOnLoop > int(st.UnseenCompletions)+skipped {
+				t.Errorf("%d of the %d completions ftrace recorded on the loop device are not in the tracer's stream (%d inferred and counted; the kernel ran the program %d times for ftrace's %d)",
+					missingOnLoop, onLoop, st.UnseenCompletions, st.CompleteRuns, len(comps))
 			}
 		})
 	}
@@ -245,7 +250,12 @@ func matchCompletions(t *testing.T, comps []ftraceCompletion, got []event.Block,
 	for _, v := range byKey {
 		sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
 	}
-	const tol = 20000
+	// ftrace's probe and the tracer's run one after the other on the same
+	// tracepoint: an interrupt between them separates their clocks (38.5
+	// µs seen in a fresh-root run, same disk, sector and size). Pairs are
+	// keyed by disk, sector and size, so a wider window only risks a
+	// rewrite of the same sectors within it.
+	const tol = 200000
 	logged := 0
 	for _, c := range comps {
 		if !counts(c) {
