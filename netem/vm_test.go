@@ -200,8 +200,11 @@ func TestVMPeerDelayBothClassifiers(t *testing.T) {
 				client := dialTimes(t, p.a, netip.AddrPortFrom(addr, 2379), 7)
 				t.Logf("%s: connect :2380 fastest %.2f ms median %.2f ms; :2379 fastest %.2f ms median %.2f ms",
 					addr, ms(peer[0]), ms(peer[3]), ms(client[0]), ms(client[3]))
-				if f := ms(peer[0]); f < 45 || f > 55 {
-					t.Errorf("%s: fastest connect to :2380 took %.2f ms, want 50 ± 5 ms", addr, f)
+				// The guest's own connect (TCG, one vCPU) costs what the
+				// undelayed :2379 connect shows (4-7 ms in a fresh-root run,
+				// which read 55.05-55.75 ms on :2380): netem adds 50 ms on top.
+				if f, own := ms(peer[0]), ms(client[0]); f < 45 || f > 55+own {
+					t.Errorf("%s: fastest connect to :2380 took %.2f ms, want 50 ± 5 ms + the undelayed connect's %.2f ms", addr, f, own)
 				}
 				if m := ms(peer[3]); m > 70 {
 					t.Errorf("%s: median connect to :2380 took %.2f ms, want under 70 ms", addr, m)
