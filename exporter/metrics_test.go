@@ -387,7 +387,7 @@ func TestObserveFsyncSeriesPerLabelSet(t *testing.T) {
 func TestObserveStackedDM(t *testing.T) {
 	m := NewMetrics()
 	rec := analysis.FsyncRecord{Type: "fsync", Comm: "etcd", Dev: "253:0", DevName: "dm-0", FS: "ext4", TotalNs: 25e6, Flushes: 2,
-		Layers: analysis.Layers{DMNs: 21e6, DeviceFlushNs: 1e6, BlockQueueNs: 5e5, DataWritebackNs: 5e5, OtherNs: 2e6},
+		Layers:   analysis.Layers{DMNs: 21e6, DeviceFlushNs: 1e6, BlockQueueNs: 5e5, DataWritebackNs: 5e5, OtherNs: 2e6},
 		Requests: []analysis.Request{{Role: analysis.RoleFlush, DM: true}, {Role: analysis.RoleFlush}, {Role: analysis.RoleData}},
 		DM: &analysis.DMLevel{Dev: "253:0", DevName: "dm-0", Targets: []string{"7:0"}, TargetNames: []string{"loop0"}, Bios: 2, HeldNs: 21e6,
 			Lower: analysis.Layers{DeviceFlushNs: 1e6, BlockQueueNs: 5e5, DataWritebackNs: 5e5}}}
