@@ -8,10 +8,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/etcdscope/etcdscope/internal/safefile"
 )
 
 // Commit section settings: sequential puts at a fixed rate (as
@@ -51,7 +54,14 @@ func commitSection(o options, r *results) error {
 		"--listen-client-urls", "http://"+commitClient, "--advertise-client-urls", "http://"+commitClient,
 		"--listen-peer-urls", commitPeerURL, "--initial-advertise-peer-urls", commitPeerURL,
 		"--initial-cluster", "bench="+commitPeerURL, "--log-level", "error")
-	etcd.Stderr, _ = os.Create(filepath.Join(dir, "etcd.log"))
+	// dir is benchrun's own (MkdirTemp, mode 0700): O_EXCL|O_NOFOLLOW
+	// only makes sure nothing was placed there.
+	etcdLog, err := os.OpenFile(filepath.Join(dir, "etcd.log"), os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	defer etcdLog.Close()
+	etcd.Stderr = etcdLog
 	if err := startChild(etcd); err != nil {
 		return fmt.Errorf("starting etcd: %w", err)
 	}
@@ -80,9 +90,11 @@ func commitSection(o options, r *results) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(script, []byte(strings.ReplaceAll(string(bt), "ETCD_BINARY", o.etcd)), 0o600); err != nil {
+	sf, err := safefile.WriteFile(script, []byte(strings.ReplaceAll(string(bt), "ETCD_BINARY", o.etcd)), 0o600)
+	if err != nil {
 		return err
 	}
+	sf.Close()
 	pid := strconv.Itoa(etcd.Process.Pid)
 	variants := []string{"untraced", "etcdscope-commit", "bpftrace-commit"}
 	r.Commit = map[string][]commitRun{}
