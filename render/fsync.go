@@ -53,7 +53,13 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			fmt.Fprintf(bw, "  verdict: n/a (etcd's %v budget is for WAL fsyncs)\n", analysis.WALFsyncBudget)
 		}
 		if g.Biased != "" {
-			fmt.Fprintf(bw, "  verdict %s (raise --ring-size if the ring overflowed)\n", g.Biased)
+			// Biased counts lost and missed together; only the lost ones
+			// are the ring's, and only for those does a bigger ring help.
+			hint := "raise --ring-size if the ring overflowed"
+			if r.LostEvents == 0 && r.MissedEvents > 0 {
+				hint = "probe runs the kernel skipped, not the ring: --ring-size does not help"
+			}
+			fmt.Fprintf(bw, "  verdict %s (%s)\n", g.Biased, hint)
 		}
 		for j := range r.Writes {
 			if r.Writes[j].Key == g.Key {
