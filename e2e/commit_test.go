@@ -187,11 +187,11 @@ func histSumSeconds(fams map[string]*dto.MetricFamily, name string) float64 {
 	return sum
 }
 
-// gauge returns a gauge's summed value (0 when absent).
+// gauge returns a gauge's or counter's summed value (0 when absent).
 func gauge(fams map[string]*dto.MetricFamily, name string) float64 {
 	var v float64
 	for _, m := range fams[name].GetMetric() {
-		v += m.GetGauge().GetValue()
+		v += m.GetGauge().GetValue() + m.GetCounter().GetValue()
 	}
 	return v
 }
