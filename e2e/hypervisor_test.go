@@ -46,8 +46,11 @@ func TestHypervisorMerge(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	raw, qcow := filepath.Join(dir, "raw.img"), filepath.Join(dir, "q.qcow2")
+	// A third drive under cache=unsafe: QEMU opens it as writeback and
+	// drops the guest's flushes; only its command line says so.
+	unsafe := filepath.Join(dir, "unsafe.img")
 	scratch := filepath.Join(dir, "q.raw")
-	for _, img := range []string{raw, scratch} {
+	for _, img := range []string{raw, scratch, unsafe} {
 		if err := os.WriteFile(img, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +87,7 @@ func TestHypervisorMerge(t *testing.T) {
 	vm := exec.Command(filepath.Join(root, "vmtest", "run.sh"))
 	vm.Dir = root
 	vm.Env = append(os.Environ(), "VMTEST_PKGS=./vmtest/guestfio", "VMTEST_TIMEOUT=300",
-		"VMTEST_DRIVES=file="+raw+",format=raw,if=virtio,cache=none,aio=native;file="+qcow+",format=qcow2,if=virtio")
+		"VMTEST_DRIVES=file="+raw+",format=raw,if=virtio,cache=none,aio=native;file="+qcow+",format=qcow2,if=virtio;file="+unsafe+",format=raw,if=virtio,cache=unsafe")
 	var console, vmErr bytes.Buffer
 	vm.Stdout, vm.Stderr = &console, &vmErr
 	start := time.Now()
@@ -110,7 +113,7 @@ func TestHypervisorMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Other QEMUs may run on this machine: keep the one that opened our images.
-	host = onlyQEMUOf(t, host, raw, qcow)
+	host = onlyQEMUOf(t, host, raw, qcow, unsafe)
 	images := merge.Images(host.IO, host.Fsyncs, func(p string) string {
 		b := make([]byte, 4)
 		f, err := os.Open(p)
@@ -121,7 +124,8 @@ func TestHypervisorMerge(t *testing.T) {
 		f.Read(b)
 		return merge.FormatFromMagic(b)
 	}, nil)
-	want := map[string][3]string{raw: {"raw", "none", "native"}, qcow: {"qcow2", "writeback", "threads"}}
+	// From the open flags alone, unsafe looks like writeback.
+	want := map[string][3]string{raw: {"raw", "none", "native"}, qcow: {"qcow2", "writeback", "threads"}, unsafe: {"raw", "writeback", "threads"}}
 	for _, im := range images {
 		t.Logf("image %s: format %s cache=%s aio=%s, %d writes, %d io_submit, %d flushes, %d threads",
 			im.Path, im.Format, im.Cache, im.AIO, im.Writes, im.IOSubmits, im.Flushes, im.Threads)
@@ -137,6 +141,26 @@ func TestHypervisorMerge(t *testing.T) {
 	}
 	if host.Summary != nil && (host.Summary.LostEvents != 0 || host.Summary.FsyncLostEvents != 0) {
 		t.Errorf("host tracer lost events: %d hypervisor, %d fsync", host.Summary.LostEvents, host.Summary.FsyncLostEvents)
+	}
+
+	// The recording's own summary read QEMU's command line: unsafe named
+	// as such, with the durability warning, and no host flush of it.
+	unsafeSeen := false
+	if host.Summary == nil {
+		t.Fatal("the hypervisor recording has no summary")
+	}
+	for _, im := range host.Summary.Images {
+		if im.Path != unsafe {
+			continue
+		}
+		unsafeSeen = true
+		t.Logf("summary: %s cache=%s (from %s), %d writes, %d flushes", im.Path, im.Cache, im.CacheFrom, im.Writes, im.Flushes)
+		if im.Cache != "unsafe" || im.CacheFrom != merge.CacheFromCommandLine || im.Flushes != 0 || im.Writes == 0 {
+			t.Errorf("%s: cache=%s from %s, %d writes, %d flushes; want unsafe from the command line, written, never flushed", im.Path, im.Cache, im.CacheFrom, im.Writes, im.Flushes)
+		}
+	}
+	if w := strings.Join(host.Summary.Warnings, "\n"); !unsafeSeen || !strings.Contains(w, unsafe+": cache=unsafe") || !strings.Contains(w, "durability: none") {
+		t.Errorf("summary images %v; warnings %q: want %s named cache=unsafe with durability none", host.Summary.Images, w, unsafe)
 	}
 
 	clocks := map[string]merge.Clock{}
@@ -184,6 +208,40 @@ func TestHypervisorMerge(t *testing.T) {
 			}
 		})
 	}
+	// vdc, cache=unsafe: every guest fsync unmatched by design, its device
+	// time all virtualization; merge without --image refuses to guess.
+	t.Run("vdc unsafe", func(t *testing.T) {
+		recs := guests["vdc"]
+		if len(recs) == 0 {
+			t.Fatal("no guest recording for vdc on the console")
+		}
+		res, err := merge.Merge(recs, host, merge.Options{GuestDev: "vdc", Image: unsafe})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("vdc: %d guest fsyncs, %d guest flushes, unmatched %v, dropped by %s", res.GuestFsyncs, res.GuestFlushes, res.Unmatched, res.DroppedBy)
+		if res.DroppedBy != unsafe || res.Matched != 0 || res.GuestFlushes == 0 || res.Unmatched[merge.ReasonHostDropsFlushes] == 0 {
+			t.Errorf("vdc under cache=unsafe: dropped by %q, %d matched, %d guest flushes, unmatched %v", res.DroppedBy, res.Matched, res.GuestFlushes, res.Unmatched)
+		}
+		for _, f := range res.Fsyncs {
+			if f.Split.HostNs() != 0 || f.Split.Sum() != f.TotalNs {
+				t.Errorf("fsync at %d: host part %d ns of %d (split sums to %d)", f.StartNs, f.Split.HostNs(), f.TotalNs, f.Split.Sum())
+			}
+		}
+		gPath, hPath := filepath.Join(dir, "vdc.guest.jsonl"), filepath.Join(dir, "host.jsonl")
+		writeJSONL(t, gPath, recs)
+		os.WriteFile(hPath, hostRaw, 0o644)
+		out, err := exec.Command(etcdscope(t), "merge", "--guest", gPath, "--host", hPath, "--guest-dev", "vdc", "--image", unsafe).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "DURABILITY: none") {
+			t.Errorf("etcdscope merge --image %s: %v\n%s", unsafe, err, out)
+		}
+		cmd := exec.Command(etcdscope(t), "merge", "--guest", gPath, "--host", hPath, "--guest-dev", "vdc")
+		out, err = cmd.CombinedOutput()
+		if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "pick the guest disk's image with --image") {
+			t.Errorf("etcdscope merge without --image: exit %d (%v), want 2 naming --image:\n%s", cmd.ProcessState.ExitCode(), err, out)
+		}
+	})
+
 	// One guest, one host: the two drives' fits must agree, and each
 	// drive's pairs must nest inside their guest windows under the clock
 	// fitted on the other drive alone.

@@ -34,8 +34,13 @@ func Merge(w io.Writer, s *merge.Summary) error {
 	if !c.Consistent {
 		cons = "no single offset fits every pair: error is 3×MAD"
 	}
-	fmt.Fprintf(w, "\nclock: host = guest %+.6f s, drift %+.1f ppm, error ±%.1f µs over %d pairs (%s)\n",
-		float64(c.OffsetNs)/1e9, c.DriftPPM, float64(c.ErrorNs)/1e3, c.Pairs, cons)
+	if s.Durability != "" {
+		// Nothing to pair: no clock.
+		fmt.Fprintf(w, "\nDURABILITY: %s\n", s.Durability)
+	} else {
+		fmt.Fprintf(w, "\nclock: host = guest %+.6f s, drift %+.1f ppm, error ±%.1f µs over %d pairs (%s)\n",
+			float64(c.OffsetNs)/1e9, c.DriftPPM, float64(c.ErrorNs)/1e3, c.Pairs, cons)
+	}
 	fmt.Fprintf(w, "guest fsyncs: %d, matched %d (%.1f%%)", s.GuestFsyncs, s.Matched, 100*float64(s.Matched)/float64(max(s.GuestFsyncs, 1)))
 	var reasons []string
 	for r, n := range s.Unmatched {
@@ -51,15 +56,27 @@ func Merge(w io.Writer, s *merge.Summary) error {
 	if s.Unmatched[merge.ReasonNoHostFlush] > 0 {
 		fmt.Fprintln(w, "no_host_flush: no host flush inside the guest flush window (QEMU skips the host flush when nothing was written since the last; or host events were lost)")
 	}
+	if s.Unmatched[merge.ReasonHostDropsFlushes] > 0 {
+		fmt.Fprintln(w, "host_drops_flushes: the host never flushed the image: QEMU completes the guest's flushes without touching the host (cache=unsafe): their device time is all virtualization")
+	}
 	if s.Unmatched[merge.ReasonNoGuestFlush] > 0 {
 		fmt.Fprintln(w, "no_guest_flush: the fsync issued no flush request of its own: nothing to match")
 	}
 	for _, im := range s.Images {
-		fmt.Fprintf(w, "image %s: format %s, cache=%s, aio=%s, %d threads, %d writes, %d io_submit, %d io_uring requests, %d flushes\n",
-			im.Path, im.Format, im.Cache, im.AIO, im.Threads, im.Writes, im.IOSubmits, im.IOUringReqs, im.Flushes)
+		fmt.Fprintf(w, "image %s: format %s, cache=%s%s, aio=%s, %d threads, %d writes, %d io_submit, %d io_uring requests, %d flushes\n",
+			im.Path, im.Format, im.Cache, cacheFrom(im), im.AIO, im.Threads, im.Writes, im.IOSubmits, im.IOUringReqs, im.Flushes)
 	}
 	for _, warn := range s.Warnings {
 		fmt.Fprintf(w, "WARNING: %s\n", warn)
 	}
 	return nil
+}
+
+// cacheFrom names where an image's cache mode came from, when QEMU's
+// command line gave it (open flags cannot tell unsafe from writeback).
+func cacheFrom(im merge.Image) string {
+	if im.CacheFrom == merge.CacheFromCommandLine {
+		return " (command line)"
+	}
+	return ""
 }

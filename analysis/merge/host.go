@@ -58,19 +58,29 @@ type HostIO struct {
 	Ret     int64  `json:"ret"` // bytes, iocbs submitted, or -errno
 }
 
+// Where an Image's cache mode came from.
+const (
+	CacheFromOpenFlags   = "open_flags"
+	CacheFromCommandLine = "command_line"
+)
+
 // IORING_OP_FSYNC: an io_uring fsync request is the flush of aio=io_uring.
 const ioringOpFsync = 3
 
 // Image is what the recording shows of one image file (or block device)
 // the hypervisor wrote or flushed.
 type Image struct {
-	Path    string `json:"path"`
-	Format  string `json:"format"` // qcow2 (magic QFI\xfb), raw, or "" when unread
-	Cache   string `json:"cache"`  // none (O_DIRECT), writethrough (O_DSYNC), writeback (host page cache)
-	AIO     string `json:"aio"`    // native (io_submit), io_uring, threads (read/write syscalls), unknown
-	Dev     string `json:"dev"`
-	DevName string `json:"dev_name,omitempty"`
-	FS      string `json:"fs"` // host filesystem, or blockdev
+	Path   string `json:"path"`
+	Format string `json:"format"` // qcow2 (magic QFI\xfb), raw, or "" when unread
+	Cache  string `json:"cache"`  // none (O_DIRECT), writethrough (O_DSYNC), writeback (host page cache); from QEMU's command line also directsync and unsafe
+	// CacheFrom says where Cache came from: CacheFromOpenFlags (the
+	// image's open flags: cache=unsafe looks like writeback there) or
+	// CacheFromCommandLine (QEMU's -drive/-blockdev options).
+	CacheFrom string `json:"cache_from,omitempty"`
+	AIO       string `json:"aio"` // native (io_submit), io_uring, threads (read/write syscalls), unknown
+	Dev       string `json:"dev"`
+	DevName   string `json:"dev_name,omitempty"`
+	FS        string `json:"fs"` // host filesystem, or blockdev
 	// Counts of calls by kind, and bytes the read/write calls returned.
 	Reads        int   `json:"reads"`
 	Writes       int   `json:"writes"`
@@ -236,6 +246,7 @@ func Images(ios []HostIO, fsyncs []analysis.FsyncRecord, format func(path string
 		if im.Cache == "" {
 			im.Cache = "writeback"
 		}
+		im.CacheFrom = CacheFromOpenFlags
 		im.Threads = len(threads[path])
 		if format != nil {
 			im.Format = format(path)
@@ -252,7 +263,10 @@ func Images(ios []HostIO, fsyncs []analysis.FsyncRecord, format func(path string
 // replicatedFS are host filesystems that replicate every write themselves.
 var replicatedFS = map[string]bool{"ceph": true, "nfs": true, "nfs4": true, "glusterfs": true, "ocfs2": true, "gfs2": true, "fuse.glusterfs": true, "fuse.ceph": true}
 
-// Warnings names the known-bad pairings among images: aio=io_uring over a
+// Warnings names the known-bad pairings among images: cache=unsafe (the
+// guest's flushes never reach the host: no durability), an image written
+// but never flushed whose mode the command line did not give (the same, or
+// a guest that did not flush), aio=io_uring over a
 // block device (LVM, raw partitions: measured slower than aio=native and
 // hit by io_uring+O_DIRECT regressions on such stacks), aio=native without
 // O_DIRECT (QEMU then submits synchronously: io_submit blocks), and an
@@ -261,6 +275,12 @@ var replicatedFS = map[string]bool{"ceph": true, "nfs": true, "nfs4": true, "glu
 func Warnings(images []Image) []string {
 	var w []string
 	for _, im := range images {
+		switch {
+		case im.Cache == "unsafe":
+			w = append(w, fmt.Sprintf("%s: cache=unsafe (QEMU's command line): durability: none — guest flushes are dropped; a host crash or power loss loses what etcd counted as committed; use cache=none", im.Path))
+		case im.CacheFrom != CacheFromCommandLine && im.Writes+im.IOSubmits+im.IOUringReqs > 0 && im.Flushes == 0:
+			w = append(w, fmt.Sprintf("%s: written %d times and never flushed in this recording: the guest did not flush, or QEMU drops its flushes (cache=unsafe, cache.no-flush=on: durability none); QEMU's command line did not say which", im.Path, im.Writes+im.IOSubmits+im.IOUringReqs))
+		}
 		if im.AIO == "io_uring" && im.FS == "blockdev" {
 			w = append(w, fmt.Sprintf("%s: aio=io_uring on a block device (%s): io_uring over LVM/raw block devices is known to be slower than aio=native; use cache=none,aio=native", im.Path, nameOr(im)))
 		}

@@ -106,6 +106,12 @@ const (
 	// own (none needed, or it rode on a flush already in flight): there
 	// is nothing to match, and its device time has no host counterpart.
 	ReasonNoGuestFlush = "no_guest_flush"
+	// ReasonHostDropsFlushes: the host recording shows the image written
+	// but never flushed while the guest issued flushes: QEMU completes
+	// them without touching the host (cache=unsafe, cache.no-flush=on).
+	// Every guest flush is unmatched by design; its device time is all
+	// virtualization, and nothing reached stable storage.
+	ReasonHostDropsFlushes = "host_drops_flushes"
 )
 
 // MergedFsync is one guest fsync split across the two kernels: the JSON
@@ -144,6 +150,10 @@ type Result struct {
 	// the guest recording: other processes, journal commits between calls).
 	GuestFlushes, GuestFlushesMatched int
 	HostFlushes, HostFlushesMatched   int
+	// DroppedBy is the image whose host side never flushed while the
+	// guest did (every guest fsync unmatched with ReasonHostDropsFlushes;
+	// no clock is fitted); "" otherwise.
+	DroppedBy string
 }
 
 type gflush struct {
@@ -186,7 +196,29 @@ func Merge(guest []analysis.FsyncRecord, host HostRecording, opt Options) (Resul
 		return res, fmt.Errorf("the guest recording has no flush requests inside fsyncs%s", forDev(opt.GuestDev))
 	}
 	if len(hs) == 0 {
-		return res, fmt.Errorf("the host recording has no flushes (fdatasync/fsync) of the hypervisor%s", forImage(opt.Image))
+		im, ok := writtenImage(host, opt.Image)
+		if !ok {
+			return res, fmt.Errorf("the host recording has no flushes (fdatasync/fsync) of the hypervisor%s", forImage(opt.Image))
+		}
+		// Written but never flushed: the flushes stop in QEMU. Nothing to
+		// match or fit; every guest fsync is reported as such.
+		res.DroppedBy = im.Path
+		for i, r := range recs {
+			var mine []int
+			for j := range gs {
+				if gs[j].fsync == i {
+					mine = append(mine, j)
+				}
+			}
+			m := split(r, mine, gs, hs, Clock{})
+			if m.Reason == ReasonNoHostFlush {
+				m.Reason = ReasonHostDropsFlushes
+			}
+			res.Fsyncs = append(res.Fsyncs, m)
+			res.GuestFsyncs++
+			res.Unmatched[m.Reason]++
+		}
+		return res, nil
 	}
 
 	c0, ok := coarseOffset(gs, hs)
@@ -232,6 +264,23 @@ func Merge(guest []analysis.FsyncRecord, host HostRecording, opt Options) (Resul
 		}
 	}
 	return res, nil
+}
+
+// writtenImage returns the image the host wrote (write calls or
+// submissions) in the recording: the one named, or the only one written;
+// false if there is none or several.
+func writtenImage(host HostRecording, image string) (Image, bool) {
+	var found []Image
+	for _, im := range Images(host.IO, host.Fsyncs, nil, nil) {
+		if im.Writes+im.IOSubmits+im.IOUringReqs == 0 || (image != "" && im.Path != image) {
+			continue
+		}
+		found = append(found, im)
+	}
+	if len(found) != 1 {
+		return Image{}, false
+	}
+	return found[0], true
 }
 
 func forDev(d string) string {

@@ -218,7 +218,10 @@ func TestImagesAndWarnings(t *testing.T) {
 		{"qcow2 writeback threads", []HostIO{
 			{Op: "pwritev", Path: "/v/q.qcow2", FS: "ext4", TID: 4, Ret: 4096},
 			{Op: "pwritev", Path: "/v/q.qcow2", FS: "ext4", TID: 5, Ret: 4096},
-		}, nil, "threads", "writeback", ""},
+		}, []analysis.FsyncRecord{{Path: "/v/q.qcow2", FS: "ext4", TID: 9}}, "threads", "writeback", ""},
+		{"written, never flushed, mode unknown", []HostIO{
+			{Op: "pwritev", Path: "/v/q.qcow2", FS: "ext4", TID: 4, Ret: 4096},
+		}, nil, "threads", "writeback", "or QEMU drops its flushes"},
 		{"io_uring over LVM", []HostIO{
 			{Op: "io_uring_enter", Path: "anon_inode:[io_uring]", FS: "anon_inodefs", TID: 2},
 			{Op: "io_uring_req", Path: "/dev/dm-0", FS: "blockdev", ODirect: true, TID: 2, Opcode: 22},

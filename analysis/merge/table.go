@@ -46,8 +46,11 @@ type Summary struct {
 	GuestFlushesMatched int            `json:"guest_flushes_matched"`
 	HostFlushes         int            `json:"host_flushes"`
 	HostFlushesMatched  int            `json:"host_flushes_matched"`
-	Images              []Image        `json:"images,omitempty"`
-	Warnings            []string       `json:"warnings,omitempty"`
+	// Durability is "none: ..." when the host never flushed the image
+	// while the guest did (Result.DroppedBy), "" otherwise.
+	Durability string   `json:"durability,omitempty"`
+	Images     []Image  `json:"images,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
 }
 
 // Summarize builds the per-level table and counts from a Result; images
@@ -58,6 +61,9 @@ func Summarize(res Result, images []Image, image string) Summary {
 		Matched: res.Matched, Unmatched: res.Unmatched, GuestFlushes: res.GuestFlushes,
 		GuestFlushesMatched: res.GuestFlushesMatched, HostFlushes: res.HostFlushes, HostFlushesMatched: res.HostFlushesMatched,
 		Images: images, Warnings: Warnings(images)}
+	if res.DroppedBy != "" {
+		s.Durability = fmt.Sprintf("none: guest flushes are dropped: the host wrote %s but never flushed it while the guest issued %d flushes (cache=unsafe or cache.no-flush=on)", res.DroppedBy, res.GuestFlushes)
+	}
 	var total, hostFlushReqs int64
 	var sum Split
 	var guestLat, hostLat []int64

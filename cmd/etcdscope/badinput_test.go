@@ -168,6 +168,7 @@ var badInputs = []badInput{
 	{args: []string{"merge", "--guest", "$D/binary", "--host", "$D/good.jsonl"}, fix: "give a recording from etcdscope fsync --output json"},
 	{args: []string{"merge", "--guest", "$D/good.jsonl", "--host", "$D/longline"}, fix: "give a recording from etcdscope hypervisor --output json"},
 	{args: []string{"merge", "--guest", "$D/good.jsonl", "--host", "$D/good.jsonl", "--output", "csv"}, fix: "use table or json"},
+	{args: []string{"merge", "--guest", "$D/good.jsonl", "--host", "$D/twoimages.jsonl"}, fix: "pick the guest disk's image with --image"},
 
 	// netem (--dry-run where the row would otherwise get that far: it must
 	// refuse even what it would only print)
@@ -226,6 +227,13 @@ func prepareBadInputDir(t *testing.T, dir string) {
 	write("empty", nil)
 	write("file", []byte("x"))
 	write("good.jsonl", []byte(`{"type":"fsync","v":1,"start_ns":1,"end_ns":2,"total_ns":1,"pid":1,"tid":1,"comm":"etcd","syscall":"fdatasync"}`+"\n"))
+	// A hypervisor that wrote two images and flushed only one (the other
+	// under cache=unsafe): merge must not pick the flushed one by itself.
+	write("twoimages.jsonl", []byte(`{"type":"hypervisor","v":1,"clock":"CLOCK_MONOTONIC","start_ns":1}
+{"type":"hv_io","v":1,"op":"pwritev","pid":9,"tid":9,"path":"/v/a.img","fs":"ext4","start_ns":2,"end_ns":3,"ret":4096}
+{"type":"hv_io","v":1,"op":"pwritev","pid":9,"tid":9,"path":"/v/b.img","fs":"ext4","start_ns":4,"end_ns":5,"ret":4096}
+{"type":"fsync","v":1,"start_ns":6,"end_ns":7,"total_ns":1,"pid":9,"tid":9,"comm":"qemu","syscall":"fdatasync","path":"/v/a.img"}
+`))
 	open := filepath.Join(dir, "open")
 	if err := os.Mkdir(open, 0o777); err != nil {
 		t.Fatal(err)

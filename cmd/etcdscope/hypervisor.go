@@ -178,6 +178,7 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 		}
 		return devs.Resolve(event.MkDev(maj, min)).Name
 	})
+	merge.ApplyDriveCaches(images, sink.drives)
 	sum := merge.HostSummary{Type: "hv_summary", V: merge.SchemaVersion, Images: images, Warnings: merge.Warnings(images),
 		LostEvents: hvLost, MissedEvents: ht.Missed(), FsyncLostEvents: fsLost, FsyncMissedEvents: ft.Missed(), Unavailable: unavailable}
 	if f.output == "json" {
@@ -198,12 +199,22 @@ type hvSink struct {
 	emit   func(any) error
 	ios    []merge.HostIO
 	fsyncs []analysis.FsyncRecord
+	// drives: the image files and cache modes of each hypervisor
+	// process's command line, read when the process is first seen (it may
+	// be gone by the summary); cmdlines bounds how many are read.
+	seen   map[uint32]bool
+	drives []merge.DriveCache
 }
+
+// maxHypervisorCmdlines bounds the command lines one run reads (one per
+// hypervisor process seen doing I/O).
+const maxHypervisorCmdlines = 256
 
 func (s *hvSink) Fsync(rec *analysis.FsyncRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fsyncs = append(s.fsyncs, *rec)
+	s.readCmdline(rec.PID)
 	return s.emit(rec)
 }
 
@@ -211,7 +222,24 @@ func (s *hvSink) HostIO(rec *merge.HostIO) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ios = append(s.ios, *rec)
+	s.readCmdline(rec.PID)
 	return s.emit(rec)
+}
+
+// readCmdline reads a hypervisor's -drive/-blockdev cache modes once per
+// process: the only record of cache=unsafe, which the image's open flags
+// show as writeback.
+func (s *hvSink) readCmdline(pid uint32) {
+	if s.seen == nil {
+		s.seen = map[uint32]bool{}
+	}
+	if s.seen[pid] || len(s.seen) >= maxHypervisorCmdlines {
+		return
+	}
+	s.seen[pid] = true
+	if argv, cwd, err := host.Cmdline(pid); err == nil {
+		s.drives = append(s.drives, merge.ParseQEMUCmdline(argv, cwd)...)
+	}
 }
 
 func hvTarget(f hvFlags) string {

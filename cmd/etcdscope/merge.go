@@ -74,8 +74,12 @@ func runMerge(args []string) error {
 		}
 	}
 	if opt.Image == "" {
-		if paths := distinct(host.Fsyncs, func(r analysis.FsyncRecord) string { return r.Path }); len(paths) > 1 {
-			return usagef("the hypervisor flushed %s: pick one with --image", strings.Join(paths, ", "))
+		// Every image written or flushed is a candidate, not only the
+		// flushed ones: an image under cache=unsafe is written and never
+		// flushed, and fitting its guest to another image's flushes
+		// "matches" by chance.
+		if paths := mergeCandidates(host, images); len(paths) > 1 {
+			return usagef("the hypervisor wrote or flushed %s: pick the guest disk's image with --image", strings.Join(paths, ", "))
 		}
 	}
 	res, err := merge.Merge(guest, host, opt)
@@ -102,6 +106,22 @@ func distinct(recs []analysis.FsyncRecord, key func(analysis.FsyncRecord) string
 		if k := key(r); !seen[k] {
 			seen[k] = true
 			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// mergeCandidates lists the images the host recording wrote or flushed,
+// from its summary or, for a recording cut short, from its records.
+func mergeCandidates(host merge.HostRecording, images []merge.Image) []string {
+	if images == nil {
+		images = merge.Images(host.IO, host.Fsyncs, nil, nil)
+	}
+	var out []string
+	for _, im := range images {
+		if im.Writes+im.IOSubmits+im.IOUringReqs+im.Flushes > 0 {
+			out = append(out, im.Path)
 		}
 	}
 	sort.Strings(out)
