@@ -52,6 +52,9 @@ func TestFieldInputs(t *testing.T) {
 		{"k8s-homelab-fio.txt", KindFioText, []want{{"fio", OK, "fdatasync p99 260µs"}}},
 		{"fio-etcdcheck-buildhost.json", KindFioJSON, []want{{"fio", Warn, "fdatasync p99 6.651904ms: under etcd's 10 ms WAL budget"}}},
 		{"fio-878-no-sync-shown.txt", KindFioText, []want{{"fio", Unknown, "the job synced (fdatasync=1) but this output shows no sync latency"}}},
+		{"openshift-etcd-suite-hdd.txt", KindFioText, []want{{"fio", Bad, "fdatasync p99 268ms: over etcd's 10 ms WAL budget"}}},
+		{"openshift-etcd-perf-hdd.txt", KindFioText, []want{{"fio", Bad, "fdatasync p99 692.06016ms: over etcd's 10 ms WAL budget"}}},
+		{"fio-libaio-interrupted.json", KindFioJSON, []want{{"fio", Warn, "this fio run made no fsync/fdatasync"}}},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -133,6 +136,64 @@ func TestFieldNumbers(t *testing.T) {
 	m := FindModes(read("etcd-11884-peer-bimodal.txt")[0].Peers[0])
 	if m.Verdict != "two" || m.LowHi != 0.0008 || m.HighLo != 0.0128 || m.HighHi != 0.0256 || !approx(m.LowShare, 1811.0/(1811+2298), 1e-9) {
 		t.Errorf("11884 modes %+v", m)
+	}
+}
+
+// TestFieldFioNumbers checks what the fio readers take from the field's
+// fio outputs, by hand from the files (testdata/README.md).
+func TestFieldFioNumbers(t *testing.T) {
+	read := func(name string, kind Kind) FioRun {
+		t.Helper()
+		in := readInputs(t, name)[0]
+		var runs []FioRun
+		var err error
+		if kind == KindFioJSON {
+			runs, err = ReadFioJSON(in)
+		} else {
+			runs, err = ReadFioText(in)
+		}
+		if err != nil || len(runs) != 1 {
+			t.Fatalf("%s: %d runs, %v", name, len(runs), err)
+		}
+		return runs[0]
+	}
+	ms := time.Millisecond
+	// openshift-etcd-suite on an HDD: fio printed the sync block in msec.
+	r := read("openshift-etcd-suite-hdd.txt", KindFioText)
+	for pct, want := range map[float64]time.Duration{1: 6 * ms, 50: 23 * ms, 99: 268 * ms, 99.9: 642 * ms, 99.99: 1028 * ms} {
+		if got, ok := r.P(pct); !ok || got != want {
+			t.Errorf("suite p%g = %v, want %v", pct, got, want)
+		}
+	}
+	if r.SyncMin != 5*ms || r.SyncMax != 1523*ms || r.SyncMean != 40240*time.Microsecond || r.Job != "cleanfsynctest" || r.Version != "fio-3.30" {
+		t.Errorf("suite: %+v", r)
+	}
+	if r.Options["bs"] != "2300B" || r.Options["ioengine"] != "sync" || r.Options["rw"] != "write" {
+		t.Errorf("suite options %v", r.Options)
+	}
+	// etcd-perf with its JSON elided: the p99 from its summary line, the
+	// options from the intact "global options" object.
+	r = read("openshift-etcd-perf-hdd.txt", KindFioText)
+	if p, ok := r.P(99); !ok || p != 692060160 || len(r.Percentiles) != 1 || !r.HasSync {
+		t.Errorf("etcd-perf p99 %v (%v), %+v", p, ok, r.Percentiles)
+	}
+	if r.Version != "fio-3.27" || r.Options["bs"] != "8000" || r.SyncOption() != "fdatasync=1" || r.Options["ioengine"] != "sync" {
+		t.Errorf("etcd-perf: %s %v", r.Version, r.Options)
+	}
+	// A real JSON run without syncs, stopped by Ctrl-C.
+	r = read("fio-libaio-interrupted.json", KindFioJSON)
+	if r.HasSync || r.Synced() || r.WriteP99 != 6848512 || !r.Interrupted || r.Options["rw"] != "rw" || r.Options["ioengine"] != "libaio" || r.Options["bs"] != "4k" {
+		t.Errorf("interrupted libaio run: %+v", r)
+	}
+	// fio JSON cut by hand without etcd-perf's summary: one line naming
+	// the fix, not a misleading "no sync".
+	cut := []byte(`{"fio version" : "fio-3.27", "jobs" : [ ...`)
+	if k, err := Detect(cut); k != KindFioText {
+		t.Errorf("cut fio JSON detected as %q (%v)", k, err)
+	}
+	_, err := ReadFioText(Input{Name: "cut.json", Data: cut})
+	if err == nil || !strings.Contains(err.Error(), "paste fio's whole --output-format=json output") {
+		t.Errorf("cut fio JSON: %v", err)
 	}
 }
 

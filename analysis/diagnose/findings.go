@@ -492,6 +492,9 @@ func (r *Report) fioFindings() {
 		f := Finding{Topic: "fio", Subject: strings.TrimSpace(run.Source + " " + run.Job),
 			Meaning: "fio's write+fdatasync loop is what etcd's WAL does alone on an idle disk: under 10 ms p99 the disk can meet etcd's budget; etcd's own histogram under load is the final word",
 			Next:    "sudo etcdscope fsync --comm fio  # while rerunning the same fio: which kernel layer the fdatasync waits in"}
+		if run.Interrupted {
+			f.Evidence = append(f.Evidence, "fio was stopped by a signal (\"fio: terminating on signal\"): the numbers cover less than the job's runtime or size")
+		}
 		if !run.HasSync && run.Synced() {
 			// The job synced, but the output shows no sync latency:
 			// an excerpt cut before fio's sync section, or a fio older

@@ -34,6 +34,9 @@ type FioRun struct {
 	Percentiles []FioPercentile `json:"percentiles,omitempty"`
 	// WriteP99: the write (clat) p99, for runs without a sync section.
 	WriteP99 time.Duration `json:"write_p99_ns,omitempty"`
+	// Interrupted: fio said "terminating on signal" (a Ctrl-C): the
+	// numbers cover less than the job's runtime or size.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // Synced reports whether the job's options (its command line or its JSON
@@ -116,15 +119,12 @@ func ReadFioJSON(in Input) ([]FioRun, error) {
 	if err := json.NewDecoder(bytes.NewReader(in.Data[i:])).Decode(&j); err != nil {
 		return nil, fmt.Errorf("reading fio JSON: %w", err)
 	}
+	stopped := bytes.Contains(in.Data, []byte("fio: terminating on signal"))
 	var out []FioRun
 	for _, job := range j.Jobs {
-		r := FioRun{Source: in.Name, Job: job.Name, Version: j.Version, Options: map[string]string{}}
+		r := FioRun{Source: in.Name, Job: job.Name, Version: j.Version, Options: map[string]string{}, Interrupted: stopped}
 		for _, o := range []map[string]string{j.Global, job.Options} {
-			for k, v := range o {
-				if k == "rw" || k == "readwrite" || k == "ioengine" || k == "fdatasync" || k == "fsync" || k == "bs" || k == "blocksize" {
-					r.Options[k] = v
-				}
-			}
+			keepCheckOptions(r.Options, o)
 		}
 		if job.Sync != nil && job.Sync.LatNs.N > 0 {
 			l := job.Sync.LatNs
@@ -157,6 +157,11 @@ var (
 	fioSyncPctRe = regexp.MustCompile(`sync percentiles \((n|u|m)sec\):`)
 	fioClatPctRe = regexp.MustCompile(`clat percentiles \((n|u|m)sec\):`)
 	fioPctRe     = regexp.MustCompile(`([0-9.]+)th=\[\s*([0-9.]+[kKmM]?)\]`)
+	// etcdPerfP99Re: the summary line of OpenShift's etcd-perf image
+	// (quay.io/openshift-scale/etcd-perf), printed after fio's JSON,
+	// which users paste with the JSON elided.
+	etcdPerfP99Re = regexp.MustCompile(`99th percentile of fsync is (\d+) ns`)
+	fioVersionRe  = regexp.MustCompile(`"fio version"\s*:\s*"(fio-[^"]+)"`)
 )
 
 // ReadFioText reads fio's human output: the "sync (usec): min=…" line
@@ -164,7 +169,7 @@ var (
 // fsync/fdatasync/sync_file_range, in whichever unit fio chose.
 func ReadFioText(in Input) ([]FioRun, error) {
 	s := strings.ReplaceAll(string(in.Data), "\r", "")
-	r := FioRun{Source: in.Name, Options: map[string]string{}}
+	r := FioRun{Source: in.Name, Options: map[string]string{}, Interrupted: strings.Contains(s, "fio: terminating on signal")}
 	if m := fioJobRe.FindStringSubmatch(s); m != nil {
 		r.Job = m[1]
 	}
@@ -191,10 +196,55 @@ func ReadFioText(in Input) ([]FioRun, error) {
 		p := readPctBlock(s[loc[1]:], fioUnit(s[loc[2]:loc[3]]))
 		r.WriteP99 = p[99]
 	}
+	if m := etcdPerfP99Re.FindStringSubmatch(s); m != nil && len(r.Percentiles) == 0 {
+		// fio's JSON pasted with "..." for most of it: the summary
+		// line is the p99 of fio's own sync percentiles (ns); the
+		// global options object usually survives the elision whole.
+		n, _ := strconv.ParseInt(m[1], 10, 64)
+		r.HasSync = true
+		r.Percentiles = []FioPercentile{{99, time.Duration(n)}}
+		readElidedFioJSON(s, &r)
+	}
 	if !r.HasSync && r.WriteP99 == 0 {
+		if strings.Contains(s, `"fio version"`) {
+			return nil, fmt.Errorf("fio JSON that does not decode (cut or elided with \"...\"?) and shows no sync percentiles: paste fio's whole --output-format=json output")
+		}
 		return nil, fmt.Errorf("fio text without sync or clat percentiles")
 	}
 	return []FioRun{r}, nil
+}
+
+// readElidedFioJSON takes the version and the "global options" object
+// from fio JSON whose whole does not decode (parts elided by hand): the
+// object is decoded alone when it is intact, and ignored when not.
+func readElidedFioJSON(s string, r *FioRun) {
+	if m := fioVersionRe.FindStringSubmatch(s); m != nil && r.Version == "" {
+		r.Version = m[1]
+	}
+	i := strings.Index(s, `"global options"`)
+	if i < 0 {
+		return
+	}
+	j := strings.IndexByte(s[i:], '{')
+	if j < 0 {
+		return
+	}
+	var opts map[string]string
+	if json.NewDecoder(strings.NewReader(s[i+j:])).Decode(&opts) != nil {
+		return
+	}
+	keepCheckOptions(r.Options, opts)
+}
+
+// keepCheckOptions copies into dst the fio options the etcd check
+// depends on (FioRun.Options), a later map overriding an earlier one.
+func keepCheckOptions(dst, src map[string]string) {
+	for k, v := range src {
+		switch k {
+		case "rw", "readwrite", "ioengine", "fdatasync", "fsync", "bs", "blocksize":
+			dst[k] = v
+		}
+	}
 }
 
 // readPctBlock reads the "| 1.00th=[ 553], ..." lines after a header.
