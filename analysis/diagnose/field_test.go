@@ -55,6 +55,7 @@ func TestFieldInputs(t *testing.T) {
 		{"openshift-etcd-suite-hdd.txt", KindFioText, []want{{"fio", Bad, "fdatasync p99 268ms: over etcd's 10 ms WAL budget"}}},
 		{"openshift-etcd-perf-hdd.txt", KindFioText, []want{{"fio", Bad, "fdatasync p99 692.06016ms: over etcd's 10 ms WAL budget"}}},
 		{"fio-libaio-interrupted.json", KindFioJSON, []want{{"fio", Warn, "this fio run made no fsync/fdatasync"}}},
+		{"etcd-tools-annotated-fio.txt", KindFioText, []want{{"fio", Bad, "fdatasync p99 38.011ms: over etcd's 10 ms WAL budget"}}},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -170,6 +171,17 @@ func TestFieldFioNumbers(t *testing.T) {
 	}
 	if r.Options["bs"] != "2300B" || r.Options["ioengine"] != "sync" || r.Options["rw"] != "write" {
 		t.Errorf("suite options %v", r.Options)
+	}
+	// A how-to's fio block with the author's HTML bold and notes inside
+	// the percentile lines.
+	r = read("etcd-tools-annotated-fio.txt", KindFioText)
+	for pct, want := range map[float64]time.Duration{50: 3294 * time.Microsecond, 99: 38011 * time.Microsecond, 99.9: 62653 * time.Microsecond, 99.95: 65799 * time.Microsecond} {
+		if got, ok := r.P(pct); !ok || got != want {
+			t.Errorf("annotated p%g = %v, want %v", pct, got, want)
+		}
+	}
+	if len(r.Percentiles) != 17 || r.SyncMax != 293908*time.Microsecond || r.Job != "cleanfsynctest" {
+		t.Errorf("annotated: %d percentiles, max %v, job %q", len(r.Percentiles), r.SyncMax, r.Job)
 	}
 	// etcd-perf with its JSON elided: the p99 from its summary line, the
 	// options from the intact "global options" object.
