@@ -55,6 +55,7 @@ func TestFieldInputs(t *testing.T) {
 		{"openshift-etcd-suite-hdd.txt", KindFioText, []want{{"fio", Bad, "fdatasync p99 268ms: over etcd's 10 ms WAL budget"}}},
 		{"openshift-etcd-perf-hdd.txt", KindFioText, []want{{"fio", Bad, "fdatasync p99 692.06016ms: over etcd's 10 ms WAL budget"}}},
 		{"fio-libaio-interrupted.json", KindFioJSON, []want{{"fio", Warn, "this fio run made no fsync/fdatasync"}}},
+		{"fio31-read-only.json", KindFioJSON, []want{{"fio", Warn, "this fio job only reads (rw=read)"}}},
 		{"etcd-tools-annotated-fio.txt", KindFioText, []want{{"fio", Bad, "fdatasync p99 38.011ms: over etcd's 10 ms WAL budget"}}},
 	}
 	for _, c := range cases {
@@ -197,13 +198,31 @@ func TestFieldFioNumbers(t *testing.T) {
 	if r.HasSync || r.Synced() || r.WriteP99 != 6848512 || !r.Interrupted || r.Options["rw"] != "rw" || r.Options["ioengine"] != "libaio" || r.Options["bs"] != "4k" {
 		t.Errorf("interrupted libaio run: %+v", r)
 	}
+	// fio 3.1's JSON: no "N", no sync section, duplicate "0.00" keys in
+	// every percentile map, numjobs=4 without group_reporting (one entry
+	// per clone, same name) for two disks.
+	runs, err := ReadFioJSON(readInputs(t, "fio31-read-only.json")[0])
+	if err != nil || len(runs) != 8 {
+		t.Fatalf("fio 3.1 JSON: %d runs, %v", len(runs), err)
+	}
+	if runs[0].Job != "job /dev/sdb [1/4]" || runs[7].Job != "job /dev/sda [4/4]" || runs[0].Version != "fio-3.1" || runs[0].HasSync || runs[0].WriteP99 != 0 || runs[0].Options["rw"] != "read" {
+		t.Errorf("fio 3.1 JSON: %+v … %+v", runs[0], runs[7])
+	}
+	// fio's own errors and no result: the job never ran.
+	failed := readInputs(t, "fio-failed-to-start.json")
+	if k, _ := Detect(failed[0].Data); k != KindFioText {
+		t.Errorf("fio errors detected as %q", k)
+	}
+	if _, err := Diagnose(failed, Options{}); err == nil || !strings.Contains(err.Error(), `fio ran no job (fio: "C is not a directory; fio: failed parsing directory=`) || !strings.Contains(err.Error(), "fix the job file or command line and rerun") {
+		t.Errorf("fio that ran no job: %v", err)
+	}
 	// fio JSON cut by hand without etcd-perf's summary: one line naming
 	// the fix, not a misleading "no sync".
 	cut := []byte(`{"fio version" : "fio-3.27", "jobs" : [ ...`)
 	if k, err := Detect(cut); k != KindFioText {
 		t.Errorf("cut fio JSON detected as %q (%v)", k, err)
 	}
-	_, err := ReadFioText(Input{Name: "cut.json", Data: cut})
+	_, err = ReadFioText(Input{Name: "cut.json", Data: cut})
 	if err == nil || !strings.Contains(err.Error(), "paste fio's whole --output-format=json output") {
 		t.Errorf("cut fio JSON: %v", err)
 	}
@@ -485,7 +504,9 @@ func TestJSONEncodes(t *testing.T) {
 	names, _ := filepath.Glob("testdata/*")
 	var in []Input
 	for _, n := range names {
-		if strings.HasSuffix(n, "README.md") {
+		// README.md, and the one input diagnose refuses (fio ran no
+		// job: TestFieldFioNumbers pins its message).
+		if strings.HasSuffix(n, "README.md") || strings.HasSuffix(n, "fio-failed-to-start.json") {
 			continue
 		}
 		in = append(in, readInputs(t, filepath.Base(n))...)

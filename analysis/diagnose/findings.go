@@ -511,6 +511,9 @@ func (r *Report) fioFindings() {
 		if !run.HasSync {
 			f.Severity = Warn
 			f.Summary = "this fio run made no fsync/fdatasync: it does not measure what etcd's WAL waits for"
+			if rw := firstNonEmpty(run.Options["rw"], run.Options["readwrite"]); rw == "read" || rw == "randread" {
+				f.Summary = "this fio job only reads (rw=" + rw + "): it wrote nothing and synced nothing, so it says nothing of what etcd's WAL waits for"
+			}
 			if run.WriteP99 > 0 {
 				f.Evidence = append(f.Evidence, "write clat p99 "+run.WriteP99.String())
 			}

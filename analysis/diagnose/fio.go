@@ -120,9 +120,20 @@ func ReadFioJSON(in Input) ([]FioRun, error) {
 		return nil, fmt.Errorf("reading fio JSON: %w", err)
 	}
 	stopped := bytes.Contains(in.Data, []byte("fio: terminating on signal"))
+	// numjobs=N without group_reporting prints one entry per clone, all
+	// with the job's name: number them so their findings can be told apart.
+	clones, seen := map[string]int{}, map[string]int{}
+	for _, job := range j.Jobs {
+		clones[strings.TrimSpace(job.Name)]++
+	}
 	var out []FioRun
 	for _, job := range j.Jobs {
-		r := FioRun{Source: in.Name, Job: job.Name, Version: j.Version, Options: map[string]string{}, Interrupted: stopped}
+		name := strings.TrimSpace(job.Name)
+		if n := clones[name]; n > 1 {
+			seen[name]++
+			name = fmt.Sprintf("%s [%d/%d]", name, seen[name], n)
+		}
+		r := FioRun{Source: in.Name, Job: name, Version: j.Version, Options: map[string]string{}, Interrupted: stopped}
 		for _, o := range []map[string]string{j.Global, job.Options} {
 			keepCheckOptions(r.Options, o)
 		}
@@ -162,6 +173,8 @@ var (
 	// which users paste with the JSON elided.
 	etcdPerfP99Re = regexp.MustCompile(`99th percentile of fsync is (\d+) ns`)
 	fioVersionRe  = regexp.MustCompile(`"fio version"\s*:\s*"(fio-[^"]+)"`)
+	// fioErrRe: fio's own messages ("fio: failed parsing ...").
+	fioErrRe = regexp.MustCompile(`(?m)^fio: .*$`)
 )
 
 // ReadFioText reads fio's human output: the "sync (usec): min=…" line
@@ -206,6 +219,10 @@ func ReadFioText(in Input) ([]FioRun, error) {
 		readElidedFioJSON(s, &r)
 	}
 	if !r.HasSync && r.WriteP99 == 0 {
+		if m := fioErrRe.FindAllString(s, 3); m != nil && !strings.Contains(s, `"fio version"`) {
+			// fio's own complaints and no result: the job never ran.
+			return nil, fmt.Errorf("fio ran no job (%s): fix the job file or command line and rerun", strings.Join(m, "; "))
+		}
 		if strings.Contains(s, `"fio version"`) {
 			return nil, fmt.Errorf("fio JSON that does not decode (cut or elided with \"...\"?) and shows no sync percentiles: paste fio's whole --output-format=json output")
 		}

@@ -37,7 +37,7 @@ type Input struct {
 var ErrUnknownContent = errors.New("not etcd /metrics text, Prometheus API JSON, an etcd log or fio output: give one of those")
 
 var (
-	fioTextRe = regexp.MustCompile(`(?m)(^fio-\d|sync percentiles \((?:n|u|m)sec\)|fsync/fdatasync/sync_file_range:|clat percentiles \((?:n|u|m)sec\)|: \(groupid=\d+, jobs=\d+\)|99th percentile of fsync is \d+ ns|"fio version"\s*:)`)
+	fioTextRe = regexp.MustCompile(`(?m)(^fio-\d|sync percentiles \((?:n|u|m)sec\)|fsync/fdatasync/sync_file_range:|clat percentiles \((?:n|u|m)sec\)|: \(groupid=\d+, jobs=\d+\)|99th percentile of fsync is \d+ ns|"fio version"\s*:|^fio: )`)
 	etcdLogRe = regexp.MustCompile(`(sync duration of|slow fdatasync|failed to send out heartbeat on time|took too long|elected leader|became leader at term|lost leader|etcdserver|rafthttp|raft\.node|"msg":)`)
 )
 
