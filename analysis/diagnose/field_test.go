@@ -46,6 +46,7 @@ func TestFieldInputs(t *testing.T) {
 		{"minikube-9668-mixed.log", KindLog, []want{{"slow_fdatasync", Bad, "2 WAL fdatasync calls logged over etcd's 1 s warning, the longest 2.118s"}, {"leader", Warn, "1 term(s)"}}},
 		{"zap-juejin-heartbeat.log", KindLog, []want{{"slow_fdatasync", Bad, "the longest 1.263s"}, {"heartbeat", Warn, "261ms (2×100ms heartbeat interval + 61ms exceeded)"}}},
 		{"etcd-5870-docker-json.log", KindLog, []want{{"heartbeat", Warn, "longest gap between heartbeats 3.851s (2×1s heartbeat interval + 1.851s exceeded); 0 stall(s) reached the 5s election timeout"}}},
+		{"rke-2295-wal-from-2ms.txt", KindMetrics, []want{{"wal_fsync", Bad, "WAL fsync p99 227.26ms (in the bucket 128.00ms–256.00ms"}}},
 		{"etcd-12405-node.prom", KindMetrics, []want{{"wal_fsync", Bad, "p99 17.44ms"}}},
 		{"etcd-15247-zap-apply.log", KindLog, []want{{"apply", Warn, "the longest 4.999s"}}},
 		{"ibm-blog-fio.txt", KindFioText, []want{{"fio", Warn, "fdatasync p99 2.376ms"}}},
@@ -133,6 +134,13 @@ func TestFieldNumbers(t *testing.T) {
 	h = Stats(read("etcd-5870-excerpt-high.txt")[0].WAL)
 	if h.P99.Lo != 0 || h.P99.Interpolated {
 		t.Errorf("5870 excerpt: %+v", h.P99)
+	}
+	// rke #2295: the stored excerpt starts at le=0.002 but has +Inf and
+	// _count: p50 rank 5887698.5 in (2, 4] ms, p99 rank 11657643.03 in
+	// (128, 256] ms.
+	h = Stats(read("rke-2295-wal-from-2ms.txt")[0].WAL)
+	if !h.HasCount || h.Observations != 11775397 || !approx(h.P50.Value, 0.002+0.002*(5887698.5-208222)/(7031156-208222), 1e-9) || !approx(h.P99.Value, 0.128+0.128*(0.99*11775397-11577606)/(11680821-11577606), 1e-9) || !approx(h.Mean, 140588.59175589486/11775397, 1e-9) {
+		t.Errorf("rke 2295: n %v p50 %+v p99 %+v mean %v", h.Observations, h.P50, h.P99, h.Mean)
 	}
 	// etcd #11884: humps (0.4, 0.8] ms (1811) and (12.8, 25.6] ms (2298).
 	m := FindModes(read("etcd-11884-peer-bimodal.txt")[0].Peers[0])
