@@ -101,8 +101,13 @@ type Request struct {
 	// driver made of its backing file while the flush was in flight: the
 	// host level, each with its own layers and requests.
 	Host []FsyncRecord `json:"host,omitempty"`
-	TID  uint32        `json:"tid"`  // submitting thread
-	Comm string        `json:"comm"` // submitting thread's comm
+	// HostUntraced, for a flush on a stacked device whose backing file
+	// is on a filesystem whose fsyncs the host level cannot see
+	// (HostLevelTraced false: fuse, nfs, xfs, ...), names that
+	// filesystem: the flush's time then has no host level under it.
+	HostUntraced string `json:"host_untraced,omitempty"`
+	TID          uint32 `json:"tid"`  // submitting thread
+	Comm         string `json:"comm"` // submitting thread's comm
 }
 
 // JournalWindow is one journal commit or log force an fsync waited on.
@@ -262,6 +267,21 @@ type Backing struct {
 	Dev  event.Dev // the backing file's filesystem (s_dev)
 	Ino  uint64
 	Path string
+	FS   string // that filesystem's type (mountinfo's name); "" unknown
+}
+
+// HostLevelTraced reports whether the host level sees the fsyncs a loop
+// device's driver makes of a backing file on a filesystem of type fs:
+// they come from kernel threads, which no syscall tracepoint sees, so only
+// filesystems with sync_file tracepoints of their own (ext4's driver,
+// which also mounts ext2 and ext3) show them (bpf/stacked.bpf.c). An
+// unknown type ("") is given the benefit of the doubt.
+func HostLevelTraced(fs string) bool {
+	switch fs {
+	case "", "ext4", "ext3", "ext2":
+		return true
+	}
+	return false
 }
 
 // BackingLookup returns the backing file of a disk, ok=false for a disk
@@ -812,7 +832,7 @@ func journalKey(j *event.Journal) uint64 {
 // nest attaches to each issued flush of a stacked disk the host-level
 // fsyncs of its backing file that ran entirely while it was in flight.
 func (a *Attributor) nest(rec *FsyncRecord) {
-	if a.backing == nil || len(a.hosts) == 0 {
+	if a.backing == nil {
 		return
 	}
 	for i := range rec.Requests {
@@ -830,6 +850,14 @@ func (a *Attributor) nest(rec *FsyncRecord) {
 		}
 		b, ok := a.backing(event.MkDev(uint32(maj), uint32(min)))
 		if !ok {
+			continue
+		}
+		if !HostLevelTraced(b.FS) {
+			// Say so instead of leaving the level out silently.
+			r.HostUntraced = b.FS
+			continue
+		}
+		if len(a.hosts) == 0 {
 			continue
 		}
 		// hosts are nearly sorted by EndNs (emit order): look only at those

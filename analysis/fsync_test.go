@@ -600,3 +600,27 @@ func TestDMLevel(t *testing.T) {
 		t.Errorf("JSON round trip: %v, %+v", err, back.DM)
 	}
 }
+
+// TestNestUntracedBacking: a flush on a loop device whose backing file is
+// on a filesystem the host level cannot see is marked with that
+// filesystem, and the levels table gets an L2 row saying so, even when no
+// host fsync at all was seen (there is none to see).
+func TestNestUntracedBacking(t *testing.T) {
+	a := NewAttributor(lookup)
+	a.SetBackingLookup(func(d event.Dev) (Backing, bool) {
+		return Backing{Dev: event.MkDev(0, 52), Ino: 77, Path: "/mnt/fuse/img", FS: "fuse.bindfs"}, d == diskDev
+	})
+	a.Add(event.FsyncEnter{TID: tid, StartNs: 1000})
+	a.Add(blk(1, event.OpFlush, event.ReqPreflush, 0, 1050, 1400, 3, "kworker/0:0H"))
+	rec := a.Attribute(fsyncEv(1000, 2000))
+	if len(rec.Requests) != 1 || rec.Requests[0].HostUntraced != "fuse.bindfs" || len(rec.Requests[0].Host) != 0 {
+		t.Fatalf("requests %+v", rec.Requests)
+	}
+	levels := BuildLevels([]FsyncRecord{rec})
+	if len(levels) != 1 || levels[0].Level != "L2" || levels[0].FS != "fuse.bindfs" || levels[0].Untraced == "" {
+		t.Fatalf("levels %+v", levels)
+	}
+	if !HostLevelTraced("ext4") || !HostLevelTraced("") || HostLevelTraced("xfs") || HostLevelTraced("nfs4") {
+		t.Error("HostLevelTraced")
+	}
+}

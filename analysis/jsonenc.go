@@ -196,6 +196,10 @@ func (q *Request) appendJSON(dst []byte) []byte {
 		}
 		dst = append(dst, ']')
 	}
+	if q.HostUntraced != "" {
+		dst = append(dst, `,"host_untraced":`...)
+		dst = appendJSONString(dst, q.HostUntraced)
+	}
 	dst = append(dst, `,"tid":`...)
 	dst = strconv.AppendUint(dst, uint64(q.TID), 10)
 	dst = append(dst, `,"comm":`...)

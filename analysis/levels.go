@@ -26,6 +26,12 @@ type LevelRow struct {
 	// host fsyncs account for (the rest is the loop driver's own work and
 	// queueing between the two levels).
 	NestedShare float64 `json:"nested_share,omitempty"`
+	// Untraced, on an L2 row, says why the level has no numbers: the
+	// loop device's backing file is on a filesystem whose fsyncs the host
+	// level cannot see (HostLevelTraced): the flushes' time stays in L1's
+	// device_flush. Device is then the loop disk (major:minor), FS the
+	// backing file's filesystem.
+	Untraced string `json:"untraced,omitempty"`
 }
 
 // BuildLevels returns the per-level table for records whose flushes nested
@@ -43,6 +49,7 @@ func BuildLevels(recs []FsyncRecord) []LevelRow {
 type levelsAcc struct {
 	l1, l2, l3 map[string]*levelAcc
 	any        bool
+	untraced   map[[2]string]bool // {loop disk, backing filesystem} without a host level
 }
 
 type levelAcc struct {
@@ -116,6 +123,12 @@ func (l *levelsAcc) add(r *FsyncRecord) {
 		if len(q.Host) > 0 {
 			hasHost = true
 		}
+		if q.HostUntraced != "" && len(l.untraced) < maxUntracedLevels {
+			if l.untraced == nil {
+				l.untraced = map[[2]string]bool{}
+			}
+			l.untraced[[2]string{q.Dev, q.HostUntraced}] = true
+		}
 	}
 	if !hasHost {
 		return
@@ -140,8 +153,11 @@ func (l *levelsAcc) add(r *FsyncRecord) {
 	}
 }
 
+// maxUntracedLevels bounds the untraced (disk, filesystem) pairs kept.
+const maxUntracedLevels = 16
+
 func (l *levelsAcc) rows() []LevelRow {
-	if !l.any {
+	if !l.any && len(l.untraced) == 0 {
 		return nil
 	}
 	var l1n int64
@@ -178,5 +194,12 @@ func (l *levelsAcc) rows() []LevelRow {
 		sort.Slice(out, func(i, j int) bool { return out[i].Device < out[j].Device })
 		return out
 	}
-	return append(append(rows("L1", l.l1, 0), rows("L2", l.l2, l1n)...), rows("L3", l.l3, l1n)...)
+	out := append(append(rows("L1", l.l1, 0), rows("L2", l.l2, l1n)...), rows("L3", l.l3, l1n)...)
+	var un []LevelRow
+	for k := range l.untraced {
+		un = append(un, LevelRow{Level: "L2", Device: k[0], FS: k[1],
+			Untraced: "not traced: the loop driver's fsyncs of a backing file on " + k[1] + " come from a kernel thread and only ext4's sync_file tracepoints show them; their time stays in L1's device_flush"})
+	}
+	sort.Slice(un, func(i, j int) bool { return un[i].Device+un[i].FS < un[j].Device+un[j].FS })
+	return append(out, un...)
 }

@@ -91,6 +91,7 @@ type Backing struct {
 	Path string
 	Dev  event.Dev // the backing file's filesystem
 	Ino  uint64
+	FS   string // that filesystem's type ("" in captures made before it was recorded)
 }
 
 // line is every non-header line; Type says which fields are meaningful.
@@ -207,7 +208,7 @@ func (w *Writer) Device(d Device) error {
 func (w *Writer) Backing(b Backing) error {
 	l := line{Type: "backing", Disk: &b.Disk, OK: b.OK}
 	if b.OK {
-		l.Path, l.Dev, l.Ino = b.Path, &b.Dev, b.Ino
+		l.Path, l.Dev, l.Ino, l.FSType = b.Path, &b.Dev, b.Ino, b.FS
 	}
 	w.put(l)
 	return w.err
@@ -391,7 +392,7 @@ func (r *Reader) next() (*line, error) {
 			if l.Disk == nil {
 				return nil, fmt.Errorf("line %d: backing fact without disk", r.n)
 			}
-			bk := Backing{Disk: *l.Disk, OK: l.OK, Path: l.Path, Ino: l.Ino}
+			bk := Backing{Disk: *l.Disk, OK: l.OK, Path: l.Path, Ino: l.Ino, FS: l.FSType}
 			if l.Dev != nil {
 				bk.Dev = *l.Dev
 			}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/etcdscope/etcdscope/analysis"
@@ -131,4 +132,72 @@ func mountStacked(t *testing.T, dev, fstype, opts string, mkfsArgs ...string) st
 		t.Fatal(err)
 	}
 	return mnt
+}
+
+// TestStackedLoopUntraced: a loop device whose backing file is on a
+// filesystem whose fsyncs the host level cannot see (FUSE, through bindfs;
+// XFS, which has no sync_file exit tracepoint) still has a level of its
+// own in the report: an L2 row that says it is not traced and why, and
+// each of its flush requests names the backing filesystem
+// (host_untraced), instead of a report with the level silently left out.
+func TestStackedLoopUntraced(t *testing.T) {
+	testenv.RequireRoot(t)
+	for _, tc := range []struct{ name, wantFS string }{{"fuse", "fuse"}, {"xfs", "xfs"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var dir string
+			switch tc.name {
+			case "fuse":
+				bindfs := testenv.LookPath(t, "bindfs", "bindfs")
+				src, err := os.MkdirTemp("/var/tmp", "etcdscope-fuse-src-")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { os.RemoveAll(src) })
+				dir = t.TempDir()
+				run(t, bindfs, src, dir)
+				t.Cleanup(func() { exec.Command("umount", dir).Run() })
+			case "xfs":
+				dir = mountFS(t, loopDevice(t, "/var/tmp", 320<<20), "xfs", "-q", "-f")
+			}
+			dev := loopDevice(t, dir, 128<<20)
+			mnt := mountFS(t, dev, "ext4", "-q", "-F")
+			out, err := exec.Command(etcdscope(t), "fsync", "--output", "json", "--interval", "0",
+				"--workload", "wal", "--dir", mnt, "--duration", "2s").Output()
+			if err != nil {
+				t.Fatalf("etcdscope: %v", err)
+			}
+			recs, rep := parseOutput(t, out)
+			checkPartition(t, recs)
+			kdev, _ := kernelDev(t, dev)
+			ours := fmt.Sprintf("%d:%d", kdev>>20, kdev&(1<<20-1))
+			var flushes, named int
+			for _, r := range recs {
+				for _, q := range r.Requests {
+					if q.Role != analysis.RoleFlush || q.NotIssued || q.Dev != ours {
+						continue
+					}
+					flushes++
+					if len(q.Host) > 0 {
+						t.Fatalf("flush on %s nests host fsyncs %+v: the host level on %s is not traceable", ours, q.Host, tc.wantFS)
+					}
+					if strings.HasPrefix(q.HostUntraced, tc.wantFS) {
+						named++
+					}
+				}
+			}
+			var row *analysis.LevelRow
+			for i := range rep.Levels {
+				if rep.Levels[i].Level == "L2" && rep.Levels[i].Device == ours {
+					row = &rep.Levels[i]
+				}
+			}
+			t.Logf("%s: %d of %d flushes on %s name host_untraced; L2 row %+v", tc.name, named, flushes, ours, row)
+			if flushes == 0 || named != flushes {
+				t.Errorf("%d of %d flushes on the loop device name the untraced %s host level", named, flushes, tc.wantFS)
+			}
+			if row == nil || !strings.HasPrefix(row.FS, tc.wantFS) || !strings.Contains(row.Untraced, "not traced") {
+				t.Errorf("report levels %+v: want an L2 row for %s on %s saying it is not traced", rep.Levels, ours, tc.wantFS)
+			}
+		})
+	}
 }

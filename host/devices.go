@@ -72,7 +72,7 @@ func (r *DeviceResolver) resolve(d event.Dev, depth int) DeviceInfo {
 	}
 	// Anonymous device (btrfs, or a filesystem on a device we cannot see):
 	// find its mount and resolve the mount source instead.
-	src := r.mountSource(d)
+	src, _ := r.mount(d)
 	if !strings.HasPrefix(src, "/dev/") {
 		return info
 	}
@@ -98,13 +98,13 @@ func readDev(path string) (event.Dev, error) {
 	return event.MkDev(maj, min), nil
 }
 
-// mountSource returns the source field of the first mount of device d in
-// /proc/self/mountinfo (proc(5): field 3 is major:minor, the source follows
-// the " - fstype" separator).
-func (r *DeviceResolver) mountSource(d event.Dev) string {
+// mount returns the source and filesystem type of the first mount of
+// device d in /proc/self/mountinfo (proc(5): field 3 is major:minor; the
+// fstype and the source follow the " - " separator).
+func (r *DeviceResolver) mount(d event.Dev) (source, fstype string) {
 	f, err := os.Open(filepath.Join(r.ProcRoot, "self/mountinfo"))
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	defer f.Close()
 	want := d.String()
@@ -116,11 +116,11 @@ func (r *DeviceResolver) mountSource(d event.Dev) string {
 		}
 		for i, fld := range fields {
 			if fld == "-" && i+2 < len(fields) {
-				return fields[i+2]
+				return fields[i+2], fields[i+1]
 			}
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // DiskByName returns the dev of a whole disk or partition named like the
@@ -203,6 +203,9 @@ type BackingFile struct {
 	Path string
 	Dev  event.Dev // the file's filesystem (st_dev)
 	Ino  uint64
+	// FS is that filesystem's type as mountinfo names it (ext4, xfs,
+	// fuse.sshfs, nfs4, ...), "" when no mount of Dev is visible here.
+	FS string
 }
 
 // Backing returns the backing file of disk if it is a loop device with
@@ -225,6 +228,7 @@ func (r *DeviceResolver) Backing(disk event.Dev) (BackingFile, bool) {
 		var st unix.Stat_t
 		if unix.Stat(path, &st) == nil {
 			out = &BackingFile{Path: path, Dev: event.DevFromUnix(st.Dev), Ino: st.Ino}
+			_, out.FS = r.mount(out.Dev)
 		}
 	}
 	r.backing[disk] = out

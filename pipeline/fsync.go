@@ -112,7 +112,7 @@ func NewFsync(cfg FsyncConfig) *Fsync {
 	p.attr.SetSched(cfg.Sched)
 	p.attr.SetBackingLookup(func(disk event.Dev) (analysis.Backing, bool) {
 		b := p.host.Backing(disk)
-		return analysis.Backing{Dev: b.Dev, Ino: b.Ino, Path: b.Path}, b.OK
+		return analysis.Backing{Dev: b.Dev, Ino: b.Ino, Path: b.Path, FS: b.FS}, b.OK
 	})
 	return p
 }

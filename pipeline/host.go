@@ -46,7 +46,7 @@ func (h *liveHost) Backing(disk event.Dev) capture.Backing {
 	if !ok {
 		return capture.Backing{Disk: disk}
 	}
-	return capture.Backing{Disk: disk, OK: true, Path: b.Path, Dev: b.Dev, Ino: b.Ino}
+	return capture.Backing{Disk: disk, OK: true, Path: b.Path, Dev: b.Dev, Ino: b.Ino, FS: b.FS}
 }
 
 func (h *liveHost) Path(f *event.Fsync) string { return h.paths.Path(f) }

@@ -135,6 +135,10 @@ func Levels(w io.Writer, rows []analysis.LevelRow) {
 				parts = append(parts, fmt.Sprintf("%s %.0f%%", l.Name, 100*l.Share))
 			}
 		}
+		if r.Untraced != "" {
+			fmt.Fprintf(w, "  %-5s %-22s %s\n", r.Level, r.Device+" / "+r.FS, r.Untraced)
+			continue
+		}
 		extra := ""
 		if r.NestedShare > 0 {
 			extra = fmt.Sprintf("; %.0f%% of L1's device flush", 100*r.NestedShare)

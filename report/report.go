@@ -414,6 +414,9 @@ func normalisedBars(bars []stackedBar, parts []legendItem, label string) svgChar
 func levelBars(rows []analysis.LevelRow) *svgChart {
 	var bars []stackedBar
 	for _, r := range rows {
+		if r.Untraced != "" {
+			continue // no numbers to draw: levelsNote says why
+		}
 		b := stackedBar{label: fmt.Sprintf("%s %s / %s", r.Level, r.Device, r.FS), parts: make([]float64, len(analysis.LayerNames))}
 		for _, l := range r.Layers {
 			for i, n := range analysis.LayerNames {
@@ -433,6 +436,10 @@ func levelBars(rows []analysis.LevelRow) *svgChart {
 func levelsNote(rows []analysis.LevelRow) string {
 	var parts []string
 	for _, r := range rows {
+		if r.Untraced != "" {
+			parts = append(parts, fmt.Sprintf("%s %s/%s: %s", r.Level, r.Device, r.FS, r.Untraced))
+			continue
+		}
 		s := fmt.Sprintf("%s %s/%s: %s, %.2f flushes per L1 fsync", r.Level, r.Device, r.FS, plural(r.Total.Count, "fsync"), r.FlushesPerFsync)
 		if r.NestedShare > 0 {
 			s += fmt.Sprintf(", %.0f%% of L1's device-flush time", 100*r.NestedShare)

@@ -23,6 +23,7 @@ declare -A need=(
 	[trace-cmd]=trace-cmd # e2e TestDMLevel reads its ftrace instance in ns
 	[mkfs.xfs]=xfsprogs
 	[mkfs.btrfs]=btrfs-progs
+	[bindfs]=bindfs # e2e TestStackedLoopUntraced: a loop device over a FUSE file
 	[losetup]=util-linux
 	[setpriv]=util-linux
 	[qemu-system-x86_64]=qemu-system-x86

@@ -287,11 +287,26 @@ func Warnings(images []Image) []string {
 		if im.AIO == "native" && im.Cache != "none" {
 			w = append(w, fmt.Sprintf("%s: aio=native without O_DIRECT: Linux AIO on buffered files blocks in io_submit; use cache=none with aio=native", im.Path))
 		}
+		if opaqueBelow(im) {
+			w = append(w, fmt.Sprintf("%s: on %s %s: its flushes leave the kernel's block layer (a user-space daemon or a server), so the host layers under each fdatasync are not seen: their time shows as host_other", im.Path, im.FS, nameOr(im)))
+		}
 		if replicatedFS[im.FS] || strings.HasPrefix(im.DevName, "rbd") || strings.HasPrefix(im.DevName, "drbd") {
 			w = append(w, fmt.Sprintf("%s: on a replicated storage layer (%s %s) under etcd, which already replicates every write through Raft: each commit pays for the copies of both layers", im.Path, im.FS, nameOr(im)))
 		}
 	}
 	return w
+}
+
+// opaqueBelow: an image whose host flush ends outside this kernel's block
+// layer (FUSE, network filesystems, an NBD device), where the host split
+// has nothing to follow.
+func opaqueBelow(im Image) bool {
+	for _, p := range []string{"fuse", "nfs", "cifs", "smb", "9p", "virtiofs", "ceph", "glusterfs"} {
+		if strings.HasPrefix(im.FS, p) {
+			return true
+		}
+	}
+	return strings.HasPrefix(im.DevName, "nbd")
 }
 
 func nameOr(im Image) string {

@@ -230,6 +230,9 @@ func TestImagesAndWarnings(t *testing.T) {
 		{"native without O_DIRECT", []HostIO{
 			{Op: "io_submit", Path: "/v/raw.img", FS: "xfs", TID: 2, Opcode: 1, Nr: 1, Ret: 1},
 		}, nil, "native", "writeback", "aio=native without O_DIRECT"},
+		{"image on FUSE", []HostIO{
+			{Op: "pwritev", Path: "/mnt/sshfs/vm.img", FS: "fuse.sshfs", TID: 2, Ret: 4096},
+		}, []analysis.FsyncRecord{{Path: "/mnt/sshfs/vm.img", FS: "fuse.sshfs", TID: 9}}, "threads", "writeback", "host layers under each fdatasync are not seen"},
 		{"image on ceph", []HostIO{
 			{Op: "pwritev", Path: "/mnt/cephfs/vm.img", FS: "ceph", TID: 2, Ret: 4096},
 		}, nil, "threads", "writeback", "already replicates every write"},
