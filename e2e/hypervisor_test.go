@@ -16,6 +16,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/merge"
+	"github.com/etcdscope/etcdscope/analysis/stats"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 	"github.com/etcdscope/etcdscope/render"
 )
@@ -61,6 +62,23 @@ func TestHypervisorMerge(t *testing.T) {
 	}
 	run(t, qemuImg, "convert", "-O", "qcow2", scratch, qcow)
 	os.Remove(scratch)
+	// Two block devices on the same backing (loop devices over files on
+	// /var/tmp, the local model of an LVM volume), cache=none, one with
+	// aio=native and one with aio=io_uring: what io_uring costs a guest
+	// fsync there, measured side by side, and io_uring's flushes merged.
+	var blockdevs [2]string
+	for i := range blockdevs {
+		img := filepath.Join(dir, fmt.Sprintf("blk%d.img", i))
+		if err := os.WriteFile(img, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(img, 128<<20); err != nil {
+			t.Fatal(err)
+		}
+		run(t, mkfs, "-q", "-F", "-L", "esguestfio", img)
+		blockdevs[i] = loopDeviceOf(t, img)
+	}
+	nativeDev, uringDev := blockdevs[0], blockdevs[1]
 
 	ready := filepath.Join(dir, "ready")
 	var hostOut, hostErr bytes.Buffer
@@ -87,7 +105,8 @@ func TestHypervisorMerge(t *testing.T) {
 	vm := exec.Command(filepath.Join(root, "vmtest", "run.sh"))
 	vm.Dir = root
 	vm.Env = append(os.Environ(), "VMTEST_PKGS=./vmtest/guestfio", "VMTEST_TIMEOUT=300",
-		"VMTEST_DRIVES=file="+raw+",format=raw,if=virtio,cache=none,aio=native;file="+qcow+",format=qcow2,if=virtio;file="+unsafe+",format=raw,if=virtio,cache=unsafe")
+		"VMTEST_DRIVES=file="+raw+",format=raw,if=virtio,cache=none,aio=native;file="+qcow+",format=qcow2,if=virtio;file="+unsafe+",format=raw,if=virtio,cache=unsafe"+
+			";file="+nativeDev+",format=raw,if=virtio,cache=none,aio=native;file="+uringDev+",format=raw,if=virtio,cache=none,aio=io_uring")
 	var console, vmErr bytes.Buffer
 	vm.Stdout, vm.Stderr = &console, &vmErr
 	start := time.Now()
@@ -113,7 +132,7 @@ func TestHypervisorMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Other QEMUs may run on this machine: keep the one that opened our images.
-	host = onlyQEMUOf(t, host, raw, qcow, unsafe)
+	host = onlyQEMUOf(t, host, raw, qcow, unsafe, nativeDev, uringDev)
 	images := merge.Images(host.IO, host.Fsyncs, func(p string) string {
 		b := make([]byte, 4)
 		f, err := os.Open(p)
@@ -125,7 +144,8 @@ func TestHypervisorMerge(t *testing.T) {
 		return merge.FormatFromMagic(b)
 	}, nil)
 	// From the open flags alone, unsafe looks like writeback.
-	want := map[string][3]string{raw: {"raw", "none", "native"}, qcow: {"qcow2", "writeback", "threads"}, unsafe: {"raw", "writeback", "threads"}}
+	want := map[string][3]string{raw: {"raw", "none", "native"}, qcow: {"qcow2", "writeback", "threads"}, unsafe: {"raw", "writeback", "threads"},
+		nativeDev: {"raw", "none", "native"}, uringDev: {"raw", "none", "io_uring"}}
 	for _, im := range images {
 		t.Logf("image %s: format %s cache=%s aio=%s, %d writes, %d io_submit, %d flushes, %d threads",
 			im.Path, im.Format, im.Cache, im.AIO, im.Writes, im.IOSubmits, im.Flushes, im.Threads)
@@ -165,7 +185,7 @@ func TestHypervisorMerge(t *testing.T) {
 
 	clocks := map[string]merge.Clock{}
 	results := map[string]merge.Result{}
-	for _, tc := range []struct{ dev, image string }{{"vda", raw}, {"vdb", qcow}} {
+	for _, tc := range []struct{ dev, image string }{{"vda", raw}, {"vdb", qcow}, {"vdd", nativeDev}, {"vde", uringDev}} {
 		t.Run(tc.dev, func(t *testing.T) {
 			recs, ok := guests[tc.dev]
 			if !ok || len(recs) == 0 {
@@ -208,6 +228,21 @@ func TestHypervisorMerge(t *testing.T) {
 			}
 		})
 	}
+	// What aio=io_uring costs against aio=native on the same backing (two
+	// block devices over one filesystem): guest fsync p50/p99 of each, and
+	// the merge's warning on io_uring over a block device.
+	if n, u := guests["vdd"], guests["vde"]; len(n) > 0 && len(u) > 0 {
+		sn, su := fsyncStats(n), fsyncStats(u)
+		t.Logf("guest fsync on a block device, cache=none: aio=native p50 %s p99 %s ms (%d); aio=io_uring p50 %s p99 %s ms (%d): io_uring/native p50 %.2fx, p99 %.2fx",
+			analysis.Ms(sn.P50), analysis.Ms(sn.P99), sn.Count, analysis.Ms(su.P50), analysis.Ms(su.P99), su.Count,
+			float64(su.P50)/float64(sn.P50), float64(su.P99)/float64(sn.P99))
+		if w := strings.Join(merge.Warnings(images), "\n"); !strings.Contains(w, uringDev+": aio=io_uring on a block device") {
+			t.Errorf("no io_uring-over-block-device warning for %s: %q", uringDev, w)
+		}
+	} else {
+		t.Errorf("no guest recordings for vdd/vde (%d, %d records)", len(n), len(u))
+	}
+
 	// vdc, cache=unsafe: every guest fsync unmatched by design, its device
 	// time all virtualization; merge without --image refuses to guess.
 	t.Run("vdc unsafe", func(t *testing.T) {
@@ -389,4 +424,22 @@ func writeJSONL(t *testing.T, path string, recs []analysis.FsyncRecord) {
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// fsyncStats summarises the wall time of guest fsync records.
+func fsyncStats(recs []analysis.FsyncRecord) stats.Summary {
+	var ns []int64
+	for _, r := range recs {
+		ns = append(ns, r.TotalNs)
+	}
+	return stats.Summarize(ns)
+}
+
+// loopDeviceOf attaches img to a free loop device (detached at cleanup).
+func loopDeviceOf(t *testing.T, img string) string {
+	t.Helper()
+	testenv.LookPath(t, "losetup", "util-linux")
+	dev := run(t, "losetup", "--find", "--show", img)
+	t.Cleanup(func() { exec.Command("losetup", "-d", dev).Run() })
+	return dev
 }
