@@ -344,3 +344,20 @@ func TestModelWarmup(t *testing.T) {
 		t.Errorf("replayed mean %v, want %v", rep.Mean, want)
 	}
 }
+
+// TestNewConnFasterThanKeptAlive: a new connection's probe timed by the
+// kernel can read faster than the kept-alive probe timed over HTTP; the
+// model then says new connections add nothing, never a negative time
+// (a run printed "new-connection probes add -87533µs").
+func TestNewConnFasterThanKeptAlive(t *testing.T) {
+	in := ModelInput{RTT: 50 * time.Millisecond, ReusedProbe: 140 * time.Millisecond, NewConnProbe: 52 * time.Millisecond,
+		NewConnPerMinute: 15}
+	p := Predict(in)
+	if p.NewConnShare != 0 || p.NewConnProbers != 1 {
+		t.Fatalf("new-connection share %v with %v dialing probers, want 0 and 1", p.NewConnShare, p.NewConnProbers)
+	}
+	c := Compare(series(8, 0.1), in)
+	if strings.Contains(c.Verdict, "add -") || !strings.Contains(c.Verdict, "new-connection probes add nothing") {
+		t.Errorf("verdict %q", c.Verdict)
+	}
+}

@@ -124,7 +124,10 @@ func Predict(in ModelInput) Prediction {
 
 	p := Prediction{NewConnProbers: f}
 	p.SteadyMean = (wNew*rNew + wReused*rReused) / float64(probers)
-	p.NewConnShare = p.SteadyMean - rReused
+	// A new connection's probe can read faster than a kept-alive one (the
+	// kept-alive time measured by an HTTP client, the new one by the
+	// kernel): then new connections add nothing, not a negative time.
+	p.NewConnShare = max(p.SteadyMean-rReused, 0)
 
 	// Observation instants: FirstObservation after the probers start,
 	// then every ObserveInterval; the EWMA has seen one probe per
@@ -331,7 +334,11 @@ func Compare(delta Series, in ModelInput) Comparison {
 	if in.UptimeEnd > 0 {
 		fmt.Fprintf(&b, "EWMA (α=0.125 from 0) still warming up at %s uptime; ", in.UptimeEnd.Round(time.Second))
 	}
-	fmt.Fprintf(&b, "new-connection probes add %s to the steady-state mean. ", FormatSeconds(c.Prediction.NewConnShare))
+	if c.Prediction.NewConnProbers > 0 && in.NewConnProbe < max(in.ReusedProbe, in.RTT) {
+		fmt.Fprintf(&b, "new-connection probes add nothing to the steady-state mean (a new connection's probe, %s, is not slower than a kept-alive one). ", FormatSeconds(in.NewConnProbe.Seconds()))
+	} else {
+		fmt.Fprintf(&b, "new-connection probes add %s to the steady-state mean. ", FormatSeconds(c.Prediction.NewConnShare))
+	}
 	switch {
 	case (ratio > Tolerance || ratio < 1/Tolerance) && seOK && math.Abs(mean-pm) <= NoiseSE*se:
 		c.Inconclusive = true
