@@ -239,7 +239,7 @@ func TestChromiumRendersPage(t *testing.T) {
 					}
 				case ch.Label == "per-peer RTT against etcd's peer RTT metric":
 					for _, r := range ch.Rects {
-						if r.Fill == peerSeries[4].Color && r.W > 0 {
+						if r.Fill == peerSeries[len(peerSeries)-1].Color && r.W > 0 {
 							measuredBars++
 						}
 					}

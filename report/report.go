@@ -606,6 +606,7 @@ func heatColor(n, maxN int) string {
 // is drawn only when the recording carries etcd's measured metric.
 var peerSeries = []legendItem{
 	{"handshake RTT p50", "#2ca02c"},
+	{"connection setup p50 (SYN to first data)", "#17becf"},
 	{"srtt p50 (kept-alive)", "#1f77b4"},
 	{"new-connection probe mean", "#ff7f0e"},
 	{"etcd metric mean (model)", "#d62728"},
@@ -642,7 +643,7 @@ func peerChart(evs []event.Peer, metric []etcdmetric.PeerComparison) (*svgChart,
 	rep := peers.Analyze(evs, peers.Options{})
 	window := time.Duration(rep.WindowNs)
 	measured, unmatched := measuredByPeer(metric)
-	series := peerSeries[:4]
+	series := peerSeries[:5]
 	if len(metric) > 0 {
 		series = peerSeries
 	}
@@ -656,7 +657,7 @@ func peerChart(evs []event.Peer, metric []etcdmetric.PeerComparison) (*svgChart,
 		in := etcdmetric.InputFromLink(l, window)
 		pred := etcdmetric.Predict(in)
 		r := row{label: l.Link.String(), vals: []float64{
-			float64(l.HandshakeRTT.P50) / 1e9, float64(l.SRTT.P50) / 1e9, l.PerRequest.Mean() / 1e9, pred.Mean}}
+			float64(l.HandshakeRTT.P50) / 1e9, float64(l.Setup.P50) / 1e9, float64(l.SRTT.P50) / 1e9, l.PerRequest.Mean() / 1e9, pred.Mean}}
 		if len(metric) > 0 {
 			v, ok := measured[l.Link.Peer.Unmap()]
 			if !ok {

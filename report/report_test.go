@@ -16,6 +16,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/merge"
 	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/event"
 )
 
 // The testdata recordings were made with the real tool on a three-member
@@ -267,7 +268,7 @@ func TestHeatColor(t *testing.T) {
 // TestPeersChartMeasuredMetric: with the recording's etcd_peer_metric
 // record, each link to a peer etcd measured gets a fifth bar with etcd's
 // mean for that peer (observation-weighted over probers); the legend and
-// the note say so. Without it, four bars and a note on how to record it.
+// the note say so. Without it, five bars and a note on how to record it.
 func TestPeersChartMeasuredMetric(t *testing.T) {
 	in := readTestdata(t)
 	links := mergeStreams(peers.Analyze(in.Peers, peers.Options{}).Links)
@@ -287,10 +288,10 @@ func TestPeersChartMeasuredMetric(t *testing.T) {
 	// One series without a peer address (no member list).
 	in.PeerMetric = append(in.PeerMetric, etcdmetric.PeerComparison{Comparison: etcdmetric.Comparison{Key: etcdmetric.Key{To: "b"}, Observations: 3, Mean: 0.2}})
 	c, legend, note := peerChart(in.Peers, in.PeerMetric)
-	if len(legend) != 5 || !strings.Contains(note, "1 series could not be matched") {
+	if len(legend) != 6 || !strings.Contains(note, "1 series could not be matched") {
 		t.Fatalf("legend %v, note %q", legend, note)
 	}
-	measured := legend[4].Color
+	measured := legend[5].Color
 	var titles []string
 	for _, r := range c.Rects {
 		if r.Fill == measured {
@@ -307,7 +308,7 @@ func TestPeersChartMeasuredMetric(t *testing.T) {
 		}
 	}
 	_, legend, note = peerChart(in.Peers, nil)
-	if len(legend) != 4 || !strings.Contains(note, "--etcd-metrics URL") {
+	if len(legend) != 5 || !strings.Contains(note, "--etcd-metrics URL") {
 		t.Errorf("without the record: legend %v, note %q", legend, note)
 	}
 }
@@ -417,5 +418,39 @@ func TestPageWritesAndSched(t *testing.T) {
 	rec.Sched = nil
 	if g := build(Input{Title: "t", Fsyncs: []analysis.FsyncRecord{rec}}).Groups[0]; g.Other != "" || g.Writes != "" {
 		t.Errorf("without --sched and --writes: %q, %q", g.Other, g.Writes)
+	}
+}
+
+// TestPeersChartSetup: a link whose connections were traced from SYN to
+// the peer's first data byte (event.PeerSetup) gets a setup bar with its
+// p50: 2.05 s here, a peer stalling after accept (issue 14).
+func TestPeersChartSetup(t *testing.T) {
+	const ms = uint64(1e6)
+	local, remote := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddrPort("10.0.0.2:2380")
+	var evs []event.Peer
+	for i := uint64(0); i < 5; i++ {
+		t0, sk, lp := 1000*ms+i*4000*ms, 100+i, netip.AddrPortFrom(local, uint16(40000+i))
+		for _, e := range []event.Peer{
+			{Kind: event.PeerOpen, TimeNs: t0 + 50*ms, DurationNs: 50 * ms, SRTTus: 50_000, MinRTTus: 50_000},
+			{Kind: event.PeerSetup, TimeNs: t0 + 2050*ms, DurationNs: 2050 * ms},
+			{Kind: event.PeerCloseStart, TimeNs: t0 + 2100*ms, DurationNs: 2100 * ms},
+			{Kind: event.PeerClose, TimeNs: t0 + 2150*ms, DurationNs: 2100 * ms},
+		} {
+			e.Direction, e.PID, e.Comm, e.Remote, e.Local, e.Socket = event.PeerActive, 7, "etcd", remote, lp, sk
+			evs = append(evs, e)
+		}
+	}
+	c, legend, _ := peerChart(evs, nil)
+	if c == nil || legend[1].Name != "connection setup p50 (SYN to first data)" {
+		t.Fatalf("chart %v, legend %v", c, legend)
+	}
+	var titles []string
+	for _, r := range c.Rects {
+		if r.Fill == legend[1].Color {
+			titles = append(titles, r.Title)
+		}
+	}
+	if want := "connection setup p50 (SYN to first data): " + fmtSeconds(2.05); len(titles) != 1 || titles[0] != want {
+		t.Errorf("setup bars %q, want [%q]", titles, want)
 	}
 }
