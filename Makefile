@@ -41,7 +41,7 @@ image: build
 # image-test builds the image with Debian's buildah and runs the binary
 # from the image's own root filesystem: --version must match the build,
 # and `serve` must load its BPF programs and export etcdscope_build_info
-# (scripts/image-test.sh; root; ~1 min; not part of test).
+# (scripts/image-test.sh; root; ~1 min; part of test: the README test command runs it).
 image-test: build
 	./scripts/deps.sh image
 	./scripts/image-test.sh

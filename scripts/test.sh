@@ -3,10 +3,12 @@
 # Go and gcc on the machine: scripts/deps.sh installs every Debian package the
 # tests use (make among them) when one is missing, then every Go test runs
 # (privileged ones as root; under ETCDSCOPE_REQUIRE_BPF=1 a missing
-# capability fails them), then the QEMU rig boots Debian's kernel for the
+# capability fails them), then the container image is built and run (make
+# image-test, ~1 min), then the QEMU rig boots Debian's kernel for the
 # netem tests and the tracer on another kernel (make vmtest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
 make test-go
+make image-test
 make vmtest

@@ -440,6 +440,47 @@ func (r *rig) commitChecks(out []byte, ph Phase, decider int, lo time.Duration) 
 	}
 }
 
+// commitForwardChecks judges a stopped `etcdscope commit` on a follower
+// (m1 while the far m3 leads): every write of the phase traced, none
+// lost; the dominant wait is forwarding to the leader, its p50 at least
+// lo (the round trips to the far leader), and the verdict says so.
+func (r *rig) commitForwardChecks(out []byte, ph Phase, lo time.Duration) []Check {
+	r.t.Helper()
+	recs, sum, err := commit.ReadRecords(bytes.NewReader(out))
+	if err != nil || sum == nil {
+		r.t.Errorf("etcdscope commit printed no summary: %v\n%s", err, out)
+		return nil
+	}
+	puts := len(ph.Lat[Write])
+	fwd := time.Duration(sum.PartsNs[commit.PartForward].P50)
+	verdict := ""
+	if len(sum.Verdicts) > 0 {
+		verdict = sum.Verdicts[0]
+	}
+	r.t.Logf("etcdscope commit on m1 (follower): %d writes, total p50 %v, parts p50 %v, verdicts %v", len(recs), time.Duration(sum.TotalNs.P50), partsP50(sum), sum.Verdicts)
+	return []Check{
+		{Name: "etcdscope commit on a follower: writes traced, lost events", Got: fmt.Sprintf("%d writes (%d puts made), %d lost, %d missed", len(recs), puts, sum.LostEvents, sum.Missed),
+			Want: "all the puts, 0 lost", Pass: len(recs) >= puts && sum.LostEvents == 0 && sum.Missed == 0},
+		{Name: "etcdscope commit on a follower: forward p50 (to the far leader and back)", Got: ms(fwd), Want: ">= " + ms(lo), Pass: fwd >= lo},
+		{Name: "etcdscope commit on a follower: verdict", Got: verdict, Want: "writes wait on forwarding to the leader",
+			Pass: strings.HasPrefix(verdict, "writes wait on forwarding to the leader")},
+	}
+}
+
+// commitDownCheck: the verdict of `etcdscope commit` on the leader names
+// the stopped member (1-based) as the reason the deciding vote decides.
+func (r *rig) commitDownCheck(out []byte, down int) Check {
+	r.t.Helper()
+	_, sum, err := commit.ReadRecords(bytes.NewReader(out))
+	if err != nil || sum == nil {
+		return Check{Name: "etcdscope commit: verdict names the member that is down", Got: fmt.Sprint(err), Want: "a summary"}
+	}
+	id := strconv.FormatUint(r.m[down-1].ID, 16)
+	v := strings.Join(sum.Verdicts, " | ")
+	return Check{Name: "etcdscope commit: verdict names the member that is down", Got: v,
+		Want: fmt.Sprintf("'because ... %s ... sent no ack'", id), Pass: strings.Contains(v, id) && strings.Contains(v, "sent no ack")}
+}
+
 func partsP50(sum *commit.SummaryRecord) map[string]time.Duration {
 	out := map[string]time.Duration{}
 	for k, v := range sum.PartsNs {

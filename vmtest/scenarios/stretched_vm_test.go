@@ -86,6 +86,13 @@ func TestVMScenarioStretched(t *testing.T) {
 		ReadSerial: flat("0: answered by m1 alone"),
 		ReadLinear: {Delta: 2 * stretchedRTT, Lo: twoReadLo, Hi: twoReadHi, Why: "2 RTT: ReadIndex to m3, m3's heartbeat quorum round, the index back to m1"},
 	}))
+	// The same with etcdscope commit on m1, a follower now, in a phase of
+	// its own (its uprobes cost the guest's one vCPU): each write waits on
+	// forwarding to the far leader, at least the 2 RTT it must cross.
+	cr := r.startCommit(0)
+	tracedFar := r.phase("m3 leads, etcdscope commit on m1", nil)
+	rep.Phases = append(rep.Phases, tracedFar)
+	rep.Checks = append(rep.Checks, r.commitForwardChecks(cr.stop(t), tracedFar, twoLo)...)
 	r.moveLeader(0)
 
 	// etcd's peer RTT metric: each prober's EWMA starts from what it held
@@ -135,6 +142,13 @@ func TestVMScenarioStretched(t *testing.T) {
 		t.Fatal(err)
 	}
 	down := r.phase("m2 down", nil)
+	// The same with etcdscope commit on m1, the leader: m3, the far
+	// member, is now the quorum's deciding vote of every write, because
+	// m2 sends no ack, and the wait after m1's WAL append crosses the
+	// delayed link.
+	cr = r.startCommit(0)
+	tracedDown := r.phase("m2 down, etcdscope commit on m1", nil)
+	cout := cr.stop(t)
 	f1 := r.scrape(2)
 	fsync, nfsync := histMean(f0, f1, "etcd_disk_wal_fsync_duration_seconds", nil)
 	down.Expect = map[Op]Expect{
@@ -142,7 +156,9 @@ func TestVMScenarioStretched(t *testing.T) {
 		ReadSerial: flat("0: answered by m1 alone"),
 		ReadLinear: {Delta: stretchedRTT, Lo: oneLo, Hi: oneHi, Why: "1 RTT: ReadIndex needs m3's heartbeat ack"},
 	}
-	rep.Phases = append(rep.Phases, down)
+	rep.Phases = append(rep.Phases, down, tracedDown)
+	rep.Checks = append(rep.Checks, r.commitChecks(cout, tracedDown, 3, oneLo)...)
+	rep.Checks = append(rep.Checks, r.commitDownCheck(cout, 2))
 	end := r.scrape(0)
 
 	rep.Checks = append(rep.Checks, r.closingChecks(pre, end, requestedPre, prep, 2)...)
