@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/internal/etcdtest"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
@@ -124,6 +125,13 @@ func TestVMScenarioSlowDisk(t *testing.T) {
 	out := tr.stop(t)
 	s1 := scrape()
 	slowFsync, ns := histMean(s0, s1, walFsync, nil)
+	// The same with etcdscope commit, a phase of its own (uprobes cost the
+	// guest's one vCPU): every write waits on the local disk, its WAL
+	// append at least the flush dm-delay holds (issue 15).
+	cr := startTool(t, bin, "commit", "--pid", strconv.Itoa(m.PID), "--etcd-endpoints", m.ClientURL,
+		"--duration", "0", "--output", "json")
+	tracedSlow := runPhase(t, cli, "slow flush, etcdscope commit", nil)
+	cout := cr.stop(t)
 	setFlush(0)
 
 	d := slowFsync - baseFsync
@@ -132,7 +140,7 @@ func TestVMScenarioSlowDisk(t *testing.T) {
 		ReadSerial: flat("0: reads do not fsync"),
 		ReadLinear: flat("0: reads do not fsync (one member: ReadIndex is local)"),
 	}
-	rep.Phases = []Phase{base, slow}
+	rep.Phases = []Phase{base, slow, tracedSlow}
 
 	wal, err := walGroup(out)
 	if err != nil {
@@ -154,6 +162,7 @@ func TestVMScenarioSlowDisk(t *testing.T) {
 		Check{Name: "etcdscope layers", Got: wal.layers(), Info: true},
 		Check{Name: "etcdscope levels (mean per L1 fsync)", Got: wal.levels, Info: true},
 		Check{Name: "etcdscope verdict", Got: wal.Verdict, Info: true})
+	rep.Checks = append(rep.Checks, commitDiskChecks(t, cout, tracedSlow, slowFlush)...)
 	rep.Header = []string{
 		fmt.Sprintf("etcd 1 member, data dir on ext4 on dm-delay over loop (tmpfs); %d sequential puts, serializable gets, linearizable gets per phase", opsPerPhase),
 		"tolerances: Δ against this run's baseline (docs/scenarios.md)",
@@ -257,4 +266,30 @@ func walGroup(out []byte) (*walSummary, error) {
 		return nil, fmt.Errorf("summary has no wal group")
 	}
 	return nil, fmt.Errorf("no summary record")
+}
+
+// commitDiskChecks judges `etcdscope commit` on the one member whose WAL
+// flushes dm-delay holds: every put traced, none lost; the local WAL is
+// the only vote; WAL append p50 at least the held flush; the verdict says
+// the writes wait on the local disk.
+func commitDiskChecks(t *testing.T, out []byte, ph Phase, flush time.Duration) []Check {
+	t.Helper()
+	recs, sum, err := commit.ReadRecords(bytes.NewReader(out))
+	if err != nil || sum == nil {
+		t.Errorf("etcdscope commit printed no summary: %v\n%s", err, out)
+		return nil
+	}
+	puts := len(ph.Lat[Write])
+	wal := time.Duration(sum.PartsNs[commit.PartWALAppend].P50)
+	verdict := ""
+	if len(sum.Verdicts) > 0 {
+		verdict = sum.Verdicts[0]
+	}
+	t.Logf("etcdscope commit: %d writes, total p50 %v, parts p50 %v, deciders %v, verdicts %v", len(recs), time.Duration(sum.TotalNs.P50), partsP50(sum), sum.Deciders, sum.Verdicts)
+	return []Check{
+		{Name: "etcdscope commit: writes traced, lost events", Got: fmt.Sprintf("%d writes (%d puts made), %d lost, %d missed", len(recs), puts, sum.LostEvents, sum.Missed),
+			Want: "all the puts, 0 lost", Pass: len(recs) >= puts && sum.LostEvents == 0 && sum.Missed == 0},
+		{Name: "etcdscope commit: WAL append p50 (the held flush)", Got: ms(wal), Want: ">= " + ms(flush*9/10), Pass: wal >= flush*9/10},
+		{Name: "etcdscope commit: verdict", Got: verdict, Want: "writes wait on the local disk", Pass: strings.HasPrefix(verdict, "writes wait on the local disk")},
+	}
 }
