@@ -429,7 +429,7 @@ func (r *rig) commitChecks(out []byte, ph Phase, decider int, lo time.Duration) 
 	server := time.Duration(sum.TotalNs.P50)
 	qw := time.Duration(sum.PartsNs[commit.PartQuorumWait].P50)
 	r.t.Logf("etcdscope commit on m1: %d writes, total p50 %v, parts p50 %v, deciders %v, verdicts %v", len(recs), server, partsP50(sum), sum.Deciders, sum.Verdicts)
-	return []Check{
+	return append(modelChecks(sum, want, name), []Check{
 		{Name: "etcdscope commit: writes traced on m1, lost events", Got: fmt.Sprintf("%d writes (%d puts made), %d lost, %d missed", len(recs), puts, sum.LostEvents, sum.Missed),
 			Want: "all the puts, 0 lost", Pass: len(recs) >= puts && sum.LostEvents == 0 && sum.Missed == 0},
 		{Name: "etcdscope commit: the quorum's deciding vote", Got: fmt.Sprintf("%s in %d of %d writes (all: %v)", name, decided, len(recs), sum.Deciders),
@@ -437,6 +437,27 @@ func (r *rig) commitChecks(out []byte, ph Phase, decider int, lo time.Duration) 
 		{Name: "etcdscope commit: quorum_wait p50 (the ack crosses the delayed link)", Got: ms(qw), Want: ">= " + ms(lo), Pass: qw >= lo},
 		{Name: "etcdscope commit: split total p50 within the client's put p50", Got: fmt.Sprintf("%s = %.2f x %s", ms(server), float64(server)/float64(max(client, 1)), ms(client)),
 			Want: "<= 1.0 x", Pass: server > 0 && server <= client},
+	}...)
+}
+
+// modelChecks: where both sources run (uprobes and the kernel-only model
+// from etcd's metrics and the kernel's srtt), they name the same deciding
+// vote (want, the member's hex ID; name as the scenario calls it); the
+// model's expected time is shown beside the traced p50, not judged (under
+// TCG the uprobes' traps stretch the traced side).
+func modelChecks(sum *commit.SummaryRecord, want, name string) []Check {
+	if sum.Model == nil {
+		return []Check{{Name: "etcdscope commit: the kernel-only model ran beside the uprobes", Got: "no model in the summary", Want: "a model", Pass: false}}
+	}
+	got := strconv.FormatUint(sum.Model.Decider, 16)
+	if sum.Model.Decider == commit.LocalVote {
+		got = "local_wal"
+	}
+	return []Check{
+		{Name: "etcdscope commit: the model's deciding vote agrees with the uprobes'", Got: got, Want: name + " (" + want + ")",
+			Pass: sum.Model.DeciderKnown && got == want},
+		{Name: "etcdscope commit: model expected per write vs traced total p50", Info: true,
+			Got: fmt.Sprintf("%s vs %s", ms(time.Duration(sum.Model.ExpectedNs)), ms(time.Duration(sum.TotalNs.P50)))},
 	}
 }
 
