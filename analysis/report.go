@@ -63,6 +63,9 @@ type Group struct {
 	// blocked (fsync --sched; SchedNames), each with its share of the
 	// group's summed wall time. Absent without --sched.
 	OtherSplit []LayerStat `json:"other_split,omitempty"`
+	// Disk says whether the calls pay a fixed price per flush or wait
+	// behind other I/O (DiskVerdict); absent when neither holds.
+	Disk *DiskVerdict `json:"disk_verdict,omitempty"`
 }
 
 // Report is the end-of-run summary of `etcdscope fsync` (JSON type
@@ -188,6 +191,7 @@ func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report
 		}
 		out.Verdict = verdict(g.key.FileKind, out.Total.P99)
 		out.Biased = Biased(lost + missed)
+		out.Disk = diskVerdict(&out)
 		rep.Groups = append(rep.Groups, out)
 	}
 	rep.Levels = b.levels.rows()

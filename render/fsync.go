@@ -52,6 +52,9 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 		default:
 			fmt.Fprintf(bw, "  verdict: n/a (etcd's %v budget is for WAL fsyncs)\n", analysis.WALFsyncBudget)
 		}
+		if g.Disk != nil {
+			fmt.Fprintf(bw, "  disk verdict: %s\n", g.Disk.Text)
+		}
 		if g.Biased != "" {
 			// Biased counts lost and missed together; only the lost ones
 			// are the ring's, and only for those does a bigger ring help.

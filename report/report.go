@@ -115,6 +115,9 @@ type groupView struct {
 	Title   string
 	Summary string
 	Verdict string
+	// Disk is the group's disk verdict (analysis.DiskVerdict.Text), ""
+	// when it has none.
+	Disk string
 	// Other splits the other layer by scheduler state (fsync --sched);
 	// Writes summarises the write calls before the group's fsyncs (fsync
 	// --writes). "" without them.
@@ -132,6 +135,7 @@ type overviewRow struct {
 	TopShare      string // its share, "52%"
 	TopColor      string
 	Verdict       string
+	Disk          string // analysis.DiskVerdict.Kind: floor, contention or ""
 }
 
 type page struct {
@@ -209,6 +213,7 @@ func build(in Input) page {
 			Summary: fmt.Sprintf("%s; p50 %s ms, p99 %s ms, max %s ms; %.2f flushes per call",
 				plural(g.Total.Count, "call"), analysis.Ms(g.Total.P50), analysis.Ms(g.Total.P99), analysis.Ms(g.Total.Max), g.FlushesPerFsync),
 			Verdict: g.Verdict,
+			Disk:    diskText(g.Disk),
 			Other:   otherLine(g.OtherSplit),
 			Writes:  writesLine(rep.Writes, g.Key),
 			Bars:    layerBars(recs),
@@ -217,6 +222,9 @@ func build(in Input) page {
 		p.Groups = append(p.Groups, gv)
 		row := overviewRow{ID: id, Title: title, Calls: plural(g.Total.Count, "call"), P50: analysis.Ms(g.Total.P50),
 			P99: analysis.Ms(g.Total.P99), Max: analysis.Ms(g.Total.Max), Verdict: g.Verdict}
+		if g.Disk != nil {
+			row.Disk = g.Disk.Kind
+		}
 		top := -1.0
 		for _, l := range g.Layers {
 			if l.Share > top {
@@ -240,6 +248,14 @@ func build(in Input) page {
 		p.Peers, p.PeerLegend, p.PeersNote = c, legend, note
 	}
 	return p
+}
+
+// diskText is a group's disk verdict sentence, "" without one.
+func diskText(d *analysis.DiskVerdict) string {
+	if d == nil {
+		return ""
+	}
+	return d.Text
 }
 
 // otherLine says how the other layer splits by scheduler state, as shares
