@@ -47,9 +47,9 @@ type DiskVerdict struct {
 	// p50 and p99 (ns), as in Group.Layers.
 	DeviceFlushP50Ns int64 `json:"device_flush_p50_ns"`
 	BlockQueueP99Ns  int64 `json:"block_queue_p99_ns"`
-	// PerFlushNs is the device_flush time per flush request waited on
-	// (its sum over Group.Flushes, ns): the price of one flush; 0 when
-	// no flush request was seen.
+	// PerFlushNs is the device_flush time per flush or FUA write waited
+	// on (its sum over Group.Flushes + Group.FUAWrites, ns): the price
+	// of one; 0 when none was seen.
 	PerFlushNs int64 `json:"per_flush_ns"`
 	// Text is the sentence the table and the page print.
 	Text string `json:"text"`
@@ -77,10 +77,10 @@ func diskVerdict(g *Group) *DiskVerdict {
 	}
 	v := DiskVerdict{DeviceFlushShare: flush.Share, BlockQueueShare: queue.Share,
 		DeviceFlushP50Ns: flush.Stats.P50, BlockQueueP99Ns: queue.Stats.P99}
-	if g.Flushes > 0 {
-		v.PerFlushNs = flush.Stats.Sum / g.Flushes
+	if n := g.Flushes + g.FUAWrites; n > 0 {
+		v.PerFlushNs = flush.Stats.Sum / n
 	}
-	numbers := fmt.Sprintf("device_flush %.0f%% of the time, p50 %s ms a call, %s ms per flush request; block_queue %.0f%%, p99 %s ms a call",
+	numbers := fmt.Sprintf("device_flush %.0f%% of the time, p50 %s ms a call, %s ms per flush or FUA write; block_queue %.0f%%, p99 %s ms a call",
 		100*flush.Share, Ms(flush.Stats.P50), Ms(v.PerFlushNs), 100*queue.Share, Ms(queue.Stats.P99))
 	switch {
 	case largest == LayerDeviceFlush && flush.Share >= FloorMinFlushShare && queue.Share < FloorMaxQueueShare:

@@ -45,7 +45,10 @@ type Group struct {
 	Layers          []LayerStat   `json:"layers"`
 	FlushesPerFsync float64       `json:"flushes_per_fsync"`
 	Flushes         int64         `json:"flushes"`
-	Errors          int64         `json:"errors"` // calls that returned < 0
+	// FUAWrites sums the calls' FsyncRecord.FUAWrites: writes with
+	// REQ_FUA, counted apart from the flushes.
+	FUAWrites int64 `json:"fua_writes"`
+	Errors    int64 `json:"errors"` // calls that returned < 0
 	// WithCommit counts fsyncs that waited on a journal commit or log force
 	// (jbd2_commit, xfs_log_force); the rest paid only for metadata writes
 	// (REQ_META) or nothing in the journal layer.
@@ -132,6 +135,7 @@ type groupAcc struct {
 	totals   stats.Series
 	layers   [numLayers]stats.Series // in LayerNames order
 	flushes  int64
+	fuas     int64
 	errors   int64
 	commits  int64
 	syscalls []string // distinct, in order of appearance (at most a few)
@@ -161,6 +165,7 @@ func (b *ReportBuilder) Add(r *FsyncRecord) {
 		g.layers[i].Add(r.Layers.Get(n))
 	}
 	g.flushes += int64(r.Flushes)
+	g.fuas += int64(r.FUAWrites)
 	if len(r.Journal) > 0 {
 		g.commits++
 	}
@@ -181,7 +186,7 @@ func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report
 	rep := Report{Type: "summary", Version: SchemaVersion, Fsyncs: b.count, LostEvents: lost, MissedEvents: missed, Unavailable: unavailable,
 		Groups: make([]Group, 0, len(b.groups))} // [] in JSON when nothing was traced, as docs/schema.md shows
 	for _, g := range b.groups {
-		out := Group{Key: g.key, Flushes: g.flushes, Errors: g.errors, WithCommit: g.commits}
+		out := Group{Key: g.key, Flushes: g.flushes, FUAWrites: g.fuas, Errors: g.errors, WithCommit: g.commits}
 		out.Syscalls = slices.Sorted(slices.Values(g.syscalls))
 		out.Total = g.totals.Summary()
 		out.Layers = layerStats(LayerNames, g.layers[:], out.Total)

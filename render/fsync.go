@@ -34,8 +34,12 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 		g := &r.Groups[i]
 		fmt.Fprintf(bw, "\n%s\n", groupTitle(g.Key, g.Syscalls))
 		layerTable(bw, g.Total, g.Layers, g.OtherSplit)
-		fmt.Fprintf(bw, "  flushes per fsync: %.2f (%d flush request%s); waited on a journal commit: %d; errors: %d\n",
-			g.FlushesPerFsync, g.Flushes, plural(g.Flushes), g.WithCommit, g.Errors)
+		fua := ""
+		if g.FUAWrites > 0 {
+			fua = fmt.Sprintf(", and %d FUA write%s", g.FUAWrites, plural(g.FUAWrites))
+		}
+		fmt.Fprintf(bw, "  flushes per fsync: %.2f (%d flush request%s%s); waited on a journal commit: %d; errors: %d\n",
+			g.FlushesPerFsync, g.Flushes, plural(g.Flushes), fua, g.WithCommit, g.Errors)
 		if g.Total.Binned {
 			fmt.Fprintf(bw, "  note: over %d calls: p50/p99 binned as fio bins its latencies (64 bins per power of two, within 0.8%%); count, max and mean exact\n", stats.ExactLimit)
 		}

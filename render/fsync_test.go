@@ -23,7 +23,7 @@ func TestFsyncReportTable(t *testing.T) {
 	}
 	for _, want := range []string{"etcd pid 99", "ext4 on vda1 (254:1)", "wal files", "device_flush", "OVER BUDGET", "3 lost events", "raise --ring-size", "verdict biased: 3 events lost",
 		"unavailable: tp_btf/xfs_log_force", "flushes per fsync: 1.00 (100 flush requests)",
-		"disk verdict: floor: a fixed cost per flush on a disk with a volatile write cache: throttling other I/O will not help; a drive with power-loss protection will (device_flush 98% of the time, p50 5.900 ms a call, 5.950 ms per flush request; block_queue 0%, p99 0.000 ms a call)"} {
+		"disk verdict: floor: a fixed cost per flush on a disk with a volatile write cache: throttling other I/O will not help; a drive with power-loss protection will (device_flush 98% of the time, p50 5.900 ms a call, 5.950 ms per flush or FUA write; block_queue 0%, p99 0.000 ms a call)"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
@@ -37,6 +37,20 @@ func TestFsyncReportTable(t *testing.T) {
 	}
 	if s := table.String(); !strings.Contains(s, "verdict biased: 4 events lost (probe runs the kernel skipped, not the ring: --ring-size does not help)") || strings.Contains(s, "raise --ring-size") {
 		t.Errorf("missed-only verdict line:\n%s", s)
+	}
+}
+
+// TestFsyncReportFUAWrites: FUA writes are counted apart from flushes.
+func TestFsyncReportFUAWrites(t *testing.T) {
+	recs := []analysis.FsyncRecord{{PID: 1, Comm: "etcd", Syscall: "fdatasync", Dev: "254:1", FS: "ext4", FileKind: analysis.KindWAL,
+		TotalNs: 2e6, Flushes: 1, FUAWrites: 1, Layers: analysis.Layers{DeviceFlushNs: 1e6, OtherNs: 1e6}}}
+	rep := analysis.BuildReport(recs, 0, 0, nil)
+	var out bytes.Buffer
+	if err := FsyncReport(&out, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "flushes per fsync: 1.00 (1 flush request, and 1 FUA write); ") {
+		t.Errorf("table:\n%s", out.String())
 	}
 }
 

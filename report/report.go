@@ -210,8 +210,8 @@ func build(in Input) page {
 		gv := groupView{
 			ID:    id,
 			Title: title,
-			Summary: fmt.Sprintf("%s; p50 %s ms, p99 %s ms, max %s ms; %.2f flushes per call",
-				plural(g.Total.Count, "call"), analysis.Ms(g.Total.P50), analysis.Ms(g.Total.P99), analysis.Ms(g.Total.Max), g.FlushesPerFsync),
+			Summary: fmt.Sprintf("%s; p50 %s ms, p99 %s ms, max %s ms; %.2f flushes per call%s",
+				plural(g.Total.Count, "call"), analysis.Ms(g.Total.P50), analysis.Ms(g.Total.P99), analysis.Ms(g.Total.Max), g.FlushesPerFsync, fuaPerCall(&g)),
 			Verdict: g.Verdict,
 			Disk:    diskText(g.Disk),
 			Other:   otherLine(g.OtherSplit),
@@ -248,6 +248,14 @@ func build(in Input) page {
 		p.Peers, p.PeerLegend, p.PeersNote = c, legend, note
 	}
 	return p
+}
+
+// fuaPerCall is ", N FUA writes per call" for a group with FUA writes.
+func fuaPerCall(g *analysis.Group) string {
+	if g.FUAWrites == 0 || g.Total.Count == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %.2f FUA writes per call", float64(g.FUAWrites)/float64(g.Total.Count))
 }
 
 // diskText is a group's disk verdict sentence, "" without one.

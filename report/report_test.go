@@ -463,7 +463,7 @@ func TestPageDiskVerdict(t *testing.T) {
 	var recs []analysis.FsyncRecord
 	for i := 0; i < 20; i++ {
 		recs = append(recs, analysis.FsyncRecord{Type: "fsync", PID: 1, Comm: "etcd", Dev: "254:1", FS: "ext4", FileKind: analysis.KindWAL,
-			Syscall: "fdatasync", StartNs: uint64(1e9 + i*1e7), EndNs: uint64(1e9 + i*1e7 + 4e6), TotalNs: 4e6, Flushes: 1,
+			Syscall: "fdatasync", StartNs: uint64(1e9 + i*1e7), EndNs: uint64(1e9 + i*1e7 + 4e6), TotalNs: 4e6, Flushes: 1, FUAWrites: 1,
 			Layers: analysis.Layers{DeviceFlushNs: 1e6, BlockQueueNs: 2e6, OtherNs: 1e6}})
 	}
 	var html bytes.Buffer
@@ -471,8 +471,8 @@ func TestPageDiskVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := html.String()
-	for _, want := range []string{"<th>disk</th>", "<td>contention</td>",
-		"disk verdict: contention: other I/O on this disk delays etcd&#39;s (device_flush 25% of the time, p50 1.000 ms a call, 1.000 ms per flush request; block_queue 50%, p99 2.000 ms a call)"} {
+	for _, want := range []string{"<th>disk</th>", "<td>contention</td>", "1.00 flushes per call, 1.00 FUA writes per call",
+		"disk verdict: contention: other I/O on this disk delays etcd&#39;s (device_flush 25% of the time, p50 1.000 ms a call, 0.500 ms per flush or FUA write; block_queue 50%, p99 2.000 ms a call)"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("page lacks %q", want)
 		}
