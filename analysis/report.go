@@ -87,6 +87,9 @@ type Report struct {
 	// group per GroupKey, as the fsync groups.
 	Writes      []WriteGroup `json:"writes,omitempty"`
 	Unavailable []string     `json:"unavailable,omitempty"` // probes this kernel lacks and what they leave dark
+	// Disks are the whole disks the calls' requests went to, with their
+	// write cache mode where the run knew it (SetDiskCaches).
+	Disks []DiskCache `json:"disks,omitempty"`
 	// MonoToWallNs is CLOCK_REALTIME − CLOCK_MONOTONIC (ns) when the run
 	// ended: add it to a record's start_ns/end_ns for Unix time. 0 when
 	// the writer did not know it (older recordings).
@@ -96,6 +99,34 @@ type Report struct {
 	// carries lost_events and missed_events as null, never 0, and the
 	// table says "unknown".
 	LossUnknown string `json:"loss_unknown,omitempty"`
+}
+
+// DiskCache is one disk's write cache, from its queue in sysfs when the
+// live run ended.
+type DiskCache struct {
+	Dev  string `json:"dev"`            // major:minor
+	Name string `json:"name,omitempty"` // kernel name
+	// WriteCache is /sys/block/NAME/queue/write_cache: "write back" (a
+	// volatile cache: flushes reach it) or "write through" (the block
+	// layer drops flushes and FUA); "" when not known (a replay).
+	WriteCache string `json:"write_cache,omitempty"`
+	FUA        bool   `json:"fua,omitempty"` // queue/fua: takes FUA writes itself
+}
+
+// maxDisks bounds Report.Disks (a trace sees a handful of disks; a
+// pathological one is not allowed to grow the summary without end).
+const maxDisks = 64
+
+// SetDiskCaches fills Disks' write cache fields from known (the live
+// run's, e.g. a recording's summary), matching by Dev.
+func (r *Report) SetDiskCaches(known []DiskCache) {
+	for i := range r.Disks {
+		for _, k := range known {
+			if k.Dev == r.Disks[i].Dev {
+				r.Disks[i] = k
+			}
+		}
+	}
 }
 
 // LossUnknownNoSummary is Report.LossUnknown for a recording without its
@@ -128,6 +159,7 @@ type ReportBuilder struct {
 	last   *groupAcc // the group of the previous call: the next is most often in it too
 	levels *levelsAcc
 	count  int64
+	disks  []string // distinct FsyncRecord.Disks, at most maxDisks
 }
 
 type groupAcc struct {
@@ -177,6 +209,11 @@ func (b *ReportBuilder) Add(r *FsyncRecord) {
 	}
 	g.other.add(r.Sched)
 	b.levels.add(r)
+	for _, d := range r.Disks {
+		if len(b.disks) < maxDisks && !slices.Contains(b.disks, d) {
+			b.disks = append(b.disks, d)
+		}
+	}
 }
 
 // Report summarises what was added, largest groups first. lost and missed
@@ -201,6 +238,9 @@ func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report
 	}
 	rep.Levels = b.levels.rows()
 	rep.Writes = b.writeGroups()
+	for _, d := range slices.Sorted(slices.Values(b.disks)) {
+		rep.Disks = append(rep.Disks, DiskCache{Dev: d})
+	}
 	sort.Slice(rep.Groups, func(i, j int) bool {
 		a, b := rep.Groups[i], rep.Groups[j]
 		if a.Total.Count != b.Total.Count {

@@ -29,6 +29,19 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 	for _, u := range r.Unavailable {
 		fmt.Fprintf(bw, "unavailable: %s\n", u)
 	}
+	for _, d := range r.Disks {
+		if d.WriteCache == "" {
+			continue // not known (a replay of a capture)
+		}
+		what := "no FUA (the block layer follows each FUA write with a flush)"
+		switch {
+		case d.WriteCache != "write back":
+			what = "no volatile cache (the block layer drops flushes and FUA)"
+		case d.FUA:
+			what = "FUA (a journal commit is a flush and a FUA write)"
+		}
+		fmt.Fprintf(bw, "disk %s (%s): write cache %s, %s\n", d.Name, d.Dev, d.WriteCache, what)
+	}
 	shown := make([]bool, len(r.Writes)) // write groups printed under their fsync group
 	for i := range r.Groups {
 		g := &r.Groups[i]

@@ -54,6 +54,27 @@ func TestFsyncReportFUAWrites(t *testing.T) {
 	}
 }
 
+// TestFsyncReportDiskCaches: each disk's write cache mode, where known.
+func TestFsyncReportDiskCaches(t *testing.T) {
+	rep := analysis.Report{Disks: []analysis.DiskCache{{Dev: "252:0", Name: "nullb0", WriteCache: "write back", FUA: true},
+		{Dev: "7:0", Name: "loop0", WriteCache: "write back"}, {Dev: "253:0", Name: "vda", WriteCache: "write through"}, {Dev: "8:0"}}}
+	var out bytes.Buffer
+	if err := FsyncReport(&out, &rep); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{"disk nullb0 (252:0): write cache write back, FUA (a journal commit is a flush and a FUA write)\n",
+		"disk loop0 (7:0): write cache write back, no FUA (the block layer follows each FUA write with a flush)\n",
+		"disk vda (253:0): write cache write through, no volatile cache (the block layer drops flushes and FUA)\n"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("table lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "8:0") {
+		t.Errorf("a disk whose cache is unknown is shown:\n%s", s)
+	}
+}
+
 func TestFsyncReportBinnedNote(t *testing.T) {
 	b := analysis.NewReportBuilder()
 	for i := 0; i < stats.ExactLimit+10; i++ {
