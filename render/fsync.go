@@ -30,17 +30,9 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 		fmt.Fprintf(bw, "unavailable: %s\n", u)
 	}
 	for _, d := range r.Disks {
-		if d.WriteCache == "" {
-			continue // not known (a replay of a capture)
+		if line := d.Describe(); line != "" {
+			fmt.Fprintln(bw, line)
 		}
-		what := "no FUA (the block layer follows each FUA write with a flush)"
-		switch {
-		case d.WriteCache != "write back":
-			what = "no volatile cache (the block layer drops flushes and FUA)"
-		case d.FUA:
-			what = "FUA (a journal commit is a flush and a FUA write)"
-		}
-		fmt.Fprintf(bw, "disk %s (%s): write cache %s, %s\n", d.Name, d.Dev, d.WriteCache, what)
 	}
 	shown := make([]bool, len(r.Writes)) // write groups printed under their fsync group
 	for i := range r.Groups {

@@ -147,6 +147,7 @@ type page struct {
 	Missed      uint64
 	Span        string
 	Unavailable []string
+	Disks       []string // each disk's write cache (analysis.DiskCache.Describe), where known
 	Legend      []legendItem
 	Overview    []overviewRow
 	Groups      []groupView
@@ -179,6 +180,12 @@ func build(in Input) page {
 	rep := analysis.BuildReportWrites(in.Fsyncs, in.Writes, in.Summary.LostEvents, in.Summary.MissedEvents, in.Summary.Unavailable)
 	p := page{Title: in.Title, Generated: time.Now().UTC().Format(time.RFC3339), Fsyncs: len(in.Fsyncs),
 		Lost: rep.LostEvents, Missed: rep.MissedEvents, LossUnknown: in.Summary.LossUnknown, Unavailable: rep.Unavailable, NoFsyncs: len(in.Fsyncs) == 0}
+	rep.SetDiskCaches(in.Summary.Disks)
+	for _, d := range rep.Disks {
+		if line := d.Describe(); line != "" {
+			p.Disks = append(p.Disks, line)
+		}
+	}
 	p.Legend = layerParts()
 	var t0, t1 uint64
 	for i, r := range in.Fsyncs {

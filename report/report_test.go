@@ -457,8 +457,8 @@ func TestPeersChartSetup(t *testing.T) {
 
 // TestPageDiskVerdict: a group whose calls queue behind other I/O shows
 // "contention" in the overview's disk column and the sentence with its
-// numbers under the group's title; a group with no disk verdict shows
-// neither.
+// numbers under the group's title, the recording's disk its write cache;
+// a group with no disk verdict shows neither.
 func TestPageDiskVerdict(t *testing.T) {
 	var recs []analysis.FsyncRecord
 	for i := 0; i < 20; i++ {
@@ -467,11 +467,16 @@ func TestPageDiskVerdict(t *testing.T) {
 			Layers: analysis.Layers{DeviceFlushNs: 1e6, BlockQueueNs: 2e6, OtherNs: 1e6}})
 	}
 	var html bytes.Buffer
-	if err := Render(&html, Input{Title: "t", Fsyncs: recs}); err != nil {
+	for i := range recs {
+		recs[i].Disks = []string{"252:0"}
+	}
+	sum := analysis.Report{Disks: []analysis.DiskCache{{Dev: "252:0", Name: "nullb0", WriteCache: "write back", FUA: true}}}
+	if err := Render(&html, Input{Title: "t", Fsyncs: recs, Summary: sum}); err != nil {
 		t.Fatal(err)
 	}
 	s := html.String()
 	for _, want := range []string{"<th>disk</th>", "<td>contention</td>", "1.00 flushes per call, 1.00 FUA writes per call",
+		"disk nullb0 (252:0): write cache write back, FUA (a journal commit is a flush and a FUA write)",
 		"disk verdict: contention: other I/O on this disk delays etcd&#39;s (device_flush 25% of the time, p50 1.000 ms a call, 0.500 ms per flush or FUA write; block_queue 50%, p99 2.000 ms a call)"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("page lacks %q", want)
