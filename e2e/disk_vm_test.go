@@ -80,6 +80,14 @@ func TestDiskVerdictFloor(t *testing.T) {
 	if min := int64(floorFlushDelay) - 5e6; fl.Stats.P50 < min {
 		t.Errorf("device_flush p50 %s ms a call, under the %v flush price less a jiffy", analysis.Ms(fl.Stats.P50), floorFlushDelay)
 	}
+	// A loop device has a volatile cache (its backing file's page cache)
+	// and no FUA: its journal commits are flushes only.
+	if want := fmt.Sprintf("disk %s (%d:%d): write cache write back, no FUA", nameA, devA>>20, devA&(1<<20-1)); !strings.Contains(res.table, want) {
+		t.Errorf("the table lacks %q:\n%s", want, res.table)
+	}
+	if res.fuaWrites != 0 || res.flushes == 0 {
+		t.Errorf("%d flushes and %d FUA writes on a disk without FUA", res.flushes, res.fuaWrites)
+	}
 	if g.Disk == nil || g.Disk.Kind != analysis.DiskFloor {
 		t.Fatalf("disk verdict %+v, want floor; layers %+v", g.Disk, g.Layers)
 	}
@@ -155,6 +163,14 @@ func TestDiskVerdictContention(t *testing.T) {
 	if w.TotalIOs == 0 || w.Clat.Mean < float64(noiseQD/depth-1)*serviceNs/3 {
 		t.Errorf("the competing writer's completion mean %.2f ms: its queue was not full", w.Clat.Mean/1e6)
 	}
+	// null_blk with a cache takes FUA (6.1 has no fua=0 for it): each
+	// journal commit is a flush and a FUA write.
+	if want := fmt.Sprintf("disk %s (%d:%d): write cache write back, FUA (", kname, kdev>>20, kdev&(1<<20-1)); !strings.Contains(res.table, want) {
+		t.Errorf("the table lacks %q:\n%s", want, res.table)
+	}
+	if res.fuaWrites == 0 || res.flushes == 0 {
+		t.Errorf("%d flushes and %d FUA writes on a disk with FUA", res.flushes, res.fuaWrites)
+	}
 	if g.Disk == nil || g.Disk.Kind != analysis.DiskContention {
 		t.Fatalf("disk verdict %+v, want contention; layers %+v", g.Disk, g.Layers)
 	}
@@ -189,6 +205,9 @@ type walResult struct {
 	// oracleFlushShare and oracleQueueShare are ftrace's device flush and
 	// block queue time of the calls over their summed wall time.
 	oracleFlushShare, oracleQueueShare float64
+	// flushes and fuaWrites are etcdscope's counts over the calls
+	// (checked against ftrace's).
+	flushes, fuaWrites int
 }
 
 // diskGroup is the fio job's group of the summary.
@@ -304,6 +323,35 @@ func walRun(t *testing.T, dir string, kdev uint32, load func() func(), fsEnd ...
 		wantQueue += q
 	}
 	res.oracleFlushShare, res.oracleQueueShare = float64(wantFlush)/float64(sum), float64(wantQueue)/float64(sum)
+
+	// Flushes and FUA writes, counted apart: ftrace's flushes (FF) that
+	// completed inside a call, issued or not (one that joined a flush in
+	// flight completes unissued), and its writes with REQ_FUA (an F after
+	// the W) issued to the disk, against etcdscope's per-call counts.
+	var wantFlushes, wantFUAs int
+	for _, r := range calls {
+		res.flushes += r.Flushes
+		res.fuaWrites += r.FUAWrites
+		for _, q := range rqs {
+			if q.complete >= r.StartNs && q.complete <= r.EndNs {
+				switch {
+				case !strings.ContainsAny(q.rwbs, "WRDN"):
+					wantFlushes++
+				case strings.Contains(q.rwbs, "WF"):
+					wantFUAs++
+				}
+			}
+		}
+		for _, x := range unissuedFlushes(evs) {
+			if x >= r.StartNs && x <= r.EndNs {
+				wantFlushes++
+			}
+		}
+	}
+	t.Logf("flushes: etcdscope %d, ftrace %d; FUA writes: etcdscope %d, ftrace %d", res.flushes, wantFlushes, res.fuaWrites, wantFUAs)
+	if res.flushes != wantFlushes || res.fuaWrites != wantFUAs {
+		t.Errorf("etcdscope counted %d flushes and %d FUA writes in the calls, ftrace %d and %d", res.flushes, res.fuaWrites, wantFlushes, wantFUAs)
+	}
 	for _, c := range []struct {
 		layer     string
 		got, want int64
@@ -362,6 +410,29 @@ func ftraceRequests(evs []*blockTraceEvent) []*ftRequest {
 			if is := issued[k]; len(is) > 0 {
 				is[0].complete, issued[k] = e.ns, is[1:]
 				out = append(out, is[0])
+			}
+		}
+	}
+	return out
+}
+
+// unissuedFlushes returns when each flush (FF) completed that was never
+// issued (the flush state machine completed it on a flush in flight).
+func unissuedFlushes(evs []*blockTraceEvent) []uint64 {
+	pending := 0
+	var out []uint64
+	for _, e := range evs {
+		if strings.ContainsAny(e.rwbs, "WRDN") {
+			continue
+		}
+		switch e.name {
+		case "block_rq_issue":
+			pending++
+		case "block_rq_complete":
+			if pending > 0 {
+				pending--
+			} else {
+				out = append(out, e.ns)
 			}
 		}
 	}
