@@ -368,6 +368,7 @@ func walRun(t *testing.T, dir string, kdev uint32, load func() func(), fsEnd ...
 		t.Fatal(err)
 	}
 	res.table = run(t, binPath, "report", rf)
+	t.Logf("etcdscope report %s:\n%s", rf, res.table)
 	return res
 }
 
