@@ -277,8 +277,10 @@ func walRun(t *testing.T, dir string, kdev uint32, load func() func(), fsEnd ...
 	mean := float64(sum) / float64(len(calls))
 	t.Logf("fio: %d fdatasyncs, mean %.3f ms; etcdscope: mean %.3f ms", fioSync.N, fioSync.Mean/1e6, mean/1e6)
 	// fio times the call from user space: its mean is etcdscope's plus
-	// the syscall's entry and exit, tens of µs under TCG.
-	if d := fioSync.Mean - mean; d < -0.02*fioSync.Mean || d > 0.05*fioSync.Mean+5e5 {
+	// the syscall's entry and exit and fio's wake-up after it, tens of µs
+	// under TCG on a quiet host, up to 4.6% (7.1 of 153 ms) seen at load 7
+	// on 2 cores, when the guest's one vCPU waits for the host.
+	if d := fioSync.Mean - mean; d < -0.02*fioSync.Mean || d > 0.08*fioSync.Mean+1e6 {
 		t.Errorf("etcdscope's mean %.3f ms, fio's %.3f ms", mean/1e6, fioSync.Mean/1e6)
 	}
 
