@@ -89,4 +89,16 @@
 // "other" (it is not F's submission), as does time a request spends in a
 // stacked driver below D that emits no request of its own (loop, dm; see
 // the stacked-device issue).
+//
+// # Floor or contention
+//
+// A group of at least DiskVerdictMinCalls calls gets a disk verdict
+// (Group.Disk) from its layer shares: floor when device_flush holds at
+// least FloorMinFlushShare of its time, more than any other layer, and
+// block_queue less than FloorMaxQueueShare (a fixed price per flush,
+// which less load does not lower); contention when block_queue holds at
+// least ContentionMinQueueShare and no less than device_flush (the calls'
+// requests wait behind other I/O on the disk). A flush-role request is
+// counted as a flush (REQ_OP_FLUSH, REQ_PREFLUSH) or, a write with REQ_FUA
+// only, as a FUA write (FsyncRecord.Flushes, FUAWrites).
 package analysis

@@ -137,15 +137,23 @@ type FsyncRecord struct {
 	Dev      string `json:"dev"`      // filesystem's device, major:minor
 	DevName  string `json:"dev_name"` // e.g. vda1; "" if not a block device
 	// Disks are the whole disks whose requests counted (major:minor).
-	Disks    []string        `json:"disks,omitempty"`
-	FS       string          `json:"fs"`
-	Ino      uint64          `json:"ino"`
-	Path     string          `json:"path"`
-	FileKind string          `json:"file_kind"` // see FileKind
-	Layers   Layers          `json:"layers"`
-	Flushes  int             `json:"flushes"` // flush-role requests waited on
-	Requests []Request       `json:"requests"`
-	Journal  []JournalWindow `json:"journal,omitempty"`
+	Disks    []string `json:"disks,omitempty"`
+	FS       string   `json:"fs"`
+	Ino      uint64   `json:"ino"`
+	Path     string   `json:"path"`
+	FileKind string   `json:"file_kind"` // see FileKind
+	Layers   Layers   `json:"layers"`
+	// Flushes counts the flushes waited on: REQ_OP_FLUSH requests (and
+	// REQ_PREFLUSH ones), issued or completed by the flush state
+	// machine. FUAWrites counts the writes with REQ_FUA issued to the
+	// disk: on a disk with FUA (/sys/block/X/queue/fua = 1) a journal
+	// commit is one flush and one FUA write, not two flushes. Both are
+	// flush-role requests (device_flush time). The second completion of a
+	// FUA write, when its flush sequence ends, counts in neither.
+	Flushes   int             `json:"flushes"`
+	FUAWrites int             `json:"fua_writes,omitempty"`
+	Requests  []Request       `json:"requests"`
+	Journal   []JournalWindow `json:"journal,omitempty"`
 	// Sched is the call's time by scheduler state, with "other" split
 	// (fsync --sched); nil without it.
 	Sched *Sched `json:"sched,omitempty"`
@@ -665,7 +673,7 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 		}
 		switch role {
 		case RoleFlush:
-			rec.Flushes++
+			countFlush(&rec, b.Op, b.Flags, b.IssueNs != 0)
 			sw.addAt(issue, b.CompleteNs, catFlush, lower)
 		case RoleData:
 			sw.addAt(issue, b.CompleteNs, catData, lower)
@@ -770,11 +778,24 @@ func (a *Attributor) attributeDM(rec *FsyncRecord, tid uint32, s, e uint64, all 
 		}
 		a.reqs = append(a.reqs, req)
 		if role == RoleFlush {
-			rec.Flushes++
+			countFlush(rec, b.Op, b.Flags, true)
 		}
 		a.sw.add(b.QueueNs, b.CompleteNs, catDM)
 	}
 	return lvl
+}
+
+// countFlush counts a flush-role request or dm bio in rec: a flush (an
+// empty flush or a REQ_PREFLUSH one) or, for a write with REQ_FUA only
+// that reached the disk (issued), a FUA write. A FUA write completes a
+// second time, not issued, when its flush sequence ends: not another.
+func countFlush(rec *FsyncRecord, op event.Op, flags event.ReqFlags, issued bool) {
+	switch {
+	case op == event.OpFlush || flags&event.ReqPreflush != 0:
+		rec.Flushes++
+	case issued:
+		rec.FUAWrites++
+	}
 }
 
 // remapOf returns the first remap from b's disk inside b's window, of the

@@ -624,3 +624,31 @@ func TestNestUntracedBacking(t *testing.T) {
 		t.Error("HostLevelTraced")
 	}
 }
+
+// TestFUAWriteCounted: on a disk with FUA, ext4's journal commit is an
+// empty flush (REQ_PREFLUSH, from kblockd) and the commit block written
+// with REQ_FUA, which completes twice (at the disk, then, not issued,
+// when its flush sequence ends): one flush and one FUA write, both
+// device flush time, and a JSON record that says so.
+func TestFUAWriteCounted(t *testing.T) {
+	a := NewAttributor(lookup)
+	a.Add(event.FlushBio{Dev: diskDev, Op: event.OpWrite, Flags: event.ReqPreflush | event.ReqFUA | event.ReqMeta, TID: 7, QueueNs: 1100})
+	a.Add(blk(1, event.OpFlush, event.ReqPreflush, 0, 1200, 1500, 3, "kworker/0:1H"))
+	a.Add(blk(2, event.OpWrite, event.ReqFUA|event.ReqMeta|event.ReqSync, 0, 1500, 1700, 7, "jbd2/vda-8"))
+	a.Add(blk(2, event.OpWrite, event.ReqFUA|event.ReqMeta|event.ReqSync, 0, 0, 1710, 7, "jbd2/vda-8"))
+	rec := a.Attribute(fsyncEv(1000, 2000))
+	if rec.Flushes != 1 || rec.FUAWrites != 1 {
+		t.Errorf("flushes %d, FUA writes %d; want 1 and 1; requests %+v", rec.Flushes, rec.FUAWrites, rec.Requests)
+	}
+	if want := (Layers{BlockQueueNs: 100, DeviceFlushNs: 500, OtherNs: 400}); rec.Layers != want {
+		t.Errorf("layers %+v, want %+v", rec.Layers, want)
+	}
+	var back FsyncRecord
+	if err := json.Unmarshal(rec.AppendJSON(nil), &back); err != nil || back.FUAWrites != 1 || back.Flushes != 1 {
+		t.Errorf("JSON round trip: %v, flushes %d, FUA writes %d", err, back.Flushes, back.FUAWrites)
+	}
+	g := BuildReport([]FsyncRecord{rec, rec}, 0, 0, nil).Groups[0]
+	if g.Flushes != 2 || g.FUAWrites != 2 || g.FlushesPerFsync != 1 {
+		t.Errorf("group: flushes %d, FUA writes %d, per fsync %v", g.Flushes, g.FUAWrites, g.FlushesPerFsync)
+	}
+}

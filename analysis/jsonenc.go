@@ -58,6 +58,10 @@ func (r *FsyncRecord) AppendJSON(dst []byte) []byte {
 	dst = r.Layers.appendJSON(dst)
 	dst = append(dst, `,"flushes":`...)
 	dst = strconv.AppendInt(dst, int64(r.Flushes), 10)
+	if r.FUAWrites != 0 {
+		dst = append(dst, `,"fua_writes":`...)
+		dst = strconv.AppendInt(dst, int64(r.FUAWrites), 10)
+	}
 	dst = append(dst, `,"requests":`...)
 	if r.Requests == nil {
 		dst = append(dst, "null"...)

@@ -45,7 +45,10 @@ type Group struct {
 	Layers          []LayerStat   `json:"layers"`
 	FlushesPerFsync float64       `json:"flushes_per_fsync"`
 	Flushes         int64         `json:"flushes"`
-	Errors          int64         `json:"errors"` // calls that returned < 0
+	// FUAWrites sums the calls' FsyncRecord.FUAWrites: writes with
+	// REQ_FUA, counted apart from the flushes.
+	FUAWrites int64 `json:"fua_writes"`
+	Errors    int64 `json:"errors"` // calls that returned < 0
 	// WithCommit counts fsyncs that waited on a journal commit or log force
 	// (jbd2_commit, xfs_log_force); the rest paid only for metadata writes
 	// (REQ_META) or nothing in the journal layer.
@@ -63,6 +66,9 @@ type Group struct {
 	// blocked (fsync --sched; SchedNames), each with its share of the
 	// group's summed wall time. Absent without --sched.
 	OtherSplit []LayerStat `json:"other_split,omitempty"`
+	// Disk says whether the calls pay a fixed price per flush or wait
+	// behind other I/O (DiskVerdict); absent when neither holds.
+	Disk *DiskVerdict `json:"disk_verdict,omitempty"`
 }
 
 // Report is the end-of-run summary of `etcdscope fsync` (JSON type
@@ -81,6 +87,9 @@ type Report struct {
 	// group per GroupKey, as the fsync groups.
 	Writes      []WriteGroup `json:"writes,omitempty"`
 	Unavailable []string     `json:"unavailable,omitempty"` // probes this kernel lacks and what they leave dark
+	// Disks are the whole disks the calls' requests went to, with their
+	// write cache mode where the run knew it (SetDiskCaches).
+	Disks []DiskCache `json:"disks,omitempty"`
 	// MonoToWallNs is CLOCK_REALTIME − CLOCK_MONOTONIC (ns) when the run
 	// ended: add it to a record's start_ns/end_ns for Unix time. 0 when
 	// the writer did not know it (older recordings).
@@ -90,6 +99,51 @@ type Report struct {
 	// carries lost_events and missed_events as null, never 0, and the
 	// table says "unknown".
 	LossUnknown string `json:"loss_unknown,omitempty"`
+}
+
+// DiskCache is one disk's write cache, from its queue in sysfs when the
+// live run ended.
+type DiskCache struct {
+	Dev  string `json:"dev"`            // major:minor
+	Name string `json:"name,omitempty"` // kernel name
+	// WriteCache is /sys/block/NAME/queue/write_cache: "write back" (a
+	// volatile cache: flushes reach it) or "write through" (the block
+	// layer drops flushes and FUA); "" when not known (a replay).
+	WriteCache string `json:"write_cache,omitempty"`
+	FUA        bool   `json:"fua,omitempty"` // queue/fua: takes FUA writes itself
+}
+
+// Describe is the line the table and the page print for d, e.g. "disk
+// nullb0 (252:0): write cache write back, FUA (...)"; "" when its cache
+// is not known.
+func (d DiskCache) Describe() string {
+	if d.WriteCache == "" {
+		return ""
+	}
+	what := "no FUA (the block layer follows each FUA write with a flush)"
+	switch {
+	case d.WriteCache != "write back":
+		what = "no volatile cache (the block layer drops flushes and FUA)"
+	case d.FUA:
+		what = "FUA (a journal commit is a flush and a FUA write)"
+	}
+	return fmt.Sprintf("disk %s (%s): write cache %s, %s", d.Name, d.Dev, d.WriteCache, what)
+}
+
+// maxDisks bounds Report.Disks (a trace sees a handful of disks; a
+// pathological one is not allowed to grow the summary without end).
+const maxDisks = 64
+
+// SetDiskCaches fills Disks' write cache fields from known (the live
+// run's, e.g. a recording's summary), matching by Dev.
+func (r *Report) SetDiskCaches(known []DiskCache) {
+	for i := range r.Disks {
+		for _, k := range known {
+			if k.Dev == r.Disks[i].Dev {
+				r.Disks[i] = k
+			}
+		}
+	}
 }
 
 // LossUnknownNoSummary is Report.LossUnknown for a recording without its
@@ -122,6 +176,7 @@ type ReportBuilder struct {
 	last   *groupAcc // the group of the previous call: the next is most often in it too
 	levels *levelsAcc
 	count  int64
+	disks  []string // distinct FsyncRecord.Disks, at most maxDisks
 }
 
 type groupAcc struct {
@@ -129,6 +184,7 @@ type groupAcc struct {
 	totals   stats.Series
 	layers   [numLayers]stats.Series // in LayerNames order
 	flushes  int64
+	fuas     int64
 	errors   int64
 	commits  int64
 	syscalls []string // distinct, in order of appearance (at most a few)
@@ -158,6 +214,7 @@ func (b *ReportBuilder) Add(r *FsyncRecord) {
 		g.layers[i].Add(r.Layers.Get(n))
 	}
 	g.flushes += int64(r.Flushes)
+	g.fuas += int64(r.FUAWrites)
 	if len(r.Journal) > 0 {
 		g.commits++
 	}
@@ -169,6 +226,11 @@ func (b *ReportBuilder) Add(r *FsyncRecord) {
 	}
 	g.other.add(r.Sched)
 	b.levels.add(r)
+	for _, d := range r.Disks {
+		if len(b.disks) < maxDisks && !slices.Contains(b.disks, d) {
+			b.disks = append(b.disks, d)
+		}
+	}
 }
 
 // Report summarises what was added, largest groups first. lost and missed
@@ -178,7 +240,7 @@ func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report
 	rep := Report{Type: "summary", Version: SchemaVersion, Fsyncs: b.count, LostEvents: lost, MissedEvents: missed, Unavailable: unavailable,
 		Groups: make([]Group, 0, len(b.groups))} // [] in JSON when nothing was traced, as docs/schema.md shows
 	for _, g := range b.groups {
-		out := Group{Key: g.key, Flushes: g.flushes, Errors: g.errors, WithCommit: g.commits}
+		out := Group{Key: g.key, Flushes: g.flushes, FUAWrites: g.fuas, Errors: g.errors, WithCommit: g.commits}
 		out.Syscalls = slices.Sorted(slices.Values(g.syscalls))
 		out.Total = g.totals.Summary()
 		out.Layers = layerStats(LayerNames, g.layers[:], out.Total)
@@ -188,10 +250,14 @@ func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report
 		}
 		out.Verdict = verdict(g.key.FileKind, out.Total.P99)
 		out.Biased = Biased(lost + missed)
+		out.Disk = diskVerdict(&out)
 		rep.Groups = append(rep.Groups, out)
 	}
 	rep.Levels = b.levels.rows()
 	rep.Writes = b.writeGroups()
+	for _, d := range slices.Sorted(slices.Values(b.disks)) {
+		rep.Disks = append(rep.Disks, DiskCache{Dev: d})
+	}
 	sort.Slice(rep.Groups, func(i, j int) bool {
 		a, b := rep.Groups[i], rep.Groups[j]
 		if a.Total.Count != b.Total.Count {

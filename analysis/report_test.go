@@ -61,3 +61,22 @@ func TestEmptyReportJSON(t *testing.T) {
 		t.Fatalf("empty summary %s lacks \"groups\":[]", b)
 	}
 }
+
+// TestReportDisks: the summary lists each disk the calls' requests went
+// to once, sorted; SetDiskCaches fills in the live run's write cache by
+// device and leaves disks it does not know unknown.
+func TestReportDisks(t *testing.T) {
+	recs := []FsyncRecord{{Comm: "etcd", TotalNs: 1, Disks: []string{"259:0", "7:0"}}, {Comm: "etcd", TotalNs: 1, Disks: []string{"7:0"}}}
+	rep := BuildReport(recs, 0, 0, nil)
+	if len(rep.Disks) != 2 || rep.Disks[0].Dev != "259:0" || rep.Disks[1].Dev != "7:0" || rep.Disks[0].WriteCache != "" {
+		t.Fatalf("disks %+v", rep.Disks)
+	}
+	rep.SetDiskCaches([]DiskCache{{Dev: "7:0", Name: "loop0", WriteCache: "write back"}, {Dev: "8:0", Name: "sda"}})
+	if rep.Disks[1] != (DiskCache{Dev: "7:0", Name: "loop0", WriteCache: "write back"}) || rep.Disks[0] != (DiskCache{Dev: "259:0"}) {
+		t.Fatalf("after SetDiskCaches: %+v", rep.Disks)
+	}
+	b, _ := json.Marshal(rep)
+	if !strings.Contains(string(b), `"disks":[{"dev":"259:0"},{"dev":"7:0","name":"loop0","write_cache":"write back"}]`) {
+		t.Errorf("JSON %s", b)
+	}
+}

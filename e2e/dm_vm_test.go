@@ -50,29 +50,10 @@ func TestDMLevel(t *testing.T) {
 	// The rig's etcdscope (vmtest/run.sh builds it): the guest has no Go.
 	buildOnce.Do(func() { binPath = filepath.Join(testenv.RepoRoot(t), "bin", "etcdscope") })
 
-	const size = 64 << 20
-	img := filepath.Join(t.TempDir(), "dm.img")
-	f, err := os.Create(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Truncate(size)
-	f.Close()
-	// busybox's losetup has no --show: the next free device, then attach.
-	loop := run(t, "losetup", "-f")
-	run(t, "losetup", loop, img)
-	t.Cleanup(func() { exec.Command("losetup", "-d", loop).Run() })
-	name := fmt.Sprintf("esdm%d", os.Getpid())
-	table := fmt.Sprintf("0 %d delay %s 0 0 %s 0 0 %s 0 %d", size/512, loop, loop, loop, dmFlushDelay.Milliseconds())
-	run(t, "dmsetup", "create", name, "--noudevsync", "--table", table)
-	t.Cleanup(func() { exec.Command("dmsetup", "remove", "--noudevsync", name).Run() })
-	run(t, "dmsetup", "mknodes", name)
-	dmPath := "/dev/mapper/" + name
+	dmPath, loop := dmDelayOnLoop(t, "esdm", 64<<20, dmFlushDelay)
 	dmDev, dmName := blockDev(t, dmPath)
 	loopDev, loopName := blockDev(t, loop)
-	// No lazy init: ext4lazyinit would zero the inode tables and flush
-	// from a kernel thread while the test runs.
-	run(t, "mke2fs", "-q", "-F", "-t", "ext4", "-E", "lazy_itable_init=0,lazy_journal_init=0", dmPath)
+	mkExt4(t, dmPath)
 	mnt := t.TempDir()
 	// lazytime and a long commit interval: an overwrite's mtime makes no
 	// jbd2 commit (with its own held flush) while the calls run.
@@ -225,6 +206,40 @@ func TestDMLevel(t *testing.T) {
 	if d := sumGot - sumWant; d < -sumWant/100-5e5 || d > sumWant/100+5e5 {
 		t.Errorf("dm layer over the calls %s ms, ftrace's holds %s ms: not within 1%% + 0.5 ms", analysis.Ms(sumGot), analysis.Ms(sumWant))
 	}
+}
+
+// dmDelayOnLoop makes a dm-delay device (named prefix+pid) that holds
+// flushes for flushDelay and passes reads and writes, over a loop device
+// on a sparse file of size bytes on the guest's tmpfs; it returns the dm
+// device's node and the loop device's, both removed at cleanup.
+func dmDelayOnLoop(t *testing.T, prefix string, size int64, flushDelay time.Duration) (dmPath, loop string) {
+	t.Helper()
+	img := filepath.Join(t.TempDir(), "dm.img")
+	f, err := os.Create(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(size)
+	f.Close()
+	// busybox's losetup has no --show: the next free device, then attach.
+	loop = run(t, "losetup", "-f")
+	run(t, "losetup", loop, img)
+	t.Cleanup(func() { exec.Command("losetup", "-d", loop).Run() })
+	name := fmt.Sprintf("%s%d", prefix, os.Getpid())
+	table := fmt.Sprintf("0 %d delay %s 0 0 %s 0 0 %s 0 %d", size/512, loop, loop, loop, flushDelay.Milliseconds())
+	run(t, "dmsetup", "create", name, "--noudevsync", "--table", table)
+	t.Cleanup(func() { exec.Command("dmsetup", "remove", "--noudevsync", name).Run() })
+	run(t, "dmsetup", "mknodes", name)
+	return "/dev/mapper/" + name, loop
+}
+
+// mkExt4 makes ext4 on dev, of size (e.g. "128M") if given: the rest of
+// the device stays free.
+func mkExt4(t *testing.T, dev string, size ...string) {
+	t.Helper()
+	// No lazy init: ext4lazyinit would zero the inode tables and flush
+	// from a kernel thread while the test runs.
+	run(t, "mke2fs", append([]string{"-q", "-F", "-t", "ext4", "-E", "lazy_itable_init=0,lazy_journal_init=0", dev}, size...)...)
 }
 
 // blockDev returns a block device node's kernel dev_t (major<<20|minor,

@@ -460,7 +460,9 @@ func (m *Metrics) ObserveFsync(r *analysis.FsyncRecord) {
 	for i, l := range analysis.LayerNames {
 		o.layers[i].Observe(float64(r.Layers.Get(l)) / 1e9)
 	}
-	o.flushes.Observe(float64(r.Flushes))
+	// Flushes and FUA writes together: the metric counts flush-role
+	// requests, as it did before the record counted them apart.
+	o.flushes.Observe(float64(r.Flushes + r.FUAWrites))
 }
 
 // Fsync is the pipeline sink (pipeline.FsyncSink): ObserveFsync and, for a

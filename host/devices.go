@@ -237,3 +237,36 @@ func (r *DeviceResolver) Backing(disk event.Dev) (BackingFile, bool) {
 	}
 	return *out, true
 }
+
+// DiskCache is a whole disk's write cache as its queue reports it.
+type DiskCache struct {
+	Name string // kernel name, "nvme0n1"
+	// WriteCache is queue/write_cache: "write back" (a volatile cache
+	// the kernel flushes) or "write through" (none: the block layer
+	// drops flushes and FUA).
+	WriteCache string
+	FUA        bool // queue/fua: the disk takes writes with FUA itself
+}
+
+// WriteCache reads disk's write cache mode, FUA support and name from
+// sysfs (SysRoot/dev/block/MAJ:MIN).
+func (r *DeviceResolver) WriteCache(disk event.Dev) (DiskCache, error) {
+	dir := filepath.Join(r.SysRoot, "dev", "block", fmt.Sprintf("%d:%d", disk.Major(), disk.Minor()))
+	var c DiskCache
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return c, err
+	}
+	c.Name = filepath.Base(real)
+	b, err := os.ReadFile(filepath.Join(dir, "queue", "write_cache"))
+	if err != nil {
+		return c, err
+	}
+	c.WriteCache = strings.TrimSpace(string(b))
+	b, err = os.ReadFile(filepath.Join(dir, "queue", "fua"))
+	if err != nil {
+		return c, err
+	}
+	c.FUA = strings.TrimSpace(string(b)) == "1"
+	return c, nil
+}

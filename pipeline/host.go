@@ -1,6 +1,9 @@
 package pipeline
 
 import (
+	"fmt"
+
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/capture"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/host"
@@ -104,4 +107,21 @@ func (h *recordingHost) Backing(disk event.Dev) capture.Backing {
 		}
 	}
 	return v
+}
+
+// LiveDiskCaches fills the write cache mode and FUA support of each of
+// r's disks from this machine's sysfs (host.DeviceResolver.WriteCache); a
+// disk gone since (or unreadable) keeps them empty: unknown.
+func LiveDiskCaches(r *analysis.Report) {
+	res := host.NewDeviceResolver()
+	for i := range r.Disks {
+		d := &r.Disks[i]
+		var maj, min uint32
+		if _, err := fmt.Sscanf(d.Dev, "%d:%d", &maj, &min); err != nil {
+			continue
+		}
+		if c, err := res.WriteCache(event.MkDev(maj, min)); err == nil {
+			d.Name, d.WriteCache, d.FUA = c.Name, c.WriteCache, c.FUA
+		}
+	}
 }

@@ -29,13 +29,22 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 	for _, u := range r.Unavailable {
 		fmt.Fprintf(bw, "unavailable: %s\n", u)
 	}
+	for _, d := range r.Disks {
+		if line := d.Describe(); line != "" {
+			fmt.Fprintln(bw, line)
+		}
+	}
 	shown := make([]bool, len(r.Writes)) // write groups printed under their fsync group
 	for i := range r.Groups {
 		g := &r.Groups[i]
 		fmt.Fprintf(bw, "\n%s\n", groupTitle(g.Key, g.Syscalls))
 		layerTable(bw, g.Total, g.Layers, g.OtherSplit)
-		fmt.Fprintf(bw, "  flushes per fsync: %.2f (%d flush request%s); waited on a journal commit: %d; errors: %d\n",
-			g.FlushesPerFsync, g.Flushes, plural(g.Flushes), g.WithCommit, g.Errors)
+		fua := ""
+		if g.FUAWrites > 0 {
+			fua = fmt.Sprintf(", and %d FUA write%s", g.FUAWrites, plural(g.FUAWrites))
+		}
+		fmt.Fprintf(bw, "  flushes per fsync: %.2f (%d flush request%s%s); waited on a journal commit: %d; errors: %d\n",
+			g.FlushesPerFsync, g.Flushes, plural(g.Flushes), fua, g.WithCommit, g.Errors)
 		if g.Total.Binned {
 			fmt.Fprintf(bw, "  note: over %d calls: p50/p99 binned as fio bins its latencies (64 bins per power of two, within 0.8%%); count, max and mean exact\n", stats.ExactLimit)
 		}
@@ -51,6 +60,9 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 				analysis.Ms(g.Total.P99), analysis.WALFsyncBudget, d.Name, 100*d.Share)
 		default:
 			fmt.Fprintf(bw, "  verdict: n/a (etcd's %v budget is for WAL fsyncs)\n", analysis.WALFsyncBudget)
+		}
+		if g.Disk != nil {
+			fmt.Fprintf(bw, "  disk verdict: %s\n", g.Disk.Text)
 		}
 		if g.Biased != "" {
 			// Biased counts lost and missed together; only the lost ones

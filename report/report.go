@@ -115,6 +115,9 @@ type groupView struct {
 	Title   string
 	Summary string
 	Verdict string
+	// Disk is the group's disk verdict (analysis.DiskVerdict.Text), ""
+	// when it has none.
+	Disk string
 	// Other splits the other layer by scheduler state (fsync --sched);
 	// Writes summarises the write calls before the group's fsyncs (fsync
 	// --writes). "" without them.
@@ -132,6 +135,7 @@ type overviewRow struct {
 	TopShare      string // its share, "52%"
 	TopColor      string
 	Verdict       string
+	Disk          string // analysis.DiskVerdict.Kind: floor, contention or ""
 }
 
 type page struct {
@@ -143,6 +147,7 @@ type page struct {
 	Missed      uint64
 	Span        string
 	Unavailable []string
+	Disks       []string // each disk's write cache (analysis.DiskCache.Describe), where known
 	Legend      []legendItem
 	Overview    []overviewRow
 	Groups      []groupView
@@ -175,6 +180,12 @@ func build(in Input) page {
 	rep := analysis.BuildReportWrites(in.Fsyncs, in.Writes, in.Summary.LostEvents, in.Summary.MissedEvents, in.Summary.Unavailable)
 	p := page{Title: in.Title, Generated: time.Now().UTC().Format(time.RFC3339), Fsyncs: len(in.Fsyncs),
 		Lost: rep.LostEvents, Missed: rep.MissedEvents, LossUnknown: in.Summary.LossUnknown, Unavailable: rep.Unavailable, NoFsyncs: len(in.Fsyncs) == 0}
+	rep.SetDiskCaches(in.Summary.Disks)
+	for _, d := range rep.Disks {
+		if line := d.Describe(); line != "" {
+			p.Disks = append(p.Disks, line)
+		}
+	}
 	p.Legend = layerParts()
 	var t0, t1 uint64
 	for i, r := range in.Fsyncs {
@@ -206,9 +217,10 @@ func build(in Input) page {
 		gv := groupView{
 			ID:    id,
 			Title: title,
-			Summary: fmt.Sprintf("%s; p50 %s ms, p99 %s ms, max %s ms; %.2f flushes per call",
-				plural(g.Total.Count, "call"), analysis.Ms(g.Total.P50), analysis.Ms(g.Total.P99), analysis.Ms(g.Total.Max), g.FlushesPerFsync),
+			Summary: fmt.Sprintf("%s; p50 %s ms, p99 %s ms, max %s ms; %.2f flushes per call%s",
+				plural(g.Total.Count, "call"), analysis.Ms(g.Total.P50), analysis.Ms(g.Total.P99), analysis.Ms(g.Total.Max), g.FlushesPerFsync, fuaPerCall(&g)),
 			Verdict: g.Verdict,
+			Disk:    diskText(g.Disk),
 			Other:   otherLine(g.OtherSplit),
 			Writes:  writesLine(rep.Writes, g.Key),
 			Bars:    layerBars(recs),
@@ -217,6 +229,9 @@ func build(in Input) page {
 		p.Groups = append(p.Groups, gv)
 		row := overviewRow{ID: id, Title: title, Calls: plural(g.Total.Count, "call"), P50: analysis.Ms(g.Total.P50),
 			P99: analysis.Ms(g.Total.P99), Max: analysis.Ms(g.Total.Max), Verdict: g.Verdict}
+		if g.Disk != nil {
+			row.Disk = g.Disk.Kind
+		}
 		top := -1.0
 		for _, l := range g.Layers {
 			if l.Share > top {
@@ -240,6 +255,22 @@ func build(in Input) page {
 		p.Peers, p.PeerLegend, p.PeersNote = c, legend, note
 	}
 	return p
+}
+
+// fuaPerCall is ", N FUA writes per call" for a group with FUA writes.
+func fuaPerCall(g *analysis.Group) string {
+	if g.FUAWrites == 0 || g.Total.Count == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %.2f FUA writes per call", float64(g.FUAWrites)/float64(g.Total.Count))
+}
+
+// diskText is a group's disk verdict sentence, "" without one.
+func diskText(d *analysis.DiskVerdict) string {
+	if d == nil {
+		return ""
+	}
+	return d.Text
 }
 
 // otherLine says how the other layer splits by scheduler state, as shares

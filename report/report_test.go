@@ -454,3 +454,42 @@ func TestPeersChartSetup(t *testing.T) {
 		t.Errorf("setup bars %q, want [%q]", titles, want)
 	}
 }
+
+// TestPageDiskVerdict: a group whose calls queue behind other I/O shows
+// "contention" in the overview's disk column and the sentence with its
+// numbers under the group's title, the recording's disk its write cache;
+// a group with no disk verdict shows neither.
+func TestPageDiskVerdict(t *testing.T) {
+	var recs []analysis.FsyncRecord
+	for i := 0; i < 20; i++ {
+		recs = append(recs, analysis.FsyncRecord{Type: "fsync", PID: 1, Comm: "etcd", Dev: "254:1", FS: "ext4", FileKind: analysis.KindWAL,
+			Syscall: "fdatasync", StartNs: uint64(1e9 + i*1e7), EndNs: uint64(1e9 + i*1e7 + 4e6), TotalNs: 4e6, Flushes: 1, FUAWrites: 1,
+			Layers: analysis.Layers{DeviceFlushNs: 1e6, BlockQueueNs: 2e6, OtherNs: 1e6}})
+	}
+	var html bytes.Buffer
+	for i := range recs {
+		recs[i].Disks = []string{"252:0"}
+	}
+	sum := analysis.Report{Disks: []analysis.DiskCache{{Dev: "252:0", Name: "nullb0", WriteCache: "write back", FUA: true}}}
+	if err := Render(&html, Input{Title: "t", Fsyncs: recs, Summary: sum}); err != nil {
+		t.Fatal(err)
+	}
+	s := html.String()
+	for _, want := range []string{"<th>disk</th>", "<td>contention</td>", "1.00 flushes per call, 1.00 FUA writes per call",
+		"disk nullb0 (252:0): write cache write back, FUA (a journal commit is a flush and a FUA write)",
+		"disk verdict: contention: other I/O on this disk delays etcd&#39;s (device_flush 25% of the time, p50 1.000 ms a call, 0.500 ms per flush or FUA write; block_queue 50%, p99 2.000 ms a call)"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	for i := range recs {
+		recs[i].Layers = analysis.Layers{DeviceFlushNs: 1e6, OtherNs: 3e6}
+	}
+	html.Reset()
+	if err := Render(&html, Input{Title: "t", Fsyncs: recs}); err != nil {
+		t.Fatal(err)
+	}
+	if s := html.String(); strings.Contains(s, "disk verdict:") || strings.Contains(s, "<td>contention</td>") {
+		t.Error("a group without a disk verdict shows one")
+	}
+}

@@ -397,6 +397,7 @@ wait:
 	}
 	rep := rs.Report(lost, tr.Missed(), unavailable)
 	rep.MonoToWallNs = monoToWall
+	pipeline.LiveDiskCaches(&rep)
 	if f.output == "json" {
 		if err := json.NewEncoder(out).Encode(rep); err != nil {
 			return err

@@ -113,6 +113,7 @@ func runReport(args []string) error {
 	}
 	rep := analysis.BuildReportWrites(recs, writes, sum.LostEvents, sum.MissedEvents, sum.Unavailable)
 	rep.LossUnknown = sum.LossUnknown
+	rep.SetDiskCaches(sum.Disks) // the recording machine's, not this one's
 	if *htmlOut != "" {
 		if err := writeHTMLReport(*htmlOut, fs.Arg(0), *peersIn, *mergeIn, recs, writes, sum); err != nil {
 			return err

@@ -1,0 +1,96 @@
+package analysis
+
+import (
+	"fmt"
+)
+
+// Disk verdict kinds (DiskVerdict.Kind).
+const (
+	// DiskFloor: the calls' time is mostly the device's flushes, and
+	// almost none of it waiting in the block queue: a fixed price per
+	// flush that the disk charges whatever else runs on it.
+	DiskFloor = "floor"
+	// DiskContention: the calls' requests wait in the block queue behind
+	// other I/O on the disk.
+	DiskContention = "contention"
+)
+
+// Thresholds of the disk verdict, as shares of a group's summed wall time
+// (docs/schema.md states them; TestDiskVerdict pins them).
+const (
+	// FloorMinFlushShare: device_flush must hold at least this share,
+	// and more than any other layer, for a floor verdict.
+	FloorMinFlushShare = 0.4
+	// FloorMaxQueueShare: and block_queue less than this share. Above
+	// it part of the cost is queueing, which other I/O does change.
+	FloorMaxQueueShare = 0.1
+	// ContentionMinQueueShare: block_queue at least this share, and at
+	// least device_flush's, for a contention verdict.
+	ContentionMinQueueShare = 0.3
+	// DiskVerdictMinCalls: fewer calls in a group give no disk verdict (a
+	// share of a handful of calls says little about the disk).
+	DiskVerdictMinCalls = 10
+)
+
+// DiskVerdict says whether a group's fsyncs pay a fixed price per flush
+// (floor) or wait behind other I/O on the disk (contention), with the
+// numbers it rests on. The field's lesson behind it: halving the load
+// gave 30% back where the cost was the flush of a consumer drive without
+// power-loss protection, not contention.
+type DiskVerdict struct {
+	Kind string `json:"kind"` // DiskFloor or DiskContention
+	// DeviceFlushShare and BlockQueueShare are the two layers' shares
+	// of the group's summed wall time (0..1), as in Group.Layers.
+	DeviceFlushShare float64 `json:"device_flush_share"`
+	BlockQueueShare  float64 `json:"block_queue_share"`
+	// DeviceFlushP50Ns and BlockQueueP99Ns are the layers' per-call
+	// p50 and p99 (ns), as in Group.Layers.
+	DeviceFlushP50Ns int64 `json:"device_flush_p50_ns"`
+	BlockQueueP99Ns  int64 `json:"block_queue_p99_ns"`
+	// PerFlushNs is the device_flush time per flush or FUA write waited
+	// on (its sum over Group.Flushes + Group.FUAWrites, ns): the price
+	// of one; 0 when none was seen.
+	PerFlushNs int64 `json:"per_flush_ns"`
+	// Text is the sentence the table and the page print.
+	Text string `json:"text"`
+}
+
+// diskVerdict judges a group by its layers (nil: neither floor nor
+// contention, or too few calls).
+func diskVerdict(g *Group) *DiskVerdict {
+	if g.Total.Count < DiskVerdictMinCalls || g.Total.Sum <= 0 {
+		return nil
+	}
+	var flush, queue LayerStat
+	largest := ""
+	top := -1.0
+	for _, l := range g.Layers {
+		switch l.Name {
+		case LayerDeviceFlush:
+			flush = l
+		case LayerBlockQueue:
+			queue = l
+		}
+		if l.Share > top {
+			top, largest = l.Share, l.Name
+		}
+	}
+	v := DiskVerdict{DeviceFlushShare: flush.Share, BlockQueueShare: queue.Share,
+		DeviceFlushP50Ns: flush.Stats.P50, BlockQueueP99Ns: queue.Stats.P99}
+	if n := g.Flushes + g.FUAWrites; n > 0 {
+		v.PerFlushNs = flush.Stats.Sum / n
+	}
+	numbers := fmt.Sprintf("device_flush %.0f%% of the time, p50 %s ms a call, %s ms per flush or FUA write; block_queue %.0f%%, p99 %s ms a call",
+		100*flush.Share, Ms(flush.Stats.P50), Ms(v.PerFlushNs), 100*queue.Share, Ms(queue.Stats.P99))
+	switch {
+	case largest == LayerDeviceFlush && flush.Share >= FloorMinFlushShare && queue.Share < FloorMaxQueueShare:
+		v.Kind = DiskFloor
+		v.Text = "floor: a fixed cost per flush on a disk with a volatile write cache: throttling other I/O will not help; a drive with power-loss protection will (" + numbers + ")"
+	case queue.Share >= ContentionMinQueueShare && queue.Share >= flush.Share:
+		v.Kind = DiskContention
+		v.Text = "contention: other I/O on this disk delays etcd's (" + numbers + ")"
+	default:
+		return nil
+	}
+	return &v
+}

@@ -1,0 +1,73 @@
+package analysis
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestDiskVerdict: the floor and contention verdicts at and either side
+// of their thresholds, computed from records through the report builder.
+func TestDiskVerdict(t *testing.T) {
+	// Each call is 10 ms: flush and queue ms as given, the rest data
+	// writeback; flushes flush requests per call.
+	cases := []struct {
+		name         string
+		calls        int
+		flush, queue int64 // ms of 10
+		other        int64 // ms of 10 in "other" (the rest is data writeback)
+		flushes      int
+		want         string
+	}{
+		{"floor", 20, 6, 0, 0, 2, DiskFloor},
+		{"floor at the flush threshold", 20, 4, 0, 3, 1, DiskFloor},
+		{"flush under its threshold", 20, 3, 0, 0, 1, ""},
+		{"flush not the largest layer", 20, 4, 0, 5, 1, ""},
+		{"queue at the floor's limit", 20, 6, 1, 0, 1, ""},
+		{"queue just under it", 20, 6, 0, 0, 1, DiskFloor},
+		{"contention", 20, 2, 5, 0, 1, DiskContention},
+		{"contention at the threshold", 20, 3, 3, 0, 1, DiskContention},
+		{"queue under the threshold", 20, 2, 2, 0, 1, ""},
+		{"queue under the flush share", 20, 4, 3, 0, 1, ""},
+		{"too few calls", DiskVerdictMinCalls - 1, 6, 0, 0, 1, ""},
+	}
+	const ms = 1_000_000
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var recs []FsyncRecord
+			for i := 0; i < c.calls; i++ {
+				l := Layers{DeviceFlushNs: c.flush * ms, BlockQueueNs: c.queue * ms, OtherNs: c.other * ms}
+				l.DataWritebackNs = 10*ms - l.Sum()
+				if c.name == "queue just under it" {
+					l.BlockQueueNs, l.DataWritebackNs = ms-1000, l.DataWritebackNs-(ms-1000)
+				}
+				recs = append(recs, FsyncRecord{PID: 1, Comm: "etcd", Syscall: "fdatasync", Dev: "259:0", FS: "ext4", FileKind: KindWAL,
+					TotalNs: 10 * ms, Layers: l, Flushes: c.flushes})
+			}
+			rep := BuildReport(recs, 0, 0, nil)
+			d := rep.Groups[0].Disk
+			switch {
+			case c.want == "" && d != nil:
+				t.Fatalf("verdict %q (%s), want none", d.Kind, d.Text)
+			case c.want == "":
+				return
+			case d == nil:
+				t.Fatalf("no verdict, want %q; layers %+v", c.want, rep.Groups[0].Layers)
+			case d.Kind != c.want:
+				t.Fatalf("verdict %q, want %q", d.Kind, c.want)
+			}
+			if d.DeviceFlushShare != float64(c.flush)/10 || d.DeviceFlushP50Ns != c.flush*ms {
+				t.Errorf("flush share %v p50 %d, want %v and %d", d.DeviceFlushShare, d.DeviceFlushP50Ns, float64(c.flush)/10, c.flush*ms)
+			}
+			if want := c.flush * ms / int64(c.flushes); d.PerFlushNs != want {
+				t.Errorf("per flush %d ns, want %d", d.PerFlushNs, want)
+			}
+			wantText := map[string]string{
+				DiskFloor:      "floor: a fixed cost per flush on a disk with a volatile write cache: throttling other I/O will not help; a drive with power-loss protection will (device_flush ",
+				DiskContention: "contention: other I/O on this disk delays etcd's (device_flush ",
+			}[c.want]
+			if !strings.HasPrefix(d.Text, wantText) || !strings.Contains(d.Text, "block_queue") {
+				t.Errorf("text %q", d.Text)
+			}
+		})
+	}
+}
