@@ -64,6 +64,10 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 		if g.Disk != nil {
 			fmt.Fprintf(bw, "  disk verdict: %s\n", g.Disk.Text)
 		}
+		if d := g.Dominant(); d.Name == analysis.LayerOther && d.Share >= otherHintShare && len(g.OtherSplit) == 0 {
+			// No kernel layer explains the time: the scheduler's view can.
+			fmt.Fprintf(bw, "  note: %.0f%% of the time is in other, no block or journal work: rerun etcdscope fsync with --sched to split it into waiting for a CPU (runnable), running and blocked on something that is not I/O\n", 100*d.Share)
+		}
 		if g.Biased != "" {
 			// Biased counts lost and missed together; only the lost ones
 			// are the ring's, and only for those does a bigger ring help.
@@ -91,6 +95,10 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 	Levels(bw, r.Levels)
 	return bw.Flush()
 }
+
+// otherHintShare: from this share of a group's time in "other" (the
+// largest layer), the report points to --sched.
+const otherHintShare = 0.5
 
 // groupTitle is the line above a group's table.
 func groupTitle(k analysis.GroupKey, syscalls []string) string {

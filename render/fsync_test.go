@@ -120,3 +120,33 @@ func TestFsyncReportDMLevels(t *testing.T) {
 		t.Errorf("%d group rows named dm, want 1 (the dm-0 group's only):\n%s", n, out)
 	}
 }
+
+// TestFsyncReportOtherPointsToSched: a group whose time is mostly "other"
+// (no kernel layer explains it) points to --sched; with the split present,
+// or with a kernel layer largest, it does not.
+func TestFsyncReportOtherPointsToSched(t *testing.T) {
+	report := func(layers analysis.Layers, sched *analysis.Sched) string {
+		b := analysis.NewReportBuilder()
+		for i := 0; i < 20; i++ {
+			r := analysis.FsyncRecord{Comm: "etcd", PID: 42, Syscall: "fdatasync", Dev: "254:1", FS: "ext4", FileKind: "wal",
+				TotalNs: layers.Sum(), Layers: layers, Sched: sched}
+			b.Add(&r)
+		}
+		rep := b.Report(0, 0, nil)
+		var out bytes.Buffer
+		if err := FsyncReport(&out, &rep); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	const hint = "rerun etcdscope fsync with --sched"
+	if out := report(analysis.Layers{DeviceFlushNs: 1e6, OtherNs: 88e6}, nil); !strings.Contains(out, hint) {
+		t.Errorf("88 ms of 89 in other, no hint:\n%s", out)
+	}
+	if out := report(analysis.Layers{DeviceFlushNs: 6e6, OtherNs: 4e6}, nil); strings.Contains(out, hint) {
+		t.Errorf("device flush largest, hint given:\n%s", out)
+	}
+	if out := report(analysis.Layers{DeviceFlushNs: 1e6, OtherNs: 88e6}, &analysis.Sched{Call: analysis.SchedSplit{RunnableNs: 81e6, RunningNs: 8e6}, Other: analysis.SchedSplit{RunnableNs: 80e6, RunningNs: 8e6}}); strings.Contains(out, hint) {
+		t.Errorf("--sched's split present, hint given:\n%s", out)
+	}
+}
