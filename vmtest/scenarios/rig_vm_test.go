@@ -454,8 +454,12 @@ func modelChecks(sum *commit.SummaryRecord, want, name string) []Check {
 		got = "local_wal"
 	}
 	return []Check{
+		// The model picks its vote from mean times (the leader's WAL
+		// fsync against a follower's RTT + fsync): a starved guest can
+		// make them tie (degraded, load 8: the local WAL at 73 ms against
+		// m2's 50 ms RTT + its fsync), so this is a timing check.
 		{Name: "etcdscope commit: the model's deciding vote agrees with the uprobes'", Got: got, Want: name + " (" + want + ")",
-			Pass: sum.Model.DeciderKnown && got == want},
+			Pass: sum.Model.DeciderKnown && got == want, Timing: true},
 		{Name: "etcdscope commit: model expected per write vs traced total p50", Info: true,
 			Got: fmt.Sprintf("%s vs %s", ms(time.Duration(sum.Model.ExpectedNs)), ms(time.Duration(sum.TotalNs.P50)))},
 	}
