@@ -70,6 +70,7 @@ type source struct {
 type Metrics struct {
 	fsyncDuration  *prometheus.HistogramVec
 	layerDuration  *prometheus.HistogramVec
+	otherState     *prometheus.HistogramVec // serve --sched
 	flushDuration  *prometheus.HistogramVec
 	flushesPer     *prometheus.HistogramVec
 	handshakeRTT   *prometheus.HistogramVec
@@ -123,6 +124,9 @@ func NewMetrics() *Metrics {
 		fsyncDuration: durationHistogram("fsync_duration_seconds",
 			"Wall time of fsync/fdatasync calls, syscall entry to exit (tracepoints syscalls:sys_enter/exit_f(data)sync).",
 			"comm", "device", "fs", "file_kind", "syscall"),
+		otherState: durationHistogram("fsync_other_state_duration_seconds",
+			"The other layer of each fsync/fdatasync split by the calling thread's scheduler state (serve --sched): runnable (waiting for a CPU), running, blocked (asleep on something that is not the I/O the layers follow: a lock, a page fault, reclaim); one observation per call and state, the states of a call sum to its other layer.",
+			"comm", "device", "file_kind", "state"),
 		layerDuration: durationHistogram("fsync_layer_duration_seconds",
 			"Time of each fsync/fdatasync spent in one kernel layer (data_writeback, journal, device_flush, block_queue, dm, other); one observation per call and layer, the layers of a call sum to its wall time.",
 			"comm", "device", "file_kind", "layer"),
@@ -214,7 +218,7 @@ func NewMetrics() *Metrics {
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.fsyncDuration, m.layerDuration, m.flushDuration, m.flushesPer,
+	return []prometheus.Collector{m.fsyncDuration, m.layerDuration, m.otherState, m.flushDuration, m.flushesPer,
 		m.handshakeRTT, m.setup, m.srtt, m.connsOpened, m.retransmits, m.inflation, m.etcdMean, m.etcdRTT,
 		m.scrapeErrors, m.decodeErrors, m.overflow, m.stackedFsync, m.stackedLayer, m.stackedFlushes, m.stackedNestIn,
 		m.writes.duration, m.writes.layer}
@@ -322,6 +326,7 @@ type fsyncLabels struct {
 type fsyncObservers struct {
 	total, flushes prometheus.Observer
 	layers         []prometheus.Observer // in analysis.LayerNames order
+	other          []prometheus.Observer // in analysis.SchedNames order; nil until a record has Sched
 	seen           atomic.Int64          // clock at the last observation
 }
 
@@ -403,6 +408,9 @@ func (m *Metrics) expire() {
 			for _, l := range analysis.LayerNames {
 				m.layerDuration.DeleteLabelValues(k.comm, k.dev, k.kind, l)
 			}
+			for _, st := range analysis.SchedNames {
+				m.otherState.DeleteLabelValues(k.comm, k.dev, k.kind, st)
+			}
 		}
 		if k.comm != OtherLabel {
 			if m.comms[k.comm]--; m.comms[k.comm] <= 0 {
@@ -459,6 +467,18 @@ func (m *Metrics) ObserveFsync(r *analysis.FsyncRecord) {
 	o.total.Observe(float64(r.TotalNs) / 1e9)
 	for i, l := range analysis.LayerNames {
 		o.layers[i].Observe(float64(r.Layers.Get(l)) / 1e9)
+	}
+	if r.Sched != nil {
+		m.fsyncMu.Lock()
+		if o.other == nil {
+			for _, st := range analysis.SchedNames {
+				o.other = append(o.other, m.otherState.WithLabelValues(k.comm, k.dev, k.kind, st))
+			}
+		}
+		m.fsyncMu.Unlock()
+		for i, st := range analysis.SchedNames {
+			o.other[i].Observe(float64(r.Sched.Other.Get(st)) / 1e9)
+		}
 	}
 	// Flushes and FUA writes together: the metric counts flush-role
 	// requests, as it did before the record counted them apart.

@@ -49,6 +49,8 @@ func populated(t *testing.T) *Metrics {
 	m.statsEnabled = func() bool { return true }
 	m.AddSource("fsync", fakeSource{lost: 3, missed: 1, progs: []event.ProgramStats{{Name: "sys_exit_fdatasync", RunTimeNs: 2_500_000_000, RunCount: 7}}}, 12)
 	rec := walRecord(2_000_000, 1)
+	// Traced with --sched: its other layer (0.5 ms) by state.
+	rec.Sched = &analysis.Sched{Other: analysis.SchedSplit{RunnableNs: 300_000, RunningNs: 150_000, BlockedNs: 50_000}}
 	m.ObserveFsync(&rec)
 	rec = walRecord(40_000, 0)
 	m.ObserveFsync(&rec)
@@ -96,7 +98,7 @@ func TestLint(t *testing.T) {
 		"etcdscope_decode_errors_total", "etcdscope_etcd_metrics_scrape_errors_total",
 		"etcdscope_etcd_peer_rtt_inflation_ratio", "etcdscope_etcd_peer_rtt_metric_mean_seconds",
 		"etcdscope_etcd_peer_rtt_traced_seconds", "etcdscope_fsync_duration_seconds",
-		"etcdscope_fsync_flush_requests", "etcdscope_fsync_layer_duration_seconds",
+		"etcdscope_fsync_flush_requests", "etcdscope_fsync_layer_duration_seconds", "etcdscope_fsync_other_state_duration_seconds",
 		"etcdscope_lost_events_total", "etcdscope_missed_events_total",
 		"etcdscope_peer_connections_opened_total", "etcdscope_peer_handshake_rtt_seconds",
 		"etcdscope_peer_retransmits_total", "etcdscope_peer_setup_seconds", "etcdscope_peer_srtt_seconds",
@@ -200,6 +202,28 @@ func TestObserveWrite(t *testing.T) {
 	if want := map[string]float64{"throttled": 0.002, "writeback_wait": 0.0005, "other": 0.0005}; len(got) != 3 ||
 		got["throttled"] != want["throttled"] || got["writeback_wait"] != want["writeback_wait"] || got["other"] != want["other"] {
 		t.Errorf("layers %v, want %v", got, want)
+	}
+}
+
+// TestObserveOtherState: a call with a scheduler split (serve --sched) is
+// observed once per state, labelled as its layers; calls without one add
+// nothing to the family.
+func TestObserveOtherState(t *testing.T) {
+	m := populated(t)
+	f := family(t, m, "etcdscope_fsync_other_state_duration_seconds")
+	got := map[string]float64{}
+	for _, s := range f.Metric {
+		if s.GetHistogram().GetSampleCount() != 1 {
+			t.Errorf("%v: %d observations, want 1 (one call had --sched's split)", labels(s), s.GetHistogram().GetSampleCount())
+		}
+		l := labels(s)
+		if l["comm"] != "etcd" || l["device"] != "vda1" || l["file_kind"] != "wal" {
+			t.Errorf("labels %v", l)
+		}
+		got[l["state"]] = s.GetHistogram().GetSampleSum()
+	}
+	if len(got) != 3 || got["runnable"] != 300e-6 || got["running"] != 150e-6 || got["blocked"] != 50e-6 {
+		t.Errorf("states %v, want runnable 300 µs, running 150 µs, blocked 50 µs", got)
 	}
 }
 

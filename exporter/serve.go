@@ -73,6 +73,10 @@ type Config struct {
 	// RingBytes is the ring size (--ring-size) the tracers were loaded
 	// with, named in the loss log's fix; 0 leaves it out.
 	RingBytes uint32
+	// Sched: the fsync tracer was loaded with the scheduler programs
+	// (serve --sched), so each call's "other" time is split into
+	// etcdscope_fsync_other_state_duration_seconds.
+	Sched bool
 }
 
 // health is what /healthz reports: each loop's fatal error, if any, and
@@ -233,7 +237,7 @@ func Run(ctx context.Context, cfg Config) error {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		fp := pipeline.NewFsync(pipeline.FsyncConfig{Sinks: []pipeline.FsyncSink{m}, OnDecodeError: func(err error) {
+		fp := pipeline.NewFsync(pipeline.FsyncConfig{Sinks: []pipeline.FsyncSink{m}, Sched: cfg.Sched, OnDecodeError: func(err error) {
 			m.DecodeError("fsync")
 			h.decodeError("fsync tracer", err)
 		}})

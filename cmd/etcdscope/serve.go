@@ -31,7 +31,7 @@ func init() {
 type serveFlags struct {
 	listen, comm, readyFile   string
 	public, podLabels, pidSet bool
-	writes                    bool
+	writes, sched             bool
 	pid, port                 int
 	etcdMetrics, endpoints    []string
 	cacert, cert, key         string
@@ -61,6 +61,7 @@ func runServe(args []string) error {
 	fs.IntVar(&f.commitPID, "commit-pid", 0, "also split the writes of this etcd process (uprobes on its Go functions, as etcdscope commit does) into the etcdscope_commit_* metrics; with --etcd-endpoints, by role and member name")
 	fs.StringVar(&f.commitComm, "commit-comm", "", "or of the one process with this comm, e.g. etcd")
 	fs.BoolVar(&f.writes, "writes", false, writesUsage+": etcdscope_write_duration_seconds, etcdscope_write_layer_duration_seconds")
+	fs.BoolVar(&f.sched, "sched", false, schedUsage+": etcdscope_fsync_other_state_duration_seconds")
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once the probes are attached and the server listens (for scripts and tests)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -178,6 +179,8 @@ func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 	tcfg.fsync.Comm = f.comm
 	tcfg.fsync.RingBytes = ring
 	tcfg.fsync.Writes = f.writes
+	tcfg.fsync.Sched = f.sched
+	cfg.Sched = f.sched
 	// etcdscope_block_flush_duration_seconds observes every flush of every
 	// disk, whoever issued it: not only those during a traced call.
 	tcfg.fsync.EveryBlock = true
