@@ -93,8 +93,8 @@ bin/promtool:
 	GOBIN=$(CURDIR)/bin $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
 
 # prometheus: a Prometheus 3 server built from the Go module proxy (same
-# version as promtool), which go test ./deploy then prefers to Debian's 2.42
-# for the classic/native histogram check of the dashboard and rules
+# version as promtool), which go test ./deploy then runs beside Debian's 2.42
+# in the classic/native histogram check of the dashboard and rules
 # (docs/deploy.md). Slow: ~15 min on 2 shared cores with empty caches.
 prometheus: bin/prometheus
 bin/prometheus:

@@ -150,22 +150,27 @@ func query(t *testing.T, base, q string) []promResult {
 	return r.Data.Result
 }
 
-// prometheusBinary prefers a Prometheus 3 built by `make prometheus`
-// (bin/prometheus) and falls back to Debian's (2.42 on bookworm).
-func prometheusBinary(t *testing.T) string {
+// prometheusBinaries returns every Prometheus to test against: Debian's
+// (2.42 on bookworm; scripts/deps.sh installs it) and, when `make
+// prometheus` built it, a current 3.x (bin/prometheus), so that one run
+// checks both where both exist.
+func prometheusBinaries(t *testing.T) []string {
 	t.Helper()
-	if _, err := os.Stat("../bin/prometheus"); err == nil {
-		return "../bin/prometheus"
+	bins := []string{testenv.LookPath(t, "prometheus", "prometheus")}
+	if _, err := os.Stat(builtPrometheus); err == nil {
+		bins = append(bins, builtPrometheus)
 	}
-	return testenv.LookPath(t, "prometheus", "prometheus")
+	return bins
 }
+
+// builtPrometheus is where `make prometheus` installs its Prometheus 3.
+const builtPrometheus = "../bin/prometheus"
 
 // startPrometheus runs a Prometheus that scrapes the nodes every second
 // and evaluates alerts.yaml every second, with native histograms on or
 // off, and returns its base URL once every target is up.
-func startPrometheus(t *testing.T, native bool, nodes []*fakeNode) string {
+func startPrometheus(t *testing.T, bin string, native bool, nodes []*fakeNode) string {
 	t.Helper()
-	bin := prometheusBinary(t)
 	dir := t.TempDir()
 	rules, err := os.ReadFile("alerts.yaml")
 	if err != nil {
@@ -179,7 +184,7 @@ func startPrometheus(t *testing.T, native bool, nodes []*fakeNode) string {
 	if native {
 		// Prometheus 3.8+ reads this setting; older ones take the feature
 		// flag below and ignore nothing (the key is only written for 3.x).
-		if bin == "../bin/prometheus" {
+		if bin == builtPrometheus {
 			cfg.WriteString("    scrape_native_histograms: true\n")
 		}
 	}
@@ -267,7 +272,7 @@ func TestDashboardAndRulesBothHistogramModes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs two Prometheus servers for ~20 s")
 	}
-	bin := prometheusBinary(t)
+	bins := prometheusBinaries(t)
 	b, err := os.ReadFile("grafana-dashboard.json")
 	if err != nil {
 		t.Fatal(err)
@@ -311,110 +316,123 @@ func TestDashboardAndRulesBothHistogramModes(t *testing.T) {
 	}()
 	defer func() { close(stop); wg.Wait() }()
 
-	vars := strings.NewReplacer("$__rate_interval", "1m", "$__interval", "1m", "$__range", "1h", "$instance", ".*", "$comm", ".*")
-	// The group returns once both parallel modes are done, before the
+	// The group returns once every parallel run is done, before the
 	// deferred stop of the feeder.
 	t.Run("mode", func(t *testing.T) {
-		for _, mode := range []string{"classic", "native"} {
-			t.Run(mode, func(t *testing.T) {
-				t.Parallel()
-				native := mode == "native"
-				base := startPrometheus(t, native, nodes)
-				// Rates need two samples of a growing series; the rules need a
-				// few evaluations after that.
-				time.Sleep(6 * time.Second)
-
-				buckets := len(query(t, base, `etcdscope_fsync_duration_seconds_bucket`))
-				hists := query(t, base, `etcdscope_fsync_duration_seconds`)
-				nativeSeries := 0
-				for _, r := range hists {
-					if r.Histogram != nil {
-						nativeSeries++
-					}
+		for _, bin := range bins {
+			for _, mode := range []string{"classic", "native"} {
+				name := "debian"
+				if bin == builtPrometheus {
+					name = "built-3.x"
 				}
-				t.Logf("%s (%s): %d classic _bucket series, %d native histogram series of etcdscope_fsync_duration_seconds", bin, mode, buckets, nativeSeries)
-				if native && (buckets != 0 || nativeSeries != len(nodes)) || !native && (buckets == 0 || nativeSeries != 0) {
-					t.Fatalf("not the %s mode: %d _bucket series, %d native series", mode, buckets, nativeSeries)
-				}
-				old := `histogram_quantile(0.99, sum by (instance, device, le) (rate(etcdscope_fsync_duration_seconds_bucket{file_kind="wal"}[1m])))`
-				if got := len(query(t, base, old)); native && got != 0 || !native && got != len(nodes) {
-					t.Errorf("the classic-only WAL p99 query gave %d series in %s mode", got, mode)
-				}
-
-				check := func(what, expr string) {
-					t.Helper()
-					res := query(t, base, vars.Replace(expr))
-					if len(res) == 0 {
-						t.Errorf("%s: no data in %s mode:\n%s", what, mode, expr)
-						return
-					}
-					for _, r := range res {
-						if r.Histogram == nil && math.IsNaN(r.float()) {
-							t.Errorf("%s: NaN for %v in %s mode", what, r.Metric, mode)
-						}
-					}
-				}
-				panels := 0
-				for _, p := range d.Panels {
-					for _, tg := range p.Targets {
-						check("panel "+p.Title, tg.Expr)
-						panels++
-					}
-				}
-				for _, v := range d.Templating.List {
-					q, ok := v.Query.(map[string]any)
-					if !ok {
-						continue
-					}
-					s, _ := q["query"].(string)
-					sel, ok := strings.CutPrefix(s, "label_values(")
-					if i := strings.LastIndex(sel, ","); ok && i > 0 {
-						check("variable "+v.Name, sel[:i])
-					}
-				}
-				// The WAL p99 panel against the fed value: every call took 20 ms.
-				for _, p := range d.Panels {
-					if !strings.HasPrefix(p.Title, "WAL fdatasync p99") {
-						continue
-					}
-					for _, r := range query(t, base, vars.Replace(p.Targets[0].Expr)) {
-						// Classic: interpolated inside the bucket (16.4, 32.8] ms
-						// holding 20 ms; native: within a bucket of factor 1.09.
-						lo, hi := 0.016, 0.033
-						if native {
-							lo, hi = 0.020/1.1, 0.020*1.1
-						}
-						if v := r.float(); v < lo || v > hi {
-							t.Errorf("WAL p99 %v s for %v, want within [%v, %v] (every call 20 ms)", v, r.Metric, lo, hi)
-						}
-					}
-				}
-
-				alerts := 0
-				for _, g := range rf.Groups {
-					for _, r := range g.Rules {
-						if r.Record != "" {
-							res := query(t, base, r.Record)
-							if len(res) != len(nodes) {
-								t.Errorf("recording rule %s: %d series in %s mode, want %d", r.Record, len(res), mode, len(nodes))
-							}
-							for _, s := range res {
-								want := srtts[s.Metric["node"]].Seconds()
-								if v := s.float(); math.Abs(v-want) > 1e-9 {
-									t.Errorf("%s{node=%q} = %v, want %v (every srtt sample)", r.Record, s.Metric["node"], v, want)
-								}
-							}
-							continue
-						}
-						alerts++
-						check("alert "+r.Alert, r.Expr)
-						if len(query(t, base, fmt.Sprintf(`ALERTS{alertname=%q}`, r.Alert))) == 0 {
-							t.Errorf("alert %s neither pending nor firing in %s mode", r.Alert, mode)
-						}
-					}
-				}
-				t.Logf("%s mode: %d panel queries, %d alerts, recording rule checked", mode, panels, alerts)
-			})
+				t.Run(name+"/"+mode, func(t *testing.T) {
+					t.Parallel()
+					testMode(t, bin, mode, nodes, d, rf, srtts)
+				})
+			}
 		}
 	})
+}
+
+// testMode is one Prometheus (bin) in one histogram mode: which series
+// exist proves the mode; every panel query, variable selector, recording
+// rule and alert of deploy/ returns what the nodes were fed.
+func testMode(t *testing.T, bin, mode string, nodes []*fakeNode, d dashboard, rf rulesFile, srtts map[string]time.Duration) {
+	vars := strings.NewReplacer("$__rate_interval", "1m", "$__interval", "1m", "$__range", "1h", "$instance", ".*", "$comm", ".*")
+	native := mode == "native"
+	base := startPrometheus(t, bin, native, nodes)
+	// Rates need two samples of a growing series; the rules need a
+	// few evaluations after that.
+	time.Sleep(6 * time.Second)
+
+	buckets := len(query(t, base, `etcdscope_fsync_duration_seconds_bucket`))
+	hists := query(t, base, `etcdscope_fsync_duration_seconds`)
+	nativeSeries := 0
+	for _, r := range hists {
+		if r.Histogram != nil {
+			nativeSeries++
+		}
+	}
+	t.Logf("%s (%s): %d classic _bucket series, %d native histogram series of etcdscope_fsync_duration_seconds", bin, mode, buckets, nativeSeries)
+	if native && (buckets != 0 || nativeSeries != len(nodes)) || !native && (buckets == 0 || nativeSeries != 0) {
+		t.Fatalf("not the %s mode: %d _bucket series, %d native series", mode, buckets, nativeSeries)
+	}
+	old := `histogram_quantile(0.99, sum by (instance, device, le) (rate(etcdscope_fsync_duration_seconds_bucket{file_kind="wal"}[1m])))`
+	if got := len(query(t, base, old)); native && got != 0 || !native && got != len(nodes) {
+		t.Errorf("the classic-only WAL p99 query gave %d series in %s mode", got, mode)
+	}
+
+	check := func(what, expr string) {
+		t.Helper()
+		res := query(t, base, vars.Replace(expr))
+		if len(res) == 0 {
+			t.Errorf("%s: no data in %s mode:\n%s", what, mode, expr)
+			return
+		}
+		for _, r := range res {
+			if r.Histogram == nil && math.IsNaN(r.float()) {
+				t.Errorf("%s: NaN for %v in %s mode", what, r.Metric, mode)
+			}
+		}
+	}
+	panels := 0
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			check("panel "+p.Title, tg.Expr)
+			panels++
+		}
+	}
+	for _, v := range d.Templating.List {
+		q, ok := v.Query.(map[string]any)
+		if !ok {
+			continue
+		}
+		s, _ := q["query"].(string)
+		sel, ok := strings.CutPrefix(s, "label_values(")
+		if i := strings.LastIndex(sel, ","); ok && i > 0 {
+			check("variable "+v.Name, sel[:i])
+		}
+	}
+	// The WAL p99 panel against the fed value: every call took 20 ms.
+	for _, p := range d.Panels {
+		if !strings.HasPrefix(p.Title, "WAL fdatasync p99") {
+			continue
+		}
+		for _, r := range query(t, base, vars.Replace(p.Targets[0].Expr)) {
+			// Classic: interpolated inside the bucket (16.4, 32.8] ms
+			// holding 20 ms; native: within a bucket of factor 1.09.
+			lo, hi := 0.016, 0.033
+			if native {
+				lo, hi = 0.020/1.1, 0.020*1.1
+			}
+			if v := r.float(); v < lo || v > hi {
+				t.Errorf("WAL p99 %v s for %v, want within [%v, %v] (every call 20 ms)", v, r.Metric, lo, hi)
+			}
+		}
+	}
+
+	alerts := 0
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				res := query(t, base, r.Record)
+				if len(res) != len(nodes) {
+					t.Errorf("recording rule %s: %d series in %s mode, want %d", r.Record, len(res), mode, len(nodes))
+				}
+				for _, s := range res {
+					want := srtts[s.Metric["node"]].Seconds()
+					if v := s.float(); math.Abs(v-want) > 1e-9 {
+						t.Errorf("%s{node=%q} = %v, want %v (every srtt sample)", r.Record, s.Metric["node"], v, want)
+					}
+				}
+				continue
+			}
+			alerts++
+			check("alert "+r.Alert, r.Expr)
+			if len(query(t, base, fmt.Sprintf(`ALERTS{alertname=%q}`, r.Alert))) == 0 {
+				t.Errorf("alert %s neither pending nor firing in %s mode", r.Alert, mode)
+			}
+		}
+	}
+	t.Logf("%s, %s mode: %d panel queries, %d alerts, recording rule checked", bin, mode, panels, alerts)
 }
