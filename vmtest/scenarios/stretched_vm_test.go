@@ -80,6 +80,15 @@ func TestVMScenarioStretched(t *testing.T) {
 		ReadLinear: flat("0: ReadIndex needs m2's heartbeat ack only"),
 	}))
 
+	// The same with etcdscope commit on m1, the leader, in a phase of its
+	// own: the near m2 is the quorum's deciding vote of every write, and
+	// the wait for it stays under the far link's round trip.
+	cr := r.startCommit(0)
+	tracedNear := r.phase("stretched, healthy, etcdscope commit on m1", nil)
+	cout := cr.stop(t)
+	rep.Phases = append(rep.Phases, tracedNear)
+	rep.Checks = append(rep.Checks, r.commitNearChecks(cout, tracedNear, 2, stretchedRTT)...)
+
 	r.moveLeader(2)
 	rep.Phases = append(rep.Phases, r.phase("m3 leads (MoveLeader)", map[Op]Expect{
 		Write:      {Delta: 2 * stretchedRTT, Lo: twoLo, Hi: twoHi, Why: "2 RTT: m1 forwards to m3, m3's quorum round to m1/m2, m3's commit index back to m1"},
@@ -89,7 +98,7 @@ func TestVMScenarioStretched(t *testing.T) {
 	// The same with etcdscope commit on m1, a follower now, in a phase of
 	// its own (its uprobes cost the guest's one vCPU): each write waits on
 	// forwarding to the far leader, at least the 2 RTT it must cross.
-	cr := r.startCommit(0)
+	cr = r.startCommit(0)
 	tracedFar := r.phase("m3 leads, etcdscope commit on m1", nil)
 	rep.Phases = append(rep.Phases, tracedFar)
 	rep.Checks = append(rep.Checks, r.commitForwardChecks(cr.stop(t), tracedFar, twoLo)...)
@@ -148,7 +157,7 @@ func TestVMScenarioStretched(t *testing.T) {
 	// delayed link.
 	cr = r.startCommit(0)
 	tracedDown := r.phase("m2 down, etcdscope commit on m1", nil)
-	cout := cr.stop(t)
+	cout = cr.stop(t)
 	f1 := r.scrape(2)
 	fsync, nfsync := histMean(f0, f1, "etcd_disk_wal_fsync_duration_seconds", nil)
 	down.Expect = map[Op]Expect{
