@@ -53,6 +53,7 @@ var mergeParts = []struct {
 	{"host block_queue", "#a35200", func(s merge.Split) int64 { return s.HostBlockQueueNs }},
 	{"host device_flush", "#7f1416", func(s merge.Split) int64 { return s.HostDeviceFlushNs }},
 	{"host other", "#555555", func(s merge.Split) int64 { return s.HostOtherNs }},
+	{"host image writes", "#8c564b", func(s merge.Split) int64 { return s.HostImageWritesNs }},
 }
 
 // mergeBars draws the guest | virtualization | host split of the merged

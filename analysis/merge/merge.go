@@ -57,18 +57,22 @@ type Split struct {
 	HostBlockQueueNs     int64 `json:"host_block_queue_ns"`
 	HostDeviceFlushNs    int64 `json:"host_device_flush_ns"`
 	HostOtherNs          int64 `json:"host_other_ns"`
+	// HostImageWritesNs: the hypervisor's own writes to the image inside
+	// the guest flush window and outside its host flushes (qcow2 writing
+	// back its L2 and refcount metadata before it fdatasyncs): host I/O
+	// done for the flush, not virtualization.
+	HostImageWritesNs int64 `json:"host_image_writes_ns"`
 }
 
 // Sum returns the sum of all parts, ns.
 func (s Split) Sum() int64 {
 	return s.GuestDataWritebackNs + s.GuestFSJournalNs + s.GuestBlockQueueNs + s.GuestOtherNs +
-		s.VirtualizationNs + s.HostDataWritebackNs + s.HostFSJournalNs + s.HostBlockQueueNs +
-		s.HostDeviceFlushNs + s.HostOtherNs
+		s.VirtualizationNs + s.HostNs()
 }
 
 // HostNs returns the host's share: every host_* part.
 func (s Split) HostNs() int64 {
-	return s.HostDataWritebackNs + s.HostFSJournalNs + s.HostBlockQueueNs + s.HostDeviceFlushNs + s.HostOtherNs
+	return s.HostDataWritebackNs + s.HostFSJournalNs + s.HostBlockQueueNs + s.HostDeviceFlushNs + s.HostOtherNs + s.HostImageWritesNs
 }
 
 // Pair is one guest flush request and the host flush work matched to it.
@@ -210,7 +214,7 @@ func Merge(guest []analysis.FsyncRecord, host HostRecording, opt Options) (Resul
 					mine = append(mine, j)
 				}
 			}
-			m := split(r, mine, gs, hs, Clock{})
+			m := split(r, mine, gs, hs, nil, Clock{})
 			if m.Reason == ReasonNoHostFlush {
 				m.Reason = ReasonHostDropsFlushes
 			}
@@ -241,6 +245,7 @@ func Merge(guest []analysis.FsyncRecord, host HostRecording, opt Options) (Resul
 	res.Clock = clock
 
 	// Per guest fsync.
+	ws := imageWrites(host, opt.Image)
 	byFsync := make([][]int, len(recs))
 	for i := range gs {
 		byFsync[gs[i].fsync] = append(byFsync[gs[i].fsync], i)
@@ -254,7 +259,7 @@ func Merge(guest []analysis.FsyncRecord, host HostRecording, opt Options) (Resul
 		}
 	}
 	for i, r := range recs {
-		m := split(r, byFsync[i], gs, hs, clock)
+		m := split(r, byFsync[i], gs, hs, ws, clock)
 		res.Fsyncs = append(res.Fsyncs, m)
 		res.GuestFsyncs++
 		if m.Matched {
@@ -539,8 +544,78 @@ func fit(gs []gflush) (Clock, bool) {
 	return c, true
 }
 
-// split partitions guest record r (its flush requests are gs[flushes]).
-func split(r analysis.FsyncRecord, flushes []int, gs []gflush, hs []hflush, clock Clock) MergedFsync {
+// span is an interval of host time, ns.
+type span struct{ start, end uint64 }
+
+// imageWrites returns the hypervisor's write calls on the image (all
+// images when image is ""), by start: the candidates for the host I/O a
+// flush makes before its fdatasync (qcow2 metadata).
+func imageWrites(host HostRecording, image string) []span {
+	var out []span
+	for _, io := range host.IO {
+		switch io.Op {
+		case "pwrite64", "pwritev", "pwritev2":
+		default:
+			continue
+		}
+		if (image != "" && io.Path != image) || io.EndNs <= io.StartNs || io.Ret < 0 {
+			continue
+		}
+		out = append(out, span{io.StartNs, io.EndNs})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].start < out[j].start })
+	return out
+}
+
+// writesInside returns the time, ns, that writes ws spend inside [lo, hi]
+// (host clock) and outside every interval of not, counting overlapping
+// writes once.
+func writesInside(ws []span, lo, hi uint64, not []span) int64 {
+	j := sort.Search(len(ws), func(k int) bool { return ws[k].start >= lo })
+	var cut []span
+	for ; j < len(ws) && ws[j].start <= hi; j++ {
+		if ws[j].end > hi {
+			continue // not done by the flush's end: not the flush's
+		}
+		pieces := []span{ws[j]}
+		for _, n := range not {
+			var next []span
+			for _, p := range pieces {
+				if n.end <= p.start || n.start >= p.end {
+					next = append(next, p)
+					continue
+				}
+				if p.start < n.start {
+					next = append(next, span{p.start, n.start})
+				}
+				if n.end < p.end {
+					next = append(next, span{n.end, p.end})
+				}
+			}
+			pieces = next
+		}
+		cut = append(cut, pieces...)
+	}
+	sort.Slice(cut, func(a, b int) bool { return cut[a].start < cut[b].start })
+	var total int64
+	var cur span
+	for i, c := range cut {
+		if i == 0 || c.start > cur.end {
+			total += int64(cur.end - cur.start)
+			cur = c
+			continue
+		}
+		cur.end = max(cur.end, c.end)
+	}
+	if len(cut) > 0 {
+		total += int64(cur.end - cur.start)
+	}
+	return total
+}
+
+// split partitions guest record r (its flush requests are gs[flushes]);
+// ws are the hypervisor's writes to the image (imageWrites).
+func split(r analysis.FsyncRecord, flushes []int, gs []gflush, hs []hflush, ws []span, clock Clock) MergedFsync {
 	m := MergedFsync{Type: "merged_fsync", V: SchemaVersion, StartNs: r.StartNs, EndNs: r.EndNs, TotalNs: r.TotalNs,
 		PID: r.PID, Comm: r.Comm, Syscall: r.Syscall, Path: r.Path, Dev: r.DevName, FS: r.FS,
 		Flushes: len(flushes), Matched: true, Pairs: []Pair{}}
@@ -550,7 +625,7 @@ func split(r analysis.FsyncRecord, flushes []int, gs []gflush, hs []hflush, cloc
 	if len(flushes) == 0 {
 		m.Matched, m.Reason = false, ReasonNoGuestFlush
 	}
-	var parts [5]float64 // host data, journal, queue, device flush, other
+	var parts [6]float64 // host data, journal, queue, device flush, other, image writes
 	for _, gi := range flushes {
 		g := gs[gi]
 		if len(g.host) == 0 {
@@ -562,6 +637,15 @@ func split(r analysis.FsyncRecord, flushes []int, gs []gflush, hs []hflush, cloc
 		// The guest window inside the call: device flush time is counted
 		// only there.
 		wlo, whi := int64(max(g.issue, r.StartNs)), int64(min(g.complete, r.EndNs))
+		var flushSpans []span
+		for _, j := range g.host {
+			flushSpans = append(flushSpans, span{hs[j].StartNs, hs[j].EndNs})
+		}
+		// The image writes the hypervisor made inside the window (in the
+		// call's part of it), outside the host flushes themselves.
+		if lo, hi := wlo+off, whi+off; lo > 0 && hi > lo {
+			parts[5] += float64(writesInside(ws, uint64(lo), uint64(hi), flushSpans))
+		}
 		for _, j := range g.host {
 			h := hs[j].HostFlush
 			p.Host = append(p.Host, h)
@@ -585,7 +669,7 @@ func split(r analysis.FsyncRecord, flushes []int, gs []gflush, hs []hflush, cloc
 	// The host work lies inside the guest's device flush time; if the
 	// clipped sum still exceeds it (overlapping guest windows, the sweep
 	// giving part of a window to nothing), scale it down to fit.
-	sum := parts[0] + parts[1] + parts[2] + parts[3] + parts[4]
+	sum := parts[0] + parts[1] + parts[2] + parts[3] + parts[4] + parts[5]
 	if dev := float64(L.DeviceFlushNs); sum > dev && sum > 0 {
 		for k := range parts {
 			parts[k] *= dev / sum
@@ -596,6 +680,7 @@ func split(r analysis.FsyncRecord, flushes []int, gs []gflush, hs []hflush, cloc
 	m.Split.HostBlockQueueNs = int64(parts[2])
 	m.Split.HostDeviceFlushNs = int64(parts[3])
 	m.Split.HostOtherNs = int64(parts[4])
+	m.Split.HostImageWritesNs = int64(parts[5])
 	// Virtualization is the remainder, so the split sums exactly.
 	m.Split.VirtualizationNs = L.DeviceFlushNs - m.Split.HostNs()
 	if m.Split.VirtualizationNs < 0 { // rounding

@@ -84,6 +84,7 @@ func Summarize(res Result, images []Image, image string) Summary {
 		sum.HostBlockQueueNs += p.HostBlockQueueNs
 		sum.HostDeviceFlushNs += p.HostDeviceFlushNs
 		sum.HostOtherNs += p.HostOtherNs
+		sum.HostImageWritesNs += p.HostImageWritesNs
 		for _, pr := range f.Pairs {
 			for _, h := range pr.Host {
 				if seenHost[h.StartNs] {
@@ -125,6 +126,6 @@ func Summarize(res Result, images []Image, image string) Summary {
 		FlushesPerFsync: float64(hostFlushReqs) / n,
 		Shares: []Share{{"host_fs_journal", share(sum.HostFSJournalNs)}, {"host_device_flush", share(sum.HostDeviceFlushNs)},
 			{"host_data_writeback", share(sum.HostDataWritebackNs)}, {"host_block_queue", share(sum.HostBlockQueueNs)},
-			{"host_other", share(sum.HostOtherNs)}}})
+			{"host_other", share(sum.HostOtherNs)}, {"host_image_writes", share(sum.HostImageWritesNs)}}})
 	return s
 }
