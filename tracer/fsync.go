@@ -8,7 +8,9 @@ import (
 	"sync"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 
@@ -55,6 +57,16 @@ type FsyncConfig struct {
 	// fsync and 1-3% more of a core in the reader at 10k fsync/s
 	// (bench/findings.md).
 	Writes bool
+	// FSTypes are the types of the filesystems every file the traced
+	// calls fsync is on, where the caller knows them (fsync --dev: those
+	// mounted on the disk; --workload: its directory's); nil: unknown.
+	// When each one has sync_file tracepoints of its own (ext4), the
+	// calls are traced there and the syscall tracepoints are not
+	// attached: an enabled syscall tracepoint puts every syscall of every
+	// task on the machine on the slow path (bench/findings.md). An fsync
+	// of a file elsewhere (a block device node, another filesystem) is
+	// then not seen.
+	FSTypes []string
 	// Sched also follows the scheduler (sched_switch, sched_wakeup) for
 	// the threads inside a traced call, to split its "other" time into
 	// runnable, running and blocked (sched.go; fsync --sched). Off by
@@ -122,8 +134,11 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 	if err := t.loadBlock(shared, cfg); err != nil {
 		return nil, err
 	}
-	if err := t.attachSyscalls(); err != nil {
-		return nil, err
+	callers := fsCallers(cfg.FSTypes)
+	if !callers {
+		if err := t.attachSyscalls(); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Writes {
 		if err := t.loadWrite(shared, cfg); err != nil {
@@ -141,7 +156,7 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 	if err := t.attachJournal(shared); err != nil {
 		return nil, err
 	}
-	if err := t.attachStacked(shared); err != nil {
+	if err := t.attachStacked(shared, cfg, callers); err != nil {
 		return nil, err
 	}
 	t.attachJBD2Wait(shared, cfg)
@@ -175,6 +190,25 @@ func (t *FsyncTracer) loadSyscalls(cfg FsyncConfig, ring uint32, cache *btf.Cach
 			"busy_disks": t.fsync.BusyDisks, "busy_any": t.fsync.BusyAny},
 		Cache: cache,
 	}, nil
+}
+
+// fsCallers says whether the traced calls are seen on ext4's sync_file
+// tracepoints (bpf/stacked.bpf.c) instead of the syscall tracepoints:
+// every filesystem in fstypes is ext4, this kernel has the tracepoints,
+// and its tracing programs have bpf_task_pt_regs (Linux 5.15+), through
+// which they tell a fsync(2) or fdatasync(2) from the O_SYNC writes and
+// msyncs that reach ext4_sync_file too.
+func fsCallers(fstypes []string) bool {
+	if len(fstypes) == 0 {
+		return false
+	}
+	for _, t := range fstypes {
+		if t != "ext4" {
+			return false
+		}
+	}
+	return tracepointHasBTF("ext4_sync_file_enter") && tracepointHasBTF("ext4_sync_file_exit") &&
+		features.HaveProgramHelper(ebpf.TracePoint, asm.FnTaskPtRegs) == nil
 }
 
 // filterVariables are the values of bpf/filter.h's globals for cfg, in

@@ -1,28 +1,54 @@
 package tracer
 
 import (
+	"fmt"
 	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
 // TestFsyncTracerSeesOwnFdatasync checks the raw event stream: every
-// fdatasync this test makes arrives with its file's inode and device, and
-// flush requests of the file's disk arrive too (this machine's vda has a
-// volatile write cache; tmpfs would show none).
+// fdatasync this test makes arrives with its file's inode, device and fd,
+// and flush requests of the file's disk arrive too (this machine's vda has
+// a volatile write cache; tmpfs would show none). Twice: on the syscall
+// tracepoints, and with FSTypes ext4 (/var/tmp's filesystem here) on ext4's
+// sync_file tracepoints alone, where writes to an O_DSYNC file of the
+// same process (ext4_sync_file runs inside each) must not count as calls.
 func TestFsyncTracerSeesOwnFdatasync(t *testing.T) {
 	testenv.RequireRoot(t)
-	tr, err := NewFsync(FsyncConfig{PID: uint32(os.Getpid())})
+	for _, fstypes := range [][]string{nil, {"ext4"}} {
+		t.Run(fmt.Sprintf("fstypes=%v", fstypes), func(t *testing.T) {
+			if fstypes != nil {
+				if fs, err := host.FSTypeOf("/var/tmp"); err != nil || fs != "ext4" {
+					t.Skipf("/var/tmp is on %q (%v), not ext4", fs, err)
+				}
+			}
+			seesOwnFdatasync(t, fstypes)
+		})
+	}
+}
+
+func seesOwnFdatasync(t *testing.T, fstypes []string) {
+	tr, err := NewFsync(FsyncConfig{PID: uint32(os.Getpid()), FSTypes: fstypes})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Close()
+	syscalls := slices.ContainsFunc(tr.Probes(), func(p event.Probe) bool {
+		return p.Attached && strings.HasPrefix(p.Name, "tracepoint/syscalls/")
+	})
+	if syscalls != (fstypes == nil) {
+		t.Fatalf("FSTypes %v: syscall tracepoints attached %v; probes %+v", fstypes, syscalls, tr.Probes())
+	}
 
 	f, err := os.CreateTemp("/var/tmp", "etcdscope-tracer-*")
 	if err != nil {
@@ -30,6 +56,12 @@ func TestFsyncTracerSeesOwnFdatasync(t *testing.T) {
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
+	dsync, err := os.OpenFile(f.Name()+".dsync", os.O_CREATE|os.O_WRONLY|unix.O_DSYNC, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(dsync.Name())
+	defer dsync.Close()
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		t.Fatal(err)
@@ -40,6 +72,7 @@ func TestFsyncTracerSeesOwnFdatasync(t *testing.T) {
 		for i := 0; i < n; i++ {
 			f.Write(buf)
 			unix.Fdatasync(int(f.Fd()))
+			dsync.Write(buf)
 		}
 		time.Sleep(200 * time.Millisecond)
 		tr.Close()
@@ -55,7 +88,7 @@ func TestFsyncTracerSeesOwnFdatasync(t *testing.T) {
 		ev := a.Value()
 		switch e := ev.(type) {
 		case event.Fsync:
-			if e.Syscall != event.SysFdatasync || e.Ino != st.Ino || e.Dev != event.DevFromUnix(st.Dev) {
+			if e.Syscall != event.SysFdatasync || e.Ino != st.Ino || e.Dev != event.DevFromUnix(st.Dev) || e.FD != int32(f.Fd()) {
 				t.Errorf("unexpected fsync event %+v (want ino %d dev %v)", e, st.Ino, event.DevFromUnix(st.Dev))
 				continue
 			}

@@ -4,6 +4,7 @@ package tracer
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -11,11 +12,13 @@ import (
 	"github.com/etcdscope/etcdscope/event"
 )
 
-// attachStacked loads stacked.bpf.c, the programs that see fsyncs made by
-// kernel threads
-// (the loop driver's vfs_fsync of a backing file: the host level under a
-// stacked device), where this kernel has ext4's sync_file tracepoints.
-func (t *FsyncTracer) attachStacked(shared ebpf.CollectionOptions) error {
+// attachStacked loads stacked.bpf.c, the programs on ext4's sync_file
+// tracepoints that see fsyncs made by kernel threads (the loop driver's
+// vfs_fsync of a backing file: the host level under a stacked device),
+// where this kernel has them; with callers (fsCallers), the traced
+// processes' fsync and fdatasync calls too, sharing the fsync object's
+// call state and file cache, and filtered as it filters.
+func (t *FsyncTracer) attachStacked(shared ebpf.CollectionOptions, cfg FsyncConfig, callers bool) error {
 	if !tracepointHasBTF("ext4_sync_file_enter") || !tracepointHasBTF("ext4_sync_file_exit") {
 		t.probes = append(t.probes,
 			event.Probe{Name: "tp_btf/ext4_sync_file_enter", Why: "ext4 not loaded: fsyncs by kernel threads (loop backing files on ext4) unseen"},
@@ -29,7 +32,16 @@ func (t *FsyncTracer) attachStacked(shared ebpf.CollectionOptions) error {
 	if err := sizeEvents(spec, shared.MapReplacements["events"].MaxEntries()); err != nil {
 		return err
 	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, shared)
+	vars := filterVariables(cfg)
+	vars["callers"] = callers
+	if err := setVariables(spec, vars); err != nil {
+		return err
+	}
+	opts := shared
+	opts.MapReplacements = maps.Clone(shared.MapReplacements)
+	opts.MapReplacements["inflight"] = t.fsync.Inflight
+	opts.MapReplacements["files"] = t.fsync.Files
+	coll, err := ebpf.NewCollectionWithOptions(spec, opts)
 	if err != nil {
 		return explainLoad("stacked-device programs", err)
 	}

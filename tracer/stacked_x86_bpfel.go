@@ -13,6 +13,38 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type stackedCall struct {
+	_               structs.HostLayout
+	StartNs         uint64
+	CgroupId        uint64
+	File            uint64
+	Fd              int32
+	Syscall         uint8
+	Wait            uint8
+	Pad             [2]uint8
+	Disk            uint32
+	Throttles       uint32
+	ThrottledNs     uint64
+	WritebackWaitNs uint64
+	MarkNs          uint64
+	WritebackWaits  uint32
+	Pad2            uint32
+}
+
+type stackedFileInfo struct {
+	_             structs.HostLayout
+	Dentry        uint64
+	Parent        uint64
+	HashLen       uint64
+	ParentHashLen uint64
+	Ino           uint64
+	Dev           uint32
+	IsBlockdev    uint8
+	Pad           [3]uint8
+	Fstype        [16]int8
+	Names         [4][48]int8
+}
+
 type stackedFsyncEvent struct {
 	_          structs.HostLayout
 	Kind       uint8
@@ -41,11 +73,19 @@ const (
 	stackedMapBusyAny            = "busy_any"
 	stackedMapBusyDisks          = "busy_disks"
 	stackedMapEvents             = "events"
+	stackedMapFiles              = "files"
+	stackedMapInflight           = "inflight"
+	stackedMapInfoScratch        = "info_scratch"
 	stackedMapKinflight          = "kinflight"
 	stackedMapKscratch           = "kscratch"
 	stackedMapLostEvents         = "lost_events"
 	stackedProgExt4SyncFileEnter = "ext4_sync_file_enter"
 	stackedProgExt4SyncFileExit  = "ext4_sync_file_exit"
+	stackedVarCallers            = "callers"
+	stackedVarFilterComm         = "filter_comm"
+	stackedVarTargCgroupId       = "targ_cgroup_id"
+	stackedVarTargComm           = "targ_comm"
+	stackedVarTargTgid           = "targ_tgid"
 	stackedVarWakeBytes          = "wake_bytes"
 )
 
@@ -99,19 +139,27 @@ type stackedProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type stackedMapSpecs struct {
-	BusyAny    *ebpf.MapSpec `ebpf:"busy_any"`
-	BusyDisks  *ebpf.MapSpec `ebpf:"busy_disks"`
-	Events     *ebpf.MapSpec `ebpf:"events"`
-	Kinflight  *ebpf.MapSpec `ebpf:"kinflight"`
-	Kscratch   *ebpf.MapSpec `ebpf:"kscratch"`
-	LostEvents *ebpf.MapSpec `ebpf:"lost_events"`
+	BusyAny     *ebpf.MapSpec `ebpf:"busy_any"`
+	BusyDisks   *ebpf.MapSpec `ebpf:"busy_disks"`
+	Events      *ebpf.MapSpec `ebpf:"events"`
+	Files       *ebpf.MapSpec `ebpf:"files"`
+	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
+	InfoScratch *ebpf.MapSpec `ebpf:"info_scratch"`
+	Kinflight   *ebpf.MapSpec `ebpf:"kinflight"`
+	Kscratch    *ebpf.MapSpec `ebpf:"kscratch"`
+	LostEvents  *ebpf.MapSpec `ebpf:"lost_events"`
 }
 
 // stackedVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type stackedVariableSpecs struct {
-	WakeBytes *ebpf.VariableSpec `ebpf:"wake_bytes"`
+	Callers      *ebpf.VariableSpec `ebpf:"callers"`
+	FilterComm   *ebpf.VariableSpec `ebpf:"filter_comm"`
+	TargCgroupId *ebpf.VariableSpec `ebpf:"targ_cgroup_id"`
+	TargComm     *ebpf.VariableSpec `ebpf:"targ_comm"`
+	TargTgid     *ebpf.VariableSpec `ebpf:"targ_tgid"`
+	WakeBytes    *ebpf.VariableSpec `ebpf:"wake_bytes"`
 }
 
 // stackedObjects contains all objects after they have been loaded into the kernel.
@@ -134,12 +182,15 @@ func (o *stackedObjects) Close() error {
 //
 // It can be passed to loadStackedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type stackedMaps struct {
-	BusyAny    *ebpf.Map `ebpf:"busy_any"`
-	BusyDisks  *ebpf.Map `ebpf:"busy_disks"`
-	Events     *ebpf.Map `ebpf:"events"`
-	Kinflight  *ebpf.Map `ebpf:"kinflight"`
-	Kscratch   *ebpf.Map `ebpf:"kscratch"`
-	LostEvents *ebpf.Map `ebpf:"lost_events"`
+	BusyAny     *ebpf.Map `ebpf:"busy_any"`
+	BusyDisks   *ebpf.Map `ebpf:"busy_disks"`
+	Events      *ebpf.Map `ebpf:"events"`
+	Files       *ebpf.Map `ebpf:"files"`
+	Inflight    *ebpf.Map `ebpf:"inflight"`
+	InfoScratch *ebpf.Map `ebpf:"info_scratch"`
+	Kinflight   *ebpf.Map `ebpf:"kinflight"`
+	Kscratch    *ebpf.Map `ebpf:"kscratch"`
+	LostEvents  *ebpf.Map `ebpf:"lost_events"`
 }
 
 func (m *stackedMaps) Close() error {
@@ -147,6 +198,9 @@ func (m *stackedMaps) Close() error {
 		m.BusyAny,
 		m.BusyDisks,
 		m.Events,
+		m.Files,
+		m.Inflight,
+		m.InfoScratch,
 		m.Kinflight,
 		m.Kscratch,
 		m.LostEvents,
@@ -157,7 +211,12 @@ func (m *stackedMaps) Close() error {
 //
 // It can be passed to loadStackedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type stackedVariables struct {
-	WakeBytes *ebpf.Variable `ebpf:"wake_bytes"`
+	Callers      *ebpf.Variable `ebpf:"callers"`
+	FilterComm   *ebpf.Variable `ebpf:"filter_comm"`
+	TargCgroupId *ebpf.Variable `ebpf:"targ_cgroup_id"`
+	TargComm     *ebpf.Variable `ebpf:"targ_comm"`
+	TargTgid     *ebpf.Variable `ebpf:"targ_tgid"`
+	WakeBytes    *ebpf.Variable `ebpf:"wake_bytes"`
 }
 
 // stackedPrograms contains all programs after they have been loaded into the kernel.

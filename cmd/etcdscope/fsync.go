@@ -19,6 +19,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/stats"
 	"github.com/etcdscope/etcdscope/capture"
+	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/safefile"
 	"github.com/etcdscope/etcdscope/pipeline"
@@ -212,7 +213,32 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 			os.Remove(probe)
 		}
 	}
+	cfg.FSTypes = f.fsTypes(cfg.Disk)
 	return cfg, nil
+}
+
+// fsTypes returns the filesystems every traced fsync is on, where the
+// flags say (tracer.FsyncConfig.FSTypes): the workload's directory's, or
+// those mounted on --dev's disk (the records kept are those on it); nil
+// when unknown or unreadable (the syscall tracepoints then see every
+// call).
+func (f *fsyncFlags) fsTypes(disk event.Dev) []string {
+	if f.wl != "" {
+		dir := f.dir
+		if dir == "" {
+			dir = "/var/tmp" // where traceFsync makes the scratch then
+		}
+		if t, err := host.FSTypeOf(dir); err == nil {
+			return []string{t}
+		}
+		return nil
+	}
+	if disk != 0 {
+		if ts, err := host.DiskFSTypes(host.NewDeviceResolver(), disk); err == nil {
+			return ts
+		}
+	}
+	return nil
 }
 
 // The bounds of --rate: below one append per 1,000 s a run shows nothing,

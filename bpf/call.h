@@ -1,0 +1,124 @@
+/* One traced fsync/fdatasync call, from its start to its record: what
+ * fsync.bpf.c does on the syscall tracepoints and stacked.bpf.c on ext4's
+ * sync_file tracepoints when they replace them (FsyncConfig.FSTypes). The
+ * including object declares the maps of events.h, filecache.h and
+ * inflight.h (shared through Go's map replacements) and filter.h's
+ * globals. */
+#ifndef ETCDSCOPE_CALL_H
+#define ETCDSCOPE_CALL_H
+
+#include "fsync.h"
+#include "events.h"
+#include "file.h"
+#include "filecache.h"
+#include "filter.h"
+#include "inflight.h"
+
+/* es_fill_cached names f in e, from files when its entry still holds. */
+static __always_inline void es_fill_cached(struct fsync_event *e, struct file *f)
+{
+	struct file_info *fi = es_cached_file(f);
+
+	if (!fi)
+		return;
+	e->ino = fi->ino;
+	e->dev = fi->dev;
+	e->is_blockdev = fi->is_blockdev;
+	__builtin_memcpy(e->fstype, fi->fstype, sizeof(e->fstype));
+	__builtin_memcpy(e->names, fi->names, sizeof(e->names));
+}
+
+/* es_file_disk returns the whole disk f's writes go to (events.h's busy
+ * disks): for a block device node the device's own disk (its bdev inode
+ * sits in struct bdev_inode next to the block_device), else the disk
+ * under f's filesystem; 0 when unknown. */
+static __always_inline __u32 es_file_disk(struct file *f)
+{
+	struct inode *inode = BPF_CORE_READ(f, f_inode);
+	struct block_device *bdev;
+	struct gendisk *disk;
+
+	if ((BPF_CORE_READ(inode, i_mode) & ES_S_IFMT) != ES_S_IFBLK)
+		return inode_disk(inode);
+	bdev = (void *)BPF_CORE_READ(f, f_mapping, host) - bpf_core_field_offset(struct bdev_inode, vfs_inode) +
+	       bpf_core_field_offset(struct bdev_inode, bdev);
+	disk = BPF_CORE_READ(bdev, bd_disk);
+	if (!disk)
+		return 0;
+	return ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+}
+
+/* es_call_enter starts a call of the current task on fd (its file f, or
+ * NULL) if the task is traced: its state in inflight, its disk marked
+ * busy, and a fsync_enter_event so userspace keeps the block and journal
+ * events this call may wait on. */
+static __always_inline void es_call_enter(struct file *f, int fd, __u8 syscall)
+{
+	struct fsync_enter_event ee = {};
+	struct call c = {}, *slot;
+
+	if (!es_selected(&c.cgroup_id))
+		return;
+	c.syscall = syscall;
+	c.fd = fd;
+	c.file = (__u64)f;
+	if (f)
+		c.disk = es_file_disk(f);
+	c.start_ns = bpf_ktime_get_ns();
+	slot = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!slot) {
+		count_lost();
+		return;
+	}
+	*slot = c;
+	busy_add(c.disk, 1); /* until es_call_exit */
+	ee.kind = ES_KIND_FSYNC_ENTER;
+	ee.tid = (__u32)bpf_get_current_pid_tgid();
+	ee.start_ns = c.start_ns;
+	emit(&ee, sizeof(ee));
+}
+
+/* es_call_exit ends the current task's call, if es_call_enter started one,
+ * with its fsync_event built in place in the ring. pinned: the call still
+ * holds its file (a filesystem's own exit tracepoint, inside the call), so
+ * it is named from the pointer kept at entry; otherwise (the syscall's
+ * exit, after the kernel dropped its reference) only if the fd table
+ * still holds that file, which keeps it alive while it is read: a file
+ * another thread closed or replaced meanwhile stays unnamed (ino 0) rather
+ * than read from memory that may be freed. */
+static __always_inline void es_call_exit(long ret, bool pinned)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u64 id = bpf_get_current_pid_tgid();
+	struct call *c = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, 0);
+	struct fsync_event *e;
+	struct file *f;
+
+	if (!c || !c->start_ns || c->syscall > ES_SYS_FDATASYNC)
+		return;
+	busy_add(c->disk, -1);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost();
+		goto out;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = ES_KIND_FSYNC;
+	e->syscall = c->syscall;
+	e->fd = c->fd;
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->cgroup_id = c->cgroup_id;
+	e->start_ns = c->start_ns;
+	e->end_ns = now;
+	e->ret = ret;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	f = pinned ? (struct file *)c->file : es_fd_file(c->fd);
+	if (f && (__u64)f == c->file)
+		es_fill_cached(e, f);
+	bpf_ringbuf_submit(e, wakeup_flags_reserved(sizeof(*e)));
+out:
+	c->start_ns = 0;
+}
+
+#endif

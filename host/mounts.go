@@ -1,0 +1,125 @@
+package host
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/etcdscope/etcdscope/event"
+)
+
+// Mount is one line of /proc/self/mountinfo (proc(5)).
+type Mount struct {
+	Dev    event.Dev // field 3, major:minor (st_dev of the mount's files)
+	Point  string    // mount point, unescaped
+	FSType string    // after the " - " separator
+}
+
+// Mounts reads /proc/self/mountinfo.
+func Mounts() ([]Mount, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Mount
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if m, ok := parseMountinfo(sc.Text()); ok {
+			out = append(out, m)
+		}
+	}
+	return out, sc.Err()
+}
+
+// parseMountinfo reads one mountinfo line: "id parent maj:min root point
+// options [optional...] - fstype source superoptions".
+func parseMountinfo(line string) (Mount, bool) {
+	f := strings.Fields(line)
+	sep := slices.Index(f, "-")
+	if len(f) < 5 || sep < 5 || sep+1 >= len(f) {
+		return Mount{}, false
+	}
+	var maj, min uint32
+	if _, err := fmt.Sscanf(f[2], "%d:%d", &maj, &min); err != nil {
+		return Mount{}, false
+	}
+	return Mount{Dev: event.MkDev(maj, min), Point: unescapeOctal(f[4]), FSType: f[sep+1]}, true
+}
+
+// unescapeOctal undoes the kernel's \ooo escapes of space, tab, newline
+// and backslash in mountinfo paths.
+func unescapeOctal(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// FSTypeOf returns the type of the filesystem that path (resolved through
+// symlinks) is on: that of the mount with the longest mount point
+// containing it, the last one mounted there if several are.
+func FSTypeOf(path string) (string, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", err
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return "", err
+	}
+	mounts, err := Mounts()
+	if err != nil {
+		return "", err
+	}
+	best, fstype := -1, ""
+	for _, m := range mounts {
+		if len(m.Point) >= best && within(real, m.Point) {
+			best, fstype = len(m.Point), m.FSType
+		}
+	}
+	if best < 0 {
+		return "", fmt.Errorf("%s is on no mount in /proc/self/mountinfo", path)
+	}
+	return fstype, nil
+}
+
+// within says whether path is dir or below it.
+func within(path, dir string) bool {
+	return dir == "/" || path == dir || strings.HasPrefix(path, dir+"/")
+}
+
+// DiskFSTypes returns the types of the filesystems mounted on disk (a
+// whole disk's dev), directly, on a partition of it or through devices
+// stacked on it (what r resolves to include it), sorted and without
+// repeats; none when nothing on it is mounted.
+func DiskFSTypes(r *DeviceResolver, disk event.Dev) ([]string, error) {
+	mounts, err := Mounts()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range mounts {
+		// (btrfs' anonymous devs resolve through the mount's source.)
+		if slices.Contains(r.Resolve(m.Dev).Disks, disk) && !slices.Contains(out, m.FSType) {
+			out = append(out, m.FSType)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
