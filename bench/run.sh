@@ -17,5 +17,5 @@ tmp=$(mktemp -d /tmp/etcdscope-bench-bin.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 $GO build -o "$tmp/fsyncgen" ./bench/fsyncgen
 $GO build -o "$tmp/benchrun" ./bench/benchrun
-"$tmp/benchrun" -etcdscope bin/etcdscope -etcd bin/etcd -commit-script bench/commit.bt -fsyncgen "$tmp/fsyncgen" -bpftrace-script bench/fsync.bt -findings bench/findings.md \
+"$tmp/benchrun" -etcdscope bin/etcdscope -etcd bin/etcd -commit-script bench/commit.bt -fsyncgen "$tmp/fsyncgen" -bpftrace-script bench/fsync.bt -fdatasync-script bench/fdatasync.bt -findings bench/findings.md \
 	-out docs/performance.md -save bench/results.json -repo . "$@"

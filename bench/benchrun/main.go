@@ -24,6 +24,7 @@ import (
 
 type options struct {
 	etcdscope, fsyncgen, btScript, out, repo string
+	fdatasyncScript                          string
 	etcd, commitScript                       string
 	findings                                 string
 	rounds, microRounds                      int
@@ -53,6 +54,7 @@ func main() {
 	flag.StringVar(&o.etcdscope, "etcdscope", "bin/etcdscope", "etcdscope binary")
 	flag.StringVar(&o.fsyncgen, "fsyncgen", "bin/fsyncgen", "fsyncgen binary (bench/fsyncgen)")
 	flag.StringVar(&o.btScript, "bpftrace-script", "bench/fsync.bt", "bpftrace equivalent of etcdscope fsync")
+	flag.StringVar(&o.fdatasyncScript, "fdatasync-script", "bench/fdatasync.bt", "two-line bpftrace script on sys_enter/exit_fdatasync (the syscall tax section)")
 	flag.StringVar(&o.etcd, "etcd", "bin/etcd", "etcd binary for the commit section (make etcd)")
 	flag.StringVar(&o.commitScript, "commit-script", "bench/commit.bt", "bpftrace equivalent of etcdscope commit's uprobes")
 	flag.StringVar(&o.out, "out", "docs/performance.md", "where the results go")
@@ -65,7 +67,7 @@ func main() {
 	flag.BoolVar(&o.goBench, "go-bench", true, "run the Go benchmarks too")
 	flag.StringVar(&o.saveJSON, "save", "", "also write the raw results as JSON to this file")
 	flag.StringVar(&o.fromJSON, "from", "", "render -out from results saved with -save, measuring nothing (no root needed)")
-	flag.StringVar(&o.only, "only", "", "comma-separated sections to run (ready,fio,micro,ctxsw,sweep,commit,go); empty: all")
+	flag.StringVar(&o.only, "only", "", "comma-separated sections to run (ready,fio,micro,ctxsw,tax,sweep,commit,go); empty: all")
 	flag.StringVar(&o.microVariants, "micro-variants", strings.Join(microVariants, ","), "comma-separated variants of the fdatasync loop (untraced is the pairing base: keep it)")
 	flag.StringVar(&o.sweepPoints, "sweep-points", "", "comma-separated sweep rows to run, named rate-output[-flag] as in sweepPoints (e.g. 10000-table-writes); empty: all")
 	flag.Parse()
@@ -80,7 +82,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benchrun: needs root (BPF, bpf_stats); run `sudo make bench`")
 		os.Exit(2)
 	}
-	for _, p := range []*string{&o.etcdscope, &o.fsyncgen, &o.btScript, &o.out, &o.repo, &o.findings, &o.etcd, &o.commitScript} {
+	for _, p := range []*string{&o.etcdscope, &o.fsyncgen, &o.btScript, &o.fdatasyncScript, &o.out, &o.repo, &o.findings, &o.etcd, &o.commitScript} {
 		if abs, err := filepath.Abs(*p); err == nil {
 			*p = abs
 		}
@@ -133,6 +135,7 @@ func run(o options) error {
 	r.Options = o
 	r.FioSize, r.Rounds, r.MicroRounds, r.SweepSeconds = o.fioSize, o.rounds, o.microRounds, o.sweepSeconds
 	r.Machine = describeMachine()
+	r.Disk = benchDisk
 	r.LoadStart = loadavg()
 	for _, l := range r.Machine {
 		logf("machine: %s", l)
@@ -166,6 +169,11 @@ func run(o options) error {
 	}
 	if o.want("ctxsw") {
 		if err := ctxswSection(o, &r); err != nil {
+			return err
+		}
+	}
+	if o.want("tax") {
+		if err := taxSection(o, &r); err != nil {
 			return err
 		}
 	}
@@ -312,7 +320,11 @@ func parseSummary(out []byte) (etcdscopeSummary, error) {
 // traced runs work under tracer kind and fills in the tracer's CPU, RSS,
 // BPF program cost and (etcdscope) its summary.
 func traced(o options, kind, comm string, work func() error) (cpuSec float64, hwm int64, progs []progStat, sum etcdscopeSummary, err error) {
-	t, err := startTracer(kind, comm, o.etcdscope, o.btScript)
+	script := o.btScript
+	if kind == "bpftrace-fdatasync" {
+		script = o.fdatasyncScript
+	}
+	t, err := startTracer(kind, comm, o.etcdscope, script)
 	if err != nil {
 		return 0, 0, nil, sum, err
 	}
@@ -341,7 +353,9 @@ func traced(o options, kind, comm string, work func() error) (cpuSec float64, hw
 }
 
 func fioSection(o options, r *results) error {
-	variants := []string{"untraced", "etcdscope", "bpftrace"}
+	// etcdscope+dev: with --dev naming fio's disk, whose filesystems are
+	// all ext4 here: the calls on ext4's tracepoints, no syscall ones.
+	variants := []string{"untraced", "etcdscope", "etcdscope+dev", "bpftrace"}
 	// biolatency: one try; bcc compiles C against kernel headers at start.
 	if _, err := exec.LookPath("biolatency-bpfcc"); err != nil {
 		r.BiolatencyWhy = "not installed (apt-get install bpfcc-tools)"
@@ -416,6 +430,9 @@ type microRun struct {
 	Fsyncs     float64
 	BPFNs      uint64 // run time of the tracer's programs
 	BPFRuns    uint64
+	// Others: BPF programs on syscall tracepoints that other processes
+	// held during the run (tax section; -1 unknown).
+	Others int `json:",omitempty"`
 }
 
 // microVariants are the fdatasync loop's variants, in table order: no
@@ -427,7 +444,7 @@ var microVariants = []string{"untraced", "etcdscope", "bpftrace", "etcdscope+wri
 
 func microSection(o options, r *results) error {
 	r.Micro = map[string][]microRun{}
-	return interleaved(o, strings.Split(o.microVariants, ","), r.Micro, "fdatasync loop", "ns per pwrite+fdatasync",
+	return interleaved(o, "fsyncgen", strings.Split(o.microVariants, ","), r.Micro, "fdatasync loop", "ns per pwrite+fdatasync",
 		func(mr *microRun) error {
 			g, err := runGen(o, "-threads", "1", "-duration", "1s")
 			mr.NsPerFsync, mr.Fsyncs = g.NsPerFsync, g.Fsyncs
@@ -438,8 +455,8 @@ func microSection(o options, r *results) error {
 // interleaved runs gen under each variant (a tracer kind, or untraced) in
 // o.microRounds rounds, rotating the order one per round so no variant
 // always runs first, and appends each run to runs[variant], with its
-// tracer's BPF run time.
-func interleaved(o options, variants []string, runs map[string][]microRun, what, unit string, gen func(*microRun) error) error {
+// tracer's BPF run time. Tracers filter on comm.
+func interleaved(o options, comm string, variants []string, runs map[string][]microRun, what, unit string, gen func(*microRun) error) error {
 	for round := 0; round < o.microRounds; round++ {
 		for k := range variants {
 			v := variants[(k+round)%len(variants)]
@@ -449,7 +466,7 @@ func interleaved(o options, variants []string, runs map[string][]microRun, what,
 				err = gen(&mr)
 			} else {
 				var progs []progStat
-				_, _, progs, _, err = traced(o, v, "fsyncgen", func() error { return gen(&mr) })
+				_, _, progs, _, err = traced(o, v, comm, func() error { return gen(&mr) })
 				mr.BPFNs, mr.BPFRuns = sumRunTime(progs)
 			}
 			if err != nil {
@@ -473,7 +490,7 @@ var ctxswVariants = []string{"untraced", "etcdscope-table", "etcdscope-table+sch
 // are microRuns whose "fsyncs" are round trips.
 func ctxswSection(o options, r *results) error {
 	r.Ctxsw = map[string][]microRun{}
-	return interleaved(o, ctxswVariants, r.Ctxsw, "pipe ping-pong", "ns per round trip", func(mr *microRun) error {
+	return interleaved(o, "fsyncgen", ctxswVariants, r.Ctxsw, "pipe ping-pong", "ns per round trip", func(mr *microRun) error {
 		var out, stderr bytes.Buffer
 		cmd := exec.Command(o.fsyncgen, "-pingpong", "-duration", "1s")
 		cmd.Stdout, cmd.Stderr = &out, &stderr
@@ -493,6 +510,73 @@ func ctxswSection(o options, r *results) error {
 		mr.NsPerFsync, mr.Fsyncs = g.Ns, g.RoundTrips
 		return nil
 	})
+}
+
+// taxVariants: no tracer; etcdscope on the syscall tracepoints (what it
+// attaches when the traced files' filesystems are unknown, or XFS or
+// btrfs, which have no sync_file exit tracepoint); etcdscope --dev on
+// fio's disk (ext4 only here: ext4's tracepoints, no syscall ones); and
+// the smallest bpftrace script on sys_enter/exit_fdatasync.
+var taxVariants = []string{"untraced", "etcdscope-table", "etcdscope-table+dev", "bpftrace-fdatasync"}
+
+// taxSection measures what a tracer costs every syscall of tasks it does
+// not trace: fsyncgen -getppid (one thread calling getppid(2), no fsync)
+// under each of taxVariants, all filtering on a comm no task has,
+// interleaved rounds paired with untraced. Its runs are microRuns whose
+// "fsyncs" are getppid calls. Each untraced round also counts the syscall
+// tracepoints other processes had attached (bpftool perf list), which
+// would tax the baseline too.
+func taxSection(o options, r *results) error {
+	r.Tax = map[string][]microRun{}
+	return interleaved(o, "nosuchcomm", taxVariants, r.Tax, "getppid loop", "ns per getppid", func(mr *microRun) error {
+		others := othersSyscallTracepoints()
+		var out, stderr bytes.Buffer
+		cmd := exec.Command(o.fsyncgen, "-getppid", "-duration", "1s")
+		cmd.Stdout, cmd.Stderr = &out, &stderr
+		if err := startChild(cmd); err != nil {
+			return err
+		}
+		if err := waitChild(cmd); err != nil {
+			return fmt.Errorf("fsyncgen -getppid: %w: %s", err, stderr.String())
+		}
+		var g struct {
+			Calls float64 `json:"calls"`
+			Ns    float64 `json:"ns_per_call"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &g); err != nil {
+			return err
+		}
+		mr.NsPerFsync, mr.Fsyncs = g.Ns, g.Calls
+		mr.Others = max(others, othersSyscallTracepoints())
+		return nil
+	})
+}
+
+// othersSyscallTracepoints counts the BPF programs attached to syscall
+// tracepoints (bpftool perf list) by processes benchrun did not start:
+// while there is one, every task pays the syscall tracepoints' slow path,
+// untraced rounds included. -1 when bpftool cannot tell.
+func othersSyscallTracepoints() int {
+	b, err := exec.Command("bpftool", "-j", "perf", "list").Output()
+	if err != nil {
+		return -1
+	}
+	var list []struct {
+		PID        int    `json:"pid"`
+		Tracepoint string `json:"tracepoint"`
+	}
+	if err := json.Unmarshal(b, &list); err != nil {
+		return -1
+	}
+	children.Lock()
+	defer children.Unlock()
+	n := 0
+	for _, l := range list {
+		if _, ours := children.m[l.PID]; !ours && strings.HasPrefix(l.Tracepoint, "sys_") {
+			n++
+		}
+	}
+	return n
 }
 
 // sweepRow is one paced rate of the event-rate sweep, traced by etcdscope.
@@ -681,6 +765,10 @@ func loadavg() string {
 	return strings.Join(f[:3], " ")
 }
 
+// benchDisk is the kernel name of the disk under fio's directory (from
+// describeMachine): what the +dev variants pass to --dev.
+var benchDisk = "vda"
+
 // describeMachine says what the numbers were measured on.
 func describeMachine() []string {
 	var out []string
@@ -721,6 +809,7 @@ func describeMachine() []string {
 	out = append(out, "fio's directory /var/tmp: "+src)
 	if f := strings.Fields(src); len(f) > 0 {
 		dev := filepath.Base(f[0])
+		benchDisk = dev
 		sched, _ := os.ReadFile("/sys/block/" + dev + "/queue/scheduler")
 		rot, _ := os.ReadFile("/sys/block/" + dev + "/queue/rotational")
 		wc, _ := os.ReadFile("/sys/block/" + dev + "/queue/write_cache")

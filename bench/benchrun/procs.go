@@ -118,7 +118,7 @@ func startTracer(kind, comm, etcdscope, btScript string) (*tracerProc, error) {
 		t.cmd = exec.Command(etcdscope, "fsync", "--comm", comm, "--output", "json", "--interval", "0", "--ready-file", ready)
 	case "etcdscope-table": // the default output: a report at exit, nothing per fsync
 		t.cmd = exec.Command(etcdscope, "fsync", "--comm", comm, "--interval", "0", "--ready-file", ready)
-	case "bpftrace":
+	case "bpftrace", "bpftrace-fdatasync":
 		// Line-buffered so "Attaching N probes..." reaches the file now.
 		t.cmd = exec.Command("stdbuf", "-oL", "bpftrace", btScript, comm)
 	case "biolatency":
@@ -142,7 +142,11 @@ func startTracer(kind, comm, etcdscope, btScript string) (*tracerProc, error) {
 		return nil, err
 	}
 	defer errf.Close()
-	if flag != "" {
+	switch flag {
+	case "":
+	case "dev": // the disk under fio's directory
+		t.cmd.Args = append(t.cmd.Args, "--dev", benchDisk)
+	default:
 		t.cmd.Args = append(t.cmd.Args, "--"+flag)
 	}
 	t.cmd.Stdout, t.cmd.Stderr = out, errf
@@ -179,7 +183,7 @@ func (t *tracerProc) isReady(readyFile string) bool {
 	case "etcdscope", "etcdscope-table", "etcdscope-commit":
 		_, err := os.Stat(readyFile)
 		return err == nil
-	case "bpftrace", "bpftrace-commit":
+	case "bpftrace", "bpftrace-fdatasync", "bpftrace-commit":
 		// bpftrace prints "Attaching N probes..." and then attaches; it
 		// says nothing when done, so wait until its program fds have been
 		// steady for 300 ms after the line.

@@ -8,6 +8,12 @@
 // byte through two pipes, and it prints
 // {"round_trips": N, "seconds": S, "ns_per_round_trip": T}.
 //
+// With -getppid it makes no fsync either: one thread calls getppid(2) in
+// a loop, and it prints {"calls": N, "seconds": S, "ns_per_call": T,
+// "ns_mean": M} (T: the 10th percentile over chunks of 256 calls, robust
+// to preemption; M: the plain mean): what a tracer costs every syscall of
+// a task it does not trace.
+//
 // It prints one JSON object to stdout when done:
 //
 //	{"fsyncs": N, "seconds": S, "rate_per_s": R, "ns_per_fsync": T}
@@ -23,6 +29,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,7 +43,12 @@ func main() {
 	rate := flag.Float64("rate", 0, "total fdatasync calls per second (0: unpaced)")
 	dur := flag.Duration("duration", 2*time.Second, "how long to run")
 	pingpong := flag.Bool("pingpong", false, "instead: two threads on CPU 0 pass a byte back and forth through pipes (two context switches a round trip, no fsync): the tax a tracer puts on unrelated tasks' switches")
+	getppid := flag.Bool("getppid", false, "instead: call getppid(2) in a loop on one thread (no fsync): the tax a tracer's syscall tracepoints put on every syscall of every task")
 	flag.Parse()
+	if *getppid {
+		getppidLoop(*dur)
+		return
+	}
 	if *pingpong {
 		if err := pingPong(*dur); err != nil {
 			fmt.Fprintln(os.Stderr, "fsyncgen:", err)
@@ -185,4 +197,32 @@ func pingPong(d time.Duration) error {
 		return err
 	}
 	return json.NewEncoder(os.Stdout).Encode(map[string]float64{"round_trips": float64(n), "seconds": secs, "ns_per_round_trip": secs * 1e9 / float64(n)})
+}
+
+// getppidLoop calls getppid(2) for d on one OS thread, straight through
+// the raw syscall (no Go scheduler hand-off per call), in chunks of 256
+// calls, and prints the mean time per call over the run and the 10th
+// percentile of the chunks' times per call: on a shared machine a chunk
+// the thread spent preempted reads long, and the low percentile is what a
+// call costs when it runs (ns_per_call; ns_mean is the plain mean).
+func getppidLoop(d time.Duration) {
+	runtime.LockOSThread()
+	const chunk = 256
+	var n int64
+	var per []float64
+	start := time.Now()
+	deadline := start.Add(d)
+	for t0 := start; t0.Before(deadline); {
+		for i := 0; i < chunk; i++ {
+			unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0)
+		}
+		n += chunk
+		t1 := time.Now()
+		per = append(per, float64(t1.Sub(t0).Nanoseconds())/chunk)
+		t0 = t1
+	}
+	secs := time.Since(start).Seconds()
+	slices.Sort(per)
+	json.NewEncoder(os.Stdout).Encode(map[string]float64{"calls": float64(n), "seconds": secs,
+		"ns_per_call": per[len(per)/10], "ns_mean": secs * 1e9 / float64(n)})
 }
