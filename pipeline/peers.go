@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"net/netip"
 	"sync"
 	"sync/atomic"
 
@@ -105,6 +106,15 @@ func (s *PeerConns) Peer(ev *event.Peer) error {
 	defer s.mu.Unlock()
 	s.a.Add(ev)
 	return nil
+}
+
+// Exclude sets the Assembler's Exclude: the local ends of etcdscope's own
+// connections, dropped when their connections are folded into link
+// totals. Set it before the first event.
+func (s *PeerConns) Exclude(f func(netip.AddrPort) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.a.Exclude = f
 }
 
 // Report summarises the connections so far (peers.Assembler.Report).

@@ -137,8 +137,10 @@ type LinkStats struct {
 	// request + answer, what a prober that dials per probe measures.
 	PerRequest stats.Summary `json:"per_request_ns"`
 	// PerRequestSeries: the same connections in time order, for replaying
-	// them through etcd's prober EWMA (analysis/etcdmetric).
-	PerRequestSeries []Sample `json:"per_request_series,omitempty"`
+	// them through etcd's prober EWMA (analysis/etcdmetric); the last
+	// MaxSeries of them, PerRequestSeriesDropped the older ones left out.
+	PerRequestSeries        []Sample `json:"per_request_series,omitempty"`
+	PerRequestSeriesDropped int      `json:"per_request_series_dropped,omitempty"`
 	// Lifetime: ESTABLISHED → CLOSE of connections closed in the window.
 	Lifetime stats.Summary `json:"lifetime_ns"`
 	// KeptAlive: connections open at the end or in use longer than
@@ -170,7 +172,9 @@ type Report struct {
 	WindowNs uint64      `json:"window_ns"`
 	Events   int         `json:"events"`
 	Links    []LinkStats `json:"links"`
-	Conns    []Conn      `json:"-"`
+	// Conns: the connections not yet folded into their link's totals
+	// (open, or closed less than CompactAfter before the last event).
+	Conns []Conn `json:"-"`
 }
 
 // Analyze assembles connections from events (in time order) and
@@ -184,16 +188,39 @@ func Analyze(events []event.Peer, opt Options) Report {
 }
 
 // Assembler is Analyze over a stream: it folds each event into its
-// connection as it comes and keeps only the connections (a few hundred
-// bytes each, a handful per link per minute), never the events (tens of
-// thousands a second of RTT samples on a busy cluster). The zero value is
-// ready. Not safe for concurrent use.
+// connection as it comes, never keeping the events (tens of thousands a
+// second of RTT samples on a busy cluster), and folds each connection
+// closed more than CompactAfter ago into its link's totals (bounded
+// series, as a report's fsync groups), so that its memory stays flat
+// however long it runs and however fast connections come and go (a
+// connection churn of 3.5k a second, 30k events, grew it by 190 MB a
+// minute while every Conn was kept). The zero value is ready. Not safe
+// for concurrent use.
 type Assembler struct {
+	// Exclude, if set, says which local ends are etcdscope's own
+	// connections (Options.ExcludeLocal, which only Report sees): they
+	// are dropped when folded.
+	Exclude func(netip.AddrPort) bool
+
 	conns       []Conn
 	live        map[uint64]int // socket -> index in conns of its open connection
-	n           int            // events added
-	first, last uint64         // their time range
+	done        map[Link]*linkAcc
+	doneOrder   []Link
+	nextCompact int
+	n           int    // events added
+	first, last uint64 // their time range
 }
+
+// CompactAfter: a connection closed this long before the last event is
+// folded into its link's totals. Both ends of a loopback connection close
+// within microseconds of each other, and are folded together.
+const CompactAfter = time.Second
+
+// MaxSeries bounds LinkStats.PerRequestSeries per link (the most recent).
+const MaxSeries = 1 << 16
+
+// compactMin: the Assembler folds once it holds this many connections.
+const compactMin = 4096
 
 // Add folds e (events in time order) into its connection; e is not kept.
 func (a *Assembler) Add(e *event.Peer) {
@@ -208,13 +235,139 @@ func (a *Assembler) Add(e *event.Peer) {
 		a.live = map[uint64]int{}
 	}
 	a.add(e)
+	if len(a.conns) >= max(a.nextCompact, compactMin) {
+		a.compact()
+	}
 }
 
+// linkAcc accumulates one link's statistics over its connections.
+type linkAcc struct {
+	st                                                LinkStats
+	hs, synack, srtt, minrtt, perreq, lifetime, setup stats.Series
+}
+
+func (l *linkAcc) clone() *linkAcc {
+	c := &linkAcc{st: l.st, hs: l.hs.Clone(), synack: l.synack.Clone(), srtt: l.srtt.Clone(), minrtt: l.minrtt.Clone(),
+		perreq: l.perreq.Clone(), lifetime: l.lifetime.Clone(), setup: l.setup.Clone()}
+	c.st.PerRequestSeries = slices.Clone(l.st.PerRequestSeries)
+	return c
+}
+
+// addConn counts connection c (not a mirror, not excluded) in l.
+func (l *linkAcc) addConn(c *Conn, perRequestMax time.Duration) {
+	if c.OpenNs != 0 {
+		l.st.Opened++
+		if c.HandshakeNs != 0 {
+			l.hs.Add(int64(c.HandshakeNs))
+		}
+	}
+	if c.CloseNs != 0 {
+		l.st.Closed++
+		if c.OpenNs != 0 {
+			l.lifetime.Add(int64(c.LifetimeNs))
+		}
+	}
+	if c.failed() {
+		l.st.Failed++
+		return // never established: no RTT, no request, not kept alive
+	}
+	if c.SetupNs != 0 {
+		l.setup.Add(int64(c.SetupNs))
+	}
+	perRequest := c.OpenNs != 0 && c.CloseStartNs != 0 && c.InUseNs-min(c.SetupNs, c.InUseNs) < uint64(perRequestMax)
+	if perRequest {
+		l.perreq.Add(int64(c.InUseNs))
+		l.st.PerRequestSeries = append(l.st.PerRequestSeries, Sample{OpenNs: c.OpenNs, InUseNs: c.InUseNs})
+		if len(l.st.PerRequestSeries) >= 2*MaxSeries {
+			sort.Slice(l.st.PerRequestSeries, func(i, j int) bool { return l.st.PerRequestSeries[i].OpenNs < l.st.PerRequestSeries[j].OpenNs })
+			drop := len(l.st.PerRequestSeries) - MaxSeries
+			l.st.PerRequestSeriesDropped += drop
+			l.st.PerRequestSeries = append(l.st.PerRequestSeries[:0], l.st.PerRequestSeries[drop:]...)
+		}
+	} else {
+		l.st.KeptAlive++
+		if c.SRTTus != 0 {
+			l.srtt.Add(int64(c.SRTTus) * 1000)
+		}
+		if c.MinRTTus != 0 {
+			l.minrtt.Add(int64(c.MinRTTus) * 1000)
+		}
+	}
+	if p := c.peerSynAck; p != 0 {
+		l.synack.Add(int64(p))
+	}
+	l.st.Retransmits += uint64(c.Retransmits)
+	l.st.BytesAcked += c.BytesAcked
+	l.st.BytesRecv += c.BytesReceived
+}
+
+// compact folds the connections closed CompactAfter before the last
+// event into their links' totals, with the default PerRequestMax (the
+// only one callers use), keeping every other connection and any whose
+// other end (a loopback mirror) is kept.
+func (a *Assembler) compact() {
+	cut := a.last - min(a.last, uint64(CompactAfter))
+	fold := make([]bool, len(a.conns))
+	for i := range a.conns {
+		c := &a.conns[i]
+		_, open := a.live[c.Socket]
+		fold[i] = c.CloseNs != 0 && c.CloseNs < cut && !(open && a.live[c.Socket] == i)
+	}
+	// A connection whose reversed 4-tuple is kept stays too: the pair is
+	// folded together (foldMirrors) once both ends are old.
+	type tuple struct{ a, b netip.AddrPort }
+	kept := map[tuple]bool{}
+	for i := range a.conns {
+		if !fold[i] {
+			kept[tuple{a.conns[i].Local, a.conns[i].Remote}] = true
+		}
+	}
+	var batch, rest []Conn
+	newIdx := make([]int, len(a.conns))
+	for i := range a.conns {
+		c := a.conns[i]
+		if fold[i] && !kept[tuple{c.Remote, c.Local}] {
+			batch = append(batch, c)
+			continue
+		}
+		newIdx[i] = len(rest)
+		rest = append(rest, c)
+	}
+	foldMirrors(batch)
+	if a.done == nil {
+		a.done = map[Link]*linkAcc{}
+	}
+	for i := range batch {
+		c := &batch[i]
+		if c.Mirror || (a.Exclude != nil && a.Exclude(c.Local)) {
+			continue
+		}
+		l := linkOf(c)
+		acc := a.done[l]
+		if acc == nil {
+			acc = &linkAcc{st: LinkStats{Link: l}}
+			a.done[l] = acc
+			a.doneOrder = append(a.doneOrder, l)
+		}
+		acc.addConn(c, defaultPerRequestMax)
+	}
+	for s, i := range a.live {
+		a.live[s] = newIdx[i]
+	}
+	a.conns = rest
+	a.nextCompact = len(rest) + compactMin
+}
+
+// defaultPerRequestMax is Options.PerRequestMax when 0.
+const defaultPerRequestMax = 2 * time.Second
+
 // Report summarises the connections so far per Link, sorted by link; the
-// Assembler stays usable.
+// Assembler stays usable. Connections already folded (CompactAfter) were
+// classified with the default PerRequestMax and without opt.ExcludeLocal
+// (Assembler.Exclude dropped etcdscope's own then).
 func (a *Assembler) Report(opt Options) Report {
 	if opt.PerRequestMax == 0 {
-		opt.PerRequestMax = 2 * time.Second
+		opt.PerRequestMax = defaultPerRequestMax
 	}
 	conns := slices.Clone(a.conns)
 	foldMirrors(conns)
@@ -225,62 +378,25 @@ func (a *Assembler) Report(opt Options) Report {
 	}
 	rep := Report{WindowNs: window, Events: a.n}
 
-	type acc struct {
-		st                                                LinkStats
-		hs, synack, srtt, minrtt, perreq, lifetime, setup []int64
-	}
-	byLink := map[Link]*acc{}
+	byLink := map[Link]*linkAcc{}
 	var order []Link
+	for _, l := range a.doneOrder {
+		byLink[l] = a.done[l].clone()
+		order = append(order, l)
+	}
 	for i := range conns {
 		c := &conns[i]
 		if c.Mirror || opt.ExcludeLocal[c.Local] {
 			continue
 		}
 		l := linkOf(c)
-		a := byLink[l]
-		if a == nil {
-			a = &acc{st: LinkStats{Link: l}}
-			byLink[l] = a
+		acc := byLink[l]
+		if acc == nil {
+			acc = &linkAcc{st: LinkStats{Link: l}}
+			byLink[l] = acc
 			order = append(order, l)
 		}
-		if c.OpenNs != 0 {
-			a.st.Opened++
-			if c.HandshakeNs != 0 {
-				a.hs = append(a.hs, int64(c.HandshakeNs))
-			}
-		}
-		if c.CloseNs != 0 {
-			a.st.Closed++
-			if c.OpenNs != 0 {
-				a.lifetime = append(a.lifetime, int64(c.LifetimeNs))
-			}
-		}
-		if c.failed() {
-			a.st.Failed++
-			continue // never established: no RTT, no request, not kept alive
-		}
-		if c.SetupNs != 0 {
-			a.setup = append(a.setup, int64(c.SetupNs))
-		}
-		perRequest := c.OpenNs != 0 && c.CloseStartNs != 0 && c.InUseNs-min(c.SetupNs, c.InUseNs) < uint64(opt.PerRequestMax)
-		if perRequest {
-			a.perreq = append(a.perreq, int64(c.InUseNs))
-			a.st.PerRequestSeries = append(a.st.PerRequestSeries, Sample{OpenNs: c.OpenNs, InUseNs: c.InUseNs})
-		} else {
-			a.st.KeptAlive++
-			if c.SRTTus != 0 {
-				a.srtt = append(a.srtt, int64(c.SRTTus)*1000)
-			}
-			if c.MinRTTus != 0 {
-				a.minrtt = append(a.minrtt, int64(c.MinRTTus)*1000)
-			}
-		}
-		if p := c.peerSynAck; p != 0 {
-			a.synack = append(a.synack, int64(p))
-		}
-		a.st.Retransmits += uint64(c.Retransmits)
-		a.st.BytesAcked += c.BytesAcked
-		a.st.BytesRecv += c.BytesReceived
+		acc.addConn(c, opt.PerRequestMax)
 	}
 	minutes := float64(window) / float64(time.Minute)
 	for _, l := range order {
@@ -289,14 +405,18 @@ func (a *Assembler) Report(opt Options) Report {
 			a.st.OpenedPerMinute = float64(a.st.Opened) / minutes
 			a.st.ClosedPerMinute = float64(a.st.Closed) / minutes
 		}
-		a.st.HandshakeRTT = stats.Summarize(a.hs)
-		a.st.PeerSynAckRTT = stats.Summarize(a.synack)
-		a.st.SRTT = stats.Summarize(a.srtt)
-		a.st.MinRTT = stats.Summarize(a.minrtt)
-		a.st.Setup = stats.Summarize(a.setup)
-		a.st.PerRequest = stats.Summarize(a.perreq)
+		a.st.HandshakeRTT = a.hs.Summary()
+		a.st.PeerSynAckRTT = a.synack.Summary()
+		a.st.SRTT = a.srtt.Summary()
+		a.st.MinRTT = a.minrtt.Summary()
+		a.st.Setup = a.setup.Summary()
+		a.st.PerRequest = a.perreq.Summary()
 		sort.Slice(a.st.PerRequestSeries, func(i, j int) bool { return a.st.PerRequestSeries[i].OpenNs < a.st.PerRequestSeries[j].OpenNs })
-		a.st.Lifetime = stats.Summarize(a.lifetime)
+		if n := len(a.st.PerRequestSeries); n > MaxSeries {
+			a.st.PerRequestSeriesDropped += n - MaxSeries
+			a.st.PerRequestSeries = a.st.PerRequestSeries[n-MaxSeries:]
+		}
+		a.st.Lifetime = a.lifetime.Summary()
 		rep.Links = append(rep.Links, a.st)
 	}
 	sort.Slice(rep.Links, func(i, j int) bool { return linkLess(rep.Links[i].Link, rep.Links[j].Link) })

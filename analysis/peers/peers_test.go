@@ -208,3 +208,53 @@ func TestAssemblerStreams(t *testing.T) {
 		t.Errorf("streamed link %+v\nAnalyze's     %+v", g, w)
 	}
 }
+
+// TestAssemblerBoundedChurn: 40,000 loopback per-request connections (both
+// ends traced, 2,000 a second of event time, as make bench's churn) leave
+// the Assembler holding only the connections of the last CompactAfter,
+// and its report counts every one exactly as if none had been folded:
+// one active link (the passive ends folded into it as mirrors), every
+// handshake, SYN-ACK RTT, setup, time in use and lifetime; its own
+// probe's connections (Exclude) left out.
+func TestAssemblerBoundedChurn(t *testing.T) {
+	const n = 40000
+	own := netip.MustParseAddrPort("127.0.0.1:60000")
+	var asm Assembler
+	asm.Exclude = func(a netip.AddrPort) bool { return a == own }
+	maxHeld := 0
+	var hsSum, useSum int64
+	for i := uint64(0); i < n; i++ {
+		local := netip.AddrPortFrom(loop1.Addr(), uint16(1024+i%50000))
+		if i == 7 {
+			local = own
+		}
+		t0 := i * 500_000 // 2,000 connections a second
+		hs := 20_000 + i%1000
+		a := probeConn(2*i+1, t0, event.PeerActive, local, loop2, hs, 2*ms+i%7, 25)
+		p := probeConn(2*i+2, t0+10_000, event.PeerPassive, loop2, local, 0, 2*ms, 20)
+		for _, e := range []event.Peer{a[0], p[0], a[1], p[1], a[2], p[2], a[3], p[3]} {
+			asm.Add(&e)
+		}
+		if i != 7 {
+			hsSum += int64(hs)
+			useSum += int64(2*ms + i%7)
+		}
+		maxHeld = max(maxHeld, len(asm.conns))
+	}
+	// CompactAfter of connections (4,000 ends a second) plus the batch
+	// before a fold.
+	if maxHeld > int(CompactAfter/time.Second)*4000+compactMin+8 {
+		t.Errorf("the Assembler held up to %d connections", maxHeld)
+	}
+	rep := asm.Report(Options{})
+	if len(rep.Links) != 1 {
+		t.Fatalf("%d links, want the one active link: %+v", len(rep.Links), rep.Links)
+	}
+	l := rep.Links[0]
+	if l.Link.Direction != event.PeerActive || l.Opened != n-1 || l.Closed != n-1 || l.HandshakeRTT.Count != n-1 ||
+		l.HandshakeRTT.Sum != hsSum || l.PerRequest.Count != n-1 || l.PerRequest.Sum != useSum || l.PeerSynAckRTT.Count != n-1 ||
+		l.Lifetime.Count != n-1 || len(l.PerRequestSeries)+l.PerRequestSeriesDropped != n-1 {
+		t.Errorf("link %+v: want %d opened and closed, handshakes summing to %d, time in use to %d", l, n-1, hsSum, useSum)
+	}
+	t.Logf("held at most %d connections; now %d", maxHeld, len(asm.conns))
+}

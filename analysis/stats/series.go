@@ -1,6 +1,9 @@
 package stats
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+)
 
 // fio's completion-latency histogram (fio stat.h: FIO_IO_U_PLAT_BITS 6,
 // FIO_IO_U_PLAT_VAL 64, FIO_IO_U_PLAT_GROUP_NR 29): values below 128 in
@@ -112,4 +115,12 @@ func (s *Series) Summary() Summary {
 		}
 	}
 	return out
+}
+
+// Clone returns a copy of s that shares no memory with it.
+func (s *Series) Clone() Series {
+	c := *s
+	c.vals = slices.Clone(s.vals)
+	c.bins = slices.Clone(s.bins)
+	return c
 }

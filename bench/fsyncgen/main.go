@@ -8,6 +8,13 @@
 // byte through two pipes, and it prints
 // {"round_trips": N, "seconds": S, "ns_per_round_trip": T}.
 //
+// With -churn PORT it makes no fsync: -threads goroutines each connect to
+// a listener of its own on 127.0.0.1:PORT, exchange a byte each way and
+// close, at -rate connections a second in all (0: as fast as they go),
+// and it prints {"conns": N, "seconds": S, "rate_per_s": R}: the peers
+// tracer's load (each connection is an open, a setup and a close on both
+// sides).
+//
 // With -getppid it makes no fsync either: one thread calls getppid(2) in
 // a loop, and it prints {"calls": N, "seconds": S, "ns_per_call": T,
 // "ns_mean": M} (T: the 10th percentile over chunks of 256 calls, robust
@@ -27,6 +34,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"slices"
@@ -43,10 +51,18 @@ func main() {
 	rate := flag.Float64("rate", 0, "total fdatasync calls per second (0: unpaced)")
 	dur := flag.Duration("duration", 2*time.Second, "how long to run")
 	pingpong := flag.Bool("pingpong", false, "instead: two threads on CPU 0 pass a byte back and forth through pipes (two context switches a round trip, no fsync): the tax a tracer puts on unrelated tasks' switches")
+	churn := flag.Int("churn", 0, "instead: open, use and close TCP connections on 127.0.0.1 to and from this port as fast as -threads goroutines go (or -rate connections/s): the peers tracer's load")
 	getppid := flag.Bool("getppid", false, "instead: call getppid(2) in a loop on one thread (no fsync): the tax a tracer's syscall tracepoints put on every syscall of every task")
 	flag.Parse()
 	if *getppid {
 		getppidLoop(*dur)
+		return
+	}
+	if *churn != 0 {
+		if err := churnConns(*churn, *threads, *rate, *dur); err != nil {
+			fmt.Fprintln(os.Stderr, "fsyncgen:", err)
+			os.Exit(1)
+		}
 		return
 	}
 	if *pingpong {
@@ -124,17 +140,13 @@ func run(dir string, threads int, rate float64, dur time.Duration) error {
 			total.Add(n)
 		}(int(f.Fd()))
 	}
-	wg.Wait()
-	secs := time.Since(start).Seconds()
-	select {
-	case err := <-errs:
+	out, err := rateResult(&wg, errs, &total, start, "fsyncs")
+	if err != nil {
 		return err
-	default:
 	}
 	n := total.Load()
-	out := map[string]float64{"fsyncs": float64(n), "seconds": secs, "rate_per_s": float64(n) / secs}
 	if n > 0 {
-		out["ns_per_fsync"] = secs * 1e9 * float64(threads) / float64(n)
+		out["ns_per_fsync"] = out["seconds"] * 1e9 * float64(threads) / float64(n)
 	}
 	return json.NewEncoder(os.Stdout).Encode(out)
 }
@@ -225,4 +237,81 @@ func getppidLoop(d time.Duration) {
 	slices.Sort(per)
 	json.NewEncoder(os.Stdout).Encode(map[string]float64{"calls": float64(n), "seconds": secs,
 		"ns_per_call": per[len(per)/10], "ns_mean": secs * 1e9 / float64(n)})
+}
+
+// churnConns opens, uses and closes TCP connections to 127.0.0.1:port for
+// d from threads goroutines, paced to rate connections a second in all
+// (0: unpaced).
+func churnConns(port, threads int, rate float64, d time.Duration) error {
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b := make([]byte, 1)
+				if _, err := c.Read(b); err == nil {
+					c.Write(b)
+				}
+			}()
+		}
+	}()
+	var total atomic.Int64
+	errs := make(chan error, threads)
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	per := rate / float64(max(threads, 1))
+	for i := 0; i < max(threads, 1); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b := []byte{1}
+			var n int64
+			for now := time.Now(); now.Before(deadline); now = time.Now() {
+				if per > 0 && float64(n) >= now.Sub(start).Seconds()*per {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+				if err != nil {
+					errs <- err
+					return
+				}
+				c.SetDeadline(time.Now().Add(5 * time.Second))
+				if _, err := c.Write(b); err == nil {
+					c.Read(b)
+				}
+				c.Close()
+				n++
+			}
+			total.Add(n)
+		}()
+	}
+	out, err := rateResult(&wg, errs, &total, start, "conns")
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(out)
+}
+
+// rateResult waits for the workers, returns the first error one sent, or
+// else {what: N, "seconds": S, "rate_per_s": N/S} from their total.
+func rateResult(wg *sync.WaitGroup, errs chan error, total *atomic.Int64, start time.Time, what string) (map[string]float64, error) {
+	wg.Wait()
+	secs := time.Since(start).Seconds()
+	select {
+	case err := <-errs:
+		return nil, err
+	default:
+	}
+	n := float64(total.Load())
+	return map[string]float64{what: n, "seconds": secs, "rate_per_s": n / secs}, nil
 }

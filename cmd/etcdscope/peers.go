@@ -263,6 +263,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	// the RSS by 16 MB a second). At d, or when ctx ends, Drain makes the
 	// tracer hand over what is left and end.
 	var conns pipeline.PeerConns
+	conns.Exclude(probe.owns)
 	sinks := []pipeline.PeerSink{&conns}
 	var rec *recording
 	if f.record != "" {

@@ -51,6 +51,14 @@ func (a *answerProbe) dial(ctx context.Context, network, addr string) (net.Conn,
 	return c, nil
 }
 
+// owns says whether local is the local address of a probe connection
+// (peers.Assembler.Exclude).
+func (a *answerProbe) owns(local netip.AddrPort) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.locals[local]
+}
+
 // ownConns returns the local addresses of the probe's connections.
 func (a *answerProbe) ownConns() map[netip.AddrPort]bool {
 	a.mu.Lock()
