@@ -29,7 +29,7 @@ type options struct {
 	findings                                 string
 	rounds, microRounds                      int
 	fioSize                                  string
-	sweepSeconds                             float64
+	sweepSeconds, peersSeconds               float64
 	goBench                                  bool
 	only                                     string
 	microVariants, sweepPoints               string
@@ -63,11 +63,12 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 10, "interleaved fio rounds (each runs every variant once)")
 	flag.IntVar(&o.microRounds, "micro-rounds", 7, "interleaved rounds of the fdatasync syscall microbenchmark")
 	flag.StringVar(&o.fioSize, "fio-size", "22m", "fio --size of the etcd job")
+	flag.Float64Var(&o.peersSeconds, "peers-seconds", 60, "seconds of connection churn under etcdscope peers (the memory goal's run)")
 	flag.Float64Var(&o.sweepSeconds, "sweep-seconds", 4, "seconds per rate of the event-rate sweep")
 	flag.BoolVar(&o.goBench, "go-bench", true, "run the Go benchmarks too")
 	flag.StringVar(&o.saveJSON, "save", "", "also write the raw results as JSON to this file")
 	flag.StringVar(&o.fromJSON, "from", "", "render -out from results saved with -save, measuring nothing (no root needed)")
-	flag.StringVar(&o.only, "only", "", "comma-separated sections to run (ready,fio,micro,ctxsw,tax,sweep,commit,go); empty: all")
+	flag.StringVar(&o.only, "only", "", "comma-separated sections to run (ready,fio,micro,ctxsw,tax,peers,sweep,commit,go); empty: all")
 	flag.StringVar(&o.microVariants, "micro-variants", strings.Join(microVariants, ","), "comma-separated variants of the fdatasync loop (untraced is the pairing base: keep it)")
 	flag.StringVar(&o.sweepPoints, "sweep-points", "", "comma-separated sweep rows to run, named rate-output[-flag] as in sweepPoints (e.g. 10000-table-writes); empty: all")
 	flag.Parse()
@@ -174,6 +175,11 @@ func run(o options) error {
 	}
 	if o.want("tax") {
 		if err := taxSection(o, &r); err != nil {
+			return err
+		}
+	}
+	if o.want("peers") {
+		if err := peersSection(o, &r); err != nil {
 			return err
 		}
 	}
@@ -577,6 +583,92 @@ func othersSyscallTracepoints() int {
 		}
 	}
 	return n
+}
+
+// peersRun is etcdscope peers under fsyncgen -churn: its memory over time.
+type peersRun struct {
+	Seconds        float64 // of churn
+	Conns          float64 // connections fsyncgen made
+	Events, Lost   int64   // etcdscope peers' own count
+	TimesS         []float64
+	RSSKiB         []int64 // VmRSS at TimesS (s since the churn began)
+	HWMKiB         int64
+	TargetConnsPer float64
+}
+
+// peersChurnRate: connections a second, ~10 events each (open, setup,
+// close start, close on both ends, an RTT sample): ~30-40k events/s
+// where the machine lets fsyncgen keep up (the section reports the rate).
+const peersChurnRate = 4000
+
+// peersSection runs `etcdscope peers` on a port of its own while fsyncgen
+// -churn opens and closes peersChurnRate connections a second there, and
+// samples the tracer's VmRSS every 5 s: what 10 minutes at 30k events/s
+// would hold is extrapolated from the growth after the first 20 s.
+func peersSection(o options, r *results) error {
+	const port = "23891"
+	logf("peers: %g s of connection churn at %d/s on port %s", o.peersSeconds, peersChurnRate, port)
+	t, err := startTracer("etcdscope-peers", port, o.etcdscope, "")
+	if err != nil {
+		return err
+	}
+	pid := t.cmd.Process.Pid
+	pr := peersRun{Seconds: o.peersSeconds, TargetConnsPer: peersChurnRate}
+	var out, stderr bytes.Buffer
+	cmd := exec.Command(o.fsyncgen, "-churn", port, "-threads", "8", "-rate", fmt.Sprint(peersChurnRate), "-duration", fmt.Sprintf("%gs", o.peersSeconds))
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	start := time.Now()
+	if err := startChild(cmd); err != nil {
+		t.stop()
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- waitChild(cmd) }()
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	var werr error
+loop:
+	for {
+		select {
+		case werr = <-done:
+			break loop
+		case <-tick.C:
+			if s, err := sampleProc(pid); err == nil {
+				pr.TimesS = append(pr.TimesS, time.Since(start).Seconds())
+				pr.RSSKiB = append(pr.RSSKiB, s.vmRSSKiB)
+				pr.HWMKiB = s.vmHWMKiB
+			}
+		}
+	}
+	if s, err := sampleProc(pid); err == nil {
+		pr.HWMKiB = s.vmHWMKiB
+	}
+	sum, serr := t.stop()
+	if werr != nil {
+		return fmt.Errorf("fsyncgen -churn: %w: %s", werr, stderr.String())
+	}
+	if serr != nil {
+		return serr
+	}
+	var g struct {
+		Conns float64 `json:"conns"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &g); err != nil {
+		return err
+	}
+	pr.Conns = g.Conns
+	// "etcdscope peers: 45.1s on port 23891, 1386592 events, 4147 lost"
+	for _, l := range strings.Split(string(sum), "\n") {
+		if rest, ok := strings.CutPrefix(l, "etcdscope peers: "); ok {
+			if _, after, ok := strings.Cut(rest, ", "); ok {
+				fmt.Sscanf(after, "%d events, %d lost", &pr.Events, &pr.Lost)
+			}
+			break
+		}
+	}
+	r.Peers = &pr
+	logf("peers: %d events (%.0f/s), %d lost, VmHWM %.1f MiB", pr.Events, float64(pr.Events)/pr.Seconds, pr.Lost, float64(pr.HWMKiB)/1024)
+	return nil
 }
 
 // sweepRow is one paced rate of the event-rate sweep, traced by etcdscope.

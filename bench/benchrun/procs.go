@@ -123,6 +123,8 @@ func startTracer(kind, comm, etcdscope, btScript string) (*tracerProc, error) {
 		t.cmd = exec.Command("stdbuf", "-oL", "bpftrace", btScript, comm)
 	case "biolatency":
 		t.cmd = exec.Command("biolatency-bpfcc")
+	case "etcdscope-peers": // comm is the port
+		t.cmd = exec.Command(etcdscope, "peers", "--port", comm, "--ready-file", ready)
 	case "etcdscope-commit": // comm is etcd's pid
 		t.cmd = exec.Command(etcdscope, "commit", "--pid", comm, "--duration", "0", "--ready-file", ready)
 	case "bpftrace-commit": // comm is etcd's pid, btScript the script with its binary filled in
@@ -180,7 +182,7 @@ func startTracer(kind, comm, etcdscope, btScript string) (*tracerProc, error) {
 
 func (t *tracerProc) isReady(readyFile string) bool {
 	switch base, _, _ := strings.Cut(t.kind, "+"); base {
-	case "etcdscope", "etcdscope-table", "etcdscope-commit":
+	case "etcdscope", "etcdscope-table", "etcdscope-commit", "etcdscope-peers":
 		_, err := os.Stat(readyFile)
 		return err == nil
 	case "bpftrace", "bpftrace-fdatasync", "bpftrace-commit":
@@ -268,6 +270,7 @@ func tail(path string, n int) string {
 type procSample struct {
 	cpuNs     int64
 	vmHWMKiB  int64
+	vmRSSKiB  int64
 	sampledAt time.Time
 }
 
@@ -297,6 +300,9 @@ func sampleProc(pid int) (procSample, error) {
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
 			s.vmHWMKiB, _ = strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+		}
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			s.vmRSSKiB, _ = strconv.ParseInt(strings.Fields(v)[0], 10, 64)
 		}
 	}
 	return s, nil

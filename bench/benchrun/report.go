@@ -26,6 +26,7 @@ type results struct {
 	Ctxsw             map[string][]microRun `json:",omitempty"` // "fsyncs" are ping-pong round trips
 	Tax               map[string][]microRun `json:",omitempty"` // "fsyncs" are getppid calls
 	Disk              string                // fio's disk, what --dev named
+	Peers             *peersRun             `json:",omitempty"`
 	Sweep             []sweepRow
 	Commit            map[string][]commitRun // by variant, one per round
 	CommitWhy         string                 // why the commit section did not run
@@ -234,6 +235,19 @@ func (r *results) markdown() string {
 			s.Lost, s.Missed, un, 100*s.CPUSec/s.Gen.Seconds, float64(s.HWMKiB)/1024, float64(s.BPFNs)/max(s.Gen.Fsyncs, 1))
 	}
 
+	if p := r.Peers; p != nil {
+		w("\n## `etcdscope peers` memory under connection churn\n\n")
+		w("`etcdscope peers --port 23891` while `fsyncgen -churn 23891 -threads 8 -rate %.0f` opens, uses (a byte each way) and\n", p.TargetConnsPer)
+		w("closes loopback connections to a listener of its own for %.0f s: %.0f connections (%.0f/s), %d events (%.0f/s) by\n", p.Seconds, p.Conns, p.Conns/p.Seconds, p.Events, float64(p.Events)/p.Seconds)
+		w("etcdscope's count, %d lost. VmRSS of the tracer every 5 s (MiB):", p.Lost)
+		for i := range p.RSSKiB {
+			w(" %.0fs %.1f", p.TimesS[i], float64(p.RSSKiB[i])/1024)
+		}
+		slope, at10 := p.extrapolate()
+		w(". VmHWM %.1f MiB. Growth after the first 20 s (least squares): %+.2f MiB a minute; at 10 minutes %.1f MiB (extrapolated, not run:\n", float64(p.HWMKiB)/1024, slope/1024, at10/1024)
+		w("the section would take 10 minutes).\n")
+	}
+
 	b.WriteString(r.commitMarkdown())
 
 	w("\n## Start-up\n\n")
@@ -393,6 +407,38 @@ func atMost(s spread, limit float64) string {
 	return "inconclusive: the interval spans the goal"
 }
 
+// extrapolate fits a line to the RSS samples taken after the first 20 s
+// (least squares; the first ones are the heap growing to its working
+// size) and returns its slope (KiB a minute) and the RSS it reaches at 10
+// minutes (KiB), never below the largest sample.
+func (p *peersRun) extrapolate() (slopePerMin, at10KiB float64) {
+	var xs, ys []float64
+	for i, t := range p.TimesS {
+		if t >= 20 {
+			xs = append(xs, t)
+			ys = append(ys, float64(p.RSSKiB[i]))
+		}
+	}
+	maxRSS := float64(slices.Max(p.RSSKiB))
+	if len(xs) < 2 {
+		return 0, maxRSS
+	}
+	var mx, my float64
+	for i := range xs {
+		mx += xs[i]
+		my += ys[i]
+	}
+	mx /= float64(len(xs))
+	my /= float64(len(ys))
+	var num, den float64
+	for i := range xs {
+		num += (xs[i] - mx) * (ys[i] - my)
+		den += (xs[i] - mx) * (xs[i] - mx)
+	}
+	slope := num / den // KiB per second
+	return slope * 60, max(maxRSS, my+slope*(600-mx))
+}
+
 // goals12 checks issue 12's cost and memory goals.
 func (r *results) goals12() [][3]string {
 	var g [][3]string
@@ -440,6 +486,13 @@ func (r *results) goals12() [][3]string {
 			c := 100 * s.CPUSec / s.Gen.Seconds
 			g = append(g, [3]string{"userspace ≤ 1% of a core at 10k fsync/s with --output json", fmt.Sprintf("%.1f%%", c), verdict(c <= 1)})
 		}
+	}
+	if p := r.Peers; p != nil && len(p.RSSKiB) > 1 {
+		slope, at10 := p.extrapolate()
+		g = append(g, [3]string{"`peers` RSS ≤ 64 MiB after 10 minutes at 30k events/s",
+			fmt.Sprintf("%.0f events/s for %.0f s: VmHWM %.1f MiB; RSS %+.1f MiB a minute after the first 20 s, so %.1f MiB at 10 minutes (extrapolated)",
+				float64(p.Events)/p.Seconds, p.Seconds, float64(p.HWMKiB)/1024, slope/1024, at10/1024),
+			verdict(float64(p.HWMKiB) <= 64*1024 && at10 <= 64*1024)})
 	}
 	if rm := median(r.ReadyMs); len(r.ReadyMs) > 0 {
 		g = append(g, [3]string{"ready ≤ 150 ms", fmt.Sprintf("median %.0f ms (max %.0f)", rm, slices.Max(r.ReadyMs)), verdict(rm <= 150)})
