@@ -48,11 +48,29 @@ static __always_inline __u32 es_file_disk(struct file *f)
 	return ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
 }
 
+/* es_btf_file_disk is es_file_disk for a file on a filesystem (not a
+ * block device node) given as a BTF pointer (a tp_btf argument): plain
+ * loads, which the verifier makes fault-safe, instead of a probe-read
+ * helper call per field. */
+static __always_inline __u32 es_btf_file_disk(struct file *f)
+{
+	struct block_device *bdev = f->f_inode->i_sb->s_bdev;
+	struct gendisk *disk;
+
+	if (!bdev)
+		return 0;
+	disk = bdev->bd_disk;
+	if (!disk)
+		return 0;
+	return ((__u32)disk->major << 20) | (__u32)disk->first_minor;
+}
+
 /* es_call_enter starts a call of the current task on fd (its file f, or
  * NULL) if the task is traced: its state in inflight, its disk marked
  * busy, and a fsync_enter_event so userspace keeps the block and journal
- * events this call may wait on. */
-static __always_inline void es_call_enter(struct file *f, int fd, __u8 syscall)
+ * events this call may wait on. btf: f is a BTF pointer to a file on a
+ * filesystem (es_btf_file_disk). */
+static __always_inline void es_call_enter(struct file *f, int fd, __u8 syscall, bool btf)
 {
 	struct fsync_enter_event ee = {};
 	struct call c = {}, *slot;
@@ -62,7 +80,9 @@ static __always_inline void es_call_enter(struct file *f, int fd, __u8 syscall)
 	c.syscall = syscall;
 	c.fd = fd;
 	c.file = (__u64)f;
-	if (f)
+	if (btf)
+		c.disk = es_btf_file_disk(f);
+	else if (f)
 		c.disk = es_file_disk(f);
 	c.start_ns = bpf_ktime_get_ns();
 	slot = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);

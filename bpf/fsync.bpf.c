@@ -26,7 +26,7 @@ const enum es_syscall *unused_es_syscall __attribute__((unused));
 
 static __always_inline int on_enter(int fd, __u8 syscall)
 {
-	es_call_enter(es_fd_file(fd), fd, syscall);
+	es_call_enter(es_fd_file(fd), fd, syscall, false);
 	return 0;
 }
 

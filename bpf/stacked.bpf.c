@@ -99,7 +99,7 @@ int BPF_PROG(ext4_sync_file_enter, struct file *file, int datasync)
 
 	if (!in_kthread()) {
 		if (callers && (sc = caller_syscall(&fd)) >= 0)
-			es_call_enter(file, fd, sc);
+			es_call_enter(file, fd, sc, true);
 		return 0;
 	}
 	e = bpf_map_lookup_elem(&kscratch, &zero);
