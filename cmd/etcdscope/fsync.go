@@ -60,7 +60,7 @@ func runFsync(args []string) error {
 	fs.StringVar(&f.comm, "comm", "", "trace only tasks with this comm, e.g. etcd (may not exist yet: it waits)")
 	fs.IntVar(&f.pid, "pid", 0, "trace only this process id")
 	fs.StringVar(&f.cgroup, "cgroup", "", "trace only tasks in this cgroup v2 directory, e.g. /sys/fs/cgroup/system.slice/etcd.service")
-	fs.StringVar(&f.dev, "dev", "", "only fsyncs and block requests on this disk, e.g. vda or nvme0n1")
+	fs.StringVar(&f.dev, "dev", "", "only fsyncs and block requests on this disk, e.g. vda or nvme0n1 (if every filesystem mounted on it is ext4, the calls are traced on ext4's own tracepoints and no syscall tracepoint is enabled, which would slow every syscall of every process; an fsync of the disk's device node itself is then not seen)")
 	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until Ctrl-C; with --workload: 10s)")
 	fs.DurationVar(&f.interval, "interval", time.Second, "print a summary line this often (0: never)")
 	fs.StringVar(&f.output, "output", "table", "table, or json (JSON Lines: one object per fsync, then a summary; see docs/schema.md)")
