@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -357,7 +359,14 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 	if f.duration > 0 {
 		stopHow = fmt.Sprintf("for %v (Ctrl-C stops sooner)", f.duration)
 	}
-	fmt.Fprintf(os.Stderr, "tracing fsync/fdatasync%s %s\n", describeFilter(cfg, f), stopHow)
+	hook := ""
+	if !slices.ContainsFunc(tr.Probes(), func(p event.Probe) bool {
+		return p.Attached && strings.HasPrefix(p.Name, "tracepoint/syscalls/")
+	}) {
+		// FSTypes all ext4: say why other processes' syscalls are not slowed.
+		hook = " (on ext4's own tracepoints: no syscall tracepoint enabled)"
+	}
+	fmt.Fprintf(os.Stderr, "tracing fsync/fdatasync%s%s %s\n", describeFilter(cfg, f), hook, stopHow)
 wait:
 	for {
 		select {
