@@ -8,9 +8,9 @@
  * ES_SYS_KTHREAD. With callers set (every traced file is on ext4:
  * FsyncConfig.FSTypes), they also see the traced processes' own
  * fsync/fdatasync calls, in place of fsync.bpf.c's syscall tracepoints:
- * one tracepoint that only ext4 fsyncs fire (63/126 ns a run here against
- * 324/443 for the syscall pair), where enabling a syscall tracepoint puts
- * every syscall of every task on the slow path (bench/findings.md). */
+ * two program runs fewer per call (these run for every ext4 fsync anyway),
+ * and no syscall tracepoint enabled, which would put every syscall of
+ * every task on the slow path (bench/findings.md, 10). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
