@@ -119,6 +119,7 @@ var badInputs = []badInput{
 	{args: []string{"serve", "--listen", "nohostport"}, fix: "give host:port"},
 	{args: []string{"serve", "--listen", "127.0.0.1:99999"}, fix: "not a number in 0-65535"},
 	{args: []string{"serve", "--compare-window", "1s"}, fix: "give 1m or more"},
+	{args: []string{"serve", "--data-dir", "/no/such/dir"}, fix: "give etcd's --data-dir"},
 	{args: []string{"serve", "--commit-pid", "-3"}, fix: "is not a process id"},
 	{args: []string{"serve", "--commit-pid", "999999999"}, fix: "no such process (see pgrep -x etcd)"},
 	{args: []string{"serve", "--commit-pid", "1", "--commit-comm", "etcd"}, fix: "give --commit-pid or --commit-comm, not both"},

@@ -219,6 +219,29 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 	return cfg, nil
 }
 
+// dataDirUsage is serve's --data-dir help.
+const dataDirUsage = "the directory the traced processes' fsynced files are in: etcd's --data-dir (repeatable: also its --wal-dir if elsewhere). If every one is on ext4, the calls are traced on ext4's own tracepoints and no syscall tracepoint is enabled, which would slow every syscall of every process on the node; an fsync outside them is then not seen"
+
+// dataDirFSTypes returns the types of the filesystems dirs are on
+// (tracer.FsyncConfig.FSTypes; nil for none), or a usage error naming a
+// dir that is not an existing directory.
+func dataDirFSTypes(dirs []string) ([]string, error) {
+	var out []string
+	for _, d := range dirs {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			return nil, usagef("--data-dir %s is not an existing directory: give etcd's --data-dir (or --wal-dir)", d)
+		}
+		t, err := host.FSTypeOf(d)
+		if err != nil {
+			return nil, usagef("--data-dir %s: %v", d, err)
+		}
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
 // fsTypes returns the filesystems every traced fsync is on, where the
 // flags say (tracer.FsyncConfig.FSTypes): the workload's directory's, or
 // those mounted on --dev's disk (the records kept are those on it); nil

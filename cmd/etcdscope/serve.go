@@ -34,6 +34,7 @@ type serveFlags struct {
 	writes, sched             bool
 	pid, port                 int
 	etcdMetrics, endpoints    []string
+	dataDirs                  []string
 	cacert, cert, key         string
 	compareWindow             time.Duration
 	ringBytes                 uint64
@@ -62,6 +63,7 @@ func runServe(args []string) error {
 	fs.StringVar(&f.commitComm, "commit-comm", "", "or of the one process with this comm, e.g. etcd")
 	fs.BoolVar(&f.writes, "writes", false, writesUsage+": etcdscope_write_duration_seconds, etcdscope_write_layer_duration_seconds")
 	fs.BoolVar(&f.sched, "sched", false, schedUsage+": etcdscope_fsync_other_state_duration_seconds")
+	fs.StringArrayVar(&f.dataDirs, "data-dir", nil, dataDirUsage)
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once the probes are attached and the server listens (for scripts and tests)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -180,6 +182,9 @@ func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 	tcfg.fsync.RingBytes = ring
 	tcfg.fsync.Writes = f.writes
 	tcfg.fsync.Sched = f.sched
+	if tcfg.fsync.FSTypes, err = dataDirFSTypes(f.dataDirs); err != nil {
+		return cfg, tcfg, err
+	}
 	cfg.Sched = f.sched
 	// etcdscope_block_flush_duration_seconds observes every flush of every
 	// disk, whoever issued it: not only those during a traced call.
