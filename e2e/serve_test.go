@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/common/model"
 	"golang.org/x/sys/unix"
 
+	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/etcdtest"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
@@ -117,9 +118,21 @@ next:
 // counts exactly those calls, in the total and in every layer, that
 // nothing was lost, that the native histogram is served over protobuf, and
 // that per-program BPF run counts appear once BPF stats are on and count at
-// least one run per call.
+// least one run per call of the program that ends it. Twice: on the
+// syscall tracepoints, and with --data-dir /var/tmp (ext4 here) on ext4's
+// tracepoints with no syscall tracepoint attached.
 func TestServeCountsFdatasync(t *testing.T) {
 	testenv.RequireRoot(t)
+	t.Run("syscalls", func(t *testing.T) { serveCountsFdatasync(t, nil, "sys_exit_fdatasync") })
+	t.Run("ext4", func(t *testing.T) {
+		if fs, err := host.FSTypeOf("/var/tmp"); err != nil || fs != "ext4" {
+			t.Skipf("/var/tmp is on %q (%v), not ext4", fs, err)
+		}
+		serveCountsFdatasync(t, []string{"--data-dir", "/var/tmp"}, "ext4_sync_file_exit")
+	})
+}
+
+func serveCountsFdatasync(t *testing.T, extra []string, exitProg string) {
 	// BPF_ENABLE_STATS turns run time/count on for as long as this fd is
 	// open (the sysctl reads 1 meanwhile) and off again at Close, so the
 	// host's setting is left as it was.
@@ -129,7 +142,7 @@ func TestServeCountsFdatasync(t *testing.T) {
 	}
 	defer stats.Close()
 
-	s := startServe(t, "--pid", strconv.Itoa(os.Getpid()))
+	s := startServe(t, append([]string{"--pid", strconv.Itoa(os.Getpid())}, extra...)...)
 	f, err := os.CreateTemp("/var/tmp", "etcdscope-serve-")
 	if err != nil {
 		t.Fatal(err)
@@ -189,12 +202,15 @@ func TestServeCountsFdatasync(t *testing.T) {
 		l := labelsOf(m)
 		runs[l["tracer"]+"/"+l["program"]] = m.GetCounter().GetValue()
 	}
-	if runs["fsync/sys_exit_fdatasync"] < calls {
-		t.Errorf("sys_exit_fdatasync ran %v times by bpf_prog_info, want >= %d (stats on); runs: %v", runs["fsync/sys_exit_fdatasync"], calls, runs)
+	if runs["fsync/"+exitProg] < calls {
+		t.Errorf("%s ran %v times by bpf_prog_info, want >= %d (stats on); runs: %v", exitProg, runs["fsync/"+exitProg], calls, runs)
+	}
+	if exitProg != "sys_exit_fdatasync" && runs["fsync/sys_exit_fdatasync"] != 0 {
+		t.Errorf("sys_exit_fdatasync ran %v times: the syscall tracepoints are attached beside ext4's", runs["fsync/sys_exit_fdatasync"])
 	}
 	h := fams["etcdscope_fsync_duration_seconds"].GetMetric()[0].GetHistogram()
-	t.Logf("%d fdatasync calls; scraped count %d, sum %.6f s; sys_exit_fdatasync runs %v; %d classic buckets",
-		calls, h.GetSampleCount(), h.GetSampleSum(), runs["fsync/sys_exit_fdatasync"], len(h.GetBucket()))
+	t.Logf("%d fdatasync calls; scraped count %d, sum %.6f s; %s runs %v; %d classic buckets",
+		calls, h.GetSampleCount(), h.GetSampleSum(), exitProg, runs["fsync/"+exitProg], len(h.GetBucket()))
 
 	// Native histogram: only in the protobuf exposition.
 	req, _ := http.NewRequest(http.MethodGet, "http://"+s.addr+"/metrics", nil)
