@@ -68,9 +68,9 @@ func (p *Peers) Run(src PeerSource) error {
 	})
 }
 
-// PeerEvents is the sink of `etcdscope peers` and `report`: it keeps every
-// event, for peers.Analyze at the end and for --record and --capture.
-// Safe for concurrent use.
+// PeerEvents is the sink of `etcdscope report` replaying a recording: it
+// keeps every event, for peers.Analyze at the end (`etcdscope peers` folds
+// them as they come instead: PeerConns). Safe for concurrent use.
 type PeerEvents struct {
 	mu  sync.Mutex
 	evs []event.Peer
