@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# vmtest/run.sh: `make vmtest`. Boots Debian 12's cloud kernel under QEMU TCG
+# vmtest/run.sh: `make vmtest`. Boots a Debian cloud kernel under QEMU TCG
 # with an initramfs (busybox-static, the qdisc/classifier/fs modules,
 # iproute2's ip and tc, fio, and the project's vmtest-tagged test binaries),
 # runs the tests inside, and exits non-zero if any failed, if the VM hung,
@@ -21,8 +21,11 @@
 #   VMTEST_QEMU_ARGS="..."  extra QEMU options, split on spaces
 #   VMTEST_SHELL=1          drop to a guest shell after the tests (no timeout)
 #   VMTEST_KEEP=1           keep vmtest/out/run.*/ (initramfs tree, console)
-#   VMTEST_KERNEL_SERIES=6.1  the pin: the resolved package must be this
-#                           series of linux-image-*-cloud-amd64
+#   VMTEST_KERNEL_SERIES=6.1  the kernel: 5.10 (Debian 11), 6.1 (Debian 12,
+#                           the default) or 6.12 (Debian 13), the suite's
+#                           linux-image-cloud-amd64 (docs/vmtest.md)
+#   VMTEST_MIRROR, VMTEST_SECURITY_MIRROR  the Debian mirrors (default
+#                           http://deb.debian.org/debian{,-security})
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,6 +33,8 @@ CACHE=$ROOT/vmtest/cache
 OUT=$ROOT/vmtest/out
 SERIES=${VMTEST_KERNEL_SERIES:-6.1}
 META=linux-image-cloud-amd64
+MIRROR=${VMTEST_MIRROR:-http://deb.debian.org/debian}
+SECURITY=${VMTEST_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 TIMEOUT=${VMTEST_TIMEOUT:-900}
 TEST_TIMEOUT=${VMTEST_TEST_TIMEOUT:-6m}
 MEM=${VMTEST_MEM:-1024}
@@ -50,6 +55,13 @@ done
 case ${VMTEST_RUN:-} in *[[:space:]\"\']*) usage "VMTEST_RUN must not contain spaces or quotes (it travels on the kernel command line); use . or \\s in the regex" ;; esac
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || usage "VMTEST_TIMEOUT must be whole seconds, e.g. VMTEST_TIMEOUT=600"
 [[ $MEM =~ ^[0-9]+$ ]] || usage "VMTEST_MEM must be MiB, e.g. VMTEST_MEM=2048"
+# The series the rig boots, each the cloud kernel of one Debian suite.
+case $SERIES in
+5.10) SUITE=bullseye ;; # Debian 11 (LTS); bullseye-security has the newest 5.10
+6.1) SUITE=bookworm ;;  # Debian 12
+6.12) SUITE=trixie ;;   # Debian 13
+*) usage "VMTEST_KERNEL_SERIES=$SERIES: the rig boots 5.10 (bullseye), 6.1 (bookworm) or 6.12 (trixie)" ;;
+esac
 
 mkdir -p "$CACHE/debs" "$CACHE/kernel" "$OUT"
 # Runs may overlap (several engineers, one tree): each stages in its own
@@ -65,35 +77,70 @@ exec 8>"$CACHE/.lock"
 flock 8
 
 # --- 1. The kernel package: resolve, download once, unpack once. ----------
+# Each series is one Debian suite's cloud kernel. Its package lists live in
+# a private apt directory under the cache (its own apt.conf, sources,
+# lists and state; the host's apt configuration, sources and lists are
+# neither read nor changed), verified like the host's: InRelease against
+# the Debian archive keyring, the .deb against the hashes it signs.
 # Names change with every Debian security update (old ones leave the
 # mirror), so the metapackage's dependency names the current one.
+APTDIR=$CACHE/apt/$SUITE
+KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+apt_setup() {
+	mkdir -p "$APTDIR"/{etc/parts,state/lists/partial,cache/archives/partial}
+	: >"$APTDIR/state/status" # no installed packages: the host's do not matter
+	printf 'deb [signed-by=%s] %s %s main\n' \
+		"$KEYRING" "$MIRROR" "$SUITE" "$KEYRING" "$SECURITY" "$SUITE-security" >"$APTDIR/etc/sources.list"
+	cat >"$APTDIR/etc/apt.conf" <<-EOF
+		Dir::Etc::main "/dev/null";
+		Dir::Etc::parts "$APTDIR/etc/parts";
+		Dir::Etc::sourcelist "$APTDIR/etc/sources.list";
+		Dir::Etc::sourceparts "$APTDIR/etc/parts";
+		Dir::Etc::preferences "/dev/null";
+		Dir::Etc::preferencesparts "$APTDIR/etc/parts";
+		Dir::State "$APTDIR/state";
+		Dir::State::status "$APTDIR/state/status";
+		Dir::Cache "$APTDIR/cache";
+		APT::Architecture "amd64";
+		APT::Architectures { "amd64"; };
+		Acquire::Languages "none";
+		APT::Sandbox::User "$(id -un)";
+	EOF
+}
+papt() { APT_CONFIG=$APTDIR/etc/apt.conf "$@"; } # apt with the private config
+apt_update() {
+	log "apt-get update of $SUITE and $SUITE-security (private lists in ${APTDIR#"$ROOT"/})"
+	papt apt-get update -q >/dev/null || return 1
+}
 resolve_kernel() {
-	apt-cache depends "$META" 2>/dev/null |
+	papt apt-cache depends "$META" 2>/dev/null |
 		awk '/Depends: linux-image-[0-9]/{print $2; exit}'
 }
+[[ -f $KEYRING ]] || die "$KEYRING not found (apt-get install debian-archive-keyring)"
+apt_setup
 KPKG=$(resolve_kernel || true)
-if [[ -z $KPKG ]] && [[ $(id -u) == 0 ]]; then
-	log "apt-cache knows no $META; running apt-get update"
-	apt-get update -q >/dev/null
+if [[ -z $KPKG ]]; then
+	apt_update || log "apt-get update of $SUITE failed"
 	KPKG=$(resolve_kernel || true)
 fi
 if [[ -z $KPKG ]]; then
-	# Offline with a warm cache: use the newest kernel already unpacked.
-	KPKG=$(ls -1 "$CACHE/kernel" 2>/dev/null | grep -E "^linux-image-" | sort -V | tail -1 || true)
-	[[ -n $KPKG ]] || die "cannot resolve $META (apt-cache depends $META names nothing; run apt-get update)"
-	log "apt-cache cannot resolve $META; using cached $KPKG"
+	# Offline with a warm cache: use the newest kernel of the series
+	# already unpacked.
+	KPKG=$(ls -1 "$CACHE/kernel" 2>/dev/null | grep -E "^linux-image-${SERIES//./\\.}\.[0-9]+[-+]" | sort -V | tail -1 || true)
+	[[ -n $KPKG ]] || die "cannot resolve $META in $SUITE (apt-get update failed or names nothing; is $MIRROR reachable?)"
+	log "cannot resolve $META in $SUITE; using cached $KPKG"
 fi
 check_pin() {
 	KREL=${KPKG#linux-image-}
 	KDIR=$CACHE/kernel/$KPKG
-	[[ $KREL =~ ^${SERIES//./\\.}\.[0-9]+-[0-9]+-cloud-amd64$ ]] ||
-		die "$META resolves to $KPKG, not the pinned ${SERIES} cloud-amd64 series (Debian 12); set VMTEST_KERNEL_SERIES to change the pin"
+	# 5.10.0-46-cloud-amd64 (bullseye), 6.1.0-57-cloud-amd64 (bookworm),
+	# 6.12.118+deb13-cloud-amd64 (trixie).
+	[[ $KREL =~ ^${SERIES//./\\.}\.[0-9]+[-+][0-9a-z+.-]*-cloud-amd64$ ]] ||
+		die "$META resolves to $KPKG in $SUITE, not the pinned ${SERIES} cloud-amd64 series"
 }
 download() { # download: the .deb of $KPKG into $CACHE/debs, or fail
 	log "downloading $KPKG"
-	# The sandbox user _apt cannot write here; downloading as the
-	# invoking user is what we want anyway.
-	(cd "$CACHE/debs" && apt-get download -q -o APT::Sandbox::User="$(id -un)" "$KPKG" >/dev/null)
+	(cd "$CACHE/debs" && papt apt-get download -q "$KPKG" >/dev/null)
 }
 check_pin
 if [[ ! -f $KDIR/.ready ]]; then
@@ -101,11 +148,10 @@ if [[ ! -f $KDIR/.ready ]]; then
 	if [[ -z $deb ]]; then
 		if ! download; then
 			# Stale package lists name a kernel the mirror has dropped.
-			[[ $(id -u) == 0 ]] || die "apt-get download $KPKG failed (run apt-get update as root; the mirror drops superseded kernels)"
-			log "apt-get download $KPKG failed; running apt-get update"
-			apt-get update -q >/dev/null
+			log "apt-get download $KPKG failed; refreshing the $SUITE lists"
+			apt_update || die "apt-get update of $SUITE failed (is $MIRROR reachable?)"
 			KPKG=$(resolve_kernel || true)
-			[[ -n $KPKG ]] || die "cannot resolve $META after apt-get update"
+			[[ -n $KPKG ]] || die "cannot resolve $META in $SUITE after apt-get update"
 			check_pin
 			download || die "apt-get download $KPKG failed after apt-get update"
 		fi
@@ -115,12 +161,18 @@ if [[ ! -f $KDIR/.ready ]]; then
 	mkdir -p "$KDIR"
 	dpkg-deb -x "$deb" "$KDIR/root"
 	dpkg-deb -f "$deb" Version >"$KDIR/version"
+	# Merged-/usr packages (trixie) ship the modules under /usr/lib.
+	[[ -d $KDIR/root/lib/modules/$KREL ]] || {
+		mkdir -p "$KDIR/root/lib/modules"
+		ln -s "../../usr/lib/modules/$KREL" "$KDIR/root/lib/modules/$KREL"
+	}
 	# The package ships no modules.dep (its postinst runs depmod);
 	# busybox's depmod writes one from the modules' symbols.
 	busybox depmod -b "$KDIR/root" "$KREL"
 	touch "$KDIR/.ready"
-	# Keep one kernel: the superseded ones have left the mirror anyway.
-	for old in "$CACHE/kernel"/linux-image-* "$CACHE/debs"/linux-image-*.deb; do
+	# Keep one kernel per series: the superseded ones have left the
+	# mirror anyway.
+	for old in "$CACHE/kernel/linux-image-$SERIES."* "$CACHE/debs/linux-image-$SERIES."*.deb; do
 		[[ -e $old && $old != "$KDIR" && $old != "$deb" ]] && rm -rf "$old"
 	done
 fi
