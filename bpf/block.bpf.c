@@ -23,6 +23,53 @@ const volatile __u32 targ_dev = 0;
  * not only of busy ones (events.h); the ftrace oracle test sets it. */
 const volatile bool every_block = false;
 
+/* rq_q_arg, bio_q_arg: this kernel's block_rq_insert, _issue and
+ * _requeue (before Linux 5.10), and its block_bio_queue and
+ * block_bio_remap (before 5.11), take the request queue first: Go reads it
+ * from the prototypes in the kernel's BTF (tracer/compat.go) and the
+ * programs read their arguments one further (blk_arg). Read-only
+ * constants: the verifier drops the branch not taken. */
+const volatile bool rq_q_arg = false;
+const volatile bool bio_q_arg = false;
+
+/* Fields and enums older kernels name differently (CO-RE flavours): a
+ * request's disk was rq->rq_disk (before 6.0), a bio's bi_disk (before
+ * 5.12), and enum req_op was enum req_opf (before 6.0; same values). */
+struct request___rq_disk {
+	struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+
+struct bio___bi_disk {
+	struct gendisk *bi_disk;
+} __attribute__((preserve_access_index));
+
+enum req_opf___old {
+	REQ_OP_READ___old = 0,
+	REQ_OP_WRITE___old = 1,
+	REQ_OP_FLUSH___old = 2,
+	REQ_OP_DISCARD___old = 3,
+	REQ_OP_SECURE_ERASE___old = 5,
+	REQ_OP_WRITE_ZEROES___old = 9,
+};
+
+/* blk_arg returns argument i of a tracepoint listed at rq_q_arg (q_arg
+ * is that constant) or bio_q_arg, counted without the queue. The loads
+ * stay apart (barrier_var): merged into one load from ctx plus a computed
+ * offset, the verifier would refuse it. */
+static __always_inline void *blk_arg(unsigned long long *ctx, bool q_arg, int i)
+{
+	void *p;
+
+	if (q_arg) {
+		p = (void *)ctx[i + 1];
+		barrier_var(p);
+	} else {
+		p = (void *)ctx[i];
+		barrier_var(p);
+	}
+	return p;
+}
+
 /* Keep the record types and enums in the object for bpf2go -type. */
 const struct blk_event *unused_blk_event __attribute__((unused));
 const struct flush_bio_event *unused_flush_bio_event __attribute__((unused));
@@ -186,7 +233,12 @@ static __always_inline __u32 rq_dev(struct request *rq)
 {
 	/* rq is a tp_btf argument, a BTF pointer: plain loads (the verifier
 	 * makes them fault-safe), not probe-read helper calls. */
-	struct gendisk *disk = rq->q->disk;
+	struct gendisk *disk;
+
+	if (bpf_core_field_exists(struct request___rq_disk, rq_disk))
+		disk = ((struct request___rq_disk *)rq)->rq_disk;
+	else
+		disk = rq->q->disk;
 
 	if (!disk)
 		return 0;
@@ -215,23 +267,40 @@ static __always_inline __u32 norm_flags(__u32 cmd_flags)
 	return f;
 }
 
+/* OP: the value of REQ_OP_x in this kernel's enum req_op or, before 6.0,
+ * enum req_opf. */
+#define OP(x)                                                                  \
+	(bpf_core_type_exists(enum req_op) ? bpf_core_enum_value(enum req_op, x) \
+					   : bpf_core_enum_value(enum req_opf___old, x##___old))
+
 static __always_inline __u8 norm_op(__u32 cmd_flags)
 {
 	__u32 op = cmd_flags & ((1u << REQ_OP_BITS_) - 1);
 
-	if (op == bpf_core_enum_value(enum req_op, REQ_OP_READ))
+	if (op == OP(REQ_OP_READ))
 		return ES_OP_READ;
-	if (op == bpf_core_enum_value(enum req_op, REQ_OP_WRITE))
+	if (op == OP(REQ_OP_WRITE))
 		return ES_OP_WRITE;
-	if (op == bpf_core_enum_value(enum req_op, REQ_OP_FLUSH))
+	if (op == OP(REQ_OP_FLUSH))
 		return ES_OP_FLUSH;
-	if (op == bpf_core_enum_value(enum req_op, REQ_OP_DISCARD))
+	if (op == OP(REQ_OP_DISCARD))
 		return ES_OP_DISCARD;
-	if (op == bpf_core_enum_value(enum req_op, REQ_OP_SECURE_ERASE))
+	if (op == OP(REQ_OP_SECURE_ERASE))
 		return ES_OP_SECURE_ERASE;
-	if (op == bpf_core_enum_value(enum req_op, REQ_OP_WRITE_ZEROES))
+	if (op == OP(REQ_OP_WRITE_ZEROES))
 		return ES_OP_WRITE_ZEROES;
 	return ES_OP_OTHER;
+}
+
+/* bio_disk returns the disk bio is queued on. */
+static __always_inline struct gendisk *bio_disk(struct bio *bio)
+{
+	struct block_device *bdev;
+
+	if (bpf_core_field_exists(struct bio___bi_disk, bi_disk))
+		return ((struct bio___bi_disk *)bio)->bi_disk;
+	bdev = bio->bi_bdev;
+	return bdev ? bdev->bd_disk : NULL;
 }
 
 /* is_flush: the request persists the disk's cache (event.Block.IsFlush). */
@@ -282,22 +351,23 @@ static __always_inline void mark(struct request *rq, bool insert)
 }
 
 SEC("tp_btf/block_rq_insert")
-int BPF_PROG(block_rq_insert, struct request *rq)
+int block_rq_insert(unsigned long long *ctx)
 {
-	mark(rq, true);
+	mark(blk_arg(ctx, rq_q_arg, 0), true);
 	return 0;
 }
 
 SEC("tp_btf/block_rq_issue")
-int BPF_PROG(block_rq_issue, struct request *rq)
+int block_rq_issue(unsigned long long *ctx)
 {
-	mark(rq, false);
+	mark(blk_arg(ctx, rq_q_arg, 0), false);
 	return 0;
 }
 
 SEC("tp_btf/block_rq_requeue")
-int BPF_PROG(block_rq_requeue, struct request *rq)
+int block_rq_requeue(unsigned long long *ctx)
 {
+	struct request *rq = blk_arg(ctx, rq_q_arg, 0);
 	struct rq_start *s;
 	__u64 key;
 
@@ -427,16 +497,17 @@ static __always_inline void dm_queue(struct bio *bio, struct gendisk *disk, __u3
 }
 
 SEC("tp_btf/block_bio_queue")
-int BPF_PROG(block_bio_queue, struct bio *bio)
+int block_bio_queue(unsigned long long *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
+	struct bio *bio = blk_arg(ctx, bio_q_arg, 0);
 	__u32 opf = bio->bi_opf, flags;
 	struct flush_bio_event e = {};
 	struct gendisk *disk;
 	__u8 op;
 	__u64 id;
 
-	disk = bio->bi_bdev->bd_disk;
+	disk = bio_disk(bio);
 	if (!disk)
 		return 0;
 	e.dev = disk_dev(disk);
@@ -470,20 +541,33 @@ int BPF_PROG(block_bio_queue, struct bio *bio)
  * disk (blk_partition_remap) passes here too, naming the partition the bio
  * is on: it is no stacked driver and is skipped. */
 SEC("tp_btf/block_bio_remap")
-int BPF_PROG(block_bio_remap, struct bio *bio, dev_t dev, sector_t from)
+int block_bio_remap(unsigned long long *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
-	struct block_device *bdev = bio->bi_bdev;
+	struct bio *bio = blk_arg(ctx, bio_q_arg, 0);
+	dev_t dev = (dev_t)(unsigned long)blk_arg(ctx, bio_q_arg, 1);
 	__u32 opf = bio->bi_opf, target, *u;
 	struct bio_remap_event *e;
 	struct gendisk *disk;
 	__u8 op = norm_op(opf);
 
-	if (!bdev || bdev->bd_dev == dev)
-		return 0;
-	disk = bdev->bd_disk;
-	if (!disk)
-		return 0;
+	if (bpf_core_field_exists(struct bio___bi_disk, bi_disk)) {
+		/* The bio names its whole disk; a partition's remap passes
+		 * the partition, a minor of that same disk. */
+		disk = ((struct bio___bi_disk *)bio)->bi_disk;
+		if (!disk)
+			return 0;
+		if (dev >> 20 == (__u32)disk->major && (dev & 0xfffff) - (__u32)disk->first_minor < (__u32)disk->minors)
+			return 0;
+	} else {
+		struct block_device *bdev = bio->bi_bdev;
+
+		if (!bdev || bdev->bd_dev == dev)
+			return 0;
+		disk = bdev->bd_disk;
+		if (!disk)
+			return 0;
+	}
 	target = disk_dev(disk);
 	if (target == dev)
 		return 0;

@@ -85,7 +85,7 @@ static __always_inline void es_call_enter(struct file *f, int fd, __u8 syscall, 
 	else if (f)
 		c.disk = es_file_disk(f);
 	c.start_ns = bpf_ktime_get_ns();
-	slot = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	slot = es_call(true);
 	if (!slot) {
 		count_lost();
 		return;
@@ -110,7 +110,7 @@ static __always_inline void es_call_exit(long ret, bool pinned)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 id = bpf_get_current_pid_tgid();
-	struct call *c = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, 0);
+	struct call *c = es_call(false);
 	struct fsync_event *e;
 	struct file *f;
 

@@ -5,6 +5,7 @@
 #define ETCDSCOPE_FILE_H
 
 #include "fsync.h"
+#include "compat.h"
 
 #define ES_S_IFMT 00170000
 #define ES_S_IFBLK 0060000
@@ -12,15 +13,31 @@
 /* es_fd_file returns the current task's struct file for fd, or NULL. */
 static __always_inline struct file *es_fd_file(int fd)
 {
-	/* task is a BTF pointer: plain loads, cheaper than probe reads. */
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct fdtable *fdt = task->files->fdt;
+	struct fdtable *fdt;
 	struct file **fds;
 	struct file *f = NULL;
+	unsigned int max_fds;
 
-	if (!fdt || fd < 0 || (unsigned int)fd >= fdt->max_fds)
+	if (es_task_btf) {
+		/* task is a BTF pointer: plain loads, cheaper than probe reads. */
+		struct task_struct *task = bpf_get_current_task_btf();
+
+		fdt = task->files->fdt;
+		if (!fdt)
+			return NULL;
+		max_fds = fdt->max_fds;
+		fds = fdt->fd;
+	} else {
+		struct task_struct *task = (void *)bpf_get_current_task();
+
+		fdt = BPF_CORE_READ(task, files, fdt);
+		if (!fdt)
+			return NULL;
+		max_fds = BPF_CORE_READ(fdt, max_fds);
+		fds = BPF_CORE_READ(fdt, fd);
+	}
+	if (fd < 0 || (unsigned int)fd >= max_fds)
 		return NULL;
-	fds = fdt->fd;
 	/* a variable index into a BTF pointer is refused: probe read */
 	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
 	return f;

@@ -7,6 +7,8 @@
 #ifndef ETCDSCOPE_INFLIGHT_H
 #define ETCDSCOPE_INFLIGHT_H
 
+#include "compat.h"
+
 /* struct call: what an enter program keeps for its exit program. The
  * record itself is built at exit, straight in the ring buffer. */
 struct call {
@@ -30,12 +32,47 @@ struct call {
  * storage, not a hash keyed by tid: ~130 ns less per call here, no size
  * limit, freed with the task, and a lookup on a task without storage (the
  * writeback and scheduler tracepoints run for every task) is a pointer
- * read. */
+ * read. Kernels without task storage for tracing programs get the hash
+ * (es_call). */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
 	__type(value, struct call);
 } inflight SEC(".maps");
+
+/* es_call returns the current thread's slot in inflight, creating it when
+ * create; NULL when it has none or it could not be made. Without task
+ * storage (compat.h's es_task_btf clear, before Linux 5.12) Go makes
+ * inflight an LRU hash keyed by thread id: a thread's slot outlives it
+ * until the LRU evicts it. */
+static __always_inline struct call *es_call(bool create)
+{
+	struct call *c, zero = {};
+	__u32 tid;
+
+	if (es_task_btf)
+		return bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0,
+					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	tid = (__u32)bpf_get_current_pid_tgid();
+	c = bpf_map_lookup_elem(&inflight, &tid);
+	if (!c && create) {
+		bpf_map_update_elem(&inflight, &tid, &zero, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&inflight, &tid);
+	}
+	return c;
+}
+
+/* es_call_of returns task t's slot in inflight (a tp_btf argument), or
+ * NULL. */
+static __always_inline struct call *es_call_of(struct task_struct *t)
+{
+	__u32 tid;
+
+	if (es_task_btf)
+		return bpf_task_storage_get(&inflight, t, 0, 0);
+	tid = t->pid;
+	return bpf_map_lookup_elem(&inflight, &tid);
+}
 
 #endif

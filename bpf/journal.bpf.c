@@ -36,11 +36,15 @@ struct {
 SEC("tp_btf/jbd2_start_commit")
 int BPF_PROG(jbd2_start_commit, journal_t *journal, transaction_t *txn)
 {
-	struct commit_key k = {
-		.dev = BPF_CORE_READ(journal, j_fs_dev, bd_dev),
-		.txn = BPF_CORE_READ(txn, t_tid),
-	};
+	struct commit_key k = {};
 	__u64 now = bpf_ktime_get_ns();
+
+	/* Some kernels (Debian's 6.12) type every tp_btf argument as
+	 * maybe-NULL and refuse arithmetic on it before a check. */
+	if (!journal || !txn)
+		return 0;
+	k.dev = BPF_CORE_READ(journal, j_fs_dev, bd_dev);
+	k.txn = BPF_CORE_READ(txn, t_tid);
 
 	if (bpf_map_update_elem(&commits, &k, &now, BPF_ANY))
 		count_lost();
@@ -50,13 +54,15 @@ int BPF_PROG(jbd2_start_commit, journal_t *journal, transaction_t *txn)
 SEC("tp_btf/jbd2_end_commit")
 int BPF_PROG(jbd2_end_commit, journal_t *journal, transaction_t *txn)
 {
-	struct commit_key k = {
-		.dev = BPF_CORE_READ(journal, j_fs_dev, bd_dev),
-		.txn = BPF_CORE_READ(txn, t_tid),
-	};
+	struct commit_key k = {};
 	struct journal_event e = {};
-	__u64 *start = bpf_map_lookup_elem(&commits, &k);
+	__u64 *start;
 
+	if (!journal || !txn)
+		return 0;
+	k.dev = BPF_CORE_READ(journal, j_fs_dev, bd_dev);
+	k.txn = BPF_CORE_READ(txn, t_tid);
+	start = bpf_map_lookup_elem(&commits, &k);
 	if (!start)
 		return 0;
 	e.kind = ES_KIND_JOURNAL;
@@ -75,6 +81,8 @@ int BPF_PROG(xfs_log_force, struct xfs_mount *mp, xfs_lsn_t lsn, unsigned long c
 {
 	struct journal_event e = {};
 
+	if (!mp)
+		return 0;
 	e.kind = ES_KIND_JOURNAL;
 	e.source = ES_JOURNAL_XFS_LOG_FORCE;
 	e.dev = BPF_CORE_READ(mp, m_super, s_dev);

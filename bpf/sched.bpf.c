@@ -26,7 +26,7 @@ const enum es_sched_state *unused_es_sched_state __attribute__((unused));
  * the lookup is all these programs do (no clock read). */
 static __always_inline bool in_call(struct task_struct *t)
 {
-	struct call *c = bpf_task_storage_get(&inflight, t, 0, 0);
+	struct call *c = es_call_of(t);
 
 	return c && c->start_ns;
 }
@@ -42,15 +42,34 @@ static __always_inline void note(struct task_struct *t, __u64 now, __u8 state)
 	emit(&e, sizeof(e));
 }
 
+/* prev_state_arg: this kernel's sched_switch passes prev_state as its
+ * fourth argument (Linux 5.18+); Go reads it from the tracepoint's
+ * prototype in the kernel's BTF (tracer/compat.go). Before, the state is
+ * read from the task: __state, or state before 5.14 (a CO-RE flavour). */
+const volatile bool prev_state_arg = true;
+
+struct task_struct___state {
+	long state;
+} __attribute__((preserve_access_index));
+
 SEC("tp_btf/sched_switch")
-int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
+int sched_switch(unsigned long long *ctx)
 {
+	bool preempt = (bool)ctx[0];
+	struct task_struct *prev = (void *)ctx[1], *next = (void *)ctx[2];
 	bool p = in_call(prev), n = in_call(next);
+	unsigned int prev_state;
 	__u64 now;
 
 	if (!p && !n)
 		return 0;
 	now = bpf_ktime_get_ns();
+	if (prev_state_arg)
+		prev_state = (unsigned int)ctx[3];
+	else if (bpf_core_field_exists(struct task_struct___state, state))
+		prev_state = (unsigned int)((struct task_struct___state *)prev)->state;
+	else
+		prev_state = prev->__state;
 	/* Preempted, or switched out still TASK_RUNNING (woken before it
 	 * slept, a yield): it waits for a CPU; otherwise it sleeps. */
 	if (p)

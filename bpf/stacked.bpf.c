@@ -39,9 +39,9 @@ struct {
 
 static __always_inline bool in_kthread(void)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-
-	return task->flags & PF_KTHREAD_;
+	if (es_task_btf)
+		return bpf_get_current_task_btf()->flags & PF_KTHREAD_;
+	return BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), flags) & PF_KTHREAD_;
 }
 
 /* callers: the traced processes' calls come from here (set from Go). */

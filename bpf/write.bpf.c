@@ -42,7 +42,7 @@ enum wait_kind {
 
 static __always_inline struct call *current_call(void)
 {
-	struct call *c = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, 0);
+	struct call *c = es_call(false);
 
 	/* an fsync in flight is fsync.bpf.c's */
 	return c && c->start_ns && c->syscall >= ES_SYS_WRITE ? c : NULL;
@@ -72,7 +72,7 @@ static __always_inline int on_enter(int fd, __u8 syscall)
 	c.fd = fd;
 	c.syscall = syscall;
 	c.start_ns = bpf_ktime_get_ns();
-	slot = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	slot = es_call(true);
 	if (!slot) {
 		count_lost();
 		return 0;

@@ -23,7 +23,12 @@ func (t *FsyncTracer) loadBlock(shared ebpf.CollectionOptions, cfg FsyncConfig) 
 	if err := sizeEvents(spec, shared.MapReplacements["events"].MaxEntries()); err != nil {
 		return err
 	}
-	if err := setVariables(spec, map[string]any{"targ_dev": uint32(cfg.Disk), "every_block": cfg.EveryBlock}); err != nil {
+	vars, err := blockQueueArgs(shared.Cache)
+	if err != nil {
+		return err
+	}
+	vars["targ_dev"], vars["every_block"] = uint32(cfg.Disk), cfg.EveryBlock
+	if err := setVariables(spec, vars); err != nil {
 		return err
 	}
 	if err := spec.LoadAndAssign(&t.block, &shared); err != nil {

@@ -166,7 +166,9 @@ const (
 	blockProgBlockRqInsert      = "block_rq_insert"
 	blockProgBlockRqIssue       = "block_rq_issue"
 	blockProgBlockRqRequeue     = "block_rq_requeue"
+	blockVarBioQ_arg            = "bio_q_arg"
 	blockVarEveryBlock          = "every_block"
+	blockVarRqQ_arg             = "rq_q_arg"
 	blockVarTargDev             = "targ_dev"
 	blockVarUnusedBioRemapEvent = "unused_bio_remap_event"
 	blockVarUnusedBlkEvent      = "unused_blk_event"
@@ -248,7 +250,9 @@ type blockMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type blockVariableSpecs struct {
+	BioQ_arg            *ebpf.VariableSpec `ebpf:"bio_q_arg"`
 	EveryBlock          *ebpf.VariableSpec `ebpf:"every_block"`
+	RqQ_arg             *ebpf.VariableSpec `ebpf:"rq_q_arg"`
 	TargDev             *ebpf.VariableSpec `ebpf:"targ_dev"`
 	UnusedBioRemapEvent *ebpf.VariableSpec `ebpf:"unused_bio_remap_event"`
 	UnusedBlkEvent      *ebpf.VariableSpec `ebpf:"unused_blk_event"`
@@ -309,7 +313,9 @@ func (m *blockMaps) Close() error {
 //
 // It can be passed to loadBlockObjects or ebpf.CollectionSpec.LoadAndAssign.
 type blockVariables struct {
+	BioQ_arg            *ebpf.Variable `ebpf:"bio_q_arg"`
 	EveryBlock          *ebpf.Variable `ebpf:"every_block"`
+	RqQ_arg             *ebpf.Variable `ebpf:"rq_q_arg"`
 	TargDev             *ebpf.Variable `ebpf:"targ_dev"`
 	UnusedBioRemapEvent *ebpf.Variable `ebpf:"unused_bio_remap_event"`
 	UnusedBlkEvent      *ebpf.Variable `ebpf:"unused_blk_event"`

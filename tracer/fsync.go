@@ -182,6 +182,9 @@ func (t *FsyncTracer) loadSyscalls(cfg FsyncConfig, ring uint32, cache *btf.Cach
 	if err := setVariables(spec, filterVariables(cfg)); err != nil {
 		return ebpf.CollectionOptions{}, err
 	}
+	if err := applyCompat(spec); err != nil {
+		return ebpf.CollectionOptions{}, err
+	}
 	if err := spec.LoadAndAssign(&t.fsync, &ebpf.CollectionOptions{Cache: cache}); err != nil {
 		return ebpf.CollectionOptions{}, explainLoad("fsync programs", err)
 	}

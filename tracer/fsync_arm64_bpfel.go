@@ -116,6 +116,7 @@ const (
 	fsyncProgSysEnterFsync     = "sys_enter_fsync"
 	fsyncProgSysExitFdatasync  = "sys_exit_fdatasync"
 	fsyncProgSysExitFsync      = "sys_exit_fsync"
+	fsyncVarEsTaskBtf          = "es_task_btf"
 	fsyncVarFilterComm         = "filter_comm"
 	fsyncVarTargCgroupId       = "targ_cgroup_id"
 	fsyncVarTargComm           = "targ_comm"
@@ -192,6 +193,7 @@ type fsyncMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type fsyncVariableSpecs struct {
+	EsTaskBtf        *ebpf.VariableSpec `ebpf:"es_task_btf"`
 	FilterComm       *ebpf.VariableSpec `ebpf:"filter_comm"`
 	TargCgroupId     *ebpf.VariableSpec `ebpf:"targ_cgroup_id"`
 	TargComm         *ebpf.VariableSpec `ebpf:"targ_comm"`
@@ -248,6 +250,7 @@ func (m *fsyncMaps) Close() error {
 //
 // It can be passed to loadFsyncObjects or ebpf.CollectionSpec.LoadAndAssign.
 type fsyncVariables struct {
+	EsTaskBtf        *ebpf.Variable `ebpf:"es_task_btf"`
 	FilterComm       *ebpf.Variable `ebpf:"filter_comm"`
 	TargCgroupId     *ebpf.Variable `ebpf:"targ_cgroup_id"`
 	TargComm         *ebpf.Variable `ebpf:"targ_comm"`

@@ -74,6 +74,9 @@ func NewHypervisor(cfg HypervisorConfig) (_ *HypervisorTracer, err error) {
 		"hv_wake_bytes": uint64(ring / 8)}); err != nil {
 		return nil, err
 	}
+	if err := applyCompat(spec); err != nil {
+		return nil, err
+	}
 	// The io_uring tracepoints exist only with CONFIG_IO_URING (and under
 	// these names since Linux 5.19); without them aio=io_uring shows only
 	// as io_uring_enter calls.

@@ -82,6 +82,7 @@ const (
 	hypervisorProgSysExitPwrite64      = "sys_exit_pwrite64"
 	hypervisorProgSysExitPwritev       = "sys_exit_pwritev"
 	hypervisorProgSysExitPwritev2      = "sys_exit_pwritev2"
+	hypervisorVarEsTaskBtf             = "es_task_btf"
 	hypervisorVarFilterComm            = "filter_comm"
 	hypervisorVarHvWakeBytes           = "hv_wake_bytes"
 	hypervisorVarTargComm              = "targ_comm"
@@ -168,6 +169,7 @@ type hypervisorMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type hypervisorVariableSpecs struct {
+	EsTaskBtf        *ebpf.VariableSpec `ebpf:"es_task_btf"`
 	FilterComm       *ebpf.VariableSpec `ebpf:"filter_comm"`
 	HvWakeBytes      *ebpf.VariableSpec `ebpf:"hv_wake_bytes"`
 	TargComm         *ebpf.VariableSpec `ebpf:"targ_comm"`
@@ -218,6 +220,7 @@ func (m *hypervisorMaps) Close() error {
 //
 // It can be passed to loadHypervisorObjects or ebpf.CollectionSpec.LoadAndAssign.
 type hypervisorVariables struct {
+	EsTaskBtf        *ebpf.Variable `ebpf:"es_task_btf"`
 	FilterComm       *ebpf.Variable `ebpf:"filter_comm"`
 	HvWakeBytes      *ebpf.Variable `ebpf:"hv_wake_bytes"`
 	TargComm         *ebpf.Variable `ebpf:"targ_comm"`

@@ -9,6 +9,7 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/host"
 )
 
 // attachJournal loads each journal program whose tracepoint this kernel
@@ -29,6 +30,9 @@ func (t *FsyncTracer) attachJournal(shared ebpf.CollectionOptions) error {
 	}
 	var missing []event.Probe
 	for name, why := range want {
+		if sys := tracepointSystem(name); host.TracepointExists(sys, name) && !tracepointModuleHasBTF(sys) {
+			why = noModuleBTF(sys)
+		}
 		if !tracepointHasBTF(name) {
 			delete(spec.Programs, name)
 			missing = append(missing, event.Probe{Name: "tp_btf/" + name, Why: why})

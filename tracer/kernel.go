@@ -103,7 +103,7 @@ func prepare(comm string) error {
 		// (RemoveMemlock does nothing on later ones).
 		return fmt.Errorf("%w: this kernel charges BPF memory to RLIMIT_MEMLOCK and raising it needs CAP_SYS_RESOURCE (or ulimit -l unlimited): %v", ErrNoPrivilege, err)
 	}
-	return nil
+	return haveRingBuf()
 }
 
 // BPFMemory says how this kernel charges BPF maps and programs, for
@@ -165,12 +165,37 @@ func shortErr(err error) string {
 }
 
 // tracepointHasBTF reports whether the kernel (or a loaded module) has
-// tracepoint name, which is when it also has the btf_trace_<name> typedef
-// a tp_btf program attaches through. It asks tracefs (mounted by then)
-// rather than parsing the kernel's BTF once more: the loader parses it
-// anyway, and a second parse cost start-up time (docs/performance.md).
+// tracepoint name and the btf_trace_<name> typedef a tp_btf program
+// attaches through. It asks tracefs (mounted by then) and /sys rather
+// than parsing the kernel's BTF once more: the loader parses it anyway,
+// and a second parse cost start-up time (docs/performance.md). A
+// tracepoint of a loadable module (xfs) has that typedef only in the
+// module's own BTF (/sys/kernel/btf/<module>), which kernels before 5.11
+// and those built without CONFIG_DEBUG_INFO_BTF_MODULES lack.
 func tracepointHasBTF(name string) bool {
-	return host.TracepointExists(tracepointSystem(name), name)
+	sys := tracepointSystem(name)
+	if !host.TracepointExists(sys, name) {
+		return false
+	}
+	return tracepointModuleHasBTF(sys)
+}
+
+// tracepointModuleHasBTF reports whether the tracepoints of system sys (a
+// module's name) have BTF: built into the kernel (no
+// /sys/module/<sys>/initstate, which only loadable modules have), or a
+// loadable module with BTF of its own.
+func tracepointModuleHasBTF(sys string) bool {
+	if _, err := os.Stat("/sys/module/" + sys + "/initstate"); err != nil {
+		return true
+	}
+	_, err := os.Stat("/sys/kernel/btf/" + sys)
+	return err == nil
+}
+
+// noModuleBTF is why a tp_btf probe of module sys is unavailable when
+// tracepointModuleHasBTF says no.
+func noModuleBTF(sys string) string {
+	return sys + " is a module and this kernel has no BTF for modules (/sys/kernel/btf/" + sys + "; CONFIG_DEBUG_INFO_BTF_MODULES, Linux 5.11+)"
 }
 
 func tracepointSystem(name string) string {

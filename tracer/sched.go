@@ -24,6 +24,14 @@ func (t *FsyncTracer) loadSched(shared ebpf.CollectionOptions) error {
 	if err := sizeEvents(spec, shared.MapReplacements["events"].MaxEntries()); err != nil {
 		return err
 	}
+	if err := applyCompat(spec); err != nil {
+		return err
+	}
+	// sched_switch's fourth argument, prev_state, is 5.18+.
+	n, _ := tracepointArgs(shared.Cache, "sched_switch")
+	if err := setVariables(spec, map[string]any{"prev_state_arg": n >= 4}); err != nil {
+		return err
+	}
 	opts := shared
 	opts.MapReplacements = maps.Clone(shared.MapReplacements)
 	opts.MapReplacements["inflight"] = t.fsync.Inflight

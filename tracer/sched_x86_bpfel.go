@@ -59,6 +59,8 @@ const (
 	schedMapLostEvents         = "lost_events"
 	schedProgSchedSwitch       = "sched_switch"
 	schedProgSchedWakeup       = "sched_wakeup"
+	schedVarEsTaskBtf          = "es_task_btf"
+	schedVarPrevStateArg       = "prev_state_arg"
 	schedVarUnusedEsSchedState = "unused_es_sched_state"
 	schedVarUnusedSchedEvent   = "unused_sched_event"
 	schedVarWakeBytes          = "wake_bytes"
@@ -125,6 +127,8 @@ type schedMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type schedVariableSpecs struct {
+	EsTaskBtf          *ebpf.VariableSpec `ebpf:"es_task_btf"`
+	PrevStateArg       *ebpf.VariableSpec `ebpf:"prev_state_arg"`
 	UnusedEsSchedState *ebpf.VariableSpec `ebpf:"unused_es_sched_state"`
 	UnusedSchedEvent   *ebpf.VariableSpec `ebpf:"unused_sched_event"`
 	WakeBytes          *ebpf.VariableSpec `ebpf:"wake_bytes"`
@@ -171,6 +175,8 @@ func (m *schedMaps) Close() error {
 //
 // It can be passed to loadSchedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type schedVariables struct {
+	EsTaskBtf          *ebpf.Variable `ebpf:"es_task_btf"`
+	PrevStateArg       *ebpf.Variable `ebpf:"prev_state_arg"`
 	UnusedEsSchedState *ebpf.Variable `ebpf:"unused_es_sched_state"`
 	UnusedSchedEvent   *ebpf.Variable `ebpf:"unused_sched_event"`
 	WakeBytes          *ebpf.Variable `ebpf:"wake_bytes"`

@@ -20,9 +20,13 @@ import (
 // call state and file cache, and filtered as it filters.
 func (t *FsyncTracer) attachStacked(shared ebpf.CollectionOptions, cfg FsyncConfig, callers bool) error {
 	if !tracepointHasBTF("ext4_sync_file_enter") || !tracepointHasBTF("ext4_sync_file_exit") {
+		why := "ext4 not loaded"
+		if !tracepointModuleHasBTF("ext4") {
+			why = noModuleBTF("ext4")
+		}
 		t.probes = append(t.probes,
-			event.Probe{Name: "tp_btf/ext4_sync_file_enter", Why: "ext4 not loaded: fsyncs by kernel threads (loop backing files on ext4) unseen"},
-			event.Probe{Name: "tp_btf/ext4_sync_file_exit", Why: "ext4 not loaded"})
+			event.Probe{Name: "tp_btf/ext4_sync_file_enter", Why: why + ": fsyncs by kernel threads (loop backing files on ext4) unseen"},
+			event.Probe{Name: "tp_btf/ext4_sync_file_exit", Why: why})
 		return nil
 	}
 	spec, err := loadStacked()
@@ -35,6 +39,9 @@ func (t *FsyncTracer) attachStacked(shared ebpf.CollectionOptions, cfg FsyncConf
 	vars := filterVariables(cfg)
 	vars["callers"] = callers
 	if err := setVariables(spec, vars); err != nil {
+		return err
+	}
+	if err := applyCompat(spec); err != nil {
 		return err
 	}
 	opts := shared

@@ -82,6 +82,7 @@ const (
 	stackedProgExt4SyncFileEnter = "ext4_sync_file_enter"
 	stackedProgExt4SyncFileExit  = "ext4_sync_file_exit"
 	stackedVarCallers            = "callers"
+	stackedVarEsTaskBtf          = "es_task_btf"
 	stackedVarFilterComm         = "filter_comm"
 	stackedVarTargCgroupId       = "targ_cgroup_id"
 	stackedVarTargComm           = "targ_comm"
@@ -155,6 +156,7 @@ type stackedMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type stackedVariableSpecs struct {
 	Callers      *ebpf.VariableSpec `ebpf:"callers"`
+	EsTaskBtf    *ebpf.VariableSpec `ebpf:"es_task_btf"`
 	FilterComm   *ebpf.VariableSpec `ebpf:"filter_comm"`
 	TargCgroupId *ebpf.VariableSpec `ebpf:"targ_cgroup_id"`
 	TargComm     *ebpf.VariableSpec `ebpf:"targ_comm"`
@@ -212,6 +214,7 @@ func (m *stackedMaps) Close() error {
 // It can be passed to loadStackedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type stackedVariables struct {
 	Callers      *ebpf.Variable `ebpf:"callers"`
+	EsTaskBtf    *ebpf.Variable `ebpf:"es_task_btf"`
 	FilterComm   *ebpf.Variable `ebpf:"filter_comm"`
 	TargCgroupId *ebpf.Variable `ebpf:"targ_cgroup_id"`
 	TargComm     *ebpf.Variable `ebpf:"targ_comm"`

@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/host"
 )
 
 // writeSyscalls are the write(2) family write.bpf.c follows: etcd's WAL
@@ -30,6 +31,9 @@ func (t *FsyncTracer) loadWrite(shared ebpf.CollectionOptions, cfg FsyncConfig) 
 		return err
 	}
 	if err := setVariables(spec, filterVariables(cfg)); err != nil {
+		return err
+	}
+	if err := applyCompat(spec); err != nil {
 		return err
 	}
 	opts := shared
@@ -55,8 +59,8 @@ func (t *FsyncTracer) loadWrite(shared ebpf.CollectionOptions, cfg FsyncConfig) 
 		{"syscalls", "sys_exit_pwritev", t.write.SysExitWrite},
 		{"syscalls", "sys_exit_pwritev2", t.write.SysExitWrite},
 		{"writeback", "balance_dirty_pages", t.write.BalanceDirtyPages},
-		{"writeback", "folio_wait_writeback", t.write.FolioWaitWriteback},
-		{"writeback", "writeback_dirty_folio", t.write.WritebackDirtyFolio},
+		{"writeback", writebackTracepoint("folio_wait_writeback", "wait_on_page_writeback"), t.write.FolioWaitWriteback},
+		{"writeback", writebackTracepoint("writeback_dirty_folio", "writeback_dirty_page"), t.write.WritebackDirtyFolio},
 	} {
 		l, err := link.Tracepoint(tp.group, tp.name, tp.prog, nil)
 		if err != nil {
@@ -66,6 +70,16 @@ func (t *FsyncTracer) loadWrite(shared ebpf.CollectionOptions, cfg FsyncConfig) 
 		t.probes = append(t.probes, event.Probe{Name: "tracepoint/" + tp.group + "/" + tp.name, Attached: true})
 	}
 	return nil
+}
+
+// writebackTracepoint returns the writeback tracepoint named folio, or
+// page where this kernel has only that one (the folio names are Linux
+// 5.17+; their programs read no argument, so one program serves both).
+func writebackTracepoint(folio, page string) string {
+	if !host.TracepointExists("writeback", folio) && host.TracepointExists("writeback", page) {
+		return page
+	}
+	return folio
 }
 
 // writeRecord decodes struct write_event (bpf/write.h).

@@ -90,6 +90,7 @@ const (
 	writeProgSysEnterWritev      = "sys_enter_writev"
 	writeProgSysExitWrite        = "sys_exit_write"
 	writeProgWritebackDirtyFolio = "writeback_dirty_folio"
+	writeVarEsTaskBtf            = "es_task_btf"
 	writeVarFilterComm           = "filter_comm"
 	writeVarTargCgroupId         = "targ_cgroup_id"
 	writeVarTargComm             = "targ_comm"
@@ -168,6 +169,7 @@ type writeMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type writeVariableSpecs struct {
+	EsTaskBtf        *ebpf.VariableSpec `ebpf:"es_task_btf"`
 	FilterComm       *ebpf.VariableSpec `ebpf:"filter_comm"`
 	TargCgroupId     *ebpf.VariableSpec `ebpf:"targ_cgroup_id"`
 	TargComm         *ebpf.VariableSpec `ebpf:"targ_comm"`
@@ -221,6 +223,7 @@ func (m *writeMaps) Close() error {
 //
 // It can be passed to loadWriteObjects or ebpf.CollectionSpec.LoadAndAssign.
 type writeVariables struct {
+	EsTaskBtf        *ebpf.Variable `ebpf:"es_task_btf"`
 	FilterComm       *ebpf.Variable `ebpf:"filter_comm"`
 	TargCgroupId     *ebpf.Variable `ebpf:"targ_cgroup_id"`
 	TargComm         *ebpf.Variable `ebpf:"targ_comm"`
