@@ -35,15 +35,18 @@ var probeTaskBTF = sync.OnceValue(func() error {
 	return features.HaveProgramHelper(ebpf.TracePoint, asm.FnTaskStorageGet)
 })
 
-// haveRingBuf reports whether the kernel has BPF ring buffers (Linux 5.8+),
-// which every tracer writes its events to.
-var haveRingBuf = sync.OnceValue(func() error {
-	err := features.HaveMapType(ebpf.RingBuf)
-	if errors.Is(err, ebpf.ErrNotSupported) {
+// haveRingBuf returns an error when the kernel has no BPF ring buffer
+// (Linux 5.8+), which every tracer writes its events to; nil when it has
+// one or the probe could not tell (probeRingBuf).
+func haveRingBuf() error {
+	if errors.Is(probeRingBuf(), ebpf.ErrNotSupported) {
 		return fmt.Errorf("this kernel has no BPF ring buffer (BPF_MAP_TYPE_RINGBUF, Linux 5.8+): etcdscope cannot trace here")
 	}
 	return nil
-})
+}
+
+// probeRingBuf is cilium/ebpf's map type probe for ring buffers, run once.
+var probeRingBuf = sync.OnceValue(func() error { return features.HaveMapType(ebpf.RingBuf) })
 
 // tracepointArgs returns how many arguments this kernel's tracepoint name
 // passes to a tp_btf program: its btf_trace_<name> typedef in the kernel's
@@ -104,12 +107,17 @@ func TaskStorage() (ok, known bool, detail string) {
 }
 
 // RingBuf says, for `etcdscope check`, whether this kernel has BPF ring
-// buffers (Linux 5.8+), without which no tracer runs.
-func RingBuf() (ok bool, detail string) {
-	if err := haveRingBuf(); err != nil {
-		return false, err.Error()
+// buffers (Linux 5.8+), without which no tracer runs. known is false when
+// the probe could not tell (no CAP_BPF).
+func RingBuf() (ok, known bool, detail string) {
+	err := probeRingBuf()
+	switch {
+	case err == nil:
+		return true, true, "BPF_MAP_TYPE_RINGBUF present"
+	case errors.Is(err, ebpf.ErrNotSupported):
+		return false, true, haveRingBuf().Error()
 	}
-	return true, "BPF_MAP_TYPE_RINGBUF present"
+	return false, false, "cannot tell: " + shortErr(err)
 }
 
 // blockTracepoints are the block tracepoints that took the request queue

@@ -119,6 +119,12 @@ func checkNode() []checkItem {
 	memOK, memKnown, memDetail := tracer.BPFMemory()
 	items = append(items, checkItem{what: "BPF memory", ok: memOK, required: pick(memKnown, "fsync serve peers hypervisor", ""), detail: memDetail})
 
+	rbOK, rbKnown, rbDetail := tracer.RingBuf()
+	items = append(items, checkItem{what: "BPF ring buffer", ok: rbOK, required: pick(rbKnown, "fsync serve peers hypervisor", ""), detail: rbDetail})
+
+	tsOK, _, tsDetail := tracer.TaskStorage()
+	items = append(items, checkItem{what: "task storage", ok: tsOK, detail: tsDetail})
+
 	bpfErr := tracer.CheckPrerequisites()
 	items = append(items, checkItem{what: "BPF map creation", ok: bpfErr == nil, required: "fsync serve peers hypervisor",
 		detail: pick(bpfErr == nil, "a test map was created", fmt.Sprint(bpfErr))})

@@ -25,13 +25,18 @@ import (
 //     creates with its own RLIMIT_MEMLOCK lowered to 0;
 //   - kernel BTF, uprobes, kprobes: the sysfs files;
 //   - sch_netem: `tc qdisc add dev lo root netem` in a throwaway network
-//     namespace (`unshare -n`).
+//     namespace (`unshare -n`);
+//   - BPF ring buffer, task storage: `bpftool feature probe kernel` run
+//     by this (root) test: map type ringbuf available, bpf_task_storage_get
+//     among the tracepoint programs' helpers (unknown, so not ok, without
+//     CAP_BPF).
 func TestCheckAgainstOracles(t *testing.T) {
 	testenv.RequireRoot(t)
 	setpriv := testenv.LookPath(t, "setpriv", "util-linux")
 	unshare := testenv.LookPath(t, "unshare", "util-linux")
 	prlimit := testenv.LookPath(t, "prlimit", "util-linux")
 	tc := testenv.LookPath(t, "tc", "iproute2")
+	bpftool := testenv.LookPath(t, "bpftool", "bpftool")
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +44,11 @@ func TestCheckAgainstOracles(t *testing.T) {
 	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
 	netem := exec.Command(unshare, "-n", tc, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms").Run() == nil
 	memcg := mapWithNoMemlock(t)
+	probe, err := exec.Command(bpftool, "feature", "probe", "kernel").Output()
+	if err != nil {
+		t.Fatalf("bpftool feature probe kernel: %v", err)
+	}
+	ringbuf, taskStorage := bpftoolFeatures(string(probe))
 
 	for _, c := range []struct {
 		uid  int
@@ -87,6 +97,8 @@ func TestCheckAgainstOracles(t *testing.T) {
 			"uprobes":          exists("/sys/bus/event_source/devices/uprobe/type"),
 			"kprobes":          exists("/sys/bus/event_source/devices/kprobe/type"),
 			"sch_netem":        netem,
+			"BPF ring buffer":  bpfOK && ringbuf,
+			"task storage":     bpfOK && taskStorage,
 		}
 		for what, w := range want {
 			g, ok := got[what]
@@ -117,4 +129,22 @@ func mapWithNoMemlock(t *testing.T) bool {
 	}
 	m.Close()
 	return true
+}
+
+// bpftoolFeatures reads `bpftool feature probe kernel`'s plain output:
+// whether map type ringbuf is available and whether tracepoint programs
+// may call bpf_task_storage_get.
+func bpftoolFeatures(out string) (ringbuf, taskStorage bool) {
+	section := ""
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case line == "eBPF map_type ringbuf is available":
+			ringbuf = true
+		case strings.HasPrefix(line, "eBPF helpers supported for program type "):
+			section = strings.TrimSuffix(strings.TrimPrefix(line, "eBPF helpers supported for program type "), ":")
+		case section == "tracepoint" && strings.TrimSpace(line) == "- bpf_task_storage_get":
+			taskStorage = true
+		}
+	}
+	return ringbuf, taskStorage
 }
