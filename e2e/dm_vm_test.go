@@ -128,6 +128,7 @@ func TestDMLevel(t *testing.T) {
 	// may be that far off; their sums over the calls must agree closely.
 	const tolNs = 2e6
 	var sumGot, sumWant int64
+	unremapped := 0
 	for i, r := range calls {
 		o := dmOracle(evs, tid, r.StartNs, r.EndNs)
 		dm := r.DM
@@ -136,23 +137,37 @@ func TestDMLevel(t *testing.T) {
 			continue
 		}
 		fs := r.TotalNs - dm.HeldNs - dm.Lower.Sum()
-		t.Logf("call %d: total %s ms = fs %s + dm %s + %v %s ms (flush %s, queue %s, data %s); ftrace: %d dm bios, hold %s ms; flush queued %d, remapped +%s ms, completed +%s ms",
+		t.Logf("call %d: total %s ms = fs %s + dm %s + %v %s ms (flush %s, queue %s, data %s); ftrace: %d dm bios, hold %s ms; flush queued %d, remapped %s, completed +%s ms",
 			i, analysis.Ms(r.TotalNs), analysis.Ms(fs), analysis.Ms(dm.HeldNs), dm.TargetNames, analysis.Ms(dm.Lower.Sum()),
 			analysis.Ms(dm.Lower.DeviceFlushNs), analysis.Ms(dm.Lower.BlockQueueNs), analysis.Ms(dm.Lower.DataWritebackNs),
-			o.bios, analysis.Ms(o.holdNs), o.flushQueue, analysis.Ms(int64(o.flushRemap-o.flushQueue)), analysis.Ms(int64(o.flushComplete-o.flushQueue)))
+			o.bios, analysis.Ms(o.holdNs), o.flushQueue, remapAfter(o.flushQueue, o.flushRemap), analysis.Ms(int64(o.flushComplete-o.flushQueue)))
 		if fs < 0 || fs+dm.HeldNs+dm.Lower.Sum() != r.TotalNs || dm.HeldNs != r.Layers.DMNs {
 			t.Errorf("call %d: levels fs %d + dm %d + lower %d do not make the total %d (dm layer %d)", i, fs, dm.HeldNs, dm.Lower.Sum(), r.TotalNs, r.Layers.DMNs)
 		}
 		if dm.DevName != dmName || len(dm.TargetNames) != 1 || dm.TargetNames[0] != loopName {
 			t.Errorf("call %d: dm level on %s over %v, want %s over %s", i, dm.DevName, dm.TargetNames, dmName, loopName)
 		}
-		if o.bios == 0 || o.flushQueue == 0 {
+		if o.unremapped > 0 {
+			// Neither ftrace nor etcdscope sees when the target let the
+			// flush go. What both see: the flush's queue and completion
+			// on the dm disk, and the dm layer at most the remapped bios'
+			// holds plus that span, at least the table's delay (below).
+			unremapped++
+			t.Logf("call %d: this kernel traced no remap of the %d flush bios dm-delay held; dm layer %s ms within the other bios' holds %s ms + the flush's %s ms on dm-0 (ftrace)",
+				i, o.unremapped, analysis.Ms(dm.HeldNs), analysis.Ms(o.holdNs), analysis.Ms(o.spanNs))
+			if dm.HeldNs > o.holdNs+o.spanNs+tolNs {
+				t.Errorf("call %d: dm layer %s ms exceeds the remapped bios' holds %s ms + the dm flushes' %s ms from queue to completion (ftrace)",
+					i, analysis.Ms(dm.HeldNs), analysis.Ms(o.holdNs), analysis.Ms(o.spanNs))
+			}
+		} else if o.bios == 0 || o.flushQueue == 0 {
 			t.Errorf("call %d: ftrace saw %d dm bios and no flush of this call: %s", i, o.bios, o.why)
 			continue
 		}
-		sumGot += dm.HeldNs
-		sumWant += o.holdNs
-		if d := dm.HeldNs - o.holdNs; d < -5e5 || d > 5e5 {
+		if o.unremapped == 0 {
+			sumGot += dm.HeldNs
+			sumWant += o.holdNs
+		}
+		if d := dm.HeldNs - o.holdNs; o.unremapped == 0 && (d < -5e5 || d > 5e5) {
 			if d < -int64(o.bios)*tolNs || d > int64(o.bios)*tolNs {
 				t.Errorf("call %d: dm layer %s ms, ftrace's holds %s ms", i, analysis.Ms(dm.HeldNs), analysis.Ms(o.holdNs))
 			}
@@ -191,16 +206,29 @@ func TestDMLevel(t *testing.T) {
 			what      string
 			got, want uint64
 		}{{"queued", flush.IssueNs, o.flushQueue}, {"remapped", flush.RemapNs, o.flushRemap}, {"completed", flush.CompleteNs, o.flushComplete}} {
+			if c.what == "remapped" && o.unremapped > 0 {
+				continue // flush.RemapNs is 0 too: checked below
+			}
 			if d := int64(c.got) - int64(c.want); d < -tolNs || d > tolNs {
 				t.Errorf("call %d: dm flush %s at %d, ftrace %d (%+d µs)", i, c.what, c.got, c.want, d/1000)
 			}
+		}
+		if o.unremapped > 0 {
+			if flush.RemapNs != 0 {
+				t.Errorf("call %d: dm flush remapped at %d, but the kernel traced no remap", i, flush.RemapNs)
+			}
+			continue
 		}
 		if want := fmt.Sprintf("%d:%d", loopDev>>20, loopDev&(1<<20-1)); flush.Target != want {
 			t.Errorf("call %d: dm flush remapped onto %q, want %q", i, flush.Target, want)
 		}
 	}
-	t.Logf("dm layer over %d calls: etcdscope %s ms, ftrace's holds %s ms", len(calls), analysis.Ms(sumGot), analysis.Ms(sumWant))
-	if mean := sumGot / int64(len(calls)); mean < int64(dmFlushDelay)-int64(time.Millisecond) {
+	if unremapped == len(calls) {
+		t.Logf("dm layer checked per call against the flushes' spans only: this kernel traced no remap of a held flush in any of the %d calls", unremapped)
+		return
+	}
+	t.Logf("dm layer over %d calls: etcdscope %s ms, ftrace's holds %s ms", len(calls)-unremapped, analysis.Ms(sumGot), analysis.Ms(sumWant))
+	if mean := sumGot / int64(len(calls)-unremapped); mean < int64(dmFlushDelay)-int64(time.Millisecond) {
 		t.Errorf("dm layer mean per call %s ms, under the table's %v flush delay", analysis.Ms(mean), dmFlushDelay)
 	}
 	if d := sumGot - sumWant; d < -sumWant/100-5e5 || d > sumWant/100+5e5 {
@@ -328,11 +356,17 @@ func readBlockTrace(t *testing.T, dir string) []*blockTraceEvent {
 	return out
 }
 
-// dmCallOracle is what ftrace says about one call's dm bios.
+// dmCallOracle is what ftrace says about one call's dm bios. unremapped
+// counts the flush bios the kernel handed on without block_bio_remap
+// (dm-delay resubmits the bios it held without it where dm core has no
+// dm_submit_bio_remap: Debian's 5.10), with spanNs their queue to
+// completion on the dm disk and flushRemap 0.
 type dmCallOracle struct {
 	bios                                  int
 	holdNs                                int64
 	flushQueue, flushRemap, flushComplete uint64
+	unremapped                            int
+	spanNs                                int64
 	why                                   string
 }
 
@@ -364,6 +398,17 @@ func dmOracle(evs []*blockTraceEvent, tid uint32, s, e uint64) dmCallOracle {
 		rm := next(q.ns, func(x *blockTraceEvent) bool {
 			return x.name == "block_bio_remap" && isFlush(x.rwbs) == flush && (flush || x.sector == q.sector)
 		})
+		if rm == nil && flush && !remapsFlushes(evs) {
+			done := next(q.ns, func(x *blockTraceEvent) bool { return x.name == "block_bio_complete" && isFlush(x.rwbs) })
+			if done != nil {
+				o.unremapped++
+				o.spanNs += int64(done.ns - q.ns)
+				if o.flushQueue == 0 {
+					o.flushQueue, o.flushComplete = q.ns, done.ns
+				}
+				continue
+			}
+		}
 		if rm == nil {
 			o.why = fmt.Sprintf("no remap for the bio queued at %d (%s %s)", q.ns, q.rwbs, q.sector)
 			continue
@@ -389,4 +434,25 @@ func dmOracle(evs []*blockTraceEvent, tid uint32, s, e uint64) dmCallOracle {
 		}
 	}
 	return o
+}
+
+// remapsFlushes reports whether the trace has any block_bio_remap of a
+// flush bio: none while flushes were queued on the dm disk means this
+// kernel does not trace the remap of the flushes dm-delay held.
+func remapsFlushes(evs []*blockTraceEvent) bool {
+	for _, x := range evs {
+		if x.name == "block_bio_remap" && strings.Contains(x.rwbs, "F") {
+			return true
+		}
+	}
+	return false
+}
+
+// remapAfter prints when a dm flush was remapped after its queueing, or
+// that the kernel traced no remap (remap 0).
+func remapAfter(queue, remap uint64) string {
+	if remap == 0 {
+		return "untraced"
+	}
+	return "+" + analysis.Ms(int64(remap-queue)) + " ms"
 }
