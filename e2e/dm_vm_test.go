@@ -26,8 +26,9 @@ import (
 // dmFlushDelay is the hold dm-delay puts on every flush in TestDMLevel.
 const dmFlushDelay = 20 * time.Millisecond
 
-// TestDMLevel runs in the VM rig (Debian's 6.1 kernel has dm-mod and
-// dm-delay; this build machine's kernel has no device-mapper): ext4 on a
+// TestDMLevel runs in the VM rig (Debian's 6.1 kernel, and 5.10 and 6.12
+// under make vmtest-kernels, have dm-mod and dm-delay; this build
+// machine's kernel has no device-mapper): ext4 on a
 // dm-delay device over a loop device (its backing file on the guest's
 // tmpfs), the table holding flushes 20 ms and passing reads and writes.
 // The test overwrites allocated blocks and fdatasyncs, so each call is a

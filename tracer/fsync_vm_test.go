@@ -119,7 +119,8 @@ func vmFsyncs(t *testing.T, cfg FsyncConfig) {
 
 // TestFsyncJBD2WaitOnVMKernel: the optional jbd2wait probes this build
 // machine cannot run (fentry is refused, kprobes are compiled out) load and
-// attach on Debian's 6.1, in both variants.
+// attach on Debian's 5.10, 6.1 and 6.12 (make vmtest-kernels), in both
+// variants.
 func TestFsyncJBD2WaitOnVMKernel(t *testing.T) {
 	for _, variant := range []string{"fentry", "kprobe"} {
 		tr, err := NewFsync(FsyncConfig{PID: uint32(os.Getpid()), JBD2Wait: variant})

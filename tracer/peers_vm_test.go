@@ -2,8 +2,9 @@
 
 package tracer
 
-// Run by the VM rig (vmtest/run.sh) inside Debian's 6.1 kernel: the peers
-// programs, compiled against this repository's 6.18 vmlinux.h, load there
+// Run by the VM rig (vmtest/run.sh) inside Debian's 6.1 kernel, and 5.10
+// and 6.12 under make vmtest-kernels: the peers programs, compiled
+// against this repository's 6.18 vmlinux.h, load there
 // by CO-RE and see TCP connections to :2380 between two network
 // namespaces joined by a veth pair (private addresses that never leave
 // them). Also runs on any root host with `go test -tags vmtest`.
