@@ -20,7 +20,13 @@ import (
 // O_DIRECT) and nothing was lost.
 func TestHypervisorTracerSyscalls(t *testing.T) {
 	testenv.RequireRoot(t)
-	dir, err := os.MkdirTemp("/var/tmp", "etcdscope-hv-")
+	hypervisorSyscalls(t, "/var/tmp")
+}
+
+// hypervisorSyscalls is TestHypervisorTracerSyscalls with its files in a
+// directory under parent, which must take O_DIRECT (not tmpfs before 6.6).
+func hypervisorSyscalls(t *testing.T, parent string) {
+	dir, err := os.MkdirTemp(parent, "etcdscope-hv-")
 	if err != nil {
 		t.Fatal(err)
 	}
