@@ -547,12 +547,18 @@ func nullBlk(t *testing.T, attrs map[string]string) string {
 			t.Fatalf("null_blk %s=%s: %v", k, v, err)
 		}
 	}
-	// Linux 6.1 names a configfs device after its directory (nullbN
-	// only for the module's own devices).
-	dev := "/dev/" + filepath.Base(d)
+	// Linux 6.1 names a configfs device after its directory, 5.10
+	// nullb<index> (the directory's index attribute) as it does the
+	// module's own devices: whichever node appears.
+	devs := []string{"/dev/" + filepath.Base(d)}
+	if idx, err := os.ReadFile(filepath.Join(d, "index")); err == nil {
+		devs = append(devs, "/dev/nullb"+strings.TrimSpace(string(idx)))
+	}
 	for i := 0; i < 100; i++ { // devtmpfs makes the node on its own time
-		if _, err := os.Stat(dev); err == nil {
-			return dev
+		for _, dev := range devs {
+			if _, err := os.Stat(dev); err == nil {
+				return dev
+			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -561,7 +567,7 @@ func nullBlk(t *testing.T, attrs map[string]string) string {
 	for _, e := range ls {
 		have = append(have, e.Name())
 	}
-	t.Fatalf("%s did not appear (/sys/block: %v)", dev, have)
+	t.Fatalf("none of %v appeared (/sys/block: %v)", devs, have)
 	return ""
 }
 
