@@ -41,9 +41,10 @@ MEM=${VMTEST_MEM:-1024}
 GO=${GO:-go}
 
 # The modules the tests need, by name; their dependencies are added from
-# modules.dep. Built-in ones (modules.builtin) are skipped.
+# modules.dep. Built-in ones (modules.builtin) are skipped (mq-deadline is
+# built into 5.10 and 6.1, a module in 6.12).
 MODULES="veth sch_prio sch_netem sch_tbf sch_ingress sch_fq cls_u32 cls_bpf act_gact
-loop virtio_pci virtio_blk xfs btrfs dm-mod dm-delay null_blk ${VMTEST_MODULES:-}"
+loop virtio_pci virtio_blk xfs btrfs dm-mod dm-delay null_blk mq-deadline ${VMTEST_MODULES:-}"
 
 log() { printf 'vmtest: %s\n' "$*" >&2; }
 die() { printf 'vmtest: %s\n' "$*" >&2; exit 1; }
