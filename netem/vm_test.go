@@ -301,7 +301,12 @@ func checkPeersCLI(t *testing.T, p *pair) {
 	}
 	rep2380, rep2379 := tr2380.stop(t), tr2379.stop(t)
 	for _, ends := range []struct{ from, to netip.Addr }{{p.addrA, p.addrB}, {p.a6, p.b6}} {
-		checkTracedHandshakes(t, rep2380, ends.from, netip.AddrPortFrom(ends.to, 2380), fastest, 45, 55, 70)
+		// As in the dial check: the delayed handshake may take 50 ± 5 ms
+		// plus the guest's own handshake cost, which the undelayed :2379
+		// dial of the same pass shows (a run at host load 5.8 read 55.21 ms
+		// against a fixed 55 ms bound).
+		own := ms(fastest[netip.AddrPortFrom(ends.to, 2379)])
+		checkTracedHandshakes(t, rep2380, ends.from, netip.AddrPortFrom(ends.to, 2380), fastest, 45, 55+own, 70+own)
 		checkTracedHandshakes(t, rep2379, ends.from, netip.AddrPortFrom(ends.to, 2379), fastest, 0, 20, 25)
 	}
 }
