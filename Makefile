@@ -42,8 +42,9 @@ image: build
 # from the image's own root filesystem: --version must match the build,
 # and `serve` must load its BPF programs and export etcdscope_build_info
 # (scripts/image-test.sh; root; ~1 min; part of test: the README test command runs it).
-image-test: build
+image-test:
 	./scripts/deps.sh image
+	$(MAKE) build # after deps: VERSION is git describe's only once git is there
 	./scripts/image-test.sh
 
 install: build

@@ -44,6 +44,8 @@ if [[ ${1:-} == generate ]]; then
 fi
 if [[ ${1:-} == image ]]; then
 	need[buildah]=buildah
+	need[git]=git   # image-test compares --version with git describe
+	need[file]=file # image-test checks the binary is statically linked
 fi
 if [[ ${1:-} == bench ]]; then
 	need[bpftrace]=bpftrace
