@@ -46,6 +46,7 @@ if [[ ${1:-} == image ]]; then
 	need[buildah]=buildah
 	need[git]=git   # image-test compares --version with git describe
 	need[file]=file # image-test checks the binary is statically linked
+	need[curl]=curl # image-test scrapes serve's /metrics from the image
 fi
 if [[ ${1:-} == bench ]]; then
 	need[bpftrace]=bpftrace
