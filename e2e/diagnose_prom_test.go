@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -168,18 +169,11 @@ func TestDiagnosePrometheusExport(t *testing.T) {
 	}
 	for name, pair := range map[string][2]diagnose.HistStats{"wal_fsync": {fromProm.WAL, fromEtcd.WAL}, "backend_commit": {fromProm.Backend, fromEtcd.Backend}} {
 		p, e := pair[0], pair[1]
-		if p.Observations != e.Observations || p.HasMean != e.HasMean || abs(p.Mean-e.Mean) > 1e-9*e.Mean {
+		if p.Observations != e.Observations || p.HasMean != e.HasMean || math.Abs(p.Mean-e.Mean) > 1e-9*e.Mean {
 			t.Errorf("%s: export has %v observations, mean %v; etcd's scrapes %v, mean %v", name, p.Observations, p.Mean, e.Observations, e.Mean)
 		}
 		if show(diagnose.HistStats{P50: p.P50, P99: p.P99}) != show(diagnose.HistStats{P50: e.P50, P99: e.P99}) {
 			t.Errorf("%s: quantiles differ: export %s, etcd's scrapes %s", name, show(p), show(e))
 		}
 	}
-}
-
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }

@@ -150,7 +150,6 @@ func run(t *testing.T, name string, args ...string) string {
 // cleanup.
 func loopDevice(t *testing.T, dir string, size int64) string {
 	t.Helper()
-	testenv.LookPath(t, "losetup", "util-linux")
 	f, err := os.CreateTemp(dir, "etcdscope-loop-*.img")
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +159,14 @@ func loopDevice(t *testing.T, dir string, size int64) string {
 	}
 	f.Close()
 	t.Cleanup(func() { os.Remove(f.Name()) })
-	dev := run(t, "losetup", "--find", "--show", f.Name())
+	return loopDeviceOf(t, f.Name())
+}
+
+// loopDeviceOf attaches img to a free loop device (detached at cleanup).
+func loopDeviceOf(t *testing.T, img string) string {
+	t.Helper()
+	testenv.LookPath(t, "losetup", "util-linux")
+	dev := run(t, "losetup", "--find", "--show", img)
 	t.Cleanup(func() { exec.Command("losetup", "-d", dev).Run() })
 	return dev
 }

@@ -448,12 +448,3 @@ func fsyncStats(recs []analysis.FsyncRecord) stats.Summary {
 	}
 	return stats.Summarize(ns)
 }
-
-// loopDeviceOf attaches img to a free loop device (detached at cleanup).
-func loopDeviceOf(t *testing.T, img string) string {
-	t.Helper()
-	testenv.LookPath(t, "losetup", "util-linux")
-	dev := run(t, "losetup", "--find", "--show", img)
-	t.Cleanup(func() { exec.Command("losetup", "-d", dev).Run() })
-	return dev
-}

@@ -429,12 +429,14 @@ func (r *rig) commitChecks(out []byte, ph Phase, decider int, lo time.Duration) 
 	server := time.Duration(sum.TotalNs.P50)
 	qw := time.Duration(sum.PartsNs[commit.PartQuorumWait].P50)
 	r.t.Logf("etcdscope commit on m1: %d writes, total p50 %v, parts p50 %v, deciders %v, verdicts %v", len(recs), server, partsP50(sum), sum.Deciders, sum.Verdicts)
-	return append(modelChecks(sum, want, name), []Check{
-		{Name: "etcdscope commit: writes traced on m1, lost events", Got: fmt.Sprintf("%d writes (%d puts made), %d lost, %d missed", len(recs), puts, sum.LostEvents, sum.Missed),
-			Want: "all the puts, 0 lost", Pass: len(recs) >= puts && sum.LostEvents == 0 && sum.Missed == 0},
+	checks := modelChecks(sum, want, name)
+	if lo > 0 { // 0: no delayed link to cross (commitNearChecks bounds it from above)
+		checks = append(checks, Check{Name: "etcdscope commit: quorum_wait p50 (the ack crosses the delayed link)", Got: ms(qw), Want: ">= " + ms(lo), Pass: qw >= lo})
+	}
+	return append(checks, []Check{
+		tracedCheck("etcdscope commit", len(recs), puts, sum),
 		{Name: "etcdscope commit: the quorum's deciding vote", Got: fmt.Sprintf("%s in %d of %d writes (all: %v)", name, decided, len(recs), sum.Deciders),
 			Want: name + " in >= 90%", Pass: len(recs) > 0 && decided*10 >= len(recs)*9},
-		{Name: "etcdscope commit: quorum_wait p50 (the ack crosses the delayed link)", Got: ms(qw), Want: ">= " + ms(lo), Pass: qw >= lo},
 		{Name: "etcdscope commit: split total p50 within the client's put p50", Got: fmt.Sprintf("%s = %.2f x %s", ms(server), float64(server)/float64(max(client, 1)), ms(client)),
 			Want: "<= 1.0 x", Pass: server > 0 && server <= client},
 	}...)
@@ -509,8 +511,7 @@ func (r *rig) commitForwardChecks(out []byte, ph Phase, lo time.Duration) []Chec
 	}
 	r.t.Logf("etcdscope commit on m1 (follower): %d writes, total p50 %v, parts p50 %v, verdicts %v", len(recs), time.Duration(sum.TotalNs.P50), partsP50(sum), sum.Verdicts)
 	return []Check{
-		{Name: "etcdscope commit on a follower: writes traced, lost events", Got: fmt.Sprintf("%d writes (%d puts made), %d lost, %d missed", len(recs), puts, sum.LostEvents, sum.Missed),
-			Want: "all the puts, 0 lost", Pass: len(recs) >= puts && sum.LostEvents == 0 && sum.Missed == 0},
+		tracedCheck("etcdscope commit on a follower", len(recs), puts, sum),
 		{Name: "etcdscope commit on a follower: forward p50 (to the far leader and back)", Got: ms(fwd), Want: ">= " + ms(lo), Pass: fwd >= lo},
 		{Name: "etcdscope commit on a follower: verdict", Got: verdict, Want: "writes wait on forwarding to the leader",
 			Pass: strings.HasPrefix(verdict, "writes wait on forwarding to the leader")},
@@ -529,6 +530,13 @@ func (r *rig) commitDownCheck(out []byte, down int) Check {
 	v := strings.Join(sum.Verdicts, " | ")
 	return Check{Name: "etcdscope commit: verdict names the member that is down", Got: v,
 		Want: fmt.Sprintf("'because ... %s ... sent no ack'", id), Pass: strings.Contains(v, id) && strings.Contains(v, "sent no ack")}
+}
+
+// tracedCheck: `etcdscope commit` (what, as the check names it) traced
+// every put of the phase, with nothing lost or missed.
+func tracedCheck(what string, writes, puts int, sum *commit.SummaryRecord) Check {
+	return Check{Name: what + ": writes traced, lost events", Got: fmt.Sprintf("%d writes (%d puts made), %d lost, %d missed", writes, puts, sum.LostEvents, sum.Missed),
+		Want: "all the puts, 0 lost", Pass: writes >= puts && sum.LostEvents == 0 && sum.Missed == 0}
 }
 
 func partsP50(sum *commit.SummaryRecord) map[string]time.Duration {

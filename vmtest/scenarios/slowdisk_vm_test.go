@@ -287,8 +287,7 @@ func commitDiskChecks(t *testing.T, out []byte, ph Phase, flush time.Duration) [
 	}
 	t.Logf("etcdscope commit: %d writes, total p50 %v, parts p50 %v, deciders %v, verdicts %v", len(recs), time.Duration(sum.TotalNs.P50), partsP50(sum), sum.Deciders, sum.Verdicts)
 	return append(modelChecks(sum, "local_wal", "the local WAL"), []Check{
-		{Name: "etcdscope commit: writes traced, lost events", Got: fmt.Sprintf("%d writes (%d puts made), %d lost, %d missed", len(recs), puts, sum.LostEvents, sum.Missed),
-			Want: "all the puts, 0 lost", Pass: len(recs) >= puts && sum.LostEvents == 0 && sum.Missed == 0},
+		tracedCheck("etcdscope commit", len(recs), puts, sum),
 		{Name: "etcdscope commit: WAL append p50 (the held flush)", Got: ms(wal), Want: ">= " + ms(flush*9/10), Pass: wal >= flush*9/10},
 		{Name: "etcdscope commit: verdict", Got: verdict, Want: "writes wait on the local disk", Pass: strings.HasPrefix(verdict, "writes wait on the local disk")},
 	}...)
