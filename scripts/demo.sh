@@ -6,5 +6,9 @@
 # CAP_BPF + CAP_PERFMON); extra arguments go to `etcdscope fsync`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-go build -o bin/etcdscope ./cmd/etcdscope
+# Stamped as make build stamps it (--version: git describe), when git is
+# there; without it buildinfo falls back to "devel".
+pkg=github.com/etcdscope/etcdscope/internal/buildinfo
+go build -ldflags "-X $pkg.version=$(git describe --tags --always --dirty 2>/dev/null) -X $pkg.revision=$(git rev-parse HEAD 2>/dev/null)" \
+	-o bin/etcdscope ./cmd/etcdscope
 exec ./bin/etcdscope fsync --workload wal --duration 10s "$@"
