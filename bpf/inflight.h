@@ -63,6 +63,18 @@ static __always_inline struct call *es_call(bool create)
 	return c;
 }
 
+/* task_struct___es: the task fields read through a tp_btf argument, as a
+ * CO-RE flavour of task_struct. Why not the kernel's struct: an object
+ * that reads it carries all of it, and clang 19 emits the forward
+ * declarations of its pointer members in heap-address order, so
+ * sched.bpf.c's object changed with the length of the checkout's path
+ * (make check-generate failed on a clean clone in CI). */
+struct task_struct___es {
+	int pid;
+	unsigned int __state;
+	long state; /* before Linux 5.14 */
+} __attribute__((preserve_access_index));
+
 /* es_call_of returns task t's slot in inflight (a tp_btf argument), or
  * NULL. */
 static __always_inline struct call *es_call_of(struct task_struct *t)
@@ -71,7 +83,7 @@ static __always_inline struct call *es_call_of(struct task_struct *t)
 
 	if (es_task_btf)
 		return bpf_task_storage_get(&inflight, t, 0, 0);
-	tid = t->pid;
+	tid = ((struct task_struct___es *)t)->pid;
 	return bpf_map_lookup_elem(&inflight, &tid);
 }
 

@@ -37,7 +37,7 @@ static __always_inline void note(struct task_struct *t, __u64 now, __u8 state)
 
 	e.kind = ES_KIND_SCHED;
 	e.state = state;
-	e.tid = t->pid;
+	e.tid = ((struct task_struct___es *)t)->pid;
 	e.ns = now;
 	emit(&e, sizeof(e));
 }
@@ -47,10 +47,6 @@ static __always_inline void note(struct task_struct *t, __u64 now, __u8 state)
  * prototype in the kernel's BTF (tracer/compat.go). Before, the state is
  * read from the task: __state, or state before 5.14 (a CO-RE flavour). */
 const volatile bool prev_state_arg = true;
-
-struct task_struct___state {
-	long state;
-} __attribute__((preserve_access_index));
 
 SEC("tp_btf/sched_switch")
 int sched_switch(unsigned long long *ctx)
@@ -66,10 +62,10 @@ int sched_switch(unsigned long long *ctx)
 	now = bpf_ktime_get_ns();
 	if (prev_state_arg)
 		prev_state = (unsigned int)ctx[3];
-	else if (bpf_core_field_exists(struct task_struct___state, state))
-		prev_state = (unsigned int)((struct task_struct___state *)prev)->state;
+	else if (bpf_core_field_exists(struct task_struct___es, state))
+		prev_state = (unsigned int)((struct task_struct___es *)prev)->state;
 	else
-		prev_state = prev->__state;
+		prev_state = ((struct task_struct___es *)prev)->__state;
 	/* Preempted, or switched out still TASK_RUNNING (woken before it
 	 * slept, a yield): it waits for a CPU; otherwise it sleeps. */
 	if (p)
