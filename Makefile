@@ -56,8 +56,12 @@ install: build
 vmlinux.h:
 	bpftool btf dump file /sys/kernel/btf/vmlinux format c > $@
 
+# bpf2go runs clang through scripts/bpf-clang.sh so that the objects do
+# not depend on where the tree is checked out (see that script); llvm-strip
+# carries clang's version suffix, as bpf2go would derive it from clang-19.
 generate:
-	BPF_CLANG=$(CLANG) $(GO) generate ./...
+	BPF_CLANG=$(CURDIR)/scripts/bpf-clang.sh BPF_CLANG_REAL=$(CLANG) \
+	BPF2GO_STRIP=llvm-strip$(subst clang,,$(notdir $(CLANG))) $(GO) generate ./...
 
 # check-generate fails if the committed objects drift from their C (.ci/run
 # runs it; scripts/deps.sh generate installs clang-19, llvm-19, libbpf-dev).
@@ -67,7 +71,7 @@ check-generate: generate
 	git diff --exit-code -- '*_bpfel.go' '*_bpfeb.go' '*_bpfel.o' '*_bpfeb.o'
 	@new=$$(git ls-files --others --exclude-standard -- '*_bpfel.go' '*_bpfeb.go' '*_bpfel.o' '*_bpfeb.o'); \
 	if [ -n "$$new" ]; then echo "generated but not committed:" $$new; exit 1; fi
-	BPF_CLANG=$(CLANG) ./scripts/generate-elsewhere.sh
+	BPF_CLANG_REAL=$(CLANG) BPF2GO_STRIP=llvm-strip$(subst clang,,$(notdir $(CLANG))) ./scripts/generate-elsewhere.sh
 
 # etcd is built from the Go module proxy at the version pinned in
 # tools/etcd/go.mod (v3.6.16: a tiny main that calls etcdmain.Main, because
