@@ -49,7 +49,7 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			fmt.Fprintf(bw, "  note: over %d calls: p50/p99 binned as fio bins its latencies (64 bins per power of two, within 0.8%%); count, max and mean exact\n", stats.ExactLimit)
 		}
 		if g.WithCommit == 0 && g.Key.FS == "ext4" {
-			fmt.Fprintf(bw, "  note: no jbd2 commit seen: an ext4 without a journal? its journal layer is then synchronous metadata writes (REQ_META)\n")
+			fmt.Fprintf(bw, "  note: no call waited on a jbd2 commit: an fdatasync of blocks already allocated needs none (etcd preallocates its WAL segments), and an ext4 without a journal has none (its synchronous metadata writes, REQ_META, are the journal layer then)\n")
 		}
 		switch g.Verdict {
 		case "ok":
