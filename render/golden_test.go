@@ -47,7 +47,7 @@ func renderGolden(t *testing.T, name string, got []byte) {
 func TestRenderGoldens(t *testing.T) {
 	t.Run("merge", func(t *testing.T) {
 		s := merge.Summary{Type: "merge_summary", V: merge.SchemaVersion,
-			Clock: merge.Clock{OffsetNs: -1234567890, DriftPPM: 3.25, ErrorNs: 41200, Consistent: false, Pairs: 180},
+			Clock: merge.Clock{OffsetNs: -1234567890, DriftPPM: 3.25, DriftErrorPPM: 12.5, ErrorNs: 41200, Consistent: false, Pairs: 180},
 			Levels: []merge.Level{
 				{Level: "L1 guest", Device: "254:1 ext4", P50Ns: 812345, P99Ns: 4100000, FlushesPerFsync: 1.5,
 					Shares: []merge.Share{{Layer: "guest_fs_journal", Share: 0.12}, {Layer: "virtualization", Share: 0.0004}, {Layer: "host (L2)", Share: 0.61}}},

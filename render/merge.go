@@ -32,14 +32,14 @@ func Merge(w io.Writer, s *merge.Summary) error {
 	c := s.Clock
 	cons := "every pair fits one offset"
 	if !c.Consistent {
-		cons = "no single offset fits every pair: error is 3×MAD"
+		cons = "no single offset fits every pair: windows widened by the misfit"
 	}
 	if s.Durability != "" {
 		// Nothing to pair: no clock.
 		fmt.Fprintf(w, "\nDURABILITY: %s\n", s.Durability)
 	} else {
-		fmt.Fprintf(w, "\nclock: host = guest %+.6f s, drift %+.1f ppm, error ±%.1f µs over %d pairs (%s)\n",
-			float64(c.OffsetNs)/1e9, c.DriftPPM, float64(c.ErrorNs)/1e3, c.Pairs, cons)
+		fmt.Fprintf(w, "\nclock: host = guest %+.6f s, drift %+.1f ±%.1f ppm, error ±%.1f µs over %d pairs (%s)\n",
+			float64(c.OffsetNs)/1e9, c.DriftPPM, c.DriftErrorPPM, float64(c.ErrorNs)/1e3, c.Pairs, cons)
 	}
 	fmt.Fprintf(w, "guest fsyncs: %d, matched %d (%.1f%%)", s.GuestFsyncs, s.Matched, 100*float64(s.Matched)/float64(max(s.GuestFsyncs, 1)))
 	var reasons []string

@@ -23,14 +23,39 @@ type Clock struct {
 	OffsetNs int64   `json:"offset_ns"` // at guest time RefNs
 	RefNs    uint64  `json:"ref_ns"`    // guest ns: the first matched flush's issue
 	DriftPPM float64 `json:"drift_ppm"` // host ns gained per million guest ns
-	// ErrorNs bounds the offset's error at the matched flushes: half the
-	// width of the band of lines that keep every fitted pair's host flush
-	// inside its guest flush window. When no line does (Consistent false),
-	// it is half the gap of the best (Chebyshev) line instead: how far the
-	// worst pair is from fitting.
+	// ErrorNs bounds the fitted offset's error anywhere between the first
+	// and the last fitted pair (RefNs to LastNs). The pairs allow a set
+	// of lines (those keeping every fitted pair's host flush inside its
+	// guest flush window); the true clock is one of them. ErrorNs is the
+	// farthest any of them lies from the fitted line over that span: it
+	// counts what the slope leaves open, not only the spread of offsets
+	// at the fitted slope (which understated it). When no line fits every
+	// pair (Consistent false), the windows are first widened by the gap
+	// of the best (Chebyshev) line, so the error is at least that gap.
 	ErrorNs    int64 `json:"error_ns"`
 	Consistent bool  `json:"consistent"`
-	Pairs      int   `json:"pairs"` // matched guest flushes the fit used (those it left out are not counted)
+	// LastNs is the guest ns of the last fitted pair's issue.
+	LastNs uint64 `json:"last_ns"`
+	// DriftErrorPPM is how far the slopes of the allowed lines stray from
+	// DriftPPM, ppm: the offset's error grows by it outside the fitted
+	// span (ErrorAt).
+	DriftErrorPPM float64 `json:"drift_error_ppm"`
+	Pairs         int     `json:"pairs"` // matched guest flushes the fit used (those it left out are not counted)
+}
+
+// ErrorAt returns the bound on the offset's error at guest time g, ns:
+// ErrorNs inside the fitted span, growing by DriftErrorPPM outside it (a
+// drive fitted on flushes before or after g, as in a guest that flushes
+// its disks one after the other).
+func (c Clock) ErrorAt(g uint64) int64 {
+	var out uint64
+	switch {
+	case g < c.RefNs:
+		out = c.RefNs - g
+	case g > c.LastNs && c.LastNs >= c.RefNs:
+		out = g - c.LastNs
+	}
+	return c.ErrorNs + int64(math.Ceil(c.DriftErrorPPM*1e-6*float64(out)))
 }
 
 // Offset returns host − guest at guest time g, ns.
@@ -539,9 +564,84 @@ func fit(gs []gflush) (Clock, bool) {
 		}
 		idx = append(idx[:worst], idx[worst+1:]...)
 	}
-	c := Clock{RefNs: ref, DriftPPM: b * 1e6, Pairs: len(idx), OffsetNs: int64(math.Round((lo + hi) / 2)),
-		ErrorNs: int64(math.Ceil(math.Abs(hi-lo) / 2)), Consistent: lo <= hi}
+	c := Clock{RefNs: ref, DriftPPM: b * 1e6, Pairs: len(idx), OffsetNs: int64(math.Round((lo + hi) / 2)), Consistent: lo <= hi}
+	// The lines the pairs allow (widened by the gap when none fits all).
+	widen := math.Max(lo-hi, 0)
+	ivs := make([][3]float64, len(idx)) // x, lo, hi
+	x0, x1 := math.Inf(1), math.Inf(-1)
+	for k, i := range idx {
+		ivs[k] = [3]float64{x(i), float64(gs[i].lo) - widen, float64(gs[i].hi) + widen}
+		x0, x1 = math.Min(x0, x(i)), math.Max(x1, x(i))
+	}
+	c.LastNs = ref + uint64(x1)
+	a := float64(c.OffsetNs)
+	errNs, driftErr := lineEnvelope(ivs, a, b, x0, x1)
+	c.ErrorNs, c.DriftErrorPPM = int64(math.Ceil(errNs)), driftErr*1e6
 	return c, true
+}
+
+// lineEnvelope bounds how far the lines a'+b'·x passing through every
+// interval ivs ([x, lo, hi]) stray from the line a+b·x (one of them) over
+// [x0, x1]: the largest distance, and the largest slope difference. For a
+// slope b', the intercepts allowed are [L(b'), H(b')] (L the maximum of
+// lo − b'·x, convex; H the minimum of hi − b'·x, concave); the slopes
+// allowed are those where L ≤ H, an interval around b. The lowest line at
+// x, min L(b')+b'·x, is a convex problem in b', the highest a concave one
+// (ternary searches), and the distance, convex in x, is largest at x0 or
+// x1.
+func lineEnvelope(ivs [][3]float64, a, b, x0, x1 float64) (errNs, driftErr float64) {
+	L := func(s float64) float64 {
+		v := math.Inf(-1)
+		for _, iv := range ivs {
+			v = math.Max(v, iv[1]-s*iv[0])
+		}
+		return v
+	}
+	H := func(s float64) float64 {
+		v := math.Inf(1)
+		for _, iv := range ivs {
+			v = math.Min(v, iv[2]-s*iv[0])
+		}
+		return v
+	}
+	feasible := func(s float64) bool { return L(s) <= H(s)+1e-6 }
+	// The slope interval's ends: bisection from b outwards (±5000 ppm,
+	// fit's own search range).
+	edge := func(far float64) float64 {
+		in, out := b, far
+		if feasible(out) {
+			return out
+		}
+		for k := 0; k < 60; k++ {
+			m := (in + out) / 2
+			if feasible(m) {
+				in = m
+			} else {
+				out = m
+			}
+		}
+		return in
+	}
+	bLo, bHi := edge(-5000e-6), edge(5000e-6)
+	ternary := func(f func(float64) float64, minimise bool) float64 {
+		l, r := bLo, bHi
+		for k := 0; k < 100; k++ {
+			m1, m2 := l+(r-l)/3, r-(r-l)/3
+			if (f(m1) <= f(m2)) == minimise {
+				r = m2
+			} else {
+				l = m1
+			}
+		}
+		return f((l + r) / 2)
+	}
+	for _, xx := range []float64{x0, x1} {
+		low := ternary(func(s float64) float64 { return L(s) + s*xx }, true)
+		high := ternary(func(s float64) float64 { return H(s) + s*xx }, false)
+		f := a + b*xx
+		errNs = math.Max(errNs, math.Max(f-low, high-f))
+	}
+	return errNs, math.Max(bHi-b, b-bLo)
 }
 
 // span is an interval of host time, ns.

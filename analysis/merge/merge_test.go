@@ -317,3 +317,57 @@ func TestMergeImageWrites(t *testing.T) {
 		t.Errorf("writesInside = %d, want 170 (100-250 once, 380-400 outside the flush)", got)
 	}
 }
+
+// TestClockErrorBoundsTruthOutsideItsSpan: a guest that flushes its
+// drives one after the other has each drive's clock fitted on its own
+// stretch of time. Two fits on the two halves of one run (same host,
+// drift 15 ppm): each fit's offset must be within ErrorAt of the truth at
+// every guest flush of the run, its own half (ErrorNs) and the other
+// (extrapolated by DriftErrorPPM), and the two fits within the sum of
+// their errors of each other, the check the e2e test makes across drives.
+func TestClockErrorBoundsTruthOutsideItsSpan(t *testing.T) {
+	s := synth{n: 400, offsetNs: 9e9, driftPPM: 15, jitter: true}
+	guest, host, _ := s.build(t)
+	var flushes []uint64
+	for _, f := range guest {
+		for _, q := range f.Requests {
+			if q.Role == analysis.RoleFlush {
+				flushes = append(flushes, q.IssueNs)
+			}
+		}
+	}
+	var clocks [2]Clock
+	for h, part := range [][]analysis.FsyncRecord{guest[:s.n/2], guest[s.n/2:]} {
+		res, err := Merge(part, host, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := res.Clock
+		clocks[h] = c
+		var worstIn, worstOut float64
+		for _, g := range flushes {
+			truth := int64(s.hostAt(g)) - int64(g)
+			d := math.Abs(float64(c.Offset(g) - truth))
+			if g >= c.RefNs && g <= c.LastNs {
+				worstIn = math.Max(worstIn, d)
+			} else {
+				worstOut = math.Max(worstOut, d/float64(c.ErrorAt(g)))
+			}
+			if d > float64(c.ErrorAt(g)) {
+				t.Fatalf("half %d: offset at guest %d off the truth by %.1f µs, stated error ±%.1f µs (±%.1f µs and %.2f ppm over %d pairs)",
+					h, g, d/1e3, float64(c.ErrorAt(g))/1e3, float64(c.ErrorNs)/1e3, c.DriftErrorPPM, c.Pairs)
+			}
+		}
+		t.Logf("half %d: error ±%.1f µs, drift %.2f ± %.2f ppm over %d pairs; worst in its span %.1f µs, outside %.0f%% of ErrorAt",
+			h, float64(c.ErrorNs)/1e3, c.DriftPPM, c.DriftErrorPPM, c.Pairs, worstIn/1e3, 100*worstOut)
+		if !c.Consistent || c.ErrorNs <= 0 || c.DriftErrorPPM <= 0 {
+			t.Errorf("half %d: clock %+v: want a consistent fit with a positive error and drift error", h, c)
+		}
+	}
+	for _, g := range flushes {
+		d := math.Abs(float64(clocks[0].Offset(g) - clocks[1].Offset(g)))
+		if e := clocks[0].ErrorAt(g) + clocks[1].ErrorAt(g); d > float64(e) {
+			t.Fatalf("at guest %d the two fits differ by %.1f µs, errors allow %.1f", g, d/1e3, float64(e)/1e3)
+		}
+	}
+}
