@@ -278,7 +278,10 @@ func checkAgainstQEMU(t testing.TB, dev string, res merge.Result, qf []qemuFlush
 			}
 			h := p.Host[0]
 			k := -1
-			for i := sort.Search(len(qf), func(i int) bool { return qf[i].PopNs > int64(h.StartNs) }) - 1; i >= 0 && k < 0 && qf[i].DoneNs+epsNs >= int64(h.StartNs); i-- {
+			// Requests by pop: the one holding it popped before it started
+			// (within 10 s: longer ones are not flushes of interest), and
+			// requests overlap, so an earlier one may still hold it.
+			for i := sort.Search(len(qf), func(i int) bool { return qf[i].PopNs > int64(h.StartNs)+epsNs }) - 1; i >= 0 && k < 0 && qf[i].PopNs >= int64(h.StartNs)-10e9; i-- {
 				for _, j := range qf[i].Jobs {
 					if inJob(j, h) {
 						k = i
