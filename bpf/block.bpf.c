@@ -2,7 +2,8 @@
 
 /* block.bpf.c: the life of every block request (insert, issue, complete),
  * keyed by struct request *, with op and flags read from the request and
- * normalised through CO-RE enum relocations. Requests are never paired by
+ * normalised through CO-RE enum relocations, and when each flush bio got
+ * its request (block_getrq). Requests are never paired by
  * (dev, sector): flushes carry no real sector. On a bio-based disk
  * (device-mapper), which makes no requests, the life of each write and
  * flush bio instead (queue, complete, keyed by struct bio *) and every
@@ -31,6 +32,10 @@ const volatile bool every_block = false;
  * constants: the verifier drops the branch not taken. */
 const volatile bool rq_q_arg = false;
 const volatile bool bio_q_arg = false;
+
+/* getrq_q_arg: this kernel's block_getrq takes (queue, bio, rw) (before
+ * Linux 5.11), not (bio): the bio is then one further (blk_arg). */
+const volatile bool getrq_q_arg = false;
 
 /* Fields and enums older kernels name differently (CO-RE flavours): a
  * request's disk was rq->rq_disk (before 6.0), a bio's bi_disk (before
@@ -496,28 +501,56 @@ static __always_inline void dm_queue(struct bio *bio, struct gendisk *disk, __u3
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
 }
 
+/* block_bio_queue keeps the write and flush bios of bio-based disks
+ * (device-mapper) for dm_queue. Go attaches it only when a stacked disk
+ * exists (tracer/block.go): it runs for every bio of every disk, and on a
+ * request-based disk the requests and block_getrq tell everything. */
 SEC("tp_btf/block_bio_queue")
 int block_bio_queue(unsigned long long *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct bio *bio = blk_arg(ctx, bio_q_arg, 0);
-	__u32 opf = bio->bi_opf, flags;
-	struct flush_bio_event e = {};
 	struct gendisk *disk;
-	__u8 op;
-	__u64 id;
 
 	disk = bio_disk(bio);
 	if (!disk)
 		return 0;
-	e.dev = disk_dev(disk);
-	/* Before norm_flags: each of its flag tests forks the verifier's
-	 * state, and dm_queue walked after them took 16 s to verify. */
-	dm_queue(bio, disk, e.dev, opf, now);
-	op = norm_op(opf);
-	flags = norm_flags(opf);
-	if (op != ES_OP_FLUSH && !(flags & ES_REQ_PREFLUSH))
+	dm_queue(bio, disk, disk_dev(disk), bio->bi_opf, now);
+	return 0;
+}
+
+/* is_flush_bio: the bio asks for a flush of the disk's cache (an empty
+ * REQ_OP_FLUSH, or a write with REQ_PREFLUSH): two tests, no enum walk,
+ * so that every other bio returns at once. */
+static __always_inline bool is_flush_bio(__u32 opf)
+{
+	return (opf & ((1u << REQ_OP_BITS_) - 1)) == OP(REQ_OP_FLUSH) ||
+	       (bpf_core_enum_value_exists(enum req_flag_bits, __REQ_PREFLUSH) &&
+		(opf & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH))));
+}
+
+/* block_getrq: a bio of a request-based disk got its request (after
+ * writeback throttling and the tag wait, before the plug or the
+ * scheduler). A flush bio's time here is when the flush state machine was
+ * asked for a flush: the analysis queues a flush request that was never
+ * inserted from it (analysis.flushAsked). It runs once per request, not
+ * per bio (merged bios get none), and returns at once for all but flushes:
+ * this is what block_bio_queue did for every bio of every disk. */
+SEC("tp_btf/block_getrq")
+int block_getrq(unsigned long long *ctx)
+{
+	struct bio *bio = blk_arg(ctx, getrq_q_arg, 0);
+	__u32 opf = bio->bi_opf;
+	struct flush_bio_event e = {};
+	struct gendisk *disk;
+	__u64 id;
+
+	if (!is_flush_bio(opf))
 		return 0;
+	disk = bio_disk(bio);
+	if (!disk)
+		return 0;
+	e.dev = disk_dev(disk);
 	if (targ_dev && e.dev != targ_dev)
 		return 0;
 	if (!every_block && !busy_deep(e.dev)) {
@@ -526,11 +559,11 @@ int block_bio_queue(unsigned long long *ctx)
 	}
 	id = bpf_get_current_pid_tgid();
 	e.kind = ES_KIND_FLUSH_BIO;
-	e.op = op;
-	e.flags = flags;
+	e.op = norm_op(opf);
+	e.flags = norm_flags(opf);
 	e.pid = id >> 32;
 	e.tid = (__u32)id;
-	e.queue_ns = now;
+	e.queue_ns = bpf_ktime_get_ns();
 	emit(&e, sizeof(e));
 	blk_count(BLK_STAT_FLUSH_BIO_EMITS);
 	return 0;

@@ -53,10 +53,11 @@ struct blk_event {
 	char comm[ES_COMM_LEN];
 };
 
-/* A bio asking for a cache flush (REQ_OP_FLUSH or REQ_PREFLUSH) entered
- * the block layer. The flush state machine (block/blk-flush.c) answers it
- * with a separate flush request issued later from kblockd, which has no
- * insert event: this marks when the flush was asked for. */
+/* A bio asking for a cache flush (REQ_OP_FLUSH or REQ_PREFLUSH) of a
+ * request-based disk got its request (block_getrq). The flush state
+ * machine (block/blk-flush.c) answers it with a separate flush request
+ * issued later from kblockd, which has no insert event: this marks when
+ * the flush was asked for. */
 struct flush_bio_event {
 	__u8 kind; /* ES_KIND_FLUSH_BIO */
 	__u8 op;   /* enum es_op */

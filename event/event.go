@@ -343,7 +343,9 @@ type Journal struct {
 }
 
 // FlushBio is a bio asking for a cache flush (REQ_OP_FLUSH or
-// REQ_PREFLUSH) entering the block layer at QueueNs. The flush request
+// REQ_PREFLUSH) getting its request at QueueNs (tracepoint block_getrq:
+// after writeback throttling and the wait for a tag, which are therefore
+// not in the block queue layer). The flush request
 // that answers it is issued later by the flush state machine from kblockd
 // without an insert event; this marks when the flush was asked for.
 type FlushBio struct {

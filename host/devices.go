@@ -123,6 +123,29 @@ func (r *DeviceResolver) mount(d event.Dev) (source, fstype string) {
 	return "", ""
 }
 
+// StackedDisks returns the names of the whole disks under sysRoot/block
+// (sysRoot: "/sys") that a driver stacks on other disks, sorting their
+// bios onto them: device-mapper (a dm/ directory) and md, or any disk
+// with a non-empty slaves/ directory. Unreadable entries are skipped.
+func StackedDisks(sysRoot string) []string {
+	ents, err := os.ReadDir(filepath.Join(sysRoot, "block"))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		dir := filepath.Join(sysRoot, "block", e.Name())
+		if _, err := os.Stat(filepath.Join(dir, "dm")); err == nil {
+			out = append(out, e.Name())
+			continue
+		}
+		if s, err := os.ReadDir(filepath.Join(dir, "slaves")); err == nil && len(s) > 0 {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
 // DiskByName returns the dev of a whole disk or partition named like the
 // kernel names it ("vda", "loop3", "/dev/vda1"), or an error naming lsblk
 // when /sys/class/block has no such device.

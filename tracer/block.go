@@ -9,10 +9,11 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/host"
 )
 
 // loadBlock loads the block object (bpf/block.bpf.c: every block request's
-// insert, issue and completion, and every flush bio) over the shared ring,
+// insert, issue and completion, and every flush bio's request) over the shared ring,
 // keeping only cfg.Disk's requests when it is set, and only busy disks'
 // completions and flush bios unless cfg.EveryBlock.
 func (t *FsyncTracer) loadBlock(shared ebpf.CollectionOptions, cfg FsyncConfig) error {
@@ -37,24 +38,37 @@ func (t *FsyncTracer) loadBlock(shared ebpf.CollectionOptions, cfg FsyncConfig) 
 	return nil
 }
 
-// attachBlock attaches the seven block-layer tp_btf programs (required).
+// attachBlock attaches the block-layer tp_btf programs (required): the
+// request programs and block_getrq always; block_bio_queue, _remap and
+// _complete, which run for every bio of every disk (every bio of a
+// partition is remapped onto its disk), only when a stacked disk
+// (device-mapper, md) exists at start (host.StackedDisks): only there do
+// they record anything. A stacked disk made later is then not followed
+// below its own level.
 func (t *FsyncTracer) attachBlock() error {
-	for _, p := range []*ebpf.Program{t.block.BlockRqInsert, t.block.BlockRqIssue, t.block.BlockRqRequeue, t.block.BlockRqComplete,
-		t.block.BlockBioQueue, t.block.BlockBioRemap, t.block.BlockBioComplete} {
-		l, err := link.AttachTracing(link.TracingOptions{Program: p})
+	progs := []struct {
+		p    *ebpf.Program
+		name string
+	}{
+		{t.block.BlockRqInsert, "block_rq_insert"}, {t.block.BlockRqIssue, "block_rq_issue"},
+		{t.block.BlockRqRequeue, "block_rq_requeue"}, {t.block.BlockRqComplete, "block_rq_complete"},
+		{t.block.BlockGetrq, "block_getrq"},
+	}
+	if len(host.StackedDisks("/sys")) > 0 {
+		progs = append(progs, []struct {
+			p    *ebpf.Program
+			name string
+		}{{t.block.BlockBioQueue, "block_bio_queue"}, {t.block.BlockBioRemap, "block_bio_remap"},
+			{t.block.BlockBioComplete, "block_bio_complete"}}...)
+	}
+	for _, p := range progs {
+		l, err := link.AttachTracing(link.TracingOptions{Program: p.p})
 		if err != nil {
-			return fmt.Errorf("attaching tp_btf program %s: %w", p, err)
+			return fmt.Errorf("attaching tp_btf program %s: %w", p.p, err)
 		}
 		t.links = append(t.links, l)
+		t.probes = append(t.probes, event.Probe{Name: "tp_btf/" + p.name, Attached: true})
 	}
-	t.probes = append(t.probes,
-		event.Probe{Name: "tp_btf/block_rq_insert", Attached: true},
-		event.Probe{Name: "tp_btf/block_rq_issue", Attached: true},
-		event.Probe{Name: "tp_btf/block_rq_requeue", Attached: true},
-		event.Probe{Name: "tp_btf/block_rq_complete", Attached: true},
-		event.Probe{Name: "tp_btf/block_bio_queue", Attached: true},
-		event.Probe{Name: "tp_btf/block_bio_remap", Attached: true},
-		event.Probe{Name: "tp_btf/block_bio_complete", Attached: true})
 	return nil
 }
 

@@ -162,12 +162,14 @@ const (
 	blockProgBlockBioComplete   = "block_bio_complete"
 	blockProgBlockBioQueue      = "block_bio_queue"
 	blockProgBlockBioRemap      = "block_bio_remap"
+	blockProgBlockGetrq         = "block_getrq"
 	blockProgBlockRqComplete    = "block_rq_complete"
 	blockProgBlockRqInsert      = "block_rq_insert"
 	blockProgBlockRqIssue       = "block_rq_issue"
 	blockProgBlockRqRequeue     = "block_rq_requeue"
 	blockVarBioQ_arg            = "bio_q_arg"
 	blockVarEveryBlock          = "every_block"
+	blockVarGetrqQ_arg          = "getrq_q_arg"
 	blockVarRqQ_arg             = "rq_q_arg"
 	blockVarTargDev             = "targ_dev"
 	blockVarUnusedBioRemapEvent = "unused_bio_remap_event"
@@ -225,6 +227,7 @@ type blockProgramSpecs struct {
 	BlockBioComplete *ebpf.ProgramSpec `ebpf:"block_bio_complete"`
 	BlockBioQueue    *ebpf.ProgramSpec `ebpf:"block_bio_queue"`
 	BlockBioRemap    *ebpf.ProgramSpec `ebpf:"block_bio_remap"`
+	BlockGetrq       *ebpf.ProgramSpec `ebpf:"block_getrq"`
 	BlockRqComplete  *ebpf.ProgramSpec `ebpf:"block_rq_complete"`
 	BlockRqInsert    *ebpf.ProgramSpec `ebpf:"block_rq_insert"`
 	BlockRqIssue     *ebpf.ProgramSpec `ebpf:"block_rq_issue"`
@@ -252,6 +255,7 @@ type blockMapSpecs struct {
 type blockVariableSpecs struct {
 	BioQ_arg            *ebpf.VariableSpec `ebpf:"bio_q_arg"`
 	EveryBlock          *ebpf.VariableSpec `ebpf:"every_block"`
+	GetrqQ_arg          *ebpf.VariableSpec `ebpf:"getrq_q_arg"`
 	RqQ_arg             *ebpf.VariableSpec `ebpf:"rq_q_arg"`
 	TargDev             *ebpf.VariableSpec `ebpf:"targ_dev"`
 	UnusedBioRemapEvent *ebpf.VariableSpec `ebpf:"unused_bio_remap_event"`
@@ -315,6 +319,7 @@ func (m *blockMaps) Close() error {
 type blockVariables struct {
 	BioQ_arg            *ebpf.Variable `ebpf:"bio_q_arg"`
 	EveryBlock          *ebpf.Variable `ebpf:"every_block"`
+	GetrqQ_arg          *ebpf.Variable `ebpf:"getrq_q_arg"`
 	RqQ_arg             *ebpf.Variable `ebpf:"rq_q_arg"`
 	TargDev             *ebpf.Variable `ebpf:"targ_dev"`
 	UnusedBioRemapEvent *ebpf.Variable `ebpf:"unused_bio_remap_event"`
@@ -334,6 +339,7 @@ type blockPrograms struct {
 	BlockBioComplete *ebpf.Program `ebpf:"block_bio_complete"`
 	BlockBioQueue    *ebpf.Program `ebpf:"block_bio_queue"`
 	BlockBioRemap    *ebpf.Program `ebpf:"block_bio_remap"`
+	BlockGetrq       *ebpf.Program `ebpf:"block_getrq"`
 	BlockRqComplete  *ebpf.Program `ebpf:"block_rq_complete"`
 	BlockRqInsert    *ebpf.Program `ebpf:"block_rq_insert"`
 	BlockRqIssue     *ebpf.Program `ebpf:"block_rq_issue"`
@@ -345,6 +351,7 @@ func (p *blockPrograms) Close() error {
 		p.BlockBioComplete,
 		p.BlockBioQueue,
 		p.BlockBioRemap,
+		p.BlockGetrq,
 		p.BlockRqComplete,
 		p.BlockRqInsert,
 		p.BlockRqIssue,

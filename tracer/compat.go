@@ -129,7 +129,7 @@ var blockTracepoints = map[string]map[string]int{
 	"bio_q_arg": {"block_bio_queue": 1, "block_bio_remap": 3},
 }
 
-// blockQueueArgs returns bpf/block.bpf.c's rq_q_arg and bio_q_arg for this
+// blockQueueArgs returns bpf/block.bpf.c's rq_q_arg, bio_q_arg and getrq_q_arg for this
 // kernel: whether each group of block tracepoints takes the request queue
 // first, from their prototypes in the kernel's BTF. A group must agree:
 // a program reading a queue as a request would read garbage the verifier
@@ -155,6 +155,16 @@ func blockQueueArgs(cache *btf.Cache) (map[string]any, error) {
 			return nil, fmt.Errorf("block tracepoints %v take the request queue first but %v do not: block.bpf.c does not know this kernel", withQ, without)
 		}
 		vars[v] = len(withQ) > 0
+	}
+	// block_getrq lost two arguments at once in 5.11: (queue, bio, rw)
+	// became (bio).
+	switch n, ok := tracepointArgs(cache, "block_getrq"); {
+	case !ok:
+		return nil, fmt.Errorf("the kernel's BTF has no prototype for tracepoint block_getrq (btf_trace_block_getrq)")
+	case n == 1 || n == 3:
+		vars["getrq_q_arg"] = n == 3
+	default:
+		return nil, fmt.Errorf("tracepoint block_getrq takes %d arguments here, not 1 or 3: block.bpf.c does not know this kernel", n)
 	}
 	return vars, nil
 }

@@ -51,7 +51,7 @@ func TestTracepointArgs(t *testing.T) {
 		return proto.vlen - 1
 	}
 	cache := btf.NewCache()
-	names := []string{"sched_switch"}
+	names := []string{"sched_switch", "block_getrq"}
 	for _, group := range blockTracepoints {
 		for name := range group {
 			names = append(names, name)
@@ -73,6 +73,9 @@ func TestTracepointArgs(t *testing.T) {
 				t.Errorf("%s = %v, but bpftool gives %s %d arguments (%d without the queue)", v, vars[v], name, oracle(name), without)
 			}
 		}
+	}
+	if want := oracle("block_getrq") == 3; vars["getrq_q_arg"] != want {
+		t.Errorf("getrq_q_arg = %v, but bpftool gives block_getrq %d arguments", vars["getrq_q_arg"], oracle("block_getrq"))
 	}
 	t.Logf("this kernel: %v; sched_switch %d arguments", vars, oracle("sched_switch"))
 }

@@ -290,6 +290,7 @@ func (t *FsyncTracer) programs() map[string]*ebpf.Program {
 		"block_rq_issue":      t.block.BlockRqIssue,
 		"block_rq_requeue":    t.block.BlockRqRequeue,
 		"block_rq_complete":   t.block.BlockRqComplete,
+		"block_getrq":         t.block.BlockGetrq,
 		"block_bio_queue":     t.block.BlockBioQueue,
 		"block_bio_remap":     t.block.BlockBioRemap,
 		"block_bio_complete":  t.block.BlockBioComplete,
