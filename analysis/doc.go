@@ -42,8 +42,9 @@
 //     a flush request
 //     made by the flush state machine (block/blk-flush.c) is issued from
 //     kblockd with no insert event, so its queue time runs from the latest
-//     flush bio (REQ_OP_FLUSH or REQ_PREFLUSH, tracepoint block_bio_queue)
-//     queued on the disk inside [s, issue] that no other request claimed;
+//     flush bio (REQ_OP_FLUSH or REQ_PREFLUSH) that got its request
+//     (tracepoint block_getrq) on the disk inside [s, issue] that no
+//     other request claimed;
 //  3. data_writeback: issue → complete of a data-role request;
 //  4. journal: issue → complete of a journal-role request;
 //  5. dm: queue → complete of a bio on a device-mapper disk (below);

@@ -232,11 +232,11 @@ func (g diskGroup) layer(name string) analysis.LayerStat {
 func walRun(t *testing.T, dir string, kdev uint32, load func() func(), fsEnd ...uint64) walResult {
 	t.Helper()
 	ft := ftraceInstance(t, "etcdscope-disk", [][2]string{{"buffer_size_kb", "16384"}, {"trace_clock", "mono"},
-		{"events/block/block_bio_queue/filter", fmt.Sprintf("dev == %d", kdev)},
+		{"events/block/block_getrq/filter", fmt.Sprintf("dev == %d", kdev)},
 		{"events/block/block_rq_insert/filter", fmt.Sprintf("dev == %d", kdev)},
 		{"events/block/block_rq_issue/filter", fmt.Sprintf("dev == %d", kdev)},
 		{"events/block/block_rq_complete/filter", fmt.Sprintf("dev == %d", kdev)},
-		{"events/block/block_bio_queue/enable", "1"}, {"events/block/block_rq_insert/enable", "1"},
+		{"events/block/block_getrq/enable", "1"}, {"events/block/block_rq_insert/enable", "1"},
 		{"events/block/block_rq_issue/enable", "1"}, {"events/block/block_rq_complete/enable", "1"}})
 	tr := startFsync(t, "--comm", "fio")
 	stop := func() {}
@@ -448,8 +448,8 @@ func unissuedFlushes(evs []*blockTraceEvent) []uint64 {
 // sector end, and every flush); device_flush is the union of their flush
 // requests' issue → complete, block_queue the union of every one's
 // insert → issue less that (a flush without insertion queues from the
-// latest flush bio queued inside [s, issue] that no other request
-// claimed), both inside [s, e].
+// latest flush bio that got its request, block_getrq, inside [s, issue]
+// that no other request claimed), both inside [s, e].
 func layerOracle(rqs []*ftRequest, evs []*blockTraceEvent, s, e, end uint64) (flushNs, queueNs int64) {
 	var flush, queue [][2]uint64
 	claimed := map[uint64]bool{}
@@ -467,7 +467,7 @@ func layerOracle(rqs []*ftRequest, evs []*blockTraceEvent, s, e, end uint64) (fl
 		if from == 0 && r.flush() {
 			for i := len(evs) - 1; i >= 0; i-- {
 				x := evs[i]
-				if x.name == "block_bio_queue" && strings.Contains(x.rwbs, "F") && x.ns >= s && x.ns <= r.issue && !claimed[x.ns] {
+				if x.name == "block_getrq" && strings.Contains(x.rwbs, "F") && x.ns >= s && x.ns <= r.issue && !claimed[x.ns] {
 					from, claimed[x.ns] = x.ns, true
 					break
 				}
