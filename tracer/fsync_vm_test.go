@@ -76,7 +76,12 @@ func vmFsyncs(t *testing.T, cfg FsyncConfig) {
 		time.Sleep(200 * time.Millisecond)
 		tr.Drain()
 	}()
-	var fsyncs, flushes, writes, scheds, blocked int
+	var st unix.Stat_t
+	if err := unix.Stat(dev, &st); err != nil {
+		t.Fatal(err)
+	}
+	loopDev := event.DevFromUnix(st.Rdev)
+	var fsyncs, flushes, flushBios, writes, scheds, blocked int
 	for {
 		var a event.Any
 		if err := tr.Read(&a); err != nil {
@@ -92,6 +97,12 @@ func vmFsyncs(t *testing.T, cfg FsyncConfig) {
 			if e.IsFlush() {
 				flushes++
 			}
+		case event.FlushBio:
+			// block_getrq's bio read right (getrq_q_arg): the flush
+			// each fdatasync of the node asks for, on its disk.
+			if e.Dev == loopDev {
+				flushBios++
+			}
 		case event.Write:
 			if e.Call.IsBlockdev && e.Call.Syscall == event.SysPwrite64 && e.Call.Ret == 4096 {
 				writes++
@@ -103,9 +114,9 @@ func vmFsyncs(t *testing.T, cfg FsyncConfig) {
 			}
 		}
 	}
-	t.Logf("%d fdatasync, %d flush requests, %d writes, %d scheduler events (%d asleep) on %s", fsyncs, flushes, writes, scheds, blocked, dev)
-	if fsyncs != n || flushes < n {
-		t.Fatalf("saw %d fdatasync (want %d) and %d flushes (want ≥ %d)", fsyncs, n, flushes, n)
+	t.Logf("%d fdatasync, %d flush requests, %d flush bios, %d writes, %d scheduler events (%d asleep) on %s", fsyncs, flushes, flushBios, writes, scheds, blocked, dev)
+	if fsyncs != n || flushes < n || flushBios < n {
+		t.Fatalf("saw %d fdatasync (want %d), %d flushes and %d flush bios on %v (want ≥ %d each)", fsyncs, n, flushes, flushBios, loopDev, n)
 	}
 	// The first write comes before the node's first fdatasync: not
 	// followed yet.
