@@ -34,6 +34,7 @@ type options struct {
 	only                                     string
 	microVariants, sweepPoints               string
 	saveJSON, fromJSON                       string
+	abBase                                   string
 }
 
 // want reports whether section name runs (-only empty: all of them).
@@ -68,7 +69,8 @@ func main() {
 	flag.BoolVar(&o.goBench, "go-bench", true, "run the Go benchmarks too")
 	flag.StringVar(&o.saveJSON, "save", "", "also write the raw results as JSON to this file")
 	flag.StringVar(&o.fromJSON, "from", "", "render -out from results saved with -save, measuring nothing (no root needed)")
-	flag.StringVar(&o.only, "only", "", "comma-separated sections to run (ready,fio,micro,ctxsw,tax,peers,sweep,commit,go); empty: all")
+	flag.StringVar(&o.only, "only", "", "comma-separated sections to run (ready,fio,micro,ctxsw,tax,peers,sweep,commit,go,ab); empty: all (ab only with -ab-base)")
+	flag.StringVar(&o.abBase, "ab-base", "", "another etcdscope binary for the ab section: both trace the same fio jobs at once, paired against -etcdscope")
 	flag.StringVar(&o.microVariants, "micro-variants", strings.Join(microVariants, ","), "comma-separated variants of the fdatasync loop (untraced is the pairing base: keep it)")
 	flag.StringVar(&o.sweepPoints, "sweep-points", "", "comma-separated sweep rows to run, named rate-output[-flag] as in sweepPoints (e.g. 10000-table-writes); empty: all")
 	flag.Parse()
@@ -83,7 +85,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benchrun: needs root (BPF, bpf_stats); run `sudo make bench`")
 		os.Exit(2)
 	}
-	for _, p := range []*string{&o.etcdscope, &o.fsyncgen, &o.btScript, &o.fdatasyncScript, &o.out, &o.repo, &o.findings, &o.etcd, &o.commitScript} {
+	for _, p := range []*string{&o.abBase, &o.etcdscope, &o.fsyncgen, &o.btScript, &o.fdatasyncScript, &o.out, &o.repo, &o.findings, &o.etcd, &o.commitScript} {
+		if *p == "" { // -ab-base unset
+			continue
+		}
 		if abs, err := filepath.Abs(*p); err == nil {
 			*p = abs
 		}
@@ -160,6 +165,11 @@ func run(o options) error {
 
 	if o.want("fio") {
 		if err := fioSection(o, &r); err != nil {
+			return err
+		}
+	}
+	if o.want("ab") && o.abBase != "" {
+		if err := abSection(o, &r); err != nil {
 			return err
 		}
 	}

@@ -21,6 +21,7 @@ type results struct {
 	IdleHWMKiB        int64
 	Variants          []string
 	Fio               map[string][]fioRun
+	AB                *abRun `json:",omitempty"` // -only ab: two binaries on the same fio jobs
 	BiolatencyWhy     string
 	Micro             map[string][]microRun
 	Ctxsw             map[string][]microRun `json:",omitempty"` // "fsyncs" are ping-pong round trips
@@ -172,6 +173,10 @@ func (r *results) markdown() string {
 		if tcnt > 0 {
 			w("| %s | **all** | %d | %.0f | **%.0f** |\n", v, tcnt, float64(tns)/float64(tcnt), float64(tns)/float64(max(fs, 1)))
 		}
+	}
+
+	if r.AB != nil {
+		r.AB.markdown(w)
 	}
 
 	w("\n## The fdatasync syscall alone (tmpfs, no I/O)\n\n")
