@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
@@ -456,4 +457,75 @@ func remapAfter(queue, remap uint64) string {
 		return "untraced"
 	}
 	return "+" + analysis.Ms(int64(remap-queue)) + " ms"
+}
+
+// TestDMLevelAppearsLate: etcdscope started while no stacked disk exists
+// (its bio programs are then left unattached: they run for every bio of
+// every disk) follows a dm-delay device made after it, as serve must when
+// an LVM volume is activated under it. Each call on the new device must
+// have a dm level holding at least the table's flush delay less a jiffy.
+func TestDMLevelAppearsLate(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.LookPath(t, "dmsetup", "dmsetup")
+	testenv.LookPath(t, "mke2fs", "e2fsprogs")
+	testenv.LookPath(t, "losetup", "util-linux")
+	buildOnce.Do(func() { binPath = filepath.Join(testenv.RepoRoot(t), "bin", "etcdscope") })
+	if s := host.StackedDisks("/sys"); len(s) > 0 {
+		t.Fatalf("stacked disks %v exist before the test: another test left them (this one needs none at start)", s)
+	}
+	tr := startFsync(t, "--pid", strconv.Itoa(os.Getpid()))
+
+	dmPath, _ := dmDelayOnLoop(t, "eslate", 64<<20, dmFlushDelay)
+	_, dmName := blockDev(t, dmPath)
+	mkExt4(t, dmPath)
+	mnt := t.TempDir()
+	if err := syscall.Mount(dmPath, mnt, "ext4", 0, "lazytime,commit=300"); err != nil {
+		t.Fatalf("mounting %s: %v", dmPath, err)
+	}
+	t.Cleanup(func() { syscall.Unmount(mnt, 0) })
+	file, err := os.OpenFile(filepath.Join(mnt, "wal"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	buf := bytes.Repeat([]byte{0xa5}, 4096)
+	const n = 4
+	for i := 0; i < n; i++ {
+		file.WriteAt(buf, int64(i)*4096)
+	}
+	if err := file.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// The tracer looks for a stacked disk every 2 s (tracer.stackedPoll).
+	time.Sleep(3 * time.Second)
+
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := uint32(unix.Gettid())
+	for i := 0; i < n; i++ {
+		file.WriteAt(buf, int64(i)*4096)
+		if err := unix.Fdatasync(int(file.Fd())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	recs, rep := tr.stop()
+	var calls int
+	for _, r := range recs {
+		if r.TID != tid || r.Syscall != "fdatasync" {
+			continue
+		}
+		calls++
+		if r.DM == nil || r.DM.DevName != dmName {
+			t.Errorf("call at %d: no dm level on %s (%+v); layers %+v", r.StartNs, dmName, r.DM, r.Layers)
+			continue
+		}
+		t.Logf("call: total %s ms, dm %s ms on %s over %v", analysis.Ms(r.TotalNs), analysis.Ms(r.DM.HeldNs), r.DM.DevName, r.DM.TargetNames)
+		if r.DM.HeldNs < int64(dmFlushDelay)-5*int64(time.Millisecond) {
+			t.Errorf("call at %d: dm layer %s ms, under the table's %v flush delay less a jiffy", r.StartNs, analysis.Ms(r.DM.HeldNs), dmFlushDelay)
+		}
+	}
+	if calls != n {
+		t.Errorf("etcdscope saw %d fdatasync calls of tid %d, want %d (lost %d)", calls, tid, n, rep.LostEvents)
+	}
 }

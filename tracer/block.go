@@ -3,7 +3,9 @@ package tracer
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type blk_event -type flush_bio_event -type dm_bio_event -type bio_remap_event -type es_op -type es_req_flag -type blk_stat block ../bpf/block.bpf.c
 
 import (
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -41,10 +43,10 @@ func (t *FsyncTracer) loadBlock(shared ebpf.CollectionOptions, cfg FsyncConfig) 
 // attachBlock attaches the block-layer tp_btf programs (required): the
 // request programs and block_getrq always; block_bio_queue, _remap and
 // _complete, which run for every bio of every disk (every bio of a
-// partition is remapped onto its disk), only when a stacked disk
-// (device-mapper, md) exists at start (host.StackedDisks): only there do
-// they record anything. A stacked disk made later is then not followed
-// below its own level.
+// partition is remapped onto its disk), only once a stacked disk
+// (device-mapper, md) exists (host.StackedDisks): only there do they
+// record anything. Without one at start, watchStacked attaches them when
+// one appears (an LVM volume activated after serve started).
 func (t *FsyncTracer) attachBlock() error {
 	progs := []struct {
 		p    *ebpf.Program
@@ -54,7 +56,8 @@ func (t *FsyncTracer) attachBlock() error {
 		{t.block.BlockRqRequeue, "block_rq_requeue"}, {t.block.BlockRqComplete, "block_rq_complete"},
 		{t.block.BlockGetrq, "block_getrq"},
 	}
-	if len(host.StackedDisks("/sys")) > 0 {
+	stacked := len(host.StackedDisks("/sys")) > 0
+	if stacked {
 		progs = append(progs, []struct {
 			p    *ebpf.Program
 			name string
@@ -69,7 +72,48 @@ func (t *FsyncTracer) attachBlock() error {
 		t.links = append(t.links, l)
 		t.probes = append(t.probes, event.Probe{Name: "tp_btf/" + p.name, Attached: true})
 	}
+	if !stacked {
+		t.stopWatch = make(chan struct{})
+		t.watchDone = make(chan struct{})
+		go t.watchStacked(stackedPoll)
+	}
 	return nil
+}
+
+// stackedPoll is how often watchStacked looks for a stacked disk: an LVM
+// volume activated while serve runs is followed below its level within
+// this time.
+const stackedPoll = 2 * time.Second
+
+// watchStacked attaches the bio programs once host.StackedDisks finds a
+// disk, then returns; it returns too when the tracer closes (stopWatch).
+// A failed attach is kept for Close (the tracer goes on without the dm
+// level, as before a stacked disk existed).
+func (t *FsyncTracer) watchStacked(every time.Duration) {
+	defer close(t.watchDone)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stopWatch:
+			return
+		case <-tick.C:
+		}
+		if len(host.StackedDisks("/sys")) == 0 {
+			continue
+		}
+		var errs []error
+		for _, p := range []*ebpf.Program{t.block.BlockBioQueue, t.block.BlockBioRemap, t.block.BlockBioComplete} {
+			l, err := link.AttachTracing(link.TracingOptions{Program: p})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("attaching tp_btf program %s: %w", p, err))
+				continue
+			}
+			t.lateLinks = append(t.lateLinks, l)
+		}
+		t.lateErr = errors.Join(errs...)
+		return
+	}
 }
 
 // block decodes struct blk_event (bpf/block.h).

@@ -99,6 +99,12 @@ type FsyncTracer struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// watchStacked (block.go), when no stacked disk existed at start: it
+	// alone writes lateLinks and lateErr until watchDone is closed.
+	stopWatch, watchDone chan struct{}
+	lateLinks            []link.Link
+	lateErr              error
 }
 
 // NewFsync loads and attaches the programs of the five probes. Syscall and
@@ -439,6 +445,11 @@ func (t *FsyncTracer) Close() error {
 
 func (t *FsyncTracer) close() error {
 	var errs []error
+	if t.stopWatch != nil {
+		close(t.stopWatch)
+		<-t.watchDone
+		t.links = append(t.links, t.lateLinks...)
+	}
 	if t.ring != nil {
 		errs = append(errs, t.ring.close())
 	}
