@@ -207,7 +207,12 @@ type Assembler struct {
 	done        map[Link]*linkAcc
 	doneOrder   []Link
 	nextCompact int
-	n           int    // events added
+	n           int // events added
+	// compact's buffers, kept between calls (see compact).
+	fold        []bool
+	newIdx      []int
+	batch       []Conn
+	kept        map[tuple]bool
 	first, last uint64 // their time range
 }
 
@@ -219,7 +224,8 @@ const CompactAfter = time.Second
 // MaxSeries bounds LinkStats.PerRequestSeries per link (the most recent).
 const MaxSeries = 1 << 16
 
-// compactMin: the Assembler folds once it holds this many connections.
+// compactMin: the Assembler folds once it holds this many connections
+// (and then once it holds twice what the last fold kept, if more).
 const compactMin = 4096
 
 // Add folds e (events in time order) into its connection; e is not kept.
@@ -306,33 +312,46 @@ func (l *linkAcc) addConn(c *Conn, perRequestMax time.Duration) {
 // only one callers use), keeping every other connection and any whose
 // other end (a loopback mirror) is kept.
 func (a *Assembler) compact() {
+	// In place, with buffers kept from one compaction to the next: under
+	// connection churn a fresh copy of every kept connection each time was
+	// most of `etcdscope peers`' allocation, and the garbage collector's
+	// work on it most of a starved reader's CPU (bench/findings.md,
+	// section 13).
+	n := len(a.conns)
 	cut := a.last - min(a.last, uint64(CompactAfter))
-	fold := make([]bool, len(a.conns))
+	a.fold = slices.Grow(a.fold[:0], n)[:n]
 	for i := range a.conns {
 		c := &a.conns[i]
 		_, open := a.live[c.Socket]
-		fold[i] = c.CloseNs != 0 && c.CloseNs < cut && !(open && a.live[c.Socket] == i)
+		a.fold[i] = c.CloseNs != 0 && c.CloseNs < cut && !(open && a.live[c.Socket] == i)
 	}
 	// A connection whose reversed 4-tuple is kept stays too: the pair is
 	// folded together (foldMirrors) once both ends are old.
-	type tuple struct{ a, b netip.AddrPort }
-	kept := map[tuple]bool{}
+	if a.kept == nil {
+		a.kept = map[tuple]bool{}
+	}
+	clear(a.kept)
 	for i := range a.conns {
-		if !fold[i] {
-			kept[tuple{a.conns[i].Local, a.conns[i].Remote}] = true
+		if !a.fold[i] {
+			a.kept[tuple{a.conns[i].Local, a.conns[i].Remote}] = true
 		}
 	}
-	var batch, rest []Conn
-	newIdx := make([]int, len(a.conns))
-	for i := range a.conns {
-		c := a.conns[i]
-		if fold[i] && !kept[tuple{c.Remote, c.Local}] {
-			batch = append(batch, c)
+	a.batch = a.batch[:0]
+	a.newIdx = slices.Grow(a.newIdx[:0], n)[:n]
+	w := 0
+	for i := range n {
+		c := a.conns[i] // a copy: the slot may be overwritten below
+		if a.fold[i] && !a.kept[tuple{c.Remote, c.Local}] {
+			a.batch = append(a.batch, c)
 			continue
 		}
-		newIdx[i] = len(rest)
-		rest = append(rest, c)
+		a.newIdx[i] = w
+		a.conns[w] = c // w <= i: only slots already read are written
+		w++
 	}
+	clear(a.conns[w:n]) // the strings the folded ones held
+	a.conns = a.conns[:w]
+	batch := a.batch
 	foldMirrors(batch)
 	if a.done == nil {
 		a.done = map[Link]*linkAcc{}
@@ -351,12 +370,19 @@ func (a *Assembler) compact() {
 		}
 		acc.addConn(c, defaultPerRequestMax)
 	}
+	clear(batch)
 	for s, i := range a.live {
-		a.live[s] = newIdx[i]
+		a.live[s] = a.newIdx[i]
 	}
-	a.conns = rest
-	a.nextCompact = len(rest) + compactMin
+	// Geometric: connections that never close (a long-lived one, or one
+	// whose close was lost) stay, and folding again after a fixed number
+	// of additions would scan them all each time, quadratic in them: a
+	// reader that lost events then fell further behind.
+	a.nextCompact = max(w+compactMin, 2*w)
 }
+
+// tuple is a connection's (local, remote) ends, a map key.
+type tuple struct{ a, b netip.AddrPort }
 
 // defaultPerRequestMax is Options.PerRequestMax when 0.
 const defaultPerRequestMax = 2 * time.Second
@@ -527,7 +553,6 @@ func (a *Assembler) add(e *event.Peer) {
 // (same 4-tuple reversed, both ends on this host) and hands the active
 // end the passive end's SYN-ACK RTT and the opener's pid.
 func foldMirrors(conns []Conn) {
-	type tuple struct{ a, b netip.AddrPort }
 	client := map[tuple]int{}
 	for i := range conns {
 		if conns[i].isClient() {
