@@ -74,12 +74,16 @@ type Group struct {
 // Report is the end-of-run summary of `etcdscope fsync` (JSON type
 // "summary").
 type Report struct {
-	Type         string  `json:"type"` // always "summary"
-	Version      int     `json:"v"`
-	Fsyncs       int64   `json:"fsyncs"`
-	LostEvents   uint64  `json:"lost_events"`   // records that did not fit in the ring buffer
-	MissedEvents uint64  `json:"missed_events"` // probe runs the kernel skipped (BPF recursion)
-	Groups       []Group `json:"groups"`
+	Type         string `json:"type"` // always "summary"
+	Version      int    `json:"v"`
+	Fsyncs       int64  `json:"fsyncs"`
+	LostEvents   uint64 `json:"lost_events"`   // records that did not fit in the ring buffer
+	MissedEvents uint64 `json:"missed_events"` // probe runs the kernel skipped (BPF recursion)
+	// RingPeakBytes is the most unread data the reader saw in the ring
+	// buffer (sampled: a lower bound), bytes; against --ring-size it says
+	// how close the trace came to losing events. 0: not known (a replay).
+	RingPeakBytes uint64  `json:"ring_peak_bytes,omitempty"`
+	Groups        []Group `json:"groups"`
 	// Levels is the stacked-device table (BuildLevels), when any flush
 	// nested host-level fsyncs.
 	Levels []LevelRow `json:"levels,omitempty"`

@@ -15,6 +15,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include "peers.h"
+#include "ring.h"
 
 #define AF_INET 2
 #define AF_INET6 10
@@ -39,6 +40,12 @@ const volatile __u8 filter_peers = 0;
 const volatile __u32 netns_ino = 0;
 /* rtt_sample_interval_ns: at most one PEER_EV_RTT per socket this often. */
 const volatile __u64 rtt_sample_interval_ns = 1000000000ULL;
+/* peer_wake_bytes: unread bytes in peer_events past which a record wakes
+ * the reader at once (ring.h; the tracer sets an eighth of the ring). Under
+ * connection churn (tens of thousands of events a second) the adaptive
+ * wake-up of a plain commit woke the reader every few records: most of a
+ * starved reader's CPU went to waking (bench/findings.md, section 13). */
+const volatile __u64 peer_wake_bytes = 1 << 17;
 
 /* peer_addrs: key = remote address, 16 bytes, IPv4 as ::ffff:a.b.c.d;
  * value unused. Filled by userspace when filter_peers is set. */
@@ -86,6 +93,13 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } lost_events SEC(".maps");
+
+/* peer_submit commits a reserved record quietly unless it is the one that
+ * crosses peer_wake_bytes. */
+static __always_inline void peer_submit(struct peer_event *e)
+{
+	bpf_ringbuf_submit(e, es_wake_flags(&peer_events, peer_wake_bytes, sizeof(*e), true));
+}
 
 static __always_inline void count_lost(void)
 {
@@ -242,7 +256,7 @@ int BPF_PROG(inet_sock_set_state, const struct sock *sk, int oldstate, int newst
 		e->duration_ns = since ? now - since : 0;
 	}
 	fill_info(e, si);
-	bpf_ringbuf_submit(e, 0);
+	peer_submit(e);
 out:
 	if (kind == PEER_EV_CLOSE)
 		bpf_map_delete_elem(&socks, &key);
@@ -309,7 +323,7 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 			e->duration_ns = now - (si->syn_ns ? si->syn_ns : si->est_ns);
 			fill_tcp(sk, e);
 			fill_info(e, si);
-			bpf_ringbuf_submit(e, 0);
+			peer_submit(e);
 		}
 	}
 	if (si->last_sample_ns && now - si->last_sample_ns < rtt_sample_interval_ns)
@@ -329,7 +343,7 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	e->duration_ns = si->est_ns ? now - si->est_ns : 0;
 	fill_tcp(sk, e);
 	fill_info(e, si);
-	bpf_ringbuf_submit(e, 0);
+	peer_submit(e);
 	return 0;
 }
 
@@ -353,7 +367,7 @@ int BPF_PROG(tcp_retransmit_skb, const struct sock *sk, const struct sk_buff *sk
 	e->oldstate = e->newstate = BPF_CORE_READ(sk, __sk_common.skc_state);
 	fill_tcp(sk, e);
 	fill_info(e, bpf_map_lookup_elem(&socks, &key));
-	bpf_ringbuf_submit(e, 0);
+	peer_submit(e);
 	return 0;
 }
 

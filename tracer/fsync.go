@@ -478,3 +478,8 @@ func (t *FsyncTracer) close() error {
 // without losing the events of calls that have already returned. (The
 // reader's SetDeadline would wait for a blocked Read to wake first.)
 func (t *FsyncTracer) Drain() error { return t.ring.drain() }
+
+// RingPeakBytes returns the most unread data the reader has seen in the
+// events ring (sampled, so a lower bound), in bytes: how close a slow or
+// starved reader came to losing events (the ring holds RingBytes).
+func (t *FsyncTracer) RingPeakBytes() uint64 { return t.ring.peakBytes() }

@@ -41,8 +41,13 @@ type PeersConfig struct {
 }
 
 // DefaultPeerRingBytes is the peers tracer's ring buffer size when
-// PeersConfig.RingBytes is 0: 1 MiB, ~16k events of 64 bytes.
-const DefaultPeerRingBytes = 1 << 20
+// PeersConfig.RingBytes is 0: DefaultRingBytes, as every other ring
+// (2 MiB, ~29k events of 72 bytes with the ring's header: about a second
+// at 30k events/s). 1 MiB was not enough for a reader starved to 10% of a
+// CPU under connection churn on a loaded machine: it saw 1.35 MiB unread
+// (bench/findings.md, section 13). Its cost: 2 MiB more resident (the
+// kernel maps the data pages twice).
+const DefaultPeerRingBytes = DefaultRingBytes
 
 // PeersTracer traces TCP connections on etcd's peer port with three
 // tp_btf programs: sock:inet_sock_set_state (opens, handshake RTT,
@@ -92,9 +97,15 @@ func NewPeers(cfg PeersConfig) (_ *PeersTracer, err error) {
 	if err := setVariables(spec, vars); err != nil {
 		return nil, err
 	}
-	spec.Maps["peer_events"].MaxEntries = DefaultPeerRingBytes
-	if cfg.RingBytes != 0 {
-		spec.Maps["peer_events"].MaxEntries = cfg.RingBytes
+	ring := cfg.RingBytes
+	if ring == 0 {
+		ring = DefaultPeerRingBytes
+	}
+	spec.Maps["peer_events"].MaxEntries = ring
+	// Records go in quietly; the one that fills the ring past an eighth
+	// wakes the reader (bpf/ring.h), else it polls (pollInterval).
+	if err := setVariables(spec, map[string]any{"peer_wake_bytes": uint64(ring / 8)}); err != nil {
+		return nil, err
 	}
 
 	p := &PeersTracer{}
@@ -226,6 +237,11 @@ func (p *PeersTracer) ProgramStats() []event.ProgramStats {
 func (p *PeersTracer) Missed() uint64 {
 	return missed(p.objs.InetSockSetState, p.objs.TcpProbe, p.objs.TcpRetransmitSkb)
 }
+
+// RingPeakBytes returns the most unread data the reader has seen in
+// peer_events (sampled, so a lower bound), in bytes: how close a slow or
+// starved reader came to losing events (the ring holds RingBytes).
+func (p *PeersTracer) RingPeakBytes() uint64 { return p.ring.peakBytes() }
 
 // Drain makes a Read in progress, and the ones after it, return every
 // record already in the ring buffer and then ErrDrained.

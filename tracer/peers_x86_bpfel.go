@@ -94,6 +94,7 @@ const (
 	peersProgTcpRetransmitSkb   = "tcp_retransmit_skb"
 	peersVarFilterPeers         = "filter_peers"
 	peersVarNetnsIno            = "netns_ino"
+	peersVarPeerWakeBytes       = "peer_wake_bytes"
 	peersVarPort                = "port"
 	peersVarRttSampleIntervalNs = "rtt_sample_interval_ns"
 	peersVarUnusedPeerEvent     = "unused_peer_event"
@@ -164,6 +165,7 @@ type peersMapSpecs struct {
 type peersVariableSpecs struct {
 	FilterPeers         *ebpf.VariableSpec `ebpf:"filter_peers"`
 	NetnsIno            *ebpf.VariableSpec `ebpf:"netns_ino"`
+	PeerWakeBytes       *ebpf.VariableSpec `ebpf:"peer_wake_bytes"`
 	Port                *ebpf.VariableSpec `ebpf:"port"`
 	RttSampleIntervalNs *ebpf.VariableSpec `ebpf:"rtt_sample_interval_ns"`
 	UnusedPeerEvent     *ebpf.VariableSpec `ebpf:"unused_peer_event"`
@@ -212,6 +214,7 @@ func (m *peersMaps) Close() error {
 type peersVariables struct {
 	FilterPeers         *ebpf.Variable `ebpf:"filter_peers"`
 	NetnsIno            *ebpf.Variable `ebpf:"netns_ino"`
+	PeerWakeBytes       *ebpf.Variable `ebpf:"peer_wake_bytes"`
 	Port                *ebpf.Variable `ebpf:"port"`
 	RttSampleIntervalNs *ebpf.Variable `ebpf:"rtt_sample_interval_ns"`
 	UnusedPeerEvent     *ebpf.Variable `ebpf:"unused_peer_event"`

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,7 +25,7 @@ import (
 const pollInterval = 50 * time.Millisecond
 
 // quietRing reads a ring buffer whose programs commit quietly (bpf/ring.h):
-// the fsync tracer's and the hypervisor tracer's. Between records it waits
+// the fsync, hypervisor, commit and peers tracers'. Between records it waits
 // in Go's netpoller (ringWait), at most pollInterval, rather than in the
 // reader's epoll_wait: a thread blocked in a syscall keeps the runtime's
 // sysmon waking every 20 µs to 10 ms, which was most of etcdscope's CPU at
@@ -33,7 +34,19 @@ type quietRing struct {
 	rd   *ringbuf.Reader
 	m    *ebpf.Map
 	wait ringWait
+	// reads counts records read; every peakEvery-th read, and after each
+	// wait, samples the unread bytes into peak (atomic loads of the ring's
+	// positions): how full a starved or slow reader let the ring get.
+	reads uint64
+	peak  atomic.Uint64
+	// mu orders samplePeak with close: the reader's AvailableBytes reads
+	// its ring mapping without its lock, and Close unmaps it.
+	mu     sync.Mutex
+	closed bool
 }
+
+// peakEvery: records between two samples of the ring's fill level.
+const peakEvery = 64
 
 func openQuietRing(m *ebpf.Map) (*quietRing, error) {
 	rd, err := ringbuf.NewReader(m)
@@ -51,6 +64,9 @@ func (q *quietRing) read(rec *ringbuf.Record) error {
 	if q == nil { // a tracer that never opened its ring
 		return ErrClosed
 	}
+	if q.reads++; q.reads%peakEvery == 0 {
+		q.samplePeak()
+	}
 	for {
 		err := q.rd.ReadInto(rec)
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
@@ -62,7 +78,29 @@ func (q *quietRing) read(rec *ringbuf.Record) error {
 		} else { // no netpoller for this fd: the reader waits
 			q.rd.SetDeadline(time.Now().Add(pollInterval))
 		}
+		q.samplePeak()
 	}
+}
+
+func (q *quietRing) samplePeak() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	if a := uint64(q.rd.AvailableBytes()); a > q.peak.Load() {
+		q.peak.Store(a)
+	}
+}
+
+// peakBytes returns the most unread data the reader has seen in the ring
+// (sampled: a lower bound), in bytes including the ring's 8-byte record
+// headers. Safe to call from any goroutine.
+func (q *quietRing) peakBytes() uint64 {
+	if q == nil {
+		return 0
+	}
+	return q.peak.Load()
 }
 
 // readFixed reads the next non-empty record, which must hold a T (a
@@ -92,6 +130,9 @@ func (q *quietRing) drain() error {
 }
 
 func (q *quietRing) close() error {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
 	err := q.rd.Close()
 	q.wait.close()
 	return err

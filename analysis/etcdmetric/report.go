@@ -11,10 +11,16 @@ import (
 // object; render.Peers prints the same as a table): the traced links and,
 // with --etcd-metrics, the comparison of etcd's peer RTT metric with them.
 type PeersReport struct {
-	Port          int               `json:"port"`
-	WindowSeconds float64           `json:"window_seconds"`
-	Events        int               `json:"events"`
-	LostEvents    uint64            `json:"lost_events"`
+	Port          int     `json:"port"`
+	WindowSeconds float64 `json:"window_seconds"`
+	Events        int     `json:"events"`
+	LostEvents    uint64  `json:"lost_events"`
+	// MissedEvents: program runs the kernel skipped (recursion_misses),
+	// each an event the report lacks.
+	MissedEvents uint64 `json:"missed_events"`
+	// RingPeakBytes: the most unread data the reader saw in the ring
+	// (sampled, a lower bound), bytes; 0 when not known (a replay).
+	RingPeakBytes uint64            `json:"ring_peak_bytes,omitempty"`
 	Links         []peers.LinkStats `json:"links"`
 	MetricsURL    string            `json:"metrics_url,omitempty"`
 	MetricsError  string            `json:"metrics_error,omitempty"`

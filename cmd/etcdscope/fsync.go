@@ -455,6 +455,7 @@ wait:
 	}
 	rep := rs.Report(lost, tr.Missed(), unavailable)
 	rep.MonoToWallNs = monoToWall
+	rep.RingPeakBytes = tr.RingPeakBytes()
 	pipeline.LiveDiskCaches(&rep)
 	if f.output == "json" {
 		if err := json.NewEncoder(out).Encode(rep); err != nil {

@@ -290,6 +290,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		sinks = append(sinks, capw)
 	}
 	pp := pipeline.NewPeers(pipeline.PeersConfig{Sinks: sinks})
+	var missed, ringPeak uint64
 	lost, err := func() (uint64, error) {
 		tr, err := tracer.NewPeers(cfg)
 		if err != nil {
@@ -304,6 +305,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		if err := pp.Run(tr); err != nil {
 			return 0, err
 		}
+		missed, ringPeak = tr.Missed(), tr.RingPeakBytes()
 		return tr.Lost()
 	}()
 	stopProbe()
@@ -318,7 +320,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		}
 	}
 	if capw != nil {
-		err := capw.finish(capture.End{LostEvents: lost, WindowNs: int64(t1.Sub(t0))})
+		err := capw.finish(capture.End{LostEvents: lost, MissedEvents: missed, WindowNs: int64(t1.Sub(t0))})
 		capw = nil
 		if err != nil {
 			return err
@@ -343,7 +345,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	rep.WindowSeconds = t1.Sub(t0).Seconds()
 	// etcdscope's own kept-alive probe connections are not etcd's links.
 	pr := conns.Report(peers.Options{Window: t1.Sub(t0), ExcludeLocal: probe.ownConns()})
-	rep.Events, rep.LostEvents = pr.Events, lost
+	rep.Events, rep.LostEvents, rep.MissedEvents, rep.RingPeakBytes = pr.Events, lost, missed, ringPeak
 	rep.Links = pr.Links
 
 	// Metrics and members are best effort: their errors are reported and

@@ -239,7 +239,7 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 		return usagef("%s has no end line (the run was cut short?): its window and lost events are unknown", name)
 	}
 	window := time.Duration(end.WindowNs)
-	rep := etcdmetric.PeersReport{Port: rd.Header().Port, WindowSeconds: window.Seconds(), Events: len(events), LostEvents: end.LostEvents}
+	rep := etcdmetric.PeersReport{Port: rd.Header().Port, WindowSeconds: window.Seconds(), Events: len(events), LostEvents: end.LostEvents, MissedEvents: end.MissedEvents}
 	rep.Links = peers.Analyze(events, peers.Options{Window: window}).Links
 	if output == "json" {
 		enc := json.NewEncoder(peersStdout)
