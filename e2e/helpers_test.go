@@ -49,7 +49,8 @@ func etcdscope(t *testing.T) string {
 	return binPath
 }
 
-// trace is a running `etcdscope fsync --output json`.
+// trace is a running etcdscope command (`fsync --output json` unless
+// started otherwise through startIn).
 type trace struct {
 	t      *testing.T
 	cmd    *exec.Cmd
@@ -68,9 +69,17 @@ func startFsync(t *testing.T, args ...string) *trace {
 // directory cgroup ("": this process's).
 func startFsyncIn(t *testing.T, cgroup string, args ...string) *trace {
 	t.Helper()
+	return startIn(t, cgroup, "fsync", append([]string{"--output", "json", "--interval", "0"}, args...)...)
+}
+
+// startIn starts `etcdscope cmd --ready-file F <args>` inside cgroup
+// ("": this process's; else a directory whose cgroup.procs it joins) and
+// waits until its probes are attached.
+func startIn(t *testing.T, cgroup, cmd string, args ...string) *trace {
+	t.Helper()
 	ready := filepath.Join(t.TempDir(), "ready")
 	tr := &trace{t: t}
-	all := append([]string{"fsync", "--output", "json", "--interval", "0", "--ready-file", ready}, args...)
+	all := append([]string{cmd, "--ready-file", ready}, args...)
 	tr.cmd = exec.Command(etcdscope(t), all...)
 	if cgroup != "" {
 		// The shell moves itself into the cgroup, then becomes etcdscope.

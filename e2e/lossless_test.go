@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,10 +128,12 @@ func TestNoCompletionMissing(t *testing.T) {
 }
 
 // writeAndSync runs writers goroutines, each appending 4 KiB to a file of
-// its own under dir and fdatasyncing it, for d.
-func writeAndSync(t *testing.T, dir string, writers int, d time.Duration) {
+// its own under dir and fdatasyncing it, for d, and returns how many
+// fdatasync calls returned (the oracle for a tracer's call count).
+func writeAndSync(t *testing.T, dir string, writers int, d time.Duration) int64 {
 	t.Helper()
 	var wg sync.WaitGroup
+	var calls atomic.Int64
 	end := time.Now().Add(d)
 	errs := make(chan error, writers)
 	for i := 0; i < writers; i++ {
@@ -156,6 +159,7 @@ func writeAndSync(t *testing.T, dir string, writers int, d time.Duration) {
 					errs <- err
 					return
 				}
+				calls.Add(1)
 			}
 		}(i)
 	}
@@ -164,6 +168,7 @@ func writeAndSync(t *testing.T, dir string, writers int, d time.Duration) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+	return calls.Load()
 }
 
 // ftraceCompletion is one block_rq_complete as ftrace printed it.

@@ -1,0 +1,215 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/internal/testenv"
+	"github.com/etcdscope/etcdscope/tracer"
+)
+
+// The starved reader of issue 12's loss goal: etcdscope in a cgroup of its
+// own held to starvedQuotaUs of CPU per starvedPeriodUs (10% of one CPU),
+// a starvation that is real (the cgroup is throttled for most of every
+// period in which the reader has work) but that a reader costing what
+// etcdscope's does can survive on average: at the rates below it needs
+// ~5-6% of a CPU (bench/findings.md, section 13).
+const (
+	starvedQuotaUs  = 10000
+	starvedPeriodUs = 100000
+	// starvedFor is the CI test's length. The goal's 60 s run is make
+	// bench's (benchrun -only starved); loss from a starved reader shows
+	// within a few throttle periods of the reader's demand passing its
+	// quota (TestStarvedReaderLossIsReported loses within a second), so
+	// 10 s (100 periods) catches it without a minute of the suite's two
+	// cores per tracer.
+	starvedFor = 10 * time.Second
+)
+
+// TestStarvedReaderLosesNoFsync: `etcdscope fsync` with stacked levels on
+// (ext4 over a loop device, the host fsyncs the loop driver makes traced
+// as L2), four fdatasync writers as fast as the stack goes, the reader
+// starved (starvedQuotaUs), default ring: no record lost, every call the
+// writers made (their own count, the oracle) is in the report, and the
+// flushes nest the host fsyncs that served them (the stacked level's
+// records arrived too).
+func TestStarvedReaderLosesNoFsync(t *testing.T) {
+	testenv.RequireRoot(t)
+	cg := cpuLimitedCgroup(t, starvedQuotaUs, starvedPeriodUs)
+	dev := loopDevice(t, "/var/tmp", 512<<20)
+	mnt := mountFS(t, dev, "ext4", "-q", "-F")
+	thr0 := cgroupThrottled(t, cg)
+	tr := startFsyncIn(t, cg, "--pid", strconv.Itoa(os.Getpid()))
+	cpu0 := tr.cpuNs() // loading the programs
+	calls := writeAndSync(t, mnt, 4, starvedFor)
+	cpuNs := tr.cpuNs() - cpu0
+	recs, rep := tr.stop()
+	thr := cgroupThrottled(t, cg) - thr0
+	var flushes, nested int
+	for _, r := range recs {
+		for _, q := range r.Requests {
+			if q.Role == analysis.RoleFlush && !q.NotIssued && q.Dev == r.Disks[0] {
+				flushes++
+				if len(q.Host) > 0 {
+					nested++
+				}
+			}
+		}
+	}
+	t.Logf("%d fdatasyncs in %s (%.0f/s), traced %d; lost %d, missed %d; reader %.1f ms of CPU (%.1f%% of one, %.1f µs per call), throttled %d times, ring peak %d KiB of %d; %d of %d flushes nest a host fsync",
+		calls, starvedFor, float64(calls)/starvedFor.Seconds(), rep.Fsyncs, rep.LostEvents, rep.MissedEvents,
+		float64(cpuNs)/1e6, 100*float64(cpuNs)/float64(starvedFor), float64(cpuNs)/1e3/float64(max(calls, 1)), thr, rep.RingPeakBytes>>10, tracer.DefaultRingBytes>>10, nested, flushes)
+	if thr == 0 {
+		t.Errorf("the reader's cgroup was never throttled: the reader was not starved")
+	}
+	if rep.LostEvents != 0 {
+		t.Errorf("a reader starved to %d%% of a CPU lost %d events", 100*starvedQuotaUs/starvedPeriodUs, rep.LostEvents)
+	}
+	if rep.Fsyncs != calls || int64(len(recs)) != calls {
+		t.Errorf("the writers made %d fdatasyncs; the report counts %d, the output has %d records", calls, rep.Fsyncs, len(recs))
+	}
+	// Every issued flush reaches the loop driver, which syncs the backing
+	// file for it; allow the few in flight at the edges (TestStackedLoop).
+	if flushes == 0 || nested < flushes*95/100 {
+		t.Errorf("only %d of %d flushes nest a host fsync: the stacked level's records are missing", nested, flushes)
+	}
+}
+
+// TestStarvedReaderLosesNoPeerEvent: `etcdscope peers` starved
+// (starvedQuotaUs) with its default ring while fsyncgen -churn opens, uses
+// (a byte each way) and closes 3000 loopback connections a second on the
+// traced port, ~30k events/s: no event lost, and every connection the
+// generator counts (the oracle) is in the report as opened, set up and
+// closed.
+func TestStarvedReaderLosesNoPeerEvent(t *testing.T) {
+	testenv.RequireRoot(t)
+	const connsPerSec = 3000
+	cg := cpuLimitedCgroup(t, starvedQuotaUs, starvedPeriodUs)
+	gen := buildFsyncgen(t)
+	port := freePort(t)
+	thr0 := cgroupThrottled(t, cg)
+	tr := startIn(t, cg, "peers", "--port", strconv.Itoa(port), "--duration", "0", "--output", "json")
+	cpu0 := tr.cpuNs()
+	out, err := exec.Command(gen, "-churn", strconv.Itoa(port), "-threads", "8", "-rate", strconv.Itoa(connsPerSec),
+		"-duration", starvedFor.String()).Output()
+	if err != nil {
+		t.Fatalf("fsyncgen -churn: %v", err)
+	}
+	var res struct {
+		Conns float64 `json:"conns"`
+		Rate  float64 `json:"rate_per_s"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("fsyncgen output %q: %v", out, err)
+	}
+	time.Sleep(300 * time.Millisecond) // the listener's closes
+	cpuNs := tr.cpuNs() - cpu0
+	tr.cmd.Process.Signal(syscall.SIGINT)
+	if err := tr.cmd.Wait(); err != nil {
+		t.Fatalf("etcdscope peers: %v; stderr:\n%s", err, tr.stderr.String())
+	}
+	thr := cgroupThrottled(t, cg) - thr0
+	var rep struct {
+		Events        uint64 `json:"events"`
+		LostEvents    uint64 `json:"lost_events"`
+		MissedEvents  uint64 `json:"missed_events"`
+		RingPeakBytes uint64 `json:"ring_peak_bytes"`
+		Links         []struct {
+			Opened, Closed int64
+			Setup          struct{ Count int64 } `json:"setup_ns"`
+		} `json:"links"`
+	}
+	if err := json.Unmarshal(tr.stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("peers output: %v\n%s", err, tr.stdout.String())
+	}
+	var opened, closed, setup int64
+	for _, l := range rep.Links {
+		opened, closed, setup = opened+l.Opened, closed+l.Closed, setup+l.Setup.Count
+	}
+	conns := int64(res.Conns)
+	t.Logf("%d connections (%.0f/s), %d events (%.0f/s), lost %d, missed %d; opened %d, set up %d, closed %d; reader %.1f ms of CPU (%.1f%% of one, %.2f µs per event), throttled %d times, ring peak %d KiB of %d",
+		conns, res.Rate, rep.Events, float64(rep.Events)/starvedFor.Seconds(), rep.LostEvents, rep.MissedEvents, opened, setup, closed,
+		float64(cpuNs)/1e6, 100*float64(cpuNs)/float64(starvedFor), float64(cpuNs)/1e3/float64(max(rep.Events, 1)), thr, rep.RingPeakBytes>>10, tracer.DefaultPeerRingBytes>>10)
+	// Each connection is ten events (open, setup, one RTT sample, close
+	// start and close, on each end); below 20k events/s the test would not
+	// be testing the goal's rate.
+	if res.Rate < 2000 {
+		t.Fatalf("fsyncgen made %.0f connections/s, not the ~%d (30k events/s) the test is about: the machine is too loaded", res.Rate, connsPerSec)
+	}
+	if thr == 0 {
+		t.Errorf("the reader's cgroup was never throttled: the reader was not starved")
+	}
+	if rep.LostEvents != 0 || rep.MissedEvents != 0 {
+		t.Errorf("a reader starved to %d%% of a CPU lost %d events (the kernel skipped %d program runs)", 100*starvedQuotaUs/starvedPeriodUs, rep.LostEvents, rep.MissedEvents)
+	}
+	if opened != conns || closed != conns || setup != conns || rep.Events < uint64(10*conns) {
+		t.Errorf("fsyncgen made %d connections; the report has %d opened, %d set up, %d closed, %d events (want ≥ %d)",
+			conns, opened, setup, closed, rep.Events, 10*conns)
+	}
+}
+
+// cgroupThrottled returns how many periods the cgroup's CPU quota has
+// throttled it (cpu.stat nr_throttled, cgroup v2 and v1 alike).
+func cgroupThrottled(t *testing.T, dir string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "nr_throttled "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("%s/cpu.stat: %q", dir, l)
+			}
+			return n
+		}
+	}
+	t.Fatalf("%s/cpu.stat has no nr_throttled", dir)
+	return 0
+}
+
+// cpuNs returns the CPU time the running command's threads have used so
+// far (the sum of /proc/PID/task/*/schedstat's first field: exact, where
+// /proc/PID/stat's utime+stime is sampled at the tick).
+func (tr *trace) cpuNs() int64 {
+	tr.t.Helper()
+	dir := fmt.Sprintf("/proc/%d/task", tr.cmd.Process.Pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	var sum int64
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "schedstat"))
+		if err != nil {
+			continue // the thread exited
+		}
+		f := strings.Fields(string(b))
+		if len(f) > 0 {
+			n, _ := strconv.ParseInt(f[0], 10, 64)
+			sum += n
+		}
+	}
+	return sum
+}
+
+// buildFsyncgen builds make bench's load generator (bench/fsyncgen) into
+// the test's temporary directory.
+func buildFsyncgen(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "fsyncgen")
+	if out, err := exec.Command("go", "build", "-o", bin, "../bench/fsyncgen").CombinedOutput(); err != nil {
+		t.Fatalf("go build fsyncgen: %v\n%s", err, out)
+	}
+	return bin
+}
