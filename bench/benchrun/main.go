@@ -30,6 +30,7 @@ type options struct {
 	rounds, microRounds                      int
 	fioSize                                  string
 	sweepSeconds, peersSeconds               float64
+	starvedSeconds                           float64
 	goBench                                  bool
 	only                                     string
 	microVariants, sweepPoints               string
@@ -65,11 +66,12 @@ func main() {
 	flag.IntVar(&o.microRounds, "micro-rounds", 7, "interleaved rounds of the fdatasync syscall microbenchmark")
 	flag.StringVar(&o.fioSize, "fio-size", "22m", "fio --size of the etcd job")
 	flag.Float64Var(&o.peersSeconds, "peers-seconds", 60, "seconds of connection churn under etcdscope peers (the memory goal's run)")
+	flag.Float64Var(&o.starvedSeconds, "starved-seconds", 60, "seconds of each starved-reader run (issue 12's loss goal: 60)")
 	flag.Float64Var(&o.sweepSeconds, "sweep-seconds", 4, "seconds per rate of the event-rate sweep")
 	flag.BoolVar(&o.goBench, "go-bench", true, "run the Go benchmarks too")
 	flag.StringVar(&o.saveJSON, "save", "", "also write the raw results as JSON to this file")
 	flag.StringVar(&o.fromJSON, "from", "", "render -out from results saved with -save, measuring nothing (no root needed)")
-	flag.StringVar(&o.only, "only", "", "comma-separated sections to run (ready,fio,micro,ctxsw,tax,peers,sweep,commit,go,ab); empty: all (ab only with -ab-base)")
+	flag.StringVar(&o.only, "only", "", "comma-separated sections to run (ready,fio,micro,ctxsw,tax,peers,starved,sweep,commit,go,ab); empty: all (ab only with -ab-base)")
 	flag.StringVar(&o.abBase, "ab-base", "", "another etcdscope binary for the ab section: both trace the same fio jobs at once, paired against -etcdscope")
 	flag.StringVar(&o.microVariants, "micro-variants", strings.Join(microVariants, ","), "comma-separated variants of the fdatasync loop (untraced is the pairing base: keep it)")
 	flag.StringVar(&o.sweepPoints, "sweep-points", "", "comma-separated sweep rows to run, named rate-output[-flag] as in sweepPoints (e.g. 10000-table-writes); empty: all")
@@ -190,6 +192,11 @@ func run(o options) error {
 	}
 	if o.want("peers") {
 		if err := peersSection(o, &r); err != nil {
+			return err
+		}
+	}
+	if o.want("starved") {
+		if err := starvedSection(o, &r); err != nil {
 			return err
 		}
 	}

@@ -105,6 +105,12 @@ type tracerProc struct {
 // probes" line and then N programs open in the process; biolatency's
 // "Tracing" line.
 func startTracer(kind, comm, etcdscope, btScript string) (*tracerProc, error) {
+	return startTracerIn("", kind, comm, etcdscope, btScript)
+}
+
+// startTracerIn is startTracer with the tracer started inside cgroup (a
+// cgroup directory whose cgroup.procs it joins; "": benchrun's own).
+func startTracerIn(cgroup, kind, comm, etcdscope, btScript string) (*tracerProc, error) {
 	dir, err := mkScratch("/dev/shm", "etcdscope-bench-")
 	if err != nil {
 		return nil, fmt.Errorf("creating scratch directory: %w", err)
@@ -125,6 +131,8 @@ func startTracer(kind, comm, etcdscope, btScript string) (*tracerProc, error) {
 		t.cmd = exec.Command("biolatency-bpfcc")
 	case "etcdscope-peers": // comm is the port
 		t.cmd = exec.Command(etcdscope, "peers", "--port", comm, "--ready-file", ready)
+	case "etcdscope-peers-json": // comm is the port
+		t.cmd = exec.Command(etcdscope, "peers", "--port", comm, "--output", "json", "--duration", "0", "--ready-file", ready)
 	case "etcdscope-commit": // comm is etcd's pid
 		t.cmd = exec.Command(etcdscope, "commit", "--pid", comm, "--duration", "0", "--ready-file", ready)
 	case "bpftrace-commit": // comm is etcd's pid, btScript the script with its binary filled in
@@ -150,6 +158,10 @@ func startTracer(kind, comm, etcdscope, btScript string) (*tracerProc, error) {
 		t.cmd.Args = append(t.cmd.Args, "--dev", benchDisk)
 	default:
 		t.cmd.Args = append(t.cmd.Args, "--"+flag)
+	}
+	if cgroup != "" {
+		// The shell moves itself into the cgroup, then becomes the tracer.
+		t.cmd = exec.Command("sh", append([]string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cgroup}, t.cmd.Args...)...)
 	}
 	t.cmd.Stdout, t.cmd.Stderr = out, errf
 	t.started = time.Now()
@@ -182,7 +194,7 @@ func startTracer(kind, comm, etcdscope, btScript string) (*tracerProc, error) {
 
 func (t *tracerProc) isReady(readyFile string) bool {
 	switch base, _, _ := strings.Cut(t.kind, "+"); base {
-	case "etcdscope", "etcdscope-table", "etcdscope-commit", "etcdscope-peers":
+	case "etcdscope", "etcdscope-table", "etcdscope-commit", "etcdscope-peers", "etcdscope-peers-json":
 		_, err := os.Stat(readyFile)
 		return err == nil
 	case "bpftrace", "bpftrace-fdatasync", "bpftrace-commit":

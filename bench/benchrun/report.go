@@ -28,6 +28,7 @@ type results struct {
 	Tax               map[string][]microRun `json:",omitempty"` // "fsyncs" are getppid calls
 	Disk              string                // fio's disk, what --dev named
 	Peers             *peersRun             `json:",omitempty"`
+	Starved           []starvedRun          `json:",omitempty"` // the loss goal's starved-reader runs
 	Sweep             []sweepRow
 	Commit            map[string][]commitRun // by variant, one per round
 	CommitWhy         string                 // why the commit section did not run
@@ -253,6 +254,7 @@ func (r *results) markdown() string {
 		w("the section would take 10 minutes).\n")
 	}
 
+	b.WriteString(r.starvedMarkdown())
 	b.WriteString(r.commitMarkdown())
 
 	w("\n## Start-up\n\n")
@@ -499,6 +501,7 @@ func (r *results) goals12() [][3]string {
 				float64(p.Events)/p.Seconds, p.Seconds, float64(p.HWMKiB)/1024, slope/1024, at10/1024),
 			verdict(float64(p.HWMKiB) <= 64*1024 && at10 <= 64*1024)})
 	}
+	g = append(g, r.starvedGoals()...)
 	if rm := median(r.ReadyMs); len(r.ReadyMs) > 0 {
 		g = append(g, [3]string{"ready ≤ 150 ms", fmt.Sprintf("median %.0f ms (max %.0f)", rm, slices.Max(r.ReadyMs)), verdict(rm <= 150)})
 	}
