@@ -288,7 +288,7 @@ func (r *results) starvedMarkdown() string {
 	w("default ring, for %.0f s each. fsync: `etcdscope fsync --comm starvedgen --output json` with stacked levels (ext4 over a\n", r.Starved[0].Seconds)
 	w("loop device on %s, its host fsyncs traced as L2) while %d fsyncgen writers fdatasync as fast as the stack goes; the oracle\n", r.Disk, starvedWriters)
 	w("is their own call count. peers: `etcdscope peers --output json` while `fsyncgen -churn -rate %d` opens, uses and closes\n", starvedConnsPerSec)
-	w("loopback connections; the oracle is its connection count, against the connections the report has opened, set up and closed.\n")
+	w("loopback connections; the oracle is its connection count, against the connections its active links have opened, set up and closed.\n")
 	w("Reader CPU: its threads' schedstat over the load. Ring peak: `ring_peak_bytes`, the most unread data the reader saw.\n\n")
 	w("| tracer | rate /s | oracle | traced | lost | missed | reader CPU | per unit | throttled | ring peak / size |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range r.Starved {
