@@ -40,47 +40,54 @@ const (
 // as L2), four fdatasync writers as fast as the stack goes, the reader
 // starved (starvedQuotaUs), default ring: no record lost, every call the
 // writers made (their own count, the oracle) is in the report, and the
-// flushes nest the host fsyncs that served them (the stacked level's
-// records arrived too).
+// report's L2 row has a host fsync for nearly every L1 flush (the stacked
+// level's records arrived too). Output: the summary only (--min-latency
+// 1h): one JSON line per call is 8 KiB here (four flushes, each nesting a
+// host fsync with its requests) and took the reader from ~30 to 40-53 µs
+// per call, 9% of a CPU in one run on a loaded machine, too near the
+// quota for a CI test of the tracer; make bench's run keeps the lines.
 func TestStarvedReaderLosesNoFsync(t *testing.T) {
 	testenv.RequireRoot(t)
 	cg := cpuLimitedCgroup(t, starvedQuotaUs, starvedPeriodUs)
 	dev := loopDevice(t, "/var/tmp", 512<<20)
 	mnt := mountFS(t, dev, "ext4", "-q", "-F")
 	thr0 := cgroupThrottled(t, cg)
-	tr := startFsyncIn(t, cg, "--pid", strconv.Itoa(os.Getpid()))
+	tr := startFsyncIn(t, cg, "--pid", strconv.Itoa(os.Getpid()), "--min-latency", "1h")
 	cpu0 := tr.cpuNs() // loading the programs
 	calls := writeAndSync(t, mnt, 4, starvedFor)
 	cpuNs := tr.cpuNs() - cpu0
-	recs, rep := tr.stop()
+	_, rep := tr.stop()
 	thr := cgroupThrottled(t, cg) - thr0
-	var flushes, nested int
-	for _, r := range recs {
-		for _, q := range r.Requests {
-			if q.Role == analysis.RoleFlush && !q.NotIssued && q.Dev == r.Disks[0] {
-				flushes++
-				if len(q.Host) > 0 {
-					nested++
-				}
-			}
+	var l1, l2 *analysis.LevelRow
+	for i := range rep.Levels {
+		switch rep.Levels[i].Level {
+		case "L1":
+			l1 = &rep.Levels[i]
+		case "L2":
+			l2 = &rep.Levels[i]
 		}
 	}
-	t.Logf("%d fdatasyncs in %s (%.0f/s), traced %d; lost %d, missed %d; reader %.1f ms of CPU (%.1f%% of one, %.1f µs per call), throttled %d times, ring peak %d KiB of %d; %d of %d flushes nest a host fsync",
+	t.Logf("%d fdatasyncs in %s (%.0f/s), traced %d; lost %d, missed %d; reader %.1f ms of CPU (%.1f%% of one, %.1f µs per call), throttled %d times, ring peak %d KiB of %d",
 		calls, starvedFor, float64(calls)/starvedFor.Seconds(), rep.Fsyncs, rep.LostEvents, rep.MissedEvents,
-		float64(cpuNs)/1e6, 100*float64(cpuNs)/float64(starvedFor), float64(cpuNs)/1e3/float64(max(calls, 1)), thr, rep.RingPeakBytes>>10, tracer.DefaultRingBytes>>10, nested, flushes)
+		float64(cpuNs)/1e6, 100*float64(cpuNs)/float64(starvedFor), float64(cpuNs)/1e3/float64(max(calls, 1)), thr, rep.RingPeakBytes>>10, tracer.DefaultRingBytes>>10)
 	if thr == 0 {
 		t.Errorf("the reader's cgroup was never throttled: the reader was not starved")
 	}
 	if rep.LostEvents != 0 {
 		t.Errorf("a reader starved to %d%% of a CPU lost %d events", 100*starvedQuotaUs/starvedPeriodUs, rep.LostEvents)
 	}
-	if rep.Fsyncs != calls || int64(len(recs)) != calls {
-		t.Errorf("the writers made %d fdatasyncs; the report counts %d, the output has %d records", calls, rep.Fsyncs, len(recs))
+	if rep.Fsyncs != calls {
+		t.Errorf("the writers made %d fdatasyncs; the report counts %d", calls, rep.Fsyncs)
+	}
+	if l1 == nil || l2 == nil || l2.Untraced != "" {
+		t.Fatalf("no traced L1 and L2 rows: %+v", rep.Levels)
 	}
 	// Every issued flush reaches the loop driver, which syncs the backing
-	// file for it; allow the few in flight at the edges (TestStackedLoop).
-	if flushes == 0 || nested < flushes*95/100 {
-		t.Errorf("only %d of %d flushes nest a host fsync: the stacked level's records are missing", nested, flushes)
+	// file for it (TestStackedLoop); allow the few in flight at the edges.
+	flushes := l1.FlushesPerFsync * float64(rep.Fsyncs)
+	t.Logf("L1 %.0f flushes, L2 %d host fsyncs (%.0f%% of L1's device flush)", flushes, l2.Total.Count, 100*l2.NestedShare)
+	if float64(l2.Total.Count) < 0.95*flushes {
+		t.Errorf("L1 issued %.0f flushes, L2 has %d host fsyncs: the stacked level's records are missing", flushes, l2.Total.Count)
 	}
 }
 
