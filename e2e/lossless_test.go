@@ -365,7 +365,11 @@ func cpuLimitedCgroup(t *testing.T, quotaUs, periodUs int) string {
 	}
 	v1 := "/sys/fs/cgroup/cpu"
 	if _, err := os.Stat(v1 + "/cpu.cfs_quota_us"); err != nil {
-		t.Skip("no cgroup cpu controller (v2 cpu.max or v1 cpu.cfs_quota_us) to starve the reader with")
+		const why = "no cgroup cpu controller (v2 cpu.max or v1 cpu.cfs_quota_us) to starve the reader with"
+		if testenv.Required() {
+			t.Fatalf("ETCDSCOPE_REQUIRE_BPF=1 but %s", why)
+		}
+		t.Skip(why)
 	}
 	dir := filepath.Join(v1, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
