@@ -18,8 +18,8 @@ import (
 	"github.com/etcdscope/etcdscope/host"
 )
 
-// DefaultRingBytes is the fsync and hypervisor tracers' ring buffer size
-// when their config's RingBytes is 0: 2 MiB. The kernel maps a ring
+// DefaultRingBytes is the fsync, hypervisor and peers tracers' ring
+// buffer size when their config's RingBytes is 0: 2 MiB. The kernel maps a ring
 // buffer's data pages twice into the reader, all at once, so a ring costs
 // twice its size in resident memory from the start (a 16 MiB ring was 32
 // MiB of the process's RSS). 2 MiB holds ~6.5k fsyncs of a tmpfs loop (two
