@@ -93,15 +93,7 @@ func TestStackedLoop(t *testing.T) {
 					}
 				}
 			}
-			var l1, l2 *analysis.LevelRow
-			for i := range rep.Levels {
-				switch rep.Levels[i].Level {
-				case "L1":
-					l1 = &rep.Levels[i]
-				case "L2":
-					l2 = &rep.Levels[i]
-				}
-			}
+			l1, l2 := levelRows(rep)
 			if l1 == nil || l2 == nil {
 				t.Fatalf("report has no L1/L2 rows: %+v", rep.Levels)
 			}
@@ -200,4 +192,17 @@ func TestStackedLoopUntraced(t *testing.T) {
 			}
 		})
 	}
+}
+
+// levelRows returns the report's L1 and L2 rows (nil where absent).
+func levelRows(rep analysis.Report) (l1, l2 *analysis.LevelRow) {
+	for i := range rep.Levels {
+		switch rep.Levels[i].Level {
+		case "L1":
+			l1 = &rep.Levels[i]
+		case "L2":
+			l2 = &rep.Levels[i]
+		}
+	}
+	return l1, l2
 }

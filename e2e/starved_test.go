@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 	"github.com/etcdscope/etcdscope/tracer"
 )
@@ -58,15 +57,7 @@ func TestStarvedReaderLosesNoFsync(t *testing.T) {
 	cpuNs := tr.cpuNs() - cpu0
 	_, rep := tr.stop()
 	thr := cgroupThrottled(t, cg) - thr0
-	var l1, l2 *analysis.LevelRow
-	for i := range rep.Levels {
-		switch rep.Levels[i].Level {
-		case "L1":
-			l1 = &rep.Levels[i]
-		case "L2":
-			l2 = &rep.Levels[i]
-		}
-	}
+	l1, l2 := levelRows(rep)
 	t.Logf("%d fdatasyncs in %s (%.0f/s), traced %d; lost %d, missed %d; reader %.1f ms of CPU (%.1f%% of one, %.1f µs per call), throttled %d times, ring peak %d KiB of %d",
 		calls, starvedFor, float64(calls)/starvedFor.Seconds(), rep.Fsyncs, rep.LostEvents, rep.MissedEvents,
 		float64(cpuNs)/1e6, 100*float64(cpuNs)/float64(starvedFor), float64(cpuNs)/1e3/float64(max(calls, 1)), thr, rep.RingPeakBytes>>10, tracer.DefaultRingBytes>>10)
