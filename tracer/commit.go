@@ -21,7 +21,7 @@ type CommitConfig struct {
 	// executable (/proc/PID/exe) and fire only in it.
 	PID int
 	// RingBytes is the ring buffer size (a power of two ≥ page size); 0
-	// means 1 MiB, ~20k events.
+	// means DefaultRingBytes (2 MiB, ~40k events).
 	RingBytes uint32
 }
 
@@ -125,7 +125,7 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 	}
 	ring := cfg.RingBytes
 	if ring == 0 {
-		ring = 1 << 20
+		ring = DefaultRingBytes
 	}
 	spec.Maps["commit_events"].MaxEntries = ring
 	if err := setVariables(spec, map[string]any{"commit_wake_bytes": uint64(ring / 8)}); err != nil {

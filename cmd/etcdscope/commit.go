@@ -57,7 +57,7 @@ func runCommit(args []string) error {
 	fs.StringVar(&f.load, "load", "0", "drive N puts per second (e.g. 20/s) at the traced member, under a key prefix of etcdscope's own with a lease, timing each put client-side; 0: no load")
 	fs.StringVar(&f.output, "output", "table", "table, or json (JSON Lines, schema commit/v1: docs/schema.md)")
 	fs.StringVar(&f.ready, "ready-file", "", "create this file once the probes are attached (for scripts and tests)")
-	fs.Uint64Var(&f.ringBytes, "ring-size", 1<<20, ringSizeUsage)
+	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return errHelp
