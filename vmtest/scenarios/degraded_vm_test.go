@@ -34,9 +34,10 @@ func TestVMScenarioDegraded(t *testing.T) {
 	r.warmUp()
 	pre := r.scrape(0)
 	requestedPre := r.requested
-	rep := &Report{Scenario: "degraded (m3 stopped, then 25 ms each way m1<->m2 on :2380)"}
+	rep := &Report{Scenario: "degraded (m3 stopped, then 25 ms each way m1<->m2 on :2380)", Delay: stretchedOneWay}
 	base := r.phase("baseline", nil)
 	rep.Phases = append(rep.Phases, base)
+	rep.Again = r.phase("baseline again", nil)
 
 	if err := r.m[2].Stop(); err != nil {
 		t.Fatal(err)

@@ -112,11 +112,12 @@ func TestVMScenarioSlowDisk(t *testing.T) {
 		return fams
 	}
 	const walFsync = "etcd_disk_wal_fsync_duration_seconds"
-	rep := &Report{Scenario: fmt.Sprintf("slow device (dm-delay: flushes held %v)", slowFlush)}
+	rep := &Report{Scenario: fmt.Sprintf("slow device (dm-delay: flushes held %v)", slowFlush), Delay: slowFlush}
 	b0 := scrape()
 	base := runPhase(t, cli, "baseline", nil)
 	b1 := scrape()
 	baseFsync, nb := histMean(b0, b1, walFsync, nil)
+	rep.Again = runPhase(t, cli, "baseline again", nil)
 
 	setFlush(slowFlush)
 	s0 := scrape()
