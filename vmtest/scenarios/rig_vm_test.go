@@ -423,7 +423,7 @@ func (r *rig) commitChecks(out []byte, ph Phase, decider int, lo time.Duration) 
 			decided++
 		}
 	}
-	name := fmt.Sprintf("m%d", decider)
+	name := r.m[decider-1].Name
 	puts := len(ph.Lat[Write])
 	client, _ := Quantiles(ph.Lat[Write])
 	server := time.Duration(sum.TotalNs.P50)
@@ -656,7 +656,7 @@ func (r *rig) closingChecks(pre, end map[string]*dto.MetricFamily, requestedPre 
 	const changed = "etcd_server_leader_changes_seen_total"
 	changes := etcdtest.SumCounter(end, changed) - etcdtest.SumCounter(pre, changed)
 	asked := r.requested - requestedPre
-	name := fmt.Sprintf("m%d", far+1) // the scenarios count members from 1 (etcdtest names them m0..m2)
+	name := r.m[far].Name
 	return []Check{
 		{Name: "leader changes seen by m1", Got: fmt.Sprintf("%.0f", changes), Want: fmt.Sprintf("%d (MoveLeader)", asked), Pass: int(changes) == asked},
 		Within("etcdscope peers: handshake RTT m1<->"+name, prep.handshakeRTT(r.ips[0], r.ips[far]), stretchedRTT-5*time.Millisecond, stretchedRTT+10*time.Millisecond),
