@@ -91,7 +91,7 @@ func TestVMScenarioDegraded(t *testing.T) {
 	rep.Checks = append(rep.Checks, r.closingChecks(pre, post, requestedPre, prep, 1)...)
 	rep.Header = []string{
 		fmt.Sprintf("RTT m1-m2 %.1fms (fastest TCP connect to :2380); %d sequential puts, serializable gets, linearizable gets per phase from a client on m1", float64(rtt)/1e6, opsPerPhase),
-		"tolerances: Δp50 against this run's baseline p50 (docs/scenarios.md)",
+		"tolerances: Δfastest in the window and p50 - baseline fastest >= its low end, against this run's baseline (docs/scenarios.md)",
 	}
 	finish(t, rep)
 }

@@ -166,7 +166,7 @@ func TestVMScenarioSlowDisk(t *testing.T) {
 	rep.Checks = append(rep.Checks, commitDiskChecks(t, cout, tracedSlow, slowFlush)...)
 	rep.Header = []string{
 		fmt.Sprintf("etcd 1 member, data dir on ext4 on dm-delay over loop (tmpfs); %d sequential puts, serializable gets, linearizable gets per phase", opsPerPhase),
-		"tolerances: Δ against this run's baseline (docs/scenarios.md)",
+		"tolerances: Δfastest in the window and p50 - baseline fastest >= its low end, against this run's baseline (docs/scenarios.md)",
 	}
 	finish(t, rep)
 }

@@ -177,7 +177,7 @@ func TestVMScenarioStretched(t *testing.T) {
 	rep.Header = []string{
 		fmt.Sprintf("RTT m1-m3 %.1fms (fastest TCP connect to :2380); model RTT %v; load: %d sequential puts, serializable gets, linearizable gets per phase from a client on m1",
 			float64(rtt)/1e6, stretchedRTT, opsPerPhase),
-		"tolerances: Δp50 against this run's baseline p50 (docs/scenarios.md)",
+		"tolerances: Δfastest in the window and p50 - baseline fastest >= its low end, against this run's baseline (docs/scenarios.md)",
 	}
 	finish(t, rep)
 }
