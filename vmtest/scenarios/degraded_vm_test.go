@@ -62,7 +62,7 @@ func TestVMScenarioDegraded(t *testing.T) {
 	// judged phase's latencies.
 	cr := r.startCommit(0)
 	traced := r.phase("the same, etcdscope commit on m1", nil)
-	cout := cr.stop(t)
+	cout := cr.stopForModel(t)
 	prep := peersOf(t, pr.stop(t))
 	f1 := r.scrape(1)
 	fsync, nfsync := histMean(f0, f1, "etcd_disk_wal_fsync_duration_seconds", nil)
@@ -83,9 +83,13 @@ func TestVMScenarioDegraded(t *testing.T) {
 	// and mean rates of 40 requests carry the guest's CPU queueing: run 5
 	// read a baseline slower than the delayed phase.)
 	bf, sf := Fastest(base.Lat[Write]), Fastest(slow.Lat[Write])
+	// A timing check (docs/scenarios.md said so; the code did not): its
+	// ceiling is the baseline's fastest write, the very number the gate
+	// finds unstable (an all-scenarios run: 40.8 ms, then 17.9 ms in the
+	// calibration pass, so 0.69 against <= 0.5).
 	rep.Checks = append(rep.Checks, Check{Name: "write rate ceiling 1/fastest, last phase / baseline",
 		Got:  fmt.Sprintf("%.1f/s of %.1f/s", 1/sf.Seconds(), 1/bf.Seconds()),
-		Want: "<= 0.50", Pass: bf > 0 && sf > 0 && bf.Seconds()/sf.Seconds() <= 0.5})
+		Want: "<= 0.50", Pass: bf > 0 && sf > 0 && bf.Seconds()/sf.Seconds() <= 0.5, Timing: true})
 
 	post := r.scrape(0)
 	rep.Checks = append(rep.Checks, r.closingChecks(pre, post, requestedPre, prep, 1)...)

@@ -160,7 +160,7 @@ func TestVMScenarioStretched(t *testing.T) {
 	// delayed link.
 	cr = r.startCommit(0)
 	tracedDown := r.phase("m2 down, etcdscope commit on m1", nil)
-	cout = cr.stop(t)
+	cout = cr.stopForModel(t)
 	f1 := r.scrape(2)
 	fsync, nfsync := histMean(f0, f1, "etcd_disk_wal_fsync_duration_seconds", nil)
 	down.Expect = map[Op]Expect{
