@@ -498,7 +498,7 @@ func modelChecks(sum *commit.SummaryRecord, want, name string) []Check {
 // stretched cluster: every write traced; the near member (decider,
 // 1-based) the deciding vote of >= 90%; quorum_wait p50 under far (the far
 // member's round trip is not waited for: a timing check, the guest's CPU
-// is in it). The model's vote is shown, not judged: see below.
+// is in it); both sources agree on the vote.
 func (r *rig) commitNearChecks(out []byte, ph Phase, decider int, far time.Duration) []Check {
 	r.t.Helper()
 	checks := r.commitChecks(out, ph, decider, 0)
@@ -508,18 +508,6 @@ func (r *rig) commitNearChecks(out []byte, ph Phase, decider int, far time.Durat
 		// the near member's ack longer (load 8: m3 decided 5 of 40).
 		if strings.HasPrefix(checks[i].Name, "etcdscope commit: the quorum's deciding vote") {
 			checks[i].Timing = true
-		}
-		// The model's candidates here are the leader's WAL append on
-		// tmpfs and the near member's srtt over a local veth + its fsync:
-		// both sub-ms, a tie nothing in this phase injects a delay into.
-		// The model has no term for the follower's own processing, which
-		// decides it in this guest (a run with the guest judged: model
-		// local_wal, expected 0.8 ms; the uprobes m2 in 40 of 40,
-		// quorum_wait p50 14.8 ms). Judged where a delay makes the vote
-		// (m2 down, degraded, slowdisk).
-		if strings.HasPrefix(checks[i].Name, "etcdscope commit: the model's deciding vote") {
-			checks[i].Info = true
-			checks[i].Name += " (sub-ms tie here, shown)"
 		}
 	}
 	_, sum, err := commit.ReadRecords(bytes.NewReader(out))

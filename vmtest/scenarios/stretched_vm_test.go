@@ -86,7 +86,7 @@ func TestVMScenarioStretched(t *testing.T) {
 	// the wait for it stays under the far link's round trip.
 	cr := r.startCommit(0)
 	tracedNear := r.phase("stretched, healthy, etcdscope commit on m1", nil)
-	cout := cr.stop(t)
+	cout := cr.stopForModel(t)
 	rep.Phases = append(rep.Phases, tracedNear)
 	rep.Checks = append(rep.Checks, r.commitNearChecks(cout, tracedNear, 2, stretchedRTT)...)
 
