@@ -343,9 +343,9 @@ func TestReportHTML(t *testing.T) {
 func TestServeEtcdInflation(t *testing.T) {
 	testenv.RequireRoot(t)
 	c := etcdtest.Start(t, etcdtest.Options{Members: 3})
-	m0 := c.Members[0]
-	s := startServe(t, "--comm", "etcd", "--etcd-metrics", m0.MetricsURL,
-		"--etcd-endpoints", m0.ClientURL, "--compare-window", "10s")
+	m1 := c.Members[0]
+	s := startServe(t, "--comm", "etcd", "--etcd-metrics", m1.MetricsURL,
+		"--etcd-endpoints", m1.ClientURL, "--compare-window", "10s")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go c.Put(ctx, 1000000, 20, 256) // some Raft traffic, until the test ends
@@ -380,8 +380,8 @@ func TestServeEtcdInflation(t *testing.T) {
 	}
 	for _, m := range fams["etcdscope_etcd_peer_rtt_inflation_ratio"].GetMetric() {
 		l := labelsOf(m)
-		if want[l["to"]] == "" || l["peer"] != want[l["to"]] || l["etcd"] != strings.TrimPrefix(strings.TrimSuffix(m0.MetricsURL, "/metrics"), "http://") {
-			t.Errorf("series %v: want to=<member ID> with its peer address (%v), etcd=%s", l, want, m0.MetricsURL)
+		if want[l["to"]] == "" || l["peer"] != want[l["to"]] || l["etcd"] != strings.TrimPrefix(strings.TrimSuffix(m1.MetricsURL, "/metrics"), "http://") {
+			t.Errorf("series %v: want to=<member ID> with its peer address (%v), etcd=%s", l, want, m1.MetricsURL)
 			continue
 		}
 		ratio := m.GetGauge().GetValue()

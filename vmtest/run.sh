@@ -355,6 +355,9 @@ done
 
 log "booting: ${qemu[*]}"
 start=$(date +%s)
+# The host's load is part of every timing a TCG guest reports (its vCPU
+# is one host thread): said beside the verdict.
+load_boot=$(cut -d' ' -f1-3 /proc/loadavg)
 set +e
 if [[ ${VMTEST_SHELL:-} == 1 ]]; then
 	"${qemu[@]}" | tee "$CONSOLE"
@@ -379,7 +382,7 @@ failed=0
 for r in "${results[@]}"; do
 	[[ $r == *" rc=0" ]] || failed=$((failed + 1))
 done
-echo "vmtest: kernel $KPKG $KVER, ${#results[@]}/$want binaries reported, $failed failed, ${elapsed}s in QEMU (rc $qrc)"
+echo "vmtest: kernel $KPKG $KVER, ${#results[@]}/$want binaries reported, $failed failed, ${elapsed}s in QEMU (rc $qrc); host load average $load_boot at boot, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
 if [[ $qrc == 124 || $qrc == 137 ]]; then
 	last=$(grep -E '^VMTEST run pkg=' "$RUN/console.txt" | tail -1 || true)
 	die "VM timed out after ${TIMEOUT}s and QEMU was killed (last started: ${last:-none}); raise VMTEST_TIMEOUT or look at $OUT/console.log"

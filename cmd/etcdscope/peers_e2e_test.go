@@ -43,11 +43,11 @@ func TestPeersEtcdPlain(t *testing.T) { peersE2E(t, false) }
 func peersE2E(t *testing.T, withTLS bool) {
 	testenv.RequireRoot(t)
 	c := etcdtest.Start(t, etcdtest.Options{Members: 3, PeerTLS: withTLS, ClientTLS: withTLS})
-	m0 := c.Members[0]
-	metricArgs := []string{"--etcd-metrics", m0.MetricsURL}
+	m1 := c.Members[0]
+	metricArgs := []string{"--etcd-metrics", m1.MetricsURL}
 	if withTLS {
 		// the client port's /metrics, over TLS with the client certificate
-		metricArgs = []string{"--etcd-metrics", m0.ClientURL + "/metrics", "--cacert", c.CAFile, "--cert", c.ClientCertFile, "--key", c.ClientKeyFile}
+		metricArgs = []string{"--etcd-metrics", m1.ClientURL + "/metrics", "--cacert", c.CAFile, "--cert", c.ClientCertFile, "--key", c.ClientKeyFile}
 	}
 	byIP := map[netip.Addr]*etcdtest.Member{}
 	for _, m := range c.Members {
@@ -158,11 +158,11 @@ func peersE2E(t *testing.T, withTLS bool) {
 	if rep.MetricsError != "" || rep.MembersError != "" {
 		t.Errorf("metrics error %q, members error %q", rep.MetricsError, rep.MembersError)
 	}
-	if rep.MemberPID != m0.PID {
-		t.Errorf("member pid for %s: %d, want %d", rep.MetricsURL, rep.MemberPID, m0.PID)
+	if rep.MemberPID != m1.PID {
+		t.Errorf("member pid for %s: %d, want %d", rep.MetricsURL, rep.MemberPID, m1.PID)
 	}
 	if len(rep.Metric) != 2 {
-		t.Fatalf("%d metric series, want 2 (m0's two peers): %+v", len(rep.Metric), rep.Metric)
+		t.Fatalf("%d metric series, want 2 (m1's two peers): %+v", len(rep.Metric), rep.Metric)
 	}
 	for _, cmp := range rep.Metric {
 		peer := byIP[cmp.Peer]
@@ -194,7 +194,7 @@ func peersE2E(t *testing.T, withTLS bool) {
 		t.Errorf("%d members listed", len(rep.Members))
 	}
 	if len(rep.KeptAliveProbe) != 2 || len(rep.KeptAliveProbeErrors) != 0 {
-		t.Errorf("kept-alive probes %v, errors %v: want m0's two peers timed", rep.KeptAliveProbe, rep.KeptAliveProbeErrors)
+		t.Errorf("kept-alive probes %v, errors %v: want m1's two peers timed", rep.KeptAliveProbe, rep.KeptAliveProbeErrors)
 	}
 	// 4. The recording carries what etcd measured, as the report had it,
 	// and the HTML page draws it per peer.
@@ -230,7 +230,7 @@ func peersE2E(t *testing.T, withTLS bool) {
 	var table bytes.Buffer
 	render.Peers(&table, &rep)
 	t.Logf("table output:\n%s", table.String())
-	for _, want := range []string{"HANDSHAKE RTT", "INFLATION", "MODEL MEAN", m0.Name} {
+	for _, want := range []string{"HANDSHAKE RTT", "INFLATION", "MODEL MEAN", m1.Name} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}

@@ -81,7 +81,7 @@ type Options struct {
 
 // Member is one running etcd process.
 type Member struct {
-	Name, IP   string // Name is m0, m1, ...: etcd's --name
+	Name, IP   string // Name is m1, m2, ... (Members[i] is m<i+1>, as the scenarios count): etcd's --name
 	ClientURL  string // scheme://IP:2379
 	PeerURL    string // scheme://IP:2380
 	MetricsURL string // plain http://IP:2381/metrics, never TLS
@@ -154,14 +154,15 @@ func Start(t testing.TB, opt Options) *Cluster {
 	var initial []string
 	for i := 0; i < opt.Members; i++ {
 		ip := opt.IPs[i]
+		name := fmt.Sprintf("m%d", i+1)
 		m := &Member{
-			Name:       fmt.Sprintf("m%d", i),
+			Name:       name,
 			IP:         ip,
 			ClientURL:  fmt.Sprintf("%s://%s", clientScheme, hostPort(ip, ClientPort)),
 			PeerURL:    fmt.Sprintf("%s://%s", peerScheme, hostPort(ip, PeerPort)),
 			MetricsURL: fmt.Sprintf("http://%s/metrics", hostPort(ip, MetricsPort)),
-			DataDir:    filepath.Join(opt.DataDir, fmt.Sprintf("m%d", i)),
-			logFile:    filepath.Join(workDir, fmt.Sprintf("m%d.log", i)),
+			DataDir:    filepath.Join(opt.DataDir, name),
+			logFile:    filepath.Join(workDir, name+".log"),
 			exited:     make(chan struct{}),
 		}
 		c.Members = append(c.Members, m)

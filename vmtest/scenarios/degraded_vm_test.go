@@ -34,9 +34,10 @@ func TestVMScenarioDegraded(t *testing.T) {
 	r.warmUp()
 	pre := r.scrape(0)
 	requestedPre := r.requested
-	rep := &Report{Scenario: "degraded (m3 stopped, then 25 ms each way m1<->m2 on :2380)"}
+	rep := &Report{Scenario: "degraded (m3 stopped, then 25 ms each way m1<->m2 on :2380)", Delay: stretchedOneWay}
 	base := r.phase("baseline", nil)
 	rep.Phases = append(rep.Phases, base)
+	rep.Again = r.phase("baseline again", nil)
 
 	if err := r.m[2].Stop(); err != nil {
 		t.Fatal(err)
@@ -61,7 +62,7 @@ func TestVMScenarioDegraded(t *testing.T) {
 	// judged phase's latencies.
 	cr := r.startCommit(0)
 	traced := r.phase("the same, etcdscope commit on m1", nil)
-	cout := cr.stop(t)
+	cout := cr.stopForModel(t)
 	prep := peersOf(t, pr.stop(t))
 	f1 := r.scrape(1)
 	fsync, nfsync := histMean(f0, f1, "etcd_disk_wal_fsync_duration_seconds", nil)
@@ -82,15 +83,19 @@ func TestVMScenarioDegraded(t *testing.T) {
 	// and mean rates of 40 requests carry the guest's CPU queueing: run 5
 	// read a baseline slower than the delayed phase.)
 	bf, sf := Fastest(base.Lat[Write]), Fastest(slow.Lat[Write])
+	// A timing check (docs/scenarios.md said so; the code did not): its
+	// ceiling is the baseline's fastest write, the very number the gate
+	// finds unstable (an all-scenarios run: 40.8 ms, then 17.9 ms in the
+	// calibration pass, so 0.69 against <= 0.5).
 	rep.Checks = append(rep.Checks, Check{Name: "write rate ceiling 1/fastest, last phase / baseline",
 		Got:  fmt.Sprintf("%.1f/s of %.1f/s", 1/sf.Seconds(), 1/bf.Seconds()),
-		Want: "<= 0.50", Pass: bf > 0 && sf > 0 && bf.Seconds()/sf.Seconds() <= 0.5})
+		Want: "<= 0.50", Pass: bf > 0 && sf > 0 && bf.Seconds()/sf.Seconds() <= 0.5, Timing: true})
 
 	post := r.scrape(0)
 	rep.Checks = append(rep.Checks, r.closingChecks(pre, post, requestedPre, prep, 1)...)
 	rep.Header = []string{
 		fmt.Sprintf("RTT m1-m2 %.1fms (fastest TCP connect to :2380); %d sequential puts, serializable gets, linearizable gets per phase from a client on m1", float64(rtt)/1e6, opsPerPhase),
-		"tolerances: Δp50 against this run's baseline p50 (docs/scenarios.md)",
+		"tolerances: Δfastest in the window and p50 - baseline fastest >= its low end, against this run's baseline (docs/scenarios.md)",
 	}
 	finish(t, rep)
 }
