@@ -378,7 +378,14 @@ func modelInput(members []etcdmetric.Member, res *CommitResult, start, end map[u
 		f.Fsync, okF = mean(m.ID, walFsync, nil)
 		// etcd's peer RTT reads about twice the network RTT (one of its
 		// probers dials per probe: docs/peers.md); the source says so.
-		f.RTT, okR = mean(res.LeaderID, peerRTT, map[string]string{"To": fmt.Sprintf("%x", m.ID)})
+		to := map[string]string{"To": fmt.Sprintf("%x", m.ID)}
+		f.RTT, okR = mean(res.LeaderID, peerRTT, to)
+		if !okR && okF {
+			// etcd observes the peer RTT once per 30 s per prober, so a
+			// short run can hold none for a follower that fsynced all
+			// along: it is up, and the mean since etcd started stands in.
+			f.RTT, okR = meanSinceStart(end[res.LeaderID], peerRTT, to, res.Cluster.Names.Of(res.LeaderID))
+		}
 		if okR {
 			f.RTT.Source += " (etcd's prober: up to 2x the network RTT)"
 		}
@@ -386,7 +393,26 @@ func modelInput(members []etcdmetric.Member, res *CommitResult, start, end map[u
 		in.Followers = append(in.Followers, f)
 	}
 	if !in.LocalIsLeader {
-		in.ForwardRTT, _ = mean(res.LocalID, peerRTT, map[string]string{"To": fmt.Sprintf("%x", res.LeaderID)})
+		to := map[string]string{"To": fmt.Sprintf("%x", res.LeaderID)}
+		var okR bool
+		if in.ForwardRTT, okR = mean(res.LocalID, peerRTT, to); !okR {
+			in.ForwardRTT, _ = meanSinceStart(end[res.LocalID], peerRTT, to, res.Cluster.Names.Of(res.LocalID))
+		}
 	}
 	return in, nil
+}
+
+// meanSinceStart is histogram name's mean (series matching match) over
+// everything one scrape holds, i.e. since that etcd started, for where
+// the run's difference has no observation; false when it has none either.
+func meanSinceStart(fams map[string]*dto.MetricFamily, name string, match map[string]string, member string) (commit.Measure, bool) {
+	if fams == nil {
+		return commit.Measure{}, false
+	}
+	c, sum := etcdinfo.HistogramTotals(fams, name, match)
+	if c <= 0 {
+		return commit.Measure{}, false
+	}
+	return commit.Measure{Ns: int64(sum / c * 1e9),
+		Source: fmt.Sprintf("%s%v mean since etcd started (none observed during the run), /metrics of %s", name, match, member)}, true
 }
