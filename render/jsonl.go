@@ -17,39 +17,39 @@ const JSONLinesFlushEvery = 100 * time.Millisecond
 // JSONLines writes fsync records as JSON Lines (docs/schema.md, type
 // "fsync") through a buffer that a timer flushes, so a reader tailing the
 // output sees each record within JSONLinesFlushEvery while a busy loop
-// makes one write per 64 KiB. It is a pipeline sink (Fsync, Write).
+// makes one write per 64 KiB. The timer is armed only while something is
+// buffered: a ticker woke an idle tracer 10 times a second, ~0.17% of a
+// core here, a sixth of issue 12's 1% budget. It is a pipeline sink
+// (Fsync, Write).
 type JSONLines struct {
 	minNs int64
 	mu    sync.Mutex
 	w     *bufio.Writer
 	buf   []byte
 	err   error // the first write error, from either goroutine
-	stop  chan struct{}
-	done  chan struct{}
+	// timer flushes the buffer JSONLinesFlushEvery after armed was set
+	// (nil until the first record); armed: it will fire. Whenever the
+	// buffer holds bytes, armed is true, so none waits longer.
+	timer  *time.Timer
+	armed  bool
+	closed bool
 }
 
-// NewJSONLines starts the flush timer; records faster than minLatency are
-// not written (fsync --min-latency). Close stops it.
+// NewJSONLines returns a sink writing to out; records faster than
+// minLatency are not written (fsync --min-latency). Close flushes it.
 func NewJSONLines(out io.Writer, minLatency time.Duration) *JSONLines {
-	l := &JSONLines{minNs: int64(minLatency), w: bufio.NewWriterSize(out, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(l.done)
-		t := time.NewTicker(JSONLinesFlushEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-l.stop:
-				return
-			case <-t.C:
-				l.mu.Lock()
-				if l.err == nil && l.w.Buffered() > 0 {
-					l.err = l.w.Flush()
-				}
-				l.mu.Unlock()
-			}
-		}
-	}()
-	return l
+	return &JSONLines{minNs: int64(minLatency), w: bufio.NewWriterSize(out, 64<<10)}
+}
+
+// flushLater flushes what the timer armed it for (and anything written
+// since): every byte it finds waited at most JSONLinesFlushEvery.
+func (l *JSONLines) flushLater() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.armed = false
+	if !l.closed && l.err == nil && l.w.Buffered() > 0 {
+		l.err = l.w.Flush()
+	}
 }
 
 // Fsync appends one record and its newline.
@@ -70,6 +70,14 @@ func (l *JSONLines) put(appendJSON func([]byte) []byte) error {
 	}
 	l.buf = append(appendJSON(l.buf[:0]), '\n')
 	_, l.err = l.w.Write(l.buf)
+	if l.err == nil && !l.armed && l.w.Buffered() > 0 {
+		l.armed = true
+		if l.timer == nil {
+			l.timer = time.AfterFunc(JSONLinesFlushEvery, l.flushLater)
+		} else {
+			l.timer.Reset(JSONLinesFlushEvery)
+		}
+	}
 	return l.err
 }
 
@@ -90,10 +98,12 @@ func (l *JSONLines) Write(rec *analysis.WriteRecord) error {
 // Close stops the timer and flushes what is buffered; it returns the first
 // write error.
 func (l *JSONLines) Close() error {
-	close(l.stop)
-	<-l.done
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.closed = true
+	if l.timer != nil {
+		l.timer.Stop()
+	}
 	if l.err == nil {
 		l.err = l.w.Flush()
 	}
