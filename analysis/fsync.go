@@ -62,6 +62,13 @@ func (l Layers) Get(name string) int64 {
 	return l.OtherNs
 }
 
+// values returns the layers in LayerNames order, ns: what Get returns for
+// each name, without comparing names (the report's builders run it for
+// every fsync: Get's string switch was ~0.1 µs per call at 10k fsync/s).
+func (l *Layers) values() [numLayers]int64 {
+	return [numLayers]int64{l.DataWritebackNs, l.JournalNs, l.DeviceFlushNs, l.BlockQueueNs, l.DMNs, l.OtherNs}
+}
+
 // Sum returns the sum of all layers, ns.
 func (l Layers) Sum() int64 {
 	return l.DataWritebackNs + l.JournalNs + l.DeviceFlushNs + l.BlockQueueNs + l.DMNs + l.OtherNs

@@ -81,8 +81,8 @@ func (a *levelAcc) add(r *FsyncRecord) {
 
 func (a *levelAcc) addLayers(total int64, l Layers) {
 	a.totals.Add(total)
-	for i, n := range LayerNames {
-		a.layers[i].Add(l.Get(n))
+	for i, v := range l.values() {
+		a.layers[i].Add(v)
 	}
 }
 

@@ -214,8 +214,8 @@ func (b *ReportBuilder) Add(r *FsyncRecord) {
 		b.last = g
 	}
 	g.totals.Add(r.TotalNs)
-	for i, n := range LayerNames {
-		g.layers[i].Add(r.Layers.Get(n))
+	for i, v := range r.Layers.values() {
+		g.layers[i].Add(v)
 	}
 	g.flushes += int64(r.Flushes)
 	g.fuas += int64(r.FUAWrites)
@@ -392,8 +392,8 @@ func (d *LossDelta) Since(lostTotal, missedTotal uint64) (lost, missed uint64) {
 // Add counts r in the current interval.
 func (b *IntervalBuilder) Add(r *FsyncRecord) {
 	b.totals = append(b.totals, r.TotalNs)
-	for i, n := range LayerNames {
-		b.sums[i] += r.Layers.Get(n)
+	for i, v := range r.Layers.values() {
+		b.sums[i] += v
 	}
 }
 
