@@ -108,6 +108,21 @@ func BenchmarkFsyncRecordAppendJSON(b *testing.B) {
 	b.SetBytes(int64(len(buf)))
 }
 
+// BenchmarkFsyncEncoderAppend is what etcdscope fsync --output json does
+// per call (render.JSONLines): FsyncEncoder, its identity fields cached
+// from the call before (the same file, as for etcd's WAL).
+func BenchmarkFsyncEncoderAppend(b *testing.B) {
+	rec := benchRecord()
+	var buf []byte
+	var e FsyncEncoder
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = append(e.Append(buf[:0], &rec), '\n')
+		io.Discard.Write(buf)
+	}
+	b.SetBytes(int64(len(buf)))
+}
+
 // BenchmarkAttributorStacked is the cost per guest fsync on a stacked
 // device (ext4 over a loop device): each has one flush, served by the
 // loop worker's fsync of the backing file, while another thread's call

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -14,6 +15,45 @@ import (
 // (BenchmarkFsyncRecordAppendJSON; TestAppendJSONMatchesEncodingJSON keeps
 // the two identical).
 func (r *FsyncRecord) AppendJSON(dst []byte) []byte {
+	dst = r.appendJSONHead(dst)
+	dst = r.appendJSONIdentity(dst)
+	return r.appendJSONTail(dst)
+}
+
+// FsyncEncoder is AppendJSON for a stream of records: the same bytes, but
+// the part from "pid" to "file_kind" (process, file, device: 14 fields,
+// the same for call after call of one WAL file) is copied from the last
+// record's when those fields are equal, not encoded again. The zero value
+// is ready; not for concurrent use.
+type FsyncEncoder struct {
+	last   FsyncRecord // only the identity fields are set
+	ident  []byte      // their encoding
+	cached bool
+}
+
+// Append appends r as AppendJSON does.
+func (e *FsyncEncoder) Append(dst []byte, r *FsyncRecord) []byte {
+	dst = r.appendJSONHead(dst)
+	if !e.cached || !sameIdentity(&e.last, r) {
+		e.ident = r.appendJSONIdentity(e.ident[:0])
+		e.last = FsyncRecord{PID: r.PID, TID: r.TID, Comm: r.Comm, Syscall: r.Syscall, Datasync: r.Datasync, Ret: r.Ret, FD: r.FD,
+			Dev: r.Dev, DevName: r.DevName, Disks: append(e.last.Disks[:0], r.Disks...), FS: r.FS, Ino: r.Ino, Path: r.Path, FileKind: r.FileKind}
+		e.cached = true
+	}
+	dst = append(dst, e.ident...)
+	return r.appendJSONTail(dst)
+}
+
+// sameIdentity reports whether a and b agree on every field
+// appendJSONIdentity writes.
+func sameIdentity(a, b *FsyncRecord) bool {
+	return a.PID == b.PID && a.TID == b.TID && a.Comm == b.Comm && a.Syscall == b.Syscall && a.Datasync == b.Datasync &&
+		a.Ret == b.Ret && a.FD == b.FD && a.Dev == b.Dev && a.DevName == b.DevName && slices.Equal(a.Disks, b.Disks) &&
+		a.FS == b.FS && a.Ino == b.Ino && a.Path == b.Path && a.FileKind == b.FileKind
+}
+
+// appendJSONHead writes from the record's opening brace to total_ns.
+func (r *FsyncRecord) appendJSONHead(dst []byte) []byte {
 	dst = append(dst, `{"type":`...)
 	dst = appendJSONString(dst, r.Type)
 	dst = append(dst, `,"v":`...)
@@ -23,7 +63,12 @@ func (r *FsyncRecord) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `,"end_ns":`...)
 	dst = strconv.AppendUint(dst, r.EndNs, 10)
 	dst = append(dst, `,"total_ns":`...)
-	dst = strconv.AppendInt(dst, r.TotalNs, 10)
+	return strconv.AppendInt(dst, r.TotalNs, 10)
+}
+
+// appendJSONIdentity writes the fields from pid to file_kind, each with
+// the comma before it: the ones FsyncEncoder caches (sameIdentity).
+func (r *FsyncRecord) appendJSONIdentity(dst []byte) []byte {
 	dst = append(dst, `,"pid":`...)
 	dst = strconv.AppendUint(dst, uint64(r.PID), 10)
 	dst = append(dst, `,"tid":`...)
@@ -53,7 +98,11 @@ func (r *FsyncRecord) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `,"path":`...)
 	dst = appendJSONString(dst, r.Path)
 	dst = append(dst, `,"file_kind":`...)
-	dst = appendJSONString(dst, r.FileKind)
+	return appendJSONString(dst, r.FileKind)
+}
+
+// appendJSONTail writes from layers to the closing brace.
+func (r *FsyncRecord) appendJSONTail(dst []byte) []byte {
 	dst = append(dst, `,"layers":`...)
 	dst = r.Layers.appendJSON(dst)
 	dst = append(dst, `,"flushes":`...)

@@ -26,7 +26,8 @@ type JSONLines struct {
 	mu    sync.Mutex
 	w     *bufio.Writer
 	buf   []byte
-	err   error // the first write error, from either goroutine
+	enc   analysis.FsyncEncoder // under mu
+	err   error                 // the first write error, from either goroutine
 	// timer flushes the buffer JSONLinesFlushEvery after armed was set
 	// (nil until the first record); armed: it will fire. Whenever the
 	// buffer holds bytes, armed is true, so none waits longer.
@@ -57,7 +58,7 @@ func (l *JSONLines) Fsync(rec *analysis.FsyncRecord) error {
 	if rec.TotalNs < l.minNs {
 		return nil
 	}
-	return l.put(rec.AppendJSON)
+	return l.put(func(buf []byte) []byte { return l.enc.Append(buf, rec) })
 }
 
 // put writes the line that appendJSON appends to a buffer, and its
