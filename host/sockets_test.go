@@ -8,7 +8,9 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/etcdscope/etcdscope/internal/testenv"
@@ -106,5 +108,74 @@ func TestListenerPIDOtherNetns(t *testing.T) {
 	start("eslisten2-" + suffix)
 	if got, err := ListenerPID(netip.MustParseAddrPort(addr)); err == nil || !strings.Contains(err.Error(), "2 network namespaces") {
 		t.Errorf("two namespaces listening on %s: got pid %d, err %v; want an error naming both", addr, got, err)
+	}
+}
+
+// holdSockets starts procs `sleep` processes holding perProc sockets each
+// (fresh AF_UNIX datagram sockets passed as ExtraFiles, closed in this
+// process), the open files of a busy node that SocketOwners walks; they
+// are killed at the end of the test.
+func holdSockets(tb testing.TB, procs, perProc int) {
+	tb.Helper()
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for range procs {
+		files := make([]*os.File, perProc)
+		for i := range files {
+			fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			files[i] = os.NewFile(uintptr(fd), "socket")
+		}
+		cmd := exec.Command(sleep, "3600")
+		cmd.ExtraFiles = files
+		err := cmd.Start()
+		for _, f := range files {
+			f.Close()
+		}
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	}
+}
+
+// hostFDs counts the processes and the fds of every process in /proc.
+func hostFDs() (procs, fds int) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		f, err := os.ReadDir("/proc/" + e.Name() + "/fd")
+		if err != nil {
+			continue
+		}
+		procs++
+		fds += len(f)
+	}
+	return procs, fds
+}
+
+// BenchmarkSocketOwners is one scan of /proc/*/fd (what
+// SocketOwnerCache.Owner did inline in the peers reader, at most once a
+// second) as a function of the processes and sockets on the host: this
+// host as it is, then with procs x perProc more sockets held by sleeps.
+func BenchmarkSocketOwners(b *testing.B) {
+	for _, c := range []struct{ procs, perProc int }{{0, 0}, {50, 50}, {200, 50}, {200, 200}} {
+		b.Run(fmt.Sprintf("procs=%d/sockets=%d", c.procs, c.perProc), func(b *testing.B) {
+			holdSockets(b, c.procs, c.perProc)
+			procs, fds := hostFDs()
+			b.ResetTimer()
+			for b.Loop() {
+				SocketOwners()
+			}
+			b.ReportMetric(float64(procs), "host_procs")
+			b.ReportMetric(float64(fds), "host_fds")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/scan")
+		})
 	}
 }
