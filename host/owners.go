@@ -1,0 +1,287 @@
+package host
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// SocketOwnerResolver finds which process holds a socket inode off the
+// caller's path: Lookup answers from a bounded cache and never touches
+// /proc; a miss is queued (bounded) for a background worker that scans
+// /proc/*/fd (SocketOwners) at most once per MinScanInterval for
+// everything queued since. The scan costs ~6 µs per open fd on the host
+// (BenchmarkSocketOwners: 68 ms at 11k fds), so done inline it stalled the
+// peers reader, and a reader starved to 10% of a CPU lost most of its
+// events (bench/findings.md, section 16). Safe for concurrent use.
+type SocketOwnerResolver struct {
+	cfg   SocketOwnerConfig
+	queue chan ownerRequest
+	stop  chan struct{}
+	done  chan struct{}
+	scan  func() map[uint64]uint32 // SocketOwners; tests replace it
+	comm  func(pid uint32) string  // /proc/PID/comm; tests replace it
+
+	mu      sync.Mutex
+	cache   map[uint64]SocketOwner // socket inode → holder (PID 0: none found)
+	order   []uint64               // cache keys, oldest first (FIFO eviction)
+	head    int                    // order[head] is the oldest key
+	asked   map[uint64]bool        // queued or being resolved: not queued again
+	learned []LearnedOwner         // owners found for requests, not yet taken
+	stats   SocketOwnerStats
+
+	closeOnce sync.Once
+}
+
+// SocketOwner is the process holding a socket: its tgid and comm
+// (/proc/PID/comm), or PID 0 and "" when no process held it at the scan
+// (closed already, or held by no file).
+type SocketOwner struct {
+	PID  uint32
+	Comm string
+}
+
+// LearnedOwner is an owner the worker found for a queued request: the
+// caller's Key (the peers tracer's struct sock address) and the socket's
+// inode, so that an owner learned after the events that asked for it can
+// still be attached to their connection.
+type LearnedOwner struct {
+	Key   uint64
+	Ino   uint64
+	Owner SocketOwner
+}
+
+// SocketOwnerConfig bounds a SocketOwnerResolver. Zero fields take the
+// defaults.
+type SocketOwnerConfig struct {
+	// QueueLen bounds the inodes waiting for a scan; a miss that finds the
+	// queue full is dropped (SocketOwnerStats.QueueDrops) and asked again
+	// at the next Lookup of that inode. 0 means 1024.
+	QueueLen int
+	// MaxEntries bounds the cache of answers (owned and unowned); the
+	// oldest is evicted first (SocketOwnerStats.Evicted). 0 means 16384
+	// (~1 MiB).
+	MaxEntries int
+	// MaxLearned bounds the learned owners not yet taken (TakeLearned);
+	// more are dropped (SocketOwnerStats.LearnedDrops). 0 means 1024.
+	MaxLearned int
+	// MinScanInterval is the least time between two /proc scans; 0 means
+	// 1 s (a scan of a node with 10k fds is tens of ms of CPU).
+	MinScanInterval time.Duration
+}
+
+// SocketOwnerStats counts what a SocketOwnerResolver did and dropped.
+type SocketOwnerStats struct {
+	Hits, Misses uint64 // Lookups answered from the cache, and not
+	Queued       uint64 // misses queued for a scan
+	QueueDrops   uint64 // misses not queued: the queue was full
+	Resolved     uint64 // queued inodes a scan found a holder for
+	Unowned      uint64 // queued inodes no process held at the scan
+	Evicted      uint64 // cache entries dropped for newer ones
+	LearnedDrops uint64 // learned owners dropped: not taken in time
+	Scans        uint64 // /proc scans
+	// LastScanNs and MaxScanNs: wall time of the last and longest scan.
+	LastScanNs, MaxScanNs uint64
+}
+
+type ownerRequest struct{ key, ino uint64 }
+
+// NewSocketOwnerResolver starts the worker; Close stops it.
+func NewSocketOwnerResolver(cfg SocketOwnerConfig) *SocketOwnerResolver {
+	return newSocketOwnerResolver(cfg, SocketOwners, procComm)
+}
+
+// newSocketOwnerResolver is NewSocketOwnerResolver with the scan and the
+// comm reader given (tests give fakes).
+func newSocketOwnerResolver(cfg SocketOwnerConfig, scan func() map[uint64]uint32, comm func(uint32) string) *SocketOwnerResolver {
+	if cfg.QueueLen <= 0 {
+		cfg.QueueLen = 1024
+	}
+	if cfg.MaxEntries <= 0 {
+		cfg.MaxEntries = 16384
+	}
+	if cfg.MaxLearned <= 0 {
+		cfg.MaxLearned = 1024
+	}
+	if cfg.MinScanInterval <= 0 {
+		cfg.MinScanInterval = time.Second
+	}
+	r := &SocketOwnerResolver{
+		cfg:   cfg,
+		queue: make(chan ownerRequest, cfg.QueueLen),
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
+		scan:  scan,
+		comm:  comm,
+		cache: map[uint64]SocketOwner{},
+		asked: map[uint64]bool{},
+	}
+	go r.run()
+	return r
+}
+
+// Lookup returns the holder of socket inode ino if a scan has answered
+// for it (known; PID 0 when none held it), without blocking on /proc.
+// Otherwise it queues ino for the worker (at most once until answered;
+// key comes back with the answer in TakeLearned) and returns known false:
+// the caller reports the owner as unknown, never a guess.
+func (r *SocketOwnerResolver) Lookup(key, ino uint64) (o SocketOwner, known bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if o, ok := r.cache[ino]; ok {
+		r.stats.Hits++
+		return o, true
+	}
+	r.stats.Misses++
+	if r.asked[ino] {
+		return SocketOwner{}, false
+	}
+	select {
+	case r.queue <- ownerRequest{key, ino}:
+		r.asked[ino] = true
+		r.stats.Queued++
+	default:
+		r.stats.QueueDrops++
+	}
+	return SocketOwner{}, false
+}
+
+// Cached returns the holder of ino if a scan has answered for it, and
+// queues nothing: for events of a socket that is closing (its fd is
+// likely gone, a scan would find nothing).
+func (r *SocketOwnerResolver) Cached(ino uint64) (SocketOwner, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o, ok := r.cache[ino]
+	return o, ok
+}
+
+// TakeLearned moves the owners found since the last call (PID != 0 only)
+// into buf[:0] and returns it.
+func (r *SocketOwnerResolver) TakeLearned(buf []LearnedOwner) []LearnedOwner {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	buf = append(buf[:0], r.learned...)
+	r.learned = r.learned[:0]
+	return buf
+}
+
+// HasLearned reports whether TakeLearned would return something (cheap
+// enough for every read).
+func (r *SocketOwnerResolver) HasLearned() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.learned) > 0
+}
+
+// Stats returns the counters so far.
+func (r *SocketOwnerResolver) Stats() SocketOwnerStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stats
+}
+
+// Close stops the worker (a scan in progress finishes first); Lookup
+// still answers from the cache and queues nothing more that is served.
+func (r *SocketOwnerResolver) Close() {
+	r.closeOnce.Do(func() {
+		close(r.stop)
+		<-r.done
+	})
+}
+
+// run waits for a request, waits out MinScanInterval since the last
+// scan, then answers everything queued by then with one scan.
+func (r *SocketOwnerResolver) run() {
+	defer close(r.done)
+	var last time.Time
+	var batch []ownerRequest
+	for {
+		select {
+		case <-r.stop:
+			return
+		case req := <-r.queue:
+			batch = append(batch[:0], req)
+		}
+		if wait := r.cfg.MinScanInterval - time.Since(last); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-r.stop:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	drain:
+		for {
+			select {
+			case req := <-r.queue:
+				batch = append(batch, req)
+			default:
+				break drain
+			}
+		}
+		last = time.Now()
+		held := r.scan()
+		took := uint64(time.Since(last))
+		found := make([]SocketOwner, len(batch))
+		for i, req := range batch {
+			if pid := held[req.ino]; pid != 0 {
+				found[i] = SocketOwner{PID: pid, Comm: r.comm(pid)}
+			}
+		}
+		r.answer(batch, found, took)
+	}
+}
+
+// answer stores a scan's answers for batch.
+func (r *SocketOwnerResolver) answer(batch []ownerRequest, found []SocketOwner, tookNs uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stats.Scans++
+	r.stats.LastScanNs = tookNs
+	r.stats.MaxScanNs = max(r.stats.MaxScanNs, tookNs)
+	for i, req := range batch {
+		delete(r.asked, req.ino)
+		o := found[i]
+		r.put(req.ino, o)
+		if o.PID == 0 {
+			r.stats.Unowned++
+			continue
+		}
+		r.stats.Resolved++
+		if len(r.learned) >= r.cfg.MaxLearned {
+			r.stats.LearnedDrops++
+			continue
+		}
+		r.learned = append(r.learned, LearnedOwner{Key: req.key, Ino: req.ino, Owner: o})
+	}
+}
+
+// put caches ino's answer, evicting the oldest entry when full.
+func (r *SocketOwnerResolver) put(ino uint64, o SocketOwner) {
+	if _, ok := r.cache[ino]; ok {
+		r.cache[ino] = o
+		return
+	}
+	if len(r.cache) >= r.cfg.MaxEntries {
+		delete(r.cache, r.order[r.head])
+		r.order[r.head] = ino
+		r.head = (r.head + 1) % len(r.order)
+		r.stats.Evicted++
+	} else {
+		r.order = append(r.order, ino)
+	}
+	r.cache[ino] = o
+}
+
+// procComm reads /proc/PID/comm ("" if the process is gone).
+func procComm(pid uint32) string {
+	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/comm")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
