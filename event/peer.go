@@ -10,7 +10,7 @@ import (
 type PeerKind uint8
 
 // The peer event kinds; values are enum peer_event_kind of bpf/peers.h
-// (pinned by tracer's TestEnumsMatchC).
+// (pinned by tracer's TestEnumsMatchC), but for PeerOwner (made in Go).
 const (
 	// PeerOpen: the connection reached ESTABLISHED. For an active open
 	// DurationNs is the handshake (SYN_SENT → ESTABLISHED, as the local
@@ -39,6 +39,13 @@ const (
 	// accept stalls here); for a passive open since ESTABLISHED (the wait
 	// for the first request).
 	PeerSetup PeerKind = 6
+	// PeerOwner is not a kernel event: the peers tracer makes it when its
+	// background look-up (host.SocketOwnerResolver) finds the process
+	// holding a socket (Owner, Comm) after events of that socket went out
+	// with the owner unknown, so that the owner still lands on their
+	// connection (Socket and SockIno name it; TimeNs is the last kernel
+	// event's). It carries no TCP fields.
+	PeerOwner PeerKind = 7
 )
 
 // String returns the kind's lower-case name as used in JSON.
@@ -56,6 +63,8 @@ func (k PeerKind) String() string {
 		return "retransmit"
 	case PeerSetup:
 		return "setup"
+	case PeerOwner:
+		return "owner"
 	}
 	return "unknown"
 }
@@ -66,7 +75,7 @@ func (k PeerKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil
 
 // UnmarshalText reads a kind's name; an unknown name is an error.
 func (k *PeerKind) UnmarshalText(b []byte) error {
-	for c := PeerOpen; c <= PeerSetup; c++ {
+	for c := PeerOpen; c <= PeerOwner; c++ {
 		if c.String() == string(b) {
 			*k = c
 			return nil
@@ -98,8 +107,10 @@ type Peer struct {
 	PID       uint32        `json:"pid,omitempty"` // connect() caller (active opens), else 0
 	Comm      string        `json:"comm,omitempty"`
 	// Owner: the tgid holding this end's socket: PID for active opens;
-	// otherwise found from SockIno in /proc/*/fd for RTT samples of
-	// connections opened before tracing or accepted here; 0 if unknown.
+	// otherwise found from SockIno in /proc/*/fd, off the reader's path
+	// (host.SocketOwnerResolver), for connections opened before tracing or
+	// accepted here: 0 while unknown, then on the socket's events after
+	// the look-up and on a PeerOwner event.
 	Owner   uint32         `json:"owner_pid,omitempty"`
 	SockIno uint64         `json:"sock_ino,omitempty"` // the socket file's inode, 0 if none
 	Local   netip.AddrPort `json:"local"`

@@ -74,6 +74,7 @@ type Conn struct {
 	Mirror bool
 
 	peerSynAck uint64 // the mirror's HandshakeNs, when folded
+	sockIno    uint64 // the socket file's inode, once an event had it
 }
 
 // Link is who talks to whom: for active opens From is this host's
@@ -175,6 +176,12 @@ type Report struct {
 	// Conns: the connections not yet folded into their link's totals
 	// (open, or closed less than CompactAfter before the last event).
 	Conns []Conn `json:"-"`
+	// LateOwners: event.PeerOwner events (owners the tracer learned after
+	// a connection's events went out without one) attached to their
+	// connection; LateOwnersMissed: those whose connection was folded
+	// into its link already (or never seen), whose owner stays unknown.
+	LateOwners       int `json:"late_owners,omitempty"`
+	LateOwnersMissed int `json:"late_owners_missed,omitempty"`
 }
 
 // Analyze assembles connections from events (in time order) and
@@ -204,6 +211,9 @@ type Assembler struct {
 
 	conns       []Conn
 	live        map[uint64]int // socket -> index in conns of its open connection
+	byIno       map[uint64]int // socket inode -> index in conns (PeerOwner's)
+	lateOwners  int            // PeerOwner events attached
+	lateMissed  int            // PeerOwner events with no connection left
 	done        map[Link]*linkAcc
 	doneOrder   []Link
 	nextCompact int
@@ -229,7 +239,13 @@ const MaxSeries = 1 << 16
 const compactMin = 4096
 
 // Add folds e (events in time order) into its connection; e is not kept.
+// An event.PeerOwner event is not counted as an event: it only gives its
+// connection the owner learned late.
 func (a *Assembler) Add(e *event.Peer) {
+	if e.Kind == event.PeerOwner {
+		a.lateOwner(e)
+		return
+	}
 	if a.n == 0 || e.TimeNs < a.first {
 		a.first = e.TimeNs
 	}
@@ -239,10 +255,30 @@ func (a *Assembler) Add(e *event.Peer) {
 	a.n++
 	if a.live == nil {
 		a.live = map[uint64]int{}
+		a.byIno = map[uint64]int{}
 	}
 	a.add(e)
 	if len(a.conns) >= max(a.nextCompact, compactMin) {
 		a.compact()
+	}
+}
+
+// lateOwner gives the connection of e's socket and inode, open or closed
+// but not yet folded into its link, the owner e carries (if it has none:
+// events of the socket after the look-up carry it too); a connection
+// folded already keeps its unknown owner, counted.
+func (a *Assembler) lateOwner(e *event.Peer) {
+	i, ok := a.byIno[e.SockIno]
+	if !ok || e.SockIno == 0 || e.Owner == 0 || a.conns[i].Socket != e.Socket {
+		a.lateMissed++
+		return
+	}
+	a.lateOwners++
+	if c := &a.conns[i]; c.Owner == 0 {
+		c.Owner = e.Owner
+		if c.Comm == "" {
+			c.Comm = e.Comm
+		}
 	}
 }
 
@@ -343,6 +379,7 @@ func (a *Assembler) compact() {
 		c := a.conns[i] // a copy: the slot may be overwritten below
 		if a.fold[i] && !a.kept[tuple{c.Remote, c.Local}] {
 			a.batch = append(a.batch, c)
+			a.newIdx[i] = -1
 			continue
 		}
 		a.newIdx[i] = w
@@ -374,6 +411,13 @@ func (a *Assembler) compact() {
 	for s, i := range a.live {
 		a.live[s] = a.newIdx[i]
 	}
+	for ino, i := range a.byIno {
+		if j := a.newIdx[i]; j >= 0 {
+			a.byIno[ino] = j
+		} else {
+			delete(a.byIno, ino) // folded: a late owner comes too late
+		}
+	}
 	// Geometric: connections that never close (a long-lived one, or one
 	// whose close was lost) stay, and folding again after a fixed number
 	// of additions would scan them all each time, quadratic in them: a
@@ -402,7 +446,7 @@ func (a *Assembler) Report(opt Options) Report {
 	if window == 0 {
 		window = a.last - a.first
 	}
-	rep := Report{WindowNs: window, Events: a.n}
+	rep := Report{WindowNs: window, Events: a.n, LateOwners: a.lateOwners, LateOwnersMissed: a.lateMissed}
 
 	byLink := map[Link]*linkAcc{}
 	var order []Link
@@ -496,6 +540,10 @@ func (a *Assembler) add(e *event.Peer) {
 		a.live[e.Socket] = i
 	}
 	c := &a.conns[i]
+	if e.SockIno != 0 && c.sockIno != e.SockIno {
+		c.sockIno = e.SockIno
+		a.byIno[e.SockIno] = i
+	}
 	if e.Direction != event.PeerPreexisting {
 		c.Direction = e.Direction
 	}

@@ -2,6 +2,7 @@ package peers
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -257,4 +258,90 @@ func TestAssemblerBoundedChurn(t *testing.T) {
 		t.Errorf("link %+v: want %d opened and closed, handshakes summing to %d, time in use to %d", l, n-1, hsSum, useSum)
 	}
 	t.Logf("held at most %d connections; now %d", maxHeld, len(asm.conns))
+}
+
+// TestLateOwner: an owner the tracer learned after a connection's events
+// went out without one (event.PeerOwner) lands on that connection's link
+// row (ToPID of an accepted connection), whether it comes while the
+// connection is open or after its close but before it is folded; it is
+// not counted as an event. One that comes after the connection was folded
+// into its link, or names a reused socket address with another inode,
+// attaches to nothing: the owner stays unknown (ToPID 0, never a guess)
+// and is counted.
+func TestLateOwner(t *testing.T) {
+	remote := netip.MustParseAddrPort("10.0.0.9:51000")
+	accepted := func(sk, ino, t0 uint64) []event.Peer {
+		return []event.Peer{
+			{Kind: event.PeerOpen, TimeNs: t0, Socket: sk, Direction: event.PeerPassive, Local: hostB, Remote: remote, SRTTus: 50},
+			{Kind: event.PeerSetup, TimeNs: t0 + 10, Socket: sk, SockIno: ino, Direction: event.PeerPassive, Local: hostB, Remote: remote, DurationNs: 10},
+			{Kind: event.PeerRTT, TimeNs: t0 + 20, Socket: sk, SockIno: ino, Direction: event.PeerPassive, Local: hostB, Remote: remote, SRTTus: 50},
+			{Kind: event.PeerCloseStart, TimeNs: t0 + 30, Socket: sk, SockIno: ino, Direction: event.PeerPassive, Local: hostB, Remote: remote, DurationNs: 30},
+			{Kind: event.PeerClose, TimeNs: t0 + 40, Socket: sk, SockIno: ino, Direction: event.PeerPassive, Local: hostB, Remote: remote, DurationNs: 40},
+		}
+	}
+	owner := func(sk, ino, t uint64) event.Peer {
+		return event.Peer{Kind: event.PeerOwner, TimeNs: t, Socket: sk, SockIno: ino, Direction: event.PeerPreexisting, Owner: 42, Comm: "etcd"}
+	}
+	t0 := uint64(time.Second)
+	cases := []struct {
+		name                   string
+		events                 []event.Peer
+		toPID                  uint32
+		late, missed, nonOwner int
+	}{{
+		name:   "while open",
+		events: slices.Insert(accepted(1, 55, t0), 3, owner(1, 55, t0+20)),
+		toPID:  42, late: 1, nonOwner: 5,
+	}, {
+		name:   "after close, before the fold",
+		events: append(accepted(1, 55, t0), owner(1, 55, t0+40)),
+		toPID:  42, late: 1, nonOwner: 5,
+	}, {
+		name:   "socket address reused by another inode",
+		events: append(accepted(1, 55, t0), owner(1, 56, t0+40)),
+		toPID:  0, missed: 1, nonOwner: 5,
+	}}
+	// Folded: thousands of connections closed more than CompactAfter
+	// later make the Assembler fold the first before its owner comes.
+	var churn []event.Peer
+	churn = append(churn, accepted(1, 55, t0)...)
+	for i := range uint64(compactMin + 10) {
+		churn = append(churn, accepted(1000+i, 0, t0+2*uint64(CompactAfter)+i*100)...)
+	}
+	churn = append(churn, owner(1, 55, churn[len(churn)-1].TimeNs))
+	cases = append(cases, struct {
+		name                   string
+		events                 []event.Peer
+		toPID                  uint32
+		late, missed, nonOwner int
+	}{name: "after the fold", events: churn, toPID: 0, missed: 1, nonOwner: len(churn) - 1})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var a Assembler
+			var ev event.Peer
+			for i := range c.events {
+				ev = c.events[i] // a reused value, as tracer.StreamPeers hands them
+				a.Add(&ev)
+			}
+			rep := a.Report(Options{})
+			if rep.LateOwners != c.late || rep.LateOwnersMissed != c.missed || rep.Events != c.nonOwner {
+				t.Errorf("late owners %d, missed %d, events %d; want %d, %d, %d", rep.LateOwners, rep.LateOwnersMissed, rep.Events, c.late, c.missed, c.nonOwner)
+			}
+			var first *LinkStats
+			for i := range rep.Links {
+				if rep.Links[i].Link.ToPID == c.toPID {
+					first = &rep.Links[i]
+				}
+				if p := rep.Links[i].Link.ToPID; p != 0 && p != 42 {
+					t.Errorf("link %v: owner %d was never given", rep.Links[i].Link, p)
+				}
+			}
+			if first == nil || first.Opened < 1 || first.Link.Direction != event.PeerPassive {
+				t.Fatalf("no passive link with ToPID %d in %+v", c.toPID, rep.Links)
+			}
+			if c.toPID == 42 && (len(rep.Links) != 1 || first.Opened != 1 || first.Closed != 1 || first.Link.String() != "10.0.0.9 → [42] 10.0.0.2 (passive)") {
+				t.Errorf("links %+v: want the one connection on 10.0.0.9 → [42] 10.0.0.2", rep.Links)
+			}
+		})
+	}
 }
