@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -222,50 +221,4 @@ func NetnsInode(path string) (uint32, error) {
 		return 0, fmt.Errorf("network namespace %s: %w", path, err)
 	}
 	return uint32(st.Ino), nil
-}
-
-// SocketOwnerCache remembers which process holds a socket inode, so a
-// stream of events about the same few connections costs one /proc scan
-// rather than one per event. The zero value is ready; not safe for
-// concurrent use.
-type SocketOwnerCache struct {
-	owners   map[uint64]owner // socket inode → holder (pid 0: not found)
-	lastScan time.Time
-}
-
-type owner struct {
-	pid  uint32
-	comm string // read on first use
-	read bool   // comm has been read
-}
-
-// Owner returns the tgid whose fd table holds socket inode ino and its
-// comm (/proc/PID/comm, read once), or 0 and "" when no process does. It
-// rescans /proc/*/fd (SocketOwners) for an inode it has not seen, at most
-// once a second; an inode not found then is remembered as unowned.
-func (c *SocketOwnerCache) Owner(ino uint64) (pid uint32, comm string) {
-	o, ok := c.owners[ino]
-	if !ok {
-		if time.Since(c.lastScan) < time.Second {
-			return 0, ""
-		}
-		c.lastScan = time.Now()
-		if c.owners == nil {
-			c.owners = map[uint64]owner{}
-		}
-		for k, v := range SocketOwners() {
-			if c.owners[k].pid != v {
-				c.owners[k] = owner{pid: v}
-			}
-		}
-		o = c.owners[ino] // pid 0 if not found: do not rescan for it
-	}
-	if o.pid != 0 && !o.read {
-		if b, err := os.ReadFile("/proc/" + strconv.Itoa(int(o.pid)) + "/comm"); err == nil {
-			o.comm = strings.TrimSpace(string(b))
-		}
-		o.read = true
-	}
-	c.owners[ino] = o
-	return o.pid, o.comm
 }

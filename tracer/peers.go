@@ -60,7 +60,12 @@ type PeersTracer struct {
 	ring   *quietRing
 	rec    ringbuf.Record
 	dec    decoder
-	owners host.SocketOwnerCache
+	owners *host.SocketOwnerResolver
+	// learned: owners the resolver found, handed out as PeerOwner
+	// events from learned[nextLearned:] before the next ring record.
+	learned     []host.LearnedOwner
+	nextLearned int
+	lastNs      uint64 // the last ring record's time, PeerOwner's
 
 	closeOnce sync.Once
 	closeErr  error
@@ -108,7 +113,7 @@ func NewPeers(cfg PeersConfig) (_ *PeersTracer, err error) {
 		return nil, err
 	}
 
-	p := &PeersTracer{}
+	p := &PeersTracer{owners: host.NewSocketOwnerResolver(host.SocketOwnerConfig{})}
 	defer func() {
 		if err != nil {
 			p.Close()
@@ -146,26 +151,68 @@ func NewPeers(cfg PeersConfig) (_ *PeersTracer, err error) {
 
 // Read blocks until the next event and decodes it into ev (struct
 // peer_event through its bpf2go type, without reflection or allocation
-// once the comms have been seen). For an RTT sample of a socket whose
-// opener is unknown (PID 0) it fills Owner, and Comm if empty, from the
-// process holding the socket (host.SocketOwnerCache). It returns ErrClosed
+// once the comms have been seen). For an event of a socket whose opener
+// is unknown (PID 0) it fills Owner, and Comm if empty, with the process
+// holding the socket if host.SocketOwnerResolver already knows it, and
+// otherwise leaves them unknown and has it looked up in the background:
+// Read never waits on /proc. An owner found that way comes out as an
+// event.PeerOwner event before the next record. It returns ErrClosed
 // after Close and ErrDrained once Drain has emptied the ring buffer.
 func (p *PeersTracer) Read(ev *event.Peer) error {
+	if p.nextOwner(ev) {
+		return nil
+	}
 	r, err := readFixed[peersPeerEvent](p.ring, &p.rec, "peer")
 	if err != nil {
+		if errors.Is(err, ErrDrained) && p.nextOwner(ev) {
+			return nil
+		}
 		return err
 	}
 	p.dec.peer(ev, r)
+	p.lastNs = ev.TimeNs
 	ev.Owner = ev.PID
-	if ev.PID == 0 && ev.SockIno != 0 && ev.Kind == event.PeerRTT {
-		var comm string
-		ev.Owner, comm = p.owners.Owner(ev.SockIno)
-		if ev.Owner != 0 && ev.Comm == "" {
-			ev.Comm = comm
+	if ev.PID == 0 && ev.SockIno != 0 {
+		var o host.SocketOwner
+		switch ev.Kind {
+		case event.PeerCloseStart, event.PeerClose:
+			// Its fd is likely gone: a scan would find no one.
+			o, _ = p.owners.Cached(ev.SockIno)
+		default:
+			o, _ = p.owners.Lookup(ev.Socket, ev.SockIno)
+		}
+		if o.PID != 0 {
+			ev.Owner = o.PID
+			if ev.Comm == "" {
+				ev.Comm = o.Comm
+			}
 		}
 	}
 	return nil
 }
+
+// nextOwner puts the next owner the resolver learned into ev as a
+// PeerOwner event, if there is one.
+func (p *PeersTracer) nextOwner(ev *event.Peer) bool {
+	if p.nextLearned == len(p.learned) {
+		if !p.owners.HasLearned() {
+			return false
+		}
+		p.learned, p.nextLearned = p.owners.TakeLearned(p.learned), 0
+		if len(p.learned) == 0 {
+			return false
+		}
+	}
+	l := p.learned[p.nextLearned]
+	p.nextLearned++
+	*ev = event.Peer{Kind: event.PeerOwner, TimeNs: p.lastNs, Socket: l.Key, Direction: event.PeerPreexisting,
+		Owner: l.Owner.PID, Comm: l.Owner.Comm, SockIno: l.Ino}
+	return true
+}
+
+// OwnerStats returns the background owner look-up's counters: its queue
+// and cache drops, scans and their cost (host.SocketOwnerStats).
+func (p *PeersTracer) OwnerStats() host.SocketOwnerStats { return p.owners.Stats() }
 
 // peer decodes struct peer_event (bpf/peers.h).
 func (d *decoder) peer(ev *event.Peer, r *peersPeerEvent) {
@@ -252,6 +299,7 @@ func (p *PeersTracer) Drain() error { return p.ring.drain() }
 func (p *PeersTracer) Close() error {
 	p.closeOnce.Do(func() {
 		var errs []error
+		p.owners.Close()
 		if p.ring != nil {
 			errs = append(errs, p.ring.close())
 		}

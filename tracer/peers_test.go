@@ -62,7 +62,10 @@ func TestPeersLoopback(t *testing.T) {
 					t.Fatal(err)
 				}
 				c.Write(make([]byte, 1000))
-				time.Sleep(20 * time.Millisecond)
+				// Longer than the reader's poll (pollInterval) and a /proc
+				// scan: the accepted end is still open when its owner is
+				// looked up.
+				time.Sleep(100 * time.Millisecond)
 				c.Close()
 			}
 			<-done
@@ -73,8 +76,26 @@ func TestPeersLoopback(t *testing.T) {
 				t.Errorf("%d events lost", lost)
 			}
 			count := map[string]int{}
+			accepted := map[uint64]bool{} // struct sock of the passive ends
+			for _, e := range evs {
+				if e.Direction == event.PeerPassive {
+					accepted[e.Socket] = true
+				}
+			}
 			for _, e := range evs {
 				key := e.Kind.String() + "/" + string(e.Direction)
+				if e.Kind == event.PeerOwner {
+					// The accepted sockets are this process's (the oracle):
+					// the owner the background look-up learned must be.
+					count[key]++
+					if e.Owner != uint32(os.Getpid()) || !accepted[e.Socket] || e.SockIno == 0 {
+						t.Errorf("owner event %+v: want pid %d on an accepted socket", e, os.Getpid())
+					}
+					continue
+				}
+				if e.Owner != 0 && e.Owner != uint32(os.Getpid()) {
+					t.Errorf("%v event with owner %d, not this process (%d)", e.Kind, e.Owner, os.Getpid())
+				}
 				if e.Local.Port() == 0 || e.Remote.Port() == 0 {
 					t.Errorf("%v event with a zero port: %v -> %v", e.Kind, e.Local, e.Remote)
 				}
@@ -112,6 +133,19 @@ func TestPeersLoopback(t *testing.T) {
 			for _, k := range []string{"open/active", "open/passive", "close/active", "close/passive", "setup/passive"} {
 				if count[k] != conns {
 					t.Errorf("%s: %d events, want %d", k, count[k], conns)
+				}
+			}
+			// The first accepted socket is looked up at once (later ones
+			// wait for the next scan, a second later, when they are
+			// closed): its owner comes as a PeerOwner event, or on the
+			// events after it if the scan was quicker than the reader.
+			if count["owner/unknown"] == 0 {
+				owned := false
+				for _, e := range evs {
+					owned = owned || (e.Direction == event.PeerPassive && e.Owner == uint32(os.Getpid()))
+				}
+				if !owned {
+					t.Errorf("no accepted connection got its owner (pid %d)", os.Getpid())
 				}
 			}
 			if count["setup/active"] != 0 {
