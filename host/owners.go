@@ -2,6 +2,7 @@ package host
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,19 +11,22 @@ import (
 
 // SocketOwnerResolver finds which process holds a socket inode off the
 // caller's path: Lookup answers from a bounded cache and never touches
-// /proc; a miss is queued (bounded) for a background worker that scans
-// /proc/*/fd (SocketOwners) at most once per MinScanInterval for
-// everything queued since. The scan costs ~6 µs per open fd on the host
-// (BenchmarkSocketOwners: 68 ms at 11k fds), so done inline it stalled the
-// peers reader, and a reader starved to 10% of a CPU lost most of its
-// events (bench/findings.md, section 16). Safe for concurrent use.
+// /proc; a miss is queued (bounded) for a background worker. Every
+// MinScanInterval at most, the worker looks for what is queued in the fds
+// of the last owners it found (etcd holds most peer sockets: a few hundred
+// fds), and in all of /proc/*/fd (SocketOwners) only as often as keeps
+// that scan under MaxScanShare of a CPU: the full scan costs ~6 µs per
+// open fd on the host (BenchmarkSocketOwners: 68 ms at 11k fds). Done
+// inline, once a second, it stalled the peers reader, and a reader starved
+// to 10% of a CPU lost most of its events; in a goroutine of the same
+// cgroup it would still eat that quota (bench/findings.md, section 16).
+// Safe for concurrent use.
 type SocketOwnerResolver struct {
 	cfg   SocketOwnerConfig
 	queue chan ownerRequest
 	stop  chan struct{}
 	done  chan struct{}
-	scan  func() map[uint64]uint32 // SocketOwners; tests replace it
-	comm  func(pid uint32) string  // /proc/PID/comm; tests replace it
+	scan  scanner
 
 	mu      sync.Mutex
 	cache   map[uint64]SocketOwner // socket inode → holder (PID 0: none found)
@@ -31,6 +35,7 @@ type SocketOwnerResolver struct {
 	asked   map[uint64]bool        // queued or being resolved: not queued again
 	learned []LearnedOwner         // owners found for requests, not yet taken
 	stats   SocketOwnerStats
+	hot     []uint32 // the last owners found, newest first (worker's)
 
 	closeOnce sync.Once
 }
@@ -67,9 +72,25 @@ type SocketOwnerConfig struct {
 	// MaxLearned bounds the learned owners not yet taken (TakeLearned);
 	// more are dropped (SocketOwnerStats.LearnedDrops). 0 means 1024.
 	MaxLearned int
-	// MinScanInterval is the least time between two /proc scans; 0 means
-	// 1 s (a scan of a node with 10k fds is tens of ms of CPU).
+	// MinScanInterval is the least time between two look-ups in /proc;
+	// 0 means 1 s.
 	MinScanInterval time.Duration
+	// MaxScanShare bounds the full /proc scans' CPU: after one that took
+	// d, the next waits d/MaxScanShare at least (68 ms at 11k fds: 6.8 s
+	// at the default). 0 means 0.01, 1% of a CPU.
+	MaxScanShare float64
+}
+
+// hotPIDs is how many of the last distinct owners the worker looks in
+// before it scans all of /proc.
+const hotPIDs = 4
+
+// scanner is where the worker looks: all of /proc (SocketOwners), some
+// pids' fds (SocketsOf), a pid's comm; tests give fakes.
+type scanner struct {
+	all  func() map[uint64]uint32
+	pids func([]uint32) map[uint64]uint32
+	comm func(pid uint32) string
 }
 
 // SocketOwnerStats counts what a SocketOwnerResolver did and dropped.
@@ -81,8 +102,10 @@ type SocketOwnerStats struct {
 	Unowned      uint64 // queued inodes no process held at the scan
 	Evicted      uint64 // cache entries dropped for newer ones
 	LearnedDrops uint64 // learned owners dropped: not taken in time
-	Scans        uint64 // /proc scans
-	// LastScanNs and MaxScanNs: wall time of the last and longest scan.
+	Scans        uint64 // full /proc scans
+	HotScans     uint64 // look-ups in the last owners' fds only
+	// LastScanNs and MaxScanNs: wall time of the last and longest full
+	// scan.
 	LastScanNs, MaxScanNs uint64
 }
 
@@ -90,12 +113,11 @@ type ownerRequest struct{ key, ino uint64 }
 
 // NewSocketOwnerResolver starts the worker; Close stops it.
 func NewSocketOwnerResolver(cfg SocketOwnerConfig) *SocketOwnerResolver {
-	return newSocketOwnerResolver(cfg, SocketOwners, procComm)
+	return newSocketOwnerResolver(cfg, scanner{SocketOwners, SocketsOf, procComm})
 }
 
-// newSocketOwnerResolver is NewSocketOwnerResolver with the scan and the
-// comm reader given (tests give fakes).
-func newSocketOwnerResolver(cfg SocketOwnerConfig, scan func() map[uint64]uint32, comm func(uint32) string) *SocketOwnerResolver {
+// newSocketOwnerResolver is NewSocketOwnerResolver with the scans given.
+func newSocketOwnerResolver(cfg SocketOwnerConfig, scan scanner) *SocketOwnerResolver {
 	if cfg.QueueLen <= 0 {
 		cfg.QueueLen = 1024
 	}
@@ -108,13 +130,15 @@ func newSocketOwnerResolver(cfg SocketOwnerConfig, scan func() map[uint64]uint32
 	if cfg.MinScanInterval <= 0 {
 		cfg.MinScanInterval = time.Second
 	}
+	if cfg.MaxScanShare <= 0 {
+		cfg.MaxScanShare = 0.01
+	}
 	r := &SocketOwnerResolver{
 		cfg:   cfg,
 		queue: make(chan ownerRequest, cfg.QueueLen),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 		scan:  scan,
-		comm:  comm,
 		cache: map[uint64]SocketOwner{},
 		asked: map[uint64]bool{},
 	}
@@ -192,60 +216,96 @@ func (r *SocketOwnerResolver) Close() {
 	})
 }
 
-// run waits for a request, waits out MinScanInterval since the last
-// scan, then answers everything queued by then with one scan.
+// run waits for requests; at most once per MinScanInterval it takes what
+// is queued (up to QueueLen waiting in all), looks for it in the hot
+// pids' fds, and when the full scan's share allows, answers the rest
+// with one scan of /proc.
 func (r *SocketOwnerResolver) run() {
 	defer close(r.done)
-	var last time.Time
-	var batch []ownerRequest
+	var last, nextFull time.Time
+	var pending []ownerRequest
 	for {
-		select {
-		case <-r.stop:
-			return
-		case req := <-r.queue:
-			batch = append(batch[:0], req)
-		}
-		if wait := r.cfg.MinScanInterval - time.Since(last); wait > 0 {
-			t := time.NewTimer(wait)
+		if len(pending) == 0 {
 			select {
 			case <-r.stop:
-				t.Stop()
 				return
-			case <-t.C:
+			case req := <-r.queue:
+				pending = append(pending, req)
 			}
 		}
+		if !r.sleepUntil(last.Add(r.cfg.MinScanInterval)) {
+			return
+		}
 	drain:
-		for {
+		for len(pending) < r.cfg.QueueLen {
 			select {
 			case req := <-r.queue:
-				batch = append(batch, req)
+				pending = append(pending, req)
 			default:
 				break drain
 			}
 		}
 		last = time.Now()
-		held := r.scan()
-		took := uint64(time.Since(last))
-		found := make([]SocketOwner, len(batch))
-		for i, req := range batch {
-			if pid := held[req.ino]; pid != 0 {
-				found[i] = SocketOwner{PID: pid, Comm: r.comm(pid)}
-			}
+		if len(r.hot) > 0 {
+			pending = r.resolve(pending, r.scan.pids(r.hot), false, 0)
 		}
-		r.answer(batch, found, took)
+		if len(pending) > 0 && !time.Now().Before(nextFull) {
+			t0 := time.Now()
+			held := r.scan.all()
+			took := time.Since(t0)
+			pending = r.resolve(pending, held, true, uint64(took))
+			nextFull = time.Now().Add(max(r.cfg.MinScanInterval, time.Duration(float64(took)/r.cfg.MaxScanShare)))
+		}
 	}
 }
 
-// answer stores a scan's answers for batch.
-func (r *SocketOwnerResolver) answer(batch []ownerRequest, found []SocketOwner, tookNs uint64) {
+// sleepUntil waits until t; false if the resolver was closed meanwhile.
+func (r *SocketOwnerResolver) sleepUntil(t time.Time) bool {
+	wait := time.Until(t)
+	if wait <= 0 {
+		return true
+	}
+	tm := time.NewTimer(wait)
+	defer tm.Stop()
+	select {
+	case <-r.stop:
+		return false
+	case <-tm.C:
+		return true
+	}
+}
+
+// resolve answers the requests held names an owner for (and, after a
+// full scan, the others as unowned) and returns those left waiting, in
+// reqs' array. tookNs is the full scan's time.
+func (r *SocketOwnerResolver) resolve(reqs []ownerRequest, held map[uint64]uint32, full bool, tookNs uint64) []ownerRequest {
+	found := make([]SocketOwner, len(reqs))
+	for i, req := range reqs {
+		if pid := held[req.ino]; pid != 0 {
+			found[i] = SocketOwner{PID: pid, Comm: r.scan.comm(pid)}
+			r.hot = append(slices.DeleteFunc(r.hot, func(p uint32) bool { return p == pid }), 0)
+			copy(r.hot[1:], r.hot)
+			r.hot[0] = pid
+			r.hot = r.hot[:min(len(r.hot), hotPIDs)]
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.stats.Scans++
-	r.stats.LastScanNs = tookNs
-	r.stats.MaxScanNs = max(r.stats.MaxScanNs, tookNs)
-	for i, req := range batch {
-		delete(r.asked, req.ino)
+	if full {
+		r.stats.Scans++
+		r.stats.LastScanNs = tookNs
+		r.stats.MaxScanNs = max(r.stats.MaxScanNs, tookNs)
+	} else {
+		r.stats.HotScans++
+	}
+	left := reqs[:0]
+	for i, req := range reqs {
 		o := found[i]
+		if o.PID == 0 && !full {
+			left = append(left, req)
+			continue
+		}
+		delete(r.asked, req.ino)
 		r.put(req.ino, o)
 		if o.PID == 0 {
 			r.stats.Unowned++
@@ -258,6 +318,7 @@ func (r *SocketOwnerResolver) answer(batch []ownerRequest, found []SocketOwner, 
 		}
 		r.learned = append(r.learned, LearnedOwner{Key: req.key, Ino: req.ino, Owner: o})
 	}
+	return left
 }
 
 // put caches ino's answer, evicting the oldest entry when full.

@@ -2,6 +2,7 @@ package host
 
 import (
 	"os"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ type fakeScan struct {
 	held    map[uint64]uint32
 	entered chan struct{}
 	gate    chan struct{}
+	fullNs  int64 // a full scan's time
 }
 
 func (f *fakeScan) scan() map[uint64]uint32 {
@@ -20,7 +22,21 @@ func (f *fakeScan) scan() map[uint64]uint32 {
 		f.entered <- struct{}{}
 		<-f.gate
 	}
+	if f.fullNs != 0 {
+		time.Sleep(time.Duration(f.fullNs))
+	}
 	return f.held
+}
+
+// pids is SocketsOf over held.
+func (f *fakeScan) pids(pids []uint32) map[uint64]uint32 {
+	out := map[uint64]uint32{}
+	for ino, pid := range f.held {
+		if slices.Contains(pids, pid) {
+			out[ino] = pid
+		}
+	}
+	return out
 }
 
 func newTestResolver(t *testing.T, cfg SocketOwnerConfig, f *fakeScan) *SocketOwnerResolver {
@@ -28,7 +44,10 @@ func newTestResolver(t *testing.T, cfg SocketOwnerConfig, f *fakeScan) *SocketOw
 	if cfg.MinScanInterval == 0 {
 		cfg.MinScanInterval = time.Millisecond
 	}
-	r := newSocketOwnerResolver(cfg, f.scan, func(pid uint32) string { return "comm" + string(rune('0'+pid%10)) })
+	if cfg.MaxScanShare == 0 {
+		cfg.MaxScanShare = 1 // a gated scan's wait is not its cost
+	}
+	r := newSocketOwnerResolver(cfg, scanner{f.scan, f.pids, func(pid uint32) string { return "comm" + string(rune('0'+pid%10)) }})
 	t.Cleanup(r.Close)
 	return r
 }
@@ -179,5 +198,45 @@ func TestSocketOwnerResolverProc(t *testing.T) {
 			t.Fatal("not resolved in 5 s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSocketOwnerResolverScanShare: a full scan that took 20 ms holds the
+// next one back 20 ms / MaxScanShare (here 2 s), while a socket of an
+// owner found before is answered from that owner's fds alone meanwhile;
+// one of another process stays unknown until the next full scan.
+func TestSocketOwnerResolverScanShare(t *testing.T) {
+	f := &fakeScan{held: map[uint64]uint32{1: 7, 2: 7, 3: 8}, fullNs: int64(20 * time.Millisecond)}
+	r := newTestResolver(t, SocketOwnerConfig{MaxScanShare: 0.01}, f)
+	r.Lookup(1, 1)
+	waitScans(t, r, 1)
+	t0 := time.Now()
+	r.Lookup(2, 2) // pid 7's: a hot look-up
+	r.Lookup(3, 3) // pid 8's: needs a full scan
+	deadline := time.Now().Add(time.Second)
+	for {
+		if o, known := r.Lookup(2, 2); known {
+			if o.PID != 7 {
+				t.Errorf("inode 2: pid %d, want 7", o.PID)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("inode 2 not answered from the hot pid in 1 s: %+v", r.Stats())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if s := r.Stats(); s.Scans != 1 || s.HotScans == 0 {
+		t.Errorf("stats %+v: want inode 2 answered by a hot look-up, no second full scan", s)
+	}
+	if _, known := r.Cached(3); known {
+		t.Error("inode 3 answered without a full scan")
+	}
+	waitScans(t, r, 2)
+	if d := time.Since(t0); d < 1800*time.Millisecond {
+		t.Errorf("second full scan %v after the first, want ≥ 2 s (20 ms at 1%%)", d)
+	}
+	if o, known := r.Cached(3); !known || o.PID != 8 {
+		t.Errorf("inode 3: %+v, %v; want pid 8", o, known)
 	}
 }

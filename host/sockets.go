@@ -157,7 +157,8 @@ func parseProcAddr(s string) (netip.AddrPort, error) {
 }
 
 // SocketOwners maps every socket inode open in any process to its tgid,
-// from a scan of /proc/*/fd (sockets link as "socket:[INODE]").
+// from a scan of /proc/*/fd (sockets link as "socket:[INODE]"). It costs
+// ~6 µs per open fd on the host (BenchmarkSocketOwners).
 func SocketOwners() map[uint64]uint32 {
 	out := map[uint64]uint32{}
 	procs, err := os.ReadDir("/proc")
@@ -165,26 +166,39 @@ func SocketOwners() map[uint64]uint32 {
 		return out
 	}
 	for _, p := range procs {
-		pid, err := strconv.Atoi(p.Name())
-		if err != nil {
-			continue
-		}
-		dir := filepath.Join("/proc", p.Name(), "fd")
-		fds, err := os.ReadDir(dir)
-		if err != nil {
-			continue
-		}
-		for _, fd := range fds {
-			l, err := os.Readlink(filepath.Join(dir, fd.Name()))
-			if err != nil || !strings.HasPrefix(l, "socket:[") {
-				continue
-			}
-			if ino, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]"), 10, 64); err == nil {
-				out[ino] = uint32(pid)
-			}
+		if pid, err := strconv.ParseUint(p.Name(), 10, 32); err == nil {
+			addSockets(out, uint32(pid))
 		}
 	}
 	return out
+}
+
+// SocketsOf is SocketOwners over the processes pids only (gone ones are
+// skipped): the cost of their fds alone.
+func SocketsOf(pids []uint32) map[uint64]uint32 {
+	out := map[uint64]uint32{}
+	for _, pid := range pids {
+		addSockets(out, pid)
+	}
+	return out
+}
+
+// addSockets adds the socket inodes in /proc/PID/fd to out.
+func addSockets(out map[uint64]uint32, pid uint32) {
+	dir := "/proc/" + strconv.FormatUint(uint64(pid), 10) + "/fd"
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, fd := range fds {
+		l, err := os.Readlink(dir + "/" + fd.Name())
+		if err != nil || !strings.HasPrefix(l, "socket:[") {
+			continue
+		}
+		if ino, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]"), 10, 64); err == nil {
+			out[ino] = pid
+		}
+	}
 }
 
 // pidOfSocket finds the process with an fd on socket inode ino.
