@@ -20,7 +20,10 @@ type PeersReport struct {
 	MissedEvents uint64 `json:"missed_events"`
 	// RingPeakBytes: the most unread data the reader saw in the ring
 	// (sampled, a lower bound), bytes; 0 when not known (a replay).
-	RingPeakBytes uint64            `json:"ring_peak_bytes,omitempty"`
+	RingPeakBytes uint64 `json:"ring_peak_bytes,omitempty"`
+	// Owners: how the owners of sockets with no known opener were found
+	// (in the background, off the reader's path); nil in a replay.
+	Owners        *OwnerLookups     `json:"owner_lookups,omitempty"`
 	Links         []peers.LinkStats `json:"links"`
 	MetricsURL    string            `json:"metrics_url,omitempty"`
 	MetricsError  string            `json:"metrics_error,omitempty"`
@@ -34,4 +37,26 @@ type PeersReport struct {
 	// peer IP (ns); KeptAliveProbeErrors: why a peer could not be probed.
 	KeptAliveProbe       map[netip.Addr]time.Duration `json:"kept_alive_probe_ns,omitempty"`
 	KeptAliveProbeErrors map[netip.Addr]string        `json:"kept_alive_probe_errors,omitempty"`
+}
+
+// OwnerLookups counts the peers tracer's background look-ups of socket
+// owners (host.SocketOwnerResolver) and what they dropped: a dropped or
+// late look-up leaves that connection's owner unknown (pid 0), never
+// guessed.
+type OwnerLookups struct {
+	Resolved uint64 `json:"resolved"` // sockets whose holder was found
+	Unowned  uint64 `json:"unowned"`  // sockets no process held at the scan
+	// QueueDrops: look-ups not queued (queue full; asked again later);
+	// Evicted: answers dropped from the bounded cache; LearnedDrops:
+	// owners found but not handed to the reader in time.
+	QueueDrops   uint64 `json:"queue_drops"`
+	Evicted      uint64 `json:"evicted"`
+	LearnedDrops uint64 `json:"learned_drops"`
+	// LateOwners: owners learned after their connection's events, given
+	// to it; LateOwnersMissed: learned after it was folded, left unknown.
+	LateOwners       int `json:"late_owners"`
+	LateOwnersMissed int `json:"late_owners_missed"`
+	// Scans: full /proc/*/fd scans; MaxScanSeconds the longest.
+	Scans          uint64  `json:"scans"`
+	MaxScanSeconds float64 `json:"max_scan_seconds"`
 }

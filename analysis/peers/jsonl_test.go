@@ -32,3 +32,21 @@ func TestEventsRoundTrip(t *testing.T) {
 		t.Errorf("bad kind: %v", err)
 	}
 }
+
+// TestOwnerEventRoundTrip: a PeerOwner event (no addresses, no TCP
+// fields) is written to and read back from a peers/v1 recording as it
+// was, so a replay attaches the late owner as the live run did.
+func TestOwnerEventRoundTrip(t *testing.T) {
+	e := event.Peer{Kind: event.PeerOwner, TimeNs: 5e9, Socket: 0xffff1234, SockIno: 99, Direction: event.PeerPreexisting, Owner: 42, Comm: "etcd"}
+	var buf bytes.Buffer
+	if err := WriteEvent(&buf, e); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadEvents(&buf)
+	if err != nil {
+		t.Fatalf("%v: %s", err, buf.String())
+	}
+	if len(got) != 1 || got[0] != e {
+		t.Errorf("read back %+v, want %+v", got, e)
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/etcdscope/etcdscope/capture"
 	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/safefile"
 	"github.com/etcdscope/etcdscope/pipeline"
 	"github.com/etcdscope/etcdscope/render"
@@ -291,6 +292,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	}
 	pp := pipeline.NewPeers(pipeline.PeersConfig{Sinks: sinks})
 	var missed, ringPeak uint64
+	var owners host.SocketOwnerStats
 	lost, err := func() (uint64, error) {
 		tr, err := tracer.NewPeers(cfg)
 		if err != nil {
@@ -305,7 +307,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		if err := pp.Run(tr); err != nil {
 			return 0, err
 		}
-		missed, ringPeak = tr.Missed(), tr.RingPeakBytes()
+		missed, ringPeak, owners = tr.Missed(), tr.RingPeakBytes(), tr.OwnerStats()
 		return tr.Lost()
 	}()
 	stopProbe()
@@ -347,6 +349,9 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	pr := conns.Report(peers.Options{Window: t1.Sub(t0), ExcludeLocal: probe.ownConns()})
 	rep.Events, rep.LostEvents, rep.MissedEvents, rep.RingPeakBytes = pr.Events, lost, missed, ringPeak
 	rep.Links = pr.Links
+	rep.Owners = &etcdmetric.OwnerLookups{Resolved: owners.Resolved, Unowned: owners.Unowned, QueueDrops: owners.QueueDrops,
+		Evicted: owners.Evicted, LearnedDrops: owners.LearnedDrops, LateOwners: pr.LateOwners, LateOwnersMissed: pr.LateOwnersMissed,
+		Scans: owners.Scans, MaxScanSeconds: time.Duration(owners.MaxScanNs).Seconds()}
 
 	// Metrics and members are best effort: their errors are reported and
 	// the tracing part still comes out.
