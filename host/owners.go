@@ -2,11 +2,14 @@ package host
 
 import (
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // SocketOwnerResolver finds which process holds a socket inode off the
@@ -75,9 +78,10 @@ type SocketOwnerConfig struct {
 	// MinScanInterval is the least time between two look-ups in /proc;
 	// 0 means 1 s.
 	MinScanInterval time.Duration
-	// MaxScanShare bounds the full /proc scans' CPU: after one that took
-	// d, the next waits d/MaxScanShare at least (68 ms at 11k fds: 6.8 s
-	// at the default). 0 means 0.01, 1% of a CPU.
+	// MaxScanShare bounds the full /proc scans' CPU: after one that used
+	// d of CPU (the worker thread's clock: in a throttled cgroup its wall
+	// time is many times that), the next waits d/MaxScanShare at least
+	// (68 ms at 11k fds: 6.8 s at the default). 0 means 0.01, 1% of a CPU.
 	MaxScanShare float64
 }
 
@@ -86,11 +90,23 @@ type SocketOwnerConfig struct {
 const hotPIDs = 4
 
 // scanner is where the worker looks: all of /proc (SocketOwners), some
-// pids' fds (SocketsOf), a pid's comm; tests give fakes.
+// pids' fds (SocketsOf), a pid's comm, and the worker's CPU clock
+// (threadCPU); tests give fakes.
 type scanner struct {
 	all  func() map[uint64]uint32
 	pids func([]uint32) map[uint64]uint32
 	comm func(pid uint32) string
+	cpu  func() time.Duration
+}
+
+// threadCPU is the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID,
+// ns); the worker is locked to its thread.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
 }
 
 // SocketOwnerStats counts what a SocketOwnerResolver did and dropped.
@@ -104,16 +120,16 @@ type SocketOwnerStats struct {
 	LearnedDrops uint64 // learned owners dropped: not taken in time
 	Scans        uint64 // full /proc scans
 	HotScans     uint64 // look-ups in the last owners' fds only
-	// LastScanNs and MaxScanNs: wall time of the last and longest full
-	// scan.
-	LastScanNs, MaxScanNs uint64
+	// LastScanCPUNs and MaxScanCPUNs: CPU time of the last and longest
+	// full scan.
+	LastScanCPUNs, MaxScanCPUNs uint64
 }
 
 type ownerRequest struct{ key, ino uint64 }
 
 // NewSocketOwnerResolver starts the worker; Close stops it.
 func NewSocketOwnerResolver(cfg SocketOwnerConfig) *SocketOwnerResolver {
-	return newSocketOwnerResolver(cfg, scanner{SocketOwners, SocketsOf, procComm})
+	return newSocketOwnerResolver(cfg, scanner{SocketOwners, SocketsOf, procComm, threadCPU})
 }
 
 // newSocketOwnerResolver is NewSocketOwnerResolver with the scans given.
@@ -222,6 +238,8 @@ func (r *SocketOwnerResolver) Close() {
 // with one scan of /proc.
 func (r *SocketOwnerResolver) run() {
 	defer close(r.done)
+	runtime.LockOSThread() // threadCPU measures this goroutine's scans
+	defer runtime.UnlockOSThread()
 	var last, nextFull time.Time
 	var pending []ownerRequest
 	for {
@@ -250,9 +268,9 @@ func (r *SocketOwnerResolver) run() {
 			pending = r.resolve(pending, r.scan.pids(r.hot), false, 0)
 		}
 		if len(pending) > 0 && !time.Now().Before(nextFull) {
-			t0 := time.Now()
+			t0 := r.scan.cpu()
 			held := r.scan.all()
-			took := time.Since(t0)
+			took := r.scan.cpu() - t0
 			pending = r.resolve(pending, held, true, uint64(took))
 			nextFull = time.Now().Add(max(r.cfg.MinScanInterval, time.Duration(float64(took)/r.cfg.MaxScanShare)))
 		}
@@ -277,7 +295,7 @@ func (r *SocketOwnerResolver) sleepUntil(t time.Time) bool {
 
 // resolve answers the requests held names an owner for (and, after a
 // full scan, the others as unowned) and returns those left waiting, in
-// reqs' array. tookNs is the full scan's time.
+// reqs' array. tookNs is the full scan's CPU time.
 func (r *SocketOwnerResolver) resolve(reqs []ownerRequest, held map[uint64]uint32, full bool, tookNs uint64) []ownerRequest {
 	found := make([]SocketOwner, len(reqs))
 	for i, req := range reqs {
@@ -293,8 +311,8 @@ func (r *SocketOwnerResolver) resolve(reqs []ownerRequest, held map[uint64]uint3
 	defer r.mu.Unlock()
 	if full {
 		r.stats.Scans++
-		r.stats.LastScanNs = tookNs
-		r.stats.MaxScanNs = max(r.stats.MaxScanNs, tookNs)
+		r.stats.LastScanCPUNs = tookNs
+		r.stats.MaxScanCPUNs = max(r.stats.MaxScanCPUNs, tookNs)
 	} else {
 		r.stats.HotScans++
 	}

@@ -2,7 +2,9 @@ package host
 
 import (
 	"os"
+	"runtime"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -14,17 +16,18 @@ type fakeScan struct {
 	held    map[uint64]uint32
 	entered chan struct{}
 	gate    chan struct{}
-	fullNs  int64 // a full scan's time
+	fullNs  int64        // a full scan's CPU time
+	cpuNs   atomic.Int64 // the worker's CPU clock: full scans only
 }
+
+func (f *fakeScan) cpu() time.Duration { return time.Duration(f.cpuNs.Load()) }
 
 func (f *fakeScan) scan() map[uint64]uint32 {
 	if f.gate != nil {
 		f.entered <- struct{}{}
 		<-f.gate
 	}
-	if f.fullNs != 0 {
-		time.Sleep(time.Duration(f.fullNs))
-	}
+	f.cpuNs.Add(f.fullNs)
 	return f.held
 }
 
@@ -47,7 +50,7 @@ func newTestResolver(t *testing.T, cfg SocketOwnerConfig, f *fakeScan) *SocketOw
 	if cfg.MaxScanShare == 0 {
 		cfg.MaxScanShare = 1 // a gated scan's wait is not its cost
 	}
-	r := newSocketOwnerResolver(cfg, scanner{f.scan, f.pids, func(pid uint32) string { return "comm" + string(rune('0'+pid%10)) }})
+	r := newSocketOwnerResolver(cfg, scanner{f.scan, f.pids, func(pid uint32) string { return "comm" + string(rune('0'+pid%10)) }, f.cpu})
 	t.Cleanup(r.Close)
 	return r
 }
@@ -201,7 +204,7 @@ func TestSocketOwnerResolverProc(t *testing.T) {
 	}
 }
 
-// TestSocketOwnerResolverScanShare: a full scan that took 20 ms holds the
+// TestSocketOwnerResolverScanShare: a full scan that used 20 ms of CPU holds the
 // next one back 20 ms / MaxScanShare (here 2 s), while a socket of an
 // owner found before is answered from that owner's fds alone meanwhile;
 // one of another process stays unknown until the next full scan.
@@ -238,5 +241,22 @@ func TestSocketOwnerResolverScanShare(t *testing.T) {
 	}
 	if o, known := r.Cached(3); !known || o.PID != 8 {
 		t.Errorf("inode 3: %+v, %v; want pid 8", o, known)
+	}
+}
+
+// TestThreadCPU: the worker's clock counts this thread's CPU, not the
+// wall: a sleep adds (almost) nothing, a busy loop adds about its length.
+func TestThreadCPU(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	t0 := threadCPU()
+	time.Sleep(50 * time.Millisecond)
+	slept := threadCPU() - t0
+	t1, w := threadCPU(), time.Now()
+	for time.Since(w) < 30*time.Millisecond {
+	}
+	busy := threadCPU() - t1
+	if slept > 5*time.Millisecond || busy < 5*time.Millisecond || busy > 40*time.Millisecond {
+		t.Errorf("thread CPU %v over a 50 ms sleep, %v over a 30 ms busy loop", slept, busy)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/etcdscope/etcdscope/internal/testenv"
@@ -111,38 +110,6 @@ func TestListenerPIDOtherNetns(t *testing.T) {
 	}
 }
 
-// holdSockets starts procs `sleep` processes holding perProc sockets each
-// (fresh AF_UNIX datagram sockets passed as ExtraFiles, closed in this
-// process), the open files of a busy node that SocketOwners walks; they
-// are killed at the end of the test.
-func holdSockets(tb testing.TB, procs, perProc int) {
-	tb.Helper()
-	sleep, err := exec.LookPath("sleep")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for range procs {
-		files := make([]*os.File, perProc)
-		for i := range files {
-			fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			files[i] = os.NewFile(uintptr(fd), "socket")
-		}
-		cmd := exec.Command(sleep, "3600")
-		cmd.ExtraFiles = files
-		err := cmd.Start()
-		for _, f := range files {
-			f.Close()
-		}
-		if err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	}
-}
-
 // hostFDs counts the processes and the fds of every process in /proc.
 func hostFDs() (procs, fds int) {
 	ents, _ := os.ReadDir("/proc")
@@ -167,7 +134,7 @@ func hostFDs() (procs, fds int) {
 func BenchmarkSocketOwners(b *testing.B) {
 	for _, c := range []struct{ procs, perProc int }{{0, 0}, {50, 50}, {200, 50}, {200, 200}} {
 		b.Run(fmt.Sprintf("procs=%d/sockets=%d", c.procs, c.perProc), func(b *testing.B) {
-			holdSockets(b, c.procs, c.perProc)
+			testenv.HoldSockets(b, c.procs, c.perProc)
 			procs, fds := hostFDs()
 			b.ResetTimer()
 			for b.Loop() {

@@ -56,7 +56,8 @@ type OwnerLookups struct {
 	// to it; LateOwnersMissed: learned after it was folded, left unknown.
 	LateOwners       int `json:"late_owners"`
 	LateOwnersMissed int `json:"late_owners_missed"`
-	// Scans: full /proc/*/fd scans; MaxScanSeconds the longest.
-	Scans          uint64  `json:"scans"`
-	MaxScanSeconds float64 `json:"max_scan_seconds"`
+	// Scans: full /proc/*/fd scans; MaxScanCPUSeconds: the CPU time of
+	// the costliest.
+	Scans             uint64  `json:"scans"`
+	MaxScanCPUSeconds float64 `json:"max_scan_cpu_seconds"`
 }

@@ -351,7 +351,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	rep.Links = pr.Links
 	rep.Owners = &etcdmetric.OwnerLookups{Resolved: owners.Resolved, Unowned: owners.Unowned, QueueDrops: owners.QueueDrops,
 		Evicted: owners.Evicted, LearnedDrops: owners.LearnedDrops, LateOwners: pr.LateOwners, LateOwnersMissed: pr.LateOwnersMissed,
-		Scans: owners.Scans, MaxScanSeconds: time.Duration(owners.MaxScanNs).Seconds()}
+		Scans: owners.Scans, MaxScanCPUSeconds: time.Duration(owners.MaxScanCPUNs).Seconds()}
 
 	// Metrics and members are best effort: their errors are reported and
 	// the tracing part still comes out.
