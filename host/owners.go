@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -31,14 +32,15 @@ type SocketOwnerResolver struct {
 	done  chan struct{}
 	scan  scanner
 
-	mu      sync.Mutex
-	cache   map[uint64]SocketOwner // socket inode → holder (PID 0: none found)
-	order   []uint64               // cache keys, oldest first (FIFO eviction)
-	head    int                    // order[head] is the oldest key
-	asked   map[uint64]bool        // queued or being resolved: not queued again
-	learned []LearnedOwner         // owners found for requests, not yet taken
-	stats   SocketOwnerStats
-	hot     []uint32 // the last owners found, newest first (worker's)
+	mu       sync.Mutex
+	cache    map[uint64]SocketOwner // socket inode → holder (PID 0: none found)
+	order    []uint64               // cache keys, oldest first (FIFO eviction)
+	head     int                    // order[head] is the oldest key
+	asked    map[uint64]bool        // queued or being resolved: not queued again
+	learned  []LearnedOwner         // owners found for requests, not yet taken
+	nLearned atomic.Int32           // len(learned), for HasLearned without the lock
+	stats    SocketOwnerStats
+	hot      []uint32 // the last owners found, newest first (worker's)
 
 	closeOnce sync.Once
 }
@@ -205,16 +207,13 @@ func (r *SocketOwnerResolver) TakeLearned(buf []LearnedOwner) []LearnedOwner {
 	defer r.mu.Unlock()
 	buf = append(buf[:0], r.learned...)
 	r.learned = r.learned[:0]
+	r.nLearned.Store(0)
 	return buf
 }
 
-// HasLearned reports whether TakeLearned would return something (cheap
-// enough for every read).
-func (r *SocketOwnerResolver) HasLearned() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.learned) > 0
-}
+// HasLearned reports whether TakeLearned would return something: an
+// atomic load, cheap enough for every read.
+func (r *SocketOwnerResolver) HasLearned() bool { return r.nLearned.Load() > 0 }
 
 // Stats returns the counters so far.
 func (r *SocketOwnerResolver) Stats() SocketOwnerStats {
@@ -336,6 +335,7 @@ func (r *SocketOwnerResolver) resolve(reqs []ownerRequest, held map[uint64]uint3
 		}
 		r.learned = append(r.learned, LearnedOwner{Key: req.key, Ino: req.ino, Owner: o})
 	}
+	r.nLearned.Store(int32(len(r.learned)))
 	return left
 }
 
