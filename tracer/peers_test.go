@@ -56,6 +56,7 @@ func TestPeersLoopback(t *testing.T) {
 			case <-done:
 				t.Fatalf("tracer did not start: %v", recErr)
 			}
+			var first net.Conn
 			for i := 0; i < conns; i++ {
 				c, err := net.Dial(network, ln.Addr().String())
 				if err != nil {
@@ -63,11 +64,16 @@ func TestPeersLoopback(t *testing.T) {
 				}
 				c.Write(make([]byte, 1000))
 				// Longer than the reader's poll (pollInterval) and a /proc
-				// scan: the accepted end is still open when its owner is
-				// looked up.
+				// scan, and the first till the last: the accepted end of
+				// the first is still open when its owner is looked up.
 				time.Sleep(100 * time.Millisecond)
+				if i == 0 {
+					first = c
+					continue
+				}
 				c.Close()
 			}
+			first.Close()
 			<-done
 			if recErr != nil {
 				t.Fatal(recErr)
