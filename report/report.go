@@ -704,7 +704,7 @@ func peerChart(evs []event.Peer, metric []etcdmetric.PeerComparison) (*svgChart,
 		rows = append(rows, r)
 	}
 	note := fmt.Sprintf("%d peer events over %s, %d links. The model (analysis/etcdmetric) replays etcd's probers: one dials a new connection per probe, so on links where that costs more than a kept-alive round trip the metric reads above the network RTT.",
-		len(evs), window.Round(time.Millisecond), len(rows))
+		rep.Events, window.Round(time.Millisecond), len(rows))
 	if len(metric) > 0 {
 		note += fmt.Sprintf(" The purple bar is etcd's own etcd_network_peer_round_trip_time_seconds over the recording (mean of every prober's observations for that peer; %d series).", len(metric))
 		if unmatched > 0 {

@@ -239,8 +239,10 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 		return usagef("%s has no end line (the run was cut short?): its window and lost events are unknown", name)
 	}
 	window := time.Duration(end.WindowNs)
-	rep := etcdmetric.PeersReport{Port: rd.Header().Port, WindowSeconds: window.Seconds(), Events: len(events), LostEvents: end.LostEvents, MissedEvents: end.MissedEvents}
-	rep.Links = peers.Analyze(events, peers.Options{Window: window}).Links
+	pr := peers.Analyze(events, peers.Options{Window: window})
+	// pr.Events: the kernel's events, not the owner events among them.
+	rep := etcdmetric.PeersReport{Port: rd.Header().Port, WindowSeconds: window.Seconds(), Events: pr.Events, LostEvents: end.LostEvents, MissedEvents: end.MissedEvents}
+	rep.Links = pr.Links
 	if output == "json" {
 		enc := json.NewEncoder(peersStdout)
 		enc.SetIndent("", "  ")
