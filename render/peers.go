@@ -36,6 +36,12 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 			ns(l.Lifetime.P50), l.Retransmits)
 	}
 	tw.Flush()
+	if o := rep.Owners; o != nil {
+		if n := o.QueueDrops + o.LearnedDrops + uint64(o.LateOwnersMissed); n > 0 {
+			fmt.Fprintf(w, "socket owners: %d look-ups dropped or too late (queue full %d, not handed over %d, connection folded first %d): their links may show no pid\n",
+				n, o.QueueDrops, o.LearnedDrops, o.LateOwnersMissed)
+		}
+	}
 	if len(rep.Links) == 0 {
 		fmt.Fprintf(w, "no connections on port %d seen\n", rep.Port)
 	}

@@ -35,3 +35,19 @@ func TestTableSaysPeerDown(t *testing.T) {
 		}
 	}
 }
+
+// TestTableSaysOwnerLookupsDropped: dropped or late owner look-ups are
+// said under the table (a link without a pid is then not "no owner"),
+// and nothing is said when none was dropped.
+func TestTableSaysOwnerLookupsDropped(t *testing.T) {
+	var out bytes.Buffer
+	Peers(&out, &etcdmetric.PeersReport{Port: 2380, Owners: &etcdmetric.OwnerLookups{Resolved: 3, QueueDrops: 5, LearnedDrops: 1, LateOwnersMissed: 2}})
+	if want := "socket owners: 8 look-ups dropped or too late (queue full 5, not handed over 1, connection folded first 2)"; !strings.Contains(out.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, out.String())
+	}
+	out.Reset()
+	Peers(&out, &etcdmetric.PeersReport{Port: 2380, Owners: &etcdmetric.OwnerLookups{Resolved: 3, Unowned: 9}})
+	if strings.Contains(out.String(), "socket owners") {
+		t.Errorf("owner line with nothing dropped:\n%s", out.String())
+	}
+}
