@@ -525,7 +525,7 @@ func (r *results) goals12() [][3]string {
 var missedWhy12 = []struct{ goal, why string }{
 	{"BPF time per fio fsync", "the block programs are ~70% of it, ~13 program runs per fsync at ~60 ns each before any work; next: the per-fsync record assembled in the kernel, less state per request (findings 14)"},
 	{"userspace ≤ 1%", "~2 µs of reader per fsync left (JSON line 0.35, ring read 0.3, Attribute 0.3, report builders 0.2 µs, the Go scheduler's wake-ups); 1% needs ≤ ~0.7 µs: the per-fsync record built in the kernel (findings 3 and 15)"},
-	{"0 lost, 0 unaccounted, reader starved to 10% of a CPU, 60 s: `fsync`", "each guest fdatasync on a loop device brings ~4 host fdatasyncs attributed as calls of their own (~25 µs of reader per guest call): lossless to ~3k calls/s at 10% of a CPU; next: host-level fsyncs attributed only as far as their guest flush needs (findings 13)"},
+	{"0 lost, 0 unaccounted, reader starved to 10% of a CPU, 60 s: `fsync`", "each guest fdatasync on a loop device brings ~4 host fdatasyncs attributed as calls of their own (24 µs of reader per guest call with the summary only, 26-34 µs with a JSON line each): lossless at 10% of a CPU to ~3k calls/s without per-call output, ~2.5k/s with it; next: host-level fsyncs attributed only as far as their guest flush needs (findings 13)"},
 }
 
 // goals checks the issue's six goals against what was measured; the 300 ns
