@@ -20,6 +20,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/host"
+	"github.com/etcdscope/etcdscope/internal/cpulimit"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 	"github.com/etcdscope/etcdscope/tracer"
 )
@@ -348,38 +349,16 @@ func TestStarvedReaderLossIsReported(t *testing.T) {
 // (cgroup.procs).
 func cpuLimitedCgroup(t *testing.T, quotaUs, periodUs int) string {
 	t.Helper()
-	name := fmt.Sprintf("etcdscope-e2e-starve-%d", os.Getpid())
-	for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
-		if b, err := os.ReadFile(root + "/cgroup.controllers"); err != nil || !strings.Contains(" "+string(b)+" ", " cpu ") {
-			continue
-		}
-		dir := filepath.Join(root, name)
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.Remove(dir) })
-		if err := os.WriteFile(dir+"/cpu.max", []byte(fmt.Sprintf("%d %d", quotaUs, periodUs)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return dir
-	}
-	v1 := "/sys/fs/cgroup/cpu"
-	if _, err := os.Stat(v1 + "/cpu.cfs_quota_us"); err != nil {
-		const why = "no cgroup cpu controller (v2 cpu.max or v1 cpu.cfs_quota_us) to starve the reader with"
+	dir, remove, err := cpulimit.Make(fmt.Sprintf("etcdscope-e2e-starve-%d", os.Getpid()), quotaUs, periodUs)
+	if errors.Is(err, cpulimit.ErrNoController) {
 		if testenv.Required() {
-			t.Fatalf("ETCDSCOPE_REQUIRE_BPF=1 but %s", why)
+			t.Fatalf("ETCDSCOPE_REQUIRE_BPF=1 but %v to starve the reader with", err)
 		}
-		t.Skip(why)
+		t.Skipf("%v to starve the reader with", err)
 	}
-	dir := filepath.Join(v1, name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.Remove(dir) })
-	for _, kv := range [][2]string{{"cpu.cfs_period_us", fmt.Sprint(periodUs)}, {"cpu.cfs_quota_us", fmt.Sprint(quotaUs)}} {
-		if err := os.WriteFile(filepath.Join(dir, kv[0]), []byte(kv[1]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	t.Cleanup(remove)
 	return dir
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcdscope/etcdscope/internal/cpulimit"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 	"github.com/etcdscope/etcdscope/tracer"
 )
@@ -190,21 +191,11 @@ func starvedPeers(t *testing.T) {
 // throttled it (cpu.stat nr_throttled, cgroup v2 and v1 alike).
 func cgroupThrottled(t *testing.T, dir string) int64 {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
+	n, err := cpulimit.Throttled(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "nr_throttled "); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				t.Fatalf("%s/cpu.stat: %q", dir, l)
-			}
-			return n
-		}
-	}
-	t.Fatalf("%s/cpu.stat has no nr_throttled", dir)
-	return 0
+	return n
 }
 
 // cpuNs returns the CPU time the running command's threads have used so

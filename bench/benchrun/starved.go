@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/etcdscope/etcdscope/internal/cpulimit"
 )
 
 // The starved reader of issue 12's loss goal: the tracer in a cgroup of
@@ -199,7 +201,7 @@ func underStarvation(t *tracerProc, cg string, res any, gen string, args ...stri
 	if err != nil {
 		return 0, 0, err
 	}
-	thr0, err := cgroupThrottled(cg)
+	thr0, err := cpulimit.Throttled(cg)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -216,7 +218,7 @@ func underStarvation(t *tracerProc, cg string, res any, gen string, args ...stri
 	if err != nil {
 		return 0, 0, err
 	}
-	thr1, err := cgroupThrottled(cg)
+	thr1, err := cpulimit.Throttled(cg)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -226,53 +228,11 @@ func underStarvation(t *tracerProc, cg string, res any, gen string, args ...stri
 	return s1.cpuNs - s0.cpuNs, thr1 - thr0, nil
 }
 
-// starvedCgroup makes a cgroup of its own whose tasks get at most
-// starvedQuotaUs of CPU per starvedPeriodUs (cgroup v2's cpu.max where the
-// unified hierarchy has the cpu controller, else v1's cfs quota) and
-// returns its directory and a function that removes it.
+// starvedCgroup makes the cgroup the starved runs put the tracer in
+// (starvedQuotaUs per starvedPeriodUs) and returns its directory and a
+// function that removes it.
 func starvedCgroup() (string, func(), error) {
-	name := fmt.Sprintf("etcdscope-bench-starved-%d", os.Getpid())
-	for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
-		if b, err := os.ReadFile(root + "/cgroup.controllers"); err != nil || !strings.Contains(" "+string(b)+" ", " cpu ") {
-			continue
-		}
-		dir := filepath.Join(root, name)
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return "", nil, err
-		}
-		done := func() { os.Remove(dir) }
-		if err := os.WriteFile(dir+"/cpu.max", []byte(fmt.Sprintf("%d %d", starvedQuotaUs, starvedPeriodUs)), 0o644); err != nil {
-			done()
-			return "", nil, err
-		}
-		return dir, done, nil
-	}
-	dir := filepath.Join("/sys/fs/cgroup/cpu", name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return "", nil, fmt.Errorf("no cgroup cpu controller (v2 cpu.max or v1 cpu.cfs_quota_us): %w", err)
-	}
-	done := func() { os.Remove(dir) }
-	for _, kv := range [][2]string{{"cpu.cfs_period_us", strconv.Itoa(starvedPeriodUs)}, {"cpu.cfs_quota_us", strconv.Itoa(starvedQuotaUs)}} {
-		if err := os.WriteFile(filepath.Join(dir, kv[0]), []byte(kv[1]), 0o644); err != nil {
-			done()
-			return "", nil, err
-		}
-	}
-	return dir, done, nil
-}
-
-// cgroupThrottled returns cpu.stat's nr_throttled (v2 and v1 alike).
-func cgroupThrottled(dir string) (int64, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "nr_throttled "); ok {
-			return strconv.ParseInt(v, 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("%s/cpu.stat has no nr_throttled", dir)
+	return cpulimit.Make(fmt.Sprintf("etcdscope-bench-starved-%d", os.Getpid()), starvedQuotaUs, starvedPeriodUs)
 }
 
 // starvedMarkdown is the section's table.
