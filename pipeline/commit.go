@@ -346,20 +346,10 @@ func scrapeAll(ctx context.Context, members []etcdmetric.Member, opt CommitOptio
 func modelInput(members []etcdmetric.Member, res *CommitResult, start, end map[uint64]map[string]*dto.MetricFamily) (commit.ModelInput, error) {
 	in := commit.ModelInput{Voters: len(members), LocalIsLeader: res.LocalID == res.LeaderID}
 	mean := func(id uint64, name string, match map[string]string) (commit.Measure, bool) {
-		s, e := start[id], end[id]
-		if s == nil || e == nil {
+		if start[id] == nil { // no scrape at start: no run to take a difference over
 			return commit.Measure{}, false
 		}
-		c0, s0 := etcdinfo.HistogramTotals(s, name, match)
-		c1, s1 := etcdinfo.HistogramTotals(e, name, match)
-		if c1-c0 <= 0 {
-			return commit.Measure{}, false
-		}
-		src := fmt.Sprintf("%s mean over the run, /metrics of %s", name, res.Cluster.Names.Of(id))
-		if len(match) > 0 {
-			src = fmt.Sprintf("%s%v mean over the run, /metrics of %s", name, match, res.Cluster.Names.Of(id))
-		}
-		return commit.Measure{Ns: int64((s1 - s0) / (c1 - c0) * 1e9), Source: src}, true
+		return histMean(start[id], end[id], name, match, "mean over the run", res.Cluster.Names.Of(id))
 	}
 	const walFsync = "etcd_disk_wal_fsync_duration_seconds"
 	const peerRTT = "etcd_network_peer_round_trip_time_seconds"
@@ -384,7 +374,7 @@ func modelInput(members []etcdmetric.Member, res *CommitResult, start, end map[u
 			// etcd observes the peer RTT once per 30 s per prober, so a
 			// short run can hold none for a follower that fsynced all
 			// along: it is up, and the mean since etcd started stands in.
-			f.RTT, okR = meanSinceStart(end[res.LeaderID], peerRTT, to, res.Cluster.Names.Of(res.LeaderID))
+			f.RTT, okR = histMean(nil, end[res.LeaderID], peerRTT, to, "mean since etcd started (none observed during the run)", res.Cluster.Names.Of(res.LeaderID))
 		}
 		if okR {
 			f.RTT.Source += " (etcd's prober: up to 2x the network RTT)"
@@ -396,23 +386,31 @@ func modelInput(members []etcdmetric.Member, res *CommitResult, start, end map[u
 		to := map[string]string{"To": fmt.Sprintf("%x", res.LeaderID)}
 		var okR bool
 		if in.ForwardRTT, okR = mean(res.LocalID, peerRTT, to); !okR {
-			in.ForwardRTT, _ = meanSinceStart(end[res.LocalID], peerRTT, to, res.Cluster.Names.Of(res.LocalID))
+			in.ForwardRTT, _ = histMean(nil, end[res.LocalID], peerRTT, to, "mean since etcd started (none observed during the run)", res.Cluster.Names.Of(res.LocalID))
 		}
 	}
 	return in, nil
 }
 
-// meanSinceStart is histogram name's mean (series matching match) over
-// everything one scrape holds, i.e. since that etcd started, for where
-// the run's difference has no observation; false when it has none either.
-func meanSinceStart(fams map[string]*dto.MetricFamily, name string, match map[string]string, member string) (commit.Measure, bool) {
-	if fams == nil {
+// histMean is histogram name's mean (series matching match) between
+// scrapes s and e of one member (s nil: everything e holds, i.e. since
+// that etcd started), with its source ("NAME[match] how, /metrics of
+// member"); false when e is missing or nothing was observed between them.
+func histMean(s, e map[string]*dto.MetricFamily, name string, match map[string]string, how, member string) (commit.Measure, bool) {
+	if e == nil {
 		return commit.Measure{}, false
 	}
-	c, sum := etcdinfo.HistogramTotals(fams, name, match)
-	if c <= 0 {
+	c1, s1 := etcdinfo.HistogramTotals(e, name, match)
+	var c0, s0 float64
+	if s != nil {
+		c0, s0 = etcdinfo.HistogramTotals(s, name, match)
+	}
+	if c1-c0 <= 0 {
 		return commit.Measure{}, false
 	}
-	return commit.Measure{Ns: int64(sum / c * 1e9),
-		Source: fmt.Sprintf("%s%v mean since etcd started (none observed during the run), /metrics of %s", name, match, member)}, true
+	src := fmt.Sprintf("%s %s, /metrics of %s", name, how, member)
+	if len(match) > 0 {
+		src = fmt.Sprintf("%s%v %s, /metrics of %s", name, match, how, member)
+	}
+	return commit.Measure{Ns: int64((s1 - s0) / (c1 - c0) * 1e9), Source: src}, true
 }
