@@ -299,7 +299,9 @@ func (p *PeersTracer) Drain() error { return p.ring.drain() }
 func (p *PeersTracer) Close() error {
 	p.closeOnce.Do(func() {
 		var errs []error
-		p.owners.Close()
+		if p.owners != nil {
+			p.owners.Close()
+		}
 		if p.ring != nil {
 			errs = append(errs, p.ring.close())
 		}
