@@ -536,3 +536,34 @@ func TestJSONEncodes(t *testing.T) {
 		t.Errorf("table: %v", err)
 	}
 }
+
+// TestTablePeerOnlyMember: a member known only from a peer RTT excerpt
+// (etcd #11884) gets a disk row that says its input has no disk
+// histogram, not a row of dashes that reads like an idle disk; a member
+// with a WAL histogram (etcd #12405) keeps its numbers.
+func TestTablePeerOnlyMember(t *testing.T) {
+	in := append(readInputs(t, "etcd-11884-peer-bimodal.txt"), readInputs(t, "etcd-12405-node.prom")...)
+	rep, err := Diagnose(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WriteTable(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	var peerRow, walRow string
+	for _, l := range strings.Split(b.String(), "\n") {
+		switch {
+		case strings.HasPrefix(l, "  etcd-11884-peer-bimodal.txt  since start"):
+			peerRow = l
+		case strings.HasPrefix(l, "  etcd-12405-node.prom  ") && strings.Contains(l, "since start"):
+			walRow = l
+		}
+	}
+	if !strings.Contains(peerRow, "no WAL fsync or backend commit histogram") {
+		t.Errorf("peer-only member's disk row: %q", peerRow)
+	}
+	if walRow == "" || strings.Contains(walRow, "no WAL fsync") || !strings.Contains(walRow, "ms") {
+		t.Errorf("WAL member's disk row: %q\n%s", walRow, b.String())
+	}
+}

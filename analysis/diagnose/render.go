@@ -36,6 +36,13 @@ func WriteTable(w io.Writer, r Report) error {
 		b.WriteString("\ndisk (per member; WAL fsync budget p99 < 10ms, backend commit p99 < 25ms):\n")
 		fmt.Fprintf(&b, "  %-28s %-16s %10s %9s %9s %9s %10s %9s %9s %9s\n", "member", "window", "wal n", "p50", "p99", "mean", "commit n", "p50", "p99", "mean")
 		for _, m := range r.Members {
+			if m.WAL.absent() && m.Backend.absent() {
+				// A member known only from its peer series (an excerpt of
+				// the RTT histogram): a row of dashes would read as a disk
+				// that did nothing.
+				fmt.Fprintf(&b, "  %-28s %-16s (no WAL fsync or backend commit histogram in this input)\n", trunc(m.Member, 28), m.Window)
+				continue
+			}
 			fmt.Fprintf(&b, "  %-28s %-16s %s %s\n", trunc(m.Member, 28), m.Window, histCols(m.WAL), histCols(m.Backend))
 		}
 	}
@@ -89,6 +96,12 @@ func WriteTable(w io.Writer, r Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// absent: no series behind h at all (Stats of nil), as opposed to a
+// series whose numbers could not be estimated (Error set).
+func (h HistStats) absent() bool {
+	return !h.HasCount && !h.HasMean && h.P50 == nil && h.P99 == nil && h.Error == ""
 }
 
 func histCols(h HistStats) string {
