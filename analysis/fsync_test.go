@@ -292,9 +292,20 @@ func TestBiasedVerdict(t *testing.T) {
 	if g := BuildReport(recs, 0, 0, nil).Groups[0]; g.Biased != "" || g.Verdict != "ok" {
 		t.Fatalf("lossless: verdict %q biased %q", g.Verdict, g.Biased)
 	}
-	rep := BuildReport(recs, 40, 2, nil)
-	if g := rep.Groups[0]; g.Biased != "biased: 42 events lost" || g.Verdict != "ok" {
-		t.Fatalf("lossy: verdict %q biased %q", g.Verdict, g.Biased)
+	// Lost events and missed probe runs are counted apart, under the
+	// summary's names (lost_events, missed_events), never summed.
+	for _, tc := range []struct {
+		lost, missed uint64
+		want         string
+	}{
+		{40, 2, "biased: 40 lost events, 2 missed probe runs"},
+		{1, 0, "biased: 1 lost event"},
+		{0, 1, "biased: 1 missed probe run"},
+		{0, 4, "biased: 4 missed probe runs"},
+	} {
+		if g := BuildReport(recs, tc.lost, tc.missed, nil).Groups[0]; g.Biased != tc.want || g.Verdict != "ok" {
+			t.Errorf("lost %d missed %d: verdict %q biased %q, want %q", tc.lost, tc.missed, g.Verdict, g.Biased, tc.want)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/jsonl"
@@ -57,10 +58,12 @@ type Group struct {
 	// "n/a" for kinds the budget does not apply to (bbolt backend,
 	// snapshots, the WAL directory's fsync at a segment cut).
 	Verdict string `json:"verdict"`
-	// Biased is "biased: N events lost" when the trace lost or missed
-	// events (the report's lost_events + missed_events): the verdict then
-	// rests on a sample with holes (requests unattributed, calls absent).
-	// Empty for a lossless trace.
+	// Biased marks a verdict computed from a trace with holes (requests
+	// unattributed, calls absent): "biased: N lost events, M missed probe
+	// runs", each part only when its count (the report's lost_events,
+	// missed_events) is not 0; empty for a lossless trace. Lost events did
+	// not fit in the ring buffer; missed probe runs are runs the kernel
+	// skipped, which no ring size brings back.
 	Biased string `json:"biased,omitempty"`
 	// OtherSplit splits the other layer into runnable, running and
 	// blocked (fsync --sched; SchedNames), each with its share of the
@@ -253,7 +256,7 @@ func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report
 			out.FlushesPerFsync = float64(g.flushes) / float64(out.Total.Count)
 		}
 		out.Verdict = verdict(g.key.FileKind, out.Total.P99)
-		out.Biased = Biased(lost + missed)
+		out.Biased = Biased(lost, missed)
 		out.Disk = diskVerdict(&out)
 		rep.Groups = append(rep.Groups, out)
 	}
@@ -311,16 +314,30 @@ func BuildReportWrites(recs []FsyncRecord, writes []WriteRecord, lost, missed ui
 	return b.Report(lost, missed, unavailable)
 }
 
-// Biased returns the mark of a verdict computed from a trace that lost n
-// events, "biased: n events lost", or "" when n is 0.
-func Biased(n uint64) string {
-	switch n {
-	case 0:
-		return ""
-	case 1:
-		return "biased: 1 event lost"
+// Biased returns the mark of a verdict computed from a trace that lost
+// lost events and missed missed probe runs, in the summary's terms:
+// "biased: 3 lost events, 1 missed probe run", a part only where its
+// count is not 0, or "" when both are.
+func Biased(lost, missed uint64) string {
+	var parts []string
+	if lost > 0 {
+		parts = append(parts, fmt.Sprintf("%d lost event%s", lost, pluralS(lost)))
 	}
-	return fmt.Sprintf("biased: %d events lost", n)
+	if missed > 0 {
+		parts = append(parts, fmt.Sprintf("%d missed probe run%s", missed, pluralS(missed)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "biased: " + strings.Join(parts, ", ")
+}
+
+// pluralS is "s" unless n is 1.
+func pluralS(n uint64) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 func verdict(kind string, p99 int64) string {

@@ -69,11 +69,14 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			fmt.Fprintf(bw, "  note: %.0f%% of the time is in other, no block or journal work: rerun etcdscope fsync with --sched to split it into waiting for a CPU (runnable), running and blocked on something that is not I/O\n", 100*d.Share)
 		}
 		if g.Biased != "" {
-			// Biased counts lost and missed together; only the lost ones
-			// are the ring's, and only for those does a bigger ring help.
-			hint := "raise --ring-size if the ring overflowed"
-			if r.LostEvents == 0 && r.MissedEvents > 0 {
-				hint = "probe runs the kernel skipped, not the ring: --ring-size does not help"
+			// Only the lost events are the ring's: a bigger ring brings
+			// those back, never the probe runs the kernel skipped.
+			hint := "the ring buffer overflowed: raise --ring-size"
+			switch {
+			case r.LostEvents == 0:
+				hint = "runs the kernel skipped, not the ring: --ring-size does not help"
+			case r.MissedEvents > 0:
+				hint = "raise --ring-size for the lost events; it does not bring back the missed probe runs"
 			}
 			fmt.Fprintf(bw, "  verdict %s (%s)\n", g.Biased, hint)
 		}

@@ -21,7 +21,7 @@ func TestFsyncReportTable(t *testing.T) {
 	if err := FsyncReport(&table, &rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"etcd pid 99", "ext4 on vda1 (254:1)", "wal files", "device_flush", "OVER BUDGET", "3 lost events", "raise --ring-size", "verdict biased: 3 events lost",
+	for _, want := range []string{"etcd pid 99", "ext4 on vda1 (254:1)", "wal files", "device_flush", "OVER BUDGET", "3 lost events", "verdict biased: 3 lost events (the ring buffer overflowed: raise --ring-size)",
 		"unavailable: tp_btf/xfs_log_force", "flushes per fsync: 1.00 (100 flush requests)",
 		"disk verdict: floor: a fixed cost per flush on a disk with a volatile write cache: throttling other I/O will not help; a drive with power-loss protection will (device_flush 98% of the time, p50 5.900 ms a call, 5.950 ms per flush or FUA write; block_queue 0%, p99 0.000 ms a call)"} {
 		if !strings.Contains(table.String(), want) {
@@ -35,8 +35,18 @@ func TestFsyncReportTable(t *testing.T) {
 	if err := FsyncReport(&table, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if s := table.String(); !strings.Contains(s, "verdict biased: 4 events lost (probe runs the kernel skipped, not the ring: --ring-size does not help)") || strings.Contains(s, "raise --ring-size") {
+	if s := table.String(); !strings.Contains(s, "verdict biased: 4 missed probe runs (runs the kernel skipped, not the ring: --ring-size does not help)") || strings.Contains(s, "raise --ring-size") || strings.Contains(s, "biased: 0") {
 		t.Errorf("missed-only verdict line:\n%s", s)
+	}
+	// Both: each count under its own name, the summary's, and the hint
+	// says which one a bigger ring helps.
+	rep = analysis.BuildReport(recs, 1, 2, nil)
+	table.Reset()
+	if err := FsyncReport(&table, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if s := table.String(); !strings.Contains(s, "verdict biased: 1 lost event, 2 missed probe runs (raise --ring-size for the lost events; it does not bring back the missed probe runs)") {
+		t.Errorf("lost and missed verdict line:\n%s", s)
 	}
 }
 

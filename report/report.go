@@ -115,6 +115,9 @@ type groupView struct {
 	Title   string
 	Summary string
 	Verdict string
+	// Biased is the group's analysis.Group.Biased: "biased: N lost events,
+	// M missed probe runs", "" for a lossless trace.
+	Biased string
 	// Disk is the group's disk verdict (analysis.DiskVerdict.Text), ""
 	// when it has none.
 	Disk string
@@ -220,6 +223,7 @@ func build(in Input) page {
 			Summary: fmt.Sprintf("%s; p50 %s ms, p99 %s ms, max %s ms; %.2f flushes per call%s",
 				plural(g.Total.Count, "call"), analysis.Ms(g.Total.P50), analysis.Ms(g.Total.P99), analysis.Ms(g.Total.Max), g.FlushesPerFsync, fuaPerCall(&g)),
 			Verdict: g.Verdict,
+			Biased:  g.Biased,
 			Disk:    diskText(g.Disk),
 			Other:   otherLine(g.OtherSplit),
 			Writes:  writesLine(rep.Writes, g.Key),

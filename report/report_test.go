@@ -493,3 +493,38 @@ func TestPageDiskVerdict(t *testing.T) {
 		t.Error("a group without a disk verdict shows one")
 	}
 }
+
+// TestPageLossNamed: lost events and missed probe runs are named apart, as
+// in the summary and the table: the page's warning says which a bigger
+// ring helps, and each group's verdict carries analysis.Group.Biased.
+func TestPageLossNamed(t *testing.T) {
+	recs := []analysis.FsyncRecord{{Type: "fsync", PID: 1, Comm: "etcd", Dev: "254:1", FS: "ext4", FileKind: analysis.KindWAL,
+		Syscall: "fdatasync", StartNs: 1e9, EndNs: 1e9 + 1e6, TotalNs: 1e6, Layers: analysis.Layers{OtherNs: 1e6}}}
+	for _, tc := range []struct {
+		lost, missed uint64
+		want, not    []string
+	}{
+		{0, 4, []string{"4 missed probe runs (the kernel skipped them: --ring-size does not help): the numbers below undercount.", "(biased: 4 missed probe runs)"},
+			[]string{"lost events (", "lost event,", "raise --ring-size"}},
+		{3, 0, []string{"3 lost events (the ring buffer overflowed: raise --ring-size): the numbers below undercount.", "(biased: 3 lost events)"},
+			[]string{"missed probe runs (", "lost events, 0 missed probe runs)"}},
+		{3, 4, []string{"3 lost events (the ring buffer overflowed: raise --ring-size); 4 missed probe runs", "(biased: 3 lost events, 4 missed probe runs)"}, nil},
+		{0, 0, nil, []string{"biased", "undercount"}},
+	} {
+		var html bytes.Buffer
+		if err := Render(&html, Input{Title: "t", Fsyncs: recs, Summary: analysis.Report{LostEvents: tc.lost, MissedEvents: tc.missed}}); err != nil {
+			t.Fatal(err)
+		}
+		s := html.String()
+		for _, w := range tc.want {
+			if !strings.Contains(s, w) {
+				t.Errorf("lost %d missed %d: page lacks %q", tc.lost, tc.missed, w)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(s, n) {
+				t.Errorf("lost %d missed %d: page has %q", tc.lost, tc.missed, n)
+			}
+		}
+	}
+}
