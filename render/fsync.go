@@ -49,7 +49,7 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			fmt.Fprintf(bw, "  note: over %d calls: p50/p99 binned as fio bins its latencies (64 bins per power of two, within 0.8%%); count, max and mean exact\n", stats.ExactLimit)
 		}
 		if g.WithCommit == 0 && g.Key.FS == "ext4" {
-			fmt.Fprintf(bw, "  note: no call waited on a jbd2 commit: an fdatasync of blocks already allocated needs none (etcd preallocates its WAL segments), and an ext4 without a journal has none (its synchronous metadata writes, REQ_META, are the journal layer then)\n")
+			fmt.Fprintf(bw, "  note: no call waited on a jbd2 commit: %s, and an ext4 without a journal has none (its synchronous metadata writes, REQ_META, are the journal layer then)\n", noCommitWhy(g.Key.FileKind))
 		}
 		switch g.Verdict {
 		case "ok":
@@ -97,6 +97,21 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 	}
 	Levels(bw, r.Levels)
 	return bw.Flush()
+}
+
+// noCommitWhy says why calls of a file kind on an ext4 with a journal can
+// wait on no jbd2 commit. The WAL's preallocation is only the WAL files'
+// reason: a directory's fsync forces a commit of whatever the journal
+// holds (ext4_sync_file: ext4_force_commit for anything not a regular
+// file), so it waits on none only when the journal holds nothing.
+func noCommitWhy(kind string) string {
+	switch kind {
+	case analysis.KindWAL:
+		return "an fdatasync of blocks already allocated needs none (etcd preallocates its WAL segments)"
+	case analysis.KindWALDir:
+		return "a directory's fsync commits whatever the journal holds, and needs none when nothing changed since the last commit"
+	}
+	return "an fdatasync of blocks already allocated needs none"
 }
 
 // otherHintShare: from this share of a group's time in "other" (the

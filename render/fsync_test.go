@@ -160,3 +160,34 @@ func TestFsyncReportOtherPointsToSched(t *testing.T) {
 		t.Errorf("--sched's split present, hint given:\n%s", out)
 	}
 }
+
+// TestFsyncReportNoCommitNote: the note on calls that waited on no jbd2
+// commit gives each file kind its own reason: the WAL's preallocation only
+// for the WAL files, never for the WAL directory's fsync (a directory's
+// fsync commits whatever the journal holds).
+func TestFsyncReportNoCommitNote(t *testing.T) {
+	const prealloc = "etcd preallocates its WAL segments"
+	for _, tc := range []struct {
+		kind, want string
+		prealloc   bool
+	}{
+		{analysis.KindWAL, "an fdatasync of blocks already allocated needs none (" + prealloc + ")", true},
+		{analysis.KindWALDir, "a directory's fsync commits whatever the journal holds, and needs none when nothing changed since the last commit", false},
+		{analysis.KindBackend, "an fdatasync of blocks already allocated needs none, and an ext4 without a journal", false},
+	} {
+		recs := []analysis.FsyncRecord{{PID: 1, Comm: "etcd", Syscall: "fsync", Dev: "254:1", FS: "ext4", FileKind: tc.kind,
+			TotalNs: 1e6, Layers: analysis.Layers{OtherNs: 1e6}}}
+		rep := analysis.BuildReport(recs, 0, 0, nil)
+		var out bytes.Buffer
+		if err := FsyncReport(&out, &rep); err != nil {
+			t.Fatal(err)
+		}
+		s := out.String()
+		if !strings.Contains(s, "note: no call waited on a jbd2 commit: "+tc.want) {
+			t.Errorf("%s: note lacks %q:\n%s", tc.kind, tc.want, s)
+		}
+		if strings.Contains(s, prealloc) != tc.prealloc {
+			t.Errorf("%s: preallocation note shown %v, want %v:\n%s", tc.kind, !tc.prealloc, tc.prealloc, s)
+		}
+	}
+}
