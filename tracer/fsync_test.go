@@ -209,3 +209,32 @@ func TestFsyncTracerWritesAndSched(t *testing.T) {
 	}
 	t.Logf("%d writes, %d scheduler events (%d of the thread)", writes, scheds, len(states))
 }
+
+// TestJBD2WaitMissingIsOptional: where neither jbd2_log_wait_commit probe
+// attaches (this build machine: fentry refused, no kprobes), the probe
+// says it is optional, that nothing is wrong and what measures the journal
+// layer instead, and why each variant failed; where one attaches there is
+// nothing to say.
+func TestJBD2WaitMissingIsOptional(t *testing.T) {
+	testenv.RequireRoot(t)
+	tr, err := NewFsync(FsyncConfig{PID: uint32(os.Getpid())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	for _, p := range tr.Probes() {
+		if !strings.HasSuffix(p.Name, "/jbd2_log_wait_commit") {
+			continue
+		}
+		if p.Attached {
+			t.Logf("%s attached: no fallback to describe", p.Name)
+			return
+		}
+		if p.Name != "fentry|kprobe/jbd2_log_wait_commit" || !strings.HasPrefix(p.Why, "optional, "+JBD2WaitFallback+" (") ||
+			!strings.Contains(p.Why, "fentry") || !strings.Contains(p.Why, "kprobe") {
+			t.Errorf("%s: why %q", p.Name, p.Why)
+		}
+		return
+	}
+	t.Errorf("no jbd2_log_wait_commit probe in %+v", tr.Probes())
+}

@@ -137,7 +137,7 @@ func checkNode() []checkItem {
 
 	_, err = os.Stat("/sys/bus/event_source/devices/kprobe/type")
 	items = append(items, checkItem{what: "kprobes", ok: err == nil,
-		detail: pick(err == nil, "kprobe PMU present", "no kprobe PMU (CONFIG_KPROBES off): the jbd2 commit wait comes from tracepoints instead")})
+		detail: pick(err == nil, "kprobe PMU present", "no kprobe PMU (CONFIG_KPROBES off): the exact jbd2 commit wait needs it or fentry; without both, "+tracer.JBD2WaitFallback)})
 
 	var uts unix.Utsname
 	unix.Uname(&uts)

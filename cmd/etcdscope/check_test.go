@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/etcdscope/etcdscope/internal/testenv"
+	"github.com/etcdscope/etcdscope/tracer"
 )
 
 // TestCheckAgainstOracles: every line `etcdscope check --output json`
@@ -74,13 +75,19 @@ func TestCheckAgainstOracles(t *testing.T) {
 		dec := json.NewDecoder(&stdout)
 		for dec.More() {
 			var it struct {
-				What string `json:"what"`
-				OK   bool   `json:"ok"`
+				What   string `json:"what"`
+				OK     bool   `json:"ok"`
+				Detail string `json:"detail"`
 			}
 			if err := dec.Decode(&it); err != nil {
 				t.Fatal(err)
 			}
 			got[it.What] = it.OK
+			// Without kprobes, check says what fsync's report says of the
+			// jbd2 wait probe: nothing is wrong, and what is used instead.
+			if it.What == "kprobes" && !it.OK && !strings.Contains(it.Detail, tracer.JBD2WaitFallback) {
+				t.Errorf("kprobes: detail %q lacks %q", it.Detail, tracer.JBD2WaitFallback)
+			}
 		}
 		hasCap := func(n int) bool { return eff&(1<<n) != 0 }
 		bpfOK := hasCap(unix.CAP_BPF) || hasCap(unix.CAP_SYS_ADMIN)
