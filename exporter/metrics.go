@@ -59,6 +59,28 @@ type Source interface {
 	ProgramStats() []event.ProgramStats
 }
 
+// OwnerSource is a Source that names its connections' processes by a
+// background look-up of socket owners (tracer.PeersTracer, through
+// host.SocketOwnerResolver): the self-metrics then count the look-ups and
+// what they dropped, as the peers JSON's owner_lookups does.
+type OwnerSource interface {
+	OwnerStats() host.SocketOwnerStats
+}
+
+// ownerResults are the result label's values of
+// etcdscope_peer_owner_lookups_total, named as the peers JSON's
+// owner_lookups fields (etcdmetric.OwnerLookups), with the counter of each.
+var ownerResults = []struct {
+	name  string
+	count func(*host.SocketOwnerStats) uint64
+}{
+	{"resolved", func(s *host.SocketOwnerStats) uint64 { return s.Resolved }},
+	{"unowned", func(s *host.SocketOwnerStats) uint64 { return s.Unowned }},
+	{"queue_drops", func(s *host.SocketOwnerStats) uint64 { return s.QueueDrops }},
+	{"evicted", func(s *host.SocketOwnerStats) uint64 { return s.Evicted }},
+	{"learned_drops", func(s *host.SocketOwnerStats) uint64 { return s.LearnedDrops }},
+}
+
 type source struct {
 	name     string
 	src      Source
@@ -94,6 +116,8 @@ type Metrics struct {
 	runSecondsDesc *prometheus.Desc
 	runCountDesc   *prometheus.Desc
 	statsOnDesc    *prometheus.Desc
+	ownerDesc      *prometheus.Desc // etcdscope_peer_owner_lookups_total, of an OwnerSource
+	ownerScansDesc *prometheus.Desc
 
 	// fsyncMu guards fsyncSeries, ObserveFsync's cache of the children of
 	// the three fsync vectors per label set: hashing five label values for
@@ -202,6 +226,11 @@ func NewMetrics() *Metrics {
 			"Runs of the BPF program (bpf_prog_info.run_cnt); exported while kernel.bpf_stats_enabled=1 or once BPF_ENABLE_STATS has made the kernel count runs.", []string{"tracer", "program"}, nil),
 		statsOnDesc: prometheus.NewDesc(Namespace+"_bpf_stats_enabled",
 			"The sysctl kernel.bpf_stats_enabled: 1 when the kernel counts BPF run time and runs for every program, else 0 (a BPF_ENABLE_STATS fd can turn counting on without it).", nil, nil),
+		ownerDesc: prometheus.NewDesc(Namespace+"_peer_owner_lookups_total",
+			"Look-ups of the process holding a peer-port socket (host.SocketOwnerResolver, the peers JSON's owner_lookups) by result: resolved (a holder found) and unowned (no process held it at the scan), or the look-ups and answers dropped, which leave a connection's owner unknown (pid 0): queue_drops (the queue was full; asked again later), evicted (answers dropped from the bounded cache), learned_drops (owners found but not taken in time).",
+			[]string{"result"}, nil),
+		ownerScansDesc: prometheus.NewDesc(Namespace+"_peer_owner_scans_total",
+			"Full scans of /proc/*/fd for socket owners (host.SocketOwnerResolver; at most 1% of a CPU by default).", nil, nil),
 		statsEnabled: host.BPFStatsEnabled,
 		overflow: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "series_overflow_total",
@@ -229,7 +258,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, c := range m.collectors() {
 		c.Describe(ch)
 	}
-	for _, d := range []*prometheus.Desc{m.attachedDesc, m.lostDesc, m.missedDesc, m.runSecondsDesc, m.runCountDesc, m.statsOnDesc} {
+	for _, d := range []*prometheus.Desc{m.attachedDesc, m.lostDesc, m.missedDesc, m.runSecondsDesc, m.runCountDesc, m.statsOnDesc, m.ownerDesc, m.ownerScansDesc} {
 		ch <- d
 	}
 }
@@ -252,6 +281,13 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.lostDesc, prometheus.CounterValue, float64(lost), s.name)
 		}
 		ch <- prometheus.MustNewConstMetric(m.missedDesc, prometheus.CounterValue, float64(s.src.Missed()), s.name)
+		if o, ok := s.src.(OwnerSource); ok {
+			st := o.OwnerStats()
+			for _, r := range ownerResults {
+				ch <- prometheus.MustNewConstMetric(m.ownerDesc, prometheus.CounterValue, float64(r.count(&st)), r.name)
+			}
+			ch <- prometheus.MustNewConstMetric(m.ownerScansDesc, prometheus.CounterValue, float64(st.Scans))
+		}
 		ps := s.src.ProgramStats()
 		if !on && !anyRuns(ps) {
 			continue

@@ -2,12 +2,15 @@ package exporter
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +23,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/host"
 )
 
 type fakeSource struct {
@@ -30,6 +34,15 @@ type fakeSource struct {
 func (f fakeSource) Lost() (uint64, error)              { return f.lost, nil }
 func (f fakeSource) Missed() uint64                     { return f.missed }
 func (f fakeSource) ProgramStats() []event.ProgramStats { return f.progs }
+
+// ownerSource is a fakeSource whose socket owners a real
+// host.SocketOwnerResolver looks up (the peers tracer's).
+type ownerSource struct {
+	fakeSource
+	r *host.SocketOwnerResolver
+}
+
+func (o ownerSource) OwnerStats() host.SocketOwnerStats { return o.r.Stats() }
 
 var errTest = errors.New("test failure")
 
@@ -48,6 +61,9 @@ func populated(t *testing.T) *Metrics {
 	m := NewMetrics()
 	m.statsEnabled = func() bool { return true }
 	m.AddSource("fsync", fakeSource{lost: 3, missed: 1, progs: []event.ProgramStats{{Name: "sys_exit_fdatasync", RunTimeNs: 2_500_000_000, RunCount: 7}}}, 12)
+	owners := host.NewSocketOwnerResolver(host.SocketOwnerConfig{})
+	t.Cleanup(owners.Close)
+	m.AddSource("peers", ownerSource{fakeSource{progs: []event.ProgramStats{{Name: "tcp_probe"}}}, owners}, 3)
 	rec := walRecord(2_000_000, 1)
 	// Traced with --sched: its other layer (0.5 ms) by state.
 	rec.Sched = &analysis.Sched{Other: analysis.SchedSplit{RunnableNs: 300_000, RunningNs: 150_000, BlockedNs: 50_000}}
@@ -101,6 +117,7 @@ func TestLint(t *testing.T) {
 		"etcdscope_fsync_flush_requests", "etcdscope_fsync_layer_duration_seconds", "etcdscope_fsync_other_state_duration_seconds",
 		"etcdscope_lost_events_total", "etcdscope_missed_events_total",
 		"etcdscope_peer_connections_opened_total", "etcdscope_peer_handshake_rtt_seconds",
+		"etcdscope_peer_owner_lookups_total", "etcdscope_peer_owner_scans_total",
 		"etcdscope_peer_retransmits_total", "etcdscope_peer_setup_seconds", "etcdscope_peer_srtt_seconds",
 		"etcdscope_write_duration_seconds", "etcdscope_write_layer_duration_seconds",
 	}
@@ -313,7 +330,6 @@ func TestSetComparisonsReplaces(t *testing.T) {
 func TestSelfMetricsStatsOff(t *testing.T) {
 	m := populated(t)
 	m.statsEnabled = func() bool { return false }
-	m.AddSource("peers", fakeSource{progs: []event.ProgramStats{{Name: "tcp_probe"}}}, 3)
 	if n := testutil.CollectAndCount(m, "etcdscope_bpf_program_runs_total"); n != 1 {
 		t.Fatalf("%d run-count series with the sysctl off, want 1 (fsync's program, which has counted runs)", n)
 	}
@@ -442,4 +458,81 @@ func TestObserveStackedDM(t *testing.T) {
 	if n := testutil.CollectAndCount(m.stackedFsync); n != 3 {
 		t.Errorf("%d stacked fsync series, want 3 (L1, L2 dm, L3 disk)", n)
 	}
+}
+
+// TestOwnerLookups: the peers tracer's socket-owner look-ups are exported
+// as they happen: a real resolver finds this process as the holder of its
+// own socket by scanning /proc (the oracle: the pid that made the socket),
+// and the scrape carries the resolver's own counters, one series per
+// result and the scans.
+func TestOwnerLookups(t *testing.T) {
+	m := NewMetrics()
+	m.statsEnabled = func() bool { return false }
+	r := host.NewSocketOwnerResolver(host.SocketOwnerConfig{})
+	defer r.Close()
+	m.AddSource("peers", ownerSource{fakeSource{}, r}, 3)
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if o, known := r.Lookup(1, st.Ino); known {
+			if o.PID != uint32(os.Getpid()) {
+				t.Fatalf("owner %+v, want pid %d", o, os.Getpid())
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("own socket not resolved in 5 s")
+		}
+	}
+	s := r.Stats()
+	if s.Resolved < 1 || s.Scans+s.HotScans < 1 {
+		t.Fatalf("resolver stats %+v after resolving a socket", s)
+	}
+	want := fmt.Sprintf(`
+# HELP etcdscope_peer_owner_lookups_total %s
+# TYPE etcdscope_peer_owner_lookups_total counter
+etcdscope_peer_owner_lookups_total{result="evicted"} %d
+etcdscope_peer_owner_lookups_total{result="learned_drops"} %d
+etcdscope_peer_owner_lookups_total{result="queue_drops"} %d
+etcdscope_peer_owner_lookups_total{result="resolved"} %d
+etcdscope_peer_owner_lookups_total{result="unowned"} %d
+# HELP etcdscope_peer_owner_scans_total %s
+# TYPE etcdscope_peer_owner_scans_total counter
+etcdscope_peer_owner_scans_total %d
+`, helpOf(t, m, "etcdscope_peer_owner_lookups_total"), s.Evicted, s.LearnedDrops, s.QueueDrops, s.Resolved, s.Unowned,
+		helpOf(t, m, "etcdscope_peer_owner_scans_total"), s.Scans)
+	if err := testutil.CollectAndCompare(m, strings.NewReader(want), "etcdscope_peer_owner_lookups_total", "etcdscope_peer_owner_scans_total"); err != nil {
+		t.Fatal(err)
+	}
+	// A source without owner look-ups (the fsync tracer) exports none.
+	m = NewMetrics()
+	m.AddSource("fsync", fakeSource{}, 1)
+	if n := testutil.CollectAndCount(m, "etcdscope_peer_owner_lookups_total"); n != 0 {
+		t.Errorf("%d owner look-up series from a source without look-ups", n)
+	}
+}
+
+// helpOf returns the help text of the metric family name as m exports it.
+func helpOf(t *testing.T, m *Metrics, name string) string {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == name {
+			return f.GetHelp()
+		}
+	}
+	t.Fatalf("no family %s", name)
+	return ""
 }
