@@ -2,7 +2,10 @@
 // watches, against no tracer and against the tools a user would run
 // instead (bpftrace, bcc's biolatency), run interleaved so drift in the
 // machine's speed lands on every variant alike. It needs root, writes
-// docs/performance.md, and removes every file and process it made.
+// docs/performance.md, and removes every file and process it made, and the
+// loop device, mount and cgroup of its starved run, on SIGINT and SIGTERM
+// too; what a run killed outright (SIGKILL) left, the next run removes at
+// its start.
 //
 //	go run ./bench/benchrun -etcdscope bin/etcdscope -fsyncgen bin/fsyncgen
 package main
@@ -94,6 +97,14 @@ func main() {
 		if abs, err := filepath.Abs(*p); err == nil {
 			*p = abs
 		}
+	}
+	// What a killed run (SIGKILL: no handler ran) left: its loop device,
+	// mount and scratch directory.
+	if gone, err := removeStaleLoops("/sys/block", "/proc/self/mountinfo", "/var/tmp", pidAlive); err != nil {
+		fmt.Fprintln(os.Stderr, "benchrun: a killed run's leftovers:", err)
+		os.Exit(1)
+	} else if len(gone) > 0 {
+		fmt.Fprintln(os.Stderr, "benchrun: removed a killed run's leftovers:", strings.Join(gone, ", "))
 	}
 	restore, err := enableBPFStats()
 	if err != nil {

@@ -45,7 +45,9 @@ func waitChild(cmd *exec.Cmd) error {
 }
 
 // killChildren ends every child's process group (fio forks its job
-// workers into the group) and removes every scratch directory still there.
+// workers into the group), undoes what the run set up on the host and
+// has not undone (runUndos: loop filesystems, cgroups), and removes every
+// scratch directory still there: on SIGINT/SIGTERM as on a return.
 func killChildren() {
 	children.Lock()
 	for pid, cmd := range children.m {
@@ -53,10 +55,53 @@ func killChildren() {
 		cmd.Process.Wait()
 	}
 	children.Unlock()
+	runUndos()
 	scratch.Lock()
 	defer scratch.Unlock()
 	for d := range scratch.m {
 		os.RemoveAll(d)
+	}
+}
+
+// undos holds what the run set up on the host and has not undone yet,
+// for killChildren.
+var undos = struct {
+	sync.Mutex
+	m map[*func()]bool
+}{m: map[*func()]bool{}}
+
+// onInterrupt registers undo, which undoes something the run set up on the
+// host (a loop filesystem, a cgroup), and returns the function that runs
+// it once and forgets it, for the run's defer; killChildren runs whatever
+// is still registered when SIGINT or SIGTERM cuts the run short. A second
+// caller waits for the first to finish.
+func onInterrupt(undo func()) func() {
+	var once sync.Once
+	key := new(func())
+	*key = func() {
+		once.Do(func() {
+			undos.Lock()
+			delete(undos.m, key)
+			undos.Unlock()
+			undo()
+		})
+	}
+	undos.Lock()
+	undos.m[key] = true
+	undos.Unlock()
+	return *key
+}
+
+// runUndos runs every registered undo (onInterrupt).
+func runUndos() {
+	undos.Lock()
+	var fs []func()
+	for k := range undos.m {
+		fs = append(fs, *k)
+	}
+	undos.Unlock()
+	for _, f := range fs {
+		f()
 	}
 }
 

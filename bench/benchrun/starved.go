@@ -69,35 +69,17 @@ func starvedSection(o options, r *results) error {
 
 func starvedFsync(o options) (starvedRun, error) {
 	s := starvedRun{What: "fsync", Seconds: o.starvedSeconds, RingBytes: 2 << 20}
-	dir, err := mkScratch("/var/tmp", "etcdscope-bench-starved-")
+	dir, err := mkScratch("/var/tmp", fmt.Sprintf("%s%d-", starvedScratchPrefix, os.Getpid()))
 	if err != nil {
 		return s, err
 	}
 	defer dropScratch(dir)
-	img := filepath.Join(dir, "disk.img")
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		return s, err
-	}
-	if err := os.Truncate(img, 1<<30); err != nil {
-		return s, err
-	}
-	out, err := exec.Command("losetup", "--find", "--show", img).Output()
+	fs, err := newLoopFS(dir, 1<<30, "ext4")
 	if err != nil {
-		return s, fmt.Errorf("losetup: %w", err)
-	}
-	dev := strings.TrimSpace(string(out))
-	defer exec.Command("losetup", "-d", dev).Run()
-	if out, err := exec.Command("mkfs.ext4", "-q", "-F", dev).CombinedOutput(); err != nil {
-		return s, fmt.Errorf("mkfs.ext4: %w: %s", err, out)
-	}
-	mnt := filepath.Join(dir, "mnt")
-	if err := os.Mkdir(mnt, 0o700); err != nil {
 		return s, err
 	}
-	if out, err := exec.Command("mount", dev, mnt).CombinedOutput(); err != nil {
-		return s, fmt.Errorf("mount: %w: %s", err, out)
-	}
-	defer exec.Command("umount", mnt).Run()
+	defer fs.close()
+	mnt := fs.mnt
 	// A comm of its own (fsyncgen is also make bench's other sections'
 	// and maybe another tenant's).
 	gen := filepath.Join(dir, "starvedgen")
@@ -230,9 +212,14 @@ func underStarvation(t *tracerProc, cg string, res any, gen string, args ...stri
 
 // starvedCgroup makes the cgroup the starved runs put the tracer in
 // (starvedQuotaUs per starvedPeriodUs) and returns its directory and a
-// function that removes it.
+// function that removes it, once, on a return or an interrupt
+// (onInterrupt).
 func starvedCgroup() (string, func(), error) {
-	return cpulimit.Make(fmt.Sprintf("etcdscope-bench-starved-%d", os.Getpid()), starvedQuotaUs, starvedPeriodUs)
+	dir, remove, err := cpulimit.Make(fmt.Sprintf("etcdscope-bench-starved-%d", os.Getpid()), starvedQuotaUs, starvedPeriodUs)
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, onInterrupt(remove), nil
 }
 
 // starvedMarkdown is the section's table.
