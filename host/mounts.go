@@ -17,11 +17,15 @@ type Mount struct {
 	Dev    event.Dev // field 3, major:minor (st_dev of the mount's files)
 	Point  string    // mount point, unescaped
 	FSType string    // after the " - " separator
+	Source string    // after FSType: the device mounted (/dev/loop0), or what the filesystem names its source
 }
 
 // Mounts reads /proc/self/mountinfo.
-func Mounts() ([]Mount, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+func Mounts() ([]Mount, error) { return MountsIn("/proc/self/mountinfo") }
+
+// MountsIn reads a file in mountinfo's format (proc(5)).
+func MountsIn(path string) ([]Mount, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -42,14 +46,14 @@ func Mounts() ([]Mount, error) {
 func parseMountinfo(line string) (Mount, bool) {
 	f := strings.Fields(line)
 	sep := slices.Index(f, "-")
-	if len(f) < 5 || sep < 5 || sep+1 >= len(f) {
+	if len(f) < 5 || sep < 5 || sep+2 >= len(f) {
 		return Mount{}, false
 	}
 	var maj, min uint32
 	if _, err := fmt.Sscanf(f[2], "%d:%d", &maj, &min); err != nil {
 		return Mount{}, false
 	}
-	return Mount{Dev: event.MkDev(maj, min), Point: unescapeOctal(f[4]), FSType: f[sep+1]}, true
+	return Mount{Dev: event.MkDev(maj, min), Point: unescapeOctal(f[4]), FSType: f[sep+1], Source: unescapeOctal(f[sep+2])}, true
 }
 
 // unescapeOctal undoes the kernel's \ooo escapes of space, tab, newline

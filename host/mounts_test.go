@@ -6,16 +6,16 @@ import (
 	"github.com/etcdscope/etcdscope/event"
 )
 
-// TestParseMountinfo: proc(5)'s example line, optional fields and an
-// escaped space in the mount point.
+// TestParseMountinfo: proc(5)'s example line, optional fields, an escaped
+// space in the mount point, and the source after the filesystem type.
 func TestParseMountinfo(t *testing.T) {
 	for _, tc := range []struct {
 		line string
 		want Mount
 	}{
-		{"36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue", Mount{event.MkDev(98, 0), "/mnt2", "ext3"}},
-		{"29 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw", Mount{event.MkDev(254, 0), "/", "ext4"}},
-		{`40 29 0:44 / /var/my\040dir rw - xfs /dev/loop3 rw`, Mount{event.MkDev(0, 44), "/var/my dir", "xfs"}},
+		{"36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue", Mount{event.MkDev(98, 0), "/mnt2", "ext3", "/dev/root"}},
+		{"29 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw", Mount{event.MkDev(254, 0), "/", "ext4", "/dev/vda"}},
+		{`40 29 0:44 / /var/my\040dir rw - xfs /dev/loop3 rw`, Mount{event.MkDev(0, 44), "/var/my dir", "xfs", "/dev/loop3"}},
 	} {
 		got, ok := parseMountinfo(tc.line)
 		if !ok || got != tc.want {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/etcdscope/etcdscope/host"
 )
 
 // starvedScratchPrefix names the starved fsync run's scratch directory
@@ -128,27 +129,18 @@ func findStaleLoops(sysBlock, mountinfo, parent string, alive func(pid int) bool
 	if len(stale) == 0 {
 		return nil, nil
 	}
-	f, err := os.Open(mountinfo)
+	mounts, err := host.MountsIn(mountinfo)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// "36 35 98:0 / /mnt1 rw,noatime master:1 - ext3 /dev/root rw": the
-		// mount point is the fifth field, the source the second after "-".
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		fields, after := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(fields) < 5 || len(after) < 2 {
-			continue
-		}
+	for _, m := range mounts {
 		for i := range stale {
-			if after[1] == stale[i].dev {
-				stale[i].mounts = append(stale[i].mounts, unescapeMount(fields[4]))
+			if m.Source == stale[i].dev {
+				stale[i].mounts = append(stale[i].mounts, m.Point)
 			}
 		}
 	}
-	return stale, sc.Err()
+	return stale, nil
 }
 
 // starvedPID returns the benchrun pid in the name of the starved scratch
@@ -166,25 +158,6 @@ func starvedPID(file, parent string) (int, bool) {
 	num, _, ok := strings.Cut(rest, "-")
 	pid, err := strconv.Atoi(num)
 	return pid, ok && err == nil && pid > 0
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // pidAlive reports whether a process pid exists.
