@@ -207,3 +207,31 @@ func removeStaleLoops(sysBlock, mountinfo, parent string, alive func(pid int) bo
 	}
 	return done, errors.Join(errs...)
 }
+
+// starvedCgroupPrefix names the starved runs' cgroups (starvedCgroup):
+// benchrun's pid follows it.
+const starvedCgroupPrefix = "etcdscope-bench-starved-"
+
+// removeStaleCgroups removes the starved runs' cgroups under roots (where
+// cpulimit.Make puts them) whose benchrun is no longer running: a
+// SIGKILLed run leaves its cgroup, empty once its tracer died with it. It
+// returns the directories it removed.
+func removeStaleCgroups(roots []string, alive func(pid int) bool) ([]string, error) {
+	var done []string
+	var errs []error
+	for _, root := range roots {
+		dirs, _ := filepath.Glob(filepath.Join(root, starvedCgroupPrefix+"*"))
+		for _, d := range dirs {
+			pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(d), starvedCgroupPrefix))
+			if err != nil || pid <= 0 || alive(pid) {
+				continue
+			}
+			if err := os.Remove(d); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			done = append(done, d)
+		}
+	}
+	return done, errors.Join(errs...)
+}

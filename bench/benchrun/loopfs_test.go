@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/etcdscope/etcdscope/internal/cpulimit"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
@@ -171,5 +172,37 @@ func TestRemoveStaleLoops(t *testing.T) {
 	}
 	if !slices.Contains(gone, dev+" ("+img+")") || !slices.Contains(gone, dir) {
 		t.Errorf("removed %v, want %s and %s named", gone, dev, dir)
+	}
+}
+
+// TestRemoveStaleCgroups: the cgroup of a SIGKILLed run (made here with
+// cpulimit.Make, as the run makes it, under the pid of a process that has
+// ended) is removed at the next start, as cgroupfs shows; one of a run
+// still running (this test's pid) stays.
+func TestRemoveStaleCgroups(t *testing.T) {
+	testenv.RequireRoot(t)
+	ended := exec.Command("true")
+	if err := ended.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead, _, err := cpulimit.Make(fmt.Sprintf("%s%d", starvedCgroupPrefix, ended.Process.Pid), starvedQuotaUs, starvedPeriodUs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(dead) })
+	mine, removeMine, err := cpulimit.Make(fmt.Sprintf("%s%d", starvedCgroupPrefix, os.Getpid()), starvedQuotaUs, starvedPeriodUs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(removeMine)
+	gone, err := removeStaleCgroups([]string{filepath.Dir(dead)}, pidAlive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dead); !errors.Is(err, os.ErrNotExist) || !slices.Contains(gone, dead) {
+		t.Errorf("the killed run's cgroup %s: %v (removed %v)", dead, err, gone)
+	}
+	if _, err := os.Stat(mine); err != nil {
+		t.Errorf("a running run's cgroup %s: %v", mine, err)
 	}
 }

@@ -99,11 +99,18 @@ func main() {
 		}
 	}
 	// What a killed run (SIGKILL: no handler ran) left: its loop device,
-	// mount and scratch directory.
-	if gone, err := removeStaleLoops("/sys/block", "/proc/self/mountinfo", "/var/tmp", pidAlive); err != nil {
+	// mount, scratch directory and cgroup.
+	gone, err := removeStaleLoops("/sys/block", "/proc/self/mountinfo", "/var/tmp", pidAlive)
+	if err == nil {
+		var cgs []string
+		cgs, err = removeStaleCgroups([]string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/cpu"}, pidAlive)
+		gone = append(gone, cgs...)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchrun: a killed run's leftovers:", err)
 		os.Exit(1)
-	} else if len(gone) > 0 {
+	}
+	if len(gone) > 0 {
 		fmt.Fprintln(os.Stderr, "benchrun: removed a killed run's leftovers:", strings.Join(gone, ", "))
 	}
 	restore, err := enableBPFStats()

@@ -215,7 +215,7 @@ func underStarvation(t *tracerProc, cg string, res any, gen string, args ...stri
 // function that removes it, once, on a return or an interrupt
 // (onInterrupt).
 func starvedCgroup() (string, func(), error) {
-	dir, remove, err := cpulimit.Make(fmt.Sprintf("etcdscope-bench-starved-%d", os.Getpid()), starvedQuotaUs, starvedPeriodUs)
+	dir, remove, err := cpulimit.Make(fmt.Sprintf("%s%d", starvedCgroupPrefix, os.Getpid()), starvedQuotaUs, starvedPeriodUs)
 	if err != nil {
 		return "", nil, err
 	}
