@@ -92,7 +92,10 @@ func TestVMScenarioDegraded(t *testing.T) {
 		Want: "<= 0.50", Pass: bf > 0 && sf > 0 && bf.Seconds()/sf.Seconds() <= 0.5, Timing: true})
 
 	post := r.scrape(0)
-	rep.Checks = append(rep.Checks, r.closingChecks(pre, post, requestedPre, prep, 1)...)
+	// etcdscope's metric verdict is judged in the stretched scenario only
+	// (docs/scenarios.md); here it is shown: m3, the member etcd's series
+	// toward m2 shares its probers' CPU with, is stopped.
+	rep.Checks = append(rep.Checks, r.closingChecks(pre, post, requestedPre, prep, 1, false)...)
 	rep.Header = []string{
 		fmt.Sprintf("RTT m1-m2 %.1fms (fastest TCP connect to :2380); %d sequential puts, serializable gets, linearizable gets per phase from a client on m1", float64(rtt)/1e6, opsPerPhase),
 		"tolerances: Δfastest in the window and p50 - baseline fastest >= its low end, against this run's baseline (docs/scenarios.md)",

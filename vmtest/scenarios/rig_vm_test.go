@@ -592,12 +592,18 @@ type peersReport struct {
 		} `json:"handshake_rtt_ns"`
 	} `json:"links"`
 	Metric []struct {
-		Peer      netip.Addr `json:"peer"`
-		Member    string     `json:"member"`
-		Mean      float64    `json:"mean_seconds"`
-		Inflation float64    `json:"inflation"`
-		Explained bool       `json:"explained"`
-		Verdict   string     `json:"verdict"`
+		Peer         netip.Addr `json:"peer"`
+		Member       string     `json:"member"`
+		Mean         float64    `json:"mean_seconds"`
+		Inflation    float64    `json:"inflation"`
+		Explained    bool       `json:"explained"`
+		Inconclusive bool       `json:"inconclusive"`
+		Verdict      string     `json:"verdict"`
+		Input        struct {
+			// NewConnProbe: the mean lifetime of the per-request
+			// connections etcd's dialing prober opened to the peer.
+			NewConnProbe int64 `json:"new_conn_probe_ns"`
+		} `json:"input"`
 	} `json:"metric"`
 	ProbeErrors map[string]string `json:"kept_alive_probe_errors"`
 }
@@ -629,6 +635,28 @@ func (rep *peersReport) handshakeRTT(a, b netip.Addr) time.Duration {
 		}
 	}
 	return time.Duration(best)
+}
+
+// dialProbe is the mean lifetime of the per-request connections that
+// etcdscope saw etcd's dialing prober open toward peer, 0 if none.
+func (rep *peersReport) dialProbe(peer netip.Addr) time.Duration {
+	for _, m := range rep.Metric {
+		if m.Peer == peer {
+			return time.Duration(m.Input.NewConnProbe)
+		}
+	}
+	return 0
+}
+
+// verdict reports etcdscope's metric verdict toward peer: explained or
+// inconclusive (false, false when it has none).
+func (rep *peersReport) verdict(peer netip.Addr) (explained, inconclusive bool) {
+	for _, m := range rep.Metric {
+		if m.Peer == peer {
+			return m.Explained, m.Inconclusive
+		}
+	}
+	return false, false
 }
 
 // explanation is etcdscope's metric verdict toward peer, in one line.
@@ -678,8 +706,9 @@ var lastWords sync.Map
 // leader changes m1 saw between the scrapes pre and end against the
 // MoveLeader calls made since requestedPre, and etcdscope peers' reading
 // of the delayed link m1<->member far (its fastest handshake at the
-// nominal RTT, no lost events, its metric verdict as info).
-func (r *rig) closingChecks(pre, end map[string]*dto.MetricFamily, requestedPre int, prep peersReport, far int) []Check {
+// nominal RTT, no lost events, its metric verdict: MetricVerdictCheck when
+// judgeVerdict, else shown as info).
+func (r *rig) closingChecks(pre, end map[string]*dto.MetricFamily, requestedPre int, prep peersReport, far int, judgeVerdict bool) []Check {
 	const changed = "etcd_server_leader_changes_seen_total"
 	changes := etcdtest.SumCounter(end, changed) - etcdtest.SumCounter(pre, changed)
 	asked := r.requested - requestedPre
@@ -688,6 +717,15 @@ func (r *rig) closingChecks(pre, end map[string]*dto.MetricFamily, requestedPre 
 		{Name: "leader changes seen by m1", Got: fmt.Sprintf("%.0f", changes), Want: fmt.Sprintf("%d (MoveLeader)", asked), Pass: int(changes) == asked},
 		Within("etcdscope peers: handshake RTT m1<->"+name, prep.handshakeRTT(r.ips[0], r.ips[far]), stretchedRTT-5*time.Millisecond, stretchedRTT+10*time.Millisecond),
 		{Name: "etcdscope peers: lost events", Got: fmt.Sprint(prep.LostEvents), Want: "0", Pass: prep.LostEvents == 0},
-		{Name: "etcdscope peers: metric check toward " + name, Got: prep.explanation(r.ips[far]), Info: true},
+		r.metricVerdictCheck(prep, far, judgeVerdict),
 	}
+}
+
+// metricVerdictCheck is MetricVerdictCheck on etcdscope peers' verdict
+// toward member far; shown as info unless judge.
+func (r *rig) metricVerdictCheck(prep peersReport, far int, judge bool) Check {
+	explained, inconclusive := prep.verdict(r.ips[far])
+	c := MetricVerdictCheck("etcdscope peers: metric check toward "+r.m[far].Name, prep.explanation(r.ips[far]), prep.MemberPID, explained, inconclusive)
+	c.Info = !judge
+	return c
 }

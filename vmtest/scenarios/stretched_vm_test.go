@@ -111,11 +111,10 @@ func TestVMScenarioStretched(t *testing.T) {
 	// before netem (≈0) and keeps 0.875 of it per 4 s probe, so only
 	// observations >= 64 s after apply (16 probes: 88% converged) are
 	// read; etcd observes each prober once per 30 s, so a 64 s window holds
-	// two observations per prober (metricWindow, minMetricObs).
-	// Both peers are up in it: the probe's answer time (CPU of the guest,
-	// the same toward both) cancels in far - near, which leaves the
-	// network's share: 1.5 RTT (one prober dials per probe: 2 RTT, the
-	// other keeps its connection: 1 RTT).
+	// two observations per prober (metricWindow, PeerMetricMinObs).
+	// Both peers are up in it: far - near is the network's share, 1.5 RTT
+	// (one prober dials per probe: 2 RTT, the other keeps its connection:
+	// 1 RTT), plus the difference of the two members' answer times.
 	if wait := time.Until(applied.Add(64 * time.Second)); wait > 0 {
 		t.Logf("waiting %v for etcd's peer RTT EWMA to converge", wait.Round(time.Second))
 		time.Sleep(wait)
@@ -124,29 +123,17 @@ func TestVMScenarioStretched(t *testing.T) {
 	time.Sleep(metricWindow)
 	prep := peersOf(t, pr.stop(t))
 	w1 := r.scrape(0)
-	far, nfar := histMean(w0, w1, "etcd_network_peer_round_trip_time_seconds", toLabel(r.m[2]))
-	near, nnear := histMean(w0, w1, "etcd_network_peer_round_trip_time_seconds", toLabel(r.m[1]))
-	c := RatioWithin(fmt.Sprintf("etcd peer RTT metric m1->m3 minus m1->m2 (%d, %d obs)", nfar, nnear), far-near, rtt, 1.0, 2.0)
-	c.Timing = true
-	switch {
-	case nfar < minMetricObs || nnear < minMetricObs:
-		// Fewer than two observations per prober: one EWMA snapshot each
-		// is too little to judge a 1-2x window (CI saw 0.45x with 2 and 2
-		// where other runs read 1.1-1.95x); shown, not judged.
-		c.Info = true
-		c.Name += fmt.Sprintf(": too few observations to judge (< %d)", minMetricObs)
-	case near > maxNearMetric:
-		// The near peer's metric is the guest's probe answer time (its
-		// network is local). It varies by about its own size from probe to
-		// probe, so once it exceeds the window's half-width (0.5 RTT) the
-		// difference cannot resolve the window: shown, not judged (a run on
-		// a loaded host read 546 ms toward the near peer).
-		c.Info = true
-		c.Name += fmt.Sprintf(": near peer reads %s > %s (guest answer time), cannot resolve", ms(near), ms(maxNearMetric))
-	}
-	rep.Checks = append(rep.Checks, c,
+	// That answer-time difference is tens of ms in this guest and steady
+	// within a run (0.8 RTT of far - near in one run, 2.1 in the next);
+	// etcdscope measured it on the wire (the dialing prober's
+	// connections), and PeerMetric removes it.
+	pm := PeerMetric{RTT: rtt, FarDial: prep.dialProbe(r.ips[2]), NearDial: prep.dialProbe(r.ips[1])}
+	pm.FarMean, pm.FarObs = histMean(w0, w1, "etcd_network_peer_round_trip_time_seconds", toLabel(r.m[2]))
+	pm.NearMean, pm.NearObs = histMean(w0, w1, "etcd_network_peer_round_trip_time_seconds", toLabel(r.m[1]))
+	rep.Checks = append(rep.Checks, pm.Check(),
 		Check{Name: "etcd peer RTT metric m1->m3, m1->m2", Info: true,
-			Got: fmt.Sprintf("%s (%.2f x RTT), %s", ms(far), float64(far)/float64(rtt), ms(near))})
+			Got: fmt.Sprintf("%s (%.2f x RTT), %s; far - near %.2f x RTT", ms(pm.FarMean), float64(pm.FarMean)/float64(rtt), ms(pm.NearMean),
+				float64(pm.FarMean-pm.NearMean)/float64(rtt))})
 
 	// m3's WAL fsync during the phase: the model's follower fsync.
 	f0 := r.scrape(2)
@@ -173,7 +160,7 @@ func TestVMScenarioStretched(t *testing.T) {
 	rep.Checks = append(rep.Checks, r.commitDownCheck(cout, 2))
 	end := r.scrape(0)
 
-	rep.Checks = append(rep.Checks, r.closingChecks(pre, end, requestedPre, prep, 2)...)
+	rep.Checks = append(rep.Checks, r.closingChecks(pre, end, requestedPre, prep, 2, true)...)
 	rep.Header = []string{
 		fmt.Sprintf("RTT m1-m3 %.1fms (fastest TCP connect to :2380); model RTT %v; load: %d sequential puts, serializable gets, linearizable gets per phase from a client on m1",
 			float64(rtt)/1e6, stretchedRTT, opsPerPhase),
@@ -183,12 +170,6 @@ func TestVMScenarioStretched(t *testing.T) {
 }
 
 // metricWindow is how long the stretched scenario reads etcd's peer RTT
-// histogram after the EWMA has converged, and minMetricObs how many
-// observations per peer its 1-2x check needs before it is judged: etcd
-// observes each of its two probers once per 30 s, so 64 s gives 4.
-// maxNearMetric bounds the near peer's metric for the check to be judged.
-const (
-	metricWindow  = 64 * time.Second
-	minMetricObs  = 4
-	maxNearMetric = stretchedRTT / 2
-)
+// histogram after the EWMA has converged: etcd observes each of its two
+// probers once per 30 s, so 64 s gives PeerMetricMinObs observations.
+const metricWindow = 64 * time.Second
