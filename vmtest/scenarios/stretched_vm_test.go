@@ -45,10 +45,12 @@ func flat(why string) Expect { return Expect{Lo: FlatLo, Hi: FlatHi, Why: why} }
 //	             linearizable reads +1 RTT; serializable reads flat throughout
 //
 // Checks: connect m1→m3:2380 ≈ 50 ms while :2379 and m1→m2 stay local;
-// etcd's peer RTT metric toward m3 = 1.5× the RTT with plain-HTTP peers
-// (one prober dials per probe: 2 RTT; the other keeps its connection:
-// 1 RTT; both observe into one series), toward m2 local; no leader change
-// but the ones MoveLeader asked for; etcdscope peers reads the 50 ms.
+// etcd's peer RTT metric toward m3 carries 1.5× the RTT more than toward
+// m2 with plain-HTTP peers (one prober dials per probe: 2 RTT; the other
+// keeps its connection: 1 RTT; both observe into one series), beyond the
+// members' answer-time difference etcdscope measures on the wire
+// (PeerMetric); no leader change but the ones MoveLeader asked for;
+// etcdscope peers reads the 50 ms and explains the metric.
 func TestVMScenarioStretched(t *testing.T) {
 	r := newRig(t)
 	r.moveLeader(0)
