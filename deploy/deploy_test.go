@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"gopkg.in/yaml.v3"
 
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/exporter"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
@@ -244,9 +245,10 @@ func checkNames(t *testing.T, what, text string) {
 
 type dashboard struct {
 	Panels []struct {
-		Title   string `json:"title"`
-		Type    string `json:"type"`
-		Targets []struct {
+		Title       string `json:"title"`
+		Type        string `json:"type"`
+		Description string `json:"description"`
+		Targets     []struct {
 			Expr string `json:"expr"`
 		} `json:"targets"`
 		FieldConfig struct {
@@ -398,4 +400,68 @@ func TestPrometheusConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(strings.TrimSpace(promtool(t, "check", "config", filepath.Join(dir, "prometheus.yaml"))))
+}
+
+// TestLayerListsNameEveryLayer: every text that lists the fsync layers for
+// a user (the WAL alert's description, the stacked dashboard panel's
+// description, the help of the exporter's layer metrics, which Prometheus
+// and Grafana show) names each layer the analysis splits a call into,
+// analysis.LayerNames. The sixth layer, dm, was once missing from all of
+// them while the exporter already exported it.
+func TestLayerListsNameEveryLayer(t *testing.T) {
+	missing := func(text string) []string {
+		var out []string
+		for _, l := range analysis.LayerNames {
+			if !regexp.MustCompile(`\b` + l + `\b`).MatchString(text) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	var rf rulesFile
+	b, err := os.ReadFile("alerts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &rf); err != nil {
+		t.Fatal(err)
+	}
+	texts := map[string]string{}
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			if strings.Contains(r.Annotations["description"], "layer") {
+				texts["alerts.yaml "+r.Alert+" description"] = r.Annotations["description"]
+			}
+		}
+	}
+	var d dashboard
+	if b, err = os.ReadFile("grafana-dashboard.json"); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range d.Panels {
+		if p.FieldConfig.Defaults.Custom.Stacking.Mode == "normal" && strings.Contains(p.Title, "layer") {
+			texts["dashboard panel "+p.Title] = p.Description
+		}
+	}
+	ch := make(chan *prometheus.Desc, 64)
+	go func() { exporter.NewMetrics().Describe(ch); close(ch) }()
+	for desc := range ch {
+		s := desc.String()
+		for _, name := range []string{"etcdscope_fsync_layer_duration_seconds", "etcdscope_stacked_layer_seconds_total"} {
+			if strings.Contains(s, `fqName: "`+name+`"`) {
+				texts["exporter help of "+name] = s
+			}
+		}
+	}
+	if len(texts) != 4 {
+		t.Fatalf("found %d layer lists, want 4 (the WAL alert, the stacked panel, two metrics' help): %v", len(texts), texts)
+	}
+	for where, text := range texts {
+		if m := missing(text); len(m) > 0 {
+			t.Errorf("%s does not name the layers %v: %q", where, m, text)
+		}
+	}
 }

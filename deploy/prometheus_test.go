@@ -89,14 +89,17 @@ func startNode(t *testing.T, name string, srtt time.Duration, leader bool) *fake
 	return n
 }
 
+// walLayers is every fake WAL fdatasync's split: all six layers, each a
+// different time, so the stacked panel's answer names which layer is which.
+var walLayers = analysis.Layers{DataWritebackNs: 2_000_000, JournalNs: 3_000_000, DeviceFlushNs: 6_000_000,
+	BlockQueueNs: 4_000_000, DMNs: 1_000_000, OtherNs: walFsyncNs - 16_000_000}
+
 // feed makes one round of events: a WAL fdatasync split into layers, a
 // block flush, a peer connection with its handshake, srtt sample and a
 // retransmit, and etcd's own observations.
 func (n *fakeNode) feed() {
-	l := analysis.Layers{DeviceFlushNs: walFsyncNs / 2, DataWritebackNs: walFsyncNs / 4}
-	l.OtherNs = walFsyncNs - l.DeviceFlushNs - l.DataWritebackNs
 	r := analysis.FsyncRecord{Type: "fsync", Comm: "etcd", Syscall: "fdatasync", Dev: "253:1", DevName: "vda1",
-		FS: "ext4", FileKind: analysis.KindWAL, TotalNs: walFsyncNs, Layers: l, Flushes: 1}
+		FS: "ext4", FileKind: analysis.KindWAL, TotalNs: walFsyncNs, Layers: walLayers, Flushes: 1}
 	n.m.ObserveFsync(&r)
 	n.m.ObserveBlock(event.Block{Dev: event.MkDev(253, 0), Op: event.OpFlush, Final: true, IssueNs: 100, CompleteNs: 100 + walFsyncNs/2}, "vda")
 	remote := netip.MustParseAddrPort("10.0.0.2:2380")
@@ -250,9 +253,10 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 type rulesFile struct {
 	Groups []struct {
 		Rules []struct {
-			Record string `yaml:"record"`
-			Alert  string `yaml:"alert"`
-			Expr   string `yaml:"expr"`
+			Record      string            `yaml:"record"`
+			Alert       string            `yaml:"alert"`
+			Expr        string            `yaml:"expr"`
+			Annotations map[string]string `yaml:"annotations"`
 		} `yaml:"rules"`
 	} `yaml:"groups"`
 }
@@ -407,6 +411,27 @@ func testMode(t *testing.T, bin, mode string, nodes []*fakeNode, d dashboard, rf
 			}
 			if v := r.float(); v < lo || v > hi {
 				t.Errorf("WAL p99 %v s for %v, want within [%v, %v] (every call 20 ms)", v, r.Metric, lo, hi)
+			}
+		}
+	}
+
+	// The stacked layer panel against the fed split: one series per layer
+	// of analysis.LayerNames, each the fed mean (every call is the same).
+	for _, p := range d.Panels {
+		if p.FieldConfig.Defaults.Custom.Stacking.Mode != "normal" || !strings.Contains(p.Title, "layer") {
+			continue
+		}
+		got := map[string]float64{}
+		for _, r := range query(t, base, vars.Replace(p.Targets[0].Expr)) {
+			got[r.Metric["layer"]] = r.float()
+		}
+		if len(got) != len(analysis.LayerNames) {
+			t.Errorf("%s: layers %v in %s mode, want %v", p.Title, got, mode, analysis.LayerNames)
+		}
+		for _, l := range analysis.LayerNames {
+			want := float64(walLayers.Get(l)) / 1e9
+			if v, ok := got[l]; !ok || math.Abs(v-want) > 1e-9 {
+				t.Errorf("%s: layer %s %v s in %s mode, want %v (every call)", p.Title, l, v, mode, want)
 			}
 		}
 	}
