@@ -30,6 +30,7 @@ import (
 // The parts of a DaemonSet these tests read.
 type container struct {
 	Name  string   `yaml:"name"`
+	Image string   `yaml:"image"`
 	Args  []string `yaml:"args"`
 	Ports []struct {
 		ContainerPort int `yaml:"containerPort"`
@@ -161,6 +162,21 @@ func TestDaemonSets(t *testing.T) {
 			}
 			if !slices.Contains(ct.Args, "--listen=[$(NODE_IP)]:"+port) || !slices.Contains(ct.Args, "--listen-public") {
 				t.Errorf("args %v: want --listen=[$(NODE_IP)]:%s and --listen-public", ct.Args, port)
+			}
+			// The image is the one docs/deploy.md tells the user to build
+			// and push (`make image IMAGE=...`): no published image exists,
+			// so any other reference (a public registry's) ends in
+			// ImagePullBackOff.
+			doc, err := os.ReadFile("../docs/deploy.md")
+			if err != nil {
+				t.Fatal(err)
+			}
+			built := ""
+			if m := regexp.MustCompile("(?m)^make image IMAGE=(\\S+)$").FindSubmatch(doc); m != nil {
+				built = string(m[1])
+			}
+			if built == "" || ct.Image != built || !strings.Contains(string(doc), "`"+ct.Image+"` in both DaemonSets") {
+				t.Errorf("image %q: want the reference docs/deploy.md builds with make image (%q) and names for both DaemonSets", ct.Image, built)
 			}
 			if len(ct.Ports) != 1 || ct.Ports[0].ContainerPort != exporter.DefaultPort ||
 				ds.Spec.Template.Metadata.Annotations["prometheus.io/port"] != port {
