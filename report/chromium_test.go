@@ -197,11 +197,17 @@ func TestChromiumRendersPage(t *testing.T) {
 			in.Summary.MonoToWallNs = wallT0.UnixNano() - int64(t0)
 			return in
 		}, true, "report-stacked.png"},
-		// The recorded run with a synthetic merge and etcd metric record:
-		// the layout of the merge chart and of the five-bar peers chart.
+		// The recorded run with a synthetic merge (guest and host on
+		// device-mapper: their dm parts drawn) and etcd metric record: the
+		// layout of the merge chart and of the five-bar peers chart.
 		{"merge-and-metric", func(t *testing.T) Input {
 			in := readTestdata(t)
 			in.Merged = mergedFsyncs(20)
+			for i := range in.Merged {
+				s := &in.Merged[i].Split
+				s.GuestDMNs, s.GuestOtherNs = s.GuestOtherNs/2, s.GuestOtherNs-s.GuestOtherNs/2
+				s.HostDMNs, s.HostDeviceFlushNs = s.HostDeviceFlushNs/5, s.HostDeviceFlushNs-s.HostDeviceFlushNs/5
+			}
 			for _, l := range peers.Analyze(in.Peers, peers.Options{}).Links {
 				in.PeerMetric = append(in.PeerMetric, etcdmetric.PeerComparison{Peer: l.Link.Peer.Unmap(),
 					Comparison: etcdmetric.Comparison{Key: etcdmetric.Key{To: "a"}, Observations: 4, Mean: 0.002}})
@@ -273,6 +279,17 @@ func TestChromiumRendersPage(t *testing.T) {
 					}
 					if len(bs) != 4 {
 						t.Errorf("merge chart: %d bars laid out, want 4", len(bs))
+					}
+					// Each bar: guest other, guest dm, virtualization,
+					// host dm, host device_flush (10/10/30/10/40%).
+					segs := map[float64]int{}
+					for _, r := range ch.Rects {
+						segs[r.Y]++
+					}
+					for y, n := range segs {
+						if n != 5 {
+							t.Errorf("merge bar at y=%.0f: %d segments, want 5 (with guest and host dm)", y, n)
+						}
 					}
 				case ch.Label == "per-peer RTT against etcd's peer RTT metric":
 					for _, r := range ch.Rects {
