@@ -22,13 +22,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"gopkg.in/yaml.v3"
 
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/exporter"
+	"github.com/etcdscope/etcdscope/internal/buildinfo"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
 // The parts of a DaemonSet these tests read.
 type container struct {
 	Name  string   `yaml:"name"`
+	Image string   `yaml:"image"`
 	Args  []string `yaml:"args"`
 	Ports []struct {
 		ContainerPort int `yaml:"containerPort"`
@@ -161,6 +164,21 @@ func TestDaemonSets(t *testing.T) {
 			if !slices.Contains(ct.Args, "--listen=[$(NODE_IP)]:"+port) || !slices.Contains(ct.Args, "--listen-public") {
 				t.Errorf("args %v: want --listen=[$(NODE_IP)]:%s and --listen-public", ct.Args, port)
 			}
+			// The image is the one docs/deploy.md tells the user to build
+			// and push (`make image IMAGE=...`): no published image exists,
+			// so any other reference (a public registry's) ends in
+			// ImagePullBackOff.
+			doc, err := os.ReadFile("../docs/deploy.md")
+			if err != nil {
+				t.Fatal(err)
+			}
+			built := ""
+			if m := regexp.MustCompile("(?m)^make image IMAGE=(\\S+)$").FindSubmatch(doc); m != nil {
+				built = string(m[1])
+			}
+			if built == "" || ct.Image != built || !strings.Contains(string(doc), "`"+ct.Image+"` in both DaemonSets") {
+				t.Errorf("image %q: want the reference docs/deploy.md builds with make image (%q) and names for both DaemonSets", ct.Image, built)
+			}
 			if len(ct.Ports) != 1 || ct.Ports[0].ContainerPort != exporter.DefaultPort ||
 				ds.Spec.Template.Metadata.Annotations["prometheus.io/port"] != port {
 				t.Errorf("ports %v, annotation %q: want %s", ct.Ports, ds.Spec.Template.Metadata.Annotations["prometheus.io/port"], port)
@@ -206,12 +224,17 @@ func TestAlertRules(t *testing.T) {
 	}
 }
 
-// exportedNames lists the metric families the exporter can export, from
-// the descriptors of a fresh exporter.Metrics.
+// exportedNames lists the metric families serve can export, from the
+// descriptors of a fresh exporter.Metrics, CommitMetrics and build info.
 func exportedNames(t *testing.T) map[string]bool {
 	t.Helper()
 	ch := make(chan *prometheus.Desc, 64)
-	go func() { exporter.NewMetrics().Describe(ch); close(ch) }()
+	go func() {
+		exporter.NewMetrics().Describe(ch)
+		exporter.NewCommitMetrics().Describe(ch)
+		exporter.NewBuildInfo(buildinfo.Info{}).Describe(ch)
+		close(ch)
+	}()
 	re := regexp.MustCompile(`fqName: "([^"]+)"`)
 	names := map[string]bool{}
 	for d := range ch {
@@ -244,9 +267,10 @@ func checkNames(t *testing.T, what, text string) {
 
 type dashboard struct {
 	Panels []struct {
-		Title   string `json:"title"`
-		Type    string `json:"type"`
-		Targets []struct {
+		Title       string `json:"title"`
+		Type        string `json:"type"`
+		Description string `json:"description"`
+		Targets     []struct {
 			Expr string `json:"expr"`
 		} `json:"targets"`
 		FieldConfig struct {
@@ -398,4 +422,68 @@ func TestPrometheusConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(strings.TrimSpace(promtool(t, "check", "config", filepath.Join(dir, "prometheus.yaml"))))
+}
+
+// TestLayerListsNameEveryLayer: every text that lists the fsync layers for
+// a user (the WAL alert's description, the descriptions of the dashboard
+// panels that query the layer series, the help of the exporter's layer metrics, which Prometheus
+// and Grafana show) names each layer the analysis splits a call into,
+// analysis.LayerNames. The sixth layer, dm, was once missing from all of
+// them while the exporter already exported it.
+func TestLayerListsNameEveryLayer(t *testing.T) {
+	missing := func(text string) []string {
+		var out []string
+		for _, l := range analysis.LayerNames {
+			if !regexp.MustCompile(`\b` + l + `\b`).MatchString(text) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	var rf rulesFile
+	b, err := os.ReadFile("alerts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &rf); err != nil {
+		t.Fatal(err)
+	}
+	texts := map[string]string{}
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			if strings.Contains(r.Annotations["description"], "layer") {
+				texts["alerts.yaml "+r.Alert+" description"] = r.Annotations["description"]
+			}
+		}
+	}
+	var d dashboard
+	if b, err = os.ReadFile("grafana-dashboard.json"); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range d.Panels {
+		if len(p.Targets) > 0 && regexp.MustCompile(`etcdscope_(fsync_layer_duration_seconds|stacked_layer_seconds_total)`).MatchString(p.Targets[0].Expr) {
+			texts["dashboard panel "+p.Title] = p.Description
+		}
+	}
+	ch := make(chan *prometheus.Desc, 64)
+	go func() { exporter.NewMetrics().Describe(ch); close(ch) }()
+	for desc := range ch {
+		s := desc.String()
+		for _, name := range []string{"etcdscope_fsync_layer_duration_seconds", "etcdscope_stacked_layer_seconds_total"} {
+			if strings.Contains(s, `fqName: "`+name+`"`) {
+				texts["exporter help of "+name] = s
+			}
+		}
+	}
+	if len(texts) != 5 {
+		t.Fatalf("found %d layer lists, want 5 (the WAL alert, the layer and stacked-levels panels, two metrics' help): %v", len(texts), texts)
+	}
+	for where, text := range texts {
+		if m := missing(text); len(m) > 0 {
+			t.Errorf("%s does not name the layers %v: %q", where, m, text)
+		}
+	}
 }

@@ -23,9 +23,11 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/exporter"
+	"github.com/etcdscope/etcdscope/internal/buildinfo"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
@@ -49,6 +51,7 @@ type fakeNode struct {
 	srtt    time.Duration // every srtt sample of this node's peer
 	leader  bool
 	m       *exporter.Metrics
+	commit  *exporter.CommitMetrics
 	etcdWAL prometheus.Histogram
 	etcdRTT prometheus.Histogram
 	addr    string
@@ -60,7 +63,7 @@ const walFsyncNs = 20_000_000
 
 func startNode(t *testing.T, name string, srtt time.Duration, leader bool) *fakeNode {
 	t.Helper()
-	n := &fakeNode{name: name, srtt: srtt, leader: leader, m: exporter.NewMetrics()}
+	n := &fakeNode{name: name, srtt: srtt, leader: leader, m: exporter.NewMetrics(), commit: exporter.NewCommitMetrics()}
 	n.m.AddSource("fsync", &growingSource{}, 13)
 	n.m.DecodeError("fsync")
 	n.etcdWAL = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "etcd_disk_wal_fsync_duration_seconds",
@@ -73,7 +76,15 @@ func startNode(t *testing.T, name string, srtt time.Duration, leader bool) *fake
 		isLeader.Set(1)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(n.m, n.etcdWAL, rtt, isLeader)
+	reg.MustRegister(n.m, n.commit, exporter.NewBuildInfo(buildinfo.Info{Version: "v0.0.0-test", Revision: "0123abc", GoVersion: "go1.test"}),
+		n.etcdWAL, rtt, isLeader)
+	// Every comm the bound allows, so that the feed's "late" comm
+	// overflows it (etcdscope_series_overflow_total{label="comm"}).
+	for i := 1; i < exporter.MaxComms; i++ {
+		r := walRecord()
+		r.Comm = fmt.Sprintf("fill-%d", i)
+		n.m.ObserveFsync(&r)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -89,15 +100,59 @@ func startNode(t *testing.T, name string, srtt time.Duration, leader bool) *fake
 	return n
 }
 
-// feed makes one round of events: a WAL fdatasync split into layers, a
-// block flush, a peer connection with its handshake, srtt sample and a
-// retransmit, and etcd's own observations.
+// walLayers is every fake WAL fdatasync's split: all six layers, each a
+// different time, so the stacked panel's answer names which layer is which.
+var walLayers = analysis.Layers{DataWritebackNs: 2_000_000, JournalNs: 3_000_000, DeviceFlushNs: 6_000_000,
+	BlockQueueNs: 4_000_000, DMNs: 1_000_000, OtherNs: walFsyncNs - 16_000_000}
+
+// walSched is the scheduler split of every fake WAL fdatasync's other
+// layer (serve --sched): it sums to walLayers.OtherNs.
+var walSched = analysis.SchedSplit{RunnableNs: 1_000_000, RunningNs: 1_000_000, BlockedNs: 2_000_000}
+
+// walWrite is every fake write(2) on the WAL (serve --writes).
+var walWrite = analysis.WriteLayers{ThrottledNs: 3_000_000, WritebackWaitNs: 1_000_000, OtherNs: 2_000_000}
+
+// commitParts is every fake etcd write's split (serve --commit-pid), on
+// the leader.
+var commitParts = map[string]int64{commit.PartPropose: 1_000_000, commit.PartWALAppend: 5_000_000,
+	commit.PartQuorumWait: 3_000_000, commit.PartApply: 1_000_000}
+
+// walDM is the device-mapper level of the stacked record: the dm target
+// held the call's bios for walLayers.DMNs, the disk beneath spent lower.
+var walDM = analysis.DMLevel{Dev: "253:2", DevName: "dm-0", Targets: []string{"253:1"}, TargetNames: []string{"vda1"},
+	Bios: 2, HeldNs: walLayers.DMNs, Lower: analysis.Layers{DataWritebackNs: 2_000_000, JournalNs: 3_000_000, DeviceFlushNs: 6_000_000, BlockQueueNs: 4_000_000}}
+
+// walRecord is every fake WAL fdatasync.
+func walRecord() analysis.FsyncRecord {
+	return analysis.FsyncRecord{Type: "fsync", Comm: "etcd", Syscall: "fdatasync", Dev: "253:1", DevName: "vda1",
+		FS: "ext4", FileKind: analysis.KindWAL, TotalNs: walFsyncNs, Layers: walLayers, Flushes: 1,
+		Sched: &analysis.Sched{Other: walSched}}
+}
+
+// feed makes one round of events: a WAL fdatasync split into layers (with
+// its scheduler split, and once more from a comm over the bound), the
+// same call on a dm disk as the stacked levels see it, a write to the WAL,
+// an etcd write's commit split, a block flush, a peer connection with its
+// handshake, srtt sample and a retransmit, a failed etcd scrape, and
+// etcd's own observations.
 func (n *fakeNode) feed() {
-	l := analysis.Layers{DeviceFlushNs: walFsyncNs / 2, DataWritebackNs: walFsyncNs / 4}
-	l.OtherNs = walFsyncNs - l.DeviceFlushNs - l.DataWritebackNs
-	r := analysis.FsyncRecord{Type: "fsync", Comm: "etcd", Syscall: "fdatasync", Dev: "253:1", DevName: "vda1",
-		FS: "ext4", FileKind: analysis.KindWAL, TotalNs: walFsyncNs, Layers: l, Flushes: 1}
+	r := walRecord()
 	n.m.ObserveFsync(&r)
+	late := walRecord()
+	late.Comm = "late"
+	n.m.ObserveFsync(&late)
+	onDM := walRecord()
+	onDM.Dev, onDM.DevName, onDM.DM = walDM.Dev, walDM.DevName, &walDM
+	n.m.ObserveStacked(&onDM)
+	n.m.ObserveWrite(&analysis.WriteRecord{Type: "write", Comm: "etcd", Syscall: "write", Dev: "253:1", DevName: "vda1",
+		FS: "ext4", FileKind: analysis.KindWAL, TotalNs: walWrite.Sum(), Layers: walWrite})
+	var total int64
+	for _, v := range commitParts {
+		total += v
+	}
+	n.commit.ObserveWrite(&commit.Write{Role: commit.RoleLeader, StartNs: 1e9, EndNs: 1e9 + uint64(total), PartsNs: commitParts,
+		WALSyncNs: walFsyncNs, BatchEntries: 1}, nil)
+	n.m.ScrapeError("127.0.0.1:2381")
 	n.m.ObserveBlock(event.Block{Dev: event.MkDev(253, 0), Op: event.OpFlush, Final: true, IssueNs: 100, CompleteNs: 100 + walFsyncNs/2}, "vda")
 	remote := netip.MustParseAddrPort("10.0.0.2:2380")
 	n.m.ObservePeer(event.Peer{Kind: event.PeerOpen, Direction: event.PeerActive, Remote: remote, DurationNs: uint64(n.srtt)})
@@ -250,9 +305,10 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 type rulesFile struct {
 	Groups []struct {
 		Rules []struct {
-			Record string `yaml:"record"`
-			Alert  string `yaml:"alert"`
-			Expr   string `yaml:"expr"`
+			Record      string            `yaml:"record"`
+			Alert       string            `yaml:"alert"`
+			Expr        string            `yaml:"expr"`
+			Annotations map[string]string `yaml:"annotations"`
 		} `yaml:"rules"`
 	} `yaml:"groups"`
 }
@@ -345,8 +401,9 @@ func testMode(t *testing.T, bin, mode string, nodes []*fakeNode, d dashboard, rf
 	// few evaluations after that.
 	time.Sleep(6 * time.Second)
 
-	buckets := len(query(t, base, `etcdscope_fsync_duration_seconds_bucket`))
-	hists := query(t, base, `etcdscope_fsync_duration_seconds`)
+	// etcd's own series (the fill and overflow comms have theirs too).
+	buckets := len(query(t, base, `etcdscope_fsync_duration_seconds_bucket{comm="etcd"}`))
+	hists := query(t, base, `etcdscope_fsync_duration_seconds{comm="etcd"}`)
 	nativeSeries := 0
 	for _, r := range hists {
 		if r.Histogram != nil {
@@ -408,6 +465,82 @@ func testMode(t *testing.T, bin, mode string, nodes []*fakeNode, d dashboard, rf
 			if v := r.float(); v < lo || v > hi {
 				t.Errorf("WAL p99 %v s for %v, want within [%v, %v] (every call 20 ms)", v, r.Metric, lo, hi)
 			}
+		}
+	}
+
+	// The split panels against what was fed: every call is the same, so
+	// each series is that call's part exactly (shares for the stacked
+	// levels), per instance.
+	wantLayers := map[string]float64{}
+	for _, l := range analysis.LayerNames {
+		wantLayers[l] = float64(walLayers.Get(l)) / 1e9
+	}
+	wantLevels := map[string]float64{}
+	for _, lv := range []struct {
+		key    string
+		layers analysis.Layers
+	}{{"L1 dm-0/ext4", walLayers}, {"L2 dm-0/dm", analysis.Layers{DMNs: walDM.HeldNs}}, {"L3 vda1/disk", walDM.Lower}} {
+		for _, l := range analysis.LayerNames {
+			wantLevels[lv.key+" "+l] = float64(lv.layers.Get(l)) / float64(lv.layers.Sum())
+		}
+	}
+	wantSched, wantWrite, wantCommit := map[string]float64{}, map[string]float64{}, map[string]float64{}
+	for _, st := range analysis.SchedNames {
+		wantSched[st] = float64(walSched.Get(st)) / 1e9
+	}
+	for _, l := range analysis.WriteLayerNames {
+		wantWrite[l] = float64(walWrite.Get(l)) / 1e9
+	}
+	for p, v := range commitParts {
+		wantCommit["leader "+p] = float64(v) / 1e9
+	}
+	for _, c := range []struct {
+		query string // the panel's first query uses this series
+		key   func(m map[string]string) string
+		want  map[string]float64
+	}{
+		{"etcdscope_fsync_layer_duration_seconds", func(m map[string]string) string { return m["layer"] }, wantLayers},
+		{"etcdscope_stacked_layer_seconds_total", func(m map[string]string) string {
+			return m["level"] + " " + m["device"] + "/" + m["fs"] + " " + m["layer"]
+		}, wantLevels},
+		{"etcdscope_fsync_other_state_duration_seconds", func(m map[string]string) string { return m["state"] }, wantSched},
+		{"etcdscope_write_layer_duration_seconds", func(m map[string]string) string { return m["layer"] }, wantWrite},
+		{"etcdscope_commit_part_duration_seconds", func(m map[string]string) string { return m["role"] + " " + m["part"] }, wantCommit},
+	} {
+		found := false
+		for _, p := range d.Panels {
+			if len(p.Targets) == 0 || !strings.Contains(p.Targets[0].Expr, c.query) {
+				continue
+			}
+			found = true
+			perInstance := map[string]map[string]float64{}
+			for _, r := range query(t, base, vars.Replace(p.Targets[0].Expr)) {
+				in := r.Metric["instance"]
+				if perInstance[in] == nil {
+					perInstance[in] = map[string]float64{}
+				}
+				perInstance[in][c.key(r.Metric)] = r.float()
+			}
+			// Per instance, or one series set over all of them (a panel
+			// summed over instances).
+			if _, all := perInstance[""]; all && len(perInstance) != 1 || !all && len(perInstance) != len(nodes) {
+				t.Errorf("%s: instances %d in %s mode, want %d or one sum", p.Title, len(perInstance), mode, len(nodes))
+			}
+			for in, got := range perInstance {
+				if len(got) != len(c.want) {
+					t.Errorf("%s, %s: series %v in %s mode, want %v", p.Title, in, got, mode, c.want)
+				}
+				// 1%: a scrape between a call's total and its parts
+				// miscounts one call of the thousands in the window.
+				for k, want := range c.want {
+					if v, ok := got[k]; !ok || math.Abs(v-want) > 0.01*want+1e-12 {
+						t.Errorf("%s, %s: %s = %v in %s mode, want %v (every call)", p.Title, in, k, v, mode, want)
+					}
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no panel queries %s", c.query)
 		}
 	}
 

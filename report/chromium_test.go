@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"html"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +26,7 @@ import (
 // rects and texts and writes it as JSON into the DOM, which --dump-dom
 // prints.
 const measureScript = `<script>
-const out = [];
+const charts = [];
 for (const svg of document.querySelectorAll("svg")) {
   const r0 = svg.getBoundingClientRect();
   const c = {label: svg.getAttribute("aria-label"), width: r0.width, rects: [], texts: []};
@@ -37,13 +38,33 @@ for (const svg of document.querySelectorAll("svg")) {
     const b = t.getBoundingClientRect();
     c.texts.push({text: t.textContent, w: b.width});
   }
-  out.push(c);
+  charts.push(c);
 }
+const ov = document.getElementById("overview");
+const firstSVG = document.querySelector("svg");
+const out = {
+  charts: charts,
+  overviewY: ov ? ov.getBoundingClientRect().y + window.scrollY : -1,
+  overviewRows: Array.from(document.querySelectorAll("table.overview tr td:first-child")).map(td => td.textContent),
+  firstChartY: firstSVG ? firstSVG.getBoundingClientRect().y + window.scrollY : -1,
+  height: document.documentElement.scrollHeight,
+};
 const pre = document.createElement("pre");
 pre.id = "geometry";
 pre.textContent = JSON.stringify(out);
 document.body.appendChild(pre);
 </script>`
+
+// renderedPage is what measureScript reports: the charts' geometry, where
+// the overview sits (its heading's y and its rows' group titles, in
+// order), where the first chart starts, and the page's full height (px).
+type renderedPage struct {
+	Charts       []renderedChart `json:"charts"`
+	OverviewY    float64         `json:"overviewY"`
+	OverviewRows []string        `json:"overviewRows"`
+	FirstChartY  float64         `json:"firstChartY"`
+	Height       float64         `json:"height"`
+}
 
 type renderedChart struct {
 	Label string  `json:"label"`
@@ -59,8 +80,8 @@ type renderedChart struct {
 }
 
 // chromium renders page in headless Chromium, saves a full-page
-// screenshot to shot, and returns the laid-out geometry of its charts.
-func chromium(t *testing.T, page []byte, shot string) []renderedChart {
+// screenshot to shot, and returns what it laid out.
+func chromium(t *testing.T, page []byte, shot string) renderedPage {
 	t.Helper()
 	bin := ""
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
@@ -101,31 +122,19 @@ func chromium(t *testing.T, page []byte, shot string) []renderedChart {
 	if m == nil {
 		t.Fatalf("no geometry in Chromium's DOM dump (%d bytes)", len(dom))
 	}
-	var charts []renderedChart
-	if err := json.Unmarshal([]byte(html.UnescapeString(string(m[1]))), &charts); err != nil {
+	var rp renderedPage
+	if err := json.Unmarshal([]byte(html.UnescapeString(string(m[1]))), &rp); err != nil {
 		t.Fatalf("geometry: %v", err)
 	}
-	// The screenshot is of the page as shipped (no script), tall enough
-	// for the whole page at 900 px wide.
-	height := 900 + 120*len(charts) + int(sumHeights(charts))
-	run("--window-size=900,"+strconv.Itoa(height), "--screenshot="+shot, "file://"+plain)
+	// The screenshot is of the page as shipped (no script), as tall as
+	// Chromium laid the page out at 900 px wide (measured before the
+	// geometry's <pre> was added).
+	run("--window-size=900,"+strconv.Itoa(int(math.Ceil(rp.Height))), "--screenshot="+shot, "file://"+plain)
 	if st, err := os.Stat(shot); err != nil || st.Size() < 10_000 {
 		t.Fatalf("screenshot %s: %v", shot, err)
 	}
-	t.Logf("screenshot kept for review: %s", shot)
-	return charts
-}
-
-func sumHeights(cs []renderedChart) float64 {
-	h := 0.0
-	for _, c := range cs {
-		maxY := 0.0
-		for _, r := range c.Rects {
-			maxY = max(maxY, r.Y+r.H)
-		}
-		h += maxY + 60
-	}
-	return h
+	t.Logf("screenshot kept for review: %s (900x%.0f)", shot, rp.Height)
+	return rp
 }
 
 // screenshotPath is where a test keeps its screenshot: the repository's
@@ -176,12 +185,29 @@ func TestChromiumRendersPage(t *testing.T) {
 		shotName string
 	}{
 		{"etcd", readTestdata, false, "report-etcd.png"},
-		{"stacked", readStacked, true, "report-stacked.png"},
-		// The recorded run with a synthetic merge and etcd metric record:
-		// the layout of the merge chart and of the five-bar peers chart.
+		// With the summary's mono_to_wall_ns (recordings made before it
+		// existed have none): the heatmaps' time axis in UTC, the first
+		// call at 2023-11-14 22:13:20.000.
+		{"stacked", func(t *testing.T) Input {
+			in := readStacked(t)
+			t0 := in.Fsyncs[0].StartNs
+			for _, r := range in.Fsyncs {
+				t0 = min(t0, r.StartNs)
+			}
+			in.Summary.MonoToWallNs = wallT0.UnixNano() - int64(t0)
+			return in
+		}, true, "report-stacked.png"},
+		// The recorded run with a synthetic merge (guest and host on
+		// device-mapper: their dm parts drawn) and etcd metric record: the
+		// layout of the merge chart and of the five-bar peers chart.
 		{"merge-and-metric", func(t *testing.T) Input {
 			in := readTestdata(t)
 			in.Merged = mergedFsyncs(20)
+			for i := range in.Merged {
+				s := &in.Merged[i].Split
+				s.GuestDMNs, s.GuestOtherNs = s.GuestOtherNs/2, s.GuestOtherNs-s.GuestOtherNs/2
+				s.HostDMNs, s.HostDeviceFlushNs = s.HostDeviceFlushNs/5, s.HostDeviceFlushNs-s.HostDeviceFlushNs/5
+			}
 			for _, l := range peers.Analyze(in.Peers, peers.Options{}).Links {
 				in.PeerMetric = append(in.PeerMetric, etcdmetric.PeerComparison{Peer: l.Link.Peer.Unmap(),
 					Comparison: etcdmetric.Comparison{Key: etcdmetric.Key{To: "a"}, Observations: 4, Mean: 0.002}})
@@ -195,8 +221,25 @@ func TestChromiumRendersPage(t *testing.T) {
 			if err := Render(&page, in); err != nil {
 				t.Fatal(err)
 			}
-			charts := chromium(t, page.Bytes(), screenshotPath(t, c.shotName))
+			rp := chromium(t, page.Bytes(), screenshotPath(t, c.shotName))
+			charts := rp.Charts
 			rep := analysis.BuildReport(in.Fsyncs, 0, 0, nil)
+			// The overview is on the first screen, above every chart, one
+			// row per group, WAL groups first.
+			if rp.OverviewY < 0 || rp.OverviewY > 900 || rp.OverviewY > rp.FirstChartY {
+				t.Errorf("overview heading at y=%.0f, first chart at y=%.0f: want the overview on the first screen, above the charts", rp.OverviewY, rp.FirstChartY)
+			}
+			if len(rp.OverviewRows) != len(rep.Groups) {
+				t.Errorf("overview: %d rows for %d groups", len(rp.OverviewRows), len(rep.Groups))
+			}
+			nonWAL := false
+			for _, row := range rp.OverviewRows {
+				isWAL := strings.HasSuffix(strings.TrimSpace(row), "· "+analysis.KindWAL+" files")
+				if isWAL && nonWAL {
+					t.Errorf("overview row %q after a non-WAL row: %q", row, rp.OverviewRows)
+				}
+				nonWAL = nonWAL || !isWAL
+			}
 			var barCharts, heatmaps, levelCharts, mergeCharts, measuredBars int
 			for _, ch := range charts {
 				if ch.Width != chartWidth {
@@ -237,6 +280,17 @@ func TestChromiumRendersPage(t *testing.T) {
 					if len(bs) != 4 {
 						t.Errorf("merge chart: %d bars laid out, want 4", len(bs))
 					}
+					// Each bar: guest other, guest dm, virtualization,
+					// host dm, host device_flush (10/10/30/10/40%).
+					segs := map[float64]int{}
+					for _, r := range ch.Rects {
+						segs[r.Y]++
+					}
+					for y, n := range segs {
+						if n != 5 {
+							t.Errorf("merge bar at y=%.0f: %d segments, want 5 (with guest and host dm)", y, n)
+						}
+					}
 				case ch.Label == "per-peer RTT against etcd's peer RTT metric":
 					for _, r := range ch.Rects {
 						if r.Fill == peerSeries[len(peerSeries)-1].Color && r.W > 0 {
@@ -245,12 +299,24 @@ func TestChromiumRendersPage(t *testing.T) {
 					}
 				case strings.HasPrefix(ch.Label, "heatmap"):
 					heatmaps++
-					legend := false
+					legend, axis, firstTick := false, "", ""
 					for _, tx := range ch.Texts {
 						legend = legend || tx.Text == "calls per cell:"
+						if strings.HasPrefix(tx.Text, "wall-clock time") || strings.HasPrefix(tx.Text, "time since") {
+							axis = tx.Text
+						}
+						if firstTick == "" && (tx.Text == "0" || strings.Count(tx.Text, ":") == 2) {
+							firstTick = tx.Text
+						}
 					}
 					if !legend {
 						t.Errorf("heatmap %d has no colour legend", heatmaps)
+					}
+					// The wall-clock axis when the summary has the clock
+					// offset, seconds since the first call otherwise.
+					if wall := in.Summary.MonoToWallNs != 0; wall && (axis != "wall-clock time, UTC ("+wallT0.Format("2006-01-02")+")" || firstTick != wallT0.Format("15:04:05.000")) ||
+						!wall && (!strings.Contains(axis, "no wall clock") || firstTick != "0") {
+						t.Errorf("heatmap %d: time axis %q, first tick %q (mono_to_wall_ns %d)", heatmaps, axis, firstTick, in.Summary.MonoToWallNs)
 					}
 				case strings.HasPrefix(ch.Label, "share of each kernel layer at each stacked level"):
 					levelCharts++
@@ -311,6 +377,9 @@ func TestChromiumRendersPage(t *testing.T) {
 		})
 	}
 }
+
+// wallT0 is the wall-clock time the stacked case's first call is given.
+var wallT0 = time.Date(2023, 11, 14, 22, 13, 20, 0, time.UTC)
 
 func readStacked(t *testing.T) Input {
 	t.Helper()

@@ -36,24 +36,31 @@ func ReadMerged(r io.Reader) ([]merge.MergedFsync, error) {
 	return out, nil
 }
 
-// mergeParts are the parts of merge.Split in drawing order, with colours:
-// the guest's own layers in the layer colours, virtualization in teal, the
-// host's layers in darker shades of the same colours.
-var mergeParts = []struct {
+// mergePart is one part of merge.Split as the merge chart draws it.
+type mergePart struct {
 	name, color string
 	get         func(merge.Split) int64
-}{
+}
+
+// mergeParts are the parts of merge.Split in drawing order, with colours:
+// the guest's own layers in the layer colours, virtualization in teal, the
+// host's layers in darker shades of the same colours, the host's image
+// writes in olive. The dm parts are drawn only when a merged call has
+// one (mergeBars), as the fsync report's dm column.
+var mergeParts = []mergePart{
 	{"guest data_writeback", LayerColors[analysis.LayerDataWriteback], func(s merge.Split) int64 { return s.GuestDataWritebackNs }},
 	{"guest journal", LayerColors[analysis.LayerJournal], func(s merge.Split) int64 { return s.GuestFSJournalNs }},
 	{"guest block_queue", LayerColors[analysis.LayerBlockQueue], func(s merge.Split) int64 { return s.GuestBlockQueueNs }},
+	{"guest dm", LayerColors[analysis.LayerDM], func(s merge.Split) int64 { return s.GuestDMNs }},
 	{"guest other", LayerColors[analysis.LayerOther], func(s merge.Split) int64 { return s.GuestOtherNs }},
 	{"virtualization", "#17becf", func(s merge.Split) int64 { return s.VirtualizationNs }},
 	{"host data_writeback", "#0b3c5d", func(s merge.Split) int64 { return s.HostDataWritebackNs }},
 	{"host journal", "#4a2a63", func(s merge.Split) int64 { return s.HostFSJournalNs }},
 	{"host block_queue", "#a35200", func(s merge.Split) int64 { return s.HostBlockQueueNs }},
+	{"host dm", "#4f2f29", func(s merge.Split) int64 { return s.HostDMNs }},
 	{"host device_flush", "#7f1416", func(s merge.Split) int64 { return s.HostDeviceFlushNs }},
 	{"host other", "#555555", func(s merge.Split) int64 { return s.HostOtherNs }},
-	{"host image writes", "#8c564b", func(s merge.Split) int64 { return s.HostImageWritesNs }},
+	{"host image writes", "#8a8b16", func(s merge.Split) int64 { return s.HostImageWritesNs }},
 }
 
 // mergeBars draws the guest | virtualization | host split of the merged
@@ -69,11 +76,24 @@ func mergeBars(ms []merge.MergedFsync) (*svgChart, []legendItem, string) {
 			matched++
 		}
 	}
-	var parts []legendItem
+	var drawn []mergePart
 	for _, p := range mergeParts {
+		if p.name == "guest dm" || p.name == "host dm" {
+			var ns int64
+			for _, m := range ms {
+				ns += p.get(m.Split)
+			}
+			if ns == 0 {
+				continue
+			}
+		}
+		drawn = append(drawn, p)
+	}
+	var parts []legendItem
+	for _, p := range drawn {
 		parts = append(parts, legendItem{p.name, p.color})
 	}
-	bars := meanBars(sorted, len(mergeParts), func(m *merge.MergedFsync, i int) int64 { return mergeParts[i].get(m.Split) })
+	bars := meanBars(sorted, len(drawn), func(m *merge.MergedFsync, i int) int64 { return drawn[i].get(m.Split) })
 	c := normalisedBars(bars, parts, "guest, virtualization and host share of each guest fsync, by level (each bar 100%)")
 	note := fmt.Sprintf("%s merged with the hypervisor's recording (etcdscope merge), %d with every flush matched to the host's work. A guest fsync's device-flush time is split into the host's work for it (in the host's layers) and virtualization, the rest (docs/merge.md).",
 		plural(int64(len(ms)), "guest fsync"), matched)

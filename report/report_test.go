@@ -333,8 +333,46 @@ func mergedFsyncs(n int) []merge.MergedFsync {
 // merge's JSON output and refuses another recording.
 func TestMergeBars(t *testing.T) {
 	c, legend, note := mergeBars(mergedFsyncs(20))
-	if len(legend) != len(mergeParts) || !strings.Contains(note, "20 guest fsyncs") || !strings.Contains(note, "10 with every flush matched") {
+	// No call has a dm layer: the dm parts are left out of the legend.
+	if len(legend) != len(mergeParts)-2 || !strings.Contains(note, "20 guest fsyncs") || !strings.Contains(note, "10 with every flush matched") {
 		t.Errorf("legend %d items, note %q", len(legend), note)
+	}
+	// Guest and host on device-mapper: guest dm and host dm are drawn,
+	// each in its own colour, in the split's proportions.
+	dm := mergedFsyncs(20)
+	for i := range dm {
+		s := &dm[i].Split
+		s.GuestDMNs, s.GuestOtherNs = s.GuestOtherNs/2, s.GuestOtherNs-s.GuestOtherNs/2
+		s.HostDMNs, s.HostDeviceFlushNs = s.HostDeviceFlushNs/5, s.HostDeviceFlushNs-s.HostDeviceFlushNs/5
+	}
+	dc, dlegend, _ := mergeBars(dm)
+	colors := map[string]string{}
+	for _, l := range dlegend {
+		colors[l.Name] = l.Color
+	}
+	if len(dlegend) != len(mergeParts) || colors["guest dm"] == "" || colors["host dm"] == "" {
+		t.Errorf("with dm: legend %v, want every part", dlegend)
+	}
+	seen := map[string]bool{}
+	for _, l := range dlegend {
+		if seen[l.Color] {
+			t.Errorf("legend colour %s used twice (%s)", l.Color, l.Name)
+		}
+		seen[l.Color] = true
+	}
+	dmRects := 0
+	for _, r := range dc.Rects {
+		want := map[string]float64{colors["guest dm"]: 0.1, colors["host dm"]: 0.1}[r.Fill]
+		if want == 0 {
+			continue
+		}
+		dmRects++
+		if math.Abs(r.W-want*barAreaW) > 1e-9 {
+			t.Errorf("dm segment %s at y=%v: %v px, want %v", r.Fill, r.Y, r.W, want*barAreaW)
+		}
+	}
+	if dmRects != 8 {
+		t.Errorf("%d dm segments drawn, want 8 (guest and host dm in each of 4 bars)", dmRects)
 	}
 	byY := map[float64][]float64{}
 	for _, r := range c.Rects {

@@ -39,10 +39,12 @@ func WriteMetricRecord(w io.Writer, cs []PeerComparison) error {
 	return err
 }
 
-// ReadRecording reads a peers recording: its events, and its metric
-// record when it has one (nil otherwise). A line with another "type", or
-// an event line without a kind, fails with its line number: it is some
-// other recording (an fsync one, say).
+// ReadRecording reads a peers recording: its header (peers.Header; a
+// recording made before headers has none), its events, and its metric
+// record when it has one (nil otherwise). A header or metric record of
+// another schema, a line with another "type", or an event line without a
+// kind, fails with its line number: it is some other recording (an fsync
+// one, say).
 func ReadRecording(r io.Reader) ([]event.Peer, *MetricRecord, error) {
 	var evs []event.Peer
 	var rec *MetricRecord
@@ -57,13 +59,15 @@ func ReadRecording(r io.Reader) ([]event.Peer, *MetricRecord, error) {
 				return errors.New("not a peer event (no kind)")
 			}
 			evs = append(evs, e)
+		case peers.HeaderType:
+			return peers.CheckHeader(line)
 		case MetricRecordType:
 			var m MetricRecord
 			if err := json.Unmarshal(line, &m); err != nil {
 				return err
 			}
-			if m.Schema != peers.Schema {
-				return fmt.Errorf("schema %q, this build reads %s", m.Schema, peers.Schema)
+			if err := peers.CheckSchema(m.Schema); err != nil {
+				return err
 			}
 			rec = &m
 		default:

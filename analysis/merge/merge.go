@@ -65,7 +65,7 @@ func (c Clock) Offset(g uint64) int64 {
 
 // Split partitions a guest fsync's wall time across the two kernels, ns.
 // The fields sum exactly to the guest fsync's total_ns: the guest layers
-// other than device_flush are copied from the guest record; its
+// other than device_flush (dm included) are copied from the guest record; its
 // device_flush time is split into the host's work for the flushes (the
 // matched host fdatasync calls, in the host's own layers, clipped to the
 // guest flush windows) and virtualization, the rest: the guest-seen device
@@ -75,13 +75,20 @@ type Split struct {
 	GuestDataWritebackNs int64 `json:"guest_data_writeback_ns"`
 	GuestFSJournalNs     int64 `json:"guest_fs_journal_ns"`
 	GuestBlockQueueNs    int64 `json:"guest_block_queue_ns"`
-	GuestOtherNs         int64 `json:"guest_other_ns"`
-	VirtualizationNs     int64 `json:"virtualization_ns"`
-	HostDataWritebackNs  int64 `json:"host_data_writeback_ns"`
-	HostFSJournalNs      int64 `json:"host_fs_journal_ns"`
-	HostBlockQueueNs     int64 `json:"host_block_queue_ns"`
-	HostDeviceFlushNs    int64 `json:"host_device_flush_ns"`
-	HostOtherNs          int64 `json:"host_other_ns"`
+	// GuestDMNs: the guest record's dm layer (a device-mapper target in
+	// the guest held its bios); left out of JSON when 0, as in the record.
+	GuestDMNs           int64 `json:"guest_dm_ns,omitempty"`
+	GuestOtherNs        int64 `json:"guest_other_ns"`
+	VirtualizationNs    int64 `json:"virtualization_ns"`
+	HostDataWritebackNs int64 `json:"host_data_writeback_ns"`
+	HostFSJournalNs     int64 `json:"host_fs_journal_ns"`
+	HostBlockQueueNs    int64 `json:"host_block_queue_ns"`
+	// HostDMNs: the matched host calls' dm layer (the image on LVM or
+	// dm-crypt on the host), mapped like the other host layers; left out
+	// of JSON when 0. Without it that time would read as virtualization.
+	HostDMNs          int64 `json:"host_dm_ns,omitempty"`
+	HostDeviceFlushNs int64 `json:"host_device_flush_ns"`
+	HostOtherNs       int64 `json:"host_other_ns"`
 	// HostImageWritesNs: the hypervisor's own writes to the image inside
 	// the guest flush window and outside its host flushes (qcow2 writing
 	// back its L2 and refcount metadata before it fdatasyncs): host I/O
@@ -91,13 +98,13 @@ type Split struct {
 
 // Sum returns the sum of all parts, ns.
 func (s Split) Sum() int64 {
-	return s.GuestDataWritebackNs + s.GuestFSJournalNs + s.GuestBlockQueueNs + s.GuestOtherNs +
+	return s.GuestDataWritebackNs + s.GuestFSJournalNs + s.GuestBlockQueueNs + s.GuestDMNs + s.GuestOtherNs +
 		s.VirtualizationNs + s.HostNs()
 }
 
 // HostNs returns the host's share: every host_* part.
 func (s Split) HostNs() int64 {
-	return s.HostDataWritebackNs + s.HostFSJournalNs + s.HostBlockQueueNs + s.HostDeviceFlushNs + s.HostOtherNs + s.HostImageWritesNs
+	return s.HostDataWritebackNs + s.HostFSJournalNs + s.HostBlockQueueNs + s.HostDMNs + s.HostDeviceFlushNs + s.HostOtherNs + s.HostImageWritesNs
 }
 
 // Pair is one guest flush request and the host flush work matched to it.
@@ -728,11 +735,11 @@ func split(r analysis.FsyncRecord, flushes []int, gs []gflush, hs []hflush, ws [
 		Flushes: len(flushes), Matched: true, Pairs: []Pair{}}
 	L := r.Layers
 	m.Split = Split{GuestDataWritebackNs: L.DataWritebackNs, GuestFSJournalNs: L.JournalNs,
-		GuestBlockQueueNs: L.BlockQueueNs, GuestOtherNs: L.OtherNs}
+		GuestBlockQueueNs: L.BlockQueueNs, GuestDMNs: L.DMNs, GuestOtherNs: L.OtherNs}
 	if len(flushes) == 0 {
 		m.Matched, m.Reason = false, ReasonNoGuestFlush
 	}
-	var parts [6]float64 // host data, journal, queue, device flush, other, image writes
+	var parts [7]float64 // host data, journal, queue, device flush, other, image writes, dm
 	for _, gi := range flushes {
 		g := gs[gi]
 		if len(g.host) == 0 {
@@ -770,13 +777,14 @@ func split(r analysis.FsyncRecord, flushes []int, gs []gflush, hs []hflush, ws [
 			parts[2] += frac * float64(h.Layers.BlockQueueNs)
 			parts[3] += frac * float64(h.Layers.DeviceFlushNs)
 			parts[4] += frac * float64(h.Layers.OtherNs)
+			parts[6] += frac * float64(h.Layers.DMNs)
 		}
 		m.Pairs = append(m.Pairs, p)
 	}
 	// The host work lies inside the guest's device flush time; if the
 	// clipped sum still exceeds it (overlapping guest windows, the sweep
 	// giving part of a window to nothing), scale it down to fit.
-	sum := parts[0] + parts[1] + parts[2] + parts[3] + parts[4] + parts[5]
+	sum := parts[0] + parts[1] + parts[2] + parts[3] + parts[4] + parts[5] + parts[6]
 	if dev := float64(L.DeviceFlushNs); sum > dev && sum > 0 {
 		for k := range parts {
 			parts[k] *= dev / sum
@@ -788,6 +796,7 @@ func split(r analysis.FsyncRecord, flushes []int, gs []gflush, hs []hflush, ws [
 	m.Split.HostDeviceFlushNs = int64(parts[3])
 	m.Split.HostOtherNs = int64(parts[4])
 	m.Split.HostImageWritesNs = int64(parts[5])
+	m.Split.HostDMNs = int64(parts[6])
 	// Virtualization is the remainder, so the split sums exactly.
 	m.Split.VirtualizationNs = L.DeviceFlushNs - m.Split.HostNs()
 	if m.Split.VirtualizationNs < 0 { // rounding

@@ -371,3 +371,66 @@ func TestClockErrorBoundsTruthOutsideItsSpan(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeDMLayers: a guest on a device-mapper disk (its records carry a
+// dm layer) and a host image on LVM or dm-crypt (the host fdatasyncs carry
+// one too). The guest's dm time stays the guest's (guest_dm_ns: the split
+// still sums to the call) and the host's is host work (host_dm_ns), not
+// virtualization: the same run with that host time in host_other gives
+// the same virtualization, and host_other + host_dm equal its host_other.
+// Before the dm layer was merged, the guest's dm time fell out of the sum
+// and the host's was counted as virtualization.
+func TestMergeDMLayers(t *testing.T) {
+	s := synth{n: 30, offsetNs: 1e9}
+	guest, host, _ := s.build(t)
+	plain, err := Merge(guest, host, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range guest {
+		l := &guest[i].Layers
+		l.DMNs = l.OtherNs / 2
+		l.OtherNs -= l.DMNs
+	}
+	for i := range host.Fsyncs {
+		l := &host.Fsyncs[i].Layers
+		l.DMNs = l.OtherNs / 2
+		l.OtherNs -= l.DMNs
+	}
+	res, err := Merge(guest, host, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hostDM int64
+	for i, f := range res.Fsyncs {
+		p := plain.Fsyncs[i].Split
+		if f.Split.Sum() != f.TotalNs || f.Split.GuestDMNs != guest[i].Layers.DMNs || f.Split.GuestDMNs == 0 {
+			t.Fatalf("fsync %d: guest_dm %d ns (record's %d), split sums to %d of %d", i, f.Split.GuestDMNs, guest[i].Layers.DMNs, f.Split.Sum(), f.TotalNs)
+		}
+		if f.Split.VirtualizationNs != p.VirtualizationNs || abs(f.Split.HostOtherNs+f.Split.HostDMNs-p.HostOtherNs) > 1 {
+			t.Fatalf("fsync %d: virtualization %d (%d without host dm), host other %d + dm %d (other %d without)",
+				i, f.Split.VirtualizationNs, p.VirtualizationNs, f.Split.HostOtherNs, f.Split.HostDMNs, p.HostOtherNs)
+		}
+		hostDM += f.Split.HostDMNs
+	}
+	if hostDM == 0 {
+		t.Fatal("no host_dm_ns in any merged fsync")
+	}
+	sum := Summarize(res, nil, "")
+	var names []string
+	for _, lv := range sum.Levels {
+		for _, sh := range lv.Shares {
+			names = append(names, sh.Layer)
+		}
+	}
+	if !strings.Contains(strings.Join(names, " "), "guest_dm") || !strings.Contains(strings.Join(names, " "), "host_dm") {
+		t.Errorf("summary shares %v lack guest_dm or host_dm", names)
+	}
+	for _, lv := range Summarize(plain, nil, "").Levels {
+		for _, sh := range lv.Shares {
+			if strings.HasSuffix(sh.Layer, "_dm") {
+				t.Errorf("summary of a run without dm has a %s share", sh.Layer)
+			}
+		}
+	}
+}

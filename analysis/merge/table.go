@@ -2,6 +2,7 @@ package merge
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -77,11 +78,13 @@ func Summarize(res Result, images []Image, image string) Summary {
 		sum.GuestDataWritebackNs += p.GuestDataWritebackNs
 		sum.GuestFSJournalNs += p.GuestFSJournalNs
 		sum.GuestBlockQueueNs += p.GuestBlockQueueNs
+		sum.GuestDMNs += p.GuestDMNs
 		sum.GuestOtherNs += p.GuestOtherNs
 		sum.VirtualizationNs += p.VirtualizationNs
 		sum.HostDataWritebackNs += p.HostDataWritebackNs
 		sum.HostFSJournalNs += p.HostFSJournalNs
 		sum.HostBlockQueueNs += p.HostBlockQueueNs
+		sum.HostDMNs += p.HostDMNs
 		sum.HostDeviceFlushNs += p.HostDeviceFlushNs
 		sum.HostOtherNs += p.HostOtherNs
 		sum.HostImageWritesNs += p.HostImageWritesNs
@@ -109,11 +112,19 @@ func Summarize(res Result, images []Image, image string) Summary {
 	sort.Strings(names)
 	g := stats.Summarize(guestLat)
 	n := float64(max(res.GuestFsyncs, 1))
+	// The dm shares only where a device-mapper target held bios, as the
+	// fsync report's dm column.
+	withDM := func(shares []Share, at int, name string, ns int64) []Share {
+		if ns == 0 {
+			return shares
+		}
+		return slices.Insert(shares, at, Share{name, share(ns)})
+	}
 	s.Levels = append(s.Levels, Level{Level: "L1 guest", Device: strings.Join(names, ", "), P50Ns: g.P50, P99Ns: g.P99,
 		FlushesPerFsync: float64(res.GuestFlushes) / n,
-		Shares: []Share{{"guest_fs_journal", share(sum.GuestFSJournalNs)}, {"guest_data_writeback", share(sum.GuestDataWritebackNs)},
+		Shares: withDM([]Share{{"guest_fs_journal", share(sum.GuestFSJournalNs)}, {"guest_data_writeback", share(sum.GuestDataWritebackNs)},
 			{"guest_block_queue", share(sum.GuestBlockQueueNs)}, {"virtualization", share(sum.VirtualizationNs)},
-			{"guest_other", share(sum.GuestOtherNs)}, {"host (L2)", share(sum.HostNs())}}})
+			{"guest_other", share(sum.GuestOtherNs)}, {"host (L2)", share(sum.HostNs())}}, 3, "guest_dm", sum.GuestDMNs)})
 	h := stats.Summarize(hostLat)
 	hostDev := ""
 	for _, im := range images {
@@ -124,8 +135,8 @@ func Summarize(res Result, images []Image, image string) Summary {
 	}
 	s.Levels = append(s.Levels, Level{Level: "L2 host", Device: hostDev, P50Ns: h.P50, P99Ns: h.P99,
 		FlushesPerFsync: float64(hostFlushReqs) / n,
-		Shares: []Share{{"host_fs_journal", share(sum.HostFSJournalNs)}, {"host_device_flush", share(sum.HostDeviceFlushNs)},
+		Shares: withDM([]Share{{"host_fs_journal", share(sum.HostFSJournalNs)}, {"host_device_flush", share(sum.HostDeviceFlushNs)},
 			{"host_data_writeback", share(sum.HostDataWritebackNs)}, {"host_block_queue", share(sum.HostBlockQueueNs)},
-			{"host_other", share(sum.HostOtherNs)}, {"host_image_writes", share(sum.HostImageWritesNs)}}})
+			{"host_other", share(sum.HostOtherNs)}, {"host_image_writes", share(sum.HostImageWritesNs)}}, 4, "host_dm", sum.HostDMNs)})
 	return s
 }

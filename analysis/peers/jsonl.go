@@ -2,16 +2,60 @@ package peers
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 
 	"github.com/etcdscope/etcdscope/analysis/jsonl"
 	"github.com/etcdscope/etcdscope/event"
 )
 
-// Schema names the JSON Lines format of recorded peer events: one Event
-// object per line. `etcdscope peers --record FILE` writes it; ReadEvents
-// reads it back so a report can be recomputed without root.
+// Schema names the JSON Lines format of recorded peer events: a Header
+// line, then one Event object per line. `etcdscope peers --record FILE`
+// writes it; ReadEvents reads it back so a report can be recomputed
+// without root.
 const Schema = "peers/v1"
+
+// HeaderType is the "type" of a recording's first line, Header. Event
+// lines have no "type" (they have "kind").
+const HeaderType = "peers_recording"
+
+// Header is a recording's first line: it names the schema, so that a
+// reader refuses a format it does not know instead of misreading it.
+// Recordings made before the header existed have none and are read as
+// peers/v1.
+type Header struct {
+	Type   string `json:"type"`   // HeaderType
+	Schema string `json:"schema"` // Schema
+}
+
+// WriteHeader writes the Header line for this build's Schema.
+func WriteHeader(w io.Writer) error {
+	b, err := json.Marshal(Header{Type: HeaderType, Schema: Schema})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// CheckSchema returns an error naming schema when it is not the one this
+// build reads (a record's "schema" field: the Header's, or the etcd metric
+// record's).
+func CheckSchema(schema string) error {
+	if schema != Schema {
+		return fmt.Errorf("schema %q, this build reads %s", schema, Schema)
+	}
+	return nil
+}
+
+// CheckHeader checks a Header line: its schema must be this build's.
+func CheckHeader(line []byte) error {
+	var h Header
+	if err := json.Unmarshal(line, &h); err != nil {
+		return err
+	}
+	return CheckSchema(h.Schema)
+}
 
 // WriteEvent writes e as one JSON line.
 func WriteEvent(w io.Writer, e event.Peer) error {
@@ -23,12 +67,21 @@ func WriteEvent(w io.Writer, e event.Peer) error {
 	return err
 }
 
-// ReadEvents reads JSON Lines written by WriteEvent (through jsonl.Scan:
-// the same line limit and errors as every recording); blank lines are
-// skipped, and a malformed line fails with its line number.
+// ReadEvents reads JSON Lines written by WriteHeader and WriteEvent
+// (through jsonl.Scan: the same line limit and errors as every
+// recording); blank lines are skipped, a header of another schema and a
+// malformed line fail with their line number. Other typed lines (the etcd
+// metric record, which etcdmetric.ReadRecording reads) are skipped.
 func ReadEvents(r io.Reader) ([]event.Peer, error) {
 	var evs []event.Peer
-	err := jsonl.Scan(r, func(_ int, _ jsonl.Head, raw []byte) error {
+	err := jsonl.Scan(r, func(_ int, h jsonl.Head, raw []byte) error {
+		switch h.Type {
+		case HeaderType:
+			return CheckHeader(raw)
+		case "":
+		default:
+			return nil
+		}
 		var e event.Peer
 		if err := json.Unmarshal(raw, &e); err != nil {
 			return err

@@ -32,7 +32,7 @@ import (
 
 func init() {
 	subcommands["fsync"] = subcommand{
-		summary: "split every fsync/fdatasync into its layers: data writeback, journal, device flush, block queue, other",
+		summary: "split every fsync/fdatasync into its layers: data writeback, journal, device flush, block queue, dm (device-mapper), other",
 		run:     runFsync,
 	}
 }

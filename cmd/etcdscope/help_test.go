@@ -84,6 +84,14 @@ func TestSubcommandHelp(t *testing.T) {
 	if rc != 0 || !strings.HasPrefix(out, "etcdscope fsync: ") {
 		t.Errorf("etcdscope help fsync: exit %d, %q", rc, out)
 	}
+	// fsync's purpose lists its layers: every one the analysis splits a
+	// call into (the sixth, dm, was missing from it once).
+	purpose, _, _ := strings.Cut(out, "\n")
+	for _, l := range analysis.LayerNames {
+		if !strings.Contains(purpose, strings.ReplaceAll(l, "_", " ")) {
+			t.Errorf("etcdscope fsync's purpose does not name the %s layer: %q", l, purpose)
+		}
+	}
 	out, _, rc = runBin(t, bin, "--version")
 	if rc != 0 || !strings.HasPrefix(out, "etcdscope ") || !strings.Contains(out, "go1.") {
 		t.Errorf("--version: exit %d, %q", rc, out)

@@ -425,7 +425,12 @@ func newRecording(path string) (*recording, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &recording{fh: fh, w: bufio.NewWriter(fh)}, nil
+	r := &recording{fh: fh, w: bufio.NewWriter(fh)}
+	if err := peers.WriteHeader(r.w); err != nil {
+		r.close()
+		return nil, err
+	}
+	return r, nil
 }
 
 // Peer writes ev as one JSON line (schema peers/v1).

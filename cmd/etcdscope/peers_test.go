@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -167,6 +168,11 @@ func TestPeersMetricsErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer fh.Close()
+			first, _ := bufio.NewReader(fh).ReadString('\n')
+			if first != `{"type":"peers_recording","schema":"peers/v1"}`+"\n" {
+				t.Errorf("--record: first line %q, want the peers/v1 header", first)
+			}
+			fh.Seek(0, io.SeekStart)
 			evs, err := peers.ReadEvents(fh)
 			if err != nil || len(evs) != rep.Events {
 				t.Errorf("--record: %d events read back (err %v), report says %d", len(evs), err, rep.Events)
