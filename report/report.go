@@ -149,7 +149,11 @@ type page struct {
 	LossUnknown string // analysis.Report.LossUnknown: Lost and Missed are not known
 	Missed      uint64
 	Span        string
-	Unavailable []string
+	Unavailable []string // probes not attached whose layer is missing: a warning
+	// Optional: probes not attached that are optional ("name: optional,
+	// ..." as tracer.Probe.Why says), whose layer is measured another way:
+	// a note, not a warning (the jbd2 wait on kernels without kprobes).
+	Optional    []string
 	Disks       []string // each disk's write cache (analysis.DiskCache.Describe), where known
 	Legend      []legendItem
 	Overview    []overviewRow
@@ -182,7 +186,14 @@ func Render(w io.Writer, in Input) error {
 func build(in Input) page {
 	rep := analysis.BuildReportWrites(in.Fsyncs, in.Writes, in.Summary.LostEvents, in.Summary.MissedEvents, in.Summary.Unavailable)
 	p := page{Title: in.Title, Generated: time.Now().UTC().Format(time.RFC3339), Fsyncs: len(in.Fsyncs),
-		Lost: rep.LostEvents, Missed: rep.MissedEvents, LossUnknown: in.Summary.LossUnknown, Unavailable: rep.Unavailable, NoFsyncs: len(in.Fsyncs) == 0}
+		Lost: rep.LostEvents, Missed: rep.MissedEvents, LossUnknown: in.Summary.LossUnknown, NoFsyncs: len(in.Fsyncs) == 0}
+	for _, u := range rep.Unavailable {
+		if _, why, ok := strings.Cut(u, ": "); ok && strings.HasPrefix(why, "optional, ") {
+			p.Optional = append(p.Optional, u)
+		} else {
+			p.Unavailable = append(p.Unavailable, u)
+		}
+	}
 	rep.SetDiskCaches(in.Summary.Disks)
 	for _, d := range rep.Disks {
 		if line := d.Describe(); line != "" {

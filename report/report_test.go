@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"html/template"
 	"math"
 	"net/netip"
 	"os"
@@ -564,5 +565,28 @@ func TestPageLossNamed(t *testing.T) {
 				t.Errorf("lost %d missed %d: page has %q", tc.lost, tc.missed, n)
 			}
 		}
+	}
+}
+
+// TestOptionalProbeIsANote: a probe the tracer marks optional (the jbd2
+// wait on a kernel without kprobes or fentry: "name: optional, ...", as
+// tracer's fsync probes say it and etcdscope fsync records it) is a note
+// on the page, not the orange warning a missing layer gets.
+func TestOptionalProbeIsANote(t *testing.T) {
+	const optional = "fentry|kprobe/jbd2_log_wait_commit: optional, nothing is wrong: the journal layer is measured by overlap with the jbd2 commit tracepoints instead of by the exact wait (fentry: EPERM; kprobe: no PMU)"
+	const missing = "tp_btf/block_rq_complete: attach: permission denied"
+	var b strings.Builder
+	if err := Render(&b, Input{Title: "t", Summary: analysis.Report{Unavailable: []string{optional, missing}}}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if !strings.Contains(page, `<p class="note">Optional probe not attached: `+template.HTMLEscapeString(optional)) {
+		t.Errorf("optional probe not shown as a note")
+	}
+	if !strings.Contains(page, `<p class="warn">Not attached: `+template.HTMLEscapeString(missing)) {
+		t.Errorf("missing probe not shown as a warning")
+	}
+	if strings.Contains(page, `class="warn">Not attached: fentry|kprobe`) {
+		t.Errorf("optional probe shown as a warning")
 	}
 }
