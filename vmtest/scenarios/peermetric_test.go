@@ -88,3 +88,20 @@ func TestMetricVerdictCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestShownInCI: in make vmtest a judged far − near check is shown, not
+// judged, and says where it is judged; under make scenario(s), and for a
+// check already shown for its own reason, nothing changes.
+func TestShownInCI(t *testing.T) {
+	judged := Check{Name: "far-near", Got: "2.14x", Pass: false, Timing: true}
+	if c := ShownInCI(judged, true); !c.Info || !strings.Contains(c.Name, "judged by make scenario(s)") {
+		t.Errorf("CI: %+v", c)
+	}
+	if c := ShownInCI(judged, false); c.Info || c.Name != judged.Name {
+		t.Errorf("make scenario: %+v", c)
+	}
+	info := Check{Name: "far-near: too few observations", Info: true}
+	if c := ShownInCI(info, true); c.Name != info.Name {
+		t.Errorf("already shown: %+v", c)
+	}
+}

@@ -335,9 +335,21 @@ type toolRun struct {
 // probes are attached (F exists).
 func startTool(t *testing.T, bin string, args ...string) *toolRun {
 	t.Helper()
+	return startToolIn(t, "", bin, args...)
+}
+
+// startToolIn is startTool in network namespace netns (`ip netns exec`,
+// which execs: the pid is etcdscope's); "" is the rig's root namespace.
+func startToolIn(t *testing.T, netns, bin string, args ...string) *toolRun {
+	t.Helper()
 	ready := filepath.Join(t.TempDir(), "ready")
 	p := &toolRun{name: "etcdscope " + args[0], exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, append(args, "--ready-file", ready)...)
+	argv := append(args, "--ready-file", ready)
+	if netns != "" {
+		argv = append([]string{"netns", "exec", netns, bin}, argv...)
+		bin = "ip"
+	}
+	p.cmd = exec.Command(bin, argv...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -408,7 +420,16 @@ func (p *toolRun) stop(t *testing.T) []byte {
 // --etcd-metrics <m1> --etcd-endpoints <m1>`.
 func (r *rig) startPeers() *toolRun {
 	r.t.Helper()
-	return startTool(r.t, r.bin, "peers", "--duration", "0", "--output", "json",
+	// In m1's network namespace, as etcdscope on m1's node shares its
+	// network: etcdscope's own kept-alive probe (the model's input for
+	// etcd's kept-alive prober) then crosses the delayed link as etcd's
+	// does. From the root namespace (10.77.3.254) it crossed none of the
+	// rig's netem, which filters by member address, so the model missed
+	// the far RTT on that prober, RTT/2 of the metric's mean (runs 5-18:
+	// verdicts 0.77-1.43x against the 1.5x limit). Finding a member in
+	// another namespace stays pinned by host's TestListenerPIDOtherNetns
+	// and cmd/etcdscope's peers tests.
+	return startToolIn(r.t, r.ns[0], r.bin, "peers", "--duration", "0", "--output", "json",
 		"--etcd-metrics", r.m[0].MetricsURL, "--etcd-endpoints", r.m[0].ClientURL)
 }
 
@@ -502,17 +523,31 @@ func modelChecks(sum *commit.SummaryRecord, want, name string) []Check {
 func (r *rig) commitNearChecks(out []byte, ph Phase, decider int, far time.Duration) []Check {
 	r.t.Helper()
 	checks := r.commitChecks(out, ph, decider, 0)
-	for i := range checks {
-		// With both followers up, which ack comes second to none is a
-		// race the far link should win by 50 ms; a starved guest can hold
-		// the near member's ack longer (load 8: m3 decided 5 of 40).
-		if strings.HasPrefix(checks[i].Name, "etcdscope commit: the quorum's deciding vote") {
-			checks[i].Timing = true
-		}
-	}
-	_, sum, err := commit.ReadRecords(bytes.NewReader(out))
+	recs, sum, err := commit.ReadRecords(bytes.NewReader(out))
 	if err != nil || sum == nil {
 		return checks
+	}
+	// With both followers up the quorum is the leader's own WAL fdatasync
+	// and the near member's ack: whichever of the two ends last decides
+	// (the near ack can beat the leader's own fsync: runs 18b and 19 read
+	// local_wal in 3-4 of 40). What the stretched cluster must show is
+	// that the far member is not waited for: the near side (the near
+	// member or the local WAL) decides >= 90%. A starved guest can hold
+	// the near ack past the far one's (load 8: m3 decided 5 of 40): a
+	// timing check.
+	want := strconv.FormatUint(r.m[decider-1].ID, 16)
+	near := 0
+	for _, rec := range recs {
+		if rec.Decider == want || rec.Decider == "local_wal" {
+			near++
+		}
+	}
+	for i := range checks {
+		if strings.HasPrefix(checks[i].Name, "etcdscope commit: the quorum's deciding vote") {
+			checks[i] = Check{Name: "etcdscope commit: the quorum's deciding vote (near side: " + r.m[decider-1].Name + " or the leader's own WAL)",
+				Got:  fmt.Sprintf("%d of %d writes (all: %v)", near, len(recs), sum.Deciders),
+				Want: ">= 90%", Pass: len(recs) > 0 && near*10 >= len(recs)*9, Timing: true}
+		}
 	}
 	qw := time.Duration(sum.PartsNs[commit.PartQuorumWait].P50)
 	return append(checks, Check{Name: "etcdscope commit: quorum_wait p50 (the near member's ack, not the far one's)", Got: ms(qw),
