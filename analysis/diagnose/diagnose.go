@@ -149,6 +149,11 @@ type Options struct {
 	// MetricsURL: a /metrics URL to name in the suggested commands
 	// (default http://127.0.0.1:2381/metrics, kubeadm's metrics listener).
 	MetricsURL string
+	// OneMember: every /metrics input is a scrape of one member, diagnosed
+	// as their difference. For excerpts that carry no etcd_server_id,
+	// instance label or process_start_time_seconds, which are otherwise
+	// read as one member per input (see Members).
+	OneMember bool
 }
 
 // Diagnose reads every input and returns the findings. An input whose
@@ -203,12 +208,28 @@ func Diagnose(inputs []Input, opt Options) (Report, error) {
 		}
 		rep.Inputs = append(rep.Inputs, info)
 	}
-	windows = append(windows, Members(scrapes)...)
+	var alike []string
+	if opt.OneMember && len(scrapes) > 0 {
+		w := window(scrapes)
+		w.Member = "one member (--one-member)"
+		windows = append(windows, w)
+	} else {
+		windows = append(windows, Members(scrapes)...)
+		alike = rep.scrapesAlike(scrapes)
+	}
 	url := opt.MetricsURL
 	if url == "" {
 		url = "http://127.0.0.1:2381/metrics"
 	}
 	rep.diskFindings(windows, url)
+	if len(alike) > 0 {
+		for i := range rep.Findings {
+			if rep.Findings[i].Topic == "slow_member" {
+				rep.Findings[i].Uncertainty = strings.TrimPrefix(rep.Findings[i].Uncertainty+"; ", "; ") +
+					strings.Join(alike, ", ") + " may be scrapes of one member (see the inputs finding), not members of one cluster"
+			}
+		}
+	}
 	rep.peerFindings(windows, url)
 	rep.logFindings(logs)
 	rep.fioFindings()

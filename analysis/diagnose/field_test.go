@@ -567,3 +567,76 @@ func TestTablePeerOnlyMember(t *testing.T) {
 		t.Errorf("WAL member's disk row: %q\n%s", walRow, b.String())
 	}
 }
+
+// TestOneMember: two excerpts of one member's WAL histogram with no member
+// identity (etcd #5870's ladder, and the same 1000 fsyncs later, all
+// under 4 ms) were read as two members, both over budget since start, and
+// called a cluster with a shared cause (a new user's report). Without
+// --one-member they stay two members but an inputs finding says they look
+// like two scrapes of one member and names the command, and the
+// slow_member finding says so too; with it, their difference: 1000
+// fsyncs, p99 under 4 ms, OK. Two members' real histograms (#12405 and
+// #5870: other ladders of counts) get no such finding.
+func TestOneMember(t *testing.T) {
+	var before []string
+	for _, l := range strings.Split(string(readInputs(t, "etcd-5870-full.prom")[0].Data), "\n") {
+		if strings.Contains(l, "wal_fsync") {
+			before = append(before, l)
+		}
+	}
+	after := make([]string, len(before))
+	for i, l := range before {
+		after[i] = l
+		f := strings.Fields(l)
+		if len(f) != 2 || strings.HasPrefix(l, "#") {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case strings.HasSuffix(f[0], "_sum"):
+			v += 2 // 1000 fsyncs of 2 ms
+		case strings.Contains(f[0], `le="0.001"`), strings.Contains(f[0], `le="0.002"`):
+		default: // le >= 0.004, +Inf and _count
+			v += 1000
+		}
+		after[i] = f[0] + " " + strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	in := []Input{{Name: "before.txt", Data: []byte(strings.Join(before, "\n") + "\n")}, {Name: "after.txt", Data: []byte(strings.Join(after, "\n") + "\n")}}
+
+	rep, err := Diagnose(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := findingOf(rep, "inputs")
+	if f == nil || f.Subject != "before.txt, after.txt" || !strings.Contains(f.Summary, "1000 more WAL fsyncs") || !strings.Contains(f.Next, "--one-member before.txt after.txt") {
+		t.Fatalf("no inputs finding naming the pair: %+v", rep.Findings)
+	}
+	if s := findingOf(rep, "slow_member"); s != nil && !strings.Contains(s.Uncertainty, "may be scrapes of one member") {
+		t.Errorf("slow_member without the caveat: %+v", s)
+	}
+
+	rep, err = Diagnose(in, Options{OneMember: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Members) != 1 || rep.Members[0].Window != "between scrapes" || rep.Members[0].WAL.Observations != 1000 {
+		t.Fatalf("--one-member: %+v", rep.Members)
+	}
+	if p99 := rep.Members[0].WAL.P99; p99 == nil || p99.Value > 0.004 || p99.Value <= 0.002 {
+		t.Errorf("--one-member p99 %+v, want in (2, 4] ms", p99)
+	}
+	if w := findingOf(rep, "wal_fsync"); w == nil || w.Severity != OK || findingOf(rep, "inputs") != nil || findingOf(rep, "slow_member") != nil {
+		t.Errorf("--one-member findings: %+v", rep.Findings)
+	}
+
+	rep, err = Diagnose(readInputs(t, "etcd-12405-node.prom", "etcd-5870-full.prom"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := findingOf(rep, "inputs"); f != nil {
+		t.Errorf("two members' histograms read as alike: %+v", f)
+	}
+}

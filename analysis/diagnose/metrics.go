@@ -337,3 +337,53 @@ func count(s *etcdmetric.Series) float64 {
 	}
 	return s.Count
 }
+
+// anonymous: nothing in s tells which member it is (a hand excerpt).
+func anonymous(s Scrape) bool {
+	return s.ServerID == "" && !s.ByLabel && s.ProcessStart.IsZero() && s.At.IsZero() && len(s.Peers) == 0
+}
+
+// sameLadder: both WAL histograms have the same name and bucket bounds.
+func sameLadder(a, b Scrape) bool {
+	if a.WAL == nil || b.WAL == nil || a.WALName != b.WALName || len(a.WAL.Buckets) != len(b.WAL.Buckets) {
+		return false
+	}
+	for i := range a.WAL.Buckets {
+		if a.WAL.Buckets[i].UpperBound != b.WAL.Buckets[i].UpperBound {
+			return false
+		}
+	}
+	return true
+}
+
+// scrapesAlike adds a finding for each pair of inputs that Members read as
+// two members only for want of an identity, and that look like two scrapes
+// of one member: both anonymous, the same WAL series and bucket ladder,
+// and every count of one at least the other's (a forward delta) but not
+// all equal. Which it is cannot be told from the text; the finding says
+// how to ask for the difference. It returns the inputs named.
+func (r *Report) scrapesAlike(scrapes []Scrape) []string {
+	var named []string
+	for i := range scrapes {
+		for j := i + 1; j < len(scrapes); j++ {
+			a, b := scrapes[i], scrapes[j]
+			if a.Source == b.Source || !anonymous(a) || !anonymous(b) || !sameLadder(a, b) || count(a.WAL) == count(b.WAL) {
+				continue
+			}
+			if count(a.WAL) > count(b.WAL) {
+				a, b = b, a
+			}
+			if !forward(a, b) {
+				continue
+			}
+			r.Findings = append(r.Findings, Finding{Topic: "inputs", Subject: a.Source + ", " + b.Source, Severity: Unknown,
+				Summary: fmt.Sprintf("%s and %s carry no member identity (no etcd_server_id, instance label or process_start_time_seconds) and look like two scrapes of one member: the same %s ladder, every count of %s at least %s's (%.0f more WAL fsyncs)",
+					a.Source, b.Source, a.WALName, b.Source, a.Source, count(b.WAL)-count(a.WAL)),
+				Uncertainty: "read here as two members, each since its start; two members' histograms can also look so",
+				Next:        "etcdscope diagnose --one-member " + a.Source + " " + b.Source + "  # if they are one member's: their difference"})
+			named = append(named, a.Source, b.Source)
+		}
+	}
+	slices.Sort(named)
+	return slices.Compact(named)
+}

@@ -33,6 +33,7 @@ func runDiagnose(args []string) error {
 	until := fs.String("until", "", "keep log lines and Prometheus samples at or before this time (RFC 3339)")
 	window := fs.Duration("window", 30*time.Second, "for a URL input: scrape it, wait this long, scrape again, and diagnose the difference")
 	timeout := fs.Duration("timeout", 10*time.Second, "for a URL input: give up on one scrape after this long")
+	oneMember := fs.Bool("one-member", false, "every /metrics input is a scrape of one member: diagnose their difference (for excerpts with no etcd_server_id, instance label or process_start_time_seconds)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return errHelp
@@ -42,7 +43,7 @@ func runDiagnose(args []string) error {
 	if *output != "table" && *output != "json" {
 		return usagef("--output %q: use table or json", *output)
 	}
-	var opt diagnose.Options
+	opt := diagnose.Options{OneMember: *oneMember}
 	for _, t := range []struct {
 		flag, v string
 		dst     *time.Time
