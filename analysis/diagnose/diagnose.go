@@ -179,8 +179,12 @@ func Diagnose(inputs []Input, opt Options) (Report, error) {
 			scrapes = append(scrapes, sc...)
 			c := sc[0].Cleaned
 			info.Note = fmt.Sprintf("%d samples", c.Samples)
-			if c.Dropped > 0 || len(c.Rejected) > 0 {
-				info.Note += fmt.Sprintf("; %d non-metric lines dropped, %d rejected by the parser", c.Dropped, len(c.Rejected))
+			if c.Dropped > 0 {
+				info.Note += "; " + plural(c.Dropped, "non-metric line") + " dropped"
+			}
+			if len(c.Rejected) > 0 {
+				// Name the first: often a pasted shell command, not a sample.
+				info.Note += "; " + plural(len(c.Rejected), "line") + " the parser rejected, e.g. " + c.Rejected[0]
 			}
 		case KindPromJSON:
 			ws, err := ReadPromJSON(in, opt.Since, opt.Until)
@@ -406,3 +410,15 @@ func fmtCount(n float64, ok bool) string {
 
 // fmtSec is etcdmetric's seconds format.
 func fmtSec(s float64) string { return etcdmetric.FormatSeconds(s) }
+
+// plural is "1 line", "2 lines"; "request or apply" becomes "requests
+// or applies".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	if what == "request or apply" {
+		return fmt.Sprintf("%d requests or applies", n)
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}

@@ -39,11 +39,11 @@ func TestFieldInputs(t *testing.T) {
 		{"etcd-11100-upstream-peer.txt", KindMetrics, []want{{"peer_rtt", OK, "(1.60ms–3.20ms]"}}},
 		{"etcd-10080-peer-one.txt", KindMetrics, []want{{"peer_rtt", OK, "one hump (400µs–800µs]"}}},
 		{"etcd-7312-heartbeat.log", KindLog, []want{{"heartbeat", Warn, "2 leader stall(s); longest gap between heartbeats 489ms"}}},
-		{"etcd-13346-heartbeat-leader.log", KindLog, []want{{"heartbeat", Bad, "gap between heartbeats 1.018s"}, {"leader", Warn, "1 term(s)"}}},
+		{"etcd-13346-heartbeat-leader.log", KindLog, []want{{"heartbeat", Bad, "gap between heartbeats 1.018s"}, {"leader", Warn, "over 1 term"}}},
 		{"etcd-5870-syslog.log", KindLog, []want{{"heartbeat", Bad, "1.149s (2×200ms heartbeat interval + 749ms exceeded)"}, {"apply", OK, "the longest 12.6ms"}}},
 		{"etcd-10215-wal-sync.log", KindLog, []want{{"slow_fdatasync", Bad, "12 WAL fdatasync calls logged over etcd's 1 s warning, the longest 7.645s"}}},
 		{"dailywork-13-syslog.log", KindLog, []want{{"slow_fdatasync", Bad, "5 WAL fdatasync calls"}, {"apply", Warn, "the longest 731ms"}}},
-		{"minikube-9668-mixed.log", KindLog, []want{{"slow_fdatasync", Bad, "2 WAL fdatasync calls logged over etcd's 1 s warning, the longest 2.118s"}, {"leader", Warn, "1 term(s)"}}},
+		{"minikube-9668-mixed.log", KindLog, []want{{"slow_fdatasync", Bad, "2 WAL fdatasync calls logged over etcd's 1 s warning, the longest 2.118s"}, {"leader", Warn, "over 1 term"}}},
 		{"zap-juejin-heartbeat.log", KindLog, []want{{"slow_fdatasync", Bad, "the longest 1.263s"}, {"heartbeat", Warn, "261ms (2×100ms heartbeat interval + 61ms exceeded)"}}},
 		{"etcd-5870-docker-json.log", KindLog, []want{{"heartbeat", Warn, "longest gap between heartbeats 3.851s (2×1s heartbeat interval + 1.851s exceeded); 0 stall(s) reached the 5s election timeout"}}},
 		{"rke-2295-wal-from-2ms.txt", KindMetrics, []want{{"wal_fsync", Bad, "WAL fsync p99 227.26ms (in the bucket 128.00ms–256.00ms"}}},
@@ -638,5 +638,26 @@ func TestOneMember(t *testing.T) {
 	}
 	if f := findingOf(rep, "inputs"); f != nil {
 		t.Errorf("two members' histograms read as alike: %+v", f)
+	}
+}
+
+// TestInputNoteNamesRejectedLine: the one line of etcd #9561's excerpt
+// that expfmt rejects is the pasted curl command, not a sample: the input
+// note quotes it ("1 line the parser rejected, e.g. ...curl..."), in the
+// singular, instead of "0 non-metric lines dropped, 1 rejected by the
+// parser"; a single leader line or apply reads in the singular too.
+func TestInputNoteNamesRejectedLine(t *testing.T) {
+	rep, err := Diagnose(readInputs(t, "etcd-9561-gap.txt", "minikube-9668-mixed.log"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := rep.Inputs[0].Note; !strings.Contains(n, `1 line the parser rejected, e.g. "curl http://127.0.0.1:2379/metrics | grep fsync"`) || strings.Contains(n, "non-metric") {
+		t.Errorf("note %q", n)
+	}
+	if f := findingOf(rep, "apply"); f == nil || !strings.HasPrefix(f.Summary, "1 request or apply logged") {
+		t.Errorf("apply finding: %+v", f)
+	}
+	if plural(2, "request or apply") != "2 requests or applies" || plural(1, "term") != "1 term" || plural(3, "term") != "3 terms" {
+		t.Error(plural(2, "request or apply"), plural(1, "term"), plural(3, "term"))
 	}
 }

@@ -257,7 +257,7 @@ func (r *Report) logFindings(logs []LogRead) {
 				ev = append(ev, fmt.Sprintf("%d of them followed by a leader change within 20 s", followed))
 			}
 			f := Finding{Topic: "slow_fdatasync", Subject: lr.Source, Severity: Bad,
-				Summary:     fmt.Sprintf("%d WAL fdatasync calls logged over etcd's 1 s warning, the longest %s", len(fsync), max.Round(time.Millisecond)),
+				Summary:     fmt.Sprintf("%s logged over etcd's 1 s warning, the longest %s", plural(len(fsync), "WAL fdatasync call"), max.Round(time.Millisecond)),
 				Evidence:    ev,
 				Uncertainty: strings.TrimPrefix(zoneNote+"; etcd logs only syncs over 1 s: the histogram (etcd_disk_wal_fsync_duration_seconds) says how the rest fare", "; "),
 				Meaning:     "while the WAL fdatasync runs the Raft loop waits: no commit, no heartbeat from this member for that long; over the election timeout on a leader, followers campaign",
@@ -282,7 +282,7 @@ func (r *Report) logFindings(logs []LogRead) {
 				meaning = "under 100 ms: logged only by etcd v3.0-v3.1's 10 ms threshold; not what makes commits slow"
 			}
 			r.Findings = append(r.Findings, Finding{Topic: "apply", Subject: lr.Source, Severity: sev,
-				Summary:     fmt.Sprintf("%d requests or applies logged as taking too long (over etcd's warning threshold: 100 ms since v3.2, 10 ms in v3.0-v3.1), the longest %s", len(apply), max.Round(round)),
+				Summary:     fmt.Sprintf("%s logged as taking too long (over etcd's warning threshold: 100 ms since v3.2, 10 ms in v3.0-v3.1), the longest %s", plural(len(apply), "request or apply"), max.Round(round)),
 				Evidence:    firstLines(apply, 3),
 				Uncertainty: "etcd logs these after the fact; a slow disk (backend commit), CPU starvation or a large range request all cause them",
 				Meaning:     meaning,
@@ -294,7 +294,7 @@ func (r *Report) logFindings(logs []LogRead) {
 				terms[e.Term] = true
 			}
 			r.Findings = append(r.Findings, Finding{Topic: "leader", Subject: lr.Source, Severity: Warn,
-				Summary:  fmt.Sprintf("leadership changed: %d leader lines over %d term(s)", len(leader), len(terms)),
+				Summary:  fmt.Sprintf("leadership changed: %s over %s", plural(len(leader), "leader line"), plural(len(terms), "term")),
 				Evidence: firstLines(leader, 4),
 				Meaning:  "no commits while there is no leader (an election takes at least the election timeout); clients see timeouts"})
 		}
@@ -335,10 +335,10 @@ func (r *Report) heartbeatFinding(src string, hb, fsync, leader []LogEvent, inte
 	}
 	f := Finding{Topic: "heartbeat", Subject: src, Severity: Warn}
 	if maxGap > 0 {
-		f.Summary = fmt.Sprintf("%d late heartbeat lines in %d leader stall(s); longest gap between heartbeats %s (2×%s heartbeat interval + %s exceeded); %d stall(s) reached the %s election timeout",
-			len(hb), len(stalls), maxGap.Round(time.Millisecond), hbInterval(hb, interval), maxExc.Round(time.Millisecond), over, election)
+		f.Summary = fmt.Sprintf("%s in %d leader stall(s); longest gap between heartbeats %s (2×%s heartbeat interval + %s exceeded); %d stall(s) reached the %s election timeout",
+			plural(len(hb), "late heartbeat line"), len(stalls), maxGap.Round(time.Millisecond), hbInterval(hb, interval), maxExc.Round(time.Millisecond), over, election)
 	} else {
-		f.Summary = fmt.Sprintf("%d late heartbeat lines in %d leader stall(s); up to %s over the expected 2×interval (the line does not give the interval)", len(hb), len(stalls), maxExc.Round(time.Millisecond))
+		f.Summary = fmt.Sprintf("%s in %d leader stall(s); up to %s over the expected 2×interval (the line does not give the interval)", plural(len(hb), "late heartbeat line"), len(stalls), maxExc.Round(time.Millisecond))
 	}
 	if over > 0 {
 		f.Severity = Bad

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -25,9 +26,36 @@ func init() {
 // checkStdout is where check prints (tests capture it).
 var checkStdout io.Writer = os.Stdout
 
-// errCheckFailed makes check exit 1 when something required is missing;
-// the table already said what.
-var errCheckFailed = errors.New("something this node needs is missing (see above)")
+// checkFailed makes check exit 1 when something required is missing; the
+// table already said what, the error says which subcommands it stops and
+// which can run (a node without sch_netem still traces).
+func checkFailed(items []checkItem) error {
+	all := []string{"fsync", "serve", "peers", "commit", "hypervisor", "netem"}
+	blocked := map[string]bool{}
+	for _, it := range items {
+		if it.ok || it.required == "" {
+			continue
+		}
+		for _, w := range strings.Fields(it.required) {
+			if slices.Contains(all, w) {
+				blocked[w] = true
+			}
+		}
+	}
+	var stopped, runs []string
+	for _, c := range all {
+		if blocked[c] {
+			stopped = append(stopped, c)
+		} else {
+			runs = append(runs, c)
+		}
+	}
+	msg := strings.Join(stopped, ", ") + " cannot run here (see MISSING above)"
+	if len(runs) > 0 {
+		msg += "; " + strings.Join(runs, ", ") + " can"
+	}
+	return errors.New(msg)
+}
 
 // checkItem is one line of check's table.
 type checkItem struct {
@@ -65,7 +93,7 @@ func runCheck(args []string) error {
 			}
 		}
 		if failed {
-			return errCheckFailed
+			return checkFailed(items)
 		}
 		return nil
 	}
@@ -82,10 +110,10 @@ func runCheck(args []string) error {
 		if it.required != "" {
 			need = "for " + it.required
 		}
-		fmt.Fprintf(checkStdout, "%s %-17s %-37s %s\n", mark, it.what, need, it.detail)
+		fmt.Fprintf(checkStdout, "%s %-17s %-40s %s\n", mark, it.what, need, it.detail)
 	}
 	if failed {
-		return errCheckFailed
+		return checkFailed(items)
 	}
 	return nil
 }
@@ -106,33 +134,33 @@ func checkNode() []checkItem {
 		}
 		items = append(items, it)
 	}
-	capItem("CAP_BPF", unix.CAP_BPF, "fsync serve peers hypervisor", "maps, programs and BTF: add it (or run as root)")
-	capItem("CAP_PERFMON", unix.CAP_PERFMON, "fsync serve peers hypervisor", "tracepoints and uprobes: add it (or run as root)")
+	capItem("CAP_BPF", unix.CAP_BPF, "fsync serve peers commit hypervisor", "maps, programs and BTF: add it (or run as root)")
+	capItem("CAP_PERFMON", unix.CAP_PERFMON, "fsync serve peers commit hypervisor", "tracepoints and uprobes: add it (or run as root)")
 	capItem("CAP_NET_ADMIN", unix.CAP_NET_ADMIN, "netem", "qdiscs and filters: add it for netem apply/clear")
 	capItem("CAP_SYS_PTRACE", unix.CAP_SYS_PTRACE, "", "paths of other users' (or more privileged) processes' files in /proc/PID/fd; without it paths come from the captured names")
 	capItem("CAP_SYS_ADMIN", unix.CAP_SYS_ADMIN, "", "only to mount tracefs when the node has not")
 
 	_, err := os.Stat("/sys/kernel/btf/vmlinux")
-	items = append(items, checkItem{what: "kernel BTF", ok: err == nil, required: "fsync serve peers hypervisor",
+	items = append(items, checkItem{what: "kernel BTF", ok: err == nil, required: "fsync serve peers commit hypervisor",
 		detail: pick(err == nil, "/sys/kernel/btf/vmlinux", "no /sys/kernel/btf/vmlinux: the kernel needs CONFIG_DEBUG_INFO_BTF=y")})
 
 	memOK, memKnown, memDetail := tracer.BPFMemory()
-	items = append(items, checkItem{what: "BPF memory", ok: memOK, required: pick(memKnown, "fsync serve peers hypervisor", ""), detail: memDetail})
+	items = append(items, checkItem{what: "BPF memory", ok: memOK, required: pick(memKnown, "fsync serve peers commit hypervisor", ""), detail: memDetail})
 
 	rbOK, rbKnown, rbDetail := tracer.RingBuf()
-	items = append(items, checkItem{what: "BPF ring buffer", ok: rbOK, required: pick(rbKnown, "fsync serve peers hypervisor", ""), detail: rbDetail})
+	items = append(items, checkItem{what: "BPF ring buffer", ok: rbOK, required: pick(rbKnown, "fsync serve peers commit hypervisor", ""), detail: rbDetail})
 
 	tsOK, _, tsDetail := tracer.TaskStorage()
 	items = append(items, checkItem{what: "task storage", ok: tsOK, detail: tsDetail})
 
 	bpfErr := tracer.CheckPrerequisites()
-	items = append(items, checkItem{what: "BPF map creation", ok: bpfErr == nil, required: "fsync serve peers hypervisor",
+	items = append(items, checkItem{what: "BPF map creation", ok: bpfErr == nil, required: "fsync serve peers commit hypervisor",
 		detail: pick(bpfErr == nil, "a test map was created", fmt.Sprint(bpfErr))})
 
 	items = append(items, tracefsItem())
 
 	_, err = os.Stat("/sys/bus/event_source/devices/uprobe/type")
-	items = append(items, checkItem{what: "uprobes", ok: err == nil, required: "peers (etcd's kept-alive prober)",
+	items = append(items, checkItem{what: "uprobes", ok: err == nil, required: "commit peers",
 		detail: pick(err == nil, "uprobe PMU present", "no uprobe PMU: the kernel needs CONFIG_UPROBE_EVENTS=y")})
 
 	_, err = os.Stat("/sys/bus/event_source/devices/kprobe/type")

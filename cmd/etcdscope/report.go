@@ -80,7 +80,7 @@ func runReport(args []string) error {
 	br := bufio.NewReaderSize(in, 64<<10)
 	if isCapture(br) {
 		if *htmlOut != "" {
-			return usagef("%s is a capture: --html takes a recording (etcdscope fsync --output json)", fs.Arg(0))
+			return usagef("%s is a capture: --html takes a recording; replay it into one first: etcdscope report --output json %s > recording.jsonl && etcdscope report --html %s recording.jsonl", fs.Arg(0), fs.Arg(0), *htmlOut)
 		}
 		return replayCapture(br, fs.Arg(0), *output, *failOverBudget)
 	}
