@@ -1,11 +1,8 @@
 package host
 
 import (
-	"os"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -131,7 +128,7 @@ type ownerRequest struct{ key, ino uint64 }
 
 // NewSocketOwnerResolver starts the worker; Close stops it.
 func NewSocketOwnerResolver(cfg SocketOwnerConfig) *SocketOwnerResolver {
-	return newSocketOwnerResolver(cfg, scanner{SocketOwners, SocketsOf, procComm, threadCPU})
+	return newSocketOwnerResolver(cfg, scanner{SocketOwners, SocketsOf, Comm, threadCPU})
 }
 
 // newSocketOwnerResolver is NewSocketOwnerResolver with the scans given.
@@ -354,13 +351,4 @@ func (r *SocketOwnerResolver) put(ino uint64, o SocketOwner) {
 		r.order = append(r.order, ino)
 	}
 	r.cache[ino] = o
-}
-
-// procComm reads /proc/PID/comm ("" if the process is gone).
-func procComm(pid uint32) string {
-	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/comm")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
 }

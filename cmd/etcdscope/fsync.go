@@ -390,6 +390,9 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 		hook = " (on ext4's own tracepoints: no syscall tracepoint enabled)"
 	}
 	fmt.Fprintf(os.Stderr, "tracing fsync/fdatasync%s%s %s\n", describeFilter(cfg, f), hook, stopHow)
+	if hint := filterHint(cfg); hint != "" {
+		fmt.Fprintln(os.Stderr, hint)
+	}
 wait:
 	for {
 		select {
@@ -491,10 +494,23 @@ func decodeErrors(n uint64) error {
 	return fmt.Errorf("%d ring buffer record(s) could not be decoded: the report misses those events (a tracer and BPF object mismatch? rebuild with make)", n)
 }
 
+// filterHint says at start when the filter matches nothing running now
+// (--comm etcd with no etcd yet: it waits, and a run that ends with 0
+// calls then has its reason on screen).
+func filterHint(cfg tracer.FsyncConfig) string {
+	if cfg.Comm != "" && cfg.PID == 0 && len(host.PIDsWithComm(cfg.Comm, 1)) == 0 {
+		return fmt.Sprintf("no process named %q is running now: its calls are traced once one starts (check the name: the kernel's comm, e.g. from ps -o comm)", cfg.Comm)
+	}
+	return ""
+}
+
 func describeFilter(cfg tracer.FsyncConfig, f fsyncFlags) string {
 	s := ""
 	if cfg.PID != 0 {
 		s += fmt.Sprintf(" of pid %d", cfg.PID)
+		if c := host.Comm(uint32(cfg.PID)); c != "" {
+			s += fmt.Sprintf(" (%s)", c) // a wrong pid shows: pid 1 (systemd)
+		}
 	}
 	if cfg.Comm != "" {
 		s += fmt.Sprintf(" of comm %q", cfg.Comm)

@@ -12,7 +12,9 @@ import (
 	"testing"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/testenv"
+	"github.com/etcdscope/etcdscope/tracer"
 )
 
 // buildBinary builds etcdscope into a temp directory: help goes to the
@@ -215,5 +217,21 @@ func TestCompletion(t *testing.T) {
 	out, err := exec.Command(zsh, "-f", "-c", "source "+zf+" && complete -p etcdscope 2>/dev/null || print -r -- ${_comps[etcdscope]}").CombinedOutput()
 	if rc != 0 || err != nil || !strings.Contains(string(out), "_etcdscope") {
 		t.Errorf("zsh: sourcing the completion script: exit %d, %v\n%s", rc, err, out)
+	}
+}
+
+// TestFilterHint: --comm naming no running process says so at start
+// (a run that ends with 0 calls has its reason on screen); a running
+// comm and a --pid get no hint.
+func TestFilterHint(t *testing.T) {
+	if h := filterHint(tracer.FsyncConfig{Comm: "no-such-comm-x"}); !strings.Contains(h, `no process named "no-such-comm-x" is running now`) {
+		t.Errorf("hint %q", h)
+	}
+	self := host.Comm(uint32(os.Getpid()))
+	if h := filterHint(tracer.FsyncConfig{Comm: self}); h != "" {
+		t.Errorf("running comm %q: hint %q", self, h)
+	}
+	if h := filterHint(tracer.FsyncConfig{PID: uint32(os.Getpid())}); h != "" {
+		t.Errorf("pid: hint %q", h)
 	}
 }
