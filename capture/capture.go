@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/jsonl"
 	"github.com/etcdscope/etcdscope/event"
 )
@@ -72,6 +73,10 @@ type End struct {
 	// MonoToWallNs is CLOCK_REALTIME − CLOCK_MONOTONIC at the end (the
 	// fsync summary's mono_to_wall_ns).
 	MonoToWallNs int64 `json:"mono_to_wall_ns,omitempty"`
+	// DiskCaches: the write cache mode and FUA support of the traced disks as
+	// the live run read them from sysfs (fsync), at most as many as the
+	// report keeps; replay prints them as the live run did.
+	DiskCaches []analysis.DiskCache `json:"disk_caches,omitempty"`
 }
 
 // Device is the answer the run got for a filesystem or disk device: its

@@ -438,8 +438,21 @@ wait:
 		return err
 	}
 	monoToWall := monoToWallNs()
+	rep := rs.Report(lost, tr.Missed(), unavailable)
+	rep.MonoToWallNs = monoToWall
+	rep.RingPeakBytes = tr.RingPeakBytes()
+	pipeline.LiveDiskCaches(&rep)
 	if capw != nil {
-		err := capw.finish(capture.End{LostEvents: lost, MissedEvents: tr.Missed(), DecodeErrors: p.DecodeErrors(), MonoToWallNs: monoToWall})
+		// The disks' write cache modes go with the capture, so that its
+		// replay prints the live run's disk lines (this machine's sysfs
+		// may not have the disk at replay).
+		var disks []analysis.DiskCache
+		for _, d := range rep.Disks {
+			if d.WriteCache != "" {
+				disks = append(disks, d)
+			}
+		}
+		err := capw.finish(capture.End{LostEvents: lost, MissedEvents: tr.Missed(), DecodeErrors: p.DecodeErrors(), MonoToWallNs: monoToWall, DiskCaches: disks})
 		capw = nil
 		if err != nil {
 			return err
@@ -456,10 +469,6 @@ wait:
 			fmt.Fprintf(info, "%s %s %s (last, partial interval)\n", time.Now().Format("15:04:05"), line, loss)
 		}
 	}
-	rep := rs.Report(lost, tr.Missed(), unavailable)
-	rep.MonoToWallNs = monoToWall
-	rep.RingPeakBytes = tr.RingPeakBytes()
-	pipeline.LiveDiskCaches(&rep)
 	if f.output == "json" {
 		if err := json.NewEncoder(out).Encode(rep); err != nil {
 			return err

@@ -208,6 +208,7 @@ func replayFsync(rd *capture.Reader, name, output string, failOverBudget bool) e
 	}
 	rep := rs.Report(end.LostEvents, end.MissedEvents, rd.Header().Unavailable)
 	rep.MonoToWallNs = end.MonoToWallNs
+	rep.SetDiskCaches(end.DiskCaches) // the capturing machine's, not this one's
 	if !ok {
 		rep.LossUnknown = "unknown: the capture has no end line (the run was cut short)"
 	}

@@ -70,3 +70,30 @@ func TestReportCaptureGoldens(t *testing.T) {
 		})
 	}
 }
+
+// TestReportCaptureDiskCaches: a capture whose end line carries the live
+// run's disk write cache modes (fsync --capture writes them) replays with
+// the live run's "disk ... write cache" line; the golden captures, made
+// before, have none and replay without it (TestReportCaptureGoldens).
+func TestReportCaptureDiskCaches(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(goldenDir, "ext4.capture.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const end = `{"type":"end","v":1,"lost_events":0,"missed_events":0}`
+	if !bytes.HasSuffix(bytes.TrimSpace(b), []byte(end)) {
+		t.Fatalf("ext4.capture.jsonl does not end with %s", end)
+	}
+	b = bytes.Replace(b, []byte(end), []byte(`{"type":"end","v":1,"lost_events":0,"missed_events":0,"disk_caches":[{"dev":"7:0","name":"loop0","write_cache":"write back"}]}`), 1)
+	c := filepath.Join(t.TempDir(), "ext4.capture.jsonl")
+	if err := os.WriteFile(c, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const line = "disk loop0 (7:0): write cache write back, no FUA"
+	if got := reportOutput(t, c); !bytes.Contains(got, []byte(line)) {
+		t.Errorf("replay lacks %q:\n%s", line, got)
+	}
+	if got := reportOutput(t, filepath.Join(goldenDir, "ext4.capture.jsonl")); bytes.Contains(got, []byte("disk loop0 (7:0): write cache")) {
+		t.Errorf("a capture without disks printed a write cache line:\n%s", got)
+	}
+}
