@@ -1,7 +1,10 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // Disk verdict kinds (DiskVerdict.Kind).
@@ -30,6 +33,12 @@ const (
 	// DiskVerdictMinCalls: fewer calls in a group give no disk verdict (a
 	// share of a handful of calls says little about the disk).
 	DiskVerdictMinCalls = 10
+	// DiskWhyMargin: a group with no verdict says why (Group.DiskWhy) when
+	// device_flush or block_queue is within this share of a threshold it
+	// must reach (40% less this for device_flush, 30% less this for
+	// block_queue) or already past it. Farther off, no verdict is
+	// expected and a line would be noise.
+	DiskWhyMargin = 0.1
 )
 
 // DiskVerdict says whether a group's fsyncs pay a fixed price per flush
@@ -55,15 +64,10 @@ type DiskVerdict struct {
 	Text string `json:"text"`
 }
 
-// diskVerdict judges a group by its layers (nil: neither floor nor
-// contention, or too few calls).
-func diskVerdict(g *Group) *DiskVerdict {
-	if g.Total.Count < DiskVerdictMinCalls || g.Total.Sum <= 0 {
-		return nil
-	}
-	var flush, queue LayerStat
-	largest := ""
-	top := -1.0
+// diskLayers returns a group's device_flush and block_queue stats and its
+// largest layer (the first of equal shares, in LayerNames order).
+func diskLayers(g *Group) (flush, queue, largest LayerStat) {
+	largest.Share = -1
 	for _, l := range g.Layers {
 		switch l.Name {
 		case LayerDeviceFlush:
@@ -71,10 +75,21 @@ func diskVerdict(g *Group) *DiskVerdict {
 		case LayerBlockQueue:
 			queue = l
 		}
-		if l.Share > top {
-			top, largest = l.Share, l.Name
+		if l.Share > largest.Share {
+			largest = l
 		}
 	}
+	return flush, queue, largest
+}
+
+// diskVerdict judges a group by its layers (nil: neither floor nor
+// contention, or too few calls).
+func diskVerdict(g *Group) *DiskVerdict {
+	if g.Total.Count < DiskVerdictMinCalls || g.Total.Sum <= 0 {
+		return nil
+	}
+	flush, queue, top := diskLayers(g)
+	largest := top.Name
 	v := DiskVerdict{DeviceFlushShare: flush.Share, BlockQueueShare: queue.Share,
 		DeviceFlushP50Ns: flush.Stats.P50, BlockQueueP99Ns: queue.Stats.P99}
 	if n := g.Flushes + g.FUAWrites; n > 0 {
@@ -93,4 +108,60 @@ func diskVerdict(g *Group) *DiskVerdict {
 		return nil
 	}
 	return &v
+}
+
+// diskWhy says which conditions of the disk verdict a group of at least
+// DiskVerdictMinCalls calls with no verdict missed, with the exact shares
+// ("device_flush 39.98%, under the 40% of floor"): the table and the page
+// round shares to 40%, which reads as a verdict's threshold met. "" when
+// the group has a verdict, too few calls, or neither layer within
+// DiskWhyMargin of its threshold (floor's 40%, contention's 30%).
+func diskWhy(g *Group) string {
+	if g.Disk != nil || g.Total.Count < DiskVerdictMinCalls || g.Total.Sum <= 0 {
+		return ""
+	}
+	flush, queue, top := diskLayers(g)
+	// Each share printed once, exact enough against every threshold
+	// and layer it is compared with.
+	flushS := exactShare(flush.Share, FloorMinFlushShare, top.Share, queue.Share)
+	queueS := exactShare(queue.Share, FloorMaxQueueShare, ContentionMinQueueShare, flush.Share)
+	var why []string
+	if flush.Share >= FloorMinFlushShare-DiskWhyMargin {
+		if flush.Share < FloorMinFlushShare {
+			why = append(why, fmt.Sprintf("device_flush %s, under the %.0f%% of floor", flushS, 100*FloorMinFlushShare))
+		}
+		if top.Name != LayerDeviceFlush {
+			why = append(why, fmt.Sprintf("device_flush %s not the largest layer (%s %s), as floor needs", flushS, top.Name, exactShare(top.Share, flush.Share)))
+		}
+		if queue.Share >= FloorMaxQueueShare {
+			why = append(why, fmt.Sprintf("block_queue %s, not under the %.0f%% of floor", queueS, 100*FloorMaxQueueShare))
+		}
+	}
+	if queue.Share >= ContentionMinQueueShare-DiskWhyMargin {
+		if queue.Share < ContentionMinQueueShare {
+			why = append(why, fmt.Sprintf("block_queue %s, under the %.0f%% of contention", queueS, 100*ContentionMinQueueShare))
+		}
+		if queue.Share < flush.Share {
+			why = append(why, fmt.Sprintf("block_queue %s under device_flush %s, where contention needs no less", queueS, flushS))
+		}
+	}
+	return strings.Join(why, "; ")
+}
+
+// exactShare prints share as a percentage with two decimals, or as many
+// more (up to six) as it takes for the printed number to fall on the
+// same side as share of each of the thresholds it is compared with:
+// 39.999% against 40% is not printed "40.00%".
+func exactShare(share float64, thresholds ...float64) string {
+	for d := 2; ; d++ {
+		s := strconv.FormatFloat(100*share, 'f', d, 64)
+		v, _ := strconv.ParseFloat(s, 64)
+		ok := true
+		for _, t := range thresholds {
+			ok = ok && cmp.Compare(v/100, t) == cmp.Compare(share, t)
+		}
+		if ok || d == 6 {
+			return s + "%"
+		}
+	}
 }

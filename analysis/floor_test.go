@@ -71,3 +71,47 @@ func TestDiskVerdict(t *testing.T) {
 		})
 	}
 }
+
+// TestDiskWhy: a group of enough calls with no disk verdict says which
+// condition it missed, with a share printed exactly enough to fall on
+// its side of the threshold (a new user's 5 s run: device_flush 39.98%,
+// shown "40.0%" in the table, and no verdict); no line far from any
+// threshold, with a verdict, or under DiskVerdictMinCalls calls.
+func TestDiskWhy(t *testing.T) {
+	const ms = 1_000_000
+	cases := []struct {
+		name              string
+		calls             int
+		flush, queue, oth int64 // ns of a 10 ms call; the rest is data writeback
+		want              string
+	}{
+		{"flush within rounding of floor", 20, 3_998_000, 0, 3 * ms, "device_flush 39.98%, under the 40% of floor"},
+		{"flush a hair under floor", 20, 3_999_990, 0, 3 * ms, "device_flush 39.9999%, under the 40% of floor"},
+		{"flush far under floor", 20, 2 * ms, 0, 0, ""},
+		{"queue at the floor's limit", 20, 6 * ms, 1 * ms, 0, "block_queue 10.00%, not under the 10% of floor"},
+		{"flush not the largest layer", 20, 4 * ms, 0, 5 * ms, "device_flush 40.00% not the largest layer (other 50.00%), as floor needs"},
+		{"queue near contention", 20, 2 * ms, 2_500_000, 0, "block_queue 25.00%, under the 30% of contention"},
+		{"queue under the flush share", 20, 4 * ms, 3 * ms, 0,
+			"block_queue 30.00%, not under the 10% of floor; block_queue 30.00% under device_flush 40.00%, where contention needs no less"},
+		{"floor", 20, 6 * ms, 0, 0, ""},
+		{"too few calls", DiskVerdictMinCalls - 1, 3_998_000, 0, 3 * ms, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var recs []FsyncRecord
+			for i := 0; i < c.calls; i++ {
+				l := Layers{DeviceFlushNs: c.flush, BlockQueueNs: c.queue, OtherNs: c.oth}
+				l.DataWritebackNs = 10*ms - l.Sum()
+				recs = append(recs, FsyncRecord{PID: 1, Comm: "etcd", Syscall: "fdatasync", Dev: "259:0", FS: "ext4", FileKind: KindWAL,
+					TotalNs: 10 * ms, Layers: l, Flushes: 1})
+			}
+			g := BuildReport(recs, 0, 0, nil).Groups[0]
+			if g.DiskWhy != c.want {
+				t.Errorf("disk_verdict_why %q, want %q (verdict %v)", g.DiskWhy, c.want, g.Disk)
+			}
+			if g.DiskWhy != "" && g.Disk != nil {
+				t.Errorf("a why %q beside a verdict %q", g.DiskWhy, g.Disk.Kind)
+			}
+		})
+	}
+}

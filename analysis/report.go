@@ -72,6 +72,12 @@ type Group struct {
 	// Disk says whether the calls pay a fixed price per flush or wait
 	// behind other I/O (DiskVerdict); absent when neither holds.
 	Disk *DiskVerdict `json:"disk_verdict,omitempty"`
+	// DiskWhy says, for a group of at least DiskVerdictMinCalls calls
+	// with no disk verdict but device_flush or block_queue within
+	// DiskWhyMargin of a threshold, which conditions were missed, with
+	// the exact shares ("device_flush 39.98%, under the 40% of floor");
+	// "" otherwise.
+	DiskWhy string `json:"disk_verdict_why,omitempty"`
 }
 
 // Report is the end-of-run summary of `etcdscope fsync` (JSON type
@@ -258,6 +264,7 @@ func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report
 		out.Verdict = verdict(g.key.FileKind, out.Total.P99)
 		out.Biased = Biased(lost, missed)
 		out.Disk = diskVerdict(&out)
+		out.DiskWhy = diskWhy(&out)
 		rep.Groups = append(rep.Groups, out)
 	}
 	rep.Levels = b.levels.rows()

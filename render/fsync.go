@@ -63,6 +63,9 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 		}
 		if g.Disk != nil {
 			fmt.Fprintf(bw, "  disk verdict: %s\n", g.Disk.Text)
+		} else if g.DiskWhy != "" {
+			// The layer table rounds shares: a 39.98% reads as 40.0%.
+			fmt.Fprintf(bw, "  disk verdict: none (%s)\n", g.DiskWhy)
 		}
 		if d := g.Dominant(); d.Name == analysis.LayerOther && d.Share >= otherHintShare && len(g.OtherSplit) == 0 {
 			// No kernel layer explains the time: the scheduler's view can.

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -189,5 +190,33 @@ func TestFsyncReportNoCommitNote(t *testing.T) {
 		if strings.Contains(s, prealloc) != tc.prealloc {
 			t.Errorf("%s: preallocation note shown %v, want %v:\n%s", tc.kind, !tc.prealloc, tc.prealloc, s)
 		}
+	}
+}
+
+// TestFsyncReportDiskWhy: a new user's 5 s run had device_flush 39.98%
+// of a group's time, which the layer table prints "40.0%", and no disk
+// verdict: the table now says the floor's 40% was missed, with the exact
+// share, and the JSON summary carries the same line.
+func TestFsyncReportDiskWhy(t *testing.T) {
+	var recs []analysis.FsyncRecord
+	for i := 0; i < 20; i++ {
+		recs = append(recs, analysis.FsyncRecord{PID: 1, Comm: "etcd", Syscall: "fdatasync", Dev: "254:1", FS: "ext4", FileKind: analysis.KindWAL,
+			TotalNs: 4e6, Flushes: 1, Layers: analysis.Layers{DeviceFlushNs: 1_599_200, OtherNs: 1_200_000, DataWritebackNs: 1_200_800}})
+	}
+	rep := analysis.BuildReport(recs, 0, 0, nil)
+	var table bytes.Buffer
+	if err := FsyncReport(&table, &rep); err != nil {
+		t.Fatal(err)
+	}
+	why := "device_flush 39.98%, under the 40% of floor"
+	if s := table.String(); !strings.Contains(s, "40.0%") || !strings.Contains(s, "  disk verdict: none ("+why+")\n") {
+		t.Errorf("table lacks the rounded share or %q:\n%s", why, s)
+	}
+	js, err := json.Marshal(rep.Groups[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(js), `"disk_verdict_why":"`+why+`"`) {
+		t.Errorf("JSON group lacks disk_verdict_why: %s", js)
 	}
 }

@@ -118,8 +118,8 @@ type groupView struct {
 	// Biased is the group's analysis.Group.Biased: "biased: N lost events,
 	// M missed probe runs", "" for a lossless trace.
 	Biased string
-	// Disk is the group's disk verdict (analysis.DiskVerdict.Text), ""
-	// when it has none.
+	// Disk is the group's disk verdict (analysis.DiskVerdict.Text), or
+	// "none (why)" with analysis.Group.DiskWhy; "" when it has neither.
 	Disk string
 	// Other splits the other layer by scheduler state (fsync --sched);
 	// Writes summarises the write calls before the group's fsyncs (fsync
@@ -138,7 +138,10 @@ type overviewRow struct {
 	TopShare      string // its share, "52%"
 	TopColor      string
 	Verdict       string
-	Disk          string // analysis.DiskVerdict.Kind: floor, contention or ""
+	Disk          string // analysis.DiskVerdict.Kind: floor, contention or ""; "none" with DiskWhy
+	// DiskWhy is analysis.Group.DiskWhy: why a group near a threshold got
+	// no disk verdict, printed under the overview table ("" otherwise).
+	DiskWhy string
 }
 
 type page struct {
@@ -235,7 +238,7 @@ func build(in Input) page {
 				plural(g.Total.Count, "call"), analysis.Ms(g.Total.P50), analysis.Ms(g.Total.P99), analysis.Ms(g.Total.Max), g.FlushesPerFsync, fuaPerCall(&g)),
 			Verdict: g.Verdict,
 			Biased:  g.Biased,
-			Disk:    diskText(g.Disk),
+			Disk:    diskText(&g),
 			Other:   otherLine(g.OtherSplit),
 			Writes:  writesLine(rep.Writes, g.Key),
 			Bars:    layerBars(recs),
@@ -246,6 +249,8 @@ func build(in Input) page {
 			P99: analysis.Ms(g.Total.P99), Max: analysis.Ms(g.Total.Max), Verdict: g.Verdict}
 		if g.Disk != nil {
 			row.Disk = g.Disk.Kind
+		} else if g.DiskWhy != "" {
+			row.Disk, row.DiskWhy = "none", g.DiskWhy
 		}
 		top := -1.0
 		for _, l := range g.Layers {
@@ -280,12 +285,16 @@ func fuaPerCall(g *analysis.Group) string {
 	return fmt.Sprintf(", %.2f FUA writes per call", float64(g.FUAWrites)/float64(g.Total.Count))
 }
 
-// diskText is a group's disk verdict sentence, "" without one.
-func diskText(d *analysis.DiskVerdict) string {
-	if d == nil {
-		return ""
+// diskText is a group's disk verdict sentence, "none (why)" without one
+// near a threshold, "" otherwise.
+func diskText(g *analysis.Group) string {
+	switch {
+	case g.Disk != nil:
+		return g.Disk.Text
+	case g.DiskWhy != "":
+		return "none (" + g.DiskWhy + ")"
 	}
-	return d.Text
+	return ""
 }
 
 // otherLine says how the other layer splits by scheduler state, as shares

@@ -528,8 +528,27 @@ func TestPageDiskVerdict(t *testing.T) {
 	if err := Render(&html, Input{Title: "t", Fsyncs: recs}); err != nil {
 		t.Fatal(err)
 	}
-	if s := html.String(); strings.Contains(s, "disk verdict:") || strings.Contains(s, "<td>contention</td>") {
-		t.Error("a group without a disk verdict shows one")
+	if s := html.String(); strings.Contains(s, "disk verdict:") || strings.Contains(s, "<td>contention</td>") || strings.Contains(s, "disk: no verdict") {
+		t.Error("a group without a disk verdict, far from its thresholds, shows one or a why")
+	}
+	// A new user's run: device_flush 39.98% of the time, which the page
+	// rounds to 40%, the floor's threshold: the overview and the group
+	// say which condition was missed, with the exact share.
+	for i := range recs {
+		recs[i].Layers = analysis.Layers{DeviceFlushNs: 1_599_200, OtherNs: 1_200_000, DataWritebackNs: 1_200_800}
+	}
+	html.Reset()
+	if err := Render(&html, Input{Title: "t", Fsyncs: recs}); err != nil {
+		t.Fatal(err)
+	}
+	s = html.String()
+	why := "device_flush 39.98%, under the 40% of floor"
+	for _, want := range []string{`device_flush 40%</td>`, `<a href="#group-1-disk" title="` + why + `">none</a>`,
+		`<p class="note" id="group-1-disk">etcd pid 1 · ext4 on 254:1 · wal files: disk: no verdict (` + why + `)</p>`,
+		`disk verdict: none (` + why + `)`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("page lacks %q", want)
+		}
 	}
 }
 
