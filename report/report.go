@@ -549,15 +549,26 @@ func heatmap(recs []analysis.FsyncRecord, t0, t1 uint64, budget bool, monoToWall
 	plotW := float64(chartWidth - heatLeft - 10)
 	cellW := plotW / heatCols
 	plotH := float64(rows * heatRowH)
-	colSecs := span / 1e9 / heatCols
+	colNs := span / heatCols
+	// A span over UTC midnight: times say their date (month-day), or
+	// 00:00:00 on two days reads the same.
+	multiDay := monoToWall != 0 && time.Unix(0, int64(t0)+monoToWall).UTC().YearDay() != time.Unix(0, int64(t1)+monoToWall).UTC().YearDay()
+	// A cell's time span, on the axis's clock: enough decimals to tell
+	// a cell's edges apart (one more than a cell's width needs).
+	cellDec := min(9, max(0, int(math.Ceil(-math.Log10(colNs/1e9))))+1)
 	for col := range counts {
 		for k, n := range counts[col] {
 			if n == 0 {
 				continue
 			}
 			y := plotH - float64(k+1)*heatRowH
+			from, to := int64(t0)+int64(float64(col)*colNs), int64(t0)+int64(float64(col+1)*colNs)
+			when := fmt.Sprintf("%.*f–%.*f s since the first call", cellDec, float64(col)*colNs/1e9, cellDec, float64(col+1)*colNs/1e9)
+			if monoToWall != 0 {
+				when = fmt.Sprintf("%s–%s UTC (%s)", wallClock(from+monoToWall, cellDec, multiDay), wallClock(to+monoToWall, cellDec, multiDay), when)
+			}
 			c.Rects = append(c.Rects, rect{X: heatLeft + float64(col)*cellW, Y: y, W: cellW, H: heatRowH, Fill: heatColor(n, maxCount),
-				Title: fmt.Sprintf("%.2f–%.2f s: %s of %s–%s", float64(col)*colSecs, float64(col+1)*colSecs, plural(int64(n), "call"), fmtBound(lo+k), fmtBound(lo+k+1))})
+				Title: fmt.Sprintf("%s: %s of %s–%s", when, plural(int64(n), "call"), fmtBound(lo+k), fmtBound(lo+k+1))})
 		}
 	}
 	for k := 0; k <= rows; k += 2 {
@@ -567,19 +578,24 @@ func heatmap(recs []analysis.FsyncRecord, t0, t1 uint64, budget bool, monoToWall
 	}
 	c.Lines = append(c.Lines, line{X1: heatLeft, Y1: 0, X2: heatLeft, Y2: plotH, Stroke: "#444"},
 		line{X1: heatLeft, Y1: plotH, X2: heatLeft + plotW, Y2: plotH, Stroke: "#444"})
-	for i := 0; i <= 4; i++ {
-		x := heatLeft + plotW*float64(i)/4
+	// Ticks at round instants of the clock the axis shows (multiples of
+	// a round step since the Unix epoch, or since the first call), each
+	// labelled exactly: a tick is where its label says.
+	origin := int64(0) // the axis's clock at t0, ns
+	if monoToWall != 0 {
+		origin = int64(t0) + monoToWall
+	}
+	step := tickStep(int64(span), heatMaxTicks)
+	dec := stepDecimals(step)
+	for at := ceilMultiple(origin, step); at <= origin+int64(span); at += step {
+		x := heatLeft + plotW*float64(at-origin)/span
 		c.Lines = append(c.Lines, line{X1: x, Y1: plotH, X2: x, Y2: plotH + 3, Stroke: "#444"})
 		tick := "0"
-		if i > 0 {
-			tick = "+" + fmtSeconds(span/1e9*float64(i)/4)
-		}
-		if monoToWall != 0 {
-			at := time.Unix(0, int64(t0)+int64(span*float64(i)/4)+monoToWall).UTC()
-			tick = at.Format("15:04:05")
-			if span < 4e9 {
-				tick = at.Format("15:04:05.000")
-			}
+		switch {
+		case monoToWall != 0:
+			tick = wallClock(at, dec, multiDay)
+		case at > 0:
+			tick = sinceTick(at, step, dec)
 		}
 		c.Texts = append(c.Texts, text{X: x, Y: plotH + 16, Anchor: "middle", Text: tick})
 	}
@@ -608,6 +624,86 @@ func heatmap(recs []analysis.FsyncRecord, t0, t1 uint64, budget bool, monoToWall
 	}
 	c.Height = plotH + heatBottom + 44
 	return c
+}
+
+// heatMaxTicks: at most this many intervals between the heatmap's time
+// ticks (~97 px apart at the least on its 680 px plot: room for a label
+// like 22:13:20.125).
+const heatMaxTicks = 7
+
+// tickStep returns the smallest round step (ns) that cuts span (ns) into
+// at most maxIntervals: 1, 2, 5 times a power of ten below a second, then
+// 1, 2, 5, 10, 15, 30 s, the same in minutes, 1, 2, 3, 6, 12 h, then 1,
+// 2, 5 times a power of ten days.
+func tickStep(span int64, maxIntervals int) int64 {
+	fits := func(step int64) bool { return span/step <= int64(maxIntervals) }
+	for p := int64(1); p < int64(time.Second); p *= 10 {
+		for _, m := range []int64{1, 2, 5} {
+			if fits(m * p) {
+				return m * p
+			}
+		}
+	}
+	for _, unit := range []time.Duration{time.Second, time.Minute} {
+		for _, m := range []int64{1, 2, 5, 10, 15, 30} {
+			if fits(m * int64(unit)) {
+				return m * int64(unit)
+			}
+		}
+	}
+	for _, m := range []int64{1, 2, 3, 6, 12} {
+		if fits(m * int64(time.Hour)) {
+			return m * int64(time.Hour)
+		}
+	}
+	for p := int64(24 * time.Hour); ; p *= 10 {
+		for _, m := range []int64{1, 2, 5} {
+			if fits(m * p) {
+				return m * p
+			}
+		}
+	}
+}
+
+// stepDecimals is how many decimals of a second label a tick step (ns)
+// exactly: 0 for whole seconds, 1 for 500 ms, 2 for 20 ms, 3 for 1 ms.
+func stepDecimals(step int64) int {
+	d := 0
+	for f := int64(time.Second); step%f != 0 && d < 9; f /= 10 {
+		d++
+	}
+	return d
+}
+
+// ceilMultiple is the first multiple of step at or after t (ns, t >= 0).
+func ceilMultiple(t, step int64) int64 {
+	return (t + step - 1) / step * step
+}
+
+// wallClock prints a Unix time (ns) as UTC "15:04:05" with dec decimals
+// of a second, truncated (a tick at a round instant prints exactly), and
+// its date first ("01-02 15:04:05") when withDate.
+func wallClock(ns int64, dec int, withDate bool) string {
+	layout := "15:04:05"
+	if dec > 0 {
+		layout += "." + strings.Repeat("0", dec)
+	}
+	if withDate {
+		layout = "01-02 " + layout
+	}
+	return time.Unix(0, ns).UTC().Format(layout)
+}
+
+// sinceTick labels a tick at ns since the first call, in the step's unit:
+// "+1.5 s", "+10 min", "+6 h" (dec: the step's decimals of a second).
+func sinceTick(ns, step int64, dec int) string {
+	switch {
+	case step%int64(time.Hour) == 0:
+		return fmt.Sprintf("+%d h", ns/int64(time.Hour))
+	case step%int64(time.Minute) == 0:
+		return fmt.Sprintf("+%d min", ns/int64(time.Minute))
+	}
+	return fmt.Sprintf("+%.*f s", dec, float64(ns)/1e9)
 }
 
 // legendCounts picks up to five counts from 1 to maxN, spaced on the log

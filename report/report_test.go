@@ -8,8 +8,11 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/net/html"
 
@@ -431,6 +434,146 @@ func TestHeatmapWallClock(t *testing.T) {
 	if !strings.Contains(rel, "+8 s") || !strings.Contains(rel, "no wall clock") {
 		t.Errorf("relative axis: %s", rel)
 	}
+}
+
+// TestHeatmapTicksRound: the time axis's ticks sit at round instants of
+// the clock shown and are labelled exactly (a new user's 4.76 s run was
+// labelled 14:22:49, :51, :52, :53, :54 at ticks 1.19 s apart, cut to
+// whole seconds: a 2 s gap that was not there); the cells' tooltips give
+// the same clock. Spans from 3 ms to 2 days, with and without the wall
+// clock.
+func TestHeatmapTicksRound(t *testing.T) {
+	t0 := int64(1e9)
+	user := time.Date(2026, 12, 2, 14, 22, 49, 310e6, time.UTC).UnixNano() - t0
+	for _, c := range []struct {
+		name       string
+		span       int64 // ns
+		monoToWall int64
+		want       []string // the tick labels, when pinned
+	}{
+		{"new user's 5 s run", 4_760_000_000, user, []string{"14:22:50", "14:22:51", "14:22:52", "14:22:53", "14:22:54"}},
+		{"new user's run, no wall clock", 4_760_000_000, 0, []string{"0", "+1 s", "+2 s", "+3 s", "+4 s"}},
+		{"1.2 s", 1_200_000_000, user, []string{"14:22:49.4", "14:22:49.6", "14:22:49.8", "14:22:50.0", "14:22:50.2", "14:22:50.4"}},
+		{"3 ms", 3_000_000, user, nil},
+		{"90 s", 90e9, user, nil},
+		{"47 min", 47 * 60e9, 0, []string{"0", "+10 min", "+20 min", "+30 min", "+40 min"}},
+		{"2 days", 2 * 86400e9, user, []string{"12-03 00:00:00", "12-03 12:00:00", "12-04 00:00:00", "12-04 12:00:00"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			recs := []analysis.FsyncRecord{{StartNs: uint64(t0), EndNs: uint64(t0) + 5e5, TotalNs: 5e5},
+				{StartNs: uint64(t0 + c.span - 5e5), EndNs: uint64(t0 + c.span), TotalNs: 5e5}}
+			h := heatmap(recs, uint64(t0), uint64(t0+c.span), false, c.monoToWall)
+			var labels []string
+			var xs []float64
+			for _, tx := range h.Texts {
+				if tx.Y == h.Height-44-heatBottom+16 && tx.Anchor == "middle" {
+					labels, xs = append(labels, tx.Text), append(xs, tx.X)
+				}
+			}
+			if c.want != nil && !slices.Equal(labels, c.want) {
+				t.Errorf("ticks %q, want %q", labels, c.want)
+			}
+			origin := time.Duration(0)
+			if c.monoToWall != 0 {
+				origin = time.Duration(t0 + c.monoToWall)
+			}
+			plotW := float64(chartWidth - heatLeft - 10)
+			checkTicks(t, labels, xs, heatLeft, origin, float64(c.span)/plotW, c.monoToWall != 0)
+			// Each cell's tooltip: on the axis's clock, and since the first call.
+			cell := h.Rects[0].Title
+			want := " s since the first call: 1 call of "
+			if c.monoToWall != 0 {
+				want = wallClock(t0+c.monoToWall, 0, c.span > 86400e9)
+			}
+			if !strings.Contains(cell, want) {
+				t.Errorf("first cell's tooltip %q lacks %q", cell, want)
+			}
+			t.Logf("ticks %q; first cell %q", labels, cell)
+		})
+	}
+}
+
+// checkTicks checks a heatmap's time-axis tick labels (wall: UTC
+// "15:04:05[.000]"; else "0", "+1.5 s") at their x (px, the plot starting
+// at left): from 2 to 8 of them, all one round step apart, each at a
+// multiple of the step since the Unix epoch (wall) or the first call,
+// printed exactly, and placed where their time falls: the first at
+// (label - origin) / nsPerPx from left, each next step / nsPerPx further
+// (within 0.5 px). origin is the axis's time at the plot's left edge
+// (wall: Unix time, ns).
+func checkTicks(t *testing.T, labels []string, xs []float64, left float64, origin time.Duration, nsPerPx float64, wall bool) {
+	t.Helper()
+	if len(labels) < 2 || len(labels) > heatMaxTicks+1 || len(xs) != len(labels) {
+		t.Fatalf("%d tick labels %q at %v, want 2 to %d", len(labels), labels, xs, heatMaxTicks+1)
+	}
+	at := make([]time.Duration, len(labels))
+	for i, l := range labels {
+		if wall {
+			// "15:04:05[.0..]", or "01-02 15:04:05" over midnight, in the
+			// origin's year.
+			o := time.Unix(0, int64(origin)).UTC()
+			layout := "2006-01-02 15:04:05.999999999"
+			if len(l) > 5 && l[2] == '-' {
+				l = o.Format("2006-") + l
+			} else {
+				l = o.Format("2006-01-02 ") + l
+			}
+			tm, err := time.Parse(layout, l)
+			if err != nil {
+				t.Fatalf("tick %q: %v", labels[i], err)
+			}
+			at[i] = time.Duration(tm.UnixNano())
+			continue
+		}
+		num, unit, _ := strings.Cut(strings.TrimPrefix(l, "+"), " ")
+		v, err := strconv.ParseFloat(num, 64)
+		mult, ok := map[string]float64{"s": 1e9, "min": 60e9, "h": 3600e9}[unit]
+		if err != nil || (i == 0) != (l == "0") || i > 0 && !ok {
+			t.Fatalf("tick %q: want 0 first, then +N s, min or h (%v)", l, err)
+		}
+		at[i] = time.Duration(math.Round(v * mult))
+	}
+	step := at[1] - at[0]
+	o := origin
+	for i := range labels {
+		if i > 0 && at[i]-at[i-1] != step {
+			t.Errorf("ticks %q: %v apart, then %v", labels, step, at[i]-at[i-1])
+		}
+		if at[i]%step != 0 {
+			t.Errorf("tick %q not at a multiple of the step %v", labels[i], step)
+		}
+		var want float64
+		if i == 0 {
+			want = left + float64(at[0]-o)/nsPerPx
+		} else {
+			want = xs[i-1] + float64(step)/nsPerPx
+		}
+		if math.Abs(xs[i]-want) > 0.5 {
+			t.Errorf("tick %q at x %.1f px, want %.1f (%v a px)", labels[i], xs[i], want, time.Duration(nsPerPx))
+		}
+	}
+	if !slices.Contains(roundSteps(), step) {
+		t.Errorf("ticks %q: step %v is not a round step", labels, step)
+	}
+}
+
+// roundSteps lists the tick steps a reader calls round, written out
+// apart from tickStep: 1, 2, 5 ms .. 500 ms, 1, 2, 5, 10, 15, 30 s and min,
+// 1, 2, 3, 6, 12 h, 1, 2, 5 days.
+func roundSteps() []time.Duration {
+	var out []time.Duration
+	for _, p := range []time.Duration{time.Microsecond, 10 * time.Microsecond, 100 * time.Microsecond, time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond} {
+		out = append(out, p, 2*p, 5*p)
+	}
+	for _, u := range []time.Duration{time.Second, time.Minute} {
+		for _, m := range []time.Duration{1, 2, 5, 10, 15, 30} {
+			out = append(out, m*u)
+		}
+	}
+	for _, m := range []time.Duration{1, 2, 3, 6, 12, 24, 48, 120} {
+		out = append(out, m*time.Hour)
+	}
+	return out
 }
 
 // TestPageWritesAndSched: a group's section says how its other layer
