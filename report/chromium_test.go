@@ -36,7 +36,7 @@ for (const svg of document.querySelectorAll("svg")) {
   }
   for (const t of svg.querySelectorAll("text")) {
     const b = t.getBoundingClientRect();
-    c.texts.push({text: t.textContent, w: b.width});
+    c.texts.push({text: t.textContent, w: b.width, x: b.x - r0.x + b.width / 2});
   }
   charts.push(c);
 }
@@ -76,6 +76,7 @@ type renderedChart struct {
 	Texts []struct {
 		Text string  `json:"text"`
 		W    float64 `json:"w"`
+		X    float64 `json:"x"` // the centre of the laid-out text, px from the chart's left
 	} `json:"texts"`
 }
 
@@ -224,6 +225,10 @@ func TestChromiumRendersPage(t *testing.T) {
 			rp := chromium(t, page.Bytes(), screenshotPath(t, c.shotName))
 			charts := rp.Charts
 			rep := analysis.BuildReport(in.Fsyncs, 0, 0, nil)
+			t0, t1 := in.Fsyncs[0].StartNs, in.Fsyncs[0].EndNs // the page's span, which the heatmaps' x axis spans
+			for _, r := range in.Fsyncs {
+				t0, t1 = min(t0, r.StartNs), max(t1, r.EndNs)
+			}
 			// The overview is on the first screen, above every chart, one
 			// row per group, WAL groups first.
 			if rp.OverviewY < 0 || rp.OverviewY > 900 || rp.OverviewY > rp.FirstChartY {
@@ -299,24 +304,36 @@ func TestChromiumRendersPage(t *testing.T) {
 					}
 				case strings.HasPrefix(ch.Label, "heatmap"):
 					heatmaps++
-					legend, axis, firstTick := false, "", ""
+					legend, axis := false, ""
+					var ticks []string
+					var tickXs []float64
 					for _, tx := range ch.Texts {
 						legend = legend || tx.Text == "calls per cell:"
 						if strings.HasPrefix(tx.Text, "wall-clock time") || strings.HasPrefix(tx.Text, "time since") {
 							axis = tx.Text
 						}
-						if firstTick == "" && (tx.Text == "0" || strings.Count(tx.Text, ":") == 2) {
-							firstTick = tx.Text
+						if tickLabel.MatchString(tx.Text) {
+							ticks, tickXs = append(ticks, tx.Text), append(tickXs, tx.X)
 						}
 					}
 					if !legend {
 						t.Errorf("heatmap %d has no colour legend", heatmaps)
 					}
 					// The wall-clock axis when the summary has the clock
-					// offset, seconds since the first call otherwise.
-					if wall := in.Summary.MonoToWallNs != 0; wall && (axis != "wall-clock time, UTC ("+wallT0.Format("2006-01-02")+")" || firstTick != wallT0.Format("15:04:05.000")) ||
-						!wall && (!strings.Contains(axis, "no wall clock") || firstTick != "0") {
-						t.Errorf("heatmap %d: time axis %q, first tick %q (mono_to_wall_ns %d)", heatmaps, axis, firstTick, in.Summary.MonoToWallNs)
+					// offset, seconds since the first call otherwise; the
+					// ticks at round instants of it, each laid out where
+					// its label's time falls on the page's span.
+					wall := in.Summary.MonoToWallNs != 0
+					if wall && axis != "wall-clock time, UTC ("+wallT0.Format("2006-01-02")+")" || !wall && !strings.Contains(axis, "no wall clock") {
+						t.Errorf("heatmap %d: time axis %q (mono_to_wall_ns %d)", heatmaps, axis, in.Summary.MonoToWallNs)
+					}
+					origin := time.Duration(0)
+					if wall {
+						origin = time.Duration(wallT0.UnixNano())
+					}
+					checkTicks(t, ticks, tickXs, heatLeft, origin, float64(t1-t0)/float64(chartWidth-heatLeft-10), wall)
+					if heatmaps == 1 {
+						t.Logf("heatmap time ticks %q at x %.1f px", ticks, tickXs)
 					}
 				case strings.HasPrefix(ch.Label, "share of each kernel layer at each stacked level"):
 					levelCharts++
@@ -377,6 +394,10 @@ func TestChromiumRendersPage(t *testing.T) {
 		})
 	}
 }
+
+// tickLabel matches a heatmap time-axis tick: UTC "15:04:05[.000]"
+// (with "01-02 " over midnight), or "0", "+1.5 s", "+10 min", "+6 h".
+var tickLabel = regexp.MustCompile(`^((\d\d-\d\d )?\d\d:\d\d:\d\d(\.\d+)?|0|\+[\d.]+ (s|min|h))$`)
 
 // wallT0 is the wall-clock time the stacked case's first call is given.
 var wallT0 = time.Date(2023, 11, 14, 22, 13, 20, 0, time.UTC)

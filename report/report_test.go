@@ -477,8 +477,7 @@ func TestHeatmapTicksRound(t *testing.T) {
 			if c.monoToWall != 0 {
 				origin = time.Duration(t0 + c.monoToWall)
 			}
-			plotW := float64(chartWidth - heatLeft - 10)
-			checkTicks(t, labels, xs, heatLeft, origin, float64(c.span)/plotW, c.monoToWall != 0)
+			checkTicks(t, labels, xs, heatLeft, origin, float64(c.span)/float64(chartWidth-heatLeft-10), c.monoToWall != 0)
 			// Each cell's tooltip: on the axis's clock, and since the first call.
 			cell := h.Rects[0].Title
 			want := " s since the first call: 1 call of "
@@ -534,6 +533,10 @@ func checkTicks(t *testing.T, labels []string, xs []float64, left float64, origi
 		at[i] = time.Duration(math.Round(v * mult))
 	}
 	step := at[1] - at[0]
+	plotW := float64(chartWidth - heatLeft - 10)
+	if at[0] < origin || at[len(at)-1] > origin+time.Duration(nsPerPx*plotW) {
+		t.Errorf("ticks %q outside the plotted span, %v from %v", labels, time.Duration(nsPerPx*plotW), origin)
+	}
 	o := origin
 	for i := range labels {
 		if i > 0 && at[i]-at[i-1] != step {
