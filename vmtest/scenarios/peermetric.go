@@ -96,10 +96,13 @@ func MetricVerdictCheck(name, got string, memberPID int, explained, inconclusive
 }
 
 // ShownInCI marks a judged check as shown, not judged, in `make vmtest`
-// (CI, where VMTEST_RUN is unset): the answer-offset-corrected far − near
-// read 1.38-1.87 RTT in six judged runs and 2.14 in a seventh (run 19),
-// one in seven outside its 1-2x window, too often for a gate every
-// change must pass; `make scenario(s)` keeps judging it.
+// (CI, where VMTEST_RUN is unset), for checks that the guest's per-run
+// answer-time bias between members puts outside their window about one
+// run in seven or eight: too often for a gate every change must pass;
+// `make scenario(s)` keeps judging them. The answer-offset-corrected far −
+// near read 1.38-1.87 RTT in six judged runs and 2.14 in a seventh (run
+// 19); the healthy phase's model vote (rig_vm_test.go) failed once in
+// about eight (run 21).
 func ShownInCI(c Check, ci bool) Check {
 	if ci && !c.Info {
 		c.Info = true

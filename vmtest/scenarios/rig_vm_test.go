@@ -543,6 +543,15 @@ func (r *rig) commitNearChecks(out []byte, ph Phase, decider int, far time.Durat
 		}
 	}
 	for i := range checks {
+		if strings.HasPrefix(checks[i].Name, "etcdscope commit: the model's deciding vote agrees") {
+			// Here the model tells m2 (0 RTT) from m3 (50 ms) by etcd's
+			// peer RTT metric, which carries each member's answer time;
+			// in this guest the two members' answer times differ by a
+			// per-run bias that can exceed the 50 ms (run 21: m2 92.9 ms,
+			// m3 103.8 ms, and the model picked m3). Judged by make
+			// scenario(s); the m2-down phase's model vote stays judged.
+			checks[i] = ShownInCI(checks[i], os.Getenv("VMTEST_RUN") == "")
+		}
 		if strings.HasPrefix(checks[i].Name, "etcdscope commit: the quorum's deciding vote") {
 			checks[i] = Check{Name: "etcdscope commit: the quorum's deciding vote (near side: " + r.m[decider-1].Name + " or the leader's own WAL)",
 				Got:  fmt.Sprintf("%d of %d writes (all: %v)", near, len(recs), sum.Deciders),
