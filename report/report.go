@@ -364,6 +364,9 @@ type stackedBar struct {
 	label string
 	parts []float64
 	right string
+	// single: the bar is one call (the slowest), not a mean: its
+	// segments' tooltips give times, not means.
+	single bool
 }
 
 // layerParts are the kernel layers as chart parts: LayerNames order, with
@@ -407,7 +410,8 @@ func meanBars[T any](sorted []T, nParts int, part func(r *T, i int) int64) []sta
 			total += b.parts[i]
 		}
 		b.right = analysis.Ms(int64(total)) + " ms"
-		if len(lv.recs) > 1 {
+		b.single = len(lv.recs) == 1
+		if !b.single {
 			b.right += " mean"
 		}
 		bars = append(bars, b)
@@ -448,7 +452,7 @@ func normalisedBars(bars []stackedBar, parts []legendItem, label string) svgChar
 			share := b.parts[i] / total
 			w := share * barAreaW
 			c.Rects = append(c.Rects, rect{X: x, Y: y, W: w, H: barHeight, Fill: p.Color,
-				Title: fmt.Sprintf("%s, %s: %s ms mean (%.1f%%)", b.label, p.Name, analysis.Ms(int64(b.parts[i])), 100*share)})
+				Title: fmt.Sprintf("%s, %s: %s ms%s (%.1f%%)", b.label, p.Name, analysis.Ms(int64(b.parts[i])), map[bool]string{false: " mean"}[b.single], 100*share)})
 			if w >= 30 {
 				c.Labels = append(c.Labels, text{X: x + w/2, Y: y + barHeight*0.7, Anchor: "middle", Text: fmt.Sprintf("%.0f%%", 100*share)})
 			}

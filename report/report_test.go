@@ -246,6 +246,15 @@ func TestLayerBars(t *testing.T) {
 	if strings.Join(right, "|") != strings.Join(wantText, "|") {
 		t.Errorf("times beside the bars %q, want %q", right, wantText)
 	}
+	// Tooltips: a mean for the bars of several calls, a time for the
+	// bars of one call (the slowest call; here also the slowest 1%): "ms
+	// mean" there misread as an average.
+	for _, r := range c.Rects {
+		single := strings.HasPrefix(r.Title, "slowest call,") || strings.Contains(r.Title, "(1 call),")
+		if single == strings.Contains(r.Title, " ms mean (") {
+			t.Errorf("tooltip %q", r.Title)
+		}
+	}
 }
 
 func TestPlural(t *testing.T) {
