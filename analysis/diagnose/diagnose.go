@@ -94,8 +94,8 @@ type MemberRow struct {
 	WAL     HistStats `json:"wal_fsync"`
 	Backend HistStats `json:"backend_commit"`
 	// From, To: MemberWindow's wall-clock span, zero when unknown.
-	From time.Time `json:"from,omitempty"`
-	To   time.Time `json:"to,omitempty"`
+	From time.Time `json:"from,omitzero"`
+	To   time.Time `json:"to,omitzero"`
 }
 
 // PeerRow is one peer RTT series' numbers.

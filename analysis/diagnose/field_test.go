@@ -527,6 +527,9 @@ func TestJSONEncodes(t *testing.T) {
 	if err := WriteJSON(&b, rep); err != nil {
 		t.Fatal(err)
 	}
+	if strings.Contains(b.String(), "0001-01-01") {
+		t.Error("an unknown time is printed as 0001-01-01 instead of left out")
+	}
 	var back Report
 	if err := json.Unmarshal([]byte(b.String()), &back); err != nil || len(back.Findings) != len(rep.Findings) || len(back.Inputs) != len(in) {
 		t.Errorf("round trip: %v, %d findings", err, len(back.Findings))

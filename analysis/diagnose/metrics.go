@@ -23,8 +23,8 @@ type Scrape struct {
 	// ByLabel: Member came from a label, so scrapes with the same one are
 	// the same member.
 	ByLabel      bool      `json:"-"`
-	At           time.Time `json:"at,omitempty"`
-	ProcessStart time.Time `json:"process_start,omitempty"`
+	At           time.Time `json:"at,omitzero"`
+	ProcessStart time.Time `json:"process_start,omitzero"`
 	// ServerID: etcd_server_id's server_id label (etcd 3.5+), "" if absent.
 	ServerID string `json:"server_id,omitempty"`
 	// Leader: etcd_server_is_leader, -1 when absent.
@@ -143,8 +143,8 @@ type MemberWindow struct {
 	// From, To: the wall-clock span the numbers cover where the inputs
 	// say it (fetch times, process start, a Prometheus export's samples);
 	// zero when unknown (a hand-saved scrape).
-	From    time.Time           `json:"from,omitempty"`
-	To      time.Time           `json:"to,omitempty"`
+	From    time.Time           `json:"from,omitzero"`
+	To      time.Time           `json:"to,omitzero"`
 	Leader  int                 `json:"is_leader"`
 	WAL     *etcdmetric.Series  `json:"wal_fsync,omitempty"`
 	WALName string              `json:"wal_name,omitempty"`

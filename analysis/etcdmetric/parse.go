@@ -64,7 +64,7 @@ type Scrape struct {
 	Series []Series `json:"series"` // sorted by Key
 	// ProcessStart: process_start_time_seconds, zero if absent. The model
 	// uses it for the probers' EWMA warm-up.
-	ProcessStart time.Time `json:"process_start,omitempty"`
+	ProcessStart time.Time `json:"process_start,omitzero"`
 	// Leader: etcd_server_is_leader (1 or 0), -1 if absent.
 	Leader int `json:"is_leader"`
 	// IsEtcd: some family is named etcd_*: the page is etcd's, even when
