@@ -445,6 +445,10 @@ func normalisedBars(bars []stackedBar, parts []legendItem, label string) svgChar
 			total += v
 		}
 		x := float64(labelWidth)
+		mean := " mean"
+		if b.single {
+			mean = ""
+		}
 		for i, p := range parts {
 			if total <= 0 || b.parts[i] <= 0 {
 				continue
@@ -452,7 +456,7 @@ func normalisedBars(bars []stackedBar, parts []legendItem, label string) svgChar
 			share := b.parts[i] / total
 			w := share * barAreaW
 			c.Rects = append(c.Rects, rect{X: x, Y: y, W: w, H: barHeight, Fill: p.Color,
-				Title: fmt.Sprintf("%s, %s: %s ms%s (%.1f%%)", b.label, p.Name, analysis.Ms(int64(b.parts[i])), map[bool]string{false: " mean"}[b.single], 100*share)})
+				Title: fmt.Sprintf("%s, %s: %s ms%s (%.1f%%)", b.label, p.Name, analysis.Ms(int64(b.parts[i])), mean, 100*share)})
 			if w >= 30 {
 				c.Labels = append(c.Labels, text{X: x + w/2, Y: y + barHeight*0.7, Anchor: "middle", Text: fmt.Sprintf("%.0f%%", 100*share)})
 			}
