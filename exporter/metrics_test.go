@@ -10,7 +10,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/host"
+	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
 type fakeSource struct {
@@ -471,17 +471,9 @@ func TestOwnerLookups(t *testing.T) {
 	r := host.NewSocketOwnerResolver(host.SocketOwnerConfig{})
 	defer r.Close()
 	m.AddSource("peers", ownerSource{fakeSource{}, r}, 3)
-	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Close(fd)
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		t.Fatal(err)
-	}
+	ino := testenv.OwnSocket(t)
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if o, known := r.Lookup(1, st.Ino); known {
+		if o, known := r.Lookup(1, ino); known {
 			if o.PID != uint32(os.Getpid()) {
 				t.Fatalf("owner %+v, want pid %d", o, os.Getpid())
 			}

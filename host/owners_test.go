@@ -5,9 +5,10 @@ import (
 	"runtime"
 	"slices"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
 // fakeScan is a SocketOwners for the resolver's tests: it answers held,
@@ -173,23 +174,15 @@ func TestSocketOwnerResolverBounds(t *testing.T) {
 // TestSocketOwnerResolverProc: with the real scan, a socket this process
 // holds (its own fd, the oracle) resolves to this pid and comm.
 func TestSocketOwnerResolverProc(t *testing.T) {
-	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Close(fd)
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		t.Fatal(err)
-	}
+	ino := testenv.OwnSocket(t)
 	r := NewSocketOwnerResolver(SocketOwnerConfig{})
 	defer r.Close()
-	if _, known := r.Lookup(1, st.Ino); known {
+	if _, known := r.Lookup(1, ino); known {
 		t.Fatal("known before any scan")
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		o, known := r.Lookup(1, st.Ino)
+		o, known := r.Lookup(1, ino)
 		if known {
 			comm, _ := os.ReadFile("/proc/self/comm")
 			if o.PID != uint32(os.Getpid()) || o.Comm+"\n" != string(comm) {

@@ -36,3 +36,20 @@ func HoldSockets(tb testing.TB, procs, perProc int) {
 		tb.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	}
 }
+
+// OwnSocket opens an AF_UNIX datagram socket in this process, closed at
+// the end of the test, and returns its inode: a socket whose owner is
+// known (this pid) for the socket-owner look-ups' tests.
+func OwnSocket(tb testing.TB) uint64 {
+	tb.Helper()
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { syscall.Close(fd) })
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		tb.Fatal(err)
+	}
+	return st.Ino
+}
