@@ -77,9 +77,8 @@ func TestFsyncFailOverBudgetSlowDisk(t *testing.T) {
 		if c.flag {
 			args = append(args, "--fail-over-budget")
 		}
-		// The shell moves itself into the cgroup, then becomes etcdscope:
-		// the workload's writes and flushes are then throttled.
-		cmd := exec.Command("sh", append([]string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg, etcdscope(t)}, args...)...)
+		// In the cgroup: the workload's writes and flushes are throttled.
+		cmd := etcdscopeIn(t, cg, args...)
 		var stdout, stderr strings.Builder
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()

@@ -72,6 +72,17 @@ func startFsyncIn(t *testing.T, cgroup string, args ...string) *trace {
 	return startIn(t, cgroup, "fsync", append([]string{"--output", "json", "--interval", "0"}, args...)...)
 }
 
+// etcdscopeIn is the command `etcdscope args...` run inside cgroup ("":
+// this process's; else a directory whose cgroup.procs it joins: a shell
+// moves itself there, then becomes etcdscope, so every thread starts in it).
+func etcdscopeIn(t *testing.T, cgroup string, args ...string) *exec.Cmd {
+	t.Helper()
+	if cgroup == "" {
+		return exec.Command(etcdscope(t), args...)
+	}
+	return exec.Command("sh", append([]string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cgroup, etcdscope(t)}, args...)...)
+}
+
 // startIn starts `etcdscope cmd --ready-file F <args>` inside cgroup
 // ("": this process's; else a directory whose cgroup.procs it joins) and
 // waits until its probes are attached.
@@ -80,11 +91,7 @@ func startIn(t *testing.T, cgroup, cmd string, args ...string) *trace {
 	ready := filepath.Join(t.TempDir(), "ready")
 	tr := &trace{t: t}
 	all := append([]string{cmd, "--ready-file", ready}, args...)
-	tr.cmd = exec.Command(etcdscope(t), all...)
-	if cgroup != "" {
-		// The shell moves itself into the cgroup, then becomes etcdscope.
-		tr.cmd = exec.Command("sh", append([]string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cgroup, etcdscope(t)}, all...)...)
-	}
+	tr.cmd = etcdscopeIn(t, cgroup, all...)
 	tr.cmd.Stdout, tr.cmd.Stderr = &tr.stdout, &tr.stderr
 	if err := tr.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -38,10 +38,18 @@ type server struct {
 // waits for its --ready-file, which holds the address it bound.
 func startServe(t *testing.T, args ...string) *server {
 	t.Helper()
+	return startServeIn(t, "", nil, args...)
+}
+
+// startServeIn is startServe with the process in cgroup directory cgroup
+// (none if "") and env added to the test's environment.
+func startServeIn(t *testing.T, cgroup string, env []string, args ...string) *server {
+	t.Helper()
 	ready := filepath.Join(t.TempDir(), "ready")
 	s := &server{}
 	all := append([]string{"serve", "--listen", "127.0.0.1:0", "--ready-file", ready}, args...)
-	s.cmd = exec.Command(etcdscope(t), all...)
+	s.cmd = etcdscopeIn(t, cgroup, all...)
+	s.cmd.Env = append(os.Environ(), env...)
 	s.cmd.Stderr = &s.stderr
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

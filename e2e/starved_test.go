@@ -112,7 +112,7 @@ func starvedPeers(t *testing.T) {
 	port := freePort(t)
 	thr0 := cgroupThrottled(t, cg)
 	tr := startIn(t, cg, "peers", "--port", strconv.Itoa(port), "--duration", "0", "--output", "json")
-	cpu0 := tr.cpuNs()
+	cpu0, wait0 := tr.cpuNs(), tr.waitNs()
 	out, err := exec.Command(gen, "-churn", strconv.Itoa(port), "-threads", "8", "-rate", strconv.Itoa(connsPerSec),
 		"-duration", starvedFor.String()).Output()
 	if err != nil {
@@ -126,7 +126,7 @@ func starvedPeers(t *testing.T) {
 		t.Fatalf("fsyncgen output %q: %v", out, err)
 	}
 	time.Sleep(300 * time.Millisecond) // the listener's closes
-	cpuNs := tr.cpuNs() - cpu0
+	cpuNs, waitNs := tr.cpuNs()-cpu0, tr.waitNs()-wait0
 	tr.cmd.Process.Signal(syscall.SIGINT)
 	if err := tr.cmd.Wait(); err != nil {
 		t.Fatalf("etcdscope peers: %v; stderr:\n%s", err, tr.stderr.String())
@@ -162,9 +162,9 @@ func starvedPeers(t *testing.T) {
 		}
 	}
 	conns := int64(res.Conns)
-	t.Logf("%d connections (%.0f/s), %d events (%.0f/s), lost %d, missed %d; opened %d, set up %d, closed %d; reader %.1f ms of CPU (%.1f%% of one, %.2f µs per event), throttled %d times, ring peak %d KiB of %d",
+	t.Logf("%d connections (%.0f/s), %d events (%.0f/s), lost %d, missed %d; opened %d, set up %d, closed %d; reader %.1f ms of CPU (%.1f%% of one, %.2f µs per event), %.1f ms runnable off CPU (run queue or throttled), throttled %d times, ring peak %d KiB of %d",
 		conns, res.Rate, rep.Events, float64(rep.Events)/starvedFor.Seconds(), rep.LostEvents, rep.MissedEvents, opened, setup, closed,
-		float64(cpuNs)/1e6, 100*float64(cpuNs)/float64(starvedFor), float64(cpuNs)/1e3/float64(max(rep.Events, 1)), thr, rep.RingPeakBytes>>10, tracer.DefaultPeerRingBytes>>10)
+		float64(cpuNs)/1e6, 100*float64(cpuNs)/float64(starvedFor), float64(cpuNs)/1e3/float64(max(rep.Events, 1)), float64(waitNs)/1e6, thr, rep.RingPeakBytes>>10, tracer.DefaultPeerRingBytes>>10)
 	// Each connection is ten events (open, setup, one RTT sample, close
 	// start and close, on each end); below 20k events/s the test would not
 	// be testing the goal's rate.
@@ -203,6 +203,21 @@ func cgroupThrottled(t *testing.T, dir string) int64 {
 // /proc/PID/stat's utime+stime is sampled at the tick).
 func (tr *trace) cpuNs() int64 {
 	tr.t.Helper()
+	return tr.schedstat(0)
+}
+
+// waitNs returns the time the running command's threads have spent
+// runnable but not running so far (schedstat's second field, run_delay):
+// a reader the host kept off the CPU, quota or not, shows it here.
+func (tr *trace) waitNs() int64 {
+	tr.t.Helper()
+	return tr.schedstat(1)
+}
+
+// schedstat sums field i of /proc/PID/task/*/schedstat (0: ns on CPU,
+// 1: ns waiting on a run queue) over the command's threads.
+func (tr *trace) schedstat(i int) int64 {
+	tr.t.Helper()
 	dir := fmt.Sprintf("/proc/%d/task", tr.cmd.Process.Pid)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -215,8 +230,8 @@ func (tr *trace) cpuNs() int64 {
 			continue // the thread exited
 		}
 		f := strings.Fields(string(b))
-		if len(f) > 0 {
-			n, _ := strconv.ParseInt(f[0], 10, 64)
+		if len(f) > i {
+			n, _ := strconv.ParseInt(f[i], 10, 64)
 			sum += n
 		}
 	}
@@ -232,4 +247,29 @@ func buildFsyncgen(t *testing.T) string {
 		t.Fatalf("go build fsyncgen: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// TestGOMAXPROCSFitsCPUQuota: etcdscope held to 10% of a CPU runs with
+// one P (go_sched_gomaxprocs_threads on serve's /metrics, the runtime's
+// own figure), where Go's default stops at 2 and the idle P's GC workers
+// spent the reader's quota (cmd/etcdscope/maxprocs.go); GOMAXPROCS in the
+// environment is left as the user set it.
+func TestGOMAXPROCSFitsCPUQuota(t *testing.T) {
+	testenv.RequireRoot(t)
+	cg := cpuLimitedCgroup(t, starvedQuotaUs, starvedPeriodUs)
+	for _, c := range []struct {
+		env  []string
+		want float64
+	}{{nil, 1}, {[]string{"GOMAXPROCS=2"}, 2}} {
+		s := startServeIn(t, cg, c.env)
+		fam := s.scrape(t)["go_sched_gomaxprocs_threads"]
+		if fam == nil || len(fam.GetMetric()) != 1 {
+			t.Fatalf("env %q: no go_sched_gomaxprocs_threads on /metrics", c.env)
+		}
+		if got := fam.GetMetric()[0].GetGauge().GetValue(); got != c.want {
+			t.Errorf("env %q, cgroup quota %d of %d µs: GOMAXPROCS %g, want %g", c.env, starvedQuotaUs, starvedPeriodUs, got, c.want)
+		}
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		s.cmd.Wait()
+	}
 }

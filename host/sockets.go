@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -158,20 +159,33 @@ func parseProcAddr(s string) (netip.AddrPort, error) {
 
 // SocketOwners maps every socket inode open in any process to its tgid,
 // from a scan of /proc/*/fd (sockets link as "socket:[INODE]"). It costs
-// ~6 µs per open fd on the host (BenchmarkSocketOwners).
+// ~6 µs per open fd on the host (BenchmarkSocketOwners), and yields the
+// processor every yieldEveryFDs fds.
 func SocketOwners() map[uint64]uint32 {
 	out := map[uint64]uint32{}
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
 		return out
 	}
+	read := 0
 	for _, p := range procs {
 		if pid, err := strconv.ParseUint(p.Name(), 10, 32); err == nil {
-			addSockets(out, uint32(pid))
+			if read += addSockets(out, uint32(pid)); read >= yieldEveryFDs {
+				runtime.Gosched()
+				read = 0
+			}
 		}
 	}
 	return out
 }
+
+// yieldEveryFDs: a full scan of a busy node's fds takes 68-110 ms of CPU
+// (11k fds) and runs beside the peers reader, on its one P when etcdscope
+// is held to under a CPU (cmd/etcdscope/maxprocs.go). Yielding every ~0.4
+// ms of it lets a reader with records waiting run first, so the scan
+// spends only what is left of the cgroup's quota instead of the reader's
+// share (TestStarvedReaderManyFDsLosesNoPeerEvent).
+const yieldEveryFDs = 64
 
 // SocketsOf is SocketOwners over the processes pids only (gone ones are
 // skipped): the cost of their fds alone.
@@ -183,12 +197,13 @@ func SocketsOf(pids []uint32) map[uint64]uint32 {
 	return out
 }
 
-// addSockets adds the socket inodes in /proc/PID/fd to out.
-func addSockets(out map[uint64]uint32, pid uint32) {
+// addSockets adds the socket inodes in /proc/PID/fd to out and returns
+// how many fds it read.
+func addSockets(out map[uint64]uint32, pid uint32) int {
 	dir := "/proc/" + strconv.FormatUint(uint64(pid), 10) + "/fd"
 	fds, err := os.ReadDir(dir)
 	if err != nil {
-		return
+		return 0
 	}
 	for _, fd := range fds {
 		l, err := os.Readlink(dir + "/" + fd.Name())
@@ -199,6 +214,7 @@ func addSockets(out map[uint64]uint32, pid uint32) {
 			out[ino] = pid
 		}
 	}
+	return len(fds)
 }
 
 // pidOfSocket finds the process with an fd on socket inode ino.

@@ -73,6 +73,7 @@ func run(args []string) int {
 	// its error path, which removes the workload's scratch, the ready
 	// file and the tracefs mount, not kill it with SIGPIPE mid-write.
 	signal.Ignore(syscall.SIGPIPE)
+	fitGOMAXPROCS()
 	err := sc.run(args[1:])
 	if err == nil {
 		return 0
