@@ -664,3 +664,30 @@ func TestInputNoteNamesRejectedLine(t *testing.T) {
 		t.Error(plural(2, "request or apply"), plural(1, "term"), plural(3, "term"))
 	}
 }
+
+// TestFioMeaningFollowsVerdict: what a fio finding says it means for
+// commit latency follows its verdict: a run over the budget does not say
+// the disk "can meet" it (it did, the same sentence for every verdict).
+func TestFioMeaningFollowsVerdict(t *testing.T) {
+	for file, want := range map[string]string{
+		"openshift-etcd-suite-hdd.txt": "will miss the budget too",
+		"k8s-homelab-fio.txt":          "the disk can meet etcd's budget",
+	} {
+		rep, err := Diagnose(readInputs(t, file), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, f := range rep.Findings {
+			if f.Topic == "fio" {
+				n++
+				if !strings.Contains(f.Meaning, want) {
+					t.Errorf("%s [%s]: meaning %q, want it to say %q", file, f.Severity, f.Meaning, want)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s: %d fio findings, want 1", file, n)
+		}
+	}
+}
