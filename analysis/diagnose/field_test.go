@@ -49,15 +49,15 @@ func TestFieldInputs(t *testing.T) {
 		{"rke-2295-wal-from-2ms.txt", KindMetrics, []want{{"wal_fsync", Bad, "WAL fsync p99 227.26ms (in the bucket 128.00ms–256.00ms"}}},
 		{"etcd-12405-node.prom", KindMetrics, []want{{"wal_fsync", Bad, "p99 17.44ms"}}},
 		{"etcd-15247-zap-apply.log", KindLog, []want{{"apply", Warn, "the longest 4.999s"}}},
-		{"ibm-blog-fio.txt", KindFioText, []want{{"fio", Warn, "fdatasync p99 2.376ms"}}},
+		{"ibm-blog-fio.txt", KindFioText, []want{{"fio", Warn, "fdatasync p99 2.38ms"}}},
 		{"k8s-homelab-fio.txt", KindFioText, []want{{"fio", OK, "fdatasync p99 260µs"}}},
-		{"fio-etcdcheck-buildhost.json", KindFioJSON, []want{{"fio", Warn, "fdatasync p99 6.651904ms: under etcd's 10 ms WAL budget"}}},
+		{"fio-etcdcheck-buildhost.json", KindFioJSON, []want{{"fio", Warn, "fdatasync p99 6.65ms: under etcd's 10 ms WAL budget"}}},
 		{"fio-878-no-sync-shown.txt", KindFioText, []want{{"fio", Unknown, "the job synced (fdatasync=1) but this output shows no sync latency"}}},
 		{"openshift-etcd-suite-hdd.txt", KindFioText, []want{{"fio", Bad, "fdatasync p99 268ms: over etcd's 10 ms WAL budget"}}},
-		{"openshift-etcd-perf-hdd.txt", KindFioText, []want{{"fio", Bad, "fdatasync p99 692.06016ms: over etcd's 10 ms WAL budget"}}},
+		{"openshift-etcd-perf-hdd.txt", KindFioText, []want{{"fio", Bad, "fdatasync p99 692ms: over etcd's 10 ms WAL budget"}}},
 		{"fio-libaio-interrupted.json", KindFioJSON, []want{{"fio", Warn, "this fio run made no fsync/fdatasync"}}},
 		{"fio31-read-only.json", KindFioJSON, []want{{"fio", Warn, "this fio job only reads (rw=read)"}}},
-		{"etcd-tools-annotated-fio.txt", KindFioText, []want{{"fio", Bad, "fdatasync p99 38.011ms: over etcd's 10 ms WAL budget"}}},
+		{"etcd-tools-annotated-fio.txt", KindFioText, []want{{"fio", Bad, "fdatasync p99 38ms: over etcd's 10 ms WAL budget"}}},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {

@@ -502,7 +502,7 @@ func (r *Report) fioFindings() {
 			f.Severity = Unknown
 			f.Summary = fmt.Sprintf("the job synced (%s) but this output shows no sync latency: it was cut before fio's sync section, or fio is older than 3.5; the write clat it shows is not the fdatasync", run.SyncOption())
 			if run.WriteP99 > 0 {
-				f.Evidence = append(f.Evidence, "write clat p99 "+run.WriteP99.String()+" (without the fdatasync)")
+				f.Evidence = append(f.Evidence, "write clat p99 "+fmtDur(run.WriteP99)+" (without the fdatasync)")
 			}
 			f.Next = "rerun with fio 3.5 or newer and --output-format=json, and paste the whole output"
 			r.Findings = append(r.Findings, f)
@@ -515,7 +515,7 @@ func (r *Report) fioFindings() {
 				f.Summary = "this fio job only reads (rw=" + rw + "): it wrote nothing and synced nothing, so it says nothing of what etcd's WAL waits for"
 			}
 			if run.WriteP99 > 0 {
-				f.Evidence = append(f.Evidence, "write clat p99 "+run.WriteP99.String())
+				f.Evidence = append(f.Evidence, "write clat p99 "+fmtDur(run.WriteP99))
 			}
 			f.Next = "fio --rw=write --ioengine=sync --fdatasync=1 --directory=<dir on etcd's disk> --size=22m --bs=2300 --name=etcdcheck"
 			r.Findings = append(r.Findings, f)
@@ -527,24 +527,24 @@ func (r *Report) fioFindings() {
 			f.Severity, f.Summary = Unknown, "fio printed no 99th percentile of its syncs"
 			f.Meaning = "without the syncs' p99 this run cannot say whether the disk meets etcd's 10 ms WAL budget"
 		case p99 >= WALFsyncBudget:
-			f.Severity, f.Summary = Bad, fmt.Sprintf("fdatasync p99 %s: over etcd's 10 ms WAL budget", p99)
+			f.Severity, f.Summary = Bad, fmt.Sprintf("fdatasync p99 %s: over etcd's 10 ms WAL budget", fmtDur(p99))
 			// fio alone on the disk is etcd's best case: a busy node only adds.
 			f.Meaning = "fio's write+fdatasync loop is what etcd's WAL does alone on an idle disk: over 10 ms p99 here, etcd's own WAL fsyncs on this disk will miss the budget too, and every write's commit waits for one (slow fdatasync warnings, missed heartbeats, elections under load)"
 		default:
-			f.Severity, f.Summary = OK, fmt.Sprintf("fdatasync p99 %s: under etcd's 10 ms WAL budget", p99)
+			f.Severity, f.Summary = OK, fmt.Sprintf("fdatasync p99 %s: under etcd's 10 ms WAL budget", fmtDur(p99))
 		}
 		for _, p := range run.Percentiles {
 			if p.Pct == 50 || p.Pct == 99.9 || p.Pct == 99.99 {
-				f.Evidence = append(f.Evidence, fmt.Sprintf("p%g %s", p.Pct, p.Latency))
+				f.Evidence = append(f.Evidence, fmt.Sprintf("p%g %s", p.Pct, fmtDur(p.Latency)))
 			}
 		}
 		if run.SyncMean > 0 {
-			f.Evidence = append(f.Evidence, fmt.Sprintf("sync min %s, mean %s, max %s", run.SyncMin, run.SyncMean, run.SyncMax))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("sync min %s, mean %s, max %s", fmtDur(run.SyncMin), fmtDur(run.SyncMean), fmtDur(run.SyncMax)))
 		}
 		if p999, ok := run.P(99.9); ok && p999 >= WALFsyncBudget && f.Severity == OK {
 			f.Severity = Warn
-			f.Summary += fmt.Sprintf(", but p99.9 %s is over it", p999)
-			f.Evidence = append(f.Evidence, fmt.Sprintf("the tail past p99 reaches %s at p99.9: a few syncs per thousand would miss the budget", p999))
+			f.Summary += fmt.Sprintf(", but p99.9 %s is over it", fmtDur(p999))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("the tail past p99 reaches %s at p99.9: a few syncs per thousand would miss the budget", fmtDur(p999)))
 		}
 		var notes []string
 		if bs := run.Options["bs"]; bs != "" && bs != "2300" && bs != "2300B" {

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // This file is the report's sinks (text table, JSON); it imports nothing
@@ -59,6 +61,13 @@ func WriteTable(w io.Writer, r Report) error {
 	}
 	if len(r.Fio) > 0 {
 		b.WriteString("\nfio (fdatasync after each write):\n")
+		// The file's own name and the job, as wide as the longest (at
+		// most 48): the directories are the same for most pastes.
+		name := func(f FioRun) string { return strings.TrimSpace(filepath.Base(f.Source) + " " + f.Job) }
+		width := 0
+		for _, f := range r.Fio {
+			width = min(max(width, utf8.RuneCountInString(name(f))), 48)
+		}
 		for _, f := range r.Fio {
 			q := func(p float64) string {
 				if v, ok := f.P(p); ok {
@@ -70,7 +79,7 @@ func WriteTable(w io.Writer, r Report) error {
 			if f.SyncMax > 0 {
 				max = fmtDur(f.SyncMax)
 			}
-			fmt.Fprintf(&b, "  %-28s sync=%-5v p50 %-10s p99 %-10s p99.9 %-10s max %s\n", trunc(f.Source+" "+f.Job, 28), f.HasSync, q(50), q(99), q(99.9), max)
+			fmt.Fprintf(&b, "  %-*s  sync=%-5v p50 %-10s p99 %-10s p99.9 %-10s max %s\n", width, trunc(name(f), width), f.HasSync, q(50), q(99), q(99.9), max)
 		}
 	}
 	b.WriteString("\nfindings:\n")
