@@ -81,7 +81,13 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			case r.MissedEvents > 0:
 				hint = "raise --ring-size for the lost events; it does not bring back the missed probe runs"
 			}
-			fmt.Fprintf(bw, "  verdict %s (%s)\n", g.Biased, hint)
+			// A group without a verdict (not WAL files) still has its
+			// numbers biased: say that instead of "verdict".
+			what := "verdict"
+			if g.Verdict != "ok" && g.Verdict != "over budget" {
+				what = "numbers"
+			}
+			fmt.Fprintf(bw, "  %s %s (%s)\n", what, g.Biased, hint)
 		}
 		for j := range r.Writes {
 			if r.Writes[j].Key == g.Key {

@@ -49,6 +49,19 @@ func TestFsyncReportTable(t *testing.T) {
 	if s := table.String(); !strings.Contains(s, "verdict biased: 1 lost event, 2 missed probe runs (raise --ring-size for the lost events; it does not bring back the missed probe runs)") {
 		t.Errorf("lost and missed verdict line:\n%s", s)
 	}
+	// A group with no verdict (fsyncs of the WAL directory: etcd's budget
+	// is for WAL files) has its numbers biased, not a verdict.
+	for i := range recs {
+		recs[i].FileKind = analysis.KindWALDir
+	}
+	rep = analysis.BuildReport(recs, 3, 0, nil)
+	table.Reset()
+	if err := FsyncReport(&table, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if s := table.String(); !strings.Contains(s, "verdict: n/a") || !strings.Contains(s, "numbers biased: 3 lost events (the ring buffer overflowed: raise --ring-size)") || strings.Contains(s, "verdict biased") {
+		t.Errorf("no-verdict group's biased line:\n%s", s)
+	}
 }
 
 // TestFsyncReportFUAWrites: FUA writes are counted apart from flushes.
