@@ -127,6 +127,24 @@ func (r *Report) Verdicts(cs ClusterState) []string {
 	if s := r.Parts[PartWALAppend]; s != nil {
 		walP50 = s.Summary().P50
 	}
+	// On a follower, forward (to the leader and back with the entry) and
+	// quorum_wait (the leader's quorum round and its commit notice) are
+	// both the round trip to the leader, about one RTT each: which of the
+	// two is larger is noise, and a follower sees no deciding vote. Their
+	// sum is what the write waits on.
+	follower := r.Roles[RoleFollower] > r.Writes/2
+	var fwdMean float64
+	if follower {
+		for _, p := range []string{PartForward, PartQuorumWait} {
+			if s := r.Parts[p]; s != nil {
+				fwdMean += s.Summary().Mean()
+			}
+		}
+		if fwdMean > domMean {
+			dom, domMean = PartForward, fwdMean
+			share = 100 * domMean / sum
+		}
+	}
 	switch dom {
 	case PartWALAppend:
 		out = append(out, fmt.Sprintf("writes wait on the local disk: WAL append p50 %s of %s per write (fdatasync p50 %s, %.0f%% of the time): run `etcdscope fsync --comm etcd` for its device flush, journal and queue layers",
@@ -146,8 +164,19 @@ func (r *Report) Verdicts(cs ClusterState) []string {
 		}
 		out = append(out, line)
 	case PartForward:
+		p50 := func(p string) string {
+			if s := r.Parts[p]; s != nil {
+				return ms(s.Summary().P50)
+			}
+			return "-"
+		}
+		if follower {
+			out = append(out, fmt.Sprintf("writes wait on forwarding to the leader (%.0f%% of the time: forward p50 %s to the leader and back with the entry, then quorum_wait p50 %s for the leader's quorum and its commit notice): this member is a follower; point writers at the leader, or `etcdctl move-leader` to this member if it is closest to the writers",
+				share, p50(PartForward), p50(PartQuorumWait)))
+			break
+		}
 		out = append(out, fmt.Sprintf("writes wait on forwarding to the leader (%.0f%% of the time, p50 %s): this member is a follower; point writers at the leader, or `etcdctl move-leader` to this member if it is closest to the writers",
-			share, ms(r.Parts[PartForward].Summary().P50)))
+			share, p50(PartForward)))
 	case PartApply, PartCommitToApply:
 		out = append(out, fmt.Sprintf("writes wait on apply (%s, %.0f%% of the time): the backend (bbolt) commit or a long apply queue; check etcd_disk_backend_commit_duration_seconds and large range/txn requests", dom, share))
 	case PartPropose, PartReturn:

@@ -27,7 +27,14 @@ func TestVerdicts(t *testing.T) {
 			ClusterState{Voters: 3, Down: []uint64{f1}, Names: names},
 			[]string{"writes wait on the quorum", "deciding vote is m2 (2222) in 1 of 1 writes", "52.50 ms from send to its ack", "because m1 (1111) sent no ack"}},
 		{"follower forwards", mk(RoleFollower, map[string]int64{PartForward: 20e6, PartWALAppend: 1e6, PartQuorumWait: 5e6, PartApply: 2e5}, 0, false),
-			ClusterState{Voters: 3, Names: names}, []string{"writes wait on forwarding to the leader", "p50 20.00 ms", "move-leader"}},
+			ClusterState{Voters: 3, Names: names}, []string{"writes wait on forwarding to the leader", "forward p50 20.00 ms", "quorum_wait p50 5.00 ms", "move-leader"}},
+		// A far leader (scenario run of 2026-12-02): forward and the
+		// follower's quorum_wait are each about one RTT, and quorum_wait
+		// was the larger; the verdict named "the quorum" with "the
+		// deciding vote is local WAL in 0 of 40 writes", which a follower
+		// never sees. Both are the round trip to the leader.
+		{"follower of a far leader, quorum_wait the larger", mk(RoleFollower, map[string]int64{PartForward: 40e6, PartWALAppend: 2e6, PartQuorumWait: 48e6, PartApply: 3e6, PartReturn: 1e6}, 0, false),
+			ClusterState{Voters: 3, Names: names}, []string{"writes wait on forwarding to the leader (94% of the time", "forward p50 40.00 ms", "quorum_wait p50 48.00 ms"}},
 		{"apply", mk(RoleLeader, map[string]int64{PartWALAppend: 1e6, PartApply: 9e6}, LocalVote, true),
 			ClusterState{Voters: 1, Names: names}, []string{"writes wait on apply"}},
 	}
@@ -43,6 +50,9 @@ func TestVerdicts(t *testing.T) {
 				if !strings.Contains(v[0], s) {
 					t.Errorf("verdict %q lacks %q", v[0], s)
 				}
+			}
+			if tc.write.Role == RoleFollower && strings.Contains(strings.Join(v, " "), "deciding vote") {
+				t.Errorf("a follower's verdict names a deciding vote: %q", v)
 			}
 		})
 	}
