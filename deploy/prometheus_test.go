@@ -27,6 +27,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/exporter"
+	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/buildinfo"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
@@ -40,6 +41,15 @@ func (s *growingSource) Missed() uint64        { return s.n.Load() }
 func (s *growingSource) ProgramStats() []event.ProgramStats {
 	n := s.n.Load() + 1
 	return []event.ProgramStats{{Name: "sys_exit_fdatasync", RunTimeNs: 500 * n, RunCount: n}}
+}
+
+// ownerSource is a fake peers tracer whose socket-owner look-ups drop
+// one of each kind per scrape (exporter.OwnerSource).
+type ownerSource struct{ growingSource }
+
+func (s *ownerSource) OwnerStats() host.SocketOwnerStats {
+	n := s.n.Load()
+	return host.SocketOwnerStats{Resolved: 3 * n, Unowned: n, QueueDrops: n, Evicted: n, LearnedDrops: n, Scans: n}
 }
 
 // fakeNode is one control-plane node as Prometheus scrapes it: the real
@@ -65,6 +75,7 @@ func startNode(t *testing.T, name string, srtt time.Duration, leader bool) *fake
 	t.Helper()
 	n := &fakeNode{name: name, srtt: srtt, leader: leader, m: exporter.NewMetrics(), commit: exporter.NewCommitMetrics()}
 	n.m.AddSource("fsync", &growingSource{}, 13)
+	n.m.AddSource("peers", &ownerSource{}, 7)
 	n.m.DecodeError("fsync")
 	n.etcdWAL = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "etcd_disk_wal_fsync_duration_seconds",
 		Help: "etcd's WAL fsync (fake).", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)})
@@ -448,6 +459,22 @@ func testMode(t *testing.T, bin, mode string, nodes []*fakeNode, d dashboard, rf
 		sel, ok := strings.CutPrefix(s, "label_values(")
 		if i := strings.LastIndex(sel, ","); ok && i > 0 {
 			check("variable "+v.Name, sel[:i])
+		}
+	}
+	// The owner look-ups that left an owner unknown: the three drop kinds
+	// of each node's peers tracer, and not the answers (resolved, unowned).
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			if !strings.Contains(tg.Expr, "etcdscope_peer_owner_lookups_total") {
+				continue
+			}
+			got := map[string]int{}
+			for _, r := range query(t, base, vars.Replace(tg.Expr)) {
+				got[r.Metric["result"]]++
+			}
+			if len(got) != 3 || got["queue_drops"] != len(nodes) || got["evicted"] != len(nodes) || got["learned_drops"] != len(nodes) {
+				t.Errorf("%s: owner look-up series by result %v in %s mode, want queue_drops, evicted and learned_drops of each of %d nodes", p.Title, got, mode, len(nodes))
+			}
 		}
 	}
 	// The WAL p99 panel against the fed value: every call took 20 ms.

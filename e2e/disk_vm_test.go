@@ -89,7 +89,7 @@ func TestDiskVerdictFloor(t *testing.T) {
 		t.Errorf("%d flushes and %d FUA writes on a disk without FUA", res.flushes, res.fuaWrites)
 	}
 	if g.Disk == nil || g.Disk.Kind != analysis.DiskFloor {
-		t.Fatalf("disk verdict %+v, want floor; layers %+v", g.Disk, g.Layers)
+		t.Fatalf("disk verdict %+v (why none: %q), want floor; layers %+v", g.Disk, g.DiskWhy, g.Layers)
 	}
 	if !strings.Contains(res.table, "disk verdict: floor: a fixed cost per flush on a disk with a volatile write cache") {
 		t.Errorf("the table lacks the floor verdict:\n%s", res.table)
@@ -172,7 +172,7 @@ func TestDiskVerdictContention(t *testing.T) {
 		t.Errorf("%d flushes and %d FUA writes on a disk with FUA", res.flushes, res.fuaWrites)
 	}
 	if g.Disk == nil || g.Disk.Kind != analysis.DiskContention {
-		t.Fatalf("disk verdict %+v, want contention; layers %+v", g.Disk, g.Layers)
+		t.Fatalf("disk verdict %+v (why none: %q), want contention; layers %+v", g.Disk, g.DiskWhy, g.Layers)
 	}
 	if !strings.Contains(res.table, "disk verdict: contention: other I/O on this disk delays etcd's") {
 		t.Errorf("the table lacks the contention verdict:\n%s", res.table)

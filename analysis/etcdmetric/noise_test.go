@@ -65,3 +65,31 @@ func TestFewObservationsInconclusive(t *testing.T) {
 		t.Error("a standard error from a series without buckets")
 	}
 }
+
+// TestSubMillisecondDifferenceInconclusive: CI's TestPeersEtcdPlain (2026-12-02)
+// read m1 → m2's metric at 1.13 ms against a 723 µs model on loopback,
+// 1.56x, from 4 observations bunched in two buckets: their standard error
+// alone called it NOT EXPLAINED, and the verdict blamed DNS or TLS for
+// 407 µs. Under NoiseFloorSeconds apart it is inconclusive; 2 ms apart on
+// the same scale it is still not explained.
+func TestSubMillisecondDifferenceInconclusive(t *testing.T) {
+	in := ModelInput{RTT: 44 * time.Microsecond, ReusedProbe: 781 * time.Microsecond, NewConnProbe: 2330 * time.Microsecond,
+		NewConnPerMinute: 15, UptimeEnd: 63 * time.Second}
+	s := observed(0.0011, 0.0011, 0.0012, 0.0011)
+	c := Compare(s, in)
+	diff := math.Abs(c.Mean - c.Prediction.Mean)
+	if r := c.Mean / c.Prediction.Mean; r <= Tolerance || diff >= NoiseFloorSeconds {
+		t.Fatalf("the case must be outside the tolerance and under the floor to test anything: %.2fx, %v apart", r, diff)
+	}
+	if se, ok := s.StandardError(); !ok || diff <= NoiseSE*se {
+		t.Fatalf("the standard error (%v, %v) must not decide the case on its own: %v apart", se, ok, diff)
+	}
+	if !c.Inconclusive || c.Explained || !strings.Contains(c.Verdict, "INCONCLUSIVE") || strings.Contains(c.Verdict, "DNS resolution") {
+		t.Errorf("%v apart: inconclusive %v explained %v: %s", diff, c.Inconclusive, c.Explained, c.Verdict)
+	}
+	far := observed(0.0028, 0.003, 0.0029, 0.0031)
+	c = Compare(far, in)
+	if c.Inconclusive || c.Explained || !strings.Contains(c.Verdict, "NOT EXPLAINED") {
+		t.Errorf("metric %v against a %v model: inconclusive %v explained %v: %s", c.Mean, c.Prediction.Mean, c.Inconclusive, c.Explained, c.Verdict)
+	}
+}
