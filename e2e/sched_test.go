@@ -104,9 +104,17 @@ func TestSchedSplitRunnable(t *testing.T) {
 	killHog()
 	os.WriteFile(filepath.Join(ft, "tracing_on"), []byte("0"), 0o644)
 	recs, rep := tr.stop()
-	if rep.LostEvents != 0 || rep.MissedEvents != 0 {
-		t.Errorf("lost %d, missed %d events", rep.LostEvents, rep.MissedEvents)
+	// Lost records are the tracer's to prevent: none. Missed runs are the
+	// kernel's: a sched_switch/sched_wakeup program entered again on its
+	// CPU (a wake-up from an interrupt while it runs for another task) is
+	// skipped and counted (CI: 54 in 6 s with the hog, every traced call
+	// still matching ftrace). Counted and reported is what the product
+	// owes; one that hit the traced thread would break the per-call match
+	// with ftrace below, which is the oracle for it.
+	if rep.LostEvents != 0 {
+		t.Errorf("lost %d events", rep.LostEvents)
 	}
+	t.Logf("missed %d program runs (counted and reported)", rep.MissedEvents)
 	checkPartition(t, recs)
 	calls := ftraceFdatasyncs(t, ft, tid)
 
