@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,11 +89,19 @@ func TestEtcdWALFsyncsMatchEtcdMetric(t *testing.T) {
 	}
 	// Missed probe runs are the kernel's (a program skipped while another
 	// BPF program ran on the CPU: on 6.18 mostly block completions in
-	// softirq, made by any other tracer on the host); the counts above
-	// are matched exactly anyway. Reported, and bounded to 1% of the
-	// traced calls as in TestWriteThrottledFtrace; lost must be 0.
+	// softirq); the counts above are matched exactly anyway, and a miss
+	// biases only the split of the call it touches. What the product owes
+	// is to report them: each group's verdict is marked biased. Lost must
+	// be 0. The bound, 5% of the calls, is for a recursion of etcdscope's
+	// own programs, which would miss about one run per call: 2-3 appeared
+	// with other tracers on the host, 5 of 360 (1.4%) in a CI run alone.
 	t.Logf("lost %d, missed %d probe runs", rep.LostEvents, rep.MissedEvents)
-	if rep.LostEvents != 0 || rep.MissedEvents*100 > uint64(len(recs)) {
-		t.Errorf("lost %d events, missed %d probe runs (of %d calls: more than 1%%)", rep.LostEvents, rep.MissedEvents, len(recs))
+	if rep.LostEvents != 0 || rep.MissedEvents*20 > uint64(len(recs)) {
+		t.Errorf("lost %d events, missed %d probe runs (of %d calls: more than 5%%)", rep.LostEvents, rep.MissedEvents, len(recs))
+	}
+	for _, g := range rep.Groups {
+		if rep.MissedEvents > 0 && !strings.Contains(g.Biased, fmt.Sprintf("%d missed probe run", rep.MissedEvents)) {
+			t.Errorf("%d missed probe runs, but the %s group says %q", rep.MissedEvents, g.Key.FileKind, g.Biased)
+		}
 	}
 }
