@@ -112,7 +112,7 @@ func diskVerdict(g *Group) *DiskVerdict {
 
 // diskWhy says which conditions of the disk verdict a group of at least
 // DiskVerdictMinCalls calls with no verdict missed, with the exact shares
-// ("device_flush 39.98%, under the 40% of floor"): the table and the page
+// ("device_flush 39.98%, under the 40% the floor verdict needs"): the table and the page
 // round shares to 40%, which reads as a verdict's threshold met. "" when
 // the group has a verdict, too few calls, or neither layer within
 // DiskWhyMargin of its threshold (floor's 40%, contention's 30%).
@@ -128,18 +128,18 @@ func diskWhy(g *Group) string {
 	var why []string
 	if flush.Share >= FloorMinFlushShare-DiskWhyMargin {
 		if flush.Share < FloorMinFlushShare {
-			why = append(why, fmt.Sprintf("device_flush %s, under the %.0f%% of floor", flushS, 100*FloorMinFlushShare))
+			why = append(why, fmt.Sprintf("device_flush %s, under the %.0f%% the floor verdict needs", flushS, 100*FloorMinFlushShare))
 		}
 		if top.Name != LayerDeviceFlush {
 			why = append(why, fmt.Sprintf("device_flush %s not the largest layer (%s %s), as floor needs", flushS, top.Name, exactShare(top.Share, flush.Share)))
 		}
 		if queue.Share >= FloorMaxQueueShare {
-			why = append(why, fmt.Sprintf("block_queue %s, not under the %.0f%% of floor", queueS, 100*FloorMaxQueueShare))
+			why = append(why, fmt.Sprintf("block_queue %s, not under the %.0f%% the floor verdict allows", queueS, 100*FloorMaxQueueShare))
 		}
 	}
 	if queue.Share >= ContentionMinQueueShare-DiskWhyMargin {
 		if queue.Share < ContentionMinQueueShare {
-			why = append(why, fmt.Sprintf("block_queue %s, under the %.0f%% of contention", queueS, 100*ContentionMinQueueShare))
+			why = append(why, fmt.Sprintf("block_queue %s, under the %.0f%% the contention verdict needs", queueS, 100*ContentionMinQueueShare))
 		}
 		if queue.Share < flush.Share {
 			why = append(why, fmt.Sprintf("block_queue %s under device_flush %s, where contention needs no less", queueS, flushS))
@@ -158,7 +158,9 @@ func exactShare(share float64, thresholds ...float64) string {
 		v, _ := strconv.ParseFloat(s, 64)
 		ok := true
 		for _, t := range thresholds {
-			ok = ok && cmp.Compare(v/100, t) == cmp.Compare(share, t)
+			// A threshold equal to share (the largest layer compared
+			// with itself) is printed with the same digits: no side.
+			ok = ok && (t == share || cmp.Compare(v/100, t) == cmp.Compare(share, t))
 		}
 		if ok || d == 6 {
 			return s + "%"

@@ -85,14 +85,14 @@ func TestDiskWhy(t *testing.T) {
 		flush, queue, oth int64 // ns of a 10 ms call; the rest is data writeback
 		want              string
 	}{
-		{"flush within rounding of floor", 20, 3_998_000, 0, 3 * ms, "device_flush 39.98%, under the 40% of floor"},
-		{"flush a hair under floor", 20, 3_999_990, 0, 3 * ms, "device_flush 39.9999%, under the 40% of floor"},
+		{"flush within rounding of floor", 20, 3_998_000, 0, 3 * ms, "device_flush 39.98%, under the 40% the floor verdict needs"},
+		{"flush a hair under floor", 20, 3_999_990, 0, 3 * ms, "device_flush 39.9999%, under the 40% the floor verdict needs"},
 		{"flush far under floor", 20, 2 * ms, 0, 0, ""},
-		{"queue at the floor's limit", 20, 6 * ms, 1 * ms, 0, "block_queue 10.00%, not under the 10% of floor"},
+		{"queue at the floor's limit", 20, 6 * ms, 1 * ms, 0, "block_queue 10.00%, not under the 10% the floor verdict allows"},
 		{"flush not the largest layer", 20, 4 * ms, 0, 5 * ms, "device_flush 40.00% not the largest layer (other 50.00%), as floor needs"},
-		{"queue near contention", 20, 2 * ms, 2_500_000, 0, "block_queue 25.00%, under the 30% of contention"},
+		{"queue near contention", 20, 2 * ms, 2_500_000, 0, "block_queue 25.00%, under the 30% the contention verdict needs"},
 		{"queue under the flush share", 20, 4 * ms, 3 * ms, 0,
-			"block_queue 30.00%, not under the 10% of floor; block_queue 30.00% under device_flush 40.00%, where contention needs no less"},
+			"block_queue 30.00%, not under the 10% the floor verdict allows; block_queue 30.00% under device_flush 40.00%, where contention needs no less"},
 		{"floor", 20, 6 * ms, 0, 0, ""},
 		{"too few calls", DiskVerdictMinCalls - 1, 3_998_000, 0, 3 * ms, ""},
 	}
@@ -113,5 +113,17 @@ func TestDiskWhy(t *testing.T) {
 				t.Errorf("a why %q beside a verdict %q", g.DiskWhy, g.Disk.Kind)
 			}
 		})
+	}
+}
+
+// TestDiskWhyTopFlushPrintsTwoDecimals: device_flush as the largest layer
+// is compared with itself; that comparison must not force six decimals
+// (the demo printed "device_flush 36.651955%" beside the table's 36.7%).
+func TestDiskWhyTopFlushPrintsTwoDecimals(t *testing.T) {
+	if got := exactShare(0.36651955, FloorMinFlushShare, 0.36651955, 0.05); got != "36.65%" {
+		t.Errorf("exactShare = %q, want 36.65%%", got)
+	}
+	if got := exactShare(0.399999, FloorMinFlushShare, 0.399999); got != "39.9999%" {
+		t.Errorf("exactShare under the threshold = %q, want 39.9999%%", got)
 	}
 }

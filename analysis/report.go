@@ -75,7 +75,7 @@ type Group struct {
 	// DiskWhy says, for a group of at least DiskVerdictMinCalls calls
 	// with no disk verdict but device_flush or block_queue within
 	// DiskWhyMargin of a threshold, which conditions were missed, with
-	// the exact shares ("device_flush 39.98%, under the 40% of floor");
+	// the exact shares ("device_flush 39.98%, under the 40% the floor verdict needs");
 	// "" otherwise.
 	DiskWhy string `json:"disk_verdict_why,omitempty"`
 }

@@ -221,7 +221,7 @@ func TestFsyncReportDiskWhy(t *testing.T) {
 	if err := FsyncReport(&table, &rep); err != nil {
 		t.Fatal(err)
 	}
-	why := "device_flush 39.98%, under the 40% of floor"
+	why := "device_flush 39.98%, under the 40% the floor verdict needs"
 	if s := table.String(); !strings.Contains(s, "40.0%") || !strings.Contains(s, "  disk verdict: none ("+why+")\n") {
 		t.Errorf("table lacks the rounded share or %q:\n%s", why, s)
 	}

@@ -697,7 +697,7 @@ func TestPageDiskVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = html.String()
-	why := "device_flush 39.98%, under the 40% of floor"
+	why := "device_flush 39.98%, under the 40% the floor verdict needs"
 	for _, want := range []string{`device_flush 40%</td>`, `<a href="#group-1-disk" title="` + why + `">none</a>`,
 		`<p class="note" id="group-1-disk">etcd pid 1 · ext4 on 254:1 · wal files: disk: no verdict (` + why + `)</p>`,
 		`disk verdict: none (` + why + `)`} {

@@ -92,6 +92,7 @@ var badInputs = []badInput{
 	{args: []string{"commit", "--comm", "no-such-etcd", "--cert", "c.pem"}, fix: "--cert and --key go together"},
 	{args: []string{"commit", "--comm", "no-such-etcd", "--ready-file", "$D/missing/r"}, fix: "create it or give another path"},
 	{args: []string{"commit", "--comm", "etcd", "--pid", "1"}, fix: "give --pid or --comm, not both"},
+	{args: []string{"fsync", "--comm", "etcd", "--pid", "1"}, fix: "give --pid or --comm, not both"},
 	{args: []string{"commit", "--comm", "a-comm-longer-than-15"}, fix: "15-byte comm"},
 	{args: []string{"commit", "--comm", "no-such-etcd"}, fix: "no such process; give --pid"},
 
@@ -148,7 +149,7 @@ var badInputs = []badInput{
 
 	// report
 	{args: []string{"report"}, fix: "give one recording file"},
-	{args: []string{"report", "$D/missing.jsonl"}, fix: "no such file"},
+	{args: []string{"report", "$D/missing.jsonl"}, fix: "no such file or directory: give a readable recording"},
 	{args: []string{"report", "$D/binary"}, fix: "give a recording written by 'etcdscope fsync --output json'"},
 	// Issue 16 opened with report refusing evidence users already have.
 	{args: []string{"report", "../../analysis/diagnose/testdata/etcd-12405-node.prom"}, fix: "is an etcd /metrics text, not a recording: run etcdscope diagnose"},

@@ -157,6 +157,11 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 			return cfg, err
 		}
 	}
+	if f.pid != 0 && f.comm != "" {
+		// Both would filter together, and a pid whose comm differs traces
+		// nothing (a new user's run: pid 1 and "etcd", 0 calls, exit 0).
+		return cfg, usagef("give --pid or --comm, not both: --pid %d names the process already", f.pid)
+	}
 	if f.pid < 0 {
 		return cfg, usagef("--pid %d is not a process id", f.pid)
 	}

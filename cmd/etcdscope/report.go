@@ -27,7 +27,7 @@ import (
 
 func init() {
 	subcommands["report"] = subcommand{
-		summary: "recompute the fsync report from a recording (etcdscope fsync --output json), as a table, JSON or an HTML page",
+		summary: "recompute the fsync report from a recording (etcdscope fsync --output json), as a table, JSON or an HTML page, or replay a capture (fsync or peers --capture F)",
 		run:     runReport,
 	}
 }
@@ -72,7 +72,7 @@ func runReport(args []string) error {
 	if name := fs.Arg(0); name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
-			return usagef("%v", err)
+			return usagef("%v: give a readable recording (etcdscope fsync --output json > F) or capture (fsync or peers --capture F)", err)
 		}
 		defer f.Close()
 		in = f
@@ -263,7 +263,7 @@ func writeHTMLReport(out, name, peersPath, mergePath string, recs []analysis.Fsy
 	if mergePath != "" {
 		f, err := os.Open(mergePath)
 		if err != nil {
-			return usagef("--merge: %v", err)
+			return usagef("--merge: %v: give the output of etcdscope merge --output json", err)
 		}
 		in.Merged, err = report.ReadMerged(f)
 		f.Close()
@@ -277,7 +277,7 @@ func writeHTMLReport(out, name, peersPath, mergePath string, recs []analysis.Fsy
 	if peersPath != "" {
 		f, err := os.Open(peersPath)
 		if err != nil {
-			return usagef("--peers: %v", err)
+			return usagef("--peers: %v: give a file from etcdscope peers --record", err)
 		}
 		evs, metric, err := etcdmetric.ReadRecording(f)
 		f.Close()
