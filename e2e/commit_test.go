@@ -103,8 +103,10 @@ func checkCommit(t *testing.T, members int) {
 	}
 
 	committed := gauge(after, "etcd_server_proposals_committed_total") - gauge(before, "etcd_server_proposals_committed_total")
-	if float64(len(recs)) != committed || len(recs) < 200 {
-		t.Errorf("traced %d writes (%d not followed); the leader's commit index moved by %.0f (want equal, and ≥ 200 at 20/s for 15 s)", len(recs), sum.Dropped, committed)
+	// Every committed write is traced or counted as not followed (a step
+	// of it unseen: CI once had 1 of 300); at most 1% not followed.
+	if float64(len(recs)+int(sum.Dropped)) != committed || len(recs) < 200 || float64(sum.Dropped)*100 > committed {
+		t.Errorf("traced %d writes (%d not followed); the leader's commit index moved by %.0f (want traced + not followed equal to it, at most 1%% not followed, and ≥ 200 traced at 20/s for 15 s)", len(recs), sum.Dropped, committed)
 	}
 	const walFsync = "etcd_disk_wal_fsync_duration_seconds"
 	fsyncs := etcdtest.SumCounter(after, walFsync) - etcdtest.SumCounter(before, walFsync)
