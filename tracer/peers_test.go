@@ -31,12 +31,20 @@ func TestPeersLoopback(t *testing.T) {
 			}
 			defer ln.Close()
 			port := uint16(ln.Addr().(*net.TCPAddr).Port)
+			// The dialer writes only once its connection is accepted: the
+			// kernel names the socket's inode (sk_socket) from accept4 on,
+			// and the owner look-up starts from the first event that
+			// carries it. Data that arrived before accept (CI: the tcp6
+			// run, the Go accept loop slower than the write) left the
+			// passive end with no such event until its close.
+			accepted := make(chan struct{}, 1)
 			go func() {
 				for {
 					c, err := ln.Accept()
 					if err != nil {
 						return
 					}
+					accepted <- struct{}{}
 					go func() { io.Copy(io.Discard, c); c.Close() }()
 				}
 			}()
@@ -62,6 +70,11 @@ func TestPeersLoopback(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				select {
+				case <-accepted:
+				case <-time.After(2 * time.Second):
+					t.Fatal("connection not accepted in 2 s")
+				}
 				c.Write(make([]byte, 1000))
 				// Longer than the reader's poll (pollInterval) and a /proc
 				// scan, and the first till the last: the accepted end of
@@ -82,10 +95,10 @@ func TestPeersLoopback(t *testing.T) {
 				t.Errorf("%d events lost", lost)
 			}
 			count := map[string]int{}
-			accepted := map[uint64]bool{} // struct sock of the passive ends
+			passive := map[uint64]bool{} // struct sock of the passive ends
 			for _, e := range evs {
 				if e.Direction == event.PeerPassive {
-					accepted[e.Socket] = true
+					passive[e.Socket] = true
 				}
 			}
 			for _, e := range evs {
@@ -94,7 +107,7 @@ func TestPeersLoopback(t *testing.T) {
 					// The accepted sockets are this process's (the oracle):
 					// the owner the background look-up learned must be.
 					count[key]++
-					if e.Owner != uint32(os.Getpid()) || !accepted[e.Socket] || e.SockIno == 0 {
+					if e.Owner != uint32(os.Getpid()) || !passive[e.Socket] || e.SockIno == 0 {
 						t.Errorf("owner event %+v: want pid %d on an accepted socket", e, os.Getpid())
 					}
 					continue
