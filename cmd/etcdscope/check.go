@@ -18,7 +18,7 @@ import (
 
 func init() {
 	subcommands["check"] = subcommand{
-		summary: "say what this node and this process lack before a run: capabilities, BTF, tracefs, uprobes, netem (kprobes, fentry optional)",
+		summary: "say what this node and this process lack before a run: capabilities, BTF, tracefs, uprobes, netem (kprobes optional)",
 		run:     runCheck,
 	}
 }
@@ -165,7 +165,10 @@ func checkNode() []checkItem {
 
 	_, err = os.Stat("/sys/bus/event_source/devices/kprobe/type")
 	items = append(items, checkItem{what: "kprobes", ok: err == nil,
-		detail: pick(err == nil, "kprobe PMU present", "no kprobe PMU (CONFIG_KPROBES off): the exact jbd2 commit wait needs it or fentry; without both, "+tracer.JBD2WaitFallback)})
+		detail: pick(err == nil, "kprobe PMU present", "no kprobe PMU (CONFIG_KPROBES off): the exact jbd2 commit wait needs it or fentry (fsync's probe list says whether fentry attached); without both, "+tracer.JBD2WaitFallback)})
+	if procsNote != "" {
+		items = append(items, checkItem{what: "GOMAXPROCS", ok: true, detail: procsNote})
+	}
 
 	var uts unix.Utsname
 	unix.Uname(&uts)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -106,6 +107,9 @@ func TestCheckAgainstOracles(t *testing.T) {
 			"sch_netem":        netem,
 			"BPF ring buffer":  bpfOK && ringbuf,
 			"task storage":     bpfOK && taskStorage,
+			// Informational: how many Ps and why (TestDescribeProcs; the
+			// e2e TestGOMAXPROCSFitsCPUQuota reads the runtime's figure).
+			"GOMAXPROCS": true,
 		}
 		for what, w := range want {
 			g, ok := got[what]
@@ -154,4 +158,27 @@ func bpftoolFeatures(out string) (ringbuf, taskStorage bool) {
 		}
 	}
 	return ringbuf, taskStorage
+}
+
+// TestDescribeProcs: check's GOMAXPROCS line names the reason for every
+// outcome of fitGOMAXPROCS (environment, unreadable cgroup, no limit,
+// lowered to the limit, limit at or over the default).
+func TestDescribeProcs(t *testing.T) {
+	for _, c := range []struct {
+		now, before int
+		quota       float64
+		env         string
+		err         error
+		want        string
+	}{
+		{2, 2, -1, "2", nil, "2, as GOMAXPROCS=2 in the environment says"},
+		{2, 2, -1, "", errors.New("open cpu.max: permission denied"), "2 (Go's default): the cgroup CPU limit could not be read: open cpu.max: permission denied"},
+		{2, 2, -1, "", nil, "2 (Go's default): no cgroup CPU limit"},
+		{1, 2, 0.1, "", nil, "1: the cgroup CPU limit (0.10 CPUs) rounded up, down from Go's default 2"},
+		{2, 2, 4, "", nil, "2 (Go's default): the cgroup CPU limit is 4.00 CPUs"},
+	} {
+		if got := describeProcs(c.now, c.before, c.quota, c.env, c.err); !strings.HasPrefix(got, c.want) {
+			t.Errorf("describeProcs(%d, %d, %v, %q, %v) = %q, want prefix %q", c.now, c.before, c.quota, c.env, c.err, got, c.want)
+		}
+	}
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"math"
+	"os"
 	"runtime"
 
 	"go.uber.org/automaxprocs/maxprocs"
@@ -19,11 +21,36 @@ import (
 // CPU under 30k events/s lost 1.4k-14k events in 3 of 3 runs with 2 Ps
 // (ring peak 2039-2045 KiB of 2048) and none in 3 of 3 with 1 (peak
 // 367-863 KiB), using less CPU (bench/findings.md, section 13). It never
-// raises GOMAXPROCS, and returns what it is now.
-func fitGOMAXPROCS() int {
-	now := runtime.GOMAXPROCS(0)
-	maxprocs.Set(maxprocs.Min(1), maxprocs.RoundQuotaFunc(func(cpus float64) int {
-		return min(int(math.Ceil(cpus)), now)
+// raises GOMAXPROCS. It records what it did in procsNote for check.
+func fitGOMAXPROCS() {
+	before := runtime.GOMAXPROCS(0)
+	quota := -1.0 // no limit read
+	_, err := maxprocs.Set(maxprocs.Min(1), maxprocs.RoundQuotaFunc(func(cpus float64) int {
+		quota = cpus
+		return min(int(math.Ceil(cpus)), before)
 	}))
-	return runtime.GOMAXPROCS(0)
+	procsNote = describeProcs(runtime.GOMAXPROCS(0), before, quota, os.Getenv("GOMAXPROCS"), err)
+}
+
+// procsNote says how many Ps this process runs on and why (check's
+// "GOMAXPROCS" line); set by fitGOMAXPROCS.
+var procsNote string
+
+// describeProcs words fitGOMAXPROCS's outcome: now Ps after it, before
+// it, the cgroup CPU limit in CPUs (negative: none read), GOMAXPROCS from
+// the environment, and the error reading the cgroup (the run goes on with
+// Go's default).
+func describeProcs(now, before int, quota float64, env string, err error) string {
+	switch {
+	case env != "":
+		return fmt.Sprintf("%d, as GOMAXPROCS=%s in the environment says", now, env)
+	case err != nil:
+		return fmt.Sprintf("%d (Go's default): the cgroup CPU limit could not be read: %v", now, err)
+	case quota < 0:
+		return fmt.Sprintf("%d (Go's default): no cgroup CPU limit", now)
+	case now < before:
+		return fmt.Sprintf("%d: the cgroup CPU limit (%.2f CPUs) rounded up, down from Go's default %d (an idle P's GC workers would spend the quota the ring reader needs)", now, quota, before)
+	default:
+		return fmt.Sprintf("%d (Go's default): the cgroup CPU limit is %.2f CPUs", now, quota)
+	}
 }
