@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -65,6 +66,15 @@ type Group struct {
 	// not fit in the ring buffer; missed probe runs are runs the kernel
 	// skipped, which no ring size brings back.
 	Biased string `json:"biased,omitempty"`
+	// VerdictHolds: the trace has holes (Biased set) but the verdict
+	// cannot change whatever they hid. Each lost event or missed probe
+	// run hides at most one call (a call is absent only when one of its
+	// syscall events is), and they are counted trace-wide, so all may be
+	// this group's: "ok" holds if p99 stays under the budget with that
+	// many more calls all over it, "over budget" if it stays over with
+	// that many more all under it (nearest-rank p99, as Total.P99). False
+	// without holes, for "n/a" verdicts, and when the holes could flip it.
+	VerdictHolds bool `json:"verdict_holds,omitempty"`
 	// OtherSplit splits the other layer into runnable, running and
 	// blocked (fsync --sched; SchedNames), each with its share of the
 	// group's summed wall time. Absent without --sched.
@@ -201,7 +211,10 @@ type groupAcc struct {
 	errors   int64
 	commits  int64
 	syscalls []string // distinct, in order of appearance (at most a few)
-	other    otherAcc // the "other" layer's split (--sched)
+	// overBudget counts calls that took WALFsyncBudget or more, exactly
+	// (totals' quantiles may be binned): verdictHolds needs it.
+	overBudget int64
+	other      otherAcc // the "other" layer's split (--sched)
 }
 
 // NewReportBuilder returns an empty builder.
@@ -223,6 +236,9 @@ func (b *ReportBuilder) Add(r *FsyncRecord) {
 		b.last = g
 	}
 	g.totals.Add(r.TotalNs)
+	if r.TotalNs >= int64(WALFsyncBudget) {
+		g.overBudget++
+	}
 	for i, v := range r.Layers.values() {
 		g.layers[i].Add(v)
 	}
@@ -263,6 +279,7 @@ func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report
 		}
 		out.Verdict = verdict(g.key.FileKind, out.Total.P99)
 		out.Biased = Biased(lost, missed)
+		out.VerdictHolds = out.Biased != "" && verdictHolds(out.Verdict, out.Total.Count, g.overBudget, lost+missed)
 		out.Disk = diskVerdict(&out)
 		out.DiskWhy = diskWhy(&out)
 		rep.Groups = append(rep.Groups, out)
@@ -321,6 +338,15 @@ func BuildReportWrites(recs []FsyncRecord, writes []WriteRecord, lost, missed ui
 	return b.Report(lost, missed, unavailable)
 }
 
+// MissedMeaning says what a missed probe run is, for every report that
+// counts them (bpf_prog_info.recursion_misses): the kernel does not nest
+// BPF programs on a CPU. A tp_btf program is skipped when it fires again
+// while it still runs there; a tracepoint, kprobe or uprobe program when
+// any program of those kinds does (bpf_prog_active). Only an interrupt
+// can fire it meanwhile, so misses are rare and a bigger ring buffer does
+// not bring them back.
+const MissedMeaning = "the kernel skipped probes that fired, from an interrupt, while a BPF program they cannot nest in ran on that CPU"
+
 // Biased returns the mark of a verdict computed from a trace that lost
 // lost events and missed missed probe runs, in the summary's terms:
 // "biased: 3 lost events, 1 missed probe run", a part only where its
@@ -345,6 +371,26 @@ func pluralS(n uint64) string {
 		return ""
 	}
 	return "s"
+}
+
+// verdictHolds reports whether verdict ("ok" or "over budget"), drawn
+// from n calls of which over took WALFsyncBudget or more, stays the same
+// with hidden more calls of any duration. The p99 is the nearest-rank
+// sample: rank ceil(0.99·N) of N, so it is under the budget exactly when
+// at least that many calls are.
+func verdictHolds(verdict string, n, over int64, hidden uint64) bool {
+	if hidden > math.MaxInt32 {
+		return false
+	}
+	all := n + int64(hidden)
+	rank := int64(math.Ceil(0.99 * float64(all)))
+	switch verdict {
+	case "ok": // worst case: every hidden call over the budget
+		return n-over >= rank
+	case "over budget": // worst case: every hidden call under it
+		return n-over+int64(hidden) < rank
+	}
+	return false
 }
 
 func verdict(kind string, p99 int64) string {

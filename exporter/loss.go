@@ -47,7 +47,7 @@ func logLoss(ctx context.Context, w io.Writer, every time.Duration, ringBytes ui
 				fix = fmt.Sprintf("raise --ring-size (now %d bytes)", ringBytes)
 			}
 			if lost == 0 {
-				fix = "the kernel skipped its programs (another BPF program ran on the CPU, or an uncounted skip): requests go unattributed"
+				fix = analysis.MissedMeaning + ": calls or requests go unattributed; a bigger ring does not help"
 			}
 			fmt.Fprintf(w, "etcdscope serve: %s tracer lost %d events and missed %d probe runs in the last %v: %s\n",
 				names[i], lost, missed, every, fix)

@@ -219,7 +219,7 @@ func NewMetrics() *Metrics {
 		lostDesc: prometheus.NewDesc(Namespace+"_lost_events_total",
 			"Events that did not fit in the tracer's ring buffer (per-CPU lost_events counter summed); alert on any increase.", []string{"tracer"}, nil),
 		missedDesc: prometheus.NewDesc(Namespace+"_missed_events_total",
-			"Runs of the tracer's BPF programs the kernel skipped because another BPF program was running on that CPU (bpf_prog_info.recursion_misses summed).", []string{"tracer"}, nil),
+			"Runs of the tracer's BPF programs the kernel skipped (bpf_prog_info.recursion_misses summed): the probe fired, from an interrupt, while a BPF program it cannot nest in ran on that CPU.", []string{"tracer"}, nil),
 		runSecondsDesc: prometheus.NewDesc(Namespace+"_bpf_program_run_seconds_total",
 			"Time spent in the BPF program (bpf_prog_info.run_time_ns); exported while kernel.bpf_stats_enabled=1 or once BPF_ENABLE_STATS has made the kernel count runs.", []string{"tracer", "program"}, nil),
 		runCountDesc: prometheus.NewDesc(Namespace+"_bpf_program_runs_total",

@@ -22,7 +22,7 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			fmt.Fprintf(bw, " (ring buffer overflowed: numbers below miss events; raise --ring-size)")
 		}
 		if r.MissedEvents > 0 {
-			fmt.Fprintf(bw, " (the kernel skipped probes while another BPF program ran on the CPU: some requests are not attributed)")
+			fmt.Fprintf(bw, " (%s: a call or some of its requests may be missing)", analysis.MissedMeaning)
 		}
 		fmt.Fprintln(bw)
 	}
@@ -87,7 +87,16 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			if g.Verdict != "ok" && g.Verdict != "over budget" {
 				what = "numbers"
 			}
-			fmt.Fprintf(bw, "  %s %s (%s)\n", what, g.Biased, hint)
+			switch {
+			case g.VerdictHolds && g.Verdict == "ok":
+				fmt.Fprintf(bw, "  verdict holds though %s: even if each hid a call of %v or more, p99 would stay under the budget (%s)\n",
+					strings.TrimPrefix(g.Biased, "biased: "), analysis.WALFsyncBudget, hint)
+			case g.VerdictHolds:
+				fmt.Fprintf(bw, "  verdict holds though %s: even if each hid a call under %v, p99 would stay over the budget (%s)\n",
+					strings.TrimPrefix(g.Biased, "biased: "), analysis.WALFsyncBudget, hint)
+			default:
+				fmt.Fprintf(bw, "  %s %s (%s)\n", what, g.Biased, hint)
+			}
 		}
 		for j := range r.Writes {
 			if r.Writes[j].Key == g.Key {

@@ -110,13 +110,26 @@ type svgChart struct {
 
 type legendItem struct{ Name, Color string }
 
+// biasedText is the page's note on a group's holes (groupView.Biased).
+func biasedText(g *analysis.Group) string {
+	if g.Biased != "" && g.Verdict != "ok" && g.Verdict != "over budget" {
+		return "numbers " + g.Biased // no verdict to bias (as the table says)
+	}
+	if g.VerdictHolds {
+		return "holds though " + strings.TrimPrefix(g.Biased, "biased: ")
+	}
+	return g.Biased
+}
+
 type groupView struct {
 	ID      string // anchor of the group's section
 	Title   string
 	Summary string
 	Verdict string
-	// Biased is the group's analysis.Group.Biased: "biased: N lost events,
-	// M missed probe runs", "" for a lossless trace.
+	// Biased is the group's analysis.Group.Biased ("biased: N lost
+	// events, M missed probe runs"), or "holds though N lost events" when
+	// the holes cannot change the verdict (VerdictHolds); "" for a
+	// lossless trace; "numbers biased: ..." for a group with no verdict.
 	Biased string
 	// Disk is the group's disk verdict (analysis.DiskVerdict.Text), or
 	// "none (why)" with analysis.Group.DiskWhy; "" when it has neither.
@@ -237,7 +250,7 @@ func build(in Input) page {
 			Summary: fmt.Sprintf("%s; p50 %s ms, p99 %s ms, max %s ms; %.2f flushes per call%s",
 				plural(g.Total.Count, "call"), analysis.Ms(g.Total.P50), analysis.Ms(g.Total.P99), analysis.Ms(g.Total.Max), g.FlushesPerFsync, fuaPerCall(&g)),
 			Verdict: g.Verdict,
-			Biased:  g.Biased,
+			Biased:  biasedText(&g),
 			Disk:    diskText(&g),
 			Other:   otherLine(g.OtherSplit),
 			Writes:  writesLine(rep.Writes, g.Key),

@@ -279,8 +279,8 @@ func (p *PeersTracer) ProgramStats() []event.ProgramStats {
 }
 
 // Missed returns how many times the kernel skipped one of the peers
-// programs because another BPF program was running on that CPU
-// (bpf_prog_info.recursion_misses summed; each is an event lost).
+// programs (bpf_prog_info.recursion_misses summed: fired again, from an
+// interrupt, while it ran on that CPU; each is an event lost).
 func (p *PeersTracer) Missed() uint64 {
 	return missed(p.objs.InetSockSetState, p.objs.TcpProbe, p.objs.TcpRetransmitSkb)
 }
