@@ -72,7 +72,7 @@ func TestNoCompletionMissing(t *testing.T) {
 				}
 			}()
 			from := host.MonotonicNs()
-			writeAndSync(t, mnt, 4, 2*time.Second)
+			writeAndSync(t, mnt, 4, 2*time.Second, 0)
 			unix.Sync()
 			time.Sleep(300 * time.Millisecond) // the last completions
 			to := host.MonotonicNs()
@@ -131,7 +131,10 @@ func TestNoCompletionMissing(t *testing.T) {
 // writeAndSync runs writers goroutines, each appending 4 KiB to a file of
 // its own under dir and fdatasyncing it, for d, and returns how many
 // fdatasync calls returned (the oracle for a tracer's call count).
-func writeAndSync(t *testing.T, dir string, writers int, d time.Duration) int64 {
+// perSec > 0 paces them to that many calls a second in all (each writer
+// keeps a schedule of its own; one more than an interval late starts it
+// afresh instead of bursting to catch up); 0: as fast as the stack goes.
+func writeAndSync(t *testing.T, dir string, writers int, d time.Duration, perSec int) int64 {
 	t.Helper()
 	var wg sync.WaitGroup
 	var calls atomic.Int64
@@ -148,7 +151,20 @@ func writeAndSync(t *testing.T, dir string, writers int, d time.Duration) int64 
 			}
 			defer f.Close()
 			buf := make([]byte, 4096)
+			var every time.Duration
+			if perSec > 0 {
+				every = time.Duration(writers) * time.Second / time.Duration(perSec)
+			}
+			next := time.Now()
 			for n := 0; time.Now().Before(end); n++ {
+				if every > 0 {
+					next = next.Add(every)
+					if wait := time.Until(next); wait > 0 {
+						time.Sleep(wait)
+					} else if wait < -every { // late: do not burst to catch up
+						next = time.Now()
+					}
+				}
 				if n%256 == 0 { // bound the file; make the allocator work
 					f.Truncate(0)
 				}
@@ -316,7 +332,7 @@ func TestStarvedReaderLossIsReported(t *testing.T) {
 	dev := loopDevice(t, "/var/tmp", 512<<20)
 	mnt := mountFS(t, dev, "ext4", "-q", "-F")
 	tr := startFsyncIn(t, cg, "--pid", strconv.Itoa(os.Getpid()), "--interval", "1s", "--ring-size", "65536")
-	writeAndSync(t, mnt, 4, 4*time.Second)
+	writeAndSync(t, mnt, 4, 4*time.Second, 0)
 	_, rep := tr.stop()
 	if rep.LostEvents == 0 {
 		t.Fatalf("a reader held to 2%% of a CPU lost nothing; stderr:\n%s", tr.stderr.String())

@@ -33,11 +33,22 @@ const (
 	// 10 s (100 periods) catches it without a minute of the suite's two
 	// cores per tracer.
 	starvedFor = 10 * time.Second
+	// starvedFsyncsPerSec paces the CI test's writers. Unpaced, the stack's
+	// rate follows the machine: 1000-1500/s on the loaded machine of
+	// bench/findings.md section 13, but 3122/s in one idle run here, where
+	// the reader's 26 µs per call came to 8.1% of a CPU before the ones it
+	// lost (3868 events): a test of the machine's speed against the quota,
+	// not of the reader. 2000/s is more than a busy etcd's WAL makes
+	// (its fsyncs batch) and holds the reader's demand near half the quota
+	// at the per-call cost measured on the loaded machine (24-30 µs).
+	// make bench's run stays unpaced: the goal's "highest rate the stack
+	// sustains", its rate and the reader's CPU stated beside the loss.
+	starvedFsyncsPerSec = 2000
 )
 
 // TestStarvedReaderLosesNoFsync: `etcdscope fsync` with stacked levels on
 // (ext4 over a loop device, the host fsyncs the loop driver makes traced
-// as L2), four fdatasync writers as fast as the stack goes, the reader
+// as L2), four fdatasync writers paced to starvedFsyncsPerSec, the reader
 // starved (starvedQuotaUs), default ring: no record lost, every call the
 // writers made (their own count, the oracle) is in the report, and the
 // report's L2 row has a host fsync for nearly every L1 flush (the stacked
@@ -54,7 +65,7 @@ func TestStarvedReaderLosesNoFsync(t *testing.T) {
 	thr0 := cgroupThrottled(t, cg)
 	tr := startFsyncIn(t, cg, "--pid", strconv.Itoa(os.Getpid()), "--min-latency", "1h")
 	cpu0 := tr.cpuNs() // loading the programs
-	calls := writeAndSync(t, mnt, 4, starvedFor)
+	calls := writeAndSync(t, mnt, 4, starvedFor, starvedFsyncsPerSec)
 	cpuNs := tr.cpuNs() - cpu0
 	_, rep := tr.stop()
 	thr := cgroupThrottled(t, cg) - thr0
