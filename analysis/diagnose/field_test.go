@@ -691,3 +691,55 @@ func TestFioMeaningFollowsVerdict(t *testing.T) {
 		}
 	}
 }
+
+// TestFioTableAndBins: the fio table says how many syncs each run made
+// (or that it made none, or that its paste does not show them), and a
+// percentile fio printed above the run's exact max is explained (fio-3.33
+// on a build host: p99.99 25.8ms, max 25.7ms; fio prints a bin's middle).
+func TestFioTableAndBins(t *testing.T) {
+	var in []Input
+	for _, f := range []string{"fio-etcdcheck-buildhost.json", "openshift-etcd-perf-hdd.txt", "fio-878-no-sync-shown.txt", "fio-libaio-interrupted.json"} {
+		in = append(in, readInputs(t, f)...)
+	}
+	rep, err := Diagnose(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WriteTable(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{
+		"fio-etcdcheck-buildhost.json etcdcheck":      "911 syncs",
+		"openshift-etcd-perf-hdd.txt":                 "synced",
+		"fio-878-no-sync-shown.txt test":              "syncs unshown",
+		"fio-libaio-interrupted.json sequential_read": "no sync",
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		for name, want := range rows {
+			if rest, ok := strings.CutPrefix(line, "  "+name+" "); ok && strings.HasPrefix(strings.TrimSpace(rest), want+" ") {
+				delete(rows, name)
+			}
+		}
+	}
+	if len(rows) > 0 {
+		t.Errorf("fio rows without their sync column %v:\n%s", rows, b.String())
+	}
+	for _, want := range []string{
+		"p99.99 25.8ms reads above the max 25.7ms: fio prints a percentile as the middle of its histogram bin",
+		"evidence: as fio-3.33 printed them, from 911 syncs",
+		"evidence: as fio-3.27 printed them\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	for _, f := range rep.Findings {
+		if f.Topic == "fio" && (f.Severity == Unknown || strings.Contains(f.Summary, "no fsync")) && strings.Contains(f.Meaning, "can meet") {
+			t.Errorf("%s: a run without sync latency said %q", f.Subject, f.Meaning)
+		}
+	}
+	if strings.Contains(b.String(), "sync=true") || strings.Contains(b.String(), "sync=false") {
+		t.Errorf("table still prints Go's bool:\n%s", b.String())
+	}
+}

@@ -79,7 +79,16 @@ func WriteTable(w io.Writer, r Report) error {
 			if f.SyncMax > 0 {
 				max = fmtDur(f.SyncMax)
 			}
-			fmt.Fprintf(&b, "  %-*s  sync=%-5v p50 %-10s p99 %-10s p99.9 %-10s max %s\n", width, trunc(name(f), width), f.HasSync, q(50), q(99), q(99.9), max)
+			syncs := "no sync" // the job never synced: its numbers are not the WAL's
+			switch {
+			case f.HasSync && f.SyncCount > 0:
+				syncs = fmt.Sprintf("%.0f syncs", f.SyncCount)
+			case f.HasSync:
+				syncs = "synced"
+			case f.Synced(): // asked for, cut from the paste or not printed
+				syncs = "syncs unshown"
+			}
+			fmt.Fprintf(&b, "  %-*s  %-13s p50 %-10s p99 %-10s p99.9 %-10s max %s\n", width, trunc(name(f), width), syncs, q(50), q(99), q(99.9), max)
 		}
 	}
 	b.WriteString("\nfindings:\n")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/diagnose"
 )
 
@@ -33,6 +34,7 @@ func runDiagnose(args []string) error {
 	until := fs.String("until", "", "keep log lines and Prometheus samples at or before this time (RFC 3339)")
 	window := fs.Duration("window", 30*time.Second, "for a URL input: scrape it, wait this long, scrape again, and diagnose the difference")
 	timeout := fs.Duration("timeout", 10*time.Second, "for a URL input: give up on one scrape after this long")
+	failBad := fs.Bool("fail-over-budget", false, fmt.Sprintf("exit %d when a finding is bad (over one of etcd's budgets, e.g. WAL fsync p99 over %v), after printing the report, for a job to gate on", exitOverBudget, analysis.WALFsyncBudget))
 	oneMember := fs.Bool("one-member", false, "every /metrics input is a scrape of one member: diagnose their difference (for excerpts with no etcd_server_id, instance label or process_start_time_seconds)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -106,9 +108,29 @@ func runDiagnose(args []string) error {
 		return usagef("%v (give the whole output it was cut from)", err)
 	}
 	if *output == "json" {
-		return diagnose.WriteJSON(os.Stdout, rep)
+		err = diagnose.WriteJSON(os.Stdout, rep)
+	} else {
+		err = diagnose.WriteTable(os.Stdout, rep)
 	}
-	return diagnose.WriteTable(os.Stdout, rep)
+	if err != nil || !*failBad {
+		return err
+	}
+	return badFindings(rep)
+}
+
+// badFindings returns errOverBudget (exit 3) naming every bad finding's
+// topic and subject, or nil when there is none.
+func badFindings(rep diagnose.Report) error {
+	var bad []string
+	for _, f := range rep.Findings {
+		if f.Severity == diagnose.Bad {
+			bad = append(bad, f.Topic+" "+f.Subject)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d bad finding(s): %s", errOverBudget, len(bad), strings.Join(bad, "; "))
 }
 
 // readCapped reads at most maxInputBytes and fails beyond.

@@ -98,3 +98,39 @@ etcd_disk_wal_fsync_duration_seconds_count ` + c + "\n"))
 		t.Errorf("scrapes %d, report %s", n.Load(), s)
 	}
 }
+
+// TestDiagnoseFailOverBudget: with --fail-over-budget, a bad finding (a
+// node's /metrics from etcd #12405, WAL fsync p99 in 16-32 ms) exits 3
+// after the report and names the finding on stderr; without the flag it
+// exits 0; a good fio run (p99 260µs) exits 0 with the flag.
+func TestDiagnoseFailOverBudget(t *testing.T) {
+	bad := filepath.Join("..", "..", "analysis", "diagnose", "testdata", "etcd-12405-node.prom")
+	good := filepath.Join("..", "..", "analysis", "diagnose", "testdata", "k8s-homelab-fio.txt")
+	for _, c := range []struct {
+		args   []string
+		rc     int
+		stderr string
+	}{
+		{[]string{"--fail-over-budget", bad}, exitOverBudget, "etcdscope diagnose: over budget: 1 bad finding(s): wal_fsync "},
+		{[]string{bad}, 0, ""},
+		{[]string{"--fail-over-budget", good}, 0, ""},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=TestDiagnoseChild")
+		cmd.Env = append(os.Environ(), "DIAGNOSE_CHILD=1", "DIAGNOSE_ARGS="+strings.Join(c.args, "\x1f"))
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		rc := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			rc = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if rc != c.rc || !strings.HasPrefix(stderr.String(), c.stderr) || (c.stderr == "" && stderr.Len() > 0) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d, stderr %q", c.args, rc, stderr.String(), c.rc, c.stderr)
+		}
+		if !strings.Contains(stdout.String(), "findings:") {
+			t.Errorf("%v: no report printed before the exit code:\n%s", c.args, stdout.String())
+		}
+	}
+}

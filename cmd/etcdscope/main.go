@@ -4,9 +4,9 @@
 //
 // This file only dispatches to one file per subcommand. Every subcommand
 // returns a usage error (exit 2, host unchanged) for bad input and a plain
-// error (exit 1) for failures after it has started; fsync and report
+// error (exit 1) for failures after it has started; fsync, report and diagnose
 // under --fail-over-budget return errOverBudget (exit 3) for an
-// over-budget verdict, after printing their report.
+// over-budget verdict (diagnose: a bad finding), after printing their report.
 package main
 
 import (
