@@ -197,7 +197,7 @@ func Diagnose(inputs []Input, opt Options) (Report, error) {
 			lr := ReadLog(in)
 			lr.Events = filterEvents(lr.Events, opt)
 			logs = append(logs, lr)
-			info.Note = fmt.Sprintf("%d lines, %d etcd events; formats %s", lr.Lines, len(lr.Events), formatList(lr.Formats))
+			info.Note = fmt.Sprintf("%d lines, %d etcd events; %s", lr.Lines, len(lr.Events), formatList(lr.Formats))
 		case KindFioJSON, KindFioText:
 			var runs []FioRun
 			if kind == KindFioJSON {
@@ -240,18 +240,28 @@ func Diagnose(inputs []Input, opt Options) (Report, error) {
 	return rep, nil
 }
 
+// formatList names the log formats recognised, with the lines of each
+// when there are several: "syslog format", "formats: json 4 lines,
+// syslog 2 lines", "no format recognised".
 func formatList(m map[string]int) string {
-	var parts []string
-	for k, v := range m {
+	var names []string
+	for k := range m {
 		if k != "none" {
-			parts = append(parts, fmt.Sprintf("%s %d", k, v))
+			names = append(names, k)
 		}
 	}
-	sort.Strings(parts)
-	if len(parts) == 0 {
-		return "none recognised"
+	sort.Strings(names)
+	switch len(names) {
+	case 0:
+		return "no format recognised"
+	case 1:
+		return names[0] + " format"
 	}
-	return strings.Join(parts, ", ")
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%s %d lines", k, m[k])
+	}
+	return "formats: " + strings.Join(parts, ", ")
 }
 
 func filterEvents(evs []LogEvent, opt Options) []LogEvent {
@@ -335,7 +345,7 @@ func (r *Report) diskFindings(ws []MemberWindow, url string) {
 				continue
 			}
 			f := Finding{Topic: d.topic, Subject: w.Member, Meaning: d.meaning,
-				Next: "sudo etcdscope fsync --comm etcd --duration 60s  # on this member: which kernel layer the fdatasync waits in"}
+				Next: "sudo etcdscope fsync --comm etcd --duration 60s  # on " + w.node() + ": which kernel layer the fdatasync waits in"}
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s, %s observations", strings.Join(w.Sources, " → "), w.Window, fmtCount(d.h.Observations, d.h.HasCount)))
 			if d.h.HasMean {
 				f.Evidence = append(f.Evidence, fmt.Sprintf("mean %s (sum/count)", fmtSec(d.h.Mean)))

@@ -743,3 +743,39 @@ func TestFioTableAndBins(t *testing.T) {
 		t.Errorf("table still prints Go's bool:\n%s", b.String())
 	}
 }
+
+// TestInputNotesAndNext: a log's note names its format the way a person
+// would ("syslog format"; several with their lines), and a next command
+// for a member known only by its file says where to run it.
+func TestInputNotesAndNext(t *testing.T) {
+	var in []Input
+	for _, f := range []string{"etcd-5870-syslog.log", "minikube-9668-mixed.log", "etcd-5870-full.prom"} {
+		in = append(in, readInputs(t, f)...)
+	}
+	rep, err := Diagnose(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := map[string]string{}
+	for _, i := range rep.Inputs {
+		notes[filepath.Base(i.Name)] = i.Note
+	}
+	if n := notes["etcd-5870-syslog.log"]; n != "6 lines, 4 etcd events; syslog format" {
+		t.Errorf("syslog note %q", n)
+	}
+	if n := notes["minikube-9668-mixed.log"]; n != "12 lines, 5 etcd events; formats: capnslog 9 lines, raft-stdlog 3 lines" {
+		t.Errorf("mixed note %q", n)
+	}
+	found := false
+	for _, f := range rep.Findings {
+		if f.Topic == "wal_fsync" {
+			found = true
+			if !strings.Contains(f.Next, "# on the member etcd-5870-full.prom came from:") {
+				t.Errorf("wal_fsync next %q", f.Next)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no wal_fsync finding: %+v", rep.Findings)
+	}
+}

@@ -3,6 +3,8 @@ package diagnose
 import (
 	"fmt"
 	"math"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -99,6 +101,20 @@ func FindModes(s etcdmetric.Series) Modes {
 	return m
 }
 
+// node names where a member's next command runs, for a "# on …"
+// comment: the member's name, or, when the evidence named it only by its
+// file or URL, the member that input came from.
+func (w MemberWindow) node() string {
+	if slices.Contains(w.Sources, w.Member) {
+		name := w.Member
+		if !strings.Contains(name, "://") {
+			name = filepath.Base(name)
+		}
+		return "the member " + name + " came from"
+	}
+	return "member " + w.Member
+}
+
 func (r *Report) peerFindings(ws []MemberWindow, url string) {
 	for _, w := range ws {
 		for _, s := range w.Peers {
@@ -109,7 +125,7 @@ func (r *Report) peerFindings(ws []MemberWindow, url string) {
 				subj += " (" + s.Key.Prober + ")"
 			}
 			f := Finding{Topic: "peer_rtt", Subject: subj, Severity: OK,
-				Next:    fmt.Sprintf("sudo etcdscope peers --etcd-metrics %s --duration 2m  # on %s: the kernel's handshake RTT and srtt to each peer beside this metric", url, w.Member),
+				Next:    fmt.Sprintf("sudo etcdscope peers --etcd-metrics %s --duration 2m  # on %s: the kernel's handshake RTT and srtt to each peer beside this metric", url, w.node()),
 				Meaning: "a commit waits for one round trip to the quorum's slower follower on a kept-alive stream, plus its fsync; the metric's new-connection prober (TCP and TLS handshake per probe) is not on that path"}
 			h := row.Stats
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s, %s observations (etcd observes once per prober per 30 s)", strings.Join(w.Sources, " → "), w.Window, fmtCount(h.Observations, h.HasCount)))

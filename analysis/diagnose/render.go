@@ -26,7 +26,7 @@ func WriteJSON(w io.Writer, r Report) error {
 // commit latency and next command.
 func WriteTable(w io.Writer, r Report) error {
 	var b strings.Builder
-	b.WriteString("etcdscope diagnose\n\ninputs:\n")
+	b.WriteString("etcdscope diagnose\n\ninputs (taken as one cluster's evidence: diagnose each cluster on its own):\n")
 	for _, in := range r.Inputs {
 		fmt.Fprintf(&b, "  %-10s %s", in.Kind, in.Name)
 		if in.Note != "" {
