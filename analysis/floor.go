@@ -98,6 +98,11 @@ func diskVerdict(g *Group) *DiskVerdict {
 	numbers := fmt.Sprintf("device_flush %.0f%% of the time, p50 %s ms a call, %s ms per flush or FUA write; block_queue %.0f%%, p99 %s ms a call",
 		100*flush.Share, Ms(flush.Stats.P50), Ms(v.PerFlushNs), 100*queue.Share, Ms(queue.Stats.P99))
 	switch {
+	case largest == LayerDeviceFlush && flush.Share >= FloorMinFlushShare && queue.Share < FloorMaxQueueShare && isLoopDev(g.Key.DevName):
+		// A loop device has no write cache: its flush is the loop
+		// driver's fsync of the backing file on the host filesystem.
+		v.Kind = DiskFloor
+		v.Text = "floor: a fixed cost per flush, which on a loop device is the host filesystem's fsync of the backing file (the levels table's L2 row splits it): throttling other I/O on the loop device will not help; a faster host fsync will (" + numbers + ")"
 	case largest == LayerDeviceFlush && flush.Share >= FloorMinFlushShare && queue.Share < FloorMaxQueueShare:
 		v.Kind = DiskFloor
 		v.Text = "floor: a fixed cost per flush on a disk with a volatile write cache: throttling other I/O will not help; a drive with power-loss protection will (" + numbers + ")"
@@ -108,6 +113,13 @@ func diskVerdict(g *Group) *DiskVerdict {
 		return nil
 	}
 	return &v
+}
+
+// isLoopDev reports whether name is a loop block device ("loop0", or a
+// partition of one, "loop0p1"), as /sys/class/block names them.
+func isLoopDev(name string) bool {
+	rest, ok := strings.CutPrefix(name, "loop")
+	return ok && rest != "" && rest[0] >= '0' && rest[0] <= '9'
 }
 
 // diskWhy says which conditions of the disk verdict a group of at least

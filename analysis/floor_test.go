@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"strings"
 	"testing"
 )
@@ -17,18 +18,22 @@ func TestDiskVerdict(t *testing.T) {
 		other        int64 // ms of 10 in "other" (the rest is data writeback)
 		flushes      int
 		want         string
+		dev          string // DevName, "" for nvme0n1
 	}{
-		{"floor", 20, 6, 0, 0, 2, DiskFloor},
-		{"floor at the flush threshold", 20, 4, 0, 3, 1, DiskFloor},
-		{"flush under its threshold", 20, 3, 0, 0, 1, ""},
-		{"flush not the largest layer", 20, 4, 0, 5, 1, ""},
-		{"queue at the floor's limit", 20, 6, 1, 0, 1, ""},
-		{"queue just under it", 20, 6, 0, 0, 1, DiskFloor},
-		{"contention", 20, 2, 5, 0, 1, DiskContention},
-		{"contention at the threshold", 20, 3, 3, 0, 1, DiskContention},
-		{"queue under the threshold", 20, 2, 2, 0, 1, ""},
-		{"queue under the flush share", 20, 4, 3, 0, 1, ""},
-		{"too few calls", DiskVerdictMinCalls - 1, 6, 0, 0, 1, ""},
+		{"floor", 20, 6, 0, 0, 2, DiskFloor, ""},
+		{"floor at the flush threshold", 20, 4, 0, 3, 1, DiskFloor, ""},
+		{"flush under its threshold", 20, 3, 0, 0, 1, "", ""},
+		{"flush not the largest layer", 20, 4, 0, 5, 1, "", ""},
+		{"queue at the floor's limit", 20, 6, 1, 0, 1, "", ""},
+		{"queue just under it", 20, 6, 0, 0, 1, DiskFloor, ""},
+		{"contention", 20, 2, 5, 0, 1, DiskContention, ""},
+		{"contention at the threshold", 20, 3, 3, 0, 1, DiskContention, ""},
+		{"queue under the threshold", 20, 2, 2, 0, 1, "", ""},
+		{"queue under the flush share", 20, 4, 3, 0, 1, "", ""},
+		{"too few calls", DiskVerdictMinCalls - 1, 6, 0, 0, 1, "", ""},
+		{"floor on a loop device", 20, 6, 0, 0, 2, DiskFloor, "loop3"},
+		{"floor on a loop partition", 20, 6, 0, 0, 2, DiskFloor, "loop3p1"},
+		{"floor on a disk named like loop", 20, 6, 0, 0, 2, DiskFloor, "loopy"},
 	}
 	const ms = 1_000_000
 	for _, c := range cases {
@@ -40,7 +45,8 @@ func TestDiskVerdict(t *testing.T) {
 				if c.name == "queue just under it" {
 					l.BlockQueueNs, l.DataWritebackNs = ms-1000, l.DataWritebackNs-(ms-1000)
 				}
-				recs = append(recs, FsyncRecord{PID: 1, Comm: "etcd", Syscall: "fdatasync", Dev: "259:0", FS: "ext4", FileKind: KindWAL,
+				dev := cmp.Or(c.dev, "nvme0n1")
+				recs = append(recs, FsyncRecord{PID: 1, Comm: "etcd", Syscall: "fdatasync", Dev: "259:0", DevName: dev, FS: "ext4", FileKind: KindWAL,
 					TotalNs: 10 * ms, Layers: l, Flushes: c.flushes})
 			}
 			rep := BuildReport(recs, 0, 0, nil)
@@ -65,6 +71,9 @@ func TestDiskVerdict(t *testing.T) {
 				DiskFloor:      "floor: a fixed cost per flush on a disk with a volatile write cache: throttling other I/O will not help; a drive with power-loss protection will (device_flush ",
 				DiskContention: "contention: other I/O on this disk delays etcd's (device_flush ",
 			}[c.want]
+			if strings.HasPrefix(c.dev, "loop3") { // no write cache: the host's fsync
+				wantText = "floor: a fixed cost per flush, which on a loop device is the host filesystem's fsync of the backing file (the levels table's L2 row splits it): throttling other I/O on the loop device will not help; a faster host fsync will (device_flush "
+			}
 			if !strings.HasPrefix(d.Text, wantText) || !strings.Contains(d.Text, "block_queue") {
 				t.Errorf("text %q", d.Text)
 			}
