@@ -7,7 +7,7 @@ import "github.com/etcdscope/etcdscope/tracer"
 const maxRingBytes = 1 << 30
 
 // ringSizeUsage is --ring-size's help, shared by the commands that take it.
-const ringSizeUsage = "ring buffer bytes: a power of two from 4096 to 1 GiB; resident memory is twice this (the kernel maps it twice); raise it if events are lost"
+const ringSizeUsage = "bytes of each BPF ring buffer the command reads: a power of two from 4096 to 1 GiB, held in kernel memory (mapped twice, so RSS can show twice this); raise it when the report counts lost events (missed probe runs no ring size brings back)"
 
 // ringSize checks --ring-size n and returns it as the tracers take it.
 func ringSize(n uint64) (uint32, error) {
