@@ -91,7 +91,7 @@ func TestDiskVerdictFloor(t *testing.T) {
 	if g.Disk == nil || g.Disk.Kind != analysis.DiskFloor {
 		t.Fatalf("disk verdict %+v (why none: %q), want floor; layers %+v", g.Disk, g.DiskWhy, g.Layers)
 	}
-	if !strings.Contains(res.table, "disk verdict: floor: a fixed cost per flush on a disk with a volatile write cache") {
+	if !strings.Contains(res.table, "disk verdict: floor: a fixed cost per flush, which on a loop device is the host filesystem's fsync of the backing file") {
 		t.Errorf("the table lacks the floor verdict:\n%s", res.table)
 	}
 }
