@@ -27,6 +27,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -127,8 +128,10 @@ func client(t *testing.T, ns netns.NsHandle, opts Options) *Client {
 	return c
 }
 
-// listenTCP accepts and closes connections on addr:port inside ns.
-func listenTCP(t *testing.T, ns netns.NsHandle, addr netip.Addr, port int) {
+// listenTCP accepts and closes connections on addr:port inside ns and
+// returns how many it has accepted (a connection is accepted once the
+// dialer's last handshake ACK has reached the listening end).
+func listenTCP(t *testing.T, ns netns.NsHandle, addr netip.Addr, port int) *atomic.Int64 {
 	t.Helper()
 	var ln net.Listener
 	inNS(t, ns, func() {
@@ -139,15 +142,18 @@ func listenTCP(t *testing.T, ns netns.NsHandle, addr netip.Addr, port int) {
 		}
 	})
 	t.Cleanup(func() { ln.Close() })
+	var accepted atomic.Int64
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
+			accepted.Add(1)
 			c.Close()
 		}
 	}()
+	return &accepted
 }
 
 // dialTimes returns the TCP connect durations of n dials from ns.
@@ -193,9 +199,11 @@ func TestVMPeerDelayBothClassifiers(t *testing.T) {
 				}
 				t.Logf("apply %s: %v\n%s", side.dev, res.Actions, res.Tree)
 			}
+			accepted := map[netip.AddrPort]*atomic.Int64{}
 			for _, addr := range []netip.Addr{p.addrB, p.b6} {
-				listenTCP(t, p.b, addr, 2380)
-				listenTCP(t, p.b, addr, 2379)
+				for _, port := range []uint16{2380, 2379} {
+					accepted[netip.AddrPortFrom(addr, port)] = listenTCP(t, p.b, addr, int(port))
+				}
 				peer := dialTimes(t, p.a, netip.AddrPortFrom(addr, 2380), 7)
 				client := dialTimes(t, p.a, netip.AddrPortFrom(addr, 2379), 7)
 				t.Logf("%s: connect :2380 fastest %.2f ms median %.2f ms; :2379 fastest %.2f ms median %.2f ms",
@@ -215,7 +223,7 @@ func TestVMPeerDelayBothClassifiers(t *testing.T) {
 					t.Errorf("%s: connect to :2379 fastest %.2f ms median %.2f ms: the client port must not be delayed", addr, f, m)
 				}
 			}
-			checkPeersCLI(t, p)
+			checkPeersCLI(t, p, accepted)
 			// iproute2 as the independent decoder.
 			q := run(t, "tc", "-n", p.nameA, "-s", "qdisc", "show", "dev", "vA")
 			f := run(t, "tc", "-n", p.nameA, "filter", "show", "dev", "vA")
@@ -284,12 +292,18 @@ func TestVMPeerDelayBothClassifiers(t *testing.T) {
 // untraced at the same host load: 52-63 ms and 2-8 ms), so the untraced
 // pass keeps the dial oracle clean, and here the dial times only bound
 // the traced handshakes from above.
-func checkPeersCLI(t *testing.T, p *pair) {
+func checkPeersCLI(t *testing.T, p *pair, accepted map[netip.AddrPort]*atomic.Int64) {
 	tr2380 := startPeersTrace(t, 2380)
 	tr2379 := startPeersTrace(t, 2379)
 	// Dial once neither is busy any more with what follows its attach.
 	tr2380.waitIdle(t)
 	tr2379.waitIdle(t)
+	// Counted after the attach: the first pass's last accepts (25 ms
+	// after its dials) are in by then.
+	before := map[netip.AddrPort]int64{}
+	for to, n := range accepted {
+		before[to] = n.Load()
+	}
 	fastest := map[netip.AddrPort]time.Duration{}
 	for _, addr := range []netip.Addr{p.addrB, p.b6} {
 		for _, port := range []uint16{2380, 2379} {
@@ -297,6 +311,20 @@ func checkPeersCLI(t *testing.T, p *pair) {
 			d := dialTimes(t, p.a, to, 7)
 			fastest[to] = d[0]
 			t.Logf("traced: connect %s fastest %.2f ms median %.2f ms", to, ms(d[0]), ms(d[3]))
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var short []string
+		for to, n := range accepted {
+			if got := n.Load() - before[to]; got < 7 {
+				short = append(short, fmt.Sprintf("%s accepted %d of 7", to, got))
+			}
+		}
+		if len(short) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("5s after the traced dials: %s", strings.Join(short, ", "))
 		}
 	}
 	rep2380, rep2379 := tr2380.stop(t), tr2379.stop(t)
