@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,5 +96,53 @@ func TestReportCaptureDiskCaches(t *testing.T) {
 	}
 	if got := reportOutput(t, filepath.Join(goldenDir, "ext4.capture.jsonl")); bytes.Contains(got, []byte("disk loop0 (7:0): write cache")) {
 		t.Errorf("a capture without disks printed a write cache line:\n%s", got)
+	}
+}
+
+// TestReportMinLatencyRecording: a recording written with --min-latency
+// holds only the slow calls, and its summary line covers every call. The
+// report of such a recording is the summary's: the same bytes as the report
+// of the whole recording (its records rebuild the summary), where a table
+// of the slow calls alone would read as the run's (a fresh user's check:
+// "12 calls", p50 1.2 ms, of a run of 10894 at p50 0.24 ms).
+func TestReportMinLatencyRecording(t *testing.T) {
+	full := filepath.Join(goldenDir, "ext4.report.jsonl")
+	b, err := os.ReadFile(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept, dropped int
+	var slow bytes.Buffer
+	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+		var rec struct {
+			Type    string `json:"type"`
+			TotalNs int64  `json:"total_ns"`
+		}
+		if len(line) == 0 {
+			continue
+		}
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Type == "fsync" && rec.TotalNs < 1e6 {
+			dropped++
+			continue
+		}
+		kept++
+		slow.Write(line)
+	}
+	if dropped == 0 || kept < 3 {
+		t.Fatalf("the 1 ms cut kept %d lines and dropped %d: want both", kept, dropped)
+	}
+	filtered := filepath.Join(t.TempDir(), "slow.jsonl")
+	if err := os.WriteFile(filtered, slow.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{nil, {"--output", "json"}} {
+		want := reportOutput(t, append(args, full)...)
+		got := reportOutput(t, append(args, filtered)...)
+		if !bytes.Equal(got, want) {
+			t.Errorf("report %v of the calls over 1 ms (%d dropped) differs from the whole recording's:\n%s", args, dropped, golden.FirstDiff(got, want))
+		}
 	}
 }
