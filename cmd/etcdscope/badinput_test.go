@@ -199,6 +199,7 @@ var badInputs = []badInput{
 	{args: []string{"diagnose"}, fix: "give at least one file or URL"},
 	{args: []string{"diagnose", "--output", "xml", "$D/good.jsonl"}, fix: "use table or json"},
 	{args: []string{"diagnose", "--since", "yesterday", "$D/good.jsonl"}, fix: "give an RFC 3339 time"},
+	{args: []string{"diagnose", "--since", "2020-01-01T00:00:00Z", "--until", "2019-01-01T00:00:00Z", "$D/good.jsonl"}, fix: "is before --since 2020-01-01T00:00:00Z: no line or sample could be kept; swap them"},
 	{args: []string{"diagnose", "--window", "-1s", "$D/good.jsonl"}, fix: "must be positive durations"},
 	{args: []string{"diagnose", "$D/missing.txt"}, fix: "give a readable file"},
 	{args: []string{"diagnose", "$D/binary"}, fix: "give one of those"},

@@ -29,7 +29,7 @@ var checkStdout io.Writer = os.Stdout
 // checkFailed makes check exit 1 when something required is missing; the
 // table already said what, the error says which subcommands it stops and
 // which can run (a node without sch_netem still traces).
-func checkFailed(items []checkItem) error {
+func checkFailed(items []checkItem, asJSON bool) error {
 	all := []string{"fsync", "serve", "peers", "commit", "hypervisor", "netem"}
 	blocked := map[string]bool{}
 	for _, it := range items {
@@ -50,7 +50,11 @@ func checkFailed(items []checkItem) error {
 			runs = append(runs, c)
 		}
 	}
-	msg := strings.Join(stopped, ", ") + " cannot run here (see MISSING above)"
+	where := "see MISSING above"
+	if asJSON {
+		where = `see the items with "ok":false and a "required" above`
+	}
+	msg := strings.Join(stopped, ", ") + " cannot run here (" + where + ")"
 	if len(runs) > 0 {
 		msg += "; " + strings.Join(runs, ", ") + " can"
 	}
@@ -93,7 +97,7 @@ func runCheck(args []string) error {
 			}
 		}
 		if failed {
-			return checkFailed(items)
+			return checkFailed(items, true)
 		}
 		return nil
 	}
@@ -113,7 +117,7 @@ func runCheck(args []string) error {
 		fmt.Fprintf(checkStdout, "%s %-17s %-40s %s\n", mark, it.what, need, it.detail)
 	}
 	if failed {
-		return checkFailed(items)
+		return checkFailed(items, false)
 	}
 	return nil
 }

@@ -182,3 +182,22 @@ func TestDescribeProcs(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckFailedNamesWhereToLook: check's closing error points at what
+// the output shows: the MISSING marks of the table, the items with "ok":
+// false of the JSON (which has no MISSING mark), and names the subcommands
+// stopped and the ones that can run.
+func TestCheckFailedNamesWhereToLook(t *testing.T) {
+	items := []checkItem{{what: "sch_netem", required: "netem"}, {what: "kernel BTF", ok: true, required: "fsync"}}
+	for _, c := range []struct {
+		asJSON bool
+		want   string
+	}{
+		{false, "netem cannot run here (see MISSING above); fsync, serve, peers, commit, hypervisor can"},
+		{true, `netem cannot run here (see the items with "ok":false and a "required" above); fsync, serve, peers, commit, hypervisor can`},
+	} {
+		if err := checkFailed(items, c.asJSON); err == nil || err.Error() != c.want {
+			t.Errorf("json %v: %v, want %q", c.asJSON, err, c.want)
+		}
+	}
+}

@@ -59,6 +59,9 @@ func runDiagnose(args []string) error {
 		}
 		*t.dst = v
 	}
+	if !opt.Since.IsZero() && !opt.Until.IsZero() && opt.Until.Before(opt.Since) {
+		return usagef("--until %s is before --since %s: no line or sample could be kept; swap them", *until, *since)
+	}
 	if *window <= 0 || *timeout <= 0 {
 		return usagef("--window and --timeout must be positive durations, e.g. 30s")
 	}

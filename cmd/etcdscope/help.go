@@ -22,6 +22,14 @@ type helpText struct {
 // helps holds the --help text of every subcommand (and netem verb), by
 // flag-set name. A subcommand without an entry still gets its summary and
 // flags.
+// verbSummaries: the one-line purpose of a subcommand's verb, where the
+// subcommand's own summary (which lists its verbs) would not say it.
+var verbSummaries = map[string]string{
+	"netem apply": "delay/lose etcd peer traffic (port 2380) to the chosen peers only (both directions when both ends apply it)",
+	"netem show":  "show the qdiscs and filters etcdscope applied, with their packet counters",
+	"netem clear": "remove what etcdscope applied and restore the interface's own qdisc",
+}
+
 var helps = map[string]helpText{
 	"fsync": {"etcdscope fsync [--comm NAME | --pid N | --cgroup DIR] [--dev DISK] [--duration D] [--output table|json] [--workload wal]", []string{
 		"sudo etcdscope fsync --comm etcd --duration 60s                    # etcd's fsyncs for a minute, by layer",
@@ -91,7 +99,11 @@ func newFlagSet(name string) *pflag.FlagSet {
 func writeHelp(w io.Writer, name string, fs *pflag.FlagSet) {
 	var b strings.Builder
 	top, _, _ := strings.Cut(name, " ")
-	fmt.Fprintf(&b, "etcdscope %s: %s\n\n", name, subcommands[top].summary)
+	summary, ok := verbSummaries[name]
+	if !ok {
+		summary = subcommands[top].summary
+	}
+	fmt.Fprintf(&b, "etcdscope %s: %s\n\n", name, summary)
 	h, ok := helps[name]
 	if ok && h.usage != "" {
 		fmt.Fprintf(&b, "usage: %s\n", h.usage)

@@ -78,7 +78,7 @@ func netemParseFlags(fs *pflag.FlagSet, args []string) error {
 }
 
 // netnsFlagUsage is the help text of every verb's --netns.
-const netnsFlagUsage = "work in this network namespace: a name from `ip netns list` or a path such as /proc/PID/ns/net (default: this process's)"
+const netnsFlagUsage = "work in this network namespace: a name that ip netns list prints, or a path such as /proc/PID/ns/net (default: this process's)"
 
 // netemOpen opens a netem client in the namespace --netns names (the
 // caller's own when it is ""); the returned func closes both.

@@ -47,7 +47,7 @@ func CheckDir(path string) error {
 	defer d.Close()
 	var st unix.Stat_t
 	if unix.Fstatat(int(d.Fd()), filepath.Base(path), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		return fmt.Errorf("%s is a directory: give a file name in it, e.g. %s", path, filepath.Join(path, "ready"))
+		return fmt.Errorf("%s is a directory: give a file name in it, e.g. %s", path, filepath.Join(path, "etcdscope.out"))
 	}
 	return nil
 }
