@@ -194,6 +194,17 @@ func replayCapture(in io.Reader, name, output string, failOverBudget bool) error
 	return usagef("%s: capture of tracer %q: this etcdscope replays fsync and peers captures", name, rd.Header().Tracer)
 }
 
+// replayDecodeErrors is a replay's end of the decode error policy: a
+// capture's lines that did not decode are bad input (a capture cut short
+// ends in a partial line), not a tracer and BPF object mismatch as in a
+// live run (decodeErrors). Exit 2, after the report of what did decode.
+func replayDecodeErrors(name string, n uint64) error {
+	if n == 0 {
+		return nil
+	}
+	return usagef("%s: %d capture line(s) could not be decoded (a capture cut short ends in a partial line: copy it whole); the report above misses those events", name, n)
+}
+
 func replayFsync(rd *capture.Reader, name, output string, failOverBudget bool) error {
 	rs := pipeline.NewReportSink(false)
 	cfg := pipeline.FsyncConfig{Host: pipeline.ReplayHost(rd), Sinks: []pipeline.FsyncSink{rs}, Sched: rd.Header().Sched}
@@ -240,7 +251,7 @@ func replayFsync(rd *capture.Reader, name, output string, failOverBudget bool) e
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	if err := decodeErrors(p.DecodeErrors()); err != nil {
+	if err := replayDecodeErrors(name, p.DecodeErrors()); err != nil {
 		return err
 	}
 	return checkBudget(failOverBudget, rep)
@@ -255,7 +266,11 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 	events := kept.Events()
 	end, ok := rd.End()
 	if !ok {
-		return usagef("%s has no end line (the run was cut short?): its window and lost events are unknown", name)
+		cut := ""
+		if n := p.DecodeErrors(); n > 0 {
+			cut = fmt.Sprintf(", and %d line(s) could not be decoded (a capture cut short ends in a partial line: copy it whole)", n)
+		}
+		return usagef("%s has no end line (the run was cut short?): its window and lost events are unknown%s", name, cut)
 	}
 	window := time.Duration(end.WindowNs)
 	pr := peers.Analyze(events, peers.Options{Window: window})
@@ -268,10 +283,10 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 		if err := enc.Encode(rep); err != nil {
 			return err
 		}
-		return decodeErrors(p.DecodeErrors())
+		return replayDecodeErrors(name, p.DecodeErrors())
 	}
 	render.Peers(peersStdout, &rep)
-	return decodeErrors(p.DecodeErrors())
+	return replayDecodeErrors(name, p.DecodeErrors())
 }
 
 // writeHTMLReport renders the page (package report) to out, with the peers

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,6 +144,50 @@ func TestReportMinLatencyRecording(t *testing.T) {
 		got := reportOutput(t, append(args, filtered)...)
 		if !bytes.Equal(got, want) {
 			t.Errorf("report %v of the calls over 1 ms (%d dropped) differs from the whole recording's:\n%s", args, dropped, golden.FirstDiff(got, want))
+		}
+	}
+}
+
+// TestReportCutCapture: a capture cut mid-line (copied while it was being
+// written, or by a size limit) is bad input, exit 2, naming the cut line:
+// it used to exit 1 blaming a tracer and BPF object mismatch, which a
+// replay has no part in. The fsync report of what did decode is printed
+// first.
+func TestReportCutCapture(t *testing.T) {
+	for _, c := range []struct{ name, want string }{
+		{"ext4", "1 capture line(s) could not be decoded (a capture cut short ends in a partial line: copy it whole)"},
+		{"peers", "its window and lost events are unknown, and 1 line(s) could not be decoded (a capture cut short ends in a partial line: copy it whole)"},
+	} {
+		b, err := os.ReadFile(filepath.Join(goldenDir, c.name+".capture.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Cut in the middle of the tenth line.
+		nl := 0
+		for i := range b {
+			if b[i] == '\n' {
+				if nl++; nl == 9 {
+					b = b[:i+40]
+					break
+				}
+			}
+		}
+		cut := filepath.Join(t.TempDir(), c.name+".capture.jsonl")
+		if err := os.WriteFile(cut, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		saved, savedPeers := os.Stdout, peersStdout
+		devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Stdout, peersStdout = devnull, devnull
+		err = runReport([]string{cut})
+		os.Stdout, peersStdout = saved, savedPeers
+		devnull.Close()
+		var ue *usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s cut mid-line: %v, want a usage error (exit 2) with %q", c.name, err, c.want)
 		}
 	}
 }
