@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,8 +39,9 @@ type badInput struct {
 // subcommand adds its rows here: every flag that takes a value gets at
 // least one out-of-range or malformed value, every pair of flags that
 // conflict gets a row, every file it reads gets a binary/empty/too-long
-// input (the $D files), and every file it writes gets a missing directory
-// and a planted link ($D/sticky/planted). The row passes when the command
+// input (the $D files; $PID is the test's own pid, a process that is not
+// etcd), and every file it writes gets a missing directory and a planted
+// link ($D/sticky/planted). The row passes when the command
 // exits 2 with exactly one line on stderr containing fix, nothing on
 // stdout, and the host unchanged (hostState).
 var badInputs = []badInput{
@@ -94,7 +96,8 @@ var badInputs = []badInput{
 	{args: []string{"commit", "--comm", "etcd", "--pid", "1"}, fix: "give --pid or --comm, not both"},
 	{args: []string{"fsync", "--comm", "etcd", "--pid", "1"}, fix: "give --pid or --comm, not both"},
 	{args: []string{"commit", "--comm", "a-comm-longer-than-15"}, fix: "15-byte comm"},
-	{args: []string{"commit", "--comm", "no-such-etcd"}, fix: "no such process; give --pid"},
+	{args: []string{"commit", "--pid", "$PID", "--duration", "1s"}, fix: "not an etcd this etcdscope can probe; give etcd's pid (pgrep -x etcd), or --etcd-endpoints"},
+	{args: []string{"commit", "--comm", "no-such-etcd"}, fix: "no such process is running (pgrep -x no-such-etcd finds none): start it first, or give --pid"},
 
 	// completion
 	{args: []string{"completion"}, fix: "etcdscope completion bash"},
@@ -124,7 +127,7 @@ var badInputs = []badInput{
 	{args: []string{"serve", "--commit-pid", "-3"}, fix: "is not a process id"},
 	{args: []string{"serve", "--commit-pid", "999999999"}, fix: "no such process (see pgrep -x etcd)"},
 	{args: []string{"serve", "--commit-pid", "1", "--commit-comm", "etcd"}, fix: "give --commit-pid or --commit-comm, not both"},
-	{args: []string{"serve", "--commit-comm", "no-such-comm-x"}, fix: "no such process; give --commit-pid"},
+	{args: []string{"serve", "--commit-comm", "no-such-comm-x"}, fix: "no such process is running (pgrep -x no-such-comm-x finds none): start it first, or give --commit-pid"},
 	{args: []string{"serve", "--etcd-metrics", "ftp://x/metrics"}, fix: "give an http:// or https:// URL"},
 	{args: []string{"serve", "--etcd-endpoints", "http://127.0.0.1:2379"}, fix: "goes with --etcd-metrics"},
 	{args: []string{"serve", "--cert", "c.pem"}, fix: "--cert and --key go together"},
@@ -330,7 +333,7 @@ func TestBadInput(t *testing.T) {
 	for _, row := range badInputs {
 		args := make([]string, len(row.args))
 		for i, a := range row.args {
-			args[i] = strings.ReplaceAll(a, "$D", dir)
+			args[i] = strings.ReplaceAll(strings.ReplaceAll(a, "$D", dir), "$PID", strconv.Itoa(os.Getpid()))
 		}
 		name := strings.Join(row.args, " ")
 		if name == "" {

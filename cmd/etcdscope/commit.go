@@ -98,6 +98,10 @@ func runCommit(args []string) error {
 		for layer, why := range tr.Unavailable() {
 			opt.Unavailable = append(opt.Unavailable, fmt.Sprintf("%s: %s", layer, why))
 		}
+	case (errors.Is(err, tracer.ErrGoFuncNotFound) || errors.Is(err, tracer.ErrNoGoSymbols)) && len(opt.Endpoints) == 0:
+		// Not etcd (or not one this etcdscope can probe), and no metrics
+		// to fall back on: the process given is the mistake.
+		return usagef("pid %d: %v: not an etcd this etcdscope can probe; give etcd's pid (pgrep -x etcd), or --etcd-endpoints for the model from etcd's metrics", opt.PID, err)
 	case errors.Is(err, tracer.ErrGoFuncNotFound) || errors.Is(err, errors.ErrUnsupported) || errors.Is(err, tracer.ErrNoGoSymbols):
 		opt.SourceErr = err
 	default:
@@ -200,7 +204,7 @@ func etcdPID(pidFlag string, pid int, commFlag, comm string) (int, error) {
 	}
 	switch len(pids) {
 	case 0:
-		return 0, usagef("%s %s: no such process; give %s", commFlag, comm, pidFlag)
+		return 0, usagef("%s %s: no such process is running (pgrep -x %s finds none): start it first, or give %s", commFlag, comm, comm, pidFlag)
 	case 1:
 		return pids[0], nil
 	}
