@@ -69,7 +69,7 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 		}
 		if d := g.Dominant(); d.Name == analysis.LayerOther && d.Share >= otherHintShare && len(g.OtherSplit) == 0 {
 			// No kernel layer explains the time: the scheduler's view can.
-			fmt.Fprintf(bw, "  note: %.0f%% of the time is in other, no block or journal work: rerun etcdscope fsync with --sched to split it into waiting for a CPU (runnable), running and blocked on something that is not I/O\n", 100*d.Share)
+			fmt.Fprintf(bw, "  note: %.0f%% of the time is in other (time with no block request or journal commit in flight): rerun etcdscope fsync with --sched to split it into waiting for a CPU (runnable), running and blocked on something that is not I/O\n", 100*d.Share)
 		}
 		if g.Biased != "" {
 			// Only the lost events are the ring's: a bigger ring brings

@@ -225,6 +225,11 @@ func TestFsyncReportNoCommitNote(t *testing.T) {
 		if !strings.Contains(s, "note: no call waited on a jbd2 commit: "+tc.want) {
 			t.Errorf("%s: note lacks %q:\n%s", tc.kind, tc.want, s)
 		}
+		// All of the call in other: the --sched hint, which says what
+		// other is (the layer rows above it may be non-zero).
+		if !strings.Contains(s, "note: 100% of the time is in other (time with no block request or journal commit in flight): rerun etcdscope fsync with --sched") {
+			t.Errorf("%s: no --sched hint for a call all in other:\n%s", tc.kind, s)
+		}
 		if strings.Contains(s, prealloc) != tc.prealloc {
 			t.Errorf("%s: preallocation note shown %v, want %v:\n%s", tc.kind, !tc.prealloc, tc.prealloc, s)
 		}
