@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // FirstBound is the upper bound of etcd's first peer-RTT bucket; each
@@ -166,7 +167,11 @@ func (s Series) Estimate(q float64) (Estimate, error) {
 			return e, fmt.Errorf("%w: no +Inf bucket, no _count and no observations in the buckets shown", ErrIncompleteLadder)
 		}
 		e.Lo, e.Unbounded, e.TotalUnknown = lo, true, true
-		e.Why = fmt.Sprintf("no +Inf bucket and no _count: the total is unknown (at least %g), so only a lower bound", last.Count)
+		if lo > 0 {
+			e.Why = fmt.Sprintf("no +Inf bucket and no _count: the total is unknown (at least %g), so only a lower bound (above %g s)%s", last.Count, lo, tailCounts(fin))
+		} else {
+			e.Why = fmt.Sprintf("no +Inf bucket and no _count: the total is unknown (at least %g), so no bound can be placed%s", last.Count, tailCounts(fin))
+		}
 		return e, nil
 	}
 	rank := q * total
@@ -195,6 +200,29 @@ func (s Series) Estimate(q float64) (Estimate, error) {
 	e.Lo, e.Unbounded = last.UpperBound, true
 	e.Why = fmt.Sprintf("above the highest finite bucket (le=%g): %.3g%% of the observations are there", last.UpperBound, 100*(total-last.Count)/total)
 	return e, nil
+}
+
+// tailCounts is what finite buckets without a total still prove: at
+// least how many observations lie above the first bucket shown, and above
+// the highest bucket that does not hold them all (more may lie above the
+// last bucket). "" when they prove none. etcd-io/etcd#5870's excerpt:
+// "; the buckets shown count at least 223 over 0.064 s and 1 over 4.096 s".
+func tailCounts(fin []Bucket) string {
+	last := fin[len(fin)-1]
+	var parts []string
+	if n := last.Count - fin[0].Count; n > 0 {
+		parts = append(parts, fmt.Sprintf("%g over %g s", n, fin[0].UpperBound))
+	}
+	for i := len(fin) - 2; i > 0; i-- {
+		if fin[i].Count < last.Count {
+			parts = append(parts, fmt.Sprintf("%g over %g s", last.Count-fin[i].Count, fin[i].UpperBound))
+			break
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; the buckets shown count at least " + strings.Join(parts, " and ")
 }
 
 // Quantile returns the q-quantile in seconds where Estimate interpolates
