@@ -726,7 +726,7 @@ func TestFioTableAndBins(t *testing.T) {
 		t.Errorf("fio rows without their sync column %v:\n%s", rows, b.String())
 	}
 	for _, want := range []string{
-		"p99.99 25.8ms reads above the max 25.7ms: fio prints a percentile as the middle of its histogram bin",
+		"p99.99 25.821ms reads above the max 25.709ms: fio prints a percentile as the middle of its histogram bin",
 		"evidence: as fio-3.33 printed them, from 911 syncs",
 		"evidence: as fio-3.27 printed them\n",
 	} {

@@ -567,8 +567,10 @@ func (r *Report) fioFindings() {
 		if top := run.Percentiles; run.SyncMax > 0 && len(top) > 0 && top[len(top)-1].Latency > run.SyncMax {
 			// fio stat.c's plat_idx_to_val: a percentile is the middle
 			// of its histogram bin, so it can pass the exact max.
+			// To the µs: three digits can print the two alike, or the
+			// percentile under the max ("15.8ms above 15.8ms").
 			p := top[len(top)-1]
-			f.Evidence = append(f.Evidence, fmt.Sprintf("p%g %s reads above the max %s: fio prints a percentile as the middle of its histogram bin (bins up to ~3%% wide), the max exactly", p.Pct, fmtDur(p.Latency), fmtDur(run.SyncMax)))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("p%g %s reads above the max %s: fio prints a percentile as the middle of its histogram bin (bins up to ~3%% wide), the max exactly", p.Pct, p.Latency.Round(time.Microsecond), run.SyncMax.Round(time.Microsecond)))
 		}
 		if p999, ok := run.P(99.9); ok && p999 >= WALFsyncBudget && f.Severity == OK {
 			f.Severity = Warn
