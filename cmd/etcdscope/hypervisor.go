@@ -133,7 +133,11 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 	if err := ready.Put(strconv.Itoa(os.Getpid()) + "\n"); err != nil {
 		return fmt.Errorf("writing --ready-file: %w", err)
 	}
-	fmt.Fprintf(os.Stderr, "tracing the image I/O of %s; Ctrl-C to stop\n", hvTarget(f))
+	if f.duration > 0 {
+		fmt.Fprintf(os.Stderr, "tracing the image I/O of %s for %v (Ctrl-C stops sooner)\n", hvTarget(f), f.duration)
+	} else {
+		fmt.Fprintf(os.Stderr, "tracing the image I/O of %s; Ctrl-C to stop\n", hvTarget(f))
+	}
 
 	// Two data paths, one sink: the fsync tracer's flushes (with their host
 	// layers) and the hypervisor tracer's reads, writes and submissions.
@@ -187,6 +191,11 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 		}
 	} else if err := render.HostTable(os.Stdout, sum, fsyncs, ios); err != nil {
 		return err
+	}
+	if len(images) == 0 {
+		// An empty table reads as "no I/O"; the likelier cause is a
+		// target that is not the hypervisor.
+		fmt.Fprintf(os.Stderr, "etcdscope hypervisor: no image I/O or flush from %s in the run: is it the hypervisor (pgrep qemu), and did its guest write?\n", hvTarget(f))
 	}
 	return decodeErrors(fp.DecodeErrors() + hp.DecodeErrors())
 }
