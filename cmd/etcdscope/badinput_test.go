@@ -46,6 +46,7 @@ type badInput struct {
 // stdout, and the host unchanged (hostState).
 var badInputs = []badInput{
 	// etcdscope itself
+	{args: []string{"--version", "extra"}, fix: "--version takes no arguments"},
 	{args: nil, fix: "give a command"},
 	{args: []string{"nosuch"}, fix: "run 'etcdscope help'"},
 

@@ -61,6 +61,10 @@ func run(args []string) int {
 		return run([]string{args[1], "--help"})
 	}
 	if args[0] == "--version" || args[0] == "version" {
+		if len(args) > 1 {
+			fmt.Fprintf(os.Stderr, "etcdscope: %s takes no arguments (got %q)\n", args[0], args[1])
+			return 2
+		}
 		fmt.Println(buildinfo.Get())
 		return 0
 	}
