@@ -67,11 +67,16 @@ type checkItem struct {
 	ok       bool
 	required string // the subcommands that need it ("" for optional)
 	detail   string // what was found, or the fix
+	// unknown: this process cannot tell whether the node has it (an
+	// unprivileged check cannot probe BPF features): neither MISSING nor
+	// absent. unknownFor: the subcommands that would need it.
+	unknown    bool
+	unknownFor string
 }
 
 func runCheck(args []string) error {
 	fs := newFlagSet("check")
-	output := fs.String("output", "table", "table, or json (one object per item: what, ok, required, detail)")
+	output := fs.String("output", "table", "table, or json (one object per item: what, ok, required, detail, unknown)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return errHelp
@@ -92,7 +97,7 @@ func runCheck(args []string) error {
 	if *output == "json" {
 		enc := json.NewEncoder(checkStdout)
 		for _, it := range items {
-			if err := enc.Encode(map[string]any{"what": it.what, "ok": it.ok, "required": it.required, "detail": it.detail}); err != nil {
+			if err := enc.Encode(map[string]any{"what": it.what, "ok": it.ok, "required": it.required, "detail": it.detail, "unknown": it.unknown}); err != nil {
 				return err
 			}
 		}
@@ -107,12 +112,17 @@ func runCheck(args []string) error {
 		switch {
 		case !it.ok && it.required != "":
 			mark = "MISSING"
+		case !it.ok && it.unknown:
+			mark = "unknown"
 		case !it.ok:
 			mark = "absent "
 		}
 		need := "optional"
-		if it.required != "" {
+		switch {
+		case it.required != "":
 			need = "for " + it.required
+		case it.unknown && it.unknownFor != "":
+			need = "for " + it.unknownFor
 		}
 		fmt.Fprintf(checkStdout, "%s %-17s %-40s %s\n", mark, it.what, need, it.detail)
 	}
@@ -149,13 +159,15 @@ func checkNode() []checkItem {
 		detail: pick(err == nil, "/sys/kernel/btf/vmlinux", "no /sys/kernel/btf/vmlinux: the kernel needs CONFIG_DEBUG_INFO_BTF=y")})
 
 	memOK, memKnown, memDetail := tracer.BPFMemory()
-	items = append(items, checkItem{what: "BPF memory", ok: memOK, required: pick(memKnown, "fsync serve peers commit hypervisor", ""), detail: memDetail})
+	items = append(items, checkItem{what: "BPF memory", ok: memOK, required: pick(memKnown, "fsync serve peers commit hypervisor", ""), detail: memDetail,
+		unknown: !memKnown, unknownFor: "fsync serve peers commit hypervisor"})
 
 	rbOK, rbKnown, rbDetail := tracer.RingBuf()
-	items = append(items, checkItem{what: "BPF ring buffer", ok: rbOK, required: pick(rbKnown, "fsync serve peers commit hypervisor", ""), detail: rbDetail})
+	items = append(items, checkItem{what: "BPF ring buffer", ok: rbOK, required: pick(rbKnown, "fsync serve peers commit hypervisor", ""), detail: rbDetail,
+		unknown: !rbKnown, unknownFor: "fsync serve peers commit hypervisor"})
 
-	tsOK, _, tsDetail := tracer.TaskStorage()
-	items = append(items, checkItem{what: "task storage", ok: tsOK, detail: tsDetail})
+	tsOK, tsKnown, tsDetail := tracer.TaskStorage()
+	items = append(items, checkItem{what: "task storage", ok: tsOK, detail: tsDetail, unknown: !tsKnown})
 
 	bpfErr := tracer.CheckPrerequisites()
 	items = append(items, checkItem{what: "BPF map creation", ok: bpfErr == nil, required: "fsync serve peers commit hypervisor",

@@ -72,18 +72,20 @@ func TestCheckAgainstOracles(t *testing.T) {
 		var stdout bytes.Buffer
 		cmd.Stdout = &stdout
 		cmd.Run()
-		got := map[string]bool{}
+		got, unknown := map[string]bool{}, map[string]bool{}
 		dec := json.NewDecoder(&stdout)
 		for dec.More() {
 			var it struct {
-				What   string `json:"what"`
-				OK     bool   `json:"ok"`
-				Detail string `json:"detail"`
+				What    string `json:"what"`
+				OK      bool   `json:"ok"`
+				Detail  string `json:"detail"`
+				Unknown bool   `json:"unknown"`
 			}
 			if err := dec.Decode(&it); err != nil {
 				t.Fatal(err)
 			}
 			got[it.What] = it.OK
+			unknown[it.What] = it.Unknown
 			// Without kprobes, check says what fsync's report says of the
 			// jbd2 wait probe: nothing is wrong, and what is used instead.
 			if it.What == "kprobes" && !it.OK && !strings.Contains(it.Detail, tracer.JBD2WaitFallback) {
@@ -110,6 +112,13 @@ func TestCheckAgainstOracles(t *testing.T) {
 			// Informational: how many Ps and why (TestDescribeProcs; the
 			// e2e TestGOMAXPROCSFitsCPUQuota reads the runtime's figure).
 			"GOMAXPROCS": true,
+		}
+		// Without CAP_BPF the BPF feature probes cannot tell: check says
+		// unknown, neither MISSING nor absent.
+		for _, what := range []string{"BPF memory", "BPF ring buffer", "task storage"} {
+			if unknown[what] == bpfOK {
+				t.Errorf("uid %d caps %v: %s unknown=%v with CAP_BPF %v", c.uid, c.caps, what, unknown[what], bpfOK)
+			}
 		}
 		for what, w := range want {
 			g, ok := got[what]
