@@ -36,6 +36,12 @@ type Input struct {
 // none of the kinds.
 var ErrUnknownContent = errors.New("not etcd /metrics text, Prometheus API JSON, an etcd log or fio output: give one of those")
 
+// ErrNoEvidence is returned (wrapped) for a whole input of a known kind
+// that holds nothing to read: a Prometheus answer with status "error", or
+// one whose query matched no etcd series. Its message names the fix; the
+// input was not cut short.
+var ErrNoEvidence = errors.New("no evidence in it")
+
 var (
 	fioTextRe = regexp.MustCompile(`(?m)(^fio-\d|sync percentiles \((?:n|u|m)sec\)|fsync/fdatasync/sync_file_range:|clat percentiles \((?:n|u|m)sec\)|: \(groupid=\d+, jobs=\d+\)|99th percentile of fsync is \d+ ns|"fio version"\s*:|^fio: )`)
 	etcdLogRe = regexp.MustCompile(`(sync duration of|slow fdatasync|failed to send out heartbeat on time|took too long|elected leader|became leader at term|lost leader|etcdserver|rafthttp|raft\.node|"msg":)`)
@@ -54,12 +60,18 @@ func Detect(data []byte) (Kind, error) {
 			FioVersion *string          `json:"fio version"`
 			Jobs       *json.RawMessage `json:"jobs"`
 			Status     *string          `json:"status"`
+			ErrorType  string           `json:"errorType"`
+			Error      string           `json:"error"`
 			Data       *struct {
 				ResultType string `json:"resultType"`
 			} `json:"data"`
 		}
 		if json.NewDecoder(bytes.NewReader(t[i:])).Decode(&probe) == nil {
 			switch {
+			case probe.Status != nil && *probe.Status == "error":
+				// The HTTP API's error envelope: the query failed, and
+				// what Prometheus said is the fix.
+				return "", fmt.Errorf("%w: Prometheus answered with an error (%s: %s): fix the query and export its answer again", ErrNoEvidence, probe.ErrorType, probe.Error)
 			case probe.Jobs != nil || probe.FioVersion != nil:
 				return KindFioJSON, nil
 			case probe.Data != nil && probe.Data.ResultType != "":

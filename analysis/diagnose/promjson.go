@@ -157,6 +157,9 @@ func ReadPromJSON(in Input, since, until time.Time) ([]MemberWindow, error) {
 		if tooFew > 0 {
 			return nil, fmt.Errorf("the %d etcd series have fewer than two samples inside --since/--until: an increase needs two; widen the window or export a longer range", tooFew)
 		}
+		if len(pr.Data.Result) == 0 {
+			return nil, fmt.Errorf("%w: the query matched no series (an empty result): check the metric name (etcd_disk_wal_fsync_duration_seconds_bucket, ...) and the time range", ErrNoEvidence)
+		}
 		return nil, fmt.Errorf("no etcd histogram series in the Prometheus answer")
 	}
 	return out, nil

@@ -206,6 +206,9 @@ var badInputs = []badInput{
 	{args: []string{"diagnose", "--since", "2020-01-01T00:00:00Z", "--until", "2019-01-01T00:00:00Z", "$D/good.jsonl"}, fix: "is before --since 2020-01-01T00:00:00Z: no line or sample could be kept; swap them"},
 	{args: []string{"diagnose", "--window", "-1s", "$D/good.jsonl"}, fix: "must be positive durations"},
 	{args: []string{"diagnose", "$D/missing.txt"}, fix: "give a readable file"},
+	{args: []string{"diagnose", "-", "$D/good.jsonl", "-"}, fix: "- (stdin) given more than once: stdin is read once; save the other inputs to files"},
+	{args: []string{"diagnose", "$D/promerror.json"}, fix: "Prometheus answered with an error (bad_data: invalid parameter \"query\": 1:6: parse error: unexpected <op:*>): fix the query"},
+	{args: []string{"diagnose", "$D/promempty.json"}, fix: "the query matched no series (an empty result): check the metric name"},
 	{args: []string{"diagnose", "$D/binary"}, fix: "give one of those"},
 	{args: []string{"diagnose", "$D/longline"}, fix: "cut it to the part that matters"},
 	{args: []string{"diagnose", "--window", "1s", "--timeout", "1s", "http://127.0.0.1:1/metrics"}, fix: "reachable from here?"},
@@ -232,6 +235,10 @@ func prepareBadInputDir(t *testing.T, dir string) {
 	write("longline", append(bytes.Repeat([]byte("x"), 17<<20), '\n'))
 	write("wrongtype.jsonl", []byte(`{"type":"fsync","v":1,"total_ns":"slow"}`+"\n"))
 	write("empty", nil)
+	// The Prometheus HTTP API's error envelope and an empty vector
+	// (prometheus.io/docs/prometheus/latest/querying/api/#format-overview).
+	write("promerror.json", []byte(`{"status":"error","errorType":"bad_data","error":"invalid parameter \"query\": 1:6: parse error: unexpected <op:*>"}`))
+	write("promempty.json", []byte(`{"status":"success","data":{"resultType":"vector","result":[]}}`))
 	write("file", []byte("x"))
 	write("good.jsonl", []byte(`{"type":"fsync","v":1,"start_ns":1,"end_ns":2,"total_ns":1,"pid":1,"tid":1,"comm":"etcd","syscall":"fdatasync"}`+"\n"))
 	// A hypervisor that wrote two images and flushed only one (the other

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,6 +69,9 @@ func runDiagnose(args []string) error {
 	if fs.NArg() == 0 {
 		return usagef("give at least one file or URL, e.g. etcdscope diagnose metrics.txt etcd.log")
 	}
+	if n := slices.Index(fs.Args(), "-"); n >= 0 && slices.Contains(fs.Args()[n+1:], "-") {
+		return usagef("- (stdin) given more than once: stdin is read once; save the other inputs to files")
+	}
 	var inputs []diagnose.Input
 	var urls []string
 	for _, a := range fs.Args() {
@@ -104,7 +108,7 @@ func runDiagnose(args []string) error {
 		inputs = append(inputs, polled...)
 	}
 	rep, err := diagnose.Diagnose(inputs, opt)
-	if errors.Is(err, diagnose.ErrUnknownContent) {
+	if errors.Is(err, diagnose.ErrUnknownContent) || errors.Is(err, diagnose.ErrNoEvidence) {
 		return usagef("%v", err)
 	}
 	if err != nil {
