@@ -70,8 +70,12 @@ func ReadRecording(r io.Reader) ([]event.Peer, *MetricRecord, error) {
 				return err
 			}
 			rec = &m
+		case "capture":
+			// report replays a capture on its own; --peers wants the
+			// recording of the same run.
+			return errors.New("a capture (peers --capture), not a recording (peers --record)")
 		default:
-			return fmt.Errorf("a %q record, not a peer event (give a file from etcdscope peers --record)", h.Type)
+			return fmt.Errorf("a %q record, not a peer event", h.Type)
 		}
 		return nil
 	})

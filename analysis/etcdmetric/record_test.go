@@ -63,6 +63,7 @@ func TestRecordingRoundTrip(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"type":"fsync","v":1,"total_ns":5}`:                    `line 1: a "fsync" record, not a peer event`,
 		`{"time_ns":5}`:                                          "line 1: not a peer event",
+		`{"type":"capture","v":1,"tracer":"peers"}`:              "line 1: a capture (peers --capture), not a recording (peers --record)",
 		`{"type":"etcd_peer_metric","schema":"peers/v0"}`:        `schema "peers/v0"`,
 		`{"type":"peers_recording","schema":"peers/v2"}`:         `line 1: schema "peers/v2", this build reads peers/v1`,
 		"{\"kind\":\"rtt\",\"srtt_us\":1}\n{\"kind\":\"bogus\"}": "line 2",
