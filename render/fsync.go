@@ -186,8 +186,8 @@ func Levels(w io.Writer, rows []analysis.LevelRow) {
 			heading = "L2 dm: the time the device-mapper target held L1's bios; L3 disk: the requests beneath it, per L1 fsync"
 		}
 	}
-	fmt.Fprintf(w, "\nstacked levels (%s)\n", heading)
-	fmt.Fprintf(w, "  %-5s %-22s %10s %10s %10s  %s\n", "level", "device / filesystem", "p50 ms", "p99 ms", "flushes/fs", "layers (share)")
+	fmt.Fprintf(w, "\nstacked levels (%s; flushes: flush requests per L1 fsync)\n", heading)
+	fmt.Fprintf(w, "  %-5s %-22s %10s %10s %10s  %s\n", "level", "device / filesystem", "p50 ms", "p99 ms", "flushes", "layers (share)")
 	for _, r := range rows {
 		var parts []string
 		for _, l := range r.Layers {
