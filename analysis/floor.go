@@ -85,7 +85,16 @@ func diskLayers(g *Group) (flush, queue, largest LayerStat) {
 // diskVerdict judges a group by its layers (nil: neither floor nor
 // contention, or too few calls).
 func diskVerdict(g *Group) *DiskVerdict {
-	if g.Total.Count < DiskVerdictMinCalls || g.Total.Sum <= 0 {
+	if g.Total.Count < DiskVerdictMinCalls {
+		return nil
+	}
+	return judgeDisk(g)
+}
+
+// judgeDisk is diskVerdict's rule on the shares alone, whatever the
+// number of calls (nil: neither floor nor contention, or no time).
+func judgeDisk(g *Group) *DiskVerdict {
+	if g.Total.Sum <= 0 {
 		return nil
 	}
 	flush, queue, top := diskLayers(g)
@@ -125,10 +134,20 @@ func isLoopDev(name string) bool {
 // diskWhy says which conditions of the disk verdict a group of at least
 // DiskVerdictMinCalls calls with no verdict missed, with the exact shares
 // ("device_flush 39.98%, under the 40% the floor verdict needs"): the table and the page
-// round shares to 40%, which reads as a verdict's threshold met. "" when
-// the group has a verdict, too few calls, or neither layer within
+// round shares to 40%, which reads as a verdict's threshold met; and for a
+// group of too few calls, one of them over etcd's WAL budget, whose shares
+// would give a verdict, that it has too few. "" when the group has a verdict, too few calls, or neither layer within
 // DiskWhyMargin of its threshold (floor's 40%, contention's 30%).
 func diskWhy(g *Group) string {
+	if g.Disk == nil && g.Total.Count > 0 && g.Total.Count < DiskVerdictMinCalls && g.Total.Max >= int64(WALFsyncBudget) {
+		// Said only of a slow call whose shares would give a verdict:
+		// every report has groups of one fast call (the WAL directory's
+		// fsync), and a line on each would be noise.
+		if v := judgeDisk(g); v != nil {
+			kind, _, _ := strings.Cut(v.Text, ":")
+			return fmt.Sprintf("%d call%s, and a disk verdict needs at least %d; the shares alone would read %s", g.Total.Count, pluralS(uint64(g.Total.Count)), DiskVerdictMinCalls, kind)
+		}
+	}
 	if g.Disk != nil || g.Total.Count < DiskVerdictMinCalls || g.Total.Sum <= 0 {
 		return ""
 	}

@@ -104,6 +104,11 @@ func TestDiskWhy(t *testing.T) {
 			"block_queue 30.00%, not under the 10% the floor verdict allows; block_queue 30.00% under device_flush 40.00%, where contention needs no less"},
 		{"floor", 20, 6 * ms, 0, 0, ""},
 		{"too few calls", DiskVerdictMinCalls - 1, 3_998_000, 0, 3 * ms, ""},
+		// Calls at etcd's budget whose shares would give a verdict say
+		// why there is none (a lone slow dd fdatasync got no line); the
+		// goldens keep their one fast WAL-directory fsync without one.
+		{"too few calls with floor shares", 3, 6 * ms, 0, 0, "3 calls, and a disk verdict needs at least 10; the shares alone would read floor"},
+		{"one call with contention shares", 1, 2 * ms, 5 * ms, 0, "1 call, and a disk verdict needs at least 10; the shares alone would read contention"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
