@@ -48,7 +48,7 @@ var helps = map[string]helpText{
 	"report": {"etcdscope report [--output table|json | --html OUT.html [--peers PEERS.jsonl] [--merge MERGED.jsonl]] [--fail-over-budget] RECORDING.jsonl (- for stdin)", []string{
 		"etcdscope report trace.jsonl                                   # the table again, from a recording",
 		"etcdscope report --html page.html --peers peers.jsonl trace.jsonl # one self-contained page to share",
-		"etcdscope report --fail-over-budget trace.jsonl                # exit 3 if a WAL group's p99 is over 10 ms",
+		"etcdscope report --fail-over-budget trace.jsonl                # exit 3 if a WAL (or other files') group's p99 is over 10 ms",
 	}},
 	"check": {"etcdscope check [--output table|json]", []string{
 		"etcdscope check                                              # what this node and this process lack, before a run",
@@ -132,7 +132,7 @@ var errOverBudget = errors.New("over budget")
 const exitOverBudget = 3
 
 // failOverBudgetUsage is the --fail-over-budget flag's help.
-var failOverBudgetUsage = fmt.Sprintf("exit %d when a group's verdict is over budget (WAL fdatasync p99 over %v), for a disk-qualification job to gate on", exitOverBudget, analysis.WALFsyncBudget)
+var failOverBudgetUsage = fmt.Sprintf("exit %d when a group's verdict is over budget (p99 over etcd's %v WAL budget, for WAL files and other files such as fio's; backend, snapshot and WAL-directory groups are n/a), for a disk-qualification job to gate on", exitOverBudget, analysis.WALFsyncBudget)
 
 // checkBudget returns an error wrapping errOverBudget naming the groups
 // over budget, when on is set and any is; else nil.
