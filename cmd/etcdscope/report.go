@@ -106,32 +106,27 @@ func runReport(args []string) error {
 	if noSummary {
 		sum.LossUnknown = analysis.LossUnknownNoSummary
 	}
-	warn := func() {
-		if noSummary {
-			fmt.Fprintf(os.Stderr, "etcdscope report: %s has no summary line (the run was cut short?): lost events and unavailable probes are unknown\n", fs.Arg(0))
-		}
-	}
-	rep := analysis.BuildReportWrites(recs, writes, sum.LostEvents, sum.MissedEvents, sum.Unavailable)
-	rep.LossUnknown = sum.LossUnknown
-	rep.SetDiskCaches(sum.Disks) // the recording machine's, not this one's
 	// A recording made with --min-latency holds only the slow calls, and
 	// a table of those alone would read as the run's: its summary line,
-	// which the live run built from every call, is the report instead.
+	// which the live run built from every call, is the report and the
+	// budget's verdict instead (the page draws what the records hold).
 	filtered := !noSummary && sum.Fsyncs > int64(len(recs))
-	if filtered && *htmlOut == "" {
-		rep = sum
-	}
-	warn = func(noSummaryWarn func()) func() {
-		return func() {
-			noSummaryWarn()
-			switch {
-			case filtered && *htmlOut != "":
-				fmt.Fprintf(os.Stderr, "etcdscope report: %s holds %d of the run's %d fsyncs (recorded with --min-latency): the page's charts and tables show those %d only; etcdscope report %s gives the run's own summary of all of them\n", fs.Arg(0), len(recs), sum.Fsyncs, len(recs), fs.Arg(0))
-			case filtered:
-				fmt.Fprintf(os.Stderr, "etcdscope report: %s holds %d of the run's %d fsyncs (recorded with --min-latency): the report is the run's own summary of all of them\n", fs.Arg(0), len(recs), sum.Fsyncs)
-			}
+	warn := func() {
+		switch {
+		case noSummary:
+			fmt.Fprintf(os.Stderr, "etcdscope report: %s has no summary line (the run was cut short?): lost events and unavailable probes are unknown\n", fs.Arg(0))
+		case filtered && *htmlOut != "":
+			fmt.Fprintf(os.Stderr, "etcdscope report: %s holds %d of the run's %d fsyncs (recorded with --min-latency): the page's charts and tables show those %d only; etcdscope report %s gives the run's own summary of all of them\n", fs.Arg(0), len(recs), sum.Fsyncs, len(recs), fs.Arg(0))
+		case filtered:
+			fmt.Fprintf(os.Stderr, "etcdscope report: %s holds %d of the run's %d fsyncs (recorded with --min-latency): the report is the run's own summary of all of them\n", fs.Arg(0), len(recs), sum.Fsyncs)
 		}
-	}(warn)
+	}
+	rep := sum
+	if !filtered {
+		rep = analysis.BuildReportWrites(recs, writes, sum.LostEvents, sum.MissedEvents, sum.Unavailable)
+		rep.LossUnknown = sum.LossUnknown
+		rep.SetDiskCaches(sum.Disks) // the recording machine's, not this one's
+	}
 	if *htmlOut != "" {
 		if err := writeHTMLReport(*htmlOut, fs.Arg(0), *peersIn, *mergeIn, recs, writes, sum); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/internal/golden"
 )
 
@@ -144,6 +145,53 @@ func TestReportMinLatencyRecording(t *testing.T) {
 		got := reportOutput(t, append(args, filtered)...)
 		if !bytes.Equal(got, want) {
 			t.Errorf("report %v of the calls over 1 ms (%d dropped) differs from the whole recording's:\n%s", args, dropped, golden.FirstDiff(got, want))
+		}
+	}
+}
+
+// TestReportMinLatencyBudget: --fail-over-budget on a --min-latency
+// recording judges the run's summary, with the table and with --html: 200
+// calls of 1 ms and 1 of 20 ms have a p99 of 1 ms (ok, exit 0), though
+// the one record over the 5 ms cut is over the budget.
+func TestReportMinLatencyBudget(t *testing.T) {
+	var recs []analysis.FsyncRecord
+	for i := 0; i < 201; i++ {
+		ns := int64(1e6)
+		if i == 100 {
+			ns = 20e6
+		}
+		recs = append(recs, analysis.FsyncRecord{Type: "fsync", Version: analysis.SchemaVersion, StartNs: uint64(i) * 3e7, EndNs: uint64(i)*3e7 + uint64(ns), TotalNs: ns,
+			PID: 1, TID: 1, Comm: "etcd", Syscall: "fdatasync", Dev: "259:0", FS: "ext4", FileKind: analysis.KindWAL, Layers: analysis.Layers{DeviceFlushNs: ns}})
+	}
+	sum := analysis.BuildReport(recs, 0, 0, nil)
+	if sum.Groups[0].Verdict != "ok" {
+		t.Fatalf("the whole run's verdict %q, want ok", sum.Groups[0].Verdict)
+	}
+	var b bytes.Buffer
+	var enc analysis.FsyncEncoder
+	b.Write(append(enc.Append(nil, &recs[100]), '\n'))
+	line, err := json.Marshal(sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Write(append(line, '\n'))
+	dir := t.TempDir()
+	slow := filepath.Join(dir, "slow.jsonl")
+	if err := os.WriteFile(slow, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	for _, args := range [][]string{{"--fail-over-budget", slow}, {"--fail-over-budget", "--html", filepath.Join(dir, "p.html"), slow}} {
+		saved := os.Stdout
+		os.Stdout = devnull
+		err := runReport(args)
+		os.Stdout = saved
+		if err != nil {
+			t.Errorf("report %v: %v, want the summary's ok verdict (exit 0)", args, err)
 		}
 	}
 }
