@@ -136,7 +136,8 @@ func isLoopDev(name string) bool {
 // ("device_flush 39.98%, under the 40% the floor verdict needs"): the table and the page
 // round shares to 40%, which reads as a verdict's threshold met; and for a
 // group of too few calls, one of them over etcd's WAL budget, whose shares
-// would give a verdict, that it has too few. "" when the group has a verdict, too few calls, or neither layer within
+// would give a verdict, that it has too few. "" when the group has a
+// verdict, too few calls, or neither layer within
 // DiskWhyMargin of its threshold (floor's 40%, contention's 30%).
 func diskWhy(g *Group) string {
 	if g.Disk == nil && g.Total.Count > 0 && g.Total.Count < DiskVerdictMinCalls && g.Total.Max >= int64(WALFsyncBudget) {
@@ -144,8 +145,7 @@ func diskWhy(g *Group) string {
 		// every report has groups of one fast call (the WAL directory's
 		// fsync), and a line on each would be noise.
 		if v := judgeDisk(g); v != nil {
-			kind, _, _ := strings.Cut(v.Text, ":")
-			return fmt.Sprintf("%d call%s, and a disk verdict needs at least %d; the shares alone would read %s", g.Total.Count, pluralS(uint64(g.Total.Count)), DiskVerdictMinCalls, kind)
+			return fmt.Sprintf("%d call%s, and a disk verdict needs at least %d; the shares alone would read %s", g.Total.Count, pluralS(uint64(g.Total.Count)), DiskVerdictMinCalls, v.Kind)
 		}
 	}
 	if g.Disk != nil || g.Total.Count < DiskVerdictMinCalls || g.Total.Sum <= 0 {
