@@ -43,6 +43,12 @@ type quietRing struct {
 	// its ring mapping without its lock, and Close unmaps it.
 	mu     sync.Mutex
 	closed bool
+	// drained is set by drain before it flushes the reader: from then on a
+	// read that finds the ring empty returns ringbuf.ErrFlushed, every
+	// time. The reader reports its flush once, so a caller that consumed
+	// that one report (PeersTracer.Read handing out a learned owner first)
+	// would otherwise wait on an empty ring for good.
+	drained atomic.Bool
 }
 
 // peakEvery: records between two samples of the ring's fill level.
@@ -59,7 +65,7 @@ func openQuietRing(m *ebpf.Map) (*quietRing, error) {
 
 // read blocks until the next record and reads it into rec. It returns
 // ringbuf.ErrClosed after close and ringbuf.ErrFlushed once drain has
-// emptied the ring.
+// emptied the ring, on that read and every read after it.
 func (q *quietRing) read(rec *ringbuf.Record) error {
 	if q == nil { // a tracer that never opened its ring
 		return ErrClosed
@@ -71,6 +77,9 @@ func (q *quietRing) read(rec *ringbuf.Record) error {
 		err := q.rd.ReadInto(rec)
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
 			return err
+		}
+		if q.drained.Load() { // empty after drain: its report may be gone
+			return ringbuf.ErrFlushed
 		}
 		// The ring is empty: wait for the kernel's wake-up or the next poll.
 		if q.wait.wait(q.m, pollInterval) {
@@ -124,6 +133,7 @@ func (q *quietRing) drain() error {
 	if q == nil {
 		return ErrClosed
 	}
+	q.drained.Store(true)
 	err := q.rd.Flush()
 	q.wait.wake()
 	return err
