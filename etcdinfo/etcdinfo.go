@@ -36,6 +36,7 @@ const ScrapeTimeout = 5 * time.Second
 // error; a page that is not etcd's is an error saying so, and TLS
 // failures say what to fix (ExplainTLS).
 func Scrape(ctx context.Context, u string, tlsCfg *tls.Config) (etcdmetric.Scrape, error) {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, ScrapeTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
@@ -45,7 +46,8 @@ func Scrape(ctx context.Context, u string, tlsCfg *tls.Config) (etcdmetric.Scrap
 	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}
 	resp, err := cl.Do(req)
 	if errors.Is(err, context.DeadlineExceeded) {
-		return etcdmetric.Scrape{}, fmt.Errorf("%w within %v: check the URL (curl %s), the scheme (http/https) and --cacert", ErrUnreachable, ScrapeTimeout, u)
+		// The caller's deadline may be the shorter one: say how long it waited.
+		return etcdmetric.Scrape{}, fmt.Errorf("%w within %v: check the URL (curl %s), the scheme (http/https) and --cacert", ErrUnreachable, time.Since(start).Round(100*time.Millisecond), u)
 	}
 	if err != nil {
 		return etcdmetric.Scrape{}, ExplainTLS(err)

@@ -238,9 +238,7 @@ func (t *CommitTracer) Close() error {
 	if t.ring != nil {
 		errs = append(errs, t.ring.close())
 	}
-	for _, l := range t.links {
-		errs = append(errs, l.Close())
-	}
+	errs = append(errs, closeLinks(t.links)...)
 	t.links = nil
 	errs = append(errs, t.objs.Close())
 	return errors.Join(errs...)

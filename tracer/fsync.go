@@ -453,9 +453,7 @@ func (t *FsyncTracer) close() error {
 	if t.ring != nil {
 		errs = append(errs, t.ring.close())
 	}
-	for _, l := range t.links {
-		errs = append(errs, l.Close())
-	}
+	errs = append(errs, closeLinks(t.links)...)
 	t.links = nil
 	if t.journal != nil {
 		t.journal.Close()

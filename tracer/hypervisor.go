@@ -198,9 +198,7 @@ func (t *HypervisorTracer) close() error {
 	if t.ring != nil {
 		errs = append(errs, t.ring.close())
 	}
-	for _, l := range t.links {
-		errs = append(errs, l.Close())
-	}
+	errs = append(errs, closeLinks(t.links)...)
 	t.links = nil
 	for _, p := range t.progs {
 		errs = append(errs, p.Close())

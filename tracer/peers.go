@@ -305,9 +305,7 @@ func (p *PeersTracer) Close() error {
 		if p.ring != nil {
 			errs = append(errs, p.ring.close())
 		}
-		for _, l := range p.links {
-			errs = append(errs, l.Close())
-		}
+		errs = append(errs, closeLinks(p.links)...)
 		errs = append(errs, p.objs.Close())
 		p.closeErr = errors.Join(errs...)
 	})

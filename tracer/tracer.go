@@ -1,6 +1,9 @@
 package tracer
 
 import (
+	"sync"
+
+	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/etcdscope/etcdscope/event"
@@ -55,3 +58,22 @@ var ErrClosed = ringbuf.ErrClosed
 
 // ErrDrained is returned by Read once Drain has emptied the ring buffer.
 var ErrDrained = ringbuf.ErrFlushed
+
+// closeLinks detaches every link at once and returns their errors. The
+// kernel's detach waits for RCU grace periods (a syscall tracepoint's perf
+// event ~60 ms here, a uprobe more): one goroutine per link lets those
+// waits overlap where the kernel allows it (the hypervisor tracer's 18
+// syscall tracepoints: 1.10-1.15 s one after another, 0.68-0.70 s at once).
+func closeLinks(links []link.Link) []error {
+	errs := make([]error, len(links))
+	var wg sync.WaitGroup
+	for i, l := range links {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = l.Close()
+		}()
+	}
+	wg.Wait()
+	return errs
+}

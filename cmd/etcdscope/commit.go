@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -71,7 +68,7 @@ func runCommit(args []string) error {
 	if err := tracer.CheckPrerequisites(); err != nil {
 		return usagef("%v", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopSignals()
 	defer stop()
 	enc := json.NewEncoder(commitStdout)
 	if f.output == "json" {

@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -283,7 +281,7 @@ const (
 const workloadScratchPrefix = "etcdscope-wal-"
 
 func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopSignals()
 	defer stop()
 	if f.duration > 0 {
 		var cancel context.CancelFunc

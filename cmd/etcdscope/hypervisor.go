@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -94,7 +92,7 @@ func runHypervisor(args []string) error {
 }
 
 func traceHypervisor(f hvFlags, ring uint32) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopSignals()
 	defer stop()
 	if f.duration > 0 {
 		var cancel context.CancelFunc

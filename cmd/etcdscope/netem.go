@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
-	"os/signal"
 	"strings"
 	"syscall"
 
@@ -206,7 +204,7 @@ func netemApply(args []string) error {
 	if *hold == 0 {
 		return nil
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopSignals()
 	defer stop()
 	fmt.Printf("holding for %s (SIGINT/SIGTERM clears early)\n", *hold)
 	cr, err := c.HoldAndClear(ctx, s.Dev, *hold)

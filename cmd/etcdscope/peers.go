@@ -13,10 +13,8 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -195,7 +193,7 @@ func checkURL(s string) error {
 }
 
 func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopSignals()
 	defer stop()
 	rep := etcdmetric.PeersReport{Port: int(cfg.Port), MetricsURL: f.metricsURL}
 	var peerURLs map[uint64]string
@@ -354,8 +352,14 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		Scans: owners.Scans, MaxScanCPUSeconds: time.Duration(owners.MaxScanCPUNs).Seconds()}
 
 	// Metrics and members are best effort: their errors are reported and
-	// the tracing part still comes out.
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	// the tracing part still comes out. After a stop signal the end scrape
+	// waits at most stopScrapeTimeout (the exit's 2 s budget: a stopped
+	// etcd must not hold the report); at the end of --duration, etcd's
+	// own bound, cut short by a signal.
+	sctx, cancel := context.WithCancel(ctx)
+	if ctx.Err() != nil {
+		sctx, cancel = context.WithTimeout(context.Background(), stopScrapeTimeout)
+	}
 	defer cancel()
 	if rep.MembersError == "" && len(rep.Members) > 0 {
 		rep.LeaderWarning = etcdmetric.LeaderWarning(rep.Members, rep.Links)
@@ -364,9 +368,12 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		// Without the start scrape there is nothing to compare with, and
 		// a URL that did not answer would hold the report up again.
 		end, err := etcdinfo.Scrape(sctx, f.metricsURL, tlsCfg)
-		if err != nil {
+		switch {
+		case err != nil && ctx.Err() != nil && errors.Is(err, etcdinfo.ErrUnreachable):
+			metricErrs = append(metricErrs, fmt.Sprintf("end scrape: no answer within %v of the stop signal (is etcd stopped or overloaded?)", stopScrapeTimeout))
+		case err != nil:
 			metricErrs = append(metricErrs, "end scrape: "+err.Error())
-		} else {
+		default:
 			rep.Metric, rep.Resets, rep.MemberPID = pipeline.CompareEtcd(pipeline.EtcdWindow{MetricsURL: f.metricsURL,
 				From: start, To: end, Start: t0, End: t1, MonoStart: uint64(mono0.Nano()),
 				Links: rep.Links, Members: rep.Members, KeptAlive: rep.KeptAliveProbe, ProbeErrors: rep.KeptAliveProbeErrors})
@@ -396,6 +403,11 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	}
 	return decodeErrors(pp.DecodeErrors())
 }
+
+// stopScrapeTimeout bounds the end scrape of --etcd-metrics once a
+// signal has stopped the run: etcd answers /metrics in milliseconds, and
+// the command has 2 s to exit.
+const stopScrapeTimeout = time.Second
 
 // appendMetricRecord appends the etcd_peer_metric record to the recording
 // --record wrote (etcdmetric.WriteMetricRecord).

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -9,9 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -96,7 +93,7 @@ func runServe(args []string) error {
 			fmt.Fprintf(os.Stderr, "etcdscope serve: writing --ready-file: %v\n", err)
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopSignals()
 	defer stop()
 	ft, err := tracer.NewFsync(tcfg.fsync)
 	if err != nil {
