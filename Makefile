@@ -21,7 +21,8 @@ LDFLAGS  := -X github.com/etcdscope/etcdscope/internal/buildinfo.version=$(VERSI
 IMAGE         ?= localhost/etcdscope:$(or $(VERSION),devel)
 IMAGE_BUILDER ?= $(shell command -v buildah || command -v podman || command -v docker)
 
-.PHONY: fresh-root all build install generate test test-go vmtest vmtest-kernels scenario scenarios demo etcd etcd35 bench clean check-generate deps promtool prometheus prometheusrule image image-test fuzz
+N ?= 10
+.PHONY: flake-hunt fresh-root all build install generate test test-go vmtest vmtest-kernels scenario scenarios demo etcd etcd35 bench clean check-generate deps promtool prometheus prometheusrule image image-test fuzz
 
 all: build
 
@@ -112,6 +113,14 @@ bin/prometheus:
 prometheusrule:
 	{ sed '/^spec:$$/q' deploy/prometheusrule.yaml; sed -n '/^groups:/,$$p' deploy/alerts.yaml | sed 's/^/  /; s/^  $$//'; } > deploy/prometheusrule.yaml.tmp
 	mv deploy/prometheusrule.yaml.tmp deploy/prometheusrule.yaml
+
+# flake-hunt runs the privileged suites N times, each round a fresh
+# `go test -json -count=1` as root under ETCDSCOPE_REQUIRE_BPF=1, and
+# prints each test's pass rate, worst time and smallest margin to a bound
+# (tools/flakehunt; docs/testing.md keeps the latest table):
+#   make flake-hunt PKGS="./e2e ./tracer" N=10 [RUN=regexp]
+flake-hunt: build etcd etcd35
+	ETCDSCOPE_REQUIRE_BPF=1 $(GO) run ./tools/flakehunt -n $(N) $(if $(RUN),-run '$(RUN)') $(or $(PKGS),./...)
 
 # test-go runs every Go test; privileged ones skip unless root, and fail
 # instead of skipping under ETCDSCOPE_REQUIRE_BPF=1 (CI). One package at a

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,7 +54,7 @@ func TestCommitSplit(t *testing.T) {
 					if testenv.Required() {
 						t.Fatalf("no %s (run 'make etcd etcd35')", v.bin)
 					}
-					t.Skipf("no %s (run 'make etcd etcd35')", v.bin)
+					testenv.Missing(t, fmt.Sprintf("no %s (run 'make etcd etcd35')", v.bin))
 				}
 				t.Setenv("ETCDSCOPE_ETCD", v.bin)
 				checkCommit(t, members)

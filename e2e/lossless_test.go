@@ -368,10 +368,7 @@ func cpuLimitedCgroup(t *testing.T, quotaUs, periodUs int) string {
 	t.Helper()
 	dir, remove, err := cpulimit.Make(fmt.Sprintf("etcdscope-e2e-starve-%d", os.Getpid()), quotaUs, periodUs)
 	if errors.Is(err, cpulimit.ErrNoController) {
-		if testenv.Required() {
-			t.Fatalf("ETCDSCOPE_REQUIRE_BPF=1 but %v to starve the reader with", err)
-		}
-		t.Skipf("%v to starve the reader with", err)
+		testenv.Missing(t, fmt.Sprintf("%v to starve the reader with", err))
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,7 +26,7 @@ func loopFlushes(t *testing.T, name string) uint64 {
 	}
 	f := strings.Fields(string(b))
 	if len(f) < 16 {
-		t.Skipf("/sys/block/%s/stat has no flush fields (kernel older than 5.5)", name)
+		testenv.Missing(t, fmt.Sprintf("/sys/block/%s/stat has no flush fields (kernel older than 5.5)", name))
 	}
 	n, err := strconv.ParseUint(f[15], 10, 64)
 	if err != nil {

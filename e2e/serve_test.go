@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -134,7 +135,7 @@ func TestServeCountsFdatasync(t *testing.T) {
 	t.Run("syscalls", func(t *testing.T) { serveCountsFdatasync(t, nil, "sys_exit_fdatasync") })
 	t.Run("ext4", func(t *testing.T) {
 		if fs, err := host.FSTypeOf("/var/tmp"); err != nil || fs != "ext4" {
-			t.Skipf("/var/tmp is on %q (%v), not ext4", fs, err)
+			testenv.Missing(t, fmt.Sprintf("/var/tmp is on %q (%v), not ext4", fs, err))
 		}
 		serveCountsFdatasync(t, []string{"--data-dir", "/var/tmp"}, "ext4_sync_file_exit")
 	})
@@ -264,6 +265,36 @@ func serveCountsFdatasync(t *testing.T, extra []string, exitProg string) {
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	if err := s.cmd.Wait(); err != nil {
 		t.Errorf("serve exit: %v; stderr:\n%s", err, s.stderr.String())
+	}
+}
+
+// TestServeListensIPv6Loopback: `serve --listen [::1]:0` needs no
+// --listen-public (::1 is loopback), binds the IPv6 loopback only, and
+// serves /metrics there.
+func TestServeListensIPv6Loopback(t *testing.T) {
+	testenv.RequireRoot(t)
+	if ln, err := net.Listen("tcp6", "[::1]:0"); err != nil {
+		testenv.Missing(t, fmt.Sprintf("no IPv6 loopback: %v", err))
+	} else {
+		ln.Close()
+	}
+	s := startServe(t, "--listen", "[::1]:0")
+	host, _, err := net.SplitHostPort(s.addr)
+	if err != nil || host != "::1" {
+		t.Fatalf("ready file names %q (%v), want [::1]:PORT", s.addr, err)
+	}
+	fams := s.scrape(t)
+	if fams["etcdscope_build_info"] == nil {
+		t.Errorf("no etcdscope_build_info on http://%s/metrics", s.addr)
+	}
+	// Bound to ::1 alone: the same port on 127.0.0.1 is not this server.
+	_, port, _ := net.SplitHostPort(s.addr)
+	if c, err := net.DialTimeout("tcp4", net.JoinHostPort("127.0.0.1", port), time.Second); err == nil {
+		c.Close()
+		if resp, err := http.Get("http://" + net.JoinHostPort("127.0.0.1", port) + "/metrics"); err == nil {
+			resp.Body.Close()
+			t.Errorf("127.0.0.1:%s answers /metrics too: serve bound more than ::1", port)
+		}
 	}
 }
 

@@ -147,6 +147,7 @@ func TestSignalStopsWithin2s(t *testing.T) {
 			slices.Sort(times)
 			slices.Reverse(times)
 			t.Logf("%s: exit after the signal in %d runs, worst first: %v (bound %v)", sc.name, len(times), times, stopBound)
+			t.Logf("flakehunt: margin signal-%s %v of %v", sc.name, times[0], stopBound)
 		})
 	}
 	if got := readOrEmpty("/sys/kernel/tracing/uprobe_events"); got != uprobes0 {

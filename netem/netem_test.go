@@ -1,6 +1,7 @@
 package netem
 
 import (
+	"fmt"
 	"math"
 	"net/netip"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
 func TestParseDuration(t *testing.T) {
@@ -105,7 +108,7 @@ func TestFormatDurationExact(t *testing.T) {
 func readDist(t *testing.T, path string) []int16 {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		t.Skipf("no iproute2 table to compare with: %v", err)
+		testenv.Missing(t, fmt.Sprintf("no iproute2 table to compare with (apt-get install iproute2): %v", err))
 	}
 	var out []int16
 	for _, line := range strings.Split(string(b), "\n") {

@@ -35,6 +35,7 @@ declare -A need=(
 	[chromium]=chromium # report/chromium_test.go lays out the HTML page
 	[zsh]=zsh           # cmd/etcdscope TestCompletion sources the zsh script
 	[bpftool]=bpftool   # cmd/etcdscope TestBadInput: BPF objects left on tc/XDP/cgroups
+	[systemd-analyze]=systemd # deploy TestSystemdUnit: systemd-analyze verify of the unit
 )
 if [[ ${1:-} == generate ]]; then
 	need[clang-19]=clang-19

@@ -163,7 +163,7 @@ func hypervisorSyscalls(t *testing.T, parent string) {
 func TestHypervisorTracerIOUring(t *testing.T) {
 	testenv.RequireRoot(t)
 	if b, err := os.ReadFile("/proc/sys/kernel/io_uring_disabled"); err == nil && len(b) > 0 && b[0] != '0' {
-		t.Skip("io_uring is disabled on this host (kernel.io_uring_disabled)")
+		testenv.Missing(t, "io_uring is disabled on this host (sysctl kernel.io_uring_disabled=0)")
 	}
 	dir, err := os.MkdirTemp("/var/tmp", "etcdscope-hv-")
 	if err != nil {

@@ -3,6 +3,7 @@ package tracer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -28,7 +29,7 @@ func TestPeersLoopback(t *testing.T) {
 			}
 			ln, err := net.Listen(network, net.JoinHostPort(host, "0"))
 			if err != nil {
-				t.Skipf("no %s loopback: %v", network, err)
+				testenv.Missing(t, fmt.Sprintf("no %s loopback: %v", network, err))
 			}
 			defer ln.Close()
 			port := uint16(ln.Addr().(*net.TCPAddr).Port)
@@ -187,7 +188,7 @@ func TestPeersPeerFilter(t *testing.T) {
 	port := ln4.Addr().(*net.TCPAddr).Port
 	ln6, err := net.Listen("tcp6", net.JoinHostPort("::1", strconv.Itoa(port)))
 	if err != nil {
-		t.Skipf("no IPv6 loopback on port %d: %v", port, err)
+		testenv.Missing(t, fmt.Sprintf("no IPv6 loopback on port %d: %v", port, err))
 	}
 	defer ln6.Close()
 	for _, ln := range []net.Listener{ln4, ln6} {

@@ -19,8 +19,10 @@ import (
 // privileges or programs then fail tests instead of skipping them.
 func Required() bool { return os.Getenv("ETCDSCOPE_REQUIRE_BPF") == "1" }
 
-// missing skips or fails t with why, depending on Required.
-func missing(t testing.TB, why string) {
+// Missing skips or fails t with why, depending on Required: for anything
+// a test needs from the host that the test cannot make itself (an IPv6
+// loopback, ext4 under /var/tmp, io_uring enabled).
+func Missing(t testing.TB, why string) {
 	t.Helper()
 	if Required() {
 		t.Fatalf("ETCDSCOPE_REQUIRE_BPF=1 but %s", why)
@@ -34,13 +36,13 @@ func missing(t testing.TB, why string) {
 func RequireRoot(t testing.TB) {
 	t.Helper()
 	if runtime.GOOS != "linux" {
-		missing(t, "not Linux")
+		Missing(t, "not Linux")
 	}
 	if os.Geteuid() != 0 {
-		missing(t, "not root (BPF, tracefs and loop devices need it)")
+		Missing(t, "not root (BPF, tracefs and loop devices need it)")
 	}
 	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
-		missing(t, "no kernel BTF at /sys/kernel/btf/vmlinux")
+		Missing(t, "no kernel BTF at /sys/kernel/btf/vmlinux")
 	}
 }
 
@@ -50,7 +52,7 @@ func LookPath(t testing.TB, name, debianPackage string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		missing(t, name+" not found (apt-get install "+debianPackage+")")
+		Missing(t, name+" not found (apt-get install "+debianPackage+")")
 	}
 	return p
 }
@@ -85,7 +87,7 @@ func EtcdBinary(t testing.TB) string {
 	}
 	p := filepath.Join(RepoRoot(t), "bin", "etcd")
 	if _, err := os.Stat(p); err != nil {
-		missing(t, "no etcd binary at "+p+" (run 'make etcd')")
+		Missing(t, "no etcd binary at "+p+" (run 'make etcd')")
 	}
 	return p
 }
