@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -277,7 +278,20 @@ func matchCompletions(t *testing.T, comps []ftraceCompletion, got []event.Block,
 	// µs seen in a fresh-root run, same disk, sector and size). Pairs are
 	// keyed by disk, sector and size, so a wider window only risks a
 	// rewrite of the same sectors within it.
+	// Each pair's gap is logged (p50, p99, max, and how many needed more
+	// than the old 20 µs window): the evidence for the window's width.
 	const tol = 200000
+	var gaps []int64
+	defer func() {
+		if len(gaps) == 0 {
+			return
+		}
+		slices.Sort(gaps)
+		over20 := len(gaps) - sort.Search(len(gaps), func(i int) bool { return gaps[i] > 20000 })
+		t.Logf("ftrace-to-tracer clock gap of %d matched completions: p50 %v, p99 %v, max %v; %d over 20 µs",
+			len(gaps), time.Duration(gaps[len(gaps)/2]), time.Duration(gaps[len(gaps)*99/100]), time.Duration(gaps[len(gaps)-1]), over20)
+		t.Logf("flakehunt: margin pair-gap-%s %v of %v", t.Name(), time.Duration(gaps[len(gaps)-1]), time.Duration(tol))
+	}()
 	logged := 0
 	for _, c := range comps {
 		if !counts(c) {
@@ -291,6 +305,7 @@ func matchCompletions(t *testing.T, comps []ftraceCompletion, got []event.Block,
 		v := byKey[k]
 		j := sort.Search(len(v), func(i int) bool { return v[i]+tol >= ns })
 		if j < len(v) && v[j] <= ns+1000+tol {
+			gaps = append(gaps, max(int64(v[j])-int64(ns), int64(ns)-int64(v[j])))
 			byKey[k] = append(v[:j:j], v[j+1:]...)
 			continue
 		}
