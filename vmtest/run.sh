@@ -396,4 +396,12 @@ if [[ $failed -gt 0 ]]; then
 	die "$failed test binaries failed (their output is above and in $OUT/console.log)"
 fi
 [[ $qrc == 0 ]] || die "QEMU exited with $qrc"
+# A scenario whose latency part the starvation gate left unjudged is not a
+# pass (vmtest/scenarios finish): say SKIPPED, with what was not judged.
+mapfile -t skipped < <(grep -E '^SCENARIO SKIPPED ' "$RUN/console.txt" || true)
+if [[ ${#skipped[@]} -gt 0 ]]; then
+	printf '%s\n' "${skipped[@]}"
+	echo "vmtest: SKIPPED: ${#skipped[@]} scenario(s) not judged (starved guest); every judged check passed"
+	exit 0
+fi
 echo "vmtest: PASS"

@@ -739,6 +739,12 @@ func finish(t *testing.T, rep *Report) {
 	}
 	if f := rep.Failures(); len(f) > 0 {
 		lastWords.Store(t, "  "+strings.Join(f, "\n  "))
+		return
+	}
+	if n := rep.Unjudged(); n > 0 {
+		// Not a pass: vmtest/run.sh reads this line and says SKIPPED.
+		fmt.Printf("SCENARIO SKIPPED %s: %d latency verdicts and timing checks not judged (starved guest)\n", rep.Scenario, n)
+		t.Skipf("SKIPPED: %d latency verdicts and timing checks not judged (starved guest)", n)
 	}
 }
 

@@ -134,8 +134,9 @@ const (
 // Starved is the starvation gate, relative to the guest's own cost in the
 // same run (an absolute bound on the baseline's read p50 tripped on every
 // run here, idle host included: 16.5 ms with every verdict inside its
-// window). The latency verdicts and the checks marked Timing are shown as
-// "inconclusive" and not judged when either
+// window). The latency verdicts and the checks marked Timing are not
+// judged, and shown as SKIPPED (a pass on a starved guest proves no more
+// than a failure), when either
 //
 //   - the baseline is unstable: the calibration pass (Report.Again, the
 //     baseline's load run again right after it, nothing changed) moves an
@@ -216,6 +217,21 @@ func (r *Report) Verdicts() []Verdict {
 	return out
 }
 
+// Unjudged counts the latency verdicts and Timing checks the starvation
+// gate left unjudged: all of them on a starved guest, none otherwise.
+func (r *Report) Unjudged() int {
+	if starved, _ := r.Starved(); !starved {
+		return 0
+	}
+	n := len(r.Verdicts())
+	for _, c := range r.Checks {
+		if c.Timing && !c.Info {
+			n++
+		}
+	}
+	return n
+}
+
 // Failures lists every failed verdict and check in words (empty: pass).
 func (r *Report) Failures() []string {
 	var out []string
@@ -287,8 +303,8 @@ func (r *Report) String() string {
 					model = fmt.Sprintf("%s [%s..%s]", fmtDelta(vd.Expect.Delta), ms(vd.Lo), ms(vd.Hi))
 					v = "pass"
 					switch {
-					case !vd.Pass && starved:
-						v = "inconclusive"
+					case starved:
+						v = "SKIPPED"
 					case !vd.Pass:
 						v = "FAIL"
 					}
@@ -315,15 +331,15 @@ func (r *Report) String() string {
 		switch {
 		case c.Info:
 			v = "info"
-		case !c.Pass && starved && c.Timing:
-			v = "inconclusive"
+		case starved && c.Timing:
+			v = "SKIPPED"
 		case !c.Pass:
 			v = "FAIL"
 		}
 		fmt.Fprintf(&b, "  check %-44s %-40s want %-22s %s\n", c.Name, c.Got, c.Want, v)
 	}
 	if f := r.Failures(); len(f) == 0 && starved {
-		fmt.Fprintf(&b, "  RESULT %s: pass (latency inconclusive: starved guest)\n", r.Scenario)
+		fmt.Fprintf(&b, "  RESULT %s: SKIPPED (%d latency verdicts and timing checks not judged: starved guest)\n", r.Scenario, r.Unjudged())
 	} else if len(f) == 0 {
 		fmt.Fprintf(&b, "  RESULT %s: pass\n", r.Scenario)
 	} else {

@@ -199,10 +199,10 @@ func TestIdleRunJudged(t *testing.T) {
 	t.Log("\n" + out)
 }
 
-// TestStarvedGuestMakesLatencyInconclusive: an unstable calibration pass
-// turns failed latency verdicts and failed Timing checks into
-// "inconclusive"; other checks still fail; with a stable one they count.
-func TestStarvedGuestMakesLatencyInconclusive(t *testing.T) {
+// TestStarvedGuestSkipsLatency: an unstable calibration pass leaves every
+// latency verdict and Timing check unjudged (SKIPPED, passing or not);
+// other checks still fail; with a stable one they count.
+func TestStarvedGuestSkipsLatency(t *testing.T) {
 	r := &Report{Scenario: "degraded", Phases: []Phase{
 		{Name: "baseline", Lat: map[Op][]time.Duration{Write: msd(30, 300), ReadSerial: msd(2, 3, 4)}},
 		{Name: "slow", Lat: map[Op][]time.Duration{Write: msd(10, 200), ReadSerial: msd(5, 60)},
@@ -220,13 +220,21 @@ func TestStarvedGuestMakesLatencyInconclusive(t *testing.T) {
 		t.Errorf("failures %q, want only the leader changes", f)
 	}
 	out := r.String()
-	for _, want := range []string{"the guest was starved", "inconclusive", "UNSTABLE", "RESULT degraded: FAIL (1)"} {
+	for _, want := range []string{"the guest was starved", "SKIPPED", "UNSTABLE", "RESULT degraded: FAIL (1)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
+	if n := r.Unjudged(); n != 2 {
+		t.Errorf("Unjudged() = %d, want 2 (the write verdict and the peer metric check)", n)
+	}
+	r.Checks = r.Checks[:1] // without the leader change: nothing judged failed
+	if out := r.String(); !strings.Contains(out, "RESULT degraded: SKIPPED (2 latency verdicts and timing checks not judged: starved guest)") || strings.Contains(out, ": pass") {
+		t.Errorf("a starved run with no judged failure must say SKIPPED, never pass:\n%s", out)
+	}
+	r.Checks = append(r.Checks, Check{Name: "leader changes", Got: "1", Want: "0"})
 	r.Again.Lat[Write] = msd(28, 250)
-	if s, _ := r.Starved(); s || len(r.Failures()) != 3 {
+	if s, _ := r.Starved(); s || len(r.Failures()) != 3 || r.Unjudged() != 0 {
 		t.Errorf("stable calibration: starved %v, failures %q; want judged: 3 failures", s, r.Failures())
 	}
 }
