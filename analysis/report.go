@@ -55,10 +55,10 @@ type Group struct {
 	// (jbd2_commit, xfs_log_force); the rest paid only for metadata writes
 	// (REQ_META) or nothing in the journal layer.
 	WithCommit int64 `json:"with_commit"`
-	// Verdict compares p99 with WALFsyncBudget: "ok", "over budget", or
-	// "n/a" for kinds the budget does not apply to (bbolt backend,
+	// Verdict compares p99 with WALFsyncBudget: VerdictOK, VerdictOverBudget,
+	// or VerdictNA for kinds the budget does not apply to (bbolt backend,
 	// snapshots, the WAL directory's fsync at a segment cut).
-	Verdict string `json:"verdict"`
+	Verdict Verdict `json:"verdict"`
 	// Biased marks a verdict computed from a trace with holes (requests
 	// unattributed, calls absent): "biased: N lost events, M missed probe
 	// runs", each part only when its count (the report's lost_events,
@@ -378,30 +378,45 @@ func pluralS(n uint64) string {
 // with hidden more calls of any duration. The p99 is the nearest-rank
 // sample: rank ceil(0.99·N) of N, so it is under the budget exactly when
 // at least that many calls are.
-func verdictHolds(verdict string, n, over int64, hidden uint64) bool {
+func verdictHolds(verdict Verdict, n, over int64, hidden uint64) bool {
 	if hidden > math.MaxInt32 {
 		return false
 	}
 	all := n + int64(hidden)
 	rank := int64(math.Ceil(0.99 * float64(all)))
 	switch verdict {
-	case "ok": // worst case: every hidden call over the budget
+	case VerdictOK: // worst case: every hidden call over the budget
 		return n-over >= rank
-	case "over budget": // worst case: every hidden call under it
+	case VerdictOverBudget: // worst case: every hidden call under it
 		return n-over+int64(hidden) < rank
 	}
 	return false
 }
 
-func verdict(kind string, p99 int64) string {
+// Verdict is a group's p99 judged against WALFsyncBudget. Its values are
+// the JSON schema's words (docs/schema.md).
+type Verdict string
+
+// The verdicts of a group.
+const (
+	VerdictOK         Verdict = "ok"          // p99 under the budget
+	VerdictOverBudget Verdict = "over budget" // p99 at the budget or over
+	VerdictNA         Verdict = "n/a"         // the budget does not apply to this kind of file
+)
+
+// Judged reports whether v is a judgement against the budget (ok or over
+// budget), not n/a or empty.
+func (v Verdict) Judged() bool { return v == VerdictOK || v == VerdictOverBudget }
+
+func verdict(kind string, p99 int64) Verdict {
 	switch kind {
 	case KindBackend, KindSnapshot, KindWALDir:
-		return "n/a"
+		return VerdictNA
 	}
 	if time.Duration(p99) < WALFsyncBudget {
-		return "ok"
+		return VerdictOK
 	}
-	return "over budget"
+	return VerdictOverBudget
 }
 
 // Dominant returns the layer with the largest share of a group.

@@ -103,14 +103,14 @@ func TestVerdictHolds(t *testing.T) {
 	}
 	for n := int64(1); n <= 300; n += 7 {
 		for over := int64(0); over <= n; over += max(1, n/9) {
-			v := "ok"
+			v := VerdictOK
 			if overP99(n, over) {
-				v = "over budget"
+				v = VerdictOverBudget
 			}
 			for hidden := uint64(0); hidden <= 12; hidden++ {
 				want := true
 				for extra := int64(0); extra <= int64(hidden); extra++ {
-					if overP99(n+int64(hidden), over+extra) != (v == "over budget") {
+					if overP99(n+int64(hidden), over+extra) != (v == VerdictOverBudget) {
 						want = false
 					}
 				}

@@ -52,9 +52,9 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			fmt.Fprintf(bw, "  note: no call waited on a jbd2 commit: %s; an ext4 without a journal has none (its synchronous metadata writes, REQ_META, are the journal layer then; ls /proc/fs/jbd2 lists the journals)\n", noCommitWhy(g.Key.FileKind))
 		}
 		switch g.Verdict {
-		case "ok":
+		case analysis.VerdictOK:
 			fmt.Fprintf(bw, "  verdict: OK, p99 %s ms is under etcd's WAL fsync budget of %v\n", analysis.Ms(g.Total.P99), analysis.WALFsyncBudget)
-		case "over budget":
+		case analysis.VerdictOverBudget:
 			d := g.Dominant()
 			fmt.Fprintf(bw, "  verdict: OVER BUDGET, p99 %s ms exceeds etcd's WAL fsync budget of %v; most time in %s (%.0f%%)\n",
 				analysis.Ms(g.Total.P99), analysis.WALFsyncBudget, d.Name, 100*d.Share)
@@ -84,11 +84,11 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			// A group without a verdict (not WAL files) still has its
 			// numbers biased: say that instead of "verdict".
 			what := "verdict"
-			if g.Verdict != "ok" && g.Verdict != "over budget" {
+			if !g.Verdict.Judged() {
 				what = "numbers"
 			}
 			switch {
-			case g.VerdictHolds && g.Verdict == "ok":
+			case g.VerdictHolds && g.Verdict == analysis.VerdictOK:
 				fmt.Fprintf(bw, "  verdict holds though %s: even if each hid a call of %v or more, p99 would stay under the budget (%s)\n",
 					strings.TrimPrefix(g.Biased, "biased: "), analysis.WALFsyncBudget, hint)
 			case g.VerdictHolds:

@@ -112,7 +112,7 @@ type legendItem struct{ Name, Color string }
 
 // biasedText is the page's note on a group's holes (groupView.Biased).
 func biasedText(g *analysis.Group) string {
-	if g.Biased != "" && g.Verdict != "ok" && g.Verdict != "over budget" {
+	if g.Biased != "" && !g.Verdict.Judged() {
 		return "numbers " + g.Biased // no verdict to bias (as the table says)
 	}
 	if g.VerdictHolds {
@@ -249,7 +249,7 @@ func build(in Input) page {
 			Title: title,
 			Summary: fmt.Sprintf("%s; p50 %s ms, p99 %s ms, max %s ms; %.2f flushes per call%s",
 				plural(g.Total.Count, "call"), analysis.Ms(g.Total.P50), analysis.Ms(g.Total.P99), analysis.Ms(g.Total.Max), g.FlushesPerFsync, fuaPerCall(&g)),
-			Verdict: g.Verdict,
+			Verdict: string(g.Verdict),
 			Biased:  biasedText(&g),
 			Disk:    diskText(&g),
 			Other:   otherLine(g.OtherSplit),
@@ -259,7 +259,7 @@ func build(in Input) page {
 		}
 		p.Groups = append(p.Groups, gv)
 		row := overviewRow{ID: id, Title: title, Calls: plural(g.Total.Count, "call"), P50: analysis.Ms(g.Total.P50),
-			P99: analysis.Ms(g.Total.P99), Max: analysis.Ms(g.Total.Max), Verdict: g.Verdict}
+			P99: analysis.Ms(g.Total.P99), Max: analysis.Ms(g.Total.Max), Verdict: string(g.Verdict)}
 		if g.Disk != nil {
 			row.Disk = g.Disk.Kind
 		} else if g.DiskWhy != "" {

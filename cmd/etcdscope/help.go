@@ -142,7 +142,7 @@ func checkBudget(on bool, rep analysis.Report) error {
 	}
 	var over []string
 	for _, g := range rep.Groups {
-		if g.Verdict == "over budget" {
+		if g.Verdict == analysis.VerdictOverBudget {
 			dev := g.Key.DevName
 			if dev == "" {
 				dev = g.Key.Dev
