@@ -51,12 +51,13 @@ type Finding struct {
 	Next string `json:"next,omitempty"`
 	// The typed results of the newer topics, worded by the sinks
 	// (render.go, Worded): check_perf, endpoint_status,
-	// endpoint_health, disk_stalls. Summary and the rest stay empty
+	// endpoint_health, disk_stalls, cut_off. Summary and the rest stay empty
 	// here.
 	Perf   *PerfVerdict   `json:"perf,omitempty"`
 	Status *StatusVerdict `json:"status,omitempty"`
 	Health *HealthVerdict `json:"health,omitempty"`
 	Stalls *StallVerdict  `json:"stalls,omitempty"`
+	CutOff *CutOffVerdict `json:"cut_off,omitempty"`
 }
 
 // HistStats is one histogram's numbers over a window.

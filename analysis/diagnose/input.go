@@ -48,7 +48,7 @@ var ErrNoEvidence = errors.New("no evidence in it")
 
 var (
 	fioTextRe = regexp.MustCompile(`(?m)(^fio-\d|sync percentiles \((?:n|u|m)sec\)|fsync/fdatasync/sync_file_range:|clat percentiles \((?:n|u|m)sec\)|: \(groupid=\d+, jobs=\d+\)|99th percentile of fsync is \d+ ns|"fio version"\s*:|^fio: )`)
-	etcdLogRe = regexp.MustCompile(`(sync duration of|slow fdatasync|failed to send out heartbeat on time|took too long|elected leader|became leader at term|lost leader|etcdserver|rafthttp|raft\.node|"msg":)`)
+	etcdLogRe = regexp.MustCompile(`(sync duration of|slow fdatasync|failed to send out heartbeat on time|took too long|elected leader|became leader at term|lost leader|etcdserver|rafthttp|raft\.node|"msg":|candidate at term|health check for peer|on stream|the connection to peer)`)
 )
 
 // Detect tells what data is, by content: JSON objects by their keys (fio's

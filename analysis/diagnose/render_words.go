@@ -3,10 +3,11 @@ package diagnose
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // This file is the sinks' words for the typed findings (check perf,
-// endpoint status and health, disk stalls): the analysis returns their
+// endpoint status and health, disk stalls, a member cut off): the analysis returns their
 // numbers (PerfVerdict, StatusVerdict, HealthVerdict, StallVerdict) and
 // WriteTable and WriteJSON word them here, last.
 
@@ -23,6 +24,8 @@ func Worded(f Finding) Finding {
 		wordHealth(&f, *f.Health)
 	case f.Stalls != nil:
 		wordStalls(&f, *f.Stalls)
+	case f.CutOff != nil:
+		wordCutOff(&f, *f.CutOff)
 	}
 	return f
 }
@@ -280,4 +283,65 @@ func wordStalls(f *Finding, v StallVerdict) {
 		f.Meaning = "a backend commit that long holds the apply loop: applies, and the reads waiting for them, stall; heartbeats are not sent from it, so it costs latency, not leadership"
 	}
 	f.Next = fmt.Sprintf("sudo etcdscope fsync --comm etcd --duration 60s  # on %s: which kernel layer the slow syncs wait in", v.Node)
+}
+
+func wordCutOff(f *Finding, v CutOffVerdict) {
+	at := func(t time.Time) string { return stamp(t, v.HasTime && !t.IsZero(), v.ZoneKnown, v.YearKnown) }
+	var peers []string
+	for _, p := range v.Peers {
+		peers = append(peers, p.Peer)
+	}
+	round := "election round"
+	if v.PreVote {
+		round = "pre-vote election round"
+	}
+	since := ""
+	if v.HasTime {
+		since = " from " + at(v.From)
+	}
+	unreachable := "unreachable: " + strings.Join(peers, ", ")
+	switch {
+	case v.Campaigns > 0 && !v.LeaderAfter && len(v.Peers) == 0:
+		f.Summary = fmt.Sprintf("%s at term %s%s and no leader follows; no peer errors logged, so which peers do not answer this log does not say", plural(v.Campaigns, round), termSpan(v), since)
+	case v.Campaigns > 0 && !v.LeaderAfter:
+		f.Summary = fmt.Sprintf("cut off from its peers: %s at term %s%s and no leader follows; %s", plural(v.Campaigns, round), termSpan(v), since, unreachable)
+	case v.Campaigns > 0:
+		f.Summary = fmt.Sprintf("%s at term %s%s, then a leader", plural(v.Campaigns, round), termSpan(v), since)
+		if len(peers) > 0 {
+			f.Summary += "; " + unreachable
+		}
+	default:
+		f.Summary = "peers not answering" + since + ": " + strings.Join(peers, ", ")
+	}
+	for _, p := range v.Peers {
+		line := fmt.Sprintf("%s: %s", p.Peer, plural(p.Lines, "line"))
+		if v.HasTime && !p.From.IsZero() {
+			line += fmt.Sprintf(", %s to %s", at(p.From), at(p.To))
+		}
+		if len(p.Errors) > 0 {
+			line += ": " + strings.Join(p.Errors, "; ")
+		}
+		f.Evidence = append(f.Evidence, line)
+	}
+	if v.Campaigns > 0 && v.PreVote {
+		f.Evidence = append(f.Evidence, "pre-vote: the member asks before it raises the term, so an isolated member's term stays put; a term that rose anyway means real elections")
+	}
+	f.Uncertainty = "one member's log: whether the peers are down or only the path to them is cut, their logs or a probe from here tell; rounds before or after the excerpt are not counted"
+	if v.HasTime && !v.ZoneKnown {
+		f.Uncertainty += "; times without a zone are read as UTC"
+	}
+	f.Meaning = "without a leader nothing commits through this member: its clients time out; a member that campaigns on schedule has a running Raft loop, and its peers do not answer"
+	if v.SlowFsyncs == 0 {
+		f.Meaning += "; the disk is not the cause on this evidence (no slow fdatasync logged)"
+	} else {
+		f.Meaning += fmt.Sprintf("; the same log holds %s over 1 s: see that finding", plural(v.SlowFsyncs, "slow fdatasync"))
+	}
+	f.Next = "nc -vz <peer IP> 2380  # from this member, for each unreachable peer; then etcdctl endpoint status --cluster -w table from another member: do the others have a leader?"
+}
+
+func termSpan(v CutOffVerdict) string {
+	if v.FirstTerm == v.LastTerm {
+		return fmt.Sprint(v.LastTerm)
+	}
+	return fmt.Sprintf("%d to %d", v.FirstTerm, v.LastTerm)
 }

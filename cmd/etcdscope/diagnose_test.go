@@ -165,12 +165,19 @@ func TestDiagnosePartial(t *testing.T) {
 		{[]string{junk, perf, missing}, 0,
 			[]string{"etcdscope diagnose: " + junk + " not read: not etcd /metrics text", "etcdscope diagnose: " + missing + " not read: open " + missing},
 			[]string{"not read (left out of the findings below):", "[BAD] check_perf " + perf + ": check perf FAIL at load l"}},
+		// A zap log of Raft and prober lines only (apache/cloudstack#7537),
+		// refused before as not an etcd log.
+		{[]string{filepath.Join("..", "..", "analysis", "diagnose", "testdata", "cloudstack-7537-zap-prevote.log")}, 0, nil,
+			[]string{"cut off from its peers: 1 pre-vote election round at term 11"}},
 		{[]string{"--fail-over-budget", perf}, exitOverBudget,
 			[]string{"etcdscope diagnose: over budget: 1 bad finding(s): check_perf " + perf},
 			[]string{"1000 × etcdserver: request timed out"}},
 	} {
 		rc, stdout, stderr := diagnoseChild(t, c.args)
-		lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+		var lines []string
+		if stderr.Len() > 0 {
+			lines = strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+		}
 		if rc != c.rc || len(lines) != len(c.stderr) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d, %d line(s)", c.args, rc, stderr.String(), c.rc, len(c.stderr))
 			continue
