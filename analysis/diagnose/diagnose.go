@@ -309,7 +309,16 @@ func (ev *evidence) read(in Input, opt Options) (InputInfo, error) {
 			return info, err
 		}
 		ev.etcdctl = append(ev.etcdctl, e)
-		info.Note = fmt.Sprintf("%d check perf run(s), %d endpoint status row(s), %d endpoint health row(s)", len(e.Perf), len(e.Status), len(e.Health))
+		var parts []string
+		for _, p := range []struct {
+			n    int
+			what string
+		}{{len(e.Perf), "check perf run"}, {len(e.Status), "endpoint status row"}, {len(e.Health), "endpoint health row"}} {
+			if p.n > 0 {
+				parts = append(parts, plural(p.n, p.what))
+			}
+		}
+		info.Note = strings.Join(parts, ", ")
 	}
 	return info, nil
 }

@@ -345,3 +345,21 @@ func TestWordedField(t *testing.T) {
 		t.Errorf("table:\n%s", b.String())
 	}
 }
+
+// TestEndpointHealthJSON (constructed: no public `endpoint health -w json`
+// output was found): etcdctl's epHealth rows ("endpoint", "health",
+// "took", "error"), detected as etcdctl output and read like the others.
+func TestEndpointHealthJSON(t *testing.T) {
+	data := []byte(`[{"endpoint":"http://127.0.0.1:2379","health":true,"took":"1.5ms"},{"endpoint":"http://127.0.0.1:22379","health":false,"took":"5.001s","error":"context deadline exceeded"}]`)
+	if k, err := Detect(data); err != nil || k != KindEtcdctl {
+		t.Fatalf("detected %q (%v)", k, err)
+	}
+	rep, err := Diagnose([]Input{{Name: "constructed.json", Data: data}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := onlyFinding(t, rep, "endpoint_health")
+	if v := f.Health; len(v.Rows) != 2 || v.Unhealthy != 1 || v.MaxTook != 1500*time.Microsecond || v.Rows[1].Error != "context deadline exceeded" || f.Severity != Bad {
+		t.Errorf("%+v %s", f.Health, f.Severity)
+	}
+}

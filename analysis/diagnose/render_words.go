@@ -241,7 +241,7 @@ func wordHealth(f *Finding, v HealthVerdict) {
 	if v.MaxTook >= DefaultHeartbeat {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("a health read took %s, longer than etcd's %s heartbeat interval", fmtDur(v.MaxTook), DefaultHeartbeat))
 	}
-	f.Uncertainty = "\"took\" includes etcdctl's own connection setup (TLS handshake) to that endpoint"
+	f.Uncertainty = "what \"took\" times differs between etcdctl versions (with or without setting up the connection): compare the endpoints of one output with each other"
 	f.Meaning = "endpoint health is a linearizable read of the key \"health\" (despite its \"committed proposal\" words): the member asks the leader, who confirms its leadership with a quorum; no WAL write, so \"took\" says little about fsync; an unhealthy endpoint (context deadline exceeded) got no answer in time: no leader, no quorum, or the member is cut off from its peers"
 	f.Next = "etcdctl endpoint status --cluster -w table  # who leads, at which term and index"
 	if v.Unhealthy > 0 {
