@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -48,6 +49,15 @@ type Finding struct {
 	Meaning string `json:"meaning,omitempty"`
 	// Next: the command to run on the node to confirm or go further.
 	Next string `json:"next,omitempty"`
+	// The typed results of the newer topics, worded by the sinks
+	// (render.go, Worded): check_perf, endpoint_status,
+	// endpoint_health, disk_stalls, cut_off. Summary and the rest stay empty
+	// here.
+	Perf   *PerfVerdict   `json:"perf,omitempty"`
+	Status *StatusVerdict `json:"status,omitempty"`
+	Health *HealthVerdict `json:"health,omitempty"`
+	Stalls *StallVerdict  `json:"stalls,omitempty"`
+	CutOff *CutOffVerdict `json:"cut_off,omitempty"`
 }
 
 // HistStats is one histogram's numbers over a window.
@@ -132,6 +142,16 @@ type Report struct {
 	Peers    []PeerRow   `json:"peers,omitempty"`
 	Fio      []FioRun    `json:"fio,omitempty"`
 	Findings []Finding   `json:"findings"`
+	// Unread: the inputs that could not be read, and why; the others
+	// were diagnosed.
+	Unread []Unread `json:"unread,omitempty"`
+}
+
+// Unread is one input left out of the diagnosis.
+type Unread struct {
+	Name string `json:"name"`
+	// Err: why (its message names the fix).
+	Err string `json:"error"`
 }
 
 // InputInfo says how one input was read.
@@ -156,62 +176,43 @@ type Options struct {
 	OneMember bool
 }
 
-// Diagnose reads every input and returns the findings. An input whose
-// content is none of the kinds, or that its reader rejects, is an error
-// naming it.
+// Diagnose reads every input and returns the findings. An input that
+// could not be fetched (Input.Err), whose content is none of the kinds,
+// or that its reader rejects is listed in Report.Unread with why, and the
+// others are diagnosed; the error is returned only when no input could
+// be read (ErrNothingRead, wrapping the first input's error).
 func Diagnose(inputs []Input, opt Options) (Report, error) {
 	var rep Report
-	var scrapes []Scrape
-	var windows []MemberWindow
-	var logs []LogRead
+	var ev evidence
+	var firstErr error
 	for _, in := range inputs {
-		kind, err := Detect(in.Data)
+		info, err := ev.read(in, opt)
+		if err != nil && in.Err == nil && !errors.Is(err, ErrUnknownContent) && !errors.Is(err, ErrNoEvidence) {
+			// A reader refused part of a known kind: most often a paste
+			// cut short.
+			err = fmt.Errorf("%w (give the whole output it was cut from)", err)
+		}
 		if err != nil {
-			return rep, fmt.Errorf("%s: %w", in.Name, err)
+			rep.Unread = append(rep.Unread, Unread{Name: in.Name, Err: err.Error()})
+			if firstErr == nil {
+				firstErr = fmt.Errorf("%s: %w", in.Name, err)
+			}
+			continue
 		}
-		info := InputInfo{Name: in.Name, Kind: kind}
-		switch kind {
-		case KindMetrics:
-			sc, err := ReadMetrics(in)
-			if err != nil {
-				return rep, fmt.Errorf("%s: %w", in.Name, err)
-			}
-			scrapes = append(scrapes, sc...)
-			c := sc[0].Cleaned
-			info.Note = fmt.Sprintf("%d samples", c.Samples)
-			if c.Dropped > 0 {
-				info.Note += "; " + plural(c.Dropped, "non-metric line") + " dropped"
-			}
-			if len(c.Rejected) > 0 {
-				// Name the first: often a pasted shell command, not a sample.
-				info.Note += "; " + plural(len(c.Rejected), "line") + " the parser rejected, e.g. " + c.Rejected[0]
-			}
-		case KindPromJSON:
-			ws, err := ReadPromJSON(in, opt.Since, opt.Until)
-			if err != nil {
-				return rep, fmt.Errorf("%s: %w", in.Name, err)
-			}
-			windows = append(windows, ws...)
-			info.Note = fmt.Sprintf("%d instance(s)", len(ws))
-		case KindLog:
-			lr := ReadLog(in)
-			lr.Events = filterEvents(lr.Events, opt)
-			logs = append(logs, lr)
-			info.Note = fmt.Sprintf("%d lines, %d etcd events; %s", lr.Lines, len(lr.Events), formatList(lr.Formats))
-		case KindFioJSON, KindFioText:
-			var runs []FioRun
-			if kind == KindFioJSON {
-				runs, err = ReadFioJSON(in)
-			} else {
-				runs, err = ReadFioText(in)
-			}
-			if err != nil {
-				return rep, fmt.Errorf("%s: %w", in.Name, err)
-			}
-			rep.Fio = append(rep.Fio, runs...)
-		}
+		rep.Fio = append(rep.Fio, ev.fio...)
+		ev.fio = nil
 		rep.Inputs = append(rep.Inputs, info)
 	}
+	if len(rep.Inputs) == 0 {
+		if firstErr == nil {
+			return rep, ErrNothingRead
+		}
+		if len(rep.Unread) > 1 {
+			return rep, fmt.Errorf("%w (%d more inputs not read either)", firstErr, len(rep.Unread)-1)
+		}
+		return rep, firstErr
+	}
+	scrapes, windows, logs := ev.scrapes, ev.windows, ev.logs
 	var alike []string
 	if opt.OneMember && len(scrapes) > 0 {
 		w := window(scrapes)
@@ -237,7 +238,89 @@ func Diagnose(inputs []Input, opt Options) (Report, error) {
 	rep.peerFindings(windows, url)
 	rep.logFindings(logs)
 	rep.fioFindings()
+	rep.etcdctlFindings(ev.etcdctl)
 	return rep, nil
+}
+
+// ErrNothingRead: no input was given at all.
+var ErrNothingRead = errors.New("no input could be read")
+
+// evidence gathers what the inputs hold, by kind.
+type evidence struct {
+	scrapes []Scrape
+	windows []MemberWindow
+	logs    []LogRead
+	fio     []FioRun
+	etcdctl []EtcdctlRead
+}
+
+// read reads one input into ev, or says why it cannot.
+func (ev *evidence) read(in Input, opt Options) (InputInfo, error) {
+	if in.Err != nil {
+		return InputInfo{}, in.Err
+	}
+	kind, err := Detect(in.Data)
+	if err != nil {
+		return InputInfo{}, err
+	}
+	info := InputInfo{Name: in.Name, Kind: kind}
+	switch kind {
+	case KindMetrics:
+		sc, err := ReadMetrics(in)
+		if err != nil {
+			return info, err
+		}
+		ev.scrapes = append(ev.scrapes, sc...)
+		c := sc[0].Cleaned
+		info.Note = fmt.Sprintf("%d samples", c.Samples)
+		if c.Dropped > 0 {
+			info.Note += "; " + plural(c.Dropped, "non-metric line") + " dropped"
+		}
+		if len(c.Rejected) > 0 {
+			// Name the first: often a pasted shell command, not a sample.
+			info.Note += "; " + plural(len(c.Rejected), "line") + " the parser rejected, e.g. " + c.Rejected[0]
+		}
+	case KindPromJSON:
+		ws, err := ReadPromJSON(in, opt.Since, opt.Until)
+		if err != nil {
+			return info, err
+		}
+		ev.windows = append(ev.windows, ws...)
+		info.Note = fmt.Sprintf("%d instance(s)", len(ws))
+	case KindLog:
+		lr := ReadLog(in)
+		lr.Events = filterEvents(lr.Events, opt)
+		ev.logs = append(ev.logs, lr)
+		info.Note = fmt.Sprintf("%d lines, %d etcd events; %s", lr.Lines, len(lr.Events), formatList(lr.Formats))
+	case KindFioJSON, KindFioText:
+		var runs []FioRun
+		if kind == KindFioJSON {
+			runs, err = ReadFioJSON(in)
+		} else {
+			runs, err = ReadFioText(in)
+		}
+		if err != nil {
+			return info, err
+		}
+		ev.fio = runs
+	case KindEtcdctl:
+		e, err := ReadEtcdctl(in)
+		if err != nil {
+			return info, err
+		}
+		ev.etcdctl = append(ev.etcdctl, e)
+		var parts []string
+		for _, p := range []struct {
+			n    int
+			what string
+		}{{len(e.Perf), "check perf run"}, {len(e.Status), "endpoint status row"}, {len(e.Health), "endpoint health row"}} {
+			if p.n > 0 {
+				parts = append(parts, plural(p.n, p.what))
+			}
+		}
+		info.Note = strings.Join(parts, ", ")
+	}
+	return info, nil
 }
 
 // formatList names the log formats recognised, with the lines of each
@@ -381,6 +464,9 @@ func (r *Report) diskFindings(ws []MemberWindow, url string) {
 				f.Uncertainty = strings.TrimPrefix(f.Uncertainty+"; a counter fell between the scrapes (etcd restarted): the later scrape is taken whole", "; ")
 			}
 			r.Findings = append(r.Findings, f)
+			if st := stallFinding(w, d.topic, d.s, f.Severity); st != nil {
+				r.Findings = append(r.Findings, *st)
+			}
 		}
 	}
 	// Which member is slow: one whose p99 is surely above the budget and

@@ -2,7 +2,8 @@
 // cluster — /metrics text (one scrape, two scrapes of a member, scrapes of
 // several members), Prometheus HTTP API JSON, etcd server logs (capnslog
 // text, zap JSON or console, behind syslog/journald/CRI prefixes), fio
-// output (JSON and the human text) — and turns it into findings about
+// output (JSON and the human text), etcdctl's check perf, endpoint status
+// and endpoint health — and turns it into findings about
 // commit latency: WAL fsync and backend commit against etcd's budgets and
 // which member is slow, peer RTT per peer (with the two probers' two humps
 // where etcd's doubling buckets can show them), heartbeat gaps matched to

@@ -304,6 +304,9 @@ func (r *Report) logFindings(logs []LogRead) {
 				Meaning:     meaning,
 				Next:        "etcdctl check perf, and compare with etcd_disk_backend_commit_duration_seconds (p99 budget 25 ms)"})
 		}
+		if c := cutOffFinding(lr.Source, lr.Events); c != nil {
+			r.Findings = append(r.Findings, *c)
+		}
 		if len(leader) > 0 {
 			terms := map[int]bool{}
 			for _, e := range leader {

@@ -8,7 +8,8 @@ import (
 )
 
 // FuzzDiagnose feeds pasted evidence (what `etcdscope diagnose` reads:
-// /metrics text, Prometheus API JSON, etcd logs, fio output) through
+// /metrics text, Prometheus API JSON, etcd logs, fio output, etcdctl
+// output) through
 // Diagnose and both renderers: no panic on any input. Seeds: the field
 // inputs in testdata.
 func FuzzDiagnose(f *testing.F) {

@@ -21,6 +21,7 @@ const (
 	KindLog      Kind = "log"        // etcd server log, text or zap JSON
 	KindFioJSON  Kind = "fio-json"   // fio --output-format=json
 	KindFioText  Kind = "fio-text"   // fio's human output
+	KindEtcdctl  Kind = "etcdctl"    // etcdctl check perf, endpoint status, endpoint health
 )
 
 // Input is one piece of evidence: its name (file name or URL, used to name
@@ -30,11 +31,14 @@ type Input struct {
 	Data []byte
 	// At: when the content was fetched (a polled URL); zero for files.
 	At time.Time
+	// Err: why the caller could not fetch it (a missing file, an
+	// unreachable URL); Diagnose lists it as unread and goes on.
+	Err error
 }
 
 // ErrUnknownContent is returned (wrapped) by Detect for content that is
 // none of the kinds.
-var ErrUnknownContent = errors.New("not etcd /metrics text, Prometheus API JSON, an etcd log or fio output: give one of those")
+var ErrUnknownContent = errors.New("not etcd /metrics text, Prometheus API JSON, an etcd log, fio output or etcdctl output (check perf, endpoint status, endpoint health): give one of those")
 
 // ErrNoEvidence is returned (wrapped) for a whole input of a known kind
 // that holds nothing to read: a Prometheus answer with status "error", or
@@ -44,7 +48,7 @@ var ErrNoEvidence = errors.New("no evidence in it")
 
 var (
 	fioTextRe = regexp.MustCompile(`(?m)(^fio-\d|sync percentiles \((?:n|u|m)sec\)|fsync/fdatasync/sync_file_range:|clat percentiles \((?:n|u|m)sec\)|: \(groupid=\d+, jobs=\d+\)|99th percentile of fsync is \d+ ns|"fio version"\s*:|^fio: )`)
-	etcdLogRe = regexp.MustCompile(`(sync duration of|slow fdatasync|failed to send out heartbeat on time|took too long|elected leader|became leader at term|lost leader|etcdserver|rafthttp|raft\.node|"msg":)`)
+	etcdLogRe = regexp.MustCompile(`(sync duration of|slow fdatasync|failed to send out heartbeat on time|took too long|elected leader|became leader at term|lost leader|etcdserver|rafthttp|raft\.node|"msg":|candidate at term|health check for peer|on stream|the connection to peer)`)
 )
 
 // Detect tells what data is, by content: JSON objects by their keys (fio's
@@ -54,6 +58,9 @@ func Detect(data []byte) (Kind, error) {
 	t := bytes.TrimSpace(data)
 	if len(t) == 0 {
 		return "", fmt.Errorf("empty: %w", ErrUnknownContent)
+	}
+	if jsonArrayRe.Match(t) && etcdctlJSON(t) {
+		return KindEtcdctl, nil
 	}
 	if i := bytes.IndexByte(t, '{'); i >= 0 && i < 4096 {
 		var probe struct {
@@ -88,8 +95,28 @@ func Detect(data []byte) (Kind, error) {
 		return KindFioText, nil
 	case etcdmetric.LooksLikeMetrics(head):
 		return KindMetrics, nil
+	case looksLikeEtcdctl(head):
+		// Before the log: a paste of etcdctl output often holds
+		// etcdctl's own zap warnings ("retrying of unary invoker").
+		return KindEtcdctl, nil
 	case etcdLogRe.Match(head) && len(ReadLog(Input{Data: head}).Events) > 0:
 		return KindLog, nil
 	}
 	return "", ErrUnknownContent
+}
+
+// etcdctlJSON: a JSON array whose first object is an `endpoint status`
+// row ("Endpoint" and "Status") or an `endpoint health` row ("endpoint"
+// and "health").
+func etcdctlJSON(t []byte) bool {
+	var rows []map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(t))
+	if dec.Decode(&rows) != nil || len(rows) == 0 {
+		return false
+	}
+	_, ep := rows[0]["Endpoint"]
+	_, st := rows[0]["Status"]
+	_, ep2 := rows[0]["endpoint"]
+	_, h := rows[0]["health"]
+	return (ep && st) || (ep2 && h)
 }

@@ -22,6 +22,8 @@ const (
 	EvRequestSlow   EventKind = "request_slow"   // "... took too long (X) to execute" (3.3)
 	EvLeader        EventKind = "leader_change"  // became/elected/lost/changed leader ... at term N
 	EvConfig        EventKind = "config"         // heartbeat/election settings printed at start
+	EvCampaign      EventKind = "campaign"       // "became pre-candidate at term N" / "became candidate at term N"
+	EvPeerDown      EventKind = "peer_down"      // the prober or a stream to a peer failed; To is the peer
 )
 
 // LogEvent is one etcd log line the diagnosis understood.
@@ -47,8 +49,12 @@ type LogEvent struct {
 	To       string        `json:"to,omitempty"`
 	// Config: Election (--election-timeout).
 	Election time.Duration `json:"election_timeout_ns,omitempty"`
-	Term     int           `json:"term,omitempty"`
-	Text     string        `json:"text"`
+	// Campaign: PreVote (a pre-candidate round: the term does not rise
+	// until a quorum answers). Peer down: Error (why, as logged).
+	PreVote bool   `json:"pre_vote,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Term    int    `json:"term,omitempty"`
+	Text    string `json:"text"`
 }
 
 // Gap is the time between two heartbeats to one follower that the line
@@ -86,6 +92,11 @@ var (
 	requestRe  = regexp.MustCompile(`took too long \(([0-9.hmsµu]+)\) to execute`)
 	leaderRe   = regexp.MustCompile(`(became leader at term|elected leader \w+ at term|lost leader \w+ at term|changed leader from \w+ to \w+ at term) (\d+)`)
 	cfgHbRe    = regexp.MustCompile(`\bheartbeat = (\d+)ms`)
+	campaignRe = regexp.MustCompile(`became (pre-)?candidate at term (\d+)`)
+	// A peer that does not answer, as capnslog (3.0-3.4) and etcd 2
+	// wrote it: the prober's health check, a stream dial or read, a lost
+	// stream, an inactive peer. zap writes the same with remote-peer-id.
+	peerDownRe = regexp.MustCompile(`(?:health check for peer ([0-9a-f]+) could not connect: (.*?)(?: \(prober "\w+"\))?$|failed to (?:dial|read) ([0-9a-f]+) on stream [^(]*\((.*)\)$|lost the TCP streaming connection with peer ([0-9a-f]+)|the connection to peer ([0-9a-f]+) is unhealthy|peer ([0-9a-f]+) became inactive)`)
 	cfgElRe    = regexp.MustCompile(`\belection = (\d+)ms`)
 )
 
@@ -244,6 +255,21 @@ func parseLogLine(line string) (LogEvent, string, bool) {
 		m := leaderRe.FindStringSubmatch(msg)
 		ev.Kind = EvLeader
 		ev.Term, _ = strconv.Atoi(m[2])
+	case campaignRe.MatchString(msg):
+		m := campaignRe.FindStringSubmatch(msg)
+		ev.Kind, ev.PreVote = EvCampaign, m[1] != ""
+		ev.Term, _ = strconv.Atoi(m[2])
+	case fields != nil && str("remote-peer-id")+str("peer-id") != "" && (msg == "prober detected unhealthy status" || msg == "lost TCP streaming connection with remote peer" || strings.HasPrefix(msg, "peer became inactive") || msg == "failed to dial remote peer"):
+		ev.Kind, ev.To, ev.Error = EvPeerDown, str("remote-peer-id")+str("peer-id"), str("error")
+	case peerDownRe.MatchString(msg):
+		m := peerDownRe.FindStringSubmatch(msg)
+		ev.Kind = EvPeerDown
+		for _, i := range []int{1, 3, 5, 6, 7} {
+			if m[i] != "" {
+				ev.To = m[i]
+			}
+		}
+		ev.Error = m[2] + m[4]
 	case cfgHbRe.MatchString(msg) || cfgElRe.MatchString(msg):
 		ev.Kind = EvConfig
 		if m := cfgHbRe.FindStringSubmatch(msg); m != nil {

@@ -15,6 +15,7 @@ import (
 
 // WriteJSON writes the report as one indented JSON object.
 func WriteJSON(w io.Writer, r Report) error {
+	r.Findings = worded(r.Findings)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
@@ -91,9 +92,16 @@ func WriteTable(w io.Writer, r Report) error {
 			fmt.Fprintf(&b, "  %-*s  %-13s p50 %-10s p99 %-10s p99.9 %-10s max %s\n", width, trunc(name(f), width), syncs, q(50), q(99), q(99.9), max)
 		}
 	}
+	if len(r.Unread) > 0 {
+		b.WriteString("\nnot read (left out of the findings below):\n")
+		for _, u := range r.Unread {
+			fmt.Fprintf(&b, "  %s: %s\n", u.Name, u.Err)
+		}
+	}
 	b.WriteString("\nfindings:\n")
+	findings := worded(r.Findings)
 	for _, sev := range []Severity{Bad, Warn, Unknown, OK} {
-		for _, f := range r.Findings {
+		for _, f := range findings {
 			if f.Severity != sev {
 				continue
 			}
@@ -114,6 +122,15 @@ func WriteTable(w io.Writer, r Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// worded: a copy of fs with every typed finding worded.
+func worded(fs []Finding) []Finding {
+	out := make([]Finding, len(fs))
+	for i, f := range fs {
+		out[i] = Worded(f)
+	}
+	return out
 }
 
 // absent: no series behind h at all (Stats of nil), as opposed to a

@@ -19,7 +19,7 @@ import (
 
 func init() {
 	subcommands["diagnose"] = subcommand{
-		summary: "a verdict from evidence you already have: etcd /metrics (files or a URL), Prometheus API JSON, etcd logs, fio output",
+		summary: "a verdict from evidence you already have: etcd /metrics (files or a URL), Prometheus API JSON, etcd logs, fio output, etcdctl output",
 		run:     runDiagnose,
 	}
 }
@@ -83,36 +83,22 @@ func runDiagnose(args []string) error {
 			}
 		case a == "-":
 			b, err := readCapped(os.Stdin)
-			if err != nil {
-				return usagef("stdin: %v", err)
-			}
-			inputs = append(inputs, diagnose.Input{Name: "stdin", Data: b})
+			inputs = append(inputs, diagnose.Input{Name: "stdin", Data: b, Err: err})
 		default:
-			f, err := os.Open(a)
-			if err != nil {
-				return usagef("%v: give a readable file", err)
-			}
-			b, err := readCapped(f)
-			f.Close()
-			if err != nil {
-				return usagef("%s: %v", a, err)
-			}
-			inputs = append(inputs, diagnose.Input{Name: a, Data: b})
+			inputs = append(inputs, readInput(a))
 		}
 	}
 	if len(urls) > 0 {
-		polled, err := pollURLs(urls, *window, *timeout)
-		if err != nil {
-			return err
-		}
-		inputs = append(inputs, polled...)
+		inputs = append(inputs, pollURLs(urls, *window, *timeout)...)
 	}
+	// An input that cannot be read is listed in the report; only when
+	// none can is the run a usage error.
 	rep, err := diagnose.Diagnose(inputs, opt)
-	if errors.Is(err, diagnose.ErrUnknownContent) || errors.Is(err, diagnose.ErrNoEvidence) {
+	if err != nil {
 		return usagef("%v", err)
 	}
-	if err != nil {
-		return usagef("%v (give the whole output it was cut from)", err)
+	for _, u := range rep.Unread {
+		fmt.Fprintf(os.Stderr, "etcdscope diagnose: %s not read: %s\n", u.Name, u.Err)
 	}
 	if *output == "json" {
 		err = diagnose.WriteJSON(os.Stdout, rep)
@@ -152,25 +138,52 @@ func readCapped(r io.Reader) ([]byte, error) {
 	return b, nil
 }
 
-// pollURLs scrapes every URL now and once more after window; an
-// unreachable URL or a non-200 answer is a usage error.
-func pollURLs(urls []string, window, timeout time.Duration) ([]diagnose.Input, error) {
+// readInput reads one file argument; a file that cannot be read is an
+// input with its error, for the report to list.
+func readInput(name string) diagnose.Input {
+	f, err := os.Open(name)
+	if err != nil {
+		return diagnose.Input{Name: name, Err: fmt.Errorf("%w: give a readable file", err)}
+	}
+	defer f.Close()
+	b, err := readCapped(f)
+	return diagnose.Input{Name: name, Data: b, Err: err}
+}
+
+// pollURLs scrapes every URL now and once more after window; a URL
+// unreachable or answering other than 200 at the first scrape is an input
+// with its error (and is not scraped again); one failing the second keeps
+// its first scrape.
+func pollURLs(urls []string, window, timeout time.Duration) []diagnose.Input {
 	cl := &http.Client{Timeout: timeout}
 	var out []diagnose.Input
+	failed := map[string]bool{}
 	for round := 0; round < 2; round++ {
 		if round == 1 {
+			if len(failed) == len(urls) {
+				break
+			}
 			fmt.Fprintf(os.Stderr, "etcdscope diagnose: waiting %s for the second scrape\n", window)
 			time.Sleep(window)
 		}
 		for _, u := range urls {
+			if failed[u] {
+				continue
+			}
 			b, err := fetch(cl, u, timeout)
 			if err != nil {
-				return nil, usagef("%s: %v (is it etcd's /metrics, e.g. http://127.0.0.1:2381/metrics, reachable from here?)", u, err)
+				failed[u] = true
+				err = fmt.Errorf("%w (is it etcd's /metrics, e.g. http://127.0.0.1:2381/metrics, reachable from here?)", err)
+				if round == 1 {
+					err = fmt.Errorf("second scrape: %w; the first is diagnosed alone", err)
+				}
+				out = append(out, diagnose.Input{Name: u, Err: err})
+				continue
 			}
 			out = append(out, diagnose.Input{Name: u, Data: b, At: time.Now()})
 		}
 	}
-	return out, nil
+	return out
 }
 
 func fetch(cl *http.Client, u string, timeout time.Duration) ([]byte, error) {

@@ -99,8 +99,26 @@ etcd_disk_wal_fsync_duration_seconds_count ` + c + "\n"))
 	}
 }
 
-// TestDiagnoseFailOverBudget: with --fail-over-budget, a bad finding (a
-// node's /metrics from etcd #12405, WAL fsync p99 in 16-32 ms) exits 3
+// diagnoseChild runs etcdscope diagnose with args in a child process
+// (TestDiagnoseChild) and returns its exit code, stdout and stderr.
+func diagnoseChild(t *testing.T, args []string) (rc int, stdout, stderr *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=TestDiagnoseChild")
+	cmd.Env = append(os.Environ(), "DIAGNOSE_CHILD=1", "DIAGNOSE_ARGS="+strings.Join(args, "\x1f"))
+	stdout, stderr = &strings.Builder{}, &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), stdout, stderr
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0, stdout, stderr
+}
+
+// TestDiagnoseFailOverBudget: with --fail-over-budget, bad findings (a
+// node's /metrics from etcd #12405, WAL fsync p99 in 16-32 ms, and one
+// fsync over the 1 s election timeout) exit 3
 // after the report and names the finding on stderr; without the flag it
 // exits 0; a good fio run (p99 260µs) exits 0 with the flag.
 func TestDiagnoseFailOverBudget(t *testing.T) {
@@ -111,26 +129,68 @@ func TestDiagnoseFailOverBudget(t *testing.T) {
 		rc     int
 		stderr string
 	}{
-		{[]string{"--fail-over-budget", bad}, exitOverBudget, "etcdscope diagnose: over budget: 1 bad finding(s): wal_fsync "},
+		{[]string{"--fail-over-budget", bad}, exitOverBudget, "etcdscope diagnose: over budget: 2 bad finding(s): wal_fsync ../../analysis/diagnose/testdata/etcd-12405-node.prom; disk_stalls "},
 		{[]string{bad}, 0, ""},
 		{[]string{"--fail-over-budget", good}, 0, ""},
 	} {
-		cmd := exec.Command(os.Args[0], "-test.run=TestDiagnoseChild")
-		cmd.Env = append(os.Environ(), "DIAGNOSE_CHILD=1", "DIAGNOSE_ARGS="+strings.Join(c.args, "\x1f"))
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		rc := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			rc = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
+		rc, stdout, stderr := diagnoseChild(t, c.args)
 		if rc != c.rc || !strings.HasPrefix(stderr.String(), c.stderr) || (c.stderr == "" && stderr.Len() > 0) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d, stderr %q", c.args, rc, stderr.String(), c.rc, c.stderr)
 		}
 		if !strings.Contains(stdout.String(), "findings:") {
 			t.Errorf("%v: no report printed before the exit code:\n%s", c.args, stdout.String())
+		}
+	}
+}
+
+// TestDiagnosePartial: one input that cannot be read (a missing file,
+// junk) no longer stops the run: the readable ones are diagnosed, each
+// unread one named on stderr and in the report, exit 0; etcdctl's check
+// perf output (etcd #10609: 1000 puts timed out) is read, and is bad for
+// --fail-over-budget.
+func TestDiagnosePartial(t *testing.T) {
+	dir := t.TempDir()
+	junk := filepath.Join(dir, "junk.txt")
+	if err := os.WriteFile(junk, []byte("hello, this is not evidence\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	perf := filepath.Join("..", "..", "analysis", "diagnose", "testdata", "etcd-10609-check-perf-l.txt")
+	missing := filepath.Join(dir, "missing.prom")
+	for _, c := range []struct {
+		args   []string
+		rc     int
+		stderr []string // one line each, in order
+		stdout []string
+	}{
+		{[]string{junk, perf, missing}, 0,
+			[]string{"etcdscope diagnose: " + junk + " not read: not etcd /metrics text", "etcdscope diagnose: " + missing + " not read: open " + missing},
+			[]string{"not read (left out of the findings below):", "[BAD] check_perf " + perf + ": check perf FAIL at load l"}},
+		// A zap log of Raft and prober lines only (apache/cloudstack#7537),
+		// refused before as not an etcd log.
+		{[]string{filepath.Join("..", "..", "analysis", "diagnose", "testdata", "cloudstack-7537-zap-prevote.log")}, 0, nil,
+			[]string{"cut off from its peers: 1 pre-vote election round at term 11"}},
+		{[]string{"--fail-over-budget", perf}, exitOverBudget,
+			[]string{"etcdscope diagnose: over budget: 1 bad finding(s): check_perf " + perf},
+			[]string{"1000 × etcdserver: request timed out"}},
+	} {
+		rc, stdout, stderr := diagnoseChild(t, c.args)
+		var lines []string
+		if stderr.Len() > 0 {
+			lines = strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+		}
+		if rc != c.rc || len(lines) != len(c.stderr) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d, %d line(s)", c.args, rc, stderr.String(), c.rc, len(c.stderr))
+			continue
+		}
+		for i, want := range c.stderr {
+			if !strings.HasPrefix(lines[i], want) {
+				t.Errorf("%v: stderr line %q, want prefix %q", c.args, lines[i], want)
+			}
+		}
+		for _, want := range c.stdout {
+			if !strings.Contains(stdout.String(), want) {
+				t.Errorf("%v: no %q in:\n%s", c.args, want, stdout.String())
+			}
 		}
 	}
 }

@@ -156,6 +156,8 @@ func kindName(k diagnose.Kind) string {
 		return "an etcd log"
 	case diagnose.KindFioJSON, diagnose.KindFioText:
 		return "fio's output"
+	case diagnose.KindEtcdctl:
+		return "etcdctl's output"
 	}
 	return string(k)
 }

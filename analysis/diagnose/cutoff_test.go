@@ -1,0 +1,65 @@
+package diagnose
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestCutOffField: logs of a member cut off from its peers, from public
+// reports (testdata/README.md), which were refused as "not an etcd log"
+// when they held no disk or heartbeat line: its election rounds
+// ("became (pre-)candidate"), whether a leader follows, and each peer it
+// could not reach with the error logged, counted by hand.
+func TestCutOffField(t *testing.T) {
+	cases := []struct {
+		file        string
+		campaigns   int
+		preVote     bool
+		first, last int
+		peers       string // peer:lines, comma-joined
+		firstErr    string
+		sev         Severity
+	}{
+		{"cloudstack-7537-zap-prevote.log", 1, true, 11, 11, "f560bc2b67e4cfa4:1", "dial tcp 10.1.1.183:2380: i/o timeout", Bad},
+		{"apisix-11674-zap-prevote.log", 1, true, 63, 63, "", "", Bad},
+		{"skuba-1327-candidate.log", 3, false, 773, 775, "69736148f60bba7e:1", "dial tcp 10.164.95.139:2380: connect: connection refused", Bad},
+		{"etcd-10721-syslog-candidate.log", 2, false, 239, 240, "d3a39059afc42461:2", "dial tcp 172.16.137.102:2380: i/o timeout", Bad},
+		// no campaign of its own in the excerpt: two peers unreachable
+		// (one "is unhealthy" line and two stream dials each).
+		{"etcd-3639-etcd2-dial-timeout.log", 0, false, 0, 0, "255894dccb1821a7:3,420c9b9a89d8b23d:3", "dial tcp 192.168.33.12:2380: i/o timeout", Warn},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			f := onlyFinding(t, readField(t, c.file, KindLog), "cut_off")
+			v := f.CutOff
+			var peers []string
+			firstErr := ""
+			for _, p := range v.Peers {
+				peers = append(peers, fmt.Sprintf("%s:%d", p.Peer, p.Lines))
+				if firstErr == "" && len(p.Errors) > 0 {
+					firstErr = p.Errors[0]
+				}
+			}
+			if v.Campaigns != c.campaigns || v.PreVote != c.preVote || v.FirstTerm != c.first || v.LastTerm != c.last ||
+				strings.Join(peers, ",") != c.peers || firstErr != c.firstErr || v.LeaderAfter || v.SlowFsyncs != 0 || f.Severity != c.sev {
+				t.Errorf("got %+v, %s; want %+v", v, f.Severity, c)
+			}
+			if w := Worded(f); !strings.Contains(w.Meaning, "the disk is not the cause on this evidence") {
+				t.Errorf("meaning %q", w.Meaning)
+			}
+		})
+	}
+	// Constructed: rounds that end with a leader are a warning, not a
+	// member cut off.
+	in := Input{Name: "constructed", Data: []byte(`{"level":"info","ts":"2024-01-01T00:00:00Z","msg":"a became pre-candidate at term 5"}
+{"level":"info","ts":"2024-01-01T00:00:01Z","msg":"raft.node: a elected leader b at term 6"}
+`)}
+	rep, err := Diagnose([]Input{in}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := onlyFinding(t, rep, "cut_off"); f.Severity != Warn || !f.CutOff.LeaderAfter || !strings.Contains(Worded(f).Summary, "then a leader") {
+		t.Errorf("%+v", f)
+	}
+}

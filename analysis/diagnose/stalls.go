@@ -1,0 +1,100 @@
+package diagnose
+
+import (
+	"math"
+	"time"
+
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+)
+
+// StallCount is how many observations of a histogram lie above a
+// threshold, read from its buckets: those above Bound, the first bucket
+// bound at or over the threshold (observations between the threshold and
+// Bound share a bucket with faster ones and are not counted).
+type StallCount struct {
+	Threshold time.Duration `json:"threshold_ns"`
+	Bound     float64       `json:"bound_seconds"`
+	Count     float64       `json:"count"`
+	// AtLeast: the total is unknown (no _count or +Inf line): Count is
+	// a lower bound, from the highest finite bucket.
+	AtLeast bool `json:"at_least,omitempty"`
+}
+
+// StallVerdict: a disk histogram's observations slower than etcd's
+// heartbeat interval, half its election timeout and the whole election
+// timeout (etcd's defaults, 100 ms and 1 s), whatever its p99 says. A
+// WAL fsync that long on the leader holds its Raft loop: no heartbeat
+// goes out for that long.
+type StallVerdict struct {
+	Member string `json:"member"`
+	// Node: where the next command runs (MemberWindow.node).
+	Node      string `json:"node"`
+	Histogram string `json:"histogram"` // wal_fsync or backend_commit
+	Window    string `json:"window"`
+	// Observations: the histogram's total (0 when unknown).
+	Observations float64 `json:"observations"`
+	// P99Severity: the same histogram's p99 verdict, for the contrast.
+	P99Severity      Severity      `json:"p99_severity"`
+	OverHeartbeat    StallCount    `json:"over_heartbeat"`
+	OverHalfElection *StallCount   `json:"over_half_election,omitempty"`
+	OverElection     *StallCount   `json:"over_election,omitempty"`
+	Heartbeat        time.Duration `json:"heartbeat_ns"`
+	Election         time.Duration `json:"election_ns"`
+}
+
+// countOver counts the observations above the first bucket bound at or
+// over threshold; ok is false when the ladder shown has no such bound.
+func countOver(s *etcdmetric.Series, threshold time.Duration) (StallCount, bool) {
+	c := StallCount{Threshold: threshold}
+	total, known := s.Count, s.HasCount
+	highest := 0.0
+	for _, b := range s.Buckets {
+		if math.IsInf(b.UpperBound, 1) {
+			if !known {
+				total, known = b.Count, true
+			}
+			continue
+		}
+		highest = b.Count
+	}
+	if !known {
+		total, c.AtLeast = highest, true
+	}
+	for _, b := range s.Buckets {
+		if !math.IsInf(b.UpperBound, 1) && b.UpperBound >= threshold.Seconds()*(1-1e-9) {
+			c.Bound, c.Count = b.UpperBound, math.Max(0, total-b.Count)
+			return c, true
+		}
+	}
+	return c, false
+}
+
+// stallFinding: a finding when some observations of s took longer than
+// the heartbeat interval; nil when none did or the ladder cannot say.
+func stallFinding(w MemberWindow, topic string, s *etcdmetric.Series, p99 Severity) *Finding {
+	if s == nil {
+		return nil
+	}
+	hb, ok := countOver(s, DefaultHeartbeat)
+	if !ok || hb.Count <= 0 {
+		return nil
+	}
+	v := StallVerdict{Member: w.Member, Node: w.node(), Histogram: topic, Window: w.Window, P99Severity: p99,
+		OverHeartbeat: hb, Heartbeat: DefaultHeartbeat, Election: DefaultElection}
+	if s.HasCount {
+		v.Observations = s.Count
+	}
+	if c, ok := countOver(s, DefaultElection/2); ok && c.Count > 0 {
+		v.OverHalfElection = &c
+	}
+	if c, ok := countOver(s, DefaultElection); ok && c.Count > 0 {
+		v.OverElection = &c
+	}
+	sev := Warn
+	if topic == "wal_fsync" && v.OverElection != nil {
+		// A WAL fsync past the election timeout on the leader is an
+		// election.
+		sev = Bad
+	}
+	return &Finding{Topic: "disk_stalls", Subject: w.Member, Severity: sev, Stalls: &v}
+}
