@@ -222,11 +222,22 @@ func query(t *testing.T, base, q string) []promResult {
 // checks both where both exist.
 func prometheusBinaries(t *testing.T) []string {
 	t.Helper()
-	bins := []string{testenv.LookPath(t, "prometheus", "prometheus")}
-	if _, err := os.Stat(builtPrometheus); err == nil {
-		bins = append(bins, builtPrometheus)
+	return []string{testenv.LookPath(t, "prometheus", "prometheus"), builtPrometheus}
+}
+
+// skipUnbuilt skips a subtest of the built 3.x when `make prometheus` has
+// not run: a skip that says so, never a subtest quietly absent. The build
+// (~15 min on 2 cores with empty caches) would take the README's test
+// command past its 30 minutes on a fresh machine, so it is a target of its
+// own (docs/testing.md); Debian's 2.42 runs in every CI run.
+func skipUnbuilt(t *testing.T, bin string) {
+	t.Helper()
+	if bin != builtPrometheus {
+		return
 	}
-	return bins
+	if _, err := os.Stat(bin); err != nil {
+		t.Skip("SKIPPED: no Prometheus 3.x at bin/prometheus (make prometheus, then go test ./deploy): checked on Debian's 2.42 only")
+	}
 }
 
 // builtPrometheus is where `make prometheus` installs its Prometheus 3.
@@ -393,6 +404,7 @@ func TestDashboardAndRulesBothHistogramModes(t *testing.T) {
 					name = "built-3.x"
 				}
 				t.Run(name+"/"+mode, func(t *testing.T) {
+					skipUnbuilt(t, bin)
 					t.Parallel()
 					testMode(t, bin, mode, nodes, d, rf, srtts)
 				})
