@@ -78,6 +78,12 @@ var badInputs = []badInput{
 	{args: []string{"fsync", "--ready-file", "$D/missing/ready"}, fix: "create it or give another path"},
 	{args: []string{"fsync", "--ready-file", "$D/open/ready"}, fix: "give a directory only its owner can change"},
 	{args: []string{"fsync", "--ready-file", "$D/sticky/planted/ready"}, fix: "give the real path instead", rootOnly: true},
+	// Issue 25: a device node, a FIFO or a link to a pipe at a file flag's
+	// path was replaced by a regular file (/dev/null became 6.3 MB).
+	{args: []string{"fsync", "--duration", "1s", "--capture", "$D/null"}, fix: "not a regular file: give the path of a regular file", rootOnly: true},
+	{args: []string{"fsync", "--duration", "1s", "--capture", "$D/stdout"}, fix: "not a regular file: give the path of a regular file"},
+	{args: []string{"fsync", "--duration", "1s", "--ready-file", "$D/null"}, fix: "not a regular file: give the path of a regular file", rootOnly: true},
+	{args: []string{"fsync", "--duration", "1s", "--ready-file", "$D/fifo"}, fix: "not a regular file: give the path of a regular file"},
 	{args: []string{"fsync", "--workload", "wal", "--dir", "$D/missing"}, fix: "is not an existing directory"},
 	{args: []string{"fsync", "--workload", "wal", "--dir", "$D/open"}, fix: "give a directory only its owner can change"},
 	{args: []string{"fsync", "--workload", "wal", "--dir", "$D/sticky/planted"}, fix: "give the real path instead", rootOnly: true},
@@ -94,6 +100,7 @@ var badInputs = []badInput{
 	{args: []string{"commit", "--comm", "no-such-etcd", "--output", "xml"}, fix: "use table or json"},
 	{args: []string{"commit", "--comm", "no-such-etcd", "--cert", "c.pem"}, fix: "--cert and --key go together"},
 	{args: []string{"commit", "--comm", "no-such-etcd", "--ready-file", "$D/missing/r"}, fix: "create it or give another path"},
+	{args: []string{"commit", "--comm", "no-such-etcd", "--ready-file", "$D/fifo"}, fix: "not a regular file: give the path of a regular file"},
 	{args: []string{"commit", "--comm", "etcd", "--pid", "1"}, fix: "give --pid or --comm, not both"},
 	{args: []string{"fsync", "--comm", "etcd", "--pid", "1"}, fix: "give --pid or --comm, not both"},
 	{args: []string{"commit", "--comm", "a-comm-longer-than-15"}, fix: "15-byte comm"},
@@ -115,6 +122,7 @@ var badInputs = []badInput{
 	{args: []string{"hypervisor", "--comm", "qemu", "--duration", "-2s"}, fix: "give e.g. 30s"},
 	{args: []string{"hypervisor", "--comm", "qemu", "--ring-size", "3"}, fix: "must be a power of two"},
 	{args: []string{"hypervisor", "--comm", "qemu", "--ready-file", "$D/missing/r"}, fix: "create it or give another path"},
+	{args: []string{"hypervisor", "--duration", "1s", "--comm", "qemu", "--ready-file", "$D/null"}, fix: "not a regular file: give the path of a regular file", rootOnly: true},
 
 	// serve
 	{args: []string{"serve", "--port", "0"}, fix: "give 1-65535"},
@@ -147,6 +155,9 @@ var badInputs = []badInput{
 	{args: []string{"peers", "--etcd-metrics", "127.0.0.1:2381/metrics"}, fix: "give an http:// or https:// URL"},
 	{args: []string{"peers", "--record", "$D/missing/events.jsonl"}, fix: "create it or give another path"},
 	{args: []string{"peers", "--record", "$D/sticky/planted/events.jsonl"}, fix: "give the real path instead", rootOnly: true},
+	{args: []string{"peers", "--duration", "1s", "--record", "$D/null"}, fix: "not a regular file: give the path of a regular file", rootOnly: true},
+	{args: []string{"peers", "--duration", "1s", "--record", "$D/fifo"}, fix: "not a regular file: give the path of a regular file"},
+	{args: []string{"peers", "--duration", "1s", "--capture", "$D/stdout"}, fix: "not a regular file: give the path of a regular file"},
 	{args: []string{"peers", "--ready-file", "$D/open/ready"}, fix: "give a directory only its owner can change"},
 	// Nothing listens on port 1: checked before any probe attaches.
 	{args: []string{"peers", "--etcd-endpoints", "http://127.0.0.1:1", "--duration", "1s"}, fix: "check the client URL", rootOnly: true},
@@ -166,6 +177,8 @@ var badInputs = []badInput{
 	{args: []string{"report", "--html", "$D", "$D/good.jsonl"}, fix: "give a file name"},
 	{args: []string{"report", "--html", "$D/missing/r.html", "$D/good.jsonl"}, fix: "create it or give another path"},
 	{args: []string{"report", "--html", "$D/sticky/planted/r.html", "$D/good.jsonl"}, fix: "give the real path instead", rootOnly: true},
+	{args: []string{"report", "--html", "$D/null", "$D/good.jsonl"}, fix: "not a regular file: give the path of a regular file", rootOnly: true},
+	{args: []string{"report", "--html", "$D/stdout", "$D/good.jsonl"}, fix: "not a regular file: give the path of a regular file"},
 	{args: []string{"report", "--html", "$D/r.html", "--peers", "$D/binary", "$D/good.jsonl"}, fix: "give a file from etcdscope peers --record"},
 	{args: []string{"report", "--html", "$D/r.html", "--output", "json", "$D/good.jsonl"}, fix: "drop --output"},
 
@@ -248,6 +261,20 @@ func prepareBadInputDir(t *testing.T, dir string) {
 {"type":"hv_io","v":1,"op":"pwritev","pid":9,"tid":9,"path":"/v/b.img","fs":"ext4","start_ns":4,"end_ns":5,"ret":4096}
 {"type":"fsync","v":1,"start_ns":6,"end_ns":7,"total_ns":1,"pid":9,"tid":9,"comm":"qemu","syscall":"fdatasync","path":"/v/a.img"}
 `))
+	// Non-regular files a file flag must not replace: a FIFO, a link to
+	// this process's stdout (a pipe, as /dev/stdout is), and as root a
+	// device node, /dev/null's twin (char 1:3).
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/proc/self/fd/1", filepath.Join(dir, "stdout")); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		if err := syscall.Mknod(filepath.Join(dir, "null"), syscall.S_IFCHR|0o666, 1<<8|3); err != nil {
+			t.Fatal(err)
+		}
+	}
 	open := filepath.Join(dir, "open")
 	if err := os.Mkdir(open, 0o777); err != nil {
 		t.Fatal(err)

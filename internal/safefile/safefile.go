@@ -19,6 +19,15 @@
 //     rename(2) replaces a link at the final name instead of writing
 //     through it, and a failure (a full disk, a signal) leaves at most the
 //     temporary file, which Close removes.
+//   - The final name, if it exists, must be a regular file or a link to
+//     one (or a dangling link). A device node, a FIFO, a socket or a
+//     directory there, or a link to one (/dev/null, /dev/stdout ->
+//     /proc/self/fd/1 -> a pipe or a tty), is refused with an error naming
+//     the fix, in CheckDir, Create and again just before Commit's rename:
+//     renaming over /dev/null would leave a regular file in its place, and
+//     writing into a device is not what a file flag promises (use a
+//     regular file, or leave the flag out). Remove deletes only the regular
+//     file Commit placed.
 package safefile
 
 import (
@@ -49,7 +58,45 @@ func CheckDir(path string) error {
 	if unix.Fstatat(int(d.Fd()), filepath.Base(path), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		return fmt.Errorf("%s is a directory: give a file name in it, e.g. %s", path, filepath.Join(path, "etcdscope.out"))
 	}
+	return checkTarget(int(d.Fd()), filepath.Base(path), path)
+}
+
+// checkTarget refuses a final name that holds, or links to, anything but a
+// regular file: renaming over it would replace a device node, a FIFO or a
+// link to one with a regular file.
+func checkTarget(dirfd int, name, path string) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil // nothing there yet
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		if unix.Fstatat(dirfd, name, &st, 0) != nil {
+			return nil // a dangling link: rename replaces it
+		}
+	}
+	if kind := fileKind(st.Mode); kind != "" {
+		return fmt.Errorf("%s is %s, not a regular file: give the path of a regular file to write, or leave the flag out", path, kind)
+	}
 	return nil
+}
+
+// fileKind names a file type other than a regular file ("" for one).
+func fileKind(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return ""
+	case unix.S_IFCHR:
+		return "a character device"
+	case unix.S_IFBLK:
+		return "a block device"
+	case unix.S_IFIFO:
+		return "a FIFO or pipe"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFDIR:
+		return "a directory"
+	}
+	return "a file of an unknown type"
 }
 
 // File is a file being written under a temporary name next to its final
@@ -74,6 +121,10 @@ func Create(path string, perm os.FileMode) (*File, error) {
 	}
 	dir, err := openDir(filepath.Dir(path))
 	if err != nil {
+		return nil, err
+	}
+	if err := checkTarget(int(dir.Fd()), name, path); err != nil {
+		dir.Close()
 		return nil, err
 	}
 	for i := 0; ; i++ {
@@ -113,6 +164,9 @@ func (f *File) Commit() error {
 	}
 	f.f = nil
 	if err == nil {
+		err = checkTarget(int(f.dir.Fd()), f.name, f.Path())
+	}
+	if err == nil {
 		err = unix.Renameat(int(f.dir.Fd()), f.tmp, int(f.dir.Fd()), f.name)
 	}
 	if err != nil {
@@ -144,7 +198,7 @@ func (f *File) Remove() error {
 	if err := unix.Fstatat(int(f.dir.Fd()), f.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return nil // gone already
 	}
-	if st.Dev != f.dev || st.Ino != f.ino || st.Ctim != f.ctime {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Dev != f.dev || st.Ino != f.ino || st.Ctim != f.ctime {
 		return nil
 	}
 	f.committed = false
