@@ -366,7 +366,7 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 		fmt.Fprintf(os.Stderr, "workload wal: 2300-byte appends + fdatasync into preallocated 64 MiB segments under %s/member/wal\n", dir)
 		go func() {
 			defer close(wlDone)
-			wlStats, wlErr = workload.RunWAL(ctx, workload.WALOptions{Dir: dir, Rate: f.rate,
+			wlStats, wlErr = workload.RunWAL(ctx, workload.WALOptions{Dir: dir, Root: scratch.Root, Rate: f.rate,
 				Observe: func(d time.Duration) { wlLat = append(wlLat, int64(d)) }})
 		}()
 	} else {

@@ -128,7 +128,7 @@ func Create(path string, perm os.FileMode) (*File, error) {
 		return nil, err
 	}
 	for i := 0; ; i++ {
-		tmp := "." + name + ".tmp-" + strconv.FormatUint(uint64(time.Now().UnixNano())+uint64(i)*7919, 36)
+		tmp := tempName("."+name+".tmp-", i)
 		fd, err := unix.Openat(int(dir.Fd()), tmp,
 			unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
 		if errors.Is(err, unix.EEXIST) && i < 100 {
@@ -142,6 +142,11 @@ func Create(path string, perm os.FileMode) (*File, error) {
 		_ = unix.Fchmod(fd, uint32(perm.Perm()))
 		return &File{dir: dir, name: name, tmp: tmp, f: os.NewFile(uintptr(fd), filepath.Join(dir.Name(), tmp))}, nil
 	}
+}
+
+// tempName is a fresh name starting with prefix, different for each try i.
+func tempName(prefix string, i int) string {
+	return prefix + strconv.FormatUint(uint64(time.Now().UnixNano())+uint64(i)*7919, 36)
 }
 
 // Write writes to the temporary file.
