@@ -15,6 +15,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/diagnose"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 func init() {
@@ -117,7 +118,11 @@ func runDiagnose(args []string) error {
 	if *output == "json" {
 		err = diagnose.WriteJSON(os.Stdout, rep)
 	} else {
-		err = diagnose.WriteTable(os.Stdout, rep)
+		// Log lines and names quoted from the evidence: escaped.
+		t := render.NewTerminal(os.Stdout)
+		if err = diagnose.WriteTable(t, rep); err == nil {
+			err = t.Flush()
+		}
 	}
 	if err != nil || !*failBad {
 		return err
