@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,7 +45,7 @@ type badInput struct {
 // link ($D/sticky/planted). The row passes when the command
 // exits 2 with exactly one line on stderr containing fix, nothing on
 // stdout, and the host unchanged (hostState).
-var badInputs = []badInput{
+var badInputs = slices.Concat([]badInput{
 	// etcdscope itself
 	{args: []string{"--version", "extra"}, fix: "--version takes no arguments"},
 	{args: nil, fix: "give a command"},
@@ -230,6 +231,42 @@ var badInputs = []badInput{
 	{args: []string{"check", "extra"}, fix: "check takes no arguments"},
 	{args: []string{"check", "--verbose"}, fix: "see 'etcdscope check --help'"},
 	{args: []string{"check", "--output", "xml"}, fix: "use table or json"},
+},
+	// Issue 25: every file read from a path the user names is a regular
+	// file, read with a bound: --cacert /dev/zero grew past 2 GB and a
+	// FIFO blocked forever.
+	[]badInput{
+		{args: []string{"peers", "--etcd-metrics", "http://127.0.0.1:1/metrics", "--cacert", "$D/longline"}, fix: "is larger than 1024 KiB: give a PEM file"},
+		{args: []string{"serve", "--etcd-metrics", "http://127.0.0.1:1/metrics", "--cert", "$D/file", "--key", "$D/longline"}, fix: "is larger than 1024 KiB: give a PEM file"},
+	},
+	nonRegularInputs("give a PEM file", "peers", "--etcd-metrics", "http://127.0.0.1:1/metrics", "--cacert", "$IN"),
+	nonRegularInputs("give a PEM file", "peers", "--etcd-metrics", "http://127.0.0.1:1/metrics", "--cert", "$IN", "--key", "$D/file"),
+	nonRegularInputs("give a PEM file", "peers", "--etcd-metrics", "http://127.0.0.1:1/metrics", "--cert", "$D/file", "--key", "$IN"),
+	nonRegularInputs("give a PEM file", "serve", "--etcd-metrics", "http://127.0.0.1:1/metrics", "--cacert", "$IN"),
+	nonRegularInputs("give a PEM file", "serve", "--etcd-metrics", "http://127.0.0.1:1/metrics", "--cert", "$IN", "--key", "$D/file"),
+	nonRegularInputs("give a PEM file", "commit", "--comm", "no-such-etcd", "--etcd-endpoints", "http://127.0.0.1:1", "--cacert", "$IN"),
+	nonRegularInputs("give a readable recording (etcdscope fsync --output json > F, or - for stdin)", "report", "$IN"),
+	nonRegularInputs("give the output of etcdscope merge --output json", "report", "--html", "$D/r.html", "--merge", "$IN", "$D/good.jsonl"),
+	nonRegularInputs("give a file from etcdscope peers --record", "report", "--html", "$D/r.html", "--peers", "$IN", "$D/good.jsonl"),
+	nonRegularInputs("give a recording from etcdscope fsync", "merge", "--guest", "$IN", "--host", "$D/good.jsonl"),
+	nonRegularInputs("give a recording from etcdscope hypervisor", "merge", "--guest", "$D/good.jsonl", "--host", "$IN"),
+	nonRegularInputs("give a readable file (or - for stdin)", "diagnose", "$IN"),
+)
+
+// nonRegularInputs gives one row per input that is not a regular file,
+// put in place of $IN in args: /dev/zero (never ends), a FIFO (no writer:
+// a read blocks forever) and a directory. Each must be refused naming
+// what it is and fix.
+func nonRegularInputs(fix string, args ...string) []badInput {
+	var rows []badInput
+	for _, in := range []string{"/dev/zero", "$D/fifo", "$D/open"} {
+		row := badInput{fix: "not a regular file: " + fix}
+		for _, a := range args {
+			row.args = append(row.args, strings.ReplaceAll(a, "$IN", in))
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 // prepareBadInputDir fills dir with the inputs the rows name.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/diagnose"
+	"github.com/etcdscope/etcdscope/internal/safefile"
 	"github.com/etcdscope/etcdscope/render"
 )
 
@@ -89,9 +90,9 @@ func runDiagnose(args []string) error {
 			}
 			inputs = append(inputs, diagnose.Input{Name: "stdin", Data: b})
 		default:
-			f, err := os.Open(a)
+			f, err := safefile.OpenInput(a)
 			if err != nil {
-				return usagef("%v: give a readable file", err)
+				return usagef("%v: give a readable file (or - for stdin)", err)
 			}
 			b, err := readCapped(f)
 			f.Close()

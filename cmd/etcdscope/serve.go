@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -227,27 +225,11 @@ func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 	case (f.cacert != "" || f.cert != "") && len(f.etcdMetrics) == 0 && len(f.endpoints) == 0:
 		return cfg, tcfg, usagef("--cacert/--cert/--key are for --etcd-metrics and --etcd-endpoints; give --etcd-metrics")
 	}
-	if f.cacert != "" || f.cert != "" {
-		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
-		if f.cacert != "" {
-			pem, err := os.ReadFile(f.cacert)
-			if err != nil {
-				return cfg, tcfg, usagef("--cacert: %v", err)
-			}
-			tlsCfg.RootCAs = x509.NewCertPool()
-			if !tlsCfg.RootCAs.AppendCertsFromPEM(pem) {
-				return cfg, tcfg, usagef("--cacert %s holds no PEM certificate", f.cacert)
-			}
-		}
-		if f.cert != "" {
-			c, err := tls.LoadX509KeyPair(f.cert, f.key)
-			if err != nil {
-				return cfg, tcfg, usagef("--cert/--key: %v", err)
-			}
-			tlsCfg.Certificates = []tls.Certificate{c}
-		}
-		cfg.EtcdTLS = tlsCfg
+	tlsCfg, err := clientTLS(f.cacert, f.cert, f.key)
+	if err != nil {
+		return cfg, tcfg, err
 	}
+	cfg.EtcdTLS = tlsCfg
 	return cfg, tcfg, nil
 }
 

@@ -1,7 +1,9 @@
 // Package safefile creates the files etcdscope writes on a node it runs on
 // as root (--ready-file, peers --record, report --html, the workload's
 // scratch) without following a link another user planted, and without
-// leaving a partial file behind.
+// leaving a partial file behind; and opens the files it reads from a path
+// the user names (OpenInput, ReadInput) only if they are regular files, so
+// that a FIFO cannot block it and /dev/zero cannot fill its memory.
 //
 // The rules, in the order a path meets them:
 //
