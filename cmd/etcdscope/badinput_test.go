@@ -89,6 +89,9 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"fsync", "--workload", "wal", "--dir", "$D/open"}, fix: "give a directory only its owner can change"},
 	{args: []string{"fsync", "--workload", "wal", "--dir", "$D/sticky/planted"}, fix: "give the real path instead", rootOnly: true},
 	{args: []string{"fsync", "extra"}, fix: "see 'etcdscope fsync --help'"},
+	// Issue 25: '' given for a filter quietly meant "every process".
+	{args: []string{"fsync", "--duration", "1s", "--cgroup", ""}, fix: "--cgroup is empty: give a value, or leave the flag out"},
+	{args: []string{"fsync", "--duration", "1s", "--comm", ""}, fix: "--comm is empty: give a value, or leave the flag out"},
 
 	// commit (a --comm no process has: the rows must fail before that)
 	{args: []string{"commit"}, fix: "give --pid PID (pgrep -x etcd) or --comm etcd"},
@@ -102,6 +105,7 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"commit", "--comm", "no-such-etcd", "--cert", "c.pem"}, fix: "--cert and --key go together"},
 	{args: []string{"commit", "--comm", "no-such-etcd", "--ready-file", "$D/missing/r"}, fix: "create it or give another path"},
 	{args: []string{"commit", "--comm", "no-such-etcd", "--ready-file", "$D/fifo"}, fix: "not a regular file: give the path of a regular file"},
+	{args: []string{"commit", "--comm", "no-such-etcd", "--etcd-endpoints", ""}, fix: "--etcd-endpoints is empty: give a value, or leave the flag out"},
 	{args: []string{"commit", "--comm", "etcd", "--pid", "1"}, fix: "give --pid or --comm, not both"},
 	{args: []string{"fsync", "--comm", "etcd", "--pid", "1"}, fix: "give --pid or --comm, not both"},
 	{args: []string{"commit", "--comm", "a-comm-longer-than-15"}, fix: "15-byte comm"},
@@ -141,6 +145,8 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"serve", "--etcd-metrics", "ftp://x/metrics"}, fix: "give an http:// or https:// URL"},
 	{args: []string{"serve", "--etcd-endpoints", "http://127.0.0.1:2379"}, fix: "goes with --etcd-metrics"},
 	{args: []string{"serve", "--cert", "c.pem"}, fix: "--cert and --key go together"},
+	{args: []string{"serve", "--comm", "etcd", "--pid", "1"}, fix: "give --pid or --comm, not both"},
+	{args: []string{"serve", "--comm", ""}, fix: "--comm is empty: give a value, or leave the flag out"},
 	{args: []string{"serve", "--ready-file", "$D/missing/ready"}, fix: "create it or give another path"},
 	{args: []string{"serve", "--ready-file", "$D/open"}, fix: "give a file name in it"},
 	{args: []string{"serve", "--ready-file", "$D/sticky/planted/ready"}, fix: "give the real path instead", rootOnly: true},
@@ -152,6 +158,7 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"peers", "--output", "xml"}, fix: "use table or json"},
 	{args: []string{"peers", "--ring-size", "3000"}, fix: "must be a power of two"},
 	{args: []string{"peers", "--probe-answer"}, fix: "add --etcd-endpoints"},
+	{args: []string{"peers", "--duration", "1s", "--etcd-endpoints", ""}, fix: "--etcd-endpoints is empty: give a value, or leave the flag out"},
 	{args: []string{"peers", "--cacert", "ca.pem"}, fix: "give one of those"},
 	{args: []string{"peers", "--etcd-metrics", "127.0.0.1:2381/metrics"}, fix: "give an http:// or https:// URL"},
 	{args: []string{"peers", "--record", "$D/missing/events.jsonl"}, fix: "create it or give another path"},
@@ -210,6 +217,9 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"netem", "show", "--netns", "etcdscope-no-such-ns"}, fix: "see `ip netns list`"},
 	{args: []string{"netem", "clear", "--dev", "lo", "--netns", "/proc/self/ns/pid"}, fix: "want /proc/PID/ns/net"},
 	{args: []string{"netem", "show", "--netns", "$D/good.jsonl"}, fix: "is not a namespace file"},
+	// Issue 25: --dry-run printed a plan for a namespace that is not there.
+	{args: []string{"netem", "apply", "--dev", "lo", "--peer", "10.0.0.2", "--delay", "1ms", "--dry-run", "--netns", "/nonexistent"}, fix: "no such network namespace"},
+	{args: []string{"netem", "apply", "--dev", "lo", "--peer", "10.0.0.2", "--delay", "1ms", "--dry-run", "--netns", "$D/good.jsonl"}, fix: "is not a namespace file"},
 	{args: []string{"netem", "apply", "--bogus"}, fix: "see 'etcdscope netem apply --help'"},
 	{args: []string{"netem", "clear"}, fix: "--dev is required"},
 

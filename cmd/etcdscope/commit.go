@@ -64,6 +64,9 @@ func runCommit(args []string) error {
 		}
 		return usagef("%v (see 'etcdscope commit --help')", err)
 	}
+	if err := emptyFlags(fs, "comm", "etcd-endpoints"); err != nil {
+		return err
+	}
 	opt, err := f.validate(fs)
 	if err != nil {
 		return err

@@ -86,6 +86,9 @@ func runFsync(args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q (see 'etcdscope fsync --help')", fs.Arg(0))
 	}
+	if err := emptyFlags(fs, "comm", "cgroup", "dev", "dir"); err != nil {
+		return err
+	}
 	if fs.Changed("pid") && f.pid == 0 {
 		return usagef("--pid 0 is not a process id; give etcd's (pgrep etcd), or drop --pid to trace every process")
 	}

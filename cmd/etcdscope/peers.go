@@ -82,6 +82,9 @@ func runPeers(args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q (see 'etcdscope peers --help')", fs.Arg(0))
 	}
+	if err := emptyFlags(fs, "etcd-endpoints", "etcd-metrics"); err != nil {
+		return err
+	}
 	f.probeAnswerSet = fs.Changed("probe-answer")
 	cfg, tlsCfg, err := f.validate()
 	if err != nil {

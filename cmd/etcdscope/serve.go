@@ -72,6 +72,9 @@ func runServe(args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q (see 'etcdscope serve --help')", fs.Arg(0))
 	}
+	if err := emptyFlags(fs, "comm", "etcd-endpoints", "etcd-metrics"); err != nil {
+		return err
+	}
 	f.pidSet = fs.Changed("pid")
 	cfg, tcfg, err := f.validate()
 	if err != nil {
@@ -146,6 +149,8 @@ func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 		return cfg, tcfg, usagef("--pid %d is not a process id", f.pid)
 	case f.pidSet && f.pid == 0:
 		return cfg, tcfg, usagef("--pid 0 is not a process id; give etcd's (pgrep etcd), or drop --pid")
+	case f.pid != 0 && f.comm != "":
+		return cfg, tcfg, usagef("give --pid or --comm, not both: --pid %d names the process already", f.pid)
 	case f.compareWindow < 10*time.Second:
 		return cfg, tcfg, usagef("--compare-window %v is too short: etcd observes its peer RTT metric about once per 30 s per prober; give 1m or more", f.compareWindow)
 	}
