@@ -3,4 +3,7 @@
 // fsync records, the guest/host merge table, the peers table and the
 // hypervisor's per-image table. Packages analysis and analysis/* compute
 // the numbers and keep no formatting; the subcommands pick a renderer.
+// Every table reaches its writer through a Terminal, which escapes the
+// controls and invalid UTF-8 that comms, paths, member names and log lines
+// from outside may hold (Escape); JSON output is escaped by its encoder.
 package render

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"strings"
@@ -13,7 +12,7 @@ import (
 // FsyncReport prints the report as the human table of `etcdscope fsync`
 // and `etcdscope report`.
 func FsyncReport(w io.Writer, r *analysis.Report) error {
-	bw := bufio.NewWriter(w)
+	bw := NewTerminal(w) // comms and paths come from other users' processes
 	if r.LossUnknown != "" {
 		fmt.Fprintf(bw, "etcdscope fsync report: %d calls, lost events and missed probe runs %s\n", r.Fsyncs, r.LossUnknown)
 	} else {

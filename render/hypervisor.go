@@ -14,6 +14,10 @@ import (
 // fdatasync/fsync calls and io_uring fsync requests (IORING_OP_FSYNC, 3);
 // the layers only the calls (an io_uring fsync runs in an io-wq worker).
 func HostTable(w io.Writer, s merge.HostSummary, fsyncs []analysis.FsyncRecord, ios []merge.HostIO) error {
+	return escaped(w, func(w io.Writer) error { return hostTable(w, s, fsyncs, ios) })
+}
+
+func hostTable(w io.Writer, s merge.HostSummary, fsyncs []analysis.FsyncRecord, ios []merge.HostIO) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
 	fmt.Fprintln(tw, " image\t format\t cache\t aio\t on\t writes\t io_submit\t io_uring\t flushes\t flush p50 ms\t flush p99 ms\t host layers of the flushes (share)")
 	for _, im := range s.Images {

@@ -15,6 +15,10 @@ import (
 // clock fit, the match counts with the reasons for unmatched fsyncs, and
 // warnings.
 func Merge(w io.Writer, s *merge.Summary) error {
+	return escaped(w, func(w io.Writer) error { return mergeTable(w, s) })
+}
+
+func mergeTable(w io.Writer, s *merge.Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
 	fmt.Fprintln(tw, " level\t device / filesystem\t p50 ms\t p99 ms\t flushes per fsync\t layers (share of guest fsync time)")
 	for _, l := range s.Levels {

@@ -19,6 +19,9 @@ func ns(v int64) string {
 // Peers prints the report of `etcdscope peers`: one row per link, the
 // members, and the comparison of etcd's peer RTT metric.
 func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
+	t := NewTerminal(w) // member names and URLs come from etcd
+	defer t.Flush()
+	w = t
 	fmt.Fprintf(w, "etcdscope peers: %.1fs on port %d, %d events, %d lost, %d missed\n\n", rep.WindowSeconds, rep.Port, rep.Events, rep.LostEvents, rep.MissedEvents)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "LINK\tOPENED/MIN\tCLOSED/MIN\tHANDSHAKE RTT p50/p99 (n)\tSRTT p50/max (conns)\tMIN RTT p50\tSETUP p50/p99 (n)\tPER-REQUEST p50/p99 (n)\tLIFETIME p50\tRETRANS")

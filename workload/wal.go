@@ -23,7 +23,12 @@ const (
 
 // WALOptions shapes the WAL workload.
 type WALOptions struct {
-	Dir          string        // data directory; segments go to Dir/member/wal
+	Dir string // data directory; segments go to Dir/member/wal
+	// Root, if set, is Dir opened (e.g. safefile.Scratch's Root): segments
+	// are made through it, so a look-alike put at Dir's path since is never
+	// written. Without it Dir is opened as a Root at the start; either way
+	// no link inside leads out of the directory.
+	Root         *os.Root
 	WriteBytes   int           // bytes per append; default DefaultWALWriteBytes
 	SegmentBytes int64         // preallocated segment size; default DefaultWALSegmentBytes
 	Rate         float64       // appends per second; 0 = as fast as fdatasync allows
@@ -58,9 +63,18 @@ func RunWAL(ctx context.Context, o WALOptions) (WALStats, error) {
 		defer cancel()
 	}
 	var st WALStats
-	walDir := filepath.Join(o.Dir, "member", "wal")
-	if err := os.MkdirAll(walDir, 0o700); err != nil {
-		return st, fmt.Errorf("creating %s: %w", walDir, err)
+	root := o.Root
+	if root == nil {
+		r, err := os.OpenRoot(o.Dir)
+		if err != nil {
+			return st, fmt.Errorf("opening %s: %w", o.Dir, err)
+		}
+		defer r.Close()
+		root = r
+	}
+	w := walDir{root: root, dir: filepath.Join("member", "wal"), shown: filepath.Join(o.Dir, "member", "wal")}
+	if err := root.MkdirAll(w.dir, 0o700); err != nil {
+		return st, fmt.Errorf("creating %s: %w", w.shown, err)
 	}
 	buf := make([]byte, o.WriteBytes)
 	for i := range buf {
@@ -81,13 +95,13 @@ func RunWAL(ctx context.Context, o WALOptions) (WALStats, error) {
 	}()
 	for seq := 0; ; {
 		if f == nil || off+int64(o.WriteBytes) > o.SegmentBytes {
-			nf, name, err := newSegment(walDir, seq, o.SegmentBytes)
+			nf, name, err := w.newSegment(seq, o.SegmentBytes)
 			if err != nil {
 				return st, err
 			}
 			if f != nil {
 				f.Close()
-				os.Remove(prev)
+				root.Remove(prev)
 			}
 			f, prev, off = nf, name, 0
 			seq++
@@ -119,19 +133,27 @@ func RunWAL(ctx context.Context, o WALOptions) (WALStats, error) {
 	}
 }
 
+// walDir is the segments' directory, reached through a Root.
+type walDir struct {
+	root  *os.Root
+	dir   string // relative to root
+	shown string // its path, for messages
+}
+
 // newSegment creates and preallocates segment seq, named like etcd's
-// (seq-index.wal, 16 hex digits each), and fsyncs the directory.
-func newSegment(dir string, seq int, size int64) (*os.File, string, error) {
-	name := filepath.Join(dir, fmt.Sprintf("%016x-%016x.wal", seq, seq*1000))
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR|os.O_TRUNC|unix.O_NOFOLLOW, 0o600) // never through a planted link
+// (seq-index.wal, 16 hex digits each), and fsyncs the directory. It
+// returns the segment's name relative to the root.
+func (w walDir) newSegment(seq int, size int64) (*os.File, string, error) {
+	name := filepath.Join(w.dir, fmt.Sprintf("%016x-%016x.wal", seq, seq*1000))
+	f, err := w.root.OpenFile(name, os.O_CREATE|os.O_RDWR|os.O_TRUNC|unix.O_NOFOLLOW, 0o600) // never through a planted link
 	if err != nil {
 		return nil, "", fmt.Errorf("creating segment: %w", err)
 	}
 	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil && err != unix.EOPNOTSUPP {
 		f.Close()
-		return nil, "", fmt.Errorf("preallocating %s (%d bytes): %w", name, size, err)
+		return nil, "", fmt.Errorf("preallocating %s (%d bytes): %w", filepath.Join(w.shown, filepath.Base(name)), size, err)
 	}
-	if d, err := os.Open(dir); err == nil {
+	if d, err := w.root.Open(w.dir); err == nil {
 		d.Sync()
 		d.Close()
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/etcdscope/etcdscope/internal/safefile"
 )
 
 // TestRunWALCutsSegments: with a segment of ten records the writer cuts
@@ -45,5 +47,57 @@ func TestRunWALRate(t *testing.T) {
 	// 50/s for 0.5 s: 25 ticks at most (the first after 20 ms).
 	if st.Appends > 25 || st.Appends < 15 {
 		t.Fatalf("%d appends at 50/s in 0.5 s", st.Appends)
+	}
+}
+
+// TestRunWALInSwappedScratch is issue 25's planted workload directory: the
+// owner of --dir renames root's fresh scratch away and puts a look-alike
+// in its place whose member/wal is a symbolic link to a directory of
+// root's. The writer given the scratch (its Root, opened by fd and
+// checked) writes inside the scratch it made, wherever it now is; the
+// writer given only the path fails rather than following the link out.
+// The link's target stays empty either way, and Remove empties the real
+// scratch and leaves the look-alike alone.
+func TestRunWALInSwappedScratch(t *testing.T) {
+	parent := t.TempDir()
+	target := t.TempDir() // the directory the planted link points at
+	s, _, err := safefile.NewScratch(parent, "etcdscope-wal-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Remove()
+	moved := filepath.Join(parent, "moved-away")
+	if err := os.Rename(s.Path, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(s.Path, "member"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(s.Path, "member", "wal")); err != nil {
+		t.Fatal(err)
+	}
+	opts := WALOptions{Dir: s.Path, WriteBytes: 100, SegmentBytes: 1000, Duration: 100 * time.Millisecond}
+	if _, err := RunWAL(context.Background(), opts); err == nil {
+		t.Errorf("RunWAL by path wrote through the look-alike's member/wal link")
+	}
+	opts.Root = s.Root
+	st, err := RunWAL(context.Background(), opts)
+	if err != nil || st.Appends == 0 {
+		t.Fatalf("RunWAL in its own scratch: %d appends, %v", st.Appends, err)
+	}
+	if ents, _ := os.ReadDir(target); len(ents) != 0 {
+		t.Fatalf("the link's target got %d entries: %v", len(ents), ents)
+	}
+	if segs, _ := filepath.Glob(filepath.Join(moved, "member", "wal", "*.wal")); len(segs) != 1 {
+		t.Errorf("segments in the real (moved) scratch: %v, want 1", segs)
+	}
+	if err := s.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(moved); len(ents) != 0 {
+		t.Errorf("Remove left %v in the real scratch", ents)
+	}
+	if _, err := os.Lstat(filepath.Join(s.Path, "member", "wal")); err != nil {
+		t.Errorf("Remove touched the look-alike: %v", err)
 	}
 }

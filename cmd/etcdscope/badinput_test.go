@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,7 +45,7 @@ type badInput struct {
 // link ($D/sticky/planted). The row passes when the command
 // exits 2 with exactly one line on stderr containing fix, nothing on
 // stdout, and the host unchanged (hostState).
-var badInputs = []badInput{
+var badInputs = slices.Concat([]badInput{
 	// etcdscope itself
 	{args: []string{"--version", "extra"}, fix: "--version takes no arguments"},
 	{args: nil, fix: "give a command"},
@@ -78,10 +79,19 @@ var badInputs = []badInput{
 	{args: []string{"fsync", "--ready-file", "$D/missing/ready"}, fix: "create it or give another path"},
 	{args: []string{"fsync", "--ready-file", "$D/open/ready"}, fix: "give a directory only its owner can change"},
 	{args: []string{"fsync", "--ready-file", "$D/sticky/planted/ready"}, fix: "give the real path instead", rootOnly: true},
+	// Issue 25: a device node, a FIFO or a link to a pipe at a file flag's
+	// path was replaced by a regular file (/dev/null became 6.3 MB).
+	{args: []string{"fsync", "--duration", "1s", "--capture", "$D/null"}, fix: "not a regular file: give the path of a regular file", rootOnly: true},
+	{args: []string{"fsync", "--duration", "1s", "--capture", "$D/stdout"}, fix: "not a regular file: give the path of a regular file"},
+	{args: []string{"fsync", "--duration", "1s", "--ready-file", "$D/null"}, fix: "not a regular file: give the path of a regular file", rootOnly: true},
+	{args: []string{"fsync", "--duration", "1s", "--ready-file", "$D/fifo"}, fix: "not a regular file: give the path of a regular file"},
 	{args: []string{"fsync", "--workload", "wal", "--dir", "$D/missing"}, fix: "is not an existing directory"},
 	{args: []string{"fsync", "--workload", "wal", "--dir", "$D/open"}, fix: "give a directory only its owner can change"},
 	{args: []string{"fsync", "--workload", "wal", "--dir", "$D/sticky/planted"}, fix: "give the real path instead", rootOnly: true},
 	{args: []string{"fsync", "extra"}, fix: "see 'etcdscope fsync --help'"},
+	// Issue 25: '' given for a filter quietly meant "every process".
+	{args: []string{"fsync", "--duration", "1s", "--cgroup", ""}, fix: "--cgroup is empty: give a value, or leave the flag out"},
+	{args: []string{"fsync", "--duration", "1s", "--comm", ""}, fix: "--comm is empty: give a value, or leave the flag out"},
 
 	// commit (a --comm no process has: the rows must fail before that)
 	{args: []string{"commit"}, fix: "give --pid PID (pgrep -x etcd) or --comm etcd"},
@@ -94,6 +104,8 @@ var badInputs = []badInput{
 	{args: []string{"commit", "--comm", "no-such-etcd", "--output", "xml"}, fix: "use table or json"},
 	{args: []string{"commit", "--comm", "no-such-etcd", "--cert", "c.pem"}, fix: "--cert and --key go together"},
 	{args: []string{"commit", "--comm", "no-such-etcd", "--ready-file", "$D/missing/r"}, fix: "create it or give another path"},
+	{args: []string{"commit", "--comm", "no-such-etcd", "--ready-file", "$D/fifo"}, fix: "not a regular file: give the path of a regular file"},
+	{args: []string{"commit", "--comm", "no-such-etcd", "--etcd-endpoints", ""}, fix: "--etcd-endpoints is empty: give a value, or leave the flag out"},
 	{args: []string{"commit", "--comm", "etcd", "--pid", "1"}, fix: "give --pid or --comm, not both"},
 	{args: []string{"fsync", "--comm", "etcd", "--pid", "1"}, fix: "give --pid or --comm, not both"},
 	{args: []string{"commit", "--comm", "a-comm-longer-than-15"}, fix: "15-byte comm"},
@@ -115,6 +127,7 @@ var badInputs = []badInput{
 	{args: []string{"hypervisor", "--comm", "qemu", "--duration", "-2s"}, fix: "give e.g. 30s"},
 	{args: []string{"hypervisor", "--comm", "qemu", "--ring-size", "3"}, fix: "must be a power of two"},
 	{args: []string{"hypervisor", "--comm", "qemu", "--ready-file", "$D/missing/r"}, fix: "create it or give another path"},
+	{args: []string{"hypervisor", "--duration", "1s", "--comm", "qemu", "--ready-file", "$D/null"}, fix: "not a regular file: give the path of a regular file", rootOnly: true},
 
 	// serve
 	{args: []string{"serve", "--port", "0"}, fix: "give 1-65535"},
@@ -132,6 +145,8 @@ var badInputs = []badInput{
 	{args: []string{"serve", "--etcd-metrics", "ftp://x/metrics"}, fix: "give an http:// or https:// URL"},
 	{args: []string{"serve", "--etcd-endpoints", "http://127.0.0.1:2379"}, fix: "goes with --etcd-metrics"},
 	{args: []string{"serve", "--cert", "c.pem"}, fix: "--cert and --key go together"},
+	{args: []string{"serve", "--comm", "etcd", "--pid", "1"}, fix: "give --pid or --comm, not both"},
+	{args: []string{"serve", "--comm", ""}, fix: "--comm is empty: give a value, or leave the flag out"},
 	{args: []string{"serve", "--ready-file", "$D/missing/ready"}, fix: "create it or give another path"},
 	{args: []string{"serve", "--ready-file", "$D/open"}, fix: "give a file name in it"},
 	{args: []string{"serve", "--ready-file", "$D/sticky/planted/ready"}, fix: "give the real path instead", rootOnly: true},
@@ -143,10 +158,14 @@ var badInputs = []badInput{
 	{args: []string{"peers", "--output", "xml"}, fix: "use table or json"},
 	{args: []string{"peers", "--ring-size", "3000"}, fix: "must be a power of two"},
 	{args: []string{"peers", "--probe-answer"}, fix: "add --etcd-endpoints"},
+	{args: []string{"peers", "--duration", "1s", "--etcd-endpoints", ""}, fix: "--etcd-endpoints is empty: give a value, or leave the flag out"},
 	{args: []string{"peers", "--cacert", "ca.pem"}, fix: "give one of those"},
 	{args: []string{"peers", "--etcd-metrics", "127.0.0.1:2381/metrics"}, fix: "give an http:// or https:// URL"},
 	{args: []string{"peers", "--record", "$D/missing/events.jsonl"}, fix: "create it or give another path"},
 	{args: []string{"peers", "--record", "$D/sticky/planted/events.jsonl"}, fix: "give the real path instead", rootOnly: true},
+	{args: []string{"peers", "--duration", "1s", "--record", "$D/null"}, fix: "not a regular file: give the path of a regular file", rootOnly: true},
+	{args: []string{"peers", "--duration", "1s", "--record", "$D/fifo"}, fix: "not a regular file: give the path of a regular file"},
+	{args: []string{"peers", "--duration", "1s", "--capture", "$D/stdout"}, fix: "not a regular file: give the path of a regular file"},
 	{args: []string{"peers", "--ready-file", "$D/open/ready"}, fix: "give a directory only its owner can change"},
 	// Nothing listens on port 1: checked before any probe attaches.
 	{args: []string{"peers", "--etcd-endpoints", "http://127.0.0.1:1", "--duration", "1s"}, fix: "check the client URL", rootOnly: true},
@@ -166,6 +185,8 @@ var badInputs = []badInput{
 	{args: []string{"report", "--html", "$D", "$D/good.jsonl"}, fix: "give a file name"},
 	{args: []string{"report", "--html", "$D/missing/r.html", "$D/good.jsonl"}, fix: "create it or give another path"},
 	{args: []string{"report", "--html", "$D/sticky/planted/r.html", "$D/good.jsonl"}, fix: "give the real path instead", rootOnly: true},
+	{args: []string{"report", "--html", "$D/null", "$D/good.jsonl"}, fix: "not a regular file: give the path of a regular file", rootOnly: true},
+	{args: []string{"report", "--html", "$D/stdout", "$D/good.jsonl"}, fix: "not a regular file: give the path of a regular file"},
 	{args: []string{"report", "--html", "$D/r.html", "--peers", "$D/binary", "$D/good.jsonl"}, fix: "give a file from etcdscope peers --record"},
 	{args: []string{"report", "--html", "$D/r.html", "--output", "json", "$D/good.jsonl"}, fix: "drop --output"},
 
@@ -196,6 +217,9 @@ var badInputs = []badInput{
 	{args: []string{"netem", "show", "--netns", "etcdscope-no-such-ns"}, fix: "see `ip netns list`"},
 	{args: []string{"netem", "clear", "--dev", "lo", "--netns", "/proc/self/ns/pid"}, fix: "want /proc/PID/ns/net"},
 	{args: []string{"netem", "show", "--netns", "$D/good.jsonl"}, fix: "is not a namespace file"},
+	// Issue 25: --dry-run printed a plan for a namespace that is not there.
+	{args: []string{"netem", "apply", "--dev", "lo", "--peer", "10.0.0.2", "--delay", "1ms", "--dry-run", "--netns", "/nonexistent"}, fix: "no such network namespace"},
+	{args: []string{"netem", "apply", "--dev", "lo", "--peer", "10.0.0.2", "--delay", "1ms", "--dry-run", "--netns", "$D/good.jsonl"}, fix: "is not a namespace file"},
 	{args: []string{"netem", "apply", "--bogus"}, fix: "see 'etcdscope netem apply --help'"},
 	{args: []string{"netem", "clear"}, fix: "--dev is required"},
 
@@ -217,6 +241,42 @@ var badInputs = []badInput{
 	{args: []string{"check", "extra"}, fix: "check takes no arguments"},
 	{args: []string{"check", "--verbose"}, fix: "see 'etcdscope check --help'"},
 	{args: []string{"check", "--output", "xml"}, fix: "use table or json"},
+},
+	// Issue 25: every file read from a path the user names is a regular
+	// file, read with a bound: --cacert /dev/zero grew past 2 GB and a
+	// FIFO blocked forever.
+	[]badInput{
+		{args: []string{"peers", "--etcd-metrics", "http://127.0.0.1:1/metrics", "--cacert", "$D/longline"}, fix: "is larger than 1024 KiB: give a PEM file"},
+		{args: []string{"serve", "--etcd-metrics", "http://127.0.0.1:1/metrics", "--cert", "$D/file", "--key", "$D/longline"}, fix: "is larger than 1024 KiB: give a PEM file"},
+	},
+	nonRegularInputs("give a PEM file", "peers", "--etcd-metrics", "http://127.0.0.1:1/metrics", "--cacert", "$IN"),
+	nonRegularInputs("give a PEM file", "peers", "--etcd-metrics", "http://127.0.0.1:1/metrics", "--cert", "$IN", "--key", "$D/file"),
+	nonRegularInputs("give a PEM file", "peers", "--etcd-metrics", "http://127.0.0.1:1/metrics", "--cert", "$D/file", "--key", "$IN"),
+	nonRegularInputs("give a PEM file", "serve", "--etcd-metrics", "http://127.0.0.1:1/metrics", "--cacert", "$IN"),
+	nonRegularInputs("give a PEM file", "serve", "--etcd-metrics", "http://127.0.0.1:1/metrics", "--cert", "$IN", "--key", "$D/file"),
+	nonRegularInputs("give a PEM file", "commit", "--comm", "no-such-etcd", "--etcd-endpoints", "http://127.0.0.1:1", "--cacert", "$IN"),
+	nonRegularInputs("give a readable recording (etcdscope fsync --output json > F, or - for stdin)", "report", "$IN"),
+	nonRegularInputs("give the output of etcdscope merge --output json", "report", "--html", "$D/r.html", "--merge", "$IN", "$D/good.jsonl"),
+	nonRegularInputs("give a file from etcdscope peers --record", "report", "--html", "$D/r.html", "--peers", "$IN", "$D/good.jsonl"),
+	nonRegularInputs("give a recording from etcdscope fsync", "merge", "--guest", "$IN", "--host", "$D/good.jsonl"),
+	nonRegularInputs("give a recording from etcdscope hypervisor", "merge", "--guest", "$D/good.jsonl", "--host", "$IN"),
+	nonRegularInputs("give a readable file (or - for stdin)", "diagnose", "$IN"),
+)
+
+// nonRegularInputs gives one row per input that is not a regular file,
+// put in place of $IN in args: /dev/zero (never ends), a FIFO (no writer:
+// a read blocks forever) and a directory. Each must be refused naming
+// what it is and fix.
+func nonRegularInputs(fix string, args ...string) []badInput {
+	var rows []badInput
+	for _, in := range []string{"/dev/zero", "$D/fifo", "$D/open"} {
+		row := badInput{fix: "not a regular file: " + fix}
+		for _, a := range args {
+			row.args = append(row.args, strings.ReplaceAll(a, "$IN", in))
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 // prepareBadInputDir fills dir with the inputs the rows name.
@@ -248,6 +308,20 @@ func prepareBadInputDir(t *testing.T, dir string) {
 {"type":"hv_io","v":1,"op":"pwritev","pid":9,"tid":9,"path":"/v/b.img","fs":"ext4","start_ns":4,"end_ns":5,"ret":4096}
 {"type":"fsync","v":1,"start_ns":6,"end_ns":7,"total_ns":1,"pid":9,"tid":9,"comm":"qemu","syscall":"fdatasync","path":"/v/a.img"}
 `))
+	// Non-regular files a file flag must not replace: a FIFO, a link to
+	// this process's stdout (a pipe, as /dev/stdout is), and as root a
+	// device node, /dev/null's twin (char 1:3).
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/proc/self/fd/1", filepath.Join(dir, "stdout")); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		if err := syscall.Mknod(filepath.Join(dir, "null"), syscall.S_IFCHR|0o666, 1<<8|3); err != nil {
+			t.Fatal(err)
+		}
+	}
 	open := filepath.Join(dir, "open")
 	if err := os.Mkdir(open, 0o777); err != nil {
 		t.Fatal(err)

@@ -61,6 +61,9 @@ func runCommit(args []string) error {
 		}
 		return usagef("%v (see 'etcdscope commit --help')", err)
 	}
+	if err := emptyFlags(fs, "comm", "etcd-endpoints"); err != nil {
+		return err
+	}
 	opt, err := f.validate(fs)
 	if err != nil {
 		return err
@@ -173,11 +176,11 @@ func (f *commitFlags) validate(fs *pflag.FlagSet) (pipeline.CommitOptions, error
 			return opt, usagef("--ready-file %s: %v", f.ready, err)
 		}
 	}
-	pid, err := etcdPID("--pid", f.pid, "--comm", f.comm)
+	tlsCfg, err := clientTLS(f.cacert, f.cert, f.key)
 	if err != nil {
 		return opt, err
 	}
-	tlsCfg, err := clientTLS(f.cacert, f.cert, f.key)
+	pid, err := etcdPID("--pid", f.pid, "--comm", f.comm)
 	if err != nil {
 		return opt, err
 	}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/diagnose"
+	"github.com/etcdscope/etcdscope/internal/safefile"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 func init() {
@@ -103,7 +105,11 @@ func runDiagnose(args []string) error {
 	if *output == "json" {
 		err = diagnose.WriteJSON(os.Stdout, rep)
 	} else {
-		err = diagnose.WriteTable(os.Stdout, rep)
+		// Log lines and names quoted from the evidence: escaped.
+		t := render.NewTerminal(os.Stdout)
+		if err = diagnose.WriteTable(t, rep); err == nil {
+			err = t.Flush()
+		}
 	}
 	if err != nil || !*failBad {
 		return err
@@ -141,9 +147,9 @@ func readCapped(r io.Reader) ([]byte, error) {
 // readInput reads one file argument; a file that cannot be read is an
 // input with its error, for the report to list.
 func readInput(name string) diagnose.Input {
-	f, err := os.Open(name)
+	f, err := safefile.OpenInput(name) // a regular file: a FIFO must not block the run
 	if err != nil {
-		return diagnose.Input{Name: name, Err: fmt.Errorf("%w: give a readable file", err)}
+		return diagnose.Input{Name: name, Err: fmt.Errorf("%w: give a readable file (or - for stdin)", err)}
 	}
 	defer f.Close()
 	b, err := readCapped(f)

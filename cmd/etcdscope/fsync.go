@@ -84,6 +84,9 @@ func runFsync(args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q (see 'etcdscope fsync --help')", fs.Arg(0))
 	}
+	if err := emptyFlags(fs, "comm", "cgroup", "dev", "dir"); err != nil {
+		return err
+	}
 	if fs.Changed("pid") && f.pid == 0 {
 		return usagef("--pid 0 is not a process id; give etcd's (pgrep etcd), or drop --pid to trace every process")
 	}
@@ -364,7 +367,7 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 		fmt.Fprintf(os.Stderr, "workload wal: 2300-byte appends + fdatasync into preallocated 64 MiB segments under %s/member/wal\n", dir)
 		go func() {
 			defer close(wlDone)
-			wlStats, wlErr = workload.RunWAL(ctx, workload.WALOptions{Dir: dir, Rate: f.rate,
+			wlStats, wlErr = workload.RunWAL(ctx, workload.WALOptions{Dir: dir, Root: scratch.Root, Rate: f.rate,
 				Observe: func(d time.Duration) { wlLat = append(wlLat, int64(d)) }})
 		}()
 	} else {

@@ -94,6 +94,18 @@ func newFlagSet(name string) *pflag.FlagSet {
 	return fs
 }
 
+// emptyFlags refuses each of names given as ” (or an empty list), where
+// ” would quietly mean the flag's default: fsync --cgroup ” traced every
+// process, peers --etcd-endpoints ” ran without the member list.
+func emptyFlags(fs *pflag.FlagSet, names ...string) error {
+	for _, n := range names {
+		if fl := fs.Lookup(n); fl != nil && fs.Changed(n) && (fl.Value.String() == "" || fl.Value.String() == "[]") {
+			return usagef("--%s is empty: give a value, or leave the flag out", n)
+		}
+	}
+	return nil
+}
+
 // writeHelp writes a subcommand's --help: a one-line purpose, the
 // synopsis, examples and the flags.
 func writeHelp(w io.Writer, name string, fs *pflag.FlagSet) {

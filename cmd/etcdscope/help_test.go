@@ -105,6 +105,14 @@ func TestSubcommandHelp(t *testing.T) {
 	if rc != 0 || !strings.HasPrefix(out, "etcdscope ") || !strings.Contains(out, "go1.") {
 		t.Errorf("--version: exit %d, %q", rc, out)
 	}
+	// version's help, asked for either way, is help, not bad input
+	// (issue 25: both exited 2, "takes no arguments").
+	for _, args := range [][]string{{"version", "--help"}, {"help", "version"}, {"--version", "-h"}} {
+		out, errOut, rc := runBin(t, bin, args...)
+		if rc != 0 || !strings.HasPrefix(out, "usage: etcdscope version") || errOut != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, rc, out, errOut)
+		}
+	}
 }
 
 // writeFsyncRecording writes an fsync recording of n WAL fdatasyncs of total

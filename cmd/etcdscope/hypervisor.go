@@ -259,7 +259,7 @@ func hvTarget(f hvFlags) string {
 // imageFormat reads the image's first bytes (the hypervisor's own open
 // flags say nothing of the format).
 func imageFormat(path string) string {
-	fh, err := os.Open(path)
+	fh, err := safefile.OpenInput(path) // a FIFO the hypervisor holds must not block us
 	if err != nil {
 		return ""
 	}

@@ -61,6 +61,10 @@ func run(args []string) int {
 		return run([]string{args[1], "--help"})
 	}
 	if args[0] == "--version" || args[0] == "version" {
+		if len(args) == 2 && (args[1] == "-h" || args[1] == "--help") { // also 'help version'
+			fmt.Println("usage: etcdscope version (or etcdscope --version)\n\nprints the build: version, commit and Go version; takes no flags")
+			return 0
+		}
 		if len(args) > 1 {
 			fmt.Fprintf(os.Stderr, "etcdscope: %s takes no arguments (got %q)\n", args[0], args[1])
 			return 2

@@ -11,6 +11,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/merge"
+	"github.com/etcdscope/etcdscope/internal/safefile"
 	"github.com/etcdscope/etcdscope/render"
 )
 
@@ -45,18 +46,18 @@ func runMerge(args []string) error {
 	case output != "table" && output != "json":
 		return usagef("--output %q: use table or json", output)
 	}
-	gf, err := os.Open(guestPath)
+	gf, err := safefile.OpenInput(guestPath)
 	if err != nil {
-		return usagef("--guest: %v", err)
+		return usagef("--guest: %v: give a recording from etcdscope fsync --output json", err)
 	}
 	defer gf.Close()
 	guest, _, err := analysis.ReadJSONL(gf)
 	if err != nil {
 		return usagef("--guest %s: %v: give a recording from etcdscope fsync --output json, run in the guest", guestPath, err)
 	}
-	hf, err := os.Open(hostPath)
+	hf, err := safefile.OpenInput(hostPath)
 	if err != nil {
-		return usagef("--host: %v", err)
+		return usagef("--host: %v: give a recording from etcdscope hypervisor --output json", err)
 	}
 	defer hf.Close()
 	host, err := merge.ReadHost(hf)

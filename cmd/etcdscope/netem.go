@@ -173,6 +173,15 @@ func netemApply(args []string) error {
 		return usagef("--dev %s: no such interface on this host (see ip link)", s.Dev)
 	}
 	if *dryRun {
+		// A plan for a namespace that is not there is no plan either:
+		// opened to check it, read-only, changing nothing.
+		if *netnsArg != "" {
+			fd, err := netem.OpenNetns(*netnsArg)
+			if err != nil {
+				return netemErr(err)
+			}
+			syscall.Close(fd)
+		}
 		p, err := s.Params(0, 0)
 		if err != nil {
 			return usagef("%v", err)

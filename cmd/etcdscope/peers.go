@@ -80,6 +80,9 @@ func runPeers(args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q (see 'etcdscope peers --help')", fs.Arg(0))
 	}
+	if err := emptyFlags(fs, "etcd-endpoints", "etcd-metrics"); err != nil {
+		return err
+	}
 	f.probeAnswerSet = fs.Changed("probe-answer")
 	cfg, tlsCfg, err := f.validate()
 	if err != nil {
@@ -161,10 +164,19 @@ func clientTLS(cacert, cert, key string) (*tls.Config, error) {
 		return nil, nil
 	}
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if cacert != "" {
-		pem, err := os.ReadFile(cacert)
+	// Each read is bounded and of a regular file: --cacert /dev/zero grew
+	// past 2 GB, and a FIFO blocked forever.
+	read := func(flag, path string) ([]byte, error) {
+		b, err := safefile.ReadInput(path, safefile.MaxPEMBytes)
 		if err != nil {
-			return nil, usagef("--cacert: %v", err)
+			return nil, usagef("%s: %v: give a PEM file", flag, err)
+		}
+		return b, nil
+	}
+	if cacert != "" {
+		pem, err := read("--cacert", cacert)
+		if err != nil {
+			return nil, err
 		}
 		tlsCfg.RootCAs = x509.NewCertPool()
 		if !tlsCfg.RootCAs.AppendCertsFromPEM(pem) {
@@ -172,7 +184,15 @@ func clientTLS(cacert, cert, key string) (*tls.Config, error) {
 		}
 	}
 	if cert != "" {
-		c, err := tls.LoadX509KeyPair(cert, key)
+		certPEM, err := read("--cert", cert)
+		if err != nil {
+			return nil, err
+		}
+		keyPEM, err := read("--key", key)
+		if err != nil {
+			return nil, err
+		}
+		c, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			return nil, usagef("--cert/--key: %v", err)
 		}

@@ -70,9 +70,9 @@ func runReport(args []string) error {
 	}
 	var in io.Reader = os.Stdin
 	if name := fs.Arg(0); name != "-" {
-		f, err := os.Open(name)
+		f, err := safefile.OpenInput(name)
 		if err != nil {
-			return usagef("%v: give a readable recording (etcdscope fsync --output json > F) or capture (fsync or peers --capture F)", err)
+			return usagef("%v: give a readable recording (etcdscope fsync --output json > F, or - for stdin) or capture (fsync or peers --capture F)", err)
 		}
 		defer f.Close()
 		in = f
@@ -291,7 +291,7 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 func writeHTMLReport(out, name, peersPath, mergePath string, recs []analysis.FsyncRecord, writes []analysis.WriteRecord, sum analysis.Report) error {
 	in := report.Input{Title: filepath.Base(name), Fsyncs: recs, Writes: writes, Summary: sum}
 	if mergePath != "" {
-		f, err := os.Open(mergePath)
+		f, err := safefile.OpenInput(mergePath)
 		if err != nil {
 			return usagef("--merge: %v: give the output of etcdscope merge --output json", err)
 		}
@@ -305,7 +305,7 @@ func writeHTMLReport(out, name, peersPath, mergePath string, recs []analysis.Fsy
 		}
 	}
 	if peersPath != "" {
-		f, err := os.Open(peersPath)
+		f, err := safefile.OpenInput(peersPath)
 		if err != nil {
 			return usagef("--peers: %v: give a file from etcdscope peers --record", err)
 		}

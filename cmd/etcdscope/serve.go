@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -70,6 +68,9 @@ func runServe(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q (see 'etcdscope serve --help')", fs.Arg(0))
+	}
+	if err := emptyFlags(fs, "comm", "etcd-endpoints", "etcd-metrics"); err != nil {
+		return err
 	}
 	f.pidSet = fs.Changed("pid")
 	cfg, tcfg, err := f.validate()
@@ -145,6 +146,8 @@ func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 		return cfg, tcfg, usagef("--pid %d is not a process id", f.pid)
 	case f.pidSet && f.pid == 0:
 		return cfg, tcfg, usagef("--pid 0 is not a process id; give etcd's (pgrep etcd), or drop --pid")
+	case f.pid != 0 && f.comm != "":
+		return cfg, tcfg, usagef("give --pid or --comm, not both: --pid %d names the process already", f.pid)
 	case f.compareWindow < 10*time.Second:
 		return cfg, tcfg, usagef("--compare-window %v is too short: etcd observes its peer RTT metric about once per 30 s per prober; give 1m or more", f.compareWindow)
 	}
@@ -224,27 +227,11 @@ func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 	case (f.cacert != "" || f.cert != "") && len(f.etcdMetrics) == 0 && len(f.endpoints) == 0:
 		return cfg, tcfg, usagef("--cacert/--cert/--key are for --etcd-metrics and --etcd-endpoints; give --etcd-metrics")
 	}
-	if f.cacert != "" || f.cert != "" {
-		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
-		if f.cacert != "" {
-			pem, err := os.ReadFile(f.cacert)
-			if err != nil {
-				return cfg, tcfg, usagef("--cacert: %v", err)
-			}
-			tlsCfg.RootCAs = x509.NewCertPool()
-			if !tlsCfg.RootCAs.AppendCertsFromPEM(pem) {
-				return cfg, tcfg, usagef("--cacert %s holds no PEM certificate", f.cacert)
-			}
-		}
-		if f.cert != "" {
-			c, err := tls.LoadX509KeyPair(f.cert, f.key)
-			if err != nil {
-				return cfg, tcfg, usagef("--cert/--key: %v", err)
-			}
-			tlsCfg.Certificates = []tls.Certificate{c}
-		}
-		cfg.EtcdTLS = tlsCfg
+	tlsCfg, err := clientTLS(f.cacert, f.cert, f.key)
+	if err != nil {
+		return cfg, tcfg, err
 	}
+	cfg.EtcdTLS = tlsCfg
 	return cfg, tcfg, nil
 }
 

@@ -1,7 +1,9 @@
 // Package safefile creates the files etcdscope writes on a node it runs on
 // as root (--ready-file, peers --record, report --html, the workload's
 // scratch) without following a link another user planted, and without
-// leaving a partial file behind.
+// leaving a partial file behind; and opens the files it reads from a path
+// the user names (OpenInput, ReadInput) only if they are regular files, so
+// that a FIFO cannot block it and /dev/zero cannot fill its memory.
 //
 // The rules, in the order a path meets them:
 //
@@ -19,6 +21,15 @@
 //     rename(2) replaces a link at the final name instead of writing
 //     through it, and a failure (a full disk, a signal) leaves at most the
 //     temporary file, which Close removes.
+//   - The final name, if it exists, must be a regular file or a link to
+//     one (or a dangling link). A device node, a FIFO, a socket or a
+//     directory there, or a link to one (/dev/null, /dev/stdout ->
+//     /proc/self/fd/1 -> a pipe or a tty), is refused with an error naming
+//     the fix, in CheckDir, Create and again just before Commit's rename:
+//     renaming over /dev/null would leave a regular file in its place, and
+//     writing into a device is not what a file flag promises (use a
+//     regular file, or leave the flag out). Remove deletes only the regular
+//     file Commit placed.
 package safefile
 
 import (
@@ -49,7 +60,45 @@ func CheckDir(path string) error {
 	if unix.Fstatat(int(d.Fd()), filepath.Base(path), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		return fmt.Errorf("%s is a directory: give a file name in it, e.g. %s", path, filepath.Join(path, "etcdscope.out"))
 	}
+	return checkTarget(int(d.Fd()), filepath.Base(path), path)
+}
+
+// checkTarget refuses a final name that holds, or links to, anything but a
+// regular file: renaming over it would replace a device node, a FIFO or a
+// link to one with a regular file.
+func checkTarget(dirfd int, name, path string) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil // nothing there yet
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		if unix.Fstatat(dirfd, name, &st, 0) != nil {
+			return nil // a dangling link: rename replaces it
+		}
+	}
+	if kind := fileKind(st.Mode); kind != "" {
+		return fmt.Errorf("%s is %s, not a regular file: give the path of a regular file to write, or leave the flag out", path, kind)
+	}
 	return nil
+}
+
+// fileKind names a file type other than a regular file ("" for one).
+func fileKind(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return ""
+	case unix.S_IFCHR:
+		return "a character device"
+	case unix.S_IFBLK:
+		return "a block device"
+	case unix.S_IFIFO:
+		return "a FIFO or pipe"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFDIR:
+		return "a directory"
+	}
+	return "a file of an unknown type"
 }
 
 // File is a file being written under a temporary name next to its final
@@ -76,8 +125,12 @@ func Create(path string, perm os.FileMode) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkTarget(int(dir.Fd()), name, path); err != nil {
+		dir.Close()
+		return nil, err
+	}
 	for i := 0; ; i++ {
-		tmp := "." + name + ".tmp-" + strconv.FormatUint(uint64(time.Now().UnixNano())+uint64(i)*7919, 36)
+		tmp := tempName("."+name+".tmp-", i)
 		fd, err := unix.Openat(int(dir.Fd()), tmp,
 			unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
 		if errors.Is(err, unix.EEXIST) && i < 100 {
@@ -91,6 +144,11 @@ func Create(path string, perm os.FileMode) (*File, error) {
 		_ = unix.Fchmod(fd, uint32(perm.Perm()))
 		return &File{dir: dir, name: name, tmp: tmp, f: os.NewFile(uintptr(fd), filepath.Join(dir.Name(), tmp))}, nil
 	}
+}
+
+// tempName is a fresh name starting with prefix, different for each try i.
+func tempName(prefix string, i int) string {
+	return prefix + strconv.FormatUint(uint64(time.Now().UnixNano())+uint64(i)*7919, 36)
 }
 
 // Write writes to the temporary file.
@@ -112,6 +170,9 @@ func (f *File) Commit() error {
 		err = cerr
 	}
 	f.f = nil
+	if err == nil {
+		err = checkTarget(int(f.dir.Fd()), f.name, f.Path())
+	}
 	if err == nil {
 		err = unix.Renameat(int(f.dir.Fd()), f.tmp, int(f.dir.Fd()), f.name)
 	}
@@ -144,7 +205,7 @@ func (f *File) Remove() error {
 	if err := unix.Fstatat(int(f.dir.Fd()), f.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return nil // gone already
 	}
-	if st.Dev != f.dev || st.Ino != f.ino || st.Ctim != f.ctime {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Dev != f.dev || st.Ino != f.ino || st.Ctim != f.ctime {
 		return nil
 	}
 	f.committed = false

@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/etcdscope/etcdscope/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 // victim makes a file a planted link will point at, and returns a check
@@ -54,19 +57,27 @@ func TestWriteFileReplacesPlantedLink(t *testing.T) {
 }
 
 func TestRemoveLeavesAReplacedFile(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "ready")
-	f, err := WriteFile(p, []byte("1\n"), 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	os.Remove(p)
-	if err := os.WriteFile(p, []byte("someone else's\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f.Remove()
-	if b, err := os.ReadFile(p); err != nil || string(b) != "someone else's\n" {
-		t.Fatalf("Remove deleted a file it did not place: %q, %v", b, err)
+	// Someone else's regular file, and a FIFO (not a regular file at all),
+	// put at the name after the ready file was written.
+	for _, put := range []func(string) error{
+		func(p string) error { return os.WriteFile(p, []byte("someone else's\n"), 0o644) },
+		func(p string) error { return unix.Mkfifo(p, 0o644) },
+	} {
+		p := filepath.Join(t.TempDir(), "ready")
+		f, err := WriteFile(p, []byte("1\n"), 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(p)
+		if err := put(p); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := os.Lstat(p)
+		f.Remove()
+		f.Close()
+		if after, err := os.Lstat(p); err != nil || after.Mode() != before.Mode() || !os.SameFile(before, after) {
+			t.Fatalf("Remove deleted or changed a file it did not place: %v, %v", after, err)
+		}
 	}
 }
 
@@ -198,5 +209,92 @@ func TestScratchRemovesStale(t *testing.T) {
 	live.Remove()
 	if _, err := os.Stat(live.Path); !os.IsNotExist(err) {
 		t.Fatalf("Remove left %s", live.Path)
+	}
+}
+
+// TestNeverReplacesADeviceNode: a device node (char 1:3, /dev/null's twin,
+// made with mknod in the test's directory) and a link to it (as
+// /dev/stdout links to /proc/self/fd/1) are refused by CheckDir, Create,
+// WriteFile and Ready.Put, and are still what they were after. Before,
+// Commit renamed a regular file over them.
+func TestNeverReplacesADeviceNode(t *testing.T) {
+	testenv.RequireRoot(t)
+	dir := t.TempDir()
+	null := filepath.Join(dir, "null")
+	if err := unix.Mknod(null, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "stdout")
+	if err := os.Symlink(null, link); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, null, unix.S_IFCHR, "a character device")
+	refused(t, link, unix.S_IFLNK, "a character device")
+	var st unix.Stat_t
+	if err := unix.Stat(link, &st); err != nil || st.Rdev != unix.Mkdev(1, 3) || st.Mode&unix.S_IFMT != unix.S_IFCHR {
+		t.Errorf("%s: mode %o device %x (%v), want char 1:3", null, st.Mode, st.Rdev, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+		t.Errorf("temporary files left: %v", ents)
+	}
+}
+
+// TestNeverReplacesAFIFO: as TestNeverReplacesADeviceNode, for a FIFO
+// (no root needed).
+func TestNeverReplacesAFIFO(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, fifo, unix.S_IFIFO, "a FIFO or pipe")
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("temporary files left: %v", ents)
+	}
+}
+
+// refused checks that every writer refuses p, naming kind, and that p is
+// still of type typ after.
+func refused(t *testing.T, p string, typ uint32, kind string) {
+	t.Helper()
+	if err := CheckDir(p); err == nil || !strings.Contains(err.Error(), kind+", not a regular file") {
+		t.Errorf("CheckDir(%s) = %v, want a refusal naming %q", p, err, kind)
+	}
+	if f, err := Create(p, 0o644); err == nil {
+		f.Close()
+		t.Errorf("Create(%s) succeeded", p)
+	}
+	if f, err := WriteFile(p, []byte("x\n"), 0o644); err == nil {
+		f.Close()
+		t.Errorf("WriteFile(%s) succeeded", p)
+	}
+	r := NewReady(p)
+	if err := r.Put("1\n"); err == nil {
+		t.Errorf("Ready.Put(%s) succeeded", p)
+	}
+	r.Remove()
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil || st.Mode&unix.S_IFMT != typ {
+		t.Errorf("%s: mode %o (%v), want type %o kept", p, st.Mode, err, typ)
+	}
+}
+
+// TestCommitRefusesADeviceSwappedIn: a FIFO put at the final name after
+// Create is still not replaced by Commit.
+func TestCommitRefusesADeviceSwappedIn(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "out")
+	f, err := Create(p, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Mkfifo(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Commit(); err == nil || !strings.Contains(err.Error(), "a FIFO or pipe") {
+		t.Fatalf("Commit = %v, want a refusal", err)
+	}
+	if st, err := os.Lstat(p); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("%s: %v, %v; want the FIFO kept", p, st, err)
 	}
 }
