@@ -260,6 +260,7 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 	fctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
 	defer cancel()
 	var fin sync.WaitGroup
+	defer fin.Wait() // on the early returns too
 	if res.Load != nil {
 		fin.Go(func() {
 			if err := res.Load.Revoke(fctx); err != nil {
