@@ -96,6 +96,9 @@ func checkCommit(t *testing.T, members int) {
 	if len(sum.Unavailable) > 0 || sum.Source != commit.SourceUprobes {
 		t.Fatalf("source %s, unavailable layers: %v", sum.Source, sum.Unavailable)
 	}
+	if sum.Model == nil {
+		t.Error("no model from etcd's metrics (its end scrape has 1 s)")
+	}
 	if sum.LostEvents != 0 || sum.Missed != 0 {
 		t.Errorf("lost %d events, missed %d", sum.LostEvents, sum.Missed)
 	}

@@ -149,5 +149,8 @@ func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, logw io.Writer
 	if res.DecodeErrors > 0 {
 		fmt.Fprintf(logw, "etcdscope serve: commit: %d ring records could not be decoded\n", res.DecodeErrors)
 	}
+	if t := res.Target; t.Exited {
+		fmt.Fprintf(logw, "etcdscope serve: commit: etcd pid %d exited: its writes are no longer traced (restart serve with the new pid)\n", t.PID)
+	}
 	return nil
 }

@@ -94,20 +94,8 @@ func mountID(point, fstype string) int {
 // processStart returns pid's start time (clock ticks since boot, field 22
 // of /proc/PID/stat), telling a live process from a reused pid.
 func processStart(pid int) (uint64, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(f[19], 10, 64)
-	return n, err == nil
+	st, err := StatProcess(pid)
+	return st.Start, err == nil
 }
 
 // writeTracefsState records this process's tracefs mount.

@@ -87,8 +87,11 @@ type CommitResult struct {
 	Model    *commit.ModelResult // from etcd's metrics over the run (needs Endpoints)
 	ModelIn  *commit.ModelInput
 	ModelErr error
-	Load     *Load // nil without --load
-	LoadErr  error
+	// Target: whether the traced process exited (the run stopped then)
+	// or was stopped during the run.
+	Target  commit.Target
+	Load    *Load // nil without --load
+	LoadErr error
 	// ClientOutsideNs: for each load put paired with its traced write,
 	// the client's time minus the server's (PairClient).
 	ClientOutsideNs stats.Series
@@ -144,7 +147,12 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 		ctx, cancel = context.WithTimeout(ctx, opt.Duration)
 		defer cancel()
 	}
-	startScrape := scrapeAll(ctx, members, opt, cli)
+	// The run also ends, at once, when the traced process exits: what
+	// it traced is the report (a restarted etcd is another process).
+	ctx, endRun := context.WithCancel(ctx)
+	defer endRun()
+	target := watchTarget(ctx, opt.PID, endRun)
+	startScrape, startErr := scrapeAll(ctx, members, opt, cli)
 
 	j := commit.NewJoiner(commit.Config{Role: res.Role, Voters: res.Cluster.Voters})
 	tr := opt.Source
@@ -227,7 +235,7 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 			case <-ctx.Done():
 				break poll
 			case <-t.C:
-				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				st, err := cli.Status(sctx, local)
 				cancel()
 				if err == nil && st.Leader != res.LeaderID {
@@ -244,11 +252,27 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 		<-ctx.Done()
 	}
 	loadWG.Wait()
+	res.Target = target()
+
+	// The finish, bounded whatever etcd does (a stopped etcd answers
+	// nothing): the lease's revoke and the end scrape run alongside the
+	// ring's drain, each request within finishTimeout.
+	fctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+	defer cancel()
+	var fin sync.WaitGroup
+	defer fin.Wait() // on the early returns too
 	if res.Load != nil {
-		if err := res.Load.Revoke(); err != nil {
-			notice("revoking the load's lease: %v (its keys expire with its TTL)", err)
-		}
+		fin.Go(func() {
+			if err := res.Load.Revoke(fctx); err != nil {
+				notice("revoking the load's lease: %v (its keys expire with its TTL)", err)
+			}
+		})
 		res.Report.ClientPutNs = res.Load.ClientNs
+	}
+	var endScrape map[uint64]map[string]*dto.MetricFamily
+	var endErr error
+	if startScrape != nil && !res.Target.Exited {
+		fin.Go(func() { endScrape, endErr = scrapeAll(fctx, members, opt, cli) })
 	}
 	if tr != nil {
 		// Let the last writes' events arrive, then read what is left.
@@ -278,8 +302,16 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 			res.ClientOutsideNs = PairClient(res.Load.Intervals, res.spans)
 		}
 	}
-	if startScrape != nil {
-		endScrape := scrapeAll(context.Background(), members, opt, cli)
+	fin.Wait()
+	switch {
+	case startErr != nil:
+		res.ModelErr = fmt.Errorf("scraping /metrics at the start of the run: %w", startErr)
+	case startScrape == nil:
+	case res.Target.Exited:
+		res.ModelErr = errors.New("the traced etcd exited during the run, and its metrics with it")
+	case endErr != nil:
+		res.ModelErr = fmt.Errorf("scraping /metrics at the end of the run (each request within %v): %w", finishTimeout, endErr)
+	default:
 		in, err := modelInput(members, res, startScrape, endScrape)
 		if err != nil {
 			res.ModelErr = err
@@ -290,6 +322,11 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 	}
 	return res, nil
 }
+
+// finishTimeout bounds each request to etcd once the run is over (the
+// lease's revoke, the end scrape, both at once), so that commit exits
+// within 2 s of a signal even when etcd does not answer.
+const finishTimeout = time.Second
 
 func deliver(ws []commit.Write, res *CommitResult, opt CommitOptions) error {
 	for i := range ws {
@@ -317,27 +354,35 @@ func roleOf(local, leader uint64) commit.Role {
 }
 
 // scrapeAll scrapes every member's /metrics on its client URL (etcd
-// serves them there), keyed by member id; nil without members.
-func scrapeAll(ctx context.Context, members []etcdmetric.Member, opt CommitOptions, cli *clientv3.Client) map[uint64]map[string]*dto.MetricFamily {
+// serves them there), keyed by member id; nil without members. The error
+// says why no member could be scraped.
+func scrapeAll(ctx context.Context, members []etcdmetric.Member, opt CommitOptions, cli *clientv3.Client) (map[uint64]map[string]*dto.MetricFamily, error) {
 	if cli == nil || len(members) == 0 {
-		return nil
+		return nil, nil
 	}
 	out := map[uint64]map[string]*dto.MetricFamily{}
 	mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	ml, err := cli.MemberList(mctx)
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("member list: %w", err)
 	}
+	var last error
 	for _, m := range ml.Members {
 		if len(m.ClientURLs) == 0 {
 			continue
 		}
-		if fams, err := etcdinfo.Families(mctx, strings.TrimSuffix(m.ClientURLs[0], "/")+"/metrics", opt.TLS); err == nil {
-			out[m.ID] = fams
+		fams, err := etcdinfo.Families(mctx, strings.TrimSuffix(m.ClientURLs[0], "/")+"/metrics", opt.TLS)
+		if err != nil {
+			last = err
+			continue
 		}
+		out[m.ID] = fams
 	}
-	return out
+	if len(out) == 0 && last != nil {
+		return nil, last
+	}
+	return out, nil
 }
 
 // modelInput builds the model's input from the metrics' deltas over the

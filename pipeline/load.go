@@ -143,10 +143,8 @@ func (l *Load) get(ctx context.Context, key string) (int64, bool) {
 	return time.Since(start).Nanoseconds(), err == nil
 }
 
-// Revoke revokes the lease, deleting every key of the load.
-func (l *Load) Revoke() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+// Revoke revokes the lease, deleting every key of the load, within ctx.
+func (l *Load) Revoke(ctx context.Context) error {
 	_, err := l.cli.Revoke(ctx, l.Lease)
 	return err
 }

@@ -97,7 +97,10 @@ type SummaryRecord struct {
 	ClientOutsideNs *stats.Summary `json:"client_outside_ns,omitempty"`
 	Model           *ModelResult   `json:"model,omitempty"`
 	Unavailable     []string       `json:"unavailable,omitempty"`
-	Verdicts        []string       `json:"verdicts"`
+	// Target: whether the traced process exited or was stopped during
+	// the run (absent in recordings made before it was watched).
+	Target   *Target  `json:"target,omitempty"`
+	Verdicts []string `json:"verdicts"`
 }
 
 // Summary returns the report as a summary record.

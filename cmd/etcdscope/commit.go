@@ -71,16 +71,23 @@ func runCommit(args []string) error {
 	if err := tracer.CheckPrerequisites(); err != nil {
 		return usagef("%v", err)
 	}
-	ctx, stop := stopSignals()
+	var ready *safefile.Ready
+	if f.ready != "" {
+		ready = safefile.NewReady(f.ready)
+		defer ready.Remove()
+	}
+	ctx, stop := runContext("commit", func() {
+		if ready != nil {
+			ready.Remove()
+		}
+	})
 	defer stop()
 	enc := json.NewEncoder(commitStdout)
 	if f.output == "json" {
 		opt.OnWrite = func(w *commit.Write, names commit.Names) error { return enc.Encode(commit.RecordOf(w, names)) }
 	}
 	opt.Notice = func(s string) { fmt.Fprintln(os.Stderr, "etcdscope commit: "+s) }
-	if f.ready != "" {
-		ready := safefile.NewReady(f.ready)
-		defer ready.Remove()
+	if ready != nil {
 		opt.Ready = func() {
 			if err := ready.Put(strconv.Itoa(os.Getpid()) + "\n"); err != nil {
 				fmt.Fprintf(os.Stderr, "etcdscope commit: --ready-file: %v\n", err)
@@ -108,6 +115,9 @@ func runCommit(args []string) error {
 		return err
 	}
 	res, err := pipeline.RunCommit(ctx, opt)
+	if err != nil && ctx.Err() != nil {
+		return errors.New("interrupted before the run started: nothing traced")
+	}
 	if errors.Is(err, etcdinfo.ErrUnreachable) {
 		// Before any write was traced, and the probes are closed at
 		// exit: a wrong address is bad input.
@@ -118,15 +128,19 @@ func runCommit(args []string) error {
 	}
 	// The pipeline's error policy: decode errors are counted, the report
 	// is printed, and the run fails at exit.
-	var decodeErr error
+	var decodeErr, exitErr error
 	if res.DecodeErrors > 0 {
 		decodeErr = fmt.Errorf("%d ring records could not be decoded", res.DecodeErrors)
 	}
+	// The run was cut short: the report covers what came before.
+	if t := res.Target; t.Exited {
+		exitErr = fmt.Errorf("etcd pid %d exited %.1f s into the run, which stopped then", t.PID, float64(t.ExitedAfterNs)/1e9)
+	}
 	if f.output == "json" {
-		return errors.Join(enc.Encode(commitSummary(res)), decodeErr)
+		return errors.Join(enc.Encode(commitSummary(res)), decodeErr, exitErr)
 	}
 	printCommitTable(commitStdout, res, opt.PID)
-	return decodeErr
+	return errors.Join(decodeErr, exitErr)
 }
 
 // validate checks every flag before anything touches the host.
@@ -223,6 +237,8 @@ func commitSummary(res *pipeline.CommitResult) commit.SummaryRecord {
 	s := res.Report.Summary(res.Cluster)
 	s.Source, s.LostEvents, s.Missed, s.Dropped = res.Source, res.Lost, res.Missed, res.Dropped
 	s.Model, s.Unavailable = res.Model, res.Unavailable
+	t := res.Target
+	s.Target = &t
 	if res.Load != nil {
 		g, ig, o := res.Load.TransportNs.Summary(), res.Load.IdleTransportNs.Summary(), res.ClientOutsideNs.Summary()
 		s.ClientGetNs, s.ClientIdleGetNs, s.ClientOutsideNs = &g, &ig, &o
@@ -243,6 +259,7 @@ func printCommitTable(w io.Writer, res *pipeline.CommitResult, pid int) {
 	for _, u := range res.Unavailable {
 		fmt.Fprintf(w, "unavailable: %s\n", u)
 	}
+	printTarget(w, res.Target)
 	if rep.Writes > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "part\tcount\tp50 ms\tp99 ms\tmean ms\tshare\t")
@@ -308,6 +325,26 @@ func printCommitTable(w io.Writer, res *pipeline.CommitResult, pid int) {
 	for _, v := range rep.Verdicts(res.Cluster) {
 		fmt.Fprintf(w, "verdict: %s\n", v)
 	}
+}
+
+// printTarget says when the traced process exited or was stopped during
+// the run (nothing when neither).
+func printTarget(w io.Writer, t commit.Target) {
+	if t.Exited {
+		fmt.Fprintf(w, "etcd pid %d exited %.1f s into the run: the run stopped there\n", t.PID, float64(t.ExitedAfterNs)/1e9)
+	}
+	if len(t.Stops) == 0 {
+		return
+	}
+	var parts []string
+	for _, s := range t.Stops {
+		p := fmt.Sprintf("%.1f s from %.1f s", float64(s.Ns)/1e9, float64(s.AfterNs)/1e9)
+		if s.Ongoing {
+			p += " (still stopped at the end)"
+		}
+		parts = append(parts, p)
+	}
+	fmt.Fprintf(w, "etcd pid %d was stopped (SIGSTOP or a debugger) for %.1f s of the run: %s; writes made then waited until it resumed\n", t.PID, float64(t.StoppedNs())/1e9, strings.Join(parts, ", "))
 }
 
 func sorted(s []string) []string {

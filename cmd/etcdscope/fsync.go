@@ -284,7 +284,7 @@ const (
 const workloadScratchPrefix = "etcdscope-wal-"
 
 func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
-	ctx, stop := stopSignals()
+	ctx, stop := runContext("fsync", nil)
 	defer stop()
 	if f.duration > 0 {
 		var cancel context.CancelFunc

@@ -92,7 +92,7 @@ func runHypervisor(args []string) error {
 }
 
 func traceHypervisor(f hvFlags, ring uint32) error {
-	ctx, stop := stopSignals()
+	ctx, stop := runContext("hypervisor", nil)
 	defer stop()
 	if f.duration > 0 {
 		var cancel context.CancelFunc

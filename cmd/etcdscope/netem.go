@@ -213,7 +213,7 @@ func netemApply(args []string) error {
 	if *hold == 0 {
 		return nil
 	}
-	ctx, stop := stopSignals()
+	ctx, stop := runContext("netem", nil)
 	defer stop()
 	fmt.Printf("holding for %s (SIGINT/SIGTERM clears early)\n", *hold)
 	cr, err := c.HoldAndClear(ctx, s.Dev, *hold)

@@ -213,7 +213,7 @@ func checkURL(s string) error {
 }
 
 func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error {
-	ctx, stop := stopSignals()
+	ctx, stop := runContext("peers", nil)
 	defer stop()
 	rep := etcdmetric.PeersReport{Port: int(cfg.Port), MetricsURL: f.metricsURL}
 	var peerURLs map[uint64]string

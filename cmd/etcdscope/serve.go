@@ -94,7 +94,7 @@ func runServe(args []string) error {
 			fmt.Fprintf(os.Stderr, "etcdscope serve: writing --ready-file: %v\n", err)
 		}
 	}
-	ctx, stop := stopSignals()
+	ctx, stop := runContext("serve", nil)
 	defer stop()
 	ft, err := tracer.NewFsync(tcfg.fsync)
 	if err != nil {
