@@ -15,6 +15,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/diagnose"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 func init() {
@@ -101,9 +102,9 @@ func runDiagnose(args []string) error {
 		fmt.Fprintf(os.Stderr, "etcdscope diagnose: %s not read: %s\n", u.Name, u.Err)
 	}
 	if *output == "json" {
-		err = diagnose.WriteJSON(os.Stdout, rep)
+		err = render.DiagnoseJSON(os.Stdout, rep)
 	} else {
-		err = diagnose.WriteTable(os.Stdout, rep)
+		err = render.Diagnose(os.Stdout, rep)
 	}
 	if err != nil || !*failBad {
 		return err
