@@ -286,11 +286,16 @@ func TestIntervalLoss(t *testing.T) {
 }
 
 // TestBiasedVerdict: a report from a trace with loss marks every verdict
-// (render.FsyncReport prints the mark: render.TestFsyncReportTable).
+// with its Bias (render.FsyncReport words it: render.TestFsyncReportTable),
+// and the JSON keeps docs/schema.md's text for it and reads it back.
 func TestBiasedVerdict(t *testing.T) {
 	recs := []FsyncRecord{{TotalNs: 1e6, Comm: "etcd", FileKind: KindWAL}}
-	if g := BuildReport(recs, 0, 0, nil).Groups[0]; g.Biased != "" || g.Verdict != "ok" {
-		t.Fatalf("lossless: verdict %q biased %q", g.Verdict, g.Biased)
+	g := BuildReport(recs, 0, 0, nil).Groups[0]
+	if !g.Bias.IsZero() || g.Verdict != "ok" {
+		t.Fatalf("lossless: verdict %q bias %+v", g.Verdict, g.Bias)
+	}
+	if b, err := json.Marshal(g); err != nil || strings.Contains(string(b), "biased") {
+		t.Errorf("lossless group's JSON has biased (%v): %s", err, b)
 	}
 	// Lost events and missed probe runs are counted apart, under the
 	// summary's names (lost_events, missed_events), never summed.
@@ -303,8 +308,23 @@ func TestBiasedVerdict(t *testing.T) {
 		{0, 1, "biased: 1 missed probe run"},
 		{0, 4, "biased: 4 missed probe runs"},
 	} {
-		if g := BuildReport(recs, tc.lost, tc.missed, nil).Groups[0]; g.Biased != tc.want || g.Verdict != "ok" {
-			t.Errorf("lost %d missed %d: verdict %q biased %q, want %q", tc.lost, tc.missed, g.Verdict, g.Biased, tc.want)
+		g := BuildReport(recs, tc.lost, tc.missed, nil).Groups[0]
+		if g.Bias != (Bias{LostEvents: tc.lost, MissedRuns: tc.missed}) || g.Verdict != "ok" {
+			t.Errorf("lost %d missed %d: verdict %q bias %+v", tc.lost, tc.missed, g.Verdict, g.Bias)
+		}
+		b, err := json.Marshal(g)
+		if err != nil || !strings.Contains(string(b), `"biased":"`+tc.want+`"`) {
+			t.Errorf("lost %d missed %d: JSON (%v) %s, want biased %q", tc.lost, tc.missed, err, b, tc.want)
+		}
+		var back Group
+		if err := json.Unmarshal(b, &back); err != nil || back.Bias != g.Bias {
+			t.Errorf("%q read back as %+v (%v)", tc.want, back.Bias, err)
+		}
+	}
+	for _, bad := range []string{`"3 lost events"`, `"biased: "`, `"biased: 0 lost events"`, `"biased: 3 dropped events"`, `"biased: x lost events"`} {
+		var b Bias
+		if err := json.Unmarshal([]byte(bad), &b); err == nil {
+			t.Errorf("%s read as %+v, want an error", bad, b)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,14 +60,13 @@ type Group struct {
 	// or VerdictNA for kinds the budget does not apply to (bbolt backend,
 	// snapshots, the WAL directory's fsync at a segment cut).
 	Verdict Verdict `json:"verdict"`
-	// Biased marks a verdict computed from a trace with holes (requests
-	// unattributed, calls absent): "biased: N lost events, M missed probe
-	// runs", each part only when its count (the report's lost_events,
-	// missed_events) is not 0; empty for a lossless trace. Lost events did
-	// not fit in the ring buffer; missed probe runs are runs the kernel
-	// skipped, which no ring size brings back.
-	Biased string `json:"biased,omitempty"`
-	// VerdictHolds: the trace has holes (Biased set) but the verdict
+	// Bias counts the holes in the trace the group was drawn from (calls
+	// absent, requests unattributed): the report's lost_events and
+	// missed_events, the zero Bias for a lossless trace. In JSON the
+	// schema's text, "biased: N lost events, M missed probe runs", absent
+	// when zero (Bias.MarshalJSON).
+	Bias Bias `json:"biased,omitzero"`
+	// VerdictHolds: the trace has holes (Bias not zero) but the verdict
 	// cannot change whatever they hid. Each lost event or missed probe
 	// run hides at most one call (a call is absent only when one of its
 	// syscall events is), and they are counted trace-wide, so all may be
@@ -278,8 +278,8 @@ func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report
 			out.FlushesPerFsync = float64(g.flushes) / float64(out.Total.Count)
 		}
 		out.Verdict = verdict(g.key.FileKind, out.Total.P99)
-		out.Biased = Biased(lost, missed)
-		out.VerdictHolds = out.Biased != "" && verdictHolds(out.Verdict, out.Total.Count, g.overBudget, lost+missed)
+		out.Bias = Bias{LostEvents: lost, MissedRuns: missed}
+		out.VerdictHolds = !out.Bias.IsZero() && verdictHolds(out.Verdict, out.Total.Count, g.overBudget, lost+missed)
 		out.Disk = diskVerdict(&out)
 		out.DiskWhy = diskWhy(&out)
 		rep.Groups = append(rep.Groups, out)
@@ -347,22 +347,60 @@ func BuildReportWrites(recs []FsyncRecord, writes []WriteRecord, lost, missed ui
 // not bring them back.
 const MissedMeaning = "the kernel skipped probes that fired, from an interrupt, while a BPF program they cannot nest in ran on that CPU"
 
-// Biased returns the mark of a verdict computed from a trace that lost
-// lost events and missed missed probe runs, in the summary's terms:
-// "biased: 3 lost events, 1 missed probe run", a part only where its
-// count is not 0, or "" when both are.
-func Biased(lost, missed uint64) string {
-	var parts []string
-	if lost > 0 {
-		parts = append(parts, fmt.Sprintf("%d lost event%s", lost, pluralS(lost)))
+// Bias counts the holes in a trace: events lost (they did not fit in the
+// ring buffer; a bigger one brings them back) and probe runs missed (runs
+// the kernel skipped, MissedMeaning, which no ring size brings back).
+// Each hides at most one call. The zero Bias is a lossless trace.
+type Bias struct {
+	LostEvents uint64
+	MissedRuns uint64
+}
+
+// IsZero reports a lossless trace.
+func (b Bias) IsZero() bool { return b == Bias{} }
+
+// MarshalJSON writes docs/schema.md's groups[].biased: "biased: 3 lost
+// events, 1 missed probe run", a part only where its count is not 0.
+func (b Bias) MarshalJSON() ([]byte, error) {
+	s := "biased: "
+	if b.LostEvents > 0 {
+		s += strconv.FormatUint(b.LostEvents, 10) + " lost event" + pluralS(b.LostEvents)
 	}
-	if missed > 0 {
-		parts = append(parts, fmt.Sprintf("%d missed probe run%s", missed, pluralS(missed)))
+	if b.LostEvents > 0 && b.MissedRuns > 0 {
+		s += ", "
 	}
-	if len(parts) == 0 {
-		return ""
+	if b.MissedRuns > 0 {
+		s += strconv.FormatUint(b.MissedRuns, 10) + " missed probe run" + pluralS(b.MissedRuns)
 	}
-	return "biased: " + strings.Join(parts, ", ")
+	return json.Marshal(s)
+}
+
+// UnmarshalJSON reads MarshalJSON's text back (a recording's summary).
+func (b *Bias) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return err
+	}
+	*b = Bias{}
+	counts, ok := strings.CutPrefix(s, "biased: ")
+	if !ok || counts == "" {
+		return fmt.Errorf("biased %q: not \"biased: N lost events, M missed probe runs\"", s)
+	}
+	for _, part := range strings.Split(counts, ", ") {
+		n, what, _ := strings.Cut(part, " ")
+		v, err := strconv.ParseUint(n, 10, 64)
+		switch what = strings.TrimSuffix(what, "s"); {
+		case err != nil || v == 0:
+			return fmt.Errorf("biased %q: count %q", s, n)
+		case what == "lost event":
+			b.LostEvents = v
+		case what == "missed probe run":
+			b.MissedRuns = v
+		default:
+			return fmt.Errorf("biased %q: %q is neither lost events nor missed probe runs", s, what)
+		}
+	}
+	return nil
 }
 
 // pluralS is "s" unless n is 1.

@@ -71,7 +71,7 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			// No kernel layer explains the time: the scheduler's view can.
 			fmt.Fprintf(bw, "  note: %.0f%% of the time is in other (time with no block request or journal commit in flight): rerun etcdscope fsync with --sched to split it into waiting for a CPU (runnable), running and blocked on something that is not I/O\n", 100*d.Share)
 		}
-		if g.Biased != "" {
+		if !g.Bias.IsZero() {
 			// Only the lost events are the ring's: a bigger ring brings
 			// those back, never the probe runs the kernel skipped.
 			hint := "the ring buffer overflowed: raise --ring-size"
@@ -90,12 +90,12 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			switch {
 			case g.VerdictHolds && g.Verdict == analysis.VerdictOK:
 				fmt.Fprintf(bw, "  verdict holds though %s: even if each hid a call of %v or more, p99 would stay under the budget (%s)\n",
-					strings.TrimPrefix(g.Biased, "biased: "), analysis.WALFsyncBudget, hint)
+					BiasCounts(g.Bias), analysis.WALFsyncBudget, hint)
 			case g.VerdictHolds:
 				fmt.Fprintf(bw, "  verdict holds though %s: even if each hid a call under %v, p99 would stay over the budget (%s)\n",
-					strings.TrimPrefix(g.Biased, "biased: "), analysis.WALFsyncBudget, hint)
+					BiasCounts(g.Bias), analysis.WALFsyncBudget, hint)
 			default:
-				fmt.Fprintf(bw, "  %s %s (%s)\n", what, g.Biased, hint)
+				fmt.Fprintf(bw, "  %s biased: %s (%s)\n", what, BiasCounts(g.Bias), hint)
 			}
 		}
 		for j := range r.Writes {
@@ -206,6 +206,22 @@ func Levels(w io.Writer, rows []analysis.LevelRow) {
 		fmt.Fprintf(w, "  %-5s %-22s %10s %10s %10.2f  %s%s\n", r.Level, r.Device+" / "+r.FS,
 			analysis.Ms(r.Total.P50), analysis.Ms(r.Total.P99), r.FlushesPerFsync, strings.Join(parts, ", "), extra)
 	}
+}
+
+// BiasCounts words a trace's holes as the summary counts them: "3 lost
+// events, 1 missed probe run", a part only where its count is not 0. The
+// table and the page (report/) say it after "biased: " or "holds though";
+// it is the JSON's groups[].biased text after "biased: "
+// (TestBiasCountsAsTheJSON).
+func BiasCounts(b analysis.Bias) string {
+	var parts []string
+	if b.LostEvents > 0 {
+		parts = append(parts, fmt.Sprintf("%d lost event%s", b.LostEvents, plural(int64(b.LostEvents))))
+	}
+	if b.MissedRuns > 0 {
+		parts = append(parts, fmt.Sprintf("%d missed probe run%s", b.MissedRuns, plural(int64(b.MissedRuns))))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func plural(n int64) string {

@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -261,5 +262,20 @@ func TestFsyncReportDiskWhy(t *testing.T) {
 	}
 	if !strings.Contains(string(js), `"disk_verdict_why":"`+why+`"`) {
 		t.Errorf("JSON group lacks disk_verdict_why: %s", js)
+	}
+}
+
+// TestBiasCountsAsTheJSON: the table and the page word a group's Bias in
+// the summary's terms: "biased: " and BiasCounts is the JSON's
+// groups[].biased (analysis.Bias.MarshalJSON, docs/schema.md).
+func TestBiasCountsAsTheJSON(t *testing.T) {
+	for _, b := range []analysis.Bias{{LostEvents: 1}, {LostEvents: 40, MissedRuns: 2}, {MissedRuns: 1}, {MissedRuns: 4}} {
+		js, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strconv.Quote("biased: " + BiasCounts(b)); string(js) != want {
+			t.Errorf("%+v: JSON %s, table %s", b, js, want)
+		}
 	}
 }

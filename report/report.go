@@ -33,6 +33,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/merge"
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 // Input is what a page is made of.
@@ -110,15 +111,18 @@ type svgChart struct {
 
 type legendItem struct{ Name, Color string }
 
-// biasedText is the page's note on a group's holes (groupView.Biased).
+// biasedText is the page's note on a group's holes (groupView.Biased), in
+// the table's words (render.BiasCounts).
 func biasedText(g *analysis.Group) string {
-	if g.Biased != "" && !g.Verdict.Judged() {
-		return "numbers " + g.Biased // no verdict to bias (as the table says)
+	switch {
+	case g.Bias.IsZero():
+		return ""
+	case !g.Verdict.Judged():
+		return "numbers biased: " + render.BiasCounts(g.Bias) // no verdict to bias (as the table says)
+	case g.VerdictHolds:
+		return "holds though " + render.BiasCounts(g.Bias)
 	}
-	if g.VerdictHolds {
-		return "holds though " + strings.TrimPrefix(g.Biased, "biased: ")
-	}
-	return g.Biased
+	return "biased: " + render.BiasCounts(g.Bias)
 }
 
 type groupView struct {
@@ -126,7 +130,7 @@ type groupView struct {
 	Title   string
 	Summary string
 	Verdict string
-	// Biased is the group's analysis.Group.Biased ("biased: N lost
+	// Biased words the group's analysis.Group.Bias ("biased: N lost
 	// events, M missed probe runs"), or "holds though N lost events" when
 	// the holes cannot change the verdict (VerdictHolds); "" for a
 	// lossless trace; "numbers biased: ..." for a group with no verdict.
