@@ -136,23 +136,6 @@ type DiskCache struct {
 	FUA        bool   `json:"fua,omitempty"` // queue/fua: takes FUA writes itself
 }
 
-// Describe is the line the table and the page print for d, e.g. "disk
-// nullb0 (252:0): write cache write back, FUA (...)"; "" when its cache
-// is not known.
-func (d DiskCache) Describe() string {
-	if d.WriteCache == "" {
-		return ""
-	}
-	what := "no FUA (the block layer follows each FUA write with a flush)"
-	switch {
-	case d.WriteCache != "write back":
-		what = "no volatile cache (the block layer drops flushes and FUA)"
-	case d.FUA:
-		what = "FUA (a journal commit is a flush and a FUA write)"
-	}
-	return fmt.Sprintf("disk %s (%s): write cache %s, %s", d.Name, d.Dev, d.WriteCache, what)
-}
-
 // maxDisks bounds Report.Disks (a trace sees a handful of disks; a
 // pathological one is not allowed to grow the summary without end).
 const maxDisks = 64
@@ -575,7 +558,14 @@ func ReadJSONLWrites(r io.Reader) (recs []FsyncRecord, writes []WriteRecord, sum
 			}
 			writes = append(writes, rec)
 		case "summary":
-			return json.Unmarshal(raw, &summary)
+			if err := json.Unmarshal(raw, &summary); err != nil {
+				return err
+			}
+			for _, g := range summary.Groups {
+				if g.Disk != nil { // not in the JSON: the key says it
+					g.Disk.LoopDevice = g.Disk.Kind == DiskFloor && isLoopDev(g.Key.DevName)
+				}
+			}
 		}
 		return nil
 	})

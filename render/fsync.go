@@ -30,7 +30,7 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 		fmt.Fprintf(bw, "unavailable: %s\n", u)
 	}
 	for _, d := range r.Disks {
-		if line := d.Describe(); line != "" {
+		if line := DiskCacheLine(d); line != "" {
 			fmt.Fprintln(bw, line)
 		}
 	}
@@ -62,7 +62,7 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			fmt.Fprintf(bw, "  verdict: n/a (etcd's %v budget is for WAL fsyncs)\n", analysis.WALFsyncBudget)
 		}
 		if g.Disk != nil {
-			fmt.Fprintf(bw, "  disk verdict: %s\n", g.Disk.Text)
+			fmt.Fprintf(bw, "  disk verdict: %s\n", DiskVerdictText(g.Disk))
 		} else if g.DiskWhy != "" {
 			// The layer table rounds shares: a 39.98% reads as 40.0%.
 			fmt.Fprintf(bw, "  disk verdict: none (%s)\n", g.DiskWhy)
@@ -206,6 +206,40 @@ func Levels(w io.Writer, rows []analysis.LevelRow) {
 		fmt.Fprintf(w, "  %-5s %-22s %10s %10s %10.2f  %s%s\n", r.Level, r.Device+" / "+r.FS,
 			analysis.Ms(r.Total.P50), analysis.Ms(r.Total.P99), r.FlushesPerFsync, strings.Join(parts, ", "), extra)
 	}
+}
+
+// DiskCacheLine is the line the table and the page print for a disk's
+// write cache, e.g. "disk nullb0 (252:0): write cache write back, FUA
+// (...)"; "" when its cache is not known.
+func DiskCacheLine(d analysis.DiskCache) string {
+	if d.WriteCache == "" {
+		return ""
+	}
+	what := "no FUA (the block layer follows each FUA write with a flush)"
+	switch {
+	case d.WriteCache != "write back":
+		what = "no volatile cache (the block layer drops flushes and FUA)"
+	case d.FUA:
+		what = "FUA (a journal commit is a flush and a FUA write)"
+	}
+	return fmt.Sprintf("disk %s (%s): write cache %s, %s", d.Name, d.Dev, d.WriteCache, what)
+}
+
+// DiskVerdictText is the sentence the table, the page and the JSON
+// summary's disk_verdict.text give a group's disk verdict: what it means
+// and the numbers it rests on.
+func DiskVerdictText(v *analysis.DiskVerdict) string {
+	numbers := fmt.Sprintf("device_flush %.0f%% of the time, p50 %s ms a call, %s ms per flush or FUA write; block_queue %.0f%%, p99 %s ms a call",
+		100*v.DeviceFlushShare, analysis.Ms(v.DeviceFlushP50Ns), analysis.Ms(v.PerFlushNs), 100*v.BlockQueueShare, analysis.Ms(v.BlockQueueP99Ns))
+	switch {
+	case v.Kind == analysis.DiskFloor && v.LoopDevice:
+		return "floor: a fixed cost per flush, which on a loop device is the host filesystem's fsync of the backing file (the levels table's L2 row splits it): throttling other I/O on the loop device will not help; a faster host fsync will (" + numbers + ")"
+	case v.Kind == analysis.DiskFloor:
+		return "floor: a fixed cost per flush on a disk with a volatile write cache: throttling other I/O will not help; a drive with power-loss protection will (" + numbers + ")"
+	case v.Kind == analysis.DiskContention:
+		return "contention: other I/O on this disk delays etcd's (" + numbers + ")"
+	}
+	return v.Kind + " (" + numbers + ")"
 }
 
 // BiasCounts words a trace's holes as the summary counts them: "3 lost

@@ -135,7 +135,7 @@ type groupView struct {
 	// the holes cannot change the verdict (VerdictHolds); "" for a
 	// lossless trace; "numbers biased: ..." for a group with no verdict.
 	Biased string
-	// Disk is the group's disk verdict (analysis.DiskVerdict.Text), or
+	// Disk is the group's disk verdict (render.DiskVerdictText), or
 	// "none (why)" with analysis.Group.DiskWhy; "" when it has neither.
 	Disk string
 	// Other splits the other layer by scheduler state (fsync --sched);
@@ -174,7 +174,7 @@ type page struct {
 	// ..." as tracer.Probe.Why says), whose layer is measured another way:
 	// a note, not a warning (the jbd2 wait on kernels without kprobes).
 	Optional    []string
-	Disks       []string // each disk's write cache (analysis.DiskCache.Describe), where known
+	Disks       []string // each disk's write cache (render.DiskCacheLine), where known
 	Legend      []legendItem
 	Overview    []overviewRow
 	Groups      []groupView
@@ -216,7 +216,7 @@ func build(in Input) page {
 	}
 	rep.SetDiskCaches(in.Summary.Disks)
 	for _, d := range rep.Disks {
-		if line := d.Describe(); line != "" {
+		if line := render.DiskCacheLine(d); line != "" {
 			p.Disks = append(p.Disks, line)
 		}
 	}
@@ -307,7 +307,7 @@ func fuaPerCall(g *analysis.Group) string {
 func diskText(g *analysis.Group) string {
 	switch {
 	case g.Disk != nil:
-		return g.Disk.Text
+		return render.DiskVerdictText(g.Disk)
 	case g.DiskWhy != "":
 		return "none (" + g.DiskWhy + ")"
 	}

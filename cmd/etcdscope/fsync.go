@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -473,7 +472,7 @@ wait:
 		}
 	}
 	if f.output == "json" {
-		if err := json.NewEncoder(out).Encode(rep); err != nil {
+		if err := render.SummaryJSON(out, &rep); err != nil {
 			return err
 		}
 	} else {
