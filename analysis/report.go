@@ -467,13 +467,11 @@ type IntervalBuilder struct {
 }
 
 // Loss turns the tracer's running totals of lost events and missed probe
-// runs into this interval's, "lost=N missed=M" (what the totals grew by
-// since the previous call), for the live line; a trace that is losing
-// events shows it in the interval it happens, not as a total that only
-// grows.
-func (b *IntervalBuilder) Loss(lostTotal, missedTotal uint64) string {
-	l, m := b.loss.Since(lostTotal, missedTotal)
-	return fmt.Sprintf("lost=%d missed=%d", l, m)
+// runs into this interval's (what the totals grew by since the previous
+// call), for the live line; a trace that is losing events shows it in the
+// interval it happens, not as a total that only grows.
+func (b *IntervalBuilder) Loss(lostTotal, missedTotal uint64) (lost, missed uint64) {
+	return b.loss.Since(lostTotal, missedTotal)
 }
 
 // LossDelta turns a tracer's running totals of lost events and missed
@@ -503,16 +501,25 @@ func (b *IntervalBuilder) Add(r *FsyncRecord) {
 	}
 }
 
-// Count is how many fsyncs were added since the last Line.
+// Count is how many fsyncs were added since the last Summary.
 func (b *IntervalBuilder) Count() int { return len(b.totals) }
 
-// Line returns the summary of what was added since the last Line, e.g.
-// "fsyncs=2 p50=2.000ms p99=4.000ms dominant=device_flush(75%)", and
-// starts the next interval (reusing the memory).
-func (b *IntervalBuilder) Line() string {
+// Interval is one interval of the live line: how many fsyncs, the p50
+// and p99 of their wall time (ns), and the layer with the largest share
+// of it (Dominant, "" for no fsyncs) with that share (0..1).
+type Interval struct {
+	Count    int64
+	P50, P99 int64
+	Dominant string
+	Share    float64
+}
+
+// Summary returns what was added since the last Summary and starts the
+// next interval (reusing the memory).
+func (b *IntervalBuilder) Summary() Interval {
 	defer func() { b.totals, b.sums = b.totals[:0], [numLayers]int64{} }()
 	if len(b.totals) == 0 {
-		return "fsyncs=0"
+		return Interval{}
 	}
 	s := stats.Summarize(b.totals)
 	best := 0
@@ -525,7 +532,7 @@ func (b *IntervalBuilder) Line() string {
 	if s.Sum > 0 {
 		share = float64(b.sums[best]) / float64(s.Sum)
 	}
-	return fmt.Sprintf("fsyncs=%d p50=%sms p99=%sms dominant=%s(%.0f%%)", s.Count, Ms(s.P50), Ms(s.P99), LayerNames[best], 100*share)
+	return Interval{Count: s.Count, P50: s.P50, P99: s.P99, Dominant: LayerNames[best], Share: share}
 }
 
 // ReadJSONL reads a recording written by `etcdscope fsync --output json`:

@@ -208,6 +208,22 @@ func Levels(w io.Writer, rows []analysis.LevelRow) {
 	}
 }
 
+// IntervalLine is the live line's summary of one interval (fsync
+// --interval), e.g. "fsyncs=2 p50=2.000ms p99=4.000ms
+// dominant=device_flush(75%)"; "fsyncs=0" for none.
+func IntervalLine(iv analysis.Interval) string {
+	if iv.Count == 0 {
+		return "fsyncs=0"
+	}
+	return fmt.Sprintf("fsyncs=%d p50=%sms p99=%sms dominant=%s(%.0f%%)", iv.Count, analysis.Ms(iv.P50), analysis.Ms(iv.P99), iv.Dominant, 100*iv.Share)
+}
+
+// IntervalLoss is the live line's loss part: "lost=N missed=M", this
+// interval's lost events and missed probe runs.
+func IntervalLoss(lost, missed uint64) string {
+	return fmt.Sprintf("lost=%d missed=%d", lost, missed)
+}
+
 // DiskCacheLine is the line the table and the page print for a disk's
 // write cache, e.g. "disk nullb0 (252:0): write cache write back, FUA
 // (...)"; "" when its cache is not known.

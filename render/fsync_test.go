@@ -279,3 +279,23 @@ func TestBiasCountsAsTheJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestIntervalLine: the live line's words for an interval
+// (analysis.TestIntervalBuilder has the numbers) and its loss.
+func TestIntervalLine(t *testing.T) {
+	for _, c := range []struct {
+		iv   analysis.Interval
+		want string
+	}{
+		{analysis.Interval{Count: 2, P50: 2e6, P99: 4e6, Dominant: analysis.LayerDeviceFlush, Share: 0.75}, "fsyncs=2 p50=2.000ms p99=4.000ms dominant=device_flush(75%)"},
+		{analysis.Interval{}, "fsyncs=0"},
+		{analysis.Interval{Count: 1, P50: 1e6, P99: 1e6, Dominant: analysis.LayerJournal, Share: 0.9}, "fsyncs=1 p50=1.000ms p99=1.000ms dominant=journal(90%)"},
+	} {
+		if got := IntervalLine(c.iv); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.iv, got, c.want)
+		}
+	}
+	if got := IntervalLoss(13, 0); got != "lost=13 missed=0" {
+		t.Errorf("loss %q", got)
+	}
+}
