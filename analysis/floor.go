@@ -60,8 +60,12 @@ type DiskVerdict struct {
 	// on (its sum over Group.Flushes + Group.FUAWrites, ns): the price
 	// of one; 0 when none was seen.
 	PerFlushNs int64 `json:"per_flush_ns"`
-	// Text is the sentence the table and the page print.
-	Text string `json:"text"`
+	// LoopDevice: the disk is a loop device, which has no write cache: a
+	// floor there is the loop driver's fsync of the backing file on the
+	// host filesystem. Not in the JSON itself: its disk_verdict.text says
+	// it (render.SummaryJSON), and ReadJSONL sets it again from the
+	// group's dev_name.
+	LoopDevice bool `json:"-"`
 }
 
 // diskLayers returns a group's device_flush and block_queue stats and its
@@ -104,20 +108,12 @@ func judgeDisk(g *Group) *DiskVerdict {
 	if n := g.Flushes + g.FUAWrites; n > 0 {
 		v.PerFlushNs = flush.Stats.Sum / n
 	}
-	numbers := fmt.Sprintf("device_flush %.0f%% of the time, p50 %s ms a call, %s ms per flush or FUA write; block_queue %.0f%%, p99 %s ms a call",
-		100*flush.Share, Ms(flush.Stats.P50), Ms(v.PerFlushNs), 100*queue.Share, Ms(queue.Stats.P99))
 	switch {
-	case largest == LayerDeviceFlush && flush.Share >= FloorMinFlushShare && queue.Share < FloorMaxQueueShare && isLoopDev(g.Key.DevName):
-		// A loop device has no write cache: its flush is the loop
-		// driver's fsync of the backing file on the host filesystem.
-		v.Kind = DiskFloor
-		v.Text = "floor: a fixed cost per flush, which on a loop device is the host filesystem's fsync of the backing file (the levels table's L2 row splits it): throttling other I/O on the loop device will not help; a faster host fsync will (" + numbers + ")"
 	case largest == LayerDeviceFlush && flush.Share >= FloorMinFlushShare && queue.Share < FloorMaxQueueShare:
 		v.Kind = DiskFloor
-		v.Text = "floor: a fixed cost per flush on a disk with a volatile write cache: throttling other I/O will not help; a drive with power-loss protection will (" + numbers + ")"
+		v.LoopDevice = isLoopDev(g.Key.DevName)
 	case queue.Share >= ContentionMinQueueShare && queue.Share >= flush.Share:
 		v.Kind = DiskContention
-		v.Text = "contention: other I/O on this disk delays etcd's (" + numbers + ")"
 	default:
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -267,30 +268,36 @@ func TestReportAndJSONRoundTrip(t *testing.T) {
 }
 
 // TestIntervalLoss: each live line shows what its own interval lost, from
-// the tracer's running totals, not the totals.
+// the tracer's running totals, not the totals (render.IntervalLoss words
+// it).
 func TestIntervalLoss(t *testing.T) {
 	var b IntervalBuilder
 	for _, tc := range []struct {
-		lost, missed uint64
-		want         string
+		lostTotal, missedTotal uint64
+		lost, missed           uint64
 	}{
-		{0, 0, "lost=0 missed=0"},
-		{7, 1, "lost=7 missed=1"},
-		{7, 1, "lost=0 missed=0"},
-		{20, 1, "lost=13 missed=0"},
+		{0, 0, 0, 0},
+		{7, 1, 7, 1},
+		{7, 1, 0, 0},
+		{20, 1, 13, 0},
 	} {
-		if got := b.Loss(tc.lost, tc.missed); got != tc.want {
-			t.Errorf("Loss(%d, %d) = %q, want %q", tc.lost, tc.missed, got, tc.want)
+		if l, m := b.Loss(tc.lostTotal, tc.missedTotal); l != tc.lost || m != tc.missed {
+			t.Errorf("Loss(%d, %d) = %d, %d; want %d, %d", tc.lostTotal, tc.missedTotal, l, m, tc.lost, tc.missed)
 		}
 	}
 }
 
 // TestBiasedVerdict: a report from a trace with loss marks every verdict
-// (render.FsyncReport prints the mark: render.TestFsyncReportTable).
+// with its Bias (render.FsyncReport words it: render.TestFsyncReportTable),
+// and the JSON keeps docs/schema.md's text for it and reads it back.
 func TestBiasedVerdict(t *testing.T) {
 	recs := []FsyncRecord{{TotalNs: 1e6, Comm: "etcd", FileKind: KindWAL}}
-	if g := BuildReport(recs, 0, 0, nil).Groups[0]; g.Biased != "" || g.Verdict != "ok" {
-		t.Fatalf("lossless: verdict %q biased %q", g.Verdict, g.Biased)
+	g := BuildReport(recs, 0, 0, nil).Groups[0]
+	if !g.Bias.IsZero() || g.Verdict != "ok" {
+		t.Fatalf("lossless: verdict %q bias %+v", g.Verdict, g.Bias)
+	}
+	if b, err := json.Marshal(g); err != nil || strings.Contains(string(b), "biased") {
+		t.Errorf("lossless group's JSON has biased (%v): %s", err, b)
 	}
 	// Lost events and missed probe runs are counted apart, under the
 	// summary's names (lost_events, missed_events), never summed.
@@ -303,8 +310,23 @@ func TestBiasedVerdict(t *testing.T) {
 		{0, 1, "biased: 1 missed probe run"},
 		{0, 4, "biased: 4 missed probe runs"},
 	} {
-		if g := BuildReport(recs, tc.lost, tc.missed, nil).Groups[0]; g.Biased != tc.want || g.Verdict != "ok" {
-			t.Errorf("lost %d missed %d: verdict %q biased %q, want %q", tc.lost, tc.missed, g.Verdict, g.Biased, tc.want)
+		g := BuildReport(recs, tc.lost, tc.missed, nil).Groups[0]
+		if g.Bias != (Bias{LostEvents: tc.lost, MissedRuns: tc.missed}) || g.Verdict != "ok" {
+			t.Errorf("lost %d missed %d: verdict %q bias %+v", tc.lost, tc.missed, g.Verdict, g.Bias)
+		}
+		b, err := json.Marshal(g)
+		if err != nil || !strings.Contains(string(b), `"biased":"`+tc.want+`"`) {
+			t.Errorf("lost %d missed %d: JSON (%v) %s, want biased %q", tc.lost, tc.missed, err, b, tc.want)
+		}
+		var back Group
+		if err := json.Unmarshal(b, &back); err != nil || back.Bias != g.Bias {
+			t.Errorf("%q read back as %+v (%v)", tc.want, back.Bias, err)
+		}
+	}
+	for _, bad := range []string{`"3 lost events"`, `"biased: "`, `"biased: 0 lost events"`, `"biased: 3 dropped events"`, `"biased: x lost events"`} {
+		var b Bias
+		if err := json.Unmarshal([]byte(bad), &b); err == nil {
+			t.Errorf("%s read as %+v, want an error", bad, b)
 		}
 	}
 }
@@ -322,18 +344,18 @@ func TestIntervalBuilder(t *testing.T) {
 	if b.Count() != 2 {
 		t.Fatalf("Count %d, want 2", b.Count())
 	}
-	if got := b.Line(); got != "fsyncs=2 p50=2.000ms p99=4.000ms dominant=device_flush(75%)" {
-		t.Fatalf("first interval: got %q", got)
+	if got := b.Summary(); got != (Interval{Count: 2, P50: 2e6, P99: 4e6, Dominant: LayerDeviceFlush, Share: 0.75}) {
+		t.Fatalf("first interval: got %+v", got)
 	}
 	if b.Count() != 0 {
-		t.Fatalf("Count %d after Line, want 0", b.Count())
+		t.Fatalf("Count %d after Summary, want 0", b.Count())
 	}
-	if got := b.Line(); got != "fsyncs=0" {
-		t.Fatalf("empty interval: got %q", got)
+	if got := b.Summary(); got != (Interval{}) {
+		t.Fatalf("empty interval: got %+v", got)
 	}
 	b.Add(&FsyncRecord{TotalNs: 1e6, Layers: Layers{JournalNs: 0.9e6, OtherNs: 0.1e6}})
-	if got := b.Line(); got != "fsyncs=1 p50=1.000ms p99=1.000ms dominant=journal(90%)" {
-		t.Fatalf("third interval: got %q", got)
+	if got := b.Summary(); got.Count != 1 || got.P50 != 1e6 || got.P99 != 1e6 || got.Dominant != LayerJournal || math.Abs(got.Share-0.9) > 1e-9 {
+		t.Fatalf("third interval: got %+v", got)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,14 +60,13 @@ type Group struct {
 	// or VerdictNA for kinds the budget does not apply to (bbolt backend,
 	// snapshots, the WAL directory's fsync at a segment cut).
 	Verdict Verdict `json:"verdict"`
-	// Biased marks a verdict computed from a trace with holes (requests
-	// unattributed, calls absent): "biased: N lost events, M missed probe
-	// runs", each part only when its count (the report's lost_events,
-	// missed_events) is not 0; empty for a lossless trace. Lost events did
-	// not fit in the ring buffer; missed probe runs are runs the kernel
-	// skipped, which no ring size brings back.
-	Biased string `json:"biased,omitempty"`
-	// VerdictHolds: the trace has holes (Biased set) but the verdict
+	// Bias counts the holes in the trace the group was drawn from (calls
+	// absent, requests unattributed): the report's lost_events and
+	// missed_events, the zero Bias for a lossless trace. In JSON the
+	// schema's text, "biased: N lost events, M missed probe runs", absent
+	// when zero (Bias.MarshalJSON).
+	Bias Bias `json:"biased,omitzero"`
+	// VerdictHolds: the trace has holes (Bias not zero) but the verdict
 	// cannot change whatever they hid. Each lost event or missed probe
 	// run hides at most one call (a call is absent only when one of its
 	// syscall events is), and they are counted trace-wide, so all may be
@@ -134,23 +134,6 @@ type DiskCache struct {
 	// layer drops flushes and FUA); "" when not known (a replay).
 	WriteCache string `json:"write_cache,omitempty"`
 	FUA        bool   `json:"fua,omitempty"` // queue/fua: takes FUA writes itself
-}
-
-// Describe is the line the table and the page print for d, e.g. "disk
-// nullb0 (252:0): write cache write back, FUA (...)"; "" when its cache
-// is not known.
-func (d DiskCache) Describe() string {
-	if d.WriteCache == "" {
-		return ""
-	}
-	what := "no FUA (the block layer follows each FUA write with a flush)"
-	switch {
-	case d.WriteCache != "write back":
-		what = "no volatile cache (the block layer drops flushes and FUA)"
-	case d.FUA:
-		what = "FUA (a journal commit is a flush and a FUA write)"
-	}
-	return fmt.Sprintf("disk %s (%s): write cache %s, %s", d.Name, d.Dev, d.WriteCache, what)
 }
 
 // maxDisks bounds Report.Disks (a trace sees a handful of disks; a
@@ -278,8 +261,8 @@ func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report
 			out.FlushesPerFsync = float64(g.flushes) / float64(out.Total.Count)
 		}
 		out.Verdict = verdict(g.key.FileKind, out.Total.P99)
-		out.Biased = Biased(lost, missed)
-		out.VerdictHolds = out.Biased != "" && verdictHolds(out.Verdict, out.Total.Count, g.overBudget, lost+missed)
+		out.Bias = Bias{LostEvents: lost, MissedRuns: missed}
+		out.VerdictHolds = !out.Bias.IsZero() && verdictHolds(out.Verdict, out.Total.Count, g.overBudget, lost+missed)
 		out.Disk = diskVerdict(&out)
 		out.DiskWhy = diskWhy(&out)
 		rep.Groups = append(rep.Groups, out)
@@ -347,22 +330,60 @@ func BuildReportWrites(recs []FsyncRecord, writes []WriteRecord, lost, missed ui
 // not bring them back.
 const MissedMeaning = "the kernel skipped probes that fired, from an interrupt, while a BPF program they cannot nest in ran on that CPU"
 
-// Biased returns the mark of a verdict computed from a trace that lost
-// lost events and missed missed probe runs, in the summary's terms:
-// "biased: 3 lost events, 1 missed probe run", a part only where its
-// count is not 0, or "" when both are.
-func Biased(lost, missed uint64) string {
-	var parts []string
-	if lost > 0 {
-		parts = append(parts, fmt.Sprintf("%d lost event%s", lost, pluralS(lost)))
+// Bias counts the holes in a trace: events lost (they did not fit in the
+// ring buffer; a bigger one brings them back) and probe runs missed (runs
+// the kernel skipped, MissedMeaning, which no ring size brings back).
+// Each hides at most one call. The zero Bias is a lossless trace.
+type Bias struct {
+	LostEvents uint64
+	MissedRuns uint64
+}
+
+// IsZero reports a lossless trace.
+func (b Bias) IsZero() bool { return b == Bias{} }
+
+// MarshalJSON writes docs/schema.md's groups[].biased: "biased: 3 lost
+// events, 1 missed probe run", a part only where its count is not 0.
+func (b Bias) MarshalJSON() ([]byte, error) {
+	s := "biased: "
+	if b.LostEvents > 0 {
+		s += strconv.FormatUint(b.LostEvents, 10) + " lost event" + pluralS(b.LostEvents)
 	}
-	if missed > 0 {
-		parts = append(parts, fmt.Sprintf("%d missed probe run%s", missed, pluralS(missed)))
+	if b.LostEvents > 0 && b.MissedRuns > 0 {
+		s += ", "
 	}
-	if len(parts) == 0 {
-		return ""
+	if b.MissedRuns > 0 {
+		s += strconv.FormatUint(b.MissedRuns, 10) + " missed probe run" + pluralS(b.MissedRuns)
 	}
-	return "biased: " + strings.Join(parts, ", ")
+	return json.Marshal(s)
+}
+
+// UnmarshalJSON reads MarshalJSON's text back (a recording's summary).
+func (b *Bias) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return err
+	}
+	*b = Bias{}
+	counts, ok := strings.CutPrefix(s, "biased: ")
+	if !ok || counts == "" {
+		return fmt.Errorf("biased %q: not \"biased: N lost events, M missed probe runs\"", s)
+	}
+	for _, part := range strings.Split(counts, ", ") {
+		n, what, _ := strings.Cut(part, " ")
+		v, err := strconv.ParseUint(n, 10, 64)
+		switch what = strings.TrimSuffix(what, "s"); {
+		case err != nil || v == 0:
+			return fmt.Errorf("biased %q: count %q", s, n)
+		case what == "lost event":
+			b.LostEvents = v
+		case what == "missed probe run":
+			b.MissedRuns = v
+		default:
+			return fmt.Errorf("biased %q: %q is neither lost events nor missed probe runs", s, what)
+		}
+	}
+	return nil
 }
 
 // pluralS is "s" unless n is 1.
@@ -446,13 +467,11 @@ type IntervalBuilder struct {
 }
 
 // Loss turns the tracer's running totals of lost events and missed probe
-// runs into this interval's, "lost=N missed=M" (what the totals grew by
-// since the previous call), for the live line; a trace that is losing
-// events shows it in the interval it happens, not as a total that only
-// grows.
-func (b *IntervalBuilder) Loss(lostTotal, missedTotal uint64) string {
-	l, m := b.loss.Since(lostTotal, missedTotal)
-	return fmt.Sprintf("lost=%d missed=%d", l, m)
+// runs into this interval's (what the totals grew by since the previous
+// call), for the live line; a trace that is losing events shows it in the
+// interval it happens, not as a total that only grows.
+func (b *IntervalBuilder) Loss(lostTotal, missedTotal uint64) (lost, missed uint64) {
+	return b.loss.Since(lostTotal, missedTotal)
 }
 
 // LossDelta turns a tracer's running totals of lost events and missed
@@ -482,16 +501,25 @@ func (b *IntervalBuilder) Add(r *FsyncRecord) {
 	}
 }
 
-// Count is how many fsyncs were added since the last Line.
+// Count is how many fsyncs were added since the last Summary.
 func (b *IntervalBuilder) Count() int { return len(b.totals) }
 
-// Line returns the summary of what was added since the last Line, e.g.
-// "fsyncs=2 p50=2.000ms p99=4.000ms dominant=device_flush(75%)", and
-// starts the next interval (reusing the memory).
-func (b *IntervalBuilder) Line() string {
+// Interval is one interval of the live line: how many fsyncs, the p50
+// and p99 of their wall time (ns), and the layer with the largest share
+// of it (Dominant, "" for no fsyncs) with that share (0..1).
+type Interval struct {
+	Count    int64
+	P50, P99 int64
+	Dominant string
+	Share    float64
+}
+
+// Summary returns what was added since the last Summary and starts the
+// next interval (reusing the memory).
+func (b *IntervalBuilder) Summary() Interval {
 	defer func() { b.totals, b.sums = b.totals[:0], [numLayers]int64{} }()
 	if len(b.totals) == 0 {
-		return "fsyncs=0"
+		return Interval{}
 	}
 	s := stats.Summarize(b.totals)
 	best := 0
@@ -504,7 +532,7 @@ func (b *IntervalBuilder) Line() string {
 	if s.Sum > 0 {
 		share = float64(b.sums[best]) / float64(s.Sum)
 	}
-	return fmt.Sprintf("fsyncs=%d p50=%sms p99=%sms dominant=%s(%.0f%%)", s.Count, Ms(s.P50), Ms(s.P99), LayerNames[best], 100*share)
+	return Interval{Count: s.Count, P50: s.P50, P99: s.P99, Dominant: LayerNames[best], Share: share}
 }
 
 // ReadJSONL reads a recording written by `etcdscope fsync --output json`:
@@ -537,7 +565,14 @@ func ReadJSONLWrites(r io.Reader) (recs []FsyncRecord, writes []WriteRecord, sum
 			}
 			writes = append(writes, rec)
 		case "summary":
-			return json.Unmarshal(raw, &summary)
+			if err := json.Unmarshal(raw, &summary); err != nil {
+				return err
+			}
+			for _, g := range summary.Groups {
+				if g.Disk != nil { // not in the JSON: the key says it
+					g.Disk.LoopDevice = g.Disk.Kind == DiskFloor && isLoopDev(g.Key.DevName)
+				}
+			}
 		}
 		return nil
 	})

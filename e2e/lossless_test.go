@@ -363,10 +363,10 @@ func TestStarvedReaderLossIsReported(t *testing.T) {
 	if rep.LostEvents == 0 {
 		t.Fatalf("a reader held to 2%% of a CPU lost nothing; stderr:\n%s", tr.stderr.String())
 	}
-	want := analysis.Biased(rep.LostEvents, rep.MissedEvents)
+	want := analysis.Bias{LostEvents: rep.LostEvents, MissedRuns: rep.MissedEvents}
 	for _, g := range rep.Groups {
-		if g.Biased != want {
-			t.Errorf("group %v: biased %q, want %q", g.Key, g.Biased, want)
+		if g.Bias != want {
+			t.Errorf("group %v: bias %+v, want %+v", g.Key, g.Bias, want)
 		}
 	}
 	var sum uint64

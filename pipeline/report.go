@@ -46,28 +46,28 @@ func (s *ReportSink) Write(rec *analysis.WriteRecord) error {
 	return nil
 }
 
-// IntervalLine returns the summary of the calls since the last
-// IntervalLine (analysis.IntervalBuilder.Line) and how many they were.
-func (s *ReportSink) IntervalLine() (line string, n int) {
+// Interval returns the calls since the last Interval
+// (analysis.IntervalBuilder.Summary) and starts the next; the zero
+// Interval without interval lines.
+func (s *ReportSink) Interval() analysis.Interval {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.interval == nil {
-		return "", 0
+		return analysis.Interval{}
 	}
-	n = s.interval.Count()
-	return s.interval.Line(), n
+	return s.interval.Summary()
 }
 
-// IntervalLoss returns the loss part of the live line,
-// "lost=N missed=M": what the tracer's running totals of lost events and
-// missed probe runs grew by since the previous call
-// (analysis.IntervalBuilder.Loss), so each line shows its own interval's
-// loss, not a total that only grows. "" without interval lines.
-func (s *ReportSink) IntervalLoss(lostTotal, missedTotal uint64) string {
+// IntervalLoss returns what the tracer's running totals of lost events
+// and missed probe runs grew by since the previous call
+// (analysis.IntervalBuilder.Loss), so each live line shows its own
+// interval's loss, not a total that only grows. 0, 0 without interval
+// lines.
+func (s *ReportSink) IntervalLoss(lostTotal, missedTotal uint64) (lost, missed uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.interval == nil {
-		return ""
+		return 0, 0
 	}
 	return s.interval.Loss(lostTotal, missedTotal)
 }

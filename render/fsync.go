@@ -29,7 +29,7 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 		fmt.Fprintf(bw, "unavailable: %s\n", u)
 	}
 	for _, d := range r.Disks {
-		if line := d.Describe(); line != "" {
+		if line := DiskCacheLine(d); line != "" {
 			fmt.Fprintln(bw, line)
 		}
 	}
@@ -61,7 +61,7 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			fmt.Fprintf(bw, "  verdict: n/a (etcd's %v budget is for WAL fsyncs)\n", analysis.WALFsyncBudget)
 		}
 		if g.Disk != nil {
-			fmt.Fprintf(bw, "  disk verdict: %s\n", g.Disk.Text)
+			fmt.Fprintf(bw, "  disk verdict: %s\n", DiskVerdictText(g.Disk))
 		} else if g.DiskWhy != "" {
 			// The layer table rounds shares: a 39.98% reads as 40.0%.
 			fmt.Fprintf(bw, "  disk verdict: none (%s)\n", g.DiskWhy)
@@ -70,7 +70,7 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			// No kernel layer explains the time: the scheduler's view can.
 			fmt.Fprintf(bw, "  note: %.0f%% of the time is in other (time with no block request or journal commit in flight): rerun etcdscope fsync with --sched to split it into waiting for a CPU (runnable), running and blocked on something that is not I/O\n", 100*d.Share)
 		}
-		if g.Biased != "" {
+		if !g.Bias.IsZero() {
 			// Only the lost events are the ring's: a bigger ring brings
 			// those back, never the probe runs the kernel skipped.
 			hint := "the ring buffer overflowed: raise --ring-size"
@@ -89,12 +89,12 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			switch {
 			case g.VerdictHolds && g.Verdict == analysis.VerdictOK:
 				fmt.Fprintf(bw, "  verdict holds though %s: even if each hid a call of %v or more, p99 would stay under the budget (%s)\n",
-					strings.TrimPrefix(g.Biased, "biased: "), analysis.WALFsyncBudget, hint)
+					BiasCounts(g.Bias), analysis.WALFsyncBudget, hint)
 			case g.VerdictHolds:
 				fmt.Fprintf(bw, "  verdict holds though %s: even if each hid a call under %v, p99 would stay over the budget (%s)\n",
-					strings.TrimPrefix(g.Biased, "biased: "), analysis.WALFsyncBudget, hint)
+					BiasCounts(g.Bias), analysis.WALFsyncBudget, hint)
 			default:
-				fmt.Fprintf(bw, "  %s %s (%s)\n", what, g.Biased, hint)
+				fmt.Fprintf(bw, "  %s biased: %s (%s)\n", what, BiasCounts(g.Bias), hint)
 			}
 		}
 		for j := range r.Writes {
@@ -205,6 +205,72 @@ func Levels(w io.Writer, rows []analysis.LevelRow) {
 		fmt.Fprintf(w, "  %-5s %-22s %10s %10s %10.2f  %s%s\n", r.Level, r.Device+" / "+r.FS,
 			analysis.Ms(r.Total.P50), analysis.Ms(r.Total.P99), r.FlushesPerFsync, strings.Join(parts, ", "), extra)
 	}
+}
+
+// IntervalLine is the live line's summary of one interval (fsync
+// --interval), e.g. "fsyncs=2 p50=2.000ms p99=4.000ms
+// dominant=device_flush(75%)"; "fsyncs=0" for none.
+func IntervalLine(iv analysis.Interval) string {
+	if iv.Count == 0 {
+		return "fsyncs=0"
+	}
+	return fmt.Sprintf("fsyncs=%d p50=%sms p99=%sms dominant=%s(%.0f%%)", iv.Count, analysis.Ms(iv.P50), analysis.Ms(iv.P99), iv.Dominant, 100*iv.Share)
+}
+
+// IntervalLoss is the live line's loss part: "lost=N missed=M", this
+// interval's lost events and missed probe runs.
+func IntervalLoss(lost, missed uint64) string {
+	return fmt.Sprintf("lost=%d missed=%d", lost, missed)
+}
+
+// DiskCacheLine is the line the table and the page print for a disk's
+// write cache, e.g. "disk nullb0 (252:0): write cache write back, FUA
+// (...)"; "" when its cache is not known.
+func DiskCacheLine(d analysis.DiskCache) string {
+	if d.WriteCache == "" {
+		return ""
+	}
+	what := "no FUA (the block layer follows each FUA write with a flush)"
+	switch {
+	case d.WriteCache != "write back":
+		what = "no volatile cache (the block layer drops flushes and FUA)"
+	case d.FUA:
+		what = "FUA (a journal commit is a flush and a FUA write)"
+	}
+	return fmt.Sprintf("disk %s (%s): write cache %s, %s", d.Name, d.Dev, d.WriteCache, what)
+}
+
+// DiskVerdictText is the sentence the table, the page and the JSON
+// summary's disk_verdict.text give a group's disk verdict: what it means
+// and the numbers it rests on.
+func DiskVerdictText(v *analysis.DiskVerdict) string {
+	numbers := fmt.Sprintf("device_flush %.0f%% of the time, p50 %s ms a call, %s ms per flush or FUA write; block_queue %.0f%%, p99 %s ms a call",
+		100*v.DeviceFlushShare, analysis.Ms(v.DeviceFlushP50Ns), analysis.Ms(v.PerFlushNs), 100*v.BlockQueueShare, analysis.Ms(v.BlockQueueP99Ns))
+	switch {
+	case v.Kind == analysis.DiskFloor && v.LoopDevice:
+		return "floor: a fixed cost per flush, which on a loop device is the host filesystem's fsync of the backing file (the levels table's L2 row splits it): throttling other I/O on the loop device will not help; a faster host fsync will (" + numbers + ")"
+	case v.Kind == analysis.DiskFloor:
+		return "floor: a fixed cost per flush on a disk with a volatile write cache: throttling other I/O will not help; a drive with power-loss protection will (" + numbers + ")"
+	case v.Kind == analysis.DiskContention:
+		return "contention: other I/O on this disk delays etcd's (" + numbers + ")"
+	}
+	return v.Kind + " (" + numbers + ")"
+}
+
+// BiasCounts words a trace's holes as the summary counts them: "3 lost
+// events, 1 missed probe run", a part only where its count is not 0. The
+// table and the page (report/) say it after "biased: " or "holds though";
+// it is the JSON's groups[].biased text after "biased: "
+// (TestBiasCountsAsTheJSON).
+func BiasCounts(b analysis.Bias) string {
+	var parts []string
+	if b.LostEvents > 0 {
+		parts = append(parts, fmt.Sprintf("%d lost event%s", b.LostEvents, plural(int64(b.LostEvents))))
+	}
+	if b.MissedRuns > 0 {
+		parts = append(parts, fmt.Sprintf("%d missed probe run%s", b.MissedRuns, plural(int64(b.MissedRuns))))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func plural(n int64) string {

@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -261,5 +262,40 @@ func TestFsyncReportDiskWhy(t *testing.T) {
 	}
 	if !strings.Contains(string(js), `"disk_verdict_why":"`+why+`"`) {
 		t.Errorf("JSON group lacks disk_verdict_why: %s", js)
+	}
+}
+
+// TestBiasCountsAsTheJSON: the table and the page word a group's Bias in
+// the summary's terms: "biased: " and BiasCounts is the JSON's
+// groups[].biased (analysis.Bias.MarshalJSON, docs/schema.md).
+func TestBiasCountsAsTheJSON(t *testing.T) {
+	for _, b := range []analysis.Bias{{LostEvents: 1}, {LostEvents: 40, MissedRuns: 2}, {MissedRuns: 1}, {MissedRuns: 4}} {
+		js, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strconv.Quote("biased: " + BiasCounts(b)); string(js) != want {
+			t.Errorf("%+v: JSON %s, table %s", b, js, want)
+		}
+	}
+}
+
+// TestIntervalLine: the live line's words for an interval
+// (analysis.TestIntervalBuilder has the numbers) and its loss.
+func TestIntervalLine(t *testing.T) {
+	for _, c := range []struct {
+		iv   analysis.Interval
+		want string
+	}{
+		{analysis.Interval{Count: 2, P50: 2e6, P99: 4e6, Dominant: analysis.LayerDeviceFlush, Share: 0.75}, "fsyncs=2 p50=2.000ms p99=4.000ms dominant=device_flush(75%)"},
+		{analysis.Interval{}, "fsyncs=0"},
+		{analysis.Interval{Count: 1, P50: 1e6, P99: 1e6, Dominant: analysis.LayerJournal, Share: 0.9}, "fsyncs=1 p50=1.000ms p99=1.000ms dominant=journal(90%)"},
+	} {
+		if got := IntervalLine(c.iv); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.iv, got, c.want)
+		}
+	}
+	if got := IntervalLoss(13, 0); got != "lost=13 missed=0" {
+		t.Errorf("loss %q", got)
 	}
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 	"sync"
@@ -109,4 +110,52 @@ func (l *JSONLines) Close() error {
 		l.err = l.w.Flush()
 	}
 	return l.err
+}
+
+// SummaryJSON writes the end-of-run summary (docs/schema.md, type
+// "summary") and its newline as json.Encoder writes analysis.Report, with
+// each group's disk_verdict given its text (DiskVerdictText): analysis
+// returns the verdict's numbers, the words are the sinks'.
+func SummaryJSON(w io.Writer, r *analysis.Report) error {
+	var groups []summaryGroup // null when r's are (a summary read back without groups)
+	if r.Groups != nil {
+		groups = make([]summaryGroup, len(r.Groups))
+	}
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		groups[i] = summaryGroup{Group: *g, DiskWhy: g.DiskWhy}
+		if g.Disk != nil {
+			groups[i].Disk = &summaryDisk{DiskVerdict: *g.Disk, Text: DiskVerdictText(g.Disk)}
+		}
+	}
+	gs, err := json.Marshal(groups)
+	if err != nil {
+		return err
+	}
+	bare := *r
+	bare.Groups = nil
+	b, err := json.Marshal(&bare)
+	if err != nil {
+		return err
+	}
+	// The one "groups":null is the report's own key: inside a JSON string
+	// every quote is escaped.
+	b = bytes.Replace(b, []byte(`"groups":null`), append([]byte(`"groups":`), gs...), 1)
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// summaryGroup is analysis.Group with its disk verdict's text. Disk and
+// DiskWhy are Group's last two fields, so declaring them again here keeps
+// the JSON's field order (TestSummaryJSONFieldOrder).
+type summaryGroup struct {
+	analysis.Group
+	Disk    *summaryDisk `json:"disk_verdict,omitempty"`
+	DiskWhy string       `json:"disk_verdict_why,omitempty"`
+}
+
+// summaryDisk is analysis.DiskVerdict and the sentence the table prints.
+type summaryDisk struct {
+	analysis.DiskVerdict
+	Text string `json:"text"`
 }

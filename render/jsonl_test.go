@@ -2,6 +2,10 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -87,5 +91,75 @@ func TestJSONLinesFlushesOnlyWhatWaits(t *testing.T) {
 	}
 	if err := l.Close(); err != nil { // a second Close is harmless
 		t.Fatal(err)
+	}
+}
+
+// TestSummaryJSONFieldOrder: SummaryJSON writes what json.Encoder writes
+// for the report, with disk_verdict.text last in its object: summaryGroup
+// declares Group's last two fields again, so they must stay its last two.
+func TestSummaryJSONFieldOrder(t *testing.T) {
+	gt := reflect.TypeFor[analysis.Group]()
+	n := gt.NumField()
+	if gt.Field(n-2).Name != "Disk" || gt.Field(n-1).Name != "DiskWhy" {
+		t.Fatalf("analysis.Group's last fields are %s, %s: summaryGroup must declare again every field from Disk on", gt.Field(n-2).Name, gt.Field(n-1).Name)
+	}
+	const ms = 1_000_000
+	var recs []analysis.FsyncRecord
+	for i := 0; i < 20; i++ {
+		recs = append(recs, analysis.FsyncRecord{PID: 1, Comm: "etcd", Syscall: "fdatasync", Dev: "7:3", DevName: "loop3", FS: "ext4", FileKind: analysis.KindWAL,
+			TotalNs: 10 * ms, Layers: analysis.Layers{DeviceFlushNs: 6 * ms, DataWritebackNs: 4 * ms}, Flushes: 2})
+	}
+	recs = append(recs, analysis.FsyncRecord{PID: 1, Comm: "etcd", Syscall: "fsync", Dev: "7:3", DevName: "loop3", FS: "ext4", FileKind: analysis.KindWALDir,
+		TotalNs: ms, Layers: analysis.Layers{OtherNs: ms}})
+	for _, rep := range []analysis.Report{
+		analysis.BuildReport(recs, 2, 1, []string{"a <probe>: \"unavailable\""}),
+		analysis.BuildReport(recs[20:], 0, 0, nil),
+		analysis.BuildReport(nil, 0, 0, nil),
+		{Type: "summary", LossUnknown: analysis.LossUnknownNoSummary},
+	} {
+		var got, want bytes.Buffer
+		if err := SummaryJSON(&got, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.NewEncoder(&want).Encode(rep); err != nil {
+			t.Fatal(err)
+		}
+		w := want.String()
+		for _, g := range rep.Groups {
+			if g.Disk == nil {
+				continue
+			}
+			// json.Encoder escapes as SummaryJSON does (HTML too).
+			text, _ := json.Marshal(DiskVerdictText(g.Disk))
+			before, after, ok := strings.Cut(w, `"per_flush_ns":`+strconv.FormatInt(g.Disk.PerFlushNs, 10))
+			if !ok {
+				t.Fatalf("no per_flush_ns in %s", w)
+			}
+			w = before + `"per_flush_ns":` + strconv.FormatInt(g.Disk.PerFlushNs, 10) + `,"text":` + string(text) + after
+		}
+		if got.String() != w {
+			t.Errorf("SummaryJSON:\n%s\nwant:\n%s", got.String(), w)
+		}
+	}
+}
+
+// TestDiskVerdictText: each kind of disk verdict's sentence, with the
+// numbers it rests on (analysis.TestDiskVerdict judges the kinds).
+func TestDiskVerdictText(t *testing.T) {
+	v := analysis.DiskVerdict{DeviceFlushShare: 0.6, BlockQueueShare: 0.05, DeviceFlushP50Ns: 6_000_000, BlockQueueP99Ns: 120_000, PerFlushNs: 3_000_000}
+	numbers := "(device_flush 60% of the time, p50 6.000 ms a call, 3.000 ms per flush or FUA write; block_queue 5%, p99 0.120 ms a call)"
+	for _, c := range []struct {
+		kind string
+		loop bool
+		want string
+	}{
+		{analysis.DiskFloor, false, "floor: a fixed cost per flush on a disk with a volatile write cache: throttling other I/O will not help; a drive with power-loss protection will "},
+		{analysis.DiskFloor, true, "floor: a fixed cost per flush, which on a loop device is the host filesystem's fsync of the backing file (the levels table's L2 row splits it): throttling other I/O on the loop device will not help; a faster host fsync will "},
+		{analysis.DiskContention, false, "contention: other I/O on this disk delays etcd's "},
+	} {
+		v.Kind, v.LoopDevice = c.kind, c.loop
+		if got := DiskVerdictText(&v); got != c.want+numbers {
+			t.Errorf("%s loop %v: %q", c.kind, c.loop, got)
+		}
 	}
 }

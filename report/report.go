@@ -33,6 +33,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/merge"
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 // Input is what a page is made of.
@@ -110,15 +111,18 @@ type svgChart struct {
 
 type legendItem struct{ Name, Color string }
 
-// biasedText is the page's note on a group's holes (groupView.Biased).
+// biasedText is the page's note on a group's holes (groupView.Biased), in
+// the table's words (render.BiasCounts).
 func biasedText(g *analysis.Group) string {
-	if g.Biased != "" && !g.Verdict.Judged() {
-		return "numbers " + g.Biased // no verdict to bias (as the table says)
+	switch {
+	case g.Bias.IsZero():
+		return ""
+	case !g.Verdict.Judged():
+		return "numbers biased: " + render.BiasCounts(g.Bias) // no verdict to bias (as the table says)
+	case g.VerdictHolds:
+		return "holds though " + render.BiasCounts(g.Bias)
 	}
-	if g.VerdictHolds {
-		return "holds though " + strings.TrimPrefix(g.Biased, "biased: ")
-	}
-	return g.Biased
+	return "biased: " + render.BiasCounts(g.Bias)
 }
 
 type groupView struct {
@@ -126,12 +130,12 @@ type groupView struct {
 	Title   string
 	Summary string
 	Verdict string
-	// Biased is the group's analysis.Group.Biased ("biased: N lost
+	// Biased words the group's analysis.Group.Bias ("biased: N lost
 	// events, M missed probe runs"), or "holds though N lost events" when
 	// the holes cannot change the verdict (VerdictHolds); "" for a
 	// lossless trace; "numbers biased: ..." for a group with no verdict.
 	Biased string
-	// Disk is the group's disk verdict (analysis.DiskVerdict.Text), or
+	// Disk is the group's disk verdict (render.DiskVerdictText), or
 	// "none (why)" with analysis.Group.DiskWhy; "" when it has neither.
 	Disk string
 	// Other splits the other layer by scheduler state (fsync --sched);
@@ -170,7 +174,7 @@ type page struct {
 	// ..." as tracer.Probe.Why says), whose layer is measured another way:
 	// a note, not a warning (the jbd2 wait on kernels without kprobes).
 	Optional    []string
-	Disks       []string // each disk's write cache (analysis.DiskCache.Describe), where known
+	Disks       []string // each disk's write cache (render.DiskCacheLine), where known
 	Legend      []legendItem
 	Overview    []overviewRow
 	Groups      []groupView
@@ -212,7 +216,7 @@ func build(in Input) page {
 	}
 	rep.SetDiskCaches(in.Summary.Disks)
 	for _, d := range rep.Disks {
-		if line := d.Describe(); line != "" {
+		if line := render.DiskCacheLine(d); line != "" {
 			p.Disks = append(p.Disks, line)
 		}
 	}
@@ -303,7 +307,7 @@ func fuaPerCall(g *analysis.Group) string {
 func diskText(g *analysis.Group) string {
 	switch {
 	case g.Disk != nil:
-		return g.Disk.Text
+		return render.DiskVerdictText(g.Disk)
 	case g.DiskWhy != "":
 		return "none (" + g.DiskWhy + ")"
 	}

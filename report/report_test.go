@@ -83,8 +83,8 @@ func attr(n *html.Node, key string) string {
 	return ""
 }
 
-// page renders in and parses the result as HTML5.
-func render(t *testing.T, in Input) (string, *html.Node) {
+// renderPage renders in and parses the result as HTML5.
+func renderPage(t *testing.T, in Input) (string, *html.Node) {
 	t.Helper()
 	var b bytes.Buffer
 	if err := Render(&b, in); err != nil {
@@ -103,7 +103,7 @@ func render(t *testing.T, in Input) (string, *html.Node) {
 // fetched at view time.
 func TestPageStructure(t *testing.T) {
 	in := readTestdata(t)
-	out, doc := render(t, in)
+	out, doc := renderPage(t, in)
 	groups := analysis.BuildReport(in.Fsyncs, 0, 0, nil).Groups
 	if len(groups) == 0 {
 		t.Fatal("testdata recording has no groups")
@@ -177,7 +177,7 @@ func TestPageStructure(t *testing.T) {
 func TestPageWithoutPeers(t *testing.T) {
 	in := readTestdata(t)
 	in.Peers = nil
-	out, doc := render(t, in)
+	out, doc := renderPage(t, in)
 	n := 0
 	walk(doc, func(c *html.Node) {
 		if c.Data == "svg" && strings.Contains(attr(c, "aria-label"), "peer") {
@@ -414,7 +414,7 @@ func TestMergeBars(t *testing.T) {
 	}
 	in := readTestdata(t)
 	in.Merged = mergedFsyncs(20)
-	out, _ := render(t, in)
+	out, _ := renderPage(t, in)
 	if !strings.Contains(out, `aria-label="guest, virtualization and host share`) || !strings.Contains(out, "virtualization") {
 		t.Error("the page has no merge chart")
 	}
@@ -709,7 +709,7 @@ func TestPageDiskVerdict(t *testing.T) {
 
 // TestPageLossNamed: lost events and missed probe runs are named apart, as
 // in the summary and the table: the page's warning says which a bigger
-// ring helps, and each group's verdict carries analysis.Group.Biased.
+// ring helps, and each group's verdict carries analysis.Group.Bias.
 func TestPageLossNamed(t *testing.T) {
 	recs := []analysis.FsyncRecord{{Type: "fsync", PID: 1, Comm: "etcd", Dev: "254:1", FS: "ext4", FileKind: analysis.KindWAL,
 		Syscall: "fdatasync", StartNs: 1e9, EndNs: 1e9 + 1e6, TotalNs: 1e6, Layers: analysis.Layers{OtherNs: 1e6}}}

@@ -45,9 +45,6 @@ func TestCutOffField(t *testing.T) {
 				strings.Join(peers, ",") != c.peers || firstErr != c.firstErr || v.LeaderAfter || v.SlowFsyncs != 0 || f.Severity != c.sev {
 				t.Errorf("got %+v, %s; want %+v", v, f.Severity, c)
 			}
-			if w := Worded(f); !strings.Contains(w.Meaning, "the disk is not the cause on this evidence") {
-				t.Errorf("meaning %q", w.Meaning)
-			}
 		})
 	}
 	// Constructed: rounds that end with a leader are a warning, not a
@@ -59,7 +56,7 @@ func TestCutOffField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := onlyFinding(t, rep, "cut_off"); f.Severity != Warn || !f.CutOff.LeaderAfter || !strings.Contains(Worded(f).Summary, "then a leader") {
+	if f := onlyFinding(t, rep, "cut_off"); f.Severity != Warn || !f.CutOff.LeaderAfter {
 		t.Errorf("%+v", f)
 	}
 }

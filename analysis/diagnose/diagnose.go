@@ -50,7 +50,7 @@ type Finding struct {
 	// Next: the command to run on the node to confirm or go further.
 	Next string `json:"next,omitempty"`
 	// The typed results of the newer topics, worded by the sinks
-	// (render.go, Worded): check_perf, endpoint_status,
+	// (render/diagnose_words.go): check_perf, endpoint_status,
 	// endpoint_health, disk_stalls, cut_off. Summary and the rest stay empty
 	// here.
 	Perf   *PerfVerdict   `json:"perf,omitempty"`
@@ -388,20 +388,6 @@ func verdictP99(e *etcdmetric.Estimate, budget time.Duration) (Severity, string)
 	return Unknown, "p99 cannot be placed against the budget: " + e.Why
 }
 
-func estString(e *etcdmetric.Estimate) string {
-	switch {
-	case e == nil:
-		return "-"
-	case e.Interpolated:
-		return fmtSec(e.Value)
-	case e.Unbounded && e.Lo == 0:
-		return "?"
-	case e.Unbounded:
-		return ">" + fmtSec(e.Lo)
-	}
-	return "≤" + fmtSec(e.Hi)
-}
-
 func (r *Report) diskFindings(ws []MemberWindow, url string) {
 	type p99 struct {
 		member string
@@ -434,7 +420,7 @@ func (r *Report) diskFindings(ws []MemberWindow, url string) {
 				f.Evidence = append(f.Evidence, fmt.Sprintf("mean %s (sum/count)", fmtSec(d.h.Mean)))
 			}
 			if d.h.P50 != nil {
-				f.Evidence = append(f.Evidence, "p50 "+estString(d.h.P50))
+				f.Evidence = append(f.Evidence, "p50 "+FormatEstimate(d.h.P50))
 			}
 			if d.h.Error != "" {
 				f.Severity, f.Summary = Unknown, d.what+": "+d.h.Error

@@ -141,7 +141,7 @@ func (r *Report) peerFindings(ws []MemberWindow, url string) {
 				f.Evidence = append(f.Evidence, "mean "+fmtSec(h.Mean))
 			}
 			if h.P50 != nil {
-				f.Evidence = append(f.Evidence, "p50 "+estString(h.P50)+", p99 "+estString(h.P99))
+				f.Evidence = append(f.Evidence, "p50 "+FormatEstimate(h.P50)+", p99 "+FormatEstimate(h.P99))
 			}
 			if h.Error != "" {
 				f.Uncertainty = "quantiles: " + h.Error
@@ -414,7 +414,7 @@ func (r *Report) heartbeatFinding(src string, hb, fsync, leader []LogEvent, inte
 		if i == 3 {
 			break
 		}
-		line := fmt.Sprintf("stall at %s: gap %s", stamp(s.at, s.hasTime, s.zoneKnown, s.yearKnown), s.gap.Round(time.Millisecond))
+		line := fmt.Sprintf("stall at %s: gap %s", FormatStamp(s.at, s.hasTime, s.zoneKnown, s.yearKnown), s.gap.Round(time.Millisecond))
 		if len(s.to) > 0 {
 			line += " to " + strings.Join(s.to, ",")
 		}
@@ -457,20 +457,6 @@ func zoneNote(evs []LogEvent) string {
 		n = append(n, "syslog stamps have no year: --since/--until skip them")
 	}
 	return strings.Join(n, "; ")
-}
-
-func stamp(t time.Time, has, zone, year bool) string {
-	if !has {
-		return "(no time)"
-	}
-	s := t.Format("2006-01-02 15:04:05.000")
-	if !year {
-		s = t.Format("Jan _2 15:04:05")
-	}
-	if zone {
-		return s + "Z"
-	}
-	return s + " (zone unknown)"
 }
 
 func firstLines(evs []LogEvent, n int) []string {
@@ -526,7 +512,7 @@ func (r *Report) fioFindings() {
 			f.Severity = Unknown
 			f.Summary = fmt.Sprintf("the job synced (%s) but this output shows no sync latency: it was cut before fio's sync section, or fio is older than 3.5; the write clat it shows is not the fdatasync", run.SyncOption())
 			if run.WriteP99 > 0 {
-				f.Evidence = append(f.Evidence, "write clat p99 "+fmtDur(run.WriteP99)+" (without the fdatasync)")
+				f.Evidence = append(f.Evidence, "write clat p99 "+FormatDuration(run.WriteP99)+" (without the fdatasync)")
 			}
 			f.Meaning = noSyncMeaning
 			f.Next = "rerun with fio 3.5 or newer and --output-format=json, and paste the whole output"
@@ -540,7 +526,7 @@ func (r *Report) fioFindings() {
 				f.Summary = "this fio job only reads (rw=" + rw + "): it wrote nothing and synced nothing, so it says nothing of what etcd's WAL waits for"
 			}
 			if run.WriteP99 > 0 {
-				f.Evidence = append(f.Evidence, "write clat p99 "+fmtDur(run.WriteP99))
+				f.Evidence = append(f.Evidence, "write clat p99 "+FormatDuration(run.WriteP99))
 			}
 			f.Meaning = noSyncMeaning
 			f.Next = "fio --rw=write --ioengine=sync --fdatasync=1 --directory=<dir on etcd's disk> --size=22m --bs=2300 --name=etcdcheck"
@@ -553,19 +539,19 @@ func (r *Report) fioFindings() {
 			f.Severity, f.Summary = Unknown, "fio printed no 99th percentile of its syncs"
 			f.Meaning = "without the syncs' p99 this run cannot say whether the disk meets etcd's 10 ms WAL budget"
 		case p99 >= WALFsyncBudget:
-			f.Severity, f.Summary = Bad, fmt.Sprintf("fdatasync p99 %s: over etcd's 10 ms WAL budget", fmtDur(p99))
+			f.Severity, f.Summary = Bad, fmt.Sprintf("fdatasync p99 %s: over etcd's 10 ms WAL budget", FormatDuration(p99))
 			// fio alone on the disk is etcd's best case: a busy node only adds.
 			f.Meaning = "fio's write+fdatasync loop is what etcd's WAL does alone on an idle disk: over 10 ms p99 here, etcd's own WAL fsyncs on this disk will miss the budget too, and every write's commit waits for one (slow fdatasync warnings, missed heartbeats, elections under load)"
 		default:
-			f.Severity, f.Summary = OK, fmt.Sprintf("fdatasync p99 %s: under etcd's 10 ms WAL budget", fmtDur(p99))
+			f.Severity, f.Summary = OK, fmt.Sprintf("fdatasync p99 %s: under etcd's 10 ms WAL budget", FormatDuration(p99))
 		}
 		for _, p := range run.Percentiles {
 			if p.Pct == 50 || p.Pct == 99.9 || p.Pct == 99.99 {
-				f.Evidence = append(f.Evidence, fmt.Sprintf("p%g %s", p.Pct, fmtDur(p.Latency)))
+				f.Evidence = append(f.Evidence, fmt.Sprintf("p%g %s", p.Pct, FormatDuration(p.Latency)))
 			}
 		}
 		if run.SyncMean > 0 {
-			f.Evidence = append(f.Evidence, fmt.Sprintf("sync min %s, mean %s, max %s", fmtDur(run.SyncMin), fmtDur(run.SyncMean), fmtDur(run.SyncMax)))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("sync min %s, mean %s, max %s", FormatDuration(run.SyncMin), FormatDuration(run.SyncMean), FormatDuration(run.SyncMax)))
 		}
 		if top := run.Percentiles; run.SyncMax > 0 && len(top) > 0 && top[len(top)-1].Latency > run.SyncMax {
 			// fio stat.c's plat_idx_to_val: a percentile is the middle
@@ -577,8 +563,8 @@ func (r *Report) fioFindings() {
 		}
 		if p999, ok := run.P(99.9); ok && p999 >= WALFsyncBudget && f.Severity == OK {
 			f.Severity = Warn
-			f.Summary += fmt.Sprintf(", but p99.9 %s is over it", fmtDur(p999))
-			f.Evidence = append(f.Evidence, fmt.Sprintf("the tail past p99 reaches %s at p99.9: a few syncs per thousand would miss the budget", fmtDur(p999)))
+			f.Summary += fmt.Sprintf(", but p99.9 %s is over it", FormatDuration(p999))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("the tail past p99 reaches %s at p99.9: a few syncs per thousand would miss the budget", FormatDuration(p999)))
 		}
 		var notes []string
 		if bs := run.Options["bs"]; bs != "" && bs != "2300" && bs != "2300B" {

@@ -103,11 +103,11 @@ func runDiagnose(args []string) error {
 		fmt.Fprintf(os.Stderr, "etcdscope diagnose: %s not read: %s\n", u.Name, u.Err)
 	}
 	if *output == "json" {
-		err = diagnose.WriteJSON(os.Stdout, rep)
+		err = render.DiagnoseJSON(os.Stdout, rep)
 	} else {
 		// Log lines and names quoted from the evidence: escaped.
 		t := render.NewTerminal(os.Stdout)
-		if err = diagnose.WriteTable(t, rep); err == nil {
+		if err = render.Diagnose(t, rep); err == nil {
 			err = t.Flush()
 		}
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -405,10 +404,10 @@ wait:
 		case <-ctx.Done():
 			break wait
 		case <-tick:
-			line, _ := rs.IntervalLine()
+			line := render.IntervalLine(rs.Interval())
 			loss := "lost=unknown" // never 0 when the count cannot be read
 			if lost, err := tr.Lost(); err == nil {
-				loss = rs.IntervalLoss(lost, tr.Missed())
+				loss = render.IntervalLoss(rs.IntervalLoss(lost, tr.Missed()))
 			} else {
 				loss += " (" + err.Error() + ")"
 			}
@@ -469,14 +468,14 @@ wait:
 		// lines would not add up to the report's count.
 		// Also when it only lost events: the lines' losses add up to the
 		// report's.
-		line, n := rs.IntervalLine()
-		loss := rs.IntervalLoss(lost, tr.Missed())
-		if n > 0 || loss != "lost=0 missed=0" {
-			fmt.Fprintf(info, "%s %s %s (last, partial interval)\n", time.Now().Format("15:04:05"), line, loss)
+		iv := rs.Interval()
+		l, m := rs.IntervalLoss(lost, tr.Missed())
+		if iv.Count > 0 || l > 0 || m > 0 {
+			fmt.Fprintf(info, "%s %s %s (last, partial interval)\n", time.Now().Format("15:04:05"), render.IntervalLine(iv), render.IntervalLoss(l, m))
 		}
 	}
 	if f.output == "json" {
-		if err := json.NewEncoder(out).Encode(rep); err != nil {
+		if err := render.SummaryJSON(out, &rep); err != nil {
 			return err
 		}
 	} else {

@@ -136,7 +136,7 @@ func runReport(args []string) error {
 	}
 	warn()
 	if *output == "json" {
-		if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
+		if err := render.SummaryJSON(os.Stdout, &rep); err != nil {
 			return err
 		}
 	} else if err := render.FsyncReport(os.Stdout, &rep); err != nil {
@@ -239,7 +239,7 @@ func replayFsync(rd *capture.Reader, name, output string, failOverBudget bool) e
 		rep.LossUnknown = "unknown: the capture has no end line (the run was cut short)"
 	}
 	if output == "json" {
-		if err := json.NewEncoder(w).Encode(rep); err != nil {
+		if err := render.SummaryJSON(w, &rep); err != nil {
 			return err
 		}
 	} else if err := render.FsyncReport(w, &rep); err != nil {

@@ -2,5 +2,7 @@
 // etcdscope may depend on which (the one-way data flow of
 // docs/architecture: kernel → tracer → pipeline → analysis → sinks, with
 // host facts and event types on the side). It fails when a change makes a
-// package import, directly or not, one it must not.
+// package import, directly or not, one it must not, and when a file under
+// analysis/ writes prose or lays out a table (prose_test.go: those words
+// are render's and report's).
 package layering

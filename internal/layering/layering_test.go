@@ -23,7 +23,7 @@ var rules = []struct {
 	{"./event", []string{strings.TrimSuffix(mod, "/")}, "event is the vocabulary every layer shares: it depends on none of them"},
 	{"./host", []string{mod + "tracer", mod + "analysis", "github.com/cilium/ebpf"}, "host reads facts from /proc, /sys and tracefs and loads no BPF"},
 	{"./tracer", []string{mod + "analysis", mod + "exporter", mod + "report", mod + "netem", mod + "etcdinfo", mod + "cmd"}, "tracer loads BPF and decodes events; it knows nothing of reports"},
-	{"./analysis/...", []string{mod + "tracer", mod + "host", mod + "netem", mod + "exporter", "github.com/cilium/ebpf"}, "analysis is pure Go over events and records"},
+	{"./analysis/...", []string{mod + "tracer", mod + "host", mod + "netem", mod + "exporter", mod + "render", mod + "report", "github.com/cilium/ebpf"}, "analysis is pure Go over events and records, and returns numbers and typed results that the sinks word (prose_test.go)"},
 	{"./etcdinfo", []string{mod + "tracer", "github.com/cilium/ebpf"}, "etcdinfo asks etcd and the host, not the kernel's BPF"},
 	{"./netem", []string{mod + "tracer", mod + "analysis"}, "netem changes the network; tracing and analysis never depend on it, nor it on them"},
 	{"./exporter", []string{mod + "tracer"}, "exporter is a sink of the pipeline: the CLI loads the tracers and hands them to it"},

@@ -1,20 +1,24 @@
-package diagnose
+package render
 
 import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/etcdscope/etcdscope/analysis/diagnose"
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 )
 
-// This file is the sinks' words for the typed findings (check perf,
-// endpoint status and health, disk stalls, a member cut off): the analysis returns their
-// numbers (PerfVerdict, StatusVerdict, HealthVerdict, StallVerdict) and
-// WriteTable and WriteJSON word them here, last.
+// This file is diagnose's words for its typed findings (check perf,
+// endpoint status and health, disk stalls, a member cut off): the analysis
+// returns their numbers (PerfVerdict, StatusVerdict, HealthVerdict,
+// StallVerdict, CutOffVerdict) and Diagnose and DiagnoseJSON word them
+// here, last.
 
-// Worded returns f with its Summary, Evidence, Uncertainty, Meaning and
+// wordFinding returns f with its Summary, Evidence, Uncertainty, Meaning and
 // Next written from its typed result; a finding without one is returned
 // as is.
-func Worded(f Finding) Finding {
+func wordFinding(f diagnose.Finding) diagnose.Finding {
 	switch {
 	case f.Perf != nil:
 		wordPerf(&f, *f.Perf)
@@ -31,16 +35,16 @@ func Worded(f Finding) Finding {
 }
 
 // perfLoadNote says how the run's model is known.
-func perfLoadNote(v PerfVerdict) string {
+func perfLoadNote(v diagnose.PerfVerdict) string {
 	r := v.Run
 	switch r.LoadFrom {
-	case LoadFlag:
+	case diagnose.LoadFlag:
 		return "load " + r.Load + ": --load on the command line"
-	case LoadDefault:
+	case diagnose.LoadDefault:
 		return "load s: the command line has no --load (check perf's default)"
-	case LoadThroughput:
+	case diagnose.LoadThroughput:
 		if r.ThroughputPass {
-			return fmt.Sprintf("load %s: a pass at %d writes/s lies only in %s's (%.0f, %d] writes/s", r.Load, r.Throughput, r.Load, PerfThroughputShare*float64(v.Profile.Limit), v.Profile.Limit)
+			return fmt.Sprintf("load %s: a pass at %d writes/s lies only in %s's (%.0f, %d] writes/s", r.Load, r.Throughput, r.Load, diagnose.PerfThroughputShare*float64(v.Profile.Limit), v.Profile.Limit)
 		}
 		return fmt.Sprintf("load %s: the only model whose target %d writes/s fails falls short of", r.Load, r.Throughput)
 	}
@@ -50,7 +54,7 @@ func perfLoadNote(v PerfVerdict) string {
 	return "load not shown (no command line in the paste, no throughput line)"
 }
 
-func wordPerf(f *Finding, v PerfVerdict) {
+func wordPerf(f *diagnose.Finding, v diagnose.PerfVerdict) {
 	r := v.Run
 	at := "at an unknown load"
 	if v.HasProfile && r.Load != "" {
@@ -58,72 +62,72 @@ func wordPerf(f *Finding, v PerfVerdict) {
 	} else if len(r.Candidates) > 0 {
 		at = "at load " + strings.Join(r.Candidates, " or ")
 	}
-	lines := fmt.Sprintf("throughput %d writes/s, slowest put %s, stddev %s", r.Throughput, fmtDur(r.Slowest), fmtDur(r.Stddev))
+	lines := fmt.Sprintf("throughput %d writes/s, slowest put %s, stddev %s", r.Throughput, diagnose.FormatDuration(r.Slowest), diagnose.FormatDuration(r.Stddev))
 	switch v.Cause {
-	case PerfPassed:
+	case diagnose.PerfPassed:
 		f.Summary = "check perf PASS " + at + ": " + lines
-	case PerfErrors:
+	case diagnose.PerfErrors:
 		n := 0
 		for _, e := range r.Errors {
 			n += e.Count
 		}
 		f.Summary = fmt.Sprintf("check perf FAIL %s: %d puts failed (%s); %s", at, n, r.Errors[0].Error, lines)
-	case PerfLatency:
+	case diagnose.PerfLatency:
 		var why []string
 		if r.HasSlowest && !r.SlowestPass {
-			why = append(why, fmt.Sprintf("slowest put %s (check perf allows %s)", fmtDur(r.Slowest), PerfSlowestLimit))
+			why = append(why, fmt.Sprintf("slowest put %s (check perf allows %s)", diagnose.FormatDuration(r.Slowest), diagnose.PerfSlowestLimit))
 		}
 		if r.HasStddev && !r.StddevPass {
-			why = append(why, fmt.Sprintf("stddev %s (check perf allows %s)", fmtDur(r.Stddev), PerfStddevLimit))
+			why = append(why, fmt.Sprintf("stddev %s (check perf allows %s)", diagnose.FormatDuration(r.Stddev), diagnose.PerfStddevLimit))
 		}
 		f.Summary = "check perf FAIL " + at + " on latency: " + strings.Join(why, ", ")
-	case PerfClientBound:
+	case diagnose.PerfClientBound:
 		f.Summary = fmt.Sprintf("check perf FAIL %s on throughput only (%d writes/s), yet the slowest put took %s: %d clients that fast would do at least %.0f writes/s; the check's own client did not offer the load, the cluster's latency did not hold it back",
-			at, r.Throughput, fmtDur(r.Slowest), v.Profile.Clients, float64(v.Profile.Clients)/r.Slowest.Seconds())
-	case PerfThroughput:
+			at, r.Throughput, diagnose.FormatDuration(r.Slowest), v.Profile.Clients, float64(v.Profile.Clients)/r.Slowest.Seconds())
+	case diagnose.PerfThroughput:
 		f.Summary = fmt.Sprintf("check perf FAIL %s on throughput: %d writes/s; with all %d clients busy the mean put took about %s (%d clients / %d writes/s)",
-			at, r.Throughput, v.Profile.Clients, fmtDur(v.ImpliedMean), v.Profile.Clients, r.Throughput)
-	case PerfIncomplete:
+			at, r.Throughput, v.Profile.Clients, diagnose.FormatDuration(v.ImpliedMean), v.Profile.Clients, r.Throughput)
+	case diagnose.PerfIncomplete:
 		f.Summary = "check perf: no throughput, slowest or stddev line in the paste"
 	}
 	f.Evidence = append(f.Evidence, perfLoadNote(v))
 	for _, e := range r.Errors {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("%d × %s", e.Count, e.Error))
 	}
-	if v.ImpliedMean > 0 && v.Cause != PerfThroughput {
-		f.Evidence = append(f.Evidence, fmt.Sprintf("with all %d clients busy the mean put took about %s (%d / %d writes/s)", v.Profile.Clients, fmtDur(v.ImpliedMean), v.Profile.Clients, r.Throughput))
+	if v.ImpliedMean > 0 && v.Cause != diagnose.PerfThroughput {
+		f.Evidence = append(f.Evidence, fmt.Sprintf("with all %d clients busy the mean put took about %s (%d / %d writes/s)", v.Profile.Clients, diagnose.FormatDuration(v.ImpliedMean), v.Profile.Clients, r.Throughput))
 	}
 	if v.OverHeartbeat {
-		f.Evidence = append(f.Evidence, fmt.Sprintf("the slowest put (%s) took longer than etcd's %s heartbeat interval: a step that long on the leader (a WAL fdatasync) holds its heartbeats too", fmtDur(r.Slowest), DefaultHeartbeat))
+		f.Evidence = append(f.Evidence, fmt.Sprintf("the slowest put (%s) took longer than etcd's %s heartbeat interval: a step that long on the leader (a WAL fdatasync) holds its heartbeats too", diagnose.FormatDuration(r.Slowest), diagnose.DefaultHeartbeat))
 	}
 	if r.Result == "" {
 		f.Evidence = append(f.Evidence, "the paste ends before check perf's closing PASS or FAIL line")
 	}
 	var unc []string
 	switch {
-	case v.Cause == PerfPassed && v.HasProfile && !v.Heavy:
-		unc = append(unc, fmt.Sprintf("a pass at %s (%d writes/s) loads the disk lightly, and check perf's only latency limits are %s for the slowest put and %s for the stddev: a WAL fsync p99 far over etcd's 10 ms budget, or a tail of 100-500 ms syncs, passes it", r.Load, v.Profile.Limit, PerfSlowestLimit, PerfStddevLimit))
-	case v.Cause == PerfPassed:
-		unc = append(unc, fmt.Sprintf("check perf's only latency limits are %s for the slowest put and %s for the stddev: a WAL fsync p99 over etcd's 10 ms budget can pass it", PerfSlowestLimit, PerfStddevLimit))
+	case v.Cause == diagnose.PerfPassed && v.HasProfile && !v.Heavy:
+		unc = append(unc, fmt.Sprintf("a pass at %s (%d writes/s) loads the disk lightly, and check perf's only latency limits are %s for the slowest put and %s for the stddev: a WAL fsync p99 far over etcd's 10 ms budget, or a tail of 100-500 ms syncs, passes it", r.Load, v.Profile.Limit, diagnose.PerfSlowestLimit, diagnose.PerfStddevLimit))
+	case v.Cause == diagnose.PerfPassed:
+		unc = append(unc, fmt.Sprintf("check perf's only latency limits are %s for the slowest put and %s for the stddev: a WAL fsync p99 over etcd's 10 ms budget can pass it", diagnose.PerfSlowestLimit, diagnose.PerfStddevLimit))
 	case v.Heavy:
 		unc = append(unc, fmt.Sprintf("load %s runs %d gRPC clients in one etcdctl process and times each put on that client: on a small machine, or on an etcd member where it competes with etcd for CPU, the check's own client can be what falls short, not the disk or the network", v.Profile.Name, v.Profile.Clients))
 	}
-	if v.Cause == PerfThroughput || v.Cause == PerfClientBound {
+	if v.Cause == diagnose.PerfThroughput || v.Cause == diagnose.PerfClientBound {
 		unc = append(unc, "below the target the generator waits for a free client: either every client was busy (the mean put is the one given) or the generator itself fell behind")
 	}
 	f.Uncertainty = strings.Join(unc, "; ")
 	f.Meaning = "each put is a 1 KiB write through Raft (client to member, the leader's WAL fdatasync, a round trip to a quorum and their fdatasync, apply): check perf times the whole and cannot say which step was slow (disk, network or CPU)"
 	switch v.Cause {
-	case PerfClientBound:
+	case diagnose.PerfClientBound:
 		f.Next = "rerun check perf from a machine with spare CPU that is not an etcd member, or at a lighter --load"
-	case PerfPassed:
+	case diagnose.PerfPassed:
 		f.Next = "etcdscope diagnose http://127.0.0.1:2381/metrics --window 60s  # on a member while check perf runs: the WAL fsync p99 against the 10 ms budget"
 	default:
 		f.Next = "sudo etcdscope fsync --comm etcd --duration 60s  # on the leader while check perf runs: is the fdatasync the slow step; etcdscope diagnose of each member's /metrics for the peer RTT"
 	}
 }
 
-func wordStatus(f *Finding, v StatusVerdict) {
+func wordStatus(f *diagnose.Finding, v diagnose.StatusVerdict) {
 	up := len(v.Rows) - len(v.Unreachable)
 	switch {
 	case up == 0:
@@ -142,7 +146,7 @@ func wordStatus(f *Finding, v StatusVerdict) {
 	for _, a := range v.Alarms {
 		f.Summary += fmt.Sprintf("; %s reports %s", a.Endpoint, a.Errors)
 	}
-	var worst Lag
+	var worst diagnose.Lag
 	for _, l := range v.Behind {
 		if l.Behind > worst.Behind {
 			worst = l
@@ -172,31 +176,31 @@ func wordStatus(f *Finding, v StatusVerdict) {
 		f.Evidence = append(f.Evidence, line)
 	}
 	for _, g := range v.ApplyGap {
-		if g.Behind > MaxApplyGap {
-			f.Evidence = append(f.Evidence, fmt.Sprintf("%s applies %d entries behind its commits: over %d etcd refuses proposals (\"too many requests\")", g.Endpoint, g.Behind, MaxApplyGap))
+		if g.Behind > diagnose.MaxApplyGap {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s applies %d entries behind its commits: over %d etcd refuses proposals (\"too many requests\")", g.Endpoint, g.Behind, diagnose.MaxApplyGap))
 		}
 	}
 	for _, l := range v.Behind {
-		if l.Behind > SnapshotCatchUpEntries {
-			f.Evidence = append(f.Evidence, fmt.Sprintf("%s is %d entries behind: past the %d the leader keeps for slow followers it is sent a whole snapshot", l.Endpoint, l.Behind, SnapshotCatchUpEntries))
+		if l.Behind > diagnose.SnapshotCatchUpEntries {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s is %d entries behind: past the %d the leader keeps for slow followers it is sent a whole snapshot", l.Endpoint, l.Behind, diagnose.SnapshotCatchUpEntries))
 		}
 	}
-	if v.LargestDB >= DefaultQuota*8/10 {
-		f.Evidence = append(f.Evidence, fmt.Sprintf("the largest database is %s, %.0f%% of the default 2 GiB quota (--quota-backend-bytes): at the quota etcd raises NOSPACE and takes no writes", fmtBytes(v.LargestDB), 100*float64(v.LargestDB)/DefaultQuota))
+	if v.LargestDB >= diagnose.DefaultQuota*8/10 {
+		f.Evidence = append(f.Evidence, fmt.Sprintf("the largest database is %s, %.0f%% of the default 2 GiB quota (--quota-backend-bytes): at the quota etcd raises NOSPACE and takes no writes", fmtBytes(v.LargestDB), 100*float64(v.LargestDB)/diagnose.DefaultQuota))
 	}
 	f.Uncertainty = "one snapshot, taken one endpoint after another: a gap of a few entries under load is the time between the questions; run it twice to see a gap grow or close"
 	f.Meaning = "commits need a leader and a quorum that keeps up: no leader (or two) means no commits until an election ends; a member far behind catches up by snapshot, which loads the leader's disk and network; the status itself says nothing of fsync or RTT"
 	f.Next = "etcdctl endpoint status --cluster -w table  # again in a minute; and etcdscope diagnose of the leader's /metrics for its WAL fsync"
 }
 
-func termRange(v StatusVerdict) string {
+func termRange(v diagnose.StatusVerdict) string {
 	if v.MinTerm == v.MaxTerm {
 		return fmt.Sprint(v.MaxTerm)
 	}
 	return fmt.Sprintf("%d to %d", v.MinTerm, v.MaxTerm)
 }
 
-func leaderWord(s EndpointStatus) string {
+func leaderWord(s diagnose.EndpointStatus) string {
 	switch {
 	case s.IsLeader:
 		return "leader"
@@ -219,7 +223,7 @@ func fmtBytes(b int64) string {
 	return fmt.Sprintf("%d B", b)
 }
 
-func wordHealth(f *Finding, v HealthVerdict) {
+func wordHealth(f *diagnose.Finding, v diagnose.HealthVerdict) {
 	if v.Unhealthy > 0 {
 		f.Summary = fmt.Sprintf("endpoint health: %d of %d endpoints unhealthy", v.Unhealthy, len(v.Rows))
 		for _, h := range v.Rows {
@@ -229,17 +233,17 @@ func wordHealth(f *Finding, v HealthVerdict) {
 			}
 		}
 	} else {
-		f.Summary = fmt.Sprintf("endpoint health: all %d endpoints healthy, the slowest read took %s", len(v.Rows), fmtDur(v.MaxTook))
+		f.Summary = fmt.Sprintf("endpoint health: all %d endpoints healthy, the slowest read took %s", len(v.Rows), diagnose.FormatDuration(v.MaxTook))
 	}
 	for _, h := range v.Rows {
 		if h.Healthy {
-			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: healthy, took %s", h.Endpoint, fmtDur(h.Took)))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: healthy, took %s", h.Endpoint, diagnose.FormatDuration(h.Took)))
 		} else {
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: unhealthy: %s", h.Endpoint, h.Error))
 		}
 	}
-	if v.MaxTook >= DefaultHeartbeat {
-		f.Evidence = append(f.Evidence, fmt.Sprintf("a health read took %s, longer than etcd's %s heartbeat interval", fmtDur(v.MaxTook), DefaultHeartbeat))
+	if v.MaxTook >= diagnose.DefaultHeartbeat {
+		f.Evidence = append(f.Evidence, fmt.Sprintf("a health read took %s, longer than etcd's %s heartbeat interval", diagnose.FormatDuration(v.MaxTook), diagnose.DefaultHeartbeat))
 	}
 	f.Uncertainty = "what \"took\" times differs between etcdctl versions (with or without setting up the connection): compare the endpoints of one output with each other"
 	f.Meaning = "endpoint health is a linearizable read of the key \"health\" (despite its \"committed proposal\" words): the member asks the leader, who confirms its leadership with a quorum; no WAL write, so \"took\" says little about fsync; an unhealthy endpoint (context deadline exceeded) got no answer in time: no leader, no quorum, or the member is cut off from its peers"
@@ -249,27 +253,27 @@ func wordHealth(f *Finding, v HealthVerdict) {
 	}
 }
 
-func wordStalls(f *Finding, v StallVerdict) {
+func wordStalls(f *diagnose.Finding, v diagnose.StallVerdict) {
 	what := map[string]string{"wal_fsync": "WAL fsync", "backend_commit": "backend commit"}[v.Histogram]
-	count := func(c StallCount) string {
+	count := func(c diagnose.StallCount) string {
 		if c.AtLeast {
 			return fmt.Sprintf("at least %.0f", c.Count)
 		}
 		return fmt.Sprintf("%.0f", c.Count)
 	}
-	parts := []string{fmt.Sprintf("%s took over %s (the %s heartbeat interval)", count(v.OverHeartbeat), fmtSec(v.OverHeartbeat.Bound), v.Heartbeat)}
+	parts := []string{fmt.Sprintf("%s took over %s (the %s heartbeat interval)", count(v.OverHeartbeat), etcdmetric.FormatSeconds(v.OverHeartbeat.Bound), v.Heartbeat)}
 	if c := v.OverHalfElection; c != nil {
-		parts = append(parts, fmt.Sprintf("%s over %s (half the %s election timeout)", count(*c), fmtSec(c.Bound), v.Election))
+		parts = append(parts, fmt.Sprintf("%s over %s (half the %s election timeout)", count(*c), etcdmetric.FormatSeconds(c.Bound), v.Election))
 	}
 	if c := v.OverElection; c != nil {
-		parts = append(parts, fmt.Sprintf("%s over %s (the election timeout)", count(*c), fmtSec(c.Bound)))
+		parts = append(parts, fmt.Sprintf("%s over %s (the election timeout)", count(*c), etcdmetric.FormatSeconds(c.Bound)))
 	}
 	of := ""
 	if v.Observations > 0 {
 		of = fmt.Sprintf(" of %.0f", v.Observations)
 	}
 	f.Summary = fmt.Sprintf("%s stalls%s: %s", what, of, strings.Join(parts, ", "))
-	if v.P99Severity == OK {
+	if v.P99Severity == diagnose.OK {
 		f.Summary += "; the p99 is under budget and does not show them"
 	}
 	f.Evidence = []string{fmt.Sprintf("%s, from the buckets above each threshold", v.Window)}
@@ -285,8 +289,10 @@ func wordStalls(f *Finding, v StallVerdict) {
 	f.Next = fmt.Sprintf("sudo etcdscope fsync --comm etcd --duration 60s  # on %s: which kernel layer the slow syncs wait in", v.Node)
 }
 
-func wordCutOff(f *Finding, v CutOffVerdict) {
-	at := func(t time.Time) string { return stamp(t, v.HasTime && !t.IsZero(), v.ZoneKnown, v.YearKnown) }
+func wordCutOff(f *diagnose.Finding, v diagnose.CutOffVerdict) {
+	at := func(t time.Time) string {
+		return diagnose.FormatStamp(t, v.HasTime && !t.IsZero(), v.ZoneKnown, v.YearKnown)
+	}
 	var peers []string
 	for _, p := range v.Peers {
 		peers = append(peers, p.Peer)
@@ -302,11 +308,11 @@ func wordCutOff(f *Finding, v CutOffVerdict) {
 	unreachable := "unreachable: " + strings.Join(peers, ", ")
 	switch {
 	case v.Campaigns > 0 && !v.LeaderAfter && len(v.Peers) == 0:
-		f.Summary = fmt.Sprintf("%s at term %s%s and no leader follows; no peer errors logged, so which peers do not answer this log does not say", plural(v.Campaigns, round), termSpan(v), since)
+		f.Summary = fmt.Sprintf("%s at term %s%s and no leader follows; no peer errors logged, so which peers do not answer this log does not say", counted(v.Campaigns, round), termSpan(v), since)
 	case v.Campaigns > 0 && !v.LeaderAfter:
-		f.Summary = fmt.Sprintf("cut off from its peers: %s at term %s%s and no leader follows; %s", plural(v.Campaigns, round), termSpan(v), since, unreachable)
+		f.Summary = fmt.Sprintf("cut off from its peers: %s at term %s%s and no leader follows; %s", counted(v.Campaigns, round), termSpan(v), since, unreachable)
 	case v.Campaigns > 0:
-		f.Summary = fmt.Sprintf("%s at term %s%s, then a leader", plural(v.Campaigns, round), termSpan(v), since)
+		f.Summary = fmt.Sprintf("%s at term %s%s, then a leader", counted(v.Campaigns, round), termSpan(v), since)
 		if len(peers) > 0 {
 			f.Summary += "; " + unreachable
 		}
@@ -314,7 +320,7 @@ func wordCutOff(f *Finding, v CutOffVerdict) {
 		f.Summary = "peers not answering" + since + ": " + strings.Join(peers, ", ")
 	}
 	for _, p := range v.Peers {
-		line := fmt.Sprintf("%s: %s", p.Peer, plural(p.Lines, "line"))
+		line := fmt.Sprintf("%s: %s", p.Peer, counted(p.Lines, "line"))
 		if v.HasTime && !p.From.IsZero() {
 			line += fmt.Sprintf(", %s to %s", at(p.From), at(p.To))
 		}
@@ -334,14 +340,22 @@ func wordCutOff(f *Finding, v CutOffVerdict) {
 	if v.SlowFsyncs == 0 {
 		f.Meaning += "; the disk is not the cause on this evidence (no slow fdatasync logged)"
 	} else {
-		f.Meaning += fmt.Sprintf("; the same log holds %s over 1 s: see that finding", plural(v.SlowFsyncs, "slow fdatasync"))
+		f.Meaning += fmt.Sprintf("; the same log holds %s over 1 s: see that finding", counted(v.SlowFsyncs, "slow fdatasync"))
 	}
 	f.Next = "nc -vz <peer IP> 2380  # from this member, for each unreachable peer; then etcdctl endpoint status --cluster -w table from another member: do the others have a leader?"
 }
 
-func termSpan(v CutOffVerdict) string {
+func termSpan(v diagnose.CutOffVerdict) string {
 	if v.FirstTerm == v.LastTerm {
 		return fmt.Sprint(v.LastTerm)
 	}
 	return fmt.Sprintf("%d to %d", v.FirstTerm, v.LastTerm)
+}
+
+// counted is "1 line", "2 lines".
+func counted(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -1,4 +1,4 @@
-package diagnose
+package render
 
 import (
 	"encoding/json"
@@ -6,26 +6,26 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"time"
 	"unicode/utf8"
+
+	"github.com/etcdscope/etcdscope/analysis/diagnose"
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 )
 
-// This file is the report's sinks (text table, JSON); it imports nothing
-// of the readers so it can move to a shared rendering package.
-
-// WriteJSON writes the report as one indented JSON object.
-func WriteJSON(w io.Writer, r Report) error {
+// DiagnoseJSON writes diagnose's report as one indented JSON object, its
+// typed findings worded (diagnose_words.go).
+func DiagnoseJSON(w io.Writer, r diagnose.Report) error {
 	r.Findings = worded(r.Findings)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
 }
 
-// WriteTable writes the report for a terminal: the inputs, one row per
+// Diagnose writes diagnose's report for a terminal: the inputs, one row per
 // member (WAL fsync and backend commit), one per peer series, then the
 // findings worst first, each with its evidence, uncertainty, meaning for
 // commit latency and next command.
-func WriteTable(w io.Writer, r Report) error {
+func Diagnose(w io.Writer, r diagnose.Report) error {
 	var b strings.Builder
 	b.WriteString("etcdscope diagnose\n\ninputs (taken as one cluster's evidence: diagnose each cluster on its own):\n")
 	for _, in := range r.Inputs {
@@ -39,7 +39,7 @@ func WriteTable(w io.Writer, r Report) error {
 		b.WriteString("\ndisk (per member; WAL fsync budget p99 < 10ms, backend commit p99 < 25ms):\n")
 		fmt.Fprintf(&b, "  %-28s %-16s %10s %9s %9s %9s %10s %9s %9s %9s\n", "member", "window", "wal n", "p50", "p99", "mean", "commit n", "p50", "p99", "mean")
 		for _, m := range r.Members {
-			if m.WAL.absent() && m.Backend.absent() {
+			if absent(m.WAL) && absent(m.Backend) {
 				// A member known only from its peer series (an excerpt of
 				// the RTT histogram): a row of dashes would read as a disk
 				// that did nothing.
@@ -64,7 +64,7 @@ func WriteTable(w io.Writer, r Report) error {
 		b.WriteString("\nfio (fdatasync after each write):\n")
 		// The file's own name and the job, as wide as the longest (at
 		// most 48): the directories are the same for most pastes.
-		name := func(f FioRun) string { return strings.TrimSpace(filepath.Base(f.Source) + " " + f.Job) }
+		name := func(f diagnose.FioRun) string { return strings.TrimSpace(filepath.Base(f.Source) + " " + f.Job) }
 		width := 0
 		for _, f := range r.Fio {
 			width = min(max(width, utf8.RuneCountInString(name(f))), 48)
@@ -72,13 +72,13 @@ func WriteTable(w io.Writer, r Report) error {
 		for _, f := range r.Fio {
 			q := func(p float64) string {
 				if v, ok := f.P(p); ok {
-					return fmtDur(v)
+					return diagnose.FormatDuration(v)
 				}
 				return "-"
 			}
 			max := "-"
 			if f.SyncMax > 0 {
-				max = fmtDur(f.SyncMax)
+				max = diagnose.FormatDuration(f.SyncMax)
 			}
 			syncs := "no sync" // the job never synced: its numbers are not the WAL's
 			switch {
@@ -100,7 +100,7 @@ func WriteTable(w io.Writer, r Report) error {
 	}
 	b.WriteString("\nfindings:\n")
 	findings := worded(r.Findings)
-	for _, sev := range []Severity{Bad, Warn, Unknown, OK} {
+	for _, sev := range []diagnose.Severity{diagnose.Bad, diagnose.Warn, diagnose.Unknown, diagnose.OK} {
 		for _, f := range findings {
 			if f.Severity != sev {
 				continue
@@ -125,30 +125,30 @@ func WriteTable(w io.Writer, r Report) error {
 }
 
 // worded: a copy of fs with every typed finding worded.
-func worded(fs []Finding) []Finding {
-	out := make([]Finding, len(fs))
+func worded(fs []diagnose.Finding) []diagnose.Finding {
+	out := make([]diagnose.Finding, len(fs))
 	for i, f := range fs {
-		out[i] = Worded(f)
+		out[i] = wordFinding(f)
 	}
 	return out
 }
 
 // absent: no series behind h at all (Stats of nil), as opposed to a
 // series whose numbers could not be estimated (Error set).
-func (h HistStats) absent() bool {
+func absent(h diagnose.HistStats) bool {
 	return !h.HasCount && !h.HasMean && h.P50 == nil && h.P99 == nil && h.Error == ""
 }
 
-func histCols(h HistStats) string {
+func histCols(h diagnose.HistStats) string {
 	n := "-"
 	if h.HasCount {
 		n = fmt.Sprintf("%.0f", h.Observations)
 	}
 	mean := "-"
 	if h.HasMean {
-		mean = fmtSec(h.Mean)
+		mean = etcdmetric.FormatSeconds(h.Mean)
 	}
-	return fmt.Sprintf("%10s %9s %9s %9s", n, estString(h.P50), estString(h.P99), mean)
+	return fmt.Sprintf("%10s %9s %9s %9s", n, diagnose.FormatEstimate(h.P50), diagnose.FormatEstimate(h.P99), mean)
 }
 
 func trunc(s string, n int) string {
@@ -157,15 +157,4 @@ func trunc(s string, n int) string {
 		return s
 	}
 	return "…" + string(r[len(r)-n+1:])
-}
-
-// fmtDur rounds a duration to 3 significant digits for the tables (fio
-// prints ns: 6.651904ms reads as 6.65ms).
-func fmtDur(d time.Duration) string {
-	for r := time.Duration(1); r < time.Second; r *= 10 {
-		if d < 1000*r {
-			return d.Round(r).String()
-		}
-	}
-	return d.Round(time.Millisecond).String()
 }

@@ -1,0 +1,144 @@
+package layering
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// analysis returns numbers and typed results; render/, report/ and
+// exporter/ write every word a user reads (docs/architecture). What can be
+// checked mechanically of that: no non-test file under analysis/ writes
+// text to a writer or stdout (fmt.Fprint, Fprintf, Fprintln, Print,
+// Printf, Println) or lays out a table (text/tabwriter). fmt.Sprintf and
+// fmt.Errorf stay allowed: analysis formats numbers with their units
+// (etcdmetric.FormatSeconds, diagnose.FormatDuration) and its errors, and
+// analysis/diagnose still words its older findings with Sprintf (issue 26
+// leaves those for later).
+var proseCalls = []string{"Fprint", "Fprintf", "Fprintln", "Print", "Printf", "Println"}
+
+// proseExceptions: files (from the repository root) allowed at most n
+// prose calls, each with its reason. A file here that has fewer than n
+// fails too, so the number only goes down.
+var proseExceptions = map[string]struct {
+	n   int
+	why string
+}{
+	"analysis/etcdmetric/model.go": {9, "Compare builds Comparison.Verdict, a sentence in the peers JSON (json:\"verdict\"), with Fprintf: issue 26 moves it to render once the peers schema says how"},
+}
+
+// TestAnalysisWritesNoProse fails on a prose call or a tabwriter import in
+// a non-test file under analysis/, naming the file and line.
+func TestAnalysisWritesNoProse(t *testing.T) {
+	counts := map[string]int{}
+	var files []string
+	err := filepath.WalkDir("../../analysis", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == "testdata" {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 20 {
+		t.Fatalf("only %d files under analysis/: wrong directory?", len(files))
+	}
+	for _, path := range files {
+		rel := strings.TrimPrefix(filepath.ToSlash(path), "../../")
+		found, err := proseIn(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts[rel] = len(found)
+		if ex, ok := proseExceptions[rel]; ok {
+			if len(found) != ex.n {
+				t.Errorf("%s: %d prose calls, its exception allows %d (%s): make the exception say how many there are", rel, len(found), ex.n, ex.why)
+			}
+			continue
+		}
+		for _, f := range found {
+			t.Errorf("%s: analysis writes no prose or tables (render/, report/ do; docs/architecture.md): %s", rel, f)
+		}
+	}
+	for rel := range proseExceptions {
+		if _, ok := counts[rel]; !ok {
+			t.Errorf("exception for %s, which is not a file under analysis/ any more: drop it", rel)
+		}
+	}
+}
+
+// proseIn returns, for the Go file at path (or src when not nil), every
+// prose call and tabwriter import as "line N: what".
+func proseIn(path string, src any) ([]string, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, src, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, err
+	}
+	var found []string
+	fmtName := "" // the name "fmt" is imported under, if it is
+	for _, imp := range f.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		switch p {
+		case "text/tabwriter":
+			found = append(found, "line "+strconv.Itoa(fset.Position(imp.Pos()).Line)+": imports text/tabwriter")
+		case "fmt":
+			fmtName = "fmt"
+			if imp.Name != nil {
+				fmtName = imp.Name.Name
+			}
+		}
+	}
+	if fmtName == "" || fmtName == "_" {
+		return found, nil
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		if id, ok := sel.X.(*ast.Ident); ok && id.Name == fmtName && slices.Contains(proseCalls, sel.Sel.Name) {
+			found = append(found, "line "+strconv.Itoa(fset.Position(sel.Pos()).Line)+": fmt."+sel.Sel.Name)
+		}
+		return true
+	})
+	return found, nil
+}
+
+// TestProseInPlanted: the check finds each kind of violation planted in
+// a file (an aliased fmt, a call passed as a value, a tabwriter import)
+// and lets fmt.Sprintf and fmt.Errorf be.
+func TestProseInPlanted(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		want int
+	}{
+		{"package p\nimport \"fmt\"\nfunc f(w io.Writer) { fmt.Fprintf(w, \"the disk is slow\") }\n", 1},
+		{"package p\nimport f \"fmt\"\nvar p = f.Println\n", 1},
+		{"package p\nimport \"text/tabwriter\"\nvar w *tabwriter.Writer\n", 1},
+		{"package p\nimport (\"fmt\"; \"text/tabwriter\")\nfunc g() { fmt.Print(1); _ = tabwriter.Writer{} }\n", 2},
+		{"package p\nimport \"fmt\"\nfunc g() (string, error) { return fmt.Sprintf(\"%d ms\", 3), fmt.Errorf(\"reading: %w\", nil) }\n", 0},
+		{"package p\ntype fmtT struct{}\nfunc (fmtT) Fprintf() {}\nvar fmt fmtT\nfunc g() { fmt.Fprintf() }\n", 0}, // no fmt import: not fmt's
+	} {
+		found, err := proseIn("planted.go", c.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(found) != c.want {
+			t.Errorf("%q: found %v, want %d", c.src, found, c.want)
+		}
+	}
+}
