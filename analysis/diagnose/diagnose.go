@@ -51,13 +51,16 @@ type Finding struct {
 	Next string `json:"next,omitempty"`
 	// The typed results of the newer topics, worded by the sinks
 	// (render.go, Worded): check_perf, endpoint_status,
-	// endpoint_health, disk_stalls, cut_off. Summary and the rest stay empty
+	// endpoint_health, disk_stalls, cut_off, and the fleet's counters. Summary and the rest stay empty
 	// here.
 	Perf   *PerfVerdict   `json:"perf,omitempty"`
 	Status *StatusVerdict `json:"status,omitempty"`
 	Health *HealthVerdict `json:"health,omitempty"`
 	Stalls *StallVerdict  `json:"stalls,omitempty"`
 	CutOff *CutOffVerdict `json:"cut_off,omitempty"`
+	// Counter: an etcd_server counter's increase per member (the fleet's
+	// leader, heartbeat and apply findings, from Prometheus).
+	Counter *CounterVerdict `json:"counter,omitempty"`
 }
 
 // HistStats is one histogram's numbers over a window.
