@@ -296,6 +296,19 @@ func TestDiagnosePrometheusFleet(t *testing.T) {
 	if i, j := strings.Index(table, `=== cluster job="etcd-slow": BAD`), strings.Index(table, `=== cluster cluster="fast",job="etcd": WARN`); i < 0 || j < i {
 		t.Errorf("table: the slow cluster's section not before the fast one's:\n%s", table)
 	}
+	// --match narrows the series (one cluster); one Prometheus cannot
+	// parse is its refusal, exit 2, and so is one that matches nothing.
+	if one, js := fleet("--match", `{job="etcd-slow"}`, "--output", "json"); len(one.Clusters) != 1 || one.Clusters[0].Name != slow.Name {
+		t.Errorf("--match '{job=\"etcd-slow\"}': want the slow cluster alone:\n%s", js)
+	}
+	bad := exec.Command(etcdscope(t), "diagnose", "--prometheus", base, "--match", `{job=~"("}`)
+	if out, err := bad.CombinedOutput(); bad.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "Prometheus refused the query (bad_data: ") {
+		t.Errorf("--match with a bad regexp: %v: %s", err, out)
+	}
+	none := exec.Command(etcdscope(t), "diagnose", "--prometheus", base, "--match", `{job="nosuch"}`)
+	if out, err := none.CombinedOutput(); none.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "holds no etcd series matching") {
+		t.Errorf("--match of no series: %v: %s", err, out)
+	}
 	cut, _ := fleet("--max-clusters", "1", "--output", "json")
 	if len(cut.Clusters) != 1 || cut.Cut == nil || cut.Cut.Clusters != 1 || cut.Cut.Names[0] != fast.Name {
 		t.Errorf("--max-clusters 1: %d clusters, cut %+v", len(cut.Clusters), cut.Cut)

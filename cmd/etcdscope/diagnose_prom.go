@@ -85,7 +85,7 @@ func runFleet(f fleetFlags, files []string) error {
 	var answers []diagnose.PromAnswer
 	for _, sel := range diagnose.FleetSelectors(f.match) {
 		q := url.Values{"query": {sel}, "start": {promTime(start)}, "end": {promTime(end)}, "step": {strconv.FormatFloat(step.Seconds(), 'f', 3, 64)}}
-		b, err := promGet(ctx, cl, base+"/api/v1/query_range?"+q.Encode())
+		b, err := promGet(ctx, cl, base, q)
 		if err != nil {
 			return err
 		}
@@ -126,19 +126,26 @@ func promTime(t time.Time) string {
 	return strconv.FormatFloat(float64(t.UnixMilli())/1e3, 'f', 3, 64)
 }
 
-// promGet fetches one API answer within promQueryTimeout and the run's
-// deadline, its body capped at maxInputBytes. A refusal is a usage error
-// naming what Prometheus said (a bad --match) or what the URL is not.
-func promGet(ctx context.Context, cl *http.Client, u string) ([]byte, error) {
+// promGet fetches one query_range answer within promQueryTimeout and the
+// run's deadline, its body capped at maxInputBytes. A refusal is a usage
+// error naming what Prometheus said (a bad --match) or what the URL is not.
+func promGet(ctx context.Context, cl *http.Client, base string, q url.Values) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, promQueryTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/query_range?"+q.Encode(), nil)
 	if err != nil {
-		return nil, usagef("%v", err)
+		return nil, usagef("--prometheus %q: %v", base, err)
 	}
 	resp, err := cl.Do(req)
 	if err != nil {
-		return nil, usagef("querying Prometheus: %v (is --prometheus its base URL, reachable from here?)", err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // not the whole query again
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within %s (or the run's %s)", promQueryTimeout, promDeadline)
+		}
+		return nil, usagef("querying Prometheus at %s: %v (is --prometheus its base URL, reachable from here?)", base, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -151,7 +158,7 @@ func promGet(ctx context.Context, cl *http.Client, u string) ([]byte, error) {
 		if json.Unmarshal(b, &e) == nil && e.Status == "error" {
 			return nil, usagef("Prometheus refused the query (%s: %q): check --match", e.ErrorType, e.Error)
 		}
-		return nil, usagef("%s answered HTTP %s: not a Prometheus HTTP API; give Prometheus' base URL, e.g. http://prometheus:9090", u[:strings.Index(u, "/api/v1/")], resp.Status)
+		return nil, usagef("%s answered HTTP %s: not a Prometheus HTTP API; give Prometheus' base URL, e.g. http://prometheus:9090", base, resp.Status)
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxInputBytes+1))
 	if err != nil {
