@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -139,22 +138,7 @@ func TestDiagnosePrometheusFleet(t *testing.T) {
 			}
 		}
 	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	pc := exec.CommandContext(ctx, prom, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+listen)
-	var plog strings.Builder
-	pc.Stdout = &plog
-	pc.Stderr = pc.Stdout
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); pc.Wait() })
-	base := "http://" + listen
+	base, plog := startPrometheus(t, prom, cfg.String())
 
 	// waitFor polls an instant query until its one sample is at least want.
 	waitFor := func(q string, want float64) {
@@ -169,7 +153,7 @@ func TestDiagnosePrometheusFleet(t *testing.T) {
 				}
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("Prometheus: %s did not reach %v in 30 s; log:\n%s", q, want, plog.String())
+				t.Fatalf("Prometheus: %s did not reach %v in 30 s; log:\n%s", q, want, plog())
 			}
 		}
 	}
