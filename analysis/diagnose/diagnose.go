@@ -227,7 +227,7 @@ func Diagnose(inputs []Input, opt Options) (Report, error) {
 	}
 	url := opt.MetricsURL
 	if url == "" {
-		url = "http://127.0.0.1:2381/metrics"
+		url = defaultMetricsURL
 	}
 	rep.diskFindings(windows, url)
 	if len(alike) > 0 {
@@ -244,6 +244,10 @@ func Diagnose(inputs []Input, opt Options) (Report, error) {
 	rep.etcdctlFindings(ev.etcdctl)
 	return rep, nil
 }
+
+// defaultMetricsURL: the /metrics URL the suggested commands name when the
+// evidence gives none (kubeadm's metrics listener).
+const defaultMetricsURL = "http://127.0.0.1:2381/metrics"
 
 // ErrNothingRead: no input was given at all.
 var ErrNothingRead = errors.New("no input could be read")

@@ -241,9 +241,9 @@ func ReadFleet(answers []PromAnswer, opt FleetOptions) (Fleet, error) {
 				ws[i].Leader = l
 			}
 		}
-		c.Report.Inputs = []InputInfo{{Name: c.Name, Kind: KindPromJSON, Note: plural(len(ws), "instance")}}
-		c.Report.diskFindings(ws, "http://127.0.0.1:2381/metrics")
-		c.Report.peerFindings(ws, "http://127.0.0.1:2381/metrics")
+		c.Report.Inputs = []InputInfo{{Name: c.Name, Kind: KindPromJSON}}
+		c.Report.diskFindings(ws, defaultMetricsURL)
+		c.Report.peerFindings(ws, defaultMetricsURL)
 		for _, cf := range []struct{ counter, topic string }{
 			{CounterLeaderChanges, "leader"}, {CounterHeartbeatFailures, "heartbeat"}, {CounterSlowApply, "apply"},
 		} {

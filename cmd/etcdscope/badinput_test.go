@@ -251,6 +251,7 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"diagnose", "--prometheus", "http://127.0.0.1:1", "--max-clusters", "0"}, fix: "--max-clusters 0: give at least 1"},
 	{args: []string{"diagnose", "--prometheus", "http://127.0.0.1:1", "$D/good.jsonl"}, fix: "in a run of its own"},
 	{args: []string{"diagnose", "--last", "6h", "$D/good.jsonl"}, fix: "--last goes with --prometheus URL"},
+	{args: []string{"diagnose", "--prometheus", "http://127.0.0.1:1", "--window", "1m"}, fix: "--window is for /metrics files and URLs, not --prometheus"},
 
 	// check
 	{args: []string{"check", "extra"}, fix: "check takes no arguments"},

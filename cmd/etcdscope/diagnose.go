@@ -70,6 +70,11 @@ func runDiagnose(args []string) error {
 		return usagef("--until %s is before --since %s: no line or sample could be kept; swap them", *until, *since)
 	}
 	if *prom != "" {
+		for _, f := range []string{"window", "timeout", "one-member"} {
+			if fs.Changed(f) {
+				return usagef("--%s is for /metrics files and URLs, not --prometheus (its queries time out after %s)", f, promQueryTimeout)
+			}
+		}
 		return runFleet(fleetFlags{url: *prom, match: *match, since: opt.Since, until: opt.Until, last: *last, lastSet: fs.Changed("last"),
 			maxClusters: *maxClusters, output: *output, failBad: *failBad}, fs.Args())
 	}
