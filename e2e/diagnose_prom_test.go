@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -39,26 +38,7 @@ func TestDiagnosePrometheusExport(t *testing.T) {
 
 	dir := t.TempDir()
 	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: etcd\n    static_configs:\n      - targets: [%q]\n", metricsAddr)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	listen := ln.Addr().String()
-	ln.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	pc := exec.CommandContext(ctx, prom, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+listen)
-	var plog strings.Builder
-	pc.Stdout = &plog
-	pc.Stderr = pc.Stdout // one writer: exec then calls Write from one goroutine at a time
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); pc.Wait() })
-	base := "http://" + listen
+	base, plog := startPrometheus(t, prom, cfg)
 	get := func(u string) []byte {
 		t.Helper()
 		cl := http.Client{Timeout: 5 * time.Second}
@@ -94,7 +74,7 @@ func TestDiagnosePrometheusExport(t *testing.T) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Prometheus did not scrape etcd 3 times in 30 s; log:\n%s", plog.String())
+			t.Fatalf("Prometheus did not scrape etcd 3 times in 30 s; log:\n%s", plog())
 		}
 	}
 

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,6 +56,47 @@ func promQuery(t *testing.T, base, q string) (v float64, ok bool) {
 		t.Fatalf("query %s: value %q: %v", q, s, err)
 	}
 	return v, true
+}
+
+// startPrometheus starts Debian's prometheus (path prom) with the config
+// text cfg, on 127.0.0.1 with its data in a temp directory, stopped at
+// cleanup. It returns the API's base URL and the server's log so far.
+func startPrometheus(t *testing.T, prom, cfg string) (base string, log func() string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	pc := exec.CommandContext(ctx, prom, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+listen)
+	var plog syncBuffer
+	pc.Stdout, pc.Stderr = &plog, &plog // one writer: exec then calls Write from one goroutine at a time
+	if err := pc.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); pc.Wait() })
+	return "http://" + listen, plog.String
+}
+
+// syncBuffer is a bytes.Buffer a test may read while a process writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/etcdscope/etcdscope/analysis/diagnose"
@@ -35,29 +36,37 @@ func Diagnose(w io.Writer, r diagnose.Report) error {
 		}
 		b.WriteString("\n")
 	}
+	writeBody(&b, r)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeBody writes a report's member, peer and fio tables, the inputs not
+// read and the findings, worst first.
+func writeBody(b *strings.Builder, r diagnose.Report) {
 	if len(r.Members) > 0 {
 		b.WriteString("\ndisk (per member; WAL fsync budget p99 < 10ms, backend commit p99 < 25ms):\n")
-		fmt.Fprintf(&b, "  %-28s %-16s %10s %9s %9s %9s %10s %9s %9s %9s\n", "member", "window", "wal n", "p50", "p99", "mean", "commit n", "p50", "p99", "mean")
+		fmt.Fprintf(b, "  %-28s %-16s %10s %9s %9s %9s %10s %9s %9s %9s\n", "member", "window", "wal n", "p50", "p99", "mean", "commit n", "p50", "p99", "mean")
 		for _, m := range r.Members {
 			if absent(m.WAL) && absent(m.Backend) {
 				// A member known only from its peer series (an excerpt of
 				// the RTT histogram): a row of dashes would read as a disk
 				// that did nothing.
-				fmt.Fprintf(&b, "  %-28s %-16s (no WAL fsync or backend commit histogram in this input)\n", trunc(m.Member, 28), m.Window)
+				fmt.Fprintf(b, "  %-28s %-16s (no WAL fsync or backend commit histogram in this input)\n", trunc(m.Member, 28), m.Window)
 				continue
 			}
-			fmt.Fprintf(&b, "  %-28s %-16s %s %s\n", trunc(m.Member, 28), m.Window, histCols(m.WAL), histCols(m.Backend))
+			fmt.Fprintf(b, "  %-28s %-16s %s %s\n", trunc(m.Member, 28), m.Window, histCols(m.WAL), histCols(m.Backend))
 		}
 	}
 	if len(r.Peers) > 0 {
 		b.WriteString("\npeer RTT (etcd_network_peer_round_trip_time_seconds):\n")
-		fmt.Fprintf(&b, "  %-28s %-18s %-10s %8s %9s %9s %9s  %s\n", "member", "to", "prober", "n", "p50", "p99", "mean", "humps")
+		fmt.Fprintf(b, "  %-28s %-18s %-10s %8s %9s %9s %9s  %s\n", "member", "to", "prober", "n", "p50", "p99", "mean", "humps")
 		for _, p := range r.Peers {
 			prober := p.Prober
 			if prober == "" {
 				prober = "both"
 			}
-			fmt.Fprintf(&b, "  %-28s %-18s %-10s %s  %s\n", trunc(p.Member, 28), p.To, trunc(strings.TrimPrefix(prober, "ROUND_TRIPPER_"), 10), histCols(p.Stats), p.Modes.Verdict)
+			fmt.Fprintf(b, "  %-28s %-18s %-10s %s  %s\n", trunc(p.Member, 28), p.To, trunc(strings.TrimPrefix(prober, "ROUND_TRIPPER_"), 10), histCols(p.Stats), p.Modes.Verdict)
 		}
 	}
 	if len(r.Fio) > 0 {
@@ -89,13 +98,13 @@ func Diagnose(w io.Writer, r diagnose.Report) error {
 			case f.Synced(): // asked for, cut from the paste or not printed
 				syncs = "syncs unshown"
 			}
-			fmt.Fprintf(&b, "  %-*s  %-13s p50 %-10s p99 %-10s p99.9 %-10s max %s\n", width, trunc(name(f), width), syncs, q(50), q(99), q(99.9), max)
+			fmt.Fprintf(b, "  %-*s  %-13s p50 %-10s p99 %-10s p99.9 %-10s max %s\n", width, trunc(name(f), width), syncs, q(50), q(99), q(99.9), max)
 		}
 	}
 	if len(r.Unread) > 0 {
 		b.WriteString("\nnot read (left out of the findings below):\n")
 		for _, u := range r.Unread {
-			fmt.Fprintf(&b, "  %s: %s\n", u.Name, u.Err)
+			fmt.Fprintf(b, "  %s: %s\n", u.Name, u.Err)
 		}
 	}
 	b.WriteString("\nfindings:\n")
@@ -105,20 +114,60 @@ func Diagnose(w io.Writer, r diagnose.Report) error {
 			if f.Severity != sev {
 				continue
 			}
-			fmt.Fprintf(&b, "\n[%s] %s %s: %s\n", strings.ToUpper(string(f.Severity)), f.Topic, f.Subject, f.Summary)
+			fmt.Fprintf(b, "\n[%s] %s %s: %s\n", strings.ToUpper(string(f.Severity)), f.Topic, f.Subject, f.Summary)
 			for _, e := range f.Evidence {
-				fmt.Fprintf(&b, "    evidence: %s\n", e)
+				fmt.Fprintf(b, "    evidence: %s\n", e)
 			}
 			if f.Uncertainty != "" {
-				fmt.Fprintf(&b, "    uncertain: %s\n", f.Uncertainty)
+				fmt.Fprintf(b, "    uncertain: %s\n", f.Uncertainty)
 			}
 			if f.Meaning != "" {
-				fmt.Fprintf(&b, "    for commit latency: %s\n", f.Meaning)
+				fmt.Fprintf(b, "    for commit latency: %s\n", f.Meaning)
 			}
 			if f.Next != "" {
-				fmt.Fprintf(&b, "    next: %s\n", f.Next)
+				fmt.Fprintf(b, "    next: %s\n", f.Next)
 			}
 		}
+	}
+}
+
+// DiagnoseFleetJSON writes diagnose --prometheus's fleet as one indented
+// JSON object.
+func DiagnoseFleetJSON(w io.Writer, fl diagnose.Fleet) error {
+	for i := range fl.Clusters {
+		fl.Clusters[i].Report.Findings = worded(fl.Clusters[i].Report.Findings)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(fl)
+}
+
+// DiagnoseFleet writes diagnose --prometheus's fleet for a terminal: the
+// source and window, one line per cluster worst first, what was cut, then
+// each cluster's tables and findings as Diagnose writes one cluster's.
+func DiagnoseFleet(w io.Writer, fl diagnose.Fleet) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "etcdscope diagnose --prometheus %s\n\nwindow %s to %s (%s)", fl.Source, fl.From.UTC().Format(time.RFC3339), fl.To.UTC().Format(time.RFC3339), fl.To.Sub(fl.From).Round(time.Second))
+	if fl.Match != "" {
+		fmt.Fprintf(&b, ", series matching %s", fl.Match)
+	}
+	b.WriteString("\nqueries:\n")
+	for _, q := range fl.Queries {
+		fmt.Fprintf(&b, "  %6d series  %s\n", q.Series, q.Selector)
+	}
+	fmt.Fprintf(&b, "\nclusters (by %s, namespace and job; members by instance), worst first:\n", strings.Join(diagnose.ClusterLabels, ", "))
+	if len(fl.Clusters) == 0 {
+		b.WriteString("  none: no etcd series in the window (check --match and the window)\n")
+	}
+	for _, c := range fl.Clusters {
+		fmt.Fprintf(&b, "  %-7s %-48s %s\n", strings.ToUpper(string(c.Severity)), c.Name, counted(len(c.Report.Members), "member"))
+	}
+	if fl.Cut != nil {
+		fmt.Fprintf(&b, "  … %s more not shown (--max-clusters), none worse than %s: %s\n", counted(fl.Cut.Clusters, "cluster"), strings.ToUpper(string(fl.Cut.Worst)), strings.Join(fl.Cut.Names, "; "))
+	}
+	for _, c := range fl.Clusters {
+		fmt.Fprintf(&b, "\n\n=== cluster %s: %s\n", c.Name, strings.ToUpper(string(c.Severity)))
+		writeBody(&b, c.Report)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

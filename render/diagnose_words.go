@@ -30,6 +30,8 @@ func wordFinding(f diagnose.Finding) diagnose.Finding {
 		wordStalls(&f, *f.Stalls)
 	case f.CutOff != nil:
 		wordCutOff(&f, *f.CutOff)
+	case f.Counter != nil:
+		wordCounter(&f, *f.Counter)
 	}
 	return f
 }
@@ -358,4 +360,35 @@ func counted(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// wordCounter words a fleet counter finding (leader, heartbeat, apply):
+// its largest increase over the window, then each member's.
+func wordCounter(f *diagnose.Finding, v diagnose.CounterVerdict) {
+	n := v.Max()
+	over := "over " + v.Window.Round(time.Second).String()
+	switch v.Counter {
+	case diagnose.CounterLeaderChanges:
+		f.Summary = fmt.Sprintf("%.0f leader changes seen %s (the most any member counted)", n, over)
+		if n > 0 {
+			f.Meaning = "no commits while there is no leader (an election takes at least the election timeout); clients see timeouts"
+			f.Next = "look for slow WAL fsync or peer RTT on the old leader in the same window; its etcd log says why it lost leadership"
+		}
+	case diagnose.CounterHeartbeatFailures:
+		f.Summary = fmt.Sprintf("%.0f heartbeat sends failed %s on the worst member", n, over)
+		if n > 0 {
+			f.Meaning = "a leader that cannot send heartbeats on time (a slow disk holds its Raft loop, or the network to a peer is slow) lets followers campaign"
+			f.Next = "sudo etcdscope peers  # on the leader: RTT per peer; and the WAL fsync findings of this cluster"
+		}
+	case diagnose.CounterSlowApply:
+		f.Summary = fmt.Sprintf("%.0f applies took too long (etcd_server_slow_apply_total) %s on the worst member", n, over)
+		if n > 0 {
+			f.Meaning = "the apply path is behind: reads and writes return late even when the Raft commit itself was fast"
+			f.Next = "compare with this cluster's backend commit finding (p99 budget 25 ms); etcdctl check perf"
+		}
+	}
+	for _, m := range v.Members {
+		f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s +%.0f", m.Member, v.Counter, m.Increase))
+	}
+	f.Uncertainty = "counter increases between the query's grid points; a restart between two points loses the counts before it"
 }

@@ -51,13 +51,17 @@ type Finding struct {
 	Next string `json:"next,omitempty"`
 	// The typed results of the newer topics, worded by the sinks
 	// (render/diagnose_words.go): check_perf, endpoint_status,
-	// endpoint_health, disk_stalls, cut_off. Summary and the rest stay empty
+	// endpoint_health, disk_stalls, cut_off, and the fleet's counters.
+	// Summary and the rest stay empty
 	// here.
 	Perf   *PerfVerdict   `json:"perf,omitempty"`
 	Status *StatusVerdict `json:"status,omitempty"`
 	Health *HealthVerdict `json:"health,omitempty"`
 	Stalls *StallVerdict  `json:"stalls,omitempty"`
 	CutOff *CutOffVerdict `json:"cut_off,omitempty"`
+	// Counter: an etcd_server counter's increase per member (the fleet's
+	// leader, heartbeat and apply findings, from Prometheus).
+	Counter *CounterVerdict `json:"counter,omitempty"`
 }
 
 // HistStats is one histogram's numbers over a window.
@@ -224,7 +228,7 @@ func Diagnose(inputs []Input, opt Options) (Report, error) {
 	}
 	url := opt.MetricsURL
 	if url == "" {
-		url = "http://127.0.0.1:2381/metrics"
+		url = defaultMetricsURL
 	}
 	rep.diskFindings(windows, url)
 	if len(alike) > 0 {
@@ -241,6 +245,10 @@ func Diagnose(inputs []Input, opt Options) (Report, error) {
 	rep.etcdctlFindings(ev.etcdctl)
 	return rep, nil
 }
+
+// defaultMetricsURL: the /metrics URL the suggested commands name when the
+// evidence gives none (kubeadm's metrics listener).
+const defaultMetricsURL = "http://127.0.0.1:2381/metrics"
 
 // ErrNothingRead: no input was given at all.
 var ErrNothingRead = errors.New("no input could be read")

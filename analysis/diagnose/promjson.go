@@ -14,15 +14,20 @@ import (
 )
 
 type promResponse struct {
-	Status string `json:"status"`
-	Data   struct {
-		ResultType string `json:"resultType"`
-		Result     []struct {
-			Metric map[string]string `json:"metric"`
-			Value  []any             `json:"value"`
-			Values [][]any           `json:"values"`
-		} `json:"result"`
+	Status    string `json:"status"`
+	ErrorType string `json:"errorType"`
+	Error     string `json:"error"`
+	Data      struct {
+		ResultType string       `json:"resultType"`
+		Result     []promResult `json:"result"`
 	} `json:"data"`
+}
+
+// promResult is one series of a Prometheus answer.
+type promResult struct {
+	Metric map[string]string `json:"metric"`
+	Value  []any             `json:"value"`
+	Values [][]any           `json:"values"`
 }
 
 // ReadPromJSON reads a Prometheus HTTP API answer (/api/v1/query or
@@ -42,12 +47,20 @@ func ReadPromJSON(in Input, since, until time.Time) ([]MemberWindow, error) {
 	if pr.Status != "" && pr.Status != "success" {
 		return nil, fmt.Errorf("Prometheus answer has status %q", pr.Status)
 	}
+	return promWindows(pr.Data.ResultType, pr.Data.Result, in.Name, since, until)
+}
+
+// promWindows is ReadPromJSON past the decoding: the series of one
+// answer (or of one cluster's part of several, for the fleet) to one
+// window per instance. source names the members no label names, and is
+// every window's source.
+func promWindows(resultType string, results []promResult, source string, since, until time.Time) ([]MemberWindow, error) {
 	type key struct{ inst, fam, series string }
 	members := map[string]*MemberWindow{}
 	series := map[key]*etcdmetric.Series{}
 	var unnamed, tooFew int
 	var first, last time.Time
-	for _, r := range pr.Data.Result {
+	for _, r := range results {
 		name := r.Metric["__name__"]
 		if name == "" {
 			unnamed++
@@ -57,15 +70,9 @@ func ReadPromJSON(in Input, since, until time.Time) ([]MemberWindow, error) {
 		if !ok {
 			continue
 		}
-		inst := r.Metric["instance"]
-		if inst == "" {
-			inst = r.Metric["pod"]
-		}
-		if inst == "" {
-			inst = in.Name
-		}
+		inst := promInstance(r.Metric, source)
 		var v float64
-		switch pr.Data.ResultType {
+		switch resultType {
 		case "matrix":
 			var ok bool
 			var t0, t1 time.Time
@@ -86,7 +93,7 @@ func ReadPromJSON(in Input, since, until time.Time) ([]MemberWindow, error) {
 			}
 			v, _ = sampleValue(r.Value[1])
 		default:
-			return nil, fmt.Errorf("Prometheus resultType %q: export a matrix (query_range) or vector of the _bucket series", pr.Data.ResultType)
+			return nil, fmt.Errorf("Prometheus resultType %q: export a matrix (query_range) or vector of the _bucket series", resultType)
 		}
 		lbl := map[string]string{}
 		for k, x := range r.Metric {
@@ -114,10 +121,10 @@ func ReadPromJSON(in Input, since, until time.Time) ([]MemberWindow, error) {
 		}
 		if members[inst] == nil {
 			w := "since start"
-			if pr.Data.ResultType == "matrix" {
+			if resultType == "matrix" {
 				w = "between scrapes"
 			}
-			members[inst] = &MemberWindow{Member: inst, Sources: []string{in.Name}, Window: w, Leader: -1}
+			members[inst] = &MemberWindow{Member: inst, Sources: []string{source}, Window: w, Leader: -1}
 		}
 	}
 	var keys []key
@@ -157,12 +164,18 @@ func ReadPromJSON(in Input, since, until time.Time) ([]MemberWindow, error) {
 		if tooFew > 0 {
 			return nil, fmt.Errorf("the %d etcd series have fewer than two samples inside --since/--until: an increase needs two; widen the window or export a longer range", tooFew)
 		}
-		if len(pr.Data.Result) == 0 {
+		if len(results) == 0 {
 			return nil, fmt.Errorf("%w: the query matched no series (an empty result): check the metric name (etcd_disk_wal_fsync_duration_seconds_bucket, ...) and the time range", ErrNoEvidence)
 		}
 		return nil, fmt.Errorf("no etcd histogram series in the Prometheus answer")
 	}
 	return out, nil
+}
+
+// promInstance names a series' member: its instance label, else its pod,
+// else source.
+func promInstance(metric map[string]string, source string) string {
+	return firstNonEmpty(metric["instance"], metric["pod"], source)
 }
 
 func familyOf(name string) (etcdmetric.Family, string, bool) {

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,7 +44,8 @@ type badInput struct {
 // least one out-of-range or malformed value, every pair of flags that
 // conflict gets a row, every file it reads gets a binary/empty/too-long
 // input (the $D files; $PID is the test's own pid, a process that is not
-// etcd), and every file it writes gets a missing directory and a planted
+// etcd; $HTTP is a local HTTP server that is not Prometheus, see
+// notPrometheus), and every file it writes gets a missing directory and a planted
 // link ($D/sticky/planted). The row passes when the command
 // exits 2 with exactly one line on stderr containing fix, nothing on
 // stdout, and the host unchanged (hostState).
@@ -236,6 +240,18 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"diagnose", "$D/binary"}, fix: "give one of those"},
 	{args: []string{"diagnose", "$D/longline"}, fix: "cut it to the part that matters"},
 	{args: []string{"diagnose", "--window", "1s", "--timeout", "1s", "http://127.0.0.1:1/metrics"}, fix: "reachable from here?"},
+	{args: []string{"diagnose", "--prometheus", "http://127.0.0.1:1"}, fix: "is --prometheus its base URL, reachable from here?"},
+	{args: []string{"diagnose", "--prometheus", "127.0.0.1:9090"}, fix: "give Prometheus' base URL, e.g. http://prometheus:9090"},
+	{args: []string{"diagnose", "--prometheus", "$HTTP"}, fix: "answered /api/v1/query_range with no Prometheus API JSON"},
+	{args: []string{"diagnose", "--prometheus", "$HTTP/404"}, fix: "answered HTTP 404 Not Found: not a Prometheus HTTP API; give Prometheus' base URL"},
+	{args: []string{"diagnose", "--prometheus", "$HTTP/refuse", "--match", `{job=~"("}`}, fix: "Prometheus refused the query (bad_data: "},
+	{args: []string{"diagnose", "--prometheus", "http://127.0.0.1:1", "--last", "6h", "--since", "2020-01-01T00:00:00Z"}, fix: "give either a window (--since/--until) or --last"},
+	{args: []string{"diagnose", "--prometheus", "http://127.0.0.1:1", "--last", "-1h"}, fix: "give a positive duration, e.g. 6h"},
+	{args: []string{"diagnose", "--prometheus", "http://127.0.0.1:1", "--match", "job=etcd"}, fix: "give label matchers in braces"},
+	{args: []string{"diagnose", "--prometheus", "http://127.0.0.1:1", "--max-clusters", "0"}, fix: "--max-clusters 0: give at least 1"},
+	{args: []string{"diagnose", "--prometheus", "http://127.0.0.1:1", "$D/good.jsonl"}, fix: "in a run of its own"},
+	{args: []string{"diagnose", "--last", "6h", "$D/good.jsonl"}, fix: "--last goes with --prometheus URL"},
+	{args: []string{"diagnose", "--prometheus", "http://127.0.0.1:1", "--window", "1m"}, fix: "--window is for /metrics files and URLs, not --prometheus"},
 
 	// check
 	{args: []string{"check", "extra"}, fix: "check takes no arguments"},
@@ -400,6 +416,23 @@ func listTree(root string) string {
 	return strings.Join(out, "; ")
 }
 
+// notPrometheus is $HTTP: a web server, not Prometheus: 200 and a page
+// of text, 404 under /404, and under /refuse the HTTP API's 400 answer
+// to a query that does not parse (what a real Prometheus says to a bad
+// --match: e2e TestDiagnosePrometheusFleet).
+func notPrometheus(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/404/"):
+		http.NotFound(w, r)
+	case strings.HasPrefix(r.URL.Path, "/refuse/"):
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"status":"error","errorType":"bad_data","error":"invalid parameter \"query\": 1:23: parse error: error parsing regexp: missing closing ): `+"`(`"+`"}`)
+	default:
+		io.WriteString(w, "<html>hello</html>\n")
+	}
+}
+
 // TestBadInput runs every row of badInputs through the real main (this
 // test binary re-executed, see TestMain).
 func TestBadInput(t *testing.T) {
@@ -412,10 +445,12 @@ func TestBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv := httptest.NewServer(http.HandlerFunc(notPrometheus))
+	defer srv.Close()
 	for _, row := range badInputs {
 		args := make([]string, len(row.args))
 		for i, a := range row.args {
-			args[i] = strings.ReplaceAll(strings.ReplaceAll(a, "$D", dir), "$PID", strconv.Itoa(os.Getpid()))
+			args[i] = strings.NewReplacer("$D", dir, "$PID", strconv.Itoa(os.Getpid()), "$HTTP", srv.URL).Replace(a)
 		}
 		name := strings.Join(row.args, " ")
 		if name == "" {

@@ -38,6 +38,10 @@ func runDiagnose(args []string) error {
 	window := fs.Duration("window", 30*time.Second, "for a URL input: scrape it, wait this long, scrape again, and diagnose the difference")
 	timeout := fs.Duration("timeout", 10*time.Second, "for a URL input: give up on one scrape after this long")
 	failBad := fs.Bool("fail-over-budget", false, fmt.Sprintf("exit %d when a finding is bad (over one of etcd's budgets, e.g. WAL fsync p99 over %v), after printing the report, for a job to gate on", exitOverBudget, analysis.WALFsyncBudget))
+	prom := fs.String("prometheus", "", "diagnose every etcd cluster in this Prometheus (or Thanos, Mimir) HTTP API over the window, e.g. http://prometheus:9090, instead of FILE|URL arguments")
+	last := fs.Duration("last", 0, fmt.Sprintf("with --prometheus: the window ends now and is this long, e.g. 6h (default %s when no --since/--until)", defaultLast))
+	match := fs.String("match", "", "with --prometheus: only series with these labels, e.g. '{job=\"etcd\"}'")
+	maxClusters := fs.Int("max-clusters", 50, "with --prometheus: show the worst this many clusters; the others are counted and named")
 	oneMember := fs.Bool("one-member", false, "every /metrics input is a scrape of one member: diagnose their difference (for excerpts with no etcd_server_id, instance label or process_start_time_seconds)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -64,6 +68,20 @@ func runDiagnose(args []string) error {
 	}
 	if !opt.Since.IsZero() && !opt.Until.IsZero() && opt.Until.Before(opt.Since) {
 		return usagef("--until %s is before --since %s: no line or sample could be kept; swap them", *until, *since)
+	}
+	if *prom != "" {
+		for _, f := range []string{"window", "timeout", "one-member"} {
+			if fs.Changed(f) {
+				return usagef("--%s is for /metrics files and URLs, not --prometheus (its queries time out after %s)", f, promQueryTimeout)
+			}
+		}
+		return runFleet(fleetFlags{url: *prom, match: *match, since: opt.Since, until: opt.Until, last: *last, lastSet: fs.Changed("last"),
+			maxClusters: *maxClusters, output: *output, failBad: *failBad}, fs.Args())
+	}
+	for _, f := range []string{"last", "match", "max-clusters"} {
+		if fs.Changed(f) {
+			return usagef("--%s goes with --prometheus URL", f)
+		}
 	}
 	if *window <= 0 || *timeout <= 0 {
 		return usagef("--window and --timeout must be positive durations, e.g. 30s")

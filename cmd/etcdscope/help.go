@@ -54,11 +54,12 @@ var helps = map[string]helpText{
 		"etcdscope check                                              # what this node and this process lack, before a run",
 		"sudo setpriv --reuid 65534 --inh-caps -all,+bpf,+perfmon --ambient-caps -all,+bpf,+perfmon --bounding-set -all,+bpf,+perfmon etcdscope check",
 	}},
-	"diagnose": {"etcdscope diagnose [--since T] [--until T] [--output table|json] [--window 30s] [--timeout 10s] [--one-member] [--fail-over-budget] FILE|URL|- ...", []string{
+	"diagnose": {"etcdscope diagnose [--since T] [--until T] [--output table|json] [--window 30s] [--timeout 10s] [--one-member] [--fail-over-budget] FILE|URL|- ... | --prometheus URL [--since T --until T | --last 6h] [--match '{job=\"etcd\"}'] [--max-clusters 50]", []string{
 		"etcdscope diagnose metrics.txt etcd.log                     # a verdict from a saved /metrics and etcd's log",
 		"etcdscope diagnose --one-member before.txt after.txt        # two pasted excerpts of one member: their difference",
 		"etcdscope diagnose --window 1m http://127.0.0.1:2381/metrics # two scrapes a minute apart, then the verdict",
 		"etcdscope diagnose --fail-over-budget fio.json             # exit 3 when a finding is bad, for a job to gate on",
+		"etcdscope diagnose --prometheus http://prometheus:9090 --last 6h --match '{job=\"etcd\"}' # every cluster in Prometheus, worst first",
 	}},
 	"commit": {"etcdscope commit (--pid N | --comm etcd) [--etcd-endpoints URL,...] [--cacert/--cert/--key] [--duration 60s] [--load 0|N/s] [--output table|json]", []string{
 		"sudo etcdscope commit --comm etcd --etcd-endpoints http://127.0.0.1:2379          # what each write waits on, for a minute",
