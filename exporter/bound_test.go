@@ -173,3 +173,54 @@ func TestIdleConnectionsDoNotLockOut(t *testing.T) {
 		t.Errorf("%d connections open, cap %d", n, MaxConns)
 	}
 }
+
+// TestOperatorsCommKeepsItsSeries is the hostile run's attack on serve
+// (issue 25): 40 one-shot processes with comms of their own, and with
+// --pod-labels 40 pods of their own, each doing one fsync before etcd's
+// first; etcd (the kept comm) must still have its own comm series and its
+// own pod's, and the rest fold into "other" as before. Without the keep,
+// etcd's fsync went to comm="other" and pod_uid="other" (checked below).
+func TestOperatorsCommKeepsItsSeries(t *testing.T) {
+	const etcdPod = "0f2c4e6a-1111-2222-3333-444455556666"
+	etcdCID := strings.Repeat("e", 64)
+	for _, keep := range []bool{true, false} {
+		root := t.TempDir()
+		m := NewMetrics()
+		if keep {
+			m.KeepComms("etcd")
+		}
+		m.EnablePodLabels(NewPodResolver(root))
+		for i := range 40 {
+			uid := fmt.Sprintf("%08x-0000-0000-0000-%012x", i, i)
+			fakeProc(t, root, 1000+i, "0::/kubepods/besteffort/pod"+uid+"/"+strings.Repeat("a", 64)+"\n")
+			rec := walRecord(1000, 1)
+			rec.Comm, rec.PID = fmt.Sprintf("oneshot%02d", i), uint32(1000+i)
+			m.ObserveFsync(&rec)
+		}
+		fakeProc(t, root, 7, "0::/kubepods/burstable/pod"+etcdPod+"/"+etcdCID+"\n")
+		rec := walRecord(1000, 1)
+		rec.PID = 7
+		m.ObserveFsync(&rec)
+		var etcdSeries, otherComm int
+		for _, s := range family(t, m, "etcdscope_fsync_duration_seconds").Metric {
+			l := map[string]string{}
+			for _, p := range s.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["comm"] == "etcd" && l["pod_uid"] == etcdPod && l["container_id"] == etcdCID {
+				etcdSeries++
+			}
+			if l["comm"] == OtherLabel {
+				otherComm++
+			}
+		}
+		switch {
+		case keep && etcdSeries != 1:
+			t.Errorf("kept: %d series with etcd's comm and pod, want 1", etcdSeries)
+		case keep && otherComm == 0:
+			t.Errorf("kept: the one-shot comms past the bound are not folded into %q", OtherLabel)
+		case !keep && etcdSeries != 0:
+			t.Errorf("without KeepComms etcd got its series: the test no longer shows the attack")
+		}
+	}
+}

@@ -128,6 +128,9 @@ type Metrics struct {
 	// the calling process's pod and container.
 	pods  *PodResolver
 	comms map[string]int // label sets per comm (not OtherLabel), for MaxComms
+	// keep: the comms the operator asked to watch (KeepComms): never
+	// folded into "other", and their pods keep theirs.
+	keep map[string]bool
 
 	peerMu   sync.Mutex
 	peerSeen map[string]*atomic.Int64 // peer label -> clock at its last event, for MaxPeers
@@ -370,6 +373,11 @@ type fsyncObservers struct {
 // with comm (then comm, device and fs) OtherLabel when MaxComms (then
 // MaxFsyncLabelSets) is reached. m.fsyncMu is held.
 func (m *Metrics) boundFsyncLocked(k fsyncLabels) fsyncLabels {
+	if m.keep[k.comm] {
+		// What the operator watches is never folded: its label sets are
+		// few (devices × files kinds × syscalls × MaxPodSeries pods).
+		return k
+	}
 	if k.comm != OtherLabel && m.comms[k.comm] == 0 && len(m.comms) >= MaxComms {
 		k.comm = OtherLabel
 		m.overflow.WithLabelValues("comm").Inc()
@@ -471,13 +479,28 @@ func (m *Metrics) expire() {
 	m.peerMu.Unlock()
 }
 
+// KeepComms names the comms whose series the bounds never fold into
+// "other" (serve: its --comm and --commit-comm, else etcd): any local user
+// names its processes as it likes, and 16 one-shot ones must not take
+// etcd's place. Call it before the first observation.
+func (m *Metrics) KeepComms(comms ...string) {
+	m.fsyncMu.Lock()
+	defer m.fsyncMu.Unlock()
+	m.keep = map[string]bool{}
+	for _, c := range comms {
+		if c != "" && c != OtherLabel {
+			m.keep[c] = true
+		}
+	}
+}
+
 // ObserveFsync records one attributed fsync: its wall time, each layer's
 // share and the flush requests it waited on.
 func (m *Metrics) ObserveFsync(r *analysis.FsyncRecord) {
 	dev := deviceLabel(r.DevName, r.Dev)
 	k := fsyncLabels{comm: r.Comm, dev: dev, fs: r.FS, kind: r.FileKind, syscall: r.Syscall}
 	if m.pods != nil { // set before the first observation; a file read, outside fsyncMu
-		k.pod = m.pods.Lookup(r.PID)
+		k.pod = m.pods.Lookup(r.PID, m.keep[r.Comm])
 	}
 	m.fsyncMu.Lock()
 	o := m.fsyncSeries[k]

@@ -71,12 +71,19 @@ type PodResolver struct {
 	procRoot string
 	now      func() time.Time
 
-	mu     sync.Mutex
-	cache  map[uint32]podCacheEntry
-	series map[PodLabels]bool
+	mu    sync.Mutex
+	cache map[uint32]podCacheEntry
+	// series: every pair exported, with when it was last looked up and
+	// whether a kept comm's process had it (Lookup's keep).
+	series map[PodLabels]podSeries
 	// Overflow counts lookups folded into "other" because MaxPodSeries
 	// distinct pairs were already exported.
 	overflow uint64
+}
+
+type podSeries struct {
+	seen time.Time
+	kept bool
 }
 
 type podCacheEntry struct {
@@ -91,12 +98,17 @@ var OtherPod = PodLabels{PodUID: "other", ContainerID: "other"}
 // NewPodResolver reads cgroup paths under procRoot ("/proc"; with
 // hostPID the host's processes).
 func NewPodResolver(procRoot string) *PodResolver {
-	return &PodResolver{procRoot: procRoot, now: time.Now, cache: map[uint32]podCacheEntry{}, series: map[PodLabels]bool{}}
+	return &PodResolver{procRoot: procRoot, now: time.Now, cache: map[uint32]podCacheEntry{}, series: map[PodLabels]podSeries{}}
 }
 
 // Lookup returns pid's labels: empty outside a pod or when the process is
-// gone, OtherPod past the bound.
-func (r *PodResolver) Lookup(pid uint32) PodLabels {
+// gone, OtherPod past the bound. keep marks a process of a comm the
+// operator asked to watch (serve --comm, etcd by default): at the bound its
+// pod takes the place of a pair unseen for SeriesTTL, else of the one seen
+// least recently that no kept process had, so pods any local user can make
+// (one-shot processes in containers of their own) never push etcd's pod
+// into "other".
+func (r *PodResolver) Lookup(pid uint32, keep bool) PodLabels {
 	now := r.now()
 	r.mu.Lock()
 	if e, ok := r.cache[pid]; ok && now.Sub(e.at) < podCacheTTL {
@@ -107,12 +119,14 @@ func (r *PodResolver) Lookup(pid uint32) PodLabels {
 	l := r.read(pid)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if l != (PodLabels{}) && !r.series[l] {
-		if len(r.series) >= MaxPodSeries {
+	if l != (PodLabels{}) {
+		if e, ok := r.series[l]; ok {
+			r.series[l] = podSeries{seen: now, kept: e.kept || keep}
+		} else if len(r.series) < MaxPodSeries || r.evictLocked(now, keep) {
+			r.series[l] = podSeries{seen: now, kept: keep}
+		} else {
 			r.overflow++
 			l = OtherPod
-		} else {
-			r.series[l] = true
 		}
 	}
 	if len(r.cache) >= maxPodCachePIDs {
@@ -120,6 +134,34 @@ func (r *PodResolver) Lookup(pid uint32) PodLabels {
 	}
 	r.cache[pid] = podCacheEntry{l, now}
 	return l
+}
+
+// evictLocked frees a place in a full series set for a new pair: one
+// unseen for SeriesTTL, or (keep) the least recently seen pair no kept
+// process had. It reports whether it freed one. Its metric series expire
+// on their own (Metrics.expire) once nothing is counted under them.
+func (r *PodResolver) evictLocked(now time.Time, keep bool) bool {
+	var victim PodLabels
+	var oldest time.Time
+	found := false
+	for l, e := range r.series {
+		if now.Sub(e.seen) > SeriesTTL {
+			delete(r.series, l)
+			return true
+		}
+		if keep && !e.kept && (!found || e.seen.Before(oldest)) {
+			victim, oldest, found = l, e.seen, true
+		}
+	}
+	if found {
+		delete(r.series, victim)
+		for pid, c := range r.cache { // its processes are looked up anew
+			if c.l == victim {
+				delete(r.cache, pid)
+			}
+		}
+	}
+	return found
 }
 
 // read finds the first kubepods cgroup path in /proc/PID/cgroup (one

@@ -71,7 +71,7 @@ func TestPodResolverBounded(t *testing.T) {
 	fakeProc(t, root, 12, "0::/system.slice/etcd.service\n")
 	r := NewPodResolver(root)
 	for pid, want := range map[uint32]PodLabels{10: {testUID, testCID}, 11: {testUID, testCID}, 12: {}, 99: {}} {
-		if got := r.Lookup(pid); got != want {
+		if got := r.Lookup(pid, false); got != want {
 			t.Errorf("pid %d: %+v, want %+v", pid, got, want)
 		}
 	}
@@ -81,7 +81,7 @@ func TestPodResolverBounded(t *testing.T) {
 	}
 	distinct := map[PodLabels]bool{}
 	for i := range MaxPodSeries + 5 {
-		distinct[r.Lookup(uint32(1000+i))] = true
+		distinct[r.Lookup(uint32(1000+i), false)] = true
 	}
 	// testUID's pair, then MaxPodSeries-1 new ones, then "other".
 	if len(distinct) != MaxPodSeries || !distinct[OtherPod] || r.overflow != 6 {
@@ -91,7 +91,7 @@ func TestPodResolverBounded(t *testing.T) {
 	now := time.Now()
 	r.now = func() time.Time { return now.Add(podCacheTTL + time.Second) }
 	fakeProc(t, root, 10, "0::/system.slice/etcd.service\n")
-	if got := r.Lookup(10); got != (PodLabels{}) {
+	if got := r.Lookup(10, false); got != (PodLabels{}) {
 		t.Errorf("after the TTL, pid 10 re-read: %+v, want none", got)
 	}
 }
@@ -186,8 +186,44 @@ func TestPodResolverRealCgroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", cmd.Process.Pid))
-	got := NewPodResolver("/proc").Lookup(uint32(cmd.Process.Pid))
+	got := NewPodResolver("/proc").Lookup(uint32(cmd.Process.Pid), false)
 	if got != (PodLabels{testUID, testCID}) {
 		t.Errorf("pid %d in %s: %+v; /proc/PID/cgroup:\n%s", cmd.Process.Pid, dir, got, b)
+	}
+}
+
+// TestPodSeriesExpire: a full set of pod pairs frees the place of one
+// unseen for SeriesTTL (they were never pruned: the first 32 pods a node
+// ever ran held the label for good); a kept process's pod takes the place
+// of the least recently seen unkept pair at once.
+func TestPodSeriesExpire(t *testing.T) {
+	root := t.TempDir()
+	r := NewPodResolver(root)
+	now := time.Now()
+	r.now = func() time.Time { return now }
+	pod := func(i int) PodLabels {
+		uid := fmt.Sprintf("%08x-0000-0000-0000-%012x", i, i)
+		fakeProc(t, root, 1000+i, "0::/kubepods/pod"+uid+"/"+strings.Repeat("a", 64)+"\n")
+		return PodLabels{uid, strings.Repeat("a", 64)}
+	}
+	for i := range MaxPodSeries {
+		pod(i)
+		r.Lookup(uint32(1000+i), false)
+	}
+	want := pod(MaxPodSeries)
+	if got := r.Lookup(uint32(1000+MaxPodSeries), false); got != OtherPod {
+		t.Fatalf("a new pod at the bound: %+v, want other", got)
+	}
+	want = pod(MaxPodSeries + 1)
+	if got := r.Lookup(uint32(1000+MaxPodSeries+1), true); got != want {
+		t.Errorf("a kept process's new pod at the bound: %+v, want its own %+v", got, want)
+	}
+	now = now.Add(SeriesTTL + time.Second)
+	want = pod(MaxPodSeries + 2)
+	if got := r.Lookup(uint32(1000+MaxPodSeries+2), false); got != want {
+		t.Errorf("after SeriesTTL a new pod: %+v, want its own %+v", got, want)
+	}
+	if len(r.series) > MaxPodSeries {
+		t.Errorf("%d pod pairs, bound %d", len(r.series), MaxPodSeries)
 	}
 }

@@ -67,6 +67,9 @@ type Config struct {
 	// process's pod UID and container ID, read from /proc/PID/cgroup
 	// (PodResolver; at most MaxPodSeries distinct pairs).
 	PodLabels bool
+	// KeepComms: the comms whose series the bounds never fold into
+	// "other" (Metrics.KeepComms); empty keeps etcd's.
+	KeepComms []string
 	// LossLogEvery is how often a tracer's loss is logged (one line per
 	// tracer that lost events in the interval); 0 means LossLogEvery.
 	LossLogEvery time.Duration
@@ -177,6 +180,10 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.CompareWindow = DefaultCompareWindow
 	}
 	m := NewMetrics()
+	if len(cfg.KeepComms) == 0 {
+		cfg.KeepComms = []string{"etcd"}
+	}
+	m.KeepComms(cfg.KeepComms...)
 	if cfg.PodLabels {
 		m.EnablePodLabels(NewPodResolver("/proc"))
 	}

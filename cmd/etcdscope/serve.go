@@ -178,6 +178,12 @@ func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 		tcfg.fsync.PID = uint32(f.pid)
 	}
 	cfg.PodLabels = f.podLabels
+	// What the operator watches keeps its series whatever other processes do.
+	for _, c := range []string{f.comm, f.commitComm} {
+		if c != "" {
+			cfg.KeepComms = append(cfg.KeepComms, c)
+		}
+	}
 	tcfg.fsync.Comm = f.comm
 	tcfg.fsync.RingBytes = ring
 	tcfg.fsync.Writes = f.writes
