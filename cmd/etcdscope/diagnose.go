@@ -179,7 +179,7 @@ func readInput(name string) diagnose.Input {
 // with its error (and is not scraped again); one failing the second keeps
 // its first scrape.
 func pollURLs(urls []string, window, timeout time.Duration) []diagnose.Input {
-	cl := &http.Client{Timeout: timeout}
+	cl := &http.Client{Timeout: timeout, CheckRedirect: sameHostRedirect}
 	var out []diagnose.Input
 	failed := map[string]bool{}
 	for round := 0; round < 2; round++ {
@@ -195,6 +195,13 @@ func pollURLs(urls []string, window, timeout time.Duration) []diagnose.Input {
 				continue
 			}
 			b, err := fetch(cl, u, timeout)
+			if err == nil && round == 0 {
+				// Not etcd's /metrics (an HTML page, a wrong port): say so
+				// now, not after the window.
+				if k, derr := diagnose.Detect(b); derr != nil || (k != diagnose.KindMetrics && k != diagnose.KindPromJSON) {
+					err = fmt.Errorf("not Prometheus metrics text (%s)", contentOf(k, derr))
+				}
+			}
 			if err != nil {
 				failed[u] = true
 				err = fmt.Errorf("%w (is it etcd's /metrics, e.g. http://127.0.0.1:2381/metrics, reachable from here?)", err)
@@ -208,6 +215,28 @@ func pollURLs(urls []string, window, timeout time.Duration) []diagnose.Input {
 		}
 	}
 	return out
+}
+
+// sameHostRedirect refuses a redirect to another host (or scheme): the
+// data would be labelled with the URL the user gave while it came from
+// elsewhere (a loopback URL sent on to another address).
+func sameHostRedirect(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	if req.URL.Host != first.Host || req.URL.Scheme != first.Scheme {
+		return fmt.Errorf("redirected to %s://%s: give that URL itself if it is etcd's", req.URL.Scheme, req.URL.Host)
+	}
+	if len(via) >= 5 {
+		return errors.New("more than 5 redirects")
+	}
+	return nil
+}
+
+// contentOf names what a fetched body is instead of etcd /metrics text.
+func contentOf(k diagnose.Kind, err error) string {
+	if err != nil {
+		return "none of the kinds diagnose reads"
+	}
+	return string(k) + " content"
 }
 
 func fetch(cl *http.Client, u string, timeout time.Duration) ([]byte, error) {

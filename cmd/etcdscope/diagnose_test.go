@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestDiagnoseBadInput: unreadable file, unknown content, unreachable URL
@@ -191,6 +193,41 @@ func TestDiagnosePartial(t *testing.T) {
 			if !strings.Contains(stdout.String(), want) {
 				t.Errorf("%v: no %q in:\n%s", c.args, want, stdout.String())
 			}
+		}
+	}
+}
+
+// TestDiagnoseURLRefusedEarly: a URL serving an HTML page is refused at
+// its first scrape (it waited the whole 30 s window before), and a
+// loopback URL that redirects to another address is refused naming where
+// it went (the data was labelled with the first URL). Each exits 2 long
+// before the window.
+func TestDiagnoseURLRefusedEarly(t *testing.T) {
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte("<!DOCTYPE html><html><body>Grafana</body></html>\n"))
+	}))
+	defer page.Close()
+	elsewhere, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("no 127.0.0.2: %v", err)
+	}
+	other := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("etcd_disk_wal_fsync_duration_seconds_count 1\n"))
+	}))
+	other.Listener = elsewhere
+	other.Start()
+	defer other.Close()
+	redirect := httptest.NewServer(http.RedirectHandler(other.URL+"/metrics", http.StatusFound))
+	defer redirect.Close()
+	for _, c := range []struct{ url, want string }{
+		{page.URL + "/metrics", "not Prometheus metrics text"},
+		{redirect.URL + "/metrics", "redirected to " + other.URL},
+	} {
+		start := time.Now()
+		rc, _, stderr := diagnoseChild(t, []string{"--window", "30s", c.url})
+		if took := time.Since(start); rc != 2 || !strings.Contains(stderr.String(), c.want) || took > 10*time.Second {
+			t.Errorf("%s: exit %d after %v, stderr %q; want exit 2 within 10 s naming %q", c.url, rc, took.Round(time.Millisecond), stderr.String(), c.want)
 		}
 	}
 }
