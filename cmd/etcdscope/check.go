@@ -151,7 +151,7 @@ func checkNode() []checkItem {
 	capItem("CAP_BPF", unix.CAP_BPF, "fsync serve peers commit hypervisor", "maps, programs and BTF: add it (or run as root)")
 	capItem("CAP_PERFMON", unix.CAP_PERFMON, "fsync serve peers commit hypervisor", "tracepoints and uprobes: add it (or run as root)")
 	capItem("CAP_NET_ADMIN", unix.CAP_NET_ADMIN, "netem", "qdiscs and filters: add it for netem apply/clear")
-	capItem("CAP_SYS_PTRACE", unix.CAP_SYS_PTRACE, "", "paths of other users' (or more privileged) processes' files in /proc/PID/fd; without it paths come from the captured names")
+	capItem("CAP_SYS_PTRACE", unix.CAP_SYS_PTRACE, "commit", "commit: etcd's executable (/proc/PID/exe) for its uprobes; fsync: paths in /proc/PID/fd of more privileged processes (else the captured names)")
 	capItem("CAP_SYS_ADMIN", unix.CAP_SYS_ADMIN, "", "only to mount tracefs when the node has not")
 
 	_, err := os.Stat("/sys/kernel/btf/vmlinux")

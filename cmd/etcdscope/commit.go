@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/analysis/stats"
@@ -111,6 +112,10 @@ func runCommit(args []string) error {
 		return usagef("pid %d: %v: not an etcd this etcdscope can probe; give etcd's pid (pgrep -x etcd), or --etcd-endpoints for the model from etcd's metrics", opt.PID, err)
 	case errors.Is(err, tracer.ErrGoFuncNotFound) || errors.Is(err, errors.ErrUnsupported) || errors.Is(err, tracer.ErrNoGoSymbols):
 		opt.SourceErr = err
+	case errors.Is(err, os.ErrPermission) && !tracer.HasCapability(unix.CAP_SYS_PTRACE):
+		// /proc/PID/exe of a process with more capabilities (a root
+		// etcd) needs ptrace read access.
+		return usagef("pid %d: reading its executable for uprobes was refused: commit needs CAP_SYS_PTRACE besides CAP_BPF and CAP_PERFMON (run as root, or add it)", opt.PID)
 	default:
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/etcdscope/etcdscope/internal/etcdtest"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 	"github.com/etcdscope/etcdscope/netem"
 )
@@ -86,7 +87,10 @@ func TestLeastPrivilege(t *testing.T) {
 		{args: []string{"netem", "apply", "--dev", "lo", "--peer", "10.0.0.2", "--delay", "1ms", "--dry-run"}, uid: 65534},
 		{args: []string{"netem", "show", "--dev", "lo"}, uid: 65534},
 		{args: []string{"check"}, caps: tracing},
+		// A root etcd's /proc/PID/exe needs ptrace read access.
+		{args: []string{"commit", "--pid", "$ETCD", "--duration", "1s"}, caps: []string{"bpf", "perfmon", "sys_ptrace"}},
 	}
+	etcdPID := strconv.Itoa(etcdtest.Start(t, etcdtest.Options{}).Members[0].PID)
 	unshare := testenv.LookPath(t, "unshare", "util-linux")
 	prlimit := testenv.LookPath(t, "prlimit", "util-linux")
 	run := func(r leastPrivilege, caps []string) (int, string, string) {
@@ -99,7 +103,7 @@ func TestLeastPrivilege(t *testing.T) {
 		args := append(withTracefs(), prlimit, "--memlock=0:0", setpriv)
 		args = append(append(args, setprivArgs(r.uid, caps)...), self)
 		for _, a := range r.args {
-			args = append(args, strings.ReplaceAll(a, "$D", dir))
+			args = append(args, strings.ReplaceAll(strings.ReplaceAll(a, "$D", dir), "$ETCD", etcdPID))
 		}
 		cmd := exec.Command(unshare, args...)
 		cmd.Env = append(os.Environ(), "ETCDSCOPE_TEST_MAIN=1")
