@@ -41,6 +41,70 @@ func Diagnose(w io.Writer, r diagnose.Report) error {
 	return err
 }
 
+// ClusterReport is one cluster's diagnosis when the inputs name two or
+// more clusters (diagnose.SplitClusters).
+type ClusterReport struct {
+	// Cluster: its ID or label; "" for the inputs that name none.
+	Cluster string          `json:"cluster"`
+	Report  diagnose.Report `json:"report"`
+}
+
+// DiagnoseClusters writes one report per cluster for a terminal: a line
+// per cluster with its inputs' count, then each cluster's inputs, tables
+// and findings as Diagnose writes one cluster's.
+func DiagnoseClusters(w io.Writer, rs []ClusterReport) error {
+	var b strings.Builder
+	named := 0
+	for _, r := range rs {
+		if r.Cluster != "" {
+			named++
+		}
+	}
+	fmt.Fprintf(&b, "etcdscope diagnose\n\nthe inputs name %d clusters; each is diagnosed apart:\n", named)
+	for _, r := range rs {
+		fmt.Fprintf(&b, "  %-40s %s\n", clusterName(r.Cluster), counted(len(r.Report.Inputs)+len(r.Report.Unread), "input"))
+	}
+	for _, r := range rs {
+		fmt.Fprintf(&b, "\n\n=== %s\ninputs:\n", clusterName(r.Cluster))
+		for _, in := range r.Report.Inputs {
+			fmt.Fprintf(&b, "  %-10s %s", in.Kind, in.Name)
+			if in.Note != "" {
+				fmt.Fprintf(&b, "  (%s)", in.Note)
+			}
+			b.WriteString("\n")
+		}
+		writeBody(&b, r.Report)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// DiagnoseClustersJSON writes every cluster's report as one indented JSON
+// object {"clusters": [{"cluster": ..., "report": ...}]}.
+func DiagnoseClustersJSON(w io.Writer, rs []ClusterReport) error {
+	out := make([]ClusterReport, len(rs))
+	for i, r := range rs {
+		r.Report.Findings = worded(r.Report.Findings)
+		out[i] = r
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		Clusters []ClusterReport `json:"clusters"`
+	}{out})
+}
+
+// clusterName names a cluster group as the report heads it.
+func clusterName(c string) string {
+	if c == "" {
+		return "inputs that name no cluster"
+	}
+	if strings.Contains(c, "=") {
+		return "cluster " + c
+	}
+	return "cluster ID " + c
+}
+
 // writeBody writes a report's member, peer and fio tables, the inputs not
 // read and the findings, worst first.
 func writeBody(b *strings.Builder, r diagnose.Report) {

@@ -111,6 +111,11 @@ func runDiagnose(args []string) error {
 	if len(urls) > 0 {
 		inputs = append(inputs, pollURLs(urls, *window, *timeout)...)
 	}
+	// Inputs from two or more clusters (their content names them) are
+	// diagnosed apart, one report each.
+	if groups := diagnose.SplitClusters(inputs); len(groups) > 1 {
+		return diagnoseClusters(groups, opt, *output, *failBad)
+	}
 	// An input that cannot be read is listed in the report; only when
 	// none can is the run a usage error.
 	rep, err := diagnose.Diagnose(inputs, opt)
@@ -133,6 +138,53 @@ func runDiagnose(args []string) error {
 		return err
 	}
 	return badFindings(rep)
+}
+
+// diagnoseClusters diagnoses each cluster's inputs apart and prints the
+// reports one after the other (JSON: one object with every cluster's); a
+// usage error only when no input of any cluster could be read.
+func diagnoseClusters(groups []diagnose.ClusterInputs, opt diagnose.Options, output string, failBad bool) error {
+	var reps []render.ClusterReport
+	var firstErr error
+	for _, g := range groups {
+		rep, err := diagnose.Diagnose(g.Inputs, opt)
+		for _, u := range rep.Unread {
+			fmt.Fprintf(os.Stderr, "etcdscope diagnose: %s not read: %s\n", u.Name, u.Err)
+		}
+		if err != nil && len(rep.Inputs) == 0 {
+			if firstErr == nil {
+				firstErr = err
+			}
+			if len(rep.Unread) == 0 {
+				continue
+			}
+		}
+		reps = append(reps, render.ClusterReport{Cluster: g.Cluster, Report: rep})
+	}
+	read := 0
+	for _, r := range reps {
+		read += len(r.Report.Inputs)
+	}
+	if read == 0 {
+		return usagef("%v", firstErr)
+	}
+	var err error
+	if output == "json" {
+		err = render.DiagnoseClustersJSON(os.Stdout, reps)
+	} else {
+		t := render.NewTerminal(os.Stdout)
+		if err = render.DiagnoseClusters(t, reps); err == nil {
+			err = t.Flush()
+		}
+	}
+	if err != nil || !failBad {
+		return err
+	}
+	var errs []error
+	for _, r := range reps {
+		errs = append(errs, badFindings(r.Report))
+	}
+	return errors.Join(errs...)
 }
 
 // badFindings returns errOverBudget (exit 3) naming every bad finding's

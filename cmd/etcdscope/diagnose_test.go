@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -229,5 +230,40 @@ func TestDiagnoseURLRefusedEarly(t *testing.T) {
 		if took := time.Since(start); rc != 2 || !strings.Contains(stderr.String(), c.want) || took > 10*time.Second {
 			t.Errorf("%s: exit %d after %v, stderr %q; want exit 2 within 10 s naming %q", c.url, rc, took.Round(time.Millisecond), stderr.String(), c.want)
 		}
+	}
+}
+
+// TestDiagnoseTwoClusters: inputs whose content names two clusters (a zap
+// log of etcd-io/etcd#17855's cluster d782b9400782601d, a capnslog log of
+// kubernetes/minikube#9668's 4284235894e3b979) and a /metrics excerpt
+// that names none are diagnosed apart, three reports; the JSON carries
+// them as "clusters"; --fail-over-budget still exits 3 on the cut-off
+// member's bad finding.
+func TestDiagnoseTwoClusters(t *testing.T) {
+	td := "../../analysis/diagnose/testdata/"
+	args := []string{td + "etcd-17855-member-join.log", td + "etcd-9544-wal-p99-ok-tail.prom", td + "minikube-9668-mixed.log"}
+	rc, out, stderr := diagnoseChild(t, args)
+	if rc != 0 {
+		t.Fatalf("exit %d, stderr %q", rc, stderr.String())
+	}
+	for _, want := range []string{"the inputs name 2 clusters; each is diagnosed apart", "=== cluster ID d782b9400782601d", "=== cluster ID 4284235894e3b979", "=== inputs that name no cluster", "[BAD] cut_off"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+	rc, out, _ = diagnoseChild(t, append([]string{"--output", "json"}, args...))
+	var js struct {
+		Clusters []struct {
+			Cluster string `json:"cluster"`
+			Report  struct {
+				Inputs []struct{ Name string } `json:"inputs"`
+			} `json:"report"`
+		} `json:"clusters"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &js); rc != 0 || err != nil || len(js.Clusters) != 3 || js.Clusters[0].Cluster != "d782b9400782601d" || len(js.Clusters[2].Report.Inputs) != 1 {
+		t.Errorf("json: exit %d, %v, %+v; want 3 clusters, d782… first, the metrics alone last", rc, err, js)
+	}
+	if rc, _, _ = diagnoseChild(t, append([]string{"--fail-over-budget"}, args...)); rc != 3 {
+		t.Errorf("--fail-over-budget: exit %d, want 3 (the cut-off member)", rc)
 	}
 }
