@@ -191,7 +191,7 @@ func Diagnose(inputs []Input, opt Options) (Report, error) {
 	var firstErr error
 	for _, in := range inputs {
 		info, err := ev.read(in, opt)
-		if err != nil && in.Err == nil && !errors.Is(err, ErrUnknownContent) && !errors.Is(err, ErrNoEvidence) {
+		if err != nil && in.Err == nil && !errors.Is(err, ErrUnknownContent) && !errors.Is(err, ErrNoEvidence) && !errors.Is(err, etcdmetric.ErrTooManySamples) {
 			// A reader refused part of a known kind: most often a paste
 			// cut short.
 			err = fmt.Errorf("%w (give the whole output it was cut from)", err)

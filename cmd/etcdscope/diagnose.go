@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -222,8 +223,22 @@ func readInput(name string) diagnose.Input {
 		return diagnose.Input{Name: name, Err: fmt.Errorf("%w: give a readable file (or - for stdin)", err)}
 	}
 	defer f.Close()
-	b, err := readCapped(f)
-	return diagnose.Input{Name: name, Data: b, Err: err}
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	if size > maxInputBytes {
+		// Refused before it is read: nothing of it is held.
+		return diagnose.Input{Name: name, Err: fmt.Errorf("larger than %d MiB: cut it to the part that matters", maxInputBytes>>20)}
+	}
+	// Read into a buffer of its size: io.ReadAll's doubling left up to
+	// the file's size again in garbage per input.
+	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	_, err = buf.ReadFrom(io.LimitReader(f, maxInputBytes+1))
+	if err == nil && buf.Len() > maxInputBytes {
+		err = fmt.Errorf("larger than %d MiB: cut it to the part that matters", maxInputBytes>>20)
+	}
+	return diagnose.Input{Name: name, Data: buf.Bytes(), Err: err}
 }
 
 // pollURLs scrapes every URL now and once more after window; a URL
