@@ -75,17 +75,19 @@ func main() {
 			fmt.Fprintln(os.Stderr, "flakehunt:", err)
 			os.Exit(1)
 		}
-		failed := read(out, results, margins)
+		failed := read(out, results, margins, os.Stderr)
 		cmd.Wait()
 		fmt.Fprintf(os.Stderr, "flakehunt: round %d of %d done at %v, %d failed\n", round, *n, time.Since(start).Round(time.Second), failed)
 	}
 	writeTable(os.Stdout, *n, results, margins)
 }
 
-// read folds one round's JSON events into results and margins and returns
-// how many tests failed in it.
-func read(r io.Reader, results map[string]*result, margins map[string]margin) int {
+// read folds one round's JSON events into results and margins, writes the
+// output of every test that failed to failOut (the evidence a hunt is
+// for), and returns how many tests failed in it.
+func read(r io.Reader, results map[string]*result, margins map[string]margin, failOut io.Writer) int {
 	failed := 0
+	output := map[string][]string{} // this round's output per test, until it ends
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -95,6 +97,9 @@ func read(r io.Reader, results map[string]*result, margins map[string]margin) in
 		}
 		name := ev.Package + " " + ev.Test
 		if ev.Action == "output" {
+			if len(output[name]) < maxFailLines {
+				output[name] = append(output[name], ev.Output)
+			}
 			if m, key, ok := parseMargin(ev.Output); ok {
 				if old, seen := margins[key]; !seen || m.bound-m.measured < old.bound-old.measured {
 					margins[key] = m
@@ -113,16 +118,21 @@ func read(r io.Reader, results map[string]*result, margins map[string]margin) in
 		case "fail":
 			res.fail++
 			failed++
+			fmt.Fprintf(failOut, "flakehunt: FAIL %s; its output:\n%s", name, strings.Join(output[name], ""))
 		case "skip":
 			res.skip++
 			continue
 		default:
 			continue
 		}
+		delete(output, name)
 		res.worst = max(res.worst, ev.Elapsed)
 	}
 	return failed
 }
+
+// maxFailLines bounds the output kept per test in a round.
+const maxFailLines = 400
 
 // parseMargin reads a "flakehunt: margin NAME MEASURED of BOUND" line.
 func parseMargin(line string) (margin, string, bool) {

@@ -12,6 +12,7 @@ func TestReadAndTable(t *testing.T) {
 	round1 := `{"Action":"run","Package":"p","Test":"TestA"}
 {"Action":"output","Package":"p","Test":"TestA","Output":"    a_test.go:9: flakehunt: margin exit 1.5s of 2s\n"}
 {"Action":"pass","Package":"p","Test":"TestA","Elapsed":3.5}
+{"Action":"output","Package":"p","Test":"TestB","Output":"    b_test.go:3: 7 calls off\n"}
 {"Action":"fail","Package":"p","Test":"TestB","Elapsed":1}
 {"Action":"skip","Package":"p","Test":"TestC","Elapsed":0}
 {"Action":"pass","Package":"p","Elapsed":5}
@@ -22,10 +23,11 @@ func TestReadAndTable(t *testing.T) {
 `
 	results := map[string]*result{}
 	margins := map[string]margin{}
-	if n := read(strings.NewReader(round1), results, margins); n != 1 {
+	var fails bytes.Buffer
+	if n := read(strings.NewReader(round1), results, margins, &fails); n != 1 {
 		t.Errorf("round 1: %d failed, want 1", n)
 	}
-	if n := read(strings.NewReader(round2), results, margins); n != 0 {
+	if n := read(strings.NewReader(round2), results, margins, &fails); n != 0 {
 		t.Errorf("round 2: %d failed, want 0", n)
 	}
 	if a := results["p TestA"]; a == nil || a.pass != 2 || a.worst != 4.25 {
@@ -36,6 +38,9 @@ func TestReadAndTable(t *testing.T) {
 	}
 	if m := margins["exit"]; m.text != "1.5s of 2s" {
 		t.Errorf("margin: %+v, want the 1.5s run", m)
+	}
+	if !strings.Contains(fails.String(), "FAIL p TestB") || !strings.Contains(fails.String(), "7 calls off") {
+		t.Errorf("the failure's output is not reported: %q", fails.String())
 	}
 	var out bytes.Buffer
 	writeTable(&out, 2, results, margins)
