@@ -97,7 +97,7 @@ func runCommit(args []string) error {
 	// The tracer is opened here, so that the pipeline loads no BPF: a
 	// binary whose functions cannot be probed leaves opt.Source nil and
 	// the run falls back to the model from etcd's metrics.
-	tr, err := tracer.NewCommit(tracer.CommitConfig{PID: opt.PID, RingBytes: opt.RingBytes})
+	tr, err := tracer.NewCommit(tracer.CommitConfig{PID: opt.PID, RingBytes: opt.RingBytes, Sched: true})
 	switch {
 	case err == nil:
 		defer tr.Close()
@@ -113,6 +113,18 @@ func runCommit(args []string) error {
 		opt.SourceErr = err
 	default:
 		return err
+	}
+	if opt.Source != nil {
+		// Beside the uprobes, the fsync tracer on etcd alone splits each
+		// WAL fdatasync into the disk's layers and the thread's scheduler
+		// states, so that the verdict names the disk or the CPU.
+		st, err := tracer.NewFsync(tracer.FsyncConfig{PID: uint32(opt.PID), Sched: true, Writes: true, RingBytes: opt.RingBytes})
+		if err != nil {
+			opt.Notice(fmt.Sprintf("fsync tracer: %v: the WAL fdatasync is not split into the disk's layers and CPU waits", err))
+		} else {
+			defer st.Close()
+			opt.Syncs = st
+		}
 	}
 	res, err := pipeline.RunCommit(ctx, opt)
 	if err != nil && ctx.Err() != nil {
@@ -237,6 +249,7 @@ func commitSummary(res *pipeline.CommitResult) commit.SummaryRecord {
 	s := res.Report.Summary(res.Cluster)
 	s.Source, s.LostEvents, s.Missed, s.Dropped = res.Source, res.Lost, res.Missed, res.Dropped
 	s.Model, s.Unavailable = res.Model, res.Unavailable
+	s.FsyncCalls, s.FsyncLost, s.FsyncMissed = res.SyncCalls, res.SyncLost, res.SyncMissed
 	t := res.Target
 	s.Target = &t
 	if res.Load != nil {
@@ -296,6 +309,16 @@ func printCommitTable(w io.Writer, res *pipeline.CommitResult, pid int) {
 		for id, s := range rep.AckAfter {
 			sm := s.Summary()
 			fmt.Fprintf(w, "ack of %s after send (RTT + its WAL append): p50 %.3f ms, p99 %.3f ms (%d acks)\n", res.Cluster.Names.Of(id), float64(sm.P50)/1e6, float64(sm.P99)/1e6, sm.Count)
+		}
+		if c := rep.WALCause; c.Joined+c.Unjoined > 0 {
+			fmt.Fprintf(w, "fsync tracer: %d of etcd's fsync calls split, %d lost events, %d missed probe runs; %d of %d writes' WAL fdatasyncs joined to their call:",
+				res.SyncCalls, res.SyncLost, res.SyncMissed, c.Joined, c.Joined+c.Unjoined)
+			for _, k := range commit.CauseOrder {
+				if _, ok := c.Ns[k]; ok {
+					fmt.Fprintf(w, " %s %.1f%%", k, 100*c.Share(k))
+				}
+			}
+			fmt.Fprintln(w)
 		}
 		if rep.Batched > 0 {
 			fmt.Fprintf(w, "note: %d writes shared a WAL append (one Raft Ready): the WAL parts are per batch for those\n", rep.Batched)
