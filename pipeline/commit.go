@@ -10,7 +10,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,7 +86,9 @@ type CommitOptions struct {
 
 // CommitResult is what a run found.
 type CommitResult struct {
-	Source      string // commit.SourceUprobes, or commit.SourceModel when etcd could not be probed
+	Source string // commit.SourceUprobes, or commit.SourceModel when etcd could not be probed
+	// ProbeErr says why etcd could not be probed (Source is model).
+	ProbeErr    error
 	Report      *commit.Report
 	Cluster     commit.ClusterState
 	Role        commit.Role // at the end ("" when unknown: no --etcd-endpoints)
@@ -188,7 +192,7 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 		if len(opt.Endpoints) == 0 {
 			return nil, fmt.Errorf("%w; without uprobes only the model from etcd's metrics is left: give --etcd-endpoints", err)
 		}
-		res.Source = commit.SourceModel
+		res.Source, res.ProbeErr = commit.SourceModel, err
 		res.Unavailable = append(res.Unavailable, "uprobes: "+err.Error())
 		notice("etcd's functions cannot be probed (%v): using the kernel-only model from etcd's metrics", err)
 	} else {
@@ -532,10 +536,30 @@ func modelInput(members []etcdmetric.Member, res *CommitResult, start, end map[u
 	return in, nil
 }
 
+// promSeries names a series as PromQL does: name{label="value",...},
+// labels sorted; name alone without labels.
+func promSeries(name string, labels map[string]string) string {
+	if len(labels) == 0 {
+		return name
+	}
+	keys := slices.Sorted(maps.Keys(labels))
+	var b strings.Builder
+	b.WriteString(name)
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s=%s", k, strconv.Quote(labels[k]))
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
 // histMean is histogram name's mean (series matching match) between
 // scrapes s and e of one member (s nil: everything e holds, i.e. since
-// that etcd started), with its source ("NAME[match] how, /metrics of
-// member"); false when e is missing or nothing was observed between them.
+// that etcd started), with its source (`name{To="..."} how, /metrics of
+// member`); false when e is missing or nothing was observed between them.
 func histMean(s, e map[string]*dto.MetricFamily, name string, match map[string]string, how, member string) (commit.Measure, bool) {
 	if e == nil {
 		return commit.Measure{}, false
@@ -548,9 +572,6 @@ func histMean(s, e map[string]*dto.MetricFamily, name string, match map[string]s
 	if c1-c0 <= 0 {
 		return commit.Measure{}, false
 	}
-	src := fmt.Sprintf("%s %s, /metrics of %s", name, how, member)
-	if len(match) > 0 {
-		src = fmt.Sprintf("%s%v %s, /metrics of %s", name, match, how, member)
-	}
+	src := fmt.Sprintf("%s %s, /metrics of %s", promSeries(name, match), how, member)
 	return commit.Measure{Ns: int64((s1 - s0) / (c1 - c0) * 1e9), Source: src}, true
 }

@@ -250,6 +250,9 @@ func commitSummary(res *pipeline.CommitResult) commit.SummaryRecord {
 	s.Source, s.LostEvents, s.Missed, s.Dropped = res.Source, res.Lost, res.Missed, res.Dropped
 	s.Model, s.Unavailable = res.Model, res.Unavailable
 	s.FsyncCalls, s.FsyncLost, s.FsyncMissed = res.SyncCalls, res.SyncLost, res.SyncMissed
+	if res.Source == commit.SourceModel {
+		s.Verdicts = []string{} // no write was split: the model and `unavailable` say what is known
+	}
 	t := res.Target
 	s.Target = &t
 	if res.Load != nil {
@@ -268,9 +271,16 @@ func printCommitTable(w io.Writer, res *pipeline.CommitResult, pid int) {
 		role = "role unknown (give --etcd-endpoints)"
 	}
 	fmt.Fprintf(w, "etcdscope commit: pid %d, member %s, %s of %d; source: %s\n", pid, res.Cluster.Names.Of(res.LocalID), role, res.Cluster.Voters, res.Source)
-	fmt.Fprintf(w, "%d writes traced, %d lost events, %d missed probe runs, %d writes not followed (failed or dropped)\n", rep.Writes, res.Lost, res.Missed, res.Dropped)
-	for _, u := range res.Unavailable {
-		fmt.Fprintf(w, "unavailable: %s\n", u)
+	model := res.Source == commit.SourceModel
+	if model {
+		// No probe ran: no write counts, table or verdicts, which would
+		// read as zeros measured; only what the model knows.
+		fmt.Fprintf(w, "no write is split: etcd's functions cannot be probed in pid %d (%v), an etcd this etcdscope cannot follow (v3.5 and v3.6 on amd64 are); below, only the model from etcd's metrics\n", pid, res.ProbeErr)
+	} else {
+		fmt.Fprintf(w, "%d writes traced, %d lost events, %d missed probe runs, %d writes not followed (failed or dropped)\n", rep.Writes, res.Lost, res.Missed, res.Dropped)
+		for _, u := range res.Unavailable {
+			fmt.Fprintf(w, "unavailable: %s\n", u)
+		}
 	}
 	printTarget(w, res.Target)
 	if rep.Writes > 0 {
@@ -328,8 +338,12 @@ func printCommitTable(w io.Writer, res *pipeline.CommitResult, pid int) {
 		c, tr, itr := l.ClientNs.Summary(), l.TransportNs.Summary(), l.IdleTransportNs.Summary()
 		fmt.Fprintf(w, "load: %d puts (%d errors) under %s; client-side put latency p50 %.3f ms, p99 %.3f ms\n", l.Puts, l.Errors, l.Prefix, float64(c.P50)/1e6, float64(c.P99)/1e6)
 		o := res.ClientOutsideNs.Summary()
-		fmt.Fprintf(w, "  server-side write p50 %.3f ms; per put, the client's time minus the server's (client, gRPC, transport): p50 %.3f ms over %d paired puts; a serializable get's round trip p50 %.3f ms warm, %.3f ms from idle\n",
-			float64(rep.Total.Summary().P50)/1e6, float64(o.P50)/1e6, o.Count, float64(tr.P50)/1e6, float64(itr.P50)/1e6)
+		if model {
+			fmt.Fprintf(w, "  a serializable get's round trip p50 %.3f ms warm, %.3f ms from idle\n", float64(tr.P50)/1e6, float64(itr.P50)/1e6)
+		} else {
+			fmt.Fprintf(w, "  server-side write p50 %.3f ms; per put, the client's time minus the server's (client, gRPC, transport): p50 %.3f ms over %d paired puts; a serializable get's round trip p50 %.3f ms warm, %.3f ms from idle\n",
+				float64(rep.Total.Summary().P50)/1e6, float64(o.P50)/1e6, o.Count, float64(tr.P50)/1e6, float64(itr.P50)/1e6)
+		}
 	}
 	if m := res.Model; m != nil {
 		fmt.Fprintf(w, "model (kernel-free, from etcd's metrics over the run): expected %.3f ms per write", float64(m.ExpectedNs)/1e6)
@@ -344,6 +358,9 @@ func printCommitTable(w io.Writer, res *pipeline.CommitResult, pid int) {
 		}
 	} else if res.ModelErr != nil {
 		fmt.Fprintf(w, "model: not computed: %v\n", res.ModelErr)
+	}
+	if model {
+		return
 	}
 	for _, v := range rep.Verdicts(res.Cluster) {
 		fmt.Fprintf(w, "verdict: %s\n", v)
