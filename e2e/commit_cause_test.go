@@ -45,9 +45,13 @@ func TestCommitCause(t *testing.T) {
 	}
 	t.Setenv("ETCDSCOPE_ETCD", bin)
 	t.Run("throttled", func(t *testing.T) {
-		// 3 ms per 100 ms period; registered before etcd starts, so that
-		// its removal runs after etcd has stopped.
-		dir := cpuLimitedCgroup(t, 3000, 100000)
+		// 3% of a CPU: 7.5 ms per 250 ms period, so that a write the
+		// throttle catches waits up to ~240 ms, past the 100 ms over
+		// which etcd logs a request's trace (with 3 of 100 ms the
+		// stalls were ~100 ms and etcd logged only 2-3 of them). The
+		// cgroup is made before etcd starts, so that its removal runs
+		// after etcd has stopped.
+		dir := cpuLimitedCgroup(t, 7500, 250000)
 		c := etcdtest.Start(t, etcdtest.Options{})
 		m := c.Members[0]
 		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(m.PID)), 0o644); err != nil {
