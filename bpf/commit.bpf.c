@@ -38,6 +38,20 @@ struct {
 	__type(value, __u64);
 } commit_lost SEC(".maps");
 
+/* in_sync: thread id -> when its (*WAL).sync began (ns), from the
+ * COMMIT_SYNC_ENTER probe on it to the COMMIT_SYNC_RET on it; the
+ * scheduler programs below report its state changes meanwhile. A
+ * goroutine that moved to another thread leaves its entry behind: it is
+ * ignored after in_sync_max_ns, and replaced at that thread's next sync. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u64);
+} in_sync SEC(".maps");
+
+#define in_sync_max_ns 2000000000ULL
+
 static __always_inline void count_lost(void)
 {
 	__u32 zero = 0;
@@ -128,6 +142,13 @@ int commit_probe(struct pt_regs *ctx)
 		break;
 	}
 	}
+	if (kind == COMMIT_SYNC_ENTER) {
+		__u32 tid = (__u32)id;
+		bpf_map_update_elem(&in_sync, &tid, &ts, BPF_ANY);
+	} else if (kind == COMMIT_SYNC_RET) {
+		__u32 tid = (__u32)id;
+		bpf_map_delete_elem(&in_sync, &tid);
+	}
 	e = bpf_ringbuf_reserve(&commit_events, sizeof(*e), 0);
 	if (!e) {
 		count_lost();
@@ -142,5 +163,68 @@ int commit_probe(struct pt_regs *ctx)
 	e->kind = kind;
 	e->pad[0] = e->pad[1] = e->pad[2] = 0;
 	bpf_ringbuf_submit(e, es_wake_flags(&commit_events, commit_wake_bytes, sizeof(*e), true));
+	return 0;
+}
+
+/* syncing says whether thread tid is inside (*WAL).sync (in_sync, not
+ * stale at now); for every other thread on the machine the hash lookup
+ * is all the scheduler programs do. */
+static __always_inline bool syncing(__u32 tid, __u64 now)
+{
+	__u64 *since = bpf_map_lookup_elem(&in_sync, &tid);
+
+	return since && now - *since < in_sync_max_ns;
+}
+
+static __always_inline void note_sched(__u32 tid, __u64 now, __u8 state)
+{
+	struct commit_event *e = bpf_ringbuf_reserve(&commit_events, sizeof(*e), 0);
+
+	if (!e) {
+		count_lost();
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->ts_ns = now;
+	e->a = state;
+	e->tid = tid;
+	e->kind = COMMIT_SCHED;
+	bpf_ringbuf_submit(e, es_wake_flags(&commit_events, commit_wake_bytes, sizeof(*e), true));
+}
+
+/* commit_sched_switch: a thread inside (*WAL).sync switched out (preempted
+ * or still TASK_RUNNING: runnable, which is also how a cgroup's CPU
+ * throttling shows; else blocked) or in. prev_state is the tracepoint's
+ * fourth argument (Linux 5.18+, as bpf/sched.bpf.c). */
+SEC("tp_btf/sched_switch")
+int commit_sched_switch(unsigned long long *ctx)
+{
+	bool preempt = (bool)ctx[0];
+	struct task_struct *prev = (void *)ctx[1], *next = (void *)ctx[2];
+	__u32 ptid = BPF_CORE_READ(prev, pid), ntid = BPF_CORE_READ(next, pid);
+	unsigned int prev_state = (unsigned int)ctx[3];
+	__u64 now = bpf_ktime_get_ns();
+
+	if (syncing(ptid, now))
+		note_sched(ptid, now, preempt || prev_state == 0 ? COMMIT_SCHED_RUNNABLE : COMMIT_SCHED_BLOCKED);
+	if (syncing(ntid, now))
+		note_sched(ntid, now, COMMIT_SCHED_RUNNING);
+	return 0;
+}
+
+/* commit_sched_wakeup: a thread inside (*WAL).sync was woken from a
+ * sleep. A wake-up of a thread still on its CPU (woken before it slept)
+ * changes nothing and is not reported, so that every COMMIT_SCHED
+ * RUNNABLE is a wait for a CPU: Go reads no context into them. */
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(commit_sched_wakeup, struct task_struct *p)
+{
+	__u32 tid = BPF_CORE_READ(p, pid);
+	__u64 now = bpf_ktime_get_ns();
+
+	if (BPF_CORE_READ(p, on_cpu))
+		return 0;
+	if (syncing(tid, now))
+		note_sched(tid, now, COMMIT_SCHED_RUNNABLE);
 	return 0;
 }

@@ -49,6 +49,19 @@ enum commit_kind {
 	 * the handler (and so processInternalRaftRequestOnce). */
 	COMMIT_RPC_ENTER = 13,
 	COMMIT_RPC_RET = 14,
+	/* Not a uprobe: a scheduler state change (tp_btf sched_switch,
+	 * sched_wakeup) of a thread inside (*WAL).sync, between the
+	 * COMMIT_SYNC_ENTER and COMMIT_SYNC_RET on it; a = enum
+	 * commit_sched_state, tid the thread, goroutine 0. */
+	COMMIT_SCHED = 15,
+};
+
+/* commit_sched_state: a = of a COMMIT_SCHED record (event.SchedState's
+ * values). */
+enum commit_sched_state {
+	COMMIT_SCHED_RUNNING = 0,  /* switched in */
+	COMMIT_SCHED_RUNNABLE = 1, /* woken, or preempted or throttled: waiting for a CPU */
+	COMMIT_SCHED_BLOCKED = 2,  /* switched out asleep */
 };
 
 struct commit_event {

@@ -44,6 +44,10 @@ const (
 	// the goroutine that runs the handler.
 	CommitRPCEnter CommitKind = 13
 	CommitRPCRet   CommitKind = 14
+	// CommitSched: not a uprobe: a scheduler state change of thread TID
+	// inside (*WAL).sync (tracer's CommitConfig.Sched), A = its
+	// SchedState (running, runnable, blocked); Goroutine is 0.
+	CommitSched CommitKind = 15
 )
 
 // String returns a short name of the probe ("propose_enter", "save_ret", ...).
@@ -77,6 +81,8 @@ func (k CommitKind) String() string {
 		return "rpc_enter"
 	case CommitRPCRet:
 		return "rpc_ret"
+	case CommitSched:
+		return "sched"
 	}
 	return "kind" + strconv.Itoa(int(k))
 }

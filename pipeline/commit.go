@@ -10,7 +10,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +22,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/stats"
@@ -32,6 +35,17 @@ import (
 // end a blocked Read once the run is over.
 type CommitSource interface {
 	Read(ev *event.Commit) error
+	Lost() (uint64, error)
+	Missed() uint64
+	Drain() error
+}
+
+// SyncSource is the fsync tracer as RunCommit reads it beside the commit
+// tracer (tracer.FsyncTracer filtered to etcd's process, with its
+// scheduler states): every fsync and fdatasync call of etcd split into
+// kernel layers, to join with the writes' WAL fdatasyncs.
+type SyncSource interface {
+	FsyncSource
 	Lost() (uint64, error)
 	Missed() uint64
 	Drain() error
@@ -59,6 +73,11 @@ type CommitOptions struct {
 	// Unavailable lists the layers the attached probes cannot show, each
 	// "layer: why" (tracer.CommitTracer.Unavailable).
 	Unavailable []string
+	// Syncs, when set, is the fsync tracer on the same process (the
+	// caller closes it): each write's WAL fdatasync is joined with its
+	// split of that call (commit.JoinSyncs), so that the verdict names
+	// the disk's layer or the CPU it waited on.
+	Syncs SyncSource
 	// Ready is called once the run starts, before the load starts.
 	Ready func()
 	// OnWrite receives every finished write, in the order they finished.
@@ -67,7 +86,9 @@ type CommitOptions struct {
 
 // CommitResult is what a run found.
 type CommitResult struct {
-	Source      string // commit.SourceUprobes, or commit.SourceModel when etcd could not be probed
+	Source string // commit.SourceUprobes, or commit.SourceModel when etcd could not be probed
+	// ProbeErr says why etcd could not be probed (Source is model).
+	ProbeErr    error
 	Report      *commit.Report
 	Cluster     commit.ClusterState
 	Role        commit.Role // at the end ("" when unknown: no --etcd-endpoints)
@@ -96,6 +117,13 @@ type CommitResult struct {
 	// the client's time minus the server's (PairClient).
 	ClientOutsideNs stats.Series
 	spans           [][2]uint64 // the writes' [start, end], for pairing
+	// SyncCalls: etcd's fsync/fdatasync calls the fsync tracer split
+	// (Options.Syncs); SyncLost, SyncMissed its lost events and missed
+	// probe runs. The join's result is Report.WALCause.
+	SyncCalls  int
+	SyncLost   uint64
+	SyncMissed uint64
+	syncWins   []commit.SyncWindow // the writes' (*WAL).sync windows, for the join
 }
 
 // RunCommit traces the writes of etcd process opt.PID until opt.Duration
@@ -164,7 +192,7 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 		if len(opt.Endpoints) == 0 {
 			return nil, fmt.Errorf("%w; without uprobes only the model from etcd's metrics is left: give --etcd-endpoints", err)
 		}
-		res.Source = commit.SourceModel
+		res.Source, res.ProbeErr = commit.SourceModel, err
 		res.Unavailable = append(res.Unavailable, "uprobes: "+err.Error())
 		notice("etcd's functions cannot be probed (%v): using the kernel-only model from etcd's metrics", err)
 	} else {
@@ -181,7 +209,8 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 	// The reader: events -> joiner -> sinks.
 	var wg sync.WaitGroup
 	var readErr error
-	var mu sync.Mutex // guards the joiner's role and res.Report against the role poller
+	var mu sync.Mutex            // guards the joiner's role and res.Report against the role poller
+	var syncScheds []event.Sched // CommitSched records: the WAL sync threads' states
 	if tr != nil {
 		wg.Add(1)
 		go func() {
@@ -193,6 +222,14 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 			readErr = run(tr.Read, &res.decodeErrors, nil, func(ev *event.Commit) (bool, error) {
 				mu.Lock()
 				defer mu.Unlock()
+				if ev.Kind == event.CommitSched {
+					// The WAL sync's thread states, for the join with
+					// the fsync tracer's calls at the end.
+					if opt.Syncs != nil && len(syncScheds) < 4*maxIntervals {
+						syncScheds = append(syncScheds, event.Sched{TID: ev.TID, State: event.SchedState(ev.A), Ns: ev.TsNs})
+					}
+					return false, nil
+				}
 				if ev.Kind == event.CommitSyncEnter {
 					syncStart[ev.Goroutine] = ev.TsNs
 				} else if ev.Kind == event.CommitSyncRet {
@@ -207,6 +244,19 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 			mu.Lock()
 			readErr = errors.Join(readErr, deliver(j.Flush(out[:0]), res, opt))
 			mu.Unlock()
+		}()
+	}
+
+	// The fsync tracer's reader: etcd's fsync calls, split into layers.
+	var syncWG sync.WaitGroup
+	var syncErr error
+	var calls syncCalls
+	if tr != nil && opt.Syncs != nil {
+		syncWG.Add(1)
+		go func() {
+			defer syncWG.Done()
+			p := NewFsync(FsyncConfig{Sched: true, Sinks: []FsyncSink{&calls}})
+			syncErr = p.Run(opt.Syncs)
 		}()
 	}
 
@@ -297,6 +347,19 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 			}
 			res.Cluster.Down = j.Silent(fol)
 		}
+		if opt.Syncs != nil {
+			if err := opt.Syncs.Drain(); err != nil {
+				return nil, err
+			}
+			syncWG.Wait()
+			if syncErr != nil {
+				return nil, fmt.Errorf("fsync tracer: %w", syncErr)
+			}
+			res.SyncLost, _ = opt.Syncs.Lost()
+			res.SyncMissed = opt.Syncs.Missed()
+			res.SyncCalls = calls.fsyncs()
+			res.Report.AddCauses(commit.JoinSyncs(res.syncWins, calls.calls, syncScheds))
+		}
 		if res.Load != nil {
 			slices.SortFunc(res.spans, func(a, b [2]uint64) int { return cmp.Compare(a[1], b[1]) })
 			res.ClientOutsideNs = PairClient(res.Load.Intervals, res.spans)
@@ -334,11 +397,47 @@ func deliver(ws []commit.Write, res *CommitResult, opt CommitOptions) error {
 		if opt.LoadPerSec > 0 && len(res.spans) < maxIntervals {
 			res.spans = append(res.spans, [2]uint64{ws[i].StartNs, ws[i].EndNs})
 		}
+		if win := ws[i].WALSyncWindow; opt.Syncs != nil && win.EndNs > win.StartNs && len(res.syncWins) < maxIntervals {
+			res.syncWins = append(res.syncWins, win)
+		}
 		if opt.OnWrite != nil {
 			if err := opt.OnWrite(&ws[i], res.Cluster.Names); err != nil {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// syncCalls is the sink of the fsync tracer's pipeline in RunCommit: it
+// keeps each call's split (at most maxIntervals) for the join at the end,
+// since the two tracers' rings are read apart and the fsync ring wakes
+// its reader only once an eighth of it fills.
+type syncCalls struct{ calls []commit.SyncCall }
+
+// fsyncs counts the fsync calls kept (not the writes).
+func (s *syncCalls) fsyncs() int {
+	n := 0
+	for i := range s.calls {
+		if !s.calls[i].Write {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *syncCalls) Fsync(rec *analysis.FsyncRecord) error {
+	if len(s.calls) < maxIntervals {
+		s.calls = append(s.calls, commit.SyncCallOf(rec))
+	}
+	return nil
+}
+
+// Write keeps the write(2) calls (the WAL encoder's flush before its
+// fdatasync), when the tracer follows them.
+func (s *syncCalls) Write(rec *analysis.WriteRecord) error {
+	if len(s.calls) < maxIntervals {
+		s.calls = append(s.calls, commit.WriteCallOf(rec))
 	}
 	return nil
 }
@@ -437,10 +536,30 @@ func modelInput(members []etcdmetric.Member, res *CommitResult, start, end map[u
 	return in, nil
 }
 
+// promSeries names a series as PromQL does: name{label="value",...},
+// labels sorted; name alone without labels.
+func promSeries(name string, labels map[string]string) string {
+	if len(labels) == 0 {
+		return name
+	}
+	keys := slices.Sorted(maps.Keys(labels))
+	var b strings.Builder
+	b.WriteString(name)
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s=%s", k, strconv.Quote(labels[k]))
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
 // histMean is histogram name's mean (series matching match) between
 // scrapes s and e of one member (s nil: everything e holds, i.e. since
-// that etcd started), with its source ("NAME[match] how, /metrics of
-// member"); false when e is missing or nothing was observed between them.
+// that etcd started), with its source (`name{To="..."} how, /metrics of
+// member`); false when e is missing or nothing was observed between them.
 func histMean(s, e map[string]*dto.MetricFamily, name string, match map[string]string, how, member string) (commit.Measure, bool) {
 	if e == nil {
 		return commit.Measure{}, false
@@ -453,9 +572,6 @@ func histMean(s, e map[string]*dto.MetricFamily, name string, match map[string]s
 	if c1-c0 <= 0 {
 		return commit.Measure{}, false
 	}
-	src := fmt.Sprintf("%s %s, /metrics of %s", name, how, member)
-	if len(match) > 0 {
-		src = fmt.Sprintf("%s%v %s, /metrics of %s", name, match, how, member)
-	}
+	src := fmt.Sprintf("%s %s, /metrics of %s", promSeries(name, match), how, member)
 	return commit.Measure{Ns: int64((s1 - s0) / (c1 - c0) * 1e9), Source: src}, true
 }

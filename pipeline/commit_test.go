@@ -83,3 +83,21 @@ func TestModelInputShortRun(t *testing.T) {
 		t.Errorf("leader WAL %d ns, want 2 ms", in.LeaderWAL.Ns)
 	}
 }
+
+// TestPromSeries: a model source names its series as PromQL does, not as
+// Go prints a map (`..._secondsmap[To:28d1...]` before).
+func TestPromSeries(t *testing.T) {
+	if got := promSeries("etcd_disk_wal_fsync_duration_seconds", nil); got != "etcd_disk_wal_fsync_duration_seconds" {
+		t.Errorf("no labels: %q", got)
+	}
+	got := promSeries("etcd_network_peer_round_trip_time_seconds", map[string]string{"To": "28d1a2b3", "Le": `a"b`})
+	if want := `etcd_network_peer_round_trip_time_seconds{Le="a\"b",To="28d1a2b3"}`; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	start := map[string]*dto.MetricFamily{}
+	end := scrapeOf(t, 0, 0, "28d1", 2, 0.1)
+	m, ok := histMean(start, end, "etcd_network_peer_round_trip_time_seconds", map[string]string{"To": "28d1"}, "mean over the run", "m1")
+	if !ok || m.Ns != 50e6 || m.Source != `etcd_network_peer_round_trip_time_seconds{To="28d1"} mean over the run, /metrics of m1` {
+		t.Errorf("histMean: %+v %v", m, ok)
+	}
+}

@@ -27,6 +27,14 @@ type CommitConfig struct {
 	// PerPointLinks attaches one perf-event uprobe per probe point even
 	// where the kernel has uprobe_multi links (tests measure both).
 	PerPointLinks bool
+	// Sched also follows the scheduler states of a thread inside etcd's
+	// (*WAL).sync (tp_btf sched_switch and sched_wakeup: event.CommitSched
+	// records), so that a CPU wait there (run-queue wait, or a cgroup's
+	// CPU throttling, which Linux 6.18+ applies on the return to user
+	// space, outside any syscall) is seen. They run at every context
+	// switch on the machine (one hash lookup for other threads). Where
+	// they cannot be loaded or attached, LayerSched is unavailable.
+	Sched bool
 }
 
 // CommitLayer names a part of a write that one or more probes show; a
@@ -35,13 +43,14 @@ type CommitLayer string
 
 // The layers of a write the commit tracer can time.
 const (
-	LayerWrite   CommitLayer = "write"    // the write itself (begin, end): required
-	LayerID      CommitLayer = "write_id" // which request id the write is, to follow it to apply
-	LayerWAL     CommitLayer = "wal"      // the leader's WAL append (Save) and its fdatasync (sync)
-	LayerQuorum  CommitLayer = "quorum"   // the Ready's send and the followers' acks
-	LayerApply   CommitLayer = "apply"    // applying the committed entry
-	LayerWALSync CommitLayer = "wal_sync" // the fdatasync inside the WAL append
-	LayerGRPC    CommitLayer = "grpc"     // the unary RPC around the write (decode, interceptors, encode)
+	LayerWrite   CommitLayer = "write"          // the write itself (begin, end): required
+	LayerID      CommitLayer = "write_id"       // which request id the write is, to follow it to apply
+	LayerWAL     CommitLayer = "wal"            // the leader's WAL append (Save) and its fdatasync (sync)
+	LayerQuorum  CommitLayer = "quorum"         // the Ready's send and the followers' acks
+	LayerApply   CommitLayer = "apply"          // applying the committed entry
+	LayerWALSync CommitLayer = "wal_sync"       // the fdatasync inside the WAL append
+	LayerGRPC    CommitLayer = "grpc"           // the unary RPC around the write (decode, interceptors, encode)
+	LayerSched   CommitLayer = "wal_sync_sched" // the thread's scheduler states inside the WAL sync (CommitConfig.Sched)
 )
 
 // commitProbe is one probe point: a function (by its name in etcd v3.6
@@ -170,10 +179,52 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 	if err != nil {
 		return nil, err
 	}
+	t.attachSched()
 	if t.ring, err = openQuietRing(t.objs.CommitEvents); err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// commitCore is the commit object without its scheduler programs, loaded
+// when CommitConfig.Sched is off or they cannot be loaded.
+type commitCore struct {
+	CommitProbe *ebpf.Program `ebpf:"commit_probe"`
+	commitMaps
+}
+
+// loadObjects loads spec into t.objs: with the scheduler programs when
+// sched (LayerSched unavailable, and the rest loaded, when they fail).
+func (t *CommitTracer) loadObjects(spec *ebpf.CollectionSpec, sched bool) error {
+	if sched {
+		err := spec.LoadAndAssign(&t.objs, nil)
+		if err == nil {
+			return nil
+		}
+		t.down[LayerSched] = fmt.Sprintf("loading the scheduler programs: %v", explainLoad("commit sched programs", err))
+	}
+	var core commitCore
+	if err := spec.LoadAndAssign(&core, nil); err != nil {
+		return explainLoad("commit program", err)
+	}
+	t.objs.CommitProbe, t.objs.commitMaps = core.CommitProbe, core.commitMaps
+	return nil
+}
+
+// attachSched attaches the scheduler programs, if loaded.
+func (t *CommitTracer) attachSched() {
+	if t.objs.CommitSchedSwitch == nil {
+		return
+	}
+	for _, p := range []*ebpf.Program{t.objs.CommitSchedSwitch, t.objs.CommitSchedWakeup} {
+		l, err := link.AttachTracing(link.TracingOptions{Program: p})
+		if err != nil {
+			t.down[LayerSched] = fmt.Sprintf("attaching tp_btf %s: %v", p, err)
+			return
+		}
+		t.links = append(t.links, l)
+		t.probes = append(t.probes, event.Probe{Name: "tp_btf " + p.String(), Attached: true})
+	}
 }
 
 // uprobeAt is one probe point: a function's entry or one of its RETs
@@ -203,8 +254,8 @@ func (t *CommitTracer) load(cfg CommitConfig, exe string, at []uprobeAt) error {
 	if t.multi {
 		spec.Programs["commit_probe"].AttachType = ebpf.AttachTraceUprobeMulti
 	}
-	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
-		return explainLoad("commit program", err)
+	if err := t.loadObjects(spec, cfg.Sched); err != nil {
+		return err
 	}
 	ex, err := link.OpenExecutable(exe)
 	if err != nil {
@@ -279,12 +330,22 @@ func (t *CommitTracer) Read(ev *event.Commit) error {
 // ProgramStats returns the statistics of the commit program (one program
 // serves every probe).
 func (t *CommitTracer) ProgramStats() []event.ProgramStats {
-	return programStats(map[string]*ebpf.Program{"commit_probe": t.objs.CommitProbe})
+	progs := map[string]*ebpf.Program{"commit_probe": t.objs.CommitProbe}
+	if t.objs.CommitSchedSwitch != nil {
+		progs["commit_sched_switch"], progs["commit_sched_wakeup"] = t.objs.CommitSchedSwitch, t.objs.CommitSchedWakeup
+	}
+	return programStats(progs)
 }
 
 // Missed returns how many times the kernel skipped the program because a
 // BPF program was already running on that CPU (each is an event lost).
-func (t *CommitTracer) Missed() uint64 { return missed(t.objs.CommitProbe) }
+func (t *CommitTracer) Missed() uint64 {
+	n := missed(t.objs.CommitProbe)
+	if t.objs.CommitSchedSwitch != nil {
+		n += missed(t.objs.CommitSchedSwitch) + missed(t.objs.CommitSchedWakeup)
+	}
+	return n
+}
 
 // Drain makes a Read in progress, and the ones after it, return every
 // record already in the ring buffer and then ErrDrained.

@@ -33,7 +33,10 @@ func TestCommitTracer(t *testing.T) {
 }
 
 func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool) {
-	tr, err := NewCommit(CommitConfig{PID: c.Members[0].PID, PerPointLinks: perPoint})
+	// The multi variant also follows the scheduler inside (*WAL).sync
+	// (what etcdscope commit runs); the per-point one shows the core
+	// object loads without those programs (what serve runs).
+	tr, err := NewCommit(CommitConfig{PID: c.Members[0].PID, PerPointLinks: perPoint, Sched: !perPoint})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +83,14 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool) {
 	}
 	if saves != puts {
 		t.Errorf("%d WAL Saves with entries for %d puts", saves, puts)
+	}
+	// Each fdatasync sleeps on the disk (or its wake-up is seen), so the
+	// WAL sync's thread switches at least once per put while marked.
+	if why, ok := tr.Unavailable()[LayerSched]; ok && !perPoint {
+		t.Errorf("scheduler programs unavailable: %s", why)
+	}
+	if perPoint && n[event.CommitSched] != 0 || !perPoint && n[event.CommitSched] < puts {
+		t.Errorf("%d scheduler records inside (*WAL).sync for %d puts (followed: %v)", n[event.CommitSched], puts, !perPoint)
 	}
 	if lost, err := tr.Lost(); err != nil || lost != 0 {
 		t.Errorf("lost %d (%v)", lost, err)

@@ -29,11 +29,14 @@ type commitCommitEvent struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	commitMapCommitEvents      = "commit_events"
-	commitMapCommitLost        = "commit_lost"
-	commitProgCommitProbe      = "commit_probe"
-	commitVarCommitWakeBytes   = "commit_wake_bytes"
-	commitVarUnusedCommitEvent = "unused_commit_event"
+	commitMapCommitEvents       = "commit_events"
+	commitMapCommitLost         = "commit_lost"
+	commitMapInSync             = "in_sync"
+	commitProgCommitProbe       = "commit_probe"
+	commitProgCommitSchedSwitch = "commit_sched_switch"
+	commitProgCommitSchedWakeup = "commit_sched_wakeup"
+	commitVarCommitWakeBytes    = "commit_wake_bytes"
+	commitVarUnusedCommitEvent  = "unused_commit_event"
 )
 
 // loadCommit returns the embedded CollectionSpec for commit.
@@ -78,7 +81,9 @@ type commitSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type commitProgramSpecs struct {
-	CommitProbe *ebpf.ProgramSpec `ebpf:"commit_probe"`
+	CommitProbe       *ebpf.ProgramSpec `ebpf:"commit_probe"`
+	CommitSchedSwitch *ebpf.ProgramSpec `ebpf:"commit_sched_switch"`
+	CommitSchedWakeup *ebpf.ProgramSpec `ebpf:"commit_sched_wakeup"`
 }
 
 // commitMapSpecs contains maps before they are loaded into the kernel.
@@ -87,6 +92,7 @@ type commitProgramSpecs struct {
 type commitMapSpecs struct {
 	CommitEvents *ebpf.MapSpec `ebpf:"commit_events"`
 	CommitLost   *ebpf.MapSpec `ebpf:"commit_lost"`
+	InSync       *ebpf.MapSpec `ebpf:"in_sync"`
 }
 
 // commitVariableSpecs contains global variables before they are loaded into the kernel.
@@ -119,12 +125,14 @@ func (o *commitObjects) Close() error {
 type commitMaps struct {
 	CommitEvents *ebpf.Map `ebpf:"commit_events"`
 	CommitLost   *ebpf.Map `ebpf:"commit_lost"`
+	InSync       *ebpf.Map `ebpf:"in_sync"`
 }
 
 func (m *commitMaps) Close() error {
 	return _CommitClose(
 		m.CommitEvents,
 		m.CommitLost,
+		m.InSync,
 	)
 }
 
@@ -140,12 +148,16 @@ type commitVariables struct {
 //
 // It can be passed to loadCommitObjects or ebpf.CollectionSpec.LoadAndAssign.
 type commitPrograms struct {
-	CommitProbe *ebpf.Program `ebpf:"commit_probe"`
+	CommitProbe       *ebpf.Program `ebpf:"commit_probe"`
+	CommitSchedSwitch *ebpf.Program `ebpf:"commit_sched_switch"`
+	CommitSchedWakeup *ebpf.Program `ebpf:"commit_sched_wakeup"`
 }
 
 func (p *commitPrograms) Close() error {
 	return _CommitClose(
 		p.CommitProbe,
+		p.CommitSchedSwitch,
+		p.CommitSchedWakeup,
 	)
 }
 

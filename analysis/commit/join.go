@@ -107,6 +107,9 @@ type Write struct {
 	// WALSyncNs is the fdatasync inside the WAL append ((*WAL).sync), 0
 	// when the Save needed none; -1 unknown.
 	WALSyncNs int64
+	// WALSyncWindow is that (*WAL).sync as the uprobes saw it (zero when
+	// unknown), for the join with the fsync tracer's call (JoinSyncs).
+	WALSyncWindow SyncWindow
 	// BatchEntries: entries in the WAL Save that held this write (>1:
 	// etcd batched writes; the WAL parts are the batch's).
 	BatchEntries int
@@ -152,6 +155,7 @@ type save struct {
 	sendNs             uint64 // the Send before it in the same Ready (0: none)
 	startNs, endNs     uint64
 	syncStart, syncEnd uint64
+	syncTIDs           [2]uint32 // threads at the sync's entry and return
 	goroutine          uint64
 	open               bool
 }
@@ -318,9 +322,9 @@ func (j *Joiner) Add(ev *event.Commit, out []Write) []Write {
 		s := &j.saves[i]
 		switch ev.Kind {
 		case event.CommitSyncEnter:
-			s.syncStart = ev.TsNs
+			s.syncStart, s.syncTIDs[0] = ev.TsNs, ev.TID
 		case event.CommitSyncRet:
-			s.syncEnd = ev.TsNs
+			s.syncEnd, s.syncTIDs[1] = ev.TsNs, ev.TID
 		case event.CommitSaveRet:
 			s.endNs, s.open = ev.TsNs, false
 		}
@@ -394,6 +398,7 @@ func (j *Joiner) split(p *pending, s *save) Write {
 	w.BatchEntries = int(s.last - s.first + 1)
 	if s.syncEnd > s.syncStart && s.syncStart != 0 {
 		w.WALSyncNs = int64(s.syncEnd - s.syncStart)
+		w.WALSyncWindow = SyncWindow{StartNs: s.syncStart, EndNs: s.syncEnd, TIDs: s.syncTIDs}
 	} else if s.syncStart == 0 {
 		w.WALSyncNs = 0
 	}

@@ -82,7 +82,15 @@ type SummaryRecord struct {
 	WALSyncNs  stats.Summary            `json:"wal_fdatasync_ns"`
 	// WALSyncsNs: every (*WAL).sync traced, with or without a write's
 	// entries: what etcd_disk_wal_fsync_duration_seconds also observes.
-	WALSyncsNs  *stats.Summary `json:"wal_syncs_ns,omitempty"`
+	WALSyncsNs *stats.Summary `json:"wal_syncs_ns,omitempty"`
+	// WALCause: what the writes' WAL fdatasyncs waited on, from the
+	// fsync tracer's split of each call; absent when it did not run.
+	WALCause *CauseTotals `json:"wal_fdatasync_cause,omitempty"`
+	// FsyncCalls, FsyncLost, FsyncMissed: etcd's fsync calls the fsync
+	// tracer split, its lost events and missed probe runs (when it ran).
+	FsyncCalls  int            `json:"fsync_calls,omitempty"`
+	FsyncLost   uint64         `json:"fsync_lost_events,omitempty"`
+	FsyncMissed uint64         `json:"fsync_missed_events,omitempty"`
 	Deciders    map[string]int `json:"deciders,omitempty"` // "local_wal" or member hex -> writes
 	ClientPutNs *stats.Summary `json:"client_put_ns,omitempty"`
 	// ClientGetNs: the load's serializable get after each put (client,
@@ -110,6 +118,9 @@ func (r *Report) Summary(cs ClusterState) SummaryRecord {
 		Deciders: map[string]int{}, Verdicts: r.Verdicts(cs)}
 	for p, ser := range r.Parts {
 		s.PartsNs[p] = ser.Summary()
+	}
+	if c := r.WALCause; c.Joined+c.Unjoined > 0 {
+		s.WALCause = &c
 	}
 	for id, n := range r.Deciders {
 		k := "local_wal"

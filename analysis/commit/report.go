@@ -19,9 +19,13 @@ type Report struct {
 	Roles      map[Role]int
 	Total      stats.Series
 	Parts      map[string]*stats.Series
-	WALSync    stats.Series             // the fdatasync inside the WAL append
-	Deciders   map[uint64]int           // member id (LocalVote: the leader's WAL) -> writes it decided
-	AckAfter   map[uint64]*stats.Series // follower -> Send-to-ack (RTT + its WAL append)
+	WALSync    stats.Series // the fdatasync inside the WAL append
+	// WALCause: what the writes' WAL fdatasyncs waited on, from the
+	// fsync tracer's split of each call (JoinSyncs, AddCauses); zero
+	// when that tracer did not run.
+	WALCause CauseTotals
+	Deciders map[uint64]int           // member id (LocalVote: the leader's WAL) -> writes it decided
+	AckAfter map[uint64]*stats.Series // follower -> Send-to-ack (RTT + its WAL append)
 	// ClientPutNs: the put latency a client measured (--load), when given.
 	ClientPutNs stats.Series
 }
@@ -72,6 +76,13 @@ func (r *Report) Add(w *Write) {
 			r.AckAfter[a.Member] = s
 		}
 		s.Add(a.AfterSendNs)
+	}
+}
+
+// AddCauses counts the writes' WAL fdatasync causes (JoinSyncs' result).
+func (r *Report) AddCauses(cs []*SyncCause) {
+	for _, c := range cs {
+		r.WALCause.Add(c)
 	}
 }
 
@@ -147,8 +158,7 @@ func (r *Report) Verdicts(cs ClusterState) []string {
 	}
 	switch dom {
 	case PartWALAppend:
-		out = append(out, fmt.Sprintf("writes wait on the local disk: WAL append p50 %s of %s per write (fdatasync p50 %s, %.0f%% of the time): run `etcdscope fsync --comm etcd` for its device flush, journal and queue layers",
-			ms(walP50), ms(total.P50), ms(r.WALSync.Summary().P50), share))
+		out = append(out, r.walVerdict(ms(walP50), ms(total.P50), ms(r.WALSync.Summary().P50), share))
 	case PartQuorumWait:
 		id, n := r.topDecider(false)
 		line := fmt.Sprintf("writes wait on the quorum (%.0f%% of the time): the deciding vote is %s in %d of %d writes", share, cs.Names.Of(id), n, r.Writes)
@@ -182,6 +192,12 @@ func (r *Report) Verdicts(cs ClusterState) []string {
 	case PartPropose, PartReturn:
 		out = append(out, fmt.Sprintf("writes wait in etcd's own scheduling (%s, %.0f%% of the time): the CPU is busy; check the member's CPU and GOMAXPROCS", dom, share))
 	}
+	// A CPU-starved member stretches every part; when the WAL append is
+	// not the largest, its fdatasync calls still show the starving.
+	if top, ok := r.WALCause.Top(); ok && top == CauseCPUWait && dom != PartWALAppend {
+		out = append(out, fmt.Sprintf("etcd waits for a CPU: its WAL fdatasync calls (%d split by the fsync tracer) spent %.0f%% of their time runnable with no I/O in flight (run-queue wait or the cgroup's CPU throttling): check the member's CPU quota and what else runs on its CPUs",
+			r.WALCause.Joined, 100*r.WALCause.Share(CauseCPUWait)))
+	}
 	// The deciding vote in general (leader with followers).
 	if id, n := r.topDecider(true); n > 0 && dom != PartQuorumWait {
 		out = append(out, fmt.Sprintf("quorum's deciding vote: %s in %d of %d writes", cs.Names.Of(id), n, r.Writes))
@@ -193,6 +209,35 @@ func (r *Report) Verdicts(cs ClusterState) []string {
 		out = append(out, fmt.Sprintf("%d of %d writes could not be followed through every step (see \"missing\" in --output json)", r.Incomplete, r.Writes))
 	}
 	return out
+}
+
+// walVerdict says what the WAL append waited on: by the fsync tracer's
+// split of its fdatasync calls where it ran (the disk's layers, or a CPU:
+// a thread runnable inside the syscall with no I/O in flight), else the
+// disk, pointing at `etcdscope fsync`.
+func (r *Report) walVerdict(walP50, totalP50, syncP50 string, share float64) string {
+	head := fmt.Sprintf("WAL append p50 %s of %s per write (fdatasync p50 %s, %.0f%% of the time)", walP50, totalP50, syncP50, share)
+	top, ok := r.WALCause.Top()
+	if !ok {
+		return "writes wait on the local disk: " + head + ": run `etcdscope fsync --comm etcd` for its device flush, journal and queue layers"
+	}
+	c := &r.WALCause
+	pct := func(k Cause) string { return fmt.Sprintf("%.0f%%", 100*c.Share(k)) }
+	split := fmt.Sprintf("(*WAL).sync of %d writes split per call (the fsync tracer's layers, the thread's scheduler states): disk %.0f%% (device flush %s, journal %s, block queue %s, data writeback %s, write(2) waits %s), waiting for a CPU %s, running in the kernel %s, blocked otherwise %s, outside syscalls (Go) %s",
+		c.Joined, 100*c.DiskShare(), pct(CauseDeviceFlush), pct(CauseJournal), pct(CauseBlockQueue), pct(CauseDataWriteback), pct(CauseWriteWait), pct(CauseCPUWait), pct(CauseRunning), pct(CauseBlocked), pct(CauseOutside))
+	switch {
+	case top.Disk():
+		return fmt.Sprintf("writes wait on the local disk, most on its %s: %s; %s", strings.ReplaceAll(string(top), "_", " "), head, split)
+	case top == CauseCPUWait:
+		return fmt.Sprintf("writes wait for a CPU, not the disk: %s; %s: runnable with no I/O in flight, in fdatasync or around it (Linux 6.18+ throttles on the return to user space), is run-queue wait or the cgroup's CPU throttling: check the member's CPU quota (cpu.max or cpu.cfs_quota_us; nr_throttled in cpu.stat) and what else runs on its CPUs", head, split)
+	case top == CauseRunning:
+		return fmt.Sprintf("writes wait on the kernel's own work in the syscalls, on a CPU with no I/O in flight: %s; %s", head, split)
+	case top == CauseBlocked:
+		return fmt.Sprintf("writes wait in the syscalls asleep on something other than the disk's I/O (a lock, a page fault, memory reclaim): %s; %s", head, split)
+	case top == CauseOutside:
+		return fmt.Sprintf("writes wait in (*WAL).sync outside its syscalls, running Go code: %s; %s", head, split)
+	}
+	return fmt.Sprintf("writes wait in the syscalls with no I/O in flight (the scheduler was not followed): %s; %s", head, split)
 }
 
 // topDecider returns the vote that decided most writes; with anyVote the

@@ -1,9 +1,15 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/etcdscope/etcdscope/analysis/commit"
+	"github.com/etcdscope/etcdscope/pipeline"
+	"github.com/etcdscope/etcdscope/tracer"
 )
 
 // TestCommitBadInput: every bad flag is one line and exit 2, before
@@ -38,5 +44,42 @@ func TestCommitBadInput(t *testing.T) {
 		if _, err := parseRate(s); err != nil {
 			t.Errorf("--load %s: %v", s, err)
 		}
+	}
+}
+
+// TestCommitTableModelOnly: an etcd whose functions cannot be probed
+// (v3.4 from Debian's etcd-server) falls back to the model; the table
+// then prints what the model knows and one line on why no write is split,
+// not "server-side write p50 0.000 ms ... over 0 paired puts" and "no write
+// was traced", zeros that read as measured.
+func TestCommitTableModelOnly(t *testing.T) {
+	res := &pipeline.CommitResult{
+		Source: commit.SourceModel, ProbeErr: fmt.Errorf("processInternalRaftRequestOnce: %w", tracer.ErrGoFuncNotFound),
+		Report: commit.NewReport(), Role: commit.RoleLeader, LocalID: 0x28d1, LeaderID: 0x28d1,
+		Cluster:     commit.ClusterState{Voters: 1, Names: commit.Names{0x28d1: "default"}},
+		Unavailable: []string{"uprobes: processInternalRaftRequestOnce: not found"},
+		Model: &commit.ModelResult{ExpectedNs: 2e6, Decider: commit.LocalVote, DeciderKnown: true,
+			Parts: map[string]commit.Measure{commit.PartWALAppend: {Ns: 19e5, Source: "leader's etcd_disk_wal_fsync_duration_seconds mean over the run"}}},
+		Load: &pipeline.Load{Prefix: "/etcdscope/commit-load/x/", Puts: 20},
+	}
+	var b strings.Builder
+	printCommitTable(&b, res, 4242)
+	out := b.String()
+	t.Logf("%s", out)
+	for _, want := range []string{"source: model", "no write is split: etcd's functions cannot be probed in pid 4242", "model (kernel-free", "wal_append", "load: 20 puts"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, not := range []string{"writes traced", "server-side write", "paired puts", "verdict:", "no write was traced"} {
+		if strings.Contains(out, not) {
+			t.Errorf("output has %q:\n%s", not, out)
+		}
+	}
+	if n := strings.Count(out, "no write is split"); n != 1 {
+		t.Errorf("%d lines on why no write is split", n)
+	}
+	if s := commitSummary(res); len(s.Verdicts) != 0 {
+		t.Errorf("JSON summary verdicts %q for the model alone", s.Verdicts)
 	}
 }

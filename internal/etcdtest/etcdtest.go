@@ -278,6 +278,11 @@ func (c *Cluster) makeCerts(dir string) ([]certPaths, error) {
 // per Raft batch); the bbolt backend is DataDir/member/snap/db.
 func (m *Member) WALDir() string { return filepath.Join(m.DataDir, "member", "wal") }
 
+// LogFile is the path of the member's stdout and stderr: etcd's zap JSON
+// log (its slow requests' traces among them). It is kept until the
+// test's temporary directory is removed.
+func (m *Member) LogFile() string { return m.logFile }
+
 // start runs etcd with its output in m.logFile. Pdeathsig kills the member
 // if the test binary dies without running its cleanups (a panic, a
 // timeout), so no etcd outlives the test holding ports 2379-2381.

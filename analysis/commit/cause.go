@@ -1,0 +1,324 @@
+package commit
+
+import (
+	"cmp"
+	"slices"
+	"sort"
+
+	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/event"
+)
+
+// # What the WAL fdatasync waited on
+//
+// The uprobes time etcd's (*WAL).sync, not what the kernel did inside it.
+// The fsync tracer, filtered to etcd's process, splits every fdatasync
+// call into kernel layers and its "other" time by scheduler state
+// (analysis.FsyncRecord). A write's WAL fdatasync is joined to the one
+// call of the same thread whose syscall window lies inside the write's
+// (*WAL).sync window (JoinSyncs); its layers then say whether the write
+// waited on the disk (device flush, journal, block queue) or on a CPU
+// (runnable: run-queue wait or the cgroup's CPU throttling).
+
+// Cause is where a write's WAL fdatasync time went: a layer of the
+// fdatasync call (the fsync tracer's), its "other" time by scheduler
+// state, or the part of (*WAL).sync outside the syscall. The values are
+// the JSON keys of SyncCause.Ns.
+type Cause string
+
+// Causes.
+const (
+	CauseDataWriteback Cause = "data_writeback" // writing the file's dirty pages
+	CauseJournal       Cause = "journal"        // the filesystem's journal commit
+	CauseDeviceFlush   Cause = "device_flush"   // the disk's cache flush
+	CauseBlockQueue    Cause = "block_queue"    // requests queued in the block layer
+	CauseDM            Cause = "dm"             // held by a device-mapper target
+	// CauseCPUWait: runnable, no I/O in flight: the thread waited for a
+	// CPU, in the run queue or throttled by its cgroup's CPU quota;
+	// inside a syscall or right after it (where Linux 6.18+ applies the
+	// throttling, on the return to user space).
+	CauseCPUWait Cause = "cpu_wait"
+	CauseRunning Cause = "running" // on a CPU in the kernel, no I/O in flight
+	CauseBlocked Cause = "blocked" // asleep on something else: a lock, a page fault, reclaim
+	// CauseOther: no I/O in flight, the scheduler not followed.
+	CauseOther Cause = "other"
+	// CauseWriteWait: the encoder's write(2) before the fdatasync asleep
+	// in dirty-page throttling or on a page under writeback.
+	CauseWriteWait Cause = "write_wait"
+	// CauseOutside: in (*WAL).sync outside the traced syscalls, the
+	// thread running (Go code) or its state not followed (before the
+	// first syscall of the sync).
+	CauseOutside Cause = "outside_syscalls"
+)
+
+// CauseOrder lists every cause in report order.
+var CauseOrder = []Cause{CauseDeviceFlush, CauseJournal, CauseBlockQueue, CauseDataWriteback, CauseDM, CauseWriteWait, CauseCPUWait, CauseRunning, CauseBlocked, CauseOther, CauseOutside}
+
+// Disk says whether c is time the disk's I/O held the call.
+func (c Cause) Disk() bool {
+	switch c {
+	case CauseDataWriteback, CauseJournal, CauseDeviceFlush, CauseBlockQueue, CauseDM, CauseWriteWait:
+		return true
+	}
+	return false
+}
+
+// SyncWindow is the (*WAL).sync of a write's Save as the uprobes saw it:
+// its entry and return (CLOCK_MONOTONIC ns; EndNs-StartNs is the write's
+// WALSyncNs) and the threads they ran on.
+type SyncWindow struct {
+	StartNs, EndNs uint64
+	TIDs           [2]uint32 // at the entry, at the return
+}
+
+// SyncCall is one fsync or fdatasync call, or write(2)-family call, of
+// the traced process as the fsync tracer split it (the parts of an
+// analysis.FsyncRecord or analysis.WriteRecord the join needs).
+type SyncCall struct {
+	TID            uint32
+	StartNs, EndNs uint64
+	WAL            bool // the file is a WAL segment (analysis.KindWAL)
+	// Write: a write(2)-family call (the encoder's flush in (*WAL).sync);
+	// its waits are WriteWaitNs, its Layers zero.
+	Write       bool
+	Layers      analysis.Layers
+	WriteWaitNs int64
+	// Other is the "other" layer by scheduler state; nil when the
+	// scheduler was not followed.
+	Other *analysis.SchedSplit
+}
+
+// SyncCallOf returns rec's SyncCall.
+func SyncCallOf(rec *analysis.FsyncRecord) SyncCall {
+	c := SyncCall{TID: rec.TID, StartNs: rec.StartNs, EndNs: rec.EndNs, WAL: rec.FileKind == analysis.KindWAL, Layers: rec.Layers}
+	if rec.Sched != nil {
+		o := rec.Sched.Other
+		c.Other = &o
+	}
+	return c
+}
+
+// WriteCallOf returns the SyncCall of a write(2)-family record.
+func WriteCallOf(rec *analysis.WriteRecord) SyncCall {
+	c := SyncCall{TID: rec.TID, StartNs: rec.StartNs, EndNs: rec.EndNs, WAL: rec.FileKind == analysis.KindWAL, Write: true,
+		WriteWaitNs: rec.Layers.ThrottledNs + rec.Layers.WritebackWaitNs, Layers: analysis.Layers{OtherNs: rec.Layers.OtherNs}}
+	if rec.Sched != nil {
+		o := rec.Sched.Other
+		c.Other = &o
+	}
+	return c
+}
+
+// SyncCause is one write's (*WAL).sync split by cause: the joined
+// fdatasync call's layers, the write(2) calls' before it, and the rest
+// outside syscalls (Ns sums to the (*WAL).sync time, WALSyncNs).
+type SyncCause struct {
+	CallNs   int64           `json:"call_ns"`   // the fdatasync syscall
+	WritesNs int64           `json:"writes_ns"` // the write(2) calls joined
+	Ns       map[Cause]int64 `json:"ns"`        // by cause; absent: 0
+}
+
+func (sc *SyncCause) add(k Cause, ns int64) {
+	if ns > 0 {
+		sc.Ns[k] += ns
+	}
+}
+
+// addAfter adds [from, to], a stretch of (*WAL).sync outside the
+// syscalls (from its entry or a call's return), by the thread's
+// scheduler states in evs (its events, in time order): running at from
+// (Go code: CauseOutside), then runnable (CauseCPUWait) or blocked as the
+// events say (event.CommitSched: the kernel reports no wake-up of a
+// thread still on its CPU, so a runnable after running is a preemption
+// or the cgroup's throttling). Without events (the scheduler not
+// followed, or the thread never switched) it is all Go code.
+func (sc *SyncCause) addAfter(evs []event.Sched, from, to uint64) {
+	if to <= from {
+		return
+	}
+	st, prev := event.SchedRunning, from
+	put := func(until uint64) {
+		d := int64(until - prev)
+		switch st {
+		case event.SchedRunnable:
+			sc.add(CauseCPUWait, d)
+		case event.SchedRunning:
+			sc.add(CauseOutside, d)
+		default:
+			sc.add(CauseBlocked, d)
+		}
+	}
+	for k := sort.Search(len(evs), func(k int) bool { return evs[k].Ns >= from }); k < len(evs) && evs[k].Ns < to; k++ {
+		x := evs[k]
+		put(x.Ns)
+		st, prev = x.State, x.Ns
+	}
+	put(to)
+}
+
+// addCall adds call c's layers and its "other" by scheduler state.
+func (sc *SyncCause) addCall(c *SyncCall) {
+	l := c.Layers
+	sc.add(CauseDataWriteback, l.DataWritebackNs)
+	sc.add(CauseJournal, l.JournalNs)
+	sc.add(CauseDeviceFlush, l.DeviceFlushNs)
+	sc.add(CauseBlockQueue, l.BlockQueueNs)
+	sc.add(CauseDM, l.DMNs)
+	sc.add(CauseWriteWait, c.WriteWaitNs)
+	if c.Other != nil {
+		sc.add(CauseCPUWait, c.Other.RunnableNs)
+		sc.add(CauseRunning, c.Other.RunningNs)
+		sc.add(CauseBlocked, c.Other.BlockedNs)
+	} else {
+		sc.add(CauseOther, l.OtherNs)
+	}
+}
+
+// JoinSyncs joins each write's WAL fdatasync with the fsync tracer's call
+// of it: the call inside the write's (*WAL).sync window made by the
+// thread that entered or left it, else (the goroutine moved to another
+// thread between the probe and the syscall) the WAL file's only call
+// inside the window (etcd holds the WAL's lock through sync, so no other
+// fdatasync of the WAL overlaps it); of several, the longest. out[i] is
+// wins[i]'s cause (wins: the writes' Write.WALSyncWindow), nil when the
+// window is empty or no call matched.
+// calls may be in any order.
+func JoinSyncs(wins []SyncWindow, calls []SyncCall, scheds []event.Sched) []*SyncCause {
+	cs := slices.Clone(calls)
+	slices.SortFunc(cs, func(a, b SyncCall) int { return cmp.Compare(a.StartNs, b.StartNs) })
+	byTID := map[uint32][]event.Sched{}
+	for _, e := range scheds {
+		byTID[e.TID] = append(byTID[e.TID], e)
+	}
+	for _, evs := range byTID {
+		slices.SortStableFunc(evs, func(a, b event.Sched) int { return cmp.Compare(a.Ns, b.Ns) })
+	}
+	out := make([]*SyncCause, len(wins))
+	for i, win := range wins {
+		if win.EndNs <= win.StartNs {
+			continue
+		}
+		var best *SyncCall
+		var writes []*SyncCall
+		bestTID := false
+		for k := sort.Search(len(cs), func(k int) bool { return cs[k].StartNs >= win.StartNs }); k < len(cs) && cs[k].StartNs <= win.EndNs; k++ {
+			c := &cs[k]
+			if c.EndNs > win.EndNs {
+				continue
+			}
+			tid := c.TID == win.TIDs[0] || c.TID == win.TIDs[1]
+			if !tid && !c.WAL {
+				continue
+			}
+			if c.Write {
+				writes = append(writes, c)
+				continue
+			}
+			if best == nil || tid && !bestTID || tid == bestTID && c.EndNs-c.StartNs > best.EndNs-best.StartNs {
+				best, bestTID = c, tid
+			}
+		}
+		if best == nil {
+			continue
+		}
+		sc := SyncCause{CallNs: int64(best.EndNs - best.StartNs), Ns: map[Cause]int64{}}
+		joined := []*SyncCall{}
+		for _, w := range writes {
+			// The encoder's flush runs before the fdatasync, on the
+			// fdatasync's thread or the WAL's file.
+			if w.EndNs <= best.StartNs && (w.TID == best.TID || w.WAL) {
+				sc.WritesNs += int64(w.EndNs - w.StartNs)
+				joined = append(joined, w)
+			}
+		}
+		joined = append(joined, best)
+		sc.addAfter(byTID[win.TIDs[0]], win.StartNs, joined[0].StartNs)
+		for k, c := range joined {
+			sc.addCall(c)
+			// After each call, to the next or the sync's return: the
+			// thread's states as the scheduler tail shows them.
+			to := win.EndNs
+			if k+1 < len(joined) {
+				to = max(joined[k+1].StartNs, c.EndNs)
+			}
+			sc.addAfter(byTID[c.TID], c.EndNs, to)
+		}
+		out[i] = &sc
+	}
+	return out
+}
+
+// CauseTotals sums the writes' WAL fdatasync causes (Report.WALCause).
+type CauseTotals struct {
+	// Joined: writes whose fdatasync call the fsync tracer split;
+	// Unjoined: writes with a WAL fdatasync it did not see.
+	Joined   int             `json:"joined"`
+	Unjoined int             `json:"unjoined"`
+	Ns       map[Cause]int64 `json:"ns,omitempty"` // summed over the joined writes
+}
+
+// Add counts one write's cause (nil: not joined).
+func (t *CauseTotals) Add(c *SyncCause) {
+	if c == nil {
+		t.Unjoined++
+		return
+	}
+	t.Joined++
+	if t.Ns == nil {
+		t.Ns = map[Cause]int64{}
+	}
+	for k, v := range c.Ns {
+		t.Ns[k] += v
+	}
+}
+
+// Share returns cause c's part of the summed time, 0..1.
+func (t *CauseTotals) Share(c Cause) float64 {
+	var sum int64
+	for _, v := range t.Ns {
+		sum += v
+	}
+	if sum <= 0 {
+		return 0
+	}
+	return float64(t.Ns[c]) / float64(sum)
+}
+
+// DiskShare returns the disk layers' part of the summed time, 0..1.
+func (t *CauseTotals) DiskShare() float64 {
+	var s float64
+	for _, c := range CauseOrder {
+		if c.Disk() {
+			s += t.Share(c)
+		}
+	}
+	return s
+}
+
+// Top returns the cause the time went to: the disk, named by its
+// largest layer, when its layers together hold more than any other cause
+// alone (a disk is one cause, its layers its parts); false when no write
+// was joined or nothing was measured.
+func (t *CauseTotals) Top() (Cause, bool) {
+	var disk, other Cause
+	var diskNs, otherNs, layerNs int64 = 0, -1, -1
+	for _, c := range CauseOrder {
+		v := t.Ns[c]
+		switch {
+		case c.Disk():
+			diskNs += v
+			if v > layerNs {
+				disk, layerNs = c, v
+			}
+		case v > otherNs:
+			other, otherNs = c, v
+		}
+	}
+	if t.Joined == 0 || diskNs+otherNs <= 0 {
+		return "", false
+	}
+	if diskNs >= otherNs {
+		return disk, true
+	}
+	return other, true
+}

@@ -1,0 +1,164 @@
+package commit
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/event"
+)
+
+// The Raft loop's thread, another etcd thread (bbolt's commit), and the
+// thread the Raft goroutine moved to.
+const (
+	tidRaft  = 101
+	tidBolt  = 102
+	tidMoved = 103
+)
+
+// Times in µs from here on.
+func us(v uint64) uint64 { return v * 1000 }
+
+func fdatasync(tid uint32, start, end uint64, wal bool, l analysis.Layers, other *analysis.SchedSplit) SyncCall {
+	return SyncCall{TID: tid, StartNs: us(start), EndNs: us(end), WAL: wal, Layers: l, Other: other}
+}
+
+func TestJoinSyncs(t *testing.T) {
+	// The (*WAL).sync of a write: 1000..2000 µs on the Raft thread. Its
+	// write(2) 1010..1050, its fdatasync 1100..1900: device flush 500,
+	// journal 200, the rest (100) runnable inside the syscall.
+	win := SyncWindow{StartNs: us(1000), EndNs: us(2000), TIDs: [2]uint32{tidRaft, tidRaft}}
+	walSync := fdatasync(tidRaft, 1100, 1900, true, analysis.Layers{DeviceFlushNs: 500e3, JournalNs: 200e3, OtherNs: 100e3}, &analysis.SchedSplit{RunnableNs: 100e3})
+	write := SyncCall{TID: tidRaft, StartNs: us(1010), EndNs: us(1050), WAL: true, Write: true, WriteWaitNs: 30e3,
+		Layers: analysis.Layers{OtherNs: 10e3}, Other: &analysis.SchedSplit{RunningNs: 10e3}}
+	bolt := fdatasync(tidBolt, 1200, 1800, false, analysis.Layers{DeviceFlushNs: 600e3}, nil) // bbolt's, same window: not the WAL's
+	late := fdatasync(tidRaft, 1950, 2100, true, analysis.Layers{DeviceFlushNs: 150e3}, nil)  // ends after the sync returned
+	// The thread after the fdatasync: throttled at the return to user
+	// space (runnable 1900..1980), running to the sync's return.
+	scheds := []event.Sched{
+		{TID: tidRaft, State: event.SchedRunnable, Ns: us(1900)},
+		{TID: tidRaft, State: event.SchedRunning, Ns: us(1980)},
+		{TID: tidBolt, State: event.SchedRunnable, Ns: us(1950)}, // another thread: not this write's
+	}
+	got := JoinSyncs([]SyncWindow{win, {}}, []SyncCall{late, bolt, walSync, write}, scheds)
+	if got[1] != nil {
+		t.Errorf("an empty window joined %+v", got[1])
+	}
+	c := got[0]
+	if c == nil {
+		t.Fatal("the WAL's fdatasync was not joined")
+	}
+	want := map[Cause]int64{
+		CauseDeviceFlush: 500e3, CauseJournal: 200e3, CauseCPUWait: 100e3 + 80e3, CauseWriteWait: 30e3, CauseRunning: 10e3,
+		// Go code: 1000..1010, 1050..1100, 1980..2000.
+		CauseOutside: 10e3 + 50e3 + 20e3,
+	}
+	if c.CallNs != 800e3 || c.WritesNs != 40e3 {
+		t.Errorf("call %d ns, writes %d ns; want 800000, 40000", c.CallNs, c.WritesNs)
+	}
+	var sum int64
+	for k, v := range c.Ns {
+		sum += v
+		if want[k] != v {
+			t.Errorf("%s: %d ns, want %d", k, v, want[k])
+		}
+	}
+	for k, v := range want {
+		if c.Ns[k] != v {
+			t.Errorf("%s: %d ns, want %d", k, c.Ns[k], v)
+		}
+	}
+	if sum != int64(win.EndNs-win.StartNs) {
+		t.Errorf("the causes sum to %d ns, the sync took %d", sum, win.EndNs-win.StartNs)
+	}
+
+	// The goroutine moved threads between the sync's probe and the
+	// syscall: the WAL file's call in the window is the one, not
+	// bbolt's on a thread that is neither.
+	moved := fdatasync(tidMoved, 1100, 1900, true, analysis.Layers{DeviceFlushNs: 800e3}, nil)
+	got = JoinSyncs([]SyncWindow{win}, []SyncCall{bolt, moved}, nil)
+	if got[0] == nil || got[0].Ns[CauseDeviceFlush] != 800e3 {
+		t.Errorf("moved goroutine: %+v, want the WAL file's call (device flush 800000)", got[0])
+	}
+	// Only bbolt's call in the window: nothing joined.
+	if got = JoinSyncs([]SyncWindow{win}, []SyncCall{bolt}, nil); got[0] != nil {
+		t.Errorf("bbolt's fdatasync joined to the WAL's sync: %+v", got[0])
+	}
+}
+
+// TestJoinerSyncWindow checks the joiner hands each write the window and
+// threads of its Save's (*WAL).sync.
+func TestJoinerSyncWindow(t *testing.T) {
+	evs := leaderWrite(0x10, 7, 5, 100, 200, 700, 800, 900, 950, nil)
+	for i := range evs {
+		switch evs[i].Kind {
+		case event.CommitSyncEnter:
+			evs[i].TID = tidRaft
+		case event.CommitSyncRet:
+			evs[i].TID = tidMoved
+		}
+	}
+	ws, _ := run(Config{Role: RoleLeader, Voters: 1}, evs)
+	if len(ws) != 1 {
+		t.Fatalf("%d writes", len(ws))
+	}
+	w := ws[0].WALSyncWindow
+	if w.StartNs != us(201) || w.EndNs != us(699) || w.TIDs != [2]uint32{tidRaft, tidMoved} || int64(w.EndNs-w.StartNs) != ws[0].WALSyncNs {
+		t.Errorf("window %+v, WALSyncNs %d", w, ws[0].WALSyncNs)
+	}
+}
+
+// TestCauseVerdicts: the WAL append's verdict names what its fdatasync
+// calls waited on: the CPU when a thread was runnable most of the time
+// (issue 28: a one-member etcd held to 3% of a CPU), the disk when its
+// layers together hold more than any other cause, and without the fsync
+// tracer the disk, pointing at `etcdscope fsync`.
+func TestCauseVerdicts(t *testing.T) {
+	wal := Write{Role: RoleLeader, StartNs: 1, EndNs: 1 + 640e6, WALSyncNs: 638e6,
+		PartsNs: map[string]int64{PartPropose: 1e5, PartWALAppend: 639e6, PartApply: 5e5, PartReturn: 4e5}}
+	apply := Write{Role: RoleLeader, StartNs: 1, EndNs: 1 + 100e6, WALSyncNs: 1e6,
+		PartsNs: map[string]int64{PartWALAppend: 2e6, PartApply: 98e6}}
+	tests := []struct {
+		name   string
+		w      Write
+		causes []*SyncCause
+		want   []string // substrings of the first verdict
+		not    string   // in no verdict
+		extra  string   // in a later verdict
+	}{
+		{"throttled: the CPU, not the disk", wal,
+			[]*SyncCause{{Ns: map[Cause]int64{CauseCPUWait: 630e6, CauseDeviceFlush: 5e6, CauseJournal: 3e6}}},
+			[]string{"writes wait for a CPU, not the disk", "WAL append p50 639.00 ms", "waiting for a CPU 99%", "CPU throttling"}, "local disk", ""},
+		{"the device's flush", wal,
+			[]*SyncCause{{Ns: map[Cause]int64{CauseDeviceFlush: 500e6, CauseJournal: 100e6, CauseCPUWait: 38e6}}},
+			[]string{"writes wait on the local disk, most on its device flush", "device flush 78%"}, "wait for a CPU", ""},
+		{"disk layers together outweigh a CPU wait larger than each", wal,
+			[]*SyncCause{{Ns: map[Cause]int64{CauseDataWriteback: 30e6, CauseJournal: 11e6, CauseDeviceFlush: 8e6, CauseBlockQueue: 10e6, CauseCPUWait: 25e6, CauseRunning: 14e6}}},
+			[]string{"writes wait on the local disk, most on its data writeback"}, "wait for a CPU", ""},
+		{"no fsync tracer", wal, nil,
+			[]string{"writes wait on the local disk: WAL append p50 639.00 ms", "run `etcdscope fsync --comm etcd`"}, "CPU", ""},
+		{"apply dominates, the fdatasyncs still show the starving", apply,
+			[]*SyncCause{{Ns: map[Cause]int64{CauseCPUWait: 9e5, CauseDeviceFlush: 1e5}}},
+			[]string{"writes wait on apply"}, "", "etcd waits for a CPU: its WAL fdatasync calls (1 split"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewReport()
+			r.Add(&tc.w)
+			r.AddCauses(tc.causes)
+			v := r.Verdicts(ClusterState{Voters: 1})
+			for _, s := range tc.want {
+				if !strings.Contains(v[0], s) {
+					t.Errorf("verdict %q lacks %q", v[0], s)
+				}
+			}
+			all := strings.Join(v, "\n")
+			if tc.not != "" && strings.Contains(all, tc.not) {
+				t.Errorf("verdicts %q name %q", v, tc.not)
+			}
+			if tc.extra != "" && !strings.Contains(strings.Join(v[1:], "\n"), tc.extra) {
+				t.Errorf("verdicts %q lack %q", v, tc.extra)
+			}
+		})
+	}
+}
