@@ -92,6 +92,13 @@ func TestNode(t *testing.T) {
 		t.Logf("imported %s: %s", img, strings.TrimSpace(out))
 	}
 
+	// etcd's data on a filesystem of its own (as on many control-plane
+	// nodes: /var/lib/etcd on its own disk), here ext4 on a loop device:
+	// etcdscope counts every process named etcd on the host, and this
+	// machine runs other etcds (other tests) on its root disk; the device
+	// label tells ours apart.
+	td.loop = etcdDisk(t, w, dirs["etcd"])
+	device := filepath.Base(td.loop)
 	etcdManifest := kubeadmEtcd(e.etcdImage, dirs["etcd"])
 	must(t, os.WriteFile(filepath.Join(dirs["manifests"], "etcd.yaml"), etcdManifest, 0o644))
 	ds, err := os.ReadFile("../deploy/daemonset.yaml")
@@ -112,6 +119,10 @@ func TestNode(t *testing.T) {
 	scopeID := waitRunning(t, td, sock, "etcdscope", 3*time.Minute)
 	t.Logf("etcdscope container %.12s running after %v", scopeID, time.Since(start).Round(time.Second))
 	listen := expandListen(t, sock, scopeID, pod)
+	// [IPv4]:port is what serve takes; a URL wants brackets for IPv6 only.
+	host, port, err := net.SplitHostPort(listen)
+	must(t, err)
+	listen = net.JoinHostPort(host, port)
 	metricsURL := "http://" + listen + "/metrics"
 	waitHTTP(t, td, "http://"+listen+"/healthz", 2*time.Minute)
 	t.Logf("etcdscope serves %s", metricsURL)
@@ -126,7 +137,7 @@ func TestNode(t *testing.T) {
 		var le, ls float64 = -1, -1
 		for i := 0; i < 30; i++ {
 			etcd = scrapeSum(t, "http://127.0.0.1:2381/metrics", "etcd_disk_wal_fsync_duration_seconds_count", nil)
-			scope = scrapeSum(t, metricsURL, "etcdscope_fsync_duration_seconds_count", map[string]string{"comm": "etcd", "file_kind": "wal"})
+			scope = scrapeSum(t, metricsURL, "etcdscope_fsync_duration_seconds_count", map[string]string{"comm": "etcd", "file_kind": "wal", "device": device})
 			if etcd == le && scope == ls && scope == etcd {
 				return
 			}
@@ -146,13 +157,34 @@ func TestNode(t *testing.T) {
 	}
 	e1, s1 := settle()
 	de, ds2 := e1-e0, s1-s0
-	t.Logf("after %d puts: etcd_disk_wal_fsync_duration_seconds_count +%v, etcdscope_fsync_duration_seconds_count{comm=etcd,file_kind=wal} +%v", puts, de, ds2)
+	t.Logf("after %d puts: etcd_disk_wal_fsync_duration_seconds_count +%v, etcdscope_fsync_duration_seconds_count{comm=etcd,file_kind=wal,device=%s} +%v", puts, de, device, ds2)
 	if de < puts/2 {
 		t.Errorf("etcd counted %v WAL fsyncs for %d puts", de, puts)
 	}
 	if ds2 != de {
 		t.Errorf("etcdscope counted %v WAL fdatasyncs of etcd, etcd counted %v", ds2, de)
 	}
+}
+
+// etcdDisk makes an ext4 filesystem on a loop device over a file in work
+// and mounts it on dir; it returns the loop device.
+func etcdDisk(t *testing.T, work, dir string) string {
+	img := filepath.Join(work, "etcd.img")
+	for _, c := range [][]string{{"truncate", "-s", "1G", img}, {"mkfs.ext4", "-q", img}} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v %s", c, err, out)
+		}
+	}
+	out, err := exec.Command("losetup", "--find", "--show", img).Output()
+	if err != nil {
+		t.Fatalf("losetup: %v", err)
+	}
+	loop := strings.TrimSpace(string(out))
+	if out, err := exec.Command("mount", loop, dir).CombinedOutput(); err != nil {
+		exec.Command("losetup", "-d", loop).Run()
+		t.Fatalf("mount %s: %v %s", loop, err, out)
+	}
+	return loop
 }
 
 func must(t *testing.T, err error) {
@@ -175,6 +207,7 @@ state = %q
   address = %q
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = %q
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -182,10 +215,16 @@ state = %q
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+        BinaryName = %q
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = %q
-`, filepath.Join(dirs["containerd"], "root"), filepath.Join(dirs["containerd"], "state"), sock, e.pause, dirs["cni"])
+`, filepath.Join(dirs["containerd"], "root"), filepath.Join(dirs["containerd"], "state"), sock, e.pause, runcBinary(), dirs["cni"])
+	// restrict_oom_score_adj: the kubelet asks for -998 for a static
+	// (critical) pod, and lowering an oom_score_adj needs CAP_SYS_RESOURCE,
+	// which the machine this was written on withholds from root (runc
+	// init: "failed to update /proc/self/oom_score_adj: Permission
+	// denied"). containerd then clamps it to its own.
 	cfg := filepath.Join(dirs["containerd"], "config.toml")
 	must(t, os.WriteFile(cfg, []byte(conf), 0o644))
 	// A bridge network for pods off the host network (none here; the CRI
@@ -208,6 +247,15 @@ state = %q
 	}
 	t.Fatalf("containerd did not answer on %s (log %s)", sock, logf.Name())
 	return nil
+}
+
+// runcBinary is runc, or ETCDSCOPE_NODE_RUNC (a wrapper that keeps runc's
+// log, when a container fails to start).
+func runcBinary() string {
+	if r := os.Getenv("ETCDSCOPE_NODE_RUNC"); r != "" {
+		return r
+	}
+	return "runc"
 }
 
 func startKubelet(t *testing.T, e env, dirs map[string]string, sock string) *exec.Cmd {
@@ -247,7 +295,8 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 fileCheckFrequency: 2s
 syncFrequency: 10s
-`, dirs["manifests"], sock, cgroupRoot)
+podLogsDir: %s
+`, dirs["manifests"], sock, cgroupRoot, filepath.Join(dirs["logs"], "pods"))
 	cfg := filepath.Join(dirs["kubelet"], "config.yaml")
 	must(t, os.WriteFile(cfg, []byte(conf), 0o644))
 	cmd := exec.Command(e.kubelet, "--config", cfg, "--root-dir", filepath.Join(dirs["kubelet"], "root"),
@@ -260,7 +309,11 @@ syncFrequency: 10s
 	return cmd
 }
 
-func v1Hierarchies() []string {
+func v1Hierarchies() []string { return mountsOfType("cgroup") }
+
+func cgroup2Mounts() []string { return mountsOfType("cgroup2") }
+
+func mountsOfType(fstype string) []string {
 	var hs []string
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
@@ -271,7 +324,7 @@ func v1Hierarchies() []string {
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		i := slices.Index(fields, "-")
-		if i > 0 && i+1 < len(fields) && fields[i+1] == "cgroup" {
+		if i > 0 && i+1 < len(fields) && fields[i+1] == fstype {
 			hs = append(hs, fields[4])
 		}
 	}
@@ -487,6 +540,7 @@ type teardown struct {
 	work, sock, manifests string
 	containerd, kubelet   *exec.Cmd
 	netnsBefore           []string
+	loop                  string
 	dumped                bool
 }
 
@@ -563,6 +617,11 @@ func (td *teardown) run() {
 			t.Errorf("teardown: umount %s: %v", m, err)
 		}
 	}
+	if td.loop != "" {
+		if out, err := exec.Command("losetup", "-d", td.loop).CombinedOutput(); err != nil {
+			t.Errorf("teardown: losetup -d %s: %v %s", td.loop, err, out)
+		}
+	}
 	for _, n := range netnsList() {
 		if !slices.Contains(td.netnsBefore, n) && strings.HasPrefix(n, "cni-") {
 			if out, err := exec.Command("ip", "netns", "delete", n).CombinedOutput(); err != nil {
@@ -570,7 +629,9 @@ func (td *teardown) run() {
 			}
 		}
 	}
-	for _, h := range v1Hierarchies() {
+	// The kubelet and runc also make the cgroup root in the (empty)
+	// cgroup2 hierarchy of a hybrid host.
+	for _, h := range append(v1Hierarchies(), cgroup2Mounts()...) {
 		rmCgroups(t, filepath.Join(h, cgroupRoot))
 	}
 	if left := mountsUnder(td.work); len(left) > 0 {

@@ -13,6 +13,10 @@
 #     `ctr images import`: etcdscope by `make image` under the reference
 #     deploy/daemonset.yaml names, etcd from tools/etcd (static), and the
 #     sandbox image from node/images/pause.c (gcc -static).
+# The node's host network is a network namespace of its own (loopback and a
+# dummy interface with the node's address and default route): the test,
+# containerd, the kubelet and the hostNetwork pods run in it, so etcd's
+# 2379-2381 do not collide with another etcd on this machine.
 # NODE_TEST_RUN narrows the Go tests; ETCDSCOPE_NODE_KEEP_LOGS=DIR keeps the
 # kubelet's and containerd's logs.
 set -euo pipefail
@@ -30,7 +34,9 @@ pause=localhost/etcdscope-node/pause:1
 etcd_version=$(sed -n 's/^require go.etcd.io\/etcd\/server\/v3 //p' tools/etcd/go.mod)
 etcd=localhost/etcdscope-node/etcd:$etcd_version
 scope=$(sed -n 's/^ *image: *//p' deploy/daemonset.yaml | head -1)
+netns=etcdscope-node-$$
 cleanup() {
+	ip netns delete "$netns" 2>/dev/null || true
 	for img in "$pause" "$etcd" "$scope"; do buildah rmi "$img" >/dev/null 2>&1 || true; done
 	rm -rf "$work"
 }
@@ -48,7 +54,16 @@ buildah push -q "$scope" "docker-archive:$work/images/etcdscope.tar:$scope"
 t2=$(date +%s)
 echo "node-test: images $pause $etcd $scope in $((t2 - t1)) s"
 
-ETCDSCOPE_NODE_KUBELET=$PWD/bin/kubelet ETCDSCOPE_NODE_IMAGES=$work/images \
+ip netns add "$netns"
+ip -n "$netns" link set lo up
+ip -n "$netns" link add node0 type dummy
+ip -n "$netns" addr add 10.250.1.1/24 dev node0
+ip -n "$netns" link set node0 up
+ip -n "$netns" route add default dev node0
+
+go test -tags nodetest -c -o "$work/node.test" ./node
+cd node # the test reads ../deploy
+ETCDSCOPE_NODE_KUBELET=$PWD/../bin/kubelet ETCDSCOPE_NODE_IMAGES=$work/images \
 	ETCDSCOPE_NODE_PAUSE=$pause ETCDSCOPE_NODE_ETCD_IMAGE=$etcd \
-	go test -tags nodetest -count=1 -v -timeout 15m ${NODE_TEST_RUN:+-run "$NODE_TEST_RUN"} ./node
+	nsenter --net="/run/netns/$netns" "$work/node.test" -test.count=1 -test.v -test.timeout 15m ${NODE_TEST_RUN:+-test.run "$NODE_TEST_RUN"}
 echo "node-test: PASS in $(($(date +%s) - t0)) s (kubelet $((t1 - t0)) s, images $((t2 - t1)) s)"
