@@ -14,7 +14,7 @@
 #     deploy/daemonset.yaml names, etcd from tools/etcd (static), and the
 #     sandbox image from node/images/pause.c (gcc -static).
 # The node's host network is a network namespace of its own (loopback and a
-# dummy interface with the node's address and default route): the test,
+# veth pair, one end with the node's address and the default route): the test,
 # containerd, the kubelet and the hostNetwork pods run in it, so etcd's
 # 2379-2381 do not collide with another etcd on this machine.
 # NODE_TEST_RUN narrows the Go tests; ETCDSCOPE_NODE_KEEP_LOGS=DIR keeps the
@@ -48,16 +48,17 @@ buildah build -q -f node/images/Containerfile.pause -t "$pause" "$work" >/dev/nu
 buildah build -q -f node/images/Containerfile.etcd -t "$etcd" "$work" >/dev/null
 make -s image IMAGE="$scope" IMAGE_BUILDER=buildah >/dev/null
 mkdir -p "$work/images"
-buildah push -q "$pause" "docker-archive:$work/images/pause.tar:$pause"
-buildah push -q "$etcd" "docker-archive:$work/images/etcd.tar:$etcd"
-buildah push -q "$scope" "docker-archive:$work/images/etcdscope.tar:$scope"
+buildah push -q "$pause" "docker-archive:$work/images/pause.tar:$pause" >/dev/null
+buildah push -q "$etcd" "docker-archive:$work/images/etcd.tar:$etcd" >/dev/null
+buildah push -q "$scope" "docker-archive:$work/images/etcdscope.tar:$scope" >/dev/null
 t2=$(date +%s)
 echo "node-test: images $pause $etcd $scope in $((t2 - t1)) s"
 
 ip netns add "$netns"
 ip -n "$netns" link set lo up
-ip -n "$netns" link add node0 type dummy
+ip -n "$netns" link add node0 type veth peer name node1 # no dummy module here
 ip -n "$netns" addr add 10.250.1.1/24 dev node0
+ip -n "$netns" link set node1 up
 ip -n "$netns" link set node0 up
 ip -n "$netns" route add default dev node0
 
