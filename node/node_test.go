@@ -238,6 +238,8 @@ state = %q
 	logf, err := os.Create(filepath.Join(dirs["logs"], "containerd.log"))
 	must(t, err)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// Killed with the test binary if it dies before its cleanup (a panic).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	must(t, cmd.Start())
 	for i := 0; i < 100; i++ {
 		if _, err := ctr(sock, "version"); err == nil {
@@ -304,6 +306,8 @@ podLogsDir: %s
 	logf, err := os.Create(filepath.Join(dirs["logs"], "kubelet.log"))
 	must(t, err)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// Killed with the test binary if it dies before its cleanup (a panic).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	must(t, cmd.Start())
 	t.Logf("kubelet pid %d, log %s", cmd.Process.Pid, logf.Name())
 	return cmd
