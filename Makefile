@@ -22,7 +22,7 @@ IMAGE         ?= localhost/etcdscope:$(or $(VERSION),devel)
 IMAGE_BUILDER ?= $(shell command -v buildah || command -v podman || command -v docker)
 
 N ?= 10
-.PHONY: flake-hunt fresh-root all build install generate test test-go vmtest vmtest-kernels scenario scenarios demo etcd etcd35 bench clean check-generate deps promtool prometheus prometheusrule image image-test fuzz
+.PHONY: flake-hunt fresh-root all build install generate test test-go vmtest vmtest-kernels scenario scenarios demo etcd etcd35 bench clean check-generate deps promtool prometheus prometheusrule image image-test fuzz kubelet node-test
 
 all: build
 
@@ -47,6 +47,30 @@ image-test:
 	./scripts/deps.sh image
 	$(MAKE) build # after deps: VERSION is git describe's only once git is there
 	./scripts/image-test.sh
+
+# kubelet: the Kubernetes kubelet from the Go module proxy (tools/kubelet:
+# k8s.io/kubernetes v1.34.4 and each k8s.io staging module at v0.34.4, one
+# release for all), static, for make node-test. 1.34, not 1.35: from 1.35 the
+# kubelet refuses cgroup v1 unless failCgroupV1 is set false (docs/deploy.md).
+# --version reports the module's version (the ldflags Kubernetes' own build
+# sets; without them it says v0.0.0-master). ~5.5 min on 2 shared cores
+# with empty caches (modules ~10 s of it).
+KUBELET_DIR := tools/kubelet
+KUBELET_VERSION = $(shell sed -n 's/^[[:space:]]*k8s.io\/kubernetes \(v[^ ]*\)$$/\1/p' $(KUBELET_DIR)/go.mod)
+KUBELET_LDFLAGS = -X k8s.io/component-base/version.gitVersion=$(KUBELET_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=$(patsubst v%,%,$(word 1,$(subst ., ,$(KUBELET_VERSION)))) \
+	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBELET_VERSION))) \
+	-X k8s.io/component-base/version.gitTreeState=clean
+kubelet: bin/kubelet
+bin/kubelet: $(KUBELET_DIR)/go.mod $(KUBELET_DIR)/go.sum $(KUBELET_DIR)/main.go
+	cd $(KUBELET_DIR) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(KUBELET_LDFLAGS)" -o ../../bin/kubelet .
+
+# node-test: a single control-plane node on this machine (containerd, runc,
+# the kubelet above, kubeadm's etcd static pod and deploy/daemonset.yaml's pod
+# as a static pod) and etcdscope's WAL fdatasync count against etcd's
+# (scripts/node-test.sh, node/node_test.go; root; not part of test).
+node-test:
+	./scripts/node-test.sh
 
 install: build
 	install -m 0755 bin/etcdscope /usr/local/bin/etcdscope

@@ -8,6 +8,8 @@
 # generate` adds what `make generate`/`make check-generate` need: clang-19,
 # llvm-19 (llvm-strip), libbpf-dev (bpf_helpers.h) and git (the diff). `deps.sh image`
 # adds buildah, which make image-test builds and unpacks the image with.
+# `deps.sh node` adds what make node-test runs a node with: containerd (and
+# ctr), runc, the CNI plugins, buildah and gcc (the pause image).
 set -euo pipefail
 
 # command -> Debian package
@@ -48,6 +50,15 @@ if [[ ${1:-} == image ]]; then
 	need[git]=git   # image-test compares --version with git describe
 	need[file]=file # image-test checks the binary is statically linked
 	need[curl]=curl # image-test scrapes serve's /metrics from the image
+fi
+if [[ ${1:-} == node ]]; then
+	need[buildah]=buildah
+	need[containerd]=containerd
+	need[ctr]=containerd
+	need[runc]=runc
+	need[/usr/lib/cni/loopback]=containernetworking-plugins
+	need[gcc]=gcc # the pause image: node/images/pause.c, gcc -static
+	need[file]=file
 fi
 if [[ ${1:-} == bench ]]; then
 	need[bpftrace]=bpftrace
