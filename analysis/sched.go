@@ -47,8 +47,11 @@ func (a *Attributor) addSched(e *event.Sched) {
 
 // timeline calls fn for each stretch of [s, e] with thread tid's state in
 // it: running at s (the thread is in its syscall), then as its Sched
-// events say. A wake-up of a running thread (woken before it slept) is
-// no change.
+// events say. Every runnable is a wait for a CPU: after a wake-up, or a
+// preemption of the running thread (bpf/sched.bpf.c does not report a
+// wake-up of a thread still on its CPU). Until 2026-12-06 a runnable
+// after running was read as such a wake-up and skipped, so the time a
+// thread spent preempted inside its call counted as running.
 func (a *Attributor) timeline(tid uint32, s, e uint64, fn func(from, to uint64, st event.SchedState)) {
 	const skew = 10e6 // events are ≈ in time order; cross-CPU reservations skew a little
 	lo := sort.Search(len(a.scheds), func(i int) bool { return a.scheds[i].Ns+skew >= s })
@@ -62,9 +65,6 @@ func (a *Attributor) timeline(tid uint32, s, e uint64, fn func(from, to uint64, 
 	a.schedBuf = evs
 	st, prev := event.SchedRunning, s
 	for _, x := range evs {
-		if x.State == event.SchedRunnable && st == event.SchedRunning {
-			continue
-		}
 		fn(prev, x.Ns, st)
 		st, prev = x.State, x.Ns
 	}

@@ -7,8 +7,10 @@ import (
 )
 
 // TestSchedSplit: a call's scheduler timeline splits the whole call, and
-// the part no I/O layer claims splits "other"; a wake-up of a running
-// thread changes nothing, and other threads' events do not count.
+// the part no I/O layer claims splits "other"; a preemption of the
+// running thread is a wait for a CPU (runnable until it is switched in
+// again: it counted as running before 2026-12-06), and other threads'
+// events do not count.
 func TestSchedSplit(t *testing.T) {
 	disk := event.MkDev(254, 0)
 	a := NewAttributor(func(event.Dev) (string, []event.Dev) { return "vda", []event.Dev{disk} })
@@ -16,7 +18,8 @@ func TestSchedSplit(t *testing.T) {
 	const tid = 7
 	evs := []any{
 		event.FsyncEnter{TID: tid, StartNs: 1000},
-		event.Sched{TID: tid, State: event.SchedRunnable, Ns: 1005}, // woken while running: no change
+		event.Sched{TID: tid, State: event.SchedRunnable, Ns: 1005}, // preempted
+		event.Sched{TID: tid, State: event.SchedRunning, Ns: 1008},
 		event.Sched{TID: tid, State: event.SchedBlocked, Ns: 1010},
 		event.Sched{TID: 99, State: event.SchedRunnable, Ns: 1020}, // another thread
 		// The data write [1010, 1040]: the thread sleeps through it.
@@ -34,13 +37,13 @@ func TestSchedSplit(t *testing.T) {
 	if rec.Sched == nil {
 		t.Fatal("no sched split")
 	}
-	if want := (SchedSplit{RunnableNs: 25, RunningNs: 35, BlockedNs: 40}); rec.Sched.Call != want {
+	if want := (SchedSplit{RunnableNs: 28, RunningNs: 32, BlockedNs: 40}); rec.Sched.Call != want {
 		t.Errorf("call %+v, want %+v", rec.Sched.Call, want)
 	}
 	if rec.Layers.DataWritebackNs != 30 || rec.Layers.OtherNs != 70 {
 		t.Errorf("layers %+v, want data 30, other 70", rec.Layers)
 	}
-	if want := (SchedSplit{RunnableNs: 25, RunningNs: 35, BlockedNs: 10}); rec.Sched.Other != want {
+	if want := (SchedSplit{RunnableNs: 28, RunningNs: 32, BlockedNs: 10}); rec.Sched.Other != want {
 		t.Errorf("other %+v, want %+v", rec.Sched.Other, want)
 	}
 

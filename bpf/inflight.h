@@ -73,6 +73,7 @@ struct task_struct___es {
 	int pid;
 	unsigned int __state;
 	long state; /* before Linux 5.14 */
+	int on_cpu; /* CONFIG_SMP: still running on a CPU */
 } __attribute__((preserve_access_index));
 
 /* es_call_of returns task t's slot in inflight (a tp_btf argument), or

@@ -75,9 +75,16 @@ int sched_switch(unsigned long long *ctx)
 	return 0;
 }
 
+/* A wake-up of a thread still on its CPU (woken before it slept)
+ * changes nothing and is not reported, so that every ES_SCHED_RUNNABLE
+ * is a wait for a CPU, whether after a wake-up or a preemption: Go
+ * (analysis/sched.go) then needs no context to tell them apart. */
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(sched_wakeup, struct task_struct *p)
 {
+	if (bpf_core_field_exists(struct task_struct___es, on_cpu) &&
+	    ((struct task_struct___es *)p)->on_cpu)
+		return 0;
 	if (in_call(p))
 		note(p, bpf_ktime_get_ns(), ES_SCHED_RUNNABLE);
 	return 0;
