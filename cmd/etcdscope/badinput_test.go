@@ -65,6 +65,9 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"fsync", "--pid", "0"}, fix: "give etcd's (pgrep etcd)"},
 	{args: []string{"fsync", "--pid", "-3"}, fix: "is not a process id"},
 	{args: []string{"fsync", "--pid", "999999999"}, fix: "pgrep etcd"},
+	// --pid $(pgrep -x etcd) on a host with several etcds (a fresh user's run).
+	{args: []string{"fsync", "--pid", "$PID", "1"}, fix: "--pid takes one process id and 1 follows it"},
+	{args: []string{"commit", "--pid", "$PID", "1"}, fix: "--pid takes one process id and 1 follows it"},
 	{args: []string{"fsync", "--qemu", "1", "--pid", "1"}, fix: "drop one of them"},
 	{args: []string{"fsync", "--qemu", "1", "--workload", "wal"}, fix: "drop one of them"},
 	{args: []string{"fsync", "--qemu", "1", "--writes"}, fix: "drop one of them"},

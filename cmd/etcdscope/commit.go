@@ -165,7 +165,7 @@ func (f *commitFlags) validate(fs *pflag.FlagSet) (pipeline.CommitOptions, error
 	var opt pipeline.CommitOptions
 	switch {
 	case fs.NArg() > 0:
-		return opt, usagef("unexpected argument %q (see 'etcdscope commit --help')", fs.Arg(0))
+		return opt, unexpectedArg(fs)
 	case f.pid == 0 && f.comm == "":
 		return opt, usagef("give --pid PID (pgrep -x etcd) or --comm etcd")
 	case f.pid != 0 && f.comm != "":

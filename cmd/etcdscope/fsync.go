@@ -81,7 +81,7 @@ func runFsync(args []string) error {
 		return usagef("%v (see 'etcdscope fsync --help')", err)
 	}
 	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q (see 'etcdscope fsync --help')", fs.Arg(0))
+		return unexpectedArg(fs)
 	}
 	if err := emptyFlags(fs, "comm", "cgroup", "dev", "dir"); err != nil {
 		return err

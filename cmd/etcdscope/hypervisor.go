@@ -55,7 +55,7 @@ func runHypervisor(args []string) error {
 	}
 	switch {
 	case fs.NArg() > 0:
-		return usagef("unexpected argument %q (see 'etcdscope hypervisor --help')", fs.Arg(0))
+		return unexpectedArg(fs)
 	case !fs.Changed("pid") && f.comm == "":
 		return usagef("give --pid PID (pgrep qemu) or --comm qemu-system-x86")
 	case fs.Changed("pid") && f.comm != "":

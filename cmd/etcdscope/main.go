@@ -15,12 +15,14 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/buildinfo"
 	"github.com/etcdscope/etcdscope/tracer"
+	"github.com/spf13/pflag"
 )
 
 // subcommand is one verb of the CLI: it parses its own flags from args.
@@ -137,4 +139,15 @@ func printUsage(w *os.File) {
 	}
 	b.WriteString("\nrun 'etcdscope <command> --help' for a command's flags; 'etcdscope --version' for the build\n")
 	fmt.Fprint(w, b.String())
+}
+
+// unexpectedArg is the usage error for a positional argument a command
+// does not take. After --pid, a number is most often a second pid from
+// --pid $(pgrep -x etcd) on a host that runs several etcds: say so.
+func unexpectedArg(fs *pflag.FlagSet) error {
+	a := fs.Arg(0)
+	if _, err := strconv.Atoi(a); err == nil && fs.Lookup("pid") != nil && fs.Changed("pid") {
+		return usagef("--pid takes one process id and %s follows it: several processes matched? pick the one to trace (pgrep -a etcd) and give its --pid", a)
+	}
+	return usagef("unexpected argument %q (see 'etcdscope %s --help')", a, fs.Name())
 }

@@ -67,7 +67,7 @@ func runServe(args []string) error {
 		return usagef("%v (see 'etcdscope serve --help')", err)
 	}
 	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q (see 'etcdscope serve --help')", fs.Arg(0))
+		return unexpectedArg(fs)
 	}
 	if err := emptyFlags(fs, "comm", "etcd-endpoints", "etcd-metrics"); err != nil {
 		return err
