@@ -254,8 +254,16 @@ func pollURLs(urls []string, window, timeout time.Duration) []diagnose.Input {
 			if len(failed) == len(urls) {
 				break
 			}
-			fmt.Fprintf(os.Stderr, "etcdscope diagnose: waiting %s for the second scrape\n", window)
-			time.Sleep(window)
+			fmt.Fprintf(os.Stderr, "etcdscope diagnose: waiting %s for the second scrape (Ctrl-C diagnoses the first alone)\n", window)
+			ctx, stop := runContext("diagnose", nil)
+			select {
+			case <-time.After(window):
+			case <-ctx.Done():
+				stop()
+				fmt.Fprintln(os.Stderr, "etcdscope diagnose: interrupted: the first scrapes are diagnosed alone")
+				return out
+			}
+			stop()
 		}
 		for _, u := range urls {
 			if failed[u] {

@@ -309,3 +309,33 @@ func TestDiagnoseMemoryBounded(t *testing.T) {
 		t.Errorf("peak RSS %d MiB, bound 160 MiB", rss>>10)
 	}
 }
+
+// TestDiagnoseWindowInterrupted: Ctrl-C during the window between two
+// scrapes diagnoses the first scrapes alone within 2 s (it was killed
+// without a report at once in a terminal, and ran the whole window in a
+// background job, where SIGINT starts ignored: a fresh user's run).
+func TestDiagnoseWindowInterrupted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("etcd_disk_wal_fsync_duration_seconds_bucket{le=\"0.001\"} 100\netcd_disk_wal_fsync_duration_seconds_bucket{le=\"+Inf\"} 100\netcd_disk_wal_fsync_duration_seconds_sum 0.05\netcd_disk_wal_fsync_duration_seconds_count 100\n"))
+	}))
+	defer srv.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=TestDiagnoseChild")
+	cmd.Env = append(os.Environ(), "DIAGNOSE_CHILD=1", "DIAGNOSE_ARGS="+strings.Join([]string{"--window", "60s", srv.URL + "/metrics"}, "\x1f"))
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "waiting"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no wait announced in 10 s; stderr %q", stderr.String())
+		}
+	}
+	sent := time.Now()
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	if took := time.Since(sent); err != nil || took > 2*time.Second || !strings.Contains(stdout.String(), "since start") {
+		t.Errorf("after SIGINT: %v in %v, stdout %q, stderr %q; want exit 0 within 2 s with the first scrape diagnosed", err, took, stdout.String(), stderr.String())
+	}
+}
