@@ -275,7 +275,16 @@ func printCommitTable(w io.Writer, res *pipeline.CommitResult, pid int) {
 	if role == "" {
 		role = "role unknown (give --etcd-endpoints)"
 	}
-	fmt.Fprintf(w, "etcdscope commit: pid %d, member %s, %s of %d; source: %s\n", pid, res.Cluster.Names.Of(res.LocalID), role, res.Cluster.Voters, res.Source)
+	// Without --etcd-endpoints the member and the cluster are unknown: say
+	// so rather than print the local-vote label and "of 0".
+	member, of := "unknown", ""
+	if res.LocalID != commit.LocalVote {
+		member = res.Cluster.Names.Of(res.LocalID)
+	}
+	if res.Cluster.Voters > 0 {
+		of = fmt.Sprintf(" of %d", res.Cluster.Voters)
+	}
+	fmt.Fprintf(w, "etcdscope commit: pid %d, member %s, %s%s; source: %s\n", pid, member, role, of, res.Source)
 	model := res.Source == commit.SourceModel
 	if model {
 		// No probe ran: no write counts, table or verdicts, which would

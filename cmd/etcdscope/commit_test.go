@@ -83,3 +83,17 @@ func TestCommitTableModelOnly(t *testing.T) {
 		t.Errorf("JSON summary verdicts %q for the model alone", s.Verdicts)
 	}
 }
+
+// TestCommitHeaderWithoutEndpoints: without --etcd-endpoints the member
+// and the cluster size are unknown, and the header says so; it printed
+// "member local WAL, role unknown (give --etcd-endpoints) of 0" (a fresh
+// user's run).
+func TestCommitHeaderWithoutEndpoints(t *testing.T) {
+	res := &pipeline.CommitResult{Source: commit.SourceUprobes, Report: commit.NewReport()}
+	var b strings.Builder
+	printCommitTable(&b, res, 3010)
+	head, _, _ := strings.Cut(b.String(), "\n")
+	if want := "etcdscope commit: pid 3010, member unknown, role unknown (give --etcd-endpoints); source: "; !strings.HasPrefix(head, want) {
+		t.Errorf("header %q, want it to start %q", head, want)
+	}
+}
