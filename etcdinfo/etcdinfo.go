@@ -57,7 +57,8 @@ func Scrape(ctx context.Context, u string, tlsCfg *tls.Config) (etcdmetric.Scrap
 		return etcdmetric.Scrape{}, fmt.Errorf("HTTP %s (is this etcd's /metrics?)", resp.Status)
 	}
 	sc, err := etcdmetric.Parse(&capReader{r: resp.Body, n: MaxScrapeBytes})
-	if errors.Is(err, ErrScrapeTooLarge) {
+	if errors.Is(err, ErrScrapeTooLarge) || errors.Is(err, etcdmetric.ErrTooManySamples) {
+		// Past either bound (bytes or samples) it is not one member's page.
 		return etcdmetric.Scrape{}, fmt.Errorf("%w: give the URL of etcd's own /metrics (its --listen-metrics-urls or client URL)", err)
 	}
 	if errors.Is(err, etcdmetric.ErrNoMetric) && sc.IsEtcd {
