@@ -302,9 +302,11 @@ func (r *peersRun) start(ctx context.Context) error {
 	if len(f.endpoints) > 0 {
 		var leaderKnown bool
 		rep.Members, peerURLs, leaderKnown, err = pipeline.Members(ctx, f.endpoints, r.tlsCfg)
-		if errors.Is(err, etcdinfo.ErrUnreachable) {
+		if errors.Is(err, etcdinfo.ErrUnreachable) && ctx.Err() == nil {
 			// Nothing is attached yet: a wrong address is bad input,
-			// said before the metrics scrape can make the user wait.
+			// said before the metrics scrape can make the user wait. (A
+			// stop signal that cut the wait short is not: the run ends
+			// as any stopped run does, exit 0.)
 			return usagef("%v", err)
 		}
 		switch {
