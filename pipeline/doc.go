@@ -16,6 +16,11 @@
 // same read loop; Members and CompareEtcd are the one way `peers` and
 // `serve` compare etcd's peer RTT metric with the traced connections.
 //
+// Session is the one lifecycle of a live run (fsync, peers, hypervisor):
+// open the tracers and write the ready file, run the loops until a
+// signal or --duration, then drain, wait for the loops, read the
+// counters and close, in the order its Finish documents.
+//
 // The package loads no BPF and does not import package tracer: a tracer is
 // just a source with a Read method, so the sinks' packages (exporter) do
 // not depend on the loaders.

@@ -285,169 +285,140 @@ const workloadScratchPrefix = "etcdscope-wal-"
 func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 	ctx, stop := runContext("fsync", nil)
 	defer stop()
-	if f.duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, f.duration)
-		defer cancel()
-	}
-
+	s := pipeline.NewSession(ctx, f.duration, f.readyFile)
+	defer s.Close()
 	tr, err := tracer.NewFsync(cfg)
 	if err != nil {
 		return setupErr(err)
 	}
-	defer tr.Close()
-	var unavailable []string
-	for _, p := range tr.Probes() {
-		if !p.Attached {
-			unavailable = append(unavailable, p.Name+": "+p.Why)
-		}
+	st := s.Add("", tr)
+	unavailable := unavailableProbes(tr.Probes())
+	if err := s.Ready(); err != nil {
+		return err
 	}
-	ready := safefile.NewReady(f.readyFile)
-	defer ready.Remove()
-	if err := ready.Put(strconv.Itoa(os.Getpid()) + "\n"); err != nil {
-		return fmt.Errorf("writing --ready-file: %w", err)
+	out, err := newFsyncOutput(f, cfg, unavailable)
+	if err != nil {
+		return err
 	}
+	defer out.abandon()
+	pcfg := pipeline.FsyncConfig{Disk: cfg.Disk, Sinks: out.sinks(), Sched: cfg.Sched}
+	if out.capw != nil {
+		pcfg.Capture = out.capw.Writer
+	}
+	p := pipeline.NewFsync(pcfg)
+	s.Go(func() error { return p.Run(tr) })
+	wl, err := startWorkload(s.Context(), f)
+	if err != nil {
+		return err
+	}
+	defer wl.remove()
+	fmt.Fprintf(os.Stderr, "tracing fsync/fdatasync%s%s %s\n", describeFilter(cfg, f), hookNote(tr.Probes()), stopHow(f.duration))
+	if hint := filterHint(cfg); hint != "" {
+		fmt.Fprintln(os.Stderr, hint)
+	}
+	err = s.Wait(pipeline.WaitOptions{Done: wl.ended, Every: f.interval, Tick: func() { out.intervalLine(tr) }})
+	if err == nil {
+		<-wl.done
+		// The pipeline stops at the first call that began after now: the
+		// calls that ended before it are already in the ring buffer.
+		p.StopAfter(host.MonotonicNs())
+		err = s.Finish(nil)
+	}
+	if err := out.closeLines(err); err != nil {
+		return err
+	}
+	rep, err := out.report(f, *st, p.DecodeErrors(), unavailable)
+	if err != nil {
+		return err
+	}
+	if err := wl.report(out.info); err != nil {
+		return err
+	}
+	if err := decodeErrors(p.DecodeErrors()); err != nil {
+		return err
+	}
+	return checkBudget(f.failOverBudget, rep)
+}
 
-	// Sinks: the report (and interval lines), the JSON Lines, a capture.
-	out := os.Stdout
-	var info io.Writer = os.Stdout
-	if f.output == "json" {
-		info = os.Stderr
+// fsyncOutput is what fsync writes: the report (and interval lines), the
+// JSON Lines, a capture.
+type fsyncOutput struct {
+	out, info io.Writer // the report and records; the interval and workload lines
+	json      bool
+	interval  bool
+	rs        *pipeline.ReportSink
+	lines     *render.JSONLines // with --output json
+	capw      *captureFile      // with --capture, until finished
+}
+
+func newFsyncOutput(f fsyncFlags, cfg tracer.FsyncConfig, unavailable []string) (*fsyncOutput, error) {
+	o := &fsyncOutput{out: os.Stdout, info: os.Stdout, json: f.output == "json", interval: f.interval > 0,
+		rs: pipeline.NewReportSink(f.interval > 0)}
+	if o.json {
+		o.info = os.Stderr
+		o.lines = render.NewJSONLines(o.out, f.minLatency)
 	}
-	rs := pipeline.NewReportSink(f.interval > 0)
-	pcfg := pipeline.FsyncConfig{Disk: cfg.Disk, Sinks: []pipeline.FsyncSink{rs}, Sched: cfg.Sched}
-	var lines *render.JSONLines
-	if f.output == "json" {
-		lines = render.NewJSONLines(out, f.minLatency)
-		pcfg.Sinks = append(pcfg.Sinks, lines)
-	}
-	var capw *captureFile
 	if f.capture != "" {
 		h := capture.Header{Tracer: capture.TracerFsync, Command: "fsync", Unavailable: unavailable, Sched: cfg.Sched}
 		if cfg.Disk != 0 {
 			h.Disk = cfg.Disk.String()
 		}
-		if capw, err = createCapture(f.capture, h); err != nil {
-			return err
+		var err error
+		if o.capw, err = createCapture(f.capture, h); err != nil {
+			return nil, err
 		}
-		defer func() {
-			if capw != nil {
-				capw.abandon()
-			}
-		}()
-		pcfg.Capture = capw.Writer
 	}
-	p := pipeline.NewFsync(pcfg)
-	loopDone := make(chan error, 1)
-	go func() { loopDone <- p.Run(tr) }()
+	return o, nil
+}
 
-	// The workload, if any, runs in this process: the PID filter is ours.
-	var wlStats workload.WALStats
-	var wlLat []int64
-	var wlErr error
-	wlDone := make(chan struct{})
-	if f.wl == "wal" {
-		// A private directory (0700, a fresh name) in --dir or /var/tmp:
-		// nothing another user planted there is written through. Scratch
-		// a killed run left is removed first.
-		parent := f.dir
-		if parent == "" {
-			parent = "/var/tmp"
-		}
-		scratch, stale, err := safefile.NewScratch(parent, workloadScratchPrefix)
-		if err != nil {
-			return fmt.Errorf("creating workload directory: %w", err)
-		}
-		defer scratch.Remove()
-		for _, s := range stale {
-			fmt.Fprintf(os.Stderr, "removed %s, left by a workload run that was killed\n", s)
-		}
-		dir := scratch.Path
-		fmt.Fprintf(os.Stderr, "workload wal: 2300-byte appends + fdatasync into preallocated 64 MiB segments under %s/member/wal\n", dir)
-		go func() {
-			defer close(wlDone)
-			wlStats, wlErr = workload.RunWAL(ctx, workload.WALOptions{Dir: dir, Root: scratch.Root, Rate: f.rate,
-				Observe: func(d time.Duration) { wlLat = append(wlLat, int64(d)) }})
-		}()
+// sinks are the pipeline's sinks (the capture is its own: FsyncConfig.Capture).
+func (o *fsyncOutput) sinks() []pipeline.FsyncSink {
+	if o.lines != nil {
+		return []pipeline.FsyncSink{o.rs, o.lines}
+	}
+	return []pipeline.FsyncSink{o.rs}
+}
+
+// abandon removes the capture of a run that failed before report.
+func (o *fsyncOutput) abandon() {
+	if o.capw != nil {
+		o.capw.abandon()
+	}
+}
+
+// intervalLine prints the calls and losses since the previous line.
+func (o *fsyncOutput) intervalLine(tr *tracer.FsyncTracer) {
+	line := render.IntervalLine(o.rs.Interval())
+	loss := "lost=unknown" // never 0 when the count cannot be read
+	if lost, err := tr.Lost(); err == nil {
+		loss = render.IntervalLoss(o.rs.IntervalLoss(lost, tr.Missed()))
 	} else {
-		close(wlDone)
+		loss += " (" + err.Error() + ")"
 	}
-	var wlEnded <-chan struct{} // nil without a workload: never ready
-	if f.wl != "" {
-		wlEnded = wlDone
-	}
+	fmt.Fprintf(o.info, "%s %s %s\n", time.Now().Format("15:04:05"), line, loss)
+}
 
-	var tick <-chan time.Time
-	if f.interval > 0 {
-		t := time.NewTicker(f.interval)
-		defer t.Stop()
-		tick = t.C
-	}
-	stopHow := "Ctrl-C to stop"
-	if f.duration > 0 {
-		stopHow = fmt.Sprintf("for %v (Ctrl-C stops sooner)", f.duration)
-	}
-	hook := ""
-	if !slices.ContainsFunc(tr.Probes(), func(p event.Probe) bool {
-		return p.Attached && strings.HasPrefix(p.Name, "tracepoint/syscalls/")
-	}) {
-		// FSTypes all ext4: say why other processes' syscalls are not slowed.
-		hook = " (on ext4's own tracepoints: no syscall tracepoint enabled)"
-	}
-	fmt.Fprintf(os.Stderr, "tracing fsync/fdatasync%s%s %s\n", describeFilter(cfg, f), hook, stopHow)
-	if hint := filterHint(cfg); hint != "" {
-		fmt.Fprintln(os.Stderr, hint)
-	}
-wait:
-	for {
-		select {
-		case <-ctx.Done():
-			break wait
-		case <-tick:
-			line := render.IntervalLine(rs.Interval())
-			loss := "lost=unknown" // never 0 when the count cannot be read
-			if lost, err := tr.Lost(); err == nil {
-				loss = render.IntervalLoss(rs.IntervalLoss(lost, tr.Missed()))
-			} else {
-				loss += " (" + err.Error() + ")"
-			}
-			fmt.Fprintf(info, "%s %s %s\n", time.Now().Format("15:04:05"), line, loss)
-		case err := <-loopDone:
-			if lines != nil {
-				lines.Close()
-			}
+// closeLines writes the last JSON records: a failure to is the run's,
+// unless it already failed (runErr).
+func (o *fsyncOutput) closeLines(runErr error) error {
+	if o.lines != nil {
+		if err := o.lines.Close(); runErr == nil {
 			return err
-		case <-wlEnded:
-			break wait // the workload ended early (an I/O error) or on time
 		}
 	}
-	<-wlDone
-	// Drain: events of calls that ended before now are already in the ring
-	// buffer; read them, and stop at the first call that began later.
-	p.StopAfter(host.MonotonicNs())
-	if err := tr.Drain(); err != nil {
-		return fmt.Errorf("draining the ring buffer: %w", err)
-	}
-	err = <-loopDone
-	if lines != nil {
-		// The last records are written here: a failure to is the run's.
-		if cerr := lines.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
-		return err
-	}
-	lost, err := tr.Lost()
-	if err != nil {
-		return err
-	}
+	return runErr
+}
+
+// report builds the run's report from what the sinks counted and the
+// tracer's st, finishes the capture and prints the last interval line
+// and the report.
+func (o *fsyncOutput) report(f fsyncFlags, st pipeline.Stats, decodeErrs uint64, unavailable []string) (analysis.Report, error) {
 	monoToWall := monoToWallNs()
-	rep := rs.Report(lost, tr.Missed(), unavailable)
+	rep := o.rs.Report(st.Lost, st.Missed, unavailable)
 	rep.MonoToWallNs = monoToWall
-	rep.RingPeakBytes = tr.RingPeakBytes()
+	rep.RingPeakBytes = st.RingPeakBytes
 	pipeline.LiveDiskCaches(&rep)
-	if capw != nil {
+	if o.capw != nil {
 		// The disks' write cache modes go with the capture, so that its
 		// replay prints the live run's disk lines (this machine's sysfs
 		// may not have the disk at replay).
@@ -457,45 +428,122 @@ wait:
 				disks = append(disks, d)
 			}
 		}
-		err := capw.finish(capture.End{LostEvents: lost, MissedEvents: tr.Missed(), DecodeErrors: p.DecodeErrors(), MonoToWallNs: monoToWall, DiskCaches: disks})
-		capw = nil
+		err := o.capw.finish(capture.End{LostEvents: st.Lost, MissedEvents: st.Missed, DecodeErrors: decodeErrs, MonoToWallNs: monoToWall, DiskCaches: disks})
+		o.capw = nil
 		if err != nil {
-			return err
+			return rep, err
 		}
 	}
-	if f.interval > 0 {
+	if o.interval {
 		// The calls since the last tick: without this line the interval
 		// lines would not add up to the report's count.
 		// Also when it only lost events: the lines' losses add up to the
 		// report's.
-		iv := rs.Interval()
-		l, m := rs.IntervalLoss(lost, tr.Missed())
+		iv := o.rs.Interval()
+		l, m := o.rs.IntervalLoss(st.Lost, st.Missed)
 		if iv.Count > 0 || l > 0 || m > 0 {
-			fmt.Fprintf(info, "%s %s %s (last, partial interval)\n", time.Now().Format("15:04:05"), render.IntervalLine(iv), render.IntervalLoss(l, m))
+			fmt.Fprintf(o.info, "%s %s %s (last, partial interval)\n", time.Now().Format("15:04:05"), render.IntervalLine(iv), render.IntervalLoss(l, m))
 		}
 	}
-	if f.output == "json" {
-		if err := render.SummaryJSON(out, &rep); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprintln(out)
-		if err := render.FsyncReport(out, &rep); err != nil {
-			return err
-		}
+	if o.json {
+		return rep, render.SummaryJSON(o.out, &rep)
 	}
-	if f.wl == "wal" {
-		s := stats.Summarize(wlLat)
-		fmt.Fprintf(info, "\nworkload: %d appends in %d segment(s); fdatasync as timed in userspace: p50 %s ms, p99 %s ms\n",
-			wlStats.Appends, wlStats.Segments, analysis.Ms(s.P50), analysis.Ms(s.P99))
-		if wlErr != nil {
-			return fmt.Errorf("workload: %w", wlErr)
+	fmt.Fprintln(o.out)
+	return rep, render.FsyncReport(o.out, &rep)
+}
+
+// unavailableProbes names each probe that did not attach, and why.
+func unavailableProbes(ps []event.Probe) []string {
+	var out []string
+	for _, p := range ps {
+		if !p.Attached {
+			out = append(out, p.Name+": "+p.Why)
 		}
 	}
-	if err := decodeErrors(p.DecodeErrors()); err != nil {
-		return err
+	return out
+}
+
+// hookNote says, when no syscall tracepoint is attached (FSTypes all
+// ext4), why other processes' syscalls are not slowed.
+func hookNote(ps []event.Probe) string {
+	if slices.ContainsFunc(ps, func(p event.Probe) bool {
+		return p.Attached && strings.HasPrefix(p.Name, "tracepoint/syscalls/")
+	}) {
+		return ""
 	}
-	return checkBudget(f.failOverBudget, rep)
+	return " (on ext4's own tracepoints: no syscall tracepoint enabled)"
+}
+
+// stopHow says how a run ends.
+func stopHow(d time.Duration) string {
+	if d > 0 {
+		return fmt.Sprintf("for %v (Ctrl-C stops sooner)", d)
+	}
+	return "Ctrl-C to stop"
+}
+
+// walWorkload is fsync --workload wal, run in this process (the PID
+// filter is ours) until ctx ends or it fails.
+type walWorkload struct {
+	ended   <-chan struct{}   // closed when it ends; nil without a workload (never ready)
+	done    chan struct{}     // closed when it ended, or at once without one
+	scratch *safefile.Scratch // nil without a workload
+	stats   workload.WALStats
+	lat     []int64
+	err     error
+}
+
+// startWorkload starts --workload wal, if asked for.
+func startWorkload(ctx context.Context, f fsyncFlags) (*walWorkload, error) {
+	w := &walWorkload{done: make(chan struct{})}
+	if f.wl != "wal" {
+		close(w.done)
+		return w, nil
+	}
+	// A private directory (0700, a fresh name) in --dir or /var/tmp:
+	// nothing another user planted there is written through. Scratch a
+	// killed run left is removed first.
+	parent := f.dir
+	if parent == "" {
+		parent = "/var/tmp"
+	}
+	scratch, stale, err := safefile.NewScratch(parent, workloadScratchPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("creating workload directory: %w", err)
+	}
+	w.scratch, w.ended = scratch, w.done
+	for _, s := range stale {
+		fmt.Fprintf(os.Stderr, "removed %s, left by a workload run that was killed\n", s)
+	}
+	dir := scratch.Path
+	fmt.Fprintf(os.Stderr, "workload wal: 2300-byte appends + fdatasync into preallocated 64 MiB segments under %s/member/wal\n", dir)
+	go func() {
+		defer close(w.done)
+		w.stats, w.err = workload.RunWAL(ctx, workload.WALOptions{Dir: dir, Root: scratch.Root, Rate: f.rate,
+			Observe: func(d time.Duration) { w.lat = append(w.lat, int64(d)) }})
+	}()
+	return w, nil
+}
+
+// remove deletes the workload's scratch directory.
+func (w *walWorkload) remove() {
+	if w.scratch != nil {
+		w.scratch.Remove()
+	}
+}
+
+// report prints the workload's own view, after the report, and its error.
+func (w *walWorkload) report(info io.Writer) error {
+	if w.scratch == nil {
+		return nil
+	}
+	s := stats.Summarize(w.lat)
+	fmt.Fprintf(info, "\nworkload: %d appends in %d segment(s); fdatasync as timed in userspace: p50 %s ms, p99 %s ms\n",
+		w.stats.Appends, w.stats.Segments, analysis.Ms(s.P50), analysis.Ms(s.P99))
+	if w.err != nil {
+		return fmt.Errorf("workload: %w", w.err)
+	}
+	return nil
 }
 
 // decodeErrors is the CLI's end of the pipeline's error policy: records

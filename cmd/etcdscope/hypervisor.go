@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -94,27 +93,19 @@ func runHypervisor(args []string) error {
 func traceHypervisor(f hvFlags, ring uint32) error {
 	ctx, stop := runContext("hypervisor", nil)
 	defer stop()
-	if f.duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, f.duration)
-		defer cancel()
-	}
+	s := pipeline.NewSession(ctx, f.duration, f.ready)
+	defer s.Close()
 	ft, err := tracer.NewFsync(tracer.FsyncConfig{PID: uint32(f.pid), Comm: f.comm, RingBytes: ring})
 	if err != nil {
 		return setupErr(err)
 	}
-	defer ft.Close()
+	fst := s.Add("fsync", ft)
 	ht, err := tracer.NewHypervisor(tracer.HypervisorConfig{PID: uint32(f.pid), Comm: f.comm, RingBytes: ring})
 	if err != nil {
 		return err
 	}
-	defer ht.Close()
-	var unavailable []string
-	for _, p := range append(ft.Probes(), ht.Probes()...) {
-		if !p.Attached {
-			unavailable = append(unavailable, p.Name+": "+p.Why)
-		}
-	}
+	hst := s.Add("hypervisor", ht)
+	unavailable := unavailableProbes(append(ft.Probes(), ht.Probes()...))
 	enc := json.NewEncoder(os.Stdout)
 	emit := func(v any) error {
 		if f.output != "json" {
@@ -126,16 +117,14 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 		Clock: "CLOCK_MONOTONIC", StartNs: host.MonotonicNs()}); err != nil {
 		return err
 	}
-	ready := safefile.NewReady(f.ready)
-	defer ready.Remove()
-	if err := ready.Put(strconv.Itoa(os.Getpid()) + "\n"); err != nil {
-		return fmt.Errorf("writing --ready-file: %w", err)
+	if err := s.Ready(); err != nil {
+		return err
 	}
+	sep := "; " // "; Ctrl-C to stop", " for 30s (Ctrl-C stops sooner)"
 	if f.duration > 0 {
-		fmt.Fprintf(os.Stderr, "tracing the image I/O of %s for %v (Ctrl-C stops sooner)\n", hvTarget(f), f.duration)
-	} else {
-		fmt.Fprintf(os.Stderr, "tracing the image I/O of %s; Ctrl-C to stop\n", hvTarget(f))
+		sep = " "
 	}
+	fmt.Fprintf(os.Stderr, "tracing the image I/O of %s%s%s\n", hvTarget(f), sep, stopHow(f.duration))
 
 	// Two data paths, one sink: the fsync tracer's flushes (with their host
 	// layers) and the hypervisor tracer's reads, writes and submissions.
@@ -143,32 +132,12 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 	fp := pipeline.NewFsync(pipeline.FsyncConfig{Sinks: []pipeline.FsyncSink{sink},
 		FileKind: func(string) string { return analysis.KindOther }}) // images are not etcd's files
 	hp := pipeline.NewHypervisor(pipeline.HypervisorConfig{Sinks: []pipeline.HostIOSink{sink}})
-	errs := make(chan error, 2)
-	go func() { errs <- fp.Run(ft) }()
-	go func() { errs <- hp.Run(ht) }()
-	select {
-	case <-ctx.Done():
-	case err := <-errs:
+	s.Go(func() error { return fp.Run(ft) })
+	s.Go(func() error { return hp.Run(ht) })
+	if err := s.Wait(pipeline.WaitOptions{}); err != nil {
 		return err
 	}
-	// Drain both: every call that ended before now is already recorded.
-	if err := ft.Drain(); err != nil {
-		return fmt.Errorf("draining the fsync ring buffer: %w", err)
-	}
-	if err := ht.Drain(); err != nil {
-		return fmt.Errorf("draining the hypervisor ring buffer: %w", err)
-	}
-	for i := 0; i < 2; i++ {
-		if err := <-errs; err != nil {
-			return err
-		}
-	}
-	hvLost, err := ht.Lost()
-	if err != nil {
-		return err
-	}
-	fsLost, err := ft.Lost()
-	if err != nil {
+	if err := s.Finish(nil); err != nil {
 		return err
 	}
 	ios, fsyncs := sink.ios, sink.fsyncs
@@ -182,7 +151,7 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 	})
 	merge.ApplyDriveCaches(images, sink.drives)
 	sum := merge.HostSummary{Type: "hv_summary", V: merge.SchemaVersion, Images: images, Warnings: merge.Warnings(images),
-		LostEvents: hvLost, MissedEvents: ht.Missed(), FsyncLostEvents: fsLost, FsyncMissedEvents: ft.Missed(), Unavailable: unavailable}
+		LostEvents: hst.Lost, MissedEvents: hst.Missed, FsyncLostEvents: fst.Lost, FsyncMissedEvents: fst.Missed, Unavailable: unavailable}
 	if f.output == "json" {
 		if err := enc.Encode(&sum); err != nil {
 			return err

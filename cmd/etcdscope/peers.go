@@ -13,7 +13,6 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -215,15 +214,99 @@ func checkURL(s string) error {
 func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error {
 	ctx, stop := runContext("peers", nil)
 	defer stop()
-	rep := etcdmetric.PeersReport{Port: int(cfg.Port), MetricsURL: f.metricsURL}
+	r := &peersRun{f: f, tlsCfg: tlsCfg, rep: etcdmetric.PeersReport{Port: int(cfg.Port), MetricsURL: f.metricsURL}}
+	if err := r.start(ctx); err != nil {
+		return err
+	}
+	defer r.stopProbe()
+	out, err := newPeersOutput(f, cfg, r.probe)
+	if err != nil {
+		return err
+	}
+	defer out.abandon()
+	pp := pipeline.NewPeers(pipeline.PeersConfig{Sinks: out.sinks})
+	s := pipeline.NewSession(ctx, f.duration, f.readyFile)
+	defer s.Close()
+	var owners host.SocketOwnerStats
+	st, err := func() (*pipeline.Stats, error) {
+		tr, err := tracer.NewPeers(cfg)
+		if err != nil {
+			return nil, err
+		}
+		st := s.Add("", tr)
+		if err := s.Ready(); err != nil {
+			fmt.Fprintf(os.Stderr, "etcdscope peers: %v\n", err) // the run goes on
+		}
+		s.Go(func() error { return pp.Run(tr) })
+		if err := s.Wait(pipeline.WaitOptions{}); err != nil {
+			return nil, err
+		}
+		return st, s.Finish(func() { owners = tr.OwnerStats() })
+	}()
+	r.stopProbe()
+	if err != nil {
+		return setupErr(fmt.Errorf("tracing: %w", err))
+	}
+	t1 := time.Now()
+	if err := out.commit(*st, t1.Sub(r.t0)); err != nil {
+		return err
+	}
+	rep := r.report(ctx, t1, *st, owners, &out.conns)
+	if f.record != "" && len(rep.Metric) > 0 {
+		// What etcd measured, for report --html to draw beside the model.
+		if err := appendMetricRecord(f.record, rep.Metric); err != nil {
+			return fmt.Errorf("--record: %w", err)
+		}
+	}
+	if f.output == "json" {
+		enc := json.NewEncoder(peersStdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(*rep); err != nil { // the value, as before: the same JSON
+			return err
+		}
+	} else {
+		render.Peers(peersStdout, rep)
+	}
+	if rep.MetricsError != "" {
+		fmt.Fprintf(os.Stderr, "etcdscope peers: --etcd-metrics %s: %s\n", f.metricsURL, rep.MetricsError)
+	}
+	if rep.MembersError != "" {
+		fmt.Fprintf(os.Stderr, "etcdscope peers: --etcd-endpoints: %s\n", rep.MembersError)
+	}
+	return decodeErrors(pp.DecodeErrors())
+}
+
+// peersRun is what peers learns of etcd around the tracing: the members,
+// the metrics at start, and its own kept-alive probe of each peer.
+type peersRun struct {
+	f          peersFlags
+	tlsCfg     *tls.Config
+	rep        etcdmetric.PeersReport
+	metricErrs []string
+	scrape0    etcdmetric.Scrape // the metrics at start
+	startOK    bool
+	probe      *answerProbe
+	cancel     context.CancelFunc
+	probeDone  chan struct{}
+	t0         time.Time     // the window's start
+	mono0      unix.Timespec // t0 on the events' clock
+}
+
+// start asks the members, scrapes the metrics and starts the kept-alive
+// probe; the window starts after it. An unreachable member list is a
+// usage error.
+func (r *peersRun) start(ctx context.Context) error {
+	f, rep := r.f, &r.rep
 	var peerURLs map[uint64]string
 	var err error
 	if len(f.endpoints) > 0 {
 		var leaderKnown bool
-		rep.Members, peerURLs, leaderKnown, err = pipeline.Members(ctx, f.endpoints, tlsCfg)
-		if errors.Is(err, etcdinfo.ErrUnreachable) {
+		rep.Members, peerURLs, leaderKnown, err = pipeline.Members(ctx, f.endpoints, r.tlsCfg)
+		if errors.Is(err, etcdinfo.ErrUnreachable) && ctx.Err() == nil {
 			// Nothing is attached yet: a wrong address is bad input,
-			// said before the metrics scrape can make the user wait.
+			// said before the metrics scrape can make the user wait. (A
+			// stop signal that cut the wait short is not: the run ends
+			// as any stopped run does, exit 0.)
 			return usagef("%v", err)
 		}
 		switch {
@@ -233,17 +316,14 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 			rep.MembersError = etcdinfo.ErrLeaderUnknown.Error() // the members still name the series
 		}
 	}
-	var metricErrs []string
-	var start etcdmetric.Scrape
-	var startOK bool
 	if f.metricsURL != "" {
-		start, err = etcdinfo.Scrape(ctx, f.metricsURL, tlsCfg)
+		r.scrape0, err = etcdinfo.Scrape(ctx, f.metricsURL, r.tlsCfg)
 		if err != nil {
-			metricErrs = append(metricErrs, "start scrape: "+err.Error())
+			r.metricErrs = append(r.metricErrs, "start scrape: "+err.Error())
 			// Say it now, not after --duration: the tracing goes on.
 			fmt.Fprintf(os.Stderr, "etcdscope peers: --etcd-metrics %s: %v (tracing continues; the report will have no metric comparison)\n", f.metricsURL, err)
 		} else {
-			startOK = true
+			r.startOK = true
 		}
 	}
 	var local netip.Addr
@@ -252,100 +332,32 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 			local = ips[0].Unmap()
 		}
 	}
-	probe := &answerProbe{}
-	probeCtx, stopProbe := context.WithCancel(ctx)
-	probeDone := make(chan struct{})
+	r.probe = &answerProbe{}
+	var probeCtx context.Context
+	probeCtx, r.cancel = context.WithCancel(ctx)
+	r.probeDone = make(chan struct{})
 	go func() {
-		defer close(probeDone)
+		defer close(r.probeDone)
 		if f.probeAnswer && len(rep.Members) > 0 {
-			probe.run(probeCtx, rep.Members, peerURLs, local, tlsCfg)
+			r.probe.run(probeCtx, rep.Members, peerURLs, local, r.tlsCfg)
 		}
 	}()
+	r.t0 = time.Now()
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &r.mono0) // the events' clock
+	return nil
+}
 
-	t0 := time.Now()
-	var mono0 unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono0) // the events' clock
-	d := f.duration
-	if d == 0 {
-		d = 100 * 365 * 24 * time.Hour // until Ctrl-C
-	}
-	readyFile := safefile.NewReady(f.readyFile)
-	defer readyFile.Remove()
-	ready := func() {
-		if err := readyFile.Put(strconv.Itoa(os.Getpid()) + "\n"); err != nil {
-			fmt.Fprintf(os.Stderr, "etcdscope peers: writing --ready-file: %v\n", err)
-		}
-	}
-	// The data path: each event folded into its connection as it comes
-	// (pipeline.PeerConns) and, with --record or --capture, written out
-	// as it comes; none is kept (at 30k events/s keeping them all grew
-	// the RSS by 16 MB a second). At d, or when ctx ends, Drain makes the
-	// tracer hand over what is left and end.
-	var conns pipeline.PeerConns
-	conns.Exclude(probe.owns)
-	sinks := []pipeline.PeerSink{&conns}
-	var rec *recording
-	if f.record != "" {
-		if rec, err = newRecording(f.record); err != nil {
-			stopProbe()
-			<-probeDone
-			return fmt.Errorf("--record: %w", err)
-		}
-		defer rec.close()
-		sinks = append(sinks, rec)
-	}
-	var capw *captureFile
-	if f.capture != "" {
-		if capw, err = createCapture(f.capture, capture.Header{Tracer: capture.TracerPeers, Command: "peers", Port: int(cfg.Port)}); err != nil {
-			stopProbe()
-			<-probeDone
-			return err
-		}
-		defer func() {
-			if capw != nil {
-				capw.abandon()
-			}
-		}()
-		sinks = append(sinks, capw)
-	}
-	pp := pipeline.NewPeers(pipeline.PeersConfig{Sinks: sinks})
-	var missed, ringPeak uint64
-	var owners host.SocketOwnerStats
-	lost, err := func() (uint64, error) {
-		tr, err := tracer.NewPeers(cfg)
-		if err != nil {
-			return 0, err
-		}
-		defer tr.Close()
-		ready()
-		timer := time.AfterFunc(d, func() { tr.Drain() })
-		defer timer.Stop()
-		stopDrain := context.AfterFunc(ctx, func() { tr.Drain() })
-		defer stopDrain()
-		if err := pp.Run(tr); err != nil {
-			return 0, err
-		}
-		missed, ringPeak, owners = tr.Missed(), tr.RingPeakBytes(), tr.OwnerStats()
-		return tr.Lost()
-	}()
-	stopProbe()
-	<-probeDone
-	if err != nil {
-		return setupErr(fmt.Errorf("tracing: %w", err))
-	}
-	t1 := time.Now()
-	if rec != nil {
-		if err := rec.commit(); err != nil {
-			return fmt.Errorf("--record: %w", err)
-		}
-	}
-	if capw != nil {
-		err := capw.finish(capture.End{LostEvents: lost, MissedEvents: missed, WindowNs: int64(t1.Sub(t0))})
-		capw = nil
-		if err != nil {
-			return err
-		}
-	}
+// stopProbe stops the kept-alive probe and waits for it (safe to call
+// more than once).
+func (r *peersRun) stopProbe() {
+	r.cancel()
+	<-r.probeDone
+}
+
+// report completes the report at t1 from the tracing's counters and
+// connections, the probe's answers and the end scrape.
+func (r *peersRun) report(ctx context.Context, t1 time.Time, st pipeline.Stats, owners host.SocketOwnerStats, conns *pipeline.PeerConns) *etcdmetric.PeersReport {
+	f, rep, probe, t0 := r.f, &r.rep, r.probe, r.t0
 	for _, m := range rep.Members {
 		for _, ip := range m.PeerIPs {
 			if v := probe.mean(ip); v > 0 {
@@ -365,7 +377,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	rep.WindowSeconds = t1.Sub(t0).Seconds()
 	// etcdscope's own kept-alive probe connections are not etcd's links.
 	pr := conns.Report(peers.Options{Window: t1.Sub(t0), ExcludeLocal: probe.ownConns()})
-	rep.Events, rep.LostEvents, rep.MissedEvents, rep.RingPeakBytes = pr.Events, lost, missed, ringPeak
+	rep.Events, rep.LostEvents, rep.MissedEvents, rep.RingPeakBytes = pr.Events, st.Lost, st.Missed, st.RingPeakBytes
 	rep.Links = pr.Links
 	rep.Owners = &etcdmetric.OwnerLookups{Resolved: owners.Resolved, Unowned: owners.Unowned, QueueDrops: owners.QueueDrops,
 		Evicted: owners.Evicted, LearnedDrops: owners.LearnedDrops, LateOwners: pr.LateOwners, LateOwnersMissed: pr.LateOwnersMissed,
@@ -384,44 +396,83 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	if rep.MembersError == "" && len(rep.Members) > 0 {
 		rep.LeaderWarning = etcdmetric.LeaderWarning(rep.Members, rep.Links)
 	}
-	if startOK {
+	if r.startOK {
 		// Without the start scrape there is nothing to compare with, and
 		// a URL that did not answer would hold the report up again.
-		end, err := etcdinfo.Scrape(sctx, f.metricsURL, tlsCfg)
+		end, err := etcdinfo.Scrape(sctx, f.metricsURL, r.tlsCfg)
 		switch {
 		case err != nil && ctx.Err() != nil && errors.Is(err, etcdinfo.ErrUnreachable):
-			metricErrs = append(metricErrs, fmt.Sprintf("end scrape: no answer within %v of the stop signal (is etcd stopped or overloaded?)", stopScrapeTimeout))
+			r.metricErrs = append(r.metricErrs, fmt.Sprintf("end scrape: no answer within %v of the stop signal (is etcd stopped or overloaded?)", stopScrapeTimeout))
 		case err != nil:
-			metricErrs = append(metricErrs, "end scrape: "+err.Error())
+			r.metricErrs = append(r.metricErrs, "end scrape: "+err.Error())
 		default:
 			rep.Metric, rep.Resets, rep.MemberPID = pipeline.CompareEtcd(pipeline.EtcdWindow{MetricsURL: f.metricsURL,
-				From: start, To: end, Start: t0, End: t1, MonoStart: uint64(mono0.Nano()),
+				From: r.scrape0, To: end, Start: t0, End: t1, MonoStart: uint64(r.mono0.Nano()),
 				Links: rep.Links, Members: rep.Members, KeptAlive: rep.KeptAliveProbe, ProbeErrors: rep.KeptAliveProbeErrors})
 		}
 	}
-	rep.MetricsError = strings.Join(metricErrs, "; ")
-	if f.record != "" && len(rep.Metric) > 0 {
-		// What etcd measured, for report --html to draw beside the model.
-		if err := appendMetricRecord(f.record, rep.Metric); err != nil {
+	rep.MetricsError = strings.Join(r.metricErrs, "; ")
+	return rep
+}
+
+// peersOutput is where the traced events go as they come: folded into
+// their connections (pipeline.PeerConns) and, with --record or
+// --capture, written out; none is kept (at 30k events/s keeping them all
+// grew the RSS by 16 MB a second).
+type peersOutput struct {
+	conns pipeline.PeerConns
+	sinks []pipeline.PeerSink
+	rec   *recording
+	capw  *captureFile // until finished
+}
+
+func newPeersOutput(f peersFlags, cfg tracer.PeersConfig, probe *answerProbe) (*peersOutput, error) {
+	o := &peersOutput{}
+	o.conns.Exclude(probe.owns)
+	o.sinks = []pipeline.PeerSink{&o.conns}
+	var err error
+	if f.record != "" {
+		if o.rec, err = newRecording(f.record); err != nil {
+			return nil, fmt.Errorf("--record: %w", err)
+		}
+		o.sinks = append(o.sinks, o.rec)
+	}
+	if f.capture != "" {
+		if o.capw, err = createCapture(f.capture, capture.Header{Tracer: capture.TracerPeers, Command: "peers", Port: int(cfg.Port)}); err != nil {
+			o.abandon()
+			return nil, err
+		}
+		o.sinks = append(o.sinks, o.capw)
+	}
+	return o, nil
+}
+
+// commit puts the recording and the capture (with the window) in place.
+func (o *peersOutput) commit(st pipeline.Stats, window time.Duration) error {
+	if o.rec != nil {
+		if err := o.rec.commit(); err != nil {
 			return fmt.Errorf("--record: %w", err)
 		}
 	}
-	if f.output == "json" {
-		enc := json.NewEncoder(peersStdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+	if o.capw != nil {
+		err := o.capw.finish(capture.End{LostEvents: st.Lost, MissedEvents: st.Missed, WindowNs: int64(window)})
+		o.capw = nil
+		if err != nil {
 			return err
 		}
-	} else {
-		render.Peers(peersStdout, &rep)
 	}
-	if rep.MetricsError != "" {
-		fmt.Fprintf(os.Stderr, "etcdscope peers: --etcd-metrics %s: %s\n", f.metricsURL, rep.MetricsError)
+	return nil
+}
+
+// abandon releases the recording (removed unless committed) and removes
+// a capture not finished.
+func (o *peersOutput) abandon() {
+	if o.rec != nil {
+		o.rec.close()
 	}
-	if rep.MembersError != "" {
-		fmt.Fprintf(os.Stderr, "etcdscope peers: --etcd-endpoints: %s\n", rep.MembersError)
+	if o.capw != nil {
+		o.capw.abandon()
 	}
-	return decodeErrors(pp.DecodeErrors())
 }
 
 // stopScrapeTimeout bounds the end scrape of --etcd-metrics once a
