@@ -29,13 +29,7 @@ func DiagnoseJSON(w io.Writer, r diagnose.Report) error {
 func Diagnose(w io.Writer, r diagnose.Report) error {
 	var b strings.Builder
 	b.WriteString("etcdscope diagnose\n\ninputs (taken as one cluster's evidence: diagnose each cluster on its own):\n")
-	for _, in := range r.Inputs {
-		fmt.Fprintf(&b, "  %-10s %s", in.Kind, in.Name)
-		if in.Note != "" {
-			fmt.Fprintf(&b, "  (%s)", in.Note)
-		}
-		b.WriteString("\n")
-	}
+	writeInputs(&b, r)
 	writeBody(&b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -66,13 +60,7 @@ func DiagnoseClusters(w io.Writer, rs []ClusterReport) error {
 	}
 	for _, r := range rs {
 		fmt.Fprintf(&b, "\n\n=== %s\ninputs:\n", clusterName(r.Cluster))
-		for _, in := range r.Report.Inputs {
-			fmt.Fprintf(&b, "  %-10s %s", in.Kind, in.Name)
-			if in.Note != "" {
-				fmt.Fprintf(&b, "  (%s)", in.Note)
-			}
-			b.WriteString("\n")
-		}
+		writeInputs(&b, r.Report)
 		writeBody(&b, r.Report)
 	}
 	_, err := io.WriteString(w, b.String())
@@ -103,6 +91,17 @@ func clusterName(c string) string {
 		return "cluster " + c
 	}
 	return "cluster ID " + c
+}
+
+// writeInputs writes one line per input read: its kind, name and note.
+func writeInputs(b *strings.Builder, r diagnose.Report) {
+	for _, in := range r.Inputs {
+		fmt.Fprintf(b, "  %-10s %s", in.Kind, in.Name)
+		if in.Note != "" {
+			fmt.Fprintf(b, "  (%s)", in.Note)
+		}
+		b.WriteString("\n")
+	}
 }
 
 // writeBody writes a report's member, peer and fio tables, the inputs not

@@ -79,13 +79,20 @@ func runFleet(f fleetFlags, files []string) error {
 	}
 	base := strings.TrimSuffix(f.url, "/")
 	start, end, step := diagnose.FleetRange(since, until)
-	ctx, cancel := context.WithTimeout(context.Background(), promDeadline)
+	// Ctrl-C (or SIGTERM) ends the queries at once, also in a background
+	// job where SIGINT starts ignored (the window wait had that bug).
+	sigCtx, stop := runContext("diagnose", nil)
+	defer stop()
+	ctx, cancel := context.WithTimeout(sigCtx, promDeadline)
 	defer cancel()
 	cl := &http.Client{Timeout: promQueryTimeout}
 	var answers []diagnose.PromAnswer
 	for _, sel := range diagnose.FleetSelectors(f.match) {
 		q := url.Values{"query": {sel}, "start": {promTime(start)}, "end": {promTime(end)}, "step": {strconv.FormatFloat(step.Seconds(), 'f', 3, 64)}}
 		b, err := promGet(ctx, cl, base, q)
+		if sigCtx.Err() != nil {
+			return errors.New("interrupted: nothing diagnosed")
+		}
 		if err != nil {
 			return err
 		}
