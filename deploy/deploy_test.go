@@ -101,7 +101,8 @@ func readManifests(t *testing.T, path string) []manifest {
 
 // TestDaemonSets checks both DaemonSets: host PID and network namespaces,
 // no privileged container, exactly the capabilities the tracers need
-// (NET_ADMIN only in the netem variant), the BTF/bpffs/tracefs mounts,
+// (SYS_PTRACE for commit run in the pod; NET_ADMIN only in the netem
+// variant), the BTF/bpffs/tracefs mounts,
 // and a --listen port that matches the declared port, the scrape
 // annotation and exporter.DefaultPort.
 func TestDaemonSets(t *testing.T) {
@@ -109,8 +110,8 @@ func TestDaemonSets(t *testing.T) {
 		file, name string
 		caps       []string
 	}{
-		{"daemonset.yaml", "etcdscope", []string{"BPF", "PERFMON"}},
-		{"daemonset-netem.yaml", "etcdscope-netem", []string{"BPF", "PERFMON", "NET_ADMIN"}},
+		{"daemonset.yaml", "etcdscope", []string{"BPF", "PERFMON", "SYS_PTRACE"}},
+		{"daemonset-netem.yaml", "etcdscope-netem", []string{"BPF", "PERFMON", "SYS_PTRACE", "NET_ADMIN"}},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			var ds *manifest

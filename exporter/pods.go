@@ -31,8 +31,11 @@ type PodLabels struct {
 
 var (
 	// kubelet's pod cgroup: "pod<uid>" (cgroupfs driver) or
-	// "kubepods-burstable-pod<uid with _>.slice" (systemd driver).
-	podUIDRe = regexp.MustCompile(`pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})(?:\.slice)?(?:/|$)`)
+	// "kubepods-burstable-pod<uid with _>.slice" (systemd driver). A
+	// static pod's UID (kubeadm's etcd) is the kubelet's hash of its
+	// manifest, 32 hex digits without dashes (the mirror pod's
+	// kubernetes.io/config.hash annotation), not a UUID.
+	podUIDRe = regexp.MustCompile(`pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12}|[0-9a-f]{32})(?:\.slice)?(?:/|$)`)
 	// The container's own cgroup, the last component: "<id>" (cgroupfs),
 	// or "<runtime>-<id>.scope" (systemd: cri-containerd, crio, docker).
 	containerIDRe = regexp.MustCompile(`^(?:[a-z-]+-)?([0-9a-f]{64})(?:\.scope)?$`)

@@ -35,6 +35,11 @@ func TestPodFromCgroup(t *testing.T) {
 		{"/kubepods/besteffort/pod" + testUID + "/" + testCID, PodLabels{testUID, testCID}},
 		// docker through cri-dockerd.
 		{"/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + sysUID + ".slice/docker-" + testCID + ".scope", PodLabels{testUID, testCID}},
+		// A static pod (kubeadm's etcd): its UID is the kubelet's hash of
+		// the manifest, 32 hex digits (seen under a kubelet's cgroupfs
+		// driver with cgroupRoot /etcdscope-node in make node-test).
+		{"/etcdscope-node/kubepods/burstable/pod99f239eee75c2ca0550fdd07ec836f4f/" + testCID, PodLabels{"99f239eee75c2ca0550fdd07ec836f4f", testCID}},
+		{"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod99f239eee75c2ca0550fdd07ec836f4f.slice/cri-containerd-" + testCID + ".scope", PodLabels{"99f239eee75c2ca0550fdd07ec836f4f", testCID}},
 		// The pod's own cgroup (a process in no container of it).
 		{"/kubepods/burstable/pod" + testUID, PodLabels{testUID, ""}},
 		// Outside Kubernetes: etcd under systemd, a login session.
@@ -42,6 +47,7 @@ func TestPodFromCgroup(t *testing.T) {
 		{"/user.slice/user-0.slice/session-1.scope", PodLabels{}},
 		// Not a UID: not taken.
 		{"/kubepods/burstable/podnotauid/" + testCID, PodLabels{}},
+		{"/kubepods/burstable/pod99f239eee75c2ca0550fdd07ec836f4/" + testCID, PodLabels{}},
 	} {
 		if got := PodFromCgroup(c.path); got != c.want {
 			t.Errorf("PodFromCgroup(%q) = %+v, want %+v", c.path, got, c.want)
