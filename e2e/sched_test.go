@@ -132,7 +132,7 @@ func TestSchedSplitRunnable(t *testing.T) {
 		if s.Call.Sum() != r.TotalNs || s.Other.Sum() != r.Layers.OtherNs || s.Other.RunnableNs > s.Call.RunnableNs {
 			t.Errorf("fdatasync at %d ns: sched %+v does not hold together with total %d, other %d", r.StartNs, *s, r.TotalNs, r.Layers.OtherNs)
 		}
-		c := callAt(calls, r.StartNs)
+		c := callAt(calls, r.StartNs, r.EndNs)
 		if c == nil {
 			t.Logf("fdatasync at %d ns: no such call in ftrace", r.StartNs)
 			continue

@@ -23,9 +23,17 @@ package node
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -113,7 +121,11 @@ func TestNode(t *testing.T) {
 	// label tells ours apart.
 	td.loop = etcdDisk(t, w, dirs["etcd"])
 	device := filepath.Base(td.loop)
-	etcdManifest := kubeadmEtcd(e.etcdImage, dirs["etcd"])
+	// kubeadm's etcd: TLS on the client and peer ports with its own CA
+	// (/etc/kubernetes/pki/etcd, here a directory of the test's), the
+	// metrics on plain http on 127.0.0.1:2381.
+	etcdTLS := etcdPKI(t, filepath.Join(w, "pki", "etcd"), e.nodeIP)
+	etcdManifest := kubeadmEtcd(e.etcdImage, dirs["etcd"], filepath.Join(w, "pki", "etcd"), e.nodeIP)
 	must(t, os.WriteFile(filepath.Join(dirs["manifests"], "etcd.yaml"), etcdManifest, 0o644))
 	pod := writeStaticPod(t, "../deploy/daemonset.yaml", filepath.Join(dirs["manifests"], "etcdscope.yaml"))
 
@@ -133,7 +145,7 @@ func TestNode(t *testing.T) {
 	t.Logf("etcdscope serves %s", metricsURL)
 
 	// The oracle: etcd's own WAL fsync count, before and after a put load.
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:2379"}, DialTimeout: 5 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"https://127.0.0.1:2379"}, TLS: etcdTLS, DialTimeout: 5 * time.Second})
 	must(t, err)
 	defer cli.Close()
 	// The etcd pod's identity as the runtime reports it: etcdscope's
@@ -708,7 +720,7 @@ func mountsOfType(fstype string) []string {
 // cmd/kubeadm/app/phases/etcd) for one member, without TLS: the client and
 // peer URLs on 127.0.0.1 over http, the metrics URL and probes as kubeadm
 // has them, data in a hostPath directory.
-func kubeadmEtcd(image, data string) []byte {
+func kubeadmEtcd(image, data, pki, nodeIP string) []byte {
 	return []byte(fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -718,24 +730,32 @@ metadata:
     component: etcd
     tier: control-plane
   annotations:
-    kubeadm.kubernetes.io/etcd.advertise-client-urls: http://127.0.0.1:2379
+    kubeadm.kubernetes.io/etcd.advertise-client-urls: https://%[4]s:2379
 spec:
   containers:
   - name: etcd
-    image: %s
+    image: %[1]s
     imagePullPolicy: IfNotPresent
     command:
     - etcd
-    - --advertise-client-urls=http://127.0.0.1:2379
+    - --advertise-client-urls=https://%[4]s:2379
+    - --cert-file=/etc/kubernetes/pki/etcd/server.crt
+    - --client-cert-auth=true
     - --data-dir=/var/lib/etcd
     - --feature-gates=InitialCorruptCheck=true
-    - --initial-advertise-peer-urls=http://127.0.0.1:2380
-    - --initial-cluster=etcdscope-node=http://127.0.0.1:2380
-    - --listen-client-urls=http://127.0.0.1:2379
+    - --initial-advertise-peer-urls=https://%[4]s:2380
+    - --initial-cluster=etcdscope-node=https://%[4]s:2380
+    - --key-file=/etc/kubernetes/pki/etcd/server.key
+    - --listen-client-urls=https://127.0.0.1:2379,https://%[4]s:2379
     - --listen-metrics-urls=http://127.0.0.1:2381
-    - --listen-peer-urls=http://127.0.0.1:2380
+    - --listen-peer-urls=https://%[4]s:2380
     - --name=etcdscope-node
+    - --peer-cert-file=/etc/kubernetes/pki/etcd/peer.crt
+    - --peer-client-cert-auth=true
+    - --peer-key-file=/etc/kubernetes/pki/etcd/peer.key
+    - --peer-trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt
     - --snapshot-count=10000
+    - --trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt
     - --watch-progress-notify-interval=5s
     livenessProbe:
       failureThreshold: 8
@@ -758,15 +778,79 @@ spec:
       requests: {cpu: 100m, memory: 100Mi}
     volumeMounts:
     - {mountPath: /var/lib/etcd, name: etcd-data}
+    - {mountPath: /etc/kubernetes/pki/etcd, name: etcd-certs}
   hostNetwork: true
   priority: 2000001000
   priorityClassName: system-node-critical
   securityContext:
     seccompProfile: {type: RuntimeDefault}
   volumes:
-  - hostPath: {path: %s, type: DirectoryOrCreate}
+  - hostPath: {path: %[3]s, type: DirectoryOrCreate}
+    name: etcd-certs
+  - hostPath: {path: %[2]s, type: DirectoryOrCreate}
     name: etcd-data
-`, image, data))
+`, image, data, pki, nodeIP))
+}
+
+// etcdPKI writes what kubeadm's "certs etcd-*" phases make into dir: the
+// etcd CA, the server and peer certificates (for 127.0.0.1, localhost, the
+// node's name and address) and the health-check client's certificate;
+// it returns a TLS config for a client with that last one.
+func etcdPKI(t *testing.T, dir, nodeIP string) *tls.Config {
+	t.Helper()
+	newKey := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		must(t, err)
+		return k
+	}
+	write := func(name string, der []byte, key *ecdsa.PrivateKey) {
+		must(t, os.WriteFile(filepath.Join(dir, name+".crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
+		kb, err := x509.MarshalECPrivateKey(key)
+		must(t, err)
+		must(t, os.WriteFile(filepath.Join(dir, name+".key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600))
+	}
+	serial := int64(1)
+	tmpl := func(cn string, usage ...x509.ExtKeyUsage) *x509.Certificate {
+		serial++
+		return &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: usage}
+	}
+	must(t, os.MkdirAll(dir, 0o755))
+	caKey := newKey()
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "etcd-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	must(t, err)
+	write("ca", caDER, caKey)
+	caCert, err := x509.ParseCertificate(caDER)
+	must(t, err)
+	var client tls.Certificate
+	for _, c := range []struct {
+		name, cn string
+		usage    []x509.ExtKeyUsage
+	}{
+		{"server", "etcdscope-node", []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}},
+		{"peer", "etcdscope-node", []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}},
+		{"healthcheck-client", "kube-etcd-healthcheck-client", []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}},
+	} {
+		key := newKey()
+		ct := tmpl(c.cn, c.usage...)
+		if c.name != "healthcheck-client" {
+			ct.DNSNames = []string{"localhost", "etcdscope-node"}
+			ct.IPAddresses = []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback, net.ParseIP(nodeIP)}
+		}
+		der, err := x509.CreateCertificate(rand.Reader, ct, caCert, &key.PublicKey, caKey)
+		must(t, err)
+		write(c.name, der, key)
+		if c.name == "healthcheck-client" {
+			client = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+		}
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(caCert)
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{client}, MinVersion: tls.VersionTLS12}
 }
 
 type task struct {
@@ -973,7 +1057,7 @@ type teardown struct {
 	// runDirBefore: whether /run/etcdscope (the netem DaemonSet's
 	// hostPath, DirectoryOrCreate) existed before the test.
 	runDirBefore bool
-	dumped                bool
+	dumped       bool
 }
 
 func (td *teardown) dumpLogs() {
