@@ -10,9 +10,10 @@
 // Close or Drain; Lost, Missed, Probes and ProgramStats report what the
 // kernel dropped, skipped and attached; Close is idempotent. The tracers:
 //
-//	FsyncTracer       event.Any           fsync.go (+ block, journal, stacked, jbd2wait)
+//	FsyncTracer       event.Any           fsync.go (+ block, journal, stacked, jbd2wait, write, sched)
 //	PeersTracer       event.Peer          peers.go
 //	HypervisorTracer  event.HypervisorIO  hypervisor.go
+//	CommitTracer      event.Commit        commit.go (uprobes on etcd's Go functions: gofunc.go)
 //
 // One probe is one set of files: bpf/<probe>.bpf.c, the records and enums
 // Go sees in bpf/<probe>.h, and tracer/<probe>.go, which holds the probe's
@@ -25,8 +26,13 @@
 //	stacked     vfs_fsync by kernel threads (the loop driver's backing-file fsync);
 //	            writes fsync.h's record, so it has no header of its own
 //	jbd2wait    optional fentry/kprobe on jbd2_log_wait_commit; writes journal.h's record
+//	write       write(2) and friends on followed files: dirty throttling and writeback waits (--writes)
+//	sched       scheduler state changes of a thread inside a traced call (--sched)
 //	peers       TCP connections on etcd's peer port
 //	hypervisor  a hypervisor process's image-file I/O
+//	commit      uprobes on etcd's write path, one program for every probe (attach cookies)
+//
+// bpf/classifier.bpf.c is netem's cls_bpf program, loaded by package netem.
 //
 // Go constants that mirror a C enum live in package event and are pinned
 // to the generated ones by TestEnumsMatchC; decoding switches only on
