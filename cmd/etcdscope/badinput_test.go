@@ -24,6 +24,9 @@ import (
 // (ETCDSCOPE_TEST_MAIN=1): the real main, its real exit code and output,
 // without a separate go build.
 func TestMain(m *testing.M) {
+	if f := os.Getenv("ETCDSCOPE_TEST_FSYNCER"); f != "" {
+		os.Exit(fsyncerMain(f))
+	}
 	if os.Getenv("ETCDSCOPE_TEST_MAIN") == "1" {
 		rc := run(os.Args[1:])
 		if p := os.Getenv("ETCDSCOPE_TEST_HWM"); p != "" {
