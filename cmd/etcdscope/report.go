@@ -156,7 +156,7 @@ func runReport(args []string) error {
 	}
 	warn()
 	if *output == "json" {
-		if err := render.SummaryJSON(os.Stdout, &rep); err != nil {
+		if err := render.SummaryJSON(render.JSONText(os.Stdout), &rep); err != nil {
 			return err
 		}
 	} else if err := render.FsyncReport(os.Stdout, &rep); err != nil {
@@ -232,7 +232,11 @@ func replayFsync(rd *capture.Reader, name, output string, failOverBudget bool) e
 		}
 		cfg.Disk = dev
 	}
-	w := bufio.NewWriter(os.Stdout)
+	var out io.Writer = os.Stdout
+	if output == "json" {
+		out = render.JSONText(out)
+	}
+	w := bufio.NewWriter(out)
 	var lines *render.JSONLines
 	if output == "json" {
 		lines = render.NewJSONLines(w, 0)
@@ -295,7 +299,7 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 	rep := etcdmetric.PeersReport{Port: rd.Header().Port, WindowSeconds: window.Seconds(), Events: pr.Events, LostEvents: end.LostEvents, MissedEvents: end.MissedEvents}
 	rep.Links = pr.Links
 	if output == "json" {
-		enc := json.NewEncoder(peersStdout)
+		enc := json.NewEncoder(render.JSONText(peersStdout))
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
 			return err
