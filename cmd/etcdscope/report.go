@@ -89,25 +89,22 @@ func runReport(args []string) error {
 	// The recording streams through the live run's sink: the table and the
 	// JSON summary hold only the report's state, not the recording (a 600
 	// MB recording held whole peaked at 1.37 GB); the page draws every call
-	// and keeps them.
+	// and keeps what it draws of each (report.Call, 72 bytes).
 	var (
-		recs   []analysis.FsyncRecord
-		writes []analysis.WriteRecord
-		count  int64
-		rs     = pipeline.NewReportSink(false)
-		keep   = *htmlOut != ""
+		calls map[analysis.GroupKey][]report.Call
+		count int64
+		rs    = pipeline.NewReportSink(false)
 	)
+	if *htmlOut != "" {
+		calls = map[analysis.GroupKey][]report.Call{}
+	}
 	sum, err := analysis.ScanJSONL(br, func(r *analysis.FsyncRecord) error {
-		if count++; keep {
-			recs = append(recs, *r)
+		if count++; calls != nil {
+			k, c := report.CallOf(r)
+			calls[k] = append(calls[k], c)
 		}
 		return rs.Fsync(r)
-	}, func(r *analysis.WriteRecord) error {
-		if keep {
-			writes = append(writes, *r)
-		}
-		return rs.Write(r)
-	})
+	}, rs.Write)
 	if err != nil {
 		// Evidence users already have (a /metrics scrape, etcd's log,
 		// fio's output) is diagnose's input, not a recording.
@@ -148,7 +145,8 @@ func runReport(args []string) error {
 		rep.SetDiskCaches(sum.Disks) // the recording machine's, not this one's
 	}
 	if *htmlOut != "" {
-		if err := writeHTMLReport(*htmlOut, fs.Arg(0), *peersIn, *mergeIn, recs, writes, sum); err != nil {
+		page := rs.Report(sum.LostEvents, sum.MissedEvents, sum.Unavailable) // of the records, as the page draws them
+		if err := writeHTMLReport(*htmlOut, fs.Arg(0), *peersIn, *mergeIn, calls, &page, sum); err != nil {
 			return err
 		}
 		warn()
@@ -312,8 +310,8 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 
 // writeHTMLReport renders the page (package report) to out, with the peers
 // recording and the merge output if given.
-func writeHTMLReport(out, name, peersPath, mergePath string, recs []analysis.FsyncRecord, writes []analysis.WriteRecord, sum analysis.Report) error {
-	in := report.Input{Title: filepath.Base(name), Fsyncs: recs, Writes: writes, Summary: sum}
+func writeHTMLReport(out, name, peersPath, mergePath string, calls map[analysis.GroupKey][]report.Call, page *analysis.Report, sum analysis.Report) error {
+	in := report.Input{Title: filepath.Base(name), Summary: sum, Report: page, Calls: calls}
 	if mergePath != "" {
 		f, err := safefile.OpenInput(mergePath)
 		if err != nil {
