@@ -85,7 +85,7 @@ func runReport(args []string) error {
 		return replayCapture(br, fs.Arg(0), *output, *failOverBudget)
 	}
 	head, _ := br.Peek(br.Size())
-	head = bytes.Clone(head) // ReadJSONL reuses the buffer
+	head = bytes.Clone(head) // the scan below reuses the buffer
 	// The recording streams through the live run's sink: the table and the
 	// JSON summary hold only the report's state, not the recording (a 600
 	// MB recording held whole peaked at 1.37 GB); the page draws every call

@@ -88,8 +88,15 @@ func TestServeUnderAttack(t *testing.T) {
 		}
 	}
 	t.Logf("/metrics after 10,000 comms: %d bytes, %d comm values", len(body), len(comms))
-	if len(comms) > exporter.MaxComms+1 || !comms[exporter.OtherLabel] {
-		t.Errorf("%d comm values (want at most %d, with %q)", len(comms), exporter.MaxComms+1, exporter.OtherLabel)
+	// etcd, the comm serve keeps by default, is never folded: an etcd
+	// fsyncing on this host has its series beside the bound's (18 values
+	// in 2 of 3 runs here, with the host's etcd running).
+	bound := exporter.MaxComms + 1
+	if comms["etcd"] {
+		bound++
+	}
+	if len(comms) > bound || !comms[exporter.OtherLabel] {
+		t.Errorf("%d comm values (want at most %d, with %q)", len(comms), bound, exporter.OtherLabel)
 	}
 	if len(body) > 8<<20 {
 		t.Errorf("/metrics is %d bytes", len(body))
