@@ -545,8 +545,30 @@ func ReadJSONL(r io.Reader) (recs []FsyncRecord, summary Report, err error) {
 }
 
 // ReadJSONLWrites is ReadJSONL that also returns the write records
-// (type "write", fsync --writes).
+// (type "write", fsync --writes). It holds the whole recording: a reader
+// that needs only the report streams it through ScanJSONL.
 func ReadJSONLWrites(r io.Reader) (recs []FsyncRecord, writes []WriteRecord, summary Report, err error) {
+	summary, err = ScanJSONL(r, func(rec *FsyncRecord) error {
+		recs = append(recs, *rec)
+		return nil
+	}, func(rec *WriteRecord) error {
+		writes = append(writes, *rec)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, Report{}, err
+	}
+	return recs, writes, summary, nil
+}
+
+// ScanJSONL reads a recording as ReadJSONLWrites does, one line at a time:
+// fsync gets each fsync record and write each write record (nil: skipped),
+// in the recording's order, and neither may keep the pointer (the record is
+// a fresh value each line, its fields are theirs). It returns the last
+// summary line (zero if none) and the first error, a callback's included.
+// Its memory is one line, so a report built by a ReportBuilder from it is
+// bounded by the report's own state, not by the recording's size.
+func ScanJSONL(r io.Reader, fsync func(*FsyncRecord) error, write func(*WriteRecord) error) (summary Report, err error) {
 	err = jsonl.Scan(r, func(_ int, h jsonl.Head, raw []byte) error {
 		if h.V > SchemaVersion {
 			return fmt.Errorf("schema version %d is newer than this etcdscope's %d", h.V, SchemaVersion)
@@ -557,13 +579,16 @@ func ReadJSONLWrites(r io.Reader) (recs []FsyncRecord, writes []WriteRecord, sum
 			if err := json.Unmarshal(raw, &rec); err != nil {
 				return err
 			}
-			recs = append(recs, rec)
+			return fsync(&rec)
 		case "write":
+			if write == nil {
+				return nil
+			}
 			var rec WriteRecord
 			if err := json.Unmarshal(raw, &rec); err != nil {
 				return err
 			}
-			writes = append(writes, rec)
+			return write(&rec)
 		case "summary":
 			if err := json.Unmarshal(raw, &summary); err != nil {
 				return err
@@ -577,7 +602,7 @@ func ReadJSONLWrites(r io.Reader) (recs []FsyncRecord, writes []WriteRecord, sum
 		return nil
 	})
 	if err != nil {
-		return nil, nil, Report{}, err
+		return Report{}, err
 	}
-	return recs, writes, summary, nil
+	return summary, nil
 }

@@ -20,19 +20,7 @@ import (
 // of distinct values of label in it.
 func scrape(t *testing.T, m *Metrics, label string) (bytes int, values map[string]bool) {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(m)
-	srv := httptest.NewServer(NewHandler(reg, &health{}))
-	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := scrapeText(t, m)
 	values = map[string]bool{}
 	for _, line := range strings.Split(string(b), "\n") {
 		if i := strings.Index(line, label+`="`); i >= 0 {
@@ -223,4 +211,23 @@ func TestOperatorsCommKeepsItsSeries(t *testing.T) {
 			t.Errorf("without KeepComms etcd got its series: the test no longer shows the attack")
 		}
 	}
+}
+
+// scrapeText gathers m as /metrics text, through the exporter's handler.
+func scrapeText(t *testing.T, m *Metrics) []byte {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	srv := httptest.NewServer(NewHandler(reg, &health{}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/host"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 // Namespace prefixes every metric name.
@@ -362,6 +363,17 @@ type fsyncLabels struct {
 	pod                          PodLabels
 }
 
+// labelsOf is the label set of a call, its strings escaped as a
+// terminal's are (render.Escape): a comm is any process's to set, and
+// Prometheus takes no label value that is not UTF-8 (client_golang
+// panicked on a comm with a byte 0xff in it: any local user could end
+// serve), nor should a control in one reach the terminal of whoever
+// curls /metrics. A clean string (etcd) is its own label.
+func labelsOf(comm, devName, dev, fs, kind, syscall string) fsyncLabels {
+	return fsyncLabels{comm: render.Escape(comm), dev: render.Escape(deviceLabel(devName, dev)), fs: render.Escape(fs),
+		kind: render.Escape(kind), syscall: render.Escape(syscall)}
+}
+
 type fsyncObservers struct {
 	total, flushes prometheus.Observer
 	layers         []prometheus.Observer // in analysis.LayerNames order
@@ -489,7 +501,7 @@ func (m *Metrics) KeepComms(comms ...string) {
 	m.keep = map[string]bool{}
 	for _, c := range comms {
 		if c != "" && c != OtherLabel {
-			m.keep[c] = true
+			m.keep[render.Escape(c)] = true // as labelsOf has it
 		}
 	}
 }
@@ -497,10 +509,9 @@ func (m *Metrics) KeepComms(comms ...string) {
 // ObserveFsync records one attributed fsync: its wall time, each layer's
 // share and the flush requests it waited on.
 func (m *Metrics) ObserveFsync(r *analysis.FsyncRecord) {
-	dev := deviceLabel(r.DevName, r.Dev)
-	k := fsyncLabels{comm: r.Comm, dev: dev, fs: r.FS, kind: r.FileKind, syscall: r.Syscall}
+	k := labelsOf(r.Comm, r.DevName, r.Dev, r.FS, r.FileKind, r.Syscall)
 	if m.pods != nil { // set before the first observation; a file read, outside fsyncMu
-		k.pod = m.pods.Lookup(r.PID, m.keep[r.Comm])
+		k.pod = m.pods.Lookup(r.PID, m.keep[k.comm])
 	}
 	m.fsyncMu.Lock()
 	o := m.fsyncSeries[k]

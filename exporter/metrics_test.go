@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -527,4 +529,36 @@ func helpOf(t *testing.T, m *Metrics, name string) string {
 	}
 	t.Fatalf("no family %s", name)
 	return ""
+}
+
+// TestOutsideLabelValuesEscaped (issue 25): a comm and a device name with
+// a byte 0xff, ESC, CR and a C1 control (any local process names itself)
+// are exported escaped (render.Escape) as valid UTF-8 with no control in
+// the /metrics text; before, client_golang panicked on the invalid UTF-8
+// and serve ended. The operator's kept comm matches as before.
+func TestOutsideLabelValuesEscaped(t *testing.T) {
+	m := NewMetrics()
+	m.KeepComms("etcd")
+	for _, comm := range []string{"e\xff\x1b[2J\r\u009b", "etcd"} {
+		r := analysis.FsyncRecord{Type: "fsync", Comm: comm, Dev: "1:1", DevName: "sd\xfe\x1b]0;t\a", FS: "ext4", FileKind: "wal", Syscall: "fsync", TotalNs: 5}
+		if err := m.Fsync(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, comms := scrape(t, m, "comm")
+	for _, want := range []string{`e\\xff\\x1b[2J\\x0d\\u009b`, "etcd"} { // the text format doubles a backslash
+		if !comms[want] {
+			t.Errorf("no comm=%q series: %v", want, comms)
+		}
+	}
+	b := scrapeText(t, m)
+	if !utf8.Valid(b) {
+		t.Errorf("/metrics is not UTF-8")
+	}
+	if i := bytes.IndexFunc(b, func(r rune) bool { return r < 0x20 && r != '\n' || r >= 0x7f && r <= 0x9f }); i >= 0 {
+		t.Errorf("a control %q raw in /metrics at byte %d", b[i], i)
+	}
+	if !bytes.Contains(b, []byte(`device="sd\\xfe\\x1b]0;t\\x07"`)) {
+		t.Errorf("the device label is not escaped:\n%.2000s", b)
+	}
 }

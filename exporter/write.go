@@ -35,7 +35,7 @@ func newWriteMetrics() *writeMetrics {
 // ObserveWrite records one write call: its wall time and each layer.
 func (m *Metrics) ObserveWrite(r *analysis.WriteRecord) {
 	w := m.writes
-	k := fsyncLabels{comm: r.Comm, dev: deviceLabel(r.DevName, r.Dev), fs: r.FS, kind: r.FileKind, syscall: r.Syscall}
+	k := labelsOf(r.Comm, r.DevName, r.Dev, r.FS, r.FileKind, r.Syscall)
 	w.mu.Lock()
 	o := w.series[k]
 	if o == nil && len(w.series) >= MaxFsyncLabelSets {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 func TestParseDuration(t *testing.T) {
@@ -416,5 +417,32 @@ func TestStateRoundTrip(t *testing.T) {
 	}
 	if _, err := readState(path); err == nil || !strings.Contains(err.Error(), "version 99") {
 		t.Errorf("future version accepted: %v", err)
+	}
+}
+
+// TestReadStateRefusesNonRegular (issue 25): a state file that is a FIFO
+// (no writer: the read blocked clear forever) or a device is refused
+// within 5 s; one of more than maxStateBytes too.
+func TestReadStateRefusesNonRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := statePath(dir, 1, "fifo0")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := statePath(dir, 1, "big0")
+	if err := os.WriteFile(big, make([]byte, maxStateBytes+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, "/dev/zero", big} {
+		done := make(chan error, 1)
+		go func() { _, err := readState(p); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("%s: read as state", p)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: readState still blocked after 5 s", p)
+		}
 	}
 }

@@ -27,13 +27,15 @@ func NetnsPath(arg string) string {
 // returns an fd the caller closes. A name that is not there, or a file
 // that is not a network namespace, is a *UsageError: nothing was changed.
 // The file is only opened for reading (O_RDONLY|O_CLOEXEC); a namespace
-// file cannot be written through.
+// file cannot be written through. The open does not block (O_NONBLOCK): a
+// FIFO given as --netns blocked it forever; it is then refused as not a
+// namespace file.
 func OpenNetns(arg string) (int, error) {
 	if arg == "" || arg == "." || arg == ".." {
 		return -1, usagef("--netns %q: give a name from `ip netns list` or a path such as /proc/PID/ns/net", arg)
 	}
 	path := NetnsPath(arg)
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			return -1, usagef("--netns %s: no such network namespace (%s; see `ip netns list`, or give /proc/PID/ns/net)", arg, path)

@@ -63,9 +63,15 @@ func writeState(path string, s *State) error {
 	return f.Close()
 }
 
-// readState returns the state at path, or nil if there is none.
+// maxStateBytes bounds a state file read back: one is a few hundred bytes
+// (a qdisc's options), so 1 MiB is never a real one.
+const maxStateBytes = 1 << 20
+
+// readState returns the state at path, or nil if there is none. Only a
+// regular file is read, with a bound (safefile.ReadInput): a FIFO planted
+// in a --state-dir would block clear, a device would never end.
 func readState(path string) (*State, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadInput(path, maxStateBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -45,6 +45,13 @@ type Input struct {
 	Fsyncs  []analysis.FsyncRecord
 	Writes  []analysis.WriteRecord
 	Summary analysis.Report
+	// Report and Calls, when the caller built them while the recording
+	// streamed (a pipeline.ReportSink; CallOf for each fsync, by its
+	// group), stand for Fsyncs and Writes, which are then not read: what
+	// the page keeps of a call is 72 bytes, not the record. nil: built
+	// here from Fsyncs and Writes.
+	Report *analysis.Report
+	Calls  map[analysis.GroupKey][]Call
 	// Peers: events of a peers/v1 recording (etcdmetric.ReadRecording);
 	// nil when the recording has none, and the page says so.
 	Peers []event.Peer
@@ -55,6 +62,30 @@ type Input struct {
 	// Merged: the guest fsyncs split across guest, virtualization and
 	// host by etcdscope merge (ReadMerged); nil when not given.
 	Merged []merge.MergedFsync
+}
+
+// Call is what the page draws of one fsync: its times and layers (its
+// group is the key it is filed under).
+type Call struct {
+	StartNs, EndNs uint64
+	TotalNs        int64
+	Layers         analysis.Layers
+}
+
+// CallOf returns the part of r the page draws, and r's group.
+func CallOf(r *analysis.FsyncRecord) (analysis.GroupKey, Call) {
+	return analysis.GroupKey{PID: r.PID, Comm: r.Comm, Dev: r.Dev, DevName: r.DevName, FS: r.FS, FileKind: r.FileKind},
+		Call{StartNs: r.StartNs, EndNs: r.EndNs, TotalNs: r.TotalNs, Layers: r.Layers}
+}
+
+// callsOf files recs by group, in recording order.
+func callsOf(recs []analysis.FsyncRecord) map[analysis.GroupKey][]Call {
+	m := map[analysis.GroupKey][]Call{}
+	for i := range recs {
+		k, c := CallOf(&recs[i])
+		m[k] = append(m[k], c)
+	}
+	return m
 }
 
 // LayerColors are the fill colours of the layers, in analysis.LayerNames
@@ -204,9 +235,17 @@ func Render(w io.Writer, in Input) error {
 }
 
 func build(in Input) page {
-	rep := analysis.BuildReportWrites(in.Fsyncs, in.Writes, in.Summary.LostEvents, in.Summary.MissedEvents, in.Summary.Unavailable)
-	p := page{Title: in.Title, Generated: time.Now().UTC().Format(time.RFC3339), Fsyncs: len(in.Fsyncs),
-		Lost: rep.LostEvents, Missed: rep.MissedEvents, LossUnknown: in.Summary.LossUnknown, NoFsyncs: len(in.Fsyncs) == 0}
+	rep, calls := in.Report, in.Calls
+	if rep == nil {
+		r := analysis.BuildReportWrites(in.Fsyncs, in.Writes, in.Summary.LostEvents, in.Summary.MissedEvents, in.Summary.Unavailable)
+		rep, calls = &r, callsOf(in.Fsyncs)
+	}
+	n := 0
+	for _, cs := range calls {
+		n += len(cs)
+	}
+	p := page{Title: in.Title, Generated: time.Now().UTC().Format(time.RFC3339), Fsyncs: n,
+		Lost: rep.LostEvents, Missed: rep.MissedEvents, LossUnknown: in.Summary.LossUnknown, NoFsyncs: n == 0}
 	for _, u := range rep.Unavailable {
 		if _, why, ok := strings.Cut(u, ": "); ok && strings.HasPrefix(why, "optional, ") {
 			p.Optional = append(p.Optional, u)
@@ -222,26 +261,24 @@ func build(in Input) page {
 	}
 	p.Legend = layerParts()
 	var t0, t1 uint64
-	for i, r := range in.Fsyncs {
-		if i == 0 || r.StartNs < t0 {
-			t0 = r.StartNs
-		}
-		if r.EndNs > t1 {
-			t1 = r.EndNs
+	first := true
+	for _, cs := range calls {
+		for _, r := range cs {
+			if first || r.StartNs < t0 {
+				t0, first = r.StartNs, false
+			}
+			if r.EndNs > t1 {
+				t1 = r.EndNs
+			}
 		}
 	}
 	if t1 > t0 {
 		p.Span = time.Duration(t1 - t0).Round(time.Millisecond).String()
 	}
-	byKey := map[analysis.GroupKey][]analysis.FsyncRecord{}
-	for _, r := range in.Fsyncs {
-		k := analysis.GroupKey{PID: r.PID, Comm: r.Comm, Dev: r.Dev, DevName: r.DevName, FS: r.FS, FileKind: r.FileKind}
-		byKey[k] = append(byKey[k], r)
-	}
 	groups := append([]analysis.Group(nil), rep.Groups...)
 	sortGroups(groups)
 	for i, g := range groups {
-		recs := byKey[g.Key]
+		recs := calls[g.Key]
 		dev := g.Key.DevName
 		if dev == "" {
 			dev = g.Key.Dev
@@ -442,10 +479,10 @@ func meanBars[T any](sorted []T, nParts int, part func(r *T, i int) int64) []sta
 // that level's time) with the level's mean time written beside it: on one
 // linear scale the mean call of a run with one slow outlier was a few
 // pixels wide and its split unreadable.
-func layerBars(recs []analysis.FsyncRecord) svgChart {
-	sorted := append([]analysis.FsyncRecord(nil), recs...)
+func layerBars(recs []Call) svgChart {
+	sorted := append([]Call(nil), recs...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].TotalNs < sorted[j].TotalNs })
-	bars := meanBars(sorted, len(analysis.LayerNames), func(r *analysis.FsyncRecord, i int) int64 { return r.Layers.Get(analysis.LayerNames[i]) })
+	bars := meanBars(sorted, len(analysis.LayerNames), func(r *Call, i int) int64 { return r.Layers.Get(analysis.LayerNames[i]) })
 	return normalisedBars(bars, layerParts(), "share of each kernel layer in the mean call, by level (each bar 100%)")
 }
 
@@ -536,7 +573,7 @@ func levelsNote(rows []analysis.LevelRow) string {
 // time axis is UTC wall-clock time when the recording's summary has
 // mono_to_wall_ns (monoToWall), else seconds since its first call. WAL
 // groups get a line at etcd's 10 ms budget.
-func heatmap(recs []analysis.FsyncRecord, t0, t1 uint64, budget bool, monoToWall int64) svgChart {
+func heatmap(recs []Call, t0, t1 uint64, budget bool, monoToWall int64) svgChart {
 	c := svgChart{Width: chartWidth, Label: "heatmap of call latency over time"}
 	if len(recs) == 0 || t1 <= t0 {
 		return c

@@ -201,7 +201,7 @@ func TestLayerBars(t *testing.T) {
 		recs = append(recs, rec(1000, 1000)) // 2 µs
 	}
 	recs = append(recs, rec(150_000, 50_000)) // one 200 µs call
-	c := layerBars(recs)
+	c := layerBars(callList(recs))
 	type seg struct {
 		fill string
 		w    float64
@@ -433,13 +433,13 @@ func TestHeatmapWallClock(t *testing.T) {
 		}
 		return strings.Join(s, "|")
 	}
-	wall := texts(heatmap(recs, 1e9, 9e9+5e5, false, off))
+	wall := texts(heatmap(callList(recs), 1e9, 9e9+5e5, false, off))
 	for _, want := range []string{"22:13:20", "22:13:28", "wall-clock time, UTC (2023-11-14)"} {
 		if !strings.Contains(wall, want) {
 			t.Errorf("wall-clock axis lacks %q: %s", want, wall)
 		}
 	}
-	rel := texts(heatmap(recs, 1e9, 9e9+5e5, false, 0))
+	rel := texts(heatmap(callList(recs), 1e9, 9e9+5e5, false, 0))
 	if !strings.Contains(rel, "+8 s") || !strings.Contains(rel, "no wall clock") {
 		t.Errorf("relative axis: %s", rel)
 	}
@@ -471,7 +471,7 @@ func TestHeatmapTicksRound(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			recs := []analysis.FsyncRecord{{StartNs: uint64(t0), EndNs: uint64(t0) + 5e5, TotalNs: 5e5},
 				{StartNs: uint64(t0 + c.span - 5e5), EndNs: uint64(t0 + c.span), TotalNs: 5e5}}
-			h := heatmap(recs, uint64(t0), uint64(t0+c.span), false, c.monoToWall)
+			h := heatmap(callList(recs), uint64(t0), uint64(t0+c.span), false, c.monoToWall)
 			var labels []string
 			var xs []float64
 			for _, tx := range h.Texts {
@@ -786,4 +786,13 @@ func TestOptionalProbeIsANote(t *testing.T) {
 	if strings.Contains(page, `class="warn">Not attached: fentry|kprobe`) {
 		t.Errorf("optional probe shown as a warning")
 	}
+}
+
+// callList is recs as the page draws them (CallOf), in order.
+func callList(recs []analysis.FsyncRecord) []Call {
+	out := make([]Call, len(recs))
+	for i := range recs {
+		_, out[i] = CallOf(&recs[i])
+	}
+	return out
 }

@@ -24,8 +24,16 @@ import (
 // (ETCDSCOPE_TEST_MAIN=1): the real main, its real exit code and output,
 // without a separate go build.
 func TestMain(m *testing.M) {
+	if f := os.Getenv("ETCDSCOPE_TEST_FSYNCER"); f != "" {
+		os.Exit(fsyncerMain(f))
+	}
 	if os.Getenv("ETCDSCOPE_TEST_MAIN") == "1" {
-		os.Exit(run(os.Args[1:]))
+		rc := run(os.Args[1:])
+		if p := os.Getenv("ETCDSCOPE_TEST_HWM"); p != "" {
+			st, _ := os.ReadFile("/proc/self/status")
+			os.WriteFile(p, st, 0o600) // childPeakRSS reads its VmHWM
+		}
+		os.Exit(rc)
 	}
 	os.Exit(m.Run())
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/etcdscope/etcdscope/netem"
+	"github.com/etcdscope/etcdscope/render"
 	"github.com/etcdscope/etcdscope/tracer"
 )
 
@@ -95,7 +96,7 @@ func runCheck(args []string) error {
 		failed = failed || (!it.ok && it.required != "")
 	}
 	if *output == "json" {
-		enc := json.NewEncoder(checkStdout)
+		enc := json.NewEncoder(render.JSONText(checkStdout))
 		for _, it := range items {
 			if err := enc.Encode(map[string]any{"what": it.what, "ok": it.ok, "required": it.required, "detail": it.detail, "unknown": it.unknown}); err != nil {
 				return err

@@ -127,7 +127,7 @@ func runDiagnose(args []string) error {
 		fmt.Fprintf(os.Stderr, "etcdscope diagnose: %s not read: %s\n", u.Name, u.Err)
 	}
 	if *output == "json" {
-		err = render.DiagnoseJSON(os.Stdout, rep)
+		err = render.DiagnoseJSON(render.JSONText(os.Stdout), rep)
 	} else {
 		// Log lines and names quoted from the evidence: escaped.
 		t := render.NewTerminal(os.Stdout)
@@ -171,7 +171,7 @@ func diagnoseClusters(groups []diagnose.ClusterInputs, opt diagnose.Options, out
 	}
 	var err error
 	if output == "json" {
-		err = render.DiagnoseClustersJSON(os.Stdout, reps)
+		err = render.DiagnoseClustersJSON(render.JSONText(os.Stdout), reps)
 	} else {
 		t := render.NewTerminal(os.Stdout)
 		if err = render.DiagnoseClusters(t, reps); err == nil {

@@ -109,7 +109,7 @@ func runFleet(f fleetFlags, files []string) error {
 		return usagef("%s holds no etcd series matching %q from %s to %s: check --match and the window", base, f.match, since.Format(time.RFC3339), until.Format(time.RFC3339))
 	}
 	if f.output == "json" {
-		err = render.DiagnoseFleetJSON(os.Stdout, fl)
+		err = render.DiagnoseFleetJSON(render.JSONText(os.Stdout), fl)
 	} else {
 		// Label values quoted from Prometheus: escaped.
 		t := render.NewTerminal(os.Stdout)

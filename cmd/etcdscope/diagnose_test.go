@@ -278,13 +278,15 @@ func TestDiagnoseTwoClusters(t *testing.T) {
 // samples each (the cap per input is 16 MiB) are refused before they are
 // parsed, and the process stays small: it peaked at 381 MB for one such
 // input (773 MB to 1.3 GB in the hostile run) before the sample bound.
-// Peak RSS from the child's rusage. What stays is what the inputs can
+// Peak RSS: the child's VmHWM (childPeakRSS; rusage's maxrss carries the
+// test binary's own high-water mark). What stays is what the inputs can
 // sensibly be: each is held whole (16 MiB at most) while it is read. The
 // bound, 160 MiB, is 32 MiB per input plus 32 MiB; measured (this test
-// binary as the child, 13 runs): 119-149 MiB, 119-131 MiB in the last 10
-// with each file read into a buffer of its size (io.ReadAll's doubling
-// added up to 18 MiB), so the margin is 18%; etcdscope itself: 20 MB for
-// a small input, 48 MB for one of these, 120 MB for four.
+// binary as etcdscope, 2026-12-06): 119-120 MiB in 5 runs, a 25% margin
+// (rusage said 119-149 MiB in 13 runs before, 119-131 MiB with each file
+// read into a buffer of its size: io.ReadAll's doubling added up to 18
+// MiB); etcdscope itself: 20 MB for a small input, 48 MB for one of these,
+// 120 MB for four.
 func TestDiagnoseMemoryBounded(t *testing.T) {
 	dir := t.TempDir()
 	var b strings.Builder
@@ -299,12 +301,11 @@ func TestDiagnoseMemoryBounded(t *testing.T) {
 		}
 		args = append(args, p)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=TestDiagnoseChild")
-	cmd.Env = append(os.Environ(), "DIAGNOSE_CHILD=1", "DIAGNOSE_ARGS="+strings.Join(args, "\x1f"))
+	cmd := exec.Command(os.Args[0], append([]string{"diagnose"}, args...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	err := cmd.Run()
-	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB
+	hwm, err := childPeakRSS(t, cmd)
+	rss := hwm >> 10 // KiB
 	t.Logf("peak RSS %d MiB", rss>>10)
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "more than 100000 samples") {
 		t.Errorf("exit %v, stderr %q; want exit 2 naming the sample bound", err, stderr.String())

@@ -356,6 +356,7 @@ func newFsyncOutput(f fsyncFlags, cfg tracer.FsyncConfig, unavailable []string) 
 		rs: pipeline.NewReportSink(f.interval > 0)}
 	if o.json {
 		o.info = os.Stderr
+		o.out = render.JSONText(os.Stdout) // C1 controls escaped too
 		o.lines = render.NewJSONLines(o.out, f.minLatency)
 	}
 	if f.capture != "" {

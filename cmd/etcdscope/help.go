@@ -92,8 +92,15 @@ func newFlagSet(name string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SortFlags = false
 	fs.Usage = func() { writeHelp(os.Stdout, name, fs) }
+	if flagSetMade != nil {
+		flagSetMade(fs)
+	}
 	return fs
 }
+
+// flagSetMade, when set (by tests), is given every flag set newFlagSet
+// makes: the tests read the flags from the flag sets themselves.
+var flagSetMade func(*pflag.FlagSet)
 
 // emptyFlags refuses each of names given as ” (or an empty list), where
 // ” would quietly mean the flag's default: fsync --cgroup ” traced every

@@ -106,7 +106,7 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 	}
 	hst := s.Add("hypervisor", ht)
 	unavailable := unavailableProbes(append(ft.Probes(), ht.Probes()...))
-	enc := json.NewEncoder(os.Stdout)
+	enc := json.NewEncoder(render.JSONText(os.Stdout))
 	emit := func(v any) error {
 		if f.output != "json" {
 			return nil

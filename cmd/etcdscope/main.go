@@ -21,6 +21,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/buildinfo"
+	"github.com/etcdscope/etcdscope/render"
 	"github.com/etcdscope/etcdscope/tracer"
 	"github.com/spf13/pflag"
 )
@@ -93,17 +94,19 @@ func run(args []string) int {
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(os.Stderr, "etcdscope %s: %s\n", args[0], ue.msg)
+		// Escaped (render.Escape): a message names files, comms and what
+		// a recording holds, which any user may have written.
+		fmt.Fprintf(os.Stderr, "etcdscope %s: %s\n", args[0], render.Escape(ue.msg))
 		return 2
 	}
 	if errors.Is(err, errHelp) {
 		return 0
 	}
 	if errors.Is(err, errOverBudget) {
-		fmt.Fprintf(os.Stderr, "etcdscope %s: %v\n", args[0], err)
+		fmt.Fprintf(os.Stderr, "etcdscope %s: %s\n", args[0], render.Escape(err.Error()))
 		return exitOverBudget
 	}
-	fmt.Fprintf(os.Stderr, "etcdscope %s: %v\n", args[0], err)
+	fmt.Fprintf(os.Stderr, "etcdscope %s: %s\n", args[0], render.Escape(err.Error()))
 	return 1
 }
 

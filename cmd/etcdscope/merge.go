@@ -89,7 +89,7 @@ func runMerge(args []string) error {
 	}
 	sum := merge.Summarize(res, images, opt.Image)
 	if output == "json" {
-		enc := json.NewEncoder(os.Stdout)
+		enc := json.NewEncoder(render.JSONText(os.Stdout))
 		for i := range res.Fsyncs {
 			if err := enc.Encode(&res.Fsyncs[i]); err != nil {
 				return err

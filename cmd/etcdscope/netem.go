@@ -78,9 +78,32 @@ func netemParseFlags(fs *pflag.FlagSet, args []string) error {
 // netnsFlagUsage is the help text of every verb's --netns.
 const netnsFlagUsage = "work in this network namespace: a name that ip netns list prints, or a path such as /proc/PID/ns/net (default: this process's)"
 
+// checkStateDir refuses a --state-dir that is there but not a directory
+// (a device node, a FIFO, a file, a link to one): apply --dry-run took it
+// and clear failed with exit 1 on opening a file under it. One that is
+// not there yet is apply's to make (clear then has nothing to restore).
+func checkStateDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return usagef("--state-dir %s: %v: give a directory (the default is %s)", dir, err, netem.DefaultStateDir)
+	case !st.IsDir():
+		return usagef("--state-dir %s is not a directory: give a directory (the default is %s)", dir, netem.DefaultStateDir)
+	}
+	return nil
+}
+
 // netemOpen opens a netem client in the namespace --netns names (the
 // caller's own when it is ""); the returned func closes both.
 func netemOpen(netnsArg string, opts netem.Options) (*netem.Client, func(), error) {
+	if err := checkStateDir(opts.StateDir); err != nil {
+		return nil, nil, err
+	}
 	closeNS := func() {}
 	if netnsArg != "" {
 		fd, err := netem.OpenNetns(netnsArg)
@@ -171,6 +194,9 @@ func netemApply(args []string) error {
 	// client looks it up there (a usage error naming the namespace).
 	if _, err := net.InterfaceByName(s.Dev); err != nil && *netnsArg == "" {
 		return usagef("--dev %s: no such interface on this host (see ip link)", s.Dev)
+	}
+	if err := checkStateDir(*stateDir); err != nil {
+		return err
 	}
 	if *dryRun {
 		// A plan for a namespace that is not there is no plan either:

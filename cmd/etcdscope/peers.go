@@ -259,7 +259,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		}
 	}
 	if f.output == "json" {
-		enc := json.NewEncoder(peersStdout)
+		enc := json.NewEncoder(render.JSONText(peersStdout))
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(*rep); err != nil { // the value, as before: the same JSON
 			return err

@@ -85,9 +85,26 @@ func runReport(args []string) error {
 		return replayCapture(br, fs.Arg(0), *output, *failOverBudget)
 	}
 	head, _ := br.Peek(br.Size())
-	head = bytes.Clone(head) // ReadJSONL reuses the buffer
-	in = br
-	recs, writes, sum, err := analysis.ReadJSONLWrites(in)
+	head = bytes.Clone(head) // the scan below reuses the buffer
+	// The recording streams through the live run's sink: the table and the
+	// JSON summary hold only the report's state, not the recording (a 600
+	// MB recording held whole peaked at 1.37 GB); the page draws every call
+	// and keeps what it draws of each (report.Call, 72 bytes).
+	var (
+		calls map[analysis.GroupKey][]report.Call
+		count int64
+		rs    = pipeline.NewReportSink(false)
+	)
+	if *htmlOut != "" {
+		calls = map[analysis.GroupKey][]report.Call{}
+	}
+	sum, err := analysis.ScanJSONL(br, func(r *analysis.FsyncRecord) error {
+		if count++; calls != nil {
+			k, c := report.CallOf(r)
+			calls[k] = append(calls[k], c)
+		}
+		return rs.Fsync(r)
+	}, rs.Write)
 	if err != nil {
 		// Evidence users already have (a /metrics scrape, etcd's log,
 		// fio's output) is diagnose's input, not a recording.
@@ -96,7 +113,7 @@ func runReport(args []string) error {
 		}
 		return usagef("%s: %v: give a recording written by 'etcdscope fsync --output json'", fs.Arg(0), err)
 	}
-	if len(recs) == 0 {
+	if count == 0 {
 		return usagef("%s has no fsync records (write one with etcdscope fsync --output json)", fs.Arg(0))
 	}
 	// A run killed before its end leaves no summary line: its loss is
@@ -110,25 +127,26 @@ func runReport(args []string) error {
 	// a table of those alone would read as the run's: its summary line,
 	// which the live run built from every call, is the report and the
 	// budget's verdict instead (the page draws what the records hold).
-	filtered := !noSummary && sum.Fsyncs > int64(len(recs))
+	filtered := !noSummary && sum.Fsyncs > count
 	warn := func() {
 		switch {
 		case noSummary:
 			fmt.Fprintf(os.Stderr, "etcdscope report: %s has no summary line (the run was cut short?): lost events and unavailable probes are unknown\n", fs.Arg(0))
 		case filtered && *htmlOut != "":
-			fmt.Fprintf(os.Stderr, "etcdscope report: %s holds %d of the run's %d fsyncs (recorded with --min-latency): the page's charts and tables show those %d only; etcdscope report %s gives the run's own summary of all of them\n", fs.Arg(0), len(recs), sum.Fsyncs, len(recs), fs.Arg(0))
+			fmt.Fprintf(os.Stderr, "etcdscope report: %s holds %d of the run's %d fsyncs (recorded with --min-latency): the page's charts and tables show those %d only; etcdscope report %s gives the run's own summary of all of them\n", fs.Arg(0), count, sum.Fsyncs, count, fs.Arg(0))
 		case filtered:
-			fmt.Fprintf(os.Stderr, "etcdscope report: %s holds %d of the run's %d fsyncs (recorded with --min-latency): the report is the run's own summary of all of them\n", fs.Arg(0), len(recs), sum.Fsyncs)
+			fmt.Fprintf(os.Stderr, "etcdscope report: %s holds %d of the run's %d fsyncs (recorded with --min-latency): the report is the run's own summary of all of them\n", fs.Arg(0), count, sum.Fsyncs)
 		}
 	}
 	rep := sum
 	if !filtered {
-		rep = analysis.BuildReportWrites(recs, writes, sum.LostEvents, sum.MissedEvents, sum.Unavailable)
+		rep = rs.Report(sum.LostEvents, sum.MissedEvents, sum.Unavailable)
 		rep.LossUnknown = sum.LossUnknown
 		rep.SetDiskCaches(sum.Disks) // the recording machine's, not this one's
 	}
 	if *htmlOut != "" {
-		if err := writeHTMLReport(*htmlOut, fs.Arg(0), *peersIn, *mergeIn, recs, writes, sum); err != nil {
+		page := rs.Report(sum.LostEvents, sum.MissedEvents, sum.Unavailable) // of the records, as the page draws them
+		if err := writeHTMLReport(*htmlOut, fs.Arg(0), *peersIn, *mergeIn, calls, &page, sum); err != nil {
 			return err
 		}
 		warn()
@@ -136,7 +154,7 @@ func runReport(args []string) error {
 	}
 	warn()
 	if *output == "json" {
-		if err := render.SummaryJSON(os.Stdout, &rep); err != nil {
+		if err := render.SummaryJSON(render.JSONText(os.Stdout), &rep); err != nil {
 			return err
 		}
 	} else if err := render.FsyncReport(os.Stdout, &rep); err != nil {
@@ -212,7 +230,11 @@ func replayFsync(rd *capture.Reader, name, output string, failOverBudget bool) e
 		}
 		cfg.Disk = dev
 	}
-	w := bufio.NewWriter(os.Stdout)
+	var out io.Writer = os.Stdout
+	if output == "json" {
+		out = render.JSONText(out)
+	}
+	w := bufio.NewWriter(out)
 	var lines *render.JSONLines
 	if output == "json" {
 		lines = render.NewJSONLines(w, 0)
@@ -275,7 +297,7 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 	rep := etcdmetric.PeersReport{Port: rd.Header().Port, WindowSeconds: window.Seconds(), Events: pr.Events, LostEvents: end.LostEvents, MissedEvents: end.MissedEvents}
 	rep.Links = pr.Links
 	if output == "json" {
-		enc := json.NewEncoder(peersStdout)
+		enc := json.NewEncoder(render.JSONText(peersStdout))
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
 			return err
@@ -288,8 +310,8 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 
 // writeHTMLReport renders the page (package report) to out, with the peers
 // recording and the merge output if given.
-func writeHTMLReport(out, name, peersPath, mergePath string, recs []analysis.FsyncRecord, writes []analysis.WriteRecord, sum analysis.Report) error {
-	in := report.Input{Title: filepath.Base(name), Fsyncs: recs, Writes: writes, Summary: sum}
+func writeHTMLReport(out, name, peersPath, mergePath string, calls map[analysis.GroupKey][]report.Call, page *analysis.Report, sum analysis.Report) error {
+	in := report.Input{Title: filepath.Base(name), Summary: sum, Report: page, Calls: calls}
 	if mergePath != "" {
 		f, err := safefile.OpenInput(mergePath)
 		if err != nil {

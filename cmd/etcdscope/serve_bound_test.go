@@ -54,27 +54,7 @@ func TestServeUnderAttack(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	ready := filepath.Join(dir, "ready")
-	cmd := exec.Command(self, "serve", "--listen", "127.0.0.1:0", "--port", "23817", "--ready-file", ready)
-	cmd.Env = append(os.Environ(), "ETCDSCOPE_TEST_MAIN=1")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	}()
-	var addr string
-	for deadline := time.Now().Add(30 * time.Second); addr == ""; time.Sleep(50 * time.Millisecond) {
-		if b, err := os.ReadFile(ready); err == nil && strings.HasSuffix(string(b), "\n") {
-			addr = strings.TrimSpace(string(b))
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve not ready:\n%s", stderr.String())
-		}
-	}
+	addr, cmd := startServe(t, self, "--listen", "127.0.0.1:0", "--port", "23817")
 	url := "http://" + addr + "/metrics"
 
 	// 10,000 comms, one fdatasync each.
@@ -108,8 +88,15 @@ func TestServeUnderAttack(t *testing.T) {
 		}
 	}
 	t.Logf("/metrics after 10,000 comms: %d bytes, %d comm values", len(body), len(comms))
-	if len(comms) > exporter.MaxComms+1 || !comms[exporter.OtherLabel] {
-		t.Errorf("%d comm values (want at most %d, with %q)", len(comms), exporter.MaxComms+1, exporter.OtherLabel)
+	// etcd, the comm serve keeps by default, is never folded: an etcd
+	// fsyncing on this host has its series beside the bound's (18 values
+	// in 2 of 3 runs here, with the host's etcd running).
+	bound := exporter.MaxComms + 1
+	if comms["etcd"] {
+		bound++
+	}
+	if len(comms) > bound || !comms[exporter.OtherLabel] {
+		t.Errorf("%d comm values (want at most %d, with %q)", len(comms), bound, exporter.OtherLabel)
 	}
 	if len(body) > 8<<20 {
 		t.Errorf("/metrics is %d bytes", len(body))
@@ -238,4 +225,32 @@ func vmHWM(t *testing.T, pid int) int64 {
 func unsafeBytePtr(s string) *byte {
 	p, _ := unix.BytePtrFromString(s)
 	return p
+}
+
+// startServe starts this test binary as `etcdscope serve args...
+// --ready-file F`, waits (30 s at most) for its ready file and returns the
+// address it listens on; SIGTERM and a wait end it with the test.
+func startServe(t *testing.T, self string, args ...string) (addr string, cmd *exec.Cmd) {
+	t.Helper()
+	ready := filepath.Join(t.TempDir(), "ready")
+	cmd = exec.Command(self, append(append([]string{"serve"}, args...), "--ready-file", ready)...)
+	cmd.Env = append(os.Environ(), "ETCDSCOPE_TEST_MAIN=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	for deadline := time.Now().Add(30 * time.Second); addr == ""; time.Sleep(50 * time.Millisecond) {
+		if b, err := os.ReadFile(ready); err == nil && strings.HasSuffix(string(b), "\n") {
+			addr = strings.TrimSpace(string(b))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve not ready:\n%s", stderr.String())
+		}
+	}
+	return addr, cmd
 }

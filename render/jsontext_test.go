@@ -1,0 +1,53 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// TestJSONTextEscapesC1: a record whose strings hold DEL and every C1
+// control, encoded by encoding/json (which writes them raw) and written
+// through JSONText in pieces of every size (a 0xc2 split from its second
+// byte), comes out with none of those bytes raw, decodes to the same
+// value, and leaves other text (é, U+00A0, ASCII) byte for byte.
+func TestJSONTextEscapesC1(t *testing.T) {
+	var s []rune
+	for r := rune(0x7f); r <= 0x9f; r++ {
+		s = append(s, 'a', r)
+	}
+	in := map[string]string{"comm": string(s), "path": "/é\u00a0x", "plain": "etcd"}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte("\xc2\x9b")) {
+		t.Fatal("encoding/json no longer writes C1 raw: JSONText may be moot")
+	}
+	for size := 1; size <= len(b); size++ {
+		var out bytes.Buffer
+		w := JSONText(&out)
+		for i := 0; i < len(b); i += size {
+			n, err := w.Write(b[i:min(i+size, len(b))])
+			if err != nil || n != min(size, len(b)-i) {
+				t.Fatalf("write of %d: %d, %v", size, n, err)
+			}
+		}
+		got := out.Bytes()
+		if i := bytes.IndexFunc(got, func(r rune) bool { return r >= 0x7f && r <= 0x9f }); i >= 0 {
+			t.Fatalf("pieces of %d: %q raw at byte %d: %q", size, got[i], i, got)
+		}
+		var back map[string]string
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatalf("pieces of %d: %v: %q", size, err, got)
+		}
+		for k, v := range in {
+			if back[k] != v {
+				t.Fatalf("pieces of %d: %s decodes to %q, want %q", size, k, back[k], v)
+			}
+		}
+		if !bytes.Contains(got, []byte(`"/é`+"\u00a0"+`x"`)) || !bytes.Contains(got, []byte(`\u009b`)) {
+			t.Fatalf("pieces of %d: %s", size, got)
+		}
+	}
+}
