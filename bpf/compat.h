@@ -12,4 +12,14 @@
  * inflight.h's map is an LRU hash keyed by thread id. */
 const volatile bool es_task_btf = true;
 
+/* bpf_rdonly_cast, a kfunc (Linux 6.2+, open to every program type from
+ * the start), makes an address a read-only BTF pointer: plain loads of
+ * its fields, fault-safe as a probe read is (a fault reads 0), instead
+ * of a probe-read helper call per field. Weak: on a kernel without it
+ * the loader sets its address to 0 and the verifier drops every branch
+ * taken under `if (bpf_rdonly_cast)`, which callers test first. es_cast
+ * casts p to a pointer to the kernel's struct type t. */
+extern void *bpf_rdonly_cast(const void *obj__ign, __u32 btf_id) __ksym __weak;
+#define es_cast(p, t) ((t *)bpf_rdonly_cast((p), bpf_core_type_id_kernel(t)))
+
 #endif
