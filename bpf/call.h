@@ -141,7 +141,7 @@ static __always_inline void es_call_exit(long ret, bool pinned)
 	e->start_ns = c->start_ns;
 	e->end_ns = now;
 	e->ret = ret;
-	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	es_current_comm(e->comm);
 	f = pinned ? (struct file *)c->file : es_fd_file(c->fd);
 	if (f && (__u64)f == c->file)
 		es_fill_cached(e, f);

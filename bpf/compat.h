@@ -22,4 +22,18 @@ const volatile bool es_task_btf = true;
 extern void *bpf_rdonly_cast(const void *obj__ign, __u32 btf_id) __ksym __weak;
 #define es_cast(p, t) ((t *)bpf_rdonly_cast((p), bpf_core_type_id_kernel(t)))
 
+/* es_current_comm copies the current task's comm (16 bytes) to dst: two
+ * plain loads from the task where es_task_btf, instead of the helper,
+ * which copies it too but stops at the NUL and zero-pads the rest. Every
+ * reader of a comm stops at its NUL (Go's cbytes, filter.h's
+ * comm_matches): the bytes after it, which only these loads copy, are
+ * never read. */
+static __always_inline void es_current_comm(char *dst)
+{
+	if (es_task_btf)
+		__builtin_memcpy(dst, bpf_get_current_task_btf()->comm, 16);
+	else
+		bpf_get_current_comm(dst, 16);
+}
+
 #endif
