@@ -14,6 +14,7 @@
 #include <bpf/bpf_tracing.h>
 #include "block.h"
 #include "events.h"
+#include "compat.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -371,7 +372,7 @@ static __always_inline void mark(struct request *rq, bool insert)
 	s->rq = key;
 	s->pid = id >> 32;
 	s->tid = (__u32)id;
-	bpf_get_current_comm(s->comm, sizeof(s->comm));
+	es_current_comm(s->comm);
 	s->insert_ns = insert ? now : 0;
 	s->issue_ns = insert ? 0 : now;
 }

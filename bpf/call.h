@@ -28,30 +28,10 @@ static __always_inline void es_fill_cached(struct fsync_event *e, struct file *f
 	__builtin_memcpy(e->names, fi->names, sizeof(e->names));
 }
 
-/* es_file_disk returns the whole disk f's writes go to (events.h's busy
- * disks): for a block device node the device's own disk (its bdev inode
- * sits in struct bdev_inode next to the block_device), else the disk
- * under f's filesystem; 0 when unknown. */
-static __always_inline __u32 es_file_disk(struct file *f)
-{
-	struct inode *inode = BPF_CORE_READ(f, f_inode);
-	struct block_device *bdev;
-	struct gendisk *disk;
-
-	if ((BPF_CORE_READ(inode, i_mode) & ES_S_IFMT) != ES_S_IFBLK)
-		return inode_disk(inode);
-	bdev = (void *)BPF_CORE_READ(f, f_mapping, host) - bpf_core_field_offset(struct bdev_inode, vfs_inode) +
-	       bpf_core_field_offset(struct bdev_inode, bdev);
-	disk = BPF_CORE_READ(bdev, bd_disk);
-	if (!disk)
-		return 0;
-	return ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
-}
-
 /* es_btf_file_disk is es_file_disk for a file on a filesystem (not a
- * block device node) given as a BTF pointer (a tp_btf argument): plain
- * loads, which the verifier makes fault-safe, instead of a probe-read
- * helper call per field. */
+ * block device node) given as a BTF pointer (a tp_btf argument, or
+ * es_cast's): plain loads, which the verifier makes fault-safe, instead
+ * of a probe-read helper call per field. */
 static __always_inline __u32 es_btf_file_disk(struct file *f)
 {
 	struct block_device *bdev = f->f_inode->i_sb->s_bdev;
@@ -63,6 +43,35 @@ static __always_inline __u32 es_btf_file_disk(struct file *f)
 	if (!disk)
 		return 0;
 	return ((__u32)disk->major << 20) | (__u32)disk->first_minor;
+}
+
+/* es_file_disk returns the whole disk f's writes go to (events.h's busy
+ * disks): for a block device node the device's own disk (its bdev inode
+ * sits in struct bdev_inode next to the block_device), else the disk
+ * under f's filesystem; 0 when unknown. */
+static __always_inline __u32 es_file_disk(struct file *f)
+{
+	struct block_device *bdev;
+	struct inode *inode;
+	struct gendisk *disk;
+
+	if (bpf_rdonly_cast) {
+		/* plain loads (compat.h) of the same fields */
+		struct file *bf = es_cast(f, struct file);
+
+		if ((bf->f_inode->i_mode & ES_S_IFMT) != ES_S_IFBLK)
+			return es_btf_file_disk(bf);
+	} else {
+		inode = BPF_CORE_READ(f, f_inode);
+		if ((BPF_CORE_READ(inode, i_mode) & ES_S_IFMT) != ES_S_IFBLK)
+			return inode_disk(inode);
+	}
+	bdev = (void *)BPF_CORE_READ(f, f_mapping, host) - bpf_core_field_offset(struct bdev_inode, vfs_inode) +
+	       bpf_core_field_offset(struct bdev_inode, bdev);
+	disk = BPF_CORE_READ(bdev, bd_disk);
+	if (!disk)
+		return 0;
+	return ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
 }
 
 /* es_call_enter starts a call of the current task on fd (its file f, or
@@ -132,7 +141,7 @@ static __always_inline void es_call_exit(long ret, bool pinned)
 	e->start_ns = c->start_ns;
 	e->end_ns = now;
 	e->ret = ret;
-	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	es_current_comm(e->comm);
 	f = pinned ? (struct file *)c->file : es_fd_file(c->fd);
 	if (f && (__u64)f == c->file)
 		es_fill_cached(e, f);

@@ -6,6 +6,7 @@
 #define ETCDSCOPE_FILTER_H
 
 #include "record.h"
+#include "compat.h"
 
 /* Filters, set from Go before load; zero/false means "any". */
 const volatile __u32 targ_tgid = 0;
@@ -19,7 +20,7 @@ static __always_inline bool comm_matches(void)
 
 	if (!filter_comm)
 		return true;
-	bpf_get_current_comm(comm, sizeof(comm));
+	es_current_comm(comm);
 #pragma unroll
 	for (int i = 0; i < ES_COMM_LEN; i++) {
 		if (comm[i] != targ_comm[i])

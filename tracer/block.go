@@ -34,6 +34,9 @@ func (t *FsyncTracer) loadBlock(shared ebpf.CollectionOptions, cfg FsyncConfig) 
 	if err := setVariables(spec, vars); err != nil {
 		return err
 	}
+	if err := applyCompat(spec); err != nil { // es_task_btf: the submitter's comm (bpf/compat.h)
+		return err
+	}
 	if err := spec.LoadAndAssign(&t.block, &shared); err != nil {
 		return explainLoad("block programs", err)
 	}

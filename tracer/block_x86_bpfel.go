@@ -168,6 +168,7 @@ const (
 	blockProgBlockRqIssue       = "block_rq_issue"
 	blockProgBlockRqRequeue     = "block_rq_requeue"
 	blockVarBioQ_arg            = "bio_q_arg"
+	blockVarEsTaskBtf           = "es_task_btf"
 	blockVarEveryBlock          = "every_block"
 	blockVarGetrqQ_arg          = "getrq_q_arg"
 	blockVarRqQ_arg             = "rq_q_arg"
@@ -254,6 +255,7 @@ type blockMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type blockVariableSpecs struct {
 	BioQ_arg            *ebpf.VariableSpec `ebpf:"bio_q_arg"`
+	EsTaskBtf           *ebpf.VariableSpec `ebpf:"es_task_btf"`
 	EveryBlock          *ebpf.VariableSpec `ebpf:"every_block"`
 	GetrqQ_arg          *ebpf.VariableSpec `ebpf:"getrq_q_arg"`
 	RqQ_arg             *ebpf.VariableSpec `ebpf:"rq_q_arg"`
@@ -318,6 +320,7 @@ func (m *blockMaps) Close() error {
 // It can be passed to loadBlockObjects or ebpf.CollectionSpec.LoadAndAssign.
 type blockVariables struct {
 	BioQ_arg            *ebpf.Variable `ebpf:"bio_q_arg"`
+	EsTaskBtf           *ebpf.Variable `ebpf:"es_task_btf"`
 	EveryBlock          *ebpf.Variable `ebpf:"every_block"`
 	GetrqQ_arg          *ebpf.Variable `ebpf:"getrq_q_arg"`
 	RqQ_arg             *ebpf.Variable `ebpf:"rq_q_arg"`
