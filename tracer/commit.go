@@ -48,6 +48,10 @@ type CommitConfig struct {
 	// Profile adds each program run's time to Counts' RunNs, by probe
 	// kind (two clock reads a run).
 	Profile bool
+	// RetProbes puts a function's return probes at its RET instructions
+	// even where GoBinary.ReturnSites finds emulated points after each of
+	// its calls (a RET is single-stepped: a second trap per firing).
+	RetProbes bool
 }
 
 // CommitCounts are the commit program's counters, summed over CPUs.
@@ -179,6 +183,14 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 		offsets := []uint64{fn.EntryOffset}
 		if p.ret {
 			offsets = fn.RetOffsets
+			sites, ok, err := bin.ReturnSites(fn)
+			if err != nil {
+				return nil, err
+			}
+			if ok && !cfg.RetProbes {
+				offsets = sites
+				what = "uprobe/" + p.names[0] + " (return sites)"
+			}
 		}
 		for _, off := range offsets {
 			at = append(at, uprobeAt{fn.Name, off, uint64(p.kind)})

@@ -186,6 +186,10 @@ func (f *commitFlags) validate(fs *pflag.FlagSet) (pipeline.CommitOptions, error
 		return opt, usagef("--cert and --key go together")
 	case (f.cacert != "" || f.cert != "") && len(f.endpoints) == 0:
 		return opt, usagef("--cacert/--cert/--key are for --etcd-endpoints; give it")
+	case f.sample == 0:
+		return opt, usagef("--sample 0: give N >= 1 (follow 1 write in N; 1: every write)")
+	case f.rawEvents && f.sample > 1:
+		return opt, usagef("--raw-events follows every write: drop --sample %d", f.sample)
 	}
 	rate, err := parseRate(f.load)
 	if err != nil {
@@ -218,12 +222,6 @@ func (f *commitFlags) validate(fs *pflag.FlagSet) (pipeline.CommitOptions, error
 	pid, err := etcdPID("--pid", f.pid, "--comm", f.comm)
 	if err != nil {
 		return opt, err
-	}
-	switch {
-	case f.sample == 0:
-		return opt, usagef("--sample 0: give N >= 1 (1 in N writes; 1: every write)")
-	case f.rawEvents && f.sample > 1:
-		return opt, usagef("--raw-events follows every write: drop --sample %d", f.sample)
 	}
 	return pipeline.CommitOptions{PID: pid, Endpoints: f.endpoints, TLS: tlsCfg, Duration: f.duration, LoadPerSec: rate, RingBytes: ring,
 		Raw: f.rawEvents, SampleEvery: f.sample}, nil
