@@ -50,6 +50,9 @@ type Config struct {
 	// CommitSampleEvery: the commit tracer follows 1 write in N
 	// (tracer.CommitConfig.SampleEvery; 0 and 1: every write).
 	CommitSampleEvery uint32
+	// CommitNoGRPC: the commit tracer leaves the unary RPC around each
+	// write unprobed (tracer.CommitConfig.NoGRPC).
+	CommitNoGRPC bool
 	// EtcdMetrics are etcd /metrics URLs of members on this host; each is
 	// scraped every CompareWindow (0: DefaultCompareWindow) to export the
 	// inflation ratio of its peer RTT metric.

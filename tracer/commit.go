@@ -48,6 +48,10 @@ type CommitConfig struct {
 	// Profile adds each program run's time to Counts' RunNs, by probe
 	// kind (two clock reads a run).
 	Profile bool
+	// NoGRPC leaves the unary RPC around each write unprobed (LayerGRPC
+	// unavailable: writes start and end at the write's own function, no
+	// grpc part): two firings a write fewer, one of them single-stepped.
+	NoGRPC bool
 	// RetProbes puts a function's return probes at its RET instructions
 	// even where GoBinary.ReturnSites finds emulated points after each of
 	// its calls (a RET is single-stepped: a second trap per firing).
@@ -167,6 +171,10 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 	// kind as the cookie.
 	var at []uprobeAt
 	for _, p := range commitProbes {
+		if p.layer == LayerGRPC && cfg.NoGRPC {
+			t.down[LayerGRPC] = "left unprobed, as configured (commit --grpc=false)"
+			continue
+		}
 		fn, ferr := findFunc(bin, p.names, true)
 		what := "uprobe/" + p.names[0]
 		if p.ret {

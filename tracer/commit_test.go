@@ -42,7 +42,8 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool) {
 	// The multi variant also follows the scheduler inside (*WAL).sync
 	// (what etcdscope commit runs); the per-point one shows the core
 	// object loads without those programs (what serve runs).
-	tr, err := NewCommit(CommitConfig{PID: c.Members[0].PID, PerPointLinks: perPoint, Sched: !perPoint, Raw: !perPoint, Profile: true})
+	// The per-point variant also leaves the gRPC layer unprobed (NoGRPC).
+	tr, err := NewCommit(CommitConfig{PID: c.Members[0].PID, PerPointLinks: perPoint, Sched: !perPoint, Raw: !perPoint, Profile: true, NoGRPC: perPoint})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,10 +103,17 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool) {
 	if counts.WritesSeen != puts || counts.WritesSampled != puts || counts.WritesDropped != 0 {
 		t.Errorf("writes seen %d, sampled %d, dropped %d for %d puts", counts.WritesSeen, counts.WritesSampled, counts.WritesDropped, puts)
 	}
-	for _, k := range []event.CommitKind{event.CommitProposeEnter, event.CommitProposeRet, event.CommitRegister, event.CommitTrigger, event.CommitApplyEntry, event.CommitSyncEnter, event.CommitSyncRet, event.CommitRPCEnter} {
-		if counts.Fired[k] != puts {
-			t.Errorf("%s fired %d times for %d puts", k, counts.Fired[k], puts)
+	for _, k := range []event.CommitKind{event.CommitProposeEnter, event.CommitProposeRet, event.CommitRegister, event.CommitTrigger, event.CommitApplyEntry, event.CommitSyncEnter, event.CommitSyncRet, event.CommitRPCEnter, event.CommitRPCRet} {
+		want := uint64(puts)
+		if perPoint && (k == event.CommitRPCEnter || k == event.CommitRPCRet) {
+			want = 0 // NoGRPC
 		}
+		if counts.Fired[k] != want {
+			t.Errorf("%s fired %d times for %d puts, want %d", k, counts.Fired[k], puts, want)
+		}
+	}
+	if _, down := tr.Unavailable()[LayerGRPC]; down != perPoint {
+		t.Errorf("grpc layer unavailable: %v, want %v (NoGRPC)", down, perPoint)
 	}
 	for _, k := range []event.CommitKind{event.CommitWriteDone, event.CommitSaveDone, event.CommitSyncDone} {
 		if n[k] != puts {

@@ -59,6 +59,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds (each runs every variant once)")
 	dur := flag.Duration("duration", 30*time.Second, "load per run")
 	sample := flag.Int("sample", 10, "the sampled variant follows 1 write in this many")
+	vs := flag.String("variants", "untraced,commit-raw,commit,commit-sample", "comma-separated: untraced (keep it), commit, commit-raw (--raw-events), commit-nogrpc (--grpc=false), commit-sample (--sample -sample), commit-nogrpc-sample")
 	ld := flag.String("load", "l", "check perf's load: l (500 clients, 8000 puts/s at most) or m (200, 1000)")
 	flag.Parse()
 	l, ok := loads[*ld]
@@ -67,13 +68,13 @@ func main() {
 		os.Exit(2)
 	}
 	clients, limit = l.clients, l.limit
-	if err := mainErr(*etcdBin, *es, *rounds, *dur, *sample); err != nil {
+	if err := mainErr(*etcdBin, *es, *rounds, *dur, *sample, strings.Split(*vs, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "commitsat:", err)
 		os.Exit(1)
 	}
 }
 
-func mainErr(etcdBin, es string, rounds int, dur time.Duration, sample int) error {
+func mainErr(etcdBin, es string, rounds int, dur time.Duration, sample int, variants []string) error {
 	dir, err := os.MkdirTemp("/var/tmp", "etcdscope-commitsat-")
 	if err != nil {
 		return err
@@ -106,10 +107,12 @@ func mainErr(etcdBin, es string, rounds int, dur time.Duration, sample int) erro
 		return fmt.Errorf("etcd not answering: %w", err)
 	}
 	pid := etcd.Process.Pid
-	variants := []string{"untraced", "commit-raw", "commit", "commit-sample" + strconv.Itoa(sample)}
 	// What etcdscope commit costs with no write at all (its rings' polls,
 	// the Go runtime): the floor under its CPU per put.
-	for _, v := range variants[1:] {
+	for _, v := range variants {
+		if v == "untraced" {
+			continue
+		}
 		tr, err := startTracer(es, dir, v, pid, sample)
 		if err != nil {
 			return err
@@ -187,10 +190,13 @@ func mainErr(etcdBin, es string, rounds int, dur time.Duration, sample int) erro
 // waits for its ready file.
 func startTracer(es, dir, v string, pid, sample int) (*exec.Cmd, error) {
 	args := []string{"commit", "--pid", strconv.Itoa(pid), "--duration", "0", "--ready-file", filepath.Join(dir, "ready")}
-	switch {
-	case strings.HasPrefix(v, "commit-sample"):
+	if strings.HasSuffix(v, "-sample") {
 		args = append(args, "--sample", strconv.Itoa(sample))
-	case v == "commit-raw": // every firing to userspace, joined in Go: the reference
+	}
+	if strings.Contains(v, "-nogrpc") {
+		args = append(args, "--grpc=false")
+	}
+	if v == "commit-raw" { // every firing to userspace, joined in Go: the reference
 		args = append(args, "--raw-events")
 	}
 	os.Remove(filepath.Join(dir, "ready"))

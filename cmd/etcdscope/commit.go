@@ -39,6 +39,7 @@ type commitFlags struct {
 	ringBytes           uint64
 	sample              uint32
 	rawEvents           bool
+	grpc                bool
 }
 
 // commitStdout is where the report goes (tests capture it).
@@ -59,6 +60,7 @@ func runCommit(args []string) error {
 	fs.StringVar(&f.ready, "ready-file", "", "create this file once the probes are attached (for scripts and tests)")
 	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage)
 	fs.Uint32Var(&f.sample, "sample", 1, "follow 1 write in N, decided in the kernel at each write's entry (1: every write); the report counts the writes seen")
+	fs.BoolVar(&f.grpc, "grpc", true, "also probe the unary gRPC call around each write (its grpc part); --grpc=false saves two uprobe firings a write, one of them single-stepped (docs/commit.md)")
 	fs.BoolVar(&f.rawEvents, "raw-events", false, "send every probe's firing to etcdscope and join them there (the reference for the kernel's assembly; more CPU)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -102,7 +104,7 @@ func runCommit(args []string) error {
 	// The tracer is opened here, so that the pipeline loads no BPF: a
 	// binary whose functions cannot be probed leaves opt.Source nil and
 	// the run falls back to the model from etcd's metrics.
-	tr, err := tracer.NewCommit(tracer.CommitConfig{PID: opt.PID, RingBytes: opt.RingBytes, Sched: true, Raw: opt.Raw, SampleEvery: opt.SampleEvery})
+	tr, err := tracer.NewCommit(tracer.CommitConfig{PID: opt.PID, RingBytes: opt.RingBytes, Sched: true, Raw: opt.Raw, SampleEvery: opt.SampleEvery, NoGRPC: !f.grpc})
 	switch {
 	case err == nil:
 		defer tr.Close()
