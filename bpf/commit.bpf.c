@@ -3,10 +3,13 @@
 /* commit.bpf.c: one uprobe program for every probe on etcd's write path
  * (enum commit_kind in commit.h, passed as the attach cookie). It reads
  * the few arguments the kind needs from Go's register ABI and the current
- * goroutine's g, and commits one record to the ring. The joining of
- * records into writes is done in Go (analysis/commit), so the programs
- * stay small and keep no state. Filtering by process is done at attach
- * time (the uprobe's pid). */
+ * goroutine's g, and assembles them in maps keyed as
+ * analysis/commit.Assembler keys them (the handler goroutine, the request
+ * id, the apply and Raft goroutines) into one record per write, per WAL
+ * Save with entries and per (*WAL).sync; analysis/commit joins those into
+ * writes. A write not sampled (1 in commit_sample_every is) is skipped
+ * from its first probe on. Filtering by process is done at attach time
+ * (the uprobe's pid). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -18,6 +21,8 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Keep the event type in the object for bpf2go -type. */
 const struct commit_event *unused_commit_event __attribute__((unused));
+const struct commit_write *unused_commit_write __attribute__((unused));
+const struct commit_save *unused_commit_save __attribute__((unused));
 
 /* commit_events: struct commit_event records. Size is set from Go. */
 struct {
@@ -51,6 +56,93 @@ struct {
 } in_sync SEC(".maps");
 
 #define in_sync_max_ns 2000000000ULL
+
+/* commit_raw: also send every probe's firing as a struct commit_event
+ * (the reference stream the assembly is tested against). */
+const volatile __u8 commit_raw = 0;
+/* commit_sample_every: follow 1 write in N (per CPU, decided at the
+ * write's entry); 0 and 1 follow every write. */
+const volatile __u32 commit_sample_every = 1;
+/* commit_profile: add each run's time to commit_counts.run_ns by kind. */
+const volatile __u8 commit_profile = 0;
+
+/* commit_counters: per-CPU struct commit_counts at key 0. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct commit_counts);
+} commit_counters SEC(".maps");
+
+/* commit_wstate: a write in progress on its handler goroutine. */
+struct commit_wstate {
+	__u64 start_ns, rpc_start_ns, id, index, batch_ns, trigger_ns, end_ns;
+	__u32 flags; /* WS_* */
+	__u32 pad;
+};
+#define WS_ID 1       /* Register seen: id is set */
+#define WS_APPLIED 2  /* Trigger seen: index, batch_ns, trigger_ns set */
+#define WS_RETURNED 4 /* the function returned: waiting for the RPC's return */
+#define WS_SKIP 8     /* not sampled: its probes do nothing more */
+
+/* commit_writes: handler goroutine (g) -> its write in progress, from the
+ * function's entry to its return (or the RPC's around it). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct commit_wstate);
+} commit_writes SEC(".maps");
+
+/* commit_rpcs: goroutine -> entry time of its unary RPC in progress (every
+ * RPC: whether it is a write is known at the function's entry). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u64);
+} commit_rpcs SEC(".maps");
+
+/* commit_ids: request id -> the handler goroutine of the write that
+ * registered it, from Register to the function's return. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u64);
+} commit_ids SEC(".maps");
+
+/* commit_astate: an apply goroutine's last applyAll and applyEntryNormal. */
+struct commit_astate {
+	__u64 batch_ns, index, has_entry;
+};
+
+/* commit_applies: apply goroutine (g) -> its struct commit_astate. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u64);
+	__type(value, struct commit_astate);
+} commit_applies SEC(".maps");
+
+/* commit_rstate: a Raft goroutine's Send, Save and sync in progress. */
+struct commit_rstate {
+	__u64 send_ns;  /* last Send since its last Save's return */
+	__u64 sync_ns;  /* (*WAL).sync in progress (0: none) */
+	__u64 save;     /* SAVE_NONE, SAVE_STATE (no entries) or SAVE_ENTRIES */
+	struct commit_save s;
+};
+#define SAVE_NONE 0
+#define SAVE_STATE 1
+#define SAVE_ENTRIES 2
+
+/* commit_rafts: Raft goroutine (g) -> its struct commit_rstate. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u64);
+	__type(value, struct commit_rstate);
+} commit_rafts SEC(".maps");
 
 static __always_inline void count_lost(void)
 {
@@ -91,15 +183,291 @@ struct go_arm64_regs {
 #define GO_STACK_ARGS 8
 #endif
 
+/* emit_raw sends one probe's firing as a struct commit_event. */
+static __always_inline void emit_raw(__u64 ts, __u64 g, __u64 a, __u64 b, __u64 c, __u32 tid, __u8 kind)
+{
+	struct commit_event *e = bpf_ringbuf_reserve(&commit_events, sizeof(*e), 0);
+
+	if (!e) {
+		count_lost();
+		return;
+	}
+	e->ts_ns = ts;
+	e->goroutine = g;
+	e->a = a;
+	e->b = b;
+	e->c = c;
+	e->tid = tid;
+	e->kind = kind;
+	e->pad[0] = e->pad[1] = e->pad[2] = 0;
+	bpf_ringbuf_submit(e, es_wake_flags(&commit_events, commit_wake_bytes, sizeof(*e), true));
+}
+
+/* emit_write sends write w of goroutine g, ended at end_ns (the RPC's
+ * return when rpc_end). */
+static __always_inline void emit_write(struct commit_wstate *w, __u64 g, __u64 end_ns, bool rpc_end, __u32 tid)
+{
+	struct commit_write *e = bpf_ringbuf_reserve(&commit_events, sizeof(*e), 0);
+
+	if (!e) {
+		count_lost();
+		return;
+	}
+	e->id = w->id;
+	e->index = w->index;
+	e->rpc_start_ns = rpc_end ? w->rpc_start_ns : 0;
+	e->start_ns = w->start_ns;
+	e->end_ns = rpc_end ? w->end_ns : end_ns;
+	e->rpc_end_ns = rpc_end ? end_ns : 0;
+	e->batch_ns = w->batch_ns;
+	e->trigger_ns = w->trigger_ns;
+	e->goroutine = g;
+	e->tid = tid;
+	e->kind = COMMIT_WRITE_DONE;
+	e->pad[0] = e->pad[1] = e->pad[2] = 0;
+	bpf_ringbuf_submit(e, es_wake_flags(&commit_events, commit_wake_bytes, sizeof(*e), true));
+}
+
+/* emit_save sends s (a Save, or a sync: kind). */
+static __always_inline void emit_save(struct commit_save *s, __u32 tid, __u8 kind)
+{
+	struct commit_save *e = bpf_ringbuf_reserve(&commit_events, sizeof(*e), 0);
+
+	if (!e) {
+		count_lost();
+		return;
+	}
+	__builtin_memcpy(e, s, sizeof(*e));
+	e->tid = tid;
+	e->kind = kind;
+	e->pad[0] = e->pad[1] = e->pad[2] = 0;
+	bpf_ringbuf_submit(e, es_wake_flags(&commit_events, commit_wake_bytes, sizeof(*e), true));
+}
+
+/* state_of returns goroutine g's value in map (a per-goroutine state),
+ * created from zero (a zeroed value of the map's type) if absent. */
+static __always_inline void *state_of(void *map, __u64 g, const void *zero)
+{
+	void *v = bpf_map_lookup_elem(map, &g);
+
+	if (v)
+		return v;
+	bpf_map_update_elem(map, &g, zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(map, &g);
+}
+
+/* raft_of and apply_of: goroutine g's Raft and apply states. */
+static const struct commit_rstate rstate_zero;
+static const struct commit_astate astate_zero;
+#define raft_of(g) ((struct commit_rstate *)state_of(&commit_rafts, (g), &rstate_zero))
+#define apply_of(g) ((struct commit_astate *)state_of(&commit_applies, (g), &astate_zero))
+
+/* propose_enter starts goroutine g's write (analysis/commit.Assembler's
+ * rules: a second entry within 1 ms of one with no id yet is the same
+ * call restarted after its stack grew, and keeps its start and its
+ * sampling). */
+static __always_inline void propose_enter(struct commit_counts *cnt, __u64 ts, __u64 g)
+{
+	struct commit_wstate *old = bpf_map_lookup_elem(&commit_writes, &g);
+	struct commit_wstate w = {};
+	__u64 *rpc = bpf_map_lookup_elem(&commit_rpcs, &g);
+
+	w.start_ns = ts;
+	if (old && !(old->flags & (WS_ID | WS_RETURNED)) && old->start_ns + 1000000 > ts) {
+		w.start_ns = old->start_ns;
+		w.flags = old->flags & WS_SKIP;
+	} else if (cnt) {
+		__u64 n = cnt->writes_seen++;
+		if (commit_sample_every > 1 && n % commit_sample_every != 0)
+			w.flags = WS_SKIP;
+		else
+			cnt->writes_sampled++;
+	}
+	if (rpc)
+		w.rpc_start_ns = *rpc;
+	if (bpf_map_update_elem(&commit_writes, &g, &w, BPF_ANY) && cnt)
+		cnt->writes_dropped++;
+}
+
+/* propose_ret ends goroutine g's write at ts: sent now, or at the return
+ * of the RPC around it; not sent when it was not sampled, never
+ * registered an id (an error before proposing: not a write) or was never
+ * applied (failed or timed out: dropped). */
+static __always_inline void propose_ret(struct commit_counts *cnt, __u64 ts, __u64 g, __u32 tid)
+{
+	struct commit_wstate *w = bpf_map_lookup_elem(&commit_writes, &g);
+
+	if (!w)
+		return;
+	if ((w->flags & (WS_SKIP | WS_RETURNED)) || !(w->flags & WS_ID)) {
+		if (!(w->flags & WS_RETURNED))
+			bpf_map_delete_elem(&commit_writes, &g);
+		return;
+	}
+	bpf_map_delete_elem(&commit_ids, &w->id);
+	if (!(w->flags & WS_APPLIED)) {
+		if (cnt)
+			cnt->writes_dropped++;
+		bpf_map_delete_elem(&commit_writes, &g);
+		return;
+	}
+	if (w->rpc_start_ns != 0 && w->rpc_start_ns <= w->start_ns) {
+		w->end_ns = ts;
+		w->flags |= WS_RETURNED;
+		return;
+	}
+	emit_write(w, g, ts, false, tid);
+	bpf_map_delete_elem(&commit_writes, &g);
+}
+
+/* trigger applies the write of request id at ts, on apply goroutine g. */
+static __always_inline void trigger(__u64 ts, __u64 g, __u64 id)
+{
+	__u64 *wg = bpf_map_lookup_elem(&commit_ids, &id);
+	struct commit_wstate *w;
+	struct commit_astate *ap;
+
+	if (!wg)
+		return;
+	w = bpf_map_lookup_elem(&commit_writes, wg);
+	if (!w || w->id != id || (w->flags & (WS_APPLIED | WS_SKIP)) || !(w->flags & WS_ID))
+		return;
+	ap = bpf_map_lookup_elem(&commit_applies, &g);
+	if (!ap || !ap->has_entry) /* a Trigger outside applyEntryNormal */
+		return;
+	w->index = ap->index;
+	w->batch_ns = ap->batch_ns;
+	w->trigger_ns = ts;
+	w->flags |= WS_APPLIED;
+}
+
+/* assemble adds one probe's firing to the maps, sending what it ends. */
+static __always_inline void assemble(struct commit_counts *cnt, __u8 kind, __u64 ts, __u64 g, __u32 tid, __u64 a, __u64 b)
+{
+	switch (kind) {
+	case COMMIT_RPC_ENTER:
+		bpf_map_update_elem(&commit_rpcs, &g, &ts, BPF_ANY);
+		break;
+	case COMMIT_RPC_RET: {
+		struct commit_wstate *w = bpf_map_lookup_elem(&commit_writes, &g);
+		bpf_map_delete_elem(&commit_rpcs, &g);
+		if (w && (w->flags & WS_RETURNED)) {
+			emit_write(w, g, ts, true, tid);
+			bpf_map_delete_elem(&commit_writes, &g);
+		}
+		break;
+	}
+	case COMMIT_PROPOSE_ENTER:
+		propose_enter(cnt, ts, g);
+		break;
+	case COMMIT_REGISTER: {
+		struct commit_wstate *w = bpf_map_lookup_elem(&commit_writes, &g);
+		if (!w || (w->flags & (WS_ID | WS_RETURNED | WS_SKIP)))
+			break;
+		w->id = a;
+		w->flags |= WS_ID;
+		if (bpf_map_update_elem(&commit_ids, &a, &g, BPF_ANY) && cnt)
+			cnt->writes_dropped++;
+		break;
+	}
+	case COMMIT_PROPOSE_RET:
+		propose_ret(cnt, ts, g, tid);
+		break;
+	case COMMIT_APPLY_ALL: {
+		struct commit_astate *ap = apply_of(g);
+		if (ap)
+			ap->batch_ns = ts;
+		break;
+	}
+	case COMMIT_APPLY_ENTRY: {
+		struct commit_astate *ap = apply_of(g);
+		if (ap) {
+			ap->index = a;
+			ap->has_entry = 1;
+		}
+		break;
+	}
+	case COMMIT_TRIGGER:
+		trigger(ts, g, a);
+		break;
+	case COMMIT_SEND: {
+		struct commit_rstate *r = raft_of(g);
+		if (r)
+			r->send_ns = ts;
+		break;
+	}
+	case COMMIT_SAVE_ENTER: {
+		struct commit_rstate *r = raft_of(g);
+		if (!r)
+			break;
+		if (b == 0) { /* a HardState-only Save: not a write's */
+			r->save = SAVE_STATE;
+			break;
+		}
+		r->save = SAVE_ENTRIES;
+		__builtin_memset(&r->s, 0, sizeof(r->s));
+		r->s.first = a;
+		r->s.last = b;
+		r->s.send_ns = r->send_ns;
+		r->s.start_ns = ts;
+		break;
+	}
+	case COMMIT_SYNC_ENTER: {
+		struct commit_rstate *r = raft_of(g);
+		if (!r)
+			break;
+		r->sync_ns = ts;
+		if (r->save == SAVE_ENTRIES) {
+			r->s.sync_start_ns = ts;
+			r->s.sync_tids[0] = tid;
+		}
+		break;
+	}
+	case COMMIT_SYNC_RET: {
+		struct commit_rstate *r = bpf_map_lookup_elem(&commit_rafts, &g);
+		if (!r)
+			break;
+		if (r->sync_ns) {
+			struct commit_save s = {};
+			s.sync_start_ns = r->sync_ns;
+			s.sync_end_ns = ts;
+			emit_save(&s, tid, COMMIT_SYNC_DONE);
+			r->sync_ns = 0;
+		}
+		if (r->save == SAVE_ENTRIES) {
+			r->s.sync_end_ns = ts;
+			r->s.sync_tids[1] = tid;
+		}
+		break;
+	}
+	case COMMIT_SAVE_RET: {
+		struct commit_rstate *r = bpf_map_lookup_elem(&commit_rafts, &g);
+		if (!r || r->save == SAVE_NONE)
+			break;
+		if (r->save == SAVE_ENTRIES) {
+			r->s.end_ns = ts;
+			emit_save(&r->s, tid, COMMIT_SAVE_DONE);
+		}
+		r->save = SAVE_NONE;
+		r->send_ns = 0;
+		break;
+	}
+	}
+}
+
 SEC("uprobe")
 int commit_probe(struct pt_regs *ctx)
 {
 	__u64 ts = bpf_ktime_get_ns();
 	__u8 kind = (__u8)bpf_get_attach_cookie(ctx);
-	struct commit_event *e;
 	__u64 id = bpf_get_current_pid_tgid();
+	__u64 g = GO_G(ctx);
 	__u64 a = 0, b = 0, c = 0;
+	__u32 zero = 0, tid = (__u32)id;
+	struct commit_counts *cnt = bpf_map_lookup_elem(&commit_counters, &zero);
 
+	if (cnt)
+		cnt->fired[kind & (COMMIT_KINDS - 1)]++;
 	switch (kind) {
 	case COMMIT_REGISTER:
 	case COMMIT_TRIGGER:
@@ -135,34 +503,26 @@ int commit_probe(struct pt_regs *ctx)
 		if (bpf_probe_read_user(&type, sizeof(type), (void *)(m + COMMIT_MSG_TYPE)))
 			count_lost();
 		if (type != COMMIT_MSG_APP_RESP)
-			return 0;
+			goto out;
 		if (bpf_probe_read_user(&a, sizeof(a), (void *)(m + COMMIT_MSG_FROM)) ||
 		    bpf_probe_read_user(&b, sizeof(b), (void *)(m + COMMIT_MSG_INDEX)))
 			count_lost();
-		break;
+		/* A follower's ack is sent as it is, assembled or not. */
+		emit_raw(ts, g, a, b, c, tid, kind);
+		goto out;
 	}
 	}
 	if (kind == COMMIT_SYNC_ENTER) {
-		__u32 tid = (__u32)id;
 		bpf_map_update_elem(&in_sync, &tid, &ts, BPF_ANY);
 	} else if (kind == COMMIT_SYNC_RET) {
-		__u32 tid = (__u32)id;
 		bpf_map_delete_elem(&in_sync, &tid);
 	}
-	e = bpf_ringbuf_reserve(&commit_events, sizeof(*e), 0);
-	if (!e) {
-		count_lost();
-		return 0;
-	}
-	e->ts_ns = ts;
-	e->goroutine = GO_G(ctx);
-	e->a = a;
-	e->b = b;
-	e->c = c;
-	e->tid = (__u32)id;
-	e->kind = kind;
-	e->pad[0] = e->pad[1] = e->pad[2] = 0;
-	bpf_ringbuf_submit(e, es_wake_flags(&commit_events, commit_wake_bytes, sizeof(*e), true));
+	if (commit_raw)
+		emit_raw(ts, g, a, b, c, tid, kind);
+	assemble(cnt, kind, ts, g, tid, a, b);
+out:
+	if (commit_profile && cnt)
+		cnt->run_ns[kind & (COMMIT_KINDS - 1)] += bpf_ktime_get_ns() - ts;
 	return 0;
 }
 

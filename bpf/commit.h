@@ -1,11 +1,16 @@
-/* Event struct shared by bpf/commit.bpf.c and Go (bpf2go -type
- * commit_event). One record per firing of a uprobe on one of etcd's own Go
- * functions (the write path of a put: proposal, WAL save and sync, the
- * followers' acks, apply). The program is the same for every probe; the
- * attach cookie says which probe fired (enum commit_kind) and so which
- * arguments were read. Go (tracer/commit.go) decodes and package
- * analysis/commit joins the records into writes. Timestamps are
- * bpf_ktime_get_ns(): CLOCK_MONOTONIC, ns. */
+/* Structs shared by bpf/commit.bpf.c and Go (bpf2go -type). The uprobes
+ * on etcd's own Go functions (the write path of a put: proposal, WAL save
+ * and sync, the followers' acks, apply) run one program; the attach
+ * cookie says which probe fired (enum commit_kind) and so which arguments
+ * were read. The program assembles each write's firings into one struct
+ * commit_write, each WAL Save with entries into one struct commit_save
+ * and each (*WAL).sync into one struct commit_save of kind
+ * COMMIT_SYNC_DONE (the same rules as analysis/commit.Assembler, the
+ * reference); a follower's ack and the scheduler records stay one struct
+ * commit_event each. With commit_raw set it also sends every firing as a
+ * struct commit_event (the reference stream). Every struct ends with the
+ * same tid and kind, so Go tells them apart by the record's last word.
+ * Timestamps are bpf_ktime_get_ns(): CLOCK_MONOTONIC, ns. */
 #ifndef ETCDSCOPE_COMMIT_H
 #define ETCDSCOPE_COMMIT_H
 
@@ -54,7 +59,16 @@ enum commit_kind {
 	 * COMMIT_SYNC_ENTER and COMMIT_SYNC_RET on it; a = enum
 	 * commit_sched_state, tid the thread, goroutine 0. */
 	COMMIT_SCHED = 15,
+	/* Assembled in the kernel (not probes): one write (struct
+	 * commit_write), one WAL Save with entries, one (*WAL).sync (struct
+	 * commit_save). */
+	COMMIT_WRITE_DONE = 16,
+	COMMIT_SAVE_DONE = 17,
+	COMMIT_SYNC_DONE = 18,
 };
+
+/* COMMIT_KINDS bounds enum commit_kind (the counters' arrays; a power of two, so that a kind masked with COMMIT_KINDS - 1 is in bounds for the verifier). */
+#define COMMIT_KINDS 32
 
 /* commit_sched_state: a = of a COMMIT_SCHED record (event.SchedState's
  * values). */
@@ -71,6 +85,51 @@ struct commit_event {
 	__u32 tid;
 	__u8 kind;       /* enum commit_kind */
 	__u8 pad[3];
+};
+
+/* commit_write: one write, assembled from its handler goroutine's
+ * probes (RPC, propose, Register) and the apply goroutine's (applyAll,
+ * applyEntryNormal, Trigger); kind COMMIT_WRITE_DONE, sent at its last
+ * probe (the RPC's return, else the function's). Only writes that were
+ * applied (Triggered) are sent. */
+struct commit_write {
+	__u64 id;           /* etcd's request id (Register) */
+	__u64 index;        /* Raft index (applyEntryNormal before the Trigger) */
+	__u64 rpc_start_ns; /* processUnaryRPC's entry; 0: no RPC around the write */
+	__u64 start_ns;     /* processInternalRaftRequestOnce's entry */
+	__u64 end_ns;       /* its return */
+	__u64 rpc_end_ns;   /* processUnaryRPC's return; 0 with no RPC around */
+	__u64 batch_ns;     /* the apply goroutine's last applyAll before the Trigger (0: none) */
+	__u64 trigger_ns;   /* wait.Trigger: the result handed back */
+	__u64 goroutine;    /* the handler goroutine's g */
+	__u32 tid;          /* thread of the last probe */
+	__u8 kind;          /* COMMIT_WRITE_DONE */
+	__u8 pad[3];
+};
+
+/* commit_save: one WAL Save with entries (COMMIT_SAVE_DONE, sent at its
+ * return) or one (*WAL).sync (COMMIT_SYNC_DONE: only sync_start_ns and
+ * sync_end_ns, sent at the sync's return). */
+struct commit_save {
+	__u64 first, last;    /* the entries' first and last index */
+	__u64 send_ns;        /* the Transport.Send before it on the Raft goroutine (0: none) */
+	__u64 start_ns;       /* Save's entry */
+	__u64 end_ns;         /* Save's return */
+	__u64 sync_start_ns;  /* the (*WAL).sync inside it (0: none) */
+	__u64 sync_end_ns;
+	__u32 sync_tids[2];   /* threads at the sync's entry and return */
+	__u32 tid;
+	__u8 kind;            /* COMMIT_SAVE_DONE or COMMIT_SYNC_DONE */
+	__u8 pad[3];
+};
+
+/* commit_counts: the program's per-CPU counters (map commit_counters). */
+struct commit_counts {
+	__u64 fired[COMMIT_KINDS];  /* probe firings by enum commit_kind */
+	__u64 run_ns[COMMIT_KINDS]; /* the program's time by kind (only with commit_profile) */
+	__u64 writes_seen;          /* processInternalRaftRequestOnce entries (not a restart) */
+	__u64 writes_sampled;       /* of them, followed (1 in commit_sample_every) */
+	__u64 writes_dropped;       /* followed, then forgotten: state map full, or returned unapplied */
 };
 
 /* raftpb layouts the probes read (go.etcd.io/raft/v3/raftpb, and

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -89,6 +91,9 @@ func TestServeCommitMetrics(t *testing.T) {
 	if n := gauge(fams, "etcdscope_commit_incomplete_writes_total"); n != 0 {
 		t.Errorf("%v incomplete writes", n)
 	}
+	if seen, sampled, every := gauge(fams, "etcdscope_commit_writes_seen_total"), gauge(fams, "etcdscope_commit_writes_sampled_total"), gauge(fams, "etcdscope_commit_sample_every"); seen != committed || sampled != seen || every != 1 {
+		t.Errorf("writes seen %v, sampled %v, 1 in %v; the commit index moved by %v: want all seen and sampled, 1 in 1", seen, sampled, every, committed)
+	}
 	votes := map[string]float64{}
 	for _, m := range fams["etcdscope_commit_deciding_vote_total"].GetMetric() {
 		votes[labelsOf(m)["vote"]] += m.GetCounter().GetValue()
@@ -110,6 +115,57 @@ func TestServeCommitMetrics(t *testing.T) {
 	}
 	if gauge(fams, "etcdscope_bpf_programs_attached") == 0 {
 		t.Error("no attached programs reported")
+	}
+}
+
+// TestServeCommitSampled runs serve --commit-sample 4 on a one-member
+// etcd: every write entering etcd is counted (writes_seen_total equals
+// the move of etcd's own etcd_server_proposals_committed_total), 1 in 4
+// per CPU is followed (writes_sampled_total between seen/4 and seen/4 +
+// one per CPU), and the split observes exactly the sampled writes.
+func TestServeCommitSampled(t *testing.T) {
+	testenv.RequireRoot(t)
+	c := etcdtest.Start(t, etcdtest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m := c.Members[0]
+	s := startServe(t, "--comm", "etcd", "--commit-pid", strconv.Itoa(m.PID), "--commit-sample", "4")
+	before := restingCommitIndex(ctx, t, c, m)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	const puts = 200
+	for i := 0; i < puts; i++ {
+		if _, err := cli.Put(ctx, fmt.Sprintf("%sserve-sampled-%03d", etcdtest.PutKeyPrefix, i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := restingCommitIndex(ctx, t, c, m)
+	committed := gauge(after, "etcd_server_proposals_committed_total") - gauge(before, "etcd_server_proposals_committed_total")
+	var fams map[string]*dto.MetricFamily
+	var writes uint64
+	var sampled float64
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		fams = s.scrape(t)
+		writes = histCount(fams["etcdscope_commit_duration_seconds"], map[string]string{"role": "unknown"})
+		sampled = gauge(fams, "etcdscope_commit_writes_sampled_total")
+		if float64(writes) >= sampled && sampled > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	seen, every := gauge(fams, "etcdscope_commit_writes_seen_total"), gauge(fams, "etcdscope_commit_sample_every")
+	cpus := float64(runtime.NumCPU())
+	t.Logf("commit index +%v for %d puts; seen %v, sampled %v (1 in %v), split %d", committed, puts, seen, sampled, every, writes)
+	if seen != committed || committed < puts {
+		t.Errorf("writes seen %v; etcd's commit index moved by %v for %d puts: want equal", seen, committed, puts)
+	}
+	if every != 4 || sampled < math.Ceil(seen/4) || sampled > seen/4+cpus {
+		t.Errorf("sampled %v of %v writes at 1 in %v: want within [%v, %v]", sampled, seen, every, math.Ceil(seen/4), seen/4+cpus)
+	}
+	if float64(writes) != sampled {
+		t.Errorf("split %d writes, sampled %v: want equal", writes, sampled)
 	}
 }
 

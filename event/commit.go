@@ -48,7 +48,23 @@ const (
 	// inside (*WAL).sync (tracer's CommitConfig.Sched), A = its
 	// SchedState (running, runnable, blocked); Goroutine is 0.
 	CommitSched CommitKind = 15
+	// CommitWriteDone: one write assembled from its probes (Write holds
+	// it; TsNs is its end), by the kernel or by analysis/commit.Assembler.
+	CommitWriteDone CommitKind = 16
+	// CommitSaveDone: one WAL Save with entries assembled from Send,
+	// Save and sync (Save holds it; TsNs is its end).
+	CommitSaveDone CommitKind = 17
+	// CommitSyncDone: one (*WAL).sync (Save.SyncStartNs, SyncEndNs; TsNs
+	// is its end), whether or not a Save with entries held it.
+	CommitSyncDone CommitKind = 18
 )
+
+// Raw reports whether k is one probe's firing that an assembler turns
+// into CommitWriteDone, CommitSaveDone and CommitSyncDone records (every
+// uprobe kind but CommitAppResp, which stays a record of its own).
+func (k CommitKind) Raw() bool {
+	return k >= CommitProposeEnter && k <= CommitRPCRet && k != CommitAppResp
+}
 
 // String returns a short name of the probe ("propose_enter", "save_ret", ...).
 func (k CommitKind) String() string {
@@ -83,16 +99,51 @@ func (k CommitKind) String() string {
 		return "rpc_ret"
 	case CommitSched:
 		return "sched"
+	case CommitWriteDone:
+		return "write_done"
+	case CommitSaveDone:
+		return "save_done"
+	case CommitSyncDone:
+		return "sync_done"
 	}
 	return "kind" + strconv.Itoa(int(k))
 }
 
 // Commit is one firing of a probe on etcd's write path (bpf/commit.h
-// struct commit_event). The meaning of A, B and C depends on Kind.
+// struct commit_event; the meaning of A, B and C depends on Kind), or one
+// record assembled from them: a write (Kind CommitWriteDone, in Write;
+// bpf/commit.h struct commit_write), a WAL Save or sync (CommitSaveDone,
+// CommitSyncDone, in Save; struct commit_save).
 type Commit struct {
 	Kind      CommitKind
-	TsNs      uint64 // CLOCK_MONOTONIC ns at the probe
+	TsNs      uint64 // CLOCK_MONOTONIC ns at the probe (an assembled record's end)
 	Goroutine uint64 // the g pointer: a stable key for one goroutine
 	TID       uint32 // the OS thread it ran on
 	A, B, C   uint64
+	Write     CommitWrite
+	Save      CommitSave
+}
+
+// CommitWrite is one write assembled from its probes (CommitWriteDone),
+// ns on CLOCK_MONOTONIC.
+type CommitWrite struct {
+	ID         uint64 // etcd's request id (Register)
+	Index      uint64 // its Raft index (the applyEntryNormal before its Trigger)
+	RPCStartNs uint64 // the unary RPC's entry; 0: no RPC around the write
+	StartNs    uint64 // processInternalRaftRequestOnce's entry
+	EndNs      uint64 // its return
+	RPCEndNs   uint64 // the unary RPC's return; 0: no RPC around the write
+	BatchNs    uint64 // the last applyAll on the apply goroutine before the Trigger (0: none)
+	TriggerNs  uint64 // wait.Trigger: its result handed back
+}
+
+// CommitSave is one WAL Save with entries (CommitSaveDone) or one
+// (*WAL).sync (CommitSyncDone: SyncStartNs and SyncEndNs only), ns on
+// CLOCK_MONOTONIC.
+type CommitSave struct {
+	First, Last            uint64    // the entries' first and last Raft index
+	SendNs                 uint64    // the Transport.Send before it on the Raft goroutine (0: none)
+	StartNs, EndNs         uint64    // Save's entry and return
+	SyncStartNs, SyncEndNs uint64    // the (*WAL).sync inside it (0, 0: none)
+	SyncTIDs               [2]uint32 // threads at the sync's entry and return
 }

@@ -29,6 +29,10 @@ const MaxVoteLabels = 16
 // `etcdscope commit` prints (analysis/commit): one observation per write
 // (per part) as each write is resolved. Safe for concurrent use.
 type CommitMetrics struct {
+	src        pipeline.CommitSource // the writes seen and sampled, read at scrape time
+	seen       *prometheus.Desc
+	sampled    *prometheus.Desc
+	every      prometheus.Gauge
 	duration   *prometheus.HistogramVec
 	part       *prometheus.HistogramVec
 	walSync    *prometheus.HistogramVec
@@ -40,28 +44,42 @@ type CommitMetrics struct {
 	votes map[string]bool // vote label values exported so far, for MaxVoteLabels
 }
 
-// NewCommitMetrics creates the collectors of the commit split.
-func NewCommitMetrics() *CommitMetrics {
+// sampledHelp is said in the Help of every metric that counts writes.
+const sampledHelp = " Only the sampled writes are observed (1 in etcdscope_commit_sample_every, decided in the kernel at each write's entry): multiply counts by commit_writes_seen_total / commit_writes_sampled_total for every write."
+
+// NewCommitMetrics creates the collectors of the commit split of the
+// writes src follows, 1 in sampleEvery (0 and 1: every write).
+func NewCommitMetrics(src pipeline.CommitSource, sampleEvery uint32) *CommitMetrics {
+	every := prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "commit_sample_every",
+		Help: "The commit tracer follows 1 write in this many (serve --commit-sample; 1: every write), decided in the kernel at each write's entry, per CPU.",
+	})
+	every.Set(float64(max(sampleEvery, 1)))
 	return &CommitMetrics{
+		src: src, every: every,
+		seen: prometheus.NewDesc(Namespace+"_commit_writes_seen_total",
+			"Writes that entered etcd's write function ((*EtcdServer).processInternalRaftRequestOnce) on the traced member, sampled or not, failed ones included.", nil, nil),
+		sampled: prometheus.NewDesc(Namespace+"_commit_writes_sampled_total",
+			"Of commit_writes_seen_total, the writes followed (1 in commit_sample_every): the commit_* histograms and counters observe those that were applied.", nil, nil),
 		duration: durationHistogram("commit_duration_seconds",
-			"Server-side time of each etcd write on the traced member: (*EtcdServer).processInternalRaftRequestOnce entry to return, widened to the unary gRPC call around it where that is probed (uprobes; docs/commit.md). role: leader, follower, or unknown without --etcd-endpoints.",
+			"Server-side time of each etcd write on the traced member: (*EtcdServer).processInternalRaftRequestOnce entry to return, widened to the unary gRPC call around it where that is probed (uprobes; docs/commit.md). role: leader, follower, or unknown without --etcd-endpoints."+sampledHelp,
 			"role"),
 		part: durationHistogram("commit_part_duration_seconds",
-			"Time of each etcd write spent in one part of its critical path (grpc, forward, propose, wal_append, quorum_wait, commit_to_apply, apply, return; docs/commit.md); one observation per write and measured part, the parts of a write sum to its commit_duration_seconds.",
+			"Time of each etcd write spent in one part of its critical path (grpc, forward, propose, wal_append, quorum_wait, commit_to_apply, apply, return; docs/commit.md); one observation per write and measured part, the parts of a write sum to its commit_duration_seconds."+sampledHelp,
 			"role", "part"),
 		walSync: durationHistogram("commit_wal_fdatasync_duration_seconds",
-			"The fdatasync inside the WAL append each write waited on ((*WAL).sync), one observation per write (a batch's writes each observe their Save's fdatasync)."),
+			"The fdatasync inside the WAL append each write waited on ((*WAL).sync), one observation per write (a batch's writes each observe their Save's fdatasync)."+sampledHelp),
 		vote: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "commit_deciding_vote_total",
-			Help: "Writes on the leader by the quorum's deciding vote: local_wal (the leader's own WAL append came last) or the follower (member name, else its id in hex) whose ack completed the quorum; at most MaxVoteLabels values, then other.",
+			Help: "Writes on the leader by the quorum's deciding vote: local_wal (the leader's own WAL append came last) or the follower (member name, else its id in hex) whose ack completed the quorum; at most MaxVoteLabels values, then other." + sampledHelp,
 		}, []string{"vote"}),
 		incomplete: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "commit_incomplete_writes_total",
-			Help: "Writes some part of which could not be joined (its probe did not fire or its event was lost); their measured parts are observed, the rest is missing.",
+			Help: "Writes some part of which could not be joined (its probe did not fire or its event was lost); their measured parts are observed, the rest is missing." + sampledHelp,
 		}),
 		batched: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "commit_batched_writes_total",
-			Help: "Writes that shared their WAL Save with other writes (etcd batched their entries into one Ready): their WAL parts are the batch's.",
+			Help: "Writes that shared their WAL Save with other writes (etcd batched their entries into one Ready): their WAL parts are the batch's." + sampledHelp,
 		}),
 		votes: map[string]bool{},
 	}
@@ -76,12 +94,23 @@ func (c *CommitMetrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, x := range c.collectors() {
 		x.Describe(ch)
 	}
+	c.every.Describe(ch)
+	ch <- c.seen
+	ch <- c.sampled
 }
 
 // Collect implements prometheus.Collector.
 func (c *CommitMetrics) Collect(ch chan<- prometheus.Metric) {
 	for _, x := range c.collectors() {
 		x.Collect(ch)
+	}
+	c.every.Collect(ch)
+	if c.src == nil {
+		return
+	}
+	if seen, sampled, _, err := c.src.Writes(); err == nil {
+		ch <- prometheus.MustNewConstMetric(c.seen, prometheus.CounterValue, float64(seen))
+		ch <- prometheus.MustNewConstMetric(c.sampled, prometheus.CounterValue, float64(sampled))
 	}
 }
 
@@ -139,7 +168,7 @@ func (c *CommitMetrics) voteLabel(id uint64, names commit.Names) string {
 func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, logw io.Writer) error {
 	res, err := pipeline.RunCommit(ctx, pipeline.CommitOptions{
 		PID: cfg.CommitPID, Endpoints: cfg.EtcdEndpoints, TLS: cfg.EtcdTLS,
-		Source: cfg.Commit, Unavailable: cfg.CommitUnavailable, RingBytes: cfg.RingBytes,
+		Source: cfg.Commit, Unavailable: cfg.CommitUnavailable, RingBytes: cfg.RingBytes, SampleEvery: cfg.CommitSampleEvery,
 		Notice:  func(s string) { fmt.Fprintf(logw, "etcdscope serve: commit: %s\n", s) },
 		OnWrite: c.ObserveWrite,
 	})

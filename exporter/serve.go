@@ -47,6 +47,12 @@ type Config struct {
 	Commit            CommitTracer
 	CommitPID         int
 	CommitUnavailable []string
+	// CommitSampleEvery: the commit tracer follows 1 write in N
+	// (tracer.CommitConfig.SampleEvery; 0 and 1: every write).
+	CommitSampleEvery uint32
+	// CommitNoGRPC: the commit tracer leaves the unary RPC around each
+	// write unprobed (tracer.CommitConfig.NoGRPC).
+	CommitNoGRPC bool
 	// EtcdMetrics are etcd /metrics URLs of members on this host; each is
 	// scraped every CompareWindow (0: DefaultCompareWindow) to export the
 	// inflation ratio of its peer RTT metric.
@@ -217,7 +223,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var cm *CommitMetrics
 	if cfg.Commit != nil {
 		defer cfg.Commit.Close()
-		cm = NewCommitMetrics()
+		cm = NewCommitMetrics(cfg.Commit, cfg.CommitSampleEvery)
 		reg.MustRegister(cm)
 		m.AddSource("commit", cfg.Commit, len(cfg.Commit.Probes()))
 		defer m.RemoveSource("commit")

@@ -38,6 +38,10 @@ type CommitSource interface {
 	Lost() (uint64, error)
 	Missed() uint64
 	Drain() error
+	// Writes returns the writes the kernel saw enter etcd's write
+	// function, those it followed (sampled) and the followed ones it
+	// forgot (tracer.CommitCounts).
+	Writes() (seen, sampled, dropped uint64, err error)
 }
 
 // SyncSource is the fsync tracer as RunCommit reads it beside the commit
@@ -78,6 +82,13 @@ type CommitOptions struct {
 	// split of that call (commit.JoinSyncs), so that the verdict names
 	// the disk's layer or the CPU it waited on.
 	Syncs SyncSource
+	// Raw: the source also sends every probe's firing (the reference
+	// stream, tracer.CommitConfig.Raw): they are assembled in Go
+	// (commit.Assembler) and the kernel's assembled records are ignored.
+	Raw bool
+	// SampleEvery: the source follows 1 write in N
+	// (tracer.CommitConfig.SampleEvery), for the result.
+	SampleEvery uint32
 	// Ready is called once the run starts, before the load starts.
 	Ready func()
 	// OnWrite receives every finished write, in the order they finished.
@@ -97,7 +108,12 @@ type CommitResult struct {
 	Unavailable []string // layers the probes cannot show, with why
 	Lost        uint64
 	Missed      uint64
-	Dropped     int // writes the joiner forgot or that never returned
+	Dropped     int // writes the kernel, the assembler or the joiner forgot, or that never returned
+	// WritesSeen and WritesSampled: the writes the kernel saw and those it
+	// followed (tracer.CommitConfig.SampleEvery); the report's writes are
+	// the sampled ones.
+	WritesSeen, WritesSampled uint64
+	SampleEvery               uint32 // CommitOptions.SampleEvery, at least 1
 	// DecodeErrors counts ring records that could not be decoded (the
 	// run went on without them; the CLI fails at exit when it is not 0).
 	DecodeErrors uint64
@@ -131,7 +147,8 @@ type CommitResult struct {
 // architecture, a build without them) it falls back to the kernel-only
 // model from etcd's metrics (Source "model"), if Endpoints are given.
 func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
-	res := &CommitResult{Source: commit.SourceUprobes, Report: commit.NewReport(), Cluster: commit.ClusterState{Names: commit.Names{}}}
+	res := &CommitResult{Source: commit.SourceUprobes, Report: commit.NewReport(), Cluster: commit.ClusterState{Names: commit.Names{}},
+		SampleEvery: max(opt.SampleEvery, 1)}
 	notice := func(format string, args ...any) {
 		if opt.Notice != nil {
 			opt.Notice(fmt.Sprintf(format, args...))
@@ -183,6 +200,7 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 	startScrape, startErr := scrapeAll(ctx, members, opt, cli)
 
 	j := commit.NewJoiner(commit.Config{Role: res.Role, Voters: res.Cluster.Voters})
+	asm := commit.NewAssembler() // for the raw firings (opt.Raw)
 	tr := opt.Source
 	if tr == nil {
 		err := opt.SourceErr
@@ -216,7 +234,7 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 		go func() {
 			defer wg.Done()
 			var out []commit.Write
-			syncStart := map[uint64]uint64{} // Raft goroutine -> its (*WAL).sync in progress
+			var recs []event.Commit
 			// The loop every tracer shares: decode errors are counted
 			// (res.DecodeErrors) and the run goes on.
 			readErr = run(tr.Read, &res.decodeErrors, nil, func(ev *event.Commit) (bool, error) {
@@ -230,15 +248,17 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 					}
 					return false, nil
 				}
-				if ev.Kind == event.CommitSyncEnter {
-					syncStart[ev.Goroutine] = ev.TsNs
-				} else if ev.Kind == event.CommitSyncRet {
-					if s, ok := syncStart[ev.Goroutine]; ok {
-						res.WALSyncs.Add(int64(ev.TsNs - s))
-						delete(syncStart, ev.Goroutine)
-					}
+				if opt.Raw && assembled(ev.Kind) {
+					return false, nil // the reference assembles them in Go
 				}
-				out = j.Add(ev, out[:0])
+				recs = asm.Add(ev, recs[:0])
+				out = out[:0]
+				for i := range recs {
+					if r := &recs[i]; r.Kind == event.CommitSyncDone {
+						res.WALSyncs.Add(int64(r.Save.SyncEndNs - r.Save.SyncStartNs))
+					}
+					out = j.Add(&recs[i], out)
+				}
 				return false, deliver(out, res, opt)
 			})
 			mu.Lock()
@@ -337,7 +357,9 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 		res.Lost, _ = tr.Lost()
 		res.Missed = tr.Missed()
 		res.DecodeErrors = res.decodeErrors.Load()
-		res.Dropped = j.Dropped
+		var kdropped uint64
+		res.WritesSeen, res.WritesSampled, kdropped, _ = tr.Writes()
+		res.Dropped = j.Dropped + asm.Dropped + int(kdropped)
 		if res.Role == commit.RoleLeader {
 			var fol []uint64
 			for _, m := range members {
@@ -384,6 +406,11 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// assembled reports whether k is a record the kernel assembled.
+func assembled(k event.CommitKind) bool {
+	return k == event.CommitWriteDone || k == event.CommitSaveDone || k == event.CommitSyncDone
 }
 
 // finishTimeout bounds each request to etcd once the run is over (the

@@ -1,6 +1,6 @@
 package tracer
 
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type commit_event commit ../bpf/commit.bpf.c
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type commit_event -type commit_write -type commit_save -type commit_counts commit ../bpf/commit.bpf.c
 
 import (
 	"errors"
@@ -35,6 +35,40 @@ type CommitConfig struct {
 	// switch on the machine (one hash lookup for other threads). Where
 	// they cannot be loaded or attached, LayerSched is unavailable.
 	Sched bool
+	// Raw also sends every probe's firing (the reference stream an
+	// analysis/commit.Assembler turns into the same records the kernel
+	// assembles), beside the assembled records. Needs SampleEvery <= 1.
+	Raw bool
+	// SampleEvery follows 1 write in N (per CPU, decided in the kernel at
+	// the write's entry: the probes of a write not followed only look it
+	// up); 0 and 1 follow every write. The WAL's Saves and syncs and the
+	// followers' acks are always followed. Counts says how many writes
+	// were seen and followed.
+	SampleEvery uint32
+	// Profile adds each program run's time to Counts' RunNs, by probe
+	// kind (two clock reads a run).
+	Profile bool
+	// NoGRPC leaves the unary RPC around each write unprobed (LayerGRPC
+	// unavailable: writes start and end at the write's own function, no
+	// grpc part): two firings a write fewer, one of them single-stepped.
+	NoGRPC bool
+	// RetProbes puts a function's return probes at its RET instructions
+	// even where GoBinary.ReturnSites finds emulated points after each of
+	// its calls (a RET is single-stepped: a second trap per firing).
+	RetProbes bool
+}
+
+// CommitCounts are the commit program's counters, summed over CPUs.
+type CommitCounts struct {
+	// Fired counts the probes' firings by kind (index: event.CommitKind).
+	Fired [event.CommitSyncDone + 1]uint64
+	// RunNs is the program's time by kind (CommitConfig.Profile), ns.
+	RunNs [event.CommitSyncDone + 1]uint64
+	// WritesSeen counts the writes that entered etcd's write function,
+	// WritesSampled those followed (1 in CommitConfig.SampleEvery), and
+	// WritesDropped the followed ones forgotten (a full map, or a failed
+	// proposal: returned and never applied).
+	WritesSeen, WritesSampled, WritesDropped uint64
 }
 
 // CommitLayer names a part of a write that one or more probes show; a
@@ -137,6 +171,10 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 	// kind as the cookie.
 	var at []uprobeAt
 	for _, p := range commitProbes {
+		if p.layer == LayerGRPC && cfg.NoGRPC {
+			t.down[LayerGRPC] = "left unprobed, as configured (commit --grpc=false)"
+			continue
+		}
 		fn, ferr := findFunc(bin, p.names, true)
 		what := "uprobe/" + p.names[0]
 		if p.ret {
@@ -153,6 +191,14 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 		offsets := []uint64{fn.EntryOffset}
 		if p.ret {
 			offsets = fn.RetOffsets
+			sites, ok, err := bin.ReturnSites(fn)
+			if err != nil {
+				return nil, err
+			}
+			if ok && !cfg.RetProbes {
+				offsets = sites
+				what = "uprobe/" + p.names[0] + " (return sites)"
+			}
 		}
 		for _, off := range offsets {
 			at = append(at, uprobeAt{fn.Name, off, uint64(p.kind)})
@@ -248,7 +294,13 @@ func (t *CommitTracer) load(cfg CommitConfig, exe string, at []uprobeAt) error {
 		ring = DefaultRingBytes
 	}
 	spec.Maps["commit_events"].MaxEntries = ring
-	if err := setVariables(spec, map[string]any{"commit_wake_bytes": uint64(ring / 8)}); err != nil {
+	every := max(cfg.SampleEvery, 1)
+	if cfg.Raw && every > 1 {
+		return errors.New("commit tracer: the raw stream follows every write (SampleEvery 1)")
+	}
+	vars := map[string]any{"commit_wake_bytes": uint64(ring / 8), "commit_sample_every": every,
+		"commit_raw": boolByte(cfg.Raw), "commit_profile": boolByte(cfg.Profile)}
+	if err := setVariables(spec, vars); err != nil {
 		return err
 	}
 	if t.multi {
@@ -316,14 +368,77 @@ func (t *CommitTracer) Lost() (uint64, error) {
 	return sumPerCPU(t.objs.CommitLost, "commit_lost")
 }
 
-// Read blocks until the next event and decodes it into ev. It returns
-// ErrClosed after Close and ErrDrained once Drain has emptied the ring.
-func (t *CommitTracer) Read(ev *event.Commit) error {
-	e, err := readFixed[commitCommitEvent](t.ring, &t.rec, "commit")
-	if err != nil {
-		return err
+// boolByte is a C bool (__u8) for a const volatile.
+func boolByte(b bool) uint8 {
+	if b {
+		return 1
 	}
-	*ev = event.Commit{Kind: event.CommitKind(e.Kind), TsNs: e.TsNs, Goroutine: e.Goroutine, TID: e.Tid, A: e.A, B: e.B, C: e.C}
+	return 0
+}
+
+// Counts returns the commit program's counters, summed over CPUs.
+func (t *CommitTracer) Counts() (CommitCounts, error) {
+	var perCPU []commitCommitCounts
+	var c CommitCounts
+	if err := t.objs.CommitCounters.Lookup(uint32(0), &perCPU); err != nil {
+		return c, fmt.Errorf("reading commit_counters: %w", err)
+	}
+	for i := range perCPU {
+		p := &perCPU[i]
+		for k := range c.Fired {
+			c.Fired[k] += p.Fired[k]
+			c.RunNs[k] += p.RunNs[k]
+		}
+		c.WritesSeen += p.WritesSeen
+		c.WritesSampled += p.WritesSampled
+		c.WritesDropped += p.WritesDropped
+	}
+	return c, nil
+}
+
+// Read blocks until the next record and decodes it into ev: a probe's
+// firing (a follower's ack, a scheduler record, and with
+// CommitConfig.Raw every firing) or a record assembled in the kernel (a
+// write, a WAL Save, a sync). Every record ends with its tid and kind. It
+// returns ErrClosed after Close and ErrDrained once Drain has emptied the
+// ring.
+func (t *CommitTracer) Read(ev *event.Commit) error {
+	for {
+		if err := t.ring.read(&t.rec); err != nil {
+			return err
+		}
+		if len(t.rec.RawSample) != 0 {
+			break
+		}
+	}
+	raw := t.rec.RawSample
+	if len(raw) < 4 {
+		return fmt.Errorf("decoding commit record: %d bytes is too short", len(raw))
+	}
+	switch kind := event.CommitKind(raw[len(raw)-4]); kind {
+	case event.CommitWriteDone:
+		e, err := fixed[commitCommitWrite](raw, "commit write")
+		if err != nil {
+			return err
+		}
+		*ev = event.Commit{Kind: kind, TsNs: max(e.EndNs, e.RpcEndNs), Goroutine: e.Goroutine, TID: e.Tid,
+			Write: event.CommitWrite{ID: e.Id, Index: e.Index, RPCStartNs: e.RpcStartNs, StartNs: e.StartNs, EndNs: e.EndNs,
+				RPCEndNs: e.RpcEndNs, BatchNs: e.BatchNs, TriggerNs: e.TriggerNs}}
+	case event.CommitSaveDone, event.CommitSyncDone:
+		e, err := fixed[commitCommitSave](raw, "commit save")
+		if err != nil {
+			return err
+		}
+		*ev = event.Commit{Kind: kind, TsNs: max(e.EndNs, e.SyncEndNs), TID: e.Tid,
+			Save: event.CommitSave{First: e.First, Last: e.Last, SendNs: e.SendNs, StartNs: e.StartNs, EndNs: e.EndNs,
+				SyncStartNs: e.SyncStartNs, SyncEndNs: e.SyncEndNs, SyncTIDs: e.SyncTids}}
+	default:
+		e, err := fixed[commitCommitEvent](raw, "commit")
+		if err != nil {
+			return err
+		}
+		*ev = event.Commit{Kind: event.CommitKind(e.Kind), TsNs: e.TsNs, Goroutine: e.Goroutine, TID: e.Tid, A: e.A, B: e.B, C: e.C}
+	}
 	return nil
 }
 
@@ -369,3 +484,10 @@ func (t *CommitTracer) Close() error {
 }
 
 var _ Tracer[event.Commit] = (*CommitTracer)(nil)
+
+// Writes returns CommitCounts' WritesSeen, WritesSampled and
+// WritesDropped (pipeline.CommitSource).
+func (t *CommitTracer) Writes() (seen, sampled, dropped uint64, err error) {
+	c, err := t.Counts()
+	return c.WritesSeen, c.WritesSampled, c.WritesDropped, err
+}

@@ -3,9 +3,11 @@ package tracer_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/internal/etcdtest"
 	"github.com/etcdscope/etcdscope/internal/testenv"
@@ -19,7 +21,11 @@ import (
 // on one member, one WAL Save with entries and one (*WAL).sync; every
 // probe attaches, and Close is idempotent. It does so with one
 // uprobe_multi link (where the kernel has it) and with one perf-event
-// uprobe per point, and logs how long each takes to detach.
+// uprobe per point, and logs how long each takes to detach. The multi
+// variant sends the raw firings too (CommitConfig.Raw): the kernel's
+// assembled records must equal what analysis/commit.Assembler makes of
+// the raw firings of the same run, record for record, and so must the
+// writes joined from each.
 func TestCommitTracer(t *testing.T) {
 	testenv.RequireRoot(t)
 	c := etcdtest.Start(t, etcdtest.Options{})
@@ -36,7 +42,8 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool) {
 	// The multi variant also follows the scheduler inside (*WAL).sync
 	// (what etcdscope commit runs); the per-point one shows the core
 	// object loads without those programs (what serve runs).
-	tr, err := NewCommit(CommitConfig{PID: c.Members[0].PID, PerPointLinks: perPoint, Sched: !perPoint})
+	// The per-point variant also leaves the gRPC layer unprobed (NoGRPC).
+	tr, err := NewCommit(CommitConfig{PID: c.Members[0].PID, PerPointLinks: perPoint, Sched: !perPoint, Raw: !perPoint, Profile: true, NoGRPC: perPoint})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +67,8 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool) {
 	n := map[event.CommitKind]int{}
 	saves := 0
 	var ev event.Commit
+	var kernel, fromRaw []event.Commit // assembled records: the kernel's, the Assembler's
+	asm := commit.NewAssembler()
 	for {
 		if err := tr.Read(&ev); err != nil {
 			if !errors.Is(err, ErrDrained) {
@@ -71,18 +80,53 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool) {
 		if ev.Kind == event.CommitSaveEnter && ev.B != 0 {
 			saves++
 		}
+		switch {
+		case ev.Kind == event.CommitWriteDone || ev.Kind == event.CommitSaveDone || ev.Kind == event.CommitSyncDone:
+			kernel = append(kernel, ev)
+		case ev.Kind.Raw():
+			fromRaw = asm.Add(&ev, fromRaw)
+		}
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("firings: %v", n)
-	for _, k := range []event.CommitKind{event.CommitProposeEnter, event.CommitProposeRet, event.CommitRegister, event.CommitTrigger, event.CommitApplyEntry, event.CommitSyncEnter, event.CommitSyncRet, event.CommitRPCEnter} {
-		if n[k] != puts {
-			t.Errorf("%s fired %d times for %d puts", k, n[k], puts)
+	t.Logf("records: %v", n)
+	counts, err := tr.Counts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, f := range counts.Fired {
+		if f != 0 {
+			t.Logf("%-14s fired %4d, %6.2f per put, %5.0f ns a run", event.CommitKind(k), f, float64(f)/puts, float64(counts.RunNs[k])/float64(f))
 		}
 	}
-	if saves != puts {
-		t.Errorf("%d WAL Saves with entries for %d puts", saves, puts)
+	if counts.WritesSeen != puts || counts.WritesSampled != puts || counts.WritesDropped != 0 {
+		t.Errorf("writes seen %d, sampled %d, dropped %d for %d puts", counts.WritesSeen, counts.WritesSampled, counts.WritesDropped, puts)
+	}
+	for _, k := range []event.CommitKind{event.CommitProposeEnter, event.CommitProposeRet, event.CommitRegister, event.CommitTrigger, event.CommitApplyEntry, event.CommitSyncEnter, event.CommitSyncRet, event.CommitRPCEnter, event.CommitRPCRet} {
+		want := uint64(puts)
+		if perPoint && (k == event.CommitRPCEnter || k == event.CommitRPCRet) {
+			want = 0 // NoGRPC
+		}
+		if counts.Fired[k] != want {
+			t.Errorf("%s fired %d times for %d puts, want %d", k, counts.Fired[k], puts, want)
+		}
+	}
+	if _, down := tr.Unavailable()[LayerGRPC]; down != perPoint {
+		t.Errorf("grpc layer unavailable: %v, want %v (NoGRPC)", down, perPoint)
+	}
+	for _, k := range []event.CommitKind{event.CommitWriteDone, event.CommitSaveDone, event.CommitSyncDone} {
+		if n[k] != puts {
+			t.Errorf("%d %s records for %d puts", n[k], k, puts)
+		}
+	}
+	if !perPoint {
+		if saves != puts {
+			t.Errorf("%d WAL Saves with entries for %d puts", saves, puts)
+		}
+		checkSameRecords(t, kernel, fromRaw, 1)
+	} else if n[event.CommitProposeEnter] != 0 {
+		t.Errorf("%d raw firings without CommitConfig.Raw", n[event.CommitProposeEnter])
 	}
 	// Each fdatasync sleeps on the disk (or its wake-up is seen), so the
 	// WAL sync's thread switches at least once per put while marked.
@@ -103,4 +147,93 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool) {
 	if err := tr.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
+}
+
+// checkSameRecords compares the kernel's assembled records with the
+// Assembler's of the same firings, and the writes the joiner makes of
+// each.
+func checkSameRecords(t *testing.T, kernel, fromRaw []event.Commit, voters int) []commit.Write {
+	t.Helper()
+	if len(kernel) != len(fromRaw) {
+		t.Errorf("%d records assembled in the kernel, %d from the raw firings", len(kernel), len(fromRaw))
+	}
+	for i := range min(len(kernel), len(fromRaw)) {
+		k, g := kernel[i], fromRaw[i]
+		if k.Kind != g.Kind || k.TsNs != g.TsNs || k.Write != g.Write || k.Save != g.Save || k.A != g.A || k.B != g.B {
+			t.Errorf("record %d: kernel %+v, from the raw firings %+v", i, k, g)
+		}
+	}
+	join := func(recs []event.Commit) []commit.Write {
+		j := commit.NewJoiner(commit.Config{Role: commit.RoleLeader, Voters: voters})
+		var out []commit.Write
+		for i := range recs {
+			out = j.Add(&recs[i], out)
+		}
+		return j.Flush(out)
+	}
+	kw, gw := join(kernel), join(fromRaw)
+	if !reflect.DeepEqual(kw, gw) {
+		t.Errorf("writes joined from the kernel's records differ from those from the raw firings:\n%+v\n%+v", kw, gw)
+	}
+	if len(kw) == 0 {
+		t.Error("no write joined")
+	}
+	return kw
+}
+
+// TestCommitAssemblyThreeMembers traces the leader of a real 3-member
+// etcd with the raw firings on (CommitConfig.Raw): with followers, Send
+// carries messages and acks arrive, and the kernel's assembled records
+// must still equal the Assembler's of the same firings, and join (acks
+// included) into the same writes, every one with its deciding vote.
+func TestCommitAssemblyThreeMembers(t *testing.T) {
+	testenv.RequireRoot(t)
+	c := etcdtest.Start(t, etcdtest.Options{Members: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := NewCommit(CommitConfig{PID: leader.PID, Raw: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	const puts = 30
+	done := make(chan error, 1)
+	go func() {
+		err := c.Put(ctx, puts, 50, 100)
+		time.Sleep(300 * time.Millisecond)
+		done <- errors.Join(err, tr.Drain())
+	}()
+	var kernel, fromRaw []event.Commit
+	asm := commit.NewAssembler()
+	var ev event.Commit
+	for {
+		if err := tr.Read(&ev); err != nil {
+			if !errors.Is(err, ErrDrained) {
+				t.Fatal(err)
+			}
+			break
+		}
+		switch {
+		case ev.Kind == event.CommitWriteDone || ev.Kind == event.CommitSaveDone || ev.Kind == event.CommitSyncDone:
+			kernel = append(kernel, ev)
+		case ev.Kind == event.CommitAppResp:
+			kernel, fromRaw = append(kernel, ev), append(fromRaw, ev)
+		case ev.Kind.Raw():
+			fromRaw = asm.Add(&ev, fromRaw)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	ws := checkSameRecords(t, kernel, fromRaw, 3)
+	for _, w := range ws {
+		if !w.DeciderKnown || len(w.Acks) == 0 {
+			t.Errorf("write %d: decider known %v, %d acks", w.Index, w.DeciderKnown, len(w.Acks))
+		}
+	}
+	t.Logf("%d records, %d writes", len(kernel), len(ws))
 }

@@ -13,6 +13,22 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type commitCommitAstate struct {
+	_        structs.HostLayout
+	BatchNs  uint64
+	Index    uint64
+	HasEntry uint64
+}
+
+type commitCommitCounts struct {
+	_             structs.HostLayout
+	Fired         [32]uint64
+	RunNs         [32]uint64
+	WritesSeen    uint64
+	WritesSampled uint64
+	WritesDropped uint64
+}
+
 type commitCommitEvent struct {
 	_         structs.HostLayout
 	TsNs      uint64
@@ -25,18 +41,81 @@ type commitCommitEvent struct {
 	Pad       [3]uint8
 }
 
+type commitCommitRstate struct {
+	_      structs.HostLayout
+	SendNs uint64
+	SyncNs uint64
+	Save   uint64
+	S      commitCommitSave
+}
+
+type commitCommitSave struct {
+	_           structs.HostLayout
+	First       uint64
+	Last        uint64
+	SendNs      uint64
+	StartNs     uint64
+	EndNs       uint64
+	SyncStartNs uint64
+	SyncEndNs   uint64
+	SyncTids    [2]uint32
+	Tid         uint32
+	Kind        uint8
+	Pad         [3]uint8
+}
+
+type commitCommitWrite struct {
+	_          structs.HostLayout
+	Id         uint64
+	Index      uint64
+	RpcStartNs uint64
+	StartNs    uint64
+	EndNs      uint64
+	RpcEndNs   uint64
+	BatchNs    uint64
+	TriggerNs  uint64
+	Goroutine  uint64
+	Tid        uint32
+	Kind       uint8
+	Pad        [3]uint8
+}
+
+type commitCommitWstate struct {
+	_          structs.HostLayout
+	StartNs    uint64
+	RpcStartNs uint64
+	Id         uint64
+	Index      uint64
+	BatchNs    uint64
+	TriggerNs  uint64
+	EndNs      uint64
+	Flags      uint32
+	Pad        uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	commitMapCommitApplies      = "commit_applies"
+	commitMapCommitCounters     = "commit_counters"
 	commitMapCommitEvents       = "commit_events"
+	commitMapCommitIds          = "commit_ids"
 	commitMapCommitLost         = "commit_lost"
+	commitMapCommitRafts        = "commit_rafts"
+	commitMapCommitRpcs         = "commit_rpcs"
+	commitMapCommitWrites       = "commit_writes"
 	commitMapInSync             = "in_sync"
 	commitProgCommitProbe       = "commit_probe"
 	commitProgCommitSchedSwitch = "commit_sched_switch"
 	commitProgCommitSchedWakeup = "commit_sched_wakeup"
+	commitVarCommitProfile      = "commit_profile"
+	commitVarCommitRaw          = "commit_raw"
+	commitVarCommitSampleEvery  = "commit_sample_every"
 	commitVarCommitWakeBytes    = "commit_wake_bytes"
 	commitVarUnusedCommitEvent  = "unused_commit_event"
+	commitVarUnusedCommitSave   = "unused_commit_save"
+	commitVarUnusedCommitWrite  = "unused_commit_write"
 )
 
 // loadCommit returns the embedded CollectionSpec for commit.
@@ -90,17 +169,28 @@ type commitProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type commitMapSpecs struct {
-	CommitEvents *ebpf.MapSpec `ebpf:"commit_events"`
-	CommitLost   *ebpf.MapSpec `ebpf:"commit_lost"`
-	InSync       *ebpf.MapSpec `ebpf:"in_sync"`
+	CommitApplies  *ebpf.MapSpec `ebpf:"commit_applies"`
+	CommitCounters *ebpf.MapSpec `ebpf:"commit_counters"`
+	CommitEvents   *ebpf.MapSpec `ebpf:"commit_events"`
+	CommitIds      *ebpf.MapSpec `ebpf:"commit_ids"`
+	CommitLost     *ebpf.MapSpec `ebpf:"commit_lost"`
+	CommitRafts    *ebpf.MapSpec `ebpf:"commit_rafts"`
+	CommitRpcs     *ebpf.MapSpec `ebpf:"commit_rpcs"`
+	CommitWrites   *ebpf.MapSpec `ebpf:"commit_writes"`
+	InSync         *ebpf.MapSpec `ebpf:"in_sync"`
 }
 
 // commitVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type commitVariableSpecs struct {
+	CommitProfile     *ebpf.VariableSpec `ebpf:"commit_profile"`
+	CommitRaw         *ebpf.VariableSpec `ebpf:"commit_raw"`
+	CommitSampleEvery *ebpf.VariableSpec `ebpf:"commit_sample_every"`
 	CommitWakeBytes   *ebpf.VariableSpec `ebpf:"commit_wake_bytes"`
 	UnusedCommitEvent *ebpf.VariableSpec `ebpf:"unused_commit_event"`
+	UnusedCommitSave  *ebpf.VariableSpec `ebpf:"unused_commit_save"`
+	UnusedCommitWrite *ebpf.VariableSpec `ebpf:"unused_commit_write"`
 }
 
 // commitObjects contains all objects after they have been loaded into the kernel.
@@ -123,15 +213,27 @@ func (o *commitObjects) Close() error {
 //
 // It can be passed to loadCommitObjects or ebpf.CollectionSpec.LoadAndAssign.
 type commitMaps struct {
-	CommitEvents *ebpf.Map `ebpf:"commit_events"`
-	CommitLost   *ebpf.Map `ebpf:"commit_lost"`
-	InSync       *ebpf.Map `ebpf:"in_sync"`
+	CommitApplies  *ebpf.Map `ebpf:"commit_applies"`
+	CommitCounters *ebpf.Map `ebpf:"commit_counters"`
+	CommitEvents   *ebpf.Map `ebpf:"commit_events"`
+	CommitIds      *ebpf.Map `ebpf:"commit_ids"`
+	CommitLost     *ebpf.Map `ebpf:"commit_lost"`
+	CommitRafts    *ebpf.Map `ebpf:"commit_rafts"`
+	CommitRpcs     *ebpf.Map `ebpf:"commit_rpcs"`
+	CommitWrites   *ebpf.Map `ebpf:"commit_writes"`
+	InSync         *ebpf.Map `ebpf:"in_sync"`
 }
 
 func (m *commitMaps) Close() error {
 	return _CommitClose(
+		m.CommitApplies,
+		m.CommitCounters,
 		m.CommitEvents,
+		m.CommitIds,
 		m.CommitLost,
+		m.CommitRafts,
+		m.CommitRpcs,
+		m.CommitWrites,
 		m.InSync,
 	)
 }
@@ -140,8 +242,13 @@ func (m *commitMaps) Close() error {
 //
 // It can be passed to loadCommitObjects or ebpf.CollectionSpec.LoadAndAssign.
 type commitVariables struct {
+	CommitProfile     *ebpf.Variable `ebpf:"commit_profile"`
+	CommitRaw         *ebpf.Variable `ebpf:"commit_raw"`
+	CommitSampleEvery *ebpf.Variable `ebpf:"commit_sample_every"`
 	CommitWakeBytes   *ebpf.Variable `ebpf:"commit_wake_bytes"`
 	UnusedCommitEvent *ebpf.Variable `ebpf:"unused_commit_event"`
+	UnusedCommitSave  *ebpf.Variable `ebpf:"unused_commit_save"`
+	UnusedCommitWrite *ebpf.Variable `ebpf:"unused_commit_write"`
 }
 
 // commitPrograms contains all programs after they have been loaded into the kernel.

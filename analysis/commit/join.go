@@ -156,8 +156,6 @@ type save struct {
 	startNs, endNs     uint64
 	syncStart, syncEnd uint64
 	syncTIDs           [2]uint32 // threads at the sync's entry and return
-	goroutine          uint64
-	open               bool
 }
 
 type ackRec struct{ ts, index uint64 }
@@ -167,38 +165,26 @@ type applied struct {
 }
 
 type pending struct {
-	w       Write
-	id      bool // the id is known
-	ended   bool
-	applied bool
-	appl    applied
-	// The unary RPC around the write (grpc.processUnaryRPC on the same
-	// goroutine), when that probe is attached: rpcStart at its entry;
-	// proposeStart, proposeEnd the write's own function while the RPC
-	// runs around it.
-	rpcStart, proposeStart, proposeEnd uint64
+	w    Write
+	appl applied
+	// proposeStart, proposeEnd: the write's own function, when the unary
+	// RPC around it is traced (w's Start and End are then the RPC's).
+	proposeStart, proposeEnd uint64
 }
 
-// Joiner joins commit tracer events into Writes. Feed it every event in
+// Joiner joins assembled commit records (event.CommitWriteDone,
+// CommitSaveDone, from the kernel or from an Assembler) and the
+// followers' acks (CommitAppResp) into Writes. Feed it every record in
 // ring order (Add); finished writes come out of Add and Flush. Not safe
-// for concurrent use; memory is bounded (Dropped counts what it had to
-// forget).
+// for concurrent use; memory is bounded.
 type Joiner struct {
-	cfg     Config
-	byG     map[uint64]*pending // open writes by goroutine
-	byID    map[uint64]*pending // writes with a known id, until resolved
-	done    []*pending          // ended, waiting for their Save/acks
-	saves   []save              // recent Saves with entries, oldest first
-	openSv  map[uint64]int      // goroutine -> index in saves of a Save in progress (-1: one without entries)
-	rpcAt   map[uint64]uint64   // goroutine -> start of its unary RPC in progress
-	inRPC   map[uint64]*pending // goroutine -> a write returned, its RPC not yet
-	lastSnd map[uint64]uint64   // Raft goroutine -> its last Send since its last Save
-	acks    map[uint64][]ackRec // follower -> recent acks
-	entryAt map[uint64]uint64   // apply goroutine -> index of applyEntryNormal in progress
-	batchAt map[uint64]uint64   // apply goroutine -> start of its last applyAll
-	lastNs  uint64
-	// Dropped counts writes forgotten because too many were pending, or
-	// that never returned (a failed proposal leaves no return).
+	cfg    Config
+	done   []*pending          // ended, waiting for their Save/acks
+	saves  []save              // recent Saves with entries, oldest first
+	acks   map[uint64][]ackRec // follower -> recent acks
+	lastNs uint64
+	// Dropped counts writes forgotten because too many were waiting for
+	// their Save (the Assembler's and the kernel's count the others).
 	Dropped int
 }
 
@@ -207,127 +193,42 @@ func NewJoiner(cfg Config) *Joiner {
 	if cfg.GraceNs == 0 {
 		cfg.GraceNs = 2e9
 	}
-	return &Joiner{cfg: cfg, byG: map[uint64]*pending{}, byID: map[uint64]*pending{},
-		openSv: map[uint64]int{}, rpcAt: map[uint64]uint64{}, inRPC: map[uint64]*pending{}, lastSnd: map[uint64]uint64{}, acks: map[uint64][]ackRec{},
-		entryAt: map[uint64]uint64{}, batchAt: map[uint64]uint64{}}
+	return &Joiner{cfg: cfg, acks: map[uint64][]ackRec{}}
 }
 
 // SetRole changes the traced member's role (after a leader change) for
-// writes that start from now on.
+// writes that end from now on.
 func (j *Joiner) SetRole(r Role) { j.cfg.Role = r }
 
-// Add feeds one event and returns the writes it finished (appended to out).
+// Add feeds one record and returns the writes it finished (appended to
+// out). Raw firings (event.CommitKind.Raw) must go through an Assembler
+// first: Add ignores them.
 func (j *Joiner) Add(ev *event.Commit, out []Write) []Write {
 	if ev.TsNs > j.lastNs {
 		j.lastNs = ev.TsNs
 	}
 	switch ev.Kind {
-	case event.CommitProposeEnter:
-		// A second entry on one goroutine without a return: the first
-		// failed before returning through a RET we probe (a panic) or
-		// the stack grew and the function restarted: keep the latest.
-		if len(j.byG) >= maxPending {
+	case event.CommitWriteDone:
+		if len(j.done) >= maxPending {
 			j.Dropped++
 			return out
 		}
-		p := &pending{w: Write{Role: j.cfg.Role, StartNs: ev.TsNs, WALSyncNs: -1}}
-		if old, ok := j.byG[ev.Goroutine]; ok && old.w.StartNs+1e6 > ev.TsNs && !old.id {
-			p.w.StartNs = old.w.StartNs // morestack restart: the first entry counts
-		}
-		p.rpcStart = j.rpcAt[ev.Goroutine]
-		j.byG[ev.Goroutine] = p
-	case event.CommitRPCEnter:
-		if len(j.rpcAt) < maxPending {
-			j.rpcAt[ev.Goroutine] = ev.TsNs
-		}
-	case event.CommitRPCRet:
-		delete(j.rpcAt, ev.Goroutine)
-		if p, ok := j.inRPC[ev.Goroutine]; ok {
-			delete(j.inRPC, ev.Goroutine)
-			p.w.EndNs = ev.TsNs
-			j.done = append(j.done, p)
-		}
-	case event.CommitRegister:
-		if p, ok := j.byG[ev.Goroutine]; ok && !p.id {
-			p.id, p.w.ID = true, ev.A
-			j.byID[ev.A] = p
-		}
-	case event.CommitProposeRet:
-		p, ok := j.byG[ev.Goroutine]
-		if !ok {
-			return out
-		}
-		delete(j.byG, ev.Goroutine)
-		if !p.id { // returned before proposing (an error): not a write
-			return out
-		}
-		p.ended, p.w.EndNs = true, ev.TsNs
-		if !p.applied { // failed or timed out: never applied here
-			delete(j.byID, p.w.ID)
-			j.Dropped++
-			return out
-		}
-		if p.rpcStart != 0 && p.rpcStart <= p.w.StartNs {
+		r := &ev.Write
+		p := &pending{w: Write{ID: r.ID, Index: r.Index, Role: j.cfg.Role, StartNs: r.StartNs, EndNs: r.EndNs, WALSyncNs: -1},
+			appl: applied{index: r.Index, batchNs: r.BatchNs, triggerNs: r.TriggerNs}}
+		if r.RPCEndNs != 0 {
 			// The write ends with its RPC: the response is encoded and queued.
-			p.proposeStart, p.proposeEnd = p.w.StartNs, ev.TsNs
-			p.w.StartNs = p.rpcStart
-			j.inRPC[ev.Goroutine] = p
-			return out
+			p.proposeStart, p.proposeEnd = r.StartNs, r.EndNs
+			p.w.StartNs, p.w.EndNs = r.RPCStartNs, r.RPCEndNs
 		}
 		j.done = append(j.done, p)
-	case event.CommitApplyAll:
-		j.batchAt[ev.Goroutine] = ev.TsNs
-	case event.CommitApplyEntry:
-		j.entryAt[ev.Goroutine] = ev.A
-	case event.CommitTrigger:
-		p, ok := j.byID[ev.A]
-		if !ok || p.applied {
-			return out
-		}
-		idx, ok := j.entryAt[ev.Goroutine]
-		if !ok { // a Trigger outside applyEntryNormal (a failed proposal's GC)
-			return out
-		}
-		p.applied = true
-		p.appl = applied{index: idx, batchNs: j.batchAt[ev.Goroutine], triggerNs: ev.TsNs}
-		p.w.Index = idx
-	case event.CommitSend:
-		j.lastSnd[ev.Goroutine] = ev.TsNs
-	case event.CommitSaveEnter:
-		if ev.B == 0 { // a HardState-only Save: not a write's
-			j.openSv[ev.Goroutine] = -1
-			return out
-		}
-		s := save{first: ev.A, last: ev.B, startNs: ev.TsNs, goroutine: ev.Goroutine, open: true, sendNs: j.lastSnd[ev.Goroutine]}
+	case event.CommitSaveDone:
+		r := &ev.Save
 		if len(j.saves) >= maxSaves {
 			j.saves = slices.Delete(j.saves, 0, maxSaves/4)
-			for g, i := range j.openSv {
-				j.openSv[g] = i - maxSaves/4
-			}
 		}
-		j.saves = append(j.saves, s)
-		j.openSv[ev.Goroutine] = len(j.saves) - 1
-	case event.CommitSyncEnter, event.CommitSyncRet, event.CommitSaveRet:
-		i, ok := j.openSv[ev.Goroutine]
-		if !ok {
-			return out
-		}
-		if ev.Kind == event.CommitSaveRet {
-			delete(j.openSv, ev.Goroutine)
-			delete(j.lastSnd, ev.Goroutine)
-		}
-		if i < 0 {
-			return out
-		}
-		s := &j.saves[i]
-		switch ev.Kind {
-		case event.CommitSyncEnter:
-			s.syncStart, s.syncTIDs[0] = ev.TsNs, ev.TID
-		case event.CommitSyncRet:
-			s.syncEnd, s.syncTIDs[1] = ev.TsNs, ev.TID
-		case event.CommitSaveRet:
-			s.endNs, s.open = ev.TsNs, false
-		}
+		j.saves = append(j.saves, save{first: r.First, last: r.Last, sendNs: r.SendNs, startNs: r.StartNs, endNs: r.EndNs,
+			syncStart: r.SyncStartNs, syncEnd: r.SyncEndNs, syncTIDs: r.SyncTIDs})
 	case event.CommitAppResp:
 		a, ok := j.acks[ev.A]
 		if !ok && len(j.acks) >= maxFollow {
@@ -351,13 +252,12 @@ func (j *Joiner) resolve(out []Write, force bool) []Write {
 	n := 0
 	for _, p := range j.done {
 		s := j.findSave(p.w.Index)
-		ready := force || j.lastNs > p.w.EndNs+j.cfg.GraceNs || (s != nil && !s.open)
+		ready := force || j.lastNs > p.w.EndNs+j.cfg.GraceNs || s != nil
 		if !ready {
 			j.done[n] = p
 			n++
 			continue
 		}
-		delete(j.byID, p.w.ID)
 		out = append(out, j.split(p, s))
 	}
 	clear(j.done[n:])
@@ -386,7 +286,7 @@ func (j *Joiner) split(p *pending, s *save) Write {
 		start, end = p.proposeStart, p.proposeEnd
 		w.PartsNs[PartGRPC] = int64(start-w.StartNs) + int64(w.EndNs-end)
 	}
-	if s == nil || s.open {
+	if s == nil {
 		w.Missing = append(w.Missing, "wal: no finished WAL Save holds the write's index")
 		// What is still known: apply and return.
 		if a.batchNs != 0 && a.batchNs >= w.StartNs {

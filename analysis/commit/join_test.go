@@ -47,13 +47,23 @@ func leaderWrite(g, id, idx, t0, save, saveEnd, apply, trigger, end uint64, acks
 	return evs
 }
 
-func run(cfg Config, evs []event.Commit) ([]Write, *Joiner) {
-	j := NewJoiner(cfg)
+// run assembles the probes' firings evs (Assembler) and joins them;
+// dropped is the writes both forgot.
+func run(cfg Config, evs []event.Commit) (ws []Write, dropped int) {
+	a, j := NewAssembler(), NewJoiner(cfg)
 	var out []Write
 	for i := range evs {
-		out = j.Add(&evs[i], out)
+		out = feed(a, j, &evs[i], out)
 	}
-	return j.Flush(out), j
+	return j.Flush(out), a.Dropped + j.Dropped
+}
+
+// feed passes one firing through a and its records through j.
+func feed(a *Assembler, j *Joiner, ev *event.Commit, out []Write) []Write {
+	for _, r := range a.Add(ev, nil) {
+		out = j.Add(&r, out)
+	}
+	return out
 }
 
 func TestJoinLeader(t *testing.T) {
@@ -195,9 +205,9 @@ func TestJoinEdges(t *testing.T) {
 			ev(30, event.CommitProposeEnter, 0x30, 0, 0), // rejected before Register
 			ev(31, event.CommitProposeRet, 0x30, 0, 0),
 		}
-		ws, j := run(Config{Role: RoleLeader, Voters: 1}, evs)
-		if len(ws) != 0 || j.Dropped != 1 {
-			t.Fatalf("writes %+v dropped %d, want none and 1", ws, j.Dropped)
+		ws, dropped := run(Config{Role: RoleLeader, Voters: 1}, evs)
+		if len(ws) != 0 || dropped != 1 {
+			t.Fatalf("writes %+v dropped %d, want none and 1", ws, dropped)
 		}
 	})
 	t.Run("no Save for the index: missing, after the grace", func(t *testing.T) {
@@ -209,16 +219,16 @@ func TestJoinEdges(t *testing.T) {
 			ev(60, event.CommitTrigger, gApply, 6, 0),
 			ev(70, event.CommitProposeRet, 0x10, 0, 0),
 		}
-		j := NewJoiner(Config{Role: RoleLeader, Voters: 1, GraceNs: 1e6})
+		a, j := NewAssembler(), NewJoiner(Config{Role: RoleLeader, Voters: 1, GraceNs: 1e6})
 		var out []Write
 		for i := range evs {
-			out = j.Add(&evs[i], out)
+			out = feed(a, j, &evs[i], out)
 		}
 		if len(out) != 0 {
 			t.Fatal("resolved before the grace passed")
 		}
-		later := ev(5000, event.CommitSend, gRaft, 0, 0)
-		out = j.Add(&later, out)
+		later := ev(5000, event.CommitAppResp, gPeer, f1, 0)
+		out = feed(a, j, &later, out)
 		if len(out) != 1 || len(out[0].Missing) == 0 || !strings.HasPrefix(out[0].Missing[0], "wal:") {
 			t.Fatalf("writes %+v", out)
 		}

@@ -68,18 +68,25 @@ func RecordOf(w *Write, names Names) Record {
 
 // SummaryRecord closes a recording ("type":"commit_summary").
 type SummaryRecord struct {
-	Type       string                   `json:"type"`
-	V          int                      `json:"v"`
-	Source     string                   `json:"source"`
-	Writes     int                      `json:"writes"`
-	Incomplete int                      `json:"incomplete"`
-	Batched    int                      `json:"batched"`
-	Dropped    int                      `json:"dropped"`
-	LostEvents uint64                   `json:"lost_events"`
-	Missed     uint64                   `json:"missed_events"`
-	TotalNs    stats.Summary            `json:"total_ns"`
-	PartsNs    map[string]stats.Summary `json:"parts_ns"`
-	WALSyncNs  stats.Summary            `json:"wal_fdatasync_ns"`
+	Type       string `json:"type"`
+	V          int    `json:"v"`
+	Source     string `json:"source"`
+	Writes     int    `json:"writes"`
+	Incomplete int    `json:"incomplete"`
+	Batched    int    `json:"batched"`
+	Dropped    int    `json:"dropped"`
+	// SampleEvery: 1 write in N was followed (--sample; absent: every
+	// write); WritesSeen, WritesSampled: the writes the kernel saw enter
+	// etcd's write function and those it followed (absent in recordings
+	// made before sampling).
+	SampleEvery   uint32                   `json:"sample_every,omitempty"`
+	WritesSeen    uint64                   `json:"writes_seen,omitempty"`
+	WritesSampled uint64                   `json:"writes_sampled,omitempty"`
+	LostEvents    uint64                   `json:"lost_events"`
+	Missed        uint64                   `json:"missed_events"`
+	TotalNs       stats.Summary            `json:"total_ns"`
+	PartsNs       map[string]stats.Summary `json:"parts_ns"`
+	WALSyncNs     stats.Summary            `json:"wal_fdatasync_ns"`
 	// WALSyncsNs: every (*WAL).sync traced, with or without a write's
 	// entries: what etcd_disk_wal_fsync_duration_seconds also observes.
 	WALSyncsNs *stats.Summary `json:"wal_syncs_ns,omitempty"`

@@ -96,11 +96,10 @@ func commitSection(o options, r *results) error {
 	}
 	sf.Close()
 	pid := strconv.Itoa(etcd.Process.Pid)
-	variants := []string{"untraced", "etcdscope-commit", "bpftrace-commit"}
 	r.Commit = map[string][]commitRun{}
 	for round := 0; round < o.microRounds; round++ {
-		for k := range variants {
-			v := variants[(k+round)%len(variants)]
+		for k := range commitVariants {
+			v := commitVariants[(k+round)%len(commitVariants)]
 			var cr commitRun
 			work := func() error {
 				lat, err := timePuts(cli, round)
@@ -171,6 +170,12 @@ func mean(xs []float64) float64 {
 	return s / float64(max(len(xs), 1))
 }
 
+// commitVariants are the commit section's variants: untraced (the
+// pairing base), etcdscope commit (records assembled in the kernel), with
+// --raw-events (every firing sent and joined in Go too: the reference),
+// and bench/commit.bt.
+var commitVariants = []string{"untraced", "etcdscope-commit", "etcdscope-commit+raw-events", "bpftrace-commit"}
+
 // commitDeltas pairs variant v's put p50 with the untraced run of the same
 // round: added µs per put.
 func (r *results) commitDeltas(v string) []float64 {
@@ -199,11 +204,12 @@ func (r *results) commitMarkdown() string {
 	}
 	w("%d sequential puts at %d/s to a one-member etcd (`make etcd`, data under /var/tmp) per run, %d rounds, each\n", commitPuts, commitRate, r.MicroRounds)
 	w("round runs every variant once in a rotated order: untraced; `etcdscope commit --pid` (uprobes at the entry and\n")
-	w("each RET of etcd's write-path functions, a ring record per firing, the join); `bpftrace -p` with bench/commit.bt\n")
+	w("each RET of etcd's write-path functions, each write's firings assembled in the kernel into one record, the join);\n")
+	w("the same with `--raw-events` (every firing also sent to userspace and assembled there); `bpftrace -p` with bench/commit.bt\n")
 	w("(uprobes at the same functions' entries, counting: the floor any uprobe tool pays). Added µs per put is the\n")
 	w("client-side put p50 minus the untraced run's of the same round: median, 95%% bootstrap interval, min..max.\n\n")
 	w("| variant | put p50 (median of runs) | added per put (µs) | BPF runs per put | BPF µs per put | tracer CPU per put (µs) |\n|---|---|---|---|---|---|\n")
-	for _, v := range []string{"untraced", "etcdscope-commit", "bpftrace-commit"} {
+	for _, v := range commitVariants {
 		runs := r.Commit[v]
 		if len(runs) == 0 {
 			continue

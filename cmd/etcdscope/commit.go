@@ -37,6 +37,9 @@ type commitFlags struct {
 	duration            time.Duration
 	load                string
 	ringBytes           uint64
+	sample              uint32
+	rawEvents           bool
+	grpc                bool
 }
 
 // commitStdout is where the report goes (tests capture it).
@@ -56,6 +59,9 @@ func runCommit(args []string) error {
 	fs.StringVar(&f.output, "output", "table", "table, or json (JSON Lines, schema commit/v1: docs/schema.md)")
 	fs.StringVar(&f.ready, "ready-file", "", "create this file once the probes are attached (for scripts and tests)")
 	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage)
+	fs.Uint32Var(&f.sample, "sample", 1, "follow 1 write in N, decided in the kernel at each write's entry (1: every write); the report counts the writes seen")
+	fs.BoolVar(&f.grpc, "grpc", true, "also probe the unary gRPC call around each write (its grpc part); --grpc=false saves two uprobe firings a write, one of them single-stepped (docs/commit.md)")
+	fs.BoolVar(&f.rawEvents, "raw-events", false, "send every probe's firing to etcdscope and join them there (the reference for the kernel's assembly; more CPU)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return errHelp
@@ -98,7 +104,7 @@ func runCommit(args []string) error {
 	// The tracer is opened here, so that the pipeline loads no BPF: a
 	// binary whose functions cannot be probed leaves opt.Source nil and
 	// the run falls back to the model from etcd's metrics.
-	tr, err := tracer.NewCommit(tracer.CommitConfig{PID: opt.PID, RingBytes: opt.RingBytes, Sched: true})
+	tr, err := tracer.NewCommit(tracer.CommitConfig{PID: opt.PID, RingBytes: opt.RingBytes, Sched: true, Raw: opt.Raw, SampleEvery: opt.SampleEvery, NoGRPC: !f.grpc})
 	switch {
 	case err == nil:
 		defer tr.Close()
@@ -182,6 +188,10 @@ func (f *commitFlags) validate(fs *pflag.FlagSet) (pipeline.CommitOptions, error
 		return opt, usagef("--cert and --key go together")
 	case (f.cacert != "" || f.cert != "") && len(f.endpoints) == 0:
 		return opt, usagef("--cacert/--cert/--key are for --etcd-endpoints; give it")
+	case f.sample == 0:
+		return opt, usagef("--sample 0: give N >= 1 (follow 1 write in N; 1: every write)")
+	case f.rawEvents && f.sample > 1:
+		return opt, usagef("--raw-events follows every write: drop --sample %d", f.sample)
 	}
 	rate, err := parseRate(f.load)
 	if err != nil {
@@ -215,7 +225,8 @@ func (f *commitFlags) validate(fs *pflag.FlagSet) (pipeline.CommitOptions, error
 	if err != nil {
 		return opt, err
 	}
-	return pipeline.CommitOptions{PID: pid, Endpoints: f.endpoints, TLS: tlsCfg, Duration: f.duration, LoadPerSec: rate, RingBytes: ring}, nil
+	return pipeline.CommitOptions{PID: pid, Endpoints: f.endpoints, TLS: tlsCfg, Duration: f.duration, LoadPerSec: rate, RingBytes: ring,
+		Raw: f.rawEvents, SampleEvery: f.sample}, nil
 }
 
 // parseRate reads --load: 0, N or N/s (puts per second, at most 1000).
@@ -253,6 +264,7 @@ func parseRate(s string) (float64, error) {
 func commitSummary(res *pipeline.CommitResult) commit.SummaryRecord {
 	s := res.Report.Summary(res.Cluster)
 	s.Source, s.LostEvents, s.Missed, s.Dropped = res.Source, res.Lost, res.Missed, res.Dropped
+	s.WritesSeen, s.WritesSampled, s.SampleEvery = res.WritesSeen, res.WritesSampled, res.SampleEvery
 	s.Model, s.Unavailable = res.Model, res.Unavailable
 	s.FsyncCalls, s.FsyncLost, s.FsyncMissed = res.SyncCalls, res.SyncLost, res.SyncMissed
 	if res.Source == commit.SourceModel {
@@ -292,6 +304,9 @@ func printCommitTable(w io.Writer, res *pipeline.CommitResult, pid int) {
 		fmt.Fprintf(w, "no write is split: etcd's functions cannot be probed in pid %d (%v), an etcd this etcdscope cannot follow (v3.5 and v3.6 on amd64 are); below, only the model from etcd's metrics\n", pid, res.ProbeErr)
 	} else {
 		fmt.Fprintf(w, "%d writes traced, %d lost events, %d missed probe runs, %d writes not followed (failed or dropped)\n", rep.Writes, res.Lost, res.Missed, res.Dropped)
+		if res.SampleEvery > 1 {
+			fmt.Fprintf(w, "sampled: 1 write in %d (%d of the %d writes seen)\n", res.SampleEvery, res.WritesSampled, res.WritesSeen)
+		}
 		for _, u := range res.Unavailable {
 			fmt.Fprintf(w, "unavailable: %s\n", u)
 		}

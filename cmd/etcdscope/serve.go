@@ -35,6 +35,8 @@ type serveFlags struct {
 	ringBytes                 uint64
 	commitPID                 int
 	commitComm                string
+	commitSample              uint32
+	commitGRPC                bool
 }
 
 func runServe(args []string) error {
@@ -56,6 +58,8 @@ func runServe(args []string) error {
 	fs.BoolVar(&f.podLabels, "pod-labels", false, fmt.Sprintf("label etcdscope_fsync_duration_seconds with the caller's pod_uid and container_id from its cgroup path (no API server; at most %d pairs, then \"other\")", exporter.MaxPodSeries))
 	fs.IntVar(&f.commitPID, "commit-pid", 0, "also split the writes of this etcd process (uprobes on its Go functions, as etcdscope commit does) into the etcdscope_commit_* metrics; with --etcd-endpoints, by role and member name")
 	fs.StringVar(&f.commitComm, "commit-comm", "", "or of the one process with this comm, e.g. etcd")
+	fs.BoolVar(&f.commitGRPC, "commit-grpc", true, "also probe the unary gRPC call around each write of --commit-pid (the grpc part); --commit-grpc=false saves two uprobe firings a write, one of them single-stepped")
+	fs.Uint32Var(&f.commitSample, "commit-sample", 1, "follow 1 write in N of --commit-pid, decided in the kernel at each write's entry (1: every write); etcdscope_commit_writes_seen_total and _sampled_total scale the counts")
 	fs.BoolVar(&f.writes, "writes", false, writesUsage+": etcdscope_write_duration_seconds, etcdscope_write_layer_duration_seconds")
 	fs.BoolVar(&f.sched, "sched", false, schedUsage+": etcdscope_fsync_other_state_duration_seconds")
 	fs.StringArrayVar(&f.dataDirs, "data-dir", nil, dataDirUsage)
@@ -108,7 +112,7 @@ func runServe(args []string) error {
 	defer pt.Close()
 	cfg.Fsync, cfg.Peers = ft, pt
 	if cfg.CommitPID != 0 {
-		ct, err := tracer.NewCommit(tracer.CommitConfig{PID: cfg.CommitPID, RingBytes: cfg.RingBytes})
+		ct, err := tracer.NewCommit(tracer.CommitConfig{PID: cfg.CommitPID, RingBytes: cfg.RingBytes, SampleEvery: cfg.CommitSampleEvery, NoGRPC: cfg.CommitNoGRPC})
 		if err != nil {
 			return tracerError(fmt.Sprintf("commit tracer (etcd pid %d)", cfg.CommitPID), err)
 		}
@@ -211,11 +215,14 @@ func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 		return cfg, tcfg, usagef("--commit-pid %d is not a process id", f.commitPID)
 	case f.commitPID != 0 && f.commitComm != "":
 		return cfg, tcfg, usagef("give --commit-pid or --commit-comm, not both")
+	case f.commitSample == 0:
+		return cfg, tcfg, usagef("--commit-sample 0: give N >= 1 (1 in N writes; 1: every write)")
 	case len(f.commitComm) > 15:
 		return cfg, tcfg, usagef("--commit-comm %q is longer than the kernel's 15-byte comm", f.commitComm)
 	case len(f.endpoints) > 0 && len(f.etcdMetrics) == 0 && !commit:
 		return cfg, tcfg, usagef("--etcd-endpoints goes with --etcd-metrics or --commit-pid (the member list labels their metrics)")
 	}
+	cfg.CommitSampleEvery, cfg.CommitNoGRPC = f.commitSample, !f.commitGRPC
 	if commit {
 		if cfg.CommitPID, err = etcdPID("--commit-pid", f.commitPID, "--commit-comm", f.commitComm); err != nil {
 			return cfg, tcfg, err
