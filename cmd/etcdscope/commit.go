@@ -19,6 +19,7 @@ import (
 	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/internal/safefile"
 	"github.com/etcdscope/etcdscope/pipeline"
+	"github.com/etcdscope/etcdscope/render"
 	"github.com/etcdscope/etcdscope/tracer"
 )
 
@@ -89,7 +90,9 @@ func runCommit(args []string) error {
 		}
 	})
 	defer stop()
-	enc := json.NewEncoder(commitStdout)
+	// Member names and etcd's own messages reach the output: JSON escapes
+	// DEL and C1, the table every control (render.Terminal).
+	enc := json.NewEncoder(render.JSONText(commitStdout))
 	if f.output == "json" {
 		opt.OnWrite = func(w *commit.Write, names commit.Names) error { return enc.Encode(commit.RecordOf(w, names)) }
 	}
@@ -162,8 +165,7 @@ func runCommit(args []string) error {
 	if f.output == "json" {
 		return errors.Join(enc.Encode(commitSummary(res)), decodeErr, exitErr)
 	}
-	printCommitTable(commitStdout, res, opt.PID)
-	return errors.Join(decodeErr, exitErr)
+	return errors.Join(writeCommitTable(commitStdout, res, opt.PID), decodeErr, exitErr)
 }
 
 // validate checks every flag before anything touches the host.
@@ -279,6 +281,14 @@ func commitSummary(res *pipeline.CommitResult) commit.SummaryRecord {
 	ws := res.WALSyncs.Summary()
 	s.WALSyncsNs = &ws
 	return s
+}
+
+// writeCommitTable writes the table through a render.Terminal: member
+// names come from etcd's member list, and etcd's messages from etcd.
+func writeCommitTable(w io.Writer, res *pipeline.CommitResult, pid int) error {
+	term := render.NewTerminal(w)
+	printCommitTable(term, res, pid)
+	return term.Flush()
 }
 
 func printCommitTable(w io.Writer, res *pipeline.CommitResult, pid int) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/pipeline"
+	"github.com/etcdscope/etcdscope/render"
 	"github.com/etcdscope/etcdscope/tracer"
 )
 
@@ -95,5 +97,32 @@ func TestCommitHeaderWithoutEndpoints(t *testing.T) {
 	head, _, _ := strings.Cut(b.String(), "\n")
 	if want := "etcdscope commit: pid 3010, member unknown, role unknown (give --etcd-endpoints); source: "; !strings.HasPrefix(head, want) {
 		t.Errorf("header %q, want it to start %q", head, want)
+	}
+}
+
+// TestCommitTableEscapesMemberNames: a member name is whatever the member
+// was started with (etcd --name), read from the member list: it reaches
+// root's terminal only escaped, in the table and in JSON.
+func TestCommitTableEscapesMemberNames(t *testing.T) {
+	const name = "m1\x1b]0;owned\x07\x1b[2J\r\u009b1m"
+	res := &pipeline.CommitResult{Source: commit.SourceUprobes, Report: commit.NewReport(), Role: commit.RoleLeader,
+		LocalID: 0x28d1, LeaderID: 0x28d1, Cluster: commit.ClusterState{Voters: 1, Names: commit.Names{0x28d1: name}}}
+	var b strings.Builder
+	if err := writeCommitTable(&b, res, 7); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.ContainsAny(out, "\x1b\x07\r\u009b") {
+		t.Errorf("raw control characters in the table:\n%q", out)
+	}
+	if !strings.Contains(out, render.Escape(name)) {
+		t.Errorf("the table lacks the escaped name %q:\n%s", render.Escape(name), out)
+	}
+	var j strings.Builder
+	if err := json.NewEncoder(render.JSONText(&j)).Encode(map[string]string{"decider_name": name}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(j.String(), "\x1b\x07\r\u009b") {
+		t.Errorf("raw control characters in JSON: %q", j.String())
 	}
 }
