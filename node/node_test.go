@@ -235,7 +235,7 @@ func (n *node) countsMatch(metricsURL string, puts int) {
 	n.put(puts)
 	e1, s1 := settle()
 	de, ds := e1-e0, s1-s0
-	t.Logf("after %d puts: etcd_disk_wal_fsync_duration_seconds_count +%v, etcdscope_fsync_duration_seconds_count%v +%v", puts, de, n.want, ds)
+	t.Logf("after %d puts: etcd_disk_wal_fsync_duration_seconds_count +%v, etcdscope_fsync_duration_seconds_count %v +%v", puts, de, n.want, ds)
 	if de < float64(puts)/2 {
 		t.Errorf("etcd counted %v WAL fsyncs for %d puts", de, puts)
 	}
