@@ -1,16 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"net"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/etcdscope/etcdscope/exporter"
-	"github.com/etcdscope/etcdscope/tracer"
+	"gopkg.in/yaml.v3"
 )
 
 func TestNormalizeListen(t *testing.T) {
@@ -38,41 +38,70 @@ func TestNormalizeListen(t *testing.T) {
 	}
 }
 
-// TestDaemonSetListenBothFamilies takes the --listen argument of
-// deploy/daemonset.yaml, expands $(NODE_IP) as the kubelet does (a
-// $(VAR) reference anywhere in an argument is replaced by its value) with
-// an IPv4 and an IPv6 node address, and checks that serve's flag
-// validation accepts it and that the result listens (on loopback, port 0,
-// so the test needs no node address).
+// TestDaemonSetListenBothFamilies takes the arguments of both DaemonSets,
+// expands $(NODE_IP) as the kubelet does (a $(VAR) reference anywhere in
+// an argument is replaced by its value) with an IPv4 and an IPv6 node
+// address, parses them with serve's own flag set and checks that its
+// validation accepts them and that the --listen result listens (on
+// loopback, port 0, so the test needs no node address). Parsing the whole
+// list, defaults included, catches a flag whose zero value validation
+// refuses (--commit-sample 0 did, in a hand-built serveFlags).
 func TestDaemonSetListenBothFamilies(t *testing.T) {
-	b, err := os.ReadFile("../../deploy/daemonset.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`- (--listen=\S+)`).FindSubmatch(b)
-	if m == nil {
-		t.Fatal("no --listen argument in deploy/daemonset.yaml")
-	}
-	arg := strings.TrimPrefix(string(m[1]), "--listen=")
-	for _, ip := range []string{"127.0.0.1", "::1"} {
-		expanded := strings.ReplaceAll(arg, "$(NODE_IP)", ip)
-		f := serveFlags{listen: expanded, public: true, port: tracer.DefaultPeerPort,
-			compareWindow: exporter.DefaultCompareWindow, ringBytes: tracer.DefaultRingBytes}
-		if _, _, err := f.validate(); err != nil {
-			t.Errorf("NODE_IP=%s: --listen=%s: %v", ip, expanded, err)
-			continue
-		}
-		host, port, err := net.SplitHostPort(f.listen)
-		if err != nil || port != strconv.Itoa(exporter.DefaultPort) {
-			t.Errorf("NODE_IP=%s: normalized to %q (%v), want port %d", ip, f.listen, err, exporter.DefaultPort)
-			continue
-		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	for _, file := range []string{"daemonset.yaml", "daemonset-netem.yaml"} {
+		b, err := os.ReadFile("../../deploy/" + file)
 		if err != nil {
-			t.Errorf("NODE_IP=%s: listen on %s: %v", ip, host, err)
-			continue
+			t.Fatal(err)
 		}
-		t.Logf("NODE_IP=%s: --listen=%s -> %s, listened on %s", ip, expanded, f.listen, ln.Addr())
-		ln.Close()
+		var args []string
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		for {
+			var m struct {
+				Kind string
+				Spec struct {
+					Template struct {
+						Spec struct {
+							Containers []struct{ Args []string }
+						}
+					}
+				}
+			}
+			if err := dec.Decode(&m); err != nil {
+				break
+			}
+			if m.Kind == "DaemonSet" && len(m.Spec.Template.Spec.Containers) > 0 {
+				args = m.Spec.Template.Spec.Containers[0].Args
+			}
+		}
+		if len(args) < 2 || args[0] != "serve" {
+			t.Fatalf("%s: args %q, want serve ...", file, args)
+		}
+		for _, ip := range []string{"127.0.0.1", "::1"} {
+			var f serveFlags
+			fs := f.flagSet()
+			var expanded []string
+			for _, a := range args[1:] {
+				expanded = append(expanded, strings.ReplaceAll(a, "$(NODE_IP)", ip))
+			}
+			if err := fs.Parse(expanded); err != nil {
+				t.Errorf("%s NODE_IP=%s: %v", file, ip, err)
+				continue
+			}
+			if _, _, err := f.validate(); err != nil {
+				t.Errorf("%s NODE_IP=%s: %q: %v", file, ip, expanded, err)
+				continue
+			}
+			host, port, err := net.SplitHostPort(f.listen)
+			if err != nil || port != strconv.Itoa(exporter.DefaultPort) {
+				t.Errorf("%s NODE_IP=%s: normalized to %q (%v), want port %d", file, ip, f.listen, err, exporter.DefaultPort)
+				continue
+			}
+			ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+			if err != nil {
+				t.Errorf("%s NODE_IP=%s: listen on %s: %v", file, ip, host, err)
+				continue
+			}
+			t.Logf("%s NODE_IP=%s: --listen -> %s, listened on %s", file, ip, f.listen, ln.Addr())
+			ln.Close()
+		}
 	}
 }

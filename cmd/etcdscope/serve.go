@@ -39,8 +39,9 @@ type serveFlags struct {
 	commitGRPC                bool
 }
 
-func runServe(args []string) error {
-	var f serveFlags
+// flagSet defines serve's flags on f (runServe, and the tests that parse
+// the DaemonSets' arguments as serve does).
+func (f *serveFlags) flagSet() *pflag.FlagSet {
 	fs := newFlagSet("serve")
 	fs.SortFlags = false
 	fs.StringVar(&f.listen, "listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(exporter.DefaultPort)), "address for /metrics and /healthz; loopback unless --listen-public")
@@ -64,6 +65,12 @@ func runServe(args []string) error {
 	fs.BoolVar(&f.sched, "sched", false, schedUsage+": etcdscope_fsync_other_state_duration_seconds")
 	fs.StringArrayVar(&f.dataDirs, "data-dir", nil, dataDirUsage)
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once the probes are attached and the server listens (for scripts and tests)")
+	return fs
+}
+
+func runServe(args []string) error {
+	var f serveFlags
+	fs := f.flagSet()
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return errHelp
