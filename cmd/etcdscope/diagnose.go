@@ -254,8 +254,12 @@ func pollURLs(urls []string, window, timeout time.Duration) []diagnose.Input {
 			if len(failed) == len(urls) {
 				break
 			}
-			fmt.Fprintf(os.Stderr, "etcdscope diagnose: waiting %s for the second scrape (Ctrl-C diagnoses the first alone)\n", window)
+			// The handler first, then the line that invites Ctrl-C: a
+			// signal between the two killed the process (the verification
+			// run's TestDiagnoseWindowInterrupted: SIGINT 1 ms after the
+			// line, exit by signal).
 			ctx, stop := runContext("diagnose", nil)
+			fmt.Fprintf(os.Stderr, "etcdscope diagnose: waiting %s for the second scrape (Ctrl-C diagnoses the first alone)\n", window)
 			select {
 			case <-time.After(window):
 			case <-ctx.Done():
