@@ -17,6 +17,7 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -201,8 +202,19 @@ func startTracer(es, dir, v string, pid, sample int) (*exec.Cmd, error) {
 	}
 	os.Remove(filepath.Join(dir, "ready"))
 	tr := exec.Command(es, args...)
-	tr.Stdout, _ = os.Create(filepath.Join(dir, v+".stdout"))
-	tr.Stderr, _ = os.Create(filepath.Join(dir, v+".stderr"))
+	// dir is this run's own os.MkdirTemp directory (0700): nothing in it
+	// can have been planted.
+	for _, o := range []struct {
+		dst  *io.Writer
+		name string
+	}{{&tr.Stdout, v + ".stdout"}, {&tr.Stderr, v + ".stderr"}} {
+		f, err := os.Create(filepath.Join(dir, o.name))
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close() // the child holds its own copy once started
+		*o.dst = f
+	}
 	if err := tr.Start(); err != nil {
 		return nil, err
 	}

@@ -187,20 +187,29 @@ func TestServeKeepsOperatorsComm(t *testing.T) {
 	if err := child.Wait(); err != nil {
 		t.Fatalf("fsyncer: %v\n%s", err, childOut.String())
 	}
-	time.Sleep(500 * time.Millisecond) // the ring drains
-	body, err := get("http://"+addr+"/metrics", 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := map[string]float64{}
-	for _, l := range strings.Split(body, "\n") {
-		if !strings.HasPrefix(l, "etcdscope_fsync_duration_seconds_count{") {
-			continue
+	// Scrape until every fdatasync the child made (one per comm) is
+	// counted, not after a fixed wait for the ring to drain.
+	var count map[string]float64
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		body, err := get("http://"+addr+"/metrics", 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
 		}
-		i := strings.Index(l, `comm="`)
-		v := l[i+6:]
-		n, _ := strconv.ParseFloat(l[strings.LastIndexByte(l, ' ')+1:], 64)
-		count[v[:strings.IndexByte(v, '"')]] += n
+		count = map[string]float64{}
+		total := 0.0
+		for _, l := range strings.Split(body, "\n") {
+			if !strings.HasPrefix(l, "etcdscope_fsync_duration_seconds_count{") {
+				continue
+			}
+			i := strings.Index(l, `comm="`)
+			v := l[i+6:]
+			n, _ := strconv.ParseFloat(l[strings.LastIndexByte(l, ' ')+1:], 64)
+			count[v[:strings.IndexByte(v, '"')]] += n
+			total += n
+		}
+		if total >= float64(len(comms)) || time.Now().After(deadline) {
+			break
+		}
 	}
 	t.Logf("fdatasync counts by comm: etcd %v, other %v, %d comms", count["etcd"], count[exporter.OtherLabel], len(count))
 	if count["etcd"] != 3 {
