@@ -5,7 +5,7 @@
 # it, copies in the Go toolchain this machine has (Debian's own Go is older
 # than go.mod asks), clones the committed tree (git clone of HEAD: what a
 # clean clone has, nothing built or installed by hand), and runs the README's
-# test command in a chroot on this kernel, so BPF, loop devices and tracefs
+# test command in a root of its own on this kernel, so BPF, loop devices and tracefs
 # work as on the host. Every Debian package the tests need must then come
 # from scripts/deps.sh: a missing install step fails here.
 #
@@ -113,9 +113,20 @@ git clone -q --no-local "$top" "$root/src/etcdscope"
 # .ci/run reads shared/ beside the clone in CI; copy it the same way if here.
 [[ -d $top/../shared ]] && cp -a "$top/../shared" "$root/src/shared"
 
-echo "fresh-root: running '$*' in the chroot" >&2
+# The command runs with the root as its mount namespace's "/", not in a
+# chroot: pivot_root in a namespace of its own, as a machine boots. In a
+# chroot, a container's pivot_root (runc) lands under the chroot's path
+# while the namespace's root stays the host's "/", so `runc exec` (what
+# `ctr tasks exec` and `kubectl exec` do) setns'es into the host's "/" and
+# finds nothing of the image ("stat /etcdscope: no such file or
+# directory" in the node test). Mounts the command makes die with the
+# namespace; loop devices are cleaned up below.
+echo "fresh-root: running '$*' in the root (pivot_root in a mount namespace of its own)" >&2
 rc=0
-chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb \
+mkdir -p "$root/.oldroot"
+unshare --mount --propagation private sh -c '
+	cd "$1" && pivot_root . .oldroot && umount -l /.oldroot && shift && exec chroot . "$@"' sh "$root" \
+	/usr/bin/env -i HOME=/root TERM=dumb \
 	PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 	GOFLAGS=-buildvcs=false ETCDSCOPE_REQUIRE_BPF=1 CI=true \
 	SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
