@@ -45,7 +45,7 @@ type CommitMetrics struct {
 }
 
 // sampledHelp is said in the Help of every metric that counts writes.
-const sampledHelp = " Only the sampled writes are observed (1 in etcdscope_commit_sample_every, decided in the kernel at each write's entry): multiply counts by commit_writes_seen_total / commit_writes_sampled_total for every write."
+const sampledHelp = " Sampled: scale by commit_writes_seen_total/_sampled_total."
 
 // NewCommitMetrics creates the collectors of the commit split of the
 // writes src follows, 1 in sampleEvery (0 and 1: every write).
@@ -62,24 +62,24 @@ func NewCommitMetrics(src pipeline.CommitSource, sampleEvery uint32) *CommitMetr
 		sampled: prometheus.NewDesc(Namespace+"_commit_writes_sampled_total",
 			"Of commit_writes_seen_total, the writes followed (1 in commit_sample_every): the commit_* histograms and counters observe those that were applied.", nil, nil),
 		duration: durationHistogram("commit_duration_seconds",
-			"Server-side time of each etcd write on the traced member: (*EtcdServer).processInternalRaftRequestOnce entry to return, widened to the unary gRPC call around it where that is probed (uprobes; docs/commit.md). role: leader, follower, or unknown without --etcd-endpoints."+sampledHelp,
+			"Server-side time of each etcd write on the traced member, entry to return of its write function or unary gRPC call (docs/commit.md)."+sampledHelp,
 			"role"),
 		part: durationHistogram("commit_part_duration_seconds",
-			"Time of each etcd write spent in one part of its critical path (grpc, forward, propose, wal_append, quorum_wait, commit_to_apply, apply, return; docs/commit.md); one observation per write and measured part, the parts of a write sum to its commit_duration_seconds."+sampledHelp,
+			"Time of each etcd write in one part of its critical path (docs/commit.md); a write's parts sum to its commit_duration_seconds."+sampledHelp,
 			"role", "part"),
 		walSync: durationHistogram("commit_wal_fdatasync_duration_seconds",
-			"The fdatasync inside the WAL append each write waited on ((*WAL).sync), one observation per write (a batch's writes each observe their Save's fdatasync)."+sampledHelp),
+			"The fdatasync in the WAL append each write waited on ((*WAL).sync), one per write (a batch's writes each observe their Save's)."+sampledHelp),
 		vote: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "commit_deciding_vote_total",
-			Help: "Writes on the leader by the quorum's deciding vote: local_wal (the leader's own WAL append came last) or the follower (member name, else its id in hex) whose ack completed the quorum; at most MaxVoteLabels values, then other." + sampledHelp,
+			Help: "Leader's writes by the deciding vote: local_wal (its own WAL append came last) or the follower whose ack made the quorum (name, else hex id)." + sampledHelp,
 		}, []string{"vote"}),
 		incomplete: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "commit_incomplete_writes_total",
-			Help: "Writes some part of which could not be joined (its probe did not fire or its event was lost); their measured parts are observed, the rest is missing." + sampledHelp,
+			Help: "Writes with a part not joined (its probe did not fire or its event was lost); their measured parts are observed." + sampledHelp,
 		}),
 		batched: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "commit_batched_writes_total",
-			Help: "Writes that shared their WAL Save with other writes (etcd batched their entries into one Ready): their WAL parts are the batch's." + sampledHelp,
+			Help: "Writes that shared their WAL Save with others (one Ready): their WAL parts are the batch's." + sampledHelp,
 		}),
 		votes: map[string]bool{},
 	}

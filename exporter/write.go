@@ -26,7 +26,7 @@ func newWriteMetrics() *writeMetrics {
 			"Wall time of write/pwrite64/writev/pwritev/pwritev2 calls on files the fsync tracer follows (files a traced process fsyncs), syscall entry to exit; only with --writes.",
 			"comm", "device", "fs", "file_kind", "syscall"),
 		layer: durationHistogram("write_layer_duration_seconds",
-			"Time of each write call in one layer: throttled (asleep in balance_dirty_pages), writeback_wait (waiting for a page under writeback), other; one observation per call and layer, the layers of a call sum to its wall time.",
+			"Time of each write call in one layer: throttled (balance_dirty_pages), writeback_wait (a page under writeback), other; a call's layers sum to its wall time.",
 			"comm", "device", "file_kind", "layer"),
 		series: map[fsyncLabels]*fsyncObservers{},
 	}

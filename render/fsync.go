@@ -61,7 +61,7 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			fmt.Fprintf(bw, "  verdict: n/a (etcd's %v budget is for WAL fsyncs)\n", analysis.WALFsyncBudget)
 		}
 		if g.Disk != nil {
-			fmt.Fprintf(bw, "  disk verdict: %s\n", DiskVerdictText(g.Disk))
+			fmt.Fprintf(bw, "  disk verdict: %s\n    %s\n", DiskVerdictText(g.Disk), DiskVerdictNumbers(g.Disk))
 		} else if g.DiskWhy != "" {
 			// The layer table rounds shares: a 39.98% reads as 40.0%.
 			fmt.Fprintf(bw, "  disk verdict: none (%s)\n", g.DiskWhy)
@@ -240,21 +240,28 @@ func DiskCacheLine(d analysis.DiskCache) string {
 	return fmt.Sprintf("disk %s (%s): write cache %s, %s", d.Name, d.Dev, d.WriteCache, what)
 }
 
-// DiskVerdictText is the sentence the table, the page and the JSON
-// summary's disk_verdict.text give a group's disk verdict: what it means
-// and the numbers it rests on.
+// DiskVerdictText is the line the table, the page and the JSON summary's
+// disk_verdict.text give a group's disk verdict: its kind, the number it
+// rests on and what helps (docs/schema.md says how it is decided).
+// DiskVerdictNumbers gives the rest of its numbers.
 func DiskVerdictText(v *analysis.DiskVerdict) string {
-	numbers := fmt.Sprintf("device_flush %.0f%% of the time, p50 %s ms a call, %s ms per flush or FUA write; block_queue %.0f%%, p99 %s ms a call",
-		100*v.DeviceFlushShare, analysis.Ms(v.DeviceFlushP50Ns), analysis.Ms(v.PerFlushNs), 100*v.BlockQueueShare, analysis.Ms(v.BlockQueueP99Ns))
+	flush := fmt.Sprintf("device_flush %.0f%% of the time, %s ms per flush or FUA write", 100*v.DeviceFlushShare, analysis.Ms(v.PerFlushNs))
 	switch {
 	case v.Kind == analysis.DiskFloor && v.LoopDevice:
-		return "floor: a fixed cost per flush, which on a loop device is the host filesystem's fsync of the backing file (the levels table's L2 row splits it): throttling other I/O on the loop device will not help; a faster host fsync will (" + numbers + ")"
+		return "floor: " + flush + ": the host's fsync of the loop's backing file (levels table, L2): a faster host fsync helps, throttling not"
 	case v.Kind == analysis.DiskFloor:
-		return "floor: a fixed cost per flush on a disk with a volatile write cache: throttling other I/O will not help; a drive with power-loss protection will (" + numbers + ")"
+		return "floor: " + flush + ", a volatile write cache's fixed cost: a drive with power-loss protection helps, throttling other I/O does not"
 	case v.Kind == analysis.DiskContention:
-		return "contention: other I/O on this disk delays etcd's (" + numbers + ")"
+		return fmt.Sprintf("contention: block_queue %.0f%% of the time: other I/O on this disk delays etcd's (%s)", 100*v.BlockQueueShare, flush)
 	}
-	return v.Kind + " (" + numbers + ")"
+	return v.Kind + ": " + flush
+}
+
+// DiskVerdictNumbers is the line under DiskVerdictText: the per-call
+// numbers, as the JSON's disk_verdict fields have them.
+func DiskVerdictNumbers(v *analysis.DiskVerdict) string {
+	return fmt.Sprintf("p50 %s ms a call in device_flush; p99 %s ms a call in block_queue (%.0f%% of the time)",
+		analysis.Ms(v.DeviceFlushP50Ns), analysis.Ms(v.BlockQueueP99Ns), 100*v.BlockQueueShare)
 }
 
 // BiasCounts words a trace's holes as the summary counts them: "3 lost

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/etcdscope/etcdscope/analysis"
 )
@@ -143,23 +144,37 @@ func TestSummaryJSONFieldOrder(t *testing.T) {
 	}
 }
 
-// TestDiskVerdictText: each kind of disk verdict's sentence, with the
-// numbers it rests on (analysis.TestDiskVerdict judges the kinds).
+// TestDiskVerdictText: each kind of disk verdict's line, leading with the
+// number it rests on, and the numbers line under it, every number of the
+// JSON's disk_verdict in one of the two, each line at most 200 characters
+// (analysis.TestDiskVerdict judges the kinds).
 func TestDiskVerdictText(t *testing.T) {
 	v := analysis.DiskVerdict{DeviceFlushShare: 0.6, BlockQueueShare: 0.05, DeviceFlushP50Ns: 6_000_000, BlockQueueP99Ns: 120_000, PerFlushNs: 3_000_000}
-	numbers := "(device_flush 60% of the time, p50 6.000 ms a call, 3.000 ms per flush or FUA write; block_queue 5%, p99 0.120 ms a call)"
+	flush := "device_flush 60% of the time, 3.000 ms per flush or FUA write"
 	for _, c := range []struct {
 		kind string
 		loop bool
 		want string
 	}{
-		{analysis.DiskFloor, false, "floor: a fixed cost per flush on a disk with a volatile write cache: throttling other I/O will not help; a drive with power-loss protection will "},
-		{analysis.DiskFloor, true, "floor: a fixed cost per flush, which on a loop device is the host filesystem's fsync of the backing file (the levels table's L2 row splits it): throttling other I/O on the loop device will not help; a faster host fsync will "},
-		{analysis.DiskContention, false, "contention: other I/O on this disk delays etcd's "},
+		{analysis.DiskFloor, false, "floor: " + flush + ", a volatile write cache's fixed cost: a drive with power-loss protection helps, throttling other I/O does not"},
+		{analysis.DiskFloor, true, "floor: " + flush + ": the host's fsync of the loop's backing file (levels table, L2): a faster host fsync helps, throttling not"},
+		{analysis.DiskContention, false, "contention: block_queue 5% of the time: other I/O on this disk delays etcd's (" + flush + ")"},
 	} {
 		v.Kind, v.LoopDevice = c.kind, c.loop
-		if got := DiskVerdictText(&v); got != c.want+numbers {
+		got := DiskVerdictText(&v)
+		if got != c.want {
 			t.Errorf("%s loop %v: %q", c.kind, c.loop, got)
+		}
+		numbers := DiskVerdictNumbers(&v)
+		if want := "p50 6.000 ms a call in device_flush; p99 0.120 ms a call in block_queue (5% of the time)"; numbers != want {
+			t.Errorf("numbers %q, want %q", numbers, want)
+		}
+		// The longest the numbers make it: 100% and seconds-long flushes.
+		wide := analysis.DiskVerdict{Kind: c.kind, LoopDevice: c.loop, DeviceFlushShare: 1, BlockQueueShare: 1, DeviceFlushP50Ns: 9_999_999_999, BlockQueueP99Ns: 9_999_999_999, PerFlushNs: 9_999_999_999}
+		for _, line := range []string{"  disk verdict: " + DiskVerdictText(&wide), "    " + DiskVerdictNumbers(&wide)} {
+			if n := utf8.RuneCountInString(line); n > 200 {
+				t.Errorf("%d characters, at most 200: %s", n, line)
+			}
 		}
 	}
 }

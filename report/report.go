@@ -168,7 +168,8 @@ type groupView struct {
 	Biased string
 	// Disk is the group's disk verdict (render.DiskVerdictText), or
 	// "none (why)" with analysis.Group.DiskWhy; "" when it has neither.
-	Disk string
+	// DiskNumbers: render.DiskVerdictNumbers with a verdict, else "".
+	Disk, DiskNumbers string
 	// Other splits the other layer by scheduler state (fsync --sched);
 	// Writes summarises the write calls before the group's fsyncs (fsync
 	// --writes). "" without them.
@@ -285,18 +286,23 @@ func build(in Input) page {
 		}
 		id := fmt.Sprintf("group-%d", i+1)
 		title := fmt.Sprintf("%s pid %d · %s on %s · %s files", g.Key.Comm, g.Key.PID, g.Key.FS, dev, g.Key.FileKind)
+		var diskNumbers string
+		if g.Disk != nil {
+			diskNumbers = render.DiskVerdictNumbers(g.Disk)
+		}
 		gv := groupView{
 			ID:    id,
 			Title: title,
 			Summary: fmt.Sprintf("%s; p50 %s ms, p99 %s ms, max %s ms; %.2f flushes per call%s",
 				plural(g.Total.Count, "call"), analysis.Ms(g.Total.P50), analysis.Ms(g.Total.P99), analysis.Ms(g.Total.Max), g.FlushesPerFsync, fuaPerCall(&g)),
-			Verdict: string(g.Verdict),
-			Biased:  biasedText(&g),
-			Disk:    diskText(&g),
-			Other:   otherLine(g.OtherSplit),
-			Writes:  writesLine(rep.Writes, g.Key),
-			Bars:    layerBars(recs),
-			Heatmap: heatmap(recs, t0, t1, g.Key.FileKind == analysis.KindWAL, in.Summary.MonoToWallNs),
+			Verdict:     string(g.Verdict),
+			Biased:      biasedText(&g),
+			Disk:        diskText(&g),
+			DiskNumbers: diskNumbers,
+			Other:       otherLine(g.OtherSplit),
+			Writes:      writesLine(rep.Writes, g.Key),
+			Bars:        layerBars(recs),
+			Heatmap:     heatmap(recs, t0, t1, g.Key.FileKind == analysis.KindWAL, in.Summary.MonoToWallNs),
 		}
 		p.Groups = append(p.Groups, gv)
 		row := overviewRow{ID: id, Title: title, Calls: plural(g.Total.Count, "call"), P50: analysis.Ms(g.Total.P50),

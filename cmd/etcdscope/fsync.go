@@ -46,11 +46,11 @@ type fsyncFlags struct {
 
 // writesUsage is --writes' help in fsync and serve: what it adds, and
 // why it is off by default (its cost, bench/findings.md).
-const writesUsage = "also trace write/pwrite64/writev/pwritev(2) on the files the traced processes fsync, split into throttled (balance_dirty_pages), writeback_wait and other (off by default: ~1-1.5 µs more BPF per fsync and 1-3% more of a core at 10k fsync/s, over the 2% goal; bench/findings.md)"
+const writesUsage = "also split write(2) and its kin on the fsynced files into throttled, writeback_wait and other (off: ~1-1.5 µs BPF per fsync; docs/performance.md #8)"
 
 // schedUsage is --sched's help: what it adds, and why it is off by
 // default.
-const schedUsage = "also follow the scheduler (sched_switch, sched_wakeup) for the threads inside a traced call, splitting each call's \"other\" time into runnable (waiting for a CPU), running and blocked (off by default: it runs at every context switch on the machine: +50-80% BPF per WAL fsync here, ~0.45 µs per pipe round trip of tasks it does not trace; bench/findings.md)"
+const schedUsage = "also split each call's \"other\" time into runnable, running and blocked (off: runs at every context switch, +50-80% BPF per WAL fsync; docs/performance.md #9)"
 
 func runFsync(args []string) error {
 	var f fsyncFlags
@@ -59,7 +59,7 @@ func runFsync(args []string) error {
 	fs.StringVar(&f.comm, "comm", "", "trace only tasks with this comm, e.g. etcd (may not exist yet: it waits)")
 	fs.IntVar(&f.pid, "pid", 0, "trace only this process id")
 	fs.StringVar(&f.cgroup, "cgroup", "", "trace only tasks in this cgroup v2 directory, e.g. /sys/fs/cgroup/system.slice/etcd.service")
-	fs.StringVar(&f.dev, "dev", "", "only fsyncs and block requests on this disk, e.g. vda or nvme0n1 (if every filesystem mounted on it is ext4, the calls are traced on ext4's own tracepoints and no syscall tracepoint is enabled, which would slow every syscall of every process; an fsync of the disk's device node itself is then not seen)")
+	fs.StringVar(&f.dev, "dev", "", "only fsyncs and block requests on this disk, e.g. vda or nvme0n1; all ext4: traced on ext4's tracepoints, and an fsync of the device node itself unseen (docs/performance.md #10)")
 	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until Ctrl-C; with --workload: 10s)")
 	fs.DurationVar(&f.interval, "interval", time.Second, "print a summary line this often (0: never)")
 	fs.StringVar(&f.output, "output", "table", "table, or json (JSON Lines: one object per fsync, then a summary; see docs/schema.md)")
@@ -225,7 +225,7 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 }
 
 // dataDirUsage is serve's --data-dir help.
-const dataDirUsage = "the directory the traced processes' fsynced files are in: etcd's --data-dir (repeatable: also its --wal-dir if elsewhere). If every one is on ext4, the calls are traced on ext4's own tracepoints and no syscall tracepoint is enabled, which would slow every syscall of every process on the node; an fsync outside them is then not seen"
+const dataDirUsage = "etcd's --data-dir (repeatable: its --wal-dir too); all on ext4: traced on ext4's tracepoints, not the syscall ones every process pays for, and fsyncs elsewhere unseen (docs/performance.md #10)"
 
 // dataDirFSTypes returns the types of the filesystems dirs are on
 // (tracer.FsyncConfig.FSTypes; nil for none), or a usage error naming a

@@ -152,7 +152,7 @@ var errOverBudget = errors.New("over budget")
 const exitOverBudget = 3
 
 // failOverBudgetUsage is the --fail-over-budget flag's help.
-var failOverBudgetUsage = fmt.Sprintf("exit %d when a group's verdict is over budget (p99 over etcd's %v WAL budget, for WAL files and other files such as fio's; backend, snapshot and WAL-directory groups are n/a), for a disk-qualification job to gate on", exitOverBudget, analysis.WALFsyncBudget)
+var failOverBudgetUsage = fmt.Sprintf("exit %d when a group is over budget (p99 over etcd's %v WAL budget; backend, snapshot and WAL-directory groups are n/a), for a disk-qualification job", exitOverBudget, analysis.WALFsyncBudget)
 
 // checkBudget returns an error wrapping errOverBudget naming the groups
 // over budget, when on is set and any is; else nil.
