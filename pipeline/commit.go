@@ -327,21 +327,29 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 	// The finish, bounded whatever etcd does (a stopped etcd answers
 	// nothing): the lease's revoke and the end scrape run alongside the
 	// ring's drain, each request within finishTimeout.
+	// A traced etcd still stopped (SIGSTOP, a debugger) answers nothing:
+	// it is not asked, rather than waited on for finishTimeout; a lease
+	// is still revoked through the other members.
 	fctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
 	defer cancel()
 	var fin sync.WaitGroup
 	defer fin.Wait() // on the early returns too
+	stoppedAtEnd := res.Target.StoppedAtEnd()
 	if res.Load != nil {
-		fin.Go(func() {
-			if err := res.Load.Revoke(fctx); err != nil {
-				notice("revoking the load's lease: %v (its keys expire with its TTL)", err)
-			}
-		})
+		if stoppedAtEnd && len(members) <= 1 {
+			notice("the traced etcd is stopped: the load's lease is not revoked (its keys expire with its TTL)")
+		} else {
+			fin.Go(func() {
+				if err := res.Load.Revoke(fctx); err != nil {
+					notice("revoking the load's lease: %v (its keys expire with its TTL)", err)
+				}
+			})
+		}
 		res.Report.ClientPutNs = res.Load.ClientNs
 	}
 	var endScrape map[uint64]map[string]*dto.MetricFamily
 	var endErr error
-	if startScrape != nil && !res.Target.Exited {
+	if startScrape != nil && !res.Target.Exited && !stoppedAtEnd {
 		fin.Go(func() { endScrape, endErr = scrapeAll(fctx, members, opt, cli) })
 	}
 	if tr != nil {
@@ -394,6 +402,8 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 	case startScrape == nil:
 	case res.Target.Exited:
 		res.ModelErr = errors.New("the traced etcd exited during the run, and its metrics with it")
+	case stoppedAtEnd:
+		res.ModelErr = errors.New("the traced etcd was stopped at the end of the run: its /metrics not scraped")
 	case endErr != nil:
 		res.ModelErr = fmt.Errorf("scraping /metrics at the end of the run (each request within %v): %w", finishTimeout, endErr)
 	default:

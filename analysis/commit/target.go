@@ -22,6 +22,12 @@ type Stop struct {
 	Ongoing bool  `json:"ongoing,omitempty"`
 }
 
+// StoppedAtEnd reports whether the process was still stopped at the end
+// of the run (its last stop Ongoing).
+func (t *Target) StoppedAtEnd() bool {
+	return len(t.Stops) > 0 && t.Stops[len(t.Stops)-1].Ongoing
+}
+
 // StoppedNs is the time the process spent stopped.
 func (t *Target) StoppedNs() int64 {
 	var n int64
