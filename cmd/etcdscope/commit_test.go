@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/pipeline"
 	"github.com/etcdscope/etcdscope/render"
-	"github.com/etcdscope/etcdscope/tracer"
 )
 
 // TestCommitBadInput: every bad flag is one line and exit 2, before
@@ -55,15 +53,7 @@ func TestCommitBadInput(t *testing.T) {
 // not "server-side write p50 0.000 ms ... over 0 paired puts" and "no write
 // was traced", zeros that read as measured.
 func TestCommitTableModelOnly(t *testing.T) {
-	res := &pipeline.CommitResult{
-		Source: commit.SourceModel, ProbeErr: fmt.Errorf("processInternalRaftRequestOnce: %w", tracer.ErrGoFuncNotFound),
-		Report: commit.NewReport(), Role: commit.RoleLeader, LocalID: 0x28d1, LeaderID: 0x28d1,
-		Cluster:     commit.ClusterState{Voters: 1, Names: commit.Names{0x28d1: "default"}},
-		Unavailable: []string{"uprobes: processInternalRaftRequestOnce: not found"},
-		Model: &commit.ModelResult{ExpectedNs: 2e6, Decider: commit.LocalVote, DeciderKnown: true,
-			Parts: map[string]commit.Measure{commit.PartWALAppend: {Ns: 19e5, Source: "leader's etcd_disk_wal_fsync_duration_seconds mean over the run"}}},
-		Load: &pipeline.Load{Prefix: "/etcdscope/commit-load/x/", Puts: 20},
-	}
+	res := commitCase(t, "model") // its pid is 4444
 	var b strings.Builder
 	printCommitTable(&b, res, 4242)
 	out := b.String()
