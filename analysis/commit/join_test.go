@@ -248,7 +248,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	}
 	r := NewReport()
 	r.Add(&ws[0])
-	if err := enc.Encode(r.Summary(ClusterState{Voters: 3})); err != nil {
+	if err := enc.Encode(r.Summary()); err != nil {
 		t.Fatal(err)
 	}
 	recs, sum, err := ReadRecords(strings.NewReader(b.String()))

@@ -14,6 +14,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/internal/golden"
 	"github.com/etcdscope/etcdscope/pipeline"
+	"github.com/etcdscope/etcdscope/render"
 	"github.com/etcdscope/etcdscope/tracer"
 )
 
@@ -158,14 +159,14 @@ func TestCommitGoldens(t *testing.T) {
 	for _, c := range commitCases() {
 		t.Run(c.name, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := writeCommitTable(&b, c.res, c.pid); err != nil {
+			if err := render.CommitTable(&b, commitRun(c.res, c.pid)); err != nil {
 				t.Fatal(err)
 			}
 			commitGolden(t, c.name+".txt", b.Bytes())
 			var j bytes.Buffer
 			enc := json.NewEncoder(&j)
 			enc.SetIndent("", "  ")
-			if err := enc.Encode(commitSummary(c.res)); err != nil {
+			if err := enc.Encode(render.CommitSummary(commitRun(c.res, c.pid))); err != nil {
 				t.Fatal(err)
 			}
 			commitGolden(t, c.name+".json", j.Bytes())
@@ -229,12 +230,9 @@ func TestCommitVerdictGoldens(t *testing.T) {
 	var b strings.Builder
 	for _, c := range verdictCases() {
 		fmt.Fprintf(&b, "== %s\n", c.name)
-		for _, v := range commitVerdicts(c.rep, c.cs) {
+		for _, v := range render.CommitVerdicts(c.rep, c.cs) {
 			fmt.Fprintf(&b, "%s\n", v)
 		}
 	}
 	commitGolden(t, "verdicts.txt", []byte(b.String()))
 }
-
-// commitVerdicts words rep's verdicts as the table and the JSON summary do.
-func commitVerdicts(rep *commit.Report, cs commit.ClusterState) []string { return rep.Verdicts(cs) }
