@@ -125,3 +125,32 @@ func TestCommitCauseVerdicts(t *testing.T) {
 		})
 	}
 }
+
+// TestCommitAckLinesSorted: the table has one ack line a follower, by the
+// name it prints (then by id); they came in map order, a different
+// order from one run to the next.
+func TestCommitAckLinesSorted(t *testing.T) {
+	names := commit.Names{0x40: "a", 0x30: "b", 0x20: "c", 0x10: "c"} // ids against names; two members named c
+	r := commit.NewReport()
+	for _, id := range []uint64{0x10, 0x20, 0x30, 0x40, 0x50, 0x60} {
+		r.Add(&commit.Write{Role: commit.RoleLeader, StartNs: 1, EndNs: 2e6, PartsNs: map[string]int64{commit.PartWALAppend: 2e6},
+			Decider: id, DeciderKnown: true, Acks: []commit.Ack{{Member: id, AfterSendNs: int64(id) * 1e3}}})
+	}
+	run := &CommitRun{PID: 1, Source: commit.SourceUprobes, Report: r, Cluster: commit.ClusterState{Voters: 7, Names: names}}
+	want := []string{"50", "60", "a (40)", "b (30)", "c (10)", "c (20)"} // names.Of: hex ids sort before names
+	for i := range 20 {
+		var b strings.Builder
+		if err := CommitTable(&b, run); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, l := range strings.Split(b.String(), "\n") {
+			if m, ok := strings.CutPrefix(l, "ack of "); ok {
+				got = append(got, m[:strings.Index(m, " after send")])
+			}
+		}
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Fatalf("render %d: ack lines of %q, want %q", i, got, want)
+		}
+	}
+}
