@@ -1,7 +1,3 @@
-// Package pipeline runs etcdscope's tracers as loops: it reads a tracer's
-// events, hands them to the analysis, resolves names (members) and passes
-// finished records to the caller's sinks. The commands in cmd/etcdscope
-// only turn flags into an options struct and pick the sinks.
 package pipeline
 
 import (
