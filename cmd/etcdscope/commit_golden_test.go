@@ -16,6 +16,7 @@ import (
 	"github.com/etcdscope/etcdscope/pipeline"
 	"github.com/etcdscope/etcdscope/render"
 	"github.com/etcdscope/etcdscope/tracer"
+	"github.com/etcdscope/etcdscope/workload"
 )
 
 var updateCommit = flag.Bool("update-commit", false, "rewrite testdata/render/commit from the commit table and summary (only when a change of output is intended)")
@@ -99,7 +100,7 @@ func commitCases() []struct {
 		Model: &commit.ModelResult{ExpectedNs: 52_700_000, Decider: goldenF2, DeciderKnown: true, Parts: map[string]commit.Measure{
 			commit.PartWALAppend: {Ns: 2e6, Source: "leader's WAL"}, commit.PartQuorumWait: {Ns: 50_500_000, Source: "RTT + fsync of m2"}, commit.PartApply: {Ns: 2e5, Source: "backend"}}},
 		Target: commit.Target{PID: 4242, Stops: []commit.Stop{{AfterNs: 3e9, Ns: 15e8}, {AfterNs: 9e9, Ns: 1e9, Ongoing: true}}},
-		Load:   &pipeline.Load{Prefix: "/etcdscope/commit-load/h-1-ab/", Puts: 15, Errors: 1},
+		Load:   &workload.Load{Prefix: "/etcdscope/commit-load/h-1-ab/", Puts: 15, Errors: 1},
 	}
 	for i := range 15 {
 		leader.Load.ClientNs.Add(int64(55e6 + i*1e6))
@@ -114,7 +115,7 @@ func commitCases() []struct {
 	follower := &pipeline.CommitResult{Source: commit.SourceUprobes, Report: followerRep, Role: commit.RoleFollower, LocalID: goldenF1, LeaderID: goldenLeader,
 		Cluster: commit.ClusterState{Voters: 3, Names: goldenNames}, SampleEvery: 1, WritesSeen: 4, WritesSampled: 4,
 		ModelErr: errors.New("no WAL fsync observed by the leader m0 (28d1) during the run"),
-		Load:     &pipeline.Load{Prefix: "/etcdscope/commit-load/h-2-cd/", Puts: 4}}
+		Load:     &workload.Load{Prefix: "/etcdscope/commit-load/h-2-cd/", Puts: 4}}
 	follower.Load.ClientNs.Add(47e6)
 	follower.Load.TransportNs.Add(3e5)
 	follower.Load.IdleTransportNs.Add(8e5)
@@ -127,7 +128,7 @@ func commitCases() []struct {
 		Unavailable: []string{"uprobes: processInternalRaftRequestOnce: not found"},
 		Model: &commit.ModelResult{ExpectedNs: 2e6, Decider: commit.LocalVote, DeciderKnown: true,
 			Parts: map[string]commit.Measure{commit.PartWALAppend: {Ns: 19e5, Source: "leader's etcd_disk_wal_fsync_duration_seconds mean over the run"}}},
-		Load: &pipeline.Load{Prefix: "/etcdscope/commit-load/x/", Puts: 20},
+		Load: &workload.Load{Prefix: "/etcdscope/commit-load/x/", Puts: 20},
 	}
 	model.Load.TransportNs.Add(2e5)
 	model.Load.IdleTransportNs.Add(7e5)
