@@ -88,7 +88,8 @@ func (r *Report) AddCauses(cs []*SyncCause) {
 // (etcd's own form, as in its peer metrics' To label).
 type Names map[uint64]string
 
-// Of returns the member's name, "the leader's WAL" for LocalVote.
+// Of returns the member's name and id, "local WAL" for LocalVote (the
+// leader's own vote).
 func (n Names) Of(id uint64) string {
 	if id == LocalVote {
 		return "local WAL"
