@@ -17,7 +17,7 @@ import (
 	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/internal/etcdtest"
 	"github.com/etcdscope/etcdscope/internal/testenv"
-	"github.com/etcdscope/etcdscope/pipeline"
+	"github.com/etcdscope/etcdscope/workload"
 )
 
 // TestCommitSplit runs `etcdscope commit --load` against real etcd
@@ -187,7 +187,7 @@ func restingCommitIndex(ctx context.Context, t *testing.T, c *etcdtest.Cluster, 
 	return fams
 }
 
-const loadPrefix = pipeline.LoadKeyPrefix
+const loadPrefix = workload.LoadKeyPrefix
 
 func histSumSeconds(fams map[string]*dto.MetricFamily, name string) float64 {
 	_, sum := etcdinfo.HistogramTotals(fams, name, nil)

@@ -1,7 +1,3 @@
-// Package pipeline runs etcdscope's tracers as loops: it reads a tracer's
-// events, hands them to the analysis, resolves names (members) and passes
-// finished records to the caller's sinks. The commands in cmd/etcdscope
-// only turn flags into an options struct and pick the sinks.
 package pipeline
 
 import (
@@ -28,6 +24,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/stats"
 	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/workload"
 )
 
 // CommitSource is the commit tracer as RunCommit reads it
@@ -127,7 +124,7 @@ type CommitResult struct {
 	// Target: whether the traced process exited (the run stopped then)
 	// or was stopped during the run.
 	Target  commit.Target
-	Load    *Load // nil without --load
+	Load    *workload.Load // nil without --load
 	LoadErr error
 	// ClientOutsideNs: for each load put paired with its traced write,
 	// the client's time minus the server's (PairClient).
@@ -243,7 +240,7 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 				if ev.Kind == event.CommitSched {
 					// The WAL sync's thread states, for the join with
 					// the fsync tracer's calls at the end.
-					if opt.Syncs != nil && len(syncScheds) < 4*maxIntervals {
+					if opt.Syncs != nil && len(syncScheds) < 4*maxKept {
 						syncScheds = append(syncScheds, event.Sched{TID: ev.TID, State: event.SchedState(ev.A), Ns: ev.TsNs})
 					}
 					return false, nil
@@ -286,7 +283,7 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 		lcli, err := clientv3.New(clientv3.Config{Endpoints: []string{local}, TLS: opt.TLS, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 		if err == nil {
 			defer lcli.Close()
-			res.Load, err = NewLoad(ctx, lcli, opt.LoadPerSec, opt.Duration)
+			res.Load, err = workload.NewLoad(ctx, lcli, opt.LoadPerSec, opt.Duration)
 		}
 		if err != nil {
 			res.LoadErr = err
@@ -392,7 +389,7 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 		}
 		if res.Load != nil {
 			slices.SortFunc(res.spans, func(a, b [2]uint64) int { return cmp.Compare(a[1], b[1]) })
-			res.ClientOutsideNs = PairClient(res.Load.Intervals, res.spans)
+			res.ClientOutsideNs = workload.PairClient(res.Load.Intervals, res.spans)
 		}
 	}
 	fin.Wait()
@@ -428,13 +425,19 @@ func assembled(k event.CommitKind) bool {
 // within 2 s of a signal even when etcd does not answer.
 const finishTimeout = time.Second
 
+// maxKept bounds what a run keeps for the joins at its end: the writes'
+// spans (for the load's puts), their WAL sync windows, the fsync calls
+// (4 times as many scheduler records): an hour of writes at 25/s, as the
+// load's workload.Load.Intervals.
+const maxKept = 100000
+
 func deliver(ws []commit.Write, res *CommitResult, opt CommitOptions) error {
 	for i := range ws {
 		res.Report.Add(&ws[i])
-		if opt.LoadPerSec > 0 && len(res.spans) < maxIntervals {
+		if opt.LoadPerSec > 0 && len(res.spans) < maxKept {
 			res.spans = append(res.spans, [2]uint64{ws[i].StartNs, ws[i].EndNs})
 		}
-		if win := ws[i].WALSyncWindow; opt.Syncs != nil && win.EndNs > win.StartNs && len(res.syncWins) < maxIntervals {
+		if win := ws[i].WALSyncWindow; opt.Syncs != nil && win.EndNs > win.StartNs && len(res.syncWins) < maxKept {
 			res.syncWins = append(res.syncWins, win)
 		}
 		if opt.OnWrite != nil {
@@ -447,7 +450,7 @@ func deliver(ws []commit.Write, res *CommitResult, opt CommitOptions) error {
 }
 
 // syncCalls is the sink of the fsync tracer's pipeline in RunCommit: it
-// keeps each call's split (at most maxIntervals) for the join at the end,
+// keeps each call's split (at most maxKept) for the join at the end,
 // since the two tracers' rings are read apart and the fsync ring wakes
 // its reader only once an eighth of it fills.
 type syncCalls struct{ calls []commit.SyncCall }
@@ -464,7 +467,7 @@ func (s *syncCalls) fsyncs() int {
 }
 
 func (s *syncCalls) Fsync(rec *analysis.FsyncRecord) error {
-	if len(s.calls) < maxIntervals {
+	if len(s.calls) < maxKept {
 		s.calls = append(s.calls, commit.SyncCallOf(rec))
 	}
 	return nil
@@ -473,7 +476,7 @@ func (s *syncCalls) Fsync(rec *analysis.FsyncRecord) error {
 // Write keeps the write(2) calls (the WAL encoder's flush before its
 // fdatasync), when the tracer follows them.
 func (s *syncCalls) Write(rec *analysis.WriteRecord) error {
-	if len(s.calls) < maxIntervals {
+	if len(s.calls) < maxKept {
 		s.calls = append(s.calls, commit.WriteCallOf(rec))
 	}
 	return nil

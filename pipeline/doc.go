@@ -15,6 +15,12 @@
 // path (Hypervisor: each image I/O named, as a merge.HostIO) share the
 // same read loop; Members and CompareEtcd are the one way `peers` and
 // `serve` compare etcd's peer RTT metric with the traced connections.
+// RunCommit is the commit path (`etcdscope commit`, serve's commit
+// metrics): the commit tracer's records joined into writes
+// (analysis/commit), member names and the role from etcd, the fsync
+// tracer's split of the WAL fdatasyncs, and the model from etcd's metrics
+// when etcd's functions cannot be probed. The commands in cmd/etcdscope
+// only turn flags into an options struct and pick the sinks.
 //
 // Session is the one lifecycle of a live run (fsync, peers, hypervisor):
 // open the tracers and write the ready file, run the loops until a

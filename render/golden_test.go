@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"flag"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -23,22 +22,7 @@ var update = flag.Bool("update", false, "rewrite testdata/render from the render
 // renderGolden compares what render wrote with testdata/render/name.
 func renderGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("../testdata/render", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\n%s", path, golden.FirstDiff(got, want))
-	}
+	golden.File(t, filepath.Join("../testdata/render", name), got, *update)
 }
 
 // TestRenderGoldens pins the bytes of the tables that no capture covers:

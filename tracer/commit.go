@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/features"
@@ -138,7 +139,9 @@ type CommitTracer struct {
 	down   map[CommitLayer]string // layer -> why it is unavailable
 	rec    ringbuf.Record
 	multi  bool // links is one uprobe_multi link
-	closed bool
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // NewCommit loads the commit program and attaches it to etcd's functions
@@ -467,12 +470,13 @@ func (t *CommitTracer) Missed() uint64 {
 func (t *CommitTracer) Drain() error { return t.ring.drain() }
 
 // Close detaches every probe and frees every object; it is safe to call
-// more than once and on a half-built tracer.
+// more than once, concurrently, and on a half-built tracer.
 func (t *CommitTracer) Close() error {
-	if t.closed {
-		return nil
-	}
-	t.closed = true
+	t.closeOnce.Do(func() { t.closeErr = t.close() })
+	return t.closeErr
+}
+
+func (t *CommitTracer) close() error {
 	var errs []error
 	if t.ring != nil {
 		errs = append(errs, t.ring.close())
@@ -482,8 +486,6 @@ func (t *CommitTracer) Close() error {
 	errs = append(errs, t.objs.Close())
 	return errors.Join(errs...)
 }
-
-var _ Tracer[event.Commit] = (*CommitTracer)(nil)
 
 // Writes returns CommitCounts' WritesSeen, WritesSampled and
 // WritesDropped (pipeline.CommitSource).

@@ -11,7 +11,7 @@ import (
 
 // Tracer is the shape every tracer of this package has, for its event
 // type E (event.Any for FsyncTracer, event.Peer for PeersTracer,
-// event.HypervisorIO for HypervisorTracer). A pipeline can read any of
+// event.HypervisorIO for HypervisorTracer, event.Commit for CommitTracer). A pipeline can read any of
 // them through it. Each is built by NewX(XConfig) (*X, error), which closes
 // whatever it made when it fails.
 type Tracer[E any] interface {
@@ -51,6 +51,7 @@ var (
 	_ Tracer[event.Any]          = (*FsyncTracer)(nil)
 	_ Tracer[event.Peer]         = (*PeersTracer)(nil)
 	_ Tracer[event.HypervisorIO] = (*HypervisorTracer)(nil)
+	_ Tracer[event.Commit]       = (*CommitTracer)(nil)
 )
 
 // ErrClosed is returned by Read after Close (it is os.ErrClosed).

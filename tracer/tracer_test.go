@@ -75,3 +75,27 @@ func TestCloseTwiceReadAfterClose(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseConcurrent: Close is safe from several goroutines at once (the
+// Tracer contract), on the zero value a failed constructor closes; under
+// -race a plain closed flag fails here (CommitTracer's did).
+func TestCloseConcurrent(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		tr   interface{ Close() error }
+	}{
+		{"fsync", &FsyncTracer{}}, {"peers", &PeersTracer{}}, {"hypervisor", &HypervisorTracer{}}, {"commit", &CommitTracer{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			errs := make(chan error, 8)
+			for range cap(errs) {
+				go func() { errs <- c.tr.Close() }()
+			}
+			for range cap(errs) {
+				if err := <-errs; err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			}
+		})
+	}
+}

@@ -1,5 +1,7 @@
 // Package workload holds etcdscope's built-in writers: load shaped like
-// etcd's, so the tracer can be tried on a machine with no etcd.
+// etcd's WAL, so the tracer can be tried on a machine with no etcd
+// (RunWAL), and the put load of `etcdscope commit --load` at a real etcd
+// (Load).
 package workload
 
 import (

@@ -1,7 +1,6 @@
 package commit
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/etcdscope/etcdscope/analysis"
@@ -105,60 +104,5 @@ func TestJoinerSyncWindow(t *testing.T) {
 	w := ws[0].WALSyncWindow
 	if w.StartNs != us(201) || w.EndNs != us(699) || w.TIDs != [2]uint32{tidRaft, tidMoved} || int64(w.EndNs-w.StartNs) != ws[0].WALSyncNs {
 		t.Errorf("window %+v, WALSyncNs %d", w, ws[0].WALSyncNs)
-	}
-}
-
-// TestCauseVerdicts: the WAL append's verdict names what its fdatasync
-// calls waited on: the CPU when a thread was runnable most of the time
-// (issue 28: a one-member etcd held to 3% of a CPU), the disk when its
-// layers together hold more than any other cause, and without the fsync
-// tracer the disk, pointing at `etcdscope fsync`.
-func TestCauseVerdicts(t *testing.T) {
-	wal := Write{Role: RoleLeader, StartNs: 1, EndNs: 1 + 640e6, WALSyncNs: 638e6,
-		PartsNs: map[string]int64{PartPropose: 1e5, PartWALAppend: 639e6, PartApply: 5e5, PartReturn: 4e5}}
-	apply := Write{Role: RoleLeader, StartNs: 1, EndNs: 1 + 100e6, WALSyncNs: 1e6,
-		PartsNs: map[string]int64{PartWALAppend: 2e6, PartApply: 98e6}}
-	tests := []struct {
-		name   string
-		w      Write
-		causes []*SyncCause
-		want   []string // substrings of the first verdict
-		not    string   // in no verdict
-		extra  string   // in a later verdict
-	}{
-		{"throttled: the CPU, not the disk", wal,
-			[]*SyncCause{{Ns: map[Cause]int64{CauseCPUWait: 630e6, CauseDeviceFlush: 5e6, CauseJournal: 3e6}}},
-			[]string{"writes wait for a CPU, not the disk", "WAL append p50 639.00 ms", "waiting for a CPU 99%", "CPU throttling"}, "local disk", ""},
-		{"the device's flush", wal,
-			[]*SyncCause{{Ns: map[Cause]int64{CauseDeviceFlush: 500e6, CauseJournal: 100e6, CauseCPUWait: 38e6}}},
-			[]string{"writes wait on the local disk, most on its device flush", "device flush 78%"}, "wait for a CPU", ""},
-		{"disk layers together outweigh a CPU wait larger than each", wal,
-			[]*SyncCause{{Ns: map[Cause]int64{CauseDataWriteback: 30e6, CauseJournal: 11e6, CauseDeviceFlush: 8e6, CauseBlockQueue: 10e6, CauseCPUWait: 25e6, CauseRunning: 14e6}}},
-			[]string{"writes wait on the local disk, most on its data writeback"}, "wait for a CPU", ""},
-		{"no fsync tracer", wal, nil,
-			[]string{"writes wait on the local disk: WAL append p50 639.00 ms", "run `etcdscope fsync --comm etcd`"}, "CPU", ""},
-		{"apply dominates, the fdatasyncs still show the starving", apply,
-			[]*SyncCause{{Ns: map[Cause]int64{CauseCPUWait: 9e5, CauseDeviceFlush: 1e5}}},
-			[]string{"writes wait on apply"}, "", "etcd waits for a CPU: its WAL fdatasync calls (1 split"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			r := NewReport()
-			r.Add(&tc.w)
-			r.AddCauses(tc.causes)
-			v := r.Verdicts(ClusterState{Voters: 1})
-			for _, s := range tc.want {
-				if !strings.Contains(v[0], s) {
-					t.Errorf("verdict %q lacks %q", v[0], s)
-				}
-			}
-			all := strings.Join(v, "\n")
-			if tc.not != "" && strings.Contains(all, tc.not) {
-				t.Errorf("verdicts %q name %q", v, tc.not)
-			}
-			if tc.extra != "" && !strings.Contains(strings.Join(v[1:], "\n"), tc.extra) {
-				t.Errorf("verdicts %q lack %q", v, tc.extra)
-			}
-		})
 	}
 }

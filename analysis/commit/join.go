@@ -345,7 +345,10 @@ func (j *Joiner) split(p *pending, s *save) Write {
 			}
 		}
 	}
-	slices.SortFunc(w.Acks, func(x, y Ack) int { return cmp.Compare(x.AfterSendNs, y.AfterSendNs) })
+	// In time order, acks of one time by member: j.acks is a map.
+	slices.SortFunc(w.Acks, func(x, y Ack) int {
+		return cmp.Or(cmp.Compare(x.AfterSendNs, y.AfterSendNs), cmp.Compare(x.Member, y.Member))
+	})
 	slices.Sort(acks)
 	voters := j.cfg.Voters
 	if voters == 0 {

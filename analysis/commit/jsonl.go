@@ -114,15 +114,18 @@ type SummaryRecord struct {
 	Unavailable     []string       `json:"unavailable,omitempty"`
 	// Target: whether the traced process exited or was stopped during
 	// the run (absent in recordings made before it was watched).
-	Target   *Target  `json:"target,omitempty"`
+	Target *Target `json:"target,omitempty"`
+	// Verdicts: Report.Verdicts worded, one sentence each, as the table
+	// prints them (render.CommitVerdicts).
 	Verdicts []string `json:"verdicts"`
 }
 
-// Summary returns the report as a summary record.
-func (r *Report) Summary(cs ClusterState) SummaryRecord {
+// Summary returns the report as a summary record, without its Verdicts
+// (the words are the sinks': render.CommitSummary).
+func (r *Report) Summary() SummaryRecord {
 	s := SummaryRecord{Type: "commit_summary", V: SchemaVersion, Source: SourceUprobes, Writes: r.Writes, Incomplete: r.Incomplete,
 		Batched: r.Batched, TotalNs: r.Total.Summary(), PartsNs: map[string]stats.Summary{}, WALSyncNs: r.WALSync.Summary(),
-		Deciders: map[string]int{}, Verdicts: r.Verdicts(cs)}
+		Deciders: map[string]int{}}
 	for p, ser := range r.Parts {
 		s.PartsNs[p] = ser.Summary()
 	}

@@ -1,10 +1,8 @@
 package commit
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/etcdscope/etcdscope/analysis/stats"
 )
@@ -90,7 +88,8 @@ func (r *Report) AddCauses(cs []*SyncCause) {
 // (etcd's own form, as in its peer metrics' To label).
 type Names map[uint64]string
 
-// Of returns the member's name, "the leader's WAL" for LocalVote.
+// Of returns the member's name and id, "local WAL" for LocalVote (the
+// leader's own vote).
 func (n Names) Of(id uint64) string {
 	if id == LocalVote {
 		return "local WAL"
@@ -109,14 +108,89 @@ type ClusterState struct {
 	Names  Names
 }
 
-// Verdicts says what the writes waited on, in sentences an operator acts
-// on: the dominant part, the deciding vote and why, and what to change.
-func (r *Report) Verdicts(cs ClusterState) []string {
+// VerdictKind says what a Verdict is about.
+type VerdictKind int
+
+// Verdict kinds. The first verdict of a report with writes names the part
+// they waited on most (VerdictWAL to VerdictScheduling; none when that is
+// the gRPC part); the others follow it when they hold.
+const (
+	VerdictNoWrites   VerdictKind = iota + 1 // no write was traced
+	VerdictWAL                               // the WAL append: WAL (and Cause, when the fsync tracer split the fdatasyncs)
+	VerdictQuorum                            // the quorum: Member decided Count of Writes (AckP50Ns; Down)
+	VerdictForward                           // forwarding to the leader (Forward)
+	VerdictApply                             // apply or commit_to_apply (Part)
+	VerdictScheduling                        // etcd's own scheduling: propose or return (Part)
+	// VerdictCPUWait: the WAL fdatasyncs waited most for a CPU though
+	// another part dominates (WALCause).
+	VerdictCPUWait
+	VerdictDecider    // the quorum's deciding vote: Member in Count of Writes
+	VerdictBatched    // Count of Writes shared a WAL append (one Raft Ready)
+	VerdictIncomplete // Count of Writes could not be followed through every step
+)
+
+// Verdict is one thing the writes of a Report waited on, as numbers; the
+// sinks word it (render.CommitVerdicts). Which fields are set depends on
+// Kind.
+type Verdict struct {
+	Kind VerdictKind
+	// Part: the dominant part (PartOrder's names), for the kinds of the
+	// first verdict.
+	Part string
+	// SharePct: the dominant part's share of the summed part means, in
+	// percent (on a follower, forward and quorum_wait together).
+	SharePct float64
+	// Writes: the report's writes; Count: how many of them the verdict
+	// holds for (VerdictQuorum, VerdictDecider, VerdictBatched,
+	// VerdictIncomplete).
+	Writes, Count int
+	// Member: the deciding vote (VerdictQuorum, VerdictDecider; LocalVote
+	// for the leader's WAL).
+	Member uint64
+	// AckP50Ns: Member's send-to-ack p50 (RTT + its WAL append),
+	// VerdictQuorum; -1 when no ack of it was timed.
+	AckP50Ns int64
+	// Down: members that sent no ack while traced, which made Member a
+	// deciding vote (VerdictQuorum).
+	Down []uint64
+	// Forward (VerdictForward).
+	Forward ForwardWait
+	// WAL (VerdictWAL).
+	WAL WALWait
+	// WALCause: what the writes' WAL fdatasyncs waited on (VerdictWAL
+	// when CauseKnown, VerdictCPUWait).
+	WALCause CauseTotals
+}
+
+// ForwardWait is a VerdictForward's numbers. On a follower, forward (to
+// the leader and back with the entry) and quorum_wait (the leader's quorum
+// round and its commit notice) are each about one round trip to the
+// leader, and the verdict is about their sum.
+type ForwardWait struct {
+	Follower bool
+	// ForwardP50Ns, QuorumWaitP50Ns: each part's p50; -1 when the writes
+	// have no such part.
+	ForwardP50Ns, QuorumWaitP50Ns int64
+}
+
+// WALWait is a VerdictWAL's numbers: the WAL append's p50, the write's,
+// the fdatasync's inside the append, and what the fdatasyncs waited on
+// most when the fsync tracer split them (Cause, when CauseKnown: the disk
+// by its largest layer, or a scheduler state).
+type WALWait struct {
+	P50Ns, TotalP50Ns, SyncP50Ns int64
+	Cause                        Cause
+	CauseKnown                   bool
+}
+
+// Verdicts says what the writes waited on: the dominant part (by mean,
+// its share of the summed means), the deciding vote and why, and the
+// facts that qualify the numbers (batched, incomplete writes).
+func (r *Report) Verdicts(cs ClusterState) []Verdict {
 	if r.Writes == 0 {
-		return []string{"no write was traced: is anything writing to this member? (--load N/s drives a test load)"}
+		return []Verdict{{Kind: VerdictNoWrites}}
 	}
-	ms := func(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 2, 64) + " ms" }
-	var out []string
+	var out []Verdict
 	total := r.Total.Summary()
 	// The dominant part by mean: its share of the summed means.
 	var dom string
@@ -134,9 +208,11 @@ func (r *Report) Verdicts(cs ClusterState) []string {
 	if sum > 0 {
 		share = 100 * domMean / sum
 	}
-	walP50 := int64(0)
-	if s := r.Parts[PartWALAppend]; s != nil {
-		walP50 = s.Summary().P50
+	p50 := func(p string) int64 {
+		if s := r.Parts[p]; s != nil {
+			return s.Summary().P50
+		}
+		return -1
 	}
 	// On a follower, forward (to the leader and back with the entry) and
 	// quorum_wait (the leader's quorum round and its commit notice) are
@@ -156,88 +232,50 @@ func (r *Report) Verdicts(cs ClusterState) []string {
 			share = 100 * domMean / sum
 		}
 	}
+	v := Verdict{Part: dom, SharePct: share, Writes: r.Writes}
 	switch dom {
 	case PartWALAppend:
-		out = append(out, r.walVerdict(ms(walP50), ms(total.P50), ms(r.WALSync.Summary().P50), share))
+		v.Kind = VerdictWAL
+		v.WAL = WALWait{P50Ns: max(p50(PartWALAppend), 0), TotalP50Ns: total.P50, SyncP50Ns: r.WALSync.Summary().P50}
+		v.WAL.Cause, v.WAL.CauseKnown = r.WALCause.Top()
+		if v.WAL.CauseKnown {
+			v.WALCause = r.WALCause
+		}
 	case PartQuorumWait:
-		id, n := r.topDecider(false)
-		line := fmt.Sprintf("writes wait on the quorum (%.0f%% of the time): the deciding vote is %s in %d of %d writes", share, cs.Names.Of(id), n, r.Writes)
-		if s := r.AckAfter[id]; s != nil {
-			line += fmt.Sprintf(" (%s from send to its ack: RTT + its WAL fdatasync, p50)", ms(s.Summary().P50))
+		v.Kind = VerdictQuorum
+		v.Member, v.Count = r.topDecider(false)
+		v.AckP50Ns = -1
+		if s := r.AckAfter[v.Member]; s != nil {
+			v.AckP50Ns = s.Summary().P50
 		}
-		if len(cs.Down) > 0 {
-			var names []string
-			for _, d := range cs.Down {
-				names = append(names, cs.Names.Of(d))
-			}
-			line += fmt.Sprintf("; it is a deciding vote because %s sent no ack (down or partitioned)", strings.Join(names, ", "))
-		}
-		out = append(out, line)
+		v.Down = cs.Down
 	case PartForward:
-		p50 := func(p string) string {
-			if s := r.Parts[p]; s != nil {
-				return ms(s.Summary().P50)
-			}
-			return "-"
-		}
-		if follower {
-			out = append(out, fmt.Sprintf("writes wait on forwarding to the leader (%.0f%% of the time: forward p50 %s to the leader and back with the entry, then quorum_wait p50 %s for the leader's quorum and its commit notice): this member is a follower; point writers at the leader, or `etcdctl move-leader` to this member if it is closest to the writers",
-				share, p50(PartForward), p50(PartQuorumWait)))
-			break
-		}
-		out = append(out, fmt.Sprintf("writes wait on forwarding to the leader (%.0f%% of the time, p50 %s): this member is a follower; point writers at the leader, or `etcdctl move-leader` to this member if it is closest to the writers",
-			share, p50(PartForward)))
+		v.Kind = VerdictForward
+		v.Forward = ForwardWait{Follower: follower, ForwardP50Ns: p50(PartForward), QuorumWaitP50Ns: p50(PartQuorumWait)}
 	case PartApply, PartCommitToApply:
-		out = append(out, fmt.Sprintf("writes wait on apply (%s, %.0f%% of the time): the backend (bbolt) commit or a long apply queue; check etcd_disk_backend_commit_duration_seconds and large range/txn requests", dom, share))
+		v.Kind = VerdictApply
 	case PartPropose, PartReturn:
-		out = append(out, fmt.Sprintf("writes wait in etcd's own scheduling (%s, %.0f%% of the time): the CPU is busy; check the member's CPU and GOMAXPROCS", dom, share))
+		v.Kind = VerdictScheduling
+	}
+	if v.Kind != 0 {
+		out = append(out, v)
 	}
 	// A CPU-starved member stretches every part; when the WAL append is
 	// not the largest, its fdatasync calls still show the starving.
 	if top, ok := r.WALCause.Top(); ok && top == CauseCPUWait && dom != PartWALAppend {
-		out = append(out, fmt.Sprintf("etcd waits for a CPU: its WAL fdatasync calls (%d split by the fsync tracer) spent %.0f%% of their time runnable with no I/O in flight (run-queue wait or the cgroup's CPU throttling): check the member's CPU quota and what else runs on its CPUs",
-			r.WALCause.Joined, 100*r.WALCause.Share(CauseCPUWait)))
+		out = append(out, Verdict{Kind: VerdictCPUWait, Writes: r.Writes, WALCause: r.WALCause})
 	}
 	// The deciding vote in general (leader with followers).
 	if id, n := r.topDecider(true); n > 0 && dom != PartQuorumWait {
-		out = append(out, fmt.Sprintf("quorum's deciding vote: %s in %d of %d writes", cs.Names.Of(id), n, r.Writes))
+		out = append(out, Verdict{Kind: VerdictDecider, Member: id, Count: n, Writes: r.Writes})
 	}
 	if r.Batched > 0 {
-		out = append(out, fmt.Sprintf("%d of %d writes shared a WAL append with other writes (one Raft Ready): their WAL parts are the batch's", r.Batched, r.Writes))
+		out = append(out, Verdict{Kind: VerdictBatched, Count: r.Batched, Writes: r.Writes})
 	}
 	if r.Incomplete > 0 {
-		out = append(out, fmt.Sprintf("%d of %d writes could not be followed through every step (see \"missing\" in --output json)", r.Incomplete, r.Writes))
+		out = append(out, Verdict{Kind: VerdictIncomplete, Count: r.Incomplete, Writes: r.Writes})
 	}
 	return out
-}
-
-// walVerdict says what the WAL append waited on: by the fsync tracer's
-// split of its fdatasync calls where it ran (the disk's layers, or a CPU:
-// a thread runnable inside the syscall with no I/O in flight), else the
-// disk, pointing at `etcdscope fsync`.
-func (r *Report) walVerdict(walP50, totalP50, syncP50 string, share float64) string {
-	head := fmt.Sprintf("WAL append p50 %s of %s per write (fdatasync p50 %s, %.0f%% of the time)", walP50, totalP50, syncP50, share)
-	top, ok := r.WALCause.Top()
-	if !ok {
-		return "writes wait on the local disk: " + head + ": run `etcdscope fsync --comm etcd` for its device flush, journal and queue layers"
-	}
-	c := &r.WALCause
-	pct := func(k Cause) string { return fmt.Sprintf("%.0f%%", 100*c.Share(k)) }
-	split := fmt.Sprintf("(*WAL).sync of %d writes split per call (the fsync tracer's layers, the thread's scheduler states): disk %.0f%% (device flush %s, journal %s, block queue %s, data writeback %s, write(2) waits %s), waiting for a CPU %s, running in the kernel %s, blocked otherwise %s, outside syscalls (Go) %s",
-		c.Joined, 100*c.DiskShare(), pct(CauseDeviceFlush), pct(CauseJournal), pct(CauseBlockQueue), pct(CauseDataWriteback), pct(CauseWriteWait), pct(CauseCPUWait), pct(CauseRunning), pct(CauseBlocked), pct(CauseOutside))
-	switch {
-	case top.Disk():
-		return fmt.Sprintf("writes wait on the local disk, most on its %s: %s; %s", strings.ReplaceAll(string(top), "_", " "), head, split)
-	case top == CauseCPUWait:
-		return fmt.Sprintf("writes wait for a CPU, not the disk: %s; %s: runnable with no I/O in flight, in fdatasync or around it (Linux 6.18+ throttles on the return to user space), is run-queue wait or the cgroup's CPU throttling: check the member's CPU quota (cpu.max or cpu.cfs_quota_us; nr_throttled in cpu.stat) and what else runs on its CPUs", head, split)
-	case top == CauseRunning:
-		return fmt.Sprintf("writes wait on the kernel's own work in the syscalls, on a CPU with no I/O in flight: %s; %s", head, split)
-	case top == CauseBlocked:
-		return fmt.Sprintf("writes wait in the syscalls asleep on something other than the disk's I/O (a lock, a page fault, memory reclaim): %s; %s", head, split)
-	case top == CauseOutside:
-		return fmt.Sprintf("writes wait in (*WAL).sync outside its syscalls, running Go code: %s; %s", head, split)
-	}
-	return fmt.Sprintf("writes wait in the syscalls with no I/O in flight (the scheduler was not followed): %s; %s", head, split)
 }
 
 // topDecider returns the vote that decided most writes; with anyVote the

@@ -1,12 +1,15 @@
 package commit
 
 import (
-	"strings"
+	"reflect"
+	"slices"
 	"testing"
 )
 
+// TestVerdicts: the verdicts of a report are typed: which part the writes
+// waited on, which vote decided, the numbers the sinks word (render's
+// TestCommitVerdicts checks the words).
 func TestVerdicts(t *testing.T) {
-	names := Names{f1: "m1", f2: "m2"}
 	mk := func(role Role, parts map[string]int64, decider uint64, known bool, acks ...Ack) Write {
 		var total int64
 		for _, v := range parts {
@@ -16,48 +19,74 @@ func TestVerdicts(t *testing.T) {
 			BatchEntries: 1, Decider: decider, DeciderKnown: known, Acks: acks}
 	}
 	tests := []struct {
-		name  string
-		write Write
-		cs    ClusterState
-		want  []string // substrings of the first verdict, then of the others
+		name   string
+		write  Write
+		causes []*SyncCause
+		cs     ClusterState
+		want   []Verdict
 	}{
-		{"local disk", mk(RoleLeader, map[string]int64{PartPropose: 1e4, PartWALAppend: 11e6, PartApply: 2e5, PartReturn: 3e4}, LocalVote, true),
-			ClusterState{Voters: 1, Names: names}, []string{"writes wait on the local disk: WAL append p50 11.00 ms", "fdatasync p50 9.90 ms"}},
-		{"far follower decides because the near one is down", mk(RoleLeader, map[string]int64{PartPropose: 1e4, PartWALAppend: 1e6, PartQuorumWait: 50e6, PartApply: 2e5}, f2, true, Ack{f2, 52_500_000}),
-			ClusterState{Voters: 3, Down: []uint64{f1}, Names: names},
-			[]string{"writes wait on the quorum", "deciding vote is m2 (2222) in 1 of 1 writes", "52.50 ms from send to its ack", "because m1 (1111) sent no ack"}},
-		{"follower forwards", mk(RoleFollower, map[string]int64{PartForward: 20e6, PartWALAppend: 1e6, PartQuorumWait: 5e6, PartApply: 2e5}, 0, false),
-			ClusterState{Voters: 3, Names: names}, []string{"writes wait on forwarding to the leader", "forward p50 20.00 ms", "quorum_wait p50 5.00 ms", "move-leader"}},
+		{"local disk", mk(RoleLeader, map[string]int64{PartPropose: 1e4, PartWALAppend: 11e6, PartApply: 2e5, PartReturn: 3e4}, LocalVote, true), nil,
+			ClusterState{Voters: 1}, []Verdict{
+				{Kind: VerdictWAL, Part: PartWALAppend, SharePct: 100 * 11e6 / (1e4 + 11e6 + 2e5 + 3e4), Writes: 1, WAL: WALWait{P50Ns: 11e6, TotalP50Ns: 11_240_000, SyncP50Ns: 9_900_000}},
+				{Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
+		{"the CPU, by the fsync tracer's split", mk(RoleLeader, map[string]int64{PartWALAppend: 9e6, PartApply: 1e6}, LocalVote, true),
+			[]*SyncCause{{Ns: map[Cause]int64{CauseCPUWait: 8e6, CauseDeviceFlush: 1e6}}},
+			ClusterState{Voters: 1}, []Verdict{
+				{Kind: VerdictWAL, Part: PartWALAppend, SharePct: 90, Writes: 1, WAL: WALWait{P50Ns: 9e6, TotalP50Ns: 10e6, SyncP50Ns: 8_100_000, Cause: CauseCPUWait, CauseKnown: true},
+					WALCause: CauseTotals{Joined: 1, Ns: map[Cause]int64{CauseCPUWait: 8e6, CauseDeviceFlush: 1e6}}},
+				{Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
+		{"far follower decides because the near one is down", mk(RoleLeader, map[string]int64{PartPropose: 1e4, PartWALAppend: 1e6, PartQuorumWait: 50e6, PartApply: 2e5}, f2, true, Ack{f2, 52_500_000}), nil,
+			ClusterState{Voters: 3, Down: []uint64{f1}}, []Verdict{
+				{Kind: VerdictQuorum, Part: PartQuorumWait, SharePct: 100 * 50e6 / (1e4 + 1e6 + 50e6 + 2e5), Writes: 1, Count: 1, Member: f2, AckP50Ns: 52_500_000, Down: []uint64{f1}}}},
+		{"quorum, no ack timed", mk(RoleLeader, map[string]int64{PartWALAppend: 1e6, PartQuorumWait: 9e6}, f2, true), nil,
+			ClusterState{Voters: 3}, []Verdict{{Kind: VerdictQuorum, Part: PartQuorumWait, SharePct: 90, Writes: 1, Count: 1, Member: f2, AckP50Ns: -1}}},
 		// A far leader (scenario run of 2026-12-02): forward and the
 		// follower's quorum_wait are each about one RTT, and quorum_wait
 		// was the larger; the verdict named "the quorum" with "the
 		// deciding vote is local WAL in 0 of 40 writes", which a follower
 		// never sees. Both are the round trip to the leader.
-		{"follower of a far leader, quorum_wait the larger", mk(RoleFollower, map[string]int64{PartForward: 40e6, PartWALAppend: 2e6, PartQuorumWait: 48e6, PartApply: 3e6, PartReturn: 1e6}, 0, false),
-			ClusterState{Voters: 3, Names: names}, []string{"writes wait on forwarding to the leader (94% of the time", "forward p50 40.00 ms", "quorum_wait p50 48.00 ms"}},
-		{"apply", mk(RoleLeader, map[string]int64{PartWALAppend: 1e6, PartApply: 9e6}, LocalVote, true),
-			ClusterState{Voters: 1, Names: names}, []string{"writes wait on apply"}},
+		{"follower of a far leader, quorum_wait the larger", mk(RoleFollower, map[string]int64{PartForward: 40e6, PartWALAppend: 2e6, PartQuorumWait: 48e6, PartApply: 3e6, PartReturn: 1e6}, 0, false), nil,
+			ClusterState{Voters: 3}, []Verdict{{Kind: VerdictForward, Part: PartForward, SharePct: 100 * 88e6 / 94e6, Writes: 1,
+				Forward: ForwardWait{Follower: true, ForwardP50Ns: 40e6, QuorumWaitP50Ns: 48e6}}}},
+		{"forward, not a follower", mk("", map[string]int64{PartForward: 40e6, PartWALAppend: 2e6}, 0, false), nil,
+			ClusterState{Voters: 3}, []Verdict{{Kind: VerdictForward, Part: PartForward, SharePct: 100 * 40e6 / 42e6, Writes: 1,
+				Forward: ForwardWait{ForwardP50Ns: 40e6, QuorumWaitP50Ns: -1}}}},
+		{"apply, the fdatasyncs starved", mk(RoleLeader, map[string]int64{PartWALAppend: 1e6, PartApply: 9e6}, LocalVote, true),
+			[]*SyncCause{{Ns: map[Cause]int64{CauseCPUWait: 9e5, CauseDeviceFlush: 1e5}}},
+			ClusterState{Voters: 1}, []Verdict{
+				{Kind: VerdictApply, Part: PartApply, SharePct: 90, Writes: 1},
+				{Kind: VerdictCPUWait, Writes: 1, WALCause: CauseTotals{Joined: 1, Ns: map[Cause]int64{CauseCPUWait: 9e5, CauseDeviceFlush: 1e5}}},
+				{Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
+		{"propose", mk(RoleLeader, map[string]int64{PartWALAppend: 1e6, PartPropose: 9e6}, LocalVote, true), nil,
+			ClusterState{Voters: 1}, []Verdict{{Kind: VerdictScheduling, Part: PartPropose, SharePct: 90, Writes: 1}, {Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
+		{"grpc: no part verdict", mk(RoleLeader, map[string]int64{PartWALAppend: 1e6, PartGRPC: 9e6}, LocalVote, true), nil,
+			ClusterState{Voters: 1}, []Verdict{{Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := NewReport()
 			r.Add(&tc.write)
-			v := r.Verdicts(tc.cs)
-			if len(v) == 0 {
-				t.Fatal("no verdict")
+			r.AddCauses(tc.causes)
+			got := r.Verdicts(tc.cs)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("verdicts\n got %+v\nwant %+v", got, tc.want)
 			}
-			for _, s := range tc.want {
-				if !strings.Contains(v[0], s) {
-					t.Errorf("verdict %q lacks %q", v[0], s)
-				}
-			}
-			if tc.write.Role == RoleFollower && strings.Contains(strings.Join(v, " "), "deciding vote") {
-				t.Errorf("a follower's verdict names a deciding vote: %q", v)
+			if tc.write.Role == RoleFollower && slices.ContainsFunc(got, func(v Verdict) bool { return v.Kind == VerdictQuorum || v.Kind == VerdictDecider }) {
+				t.Errorf("a follower's verdicts name a deciding vote: %+v", got)
 			}
 		})
 	}
-	if v := NewReport().Verdicts(ClusterState{}); !strings.Contains(v[0], "no write was traced") {
-		t.Errorf("empty report: %q", v)
+	r := NewReport()
+	b, inc := mk(RoleLeader, map[string]int64{PartWALAppend: 1e6}, LocalVote, true), mk(RoleLeader, map[string]int64{PartWALAppend: 1e6}, LocalVote, true)
+	b.BatchEntries, inc.Missing = 2, []string{"apply: no trigger"}
+	r.Add(&b)
+	r.Add(&inc)
+	v := r.Verdicts(ClusterState{Voters: 1})
+	if n := len(v); n != 4 || !reflect.DeepEqual(v[2], Verdict{Kind: VerdictBatched, Count: 1, Writes: 2}) || !reflect.DeepEqual(v[3], Verdict{Kind: VerdictIncomplete, Count: 1, Writes: 2}) {
+		t.Errorf("batched and incomplete: %+v", v)
+	}
+	if v := NewReport().Verdicts(ClusterState{}); !reflect.DeepEqual(v, []Verdict{{Kind: VerdictNoWrites}}) {
+		t.Errorf("empty report: %+v", v)
 	}
 }
 

@@ -8,14 +8,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	"github.com/etcdscope/etcdscope/analysis/commit"
-	"github.com/etcdscope/etcdscope/analysis/stats"
 	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/internal/safefile"
 	"github.com/etcdscope/etcdscope/pipeline"
@@ -162,10 +160,11 @@ func runCommit(args []string) error {
 	if t := res.Target; t.Exited {
 		exitErr = fmt.Errorf("etcd pid %d exited %.1f s into the run, which stopped then", t.PID, float64(t.ExitedAfterNs)/1e9)
 	}
+	run := commitRun(res, opt.PID)
 	if f.output == "json" {
-		return errors.Join(enc.Encode(commitSummary(res)), decodeErr, exitErr)
+		return errors.Join(enc.Encode(render.CommitSummary(run)), decodeErr, exitErr)
 	}
-	return errors.Join(writeCommitTable(commitStdout, res, opt.PID), decodeErr, exitErr)
+	return errors.Join(render.CommitTable(commitStdout, run), decodeErr, exitErr)
 }
 
 // validate checks every flag before anything touches the host.
@@ -263,177 +262,16 @@ func parseRate(s string) (float64, error) {
 	return v, nil
 }
 
-func commitSummary(res *pipeline.CommitResult) commit.SummaryRecord {
-	s := res.Report.Summary(res.Cluster)
-	s.Source, s.LostEvents, s.Missed, s.Dropped = res.Source, res.Lost, res.Missed, res.Dropped
-	s.WritesSeen, s.WritesSampled, s.SampleEvery = res.WritesSeen, res.WritesSampled, res.SampleEvery
-	s.Model, s.Unavailable = res.Model, res.Unavailable
-	s.FsyncCalls, s.FsyncLost, s.FsyncMissed = res.SyncCalls, res.SyncLost, res.SyncMissed
-	if res.Source == commit.SourceModel {
-		s.Verdicts = []string{} // no write was split: the model and `unavailable` say what is known
-	}
-	t := res.Target
-	s.Target = &t
-	if res.Load != nil {
-		g, ig, o := res.Load.TransportNs.Summary(), res.Load.IdleTransportNs.Summary(), res.ClientOutsideNs.Summary()
-		s.ClientGetNs, s.ClientIdleGetNs, s.ClientOutsideNs = &g, &ig, &o
-	}
-	ws := res.WALSyncs.Summary()
-	s.WALSyncsNs = &ws
-	return s
-}
-
-// writeCommitTable writes the table through a render.Terminal: member
-// names come from etcd's member list, and etcd's messages from etcd.
-func writeCommitTable(w io.Writer, res *pipeline.CommitResult, pid int) error {
-	term := render.NewTerminal(w)
-	printCommitTable(term, res, pid)
-	return term.Flush()
-}
-
-func printCommitTable(w io.Writer, res *pipeline.CommitResult, pid int) {
-	rep := res.Report
-	role := string(res.Role)
-	if role == "" {
-		role = "role unknown (give --etcd-endpoints)"
-	}
-	// Without --etcd-endpoints the member and the cluster are unknown: say
-	// so rather than print the local-vote label and "of 0".
-	member, of := "unknown", ""
-	if res.LocalID != commit.LocalVote {
-		member = res.Cluster.Names.Of(res.LocalID)
-	}
-	if res.Cluster.Voters > 0 {
-		of = fmt.Sprintf(" of %d", res.Cluster.Voters)
-	}
-	fmt.Fprintf(w, "etcdscope commit: pid %d, member %s, %s%s; source: %s\n", pid, member, role, of, res.Source)
-	model := res.Source == commit.SourceModel
-	if model {
-		// No probe ran: no write counts, table or verdicts, which would
-		// read as zeros measured; only what the model knows.
-		fmt.Fprintf(w, "no write is split: etcd's functions cannot be probed in pid %d (%v), an etcd this etcdscope cannot follow (v3.5 and v3.6 on amd64 are); below, only the model from etcd's metrics\n", pid, res.ProbeErr)
-	} else {
-		fmt.Fprintf(w, "%d writes traced, %d lost events, %d missed probe runs, %d writes not followed (failed or dropped)\n", rep.Writes, res.Lost, res.Missed, res.Dropped)
-		if res.SampleEvery > 1 {
-			fmt.Fprintf(w, "sampled: 1 write in %d (%d of the %d writes seen)\n", res.SampleEvery, res.WritesSampled, res.WritesSeen)
-		}
-		for _, u := range res.Unavailable {
-			fmt.Fprintf(w, "unavailable: %s\n", u)
-		}
-	}
-	printTarget(w, res.Target)
-	if rep.Writes > 0 {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "part\tcount\tp50 ms\tp99 ms\tmean ms\tshare\t")
-		total := rep.Total.Summary()
-		var sum float64
-		for _, p := range commit.PartOrder {
-			if s := rep.Parts[p]; s != nil {
-				sum += s.Summary().Mean()
-			}
-		}
-		row := func(name string, s stats.Summary, share string) {
-			fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%s\t\n", name, s.Count, float64(s.P50)/1e6, float64(s.P99)/1e6, s.Mean()/1e6, share)
-		}
-		row("total", total, "100.0%")
-		for _, p := range commit.PartOrder {
-			s := rep.Parts[p]
-			if s == nil {
-				continue
-			}
-			sm := s.Summary()
-			row(p, sm, fmt.Sprintf("%.1f%%", 100*sm.Mean()/max(sum, 1)))
-			if p == commit.PartWALAppend {
-				row("  of which fdatasync", rep.WALSync.Summary(), "")
-			}
-		}
-		tw.Flush()
-		if len(rep.Deciders) > 0 {
-			var parts []string
-			for id, n := range rep.Deciders {
-				parts = append(parts, fmt.Sprintf("%s %d (%.0f%%)", res.Cluster.Names.Of(id), n, 100*float64(n)/float64(rep.Writes)))
-			}
-			fmt.Fprintf(w, "quorum's deciding vote: %s\n", strings.Join(sorted(parts), ", "))
-		}
-		for id, s := range rep.AckAfter {
-			sm := s.Summary()
-			fmt.Fprintf(w, "ack of %s after send (RTT + its WAL append): p50 %.3f ms, p99 %.3f ms (%d acks)\n", res.Cluster.Names.Of(id), float64(sm.P50)/1e6, float64(sm.P99)/1e6, sm.Count)
-		}
-		if c := rep.WALCause; c.Joined+c.Unjoined > 0 {
-			fmt.Fprintf(w, "fsync tracer: %d of etcd's fsync calls split, %d lost events, %d missed probe runs; %d of %d writes' WAL fdatasyncs joined to their call:",
-				res.SyncCalls, res.SyncLost, res.SyncMissed, c.Joined, c.Joined+c.Unjoined)
-			for _, k := range commit.CauseOrder {
-				if _, ok := c.Ns[k]; ok {
-					fmt.Fprintf(w, " %s %.1f%%", k, 100*c.Share(k))
-				}
-			}
-			fmt.Fprintln(w)
-		}
-		if rep.Batched > 0 {
-			fmt.Fprintf(w, "note: %d writes shared a WAL append (one Raft Ready): the WAL parts are per batch for those\n", rep.Batched)
-		}
-	}
+// commitRun is what the table and the JSON summary show of res.
+func commitRun(res *pipeline.CommitResult, pid int) *render.CommitRun {
+	run := &render.CommitRun{PID: pid, Source: res.Source, ProbeErr: res.ProbeErr, Report: res.Report, Cluster: res.Cluster, Role: res.Role, LocalID: res.LocalID,
+		Unavailable: res.Unavailable, Lost: res.Lost, Missed: res.Missed, Dropped: res.Dropped,
+		SampleEvery: res.SampleEvery, WritesSeen: res.WritesSeen, WritesSampled: res.WritesSampled, WALSyncs: res.WALSyncs.Summary(),
+		Model: res.Model, ModelErr: res.ModelErr, Target: res.Target, ClientOutsideNs: res.ClientOutsideNs.Summary(),
+		SyncCalls: res.SyncCalls, SyncLost: res.SyncLost, SyncMissed: res.SyncMissed}
 	if l := res.Load; l != nil {
-		c, tr, itr := l.ClientNs.Summary(), l.TransportNs.Summary(), l.IdleTransportNs.Summary()
-		fmt.Fprintf(w, "load: %d puts (%d errors) under %s; client-side put latency p50 %.3f ms, p99 %.3f ms\n", l.Puts, l.Errors, l.Prefix, float64(c.P50)/1e6, float64(c.P99)/1e6)
-		o := res.ClientOutsideNs.Summary()
-		if model {
-			fmt.Fprintf(w, "  a serializable get's round trip p50 %.3f ms warm, %.3f ms from idle\n", float64(tr.P50)/1e6, float64(itr.P50)/1e6)
-		} else {
-			fmt.Fprintf(w, "  server-side write p50 %.3f ms; per put, the client's time minus the server's (client, gRPC, transport): p50 %.3f ms over %d paired puts; a serializable get's round trip p50 %.3f ms warm, %.3f ms from idle\n",
-				float64(rep.Total.Summary().P50)/1e6, float64(o.P50)/1e6, o.Count, float64(tr.P50)/1e6, float64(itr.P50)/1e6)
-		}
+		run.Load = &render.CommitLoad{Prefix: l.Prefix, Puts: l.Puts, Errors: l.Errors,
+			ClientNs: l.ClientNs.Summary(), GetNs: l.TransportNs.Summary(), IdleGetNs: l.IdleTransportNs.Summary()}
 	}
-	if m := res.Model; m != nil {
-		fmt.Fprintf(w, "model (kernel-free, from etcd's metrics over the run): expected %.3f ms per write", float64(m.ExpectedNs)/1e6)
-		if m.DeciderKnown {
-			fmt.Fprintf(w, ", deciding vote %s", res.Cluster.Names.Of(m.Decider))
-		}
-		fmt.Fprintln(w)
-		for _, p := range commit.PartOrder {
-			if ms, ok := m.Parts[p]; ok {
-				fmt.Fprintf(w, "  %-12s %8.3f ms  from %s\n", p, float64(ms.Ns)/1e6, ms.Source)
-			}
-		}
-	} else if res.ModelErr != nil {
-		fmt.Fprintf(w, "model: not computed: %v\n", res.ModelErr)
-	}
-	if model {
-		return
-	}
-	for _, v := range rep.Verdicts(res.Cluster) {
-		fmt.Fprintf(w, "verdict: %s\n", v)
-	}
-}
-
-// printTarget says when the traced process exited or was stopped during
-// the run (nothing when neither).
-func printTarget(w io.Writer, t commit.Target) {
-	if t.Exited {
-		fmt.Fprintf(w, "etcd pid %d exited %.1f s into the run: the run stopped there\n", t.PID, float64(t.ExitedAfterNs)/1e9)
-	}
-	if len(t.Stops) == 0 {
-		return
-	}
-	var parts []string
-	for _, s := range t.Stops {
-		p := fmt.Sprintf("%.1f s from %.1f s", float64(s.Ns)/1e9, float64(s.AfterNs)/1e9)
-		if s.Ongoing {
-			p += " (still stopped at the end)"
-		}
-		parts = append(parts, p)
-	}
-	fmt.Fprintf(w, "etcd pid %d was stopped (SIGSTOP or a debugger) for %.1f s of the run: %s; writes made then waited until it resumed\n", t.PID, float64(t.StoppedNs())/1e9, strings.Join(parts, ", "))
-}
-
-func sorted(s []string) []string {
-	out := append([]string(nil), s...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
+	return run
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/pipeline"
 	"github.com/etcdscope/etcdscope/render"
-	"github.com/etcdscope/etcdscope/tracer"
 )
 
 // TestCommitBadInput: every bad flag is one line and exit 2, before
@@ -55,17 +53,9 @@ func TestCommitBadInput(t *testing.T) {
 // not "server-side write p50 0.000 ms ... over 0 paired puts" and "no write
 // was traced", zeros that read as measured.
 func TestCommitTableModelOnly(t *testing.T) {
-	res := &pipeline.CommitResult{
-		Source: commit.SourceModel, ProbeErr: fmt.Errorf("processInternalRaftRequestOnce: %w", tracer.ErrGoFuncNotFound),
-		Report: commit.NewReport(), Role: commit.RoleLeader, LocalID: 0x28d1, LeaderID: 0x28d1,
-		Cluster:     commit.ClusterState{Voters: 1, Names: commit.Names{0x28d1: "default"}},
-		Unavailable: []string{"uprobes: processInternalRaftRequestOnce: not found"},
-		Model: &commit.ModelResult{ExpectedNs: 2e6, Decider: commit.LocalVote, DeciderKnown: true,
-			Parts: map[string]commit.Measure{commit.PartWALAppend: {Ns: 19e5, Source: "leader's etcd_disk_wal_fsync_duration_seconds mean over the run"}}},
-		Load: &pipeline.Load{Prefix: "/etcdscope/commit-load/x/", Puts: 20},
-	}
+	res := commitCase(t, "model") // its pid is 4444
 	var b strings.Builder
-	printCommitTable(&b, res, 4242)
+	render.CommitTable(&b, commitRun(res, 4242))
 	out := b.String()
 	t.Logf("%s", out)
 	for _, want := range []string{"source: model", "no write is split: etcd's functions cannot be probed in pid 4242", "model (kernel-free", "wal_append", "load: 20 puts"} {
@@ -81,7 +71,7 @@ func TestCommitTableModelOnly(t *testing.T) {
 	if n := strings.Count(out, "no write is split"); n != 1 {
 		t.Errorf("%d lines on why no write is split", n)
 	}
-	if s := commitSummary(res); len(s.Verdicts) != 0 {
+	if s := render.CommitSummary(commitRun(res, 4242)); len(s.Verdicts) != 0 {
 		t.Errorf("JSON summary verdicts %q for the model alone", s.Verdicts)
 	}
 }
@@ -93,7 +83,7 @@ func TestCommitTableModelOnly(t *testing.T) {
 func TestCommitHeaderWithoutEndpoints(t *testing.T) {
 	res := &pipeline.CommitResult{Source: commit.SourceUprobes, Report: commit.NewReport()}
 	var b strings.Builder
-	printCommitTable(&b, res, 3010)
+	render.CommitTable(&b, commitRun(res, 3010))
 	head, _, _ := strings.Cut(b.String(), "\n")
 	if want := "etcdscope commit: pid 3010, member unknown, role unknown (give --etcd-endpoints); source: "; !strings.HasPrefix(head, want) {
 		t.Errorf("header %q, want it to start %q", head, want)
@@ -108,7 +98,7 @@ func TestCommitTableEscapesMemberNames(t *testing.T) {
 	res := &pipeline.CommitResult{Source: commit.SourceUprobes, Report: commit.NewReport(), Role: commit.RoleLeader,
 		LocalID: 0x28d1, LeaderID: 0x28d1, Cluster: commit.ClusterState{Voters: 1, Names: commit.Names{0x28d1: name}}}
 	var b strings.Builder
-	if err := writeCommitTable(&b, res, 7); err != nil {
+	if err := render.CommitTable(&b, commitRun(res, 7)); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()

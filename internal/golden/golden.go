@@ -3,8 +3,12 @@
 package golden
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // FirstDiff shows the first line where got and want differ, each cut at
@@ -31,4 +35,25 @@ func cut(s string) string {
 		return s[:400] + "..."
 	}
 	return s
+}
+
+// File compares got with the golden file at path, first writing got there
+// when update is set (only when a change of output is intended).
+func File(t testing.TB, path string, got []byte, update bool) {
+	t.Helper()
+	if update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs:\n%s", path, FirstDiff(got, want))
+	}
 }

@@ -1,0 +1,336 @@
+package render
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/etcdscope/etcdscope/analysis/commit"
+	"github.com/etcdscope/etcdscope/analysis/stats"
+)
+
+// CommitRun is what a run of `etcdscope commit` found, as its table and
+// its JSON summary record show it (the CLI fills it from the pipeline's
+// CommitResult).
+type CommitRun struct {
+	PID      int    // the traced etcd
+	Source   string // commit.SourceUprobes, or commit.SourceModel when etcd could not be probed
+	ProbeErr error  // why etcd could not be probed (Source is model)
+	Report   *commit.Report
+	Cluster  commit.ClusterState
+	Role     commit.Role // "" when unknown
+	LocalID  uint64      // commit.LocalVote when unknown
+	// Unavailable: the layers the probes cannot show, each "layer: why".
+	Unavailable  []string
+	Lost, Missed uint64
+	Dropped      int
+	// SampleEvery: 1 write in N was followed; WritesSeen and
+	// WritesSampled: the writes the kernel saw, and those it followed.
+	SampleEvery               uint32
+	WritesSeen, WritesSampled uint64
+	WALSyncs                  stats.Summary // every (*WAL).sync traced
+	Model                     *commit.ModelResult
+	ModelErr                  error
+	Target                    commit.Target
+	Load                      *CommitLoad // nil without --load
+	// ClientOutsideNs: per load put paired with its traced write, the
+	// client's time minus the server's.
+	ClientOutsideNs stats.Summary
+	// SyncCalls, SyncLost, SyncMissed: etcd's fsync calls the fsync
+	// tracer split, its lost events and missed probe runs.
+	SyncCalls            int
+	SyncLost, SyncMissed uint64
+}
+
+// CommitLoad is the outcome of the built-in put load (--load).
+type CommitLoad struct {
+	Prefix       string
+	Puts, Errors int
+	// ClientNs: each put as the client timed it; GetNs, IdleGetNs: the
+	// serializable get right after each put, and from idle.
+	ClientNs, GetNs, IdleGetNs stats.Summary
+}
+
+// CommitTable writes the table of `etcdscope commit` through a Terminal:
+// member names come from etcd's member list, and etcd's messages from
+// etcd.
+func CommitTable(w io.Writer, run *CommitRun) error {
+	term := NewTerminal(w)
+	commitTable(term, run)
+	return term.Flush()
+}
+
+func commitTable(w io.Writer, run *CommitRun) {
+	rep, names := run.Report, run.Cluster.Names
+	role := string(run.Role)
+	if role == "" {
+		role = "role unknown (give --etcd-endpoints)"
+	}
+	// Without --etcd-endpoints the member and the cluster are unknown: say
+	// so rather than print the local-vote label and "of 0".
+	member, of := "unknown", ""
+	if run.LocalID != commit.LocalVote {
+		member = names.Of(run.LocalID)
+	}
+	if run.Cluster.Voters > 0 {
+		of = fmt.Sprintf(" of %d", run.Cluster.Voters)
+	}
+	fmt.Fprintf(w, "etcdscope commit: pid %d, member %s, %s%s; source: %s\n", run.PID, member, role, of, run.Source)
+	model := run.Source == commit.SourceModel
+	if model {
+		// No probe ran: no write counts, table or verdicts, which would
+		// read as zeros measured; only what the model knows.
+		fmt.Fprintf(w, "no write is split: etcd's functions cannot be probed in pid %d (%v), an etcd this etcdscope cannot follow (v3.5 and v3.6 on amd64 are); below, only the model from etcd's metrics\n", run.PID, run.ProbeErr)
+	} else {
+		fmt.Fprintf(w, "%d writes traced, %d lost events, %d missed probe runs, %d writes not followed (failed or dropped)\n", rep.Writes, run.Lost, run.Missed, run.Dropped)
+		if run.SampleEvery > 1 {
+			fmt.Fprintf(w, "sampled: 1 write in %d (%d of the %d writes seen)\n", run.SampleEvery, run.WritesSampled, run.WritesSeen)
+		}
+		for _, u := range run.Unavailable {
+			fmt.Fprintf(w, "unavailable: %s\n", u)
+		}
+	}
+	commitTarget(w, run.Target)
+	if rep.Writes > 0 {
+		commitParts(w, run)
+	}
+	if l := run.Load; l != nil {
+		fmt.Fprintf(w, "load: %d puts (%d errors) under %s; client-side put latency p50 %.3f ms, p99 %.3f ms\n", l.Puts, l.Errors, l.Prefix, float64(l.ClientNs.P50)/1e6, float64(l.ClientNs.P99)/1e6)
+		o := run.ClientOutsideNs
+		if model {
+			fmt.Fprintf(w, "  a serializable get's round trip p50 %.3f ms warm, %.3f ms from idle\n", float64(l.GetNs.P50)/1e6, float64(l.IdleGetNs.P50)/1e6)
+		} else {
+			fmt.Fprintf(w, "  server-side write p50 %.3f ms; per put, the client's time minus the server's (client, gRPC, transport): p50 %.3f ms over %d paired puts; a serializable get's round trip p50 %.3f ms warm, %.3f ms from idle\n",
+				float64(rep.Total.Summary().P50)/1e6, float64(o.P50)/1e6, o.Count, float64(l.GetNs.P50)/1e6, float64(l.IdleGetNs.P50)/1e6)
+		}
+	}
+	if m := run.Model; m != nil {
+		fmt.Fprintf(w, "model (kernel-free, from etcd's metrics over the run): expected %.3f ms per write", float64(m.ExpectedNs)/1e6)
+		if m.DeciderKnown {
+			fmt.Fprintf(w, ", deciding vote %s", names.Of(m.Decider))
+		}
+		fmt.Fprintln(w)
+		for _, p := range commit.PartOrder {
+			if ms, ok := m.Parts[p]; ok {
+				fmt.Fprintf(w, "  %-12s %8.3f ms  from %s\n", p, float64(ms.Ns)/1e6, ms.Source)
+			}
+		}
+	} else if run.ModelErr != nil {
+		fmt.Fprintf(w, "model: not computed: %v\n", run.ModelErr)
+	}
+	if model {
+		return
+	}
+	for _, v := range CommitVerdicts(rep, run.Cluster) {
+		fmt.Fprintf(w, "verdict: %s\n", v)
+	}
+}
+
+// commitParts writes the parts' table of a run with writes, the deciding
+// votes, each follower's ack time, the fsync tracer's split of the WAL
+// fdatasyncs and the batched writes.
+func commitParts(w io.Writer, run *CommitRun) {
+	rep, names := run.Report, run.Cluster.Names
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "part\tcount\tp50 ms\tp99 ms\tmean ms\tshare\t")
+	var sum float64
+	for _, p := range commit.PartOrder {
+		if s := rep.Parts[p]; s != nil {
+			sum += s.Summary().Mean()
+		}
+	}
+	row := func(name string, s stats.Summary, share string) {
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%s\t\n", name, s.Count, float64(s.P50)/1e6, float64(s.P99)/1e6, s.Mean()/1e6, share)
+	}
+	row("total", rep.Total.Summary(), "100.0%")
+	for _, p := range commit.PartOrder {
+		s := rep.Parts[p]
+		if s == nil {
+			continue
+		}
+		sm := s.Summary()
+		row(p, sm, fmt.Sprintf("%.1f%%", 100*sm.Mean()/max(sum, 1)))
+		if p == commit.PartWALAppend {
+			row("  of which fdatasync", rep.WALSync.Summary(), "")
+		}
+	}
+	tw.Flush()
+	if len(rep.Deciders) > 0 {
+		var parts []string
+		for id, n := range rep.Deciders {
+			parts = append(parts, fmt.Sprintf("%s %d (%.0f%%)", names.Of(id), n, 100*float64(n)/float64(rep.Writes)))
+		}
+		slices.Sort(parts)
+		fmt.Fprintf(w, "quorum's deciding vote: %s\n", strings.Join(parts, ", "))
+	}
+	// One line a follower, by the name printed (then by id).
+	for _, id := range byName(names, rep.AckAfter) {
+		sm := rep.AckAfter[id].Summary()
+		fmt.Fprintf(w, "ack of %s after send (RTT + its WAL append): p50 %.3f ms, p99 %.3f ms (%d acks)\n", names.Of(id), float64(sm.P50)/1e6, float64(sm.P99)/1e6, sm.Count)
+	}
+	if c := rep.WALCause; c.Joined+c.Unjoined > 0 {
+		fmt.Fprintf(w, "fsync tracer: %d of etcd's fsync calls split, %d lost events, %d missed probe runs; %d of %d writes' WAL fdatasyncs joined to their call:",
+			run.SyncCalls, run.SyncLost, run.SyncMissed, c.Joined, c.Joined+c.Unjoined)
+		for _, k := range commit.CauseOrder {
+			if _, ok := c.Ns[k]; ok {
+				fmt.Fprintf(w, " %s %.1f%%", k, 100*c.Share(k))
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	if rep.Batched > 0 {
+		fmt.Fprintf(w, "note: %d writes shared a WAL append (one Raft Ready): the WAL parts are per batch for those\n", rep.Batched)
+	}
+}
+
+// byName returns the members of m sorted by the name names prints for
+// them, then by id.
+func byName[V any](names commit.Names, m map[uint64]V) []uint64 {
+	ids := make([]uint64, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b uint64) int { return cmp.Or(strings.Compare(names.Of(a), names.Of(b)), cmp.Compare(a, b)) })
+	return ids
+}
+
+// commitTarget says when the traced process exited or was stopped during
+// the run (nothing when neither).
+func commitTarget(w io.Writer, t commit.Target) {
+	if t.Exited {
+		fmt.Fprintf(w, "etcd pid %d exited %.1f s into the run: the run stopped there\n", t.PID, float64(t.ExitedAfterNs)/1e9)
+	}
+	if len(t.Stops) == 0 {
+		return
+	}
+	var parts []string
+	for _, s := range t.Stops {
+		p := fmt.Sprintf("%.1f s from %.1f s", float64(s.Ns)/1e9, float64(s.AfterNs)/1e9)
+		if s.Ongoing {
+			p += " (still stopped at the end)"
+		}
+		parts = append(parts, p)
+	}
+	fmt.Fprintf(w, "etcd pid %d was stopped (SIGSTOP or a debugger) for %.1f s of the run: %s; writes made then waited until it resumed\n", t.PID, float64(t.StoppedNs())/1e9, strings.Join(parts, ", "))
+}
+
+// CommitSummary returns the run's JSON summary record (commit/v1), its
+// verdicts worded as the table words them.
+func CommitSummary(run *CommitRun) commit.SummaryRecord {
+	s := run.Report.Summary()
+	s.Source, s.LostEvents, s.Missed, s.Dropped = run.Source, run.Lost, run.Missed, run.Dropped
+	s.WritesSeen, s.WritesSampled, s.SampleEvery = run.WritesSeen, run.WritesSampled, run.SampleEvery
+	s.Model, s.Unavailable = run.Model, run.Unavailable
+	s.FsyncCalls, s.FsyncLost, s.FsyncMissed = run.SyncCalls, run.SyncLost, run.SyncMissed
+	s.Verdicts = CommitVerdicts(run.Report, run.Cluster)
+	if run.Source == commit.SourceModel {
+		s.Verdicts = []string{} // no write was split: the model and `unavailable` say what is known
+	}
+	t := run.Target
+	s.Target = &t
+	if l := run.Load; l != nil {
+		g, ig, o := l.GetNs, l.IdleGetNs, run.ClientOutsideNs
+		s.ClientGetNs, s.ClientIdleGetNs, s.ClientOutsideNs = &g, &ig, &o
+	}
+	ws := run.WALSyncs
+	s.WALSyncsNs = &ws
+	return s
+}
+
+// CommitVerdicts words the report's verdicts (commit.Report.Verdicts),
+// one sentence each, in their order: what the writes waited on, then what
+// qualifies it.
+func CommitVerdicts(rep *commit.Report, cs commit.ClusterState) []string {
+	var out []string
+	for _, v := range rep.Verdicts(cs) {
+		out = append(out, commitVerdict(v, cs.Names))
+	}
+	return out
+}
+
+// commitMs is a duration in ms with two decimals, as the verdicts print it.
+func commitMs(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 2, 64) + " ms" }
+
+func commitVerdict(v commit.Verdict, names commit.Names) string {
+	const movePoint = "this member is a follower; point writers at the leader, or `etcdctl move-leader` to this member if it is closest to the writers"
+	switch v.Kind {
+	case commit.VerdictNoWrites:
+		return "no write was traced: is anything writing to this member? (--load N/s drives a test load)"
+	case commit.VerdictWAL:
+		return walVerdict(v)
+	case commit.VerdictQuorum:
+		line := fmt.Sprintf("writes wait on the quorum (%.0f%% of the time): the deciding vote is %s in %d of %d writes", v.SharePct, names.Of(v.Member), v.Count, v.Writes)
+		if v.AckP50Ns >= 0 {
+			line += fmt.Sprintf(" (%s from send to its ack: RTT + its WAL fdatasync, p50)", commitMs(v.AckP50Ns))
+		}
+		if len(v.Down) > 0 {
+			var down []string
+			for _, d := range v.Down {
+				down = append(down, names.Of(d))
+			}
+			line += fmt.Sprintf("; it is a deciding vote because %s sent no ack (down or partitioned)", strings.Join(down, ", "))
+		}
+		return line
+	case commit.VerdictForward:
+		p50 := func(ns int64) string {
+			if ns < 0 {
+				return "-"
+			}
+			return commitMs(ns)
+		}
+		f := v.Forward
+		if f.Follower {
+			return fmt.Sprintf("writes wait on forwarding to the leader (%.0f%% of the time: forward p50 %s to the leader and back with the entry, then quorum_wait p50 %s for the leader's quorum and its commit notice): %s",
+				v.SharePct, p50(f.ForwardP50Ns), p50(f.QuorumWaitP50Ns), movePoint)
+		}
+		return fmt.Sprintf("writes wait on forwarding to the leader (%.0f%% of the time, p50 %s): %s", v.SharePct, p50(f.ForwardP50Ns), movePoint)
+	case commit.VerdictApply:
+		return fmt.Sprintf("writes wait on apply (%s, %.0f%% of the time): the backend (bbolt) commit or a long apply queue; check etcd_disk_backend_commit_duration_seconds and large range/txn requests", v.Part, v.SharePct)
+	case commit.VerdictScheduling:
+		return fmt.Sprintf("writes wait in etcd's own scheduling (%s, %.0f%% of the time): the CPU is busy; check the member's CPU and GOMAXPROCS", v.Part, v.SharePct)
+	case commit.VerdictCPUWait:
+		return fmt.Sprintf("etcd waits for a CPU: its WAL fdatasync calls (%d split by the fsync tracer) spent %.0f%% of their time runnable with no I/O in flight (run-queue wait or the cgroup's CPU throttling): check the member's CPU quota and what else runs on its CPUs",
+			v.WALCause.Joined, 100*v.WALCause.Share(commit.CauseCPUWait))
+	case commit.VerdictDecider:
+		return fmt.Sprintf("quorum's deciding vote: %s in %d of %d writes", names.Of(v.Member), v.Count, v.Writes)
+	case commit.VerdictBatched:
+		return fmt.Sprintf("%d of %d writes shared a WAL append with other writes (one Raft Ready): their WAL parts are the batch's", v.Count, v.Writes)
+	case commit.VerdictIncomplete:
+		return fmt.Sprintf("%d of %d writes could not be followed through every step (see \"missing\" in --output json)", v.Count, v.Writes)
+	}
+	return fmt.Sprintf("verdict kind %d", v.Kind) // a kind added to analysis/commit and not yet worded here
+}
+
+// walVerdict says what the WAL append waited on: by the fsync tracer's
+// split of its fdatasync calls where it ran (the disk's layers, or a CPU:
+// a thread runnable inside the syscall with no I/O in flight), else the
+// disk, pointing at `etcdscope fsync`.
+func walVerdict(v commit.Verdict) string {
+	wal := v.WAL
+	head := fmt.Sprintf("WAL append p50 %s of %s per write (fdatasync p50 %s, %.0f%% of the time)", commitMs(wal.P50Ns), commitMs(wal.TotalP50Ns), commitMs(wal.SyncP50Ns), v.SharePct)
+	if !wal.CauseKnown {
+		return "writes wait on the local disk: " + head + ": run `etcdscope fsync --comm etcd` for its device flush, journal and queue layers"
+	}
+	c := &v.WALCause
+	pct := func(k commit.Cause) string { return fmt.Sprintf("%.0f%%", 100*c.Share(k)) }
+	split := fmt.Sprintf("(*WAL).sync of %d writes split per call (the fsync tracer's layers, the thread's scheduler states): disk %.0f%% (device flush %s, journal %s, block queue %s, data writeback %s, write(2) waits %s), waiting for a CPU %s, running in the kernel %s, blocked otherwise %s, outside syscalls (Go) %s",
+		c.Joined, 100*c.DiskShare(), pct(commit.CauseDeviceFlush), pct(commit.CauseJournal), pct(commit.CauseBlockQueue), pct(commit.CauseDataWriteback), pct(commit.CauseWriteWait),
+		pct(commit.CauseCPUWait), pct(commit.CauseRunning), pct(commit.CauseBlocked), pct(commit.CauseOutside))
+	switch top := wal.Cause; {
+	case top.Disk():
+		return fmt.Sprintf("writes wait on the local disk, most on its %s: %s; %s", strings.ReplaceAll(string(top), "_", " "), head, split)
+	case top == commit.CauseCPUWait:
+		return fmt.Sprintf("writes wait for a CPU, not the disk: %s; %s: runnable with no I/O in flight, in fdatasync or around it (Linux 6.18+ throttles on the return to user space), is run-queue wait or the cgroup's CPU throttling: check the member's CPU quota (cpu.max or cpu.cfs_quota_us; nr_throttled in cpu.stat) and what else runs on its CPUs", head, split)
+	case top == commit.CauseRunning:
+		return fmt.Sprintf("writes wait on the kernel's own work in the syscalls, on a CPU with no I/O in flight: %s; %s", head, split)
+	case top == commit.CauseBlocked:
+		return fmt.Sprintf("writes wait in the syscalls asleep on something other than the disk's I/O (a lock, a page fault, memory reclaim): %s; %s", head, split)
+	case top == commit.CauseOutside:
+		return fmt.Sprintf("writes wait in (*WAL).sync outside its syscalls, running Go code: %s; %s", head, split)
+	}
+	return fmt.Sprintf("writes wait in the syscalls with no I/O in flight (the scheduler was not followed): %s; %s", head, split)
+}
