@@ -157,10 +157,11 @@ func biasedText(g *analysis.Group) string {
 }
 
 type groupView struct {
-	ID      string // anchor of the group's section
-	Title   string
-	Summary string
-	Verdict string
+	ID           string // anchor of the group's section
+	Title        string
+	Summary      string
+	Verdict      string
+	VerdictClass string // verdictClass: the CSS class that colours it
 	// Biased words the group's analysis.Group.Bias ("biased: N lost
 	// events, M missed probe runs"), or "holds though N lost events" when
 	// the holes cannot change the verdict (VerdictHolds); "" for a
@@ -187,6 +188,7 @@ type overviewRow struct {
 	TopShare      string // its share, "52%"
 	TopColor      string
 	Verdict       string
+	VerdictClass  string // verdictClass: the CSS class that colours it
 	Disk          string // analysis.DiskVerdict.Kind: floor, contention or ""; "none" with DiskWhy
 	// DiskWhy is analysis.Group.DiskWhy: why a group near a threshold got
 	// no disk verdict, printed under the overview table ("" otherwise).
@@ -295,18 +297,19 @@ func build(in Input) page {
 			Title: title,
 			Summary: fmt.Sprintf("%s; p50 %s ms, p99 %s ms, max %s ms; %.2f flushes per call%s",
 				plural(g.Total.Count, "call"), analysis.Ms(g.Total.P50), analysis.Ms(g.Total.P99), analysis.Ms(g.Total.Max), g.FlushesPerFsync, fuaPerCall(&g)),
-			Verdict:     string(g.Verdict),
-			Biased:      biasedText(&g),
-			Disk:        diskText(&g),
-			DiskNumbers: diskNumbers,
-			Other:       otherLine(g.OtherSplit),
-			Writes:      writesLine(rep.Writes, g.Key),
-			Bars:        layerBars(recs),
-			Heatmap:     heatmap(recs, t0, t1, g.Key.FileKind == analysis.KindWAL, in.Summary.MonoToWallNs),
+			Verdict:      string(g.Verdict),
+			VerdictClass: verdictClass(g.Verdict),
+			Biased:       biasedText(&g),
+			Disk:         diskText(&g),
+			DiskNumbers:  diskNumbers,
+			Other:        otherLine(g.OtherSplit),
+			Writes:       writesLine(rep.Writes, g.Key),
+			Bars:         layerBars(recs),
+			Heatmap:      heatmap(recs, t0, t1, g.Key.FileKind == analysis.KindWAL, in.Summary.MonoToWallNs),
 		}
 		p.Groups = append(p.Groups, gv)
 		row := overviewRow{ID: id, Title: title, Calls: plural(g.Total.Count, "call"), P50: analysis.Ms(g.Total.P50),
-			P99: analysis.Ms(g.Total.P99), Max: analysis.Ms(g.Total.Max), Verdict: string(g.Verdict)}
+			P99: analysis.Ms(g.Total.P99), Max: analysis.Ms(g.Total.Max), Verdict: string(g.Verdict), VerdictClass: verdictClass(g.Verdict)}
 		if g.Disk != nil {
 			row.Disk = g.Disk.Kind
 		} else if g.DiskWhy != "" {
@@ -343,6 +346,18 @@ func fuaPerCall(g *analysis.Group) string {
 		return ""
 	}
 	return fmt.Sprintf(", %.2f FUA writes per call", float64(g.FUAWrites)/float64(g.Total.Count))
+}
+
+// verdictClass is the page's CSS class for a verdict: verdict-ok,
+// verdict-over, or "" (n/a, none) for plain text.
+func verdictClass(v analysis.Verdict) string {
+	switch v {
+	case analysis.VerdictOK:
+		return "verdict-ok"
+	case analysis.VerdictOverBudget:
+		return "verdict-over"
+	}
+	return ""
 }
 
 // diskText is a group's disk verdict sentence, "none (why)" without one

@@ -1,6 +1,6 @@
 // Package layering holds no code: its test pins which packages of
 // etcdscope may depend on which (the one-way data flow of
-// docs/architecture: kernel → tracer → pipeline → analysis → sinks, with
+// docs/architecture.md: kernel → tracer → pipeline → analysis → sinks, with
 // host facts and event types on the side). It fails when a change makes a
 // package import, directly or not, one it must not, and when a file under
 // analysis/ writes prose or lays out a table (prose_test.go: those words
