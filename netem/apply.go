@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -631,7 +632,22 @@ func (c *Client) Clear(dev string) (*ClearResult, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("removing state: %w", err)
 	}
+	removeEmptyDefaultDirs(c.opts.StateDir)
 	return res, nil
+}
+
+// removeEmptyDefaultDirs removes DefaultStateDir and its parent
+// (/run/etcdscope), which apply made, once the last state file is gone:
+// nothing of etcdscope's stays on the host after clear. Only those, and
+// only when empty (rmdir fails otherwise, and on a pod's hostPath mount
+// point): a --state-dir the operator named is theirs and stays.
+func removeEmptyDefaultDirs(dir string) {
+	if filepath.Clean(dir) != DefaultStateDir {
+		return
+	}
+	if os.Remove(DefaultStateDir) == nil {
+		os.Remove(filepath.Dir(DefaultStateDir))
+	}
 }
 
 // HoldAndClear is apply's --for: it waits until hold has passed or ctx

@@ -324,17 +324,18 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 	// The finish, bounded whatever etcd does (a stopped etcd answers
 	// nothing): the lease's revoke and the end scrape run alongside the
 	// ring's drain, each request within finishTimeout.
-	// A traced etcd still stopped (SIGSTOP, a debugger) answers nothing:
-	// it is not asked, rather than waited on for finishTimeout; a lease
-	// is still revoked through the other members.
+	// A traced etcd that exited, or is still stopped (SIGSTOP, a
+	// debugger), answers nothing: it is not asked, rather than waited on
+	// for finishTimeout; a lease is still revoked through the other
+	// members.
 	fctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
 	defer cancel()
 	var fin sync.WaitGroup
 	defer fin.Wait() // on the early returns too
 	stoppedAtEnd := res.Target.StoppedAtEnd()
 	if res.Load != nil {
-		if stoppedAtEnd && len(members) <= 1 {
-			notice("the traced etcd is stopped: the load's lease is not revoked (its keys expire with its TTL)")
+		if (stoppedAtEnd || res.Target.Exited) && len(members) <= 1 {
+			notice("the traced etcd is stopped or gone: the load's lease is not revoked (its keys expire with its TTL)")
 		} else {
 			fin.Go(func() {
 				if err := res.Load.Revoke(fctx); err != nil {
