@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -122,4 +123,12 @@ func times(r float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1fx", r)
+}
+
+// PeersJSON writes the report of `etcdscope peers --output json`: one
+// indented JSON object.
+func PeersJSON(w io.Writer, rep *etcdmetric.PeersReport) error {
+	enc := json.NewEncoder(JSONText(w))
+	enc.SetIndent("", "  ")
+	return enc.Encode(*rep)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -259,9 +258,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		}
 	}
 	if f.output == "json" {
-		enc := json.NewEncoder(render.JSONText(peersStdout))
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(*rep); err != nil { // the value, as before: the same JSON
+		if err := render.PeersJSON(peersStdout, rep); err != nil {
 			return err
 		}
 	} else {
