@@ -253,7 +253,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	rep := r.report(ctx, t1, *st, owners, &out.conns)
 	if f.record != "" && len(rep.Metric) > 0 {
 		// What etcd measured, for report --html to draw beside the model.
-		if err := appendMetricRecord(f.record, rep.Metric); err != nil {
+		if err := appendMetricRecord(f.record, render.WordComparisons(rep.Metric)); err != nil {
 			return fmt.Errorf("--record: %w", err)
 		}
 	}

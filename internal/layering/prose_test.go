@@ -46,9 +46,7 @@ func isProse(name string, strict bool) bool {
 var proseExceptions = map[string]struct {
 	n   int
 	why string
-}{
-	"analysis/etcdmetric/model.go": {9, "Compare builds Comparison.Verdict, a sentence in the peers JSON (json:\"verdict\"), with Fprintf: issue 26 moves it to render once the peers schema says how"},
-}
+}{}
 
 // TestAnalysisWritesNoProse fails on a prose call or a tabwriter import in
 // a non-test file under analysis/, naming the file and line.
