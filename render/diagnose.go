@@ -16,7 +16,7 @@ import (
 // DiagnoseJSON writes diagnose's report as one indented JSON object, its
 // typed findings worded (diagnose_words.go).
 func DiagnoseJSON(w io.Writer, r diagnose.Report) error {
-	r.Findings = worded(r.Findings)
+	r = wordedReport(r)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
@@ -72,7 +72,7 @@ func DiagnoseClusters(w io.Writer, rs []ClusterReport) error {
 func DiagnoseClustersJSON(w io.Writer, rs []ClusterReport) error {
 	out := make([]ClusterReport, len(rs))
 	for i, r := range rs {
-		r.Report.Findings = worded(r.Report.Findings)
+		r.Report = wordedReport(r.Report)
 		out[i] = r
 	}
 	enc := json.NewEncoder(w)
@@ -198,7 +198,7 @@ func writeBody(b *strings.Builder, r diagnose.Report) {
 // JSON object.
 func DiagnoseFleetJSON(w io.Writer, fl diagnose.Fleet) error {
 	for i := range fl.Clusters {
-		fl.Clusters[i].Report.Findings = worded(fl.Clusters[i].Report.Findings)
+		fl.Clusters[i].Report = wordedReport(fl.Clusters[i].Report)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -234,6 +234,21 @@ func DiagnoseFleet(w io.Writer, fl diagnose.Fleet) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// wordedReport: r with its findings worded and each peer series' modes
+// given their why, in copies (r's slices are not written).
+func wordedReport(r diagnose.Report) diagnose.Report {
+	r.Findings = worded(r.Findings)
+	peers := make([]diagnose.PeerRow, len(r.Peers))
+	for i, p := range r.Peers {
+		p.Modes.Why = modesWhy(p.Modes)
+		peers[i] = p
+	}
+	if r.Peers != nil {
+		r.Peers = peers
+	}
+	return r
 }
 
 // worded: a copy of fs with every typed finding worded.

@@ -41,36 +41,13 @@ func diagnoseGoldenCases(t *testing.T) []diagnoseCase {
 	}
 	cs = append(cs, diagnoseCase{name: "all", in: all})
 
-	var fed strings.Builder
-	for _, m := range []struct {
-		inst        string
-		fast, total int
-	}{{"10.0.0.1:2381", 990, 1000}, {"10.0.0.2:2381", 995, 1000}, {"10.0.0.3:2381", 100, 1000}} {
-		for i, le := range []string{"0.001", "0.002", "0.004", "0.008", "0.016", "0.032", "0.064", "0.128", "+Inf"} {
-			c := m.fast
-			if i >= 7 {
-				c = m.total
-			}
-			fed.WriteString(`etcd_disk_wal_fsync_duration_seconds_bucket{instance="` + m.inst + `",job="etcd",le="` + le + `"} ` + strconv.Itoa(c) + "\n")
-		}
-	}
-	cs = append(cs, diagnoseCase{name: "slow-member", in: []diagnose.Input{{Name: "federate.txt", Data: []byte(fed.String())}}})
+	cs = append(cs, diagnoseCase{name: "slow-member", in: []diagnose.Input{{Name: "federate.txt", Data: []byte(federate(990, 995))}}})
 	// three members over budget alike: a shared cause
-	shared := strings.ReplaceAll(strings.ReplaceAll(fed.String(), " 990\n", " 100\n"), " 995\n", " 100\n")
-	cs = append(cs, diagnoseCase{name: "shared-cause", in: []diagnose.Input{{Name: "federate.txt", Data: []byte(shared)}}})
+	cs = append(cs, diagnoseCase{name: "shared-cause", in: []diagnose.Input{{Name: "federate.txt", Data: []byte(federate(100, 100))}}})
 	// three members under budget: none stands out
-	fast := strings.ReplaceAll(fed.String(), " 100\n", " 999\n")
+	fast := strings.ReplaceAll(federate(990, 995), " 100\n", " 999\n")
 	cs = append(cs, diagnoseCase{name: "no-slow-member", in: []diagnose.Input{{Name: "federate.txt", Data: []byte(fast)}}})
-
-	cs = append(cs, diagnoseCase{name: "heartbeat-rtt", in: append(fieldInputs(t, "etcd-13346-heartbeat-leader.log"), diagnose.Input{Name: "m.txt", Data: []byte(`etcd_network_peer_round_trip_time_seconds_bucket{To="e337a53965c9eed8",le="0.0001"} 0
-etcd_network_peer_round_trip_time_seconds_bucket{To="e337a53965c9eed8",le="0.0002"} 0
-etcd_network_peer_round_trip_time_seconds_bucket{To="e337a53965c9eed8",le="0.0004"} 0
-etcd_network_peer_round_trip_time_seconds_bucket{To="e337a53965c9eed8",le="0.0008"} 50
-etcd_network_peer_round_trip_time_seconds_bucket{To="e337a53965c9eed8",le="0.0016"} 50
-etcd_network_peer_round_trip_time_seconds_bucket{To="e337a53965c9eed8",le="0.0032"} 50
-etcd_network_peer_round_trip_time_seconds_bucket{To="e337a53965c9eed8",le="0.0064"} 100
-etcd_network_peer_round_trip_time_seconds_bucket{To="e337a53965c9eed8",le="+Inf"} 100
-`)})})
+	cs = append(cs, diagnoseCase{name: "heartbeat-rtt", in: append(fieldInputs(t, "etcd-13346-heartbeat-leader.log"), peerMetricInput())})
 	cs = append(cs, diagnoseCase{name: "adjacent", in: []diagnose.Input{{Name: "x", Data: []byte(`etcd_network_peer_round_trip_time_seconds_bucket{le="0.0001",To="a"} 0
 etcd_network_peer_round_trip_time_seconds_bucket{To="a",le="0.0002"} 0
 etcd_network_peer_round_trip_time_seconds_bucket{To="a",le="0.0004"} 100
@@ -85,30 +62,7 @@ etcd_network_peer_round_trip_time_seconds_bucket{To="a",le="+Inf"} 200
 
 	// two scrapes of one member without identity: the inputs finding,
 	// then the same pair with --one-member
-	var before, after []string
-	for _, l := range strings.Split(string(fieldInputs(t, "etcd-5870-full.prom")[0].Data), "\n") {
-		if !strings.Contains(l, "wal_fsync") {
-			continue
-		}
-		before = append(before, l)
-		a := l
-		if f := strings.Fields(l); len(f) == 2 && !strings.HasPrefix(l, "#") {
-			v, err := strconv.ParseFloat(f[1], 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			switch {
-			case strings.HasSuffix(f[0], "_sum"):
-				v += 2
-			case strings.Contains(f[0], `le="0.001"`), strings.Contains(f[0], `le="0.002"`):
-			default:
-				v += 1000
-			}
-			a = f[0] + " " + strconv.FormatFloat(v, 'f', -1, 64)
-		}
-		after = append(after, a)
-	}
-	pair := []diagnose.Input{{Name: "before.txt", Data: []byte(strings.Join(before, "\n") + "\n")}, {Name: "after.txt", Data: []byte(strings.Join(after, "\n") + "\n")}}
+	pair := scrapePair(t)
 	cs = append(cs, diagnoseCase{name: "scrapes-alike", in: pair})
 	cs = append(cs, diagnoseCase{name: "one-member", in: pair, opt: diagnose.Options{OneMember: true}})
 	// a restart between two scrapes of one member

@@ -32,6 +32,24 @@ func wordFinding(f diagnose.Finding) diagnose.Finding {
 		wordCutOff(&f, *f.CutOff)
 	case f.Counter != nil:
 		wordCounter(&f, *f.Counter)
+	case f.Disk != nil:
+		wordDisk(&f, *f.Disk)
+	case f.Slow != nil:
+		wordSlowMember(&f, *f.Slow)
+	case f.Alike != nil:
+		wordAlike(&f, *f.Alike)
+	case f.Peer != nil:
+		wordPeer(&f, *f.Peer)
+	case f.SlowFsync != nil:
+		wordSlowFsync(&f, *f.SlowFsync)
+	case f.Apply != nil:
+		wordApply(&f, *f.Apply)
+	case f.Leader != nil:
+		wordLeader(&f, *f.Leader)
+	case f.Heartbeat != nil:
+		wordHeartbeat(&f, *f.Heartbeat)
+	case f.Fio != nil:
+		wordFio(&f, *f.Fio)
 	}
 	return f
 }

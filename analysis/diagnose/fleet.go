@@ -242,7 +242,7 @@ func ReadFleet(answers []PromAnswer, opt FleetOptions) (Fleet, error) {
 			}
 		}
 		c.Report.Inputs = []InputInfo{{Name: c.Name, Kind: KindPromJSON}}
-		c.Report.diskFindings(ws, defaultMetricsURL)
+		c.Report.diskFindings(ws)
 		c.Report.peerFindings(ws, defaultMetricsURL)
 		for _, cf := range []struct{ counter, topic string }{
 			{CounterLeaderChanges, "leader"}, {CounterHeartbeatFailures, "heartbeat"}, {CounterSlowApply, "apply"},

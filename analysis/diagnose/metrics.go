@@ -377,10 +377,7 @@ func (r *Report) scrapesAlike(scrapes []Scrape) []string {
 				continue
 			}
 			r.Findings = append(r.Findings, Finding{Topic: "inputs", Subject: a.Source + ", " + b.Source, Severity: Unknown,
-				Summary: fmt.Sprintf("%s and %s carry no member identity (no etcd_server_id, instance label or process_start_time_seconds) and look like two scrapes of one member: the same %s ladder, every count of %s at least %s's (%.0f more WAL fsyncs)",
-					a.Source, b.Source, a.WALName, b.Source, a.Source, count(b.WAL)-count(a.WAL)),
-				Uncertainty: "read here as two members, each since its start; two members' histograms can also look so",
-				Next:        "etcdscope diagnose --one-member " + a.Source + " " + b.Source + "  # if they are one member's: their difference"})
+				Alike: &AlikeFacts{A: a.Source, B: b.Source, WALName: a.WALName, More: count(b.WAL) - count(a.WAL)}})
 			named = append(named, a.Source, b.Source)
 		}
 	}
