@@ -97,8 +97,8 @@ func clusterName(c string) string {
 func writeInputs(b *strings.Builder, r diagnose.Report) {
 	for _, in := range r.Inputs {
 		fmt.Fprintf(b, "  %-10s %s", in.Kind, in.Name)
-		if in.Note != "" {
-			fmt.Fprintf(b, "  (%s)", in.Note)
+		if note := inputNote(in); note != "" {
+			fmt.Fprintf(b, "  (%s)", note)
 		}
 		b.WriteString("\n")
 	}
@@ -240,6 +240,14 @@ func DiagnoseFleet(w io.Writer, fl diagnose.Fleet) error {
 // given their why, in copies (r's slices are not written).
 func wordedReport(r diagnose.Report) diagnose.Report {
 	r.Findings = worded(r.Findings)
+	inputs := make([]diagnose.InputInfo, len(r.Inputs))
+	for i, in := range r.Inputs {
+		in.Note = inputNote(in)
+		inputs[i] = in
+	}
+	if r.Inputs != nil {
+		r.Inputs = inputs
+	}
 	peers := make([]diagnose.PeerRow, len(r.Peers))
 	for i, p := range r.Peers {
 		p.Modes.Why = modesWhy(p.Modes)

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -393,4 +394,69 @@ func wordFio(f *diagnose.Finding, v diagnose.FioFacts) {
 		}
 		f.Evidence = append(f.Evidence, src)
 	}
+}
+
+// inputNote words what was read of an input (diagnose.InputCounts).
+func inputNote(in diagnose.InputInfo) string {
+	c := in.Counts
+	if c == nil {
+		return in.Note
+	}
+	switch in.Kind {
+	case diagnose.KindMetrics:
+		note := fmt.Sprintf("%d samples", c.Samples)
+		if c.Dropped > 0 {
+			note += "; " + pluralOf(c.Dropped, "non-metric line") + " dropped"
+		}
+		if len(c.Rejected) > 0 {
+			// Name the first: often a pasted shell command, not a sample.
+			r := c.Rejected[0]
+			line := r.Line
+			if len(line) > 120 {
+				line = line[:120] + "…"
+			}
+			note += "; " + pluralOf(len(c.Rejected), "line") + " the parser rejected, e.g. " + fmt.Sprintf("%q: %s", line, r.Reason)
+		}
+		return note
+	case diagnose.KindPromJSON:
+		return fmt.Sprintf("%d instance(s)", c.Instances)
+	case diagnose.KindLog:
+		return fmt.Sprintf("%d lines, %d etcd events; %s", c.Lines, c.Events, formatList(c.Formats))
+	case diagnose.KindEtcdctl:
+		var parts []string
+		for _, p := range []struct {
+			n    int
+			what string
+		}{{c.Perf, "check perf run"}, {c.Status, "endpoint status row"}, {c.Health, "endpoint health row"}} {
+			if p.n > 0 {
+				parts = append(parts, pluralOf(p.n, p.what))
+			}
+		}
+		return strings.Join(parts, ", ")
+	}
+	return in.Note
+}
+
+// formatList names the log formats recognised, with the lines of each
+// when there are several: "syslog format", "formats: json 4 lines,
+// syslog 2 lines", "no format recognised".
+func formatList(m map[string]int) string {
+	var names []string
+	for k := range m {
+		if k != "none" {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	switch len(names) {
+	case 0:
+		return "no format recognised"
+	case 1:
+		return names[0] + " format"
+	}
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%s %d lines", k, m[k])
+	}
+	return "formats: " + strings.Join(parts, ", ")
 }

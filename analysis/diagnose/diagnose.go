@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
@@ -215,7 +214,26 @@ type Unread struct {
 type InputInfo struct {
 	Name string `json:"name"`
 	Kind Kind   `json:"kind"`
+	// Note: Counts in words, empty here: render fills it.
 	Note string `json:"note,omitempty"`
+	// Counts: what was read of it, by Kind; nil when nothing is said.
+	Counts *InputCounts `json:"-"`
+}
+
+// InputCounts: what was read of one input, by its kind.
+type InputCounts struct {
+	// /metrics: the samples, the non-metric lines dropped and the lines
+	// the parser rejected.
+	Samples, Dropped int
+	Rejected         []etcdmetric.Rejected
+	// Prometheus API: the instances.
+	Instances int
+	// Log: the lines, etcd's events and the lines of each format
+	// (LogRead.Formats).
+	Lines, Events int
+	Formats       map[string]int
+	// etcdctl: check perf runs, endpoint status and health rows.
+	Perf, Status, Health int
 }
 
 // Options narrow the evidence to a window.
@@ -332,26 +350,19 @@ func (ev *evidence) read(in Input, opt Options) (InputInfo, error) {
 		}
 		ev.scrapes = append(ev.scrapes, sc...)
 		c := sc[0].Cleaned
-		info.Note = fmt.Sprintf("%d samples", c.Samples)
-		if c.Dropped > 0 {
-			info.Note += "; " + plural(c.Dropped, "non-metric line") + " dropped"
-		}
-		if len(c.Rejected) > 0 {
-			// Name the first: often a pasted shell command, not a sample.
-			info.Note += "; " + plural(len(c.Rejected), "line") + " the parser rejected, e.g. " + c.Rejected[0]
-		}
+		info.Counts = &InputCounts{Samples: c.Samples, Dropped: c.Dropped, Rejected: c.Rejected}
 	case KindPromJSON:
 		ws, err := ReadPromJSON(in, opt.Since, opt.Until)
 		if err != nil {
 			return info, err
 		}
 		ev.windows = append(ev.windows, ws...)
-		info.Note = fmt.Sprintf("%d instance(s)", len(ws))
+		info.Counts = &InputCounts{Instances: len(ws)}
 	case KindLog:
 		lr := ReadLog(in)
 		lr.Events = filterEvents(lr.Events, opt)
 		ev.logs = append(ev.logs, lr)
-		info.Note = fmt.Sprintf("%d lines, %d etcd events; %s", lr.Lines, len(lr.Events), formatList(lr.Formats))
+		info.Counts = &InputCounts{Lines: lr.Lines, Events: len(lr.Events), Formats: lr.Formats}
 	case KindFioJSON, KindFioText:
 		var runs []FioRun
 		if kind == KindFioJSON {
@@ -369,42 +380,9 @@ func (ev *evidence) read(in Input, opt Options) (InputInfo, error) {
 			return info, err
 		}
 		ev.etcdctl = append(ev.etcdctl, e)
-		var parts []string
-		for _, p := range []struct {
-			n    int
-			what string
-		}{{len(e.Perf), "check perf run"}, {len(e.Status), "endpoint status row"}, {len(e.Health), "endpoint health row"}} {
-			if p.n > 0 {
-				parts = append(parts, plural(p.n, p.what))
-			}
-		}
-		info.Note = strings.Join(parts, ", ")
+		info.Counts = &InputCounts{Perf: len(e.Perf), Status: len(e.Status), Health: len(e.Health)}
 	}
 	return info, nil
-}
-
-// formatList names the log formats recognised, with the lines of each
-// when there are several: "syslog format", "formats: json 4 lines,
-// syslog 2 lines", "no format recognised".
-func formatList(m map[string]int) string {
-	var names []string
-	for k := range m {
-		if k != "none" {
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
-	switch len(names) {
-	case 0:
-		return "no format recognised"
-	case 1:
-		return names[0] + " format"
-	}
-	parts := make([]string, len(names))
-	for i, k := range names {
-		parts[i] = fmt.Sprintf("%s %d lines", k, m[k])
-	}
-	return "formats: " + strings.Join(parts, ", ")
 }
 
 func filterEvents(evs []LogEvent, opt Options) []LogEvent {
@@ -525,24 +503,5 @@ func (r *Report) diskFindings(ws []MemberWindow) {
 	}
 }
 
-func fmtCount(n float64, ok bool) string {
-	if !ok {
-		return "unknown number of"
-	}
-	return fmt.Sprintf("%.0f", n)
-}
-
 // fmtSec is etcdmetric's seconds format.
 func fmtSec(s float64) string { return etcdmetric.FormatSeconds(s) }
-
-// plural is "1 line", "2 lines"; "request or apply" becomes "requests
-// or applies".
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	if what == "request or apply" {
-		return fmt.Sprintf("%d requests or applies", n)
-	}
-	return fmt.Sprintf("%d %ss", n, what)
-}
