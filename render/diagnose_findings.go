@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -42,6 +43,20 @@ func joinNotes(notes ...string) string {
 		}
 	}
 	return strings.Join(out, "; ")
+}
+
+// whereText names where a member's next command runs, for a "# on …"
+// comment: the member's name, or, when the evidence named it only by its
+// file or URL, the member that input came from.
+func whereText(w diagnose.Where) string {
+	if w.FromInput {
+		name := w.Member
+		if !strings.Contains(name, "://") {
+			name = filepath.Base(name)
+		}
+		return "the member " + name + " came from"
+	}
+	return "member " + w.Member
 }
 
 // modesWhy words why the ladder reads as it does (diagnose.Modes.Reason).
@@ -96,7 +111,7 @@ func wordDisk(f *diagnose.Finding, v diagnose.DiskFacts) {
 	}
 	h := v.Stats
 	f.Meaning = meaning
-	f.Next = "sudo etcdscope fsync --comm etcd --duration 60s  # on " + v.Node + ": which kernel layer the fdatasync waits in"
+	f.Next = "sudo etcdscope fsync --comm etcd --duration 60s  # on " + whereText(v.Where) + ": which kernel layer the fdatasync waits in"
 	f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s, %s observations", strings.Join(v.Sources, " → "), v.Window, fmtCount(h.Observations, h.HasCount)))
 	if h.HasMean {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("mean %s (sum/count)", secs(h.Mean)))
@@ -115,9 +130,9 @@ func wordDisk(f *diagnose.Finding, v diagnose.DiskFacts) {
 		}
 	}
 	switch v.Window {
-	case "since start":
+	case diagnose.WindowSinceStart:
 		why = joinNotes(why, "one scrape: totals since the process started, old stalls weigh as much as recent ones (give two scrapes, or a URL to poll, for a window)")
-	case "since restart":
+	case diagnose.WindowSinceRestart:
 		why = joinNotes(why, "a counter fell between the scrapes (etcd restarted): the later scrape is taken whole")
 	}
 	f.Uncertainty = why
@@ -150,7 +165,7 @@ func wordAlike(f *diagnose.Finding, v diagnose.AlikeFacts) {
 func wordPeer(f *diagnose.Finding, v diagnose.PeerFacts) {
 	h, m := v.Stats, v.Modes
 	why := modesWhy(m)
-	f.Next = fmt.Sprintf("sudo etcdscope peers --etcd-metrics %s --duration 2m  # on %s: the kernel's handshake RTT and srtt to each peer beside this metric", v.URL, v.Node)
+	f.Next = fmt.Sprintf("sudo etcdscope peers --etcd-metrics %s --duration 2m  # on %s: the kernel's handshake RTT and srtt to each peer beside this metric", v.URL, whereText(v.Where))
 	f.Meaning = "a commit waits for one round trip to the quorum's slower follower on a kept-alive stream, plus its fsync; the metric's new-connection prober (TCP and TLS handshake per probe) is not on that path"
 	f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s, %s observations (etcd observes once per prober per 30 s)", strings.Join(v.Sources, " → "), v.Window, fmtCount(h.Observations, h.HasCount)))
 	if v.Probers > 0 {

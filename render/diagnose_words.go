@@ -27,7 +27,10 @@ func wordFinding(f diagnose.Finding) diagnose.Finding {
 	case f.Health != nil:
 		wordHealth(&f, *f.Health)
 	case f.Stalls != nil:
-		wordStalls(&f, *f.Stalls)
+		v := *f.Stalls
+		v.Node = whereText(v.Where)
+		f.Stalls = &v
+		wordStalls(&f, v)
 	case f.CutOff != nil:
 		wordCutOff(&f, *f.CutOff)
 	case f.Counter != nil:
@@ -274,7 +277,7 @@ func wordHealth(f *diagnose.Finding, v diagnose.HealthVerdict) {
 }
 
 func wordStalls(f *diagnose.Finding, v diagnose.StallVerdict) {
-	what := map[string]string{"wal_fsync": "WAL fsync", "backend_commit": "backend commit"}[v.Histogram]
+	what := map[string]string{diagnose.TopicWALFsync: "WAL fsync", diagnose.TopicBackendCommit: "backend commit"}[v.Histogram]
 	count := func(c diagnose.StallCount) string {
 		if c.AtLeast {
 			return fmt.Sprintf("at least %.0f", c.Count)
@@ -298,10 +301,10 @@ func wordStalls(f *diagnose.Finding, v diagnose.StallVerdict) {
 	}
 	f.Evidence = []string{fmt.Sprintf("%s, from the buckets above each threshold", v.Window)}
 	f.Uncertainty = fmt.Sprintf("etcd's defaults assumed (--heartbeat-interval %s, --election-timeout %s); observations between a threshold and the next bucket bound are not counted", v.Heartbeat, v.Election)
-	if v.Window == "since start" {
+	if v.Window == diagnose.WindowSinceStart {
 		f.Uncertainty += "; one scrape: since the process started, the stalls may be old"
 	}
-	if v.Histogram == "wal_fsync" {
+	if v.Histogram == diagnose.TopicWALFsync {
 		f.Meaning = "a WAL fdatasync that long on the leader holds its Raft loop: no heartbeat goes out meanwhile; past half the election timeout one more delay makes followers campaign, past the whole timeout they do, and nothing commits until a new leader is elected; on a follower it delays that member's acks"
 	} else {
 		f.Meaning = "a backend commit that long holds the apply loop: applies, and the reads waiting for them, stall; heartbeats are not sent from it, so it costs latency, not leadership"

@@ -74,6 +74,25 @@ type Finding struct {
 	Alike     *AlikeFacts      `json:"-"`
 }
 
+// The topics of the findings (Finding.Topic).
+const (
+	TopicWALFsync       = "wal_fsync"
+	TopicBackendCommit  = "backend_commit"
+	TopicSlowMember     = "slow_member"
+	TopicPeerRTT        = "peer_rtt"
+	TopicHeartbeat      = "heartbeat"
+	TopicSlowFdatasync  = "slow_fdatasync"
+	TopicApply          = "apply"
+	TopicLeader         = "leader"
+	TopicFio            = "fio"
+	TopicInputs         = "inputs"
+	TopicCheckPerf      = "check_perf"
+	TopicEndpointStatus = "endpoint_status"
+	TopicEndpointHealth = "endpoint_health"
+	TopicDiskStalls     = "disk_stalls"
+	TopicCutOff         = "cut_off"
+)
+
 // HistStats is one histogram's numbers over a window.
 type HistStats struct {
 	Observations float64              `json:"observations"`
@@ -450,13 +469,13 @@ func (r *Report) diskFindings(ws []MemberWindow) {
 			h      HistStats
 			budget time.Duration
 		}{
-			{"wal_fsync", DiskWAL, w.WAL, row.WAL, WALFsyncBudget},
-			{"backend_commit", DiskBackend, w.Backend, row.Backend, BackendCommitBudget},
+			{TopicWALFsync, DiskWAL, w.WAL, row.WAL, WALFsyncBudget},
+			{TopicBackendCommit, DiskBackend, w.Backend, row.Backend, BackendCommitBudget},
 		} {
 			if d.s == nil {
 				continue
 			}
-			v := DiskFacts{What: d.what, Sources: w.Sources, Window: w.Window, Node: w.node(), Stats: d.h}
+			v := DiskFacts{What: d.what, Sources: w.Sources, Window: w.Window, Where: w.where(), Stats: d.h}
 			f := Finding{Topic: d.topic, Subject: w.Member, Disk: &v}
 			if d.h.Error != "" {
 				f.Severity = Unknown
@@ -490,7 +509,7 @@ func (r *Report) diskFindings(ws []MemberWindow) {
 			others = math.Max(others, x.hi)
 		}
 		v := SlowMemberFacts{Member: top.member, P99: top.lo, Others: others}
-		f := Finding{Topic: "slow_member", Subject: "cluster", Slow: &v}
+		f := Finding{Topic: TopicSlowMember, Subject: "cluster", Slow: &v}
 		switch {
 		case top.sev == Bad && top.lo > 2*others:
 			f.Severity, v.Case = Bad, SlowOne

@@ -200,12 +200,13 @@ const (
 type PeerFacts struct {
 	Sources []string
 	Window  string
-	// Node: where the next command runs (MemberWindow.node's member);
-	// URL: the /metrics URL it names.
-	Node, URL string
-	Prober    string
-	Stats     HistStats
-	Modes     Modes
+	// Where: where the next command runs; URL: the /metrics URL it
+	// names.
+	Where  Where
+	URL    string
+	Prober string
+	Stats  HistStats
+	Modes  Modes
 	// Probers, Span: how many probers the observations come from and
 	// the time they span (one per prober per 30 s), to the minute; 0
 	// without observations.
@@ -231,7 +232,7 @@ type DiskFacts struct {
 	What    DiskWhat
 	Sources []string
 	Window  string
-	Node    string // where the next command runs
+	Where   Where // where the next command runs
 	Stats   HistStats
 	// P99: its p99 against the budget (unset when Stats.Error).
 	P99 P99Facts

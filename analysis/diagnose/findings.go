@@ -2,7 +2,6 @@ package diagnose
 
 import (
 	"math"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -98,18 +97,16 @@ func FindModes(s etcdmetric.Series) Modes {
 	return m
 }
 
-// node names where a member's next command runs, for a "# on …"
-// comment: the member's name, or, when the evidence named it only by its
-// file or URL, the member that input came from.
-func (w MemberWindow) node() string {
-	if slices.Contains(w.Sources, w.Member) {
-		name := w.Member
-		if !strings.Contains(name, "://") {
-			name = filepath.Base(name)
-		}
-		return "the member " + name + " came from"
-	}
-	return "member " + w.Member
+// Where says where a member's next command runs: on Member, or, when
+// FromInput (the evidence named the member only by its file or URL), on
+// the member that input came from.
+type Where struct {
+	Member    string
+	FromInput bool
+}
+
+func (w MemberWindow) where() Where {
+	return Where{Member: w.Member, FromInput: slices.Contains(w.Sources, w.Member)}
 }
 
 func (r *Report) peerFindings(ws []MemberWindow, url string) {
@@ -121,8 +118,8 @@ func (r *Report) peerFindings(ws []MemberWindow, url string) {
 			if s.Key.Prober != "" {
 				subj += " (" + s.Key.Prober + ")"
 			}
-			v := PeerFacts{Sources: w.Sources, Window: w.Window, Node: w.node(), URL: url, Prober: s.Key.Prober, Stats: row.Stats, Modes: row.Modes}
-			f := Finding{Topic: "peer_rtt", Subject: subj, Severity: OK}
+			v := PeerFacts{Sources: w.Sources, Window: w.Window, Where: w.where(), URL: url, Prober: s.Key.Prober, Stats: row.Stats, Modes: row.Modes}
+			f := Finding{Topic: TopicPeerRTT, Subject: subj, Severity: OK}
 			h := row.Stats
 			if h.HasCount && h.Observations > 0 {
 				v.Probers = float64(etcdmetric.ProbersPerPeer)
@@ -214,7 +211,7 @@ func (r *Report) logFindings(logs []LogRead) {
 					}
 				}
 			}
-			r.Findings = append(r.Findings, Finding{Topic: "slow_fdatasync", Subject: lr.Source, Severity: Bad,
+			r.Findings = append(r.Findings, Finding{Topic: TopicSlowFdatasync, Subject: lr.Source, Severity: Bad,
 				SlowFsync: &SlowFsyncFacts{Count: len(fsync), Longest: max.Round(time.Millisecond), Lines: firstLines(fsync, 3),
 					Leaders: len(leader) > 0, Followed: followed, Times: times}})
 		}
@@ -234,7 +231,7 @@ func (r *Report) logFindings(logs []LogRead) {
 			if old {
 				sev, round = OK, 100*time.Microsecond
 			}
-			r.Findings = append(r.Findings, Finding{Topic: "apply", Subject: lr.Source, Severity: sev,
+			r.Findings = append(r.Findings, Finding{Topic: TopicApply, Subject: lr.Source, Severity: sev,
 				Apply: &ApplyFacts{Count: len(apply), Longest: max.Round(round), Old: old, Lines: firstLines(apply, 3)}})
 		}
 		if c := cutOffFinding(lr.Source, lr.Events); c != nil {
@@ -245,7 +242,7 @@ func (r *Report) logFindings(logs []LogRead) {
 			for _, e := range leader {
 				terms[e.Term] = true
 			}
-			r.Findings = append(r.Findings, Finding{Topic: "leader", Subject: lr.Source, Severity: Warn,
+			r.Findings = append(r.Findings, Finding{Topic: TopicLeader, Subject: lr.Source, Severity: Warn,
 				Leader: &LeaderFacts{Count: len(leader), Terms: len(terms), Lines: firstLines(leader, 4)}})
 		}
 	}
@@ -284,7 +281,7 @@ func (r *Report) heartbeatFinding(src string, hb, fsync, leader []LogEvent, inte
 		}
 	}
 	v.Interval = hbInterval(hb, interval)
-	f := Finding{Topic: "heartbeat", Subject: src, Severity: Warn}
+	f := Finding{Topic: TopicHeartbeat, Subject: src, Severity: Warn}
 	if v.OverElection > 0 {
 		f.Severity = Bad
 	}
@@ -354,7 +351,7 @@ func absDur(d time.Duration) time.Duration {
 func (r *Report) fioFindings() {
 	for _, run := range r.Fio {
 		v := FioFacts{Run: run}
-		f := Finding{Topic: "fio", Subject: strings.TrimSpace(run.Source + " " + run.Job), Fio: &v}
+		f := Finding{Topic: TopicFio, Subject: strings.TrimSpace(run.Source + " " + run.Job), Fio: &v}
 		switch {
 		case !run.HasSync && run.Synced():
 			// The job synced, but the output shows no sync latency:

@@ -246,7 +246,7 @@ func ReadFleet(answers []PromAnswer, opt FleetOptions) (Fleet, error) {
 		c.Report.diskFindings(ws)
 		c.Report.peerFindings(ws, defaultMetricsURL)
 		for _, cf := range []struct{ counter, topic string }{
-			{CounterLeaderChanges, "leader"}, {CounterHeartbeatFailures, "heartbeat"}, {CounterSlowApply, "apply"},
+			{CounterLeaderChanges, TopicLeader}, {CounterHeartbeatFailures, TopicHeartbeat}, {CounterSlowApply, TopicApply},
 		} {
 			v, ok := counters[cf.counter]
 			if !ok {

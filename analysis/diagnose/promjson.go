@@ -120,9 +120,9 @@ func promWindows(resultType string, results []promResult, source string, since, 
 			s.Count, s.HasCount = v, true
 		}
 		if members[inst] == nil {
-			w := "since start"
+			w := WindowSinceStart
 			if resultType == "matrix" {
-				w = "between scrapes"
+				w = WindowBetweenScrapes
 			}
 			members[inst] = &MemberWindow{Member: inst, Sources: []string{source}, Window: w, Leader: -1}
 		}
