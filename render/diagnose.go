@@ -248,9 +248,18 @@ func wordedReport(r diagnose.Report) diagnose.Report {
 	if r.Inputs != nil {
 		r.Inputs = inputs
 	}
+	members := make([]diagnose.MemberRow, len(r.Members))
+	for i, m := range r.Members {
+		m.WAL, m.Backend = wordedStats(m.WAL), wordedStats(m.Backend)
+		members[i] = m
+	}
+	if r.Members != nil {
+		r.Members = members
+	}
 	peers := make([]diagnose.PeerRow, len(r.Peers))
 	for i, p := range r.Peers {
 		p.Modes.Why = modesWhy(p.Modes)
+		p.Stats = wordedStats(p.Stats)
 		peers[i] = p
 	}
 	if r.Peers != nil {

@@ -101,7 +101,7 @@ func p99Text(p diagnose.P99Facts) string {
 	case diagnose.P99StraddleOver, diagnose.P99StraddleUnder:
 		return fmt.Sprintf("p99 ≈ %s, interpolated in the bucket %s–%s that straddles the %s budget", secs(e.Value), secs(e.Lo), secs(e.Hi), budget)
 	}
-	return "p99 cannot be placed against the budget: " + e.Why
+	return "p99 cannot be placed against the budget: " + estimateWhy(e)
 }
 
 func wordDisk(f *diagnose.Finding, v diagnose.DiskFacts) {
@@ -126,7 +126,7 @@ func wordDisk(f *diagnose.Finding, v diagnose.DiskFacts) {
 	} else {
 		f.Summary = what + " " + p99Text(v.P99)
 		if h.P99 != nil {
-			why = h.P99.Why
+			why = estimateWhy(h.P99)
 		}
 	}
 	switch v.Window {
@@ -179,10 +179,10 @@ func wordPeer(f *diagnose.Finding, v diagnose.PeerFacts) {
 	}
 	if h.Error != "" {
 		f.Uncertainty = "quantiles: " + h.Error
-	} else if h.P50 != nil && !h.P50.Interpolated && h.P50.Why != "" {
+	} else if h.P50 != nil && !h.P50.Interpolated && estimateWhy(h.P50) != "" {
 		// A bound, not a value (an excerpt's ladder starting high): say
 		// why beside it.
-		f.Uncertainty = "quantiles are bounds only: " + h.P50.Why
+		f.Uncertainty = "quantiles are bounds only: " + estimateWhy(h.P50)
 	}
 	switch m.Verdict {
 	case diagnose.ModesTwo:

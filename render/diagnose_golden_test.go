@@ -54,6 +54,20 @@ etcd_network_peer_round_trip_time_seconds_bucket{To="a",le="0.0004"} 100
 etcd_network_peer_round_trip_time_seconds_bucket{To="a",le="0.0008"} 200
 etcd_network_peer_round_trip_time_seconds_bucket{To="a",le="+Inf"} 200
 `)}}})
+	// a WAL ladder with buckets missing in the middle, p99 interpolated
+	// across the gap; and one whose p99 is above its highest bucket
+	cs = append(cs, diagnoseCase{name: "ladder-gap", in: []diagnose.Input{{Name: "gap.txt", Data: []byte(`etcd_disk_wal_fsync_duration_seconds_bucket{le="0.001"} 10
+etcd_disk_wal_fsync_duration_seconds_bucket{le="0.002"} 20
+etcd_disk_wal_fsync_duration_seconds_bucket{le="0.016"} 100
+etcd_disk_wal_fsync_duration_seconds_bucket{le="+Inf"} 100
+etcd_disk_wal_fsync_duration_seconds_sum 0.5
+etcd_disk_wal_fsync_duration_seconds_count 100
+`)}, {Name: "above.txt", Data: []byte(`etcd_disk_backend_commit_duration_seconds_bucket{le="0.001"} 10
+etcd_disk_backend_commit_duration_seconds_bucket{le="0.002"} 20
+etcd_disk_backend_commit_duration_seconds_bucket{le="+Inf"} 100
+etcd_disk_backend_commit_duration_seconds_sum 5
+etcd_disk_backend_commit_duration_seconds_count 100
+`)}}})
 	cs = append(cs, diagnoseCase{name: "log-and-metrics", in: fieldInputs(t, "etcd-5870-syslog.log", "minikube-9668-mixed.log", "etcd-5870-full.prom")})
 	cs = append(cs, diagnoseCase{name: "two-members", in: fieldInputs(t, "etcd-12405-node.prom", "etcd-5870-full.prom")})
 	cs = append(cs, diagnoseCase{name: "gap-and-mixed", in: fieldInputs(t, "etcd-9561-gap.txt", "minikube-9668-mixed.log")})

@@ -98,7 +98,7 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 	for _, c := range rep.Metric {
 		fmt.Fprintf(w, "  %s: %s\n", c.Key.To, ComparisonVerdict(c.Comparison))
 		if c.QuantileError != "" {
-			fmt.Fprintf(w, "    p50/p99 not interpolated: %s\n", c.QuantileError)
+			fmt.Fprintf(w, "    p50/p99 not interpolated: %s\n", quantileError(c.Comparison))
 		}
 	}
 	for _, k := range rep.Resets {
@@ -146,9 +146,19 @@ func WordComparisons(cs []etcdmetric.PeerComparison) []etcdmetric.PeerComparison
 	out := make([]etcdmetric.PeerComparison, len(cs))
 	for i, c := range cs {
 		c.Verdict = ComparisonVerdict(c.Comparison)
+		c.QuantileError = quantileError(c.Comparison)
 		out[i] = c
 	}
 	return out
+}
+
+// quantileError: why the p50/p99 are not interpolated, with the words of
+// the estimate that is a bound.
+func quantileError(c etcdmetric.Comparison) string {
+	if e := c.QuantileEstimate; e != nil {
+		return c.QuantileError + ": " + estimateWhy(e)
+	}
+	return c.QuantileError
 }
 
 // ComparisonVerdict words etcdmetric.Compare's verdict: what the model

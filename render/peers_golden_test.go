@@ -51,6 +51,14 @@ func TestPeersVerdictGoldens(t *testing.T) {
 		}
 		return out
 	}
+	// p50 above the highest finite bucket; in the first bucket of a
+	// ladder that starts high; without +Inf and _count
+	beyond := etcdmetric.Series{Key: etcdmetric.Key{To: "beyond-ladder"}, HasCount: true, HasSum: true, Count: 8, Sum: 0.4,
+		Buckets: []etcdmetric.Bucket{{UpperBound: 0.0001, Count: 0}, {UpperBound: 0.0002, Count: 1}, {UpperBound: math.Inf(1), Count: 8}}}
+	firstShown := etcdmetric.Series{Key: etcdmetric.Key{To: "first-shown"}, HasCount: true, HasSum: true, Count: 8, Sum: 0.3,
+		Buckets: []etcdmetric.Bucket{{UpperBound: 0.0512, Count: 8}, {UpperBound: 0.1024, Count: 8}, {UpperBound: math.Inf(1), Count: 8}}}
+	noTotal := etcdmetric.Series{Key: etcdmetric.Key{To: "no-total"},
+		Buckets: []etcdmetric.Bucket{{UpperBound: 0.0001, Count: 0}, {UpperBound: 0.0002, Count: 3}, {UpperBound: 0.0004, Count: 8}}}
 	cases := []struct {
 		s  etcdmetric.Series
 		in etcdmetric.ModelInput
@@ -66,6 +74,9 @@ func TestPeersVerdictGoldens(t *testing.T) {
 		{metricSeries("less", vals(40, 0.0001)...), dial},
 		{metricSeries("no-kernel", vals(8, 0.01)...), etcdmetric.ModelInput{}},
 		{etcdmetric.Series{Key: etcdmetric.Key{To: "no-observations"}}, dial},
+		{beyond, dial},
+		{firstShown, dial},
+		{noTotal, dial},
 		{metricSeries("down", vals(3, 0.002)...), etcdmetric.ModelInput{PeerDown: true, FailedConnects: 1811}},
 		{metricSeries("down-empty"), etcdmetric.ModelInput{PeerDown: true, FailedConnects: 3}},
 	}

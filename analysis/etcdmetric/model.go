@@ -1,6 +1,7 @@
 package etcdmetric
 
 import (
+	"errors"
 	"math"
 	"strconv"
 	"time"
@@ -267,13 +268,16 @@ type Comparison struct {
 	// Observations, Mean, P50, P99: of the metric's delta between the two
 	// scrapes, seconds. P50/P99 are absent (QuantileError says why) when
 	// the ladder is incomplete.
-	Observations  float64    `json:"observations"`
-	Mean          float64    `json:"mean_seconds"`
-	P50           float64    `json:"p50_seconds,omitempty"`
-	P99           float64    `json:"p99_seconds,omitempty"`
-	QuantileError string     `json:"quantile_error,omitempty"`
-	Input         ModelInput `json:"input"`
-	Prediction    Prediction `json:"prediction"`
+	Observations  float64 `json:"observations"`
+	Mean          float64 `json:"mean_seconds"`
+	P50           float64 `json:"p50_seconds,omitempty"`
+	P99           float64 `json:"p99_seconds,omitempty"`
+	QuantileError string  `json:"quantile_error,omitempty"`
+	// QuantileEstimate: when the p50 is a bound, not a value, the
+	// estimate that says why (render adds its words to QuantileError).
+	QuantileEstimate *Estimate  `json:"-"`
+	Input            ModelInput `json:"input"`
+	Prediction       Prediction `json:"prediction"`
 	// Inflation: Mean / measured RTT; ModelInflation: Prediction.Mean /
 	// measured RTT.
 	Inflation      float64 `json:"inflation"`
@@ -341,6 +345,9 @@ func Compare(delta Series, in ModelInput) Comparison {
 		c.P99, _ = delta.Quantile(0.99)
 	} else {
 		c.QuantileError = err.Error()
+		if ee := (*EstimateError)(nil); errors.As(err, &ee) {
+			c.QuantileEstimate = &ee.Estimate
+		}
 	}
 	mean, ok := delta.Mean()
 	if in.PeerDown {
