@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/analysis/stats"
+	"github.com/etcdscope/etcdscope/event"
 )
 
 // metricSeries: a delta of etcd's peer RTT histogram holding vals, on
@@ -100,4 +104,31 @@ func TestPeersVerdictGoldens(t *testing.T) {
 			t.Errorf("%s: no verdict in the JSON", m.Key.To)
 		}
 	}
+}
+
+// TestPeersLeaderWarningGolden pins the words of the warning that the
+// leader is the farthest member, in the table and the JSON.
+func TestPeersLeaderWarningGolden(t *testing.T) {
+	var ms []etcdmetric.Member
+	for i, ip := range []string{"10.0.0.1", "10.0.0.2", "10.1.0.3"} {
+		ms = append(ms, etcdmetric.Member{ID: uint64(0xa0 + i), Name: "m" + ip[len(ip)-1:], PeerIPs: []netip.Addr{netip.MustParseAddr(ip)}, Leader: ip == "10.1.0.3"})
+	}
+	var links []peers.LinkStats
+	for _, l := range []struct {
+		to  string
+		rtt time.Duration
+	}{{"10.0.0.2", 300 * time.Microsecond}, {"10.1.0.3", 50 * time.Millisecond}} {
+		a := netip.MustParseAddr(l.to)
+		links = append(links, peers.LinkStats{Link: peers.Link{Direction: event.PeerActive, FromPID: 42, From: netip.MustParseAddr("10.0.0.1"), To: a, Peer: a},
+			HandshakeRTT: stats.Summary{Count: 10, P50: int64(l.rtt)}})
+	}
+	rep := etcdmetric.PeersReport{Port: 2380, WindowSeconds: 60, Members: ms}
+	rep.LeaderWarning = etcdmetric.LeaderWarning(ms, links)
+	var tb, jb bytes.Buffer
+	Peers(&tb, &rep)
+	if err := PeersJSON(&jb, &rep); err != nil {
+		t.Fatal(err)
+	}
+	renderGolden(t, "peers-leader.txt", tb.Bytes())
+	renderGolden(t, "peers-leader.json", jb.Bytes())
 }
