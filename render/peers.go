@@ -61,8 +61,8 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 			fmt.Fprintf(w, "member %s %s peer IPs %v%s\n", m.ToLabel(), m.Name, m.PeerIPs, lead)
 		}
 	}
-	if rep.LeaderWarning != "" {
-		fmt.Fprintf(w, "\nWARNING: %s\n", rep.LeaderWarning)
+	if warn := leaderWarning(rep); warn != "" {
+		fmt.Fprintf(w, "\nWARNING: %s\n", warn)
 	}
 	if rep.MetricsURL == "" {
 		return
@@ -132,6 +132,7 @@ func times(r float64) string {
 func PeersJSON(w io.Writer, rep *etcdmetric.PeersReport) error {
 	r := *rep
 	r.Metric = WordComparisons(rep.Metric)
+	r.LeaderWarning = leaderWarning(rep)
 	enc := json.NewEncoder(JSONText(w))
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
@@ -150,6 +151,17 @@ func WordComparisons(cs []etcdmetric.PeerComparison) []etcdmetric.PeerComparison
 		out[i] = c
 	}
 	return out
+}
+
+// leaderWarning words the warning that the leader is the member farthest
+// from here (rep.FarLeader); a report read back keeps its words.
+func leaderWarning(rep *etcdmetric.PeersReport) string {
+	l := rep.FarLeader
+	if l == nil {
+		return rep.LeaderWarning
+	}
+	return fmt.Sprintf("the leader %s (%s) is the member with the highest RTT from here (%s, next %s): every write waits for round trips to it; move leadership to a near member with 'etcdctl move-leader <member ID>'",
+		l.Leader.Name, l.Leader.ToLabel(), l.RTT, l.Next)
 }
 
 // quantileError: why the p50/p99 are not interpolated, with the words of

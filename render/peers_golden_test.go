@@ -123,7 +123,7 @@ func TestPeersLeaderWarningGolden(t *testing.T) {
 			HandshakeRTT: stats.Summary{Count: 10, P50: int64(l.rtt)}})
 	}
 	rep := etcdmetric.PeersReport{Port: 2380, WindowSeconds: 60, Members: ms}
-	rep.LeaderWarning = etcdmetric.LeaderWarning(ms, links)
+	rep.FarLeader = etcdmetric.FindFarLeader(ms, links)
 	var tb, jb bytes.Buffer
 	Peers(&tb, &rep)
 	if err := PeersJSON(&jb, &rep); err != nil {

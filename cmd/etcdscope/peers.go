@@ -391,7 +391,7 @@ func (r *peersRun) report(ctx context.Context, t1 time.Time, st pipeline.Stats, 
 	}
 	defer cancel()
 	if rep.MembersError == "" && len(rep.Members) > 0 {
-		rep.LeaderWarning = etcdmetric.LeaderWarning(rep.Members, rep.Links)
+		rep.FarLeader = etcdmetric.FindFarLeader(rep.Members, rep.Links)
 	}
 	if r.startOK {
 		// Without the start scrape there is nothing to compare with, and
