@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/etcdscope/etcdscope/analysis/diagnose"
-	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 )
 
 // DiagnoseJSON writes diagnose's report as one indented JSON object, its
@@ -144,13 +143,13 @@ func writeBody(b *strings.Builder, r diagnose.Report) {
 		for _, f := range r.Fio {
 			q := func(p float64) string {
 				if v, ok := f.P(p); ok {
-					return diagnose.FormatDuration(v)
+					return formatDuration(v)
 				}
 				return "-"
 			}
 			max := "-"
 			if f.SyncMax > 0 {
-				max = diagnose.FormatDuration(f.SyncMax)
+				max = formatDuration(f.SyncMax)
 			}
 			syncs := "no sync" // the job never synced: its numbers are not the WAL's
 			switch {
@@ -290,9 +289,9 @@ func histCols(h diagnose.HistStats) string {
 	}
 	mean := "-"
 	if h.HasMean {
-		mean = etcdmetric.FormatSeconds(h.Mean)
+		mean = formatSeconds(h.Mean)
 	}
-	return fmt.Sprintf("%10s %9s %9s %9s", n, diagnose.FormatEstimate(h.P50), diagnose.FormatEstimate(h.P99), mean)
+	return fmt.Sprintf("%10s %9s %9s %9s", n, formatEstimate(h.P50), formatEstimate(h.P99), mean)
 }
 
 func trunc(s string, n int) string {

@@ -8,15 +8,12 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/diagnose"
-	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 )
 
 // This file words diagnose's older findings from their typed facts
 // (analysis/diagnose/facts.go): the disk histograms and the slow member,
 // the peer RTT humps, the log's slow syncs, applies, leader changes and
 // late heartbeats, fio runs, and inputs that look like one member's.
-
-var secs = etcdmetric.FormatSeconds
 
 // pluralOf is "1 line", "2 lines"; "request or apply" becomes "requests
 // or applies".
@@ -73,13 +70,13 @@ func modesWhy(m diagnose.Modes) string {
 	case diagnose.ModesNoObservations:
 		return "no observations"
 	case diagnose.ModesOneBucket:
-		return fmt.Sprintf("one bucket (%s–%s] holds %.0f%% : both probers read alike, or their readings share it", secs(m.LowLo), secs(m.LowHi), m.LowPct)
+		return fmt.Sprintf("one bucket (%s–%s] holds %.0f%% : both probers read alike, or their readings share it", formatSeconds(m.LowLo), formatSeconds(m.LowHi), m.LowPct)
 	case diagnose.ModesNeighbours:
-		return fmt.Sprintf("the two fullest buckets, (%s–%s] and (%s–%s], are neighbours: etcd's buckets double, so one hump or two (RTT and ≥2×RTT) look the same here", secs(m.LowLo), secs(m.LowHi), secs(m.HighLo), secs(m.HighHi))
+		return fmt.Sprintf("the two fullest buckets, (%s–%s] and (%s–%s], are neighbours: etcd's buckets double, so one hump or two (RTT and ≥2×RTT) look the same here", formatSeconds(m.LowLo), formatSeconds(m.LowHi), formatSeconds(m.HighLo), formatSeconds(m.HighHi))
 	case diagnose.ModesBroad:
 		return "one broad hump: the buckets between the two fullest are not emptier"
 	case diagnose.ModesTwoHumps:
-		return fmt.Sprintf("two humps, (%s–%s] with %.0f%% and (%s–%s] with %.0f%%, with emptier buckets between", secs(m.LowLo), secs(m.LowHi), m.LowPct, secs(m.HighLo), secs(m.HighHi), m.HighPct)
+		return fmt.Sprintf("two humps, (%s–%s] with %.0f%% and (%s–%s] with %.0f%%, with emptier buckets between", formatSeconds(m.LowLo), formatSeconds(m.LowHi), m.LowPct, formatSeconds(m.HighLo), formatSeconds(m.HighHi), m.HighPct)
 	}
 	return m.Why
 }
@@ -91,15 +88,15 @@ func p99Text(p diagnose.P99Facts) string {
 	case diagnose.P99None:
 		return "no p99"
 	case diagnose.P99Above:
-		return fmt.Sprintf("p99 %s (in the bucket %s–%s, all above the %s budget)", secs(e.Value), secs(e.Lo), secs(e.Hi), budget)
+		return fmt.Sprintf("p99 %s (in the bucket %s–%s, all above the %s budget)", formatSeconds(e.Value), formatSeconds(e.Lo), formatSeconds(e.Hi), budget)
 	case diagnose.P99AboveBound:
-		return fmt.Sprintf("p99 > %s, above the %s budget", secs(e.Lo), budget)
+		return fmt.Sprintf("p99 > %s, above the %s budget", formatSeconds(e.Lo), budget)
 	case diagnose.P99Under:
-		return fmt.Sprintf("p99 %s (≤ %s), under the %s budget", secs(e.Value), secs(e.Hi), budget)
+		return fmt.Sprintf("p99 %s (≤ %s), under the %s budget", formatSeconds(e.Value), formatSeconds(e.Hi), budget)
 	case diagnose.P99UnderBound:
-		return fmt.Sprintf("p99 ≤ %s, under the %s budget", secs(e.Hi), budget)
+		return fmt.Sprintf("p99 ≤ %s, under the %s budget", formatSeconds(e.Hi), budget)
 	case diagnose.P99StraddleOver, diagnose.P99StraddleUnder:
-		return fmt.Sprintf("p99 ≈ %s, interpolated in the bucket %s–%s that straddles the %s budget", secs(e.Value), secs(e.Lo), secs(e.Hi), budget)
+		return fmt.Sprintf("p99 ≈ %s, interpolated in the bucket %s–%s that straddles the %s budget", formatSeconds(e.Value), formatSeconds(e.Lo), formatSeconds(e.Hi), budget)
 	}
 	return "p99 cannot be placed against the budget: " + estimateWhy(e)
 }
@@ -114,10 +111,10 @@ func wordDisk(f *diagnose.Finding, v diagnose.DiskFacts) {
 	f.Next = "sudo etcdscope fsync --comm etcd --duration 60s  # on " + whereText(v.Where) + ": which kernel layer the fdatasync waits in"
 	f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s, %s observations", strings.Join(v.Sources, " → "), v.Window, fmtCount(h.Observations, h.HasCount)))
 	if h.HasMean {
-		f.Evidence = append(f.Evidence, fmt.Sprintf("mean %s (sum/count)", secs(h.Mean)))
+		f.Evidence = append(f.Evidence, fmt.Sprintf("mean %s (sum/count)", formatSeconds(h.Mean)))
 	}
 	if h.P50 != nil {
-		f.Evidence = append(f.Evidence, "p50 "+diagnose.FormatEstimate(h.P50))
+		f.Evidence = append(f.Evidence, "p50 "+formatEstimate(h.P50))
 	}
 	var why string
 	if h.Error != "" {
@@ -141,7 +138,7 @@ func wordDisk(f *diagnose.Finding, v diagnose.DiskFacts) {
 func wordSlowMember(f *diagnose.Finding, v diagnose.SlowMemberFacts) {
 	switch v.Case {
 	case diagnose.SlowOne:
-		f.Summary = fmt.Sprintf("%s is the slow member: WAL fsync p99 %s vs at most %s on the others", v.Member, secs(v.P99), secs(v.Others))
+		f.Summary = fmt.Sprintf("%s is the slow member: WAL fsync p99 %s vs at most %s on the others", v.Member, formatSeconds(v.P99), formatSeconds(v.Others))
 		f.Meaning = "if it leads, every commit waits for its disk; as a follower it only slows commits when the quorum needs it (or it falls behind and needs snapshots)"
 		f.Next = "etcdctl endpoint status -w table  # is it the leader? then etcdctl move-leader <ID of a fast member>, and run etcdscope fsync on " + v.Member
 	case diagnose.SlowShared:
@@ -172,10 +169,10 @@ func wordPeer(f *diagnose.Finding, v diagnose.PeerFacts) {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("%.0f observations from %.0f prober(s) span about %s", h.Observations, v.Probers, v.Span))
 	}
 	if h.HasMean {
-		f.Evidence = append(f.Evidence, "mean "+secs(h.Mean))
+		f.Evidence = append(f.Evidence, "mean "+formatSeconds(h.Mean))
 	}
 	if h.P50 != nil {
-		f.Evidence = append(f.Evidence, "p50 "+diagnose.FormatEstimate(h.P50)+", p99 "+diagnose.FormatEstimate(h.P99))
+		f.Evidence = append(f.Evidence, "p50 "+formatEstimate(h.P50)+", p99 "+formatEstimate(h.P99))
 	}
 	if h.Error != "" {
 		f.Uncertainty = "quantiles: " + h.Error
@@ -186,10 +183,10 @@ func wordPeer(f *diagnose.Finding, v diagnose.PeerFacts) {
 	}
 	switch m.Verdict {
 	case diagnose.ModesTwo:
-		f.Summary = fmt.Sprintf("two probers, two humps: RTT ≤ %s (the kept-alive prober's hump, one round trip plus the peer's answer); the other hump (%s–%s] is the new-connection prober paying connection setup", secs(m.LowHi), secs(m.HighLo), secs(m.HighHi))
+		f.Summary = fmt.Sprintf("two probers, two humps: RTT ≤ %s (the kept-alive prober's hump, one round trip plus the peer's answer); the other hump (%s–%s] is the new-connection prober paying connection setup", formatSeconds(m.LowHi), formatSeconds(m.HighLo), formatSeconds(m.HighHi))
 		f.Evidence = append(f.Evidence, why)
 		if h.HasMean {
-			f.Evidence = append(f.Evidence, fmt.Sprintf("the mean (%s) falls between the humps and reads neither", secs(h.Mean)))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("the mean (%s) falls between the humps and reads neither", formatSeconds(h.Mean)))
 		}
 		if v.SlowDial {
 			f.Evidence = append(f.Evidence, fmt.Sprintf("the upper hump is ≥ %.0f× the lower: more than TCP+TLS handshakes at this RTT would take; look for slow DNS or TLS on each dial (etcd #11781)", m.HighLo/m.LowHi))
@@ -205,11 +202,11 @@ func wordPeer(f *diagnose.Finding, v diagnose.PeerFacts) {
 		f.Summary = "RTT metric: " + why
 		f.Uncertainty = joinNotes(f.Uncertainty, "two modes (the two probers) cannot be shown from these buckets")
 		if m.Verdict == diagnose.ModesOne && m.LowHi > 0 {
-			f.Summary = fmt.Sprintf("one hump (%s–%s]: the RTT is at most %s", secs(m.LowLo), secs(m.LowHi), secs(m.LowHi))
+			f.Summary = fmt.Sprintf("one hump (%s–%s]: the RTT is at most %s", formatSeconds(m.LowLo), formatSeconds(m.LowHi), formatSeconds(m.LowHi))
 		}
 	}
 	if v.FarRTT {
-		f.Evidence = append(f.Evidence, fmt.Sprintf("RTT ≥ %s: set --heartbeat-interval near the RTT and --election-timeout ≥ 10× it", secs(m.LowLo)))
+		f.Evidence = append(f.Evidence, fmt.Sprintf("RTT ≥ %s: set --heartbeat-interval near the RTT and --election-timeout ≥ 10× it", formatSeconds(m.LowLo)))
 	}
 }
 
@@ -306,7 +303,7 @@ func wordHeartbeat(f *diagnose.Finding, v diagnose.HeartbeatFacts) {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("metrics, member %s: WAL fsync %s (%s)%s", m.Member, p99Text(m.P99), m.Severity, coverage(m.Cover)))
 	}
 	for _, r := range v.RTTs {
-		f.Evidence = append(f.Evidence, fmt.Sprintf("RTT to %s ≤ %s (peer metric): the network cannot explain a %s gap", r.To, secs(r.RTT), r.Gap.Round(time.Millisecond)))
+		f.Evidence = append(f.Evidence, fmt.Sprintf("RTT to %s ≤ %s (peer metric): the network cannot explain a %s gap", r.To, formatSeconds(r.RTT), r.Gap.Round(time.Millisecond)))
 	}
 	if v.Leaders {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("%d stall(s) followed by a leader change within 20 s", v.LeaderAfter))
@@ -315,7 +312,7 @@ func wordHeartbeat(f *diagnose.Finding, v diagnose.HeartbeatFacts) {
 		if i == 3 {
 			break
 		}
-		line := fmt.Sprintf("stall at %s: gap %s", diagnose.FormatStamp(s.At, s.HasTime, s.ZoneKnown, s.YearKnown), s.Gap.Round(time.Millisecond))
+		line := fmt.Sprintf("stall at %s: gap %s", formatStamp(s.At, s.HasTime, s.ZoneKnown, s.YearKnown), s.Gap.Round(time.Millisecond))
 		if len(s.To) > 0 {
 			line += " to " + strings.Join(s.To, ",")
 		}
@@ -336,7 +333,7 @@ func wordHeartbeat(f *diagnose.Finding, v diagnose.HeartbeatFacts) {
 const noSyncMeaning = "etcd's commit waits for the WAL's fdatasync; this run shows no sync latency, so it cannot say whether the disk meets the 10 ms budget"
 
 func wordFio(f *diagnose.Finding, v diagnose.FioFacts) {
-	run, d := v.Run, diagnose.FormatDuration
+	run, d := v.Run, formatDuration
 	f.Meaning = "fio's write+fdatasync loop is what etcd's WAL does alone on an idle disk: under 10 ms p99 the disk can meet etcd's budget; etcd's own histogram under load is the final word"
 	f.Next = "sudo etcdscope fsync --comm fio  # while rerunning the same fio: which kernel layer the fdatasync waits in"
 	if run.Interrupted {

@@ -180,7 +180,7 @@ func quantileError(c etcdmetric.Comparison) string {
 func ComparisonVerdict(c etcdmetric.Comparison) string {
 	in := c.Input
 	mean, pm := c.Mean, c.Prediction.Mean
-	s := etcdmetric.FormatSeconds
+	s := formatSeconds
 	switch c.Kind {
 	case etcdmetric.CompareNone:
 		return c.Verdict

@@ -521,6 +521,3 @@ func (r *Report) diskFindings(ws []MemberWindow) {
 		r.Findings = append(r.Findings, f)
 	}
 }
-
-// fmtSec is etcdmetric's seconds format.
-func fmtSec(s float64) string { return etcdmetric.FormatSeconds(s) }

@@ -3,7 +3,6 @@ package etcdmetric
 import (
 	"errors"
 	"math"
-	"strconv"
 	"time"
 )
 
@@ -389,20 +388,4 @@ func Compare(delta Series, in ModelInput) Comparison {
 		c.Explained, c.Kind = true, CompareExplained
 	}
 	return c
-}
-
-// FormatSeconds formats seconds with a unit kernel engineers read at a
-// glance: µs below 1 ms, ms with two decimals below 1 s, else s.
-func FormatSeconds(s float64) string {
-	switch {
-	case math.IsInf(s, 1):
-		return "∞"
-	case s == 0:
-		return "0"
-	case s < 1e-3:
-		return strconv.FormatFloat(s*1e6, 'f', 0, 64) + "µs"
-	case s < 1:
-		return strconv.FormatFloat(s*1e3, 'f', 2, 64) + "ms"
-	}
-	return strconv.FormatFloat(s, 'f', 3, 64) + "s"
 }
