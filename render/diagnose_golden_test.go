@@ -93,6 +93,18 @@ etcd_disk_backend_commit_duration_seconds_count 100
 	}
 	cs = append(cs, diagnoseCase{name: "between-scrapes", in: []diagnose.Input{{Name: "b.prom", Data: scrape(100, 150, 200, 300, "1.0")}, {Name: "a.prom", Data: scrape(100, 100, 100, 100, "0.05")}}})
 	cs = append(cs, diagnoseCase{name: "since-restart", in: []diagnose.Input{{Name: "b.prom", Data: scrape(100, 150, 200, 300, "1.0")}, {Name: "c.prom", Data: scrape(900, 10, 10, 10, "0.005")}}})
+	// a restart between two scrapes with no fetch times or process start:
+	// the order given decides
+	untimed := func(name string, sum float64, cum ...int) diagnose.Input {
+		var b strings.Builder
+		for i, le := range []string{"0.001", "0.002", "0.004", "0.008", "+Inf"} {
+			b.WriteString(`etcd_disk_wal_fsync_duration_seconds_bucket{instance="m1",le="` + le + `"} ` + strconv.Itoa(cum[i]) + "\n")
+		}
+		b.WriteString(`etcd_disk_wal_fsync_duration_seconds_sum{instance="m1"} ` + strconv.FormatFloat(sum, 'g', -1, 64) + "\n")
+		b.WriteString(`etcd_disk_wal_fsync_duration_seconds_count{instance="m1"} ` + strconv.Itoa(cum[4]) + "\n")
+		return diagnose.Input{Name: name, Data: []byte(b.String())}
+	}
+	cs = append(cs, diagnoseCase{name: "restart-as-given", in: []diagnose.Input{untimed("before.prom", 1.0, 900, 990, 999, 1000, 1000), untimed("after.prom", 0.1, 10, 20, 30, 40, 80)}})
 	cs = append(cs, diagnoseCase{name: "partial", in: append([]diagnose.Input{{Name: "junk.txt", Data: []byte("hello, this is not evidence\n")}},
 		append(fieldInputs(t, "etcd-9544-wal-p99-ok-tail.prom"), diagnose.Input{Name: "gone.prom", Err: os.ErrNotExist})...)})
 	return cs
