@@ -114,10 +114,10 @@ func writeBody(b *strings.Builder, r diagnose.Report) {
 				// A member known only from its peer series (an excerpt of
 				// the RTT histogram): a row of dashes would read as a disk
 				// that did nothing.
-				fmt.Fprintf(b, "  %-28s %-16s (no WAL fsync or backend commit histogram in this input)\n", trunc(m.Member, 28), m.Window)
+				fmt.Fprintf(b, "  %-28s %-16s (no WAL fsync or backend commit histogram in this input)\n", trunc(m.Member, 28), windowText(m.Window))
 				continue
 			}
-			fmt.Fprintf(b, "  %-28s %-16s %s %s\n", trunc(m.Member, 28), m.Window, histCols(m.WAL), histCols(m.Backend))
+			fmt.Fprintf(b, "  %-28s %-16s %s %s\n", trunc(m.Member, 28), windowText(m.Window), histCols(m.WAL), histCols(m.Backend))
 		}
 	}
 	if len(r.Peers) > 0 {
@@ -250,6 +250,7 @@ func wordedReport(r diagnose.Report) diagnose.Report {
 	members := make([]diagnose.MemberRow, len(r.Members))
 	for i, m := range r.Members {
 		m.WAL, m.Backend = wordedStats(m.WAL), wordedStats(m.Backend)
+		m.Window = windowText(m.Window)
 		members[i] = m
 	}
 	if r.Members != nil {

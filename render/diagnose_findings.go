@@ -42,6 +42,15 @@ func joinNotes(notes ...string) string {
 	return strings.Join(out, "; ")
 }
 
+// windowText words the window of a member's numbers: the label, or in
+// full the window told from the order the scrapes were given.
+func windowText(w string) string {
+	if w == diagnose.WindowSinceRestartAsGiven {
+		return "since restart (no fetch times or process_start_time_seconds: the scrapes taken in the order given, the last one whole)"
+	}
+	return w
+}
+
 // whereText names where a member's next command runs, for a "# on …"
 // comment: the member's name, or, when the evidence named it only by its
 // file or URL, the member that input came from.
@@ -109,7 +118,7 @@ func wordDisk(f *diagnose.Finding, v diagnose.DiskFacts) {
 	h := v.Stats
 	f.Meaning = meaning
 	f.Next = "sudo etcdscope fsync --comm etcd --duration 60s  # on " + whereText(v.Where) + ": which kernel layer the fdatasync waits in"
-	f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s, %s observations", strings.Join(v.Sources, " → "), v.Window, fmtCount(h.Observations, h.HasCount)))
+	f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s, %s observations", strings.Join(v.Sources, " → "), windowText(v.Window), fmtCount(h.Observations, h.HasCount)))
 	if h.HasMean {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("mean %s (sum/count)", formatSeconds(h.Mean)))
 	}
@@ -164,7 +173,7 @@ func wordPeer(f *diagnose.Finding, v diagnose.PeerFacts) {
 	why := modesWhy(m)
 	f.Next = fmt.Sprintf("sudo etcdscope peers --etcd-metrics %s --duration 2m  # on %s: the kernel's handshake RTT and srtt to each peer beside this metric", v.URL, whereText(v.Where))
 	f.Meaning = "a commit waits for one round trip to the quorum's slower follower on a kept-alive stream, plus its fsync; the metric's new-connection prober (TCP and TLS handshake per probe) is not on that path"
-	f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s, %s observations (etcd observes once per prober per 30 s)", strings.Join(v.Sources, " → "), v.Window, fmtCount(h.Observations, h.HasCount)))
+	f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s, %s observations (etcd observes once per prober per 30 s)", strings.Join(v.Sources, " → "), windowText(v.Window), fmtCount(h.Observations, h.HasCount)))
 	if v.Probers > 0 {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("%.0f observations from %.0f prober(s) span about %s", h.Observations, v.Probers, v.Span))
 	}

@@ -27,7 +27,7 @@ func wordFinding(f diagnose.Finding) diagnose.Finding {
 		wordHealth(&f, *f.Health)
 	case f.Stalls != nil:
 		v := *f.Stalls
-		v.Node = whereText(v.Where)
+		v.Node, v.Window = whereText(v.Where), windowText(v.Window)
 		f.Stalls = &v
 		wordStalls(&f, v)
 	case f.CutOff != nil:
@@ -298,7 +298,7 @@ func wordStalls(f *diagnose.Finding, v diagnose.StallVerdict) {
 	if v.P99Severity == diagnose.OK {
 		f.Summary += "; the p99 is under budget and does not show them"
 	}
-	f.Evidence = []string{fmt.Sprintf("%s, from the buckets above each threshold", v.Window)}
+	f.Evidence = []string{fmt.Sprintf("%s, from the buckets above each threshold", windowText(v.Window))}
 	f.Uncertainty = fmt.Sprintf("etcd's defaults assumed (--heartbeat-interval %s, --election-timeout %s); observations between a threshold and the next bucket bound are not counted", v.Heartbeat, v.Election)
 	if v.Window == diagnose.WindowSinceStart {
 		f.Uncertainty += "; one scrape: since the process started, the stalls may be old"

@@ -139,6 +139,10 @@ const (
 	// WindowSinceRestart: counts fell between the scrapes (etcd
 	// restarted): the later scrape whole.
 	WindowSinceRestart = "since restart"
+	// WindowSinceRestartAsGiven: the same, told from scrapes without
+	// fetch times or process_start_time_seconds, taken in the order
+	// given (render words it so in full).
+	WindowSinceRestartAsGiven = "since restart, as given"
 )
 
 // MemberWindow is one member's histograms over the window the evidence
@@ -147,8 +151,8 @@ const (
 type MemberWindow struct {
 	Member  string   `json:"member"`
 	Sources []string `json:"sources"`
-	// Window: WindowSinceStart, WindowBetweenScrapes or
-	// WindowSinceRestart.
+	// Window: WindowSinceStart, WindowBetweenScrapes, WindowSinceRestart
+	// or WindowSinceRestartAsGiven.
 	Window   string        `json:"window"`
 	Duration time.Duration `json:"duration_ns,omitempty"`
 	// From, To: the wall-clock span the numbers cover where the inputs
@@ -289,7 +293,7 @@ func window(g []Scrape) MemberWindow {
 		// so the window is one: since the restart.
 		w.Window = WindowSinceRestart
 		if asGiven {
-			w.Window = "since restart (no fetch times or process_start_time_seconds: the scrapes taken in the order given, the last one whole)"
+			w.Window = WindowSinceRestartAsGiven
 		}
 		w.WAL, w.Backend, w.Peers = last.WAL, last.Backend, last.Peers
 		w.From = last.ProcessStart
