@@ -33,10 +33,13 @@ const (
 	Bad     Severity = "bad"
 )
 
-// Finding is one answer, with what it rests on.
+// Finding is one answer, with what it rests on. The analysis sets its
+// topic, subject, severity and one typed result below; render words
+// Summary, Evidence, Uncertainty, Meaning and Next from that result
+// (render/diagnose_findings.go, diagnose_words.go), so they are empty
+// here and filled in the JSON.
 type Finding struct {
-	// Topic: wal_fsync, backend_commit, slow_member, peer_rtt, heartbeat,
-	// slow_fdatasync, apply, leader, fio, input.
+	// Topic: one of the Topic constants.
 	Topic    string   `json:"topic"`
 	Subject  string   `json:"subject"` // member, member→peer, fio job, input
 	Severity Severity `json:"severity"`
@@ -48,11 +51,9 @@ type Finding struct {
 	Meaning string `json:"meaning,omitempty"`
 	// Next: the command to run on the node to confirm or go further.
 	Next string `json:"next,omitempty"`
-	// The typed results of the newer topics, worded by the sinks
-	// (render/diagnose_words.go): check_perf, endpoint_status,
-	// endpoint_health, disk_stalls, cut_off, and the fleet's counters.
-	// Summary and the rest stay empty
-	// here.
+	// The typed results of check_perf, endpoint_status,
+	// endpoint_health, disk_stalls, cut_off, and the fleet's counters (in
+	// the JSON too).
 	Perf   *PerfVerdict   `json:"perf,omitempty"`
 	Status *StatusVerdict `json:"status,omitempty"`
 	Health *HealthVerdict `json:"health,omitempty"`
@@ -61,8 +62,8 @@ type Finding struct {
 	// Counter: an etcd_server counter's increase per member (the fleet's
 	// leader, heartbeat and apply findings, from Prometheus).
 	Counter *CounterVerdict `json:"counter,omitempty"`
-	// The typed facts of the older topics (facts.go), worded by render
-	// too; not in the JSON, whose summary and the rest say them.
+	// The typed facts of the other topics (facts.go); not in the JSON,
+	// whose summary and the rest say them.
 	Disk      *DiskFacts       `json:"-"`
 	Slow      *SlowMemberFacts `json:"-"`
 	Peer      *PeerFacts       `json:"-"`
