@@ -10,13 +10,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/etcdscope/etcdscope/analysis/diagnose"
-	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 )
 
 // DiagnoseJSON writes diagnose's report as one indented JSON object, its
 // typed findings worded (diagnose_words.go).
 func DiagnoseJSON(w io.Writer, r diagnose.Report) error {
-	r.Findings = worded(r.Findings)
+	r = wordedReport(r)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
@@ -72,7 +71,7 @@ func DiagnoseClusters(w io.Writer, rs []ClusterReport) error {
 func DiagnoseClustersJSON(w io.Writer, rs []ClusterReport) error {
 	out := make([]ClusterReport, len(rs))
 	for i, r := range rs {
-		r.Report.Findings = worded(r.Report.Findings)
+		r.Report = wordedReport(r.Report)
 		out[i] = r
 	}
 	enc := json.NewEncoder(w)
@@ -97,8 +96,8 @@ func clusterName(c string) string {
 func writeInputs(b *strings.Builder, r diagnose.Report) {
 	for _, in := range r.Inputs {
 		fmt.Fprintf(b, "  %-10s %s", in.Kind, in.Name)
-		if in.Note != "" {
-			fmt.Fprintf(b, "  (%s)", in.Note)
+		if note := inputNote(in); note != "" {
+			fmt.Fprintf(b, "  (%s)", note)
 		}
 		b.WriteString("\n")
 	}
@@ -115,10 +114,10 @@ func writeBody(b *strings.Builder, r diagnose.Report) {
 				// A member known only from its peer series (an excerpt of
 				// the RTT histogram): a row of dashes would read as a disk
 				// that did nothing.
-				fmt.Fprintf(b, "  %-28s %-16s (no WAL fsync or backend commit histogram in this input)\n", trunc(m.Member, 28), m.Window)
+				fmt.Fprintf(b, "  %-28s %-16s (no WAL fsync or backend commit histogram in this input)\n", trunc(m.Member, 28), windowText(m.Window))
 				continue
 			}
-			fmt.Fprintf(b, "  %-28s %-16s %s %s\n", trunc(m.Member, 28), m.Window, histCols(m.WAL), histCols(m.Backend))
+			fmt.Fprintf(b, "  %-28s %-16s %s %s\n", trunc(m.Member, 28), windowText(m.Window), histCols(m.WAL), histCols(m.Backend))
 		}
 	}
 	if len(r.Peers) > 0 {
@@ -144,13 +143,13 @@ func writeBody(b *strings.Builder, r diagnose.Report) {
 		for _, f := range r.Fio {
 			q := func(p float64) string {
 				if v, ok := f.P(p); ok {
-					return diagnose.FormatDuration(v)
+					return formatDuration(v)
 				}
 				return "-"
 			}
 			max := "-"
 			if f.SyncMax > 0 {
-				max = diagnose.FormatDuration(f.SyncMax)
+				max = formatDuration(f.SyncMax)
 			}
 			syncs := "no sync" // the job never synced: its numbers are not the WAL's
 			switch {
@@ -198,7 +197,7 @@ func writeBody(b *strings.Builder, r diagnose.Report) {
 // JSON object.
 func DiagnoseFleetJSON(w io.Writer, fl diagnose.Fleet) error {
 	for i := range fl.Clusters {
-		fl.Clusters[i].Report.Findings = worded(fl.Clusters[i].Report.Findings)
+		fl.Clusters[i].Report = wordedReport(fl.Clusters[i].Report)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -236,6 +235,39 @@ func DiagnoseFleet(w io.Writer, fl diagnose.Fleet) error {
 	return err
 }
 
+// wordedReport: r with its findings worded and each peer series' modes
+// given their why, in copies (r's slices are not written).
+func wordedReport(r diagnose.Report) diagnose.Report {
+	r.Findings = worded(r.Findings)
+	inputs := make([]diagnose.InputInfo, len(r.Inputs))
+	for i, in := range r.Inputs {
+		in.Note = inputNote(in)
+		inputs[i] = in
+	}
+	if r.Inputs != nil {
+		r.Inputs = inputs
+	}
+	members := make([]diagnose.MemberRow, len(r.Members))
+	for i, m := range r.Members {
+		m.WAL, m.Backend = wordedStats(m.WAL), wordedStats(m.Backend)
+		m.Window = windowText(m.Window)
+		members[i] = m
+	}
+	if r.Members != nil {
+		r.Members = members
+	}
+	peers := make([]diagnose.PeerRow, len(r.Peers))
+	for i, p := range r.Peers {
+		p.Modes.Why = modesWhy(p.Modes)
+		p.Stats = wordedStats(p.Stats)
+		peers[i] = p
+	}
+	if r.Peers != nil {
+		r.Peers = peers
+	}
+	return r
+}
+
 // worded: a copy of fs with every typed finding worded.
 func worded(fs []diagnose.Finding) []diagnose.Finding {
 	out := make([]diagnose.Finding, len(fs))
@@ -258,9 +290,9 @@ func histCols(h diagnose.HistStats) string {
 	}
 	mean := "-"
 	if h.HasMean {
-		mean = etcdmetric.FormatSeconds(h.Mean)
+		mean = formatSeconds(h.Mean)
 	}
-	return fmt.Sprintf("%10s %9s %9s %9s", n, diagnose.FormatEstimate(h.P50), diagnose.FormatEstimate(h.P99), mean)
+	return fmt.Sprintf("%10s %9s %9s %9s", n, formatEstimate(h.P50), formatEstimate(h.P99), mean)
 }
 
 func trunc(s string, n int) string {

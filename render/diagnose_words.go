@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/diagnose"
-	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 )
 
 // This file is diagnose's words for its typed findings (check perf,
@@ -27,11 +26,32 @@ func wordFinding(f diagnose.Finding) diagnose.Finding {
 	case f.Health != nil:
 		wordHealth(&f, *f.Health)
 	case f.Stalls != nil:
-		wordStalls(&f, *f.Stalls)
+		v := *f.Stalls
+		v.Node, v.Window = whereText(v.Where), windowText(v.Window)
+		f.Stalls = &v
+		wordStalls(&f, v)
 	case f.CutOff != nil:
 		wordCutOff(&f, *f.CutOff)
 	case f.Counter != nil:
 		wordCounter(&f, *f.Counter)
+	case f.Disk != nil:
+		wordDisk(&f, *f.Disk)
+	case f.Slow != nil:
+		wordSlowMember(&f, *f.Slow)
+	case f.Alike != nil:
+		wordAlike(&f, *f.Alike)
+	case f.Peer != nil:
+		wordPeer(&f, *f.Peer)
+	case f.SlowFsync != nil:
+		wordSlowFsync(&f, *f.SlowFsync)
+	case f.Apply != nil:
+		wordApply(&f, *f.Apply)
+	case f.Leader != nil:
+		wordLeader(&f, *f.Leader)
+	case f.Heartbeat != nil:
+		wordHeartbeat(&f, *f.Heartbeat)
+	case f.Fio != nil:
+		wordFio(&f, *f.Fio)
 	}
 	return f
 }
@@ -64,7 +84,7 @@ func wordPerf(f *diagnose.Finding, v diagnose.PerfVerdict) {
 	} else if len(r.Candidates) > 0 {
 		at = "at load " + strings.Join(r.Candidates, " or ")
 	}
-	lines := fmt.Sprintf("throughput %d writes/s, slowest put %s, stddev %s", r.Throughput, diagnose.FormatDuration(r.Slowest), diagnose.FormatDuration(r.Stddev))
+	lines := fmt.Sprintf("throughput %d writes/s, slowest put %s, stddev %s", r.Throughput, formatDuration(r.Slowest), formatDuration(r.Stddev))
 	switch v.Cause {
 	case diagnose.PerfPassed:
 		f.Summary = "check perf PASS " + at + ": " + lines
@@ -77,18 +97,18 @@ func wordPerf(f *diagnose.Finding, v diagnose.PerfVerdict) {
 	case diagnose.PerfLatency:
 		var why []string
 		if r.HasSlowest && !r.SlowestPass {
-			why = append(why, fmt.Sprintf("slowest put %s (check perf allows %s)", diagnose.FormatDuration(r.Slowest), diagnose.PerfSlowestLimit))
+			why = append(why, fmt.Sprintf("slowest put %s (check perf allows %s)", formatDuration(r.Slowest), diagnose.PerfSlowestLimit))
 		}
 		if r.HasStddev && !r.StddevPass {
-			why = append(why, fmt.Sprintf("stddev %s (check perf allows %s)", diagnose.FormatDuration(r.Stddev), diagnose.PerfStddevLimit))
+			why = append(why, fmt.Sprintf("stddev %s (check perf allows %s)", formatDuration(r.Stddev), diagnose.PerfStddevLimit))
 		}
 		f.Summary = "check perf FAIL " + at + " on latency: " + strings.Join(why, ", ")
 	case diagnose.PerfClientBound:
 		f.Summary = fmt.Sprintf("check perf FAIL %s on throughput only (%d writes/s), yet the slowest put took %s: %d clients that fast would do at least %.0f writes/s; the check's own client did not offer the load, the cluster's latency did not hold it back",
-			at, r.Throughput, diagnose.FormatDuration(r.Slowest), v.Profile.Clients, float64(v.Profile.Clients)/r.Slowest.Seconds())
+			at, r.Throughput, formatDuration(r.Slowest), v.Profile.Clients, float64(v.Profile.Clients)/r.Slowest.Seconds())
 	case diagnose.PerfThroughput:
 		f.Summary = fmt.Sprintf("check perf FAIL %s on throughput: %d writes/s; with all %d clients busy the mean put took about %s (%d clients / %d writes/s)",
-			at, r.Throughput, v.Profile.Clients, diagnose.FormatDuration(v.ImpliedMean), v.Profile.Clients, r.Throughput)
+			at, r.Throughput, v.Profile.Clients, formatDuration(v.ImpliedMean), v.Profile.Clients, r.Throughput)
 	case diagnose.PerfIncomplete:
 		f.Summary = "check perf: no throughput, slowest or stddev line in the paste"
 	}
@@ -97,10 +117,10 @@ func wordPerf(f *diagnose.Finding, v diagnose.PerfVerdict) {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("%d × %s", e.Count, e.Error))
 	}
 	if v.ImpliedMean > 0 && v.Cause != diagnose.PerfThroughput {
-		f.Evidence = append(f.Evidence, fmt.Sprintf("with all %d clients busy the mean put took about %s (%d / %d writes/s)", v.Profile.Clients, diagnose.FormatDuration(v.ImpliedMean), v.Profile.Clients, r.Throughput))
+		f.Evidence = append(f.Evidence, fmt.Sprintf("with all %d clients busy the mean put took about %s (%d / %d writes/s)", v.Profile.Clients, formatDuration(v.ImpliedMean), v.Profile.Clients, r.Throughput))
 	}
 	if v.OverHeartbeat {
-		f.Evidence = append(f.Evidence, fmt.Sprintf("the slowest put (%s) took longer than etcd's %s heartbeat interval: a step that long on the leader (a WAL fdatasync) holds its heartbeats too", diagnose.FormatDuration(r.Slowest), diagnose.DefaultHeartbeat))
+		f.Evidence = append(f.Evidence, fmt.Sprintf("the slowest put (%s) took longer than etcd's %s heartbeat interval: a step that long on the leader (a WAL fdatasync) holds its heartbeats too", formatDuration(r.Slowest), diagnose.DefaultHeartbeat))
 	}
 	if r.Result == "" {
 		f.Evidence = append(f.Evidence, "the paste ends before check perf's closing PASS or FAIL line")
@@ -235,17 +255,17 @@ func wordHealth(f *diagnose.Finding, v diagnose.HealthVerdict) {
 			}
 		}
 	} else {
-		f.Summary = fmt.Sprintf("endpoint health: all %d endpoints healthy, the slowest read took %s", len(v.Rows), diagnose.FormatDuration(v.MaxTook))
+		f.Summary = fmt.Sprintf("endpoint health: all %d endpoints healthy, the slowest read took %s", len(v.Rows), formatDuration(v.MaxTook))
 	}
 	for _, h := range v.Rows {
 		if h.Healthy {
-			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: healthy, took %s", h.Endpoint, diagnose.FormatDuration(h.Took)))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: healthy, took %s", h.Endpoint, formatDuration(h.Took)))
 		} else {
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: unhealthy: %s", h.Endpoint, h.Error))
 		}
 	}
 	if v.MaxTook >= diagnose.DefaultHeartbeat {
-		f.Evidence = append(f.Evidence, fmt.Sprintf("a health read took %s, longer than etcd's %s heartbeat interval", diagnose.FormatDuration(v.MaxTook), diagnose.DefaultHeartbeat))
+		f.Evidence = append(f.Evidence, fmt.Sprintf("a health read took %s, longer than etcd's %s heartbeat interval", formatDuration(v.MaxTook), diagnose.DefaultHeartbeat))
 	}
 	f.Uncertainty = "what \"took\" times differs between etcdctl versions (with or without setting up the connection): compare the endpoints of one output with each other"
 	f.Meaning = "endpoint health is a linearizable read of the key \"health\" (despite its \"committed proposal\" words): the member asks the leader, who confirms its leadership with a quorum; no WAL write, so \"took\" says little about fsync; an unhealthy endpoint (context deadline exceeded) got no answer in time: no leader, no quorum, or the member is cut off from its peers"
@@ -256,19 +276,19 @@ func wordHealth(f *diagnose.Finding, v diagnose.HealthVerdict) {
 }
 
 func wordStalls(f *diagnose.Finding, v diagnose.StallVerdict) {
-	what := map[string]string{"wal_fsync": "WAL fsync", "backend_commit": "backend commit"}[v.Histogram]
+	what := map[string]string{diagnose.TopicWALFsync: "WAL fsync", diagnose.TopicBackendCommit: "backend commit"}[v.Histogram]
 	count := func(c diagnose.StallCount) string {
 		if c.AtLeast {
 			return fmt.Sprintf("at least %.0f", c.Count)
 		}
 		return fmt.Sprintf("%.0f", c.Count)
 	}
-	parts := []string{fmt.Sprintf("%s took over %s (the %s heartbeat interval)", count(v.OverHeartbeat), etcdmetric.FormatSeconds(v.OverHeartbeat.Bound), v.Heartbeat)}
+	parts := []string{fmt.Sprintf("%s took over %s (the %s heartbeat interval)", count(v.OverHeartbeat), formatSeconds(v.OverHeartbeat.Bound), v.Heartbeat)}
 	if c := v.OverHalfElection; c != nil {
-		parts = append(parts, fmt.Sprintf("%s over %s (half the %s election timeout)", count(*c), etcdmetric.FormatSeconds(c.Bound), v.Election))
+		parts = append(parts, fmt.Sprintf("%s over %s (half the %s election timeout)", count(*c), formatSeconds(c.Bound), v.Election))
 	}
 	if c := v.OverElection; c != nil {
-		parts = append(parts, fmt.Sprintf("%s over %s (the election timeout)", count(*c), etcdmetric.FormatSeconds(c.Bound)))
+		parts = append(parts, fmt.Sprintf("%s over %s (the election timeout)", count(*c), formatSeconds(c.Bound)))
 	}
 	of := ""
 	if v.Observations > 0 {
@@ -278,12 +298,12 @@ func wordStalls(f *diagnose.Finding, v diagnose.StallVerdict) {
 	if v.P99Severity == diagnose.OK {
 		f.Summary += "; the p99 is under budget and does not show them"
 	}
-	f.Evidence = []string{fmt.Sprintf("%s, from the buckets above each threshold", v.Window)}
+	f.Evidence = []string{fmt.Sprintf("%s, from the buckets above each threshold", windowText(v.Window))}
 	f.Uncertainty = fmt.Sprintf("etcd's defaults assumed (--heartbeat-interval %s, --election-timeout %s); observations between a threshold and the next bucket bound are not counted", v.Heartbeat, v.Election)
-	if v.Window == "since start" {
+	if v.Window == diagnose.WindowSinceStart {
 		f.Uncertainty += "; one scrape: since the process started, the stalls may be old"
 	}
-	if v.Histogram == "wal_fsync" {
+	if v.Histogram == diagnose.TopicWALFsync {
 		f.Meaning = "a WAL fdatasync that long on the leader holds its Raft loop: no heartbeat goes out meanwhile; past half the election timeout one more delay makes followers campaign, past the whole timeout they do, and nothing commits until a new leader is elected; on a follower it delays that member's acks"
 	} else {
 		f.Meaning = "a backend commit that long holds the apply loop: applies, and the reads waiting for them, stall; heartbeats are not sent from it, so it costs latency, not leadership"
@@ -293,7 +313,7 @@ func wordStalls(f *diagnose.Finding, v diagnose.StallVerdict) {
 
 func wordCutOff(f *diagnose.Finding, v diagnose.CutOffVerdict) {
 	at := func(t time.Time) string {
-		return diagnose.FormatStamp(t, v.HasTime && !t.IsZero(), v.ZoneKnown, v.YearKnown)
+		return formatStamp(t, v.HasTime && !t.IsZero(), v.ZoneKnown, v.YearKnown)
 	}
 	var peers []string
 	for _, p := range v.Peers {

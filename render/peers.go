@@ -1,8 +1,11 @@
 package render
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -58,8 +61,8 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 			fmt.Fprintf(w, "member %s %s peer IPs %v%s\n", m.ToLabel(), m.Name, m.PeerIPs, lead)
 		}
 	}
-	if rep.LeaderWarning != "" {
-		fmt.Fprintf(w, "\nWARNING: %s\n", rep.LeaderWarning)
+	if warn := leaderWarning(rep); warn != "" {
+		fmt.Fprintf(w, "\nWARNING: %s\n", warn)
 	}
 	if rep.MetricsURL == "" {
 		return
@@ -93,9 +96,9 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 	}
 	tw.Flush()
 	for _, c := range rep.Metric {
-		fmt.Fprintf(w, "  %s: %s\n", c.Key.To, c.Verdict)
+		fmt.Fprintf(w, "  %s: %s\n", c.Key.To, ComparisonVerdict(c.Comparison))
 		if c.QuantileError != "" {
-			fmt.Fprintf(w, "    p50/p99 not interpolated: %s\n", c.QuantileError)
+			fmt.Fprintf(w, "    p50/p99 not interpolated: %s\n", quantileError(c.Comparison))
 		}
 	}
 	for _, k := range rep.Resets {
@@ -122,4 +125,106 @@ func times(r float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1fx", r)
+}
+
+// PeersJSON writes the report of `etcdscope peers --output json`: one
+// indented JSON object, each comparison's "verdict" in words.
+func PeersJSON(w io.Writer, rep *etcdmetric.PeersReport) error {
+	r := *rep
+	r.Metric = WordComparisons(rep.Metric)
+	r.LeaderWarning = leaderWarning(rep)
+	enc := json.NewEncoder(JSONText(w))
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WordComparisons returns a copy of cs with each Verdict in words (for the
+// JSON and the peers recording's etcd_peer_metric record).
+func WordComparisons(cs []etcdmetric.PeerComparison) []etcdmetric.PeerComparison {
+	if cs == nil {
+		return nil
+	}
+	out := make([]etcdmetric.PeerComparison, len(cs))
+	for i, c := range cs {
+		c.Verdict = ComparisonVerdict(c.Comparison)
+		c.QuantileError = quantileError(c.Comparison)
+		out[i] = c
+	}
+	return out
+}
+
+// leaderWarning words the warning that the leader is the member farthest
+// from here (rep.FarLeader); a report read back keeps its words.
+func leaderWarning(rep *etcdmetric.PeersReport) string {
+	l := rep.FarLeader
+	if l == nil {
+		return rep.LeaderWarning
+	}
+	return fmt.Sprintf("the leader %s (%s) is the member with the highest RTT from here (%s, next %s): every write waits for round trips to it; move leadership to a near member with 'etcdctl move-leader <member ID>'",
+		l.Leader.Name, l.Leader.ToLabel(), l.RTT, l.Next)
+}
+
+// quantileError: why the p50/p99 are not interpolated, with the words of
+// the estimate that is a bound.
+func quantileError(c etcdmetric.Comparison) string {
+	if e := c.QuantileEstimate; e != nil {
+		return c.QuantileError + ": " + estimateWhy(e)
+	}
+	return c.QuantileError
+}
+
+// ComparisonVerdict words etcdmetric.Compare's verdict: what the model
+// says the metric should read, and whether that explains it. A
+// comparison read back from a recording keeps the words it was written
+// with.
+func ComparisonVerdict(c etcdmetric.Comparison) string {
+	in := c.Input
+	mean, pm := c.Mean, c.Prediction.Mean
+	s := formatSeconds
+	switch c.Kind {
+	case etcdmetric.CompareNone:
+		return c.Verdict
+	case etcdmetric.ComparePeerDown:
+		return fmt.Sprintf("peer down / unreachable: %d connects failed in the window and none was established; etcd's probes to it fail and reset its EWMA to 0, so the metric (mean %s) says nothing about the network", in.FailedConnects, s(mean))
+	case etcdmetric.CompareNoObservations:
+		return "no observations between the scrapes: nothing to compare (etcd observes once per prober per 30 s; trace longer)"
+	case etcdmetric.CompareNoModel:
+		return "no kernel measurement for this peer: cannot model it"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "metric mean %s vs model %s (%.2fx); measured RTT %s, so the metric reads %.1fx the RTT. ",
+		s(mean), s(pm), c.Ratio, s(in.RTT.Seconds()), c.Inflation)
+	how := "estimated from kernel srtt"
+	switch {
+	case in.ReusedMeasured:
+		how = "timed by etcdscope's own kept-alive probe"
+	case in.ProbeError != "":
+		how = "estimated from kernel srtt: etcdscope's kept-alive probe failed: " + in.ProbeError
+	}
+	fmt.Fprintf(&b, "Model: %.0f of %d probers dial per probe (%.1f new connections/min, %s each: TCP handshake, TLS handshake if any, request, answer), the other(s) reuse a connection (%s, %s); ",
+		c.Prediction.NewConnProbers, in.Probers, in.NewConnPerMinute, s(in.NewConnProbe.Seconds()), s(math.Max(in.ReusedProbe.Seconds(), in.RTT.Seconds())), how)
+	if in.UptimeEnd > 0 {
+		fmt.Fprintf(&b, "EWMA (α=0.125 from 0) still warming up at %s uptime; ", in.UptimeEnd.Round(time.Second))
+	}
+	if c.NewConnAddsNothing {
+		fmt.Fprintf(&b, "new-connection probes add nothing to the steady-state mean (a new connection's probe, %s, is not slower than a kept-alive one). ", s(in.NewConnProbe.Seconds()))
+	} else {
+		fmt.Fprintf(&b, "new-connection probes add %s to the steady-state mean. ", s(c.Prediction.NewConnShare))
+	}
+	switch c.Kind {
+	case etcdmetric.CompareInconclusiveFloor:
+		fmt.Fprintf(&b, "INCONCLUSIVE: %.2fx the model, but only %s apart: less than the %s by which two probers timed at different moments differ on a busy node; a DNS or TLS delay before each dial would add far more.",
+			c.Ratio, s(math.Abs(mean-pm)), s(etcdmetric.NoiseFloorSeconds))
+	case etcdmetric.CompareInconclusiveSpread:
+		fmt.Fprintf(&b, "INCONCLUSIVE: %.2fx the model, but the %.0f observations spread so that their mean is only known to ±%s (standard error): this window cannot tell the difference from noise; trace longer (etcd observes once per prober per 30 s).",
+			c.Ratio, c.Observations, s(c.StandardErrorSeconds))
+	case etcdmetric.CompareAbove:
+		fmt.Fprintf(&b, "NOT EXPLAINED: %s more than the model; that time is spent outside the connection the kernel sees: DNS resolution of the peer URL before connect (etcd #11781), a slow TLS step or certificate read, or a slow or unhealthy peer (failed probes reset the EWMA).",
+			s(mean-pm))
+	case etcdmetric.CompareBelow:
+		b.WriteString("NOT EXPLAINED: the metric reads less than the model; probes failing (srtt reset to 0) or a window too short for observations.")
+	default:
+		b.WriteString("EXPLAINED by new-connection probes and etcd's EWMA/bucketing, not by the network.")
+	}
+	return b.String()
 }

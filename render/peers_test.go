@@ -51,3 +51,20 @@ func TestTableSaysOwnerLookupsDropped(t *testing.T) {
 		t.Errorf("owner line with nothing dropped:\n%s", out.String())
 	}
 }
+
+// TestProbeErrorShownWithTheEstimate: when etcdscope's kept-alive probe
+// failed, the verdict says so where it falls back to the kernel srtt
+// (issue 14: "Get .../raft/probing: EOF" reconnecting every 4 s, and the
+// table said only "estimated from kernel srtt").
+func TestProbeErrorShownWithTheEstimate(t *testing.T) {
+	in := etcdmetric.ModelInput{RTT: 50 * time.Millisecond, ReusedProbe: 52 * time.Millisecond, NewConnProbe: 101 * time.Millisecond,
+		NewConnPerMinute: 15, ProbeError: "Get \"http://10.77.3.1:2380/raft/probing\": EOF"}
+	s := metricSeries("abc", 0.08, 0.08, 0.08, 0.08)
+	if v := ComparisonVerdict(etcdmetric.Compare(s, in)); !strings.Contains(v, "estimated from kernel srtt: etcdscope's kept-alive probe failed: Get \"http://10.77.3.1:2380/raft/probing\": EOF") {
+		t.Errorf("verdict does not carry the probe error: %s", v)
+	}
+	in.ProbeError, in.ReusedMeasured = "", true
+	if v := ComparisonVerdict(etcdmetric.Compare(s, in)); strings.Contains(v, "probe failed") || !strings.Contains(v, "timed by etcdscope's own kept-alive probe") {
+		t.Errorf("measured probe: %s", v)
+	}
+}

@@ -107,5 +107,5 @@ func cutOffFinding(src string, evs []LogEvent) *Finding {
 	if v.Campaigns > 0 && !v.LeaderAfter {
 		sev = Bad
 	}
-	return &Finding{Topic: "cut_off", Subject: src, Severity: sev, CutOff: &v}
+	return &Finding{Topic: TopicCutOff, Subject: src, Severity: sev, CutOff: &v}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
@@ -34,10 +33,13 @@ const (
 	Bad     Severity = "bad"
 )
 
-// Finding is one answer, with what it rests on.
+// Finding is one answer, with what it rests on. The analysis sets its
+// topic, subject, severity and one typed result below; render words
+// Summary, Evidence, Uncertainty, Meaning and Next from that result
+// (render/diagnose_findings.go, diagnose_words.go), so they are empty
+// here and filled in the JSON.
 type Finding struct {
-	// Topic: wal_fsync, backend_commit, slow_member, peer_rtt, heartbeat,
-	// slow_fdatasync, apply, leader, fio, input.
+	// Topic: one of the Topic constants.
 	Topic    string   `json:"topic"`
 	Subject  string   `json:"subject"` // member, member→peer, fio job, input
 	Severity Severity `json:"severity"`
@@ -49,11 +51,9 @@ type Finding struct {
 	Meaning string `json:"meaning,omitempty"`
 	// Next: the command to run on the node to confirm or go further.
 	Next string `json:"next,omitempty"`
-	// The typed results of the newer topics, worded by the sinks
-	// (render/diagnose_words.go): check_perf, endpoint_status,
-	// endpoint_health, disk_stalls, cut_off, and the fleet's counters.
-	// Summary and the rest stay empty
-	// here.
+	// The typed results of check_perf, endpoint_status,
+	// endpoint_health, disk_stalls, cut_off, and the fleet's counters (in
+	// the JSON too).
 	Perf   *PerfVerdict   `json:"perf,omitempty"`
 	Status *StatusVerdict `json:"status,omitempty"`
 	Health *HealthVerdict `json:"health,omitempty"`
@@ -62,7 +62,37 @@ type Finding struct {
 	// Counter: an etcd_server counter's increase per member (the fleet's
 	// leader, heartbeat and apply findings, from Prometheus).
 	Counter *CounterVerdict `json:"counter,omitempty"`
+	// The typed facts of the other topics (facts.go); not in the JSON,
+	// whose summary and the rest say them.
+	Disk      *DiskFacts       `json:"-"`
+	Slow      *SlowMemberFacts `json:"-"`
+	Peer      *PeerFacts       `json:"-"`
+	SlowFsync *SlowFsyncFacts  `json:"-"`
+	Apply     *ApplyFacts      `json:"-"`
+	Leader    *LeaderFacts     `json:"-"`
+	Heartbeat *HeartbeatFacts  `json:"-"`
+	Fio       *FioFacts        `json:"-"`
+	Alike     *AlikeFacts      `json:"-"`
 }
+
+// The topics of the findings (Finding.Topic).
+const (
+	TopicWALFsync       = "wal_fsync"
+	TopicBackendCommit  = "backend_commit"
+	TopicSlowMember     = "slow_member"
+	TopicPeerRTT        = "peer_rtt"
+	TopicHeartbeat      = "heartbeat"
+	TopicSlowFdatasync  = "slow_fdatasync"
+	TopicApply          = "apply"
+	TopicLeader         = "leader"
+	TopicFio            = "fio"
+	TopicInputs         = "inputs"
+	TopicCheckPerf      = "check_perf"
+	TopicEndpointStatus = "endpoint_status"
+	TopicEndpointHealth = "endpoint_health"
+	TopicDiskStalls     = "disk_stalls"
+	TopicCutOff         = "cut_off"
+)
 
 // HistStats is one histogram's numbers over a window.
 type HistStats struct {
@@ -123,12 +153,7 @@ type PeerRow struct {
 
 // Modes is what the bucket ladder says about the two probers' humps.
 type Modes struct {
-	// Verdict: "two" (two humps the buckets separate), "adjacent" (the
-	// two most populated buckets are neighbours: RTT and 2×RTT can share
-	// them, two modes can be neither shown nor ruled out), "one" (one
-	// bucket holds nearly everything), "unknown" (the ladder shown cannot
-	// tell), "per-prober" (the series is one prober's).
-	Verdict string `json:"verdict"`
+	Verdict ModesVerdict `json:"verdict"`
 	// Low, High: the buckets (lo, hi] of the two humps, seconds.
 	LowLo  float64 `json:"low_lo_seconds,omitempty"`
 	LowHi  float64 `json:"low_hi_seconds,omitempty"`
@@ -136,8 +161,55 @@ type Modes struct {
 	HighHi float64 `json:"high_hi_seconds,omitempty"`
 	// LowShare: the low hump's share of the observations in the two.
 	LowShare float64 `json:"low_share,omitempty"`
-	Why      string  `json:"why,omitempty"`
+	// Why: Reason in words, empty here: render fills it
+	// (render/diagnose_findings.go).
+	Why string `json:"why,omitempty"`
+	// Reason: why the ladder reads so; with it, not in the JSON: Prober
+	// (ModesByProber); LE, Below (ModesLadderHigh: the first bound shown
+	// and the observations under it); GapFrom, LE (ModesGap: the bounds
+	// with buckets missing between); LowPct, HighPct: the humps' shares
+	// of all observations, percent.
+	Reason          ModesReason `json:"-"`
+	Prober          string      `json:"-"`
+	LE, Below       float64     `json:"-"`
+	GapFrom         float64     `json:"-"`
+	LowPct, HighPct float64     `json:"-"`
 }
+
+// ModesVerdict: how many humps the ladder shows.
+type ModesVerdict string
+
+// The verdicts of Modes.
+const (
+	// ModesTwo: two humps the buckets separate.
+	ModesTwo ModesVerdict = "two"
+	// ModesAdjacent: the two most populated buckets are neighbours: RTT
+	// and 2×RTT can share them, two modes can be neither shown nor ruled
+	// out.
+	ModesAdjacent ModesVerdict = "adjacent"
+	// ModesOne: one bucket (or one broad hump) holds nearly everything.
+	ModesOne ModesVerdict = "one"
+	// ModesUnknown: the ladder shown cannot tell.
+	ModesUnknown ModesVerdict = "unknown"
+	// ModesPerProber: the series is one prober's.
+	ModesPerProber ModesVerdict = "per-prober"
+)
+
+// ModesReason: why FindModes read the ladder as it did.
+type ModesReason uint8
+
+// The reasons of Modes.
+const (
+	ModesByProber       ModesReason = iota + 1 // labelled by prober
+	ModesFewBuckets                            // fewer than two buckets shown
+	ModesLadderHigh                            // the ladder starts high, observations below it
+	ModesGap                                   // buckets missing between two shown
+	ModesNoObservations                        // none
+	ModesOneBucket                             // one bucket holds nearly all
+	ModesNeighbours                            // the two fullest buckets are neighbours
+	ModesBroad                                 // one broad hump
+	ModesTwoHumps                              // two humps, emptier buckets between
+)
 
 // Report is the diagnosis of all inputs.
 type Report struct {
@@ -162,7 +234,26 @@ type Unread struct {
 type InputInfo struct {
 	Name string `json:"name"`
 	Kind Kind   `json:"kind"`
+	// Note: Counts in words, empty here: render fills it.
 	Note string `json:"note,omitempty"`
+	// Counts: what was read of it, by Kind; nil when nothing is said.
+	Counts *InputCounts `json:"-"`
+}
+
+// InputCounts: what was read of one input, by its kind.
+type InputCounts struct {
+	// /metrics: the samples, the non-metric lines dropped and the lines
+	// the parser rejected.
+	Samples, Dropped int
+	Rejected         []etcdmetric.Rejected
+	// Prometheus API: the instances.
+	Instances int
+	// Log: the lines, etcd's events and the lines of each format
+	// (LogRead.Formats).
+	Lines, Events int
+	Formats       map[string]int
+	// etcdctl: check perf runs, endpoint status and health rows.
+	Perf, Status, Health int
 }
 
 // Options narrow the evidence to a window.
@@ -230,12 +321,11 @@ func Diagnose(inputs []Input, opt Options) (Report, error) {
 	if url == "" {
 		url = defaultMetricsURL
 	}
-	rep.diskFindings(windows, url)
+	rep.diskFindings(windows)
 	if len(alike) > 0 {
 		for i := range rep.Findings {
-			if rep.Findings[i].Topic == "slow_member" {
-				rep.Findings[i].Uncertainty = strings.TrimPrefix(rep.Findings[i].Uncertainty+"; ", "; ") +
-					strings.Join(alike, ", ") + " may be scrapes of one member (see the inputs finding), not members of one cluster"
+			if f := rep.Findings[i]; f.Slow != nil {
+				f.Slow.Alike = alike
 			}
 		}
 	}
@@ -280,26 +370,19 @@ func (ev *evidence) read(in Input, opt Options) (InputInfo, error) {
 		}
 		ev.scrapes = append(ev.scrapes, sc...)
 		c := sc[0].Cleaned
-		info.Note = fmt.Sprintf("%d samples", c.Samples)
-		if c.Dropped > 0 {
-			info.Note += "; " + plural(c.Dropped, "non-metric line") + " dropped"
-		}
-		if len(c.Rejected) > 0 {
-			// Name the first: often a pasted shell command, not a sample.
-			info.Note += "; " + plural(len(c.Rejected), "line") + " the parser rejected, e.g. " + c.Rejected[0]
-		}
+		info.Counts = &InputCounts{Samples: c.Samples, Dropped: c.Dropped, Rejected: c.Rejected}
 	case KindPromJSON:
 		ws, err := ReadPromJSON(in, opt.Since, opt.Until)
 		if err != nil {
 			return info, err
 		}
 		ev.windows = append(ev.windows, ws...)
-		info.Note = fmt.Sprintf("%d instance(s)", len(ws))
+		info.Counts = &InputCounts{Instances: len(ws)}
 	case KindLog:
 		lr := ReadLog(in)
 		lr.Events = filterEvents(lr.Events, opt)
 		ev.logs = append(ev.logs, lr)
-		info.Note = fmt.Sprintf("%d lines, %d etcd events; %s", lr.Lines, len(lr.Events), formatList(lr.Formats))
+		info.Counts = &InputCounts{Lines: lr.Lines, Events: len(lr.Events), Formats: lr.Formats}
 	case KindFioJSON, KindFioText:
 		var runs []FioRun
 		if kind == KindFioJSON {
@@ -317,42 +400,9 @@ func (ev *evidence) read(in Input, opt Options) (InputInfo, error) {
 			return info, err
 		}
 		ev.etcdctl = append(ev.etcdctl, e)
-		var parts []string
-		for _, p := range []struct {
-			n    int
-			what string
-		}{{len(e.Perf), "check perf run"}, {len(e.Status), "endpoint status row"}, {len(e.Health), "endpoint health row"}} {
-			if p.n > 0 {
-				parts = append(parts, plural(p.n, p.what))
-			}
-		}
-		info.Note = strings.Join(parts, ", ")
+		info.Counts = &InputCounts{Perf: len(e.Perf), Status: len(e.Status), Health: len(e.Health)}
 	}
 	return info, nil
-}
-
-// formatList names the log formats recognised, with the lines of each
-// when there are several: "syslog format", "formats: json 4 lines,
-// syslog 2 lines", "no format recognised".
-func formatList(m map[string]int) string {
-	var names []string
-	for k := range m {
-		if k != "none" {
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
-	switch len(names) {
-	case 0:
-		return "no format recognised"
-	case 1:
-		return names[0] + " format"
-	}
-	parts := make([]string, len(names))
-	for i, k := range names {
-		parts[i] = fmt.Sprintf("%s %d lines", k, m[k])
-	}
-	return "formats: " + strings.Join(parts, ", ")
 }
 
 func filterEvents(evs []LogEvent, opt Options) []LogEvent {
@@ -373,30 +423,37 @@ func filterEvents(evs []LogEvent, opt Options) []LogEvent {
 }
 
 // verdictP99 grades a p99 estimate against a budget by what it proves.
-func verdictP99(e *etcdmetric.Estimate, budget time.Duration) (Severity, string) {
+func verdictP99(e *etcdmetric.Estimate, budget time.Duration) (Severity, P99Facts) {
 	b := budget.Seconds()
+	p := P99Facts{E: e, Budget: budget}
 	switch {
 	case e == nil:
-		return Unknown, "no p99"
+		p.Grade = P99None
+		return Unknown, p
 	case e.Lo >= b:
+		p.Grade = P99AboveBound
 		if e.Interpolated {
-			return Bad, fmt.Sprintf("p99 %s (in the bucket %s–%s, all above the %s budget)", fmtSec(e.Value), fmtSec(e.Lo), fmtSec(e.Hi), budget)
+			p.Grade = P99Above
 		}
-		return Bad, fmt.Sprintf("p99 > %s, above the %s budget", fmtSec(e.Lo), budget)
+		return Bad, p
 	case !e.Unbounded && e.Hi > 0 && e.Hi <= b:
+		p.Grade = P99UnderBound
 		if e.Interpolated {
-			return OK, fmt.Sprintf("p99 %s (≤ %s), under the %s budget", fmtSec(e.Value), fmtSec(e.Hi), budget)
+			p.Grade = P99Under
 		}
-		return OK, fmt.Sprintf("p99 ≤ %s, under the %s budget", fmtSec(e.Hi), budget)
+		return OK, p
 	case e.Interpolated && e.Value > b:
-		return Bad, fmt.Sprintf("p99 ≈ %s, interpolated in the bucket %s–%s that straddles the %s budget", fmtSec(e.Value), fmtSec(e.Lo), fmtSec(e.Hi), budget)
+		p.Grade = P99StraddleOver
+		return Bad, p
 	case e.Interpolated:
-		return Warn, fmt.Sprintf("p99 ≈ %s, interpolated in the bucket %s–%s that straddles the %s budget", fmtSec(e.Value), fmtSec(e.Lo), fmtSec(e.Hi), budget)
+		p.Grade = P99StraddleUnder
+		return Warn, p
 	}
-	return Unknown, "p99 cannot be placed against the budget: " + e.Why
+	p.Grade = P99Unplaced
+	return Unknown, p
 }
 
-func (r *Report) diskFindings(ws []MemberWindow, url string) {
+func (r *Report) diskFindings(ws []MemberWindow) {
 	type p99 struct {
 		member string
 		lo, hi float64
@@ -407,39 +464,25 @@ func (r *Report) diskFindings(ws []MemberWindow, url string) {
 		row := MemberRow{Member: w.Member, Sources: w.Sources, Window: w.Window, Leader: w.Leader, WALName: w.WALName, WAL: Stats(w.WAL), Backend: Stats(w.Backend), From: w.From, To: w.To}
 		r.Members = append(r.Members, row)
 		for _, d := range []struct {
-			topic, what string
-			s           *etcdmetric.Series
-			h           HistStats
-			budget      time.Duration
-			meaning     string
+			topic  string
+			what   DiskWhat
+			s      *etcdmetric.Series
+			h      HistStats
+			budget time.Duration
 		}{
-			{"wal_fsync", "WAL fsync", w.WAL, row.WAL, WALFsyncBudget,
-				"every Raft proposal waits for the leader's WAL fdatasync and a quorum of followers' own: a slow fsync on the leader or on enough followers adds to every commit, and a leader blocked in fsync sends no heartbeats"},
-			{"backend_commit", "backend commit", w.Backend, row.Backend, BackendCommitBudget,
-				"bbolt commits run in the apply path every 100 ms or 10k writes: slow ones stall applies (\"apply request took too long\") and reads that wait for them, not the Raft commit itself"},
+			{TopicWALFsync, DiskWAL, w.WAL, row.WAL, WALFsyncBudget},
+			{TopicBackendCommit, DiskBackend, w.Backend, row.Backend, BackendCommitBudget},
 		} {
 			if d.s == nil {
 				continue
 			}
-			f := Finding{Topic: d.topic, Subject: w.Member, Meaning: d.meaning,
-				Next: "sudo etcdscope fsync --comm etcd --duration 60s  # on " + w.node() + ": which kernel layer the fdatasync waits in"}
-			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s, %s observations", strings.Join(w.Sources, " → "), w.Window, fmtCount(d.h.Observations, d.h.HasCount)))
-			if d.h.HasMean {
-				f.Evidence = append(f.Evidence, fmt.Sprintf("mean %s (sum/count)", fmtSec(d.h.Mean)))
-			}
-			if d.h.P50 != nil {
-				f.Evidence = append(f.Evidence, "p50 "+FormatEstimate(d.h.P50))
-			}
+			v := DiskFacts{What: d.what, Sources: w.Sources, Window: w.Window, Where: w.where(), Stats: d.h}
+			f := Finding{Topic: d.topic, Subject: w.Member, Disk: &v}
 			if d.h.Error != "" {
-				f.Severity, f.Summary = Unknown, d.what+": "+d.h.Error
-				f.Uncertainty = "the buckets given cannot support quantiles: " + d.h.Error
+				f.Severity = Unknown
 			} else {
-				sev, s := verdictP99(d.h.P99, d.budget)
-				f.Severity, f.Summary = sev, d.what+" "+s
-				if d.h.P99 != nil && d.h.P99.Why != "" {
-					f.Uncertainty = d.h.P99.Why
-				}
-				if d.topic == "wal_fsync" && d.h.P99 != nil {
+				f.Severity, v.P99 = verdictP99(d.h.P99, d.budget)
+				if d.what == DiskWAL && d.h.P99 != nil {
 					e := d.h.P99
 					lo, hi := e.Lo, e.Hi
 					if e.Interpolated {
@@ -448,14 +491,8 @@ func (r *Report) diskFindings(ws []MemberWindow, url string) {
 					if e.Unbounded {
 						hi = math.Inf(1)
 					}
-					walP99 = append(walP99, p99{w.Member, lo, hi, sev})
+					walP99 = append(walP99, p99{w.Member, lo, hi, f.Severity})
 				}
-			}
-			if w.Window == "since start" {
-				f.Uncertainty = strings.TrimPrefix(f.Uncertainty+"; one scrape: totals since the process started, old stalls weigh as much as recent ones (give two scrapes, or a URL to poll, for a window)", "; ")
-			}
-			if w.Window == "since restart" {
-				f.Uncertainty = strings.TrimPrefix(f.Uncertainty+"; a counter fell between the scrapes (etcd restarted): the later scrape is taken whole", "; ")
 			}
 			r.Findings = append(r.Findings, f)
 			if st := stallFinding(w, d.topic, d.s, f.Severity); st != nil {
@@ -472,43 +509,16 @@ func (r *Report) diskFindings(ws []MemberWindow, url string) {
 		for _, x := range walP99[1:] {
 			others = math.Max(others, x.hi)
 		}
-		f := Finding{Topic: "slow_member", Subject: "cluster"}
+		v := SlowMemberFacts{Member: top.member, P99: top.lo, Others: others}
+		f := Finding{Topic: TopicSlowMember, Subject: "cluster", Slow: &v}
 		switch {
 		case top.sev == Bad && top.lo > 2*others:
-			f.Severity = Bad
-			f.Summary = fmt.Sprintf("%s is the slow member: WAL fsync p99 %s vs at most %s on the others", top.member, fmtSec(top.lo), fmtSec(others))
-			f.Meaning = "if it leads, every commit waits for its disk; as a follower it only slows commits when the quorum needs it (or it falls behind and needs snapshots)"
-			f.Next = "etcdctl endpoint status -w table  # is it the leader? then etcdctl move-leader <ID of a fast member>, and run etcdscope fsync on " + top.member
+			f.Severity, v.Case = Bad, SlowOne
 		case top.sev == Bad:
-			f.Severity = Bad
-			f.Summary = "WAL fsync is over budget on more than one member: a shared cause (storage class, hypervisor, noisy neighbour)"
-			f.Next = "sudo etcdscope fsync --comm etcd --duration 60s  # on each member"
+			f.Severity, v.Case = Bad, SlowShared
 		default:
-			f.Severity = OK
-			f.Summary = "no member stands out in WAL fsync p99"
+			f.Severity, v.Case = OK, SlowNone
 		}
 		r.Findings = append(r.Findings, f)
 	}
-}
-
-func fmtCount(n float64, ok bool) string {
-	if !ok {
-		return "unknown number of"
-	}
-	return fmt.Sprintf("%.0f", n)
-}
-
-// fmtSec is etcdmetric's seconds format.
-func fmtSec(s float64) string { return etcdmetric.FormatSeconds(s) }
-
-// plural is "1 line", "2 lines"; "request or apply" becomes "requests
-// or applies".
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	if what == "request or apply" {
-		return fmt.Sprintf("%d requests or applies", n)
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -407,7 +407,7 @@ func humanBytes(s string) int64 {
 }
 
 // readJSON reads `endpoint status -w json` ([{"Endpoint", "Status":
-// {"header", "version", "dbSize", "leader", "raftIndex", "raftTerm", …}}])
+// {"header", "version", "dbSize", TopicLeader, "raftIndex", "raftTerm", …}}])
 // and `endpoint health -w json` ([{"endpoint", "health", "took",
 // "error"}]).
 func (r *EtcdctlRead) readJSON(t []byte) error {

@@ -238,15 +238,15 @@ func (r *Report) etcdctlFindings(reads []EtcdctlRead) {
 	for _, e := range reads {
 		for _, run := range e.Perf {
 			v, sev := judgePerf(run)
-			r.Findings = append(r.Findings, Finding{Topic: "check_perf", Subject: e.Source, Severity: sev, Perf: &v})
+			r.Findings = append(r.Findings, Finding{Topic: TopicCheckPerf, Subject: e.Source, Severity: sev, Perf: &v})
 		}
 		if len(e.Status) > 0 {
 			v, sev := judgeStatus(e.Source, e.Status)
-			r.Findings = append(r.Findings, Finding{Topic: "endpoint_status", Subject: e.Source, Severity: sev, Status: &v})
+			r.Findings = append(r.Findings, Finding{Topic: TopicEndpointStatus, Subject: e.Source, Severity: sev, Status: &v})
 		}
 		if len(e.Health) > 0 {
 			v, sev := judgeHealth(e.Source, e.Health)
-			r.Findings = append(r.Findings, Finding{Topic: "endpoint_health", Subject: e.Source, Severity: sev, Health: &v})
+			r.Findings = append(r.Findings, Finding{Topic: TopicEndpointHealth, Subject: e.Source, Severity: sev, Health: &v})
 		}
 	}
 }

@@ -1,9 +1,7 @@
 package diagnose
 
 import (
-	"fmt"
 	"math"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -25,7 +23,7 @@ const BimodalShare = 0.1
 // then it says so ("adjacent") instead of guessing.
 func FindModes(s etcdmetric.Series) Modes {
 	if s.Key.Prober != "" {
-		return Modes{Verdict: "per-prober", Why: "the series is labelled by prober (" + s.Key.Prober + "): each prober has its own histogram"}
+		return Modes{Verdict: ModesPerProber, Reason: ModesByProber, Prober: s.Key.Prober}
 	}
 	var fin []etcdmetric.Bucket
 	for _, b := range s.Buckets {
@@ -34,14 +32,14 @@ func FindModes(s etcdmetric.Series) Modes {
 		}
 	}
 	if len(fin) < 2 {
-		return Modes{Verdict: "unknown", Why: "fewer than two buckets shown"}
+		return Modes{Verdict: ModesUnknown, Reason: ModesFewBuckets}
 	}
 	first := s.FirstBound
 	if first == 0 {
 		first = etcdmetric.FirstBound
 	}
 	if fin[0].Count > 0 && math.Abs(fin[0].UpperBound-first) > 1e-3*first {
-		return Modes{Verdict: "unknown", Why: fmt.Sprintf("the ladder shown starts at le=%g with %g observations below it: their buckets are missing", fin[0].UpperBound, fin[0].Count)}
+		return Modes{Verdict: ModesUnknown, Reason: ModesLadderHigh, LE: fin[0].UpperBound, Below: fin[0].Count}
 	}
 	d := make([]float64, len(fin))
 	for i := range fin {
@@ -49,13 +47,13 @@ func FindModes(s etcdmetric.Series) Modes {
 		if i > 0 {
 			d[i] -= fin[i-1].Count
 			if math.Abs(fin[i].UpperBound-2*fin[i-1].UpperBound) > 2e-3*fin[i].UpperBound {
-				return Modes{Verdict: "unknown", Why: fmt.Sprintf("buckets between le=%g and le=%g are missing", fin[i-1].UpperBound, fin[i].UpperBound)}
+				return Modes{Verdict: ModesUnknown, Reason: ModesGap, GapFrom: fin[i-1].UpperBound, LE: fin[i].UpperBound}
 			}
 		}
 	}
 	n := fin[len(fin)-1].Count
 	if n <= 0 {
-		return Modes{Verdict: "unknown", Why: "no observations"}
+		return Modes{Verdict: ModesUnknown, Reason: ModesNoObservations}
 	}
 	var big []int
 	for i, v := range d {
@@ -75,7 +73,7 @@ func FindModes(s etcdmetric.Series) Modes {
 		if len(big) == 1 {
 			i = big[0]
 		}
-		return Modes{Verdict: "one", LowLo: lo(i), LowHi: fin[i].UpperBound, Why: fmt.Sprintf("one bucket (%s–%s] holds %.0f%% : both probers read alike, or their readings share it", fmtSec(lo(i)), fmtSec(fin[i].UpperBound), 100*d[i]/n)}
+		return Modes{Verdict: ModesOne, Reason: ModesOneBucket, LowLo: lo(i), LowHi: fin[i].UpperBound, LowPct: 100 * d[i] / n}
 	}
 	i, j := big[0], big[1]
 	if i > j {
@@ -83,8 +81,7 @@ func FindModes(s etcdmetric.Series) Modes {
 	}
 	m := Modes{LowLo: lo(i), LowHi: fin[i].UpperBound, HighLo: lo(j), HighHi: fin[j].UpperBound, LowShare: d[i] / (d[i] + d[j])}
 	if j == i+1 {
-		m.Verdict = "adjacent"
-		m.Why = fmt.Sprintf("the two fullest buckets, (%s–%s] and (%s–%s], are neighbours: etcd's buckets double, so one hump or two (RTT and ≥2×RTT) look the same here", fmtSec(m.LowLo), fmtSec(m.LowHi), fmtSec(m.HighLo), fmtSec(m.HighHi))
+		m.Verdict, m.Reason = ModesAdjacent, ModesNeighbours
 		return m
 	}
 	valley := math.Inf(1)
@@ -92,27 +89,24 @@ func FindModes(s etcdmetric.Series) Modes {
 		valley = math.Min(valley, d[k])
 	}
 	if valley >= 0.5*math.Min(d[i], d[j]) {
-		m.Verdict = "one"
-		m.Why = "one broad hump: the buckets between the two fullest are not emptier"
+		m.Verdict, m.Reason = ModesOne, ModesBroad
 		return m
 	}
-	m.Verdict = "two"
-	m.Why = fmt.Sprintf("two humps, (%s–%s] with %.0f%% and (%s–%s] with %.0f%%, with emptier buckets between", fmtSec(m.LowLo), fmtSec(m.LowHi), 100*d[i]/n, fmtSec(m.HighLo), fmtSec(m.HighHi), 100*d[j]/n)
+	m.Verdict, m.Reason = ModesTwo, ModesTwoHumps
+	m.LowPct, m.HighPct = 100*d[i]/n, 100*d[j]/n
 	return m
 }
 
-// node names where a member's next command runs, for a "# on …"
-// comment: the member's name, or, when the evidence named it only by its
-// file or URL, the member that input came from.
-func (w MemberWindow) node() string {
-	if slices.Contains(w.Sources, w.Member) {
-		name := w.Member
-		if !strings.Contains(name, "://") {
-			name = filepath.Base(name)
-		}
-		return "the member " + name + " came from"
-	}
-	return "member " + w.Member
+// Where says where a member's next command runs: on Member, or, when
+// FromInput (the evidence named the member only by its file or URL), on
+// the member that input came from.
+type Where struct {
+	Member    string
+	FromInput bool
+}
+
+func (w MemberWindow) where() Where {
+	return Where{Member: w.Member, FromInput: slices.Contains(w.Sources, w.Member)}
 }
 
 func (r *Report) peerFindings(ws []MemberWindow, url string) {
@@ -124,110 +118,59 @@ func (r *Report) peerFindings(ws []MemberWindow, url string) {
 			if s.Key.Prober != "" {
 				subj += " (" + s.Key.Prober + ")"
 			}
-			f := Finding{Topic: "peer_rtt", Subject: subj, Severity: OK,
-				Next:    fmt.Sprintf("sudo etcdscope peers --etcd-metrics %s --duration 2m  # on %s: the kernel's handshake RTT and srtt to each peer beside this metric", url, w.node()),
-				Meaning: "a commit waits for one round trip to the quorum's slower follower on a kept-alive stream, plus its fsync; the metric's new-connection prober (TCP and TLS handshake per probe) is not on that path"}
+			v := PeerFacts{Sources: w.Sources, Window: w.Window, Where: w.where(), URL: url, Prober: s.Key.Prober, Stats: row.Stats, Modes: row.Modes}
+			f := Finding{Topic: TopicPeerRTT, Subject: subj, Severity: OK}
 			h := row.Stats
-			f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s, %s observations (etcd observes once per prober per 30 s)", strings.Join(w.Sources, " → "), w.Window, fmtCount(h.Observations, h.HasCount)))
 			if h.HasCount && h.Observations > 0 {
-				probers := float64(etcdmetric.ProbersPerPeer)
+				v.Probers = float64(etcdmetric.ProbersPerPeer)
 				if s.Key.Prober != "" {
-					probers = 1
+					v.Probers = 1
 				}
-				span := time.Duration(h.Observations / probers * float64(etcdmetric.ObserveInterval))
-				f.Evidence = append(f.Evidence, fmt.Sprintf("%.0f observations from %.0f prober(s) span about %s", h.Observations, probers, span.Round(time.Minute)))
-			}
-			if h.HasMean {
-				f.Evidence = append(f.Evidence, "mean "+fmtSec(h.Mean))
-			}
-			if h.P50 != nil {
-				f.Evidence = append(f.Evidence, "p50 "+FormatEstimate(h.P50)+", p99 "+FormatEstimate(h.P99))
-			}
-			if h.Error != "" {
-				f.Uncertainty = "quantiles: " + h.Error
-			} else if h.P50 != nil && !h.P50.Interpolated && h.P50.Why != "" {
-				// A bound, not a value (an excerpt's ladder starting
-				// high): say why beside it.
-				f.Uncertainty = "quantiles are bounds only: " + h.P50.Why
+				v.Span = time.Duration(h.Observations / v.Probers * float64(etcdmetric.ObserveInterval)).Round(time.Minute)
 			}
 			m := row.Modes
-			switch m.Verdict {
-			case "two":
-				f.Summary = fmt.Sprintf("two probers, two humps: RTT ≤ %s (the kept-alive prober's hump, one round trip plus the peer's answer); the other hump (%s–%s] is the new-connection prober paying connection setup", fmtSec(m.LowHi), fmtSec(m.HighLo), fmtSec(m.HighHi))
-				f.Evidence = append(f.Evidence, m.Why)
-				if h.HasMean {
-					f.Evidence = append(f.Evidence, fmt.Sprintf("the mean (%s) falls between the humps and reads neither", fmtSec(h.Mean)))
-				}
-				if m.HighLo >= 4*m.LowHi {
-					f.Severity = Warn
-					f.Evidence = append(f.Evidence, fmt.Sprintf("the upper hump is ≥ %.0f× the lower: more than TCP+TLS handshakes at this RTT would take; look for slow DNS or TLS on each dial (etcd #11781)", m.HighLo/m.LowHi))
-				}
-			case "per-prober":
-				f.Summary = "per-prober series: " + m.Why
-				if strings.Contains(s.Key.Prober, "SNAPSHOT") {
-					f.Summary = "kept-alive prober (ROUND_TRIPPER_SNAPSHOT): its reading is one RTT plus the peer's answer"
-				} else if strings.Contains(s.Key.Prober, "RAFT_MESSAGE") {
-					f.Summary = "new-connection prober (ROUND_TRIPPER_RAFT_MESSAGE): its reading includes a TCP (and TLS) handshake per probe, not just the RTT"
-				}
-			default:
-				f.Summary = "RTT metric: " + m.Why
-				f.Uncertainty = strings.TrimPrefix(f.Uncertainty+"; two modes (the two probers) cannot be shown from these buckets", "; ")
-				if m.Verdict == "one" && m.LowHi > 0 {
-					f.Summary = fmt.Sprintf("one hump (%s–%s]: the RTT is at most %s", fmtSec(m.LowLo), fmtSec(m.LowHi), fmtSec(m.LowHi))
-				}
+			if m.Verdict == ModesTwo && m.HighLo >= 4*m.LowHi {
+				f.Severity, v.SlowDial = Warn, true
 			}
 			if m.LowLo >= (DefaultHeartbeat / 2).Seconds() {
-				f.Severity = Warn
-				f.Evidence = append(f.Evidence, fmt.Sprintf("RTT ≥ %s: set --heartbeat-interval near the RTT and --election-timeout ≥ 10× it", fmtSec(m.LowLo)))
+				f.Severity, v.FarRTT = Warn, true
 			}
+			f.Peer = &v
 			r.Findings = append(r.Findings, f)
 		}
 	}
 }
 
-// stall is one moment the leader's heartbeats were late (etcd logs one
-// line per follower for it).
 // coversStalls says whether a member's metrics are evidence for the
-// stalls' time: "" when their spans meet (a minute either side), else why
+// stalls' time: yes when their spans meet (a minute either side), else why
 // they may not be (a 2023 export says nothing of a 2017 log).
-func coversStalls(row MemberRow, stalls []stall) string {
+func coversStalls(row MemberRow, stalls []Stall) Coverage {
 	var lo, hi time.Time
 	for _, s := range stalls {
-		if !s.hasTime || !s.yearKnown {
-			return "; the log's lines carry no year: whether these numbers cover the stalls is unknown"
+		if !s.HasTime || !s.YearKnown {
+			return Coverage{Kind: CoverNoYear}
 		}
-		if lo.IsZero() || s.at.Add(-s.gap).Before(lo) {
-			lo = s.at.Add(-s.gap)
+		if lo.IsZero() || s.At.Add(-s.Gap).Before(lo) {
+			lo = s.At.Add(-s.Gap)
 		}
-		if s.at.After(hi) {
-			hi = s.at
+		if s.At.After(hi) {
+			hi = s.At
 		}
 	}
 	switch {
 	case lo.IsZero():
-		return ""
+		return Coverage{}
 	case row.To.IsZero():
-		return "; the metrics carry no time: whether they cover the stalls is unknown"
+		return Coverage{Kind: CoverNoTime}
 	}
 	from := row.From
 	if from.IsZero() {
 		from = row.To
 	}
 	if row.To.Before(lo.Add(-time.Minute)) || from.After(hi.Add(time.Minute)) {
-		return fmt.Sprintf("; NOT the stalls' time: the metrics cover %s to %s, the stalls %s to %s",
-			from.UTC().Format(time.RFC3339), row.To.UTC().Format(time.RFC3339), lo.UTC().Format(time.RFC3339), hi.UTC().Format(time.RFC3339))
+		return Coverage{Kind: CoverApart, From: from, To: row.To, StallsFrom: lo, StallsTo: hi}
 	}
-	return ""
-}
-
-type stall struct {
-	at        time.Time
-	hasTime   bool
-	gap       time.Duration
-	exceeded  time.Duration
-	to        []string
-	zoneKnown bool
-	yearKnown bool
+	return Coverage{}
 }
 
 func (r *Report) logFindings(logs []LogRead) {
@@ -253,7 +196,7 @@ func (r *Report) logFindings(logs []LogRead) {
 				}
 			}
 		}
-		zoneNote := zoneNote(lr.Events)
+		times := logTimes(lr.Events)
 		if len(fsync) > 0 {
 			var max time.Duration
 			for _, e := range fsync {
@@ -268,20 +211,12 @@ func (r *Report) logFindings(logs []LogRead) {
 					}
 				}
 			}
-			ev := firstLines(fsync, 3)
-			if len(leader) > 0 {
-				ev = append(ev, fmt.Sprintf("%d of them followed by a leader change within 20 s", followed))
-			}
-			f := Finding{Topic: "slow_fdatasync", Subject: lr.Source, Severity: Bad,
-				Summary:     fmt.Sprintf("%s logged over etcd's 1 s warning, the longest %s", plural(len(fsync), "WAL fdatasync call"), max.Round(time.Millisecond)),
-				Evidence:    ev,
-				Uncertainty: strings.TrimPrefix(zoneNote+"; etcd logs only syncs over 1 s: the histogram (etcd_disk_wal_fsync_duration_seconds) says how the rest fare", "; "),
-				Meaning:     "while the WAL fdatasync runs the Raft loop waits: no commit, no heartbeat from this member for that long; over the election timeout on a leader, followers campaign",
-				Next:        "sudo etcdscope fsync --comm etcd --duration 60s  # which layer (data writeback, journal, device flush, queue) the slow syncs wait in"}
-			r.Findings = append(r.Findings, f)
+			r.Findings = append(r.Findings, Finding{Topic: TopicSlowFdatasync, Subject: lr.Source, Severity: Bad,
+				SlowFsync: &SlowFsyncFacts{Count: len(fsync), Longest: max.Round(time.Millisecond), Lines: firstLines(fsync, 3),
+					Leaders: len(leader) > 0, Followed: followed, Times: times}})
 		}
 		if len(hb) > 0 {
-			r.Findings = append(r.Findings, r.heartbeatFinding(lr.Source, hb, fsync, leader, interval, election, zoneNote))
+			r.Findings = append(r.Findings, r.heartbeatFinding(lr.Source, hb, fsync, leader, interval, election, times))
 		}
 		if len(apply) > 0 {
 			var max time.Duration
@@ -292,17 +227,12 @@ func (r *Report) logFindings(logs []LogRead) {
 			// v3.0-v3.1 and 100 ms since v3.2 (--warning-apply-duration
 			// since v3.5): a 3.0 log holds 12 ms applies, which are fine.
 			sev, round := Warn, time.Millisecond
-			meaning := "the apply path is behind: reads and writes return late even when the Raft commit itself was fast"
-			if max < 100*time.Millisecond {
+			old := max < 100*time.Millisecond
+			if old {
 				sev, round = OK, 100*time.Microsecond
-				meaning = "under 100 ms: logged only by etcd v3.0-v3.1's 10 ms threshold; not what makes commits slow"
 			}
-			r.Findings = append(r.Findings, Finding{Topic: "apply", Subject: lr.Source, Severity: sev,
-				Summary:     fmt.Sprintf("%s logged as taking too long (over etcd's warning threshold: 100 ms since v3.2, 10 ms in v3.0-v3.1), the longest %s", plural(len(apply), "request or apply"), max.Round(round)),
-				Evidence:    firstLines(apply, 3),
-				Uncertainty: "etcd logs these after the fact; a slow disk (backend commit), CPU starvation or a large range request all cause them",
-				Meaning:     meaning,
-				Next:        "etcdctl check perf, and compare with etcd_disk_backend_commit_duration_seconds (p99 budget 25 ms)"})
+			r.Findings = append(r.Findings, Finding{Topic: TopicApply, Subject: lr.Source, Severity: sev,
+				Apply: &ApplyFacts{Count: len(apply), Longest: max.Round(round), Old: old, Lines: firstLines(apply, 3)}})
 		}
 		if c := cutOffFinding(lr.Source, lr.Events); c != nil {
 			r.Findings = append(r.Findings, *c)
@@ -312,170 +242,96 @@ func (r *Report) logFindings(logs []LogRead) {
 			for _, e := range leader {
 				terms[e.Term] = true
 			}
-			r.Findings = append(r.Findings, Finding{Topic: "leader", Subject: lr.Source, Severity: Warn,
-				Summary:  fmt.Sprintf("leadership changed: %s over %s", plural(len(leader), "leader line"), plural(len(terms), "term")),
-				Evidence: firstLines(leader, 4),
-				Meaning:  "no commits while there is no leader (an election takes at least the election timeout); clients see timeouts"})
+			r.Findings = append(r.Findings, Finding{Topic: TopicLeader, Subject: lr.Source, Severity: Warn,
+				Leader: &LeaderFacts{Count: len(leader), Terms: len(terms), Lines: firstLines(leader, 4)}})
 		}
 	}
 }
 
-func (r *Report) heartbeatFinding(src string, hb, fsync, leader []LogEvent, interval, election time.Duration, zoneNote string) Finding {
-	electionFrom := "from the log"
+func (r *Report) heartbeatFinding(src string, hb, fsync, leader []LogEvent, interval, election time.Duration, times LogTimes) Finding {
+	v := HeartbeatFacts{LateLines: len(hb), FromLog: election != 0, Times: times, SlowFsyncs: len(fsync) > 0, Leaders: len(leader) > 0}
 	if election == 0 {
-		election, electionFrom = DefaultElection, "etcd's default; no start-up line in the log"
+		election = DefaultElection
 	}
-	var stalls []stall
+	v.Election = election
+	var stalls []Stall
 	for _, e := range hb {
 		if e.Interval == 0 && interval > 0 {
 			e.Interval = interval
 		}
 		g := e.Gap()
-		if n := len(stalls); n > 0 && e.HasTime && stalls[n-1].hasTime && absDur(e.Time.Sub(stalls[n-1].at)) <= 50*time.Millisecond {
+		if n := len(stalls); n > 0 && e.HasTime && stalls[n-1].HasTime && absDur(e.Time.Sub(stalls[n-1].At)) <= 50*time.Millisecond {
 			st := &stalls[n-1]
-			st.gap, st.exceeded = maxDur(st.gap, g), maxDur(st.exceeded, e.Exceeded)
+			st.Gap, st.Exceeded = maxDur(st.Gap, g), maxDur(st.Exceeded, e.Exceeded)
 			if e.To != "" {
-				st.to = append(st.to, e.To)
+				st.To = append(st.To, e.To)
 			}
 			continue
 		}
-		stalls = append(stalls, stall{at: e.Time, hasTime: e.HasTime, gap: g, exceeded: e.Exceeded, zoneKnown: e.ZoneKnown, yearKnown: e.YearKnown})
+		stalls = append(stalls, Stall{At: e.Time, HasTime: e.HasTime, Gap: g, Exceeded: e.Exceeded, ZoneKnown: e.ZoneKnown, YearKnown: e.YearKnown})
 		if e.To != "" {
-			stalls[len(stalls)-1].to = []string{e.To}
+			stalls[len(stalls)-1].To = []string{e.To}
 		}
 	}
-	var maxGap, maxExc time.Duration
-	over := 0
+	v.Stalls = stalls
 	for _, s := range stalls {
-		maxGap, maxExc = maxDur(maxGap, s.gap), maxDur(maxExc, s.exceeded)
-		if s.gap >= election {
-			over++
+		v.MaxGap, v.MaxExceeded = maxDur(v.MaxGap, s.Gap), maxDur(v.MaxExceeded, s.Exceeded)
+		if s.Gap >= election {
+			v.OverElection++
 		}
 	}
-	f := Finding{Topic: "heartbeat", Subject: src, Severity: Warn}
-	if maxGap > 0 {
-		f.Summary = fmt.Sprintf("%s in %d leader stall(s); longest gap between heartbeats %s (2×%s heartbeat interval + %s exceeded); %d stall(s) reached the %s election timeout",
-			plural(len(hb), "late heartbeat line"), len(stalls), maxGap.Round(time.Millisecond), hbInterval(hb, interval), maxExc.Round(time.Millisecond), over, election)
-	} else {
-		f.Summary = fmt.Sprintf("%s in %d leader stall(s); up to %s over the expected 2×interval (the line does not give the interval)", plural(len(hb), "late heartbeat line"), len(stalls), maxExc.Round(time.Millisecond))
-	}
-	if over > 0 {
+	v.Interval = hbInterval(hb, interval)
+	f := Finding{Topic: TopicHeartbeat, Subject: src, Severity: Warn}
+	if v.OverElection > 0 {
 		f.Severity = Bad
 	}
-	f.Evidence = append(f.Evidence, fmt.Sprintf("election timeout %s (%s)", election, electionFrom))
 	// Match stalls to slow fdatasync lines in the same window: a sync
 	// that ended within the gap before the warning (or just after).
-	matched := 0
 	for _, s := range stalls {
-		if !s.hasTime {
+		if !s.HasTime {
 			continue
 		}
 		for _, e := range fsync {
-			if e.HasTime && !e.Time.Before(s.at.Add(-s.gap-time.Second)) && !e.Time.After(s.at.Add(time.Second)) {
-				matched++
+			if e.HasTime && !e.Time.Before(s.At.Add(-s.Gap-time.Second)) && !e.Time.After(s.At.Add(time.Second)) {
+				v.WithFsync++
 				break
 			}
 		}
 	}
-	switch {
-	case len(fsync) > 0:
-		f.Evidence = append(f.Evidence, fmt.Sprintf("%d of %d stall(s) have a slow fdatasync (>1 s) logged within their gap", matched, len(stalls)))
-	default:
-		f.Evidence = append(f.Evidence, "no slow fdatasync (>1 s) logged: syncs shorter than 1 s can still cause gaps this size; see the WAL fsync histogram")
-	}
 	for _, row := range r.Members {
 		if row.WAL.P99 != nil {
-			sev, s := verdictP99(row.WAL.P99, WALFsyncBudget)
-			f.Evidence = append(f.Evidence, fmt.Sprintf("metrics, member %s: WAL fsync %s (%s)%s", row.Member, s, sev, coversStalls(row, stalls)))
+			sev, p := verdictP99(row.WAL.P99, WALFsyncBudget)
+			v.Members = append(v.Members, StallMember{Member: row.Member, Severity: sev, P99: p, Cover: coversStalls(row, stalls)})
 		}
 	}
 	for _, s := range stalls {
-		for _, to := range s.to {
+		for _, to := range s.To {
 			for _, p := range r.Peers {
-				if to != "" && p.To == to && (p.Modes.Verdict == "two" || p.Modes.Verdict == "one") && p.Modes.LowHi > 0 {
-					f.Evidence = append(f.Evidence, fmt.Sprintf("RTT to %s ≤ %s (peer metric): the network cannot explain a %s gap", to, fmtSec(p.Modes.LowHi), s.gap.Round(time.Millisecond)))
+				if to != "" && p.To == to && (p.Modes.Verdict == ModesTwo || p.Modes.Verdict == ModesOne) && p.Modes.LowHi > 0 {
+					v.RTTs = append(v.RTTs, StallRTT{To: to, RTT: p.Modes.LowHi, Gap: s.Gap})
 				}
 			}
 		}
 	}
-	after := 0
 	for _, s := range stalls {
 		for _, e := range leader {
-			if s.hasTime && e.HasTime && e.Time.After(s.at.Add(-time.Second)) && e.Time.Before(s.at.Add(20*time.Second)) {
-				after++
+			if s.HasTime && e.HasTime && e.Time.After(s.At.Add(-time.Second)) && e.Time.Before(s.At.Add(20*time.Second)) {
+				v.LeaderAfter++
 				break
 			}
 		}
 	}
-	if len(leader) > 0 {
-		f.Evidence = append(f.Evidence, fmt.Sprintf("%d stall(s) followed by a leader change within 20 s", after))
-	}
-	for i, s := range stalls {
-		if i == 3 {
-			break
-		}
-		line := fmt.Sprintf("stall at %s: gap %s", FormatStamp(s.at, s.hasTime, s.zoneKnown, s.yearKnown), s.gap.Round(time.Millisecond))
-		if len(s.to) > 0 {
-			line += " to " + strings.Join(s.to, ",")
-		}
-		f.Evidence = append(f.Evidence, line)
-	}
-	f.Uncertainty = strings.TrimPrefix(zoneNote+"; a late heartbeat says the leader's Raft loop stalled, not why: a WAL fsync, CPU starvation, or a blocked send", "; ")
-	f.Meaning = "for the gap the leader sent nothing to that follower: proposals then waited at least as long; a gap past the election timeout makes followers campaign, and nothing commits until a new leader is elected"
-	if matched > 0 {
-		f.Next = "sudo etcdscope fsync --comm etcd --duration 60s  # on the leader: the slow syncs' kernel layers"
-	} else {
-		f.Next = "sudo etcdscope fsync --comm etcd --duration 60s  # on the leader, to rule the disk in or out; then pidstat -p $(pgrep -x etcd) 1 for CPU starvation"
-	}
+	f.Heartbeat = &v
 	return f
 }
 
-func hbInterval(hb []LogEvent, cfg time.Duration) string {
+func hbInterval(hb []LogEvent, cfg time.Duration) time.Duration {
 	for _, e := range hb {
 		if e.Interval > 0 {
-			return e.Interval.String()
+			return e.Interval
 		}
 	}
-	return cfg.String()
-}
-
-func zoneNote(evs []LogEvent) string {
-	noZone, noYear := false, false
-	for _, e := range evs {
-		if e.HasTime && !e.ZoneKnown {
-			noZone = true
-		}
-		if e.HasTime && !e.YearKnown {
-			noYear = true
-		}
-	}
-	var n []string
-	if noZone {
-		n = append(n, "times without a zone (capnslog, syslog) are read as UTC: compare across files with care")
-	}
-	if noYear {
-		n = append(n, "syslog stamps have no year: --since/--until skip them")
-	}
-	return strings.Join(n, "; ")
-}
-
-func firstLines(evs []LogEvent, n int) []string {
-	var out []string
-	for i, e := range evs {
-		if i == n {
-			out = append(out, fmt.Sprintf("… and %d more", len(evs)-n))
-			break
-		}
-		out = append(out, fmt.Sprintf("line %d: %s", e.Line, truncateText(e.Text, 140)))
-	}
-	return out
-}
-
-func truncateText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
+	return cfg
 }
 
 func maxDur(a, b time.Duration) time.Duration {
@@ -492,99 +348,49 @@ func absDur(d time.Duration) time.Duration {
 	return d
 }
 
-// noSyncMeaning is a fio finding's meaning when the run shows no sync
-// latency: its numbers say nothing either way (a write's clat is not the
-// fdatasync that etcd's commit waits for).
-const noSyncMeaning = "etcd's commit waits for the WAL's fdatasync; this run shows no sync latency, so it cannot say whether the disk meets the 10 ms budget"
-
 func (r *Report) fioFindings() {
 	for _, run := range r.Fio {
-		f := Finding{Topic: "fio", Subject: strings.TrimSpace(run.Source + " " + run.Job),
-			Meaning: "fio's write+fdatasync loop is what etcd's WAL does alone on an idle disk: under 10 ms p99 the disk can meet etcd's budget; etcd's own histogram under load is the final word",
-			Next:    "sudo etcdscope fsync --comm fio  # while rerunning the same fio: which kernel layer the fdatasync waits in"}
-		if run.Interrupted {
-			f.Evidence = append(f.Evidence, "fio was stopped by a signal (\"fio: terminating on signal\"): the numbers cover less than the job's runtime or size")
-		}
-		if !run.HasSync && run.Synced() {
+		v := FioFacts{Run: run}
+		f := Finding{Topic: TopicFio, Subject: strings.TrimSpace(run.Source + " " + run.Job), Fio: &v}
+		switch {
+		case !run.HasSync && run.Synced():
 			// The job synced, but the output shows no sync latency:
 			// an excerpt cut before fio's sync section, or a fio older
 			// than 3.5 (which prints none). Unknown, not "no sync".
-			f.Severity = Unknown
-			f.Summary = fmt.Sprintf("the job synced (%s) but this output shows no sync latency: it was cut before fio's sync section, or fio is older than 3.5; the write clat it shows is not the fdatasync", run.SyncOption())
-			if run.WriteP99 > 0 {
-				f.Evidence = append(f.Evidence, "write clat p99 "+FormatDuration(run.WriteP99)+" (without the fdatasync)")
-			}
-			f.Meaning = noSyncMeaning
-			f.Next = "rerun with fio 3.5 or newer and --output-format=json, and paste the whole output"
-			r.Findings = append(r.Findings, f)
-			continue
-		}
-		if !run.HasSync {
-			f.Severity = Warn
-			f.Summary = "this fio run made no fsync/fdatasync: it does not measure what etcd's WAL waits for"
+			v.Case, f.Severity = FioUnshown, Unknown
+		case !run.HasSync:
+			v.Case, f.Severity = FioNoSync, Warn
 			if rw := firstNonEmpty(run.Options["rw"], run.Options["readwrite"]); rw == "read" || rw == "randread" {
-				f.Summary = "this fio job only reads (rw=" + rw + "): it wrote nothing and synced nothing, so it says nothing of what etcd's WAL waits for"
+				v.ReadOnly = rw
 			}
-			if run.WriteP99 > 0 {
-				f.Evidence = append(f.Evidence, "write clat p99 "+FormatDuration(run.WriteP99))
-			}
-			f.Meaning = noSyncMeaning
-			f.Next = "fio --rw=write --ioengine=sync --fdatasync=1 --directory=<dir on etcd's disk> --size=22m --bs=2300 --name=etcdcheck"
-			r.Findings = append(r.Findings, f)
-			continue
-		}
-		p99, ok := run.P(99)
-		switch {
-		case !ok:
-			f.Severity, f.Summary = Unknown, "fio printed no 99th percentile of its syncs"
-			f.Meaning = "without the syncs' p99 this run cannot say whether the disk meets etcd's 10 ms WAL budget"
-		case p99 >= WALFsyncBudget:
-			f.Severity, f.Summary = Bad, fmt.Sprintf("fdatasync p99 %s: over etcd's 10 ms WAL budget", FormatDuration(p99))
-			// fio alone on the disk is etcd's best case: a busy node only adds.
-			f.Meaning = "fio's write+fdatasync loop is what etcd's WAL does alone on an idle disk: over 10 ms p99 here, etcd's own WAL fsyncs on this disk will miss the budget too, and every write's commit waits for one (slow fdatasync warnings, missed heartbeats, elections under load)"
 		default:
-			f.Severity, f.Summary = OK, fmt.Sprintf("fdatasync p99 %s: under etcd's 10 ms WAL budget", FormatDuration(p99))
-		}
-		for _, p := range run.Percentiles {
-			if p.Pct == 50 || p.Pct == 99.9 || p.Pct == 99.99 {
-				f.Evidence = append(f.Evidence, fmt.Sprintf("p%g %s", p.Pct, FormatDuration(p.Latency)))
+			p99, ok := run.P(99)
+			v.P99 = p99
+			switch {
+			case !ok:
+				v.Case, f.Severity = FioNoP99, Unknown
+			case p99 >= WALFsyncBudget:
+				v.Case, f.Severity = FioOver, Bad
+			default:
+				v.Case, f.Severity = FioUnder, OK
 			}
-		}
-		if run.SyncMean > 0 {
-			f.Evidence = append(f.Evidence, fmt.Sprintf("sync min %s, mean %s, max %s", FormatDuration(run.SyncMin), FormatDuration(run.SyncMean), FormatDuration(run.SyncMax)))
-		}
-		if top := run.Percentiles; run.SyncMax > 0 && len(top) > 0 && top[len(top)-1].Latency > run.SyncMax {
-			// fio stat.c's plat_idx_to_val: a percentile is the middle
-			// of its histogram bin, so it can pass the exact max.
-			// To the µs: three digits can print the two alike, or the
-			// percentile under the max ("15.8ms above 15.8ms").
-			p := top[len(top)-1]
-			f.Evidence = append(f.Evidence, fmt.Sprintf("p%g %s reads above the max %s: fio prints a percentile as the middle of its histogram bin (bins up to ~3%% wide), the max exactly", p.Pct, p.Latency.Round(time.Microsecond), run.SyncMax.Round(time.Microsecond)))
-		}
-		if p999, ok := run.P(99.9); ok && p999 >= WALFsyncBudget && f.Severity == OK {
-			f.Severity = Warn
-			f.Summary += fmt.Sprintf(", but p99.9 %s is over it", FormatDuration(p999))
-			f.Evidence = append(f.Evidence, fmt.Sprintf("the tail past p99 reaches %s at p99.9: a few syncs per thousand would miss the budget", FormatDuration(p999)))
-		}
-		var notes []string
-		if bs := run.Options["bs"]; bs != "" && bs != "2300" && bs != "2300B" {
-			notes = append(notes, "bs="+bs+" (etcd's check uses 2300-byte writes, about a WAL entry batch)")
-		}
-		if e := run.Options["ioengine"]; e != "" && e != "sync" {
-			notes = append(notes, "ioengine="+e+" (etcd writes with plain write(2): use ioengine=sync)")
-		}
-		if v := run.Options["fdatasync"]; v != "" && v != "1" {
-			notes = append(notes, "fdatasync="+v+" (etcd syncs after every write batch: use 1)")
-		}
-		if len(notes) > 0 {
-			f.Uncertainty = "not etcd's check: " + strings.Join(notes, "; ")
-		}
-		if run.Version != "" {
-			src := "as " + run.Version + " printed them"
-			if run.SyncCount > 0 {
-				src += fmt.Sprintf(", from %.0f syncs", run.SyncCount)
+			if top := run.Percentiles; run.SyncMax > 0 && len(top) > 0 && top[len(top)-1].Latency > run.SyncMax {
+				// fio stat.c's plat_idx_to_val: a percentile is the middle
+				// of its histogram bin, so it can pass the exact max.
+				v.PastMax = &top[len(top)-1]
 			}
-			f.Evidence = append(f.Evidence, src)
+			if p999, ok := run.P(99.9); ok && p999 >= WALFsyncBudget && f.Severity == OK {
+				f.Severity, v.P999, v.P999Over = Warn, p999, true
+			}
+			if bs := run.Options["bs"]; bs != "" && bs != "2300" && bs != "2300B" {
+				v.OddBS = bs
+			}
+			if e := run.Options["ioengine"]; e != "" && e != "sync" {
+				v.OddEngine = e
+			}
+			if o := run.Options["fdatasync"]; o != "" && o != "1" {
+				v.OddFdatasync = o
+			}
 		}
 		r.Findings = append(r.Findings, f)
 	}

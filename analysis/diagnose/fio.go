@@ -131,7 +131,7 @@ func ReadFioJSON(in Input) ([]FioRun, error) {
 		name := strings.TrimSpace(job.Name)
 		if n := clones[name]; n > 1 {
 			seen[name]++
-			name = fmt.Sprintf("%s [%d/%d]", name, seen[name], n)
+			name += " [" + strconv.Itoa(seen[name]) + "/" + strconv.Itoa(n) + "]"
 		}
 		r := FioRun{Source: in.Name, Job: name, Version: j.Version, Options: map[string]string{}, Interrupted: stopped}
 		for _, o := range []map[string]string{j.Global, job.Options} {

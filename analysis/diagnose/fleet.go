@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,13 +56,13 @@ func FleetSelectors(match string) []string {
 		for _, n := range names {
 			alt = append(alt, n+"_(bucket|sum|count)")
 		}
-		return fmt.Sprintf("{__name__=~%q%s}", strings.Join(alt, "|"), m)
+		return "{__name__=~" + strconv.Quote(strings.Join(alt, "|")) + m + "}"
 	}
 	return []string{
 		hist(etcdmetric.WALFsync.Name, etcdmetric.WALFsync.Old[0]),
 		hist(etcdmetric.BackendCommit.Name),
 		hist(etcdmetric.PeerRTT.Name),
-		fmt.Sprintf("{__name__=~%q%s}", strings.Join([]string{CounterLeaderChanges, CounterHeartbeatFailures, CounterSlowApply, gaugeIsLeader}, "|"), m),
+		"{__name__=~" + strconv.Quote(strings.Join([]string{CounterLeaderChanges, CounterHeartbeatFailures, CounterSlowApply, gaugeIsLeader}, "|")) + m + "}",
 	}
 }
 
@@ -169,7 +170,7 @@ func ClusterOf(metric map[string]string) (map[string]string, string) {
 	add := func(k string) {
 		if v := metric[k]; v != "" {
 			lbl[k] = v
-			parts = append(parts, fmt.Sprintf("%s=%q", k, v))
+			parts = append(parts, k+"="+strconv.Quote(v))
 		}
 	}
 	for _, k := range ClusterLabels {
@@ -242,10 +243,10 @@ func ReadFleet(answers []PromAnswer, opt FleetOptions) (Fleet, error) {
 			}
 		}
 		c.Report.Inputs = []InputInfo{{Name: c.Name, Kind: KindPromJSON}}
-		c.Report.diskFindings(ws, defaultMetricsURL)
+		c.Report.diskFindings(ws)
 		c.Report.peerFindings(ws, defaultMetricsURL)
 		for _, cf := range []struct{ counter, topic string }{
-			{CounterLeaderChanges, "leader"}, {CounterHeartbeatFailures, "heartbeat"}, {CounterSlowApply, "apply"},
+			{CounterLeaderChanges, TopicLeader}, {CounterHeartbeatFailures, TopicHeartbeat}, {CounterSlowApply, TopicApply},
 		} {
 			v, ok := counters[cf.counter]
 			if !ok {

@@ -130,14 +130,29 @@ func label(m *dto.Metric, name string) string {
 	return ""
 }
 
+// The windows of a member's numbers (MemberWindow.Window, MemberRow.Window).
+const (
+	// WindowSinceStart: one scrape, totals since the process started.
+	WindowSinceStart = "since start"
+	// WindowBetweenScrapes: the difference of the first and last scrape.
+	WindowBetweenScrapes = "between scrapes"
+	// WindowSinceRestart: counts fell between the scrapes (etcd
+	// restarted): the later scrape whole.
+	WindowSinceRestart = "since restart"
+	// WindowSinceRestartAsGiven: the same, told from scrapes without
+	// fetch times or process_start_time_seconds, taken in the order
+	// given (render words it so in full).
+	WindowSinceRestartAsGiven = "since restart, as given"
+)
+
 // MemberWindow is one member's histograms over the window the evidence
 // covers: the difference of its first and last scrape, or one scrape's
 // totals since the process started.
 type MemberWindow struct {
 	Member  string   `json:"member"`
 	Sources []string `json:"sources"`
-	// Window: "since start" (one scrape), "between scrapes" (two or more),
-	// "since restart" (counts fell: etcd restarted; the later scrape whole).
+	// Window: WindowSinceStart, WindowBetweenScrapes, WindowSinceRestart
+	// or WindowSinceRestartAsGiven.
 	Window   string        `json:"window"`
 	Duration time.Duration `json:"duration_ns,omitempty"`
 	// From, To: the wall-clock span the numbers cover where the inputs
@@ -230,7 +245,7 @@ func window(g []Scrape) MemberWindow {
 		g, asGiven = given, true
 	}
 	first, last := g[0], g[len(g)-1]
-	w := MemberWindow{Member: last.Member, Leader: last.Leader, WAL: last.WAL, WALName: last.WALName, Backend: last.Backend, Peers: last.Peers, Window: "since start"}
+	w := MemberWindow{Member: last.Member, Leader: last.Leader, WAL: last.WAL, WALName: last.WALName, Backend: last.Backend, Peers: last.Peers, Window: WindowSinceStart}
 	if !last.ByLabel && last.ServerID != "" {
 		w.Member = last.ServerID
 	}
@@ -246,7 +261,7 @@ func window(g []Scrape) MemberWindow {
 		}
 		return w
 	}
-	w.Window = "between scrapes"
+	w.Window = WindowBetweenScrapes
 	if !first.At.IsZero() && !last.At.IsZero() {
 		w.Duration = last.At.Sub(first.At)
 	}
@@ -276,9 +291,9 @@ func window(g []Scrape) MemberWindow {
 	if reset {
 		// Delta took the restarted series whole; keep all of them whole
 		// so the window is one: since the restart.
-		w.Window = "since restart"
+		w.Window = WindowSinceRestart
 		if asGiven {
-			w.Window = "since restart (no fetch times or process_start_time_seconds: the scrapes taken in the order given, the last one whole)"
+			w.Window = WindowSinceRestartAsGiven
 		}
 		w.WAL, w.Backend, w.Peers = last.WAL, last.Backend, last.Peers
 		w.From = last.ProcessStart
@@ -376,11 +391,8 @@ func (r *Report) scrapesAlike(scrapes []Scrape) []string {
 			if !forward(a, b) {
 				continue
 			}
-			r.Findings = append(r.Findings, Finding{Topic: "inputs", Subject: a.Source + ", " + b.Source, Severity: Unknown,
-				Summary: fmt.Sprintf("%s and %s carry no member identity (no etcd_server_id, instance label or process_start_time_seconds) and look like two scrapes of one member: the same %s ladder, every count of %s at least %s's (%.0f more WAL fsyncs)",
-					a.Source, b.Source, a.WALName, b.Source, a.Source, count(b.WAL)-count(a.WAL)),
-				Uncertainty: "read here as two members, each since its start; two members' histograms can also look so",
-				Next:        "etcdscope diagnose --one-member " + a.Source + " " + b.Source + "  # if they are one member's: their difference"})
+			r.Findings = append(r.Findings, Finding{Topic: TopicInputs, Subject: a.Source + ", " + b.Source, Severity: Unknown,
+				Alike: &AlikeFacts{A: a.Source, B: b.Source, WALName: a.WALName, More: count(b.WAL) - count(a.WAL)}})
 			named = append(named, a.Source, b.Source)
 		}
 	}

@@ -101,7 +101,7 @@ func promWindows(resultType string, results []promResult, source string, since, 
 				lbl[k] = x
 			}
 		}
-		sk := key{inst, fam.Name, fmt.Sprint(sortedMap(lbl))}
+		sk := key{inst, fam.Name, "[" + strings.Join(sortedMap(lbl), " ") + "]"}
 		s := series[sk]
 		if s == nil {
 			s = &etcdmetric.Series{FirstBound: fam.FirstBound, Key: etcdmetric.Key{To: lbl["To"], Prober: firstNonEmpty(lbl["Name"], lbl["rtt_name"])}}
@@ -120,9 +120,9 @@ func promWindows(resultType string, results []promResult, source string, since, 
 			s.Count, s.HasCount = v, true
 		}
 		if members[inst] == nil {
-			w := "since start"
+			w := WindowSinceStart
 			if resultType == "matrix" {
-				w = "between scrapes"
+				w = WindowBetweenScrapes
 			}
 			members[inst] = &MemberWindow{Member: inst, Sources: []string{source}, Window: w, Leader: -1}
 		}
@@ -131,7 +131,9 @@ func promWindows(resultType string, results []promResult, source string, since, 
 	for k := range series {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
+	// In the order of "{inst fam series}", as the series were always sorted.
+	str := func(k key) string { return "{" + k.inst + " " + k.fam + " " + k.series + "}" }
+	sort.Slice(keys, func(i, j int) bool { return str(keys[i]) < str(keys[j]) })
 	for _, k := range keys {
 		s := series[k]
 		sort.Slice(s.Buckets, func(i, j int) bool { return s.Buckets[i].UpperBound < s.Buckets[j].UpperBound })

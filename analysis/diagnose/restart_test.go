@@ -51,25 +51,3 @@ func TestRestartWithoutTimes(t *testing.T) {
 		}
 	}
 }
-
-// TestHeartbeatEvidenceTime: a Prometheus export from 2023 is not
-// evidence for heartbeat stalls a 2017 log shows; the finding says so
-// instead of citing it as the stalls' WAL fsync (a reviewer's catch).
-func TestHeartbeatEvidenceTime(t *testing.T) {
-	js := `{"status":"success","data":{"resultType":"matrix","result":[
-{"metric":{"__name__":"etcd_disk_wal_fsync_duration_seconds_bucket","instance":"10.0.0.1:2381","le":"0.008"},"values":[[1700000000,"100"],[1700000060,"160"]]},
-{"metric":{"__name__":"etcd_disk_wal_fsync_duration_seconds_bucket","instance":"10.0.0.1:2381","le":"+Inf"},"values":[[1700000000,"100"],[1700000060,"200"]]}]}}`
-	in := append(readInputs(t, "etcd-7312-heartbeat.log"), Input{Name: "q.json", Data: []byte(js)})
-	rep, err := Diagnose(in, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := findingOf(rep, "heartbeat")
-	if f == nil {
-		t.Fatal("no heartbeat finding")
-	}
-	ev := strings.Join(f.Evidence, "\n")
-	if !strings.Contains(ev, "NOT the stalls' time: the metrics cover 2023-11-14T22:13:20Z to 2023-11-14T22:14:20Z, the stalls 2017-02-10") {
-		t.Errorf("2023 metrics cited for 2017 stalls without saying so:\n%s", ev)
-	}
-}

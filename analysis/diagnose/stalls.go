@@ -27,8 +27,9 @@ type StallCount struct {
 // goes out for that long.
 type StallVerdict struct {
 	Member string `json:"member"`
-	// Node: where the next command runs (MemberWindow.node).
+	// Node: Where in words, empty here: render fills it.
 	Node      string `json:"node"`
+	Where     Where  `json:"-"`
 	Histogram string `json:"histogram"` // wal_fsync or backend_commit
 	Window    string `json:"window"`
 	// Observations: the histogram's total (0 when unknown).
@@ -79,7 +80,7 @@ func stallFinding(w MemberWindow, topic string, s *etcdmetric.Series, p99 Severi
 	if !ok || hb.Count <= 0 {
 		return nil
 	}
-	v := StallVerdict{Member: w.Member, Node: w.node(), Histogram: topic, Window: w.Window, P99Severity: p99,
+	v := StallVerdict{Member: w.Member, Where: w.where(), Histogram: topic, Window: w.Window, P99Severity: p99,
 		OverHeartbeat: hb, Heartbeat: DefaultHeartbeat, Election: DefaultElection}
 	if s.HasCount {
 		v.Observations = s.Count
@@ -91,10 +92,10 @@ func stallFinding(w MemberWindow, topic string, s *etcdmetric.Series, p99 Severi
 		v.OverElection = &c
 	}
 	sev := Warn
-	if topic == "wal_fsync" && v.OverElection != nil {
+	if topic == TopicWALFsync && v.OverElection != nil {
 		// A WAL fsync past the election timeout on the leader is an
 		// election.
 		sev = Bad
 	}
-	return &Finding{Topic: "disk_stalls", Subject: w.Member, Severity: sev, Stalls: &v}
+	return &Finding{Topic: TopicDiskStalls, Subject: w.Member, Severity: sev, Stalls: &v}
 }

@@ -39,7 +39,13 @@ type Cleaned struct {
 	Dropped int `json:"dropped"`
 	// Rejected: sample-looking lines expfmt refused, with its reason (the
 	// first few), dropped so that the rest of the text still parses.
-	Rejected []string `json:"rejected,omitempty"`
+	Rejected []Rejected `json:"rejected,omitempty"`
+}
+
+// Rejected is a line expfmt refused and its message.
+type Rejected struct {
+	Line   string `json:"line"`
+	Reason string `json:"reason"`
 }
 
 // ParseText parses /metrics text as people paste it. A clean-up pass in
@@ -92,7 +98,7 @@ func ParseText(r io.Reader) (map[string]*dto.MetricFamily, Cleaned, error) {
 		if !errors.As(err, &pe) || pe.Line < 1 || pe.Line > len(lines) || len(c.Rejected) >= MaxSkippedLines {
 			return nil, c, fmt.Errorf("parsing /metrics text: %w", err)
 		}
-		c.Rejected = append(c.Rejected, fmt.Sprintf("%q: %s", truncate(lines[pe.Line-1], 120), pe.Msg))
+		c.Rejected = append(c.Rejected, Rejected{Line: lines[pe.Line-1], Reason: pe.Msg})
 		lines = append(lines[:pe.Line-1], lines[pe.Line:]...)
 	}
 }

@@ -61,7 +61,7 @@ func TestCountWithoutInf(t *testing.T) {
 	}
 	// rank 198 > 190: above le=0.004
 	e, err := s.Estimate(0.99)
-	if err != nil || e.Interpolated || !e.Unbounded || e.Lo != 0.004 || !strings.Contains(e.Why, "5%") {
+	if err != nil || e.Interpolated || !e.Unbounded || e.Lo != 0.004 || e.Reason != EstimateAboveLadder || e.AbovePct != 5 {
 		t.Errorf("p99 %+v %v", e, err)
 	}
 	if _, err := s.Quantile(0.99); !errors.Is(err, ErrBeyondLadder) {

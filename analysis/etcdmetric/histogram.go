@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 )
 
 // FirstBound is the upper bound of etcd's first peer-RTT bucket; each
@@ -109,9 +108,47 @@ type Estimate struct {
 	Unbounded bool    `json:"unbounded,omitempty"`
 	// TotalUnknown: no +Inf bucket and no _count.
 	TotalUnknown bool `json:"total_unknown,omitempty"`
-	// Why: when not interpolated, the reason; when interpolated across
-	// missing buckets, how coarse the value is.
+	// Why: Reason in words, empty here: render fills it.
 	Why string `json:"why,omitempty"`
+	// Reason: when not interpolated, why; when interpolated across
+	// missing buckets, how coarse the value is. Not in the JSON (Why
+	// says it), nor are the numbers it names: AtLeast (the total is at
+	// least this, EstimateTotalUnknown*), Tail (what the buckets shown
+	// prove, EstimateTotalUnknown*), LadderFirst (etcd's first bound,
+	// EstimateFirstShown; Hi is the first shown), GapFrom (the bound
+	// before the missing buckets, EstimateGap; Hi after them), AbovePct
+	// (the share above Lo, percent, EstimateAboveLadder).
+	Reason      EstimateReason `json:"-"`
+	AtLeast     float64        `json:"-"`
+	Tail        []TailCount    `json:"-"`
+	LadderFirst float64        `json:"-"`
+	GapFrom     float64        `json:"-"`
+	AbovePct    float64        `json:"-"`
+}
+
+// EstimateReason: why an Estimate is a bound, or how coarse it is.
+type EstimateReason uint8
+
+// The reasons of Estimate.
+const (
+	// EstimateExact: interpolated within etcd's ladder.
+	EstimateExact EstimateReason = iota
+	// EstimateLowerBound: no +Inf bucket and no _count: above Lo only.
+	EstimateLowerBound
+	// EstimateNoBound: no +Inf bucket and no _count: no bound at all.
+	EstimateNoBound
+	// EstimateFirstShown: in the first bucket shown (Hi), and etcd's
+	// ladder starts lower (LadderFirst).
+	EstimateFirstShown
+	// EstimateGap: interpolated across missing buckets (GapFrom to Hi).
+	EstimateGap
+	// EstimateAboveLadder: above the highest finite bucket (Lo).
+	EstimateAboveLadder
+)
+
+// TailCount: at least N observations lie above Over seconds.
+type TailCount struct {
+	N, Over float64
 }
 
 // Estimate places the q-quantile (0 < q < 1) in s's buckets. The total is
@@ -167,10 +204,9 @@ func (s Series) Estimate(q float64) (Estimate, error) {
 			return e, fmt.Errorf("%w: no +Inf bucket, no _count and no observations in the buckets shown", ErrIncompleteLadder)
 		}
 		e.Lo, e.Unbounded, e.TotalUnknown = lo, true, true
+		e.AtLeast, e.Tail, e.Reason = last.Count, tailCounts(fin), EstimateNoBound
 		if lo > 0 {
-			e.Why = fmt.Sprintf("no +Inf bucket and no _count: the total is unknown (at least %g), so only a lower bound (above %g s)%s", last.Count, lo, tailCounts(fin))
-		} else {
-			e.Why = fmt.Sprintf("no +Inf bucket and no _count: the total is unknown (at least %g), so no bound can be placed%s", last.Count, tailCounts(fin))
+			e.Reason = EstimateLowerBound
 		}
 		return e, nil
 	}
@@ -182,7 +218,7 @@ func (s Series) Estimate(q float64) (Estimate, error) {
 		if i == 0 {
 			e.Hi = b.UpperBound
 			if !near(b.UpperBound, s.firstBound()) {
-				e.Why = fmt.Sprintf("falls in the first bucket shown (le=%g), and etcd's ladder starts lower (le=%g): the buckets below were not given", b.UpperBound, s.firstBound())
+				e.Reason, e.LadderFirst = EstimateFirstShown, s.firstBound()
 				return e, nil
 			}
 			e.Value, e.Interpolated = b.UpperBound*rank/b.Count, true
@@ -193,41 +229,39 @@ func (s Series) Estimate(q float64) (Estimate, error) {
 		e.Value = p.UpperBound + (b.UpperBound-p.UpperBound)*(rank-p.Count)/(b.Count-p.Count)
 		e.Interpolated = true
 		if !near(b.UpperBound, 2*p.UpperBound) {
-			e.Why = fmt.Sprintf("buckets between le=%g and le=%g are missing: interpolated across the gap", p.UpperBound, b.UpperBound)
+			e.Reason, e.GapFrom = EstimateGap, p.UpperBound
 		}
 		return e, nil
 	}
 	e.Lo, e.Unbounded = last.UpperBound, true
-	e.Why = fmt.Sprintf("above the highest finite bucket (le=%g): %.3g%% of the observations are there", last.UpperBound, 100*(total-last.Count)/total)
+	e.Reason, e.AbovePct = EstimateAboveLadder, 100*(total-last.Count)/total
 	return e, nil
 }
 
 // tailCounts is what finite buckets without a total still prove: at
 // least how many observations lie above the first bucket shown, and above
 // the highest bucket that does not hold them all (more may lie above the
-// last bucket). "" when they prove none. etcd-io/etcd#5870's excerpt:
-// "; the buckets shown count at least 223 over 0.064 s and 1 over 4.096 s".
-func tailCounts(fin []Bucket) string {
+// last bucket). None when they prove none. etcd-io/etcd#5870's excerpt:
+// at least 223 over 0.064 s and 1 over 4.096 s.
+func tailCounts(fin []Bucket) []TailCount {
 	last := fin[len(fin)-1]
-	var parts []string
+	var out []TailCount
 	if n := last.Count - fin[0].Count; n > 0 {
-		parts = append(parts, fmt.Sprintf("%g over %g s", n, fin[0].UpperBound))
+		out = append(out, TailCount{n, fin[0].UpperBound})
 	}
 	for i := len(fin) - 2; i > 0; i-- {
 		if fin[i].Count < last.Count {
-			parts = append(parts, fmt.Sprintf("%g over %g s", last.Count-fin[i].Count, fin[i].UpperBound))
+			out = append(out, TailCount{last.Count - fin[i].Count, fin[i].UpperBound})
 			break
 		}
 	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return "; the buckets shown count at least " + strings.Join(parts, " and ")
+	return out
 }
 
 // Quantile returns the q-quantile in seconds where Estimate interpolates
 // it; otherwise an error wrapping ErrIncompleteLadder (the buckets shown
-// cannot place it) or ErrBeyondLadder (above the highest finite bucket).
+// cannot place it) or ErrBeyondLadder (above the highest finite bucket),
+// with the estimate that could not be a value (an *EstimateError).
 func (s Series) Quantile(q float64) (float64, error) {
 	e, err := s.Estimate(q)
 	if err != nil {
@@ -237,10 +271,21 @@ func (s Series) Quantile(q float64) (float64, error) {
 		return e.Value, nil
 	}
 	if e.Unbounded && e.Lo > 0 && !e.TotalUnknown {
-		return 0, fmt.Errorf("%w: %s", ErrBeyondLadder, e.Why)
+		return 0, &EstimateError{Err: ErrBeyondLadder, Estimate: e}
 	}
-	return 0, fmt.Errorf("%w: %s", ErrIncompleteLadder, e.Why)
+	return 0, &EstimateError{Err: ErrIncompleteLadder, Estimate: e}
 }
+
+// EstimateError: a quantile that is a bound, not a value: Err is
+// ErrBeyondLadder or ErrIncompleteLadder, Estimate says why (its Reason;
+// render words it).
+type EstimateError struct {
+	Err      error
+	Estimate Estimate
+}
+
+func (e *EstimateError) Error() string { return e.Err.Error() }
+func (e *EstimateError) Unwrap() error { return e.Err }
 
 // Delta returns end − start for the same series: the observations made
 // between two scrapes. A series absent at start (it appears once the

@@ -1,7 +1,6 @@
 package etcdmetric
 
 import (
-	"fmt"
 	"net/netip"
 	"sort"
 	"strconv"
@@ -137,12 +136,19 @@ func pooled(links []peers.LinkStats, window time.Duration) ModelInput {
 	return ModelInput{RTT: med(rtt), ReusedProbe: med(reused), NewConnProbe: med(newc), NewConnPerMinute: perMin / float64(len(links))}
 }
 
-// LeaderWarning returns a warning when the leader is the member this host
+// FarLeader is a leader far from this host: Leader, its RTT from here,
+// and the next highest RTT to a member.
+type FarLeader struct {
+	Leader    Member
+	RTT, Next time.Duration
+}
+
+// FindFarLeader returns the leader when it is the member this host
 // measures the highest RTT to (handshake RTT p50, else min RTT p50) and
 // that RTT stands out: at least twice the next highest and LeaderMargin
 // more. A far leader costs every write round trips to the far site. It
-// returns "" when there is nothing to warn about or too little to tell.
-func LeaderWarning(members []Member, links []peers.LinkStats) string {
+// returns nil when there is nothing to warn about or too little to tell.
+func FindFarLeader(members []Member, links []peers.LinkStats) *FarLeader {
 	rtt := map[netip.Addr]int64{}
 	for _, l := range links {
 		v := l.HandshakeRTT.P50
@@ -170,18 +176,17 @@ func LeaderWarning(members []Member, links []peers.LinkStats) string {
 		}
 	}
 	if len(ms) < 2 {
-		return ""
+		return nil
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].rtt > ms[j].rtt })
 	far, next := ms[0], ms[1]
 	if !far.m.Leader || far.rtt < 2*next.rtt || time.Duration(far.rtt-next.rtt) < LeaderMargin {
-		return ""
+		return nil
 	}
-	return fmt.Sprintf("the leader %s (%s) is the member with the highest RTT from here (%s, next %s): every write waits for round trips to it; move leadership to a near member with 'etcdctl move-leader <member ID>'",
-		far.m.Name, far.m.ToLabel(), time.Duration(far.rtt), time.Duration(next.rtt))
+	return &FarLeader{Leader: far.m, RTT: time.Duration(far.rtt), Next: time.Duration(next.rtt)}
 }
 
 // LeaderMargin is how much farther than the next member the leader must
-// be for LeaderWarning: differences of microseconds (one rack, loopback)
+// be for FindFarLeader: differences of microseconds (one rack, loopback)
 // are noise, not a far site.
 const LeaderMargin = time.Millisecond

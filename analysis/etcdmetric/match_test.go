@@ -2,7 +2,6 @@ package etcdmetric
 
 import (
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +18,7 @@ func link(to string, handshake time.Duration) peers.LinkStats {
 	}
 }
 
-func TestLeaderWarning(t *testing.T) {
+func TestFindFarLeader(t *testing.T) {
 	members := func(leader string) []Member {
 		var ms []Member
 		for i, ip := range []string{"10.0.0.1", "10.0.0.2", "10.1.0.3"} {
@@ -42,12 +41,12 @@ func TestLeaderWarning(t *testing.T) {
 		{"one peer measured: nothing to compare", "10.1.0.3", wan[1:], false},
 	}
 	for _, c := range cases {
-		w := LeaderWarning(members(c.leader), c.links)
-		if (w != "") != c.warn {
-			t.Errorf("%s: warning %q, want warn=%v", c.name, w, c.warn)
+		f := FindFarLeader(members(c.leader), c.links)
+		if (f != nil) != c.warn {
+			t.Errorf("%s: far leader %+v, want one: %v", c.name, f, c.warn)
 		}
-		if c.warn && !strings.Contains(w, "move-leader") {
-			t.Errorf("%s: warning does not say how to fix it: %q", c.name, w)
+		if c.warn && (f.Leader.Name != "m3" || f.RTT != 50*time.Millisecond || f.Next != 300*time.Microsecond) {
+			t.Errorf("%s: far leader %+v, want m3 at 50ms, next 300µs", c.name, f)
 		}
 	}
 }

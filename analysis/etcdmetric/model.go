@@ -1,9 +1,8 @@
 package etcdmetric
 
 import (
-	"fmt"
+	"errors"
 	"math"
-	"strings"
 	"time"
 )
 
@@ -268,13 +267,16 @@ type Comparison struct {
 	// Observations, Mean, P50, P99: of the metric's delta between the two
 	// scrapes, seconds. P50/P99 are absent (QuantileError says why) when
 	// the ladder is incomplete.
-	Observations  float64    `json:"observations"`
-	Mean          float64    `json:"mean_seconds"`
-	P50           float64    `json:"p50_seconds,omitempty"`
-	P99           float64    `json:"p99_seconds,omitempty"`
-	QuantileError string     `json:"quantile_error,omitempty"`
-	Input         ModelInput `json:"input"`
-	Prediction    Prediction `json:"prediction"`
+	Observations  float64 `json:"observations"`
+	Mean          float64 `json:"mean_seconds"`
+	P50           float64 `json:"p50_seconds,omitempty"`
+	P99           float64 `json:"p99_seconds,omitempty"`
+	QuantileError string  `json:"quantile_error,omitempty"`
+	// QuantileEstimate: when the p50 is a bound, not a value, the
+	// estimate that says why (render adds its words to QuantileError).
+	QuantileEstimate *Estimate  `json:"-"`
+	Input            ModelInput `json:"input"`
+	Prediction       Prediction `json:"prediction"`
 	// Inflation: Mean / measured RTT; ModelInflation: Prediction.Mean /
 	// measured RTT.
 	Inflation      float64 `json:"inflation"`
@@ -286,8 +288,46 @@ type Comparison struct {
 	// difference, to call it either way. Explained is false then.
 	Inconclusive         bool    `json:"inconclusive,omitempty"`
 	StandardErrorSeconds float64 `json:"standard_error_seconds,omitempty"`
-	Verdict              string  `json:"verdict"`
+	// Verdict: the verdict in words, empty here: render words it from
+	// Kind and the numbers (render.PeersJSON, render.Peers).
+	Verdict string `json:"verdict"`
+	// Kind: which verdict; Ratio: Mean / Prediction.Mean (set from
+	// CompareExplained on); NewConnAddsNothing: a new connection's probe
+	// is not slower than a kept-alive one, so dialling probers add
+	// nothing to the steady-state mean. Not in the JSON, whose "verdict"
+	// says them in words.
+	Kind               CompareKind `json:"-"`
+	Ratio              float64     `json:"-"`
+	NewConnAddsNothing bool        `json:"-"`
 }
+
+// CompareKind is what Compare concluded of a series.
+type CompareKind uint8
+
+// The verdicts of Compare.
+const (
+	// CompareNone: not compared (the zero value).
+	CompareNone CompareKind = iota
+	// ComparePeerDown: every connect to the peer failed; the metric says
+	// nothing about the network.
+	ComparePeerDown
+	// CompareNoObservations: none between the scrapes.
+	CompareNoObservations
+	// CompareNoModel: no kernel measurement for the peer.
+	CompareNoModel
+	// CompareExplained: the mean is within Tolerance of the model.
+	CompareExplained
+	// CompareInconclusiveFloor: outside Tolerance but less than
+	// NoiseFloorSeconds from the model.
+	CompareInconclusiveFloor
+	// CompareInconclusiveSpread: outside Tolerance but within NoiseSE
+	// standard errors of the model.
+	CompareInconclusiveSpread
+	// CompareAbove: above the model, beyond tolerance and noise.
+	CompareAbove
+	// CompareBelow: below the model, beyond tolerance.
+	CompareBelow
+)
 
 // Compare checks a series' delta against the model.
 func Compare(delta Series, in ModelInput) Comparison {
@@ -304,17 +344,20 @@ func Compare(delta Series, in ModelInput) Comparison {
 		c.P99, _ = delta.Quantile(0.99)
 	} else {
 		c.QuantileError = err.Error()
+		if ee := (*EstimateError)(nil); errors.As(err, &ee) {
+			c.QuantileEstimate = &ee.Estimate
+		}
 	}
 	mean, ok := delta.Mean()
 	if in.PeerDown {
 		// No RTT exists to model: the sentinel of a socket without an RTT
 		// sample (4294.967295 s) must not become one.
 		c.Mean = mean
-		c.Verdict = fmt.Sprintf("peer down / unreachable: %d connects failed in the window and none was established; etcd's probes to it fail and reset its EWMA to 0, so the metric (mean %s) says nothing about the network", in.FailedConnects, FormatSeconds(mean))
+		c.Kind = ComparePeerDown
 		return c
 	}
 	if !ok {
-		c.Verdict = "no observations between the scrapes: nothing to compare (etcd observes once per prober per 30 s; trace longer)"
+		c.Kind = CompareNoObservations
 		return c
 	}
 	c.Mean = mean
@@ -324,70 +367,25 @@ func Compare(delta Series, in ModelInput) Comparison {
 	}
 	pm := c.Prediction.Mean
 	if pm <= 0 {
-		c.Verdict = "no kernel measurement for this peer: cannot model it"
+		c.Kind = CompareNoModel
 		return c
 	}
-	ratio := mean / pm
+	c.Ratio = mean / pm
 	se, seOK := delta.StandardError()
 	c.StandardErrorSeconds = se
-	var b strings.Builder
-	fmt.Fprintf(&b, "metric mean %s vs model %s (%.2fx); measured RTT %s, so the metric reads %.1fx the RTT. ",
-		FormatSeconds(mean), FormatSeconds(pm), ratio, FormatSeconds(in.RTT.Seconds()), c.Inflation)
-	how := "estimated from kernel srtt"
+	c.NewConnAddsNothing = c.Prediction.NewConnProbers > 0 && in.NewConnProbe < max(in.ReusedProbe, in.RTT)
+	outside := c.Ratio > Tolerance || c.Ratio < 1/Tolerance
 	switch {
-	case in.ReusedMeasured:
-		how = "timed by etcdscope's own kept-alive probe"
-	case in.ProbeError != "":
-		how = "estimated from kernel srtt: etcdscope's kept-alive probe failed: " + in.ProbeError
-	}
-	fmt.Fprintf(&b, "Model: %.0f of %d probers dial per probe (%.1f new connections/min, %s each: TCP handshake, TLS handshake if any, request, answer), the other(s) reuse a connection (%s, %s); ",
-		c.Prediction.NewConnProbers, c.Input.Probers, in.NewConnPerMinute, FormatSeconds(in.NewConnProbe.Seconds()), FormatSeconds(math.Max(in.ReusedProbe.Seconds(), in.RTT.Seconds())), how)
-	if in.UptimeEnd > 0 {
-		fmt.Fprintf(&b, "EWMA (α=0.125 from 0) still warming up at %s uptime; ", in.UptimeEnd.Round(time.Second))
-	}
-	if c.Prediction.NewConnProbers > 0 && in.NewConnProbe < max(in.ReusedProbe, in.RTT) {
-		fmt.Fprintf(&b, "new-connection probes add nothing to the steady-state mean (a new connection's probe, %s, is not slower than a kept-alive one). ", FormatSeconds(in.NewConnProbe.Seconds()))
-	} else {
-		fmt.Fprintf(&b, "new-connection probes add %s to the steady-state mean. ", FormatSeconds(c.Prediction.NewConnShare))
-	}
-	switch {
-	case (ratio > Tolerance || ratio < 1/Tolerance) && math.Abs(mean-pm) < NoiseFloorSeconds:
-		c.Inconclusive = true
-		fmt.Fprintf(&b, "INCONCLUSIVE: %.2fx the model, but only %s apart: less than the %s by which two probers timed at different moments differ on a busy node; a DNS or TLS delay before each dial would add far more.",
-			ratio, FormatSeconds(math.Abs(mean-pm)), FormatSeconds(NoiseFloorSeconds))
-		c.Verdict = b.String()
-	case (ratio > Tolerance || ratio < 1/Tolerance) && seOK && math.Abs(mean-pm) <= NoiseSE*se:
-		c.Inconclusive = true
-		fmt.Fprintf(&b, "INCONCLUSIVE: %.2fx the model, but the %.0f observations spread so that their mean is only known to ±%s (standard error): this window cannot tell the difference from noise; trace longer (etcd observes once per prober per 30 s).",
-			ratio, c.Observations, FormatSeconds(se))
-		c.Verdict = b.String()
-	case ratio > Tolerance:
-		fmt.Fprintf(&b, "NOT EXPLAINED: %s more than the model; that time is spent outside the connection the kernel sees: DNS resolution of the peer URL before connect (etcd #11781), a slow TLS step or certificate read, or a slow or unhealthy peer (failed probes reset the EWMA).",
-			FormatSeconds(mean-pm))
-		c.Verdict = b.String()
-	case ratio < 1/Tolerance:
-		fmt.Fprintf(&b, "NOT EXPLAINED: the metric reads less than the model; probes failing (srtt reset to 0) or a window too short for observations.")
-		c.Verdict = b.String()
+	case outside && math.Abs(mean-pm) < NoiseFloorSeconds:
+		c.Inconclusive, c.Kind = true, CompareInconclusiveFloor
+	case outside && seOK && math.Abs(mean-pm) <= NoiseSE*se:
+		c.Inconclusive, c.Kind = true, CompareInconclusiveSpread
+	case c.Ratio > Tolerance:
+		c.Kind = CompareAbove
+	case c.Ratio < 1/Tolerance:
+		c.Kind = CompareBelow
 	default:
-		c.Explained = true
-		b.WriteString("EXPLAINED by new-connection probes and etcd's EWMA/bucketing, not by the network.")
-		c.Verdict = b.String()
+		c.Explained, c.Kind = true, CompareExplained
 	}
 	return c
-}
-
-// FormatSeconds formats seconds with a unit kernel engineers read at a
-// glance: µs below 1 ms, ms with two decimals below 1 s, else s.
-func FormatSeconds(s float64) string {
-	switch {
-	case math.IsInf(s, 1):
-		return "∞"
-	case s == 0:
-		return "0"
-	case s < 1e-3:
-		return fmt.Sprintf("%.0fµs", s*1e6)
-	case s < 1:
-		return fmt.Sprintf("%.2fms", s*1e3)
-	}
-	return fmt.Sprintf("%.3fs", s)
 }

@@ -15,6 +15,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -338,8 +339,8 @@ func parseBound(le string) (float64, error) {
 	if strings.EqualFold(le, "+Inf") || strings.EqualFold(le, "Inf") {
 		return math.Inf(1), nil
 	}
-	var f float64
-	if _, err := fmt.Sscan(le, &f); err != nil {
+	f, err := strconv.ParseFloat(strings.TrimSpace(le), 64)
+	if err != nil {
 		return 0, fmt.Errorf("bucket bound %q: %w", le, err)
 	}
 	return f, nil

@@ -23,16 +23,18 @@ type PeersReport struct {
 	RingPeakBytes uint64 `json:"ring_peak_bytes,omitempty"`
 	// Owners: how the owners of sockets with no known opener were found
 	// (in the background, off the reader's path); nil in a replay.
-	Owners        *OwnerLookups     `json:"owner_lookups,omitempty"`
-	Links         []peers.LinkStats `json:"links"`
-	MetricsURL    string            `json:"metrics_url,omitempty"`
-	MetricsError  string            `json:"metrics_error,omitempty"`
-	MemberPID     int               `json:"member_pid,omitempty"`
-	Metric        []PeerComparison  `json:"metric,omitempty"`
-	Resets        []Key             `json:"metric_resets,omitempty"`
-	Members       []Member          `json:"members,omitempty"`
-	MembersError  string            `json:"members_error,omitempty"`
-	LeaderWarning string            `json:"leader_warning,omitempty"`
+	Owners       *OwnerLookups     `json:"owner_lookups,omitempty"`
+	Links        []peers.LinkStats `json:"links"`
+	MetricsURL   string            `json:"metrics_url,omitempty"`
+	MetricsError string            `json:"metrics_error,omitempty"`
+	MemberPID    int               `json:"member_pid,omitempty"`
+	Metric       []PeerComparison  `json:"metric,omitempty"`
+	Resets       []Key             `json:"metric_resets,omitempty"`
+	Members      []Member          `json:"members,omitempty"`
+	MembersError string            `json:"members_error,omitempty"`
+	// LeaderWarning: FarLeader in words, empty here: render fills it.
+	LeaderWarning string     `json:"leader_warning,omitempty"`
+	FarLeader     *FarLeader `json:"-"`
 	// KeptAliveProbe: mean time of etcdscope's own kept-alive probes per
 	// peer IP (ns); KeptAliveProbeErrors: why a peer could not be probed.
 	KeptAliveProbe       map[netip.Addr]time.Duration `json:"kept_alive_probe_ns,omitempty"`

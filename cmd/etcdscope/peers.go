@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -254,14 +253,12 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	rep := r.report(ctx, t1, *st, owners, &out.conns)
 	if f.record != "" && len(rep.Metric) > 0 {
 		// What etcd measured, for report --html to draw beside the model.
-		if err := appendMetricRecord(f.record, rep.Metric); err != nil {
+		if err := appendMetricRecord(f.record, render.WordComparisons(rep.Metric)); err != nil {
 			return fmt.Errorf("--record: %w", err)
 		}
 	}
 	if f.output == "json" {
-		enc := json.NewEncoder(render.JSONText(peersStdout))
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(*rep); err != nil { // the value, as before: the same JSON
+		if err := render.PeersJSON(peersStdout, rep); err != nil {
 			return err
 		}
 	} else {
@@ -394,7 +391,7 @@ func (r *peersRun) report(ctx context.Context, t1 time.Time, st pipeline.Stats, 
 	}
 	defer cancel()
 	if rep.MembersError == "" && len(rep.Members) > 0 {
-		rep.LeaderWarning = etcdmetric.LeaderWarning(rep.Members, rep.Links)
+		rep.FarLeader = etcdmetric.FindFarLeader(rep.Members, rep.Links)
 	}
 	if r.startOK {
 		// Without the start scrape there is nothing to compare with, and
