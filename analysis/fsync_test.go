@@ -343,52 +343,6 @@ func TestIntervalBuilder(t *testing.T) {
 	}
 }
 
-// TestNestHostFsync: a kernel-thread fsync of a loop device's backing file
-// that ran inside a flush of that loop device nests under the flush; one
-// outside the flush, or of another file, does not.
-func TestNestHostFsync(t *testing.T) {
-	hostFS := event.MkDev(254, 0)
-	a := NewAttributor(func(d event.Dev) (string, []event.Dev) {
-		switch d {
-		case fsDev:
-			return "loop0", []event.Dev{diskDev}
-		case hostFS:
-			return "vda", []event.Dev{hostFS}
-		}
-		return "", nil
-	})
-	a.SetBackingLookup(func(d event.Dev) (Backing, bool) {
-		if d == diskDev {
-			return Backing{Dev: hostFS, Ino: 77, Path: "/var/tmp/img"}, true
-		}
-		return Backing{}, false
-	})
-	host := func(ino uint64, s, e uint64) event.KernelFsync {
-		return event.KernelFsync{Fsync: event.Fsync{Syscall: event.SysKthread, TID: 9, Comm: "kworker/u8:1", Dev: hostFS, FSType: "ext4", Ino: ino, StartNs: s, EndNs: e}}
-	}
-	a.Add(event.FsyncEnter{TID: tid, StartNs: 1000})
-	a.Add(host(77, 1100, 1300)) // inside the flush [1050, 1400]
-	a.Add(host(78, 1100, 1300)) // another file
-	a.Add(host(77, 1450, 1500)) // after the flush
-	a.Add(blk(1, event.OpFlush, event.ReqPreflush, 0, 1050, 1400, 3, "kworker/0:0H"))
-	rec := a.Attribute(fsyncEv(1000, 2000))
-	if len(rec.Requests) != 1 || len(rec.Requests[0].Host) != 1 {
-		t.Fatalf("requests %+v", rec.Requests)
-	}
-	h := rec.Requests[0].Host[0]
-	if h.StartNs != 1100 || h.Path != "/var/tmp/img" || h.Syscall != "vfs_fsync" || h.DevName != "vda" {
-		t.Fatalf("host record %+v", h)
-	}
-	levels := BuildLevels([]FsyncRecord{rec})
-	if len(levels) != 2 || levels[0].Level != "L1" || levels[1].Level != "L2" || levels[1].Device != "vda" {
-		t.Fatalf("levels %+v", levels)
-	}
-	// L2's 200 ns nest in L1's 350 ns of device flush.
-	if got := levels[1].NestedShare; got < 0.57 || got > 0.58 {
-		t.Fatalf("nested share %v", got)
-	}
-}
-
 func TestJBD2WaitCounts(t *testing.T) {
 	a := NewAttributor(lookup)
 	a.Add(event.Journal{Source: event.JournalJBD2Wait, Dev: fsDev, TID: tid, Txn: 41, StartNs: 1200, EndNs: 1700})
@@ -498,29 +452,5 @@ func TestReportBuilderInterleavedGroups(t *testing.T) {
 		default:
 			t.Errorf("unexpected group %+v", g)
 		}
-	}
-}
-
-// TestNestUntracedBacking: a flush on a loop device whose backing file is
-// on a filesystem the host level cannot see is marked with that
-// filesystem, and the levels table gets an L2 row saying so, even when no
-// host fsync at all was seen (there is none to see).
-func TestNestUntracedBacking(t *testing.T) {
-	a := NewAttributor(lookup)
-	a.SetBackingLookup(func(d event.Dev) (Backing, bool) {
-		return Backing{Dev: event.MkDev(0, 52), Ino: 77, Path: "/mnt/fuse/img", FS: "fuse.bindfs"}, d == diskDev
-	})
-	a.Add(event.FsyncEnter{TID: tid, StartNs: 1000})
-	a.Add(blk(1, event.OpFlush, event.ReqPreflush, 0, 1050, 1400, 3, "kworker/0:0H"))
-	rec := a.Attribute(fsyncEv(1000, 2000))
-	if len(rec.Requests) != 1 || rec.Requests[0].HostUntraced != "fuse.bindfs" || len(rec.Requests[0].Host) != 0 {
-		t.Fatalf("requests %+v", rec.Requests)
-	}
-	levels := BuildLevels([]FsyncRecord{rec})
-	if len(levels) != 1 || levels[0].Level != "L2" || levels[0].FS != "fuse.bindfs" || levels[0].Untraced == "" {
-		t.Fatalf("levels %+v", levels)
-	}
-	if !HostLevelTraced("ext4") || !HostLevelTraced("") || HostLevelTraced("xfs") || HostLevelTraced("nfs4") {
-		t.Error("HostLevelTraced")
 	}
 }
