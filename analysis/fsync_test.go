@@ -1,12 +1,7 @@
 package analysis
 
 import (
-	"bytes"
-	"encoding/json"
-	"math"
 	"reflect"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/etcdscope/etcdscope/event"
@@ -198,151 +193,6 @@ func TestPruneKeepsWhatInflightNeeds(t *testing.T) {
 	}
 }
 
-func TestReportAndJSONRoundTrip(t *testing.T) {
-	a := NewAttributor(lookup)
-	var recs []FsyncRecord
-	for i := uint64(0); i < 100; i++ {
-		s := 1e9 + i*2e7
-		a.Add(event.FsyncEnter{TID: tid, StartNs: s})
-		a.Add(blk(i*2+1, event.OpWrite, 0, 0, s+100, s+200+i*1000, tid, "etcd"))
-		a.Add(blk(i*2+2, event.OpFlush, 0, 0, s+300+i*1000, s+1e6+i*1e5, 0, "kworker"))
-		r := a.Attribute(fsyncEv(s, s+1.1e6+i*1e5))
-		r.Path = "/d/member/wal/0.wal"
-		r.FileKind = FileKind(r.Path)
-		recs = append(recs, r)
-	}
-	rep := BuildReport(recs, 3, 0, []string{"tp_btf/xfs_log_force: xfs not loaded"})
-	if len(rep.Groups) != 1 {
-		t.Fatalf("groups: %+v", rep.Groups)
-	}
-	g := rep.Groups[0]
-	if g.Total.Count != 100 || g.Flushes != 100 || g.FlushesPerFsync != 1 {
-		t.Fatalf("group %+v", g)
-	}
-	// p99 of 1.1 ms + i*0.1 ms, nearest rank: i = 98.
-	if g.Total.P99 != 1.1e6+98*1e5 || g.Verdict != "over budget" {
-		t.Fatalf("p99 %d verdict %s", g.Total.P99, g.Verdict)
-	}
-	var shares float64
-	for _, l := range g.Layers {
-		shares += l.Share
-	}
-	if shares < 0.999999 || shares > 1.000001 {
-		t.Fatalf("shares sum to %v", shares)
-	}
-	if d := g.Dominant(); d.Name != LayerDeviceFlush {
-		t.Fatalf("dominant %+v", d)
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	for _, r := range recs {
-		enc.Encode(r)
-	}
-	enc.Encode(rep)
-	back, sum, err := ReadJSONL(&buf)
-	if err != nil || sum.LostEvents != 3 || !reflect.DeepEqual(back, recs) {
-		t.Fatalf("round trip: err %v lost %d equal %v", err, sum.LostEvents, reflect.DeepEqual(back, recs))
-	}
-	if again := BuildReport(back, sum.LostEvents, sum.MissedEvents, sum.Unavailable); !reflect.DeepEqual(again, rep) {
-		t.Fatalf("report recomputed from the recording differs:\n%+v\n%+v", again, rep)
-	}
-	if _, _, err := ReadJSONL(strings.NewReader(`{"type":"fsync","v":99}`)); err == nil {
-		t.Fatal("a newer schema version was accepted")
-	}
-}
-
-// TestIntervalLoss: each live line shows what its own interval lost, from
-// the tracer's running totals, not the totals (render.IntervalLoss words
-// it).
-func TestIntervalLoss(t *testing.T) {
-	var b IntervalBuilder
-	for _, tc := range []struct {
-		lostTotal, missedTotal uint64
-		lost, missed           uint64
-	}{
-		{0, 0, 0, 0},
-		{7, 1, 7, 1},
-		{7, 1, 0, 0},
-		{20, 1, 13, 0},
-	} {
-		if l, m := b.Loss(tc.lostTotal, tc.missedTotal); l != tc.lost || m != tc.missed {
-			t.Errorf("Loss(%d, %d) = %d, %d; want %d, %d", tc.lostTotal, tc.missedTotal, l, m, tc.lost, tc.missed)
-		}
-	}
-}
-
-// TestBiasedVerdict: a report from a trace with loss marks every verdict
-// with its Bias (render.FsyncReport words it: render.TestFsyncReportTable),
-// and the JSON keeps docs/schema.md's text for it and reads it back.
-func TestBiasedVerdict(t *testing.T) {
-	recs := []FsyncRecord{{TotalNs: 1e6, Comm: "etcd", FileKind: KindWAL}}
-	g := BuildReport(recs, 0, 0, nil).Groups[0]
-	if !g.Bias.IsZero() || g.Verdict != "ok" {
-		t.Fatalf("lossless: verdict %q bias %+v", g.Verdict, g.Bias)
-	}
-	if b, err := json.Marshal(g); err != nil || strings.Contains(string(b), "biased") {
-		t.Errorf("lossless group's JSON has biased (%v): %s", err, b)
-	}
-	// Lost events and missed probe runs are counted apart, under the
-	// summary's names (lost_events, missed_events), never summed.
-	for _, tc := range []struct {
-		lost, missed uint64
-		want         string
-	}{
-		{40, 2, "biased: 40 lost events, 2 missed probe runs"},
-		{1, 0, "biased: 1 lost event"},
-		{0, 1, "biased: 1 missed probe run"},
-		{0, 4, "biased: 4 missed probe runs"},
-	} {
-		g := BuildReport(recs, tc.lost, tc.missed, nil).Groups[0]
-		if g.Bias != (Bias{LostEvents: tc.lost, MissedRuns: tc.missed}) || g.Verdict != "ok" {
-			t.Errorf("lost %d missed %d: verdict %q bias %+v", tc.lost, tc.missed, g.Verdict, g.Bias)
-		}
-		b, err := json.Marshal(g)
-		if err != nil || !strings.Contains(string(b), `"biased":"`+tc.want+`"`) {
-			t.Errorf("lost %d missed %d: JSON (%v) %s, want biased %q", tc.lost, tc.missed, err, b, tc.want)
-		}
-		var back Group
-		if err := json.Unmarshal(b, &back); err != nil || back.Bias != g.Bias {
-			t.Errorf("%q read back as %+v (%v)", tc.want, back.Bias, err)
-		}
-	}
-	for _, bad := range []string{`"3 lost events"`, `"biased: "`, `"biased: 0 lost events"`, `"biased: 3 dropped events"`, `"biased: x lost events"`} {
-		var b Bias
-		if err := json.Unmarshal([]byte(bad), &b); err == nil {
-			t.Errorf("%s read as %+v, want an error", bad, b)
-		}
-	}
-}
-
-func TestIntervalBuilder(t *testing.T) {
-	recs := []FsyncRecord{
-		{TotalNs: 2e6, Layers: Layers{DeviceFlushNs: 1.5e6, OtherNs: 0.5e6}},
-		{TotalNs: 4e6, Layers: Layers{DeviceFlushNs: 3e6, OtherNs: 1e6}},
-	}
-	// The builder starts each interval afresh.
-	var b IntervalBuilder
-	for i := range recs {
-		b.Add(&recs[i])
-	}
-	if b.Count() != 2 {
-		t.Fatalf("Count %d, want 2", b.Count())
-	}
-	if got := b.Summary(); got != (Interval{Count: 2, P50: 2e6, P99: 4e6, Dominant: LayerDeviceFlush, Share: 0.75}) {
-		t.Fatalf("first interval: got %+v", got)
-	}
-	if b.Count() != 0 {
-		t.Fatalf("Count %d after Summary, want 0", b.Count())
-	}
-	if got := b.Summary(); got != (Interval{}) {
-		t.Fatalf("empty interval: got %+v", got)
-	}
-	b.Add(&FsyncRecord{TotalNs: 1e6, Layers: Layers{JournalNs: 0.9e6, OtherNs: 0.1e6}})
-	if got := b.Summary(); got.Count != 1 || got.P50 != 1e6 || got.P99 != 1e6 || got.Dominant != LayerJournal || math.Abs(got.Share-0.9) > 1e-9 {
-		t.Fatalf("third interval: got %+v", got)
-	}
-}
-
 func TestJBD2WaitCounts(t *testing.T) {
 	a := NewAttributor(lookup)
 	a.Add(event.Journal{Source: event.JournalJBD2Wait, Dev: fsDev, TID: tid, Txn: 41, StartNs: 1200, EndNs: 1700})
@@ -414,43 +264,6 @@ func TestAddEventMatchesAdd(t *testing.T) {
 		}
 		if got := byValue.Attribute(f); !reflect.DeepEqual(got, want) {
 			t.Fatalf("fsync %d: Add(Any.Value()) gave\n%+v\nAdd gave\n%+v", i, got, want)
-		}
-	}
-}
-
-// Calls of two groups interleaved (etcd's WAL and backend fsyncs, fsync
-// and fdatasync mixed) land in their own groups with their own syscalls:
-// the builder's shortcut for "same group as the last call" never leaks.
-func TestReportBuilderInterleavedGroups(t *testing.T) {
-	b := NewReportBuilder()
-	for i := int64(0); i < 90; i++ {
-		r := FsyncRecord{PID: 99, Comm: "etcd", Dev: "253:1", FS: "ext4", Syscall: "fdatasync", TotalNs: 1000 + i, Layers: Layers{OtherNs: 1000 + i}}
-		switch i % 3 {
-		case 0:
-			r.FileKind = KindWAL
-		case 1:
-			r.FileKind, r.TotalNs, r.Layers.OtherNs = KindBackend, 5000+i, 5000+i
-		case 2:
-			r.FileKind, r.Syscall, r.TotalNs, r.Layers.OtherNs = KindBackend, "fsync", 5000+i, 5000+i
-		}
-		b.Add(&r)
-	}
-	rep := b.Report(0, 0, nil)
-	if len(rep.Groups) != 2 || rep.Fsyncs != 90 {
-		t.Fatalf("%d fsyncs in groups %+v", rep.Fsyncs, rep.Groups)
-	}
-	for _, g := range rep.Groups {
-		switch g.Key.FileKind {
-		case KindWAL:
-			if g.Total.Count != 30 || g.Total.Max != 1087 || !slices.Equal(g.Syscalls, []string{"fdatasync"}) {
-				t.Errorf("wal group %+v", g)
-			}
-		case KindBackend:
-			if g.Total.Count != 60 || g.Total.Min != 5001 || !slices.Equal(g.Syscalls, []string{"fdatasync", "fsync"}) {
-				t.Errorf("backend group %+v", g)
-			}
-		default:
-			t.Errorf("unexpected group %+v", g)
 		}
 	}
 }
