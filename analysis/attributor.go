@@ -1,3 +1,7 @@
+// The Attributor and its buffer: the recent block, bio, remap, journal and
+// host-fsync events, added in ring order (Add, AddEvent) and pruned to what
+// a call in flight or to come can need; the formatting caches.
+
 package analysis
 
 import (

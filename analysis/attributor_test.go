@@ -1,3 +1,6 @@
+// Tests of attributor.go: partial completions, pruning, Add and AddEvent;
+// and the fixtures (lookup, fsyncEv, blk) the package's tests share.
+
 package analysis
 
 import (
