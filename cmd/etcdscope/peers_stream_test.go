@@ -81,8 +81,9 @@ func peersRecording(t *testing.T, dir string, size int) (string, int) {
 // (peers.Assembler, as `etcdscope peers` does live), so memory follows the
 // connections open at once and the links, not the events. Measured (this
 // test binary as etcdscope, 2026-12-06, 2 cores shared): 4 runs, 40-41
-// MiB, worst 41 MiB: a 36% margin. Before, every event was held: 513 MiB
-// (etcdscope binary, one run).
+// MiB, worst 41 MiB: a 36% margin (600 MB, 1,853,320 events, etcdscope
+// binary, one run: 45 MiB). Before, every event was held: 513 MiB for 200
+// MB (one run).
 const reportPeersBoundBytes = 64 << 20
 
 // TestReportPeersMemoryBounded: `report --html --peers` of a 200 MB peers
