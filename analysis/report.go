@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -569,7 +570,14 @@ func ReadJSONLWrites(r io.Reader) (recs []FsyncRecord, writes []WriteRecord, sum
 // Its memory is one line, so a report built by a ReportBuilder from it is
 // bounded by the report's own state, not by the recording's size.
 func ScanJSONL(r io.Reader, fsync func(*FsyncRecord) error, write func(*WriteRecord) error) (summary Report, err error) {
-	err = jsonl.Scan(r, func(_ int, h jsonl.Head, raw []byte) error {
+	return ScanJSONLSpans(r, func(rec *FsyncRecord, _ jsonl.Span) error { return fsync(rec) }, write)
+}
+
+// ScanJSONLSpans is ScanJSONL that also gives each fsync record's line
+// Span in r, for a reader that reads the record again from a file
+// (DecodeFsync) instead of holding it.
+func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, write func(*WriteRecord) error) (summary Report, err error) {
+	err = jsonl.ScanSpans(r, func(_ int, at jsonl.Span, h jsonl.Head, raw []byte) error {
 		if h.V > SchemaVersion {
 			return fmt.Errorf("schema version %d is newer than this etcdscope's %d", h.V, SchemaVersion)
 		}
@@ -579,7 +587,7 @@ func ScanJSONL(r io.Reader, fsync func(*FsyncRecord) error, write func(*WriteRec
 			if err := json.Unmarshal(raw, &rec); err != nil {
 				return err
 			}
-			return fsync(&rec)
+			return fsync(&rec, at)
 		case "write":
 			if write == nil {
 				return nil
@@ -605,4 +613,25 @@ func ScanJSONL(r io.Reader, fsync func(*FsyncRecord) error, write func(*WriteRec
 		return Report{}, err
 	}
 	return summary, nil
+}
+
+// ErrRecordingChanged is returned by FsyncAt when the line at a span
+// ScanJSONLSpans gave is no longer that fsync record: the file was
+// written between the two reads.
+var ErrRecordingChanged = errors.New("changed while it was read: the line of an fsync record read before is no longer one")
+
+// FsyncAt reads again the fsync record whose line ScanJSONLSpans found at
+// at in r (the same file), in buf if it is large enough.
+func FsyncAt(r io.ReaderAt, at jsonl.Span, buf []byte) (rec FsyncRecord, _ []byte, err error) {
+	if cap(buf) < at.Len {
+		buf = make([]byte, at.Len)
+	}
+	buf = buf[:at.Len]
+	if _, err := r.ReadAt(buf, at.Off); err != nil {
+		return rec, buf, fmt.Errorf("%w (%v)", ErrRecordingChanged, err)
+	}
+	if err := json.Unmarshal(buf, &rec); err != nil || rec.Type != "fsync" {
+		return rec, buf, ErrRecordingChanged
+	}
+	return rec, buf, nil
 }

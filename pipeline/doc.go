@@ -10,8 +10,8 @@
 // capture (package capture) as the source; the report table and JSON
 // Lines (package render), or the metrics (package exporter) as sinks.
 // The peers path (Peers: every peer-port event to its sinks, the CLI's
-// PeerConns that folds them into connections as they come, report's
-// PeerEvents, or serve's metrics and comparison window) and the hypervisor
+// PeerConns that folds them into connections as they come, also report's
+// replay of a capture, or serve's metrics and comparison window) and the hypervisor
 // path (Hypervisor: each image I/O named, as a merge.HostIO) share the
 // same read loop; Members and CompareEtcd are the one way `peers` and
 // `serve` compare etcd's peer RTT metric with the traced connections.

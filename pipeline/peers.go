@@ -68,29 +68,6 @@ func (p *Peers) Run(src PeerSource) error {
 	})
 }
 
-// PeerEvents is the sink of `etcdscope report` replaying a recording: it
-// keeps every event, for peers.Analyze at the end (`etcdscope peers` folds
-// them as they come instead: PeerConns). Safe for concurrent use.
-type PeerEvents struct {
-	mu  sync.Mutex
-	evs []event.Peer
-}
-
-// Peer keeps a copy of ev.
-func (s *PeerEvents) Peer(ev *event.Peer) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.evs = append(s.evs, *ev)
-	return nil
-}
-
-// Events returns the events kept so far (the slice is shared: read only).
-func (s *PeerEvents) Events() []event.Peer {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.evs
-}
-
 // PeerConns is the sink of `etcdscope peers`: it folds each event into its
 // connection as it comes (peers.Assembler) and keeps the connections, not
 // the events, so its memory follows the connections (a handful per link

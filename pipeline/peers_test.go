@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -80,4 +81,26 @@ func TestPeerConnsMatchesAnalyze(t *testing.T) {
 	if g, w := got.Links[0], want.Links[0]; g.Opened != 5 || g.Opened != w.Opened || g.HandshakeRTT != w.HandshakeRTT || g.PerRequest != w.PerRequest {
 		t.Errorf("streamed %+v\nAnalyze  %+v (want 5 opened)", g, w)
 	}
+}
+
+// PeerEvents is a sink that keeps every event (`etcdscope peers` and
+// report's replay fold them as they come instead: PeerConns).
+type PeerEvents struct {
+	mu  sync.Mutex
+	evs []event.Peer
+}
+
+// Peer keeps a copy of ev.
+func (s *PeerEvents) Peer(ev *event.Peer) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.evs = append(s.evs, *ev)
+	return nil
+}
+
+// Events returns the events kept so far (the slice is shared: read only).
+func (s *PeerEvents) Events() []event.Peer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.evs
 }

@@ -13,9 +13,11 @@ import (
 
 // ReadMerged reads the output of `etcdscope merge --output json`: its
 // merged_fsync records (the merge_summary line is skipped: the page
-// recomputes what it draws from the records).
-func ReadMerged(r io.Reader) ([]merge.MergedFsync, error) {
-	var out []merge.MergedFsync
+// recomputes what it draws from the records). Of each it keeps what the
+// page draws (MergedCall), not its pairs and names: MergedBytes per call,
+// whatever its line holds.
+func ReadMerged(r io.Reader) ([]MergedCall, error) {
+	var out []MergedCall
 	err := jsonl.Scan(r, func(n int, h jsonl.Head, line []byte) error {
 		switch h.Type {
 		case "merged_fsync":
@@ -23,7 +25,7 @@ func ReadMerged(r io.Reader) ([]merge.MergedFsync, error) {
 			if err := json.Unmarshal(line, &m); err != nil {
 				return err
 			}
-			out = append(out, m)
+			out = append(out, MergedCall{TotalNs: m.TotalNs, Matched: m.Matched, Split: m.Split})
 		case "merge_summary":
 		default:
 			return fmt.Errorf("a %q record, not etcdscope merge output (give the output of etcdscope merge --output json)", h.Type)
@@ -35,6 +37,20 @@ func ReadMerged(r io.Reader) ([]merge.MergedFsync, error) {
 	}
 	return out, nil
 }
+
+// MergedCall is what the page draws of one merged guest fsync (a
+// merge.MergedFsync): its wall time, ns, whether every flush matched, and
+// its split.
+type MergedCall struct {
+	TotalNs int64       // the guest fsync's wall time
+	Matched bool        // every guest flush request found its host flush
+	Split   merge.Split // guest | virtualization | host, summing to TotalNs
+}
+
+// MergedBytes is what the page holds per merged call, bytes: its
+// MergedCall (120), twice while ReadMerged's slice grows, and once more
+// sorted by time when the chart is drawn.
+const MergedBytes = 3 * 120
 
 // mergePart is one part of merge.Split as the merge chart draws it.
 type mergePart struct {
@@ -67,8 +83,8 @@ var mergeParts = []mergePart{
 // guest fsyncs at the same levels as the layer bars (all calls, the
 // slowest 10%, 1%, the slowest call), each normalised to 100% with its
 // mean time beside it; the note counts matched and unmatched calls.
-func mergeBars(ms []merge.MergedFsync) (*svgChart, []legendItem, string) {
-	sorted := append([]merge.MergedFsync(nil), ms...)
+func mergeBars(ms []MergedCall) (*svgChart, []legendItem, string) {
+	sorted := append([]MergedCall(nil), ms...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].TotalNs < sorted[j].TotalNs })
 	matched := 0
 	for _, m := range ms {
@@ -93,7 +109,7 @@ func mergeBars(ms []merge.MergedFsync) (*svgChart, []legendItem, string) {
 	for _, p := range drawn {
 		parts = append(parts, legendItem{p.name, p.color})
 	}
-	bars := meanBars(sorted, len(drawn), func(m *merge.MergedFsync, i int) int64 { return drawn[i].get(m.Split) })
+	bars := meanBars(sorted, len(drawn), func(m *MergedCall, i int) int64 { return drawn[i].get(m.Split) })
 	c := normalisedBars(bars, parts, "guest, virtualization and host share of each guest fsync, by level (each bar 100%)")
 	note := fmt.Sprintf("%s merged with the hypervisor's recording (etcdscope merge), %d with every flush matched to the host's work. A guest fsync's device-flush time is split into the host's work for it (in the host's layers) and virtualization, the rest (docs/merge.md).",
 		plural(int64(len(ms)), "guest fsync"), matched)

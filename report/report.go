@@ -30,7 +30,6 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
-	"github.com/etcdscope/etcdscope/analysis/merge"
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/render"
@@ -55,13 +54,20 @@ type Input struct {
 	// Peers: events of a peers/v1 recording (etcdmetric.ReadRecording);
 	// nil when the recording has none, and the page says so.
 	Peers []event.Peer
+	// PeerEvents and PeerReport, when the caller assembled the recording
+	// as it streamed (etcdmetric.ScanRecording into a peers.Assembler,
+	// PeerEvents the events read, PeerOwner ones included), stand for
+	// Peers, which is then not read: the page holds the connections, not
+	// the events.
+	PeerEvents int
+	PeerReport *peers.Report
 	// PeerMetric: what etcd's own etcd_network_peer_round_trip_time_seconds
 	// measured over the recording (its etcd_peer_metric record, written by
 	// etcdscope peers --record with --etcd-metrics); nil when it has none.
 	PeerMetric []etcdmetric.PeerComparison
 	// Merged: the guest fsyncs split across guest, virtualization and
 	// host by etcdscope merge (ReadMerged); nil when not given.
-	Merged []merge.MergedFsync
+	Merged []MergedCall
 }
 
 // Call is what the page draws of one fsync: its times and layers (its
@@ -331,10 +337,17 @@ func build(in Input) page {
 	if len(in.Merged) > 0 {
 		p.Merge, p.MergeLegend, p.MergeNote = mergeBars(in.Merged)
 	}
-	if len(in.Peers) == 0 {
+	if in.PeerReport == nil {
+		in.PeerEvents = len(in.Peers)
+		if len(in.Peers) > 0 {
+			rep := peers.Analyze(in.Peers, peers.Options{})
+			in.PeerReport = &rep
+		}
+	}
+	if in.PeerEvents == 0 {
 		p.PeersNote = "This page was made without peer data: no per-peer RTT. Record it with `etcdscope peers --record peers.jsonl` and pass it with `etcdscope report --html out.html --peers peers.jsonl trace.jsonl`."
 	} else {
-		c, legend, note := peerChart(in.Peers, in.PeerMetric)
+		c, legend, note := peerChart(in.PeerReport, in.PeerMetric)
 		p.Peers, p.PeerLegend, p.PeersNote = c, legend, note
 	}
 	return p
@@ -873,8 +886,7 @@ func measuredByPeer(cs []etcdmetric.PeerComparison) (mean map[netip.Addr]float64
 // metric would read for it (etcdmetric.Predict on the link's numbers) and,
 // when the recording has it, what etcd's metric measured for that peer,
 // on one linear scale.
-func peerChart(evs []event.Peer, metric []etcdmetric.PeerComparison) (*svgChart, []legendItem, string) {
-	rep := peers.Analyze(evs, peers.Options{})
+func peerChart(rep *peers.Report, metric []etcdmetric.PeerComparison) (*svgChart, []legendItem, string) {
 	window := time.Duration(rep.WindowNs)
 	measured, unmatched := measuredByPeer(metric)
 	series := peerSeries[:5]

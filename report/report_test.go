@@ -300,7 +300,8 @@ func TestPeersChartMeasuredMetric(t *testing.T) {
 	}
 	// One series without a peer address (no member list).
 	in.PeerMetric = append(in.PeerMetric, etcdmetric.PeerComparison{Comparison: etcdmetric.Comparison{Key: etcdmetric.Key{To: "b"}, Observations: 3, Mean: 0.2}})
-	c, legend, note := peerChart(in.Peers, in.PeerMetric)
+	rep := peers.Analyze(in.Peers, peers.Options{})
+	c, legend, note := peerChart(&rep, in.PeerMetric)
 	if len(legend) != 6 || !strings.Contains(note, "1 series could not be matched") {
 		t.Fatalf("legend %v, note %q", legend, note)
 	}
@@ -320,7 +321,7 @@ func TestPeersChartMeasuredMetric(t *testing.T) {
 			t.Errorf("link %s: %q, want %q", l.Link, titles[i], w)
 		}
 	}
-	_, legend, note = peerChart(in.Peers, nil)
+	_, legend, note = peerChart(&rep, nil)
 	if len(legend) != 5 || !strings.Contains(note, "--etcd-metrics URL") {
 		t.Errorf("without the record: legend %v, note %q", legend, note)
 	}
@@ -328,15 +329,15 @@ func TestPeersChartMeasuredMetric(t *testing.T) {
 
 // mergedFsyncs makes n merged guest fsyncs of 1 ms (the slowest 10 ms):
 // 20% guest other, 30% virtualization, 50% host device flush.
-func mergedFsyncs(n int) []merge.MergedFsync {
-	var out []merge.MergedFsync
+func mergedFsyncs(n int) []MergedCall {
+	var out []MergedCall
 	for i := range n {
 		total := int64(1_000_000)
 		if i == n-1 {
 			total = 10_000_000
 		}
 		s := merge.Split{GuestOtherNs: total / 5, VirtualizationNs: total * 3 / 10, HostDeviceFlushNs: total / 2}
-		out = append(out, merge.MergedFsync{Type: "merged_fsync", TotalNs: total, Matched: i%2 == 0, Split: s})
+		out = append(out, MergedCall{TotalNs: total, Matched: i%2 == 0, Split: s})
 	}
 	return out
 }
@@ -401,7 +402,7 @@ func TestMergeBars(t *testing.T) {
 	}
 	var b bytes.Buffer
 	for _, m := range mergedFsyncs(3) {
-		line, _ := json.Marshal(m)
+		line, _ := json.Marshal(merge.MergedFsync{Type: "merged_fsync", V: 1, TotalNs: m.TotalNs, Matched: m.Matched, Split: m.Split})
 		b.Write(append(line, '\n'))
 	}
 	b.WriteString(`{"type":"merge_summary","v":1}` + "\n")
@@ -634,7 +635,8 @@ func TestPeersChartSetup(t *testing.T) {
 			evs = append(evs, e)
 		}
 	}
-	c, legend, _ := peerChart(evs, nil)
+	rep := peers.Analyze(evs, peers.Options{})
+	c, legend, _ := peerChart(&rep, nil)
 	if c == nil || legend[1].Name != "connection setup p50 (SYN to first data)" {
 		t.Fatalf("chart %v, legend %v", c, legend)
 	}

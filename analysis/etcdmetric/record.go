@@ -47,6 +47,17 @@ func WriteMetricRecord(w io.Writer, cs []PeerComparison) error {
 // one, say).
 func ReadRecording(r io.Reader) ([]event.Peer, *MetricRecord, error) {
 	var evs []event.Peer
+	rec, err := ScanRecording(r, func(e *event.Peer) { evs = append(evs, *e) })
+	if err != nil {
+		return nil, nil, err
+	}
+	return evs, rec, nil
+}
+
+// ScanRecording reads a peers recording as ReadRecording does, a line at a
+// time: fn gets each event in the recording's order (and may not keep
+// the pointer). Its memory is one line and the metric record.
+func ScanRecording(r io.Reader, fn func(*event.Peer)) (*MetricRecord, error) {
 	var rec *MetricRecord
 	err := jsonl.Scan(r, func(n int, h jsonl.Head, line []byte) error {
 		switch h.Type {
@@ -58,7 +69,7 @@ func ReadRecording(r io.Reader) ([]event.Peer, *MetricRecord, error) {
 			if e.Kind == 0 {
 				return errors.New("not a peer event (no kind)")
 			}
-			evs = append(evs, e)
+			fn(&e)
 		case peers.HeaderType:
 			return peers.CheckHeader(line)
 		case MetricRecordType:
@@ -80,7 +91,7 @@ func ReadRecording(r io.Reader) ([]event.Peer, *MetricRecord, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return evs, rec, nil
+	return rec, nil
 }

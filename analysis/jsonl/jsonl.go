@@ -38,8 +38,33 @@ var ErrLineTooLong = errors.New("is longer than 16 MiB")
 // not a JSON object fails with its number; so does any error fn returns,
 // which Scan wraps with the line number.
 func Scan(r io.Reader, fn func(line int, h Head, raw []byte) error) error {
+	return ScanSpans(r, func(line int, _ Span, h Head, raw []byte) error { return fn(line, h, raw) })
+}
+
+// Span is where a line lies in its input: the offset of its first byte
+// and its length in bytes, without the newline (or the CR before it). A
+// reader of a regular file reads the line again from it (ReadAt) in a
+// second pass, instead of holding it.
+type Span struct {
+	Off int64 // bytes from the start of the input
+	Len int   // bytes, newline left out
+}
+
+// ScanSpans is Scan that also gives each line's Span in r.
+func ScanSpans(r io.Reader, fn func(line int, at Span, h Head, raw []byte) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), MaxLine)
+	// bufio.ScanLines advances only with a token: the line starts where
+	// the previous advance ended.
+	var off, next int64
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		adv, tok, err := bufio.ScanLines(data, atEOF)
+		if tok != nil {
+			off = next
+		}
+		next += int64(adv)
+		return adv, tok, err
+	})
 	lines := 0
 	for n := 1; sc.Scan(); n++ {
 		lines = n
@@ -51,7 +76,7 @@ func Scan(r io.Reader, fn func(line int, h Head, raw []byte) error) error {
 		if err := json.Unmarshal(b, &h); err != nil {
 			return fmt.Errorf("line %d %w (%s)", n, ErrNotJSON, describe(err))
 		}
-		if err := fn(n, h, b); err != nil {
+		if err := fn(n, Span{Off: off, Len: len(b)}, h, b); err != nil {
 			var se *json.SyntaxError
 			var te *json.UnmarshalTypeError
 			switch {

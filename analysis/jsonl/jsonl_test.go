@@ -39,3 +39,21 @@ func TestScanFieldType(t *testing.T) {
 		t.Fatalf("wrong field type: %v", err)
 	}
 }
+
+// TestScanSpans: each line's Span names its bytes in the input (CRLF
+// endings, blank lines and a last line without a newline included), so a
+// second pass reads the line again from the file.
+func TestScanSpans(t *testing.T) {
+	in := "{\"type\":\"a\"}\r\n\n  \n{\"type\":\"b\",\"v\":1}\n{\"type\":\"c\"}"
+	var got []string
+	err := ScanSpans(strings.NewReader(in), func(_ int, at Span, _ Head, raw []byte) error {
+		if again := in[at.Off : at.Off+int64(at.Len)]; again != string(raw) {
+			t.Errorf("span %+v reads %q, the line is %q", at, again, raw)
+		}
+		got = append(got, string(raw))
+		return nil
+	})
+	if err != nil || len(got) != 3 {
+		t.Fatalf("got %q, %v", got, err)
+	}
+}

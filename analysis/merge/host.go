@@ -9,8 +9,10 @@ package merge
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 
@@ -118,9 +120,20 @@ type HostRecording struct {
 }
 
 // ReadHost parses a hypervisor recording. It refuses records of a newer
-// version and lines that are not JSON, naming the line.
+// version and lines that are not JSON, naming the line. It holds every
+// record: `etcdscope merge` keeps only what a merge needs (ScanHost).
 func ReadHost(r io.Reader) (HostRecording, error) {
 	var rec HostRecording
+	var err error
+	rec.Header, rec.Summary, err = scanHost(r, func(io *HostIO) error { rec.IO = append(rec.IO, *io); return nil },
+		func(f *analysis.FsyncRecord) error { rec.Fsyncs = append(rec.Fsyncs, *f); return nil })
+	return rec, err
+}
+
+// scanHost reads a hypervisor recording a line at a time, handing each
+// hv_io and fsync record to io and fsync (which may not keep the pointer);
+// an error they return ends it.
+func scanHost(r io.Reader, io func(*HostIO) error, fsync func(*analysis.FsyncRecord) error) (header HostHeader, summary *HostSummary, _ error) {
 	err := jsonl.Scan(r, func(_ int, h jsonl.Head, raw []byte) error {
 		max := SchemaVersion
 		if h.Type == "fsync" || h.Type == "summary" {
@@ -131,33 +144,148 @@ func ReadHost(r io.Reader) (HostRecording, error) {
 		}
 		switch h.Type {
 		case "hypervisor":
-			return json.Unmarshal(raw, &rec.Header)
+			return json.Unmarshal(raw, &header)
 		case "hv_io":
-			var io HostIO
-			err := json.Unmarshal(raw, &io)
-			rec.IO = append(rec.IO, io)
-			return err
+			var rec HostIO
+			if err := json.Unmarshal(raw, &rec); err != nil {
+				return err
+			}
+			return io(&rec)
 		case "fsync":
 			var f analysis.FsyncRecord
-			err := json.Unmarshal(raw, &f)
-			rec.Fsyncs = append(rec.Fsyncs, f)
-			return err
+			if err := json.Unmarshal(raw, &f); err != nil {
+				return err
+			}
+			return fsync(&f)
 		case "hv_summary":
 			var s HostSummary
 			err := json.Unmarshal(raw, &s)
-			rec.Summary = &s
+			summary = &s
 			return err
 		}
 		return nil
 	})
 	if err != nil {
-		return rec, fmt.Errorf("host recording %w", err)
+		return header, summary, fmt.Errorf("host recording %w", err)
 	}
-	if rec.Header.Type != "hypervisor" {
-		return rec, fmt.Errorf("not a hypervisor recording: no \"type\":\"hypervisor\" header (record it with etcdscope hypervisor --output json)")
+	if header.Type != "hypervisor" {
+		return header, summary, fmt.Errorf("not a hypervisor recording: no \"type\":\"hypervisor\" header (record it with etcdscope hypervisor --output json)")
 	}
-	return rec, nil
+	return header, summary, nil
 }
+
+// MaxHostRecords bounds the host flushes and image writes a HostIndex
+// holds, together: at HostFlushBytes each (a write takes 32), 680 MiB
+// live at the cap if all are flushes. A guest flush makes one host flush
+// and a few writes: the guest's cap, MaxGuestFlushes, is the same count.
+const MaxHostRecords = 2 << 20
+
+// HostFlushBytes is what a merge holds live per host flush, bytes: the
+// index's HostFlush (112), the merge's copy with its mark (120), the
+// clock search's offsets it proposes (8 guest flushes each, about 10 bytes
+// in a set: 80), and the summary's latency and seen-set entry (about 28).
+// An image write is held in 32 (its span and its path, shared).
+const HostFlushBytes = 340
+
+// ErrHostTooLarge is returned (wrapped, with the count) by ScanHost past
+// MaxHostRecords.
+var ErrHostTooLarge = errors.New("a host recording larger than merge holds")
+
+// HostIndex is what a merge needs of a hypervisor recording: its header
+// and summary, its flushes (fdatasync/fsync calls and io_uring fsync
+// requests) and its writes to image files (their spans), and the counts
+// Images makes; not the records. Paths are held once each.
+type HostIndex struct {
+	Header  HostHeader   // the recording's first record
+	Summary *HostSummary // its last; nil if the recording was cut short
+
+	fsyncs  []HostFlush // fdatasync/fsync calls, in the recording's order
+	uring   []HostFlush // io_uring fsync requests, in the recording's order
+	writes  []hostWrite
+	images  imageCounter
+	paths   map[string]string
+	records int
+}
+
+// hostWrite is one write call of the hypervisor on a file.
+type hostWrite struct {
+	path string
+	span span
+}
+
+// ScanHost reads a hypervisor recording as ReadHost does, into a
+// HostIndex; past MaxHostRecords flushes and writes it fails with
+// ErrHostTooLarge.
+func ScanHost(r io.Reader) (*HostIndex, error) {
+	x := &HostIndex{paths: map[string]string{}}
+	var err error
+	x.Header, x.Summary, err = scanHost(r, x.addIO, x.addFsync)
+	return x, err
+}
+
+// IndexHost indexes a recording ReadHost read (without MaxHostRecords:
+// its records are held already).
+func IndexHost(rec HostRecording) *HostIndex {
+	x := &HostIndex{Header: rec.Header, Summary: rec.Summary, paths: map[string]string{}}
+	x.records = math.MinInt
+	for i := range rec.IO {
+		x.addIO(&rec.IO[i])
+	}
+	for i := range rec.Fsyncs {
+		x.addFsync(&rec.Fsyncs[i])
+	}
+	return x
+}
+
+// path returns p, held once.
+func (x *HostIndex) path(p string) string {
+	if q, ok := x.paths[p]; ok {
+		return q
+	}
+	x.paths[p] = p
+	return p
+}
+
+// count counts one more flush or write held, failing past MaxHostRecords.
+func (x *HostIndex) count() error {
+	if x.records++; x.records > MaxHostRecords {
+		return fmt.Errorf("%w: more than %d flushes and image writes", ErrHostTooLarge, MaxHostRecords)
+	}
+	return nil
+}
+
+// addIO indexes one hv_io record: the counts of its image, and the
+// io_uring fsync requests and write calls a merge uses (those hostFlushes
+// and imageWrites take, of any image).
+func (x *HostIndex) addIO(io *HostIO) error {
+	x.images.addIO(io)
+	switch {
+	case io.Op == "io_uring_req" && io.Opcode == ioringOpFsync && io.EndNs >= io.StartNs:
+		x.uring = append(x.uring, HostFlush{Syscall: "io_uring_fsync", TID: io.TID, StartNs: io.StartNs, EndNs: io.EndNs,
+			Layers: analysis.Layers{OtherNs: int64(io.EndNs - io.StartNs)}, Path: x.path(io.Path)})
+	case (io.Op == "pwrite64" || io.Op == "pwritev" || io.Op == "pwritev2") && io.EndNs > io.StartNs && io.Ret >= 0:
+		x.writes = append(x.writes, hostWrite{path: x.path(io.Path), span: span{io.StartNs, io.EndNs}})
+	default:
+		return nil
+	}
+	return x.count()
+}
+
+// addFsync indexes one host fsync record: the counts of its image, and
+// the flush if it succeeded.
+func (x *HostIndex) addFsync(f *analysis.FsyncRecord) error {
+	x.images.addFsync(f)
+	if f.Ret != 0 || f.EndNs < f.StartNs {
+		return nil
+	}
+	x.fsyncs = append(x.fsyncs, HostFlush{Syscall: x.path(f.Syscall), TID: f.TID, StartNs: f.StartNs, EndNs: f.EndNs,
+		Layers: f.Layers, Flushes: f.Flushes, Path: x.path(f.Path)})
+	return x.count()
+}
+
+// Images is Images of the recording's records, without formats or
+// device names.
+func (x *HostIndex) Images() []Image { return x.images.images(nil, nil) }
 
 // FormatFromMagic names an image format from the file's first bytes:
 // qcow2 ("QFI\xfb"), vmdk ("KDMV"), vdi, vhdx, else raw.
@@ -181,55 +309,79 @@ func FormatFromMagic(b []byte) string {
 // bytes. Only files that were written or flushed are images (QEMU also
 // reads its firmware and kernel). format and devName may be nil.
 func Images(ios []HostIO, fsyncs []analysis.FsyncRecord, format func(path string) string, devName func(dev string) string) []Image {
-	by := map[string]*Image{}
-	threads := map[string]map[uint32]bool{}
-	get := func(path, dev, fs string) *Image {
-		im, ok := by[path]
-		if !ok {
-			im = &Image{Path: path, Dev: dev, FS: fs}
-			by[path] = im
-			threads[path] = map[uint32]bool{}
-		}
-		return im
+	var c imageCounter
+	for i := range ios {
+		c.addIO(&ios[i])
 	}
-	for _, io := range ios {
-		if io.Op == "io_uring_enter" || io.Path == "" {
-			continue // its fd is the ring, not a file
+	for i := range fsyncs {
+		c.addFsync(&fsyncs[i])
+	}
+	return c.images(format, devName)
+}
+
+// imageCounter is Images over a stream of records: per file, its counts
+// and the threads seen.
+type imageCounter struct {
+	by      map[string]*Image
+	threads map[string]map[uint32]bool
+}
+
+func (c *imageCounter) get(path, dev, fs string) *Image {
+	if c.by == nil {
+		c.by, c.threads = map[string]*Image{}, map[string]map[uint32]bool{}
+	}
+	im, ok := c.by[path]
+	if !ok {
+		im = &Image{Path: path, Dev: dev, FS: fs}
+		c.by[path] = im
+		c.threads[path] = map[uint32]bool{}
+	}
+	return im
+}
+
+func (c *imageCounter) addIO(io *HostIO) {
+	if io.Op == "io_uring_enter" || io.Path == "" {
+		return // its fd is the ring, not a file
+	}
+	im := c.get(io.Path, io.Dev, io.FS)
+	c.threads[io.Path][io.TID] = true
+	if io.ODirect {
+		im.Cache = "none"
+	} else if io.ODsync && im.Cache != "none" {
+		im.Cache = "writethrough"
+	}
+	switch io.Op {
+	case "pread64", "preadv", "preadv2":
+		im.Reads++
+		if io.Ret > 0 {
+			im.BytesRead += io.Ret
 		}
-		im := get(io.Path, io.Dev, io.FS)
-		threads[io.Path][io.TID] = true
-		if io.ODirect {
-			im.Cache = "none"
-		} else if io.ODsync && im.Cache != "none" {
-			im.Cache = "writethrough"
+	case "pwrite64", "pwritev", "pwritev2":
+		im.Writes++
+		if io.Ret > 0 {
+			im.BytesWritten += io.Ret
 		}
-		switch io.Op {
-		case "pread64", "preadv", "preadv2":
-			im.Reads++
-			if io.Ret > 0 {
-				im.BytesRead += io.Ret
-			}
-		case "pwrite64", "pwritev", "pwritev2":
-			im.Writes++
-			if io.Ret > 0 {
-				im.BytesWritten += io.Ret
-			}
-		case "io_submit":
-			im.IOSubmits++
-		case "io_uring_req":
-			im.IOUringReqs++
-			if io.Opcode == ioringOpFsync {
-				im.Flushes++
-			}
+	case "io_submit":
+		im.IOSubmits++
+	case "io_uring_req":
+		im.IOUringReqs++
+		if io.Opcode == ioringOpFsync {
+			im.Flushes++
 		}
 	}
-	for _, f := range fsyncs {
-		im := get(f.Path, f.Dev, f.FS)
-		im.Flushes++
-		threads[f.Path][f.TID] = true
-	}
+}
+
+func (c *imageCounter) addFsync(f *analysis.FsyncRecord) {
+	im := c.get(f.Path, f.Dev, f.FS)
+	im.Flushes++
+	c.threads[f.Path][f.TID] = true
+}
+
+// images is Images of the records added; the counter stays usable.
+func (c *imageCounter) images(format func(path string) string, devName func(dev string) string) []Image {
 	var out []Image
-	for path, im := range by {
+	for path, im0 := range c.by {
+		im := *im0
 		if im.Writes == 0 && im.IOSubmits == 0 && im.IOUringReqs == 0 && im.Flushes == 0 {
 			continue
 		}
@@ -247,14 +399,14 @@ func Images(ios []HostIO, fsyncs []analysis.FsyncRecord, format func(path string
 			im.Cache = "writeback"
 		}
 		im.CacheFrom = CacheFromOpenFlags
-		im.Threads = len(threads[path])
+		im.Threads = len(c.threads[path])
 		if format != nil {
 			im.Format = format(path)
 		}
 		if devName != nil {
 			im.DevName = devName(im.Dev)
 		}
-		out = append(out, *im)
+		out = append(out, im)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/jsonl"
 )
 
 // Options selects what to merge when a recording holds several devices.
@@ -206,31 +207,43 @@ type hflush struct {
 
 // Merge matches guest flush requests to host flushes, fits the clock, and
 // splits every guest fsync. It fails only when there is nothing to match
-// (no guest flush or no host flush) or no offset makes any pair fit.
+// (no guest flush or no host flush) or no offset makes any pair fit. It
+// holds every guest record: `etcdscope merge` streams a recording through
+// GuestIndex instead.
 func Merge(guest []analysis.FsyncRecord, host HostRecording, opt Options) (Result, error) {
+	g := NewGuestIndex(opt)
+	for i := range guest {
+		if err := g.Add(&guest[i], jsonl.Span{Off: int64(i)}); err != nil {
+			return Result{Unmatched: map[string]int{}}, err
+		}
+	}
+	var fsyncs []MergedFsync
+	res, err := g.Merge(IndexHost(host), func(at jsonl.Span) (analysis.FsyncRecord, error) { return guest[at.Off], nil },
+		func(m *MergedFsync) error { fsyncs = append(fsyncs, *m); return nil })
+	res.Fsyncs = fsyncs
+	return res, err
+}
+
+// Merge is Merge's second pass over the indexed guest recording: it fits
+// the clock on the index alone, then reads each call again (read, given
+// the Span Add had) in start order, splits it and hands it to emit, which
+// may not keep the pointer. The Result has no Fsyncs: a Summarizer given
+// each merged call makes its Summary. Nothing is emitted when it fails
+// before the split (nothing to match, no offset fits). Both indexes are
+// used up: the host's flushes move into the merge.
+func (g *GuestIndex) Merge(host *HostIndex, read func(jsonl.Span) (analysis.FsyncRecord, error), emit func(*MergedFsync) error) (Result, error) {
+	opt := g.opt
 	res := Result{Unmatched: map[string]int{}}
-	var recs []analysis.FsyncRecord
-	for _, r := range guest {
-		if opt.GuestDev == "" || r.DevName == opt.GuestDev || r.Dev == opt.GuestDev {
-			recs = append(recs, r)
-		}
-	}
-	sort.Slice(recs, func(i, j int) bool { return recs[i].StartNs < recs[j].StartNs })
-	var gs []gflush
-	for i, r := range recs {
-		for _, q := range r.Requests {
-			if q.Role != analysis.RoleFlush || q.NotIssued || q.IssueNs == 0 || q.CompleteNs < q.IssueNs {
-				continue
-			}
-			gs = append(gs, gflush{fsync: i, issue: q.IssueNs, complete: q.CompleteNs})
-		}
-	}
-	sort.Slice(gs, func(i, j int) bool { return gs[i].issue < gs[j].issue })
+	gs, callAt, byCall := g.pairs()
+	flushesOf := func(i int) []int32 { return byCall[callAt[i]:callAt[i+1]] }
 	hs := hostFlushes(host, opt.Image)
+	host.fsyncs, host.uring = nil, nil // in hs now, marked as matched
 	res.GuestFlushes, res.HostFlushes = len(gs), len(hs)
 	if len(gs) == 0 {
 		return res, fmt.Errorf("the guest recording has no flush requests inside fsyncs%s", forDev(opt.GuestDev))
 	}
+	var clock Clock
+	var ws []span
 	if len(hs) == 0 {
 		im, ok := writtenImage(host, opt.Image)
 		if !ok {
@@ -239,65 +252,59 @@ func Merge(guest []analysis.FsyncRecord, host HostRecording, opt Options) (Resul
 		// Written but never flushed: the flushes stop in QEMU. Nothing to
 		// match or fit; every guest fsync is reported as such.
 		res.DroppedBy = im.Path
-		for i, r := range recs {
-			var mine []int
-			for j := range gs {
-				if gs[j].fsync == i {
-					mine = append(mine, j)
-				}
-			}
-			m := split(r, mine, gs, hs, nil, Clock{})
-			if m.Reason == ReasonNoHostFlush {
-				m.Reason = ReasonHostDropsFlushes
-			}
-			res.Fsyncs = append(res.Fsyncs, m)
-			res.GuestFsyncs++
-			res.Unmatched[m.Reason]++
+	} else {
+		c0, ok := coarseOffset(gs, hs)
+		if !ok {
+			return res, fmt.Errorf("no clock offset puts any host flush inside a guest flush window: are the two recordings of the same VM and time?")
 		}
-		return res, nil
-	}
-
-	c0, ok := coarseOffset(gs, hs)
-	if !ok {
-		return res, fmt.Errorf("no clock offset puts any host flush inside a guest flush window: are the two recordings of the same VM and time?")
-	}
-	clock := Clock{OffsetNs: c0, RefNs: gs[0].issue}
-	if c, ok := fit(gs); ok {
-		clock = c
-	}
-	for pass := 0; pass < 2; pass++ {
-		// Slack of the fit's own error, but never under 20 µs (timestamp
-		// skew across CPUs).
-		tol := max(clock.ErrorNs, 20e3)
-		match(gs, hs, clock, tol, true)
+		clock = Clock{OffsetNs: c0, RefNs: gs[0].issue}
 		if c, ok := fit(gs); ok {
 			clock = c
 		}
+		for pass := 0; pass < 2; pass++ {
+			// Slack of the fit's own error, but never under 20 µs
+			// (timestamp skew across CPUs).
+			tol := max(clock.ErrorNs, 20e3)
+			match(gs, hs, clock, tol, true)
+			if c, ok := fit(gs); ok {
+				clock = c
+			}
+		}
+		res.Clock = clock
+		ws = imageWrites(host, opt.Image)
+		for i := range gs {
+			if len(gs[i].host) > 0 {
+				res.GuestFlushesMatched++
+			}
+		}
+		for _, h := range hs {
+			if h.used {
+				res.HostFlushesMatched++
+			}
+		}
 	}
-	res.Clock = clock
 
-	// Per guest fsync.
-	ws := imageWrites(host, opt.Image)
-	byFsync := make([][]int, len(recs))
-	for i := range gs {
-		byFsync[gs[i].fsync] = append(byFsync[gs[i].fsync], i)
-		if len(gs[i].host) > 0 {
-			res.GuestFlushesMatched++
+	// Per guest fsync, read again in start order.
+	for i, c := range g.calls {
+		r, err := read(c.at)
+		if err != nil {
+			return res, err
 		}
-	}
-	for _, h := range hs {
-		if h.used {
-			res.HostFlushesMatched++
+		if r.StartNs != c.startNs {
+			return res, analysis.ErrRecordingChanged
 		}
-	}
-	for i, r := range recs {
-		m := split(r, byFsync[i], gs, hs, ws, clock)
-		res.Fsyncs = append(res.Fsyncs, m)
+		m := split(r, flushesOf(i), gs, hs, ws, clock)
+		if res.DroppedBy != "" && m.Reason == ReasonNoHostFlush {
+			m.Reason = ReasonHostDropsFlushes
+		}
 		res.GuestFsyncs++
 		if m.Matched {
 			res.Matched++
 		} else {
 			res.Unmatched[m.Reason]++
+		}
+		if err := emit(&m); err != nil {
+			return res, err
 		}
 	}
 	return res, nil
@@ -306,9 +313,9 @@ func Merge(guest []analysis.FsyncRecord, host HostRecording, opt Options) (Resul
 // writtenImage returns the image the host wrote (write calls or
 // submissions) in the recording: the one named, or the only one written;
 // false if there is none or several.
-func writtenImage(host HostRecording, image string) (Image, bool) {
+func writtenImage(host *HostIndex, image string) (Image, bool) {
 	var found []Image
-	for _, im := range Images(host.IO, host.Fsyncs, nil, nil) {
+	for _, im := range host.Images() {
 		if im.Writes+im.IOSubmits+im.IOUringReqs == 0 || (image != "" && im.Path != image) {
 			continue
 		}
@@ -337,21 +344,14 @@ func forImage(p string) string {
 // hostFlushes returns the host flush work, by start: the hypervisor's
 // successful fdatasync/fsync calls on image files, and io_uring fsync
 // requests (aio=io_uring flushes without a syscall).
-func hostFlushes(host HostRecording, image string) []hflush {
+func hostFlushes(host *HostIndex, image string) []hflush {
 	var hs []hflush
-	for _, f := range host.Fsyncs {
-		if (image != "" && f.Path != image) || f.Ret != 0 || f.EndNs < f.StartNs {
-			continue
+	for _, fl := range [][]HostFlush{host.fsyncs, host.uring} {
+		for _, f := range fl {
+			if image == "" || f.Path == image {
+				hs = append(hs, hflush{HostFlush: f})
+			}
 		}
-		hs = append(hs, hflush{HostFlush: HostFlush{Syscall: f.Syscall, TID: f.TID, StartNs: f.StartNs, EndNs: f.EndNs,
-			Layers: f.Layers, Flushes: f.Flushes, Path: f.Path}})
-	}
-	for _, io := range host.IO {
-		if io.Op != "io_uring_req" || io.Opcode != ioringOpFsync || (image != "" && io.Path != image) || io.EndNs < io.StartNs {
-			continue
-		}
-		hs = append(hs, hflush{HostFlush: HostFlush{Syscall: "io_uring_fsync", TID: io.TID, StartNs: io.StartNs, EndNs: io.EndNs,
-			Layers: analysis.Layers{OtherNs: int64(io.EndNs - io.StartNs)}, Path: io.Path}})
 	}
 	sort.Slice(hs, func(i, j int) bool { return hs[i].StartNs < hs[j].StartNs })
 	return hs
@@ -384,11 +384,30 @@ func contained(hs []hflush, issue, complete uint64, off, tol int64) []int {
 func coarseOffset(gs []gflush, hs []hflush) (int64, bool) {
 	nProp, nScore := min(len(gs), 8), min(len(gs), 64)
 	type cand struct {
-		off   int64
-		score int
+		off          int64
+		score, order int
 	}
+	// The best maxTracked by score, the first proposed first among equal
+	// scores (what a stable sort of every candidate kept first): sorted
+	// and cut whenever twice that many wait, instead of holding all 8 ×
+	// len(hs).
+	const maxTracked = 2048
 	var cands []cand
-	seen := map[int64]bool{}
+	keepBest := func() {
+		sort.Slice(cands, func(i, j int) bool {
+			a, b := cands[i], cands[j]
+			return a.score > b.score || (a.score == b.score && a.order < b.order)
+		})
+		cands = cands[:min(len(cands), maxTracked)]
+	}
+	seen := map[int64]struct{}{} // half a map of bools: it holds up to 8 × len(hs)
+	// Each candidate unmarks only the host flushes the last one marked:
+	// clearing every mark for each of 8 × len(hs) candidates was
+	// quadratic (minutes for 160,000 host flushes).
+	for i := range hs {
+		hs[i].used = false
+	}
+	var marked []int
 	for i := 0; i < nProp; i++ {
 		for j := range hs {
 			lo := int64(hs[j].EndNs) - int64(gs[i].complete)
@@ -397,28 +416,42 @@ func coarseOffset(gs []gflush, hs []hflush) (int64, bool) {
 				continue
 			}
 			off := (lo + hi) / 2
-			if seen[off/1000] {
+			if _, ok := seen[off/1000]; ok {
 				continue
 			}
-			seen[off/1000] = true
-			cands = append(cands, cand{off, track(gs[:nScore], hs, off)})
+			seen[off/1000] = struct{}{}
+			cands = append(cands, cand{off, trackUntil(gs[:nScore], hs, off, nil, &marked), len(seen)})
+			if len(cands) == 2*maxTracked {
+				keepBest()
+			}
 		}
 	}
 	if len(cands) == 0 {
 		return 0, false
 	}
-	sort.SliceStable(cands, func(i, j int) bool { return cands[i].score > cands[j].score })
+	keepBest()
 	if cands[0].score == 0 {
 		return 0, false
 	}
 	best, bestScore := cands[0].off, -1
-	for k := 0; k < len(cands) && k < 2048 && cands[k].score > 0; k++ {
-		if s := track(gs, hs, cands[k].off); s > bestScore {
+	for k := 0; k < len(cands) && cands[k].score > 0; k++ {
+		if s := trackAbove(gs, hs, cands[k].off, bestScore, &marked); s > bestScore {
 			best, bestScore = cands[k].off, s
 		}
 	}
 	track(gs, hs, best)
 	return best, true
+}
+
+// trackAbove is track that gives up, returning a score of at most beat,
+// once the guest flushes left could no longer take its score above beat:
+// the same best offset as tracking each to the end (only a score above the
+// best so far replaces it), without following every wrong candidate over
+// the whole recording (2048 of them over 200,000 guest flushes took 7
+// minutes). The pairs it leaves in gs are not a whole track: track the
+// chosen offset again.
+func trackAbove(gs []gflush, hs []hflush, off int64, beat int, marked *[]int) int {
+	return trackUntil(gs, hs, off, func(i, n int) bool { return n+len(gs)-i <= beat }, marked)
 }
 
 // track matches guest flushes in order starting from offset off, one host
@@ -431,8 +464,24 @@ func coarseOffset(gs []gflush, hs []hflush) (int64, bool) {
 // a short host flush inside a long guest window allows a wide interval).
 // It records the pairs in gs and returns how many guest flushes matched.
 func track(gs []gflush, hs []hflush, off int64) int {
-	for i := range hs {
-		hs[i].used = false
+	return trackUntil(gs, hs, off, nil, nil)
+}
+
+// trackUntil is track that stops before guest flush i once stop(i, n) (if
+// not nil), n the flushes matched before it, and returns n. With marked
+// nil it first unmarks every host flush; else only those in *marked, the
+// ones the last call marked (every other mark must be clear), and it
+// lists there the ones it marks.
+func trackUntil(gs []gflush, hs []hflush, off int64, stop func(i, n int) bool, marked *[]int) int {
+	if marked == nil {
+		for i := range hs {
+			hs[i].used = false
+		}
+	} else {
+		for _, j := range *marked {
+			hs[j].used = false
+		}
+		*marked = (*marked)[:0]
 	}
 	const window = 8
 	var recent [window][2]int64
@@ -440,6 +489,9 @@ func track(gs []gflush, hs []hflush, off int64) int {
 	pred := off
 	n := 0
 	for i := range gs {
+		if stop != nil && stop(i, n) {
+			return n
+		}
 		g := &gs[i]
 		g.host = nil
 		c := contained(hs, g.issue, g.complete, pred, 0)
@@ -454,6 +506,9 @@ func track(gs []gflush, hs []hflush, off int64) int {
 		}
 		g.host = []int{best}
 		hs[best].used = true
+		if marked != nil {
+			*marked = append(*marked, best)
+		}
 		g.lo = int64(hs[best].EndNs) - int64(g.complete)
 		g.hi = int64(hs[best].StartNs) - int64(g.issue)
 		recent[nRecent%window] = [2]int64{g.lo, g.hi}
@@ -664,18 +719,12 @@ type span struct{ start, end uint64 }
 // imageWrites returns the hypervisor's write calls on the image (all
 // images when image is ""), by start: the candidates for the host I/O a
 // flush makes before its fdatasync (qcow2 metadata).
-func imageWrites(host HostRecording, image string) []span {
+func imageWrites(host *HostIndex, image string) []span {
 	var out []span
-	for _, io := range host.IO {
-		switch io.Op {
-		case "pwrite64", "pwritev", "pwritev2":
-		default:
-			continue
+	for _, w := range host.writes {
+		if image == "" || w.path == image {
+			out = append(out, w.span)
 		}
-		if (image != "" && io.Path != image) || io.EndNs <= io.StartNs || io.Ret < 0 {
-			continue
-		}
-		out = append(out, span{io.StartNs, io.EndNs})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].start < out[j].start })
 	return out
@@ -729,7 +778,7 @@ func writesInside(ws []span, lo, hi uint64, not []span) int64 {
 
 // split partitions guest record r (its flush requests are gs[flushes]);
 // ws are the hypervisor's writes to the image (imageWrites).
-func split(r analysis.FsyncRecord, flushes []int, gs []gflush, hs []hflush, ws []span, clock Clock) MergedFsync {
+func split(r analysis.FsyncRecord, flushes []int32, gs []gflush, hs []hflush, ws []span, clock Clock) MergedFsync {
 	m := MergedFsync{Type: "merged_fsync", V: SchemaVersion, StartNs: r.StartNs, EndNs: r.EndNs, TotalNs: r.TotalNs,
 		PID: r.PID, Comm: r.Comm, Syscall: r.Syscall, Path: r.Path, Dev: r.DevName, FS: r.FS,
 		Flushes: len(flushes), Matched: true, Pairs: []Pair{}}

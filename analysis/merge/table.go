@@ -58,6 +58,62 @@ type Summary struct {
 // describe the host side (from the host recording's summary), and the
 // first that matches image (or the only one) names the L2 row.
 func Summarize(res Result, images []Image, image string) Summary {
+	var z Summarizer
+	for i := range res.Fsyncs {
+		z.Add(&res.Fsyncs[i])
+	}
+	return z.Summary(res, images, image)
+}
+
+// Summarizer is Summarize over a stream of merged calls (GuestIndex.Merge
+// emits them): it keeps each call's wall time (8 bytes, for the
+// percentiles), each distinct host flush's, and sums. The zero value is
+// ready.
+type Summarizer struct {
+	total, hostFlushReqs int64
+	sum                  Split
+	guestLat, hostLat    []int64
+	devs                 map[string]bool
+	seenHost             map[uint64]bool
+}
+
+// Add counts merged call f.
+func (z *Summarizer) Add(f *MergedFsync) {
+	if z.devs == nil {
+		z.devs, z.seenHost = map[string]bool{}, map[uint64]bool{}
+	}
+	z.total += f.TotalNs
+	z.guestLat = append(z.guestLat, f.TotalNs)
+	z.devs[strings.TrimSpace(f.Dev+" "+f.FS)] = true
+	p, sum := f.Split, &z.sum
+	sum.GuestDataWritebackNs += p.GuestDataWritebackNs
+	sum.GuestFSJournalNs += p.GuestFSJournalNs
+	sum.GuestBlockQueueNs += p.GuestBlockQueueNs
+	sum.GuestDMNs += p.GuestDMNs
+	sum.GuestOtherNs += p.GuestOtherNs
+	sum.VirtualizationNs += p.VirtualizationNs
+	sum.HostDataWritebackNs += p.HostDataWritebackNs
+	sum.HostFSJournalNs += p.HostFSJournalNs
+	sum.HostBlockQueueNs += p.HostBlockQueueNs
+	sum.HostDMNs += p.HostDMNs
+	sum.HostDeviceFlushNs += p.HostDeviceFlushNs
+	sum.HostOtherNs += p.HostOtherNs
+	sum.HostImageWritesNs += p.HostImageWritesNs
+	for _, pr := range f.Pairs {
+		for _, h := range pr.Host {
+			if z.seenHost[h.StartNs] {
+				continue
+			}
+			z.seenHost[h.StartNs] = true
+			z.hostLat = append(z.hostLat, int64(h.EndNs-h.StartNs))
+			z.hostFlushReqs += int64(h.Flushes)
+		}
+	}
+}
+
+// Summary is Summarize of the calls added: res gives the counts and the
+// clock (its Fsyncs are not read).
+func (z *Summarizer) Summary(res Result, images []Image, image string) Summary {
 	s := Summary{Type: "merge_summary", V: SchemaVersion, Clock: res.Clock, GuestFsyncs: res.GuestFsyncs,
 		Matched: res.Matched, Unmatched: res.Unmatched, GuestFlushes: res.GuestFlushes,
 		GuestFlushesMatched: res.GuestFlushesMatched, HostFlushes: res.HostFlushes, HostFlushesMatched: res.HostFlushesMatched,
@@ -65,40 +121,7 @@ func Summarize(res Result, images []Image, image string) Summary {
 	if res.DroppedBy != "" {
 		s.Durability = fmt.Sprintf("none: guest flushes are dropped: the host wrote %s but never flushed it while the guest issued %d flushes (cache=unsafe or cache.no-flush=on)", res.DroppedBy, res.GuestFlushes)
 	}
-	var total, hostFlushReqs int64
-	var sum Split
-	var guestLat, hostLat []int64
-	devs := map[string]bool{}
-	seenHost := map[uint64]bool{}
-	for _, f := range res.Fsyncs {
-		total += f.TotalNs
-		guestLat = append(guestLat, f.TotalNs)
-		devs[strings.TrimSpace(f.Dev+" "+f.FS)] = true
-		p := f.Split
-		sum.GuestDataWritebackNs += p.GuestDataWritebackNs
-		sum.GuestFSJournalNs += p.GuestFSJournalNs
-		sum.GuestBlockQueueNs += p.GuestBlockQueueNs
-		sum.GuestDMNs += p.GuestDMNs
-		sum.GuestOtherNs += p.GuestOtherNs
-		sum.VirtualizationNs += p.VirtualizationNs
-		sum.HostDataWritebackNs += p.HostDataWritebackNs
-		sum.HostFSJournalNs += p.HostFSJournalNs
-		sum.HostBlockQueueNs += p.HostBlockQueueNs
-		sum.HostDMNs += p.HostDMNs
-		sum.HostDeviceFlushNs += p.HostDeviceFlushNs
-		sum.HostOtherNs += p.HostOtherNs
-		sum.HostImageWritesNs += p.HostImageWritesNs
-		for _, pr := range f.Pairs {
-			for _, h := range pr.Host {
-				if seenHost[h.StartNs] {
-					continue
-				}
-				seenHost[h.StartNs] = true
-				hostLat = append(hostLat, int64(h.EndNs-h.StartNs))
-				hostFlushReqs += int64(h.Flushes)
-			}
-		}
-	}
+	total, hostFlushReqs, sum, guestLat, hostLat, devs := z.total, z.hostFlushReqs, z.sum, z.guestLat, z.hostLat, z.devs
 	share := func(ns int64) float64 {
 		if total == 0 {
 			return 0

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"sort"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/jsonl"
 	"github.com/etcdscope/etcdscope/analysis/merge"
 	"github.com/etcdscope/etcdscope/internal/safefile"
 	"github.com/etcdscope/etcdscope/render"
@@ -51,8 +54,17 @@ func runMerge(args []string) error {
 		return usagef("--guest: %v: give a recording from etcdscope fsync --output json", err)
 	}
 	defer gf.Close()
-	guest, _, err := analysis.ReadJSONL(gf)
-	if err != nil {
+	// Two passes over the guest recording: the first keeps what the clock
+	// fit needs (merge.GuestIndex: the flush requests and where each call
+	// is), the second reads each call again as its merged record is made.
+	guest := merge.NewGuestIndex(opt)
+	_, err = analysis.ScanJSONLSpans(bufio.NewReaderSize(gf, 1<<20), func(r *analysis.FsyncRecord, at jsonl.Span) error {
+		return guest.Add(r, at)
+	}, nil)
+	switch {
+	case errors.Is(err, merge.ErrGuestTooLarge):
+		return usagef("--guest %s: %v: merge a part of it at a time (jq -c 'select(.start_ns < T)' cuts it by time)", guestPath, err)
+	case err != nil:
 		return usagef("--guest %s: %v: give a recording from etcdscope fsync --output json, run in the guest", guestPath, err)
 	}
 	hf, err := safefile.OpenInput(hostPath)
@@ -60,8 +72,11 @@ func runMerge(args []string) error {
 		return usagef("--host: %v: give a recording from etcdscope hypervisor --output json", err)
 	}
 	defer hf.Close()
-	host, err := merge.ReadHost(hf)
-	if err != nil {
+	host, err := merge.ScanHost(bufio.NewReaderSize(hf, 1<<20))
+	switch {
+	case errors.Is(err, merge.ErrHostTooLarge):
+		return usagef("--host %s: %v: merge a part of both recordings at a time (cut them by time)", hostPath, err)
+	case err != nil:
 		return usagef("--host %s: %v: give a recording from etcdscope hypervisor --output json", hostPath, err)
 	}
 	var images []merge.Image
@@ -70,7 +85,7 @@ func runMerge(args []string) error {
 	}
 	// Several devices on either side: the user must say which pair.
 	if opt.GuestDev == "" {
-		if devs := distinct(guest, func(r analysis.FsyncRecord) string { return r.DevName }); len(devs) > 1 {
+		if devs := guest.Devices(); len(devs) > 1 {
 			return usagef("the guest recording has fsyncs on %s: pick one with --guest-dev", strings.Join(devs, ", "))
 		}
 	}
@@ -83,41 +98,40 @@ func runMerge(args []string) error {
 			return usagef("the hypervisor wrote or flushed %s: pick the guest disk's image with --image", strings.Join(paths, ", "))
 		}
 	}
-	res, err := merge.Merge(guest, host, opt)
+	var enc *json.Encoder
+	if output == "json" {
+		enc = json.NewEncoder(render.JSONText(os.Stdout))
+	}
+	var z merge.Summarizer
+	var buf []byte
+	res, err := guest.Merge(host, func(at jsonl.Span) (r analysis.FsyncRecord, err error) {
+		r, buf, err = analysis.FsyncAt(gf, at, buf)
+		if err != nil {
+			return r, fmt.Errorf("--guest %s: %w", guestPath, err)
+		}
+		return r, nil
+	}, func(m *merge.MergedFsync) error {
+		z.Add(m)
+		if enc != nil {
+			return enc.Encode(m)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	sum := merge.Summarize(res, images, opt.Image)
-	if output == "json" {
-		enc := json.NewEncoder(render.JSONText(os.Stdout))
-		for i := range res.Fsyncs {
-			if err := enc.Encode(&res.Fsyncs[i]); err != nil {
-				return err
-			}
-		}
+	sum := z.Summary(res, images, opt.Image)
+	if enc != nil {
 		return enc.Encode(&sum)
 	}
 	return render.Merge(os.Stdout, &sum)
 }
 
-func distinct(recs []analysis.FsyncRecord, key func(analysis.FsyncRecord) string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, r := range recs {
-		if k := key(r); !seen[k] {
-			seen[k] = true
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // mergeCandidates lists the images the host recording wrote or flushed,
 // from its summary or, for a recording cut short, from its records.
-func mergeCandidates(host merge.HostRecording, images []merge.Image) []string {
+func mergeCandidates(host *merge.HostIndex, images []merge.Image) []string {
 	if images == nil {
-		images = merge.Images(host.IO, host.Fsyncs, nil, nil)
+		images = host.Images()
 	}
 	var out []string
 	for _, im := range images {

@@ -19,6 +19,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/jsonl"
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/capture"
+	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/internal/safefile"
 	"github.com/etcdscope/etcdscope/pipeline"
 	"github.com/etcdscope/etcdscope/render"
@@ -277,12 +278,13 @@ func replayFsync(rd *capture.Reader, name, output string, failOverBudget bool) e
 }
 
 func replayPeers(rd *capture.Reader, name, output string) error {
-	var kept pipeline.PeerEvents
-	p := pipeline.NewPeers(pipeline.PeersConfig{Sinks: []pipeline.PeerSink{&kept}})
+	// Folded into connections as they come, as `etcdscope peers` does
+	// live: the capture's events are not held.
+	var conns pipeline.PeerConns
+	p := pipeline.NewPeers(pipeline.PeersConfig{Sinks: []pipeline.PeerSink{&conns}})
 	if err := p.Run(pipeline.PeerReadFunc(rd.ReadPeer)); err != nil {
 		return fmt.Errorf("replaying %s: %w", name, err)
 	}
-	events := kept.Events()
 	end, ok := rd.End()
 	if !ok {
 		cut := ""
@@ -292,7 +294,7 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 		return usagef("%s has no end line (the run was cut short?): its window and lost events are unknown%s", name, cut)
 	}
 	window := time.Duration(end.WindowNs)
-	pr := peers.Analyze(events, peers.Options{Window: window})
+	pr := conns.Report(peers.Options{Window: window})
 	// pr.Events: the kernel's events, not the owner events among them.
 	rep := etcdmetric.PeersReport{Port: rd.Header().Port, WindowSeconds: window.Seconds(), Events: pr.Events, LostEvents: end.LostEvents, MissedEvents: end.MissedEvents}
 	rep.Links = pr.Links
@@ -331,7 +333,13 @@ func writeHTMLReport(out, name, peersPath, mergePath string, calls map[analysis.
 		if err != nil {
 			return usagef("--peers: %v: give a file from etcdscope peers --record", err)
 		}
-		evs, metric, err := etcdmetric.ReadRecording(f)
+		// Assembled as it streams (as `etcdscope peers` does live): the
+		// connections are held, not the events.
+		var a peers.Assembler
+		metric, err := etcdmetric.ScanRecording(bufio.NewReaderSize(f, 1<<20), func(e *event.Peer) {
+			in.PeerEvents++
+			a.Add(e)
+		})
 		f.Close()
 		if err != nil {
 			return usagef("--peers %s: %v: give a file from etcdscope peers --record", peersPath, err)
@@ -339,7 +347,8 @@ func writeHTMLReport(out, name, peersPath, mergePath string, calls map[analysis.
 		if metric != nil {
 			in.PeerMetric = metric.Comparisons
 		}
-		in.Peers = evs
+		rep := a.Report(peers.Options{})
+		in.PeerReport = &rep
 	}
 	// Rendered into a temporary file renamed into place: a full disk or a
 	// signal leaves no partial page, and no planted link is written through.
