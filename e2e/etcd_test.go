@@ -86,8 +86,10 @@ func TestEtcdWALFsyncsMatchEtcdMetric(t *testing.T) {
 		t.Fatalf("report lacks a separate WAL (%v) or backend (%v) group", walGroup, backendGroup)
 	}
 	// Missed probe runs are the kernel's (a program skipped while another
-	// BPF program ran on the CPU: on 6.18 mostly block completions in
-	// softirq); the counts above are matched exactly anyway, and a miss
+	// BPF program ran on the CPU; on this 6.18 test host, block
+	// completions in softirq on top of the sandbox agent's threads, for
+	// which the kernel runs no BPF program at all: docs/performance.md);
+	// the counts above are matched exactly anyway, and a miss
 	// biases only the split of the call it touches. What the product owes
 	// is to report them: each group's verdict is marked biased. Lost must
 	// be 0. The bound, 5% of the calls, is for a recursion of etcdscope's
