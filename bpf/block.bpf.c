@@ -86,7 +86,9 @@ const enum es_req_flag *unused_es_req_flag __attribute__((unused));
 const enum blk_stat *unused_blk_stat __attribute__((unused));
 
 struct rq_start {
-	__u64 rq; /* struct request address this slot holds; 0: free */
+	struct bpf_spin_lock lock; /* held while any field is read or written */
+	__u32 requeued; /* requeued since its issue: its next insert is the same life */
+	__u64 rq;       /* struct request address this slot holds; 0: free */
 	__u64 insert_ns;
 	__u64 issue_ns;
 	__u32 pid;
@@ -99,7 +101,7 @@ struct rq_start {
 /* starts: slot hash(struct request address), or the slot after it ->
  * when that request was inserted/issued and by whom; rq says which
  * request holds the slot, and the final completion frees it (rq = 0).
- * 4096 slots (192 KiB) and not 65536 (3 MiB): every insert landed on a
+ * 4096 slots (224 KiB) and not 65536 (3 MiB): every insert landed on a
  * cold line of the large table, spread over 768 pages (a paired run under
  * fio: block_rq_insert 732 -> 501 ns a run, all programs -8 %,
  * bench/findings.md); a request takes the slot after its own when that
@@ -112,7 +114,20 @@ struct rq_start {
  * context nests on the CPU of a program holding it. A refused delete left
  * a stale entry that a recycled request address then inherited (the old
  * pid, tid and times). A request that finds both its slots held by
- * others in flight (a collision) is counted, never silent. */
+ * others in flight (a collision) is counted, never silent.
+ *
+ * Each slot's own bpf_spin_lock (interrupts off while held, so a
+ * completion cannot nest on it) makes a claim, an update and a free one
+ * step: without it two CPUs claiming one free slot at once interleaved
+ * their stores (one request's address with the other's issue time), and a
+ * request then looked issued twice: 34 false "unseen completions" in a
+ * 15 s overload run in which the kernel ran the program for every
+ * completion ftrace recorded (docs/performance.md; most of those were
+ * addr_scratch's, below). A spin lock and not a compare-and-swap: BPF's
+ * cmpxchg needs Linux 5.12 and -mcpu=v3, a second object; the lock is a
+ * read-only constant's branch in this one (es_spin_lock: Linux 5.10
+ * gives tracing programs no bpf_spin_lock, and claims there go without
+ * it). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1 << STARTS_BITS);
@@ -141,7 +156,15 @@ static __always_inline void blk_count(__u32 stat)
 /* addr_scratch: per-CPU word through which a request pointer becomes a
  * number the program may hash (the verifier allows no arithmetic but add
  * and subtract on a kernel pointer; a value read back from a map is a
- * plain scalar). */
+ * plain scalar). Every program of this object shares it, and they nest:
+ * a completion in hardirq or softirq context interrupts an insert or issue
+ * on the same CPU. An interrupt between the store and the load left the
+ * nested program's request in the word, and the interrupted program then
+ * recorded its insert or issue under another request's address: that
+ * request later looked issued twice (a false unseen completion) and the
+ * interrupted one had no start (overload runs: 8 of 9 unseen completions
+ * counted in one, 79 issues without their insert in the same run;
+ * docs/performance.md). addr_hash checks what it read back. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -149,46 +172,127 @@ struct {
 	__type(value, __u64);
 } addr_scratch SEC(".maps");
 
+/* ADDR_TRIES: how often addr_hash writes and reads back the word before
+ * it gives up; each retry needs another interrupt in the two instructions
+ * between the store and the load. */
+#define ADDR_TRIES 4
+
 /* addr_hash puts the address p as a number in *key and returns its
  * Fibonacci hash in bits bits (kernel objects are aligned: their low bits
- * are 0); -1 only if the scratch word is missing, which cannot happen. */
+ * are 0); -1 if a nested program changed the word ADDR_TRIES times in a
+ * row (counted as a lost event: the caller drops what it was doing). */
 static __always_inline __s64 addr_hash(void *p, __u64 *key, int bits)
 {
 	__u32 zero = 0;
-	__u64 *w = bpf_map_lookup_elem(&addr_scratch, &zero);
+	__u64 *w = bpf_map_lookup_elem(&addr_scratch, &zero), k;
+	__s64 h;
+	int i;
 
 	if (!w)
 		return -1;
-	*w = (__u64)p;
-	*key = *(volatile __u64 *)w;
-	return (__s64)((*key * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+#pragma unroll
+	for (i = 0; i < ADDR_TRIES; i++) {
+		*w = (__u64)p;
+		k = *(volatile __u64 *)w;
+		/* The number and its hash, made before the check: past it
+		 * the compiler knows k equals p and would use the pointer,
+		 * on which the verifier allows no multiplication. */
+		*(volatile __u64 *)key = k;
+		h = (__s64)((k * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+		barrier_var(h);
+		/* a pointer compared with a number: privileged programs
+		 * only, as every program here is */
+		if (k == (__u64)p)
+			return h;
+	}
+	count_lost();
+	return -1;
 }
 
-/* start_slot returns the starts slot that holds request rq (its hash
- * slot or the one after it) and its address as a number in *key; when
- * neither does, the first free one of the two if claim, else the hash
- * slot (s->rq != *key tells the caller). NULL cannot happen (indexes are
- * masked) but the verifier wants it checked. */
-static __always_inline struct rq_start *start_slot(struct request *rq, __u64 *key, bool claim)
+/* es_spin_lock: tracing programs may call bpf_spin_lock (not on Linux
+ * 5.10, where they get no such helper). Go probes it and clears it where
+ * the kernel refuses it (tracer/compat.go); the verifier then drops the
+ * lock calls. Here and not in compat.h: only this object takes locks. */
+const volatile bool es_spin_lock = true;
+
+/* slot_lock and slot_unlock take and give back slot s's lock where
+ * tracing programs may (es_spin_lock). Without it (Linux 5.10) the slots
+ * are claimed as before the lock: two CPUs claiming one free slot at once
+ * can interleave their stores. */
+#define slot_lock(s)                                                           \
+	do {                                                                   \
+		if (es_spin_lock)                                              \
+			bpf_spin_lock(&(s)->lock);                             \
+	} while (0)
+#define slot_unlock(s)                                                         \
+	do {                                                                   \
+		if (es_spin_lock)                                              \
+			bpf_spin_unlock(&(s)->lock);                           \
+	} while (0)
+
+/* rq_who: the life a request starts at an insert or issue, read before a
+ * slot's lock is taken (no helper may run while it is held). */
+struct rq_who {
+	__u64 now;
+	__u32 pid;
+	__u32 tid;
+	char comm[ES_COMM_LEN];
+};
+
+/* slot_fill makes s the new life of request key; under s's lock. */
+static __always_inline void slot_fill(struct rq_start *s, __u64 key, const struct rq_who *w, bool insert)
+{
+	s->rq = key;
+	s->requeued = 0;
+	s->pid = w->pid;
+	s->tid = w->tid;
+	__builtin_memcpy(s->comm, w->comm, sizeof(s->comm));
+	s->insert_ns = insert ? w->now : 0;
+	s->issue_ns = insert ? 0 : w->now;
+}
+
+/* slot_claim makes the free slot s the new life of request key; false if
+ * another request holds it (or took it first on another CPU). */
+static __always_inline bool slot_claim(struct rq_start *s, __u64 key, const struct rq_who *w, bool insert)
+{
+	bool free;
+
+	slot_lock(s);
+	free = !s->rq;
+	if (free)
+		slot_fill(s, key, w, insert);
+	slot_unlock(s);
+	return free;
+}
+
+/* start_slots looks up request rq's two slots (its hash slot and the one
+ * after it) and puts its address as a number in *key; false only if a
+ * lookup failed, which cannot happen (indexes are masked) but the
+ * verifier wants checked. */
+static __always_inline bool start_slots(struct request *rq, __u64 *key, struct rq_start **s, struct rq_start **t)
 {
 	__s64 h = addr_hash(rq, key, STARTS_BITS);
 	__u32 i = (__u32)h, j;
-	struct rq_start *s, *t;
 
 	if (h < 0)
-		return NULL;
-	s = bpf_map_lookup_elem(&starts, &i);
-	if (!s || s->rq == *key)
-		return s;
+		return false;
 	j = (i + 1) & ((1u << STARTS_BITS) - 1);
-	t = bpf_map_lookup_elem(&starts, &j);
-	if (!t)
+	*s = bpf_map_lookup_elem(&starts, &i);
+	*t = bpf_map_lookup_elem(&starts, &j);
+	return *s && *t;
+}
+
+/* own_slot returns the one of s and t that holds request key, or NULL.
+ * Read without the lock: a request's slot changes hands only through its
+ * own events, which the kernel runs one after another, or through a
+ * collision, which the caller sees when it checks again under the lock. */
+static __always_inline struct rq_start *own_slot(__u64 key, struct rq_start *s, struct rq_start *t)
+{
+	if (s->rq == key)
 		return s;
-	if (t->rq == *key)
+	if (t->rq == key)
 		return t;
-	if (claim && s->rq && !t->rq)
-		return t;
-	return s;
+	return NULL;
 }
 
 struct dm_start {
@@ -336,45 +440,68 @@ static __always_inline bool is_flush(__u32 cmd_flags)
 	return norm_op(cmd_flags) == ES_OP_FLUSH || (norm_flags(cmd_flags) & (ES_REQ_PREFLUSH | ES_REQ_FUA));
 }
 
+/* mark records an insert or an issue of request rq in its slot. */
 static __always_inline void mark(struct request *rq, bool insert)
 {
-	__u64 now = bpf_ktime_get_ns();
-	struct rq_start *s;
+	struct rq_start *s, *t, *own;
+	bool unseen = false, done = false;
+	struct rq_who w;
 	__u64 id, key;
 
+	w.now = bpf_ktime_get_ns();
 	if (targ_dev && rq_dev(rq) != targ_dev)
 		return;
-	s = start_slot(rq, &key, true);
-	if (!s)
+	if (!start_slots(rq, &key, &s, &t))
 		return;
-	if (s->rq == key) {
-		if (!s->issue_ns) {
-			/* inserted, now issued; or requeued, now inserted again */
-			if (insert)
-				s->insert_ns = now;
-			else
-				s->issue_ns = now;
-			return;
-		}
-		/* Issued before, and neither completed nor requeued since: the
-		 * kernel ran block_rq_complete for it without running this
-		 * program (seen on 6.18 for about 1 in 3000 completions in
-		 * softirq context, with no recursion miss counted; ftrace saw
-		 * them). Count the skipped run where it mattered (its disk
-		 * busy: Go adds it to the missed probe runs); this is a new
-		 * request. */
-		if (every_block || busy_deep(rq_dev(rq)))
-			blk_count(BLK_STAT_UNSEEN_COMPLETE);
-	} else if (s->rq) {
-		blk_count(BLK_STAT_COLLISION); /* its completion goes out without start */
-	}
 	id = bpf_get_current_pid_tgid();
-	s->rq = key;
-	s->pid = id >> 32;
-	s->tid = (__u32)id;
-	es_current_comm(s->comm);
-	s->insert_ns = insert ? now : 0;
-	s->issue_ns = insert ? 0 : now;
+	w.pid = id >> 32;
+	w.tid = (__u32)id;
+	es_current_comm(w.comm);
+	own = own_slot(key, s, t);
+	if (own) {
+		slot_lock(own);
+		if (own->rq == key) {
+			done = true;
+			if (!own->issue_ns && (!insert || own->requeued)) {
+				/* inserted (or requeued), now issued; or
+				 * requeued, now inserted again */
+				if (insert)
+					own->insert_ns = w.now;
+				else
+					own->issue_ns = w.now;
+				own->requeued = 0;
+			} else {
+				/* A new life at this address. Its last one
+				 * was issued and neither completed nor
+				 * requeued since (unseen), or inserted and
+				 * never issued: merged into another request
+				 * (block_rq_merge) and freed, which ends it
+				 * without a completion. */
+				unseen = own->issue_ns != 0;
+				slot_fill(own, key, &w, insert);
+			}
+		}
+		slot_unlock(own);
+	}
+	if (unseen && (every_block || busy_deep(rq_dev(rq))))
+		/* The kernel ended the last life without running
+		 * block_rq_complete's program, counting no recursion miss
+		 * (ftrace recorded the completion; on this project's 6.18
+		 * test host: completions in softirq context on top of the
+		 * sandbox agent's threads, docs/performance.md). Counted
+		 * where it mattered (its disk busy): Go adds it to the missed
+		 * probe runs. */
+		blk_count(BLK_STAT_UNSEEN_COMPLETE);
+	if (done)
+		return;
+	if (slot_claim(s, key, &w, insert) || slot_claim(t, key, &w, insert))
+		return;
+	/* Both held by requests in flight: take the hash slot; the
+	 * completion of the request that held it goes out without start. */
+	slot_lock(s);
+	slot_fill(s, key, &w, insert);
+	slot_unlock(s);
+	blk_count(BLK_STAT_COLLISION);
 }
 
 SEC("tp_btf/block_rq_insert")
@@ -395,13 +522,21 @@ SEC("tp_btf/block_rq_requeue")
 int block_rq_requeue(unsigned long long *ctx)
 {
 	struct request *rq = blk_arg(ctx, rq_q_arg, 0);
-	struct rq_start *s;
+	struct rq_start *s, *t, *own;
 	__u64 key;
 
-	s = start_slot(rq, &key, false);
-	/* back to the queue: its next issue is not a second life */
-	if (s && s->rq == key)
-		s->issue_ns = 0;
+	if (!start_slots(rq, &key, &s, &t))
+		return 0;
+	own = own_slot(key, s, t);
+	if (!own)
+		return 0;
+	/* back to the queue: its next issue (or insert) is not a second life */
+	slot_lock(own);
+	if (own->rq == key) {
+		own->issue_ns = 0;
+		own->requeued = 1;
+	}
+	slot_unlock(own);
 	return 0;
 }
 
@@ -410,16 +545,35 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 {
 	/* Time first: a reserve can spin on the ring buffer's lock. */
 	__u64 now = bpf_ktime_get_ns();
-	__u64 key;
-	struct rq_start *s = start_slot(rq, &key, false);
+	struct rq_start *s, *t, *own;
+	struct rq_who w = {};
+	__u64 key, insert_ns = 0, issue_ns = 0;
 	struct blk_event *e;
 	__u32 cmd_flags, data_len;
-	bool final, known;
+	bool final, known = false;
 
 	blk_count(BLK_STAT_COMPLETE_RUNS);
-	if (!s)
+	if (!start_slots(rq, &key, &s, &t))
 		return 0;
-	known = s->rq == key;
+	cmd_flags = rq->cmd_flags;
+	data_len = rq->__data_len;
+	final = nr_bytes >= data_len;
+	own = own_slot(key, s, t);
+	if (own) {
+		/* its start, and the slot freed by the final completion */
+		slot_lock(own);
+		if (own->rq == key) {
+			known = true;
+			insert_ns = own->insert_ns;
+			issue_ns = own->issue_ns;
+			w.pid = own->pid;
+			w.tid = own->tid;
+			__builtin_memcpy(w.comm, own->comm, sizeof(w.comm));
+			if (final)
+				own->rq = 0;
+		}
+		slot_unlock(own);
+	}
 	/* Unknown start: never inserted or issued while tracing (it started
 	 * before, is a flush the flush state machine completed without issuing
 	 * it, or is the second completion the flush state machine gives a data
@@ -427,12 +581,9 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	 * (analysis decides); only another disk is filtered. */
 	if (!known && targ_dev && rq_dev(rq) != targ_dev)
 		return 0;
-	cmd_flags = rq->cmd_flags;
-	data_len = rq->__data_len;
-	final = nr_bytes >= data_len;
 	if (!every_block && !busy_deep(rq_dev(rq))) {
 		blk_count(BLK_STAT_IDLE_DISK);
-		goto out;
+		return 0;
 	}
 	if (!every_block && !is_flush(cmd_flags) && (norm_op(cmd_flags) != ES_OP_WRITE || !known)) {
 		/* The analysis places a non-flush request only as a write
@@ -441,13 +592,12 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 		 * data write, requests from before tracing) are counted here,
 		 * not sent: on ext4 over a loop device, 1.5 records per fsync. */
 		blk_count(BLK_STAT_UNUSED);
-		goto out;
+		return 0;
 	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost();
-		/* the request still ends: free its slot */
-		goto out;
+		return 0;
 	}
 	e->kind = ES_KIND_BLK;
 	e->op = norm_op(cmd_flags);
@@ -461,26 +611,17 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	e->rq = key;
 	e->sector = rq->__sector;
 	e->complete_ns = now;
-	if (known) {
-		e->insert_ns = s->insert_ns;
-		e->issue_ns = s->issue_ns;
-		e->pid = s->pid;
-		e->tid = s->tid;
-		__builtin_memcpy(e->comm, s->comm, sizeof(e->comm));
-	} else {
-		/* the completing context says nothing about who asked */
-		e->insert_ns = 0;
-		e->issue_ns = 0;
-		e->pid = 0;
-		e->tid = 0;
-		__builtin_memset(e->comm, 0, sizeof(e->comm));
+	/* unknown: the completing context says nothing about who asked
+	 * (times, pid, tid and comm 0) */
+	e->insert_ns = insert_ns;
+	e->issue_ns = issue_ns;
+	e->pid = w.pid;
+	e->tid = w.tid;
+	__builtin_memcpy(e->comm, w.comm, sizeof(e->comm));
+	if (!known)
 		blk_count(BLK_STAT_NO_START);
-	}
 	bpf_ringbuf_submit(e, wakeup_flags_reserved(sizeof(*e)));
 	blk_count(BLK_STAT_COMPLETE_EMITS);
-out:
-	if (known && final)
-		s->rq = 0;
 	return 0;
 }
 

@@ -86,13 +86,17 @@ func TestEtcdWALFsyncsMatchEtcdMetric(t *testing.T) {
 		t.Fatalf("report lacks a separate WAL (%v) or backend (%v) group", walGroup, backendGroup)
 	}
 	// Missed probe runs are the kernel's (a program skipped while another
-	// BPF program ran on the CPU: on 6.18 mostly block completions in
-	// softirq); the counts above are matched exactly anyway, and a miss
+	// BPF program ran on the CPU; on this 6.18 test host, block
+	// completions in softirq on top of the sandbox agent's threads, for
+	// which the kernel runs no BPF program at all: docs/performance.md);
+	// the counts above are matched exactly anyway, and a miss
 	// biases only the split of the call it touches. What the product owes
 	// is to report them: each group's verdict is marked biased. Lost must
 	// be 0. The bound, 5% of the calls, is for a recursion of etcdscope's
 	// own programs, which would miss about one run per call: 2-3 appeared
 	// with other tracers on the host, 5 of 360 (1.4%) in a CI run alone.
+	// Measured after block.bpf.c's false counts were fixed, 20 runs:
+	// worst 8 of the 18 allowed (0-8, load 4-13; docs/testing.md).
 	t.Logf("lost %d, missed %d probe runs", rep.LostEvents, rep.MissedEvents)
 	t.Logf("flakehunt: margin etcd-missed-runs %d of %d", rep.MissedEvents, len(recs)/20)
 	if rep.LostEvents != 0 || rep.MissedEvents*20 > uint64(len(recs)) {

@@ -110,11 +110,12 @@ func TestNoCompletionMissing(t *testing.T) {
 			}
 			t.Logf("%s: ftrace completions not in the stream: %d (%d of %d on the loop device); inferred unseen: %d",
 				tc.fs, missing, missingOnLoop, onLoop, st.UnseenCompletions)
-			// On 6.18 the kernel skips the BPF programs of block_rq_complete
-			// for some completions in softirq context without counting a
+			// This host's kernel runs no BPF program for the completions in
+			// softirq on top of the sandbox agent's threads, and counts no
 			// recursion miss (every BPF program on the tracepoint, not this
-			// one's logic: its run counter is short by the same amount;
-			// usually about 1 in 3000, 1 in 344 in one fresh-root run).
+			// one's logic: its run counter is short by the same amount; the
+			// "only ftrace saw" lines name the agent as the interrupted task;
+			// 0 to 923 in a 15 s overload run, docs/performance.md).
 			// Those the tracer can infer (the request issued again) are
 			// counted as missed above. The rest may be what the run counter
 			// shows the kernel skipped (ftrace's completions beyond the

@@ -34,7 +34,7 @@ func (t *FsyncTracer) loadBlock(shared ebpf.CollectionOptions, cfg FsyncConfig) 
 	if err := setVariables(spec, vars); err != nil {
 		return err
 	}
-	if err := applyCompat(spec); err != nil { // es_task_btf: the submitter's comm (bpf/compat.h)
+	if err := applyCompat(spec); err != nil { // es_task_btf: the submitter's comm; es_spin_lock: the slots' locks (bpf/compat.h, bpf/block.bpf.c)
 		return err
 	}
 	if err := spec.LoadAndAssign(&t.block, &shared); err != nil {
@@ -55,8 +55,13 @@ func (t *FsyncTracer) attachBlock() error {
 		p    *ebpf.Program
 		name string
 	}{
-		{t.block.BlockRqInsert, "block_rq_insert"}, {t.block.BlockRqIssue, "block_rq_issue"},
-		{t.block.BlockRqRequeue, "block_rq_requeue"}, {t.block.BlockRqComplete, "block_rq_complete"},
+		// The end of a request's life first: each attach waits for an
+		// RCU grace period, and a request issued while block_rq_issue was
+		// attached but block_rq_complete not yet kept its slot as issued,
+		// to be counted an unseen completion when its address came back
+		// (3 to 4 a run at 30k requests/s, docs/performance.md).
+		{t.block.BlockRqComplete, "block_rq_complete"}, {t.block.BlockRqRequeue, "block_rq_requeue"},
+		{t.block.BlockRqIssue, "block_rq_issue"}, {t.block.BlockRqInsert, "block_rq_insert"},
 		{t.block.BlockGetrq, "block_getrq"},
 	}
 	stacked := len(host.StackedDisks("/sys")) > 0
@@ -161,7 +166,11 @@ type BlockStats struct {
 	// UnseenCompletions: requests of a busy disk issued again (or
 	// inserted) after an issue whose completion the program never ran
 	// for, nor a requeue: block_rq_complete runs the kernel did not hand
-	// to BPF, with no recursion miss counted. Also counted in Missed.
+	// to BPF, with no recursion miss counted (ftrace records them; on
+	// this project's test host, completions in softirq on top of the
+	// sandbox agent's threads, for which the kernel runs no BPF program:
+	// docs/performance.md). Inferred only when the address comes back.
+	// Also counted in Missed.
 	UnseenCompletions uint64
 	// IdleDisk: completions and flush bios dropped in the kernel because
 	// no traced call was in flight on their disk (FsyncConfig.EveryBlock

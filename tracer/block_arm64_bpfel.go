@@ -137,7 +137,12 @@ type blockFlushBioEvent struct {
 }
 
 type blockRqStart struct {
-	_        structs.HostLayout
+	_    structs.HostLayout
+	Lock struct {
+		_   structs.HostLayout
+		Val uint32
+	}
+	Requeued uint32
 	Rq       uint64
 	InsertNs uint64
 	IssueNs  uint64
@@ -168,6 +173,7 @@ const (
 	blockProgBlockRqIssue       = "block_rq_issue"
 	blockProgBlockRqRequeue     = "block_rq_requeue"
 	blockVarBioQ_arg            = "bio_q_arg"
+	blockVarEsSpinLock          = "es_spin_lock"
 	blockVarEsTaskBtf           = "es_task_btf"
 	blockVarEveryBlock          = "every_block"
 	blockVarGetrqQ_arg          = "getrq_q_arg"
@@ -255,6 +261,7 @@ type blockMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type blockVariableSpecs struct {
 	BioQ_arg            *ebpf.VariableSpec `ebpf:"bio_q_arg"`
+	EsSpinLock          *ebpf.VariableSpec `ebpf:"es_spin_lock"`
 	EsTaskBtf           *ebpf.VariableSpec `ebpf:"es_task_btf"`
 	EveryBlock          *ebpf.VariableSpec `ebpf:"every_block"`
 	GetrqQ_arg          *ebpf.VariableSpec `ebpf:"getrq_q_arg"`
@@ -320,6 +327,7 @@ func (m *blockMaps) Close() error {
 // It can be passed to loadBlockObjects or ebpf.CollectionSpec.LoadAndAssign.
 type blockVariables struct {
 	BioQ_arg            *ebpf.Variable `ebpf:"bio_q_arg"`
+	EsSpinLock          *ebpf.Variable `ebpf:"es_spin_lock"`
 	EsTaskBtf           *ebpf.Variable `ebpf:"es_task_btf"`
 	EveryBlock          *ebpf.Variable `ebpf:"every_block"`
 	GetrqQ_arg          *ebpf.Variable `ebpf:"getrq_q_arg"`

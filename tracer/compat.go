@@ -35,6 +35,14 @@ var probeTaskBTF = sync.OnceValue(func() error {
 	return features.HaveProgramHelper(ebpf.TracePoint, asm.FnTaskStorageGet)
 })
 
+// haveSpinLock reports whether tracing programs may call bpf_spin_lock
+// (bpf/block.bpf.c's es_spin_lock; not on Linux 5.10): the helper probe,
+// run once. Without it block.bpf.c claims its request slots without a
+// lock.
+var haveSpinLock = sync.OnceValue(func() bool {
+	return features.HaveProgramHelper(ebpf.TracePoint, asm.FnSpinLock) == nil
+})
+
 // haveRingBuf returns an error when the kernel has no BPF ring buffer
 // (Linux 5.8+), which every tracer writes its events to; nil when it has
 // one or the probe could not tell (probeRingBuf).
@@ -79,6 +87,11 @@ func tracepointArgs(cache *btf.Cache, name string) (n int, ok bool) {
 func applyCompat(spec *ebpf.CollectionSpec) error {
 	if _, ok := spec.Variables["es_task_btf"]; ok {
 		if err := setVariables(spec, map[string]any{"es_task_btf": haveTaskBTF()}); err != nil {
+			return err
+		}
+	}
+	if _, ok := spec.Variables["es_spin_lock"]; ok {
+		if err := setVariables(spec, map[string]any{"es_spin_lock": haveSpinLock()}); err != nil {
 			return err
 		}
 	}

@@ -267,7 +267,8 @@ func (t *FsyncTracer) Lost() (uint64, error) {
 // bpf_prog_info.recursion_misses summed over every program (Linux 5.12+;
 // 0 where the kernel does not count them), plus the block_rq_complete
 // runs it skipped without counting them (BlockStats.UnseenCompletions,
-// inferred). Each miss is an event lost.
+// inferred: completions ftrace records and no BPF program runs for). Each
+// miss is an event lost.
 func (t *FsyncTracer) Missed() uint64 {
 	var n uint64
 	if st, err := t.BlockStats(); err == nil {
