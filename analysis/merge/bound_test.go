@@ -2,6 +2,7 @@ package merge
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -38,6 +39,32 @@ func TestGuestIndexCaps(t *testing.T) {
 	}
 	if err := g.Add(&r, jsonl.Span{}); !errors.Is(err, ErrGuestTooLarge) || !strings.Contains(err.Error(), "flush requests") {
 		t.Fatalf("flush %d: %v", MaxGuestFlushes+1, err)
+	}
+}
+
+// TestGuestIndexDevicesBounded (issue 25): a guest recording without
+// --guest-dev whose calls name 10,000 distinct devices (a 150-byte name
+// each) keeps MaxGuestDevices names and counts the rest; before, every
+// name was held and all went into one error line (79 MB for 500,000).
+func TestGuestIndexDevicesBounded(t *testing.T) {
+	g := NewGuestIndex(Options{})
+	pad := strings.Repeat("x", 150)
+	for i := range 10000 {
+		r := analysis.FsyncRecord{DevName: fmt.Sprintf("d%d%s", i, pad)}
+		if err := g.Add(&r, jsonl.Span{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names, more := g.Devices()
+	if len(names) != MaxGuestDevices || !more || len(g.devs) != MaxGuestDevices {
+		t.Errorf("%d names kept (%d in the index), more %v; want %d and more", len(names), len(g.devs), more, MaxGuestDevices)
+	}
+	g = NewGuestIndex(Options{})
+	for _, d := range []string{"vdb", "vda", "vda"} {
+		g.Add(&analysis.FsyncRecord{DevName: d}, jsonl.Span{})
+	}
+	if names, more := g.Devices(); strings.Join(names, ",") != "vda,vdb" || more {
+		t.Errorf("Devices() = %v, %v; want [vda vdb], false", names, more)
 	}
 }
 

@@ -58,7 +58,14 @@ type GuestIndex struct {
 	calls   []guestCall
 	flushes []guestFlush
 	devs    map[string]bool
+	// moreDevs counts the records on devices past MaxGuestDevices names.
+	moreDevs int
 }
+
+// MaxGuestDevices bounds the device names a guest recording without
+// --guest-dev is indexed by (each up to a record's length): a real guest
+// has a few disks; past it, names are counted, not kept.
+const MaxGuestDevices = 64
 
 // NewGuestIndex returns an empty index of the calls opt.GuestDev selects.
 func NewGuestIndex(opt Options) *GuestIndex {
@@ -71,8 +78,12 @@ func (g *GuestIndex) Add(r *analysis.FsyncRecord, at jsonl.Span) error {
 	if g.opt.GuestDev != "" && r.DevName != g.opt.GuestDev && r.Dev != g.opt.GuestDev {
 		return nil
 	}
-	if g.opt.GuestDev == "" {
-		g.devs[r.DevName] = true
+	if g.opt.GuestDev == "" && !g.devs[r.DevName] {
+		if len(g.devs) < MaxGuestDevices {
+			g.devs[r.DevName] = true
+		} else {
+			g.moreDevs++
+		}
 	}
 	c := guestCall{startNs: r.StartNs, at: at, first: uint32(len(g.flushes))}
 	for _, q := range r.Requests {
@@ -93,14 +104,15 @@ func (g *GuestIndex) Add(r *analysis.FsyncRecord, at jsonl.Span) error {
 }
 
 // Devices returns the device names (dev_name) of the records added, sorted
-// (with Options.GuestDev set, none: every record added was on it).
-func (g *GuestIndex) Devices() []string {
-	var out []string
+// (with Options.GuestDev set, none: every record added was on it), at most
+// MaxGuestDevices of them; more reports whether records on other devices
+// were added too.
+func (g *GuestIndex) Devices() (names []string, more bool) {
 	for d := range g.devs {
-		out = append(out, d)
+		names = append(names, d)
 	}
-	sort.Strings(out)
-	return out
+	sort.Strings(names)
+	return names, g.moreDevs > 0
 }
 
 // pairs sorts the calls by start and returns their flush requests as the

@@ -205,6 +205,10 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"report", "--html", "$D/sticky/planted/r.html", "$D/good.jsonl"}, fix: "give the real path instead", rootOnly: true},
 	{args: []string{"report", "--html", "$D/null", "$D/good.jsonl"}, fix: "not a regular file: give the path of a regular file", rootOnly: true},
 	{args: []string{"report", "--html", "$D/stdout", "$D/good.jsonl"}, fix: "not a regular file: give the path of a regular file"},
+	// Our own link to a regular file, as /dev/stdout is with stdout
+	// redirected to one: refused, never replaced (issue 25).
+	{args: []string{"report", "--html", "$D/ownlink", "$D/good.jsonl"}, fix: "is a symbolic link (to "},
+	{args: []string{"fsync", "--duration", "1s", "--capture", "$D/ownlink"}, fix: "is a symbolic link (to "},
 	{args: []string{"report", "--html", "$D/r.html", "--peers", "$D/binary", "$D/good.jsonl"}, fix: "give a file from etcdscope peers --record"},
 	{args: []string{"report", "--html", "$D/r.html", "--output", "json", "$D/good.jsonl"}, fix: "drop --output"},
 
@@ -345,6 +349,10 @@ func prepareBadInputDir(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	if err := os.Symlink("/proc/self/fd/1", filepath.Join(dir, "stdout")); err != nil {
+		t.Fatal(err)
+	}
+	write("owned.html", []byte("the operator's page\n"))
+	if err := os.Symlink(filepath.Join(dir, "owned.html"), filepath.Join(dir, "ownlink")); err != nil {
 		t.Fatal(err)
 	}
 	if os.Geteuid() == 0 {

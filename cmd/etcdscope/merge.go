@@ -85,8 +85,8 @@ func runMerge(args []string) error {
 	}
 	// Several devices on either side: the user must say which pair.
 	if opt.GuestDev == "" {
-		if devs := guest.Devices(); len(devs) > 1 {
-			return usagef("the guest recording has fsyncs on %s: pick one with --guest-dev", strings.Join(devs, ", "))
+		if devs, more := guest.Devices(); len(devs) > 1 {
+			return usagef("the guest recording has fsyncs on %s: pick one with --guest-dev", listSome(devs, more))
 		}
 	}
 	if opt.Image == "" {
@@ -95,7 +95,7 @@ func runMerge(args []string) error {
 		// flushed, and fitting its guest to another image's flushes
 		// "matches" by chance.
 		if paths := mergeCandidates(host, images); len(paths) > 1 {
-			return usagef("the hypervisor wrote or flushed %s: pick the guest disk's image with --image", strings.Join(paths, ", "))
+			return usagef("the hypervisor wrote or flushed %s: pick the guest disk's image with --image", listSome(paths, false))
 		}
 	}
 	var enc *json.Encoder
@@ -125,6 +125,20 @@ func runMerge(args []string) error {
 		return enc.Encode(&sum)
 	}
 	return render.Merge(os.Stdout, &sum)
+}
+
+// listSome joins up to 8 names for a one-line message, saying when there
+// are more (more: beyond names too).
+func listSome(names []string, more bool) string {
+	const show = 8
+	if len(names) > show {
+		names, more = names[:show], true
+	}
+	s := strings.Join(names, ", ")
+	if more {
+		s += " and more"
+	}
+	return s
 }
 
 // mergeCandidates lists the images the host recording wrote or flushed,

@@ -21,8 +21,11 @@
 //     rename(2) replaces a link at the final name instead of writing
 //     through it, and a failure (a full disk, a signal) leaves at most the
 //     temporary file, which Close removes.
-//   - The final name, if it exists, must be a regular file or a link to
-//     one (or a dangling link). A device node, a FIFO, a socket or a
+//   - The final name, if it exists, must be a regular file, or a link
+//     another user planted to one (or dangling), which rename replaces. A
+//     link root or we own is refused (/dev/stdout -> /proc/self/fd/1 with
+//     stdout redirected to a file: the rename would replace /dev/stdout);
+//     and a device node, a FIFO, a socket or a
 //     directory there, or a link to one (/dev/null, /dev/stdout ->
 //     /proc/self/fd/1 -> a pipe or a tty), is refused with an error naming
 //     the fix, in CheckDir, Create and again just before Commit's rename:
@@ -72,14 +75,37 @@ func checkTarget(dirfd int, name, path string) error {
 		return nil // nothing there yet
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		if unix.Fstatat(dirfd, name, &st, 0) != nil {
-			return nil // a dangling link: rename replaces it
+		owner := st.Uid
+		var target unix.Stat_t
+		dangling := unix.Fstatat(dirfd, name, &target, 0) != nil
+		if !dangling {
+			if kind := fileKind(target.Mode); kind != "" {
+				return fmt.Errorf("%s is %s, not a regular file: give the path of a regular file to write, or leave the flag out", path, kind)
+			}
 		}
+		if owner == 0 || int(owner) == os.Geteuid() {
+			// Root's or our own link (/dev/stdout -> /proc/self/fd/1 with
+			// stdout redirected to a file, a link in the operator's own
+			// directory): renaming over it would replace the link itself.
+			to, _ := readlinkat(dirfd, name)
+			return fmt.Errorf("%s is a symbolic link (to %s): give the file itself, or remove the link; etcdscope neither replaces nor writes through it", path, to)
+		}
+		return nil // another user's link, planted: rename replaces it, never writing through
 	}
 	if kind := fileKind(st.Mode); kind != "" {
 		return fmt.Errorf("%s is %s, not a regular file: give the path of a regular file to write, or leave the flag out", path, kind)
 	}
 	return nil
+}
+
+// readlinkat returns the target of the link name in dirfd.
+func readlinkat(dirfd int, name string) (string, error) {
+	buf := make([]byte, 4096)
+	n, err := unix.Readlinkat(dirfd, name, buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
 }
 
 // fileKind names a file type other than a regular file ("" for one).

@@ -27,11 +27,18 @@ func victim(t *testing.T) (string, func()) {
 	}
 }
 
+// TestWriteFileReplacesPlantedLink: a link another user (uid 65534)
+// planted at the final name is replaced by the file, never written
+// through.
 func TestWriteFileReplacesPlantedLink(t *testing.T) {
+	testenv.RequireRoot(t) // to plant a link owned by another user
 	v, unchanged := victim(t)
 	dir := t.TempDir()
 	ready := filepath.Join(dir, "ready")
 	if err := os.Symlink(v, ready); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(ready, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
 	f, err := WriteFile(ready, []byte("123\n"), 0o644)
@@ -296,5 +303,49 @@ func TestCommitRefusesADeviceSwappedIn(t *testing.T) {
 	}
 	if st, err := os.Lstat(p); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
 		t.Fatalf("%s: %v, %v; want the FIFO kept", p, st, err)
+	}
+}
+
+// TestOwnLinkRefused (issue 25): a link root or we own at the final name
+// (as /dev/stdout -> /proc/self/fd/1 is, with stdout redirected to a
+// regular file) is refused by CheckDir, Create, WriteFile and Ready.Put
+// with a line naming the fix, dangling or not, and stays the link it was,
+// its target unchanged. Before, the rename replaced it: `report --html
+// /dev/stdout > page.html` left /dev/stdout a regular file.
+func TestOwnLinkRefused(t *testing.T) {
+	v, unchanged := victim(t)
+	dir := t.TempDir()
+	for _, target := range []string{v, filepath.Join(dir, "nowhere")} {
+		link := filepath.Join(dir, "stdout")
+		os.Remove(link)
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		check := func(what string, err error) {
+			t.Helper()
+			if err == nil || !strings.Contains(err.Error(), "is a symbolic link (to "+target+"): give the file itself, or remove the link") {
+				t.Errorf("%s of a link to %s: %v, want it refused naming the fix", what, target, err)
+			}
+		}
+		check("CheckDir", CheckDir(link))
+		f, err := Create(link, 0o644)
+		if err == nil {
+			f.Close()
+		}
+		check("Create", err)
+		if f, err := WriteFile(link, []byte("x\n"), 0o644); err == nil {
+			f.Close()
+			t.Errorf("WriteFile of a link to %s: nil error", target)
+		} else {
+			check("WriteFile", err)
+		}
+		check("Ready.Put", NewReady(link).Put("x\n"))
+		if got, err := os.Readlink(link); err != nil || got != target {
+			t.Errorf("the link is now %q (%v), want a link to %s", got, err, target)
+		}
+		unchanged()
+		if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+			t.Errorf("files left beside the link: %v", ents)
+		}
 	}
 }
