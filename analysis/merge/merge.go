@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -224,6 +225,11 @@ func Merge(guest []analysis.FsyncRecord, host HostRecording, opt Options) (Resul
 	return res, err
 }
 
+// ErrNothingToMerge: the recordings hold nothing the merge can pair (no
+// guest flush, no host flush, no clock offset that pairs any): bad input,
+// not a failure of the merge.
+var ErrNothingToMerge = errors.New("nothing to merge")
+
 // Merge is Merge's second pass over the indexed guest recording: it fits
 // the clock on the index alone, then reads each call again (read, given
 // the Span Add had) in start order, splits it and hands it to emit, which
@@ -240,14 +246,14 @@ func (g *GuestIndex) Merge(host *HostIndex, read func(jsonl.Span) (analysis.Fsyn
 	host.fsyncs, host.uring = nil, nil // in hs now, marked as matched
 	res.GuestFlushes, res.HostFlushes = len(gs), len(hs)
 	if len(gs) == 0 {
-		return res, fmt.Errorf("the guest recording has no flush requests inside fsyncs%s", forDev(opt.GuestDev))
+		return res, fmt.Errorf("%w: the guest recording has no flush requests inside fsyncs%s", ErrNothingToMerge, forDev(opt.GuestDev))
 	}
 	var clock Clock
 	var ws []span
 	if len(hs) == 0 {
 		im, ok := writtenImage(host, opt.Image)
 		if !ok {
-			return res, fmt.Errorf("the host recording has no flushes (fdatasync/fsync) of the hypervisor%s", forImage(opt.Image))
+			return res, fmt.Errorf("%w: the host recording has no flushes (fdatasync/fsync) of the hypervisor%s", ErrNothingToMerge, forImage(opt.Image))
 		}
 		// Written but never flushed: the flushes stop in QEMU. Nothing to
 		// match or fit; every guest fsync is reported as such.
@@ -255,7 +261,7 @@ func (g *GuestIndex) Merge(host *HostIndex, read func(jsonl.Span) (analysis.Fsyn
 	} else {
 		c0, ok := coarseOffset(gs, hs)
 		if !ok {
-			return res, fmt.Errorf("no clock offset puts any host flush inside a guest flush window: are the two recordings of the same VM and time?")
+			return res, fmt.Errorf("%w: no clock offset puts any host flush inside a guest flush window", ErrNothingToMerge)
 		}
 		clock = Clock{OffsetNs: c0, RefNs: gs[0].issue}
 		if c, ok := fit(gs); ok {

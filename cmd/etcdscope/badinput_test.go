@@ -218,6 +218,8 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"merge", "--guest", "$D/good.jsonl", "--host", "$D/longline"}, fix: "give a recording from etcdscope hypervisor --output json"},
 	{args: []string{"merge", "--guest", "$D/good.jsonl", "--host", "$D/good.jsonl", "--output", "csv"}, fix: "use table or json"},
 	{args: []string{"merge", "--guest", "$D/good.jsonl", "--host", "$D/twoimages.jsonl"}, fix: "pick the guest disk's image with --image"},
+	// Nothing to pair (exited 1 before, issue 25's new-user check).
+	{args: []string{"merge", "--guest", "$D/good.jsonl", "--host", "$D/oneimage.jsonl"}, fix: "of the same VM and time"},
 
 	// netem (--dry-run where the row would otherwise get that far: it must
 	// refuse even what it would only print)
@@ -340,6 +342,10 @@ func prepareBadInputDir(t *testing.T, dir string) {
 	write("twoimages.jsonl", []byte(`{"type":"hypervisor","v":1,"clock":"CLOCK_MONOTONIC","start_ns":1}
 {"type":"hv_io","v":1,"op":"pwritev","pid":9,"tid":9,"path":"/v/a.img","fs":"ext4","start_ns":2,"end_ns":3,"ret":4096}
 {"type":"hv_io","v":1,"op":"pwritev","pid":9,"tid":9,"path":"/v/b.img","fs":"ext4","start_ns":4,"end_ns":5,"ret":4096}
+{"type":"fsync","v":1,"start_ns":6,"end_ns":7,"total_ns":1,"pid":9,"tid":9,"comm":"qemu","syscall":"fdatasync","path":"/v/a.img"}
+`))
+	write("oneimage.jsonl", []byte(`{"type":"hypervisor","v":1,"clock":"CLOCK_MONOTONIC","start_ns":1}
+{"type":"hv_io","v":1,"op":"pwritev","pid":9,"tid":9,"path":"/v/a.img","fs":"ext4","start_ns":2,"end_ns":3,"ret":4096}
 {"type":"fsync","v":1,"start_ns":6,"end_ns":7,"total_ns":1,"pid":9,"tid":9,"comm":"qemu","syscall":"fdatasync","path":"/v/a.img"}
 `))
 	// Non-regular files a file flag must not replace: a FIFO, a link to

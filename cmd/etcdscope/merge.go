@@ -117,6 +117,9 @@ func runMerge(args []string) error {
 		}
 		return nil
 	})
+	if errors.Is(err, merge.ErrNothingToMerge) {
+		return usagef("%v: give the guest's etcdscope fsync --output json and the host's etcdscope hypervisor --output json of the same VM and time", err)
+	}
 	if err != nil {
 		return err
 	}
