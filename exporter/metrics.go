@@ -208,7 +208,7 @@ func NewMetrics() *Metrics {
 			"level", "device", "fs"),
 		stackedLayer: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "stacked_layer_seconds_total",
-			Help: "Time the fsyncs of a stacked level spent in each kernel layer; a layer's share is its rate over that of etcdscope_stacked_fsync_duration_seconds_sum.",
+			Help: "Time the fsyncs of a stacked level spent in each layer (data_writeback, journal, device_flush, block_queue, dm, other); its share: rate over that of stacked_fsync_duration_seconds_sum.",
 		}, []string{"level", "device", "fs", "layer"}),
 		stackedFlushes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "stacked_flush_requests_total",
