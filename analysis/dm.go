@@ -112,3 +112,20 @@ func (a *Attributor) remapBefore(b *event.Block, from uint64) (uint64, bool) {
 	}
 	return 0, false
 }
+
+// flushRemapBefore returns when the latest flush remap (an empty flush or
+// a REQ_PREFLUSH write dm sent down) onto disk inside [from, to] was made:
+// a flush request beneath waits on that disk from then.
+func (a *Attributor) flushRemapBefore(disk event.Dev, from, to uint64) (uint64, bool) {
+	hi := sort.Search(len(a.remaps), func(i int) bool { return a.remaps[i].RemapNs > to })
+	for i := hi - 1; i >= 0; i-- {
+		r := &a.remaps[i]
+		if r.RemapNs < from {
+			break
+		}
+		if r.Target == disk && (r.Op == event.OpFlush || r.Flags&event.ReqPreflush != 0) {
+			return r.RemapNs, true
+		}
+	}
+	return 0, false
+}

@@ -78,6 +78,12 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 				if q, ok := a.flushAsked(b.Dev, s, b.InsertNs); ok && q < from {
 					(*reqs)[len(*reqs)-1].InsertNs, from = q, q
 				}
+				// And from the remap itself when dm sent it down: the
+				// bio can get its request (block_getrq, flushAsked's
+				// mark) late too (TCG: 5.2 ms after the remap).
+				if r, ok := a.flushRemapBefore(b.Dev, s, b.InsertNs); ok && r < from {
+					(*reqs)[len(*reqs)-1].InsertNs, from = r, r
+				}
 			}
 			sw.addAt(from, b.IssueNs, catQueue, lower)
 		case role == RoleFlush && b.InsertNs == 0 && b.IssueNs == 0:
