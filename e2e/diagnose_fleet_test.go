@@ -97,9 +97,9 @@ func (m *fleetMember) text(t *testing.T, phase int) []byte {
 // first, then the fast one, each with its three instances and these
 // numbers.
 //
-// Twice: on Debian's Prometheus (2.42), and on a current 3.x when `make
-// prometheus` built bin/prometheus (SKIPPED, not absent, when it did not:
-// the build is a target of its own, docs/testing.md).
+// Twice: on Debian's Prometheus (2.42), and on a current 3.x that `make
+// prometheus` builds (make test-go does): SKIPPED, not absent, when it was
+// not built, and a failure under ETCDSCOPE_REQUIRE_BPF=1.
 func TestDiagnosePrometheusFleet(t *testing.T) {
 	t.Run("debian", func(t *testing.T) {
 		diagnosePrometheusFleet(t, testenv.LookPath(t, "prometheus", "prometheus"))
@@ -107,6 +107,9 @@ func TestDiagnosePrometheusFleet(t *testing.T) {
 	t.Run("built-3.x", func(t *testing.T) {
 		bin := filepath.Join(testenv.RepoRoot(t), "bin", "prometheus")
 		if _, err := os.Stat(bin); err != nil {
+			if testenv.Required() {
+				t.Fatal("ETCDSCOPE_REQUIRE_BPF=1 but no Prometheus 3.x at bin/prometheus: run make prometheus (make test-go builds it)")
+			}
 			t.Skip("SKIPPED: no Prometheus 3.x at bin/prometheus (make prometheus): checked on Debian's 2.42 only")
 		}
 		diagnosePrometheusFleet(t, bin)
