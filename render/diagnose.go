@@ -180,8 +180,8 @@ func writeBody(b *strings.Builder, r diagnose.Report) {
 			for _, e := range f.Evidence {
 				fmt.Fprintf(b, "    evidence: %s\n", e)
 			}
-			if f.Uncertainty != "" {
-				fmt.Fprintf(b, "    uncertain: %s\n", f.Uncertainty)
+			for _, u := range f.Uncertainty {
+				fmt.Fprintf(b, "    uncertain: %s\n", u)
 			}
 			if f.Meaning != "" {
 				fmt.Fprintf(b, "    for commit latency: %s\n", f.Meaning)

@@ -32,14 +32,14 @@ func fmtCount(n float64, ok bool) string {
 }
 
 // joinNotes joins notes with "; ", the empty ones left out.
-func joinNotes(notes ...string) string {
-	var out []string
+func joinNotes(notes ...string) diagnose.Notes {
+	var out diagnose.Notes
 	for _, n := range notes {
 		if n != "" {
 			out = append(out, n)
 		}
 	}
-	return strings.Join(out, "; ")
+	return out
 }
 
 // windowText words the window of a member's numbers: the label, or in
@@ -111,9 +111,9 @@ func p99Text(p diagnose.P99Facts) string {
 }
 
 func wordDisk(f *diagnose.Finding, v diagnose.DiskFacts) {
-	what, meaning := "WAL fsync", "every Raft proposal waits for the leader's WAL fdatasync and a quorum of followers' own: a slow fsync on the leader or on enough followers adds to every commit, and a leader blocked in fsync sends no heartbeats"
+	what, meaning := "WAL fsync", "every proposal waits for the leader's WAL fdatasync and a quorum of followers' own; a leader blocked in fsync sends no heartbeats"
 	if v.What == diagnose.DiskBackend {
-		what, meaning = "backend commit", "bbolt commits run in the apply path every 100 ms or 10k writes: slow ones stall applies (\"apply request took too long\") and reads that wait for them, not the Raft commit itself"
+		what, meaning = "backend commit", "bbolt commits run in the apply path (every 100 ms or 10k writes): slow ones stall applies and the reads waiting on them, not the Raft commit"
 	}
 	h := v.Stats
 	f.Meaning = meaning
@@ -125,21 +125,21 @@ func wordDisk(f *diagnose.Finding, v diagnose.DiskFacts) {
 	if h.P50 != nil {
 		f.Evidence = append(f.Evidence, "p50 "+formatEstimate(h.P50))
 	}
-	var why string
+	var why diagnose.Notes
 	if h.Error != "" {
 		f.Summary = what + ": " + h.Error
-		why = "the buckets given cannot support quantiles: " + h.Error
+		why = diagnose.Notes{"the buckets given cannot support quantiles: " + h.Error}
 	} else {
 		f.Summary = what + " " + p99Text(v.P99)
 		if h.P99 != nil {
-			why = estimateWhy(h.P99)
+			why = joinNotes(estimateWhy(h.P99))
 		}
 	}
 	switch v.Window {
 	case diagnose.WindowSinceStart:
-		why = joinNotes(why, "one scrape: totals since the process started, old stalls weigh as much as recent ones (give two scrapes, or a URL to poll, for a window)")
+		why = append(why, "one scrape: totals since the process started, old stalls weigh as much as recent ones (give two scrapes, or a URL to poll, for a window)")
 	case diagnose.WindowSinceRestart:
-		why = joinNotes(why, "a counter fell between the scrapes (etcd restarted): the later scrape is taken whole")
+		why = append(why, "a counter fell between the scrapes (etcd restarted): the later scrape is taken whole")
 	}
 	f.Uncertainty = why
 }
@@ -157,14 +157,14 @@ func wordSlowMember(f *diagnose.Finding, v diagnose.SlowMemberFacts) {
 		f.Summary = "no member stands out in WAL fsync p99"
 	}
 	if len(v.Alike) > 0 {
-		f.Uncertainty = strings.Join(v.Alike, ", ") + " may be scrapes of one member (see the inputs finding), not members of one cluster"
+		f.Uncertainty = diagnose.Notes{strings.Join(v.Alike, ", ") + " may be scrapes of one member (see the inputs finding), not members of one cluster"}
 	}
 }
 
 func wordAlike(f *diagnose.Finding, v diagnose.AlikeFacts) {
 	f.Summary = fmt.Sprintf("%s and %s carry no member identity (no etcd_server_id, instance label or process_start_time_seconds) and look like two scrapes of one member: the same %s ladder, every count of %s at least %s's (%.0f more WAL fsyncs)",
 		v.A, v.B, v.WALName, v.B, v.A, v.More)
-	f.Uncertainty = "read here as two members, each since its start; two members' histograms can also look so"
+	f.Uncertainty = diagnose.Notes{"read here as two members, each since its start", "two members' histograms can also look so"}
 	f.Next = "etcdscope diagnose --one-member " + v.A + " " + v.B + "  # if they are one member's: their difference"
 }
 
@@ -172,7 +172,7 @@ func wordPeer(f *diagnose.Finding, v diagnose.PeerFacts) {
 	h, m := v.Stats, v.Modes
 	why := modesWhy(m)
 	f.Next = fmt.Sprintf("sudo etcdscope peers --etcd-metrics %s --duration 2m  # on %s: the kernel's handshake RTT and srtt to each peer beside this metric", v.URL, whereText(v.Where))
-	f.Meaning = "a commit waits for one round trip to the quorum's slower follower on a kept-alive stream, plus its fsync; the metric's new-connection prober (TCP and TLS handshake per probe) is not on that path"
+	f.Meaning = "a commit waits for one kept-alive round trip to the quorum's slower follower, plus its fsync; the new-connection prober's handshakes are not on that path"
 	f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s, %s observations (etcd observes once per prober per 30 s)", strings.Join(v.Sources, " → "), windowText(v.Window), fmtCount(h.Observations, h.HasCount)))
 	if v.Probers > 0 {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("%.0f observations from %.0f prober(s) span about %s", h.Observations, v.Probers, v.Span))
@@ -184,11 +184,11 @@ func wordPeer(f *diagnose.Finding, v diagnose.PeerFacts) {
 		f.Evidence = append(f.Evidence, "p50 "+formatEstimate(h.P50)+", p99 "+formatEstimate(h.P99))
 	}
 	if h.Error != "" {
-		f.Uncertainty = "quantiles: " + h.Error
+		f.Uncertainty = diagnose.Notes{"quantiles: " + h.Error}
 	} else if h.P50 != nil && !h.P50.Interpolated && estimateWhy(h.P50) != "" {
 		// A bound, not a value (an excerpt's ladder starting high): say
 		// why beside it.
-		f.Uncertainty = "quantiles are bounds only: " + estimateWhy(h.P50)
+		f.Uncertainty = diagnose.Notes{"quantiles are bounds only: " + estimateWhy(h.P50)}
 	}
 	switch m.Verdict {
 	case diagnose.ModesTwo:
@@ -209,7 +209,7 @@ func wordPeer(f *diagnose.Finding, v diagnose.PeerFacts) {
 		}
 	default:
 		f.Summary = "RTT metric: " + why
-		f.Uncertainty = joinNotes(f.Uncertainty, "two modes (the two probers) cannot be shown from these buckets")
+		f.Uncertainty = append(f.Uncertainty, "two modes (the two probers) cannot be shown from these buckets")
 		if m.Verdict == diagnose.ModesOne && m.LowHi > 0 {
 			f.Summary = fmt.Sprintf("one hump (%s–%s]: the RTT is at most %s", formatSeconds(m.LowLo), formatSeconds(m.LowHi), formatSeconds(m.LowHi))
 		}
@@ -237,15 +237,15 @@ func logLines(l diagnose.LogLines) []string {
 }
 
 // timesNote says what a log's stamps lack.
-func timesNote(z diagnose.LogTimes) string {
-	var n []string
+func timesNote(z diagnose.LogTimes) diagnose.Notes {
+	var n diagnose.Notes
 	if z.NoZone {
 		n = append(n, "times without a zone (capnslog, syslog) are read as UTC: compare across files with care")
 	}
 	if z.NoYear {
 		n = append(n, "syslog stamps have no year: --since/--until skip them")
 	}
-	return strings.Join(n, "; ")
+	return n
 }
 
 func wordSlowFsync(f *diagnose.Finding, v diagnose.SlowFsyncFacts) {
@@ -254,15 +254,15 @@ func wordSlowFsync(f *diagnose.Finding, v diagnose.SlowFsyncFacts) {
 	if v.Leaders {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("%d of them followed by a leader change within 20 s", v.Followed))
 	}
-	f.Uncertainty = joinNotes(timesNote(v.Times), "etcd logs only syncs over 1 s: the histogram (etcd_disk_wal_fsync_duration_seconds) says how the rest fare")
-	f.Meaning = "while the WAL fdatasync runs the Raft loop waits: no commit, no heartbeat from this member for that long; over the election timeout on a leader, followers campaign"
+	f.Uncertainty = append(timesNote(v.Times), "etcd logs only syncs over 1 s: the histogram (etcd_disk_wal_fsync_duration_seconds) says how the rest fare")
+	f.Meaning = "while the WAL fdatasync runs the Raft loop waits: no commit, no heartbeat from this member; over the election timeout on a leader, followers campaign"
 	f.Next = "sudo etcdscope fsync --comm etcd --duration 60s  # which layer (data writeback, journal, device flush, queue) the slow syncs wait in"
 }
 
 func wordApply(f *diagnose.Finding, v diagnose.ApplyFacts) {
 	f.Summary = fmt.Sprintf("%s logged as taking too long (over etcd's warning threshold: 100 ms since v3.2, 10 ms in v3.0-v3.1), the longest %s", pluralOf(v.Count, "request or apply"), v.Longest)
 	f.Evidence = logLines(v.Lines)
-	f.Uncertainty = "etcd logs these after the fact; a slow disk (backend commit), CPU starvation or a large range request all cause them"
+	f.Uncertainty = diagnose.Notes{"etcd logs these after the fact", "a slow disk (backend commit), CPU starvation or a large range request all cause them"}
 	f.Meaning = "the apply path is behind: reads and writes return late even when the Raft commit itself was fast"
 	if v.Old {
 		f.Meaning = "under 100 ms: logged only by etcd v3.0-v3.1's 10 ms threshold; not what makes commits slow"
@@ -327,8 +327,8 @@ func wordHeartbeat(f *diagnose.Finding, v diagnose.HeartbeatFacts) {
 		}
 		f.Evidence = append(f.Evidence, line)
 	}
-	f.Uncertainty = joinNotes(timesNote(v.Times), "a late heartbeat says the leader's Raft loop stalled, not why: a WAL fsync, CPU starvation, or a blocked send")
-	f.Meaning = "for the gap the leader sent nothing to that follower: proposals then waited at least as long; a gap past the election timeout makes followers campaign, and nothing commits until a new leader is elected"
+	f.Uncertainty = append(timesNote(v.Times), "a late heartbeat says the leader's Raft loop stalled, not why: a WAL fsync, CPU starvation, or a blocked send")
+	f.Meaning = "proposals waited at least the gap; past the election timeout followers campaign and nothing commits until a new leader is elected"
 	if v.WithFsync > 0 {
 		f.Next = "sudo etcdscope fsync --comm etcd --duration 60s  # on the leader: the slow syncs' kernel layers"
 	} else {
@@ -343,7 +343,7 @@ const noSyncMeaning = "etcd's commit waits for the WAL's fdatasync; this run sho
 
 func wordFio(f *diagnose.Finding, v diagnose.FioFacts) {
 	run, d := v.Run, formatDuration
-	f.Meaning = "fio's write+fdatasync loop is what etcd's WAL does alone on an idle disk: under 10 ms p99 the disk can meet etcd's budget; etcd's own histogram under load is the final word"
+	f.Meaning = "fio's write+fdatasync loop is etcd's WAL alone on an idle disk: under 10 ms p99 the disk can meet etcd's budget; etcd's own histogram under load decides"
 	f.Next = "sudo etcdscope fsync --comm fio  # while rerunning the same fio: which kernel layer the fdatasync waits in"
 	if run.Interrupted {
 		f.Evidence = append(f.Evidence, "fio was stopped by a signal (\"fio: terminating on signal\"): the numbers cover less than the job's runtime or size")
@@ -374,7 +374,7 @@ func wordFio(f *diagnose.Finding, v diagnose.FioFacts) {
 	case diagnose.FioOver:
 		f.Summary = fmt.Sprintf("fdatasync p99 %s: over etcd's 10 ms WAL budget", d(v.P99))
 		// fio alone on the disk is etcd's best case: a busy node only adds.
-		f.Meaning = "fio's write+fdatasync loop is what etcd's WAL does alone on an idle disk: over 10 ms p99 here, etcd's own WAL fsyncs on this disk will miss the budget too, and every write's commit waits for one (slow fdatasync warnings, missed heartbeats, elections under load)"
+		f.Meaning = "fio's write+fdatasync loop is etcd's WAL alone on an idle disk: over 10 ms p99 here, etcd's WAL fsyncs will miss the budget too, and every commit waits for one"
 	default:
 		f.Summary = fmt.Sprintf("fdatasync p99 %s: under etcd's 10 ms WAL budget", d(v.P99))
 	}
@@ -406,7 +406,7 @@ func wordFio(f *diagnose.Finding, v diagnose.FioFacts) {
 		notes = append(notes, "fdatasync="+v.OddFdatasync+" (etcd syncs after every write batch: use 1)")
 	}
 	if len(notes) > 0 {
-		f.Uncertainty = "not etcd's check: " + strings.Join(notes, "; ")
+		f.Uncertainty = diagnose.Notes{"not etcd's check: " + strings.Join(notes, "; ")}
 	}
 	if run.Version != "" {
 		src := "as " + run.Version + " printed them"

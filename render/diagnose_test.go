@@ -261,7 +261,7 @@ func TestDiagnoseWordedField(t *testing.T) {
 			for _, f := range rep.Findings {
 				if f.Topic == c.topic {
 					w := wordFinding(f)
-					text = append(text, w.Summary, strings.Join(w.Evidence, "\n"), w.Uncertainty, w.Meaning, w.Next)
+					text = append(text, w.Summary, strings.Join(w.Evidence, "\n"), strings.Join(w.Uncertainty, "\n"), w.Meaning, w.Next)
 				}
 			}
 			all := strings.Join(text, "\n")

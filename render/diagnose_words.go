@@ -125,7 +125,7 @@ func wordPerf(f *diagnose.Finding, v diagnose.PerfVerdict) {
 	if r.Result == "" {
 		f.Evidence = append(f.Evidence, "the paste ends before check perf's closing PASS or FAIL line")
 	}
-	var unc []string
+	var unc diagnose.Notes
 	switch {
 	case v.Cause == diagnose.PerfPassed && v.HasProfile && !v.Heavy:
 		unc = append(unc, fmt.Sprintf("a pass at %s (%d writes/s) loads the disk lightly, and check perf's only latency limits are %s for the slowest put and %s for the stddev: a WAL fsync p99 far over etcd's 10 ms budget, or a tail of 100-500 ms syncs, passes it", r.Load, v.Profile.Limit, diagnose.PerfSlowestLimit, diagnose.PerfStddevLimit))
@@ -137,8 +137,8 @@ func wordPerf(f *diagnose.Finding, v diagnose.PerfVerdict) {
 	if v.Cause == diagnose.PerfThroughput || v.Cause == diagnose.PerfClientBound {
 		unc = append(unc, "below the target the generator waits for a free client: either every client was busy (the mean put is the one given) or the generator itself fell behind")
 	}
-	f.Uncertainty = strings.Join(unc, "; ")
-	f.Meaning = "each put is a 1 KiB write through Raft (client to member, the leader's WAL fdatasync, a round trip to a quorum and their fdatasync, apply): check perf times the whole and cannot say which step was slow (disk, network or CPU)"
+	f.Uncertainty = unc
+	f.Meaning = "each put is a 1 KiB write through Raft (WAL fdatasyncs, a quorum round trip, apply): check perf times the whole, not which step (disk, network, CPU) was slow"
 	switch v.Cause {
 	case diagnose.PerfClientBound:
 		f.Next = "rerun check perf from a machine with spare CPU that is not an etcd member, or at a lighter --load"
@@ -210,8 +210,8 @@ func wordStatus(f *diagnose.Finding, v diagnose.StatusVerdict) {
 	if v.LargestDB >= diagnose.DefaultQuota*8/10 {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("the largest database is %s, %.0f%% of the default 2 GiB quota (--quota-backend-bytes): at the quota etcd raises NOSPACE and takes no writes", fmtBytes(v.LargestDB), 100*float64(v.LargestDB)/diagnose.DefaultQuota))
 	}
-	f.Uncertainty = "one snapshot, taken one endpoint after another: a gap of a few entries under load is the time between the questions; run it twice to see a gap grow or close"
-	f.Meaning = "commits need a leader and a quorum that keeps up: no leader (or two) means no commits until an election ends; a member far behind catches up by snapshot, which loads the leader's disk and network; the status itself says nothing of fsync or RTT"
+	f.Uncertainty = diagnose.Notes{"one snapshot, taken one endpoint after another: a gap of a few entries under load is the time between the questions", "run it twice to see a gap grow or close"}
+	f.Meaning = "no leader (or two) means no commits until an election ends; a member far behind catches up by snapshot (the leader's disk and network); status says nothing of fsync or RTT"
 	f.Next = "etcdctl endpoint status --cluster -w table  # again in a minute; and etcdscope diagnose of the leader's /metrics for its WAL fsync"
 }
 
@@ -267,8 +267,8 @@ func wordHealth(f *diagnose.Finding, v diagnose.HealthVerdict) {
 	if v.MaxTook >= diagnose.DefaultHeartbeat {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("a health read took %s, longer than etcd's %s heartbeat interval", formatDuration(v.MaxTook), diagnose.DefaultHeartbeat))
 	}
-	f.Uncertainty = "what \"took\" times differs between etcdctl versions (with or without setting up the connection): compare the endpoints of one output with each other"
-	f.Meaning = "endpoint health is a linearizable read of the key \"health\" (despite its \"committed proposal\" words): the member asks the leader, who confirms its leadership with a quorum; no WAL write, so \"took\" says little about fsync; an unhealthy endpoint (context deadline exceeded) got no answer in time: no leader, no quorum, or the member is cut off from its peers"
+	f.Uncertainty = diagnose.Notes{"what \"took\" times differs between etcdctl versions (with or without setting up the connection): compare the endpoints of one output with each other"}
+	f.Meaning = "a health check is a linearizable read (a quorum round trip, no WAL write): \"took\" says little about fsync; unhealthy means no leader, no quorum, or the member cut off"
 	f.Next = "etcdctl endpoint status --cluster -w table  # who leads, at which term and index"
 	if v.Unhealthy > 0 {
 		f.Next = "etcdctl endpoint status --cluster -w table  # who leads, at which term and index; then the unhealthy member's log for lost leader or peer errors"
@@ -299,14 +299,14 @@ func wordStalls(f *diagnose.Finding, v diagnose.StallVerdict) {
 		f.Summary += "; the p99 is under budget and does not show them"
 	}
 	f.Evidence = []string{fmt.Sprintf("%s, from the buckets above each threshold", windowText(v.Window))}
-	f.Uncertainty = fmt.Sprintf("etcd's defaults assumed (--heartbeat-interval %s, --election-timeout %s); observations between a threshold and the next bucket bound are not counted", v.Heartbeat, v.Election)
+	f.Uncertainty = diagnose.Notes{fmt.Sprintf("etcd's defaults assumed (--heartbeat-interval %s, --election-timeout %s)", v.Heartbeat, v.Election), "observations between a threshold and the next bucket bound are not counted"}
 	if v.Window == diagnose.WindowSinceStart {
-		f.Uncertainty += "; one scrape: since the process started, the stalls may be old"
+		f.Uncertainty = append(f.Uncertainty, "one scrape: since the process started, the stalls may be old")
 	}
 	if v.Histogram == diagnose.TopicWALFsync {
-		f.Meaning = "a WAL fdatasync that long on the leader holds its Raft loop: no heartbeat goes out meanwhile; past half the election timeout one more delay makes followers campaign, past the whole timeout they do, and nothing commits until a new leader is elected; on a follower it delays that member's acks"
+		f.Meaning = "a WAL fdatasync this long holds a leader's Raft loop (no heartbeats): past the election timeout followers campaign and nothing commits; on a follower it delays its acks"
 	} else {
-		f.Meaning = "a backend commit that long holds the apply loop: applies, and the reads waiting for them, stall; heartbeats are not sent from it, so it costs latency, not leadership"
+		f.Meaning = "a backend commit this long holds the apply loop: applies and the reads waiting on them stall; it costs latency, not leadership (no heartbeats are sent from it)"
 	}
 	f.Next = fmt.Sprintf("sudo etcdscope fsync --comm etcd --duration 60s  # on %s: which kernel layer the slow syncs wait in", v.Node)
 }
@@ -354,11 +354,11 @@ func wordCutOff(f *diagnose.Finding, v diagnose.CutOffVerdict) {
 	if v.Campaigns > 0 && v.PreVote {
 		f.Evidence = append(f.Evidence, "pre-vote: the member asks before it raises the term, so an isolated member's term stays put; a term that rose anyway means real elections")
 	}
-	f.Uncertainty = "one member's log: whether the peers are down or only the path to them is cut, their logs or a probe from here tell; rounds before or after the excerpt are not counted"
+	f.Uncertainty = diagnose.Notes{"one member's log: whether the peers are down or only the path to them is cut, their logs or a probe from here tell", "rounds before or after the excerpt are not counted"}
 	if v.HasTime && !v.ZoneKnown {
-		f.Uncertainty += "; times without a zone are read as UTC"
+		f.Uncertainty = append(f.Uncertainty, "times without a zone are read as UTC")
 	}
-	f.Meaning = "without a leader nothing commits through this member: its clients time out; a member that campaigns on schedule has a running Raft loop, and its peers do not answer"
+	f.Meaning = "without a leader nothing commits through this member; campaigning on schedule means its Raft loop runs and its peers do not answer"
 	if v.SlowFsyncs == 0 {
 		f.Meaning += "; the disk is not the cause on this evidence (no slow fdatasync logged)"
 	} else {
@@ -410,5 +410,5 @@ func wordCounter(f *diagnose.Finding, v diagnose.CounterVerdict) {
 	for _, m := range v.Members {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s +%.0f", m.Member, v.Counter, m.Increase))
 	}
-	f.Uncertainty = "counter increases between the query's grid points; a restart between two points loses the counts before it"
+	f.Uncertainty = diagnose.Notes{"counter increases between the query's grid points", "a restart between two points loses the counts before it"}
 }

@@ -14,11 +14,11 @@ import (
 func estimateWhy(e *etcdmetric.Estimate) string {
 	switch e.Reason {
 	case etcdmetric.EstimateLowerBound:
-		return fmt.Sprintf("no +Inf bucket and no _count: the total is unknown (at least %g), so only a lower bound (above %g s)%s", e.AtLeast, e.Lo, tailCounts(e.Tail))
+		return fmt.Sprintf("no +Inf bucket or _count: total unknown (at least %g), so only a lower bound (above %g s)%s", e.AtLeast, e.Lo, tailCounts(e.Tail))
 	case etcdmetric.EstimateNoBound:
-		return fmt.Sprintf("no +Inf bucket and no _count: the total is unknown (at least %g), so no bound can be placed%s", e.AtLeast, tailCounts(e.Tail))
+		return fmt.Sprintf("no +Inf bucket or _count: total unknown (at least %g), so no bound%s", e.AtLeast, tailCounts(e.Tail))
 	case etcdmetric.EstimateFirstShown:
-		return fmt.Sprintf("falls in the first bucket shown (le=%g), and etcd's ladder starts lower (le=%g): the buckets below were not given", e.Hi, e.LadderFirst)
+		return fmt.Sprintf("in the first bucket shown (le=%g); etcd's ladder starts lower (le=%g), the buckets below were not given", e.Hi, e.LadderFirst)
 	case etcdmetric.EstimateGap:
 		return fmt.Sprintf("buckets between le=%g and le=%g are missing: interpolated across the gap", e.GapFrom, e.Hi)
 	case etcdmetric.EstimateAboveLadder:
@@ -28,7 +28,7 @@ func estimateWhy(e *etcdmetric.Estimate) string {
 }
 
 // tailCounts words what finite buckets without a total still prove:
-// "; the buckets shown count at least 223 over 0.064 s and 1 over
+// "; the buckets shown count at least 223 over 0.064 s, 1 over
 // 4.096 s" (etcd-io/etcd#5870's excerpt); "" when they prove none.
 func tailCounts(tc []etcdmetric.TailCount) string {
 	if len(tc) == 0 {
@@ -38,7 +38,7 @@ func tailCounts(tc []etcdmetric.TailCount) string {
 	for i, t := range tc {
 		parts[i] = fmt.Sprintf("%g over %g s", t.N, t.Over)
 	}
-	return "; the buckets shown count at least " + strings.Join(parts, " and ")
+	return "; the buckets shown count at least " + strings.Join(parts, ", ")
 }
 
 // wordedStats: h with its estimates' why in words, in copies.

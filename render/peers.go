@@ -95,11 +95,19 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 			c.Observations, sec(c.Mean), p50, p99, sec(c.Input.RTT.Seconds()), times(c.Inflation), sec(c.Prediction.Mean), times(c.ModelInflation), verdict)
 	}
 	tw.Flush()
+	modelled := false
 	for _, c := range rep.Metric {
 		fmt.Fprintf(w, "  %s: %s\n", c.Key.To, ComparisonVerdict(c.Comparison))
+		for _, l := range ComparisonModel(c.Comparison) {
+			fmt.Fprintf(w, "    %s\n", l)
+			modelled = true
+		}
 		if c.QuantileError != "" {
 			fmt.Fprintf(w, "    p50/p99 not interpolated: %s\n", quantileError(c.Comparison))
 		}
+	}
+	if modelled {
+		fmt.Fprintf(w, "  how the model reads etcd's metric: %s\n", PeersModelDoc)
 	}
 	for _, k := range rep.Resets {
 		fmt.Fprintf(w, "  %s: counts fell between the scrapes (etcd restarted): only the end scrape is used\n", k.To)
@@ -147,6 +155,9 @@ func WordComparisons(cs []etcdmetric.PeerComparison) []etcdmetric.PeerComparison
 	out := make([]etcdmetric.PeerComparison, len(cs))
 	for i, c := range cs {
 		c.Verdict = ComparisonVerdict(c.Comparison)
+		if m := ComparisonModel(c.Comparison); m != nil {
+			c.Model = strings.Join(m, "; ")
+		}
 		c.QuantileError = quantileError(c.Comparison)
 		out[i] = c
 	}
@@ -160,7 +171,7 @@ func leaderWarning(rep *etcdmetric.PeersReport) string {
 	if l == nil {
 		return rep.LeaderWarning
 	}
-	return fmt.Sprintf("the leader %s (%s) is the member with the highest RTT from here (%s, next %s): every write waits for round trips to it; move leadership to a near member with 'etcdctl move-leader <member ID>'",
+	return fmt.Sprintf("the leader %s (%s) has the highest RTT from here (%s, next %s): every write waits on it; move it with 'etcdctl move-leader <near member ID>'",
 		l.Leader.Name, l.Leader.ToLabel(), l.RTT, l.Next)
 }
 
@@ -168,15 +179,18 @@ func leaderWarning(rep *etcdmetric.PeersReport) string {
 // the estimate that is a bound.
 func quantileError(c etcdmetric.Comparison) string {
 	if e := c.QuantileEstimate; e != nil {
-		return c.QuantileError + ": " + estimateWhy(e)
+		if why := estimateWhy(e); why != "" {
+			return why
+		}
 	}
 	return c.QuantileError
 }
 
-// ComparisonVerdict words etcdmetric.Compare's verdict: what the model
-// says the metric should read, and whether that explains it. A
-// comparison read back from a recording keeps the words it was written
-// with.
+// ComparisonVerdict words etcdmetric.Compare's verdict in one line: the
+// metric against the model, then whether the model explains it and why
+// not. A comparison read back from a recording keeps the words it was
+// written with. The model's terms are ComparisonModel's line; the
+// reasoning is docs/peers.md's (PeersModelDoc).
 func ComparisonVerdict(c etcdmetric.Comparison) string {
 	in := c.Input
 	mean, pm := c.Mean, c.Prediction.Mean
@@ -185,46 +199,58 @@ func ComparisonVerdict(c etcdmetric.Comparison) string {
 	case etcdmetric.CompareNone:
 		return c.Verdict
 	case etcdmetric.ComparePeerDown:
-		return fmt.Sprintf("peer down / unreachable: %d connects failed in the window and none was established; etcd's probes to it fail and reset its EWMA to 0, so the metric (mean %s) says nothing about the network", in.FailedConnects, s(mean))
+		return fmt.Sprintf("peer down / unreachable: %d connects failed, none established; failed probes reset etcd's EWMA to 0, so the metric (mean %s) says nothing about the network", in.FailedConnects, s(mean))
 	case etcdmetric.CompareNoObservations:
 		return "no observations between the scrapes: nothing to compare (etcd observes once per prober per 30 s; trace longer)"
 	case etcdmetric.CompareNoModel:
 		return "no kernel measurement for this peer: cannot model it"
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "metric mean %s vs model %s (%.2fx); measured RTT %s, so the metric reads %.1fx the RTT. ",
-		s(mean), s(pm), c.Ratio, s(in.RTT.Seconds()), c.Inflation)
-	how := "estimated from kernel srtt"
-	switch {
-	case in.ReusedMeasured:
-		how = "timed by etcdscope's own kept-alive probe"
-	case in.ProbeError != "":
-		how = "estimated from kernel srtt: etcdscope's kept-alive probe failed: " + in.ProbeError
-	}
-	fmt.Fprintf(&b, "Model: %.0f of %d probers dial per probe (%.1f new connections/min, %s each: TCP handshake, TLS handshake if any, request, answer), the other(s) reuse a connection (%s, %s); ",
-		c.Prediction.NewConnProbers, in.Probers, in.NewConnPerMinute, s(in.NewConnProbe.Seconds()), s(math.Max(in.ReusedProbe.Seconds(), in.RTT.Seconds())), how)
-	if in.UptimeEnd > 0 {
-		fmt.Fprintf(&b, "EWMA (α=0.125 from 0) still warming up at %s uptime; ", in.UptimeEnd.Round(time.Second))
-	}
-	if c.NewConnAddsNothing {
-		fmt.Fprintf(&b, "new-connection probes add nothing to the steady-state mean (a new connection's probe, %s, is not slower than a kept-alive one). ", s(in.NewConnProbe.Seconds()))
-	} else {
-		fmt.Fprintf(&b, "new-connection probes add %s to the steady-state mean. ", s(c.Prediction.NewConnShare))
-	}
+	head := fmt.Sprintf("metric mean %s, model %s (%.2fx): ", s(mean), s(pm), c.Ratio)
+	tail := fmt.Sprintf("; RTT %s (metric %.1fx)", s(in.RTT.Seconds()), c.Inflation)
 	switch c.Kind {
 	case etcdmetric.CompareInconclusiveFloor:
-		fmt.Fprintf(&b, "INCONCLUSIVE: %.2fx the model, but only %s apart: less than the %s by which two probers timed at different moments differ on a busy node; a DNS or TLS delay before each dial would add far more.",
-			c.Ratio, s(math.Abs(mean-pm)), s(etcdmetric.NoiseFloorSeconds))
+		return head + fmt.Sprintf("INCONCLUSIVE: %s apart, under the %s two probers timed at different moments differ by on a busy node", s(math.Abs(mean-pm)), s(etcdmetric.NoiseFloorSeconds)) + tail
 	case etcdmetric.CompareInconclusiveSpread:
-		fmt.Fprintf(&b, "INCONCLUSIVE: %.2fx the model, but the %.0f observations spread so that their mean is only known to ±%s (standard error): this window cannot tell the difference from noise; trace longer (etcd observes once per prober per 30 s).",
-			c.Ratio, c.Observations, s(c.StandardErrorSeconds))
+		return head + fmt.Sprintf("INCONCLUSIVE: the mean of %.0f observations is known to ±%s (standard error): trace longer", c.Observations, s(c.StandardErrorSeconds)) + tail
 	case etcdmetric.CompareAbove:
-		fmt.Fprintf(&b, "NOT EXPLAINED: %s more than the model; that time is spent outside the connection the kernel sees: DNS resolution of the peer URL before connect (etcd #11781), a slow TLS step or certificate read, or a slow or unhealthy peer (failed probes reset the EWMA).",
-			s(mean-pm))
+		return head + fmt.Sprintf("NOT EXPLAINED: %s spent outside the connection (DNS before connect, etcd #11781; TLS; a slow peer)", s(mean-pm)) + tail
 	case etcdmetric.CompareBelow:
-		b.WriteString("NOT EXPLAINED: the metric reads less than the model; probes failing (srtt reset to 0) or a window too short for observations.")
-	default:
-		b.WriteString("EXPLAINED by new-connection probes and etcd's EWMA/bucketing, not by the network.")
+		return head + "NOT EXPLAINED: less than the model (failing probes reset srtt to 0, or too few observations)" + tail
 	}
-	return b.String()
+	return head + "EXPLAINED by new-connection probes and etcd's EWMA/bucketing, not the network" + tail
 }
+
+// ComparisonModel words the model's terms behind ComparisonVerdict: how
+// many probers dial, at what cost, what the kept-alive one reads, and what
+// the dialling adds; "" when no model was made. Each further line (a
+// warming EWMA, etcdscope's failed probe) is its own element.
+func ComparisonModel(c etcdmetric.Comparison) []string {
+	switch c.Kind {
+	case etcdmetric.CompareNone, etcdmetric.ComparePeerDown, etcdmetric.CompareNoObservations, etcdmetric.CompareNoModel:
+		return nil
+	}
+	in := c.Input
+	s := formatSeconds
+	how := "estimated from kernel srtt"
+	if in.ReusedMeasured {
+		how = "etcdscope's kept-alive probe"
+	}
+	line := fmt.Sprintf("model: %.0f of %d probers dial per probe (%.1f new connections/min, %s each), the others reuse one (%s, %s); ",
+		c.Prediction.NewConnProbers, in.Probers, in.NewConnPerMinute, s(in.NewConnProbe.Seconds()), s(math.Max(in.ReusedProbe.Seconds(), in.RTT.Seconds())), how)
+	if c.NewConnAddsNothing {
+		line += "dialling adds nothing (not slower than a kept-alive probe)"
+	} else {
+		line += fmt.Sprintf("dialling adds %s to the mean", s(c.Prediction.NewConnShare))
+	}
+	lines := []string{line}
+	if in.UptimeEnd > 0 {
+		lines = append(lines, fmt.Sprintf("EWMA (α=0.125 from 0) still warming up at %s uptime", in.UptimeEnd.Round(time.Second)))
+	}
+	if !in.ReusedMeasured && in.ProbeError != "" {
+		lines = append(lines, "etcdscope's kept-alive probe failed: "+in.ProbeError)
+	}
+	return lines
+}
+
+// PeersModelDoc is where the model behind the verdicts is explained.
+const PeersModelDoc = "docs/peers.md#etcds-metric-and-the-model"

@@ -53,18 +53,19 @@ func TestTableSaysOwnerLookupsDropped(t *testing.T) {
 }
 
 // TestProbeErrorShownWithTheEstimate: when etcdscope's kept-alive probe
-// failed, the verdict says so where it falls back to the kernel srtt
+// failed, the model's lines say so where it falls back to the kernel srtt
 // (issue 14: "Get .../raft/probing: EOF" reconnecting every 4 s, and the
 // table said only "estimated from kernel srtt").
 func TestProbeErrorShownWithTheEstimate(t *testing.T) {
 	in := etcdmetric.ModelInput{RTT: 50 * time.Millisecond, ReusedProbe: 52 * time.Millisecond, NewConnProbe: 101 * time.Millisecond,
 		NewConnPerMinute: 15, ProbeError: "Get \"http://10.77.3.1:2380/raft/probing\": EOF"}
 	s := metricSeries("abc", 0.08, 0.08, 0.08, 0.08)
-	if v := ComparisonVerdict(etcdmetric.Compare(s, in)); !strings.Contains(v, "estimated from kernel srtt: etcdscope's kept-alive probe failed: Get \"http://10.77.3.1:2380/raft/probing\": EOF") {
-		t.Errorf("verdict does not carry the probe error: %s", v)
+	m := strings.Join(ComparisonModel(etcdmetric.Compare(s, in)), "\n")
+	if !strings.Contains(m, "estimated from kernel srtt") || !strings.Contains(m, "\netcdscope's kept-alive probe failed: Get \"http://10.77.3.1:2380/raft/probing\": EOF") {
+		t.Errorf("model lines do not carry the probe error:\n%s", m)
 	}
 	in.ProbeError, in.ReusedMeasured = "", true
-	if v := ComparisonVerdict(etcdmetric.Compare(s, in)); strings.Contains(v, "probe failed") || !strings.Contains(v, "timed by etcdscope's own kept-alive probe") {
-		t.Errorf("measured probe: %s", v)
+	if m := strings.Join(ComparisonModel(etcdmetric.Compare(s, in)), "\n"); strings.Contains(m, "probe failed") || !strings.Contains(m, "(52.00ms, etcdscope's kept-alive probe)") {
+		t.Errorf("measured probe:\n%s", m)
 	}
 }

@@ -1,10 +1,12 @@
 package diagnose
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
@@ -45,8 +47,8 @@ type Finding struct {
 	Severity Severity `json:"severity"`
 	Summary  string   `json:"summary"`
 	Evidence []string `json:"evidence,omitempty"`
-	// Uncertainty: what the data cannot tell, and why.
-	Uncertainty string `json:"uncertainty,omitempty"`
+	// Uncertainty: what the data cannot tell, and why: one note each.
+	Uncertainty Notes `json:"uncertainty,omitempty"`
 	// Meaning: what it means for commit latency.
 	Meaning string `json:"meaning,omitempty"`
 	// Next: the command to run on the node to confirm or go further.
@@ -521,4 +523,25 @@ func (r *Report) diskFindings(ws []MemberWindow) {
 		}
 		r.Findings = append(r.Findings, f)
 	}
+}
+
+// Notes is a finding's caveats, one clause each (a terminal prints one a
+// line). The JSON keeps them as one string joined by "; ", the form it
+// had before they were a list.
+type Notes []string
+
+// MarshalJSON writes the notes as one string.
+func (n Notes) MarshalJSON() ([]byte, error) { return json.Marshal(strings.Join(n, "; ")) }
+
+// UnmarshalJSON reads the one string back as a single note.
+func (n *Notes) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*n = nil
+	if s != "" {
+		*n = Notes{s}
+	}
+	return nil
 }

@@ -291,6 +291,9 @@ type Comparison struct {
 	// Verdict: the verdict in words, empty here: render words it from
 	// Kind and the numbers (render.PeersJSON, render.Peers).
 	Verdict string `json:"verdict"`
+	// Model: the model's terms behind Verdict in words, empty here:
+	// render fills it (render.ComparisonModel).
+	Model string `json:"model,omitempty"`
 	// Kind: which verdict; Ratio: Mean / Prediction.Mean (set from
 	// CompareExplained on); NewConnAddsNothing: a new connection's probe
 	// is not slower than a kept-alive one, so dialling probers add
