@@ -171,7 +171,7 @@ func wordAlike(f *diagnose.Finding, v diagnose.AlikeFacts) {
 func wordPeer(f *diagnose.Finding, v diagnose.PeerFacts) {
 	h, m := v.Stats, v.Modes
 	why := modesWhy(m)
-	f.Next = fmt.Sprintf("sudo etcdscope peers --etcd-metrics %s --duration 2m  # on %s: the kernel's handshake RTT and srtt to each peer beside this metric", v.URL, whereText(v.Where))
+	f.Next = fmt.Sprintf("sudo etcdscope peers --etcd-metrics %s --duration 2m  # on %s: the kernel's RTT beside this metric", v.URL, whereText(v.Where))
 	f.Meaning = "a commit waits for one kept-alive round trip to the quorum's slower follower, plus its fsync; the new-connection prober's handshakes are not on that path"
 	f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s, %s observations (etcd observes once per prober per 30 s)", strings.Join(v.Sources, " → "), windowText(v.Window), fmtCount(h.Observations, h.HasCount)))
 	if v.Probers > 0 {
@@ -188,7 +188,7 @@ func wordPeer(f *diagnose.Finding, v diagnose.PeerFacts) {
 	} else if h.P50 != nil && !h.P50.Interpolated && estimateWhy(h.P50) != "" {
 		// A bound, not a value (an excerpt's ladder starting high): say
 		// why beside it.
-		f.Uncertainty = diagnose.Notes{"quantiles are bounds only: " + estimateWhy(h.P50)}
+		f.Uncertainty = diagnose.Notes{"bounds only: " + estimateWhy(h.P50)}
 	}
 	switch m.Verdict {
 	case diagnose.ModesTwo:
@@ -280,11 +280,11 @@ func wordLeader(f *diagnose.Finding, v diagnose.LeaderFacts) {
 func coverage(c diagnose.Coverage) string {
 	switch c.Kind {
 	case diagnose.CoverNoYear:
-		return "; the log's lines carry no year: whether these numbers cover the stalls is unknown"
+		return "the log has no year: whether they cover the stalls is unknown"
 	case diagnose.CoverNoTime:
-		return "; the metrics carry no time: whether they cover the stalls is unknown"
+		return "the metrics carry no time: whether they cover the stalls is unknown"
 	case diagnose.CoverApart:
-		return fmt.Sprintf("; NOT the stalls' time: the metrics cover %s to %s, the stalls %s to %s",
+		return fmt.Sprintf("NOT the stalls' time: the metrics cover %s to %s, the stalls %s to %s",
 			c.From.UTC().Format(time.RFC3339), c.To.UTC().Format(time.RFC3339), c.StallsFrom.UTC().Format(time.RFC3339), c.StallsTo.UTC().Format(time.RFC3339))
 	}
 	return ""
@@ -293,7 +293,7 @@ func coverage(c diagnose.Coverage) string {
 func wordHeartbeat(f *diagnose.Finding, v diagnose.HeartbeatFacts) {
 	late := pluralOf(v.LateLines, "late heartbeat line")
 	if v.MaxGap > 0 {
-		f.Summary = fmt.Sprintf("%s in %d leader stall(s); longest gap between heartbeats %s (2×%s heartbeat interval + %s exceeded); %d stall(s) reached the %s election timeout",
+		f.Summary = fmt.Sprintf("%s in %d leader stall(s); longest heartbeat gap %s (2×%s interval + %s); %d stall(s) reached the %s election timeout",
 			late, len(v.Stalls), v.MaxGap.Round(time.Millisecond), v.Interval, v.MaxExceeded.Round(time.Millisecond), v.OverElection, v.Election)
 	} else {
 		f.Summary = fmt.Sprintf("%s in %d leader stall(s); up to %s over the expected 2×interval (the line does not give the interval)", late, len(v.Stalls), v.MaxExceeded.Round(time.Millisecond))
@@ -309,7 +309,10 @@ func wordHeartbeat(f *diagnose.Finding, v diagnose.HeartbeatFacts) {
 		f.Evidence = append(f.Evidence, "no slow fdatasync (>1 s) logged: syncs shorter than 1 s can still cause gaps this size; see the WAL fsync histogram")
 	}
 	for _, m := range v.Members {
-		f.Evidence = append(f.Evidence, fmt.Sprintf("metrics, member %s: WAL fsync %s (%s)%s", m.Member, p99Text(m.P99), m.Severity, coverage(m.Cover)))
+		f.Evidence = append(f.Evidence, fmt.Sprintf("metrics, member %s: WAL fsync %s (%s)", m.Member, p99Text(m.P99), m.Severity))
+		if c := coverage(m.Cover); c != "" {
+			f.Evidence = append(f.Evidence, "metrics, member "+m.Member+": "+c)
+		}
 	}
 	for _, r := range v.RTTs {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("RTT to %s ≤ %s (peer metric): the network cannot explain a %s gap", r.To, formatSeconds(r.RTT), r.Gap.Round(time.Millisecond)))

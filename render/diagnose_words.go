@@ -128,11 +128,13 @@ func wordPerf(f *diagnose.Finding, v diagnose.PerfVerdict) {
 	var unc diagnose.Notes
 	switch {
 	case v.Cause == diagnose.PerfPassed && v.HasProfile && !v.Heavy:
-		unc = append(unc, fmt.Sprintf("a pass at %s (%d writes/s) loads the disk lightly, and check perf's only latency limits are %s for the slowest put and %s for the stddev: a WAL fsync p99 far over etcd's 10 ms budget, or a tail of 100-500 ms syncs, passes it", r.Load, v.Profile.Limit, diagnose.PerfSlowestLimit, diagnose.PerfStddevLimit))
+		unc = append(unc, fmt.Sprintf("a pass at %s (%d writes/s) loads the disk lightly", r.Load, v.Profile.Limit),
+			fmt.Sprintf("check perf's only latency limits, %s for the slowest put and %s for the stddev, pass a WAL fsync p99 far over 10 ms or a tail of 100-500 ms syncs", diagnose.PerfSlowestLimit, diagnose.PerfStddevLimit))
 	case v.Cause == diagnose.PerfPassed:
 		unc = append(unc, fmt.Sprintf("check perf's only latency limits are %s for the slowest put and %s for the stddev: a WAL fsync p99 over etcd's 10 ms budget can pass it", diagnose.PerfSlowestLimit, diagnose.PerfStddevLimit))
 	case v.Heavy:
-		unc = append(unc, fmt.Sprintf("load %s runs %d gRPC clients in one etcdctl process and times each put on that client: on a small machine, or on an etcd member where it competes with etcd for CPU, the check's own client can be what falls short, not the disk or the network", v.Profile.Name, v.Profile.Clients))
+		unc = append(unc, fmt.Sprintf("load %s times each put on one of %d gRPC clients in one etcdctl process", v.Profile.Name, v.Profile.Clients),
+			"on a small machine, or beside etcd competing for CPU, that client can be what falls short, not the disk or the network")
 	}
 	if v.Cause == diagnose.PerfThroughput || v.Cause == diagnose.PerfClientBound {
 		unc = append(unc, "below the target the generator waits for a free client: either every client was busy (the mean put is the one given) or the generator itself fell behind")
@@ -283,12 +285,12 @@ func wordStalls(f *diagnose.Finding, v diagnose.StallVerdict) {
 		}
 		return fmt.Sprintf("%.0f", c.Count)
 	}
-	parts := []string{fmt.Sprintf("%s took over %s (the %s heartbeat interval)", count(v.OverHeartbeat), formatSeconds(v.OverHeartbeat.Bound), v.Heartbeat)}
+	parts := []string{fmt.Sprintf("%s took over %s (%s heartbeat)", count(v.OverHeartbeat), formatSeconds(v.OverHeartbeat.Bound), v.Heartbeat)}
 	if c := v.OverHalfElection; c != nil {
 		parts = append(parts, fmt.Sprintf("%s over %s (half the %s election timeout)", count(*c), formatSeconds(c.Bound), v.Election))
 	}
 	if c := v.OverElection; c != nil {
-		parts = append(parts, fmt.Sprintf("%s over %s (the election timeout)", count(*c), formatSeconds(c.Bound)))
+		parts = append(parts, fmt.Sprintf("%s over %s (election timeout)", count(*c), formatSeconds(c.Bound)))
 	}
 	of := ""
 	if v.Observations > 0 {
@@ -358,9 +360,9 @@ func wordCutOff(f *diagnose.Finding, v diagnose.CutOffVerdict) {
 	if v.HasTime && !v.ZoneKnown {
 		f.Uncertainty = append(f.Uncertainty, "times without a zone are read as UTC")
 	}
-	f.Meaning = "without a leader nothing commits through this member; campaigning on schedule means its Raft loop runs and its peers do not answer"
+	f.Meaning = "no leader: nothing commits through this member; it campaigns on schedule, so its Raft loop runs and its peers do not answer"
 	if v.SlowFsyncs == 0 {
-		f.Meaning += "; the disk is not the cause on this evidence (no slow fdatasync logged)"
+		f.Meaning += "; not the disk (no slow fdatasync logged)"
 	} else {
 		f.Meaning += fmt.Sprintf("; the same log holds %s over 1 s: see that finding", counted(v.SlowFsyncs, "slow fdatasync"))
 	}
