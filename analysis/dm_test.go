@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/etcdscope/etcdscope/event"
@@ -101,9 +102,9 @@ func testDMLevel(t *testing.T, flushInsert, flushGetrq uint64) {
 	rows := BuildLevels([]FsyncRecord{rec})
 	var got []string
 	for _, r := range rows {
-		got = append(got, r.Level+" "+r.Device+"/"+r.FS+" "+Ms(r.Total.Sum))
+		got = append(got, r.Level+" "+r.Device+"/"+r.FS+" "+strconv.FormatInt(r.Total.Sum/1000, 10))
 	}
-	if w := []string{"L1 dm-0/ext4 22.500", "L2 dm-0/dm 20.250", "L3 loop0/disk 1.350"}; !slices.Equal(got, w) {
+	if w := []string{"L1 dm-0/ext4 22500", "L2 dm-0/dm 20250", "L3 loop0/disk 1350"}; !slices.Equal(got, w) {
 		t.Errorf("levels %q, want %q", got, w)
 	}
 	// the JSON round trip keeps the level

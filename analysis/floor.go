@@ -1,9 +1,6 @@
 package analysis
 
 import (
-	"cmp"
-	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -127,70 +124,86 @@ func isLoopDev(name string) bool {
 	return ok && rest != "" && rest[0] >= '0' && rest[0] <= '9'
 }
 
+// DiskMiss is one condition of the disk verdict a group missed
+// (DiskWhy.Misses).
+type DiskMiss int
+
+// The conditions a group near a threshold can miss.
+const (
+	// MissFlushUnderFloor: device_flush under FloorMinFlushShare.
+	MissFlushUnderFloor DiskMiss = iota + 1
+	// MissFlushNotLargest: device_flush not the largest layer
+	// (DiskWhy.Largest is).
+	MissFlushNotLargest
+	// MissQueueOverFloor: block_queue not under FloorMaxQueueShare.
+	MissQueueOverFloor
+	// MissQueueUnderContention: block_queue under
+	// ContentionMinQueueShare.
+	MissQueueUnderContention
+	// MissQueueUnderFlush: block_queue under device_flush, where
+	// contention needs no less.
+	MissQueueUnderFlush
+)
+
+// DiskWhy says why a group got no disk verdict (Group.DiskWhy): too few
+// calls for shares that would give one, or which conditions it missed
+// with device_flush or block_queue within DiskWhyMargin of a threshold.
+// The table and the page round shares (a 39.98% reads as 40.0%), so the
+// words print them exactly (render.DiskWhyText).
+type DiskWhy struct {
+	// Calls and WouldRead: a group of fewer than DiskVerdictMinCalls
+	// calls, one of them over etcd's WAL budget, whose shares alone
+	// would read WouldRead (DiskFloor or DiskContention); "" otherwise.
+	Calls     int64
+	WouldRead string
+	// Misses: the conditions missed, in the order of the rule.
+	Misses []DiskMiss
+	// The shares they were judged on, and the largest layer.
+	DeviceFlushShare, BlockQueueShare float64
+	Largest                           LayerStat
+}
+
 // diskWhy says which conditions of the disk verdict a group of at least
-// DiskVerdictMinCalls calls with no verdict missed, with the exact shares
-// ("device_flush 39.98%, under the 40% the floor verdict needs"): the table and the page
-// round shares to 40%, which reads as a verdict's threshold met; and for a
-// group of too few calls, one of them over etcd's WAL budget, whose shares
-// would give a verdict, that it has too few. "" when the group has a
-// verdict, too few calls, or neither layer within
-// DiskWhyMargin of its threshold (floor's 40%, contention's 30%).
-func diskWhy(g *Group) string {
+// DiskVerdictMinCalls calls with no verdict missed; and for a group of
+// too few calls, one of them over etcd's WAL budget, whose shares would
+// give a verdict, that it has too few. nil when the group has a
+// verdict, too few calls, or neither layer within DiskWhyMargin of its
+// threshold (floor's 40%, contention's 30%).
+func diskWhy(g *Group) *DiskWhy {
 	if g.Disk == nil && g.Total.Count > 0 && g.Total.Count < DiskVerdictMinCalls && g.Total.Max >= int64(WALFsyncBudget) {
 		// Said only of a slow call whose shares would give a verdict:
 		// every report has groups of one fast call (the WAL directory's
 		// fsync), and a line on each would be noise.
 		if v := judgeDisk(g); v != nil {
-			return fmt.Sprintf("%d call%s, and a disk verdict needs at least %d; the shares alone would read %s", g.Total.Count, pluralS(uint64(g.Total.Count)), DiskVerdictMinCalls, v.Kind)
+			return &DiskWhy{Calls: g.Total.Count, WouldRead: v.Kind}
 		}
 	}
 	if g.Disk != nil || g.Total.Count < DiskVerdictMinCalls || g.Total.Sum <= 0 {
-		return ""
+		return nil
 	}
 	flush, queue, top := diskLayers(g)
-	// Each share printed once, exact enough against every threshold
-	// and layer it is compared with.
-	flushS := exactShare(flush.Share, FloorMinFlushShare, top.Share, queue.Share)
-	queueS := exactShare(queue.Share, FloorMaxQueueShare, ContentionMinQueueShare, flush.Share)
-	var why []string
+	w := DiskWhy{DeviceFlushShare: flush.Share, BlockQueueShare: queue.Share, Largest: top}
 	if flush.Share >= FloorMinFlushShare-DiskWhyMargin {
 		if flush.Share < FloorMinFlushShare {
-			why = append(why, fmt.Sprintf("device_flush %s, under the %.0f%% the floor verdict needs", flushS, 100*FloorMinFlushShare))
+			w.Misses = append(w.Misses, MissFlushUnderFloor)
 		}
 		if top.Name != LayerDeviceFlush {
-			why = append(why, fmt.Sprintf("device_flush %s not the largest layer (%s %s), as floor needs", flushS, top.Name, exactShare(top.Share, flush.Share)))
+			w.Misses = append(w.Misses, MissFlushNotLargest)
 		}
 		if queue.Share >= FloorMaxQueueShare {
-			why = append(why, fmt.Sprintf("block_queue %s, not under the %.0f%% the floor verdict allows", queueS, 100*FloorMaxQueueShare))
+			w.Misses = append(w.Misses, MissQueueOverFloor)
 		}
 	}
 	if queue.Share >= ContentionMinQueueShare-DiskWhyMargin {
 		if queue.Share < ContentionMinQueueShare {
-			why = append(why, fmt.Sprintf("block_queue %s, under the %.0f%% the contention verdict needs", queueS, 100*ContentionMinQueueShare))
+			w.Misses = append(w.Misses, MissQueueUnderContention)
 		}
 		if queue.Share < flush.Share {
-			why = append(why, fmt.Sprintf("block_queue %s under device_flush %s, where contention needs no less", queueS, flushS))
+			w.Misses = append(w.Misses, MissQueueUnderFlush)
 		}
 	}
-	return strings.Join(why, "; ")
-}
-
-// exactShare prints share as a percentage with two decimals, or as many
-// more (up to six) as it takes for the printed number to fall on the
-// same side as share of each of the thresholds it is compared with:
-// 39.999% against 40% is not printed "40.00%".
-func exactShare(share float64, thresholds ...float64) string {
-	for d := 2; ; d++ {
-		s := strconv.FormatFloat(100*share, 'f', d, 64)
-		v, _ := strconv.ParseFloat(s, 64)
-		ok := true
-		for _, t := range thresholds {
-			// A threshold equal to share (the largest layer compared
-			// with itself) is printed with the same digits: no side.
-			ok = ok && (t == share || cmp.Compare(v/100, t) == cmp.Compare(share, t))
-		}
-		if ok || d == 6 {
-			return s + "%"
-		}
+	if len(w.Misses) == 0 {
+		return nil
 	}
+	return &w
 }

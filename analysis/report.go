@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,12 +84,11 @@ type Group struct {
 	// Disk says whether the calls pay a fixed price per flush or wait
 	// behind other I/O (DiskVerdict); absent when neither holds.
 	Disk *DiskVerdict `json:"disk_verdict,omitempty"`
-	// DiskWhy says, for a group of at least DiskVerdictMinCalls calls
-	// with no disk verdict but device_flush or block_queue within
-	// DiskWhyMargin of a threshold, which conditions were missed, with
-	// the exact shares ("device_flush 39.98%, under the 40% the floor verdict needs");
-	// "" otherwise.
-	DiskWhy string `json:"disk_verdict_why,omitempty"`
+	// DiskWhy says why a group with no disk verdict got none, when it
+	// came near one (DiskWhy); nil otherwise. Not in the JSON itself:
+	// its disk_verdict_why says it in words (render.SummaryJSON), and
+	// ReadJSONL sets it again from the group's layers.
+	DiskWhy *DiskWhy `json:"-"`
 }
 
 // Report is the end-of-run summary of `etcdscope fsync` (JSON type
@@ -303,7 +303,10 @@ func layerStats(names []string, series []stats.Series, total stats.Summary) []La
 }
 
 // keyLess orders groups of equal size.
-func keyLess(a, b GroupKey) bool { return fmt.Sprint(a) < fmt.Sprint(b) }
+func keyLess(a, b GroupKey) bool {
+	return cmp.Or(cmp.Compare(a.PID, b.PID), strings.Compare(a.Comm, b.Comm), strings.Compare(a.Dev, b.Dev),
+		strings.Compare(a.DevName, b.DevName), strings.Compare(a.FS, b.FS), strings.Compare(a.FileKind, b.FileKind)) < 0
+}
 
 // BuildReport summarises records at once (ReportBuilder for a stream).
 func BuildReport(recs []FsyncRecord, lost, missed uint64, unavailable []string) Report {
@@ -452,10 +455,6 @@ func (g *Group) Dominant() LayerStat {
 	return best
 }
 
-// Ms formats ns as milliseconds with three decimals, the resolution at
-// which fio and etcd's buckets are read.
-func Ms(ns int64) string { return fmt.Sprintf("%.3f", float64(ns)/1e6) }
-
 // IntervalBuilder accumulates one interval's fsyncs for the live line of
 // `etcdscope fsync --interval` (count, p50/p99 of the total and the layer
 // with the largest share), keeping 8 bytes a call (its total, for p50/p99) and one sum per layer
@@ -601,10 +600,12 @@ func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, wri
 			if err := json.Unmarshal(raw, &summary); err != nil {
 				return err
 			}
-			for _, g := range summary.Groups {
+			for i := range summary.Groups {
+				g := &summary.Groups[i]
 				if g.Disk != nil { // not in the JSON: the key says it
 					g.Disk.LoopDevice = g.Disk.Kind == DiskFloor && isLoopDev(g.Key.DevName)
 				}
+				g.DiskWhy = diskWhy(g) // not in the JSON: the layers say it
 			}
 		}
 		return nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/internal/testenv"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 // The disk verdict tests (issue 17, part 4) run in the VM rig: Debian's
@@ -73,12 +74,12 @@ func TestDiskVerdictFloor(t *testing.T) {
 	g := res.group
 	fl, q := g.layer(analysis.LayerDeviceFlush), g.layer(analysis.LayerBlockQueue)
 	t.Logf("etcdscope: %d calls, mean %s ms; device_flush %.1f%% (ftrace's %.1f%%), block_queue %.1f%% (ftrace's %.1f%%); %d flush requests",
-		g.Total.Count, analysis.Ms(int64(g.Total.Mean())), 100*fl.Share, 100*res.oracleFlushShare, 100*q.Share, 100*res.oracleQueueShare, g.Flushes)
+		g.Total.Count, render.Ms(int64(g.Total.Mean())), 100*fl.Share, 100*res.oracleFlushShare, 100*q.Share, 100*res.oracleQueueShare, g.Flushes)
 	// Each call ends in at least one flush of A, and each of those in at
 	// least one held flush beneath: at least the table's delay less a
 	// jiffy (dm-delay counts in jiffies; 4 ms at the rig's HZ=250).
 	if min := int64(floorFlushDelay) - 5e6; fl.Stats.P50 < min {
-		t.Errorf("device_flush p50 %s ms a call, under the %v flush price less a jiffy", analysis.Ms(fl.Stats.P50), floorFlushDelay)
+		t.Errorf("device_flush p50 %s ms a call, under the %v flush price less a jiffy", render.Ms(fl.Stats.P50), floorFlushDelay)
 	}
 	// A loop device has a volatile cache (its backing file's page cache)
 	// and no FUA: its journal commits are flushes only.
@@ -156,7 +157,7 @@ func TestDiskVerdictContention(t *testing.T) {
 	fl, q := g.layer(analysis.LayerDeviceFlush), g.layer(analysis.LayerBlockQueue)
 	t.Logf("competing fio: %d writes, %.0f IOPS, completion mean %.2f ms", w.TotalIOs, w.IOPS, w.Clat.Mean/1e6)
 	t.Logf("etcdscope: %d calls, mean %s ms; device_flush %.1f%% (ftrace's %.1f%%), block_queue %.1f%% (ftrace's %.1f%%), p99 %s ms a call; %d flush requests",
-		g.Total.Count, analysis.Ms(int64(g.Total.Mean())), 100*fl.Share, 100*res.oracleFlushShare, 100*q.Share, 100*res.oracleQueueShare, analysis.Ms(q.Stats.P99), g.Flushes)
+		g.Total.Count, render.Ms(int64(g.Total.Mean())), 100*fl.Share, 100*res.oracleFlushShare, 100*q.Share, 100*res.oracleQueueShare, render.Ms(q.Stats.P99), g.Flushes)
 	// The queue the verdict rests on, from the competing writer's side:
 	// with 8 in flight and 1 in the device, each of its writes waits
 	// for about 7 others' 10 ms; a third of that is a full queue.
@@ -358,9 +359,9 @@ func walRun(t *testing.T, dir string, kdev uint32, load func() func(), fsEnd ...
 		layer     string
 		got, want int64
 	}{{"device_flush", gotFlush, wantFlush}, {"block_queue", gotQueue, wantQueue}} {
-		t.Logf("%s over %d calls: etcdscope %s ms, ftrace %s ms", c.layer, len(calls), analysis.Ms(c.got), analysis.Ms(c.want))
+		t.Logf("%s over %d calls: etcdscope %s ms, ftrace %s ms", c.layer, len(calls), render.Ms(c.got), render.Ms(c.want))
 		if d := c.got - c.want; d < -c.want/50-int64(len(calls))*2e5 || d > c.want/50+int64(len(calls))*2e5 {
-			t.Errorf("%s over the calls: etcdscope %s ms, ftrace %s ms: not within 2%% + 0.2 ms a call", c.layer, analysis.Ms(c.got), analysis.Ms(c.want))
+			t.Errorf("%s over the calls: etcdscope %s ms, ftrace %s ms: not within 2%% + 0.2 ms a call", c.layer, render.Ms(c.got), render.Ms(c.want))
 		}
 	}
 

@@ -22,6 +22,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/testenv"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 // dmFlushDelay is the hold dm-delay puts on every flush in TestDMLevel.
@@ -140,9 +141,9 @@ func TestDMLevel(t *testing.T) {
 		}
 		fs := r.TotalNs - dm.HeldNs - dm.Lower.Sum()
 		t.Logf("call %d: total %s ms = fs %s + dm %s + %v %s ms (flush %s, queue %s, data %s); ftrace: %d dm bios, hold %s ms; flush queued %d, remapped %s, completed +%s ms",
-			i, analysis.Ms(r.TotalNs), analysis.Ms(fs), analysis.Ms(dm.HeldNs), dm.TargetNames, analysis.Ms(dm.Lower.Sum()),
-			analysis.Ms(dm.Lower.DeviceFlushNs), analysis.Ms(dm.Lower.BlockQueueNs), analysis.Ms(dm.Lower.DataWritebackNs),
-			o.bios, analysis.Ms(o.holdNs), o.flushQueue, remapAfter(o.flushQueue, o.flushRemap), analysis.Ms(int64(o.flushComplete-o.flushQueue)))
+			i, render.Ms(r.TotalNs), render.Ms(fs), render.Ms(dm.HeldNs), dm.TargetNames, render.Ms(dm.Lower.Sum()),
+			render.Ms(dm.Lower.DeviceFlushNs), render.Ms(dm.Lower.BlockQueueNs), render.Ms(dm.Lower.DataWritebackNs),
+			o.bios, render.Ms(o.holdNs), o.flushQueue, remapAfter(o.flushQueue, o.flushRemap), render.Ms(int64(o.flushComplete-o.flushQueue)))
 		if fs < 0 || fs+dm.HeldNs+dm.Lower.Sum() != r.TotalNs || dm.HeldNs != r.Layers.DMNs {
 			t.Errorf("call %d: levels fs %d + dm %d + lower %d do not make the total %d (dm layer %d)", i, fs, dm.HeldNs, dm.Lower.Sum(), r.TotalNs, r.Layers.DMNs)
 		}
@@ -156,10 +157,10 @@ func TestDMLevel(t *testing.T) {
 			// holds plus that span, at least the table's delay (below).
 			unremapped++
 			t.Logf("call %d: this kernel traced no remap of the %d flush bios dm-delay held; dm layer %s ms within the other bios' holds %s ms + the flush's %s ms on dm-0 (ftrace)",
-				i, o.unremapped, analysis.Ms(dm.HeldNs), analysis.Ms(o.holdNs), analysis.Ms(o.spanNs))
+				i, o.unremapped, render.Ms(dm.HeldNs), render.Ms(o.holdNs), render.Ms(o.spanNs))
 			if dm.HeldNs > o.holdNs+o.spanNs+tolNs {
 				t.Errorf("call %d: dm layer %s ms exceeds the remapped bios' holds %s ms + the dm flushes' %s ms from queue to completion (ftrace)",
-					i, analysis.Ms(dm.HeldNs), analysis.Ms(o.holdNs), analysis.Ms(o.spanNs))
+					i, render.Ms(dm.HeldNs), render.Ms(o.holdNs), render.Ms(o.spanNs))
 			}
 		} else if o.bios == 0 || o.flushQueue == 0 {
 			t.Errorf("call %d: ftrace saw %d dm bios and no flush of this call: %s", i, o.bios, o.why)
@@ -171,7 +172,7 @@ func TestDMLevel(t *testing.T) {
 		}
 		if d := dm.HeldNs - o.holdNs; o.unremapped == 0 && (d < -5e5 || d > 5e5) {
 			if d < -int64(o.bios)*tolNs || d > int64(o.bios)*tolNs {
-				t.Errorf("call %d: dm layer %s ms, ftrace's holds %s ms", i, analysis.Ms(dm.HeldNs), analysis.Ms(o.holdNs))
+				t.Errorf("call %d: dm layer %s ms, ftrace's holds %s ms", i, render.Ms(dm.HeldNs), render.Ms(o.holdNs))
 			}
 			for _, q := range r.Requests {
 				t.Logf("  request %+v", q)
@@ -189,7 +190,7 @@ func TestDMLevel(t *testing.T) {
 		// a flush arriving late in a jiffy is held up to one jiffy less
 		// (4 ms at the rig's HZ=250).
 		if dm.HeldNs < int64(dmFlushDelay)-5*int64(time.Millisecond) {
-			t.Errorf("call %d: dm layer %s ms is under the table's %v flush delay less a jiffy", i, analysis.Ms(dm.HeldNs), dmFlushDelay)
+			t.Errorf("call %d: dm layer %s ms is under the table's %v flush delay less a jiffy", i, render.Ms(dm.HeldNs), dmFlushDelay)
 		}
 		if dm.Lower.DeviceFlushNs == 0 {
 			t.Errorf("call %d: no flush time on %s beneath", i, loopName)
@@ -229,12 +230,12 @@ func TestDMLevel(t *testing.T) {
 		t.Logf("dm layer checked per call against the flushes' spans only: this kernel traced no remap of a held flush in any of the %d calls", unremapped)
 		return
 	}
-	t.Logf("dm layer over %d calls: etcdscope %s ms, ftrace's holds %s ms", len(calls)-unremapped, analysis.Ms(sumGot), analysis.Ms(sumWant))
+	t.Logf("dm layer over %d calls: etcdscope %s ms, ftrace's holds %s ms", len(calls)-unremapped, render.Ms(sumGot), render.Ms(sumWant))
 	if mean := sumGot / int64(len(calls)-unremapped); mean < int64(dmFlushDelay)-int64(time.Millisecond) {
-		t.Errorf("dm layer mean per call %s ms, under the table's %v flush delay", analysis.Ms(mean), dmFlushDelay)
+		t.Errorf("dm layer mean per call %s ms, under the table's %v flush delay", render.Ms(mean), dmFlushDelay)
 	}
 	if d := sumGot - sumWant; d < -sumWant/100-5e5 || d > sumWant/100+5e5 {
-		t.Errorf("dm layer over the calls %s ms, ftrace's holds %s ms: not within 1%% + 0.5 ms", analysis.Ms(sumGot), analysis.Ms(sumWant))
+		t.Errorf("dm layer over the calls %s ms, ftrace's holds %s ms: not within 1%% + 0.5 ms", render.Ms(sumGot), render.Ms(sumWant))
 	}
 }
 
@@ -456,7 +457,7 @@ func remapAfter(queue, remap uint64) string {
 	if remap == 0 {
 		return "untraced"
 	}
-	return "+" + analysis.Ms(int64(remap-queue)) + " ms"
+	return "+" + render.Ms(int64(remap-queue)) + " ms"
 }
 
 // TestDMLevelAppearsLate: etcdscope started while no stacked disk exists
@@ -520,9 +521,9 @@ func TestDMLevelAppearsLate(t *testing.T) {
 			t.Errorf("call at %d: no dm level on %s (%+v); layers %+v", r.StartNs, dmName, r.DM, r.Layers)
 			continue
 		}
-		t.Logf("call: total %s ms, dm %s ms on %s over %v", analysis.Ms(r.TotalNs), analysis.Ms(r.DM.HeldNs), r.DM.DevName, r.DM.TargetNames)
+		t.Logf("call: total %s ms, dm %s ms on %s over %v", render.Ms(r.TotalNs), render.Ms(r.DM.HeldNs), r.DM.DevName, r.DM.TargetNames)
 		if r.DM.HeldNs < int64(dmFlushDelay)-5*int64(time.Millisecond) {
-			t.Errorf("call at %d: dm layer %s ms, under the table's %v flush delay less a jiffy", r.StartNs, analysis.Ms(r.DM.HeldNs), dmFlushDelay)
+			t.Errorf("call at %d: dm layer %s ms, under the table's %v flush delay less a jiffy", r.StartNs, render.Ms(r.DM.HeldNs), dmFlushDelay)
 		}
 	}
 	if calls != n {

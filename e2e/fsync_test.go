@@ -20,6 +20,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/stats"
 	"github.com/etcdscope/etcdscope/internal/testenv"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 // fioResult is the part of fio's --output-format=json this test reads:
@@ -169,7 +170,7 @@ func TestFilesystemsOnLoop(t *testing.T) {
 				t.Fatalf("no report group for %s", tc.name)
 			}
 			t.Logf("%s: %d fsyncs, %d flushes traced, %d by ftrace in the same windows (+%d within 1 µs of an edge); report: %.2f flushes per fsync, p50 %s ms p99 %s ms",
-				tc.name, len(mine), traced, sure, edge, g.FlushesPerFsync, analysis.Ms(g.Total.P50), analysis.Ms(g.Total.P99))
+				tc.name, len(mine), traced, sure, edge, g.FlushesPerFsync, render.Ms(g.Total.P50), render.Ms(g.Total.P99))
 			t.Logf("%s: probe runs skipped by the kernel: %d", tc.name, rep.MissedEvents)
 			// ftrace prints microseconds: a flush completing in the same
 			// microsecond as a window's edge may fall either way.

@@ -260,7 +260,7 @@ func TestHypervisorMerge(t *testing.T) {
 				"QEMU request p50 %s p99 %s ms; its host job less the paired host flush p50 %.1f p99 %.1f µs; request less merge's host part p50 %.1f p99 %.1f µs per fsync; "+
 				"host_image_writes %.3f ms against QEMU's other jobs in those requests %.3f ms",
 				tc.dev, st.VQ, st.Found, st.Pairs, st.ClockViolations, -float64(st.WorstClockExcessNs)/1e3,
-				analysis.Ms(q.P50), analysis.Ms(q.P99), float64(j.P50)/1e3, float64(j.P99)/1e3, float64(r.P50)/1e3, float64(r.P99)/1e3,
+				render.Ms(q.P50), render.Ms(q.P99), float64(j.P50)/1e3, float64(j.P99)/1e3, float64(r.P50)/1e3, float64(r.P99)/1e3,
 				float64(st.ImageWritesNs)/1e6, float64(st.QEMUWritesBeforeNs)/1e6)
 			// qcow2 writes its metadata back inside the flush window, before
 			// the fdatasync: host I/O for the flush, counted apart.
@@ -309,11 +309,11 @@ func TestHypervisorMerge(t *testing.T) {
 	if n, u := guests["vdd"], guests["vde"]; len(n) > 0 && len(u) > 0 {
 		sn, su := fsyncStats(n), fsyncStats(u)
 		t.Logf("guest fsync on a block device, cache=none: aio=native p50 %s p99 %s ms (%d); aio=io_uring p50 %s p99 %s ms (%d): io_uring/native p50 %.2fx, p99 %.2fx",
-			analysis.Ms(sn.P50), analysis.Ms(sn.P99), sn.Count, analysis.Ms(su.P50), analysis.Ms(su.P99), su.Count,
+			render.Ms(sn.P50), render.Ms(sn.P99), sn.Count, render.Ms(su.P50), render.Ms(su.P99), su.Count,
 			float64(su.P50)/float64(sn.P50), float64(su.P99)/float64(sn.P99))
 		qn, qu := stats.Summarize(oracle["vdd"].RequestNs), stats.Summarize(oracle["vde"].RequestNs)
 		t.Logf("QEMU's flush requests there (pop to completion): aio=native p50 %s p99 %s ms; aio=io_uring p50 %s p99 %s ms",
-			analysis.Ms(qn.P50), analysis.Ms(qn.P99), analysis.Ms(qu.P50), analysis.Ms(qu.P99))
+			render.Ms(qn.P50), render.Ms(qn.P99), render.Ms(qu.P50), render.Ms(qu.P99))
 		if w := strings.Join(merge.Warnings(images), "\n"); !strings.Contains(w, uringDev+": aio=io_uring on a block device") {
 			t.Errorf("no io_uring-over-block-device warning for %s: %q", uringDev, w)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/internal/testenv"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 // TestStackedLoop follows each flush down a stacked device: a filesystem
@@ -98,8 +99,8 @@ func TestStackedLoop(t *testing.T) {
 				t.Fatalf("report has no L1/L2 rows: %+v", rep.Levels)
 			}
 			t.Logf("%s: %d fsyncs; %d of %d issued flushes nest a host fsync; L1 %s/%s p50 %s ms p99 %s ms %.2f flushes/fsync; L2 %s/%s p50 %s ms p99 %s ms %.2f flushes/fsync, %.0f%% of L1's device flush",
-				tc.name, fsyncs, nested, flushes, l1.Device, l1.FS, analysis.Ms(l1.Total.P50), analysis.Ms(l1.Total.P99), l1.FlushesPerFsync,
-				l2.Device, l2.FS, analysis.Ms(l2.Total.P50), analysis.Ms(l2.Total.P99), l2.FlushesPerFsync, 100*l2.NestedShare)
+				tc.name, fsyncs, nested, flushes, l1.Device, l1.FS, render.Ms(l1.Total.P50), render.Ms(l1.Total.P99), l1.FlushesPerFsync,
+				l2.Device, l2.FS, render.Ms(l2.Total.P50), render.Ms(l2.Total.P99), l2.FlushesPerFsync, 100*l2.NestedShare)
 			// Every issued flush reaches the loop driver, which syncs the
 			// backing file for it; allow the few in flight at the edges.
 			if flushes == 0 || nested < flushes*95/100 {

@@ -15,6 +15,7 @@ import (
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/exporter"
 	"github.com/etcdscope/etcdscope/pipeline"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 const goldenDir = "../testdata/capture"
@@ -125,7 +126,7 @@ func compareGroups(t *testing.T, rep analysis.Report, fams map[string]*dto.Metri
 		}{{"p50", 0.50, g.Total.P50}, {"p99", 0.99, g.Total.P99}} {
 			hb, rb := quantileBucket(h, q.q), bucketOf(h, float64(q.v)/1e9)
 			if d := hb - rb; d < -1 || d > 1 {
-				t.Errorf("%+v: %s %s ms is in bucket %d, the histogram's %s in bucket %d", k, q.name, analysis.Ms(q.v), rb, q.name, hb)
+				t.Errorf("%+v: %s %s ms is in bucket %d, the histogram's %s in bucket %d", k, q.name, render.Ms(q.v), rb, q.name, hb)
 			}
 		}
 		for _, l := range g.Layers {
@@ -170,7 +171,7 @@ func compareLevels(t *testing.T, rep analysis.Report, fams map[string]*dto.Metri
 			v int64
 		}{{0.5, r.Total.P50}, {0.99, r.Total.P99}} {
 			if d := quantileBucket(h, q.q) - bucketOf(h, float64(q.v)/1e9); d < -1 || d > 1 {
-				t.Errorf("level %s: q%.2f %s ms more than one bucket from the histogram's", r.Level, q.q, analysis.Ms(q.v))
+				t.Errorf("level %s: q%.2f %s ms more than one bucket from the histogram's", r.Level, q.q, render.Ms(q.v))
 			}
 		}
 		for _, l := range r.Layers {

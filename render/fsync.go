@@ -52,19 +52,19 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 		}
 		switch g.Verdict {
 		case analysis.VerdictOK:
-			fmt.Fprintf(bw, "  verdict: OK, p99 %s ms is under etcd's WAL fsync budget of %v\n", analysis.Ms(g.Total.P99), analysis.WALFsyncBudget)
+			fmt.Fprintf(bw, "  verdict: OK, p99 %s ms is under etcd's WAL fsync budget of %v\n", Ms(g.Total.P99), analysis.WALFsyncBudget)
 		case analysis.VerdictOverBudget:
 			d := g.Dominant()
 			fmt.Fprintf(bw, "  verdict: OVER BUDGET, p99 %s ms exceeds etcd's WAL fsync budget of %v; most time in %s (%.0f%%)\n",
-				analysis.Ms(g.Total.P99), analysis.WALFsyncBudget, d.Name, 100*d.Share)
+				Ms(g.Total.P99), analysis.WALFsyncBudget, d.Name, 100*d.Share)
 		default:
 			fmt.Fprintf(bw, "  verdict: n/a (etcd's %v budget is for WAL fsyncs)\n", analysis.WALFsyncBudget)
 		}
 		if g.Disk != nil {
 			fmt.Fprintf(bw, "  disk verdict: %s\n    %s\n", DiskVerdictText(g.Disk), DiskVerdictNumbers(g.Disk))
-		} else if g.DiskWhy != "" {
+		} else if g.DiskWhy != nil {
 			// The layer table rounds shares: a 39.98% reads as 40.0%.
-			fmt.Fprintf(bw, "  disk verdict: none (%s)\n", g.DiskWhy)
+			fmt.Fprintf(bw, "  disk verdict: none (%s)\n", DiskWhyText(g.DiskWhy))
 		}
 		if d := g.Dominant(); d.Name == analysis.LayerOther && d.Share >= otherHintShare && len(g.OtherSplit) == 0 {
 			// No kernel layer explains the time: the scheduler's view can.
@@ -153,7 +153,7 @@ func groupTitle(k analysis.GroupKey, syscalls []string) string {
 func layerTable(w io.Writer, total stats.Summary, layers, otherSplit []analysis.LayerStat) {
 	fmt.Fprintf(w, "  %-15s %8s %10s %10s %10s %10s %7s\n", "layer", "count", "p50 ms", "p99 ms", "max ms", "mean ms", "share")
 	row := func(name string, s stats.Summary, share float64) {
-		fmt.Fprintf(w, "  %-15s %8d %10s %10s %10s %10s %6.1f%%\n", name, s.Count, analysis.Ms(s.P50), analysis.Ms(s.P99), analysis.Ms(s.Max), analysis.Ms(int64(s.Mean())), 100*share)
+		fmt.Fprintf(w, "  %-15s %8d %10s %10s %10s %10s %6.1f%%\n", name, s.Count, Ms(s.P50), Ms(s.P99), Ms(s.Max), Ms(int64(s.Mean())), 100*share)
 	}
 	row("total", total, 1)
 	for _, l := range layers {
@@ -203,7 +203,7 @@ func Levels(w io.Writer, rows []analysis.LevelRow) {
 			extra = fmt.Sprintf("; %.0f%% of L1's device flush", 100*r.NestedShare)
 		}
 		fmt.Fprintf(w, "  %-5s %-22s %10s %10s %10.2f  %s%s\n", r.Level, r.Device+" / "+r.FS,
-			analysis.Ms(r.Total.P50), analysis.Ms(r.Total.P99), r.FlushesPerFsync, strings.Join(parts, ", "), extra)
+			Ms(r.Total.P50), Ms(r.Total.P99), r.FlushesPerFsync, strings.Join(parts, ", "), extra)
 	}
 }
 
@@ -214,7 +214,7 @@ func IntervalLine(iv analysis.Interval) string {
 	if iv.Count == 0 {
 		return "fsyncs=0"
 	}
-	return fmt.Sprintf("fsyncs=%d p50=%sms p99=%sms dominant=%s(%.0f%%)", iv.Count, analysis.Ms(iv.P50), analysis.Ms(iv.P99), iv.Dominant, 100*iv.Share)
+	return fmt.Sprintf("fsyncs=%d p50=%sms p99=%sms dominant=%s(%.0f%%)", iv.Count, Ms(iv.P50), Ms(iv.P99), iv.Dominant, 100*iv.Share)
 }
 
 // IntervalLoss is the live line's loss part: "lost=N missed=M", this
@@ -245,7 +245,7 @@ func DiskCacheLine(d analysis.DiskCache) string {
 // rests on and what helps (docs/schema.md says how it is decided).
 // DiskVerdictNumbers gives the rest of its numbers.
 func DiskVerdictText(v *analysis.DiskVerdict) string {
-	flush := fmt.Sprintf("device_flush %.0f%% of the time, %s ms per flush or FUA write", 100*v.DeviceFlushShare, analysis.Ms(v.PerFlushNs))
+	flush := fmt.Sprintf("device_flush %.0f%% of the time, %s ms per flush or FUA write", 100*v.DeviceFlushShare, Ms(v.PerFlushNs))
 	switch {
 	case v.Kind == analysis.DiskFloor && v.LoopDevice:
 		return "floor: " + flush + ": the host's fsync of the loop's backing file (levels table, L2): a faster host fsync helps, throttling not"
@@ -261,7 +261,7 @@ func DiskVerdictText(v *analysis.DiskVerdict) string {
 // numbers, as the JSON's disk_verdict fields have them.
 func DiskVerdictNumbers(v *analysis.DiskVerdict) string {
 	return fmt.Sprintf("p50 %s ms a call in device_flush; p99 %s ms a call in block_queue (%.0f%% of the time)",
-		analysis.Ms(v.DeviceFlushP50Ns), analysis.Ms(v.BlockQueueP99Ns), 100*v.BlockQueueShare)
+		Ms(v.DeviceFlushP50Ns), Ms(v.BlockQueueP99Ns), 100*v.BlockQueueShare)
 }
 
 // BiasCounts words a trace's holes as the summary counts them: "3 lost

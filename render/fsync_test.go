@@ -256,12 +256,20 @@ func TestFsyncReportDiskWhy(t *testing.T) {
 	if s := table.String(); !strings.Contains(s, "40.0%") || !strings.Contains(s, "  disk verdict: none ("+why+")\n") {
 		t.Errorf("table lacks the rounded share or %q:\n%s", why, s)
 	}
-	js, err := json.Marshal(rep.Groups[0])
+	var js bytes.Buffer
+	if err := SummaryJSON(&js, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"disk_verdict_why":"`+why+`"`) {
+		t.Errorf("JSON summary lacks disk_verdict_why: %s", js.String())
+	}
+	// Read back, the summary's group has its why again (from its layers).
+	_, back, err := analysis.ReadJSONL(bytes.NewReader(js.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(js), `"disk_verdict_why":"`+why+`"`) {
-		t.Errorf("JSON group lacks disk_verdict_why: %s", js)
+	if len(back.Groups) != 1 || DiskWhyText(back.Groups[0].DiskWhy) != why {
+		t.Errorf("read back: %+v", back.Groups)
 	}
 }
 

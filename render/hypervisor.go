@@ -54,7 +54,7 @@ func hostTable(w io.Writer, s merge.HostSummary, fsyncs []analysis.FsyncRecord, 
 			on = im.DevName + " " + im.FS
 		}
 		fmt.Fprintf(tw, " %s\t %s\t %s\t %s\t %s\t %d\t %d\t %d\t %d\t %s\t %s\t %s\n", im.Path, im.Format, im.Cache, im.AIO, on,
-			im.Writes, im.IOSubmits, im.IOUringReqs, im.Flushes, analysis.Ms(st.P50), analysis.Ms(st.P99), shares)
+			im.Writes, im.IOSubmits, im.IOUringReqs, im.Flushes, Ms(st.P50), Ms(st.P99), shares)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

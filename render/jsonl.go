@@ -123,7 +123,7 @@ func SummaryJSON(w io.Writer, r *analysis.Report) error {
 	}
 	for i := range r.Groups {
 		g := &r.Groups[i]
-		groups[i] = summaryGroup{Group: *g, DiskWhy: g.DiskWhy}
+		groups[i] = summaryGroup{Group: *g, DiskWhy: DiskWhyText(g.DiskWhy)}
 		if g.Disk != nil {
 			groups[i].Disk = &summaryDisk{DiskVerdict: *g.Disk, Text: DiskVerdictText(g.Disk)}
 		}

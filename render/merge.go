@@ -7,7 +7,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/merge"
 )
 
@@ -28,7 +27,7 @@ func mergeTable(w io.Writer, s *merge.Summary) error {
 				parts = append(parts, fmt.Sprintf("%s %.1f%%", sh.Layer, 100*sh.Share))
 			}
 		}
-		fmt.Fprintf(tw, " %s\t %s\t %s\t %s\t %.2f\t %s\n", l.Level, l.Device, analysis.Ms(l.P50Ns), analysis.Ms(l.P99Ns), l.FlushesPerFsync, strings.Join(parts, ", "))
+		fmt.Fprintf(tw, " %s\t %s\t %s\t %s\t %.2f\t %s\n", l.Level, l.Device, Ms(l.P50Ns), Ms(l.P99Ns), l.FlushesPerFsync, strings.Join(parts, ", "))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -71,3 +72,7 @@ func formatStamp(t time.Time, has, zone, year bool) string {
 	}
 	return s + " (zone unknown)"
 }
+
+// Ms formats ns as milliseconds with three decimals ("1.234"), the
+// resolution at which fio and etcd's buckets are read.
+func Ms(ns int64) string { return fmt.Sprintf("%.3f", float64(ns)/1e6) }

@@ -196,7 +196,7 @@ type overviewRow struct {
 	Verdict       string
 	VerdictClass  string // verdictClass: the CSS class that colours it
 	Disk          string // analysis.DiskVerdict.Kind: floor, contention or ""; "none" with DiskWhy
-	// DiskWhy is analysis.Group.DiskWhy: why a group near a threshold got
+	// DiskWhy is analysis.Group.DiskWhy in words: why a group near a threshold got
 	// no disk verdict, printed under the overview table ("" otherwise).
 	DiskWhy string
 }
@@ -302,7 +302,7 @@ func build(in Input) page {
 			ID:    id,
 			Title: title,
 			Summary: fmt.Sprintf("%s; p50 %s ms, p99 %s ms, max %s ms; %.2f flushes per call%s",
-				plural(g.Total.Count, "call"), analysis.Ms(g.Total.P50), analysis.Ms(g.Total.P99), analysis.Ms(g.Total.Max), g.FlushesPerFsync, fuaPerCall(&g)),
+				plural(g.Total.Count, "call"), render.Ms(g.Total.P50), render.Ms(g.Total.P99), render.Ms(g.Total.Max), g.FlushesPerFsync, fuaPerCall(&g)),
 			Verdict:      string(g.Verdict),
 			VerdictClass: verdictClass(g.Verdict),
 			Biased:       biasedText(&g),
@@ -314,12 +314,12 @@ func build(in Input) page {
 			Heatmap:      heatmap(recs, t0, t1, g.Key.FileKind == analysis.KindWAL, in.Summary.MonoToWallNs),
 		}
 		p.Groups = append(p.Groups, gv)
-		row := overviewRow{ID: id, Title: title, Calls: plural(g.Total.Count, "call"), P50: analysis.Ms(g.Total.P50),
-			P99: analysis.Ms(g.Total.P99), Max: analysis.Ms(g.Total.Max), Verdict: string(g.Verdict), VerdictClass: verdictClass(g.Verdict)}
+		row := overviewRow{ID: id, Title: title, Calls: plural(g.Total.Count, "call"), P50: render.Ms(g.Total.P50),
+			P99: render.Ms(g.Total.P99), Max: render.Ms(g.Total.Max), Verdict: string(g.Verdict), VerdictClass: verdictClass(g.Verdict)}
 		if g.Disk != nil {
 			row.Disk = g.Disk.Kind
-		} else if g.DiskWhy != "" {
-			row.Disk, row.DiskWhy = "none", g.DiskWhy
+		} else if g.DiskWhy != nil {
+			row.Disk, row.DiskWhy = "none", render.DiskWhyText(g.DiskWhy)
 		}
 		top := -1.0
 		for _, l := range g.Layers {
@@ -379,8 +379,8 @@ func diskText(g *analysis.Group) string {
 	switch {
 	case g.Disk != nil:
 		return render.DiskVerdictText(g.Disk)
-	case g.DiskWhy != "":
-		return "none (" + g.DiskWhy + ")"
+	case g.DiskWhy != nil:
+		return "none (" + render.DiskWhyText(g.DiskWhy) + ")"
 	}
 	return ""
 }
@@ -409,7 +409,7 @@ func writesLine(ws []analysis.WriteGroup, k analysis.GroupKey) string {
 			parts = append(parts, fmt.Sprintf("%s %.1f%%", l.Name, 100*l.Share))
 		}
 		return fmt.Sprintf("the write calls before them (%s): %s; p50 %s ms, p99 %s ms, max %s ms; %s; %d throttled sleeps, %d waits on a page under writeback",
-			strings.Join(w.Syscalls, ", "), plural(w.Total.Count, "call"), analysis.Ms(w.Total.P50), analysis.Ms(w.Total.P99), analysis.Ms(w.Total.Max),
+			strings.Join(w.Syscalls, ", "), plural(w.Total.Count, "call"), render.Ms(w.Total.P50), render.Ms(w.Total.P99), render.Ms(w.Total.Max),
 			strings.Join(parts, ", "), w.Throttles, w.WritebackWaits)
 	}
 	return ""
@@ -497,7 +497,7 @@ func meanBars[T any](sorted []T, nParts int, part func(r *T, i int) int64) []sta
 			b.parts[i] /= float64(len(lv.recs))
 			total += b.parts[i]
 		}
-		b.right = analysis.Ms(int64(total)) + " ms"
+		b.right = render.Ms(int64(total)) + " ms"
 		b.single = len(lv.recs) == 1
 		if !b.single {
 			b.right += " mean"
@@ -544,7 +544,7 @@ func normalisedBars(bars []stackedBar, parts []legendItem, label string) svgChar
 			share := b.parts[i] / total
 			w := share * barAreaW
 			c.Rects = append(c.Rects, rect{X: x, Y: y, W: w, H: barHeight, Fill: p.Color,
-				Title: fmt.Sprintf("%s, %s: %s ms%s (%.1f%%)", b.label, p.Name, analysis.Ms(int64(b.parts[i])), mean, 100*share)})
+				Title: fmt.Sprintf("%s, %s: %s ms%s (%.1f%%)", b.label, p.Name, render.Ms(int64(b.parts[i])), mean, 100*share)})
 			if w >= 30 {
 				c.Labels = append(c.Labels, text{X: x + w/2, Y: y + barHeight*0.7, Anchor: "middle", Text: fmt.Sprintf("%.0f%%", 100*share)})
 			}
@@ -576,7 +576,7 @@ func levelBars(rows []analysis.LevelRow) *svgChart {
 				}
 			}
 		}
-		b.right = fmt.Sprintf("p50 %s, p99 %s ms", analysis.Ms(r.Total.P50), analysis.Ms(r.Total.P99))
+		b.right = fmt.Sprintf("p50 %s, p99 %s ms", render.Ms(r.Total.P50), render.Ms(r.Total.P99))
 		bars = append(bars, b)
 	}
 	c := normalisedBars(bars, layerParts(), "share of each kernel layer at each stacked level (each bar 100%)")

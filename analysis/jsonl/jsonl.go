@@ -74,14 +74,14 @@ func ScanSpans(r io.Reader, fn func(line int, at Span, h Head, raw []byte) error
 		}
 		var h Head
 		if err := json.Unmarshal(b, &h); err != nil {
-			return fmt.Errorf("line %d %w (%s)", n, ErrNotJSON, describe(err))
+			return fmt.Errorf("line %d %w (%v)", n, ErrNotJSON, describe(err))
 		}
 		if err := fn(n, Span{Off: off, Len: len(b)}, h, b); err != nil {
 			var se *json.SyntaxError
 			var te *json.UnmarshalTypeError
 			switch {
 			case errors.As(err, &se):
-				return fmt.Errorf("line %d %w (%s)", n, ErrNotJSON, describe(err))
+				return fmt.Errorf("line %d %w (%v)", n, ErrNotJSON, describe(err))
 			case errors.As(err, &te):
 				return fmt.Errorf("line %d: a %s record whose field %q is not a %s", n, h.Type, te.Field, te.Type)
 			}
@@ -95,14 +95,14 @@ func ScanSpans(r io.Reader, fn func(line int, at Span, h Head, raw []byte) error
 }
 
 // describe shortens a decoding error to words without Go type names.
-func describe(err error) string {
+func describe(err error) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		return fmt.Sprintf("%s at byte %d", strings.TrimPrefix(se.Error(), "json: "), se.Offset)
+		return fmt.Errorf("%s at byte %d", strings.TrimPrefix(se.Error(), "json: "), se.Offset)
 	case errors.As(err, &te):
-		return fmt.Sprintf("field %q holds a JSON %s", te.Field, te.Value)
+		return fmt.Errorf("field %q holds a JSON %s", te.Field, te.Value)
 	}
-	return err.Error()
+	return err
 }

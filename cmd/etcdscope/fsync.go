@@ -540,7 +540,7 @@ func (w *walWorkload) report(info io.Writer) error {
 	}
 	s := stats.Summarize(w.lat)
 	fmt.Fprintf(info, "\nworkload: %d appends in %d segment(s); fdatasync as timed in userspace: p50 %s ms, p99 %s ms\n",
-		w.stats.Appends, w.stats.Segments, analysis.Ms(s.P50), analysis.Ms(s.P99))
+		w.stats.Appends, w.stats.Segments, render.Ms(s.P50), render.Ms(s.P99))
 	if w.err != nil {
 		return fmt.Errorf("workload: %w", w.err)
 	}

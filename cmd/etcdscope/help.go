@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 // helpText is what a subcommand's --help says besides its flags.
@@ -167,7 +168,7 @@ func checkBudget(on bool, rep analysis.Report) error {
 			if dev == "" {
 				dev = g.Key.Dev
 			}
-			over = append(over, fmt.Sprintf("%s pid %d %s files on %s: p99 %s ms", g.Key.Comm, g.Key.PID, g.Key.FileKind, dev, analysis.Ms(g.Total.P99)))
+			over = append(over, fmt.Sprintf("%s pid %d %s files on %s: p99 %s ms", g.Key.Comm, g.Key.PID, g.Key.FileKind, dev, render.Ms(g.Total.P99)))
 		}
 	}
 	if len(over) == 0 {

@@ -27,9 +27,10 @@ var proseCalls = []string{"Fprint", "Fprintf", "Fprintln", "Print", "Printf", "P
 // analysis/commit's verdicts to render/commit.go, analysis/diagnose's
 // findings to render/diagnose_findings.go and diagnose_words.go,
 // analysis/etcdmetric's comparison verdict, estimate reasons and leader
-// warning to render/peers.go and estimate.go). A package goes here once
+// warning to render/peers.go and estimate.go; analysis's disk verdict
+// reasons to render/diskwhy.go and its Ms to render.Ms). A package goes here once
 // its last sentence has moved out; it does not come off.
-var wordless = []string{"analysis/commit", "analysis/diagnose", "analysis/etcdmetric"}
+var wordless = []string{"analysis", "analysis/commit", "analysis/diagnose", "analysis/etcdmetric", "analysis/jsonl", "analysis/stats"}
 
 // isProse says whether fmt.name writes prose in a package, strictly for
 // the wordless ones.
