@@ -52,7 +52,7 @@ func TestFieldInputs(t *testing.T) {
 		{"etcd-5870-full.prom", diagnose.KindMetrics, []want{{"wal_fsync", diagnose.Bad, "p99 32.90ms"}}},
 		{"etcd-9593-curl-noise.txt", diagnose.KindMetrics, []want{{"backend_commit", diagnose.Unknown, "total unknown (at least 9)"}}},
 		{"etcd-11100-prober-labels.prom", diagnose.KindMetrics, []want{{"peer_rtt", diagnose.OK, "kept-alive prober"}, {"peer_rtt", diagnose.OK, "new-connection prober"}}},
-		{"etcd-11884-peer-bimodal.txt", diagnose.KindMetrics, []want{{"peer_rtt", diagnose.Warn, "RTT ≤ 800µs"}}},
+		{"etcd-11884-peer-bimodal.txt", diagnose.KindMetrics, []want{{"peer_rtt", diagnose.Warn, "≤ 800µs the kept-alive prober"}}},
 		{"etcd-15579-peer-bimodal.txt", diagnose.KindMetrics, []want{{"peer_rtt", diagnose.Warn, "(25.60ms–51.20ms]"}}},
 		{"etcd-11100-upstream-peer.txt", diagnose.KindMetrics, []want{{"peer_rtt", diagnose.OK, "(1.60ms–3.20ms]"}}},
 		{"etcd-10080-peer-one.txt", diagnose.KindMetrics, []want{{"peer_rtt", diagnose.OK, "one hump (400µs–800µs]"}}},

@@ -192,7 +192,7 @@ func wordPeer(f *diagnose.Finding, v diagnose.PeerFacts) {
 	}
 	switch m.Verdict {
 	case diagnose.ModesTwo:
-		f.Summary = fmt.Sprintf("two probers, two humps: RTT ≤ %s (the kept-alive prober's hump, one round trip plus the peer's answer); the other hump (%s–%s] is the new-connection prober paying connection setup", formatSeconds(m.LowHi), formatSeconds(m.HighLo), formatSeconds(m.HighHi))
+		f.Summary = fmt.Sprintf("two probers, two humps: ≤ %s the kept-alive prober (one RTT plus the answer), (%s–%s] the new-connection prober (connection setup)", formatSeconds(m.LowHi), formatSeconds(m.HighLo), formatSeconds(m.HighHi))
 		f.Evidence = append(f.Evidence, why)
 		if h.HasMean {
 			f.Evidence = append(f.Evidence, fmt.Sprintf("the mean (%s) falls between the humps and reads neither", formatSeconds(h.Mean)))
@@ -205,7 +205,7 @@ func wordPeer(f *diagnose.Finding, v diagnose.PeerFacts) {
 		if strings.Contains(v.Prober, "SNAPSHOT") {
 			f.Summary = "kept-alive prober (ROUND_TRIPPER_SNAPSHOT): its reading is one RTT plus the peer's answer"
 		} else if strings.Contains(v.Prober, "RAFT_MESSAGE") {
-			f.Summary = "new-connection prober (ROUND_TRIPPER_RAFT_MESSAGE): its reading includes a TCP (and TLS) handshake per probe, not just the RTT"
+			f.Summary = "new-connection prober: each reading includes a TCP (and TLS) handshake, not just the RTT"
 		}
 	default:
 		f.Summary = "RTT metric: " + why

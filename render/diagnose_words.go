@@ -80,7 +80,7 @@ func wordPerf(f *diagnose.Finding, v diagnose.PerfVerdict) {
 	r := v.Run
 	at := "at an unknown load"
 	if v.HasProfile && r.Load != "" {
-		at = fmt.Sprintf("at load %s (%d writes/s offered by %d clients for %.0f s)", r.Load, v.Profile.Limit, v.Profile.Clients, v.Profile.Duration.Seconds())
+		at = fmt.Sprintf("at load %s (%d writes/s by %d clients, %.0f s)", r.Load, v.Profile.Limit, v.Profile.Clients, v.Profile.Duration.Seconds())
 	} else if len(r.Candidates) > 0 {
 		at = "at load " + strings.Join(r.Candidates, " or ")
 	}
@@ -287,7 +287,7 @@ func wordStalls(f *diagnose.Finding, v diagnose.StallVerdict) {
 	}
 	parts := []string{fmt.Sprintf("%s took over %s (%s heartbeat)", count(v.OverHeartbeat), formatSeconds(v.OverHeartbeat.Bound), v.Heartbeat)}
 	if c := v.OverHalfElection; c != nil {
-		parts = append(parts, fmt.Sprintf("%s over %s (half the %s election timeout)", count(*c), formatSeconds(c.Bound), v.Election))
+		parts = append(parts, fmt.Sprintf("%s over %s (half the %s election)", count(*c), formatSeconds(c.Bound), v.Election))
 	}
 	if c := v.OverElection; c != nil {
 		parts = append(parts, fmt.Sprintf("%s over %s (election timeout)", count(*c), formatSeconds(c.Bound)))
@@ -332,7 +332,7 @@ func wordCutOff(f *diagnose.Finding, v diagnose.CutOffVerdict) {
 	unreachable := "unreachable: " + strings.Join(peers, ", ")
 	switch {
 	case v.Campaigns > 0 && !v.LeaderAfter && len(v.Peers) == 0:
-		f.Summary = fmt.Sprintf("%s at term %s%s and no leader follows; no peer errors logged, so which peers do not answer this log does not say", counted(v.Campaigns, round), termSpan(v), since)
+		f.Summary = fmt.Sprintf("%s at term %s%s and no leader follows; no peer errors logged to say which peers do not answer", counted(v.Campaigns, round), termSpan(v), since)
 	case v.Campaigns > 0 && !v.LeaderAfter:
 		f.Summary = fmt.Sprintf("cut off from its peers: %s at term %s%s and no leader follows; %s", counted(v.Campaigns, round), termSpan(v), since, unreachable)
 	case v.Campaigns > 0:

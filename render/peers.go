@@ -213,7 +213,7 @@ func ComparisonVerdict(c etcdmetric.Comparison) string {
 	case etcdmetric.CompareInconclusiveSpread:
 		return head + fmt.Sprintf("INCONCLUSIVE: the mean of %.0f observations is known to ±%s (standard error): trace longer", c.Observations, s(c.StandardErrorSeconds)) + tail
 	case etcdmetric.CompareAbove:
-		return head + fmt.Sprintf("NOT EXPLAINED: %s spent outside the connection (DNS before connect, etcd #11781; TLS; a slow peer)", s(mean-pm)) + tail
+		return head + fmt.Sprintf("NOT EXPLAINED: %s outside the connection (DNS, etcd #11781; TLS; a slow peer)", s(mean-pm)) + tail
 	case etcdmetric.CompareBelow:
 		return head + "NOT EXPLAINED: less than the model (failing probes reset srtt to 0, or too few observations)" + tail
 	}
@@ -238,7 +238,7 @@ func ComparisonModel(c etcdmetric.Comparison) []string {
 	line := fmt.Sprintf("model: %.0f of %d probers dial per probe (%.1f new connections/min, %s each), the others reuse one (%s, %s); ",
 		c.Prediction.NewConnProbers, in.Probers, in.NewConnPerMinute, s(in.NewConnProbe.Seconds()), s(math.Max(in.ReusedProbe.Seconds(), in.RTT.Seconds())), how)
 	if c.NewConnAddsNothing {
-		line += "dialling adds nothing (not slower than a kept-alive probe)"
+		line += "dialling adds nothing"
 	} else {
 		line += fmt.Sprintf("dialling adds %s to the mean", s(c.Prediction.NewConnShare))
 	}
