@@ -18,8 +18,8 @@ import (
 // jbd2_log_wait_commit probe attaches (this build machine: fentry refused,
 // kprobes compiled out). The probe's Why and etcdscope check's kprobes line
 // both carry it, so that the missing probe reads as what it is: optional,
-// with nothing to fix.
-const JBD2WaitFallback = "nothing is wrong: the journal layer is measured by overlap with the jbd2 commit tracepoints instead of by the exact wait"
+// with nothing to fix ("optional, " leads the Why: report/ reads it so).
+const JBD2WaitFallback = "journal layer by overlap with jbd2 commits"
 
 // attachJBD2Wait tries the optional function probes of jbd2wait.bpf.c on
 // jbd2_log_wait_commit (where an ext4 fsync waits for its transaction's
@@ -101,7 +101,7 @@ func (t *FsyncTracer) attachJBD2Wait(shared ebpf.CollectionOptions, cfg FsyncCon
 			coll.Close()
 			why = append(why, v.kind+" attach: "+shortErr(err))
 			if errors.Is(err, os.ErrNotExist) && v.kind == "kprobe" {
-				why[len(why)-1] = "kprobe: no kprobe_events in tracefs (CONFIG_KPROBES off)"
+				why[len(why)-1] = "kprobe: no kprobe_events (CONFIG_KPROBES off)"
 			}
 			continue
 		}
