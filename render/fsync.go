@@ -48,7 +48,8 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			fmt.Fprintf(bw, "  note: over %d calls: p50/p99 binned as fio bins its latencies (64 bins per power of two, within 0.8%%); count, max and mean exact\n", stats.ExactLimit)
 		}
 		if g.WithCommit == 0 && g.Key.FS == "ext4" {
-			fmt.Fprintf(bw, "  note: no call waited on a jbd2 commit: %s; an ext4 without a journal has none (its synchronous metadata writes, REQ_META, are the journal layer then; ls /proc/fs/jbd2 lists the journals)\n", noCommitWhy(g.Key.FileKind))
+			fmt.Fprintf(bw, "  note: no call waited on a jbd2 commit: %s\n", noCommitWhy(g.Key.FileKind))
+			fmt.Fprintln(bw, "  note: an ext4 without a journal has none (its REQ_META writes are the journal layer then; ls /proc/fs/jbd2 lists the journals)")
 		}
 		switch g.Verdict {
 		case analysis.VerdictOK:
@@ -68,7 +69,7 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 		}
 		if d := g.Dominant(); d.Name == analysis.LayerOther && d.Share >= otherHintShare && len(g.OtherSplit) == 0 {
 			// No kernel layer explains the time: the scheduler's view can.
-			fmt.Fprintf(bw, "  note: %.0f%% of the time is in other (time with no block request or journal commit in flight): rerun etcdscope fsync with --sched to split it into waiting for a CPU (runnable), running and blocked on something that is not I/O\n", 100*d.Share)
+			fmt.Fprintf(bw, "  note: %.0f%% of the time is in other (no block request or journal commit in flight): rerun with --sched to split it into runnable, running and blocked off I/O\n", 100*d.Share)
 		}
 		if !g.Bias.IsZero() {
 			// Only the lost events are the ring's: a bigger ring brings
@@ -128,11 +129,11 @@ func noCommitWhy(kind string) string {
 		// unwritten extents: the first write of each block converts one,
 		// and that conversion is what the fdatasync must commit (the
 		// ext4-stacked golden: 111 of 196 WAL calls waited on a commit).
-		return "an fdatasync needs one only to make new metadata durable (a new block, a larger size, or an unwritten extent written the first time, as in the WAL segments etcd preallocates), so on an ext4 with a journal etcd's WAL calls usually do"
+		return "with a journal etcd's WAL calls usually do (the first write to each extent of the WAL segments etcd preallocates is new metadata)"
 	case analysis.KindWALDir:
-		return "a directory's fsync commits whatever the journal holds, and needs none when nothing changed since the last commit"
+		return "a directory's fsync commits whatever the journal holds: none when nothing changed since the last commit"
 	}
-	return "an fdatasync needs one only to make new metadata durable (a new block, a larger size, or an unwritten extent written the first time), not to overwrite written blocks"
+	return "an fdatasync needs one only for new metadata (a new block, a larger size, an unwritten extent's first write), not to overwrite blocks"
 }
 
 // otherHintShare: from this share of a group's time in "other" (the

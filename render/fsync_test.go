@@ -187,7 +187,7 @@ func TestFsyncReportOtherPointsToSched(t *testing.T) {
 		}
 		return out.String()
 	}
-	const hint = "rerun etcdscope fsync with --sched"
+	const hint = "rerun with --sched"
 	if out := report(analysis.Layers{DeviceFlushNs: 1e6, OtherNs: 88e6}, nil); !strings.Contains(out, hint) {
 		t.Errorf("88 ms of 89 in other, no hint:\n%s", out)
 	}
@@ -207,13 +207,14 @@ func TestFsyncReportOtherPointsToSched(t *testing.T) {
 // journal has none.
 func TestFsyncReportNoCommitNote(t *testing.T) {
 	const prealloc = "the WAL segments etcd preallocates"
+	const noJournal = "note: an ext4 without a journal has none"
 	for _, tc := range []struct {
 		kind, want string
 		prealloc   bool
 	}{
-		{analysis.KindWAL, "an fdatasync needs one only to make new metadata durable (a new block, a larger size, or an unwritten extent written the first time, as in " + prealloc + "), so on an ext4 with a journal etcd's WAL calls usually do; an ext4 without a journal has none", true},
-		{analysis.KindWALDir, "a directory's fsync commits whatever the journal holds, and needs none when nothing changed since the last commit", false},
-		{analysis.KindBackend, "an fdatasync needs one only to make new metadata durable (a new block, a larger size, or an unwritten extent written the first time), not to overwrite written blocks; an ext4 without a journal has none", false},
+		{analysis.KindWAL, "with a journal etcd's WAL calls usually do (the first write to each extent of " + prealloc + " is new metadata)", true},
+		{analysis.KindWALDir, "a directory's fsync commits whatever the journal holds: none when nothing changed since the last commit", false},
+		{analysis.KindBackend, "an fdatasync needs one only for new metadata (a new block, a larger size, an unwritten extent's first write), not to overwrite blocks", false},
 	} {
 		recs := []analysis.FsyncRecord{{PID: 1, Comm: "etcd", Syscall: "fsync", Dev: "254:1", FS: "ext4", FileKind: tc.kind,
 			TotalNs: 1e6, Layers: analysis.Layers{OtherNs: 1e6}}}
@@ -223,12 +224,12 @@ func TestFsyncReportNoCommitNote(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := out.String()
-		if !strings.Contains(s, "note: no call waited on a jbd2 commit: "+tc.want) {
+		if !strings.Contains(s, "note: no call waited on a jbd2 commit: "+tc.want+"\n") || !strings.Contains(s, noJournal) {
 			t.Errorf("%s: note lacks %q:\n%s", tc.kind, tc.want, s)
 		}
 		// All of the call in other: the --sched hint, which says what
 		// other is (the layer rows above it may be non-zero).
-		if !strings.Contains(s, "note: 100% of the time is in other (time with no block request or journal commit in flight): rerun etcdscope fsync with --sched") {
+		if !strings.Contains(s, "note: 100% of the time is in other (no block request or journal commit in flight): rerun with --sched") {
 			t.Errorf("%s: no --sched hint for a call all in other:\n%s", tc.kind, s)
 		}
 		if strings.Contains(s, prealloc) != tc.prealloc {
