@@ -233,8 +233,8 @@ func LoopbackWarning(s Spec) string {
 	if len(s.Peers) > 0 {
 		to = netip.AddrPortFrom(s.Peers[0], s.Port).String()
 	}
-	return fmt.Sprintf("%s is a loopback device: only packets addressed to a --peer are delayed, not the answers, so a round trip gets %s once, not twice (a TCP connect to %s reads ~%s); for a round trip of 2 x %s use a veth pair between network namespaces (netem apply --netns on each end), or give --delay %s here",
-		s.Dev, FormatDuration(s.Delay), to, FormatDuration(s.Delay), FormatDuration(s.Delay), FormatDuration(2*s.Delay))
+	return fmt.Sprintf("%s is a loopback device: a round trip gets %s once, not twice (only packets to a --peer wait; a connect to %s reads ~%s): use a veth pair (--netns on each end), or --delay %s",
+		s.Dev, FormatDuration(s.Delay), to, FormatDuration(s.Delay), FormatDuration(2*s.Delay))
 }
 
 // classfulKinds are qdiscs with classes (and usually filters and child
@@ -346,7 +346,7 @@ func (c *Client) apply(s Spec) (*Result, error) {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) {
 			// The kernel has no such qdisc or classifier (the probe could
 			// not tell without CAP_SYS_ADMIN); the host is as before.
-			return nil, usagef("this kernel refused the tree (%v): it lacks sch_netem, sch_prio or cls_%s (CONFIG_NET_SCH_NETEM, CONFIG_NET_SCH_PRIO, CONFIG_NET_CLS_%s): modprobe them or boot a kernel built with them; rolled back: %s is as before",
+			return nil, usagef("this kernel refused the tree (%v): modprobe sch_netem, sch_prio and cls_%s, or boot a kernel with CONFIG_NET_SCH_NETEM, _PRIO and CONFIG_NET_CLS_%s; %s is as before",
 				err, s.Classifier, strings.ToUpper(s.Classifier), s.Dev)
 		}
 		return nil, fmt.Errorf("%w (rolled back: %s is as before)", err, s.Dev)
