@@ -36,7 +36,11 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 	shown := make([]bool, len(r.Writes)) // write groups printed under their fsync group
 	for i := range r.Groups {
 		g := &r.Groups[i]
-		fmt.Fprintf(bw, "\n%s\n", groupTitle(g.Key, g.Syscalls))
+		if g.Folded > 0 {
+			fmt.Fprintf(bw, "\n%s  [%s]\n", FoldedTitle(g.Folded), strings.Join(g.Syscalls, ","))
+		} else {
+			fmt.Fprintf(bw, "\n%s\n", groupTitle(g.Key, g.Syscalls))
+		}
 		layerTable(bw, g.Total, g.Layers, g.OtherSplit)
 		fua := ""
 		if g.FUAWrites > 0 {
@@ -58,6 +62,10 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			fmt.Fprintf(bw, "  verdict: OVER BUDGET, p99 %s ms exceeds etcd's WAL fsync budget of %v; most time in %s (%.0f%%)\n",
 				analysis.Ms(g.Total.P99), analysis.WALFsyncBudget, d.Name, 100*d.Share)
 		default:
+			if g.Folded > 0 {
+				fmt.Fprintf(bw, "  verdict: n/a (the calls of %d groups together)\n", g.Folded)
+				break
+			}
 			fmt.Fprintf(bw, "  verdict: n/a (etcd's %v budget is for WAL fsyncs)\n", analysis.WALFsyncBudget)
 		}
 		if g.Disk != nil {
@@ -98,7 +106,7 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			}
 		}
 		for j := range r.Writes {
-			if r.Writes[j].Key == g.Key {
+			if r.Writes[j].Key == g.Key && r.Writes[j].Folded == 0 && g.Folded == 0 {
 				shown[j] = true
 				fmt.Fprintf(bw, "  the write calls before them  [%s]\n", strings.Join(r.Writes[j].Syscalls, ","))
 				writeTable(bw, &r.Writes[j])
@@ -108,7 +116,11 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 	for j := range r.Writes {
 		if !shown[j] {
 			w := &r.Writes[j]
-			fmt.Fprintf(bw, "\n%s\n", groupTitle(w.Key, w.Syscalls))
+			if w.Folded > 0 {
+				fmt.Fprintf(bw, "\nwrite calls of %s  [%s]\n", FoldedTitle(w.Folded), strings.Join(w.Syscalls, ","))
+			} else {
+				fmt.Fprintf(bw, "\n%s\n", groupTitle(w.Key, w.Syscalls))
+			}
 			writeTable(bw, w)
 		}
 	}
@@ -140,6 +152,12 @@ func noCommitWhy(kind string) string {
 const otherHintShare = 0.5
 
 // groupTitle is the line above a group's table.
+// FoldedTitle names the group that sums the groups past
+// analysis.MaxGroups (analysis.Group.Folded).
+func FoldedTitle(folded int64) string {
+	return fmt.Sprintf("other (%d group%s folded: a report keeps the %d with the most calls apart)", folded, plural(folded), analysis.MaxGroups)
+}
+
 func groupTitle(k analysis.GroupKey, syscalls []string) string {
 	dev := k.Dev
 	if k.DevName != "" {

@@ -45,12 +45,12 @@ type Input struct {
 	Writes  []analysis.WriteRecord
 	Summary analysis.Report
 	// Report and Calls, when the caller built them while the recording
-	// streamed (a pipeline.ReportSink; CallOf for each fsync, by its
-	// group), stand for Fsyncs and Writes, which are then not read: what
-	// the page keeps of a call is 72 bytes, not the record. nil: built
-	// here from Fsyncs and Writes.
+	// streamed (a pipeline.ReportSink; CallSample.Add for each fsync),
+	// stand for Fsyncs and Writes, which are then not read: what the page
+	// keeps of a call is 80 bytes, not the record, for at most
+	// MaxPageCalls calls. nil: built here from Fsyncs and Writes.
 	Report *analysis.Report
-	Calls  map[analysis.GroupKey][]Call
+	Calls  *CallSample
 	// Peers: events of a peers/v1 recording (etcdmetric.ReadRecording);
 	// nil when the recording has none, and the page says so.
 	Peers []event.Peer
@@ -84,14 +84,13 @@ func CallOf(r *analysis.FsyncRecord) (analysis.GroupKey, Call) {
 		Call{StartNs: r.StartNs, EndNs: r.EndNs, TotalNs: r.TotalNs, Layers: r.Layers}
 }
 
-// callsOf files recs by group, in recording order.
-func callsOf(recs []analysis.FsyncRecord) map[analysis.GroupKey][]Call {
-	m := map[analysis.GroupKey][]Call{}
+// callsOf is the page's sample of recs.
+func callsOf(recs []analysis.FsyncRecord) *CallSample {
+	s := NewCallSample()
 	for i := range recs {
-		k, c := CallOf(&recs[i])
-		m[k] = append(m[k], c)
+		s.Add(&recs[i])
 	}
-	return m
+	return s
 }
 
 // LayerColors are the fill colours of the layers, in analysis.LayerNames
@@ -204,7 +203,8 @@ type overviewRow struct {
 type page struct {
 	Title       string
 	Generated   string
-	Fsyncs      int
+	Fsyncs      int64
+	Sampled     string // the charts draw a sample of the calls: which
 	Lost        uint64
 	LossUnknown string // analysis.Report.LossUnknown: Lost and Missed are not known
 	Missed      uint64
@@ -244,17 +244,20 @@ func Render(w io.Writer, in Input) error {
 }
 
 func build(in Input) page {
-	rep, calls := in.Report, in.Calls
+	rep, sample := in.Report, in.Calls
 	if rep == nil {
 		r := analysis.BuildReportWrites(in.Fsyncs, in.Writes, in.Summary.LostEvents, in.Summary.MissedEvents, in.Summary.Unavailable)
-		rep, calls = &r, callsOf(in.Fsyncs)
+		rep, sample = &r, callsOf(in.Fsyncs)
 	}
-	n := 0
-	for _, cs := range calls {
-		n += len(cs)
+	if sample == nil {
+		sample = NewCallSample()
 	}
+	calls, n := sample.byGroup(), sample.Seen()
 	p := page{Title: in.Title, Generated: time.Now().UTC().Format(time.RFC3339), Fsyncs: n,
 		Lost: rep.LostEvents, Missed: rep.MissedEvents, LossUnknown: in.Summary.LossUnknown, NoFsyncs: n == 0}
+	if kept := sample.Kept(); int64(kept) < n {
+		p.Sampled = fmt.Sprintf("The charts below draw a uniform sample of %d of the %d calls (a page keeps at most %d calls to draw); the counts, percentiles and verdicts are of every call.", kept, n, MaxPageCalls)
+	}
 	for _, u := range rep.Unavailable {
 		if _, why, ok := strings.Cut(u, ": "); ok && strings.HasPrefix(why, "optional, ") {
 			p.Optional = append(p.Optional, u)
@@ -269,18 +272,7 @@ func build(in Input) page {
 		}
 	}
 	p.Legend = layerParts()
-	var t0, t1 uint64
-	first := true
-	for _, cs := range calls {
-		for _, r := range cs {
-			if first || r.StartNs < t0 {
-				t0, first = r.StartNs, false
-			}
-			if r.EndNs > t1 {
-				t1 = r.EndNs
-			}
-		}
-	}
+	t0, t1 := sample.t0, sample.t1
 	if t1 > t0 {
 		p.Span = time.Duration(t1 - t0).Round(time.Millisecond).String()
 	}
@@ -294,6 +286,9 @@ func build(in Input) page {
 		}
 		id := fmt.Sprintf("group-%d", i+1)
 		title := fmt.Sprintf("%s pid %d · %s on %s · %s files", g.Key.Comm, g.Key.PID, g.Key.FS, dev, g.Key.FileKind)
+		if g.Folded > 0 {
+			recs, title = foldedCalls(calls, groups), render.FoldedTitle(g.Folded)
+		}
 		var diskNumbers string
 		if g.Disk != nil {
 			diskNumbers = render.DiskVerdictNumbers(g.Disk)
@@ -422,6 +417,25 @@ var kindRank = map[string]int{analysis.KindWAL: 0, analysis.KindWALDir: 1, analy
 
 // sortGroups puts WAL groups first, then by kind rank, then the groups
 // with more calls first (stable: BuildReport's order breaks ties).
+// foldedCalls are the calls of the groups the report folded (those of no
+// group apart), in the order of their groups' first call.
+func foldedCalls(calls map[analysis.GroupKey][]Call, groups []analysis.Group) []Call {
+	apart := map[analysis.GroupKey]bool{}
+	for _, g := range groups {
+		if g.Folded == 0 {
+			apart[g.Key] = true
+		}
+	}
+	var out []Call
+	for k, cs := range calls {
+		if !apart[k] {
+			out = append(out, cs...)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].StartNs < out[j].StartNs })
+	return out
+}
+
 func sortGroups(gs []analysis.Group) {
 	rank := func(k string) int {
 		if r, ok := kindRank[k]; ok {
@@ -430,6 +444,9 @@ func sortGroups(gs []analysis.Group) {
 		return len(kindRank)
 	}
 	sort.SliceStable(gs, func(i, j int) bool {
+		if fi, fj := gs[i].Folded > 0, gs[j].Folded > 0; fi != fj {
+			return fj // the folded groups last
+		}
 		if ri, rj := rank(gs[i].Key.FileKind), rank(gs[j].Key.FileKind); ri != rj {
 			return ri < rj
 		}

@@ -89,20 +89,19 @@ func runReport(args []string) error {
 	head = bytes.Clone(head) // the scan below reuses the buffer
 	// The recording streams through the live run's sink: the table and the
 	// JSON summary hold only the report's state, not the recording (a 600
-	// MB recording held whole peaked at 1.37 GB); the page draws every call
-	// and keeps what it draws of each (report.Call, 72 bytes).
+	// MB recording held whole peaked at 1.37 GB); the page keeps what it
+	// draws of each call (report.Call), of at most report.MaxPageCalls.
 	var (
-		calls map[analysis.GroupKey][]report.Call
+		calls *report.CallSample
 		count int64
 		rs    = pipeline.NewReportSink(false)
 	)
 	if *htmlOut != "" {
-		calls = map[analysis.GroupKey][]report.Call{}
+		calls = report.NewCallSample()
 	}
 	sum, err := analysis.ScanJSONL(br, func(r *analysis.FsyncRecord) error {
 		if count++; calls != nil {
-			k, c := report.CallOf(r)
-			calls[k] = append(calls[k], c)
+			calls.Add(r)
 		}
 		return rs.Fsync(r)
 	}, rs.Write)
@@ -312,7 +311,7 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 
 // writeHTMLReport renders the page (package report) to out, with the peers
 // recording and the merge output if given.
-func writeHTMLReport(out, name, peersPath, mergePath string, calls map[analysis.GroupKey][]report.Call, page *analysis.Report, sum analysis.Report) error {
+func writeHTMLReport(out, name, peersPath, mergePath string, calls *report.CallSample, page *analysis.Report, sum analysis.Report) error {
 	in := report.Input{Title: filepath.Base(name), Summary: sum, Report: page, Calls: calls}
 	if mergePath != "" {
 		f, err := safefile.OpenInput(mergePath)
