@@ -919,7 +919,7 @@ func peerChart(rep *peers.Report, metric []etcdmetric.PeerComparison) (*svgChart
 	for _, l := range mergeStreams(rep.Links) {
 		in := etcdmetric.InputFromLink(l, window)
 		pred := etcdmetric.Predict(in)
-		r := row{label: l.Link.String(), vals: []float64{
+		r := row{label: render.PeerLinkLabel(&l), vals: []float64{
 			float64(l.HandshakeRTT.P50) / 1e9, float64(l.Setup.P50) / 1e9, float64(l.SRTT.P50) / 1e9, l.PerRequest.Mean() / 1e9, pred.Mean}}
 		if len(metric) > 0 {
 			v, ok := measured[l.Link.Peer.Unmap()]
@@ -937,6 +937,9 @@ func peerChart(rep *peers.Report, metric []etcdmetric.PeerComparison) (*svgChart
 	}
 	note := fmt.Sprintf("%d peer events over %s, %d links. The model (analysis/etcdmetric) replays etcd's probers: one dials a new connection per probe, so on links where that costs more than a kept-alive round trip the metric reads above the network RTT.",
 		rep.Events, window.Round(time.Millisecond), len(rows))
+	if rep.Unassembled > 0 {
+		note += " " + render.UnassembledLine(rep.Unassembled) + "."
+	}
 	if len(metric) > 0 {
 		note += fmt.Sprintf(" The purple bar is etcd's own etcd_network_peer_round_trip_time_seconds over the recording (mean of every prober's observations for that peer; %d series).", len(metric))
 		if unmatched > 0 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/report"
 )
 
@@ -42,19 +43,19 @@ func writeMinimalFsyncs(t *testing.T, n int, pid func(i int) int) string {
 // --output json) of a recording of 50,000 one-call pids: the report keeps
 // analysis.MaxGroups groups apart and folds the rest into one. Measured
 // (this test binary as etcdscope, 2026-12-06, 2 cores shared with other
-// agents): 3 runs × 2 outputs, 30-36 MiB, worst 36 MiB: a 44% margin.
+// agents): 3 runs × 2 outputs, 37-38 MiB, worst 38 MiB: a 41% margin.
 // Before, every group was held and printed: 411 MiB table, 439 MiB JSON
 // (etcdscope binary, one run each).
 const reportGroupsBoundBytes = 64 << 20
 
 // reportGroupsPageBoundBytes bounds the same recording's page (--html):
-// 32 groups and other drawn. Measured as above: 3 runs, 84-88 MiB, worst
-// 88 MiB, a 31% margin. Before: 766 MiB and a 196 MB page.
+// 32 groups and other drawn. Measured as above: 3 runs, 84-89 MiB, worst
+// 89 MiB, a 30% margin. Before: 766 MiB and a 196 MB page.
 const reportGroupsPageBoundBytes = 128 << 20
 
 // reportPageCallsBoundBytes bounds the page of 600,000 minimal calls in
 // one group: past report.MaxPageCalls the page draws a sample. Measured
-// as above: 3 runs, 77-85 MiB, worst 85 MiB: a 34% margin. Before, every
+// as above: 3 runs, 83-95 MiB, worst 95 MiB: a 26% margin. Before, every
 // call was held (~365 bytes each): 1.3 M calls 458 MiB.
 const reportPageCallsBoundBytes = 128 << 20
 
@@ -119,4 +120,92 @@ func runBounded(t *testing.T, args []string, page string, bound int64) string {
 		return string(b)
 	}
 	return stdout.String()
+}
+
+// writePeerFlood writes n connections to the peer port, each from a
+// remote address of its own (a hostile local user's, from 10.0.0.0 on),
+// closed or never closed, as a peers recording or (capture) a peers
+// capture with its end line.
+func writePeerFlood(t *testing.T, n int, closed, capture bool) string {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "peers.jsonl")
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	if capture {
+		fmt.Fprintln(w, `{"type":"capture","v":1,"schema":"capture/v1","tracer":"peers","command":"peers","port":2380}`)
+	}
+	line := func(kind string, tm, i int) {
+		e := fmt.Sprintf(`{"kind":%q,"time_ns":%d,"socket":%d,"direction":"passive","local":"127.0.0.1:2380","remote":"10.%d.%d.%d:40000","srtt_us":83,"min_rtt_us":83}`,
+			kind, tm, 1000+i, i>>16&255, i>>8&255, i&255)
+		if capture {
+			e = `{"type":"peer","peer":` + e + `}`
+		}
+		fmt.Fprintln(w, e)
+	}
+	tm := 1_000_000_000
+	for i := range n {
+		tm += 100_000
+		line("open", tm, i)
+		if closed {
+			line("close", tm+50_000, i)
+		}
+	}
+	if capture {
+		fmt.Fprintf(w, `{"type":"end","v":1,"lost_events":0,"missed_events":0,"window_ns":%d}`+"\n", tm)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// reportPeerFloodBoundBytes bounds the peak RSS of `report --html --peers`
+// and of a peers capture's replay (table, --output json) of 100,000
+// connections from as many remote addresses, closed or never closed:
+// peers.MaxLinks links apart, the rest folded into one, and at most
+// peers.MaxOpenConns connections held open. Measured (this test binary as
+// etcdscope, 2026-12-06, 2 cores shared): 3 runs × 5 cases, 49-65 MiB,
+// worst 65 MiB: a 32% margin. Before: 665 MiB (--html), 783/1019 MiB
+// (replay table/json, closed), 588/924 MiB (never closed), etcdscope
+// binary, one run each.
+const reportPeerFloodBoundBytes = 96 << 20
+
+// TestReportPeersFloodBounded: a peers recording or capture any local
+// user can make (100,000 connections to the peer port from distinct
+// addresses) is reported with MaxLinks links and one other that counts the
+// rest, the events past MaxOpenConns open connections counted, in bounded
+// peak RSS.
+func TestReportPeersFloodBounded(t *testing.T) {
+	const n = 100_000
+	folded := fmt.Sprintf("other (%d links folded", n-peers.MaxLinks)
+	page := filepath.Join(t.TempDir(), "page.html")
+	rec := filepath.Join(goldenDir, "ext4.report.jsonl")
+	closedRec := writePeerFlood(t, n, true, false)
+	out := runBounded(t, []string{"report", "--html", page, "--peers", closedRec, rec}, page, reportPeerFloodBoundBytes)
+	if !strings.Contains(out, folded) {
+		t.Errorf("the page does not say %q", folded)
+	}
+	closedCap, openCap := writePeerFlood(t, n, true, true), writePeerFlood(t, n, false, true)
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"report", closedCap}, []string{folded}},
+		{[]string{"report", "--output", "json", closedCap}, []string{fmt.Sprintf(`"folded_links": %d`, n-peers.MaxLinks)}},
+		{[]string{"report", openCap}, []string{fmt.Sprintf("%d events not assembled", n-peers.MaxOpenConns)}},
+		{[]string{"report", "--output", "json", openCap}, []string{fmt.Sprintf(`"unassembled_events": %d`, n-peers.MaxOpenConns)}},
+	} {
+		out := runBounded(t, c.args, page, reportPeerFloodBoundBytes)
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("etcdscope %v: no %q in\n%.400s", c.args, w, out)
+			}
+		}
+	}
 }
