@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/merge"
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/report"
 )
@@ -206,6 +207,68 @@ func TestReportPeersFloodBounded(t *testing.T) {
 			if !strings.Contains(out, w) {
 				t.Errorf("etcdscope %v: no %q in\n%.400s", c.args, w, out)
 			}
+		}
+	}
+}
+
+// mergeHostFilesBoundBytes bounds the peak RSS of `merge` refusing a host
+// recording of 200,000 distinct files read (merge.MaxHostFiles). Measured
+// (this test binary as etcdscope, 2026-12-06, 2 cores shared): 3 runs,
+// 28 MiB each: a 56% margin. Before, every path was held
+// with its counts: 138 MiB and exit 2 only at the end (nothing to merge;
+// 600,000 paths 424 MiB), etcdscope binary, one run.
+const mergeHostFilesBoundBytes = 64 << 20
+
+// TestMergeHostFilesBounded: a host recording of reads of 200,000
+// distinct files (reads count in no MaxHostRecords) is refused with exit 2
+// and one line as its file MaxHostFiles+1 comes, in bounded peak RSS.
+func TestMergeHostFilesBounded(t *testing.T) {
+	host := filepath.Join(t.TempDir(), "host.jsonl")
+	f, err := os.Create(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	fmt.Fprintln(w, `{"type":"hypervisor","v":1,"clock":"CLOCK_MONOTONIC","start_ns":1}`)
+	for i := range 200_000 {
+		fmt.Fprintf(w, `{"type":"hv_io","v":1,"op":"pread64","pid":9,"tid":9,"comm":"qemu","fd":5,"path":"/var/tmp/f/%d","dev":"8:0","ino":%d,"fs":"ext4","o_direct":false,"start_ns":%d,"end_ns":%d,"ret":4096}`+"\n",
+			i, i, i*1000+10, i*1000+20)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"merge", "--guest", filepath.Join(goldenDir, "ext4.report.jsonl"), "--host", host}
+	cmd := exec.Command(os.Args[0], args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	rss, err := childPeakRSS(t, cmd)
+	t.Logf("merge: peak RSS %d MiB", rss>>20)
+	want := fmt.Sprintf("more than %d distinct files", merge.MaxHostFiles)
+	if code := cmd.ProcessState.ExitCode(); code != 2 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), want) {
+		t.Errorf("etcdscope %v: exit %d, want 2 and one line saying %q:\n%s", args, code, want, stderr.String())
+	}
+	if rss == 0 || rss > mergeHostFilesBoundBytes {
+		t.Errorf("etcdscope %v: peak RSS %d MiB, bound %d MiB", args, rss>>20, mergeHostFilesBoundBytes>>20)
+	}
+}
+
+// TestMergeNoSuchDevOrImage: `merge --guest-dev` or `--image` naming
+// nothing the recordings hold is bad input: exit 2, one line naming what
+// they hold.
+func TestMergeNoSuchDevOrImage(t *testing.T) {
+	guest, host, _ := mergePair(t, t.TempDir(), 1, 0)
+	for _, c := range []struct{ flag, want string }{{"--guest-dev", "no fsyncs on it, only on loop0"}, {"--image", "no such file, only /"}} {
+		args := []string{"merge", "--guest", guest, "--host", host, c.flag, "nosuch"}
+		cmd := exec.Command(os.Args[0], args...)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Env = append(os.Environ(), "ETCDSCOPE_TEST_MAIN=1")
+		cmd.Run()
+		if code := cmd.ProcessState.ExitCode(); code != 2 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), c.want) || stdout.Len() > 0 {
+			t.Errorf("etcdscope %v: exit %d, want 2 and one line naming %q:\n%s%s", args[5:], code, c.want, stdout.String(), stderr.String())
 		}
 	}
 }
