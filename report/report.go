@@ -66,8 +66,11 @@ type Input struct {
 	// etcdscope peers --record with --etcd-metrics); nil when it has none.
 	PeerMetric []etcdmetric.PeerComparison
 	// Merged: the guest fsyncs split across guest, virtualization and
-	// host by etcdscope merge (ReadMerged); nil when not given.
-	Merged []MergedCall
+	// host by etcdscope merge (ReadMerged: at most MaxPageCalls of them,
+	// MergedCounts counting every one; zero: Merged is every call); nil
+	// when not given.
+	Merged       []MergedCall
+	MergedCounts MergedCounts
 }
 
 // Call is what the page draws of one fsync: its times and layers (its
@@ -330,7 +333,7 @@ func build(in Input) page {
 		p.LevelsNote = levelsNote(rep.Levels)
 	}
 	if len(in.Merged) > 0 {
-		p.Merge, p.MergeLegend, p.MergeNote = mergeBars(in.Merged)
+		p.Merge, p.MergeLegend, p.MergeNote = mergeBars(in.Merged, in.MergedCounts)
 	}
 	if in.PeerReport == nil {
 		in.PeerEvents = len(in.Peers)

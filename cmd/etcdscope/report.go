@@ -318,7 +318,7 @@ func writeHTMLReport(out, name, peersPath, mergePath string, calls *report.CallS
 		if err != nil {
 			return usagef("--merge: %v: give the output of etcdscope merge --output json", err)
 		}
-		in.Merged, err = report.ReadMerged(f)
+		in.Merged, in.MergedCounts, err = report.ReadMerged(f)
 		f.Close()
 		if err != nil {
 			return usagef("--merge %s: %v", mergePath, err)
