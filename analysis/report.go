@@ -127,6 +127,11 @@ type Report struct {
 	// carries lost_events and missed_events as null, never 0, and the
 	// table says "unknown".
 	LossUnknown string `json:"loss_unknown,omitempty"`
+	// DroppedEnters and DroppedPartials count the fsync enters and partial
+	// block completions the attribution did not hold, past MaxInflight and
+	// MaxPartial (Attributor.Overflow): a capture's replay sets them.
+	DroppedEnters   uint64 `json:"dropped_enters,omitempty"`
+	DroppedPartials uint64 `json:"dropped_partial_completions,omitempty"`
 }
 
 // DiskCache is one disk's write cache, from its queue in sysfs when the

@@ -28,6 +28,10 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 	for _, u := range r.Unavailable {
 		fmt.Fprintf(bw, "unavailable: %s\n", u)
 	}
+	if r.DroppedEnters > 0 || r.DroppedPartials > 0 {
+		fmt.Fprintf(bw, "not held: %d fsync enters past the %d in flight at once, %d partial block completions past the %d held (calls longer than 2 s may miss events; requests may miss bytes)\n",
+			r.DroppedEnters, analysis.MaxInflight, r.DroppedPartials, analysis.MaxPartial)
+	}
 	for _, d := range r.Disks {
 		if line := DiskCacheLine(d); line != "" {
 			fmt.Fprintln(bw, line)

@@ -222,7 +222,13 @@ func replayDecodeErrors(name string, n uint64) error {
 
 func replayFsync(rd *capture.Reader, name, output string, failOverBudget bool) error {
 	rs := pipeline.NewReportSink(false)
-	cfg := pipeline.FsyncConfig{Host: pipeline.ReplayHost(rd), Sinks: []pipeline.FsyncSink{rs}, Sched: rd.Header().Sched}
+	var tooLarge error // the first fact past the Reader's bounds
+	cfg := pipeline.FsyncConfig{Host: pipeline.ReplayHost(rd), Sinks: []pipeline.FsyncSink{rs}, Sched: rd.Header().Sched,
+		OnDecodeError: func(err error) {
+			if errors.Is(err, capture.ErrTooLarge) && tooLarge == nil {
+				tooLarge = err
+			}
+		}}
 	if d := rd.Header().Disk; d != "" {
 		dev, err := capture.ParseDev(d)
 		if err != nil {
@@ -247,6 +253,9 @@ func replayFsync(rd *capture.Reader, name, output string, failOverBudget bool) e
 			err = cerr
 		}
 	}
+	if tooLarge != nil {
+		return usagef("replaying %s: %v: give a capture etcdscope fsync --capture wrote", name, tooLarge)
+	}
 	if err != nil {
 		return fmt.Errorf("replaying %s: %w", name, err)
 	}
@@ -257,6 +266,7 @@ func replayFsync(rd *capture.Reader, name, output string, failOverBudget bool) e
 	rep := rs.Report(end.LostEvents, end.MissedEvents, rd.Header().Unavailable)
 	rep.MonoToWallNs = end.MonoToWallNs
 	rep.SetDiskCaches(end.DiskCaches) // the capturing machine's, not this one's
+	rep.DroppedEnters, rep.DroppedPartials = p.Overflow()
 	if !ok {
 		rep.LossUnknown = "unknown: the capture has no end line (the run was cut short)"
 	}
