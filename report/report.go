@@ -240,10 +240,15 @@ var tmpl = template.Must(template.New("page").Parse(pageTemplate))
 // Render writes the page for in to w.
 func Render(w io.Writer, in Input) error {
 	p := build(in)
-	if err := tmpl.Execute(w, p); err != nil {
+	// Comms, paths and names come from other users' processes and
+	// recordings: html/template escapes markup, not an ESC sequence or a
+	// C1 control, which a terminal showing the file (cat, less -r) acts
+	// on. Escaped as the terminal's output is (render.Escape).
+	t := render.NewTerminal(w)
+	if err := tmpl.Execute(t, p); err != nil {
 		return fmt.Errorf("rendering the page: %w", err)
 	}
-	return nil
+	return t.Flush()
 }
 
 func build(in Input) page {
