@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"testing"
 )
 
@@ -80,5 +81,42 @@ func TestReportFewGroupsUnfolded(t *testing.T) {
 	}
 	if len(rep.Groups) != MaxGroups {
 		t.Errorf("%d groups, want %d", len(rep.Groups), MaxGroups)
+	}
+}
+
+// TestLevelsBounded: calls on 1,000 dm devices make MaxLevelRows rows a
+// level and one that folds the rest, every call counted once; a dm device
+// with many calls, seen last, stays apart.
+func TestLevelsBounded(t *testing.T) {
+	b := NewReportBuilder()
+	rec := func(i int) {
+		d := fmt.Sprintf("dm-%d", i)
+		b.Add(&FsyncRecord{PID: 1, Comm: "x", DevName: d, FS: "ext4", FileKind: KindWAL, Syscall: "fsync", TotalNs: 1,
+			DM: &DMLevel{Dev: "253:1", DevName: d, Targets: []string{fmt.Sprintf("8:%d", i)}}})
+	}
+	for i := range 1000 {
+		rec(i)
+	}
+	for range 5 {
+		rec(7777)
+	}
+	rep := b.Report(0, 0, nil)
+	rows := map[string][]LevelRow{}
+	for _, r := range rep.Levels {
+		rows[r.Level] = append(rows[r.Level], r)
+	}
+	for _, lv := range []string{"L1", "L2", "L3"} {
+		rs := rows[lv]
+		if len(rs) != MaxLevelRows+1 || rs[len(rs)-1].Folded != 1001-MaxLevelRows {
+			t.Fatalf("%s: %d rows, the last folding %d; want %d and %d", lv, len(rs), rs[len(rs)-1].Folded, MaxLevelRows+1, 1001-MaxLevelRows)
+		}
+		n, kept := int64(0), false
+		for _, r := range rs {
+			n += r.Total.Count
+			kept = kept || r.Total.Count == 5
+		}
+		if n != 1005 || !kept {
+			t.Errorf("%s: %d calls counted (want 1005), the busy device apart: %v", lv, n, kept)
+		}
 	}
 }

@@ -195,6 +195,15 @@ func writeTable(w io.Writer, g *analysis.WriteGroup) {
 		g.Throttles, g.WritebackWaits, g.Errors)
 }
 
+// LevelDevice names a stacked level's row: "loop0 / ext4", or the row
+// that folds the devices past analysis.MaxLevelRows.
+func LevelDevice(r *analysis.LevelRow) string {
+	if r.Folded > 0 {
+		return fmt.Sprintf("other (%d devices folded: a level keeps the %d with the most calls apart)", r.Folded, analysis.MaxLevelRows)
+	}
+	return r.Device + " / " + r.FS
+}
+
 // Levels prints the stacked-device table (analysis.BuildLevels), nothing
 // when rows is empty.
 func Levels(w io.Writer, rows []analysis.LevelRow) {
@@ -217,14 +226,14 @@ func Levels(w io.Writer, rows []analysis.LevelRow) {
 			}
 		}
 		if r.Untraced != "" {
-			fmt.Fprintf(w, "  %-5s %-22s %s\n", r.Level, r.Device+" / "+r.FS, r.Untraced)
+			fmt.Fprintf(w, "  %-5s %-22s %s\n", r.Level, LevelDevice(&r), r.Untraced)
 			continue
 		}
 		extra := ""
 		if r.NestedShare > 0 {
 			extra = fmt.Sprintf("; %.0f%% of L1's device flush", 100*r.NestedShare)
 		}
-		fmt.Fprintf(w, "  %-5s %-22s %10s %10s %10.2f  %s%s\n", r.Level, r.Device+" / "+r.FS,
+		fmt.Fprintf(w, "  %-5s %-22s %10s %10s %10.2f  %s%s\n", r.Level, LevelDevice(&r),
 			analysis.Ms(r.Total.P50), analysis.Ms(r.Total.P99), r.FlushesPerFsync, strings.Join(parts, ", "), extra)
 	}
 }

@@ -593,7 +593,7 @@ func levelBars(rows []analysis.LevelRow) *svgChart {
 		if r.Untraced != "" {
 			continue // no numbers to draw: levelsNote says why
 		}
-		b := stackedBar{label: fmt.Sprintf("%s %s / %s", r.Level, r.Device, r.FS), parts: make([]float64, len(analysis.LayerNames))}
+		b := stackedBar{label: r.Level + " " + render.LevelDevice(&r), parts: make([]float64, len(analysis.LayerNames))}
 		for _, l := range r.Layers {
 			for i, n := range analysis.LayerNames {
 				if n == l.Name && r.Total.Count > 0 {
@@ -616,7 +616,11 @@ func levelsNote(rows []analysis.LevelRow) string {
 			parts = append(parts, fmt.Sprintf("%s %s/%s: %s", r.Level, r.Device, r.FS, r.Untraced))
 			continue
 		}
-		s := fmt.Sprintf("%s %s/%s: %s, %.2f flushes per L1 fsync", r.Level, r.Device, r.FS, plural(r.Total.Count, "fsync"), r.FlushesPerFsync)
+		dev := r.Device + "/" + r.FS
+		if r.Folded > 0 {
+			dev = render.LevelDevice(&r)
+		}
+		s := fmt.Sprintf("%s %s: %s, %.2f flushes per L1 fsync", r.Level, dev, plural(r.Total.Count, "fsync"), r.FlushesPerFsync)
 		if r.NestedShare > 0 {
 			s += fmt.Sprintf(", %.0f%% of L1's device-flush time", 100*r.NestedShare)
 		}

@@ -45,27 +45,40 @@ func writeMinimalFsyncs(t *testing.T, n int, pid func(i int) int) string {
 // --output json) of a recording of 50,000 one-call pids: the report keeps
 // analysis.MaxGroups groups apart and folds the rest into one. Measured
 // (this test binary as etcdscope, 2026-12-06, 2 cores shared with other
-// agents): 3 runs × 2 outputs, 37-38 MiB, worst 38 MiB: a 41% margin.
+// agents): 6 runs × 2 outputs, 34-38 MiB, worst 38 MiB: a 41% margin.
 // Before, every group was held and printed: 411 MiB table, 439 MiB JSON
 // (etcdscope binary, one run each).
 const reportGroupsBoundBytes = 64 << 20
 
 // reportGroupsPageBoundBytes bounds the same recording's page (--html):
-// 32 groups and other drawn. Measured as above: 3 runs, 84-89 MiB, worst
-// 89 MiB, a 30% margin. Before: 766 MiB and a 196 MB page.
+// 32 groups and other drawn. Measured as above: 6 runs, 84-90 MiB, worst
+// 90 MiB, a 30% margin. Before: 766 MiB and a 196 MB page.
 const reportGroupsPageBoundBytes = 128 << 20
 
 // reportPageCallsBoundBytes bounds the page of 600,000 minimal calls in
 // one group: past report.MaxPageCalls the page draws a sample. Measured
-// as above: 3 runs, 83-95 MiB, worst 95 MiB: a 26% margin. Before, every
+// as above: 6 runs, 83-95 MiB, worst 95 MiB: a 26% margin. Before, every
 // call was held (~365 bytes each): 1.3 M calls 458 MiB.
 const reportPageCallsBoundBytes = 128 << 20
+
+// reportLevelsBoundBytes bounds `report` (table, --output json) of 50,000
+// calls on as many device-mapper devices: MaxGroups groups and
+// analysis.MaxLevelRows rows a stacked level apart. Measured (as above):
+// 3 runs × 2 outputs, 51-60 MiB, worst 60 MiB: a 37% margin. Before:
+// 457 MiB (table), etcdscope binary, one run.
+const reportLevelsBoundBytes = 96 << 20
+
+// reportLevelsPageBoundBytes bounds the same recording's page. Measured
+// (as above): 3 runs, 100-114 MiB, worst 114 MiB: a 29% margin. Before:
+// 841 MiB and a 42 MB page.
+const reportLevelsPageBoundBytes = 160 << 20
 
 // TestReportGroupsMemoryBounded: `report` of a recording any local user
 // can make, 50,000 processes that fsync once each, prints MaxGroups groups
 // and other, counting the 49,968 folded, every call counted, in bounded
-// peak RSS (the child's VmHWM); and a page of 600,000 calls draws a
-// sample and says so.
+// peak RSS (the child's VmHWM); 50,000 dm devices make MaxLevelRows rows
+// a level and one that folds the rest; and a page of 600,000 calls draws
+// a sample and says so.
 func TestReportGroupsMemoryBounded(t *testing.T) {
 	const pids = 50_000
 	rec := writeMinimalFsyncs(t, pids, func(i int) int { return 10_000 + i })
@@ -82,6 +95,31 @@ func TestReportGroupsMemoryBounded(t *testing.T) {
 	} {
 		out := runBounded(t, c.args, page, c.bound)
 		if !strings.Contains(out, c.want) {
+			t.Errorf("etcdscope %v: no %q in\n%.300s", c.args, c.want, out)
+		}
+	}
+	// 50,000 device-mapper devices, one call each: as many groups, and
+	// as many rows in each stacked level (analysis.MaxLevelRows).
+	dm := filepath.Join(t.TempDir(), "dm.jsonl")
+	var b strings.Builder
+	for i := range pids {
+		fmt.Fprintf(&b, `{"type":"fsync","v":1,"start_ns":%d,"end_ns":%d,"total_ns":1000,"pid":1,"tid":1,"comm":"x","syscall":"fsync","dev":"253:%d","dev_name":"dm-%d","fs":"ext4","file_kind":"other","layers":{"other_ns":1000},"dm":{"dev":"253:%d","dev_name":"dm-%d","targets":["8:%d"]}}`+"\n",
+			i*10_000, i*10_000+1000, i, i, i, i, i)
+	}
+	if err := os.WriteFile(dm, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	levels := fmt.Sprintf("other (%d devices folded", pids-analysis.MaxLevelRows)
+	for _, c := range []struct {
+		args  []string
+		want  string
+		bound int64
+	}{
+		{[]string{"report", dm}, levels, reportLevelsBoundBytes},
+		{[]string{"report", "--output", "json", dm}, fmt.Sprintf(`"folded_devices":%d`, pids-analysis.MaxLevelRows), reportLevelsBoundBytes},
+		{[]string{"report", "--html", page, dm}, levels, reportLevelsPageBoundBytes},
+	} {
+		if out := runBounded(t, c.args, page, c.bound); !strings.Contains(out, c.want) {
 			t.Errorf("etcdscope %v: no %q in\n%.300s", c.args, c.want, out)
 		}
 	}
