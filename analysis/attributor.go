@@ -41,6 +41,10 @@ type Attributor struct {
 	scheds   []event.Sched // in arrival order, ≈ by Ns
 	schedBuf []event.Sched // one call's, reused
 
+	// overEnters and overPartial count the enters and partial completions
+	// not held past MaxInflight and MaxPartial (Overflow).
+	overEnters, overPartial uint64
+
 	// Per-call scratch and formatting caches: Attribute allocated ~30
 	// times per fsync before them (BenchmarkAttributorFsync).
 	reqs    []Request   // the requests of the call being attributed
@@ -83,6 +87,21 @@ const pruneEveryNs = 100e6
 
 // inflightMaxNs drops an in-flight entry whose exit never came.
 const inflightMaxNs = 120e9
+
+// MaxInflight bounds the fsyncs held in flight (their enter seen, their
+// exit not yet): one per thread, a few hundred on a busy host. An enter
+// past it is counted (Overflow), not held: its call is attributed all
+// the same from the events of the last keepNs, which covers any call
+// shorter than that. A hostile capture of enters that never exit grew
+// without end.
+const MaxInflight = 1 << 16
+
+// MaxPartial bounds the block requests held partly completed (a request
+// completes in parts when the driver splits it; few are at once). A
+// partial completion past it is counted (Overflow), not held: its
+// request's final completion then misses those bytes. A hostile capture
+// of requests that never complete grew without end.
+const MaxPartial = 1 << 14
 
 // NewAttributor returns an Attributor resolving devices with lookup.
 func NewAttributor(lookup DeviceLookup) *Attributor {
@@ -196,17 +215,29 @@ func (a *Attributor) addKernelFsync(f *event.Fsync) {
 }
 
 func (a *Attributor) addEnter(e event.FsyncEnter) {
-	a.inflight[e.TID] = e.StartNs
 	a.see(e.StartNs)
+	if _, ok := a.inflight[e.TID]; !ok && len(a.inflight) >= MaxInflight {
+		a.overEnters++
+		return
+	}
+	a.inflight[e.TID] = e.StartNs
 }
+
+// Overflow returns how many fsync enters and partial block completions
+// were not held, past MaxInflight and MaxPartial.
+func (a *Attributor) Overflow() (enters, partials uint64) { return a.overEnters, a.overPartial }
 
 // addBlock keeps a final completion, with the bytes of the partial ones
 // before it added to e.
 func (a *Attributor) addBlock(e *event.Block) {
 	a.see(e.CompleteNs)
 	if !e.Final {
-		if p, ok := a.partial[e.Rq]; ok {
+		p, ok := a.partial[e.Rq]
+		if ok {
 			e.Bytes += p.Bytes
+		} else if len(a.partial) >= MaxPartial {
+			a.overPartial++
+			return
 		}
 		a.partial[e.Rq] = *e
 		return

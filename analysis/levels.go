@@ -1,6 +1,8 @@
 package analysis
 
 import (
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/etcdscope/etcdscope/analysis/stats"
@@ -32,7 +34,18 @@ type LevelRow struct {
 	// device_flush. Device is then the loop disk (major:minor), FS the
 	// backing file's filesystem.
 	Untraced string `json:"untraced,omitempty"`
+	// Folded, when not 0, marks the one row of its level that sums the
+	// devices past MaxLevelRows (Device and FS empty): how many.
+	Folded int64 `json:"folded_devices,omitempty"`
 }
+
+// MaxLevelRows bounds the devices each level of the stacked table keeps
+// apart: a stack has a few (a loop device and its host filesystem; a dm
+// device and its disks), and a hostile recording of 50,000 dm devices
+// held 457 MiB (its page 841 MiB). Past it the device with the fewest L1
+// fsyncs is folded into one row of its level (LevelRow.Folded), as a
+// report's groups are (MaxGroups).
+const MaxLevelRows = 16
 
 // BuildLevels returns the per-level table for records whose flushes nested
 // host-level fsyncs (Request.Host) or that ran on a device-mapper device
@@ -47,7 +60,7 @@ func BuildLevels(recs []FsyncRecord) []LevelRow {
 
 // levelsAcc accumulates BuildLevels' table one record at a time.
 type levelsAcc struct {
-	l1, l2, l3 map[string]*levelAcc
+	l1, l2, l3 *levelSet
 	any        bool
 	untraced   map[[2]string]bool // {loop disk, backing filesystem} without a host level
 }
@@ -63,15 +76,52 @@ type levelAcc struct {
 }
 
 func newLevelsAcc() *levelsAcc {
-	return &levelsAcc{l1: map[string]*levelAcc{}, l2: map[string]*levelAcc{}, l3: map[string]*levelAcc{}}
+	return &levelsAcc{l1: newLevelSet(), l2: newLevelSet(), l3: newLevelSet()}
 }
 
-func (l *levelsAcc) get(m map[string]*levelAcc, dev, fs string) *levelAcc {
+// levelSet is one level's rows by device, at most MaxLevelRows apart and
+// the rest folded into other.
+type levelSet struct {
+	m      map[string]*levelAcc
+	other  *levelAcc // nil until a device is folded
+	folded int64
+}
+
+func newLevelSet() *levelSet { return &levelSet{m: map[string]*levelAcc{}} }
+
+func (l *levelsAcc) get(s *levelSet, dev, fs string) *levelAcc {
 	k := dev + "\x00" + fs
-	if m[k] == nil {
-		m[k] = &levelAcc{dev: dev, fs: fs}
+	if a := s.m[k]; a != nil {
+		return a
 	}
-	return m[k]
+	if len(s.m) >= MaxLevelRows {
+		var vk string
+		var v *levelAcc
+		for k, a := range s.m { // the fewest L1 fsyncs, then calls; the least key of equals
+			if v == nil || a.l1 < v.l1 || a.l1 == v.l1 && (a.totals.Count() < v.totals.Count() || a.totals.Count() == v.totals.Count() && k < vk) {
+				vk, v = k, a
+			}
+		}
+		if s.other == nil {
+			s.other = &levelAcc{}
+		}
+		s.other.fold(v)
+		s.folded++
+		delete(s.m, vk)
+	}
+	a := &levelAcc{dev: dev, fs: fs}
+	s.m[k] = a
+	return a
+}
+
+// fold adds f's calls to a's.
+func (a *levelAcc) fold(f *levelAcc) {
+	a.totals.Merge(&f.totals)
+	mergeSeries(a.layers[:], f.layers[:])
+	a.flushes += f.flushes
+	a.l1 += f.l1
+	a.nested += f.nested
+	a.flushNs += f.flushNs
 }
 
 func (a *levelAcc) add(r *FsyncRecord) {
@@ -161,13 +211,23 @@ func (l *levelsAcc) rows() []LevelRow {
 		return nil
 	}
 	var l1n int64
-	for _, a := range l.l1 {
+	for _, a := range l.l1.m {
 		l1n += a.l1
 	}
-	rows := func(level string, m map[string]*levelAcc, l1count int64) []LevelRow {
+	if l.l1.other != nil {
+		l1n += l.l1.other.l1
+	}
+	rows := func(level string, s *levelSet, l1count int64) []LevelRow {
 		var out []LevelRow
-		for _, a := range m {
+		accs := slices.Collect(maps.Values(s.m))
+		if s.other != nil {
+			accs = append(accs, s.other)
+		}
+		for _, a := range accs {
 			row := LevelRow{Level: level, Device: a.dev, FS: a.fs, Total: a.totals.Summary()}
+			if a == s.other {
+				row.Folded = s.folded
+			}
 			for i, n := range LayerNames {
 				st := a.layers[i].Summary()
 				if n == LayerDM && st.Sum == 0 {
@@ -191,7 +251,12 @@ func (l *levelsAcc) rows() []LevelRow {
 			}
 			out = append(out, row)
 		}
-		sort.Slice(out, func(i, j int) bool { return out[i].Device < out[j].Device })
+		sort.Slice(out, func(i, j int) bool {
+			if fi, fj := out[i].Folded > 0, out[j].Folded > 0; fi != fj {
+				return fj // the folded row last
+			}
+			return out[i].Device < out[j].Device
+		})
 		return out
 	}
 	out := append(append(rows("L1", l.l1, 0), rows("L2", l.l2, l1n)...), rows("L3", l.l3, l1n)...)

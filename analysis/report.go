@@ -81,6 +81,10 @@ type Group struct {
 	// blocked (fsync --sched; SchedNames), each with its share of the
 	// group's summed wall time. Absent without --sched.
 	OtherSplit []LayerStat `json:"other_split,omitempty"`
+	// Folded, when not 0, marks the one group that sums the groups past
+	// MaxGroups (its Key is zero): how many groups were folded into it.
+	// It comes last, whatever its count, and its verdict is VerdictNA.
+	Folded int64 `json:"folded_groups,omitempty"`
 	// Disk says whether the calls pay a fixed price per flush or wait
 	// behind other I/O (DiskVerdict); absent when neither holds.
 	Disk *DiskVerdict `json:"disk_verdict,omitempty"`
@@ -123,6 +127,11 @@ type Report struct {
 	// carries lost_events and missed_events as null, never 0, and the
 	// table says "unknown".
 	LossUnknown string `json:"loss_unknown,omitempty"`
+	// DroppedEnters and DroppedPartials count the fsync enters and partial
+	// block completions the attribution did not hold, past MaxInflight and
+	// MaxPartial (Attributor.Overflow): a capture's replay sets them.
+	DroppedEnters   uint64 `json:"dropped_enters,omitempty"`
+	DroppedPartials uint64 `json:"dropped_partial_completions,omitempty"`
 }
 
 // DiskCache is one disk's write cache, from its queue in sysfs when the
@@ -178,8 +187,8 @@ func (r Report) MarshalJSON() ([]byte, error) {
 // records with their requests (kilobytes a call). The zero value is not ready: use
 // NewReportBuilder. Not safe for concurrent use.
 type ReportBuilder struct {
-	groups map[GroupKey]*groupAcc
-	writes map[GroupKey]*writeAcc
+	groups groupSet[groupAcc, *groupAcc]
+	writes groupSet[writeAcc, *writeAcc]
 	last   *groupAcc // the group of the previous call: the next is most often in it too
 	levels *levelsAcc
 	count  int64
@@ -203,7 +212,7 @@ type groupAcc struct {
 
 // NewReportBuilder returns an empty builder.
 func NewReportBuilder() *ReportBuilder {
-	return &ReportBuilder{groups: map[GroupKey]*groupAcc{}, writes: map[GroupKey]*writeAcc{}, levels: newLevelsAcc()}
+	return &ReportBuilder{groups: newGroupSet[groupAcc](), writes: newGroupSet[writeAcc](), levels: newLevelsAcc()}
 }
 
 // Add counts one record in its group (and in the stacked-device levels if
@@ -213,10 +222,7 @@ func (b *ReportBuilder) Add(r *FsyncRecord) {
 	k := GroupKey{PID: r.PID, Comm: r.Comm, Dev: r.Dev, DevName: r.DevName, FS: r.FS, FileKind: r.FileKind}
 	g := b.last
 	if g == nil || g.key != k { // comparing is cheaper than hashing the key's strings
-		if g = b.groups[k]; g == nil {
-			g = &groupAcc{key: k}
-			b.groups[k] = g
-		}
+		g = b.groups.get(k)
 		b.last = g
 	}
 	g.totals.Add(r.TotalNs)
@@ -251,8 +257,9 @@ func (b *ReportBuilder) Add(r *FsyncRecord) {
 // probes that could not attach. The builder stays usable.
 func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report {
 	rep := Report{Type: "summary", Version: SchemaVersion, Fsyncs: b.count, LostEvents: lost, MissedEvents: missed, Unavailable: unavailable,
-		Groups: make([]Group, 0, len(b.groups))} // [] in JSON when nothing was traced, as docs/schema.md shows
-	for _, g := range b.groups {
+		Groups: make([]Group, 0, len(b.groups.held)+1)} // [] in JSON when nothing was traced, as docs/schema.md shows
+	var other *Group
+	for _, g := range b.groups.all() {
 		out := Group{Key: g.key, Flushes: g.flushes, FUAWrites: g.fuas, Errors: g.errors, WithCommit: g.commits}
 		out.Syscalls = slices.Sorted(slices.Values(g.syscalls))
 		out.Total = g.totals.Summary()
@@ -263,6 +270,12 @@ func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report
 		}
 		out.Verdict = verdict(g.key.FileKind, out.Total.P99)
 		out.Bias = Bias{LostEvents: lost, MissedRuns: missed}
+		if g == b.groups.other {
+			// Many groups' calls in one: no verdict, no disk verdict.
+			out.Folded, out.Verdict = b.groups.folded, VerdictNA
+			other = &out
+			continue
+		}
 		out.VerdictHolds = !out.Bias.IsZero() && verdictHolds(out.Verdict, out.Total.Count, g.overBudget, lost+missed)
 		out.Disk = diskVerdict(&out)
 		out.DiskWhy = diskWhy(&out)
@@ -280,6 +293,9 @@ func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report
 		}
 		return keyLess(a.Key, b.Key)
 	})
+	if other != nil {
+		rep.Groups = append(rep.Groups, *other)
+	}
 	return rep
 }
 

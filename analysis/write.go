@@ -123,6 +123,8 @@ type WriteGroup struct {
 	Errors         int64 `json:"errors"` // calls that returned < 0
 	// OtherSplit: as Group.OtherSplit (fsync --sched).
 	OtherSplit []LayerStat `json:"other_split,omitempty"`
+	// Folded: as Group.Folded (the write groups past MaxGroups).
+	Folded int64 `json:"folded_groups,omitempty"`
 }
 
 type writeAcc struct {
@@ -139,11 +141,7 @@ type writeAcc struct {
 // AddWrite counts one write record in its group.
 func (b *ReportBuilder) AddWrite(r *WriteRecord) {
 	k := GroupKey{PID: r.PID, Comm: r.Comm, Dev: r.Dev, DevName: r.DevName, FS: r.FS, FileKind: r.FileKind}
-	g := b.writes[k]
-	if g == nil {
-		g = &writeAcc{key: k}
-		b.writes[k] = g
-	}
+	g := b.writes.get(k)
 	g.totals.Add(r.TotalNs)
 	for i, n := range WriteLayerNames {
 		g.layers[i].Add(r.Layers.Get(n))
@@ -162,11 +160,17 @@ func (b *ReportBuilder) AddWrite(r *WriteRecord) {
 // writeGroups summarises the write groups, largest first.
 func (b *ReportBuilder) writeGroups() []WriteGroup {
 	var out []WriteGroup
-	for _, g := range b.writes {
+	var other *WriteGroup
+	for _, g := range b.writes.all() {
 		wg := WriteGroup{Key: g.key, Syscalls: slices.Sorted(slices.Values(g.syscalls)), Total: g.totals.Summary(),
 			Throttles: g.throttles, WritebackWaits: g.waits, Errors: g.errors}
 		wg.Layers = layerStats(WriteLayerNames, g.layers[:], wg.Total)
 		wg.OtherSplit = g.other.stats(wg.Total)
+		if g == b.writes.other {
+			wg.Folded = b.writes.folded
+			other = &wg
+			continue
+		}
 		out = append(out, wg)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -175,5 +179,8 @@ func (b *ReportBuilder) writeGroups() []WriteGroup {
 		}
 		return keyLess(out[i].Key, out[j].Key)
 	})
+	if other != nil {
+		out = append(out, *other)
+	}
 	return out
 }

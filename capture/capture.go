@@ -296,6 +296,30 @@ type Reader struct {
 	path     string
 }
 
+// MaxFacts bounds the device and backing facts a Reader holds (a run
+// asks about each device it sees once: a host has a few dozen), and
+// MaxFactBytes each fact's names and path together: a capture of 178 MB
+// of device lines held 608 MiB. Past either, the Reader fails with
+// ErrTooLarge.
+const (
+	MaxFacts     = 4096
+	MaxFactBytes = 8 << 10
+)
+
+// ErrTooLarge is returned (wrapped, with what passed its bound) by the
+// Reader for a capture with more facts than MaxFacts or a larger one
+// than MaxFactBytes.
+var ErrTooLarge = errors.New("more than a capture holds")
+
+// factBytes is what a fact holds in names and path.
+func factBytes(name, path string, disks int, names []string) int {
+	n := len(name) + len(path) + 8*disks
+	for _, s := range names {
+		n += len(s)
+	}
+	return n
+}
+
 // ErrNotCapture is returned by NewReader when the first line is not a
 // capture header.
 var ErrNotCapture = errors.New("not a capture (no capture/v1 header line)")
@@ -391,11 +415,19 @@ func (r *Reader) next() (*line, error) {
 			if l.Dev == nil {
 				return nil, fmt.Errorf("line %d: device fact without dev", r.n)
 			}
+			_, seen := r.devices[*l.Dev]
+			if err := r.checkFact(len(r.devices), !seen, factBytes(l.Name, "", len(l.Disks), l.DiskNames)); err != nil {
+				return nil, err
+			}
 			r.devices[*l.Dev] = Device{Dev: *l.Dev, Name: l.Name, Disks: l.Disks, DiskNames: l.DiskNames}
 			continue
 		case "backing":
 			if l.Disk == nil {
 				return nil, fmt.Errorf("line %d: backing fact without disk", r.n)
+			}
+			_, seen := r.backings[*l.Disk]
+			if err := r.checkFact(len(r.backings), !seen, factBytes(l.FSType, l.Path, 0, nil)); err != nil {
+				return nil, err
 			}
 			bk := Backing{Disk: *l.Disk, OK: l.OK, Path: l.Path, Ino: l.Ino, FS: l.FSType}
 			if l.Dev != nil {
@@ -406,6 +438,18 @@ func (r *Reader) next() (*line, error) {
 		}
 		return &l, nil
 	}
+}
+
+// checkFact fails for a fact past MaxFactBytes, or a new one (held facts
+// of its kind) past MaxFacts.
+func (r *Reader) checkFact(held int, isNew bool, size int) error {
+	if size > MaxFactBytes {
+		return fmt.Errorf("line %d: %w: a fact of %d bytes (at most %d)", r.n, ErrTooLarge, size, MaxFactBytes)
+	}
+	if isNew && held >= MaxFacts {
+		return fmt.Errorf("line %d: %w: more than %d device or backing facts", r.n, ErrTooLarge, MaxFacts)
+	}
+	return nil
 }
 
 func dev(d *event.Dev) event.Dev {

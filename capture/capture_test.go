@@ -3,6 +3,7 @@ package capture
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/netip"
 	"reflect"
@@ -136,5 +137,36 @@ func TestNotCapture(t *testing.T) {
 	var ev event.Any
 	if err := r.ReadEvent(&ev); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("peer line in an fsync read: %v", err)
+	}
+}
+
+// TestReaderFactsBounded: a capture of more than MaxFacts device facts,
+// or of one fact larger than MaxFactBytes, fails with ErrTooLarge where
+// it passes the bound, and the facts before it are read.
+func TestReaderFactsBounded(t *testing.T) {
+	head := `{"type":"capture","v":1,"schema":"capture/v1","tracer":"fsync","command":"fsync"}` + "\n"
+	var b strings.Builder
+	b.WriteString(head)
+	for i := range MaxFacts + 1 {
+		fmt.Fprintf(&b, `{"type":"device","dev":%d,"name":"d%d"}`+"\n", i+1, i)
+	}
+	b.WriteString(`{"type":"device","dev":1,"name":"again"}` + "\n")
+	r, err := NewReader(strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev event.Any
+	if err := r.ReadEvent(&ev); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("%d device facts: %v, want ErrTooLarge", MaxFacts+1, err)
+	}
+	if d, ok := r.Device(event.Dev(MaxFacts)); !ok || d.Name != fmt.Sprintf("d%d", MaxFacts-1) {
+		t.Errorf("the last fact held: %+v %v", d, ok)
+	}
+	big := head + `{"type":"backing","disk":1,"ok":true,"path":"/` + strings.Repeat("p", MaxFactBytes) + `"}` + "\n"
+	if r, err = NewReader(strings.NewReader(big)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ReadEvent(&ev); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("a fact of %d bytes: %v, want ErrTooLarge", MaxFactBytes+1, err)
 	}
 }

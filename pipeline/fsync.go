@@ -128,6 +128,10 @@ func NewFsync(cfg FsyncConfig) *Fsync {
 // already in the ring buffer, later ones are left out.
 func (p *Fsync) StopAfter(ns uint64) { p.stopNs.Store(ns) }
 
+// Overflow returns the attribution's enters and partial completions not
+// held (analysis.Attributor.Overflow); call it after Run.
+func (p *Fsync) Overflow() (enters, partials uint64) { return p.attr.Overflow() }
+
 // DecodeErrors returns how many records the source could not decode.
 func (p *Fsync) DecodeErrors() uint64 { return p.decErrs.Load() }
 

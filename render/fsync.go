@@ -28,6 +28,10 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 	for _, u := range r.Unavailable {
 		fmt.Fprintf(bw, "unavailable: %s\n", u)
 	}
+	if r.DroppedEnters > 0 || r.DroppedPartials > 0 {
+		fmt.Fprintf(bw, "not held: %d fsync enters past the %d in flight at once, %d partial block completions past the %d held (calls longer than 2 s may miss events; requests may miss bytes)\n",
+			r.DroppedEnters, analysis.MaxInflight, r.DroppedPartials, analysis.MaxPartial)
+	}
 	for _, d := range r.Disks {
 		if line := DiskCacheLine(d); line != "" {
 			fmt.Fprintln(bw, line)
@@ -36,7 +40,11 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 	shown := make([]bool, len(r.Writes)) // write groups printed under their fsync group
 	for i := range r.Groups {
 		g := &r.Groups[i]
-		fmt.Fprintf(bw, "\n%s\n", groupTitle(g.Key, g.Syscalls))
+		if g.Folded > 0 {
+			fmt.Fprintf(bw, "\n%s  [%s]\n", FoldedTitle(g.Folded), strings.Join(g.Syscalls, ","))
+		} else {
+			fmt.Fprintf(bw, "\n%s\n", groupTitle(g.Key, g.Syscalls))
+		}
 		layerTable(bw, g.Total, g.Layers, g.OtherSplit)
 		fua := ""
 		if g.FUAWrites > 0 {
@@ -59,6 +67,10 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			fmt.Fprintf(bw, "  verdict: OVER BUDGET, p99 %s ms exceeds etcd's WAL fsync budget of %v; most time in %s (%.0f%%)\n",
 				Ms(g.Total.P99), analysis.WALFsyncBudget, d.Name, 100*d.Share)
 		default:
+			if g.Folded > 0 {
+				fmt.Fprintf(bw, "  verdict: n/a (the calls of %d groups together)\n", g.Folded)
+				break
+			}
 			fmt.Fprintf(bw, "  verdict: n/a (etcd's %v budget is for WAL fsyncs)\n", analysis.WALFsyncBudget)
 		}
 		if g.Disk != nil {
@@ -99,7 +111,7 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			}
 		}
 		for j := range r.Writes {
-			if r.Writes[j].Key == g.Key {
+			if r.Writes[j].Key == g.Key && r.Writes[j].Folded == 0 && g.Folded == 0 {
 				shown[j] = true
 				fmt.Fprintf(bw, "  the write calls before them  [%s]\n", strings.Join(r.Writes[j].Syscalls, ","))
 				writeTable(bw, &r.Writes[j])
@@ -109,7 +121,11 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 	for j := range r.Writes {
 		if !shown[j] {
 			w := &r.Writes[j]
-			fmt.Fprintf(bw, "\n%s\n", groupTitle(w.Key, w.Syscalls))
+			if w.Folded > 0 {
+				fmt.Fprintf(bw, "\nwrite calls of %s  [%s]\n", FoldedTitle(w.Folded), strings.Join(w.Syscalls, ","))
+			} else {
+				fmt.Fprintf(bw, "\n%s\n", groupTitle(w.Key, w.Syscalls))
+			}
 			writeTable(bw, w)
 		}
 	}
@@ -141,6 +157,12 @@ func noCommitWhy(kind string) string {
 const otherHintShare = 0.5
 
 // groupTitle is the line above a group's table.
+// FoldedTitle names the group that sums the groups past
+// analysis.MaxGroups (analysis.Group.Folded).
+func FoldedTitle(folded int64) string {
+	return fmt.Sprintf("other (%d group%s folded: a report keeps the %d with the most calls apart)", folded, plural(folded), analysis.MaxGroups)
+}
+
 func groupTitle(k analysis.GroupKey, syscalls []string) string {
 	dev := k.Dev
 	if k.DevName != "" {
@@ -174,6 +196,15 @@ func writeTable(w io.Writer, g *analysis.WriteGroup) {
 		g.Throttles, g.WritebackWaits, g.Errors)
 }
 
+// LevelDevice names a stacked level's row: "loop0 / ext4", or the row
+// that folds the devices past analysis.MaxLevelRows.
+func LevelDevice(r *analysis.LevelRow) string {
+	if r.Folded > 0 {
+		return fmt.Sprintf("other (%d devices folded: a level keeps the %d with the most calls apart)", r.Folded, analysis.MaxLevelRows)
+	}
+	return r.Device + " / " + r.FS
+}
+
 // Levels prints the stacked-device table (analysis.BuildLevels), nothing
 // when rows is empty.
 func Levels(w io.Writer, rows []analysis.LevelRow) {
@@ -196,14 +227,14 @@ func Levels(w io.Writer, rows []analysis.LevelRow) {
 			}
 		}
 		if r.Untraced != "" {
-			fmt.Fprintf(w, "  %-5s %-22s %s\n", r.Level, r.Device+" / "+r.FS, r.Untraced)
+			fmt.Fprintf(w, "  %-5s %-22s %s\n", r.Level, LevelDevice(&r), r.Untraced)
 			continue
 		}
 		extra := ""
 		if r.NestedShare > 0 {
 			extra = fmt.Sprintf("; %.0f%% of L1's device flush", 100*r.NestedShare)
 		}
-		fmt.Fprintf(w, "  %-5s %-22s %10s %10s %10.2f  %s%s\n", r.Level, r.Device+" / "+r.FS,
+		fmt.Fprintf(w, "  %-5s %-22s %10s %10s %10.2f  %s%s\n", r.Level, LevelDevice(&r),
 			Ms(r.Total.P50), Ms(r.Total.P99), r.FlushesPerFsync, strings.Join(parts, ", "), extra)
 	}
 }

@@ -10,7 +10,23 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+	"github.com/etcdscope/etcdscope/analysis/peers"
 )
+
+// PeerLinkLabel names a link: the folded one (peers.MaxLinks) by what it
+// holds.
+func PeerLinkLabel(l *peers.LinkStats) string {
+	if l.Folded > 0 {
+		return fmt.Sprintf("other (%d links folded: a report keeps the %d that moved the most bytes apart)", l.Folded, peers.MaxLinks)
+	}
+	return l.Link.String()
+}
+
+// UnassembledLine says how many events were not assembled
+// (peers.MaxOpenConns).
+func UnassembledLine(n int) string {
+	return fmt.Sprintf("%d events not assembled: they came on connections past the %d held open at once (peers.MaxOpenConns); the links above miss them", n, peers.MaxOpenConns)
+}
 
 func ns(v int64) string {
 	if v == 0 {
@@ -29,7 +45,7 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "LINK\tOPENED/MIN\tCLOSED/MIN\tHANDSHAKE RTT p50/p99 (n)\tSRTT p50/max (conns)\tMIN RTT p50\tSETUP p50/p99 (n)\tPER-REQUEST p50/p99 (n)\tLIFETIME p50\tRETRANS")
 	for _, l := range rep.Links {
-		link := l.Link.String()
+		link := PeerLinkLabel(&l)
 		if l.Down() {
 			link += fmt.Sprintf(" PEER DOWN / UNREACHABLE (%d connects failed)", l.Failed)
 		}
@@ -50,6 +66,9 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 	}
 	if len(rep.Links) == 0 {
 		fmt.Fprintf(w, "no connections on port %d seen\n", rep.Port)
+	}
+	if rep.Unassembled > 0 {
+		fmt.Fprintln(w, UnassembledLine(rep.Unassembled))
 	}
 	if len(rep.Members) > 0 {
 		fmt.Fprintln(w)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"sort"
 
 	"github.com/etcdscope/etcdscope/analysis"
@@ -15,17 +16,30 @@ import (
 // merged_fsync records (the merge_summary line is skipped: the page
 // recomputes what it draws from the records). Of each it keeps what the
 // page draws (MergedCall), not its pairs and names: MergedBytes per call,
-// whatever its line holds.
-func ReadMerged(r io.Reader) ([]MergedCall, error) {
-	var out []MergedCall
-	err := jsonl.Scan(r, func(n int, h jsonl.Head, line []byte) error {
+// whatever its line holds, for at most MaxPageCalls calls; past that a
+// uniform sample of them (seeded the same on every run), and the counts of
+// every call. Before, every call was held: ~600 bytes each of minimal
+// lines, 1.47 GB for 2.5 M.
+func ReadMerged(r io.Reader) ([]MergedCall, MergedCounts, error) {
+	var (
+		out []MergedCall
+		n   MergedCounts
+		rng = rand.New(rand.NewPCG(1, 2))
+	)
+	err := jsonl.Scan(r, func(_ int, h jsonl.Head, line []byte) error {
 		switch h.Type {
 		case "merged_fsync":
 			var m merge.MergedFsync
 			if err := json.Unmarshal(line, &m); err != nil {
 				return err
 			}
-			out = append(out, MergedCall{TotalNs: m.TotalNs, Matched: m.Matched, Split: m.Split})
+			c := MergedCall{TotalNs: m.TotalNs, Matched: m.Matched, Split: m.Split}
+			n.add(&c)
+			if len(out) < MaxPageCalls {
+				out = append(out, c)
+			} else if j := rng.Int64N(n.Calls); j < MaxPageCalls {
+				out[j] = c
+			}
 		case "merge_summary":
 		default:
 			return fmt.Errorf("a %q record, not etcdscope merge output (give the output of etcdscope merge --output json)", h.Type)
@@ -33,9 +47,36 @@ func ReadMerged(r io.Reader) ([]MergedCall, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, MergedCounts{}, err
 	}
-	return out, nil
+	return out, n, nil
+}
+
+// MergedCounts counts every merged call read, where the page keeps a
+// sample of them: Calls, those with every flush Matched, and whether any
+// had time in a guest or host dm layer.
+type MergedCounts struct {
+	Calls, Matched int64
+	GuestDM        bool
+	HostDM         bool
+}
+
+func (n *MergedCounts) add(c *MergedCall) {
+	n.Calls++
+	if c.Matched {
+		n.Matched++
+	}
+	n.GuestDM = n.GuestDM || c.Split.GuestDMNs != 0
+	n.HostDM = n.HostDM || c.Split.HostDMNs != 0
+}
+
+// countMerged is the counts of ms, every call (a page given no counts).
+func countMerged(ms []MergedCall) MergedCounts {
+	var n MergedCounts
+	for i := range ms {
+		n.add(&ms[i])
+	}
+	return n
 }
 
 // MergedCall is what the page draws of one merged guest fsync (a
@@ -49,7 +90,7 @@ type MergedCall struct {
 
 // MergedBytes is what the page holds per merged call, bytes: its
 // MergedCall (120), twice while ReadMerged's slice grows, and once more
-// sorted by time when the chart is drawn.
+// sorted by time when the chart is drawn; of at most MaxPageCalls calls.
 const MergedBytes = 3 * 120
 
 // mergePart is one part of merge.Split as the merge chart draws it.
@@ -83,25 +124,16 @@ var mergeParts = []mergePart{
 // guest fsyncs at the same levels as the layer bars (all calls, the
 // slowest 10%, 1%, the slowest call), each normalised to 100% with its
 // mean time beside it; the note counts matched and unmatched calls.
-func mergeBars(ms []MergedCall) (*svgChart, []legendItem, string) {
+func mergeBars(ms []MergedCall, n MergedCounts) (*svgChart, []legendItem, string) {
 	sorted := append([]MergedCall(nil), ms...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].TotalNs < sorted[j].TotalNs })
-	matched := 0
-	for _, m := range ms {
-		if m.Matched {
-			matched++
-		}
+	if n.Calls == 0 {
+		n = countMerged(ms)
 	}
 	var drawn []mergePart
 	for _, p := range mergeParts {
-		if p.name == "guest dm" || p.name == "host dm" {
-			var ns int64
-			for _, m := range ms {
-				ns += p.get(m.Split)
-			}
-			if ns == 0 {
-				continue
-			}
+		if (p.name == "guest dm" && !n.GuestDM) || (p.name == "host dm" && !n.HostDM) {
+			continue
 		}
 		drawn = append(drawn, p)
 	}
@@ -112,6 +144,9 @@ func mergeBars(ms []MergedCall) (*svgChart, []legendItem, string) {
 	bars := meanBars(sorted, len(drawn), func(m *MergedCall, i int) int64 { return drawn[i].get(m.Split) })
 	c := normalisedBars(bars, parts, "guest, virtualization and host share of each guest fsync, by level (each bar 100%)")
 	note := fmt.Sprintf("%s merged with the hypervisor's recording (etcdscope merge), %d with every flush matched to the host's work. A guest fsync's device-flush time is split into the host's work for it (in the host's layers) and virtualization, the rest (docs/merge.md).",
-		plural(int64(len(ms)), "guest fsync"), matched)
+		plural(n.Calls, "guest fsync"), n.Matched)
+	if int64(len(ms)) < n.Calls {
+		note += fmt.Sprintf(" The bars draw a uniform sample of %d of them (a page keeps at most %d calls to draw).", len(ms), MaxPageCalls)
+	}
 	return &c, parts, note
 }

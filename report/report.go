@@ -45,12 +45,12 @@ type Input struct {
 	Writes  []analysis.WriteRecord
 	Summary analysis.Report
 	// Report and Calls, when the caller built them while the recording
-	// streamed (a pipeline.ReportSink; CallOf for each fsync, by its
-	// group), stand for Fsyncs and Writes, which are then not read: what
-	// the page keeps of a call is 72 bytes, not the record. nil: built
-	// here from Fsyncs and Writes.
+	// streamed (a pipeline.ReportSink; CallSample.Add for each fsync),
+	// stand for Fsyncs and Writes, which are then not read: what the page
+	// keeps of a call is 80 bytes, not the record, for at most
+	// MaxPageCalls calls. nil: built here from Fsyncs and Writes.
 	Report *analysis.Report
-	Calls  map[analysis.GroupKey][]Call
+	Calls  *CallSample
 	// Peers: events of a peers/v1 recording (etcdmetric.ReadRecording);
 	// nil when the recording has none, and the page says so.
 	Peers []event.Peer
@@ -66,8 +66,11 @@ type Input struct {
 	// etcdscope peers --record with --etcd-metrics); nil when it has none.
 	PeerMetric []etcdmetric.PeerComparison
 	// Merged: the guest fsyncs split across guest, virtualization and
-	// host by etcdscope merge (ReadMerged); nil when not given.
-	Merged []MergedCall
+	// host by etcdscope merge (ReadMerged: at most MaxPageCalls of them,
+	// MergedCounts counting every one; zero: Merged is every call); nil
+	// when not given.
+	Merged       []MergedCall
+	MergedCounts MergedCounts
 }
 
 // Call is what the page draws of one fsync: its times and layers (its
@@ -84,14 +87,13 @@ func CallOf(r *analysis.FsyncRecord) (analysis.GroupKey, Call) {
 		Call{StartNs: r.StartNs, EndNs: r.EndNs, TotalNs: r.TotalNs, Layers: r.Layers}
 }
 
-// callsOf files recs by group, in recording order.
-func callsOf(recs []analysis.FsyncRecord) map[analysis.GroupKey][]Call {
-	m := map[analysis.GroupKey][]Call{}
+// callsOf is the page's sample of recs.
+func callsOf(recs []analysis.FsyncRecord) *CallSample {
+	s := NewCallSample()
 	for i := range recs {
-		k, c := CallOf(&recs[i])
-		m[k] = append(m[k], c)
+		s.Add(&recs[i])
 	}
-	return m
+	return s
 }
 
 // LayerColors are the fill colours of the layers, in analysis.LayerNames
@@ -204,7 +206,8 @@ type overviewRow struct {
 type page struct {
 	Title       string
 	Generated   string
-	Fsyncs      int
+	Fsyncs      int64
+	Sampled     string // the charts draw a sample of the calls: which
 	Lost        uint64
 	LossUnknown string // analysis.Report.LossUnknown: Lost and Missed are not known
 	Missed      uint64
@@ -237,24 +240,32 @@ var tmpl = template.Must(template.New("page").Parse(pageTemplate))
 // Render writes the page for in to w.
 func Render(w io.Writer, in Input) error {
 	p := build(in)
-	if err := tmpl.Execute(w, p); err != nil {
+	// Comms, paths and names come from other users' processes and
+	// recordings: html/template escapes markup, not an ESC sequence or a
+	// C1 control, which a terminal showing the file (cat, less -r) acts
+	// on. Escaped as the terminal's output is (render.Escape).
+	t := render.NewTerminal(w)
+	if err := tmpl.Execute(t, p); err != nil {
 		return fmt.Errorf("rendering the page: %w", err)
 	}
-	return nil
+	return t.Flush()
 }
 
 func build(in Input) page {
-	rep, calls := in.Report, in.Calls
+	rep, sample := in.Report, in.Calls
 	if rep == nil {
 		r := analysis.BuildReportWrites(in.Fsyncs, in.Writes, in.Summary.LostEvents, in.Summary.MissedEvents, in.Summary.Unavailable)
-		rep, calls = &r, callsOf(in.Fsyncs)
+		rep, sample = &r, callsOf(in.Fsyncs)
 	}
-	n := 0
-	for _, cs := range calls {
-		n += len(cs)
+	if sample == nil {
+		sample = NewCallSample()
 	}
+	calls, n := sample.byGroup(), sample.Seen()
 	p := page{Title: in.Title, Generated: time.Now().UTC().Format(time.RFC3339), Fsyncs: n,
 		Lost: rep.LostEvents, Missed: rep.MissedEvents, LossUnknown: in.Summary.LossUnknown, NoFsyncs: n == 0}
+	if kept := sample.Kept(); int64(kept) < n {
+		p.Sampled = fmt.Sprintf("The charts below draw a uniform sample of %d of the %d calls (a page keeps at most %d calls to draw); the counts, percentiles and verdicts are of every call.", kept, n, MaxPageCalls)
+	}
 	for _, u := range rep.Unavailable {
 		if _, why, ok := strings.Cut(u, ": "); ok && strings.HasPrefix(why, "optional, ") {
 			p.Optional = append(p.Optional, u)
@@ -269,18 +280,7 @@ func build(in Input) page {
 		}
 	}
 	p.Legend = layerParts()
-	var t0, t1 uint64
-	first := true
-	for _, cs := range calls {
-		for _, r := range cs {
-			if first || r.StartNs < t0 {
-				t0, first = r.StartNs, false
-			}
-			if r.EndNs > t1 {
-				t1 = r.EndNs
-			}
-		}
-	}
+	t0, t1 := sample.t0, sample.t1
 	if t1 > t0 {
 		p.Span = time.Duration(t1 - t0).Round(time.Millisecond).String()
 	}
@@ -294,6 +294,9 @@ func build(in Input) page {
 		}
 		id := fmt.Sprintf("group-%d", i+1)
 		title := fmt.Sprintf("%s pid %d · %s on %s · %s files", g.Key.Comm, g.Key.PID, g.Key.FS, dev, g.Key.FileKind)
+		if g.Folded > 0 {
+			recs, title = foldedCalls(calls, groups), render.FoldedTitle(g.Folded)
+		}
 		var diskNumbers string
 		if g.Disk != nil {
 			diskNumbers = render.DiskVerdictNumbers(g.Disk)
@@ -335,7 +338,7 @@ func build(in Input) page {
 		p.LevelsNote = levelsNote(rep.Levels)
 	}
 	if len(in.Merged) > 0 {
-		p.Merge, p.MergeLegend, p.MergeNote = mergeBars(in.Merged)
+		p.Merge, p.MergeLegend, p.MergeNote = mergeBars(in.Merged, in.MergedCounts)
 	}
 	if in.PeerReport == nil {
 		in.PeerEvents = len(in.Peers)
@@ -422,6 +425,25 @@ var kindRank = map[string]int{analysis.KindWAL: 0, analysis.KindWALDir: 1, analy
 
 // sortGroups puts WAL groups first, then by kind rank, then the groups
 // with more calls first (stable: BuildReport's order breaks ties).
+// foldedCalls are the calls of the groups the report folded (those of no
+// group apart), in the order of their groups' first call.
+func foldedCalls(calls map[analysis.GroupKey][]Call, groups []analysis.Group) []Call {
+	apart := map[analysis.GroupKey]bool{}
+	for _, g := range groups {
+		if g.Folded == 0 {
+			apart[g.Key] = true
+		}
+	}
+	var out []Call
+	for k, cs := range calls {
+		if !apart[k] {
+			out = append(out, cs...)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].StartNs < out[j].StartNs })
+	return out
+}
+
 func sortGroups(gs []analysis.Group) {
 	rank := func(k string) int {
 		if r, ok := kindRank[k]; ok {
@@ -430,6 +452,9 @@ func sortGroups(gs []analysis.Group) {
 		return len(kindRank)
 	}
 	sort.SliceStable(gs, func(i, j int) bool {
+		if fi, fj := gs[i].Folded > 0, gs[j].Folded > 0; fi != fj {
+			return fj // the folded groups last
+		}
 		if ri, rj := rank(gs[i].Key.FileKind), rank(gs[j].Key.FileKind); ri != rj {
 			return ri < rj
 		}
@@ -568,7 +593,7 @@ func levelBars(rows []analysis.LevelRow) *svgChart {
 		if r.Untraced != "" {
 			continue // no numbers to draw: levelsNote says why
 		}
-		b := stackedBar{label: fmt.Sprintf("%s %s / %s", r.Level, r.Device, r.FS), parts: make([]float64, len(analysis.LayerNames))}
+		b := stackedBar{label: r.Level + " " + render.LevelDevice(&r), parts: make([]float64, len(analysis.LayerNames))}
 		for _, l := range r.Layers {
 			for i, n := range analysis.LayerNames {
 				if n == l.Name && r.Total.Count > 0 {
@@ -591,7 +616,11 @@ func levelsNote(rows []analysis.LevelRow) string {
 			parts = append(parts, fmt.Sprintf("%s %s/%s: %s", r.Level, r.Device, r.FS, r.Untraced))
 			continue
 		}
-		s := fmt.Sprintf("%s %s/%s: %s, %.2f flushes per L1 fsync", r.Level, r.Device, r.FS, plural(r.Total.Count, "fsync"), r.FlushesPerFsync)
+		dev := r.Device + "/" + r.FS
+		if r.Folded > 0 {
+			dev = render.LevelDevice(&r)
+		}
+		s := fmt.Sprintf("%s %s: %s, %.2f flushes per L1 fsync", r.Level, dev, plural(r.Total.Count, "fsync"), r.FlushesPerFsync)
 		if r.NestedShare > 0 {
 			s += fmt.Sprintf(", %.0f%% of L1's device-flush time", 100*r.NestedShare)
 		}
@@ -902,7 +931,7 @@ func peerChart(rep *peers.Report, metric []etcdmetric.PeerComparison) (*svgChart
 	for _, l := range mergeStreams(rep.Links) {
 		in := etcdmetric.InputFromLink(l, window)
 		pred := etcdmetric.Predict(in)
-		r := row{label: l.Link.String(), vals: []float64{
+		r := row{label: render.PeerLinkLabel(&l), vals: []float64{
 			float64(l.HandshakeRTT.P50) / 1e9, float64(l.Setup.P50) / 1e9, float64(l.SRTT.P50) / 1e9, l.PerRequest.Mean() / 1e9, pred.Mean}}
 		if len(metric) > 0 {
 			v, ok := measured[l.Link.Peer.Unmap()]
@@ -920,6 +949,9 @@ func peerChart(rep *peers.Report, metric []etcdmetric.PeerComparison) (*svgChart
 	}
 	note := fmt.Sprintf("%d peer events over %s, %d links. The model (analysis/etcdmetric) replays etcd's probers: one dials a new connection per probe, so on links where that costs more than a kept-alive round trip the metric reads above the network RTT.",
 		rep.Events, window.Round(time.Millisecond), len(rows))
+	if rep.Unassembled > 0 {
+		note += " " + render.UnassembledLine(rep.Unassembled) + "."
+	}
 	if len(metric) > 0 {
 		note += fmt.Sprintf(" The purple bar is etcd's own etcd_network_peer_round_trip_time_seconds over the recording (mean of every prober's observations for that peer; %d series).", len(metric))
 		if unmatched > 0 {

@@ -346,7 +346,7 @@ func mergedFsyncs(n int) []MergedCall {
 // level, each 100% wide in the split's proportions; ReadMerged reads
 // merge's JSON output and refuses another recording.
 func TestMergeBars(t *testing.T) {
-	c, legend, note := mergeBars(mergedFsyncs(20))
+	c, legend, note := mergeBars(mergedFsyncs(20), MergedCounts{})
 	// No call has a dm layer: the dm parts are left out of the legend.
 	if len(legend) != len(mergeParts)-2 || !strings.Contains(note, "20 guest fsyncs") || !strings.Contains(note, "10 with every flush matched") {
 		t.Errorf("legend %d items, note %q", len(legend), note)
@@ -359,7 +359,7 @@ func TestMergeBars(t *testing.T) {
 		s.GuestDMNs, s.GuestOtherNs = s.GuestOtherNs/2, s.GuestOtherNs-s.GuestOtherNs/2
 		s.HostDMNs, s.HostDeviceFlushNs = s.HostDeviceFlushNs/5, s.HostDeviceFlushNs-s.HostDeviceFlushNs/5
 	}
-	dc, dlegend, _ := mergeBars(dm)
+	dc, dlegend, _ := mergeBars(dm, MergedCounts{})
 	colors := map[string]string{}
 	for _, l := range dlegend {
 		colors[l.Name] = l.Color
@@ -406,11 +406,11 @@ func TestMergeBars(t *testing.T) {
 		b.Write(append(line, '\n'))
 	}
 	b.WriteString(`{"type":"merge_summary","v":1}` + "\n")
-	ms, err := ReadMerged(&b)
+	ms, _, err := ReadMerged(&b)
 	if err != nil || len(ms) != 3 || ms[2].Split.VirtualizationNs != 3_000_000 {
 		t.Errorf("ReadMerged: %d records, %v", len(ms), err)
 	}
-	if _, err := ReadMerged(strings.NewReader(`{"type":"fsync","v":1}`)); err == nil {
+	if _, _, err := ReadMerged(strings.NewReader(`{"type":"fsync","v":1}`)); err == nil {
 		t.Error("ReadMerged took an fsync recording")
 	}
 	in := readTestdata(t)

@@ -23,15 +23,18 @@ type PeersReport struct {
 	RingPeakBytes uint64 `json:"ring_peak_bytes,omitempty"`
 	// Owners: how the owners of sockets with no known opener were found
 	// (in the background, off the reader's path); nil in a replay.
-	Owners       *OwnerLookups     `json:"owner_lookups,omitempty"`
-	Links        []peers.LinkStats `json:"links"`
-	MetricsURL   string            `json:"metrics_url,omitempty"`
-	MetricsError string            `json:"metrics_error,omitempty"`
-	MemberPID    int               `json:"member_pid,omitempty"`
-	Metric       []PeerComparison  `json:"metric,omitempty"`
-	Resets       []Key             `json:"metric_resets,omitempty"`
-	Members      []Member          `json:"members,omitempty"`
-	MembersError string            `json:"members_error,omitempty"`
+	Owners *OwnerLookups     `json:"owner_lookups,omitempty"`
+	Links  []peers.LinkStats `json:"links"`
+	// Unassembled: events of connections past peers.MaxOpenConns open at
+	// once, counted, not assembled (peers.Report.Unassembled).
+	Unassembled  int              `json:"unassembled_events,omitempty"`
+	MetricsURL   string           `json:"metrics_url,omitempty"`
+	MetricsError string           `json:"metrics_error,omitempty"`
+	MemberPID    int              `json:"member_pid,omitempty"`
+	Metric       []PeerComparison `json:"metric,omitempty"`
+	Resets       []Key            `json:"metric_resets,omitempty"`
+	Members      []Member         `json:"members,omitempty"`
+	MembersError string           `json:"members_error,omitempty"`
 	// LeaderWarning: FarLeader in words, empty here: render fills it.
 	LeaderWarning string     `json:"leader_warning,omitempty"`
 	FarLeader     *FarLeader `json:"-"`

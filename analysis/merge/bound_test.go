@@ -86,3 +86,21 @@ func TestHostIndexCap(t *testing.T) {
 		t.Fatalf("one write more: %v", err)
 	}
 }
+
+// TestHostIndexFilesCap: reads of MaxHostFiles distinct files are
+// indexed (no flush or write among them: MaxHostRecords does not count
+// them); one file more fails with ErrHostTooLarge.
+func TestHostIndexFilesCap(t *testing.T) {
+	x := &HostIndex{paths: map[string]string{}}
+	for i := range MaxHostFiles {
+		if err := x.addIO(&HostIO{Op: "pread64", Path: fmt.Sprintf("/f%d", i), StartNs: 1, EndNs: 2, Ret: 1}); err != nil {
+			t.Fatalf("file %d: %v", i+1, err)
+		}
+	}
+	if err := x.addFsync(&analysis.FsyncRecord{Path: "/f0", Ret: -5}); err != nil {
+		t.Fatalf("a failed fsync of a file counted: %v", err)
+	}
+	if err := x.addFsync(&analysis.FsyncRecord{Path: "/one-more", Ret: -5}); !errors.Is(err, ErrHostTooLarge) {
+		t.Fatalf("one file more: %v", err)
+	}
+}

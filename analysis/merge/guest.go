@@ -75,15 +75,15 @@ func NewGuestIndex(opt Options) *GuestIndex {
 // Add indexes guest record r, found at at in the recording; it fails with
 // ErrGuestTooLarge past MaxGuestCalls or MaxGuestFlushes.
 func (g *GuestIndex) Add(r *analysis.FsyncRecord, at jsonl.Span) error {
-	if g.opt.GuestDev != "" && r.DevName != g.opt.GuestDev && r.Dev != g.opt.GuestDev {
-		return nil
-	}
-	if g.opt.GuestDev == "" && !g.devs[r.DevName] {
+	if !g.devs[r.DevName] {
 		if len(g.devs) < MaxGuestDevices {
 			g.devs[r.DevName] = true
 		} else {
 			g.moreDevs++
 		}
+	}
+	if g.opt.GuestDev != "" && r.DevName != g.opt.GuestDev && r.Dev != g.opt.GuestDev {
+		return nil
 	}
 	c := guestCall{startNs: r.StartNs, at: at, first: uint32(len(g.flushes))}
 	for _, q := range r.Requests {
@@ -104,9 +104,8 @@ func (g *GuestIndex) Add(r *analysis.FsyncRecord, at jsonl.Span) error {
 }
 
 // Devices returns the device names (dev_name) of the records added, sorted
-// (with Options.GuestDev set, none: every record added was on it), at most
-// MaxGuestDevices of them; more reports whether records on other devices
-// were added too.
+// (Options.GuestDev's and the others), at most MaxGuestDevices of them;
+// more reports whether records on other devices were added too.
 func (g *GuestIndex) Devices() (names []string, more bool) {
 	for d := range g.devs {
 		names = append(names, d)
@@ -114,6 +113,9 @@ func (g *GuestIndex) Devices() (names []string, more bool) {
 	sort.Strings(names)
 	return names, g.moreDevs > 0
 }
+
+// Calls is how many calls on the merged device were indexed.
+func (g *GuestIndex) Calls() int { return len(g.calls) }
 
 // pairs sorts the calls by start and returns their flush requests as the
 // fit's pairs, by issue, and, for each call i, the indices of its pairs,

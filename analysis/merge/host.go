@@ -180,6 +180,14 @@ func scanHost(r io.Reader, io func(*HostIO) error, fsync func(*analysis.FsyncRec
 // and a few writes: the guest's cap, MaxGuestFlushes, is the same count.
 const MaxHostRecords = 2 << 20
 
+// MaxHostFiles bounds the distinct files of a host recording a HostIndex
+// counts (each held once, with its counts and threads: about 700 bytes),
+// reads and failed calls included, which MaxHostRecords does not count: a
+// hypervisor opens its images, firmware and kernel, a few dozen files; a
+// hostile recording of 600,000 paths held 424 MiB. Past it, ScanHost
+// fails with ErrHostTooLarge.
+const MaxHostFiles = 4096
+
 // HostFlushBytes is what a merge holds live per host flush, bytes: the
 // index's HostFlush (112), the merge's copy with its mark (120), the
 // clock search's offsets it proposes (8 guest flushes each, about 10 bytes
@@ -254,11 +262,23 @@ func (x *HostIndex) count() error {
 	return nil
 }
 
+// countFiles fails once the files counted pass MaxHostFiles (not for a
+// recording IndexHost indexes: its records are held already).
+func (x *HostIndex) countFiles() error {
+	if len(x.images.by) > MaxHostFiles && x.records >= 0 {
+		return fmt.Errorf("%w: more than %d distinct files", ErrHostTooLarge, MaxHostFiles)
+	}
+	return nil
+}
+
 // addIO indexes one hv_io record: the counts of its image, and the
 // io_uring fsync requests and write calls a merge uses (those hostFlushes
 // and imageWrites take, of any image).
 func (x *HostIndex) addIO(io *HostIO) error {
 	x.images.addIO(io)
+	if err := x.countFiles(); err != nil {
+		return err
+	}
 	switch {
 	case io.Op == "io_uring_req" && io.Opcode == ioringOpFsync && io.EndNs >= io.StartNs:
 		x.uring = append(x.uring, HostFlush{Syscall: "io_uring_fsync", TID: io.TID, StartNs: io.StartNs, EndNs: io.EndNs,
@@ -275,6 +295,9 @@ func (x *HostIndex) addIO(io *HostIO) error {
 // the flush if it succeeded.
 func (x *HostIndex) addFsync(f *analysis.FsyncRecord) error {
 	x.images.addFsync(f)
+	if err := x.countFiles(); err != nil {
+		return err
+	}
 	if f.Ret != 0 || f.EndNs < f.StartNs {
 		return nil
 	}

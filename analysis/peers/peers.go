@@ -155,6 +155,10 @@ type LinkStats struct {
 	Retransmits uint64 `json:"retransmits"`
 	BytesAcked  uint64 `json:"bytes_acked"`
 	BytesRecv   uint64 `json:"bytes_received"`
+	// Folded, when not 0, marks the one link that sums the links past
+	// MaxLinks (its Link is zero): how many links were folded into it. It
+	// comes last; its per-request series is not kept (counted dropped).
+	Folded int `json:"folded_links,omitempty"`
 }
 
 // Down reports a peer that is down or unreachable in the window: its
@@ -182,6 +186,9 @@ type Report struct {
 	// into its link already (or never seen), whose owner stays unknown.
 	LateOwners       int `json:"late_owners,omitempty"`
 	LateOwnersMissed int `json:"late_owners_missed,omitempty"`
+	// Unassembled counts the events not folded into any connection
+	// because MaxOpenConns connections were held open already.
+	Unassembled int `json:"unassembled_events,omitempty"`
 }
 
 // Analyze assembles connections from events (in time order) and
@@ -214,8 +221,8 @@ type Assembler struct {
 	byIno       map[uint64]int // socket inode -> index in conns (PeerOwner's)
 	lateOwners  int            // PeerOwner events attached
 	lateMissed  int            // PeerOwner events with no connection left
-	done        map[Link]*linkAcc
-	doneOrder   []Link
+	unassembled int            // events past MaxOpenConns
+	done        linkSet        // the links of the connections folded
 	nextCompact int
 	n           int // events added
 	// compact's buffers, kept between calls (see compact).
@@ -233,6 +240,23 @@ const CompactAfter = time.Second
 
 // MaxSeries bounds LinkStats.PerRequestSeries per link (the most recent).
 const MaxSeries = 1 << 16
+
+// MaxLinks bounds the links a report keeps apart: a link is a direction,
+// a pid and the two addresses, and any local user can connect to the peer
+// port from as many loopback addresses as it likes (100,000 distinct
+// remotes in a 35 MB recording held 648 MiB, its JSON 951 MiB). A
+// cluster's member has a few per peer. Past MaxLinks the link that moved
+// the fewest bytes (then had the fewest connections) is folded into one
+// other link (LinkStats.Folded counts them) and the new link takes its
+// place: etcd's streams, which carry the cluster's traffic, stay apart.
+const MaxLinks = 64
+
+// MaxOpenConns bounds the connections the Assembler holds open at once
+// (a closed one is folded into its link CompactAfter later): a recording
+// of connections that never close would otherwise be held whole, one Conn
+// each. Past it, the events of a connection not held are counted
+// (Report.Unassembled), not assembled. A member holds a few per peer.
+const MaxOpenConns = 1 << 14
 
 // compactMin: the Assembler folds once it holds this many connections
 // (and then once it holds twice what the last fold kept, if more).
@@ -390,22 +414,12 @@ func (a *Assembler) compact() {
 	a.conns = a.conns[:w]
 	batch := a.batch
 	foldMirrors(batch)
-	if a.done == nil {
-		a.done = map[Link]*linkAcc{}
-	}
 	for i := range batch {
 		c := &batch[i]
 		if c.Mirror || (a.Exclude != nil && a.Exclude(c.Local)) {
 			continue
 		}
-		l := linkOf(c)
-		acc := a.done[l]
-		if acc == nil {
-			acc = &linkAcc{st: LinkStats{Link: l}}
-			a.done[l] = acc
-			a.doneOrder = append(a.doneOrder, l)
-		}
-		acc.addConn(c, defaultPerRequestMax)
+		a.done.get(linkOf(c)).addConn(c, defaultPerRequestMax)
 	}
 	clear(batch)
 	for s, i := range a.live {
@@ -446,31 +460,19 @@ func (a *Assembler) Report(opt Options) Report {
 	if window == 0 {
 		window = a.last - a.first
 	}
-	rep := Report{WindowNs: window, Events: a.n, LateOwners: a.lateOwners, LateOwnersMissed: a.lateMissed}
+	rep := Report{WindowNs: window, Events: a.n, LateOwners: a.lateOwners, LateOwnersMissed: a.lateMissed, Unassembled: a.unassembled}
 
-	byLink := map[Link]*linkAcc{}
-	var order []Link
-	for _, l := range a.doneOrder {
-		byLink[l] = a.done[l].clone()
-		order = append(order, l)
-	}
+	links := a.done.clone()
 	for i := range conns {
 		c := &conns[i]
 		if c.Mirror || opt.ExcludeLocal[c.Local] {
 			continue
 		}
-		l := linkOf(c)
-		acc := byLink[l]
-		if acc == nil {
-			acc = &linkAcc{st: LinkStats{Link: l}}
-			byLink[l] = acc
-			order = append(order, l)
-		}
-		acc.addConn(c, opt.PerRequestMax)
+		links.get(linkOf(c)).addConn(c, opt.PerRequestMax)
 	}
 	minutes := float64(window) / float64(time.Minute)
-	for _, l := range order {
-		a := byLink[l]
+	var other *LinkStats
+	for _, a := range links.all() {
 		if minutes > 0 {
 			a.st.OpenedPerMinute = float64(a.st.Opened) / minutes
 			a.st.ClosedPerMinute = float64(a.st.Closed) / minutes
@@ -487,9 +489,17 @@ func (a *Assembler) Report(opt Options) Report {
 			a.st.PerRequestSeries = a.st.PerRequestSeries[n-MaxSeries:]
 		}
 		a.st.Lifetime = a.lifetime.Summary()
+		if a == links.other {
+			a.st.Folded = links.folded
+			other = &a.st
+			continue
+		}
 		rep.Links = append(rep.Links, a.st)
 	}
 	sort.Slice(rep.Links, func(i, j int) bool { return linkLess(rep.Links[i].Link, rep.Links[j].Link) })
+	if other != nil {
+		rep.Links = append(rep.Links, *other)
+	}
 	rep.Conns = conns
 	return rep
 }
@@ -535,6 +545,10 @@ func (a *Assembler) add(e *event.Peer) {
 	}
 	i, ok := a.live[e.Socket]
 	if !ok {
+		if len(a.live) >= MaxOpenConns {
+			a.unassembled++
+			return
+		}
 		a.conns = append(a.conns, Conn{Socket: e.Socket, Direction: e.Direction, PID: e.PID, Comm: e.Comm, Local: e.Local, Remote: e.Remote})
 		i = len(a.conns) - 1
 		a.live[e.Socket] = i
@@ -642,4 +656,96 @@ func (c *Conn) isClient() bool {
 		return false
 	}
 	return c.localIsClient()
+}
+
+// linkSet holds at most MaxLinks links' accumulators and folds the rest
+// into other. The zero value is ready.
+type linkSet struct {
+	byLink map[Link]*linkAcc
+	held   []*linkAcc // a folded link's place goes to the link that displaced it
+	other  *linkAcc   // nil until a link is folded
+	folded int
+}
+
+// get returns l's accumulator, made (and another folded) if it is not held.
+func (s *linkSet) get(l Link) *linkAcc {
+	if acc := s.byLink[l]; acc != nil {
+		return acc
+	}
+	if s.byLink == nil {
+		s.byLink = map[Link]*linkAcc{}
+	}
+	acc := &linkAcc{st: LinkStats{Link: l}}
+	s.byLink[l] = acc
+	if len(s.held) < MaxLinks {
+		s.held = append(s.held, acc)
+		return acc
+	}
+	v := 0
+	for i, h := range s.held {
+		if h.weight().less(s.held[v].weight()) {
+			v = i
+		}
+	}
+	if s.other == nil {
+		s.other = &linkAcc{}
+	}
+	s.other.fold(s.held[v])
+	s.folded++
+	delete(s.byLink, s.held[v].st.Link)
+	s.held[v] = acc
+	return acc
+}
+
+// all returns the links held, and other last if any was folded.
+func (s *linkSet) all() []*linkAcc {
+	if s.other == nil {
+		return s.held
+	}
+	return append(slices.Clip(s.held), s.other)
+}
+
+// clone returns a copy of s that shares no accumulator with it.
+func (s *linkSet) clone() linkSet {
+	c := linkSet{byLink: map[Link]*linkAcc{}, folded: s.folded}
+	for _, h := range s.held {
+		acc := h.clone()
+		c.held = append(c.held, acc)
+		c.byLink[acc.st.Link] = acc
+	}
+	if s.other != nil {
+		c.other = s.other.clone()
+	}
+	return c
+}
+
+// linkWeight orders links for folding: bytes moved, then connections.
+type linkWeight struct{ bytes, conns uint64 }
+
+func (w linkWeight) less(o linkWeight) bool {
+	if w.bytes != o.bytes {
+		return w.bytes < o.bytes
+	}
+	return w.conns < o.conns
+}
+
+func (l *linkAcc) weight() linkWeight {
+	return linkWeight{l.st.BytesAcked + l.st.BytesRecv, uint64(l.st.Opened + l.st.Closed + l.st.KeptAlive + l.st.Failed)}
+}
+
+// fold adds f's connections to l's (l is the other link: f's per-request
+// series is counted dropped, not kept).
+func (l *linkAcc) fold(f *linkAcc) {
+	l.st.Opened += f.st.Opened
+	l.st.Closed += f.st.Closed
+	l.st.KeptAlive += f.st.KeptAlive
+	l.st.Failed += f.st.Failed
+	l.st.Retransmits += f.st.Retransmits
+	l.st.BytesAcked += f.st.BytesAcked
+	l.st.BytesRecv += f.st.BytesRecv
+	l.st.PerRequestSeriesDropped += f.st.PerRequestSeriesDropped + len(f.st.PerRequestSeries)
+	for _, p := range [][2]*stats.Series{{&l.hs, &f.hs}, {&l.synack, &f.synack}, {&l.srtt, &f.srtt}, {&l.minrtt, &f.minrtt},
+		{&l.perreq, &f.perreq}, {&l.lifetime, &f.lifetime}, {&l.setup, &f.setup}} {
+		p[0].Merge(p[1])
+	}
 }

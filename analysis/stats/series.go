@@ -124,3 +124,37 @@ func (s *Series) Clone() Series {
 	c.bins = slices.Clone(s.bins)
 	return c
 }
+
+// Merge adds o's values to s, as if each had been added to s (Count, Sum,
+// Min and Max exact; the quantiles binned once the two together outgrow
+// ExactLimit, or when either is binned already). o is unchanged.
+func (s *Series) Merge(o *Series) {
+	if o.count == 0 {
+		return
+	}
+	if o.bins == nil {
+		for _, v := range o.vals {
+			s.Add(v)
+		}
+		return
+	}
+	if s.count == 0 || o.minV < s.minV {
+		s.minV = o.minV
+	}
+	s.maxV = max(s.maxV, o.maxV)
+	s.count += o.count
+	s.sum += o.sum
+	if s.bins == nil {
+		s.bins = make([]uint64, platNR)
+		for _, x := range s.vals {
+			s.bins[platIndex(uint64(x))]++
+		}
+		s.vals = nil
+	}
+	for i, n := range o.bins {
+		s.bins[i] += n
+	}
+}
+
+// Count is how many values were added.
+func (s *Series) Count() int64 { return s.count }

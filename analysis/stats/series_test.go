@@ -116,3 +116,33 @@ func BenchmarkSeriesAdd(b *testing.B) {
 		s.Add(v >> 40)
 	}
 }
+
+// TestSeriesMerge: a series merged from two is the series of all their
+// values, exact or binned.
+func TestSeriesMerge(t *testing.T) {
+	for _, n := range []int{0, 1, 100, ExactLimit, ExactLimit + 7} {
+		var a, b, all Series
+		for i := range n {
+			v := int64(i*7919%100003 + 1)
+			all.Add(v)
+			if i%3 == 0 {
+				a.Add(v)
+			} else {
+				b.Add(v)
+			}
+		}
+		for i := range ExactLimit + 3 { // b binned on its own when n is large
+			if n < ExactLimit {
+				break
+			}
+			v := int64(i%977 + 5)
+			b.Add(v)
+			all.Add(v)
+		}
+		a.Merge(&b)
+		ga, ge := a.Summary(), all.Summary()
+		if ga != ge {
+			t.Errorf("n=%d: merged %+v, all %+v", n, ga, ge)
+		}
+	}
+}

@@ -227,3 +227,34 @@ func TestOutsideStringsClasses(t *testing.T) {
 		})
 	}
 }
+
+// TestPageEscapesOutsideStrings: the page `report --html` writes of a
+// recording whose comm and path hold every class of hostileStrings carries
+// none of them raw (a terminal showing the file would act on them), and
+// shows them escaped as the table does (fails before: ESC and C1 raw).
+func TestPageEscapesOutsideStrings(t *testing.T) {
+	dir := t.TempDir()
+	rec, page := filepath.Join(dir, "rec.jsonl"), filepath.Join(dir, "page.html")
+	var all string
+	for _, k := range slices.Sorted(maps.Keys(hostileStrings)) {
+		all += hostileStrings[k]
+	}
+	line := `{"type":"fsync","v":1,"start_ns":1,"end_ns":2,"total_ns":1,"pid":1,"tid":1,"comm":` + jsonStringOf("e"+all) + `,"syscall":"fdatasync","path":` + jsonStringOf("/x/"+all) +
+		`,"dev":` + jsonStringOf("8:0"+all) + `,"fs":` + jsonStringOf("ext4"+all) + `,"file_kind":"wal"}` + "\n"
+	if err := os.WriteFile(rec, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reportOutput(t, "--html", page, rec)
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := rawControl(string(b)); i >= 0 {
+		t.Errorf("the page has %q raw at byte %d: %q", b[i], i, b[max(0, i-40):min(len(b), i+40)])
+	}
+	for _, k := range []string{"esc", "cr", "c1"} { // invalid UTF-8 the template makes U+FFFD
+		if w := render.Escape(hostileStrings[k]); !strings.Contains(string(b), w) {
+			t.Errorf("the page does not show %s escaped (%q)", k, w)
+		}
+	}
+}

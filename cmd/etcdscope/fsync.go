@@ -327,7 +327,7 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 	if err := out.closeLines(err); err != nil {
 		return err
 	}
-	rep, err := out.report(f, *st, p.DecodeErrors(), unavailable)
+	rep, err := out.report(f, *st, p, unavailable)
 	if err != nil {
 		return err
 	}
@@ -410,12 +410,14 @@ func (o *fsyncOutput) closeLines(runErr error) error {
 	return runErr
 }
 
-// report builds the run's report from what the sinks counted and the
-// tracer's st, finishes the capture and prints the last interval line
-// and the report.
-func (o *fsyncOutput) report(f fsyncFlags, st pipeline.Stats, decodeErrs uint64, unavailable []string) (analysis.Report, error) {
+// report builds the run's report from what the sinks counted, the
+// tracer's st and the pipeline p's counts, finishes the capture and
+// prints the last interval line and the report.
+func (o *fsyncOutput) report(f fsyncFlags, st pipeline.Stats, p *pipeline.Fsync, unavailable []string) (analysis.Report, error) {
 	monoToWall := monoToWallNs()
+	decodeErrs := p.DecodeErrors()
 	rep := o.rs.Report(st.Lost, st.Missed, unavailable)
+	rep.DroppedEnters, rep.DroppedPartials = p.Overflow()
 	rep.MonoToWallNs = monoToWall
 	rep.RingPeakBytes = st.RingPeakBytes
 	pipeline.LiveDiskCaches(&rep)

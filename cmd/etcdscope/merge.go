@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -84,10 +85,13 @@ func runMerge(args []string) error {
 		images = host.Summary.Images
 	}
 	// Several devices on either side: the user must say which pair.
-	if opt.GuestDev == "" {
-		if devs, more := guest.Devices(); len(devs) > 1 {
-			return usagef("the guest recording has fsyncs on %s: pick one with --guest-dev", listSome(devs, more))
-		}
+	if devs, more := guest.Devices(); opt.GuestDev == "" && len(devs) > 1 {
+		return usagef("the guest recording has fsyncs on %s: pick one with --guest-dev", listSome(devs, more))
+	} else if opt.GuestDev != "" && guest.Calls() == 0 && len(devs) > 0 {
+		return usagef("--guest-dev %s: the guest recording has no fsyncs on it, only on %s", opt.GuestDev, listSome(devs, more))
+	}
+	if paths := mergeCandidates(host, images); opt.Image != "" && len(paths) > 0 && !slices.Contains(paths, opt.Image) {
+		return usagef("--image %s: the hypervisor wrote or flushed no such file, only %s", opt.Image, listSome(paths, false))
 	}
 	if opt.Image == "" {
 		// Every image written or flushed is a candidate, not only the

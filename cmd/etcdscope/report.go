@@ -89,20 +89,19 @@ func runReport(args []string) error {
 	head = bytes.Clone(head) // the scan below reuses the buffer
 	// The recording streams through the live run's sink: the table and the
 	// JSON summary hold only the report's state, not the recording (a 600
-	// MB recording held whole peaked at 1.37 GB); the page draws every call
-	// and keeps what it draws of each (report.Call, 72 bytes).
+	// MB recording held whole peaked at 1.37 GB); the page keeps what it
+	// draws of each call (report.Call), of at most report.MaxPageCalls.
 	var (
-		calls map[analysis.GroupKey][]report.Call
+		calls *report.CallSample
 		count int64
 		rs    = pipeline.NewReportSink(false)
 	)
 	if *htmlOut != "" {
-		calls = map[analysis.GroupKey][]report.Call{}
+		calls = report.NewCallSample()
 	}
 	sum, err := analysis.ScanJSONL(br, func(r *analysis.FsyncRecord) error {
 		if count++; calls != nil {
-			k, c := report.CallOf(r)
-			calls[k] = append(calls[k], c)
+			calls.Add(r)
 		}
 		return rs.Fsync(r)
 	}, rs.Write)
@@ -223,7 +222,13 @@ func replayDecodeErrors(name string, n uint64) error {
 
 func replayFsync(rd *capture.Reader, name, output string, failOverBudget bool) error {
 	rs := pipeline.NewReportSink(false)
-	cfg := pipeline.FsyncConfig{Host: pipeline.ReplayHost(rd), Sinks: []pipeline.FsyncSink{rs}, Sched: rd.Header().Sched}
+	var tooLarge error // the first fact past the Reader's bounds
+	cfg := pipeline.FsyncConfig{Host: pipeline.ReplayHost(rd), Sinks: []pipeline.FsyncSink{rs}, Sched: rd.Header().Sched,
+		OnDecodeError: func(err error) {
+			if errors.Is(err, capture.ErrTooLarge) && tooLarge == nil {
+				tooLarge = err
+			}
+		}}
 	if d := rd.Header().Disk; d != "" {
 		dev, err := capture.ParseDev(d)
 		if err != nil {
@@ -248,6 +253,9 @@ func replayFsync(rd *capture.Reader, name, output string, failOverBudget bool) e
 			err = cerr
 		}
 	}
+	if tooLarge != nil {
+		return usagef("replaying %s: %v: give a capture etcdscope fsync --capture wrote", name, tooLarge)
+	}
 	if err != nil {
 		return fmt.Errorf("replaying %s: %w", name, err)
 	}
@@ -258,6 +266,7 @@ func replayFsync(rd *capture.Reader, name, output string, failOverBudget bool) e
 	rep := rs.Report(end.LostEvents, end.MissedEvents, rd.Header().Unavailable)
 	rep.MonoToWallNs = end.MonoToWallNs
 	rep.SetDiskCaches(end.DiskCaches) // the capturing machine's, not this one's
+	rep.DroppedEnters, rep.DroppedPartials = p.Overflow()
 	if !ok {
 		rep.LossUnknown = "unknown: the capture has no end line (the run was cut short)"
 	}
@@ -297,7 +306,7 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 	pr := conns.Report(peers.Options{Window: window})
 	// pr.Events: the kernel's events, not the owner events among them.
 	rep := etcdmetric.PeersReport{Port: rd.Header().Port, WindowSeconds: window.Seconds(), Events: pr.Events, LostEvents: end.LostEvents, MissedEvents: end.MissedEvents}
-	rep.Links = pr.Links
+	rep.Links, rep.Unassembled = pr.Links, pr.Unassembled
 	if output == "json" {
 		enc := json.NewEncoder(render.JSONText(peersStdout))
 		enc.SetIndent("", "  ")
@@ -312,14 +321,14 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 
 // writeHTMLReport renders the page (package report) to out, with the peers
 // recording and the merge output if given.
-func writeHTMLReport(out, name, peersPath, mergePath string, calls map[analysis.GroupKey][]report.Call, page *analysis.Report, sum analysis.Report) error {
+func writeHTMLReport(out, name, peersPath, mergePath string, calls *report.CallSample, page *analysis.Report, sum analysis.Report) error {
 	in := report.Input{Title: filepath.Base(name), Summary: sum, Report: page, Calls: calls}
 	if mergePath != "" {
 		f, err := safefile.OpenInput(mergePath)
 		if err != nil {
 			return usagef("--merge: %v: give the output of etcdscope merge --output json", err)
 		}
-		in.Merged, err = report.ReadMerged(f)
+		in.Merged, in.MergedCounts, err = report.ReadMerged(f)
 		f.Close()
 		if err != nil {
 			return usagef("--merge %s: %v", mergePath, err)

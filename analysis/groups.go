@@ -1,0 +1,150 @@
+package analysis
+
+import (
+	"slices"
+
+	"github.com/etcdscope/etcdscope/analysis/stats"
+)
+
+// MaxGroups bounds the groups a report keeps apart, fsync groups and
+// write groups each: a group is a process, a device, a filesystem and a
+// file kind, and any local user can make processes that fsync, one group
+// each (50,000 pids in an 18 MB recording held 385 MiB, and their page
+// 1.15 GB). A run on an etcd node has a handful: etcd's WAL, its
+// directory, the backend and snapshots, and a few other processes'.
+// Past MaxGroups, the group with the fewest calls is folded into one
+// "other" group (Group.Folded counts the groups in it) and the new group
+// takes its place: the groups of etcd's own files (WAL, WAL directory,
+// backend, snapshot) are folded only when all groups held are, so a flood
+// of one-shot processes folds into other and leaves them apart. A group
+// folded and seen again starts a new row (its earlier calls stay in
+// other): every call is counted once, in one row.
+const MaxGroups = 32
+
+// groupAccumulator is what a groupSet holds: a group's accumulated calls
+// (groupAcc, writeAcc).
+type groupAccumulator[T any] interface {
+	*T
+	groupKey() GroupKey
+	setKey(GroupKey)
+	calls() int64
+	fold(from *T) // add from's calls to this group's
+}
+
+// groupSet holds at most MaxGroups groups by key and folds the rest
+// into other. The zero value is not ready: use newGroupSet.
+type groupSet[T any, P groupAccumulator[T]] struct {
+	byKey  map[GroupKey]P
+	held   []P // a folded group's place goes to the group that displaced it
+	other  P   // nil until a group is folded
+	folded int64
+}
+
+func newGroupSet[T any, P groupAccumulator[T]]() groupSet[T, P] {
+	return groupSet[T, P]{byKey: map[GroupKey]P{}}
+}
+
+// get returns k's group, made (and another folded) if it is not held.
+func (s *groupSet[T, P]) get(k GroupKey) P {
+	if g := s.byKey[k]; g != nil {
+		return g
+	}
+	g := P(new(T))
+	g.setKey(k)
+	s.byKey[k] = g
+	if len(s.held) < MaxGroups {
+		s.held = append(s.held, g)
+		return g
+	}
+	v := s.victim()
+	if s.other == nil {
+		s.other = P(new(T))
+	}
+	s.other.fold(s.held[v])
+	s.folded++
+	delete(s.byKey, s.held[v].groupKey())
+	s.held[v] = g
+	return g
+}
+
+// victim is the place of the group to fold: the fewest calls, a group
+// of etcd's own files only when every group held is one; the first of
+// equals.
+func (s *groupSet[T, P]) victim() int {
+	best := 0
+	rank := func(g P) (bool, int64) { return etcdKind(g.groupKey().FileKind), g.calls() }
+	bk, bn := rank(s.held[0])
+	for i, g := range s.held[1:] {
+		if k, n := rank(g); (!k && bk) || (k == bk && n < bn) {
+			best, bk, bn = i+1, k, n
+		}
+	}
+	return best
+}
+
+// all returns the groups held, and other last if any was folded.
+func (s *groupSet[T, P]) all() []P {
+	if s.other == nil {
+		return s.held
+	}
+	return append(slices.Clip(s.held), s.other)
+}
+
+// etcdKind reports whether kind is one of etcd's own files.
+func etcdKind(kind string) bool {
+	switch kind {
+	case KindWAL, KindWALDir, KindBackend, KindSnapshot:
+		return true
+	}
+	return false
+}
+
+func (g *groupAcc) groupKey() GroupKey { return g.key }
+func (g *groupAcc) setKey(k GroupKey)  { g.key = k }
+func (g *groupAcc) calls() int64       { return g.totals.Count() }
+func (g *writeAcc) groupKey() GroupKey { return g.key }
+func (g *writeAcc) setKey(k GroupKey)  { g.key = k }
+func (g *writeAcc) calls() int64       { return g.totals.Count() }
+
+func (g *groupAcc) fold(f *groupAcc) {
+	g.totals.Merge(&f.totals)
+	mergeSeries(g.layers[:], f.layers[:])
+	g.flushes += f.flushes
+	g.fuas += f.fuas
+	g.errors += f.errors
+	g.commits += f.commits
+	g.overBudget += f.overBudget
+	g.syscalls = unionStrings(g.syscalls, f.syscalls)
+	g.other.fold(&f.other)
+}
+
+func (g *writeAcc) fold(f *writeAcc) {
+	g.totals.Merge(&f.totals)
+	mergeSeries(g.layers[:], f.layers[:])
+	g.throttles += f.throttles
+	g.waits += f.waits
+	g.errors += f.errors
+	g.syscalls = unionStrings(g.syscalls, f.syscalls)
+	g.other.fold(&f.other)
+}
+
+func (o *otherAcc) fold(f *otherAcc) {
+	o.n += f.n
+	mergeSeries(o.parts[:], f.parts[:])
+}
+
+func mergeSeries(dst, src []stats.Series) {
+	for i := range dst {
+		dst[i].Merge(&src[i])
+	}
+}
+
+// unionStrings appends to a those of b it does not hold.
+func unionStrings(a, b []string) []string {
+	for _, s := range b {
+		if !slices.Contains(a, s) {
+			a = append(a, s)
+		}
+	}
+	return a
+}

@@ -1,0 +1,122 @@
+package analysis
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestReportGroupsBounded: a report of many groups keeps MaxGroups apart
+// and folds the rest into one group that counts them; every call is
+// counted once; etcd's own groups, busy or not, are not folded by a flood
+// of one-call groups that comes first and goes on after them.
+func TestReportGroupsBounded(t *testing.T) {
+	b := NewReportBuilder()
+	rec := func(pid uint32, kind string, ns int64) {
+		b.Add(&FsyncRecord{PID: pid, Comm: "x", Dev: "8:0", FS: "ext4", FileKind: kind, Syscall: "fsync", TotalNs: ns})
+		b.AddWrite(&WriteRecord{PID: pid, Comm: "x", Dev: "8:0", FS: "ext4", FileKind: kind, Syscall: "write", TotalNs: ns})
+	}
+	const flood = 10_000
+	calls := int64(0)
+	for i := range flood {
+		rec(uint32(100_000+i), KindOther, 1000)
+		calls++
+		if i >= flood/2 && i%10 == 0 { // etcd starts in the middle of the flood
+			rec(7, KindWAL, 2000)
+			calls++
+		}
+		if i == flood/2 {
+			rec(7, KindSnapshot, 3000) // once: the fewest calls of all
+			calls++
+		}
+	}
+	rep := b.Report(0, 0, nil)
+	if len(rep.Groups) != MaxGroups+1 {
+		t.Fatalf("%d groups, want %d and other", len(rep.Groups), MaxGroups)
+	}
+	other := rep.Groups[len(rep.Groups)-1]
+	if other.Folded == 0 || other.Key != (GroupKey{}) || other.Verdict != VerdictNA {
+		t.Errorf("the last group is not the folded one: %+v", other.Key)
+	}
+	sum, folded := int64(0), int64(0)
+	var wal, snap bool
+	for _, g := range rep.Groups {
+		sum += g.Total.Count
+		if g.Folded == 0 {
+			folded++
+		}
+		switch g.Key.FileKind {
+		case KindWAL:
+			wal = g.Total.Count == flood/2/10
+		case KindSnapshot:
+			snap = g.Total.Count == 1
+		}
+	}
+	if sum != calls || rep.Fsyncs != calls {
+		t.Errorf("the groups count %d calls, the report %d, want %d", sum, rep.Fsyncs, calls)
+	}
+	// Each group is folded once (the one-call flood never comes back):
+	// the folded ones and those apart are all the groups there were.
+	if other.Folded+folded != flood+2 {
+		t.Errorf("%d folded + %d apart, want %d groups", other.Folded, folded, flood+2)
+	}
+	if !wal || !snap {
+		t.Errorf("etcd's WAL group (%d calls) or snapshot group (1 call) not kept apart whole: %v %v", flood/2/10, wal, snap)
+	}
+	if len(rep.Writes) != MaxGroups+1 || rep.Writes[MaxGroups].Folded == 0 {
+		t.Errorf("%d write groups, want %d and other", len(rep.Writes), MaxGroups)
+	}
+}
+
+// TestReportFewGroupsUnfolded: up to MaxGroups groups, none is folded.
+func TestReportFewGroupsUnfolded(t *testing.T) {
+	b := NewReportBuilder()
+	for i := range MaxGroups {
+		b.Add(&FsyncRecord{PID: uint32(i + 1), Comm: "x", FileKind: KindOther, Syscall: "fsync", TotalNs: 1})
+	}
+	rep := b.Report(0, 0, nil)
+	for _, g := range rep.Groups {
+		if g.Folded != 0 {
+			t.Fatalf("%d groups: one folded", MaxGroups)
+		}
+	}
+	if len(rep.Groups) != MaxGroups {
+		t.Errorf("%d groups, want %d", len(rep.Groups), MaxGroups)
+	}
+}
+
+// TestLevelsBounded: calls on 1,000 dm devices make MaxLevelRows rows a
+// level and one that folds the rest, every call counted once; a dm device
+// with many calls, seen last, stays apart.
+func TestLevelsBounded(t *testing.T) {
+	b := NewReportBuilder()
+	rec := func(i int) {
+		d := fmt.Sprintf("dm-%d", i)
+		b.Add(&FsyncRecord{PID: 1, Comm: "x", DevName: d, FS: "ext4", FileKind: KindWAL, Syscall: "fsync", TotalNs: 1,
+			DM: &DMLevel{Dev: "253:1", DevName: d, Targets: []string{fmt.Sprintf("8:%d", i)}}})
+	}
+	for i := range 1000 {
+		rec(i)
+	}
+	for range 5 {
+		rec(7777)
+	}
+	rep := b.Report(0, 0, nil)
+	rows := map[string][]LevelRow{}
+	for _, r := range rep.Levels {
+		rows[r.Level] = append(rows[r.Level], r)
+	}
+	for _, lv := range []string{"L1", "L2", "L3"} {
+		rs := rows[lv]
+		if len(rs) != MaxLevelRows+1 || rs[len(rs)-1].Folded != 1001-MaxLevelRows {
+			t.Fatalf("%s: %d rows, the last folding %d; want %d and %d", lv, len(rs), rs[len(rs)-1].Folded, MaxLevelRows+1, 1001-MaxLevelRows)
+		}
+		n, kept := int64(0), false
+		for _, r := range rs {
+			n += r.Total.Count
+			kept = kept || r.Total.Count == 5
+		}
+		if n != 1005 || !kept {
+			t.Errorf("%s: %d calls counted (want 1005), the busy device apart: %v", lv, n, kept)
+		}
+	}
+}

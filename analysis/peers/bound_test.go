@@ -1,0 +1,80 @@
+package peers
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/etcdscope/etcdscope/event"
+)
+
+// floodPeer is the event of connection i from remote address i (a
+// hostile local user's connection to the peer port), kind k.
+func floodPeer(i int, k event.PeerKind, t uint64) event.Peer {
+	remote := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 40000)
+	return event.Peer{Kind: k, TimeNs: t, Socket: uint64(1000 + i), Direction: event.PeerPassive,
+		Local: netip.MustParseAddrPort("127.0.0.1:2380"), Remote: remote, SRTTus: 80, MinRTTus: 80}
+}
+
+// TestAssemblerLinksBounded: connections from 10,000 distinct remotes
+// make MaxLinks links and one other link that counts the rest; every
+// connection is counted once; the link that carries the traffic (a
+// member's stream, opened first) stays apart.
+func TestAssemblerLinksBounded(t *testing.T) {
+	var a Assembler
+	stream := event.Peer{Kind: event.PeerOpen, TimeNs: 1, Socket: 1, Direction: event.PeerActive, PID: 7, Comm: "etcd",
+		Local: netip.MustParseAddrPort("127.0.0.1:50000"), Remote: netip.MustParseAddrPort("127.0.5.2:2380"), SRTTus: 50, MinRTTus: 40}
+	a.Add(&stream)
+	const flood = 10_000
+	tm := uint64(10)
+	for i := range flood {
+		tm += 1000
+		o, c := floodPeer(i, event.PeerOpen, tm), floodPeer(i, event.PeerClose, tm+500)
+		a.Add(&o)
+		a.Add(&c)
+		if i%100 == 0 {
+			s := stream
+			s.Kind, s.TimeNs, s.BytesAcked, s.BytesReceived = event.PeerRTT, tm, uint64(i)*1000, uint64(i)*1000
+			a.Add(&s)
+		}
+	}
+	rep := a.Report(Options{})
+	if len(rep.Links) != MaxLinks+1 {
+		t.Fatalf("%d links, want %d and other", len(rep.Links), MaxLinks)
+	}
+	other := rep.Links[MaxLinks]
+	if other.Folded != flood+1-MaxLinks || other.Link != (Link{}) {
+		t.Errorf("other folds %d links (want %d), link %v", other.Folded, flood+1-MaxLinks, other.Link)
+	}
+	opened, stayed := 0, false
+	for _, l := range rep.Links {
+		opened += l.Opened
+		stayed = stayed || (l.Link.FromPID == 7 && l.Opened == 1)
+	}
+	if opened != flood+1 {
+		t.Errorf("%d connections opened in the links, want %d", opened, flood+1)
+	}
+	if !stayed {
+		t.Errorf("the member's stream was folded")
+	}
+}
+
+// TestAssemblerOpenConnsBounded: connections that never close are held
+// up to MaxOpenConns; the events of those past it are counted, not
+// assembled.
+func TestAssemblerOpenConnsBounded(t *testing.T) {
+	var a Assembler
+	const extra = 100
+	for i := range MaxOpenConns + extra {
+		e := floodPeer(i, event.PeerOpen, uint64(i+1)*1000)
+		a.Add(&e)
+	}
+	e := floodPeer(MaxOpenConns+1, event.PeerRTT, uint64(MaxOpenConns+extra+1)*1000) // a later event of one not held
+	a.Add(&e)
+	rep := a.Report(Options{})
+	if rep.Unassembled != extra+1 || len(rep.Conns) != MaxOpenConns {
+		t.Errorf("%d unassembled and %d connections held, want %d and %d", rep.Unassembled, len(rep.Conns), extra+1, MaxOpenConns)
+	}
+	if rep.Events != MaxOpenConns+extra+1 {
+		t.Errorf("%d events, want every one counted", rep.Events)
+	}
+}
