@@ -34,8 +34,8 @@ func TestRenderGoldens(t *testing.T) {
 			Clock: merge.Clock{OffsetNs: -1234567890, DriftPPM: 3.25, DriftErrorPPM: 12.5, ErrorNs: 41200, Consistent: false, Pairs: 180},
 			Levels: []merge.Level{
 				{Level: "L1 guest", Device: "254:1 ext4", P50Ns: 812345, P99Ns: 4100000, FlushesPerFsync: 1.5,
-					Shares: []merge.Share{{Layer: "guest_fs_journal", Share: 0.12}, {Layer: "virtualization", Share: 0.0004}, {Layer: "host (L2)", Share: 0.61}}},
-				{Level: "L2 host", Device: "/var/lib/vm.qcow2 (qcow2, cache=none, aio=native) on vda ext4", P50Ns: 400000, P99Ns: 2500000, FlushesPerFsync: 1,
+					Shares: []merge.Share{{Layer: "guest_fs_journal", Share: 0.12}, {Layer: "virtualization", Share: 0.0004}, {Layer: "host (L0)", Share: 0.61}}},
+				{Level: "L0 host", Device: "/var/lib/vm.qcow2 (qcow2, cache=none, aio=native) on vda ext4", P50Ns: 400000, P99Ns: 2500000, FlushesPerFsync: 1,
 					Shares: []merge.Share{{Layer: "host_device_flush", Share: 0.5}}},
 			},
 			GuestFsyncs: 200, Matched: 180, Unmatched: map[string]int{merge.ReasonNoHostFlush: 15, merge.ReasonNoGuestFlush: 5},

@@ -25,6 +25,13 @@ import (
 // docs/schema.md, "fsync". Readers refuse newer versions.
 const SchemaVersion = 1
 
+// SummaryVersion is the version of merge's "merge_summary" line. 2
+// (2026-12-06): its levels are named as nested virtualization names them
+// from the bottom, "L1 guest" on "L0 host" (version 1 said "L2 host", which
+// that field reads as a guest inside the guest), the guest's share of host
+// time "host (L0)".
+const SummaryVersion = 2
+
 // HostHeader is the first record of a hypervisor recording.
 type HostHeader struct {
 	Type  string `json:"type"` // "hypervisor"

@@ -9,9 +9,10 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/stats"
 )
 
-// Level is one row of the per-level table: L1 the guest, L2 the host.
+// Level is one row of the per-level table: L1 the guest, L0 the host
+// (numbered from the bottom, as nested virtualization is).
 type Level struct {
-	Level string `json:"level"` // "L1 guest" or "L2 host"
+	Level string `json:"level"` // "L1 guest" or "L0 host"
 	// Device names the device and filesystem: the guest's disk and
 	// filesystem; the host image with its format, cache and aio mode and
 	// the host filesystem it lives on.
@@ -56,7 +57,7 @@ type Summary struct {
 
 // Summarize builds the per-level table and counts from a Result; images
 // describe the host side (from the host recording's summary), and the
-// first that matches image (or the only one) names the L2 row.
+// first that matches image (or the only one) names the L0 row.
 func Summarize(res Result, images []Image, image string) Summary {
 	var z Summarizer
 	for i := range res.Fsyncs {
@@ -114,7 +115,7 @@ func (z *Summarizer) Add(f *MergedFsync) {
 // Summary is Summarize of the calls added: res gives the counts and the
 // clock (its Fsyncs are not read).
 func (z *Summarizer) Summary(res Result, images []Image, image string) Summary {
-	s := Summary{Type: "merge_summary", V: SchemaVersion, Clock: res.Clock, GuestFsyncs: res.GuestFsyncs,
+	s := Summary{Type: "merge_summary", V: SummaryVersion, Clock: res.Clock, GuestFsyncs: res.GuestFsyncs,
 		Matched: res.Matched, Unmatched: res.Unmatched, GuestFlushes: res.GuestFlushes,
 		GuestFlushesMatched: res.GuestFlushesMatched, HostFlushes: res.HostFlushes, HostFlushesMatched: res.HostFlushesMatched,
 		Images: images, Warnings: Warnings(images)}
@@ -147,7 +148,7 @@ func (z *Summarizer) Summary(res Result, images []Image, image string) Summary {
 		FlushesPerFsync: float64(res.GuestFlushes) / n,
 		Shares: withDM([]Share{{"guest_fs_journal", share(sum.GuestFSJournalNs)}, {"guest_data_writeback", share(sum.GuestDataWritebackNs)},
 			{"guest_block_queue", share(sum.GuestBlockQueueNs)}, {"virtualization", share(sum.VirtualizationNs)},
-			{"guest_other", share(sum.GuestOtherNs)}, {"host (L2)", share(sum.HostNs())}}, 3, "guest_dm", sum.GuestDMNs)})
+			{"guest_other", share(sum.GuestOtherNs)}, {"host (L0)", share(sum.HostNs())}}, 3, "guest_dm", sum.GuestDMNs)})
 	h := stats.Summarize(hostLat)
 	hostDev := ""
 	for _, im := range images {
@@ -156,7 +157,7 @@ func (z *Summarizer) Summary(res Result, images []Image, image string) Summary {
 			break
 		}
 	}
-	s.Levels = append(s.Levels, Level{Level: "L2 host", Device: hostDev, P50Ns: h.P50, P99Ns: h.P99,
+	s.Levels = append(s.Levels, Level{Level: "L0 host", Device: hostDev, P50Ns: h.P50, P99Ns: h.P99,
 		FlushesPerFsync: float64(hostFlushReqs) / n,
 		Shares: withDM([]Share{{"host_fs_journal", share(sum.HostFSJournalNs)}, {"host_device_flush", share(sum.HostDeviceFlushNs)},
 			{"host_data_writeback", share(sum.HostDataWritebackNs)}, {"host_block_queue", share(sum.HostBlockQueueNs)},

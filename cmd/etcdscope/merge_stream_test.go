@@ -172,12 +172,15 @@ func mergePair(t *testing.T, dir string, size, skipEvery int) (guest, host strin
 // and --output json: every merged_fsync then the merge_summary) of the
 // recordings mergePair makes of 1 and 40 copies of the golden ext4
 // recording, as the etcdscope of 3339dc4 (which held the whole guest
-// recording) printed them.
+// recording) printed them, with the host level renamed L0 (merge_summary
+// v2): each output with "L0 host", "host (L0)" and "v":2 put back to
+// "L2 host", "host (L2)" and "v":1 hashes to 3339dc4's (checked
+// 2026-12-06: 4d415084..., 4fb3686a..., 460ab855..., 4be29d30...).
 var mergeGoldens = map[string]string{
-	"1 copies, table":  "4d415084859638dd7cf537773e09b87867f6c221de4716a7ec5c604ede12c347",
-	"1 copies, json":   "4fb3686a24253e14e8a515ba903c89855f129d23db30b8e17a1a72c77ecc854a",
-	"40 copies, table": "460ab855df08f9d626577956149cc567184b666fb369fa42115266fb92581c4a",
-	"40 copies, json":  "4be29d30071e58c967661382517025ffdb79a67ad80a18a541552a1f14c45f4b",
+	"1 copies, table":  "2937f1bae9496385f7ea041b4b396fa9274229e9b5f754b56dc4c3c51ee2fe0a",
+	"1 copies, json":   "505be0230f33fb4de6b0559e902576c6383461215fb10291200f4321140a882e",
+	"40 copies, table": "b28e8415a647c2f9e7614d3bea46ac7ffe37183f8b9f768d991a7d6ea27c2eee",
+	"40 copies, json":  "679be9dcea0972c048acf3db71e76928ff23da2be336088ed9324009591cee24",
 }
 
 // TestMergeStreamedGoldens: `etcdscope merge` reading the guest recording
