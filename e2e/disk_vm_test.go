@@ -90,7 +90,7 @@ func TestDiskVerdictFloor(t *testing.T) {
 		t.Errorf("%d flushes and %d FUA writes on a disk without FUA", res.flushes, res.fuaWrites)
 	}
 	if g.Disk == nil || g.Disk.Kind != analysis.DiskFloor {
-		t.Fatalf("disk verdict %+v (why none: %q), want floor; layers %+v", g.Disk, g.DiskWhy, g.Layers)
+		t.Fatalf("disk verdict %+v (why none: %q), want floor; layers %+v", g.Disk, render.DiskWhyText(g.DiskWhy), g.Layers)
 	}
 	if !strings.Contains(res.table, ": the host's fsync of the loop's backing file (levels table, L2)") {
 		t.Errorf("the table lacks the floor verdict:\n%s", res.table)
@@ -173,7 +173,7 @@ func TestDiskVerdictContention(t *testing.T) {
 		t.Errorf("%d flushes and %d FUA writes on a disk with FUA", res.flushes, res.fuaWrites)
 	}
 	if g.Disk == nil || g.Disk.Kind != analysis.DiskContention {
-		t.Fatalf("disk verdict %+v (why none: %q), want contention; layers %+v", g.Disk, g.DiskWhy, g.Layers)
+		t.Fatalf("disk verdict %+v (why none: %q), want contention; layers %+v", g.Disk, render.DiskWhyText(g.DiskWhy), g.Layers)
 	}
 	if !strings.Contains(res.table, "disk verdict: contention: block_queue ") {
 		t.Errorf("the table lacks the contention verdict:\n%s", res.table)
