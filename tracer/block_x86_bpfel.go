@@ -84,7 +84,12 @@ type blockDmBioEvent struct {
 }
 
 type blockDmStart struct {
-	_       structs.HostLayout
+	_    structs.HostLayout
+	Lock struct {
+		_   structs.HostLayout
+		Val uint32
+	}
+	Pad0    uint32
 	Bio     uint64
 	QueueNs uint64
 	Dev     uint32
