@@ -311,6 +311,11 @@ struct dm_start {
 
 #define DM_BITS 12
 
+/* dm_slot_mask: the bits of a bio's hash that pick its dm_starts slot;
+ * all DM_BITS of them. A test sets fewer (tracer.TestDMSlotsRace: one
+ * slot) so that bios on two CPUs meet in one slot. */
+const volatile __u32 dm_slot_mask = (1u << DM_BITS) - 1;
+
 /* dm_starts: slot hash(struct bio address) -> a write or flush bio queued
  * on a bio-based disk, until its completion on that disk frees the slot.
  * An array for the reason starts is one; a bio whose completion was never
@@ -323,8 +328,10 @@ struct dm_start {
  * bio's queue time, disk, op and task (a wrong dm layer for the call), and
  * two bios claiming one free slot at once interleaved their stores, so
  * that one of them completed unseen and uncounted. Without the lock
- * (Linux 5.10) the completion copies the fields before it frees the
- * slot, which narrows that window but cannot close it. */
+ * (Linux 5.10) the completion copies the fields before it frees the slot
+ * and drops the copy if the slot changed hands meanwhile (a queueing
+ * stores its bio before its fields), which narrows the window but cannot
+ * close it: x86 keeps stores in order, arm64 need not. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1 << DM_BITS);
@@ -658,7 +665,7 @@ static __always_inline void dm_queue(struct bio *bio, struct gendisk *disk, __u3
 	h = addr_hash(bio, &key, DM_BITS);
 	if (h < 0)
 		return;
-	i = (__u32)h;
+	i = (__u32)h & dm_slot_mask;
 	s = bpf_map_lookup_elem(&dm_starts, &i);
 	if (!s)
 		return;
@@ -672,6 +679,7 @@ static __always_inline void dm_queue(struct bio *bio, struct gendisk *disk, __u3
 	slot_lock(s);
 	taken = s->bio && s->bio != key;
 	s->bio = key;
+	barrier(); /* the claim before the fields (block_bio_complete, no lock) */
 	s->queue_ns = w.now;
 	s->dev = dev;
 	s->opf = opf;
@@ -833,7 +841,7 @@ int BPF_PROG(block_bio_complete, struct request_queue *q, struct bio *bio)
 	bool known = false;
 	__u64 key;
 	__s64 h = addr_hash(bio, &key, DM_BITS);
-	__u32 i = (__u32)h;
+	__u32 i = (__u32)h & dm_slot_mask;
 
 	if (h < 0)
 		return 0;
@@ -856,7 +864,15 @@ int BPF_PROG(block_bio_complete, struct request_queue *q, struct bio *bio)
 		d.tid = s->tid;
 		__builtin_memcpy(d.comm, s->comm, sizeof(d.comm));
 		barrier();
-		s->bio = 0;
+		/* Without the lock (Linux 5.10), a queueing on another CPU
+		 * that took the slot during the copy has stored its bio
+		 * first (dm_queue): the copy may hold its fields, and the
+		 * record is dropped (that queueing found this bio in the
+		 * slot and counted it lost). */
+		if (!es_spin_lock && *(volatile __u64 *)&s->bio != key)
+			known = false;
+		else
+			s->bio = 0;
 	}
 	slot_unlock(s);
 	if (!known)
