@@ -22,13 +22,19 @@ import (
 //     prog->active: the nested run is skipped and counted in
 //     recursion_misses), but any other tp_btf program can interrupt it from
 //     hardirq or softirq context, and a tp_btf program can interrupt a
-//     classic one.
+//     classic one. Older kernels (5.10) have no prog->active there: the
+//     single programs below are on ext4_sync_file_enter/exit, which fire
+//     only in a task's fsync, never in an interrupt, so they cannot
+//     interrupt themselves there either.
 //
-// Preemption is off in both (the syscall probes too: since syscall
-// tracepoints may fault, perf_syscall_enter/exit turn it off themselves),
-// so only an interrupt nests. A slot is therefore safe if only classic
-// tracepoint programs use it, or only one program; anything else needs
-// what block.bpf.c's addr_hash does (write, read back, check).
+// Preemption is off in both on these kernels (the syscall probes too:
+// since syscall tracepoints may fault, perf_syscall_enter/exit turn it off
+// themselves), so only an interrupt nests; where a kernel lets tracepoint
+// programs be preempted (migration off only), both guards are per CPU and
+// held across the preemption, so the rules below still hold. A slot is
+// therefore safe if only classic tracepoint programs use it, or only one
+// program; anything else needs what block.bpf.c's addr_hash does (write,
+// read back, check).
 
 // scratchChecked: the scratch maps the rules above do not cover, each
 // with why its users may share it all the same.
