@@ -296,6 +296,8 @@ static __always_inline struct rq_start *own_slot(__u64 key, struct rq_start *s, 
 }
 
 struct dm_start {
+	struct bpf_spin_lock lock; /* held while any field is read or written */
+	__u32 _pad0;
 	__u64 bio; /* struct bio address this slot holds; 0: free */
 	__u64 queue_ns;
 	__u32 dev;
@@ -309,10 +311,27 @@ struct dm_start {
 
 #define DM_BITS 12
 
+/* dm_slot_mask: the bits of a bio's hash that pick its dm_starts slot;
+ * all DM_BITS of them. A test sets fewer (tracer.TestDMSlotsRace: one
+ * slot) so that bios on two CPUs meet in one slot. */
+const volatile __u32 dm_slot_mask = (1u << DM_BITS) - 1;
+
 /* dm_starts: slot hash(struct bio address) -> a write or flush bio queued
  * on a bio-based disk, until its completion on that disk frees the slot.
  * An array for the reason starts is one; a bio whose completion was never
- * seen holds its slot until another takes it (counted as a collision). */
+ * seen holds its slot until another takes it (counted as a collision).
+ *
+ * Each slot's lock (es_spin_lock, as starts') makes a claim and a
+ * read-and-free one step. Without it a completion on one CPU freed the
+ * slot and then read its fields while a bio queued on another CPU, hashed
+ * to the same slot, filled them: the record went out with the other
+ * bio's queue time, disk, op and task (a wrong dm layer for the call), and
+ * two bios claiming one free slot at once interleaved their stores, so
+ * that one of them completed unseen and uncounted. Without the lock
+ * (Linux 5.10) the completion copies the fields before it frees the slot
+ * and drops the copy if the slot changed hands meanwhile (a queueing
+ * stores its bio before its fields), which narrows the window but cannot
+ * close it: x86 keeps stores in order, arm64 need not. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1 << DM_BITS);
@@ -631,9 +650,11 @@ static __always_inline void dm_queue(struct bio *bio, struct gendisk *disk, __u3
 {
 	__u8 op = norm_op(opf);
 	struct dm_start *s;
+	struct rq_who w;
 	__u64 key, id;
+	bool taken;
 	__s64 h;
-	__u32 i;
+	__u32 i, bytes;
 
 	if (disk->queue->mq_ops)
 		return; /* request-based: its requests tell its story */
@@ -644,24 +665,34 @@ static __always_inline void dm_queue(struct bio *bio, struct gendisk *disk, __u3
 	h = addr_hash(bio, &key, DM_BITS);
 	if (h < 0)
 		return;
-	i = (__u32)h;
+	i = (__u32)h & dm_slot_mask;
 	s = bpf_map_lookup_elem(&dm_starts, &i);
 	if (!s)
 		return;
-	if (s->bio && s->bio != key) {
+	/* everything a helper reads, before the lock */
+	id = bpf_get_current_pid_tgid();
+	w.now = now;
+	w.pid = id >> 32;
+	w.tid = (__u32)id;
+	bpf_get_current_comm(w.comm, sizeof(w.comm));
+	bytes = bio->bi_iter.bi_size;
+	slot_lock(s);
+	taken = s->bio && s->bio != key;
+	s->bio = key;
+	barrier(); /* the claim before the fields (block_bio_complete, no lock) */
+	s->queue_ns = w.now;
+	s->dev = dev;
+	s->opf = opf;
+	s->bytes = bytes;
+	s->pid = w.pid;
+	s->tid = w.tid;
+	__builtin_memcpy(s->comm, w.comm, sizeof(s->comm));
+	slot_unlock(s);
+	if (taken) {
 		/* the bio in flight here will complete unseen: an event lost */
 		blk_count(BLK_STAT_DM_COLLISION);
 		count_lost();
 	}
-	id = bpf_get_current_pid_tgid();
-	s->bio = key;
-	s->queue_ns = now;
-	s->dev = dev;
-	s->opf = opf;
-	s->bytes = bio->bi_iter.bi_size;
-	s->pid = id >> 32;
-	s->tid = (__u32)id;
-	bpf_get_current_comm(s->comm, sizeof(s->comm));
 }
 
 /* block_bio_queue keeps the write and flush bios of bio-based disks
@@ -806,36 +837,66 @@ int BPF_PROG(block_bio_complete, struct request_queue *q, struct bio *bio)
 	__u64 now = bpf_ktime_get_ns();
 	struct dm_bio_event *e;
 	struct dm_start *s;
+	struct dm_start d;
+	bool known = false;
 	__u64 key;
 	__s64 h = addr_hash(bio, &key, DM_BITS);
-	__u32 i = (__u32)h;
+	__u32 i = (__u32)h & dm_slot_mask;
 
 	if (h < 0)
 		return 0;
 	s = bpf_map_lookup_elem(&dm_starts, &i);
+	/* Read without the lock first: every bio of every disk passes here,
+	 * and a slot becomes this bio's only through its own queueing, which
+	 * came before. Checked again under the lock. */
 	if (!s || s->bio != key)
 		return 0;
-	s->bio = 0;
+	slot_lock(s);
+	if (s->bio == key) {
+		/* copied before the slot is freed: a bio queued on another
+		 * CPU may take it at once */
+		known = true;
+		d.queue_ns = s->queue_ns;
+		d.dev = s->dev;
+		d.opf = s->opf;
+		d.bytes = s->bytes;
+		d.pid = s->pid;
+		d.tid = s->tid;
+		__builtin_memcpy(d.comm, s->comm, sizeof(d.comm));
+		barrier();
+		/* Without the lock (Linux 5.10), a queueing on another CPU
+		 * that took the slot during the copy has stored its bio
+		 * first (dm_queue): the copy may hold its fields, and the
+		 * record is dropped (that queueing found this bio in the
+		 * slot and counted it lost). */
+		if (!es_spin_lock && *(volatile __u64 *)&s->bio != key)
+			known = false;
+		else
+			s->bio = 0;
+	}
+	slot_unlock(s);
+	if (!known)
+		return 0;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost();
 		return 0;
 	}
 	e->kind = ES_KIND_DM_BIO;
-	e->op = norm_op(s->opf);
+	e->op = norm_op(d.opf);
 	e->_pad[0] = 0;
 	e->_pad[1] = 0;
-	e->flags = norm_flags(s->opf);
-	e->dev = s->dev;
+	e->flags = norm_flags(d.opf);
+	e->dev = d.dev;
 	e->error = bio->bi_status;
-	e->bytes = s->bytes;
-	e->pid = s->pid;
-	e->tid = s->tid;
+	e->bytes = d.bytes;
+	e->pid = d.pid;
+	e->tid = d.tid;
 	e->_pad2 = 0;
 	e->bio = key;
-	e->queue_ns = s->queue_ns;
+	e->queue_ns = d.queue_ns;
 	e->complete_ns = now;
-	__builtin_memcpy(e->comm, s->comm, sizeof(e->comm));
+	__builtin_memcpy(e->comm, d.comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, wakeup_flags_reserved(sizeof(*e)));
 	blk_count(BLK_STAT_DM_BIO_EMITS);
 	return 0;

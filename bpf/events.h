@@ -19,7 +19,12 @@ struct {
 	__uint(max_entries, 1 << 22);
 } events SEC(".maps");
 
-/* lost_events: per-CPU count of records that did not fit in events. */
+/* lost_events: per-CPU count of records that did not fit in events.
+ * Shared by every object's programs (Go's map replacements), which nest:
+ * a completion in softirq can fail its reserve between another program's
+ * load and store of this count when the ring is full, and a plain += then
+ * drops one of the two. Hence an atomic add (BPF's oldest atomic, on every
+ * kernel): it costs only when a record is lost. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -32,7 +37,7 @@ static __always_inline void count_lost(void)
 	__u32 zero = 0;
 	__u64 *n = bpf_map_lookup_elem(&lost_events, &zero);
 	if (n)
-		*n += 1;
+		__sync_fetch_and_add(n, 1);
 }
 
 /* wake_bytes: how full (bytes of unread records) events may get before a

@@ -41,7 +41,11 @@ struct {
 } files SEC(".maps");
 
 /* info_scratch: per-CPU space to build a file_info (too big for the stack
- * next to the rest). */
+ * next to the rest). Each object that includes this has its own (Go shares
+ * files, not this), and in each only classic tracepoint programs (which
+ * the kernel never nests on one another: bpf_prog_active) or a single
+ * program use it, so no run overwrites it between the memset and the
+ * update of files (tracer/scratch_test.go keeps it so). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);

@@ -67,7 +67,11 @@ struct {
 	__type(value, struct hv_event);
 } hv_requests SEC(".maps");
 
-/* hv_scratch: per-CPU space to build an event (too big for the stack). */
+/* hv_scratch: per-CPU space to build an event (too big for the stack).
+ * No run can overwrite it between start()'s memset and the map update
+ * that copies it out: only classic tracepoint programs use it, and the
+ * kernel starts none of those on a CPU where another runs
+ * (bpf_prog_active; tracer/scratch_test.go keeps it so). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);

@@ -86,7 +86,10 @@ struct {
 	__type(value, struct peer_event);
 } peer_events SEC(".maps");
 
-/* lost_events: key 0 = ring buffer reserves that failed (per CPU). */
+/* lost_events: key 0 = ring buffer reserves that failed (per CPU). Added
+ * to atomically: the programs nest (tcp_retransmit_skb and tcp_probe in
+ * softirq on top of inet_sock_set_state in a task), and two failed
+ * reserves on one CPU would otherwise count one (events.h's count_lost). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -106,7 +109,7 @@ static __always_inline void count_lost(void)
 	__u32 k = 0;
 	__u64 *v = bpf_map_lookup_elem(&lost_events, &k);
 	if (v)
-		*v += 1;
+		__sync_fetch_and_add(v, 1);
 }
 
 /* fill_addrs copies family, ports and addresses and reports whether the

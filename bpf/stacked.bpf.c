@@ -29,7 +29,11 @@ struct {
 	__type(value, struct fsync_event);
 } kinflight SEC(".maps");
 
-/* kscratch: per-CPU space to build an event (too big for the stack). */
+/* kscratch: per-CPU space to build an event (too big for the stack).
+ * Only ext4_sync_file_enter uses it, and the kernel never nests a program
+ * on itself (the nested run is skipped, counted in recursion_misses):
+ * nothing overwrites it between the memset and the map update
+ * (tracer/scratch_test.go keeps it so). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);

@@ -31,6 +31,9 @@ func (t *FsyncTracer) loadBlock(shared ebpf.CollectionOptions, cfg FsyncConfig) 
 		return err
 	}
 	vars["targ_dev"], vars["every_block"] = uint32(cfg.Disk), cfg.EveryBlock
+	if testDMOneSlot {
+		vars["dm_slot_mask"] = uint32(0)
+	}
 	if err := setVariables(spec, vars); err != nil {
 		return err
 	}
@@ -42,6 +45,11 @@ func (t *FsyncTracer) loadBlock(shared ebpf.CollectionOptions, cfg FsyncConfig) 
 	}
 	return nil
 }
+
+// testDMOneSlot puts every dm bio's start in one slot of dm_starts
+// (bpf/block.bpf.c's dm_slot_mask), for TestDMSlotsRace: bios queued and
+// completed on two CPUs then meet in it.
+var testDMOneSlot bool
 
 // attachBlock attaches the block-layer tp_btf programs (required): the
 // request programs and block_getrq always; block_bio_queue, _remap and

@@ -84,7 +84,12 @@ type blockDmBioEvent struct {
 }
 
 type blockDmStart struct {
-	_       structs.HostLayout
+	_    structs.HostLayout
+	Lock struct {
+		_   structs.HostLayout
+		Val uint32
+	}
+	Pad0    uint32
 	Bio     uint64
 	QueueNs uint64
 	Dev     uint32
@@ -173,6 +178,7 @@ const (
 	blockProgBlockRqIssue       = "block_rq_issue"
 	blockProgBlockRqRequeue     = "block_rq_requeue"
 	blockVarBioQ_arg            = "bio_q_arg"
+	blockVarDmSlotMask          = "dm_slot_mask"
 	blockVarEsSpinLock          = "es_spin_lock"
 	blockVarEsTaskBtf           = "es_task_btf"
 	blockVarEveryBlock          = "every_block"
@@ -261,6 +267,7 @@ type blockMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type blockVariableSpecs struct {
 	BioQ_arg            *ebpf.VariableSpec `ebpf:"bio_q_arg"`
+	DmSlotMask          *ebpf.VariableSpec `ebpf:"dm_slot_mask"`
 	EsSpinLock          *ebpf.VariableSpec `ebpf:"es_spin_lock"`
 	EsTaskBtf           *ebpf.VariableSpec `ebpf:"es_task_btf"`
 	EveryBlock          *ebpf.VariableSpec `ebpf:"every_block"`
@@ -327,6 +334,7 @@ func (m *blockMaps) Close() error {
 // It can be passed to loadBlockObjects or ebpf.CollectionSpec.LoadAndAssign.
 type blockVariables struct {
 	BioQ_arg            *ebpf.Variable `ebpf:"bio_q_arg"`
+	DmSlotMask          *ebpf.Variable `ebpf:"dm_slot_mask"`
 	EsSpinLock          *ebpf.Variable `ebpf:"es_spin_lock"`
 	EsTaskBtf           *ebpf.Variable `ebpf:"es_task_btf"`
 	EveryBlock          *ebpf.Variable `ebpf:"every_block"`

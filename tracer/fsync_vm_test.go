@@ -33,18 +33,7 @@ func TestFsyncTracerOnVMKernel(t *testing.T) {
 }
 
 func vmFsyncs(t *testing.T, cfg FsyncConfig) {
-	img, err := os.CreateTemp("/tmp", "vm-loop-*.img")
-	if err != nil {
-		t.Fatal(err)
-	}
-	img.Truncate(64 << 20)
-	img.Close()
-	dev, detach, err := attachLoop(img.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer detach()
-
+	dev := tempLoop(t)
 	cfg.PID = uint32(os.Getpid())
 	tr, err := NewFsync(cfg)
 	if err != nil {
@@ -152,6 +141,24 @@ func TestFsyncJBD2WaitOnVMKernel(t *testing.T) {
 			t.Errorf("%s/jbd2_log_wait_commit did not attach on this kernel", variant)
 		}
 	}
+}
+
+// tempLoop returns a loop device over a new 64 MiB file on the guest's
+// tmpfs, detached at cleanup.
+func tempLoop(t *testing.T) string {
+	t.Helper()
+	img, err := os.CreateTemp("/tmp", "vm-loop-*.img")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img.Truncate(64 << 20)
+	img.Close()
+	dev, detach, err := attachLoop(img.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(detach)
+	return dev
 }
 
 // attachLoop binds file to a free loop device through /dev/loop-control
