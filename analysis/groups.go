@@ -12,13 +12,22 @@ import (
 // each (50,000 pids in an 18 MB recording held 385 MiB, and their page
 // 1.15 GB). A run on an etcd node has a handful: etcd's WAL, its
 // directory, the backend and snapshots, and a few other processes'.
-// Past MaxGroups, the group with the fewest calls is folded into one
-// "other" group (Group.Folded counts the groups in it) and the new group
-// takes its place: the groups of etcd's own files (WAL, WAL directory,
-// backend, snapshot) are folded only when all groups held are, so a flood
-// of one-shot processes folds into other and leaves them apart. A group
-// folded and seen again starts a new row (its earlier calls stay in
-// other): every call is counted once, in one row.
+// Past MaxGroups, a held group is folded into one "other" group
+// (Group.Folded counts the rows folded) and the new group takes its place.
+// Which one is the Space-Saving rule of streaming heavy hitters (Metwally
+// et al., 2005): each held group carries an estimate of all its calls,
+// those of earlier rows folded under its key included (its calls since
+// it was let in, plus the estimate of the group it displaced), and the
+// lowest estimate goes; so a group with more than 1/MaxGroups of all the
+// calls is held at the end, however the calls were interleaved. Another
+// user's processes cannot push etcd's WAL group out by arriving first and
+// coming back (the rule "fewest calls since its row began" let 40 such
+// processes fold it away every time it came back). Before the estimate,
+// the groups of etcd's own files (WAL, WAL directory, backend, snapshot)
+// are folded only when all groups held are, so a flood of one-shot
+// processes leaves them apart whole. A group folded and seen again starts
+// a new row (its earlier calls stay in other): every call is counted
+// once, in one row.
 const MaxGroups = 32
 
 // groupAccumulator is what a groupSet holds: a group's accumulated calls
@@ -34,9 +43,12 @@ type groupAccumulator[T any] interface {
 // groupSet holds at most MaxGroups groups by key and folds the rest
 // into other. The zero value is not ready: use newGroupSet.
 type groupSet[T any, P groupAccumulator[T]] struct {
-	byKey  map[GroupKey]P
-	held   []P // a folded group's place goes to the group that displaced it
-	other  P   // nil until a group is folded
+	byKey map[GroupKey]P
+	held  []P // a folded group's place goes to the group that displaced it
+	// over: held[i]'s estimate less its calls (the estimate of the group
+	// it displaced): its calls plus over[i] bound all the calls of its key.
+	over   []int64
+	other  P // nil until a group is folded
 	folded int64
 }
 
@@ -54,9 +66,11 @@ func (s *groupSet[T, P]) get(k GroupKey) P {
 	s.byKey[k] = g
 	if len(s.held) < MaxGroups {
 		s.held = append(s.held, g)
+		s.over = append(s.over, 0)
 		return g
 	}
 	v := s.victim()
+	s.over[v] += s.held[v].calls()
 	if s.other == nil {
 		s.other = P(new(T))
 	}
@@ -67,16 +81,18 @@ func (s *groupSet[T, P]) get(k GroupKey) P {
 	return g
 }
 
-// victim is the place of the group to fold: the fewest calls, a group
-// of etcd's own files only when every group held is one; the first of
-// equals.
+// victim is the place of the group to fold: the lowest estimate of its
+// calls, a group of etcd's own files only when every group held is one;
+// the first of equals.
 func (s *groupSet[T, P]) victim() int {
 	best := 0
-	rank := func(g P) (bool, int64) { return etcdKind(g.groupKey().FileKind), g.calls() }
-	bk, bn := rank(s.held[0])
-	for i, g := range s.held[1:] {
-		if k, n := rank(g); (!k && bk) || (k == bk && n < bn) {
-			best, bk, bn = i+1, k, n
+	rank := func(i int) (bool, int64) {
+		return etcdKind(s.held[i].groupKey().FileKind), s.held[i].calls() + s.over[i]
+	}
+	bk, bn := rank(0)
+	for i := 1; i < len(s.held); i++ {
+		if k, n := rank(i); (!k && bk) || (k == bk && n < bn) {
+			best, bk, bn = i, k, n
 		}
 	}
 	return best

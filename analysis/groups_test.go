@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -65,6 +66,59 @@ func TestReportGroupsBounded(t *testing.T) {
 	if len(rep.Writes) != MaxGroups+1 || rep.Writes[MaxGroups].Folded == 0 {
 		t.Errorf("%d write groups, want %d and other", len(rep.Writes), MaxGroups)
 	}
+}
+
+// TestReportGroupsKeepAHeavyHitter: another local user's processes cannot
+// fold etcd's WAL group away (a hostile check, 2026-12-06): 32 of its
+// processes fsync a */member/wal/*.wal file first, 5 calls each, then 8
+// more, 200 calls each, shuffled with etcd's 100 slow calls. Under the
+// rule "fold the fewest calls since its row began" etcd's group came back
+// with 1 call each time and was the next folded: no etcd row, its 50 ms
+// p99 in other (verdict n/a), and --fail-over-budget exited 0. With each
+// group's estimate of all its calls, etcd's (over 1/MaxGroups of them)
+// keeps a row with the verdict over budget.
+func TestReportGroupsKeepAHeavyHitter(t *testing.T) {
+	b := NewReportBuilder()
+	rec := func(pid uint32, ns int64) {
+		b.Add(&FsyncRecord{PID: pid, Comm: "x", Dev: "8:0", FS: "ext4", FileKind: KindWAL, Syscall: "fdatasync", TotalNs: ns})
+	}
+	for p := range uint32(32) {
+		for range 5 {
+			rec(1000+p, 1e5)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var rest []uint32
+	for p := range uint32(8) {
+		for range 200 {
+			rest = append(rest, 2000+p)
+		}
+	}
+	for range 100 {
+		rest = append(rest, 7) // etcd
+	}
+	rng.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
+	for _, p := range rest {
+		ns := int64(1e5)
+		if p == 7 {
+			ns = 50e6
+		}
+		rec(p, ns)
+	}
+	rep := b.Report(0, 0, nil)
+	var etcd *Group
+	for i := range rep.Groups {
+		if rep.Groups[i].Key.PID == 7 {
+			etcd = &rep.Groups[i]
+		}
+	}
+	if etcd == nil {
+		t.Fatalf("no row of etcd's WAL group among %d", len(rep.Groups))
+	}
+	if etcd.Verdict != VerdictOverBudget {
+		t.Errorf("etcd's WAL group: %d calls, verdict %q, want over budget", etcd.Total.Count, etcd.Verdict)
+	}
+	t.Logf("etcd's row: %d of its 100 calls (the rest in other, folded %d rows)", etcd.Total.Count, rep.Groups[len(rep.Groups)-1].Folded)
 }
 
 // TestReportFewGroupsUnfolded: up to MaxGroups groups, none is folded.

@@ -82,8 +82,9 @@ type Group struct {
 	// group's summed wall time. Absent without --sched.
 	OtherSplit []LayerStat `json:"other_split,omitempty"`
 	// Folded, when not 0, marks the one group that sums the groups past
-	// MaxGroups (its Key is zero): how many groups were folded into it.
-	// It comes last, whatever its count, and its verdict is VerdictNA.
+	// MaxGroups (its Key is zero): how many rows were folded into it (a
+	// group folded, seen again and folded again counts twice). It comes
+	// last, whatever its count, and its verdict is VerdictNA.
 	Folded int64 `json:"folded_groups,omitempty"`
 	// Disk says whether the calls pay a fixed price per flush or wait
 	// behind other I/O (DiskVerdict); absent when neither holds.

@@ -160,7 +160,7 @@ const otherHintShare = 0.5
 // FoldedTitle names the group that sums the groups past
 // analysis.MaxGroups (analysis.Group.Folded).
 func FoldedTitle(folded int64) string {
-	return fmt.Sprintf("other (%d group%s folded: a report keeps the %d with the most calls apart)", folded, plural(folded), analysis.MaxGroups)
+	return fmt.Sprintf("other (%d row%s folded: a report keeps %d rows apart, every group with over 1/%d of the calls among them)", folded, plural(folded), analysis.MaxGroups, analysis.MaxGroups)
 }
 
 func groupTitle(k analysis.GroupKey, syscalls []string) string {

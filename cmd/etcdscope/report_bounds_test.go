@@ -89,9 +89,9 @@ func TestReportGroupsMemoryBounded(t *testing.T) {
 		want  string
 		bound int64
 	}{
-		{[]string{"report", rec}, fmt.Sprintf("other (%d groups folded", folded), reportGroupsBoundBytes},
+		{[]string{"report", rec}, fmt.Sprintf("other (%d rows folded", folded), reportGroupsBoundBytes},
 		{[]string{"report", "--output", "json", rec}, fmt.Sprintf(`"folded_groups":%d`, folded), reportGroupsBoundBytes},
-		{[]string{"report", "--html", page, rec}, fmt.Sprintf("other (%d groups folded", folded), reportGroupsPageBoundBytes},
+		{[]string{"report", "--html", page, rec}, fmt.Sprintf("other (%d rows folded", folded), reportGroupsPageBoundBytes},
 	} {
 		out := runBounded(t, c.args, page, c.bound)
 		if !strings.Contains(out, c.want) {
