@@ -95,7 +95,7 @@ func clusterName(c string) string {
 // writeInputs writes one line per input read: its kind, name and note.
 func writeInputs(b *strings.Builder, r diagnose.Report) {
 	for _, in := range r.Inputs {
-		fmt.Fprintf(b, "  %-10s %s", in.Kind, in.Name)
+		fmt.Fprintf(b, "  %-10s %s", in.Kind, OneLine(in.Name))
 		if note := inputNote(in); note != "" {
 			fmt.Fprintf(b, "  (%s)", note)
 		}
@@ -166,7 +166,7 @@ func writeBody(b *strings.Builder, r diagnose.Report) {
 	if len(r.Unread) > 0 {
 		b.WriteString("\nnot read (left out of the findings below):\n")
 		for _, u := range r.Unread {
-			fmt.Fprintf(b, "  %s: %s\n", u.Name, u.Err)
+			fmt.Fprintf(b, "  %s: %s\n", OneLine(u.Name), OneLine(u.Err))
 		}
 	}
 	b.WriteString("\nfindings:\n")
@@ -176,18 +176,18 @@ func writeBody(b *strings.Builder, r diagnose.Report) {
 			if f.Severity != sev {
 				continue
 			}
-			fmt.Fprintf(b, "\n[%s] %s %s: %s\n", strings.ToUpper(string(f.Severity)), f.Topic, f.Subject, f.Summary)
+			fmt.Fprintf(b, "\n[%s] %s %s: %s\n", strings.ToUpper(string(f.Severity)), f.Topic, OneLine(f.Subject), OneLine(f.Summary))
 			for _, e := range f.Evidence {
-				fmt.Fprintf(b, "    evidence: %s\n", e)
+				fmt.Fprintf(b, "    evidence: %s\n", OneLine(e))
 			}
 			for _, u := range f.Uncertainty {
-				fmt.Fprintf(b, "    uncertain: %s\n", u)
+				fmt.Fprintf(b, "    uncertain: %s\n", OneLine(u))
 			}
 			if f.Meaning != "" {
-				fmt.Fprintf(b, "    for commit latency: %s\n", f.Meaning)
+				fmt.Fprintf(b, "    for commit latency: %s\n", OneLine(f.Meaning))
 			}
 			if f.Next != "" {
-				fmt.Fprintf(b, "    next: %s\n", f.Next)
+				fmt.Fprintf(b, "    next: %s\n", OneLine(f.Next))
 			}
 		}
 	}

@@ -168,7 +168,7 @@ func groupTitle(k analysis.GroupKey, syscalls []string) string {
 	if k.DevName != "" {
 		dev = k.DevName + " (" + k.Dev + ")"
 	}
-	return fmt.Sprintf("%s pid %d  %s on %s  %s files  [%s]", k.Comm, k.PID, k.FS, dev, k.FileKind, strings.Join(syscalls, ","))
+	return OneLine(fmt.Sprintf("%s pid %d  %s on %s  %s files  [%s]", k.Comm, k.PID, k.FS, dev, k.FileKind, strings.Join(syscalls, ",")))
 }
 
 // layerTable prints a group's total and layer rows with their header.

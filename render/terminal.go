@@ -48,6 +48,22 @@ func Escape(s string) string {
 
 // needsEscape: the rune r, n bytes long, is a control other than '\n' or
 // a byte of invalid UTF-8.
+// OneLine returns s, an outside string put inside a line of text (a
+// comm, a file name, a label value), with its newlines written as \x0a:
+// Escape keeps newlines, the lines' own, so a newline in a field would
+// start a line of the field's choosing (a forged verdict). Escape (the
+// Terminal) escapes the rest.
+func OneLine(s string) string {
+	if !strings.Contains(s, "\n") {
+		return s
+	}
+	return strings.ReplaceAll(s, "\n", `\x0a`)
+}
+
+// EscapeLine is Escape of one line: its newlines escaped too (an error
+// line, which quotes file names and what they hold).
+func EscapeLine(s string) string { return Escape(OneLine(s)) }
+
 func needsEscape(r rune, n int) bool {
 	return (r == utf8.RuneError && n == 1) || (r < 0x20 && r != '\n') || (r >= 0x7f && r <= 0x9f)
 }

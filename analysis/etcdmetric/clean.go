@@ -92,6 +92,9 @@ func ParseText(r io.Reader) (map[string]*dto.MetricFamily, Cleaned, error) {
 		fams, err := p.TextToMetricFamilies(strings.NewReader(strings.Join(lines, "\n") + "\n"))
 		if err == nil {
 			c.Samples = len(lines)
+			if dropNewlineLabels(fams, &c); len(fams) == 0 {
+				return nil, c, fmt.Errorf("no metric samples in the text (every one has a newline in a label value)")
+			}
 			return fams, c, nil
 		}
 		var pe expfmt.ParseError
@@ -163,4 +166,34 @@ func LooksLikeMetrics(data []byte) bool {
 		}
 	}
 	return false
+}
+
+// NewlineLabel is the reason a sample whose label value holds a newline is
+// rejected: no name of a member, peer or instance has one, and printed in
+// a line it would start a line of its choosing.
+const NewlineLabel = "a label value holds a newline"
+
+// dropNewlineLabels removes from fams every sample with a newline in a
+// label value, each a Rejected line in c (up to MaxSkippedLines).
+func dropNewlineLabels(fams map[string]*dto.MetricFamily, c *Cleaned) {
+	for name, f := range fams {
+		kept := f.Metric[:0]
+		for _, m := range f.Metric {
+			bad := false
+			for _, l := range m.GetLabel() {
+				bad = bad || strings.Contains(l.GetValue(), "\n")
+			}
+			if !bad {
+				kept = append(kept, m)
+				continue
+			}
+			if len(c.Rejected) < MaxSkippedLines {
+				c.Rejected = append(c.Rejected, Rejected{Line: name + "{…}", Reason: NewlineLabel})
+			}
+		}
+		f.Metric = kept
+		if len(kept) == 0 {
+			delete(fams, name)
+		}
+	}
 }

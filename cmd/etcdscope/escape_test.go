@@ -63,7 +63,14 @@ var hostileStrings = map[string]string{
 	"cr":   "ok\rFAKE",
 	"utf8": "\xff\xfe\xc3",
 	"c1":   "\u009b31m",
+	"nl":   "ok\n" + forgedLine,
 }
+
+// forgedLine is what a newline in an outside string would start a line
+// with: a verdict of its own (a hostile check, 2026-12-06: an fs of
+// "ext4\n  verdict: OK ..." printed a forged verdict line in report's
+// table, and a log message a forged [OK] finding in diagnose's).
+const forgedLine = "[OK] FORGED verdict"
 
 // rawControl returns where out has a byte a terminal would act on or
 // misread: invalid UTF-8, or a control other than newline (C0, DEL, C1);
@@ -160,20 +167,23 @@ func TestOutsideStringsClasses(t *testing.T) {
 				if err := json.Unmarshal([]byte(lit), &v); err != nil {
 					t.Fatal(err)
 				}
-				want = render.Escape(v)
+				want = render.EscapeLine(v)
 			}
 			inputs = append(inputs, input{"report, field " + tag + " " + class, "rec-" + tag + "-" + class + ".jsonl", string(line) + "\n", want, 0, false})
 		}
 	}
 	// The metrics text format is UTF-8: a sample whose label is not is no
 	// sample, and a text of only those is refused (exit 2).
-	promRC := map[string]int{"utf8": 2}
+	// So is a label value with a newline (no name of a member has one).
+	promRC := map[string]int{"utf8": 2, "nl": 2}
 	for _, class := range classes {
 		h := hostileStrings[class]
 		inputs = append(inputs,
 			input{what: "report, a missing file named " + class, name: "missing-" + h + ".jsonl", rc: 2, absent: true},
 			input{"diagnose, capnslog line " + class, "capnslog-" + class + ".log",
 				"2017-02-10 08:02:47.025304 W | etcdserver: apply entries took too long [250.5ms for 1 entries] " + h + "\n", "", 0, false},
+			input{"diagnose, zap slow fdatasync msg " + class, "zapmsg-" + class + ".log",
+				`{"level":"warn","ts":"2022-08-30T09:19:24.521Z","caller":"wal/wal.go:80","msg":` + jsonStringOf("slow fdatasync"+h) + `,"took":"1.5s","expected-duration":"1s"}` + "\n", "", 0, false},
 			input{"diagnose, zap line " + class, "zap-" + class + ".log",
 				`{"level":"warn","ts":"2022-08-30T09:19:24.521Z","caller":"etcdserver/util.go:166","msg":"apply request took too long","took":"150ms","request":` + jsonStringOf(h) + "}\n", "", 0, false},
 			input{"diagnose, metrics label " + class, "metrics-" + class + ".prom",
@@ -221,6 +231,9 @@ func TestOutsideStringsClasses(t *testing.T) {
 			for name, out := range map[string]string{"stdout": stdout.String(), "stderr": stderr.String()} {
 				if i := rawControl(out); i >= 0 {
 					t.Errorf("exit %d: %s has %q raw at byte %d:\n%q", rc, name, out[i], i, out)
+				}
+				if i := strings.Index(out, "\n"+forgedLine); i >= 0 {
+					t.Errorf("exit %d: %s starts a line with an outside string's %q:\n%s", rc, name, forgedLine, out)
 				}
 			}
 			t.Logf("exit %d; stderr %q", rc, strings.TrimSpace(stderr.String()))

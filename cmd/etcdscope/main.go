@@ -96,17 +96,17 @@ func run(args []string) int {
 	if errors.As(err, &ue) {
 		// Escaped (render.Escape): a message names files, comms and what
 		// a recording holds, which any user may have written.
-		fmt.Fprintf(os.Stderr, "etcdscope %s: %s\n", args[0], render.Escape(ue.msg))
+		fmt.Fprintf(os.Stderr, "etcdscope %s: %s\n", args[0], render.EscapeLine(ue.msg))
 		return 2
 	}
 	if errors.Is(err, errHelp) {
 		return 0
 	}
 	if errors.Is(err, errOverBudget) {
-		fmt.Fprintf(os.Stderr, "etcdscope %s: %s\n", args[0], render.Escape(err.Error()))
+		fmt.Fprintf(os.Stderr, "etcdscope %s: %s\n", args[0], render.EscapeLine(err.Error()))
 		return exitOverBudget
 	}
-	fmt.Fprintf(os.Stderr, "etcdscope %s: %s\n", args[0], render.Escape(err.Error()))
+	fmt.Fprintf(os.Stderr, "etcdscope %s: %s\n", args[0], render.EscapeLine(err.Error()))
 	return 1
 }
 
