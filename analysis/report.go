@@ -617,6 +617,12 @@ func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, wri
 			if err := json.Unmarshal(raw, &summary); err != nil {
 				return err
 			}
+			// A run writes at most MaxGroups groups and other (and as
+			// many write groups): a summary of more was not written by
+			// one, and each would be a table of its own.
+			if len(summary.Groups) > MaxGroups+1 || len(summary.Writes) > MaxGroups+1 {
+				return fmt.Errorf("%w: a summary of %d groups and %d write groups (a run writes at most %d of each)", ErrForgedSummary, len(summary.Groups), len(summary.Writes), MaxGroups+1)
+			}
 			for i := range summary.Groups {
 				g := &summary.Groups[i]
 				if g.Disk != nil { // not in the JSON: the key says it
@@ -632,6 +638,10 @@ func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, wri
 	}
 	return summary, nil
 }
+
+// ErrForgedSummary is returned (wrapped) by ReadJSONL for a summary line
+// no run writes.
+var ErrForgedSummary = errors.New("not a summary etcdscope writes")
 
 // ErrRecordingChanged is returned by FsyncAt when the line at a span
 // ScanJSONLSpans gave is no longer that fsync record: the file was

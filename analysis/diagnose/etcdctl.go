@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/etcdscope/etcdscope/analysis/jsonl"
 )
 
 // PerfLoad is one of `etcdctl check perf`'s workload models: the
@@ -434,6 +436,9 @@ func (r *EtcdctlRead) readJSON(t []byte) error {
 	}
 	// etcdctl prints several JSON arrays one after another when several
 	// commands' outputs are pasted: read them all.
+	if jsonl.TooManyObjects(t, MaxJSONObjects) {
+		return ErrTooManyObjects
+	}
 	dec := json.NewDecoder(bytes.NewReader(t))
 	for dec.More() {
 		if err := dec.Decode(&rows); err != nil {

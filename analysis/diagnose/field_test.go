@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -324,5 +325,25 @@ func TestJSONEncodes(t *testing.T) {
 	var back Report
 	if err := json.Unmarshal(b, &back); err != nil || len(back.Findings) != len(rep.Findings) || len(back.Inputs) != len(in) {
 		t.Errorf("round trip: %v, %d findings", err, len(back.Findings))
+	}
+}
+
+// TestJSONInputsBoundObjects: a pasted JSON input of more than
+// MaxJSONObjects objects is refused before it is decoded (a hostile check:
+// 256 KB of "{}" in fio's "jobs" decoded to 425 MiB, 1 MB to 1.5 GiB, 16
+// MiB was killed at 23 GB); one at the bound is read.
+func TestJSONInputsBoundObjects(t *testing.T) {
+	fio := func(n int) Input {
+		return Input{Name: "fio.json", Data: []byte(`{"fio version":"fio-3.1","jobs":[` + strings.TrimSuffix(strings.Repeat("{},", n), ",") + "]}")}
+	}
+	if _, err := ReadFioJSON(fio(MaxJSONObjects)); !errors.Is(err, ErrTooManyObjects) {
+		t.Errorf("fio JSON of %d objects: %v, want ErrTooManyObjects", MaxJSONObjects+1, err)
+	}
+	if _, err := ReadFioJSON(fio(MaxJSONObjects - 1)); errors.Is(err, ErrTooManyObjects) {
+		t.Errorf("fio JSON of %d objects refused", MaxJSONObjects)
+	}
+	prom := Input{Name: "q.json", Data: []byte(`{"status":"success","data":{"resultType":"vector","result":[` + strings.TrimSuffix(strings.Repeat("{},", MaxJSONObjects), ",") + "]}}")}
+	if _, err := ReadPromJSON(prom, time.Time{}, time.Time{}); !errors.Is(err, ErrTooManyObjects) {
+		t.Errorf("Prometheus JSON over the bound: %v", err)
 	}
 }

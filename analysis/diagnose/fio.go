@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/etcdscope/etcdscope/analysis/jsonl"
 )
 
 // FioRun is one fio job's fdatasync latency, from its JSON or its text.
@@ -114,6 +116,9 @@ func ReadFioJSON(in Input) ([]FioRun, error) {
 	i := bytes.IndexByte(in.Data, '{')
 	if i < 0 {
 		return nil, fmt.Errorf("no JSON object")
+	}
+	if jsonl.TooManyObjects(in.Data, MaxJSONObjects) {
+		return nil, ErrTooManyObjects
 	}
 	var j fioJSON
 	if err := json.NewDecoder(bytes.NewReader(in.Data[i:])).Decode(&j); err != nil {

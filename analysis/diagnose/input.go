@@ -46,6 +46,17 @@ var ErrUnknownContent = errors.New("not etcd /metrics text, Prometheus API JSON,
 // input was not cut short.
 var ErrNoEvidence = errors.New("no evidence in it")
 
+// MaxJSONObjects bounds the objects (and arrays) a pasted JSON input (fio's
+// --output-format=json, etcdctl -w json, a Prometheus API answer) may hold
+// before it is decoded: a real fio run of a few jobs holds a few hundred,
+// while 256 KB of "{}" in fio's "jobs" decoded to 425 MiB and 1 MB to
+// 1.5 GiB (a hostile check, 2026-12-06).
+const MaxJSONObjects = 1 << 14
+
+// ErrTooManyObjects is returned for a JSON input of more than
+// MaxJSONObjects objects or arrays.
+var ErrTooManyObjects = errors.New("more than 16384 JSON objects or arrays: not one fio run, etcdctl answer or Prometheus answer")
+
 var (
 	fioTextRe = regexp.MustCompile(`(?m)(^fio-\d|sync percentiles \((?:n|u|m)sec\)|fsync/fdatasync/sync_file_range:|clat percentiles \((?:n|u|m)sec\)|: \(groupid=\d+, jobs=\d+\)|99th percentile of fsync is \d+ ns|"fio version"\s*:|^fio: )`)
 	etcdLogRe = regexp.MustCompile(`(sync duration of|slow fdatasync|failed to send out heartbeat on time|took too long|elected leader|became leader at term|lost leader|etcdserver|rafthttp|raft\.node|"msg":|candidate at term|health check for peer|on stream|the connection to peer)`)

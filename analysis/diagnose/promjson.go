@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+	"github.com/etcdscope/etcdscope/analysis/jsonl"
 )
 
 type promResponse struct {
@@ -40,6 +41,9 @@ type promResult struct {
 // the error when nothing else is there.
 func ReadPromJSON(in Input, since, until time.Time) ([]MemberWindow, error) {
 	i := bytes.IndexByte(in.Data, '{')
+	if jsonl.TooManyObjects(in.Data, MaxJSONObjects) {
+		return nil, ErrTooManyObjects
+	}
 	var pr promResponse
 	if i < 0 || json.NewDecoder(bytes.NewReader(in.Data[i:])).Decode(&pr) != nil {
 		return nil, fmt.Errorf("reading Prometheus JSON: not an API answer")

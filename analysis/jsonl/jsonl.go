@@ -24,6 +24,18 @@ type Head struct {
 // many requests and nested host fsyncs stays far below it (kilobytes).
 const MaxLine = 16 << 20
 
+// MaxObjects is the most JSON objects, and the most arrays, one line may
+// hold (its '{' and '[' bytes, counted before it is decoded): a line of
+// 16 MiB of "{}" decodes into 5.6 million structs, gigabytes (a hostile
+// check, 2026-12-06: one summary line, 6.1 GB), while the largest line a
+// real run writes holds about a hundred (a summary of MaxGroups groups,
+// a hypervisor summary of merge.MaxHostFiles images: a few thousand).
+const MaxObjects = 1 << 16
+
+// ErrTooManyObjects is returned (wrapped, with the line number) by Scan
+// for a line of more than MaxObjects objects or arrays.
+var ErrTooManyObjects = errors.New("holds more than 65536 JSON objects or arrays")
+
 // ErrNotJSON is returned (wrapped, with the line number and the decoder's
 // words) by Scan for a line that is not a JSON object: a binary file, a
 // table printed instead of --output json, a cut line.
@@ -72,6 +84,9 @@ func ScanSpans(r io.Reader, fn func(line int, at Span, h Head, raw []byte) error
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
+		if TooManyObjects(b, MaxObjects) {
+			return fmt.Errorf("line %d %w", n, ErrTooManyObjects)
+		}
 		var h Head
 		if err := json.Unmarshal(b, &h); err != nil {
 			return fmt.Errorf("line %d %w (%v)", n, ErrNotJSON, describe(err))
@@ -105,4 +120,12 @@ func describe(err error) error {
 		return fmt.Errorf("field %q holds a JSON %s", te.Field, te.Value)
 	}
 	return err
+}
+
+// TooManyObjects reports whether b holds more than max '{' bytes or more
+// than max '[' bytes: a cheap bound, before decoding, on the values JSON
+// would make of it (a brace inside a string counts too, which only makes
+// the bound stricter).
+func TooManyObjects(b []byte, max int) bool {
+	return bytes.Count(b, []byte("{")) > max || bytes.Count(b, []byte("[")) > max
 }

@@ -57,3 +57,26 @@ func TestScanSpans(t *testing.T) {
 		t.Fatalf("got %q, %v", got, err)
 	}
 }
+
+// TestScanBoundsObjects: a line of more than MaxObjects objects (or
+// arrays) is refused before it is decoded (a hostile check: one summary
+// line of 16 MiB of "{}" decoded to 6.1 GB); one of MaxObjects is read.
+func TestScanBoundsObjects(t *testing.T) {
+	line := func(n int, open string) string {
+		return `{"type":"summary","v":1,"groups":[` + strings.TrimSuffix(strings.Repeat(open+",", n), ",") + "]}\n"
+	}
+	for _, c := range []struct {
+		name string
+		text string
+		err  error
+	}{
+		{"objects at the bound", line(MaxObjects-1, "{}"), nil},
+		{"objects over it", line(MaxObjects, "{}"), ErrTooManyObjects},
+		{"arrays over it", line(MaxObjects, "[]"), ErrTooManyObjects},
+	} {
+		err := Scan(strings.NewReader(c.text), func(int, Head, []byte) error { return nil })
+		if !errors.Is(err, c.err) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.err)
+		}
+	}
+}
