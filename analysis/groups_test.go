@@ -174,3 +174,20 @@ func TestLevelsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestSyscallNamesBounded: a group lists at most MaxSyscallNames distinct
+// syscall names and MoreSyscalls after them, however many a recording
+// holds (a hostile check: 250,000 names in one group, 72 s).
+func TestSyscallNamesBounded(t *testing.T) {
+	b := NewReportBuilder()
+	for i := range 100_000 {
+		b.Add(&FsyncRecord{PID: 1, Comm: "x", FileKind: KindWAL, Syscall: fmt.Sprint("s", i), TotalNs: 1})
+	}
+	rep := b.Report(0, 0, nil)
+	if s := rep.Groups[0].Syscalls; len(s) != MaxSyscallNames+1 || s[len(s)-1] != MoreSyscalls {
+		t.Errorf("syscalls %q, want %d names and %q", s, MaxSyscallNames, MoreSyscalls)
+	}
+	if rep.Groups[0].Total.Count != 100_000 {
+		t.Errorf("%d calls counted", rep.Groups[0].Total.Count)
+	}
+}

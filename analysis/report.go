@@ -241,9 +241,7 @@ func (b *ReportBuilder) Add(r *FsyncRecord) {
 	if r.Ret < 0 {
 		g.errors++
 	}
-	if !slices.Contains(g.syscalls, r.Syscall) {
-		g.syscalls = append(g.syscalls, r.Syscall)
-	}
+	g.syscalls = addSyscall(g.syscalls, r.Syscall)
 	g.other.add(r.Sched)
 	b.levels.add(r)
 	for _, d := range r.Disks {

@@ -151,9 +151,7 @@ func (b *ReportBuilder) AddWrite(r *WriteRecord) {
 	if r.Ret < 0 {
 		g.errors++
 	}
-	if !slices.Contains(g.syscalls, r.Syscall) {
-		g.syscalls = append(g.syscalls, r.Syscall)
-	}
+	g.syscalls = addSyscall(g.syscalls, r.Syscall)
 	g.other.add(r.Sched)
 }
 
