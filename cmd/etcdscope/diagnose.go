@@ -30,6 +30,21 @@ func init() {
 // maxInputBytes caps one input (file or HTTP body).
 const maxInputBytes = 16 << 20
 
+// maxTotalInputBytes caps all inputs together: each is read whole, and
+// what diagnose makes of them grows with their sum (a hostile check,
+// 2026-12-06: 16 zap logs of 16 MiB, 1.65 GiB; 8 metrics texts just under
+// their cap, 630 MiB and 68 s).
+const maxTotalInputBytes = 64 << 20
+
+// inputBytes is the bytes the inputs hold together.
+func inputBytes(ins []diagnose.Input) int {
+	n := 0
+	for _, in := range ins {
+		n += len(in.Data)
+	}
+	return n
+}
+
 func runDiagnose(args []string) error {
 	fs := newFlagSet("diagnose")
 	fs.SortFlags = true
@@ -108,9 +123,15 @@ func runDiagnose(args []string) error {
 		default:
 			inputs = append(inputs, readInput(a))
 		}
+		if total := inputBytes(inputs); total > maxTotalInputBytes {
+			return usagef("the inputs hold more than %d MiB together (%s is where they passed it): give fewer, or cut each to the part that matters", maxTotalInputBytes>>20, a)
+		}
 	}
 	if len(urls) > 0 {
 		inputs = append(inputs, pollURLs(urls, *window, *timeout)...)
+	}
+	if total := inputBytes(inputs); total > maxTotalInputBytes {
+		return usagef("the inputs hold more than %d MiB together: give fewer URLs or files, or cut each to the part that matters", maxTotalInputBytes>>20)
 	}
 	// Inputs from two or more clusters (their content names them) are
 	// diagnosed apart, one report each.
@@ -124,7 +145,7 @@ func runDiagnose(args []string) error {
 		return usagef("%v", err)
 	}
 	for _, u := range rep.Unread {
-		fmt.Fprintf(os.Stderr, "etcdscope diagnose: %s not read: %s\n", u.Name, u.Err)
+		fmt.Fprintf(os.Stderr, "etcdscope diagnose: %s not read: %s\n", render.EscapeLine(u.Name), render.EscapeLine(u.Err))
 	}
 	if *output == "json" {
 		err = render.DiagnoseJSON(render.JSONText(os.Stdout), rep)
@@ -150,7 +171,7 @@ func diagnoseClusters(groups []diagnose.ClusterInputs, opt diagnose.Options, out
 	for _, g := range groups {
 		rep, err := diagnose.Diagnose(g.Inputs, opt)
 		for _, u := range rep.Unread {
-			fmt.Fprintf(os.Stderr, "etcdscope diagnose: %s not read: %s\n", u.Name, u.Err)
+			fmt.Fprintf(os.Stderr, "etcdscope diagnose: %s not read: %s\n", render.EscapeLine(u.Name), render.EscapeLine(u.Err))
 		}
 		if err != nil && len(rep.Inputs) == 0 {
 			if firstErr == nil {

@@ -345,3 +345,29 @@ func TestDiagnoseWindowInterrupted(t *testing.T) {
 		t.Errorf("after SIGINT: %v in %v, stdout %q, stderr %q; want exit 0 within 2 s with the first scrape diagnosed", err, took, stdout.String(), stderr.String())
 	}
 }
+
+// TestDiagnoseTotalInputBounded: inputs each under maxInputBytes but over
+// maxTotalInputBytes together are refused with exit 2, naming the input
+// that passed it (a hostile check: 16 logs of 16 MiB, 1.65 GiB).
+func TestDiagnoseTotalInputBounded(t *testing.T) {
+	dir := t.TempDir()
+	var args []string
+	for i := range 5 {
+		p := filepath.Join(dir, fmt.Sprintf("big%d.log", i))
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(p, 15<<20); err != nil { // sparse: no disk
+			t.Fatal(err)
+		}
+		args = append(args, p)
+	}
+	cmd := exec.Command(os.Args[0], append([]string{"diagnose"}, args...)...)
+	cmd.Env = append(os.Environ(), "ETCDSCOPE_TEST_MAIN=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	cmd.Run()
+	if rc := cmd.ProcessState.ExitCode(); rc != 2 || !strings.Contains(stderr.String(), "more than 64 MiB together (") || !strings.Contains(stderr.String(), "big4.log") {
+		t.Errorf("exit %d, stderr %q: want 2 naming big4.log", rc, stderr.String())
+	}
+}
