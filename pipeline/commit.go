@@ -99,6 +99,7 @@ type CommitResult struct {
 	ProbeErr    error
 	Report      *commit.Report
 	Cluster     commit.ClusterState
+	EtcdVersion string      // the traced member's etcd version ("3.4.23"; "" without --etcd-endpoints)
 	Role        commit.Role // at the end ("" when unknown: no --etcd-endpoints)
 	LocalID     uint64
 	LeaderID    uint64
@@ -176,7 +177,7 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 		for _, m := range members {
 			res.Cluster.Names[m.ID] = m.Name
 		}
-		local, res.LocalID, res.LeaderID, err = etcdinfo.LocalMember(ctx, cli, opt.Endpoints, opt.PID)
+		local, res.LocalID, res.LeaderID, res.EtcdVersion, err = etcdinfo.LocalMember(ctx, cli, opt.Endpoints, opt.PID)
 		if err != nil {
 			return nil, fmt.Errorf("--etcd-endpoints: %w (give the client URL of the member with pid %d)", err, opt.PID)
 		}

@@ -208,8 +208,8 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 		}
 		t.probes = append(t.probes, event.Probe{Name: what + " " + fn.Name, Attached: true})
 	}
-	if why, ok := t.down[LayerWrite]; ok {
-		return nil, fmt.Errorf("etcd's write path is not probeable in pid %d: %s: %w", cfg.PID, why, ErrGoFuncNotFound)
+	if _, ok := t.down[LayerWrite]; ok {
+		return nil, writePathErr(bin)
 	}
 	// One uprobe_multi link for every point where the kernel has it
 	// (Linux 6.6+): closing it unregisters them all and waits for the
@@ -342,6 +342,28 @@ func (t *CommitTracer) load(cfg CommitConfig, exe string, at []uprobeAt) error {
 // Multi reports whether the probes are one uprobe_multi link (else one
 // perf-event uprobe per point).
 func (t *CommitTracer) Multi() bool { return t.multi }
+
+// etcdV34Write is the write function of etcd v3.4 (module go.etcd.io/etcd,
+// Debian's etcd-server 3.4.23): there, but under other package paths, and
+// the argument offsets the probes read were checked on v3.5 and v3.6 only.
+const etcdV34Write = "go.etcd.io/etcd/etcdserver.(*EtcdServer).processInternalRaftRequestOnce"
+
+// writePathErr says why bin's write path cannot be followed (an etcd
+// v3.4 by name, else the function missing); it is ErrGoFuncNotFound.
+func writePathErr(bin *GoBinary) error {
+	if _, err := bin.Func(etcdV34Write, false); err == nil {
+		return notFoundErr("etcd v3.4 (go.etcd.io/etcd/etcdserver): its functions are not the v3.5/v3.6 ones this tracer probes")
+	}
+	return notFoundErr("etcd's write function is not in the binary's symbol table: " + commitProbes[0].names[0])
+}
+
+// notFoundErr is an error that reads as itself and is ErrGoFuncNotFound.
+type notFoundErr string
+
+func (e notFoundErr) Error() string { return string(e) }
+
+// Is makes errors.Is(e, ErrGoFuncNotFound) true.
+func (e notFoundErr) Is(target error) bool { return target == ErrGoFuncNotFound }
 
 // findFunc returns the first of names the binary has.
 func findFunc(bin *GoBinary, names []string, rets bool) (GoFunc, error) {

@@ -68,13 +68,16 @@ func RecordOf(w *Write, names Names) Record {
 
 // SummaryRecord closes a recording ("type":"commit_summary").
 type SummaryRecord struct {
-	Type       string `json:"type"`
-	V          int    `json:"v"`
-	Source     string `json:"source"`
-	Writes     int    `json:"writes"`
-	Incomplete int    `json:"incomplete"`
-	Batched    int    `json:"batched"`
-	Dropped    int    `json:"dropped"`
+	Type   string `json:"type"`
+	V      int    `json:"v"`
+	Source string `json:"source"`
+	// EtcdVersion: the traced member's etcd version, from its status
+	// (with --etcd-endpoints; absent without, and in older recordings).
+	EtcdVersion string `json:"etcd_version,omitempty"`
+	Writes      int    `json:"writes"`
+	Incomplete  int    `json:"incomplete"`
+	Batched     int    `json:"batched"`
+	Dropped     int    `json:"dropped"`
 	// SampleEvery: 1 write in N was followed (--sample; absent: every
 	// write); WritesSeen, WritesSampled: the writes the kernel saw enter
 	// etcd's write function and those it followed (absent in recordings
