@@ -419,7 +419,7 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 
 // assembled reports whether k is a record the kernel assembled.
 func assembled(k event.CommitKind) bool {
-	return k == event.CommitWriteDone || k == event.CommitSaveDone || k == event.CommitSyncDone
+	return k.Assembled()
 }
 
 // finishTimeout bounds each request to etcd once the run is over (the

@@ -1,6 +1,6 @@
 package tracer
 
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type commit_event -type commit_write -type commit_save -type commit_counts commit ../bpf/commit.bpf.c
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type commit_event -type commit_write -type commit_save -type commit_msg -type commit_counts commit ../bpf/commit.bpf.c
 
 import (
 	"errors"
@@ -62,9 +62,9 @@ type CommitConfig struct {
 // CommitCounts are the commit program's counters, summed over CPUs.
 type CommitCounts struct {
 	// Fired counts the probes' firings by kind (index: event.CommitKind).
-	Fired [event.CommitSyncDone + 1]uint64
+	Fired [event.CommitSaveSent + 1]uint64
 	// RunNs is the program's time by kind (CommitConfig.Profile), ns.
-	RunNs [event.CommitSyncDone + 1]uint64
+	RunNs [event.CommitSaveSent + 1]uint64
 	// WritesSeen counts the writes that entered etcd's write function,
 	// WritesSampled those followed (1 in CommitConfig.SampleEvery), and
 	// WritesDropped the followed ones forgotten (a full map, or a failed
@@ -455,8 +455,14 @@ func (t *CommitTracer) Read(ev *event.Commit) error {
 			return err
 		}
 		*ev = event.Commit{Kind: kind, TsNs: max(e.EndNs, e.SyncEndNs), TID: e.Tid,
-			Save: event.CommitSave{First: e.First, Last: e.Last, SendNs: e.SendNs, StartNs: e.StartNs, EndNs: e.EndNs,
+			Save: event.CommitSave{First: e.First, Last: e.Last, Term: e.Term, SendNs: e.SendNs, StartNs: e.StartNs, EndNs: e.EndNs,
 				SyncStartNs: e.SyncStartNs, SyncEndNs: e.SyncEndNs, SyncTIDs: e.SyncTids}}
+	case event.CommitMsgApp, event.CommitSaveSent:
+		e, err := fixed[commitCommitMsg](raw, "commit msg")
+		if err != nil {
+			return err
+		}
+		*ev = event.Commit{Kind: kind, TsNs: e.TsNs, TID: e.Tid, Msg: event.CommitMsg{From: e.From, Term: e.Term, First: e.First, Last: e.Last}}
 	default:
 		e, err := fixed[commitCommitEvent](raw, "commit")
 		if err != nil {
