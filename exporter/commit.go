@@ -2,8 +2,10 @@ package exporter
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"sync"
 
@@ -165,12 +167,12 @@ func (c *CommitMetrics) voteLabel(id uint64, names commit.Names) string {
 // runCommit traces cfg.Commit's writes into c until ctx ends: the same run
 // as `etcdscope commit` (pipeline.RunCommit) without a duration, with
 // --etcd-endpoints giving the member names and the role.
-func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, logw io.Writer) error {
+func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *commit.EntryLog, logw io.Writer) error {
 	res, err := pipeline.RunCommit(ctx, pipeline.CommitOptions{
 		PID: cfg.CommitPID, Endpoints: cfg.EtcdEndpoints, TLS: cfg.EtcdTLS,
 		Source: cfg.Commit, Unavailable: cfg.CommitUnavailable, RingBytes: cfg.RingBytes, SampleEvery: cfg.CommitSampleEvery,
 		Notice:  func(s string) { fmt.Fprintf(logw, "etcdscope serve: commit: %s\n", s) },
-		OnWrite: c.ObserveWrite,
+		OnWrite: c.ObserveWrite, Entries: entries,
 	})
 	if err != nil {
 		return err
@@ -182,4 +184,40 @@ func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, logw io.Writer
 		fmt.Fprintf(logw, "etcdscope serve: commit: etcd pid %d exited: its writes are no longer traced (restart serve with the new pid)\n", t.PID)
 	}
 	return nil
+}
+
+// Bounds of GET /commit/entries: the records a reply holds by default
+// and at most (one record is at most ~600 bytes of JSON).
+const (
+	EntriesDefaultLimit = 1024
+	EntriesMaxLimit     = commit.MaxEntries
+)
+
+// entriesHandler serves GET /commit/entries?since_index=N&limit=M: the
+// commit tracer's per-entry records with an index above N (0: all kept),
+// at most M (default EntriesDefaultLimit, at most EntriesMaxLimit), as
+// a commit.EntryWindow. Bad parameters are one line and 400.
+func entriesHandler(log *commit.EntryLog) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		since, limit := uint64(0), EntriesDefaultLimit
+		if s := q.Get("since_index"); s != "" {
+			v, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				http.Error(w, fmt.Sprintf("since_index %q: give a Raft index (a whole number)", s), http.StatusBadRequest)
+				return
+			}
+			since = v
+		}
+		if s := q.Get("limit"); s != "" {
+			v, err := strconv.Atoi(s)
+			if err != nil || v < 1 || v > EntriesMaxLimit {
+				http.Error(w, fmt.Sprintf("limit %q: give 1 to %d", s, EntriesMaxLimit), http.StatusBadRequest)
+				return
+			}
+			limit = v
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(log.Window(since, limit))
+	})
 }

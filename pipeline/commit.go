@@ -88,6 +88,12 @@ type CommitOptions struct {
 	SampleEvery uint32
 	// Ready is called once the run starts, before the load starts.
 	Ready func()
+	// Entries, when set, keeps this member's per-entry records (a
+	// follower's receive, WAL Save and answer; the leader's send and the
+	// followers' acks) for a reader beside the run (serve's
+	// /commit/entries); nil: RunCommit keeps its own. Each write's
+	// Write.Entry is its entry's record.
+	Entries *commit.EntryLog
 	// OnWrite receives every finished write, in the order they finished.
 	OnWrite func(*commit.Write, commit.Names) error
 }
@@ -183,6 +189,11 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 		}
 		res.Role = roleOf(res.LocalID, res.LeaderID)
 	}
+	entries := opt.Entries
+	if entries == nil {
+		entries = commit.NewEntryLog(0)
+	}
+	entries.SetMember(res.LocalID)
 	// The window starts once the cluster is known: a slow member list
 	// must neither eat into --duration nor be cut short by it.
 	if opt.Duration > 0 {
@@ -255,12 +266,13 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 					if r := &recs[i]; r.Kind == event.CommitSyncDone {
 						res.WALSyncs.Add(int64(r.Save.SyncEndNs - r.Save.SyncStartNs))
 					}
+					entries.Add(&recs[i])
 					out = j.Add(&recs[i], out)
 				}
-				return false, deliver(out, res, opt)
+				return false, deliver(out, res, opt, entries)
 			})
 			mu.Lock()
-			readErr = errors.Join(readErr, deliver(j.Flush(out[:0]), res, opt))
+			readErr = errors.Join(readErr, deliver(j.Flush(out[:0]), res, opt, entries))
 			mu.Unlock()
 		}()
 	}
@@ -433,8 +445,11 @@ const finishTimeout = time.Second
 // load's workload.Load.Intervals.
 const maxKept = 100000
 
-func deliver(ws []commit.Write, res *CommitResult, opt CommitOptions) error {
+func deliver(ws []commit.Write, res *CommitResult, opt CommitOptions, entries *commit.EntryLog) error {
 	for i := range ws {
+		if e, ok := entries.Get(ws[i].Index); ok && ws[i].Index != 0 {
+			ws[i].Entry = &e
+		}
 		res.Report.Add(&ws[i])
 		if opt.LoadPerSec > 0 && len(res.spans) < maxKept {
 			res.spans = append(res.spans, [2]uint64{ws[i].StartNs, ws[i].EndNs})

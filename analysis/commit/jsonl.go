@@ -45,13 +45,17 @@ type Record struct {
 	DeciderName  string           `json:"decider_name,omitempty"`
 	Acks         []AckRecord      `json:"acks,omitempty"`
 	Missing      []string         `json:"missing,omitempty"`
+	// Entry: this member's record of the write's Raft entry (term,
+	// index): the Save that held it, and on the leader its send and the
+	// followers' acks, on a follower the MsgApp's arrival and its answer.
+	Entry *Entry `json:"entry,omitempty"`
 }
 
 // RecordOf returns w's record; names may be nil.
 func RecordOf(w *Write, names Names) Record {
 	r := Record{Type: "commit", V: SchemaVersion, Source: SourceUprobes, ID: w.ID, Index: w.Index, Role: w.Role,
 		StartNs: w.StartNs, EndNs: w.EndNs, TotalNs: w.TotalNs(), PartsNs: w.PartsNs, WALSyncNs: w.WALSyncNs,
-		BatchEntries: w.BatchEntries, Missing: w.Missing}
+		BatchEntries: w.BatchEntries, Missing: w.Missing, Entry: w.Entry}
 	if w.DeciderKnown {
 		if w.Decider == LocalVote {
 			r.Decider = "local_wal"

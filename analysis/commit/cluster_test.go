@@ -1,0 +1,114 @@
+package commit
+
+import (
+	"testing"
+
+	"github.com/etcdscope/etcdscope/event"
+)
+
+// clusterRun builds three members' EntryLogs from the records their
+// commit tracers would send for entries 1..n (leader 1, followers 2 and
+// 3; follower 3 is slow on entry 2, the leader's disk on entry 5, and
+// 3's agent's window ends after entry 3), each on its own clock: the followers' clocks are offset from
+// the leader's by arbitrary amounts, which the join must not need.
+func clusterRun(n uint64) []EntryWindow {
+	lead, f2, f3 := NewEntryLog(0), NewEntryLog(0), NewEntryLog(0)
+	lead.SetMember(1)
+	f2.SetMember(2)
+	f3.SetMember(3)
+	const off2, off3 = 7_000_000_000, 123_456_789 // the followers' clocks
+	for i := uint64(1); i <= n; i++ {
+		t := i * 10_000_000    // the leader's Send of entry i
+		wal := uint64(300_000) // the leader's Save; slow on entry 5
+		if i == 5 {
+			wal = 2_000_000
+		}
+		lead.Add(&event.Commit{Kind: event.CommitSaveDone, TsNs: t + 100_000 + wal, Save: event.CommitSave{First: i, Last: i, Term: 2,
+			SendNs: t, StartNs: t + 100_000, EndNs: t + 100_000 + wal, SyncStartNs: t + 150_000, SyncEndNs: t + 50_000 + wal}})
+		for _, f := range []struct {
+			log          *EntryLog
+			id, off, wal uint64
+		}{{f2, 2, off2, 500_000}, {f3, 3, off3, 300_000}} {
+			if f.id == 3 && i == 2 {
+				f.wal = 5_000_000
+			}
+			if f.id == 3 && i > 3 {
+				// Its agent stopped; the leader still sees its acks.
+				lead.Add(&event.Commit{Kind: event.CommitAppResp, TsNs: t + 150_000 + 50_000 + f.wal + 20_000 + 150_000, A: f.id, B: i})
+				continue
+			}
+			recv := t + 150_000 + f.off // one way: 150 µs
+			f.log.Add(&event.Commit{Kind: event.CommitMsgApp, TsNs: recv, Msg: event.CommitMsg{From: 1, Term: 2, First: i, Last: i}})
+			f.log.Add(&event.Commit{Kind: event.CommitSaveDone, TsNs: recv + 50_000 + f.wal, Save: event.CommitSave{First: i, Last: i, Term: 2,
+				StartNs: recv + 50_000, EndNs: recv + 50_000 + f.wal, SyncStartNs: recv + 60_000, SyncEndNs: recv + 40_000 + f.wal}})
+			resp := recv + 50_000 + f.wal + 20_000
+			f.log.Add(&event.Commit{Kind: event.CommitSaveSent, TsNs: resp, Msg: event.CommitMsg{Term: 2, First: i, Last: i}})
+			lead.Add(&event.Commit{Kind: event.CommitAppResp, TsNs: resp - f.off + 150_000, A: f.id, B: i})
+		}
+	}
+	var ws []EntryWindow
+	for _, l := range []*EntryLog{f3, lead, f2} {
+		ws = append(ws, l.Window(0, MaxEntries))
+	}
+	return ws
+}
+
+// TestJoinCluster: each write's deciding vote is the earliest quorum's
+// last; a follower's vote (the leader's Send to its ack) splits exactly
+// into the follower's own receive-to-answer and the network remainder
+// (300 µs here: 150 µs each way), whatever the members' clocks; a write
+// whose deciding follower has no record is counted, not dropped.
+func TestJoinCluster(t *testing.T) {
+	const n = 6
+	j := JoinCluster(clusterRun(n))
+	if j.Leader != 1 || j.Voters != 3 || len(j.Writes) != n {
+		t.Fatalf("leader %v, voters %d, %d writes: want 1, 3, %d", j.Leader, j.Voters, len(j.Writes), n)
+	}
+	for _, w := range j.Writes {
+		t.Logf("%+v", w)
+		if !w.Joined() {
+			continue
+		}
+		// Follower 3's WAL append takes 300 µs, 2's 500 µs: 3's ack
+		// (670 µs after the Send) decides, after the leader's Save
+		// (400 µs), except on entry 2, where 3 is slow and 2 decides,
+		// and on entry 5, where the leader's Save (2.1 ms) is last.
+		want := MemberID(3)
+		switch w.Index {
+		case 2:
+			want = 2
+		case 5:
+			if !w.DeciderLocal {
+				t.Errorf("entry 5: decider %v, want the leader's WAL", w.Decider)
+			}
+			continue
+		}
+		if w.DeciderLocal || w.Decider != want {
+			t.Errorf("entry %d: decider %v (local %v), want %v", w.Index, w.Decider, w.DeciderLocal, want)
+		}
+		s := w.Follower
+		if s.QueueNs+s.WALNs+s.RespondNs != s.TotalNs || w.NetworkNs+s.TotalNs != w.VoteNs || w.NetworkNs != 300_000 {
+			t.Errorf("entry %d: split %+v, network %d, vote %d: want parts summing to the total, network 300000 ns", w.Index, s, w.NetworkNs, w.VoteNs)
+		}
+	}
+	if j.Joined != 4 || j.Deciders[3] != 2 || j.Deciders[2] != 1 || j.Deciders[MemberID(LocalVote)] != 1 || j.NotByWhy[NotJoinedNoFollowerRecord] != 2 {
+		t.Errorf("joined %d, deciders %v, not joined %v: want 4 joined (3 twice, 2 once, the leader's WAL once), 2 (entries 4 and 6) without 3's record", j.Joined, j.Deciders, j.NotByWhy)
+	}
+}
+
+// TestEntryLogWindow: the log keeps the last Max entries, and Since pages
+// through them in order.
+func TestEntryLogWindow(t *testing.T) {
+	l := NewEntryLog(8)
+	for i := uint64(1); i <= 40; i++ {
+		l.Add(&event.Commit{Kind: event.CommitSaveDone, TsNs: i, Save: event.CommitSave{First: i, Last: i, Term: 1, StartNs: i, EndNs: i}})
+	}
+	es, more := l.Since(0, 100)
+	if more || len(es) > 10 || es[len(es)-1].Index != 40 || es[0].Index < 31 {
+		t.Errorf("%d records from %d to %d (more %v): want the last 8 to 10 up to 40", len(es), es[0].Index, es[len(es)-1].Index, more)
+	}
+	es, more = l.Since(35, 3)
+	if !more || len(es) != 3 || es[0].Index != 36 {
+		t.Errorf("since 35, limit 3: %d records from %d, more %v", len(es), es[0].Index, more)
+	}
+}
