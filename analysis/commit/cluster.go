@@ -26,29 +26,45 @@ const (
 	NotJoinedNoSend
 )
 
+// MarshalText names the reason in JSON: "no_quorum", "no_follower_record",
+// "no_send" ("" when joined).
+func (n NotJoined) MarshalText() ([]byte, error) {
+	switch n {
+	case NotJoinedNoQuorum:
+		return []byte("no_quorum"), nil
+	case NotJoinedNoFollowerRecord:
+		return []byte("no_follower_record"), nil
+	case NotJoinedNoSend:
+		return []byte("no_send"), nil
+	}
+	return nil, nil
+}
+
 // ClusterWrite is one Raft entry the leader saved, followed across the
 // members by (term, index): the leader's own WAL append, the quorum's
 // deciding vote and, when a follower decided, that follower's time split
 // into its parts and the network remainder. Every duration is a
 // difference of one member's own clock, ns.
 type ClusterWrite struct {
-	Term, Index uint64
+	Term  uint64 `json:"term"`
+	Index uint64 `json:"index"`
 	// LeaderWALNs: the leader's WAL Save (of which LeaderFdatasyncNs);
 	// Batch: the entries that Save held.
-	LeaderWALNs, LeaderFdatasyncNs int64
-	Batch                          int
-	// DeciderLocal: the leader's own WAL append completed the quorum
-	// (no follower is then split); else Decider is the follower whose
-	// ack did, VoteNs the leader's Send to that ack.
-	DeciderLocal bool
-	Decider      MemberID
-	VoteNs       int64
+	LeaderWALNs       int64 `json:"leader_wal_ns"`
+	LeaderFdatasyncNs int64 `json:"leader_fdatasync_ns"`
+	Batch             int   `json:"batch_entries"`
+	// DeciderLocal: the leader's own WAL append came last (no follower
+	// is then split); else Decider is the follower whose ack did, VoteNs
+	// the leader's Send to that ack.
+	DeciderLocal bool     `json:"decider_local"`
+	Decider      MemberID `json:"decider,omitempty"`
+	VoteNs       int64    `json:"vote_ns,omitempty"`
 	// The deciding follower, when joined: Follower its split (receive to
 	// answer: queueing, WAL append, answer) and NetworkNs the rest of
 	// VoteNs (the round trip, both transports' queues included).
-	Follower  FollowerSplit
-	NetworkNs int64
-	Why       NotJoined // NotJoinedNone when joined
+	Follower  *FollowerSplit `json:"follower,omitempty"`
+	NetworkNs int64          `json:"network_ns,omitempty"`
+	Why       NotJoined      `json:"not_joined,omitempty"` // NotJoinedNone when joined
 }
 
 // Joined reports whether the write's deciding vote is known and, for a
@@ -212,5 +228,5 @@ func joinWrite(w *ClusterWrite, e *Entry, q int, fol map[MemberID]map[uint64]*En
 		w.Why = NotJoinedNoFollowerRecord
 		return
 	}
-	w.Follower, w.NetworkNs = s, w.VoteNs-s.TotalNs
+	w.Follower, w.NetworkNs = &s, w.VoteNs-s.TotalNs
 }

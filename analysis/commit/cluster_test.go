@@ -87,6 +87,9 @@ func TestJoinCluster(t *testing.T) {
 			t.Errorf("entry %d: decider %v (local %v), want %v", w.Index, w.Decider, w.DeciderLocal, want)
 		}
 		s := w.Follower
+		if s == nil {
+			t.Fatalf("entry %d joined to follower %v without its split", w.Index, w.Decider)
+		}
 		if s.QueueNs+s.WALNs+s.RespondNs != s.TotalNs || w.NetworkNs+s.TotalNs != w.VoteNs || w.NetworkNs != 300_000 {
 			t.Errorf("entry %d: split %+v, network %d, vote %d: want parts summing to the total, network 300000 ns", w.Index, s, w.NetworkNs, w.VoteNs)
 		}

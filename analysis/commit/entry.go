@@ -83,7 +83,11 @@ func (e *Entry) Follower() bool { return e.RecvNs != 0 }
 // MsgAppResp: etcd's raft loop signals its apply first). Queue + WAL +
 // Respond == Total.
 type FollowerSplit struct {
-	TotalNs, QueueNs, WALNs, FdatasyncNs, RespondNs int64
+	TotalNs     int64 `json:"total_ns"`
+	QueueNs     int64 `json:"queue_ns"`
+	WALNs       int64 `json:"wal_ns"`
+	FdatasyncNs int64 `json:"fdatasync_ns"`
+	RespondNs   int64 `json:"respond_ns"`
 }
 
 // Split returns the follower's split of e; false unless this member

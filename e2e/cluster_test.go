@@ -1,0 +1,157 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/etcdscope/etcdscope/analysis/commit"
+	"github.com/etcdscope/etcdscope/internal/etcdtest"
+	"github.com/etcdscope/etcdscope/internal/testenv"
+	"github.com/etcdscope/etcdscope/render"
+)
+
+// TestClusterJoin runs `etcdscope serve --commit-pid` beside each member
+// of a real 3-member etcd on loopback, makes puts at the leader, and joins
+// the three agents' per-entry windows with `etcdscope cluster`. The
+// oracle is the leader's own commit index (etcd_server_proposals_committed_total):
+// the writes the join reports in the run's index range, joined or counted
+// as not joined, are exactly its delta; and for each write a follower
+// decided, the follower's receive-to-answer lies within the leader's
+// send-to-ack (a non-negative network remainder), while the leader's
+// vote of that follower is one of the acks the leader's commit tracer saw.
+func TestClusterJoin(t *testing.T) {
+	testenv.RequireRoot(t)
+	c := etcdtest.Start(t, etcdtest.Options{Members: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var agents []string
+	for _, m := range c.Members {
+		s := startServe(t, "--comm", "etcd", "--commit-pid", strconv.Itoa(m.PID), "--etcd-endpoints", m.ClientURL)
+		agents = append(agents, "http://"+s.addr)
+	}
+	before := restingCommitIndex(ctx, t, c, leader)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{leader.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	const puts = 100
+	for i := 0; i < puts; i++ {
+		if _, err := cli.Put(ctx, fmt.Sprintf("%scluster-%03d", etcdtest.PutKeyPrefix, i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := c.Scrape(ctx, leader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo := uint64(gauge(before, "etcd_server_proposals_committed_total"))
+	hi := uint64(gauge(after, "etcd_server_proposals_committed_total"))
+	// Each agent reads its ring as it fills: wait until every window
+	// holds the last index (or 20 s).
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		if allHold(t, agents, hi) {
+			break
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // the last acks
+	cmd := exec.CommandContext(ctx, etcdscope(t), "cluster", "--members", agents[0]+","+agents[1]+","+agents[2],
+		"--since-index", strconv.FormatUint(lo, 10), "--output", "json")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("etcdscope cluster: %v\n%s", err, stderr.String())
+	}
+	var sum render.ClusterSummary
+	var writes []commit.ClusterWrite
+	sc := bufio.NewScanner(&stdout)
+	for sc.Scan() {
+		var rec struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatal(err)
+		}
+		switch rec.Type {
+		case "cluster_write":
+			var w render.ClusterWriteRecord
+			if err := json.Unmarshal(sc.Bytes(), &w); err != nil {
+				t.Fatal(err)
+			}
+			writes = append(writes, w.ClusterWrite)
+		case "cluster_summary":
+			if err := json.Unmarshal(sc.Bytes(), &sum); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	table := exec.CommandContext(ctx, etcdscope(t), "cluster", "--members", agents[0]+","+agents[1]+","+agents[2], "--since-index", strconv.FormatUint(lo, 10))
+	out, err := table.CombinedOutput()
+	t.Logf("etcdscope cluster:\n%s", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var inRun, joined, byFollower int
+	for _, w := range writes {
+		if w.Index <= lo || w.Index > hi {
+			continue
+		}
+		inRun++
+		if !w.Joined() {
+			continue
+		}
+		joined++
+		if w.DeciderLocal {
+			continue
+		}
+		byFollower++
+		if w.Follower == nil || w.NetworkNs < 0 || w.Follower.TotalNs > w.VoteNs || uint64(w.Decider) == leader.ID {
+			t.Errorf("write %d: decider %v, vote %d ns, follower %+v, network %d ns: want a follower whose receive-to-answer lies within the vote", w.Index, w.Decider, w.VoteNs, w.Follower, w.NetworkNs)
+		}
+	}
+	t.Logf("leader's commit index %d -> %d; %d writes in the range, %d joined (%d decided by a follower); summary: %+v", lo, hi, inRun, joined, byFollower, sum)
+	if uint64(inRun) != hi-lo || hi-lo < puts {
+		t.Errorf("%d writes joined or not joined in (%d, %d]: want the leader's commit index delta %d (at least %d puts)", inRun, lo, hi, hi-lo, puts)
+	}
+	// On loopback every agent sees every entry: all but a few at the
+	// windows' edges are joined.
+	if joined < inRun*9/10 {
+		t.Errorf("only %d of %d writes joined (not joined: %v)", joined, inRun, sum.NotJoined)
+	}
+	if sum.Leader != commit.MemberID(leader.ID) || sum.Voters != 3 {
+		t.Errorf("summary leader %v of %d, want %x of 3", sum.Leader, sum.Voters, leader.ID)
+	}
+}
+
+// allHold reports whether every agent's window holds index i.
+func allHold(t *testing.T, agents []string, i uint64) bool {
+	for _, a := range agents {
+		resp, err := http.Get(a + "/commit/entries?since_index=" + strconv.FormatUint(i-1, 10) + "&limit=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var w commit.EntryWindow
+		err = json.NewDecoder(resp.Body).Decode(&w)
+		resp.Body.Close()
+		if err != nil || len(w.Entries) == 0 {
+			return false
+		}
+	}
+	return true
+}
