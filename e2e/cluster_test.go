@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -22,7 +24,7 @@ import (
 )
 
 // TestClusterJoin runs `etcdscope serve --commit-pid` beside each member
-// of a real 3-member etcd on loopback, makes puts at the leader, and joins
+// of a real 3-member etcd (v3.6 and v3.5) on loopback, makes puts at the leader, and joins
 // the three agents' per-entry windows with `etcdscope cluster`. The
 // oracle is the leader's own commit index (etcd_server_proposals_committed_total):
 // the writes the join reports in the run's index range, joined or counted
@@ -32,6 +34,19 @@ import (
 // vote of that follower is one of the acks the leader's commit tracer saw.
 func TestClusterJoin(t *testing.T) {
 	testenv.RequireRoot(t)
+	root := testenv.RepoRoot(t)
+	for _, v := range []struct{ name, bin string }{{"v3.6", filepath.Join(root, "bin", "etcd")}, {"v3.5", filepath.Join(root, "bin", "etcd35")}} {
+		t.Run(v.name, func(t *testing.T) {
+			if _, err := os.Stat(v.bin); err != nil {
+				testenv.Missing(t, fmt.Sprintf("no %s (run 'make etcd etcd35')", v.bin))
+			}
+			t.Setenv("ETCDSCOPE_ETCD", v.bin)
+			checkClusterJoin(t)
+		})
+	}
+}
+
+func checkClusterJoin(t *testing.T) {
 	c := etcdtest.Start(t, etcdtest.Options{Members: 3})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
