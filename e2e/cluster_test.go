@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,6 +149,22 @@ func checkClusterJoin(t *testing.T) {
 	// windows' edges are joined.
 	if joined < inRun*9/10 {
 		t.Errorf("only %d of %d writes joined (not joined: %v)", joined, inRun, sum.NotJoined)
+	}
+	// The verdict names the vote that decided most joined writes.
+	top, most := "", 0
+	for d, n := range sum.Deciders {
+		if n > most {
+			top, most = d, n
+		}
+	}
+	want := "writes wait on the leader's own WAL append"
+	for _, m := range c.Members {
+		if strconv.FormatUint(m.ID, 16) == top {
+			want = m.Name
+		}
+	}
+	if !strings.Contains(sum.Verdict, want) || !strings.Contains(string(out), "verdict: "+sum.Verdict) {
+		t.Errorf("verdict %q (table:\n%s): want it to name %q, the top of %v", sum.Verdict, out, want, sum.Deciders)
 	}
 	if sum.Leader != commit.MemberID(leader.ID) || sum.Voters != 3 {
 		t.Errorf("summary leader %v of %d, want %x of 3", sum.Leader, sum.Voters, leader.ID)

@@ -194,6 +194,7 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 		entries = commit.NewEntryLog(0)
 	}
 	entries.SetMember(res.LocalID)
+	entries.SetNames(res.Cluster.Names)
 	// The window starts once the cluster is known: a slow member list
 	// must neither eat into --duration nor be cut short by it.
 	if opt.Duration > 0 {

@@ -23,6 +23,7 @@ type ClusterSummary struct {
 	NotJoined map[string]int           `json:"not_joined"`
 	Deciders  map[string]int           `json:"deciders"` // "local_wal" or member hex -> writes
 	PartsNs   map[string]stats.Summary `json:"parts_ns"`
+	Verdict   string                   `json:"verdict,omitempty"` // as the table words it
 }
 
 // ClusterWriteRecord is one write of `etcdscope cluster --output json`.
@@ -73,6 +74,7 @@ func ClusterSummaryOf(j *commit.ClusterJoin) ClusterSummary {
 	for _, p := range clusterParts(j) {
 		s.PartsNs[strings.ReplaceAll(p.name, " ", "_")] = p.s.Summary()
 	}
+	s.Verdict = clusterVerdict(j.Verdict(), clusterNames(j))
 	return s
 }
 
@@ -90,8 +92,9 @@ func clusterTable(w io.Writer, j *commit.ClusterJoin) {
 		fmt.Fprintln(w, "etcdscope cluster: no leader's records with followers' acks in the members' windows (is every member's serve --commit-pid running, and was anything written?)")
 		return
 	}
-	fmt.Fprintf(w, "etcdscope cluster: leader %x of %d; %d writes in its window (index %d..%d): %d joined across the members, %d not joined",
-		uint64(j.Leader), j.Voters, len(j.Writes), j.Writes[0].Index, j.Writes[len(j.Writes)-1].Index, j.Joined, len(j.Writes)-j.Joined)
+	names := clusterNames(j)
+	fmt.Fprintf(w, "etcdscope cluster: leader %s of %d; %d writes in its window (index %d..%d): %d joined across the members, %d not joined",
+		names.Of(uint64(j.Leader)), j.Voters, len(j.Writes), j.Writes[0].Index, j.Writes[len(j.Writes)-1].Index, j.Joined, len(j.Writes)-j.Joined)
 	whys := slices.Sorted(func(yield func(commit.NotJoined) bool) {
 		for k := range j.NotByWhy {
 			if !yield(k) {
@@ -119,7 +122,7 @@ func clusterTable(w io.Writer, j *commit.ClusterJoin) {
 	})
 	var parts []string
 	for _, id := range ids {
-		parts = append(parts, fmt.Sprintf("%s %d (%.0f%%)", deciderName(id), j.Deciders[id], 100*float64(j.Deciders[id])/float64(max(j.Joined, 1))))
+		parts = append(parts, fmt.Sprintf("%s %d (%.0f%%)", names.Of(uint64(id)), j.Deciders[id], 100*float64(j.Deciders[id])/float64(max(j.Joined, 1))))
 	}
 	fmt.Fprintf(w, "deciding vote: %s\n", strings.Join(parts, ", "))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -130,4 +133,37 @@ func clusterTable(w io.Writer, j *commit.ClusterJoin) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "vote: the leader's send to the deciding follower's ack = network + that follower's queue, WAL append and answer (each on its own clock)")
+	if v := clusterVerdict(j.Verdict(), names); v != "" {
+		fmt.Fprintf(w, "verdict: %s\n", v)
+	}
+}
+
+// clusterNames are the members' names the windows carried.
+func clusterNames(j *commit.ClusterJoin) commit.Names {
+	names := commit.Names{}
+	for id, n := range j.Names {
+		names[uint64(id)] = n
+	}
+	return names
+}
+
+// clusterVerdict words the join's verdict (p50s; "" when no write
+// joined).
+func clusterVerdict(v commit.ClusterVerdict, names commit.Names) string {
+	who := strconv.FormatUint(uint64(v.Member), 16)
+	if n := names[uint64(v.Member)]; n != "" {
+		who = n
+	}
+	of := fmt.Sprintf("it decided %d of %d joined writes", v.Decided, v.Joined)
+	switch v.Kind {
+	case commit.ClusterVerdictLeaderWAL:
+		return fmt.Sprintf("writes wait on the leader's own WAL append: p50 %s (it came last in %d of %d joined writes): run `etcdscope commit` on the leader for its fdatasync's cause", commitMs(v.PartNs), v.Decided, v.Joined)
+	case commit.ClusterVerdictNetwork:
+		return fmt.Sprintf("writes wait on the network to %s: %s of its %s vote (p50; %s): run `etcdscope peers` on the leader", who, commitMs(v.PartNs), commitMs(v.VoteNs), of)
+	case commit.ClusterVerdictFollowerWAL:
+		return fmt.Sprintf("writes wait on %s's disk: its WAL append %s (fdatasync %s) of its %s vote (p50; %s): run `etcdscope fsync --comm etcd` there", who, commitMs(v.PartNs), commitMs(v.FdatasyncNs), commitMs(v.VoteNs), of)
+	case commit.ClusterVerdictFollowerQueue:
+		return fmt.Sprintf("writes wait on %s's Raft loop: queueing and answer %s of its %s vote (p50; %s)", who, commitMs(v.PartNs), commitMs(v.VoteNs), of)
+	}
+	return ""
 }

@@ -76,6 +76,7 @@ func (w *ClusterWrite) Joined() bool { return w.Why == NotJoinedNone }
 type ClusterJoin struct {
 	Leader   MemberID
 	Voters   int
+	Names    map[MemberID]string // from the windows (etcd's member list)
 	Writes   []ClusterWrite
 	Joined   int
 	NotByWhy map[NotJoined]int
@@ -96,7 +97,12 @@ type ClusterJoin struct {
 // write waits for the leader's Save to return and for the (q-1)-th
 // follower ack, and the later of the two is its deciding vote.
 func JoinCluster(windows []EntryWindow) ClusterJoin {
-	res := ClusterJoin{NotByWhy: map[NotJoined]int{}, Deciders: map[MemberID]int{}}
+	res := ClusterJoin{NotByWhy: map[NotJoined]int{}, Deciders: map[MemberID]int{}, Names: map[MemberID]string{}}
+	for i := range windows {
+		for id, n := range windows[i].Names {
+			res.Names[id] = n
+		}
+	}
 	lead := -1
 	for i := range windows {
 		n := 0
@@ -229,4 +235,79 @@ func joinWrite(w *ClusterWrite, e *Entry, q int, fol map[MemberID]map[uint64]*En
 		return
 	}
 	w.Follower, w.NetworkNs = &s, w.VoteNs-s.TotalNs
+}
+
+// ClusterVerdictKind is what the writes of a cluster wait on most.
+type ClusterVerdictKind uint8
+
+// The cluster verdicts.
+const (
+	ClusterVerdictNone ClusterVerdictKind = iota // no write joined
+	// ClusterVerdictLeaderWAL: the leader's own WAL append decides most
+	// writes (PartNs its p50).
+	ClusterVerdictLeaderWAL
+	// ClusterVerdictNetwork, ClusterVerdictFollowerWAL,
+	// ClusterVerdictFollowerQueue: a follower (Member) decides most
+	// writes, and of its votes the network, its WAL append, or its Raft
+	// loop's queueing (and answer) is the largest part by mean; PartNs
+	// is that part's p50 over its writes, VoteNs its votes' p50.
+	ClusterVerdictNetwork
+	ClusterVerdictFollowerWAL
+	ClusterVerdictFollowerQueue
+)
+
+// ClusterVerdict is the join's verdict: who decides most writes and what
+// that vote is made of.
+type ClusterVerdict struct {
+	Kind   ClusterVerdictKind
+	Member MemberID // the deciding follower (not for LeaderWAL)
+	// Decided of Joined writes were decided by that vote.
+	Decided, Joined int
+	PartNs, VoteNs  int64
+	FdatasyncNs     int64 // ClusterVerdictFollowerWAL: its fdatasync's p50
+}
+
+// Verdict names the vote that decides most joined writes and, for a
+// follower, the largest part of its votes.
+func (j *ClusterJoin) Verdict() ClusterVerdict {
+	v := ClusterVerdict{Joined: j.Joined}
+	var top MemberID
+	for id, n := range j.Deciders {
+		if n > v.Decided || (n == v.Decided && id < top) {
+			top, v.Decided = id, n
+		}
+	}
+	if v.Decided == 0 {
+		return v
+	}
+	if top == MemberID(LocalVote) {
+		v.Kind, v.PartNs = ClusterVerdictLeaderWAL, j.LeaderWALNs.Summary().P50
+		return v
+	}
+	v.Member = top
+	var vote, net, wal, sync, queue stats.Series
+	var sumNet, sumWAL, sumQueue int64
+	for k := range j.Writes {
+		w := &j.Writes[k]
+		if !w.Joined() || w.DeciderLocal || w.Decider != top || w.Follower == nil {
+			continue
+		}
+		f := w.Follower
+		vote.Add(w.VoteNs)
+		net.Add(w.NetworkNs)
+		wal.Add(f.WALNs)
+		sync.Add(f.FdatasyncNs)
+		queue.Add(f.QueueNs + f.RespondNs)
+		sumNet, sumWAL, sumQueue = sumNet+w.NetworkNs, sumWAL+f.WALNs, sumQueue+f.QueueNs+f.RespondNs
+	}
+	v.VoteNs = vote.Summary().P50
+	switch {
+	case sumNet >= sumWAL && sumNet >= sumQueue:
+		v.Kind, v.PartNs = ClusterVerdictNetwork, net.Summary().P50
+	case sumWAL >= sumQueue:
+		v.Kind, v.PartNs, v.FdatasyncNs = ClusterVerdictFollowerWAL, wal.Summary().P50, sync.Summary().P50
+	default:
+		v.Kind, v.PartNs = ClusterVerdictFollowerQueue, queue.Summary().P50
+	}
+	return v
 }

@@ -115,3 +115,25 @@ func TestEntryLogWindow(t *testing.T) {
 		t.Errorf("since 35, limit 3: %d records from %d, more %v", len(es), es[0].Index, more)
 	}
 }
+
+// TestClusterVerdict: the vote deciding most writes is named, and of a
+// follower's votes the part with the largest sum.
+func TestClusterVerdict(t *testing.T) {
+	j := JoinCluster(clusterRun(6))
+	// Follower 3 decides entries 1 and 3, 2 entry 2, the leader entry
+	// 5: 3 decides most; of its votes the network (300 µs) and its WAL
+	// append (300 µs) tie, and the network is named first.
+	if v := j.Verdict(); v.Kind != ClusterVerdictNetwork || v.Member != 3 || v.Decided != 2 || v.Joined != 4 || v.PartNs != 300_000 {
+		t.Errorf("verdict %+v: want the network to 3, 300 µs, 2 of 4 writes", v)
+	}
+	slow := ClusterJoin{Joined: 2, Deciders: map[MemberID]int{2: 2}, Writes: []ClusterWrite{
+		{Index: 1, Decider: 2, VoteNs: 9e6, NetworkNs: 1e6, Follower: &FollowerSplit{TotalNs: 8e6, QueueNs: 1e5, WALNs: 7.8e6, FdatasyncNs: 7.5e6, RespondNs: 1e5}},
+		{Index: 2, Decider: 2, VoteNs: 9e6, NetworkNs: 1e6, Follower: &FollowerSplit{TotalNs: 8e6, QueueNs: 1e5, WALNs: 7.8e6, FdatasyncNs: 7.5e6, RespondNs: 1e5}},
+	}}
+	if v := slow.Verdict(); v.Kind != ClusterVerdictFollowerWAL || v.Member != 2 || v.PartNs != 7.8e6 || v.FdatasyncNs != 7.5e6 || v.VoteNs != 9e6 {
+		t.Errorf("verdict %+v: want follower 2's WAL append, 7.8 of 9 ms", v)
+	}
+	if v := (&ClusterJoin{}).Verdict(); v.Kind != ClusterVerdictNone {
+		t.Errorf("no writes: verdict %+v", v)
+	}
+}

@@ -2,6 +2,7 @@ package commit
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -111,6 +112,7 @@ func (e *Entry) Split() (FollowerSplit, bool) {
 type EntryLog struct {
 	mu      sync.Mutex
 	member  uint64 // this member's id (0: unknown)
+	names   Names  // member id -> name, from etcd's member list
 	max     int
 	hi      uint64            // the highest index seen
 	entries map[uint64]*Entry // index -> record
@@ -139,6 +141,14 @@ func (l *EntryLog) SetMember(id uint64) {
 	l.member = id
 }
 
+// SetNames gives the members' names (etcd's member list) the window
+// carries for a reader that joins several members' windows.
+func (l *EntryLog) SetNames(names Names) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.names = maps.Clone(names)
+}
+
 // EntryWindowVersion is the version of the EntryWindow JSON.
 const EntryWindowVersion = 1
 
@@ -146,11 +156,14 @@ const EntryWindowVersion = 1
 // (GET /commit/entries?since_index=N&limit=M, JSON): Entries with an
 // index above SinceIndex, lowest first; More when the limit cut it short.
 type EntryWindow struct {
-	V          int      `json:"v"`
-	Member     MemberID `json:"member"` // 0: unknown (serve without --etcd-endpoints)
-	SinceIndex uint64   `json:"since_index"`
-	Entries    []Entry  `json:"entries"`
-	More       bool     `json:"more"`
+	V      int      `json:"v"`
+	Member MemberID `json:"member"` // 0: unknown (serve without --etcd-endpoints)
+	// Names: the members' names by id, from etcd's member list (empty
+	// without --etcd-endpoints).
+	Names      map[MemberID]string `json:"names,omitempty"`
+	SinceIndex uint64              `json:"since_index"`
+	Entries    []Entry             `json:"entries"`
+	More       bool                `json:"more"`
 }
 
 // Window returns the records with an index above after, at most limit.
@@ -161,7 +174,14 @@ func (l *EntryLog) Window(after uint64, limit int) EntryWindow {
 	if es == nil {
 		es = []Entry{}
 	}
-	return EntryWindow{V: EntryWindowVersion, Member: MemberID(l.member), SinceIndex: after, Entries: es, More: more}
+	w := EntryWindow{V: EntryWindowVersion, Member: MemberID(l.member), SinceIndex: after, Entries: es, More: more}
+	for id, n := range l.names {
+		if w.Names == nil {
+			w.Names = map[MemberID]string{}
+		}
+		w.Names[MemberID(id)] = n
+	}
+	return w
 }
 
 // Add feeds one record of the commit tracer; other kinds are ignored.
