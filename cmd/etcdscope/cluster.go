@@ -31,7 +31,7 @@ func runCluster(args []string) error {
 	var timeout time.Duration
 	var output string
 	fs := newFlagSet("cluster")
-	fs.StringSliceVar(&members, "members", nil, "every member's etcdscope serve --commit-pid (with --etcd-endpoints) base URL, comma-separated, e.g. http://10.0.0.1:9101")
+	fs.StringSliceVar(&members, "members", nil, "every member's etcdscope serve --commit-pid (with --etcd-endpoints) base URL, comma-separated, e.g. http://10.0.0.1:10380")
 	fs.Uint64Var(&since, "since-index", 0, "only Raft entries above this index (0: every entry the agents keep, their last 4096)")
 	fs.DurationVar(&timeout, "timeout", 5*time.Second, "bound on each request to an agent")
 	fs.StringVar(&output, "output", "table", "table, or json (one record per write, then a cluster_summary)")
