@@ -187,3 +187,61 @@ func allHold(t *testing.T, agents []string, i uint64) bool {
 	}
 	return true
 }
+
+// TestCommitFollowerEntry runs `etcdscope commit --output json` on a
+// follower of a real 3-member etcd with its own load (each put forwarded
+// to the leader): every write carries the follower's record of its
+// entry, received from the leader (From), saved in the very Save the
+// write's own wal_append part is (two joins of the same records, by
+// index, in different code), and answered after it, in that order.
+func TestCommitFollowerEntry(t *testing.T) {
+	testenv.RequireRoot(t)
+	c := etcdtest.Start(t, etcdtest.Options{Members: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := c.Members[0]
+	if f == leader {
+		f = c.Members[1]
+	}
+	cmd := exec.CommandContext(ctx, etcdscope(t), "commit", "--pid", strconv.Itoa(f.PID), "--etcd-endpoints", f.ClientURL,
+		"--duration", "6s", "--load", "20/s", "--output", "json")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("etcdscope commit: %v\n%s", err, stderr.String())
+	}
+	recs, sum, err := commit.ReadRecords(bytes.NewReader(stdout.Bytes()))
+	if err != nil || sum == nil {
+		t.Fatalf("reading the output: %v\n%s", err, stderr.String())
+	}
+	var split, early int
+	for _, r := range recs {
+		e := r.Entry
+		if r.Role != commit.RoleFollower || e == nil || e.Index != r.Index || uint64(e.From) != leader.ID || e.RecvNs < r.StartNs ||
+			int64(e.SaveEndNs-e.SaveStartNs) != r.PartsNs[commit.PartWALAppend] {
+			t.Fatalf("write %d (index %d, role %s, [%d, %d], wal_append %d ns): entry %+v, want the follower's, from %x, received inside the write, its Save the write's",
+				r.ID, r.Index, r.Role, r.StartNs, r.EndNs, r.PartsNs[commit.PartWALAppend], e, leader.ID)
+		}
+		if e.SaveEndNs > r.EndNs {
+			// Committed by the leader and the other follower, the entry
+			// was applied here, and the write returned, before this
+			// member's own Save ended (etcd applies a Ready's committed
+			// entries beside its Save): its answer came later.
+			early++
+			continue
+		}
+		if _, ok := e.Split(); !ok || e.RespondNs > r.EndNs {
+			t.Errorf("write %d [%d, %d]: entry %+v: want received, saved and answered in order inside the write", r.ID, r.StartNs, r.EndNs, e)
+			continue
+		}
+		split++
+	}
+	t.Logf("%d writes on the follower: %d with their entry's receive, Save and answer in order, %d returned before their own Save ended", len(recs), split, early)
+	if len(recs) < 80 || split+early != len(recs) || split < len(recs)/2 {
+		t.Errorf("%d writes, %d split, %d early: want at least 80 (20/s for 6 s), all split or early, most split", len(recs), split, early)
+	}
+}
