@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -146,25 +147,36 @@ func checkClusterJoin(t *testing.T) {
 		t.Errorf("%d writes joined or not joined in (%d, %d]: want the leader's commit index delta %d (at least %d puts)", inRun, lo, hi, hi-lo, puts)
 	}
 	// On loopback every agent sees every entry: all but a few at the
-	// windows' edges are joined.
+	// windows' edges are joined (2026-12-06, 11 runs of v3.6 and v3.5
+	// on this loaded 2-core VM: 100 of 100 joined in each; the bound
+	// allows 10).
 	if joined < inRun*9/10 {
 		t.Errorf("only %d of %d writes joined (not joined: %v)", joined, inRun, sum.NotJoined)
 	}
-	// The verdict names the vote that decided most joined writes.
-	top, most := "", 0
+	// The verdict names the vote that decided most joined writes (one
+	// of them on a tie).
+	most := 0
+	for _, n := range sum.Deciders {
+		most = max(most, n)
+	}
+	var wants []string
 	for d, n := range sum.Deciders {
-		if n > most {
-			top, most = d, n
+		if n != most {
+			continue
 		}
-	}
-	want := "writes wait on the leader's own WAL append"
-	for _, m := range c.Members {
-		if strconv.FormatUint(m.ID, 16) == top {
-			want = m.Name
+		want := "writes wait on the leader's own WAL append"
+		for _, m := range c.Members {
+			if strconv.FormatUint(m.ID, 16) == d {
+				want = " " + m.Name + "'s "
+				if strings.Contains(sum.Verdict, "network") {
+					want = "network to " + m.Name + ":"
+				}
+			}
 		}
+		wants = append(wants, want)
 	}
-	if !strings.Contains(sum.Verdict, want) || !strings.Contains(string(out), "verdict: "+sum.Verdict) {
-		t.Errorf("verdict %q (table:\n%s): want it to name %q, the top of %v", sum.Verdict, out, want, sum.Deciders)
+	if !slices.ContainsFunc(wants, func(w string) bool { return strings.Contains(sum.Verdict, w) }) || !strings.Contains(string(out), "verdict: "+sum.Verdict) {
+		t.Errorf("verdict %q (table:\n%s): want it to name one of %q, the top of %v", sum.Verdict, out, wants, sum.Deciders)
 	}
 	if sum.Leader != commit.MemberID(leader.ID) || sum.Voters != 3 {
 		t.Errorf("summary leader %v of %d, want %x of 3", sum.Leader, sum.Voters, leader.ID)
@@ -241,6 +253,8 @@ func TestCommitFollowerEntry(t *testing.T) {
 		split++
 	}
 	t.Logf("%d writes on the follower: %d with their entry's receive, Save and answer in order, %d returned before their own Save ended", len(recs), split, early)
+	// 2026-12-06, 5 runs: 120-121 writes, 0-1 early; the bound allows
+	// half early.
 	if len(recs) < 80 || split+early != len(recs) || split < len(recs)/2 {
 		t.Errorf("%d writes, %d split, %d early: want at least 80 (20/s for 6 s), all split or early, most split", len(recs), split, early)
 	}
