@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -57,11 +58,32 @@ func checkClusterJoin(t *testing.T) {
 		t.Fatal(err)
 	}
 	var agents []string
+	serves := map[*etcdtest.Member]*server{}
 	for _, m := range c.Members {
 		s := startServe(t, "--comm", "etcd", "--commit-pid", strconv.Itoa(m.PID), "--etcd-endpoints", m.ClientURL)
 		agents = append(agents, "http://"+s.addr)
+		serves[m] = s
 	}
 	before := restingCommitIndex(ctx, t, c, leader)
+	// Each follower's entries by part, before the puts.
+	entryTotals := func(m *etcdtest.Member) (count uint64, total, parts float64) {
+		f := serves[m].scrape(t)["etcdscope_commit_follower_entry_duration_seconds"]
+		for _, x := range f.GetMetric() {
+			switch labelsOf(x)["part"] {
+			case "total":
+				count, total = x.GetHistogram().GetSampleCount(), x.GetHistogram().GetSampleSum()
+			case "queue", "wal_append", "respond":
+				parts += x.GetHistogram().GetSampleSum()
+			}
+		}
+		return count, total, parts
+	}
+	startCount := map[*etcdtest.Member]uint64{}
+	for _, m := range c.Members {
+		if m != leader {
+			startCount[m], _, _ = entryTotals(m)
+		}
+	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{leader.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
@@ -177,6 +199,24 @@ func checkClusterJoin(t *testing.T) {
 	}
 	if !slices.ContainsFunc(wants, func(w string) bool { return strings.Contains(sum.Verdict, w) }) || !strings.Contains(string(out), "verdict: "+sum.Verdict) {
 		t.Errorf("verdict %q (table:\n%s): want it to name one of %q, the top of %v", sum.Verdict, out, wants, sum.Deciders)
+	}
+	// serve's metrics: each follower observed every entry of the run once
+	// (the leader's commit index delta), its parts summing to its
+	// totals; the leader observed each follower's acks of its writes.
+	for _, m := range c.Members {
+		if m == leader {
+			continue
+		}
+		n, total, parts := entryTotals(m)
+		t.Logf("%s: %d entries received, saved and answered during the run, %.3f ms each on average", m.Name, n-startCount[m], total/float64(max(n, 1))*1e3)
+		if n-startCount[m] != hi-lo || math.Abs(parts-total) > 1e-6 {
+			t.Errorf("%s: etcdscope_commit_follower_entry_duration_seconds{part=\"total\"} moved by %d, the leader's commit index by %d; parts sum %.9f s, totals %.9f s (want equal)", m.Name, n-startCount[m], hi-lo, parts, total)
+		}
+		acks := histCount(serves[leader].scrape(t)["etcdscope_commit_follower_ack_duration_seconds"], map[string]string{"follower": m.Name})
+		t.Logf("leader: %d acks of %s observed with its writes", acks, m.Name)
+		if acks == 0 || acks > hi-lo {
+			t.Errorf("leader: %d acks of %s for %d writes", acks, m.Name, hi-lo)
+		}
 	}
 	if sum.Leader != commit.MemberID(leader.ID) || sum.Voters != 3 {
 		t.Errorf("summary leader %v of %d, want %x of 3", sum.Leader, sum.Voters, leader.ID)

@@ -241,7 +241,7 @@ func TestCommitEntriesBounds(t *testing.T) {
 	log := commit.NewEntryLog(0)
 	log.SetMember(0x28d1)
 	for i := uint64(1); i <= 10; i++ {
-		log.Add(&event.Commit{Kind: event.CommitSaveDone, Save: event.CommitSave{First: i, Last: i, Term: 2, StartNs: i, EndNs: i + 1}})
+		log.Add(&event.Commit{Kind: event.CommitSaveDone, Save: event.CommitSave{First: i, Last: i, Term: 2, StartNs: i, EndNs: i + 1}}, nil)
 	}
 	srv := httptest.NewServer(newHandler(prometheus.NewRegistry(), &health{}, log))
 	defer srv.Close()

@@ -41,6 +41,8 @@ type CommitMetrics struct {
 	vote       *prometheus.CounterVec
 	incomplete prometheus.Counter
 	batched    prometheus.Counter
+	follower   *prometheus.HistogramVec // a follower's receive-to-answer per entry, by part
+	ack        *prometheus.HistogramVec // the leader's send to each follower's ack, per write
 
 	mu    sync.Mutex
 	votes map[string]bool // vote label values exported so far, for MaxVoteLabels
@@ -83,12 +85,30 @@ func NewCommitMetrics(src pipeline.CommitSource, sampleEvery uint32) *CommitMetr
 			Namespace: Namespace, Name: "commit_batched_writes_total",
 			Help: "Writes that shared their WAL Save with others (one Ready): their WAL parts are the batch's." + sampledHelp,
 		}),
+		follower: durationHistogram("commit_follower_entry_duration_seconds",
+			"Follower only: each Raft entry from the leader's MsgApp arriving to this member's answer (part=total), and its parts: queue, wal_append, fdatasync (of it), respond.",
+			"part"),
+		ack: durationHistogram("commit_follower_ack_duration_seconds",
+			"Leader only: each write's Send of its entry to each follower's MsgAppResp covering it (RTT + that follower's receive-to-answer), by follower."+sampledHelp,
+			"follower"),
 		votes: map[string]bool{},
 	}
 }
 
+// ObserveFollowerEntry records one entry this member, a follower,
+// received, saved and answered (a pipeline.CommitOptions.OnFollowerEntry
+// callback).
+func (c *CommitMetrics) ObserveFollowerEntry(s commit.FollowerSplit) {
+	for _, p := range []struct {
+		part string
+		ns   int64
+	}{{"total", s.TotalNs}, {"queue", s.QueueNs}, {commit.PartWALAppend, s.WALNs}, {"fdatasync", s.FdatasyncNs}, {"respond", s.RespondNs}} {
+		c.follower.WithLabelValues(p.part).Observe(float64(p.ns) / 1e9)
+	}
+}
+
 func (c *CommitMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{c.duration, c.part, c.walSync, c.vote, c.incomplete, c.batched}
+	return []prometheus.Collector{c.duration, c.part, c.walSync, c.vote, c.incomplete, c.batched, c.follower, c.ack}
 }
 
 // Describe implements prometheus.Collector.
@@ -141,6 +161,9 @@ func (c *CommitMetrics) ObserveWrite(w *commit.Write, names commit.Names) error 
 	if w.DeciderKnown {
 		c.vote.WithLabelValues(c.voteLabel(w.Decider, names)).Inc()
 	}
+	for _, a := range w.Acks {
+		c.ack.WithLabelValues(c.voteLabel(a.Member, names)).Observe(float64(a.AfterSendNs) / 1e9)
+	}
 	return nil
 }
 
@@ -172,7 +195,7 @@ func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *commi
 		PID: cfg.CommitPID, Endpoints: cfg.EtcdEndpoints, TLS: cfg.EtcdTLS,
 		Source: cfg.Commit, Unavailable: cfg.CommitUnavailable, RingBytes: cfg.RingBytes, SampleEvery: cfg.CommitSampleEvery,
 		Notice:  func(s string) { fmt.Fprintf(logw, "etcdscope serve: commit: %s\n", s) },
-		OnWrite: c.ObserveWrite, Entries: entries,
+		OnWrite: c.ObserveWrite, Entries: entries, OnFollowerEntry: c.ObserveFollowerEntry,
 	})
 	if err != nil {
 		return err

@@ -94,6 +94,9 @@ type CommitOptions struct {
 	// /commit/entries); nil: RunCommit keeps its own. Each write's
 	// Write.Entry is its entry's record.
 	Entries *commit.EntryLog
+	// OnFollowerEntry receives the split of every entry this member, as a
+	// follower, received, saved and answered (EntryLog.Add).
+	OnFollowerEntry func(commit.FollowerSplit)
 	// OnWrite receives every finished write, in the order they finished.
 	OnWrite func(*commit.Write, commit.Names) error
 }
@@ -245,6 +248,7 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 			defer wg.Done()
 			var out []commit.Write
 			var recs []event.Commit
+			var done []commit.FollowerSplit
 			// The loop every tracer shares: decode errors are counted
 			// (res.DecodeErrors) and the run goes on.
 			readErr = run(tr.Read, &res.decodeErrors, nil, func(ev *event.Commit) (bool, error) {
@@ -267,7 +271,11 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 					if r := &recs[i]; r.Kind == event.CommitSyncDone {
 						res.WALSyncs.Add(int64(r.Save.SyncEndNs - r.Save.SyncStartNs))
 					}
-					entries.Add(&recs[i])
+					if done = entries.Add(&recs[i], done[:0]); opt.OnFollowerEntry != nil {
+						for _, f := range done {
+							opt.OnFollowerEntry(f)
+						}
+					}
 					out = j.Add(&recs[i], out)
 				}
 				return false, deliver(out, res, opt, entries)

@@ -24,7 +24,7 @@ func clusterRun(n uint64) []EntryWindow {
 			wal = 2_000_000
 		}
 		lead.Add(&event.Commit{Kind: event.CommitSaveDone, TsNs: t + 100_000 + wal, Save: event.CommitSave{First: i, Last: i, Term: 2,
-			SendNs: t, StartNs: t + 100_000, EndNs: t + 100_000 + wal, SyncStartNs: t + 150_000, SyncEndNs: t + 50_000 + wal}})
+			SendNs: t, StartNs: t + 100_000, EndNs: t + 100_000 + wal, SyncStartNs: t + 150_000, SyncEndNs: t + 50_000 + wal}}, nil)
 		for _, f := range []struct {
 			log          *EntryLog
 			id, off, wal uint64
@@ -34,16 +34,16 @@ func clusterRun(n uint64) []EntryWindow {
 			}
 			if f.id == 3 && i > 3 {
 				// Its agent stopped; the leader still sees its acks.
-				lead.Add(&event.Commit{Kind: event.CommitAppResp, TsNs: t + 150_000 + 50_000 + f.wal + 20_000 + 150_000, A: f.id, B: i})
+				lead.Add(&event.Commit{Kind: event.CommitAppResp, TsNs: t + 150_000 + 50_000 + f.wal + 20_000 + 150_000, A: f.id, B: i}, nil)
 				continue
 			}
 			recv := t + 150_000 + f.off // one way: 150 µs
-			f.log.Add(&event.Commit{Kind: event.CommitMsgApp, TsNs: recv, Msg: event.CommitMsg{From: 1, Term: 2, First: i, Last: i}})
+			f.log.Add(&event.Commit{Kind: event.CommitMsgApp, TsNs: recv, Msg: event.CommitMsg{From: 1, Term: 2, First: i, Last: i}}, nil)
 			f.log.Add(&event.Commit{Kind: event.CommitSaveDone, TsNs: recv + 50_000 + f.wal, Save: event.CommitSave{First: i, Last: i, Term: 2,
-				StartNs: recv + 50_000, EndNs: recv + 50_000 + f.wal, SyncStartNs: recv + 60_000, SyncEndNs: recv + 40_000 + f.wal}})
+				StartNs: recv + 50_000, EndNs: recv + 50_000 + f.wal, SyncStartNs: recv + 60_000, SyncEndNs: recv + 40_000 + f.wal}}, nil)
 			resp := recv + 50_000 + f.wal + 20_000
-			f.log.Add(&event.Commit{Kind: event.CommitSaveSent, TsNs: resp, Msg: event.CommitMsg{Term: 2, First: i, Last: i}})
-			lead.Add(&event.Commit{Kind: event.CommitAppResp, TsNs: resp - f.off + 150_000, A: f.id, B: i})
+			f.log.Add(&event.Commit{Kind: event.CommitSaveSent, TsNs: resp, Msg: event.CommitMsg{Term: 2, First: i, Last: i}}, nil)
+			lead.Add(&event.Commit{Kind: event.CommitAppResp, TsNs: resp - f.off + 150_000, A: f.id, B: i}, nil)
 		}
 	}
 	var ws []EntryWindow
@@ -104,7 +104,7 @@ func TestJoinCluster(t *testing.T) {
 func TestEntryLogWindow(t *testing.T) {
 	l := NewEntryLog(8)
 	for i := uint64(1); i <= 40; i++ {
-		l.Add(&event.Commit{Kind: event.CommitSaveDone, TsNs: i, Save: event.CommitSave{First: i, Last: i, Term: 1, StartNs: i, EndNs: i}})
+		l.Add(&event.Commit{Kind: event.CommitSaveDone, TsNs: i, Save: event.CommitSave{First: i, Last: i, Term: 1, StartNs: i, EndNs: i}}, nil)
 	}
 	es, more := l.Since(0, 100)
 	if more || len(es) > 10 || es[len(es)-1].Index != 40 || es[0].Index < 31 {

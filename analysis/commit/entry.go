@@ -184,8 +184,10 @@ func (l *EntryLog) Window(after uint64, limit int) EntryWindow {
 	return w
 }
 
-// Add feeds one record of the commit tracer; other kinds are ignored.
-func (l *EntryLog) Add(ev *event.Commit) {
+// Add feeds one record of the commit tracer (other kinds are ignored) and
+// appends to done the split of every entry this member, a follower, has
+// now received, saved and answered (each once).
+func (l *EntryLog) Add(ev *event.Commit, done []FollowerSplit) []FollowerSplit {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch ev.Kind {
@@ -207,18 +209,22 @@ func (l *EntryLog) Add(ev *event.Commit) {
 		l.span(m.Term, m.First, m.Last, func(e *Entry) {
 			if e.RespondNs == 0 && e.SaveFirst == m.First && e.SaveLast == m.Last {
 				e.RespondNs = ev.TsNs
+				if s, ok := e.Split(); ok {
+					done = append(done, s)
+				}
 			}
 		})
 	case event.CommitAppResp:
 		a, ok := l.acks[ev.A]
 		if !ok && len(l.acks) >= maxAckFollowers {
-			return
+			return done
 		}
 		if len(a) >= l.max {
 			a = slices.Delete(a, 0, l.max/4)
 		}
 		l.acks[ev.A] = append(a, ackRec{ts: ev.TsNs, index: ev.B})
 	}
+	return done
 }
 
 // span calls f on the record of every index first..last (term: the first
