@@ -114,6 +114,11 @@ func TestEntryLogWindow(t *testing.T) {
 	if !more || len(es) != 3 || es[0].Index != 36 {
 		t.Errorf("since 35, limit 3: %d records from %d, more %v", len(es), es[0].Index, more)
 	}
+	// A new leader's entry of term 2 at index 40 replaces term 1's.
+	l.Add(&event.Commit{Kind: event.CommitMsgApp, TsNs: 99, Msg: event.CommitMsg{From: 7, Term: 2, First: 40, Last: 40}}, nil)
+	if e, ok := l.Get(40); !ok || e.Term != 2 || e.SaveStartNs != 0 || e.RecvNs != 99 || l.Replaced() != 1 {
+		t.Errorf("index 40 after term 2's MsgApp: %+v, replaced %d", e, l.Replaced())
+	}
 }
 
 // TestClusterVerdict: the vote deciding most writes is named, and of a

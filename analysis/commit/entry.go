@@ -117,9 +117,18 @@ type EntryLog struct {
 	hi      uint64            // the highest index seen
 	entries map[uint64]*Entry // index -> record
 	acks    map[uint64][]ackRec
-	// Replaced counts entries overwritten by another term at their index
+	// replaced counts entries overwritten by another term at their index
 	// (an uncommitted entry a new leader replaced).
-	Replaced int
+	replaced int
+}
+
+// Replaced returns how many records were overwritten by an entry of
+// another term at their index (an uncommitted entry a new leader
+// replaced).
+func (l *EntryLog) Replaced() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.replaced
 }
 
 // maxAckFollowers bounds the followers whose acks an EntryLog keeps.
@@ -244,7 +253,7 @@ func (l *EntryLog) span(term, first, last uint64, f func(*Entry)) {
 		e, ok := l.entries[i]
 		if ok && term != 0 && e.Term != 0 && e.Term != term {
 			ok = false
-			l.Replaced++
+			l.replaced++
 		}
 		if !ok {
 			e = &Entry{Term: term, Index: i}
