@@ -24,6 +24,7 @@ import (
 	"github.com/etcdscope/etcdscope/internal/etcdtest"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 	"github.com/etcdscope/etcdscope/render"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // TestClusterJoin runs `etcdscope serve --commit-pid` beside each member
@@ -84,31 +85,8 @@ func checkClusterJoin(t *testing.T) {
 			startCount[m], _, _ = entryTotals(m)
 		}
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{leader.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
 	const puts = 100
-	for i := 0; i < puts; i++ {
-		if _, err := cli.Put(ctx, fmt.Sprintf("%scluster-%03d", etcdtest.PutKeyPrefix, i), "v"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	after, err := c.Scrape(ctx, leader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lo := uint64(gauge(before, "etcd_server_proposals_committed_total"))
-	hi := uint64(gauge(after, "etcd_server_proposals_committed_total"))
-	// Each agent reads its ring as it fills: wait until every window
-	// holds the last index (or 20 s).
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
-		if allHold(t, agents, hi) {
-			break
-		}
-	}
-	time.Sleep(500 * time.Millisecond) // the last acks
+	lo, hi := putAndSettle(ctx, t, c, leader, agents, before, puts, "cluster")
 	cmd := exec.CommandContext(ctx, etcdscope(t), "cluster", "--members", agents[0]+","+agents[1]+","+agents[2],
 		"--since-index", strconv.FormatUint(lo, 10), "--output", "json")
 	var stdout, stderr bytes.Buffer
@@ -298,4 +276,37 @@ func TestCommitFollowerEntry(t *testing.T) {
 	if len(recs) < 80 || split+early != len(recs) || split < len(recs)/2 {
 		t.Errorf("%d writes, %d split, %d early: want at least 80 (20/s for 6 s), all split or early, most split", len(recs), split, early)
 	}
+}
+
+// putAndSettle makes n sequential puts at the leader (keys under name)
+// and waits until every agent's window holds the last entry (20 s at
+// most, then 0.5 s for the last acks); it returns the leader's commit
+// index before (from the before scrape) and after the puts.
+func putAndSettle(ctx context.Context, t *testing.T, c *etcdtest.Cluster, leader *etcdtest.Member, agents []string,
+	before map[string]*dto.MetricFamily, n int, name string) (lo, hi uint64) {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{leader.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	for i := 0; i < n; i++ {
+		if _, err := cli.Put(ctx, fmt.Sprintf("%s%s-%03d", etcdtest.PutKeyPrefix, name, i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := c.Scrape(ctx, leader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo = uint64(gauge(before, "etcd_server_proposals_committed_total"))
+	hi = uint64(gauge(after, "etcd_server_proposals_committed_total"))
+	// Each agent reads its ring as it fills.
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		if allHold(t, agents, hi) {
+			break
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	return lo, hi
 }
