@@ -67,7 +67,7 @@ func checkClusterJoin(t *testing.T) {
 	}
 	before := restingCommitIndex(ctx, t, c, leader)
 	// Each follower's entries by part, before the puts.
-	entryTotals := func(m *etcdtest.Member) (count uint64, total, parts float64) {
+	entryTotals := func(m *etcdtest.Member) (count uint64, total, parts, fdatasync float64) {
 		f := serves[m].scrape(t)["etcdscope_commit_follower_entry_duration_seconds"]
 		for _, x := range f.GetMetric() {
 			switch labelsOf(x)["part"] {
@@ -75,14 +75,23 @@ func checkClusterJoin(t *testing.T) {
 				count, total = x.GetHistogram().GetSampleCount(), x.GetHistogram().GetSampleSum()
 			case "queue", "wal_append", "respond":
 				parts += x.GetHistogram().GetSampleSum()
+			case "fdatasync":
+				fdatasync = x.GetHistogram().GetSampleSum()
 			}
 		}
-		return count, total, parts
+		return count, total, parts, fdatasync
 	}
-	startCount := map[*etcdtest.Member]uint64{}
+	// The oracle for a follower's own part: its etcd's WAL fsync
+	// histogram (etcd times the fdatasync alone).
+	const walFsync = "etcd_disk_wal_fsync_duration_seconds"
+	startCount, startSync := map[*etcdtest.Member]uint64{}, map[*etcdtest.Member]float64{}
+	etcdStart := map[*etcdtest.Member]map[string]*dto.MetricFamily{}
 	for _, m := range c.Members {
 		if m != leader {
-			startCount[m], _, _ = entryTotals(m)
+			startCount[m], _, _, startSync[m] = entryTotals(m)
+			if etcdStart[m], err = c.Scrape(ctx, m); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	const puts = 100
@@ -185,10 +194,33 @@ func checkClusterJoin(t *testing.T) {
 		if m == leader {
 			continue
 		}
-		n, total, parts := entryTotals(m)
+		// serve observes an entry once its three records are read:
+		// wait until the count holds the run (5 s at most).
+		waited := time.Now()
+		n, total, parts, sync := entryTotals(m)
+		for n-startCount[m] < hi-lo && time.Since(waited) < 5*time.Second {
+			time.Sleep(200 * time.Millisecond)
+			n, total, parts, sync = entryTotals(m)
+		}
+		t.Logf("%s: count after %v", m.Name, time.Since(waited).Round(time.Millisecond))
 		t.Logf("%s: %d entries received, saved and answered during the run, %.3f ms each on average", m.Name, n-startCount[m], total/float64(max(n, 1))*1e3)
 		if n-startCount[m] != hi-lo || math.Abs(parts-total) > 1e-6 {
 			t.Errorf("%s: etcdscope_commit_follower_entry_duration_seconds{part=\"total\"} moved by %d, the leader's commit index by %d; parts sum %.9f s, totals %.9f s (want equal)", m.Name, n-startCount[m], hi-lo, parts, total)
+		}
+		// Its fdatasyncs as etcdscope split them against etcd's own:
+		// the (*WAL).sync also flushes the encoder's buffered write, so
+		// at least etcd's mean, at most 25% + 100 µs more (the bound
+		// of TestCommitSplit for the leader's).
+		etcdEnd, err := c.Scrape(ctx, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		syncs := etcdtest.SumCounter(etcdEnd, walFsync) - etcdtest.SumCounter(etcdStart[m], walFsync)
+		etcdMean := (histSumSeconds(etcdEnd, walFsync) - histSumSeconds(etcdStart[m], walFsync)) / syncs
+		ours := (sync - startSync[m]) / float64(n-startCount[m])
+		t.Logf("%s: fdatasync mean %.0f µs per entry (etcdscope), %.0f µs over %.0f fsyncs (etcd)", m.Name, ours*1e6, etcdMean*1e6, syncs)
+		if ours < etcdMean || ours > etcdMean*1.25+100e-6 {
+			t.Errorf("%s: fdatasync mean %.0f µs, etcd's %.0f µs: want within [1, 1.25] x + 100 µs", m.Name, ours*1e6, etcdMean*1e6)
 		}
 		acks := histCount(serves[leader].scrape(t)["etcdscope_commit_follower_ack_duration_seconds"], map[string]string{"follower": m.Name})
 		t.Logf("leader: %d acks of %s observed with its writes", acks, m.Name)
@@ -295,16 +327,22 @@ func putAndSettle(ctx context.Context, t *testing.T, c *etcdtest.Cluster, leader
 			t.Fatal(err)
 		}
 	}
-	after, err := c.Scrape(ctx, leader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// etcd sets its commit index gauge in the raft loop, a moment after
+	// the last put returned: wait until it holds the puts (10 s at most).
 	lo = uint64(gauge(before, "etcd_server_proposals_committed_total"))
-	hi = uint64(gauge(after, "etcd_server_proposals_committed_total"))
-	// Each agent reads its ring as it fills.
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
-		if allHold(t, agents, hi) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		after, err := c.Scrape(ctx, leader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hi = uint64(gauge(after, "etcd_server_proposals_committed_total")); hi >= lo+uint64(n) || time.Now().After(deadline) {
 			break
+		}
+	}
+	// Each agent reads its ring as it fills.
+	for deadline := time.Now().Add(20 * time.Second); !allHold(t, agents, hi); time.Sleep(300 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 20 s, not every agent's window holds index %d: %v", hi, agents)
 		}
 	}
 	time.Sleep(500 * time.Millisecond)

@@ -142,3 +142,23 @@ func TestClusterVerdict(t *testing.T) {
 		t.Errorf("no writes: verdict %+v", v)
 	}
 }
+
+// TestEntryLogSplitOnce: a follower entry's split is handed out once,
+// when its last record is read, whichever that is (the MsgApp after the
+// answer was seen once in a real run).
+func TestEntryLogSplitOnce(t *testing.T) {
+	msg := event.Commit{Kind: event.CommitMsgApp, TsNs: 100, Msg: event.CommitMsg{From: 1, Term: 2, First: 5, Last: 5}}
+	save := event.Commit{Kind: event.CommitSaveDone, TsNs: 300, Save: event.CommitSave{First: 5, Last: 5, Term: 2, StartNs: 120, EndNs: 300}}
+	sent := event.Commit{Kind: event.CommitSaveSent, TsNs: 320, Msg: event.CommitMsg{Term: 2, First: 5, Last: 5}}
+	for _, order := range [][]*event.Commit{{&msg, &save, &sent}, {&save, &sent, &msg}, {&save, &msg, &sent}} {
+		l := NewEntryLog(0)
+		var got []FollowerSplit
+		for _, ev := range order {
+			got = l.Add(ev, got)
+		}
+		got = l.Add(&msg, got) // a retransmitted MsgApp
+		if len(got) != 1 || got[0] != (FollowerSplit{TotalNs: 220, QueueNs: 20, WALNs: 180, RespondNs: 20}) {
+			t.Errorf("order %v: splits %+v, want one of 220 ns", []event.CommitKind{order[0].Kind, order[1].Kind, order[2].Kind}, got)
+		}
+	}
+}

@@ -72,6 +72,8 @@ type Entry struct {
 	MsgFirst  uint64   `json:"msg_first,omitempty"`
 	MsgLast   uint64   `json:"msg_last,omitempty"`
 	RespondNs uint64   `json:"respond_ns,omitempty"`
+
+	split bool // its FollowerSplit was handed out by EntryLog.Add
 }
 
 // Follower reports whether this member received the entry from a leader.
@@ -199,12 +201,22 @@ func (l *EntryLog) Window(after uint64, limit int) EntryWindow {
 func (l *EntryLog) Add(ev *event.Commit, done []FollowerSplit) []FollowerSplit {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// complete hands out e's split once it has all three of its records,
+	// in whatever order they were read.
+	complete := func(e *Entry) {
+		if !e.split && e.RespondNs != 0 {
+			if s, ok := e.Split(); ok {
+				e.split, done = true, append(done, s)
+			}
+		}
+	}
 	switch ev.Kind {
 	case event.CommitMsgApp:
 		m := &ev.Msg
 		l.span(m.Term, m.First, m.Last, func(e *Entry) {
 			if e.RecvNs == 0 {
 				e.From, e.RecvNs, e.MsgFirst, e.MsgLast = MemberID(m.From), ev.TsNs, m.First, m.Last
+				complete(e)
 			}
 		})
 	case event.CommitSaveDone:
@@ -212,15 +224,14 @@ func (l *EntryLog) Add(ev *event.Commit, done []FollowerSplit) []FollowerSplit {
 		l.span(s.Term, s.First, s.Last, func(e *Entry) {
 			e.SaveFirst, e.SaveLast, e.SaveStartNs, e.SaveEndNs = s.First, s.Last, s.StartNs, s.EndNs
 			e.SyncStartNs, e.SyncEndNs, e.SendNs = s.SyncStartNs, s.SyncEndNs, s.SendNs
+			complete(e)
 		})
 	case event.CommitSaveSent:
 		m := &ev.Msg
 		l.span(m.Term, m.First, m.Last, func(e *Entry) {
 			if e.RespondNs == 0 && e.SaveFirst == m.First && e.SaveLast == m.Last {
 				e.RespondNs = ev.TsNs
-				if s, ok := e.Split(); ok {
-					done = append(done, s)
-				}
+				complete(e)
 			}
 		})
 	case event.CommitAppResp:
