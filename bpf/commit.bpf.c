@@ -23,6 +23,7 @@ char LICENSE[] SEC("license") = "GPL";
 const struct commit_event *unused_commit_event __attribute__((unused));
 const struct commit_write *unused_commit_write __attribute__((unused));
 const struct commit_save *unused_commit_save __attribute__((unused));
+const struct commit_msg *unused_commit_msg __attribute__((unused));
 
 /* commit_events: struct commit_event records. Size is set from Go. */
 struct {
@@ -130,6 +131,7 @@ struct commit_rstate {
 	__u64 send_ns;  /* last Send since its last Save's return */
 	__u64 sync_ns;  /* (*WAL).sync in progress (0: none) */
 	__u64 save;     /* SAVE_NONE, SAVE_STATE (no entries) or SAVE_ENTRIES */
+	__u64 sent;     /* 1: s is a returned Save with entries whose next Send is COMMIT_SAVE_SENT */
 	struct commit_save s;
 };
 #define SAVE_NONE 0
@@ -244,6 +246,26 @@ static __always_inline void emit_save(struct commit_save *s, __u32 tid, __u8 kin
 	bpf_ringbuf_submit(e, es_wake_flags(&commit_events, commit_wake_bytes, sizeof(*e), true));
 }
 
+/* emit_msg sends a struct commit_msg. */
+static __always_inline void emit_msg(__u64 from, __u64 term, __u64 first, __u64 last, __u64 ts, __u32 tid, __u8 kind)
+{
+	struct commit_msg *e = bpf_ringbuf_reserve(&commit_events, sizeof(*e), 0);
+
+	if (!e) {
+		count_lost();
+		return;
+	}
+	e->from = from;
+	e->term = term;
+	e->first = first;
+	e->last = last;
+	e->ts_ns = ts;
+	e->tid = tid;
+	e->kind = kind;
+	e->pad[0] = e->pad[1] = e->pad[2] = 0;
+	bpf_ringbuf_submit(e, es_wake_flags(&commit_events, commit_wake_bytes, sizeof(*e), true));
+}
+
 /* state_of returns goroutine g's value in map (a per-goroutine state),
  * created from zero (a zeroed value of the map's type) if absent. */
 static __always_inline void *state_of(void *map, __u64 g, const void *zero)
@@ -342,7 +364,7 @@ static __always_inline void trigger(__u64 ts, __u64 g, __u64 id)
 }
 
 /* assemble adds one probe's firing to the maps, sending what it ends. */
-static __always_inline void assemble(struct commit_counts *cnt, __u8 kind, __u64 ts, __u64 g, __u32 tid, __u64 a, __u64 b)
+static __always_inline void assemble(struct commit_counts *cnt, __u8 kind, __u64 ts, __u64 g, __u32 tid, __u64 a, __u64 b, __u64 c)
 {
 	switch (kind) {
 	case COMMIT_RPC_ENTER:
@@ -392,14 +414,20 @@ static __always_inline void assemble(struct commit_counts *cnt, __u8 kind, __u64
 		break;
 	case COMMIT_SEND: {
 		struct commit_rstate *r = raft_of(g);
-		if (r)
-			r->send_ns = ts;
+		if (!r)
+			break;
+		r->send_ns = ts;
+		if (r->sent) {
+			emit_msg(0, r->s.term, r->s.first, r->s.last, ts, tid, COMMIT_SAVE_SENT);
+			r->sent = 0;
+		}
 		break;
 	}
 	case COMMIT_SAVE_ENTER: {
 		struct commit_rstate *r = raft_of(g);
 		if (!r)
 			break;
+		r->sent = 0;
 		if (b == 0) { /* a HardState-only Save: not a write's */
 			r->save = SAVE_STATE;
 			break;
@@ -408,6 +436,7 @@ static __always_inline void assemble(struct commit_counts *cnt, __u8 kind, __u64
 		__builtin_memset(&r->s, 0, sizeof(r->s));
 		r->s.first = a;
 		r->s.last = b;
+		r->s.term = c;
 		r->s.send_ns = r->send_ns;
 		r->s.start_ns = ts;
 		break;
@@ -447,12 +476,37 @@ static __always_inline void assemble(struct commit_counts *cnt, __u8 kind, __u64
 		if (r->save == SAVE_ENTRIES) {
 			r->s.end_ns = ts;
 			emit_save(&r->s, tid, COMMIT_SAVE_DONE);
+			r->sent = 1;
 		}
 		r->save = SAVE_NONE;
 		r->send_ns = 0;
 		break;
 	}
 	}
+}
+
+/* msg_app sends the MsgApp at m (a follower receiving entries) as a
+ * COMMIT_MSG_APP record; one without entries (a probe or an empty
+ * append) is not sent. */
+static __always_inline void msg_app(__u64 m, __u64 ts, __u32 tid)
+{
+	__u64 from = 0, ents = 0, n = 0, term = 0, first = 0, last = 0;
+
+	if (bpf_probe_read_user(&from, sizeof(from), (void *)(m + COMMIT_MSG_FROM)) ||
+	    bpf_probe_read_user(&ents, sizeof(ents), (void *)(m + COMMIT_MSG_ENTRIES)) ||
+	    bpf_probe_read_user(&n, sizeof(n), (void *)(m + COMMIT_MSG_ENTRIES + 8))) {
+		count_lost();
+		return;
+	}
+	if (n == 0 || n >= (1 << 24))
+		return;
+	if (bpf_probe_read_user(&term, sizeof(term), (void *)(ents + COMMIT_ENTRY_TERM)) ||
+	    bpf_probe_read_user(&first, sizeof(first), (void *)(ents + COMMIT_ENTRY_INDEX)) ||
+	    bpf_probe_read_user(&last, sizeof(last), (void *)(ents + (n - 1) * COMMIT_ENTRY_SIZE + COMMIT_ENTRY_INDEX))) {
+		count_lost();
+		return;
+	}
+	emit_msg(from, term, first, last, ts, tid, COMMIT_MSG_APP);
 }
 
 SEC("uprobe")
@@ -484,9 +538,9 @@ int commit_probe(struct pt_regs *ctx)
 		 * the 2nd..4th registers, ents' pointer and length in the
 		 * 5th and 6th. */
 		__u64 ents = GO_ARG5(ctx), n = GO_ARG6(ctx);
-		c = GO_ARG4(ctx);
 		if (n > 0 && n < (1 << 24)) {
 			if (bpf_probe_read_user(&a, sizeof(a), (void *)(ents + COMMIT_ENTRY_INDEX)) ||
+			    bpf_probe_read_user(&c, sizeof(c), (void *)(ents + COMMIT_ENTRY_TERM)) ||
 			    bpf_probe_read_user(&b, sizeof(b), (void *)(ents + (n - 1) * COMMIT_ENTRY_SIZE + COMMIT_ENTRY_INDEX)))
 				count_lost();
 		}
@@ -502,6 +556,10 @@ int commit_probe(struct pt_regs *ctx)
 		__s32 type = -1;
 		if (bpf_probe_read_user(&type, sizeof(type), (void *)(m + COMMIT_MSG_TYPE)))
 			count_lost();
+		if (type == COMMIT_MSGTYPE_APP) {
+			msg_app(m, ts, tid);
+			goto out;
+		}
 		if (type != COMMIT_MSG_APP_RESP)
 			goto out;
 		if (bpf_probe_read_user(&a, sizeof(a), (void *)(m + COMMIT_MSG_FROM)) ||
@@ -519,7 +577,7 @@ int commit_probe(struct pt_regs *ctx)
 	}
 	if (commit_raw)
 		emit_raw(ts, g, a, b, c, tid, kind);
-	assemble(cnt, kind, ts, g, tid, a, b);
+	assemble(cnt, kind, ts, g, tid, a, b, c);
 out:
 	if (commit_profile && cnt)
 		cnt->run_ns[kind & (COMMIT_KINDS - 1)] += bpf_ktime_get_ns() - ts;

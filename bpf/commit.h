@@ -35,7 +35,7 @@ enum commit_kind {
 	 * starts applying. */
 	COMMIT_APPLY_ALL = 6,
 	/* (*WAL).Save(st, ents): a = ents[0].Index, b = ents[len-1].Index
-	 * (0, 0 when no entries), c = st.Commit. */
+	 * (0, 0 when no entries), c = ents[0].Term. */
 	COMMIT_SAVE_ENTER = 7,
 	COMMIT_SAVE_RET = 8,
 	/* (*WAL).sync: the WAL's fdatasync (with its flush of the buffered
@@ -47,7 +47,8 @@ enum commit_kind {
 	COMMIT_SEND = 11,
 	/* (*EtcdServer).Process(ctx, m) with m.Type == MsgAppResp: a =
 	 * m.From (member id), b = m.Index (the follower's last appended
-	 * index). */
+	 * index). The same probe sends a MsgApp with entries as a struct
+	 * commit_msg of kind COMMIT_MSG_APP. */
 	COMMIT_APP_RESP = 12,
 	/* grpc.(*Server).processUnaryRPC: one unary RPC from its request
 	 * to its response queued for sending, on the goroutine that then runs
@@ -65,6 +66,16 @@ enum commit_kind {
 	COMMIT_WRITE_DONE = 16,
 	COMMIT_SAVE_DONE = 17,
 	COMMIT_SYNC_DONE = 18,
+	/* Process(ctx, m) with m.Type == MsgApp and entries: a follower
+	 * receives entries from the leader (struct commit_msg: from, the
+	 * first entry's term, the first and last index). Not assembled. */
+	COMMIT_MSG_APP = 19,
+	/* Assembled: the first Transport.Send on a Raft goroutine after its
+	 * Save with entries returned (struct commit_msg: the Save's term,
+	 * first and last index; from 0). On a follower that Send carries the
+	 * Ready's MsgAppResp (etcd's raft loop sends a follower's messages
+	 * after the Save); on the leader it is the next Ready's send. */
+	COMMIT_SAVE_SENT = 20,
 };
 
 /* COMMIT_KINDS bounds enum commit_kind (the counters' arrays; a power of two, so that a kind masked with COMMIT_KINDS - 1 is in bounds for the verifier). */
@@ -112,6 +123,7 @@ struct commit_write {
  * sync_end_ns, sent at the sync's return). */
 struct commit_save {
 	__u64 first, last;    /* the entries' first and last index */
+	__u64 term;           /* the first entry's term */
 	__u64 send_ns;        /* the Transport.Send before it on the Raft goroutine (0: none) */
 	__u64 start_ns;       /* Save's entry */
 	__u64 end_ns;         /* Save's return */
@@ -120,6 +132,18 @@ struct commit_save {
 	__u32 sync_tids[2];   /* threads at the sync's entry and return */
 	__u32 tid;
 	__u8 kind;            /* COMMIT_SAVE_DONE or COMMIT_SYNC_DONE */
+	__u8 pad[3];
+};
+
+/* commit_msg: a MsgApp received (COMMIT_MSG_APP) or the Send after a
+ * Save with entries (COMMIT_SAVE_SENT). */
+struct commit_msg {
+	__u64 from;        /* MsgApp: the sender (the leader's member id); 0 for COMMIT_SAVE_SENT */
+	__u64 term;        /* the first entry's term */
+	__u64 first, last; /* the entries' first and last index */
+	__u64 ts_ns;       /* Process's entry, or the Send's */
+	__u32 tid;
+	__u8 kind;         /* COMMIT_MSG_APP or COMMIT_SAVE_SENT */
 	__u8 pad[3];
 };
 
@@ -135,10 +159,13 @@ struct commit_counts {
 /* raftpb layouts the probes read (go.etcd.io/raft/v3/raftpb, and
  * go.etcd.io/etcd/raft/v3/raftpb in etcd v3.5: the same leading fields). */
 #define COMMIT_ENTRY_SIZE 48      /* Term, Index uint64; Type int32; Data []byte */
+#define COMMIT_ENTRY_TERM 0
 #define COMMIT_ENTRY_INDEX 8
 #define COMMIT_MSG_TYPE 0         /* Message.Type (int32) */
 #define COMMIT_MSG_FROM 16        /* Message.From */
 #define COMMIT_MSG_INDEX 40       /* Message.Index */
+#define COMMIT_MSG_ENTRIES 48     /* Message.Entries: pointer, then length at +8 */
+#define COMMIT_MSGTYPE_APP 3      /* raftpb.MsgApp */
 #define COMMIT_MSG_APP_RESP 4     /* raftpb.MsgAppResp */
 
 #endif

@@ -162,7 +162,8 @@ func (n *fakeNode) feed() {
 		total += v
 	}
 	n.commit.ObserveWrite(&commit.Write{Role: commit.RoleLeader, StartNs: 1e9, EndNs: 1e9 + uint64(total), PartsNs: commitParts,
-		WALSyncNs: walFsyncNs, BatchEntries: 1}, nil)
+		WALSyncNs: walFsyncNs, BatchEntries: 1, Acks: []commit.Ack{{Member: 0x28d1, AfterSendNs: 4_000_000}}}, commit.Names{0x28d1: "m2"})
+	n.commit.ObserveFollowerEntry(commit.FollowerSplit{TotalNs: 3_000_000, QueueNs: 100_000, WALNs: 2_800_000, FdatasyncNs: 2_500_000, RespondNs: 100_000})
 	n.m.ScrapeError("127.0.0.1:2381")
 	n.m.ObserveBlock(event.Block{Dev: event.MkDev(253, 0), Op: event.OpFlush, Final: true, IssueNs: 100, CompleteNs: 100 + walFsyncNs/2}, "vda")
 	remote := netip.MustParseAddrPort("10.0.0.2:2380")

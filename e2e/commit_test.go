@@ -136,6 +136,13 @@ func checkCommit(t *testing.T, members int) {
 		if members == 3 && (r.Decider == "" || len(r.Acks) == 0) {
 			t.Fatalf("write %d on three members: decider %q, acks %v", r.ID, r.Decider, r.Acks)
 		}
+		// The leader's record of the write's entry: the Save that held
+		// it (the write's own wal_append) and, on three members, the
+		// followers' acks after its Send.
+		if e := r.Entry; e == nil || e.Index != r.Index || e.Term == 0 || e.Follower() ||
+			int64(e.SaveEndNs-e.SaveStartNs) != r.PartsNs[commit.PartWALAppend] || (members == 3 && (e.SendNs == 0 || len(e.Acks) == 0)) {
+			t.Fatalf("write %d (index %d, wal_append %d ns): entry %+v", r.ID, r.Index, r.PartsNs[commit.PartWALAppend], e)
+		}
 	}
 	put, warm, idle, outside := sum.ClientPutNs, sum.ClientGetNs, sum.ClientIdleGetNs, sum.ClientOutsideNs
 	if put == nil || warm == nil || idle == nil || outside == nil {

@@ -26,7 +26,8 @@ const (
 	// entries (one Raft Ready) starts applying.
 	CommitApplyAll CommitKind = 6
 	// CommitSaveEnter, CommitSaveRet: (*WAL).Save(st, ents), A, B = the
-	// first and last entry's index (0, 0: no entries), C = st.Commit.
+	// first and last entry's index (0, 0: no entries), C = the first
+	// entry's term.
 	CommitSaveEnter CommitKind = 7
 	CommitSaveRet   CommitKind = 8
 	// CommitSyncEnter, CommitSyncRet: (*WAL).sync, the WAL's fdatasync.
@@ -57,6 +58,17 @@ const (
 	// CommitSyncDone: one (*WAL).sync (Save.SyncStartNs, SyncEndNs; TsNs
 	// is its end), whether or not a Save with entries held it.
 	CommitSyncDone CommitKind = 18
+	// CommitMsgApp: (*EtcdServer).Process(ctx, m) with m.Type == MsgApp
+	// and entries: this member (a follower) receives entries from the
+	// leader (Msg: From, the first entry's Term, First and Last). Not
+	// assembled: a record of its own.
+	CommitMsgApp CommitKind = 19
+	// CommitSaveSent: assembled: the first Transport.Send on a Raft
+	// goroutine after its WAL Save with entries returned (Msg: the Save's
+	// Term, First, Last; TsNs the Send). On a follower that Send carries
+	// the Ready's MsgAppResp (etcd's raft loop sends a follower's
+	// messages after its Save); on the leader it is the next Ready's.
+	CommitSaveSent CommitKind = 20
 )
 
 // Raw reports whether k is one probe's firing that an assembler turns
@@ -64,6 +76,13 @@ const (
 // uprobe kind but CommitAppResp, which stays a record of its own).
 func (k CommitKind) Raw() bool {
 	return k >= CommitProposeEnter && k <= CommitRPCRet && k != CommitAppResp
+}
+
+// Assembled reports whether records of kind k are assembled from raw
+// firings (in the kernel, or by analysis/commit.Assembler from the raw
+// stream).
+func (k CommitKind) Assembled() bool {
+	return k == CommitWriteDone || k == CommitSaveDone || k == CommitSyncDone || k == CommitSaveSent
 }
 
 // String returns a short name of the probe ("propose_enter", "save_ret", ...).
@@ -105,6 +124,10 @@ func (k CommitKind) String() string {
 		return "save_done"
 	case CommitSyncDone:
 		return "sync_done"
+	case CommitMsgApp:
+		return "msg_app"
+	case CommitSaveSent:
+		return "save_sent"
 	}
 	return "kind" + strconv.Itoa(int(k))
 }
@@ -122,6 +145,7 @@ type Commit struct {
 	A, B, C   uint64
 	Write     CommitWrite
 	Save      CommitSave
+	Msg       CommitMsg
 }
 
 // CommitWrite is one write assembled from its probes (CommitWriteDone),
@@ -142,8 +166,17 @@ type CommitWrite struct {
 // CLOCK_MONOTONIC.
 type CommitSave struct {
 	First, Last            uint64    // the entries' first and last Raft index
+	Term                   uint64    // the first entry's Raft term
 	SendNs                 uint64    // the Transport.Send before it on the Raft goroutine (0: none)
 	StartNs, EndNs         uint64    // Save's entry and return
 	SyncStartNs, SyncEndNs uint64    // the (*WAL).sync inside it (0, 0: none)
 	SyncTIDs               [2]uint32 // threads at the sync's entry and return
+}
+
+// CommitMsg is a MsgApp a follower received (CommitMsgApp) or the Send
+// after a WAL Save with entries (CommitSaveSent): a range of Raft entries.
+type CommitMsg struct {
+	From        uint64 // CommitMsgApp: the sender (the leader's member id); 0 for CommitSaveSent
+	Term        uint64 // the first entry's term
+	First, Last uint64 // the entries' first and last index
 }

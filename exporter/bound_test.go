@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/event"
 )
 
@@ -230,4 +232,40 @@ func scrapeText(t *testing.T, m *Metrics) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestCommitEntriesBounds: GET /commit/entries answers a bad since_index
+// or limit with one line and 400, caps a reply at the limit asked (at most
+// EntriesMaxLimit records) and says when it left records out.
+func TestCommitEntriesBounds(t *testing.T) {
+	log := commit.NewEntryLog(0)
+	log.SetMember(0x28d1)
+	for i := uint64(1); i <= 10; i++ {
+		log.Add(&event.Commit{Kind: event.CommitSaveDone, Save: event.CommitSave{First: i, Last: i, Term: 2, StartNs: i, EndNs: i + 1}}, nil)
+	}
+	srv := httptest.NewServer(newHandler(prometheus.NewRegistry(), &health{}, log))
+	defer srv.Close()
+	for _, q := range []string{"since_index=x", "since_index=-1", "limit=0", fmt.Sprintf("limit=%d", EntriesMaxLimit+1), "limit=a"} {
+		resp, err := http.Get(srv.URL + "/commit/entries?" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || strings.Count(strings.TrimSpace(string(b)), "\n") != 0 {
+			t.Errorf("%s: %d %q, want 400 and one line", q, resp.StatusCode, b)
+		}
+	}
+	resp, err := http.Get(srv.URL + "/commit/entries?since_index=4&limit=3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var w commit.EntryWindow
+	if err := json.NewDecoder(resp.Body).Decode(&w); err != nil {
+		t.Fatal(err)
+	}
+	if w.V != commit.EntryWindowVersion || w.Member != 0x28d1 || len(w.Entries) != 3 || w.Entries[0].Index != 5 || !w.More {
+		t.Errorf("window %+v: want v1, member 28d1, entries 5..7 and more", w)
+	}
 }

@@ -2,8 +2,10 @@ package exporter
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"sync"
 
@@ -39,6 +41,8 @@ type CommitMetrics struct {
 	vote       *prometheus.CounterVec
 	incomplete prometheus.Counter
 	batched    prometheus.Counter
+	follower   *prometheus.HistogramVec // a follower's receive-to-answer per entry, by part
+	ack        *prometheus.HistogramVec // the leader's send to each follower's ack, per write
 
 	mu    sync.Mutex
 	votes map[string]bool // vote label values exported so far, for MaxVoteLabels
@@ -81,12 +85,30 @@ func NewCommitMetrics(src pipeline.CommitSource, sampleEvery uint32) *CommitMetr
 			Namespace: Namespace, Name: "commit_batched_writes_total",
 			Help: "Writes that shared their WAL Save with others (one Ready): their WAL parts are the batch's." + sampledHelp,
 		}),
+		follower: durationHistogram("commit_follower_entry_duration_seconds",
+			"Follower only: each Raft entry from the leader's MsgApp arriving to this member's answer (part=total), and its parts: queue, wal_append, fdatasync (of it), respond.",
+			"part"),
+		ack: durationHistogram("commit_follower_ack_duration_seconds",
+			"Leader only: each write's Send of its entry to each follower's MsgAppResp covering it (RTT + that follower's receive-to-answer), by follower."+sampledHelp,
+			"follower"),
 		votes: map[string]bool{},
 	}
 }
 
+// ObserveFollowerEntry records one entry this member, a follower,
+// received, saved and answered (a pipeline.CommitOptions.OnFollowerEntry
+// callback).
+func (c *CommitMetrics) ObserveFollowerEntry(s commit.FollowerSplit) {
+	for _, p := range []struct {
+		part string
+		ns   int64
+	}{{"total", s.TotalNs}, {"queue", s.QueueNs}, {commit.PartWALAppend, s.WALNs}, {"fdatasync", s.FdatasyncNs}, {"respond", s.RespondNs}} {
+		c.follower.WithLabelValues(p.part).Observe(float64(p.ns) / 1e9)
+	}
+}
+
 func (c *CommitMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{c.duration, c.part, c.walSync, c.vote, c.incomplete, c.batched}
+	return []prometheus.Collector{c.duration, c.part, c.walSync, c.vote, c.incomplete, c.batched, c.follower, c.ack}
 }
 
 // Describe implements prometheus.Collector.
@@ -139,6 +161,9 @@ func (c *CommitMetrics) ObserveWrite(w *commit.Write, names commit.Names) error 
 	if w.DeciderKnown {
 		c.vote.WithLabelValues(c.voteLabel(w.Decider, names)).Inc()
 	}
+	for _, a := range w.Acks {
+		c.ack.WithLabelValues(c.voteLabel(a.Member, names)).Observe(float64(a.AfterSendNs) / 1e9)
+	}
 	return nil
 }
 
@@ -165,12 +190,12 @@ func (c *CommitMetrics) voteLabel(id uint64, names commit.Names) string {
 // runCommit traces cfg.Commit's writes into c until ctx ends: the same run
 // as `etcdscope commit` (pipeline.RunCommit) without a duration, with
 // --etcd-endpoints giving the member names and the role.
-func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, logw io.Writer) error {
+func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *commit.EntryLog, logw io.Writer) error {
 	res, err := pipeline.RunCommit(ctx, pipeline.CommitOptions{
 		PID: cfg.CommitPID, Endpoints: cfg.EtcdEndpoints, TLS: cfg.EtcdTLS,
 		Source: cfg.Commit, Unavailable: cfg.CommitUnavailable, RingBytes: cfg.RingBytes, SampleEvery: cfg.CommitSampleEvery,
 		Notice:  func(s string) { fmt.Fprintf(logw, "etcdscope serve: commit: %s\n", s) },
-		OnWrite: c.ObserveWrite,
+		OnWrite: c.ObserveWrite, Entries: entries, OnFollowerEntry: c.ObserveFollowerEntry,
 	})
 	if err != nil {
 		return err
@@ -182,4 +207,40 @@ func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, logw io.Writer
 		fmt.Fprintf(logw, "etcdscope serve: commit: etcd pid %d exited: its writes are no longer traced (restart serve with the new pid)\n", t.PID)
 	}
 	return nil
+}
+
+// Bounds of GET /commit/entries: the records a reply holds by default
+// and at most (one record is at most ~600 bytes of JSON).
+const (
+	EntriesDefaultLimit = 1024
+	EntriesMaxLimit     = commit.MaxEntries
+)
+
+// entriesHandler serves GET /commit/entries?since_index=N&limit=M: the
+// commit tracer's per-entry records with an index above N (0: all kept),
+// at most M (default EntriesDefaultLimit, at most EntriesMaxLimit), as
+// a commit.EntryWindow. Bad parameters are one line and 400.
+func entriesHandler(log *commit.EntryLog) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		since, limit := uint64(0), EntriesDefaultLimit
+		if s := q.Get("since_index"); s != "" {
+			v, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				http.Error(w, fmt.Sprintf("since_index %q: give a Raft index (a whole number)", s), http.StatusBadRequest)
+				return
+			}
+			since = v
+		}
+		if s := q.Get("limit"); s != "" {
+			v, err := strconv.Atoi(s)
+			if err != nil || v < 1 || v > EntriesMaxLimit {
+				http.Error(w, fmt.Sprintf("limit %q: give 1 to %d", s, EntriesMaxLimit), http.StatusBadRequest)
+				return
+			}
+			limit = v
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(log.Window(since, limit))
+	})
 }

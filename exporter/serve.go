@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/internal/buildinfo"
 	"github.com/etcdscope/etcdscope/pipeline"
@@ -140,7 +141,18 @@ func (h *health) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 // format) and /healthz, GET and
 // HEAD only (405 otherwise).
 func NewHandler(reg *prometheus.Registry, healthz http.Handler) http.Handler {
+	return newHandler(reg, healthz, nil)
+}
+
+// newHandler is NewHandler, with /commit/entries when entries is set
+// (serve --commit-pid: the per-entry records, entriesHandler).
+func newHandler(reg *prometheus.Registry, healthz http.Handler, entries *commit.EntryLog) http.Handler {
 	mux := http.NewServeMux()
+	paths := "/metrics, /healthz"
+	if entries != nil {
+		mux.Handle("/commit/entries", entriesHandler(entries))
+		paths += ", /commit/entries"
+	}
 	mux.Handle("/metrics", cacheScrapes(promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true, Registry: reg}), ScrapeCacheTTL))
 	mux.Handle("/healthz", healthz)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -148,7 +160,7 @@ func NewHandler(reg *prometheus.Registry, healthz http.Handler) http.Handler {
 			http.NotFound(w, r)
 			return
 		}
-		fmt.Fprintln(w, "etcdscope exporter: /metrics, /healthz")
+		fmt.Fprintln(w, "etcdscope exporter: "+paths)
 	})
 	return onlyGetHead(mux)
 }
@@ -221,7 +233,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	lossNames, lossSrcs := []string{"fsync", "peers"}, []Source{ft, pt}
 	var cm *CommitMetrics
+	var entries *commit.EntryLog
 	if cfg.Commit != nil {
+		entries = commit.NewEntryLog(0)
 		defer cfg.Commit.Close()
 		cm = NewCommitMetrics(cfg.Commit, cfg.CommitSampleEvery)
 		reg.MustRegister(cm)
@@ -237,7 +251,7 @@ func Run(ctx context.Context, cfg Config) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := runCommit(ctx, cfg, cm, logw); err != nil {
+			if err := runCommit(ctx, cfg, cm, entries, logw); err != nil {
 				h.fail("commit tracer", err)
 				errc <- fmt.Errorf("commit tracer: %w", err)
 			}
@@ -282,7 +296,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}()
 	}
 
-	srv, ln := newServer(NewHandler(reg, h), cfg.Listener)
+	srv, ln := newServer(newHandler(reg, h, entries), cfg.Listener)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- fmt.Errorf("serving %s: %w", cfg.Listener.Addr(), err)

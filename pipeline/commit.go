@@ -88,6 +88,15 @@ type CommitOptions struct {
 	SampleEvery uint32
 	// Ready is called once the run starts, before the load starts.
 	Ready func()
+	// Entries, when set, keeps this member's per-entry records (a
+	// follower's receive, WAL Save and answer; the leader's send and the
+	// followers' acks) for a reader beside the run (serve's
+	// /commit/entries); nil: RunCommit keeps its own. Each write's
+	// Write.Entry is its entry's record.
+	Entries *commit.EntryLog
+	// OnFollowerEntry receives the split of every entry this member, as a
+	// follower, received, saved and answered (EntryLog.Add).
+	OnFollowerEntry func(commit.FollowerSplit)
 	// OnWrite receives every finished write, in the order they finished.
 	OnWrite func(*commit.Write, commit.Names) error
 }
@@ -99,6 +108,7 @@ type CommitResult struct {
 	ProbeErr    error
 	Report      *commit.Report
 	Cluster     commit.ClusterState
+	EtcdVersion string      // the traced member's etcd version ("3.4.23"; "" without --etcd-endpoints)
 	Role        commit.Role // at the end ("" when unknown: no --etcd-endpoints)
 	LocalID     uint64
 	LeaderID    uint64
@@ -176,12 +186,18 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 		for _, m := range members {
 			res.Cluster.Names[m.ID] = m.Name
 		}
-		local, res.LocalID, res.LeaderID, err = etcdinfo.LocalMember(ctx, cli, opt.Endpoints, opt.PID)
+		local, res.LocalID, res.LeaderID, res.EtcdVersion, err = etcdinfo.LocalMember(ctx, cli, opt.Endpoints, opt.PID)
 		if err != nil {
 			return nil, fmt.Errorf("--etcd-endpoints: %w (give the client URL of the member with pid %d)", err, opt.PID)
 		}
 		res.Role = roleOf(res.LocalID, res.LeaderID)
 	}
+	entries := opt.Entries
+	if entries == nil {
+		entries = commit.NewEntryLog(0)
+	}
+	entries.SetMember(res.LocalID)
+	entries.SetNames(res.Cluster.Names)
 	// The window starts once the cluster is known: a slow member list
 	// must neither eat into --duration nor be cut short by it.
 	if opt.Duration > 0 {
@@ -232,6 +248,7 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 			defer wg.Done()
 			var out []commit.Write
 			var recs []event.Commit
+			var done []commit.FollowerSplit
 			// The loop every tracer shares: decode errors are counted
 			// (res.DecodeErrors) and the run goes on.
 			readErr = run(tr.Read, &res.decodeErrors, nil, func(ev *event.Commit) (bool, error) {
@@ -254,12 +271,17 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 					if r := &recs[i]; r.Kind == event.CommitSyncDone {
 						res.WALSyncs.Add(int64(r.Save.SyncEndNs - r.Save.SyncStartNs))
 					}
+					if done = entries.Add(&recs[i], done[:0]); opt.OnFollowerEntry != nil {
+						for _, f := range done {
+							opt.OnFollowerEntry(f)
+						}
+					}
 					out = j.Add(&recs[i], out)
 				}
-				return false, deliver(out, res, opt)
+				return false, deliver(out, res, opt, entries)
 			})
 			mu.Lock()
-			readErr = errors.Join(readErr, deliver(j.Flush(out[:0]), res, opt))
+			readErr = errors.Join(readErr, deliver(j.Flush(out[:0]), res, opt, entries))
 			mu.Unlock()
 		}()
 	}
@@ -418,7 +440,7 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 
 // assembled reports whether k is a record the kernel assembled.
 func assembled(k event.CommitKind) bool {
-	return k == event.CommitWriteDone || k == event.CommitSaveDone || k == event.CommitSyncDone
+	return k.Assembled()
 }
 
 // finishTimeout bounds each request to etcd once the run is over (the
@@ -432,8 +454,11 @@ const finishTimeout = time.Second
 // load's workload.Load.Intervals.
 const maxKept = 100000
 
-func deliver(ws []commit.Write, res *CommitResult, opt CommitOptions) error {
+func deliver(ws []commit.Write, res *CommitResult, opt CommitOptions, entries *commit.EntryLog) error {
 	for i := range ws {
+		if e, ok := entries.Get(ws[i].Index); ok && ws[i].Index != 0 {
+			ws[i].Entry = &e
+		}
 		res.Report.Add(&ws[i])
 		if opt.LoadPerSec > 0 && len(res.spans) < maxKept {
 			res.spans = append(res.spans, [2]uint64{ws[i].StartNs, ws[i].EndNs})

@@ -20,10 +20,13 @@ type CommitRun struct {
 	PID      int    // the traced etcd
 	Source   string // commit.SourceUprobes, or commit.SourceModel when etcd could not be probed
 	ProbeErr error  // why etcd could not be probed (Source is model)
-	Report   *commit.Report
-	Cluster  commit.ClusterState
-	Role     commit.Role // "" when unknown
-	LocalID  uint64      // commit.LocalVote when unknown
+	// EtcdVersion is the traced member's etcd version ("3.4.23"; ""
+	// when unknown: no --etcd-endpoints).
+	EtcdVersion string
+	Report      *commit.Report
+	Cluster     commit.ClusterState
+	Role        commit.Role // "" when unknown
+	LocalID     uint64      // commit.LocalVote when unknown
 	// Unavailable: the layers the probes cannot show, each "layer: why".
 	Unavailable  []string
 	Lost, Missed uint64
@@ -84,7 +87,11 @@ func commitTable(w io.Writer, run *CommitRun) {
 	if model {
 		// No probe ran: no write counts, table or verdicts, which would
 		// read as zeros measured; only what the model knows.
-		fmt.Fprintf(w, "no write is split: etcd's functions cannot be probed in pid %d (%v), an etcd this etcdscope cannot follow (v3.5 and v3.6 on amd64 are); below, only the model from etcd's metrics\n", run.PID, run.ProbeErr)
+		version := "etcd"
+		if run.EtcdVersion != "" {
+			version = "etcd " + run.EtcdVersion
+		}
+		fmt.Fprintf(w, "no write is split: %s, pid %d: %v; showing etcd's metrics only (this etcdscope follows the writes of v3.5 and v3.6 on amd64)\n", version, run.PID, run.ProbeErr)
 	} else {
 		fmt.Fprintf(w, "%d writes traced, %d lost events, %d missed probe runs, %d writes not followed (failed or dropped)\n", rep.Writes, run.Lost, run.Missed, run.Dropped)
 		if run.SampleEvery > 1 {
@@ -223,6 +230,7 @@ func commitTarget(w io.Writer, t commit.Target) {
 func CommitSummary(run *CommitRun) commit.SummaryRecord {
 	s := run.Report.Summary()
 	s.Source, s.LostEvents, s.Missed, s.Dropped = run.Source, run.Lost, run.Missed, run.Dropped
+	s.EtcdVersion = run.EtcdVersion
 	s.WritesSeen, s.WritesSampled, s.SampleEvery = run.WritesSeen, run.WritesSampled, run.SampleEvery
 	s.Model, s.Unavailable = run.Model, run.Unavailable
 	s.FsyncCalls, s.FsyncLost, s.FsyncMissed = run.SyncCalls, run.SyncLost, run.SyncMissed

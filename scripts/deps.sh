@@ -38,6 +38,7 @@ declare -A need=(
 	[zsh]=zsh           # cmd/etcdscope TestCompletion sources the zsh script
 	[bpftool]=bpftool   # cmd/etcdscope TestBadInput: BPF objects left on tc/XDP/cgroups
 	[systemd-analyze]=systemd # deploy TestSystemdUnit: systemd-analyze verify of the unit
+	[/usr/bin/etcd]=etcd-server # e2e TestCommitEtcd34: Debian's etcd v3.4 (its service is not started in containers)
 )
 if [[ ${1:-} == generate ]]; then
 	need[clang-19]=clang-19

@@ -1,6 +1,6 @@
 package tracer
 
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type commit_event -type commit_write -type commit_save -type commit_counts commit ../bpf/commit.bpf.c
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type commit_event -type commit_write -type commit_save -type commit_msg -type commit_counts commit ../bpf/commit.bpf.c
 
 import (
 	"errors"
@@ -62,9 +62,9 @@ type CommitConfig struct {
 // CommitCounts are the commit program's counters, summed over CPUs.
 type CommitCounts struct {
 	// Fired counts the probes' firings by kind (index: event.CommitKind).
-	Fired [event.CommitSyncDone + 1]uint64
+	Fired [event.CommitSaveSent + 1]uint64
 	// RunNs is the program's time by kind (CommitConfig.Profile), ns.
-	RunNs [event.CommitSyncDone + 1]uint64
+	RunNs [event.CommitSaveSent + 1]uint64
 	// WritesSeen counts the writes that entered etcd's write function,
 	// WritesSampled those followed (1 in CommitConfig.SampleEvery), and
 	// WritesDropped the followed ones forgotten (a full map, or a failed
@@ -208,8 +208,8 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 		}
 		t.probes = append(t.probes, event.Probe{Name: what + " " + fn.Name, Attached: true})
 	}
-	if why, ok := t.down[LayerWrite]; ok {
-		return nil, fmt.Errorf("etcd's write path is not probeable in pid %d: %s: %w", cfg.PID, why, ErrGoFuncNotFound)
+	if _, ok := t.down[LayerWrite]; ok {
+		return nil, writePathErr(bin)
 	}
 	// One uprobe_multi link for every point where the kernel has it
 	// (Linux 6.6+): closing it unregisters them all and waits for the
@@ -343,6 +343,28 @@ func (t *CommitTracer) load(cfg CommitConfig, exe string, at []uprobeAt) error {
 // perf-event uprobe per point).
 func (t *CommitTracer) Multi() bool { return t.multi }
 
+// etcdV34Write is the write function of etcd v3.4 (module go.etcd.io/etcd,
+// Debian's etcd-server 3.4.23): there, but under other package paths, and
+// the argument offsets the probes read were checked on v3.5 and v3.6 only.
+const etcdV34Write = "go.etcd.io/etcd/etcdserver.(*EtcdServer).processInternalRaftRequestOnce"
+
+// writePathErr says why bin's write path cannot be followed (an etcd
+// v3.4 by name, else the function missing); it is ErrGoFuncNotFound.
+func writePathErr(bin *GoBinary) error {
+	if _, err := bin.Func(etcdV34Write, false); err == nil {
+		return notFoundErr("etcd v3.4 (go.etcd.io/etcd/etcdserver): its functions are not the v3.5/v3.6 ones this tracer probes")
+	}
+	return notFoundErr("etcd's write function is not in the binary's symbol table: " + commitProbes[0].names[0])
+}
+
+// notFoundErr is an error that reads as itself and is ErrGoFuncNotFound.
+type notFoundErr string
+
+func (e notFoundErr) Error() string { return string(e) }
+
+// Is makes errors.Is(e, ErrGoFuncNotFound) true.
+func (e notFoundErr) Is(target error) bool { return target == ErrGoFuncNotFound }
+
 // findFunc returns the first of names the binary has.
 func findFunc(bin *GoBinary, names []string, rets bool) (GoFunc, error) {
 	var first error
@@ -433,8 +455,14 @@ func (t *CommitTracer) Read(ev *event.Commit) error {
 			return err
 		}
 		*ev = event.Commit{Kind: kind, TsNs: max(e.EndNs, e.SyncEndNs), TID: e.Tid,
-			Save: event.CommitSave{First: e.First, Last: e.Last, SendNs: e.SendNs, StartNs: e.StartNs, EndNs: e.EndNs,
+			Save: event.CommitSave{First: e.First, Last: e.Last, Term: e.Term, SendNs: e.SendNs, StartNs: e.StartNs, EndNs: e.EndNs,
 				SyncStartNs: e.SyncStartNs, SyncEndNs: e.SyncEndNs, SyncTIDs: e.SyncTids}}
+	case event.CommitMsgApp, event.CommitSaveSent:
+		e, err := fixed[commitCommitMsg](raw, "commit msg")
+		if err != nil {
+			return err
+		}
+		*ev = event.Commit{Kind: kind, TsNs: e.TsNs, TID: e.Tid, Msg: event.CommitMsg{From: e.From, Term: e.Term, First: e.First, Last: e.Last}}
 	default:
 		e, err := fixed[commitCommitEvent](raw, "commit")
 		if err != nil {

@@ -41,11 +41,24 @@ type commitCommitEvent struct {
 	Pad       [3]uint8
 }
 
+type commitCommitMsg struct {
+	_     structs.HostLayout
+	From  uint64
+	Term  uint64
+	First uint64
+	Last  uint64
+	TsNs  uint64
+	Tid   uint32
+	Kind  uint8
+	Pad   [3]uint8
+}
+
 type commitCommitRstate struct {
 	_      structs.HostLayout
 	SendNs uint64
 	SyncNs uint64
 	Save   uint64
+	Sent   uint64
 	S      commitCommitSave
 }
 
@@ -53,6 +66,7 @@ type commitCommitSave struct {
 	_           structs.HostLayout
 	First       uint64
 	Last        uint64
+	Term        uint64
 	SendNs      uint64
 	StartNs     uint64
 	EndNs       uint64
@@ -114,6 +128,7 @@ const (
 	commitVarCommitSampleEvery  = "commit_sample_every"
 	commitVarCommitWakeBytes    = "commit_wake_bytes"
 	commitVarUnusedCommitEvent  = "unused_commit_event"
+	commitVarUnusedCommitMsg    = "unused_commit_msg"
 	commitVarUnusedCommitSave   = "unused_commit_save"
 	commitVarUnusedCommitWrite  = "unused_commit_write"
 )
@@ -189,6 +204,7 @@ type commitVariableSpecs struct {
 	CommitSampleEvery *ebpf.VariableSpec `ebpf:"commit_sample_every"`
 	CommitWakeBytes   *ebpf.VariableSpec `ebpf:"commit_wake_bytes"`
 	UnusedCommitEvent *ebpf.VariableSpec `ebpf:"unused_commit_event"`
+	UnusedCommitMsg   *ebpf.VariableSpec `ebpf:"unused_commit_msg"`
 	UnusedCommitSave  *ebpf.VariableSpec `ebpf:"unused_commit_save"`
 	UnusedCommitWrite *ebpf.VariableSpec `ebpf:"unused_commit_write"`
 }
@@ -247,6 +263,7 @@ type commitVariables struct {
 	CommitSampleEvery *ebpf.Variable `ebpf:"commit_sample_every"`
 	CommitWakeBytes   *ebpf.Variable `ebpf:"commit_wake_bytes"`
 	UnusedCommitEvent *ebpf.Variable `ebpf:"unused_commit_event"`
+	UnusedCommitMsg   *ebpf.Variable `ebpf:"unused_commit_msg"`
 	UnusedCommitSave  *ebpf.Variable `ebpf:"unused_commit_save"`
 	UnusedCommitWrite *ebpf.Variable `ebpf:"unused_commit_write"`
 }

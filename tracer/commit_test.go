@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/internal/etcdtest"
@@ -82,7 +84,7 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool) {
 			saves++
 		}
 		switch {
-		case ev.Kind == event.CommitWriteDone || ev.Kind == event.CommitSaveDone || ev.Kind == event.CommitSyncDone:
+		case ev.Kind.Assembled():
 			kernel = append(kernel, ev)
 		case ev.Kind.Raw():
 			fromRaw = asm.Add(&ev, fromRaw)
@@ -116,7 +118,9 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool) {
 	if _, down := tr.Unavailable()[LayerGRPC]; down != perPoint {
 		t.Errorf("grpc layer unavailable: %v, want %v (NoGRPC)", down, perPoint)
 	}
-	for _, k := range []event.CommitKind{event.CommitWriteDone, event.CommitSaveDone, event.CommitSyncDone} {
+	// One member: every Save with entries is followed by a Send (the
+	// next Ready's), so one CommitSaveSent per put too.
+	for _, k := range []event.CommitKind{event.CommitWriteDone, event.CommitSaveDone, event.CommitSyncDone, event.CommitSaveSent} {
 		if n[k] != puts {
 			t.Errorf("%d %s records for %d puts", n[k], k, puts)
 		}
@@ -190,20 +194,27 @@ func checkSameRecords(t *testing.T, kernel, fromRaw []event.Commit, voters int) 
 	return kw
 }
 
+// threeMembers starts a real 3-member etcd (root only) and returns it,
+// its leader and a context that ends with the test (a minute at most).
+func threeMembers(t *testing.T) (*etcdtest.Cluster, *etcdtest.Member, context.Context) {
+	testenv.RequireRoot(t)
+	c := etcdtest.Start(t, etcdtest.Options{Members: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, leader, ctx
+}
+
 // TestCommitAssemblyThreeMembers traces the leader of a real 3-member
 // etcd with the raw firings on (CommitConfig.Raw): with followers, Send
 // carries messages and acks arrive, and the kernel's assembled records
 // must still equal the Assembler's of the same firings, and join (acks
 // included) into the same writes, every one with its deciding vote.
 func TestCommitAssemblyThreeMembers(t *testing.T) {
-	testenv.RequireRoot(t)
-	c := etcdtest.Start(t, etcdtest.Options{Members: 3})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	leader, err := c.Leader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, leader, ctx := threeMembers(t)
 	tr, err := NewCommit(CommitConfig{PID: leader.PID, Raw: true})
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +238,7 @@ func TestCommitAssemblyThreeMembers(t *testing.T) {
 			break
 		}
 		switch {
-		case ev.Kind == event.CommitWriteDone || ev.Kind == event.CommitSaveDone || ev.Kind == event.CommitSyncDone:
+		case ev.Kind.Assembled():
 			kernel = append(kernel, ev)
 		case ev.Kind == event.CommitAppResp:
 			kernel, fromRaw = append(kernel, ev), append(fromRaw, ev)
@@ -245,4 +256,101 @@ func TestCommitAssemblyThreeMembers(t *testing.T) {
 		}
 	}
 	t.Logf("%d records, %d writes", len(kernel), len(ws))
+}
+
+// TestCommitFollowerEntries traces a follower of a real 3-member etcd
+// while the leader takes puts: each entry the follower receives comes in
+// a MsgApp from the leader (CommitMsgApp, read off Process's message), is
+// saved to its WAL (CommitSaveDone) and answered by the Send after that
+// Save (CommitSaveSent, with the Save's range). The oracle is the
+// leader's own commit index (etcd_server_proposals_committed_total): the
+// distinct indexes received equal its delta over the run, and so do the
+// indexes saved and answered; per Save, the MsgApps that brought its
+// entries arrived before it started, and its answer left after it ended.
+func TestCommitFollowerEntries(t *testing.T) {
+	c, leader, ctx := threeMembers(t)
+	var follower *etcdtest.Member
+	for _, m := range c.Members {
+		if m != leader {
+			follower = m
+			break
+		}
+	}
+	tr, err := NewCommit(CommitConfig{PID: follower.PID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	before, err := c.Scrape(ctx, leader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const puts = 30
+	done := make(chan error, 1)
+	var after map[string]*dto.MetricFamily
+	go func() {
+		err := c.Put(ctx, puts, 50, 100)
+		time.Sleep(500 * time.Millisecond)
+		var serr error
+		after, serr = c.Scrape(ctx, leader)
+		done <- errors.Join(err, serr, tr.Drain())
+	}()
+	recv := map[uint64]uint64{} // index -> first MsgApp arrival
+	saved, sent := map[uint64]event.CommitSave{}, map[uint64]uint64{}
+	var ev event.Commit
+	for {
+		if err := tr.Read(&ev); err != nil {
+			if !errors.Is(err, ErrDrained) {
+				t.Fatal(err)
+			}
+			break
+		}
+		m := ev.Msg
+		switch ev.Kind {
+		case event.CommitMsgApp:
+			if m.From != leader.ID || m.Term == 0 || m.First == 0 || m.Last < m.First || m.Last-m.First > 1000 {
+				t.Fatalf("MsgApp %+v: want from the leader %x, a term and a range", m, leader.ID)
+			}
+			for i := m.First; i <= m.Last; i++ {
+				if _, ok := recv[i]; !ok {
+					recv[i] = ev.TsNs
+				}
+			}
+		case event.CommitSaveDone:
+			for i := ev.Save.First; i <= ev.Save.Last && ev.Save.Last-ev.Save.First < 1000; i++ {
+				saved[i] = ev.Save
+			}
+		case event.CommitSaveSent:
+			for i := m.First; i <= m.Last && m.Last-m.First < 1000; i++ {
+				sent[i] = ev.TsNs
+			}
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	gauge := func(fams map[string]*dto.MetricFamily) float64 {
+		return fams["etcd_server_proposals_committed_total"].GetMetric()[0].GetGauge().GetValue()
+	}
+	committed := gauge(after) - gauge(before)
+	if lost, err := tr.Lost(); err != nil || lost != 0 {
+		t.Errorf("%d events lost (%v)", lost, err)
+	}
+	t.Logf("leader's commit index moved by %.0f; the follower received %d entries, saved %d, answered %d", committed, len(recv), len(saved), len(sent))
+	if float64(len(recv)) != committed || len(saved) != len(recv) || len(sent) != len(recv) || committed < puts {
+		t.Errorf("received %d, saved %d, answered %d entries; the leader committed %.0f (want all equal, at least %d)", len(recv), len(saved), len(sent), committed, puts)
+	}
+	var worst struct{ queue, respond uint64 }
+	for i, at := range recv {
+		s, ok1 := saved[i]
+		resp, ok2 := sent[i]
+		if !ok1 || !ok2 {
+			continue
+		}
+		if at > s.StartNs || s.EndNs > resp || s.SyncStartNs < s.StartNs || s.SyncEndNs > s.EndNs {
+			t.Errorf("entry %d: received %d, Save %d..%d (sync %d..%d), answered %d: out of order", i, at, s.StartNs, s.EndNs, s.SyncStartNs, s.SyncEndNs, resp)
+		}
+		worst.queue, worst.respond = max(worst.queue, s.StartNs-at), max(worst.respond, resp-at)
+	}
+	t.Logf("worst receive-to-Save %d ns, receive-to-answer %d ns", worst.queue, worst.respond)
 }

@@ -23,7 +23,9 @@ import "github.com/etcdscope/etcdscope/event"
 // timed out (Dropped). A Save with entries on a Raft goroutine runs from
 // its entry to its return, with the last Send before it since that
 // goroutine's previous Save returned, and the sync inside it; a
-// HardState-only Save is no write's.
+// HardState-only Save is no write's. The first Send after a Save with
+// entries on its goroutine makes a CommitSaveSent (a follower's
+// MsgAppResp for those entries).
 type Assembler struct {
 	writes map[uint64]*asmWrite // handler goroutine -> its write in progress
 	rpcs   map[uint64]uint64    // goroutine -> its unary RPC's entry
@@ -48,7 +50,8 @@ type asmApply struct {
 
 type asmRaft struct {
 	sendNs, syncNs uint64
-	save           int // saveNone, saveState, saveEntries
+	save           int  // saveNone, saveState, saveEntries
+	sent           bool // s is a returned Save with entries: the next Send makes a CommitSaveSent
 	s              event.CommitSave
 }
 
@@ -150,15 +153,22 @@ func (a *Assembler) Add(ev *event.Commit, out []event.Commit) []event.Commit {
 		w.applied = true
 		w.w.Index, w.w.BatchNs, w.w.TriggerNs = ap.index, ap.batchNs, ts
 	case event.CommitSend:
-		a.raftOf(g).sendNs = ts
+		r := a.raftOf(g)
+		r.sendNs = ts
+		if r.sent {
+			out = append(out, event.Commit{Kind: event.CommitSaveSent, TsNs: ts, TID: ev.TID,
+				Msg: event.CommitMsg{Term: r.s.Term, First: r.s.First, Last: r.s.Last}})
+			r.sent = false
+		}
 	case event.CommitSaveEnter:
 		r := a.raftOf(g)
+		r.sent = false
 		if ev.B == 0 { // a HardState-only Save: not a write's
 			r.save = saveState
 			return out
 		}
 		r.save = saveEntries
-		r.s = event.CommitSave{First: ev.A, Last: ev.B, SendNs: r.sendNs, StartNs: ts}
+		r.s = event.CommitSave{First: ev.A, Last: ev.B, Term: ev.C, SendNs: r.sendNs, StartNs: ts}
 	case event.CommitSyncEnter:
 		r := a.raftOf(g)
 		r.syncNs = ts
@@ -186,6 +196,7 @@ func (a *Assembler) Add(ev *event.Commit, out []event.Commit) []event.Commit {
 		if r.save == saveEntries {
 			r.s.EndNs = ts
 			out = append(out, event.Commit{Kind: event.CommitSaveDone, TsNs: ts, TID: ev.TID, Save: r.s})
+			r.sent = true
 		}
 		r.save, r.sendNs = saveNone, 0
 	}

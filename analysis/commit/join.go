@@ -124,6 +124,9 @@ type Write struct {
 	// Missing names what could not be joined (e.g. "wal: no Save covers
 	// the index"), empty when the write is complete.
 	Missing []string
+	// Entry is this member's record of the write's Raft entry when the
+	// write was delivered (nil: none kept).
+	Entry *Entry
 }
 
 // TotalNs is End-Start.

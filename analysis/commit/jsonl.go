@@ -45,13 +45,17 @@ type Record struct {
 	DeciderName  string           `json:"decider_name,omitempty"`
 	Acks         []AckRecord      `json:"acks,omitempty"`
 	Missing      []string         `json:"missing,omitempty"`
+	// Entry: this member's record of the write's Raft entry (term,
+	// index): the Save that held it, and on the leader its send and the
+	// followers' acks, on a follower the MsgApp's arrival and its answer.
+	Entry *Entry `json:"entry,omitempty"`
 }
 
 // RecordOf returns w's record; names may be nil.
 func RecordOf(w *Write, names Names) Record {
 	r := Record{Type: "commit", V: SchemaVersion, Source: SourceUprobes, ID: w.ID, Index: w.Index, Role: w.Role,
 		StartNs: w.StartNs, EndNs: w.EndNs, TotalNs: w.TotalNs(), PartsNs: w.PartsNs, WALSyncNs: w.WALSyncNs,
-		BatchEntries: w.BatchEntries, Missing: w.Missing}
+		BatchEntries: w.BatchEntries, Missing: w.Missing, Entry: w.Entry}
 	if w.DeciderKnown {
 		if w.Decider == LocalVote {
 			r.Decider = "local_wal"
@@ -68,13 +72,16 @@ func RecordOf(w *Write, names Names) Record {
 
 // SummaryRecord closes a recording ("type":"commit_summary").
 type SummaryRecord struct {
-	Type       string `json:"type"`
-	V          int    `json:"v"`
-	Source     string `json:"source"`
-	Writes     int    `json:"writes"`
-	Incomplete int    `json:"incomplete"`
-	Batched    int    `json:"batched"`
-	Dropped    int    `json:"dropped"`
+	Type   string `json:"type"`
+	V      int    `json:"v"`
+	Source string `json:"source"`
+	// EtcdVersion: the traced member's etcd version, from its status
+	// (with --etcd-endpoints; absent without, and in older recordings).
+	EtcdVersion string `json:"etcd_version,omitempty"`
+	Writes      int    `json:"writes"`
+	Incomplete  int    `json:"incomplete"`
+	Batched     int    `json:"batched"`
+	Dropped     int    `json:"dropped"`
 	// SampleEvery: 1 write in N was followed (--sample; absent: every
 	// write); WritesSeen, WritesSampled: the writes the kernel saw enter
 	// etcd's write function and those it followed (absent in recordings

@@ -7,7 +7,9 @@ import (
 
 // Measure is a number with where it came from, so that a report can say
 // which source each number of the model is ("fsync tracer", "etcd
-// /metrics of m1: etcd_disk_wal_fsync_duration_seconds p50", ...).
+// /metrics of m1: etcd_disk_wal_fsync_duration_seconds p50", ...). A
+// Measure without a Source is unknown (etcd v3.4 has no
+// etcd_server_apply_duration_seconds): the model leaves it out.
 type Measure struct {
 	Ns     int64  `json:"ns"`
 	Source string `json:"source"`
@@ -83,8 +85,11 @@ func Model(in ModelInput) ModelResult {
 		}
 		res.DeciderKnown = true
 	}
-	res.ExpectedNs = commit + in.Apply.Ns
-	res.Parts[PartApply] = in.Apply
+	res.ExpectedNs = commit
+	if in.Apply.Source != "" {
+		res.ExpectedNs += in.Apply.Ns
+		res.Parts[PartApply] = in.Apply
+	}
 	if !in.LocalIsLeader {
 		res.Parts[PartForward] = in.ForwardRTT
 		res.ExpectedNs += in.ForwardRTT.Ns

@@ -108,6 +108,9 @@ func TestModel(t *testing.T) {
 			Followers: []ModelFollower{{ID: f1, RTT: m(1), Fsync: m(2), Down: true}, {ID: f2, RTT: m(50), Fsync: m(2.1)}}}, 52.6, f2, true},
 		{"five members: the second follower decides, plus forwarding", ModelInput{Voters: 5, LeaderWAL: m(1), Apply: m(0.5), ForwardRTT: m(10),
 			Followers: []ModelFollower{{ID: 1, RTT: m(1), Fsync: m(1)}, {ID: 2, RTT: m(3), Fsync: m(1)}, {ID: 3, RTT: m(30), Fsync: m(1)}, {ID: 4, RTT: m(40), Fsync: m(1)}}}, 14.5, 2, true},
+		// etcd v3.4 has no etcd_server_apply_duration_seconds: no apply
+		// part, not a 0 ms one.
+		{"apply unknown (etcd v3.4)", ModelInput{Voters: 1, LocalIsLeader: true, LeaderWAL: m(2)}, 2, LocalVote, true},
 		{"no quorum", ModelInput{Voters: 3, LocalIsLeader: true, LeaderWAL: m(2), Followers: []ModelFollower{{ID: f1, Down: true}, {ID: f2, Down: true}}}, 2, 0, false},
 	}
 	for _, tc := range tests {
@@ -122,6 +125,9 @@ func TestModel(t *testing.T) {
 			var sum int64
 			for _, p := range r.Parts {
 				sum += p.Ns
+			}
+			if _, ok := r.Parts[PartApply]; ok != (tc.in.Apply.Source != "") {
+				t.Errorf("apply part %v with apply %+v", r.Parts[PartApply], tc.in.Apply)
 			}
 			if tc.known && sum != r.ExpectedNs {
 				t.Errorf("parts sum %d, expected %d", sum, r.ExpectedNs)

@@ -264,7 +264,7 @@ func parseRate(s string) (float64, error) {
 
 // commitRun is what the table and the JSON summary show of res.
 func commitRun(res *pipeline.CommitResult, pid int) *render.CommitRun {
-	run := &render.CommitRun{PID: pid, Source: res.Source, ProbeErr: res.ProbeErr, Report: res.Report, Cluster: res.Cluster, Role: res.Role, LocalID: res.LocalID,
+	run := &render.CommitRun{PID: pid, Source: res.Source, ProbeErr: res.ProbeErr, EtcdVersion: res.EtcdVersion, Report: res.Report, Cluster: res.Cluster, Role: res.Role, LocalID: res.LocalID,
 		Unavailable: res.Unavailable, Lost: res.Lost, Missed: res.Missed, Dropped: res.Dropped,
 		SampleEvery: res.SampleEvery, WritesSeen: res.WritesSeen, WritesSampled: res.WritesSampled, WALSyncs: res.WALSyncs.Summary(),
 		Model: res.Model, ModelErr: res.ModelErr, Target: res.Target, ClientOutsideNs: res.ClientOutsideNs.Summary(),

@@ -15,7 +15,6 @@ import (
 	"github.com/etcdscope/etcdscope/internal/golden"
 	"github.com/etcdscope/etcdscope/pipeline"
 	"github.com/etcdscope/etcdscope/render"
-	"github.com/etcdscope/etcdscope/tracer"
 	"github.com/etcdscope/etcdscope/workload"
 )
 
@@ -122,14 +121,15 @@ func commitCases() []struct {
 	follower.ClientOutsideNs.Add(5e5)
 
 	model := &pipeline.CommitResult{
-		Source: commit.SourceModel, ProbeErr: fmt.Errorf("processInternalRaftRequestOnce: %w", tracer.ErrGoFuncNotFound),
-		Report: commit.NewReport(), Role: commit.RoleLeader, LocalID: 0x28d1, LeaderID: 0x28d1,
+		Source: commit.SourceModel, ProbeErr: errors.New("etcd v3.4 (go.etcd.io/etcd/etcdserver): its functions are not the v3.5/v3.6 ones this tracer probes"),
+		EtcdVersion: "3.4.23", Report: commit.NewReport(), Role: commit.RoleLeader, LocalID: 0x28d1, LeaderID: 0x28d1,
 		Cluster:     commit.ClusterState{Voters: 1, Names: commit.Names{0x28d1: "default"}},
 		Unavailable: []string{"uprobes: processInternalRaftRequestOnce: not found"},
 		Model: &commit.ModelResult{ExpectedNs: 2e6, Decider: commit.LocalVote, DeciderKnown: true,
 			Parts: map[string]commit.Measure{commit.PartWALAppend: {Ns: 19e5, Source: "leader's etcd_disk_wal_fsync_duration_seconds mean over the run"}}},
 		Load: &workload.Load{Prefix: "/etcdscope/commit-load/x/", Puts: 20},
 	}
+	model.Load.ClientNs.Add(21e5)
 	model.Load.TransportNs.Add(2e5)
 	model.Load.IdleTransportNs.Add(7e5)
 

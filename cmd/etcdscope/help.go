@@ -67,6 +67,9 @@ var helps = map[string]helpText{
 		"sudo etcdscope commit --comm etcd --etcd-endpoints http://127.0.0.1:2379 --load 20/s # with etcdscope's own leased puts, timed client-side",
 		"sudo etcdscope commit --pid $(pgrep -x etcd) --output json > commit.jsonl          # one record per write (schema commit/v1)",
 	}},
+	"cluster": {"etcdscope cluster --members URL,URL,URL [--since-index N] [--timeout 5s] [--output table|json]", []string{
+		"etcdscope cluster --members http://10.0.0.1:10380,http://10.0.0.2:10380,http://10.0.0.3:10380 # each write followed across the members' serve --commit-pid agents",
+	}},
 	"hypervisor": {"etcdscope hypervisor (--pid N | --comm NAME) [--duration D] [--output table|json]", []string{
 		"sudo etcdscope hypervisor --pid $(pgrep -n qemu) --duration 30s       # the VM's image-file flushes, host side",
 		"sudo etcdscope hypervisor --comm qemu-system-x86 --output json > host.jsonl # record for etcdscope merge",

@@ -44,7 +44,7 @@ type serveFlags struct {
 func (f *serveFlags) flagSet() *pflag.FlagSet {
 	fs := newFlagSet("serve")
 	fs.SortFlags = false
-	fs.StringVar(&f.listen, "listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(exporter.DefaultPort)), "address for /metrics and /healthz; loopback unless --listen-public")
+	fs.StringVar(&f.listen, "listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(exporter.DefaultPort)), "address for /metrics, /healthz (and /commit/entries with --commit-pid); loopback unless --listen-public")
 	fs.BoolVar(&f.public, "listen-public", false, "allow a --listen address that is not loopback (a DaemonSet scraped over the node network)")
 	fs.StringVar(&f.comm, "comm", "", "trace only fsyncs of tasks with this comm, e.g. etcd (empty: every process)")
 	fs.IntVar(&f.pid, "pid", 0, "trace only fsyncs of this process id")

@@ -73,6 +73,10 @@ type Options struct {
 	// address of that namespace the test process can reach (the scenarios
 	// route the root namespace to every member).
 	NetNS []string
+	// AdvertisePeer, when AdvertisePeer[i] is set, is the peer URL member
+	// i advertises (and the initial cluster names) instead of the one it
+	// listens on: a test puts a proxy there, in front of PeerURL.
+	AdvertisePeer []string
 	// HealthTimeout bounds the wait for every member's /health; 0 is 30 s.
 	// The VM rig's scenarios raise it: on a loaded host the emulated guest
 	// took more than 30 s to start three members.
@@ -81,13 +85,16 @@ type Options struct {
 
 // Member is one running etcd process.
 type Member struct {
-	Name, IP   string // Name is m1, m2, ... (Members[i] is m<i+1>, as the scenarios count): etcd's --name
-	ClientURL  string // scheme://IP:2379
-	PeerURL    string // scheme://IP:2380
-	MetricsURL string // plain http://IP:2381/metrics, never TLS
-	DataDir    string // etcd's --data-dir: <Options.DataDir>/<Name>; WAL under member/wal
-	PID        int    // the etcd process: what tracer tests filter on
-	ID         uint64 // Raft member ID (the To label of peer metrics, in hex)
+	Name, IP  string // Name is m1, m2, ... (Members[i] is m<i+1>, as the scenarios count): etcd's --name
+	ClientURL string // scheme://IP:2379
+	PeerURL   string // scheme://IP:2380, where it listens
+	// AdvertisedPeerURL is the peer URL the others dial: PeerURL, or
+	// Options.AdvertisePeer's.
+	AdvertisedPeerURL string
+	MetricsURL        string // plain http://IP:2381/metrics, never TLS
+	DataDir           string // etcd's --data-dir: <Options.DataDir>/<Name>; WAL under member/wal
+	PID               int    // the etcd process: what tracer tests filter on
+	ID                uint64 // Raft member ID (the To label of peer metrics, in hex)
 
 	logFile string // the process's stdout+stderr (etcd's zap JSON log)
 	cmd     *exec.Cmd
@@ -165,8 +172,12 @@ func Start(t testing.TB, opt Options) *Cluster {
 			logFile:    filepath.Join(workDir, name+".log"),
 			exited:     make(chan struct{}),
 		}
+		m.AdvertisedPeerURL = m.PeerURL
+		if i < len(opt.AdvertisePeer) && opt.AdvertisePeer[i] != "" {
+			m.AdvertisedPeerURL = opt.AdvertisePeer[i]
+		}
 		c.Members = append(c.Members, m)
-		initial = append(initial, m.Name+"="+m.PeerURL)
+		initial = append(initial, m.Name+"="+m.AdvertisedPeerURL)
 	}
 
 	var leafs []certPaths
@@ -184,7 +195,7 @@ func Start(t testing.TB, opt Options) *Cluster {
 			"--listen-client-urls=" + m.ClientURL,
 			"--advertise-client-urls=" + m.ClientURL,
 			"--listen-peer-urls=" + m.PeerURL,
-			"--initial-advertise-peer-urls=" + m.PeerURL,
+			"--initial-advertise-peer-urls=" + m.AdvertisedPeerURL,
 			"--listen-metrics-urls=http://" + hostPort(m.IP, MetricsPort),
 			"--initial-cluster=" + strings.Join(initial, ","),
 			"--initial-cluster-state=new",

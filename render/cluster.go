@@ -1,0 +1,169 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/etcdscope/etcdscope/analysis/commit"
+	"github.com/etcdscope/etcdscope/analysis/stats"
+)
+
+// ClusterSummary is the last JSON record of `etcdscope cluster --output
+// json`, after one record per write (commit.ClusterWrite).
+type ClusterSummary struct {
+	Type      string                   `json:"type"` // "cluster_summary"
+	Leader    commit.MemberID          `json:"leader"`
+	Voters    int                      `json:"voters"`
+	Writes    int                      `json:"writes"`
+	Joined    int                      `json:"joined"`
+	NotJoined map[string]int           `json:"not_joined"`
+	Deciders  map[string]int           `json:"deciders"` // "local_wal" or member hex -> writes
+	PartsNs   map[string]stats.Summary `json:"parts_ns"`
+	Verdict   string                   `json:"verdict,omitempty"` // as the table words it
+}
+
+// ClusterWriteRecord is one write of `etcdscope cluster --output json`.
+type ClusterWriteRecord struct {
+	Type string `json:"type"` // "cluster_write"
+	commit.ClusterWrite
+}
+
+// clusterParts are the summaries' rows, in order: the deciding
+// follower's vote and its split, then the leader's own WAL append.
+func clusterParts(j *commit.ClusterJoin) []struct {
+	name string
+	s    *stats.Series
+} {
+	return []struct {
+		name string
+		s    *stats.Series
+	}{
+		{"vote", &j.VoteNs}, {"network", &j.NetworkNs}, {"follower_queue", &j.QueueNs}, {"follower_wal", &j.WALNs},
+		{"of which fdatasync", &j.FdatasyncNs}, {"follower_respond", &j.RespondNs}, {"leader_wal", &j.LeaderWALNs},
+	}
+}
+
+// notJoinedName is the JSON and table name of a reason.
+func notJoinedName(n commit.NotJoined) string {
+	b, _ := n.MarshalText()
+	return string(b)
+}
+
+// deciderName is a deciding vote as the report names it.
+func deciderName(id commit.MemberID) string {
+	if id == commit.MemberID(commit.LocalVote) {
+		return "local_wal"
+	}
+	return strconv.FormatUint(uint64(id), 16)
+}
+
+// ClusterSummaryOf returns j's summary record.
+func ClusterSummaryOf(j *commit.ClusterJoin) ClusterSummary {
+	s := ClusterSummary{Type: "cluster_summary", Leader: j.Leader, Voters: j.Voters, Writes: len(j.Writes), Joined: j.Joined,
+		NotJoined: map[string]int{}, Deciders: map[string]int{}, PartsNs: map[string]stats.Summary{}}
+	for why, n := range j.NotByWhy {
+		s.NotJoined[notJoinedName(why)] = n
+	}
+	for id, n := range j.Deciders {
+		s.Deciders[deciderName(id)] = n
+	}
+	for _, p := range clusterParts(j) {
+		s.PartsNs[strings.ReplaceAll(p.name, " ", "_")] = p.s.Summary()
+	}
+	s.Verdict = clusterVerdict(j.Verdict(), clusterNames(j))
+	return s
+}
+
+// ClusterTable writes the table of `etcdscope cluster`: the writes the
+// leader saved, how many were followed to their deciding vote, who
+// decided how often, and p50/p99 of the deciding follower's parts.
+func ClusterTable(w io.Writer, j *commit.ClusterJoin) error {
+	term := NewTerminal(w)
+	clusterTable(term, j)
+	return term.Flush()
+}
+
+func clusterTable(w io.Writer, j *commit.ClusterJoin) {
+	if len(j.Writes) == 0 {
+		fmt.Fprintln(w, "etcdscope cluster: no leader's records with followers' acks in the members' windows (is every member's serve --commit-pid running, and was anything written?)")
+		return
+	}
+	names := clusterNames(j)
+	fmt.Fprintf(w, "etcdscope cluster: leader %s of %d; %d writes in its window (index %d..%d): %d joined across the members, %d not joined",
+		names.Of(uint64(j.Leader)), j.Voters, len(j.Writes), j.Writes[0].Index, j.Writes[len(j.Writes)-1].Index, j.Joined, len(j.Writes)-j.Joined)
+	whys := slices.Sorted(func(yield func(commit.NotJoined) bool) {
+		for k := range j.NotByWhy {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for i, why := range whys {
+		sep := ", "
+		if i == 0 {
+			sep = " ("
+		}
+		fmt.Fprintf(w, "%s%s %d", sep, notJoinedName(why), j.NotByWhy[why])
+		if i == len(whys)-1 {
+			fmt.Fprint(w, ")")
+		}
+	}
+	fmt.Fprintln(w)
+	ids := slices.Sorted(func(yield func(commit.MemberID) bool) {
+		for k := range j.Deciders {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	var parts []string
+	for _, id := range ids {
+		parts = append(parts, fmt.Sprintf("%s %d (%.0f%%)", names.Of(uint64(id)), j.Deciders[id], 100*float64(j.Deciders[id])/float64(max(j.Joined, 1))))
+	}
+	fmt.Fprintf(w, "deciding vote: %s\n", strings.Join(parts, ", "))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "part\tcount\tp50 ms\tp99 ms\tmean ms\t")
+	for _, p := range clusterParts(j) {
+		s := p.s.Summary()
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t\n", p.name, s.Count, float64(s.P50)/1e6, float64(s.P99)/1e6, s.Mean()/1e6)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "vote: the leader's send to the deciding follower's ack = network + that follower's queue, WAL append and answer (each on its own clock)")
+	if v := clusterVerdict(j.Verdict(), names); v != "" {
+		fmt.Fprintf(w, "verdict: %s\n", v)
+	}
+}
+
+// clusterNames are the members' names the windows carried.
+func clusterNames(j *commit.ClusterJoin) commit.Names {
+	names := commit.Names{}
+	for id, n := range j.Names {
+		names[uint64(id)] = n
+	}
+	return names
+}
+
+// clusterVerdict words the join's verdict (p50s; "" when no write
+// joined).
+func clusterVerdict(v commit.ClusterVerdict, names commit.Names) string {
+	who := strconv.FormatUint(uint64(v.Member), 16)
+	if n := names[uint64(v.Member)]; n != "" {
+		who = n
+	}
+	of := fmt.Sprintf("it decided %d of %d joined writes", v.Decided, v.Joined)
+	switch v.Kind {
+	case commit.ClusterVerdictLeaderWAL:
+		return fmt.Sprintf("writes wait on the leader's own WAL append: p50 %s (it came last in %d of %d joined writes): run `etcdscope commit` on the leader for its fdatasync's cause", commitMs(v.PartNs), v.Decided, v.Joined)
+	case commit.ClusterVerdictNetwork:
+		return fmt.Sprintf("writes wait on the network to %s: %s of its %s vote (p50; %s): run `etcdscope peers` on the leader", who, commitMs(v.PartNs), commitMs(v.VoteNs), of)
+	case commit.ClusterVerdictFollowerWAL:
+		return fmt.Sprintf("writes wait on %s's disk: its WAL append %s (fdatasync %s) of its %s vote (p50; %s): run `etcdscope fsync --comm etcd` there", who, commitMs(v.PartNs), commitMs(v.FdatasyncNs), commitMs(v.VoteNs), of)
+	case commit.ClusterVerdictFollowerQueue:
+		return fmt.Sprintf("writes wait on %s's Raft loop: queueing and answer %s of its %s vote (p50; %s)", who, commitMs(v.PartNs), commitMs(v.VoteNs), of)
+	}
+	return ""
+}
