@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,10 +16,13 @@ import (
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
-// debianEtcd is etcd v3.4 as Debian ships it (apt-get install etcd-server:
+// debianEtcd is etcd v3.4 as Debian ships it (the etcd-server package:
 // 3.4.23, built with Go 1.19, stripped): the etcd most hosts that install
-// etcd from a distribution run.
-const debianEtcd = "/usr/bin/etcd"
+// etcd from a distribution run. scripts/deps.sh extracts its binary into
+// bin/etcd34 rather than installing the package, which would start an
+// etcd service (holding :2379 and :2380, a process named etcd) on a host
+// with systemd.
+func debianEtcd(t *testing.T) string { return filepath.Join(testenv.RepoRoot(t), "bin", "etcd34") }
 
 // TestCommitEtcd34: `commit --pid` on Debian's etcd v3.4, whose functions
 // are not the v3.5/v3.6 ones the probes need, falls back to the model from
@@ -31,13 +35,14 @@ const debianEtcd = "/usr/bin/etcd"
 // puts the table says the load made.
 func TestCommitEtcd34(t *testing.T) {
 	testenv.RequireRoot(t)
+	debianEtcd := debianEtcd(t)
 	if _, err := os.Stat(debianEtcd); err != nil {
-		testenv.Missing(t, "no "+debianEtcd+" (apt-get install etcd-server: etcd v3.4)")
+		testenv.Missing(t, "no "+debianEtcd+" (scripts/deps.sh extracts it from Debian's etcd-server: etcd v3.4)")
 	}
 	out, err := exec.Command(debianEtcd, "--version").Output()
 	m := regexp.MustCompile(`etcd Version: (3\.4\.\d+)`).FindSubmatch(out)
 	if err != nil || m == nil {
-		testenv.Missing(t, debianEtcd+" is not etcd v3.4 (apt-get install etcd-server): "+strings.TrimSpace(string(out)))
+		testenv.Missing(t, debianEtcd+" is not etcd v3.4 (scripts/deps.sh extracts it from Debian's etcd-server): "+strings.TrimSpace(string(out)))
 	}
 	version := string(m[1])
 	t.Setenv("ETCDSCOPE_ETCD", debianEtcd)

@@ -38,7 +38,6 @@ declare -A need=(
 	[zsh]=zsh           # cmd/etcdscope TestCompletion sources the zsh script
 	[bpftool]=bpftool   # cmd/etcdscope TestBadInput: BPF objects left on tc/XDP/cgroups
 	[systemd-analyze]=systemd # deploy TestSystemdUnit: systemd-analyze verify of the unit
-	[/usr/bin/etcd]=etcd-server # e2e TestCommitEtcd34: Debian's etcd v3.4 (its service is not started in containers)
 )
 if [[ ${1:-} == generate ]]; then
 	need[clang-19]=clang-19
@@ -68,6 +67,22 @@ if [[ ${1:-} == bench ]]; then
 		{ apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends bpfcc-tools; } >/dev/null 2>&1 ||
 			echo "deps: bpfcc-tools not installed; make bench runs without biolatency" >&2
 	fi
+fi
+# e2e TestCommitEtcd34 runs Debian's etcd v3.4 (the etcd-server package):
+# its binary is extracted into bin/etcd34, not installed, since the package
+# would start an etcd service on a host with systemd (holding :2379 and
+# :2380 and a process named etcd, which the tests' own etcds need).
+etcd34="$(dirname "$0")/../bin/etcd34"
+if [[ ! -x $etcd34 && $(id -u) == 0 ]]; then
+	tmp=$(mktemp -d)
+	if (cd "$tmp" && { apt-get -o DPkg::Lock::Timeout=600 download etcd-server >/dev/null 2>&1 ||
+		{ apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null && apt-get -o DPkg::Lock::Timeout=600 download etcd-server >/dev/null; }; } &&
+		dpkg-deb -x etcd-server_*.deb x) && install -D -m 0755 "$tmp/x/usr/bin/etcd" "$etcd34"; then
+		echo "deps: Debian's etcd v3.4 extracted to bin/etcd34" >&2
+	else
+		echo "deps: could not extract Debian's etcd-server into bin/etcd34 (e2e TestCommitEtcd34 needs it)" >&2
+	fi
+	rm -rf "$tmp"
 fi
 missing=()
 # A key is a command, or an absolute path for a file that is no command.
