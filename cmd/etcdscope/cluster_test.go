@@ -43,9 +43,12 @@ func TestClusterAgentSilent(t *testing.T) {
 	rc := run([]string{"cluster", "--members", u + "," + u, "--timeout", "300ms"})
 	took := time.Since(start)
 	t.Logf("exit %d after %v", rc, took)
-	// One request times out (300 ms) and ends the run; 2 s of margin
-	// for a loaded machine.
-	if rc != 1 || took > 2300*time.Millisecond {
-		t.Errorf("exit %d after %v: want 1 within the 300 ms timeout (+2 s)", rc, took)
+	// One request times out (300 ms) and ends the run. Measured
+	// 2026-12-06: 20 runs at load 0.2, 300.9-301.9 ms; 20 runs beside 4
+	// CPU hogs on 2 cores, 300.8-307.6 ms. The bound, 550 ms, leaves 242
+	// ms over that worst and fails a run that waits out a second member's
+	// timeout (600 ms) or the run's own deadline.
+	if rc != 1 || took > 550*time.Millisecond {
+		t.Errorf("exit %d after %v: want 1 within the 300 ms timeout (bound 550 ms)", rc, took)
 	}
 }
