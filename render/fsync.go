@@ -57,7 +57,7 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 		}
 		if g.WithCommit == 0 && g.Key.FS == "ext4" {
 			fmt.Fprintf(bw, "  note: no call waited on a jbd2 commit: %s\n", noCommitWhy(g.Key.FileKind))
-			fmt.Fprintln(bw, "  note: an ext4 without a journal has none (its REQ_META writes are the journal layer then; ls /proc/fs/jbd2 lists the journals)")
+			fmt.Fprintln(bw, "  note: an ext4 without a journal has no jbd2 commits (its REQ_META writes are the journal layer then; ls /proc/fs/jbd2 lists the journals)")
 		}
 		switch g.Verdict {
 		case analysis.VerdictOK:

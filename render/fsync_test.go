@@ -207,7 +207,7 @@ func TestFsyncReportOtherPointsToSched(t *testing.T) {
 // journal has none.
 func TestFsyncReportNoCommitNote(t *testing.T) {
 	const prealloc = "the WAL segments etcd preallocates"
-	const noJournal = "note: an ext4 without a journal has none"
+	const noJournal = "note: an ext4 without a journal has no jbd2 commits"
 	for _, tc := range []struct {
 		kind, want string
 		prealloc   bool
