@@ -20,9 +20,10 @@ const maxLineRunes = 200
 var tableRow = regexp.MustCompile(`\S {2,}\S`)
 
 // longLinesLeft is how many lines over maxLineRunes each golden still
-// has (2026-12-06: 47 in 24 files, down from 421 in the render goldens
+// has (2026-12-06: 7 in 6 files, down from 421 in the render goldens
 // before the peers verdicts, diagnose findings and commit verdicts were
-// cut): diagnose summaries that name a long input file, and the
+// cut): an fio error quoting fio's own message, a diagnose summary
+// naming two input files, and the
 // "unavailable:" line the capture fixtures recorded in 2026-11 (a live run
 // prints that probe's line in 189 characters since). The test fails when a golden has more, and
 // when it has fewer than listed (lower the number), so the list only
