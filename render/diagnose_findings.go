@@ -175,9 +175,9 @@ func wordSlowMember(f *diagnose.Finding, v diagnose.SlowMemberFacts) {
 }
 
 func wordAlike(f *diagnose.Finding, v diagnose.AlikeFacts) {
-	f.Summary = fmt.Sprintf("%s and %s look like two scrapes of one member: the same %s ladder, every count of %s at least %s's (%.0f more WAL fsyncs)",
-		v.A, v.B, v.WALName, v.B, v.A, v.More)
-	f.Evidence = append(f.Evidence, "neither carries a member identity (etcd_server_id, an instance label, process_start_time_seconds)")
+	f.Summary = fmt.Sprintf("%s and %s look like two scrapes of one member (%.0f more WAL fsyncs in %s)", v.A, v.B, v.More, v.B)
+	f.Evidence = append(f.Evidence, fmt.Sprintf("the same %s ladder, every count of %s at least %s's", v.WALName, v.B, v.A),
+		"neither carries a member identity (etcd_server_id, an instance label, process_start_time_seconds)")
 	f.Uncertainty = diagnose.Notes{"read here as two members, each since its start", "two members' histograms can also look so"}
 	f.Next = "etcdscope diagnose --one-member " + v.A + " " + v.B + "  # if they are one member's: their difference"
 }

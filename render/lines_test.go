@@ -20,10 +20,9 @@ const maxLineRunes = 200
 var tableRow = regexp.MustCompile(`\S {2,}\S`)
 
 // longLinesLeft is how many lines over maxLineRunes each golden still
-// has (2026-12-06: 7 in 6 files, down from 421 in the render goldens
+// has (2026-12-06: 6 in 5 files, down from 421 in the render goldens
 // before the peers verdicts, diagnose findings and commit verdicts were
-// cut): an fio error quoting fio's own message, a diagnose summary
-// naming two input files, and the
+// cut): an fio error quoting fio's own message, and the
 // "unavailable:" line the capture fixtures recorded in 2026-11 (a live run
 // prints that probe's line in 189 characters since). The test fails when a golden has more, and
 // when it has fewer than listed (lower the number), so the list only
@@ -34,7 +33,6 @@ var longLinesLeft = map[string]int{
 	"capture/ext4.report.txt":                            1,
 	"capture/xfs.report.txt":                             1,
 	"render/diagnose/field/fio-failed-to-start.json.txt": 2,
-	"render/diagnose/scrapes-alike.txt":                  1,
 }
 
 // TestOutputLinesConcise reads every text golden of the renderers and of
