@@ -188,10 +188,14 @@ func (c *CommitMetrics) voteLabel(id uint64, names commit.Names) string {
 }
 
 // runCommit traces cfg.Commit's writes into c until ctx ends: the same run
-// as `etcdscope commit` (pipeline.RunCommit) without a duration, with
+// as `etcdscope commit` (pipeline.RunCommit, in a session of its own that
+// drains and closes cfg.Commit) without a duration, with
 // --etcd-endpoints giving the member names and the role.
 func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *commit.EntryLog, logw io.Writer) error {
-	res, err := pipeline.RunCommit(ctx, pipeline.CommitOptions{
+	s := pipeline.NewSession(ctx, 0, "")
+	defer s.Close()
+	s.Add("commit", cfg.Commit)
+	res, err := pipeline.RunCommit(s, pipeline.CommitOptions{
 		PID: cfg.CommitPID, Endpoints: cfg.EtcdEndpoints, TLS: cfg.EtcdTLS,
 		Source: cfg.Commit, Unavailable: cfg.CommitUnavailable, RingBytes: cfg.RingBytes, SampleEvery: cfg.CommitSampleEvery,
 		Notice:  func(s string) { fmt.Fprintf(logw, "etcdscope serve: commit: %s\n", s) },
