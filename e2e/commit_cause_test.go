@@ -33,7 +33,8 @@ import (
 //     100 ms: 'process raft request') are the oracle for the slow
 //     writes: each one lies inside a traced write's bracket
 //     (checkRequestTraces says which parts it may hold);
-//   - unthrottled: neither the verdicts nor the top cause name the CPU.
+//   - unthrottled: neither the verdicts nor the top cause name the CPU
+//     beyond what the kernel's run-queue record shows (checkRunDelay).
 //
 // In both, at least 90% of the writes' WAL fdatasyncs are joined to
 // their call.
@@ -61,7 +62,9 @@ func TestCommitCause(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		rdBefore := runDelayNs(t, m.PID)
 		recs, sum, start, end := runCommitCause(t, m)
+		checkRunDelay(t, runDelayNs(t, m.PID)-rdBefore, sum)
 		after, _ := cpulimit.Throttled(dir)
 		t.Logf("cgroup throttled in %d periods during the run", after-before)
 		if after <= before {
@@ -78,12 +81,22 @@ func TestCommitCause(t *testing.T) {
 	})
 	t.Run("unthrottled", func(t *testing.T) {
 		c := etcdtest.Start(t, etcdtest.Options{})
+		pid := c.Members[0].PID
+		before := runDelayNs(t, pid)
 		_, sum, _, _ := runCommitCause(t, c.Members[0])
-		if top, ok := sum.WALCause.Top(); ok && top == commit.CauseCPUWait {
-			t.Errorf("top cause of the WAL fdatasyncs %q on an unthrottled etcd", top)
+		delay := runDelayNs(t, pid) - before
+		cpu := sum.WALCause.Ns[commit.CauseCPUWait]
+		// On a quiet machine both are small and the verdict names the
+		// disk; on one busy with other work etcd really waits for a CPU,
+		// and the verdict may say so, if the kernel's record shows it (a
+		// run beside three other builds on 2 cores: cpu_wait the top
+		// cause, 173 ms over 600 writes).
+		checkRunDelay(t, delay, sum)
+		if top, ok := sum.WALCause.Top(); ok && top == commit.CauseCPUWait && cpu > delay+runDelaySlackNs {
+			t.Errorf("top cause of the WAL fdatasyncs %q on an unthrottled etcd, not in the kernel's run-queue record", top)
 		}
-		if anyVerdict(sum, cpuVerdict) {
-			t.Errorf("verdicts %q name the CPU on an unthrottled etcd", sum.Verdicts)
+		if anyVerdict(sum, cpuVerdict) && cpu > delay+runDelaySlackNs {
+			t.Errorf("verdicts %q name the CPU on an unthrottled etcd, not in the kernel's run-queue record", sum.Verdicts)
 		}
 	})
 }
@@ -204,3 +217,48 @@ func checkRequestTraces(t *testing.T, logFile string, start, end time.Time, recs
 	}
 	t.Logf("%d of etcd's request traces ('process raft request' %v): each within %v of a traced write's bracket", len(steps), steps, worst)
 }
+
+// checkRunDelay holds the CPU wait etcdscope found inside the WAL
+// fdatasyncs against the kernel's own record: it is part of what etcd's
+// threads waited on a run queue during the run (delay ns, schedstat's
+// run_delay, which counts a throttled cgroup's wait too). Measured
+// beside three other builds on 2 cores, 3 runs each: cpu_wait was 3.4 to
+// 4.4% of run_delay unthrottled (73-91 ms of 1.65-2.17 s) and 3.7 to 9.0%
+// throttled (1.31-2.79 s of 30.9-37.3 s).
+func checkRunDelay(t *testing.T, delay int64, sum *commit.SummaryRecord) {
+	t.Helper()
+	cpu := sum.WALCause.Ns[commit.CauseCPUWait]
+	t.Logf("etcd's threads waited %d ns on a run queue during the run (schedstat run_delay); etcdscope's cpu_wait inside its WAL fdatasyncs %d ns", delay, cpu)
+	if cpu > delay+runDelaySlackNs {
+		t.Errorf("cpu_wait %d ns inside the WAL fdatasyncs, more than the %d ns etcd's threads waited on a run queue in all", cpu, delay)
+	}
+}
+
+// runDelayNs sums run_delay (ns spent runnable, waiting on a run queue:
+// the second field of /proc/PID/task/TID/schedstat) over pid's threads.
+func runDelayNs(t *testing.T, pid int) int64 {
+	t.Helper()
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for _, task := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, task.Name(), "schedstat"))
+		if err != nil {
+			continue // the thread exited
+		}
+		if f := strings.Fields(string(b)); len(f) >= 2 {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			sum += n
+		}
+	}
+	return sum
+}
+
+// runDelaySlackNs: etcdscope's cpu_wait starts at the wakeup's tracepoint
+// and the kernel's run_delay at the enqueue just before it, so cpu_wait
+// exceeds its share of run_delay by no more than rounding; 1 ms also
+// covers a thread that exited during the run (its run_delay is gone).
+const runDelaySlackNs = 1_000_000
