@@ -952,6 +952,9 @@ func peerChart(rep *peers.Report, metric []etcdmetric.PeerComparison) (*svgChart
 	if rep.Unassembled > 0 {
 		note += " " + render.UnassembledLine(rep.Unassembled) + "."
 	}
+	if rep.FoldedEarly > 0 {
+		note += " " + render.FoldedEarlyLine(rep.FoldedEarly) + "."
+	}
 	if len(metric) > 0 {
 		note += fmt.Sprintf(" The purple bar is etcd's own etcd_network_peer_round_trip_time_seconds over the recording (mean of every prober's observations for that peer; %d series).", len(metric))
 		if unmatched > 0 {

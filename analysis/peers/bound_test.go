@@ -78,3 +78,55 @@ func TestAssemblerOpenConnsBounded(t *testing.T) {
 		t.Errorf("%d events, want every one counted", rep.Events)
 	}
 }
+
+// TestAssemblerClosedHeldBounded: connections that close but are never
+// CompactAfter older than the last event (all at one time_ns, at a
+// time_ns of 0, or a socket reused without a close seen) are held up to
+// MaxHeldClosed, then folded early and counted; every connection is
+// counted once in the links. Before, all 200,000 were held.
+func TestAssemblerClosedHeldBounded(t *testing.T) {
+	const n = 200_000
+	for _, c := range []struct {
+		name string
+		add  func(a *Assembler, i int)
+	}{
+		{"one time_ns", func(a *Assembler, i int) {
+			o, c := floodPeer(i, event.PeerOpen, 1e9), floodPeer(i, event.PeerClose, 1e9)
+			a.Add(&o)
+			a.Add(&c)
+		}},
+		{"closed at 0", func(a *Assembler, i int) {
+			o, c := floodPeer(i, event.PeerOpen, 1e9+uint64(i)*1e6), floodPeer(i, event.PeerClose, 0)
+			a.Add(&o)
+			a.Add(&c)
+		}},
+		{"socket reused", func(a *Assembler, i int) {
+			o := floodPeer(i, event.PeerOpen, 1e9+uint64(i)*1e6)
+			o.Socket = 1
+			a.Add(&o)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var a Assembler
+			most := 0
+			for i := range n {
+				c.add(&a, i)
+				most = max(most, len(a.conns))
+			}
+			if bound := 2 * (MaxOpenConns + MaxHeldClosed); most > bound {
+				t.Errorf("held %d connections at once, want at most %d", most, bound)
+			}
+			rep := a.Report(Options{})
+			opened := 0
+			for _, l := range rep.Links {
+				opened += l.Opened
+			}
+			if opened != n {
+				t.Errorf("%d connections counted, want %d", opened, n)
+			}
+			if rep.FoldedEarly == 0 || rep.FoldedEarly > n {
+				t.Errorf("%d folded early, want some of %d", rep.FoldedEarly, n)
+			}
+		})
+	}
+}

@@ -189,6 +189,11 @@ type Report struct {
 	// Unassembled counts the events not folded into any connection
 	// because MaxOpenConns connections were held open already.
 	Unassembled int `json:"unassembled_events,omitempty"`
+	// FoldedEarly counts the closed connections folded into their links
+	// before CompactAfter had passed, because more than MaxHeldClosed
+	// were held: among them both ends of a loopback connection whose other
+	// end was still open count as two, and a late owner finds none.
+	FoldedEarly int `json:"folded_early,omitempty"`
 }
 
 // Analyze assembles connections from events (in time order) and
@@ -222,6 +227,7 @@ type Assembler struct {
 	lateOwners  int            // PeerOwner events attached
 	lateMissed  int            // PeerOwner events with no connection left
 	unassembled int            // events past MaxOpenConns
+	foldedEarly int            // connections folded past MaxHeldClosed
 	done        linkSet        // the links of the connections folded
 	nextCompact int
 	n           int // events added
@@ -257,6 +263,14 @@ const MaxLinks = 64
 // each. Past it, the events of a connection not held are counted
 // (Report.Unassembled), not assembled. A member holds a few per peer.
 const MaxOpenConns = 1 << 14
+
+// MaxHeldClosed bounds the closed connections the Assembler holds before
+// CompactAfter has passed for them (kept so that both ends of a loopback
+// connection fold together and a late owner still finds its connection).
+// Past it every closed connection is folded at once and counted
+// (Report.FoldedEarly): a recording whose connections all close at one
+// time_ns is never CompactAfter old. A member closes a few a second.
+const MaxHeldClosed = 1 << 13
 
 // compactMin: the Assembler folds once it holds this many connections
 // (and then once it holds twice what the last fold kept, if more).
@@ -382,8 +396,7 @@ func (a *Assembler) compact() {
 	a.fold = slices.Grow(a.fold[:0], n)[:n]
 	for i := range a.conns {
 		c := &a.conns[i]
-		_, open := a.live[c.Socket]
-		a.fold[i] = c.CloseNs != 0 && c.CloseNs < cut && !(open && a.live[c.Socket] == i)
+		a.fold[i] = !a.open(i) && c.CloseNs != 0 && c.CloseNs < cut
 	}
 	// A connection whose reversed 4-tuple is kept stays too: the pair is
 	// folded together (foldMirrors) once both ends are old.
@@ -396,12 +409,32 @@ func (a *Assembler) compact() {
 			a.kept[tuple{a.conns[i].Local, a.conns[i].Remote}] = true
 		}
 	}
+	held := 0 // closed connections that would stay
+	for i := range a.conns {
+		c := &a.conns[i]
+		if !a.open(i) && (!a.fold[i] || a.kept[tuple{c.Remote, c.Local}]) {
+			held++
+		}
+	}
+	// Past MaxHeldClosed closed connections that would stay (closed within
+	// CompactAfter of the last event, at a time_ns of 0, on a socket
+	// reused without a close, or the mirror of one kept), every closed one
+	// is folded now, mirrors or not: otherwise a recording whose
+	// connections all close at one time_ns was held whole (1 M of them,
+	// 1.17 GiB).
+	force := held > MaxHeldClosed
+	if force {
+		a.foldedEarly += held
+		for i := range a.conns {
+			a.fold[i] = !a.open(i)
+		}
+	}
 	a.batch = a.batch[:0]
 	a.newIdx = slices.Grow(a.newIdx[:0], n)[:n]
 	w := 0
 	for i := range n {
 		c := a.conns[i] // a copy: the slot may be overwritten below
-		if a.fold[i] && !a.kept[tuple{c.Remote, c.Local}] {
+		if a.fold[i] && (force || !a.kept[tuple{c.Remote, c.Local}]) {
 			a.batch = append(a.batch, c)
 			a.newIdx[i] = -1
 			continue
@@ -439,6 +472,12 @@ func (a *Assembler) compact() {
 	a.nextCompact = max(w+compactMin, 2*w)
 }
 
+// open reports whether conns[i] is its socket's open connection.
+func (a *Assembler) open(i int) bool {
+	j, ok := a.live[a.conns[i].Socket]
+	return ok && j == i
+}
+
 // tuple is a connection's (local, remote) ends, a map key.
 type tuple struct{ a, b netip.AddrPort }
 
@@ -460,7 +499,8 @@ func (a *Assembler) Report(opt Options) Report {
 	if window == 0 {
 		window = a.last - a.first
 	}
-	rep := Report{WindowNs: window, Events: a.n, LateOwners: a.lateOwners, LateOwnersMissed: a.lateMissed, Unassembled: a.unassembled}
+	rep := Report{WindowNs: window, Events: a.n, LateOwners: a.lateOwners, LateOwnersMissed: a.lateMissed, Unassembled: a.unassembled,
+		FoldedEarly: a.foldedEarly}
 
 	links := a.done.clone()
 	for i := range conns {

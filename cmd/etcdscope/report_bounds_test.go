@@ -165,8 +165,8 @@ func runBounded(t *testing.T, args []string, page string, bound int64) string {
 // writePeerFlood writes n connections to the peer port, each from a
 // remote address of its own (a hostile local user's, from 10.0.0.0 on),
 // closed or never closed, as a peers recording or (capture) a peers
-// capture with its end line.
-func writePeerFlood(t *testing.T, n int, closed, capture bool) string {
+// capture with its end line; oneTime: every event at one time_ns.
+func writePeerFlood(t *testing.T, n int, closed, capture bool, oneTime ...bool) string {
 	t.Helper()
 	name := filepath.Join(t.TempDir(), "peers.jsonl")
 	f, err := os.Create(name)
@@ -186,7 +186,13 @@ func writePeerFlood(t *testing.T, n int, closed, capture bool) string {
 		fmt.Fprintln(w, e)
 	}
 	tm := 1_000_000_000
+	at := len(oneTime) > 0 && oneTime[0]
 	for i := range n {
+		if at {
+			line("open", tm, i)
+			line("close", tm, i)
+			continue
+		}
 		tm += 100_000
 		line("open", tm, i)
 		if closed {
@@ -213,14 +219,19 @@ func writePeerFlood(t *testing.T, n int, closed, capture bool) string {
 // etcdscope, 2026-12-06, 2 cores shared): 3 runs × 5 cases, 49-65 MiB,
 // worst 65 MiB: a 32% margin. Before: 665 MiB (--html), 783/1019 MiB
 // (replay table/json, closed), 588/924 MiB (never closed), etcdscope
-// binary, one run each.
+// binary, one run each. The same 100,000 connections all opened and
+// closed at one time_ns (never CompactAfter old, so never folded before
+// peers.MaxHeldClosed): 3 runs x 3 cases, 56-71 MiB, worst 71 MiB: a 26%
+// margin; before, every one was held: 149 MiB (--html), 164/161 MiB
+// (replay table/json), and 1 M of them 1.31 GiB (--html, etcdscope binary).
 const reportPeerFloodBoundBytes = 96 << 20
 
 // TestReportPeersFloodBounded: a peers recording or capture any local
 // user can make (100,000 connections to the peer port from distinct
 // addresses) is reported with MaxLinks links and one other that counts the
 // rest, the events past MaxOpenConns open connections counted, in bounded
-// peak RSS.
+// peak RSS; connections that all close at one time_ns are folded early
+// past MaxHeldClosed, and the output says so.
 func TestReportPeersFloodBounded(t *testing.T) {
 	const n = 100_000
 	folded := fmt.Sprintf("other (%d links folded", n-peers.MaxLinks)
@@ -232,6 +243,12 @@ func TestReportPeersFloodBounded(t *testing.T) {
 		t.Errorf("the page does not say %q", folded)
 	}
 	closedCap, openCap := writePeerFlood(t, n, true, true), writePeerFlood(t, n, false, true)
+	oneTimeRec, oneTimeCap := writePeerFlood(t, n, true, false, true), writePeerFlood(t, n, true, true, true)
+	early := "closed connections folded early"
+	out = runBounded(t, []string{"report", "--html", page, "--peers", oneTimeRec, rec}, page, reportPeerFloodBoundBytes)
+	if !strings.Contains(out, early) {
+		t.Errorf("the page of connections closed at one time_ns does not say %q", early)
+	}
 	for _, c := range []struct {
 		args []string
 		want []string
@@ -240,6 +257,8 @@ func TestReportPeersFloodBounded(t *testing.T) {
 		{[]string{"report", "--output", "json", closedCap}, []string{fmt.Sprintf(`"folded_links": %d`, n-peers.MaxLinks)}},
 		{[]string{"report", openCap}, []string{fmt.Sprintf("%d events not assembled", n-peers.MaxOpenConns)}},
 		{[]string{"report", "--output", "json", openCap}, []string{fmt.Sprintf(`"unassembled_events": %d`, n-peers.MaxOpenConns)}},
+		{[]string{"report", oneTimeCap}, []string{folded, early}},
+		{[]string{"report", "--output", "json", oneTimeCap}, []string{`"folded_early": `}},
 	} {
 		out := runBounded(t, c.args, page, reportPeerFloodBoundBytes)
 		for _, w := range c.want {
