@@ -145,23 +145,13 @@ const reportPageKeysBoundBytes = 96 << 20
 // it draws and not their groups' strings, in bounded peak RSS.
 func TestReportPageKeysBounded(t *testing.T) {
 	const groups = 40_000
-	rec := filepath.Join(t.TempDir(), "rec.jsonl")
-	f, err := os.Create(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
 	pad := strings.Repeat("f", 3000)
-	for i := range groups {
-		fmt.Fprintf(w, `{"type":"fsync","v":1,"start_ns":%d,"end_ns":%d,"total_ns":1000,"pid":%d,"tid":1,"comm":"x","syscall":"fsync","ret":0,"dev":"8:0","fs":"%s%d","file_kind":"other","layers":{"other_ns":1000}}`+"\n",
-			i*10_000, i*10_000+1000, i+1, pad, i)
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	rec := writeLines(t, func(w *bufio.Writer) {
+		for i := range groups {
+			fmt.Fprintf(w, `{"type":"fsync","v":1,"start_ns":%d,"end_ns":%d,"total_ns":1000,"pid":%d,"tid":1,"comm":"x","syscall":"fsync","ret":0,"dev":"8:0","fs":"%s%d","file_kind":"other","layers":{"other_ns":1000}}`+"\n",
+				i*10_000, i*10_000+1000, i+1, pad, i)
+		}
+	})
 	page := filepath.Join(t.TempDir(), "page.html")
 	out := runBounded(t, []string{"report", "--html", page, rec}, page, reportPageKeysBoundBytes)
 	if want := fmt.Sprintf("other (%d rows folded", groups-analysis.MaxGroups); !strings.Contains(out, want) {
@@ -327,24 +317,33 @@ func TestMergeHostFilesBounded(t *testing.T) {
 // path(i).
 func writeHostReads(t *testing.T, n int, path func(i int) string) string {
 	t.Helper()
-	host := filepath.Join(t.TempDir(), "host.jsonl")
-	f, err := os.Create(host)
+	return writeLines(t, func(w *bufio.Writer) {
+		fmt.Fprintln(w, `{"type":"hypervisor","v":1,"clock":"CLOCK_MONOTONIC","start_ns":1}`)
+		for i := range n {
+			fmt.Fprintf(w, `{"type":"hv_io","v":1,"op":"pread64","pid":9,"tid":9,"comm":"qemu","fd":5,"path":%q,"dev":"8:0","ino":%d,"fs":"ext4","o_direct":false,"start_ns":%d,"end_ns":%d,"ret":4096}`+"\n",
+				path(i), i, i*1000+10, i*1000+20)
+		}
+	})
+}
+
+// writeLines writes what fill writes to a file of the test's and returns
+// its name.
+func writeLines(t *testing.T, fill func(w *bufio.Writer)) string {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "rec.jsonl")
+	f, err := os.Create(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	fmt.Fprintln(w, `{"type":"hypervisor","v":1,"clock":"CLOCK_MONOTONIC","start_ns":1}`)
-	for i := range n {
-		fmt.Fprintf(w, `{"type":"hv_io","v":1,"op":"pread64","pid":9,"tid":9,"comm":"qemu","fd":5,"path":%q,"dev":"8:0","ino":%d,"fs":"ext4","o_direct":false,"start_ns":%d,"end_ns":%d,"ret":4096}`+"\n",
-			path(i), i, i*1000+10, i*1000+20)
-	}
+	fill(w)
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return host
+	return name
 }
 
 // mergeHostPathBoundBytes bounds the peak RSS of `merge` refusing a host
