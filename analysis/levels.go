@@ -51,7 +51,7 @@ const MaxLevelRows = 16
 // host-level fsyncs (Request.Host) or that ran on a device-mapper device
 // (FsyncRecord.DM), or nil when none did.
 func BuildLevels(recs []FsyncRecord) []LevelRow {
-	l := newLevelsAcc()
+	l := newLevelsAcc(nil)
 	for i := range recs {
 		l.add(&recs[i])
 	}
@@ -63,6 +63,7 @@ type levelsAcc struct {
 	l1, l2, l3 *levelSet
 	any        bool
 	untraced   map[[2]string]bool // {loop disk, backing filesystem} without a host level
+	budget     *stats.Budget      // the exact values of every row's series
 }
 
 type levelAcc struct {
@@ -75,8 +76,19 @@ type levelAcc struct {
 	flushNs int64 // L2: L1 device-flush time it nests in
 }
 
-func newLevelsAcc() *levelsAcc {
-	return &levelsAcc{l1: newLevelSet(), l2: newLevelSet(), l3: newLevelSet()}
+// newLevelsAcc returns an empty table whose rows' series are bound to
+// budget (nil: each bounded by stats.ExactLimit alone).
+func newLevelsAcc(budget *stats.Budget) *levelsAcc {
+	return &levelsAcc{l1: newLevelSet(), l2: newLevelSet(), l3: newLevelSet(), budget: budget}
+}
+
+// made returns a with its series bound to l's budget.
+func (l *levelsAcc) made(a *levelAcc) *levelAcc {
+	a.totals.Bind(l.budget)
+	for _, x := range seriesOf(a.layers[:]) {
+		x.Bind(l.budget)
+	}
+	return a
 }
 
 // levelSet is one level's rows by device, at most MaxLevelRows apart and
@@ -103,20 +115,20 @@ func (l *levelsAcc) get(s *levelSet, dev, fs string) *levelAcc {
 			}
 		}
 		if s.other == nil {
-			s.other = &levelAcc{}
+			s.other = l.made(&levelAcc{})
 		}
 		s.other.fold(v)
 		s.folded++
 		delete(s.m, vk)
 	}
-	a := &levelAcc{dev: dev, fs: fs}
+	a := l.made(&levelAcc{dev: dev, fs: fs})
 	s.m[k] = a
 	return a
 }
 
 // fold adds f's calls to a's.
 func (a *levelAcc) fold(f *levelAcc) {
-	a.totals.Merge(&f.totals)
+	a.totals.Absorb(&f.totals)
 	mergeSeries(a.layers[:], f.layers[:])
 	a.flushes += f.flushes
 	a.l1 += f.l1
