@@ -602,6 +602,7 @@ func ScanJSONL(r io.Reader, fsync func(*FsyncRecord) error, write func(*WriteRec
 // Span in r, for a reader that reads the record again from a file
 // (DecodeFsync) instead of holding it.
 func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, write func(*WriteRecord) error) (summary Report, err error) {
+	var spent uint64 // the calls' total_ns so far: every series' sum is within it
 	err = jsonl.ScanSpans(r, func(_ int, at jsonl.Span, h jsonl.Head, raw []byte) error {
 		if h.V > SchemaVersion {
 			return fmt.Errorf("schema version %d is newer than this etcdscope's %d", h.V, SchemaVersion)
@@ -612,6 +613,9 @@ func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, wri
 			if err := json.Unmarshal(raw, &rec); err != nil {
 				return err
 			}
+			if err := rec.checkTimes(&spent); err != nil {
+				return err
+			}
 			return fsync(&rec, at)
 		case "write":
 			if write == nil {
@@ -619,6 +623,9 @@ func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, wri
 			}
 			var rec WriteRecord
 			if err := json.Unmarshal(raw, &rec); err != nil {
+				return err
+			}
+			if err := rec.checkTimes(&spent); err != nil {
 				return err
 			}
 			return write(&rec)
@@ -634,6 +641,9 @@ func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, wri
 			}
 			for i := range summary.Groups {
 				g := &summary.Groups[i]
+				if !nonNegative(g.Total) {
+					return fmt.Errorf("%w: a group's total_ns of count %d, sum %d, min %d, max %d", ErrForgedSummary, g.Total.Count, g.Total.Sum, g.Total.Min, g.Total.Max)
+				}
 				if g.Disk != nil { // not in the JSON: the key says it
 					g.Disk.LoopDevice = g.Disk.Kind == DiskFloor && isLoopDev(g.Key.DevName)
 				}
@@ -646,6 +656,86 @@ func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, wri
 		return Report{}, err
 	}
 	return summary, nil
+}
+
+// MaxCallNs bounds a recorded call's total_ns: a call of more than a day
+// is no call a run records (etcd's members time out in seconds), and
+// values near 2^63 made a group's sum overflow (a mean of -1.1e11 ms).
+const MaxCallNs = int64(24 * time.Hour)
+
+// ErrImpossibleRecord is returned (wrapped, naming the field) by
+// ScanJSONL for a record no run writes: a total_ns below 0 or above
+// MaxCallNs, a part of the call (a layer, the dm hold, a nested host
+// call, the scheduler's split) below 0 or above its total_ns, or calls
+// whose total_ns add up past 2^63 ns (292 years), which no sum holds.
+var ErrImpossibleRecord = errors.New("not a record etcdscope writes")
+
+// checkTimes fails for a record no run writes (ErrImpossibleRecord), and
+// adds its total_ns to spent.
+func (r *FsyncRecord) checkTimes(spent *uint64) error {
+	if err := checkTotal(r.TotalNs, spent); err != nil {
+		return err
+	}
+	return r.checkParts(r.TotalNs)
+}
+
+// checkParts fails unless every part of r's time is within [0, total].
+func (r *FsyncRecord) checkParts(total int64) error {
+	layers := r.Layers.values()
+	parts := append(layers[:], r.Sched.parts()...)
+	if r.DM != nil {
+		lower := r.DM.Lower.values()
+		parts = append(append(parts, r.DM.HeldNs), lower[:]...)
+	}
+	for _, v := range parts {
+		if v < 0 || v > total {
+			return fmt.Errorf("%w: a part of the call of %d ns, its total_ns %d", ErrImpossibleRecord, v, total)
+		}
+	}
+	for i := range r.Requests {
+		for j := range r.Requests[i].Host {
+			h := &r.Requests[i].Host[j]
+			if h.TotalNs < 0 || h.TotalNs > total {
+				return fmt.Errorf("%w: a nested host call of %d ns, its total_ns %d", ErrImpossibleRecord, h.TotalNs, total)
+			}
+			if err := h.checkParts(h.TotalNs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkTimes is FsyncRecord.checkTimes for a write record.
+func (r *WriteRecord) checkTimes(spent *uint64) error {
+	if err := checkTotal(r.TotalNs, spent); err != nil {
+		return err
+	}
+	parts := append([]int64{r.Layers.ThrottledNs, r.Layers.WritebackWaitNs, r.Layers.OtherNs}, r.Sched.parts()...)
+	for _, v := range parts {
+		if v < 0 || v > r.TotalNs {
+			return fmt.Errorf("%w: a part of the call of %d ns, its total_ns %d", ErrImpossibleRecord, v, r.TotalNs)
+		}
+	}
+	return nil
+}
+
+// checkTotal fails for a total_ns outside [0, MaxCallNs] or one that
+// takes spent past 2^63, and adds it to spent.
+func checkTotal(total int64, spent *uint64) error {
+	if total < 0 || total > MaxCallNs {
+		return fmt.Errorf("%w: total_ns %d (a call takes 0 to %d ns)", ErrImpossibleRecord, total, MaxCallNs)
+	}
+	if *spent += uint64(total); *spent > math.MaxInt64 {
+		return fmt.Errorf("%w: the calls' total_ns add up to more than 2^63 ns", ErrImpossibleRecord)
+	}
+	return nil
+}
+
+// nonNegative reports whether every number of s is 0 or more, as a run's
+// are.
+func nonNegative(s stats.Summary) bool {
+	return min(s.Count, s.Sum, s.Min, s.P50, s.P90, s.P99, s.Max) >= 0
 }
 
 // ErrForgedSummary is returned (wrapped) by ReadJSONL for a summary line
