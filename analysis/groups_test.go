@@ -245,3 +245,27 @@ func TestReportExactValuesBounded(t *testing.T) {
 	}
 	runtime.KeepAlive(b)
 }
+
+// TestUntracedLevelsCounted (issue 25): past MaxUntracedLevels untraced
+// (disk, filesystem) pairs the report lists, the flush requests on the
+// others are counted in one row; before, they were dropped unsaid.
+func TestUntracedLevelsCounted(t *testing.T) {
+	b := NewReportBuilder()
+	const pairs = MaxUntracedLevels + 24
+	for i := range pairs {
+		for range 2 { // each pair twice: a pair listed is not counted again
+			b.Add(&FsyncRecord{PID: 1, Comm: "x", DevName: "loop0", FS: "ext4", FileKind: KindWAL, Syscall: "fsync", TotalNs: 1,
+				Requests: []Request{{Role: RoleFlush, Dev: "7:0", HostUntraced: fmt.Sprintf("fuse.fs%d", i)}}})
+		}
+	}
+	listed, dropped := 0, int64(0)
+	for _, r := range b.Report(0, 0, nil).Levels {
+		if r.Untraced != "" {
+			listed++
+		}
+		dropped += r.UntracedDropped
+	}
+	if listed != MaxUntracedLevels || dropped != 2*(pairs-MaxUntracedLevels) {
+		t.Errorf("%d untraced rows and %d requests counted past them, want %d and %d", listed, dropped, MaxUntracedLevels, 2*(pairs-MaxUntracedLevels))
+	}
+}

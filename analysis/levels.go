@@ -34,6 +34,10 @@ type LevelRow struct {
 	// device_flush. Device is then the loop disk (major:minor), FS the
 	// backing file's filesystem.
 	Untraced string `json:"untraced,omitempty"`
+	// UntracedDropped, when not 0, marks the one L2 row after the untraced
+	// ones that counts the flush requests on untraced (disk, filesystem)
+	// pairs past the MaxUntracedLevels listed: those pairs are not named.
+	UntracedDropped int64 `json:"untraced_dropped,omitempty"`
 	// Folded, when not 0, marks the one row of its level that sums the
 	// devices past MaxLevelRows (Device and FS empty): how many.
 	Folded int64 `json:"folded_devices,omitempty"`
@@ -63,7 +67,9 @@ type levelsAcc struct {
 	l1, l2, l3 *levelSet
 	any        bool
 	untraced   map[[2]string]bool // {loop disk, backing filesystem} without a host level
-	budget     *stats.Budget      // the exact values of every row's series
+	// untracedDropped: flush requests on pairs past MaxUntracedLevels.
+	untracedDropped int64
+	budget          *stats.Budget // the exact values of every row's series
 }
 
 type levelAcc struct {
@@ -185,11 +191,18 @@ func (l *levelsAcc) add(r *FsyncRecord) {
 		if len(q.Host) > 0 {
 			hasHost = true
 		}
-		if q.HostUntraced != "" && len(l.untraced) < maxUntracedLevels {
-			if l.untraced == nil {
-				l.untraced = map[[2]string]bool{}
+		if q.HostUntraced != "" {
+			k := [2]string{q.Dev, q.HostUntraced}
+			switch {
+			case l.untraced[k]:
+			case len(l.untraced) < MaxUntracedLevels:
+				if l.untraced == nil {
+					l.untraced = map[[2]string]bool{}
+				}
+				l.untraced[k] = true
+			default:
+				l.untracedDropped++
 			}
-			l.untraced[[2]string{q.Dev, q.HostUntraced}] = true
 		}
 	}
 	if !hasHost {
@@ -215,8 +228,10 @@ func (l *levelsAcc) add(r *FsyncRecord) {
 	}
 }
 
-// maxUntracedLevels bounds the untraced (disk, filesystem) pairs kept.
-const maxUntracedLevels = 16
+// MaxUntracedLevels bounds the untraced (disk, filesystem) pairs a report
+// lists; the flush requests on the rest are counted
+// (LevelRow.UntracedDropped).
+const MaxUntracedLevels = 16
 
 func (l *levelsAcc) rows() []LevelRow {
 	if !l.any && len(l.untraced) == 0 {
@@ -278,5 +293,8 @@ func (l *levelsAcc) rows() []LevelRow {
 			Untraced: "not traced: the loop driver's fsyncs of a backing file on " + k[1] + " come from a kernel thread and only ext4's sync_file tracepoints show them; their time stays in L1's device_flush"})
 	}
 	sort.Slice(un, func(i, j int) bool { return un[i].Device+un[i].FS < un[j].Device+un[j].FS })
+	if l.untracedDropped > 0 {
+		un = append(un, LevelRow{Level: "L2", UntracedDropped: l.untracedDropped})
+	}
 	return append(out, un...)
 }

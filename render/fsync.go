@@ -205,6 +205,12 @@ func LevelDevice(r *analysis.LevelRow) string {
 	return r.Device + " / " + r.FS
 }
 
+// UntracedDroppedText says how many flush requests were on untraced
+// levels past those listed (LevelRow.UntracedDropped).
+func UntracedDroppedText(n int64) string {
+	return fmt.Sprintf("not listed: %d flush requests on more untraced backing filesystems (past the %d listed, analysis.MaxUntracedLevels)", n, analysis.MaxUntracedLevels)
+}
+
 // Levels prints the stacked-device table (analysis.BuildLevels), nothing
 // when rows is empty.
 func Levels(w io.Writer, rows []analysis.LevelRow) {
@@ -228,6 +234,10 @@ func Levels(w io.Writer, rows []analysis.LevelRow) {
 		}
 		if r.Untraced != "" {
 			fmt.Fprintf(w, "  %-5s %-22s %s\n", r.Level, LevelDevice(&r), r.Untraced)
+			continue
+		}
+		if r.UntracedDropped > 0 {
+			fmt.Fprintf(w, "  %-5s %s\n", r.Level, UntracedDroppedText(r.UntracedDropped))
 			continue
 		}
 		extra := ""

@@ -590,7 +590,7 @@ func normalisedBars(bars []stackedBar, parts []legendItem, label string) svgChar
 func levelBars(rows []analysis.LevelRow) *svgChart {
 	var bars []stackedBar
 	for _, r := range rows {
-		if r.Untraced != "" {
+		if r.Untraced != "" || r.UntracedDropped > 0 {
 			continue // no numbers to draw: levelsNote says why
 		}
 		b := stackedBar{label: r.Level + " " + render.LevelDevice(&r), parts: make([]float64, len(analysis.LayerNames))}
@@ -614,6 +614,10 @@ func levelsNote(rows []analysis.LevelRow) string {
 	for _, r := range rows {
 		if r.Untraced != "" {
 			parts = append(parts, fmt.Sprintf("%s %s/%s: %s", r.Level, r.Device, r.FS, r.Untraced))
+			continue
+		}
+		if r.UntracedDropped > 0 {
+			parts = append(parts, r.Level+" "+render.UntracedDroppedText(r.UntracedDropped))
 			continue
 		}
 		dev := r.Device + "/" + r.FS
