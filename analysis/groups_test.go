@@ -269,3 +269,24 @@ func TestUntracedLevelsCounted(t *testing.T) {
 		t.Errorf("%d untraced rows and %d requests counted past them, want %d and %d", listed, dropped, MaxUntracedLevels, 2*(pairs-MaxUntracedLevels))
 	}
 }
+
+// TestLevelsFoldedCountsDevices (issue 25): a level's "devices folded" is
+// the distinct devices folded, not the folds: 20 devices in turn, 50
+// rounds, fold one device, seen again, many times; before, each fold
+// counted (hundreds of "devices" out of 20).
+func TestLevelsFoldedCountsDevices(t *testing.T) {
+	b := NewReportBuilder()
+	const devs, rounds = MaxLevelRows + 4, 50
+	for range rounds {
+		for i := range devs {
+			d := fmt.Sprintf("dm-%d", i)
+			b.Add(&FsyncRecord{PID: 1, Comm: "x", DevName: d, FS: "ext4", FileKind: KindWAL, Syscall: "fsync", TotalNs: 1,
+				DM: &DMLevel{Dev: "253:1", DevName: d, Targets: []string{fmt.Sprintf("8:%d", i)}}})
+		}
+	}
+	for _, r := range b.Report(0, 0, nil).Levels {
+		if r.Folded > devs {
+			t.Errorf("%s: %d devices folded, of %d devices", r.Level, r.Folded, devs)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"hash/maphash"
 	"maps"
 	"slices"
 	"sort"
@@ -102,10 +103,33 @@ func (l *levelsAcc) made(a *levelAcc) *levelAcc {
 type levelSet struct {
 	m      map[string]*levelAcc
 	other  *levelAcc // nil until a device is folded
-	folded int64
+	folded int64     // distinct devices folded (LevelRow.Folded)
+	// foldedKeys: the hashes of the devices folded, so that one folded,
+	// seen again (a row of its own) and folded again counts once; at most
+	// maxFoldedKeys, past which each fold counts.
+	foldedKeys map[uint64]struct{}
+	seed       maphash.Seed
 }
 
-func newLevelSet() *levelSet { return &levelSet{m: map[string]*levelAcc{}} }
+// maxFoldedKeys bounds the folded devices a level remembers to count each
+// once (16 bytes each): past it, a device folded twice counts twice.
+const maxFoldedKeys = 1 << 16
+
+func newLevelSet() *levelSet {
+	return &levelSet{m: map[string]*levelAcc{}, foldedKeys: map[uint64]struct{}{}, seed: maphash.MakeSeed()}
+}
+
+// countFolded counts device key k folded, once however often it is.
+func (s *levelSet) countFolded(k string) {
+	h := maphash.String(s.seed, k)
+	if _, ok := s.foldedKeys[h]; ok {
+		return
+	}
+	if len(s.foldedKeys) < maxFoldedKeys {
+		s.foldedKeys[h] = struct{}{}
+	}
+	s.folded++
+}
 
 func (l *levelsAcc) get(s *levelSet, dev, fs string) *levelAcc {
 	k := dev + "\x00" + fs
@@ -124,7 +148,7 @@ func (l *levelsAcc) get(s *levelSet, dev, fs string) *levelAcc {
 			s.other = l.made(&levelAcc{})
 		}
 		s.other.fold(v)
-		s.folded++
+		s.countFolded(vk)
 		delete(s.m, vk)
 	}
 	a := l.made(&levelAcc{dev: dev, fs: fs})
