@@ -2,6 +2,7 @@ package peers
 
 import (
 	"net/netip"
+	"runtime"
 	"testing"
 
 	"github.com/etcdscope/etcdscope/event"
@@ -129,4 +130,44 @@ func TestAssemblerClosedHeldBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLinkSeriesBudget (issue 25): MaxLinks links of 40,000 kept-alive
+// connections each, every series exact before (2.56 M connections, four
+// series each: the heap grew 86 MiB), keep MaxExactValues exact values
+// together (20 MiB), the rest binned; every connection counted.
+func TestLinkSeriesBudget(t *testing.T) {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	before := ms.HeapAlloc
+	var s linkSet
+	const conns = 40_000
+	for i := range MaxLinks {
+		acc := s.get(Link{FromPID: uint32(i + 1)})
+		for j := range conns {
+			c := Conn{OpenNs: 1, CloseNs: 2, HandshakeNs: uint64(1000 + j), LifetimeNs: uint64(2000 + j), SRTTus: 80, MinRTTus: 70}
+			acc.addConn(&c, defaultPerRequestMax)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	grew := int64(ms.HeapAlloc) - int64(before)
+	t.Logf("the links hold %d MiB", grew>>20)
+	if grew > 48<<20 {
+		t.Errorf("the links hold %d MiB, want under 48 (MaxExactValues: %d MiB of values)", grew>>20, MaxExactValues*8>>20)
+	}
+	binned := 0
+	for _, l := range s.all() {
+		if l.st.Opened != conns || l.hs.Count() != conns {
+			t.Errorf("link %v: %d opened, %d handshakes, want %d", l.st.Link, l.st.Opened, l.hs.Count(), conns)
+		}
+		if l.hs.Summary().Binned {
+			binned++
+		}
+	}
+	if binned == 0 || binned == MaxLinks {
+		t.Errorf("%d of %d links binned, want some exact and the rest binned", binned, MaxLinks)
+	}
+	runtime.KeepAlive(&s)
 }

@@ -705,6 +705,32 @@ type linkSet struct {
 	held   []*linkAcc // a folded link's place goes to the link that displaced it
 	other  *linkAcc   // nil until a link is folded
 	folded int
+	budget *stats.Budget // every link's exact values; nil until a link is made
+}
+
+// MaxExactValues bounds the exact values the links' series keep together
+// for their quantiles (stats.Budget; 8 bytes each, 16 MiB): each of a
+// link's seven series keeps at most stats.ExactLimit, MaxLinks+1 links
+// 233 MiB. Past it a series bins its values as fio does (within 0.8%,
+// Summary.Binned), as analysis.MaxExactValues does for a report's groups.
+const MaxExactValues = 1 << 21
+
+// made returns a new accumulator of link l, its series bound to s's
+// budget.
+func (s *linkSet) made(l Link) *linkAcc {
+	if s.budget == nil {
+		s.budget = stats.NewBudget(MaxExactValues)
+	}
+	acc := &linkAcc{st: LinkStats{Link: l}}
+	for _, x := range acc.series() {
+		x.Bind(s.budget)
+	}
+	return acc
+}
+
+// series lists l's series.
+func (l *linkAcc) series() []*stats.Series {
+	return []*stats.Series{&l.hs, &l.synack, &l.srtt, &l.minrtt, &l.perreq, &l.lifetime, &l.setup}
 }
 
 // get returns l's accumulator, made (and another folded) if it is not held.
@@ -715,7 +741,7 @@ func (s *linkSet) get(l Link) *linkAcc {
 	if s.byLink == nil {
 		s.byLink = map[Link]*linkAcc{}
 	}
-	acc := &linkAcc{st: LinkStats{Link: l}}
+	acc := s.made(l)
 	s.byLink[l] = acc
 	if len(s.held) < MaxLinks {
 		s.held = append(s.held, acc)
@@ -728,7 +754,7 @@ func (s *linkSet) get(l Link) *linkAcc {
 		}
 	}
 	if s.other == nil {
-		s.other = &linkAcc{}
+		s.other = s.made(Link{})
 	}
 	s.other.fold(s.held[v])
 	s.folded++
@@ -784,8 +810,8 @@ func (l *linkAcc) fold(f *linkAcc) {
 	l.st.BytesAcked += f.st.BytesAcked
 	l.st.BytesRecv += f.st.BytesRecv
 	l.st.PerRequestSeriesDropped += f.st.PerRequestSeriesDropped + len(f.st.PerRequestSeries)
-	for _, p := range [][2]*stats.Series{{&l.hs, &f.hs}, {&l.synack, &f.synack}, {&l.srtt, &f.srtt}, {&l.minrtt, &f.minrtt},
-		{&l.perreq, &f.perreq}, {&l.lifetime, &f.lifetime}, {&l.setup, &f.setup}} {
-		p[0].Merge(p[1])
+	from := f.series()
+	for i, x := range l.series() {
+		x.Absorb(from[i])
 	}
 }
