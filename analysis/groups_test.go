@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"testing"
 
 	"github.com/etcdscope/etcdscope/analysis/stats"
+	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
 // TestReportGroupsBounded: a report of many groups keeps MaxGroups apart
@@ -205,24 +205,20 @@ func TestReportExactValuesBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("1 M calls")
 	}
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	before := ms.HeapAlloc
 	b := NewReportBuilder()
 	const groups, calls = 16, stats.ExactLimit - 1
-	for g := range groups {
-		d := fmt.Sprintf("dm-%d", g)
-		dm := &DMLevel{Dev: fmt.Sprintf("253:%d", g), DevName: d, Targets: []string{fmt.Sprintf("8:%d", g)}}
-		for i := range calls {
-			v := int64(1000 + i)
-			b.Add(&FsyncRecord{PID: uint32(g + 1), Comm: "x", Dev: dm.Dev, DevName: d, FS: "ext4", FileKind: KindOther, Syscall: "fsync",
-				TotalNs: v, Layers: Layers{OtherNs: v}, DM: dm})
+	grew := testenv.HeapGrowth(func() any {
+		for g := range groups {
+			d := fmt.Sprintf("dm-%d", g)
+			dm := &DMLevel{Dev: fmt.Sprintf("253:%d", g), DevName: d, Targets: []string{fmt.Sprintf("8:%d", g)}}
+			for i := range calls {
+				v := int64(1000 + i)
+				b.Add(&FsyncRecord{PID: uint32(g + 1), Comm: "x", Dev: dm.Dev, DevName: d, FS: "ext4", FileKind: KindOther, Syscall: "fsync",
+					TotalNs: v, Layers: Layers{OtherNs: v}, DM: dm})
+			}
 		}
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	grew := int64(ms.HeapAlloc) - int64(before)
+		return b
+	})
 	t.Logf("the builder holds %d MiB", grew>>20)
 	if grew > 64<<20 {
 		t.Errorf("the builder holds %d MiB, want under 64 (MaxExactValues: %d MiB of values)", grew>>20, MaxExactValues*8>>20)
@@ -243,7 +239,6 @@ func TestReportExactValuesBounded(t *testing.T) {
 	if binned == 0 || binned == groups {
 		t.Errorf("%d of %d groups binned, want some exact and the rest binned", binned, groups)
 	}
-	runtime.KeepAlive(b)
 }
 
 // TestUntracedLevelsCounted (issue 25): past MaxUntracedLevels untraced

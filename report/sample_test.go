@@ -2,11 +2,11 @@ package report
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
 // TestCallSampleKeysBounded (issue 25): a sample of 20,000 one-call groups
@@ -16,19 +16,15 @@ import (
 func TestCallSampleKeysBounded(t *testing.T) {
 	const n = 20_000
 	pad := strings.Repeat("f", 3000)
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	before := ms.HeapAlloc
 	s := NewCallSample()
-	for i := range n {
-		r := analysis.FsyncRecord{PID: uint32(i + 1), Comm: "x", Dev: "8:0", FS: fmt.Sprintf("%s%d", pad, i), FileKind: "other",
-			StartNs: uint64(i) * 10, EndNs: uint64(i)*10 + 5, TotalNs: 5}
-		s.Add(&r)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	grew := int64(ms.HeapAlloc) - int64(before)
+	grew := testenv.HeapGrowth(func() any {
+		for i := range n {
+			r := analysis.FsyncRecord{PID: uint32(i + 1), Comm: "x", Dev: "8:0", FS: fmt.Sprintf("%s%d", pad, i), FileKind: "other",
+				StartNs: uint64(i) * 10, EndNs: uint64(i)*10 + 5, TotalNs: 5}
+			s.Add(&r)
+		}
+		return s
+	})
 	// The calls alone: n × 80 bytes (1.6 MB) and the slice's growth; the
 	// keys' strings were 60 MB.
 	if grew > 8<<20 {
@@ -38,5 +34,4 @@ func TestCallSampleKeysBounded(t *testing.T) {
 	if got := s.byGroup()[s.keyHash(k)]; len(got) != 1 || got[0].StartNs != 60 {
 		t.Errorf("group of call 6: %+v, want its one call", got)
 	}
-	runtime.KeepAlive(s)
 }

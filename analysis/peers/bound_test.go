@@ -2,10 +2,10 @@ package peers
 
 import (
 	"net/netip"
-	"runtime"
 	"testing"
 
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
 // floodPeer is the event of connection i from remote address i (a
@@ -137,22 +137,18 @@ func TestAssemblerClosedHeldBounded(t *testing.T) {
 // series each: the heap grew 86 MiB), keep MaxExactValues exact values
 // together (20 MiB), the rest binned; every connection counted.
 func TestLinkSeriesBudget(t *testing.T) {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	before := ms.HeapAlloc
 	var s linkSet
 	const conns = 40_000
-	for i := range MaxLinks {
-		acc := s.get(Link{FromPID: uint32(i + 1)})
-		for j := range conns {
-			c := Conn{OpenNs: 1, CloseNs: 2, HandshakeNs: uint64(1000 + j), LifetimeNs: uint64(2000 + j), SRTTus: 80, MinRTTus: 70}
-			acc.addConn(&c, defaultPerRequestMax)
+	grew := testenv.HeapGrowth(func() any {
+		for i := range MaxLinks {
+			acc := s.get(Link{FromPID: uint32(i + 1)})
+			for j := range conns {
+				c := Conn{OpenNs: 1, CloseNs: 2, HandshakeNs: uint64(1000 + j), LifetimeNs: uint64(2000 + j), SRTTus: 80, MinRTTus: 70}
+				acc.addConn(&c, defaultPerRequestMax)
+			}
 		}
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	grew := int64(ms.HeapAlloc) - int64(before)
+		return &s
+	})
 	t.Logf("the links hold %d MiB", grew>>20)
 	if grew > 48<<20 {
 		t.Errorf("the links hold %d MiB, want under 48 (MaxExactValues: %d MiB of values)", grew>>20, MaxExactValues*8>>20)
@@ -169,5 +165,4 @@ func TestLinkSeriesBudget(t *testing.T) {
 	if binned == 0 || binned == MaxLinks {
 		t.Errorf("%d of %d links binned, want some exact and the rest binned", binned, MaxLinks)
 	}
-	runtime.KeepAlive(&s)
 }
