@@ -37,7 +37,9 @@ type groupAccumulator[T any] interface {
 	groupKey() GroupKey
 	setKey(GroupKey)
 	calls() int64
-	fold(from *T) // add from's calls to this group's
+	fold(from *T) // add from's calls to this group's; from is emptied
+	// series lists its stats.Series (to bind them to a budget).
+	series() []*stats.Series
 }
 
 // groupSet holds at most MaxGroups groups by key and folds the rest
@@ -50,10 +52,19 @@ type groupSet[T any, P groupAccumulator[T]] struct {
 	over   []int64
 	other  P // nil until a group is folded
 	folded int64
+	budget *stats.Budget // the exact values of every group's series
 }
 
-func newGroupSet[T any, P groupAccumulator[T]]() groupSet[T, P] {
-	return groupSet[T, P]{byKey: map[GroupKey]P{}}
+func newGroupSet[T any, P groupAccumulator[T]](budget *stats.Budget) groupSet[T, P] {
+	return groupSet[T, P]{byKey: map[GroupKey]P{}, budget: budget}
+}
+
+// made returns g with its series bound to s's budget.
+func (s *groupSet[T, P]) made(g P) P {
+	for _, x := range g.series() {
+		x.Bind(s.budget)
+	}
+	return g
 }
 
 // get returns k's group, made (and another folded) if it is not held.
@@ -61,7 +72,7 @@ func (s *groupSet[T, P]) get(k GroupKey) P {
 	if g := s.byKey[k]; g != nil {
 		return g
 	}
-	g := P(new(T))
+	g := s.made(P(new(T)))
 	g.setKey(k)
 	s.byKey[k] = g
 	if len(s.held) < MaxGroups {
@@ -72,7 +83,7 @@ func (s *groupSet[T, P]) get(k GroupKey) P {
 	v := s.victim()
 	s.over[v] += s.held[v].calls()
 	if s.other == nil {
-		s.other = P(new(T))
+		s.other = s.made(P(new(T)))
 	}
 	s.other.fold(s.held[v])
 	s.folded++
@@ -122,8 +133,27 @@ func (g *writeAcc) groupKey() GroupKey { return g.key }
 func (g *writeAcc) setKey(k GroupKey)  { g.key = k }
 func (g *writeAcc) calls() int64       { return g.totals.Count() }
 
+func (g *groupAcc) series() []*stats.Series {
+	return append([]*stats.Series{&g.totals}, seriesOf(g.layers[:], g.other.parts[:])...)
+}
+
+func (g *writeAcc) series() []*stats.Series {
+	return append([]*stats.Series{&g.totals}, seriesOf(g.layers[:], g.other.parts[:])...)
+}
+
+// seriesOf lists the series of lists.
+func seriesOf(lists ...[]stats.Series) []*stats.Series {
+	var out []*stats.Series
+	for _, l := range lists {
+		for i := range l {
+			out = append(out, &l[i])
+		}
+	}
+	return out
+}
+
 func (g *groupAcc) fold(f *groupAcc) {
-	g.totals.Merge(&f.totals)
+	g.totals.Absorb(&f.totals)
 	mergeSeries(g.layers[:], f.layers[:])
 	g.flushes += f.flushes
 	g.fuas += f.fuas
@@ -135,7 +165,7 @@ func (g *groupAcc) fold(f *groupAcc) {
 }
 
 func (g *writeAcc) fold(f *writeAcc) {
-	g.totals.Merge(&f.totals)
+	g.totals.Absorb(&f.totals)
 	mergeSeries(g.layers[:], f.layers[:])
 	g.throttles += f.throttles
 	g.waits += f.waits
@@ -149,9 +179,10 @@ func (o *otherAcc) fold(f *otherAcc) {
 	mergeSeries(o.parts[:], f.parts[:])
 }
 
+// mergeSeries absorbs each series of src into dst's (stats.Series.Absorb).
 func mergeSeries(dst, src []stats.Series) {
 	for i := range dst {
-		dst[i].Merge(&src[i])
+		dst[i].Absorb(&src[i])
 	}
 }
 

@@ -2,8 +2,12 @@ package analysis
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/etcdscope/etcdscope/analysis/stats"
+	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
 // TestReportGroupsBounded: a report of many groups keeps MaxGroups apart
@@ -189,5 +193,95 @@ func TestSyscallNamesBounded(t *testing.T) {
 	}
 	if rep.Groups[0].Total.Count != 100_000 {
 		t.Errorf("%d calls counted", rep.Groups[0].Total.Count)
+	}
+}
+
+// TestReportExactValuesBounded (issue 25): 16 device-mapper groups of
+// stats.ExactLimit-1 calls each, every series of their groups and level
+// rows exact before, took 505-562 MiB in `report`; the builder's series
+// now keep MaxExactValues exact values together, the rest binned (within
+// 0.8%, Summary.Binned), every call counted, the min and max exact.
+func TestReportExactValuesBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1 M calls")
+	}
+	b := NewReportBuilder()
+	const groups, calls = 16, stats.ExactLimit - 1
+	grew := testenv.HeapGrowth(func() any {
+		for g := range groups {
+			d := fmt.Sprintf("dm-%d", g)
+			dm := &DMLevel{Dev: fmt.Sprintf("253:%d", g), DevName: d, Targets: []string{fmt.Sprintf("8:%d", g)}}
+			for i := range calls {
+				v := int64(1000 + i)
+				b.Add(&FsyncRecord{PID: uint32(g + 1), Comm: "x", Dev: dm.Dev, DevName: d, FS: "ext4", FileKind: KindOther, Syscall: "fsync",
+					TotalNs: v, Layers: Layers{OtherNs: v}, DM: dm})
+			}
+		}
+		return b
+	})
+	t.Logf("the builder holds %d MiB", grew>>20)
+	if grew > 64<<20 {
+		t.Errorf("the builder holds %d MiB, want under 64 (MaxExactValues: %d MiB of values)", grew>>20, MaxExactValues*8>>20)
+	}
+	rep := b.Report(0, 0, nil)
+	binned := 0
+	for _, g := range rep.Groups {
+		if g.Total.Count != calls || g.Total.Min != 1000 || g.Total.Max != 1000+calls-1 {
+			t.Errorf("group %v: %d calls, min %d, max %d; want %d, 1000, %d", g.Key, g.Total.Count, g.Total.Min, g.Total.Max, calls, 1000+calls-1)
+		}
+		if g.Total.Binned {
+			binned++
+			if exact := int64(1000 + calls/2); math.Abs(float64(g.Total.P50-exact)) > float64(exact)/128 {
+				t.Errorf("group %v: binned p50 %d, exact %d: more than 0.8%% apart", g.Key, g.Total.P50, exact)
+			}
+		}
+	}
+	if binned == 0 || binned == groups {
+		t.Errorf("%d of %d groups binned, want some exact and the rest binned", binned, groups)
+	}
+}
+
+// TestUntracedLevelsCounted (issue 25): past MaxUntracedLevels untraced
+// (disk, filesystem) pairs the report lists, the flush requests on the
+// others are counted in one row; before, they were dropped unsaid.
+func TestUntracedLevelsCounted(t *testing.T) {
+	b := NewReportBuilder()
+	const pairs = MaxUntracedLevels + 24
+	for i := range pairs {
+		for range 2 { // each pair twice: a pair listed is not counted again
+			b.Add(&FsyncRecord{PID: 1, Comm: "x", DevName: "loop0", FS: "ext4", FileKind: KindWAL, Syscall: "fsync", TotalNs: 1,
+				Requests: []Request{{Role: RoleFlush, Dev: "7:0", HostUntraced: fmt.Sprintf("fuse.fs%d", i)}}})
+		}
+	}
+	listed, dropped := 0, int64(0)
+	for _, r := range b.Report(0, 0, nil).Levels {
+		if r.Untraced != "" {
+			listed++
+		}
+		dropped += r.UntracedDropped
+	}
+	if listed != MaxUntracedLevels || dropped != 2*(pairs-MaxUntracedLevels) {
+		t.Errorf("%d untraced rows and %d requests counted past them, want %d and %d", listed, dropped, MaxUntracedLevels, 2*(pairs-MaxUntracedLevels))
+	}
+}
+
+// TestLevelsFoldedCountsDevices (issue 25): a level's "devices folded" is
+// the distinct devices folded, not the folds: 20 devices in turn, 50
+// rounds, fold one device, seen again, many times; before, each fold
+// counted (hundreds of "devices" out of 20).
+func TestLevelsFoldedCountsDevices(t *testing.T) {
+	b := NewReportBuilder()
+	const devs, rounds = MaxLevelRows + 4, 50
+	for range rounds {
+		for i := range devs {
+			d := fmt.Sprintf("dm-%d", i)
+			b.Add(&FsyncRecord{PID: 1, Comm: "x", DevName: d, FS: "ext4", FileKind: KindWAL, Syscall: "fsync", TotalNs: 1,
+				DM: &DMLevel{Dev: "253:1", DevName: d, Targets: []string{fmt.Sprintf("8:%d", i)}}})
+		}
+	}
+	for _, r := range b.Report(0, 0, nil).Levels {
+		if r.Folded > devs {
+			t.Errorf("%s: %d devices folded, of %d devices", r.Level, r.Folded, devs)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"hash/maphash"
 	"maps"
 	"slices"
 	"sort"
@@ -34,6 +35,10 @@ type LevelRow struct {
 	// device_flush. Device is then the loop disk (major:minor), FS the
 	// backing file's filesystem.
 	Untraced string `json:"untraced,omitempty"`
+	// UntracedDropped, when not 0, marks the one L2 row after the untraced
+	// ones that counts the flush requests on untraced (disk, filesystem)
+	// pairs past the MaxUntracedLevels listed: those pairs are not named.
+	UntracedDropped int64 `json:"untraced_dropped,omitempty"`
 	// Folded, when not 0, marks the one row of its level that sums the
 	// devices past MaxLevelRows (Device and FS empty): how many.
 	Folded int64 `json:"folded_devices,omitempty"`
@@ -51,7 +56,7 @@ const MaxLevelRows = 16
 // host-level fsyncs (Request.Host) or that ran on a device-mapper device
 // (FsyncRecord.DM), or nil when none did.
 func BuildLevels(recs []FsyncRecord) []LevelRow {
-	l := newLevelsAcc()
+	l := newLevelsAcc(nil)
 	for i := range recs {
 		l.add(&recs[i])
 	}
@@ -63,6 +68,9 @@ type levelsAcc struct {
 	l1, l2, l3 *levelSet
 	any        bool
 	untraced   map[[2]string]bool // {loop disk, backing filesystem} without a host level
+	// untracedDropped: flush requests on pairs past MaxUntracedLevels.
+	untracedDropped int64
+	budget          *stats.Budget // the exact values of every row's series
 }
 
 type levelAcc struct {
@@ -75,8 +83,19 @@ type levelAcc struct {
 	flushNs int64 // L2: L1 device-flush time it nests in
 }
 
-func newLevelsAcc() *levelsAcc {
-	return &levelsAcc{l1: newLevelSet(), l2: newLevelSet(), l3: newLevelSet()}
+// newLevelsAcc returns an empty table whose rows' series are bound to
+// budget (nil: each bounded by stats.ExactLimit alone).
+func newLevelsAcc(budget *stats.Budget) *levelsAcc {
+	return &levelsAcc{l1: newLevelSet(), l2: newLevelSet(), l3: newLevelSet(), budget: budget}
+}
+
+// made returns a with its series bound to l's budget.
+func (l *levelsAcc) made(a *levelAcc) *levelAcc {
+	a.totals.Bind(l.budget)
+	for _, x := range seriesOf(a.layers[:]) {
+		x.Bind(l.budget)
+	}
+	return a
 }
 
 // levelSet is one level's rows by device, at most MaxLevelRows apart and
@@ -84,10 +103,33 @@ func newLevelsAcc() *levelsAcc {
 type levelSet struct {
 	m      map[string]*levelAcc
 	other  *levelAcc // nil until a device is folded
-	folded int64
+	folded int64     // distinct devices folded (LevelRow.Folded)
+	// foldedKeys: the hashes of the devices folded, so that one folded,
+	// seen again (a row of its own) and folded again counts once; at most
+	// maxFoldedKeys, past which each fold counts.
+	foldedKeys map[uint64]struct{}
+	seed       maphash.Seed
 }
 
-func newLevelSet() *levelSet { return &levelSet{m: map[string]*levelAcc{}} }
+// maxFoldedKeys bounds the folded devices a level remembers to count each
+// once (16 bytes each): past it, a device folded twice counts twice.
+const maxFoldedKeys = 1 << 16
+
+func newLevelSet() *levelSet {
+	return &levelSet{m: map[string]*levelAcc{}, foldedKeys: map[uint64]struct{}{}, seed: maphash.MakeSeed()}
+}
+
+// countFolded counts device key k folded, once however often it is.
+func (s *levelSet) countFolded(k string) {
+	h := maphash.String(s.seed, k)
+	if _, ok := s.foldedKeys[h]; ok {
+		return
+	}
+	if len(s.foldedKeys) < maxFoldedKeys {
+		s.foldedKeys[h] = struct{}{}
+	}
+	s.folded++
+}
 
 func (l *levelsAcc) get(s *levelSet, dev, fs string) *levelAcc {
 	k := dev + "\x00" + fs
@@ -103,20 +145,20 @@ func (l *levelsAcc) get(s *levelSet, dev, fs string) *levelAcc {
 			}
 		}
 		if s.other == nil {
-			s.other = &levelAcc{}
+			s.other = l.made(&levelAcc{})
 		}
 		s.other.fold(v)
-		s.folded++
+		s.countFolded(vk)
 		delete(s.m, vk)
 	}
-	a := &levelAcc{dev: dev, fs: fs}
+	a := l.made(&levelAcc{dev: dev, fs: fs})
 	s.m[k] = a
 	return a
 }
 
 // fold adds f's calls to a's.
 func (a *levelAcc) fold(f *levelAcc) {
-	a.totals.Merge(&f.totals)
+	a.totals.Absorb(&f.totals)
 	mergeSeries(a.layers[:], f.layers[:])
 	a.flushes += f.flushes
 	a.l1 += f.l1
@@ -173,11 +215,18 @@ func (l *levelsAcc) add(r *FsyncRecord) {
 		if len(q.Host) > 0 {
 			hasHost = true
 		}
-		if q.HostUntraced != "" && len(l.untraced) < maxUntracedLevels {
-			if l.untraced == nil {
-				l.untraced = map[[2]string]bool{}
+		if q.HostUntraced != "" {
+			k := [2]string{q.Dev, q.HostUntraced}
+			switch {
+			case l.untraced[k]:
+			case len(l.untraced) < MaxUntracedLevels:
+				if l.untraced == nil {
+					l.untraced = map[[2]string]bool{}
+				}
+				l.untraced[k] = true
+			default:
+				l.untracedDropped++
 			}
-			l.untraced[[2]string{q.Dev, q.HostUntraced}] = true
 		}
 	}
 	if !hasHost {
@@ -203,8 +252,10 @@ func (l *levelsAcc) add(r *FsyncRecord) {
 	}
 }
 
-// maxUntracedLevels bounds the untraced (disk, filesystem) pairs kept.
-const maxUntracedLevels = 16
+// MaxUntracedLevels bounds the untraced (disk, filesystem) pairs a report
+// lists; the flush requests on the rest are counted
+// (LevelRow.UntracedDropped).
+const MaxUntracedLevels = 16
 
 func (l *levelsAcc) rows() []LevelRow {
 	if !l.any && len(l.untraced) == 0 {
@@ -266,5 +317,8 @@ func (l *levelsAcc) rows() []LevelRow {
 			Untraced: "not traced: the loop driver's fsyncs of a backing file on " + k[1] + " come from a kernel thread and only ext4's sync_file tracepoints show them; their time stays in L1's device_flush"})
 	}
 	sort.Slice(un, func(i, j int) bool { return un[i].Device+un[i].FS < un[j].Device+un[j].FS })
+	if l.untracedDropped > 0 {
+		un = append(un, LevelRow{Level: "L2", UntracedDropped: l.untracedDropped})
+	}
 	return append(out, un...)
 }

@@ -181,6 +181,16 @@ func (r Report) MarshalJSON() ([]byte, error) {
 	}{plain: plain(r)})
 }
 
+// MaxExactValues bounds the exact values a ReportBuilder keeps for its
+// quantiles, across every series of its groups, write groups and level
+// rows (stats.Budget; 8 bytes each, 16 MiB): a series keeps at most
+// stats.ExactLimit, and a report holds hundreds of series (MaxGroups
+// groups of 10, as many write groups of 7, MaxLevelRows rows of 7 in
+// three levels), which hostile recordings filled: 16 device-mapper
+// groups of 65,535 calls each took 505-562 MiB. Past it a series bins its
+// values as fio does, its quantiles within 0.8% (Summary.Binned).
+const MaxExactValues = 1 << 21
+
 // ReportBuilder accumulates fsync records into a Report without keeping
 // them: per group it holds the total and each layer's value of each call
 // in a stats.Series (exact quantiles for the first stats.ExactLimit calls,
@@ -213,7 +223,8 @@ type groupAcc struct {
 
 // NewReportBuilder returns an empty builder.
 func NewReportBuilder() *ReportBuilder {
-	return &ReportBuilder{groups: newGroupSet[groupAcc](), writes: newGroupSet[writeAcc](), levels: newLevelsAcc()}
+	b := stats.NewBudget(MaxExactValues)
+	return &ReportBuilder{groups: newGroupSet[groupAcc](b), writes: newGroupSet[writeAcc](b), levels: newLevelsAcc(b)}
 }
 
 // Add counts one record in its group (and in the stacked-device levels if
@@ -591,6 +602,7 @@ func ScanJSONL(r io.Reader, fsync func(*FsyncRecord) error, write func(*WriteRec
 // Span in r, for a reader that reads the record again from a file
 // (DecodeFsync) instead of holding it.
 func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, write func(*WriteRecord) error) (summary Report, err error) {
+	var spent uint64 // the calls' total_ns so far: every series' sum is within it
 	err = jsonl.ScanSpans(r, func(_ int, at jsonl.Span, h jsonl.Head, raw []byte) error {
 		if h.V > SchemaVersion {
 			return fmt.Errorf("schema version %d is newer than this etcdscope's %d", h.V, SchemaVersion)
@@ -601,6 +613,9 @@ func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, wri
 			if err := json.Unmarshal(raw, &rec); err != nil {
 				return err
 			}
+			if err := rec.checkTimes(&spent); err != nil {
+				return err
+			}
 			return fsync(&rec, at)
 		case "write":
 			if write == nil {
@@ -608,6 +623,9 @@ func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, wri
 			}
 			var rec WriteRecord
 			if err := json.Unmarshal(raw, &rec); err != nil {
+				return err
+			}
+			if err := rec.checkTimes(&spent); err != nil {
 				return err
 			}
 			return write(&rec)
@@ -623,6 +641,9 @@ func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, wri
 			}
 			for i := range summary.Groups {
 				g := &summary.Groups[i]
+				if !nonNegative(g.Total) {
+					return fmt.Errorf("%w: a group's total_ns of count %d, sum %d, min %d, max %d", ErrForgedSummary, g.Total.Count, g.Total.Sum, g.Total.Min, g.Total.Max)
+				}
 				if g.Disk != nil { // not in the JSON: the key says it
 					g.Disk.LoopDevice = g.Disk.Kind == DiskFloor && isLoopDev(g.Key.DevName)
 				}
@@ -635,6 +656,82 @@ func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, wri
 		return Report{}, err
 	}
 	return summary, nil
+}
+
+// MaxCallNs bounds a recorded call's total_ns: a call of more than a day
+// is no call a run records (etcd's members time out in seconds), and
+// values near 2^63 made a group's sum overflow (a mean of -1.1e11 ms).
+const MaxCallNs = int64(24 * time.Hour)
+
+// ErrImpossibleRecord is returned (wrapped, naming the field) by
+// ScanJSONL for a record no run writes: a total_ns (its own or a nested
+// host call's) below 0 or above MaxCallNs, a part of a call (a layer, the
+// dm hold and lower layers, the scheduler's split) below 0 or above its
+// total_ns, or calls whose total_ns add up past 2^63 ns (292 years), which
+// no sum holds.
+var ErrImpossibleRecord = errors.New("not a record etcdscope writes")
+
+// checkTimes fails for a record no run writes (ErrImpossibleRecord), and
+// adds its total_ns and its nested host calls' to spent (the stacked
+// levels sum those).
+func (r *FsyncRecord) checkTimes(spent *uint64) error {
+	if err := checkTotal(r.TotalNs, spent); err != nil {
+		return err
+	}
+	total := r.TotalNs
+	layers := r.Layers.values()
+	parts := append(layers[:], r.Sched.parts()...)
+	if r.DM != nil {
+		lower := r.DM.Lower.values()
+		parts = append(append(parts, r.DM.HeldNs), lower[:]...)
+	}
+	for _, v := range parts {
+		if v < 0 || v > total {
+			return fmt.Errorf("%w: a part of the call of %d ns, its total_ns %d", ErrImpossibleRecord, v, total)
+		}
+	}
+	// A host call nests in a flush request, which may have been issued
+	// before the call began: within a day, not within the call.
+	for i := range r.Requests {
+		for j := range r.Requests[i].Host {
+			if err := r.Requests[i].Host[j].checkTimes(spent); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkTimes is FsyncRecord.checkTimes for a write record.
+func (r *WriteRecord) checkTimes(spent *uint64) error {
+	if err := checkTotal(r.TotalNs, spent); err != nil {
+		return err
+	}
+	parts := append([]int64{r.Layers.ThrottledNs, r.Layers.WritebackWaitNs, r.Layers.OtherNs}, r.Sched.parts()...)
+	for _, v := range parts {
+		if v < 0 || v > r.TotalNs {
+			return fmt.Errorf("%w: a part of the call of %d ns, its total_ns %d", ErrImpossibleRecord, v, r.TotalNs)
+		}
+	}
+	return nil
+}
+
+// checkTotal fails for a total_ns outside [0, MaxCallNs] or one that
+// takes spent past 2^63, and adds it to spent.
+func checkTotal(total int64, spent *uint64) error {
+	if total < 0 || total > MaxCallNs {
+		return fmt.Errorf("%w: total_ns %d (a call takes 0 to %d ns)", ErrImpossibleRecord, total, MaxCallNs)
+	}
+	if *spent += uint64(total); *spent > math.MaxInt64 {
+		return fmt.Errorf("%w: the calls' total_ns add up to more than 2^63 ns", ErrImpossibleRecord)
+	}
+	return nil
+}
+
+// nonNegative reports whether every number of s is 0 or more, as a run's
+// are.
+func nonNegative(s stats.Summary) bool {
+	return min(s.Count, s.Sum, s.Min, s.P50, s.P90, s.P99, s.Max) >= 0
 }
 
 // ErrForgedSummary is returned (wrapped) by ReadJSONL for a summary line

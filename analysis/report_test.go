@@ -3,6 +3,8 @@ package analysis
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -306,6 +308,41 @@ func TestReportBuilderInterleavedGroups(t *testing.T) {
 			}
 		default:
 			t.Errorf("unexpected group %+v", g)
+		}
+	}
+}
+
+// TestScanRefusesImpossibleTimes (issue 25): a record whose total_ns is
+// negative or past MaxCallNs, a part of its time outside [0, total_ns], or
+// calls whose times add up past 2^63 ns is refused (ErrImpossibleRecord),
+// and a summary group with a negative number is forged; before, they were
+// read (a mean of -1.1e11 ms from an overflowed sum).
+func TestScanRefusesImpossibleTimes(t *testing.T) {
+	rec := func(total int64, extra string) string {
+		return fmt.Sprintf(`{"type":"fsync","v":1,"start_ns":1,"end_ns":2,"total_ns":%d,"pid":1,"tid":1,"comm":"x","syscall":"fsync"%s}`+"\n", total, extra)
+	}
+	for _, c := range []struct {
+		name, in string
+		want     error
+	}{
+		{"a good record", rec(1000, `,"layers":{"other_ns":600,"device_flush_ns":400},"sched":{"call":{"running_ns":1000},"other":{"running_ns":600}}`), nil},
+		{"negative total_ns", rec(-5, ""), ErrImpossibleRecord},
+		{"total_ns near 2^63", rec(math.MaxInt64, ""), ErrImpossibleRecord},
+		{"total_ns past a day", rec(MaxCallNs+1, ""), ErrImpossibleRecord},
+		{"negative layer", rec(1000, `,"layers":{"other_ns":-1}`), ErrImpossibleRecord},
+		{"layer past total", rec(1000, `,"layers":{"other_ns":1001}`), ErrImpossibleRecord},
+		{"dm hold past total", rec(1000, `,"dm":{"dev":"253:0","held_ns":5000}`), ErrImpossibleRecord},
+		{"sched split negative", rec(1000, `,"sched":{"call":{"blocked_ns":-3}}`), ErrImpossibleRecord},
+		{"nested host call", rec(1000, `,"requests":[{"role":"flush","host":[{"type":"fsync","total_ns":2000,"layers":{"other_ns":2000}}]}]`), nil},
+		{"nested host call negative", rec(1000, `,"requests":[{"role":"flush","host":[{"type":"fsync","total_ns":-2}]}]`), ErrImpossibleRecord},
+		{"nested host layer past its total", rec(1000, `,"requests":[{"role":"flush","host":[{"type":"fsync","total_ns":20,"layers":{"journal_ns":30}}]}]`), ErrImpossibleRecord},
+		{"negative write", `{"type":"write","v":1,"total_ns":-1}` + "\n", ErrImpossibleRecord},
+		{"sums past 2^63", strings.Repeat(rec(MaxCallNs, ""), int(math.MaxInt64/MaxCallNs)+1), ErrImpossibleRecord},
+		{"summary with a negative sum", `{"type":"summary","v":1,"groups":[{"total_ns":{"count":2,"sum":-7}}]}` + "\n", ErrForgedSummary},
+	} {
+		_, _, _, err := ReadJSONLWrites(strings.NewReader(c.in))
+		if !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 	}
 }

@@ -173,3 +173,11 @@ func (o *otherAcc) stats(total stats.Summary) []LayerStat {
 	}
 	return layerStats(SchedNames, o.parts[:], total)
 }
+
+// parts lists s's times, none for a nil s.
+func (s *Sched) parts() []int64 {
+	if s == nil {
+		return nil
+	}
+	return []int64{s.Call.RunnableNs, s.Call.RunningNs, s.Call.BlockedNs, s.Other.RunnableNs, s.Other.RunningNs, s.Other.BlockedNs}
+}

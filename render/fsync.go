@@ -53,7 +53,7 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 		fmt.Fprintf(bw, "  flushes per fsync: %.2f (%d flush request%s%s); waited on a journal commit: %d; errors: %d\n",
 			g.FlushesPerFsync, g.Flushes, plural(g.Flushes), fua, g.WithCommit, g.Errors)
 		if g.Total.Binned {
-			fmt.Fprintf(bw, "  note: over %d calls: p50/p99 binned as fio bins its latencies (64 bins per power of two, within 0.8%%); count, max and mean exact\n", stats.ExactLimit)
+			fmt.Fprintf(bw, "  note: %s: p50/p99 binned as fio bins its latencies (64 bins per power of two, within 0.8%%); count, max and mean exact\n", binnedWhy(g.Total.Count))
 		}
 		if g.WithCommit == 0 && g.Key.FS == "ext4" {
 			fmt.Fprintf(bw, "  note: no call waited on a jbd2 commit: %s\n", noCommitWhy(g.Key.FileKind))
@@ -205,6 +205,12 @@ func LevelDevice(r *analysis.LevelRow) string {
 	return r.Device + " / " + r.FS
 }
 
+// UntracedDroppedText says how many flush requests were on untraced
+// levels past those listed (LevelRow.UntracedDropped).
+func UntracedDroppedText(n int64) string {
+	return fmt.Sprintf("not listed: %d flush requests on more untraced backing filesystems (past the %d listed, analysis.MaxUntracedLevels)", n, analysis.MaxUntracedLevels)
+}
+
 // Levels prints the stacked-device table (analysis.BuildLevels), nothing
 // when rows is empty.
 func Levels(w io.Writer, rows []analysis.LevelRow) {
@@ -228,6 +234,10 @@ func Levels(w io.Writer, rows []analysis.LevelRow) {
 		}
 		if r.Untraced != "" {
 			fmt.Fprintf(w, "  %-5s %-22s %s\n", r.Level, LevelDevice(&r), r.Untraced)
+			continue
+		}
+		if r.UntracedDropped > 0 {
+			fmt.Fprintf(w, "  %-5s %s\n", r.Level, UntracedDroppedText(r.UntracedDropped))
 			continue
 		}
 		extra := ""
@@ -317,4 +327,14 @@ func plural(n int64) string {
 		return ""
 	}
 	return "s"
+}
+
+// binnedWhy says why a group's quantiles are binned: it outgrew
+// stats.ExactLimit, or the report's exact values were spent on other
+// series first (analysis.MaxExactValues).
+func binnedWhy(calls int64) string {
+	if calls > stats.ExactLimit {
+		return fmt.Sprintf("over %d calls", stats.ExactLimit)
+	}
+	return fmt.Sprintf("the report's %d exact values (analysis.MaxExactValues) spent", analysis.MaxExactValues)
 }

@@ -308,3 +308,13 @@ func TestIntervalLine(t *testing.T) {
 		t.Errorf("loss %q", got)
 	}
 }
+
+// TestLevelsSayUntracedDropped: the row that counts the flush requests on
+// untraced levels past those listed says how many, in the levels table.
+func TestLevelsSayUntracedDropped(t *testing.T) {
+	var b bytes.Buffer
+	Levels(&b, []analysis.LevelRow{{Level: "L2", Device: "7:0", FS: "fuse.x", Untraced: "not traced"}, {Level: "L2", UntracedDropped: 48}})
+	if want := "not listed: 48 flush requests on more untraced backing filesystems"; !strings.Contains(b.String(), want) {
+		t.Errorf("no %q in\n%s", want, b.String())
+	}
+}

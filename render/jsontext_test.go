@@ -16,7 +16,9 @@ func TestJSONTextEscapesC1(t *testing.T) {
 	for r := rune(0x7f); r <= 0x9f; r++ {
 		s = append(s, 'a', r)
 	}
-	in := map[string]string{"comm": string(s), "path": "/é\u00a0x", "plain": "etcd"}
+	// and the invisible ones (issue 25): bidi overrides and isolates,
+	// zero-width characters, a tag past U+FFFF (a surrogate pair).
+	in := map[string]string{"comm": string(s), "path": "/é\u00a0x", "plain": "etcd", "bidi": "a\u202eb\u2066c\u2069\u200b\u200f\ufeff\u2028\U000e0041z"}
 	b, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +36,7 @@ func TestJSONTextEscapesC1(t *testing.T) {
 			}
 		}
 		got := out.Bytes()
-		if i := bytes.IndexFunc(got, func(r rune) bool { return r >= 0x7f && r <= 0x9f }); i >= 0 {
+		if i := bytes.IndexFunc(got, func(r rune) bool { return r >= 0x7f && r <= 0x9f || Invisible(r) }); i >= 0 {
 			t.Fatalf("pieces of %d: %q raw at byte %d: %q", size, got[i], i, got)
 		}
 		var back map[string]string
@@ -46,7 +48,7 @@ func TestJSONTextEscapesC1(t *testing.T) {
 				t.Fatalf("pieces of %d: %s decodes to %q, want %q", size, k, back[k], v)
 			}
 		}
-		if !bytes.Contains(got, []byte(`"/é`+"\u00a0"+`x"`)) || !bytes.Contains(got, []byte(`\u009b`)) {
+		if !bytes.Contains(got, []byte(`"/é`+"\u00a0"+`x"`)) || !bytes.Contains(got, []byte(`\u009b`)) || !bytes.Contains(got, []byte(`a\u202eb\u2066c\u2069\u200b\u200f\ufeff\u2028\udb40\udc41z`)) {
 			t.Fatalf("pieces of %d: %s", size, got)
 		}
 	}

@@ -66,13 +66,22 @@ func mergeTable(w io.Writer, s *merge.Summary) error {
 		fmt.Fprintln(w, "no_guest_flush: the fsync issued no flush request of its own: nothing to match")
 	}
 	for _, im := range s.Images {
-		fmt.Fprintf(w, "image %s: format %s, cache=%s%s, aio=%s, %d threads, %d writes, %d io_submit, %d io_uring requests, %d flushes\n",
-			im.Path, im.Format, im.Cache, cacheFrom(im), im.AIO, im.Threads, im.Writes, im.IOSubmits, im.IOUringReqs, im.Flushes)
+		fmt.Fprintf(w, "image %s: format %s, cache=%s%s, aio=%s, %s, %d writes, %d io_submit, %d io_uring requests, %d flushes\n",
+			im.Path, im.Format, im.Cache, cacheFrom(im), im.AIO, threads(im), im.Writes, im.IOSubmits, im.IOUringReqs, im.Flushes)
 	}
 	for _, warn := range s.Warnings {
 		fmt.Fprintf(w, "WARNING: %s\n", warn)
 	}
 	return nil
+}
+
+// threads says how many threads did I/O on an image: at least that many
+// when the calls of some were not counted (merge.MaxHostThreads).
+func threads(im merge.Image) string {
+	if im.ThreadsNotCounted > 0 {
+		return fmt.Sprintf("%d threads or more (%d calls of threads past merge.MaxHostThreads not counted)", im.Threads, im.ThreadsNotCounted)
+	}
+	return fmt.Sprintf("%d threads", im.Threads)
 }
 
 // cacheFrom names where an image's cache mode came from, when QEMU's

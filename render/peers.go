@@ -28,6 +28,12 @@ func UnassembledLine(n int) string {
 	return fmt.Sprintf("%d events not assembled: they came on connections past the %d held open at once (peers.MaxOpenConns); the links above miss them", n, peers.MaxOpenConns)
 }
 
+// FoldedEarlyLine says how many closed connections were folded into
+// their links before their time (peers.MaxHeldClosed).
+func FoldedEarlyLine(n int) string {
+	return fmt.Sprintf("%d closed connections folded early: more than %d were held (peers.MaxHeldClosed); a loopback pair among them may count twice", n, peers.MaxHeldClosed)
+}
+
 func ns(v int64) string {
 	if v == 0 {
 		return "-"
@@ -69,6 +75,9 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 	}
 	if rep.Unassembled > 0 {
 		fmt.Fprintln(w, UnassembledLine(rep.Unassembled))
+	}
+	if rep.FoldedEarly > 0 {
+		fmt.Fprintln(w, FoldedEarlyLine(rep.FoldedEarly))
 	}
 	if len(rep.Members) > 0 {
 		fmt.Fprintln(w)

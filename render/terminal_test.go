@@ -42,6 +42,9 @@ func TestEscape(t *testing.T) {
 		{"\xff", `\xff`},
 		{"\xe6\x97", `\xe6\x97`}, // a cut rune: each byte
 		{hostile, `e\x1b]0;owned\x07\x1b[2J\x0dfake\u009b31m\x7f\xff\xe6\x97`},
+		// bidi and zero-width (issue 25): they reorder or hide the text
+		{"a\u202eb\u2066c\u2069\u200bd\u200f\ufeff\u061c\u2028\U000e0041", `a\u202eb\u2066c\u2069\u200bd\u200f\ufeff\u061c\u2028\U000e0041`},
+		{"soft\u00adhyphen, NBSP\u00a0kept", `soft\u00adhyphen, NBSP` + "\u00a0" + `kept`},
 	} {
 		if got := Escape(c.in); got != c.want {
 			t.Errorf("Escape(%q) = %q, want %q", c.in, got, c.want)

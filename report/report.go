@@ -287,7 +287,7 @@ func build(in Input) page {
 	groups := append([]analysis.Group(nil), rep.Groups...)
 	sortGroups(groups)
 	for i, g := range groups {
-		recs := calls[g.Key]
+		recs := calls[sample.keyHash(g.Key)]
 		dev := g.Key.DevName
 		if dev == "" {
 			dev = g.Key.Dev
@@ -295,7 +295,7 @@ func build(in Input) page {
 		id := fmt.Sprintf("group-%d", i+1)
 		title := fmt.Sprintf("%s pid %d · %s on %s · %s files", g.Key.Comm, g.Key.PID, g.Key.FS, dev, g.Key.FileKind)
 		if g.Folded > 0 {
-			recs, title = foldedCalls(calls, groups), render.FoldedTitle(g.Folded)
+			recs, title = foldedCalls(calls, groups, sample), render.FoldedTitle(g.Folded)
 		}
 		var diskNumbers string
 		if g.Disk != nil {
@@ -423,15 +423,13 @@ func writesLine(ws []analysis.WriteGroup, k analysis.GroupKey) string {
 // anything else.
 var kindRank = map[string]int{analysis.KindWAL: 0, analysis.KindWALDir: 1, analysis.KindBackend: 2, analysis.KindSnapshot: 3}
 
-// sortGroups puts WAL groups first, then by kind rank, then the groups
-// with more calls first (stable: BuildReport's order breaks ties).
 // foldedCalls are the calls of the groups the report folded (those of no
-// group apart), in the order of their groups' first call.
-func foldedCalls(calls map[analysis.GroupKey][]Call, groups []analysis.Group) []Call {
-	apart := map[analysis.GroupKey]bool{}
+// group apart), in time order.
+func foldedCalls(calls map[uint64][]Call, groups []analysis.Group, sample *CallSample) []Call {
+	apart := map[uint64]bool{}
 	for _, g := range groups {
 		if g.Folded == 0 {
-			apart[g.Key] = true
+			apart[sample.keyHash(g.Key)] = true
 		}
 	}
 	var out []Call
@@ -444,6 +442,8 @@ func foldedCalls(calls map[analysis.GroupKey][]Call, groups []analysis.Group) []
 	return out
 }
 
+// sortGroups puts WAL groups first, then by kind rank, then the groups
+// with more calls first (stable: BuildReport's order breaks ties).
 func sortGroups(gs []analysis.Group) {
 	rank := func(k string) int {
 		if r, ok := kindRank[k]; ok {
@@ -590,7 +590,7 @@ func normalisedBars(bars []stackedBar, parts []legendItem, label string) svgChar
 func levelBars(rows []analysis.LevelRow) *svgChart {
 	var bars []stackedBar
 	for _, r := range rows {
-		if r.Untraced != "" {
+		if r.Untraced != "" || r.UntracedDropped > 0 {
 			continue // no numbers to draw: levelsNote says why
 		}
 		b := stackedBar{label: r.Level + " " + render.LevelDevice(&r), parts: make([]float64, len(analysis.LayerNames))}
@@ -614,6 +614,10 @@ func levelsNote(rows []analysis.LevelRow) string {
 	for _, r := range rows {
 		if r.Untraced != "" {
 			parts = append(parts, fmt.Sprintf("%s %s/%s: %s", r.Level, r.Device, r.FS, r.Untraced))
+			continue
+		}
+		if r.UntracedDropped > 0 {
+			parts = append(parts, r.Level+" "+render.UntracedDroppedText(r.UntracedDropped))
 			continue
 		}
 		dev := r.Device + "/" + r.FS
@@ -951,6 +955,9 @@ func peerChart(rep *peers.Report, metric []etcdmetric.PeerComparison) (*svgChart
 		rep.Events, window.Round(time.Millisecond), len(rows))
 	if rep.Unassembled > 0 {
 		note += " " + render.UnassembledLine(rep.Unassembled) + "."
+	}
+	if rep.FoldedEarly > 0 {
+		note += " " + render.FoldedEarlyLine(rep.FoldedEarly) + "."
 	}
 	if len(metric) > 0 {
 		note += fmt.Sprintf(" The purple bar is etcd's own etcd_network_peer_round_trip_time_seconds over the recording (mean of every prober's observations for that peer; %d series).", len(metric))

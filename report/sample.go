@@ -1,6 +1,7 @@
 package report
 
 import (
+	"hash/maphash"
 	"math/rand/v2"
 
 	"github.com/etcdscope/etcdscope/analysis"
@@ -16,12 +17,14 @@ import (
 const MaxPageCalls = 1 << 17
 
 // CallSample keeps what the page draws of a recording's fsyncs: every
-// call up to MaxPageCalls, then a uniform sample of them. The zero value
-// is not ready: use NewCallSample. Not safe for concurrent use.
+// call up to MaxPageCalls, then a uniform sample of them. Each kept call
+// holds its group as a 64-bit hash of the key (keyHash), not the key's
+// strings: a recording is text anyone writes, and 131,072 one-call groups
+// with 3 KB fs names held 673 MiB of keys. The zero value is not ready:
+// use NewCallSample. Not safe for concurrent use.
 type CallSample struct {
 	slots  []sampledCall
-	keys   []analysis.GroupKey // slots' groups, each once
-	index  map[analysis.GroupKey]uint32
+	seed   maphash.Seed
 	seen   int64
 	t0, t1 uint64 // the first start and last end of every call seen
 	rng    *rand.Rand
@@ -29,13 +32,17 @@ type CallSample struct {
 
 type sampledCall struct {
 	Call
-	key uint32 // in keys
+	key uint64 // keyHash of its group
 }
 
 // NewCallSample returns an empty sample.
 func NewCallSample() *CallSample {
-	return &CallSample{index: map[analysis.GroupKey]uint32{}, rng: rand.New(rand.NewPCG(1, 2))}
+	return &CallSample{seed: maphash.MakeSeed(), rng: rand.New(rand.NewPCG(1, 2))}
 }
+
+// keyHash is k's hash: two of the at most MaxPageCalls groups a sample
+// holds share one with a chance under 2^-30 (random seed each run).
+func (s *CallSample) keyHash(k analysis.GroupKey) uint64 { return maphash.Comparable(s.seed, k) }
 
 // Add counts r and keeps what the page draws of it if it falls in the
 // sample.
@@ -54,37 +61,12 @@ func (s *CallSample) Add(r *analysis.FsyncRecord) {
 		}
 		at = int(j)
 	}
-	i, ok := s.index[k]
-	if !ok {
-		if len(s.keys) >= 2*MaxPageCalls {
-			s.compact()
-		}
-		i = uint32(len(s.keys))
-		s.keys = append(s.keys, k)
-		s.index[k] = i
-	}
+	sc := sampledCall{Call: c, key: s.keyHash(k)}
 	if at == len(s.slots) {
-		s.slots = append(s.slots, sampledCall{Call: c, key: i})
+		s.slots = append(s.slots, sc)
 	} else {
-		s.slots[at] = sampledCall{Call: c, key: i}
+		s.slots[at] = sc
 	}
-}
-
-// compact forgets the groups no kept call is of (a sample replaces calls,
-// and a flood of one-call groups would otherwise grow keys without end).
-func (s *CallSample) compact() {
-	keys, index := s.keys[:0:0], map[analysis.GroupKey]uint32{}
-	for j := range s.slots {
-		k := s.keys[s.slots[j].key]
-		i, ok := index[k]
-		if !ok {
-			i = uint32(len(keys))
-			keys = append(keys, k)
-			index[k] = i
-		}
-		s.slots[j].key = i
-	}
-	s.keys, s.index = keys, index
 }
 
 // Seen is how many calls were added; Kept how many the page draws (fewer
@@ -94,13 +76,12 @@ func (s *CallSample) Seen() int64 { return s.seen }
 // Kept is how many calls the sample holds.
 func (s *CallSample) Kept() int { return len(s.slots) }
 
-// byGroup files the kept calls by group, in the order they were added
-// (a sample's in the order of their places).
-func (s *CallSample) byGroup() map[analysis.GroupKey][]Call {
-	m := map[analysis.GroupKey][]Call{}
+// byGroup files the kept calls by group (keyHash), in the order they were
+// added (a sample's in the order of their places).
+func (s *CallSample) byGroup() map[uint64][]Call {
+	m := map[uint64][]Call{}
 	for _, c := range s.slots {
-		k := s.keys[c.key]
-		m[k] = append(m[k], c.Call)
+		m[c.key] = append(m[c.key], c.Call)
 	}
 	return m
 }

@@ -27,7 +27,10 @@ type PeersReport struct {
 	Links  []peers.LinkStats `json:"links"`
 	// Unassembled: events of connections past peers.MaxOpenConns open at
 	// once, counted, not assembled (peers.Report.Unassembled).
-	Unassembled  int              `json:"unassembled_events,omitempty"`
+	Unassembled int `json:"unassembled_events,omitempty"`
+	// FoldedEarly: closed connections folded before their time, past
+	// peers.MaxHeldClosed held (peers.Report.FoldedEarly).
+	FoldedEarly  int              `json:"folded_early,omitempty"`
 	MetricsURL   string           `json:"metrics_url,omitempty"`
 	MetricsError string           `json:"metrics_error,omitempty"`
 	MemberPID    int              `json:"member_pid,omitempty"`

@@ -104,3 +104,67 @@ func TestHostIndexFilesCap(t *testing.T) {
 		t.Fatalf("one file more: %v", err)
 	}
 }
+
+// TestHostIndexThreadsBounded (issue 25): a host recording whose calls on
+// one file come from 200,000 distinct threads holds MaxHostThreads of
+// them and counts the calls of the rest; before, every thread was held
+// (10.5 M of them 335 MiB).
+func TestHostIndexThreadsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"type":"hypervisor","v":1,"clock":"CLOCK_MONOTONIC","start_ns":1}` + "\n")
+	const n = 200_000
+	for i := range n {
+		fmt.Fprintf(&b, `{"type":"hv_io","v":1,"op":"pwrite64","tid":%d,"path":"/i","start_ns":%d,"end_ns":%d,"ret":1}`+"\n", i+1, 10+i, 11+i)
+	}
+	x, err := ScanHost(strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held := len(x.images.threads["/i"]); held > MaxHostThreads {
+		t.Errorf("%d threads held, want at most %d", held, MaxHostThreads)
+	}
+	im := x.Images()
+	if len(im) != 1 || im[0].Threads != MaxHostThreads || im[0].ThreadsNotCounted != n-MaxHostThreads || im[0].Writes != n {
+		t.Errorf("images %+v, want %d threads, %d calls not counted, %d writes", im, MaxHostThreads, n-MaxHostThreads, n)
+	}
+}
+
+// TestHostPathBounded (issue 25): a path or syscall name longer than
+// MaxHostPath is no recording etcdscope wrote: refused with
+// ErrHostPathTooLong, before it is held; a path of MaxHostPath bytes is
+// taken. Distinct syscall names past analysis.MaxSyscallNames are held as
+// analysis.MoreSyscalls.
+func TestHostPathBounded(t *testing.T) {
+	head := `{"type":"hypervisor","v":1,"clock":"CLOCK_MONOTONIC","start_ns":1}` + "\n"
+	long := "/" + strings.Repeat("p", MaxHostPath)
+	for _, c := range []struct {
+		name, line string
+		err        error
+	}{
+		{"hv_io path", fmt.Sprintf(`{"type":"hv_io","v":1,"op":"pwrite64","tid":1,"path":%q,"start_ns":1,"end_ns":2,"ret":1}`, long), ErrHostPathTooLong},
+		{"fsync path", fmt.Sprintf(`{"type":"fsync","v":1,"syscall":"fdatasync","tid":1,"path":%q,"start_ns":1,"end_ns":2}`, long), ErrHostPathTooLong},
+		{"fsync syscall", fmt.Sprintf(`{"type":"fsync","v":1,"syscall":%q,"tid":1,"path":"/i","start_ns":1,"end_ns":2}`, long), ErrHostPathTooLong},
+		{"PATH_MAX", fmt.Sprintf(`{"type":"hv_io","v":1,"op":"pwrite64","tid":1,"path":%q,"start_ns":1,"end_ns":2,"ret":1}`, long[:MaxHostPath]), nil},
+	} {
+		_, err := ScanHost(strings.NewReader(head + c.line + "\n"))
+		if !errors.Is(err, c.err) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.err)
+		}
+	}
+	var b strings.Builder
+	b.WriteString(head)
+	for i := range 100 {
+		fmt.Fprintf(&b, `{"type":"fsync","v":1,"syscall":"s%d","tid":1,"path":"/i","start_ns":%d,"end_ns":%d}`+"\n", i, 10+i, 11+i)
+	}
+	x, err := ScanHost(strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, f := range x.fsyncs {
+		names[f.Syscall] = true
+	}
+	if len(names) != analysis.MaxSyscallNames+1 || !names[analysis.MoreSyscalls] {
+		t.Errorf("%d distinct syscall names held, want %d and %q", len(names), analysis.MaxSyscallNames, analysis.MoreSyscalls)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -99,6 +100,10 @@ type Image struct {
 	BytesRead    int64 `json:"bytes_read"`
 	BytesWritten int64 `json:"bytes_written"`
 	Threads      int   `json:"threads"` // distinct threads that did I/O on it
+	// ThreadsNotCounted: calls on the file whose thread was not counted in
+	// Threads, because MaxHostThreads (file, thread) pairs were held
+	// already: Threads is then a lower bound.
+	ThreadsNotCounted int `json:"threads_not_counted,omitempty"`
 }
 
 // HostSummary is the last record of a hypervisor recording.
@@ -195,6 +200,24 @@ const MaxHostRecords = 2 << 20
 // fails with ErrHostTooLarge.
 const MaxHostFiles = 4096
 
+// MaxHostThreads bounds the (file, thread) pairs a HostIndex holds to
+// count each file's distinct threads (Image.Threads): QEMU does I/O from
+// a few dozen threads; a hostile recording of 10.5 M distinct threads on
+// one file held 335 MiB. Past it the calls of a thread not held are
+// counted (Image.ThreadsNotCounted), not their threads.
+const MaxHostThreads = 1 << 16
+
+// MaxHostPath bounds a path or syscall name of a host recording, bytes:
+// the hypervisor reads paths from /proc/PID/fd, which the kernel gives in
+// at most a page (PATH_MAX, 4096). A longer one is no recording etcdscope
+// wrote: 4,096 files of 140 KB paths held 586 MiB. Past it, ScanHost fails
+// with ErrHostPathTooLong.
+const MaxHostPath = 4096
+
+// ErrHostPathTooLong is returned (wrapped, with the length) by ScanHost
+// for a path or syscall name longer than MaxHostPath.
+var ErrHostPathTooLong = errors.New("a path longer than PATH_MAX")
+
 // HostFlushBytes is what a merge holds live per host flush, bytes: the
 // index's HostFlush (112), the merge's copy with its mark (120), the
 // clock search's offsets it proposes (8 guest flushes each, about 10 bytes
@@ -220,6 +243,9 @@ type HostIndex struct {
 	images  imageCounter
 	paths   map[string]string
 	records int
+	// syscalls: the distinct syscall names held, at most
+	// analysis.MaxSyscallNames; the rest are analysis.MoreSyscalls.
+	syscalls []string
 }
 
 // hostWrite is one write call of the hypervisor on a file.
@@ -261,6 +287,29 @@ func (x *HostIndex) path(p string) string {
 	return p
 }
 
+// checkLen fails for a path or syscall name longer than MaxHostPath.
+func checkLen(ss ...string) error {
+	for _, s := range ss {
+		if len(s) > MaxHostPath {
+			return fmt.Errorf("%w: %d bytes, more than %d", ErrHostPathTooLong, len(s), MaxHostPath)
+		}
+	}
+	return nil
+}
+
+// syscall returns name held once, or analysis.MoreSyscalls once
+// analysis.MaxSyscallNames distinct names are held (a run has a few).
+func (x *HostIndex) syscall(name string) string {
+	if i := slices.Index(x.syscalls, name); i >= 0 {
+		return x.syscalls[i]
+	}
+	if len(x.syscalls) < analysis.MaxSyscallNames {
+		x.syscalls = append(x.syscalls, name)
+		return name
+	}
+	return analysis.MoreSyscalls
+}
+
 // count counts one more flush or write held, failing past MaxHostRecords.
 func (x *HostIndex) count() error {
 	if x.records++; x.records > MaxHostRecords {
@@ -282,6 +331,9 @@ func (x *HostIndex) countFiles() error {
 // io_uring fsync requests and write calls a merge uses (those hostFlushes
 // and imageWrites take, of any image).
 func (x *HostIndex) addIO(io *HostIO) error {
+	if err := checkLen(io.Path); err != nil {
+		return err
+	}
 	x.images.addIO(io)
 	if err := x.countFiles(); err != nil {
 		return err
@@ -301,6 +353,9 @@ func (x *HostIndex) addIO(io *HostIO) error {
 // addFsync indexes one host fsync record: the counts of its image, and
 // the flush if it succeeded.
 func (x *HostIndex) addFsync(f *analysis.FsyncRecord) error {
+	if err := checkLen(f.Path, f.Syscall); err != nil {
+		return err
+	}
 	x.images.addFsync(f)
 	if err := x.countFiles(); err != nil {
 		return err
@@ -308,7 +363,7 @@ func (x *HostIndex) addFsync(f *analysis.FsyncRecord) error {
 	if f.Ret != 0 || f.EndNs < f.StartNs {
 		return nil
 	}
-	x.fsyncs = append(x.fsyncs, HostFlush{Syscall: x.path(f.Syscall), TID: f.TID, StartNs: f.StartNs, EndNs: f.EndNs,
+	x.fsyncs = append(x.fsyncs, HostFlush{Syscall: x.syscall(f.Syscall), TID: f.TID, StartNs: f.StartNs, EndNs: f.EndNs,
 		Layers: f.Layers, Flushes: f.Flushes, Path: x.path(f.Path)})
 	return x.count()
 }
@@ -350,10 +405,25 @@ func Images(ios []HostIO, fsyncs []analysis.FsyncRecord, format func(path string
 }
 
 // imageCounter is Images over a stream of records: per file, its counts
-// and the threads seen.
+// and the threads seen (at most MaxHostThreads pairs in all).
 type imageCounter struct {
 	by      map[string]*Image
 	threads map[string]map[uint32]bool
+	pairs   int // (file, thread) pairs held in threads
+}
+
+// thread counts tid's call on im (path's), or counts the call in
+// ThreadsNotCounted past MaxHostThreads pairs.
+func (c *imageCounter) thread(path string, tid uint32, im *Image) {
+	t := c.threads[path]
+	switch {
+	case t[tid]:
+	case c.pairs < MaxHostThreads:
+		t[tid] = true
+		c.pairs++
+	default:
+		im.ThreadsNotCounted++
+	}
 }
 
 func (c *imageCounter) get(path, dev, fs string) *Image {
@@ -374,7 +444,7 @@ func (c *imageCounter) addIO(io *HostIO) {
 		return // its fd is the ring, not a file
 	}
 	im := c.get(io.Path, io.Dev, io.FS)
-	c.threads[io.Path][io.TID] = true
+	c.thread(io.Path, io.TID, im)
 	if io.ODirect {
 		im.Cache = "none"
 	} else if io.ODsync && im.Cache != "none" {
@@ -404,7 +474,7 @@ func (c *imageCounter) addIO(io *HostIO) {
 func (c *imageCounter) addFsync(f *analysis.FsyncRecord) {
 	im := c.get(f.Path, f.Dev, f.FS)
 	im.Flushes++
-	c.threads[f.Path][f.TID] = true
+	c.thread(f.Path, f.TID, im)
 }
 
 // images is Images of the records added; the counter stays usable.

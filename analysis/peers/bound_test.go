@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
 // floodPeer is the event of connection i from remote address i (a
@@ -76,5 +77,92 @@ func TestAssemblerOpenConnsBounded(t *testing.T) {
 	}
 	if rep.Events != MaxOpenConns+extra+1 {
 		t.Errorf("%d events, want every one counted", rep.Events)
+	}
+}
+
+// TestAssemblerClosedHeldBounded: connections that close but are never
+// CompactAfter older than the last event (all at one time_ns, at a
+// time_ns of 0, or a socket reused without a close seen) are held up to
+// MaxHeldClosed, then folded early and counted; every connection is
+// counted once in the links. Before, all 200,000 were held.
+func TestAssemblerClosedHeldBounded(t *testing.T) {
+	const n = 200_000
+	for _, c := range []struct {
+		name string
+		add  func(a *Assembler, i int)
+	}{
+		{"one time_ns", func(a *Assembler, i int) {
+			o, c := floodPeer(i, event.PeerOpen, 1e9), floodPeer(i, event.PeerClose, 1e9)
+			a.Add(&o)
+			a.Add(&c)
+		}},
+		{"closed at 0", func(a *Assembler, i int) {
+			o, c := floodPeer(i, event.PeerOpen, 1e9+uint64(i)*1e6), floodPeer(i, event.PeerClose, 0)
+			a.Add(&o)
+			a.Add(&c)
+		}},
+		{"socket reused", func(a *Assembler, i int) {
+			o := floodPeer(i, event.PeerOpen, 1e9+uint64(i)*1e6)
+			o.Socket = 1
+			a.Add(&o)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var a Assembler
+			most := 0
+			for i := range n {
+				c.add(&a, i)
+				most = max(most, len(a.conns))
+			}
+			if bound := 2 * (MaxOpenConns + MaxHeldClosed); most > bound {
+				t.Errorf("held %d connections at once, want at most %d", most, bound)
+			}
+			rep := a.Report(Options{})
+			opened := 0
+			for _, l := range rep.Links {
+				opened += l.Opened
+			}
+			if opened != n {
+				t.Errorf("%d connections counted, want %d", opened, n)
+			}
+			if rep.FoldedEarly == 0 || rep.FoldedEarly > n {
+				t.Errorf("%d folded early, want some of %d", rep.FoldedEarly, n)
+			}
+		})
+	}
+}
+
+// TestLinkSeriesBudget (issue 25): MaxLinks links of 40,000 kept-alive
+// connections each, every series exact before (2.56 M connections, four
+// series each: the heap grew 86 MiB), keep MaxExactValues exact values
+// together (20 MiB), the rest binned; every connection counted.
+func TestLinkSeriesBudget(t *testing.T) {
+	var s linkSet
+	const conns = 40_000
+	grew := testenv.HeapGrowth(func() any {
+		for i := range MaxLinks {
+			acc := s.get(Link{FromPID: uint32(i + 1)})
+			for j := range conns {
+				c := Conn{OpenNs: 1, CloseNs: 2, HandshakeNs: uint64(1000 + j), LifetimeNs: uint64(2000 + j), SRTTus: 80, MinRTTus: 70}
+				acc.addConn(&c, defaultPerRequestMax)
+			}
+		}
+		return &s
+	})
+	t.Logf("the links hold %d MiB", grew>>20)
+	if grew > 48<<20 {
+		t.Errorf("the links hold %d MiB, want under 48 (MaxExactValues: %d MiB of values)", grew>>20, MaxExactValues*8>>20)
+	}
+	binned := 0
+	for _, l := range s.all() {
+		if l.st.Opened != conns || l.hs.Count() != conns {
+			t.Errorf("link %v: %d opened, %d handshakes, want %d", l.st.Link, l.st.Opened, l.hs.Count(), conns)
+		}
+		if l.hs.Summary().Binned {
+			binned++
+		}
+	}
+	if binned == 0 || binned == MaxLinks {
+		t.Errorf("%d of %d links binned, want some exact and the rest binned", binned, MaxLinks)
 	}
 }

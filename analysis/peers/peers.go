@@ -189,6 +189,11 @@ type Report struct {
 	// Unassembled counts the events not folded into any connection
 	// because MaxOpenConns connections were held open already.
 	Unassembled int `json:"unassembled_events,omitempty"`
+	// FoldedEarly counts the closed connections folded into their links
+	// before CompactAfter had passed, because more than MaxHeldClosed
+	// were held: among them both ends of a loopback connection whose other
+	// end was still open count as two, and a late owner finds none.
+	FoldedEarly int `json:"folded_early,omitempty"`
 }
 
 // Analyze assembles connections from events (in time order) and
@@ -222,6 +227,7 @@ type Assembler struct {
 	lateOwners  int            // PeerOwner events attached
 	lateMissed  int            // PeerOwner events with no connection left
 	unassembled int            // events past MaxOpenConns
+	foldedEarly int            // connections folded past MaxHeldClosed
 	done        linkSet        // the links of the connections folded
 	nextCompact int
 	n           int // events added
@@ -257,6 +263,14 @@ const MaxLinks = 64
 // each. Past it, the events of a connection not held are counted
 // (Report.Unassembled), not assembled. A member holds a few per peer.
 const MaxOpenConns = 1 << 14
+
+// MaxHeldClosed bounds the closed connections the Assembler holds before
+// CompactAfter has passed for them (kept so that both ends of a loopback
+// connection fold together and a late owner still finds its connection).
+// Past it every closed connection is folded at once and counted
+// (Report.FoldedEarly): a recording whose connections all close at one
+// time_ns is never CompactAfter old. A member closes a few a second.
+const MaxHeldClosed = 1 << 13
 
 // compactMin: the Assembler folds once it holds this many connections
 // (and then once it holds twice what the last fold kept, if more).
@@ -382,8 +396,7 @@ func (a *Assembler) compact() {
 	a.fold = slices.Grow(a.fold[:0], n)[:n]
 	for i := range a.conns {
 		c := &a.conns[i]
-		_, open := a.live[c.Socket]
-		a.fold[i] = c.CloseNs != 0 && c.CloseNs < cut && !(open && a.live[c.Socket] == i)
+		a.fold[i] = !a.open(i) && c.CloseNs != 0 && c.CloseNs < cut
 	}
 	// A connection whose reversed 4-tuple is kept stays too: the pair is
 	// folded together (foldMirrors) once both ends are old.
@@ -396,12 +409,32 @@ func (a *Assembler) compact() {
 			a.kept[tuple{a.conns[i].Local, a.conns[i].Remote}] = true
 		}
 	}
+	held := 0 // closed connections that would stay
+	for i := range a.conns {
+		c := &a.conns[i]
+		if !a.open(i) && (!a.fold[i] || a.kept[tuple{c.Remote, c.Local}]) {
+			held++
+		}
+	}
+	// Past MaxHeldClosed closed connections that would stay (closed within
+	// CompactAfter of the last event, at a time_ns of 0, on a socket
+	// reused without a close, or the mirror of one kept), every closed one
+	// is folded now, mirrors or not: otherwise a recording whose
+	// connections all close at one time_ns was held whole (1 M of them,
+	// 1.17 GiB).
+	force := held > MaxHeldClosed
+	if force {
+		a.foldedEarly += held
+		for i := range a.conns {
+			a.fold[i] = !a.open(i)
+		}
+	}
 	a.batch = a.batch[:0]
 	a.newIdx = slices.Grow(a.newIdx[:0], n)[:n]
 	w := 0
 	for i := range n {
 		c := a.conns[i] // a copy: the slot may be overwritten below
-		if a.fold[i] && !a.kept[tuple{c.Remote, c.Local}] {
+		if a.fold[i] && (force || !a.kept[tuple{c.Remote, c.Local}]) {
 			a.batch = append(a.batch, c)
 			a.newIdx[i] = -1
 			continue
@@ -439,6 +472,12 @@ func (a *Assembler) compact() {
 	a.nextCompact = max(w+compactMin, 2*w)
 }
 
+// open reports whether conns[i] is its socket's open connection.
+func (a *Assembler) open(i int) bool {
+	j, ok := a.live[a.conns[i].Socket]
+	return ok && j == i
+}
+
 // tuple is a connection's (local, remote) ends, a map key.
 type tuple struct{ a, b netip.AddrPort }
 
@@ -460,7 +499,8 @@ func (a *Assembler) Report(opt Options) Report {
 	if window == 0 {
 		window = a.last - a.first
 	}
-	rep := Report{WindowNs: window, Events: a.n, LateOwners: a.lateOwners, LateOwnersMissed: a.lateMissed, Unassembled: a.unassembled}
+	rep := Report{WindowNs: window, Events: a.n, LateOwners: a.lateOwners, LateOwnersMissed: a.lateMissed, Unassembled: a.unassembled,
+		FoldedEarly: a.foldedEarly}
 
 	links := a.done.clone()
 	for i := range conns {
@@ -665,6 +705,32 @@ type linkSet struct {
 	held   []*linkAcc // a folded link's place goes to the link that displaced it
 	other  *linkAcc   // nil until a link is folded
 	folded int
+	budget *stats.Budget // every link's exact values; nil until a link is made
+}
+
+// MaxExactValues bounds the exact values the links' series keep together
+// for their quantiles (stats.Budget; 8 bytes each, 16 MiB): each of a
+// link's seven series keeps at most stats.ExactLimit, MaxLinks+1 links
+// 233 MiB. Past it a series bins its values as fio does (within 0.8%,
+// Summary.Binned), as analysis.MaxExactValues does for a report's groups.
+const MaxExactValues = 1 << 21
+
+// made returns a new accumulator of link l, its series bound to s's
+// budget.
+func (s *linkSet) made(l Link) *linkAcc {
+	if s.budget == nil {
+		s.budget = stats.NewBudget(MaxExactValues)
+	}
+	acc := &linkAcc{st: LinkStats{Link: l}}
+	for _, x := range acc.series() {
+		x.Bind(s.budget)
+	}
+	return acc
+}
+
+// series lists l's series.
+func (l *linkAcc) series() []*stats.Series {
+	return []*stats.Series{&l.hs, &l.synack, &l.srtt, &l.minrtt, &l.perreq, &l.lifetime, &l.setup}
 }
 
 // get returns l's accumulator, made (and another folded) if it is not held.
@@ -675,7 +741,7 @@ func (s *linkSet) get(l Link) *linkAcc {
 	if s.byLink == nil {
 		s.byLink = map[Link]*linkAcc{}
 	}
-	acc := &linkAcc{st: LinkStats{Link: l}}
+	acc := s.made(l)
 	s.byLink[l] = acc
 	if len(s.held) < MaxLinks {
 		s.held = append(s.held, acc)
@@ -688,7 +754,7 @@ func (s *linkSet) get(l Link) *linkAcc {
 		}
 	}
 	if s.other == nil {
-		s.other = &linkAcc{}
+		s.other = s.made(Link{})
 	}
 	s.other.fold(s.held[v])
 	s.folded++
@@ -744,8 +810,8 @@ func (l *linkAcc) fold(f *linkAcc) {
 	l.st.BytesAcked += f.st.BytesAcked
 	l.st.BytesRecv += f.st.BytesRecv
 	l.st.PerRequestSeriesDropped += f.st.PerRequestSeriesDropped + len(f.st.PerRequestSeries)
-	for _, p := range [][2]*stats.Series{{&l.hs, &f.hs}, {&l.synack, &f.synack}, {&l.srtt, &f.srtt}, {&l.minrtt, &f.minrtt},
-		{&l.perreq, &f.perreq}, {&l.lifetime, &f.lifetime}, {&l.setup, &f.setup}} {
-		p[0].Merge(p[1])
+	from := f.series()
+	for i, x := range l.series() {
+		x.Absorb(from[i])
 	}
 }

@@ -146,3 +146,36 @@ func TestSeriesMerge(t *testing.T) {
 		}
 	}
 }
+
+// TestSeriesBudget: series bound to one budget keep exact values until it
+// is spent; the one that finds it spent bins (its values given back), its
+// count, sum, min and max still exact; a folded series gives its values
+// back before they are merged (Absorb).
+func TestSeriesBudget(t *testing.T) {
+	b := NewBudget(10)
+	var a, c, d Series
+	a.Bind(b)
+	c.Bind(b)
+	d.Bind(b)
+	for v := range 8 {
+		a.Add(int64(v))
+	}
+	for v := range 5 {
+		c.Add(int64(100 + v))
+	}
+	if sa, sc := a.Summary(), c.Summary(); sa.Binned || !sc.Binned || sc.Count != 5 || sc.Min != 100 || sc.Max != 104 || sc.Sum != 510 {
+		t.Errorf("a %+v, c %+v: want a exact, c binned with exact count, min, max and sum", sa, sc)
+	}
+	if b.Left() != 2 {
+		t.Errorf("%d left, want 2 (c's given back)", b.Left())
+	}
+	d.Add(1)
+	d.Add(2)
+	a.Absorb(&d) // d's 2 come back first, then a takes them
+	if s := a.Summary(); s.Binned || s.Count != 10 || b.Left() != 0 || d.Count() != 0 {
+		t.Errorf("a after absorbing d: %+v, %d left, d %d: want 10 exact, 0 left, d empty", s, b.Left(), d.Count())
+	}
+	if cl := a.Clone(); cl.budget != nil {
+		t.Errorf("a clone is bound to the budget")
+	}
+}

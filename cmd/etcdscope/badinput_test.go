@@ -196,6 +196,10 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"report", "../../analysis/diagnose/testdata/etcd-12405-node.prom"}, fix: "is an etcd /metrics text, not a recording: run etcdscope diagnose"},
 	{args: []string{"report", "../../analysis/diagnose/testdata/etcd-7312-heartbeat.log"}, fix: "is an etcd log, not a recording: run etcdscope diagnose"},
 	{args: []string{"report", "$D/longline"}, fix: "give a recording written by 'etcdscope fsync --output json'"},
+	{args: []string{"report", "$D/negative.jsonl"}, fix: "total_ns -5 (a call takes 0 to"},
+	{args: []string{"report", "$D/overflow.jsonl"}, fix: "total_ns 9223372036854775807 (a call takes 0 to"},
+	{args: []string{"report", "--html", "$D/r.html", "$D/negative.jsonl"}, fix: "not a record etcdscope writes"},
+	{args: []string{"merge", "--guest", "$D/negative.jsonl", "--host", "$D/good.jsonl"}, fix: "not a record etcdscope writes"},
 	{args: []string{"report", "$D/wrongtype.jsonl"}, fix: "give a recording written by 'etcdscope fsync --output json'"},
 	{args: []string{"report", "$D/empty"}, fix: "write one with etcdscope fsync --output json"},
 	{args: []string{"report", "--output", "csv", "$D/good.jsonl"}, fix: "use table or json"},
@@ -336,6 +340,8 @@ func prepareBadInputDir(t *testing.T, dir string) {
 	write("promerror.json", []byte(`{"status":"error","errorType":"bad_data","error":"invalid parameter \"query\": 1:6: parse error: unexpected <op:*>"}`))
 	write("promempty.json", []byte(`{"status":"success","data":{"resultType":"vector","result":[]}}`))
 	write("file", []byte("x"))
+	write("negative.jsonl", []byte(`{"type":"fsync","v":1,"start_ns":1,"end_ns":2,"total_ns":-5,"pid":1,"tid":1,"comm":"etcd","syscall":"fdatasync"}`+"\n"))
+	write("overflow.jsonl", []byte(strings.Repeat(`{"type":"fsync","v":1,"start_ns":1,"end_ns":2,"total_ns":9223372036854775807,"pid":1,"tid":1,"comm":"etcd","syscall":"fdatasync"}`+"\n", 2)))
 	write("good.jsonl", []byte(`{"type":"fsync","v":1,"start_ns":1,"end_ns":2,"total_ns":1,"pid":1,"tid":1,"comm":"etcd","syscall":"fdatasync"}`+"\n"))
 	// A hypervisor that wrote two images and flushed only one (the other
 	// under cache=unsafe): merge must not pick the flushed one by itself.

@@ -64,6 +64,9 @@ var hostileStrings = map[string]string{
 	"utf8": "\xff\xfe\xc3",
 	"c1":   "\u009b31m",
 	"nl":   "ok\n" + forgedLine,
+	// bidi: a right-to-left override shows the rest of its line reversed,
+	// isolates and zero-width characters hide text (issue 25)
+	"bidi": "ok\u202etxt.exe\u2066\u2069\u200b\u200f\ufeff",
 }
 
 // forgedLine is what a newline in an outside string would start a line
@@ -73,12 +76,13 @@ var hostileStrings = map[string]string{
 const forgedLine = "[OK] FORGED verdict"
 
 // rawControl returns where out has a byte a terminal would act on or
-// misread: invalid UTF-8, or a control other than newline (C0, DEL, C1);
-// -1 for none.
+// misread: invalid UTF-8, a control other than newline (C0, DEL, C1), or
+// an invisible character that reorders or hides text (bidi, zero-width:
+// render.Invisible); -1 for none.
 func rawControl(out string) int {
 	for i := 0; i < len(out); {
 		r, n := utf8.DecodeRuneInString(out[i:])
-		if r == utf8.RuneError && n == 1 || r < 0x20 && r != '\n' || r >= 0x7f && r <= 0x9f {
+		if r == utf8.RuneError && n == 1 || r < 0x20 && r != '\n' || r >= 0x7f && r <= 0x9f || render.Invisible(r) {
 			return i
 		}
 		i += n
@@ -265,7 +269,7 @@ func TestPageEscapesOutsideStrings(t *testing.T) {
 	if i := rawControl(string(b)); i >= 0 {
 		t.Errorf("the page has %q raw at byte %d: %q", b[i], i, b[max(0, i-40):min(len(b), i+40)])
 	}
-	for _, k := range []string{"esc", "cr", "c1"} { // invalid UTF-8 the template makes U+FFFD
+	for _, k := range []string{"esc", "cr", "c1", "bidi"} { // invalid UTF-8 the template makes U+FFFD
 		if w := render.Escape(hostileStrings[k]); !strings.Contains(string(b), w) {
 			t.Errorf("the page does not show %s escaped (%q)", k, w)
 		}

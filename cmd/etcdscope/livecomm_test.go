@@ -123,7 +123,7 @@ func TestLiveCommsEscaped(t *testing.T) {
 		t.Fatal(err)
 	}
 	var comms []string
-	for _, class := range []string{"esc", "cr", "utf8", "c1"} {
+	for _, class := range []string{"esc", "cr", "utf8", "c1", "bidi"} {
 		c := hostileStrings[class] + "-" + class
 		comms = append(comms, c[:min(len(c), 15)])
 	}

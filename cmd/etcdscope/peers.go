@@ -375,7 +375,7 @@ func (r *peersRun) report(ctx context.Context, t1 time.Time, st pipeline.Stats, 
 	// etcdscope's own kept-alive probe connections are not etcd's links.
 	pr := conns.Report(peers.Options{Window: t1.Sub(t0), ExcludeLocal: probe.ownConns()})
 	rep.Events, rep.LostEvents, rep.MissedEvents, rep.RingPeakBytes = pr.Events, st.Lost, st.Missed, st.RingPeakBytes
-	rep.Links, rep.Unassembled = pr.Links, pr.Unassembled
+	rep.Links, rep.Unassembled, rep.FoldedEarly = pr.Links, pr.Unassembled, pr.FoldedEarly
 	rep.Owners = &etcdmetric.OwnerLookups{Resolved: owners.Resolved, Unowned: owners.Unowned, QueueDrops: owners.QueueDrops,
 		Evicted: owners.Evicted, LearnedDrops: owners.LearnedDrops, LateOwners: pr.LateOwners, LateOwnersMissed: pr.LateOwnersMissed,
 		Scans: owners.Scans, MaxScanCPUSeconds: time.Duration(owners.MaxScanCPUNs).Seconds()}

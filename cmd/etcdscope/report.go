@@ -306,7 +306,7 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 	pr := conns.Report(peers.Options{Window: window})
 	// pr.Events: the kernel's events, not the owner events among them.
 	rep := etcdmetric.PeersReport{Port: rd.Header().Port, WindowSeconds: window.Seconds(), Events: pr.Events, LostEvents: end.LostEvents, MissedEvents: end.MissedEvents}
-	rep.Links, rep.Unassembled = pr.Links, pr.Unassembled
+	rep.Links, rep.Unassembled, rep.FoldedEarly = pr.Links, pr.Unassembled, pr.FoldedEarly
 	if output == "json" {
 		enc := json.NewEncoder(render.JSONText(peersStdout))
 		enc.SetIndent("", "  ")

@@ -132,6 +132,33 @@ func TestReportGroupsMemoryBounded(t *testing.T) {
 	}
 }
 
+// reportPageKeysBoundBytes bounds the page (--html) of 40,000 one-call
+// groups whose fs names are 3 KB each. Measured (this test binary as
+// etcdscope, 2026-12-06, 2 cores shared): 5 runs, 49-55 MiB, worst 55
+// MiB: a 43% margin. Before, the page's sample held each kept call's
+// group key: 218 MiB in 2 runs (131,072 such groups 673 MiB, etcdscope
+// binary; 675 MiB in the check), now 112 MiB.
+const reportPageKeysBoundBytes = 96 << 20
+
+// TestReportPageKeysBounded: the page of a recording any local user can
+// make, one-call groups with long strings in their keys, holds the calls
+// it draws and not their groups' strings, in bounded peak RSS.
+func TestReportPageKeysBounded(t *testing.T) {
+	const groups = 40_000
+	pad := strings.Repeat("f", 3000)
+	rec := writeLines(t, func(w *bufio.Writer) {
+		for i := range groups {
+			fmt.Fprintf(w, `{"type":"fsync","v":1,"start_ns":%d,"end_ns":%d,"total_ns":1000,"pid":%d,"tid":1,"comm":"x","syscall":"fsync","ret":0,"dev":"8:0","fs":"%s%d","file_kind":"other","layers":{"other_ns":1000}}`+"\n",
+				i*10_000, i*10_000+1000, i+1, pad, i)
+		}
+	})
+	page := filepath.Join(t.TempDir(), "page.html")
+	out := runBounded(t, []string{"report", "--html", page, rec}, page, reportPageKeysBoundBytes)
+	if want := fmt.Sprintf("other (%d rows folded", groups-analysis.MaxGroups); !strings.Contains(out, want) {
+		t.Errorf("the page does not say %q", want)
+	}
+}
+
 // runBounded runs etcdscope args (this test binary) and fails the test if
 // it fails or its peak RSS passes bound; it returns stdout, or the page
 // when args write one.
@@ -165,8 +192,8 @@ func runBounded(t *testing.T, args []string, page string, bound int64) string {
 // writePeerFlood writes n connections to the peer port, each from a
 // remote address of its own (a hostile local user's, from 10.0.0.0 on),
 // closed or never closed, as a peers recording or (capture) a peers
-// capture with its end line.
-func writePeerFlood(t *testing.T, n int, closed, capture bool) string {
+// capture with its end line; oneTime: every event at one time_ns.
+func writePeerFlood(t *testing.T, n int, closed, capture bool, oneTime ...bool) string {
 	t.Helper()
 	name := filepath.Join(t.TempDir(), "peers.jsonl")
 	f, err := os.Create(name)
@@ -186,7 +213,13 @@ func writePeerFlood(t *testing.T, n int, closed, capture bool) string {
 		fmt.Fprintln(w, e)
 	}
 	tm := 1_000_000_000
+	at := len(oneTime) > 0 && oneTime[0]
 	for i := range n {
+		if at {
+			line("open", tm, i)
+			line("close", tm, i)
+			continue
+		}
 		tm += 100_000
 		line("open", tm, i)
 		if closed {
@@ -213,14 +246,19 @@ func writePeerFlood(t *testing.T, n int, closed, capture bool) string {
 // etcdscope, 2026-12-06, 2 cores shared): 3 runs × 5 cases, 49-65 MiB,
 // worst 65 MiB: a 32% margin. Before: 665 MiB (--html), 783/1019 MiB
 // (replay table/json, closed), 588/924 MiB (never closed), etcdscope
-// binary, one run each.
+// binary, one run each. The same 100,000 connections all opened and
+// closed at one time_ns (never CompactAfter old, so never folded before
+// peers.MaxHeldClosed): 3 runs x 3 cases, 56-71 MiB, worst 71 MiB: a 26%
+// margin; before, every one was held: 149 MiB (--html), 164/161 MiB
+// (replay table/json), and 1 M of them 1.31 GiB (--html, etcdscope binary).
 const reportPeerFloodBoundBytes = 96 << 20
 
 // TestReportPeersFloodBounded: a peers recording or capture any local
 // user can make (100,000 connections to the peer port from distinct
 // addresses) is reported with MaxLinks links and one other that counts the
 // rest, the events past MaxOpenConns open connections counted, in bounded
-// peak RSS.
+// peak RSS; connections that all close at one time_ns are folded early
+// past MaxHeldClosed, and the output says so.
 func TestReportPeersFloodBounded(t *testing.T) {
 	const n = 100_000
 	folded := fmt.Sprintf("other (%d links folded", n-peers.MaxLinks)
@@ -232,6 +270,12 @@ func TestReportPeersFloodBounded(t *testing.T) {
 		t.Errorf("the page does not say %q", folded)
 	}
 	closedCap, openCap := writePeerFlood(t, n, true, true), writePeerFlood(t, n, false, true)
+	oneTimeRec, oneTimeCap := writePeerFlood(t, n, true, false, true), writePeerFlood(t, n, true, true, true)
+	early := "closed connections folded early"
+	out = runBounded(t, []string{"report", "--html", page, "--peers", oneTimeRec, rec}, page, reportPeerFloodBoundBytes)
+	if !strings.Contains(out, early) {
+		t.Errorf("the page of connections closed at one time_ns does not say %q", early)
+	}
 	for _, c := range []struct {
 		args []string
 		want []string
@@ -240,6 +284,8 @@ func TestReportPeersFloodBounded(t *testing.T) {
 		{[]string{"report", "--output", "json", closedCap}, []string{fmt.Sprintf(`"folded_links": %d`, n-peers.MaxLinks)}},
 		{[]string{"report", openCap}, []string{fmt.Sprintf("%d events not assembled", n-peers.MaxOpenConns)}},
 		{[]string{"report", "--output", "json", openCap}, []string{fmt.Sprintf(`"unassembled_events": %d`, n-peers.MaxOpenConns)}},
+		{[]string{"report", oneTimeCap}, []string{folded, early}},
+		{[]string{"report", "--output", "json", oneTimeCap}, []string{`"folded_early": `}},
 	} {
 		out := runBounded(t, c.args, page, reportPeerFloodBoundBytes)
 		for _, w := range c.want {
@@ -262,25 +308,60 @@ const mergeHostFilesBoundBytes = 64 << 20
 // distinct files (reads count in no MaxHostRecords) is refused with exit 2
 // and one line as its file MaxHostFiles+1 comes, in bounded peak RSS.
 func TestMergeHostFilesBounded(t *testing.T) {
-	host := filepath.Join(t.TempDir(), "host.jsonl")
-	f, err := os.Create(host)
+	host := writeHostReads(t, 200_000, func(i int) string { return fmt.Sprintf("/var/tmp/f/%d", i) })
+	runRefused(t, []string{"merge", "--guest", filepath.Join(goldenDir, "ext4.report.jsonl"), "--host", host},
+		fmt.Sprintf("more than %d distinct files", merge.MaxHostFiles), mergeHostFilesBoundBytes)
+}
+
+// writeHostReads writes a host recording of n reads, read i of file
+// path(i).
+func writeHostReads(t *testing.T, n int, path func(i int) string) string {
+	t.Helper()
+	return writeLines(t, func(w *bufio.Writer) {
+		fmt.Fprintln(w, `{"type":"hypervisor","v":1,"clock":"CLOCK_MONOTONIC","start_ns":1}`)
+		for i := range n {
+			fmt.Fprintf(w, `{"type":"hv_io","v":1,"op":"pread64","pid":9,"tid":9,"comm":"qemu","fd":5,"path":%q,"dev":"8:0","ino":%d,"fs":"ext4","o_direct":false,"start_ns":%d,"end_ns":%d,"ret":4096}`+"\n",
+				path(i), i, i*1000+10, i*1000+20)
+		}
+	})
+}
+
+// writeLines writes what fill writes to a file of the test's and returns
+// its name.
+func writeLines(t *testing.T, fill func(w *bufio.Writer)) string {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "rec.jsonl")
+	f, err := os.Create(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	fmt.Fprintln(w, `{"type":"hypervisor","v":1,"clock":"CLOCK_MONOTONIC","start_ns":1}`)
-	for i := range 200_000 {
-		fmt.Fprintf(w, `{"type":"hv_io","v":1,"op":"pread64","pid":9,"tid":9,"comm":"qemu","fd":5,"path":"/var/tmp/f/%d","dev":"8:0","ino":%d,"fs":"ext4","o_direct":false,"start_ns":%d,"end_ns":%d,"ret":4096}`+"\n",
-			i, i, i*1000+10, i*1000+20)
-	}
+	fill(w)
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return name
+}
+
+// mergeHostPathBoundBytes bounds the peak RSS of `merge` refusing a host
+// recording whose paths are longer than PATH_MAX (merge.MaxHostPath).
+// Measured (this test binary as etcdscope, 2026-12-06, 2 cores shared):
+// 3 runs, 25-26 MiB: a 59% margin. Before, every path was held: 1,024
+// paths of 140 KB 166 MiB in 3 runs (exit 2 only at the end, "nothing to
+// merge"), and 4,096 of them 588 MiB (etcdscope binary, one run).
+const mergeHostPathBoundBytes = 64 << 20
+
+// TestMergeHostPathBounded: a host recording of 1,024 files whose paths
+// are 140 KB long (no path /proc/PID/fd gives) is refused with exit 2 and
+// one line at its first long path, in bounded peak RSS.
+func TestMergeHostPathBounded(t *testing.T) {
+	pad := strings.Repeat("p", 140_000)
+	host := writeHostReads(t, 1024, func(i int) string { return fmt.Sprintf("/%d%s", i, pad) })
 	runRefused(t, []string{"merge", "--guest", filepath.Join(goldenDir, "ext4.report.jsonl"), "--host", host},
-		fmt.Sprintf("more than %d distinct files", merge.MaxHostFiles), mergeHostFilesBoundBytes)
+		fmt.Sprintf("more than %d: give a recording from etcdscope hypervisor", merge.MaxHostPath), mergeHostPathBoundBytes)
 }
 
 // runRefused runs etcdscope args (this test binary) and fails the test
