@@ -99,6 +99,10 @@ type CommitOptions struct {
 	OnFollowerEntry func(commit.FollowerSplit)
 	// OnWrite receives every finished write, in the order they finished.
 	OnWrite func(*commit.Write, commit.Names) error
+	// OnMember, when set with Endpoints, receives etcd's cluster id, the
+	// traced member's id and the members' names once they are known (at
+	// the start; not called when the member cannot be asked).
+	OnMember func(cluster, member uint64, names commit.Names)
 }
 
 // CommitResult is what a run found.
@@ -191,6 +195,15 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 			return nil, fmt.Errorf("--etcd-endpoints: %w (give the client URL of the member with pid %d)", err, opt.PID)
 		}
 		res.Role = roleOf(res.LocalID, res.LeaderID)
+		if opt.OnMember != nil {
+			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			st, err := cli.Status(sctx, local)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("--etcd-endpoints: status of %s: %w", local, etcdinfo.ExplainTLS(err))
+			}
+			opt.OnMember(st.Header.ClusterId, res.LocalID, maps.Clone(res.Cluster.Names))
+		}
 	}
 	entries := opt.Entries
 	if entries == nil {
