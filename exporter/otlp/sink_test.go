@@ -224,3 +224,35 @@ func TestSinkCollectorDown(t *testing.T) {
 		t.Errorf("queue drops %d, no term %d: want the writes past the queue counted", s.droppedQueue.Load(), s.writesNoTerm.Load())
 	}
 }
+
+// TestSinkMinDuration: under --otlp-min-duration each member judges its
+// own part: here the leader's replication (530 µs) and m3's entry
+// (730 µs) pass 500 µs, m2's entry (330 µs) does not.
+func TestSinkMinDuration(t *testing.T) {
+	r, addr := startReceiver(t)
+	names := commit.Names{1: "m1", 2: "m2", 3: "m3"}
+	logs := threeMembers(10, 11)
+	for _, id := range []uint64{1, 2, 3} {
+		s, err := New(Config{Endpoint: addr, Insecure: true, Sampling: Sampling{MinNs: 500_000}}, logs[id])
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.nowNs = func() uint64 { return 1 << 62 }
+		s.SetCluster(1, id, names)
+		s.Start()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		s.Shutdown(ctx)
+		cancel()
+		want := map[uint64]uint64{1: 2, 2: 0, 3: 2}[id]
+		if got := s.entriesExported.Load(); got != want || s.entriesSkipped.Load() != 2-want {
+			t.Errorf("m%d: %d entries exported, %d skipped: want %d exported", id, got, s.entriesSkipped.Load(), want)
+		}
+	}
+	members := map[string]int{}
+	for _, g := range r.spans {
+		members[g.member]++
+	}
+	if len(members) != 2 || members["1"] != 2*5 || members["3"] != 2*5 {
+		t.Errorf("spans by member %v: want 10 of m1, 10 of m3", members)
+	}
+}
