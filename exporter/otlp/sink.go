@@ -132,6 +132,7 @@ func New(cfg Config, entries *commit.EntryLog) (*Sink, error) {
 	if cfg.Insecure {
 		opts = append(opts, otlptracegrpc.WithInsecure())
 	}
+	quietSDK.Do(func() { otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {})) })
 	inner, err := otlptracegrpc.New(context.Background(), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("otlp exporter: %w", err)
@@ -450,8 +451,6 @@ func (c *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 // handler: the failure itself is counted and logged above.
 var errExported = errors.New("otlp export failed (counted)")
 
-func init() {
-	// The SDK's failures are counted and logged by countingExporter;
-	// without this its global handler would log each one.
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
-}
+// quietSDK: the SDK's failures are counted and logged by
+// countingExporter; without this otel's global handler would log each one.
+var quietSDK sync.Once

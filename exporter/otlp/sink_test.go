@@ -186,7 +186,10 @@ func TestSinkThreeAgents(t *testing.T) {
 }
 
 // TestSinkCollectorDown: a collector that is not there costs the trace
-// path nothing, the loss is counted, and Shutdown keeps to its bound.
+// path nothing: with a tiny span queue the sink's goroutine soon waits on
+// the exporter, the writes past the sink's queue are dropped and
+// counted, the failed exports are counted, and Shutdown keeps to its
+// bound.
 func TestSinkCollectorDown(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -194,20 +197,19 @@ func TestSinkCollectorDown(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	logs := threeMembers(10, 11)
-	s, err := New(Config{Endpoint: addr, Insecure: true, Timeout: 300 * time.Millisecond}, logs[2])
+	s, err := New(Config{Endpoint: addr, Insecure: true, QueueSpans: 8, Timeout: 300 * time.Millisecond}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.nowNs = func() uint64 { return 1 << 62 }
 	s.SetCluster(1, 2, commit.Names{1: "m1", 2: "m2", 3: "m3"})
 	s.Start()
 	start := time.Now()
-	for i := 0; i < 2*maxWrites; i++ {
-		s.Write(&commit.Write{Index: 10, StartNs: 1, EndNs: 2})
+	const writes = 4 * maxWrites
+	for i := 0; i < writes; i++ {
+		s.Write(&commit.Write{Index: 10, StartNs: 1, EndNs: 2, Entry: &commit.Entry{Term: 2, Index: 10}})
 	}
 	if d := time.Since(start); d > 100*time.Millisecond {
-		t.Errorf("%d writes handed over in %v: the trace path waited", 2*maxWrites, d)
+		t.Errorf("%d writes handed over in %v: the trace path waited", writes, d)
 	}
 	time.Sleep(1500 * time.Millisecond) // a batch is exported and fails
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
@@ -220,9 +222,14 @@ func TestSinkCollectorDown(t *testing.T) {
 	if s.exp.failed.Load() == 0 || s.exp.exported.Load() != 0 {
 		t.Errorf("exported %d, failed %d: want the failures counted", s.exp.exported.Load(), s.exp.failed.Load())
 	}
-	if s.droppedQueue.Load()+s.writesNoTerm.Load() < maxWrites {
-		t.Errorf("queue drops %d, no term %d: want the writes past the queue counted", s.droppedQueue.Load(), s.writesNoTerm.Load())
+	// The span queue (8) and one export batch (the SDK's 512) take about
+	// 520 writes before the goroutine waits on the export (300 ms, longer
+	// than the hand-over above); the sink's queue holds maxWrites more:
+	// ~2550 dropped (12 runs: 2554-3072); the bound allows 2048.
+	if d := s.droppedQueue.Load(); d < writes/2 || s.writesNoTerm.Load() != 0 {
+		t.Errorf("%d of %d writes dropped at the queue (%d without a term): want at least %d", d, writes, s.writesNoTerm.Load(), writes/2)
 	}
+	t.Logf("%d writes: %d dropped at the full queue, %d spans made, %d failed to export", writes, s.droppedQueue.Load(), s.spansEnded.Load(), s.exp.failed.Load())
 }
 
 // TestSinkMinDuration: under --otlp-min-duration each member judges its
