@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -73,7 +74,7 @@ exporters:
 // for its query API; it returns the API's base URL and the OTLP gRPC
 // address. Without bin/jaeger the test skips (fails under
 // ETCDSCOPE_REQUIRE_JAEGER=1, which make test-otlp sets).
-func startJaeger(t *testing.T) (query, otlpAddr string) {
+func startJaeger(t *testing.T) (query, otlpAddr string, stop func()) {
 	t.Helper()
 	bin := filepath.Join(testenv.RepoRoot(t), "bin", "jaeger")
 	if _, err := os.Stat(bin); err != nil {
@@ -95,16 +96,19 @@ func startJaeger(t *testing.T) (query, otlpAddr string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	stop = func() {
 		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
 			cmd.Process.Kill()
 			<-done
 		}
+	}
+	t.Cleanup(func() {
+		stop()
 		if t.Failed() {
 			t.Logf("jaeger's log:\n%s", log.String())
 		}
@@ -115,7 +119,7 @@ func startJaeger(t *testing.T) (query, otlpAddr string) {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return query, otlpAddr
+				return query, otlpAddr, stop
 			}
 		}
 		if time.Now().After(deadline) {
@@ -204,10 +208,11 @@ func jaegerTrace(t *testing.T, query, id string) []jaegerSpan {
 // the one the design names (the write, the leader's replication, its
 // vote of each follower, that follower's entry), and each duration the
 // agents' /commit/entries records' and `etcdscope cluster`'s join's, to
-// the microsecond Jaeger keeps.
+// the microsecond Jaeger keeps. Then Jaeger stops, more puts are made,
+// and every agent still exits within 2 s of SIGTERM.
 func TestClusterOTLPJaeger(t *testing.T) {
 	testenv.RequireRoot(t)
-	query, otlpAddr := startJaeger(t)
+	query, otlpAddr, stopJaeger := startJaeger(t)
 	c := etcdtest.Start(t, etcdtest.Options{Members: 3})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -218,12 +223,14 @@ func TestClusterOTLPJaeger(t *testing.T) {
 	const every = 2
 	var agents []string
 	var serves []*server
+	began := time.Now()
 	for _, m := range c.Members {
 		s := startServe(t, "--comm", "etcd", "--commit-pid", strconv.Itoa(m.PID), "--etcd-endpoints", m.ClientURL,
 			"--otlp-endpoint", otlpAddr, "--otlp-insecure", "--otlp-sample-every", strconv.Itoa(every))
 		agents = append(agents, "http://"+s.addr)
 		serves = append(serves, s)
 	}
+	t.Logf("3 agents ready (probes attached) after %v", time.Since(began).Round(time.Millisecond))
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{leader.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
@@ -234,9 +241,11 @@ func TestClusterOTLPJaeger(t *testing.T) {
 		t.Fatal(err)
 	}
 	cluster := st.Header.ClusterId
+	began = time.Now()
 	before := restingCommitIndex(ctx, t, c, leader)
 	const puts = 40
 	lo, hi := putAndSettle(ctx, t, c, leader, agents, before, puts, "otlp")
+	t.Logf("commit index at rest, %d puts made and in every agent's window after %v", puts, time.Since(began).Round(time.Millisecond))
 	windows, err := pipeline.FetchEntryWindows(ctx, agents, lo, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -420,15 +429,34 @@ func TestClusterOTLPJaeger(t *testing.T) {
 			t.Errorf("%s: %.0f spans exported, %.0f dropped: want at least 5 per sampled write, none dropped", c.Members[n].Name, exported, dropped)
 		}
 	}
-	// Every agent exits within 2 s of SIGTERM, its last spans flushed.
+	// The collector goes away; more writes; every agent still exits
+	// within 2 s of SIGTERM (its export to the dead collector cut short),
+	// and the leader's says how many spans it could not export.
+	stopJaeger()
+	lcli, err := clientv3.New(clientv3.Config{Endpoints: []string{leader.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < 10; n++ {
+		if _, err := lcli.Put(ctx, fmt.Sprintf("%sotlp-after-%d", etcdtest.PutKeyPrefix, n), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lcli.Close()
+	time.Sleep(2500 * time.Millisecond) // entries settle (1 s), a batch (1 s) tries the dead collector
 	for n, s := range serves {
 		start := time.Now()
 		s.cmd.Process.Signal(syscall.SIGTERM)
 		err := s.cmd.Wait()
 		d := time.Since(start)
-		t.Logf("%s: serve exited %v after SIGTERM (%v)", c.Members[n].Name, d.Round(time.Millisecond), err)
+		t.Logf("%s: serve exited %v after SIGTERM with the collector gone (%v)", c.Members[n].Name, d.Round(time.Millisecond), err)
 		if d > 2*time.Second || err != nil {
 			t.Errorf("%s: serve took %v to exit on SIGTERM (%v); stderr:\n%s", c.Members[n].Name, d, err, s.stderr.String())
+		}
+		// Its last writes' spans failed to export before the signal
+		// (the once-a-minute line) or were cut short at exit.
+		if c.Members[n] == leader && !strings.Contains(s.stderr.String(), "spans not exported") {
+			t.Errorf("%s (leader): no line on the spans it could not export; stderr:\n%s", c.Members[n].Name, s.stderr.String())
 		}
 	}
 }

@@ -352,7 +352,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 // SpansShutdown bounds the OTLP sink's last export at exit, so that serve
 // still exits within 2 s of SIGINT or SIGTERM.
-const SpansShutdown = 1500 * time.Millisecond
+const SpansShutdown = time.Second
 
 // stopSpans makes the spans of what the sink has left and exports them,
 // for SpansShutdown at most; what it could not is said in one line.
