@@ -93,6 +93,7 @@ func startJaeger(t *testing.T) (query, otlpAddr string, stop func()) {
 	cmd := exec.Command(bin, "--config", "file:"+filepath.Join(dir, "jaeger.yaml"))
 	var log syncBuffer
 	cmd.Stdout, cmd.Stderr = &log, &log
+	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +120,7 @@ func startJaeger(t *testing.T) (query, otlpAddr string, stop func()) {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
+				t.Logf("jaeger's query API up after %v", time.Since(started).Round(time.Millisecond))
 				return query, otlpAddr, stop
 			}
 		}
