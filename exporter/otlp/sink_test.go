@@ -110,6 +110,11 @@ func TestSinkThreeAgents(t *testing.T) {
 		sinks[0].Write(&commit.Write{Index: i, Role: commit.RoleLeader, StartNs: e.SendNs - 200_000, EndNs: e.SendNs + 3_000_000,
 			PartsNs: map[string]int64{commit.PartGRPC: 200_000, commit.PartWALAppend: 3_000_000}, Entry: &e})
 	}
+	// The write of entry 14 ran on m2 (forwarded to the leader): the
+	// root is m2's, and the leader's replication still hangs under it.
+	e14, _ := logs[2].Get(14)
+	sinks[1].Write(&commit.Write{Index: 14, Role: commit.RoleFollower, StartNs: e14.RecvNs - 400_000, EndNs: e14.RespondNs + 100_000,
+		PartsNs: map[string]int64{commit.PartForward: 400_000, commit.PartWALAppend: int64(e14.RespondNs-e14.RecvNs) + 100_000}})
 	for _, s := range sinks {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		if n, err := s.Shutdown(ctx); n != 0 || err != nil {
@@ -142,7 +147,7 @@ func TestSinkThreeAgents(t *testing.T) {
 		// Leader: replicate, wal, fdatasync, 2 votes; each follower:
 		// entry, queue, wal, fdatasync, respond; the write: root + 2.
 		want := 5 + 5 + 5
-		if i == 12 {
+		if i == 12 || i == 14 {
 			want += 3
 		}
 		if len(spans) != want || len(members) != 3 {
@@ -162,13 +167,16 @@ func TestSinkThreeAgents(t *testing.T) {
 			}
 			if len(s.ParentSpanId) == 0 {
 				root++
+				if wantBy := map[uint64]string{12: "1", 14: "2"}[i]; g.member != wantBy || [8]byte(s.SpanId) != [8]byte(SpanID(Key{cluster, 2, i}, 0, PartWrite)) {
+					t.Errorf("entry %d: root %q from member %s, want the write's from %s", i, s.Name, g.member, wantBy)
+				}
 				continue
 			}
-			if _, ok := ids[[8]byte(s.ParentSpanId)]; !ok && !(i != 12 && s.Name == spanNames[PartReplicate]) {
+			if _, ok := ids[[8]byte(s.ParentSpanId)]; !ok && !(i != 12 && i != 14 && s.Name == spanNames[PartReplicate]) {
 				t.Errorf("entry %d span %q (member %s): parent not in the trace", i, s.Name, g.member)
 			}
 		}
-		if (i == 12) != (root == 1) {
+		if (i == 12 || i == 14) != (root == 1) {
 			t.Errorf("entry %d: %d roots", i, root)
 		}
 		// The follower's entry under the leader's vote for it, its
@@ -180,8 +188,8 @@ func TestSinkThreeAgents(t *testing.T) {
 			t.Errorf("entry %d: m2's entry span %v, want under m1's vote of m2, %d ns", i, ent, e2.RespondNs-e2.RecvNs)
 		}
 	}
-	if got := sinks[1].exp.exported.Load(); got != 4*5 {
-		t.Errorf("m2 exported %d spans, want 20", got)
+	if got := sinks[1].exp.exported.Load(); got != 4*5+3 {
+		t.Errorf("m2 exported %d spans, want 23 (4 entries, 1 write)", got)
 	}
 }
 
