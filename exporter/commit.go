@@ -189,9 +189,13 @@ func (c *CommitMetrics) voteLabel(id uint64, names commit.Names) string {
 }
 
 // runCommit traces cfg.Commit's writes into c until ctx ends: the same run
-// as `etcdscope commit` (pipeline.RunCommit) without a duration, with
+// as `etcdscope commit` (pipeline.RunCommit, in a session of its own that
+// drains and closes cfg.Commit) without a duration, with
 // --etcd-endpoints giving the member names and the role.
 func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *commit.EntryLog, spans *otlp.Sink, logw io.Writer) error {
+	s := pipeline.NewSession(ctx, 0, "")
+	defer s.Close()
+	s.Add("commit", cfg.Commit)
 	opt := pipeline.CommitOptions{
 		PID: cfg.CommitPID, Endpoints: cfg.EtcdEndpoints, TLS: cfg.EtcdTLS,
 		Source: cfg.Commit, Unavailable: cfg.CommitUnavailable, RingBytes: cfg.RingBytes, SampleEvery: cfg.CommitSampleEvery,
@@ -207,7 +211,7 @@ func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *commi
 			return c.ObserveWrite(w, names)
 		}
 	}
-	res, err := pipeline.RunCommit(ctx, opt)
+	res, err := pipeline.RunCommit(s, opt)
 	if err != nil {
 		return err
 	}

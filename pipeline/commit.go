@@ -28,8 +28,8 @@ import (
 )
 
 // CommitSource is the commit tracer as RunCommit reads it
-// (tracer.CommitTracer): events in ring order, its loss counters, Drain to
-// end a blocked Read once the run is over.
+// (tracer.CommitTracer): events in ring order and its counters. The
+// session it was handed to (Session.Add) drains and closes it.
 type CommitSource interface {
 	Read(ev *event.Commit) error
 	Lost() (uint64, error)
@@ -86,8 +86,6 @@ type CommitOptions struct {
 	// SampleEvery: the source follows 1 write in N
 	// (tracer.CommitConfig.SampleEvery), for the result.
 	SampleEvery uint32
-	// Ready is called once the run starts, before the load starts.
-	Ready func()
 	// Entries, when set, keeps this member's per-entry records (a
 	// follower's receive, WAL Save and answer; the leader's send and the
 	// followers' acks) for a reader beside the run (serve's
@@ -153,11 +151,15 @@ type CommitResult struct {
 	syncWins   []commit.SyncWindow // the writes' (*WAL).sync windows, for the join
 }
 
-// RunCommit traces the writes of etcd process opt.PID until opt.Duration
-// passes or ctx ends. When etcd's functions cannot be probed (another
+// RunCommit traces the writes of etcd process opt.PID in session s until
+// opt.Duration passes (counted from when the cluster is known), s's
+// context ends or the process exits. The caller opened opt.Source and
+// opt.Syncs and handed them to s (Session.Add), which drains and closes
+// them; RunCommit runs the phases: Ready, Go (the readers), Wait (the
+// role poll), Finish. When etcd's functions cannot be probed (another
 // architecture, a build without them) it falls back to the kernel-only
 // model from etcd's metrics (Source "model"), if Endpoints are given.
-func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
+func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 	res := &CommitResult{Source: commit.SourceUprobes, Report: commit.NewReport(), Cluster: commit.ClusterState{Names: commit.Names{}},
 		SampleEvery: max(opt.SampleEvery, 1)}
 	notice := func(format string, args ...any) {
@@ -167,40 +169,27 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 	}
 
 	// The cluster: members, this member, the leader.
-	var cli *clientv3.Client
-	var local string
+	var cl *etcdinfo.Cluster
 	var members []etcdmetric.Member
 	if len(opt.Endpoints) > 0 {
 		var err error
-		cli, err = clientv3.New(clientv3.Config{Endpoints: opt.Endpoints, TLS: opt.TLS, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-		if err != nil {
-			return nil, fmt.Errorf("etcd client: %w", err)
+		if cl, err = etcdinfo.Discover(s.Context(), opt.Endpoints, opt.TLS, opt.PID); err != nil {
+			return nil, err
 		}
-		defer cli.Close()
-		mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		members, _, err = etcdinfo.Members(mctx, opt.Endpoints, opt.TLS)
-		cancel()
-		if errors.Is(err, etcdinfo.ErrUnreachable) {
-			return nil, err // names the flag and what to check
-		}
-		if err != nil && !errors.Is(err, etcdinfo.ErrLeaderUnknown) {
-			return nil, fmt.Errorf("--etcd-endpoints: %w", err)
-		}
+		defer cl.Close()
+		members = cl.Members
 		res.Cluster.Voters = len(members)
 		for _, m := range members {
 			res.Cluster.Names[m.ID] = m.Name
 		}
-		local, res.LocalID, res.LeaderID, res.EtcdVersion, err = etcdinfo.LocalMember(ctx, cli, opt.Endpoints, opt.PID)
-		if err != nil {
-			return nil, fmt.Errorf("--etcd-endpoints: %w (give the client URL of the member with pid %d)", err, opt.PID)
-		}
+		res.LocalID, res.LeaderID, res.EtcdVersion = cl.LocalID, cl.LeaderID, cl.Version
 		res.Role = roleOf(res.LocalID, res.LeaderID)
 		if opt.OnMember != nil {
-			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			st, err := cli.Status(sctx, local)
+			sctx, cancel := context.WithTimeout(s.Context(), 5*time.Second)
+			st, err := cl.Client.Status(sctx, cl.Local)
 			cancel()
 			if err != nil {
-				return nil, fmt.Errorf("--etcd-endpoints: status of %s: %w", local, etcdinfo.ExplainTLS(err))
+				return nil, fmt.Errorf("--etcd-endpoints: status of %s: %w", cl.Local, etcdinfo.ExplainTLS(err))
 			}
 			opt.OnMember(st.Header.ClusterId, res.LocalID, maps.Clone(res.Cluster.Names))
 		}
@@ -213,17 +202,13 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 	entries.SetNames(res.Cluster.Names)
 	// The window starts once the cluster is known: a slow member list
 	// must neither eat into --duration nor be cut short by it.
-	if opt.Duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opt.Duration)
-		defer cancel()
-	}
+	s.Limit(opt.Duration)
 	// The run also ends, at once, when the traced process exits: what
 	// it traced is the report (a restarted etcd is another process).
-	ctx, endRun := context.WithCancel(ctx)
+	ctx, endRun := context.WithCancel(s.Context())
 	defer endRun()
 	target := watchTarget(ctx, opt.PID, endRun)
-	startScrape, startErr := scrapeAll(ctx, members, opt, cli)
+	startScrape, startErr := scrapeAll(ctx, members, opt, cl)
 
 	j := commit.NewJoiner(commit.Config{Role: res.Role, Voters: res.Cluster.Voters})
 	asm := commit.NewAssembler() // for the raw firings (opt.Raw)
@@ -246,25 +231,21 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 		}
 		slices.Sort(res.Unavailable)
 	}
-	if opt.Ready != nil {
-		opt.Ready()
+	if err := s.Ready(); err != nil {
+		return nil, err
 	}
 
 	// The reader: events -> joiner -> sinks.
-	var wg sync.WaitGroup
-	var readErr error
 	var mu sync.Mutex            // guards the joiner's role and res.Report against the role poller
 	var syncScheds []event.Sched // CommitSched records: the WAL sync threads' states
 	if tr != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		s.Go(func() error {
 			var out []commit.Write
 			var recs []event.Commit
 			var done []commit.FollowerSplit
 			// The loop every tracer shares: decode errors are counted
 			// (res.DecodeErrors) and the run goes on.
-			readErr = run(tr.Read, &res.decodeErrors, nil, func(ev *event.Commit) (bool, error) {
+			readErr := run(tr.Read, &res.decodeErrors, nil, func(ev *event.Commit) (bool, error) {
 				mu.Lock()
 				defer mu.Unlock()
 				if ev.Kind == event.CommitSched {
@@ -294,28 +275,27 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 				return false, deliver(out, res, opt, entries)
 			})
 			mu.Lock()
-			readErr = errors.Join(readErr, deliver(j.Flush(out[:0]), res, opt, entries))
-			mu.Unlock()
-		}()
+			defer mu.Unlock()
+			return errors.Join(readErr, deliver(j.Flush(out[:0]), res, opt, entries))
+		})
 	}
 
 	// The fsync tracer's reader: etcd's fsync calls, split into layers.
-	var syncWG sync.WaitGroup
-	var syncErr error
 	var calls syncCalls
 	if tr != nil && opt.Syncs != nil {
-		syncWG.Add(1)
-		go func() {
-			defer syncWG.Done()
+		s.Go(func() error {
 			p := NewFsync(FsyncConfig{Sched: true, Sinks: []FsyncSink{&calls}})
-			syncErr = p.Run(opt.Syncs)
-		}()
+			if err := p.Run(opt.Syncs); err != nil {
+				return fmt.Errorf("fsync tracer: %w", err)
+			}
+			return nil
+		})
 	}
 
 	// The load, and the role poller (a leader change changes the split).
 	var loadWG sync.WaitGroup
 	if opt.LoadPerSec > 0 {
-		lcli, err := clientv3.New(clientv3.Config{Endpoints: []string{local}, TLS: opt.TLS, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		lcli, err := clientv3.New(clientv3.Config{Endpoints: []string{cl.Local}, TLS: opt.TLS, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 		if err == nil {
 			defer lcli.Close()
 			res.Load, err = workload.NewLoad(ctx, lcli, opt.LoadPerSec, opt.Duration)
@@ -325,35 +305,28 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 			notice("load not started: %v", err)
 		} else {
 			notice("%s", res.Load.Describe())
-			loadWG.Add(1)
-			go func() { defer loadWG.Done(); res.Load.Run(ctx) }()
+			loadWG.Go(func() { res.Load.Run(ctx) })
 		}
 	}
-	if cli != nil {
-		t := time.NewTicker(5 * time.Second)
-	poll:
-		for {
-			select {
-			case <-ctx.Done():
-				break poll
-			case <-t.C:
-				sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				st, err := cli.Status(sctx, local)
-				cancel()
-				if err == nil && st.Leader != res.LeaderID {
-					mu.Lock()
-					res.LeaderID, res.Role = st.Leader, roleOf(res.LocalID, st.Leader)
-					j.SetRole(res.Role)
-					mu.Unlock()
-					notice("leader changed to %s: this member is now %s", res.Cluster.Names.Of(st.Leader), res.Role)
-				}
+	wait := WaitOptions{Done: ctx.Done()}
+	if cl != nil {
+		wait.Every, wait.Tick = rolePollEvery, func() {
+			leader, err := cl.Leader(ctx, rolePollEvery)
+			if err == nil && leader != res.LeaderID {
+				mu.Lock()
+				res.LeaderID, res.Role = leader, roleOf(res.LocalID, leader)
+				j.SetRole(res.Role)
+				mu.Unlock()
+				notice("leader changed to %s: this member is now %s", res.Cluster.Names.Of(leader), res.Role)
 			}
 		}
-		t.Stop()
-	} else {
-		<-ctx.Done()
 	}
+	waitErr := s.Wait(wait)
+	endRun() // the load and a poll in progress stop with the loop phase
 	loadWG.Wait()
+	if waitErr != nil {
+		return nil, waitErr
+	}
 	res.Target = target()
 
 	// The finish, bounded whatever etcd does (a stopped etcd answers
@@ -383,24 +356,32 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 	var endScrape map[uint64]map[string]*dto.MetricFamily
 	var endErr error
 	if startScrape != nil && !res.Target.Exited && !stoppedAtEnd {
-		fin.Go(func() { endScrape, endErr = scrapeAll(fctx, members, opt, cli) })
+		fin.Go(func() { endScrape, endErr = scrapeAll(fctx, members, opt, cl) })
 	}
 	if tr != nil {
-		// Let the last writes' events arrive, then read what is left.
+		// Let the last writes' events arrive before the drain.
 		time.Sleep(200 * time.Millisecond)
-		if err := tr.Drain(); err != nil {
-			return nil, err
-		}
-		wg.Wait()
-		if readErr != nil {
-			return nil, readErr
+	}
+	// Drain, wait for the readers, read the counters, close.
+	err := s.Finish(func() {
+		if tr == nil {
+			return
 		}
 		res.Lost, _ = tr.Lost()
 		res.Missed = tr.Missed()
-		res.DecodeErrors = res.decodeErrors.Load()
 		var kdropped uint64
 		res.WritesSeen, res.WritesSampled, kdropped, _ = tr.Writes()
 		res.Dropped = j.Dropped + asm.Dropped + int(kdropped)
+		if opt.Syncs != nil {
+			res.SyncLost, _ = opt.Syncs.Lost()
+			res.SyncMissed = opt.Syncs.Missed()
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if tr != nil {
+		res.DecodeErrors = res.decodeErrors.Load()
 		if res.Role == commit.RoleLeader {
 			var fol []uint64
 			for _, m := range members {
@@ -411,15 +392,6 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 			res.Cluster.Down = j.Silent(fol)
 		}
 		if opt.Syncs != nil {
-			if err := opt.Syncs.Drain(); err != nil {
-				return nil, err
-			}
-			syncWG.Wait()
-			if syncErr != nil {
-				return nil, fmt.Errorf("fsync tracer: %w", syncErr)
-			}
-			res.SyncLost, _ = opt.Syncs.Lost()
-			res.SyncMissed = opt.Syncs.Missed()
 			res.SyncCalls = calls.fsyncs()
 			res.Report.AddCauses(commit.JoinSyncs(res.syncWins, calls.calls, syncScheds))
 		}
@@ -450,6 +422,10 @@ func RunCommit(ctx context.Context, opt CommitOptions) (*CommitResult, error) {
 	}
 	return res, nil
 }
+
+// rolePollEvery is how often a run asks etcd who leads (a leader change
+// changes the split), and how long one question may take.
+const rolePollEvery = 5 * time.Second
 
 // assembled reports whether k is a record the kernel assembled.
 func assembled(k event.CommitKind) bool {
@@ -534,14 +510,14 @@ func roleOf(local, leader uint64) commit.Role {
 // scrapeAll scrapes every member's /metrics on its client URL (etcd
 // serves them there), keyed by member id; nil without members. The error
 // says why no member could be scraped.
-func scrapeAll(ctx context.Context, members []etcdmetric.Member, opt CommitOptions, cli *clientv3.Client) (map[uint64]map[string]*dto.MetricFamily, error) {
-	if cli == nil || len(members) == 0 {
+func scrapeAll(ctx context.Context, members []etcdmetric.Member, opt CommitOptions, cl *etcdinfo.Cluster) (map[uint64]map[string]*dto.MetricFamily, error) {
+	if cl == nil || len(members) == 0 {
 		return nil, nil
 	}
 	out := map[uint64]map[string]*dto.MetricFamily{}
 	mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	ml, err := cli.MemberList(mctx)
+	ml, err := cl.Client.MemberList(mctx)
 	if err != nil {
 		return nil, fmt.Errorf("member list: %w", err)
 	}

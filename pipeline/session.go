@@ -30,7 +30,7 @@ type Stats struct {
 }
 
 // Session is the one lifecycle of a long-running command (fsync, peers,
-// hypervisor):
+// hypervisor, commit, and serve's commit part):
 //
 //	start:  NewSession (the context, --duration), Add each tracer once
 //	        opened, Ready (the --ready-file), Go each data path's loop;
@@ -79,6 +79,18 @@ func NewSession(parent context.Context, duration time.Duration, readyFile string
 // workload or helper of the run should stop on.
 func (s *Session) Context() context.Context { return s.ctx }
 
+// Limit starts the run's clock now: the context also ends d from now (0:
+// no limit). For a run whose window starts after a setup that must not
+// eat into it (commit's member list); call it before Go and Wait.
+func (s *Session) Limit(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, d)
+	outer := s.cancel
+	s.ctx, s.cancel = ctx, func() { cancel(); outer() }
+}
+
 // Add hands an opened tracer to the session, which from now on closes it
 // (once, on every path). name ("" for a command's only tracer) names its
 // ring buffer in a drain error. The returned Stats are filled by Finish.
@@ -96,6 +108,10 @@ func (s *Session) Ready() error {
 	}
 	return nil
 }
+
+// RemoveReady removes the ready file now, from any goroutine: for a
+// process about to exit without Close (a second signal's exit at once).
+func (s *Session) RemoveReady() { s.ready.Remove() }
 
 // Go runs loop, a data path reading one of the tracers until it is
 // drained or closed, on its own goroutine.

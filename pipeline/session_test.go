@@ -280,3 +280,50 @@ func TestSessionTicks(t *testing.T) {
 		t.Error("no tick in 50 ms at 5 ms")
 	}
 }
+
+// TestSessionLimit: Limit starts the run's clock when it is called (a
+// setup before it does not count), and the parent's end still ends it.
+func TestSessionLimit(t *testing.T) {
+	s := NewSession(context.Background(), 0, "")
+	defer s.Close()
+	time.Sleep(60 * time.Millisecond) // a setup longer than the limit
+	start := time.Now()
+	s.Limit(40 * time.Millisecond)
+	if err := s.Wait(WaitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 40*time.Millisecond || d > time.Second {
+		t.Errorf("the loop phase lasted %v after Limit(40ms)", d)
+	}
+
+	parent, cancel := context.WithCancel(context.Background())
+	s2 := NewSession(parent, 0, "")
+	defer s2.Close()
+	s2.Limit(time.Hour)
+	cancel()
+	select {
+	case <-s2.Context().Done():
+	case <-time.After(time.Second):
+		t.Error("the parent's end did not end a limited session")
+	}
+}
+
+// TestSessionRemoveReady: RemoveReady removes the ready file at once (a
+// second signal's exit without Close), and Close after it is harmless.
+func TestSessionRemoveReady(t *testing.T) {
+	ready := filepath.Join(t.TempDir(), "ready")
+	s := NewSession(context.Background(), 0, ready)
+	if err := s.Ready(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(ready); err != nil {
+		t.Fatalf("no ready file after Ready: %v", err)
+	}
+	s.RemoveReady()
+	if _, err := os.Stat(ready); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ready file after RemoveReady: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Error(err)
+	}
+}

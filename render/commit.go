@@ -91,7 +91,8 @@ func commitTable(w io.Writer, run *CommitRun) {
 		if run.EtcdVersion != "" {
 			version = "etcd " + run.EtcdVersion
 		}
-		fmt.Fprintf(w, "no write is split: %s, pid %d: %v; showing etcd's metrics only (this etcdscope follows the writes of v3.5 and v3.6 on amd64)\n", version, run.PID, run.ProbeErr)
+		fmt.Fprintf(w, "no write is split: %s, pid %d: %v\n", version, run.PID, run.ProbeErr)
+		fmt.Fprintln(w, "  showing etcd's metrics only (this etcdscope follows the writes of v3.5 and v3.6 on amd64)")
 	} else {
 		fmt.Fprintf(w, "%d writes traced, %d lost events, %d missed probe runs, %d writes not followed (failed or dropped)\n", rep.Writes, run.Lost, run.Missed, run.Dropped)
 		if run.SampleEvery > 1 {
@@ -111,8 +112,9 @@ func commitTable(w io.Writer, run *CommitRun) {
 		if model {
 			fmt.Fprintf(w, "  a serializable get's round trip p50 %.3f ms warm, %.3f ms from idle\n", float64(l.GetNs.P50)/1e6, float64(l.IdleGetNs.P50)/1e6)
 		} else {
-			fmt.Fprintf(w, "  server-side write p50 %.3f ms; per put, the client's time minus the server's (client, gRPC, transport): p50 %.3f ms over %d paired puts; a serializable get's round trip p50 %.3f ms warm, %.3f ms from idle\n",
-				float64(rep.Total.Summary().P50)/1e6, float64(o.P50)/1e6, o.Count, float64(l.GetNs.P50)/1e6, float64(l.IdleGetNs.P50)/1e6)
+			fmt.Fprintf(w, "  server-side write p50 %.3f ms; per put, the client's time minus the server's (client, gRPC, transport): p50 %.3f ms over %d paired puts\n",
+				float64(rep.Total.Summary().P50)/1e6, float64(o.P50)/1e6, o.Count)
+			fmt.Fprintf(w, "  a serializable get's round trip p50 %.3f ms warm, %.3f ms from idle\n", float64(l.GetNs.P50)/1e6, float64(l.IdleGetNs.P50)/1e6)
 		}
 	}
 	if m := run.Model; m != nil {
@@ -132,8 +134,12 @@ func commitTable(w io.Writer, run *CommitRun) {
 	if model {
 		return
 	}
-	for _, v := range CommitVerdicts(rep, run.Cluster) {
-		fmt.Fprintf(w, "verdict: %s\n", v)
+	for _, v := range rep.Verdicts(run.Cluster) {
+		t := commitVerdict(v, run.Cluster.Names)
+		fmt.Fprintf(w, "verdict: %s\n", t.line)
+		for _, m := range t.more {
+			fmt.Fprintf(w, "  %s\n", m)
+		}
 	}
 }
 
@@ -180,8 +186,8 @@ func commitParts(w io.Writer, run *CommitRun) {
 		fmt.Fprintf(w, "ack of %s after send (RTT + its WAL append): p50 %.3f ms, p99 %.3f ms (%d acks)\n", names.Of(id), float64(sm.P50)/1e6, float64(sm.P99)/1e6, sm.Count)
 	}
 	if c := rep.WALCause; c.Joined+c.Unjoined > 0 {
-		fmt.Fprintf(w, "fsync tracer: %d of etcd's fsync calls split, %d lost events, %d missed probe runs; %d of %d writes' WAL fdatasyncs joined to their call:",
-			run.SyncCalls, run.SyncLost, run.SyncMissed, c.Joined, c.Joined+c.Unjoined)
+		fmt.Fprintf(w, "fsync tracer: %d of etcd's fsync calls split, %d lost events, %d missed probe runs\n", run.SyncCalls, run.SyncLost, run.SyncMissed)
+		fmt.Fprintf(w, "  %d of %d writes' WAL fdatasyncs joined to their call:", c.Joined, c.Joined+c.Unjoined)
 		for _, k := range commit.CauseOrder {
 			if _, ok := c.Ns[k]; ok {
 				fmt.Fprintf(w, " %s %.1f%%", k, 100*c.Share(k))
@@ -250,39 +256,63 @@ func CommitSummary(run *CommitRun) commit.SummaryRecord {
 }
 
 // CommitVerdicts words the report's verdicts (commit.Report.Verdicts),
-// one sentence each, in their order: what the writes waited on, then what
-// qualifies it.
+// one line each, in their order: what the writes waited on, then what
+// qualifies it. The table prints each with its indented details (the
+// split behind it, what to check); the numbers of those details are the
+// summary's own fields.
 func CommitVerdicts(rep *commit.Report, cs commit.ClusterState) []string {
 	var out []string
 	for _, v := range rep.Verdicts(cs) {
-		out = append(out, commitVerdict(v, cs.Names))
+		out = append(out, commitVerdict(v, cs.Names).line)
 	}
 	return out
 }
 
+// CommitVerdictBlocks is CommitVerdicts with each verdict's details (indented lines)
+// after its line, as the table prints them.
+func CommitVerdictBlocks(rep *commit.Report, cs commit.ClusterState) []string {
+	var out []string
+	for _, v := range rep.Verdicts(cs) {
+		t := commitVerdict(v, cs.Names)
+		out = append(out, strings.Join(append([]string{t.line}, t.more...), "\n  "))
+	}
+	return out
+}
+
+// verdictText is one verdict worded: its line (the cause and its number)
+// and the detail lines the table indents under it.
+type verdictText struct {
+	line string
+	more []string
+}
+
+// one is a verdict of a single line, with optional details.
+func one(line string, more ...string) verdictText { return verdictText{line, more} }
+
 // commitMs is a duration in ms with two decimals, as the verdicts print it.
 func commitMs(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 2, 64) + " ms" }
 
-func commitVerdict(v commit.Verdict, names commit.Names) string {
-	const movePoint = "this member is a follower; point writers at the leader, or `etcdctl move-leader` to this member if it is closest to the writers"
+func commitVerdict(v commit.Verdict, names commit.Names) verdictText {
+	const movePoint = "this member is a follower: point writers at the leader, or `etcdctl move-leader` to this member if it is closest to the writers"
 	switch v.Kind {
 	case commit.VerdictNoWrites:
-		return "no write was traced: is anything writing to this member? (--load N/s drives a test load)"
+		return one("no write was traced: is anything writing to this member? (--load N/s drives a test load)")
 	case commit.VerdictWAL:
 		return walVerdict(v)
 	case commit.VerdictQuorum:
 		line := fmt.Sprintf("writes wait on the quorum (%.0f%% of the time): the deciding vote is %s in %d of %d writes", v.SharePct, names.Of(v.Member), v.Count, v.Writes)
 		if v.AckP50Ns >= 0 {
-			line += fmt.Sprintf(" (%s from send to its ack: RTT + its WAL fdatasync, p50)", commitMs(v.AckP50Ns))
+			line += fmt.Sprintf(", %s from send to its ack (p50)", commitMs(v.AckP50Ns))
 		}
+		t := one(line, "the ack's time is the round trip to it and its WAL fdatasync")
 		if len(v.Down) > 0 {
 			var down []string
 			for _, d := range v.Down {
 				down = append(down, names.Of(d))
 			}
-			line += fmt.Sprintf("; it is a deciding vote because %s sent no ack (down or partitioned)", strings.Join(down, ", "))
+			t.more = append(t.more, fmt.Sprintf("it is a deciding vote because %s sent no ack (down or partitioned)", strings.Join(down, ", ")))
 		}
-		return line
+		return t
 	case commit.VerdictForward:
 		p50 := func(ns int64) string {
 			if ns < 0 {
@@ -292,53 +322,67 @@ func commitVerdict(v commit.Verdict, names commit.Names) string {
 		}
 		f := v.Forward
 		if f.Follower {
-			return fmt.Sprintf("writes wait on forwarding to the leader (%.0f%% of the time: forward p50 %s to the leader and back with the entry, then quorum_wait p50 %s for the leader's quorum and its commit notice): %s",
-				v.SharePct, p50(f.ForwardP50Ns), p50(f.QuorumWaitP50Ns), movePoint)
+			return one(fmt.Sprintf("writes wait on forwarding to the leader (%.0f%% of the time): forward p50 %s, then quorum_wait p50 %s", v.SharePct, p50(f.ForwardP50Ns), p50(f.QuorumWaitP50Ns)),
+				"forward: to the leader and back with the entry; quorum_wait: the leader's quorum and its commit notice", movePoint)
 		}
-		return fmt.Sprintf("writes wait on forwarding to the leader (%.0f%% of the time, p50 %s): %s", v.SharePct, p50(f.ForwardP50Ns), movePoint)
+		return one(fmt.Sprintf("writes wait on forwarding to the leader (%.0f%% of the time, p50 %s)", v.SharePct, p50(f.ForwardP50Ns)), movePoint)
 	case commit.VerdictApply:
-		return fmt.Sprintf("writes wait on apply (%s, %.0f%% of the time): the backend (bbolt) commit or a long apply queue; check etcd_disk_backend_commit_duration_seconds and large range/txn requests", v.Part, v.SharePct)
+		return one(fmt.Sprintf("writes wait on apply (%s, %.0f%% of the time): the backend (bbolt) commit or a long apply queue", v.Part, v.SharePct),
+			"check etcd_disk_backend_commit_duration_seconds and large range/txn requests")
 	case commit.VerdictScheduling:
-		return fmt.Sprintf("writes wait in etcd's own scheduling (%s, %.0f%% of the time): the CPU is busy; check the member's CPU and GOMAXPROCS", v.Part, v.SharePct)
+		return one(fmt.Sprintf("writes wait in etcd's own scheduling (%s, %.0f%% of the time): the CPU is busy", v.Part, v.SharePct), "check the member's CPU and GOMAXPROCS")
 	case commit.VerdictCPUWait:
-		return fmt.Sprintf("etcd waits for a CPU: its WAL fdatasync calls (%d split by the fsync tracer) spent %.0f%% of their time runnable with no I/O in flight (run-queue wait or the cgroup's CPU throttling): check the member's CPU quota and what else runs on its CPUs",
-			v.WALCause.Joined, 100*v.WALCause.Share(commit.CauseCPUWait))
+		return one(fmt.Sprintf("etcd waits for a CPU: its WAL fdatasync calls (%d split by the fsync tracer) spent %.0f%% of their time runnable with no I/O in flight",
+			v.WALCause.Joined, 100*v.WALCause.Share(commit.CauseCPUWait)), cpuCheck)
 	case commit.VerdictDecider:
-		return fmt.Sprintf("quorum's deciding vote: %s in %d of %d writes", names.Of(v.Member), v.Count, v.Writes)
+		return one(fmt.Sprintf("quorum's deciding vote: %s in %d of %d writes", names.Of(v.Member), v.Count, v.Writes))
 	case commit.VerdictBatched:
-		return fmt.Sprintf("%d of %d writes shared a WAL append with other writes (one Raft Ready): their WAL parts are the batch's", v.Count, v.Writes)
+		return one(fmt.Sprintf("%d of %d writes shared a WAL append with other writes (one Raft Ready): their WAL parts are the batch's", v.Count, v.Writes))
 	case commit.VerdictIncomplete:
-		return fmt.Sprintf("%d of %d writes could not be followed through every step (see \"missing\" in --output json)", v.Count, v.Writes)
+		return one(fmt.Sprintf("%d of %d writes could not be followed through every step (see \"missing\" in --output json)", v.Count, v.Writes))
 	}
-	return fmt.Sprintf("verdict kind %d", v.Kind) // a kind added to analysis/commit and not yet worded here
+	return one(fmt.Sprintf("verdict kind %d", v.Kind)) // a kind added to analysis/commit and not yet worded here
 }
+
+// cpuCheck is what to check when the WAL fdatasync waited for a CPU
+// (docs/commit.md says why runnable time with no I/O in flight is that).
+const cpuCheck = "run-queue wait or the cgroup's CPU throttling: check the member's CPU quota (cpu.max; nr_throttled in cpu.stat) and what else runs on its CPUs"
 
 // walVerdict says what the WAL append waited on: by the fsync tracer's
 // split of its fdatasync calls where it ran (the disk's layers, or a CPU:
 // a thread runnable inside the syscall with no I/O in flight), else the
 // disk, pointing at `etcdscope fsync`.
-func walVerdict(v commit.Verdict) string {
+func walVerdict(v commit.Verdict) verdictText {
 	wal := v.WAL
 	head := fmt.Sprintf("WAL append p50 %s of %s per write (fdatasync p50 %s, %.0f%% of the time)", commitMs(wal.P50Ns), commitMs(wal.TotalP50Ns), commitMs(wal.SyncP50Ns), v.SharePct)
 	if !wal.CauseKnown {
-		return "writes wait on the local disk: " + head + ": run `etcdscope fsync --comm etcd` for its device flush, journal and queue layers"
+		return one("writes wait on the local disk: "+head, "run `etcdscope fsync --comm etcd` for its device flush, journal and queue layers")
 	}
 	c := &v.WALCause
 	pct := func(k commit.Cause) string { return fmt.Sprintf("%.0f%%", 100*c.Share(k)) }
-	split := fmt.Sprintf("(*WAL).sync of %d writes split per call (the fsync tracer's layers, the thread's scheduler states): disk %.0f%% (device flush %s, journal %s, block queue %s, data writeback %s, write(2) waits %s), waiting for a CPU %s, running in the kernel %s, blocked otherwise %s, outside syscalls (Go) %s",
-		c.Joined, 100*c.DiskShare(), pct(commit.CauseDeviceFlush), pct(commit.CauseJournal), pct(commit.CauseBlockQueue), pct(commit.CauseDataWriteback), pct(commit.CauseWriteWait),
-		pct(commit.CauseCPUWait), pct(commit.CauseRunning), pct(commit.CauseBlocked), pct(commit.CauseOutside))
+	split := []string{
+		fmt.Sprintf("(*WAL).sync of %d writes, split per call: disk %.0f%% (device flush %s, journal %s, block queue %s, data writeback %s, write(2) waits %s)",
+			c.Joined, 100*c.DiskShare(), pct(commit.CauseDeviceFlush), pct(commit.CauseJournal), pct(commit.CauseBlockQueue), pct(commit.CauseDataWriteback), pct(commit.CauseWriteWait)),
+		fmt.Sprintf("and off the disk: waiting for a CPU %s, running in the kernel %s, blocked otherwise %s, outside syscalls (Go) %s",
+			pct(commit.CauseCPUWait), pct(commit.CauseRunning), pct(commit.CauseBlocked), pct(commit.CauseOutside)),
+	}
+	var line string
 	switch top := wal.Cause; {
 	case top.Disk():
-		return fmt.Sprintf("writes wait on the local disk, most on its %s: %s; %s", strings.ReplaceAll(string(top), "_", " "), head, split)
+		line = fmt.Sprintf("writes wait on the local disk, most on its %s: %s", strings.ReplaceAll(string(top), "_", " "), head)
 	case top == commit.CauseCPUWait:
-		return fmt.Sprintf("writes wait for a CPU, not the disk: %s; %s: runnable with no I/O in flight, in fdatasync or around it (Linux 6.18+ throttles on the return to user space), is run-queue wait or the cgroup's CPU throttling: check the member's CPU quota (cpu.max or cpu.cfs_quota_us; nr_throttled in cpu.stat) and what else runs on its CPUs", head, split)
+		// Linux 6.18+ throttles on the return to user space: the wait can
+		// land around the syscall, not in it (docs/commit.md).
+		return verdictText{"writes wait for a CPU, not the disk: " + head, append(split, cpuCheck)}
 	case top == commit.CauseRunning:
-		return fmt.Sprintf("writes wait on the kernel's own work in the syscalls, on a CPU with no I/O in flight: %s; %s", head, split)
+		line = "writes wait on the kernel's own work in the syscalls, on a CPU with no I/O in flight: " + head
 	case top == commit.CauseBlocked:
-		return fmt.Sprintf("writes wait in the syscalls asleep on something other than the disk's I/O (a lock, a page fault, memory reclaim): %s; %s", head, split)
+		line = "writes wait asleep in the syscalls, not on the disk's I/O: " + head
+		split = append(split, "asleep on something else: a lock, a page fault, memory reclaim")
 	case top == commit.CauseOutside:
-		return fmt.Sprintf("writes wait in (*WAL).sync outside its syscalls, running Go code: %s; %s", head, split)
+		line = "writes wait in (*WAL).sync outside its syscalls, running Go code: " + head
+	default:
+		line = "writes wait in the syscalls with no I/O in flight (the scheduler was not followed): " + head
 	}
-	return fmt.Sprintf("writes wait in the syscalls with no I/O in flight (the scheduler was not followed): %s; %s", head, split)
+	return verdictText{line, split}
 }

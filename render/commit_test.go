@@ -52,7 +52,7 @@ func TestCommitVerdicts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := commit.NewReport()
 			r.Add(&tc.write)
-			v := CommitVerdicts(r, tc.cs)
+			v := CommitVerdictBlocks(r, tc.cs)
 			if len(v) == 0 {
 				t.Fatal("no verdict")
 			}
@@ -109,7 +109,7 @@ func TestCommitCauseVerdicts(t *testing.T) {
 			r := commit.NewReport()
 			r.Add(&tc.w)
 			r.AddCauses(tc.causes)
-			v := CommitVerdicts(r, commit.ClusterState{Voters: 1})
+			v := CommitVerdictBlocks(r, commit.ClusterState{Voters: 1})
 			for _, s := range tc.want {
 				if !strings.Contains(v[0], s) {
 					t.Errorf("verdict %q lacks %q", v[0], s)

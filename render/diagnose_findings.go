@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/diagnose"
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 )
 
 // This file words diagnose's older findings from their typed facts
@@ -107,7 +108,19 @@ func p99Text(p diagnose.P99Facts) string {
 	case diagnose.P99StraddleOver, diagnose.P99StraddleUnder:
 		return fmt.Sprintf("p99 ≈ %s, interpolated in the bucket %s–%s that straddles the %s budget", formatSeconds(e.Value), formatSeconds(e.Lo), formatSeconds(e.Hi), budget)
 	}
-	return "p99 cannot be placed against the budget: " + estimateWhy(e)
+	return "p99 cannot be placed against the budget: " + estimateShort(e)
+}
+
+// estimateShort is estimateWhy's cause alone, for a summary line: the
+// counts behind it are in the finding's uncertainty (estimateWhy).
+func estimateShort(e *etcdmetric.Estimate) string {
+	switch e.Reason {
+	case etcdmetric.EstimateLowerBound:
+		return fmt.Sprintf("no +Inf bucket or _count, so only a lower bound (above %g s)", e.Lo)
+	case etcdmetric.EstimateNoBound:
+		return "no +Inf bucket or _count, so no bound"
+	}
+	return estimateWhy(e)
 }
 
 func wordDisk(f *diagnose.Finding, v diagnose.DiskFacts) {
@@ -162,9 +175,9 @@ func wordSlowMember(f *diagnose.Finding, v diagnose.SlowMemberFacts) {
 }
 
 func wordAlike(f *diagnose.Finding, v diagnose.AlikeFacts) {
-	f.Summary = fmt.Sprintf("%s and %s look like two scrapes of one member: the same %s ladder, every count of %s at least %s's (%.0f more WAL fsyncs)",
-		v.A, v.B, v.WALName, v.B, v.A, v.More)
-	f.Evidence = append(f.Evidence, "neither carries a member identity (etcd_server_id, an instance label, process_start_time_seconds)")
+	f.Summary = fmt.Sprintf("%s and %s look like two scrapes of one member (%.0f more WAL fsyncs in %s)", v.A, v.B, v.More, v.B)
+	f.Evidence = append(f.Evidence, fmt.Sprintf("the same %s ladder, every count of %s at least %s's", v.WALName, v.B, v.A),
+		"neither carries a member identity (etcd_server_id, an instance label, process_start_time_seconds)")
 	f.Uncertainty = diagnose.Notes{"read here as two members, each since its start", "two members' histograms can also look so"}
 	f.Next = "etcdscope diagnose --one-member " + v.A + " " + v.B + "  # if they are one member's: their difference"
 }
@@ -193,8 +206,8 @@ func wordPeer(f *diagnose.Finding, v diagnose.PeerFacts) {
 	}
 	switch m.Verdict {
 	case diagnose.ModesTwo:
-		f.Summary = fmt.Sprintf("two probers, two humps: ≤ %s the kept-alive prober (one RTT plus the answer), (%s–%s] the new-connection prober (connection setup)", formatSeconds(m.LowHi), formatSeconds(m.HighLo), formatSeconds(m.HighHi))
-		f.Evidence = append(f.Evidence, why)
+		f.Summary = fmt.Sprintf("two probers, two humps: ≤ %s the kept-alive prober, (%s–%s] the new-connection prober", formatSeconds(m.LowHi), formatSeconds(m.HighLo), formatSeconds(m.HighHi))
+		f.Evidence = append(f.Evidence, "the kept-alive prober times one RTT plus the answer; the new-connection prober adds the connection's setup", why)
 		if h.HasMean {
 			f.Evidence = append(f.Evidence, fmt.Sprintf("the mean (%s) falls between the humps and reads neither", formatSeconds(h.Mean)))
 		}
@@ -354,7 +367,8 @@ func wordFio(f *diagnose.Finding, v diagnose.FioFacts) {
 	}
 	switch v.Case {
 	case diagnose.FioUnshown:
-		f.Summary = fmt.Sprintf("the job synced (%s) but this output shows no sync latency: it was cut before fio's sync section, or fio is older than 3.5; the write clat it shows is not the fdatasync", run.SyncOption())
+		f.Summary = fmt.Sprintf("the job synced (%s) but this output shows no sync latency; the write clat it shows is not the fdatasync", run.SyncOption())
+		f.Evidence = append(f.Evidence, "the output was cut before fio's sync section, or fio is older than 3.5")
 		if run.WriteP99 > 0 {
 			f.Evidence = append(f.Evidence, "write clat p99 "+d(run.WriteP99)+" (without the fdatasync)")
 		}

@@ -246,11 +246,11 @@ func TestDiagnoseWordedField(t *testing.T) {
 		kind        diagnose.Kind
 		want        []string // substrings of the worded finding
 	}{
-		{"etcd-13455-check-perf-l-xl.txt", "check_perf", diagnose.KindEtcdctl, []string{"FAIL at load l (8000 writes/s by 500 clients, 60 s) on throughput only (6643 writes/s)", "at least 18584 writes/s", "mean put took about 75.3ms (500 / 6643 writes/s)"}},
+		{"etcd-13455-check-perf-l-xl.txt", "check_perf", diagnose.KindEtcdctl, []string{"FAIL at load l on throughput only (6643 writes/s)", "load l (8000 writes/s by 500 clients, 60 s): ", "at least 18584 writes/s", "mean put took about 75.3ms (500 / 6643 writes/s)"}},
 		{"etcd-10609-check-perf-l.txt", "check_perf", diagnose.KindEtcdctl, []string{"1000 puts failed (etcdserver: request timed out)", "1000 × etcdserver: request timed out"}},
-		{"k8s-82067-check-perf-s.txt", "check_perf", diagnose.KindEtcdctl, []string{"load s: the command line has no --load", "slowest put (127ms) took longer than etcd's 100ms heartbeat interval", "a pass at s (150 writes/s) loads the disk lightly"}},
-		{"etcd-9544-wal-p99-ok-tail.prom", "disk_stalls", diagnose.KindMetrics, []string{"WAL fsync stalls of 367535: 354 took over 128.00ms (100ms heartbeat), 48 over 512.00ms (half the 1s election); the p99 is under budget"}},
-		{"weliu-nospace-status.txt", "endpoint_status", diagnose.KindEtcdctl, []string{"172.20.0.18:12379 reports memberID:16386505787103497523 alarm:NOSPACE", "2.2 GB, 102% of the default 2 GiB quota"}},
+		{"k8s-82067-check-perf-s.txt", "check_perf", diagnose.KindEtcdctl, []string{"load s (150 writes/s by 50 clients, 60 s): the command line has no --load", "slowest put (127ms) took longer than etcd's 100ms heartbeat interval", "a pass at s (150 writes/s) loads the disk lightly"}},
+		{"etcd-9544-wal-p99-ok-tail.prom", "disk_stalls", diagnose.KindMetrics, []string{"WAL fsync stalls of 367535: 354 took over 128.00ms, 48 over 512.00ms; the p99 is under budget", "thresholds: 128.00ms: the 100ms heartbeat, 512.00ms: half the 1s election timeout"}},
+		{"weliu-nospace-status.txt", "endpoint_status", diagnose.KindEtcdctl, []string{"172.20.0.18:12379 reports alarm:NOSPACE", "errors: memberID:16386505787103497523 alarm:NOSPACE", "2.2 GB, 102% of the default 2 GiB quota"}},
 		{"etcd-10897-status-health.txt", "endpoint_health", diagnose.KindEtcdctl, []string{"1 of 3 endpoints unhealthy (http://192.168.195.128:2379: context deadline exceeded)"}},
 		{"etcdctl-readme-status.json", "endpoint_status", diagnose.KindEtcdctl, []string{"none of them the leader (they follow fd422379fda50e48, raft term 2)", "127.0.0.1:2379: id 8211f1d0f64f3269, follower, term 2, index 32623"}},
 	}

@@ -59,16 +59,20 @@ func wordFinding(f diagnose.Finding) diagnose.Finding {
 // perfLoadNote says how the run's model is known.
 func perfLoadNote(v diagnose.PerfVerdict) string {
 	r := v.Run
+	load := "load " + r.Load
+	if v.HasProfile && r.Load != "" {
+		load += fmt.Sprintf(" (%d writes/s by %d clients, %.0f s)", v.Profile.Limit, v.Profile.Clients, v.Profile.Duration.Seconds())
+	}
 	switch r.LoadFrom {
 	case diagnose.LoadFlag:
-		return "load " + r.Load + ": --load on the command line"
+		return load + ": --load on the command line"
 	case diagnose.LoadDefault:
-		return "load s: the command line has no --load (check perf's default)"
+		return load + ": the command line has no --load (check perf's default)"
 	case diagnose.LoadThroughput:
 		if r.ThroughputPass {
-			return fmt.Sprintf("load %s: a pass at %d writes/s lies only in %s's (%.0f, %d] writes/s", r.Load, r.Throughput, r.Load, diagnose.PerfThroughputShare*float64(v.Profile.Limit), v.Profile.Limit)
+			return fmt.Sprintf("%s: a pass at %d writes/s lies only in %s's (%.0f, %d] writes/s", load, r.Throughput, r.Load, diagnose.PerfThroughputShare*float64(v.Profile.Limit), v.Profile.Limit)
 		}
-		return fmt.Sprintf("load %s: the only model whose target %d writes/s fails falls short of", r.Load, r.Throughput)
+		return fmt.Sprintf("%s: the only model whose target %d writes/s fails falls short of", load, r.Throughput)
 	}
 	if len(r.Candidates) > 0 {
 		return fmt.Sprintf("load not shown (no command line in the paste): %d writes/s fails at %s", r.Throughput, strings.Join(r.Candidates, " or "))
@@ -80,7 +84,7 @@ func wordPerf(f *diagnose.Finding, v diagnose.PerfVerdict) {
 	r := v.Run
 	at := "at an unknown load"
 	if v.HasProfile && r.Load != "" {
-		at = fmt.Sprintf("at load %s (%d writes/s by %d clients, %.0f s)", r.Load, v.Profile.Limit, v.Profile.Clients, v.Profile.Duration.Seconds())
+		at = "at load " + r.Load // perfLoadNote gives its rate, clients and time
 	} else if len(r.Candidates) > 0 {
 		at = "at load " + strings.Join(r.Candidates, " or ")
 	}
@@ -108,8 +112,9 @@ func wordPerf(f *diagnose.Finding, v diagnose.PerfVerdict) {
 			at, r.Throughput, formatDuration(r.Slowest))
 		f.Evidence = append(f.Evidence, fmt.Sprintf("%d clients that fast would do at least %.0f writes/s: the cluster's latency did not hold them back", v.Profile.Clients, float64(v.Profile.Clients)/r.Slowest.Seconds()))
 	case diagnose.PerfThroughput:
-		f.Summary = fmt.Sprintf("check perf FAIL %s on throughput: %d writes/s; with all %d clients busy the mean put took about %s (%d clients / %d writes/s)",
-			at, r.Throughput, v.Profile.Clients, formatDuration(v.ImpliedMean), v.Profile.Clients, r.Throughput)
+		f.Summary = fmt.Sprintf("check perf FAIL %s on throughput: %d writes/s; with all %d clients busy the mean put took about %s",
+			at, r.Throughput, v.Profile.Clients, formatDuration(v.ImpliedMean))
+		f.Evidence = append(f.Evidence, fmt.Sprintf("the mean put: %d clients / %d writes/s", v.Profile.Clients, r.Throughput))
 	case diagnose.PerfIncomplete:
 		f.Summary = "check perf: no throughput, slowest or stddev line in the paste"
 	}
@@ -162,14 +167,15 @@ func wordStatus(f *diagnose.Finding, v diagnose.StatusVerdict) {
 	case len(v.Leaders) == 0 && v.LeaderElsewhere != "":
 		f.Summary = fmt.Sprintf("endpoint status: %d endpoint(s) answered, none of them the leader (they follow %s, raft term %s)", up, v.LeaderElsewhere, termRange(v))
 	case len(v.Leaders) == 0:
-		f.Summary = fmt.Sprintf("endpoint status: none of the %d endpoints that answered says it leads (raft term %s): the leader is one not asked or not answering, or there is none", up, termRange(v))
+		f.Summary = fmt.Sprintf("endpoint status: none of the %d endpoints that answered says it leads (raft term %s)", up, termRange(v))
+		f.Evidence = append(f.Evidence, "the leader is one not asked or not answering, or there is none")
 	case len(v.Leaders) > 1:
 		f.Summary = fmt.Sprintf("endpoint status: %d endpoints say they lead (%s; raft term %s): one of them has not heard of the newer term", len(v.Leaders), strings.Join(v.Leaders, ", "), termRange(v))
 	default:
 		f.Summary = fmt.Sprintf("endpoint status: %d of %d endpoints answered; leader %s, raft term %s, raft index up to %d", up, len(v.Rows), v.Leaders[0], termRange(v), v.MaxIndex)
 	}
 	for _, a := range v.Alarms {
-		f.Summary += fmt.Sprintf("; %s reports %s", a.Endpoint, a.Errors)
+		f.Summary += fmt.Sprintf("; %s reports %s", a.Endpoint, alarmsOf(a.Errors))
 	}
 	var worst diagnose.Lag
 	for _, l := range v.Behind {
@@ -286,12 +292,15 @@ func wordStalls(f *diagnose.Finding, v diagnose.StallVerdict) {
 		}
 		return fmt.Sprintf("%.0f", c.Count)
 	}
-	parts := []string{fmt.Sprintf("%s took over %s (%s heartbeat)", count(v.OverHeartbeat), formatSeconds(v.OverHeartbeat.Bound), v.Heartbeat)}
+	parts := []string{fmt.Sprintf("%s took over %s", count(v.OverHeartbeat), formatSeconds(v.OverHeartbeat.Bound))}
+	bounds := []string{fmt.Sprintf("%s: the %s heartbeat", formatSeconds(v.OverHeartbeat.Bound), v.Heartbeat)}
 	if c := v.OverHalfElection; c != nil {
-		parts = append(parts, fmt.Sprintf("%s over %s (half the %s election)", count(*c), formatSeconds(c.Bound), v.Election))
+		parts = append(parts, fmt.Sprintf("%s over %s", count(*c), formatSeconds(c.Bound)))
+		bounds = append(bounds, fmt.Sprintf("%s: half the %s election timeout", formatSeconds(c.Bound), v.Election))
 	}
 	if c := v.OverElection; c != nil {
-		parts = append(parts, fmt.Sprintf("%s over %s (election timeout)", count(*c), formatSeconds(c.Bound)))
+		parts = append(parts, fmt.Sprintf("%s over %s", count(*c), formatSeconds(c.Bound)))
+		bounds = append(bounds, fmt.Sprintf("%s: the election timeout", formatSeconds(c.Bound)))
 	}
 	of := ""
 	if v.Observations > 0 {
@@ -301,7 +310,7 @@ func wordStalls(f *diagnose.Finding, v diagnose.StallVerdict) {
 	if v.P99Severity == diagnose.OK {
 		f.Summary += "; the p99 is under budget and does not show them"
 	}
-	f.Evidence = []string{fmt.Sprintf("%s, from the buckets above each threshold", windowText(v.Window))}
+	f.Evidence = []string{fmt.Sprintf("%s, from the buckets above each threshold", windowText(v.Window)), "thresholds: " + strings.Join(bounds, ", ")}
 	f.Uncertainty = diagnose.Notes{fmt.Sprintf("etcd's defaults assumed (--heartbeat-interval %s, --election-timeout %s)", v.Heartbeat, v.Election), "observations between a threshold and the next bucket bound are not counted"}
 	if v.Window == diagnose.WindowSinceStart {
 		f.Uncertainty = append(f.Uncertainty, "one scrape: since the process started, the stalls may be old")
@@ -414,4 +423,20 @@ func wordCounter(f *diagnose.Finding, v diagnose.CounterVerdict) {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s +%.0f", m.Member, v.Counter, m.Increase))
 	}
 	f.Uncertainty = diagnose.Notes{"counter increases between the query's grid points", "a restart between two points loses the counts before it"}
+}
+
+// alarmsOf is the alarms in an endpoint's ERRORS column ("memberID:…
+// alarm:NOSPACE" -> "alarm:NOSPACE"), for the summary; the whole column
+// is the endpoint's evidence line. Errors other than alarms come whole.
+func alarmsOf(errs string) string {
+	var alarms []string
+	for _, f := range strings.FieldsFunc(errs, func(r rune) bool { return r == ' ' || r == ',' }) {
+		if strings.HasPrefix(f, "alarm:") {
+			alarms = append(alarms, f)
+		}
+	}
+	if len(alarms) == 0 {
+		return errs
+	}
+	return strings.Join(alarms, ", ")
 }

@@ -77,17 +77,11 @@ func runCommit(args []string) error {
 	if err := tracer.CheckPrerequisites(); err != nil {
 		return usagef("%v", err)
 	}
-	var ready *safefile.Ready
-	if f.ready != "" {
-		ready = safefile.NewReady(f.ready)
-		defer ready.Remove()
-	}
-	ctx, stop := runContext("commit", func() {
-		if ready != nil {
-			ready.Remove()
-		}
-	})
+	// The session owns the ready file and the tracers from here: it
+	// drains and closes them, and removes the file, on every path.
+	ctx, s, stop := newSession("commit", 0, f.ready) // RunCommit starts --duration's clock
 	defer stop()
+	defer s.Close()
 	// Member names and etcd's own messages reach the output: JSON escapes
 	// DEL and C1, the table every control (render.Terminal).
 	enc := json.NewEncoder(render.JSONText(commitStdout))
@@ -95,20 +89,13 @@ func runCommit(args []string) error {
 		opt.OnWrite = func(w *commit.Write, names commit.Names) error { return enc.Encode(commit.RecordOf(w, names)) }
 	}
 	opt.Notice = func(s string) { fmt.Fprintln(os.Stderr, "etcdscope commit: "+s) }
-	if ready != nil {
-		opt.Ready = func() {
-			if err := ready.Put(strconv.Itoa(os.Getpid()) + "\n"); err != nil {
-				fmt.Fprintf(os.Stderr, "etcdscope commit: --ready-file: %v\n", err)
-			}
-		}
-	}
 	// The tracer is opened here, so that the pipeline loads no BPF: a
 	// binary whose functions cannot be probed leaves opt.Source nil and
 	// the run falls back to the model from etcd's metrics.
 	tr, err := tracer.NewCommit(tracer.CommitConfig{PID: opt.PID, RingBytes: opt.RingBytes, Sched: true, Raw: opt.Raw, SampleEvery: opt.SampleEvery, NoGRPC: !f.grpc})
 	switch {
 	case err == nil:
-		defer tr.Close()
+		s.Add("commit", tr)
 		opt.Source = tr
 		for layer, why := range tr.Unavailable() {
 			opt.Unavailable = append(opt.Unavailable, fmt.Sprintf("%s: %s", layer, why))
@@ -134,11 +121,11 @@ func runCommit(args []string) error {
 		if err != nil {
 			opt.Notice(fmt.Sprintf("fsync tracer: %v: the WAL fdatasync is not split into the disk's layers and CPU waits", err))
 		} else {
-			defer st.Close()
+			s.Add("fsync", st)
 			opt.Syncs = st
 		}
 	}
-	res, err := pipeline.RunCommit(ctx, opt)
+	res, err := pipeline.RunCommit(s, opt)
 	if err != nil && ctx.Err() != nil {
 		return errors.New("interrupted before the run started: nothing traced")
 	}

@@ -231,7 +231,7 @@ func TestCommitVerdictGoldens(t *testing.T) {
 	var b strings.Builder
 	for _, c := range verdictCases() {
 		fmt.Fprintf(&b, "== %s\n", c.name)
-		for _, v := range render.CommitVerdicts(c.rep, c.cs) {
+		for _, v := range render.CommitVerdictBlocks(c.rep, c.cs) {
 			fmt.Fprintf(&b, "%s\n", v)
 		}
 	}

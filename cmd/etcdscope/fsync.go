@@ -283,9 +283,8 @@ const (
 const workloadScratchPrefix = "etcdscope-wal-"
 
 func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
-	ctx, stop := runContext("fsync", nil)
+	_, s, stop := newSession("fsync", f.duration, f.readyFile)
 	defer stop()
-	s := pipeline.NewSession(ctx, f.duration, f.readyFile)
 	defer s.Close()
 	tr, err := tracer.NewFsync(cfg)
 	if err != nil {

@@ -91,9 +91,8 @@ func runHypervisor(args []string) error {
 }
 
 func traceHypervisor(f hvFlags, ring uint32) error {
-	ctx, stop := runContext("hypervisor", nil)
+	_, s, stop := newSession("hypervisor", f.duration, f.ready)
 	defer stop()
-	s := pipeline.NewSession(ctx, f.duration, f.ready)
 	defer s.Close()
 	ft, err := tracer.NewFsync(tracer.FsyncConfig{PID: uint32(f.pid), Comm: f.comm, RingBytes: ring})
 	if err != nil {

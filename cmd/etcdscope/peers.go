@@ -211,8 +211,9 @@ func checkURL(s string) error {
 }
 
 func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error {
-	ctx, stop := runContext("peers", nil)
+	ctx, s, stop := newSession("peers", 0, f.readyFile) // --duration counts from the tracer's start (s.Limit)
 	defer stop()
+	defer s.Close()
 	r := &peersRun{f: f, tlsCfg: tlsCfg, rep: etcdmetric.PeersReport{Port: int(cfg.Port), MetricsURL: f.metricsURL}}
 	if err := r.start(ctx); err != nil {
 		return err
@@ -224,8 +225,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	}
 	defer out.abandon()
 	pp := pipeline.NewPeers(pipeline.PeersConfig{Sinks: out.sinks})
-	s := pipeline.NewSession(ctx, f.duration, f.readyFile)
-	defer s.Close()
+	s.Limit(f.duration) // after the start scrape, which waits up to 5 s for etcd
 	var owners host.SocketOwnerStats
 	st, err := func() (*pipeline.Stats, error) {
 		tr, err := tracer.NewPeers(cfg)

@@ -6,8 +6,11 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
+	"github.com/etcdscope/etcdscope/pipeline"
 	"golang.org/x/sys/unix"
 )
 
@@ -53,4 +56,19 @@ func runContext(cmd string, atHardExit func()) (ctx context.Context, stop func()
 			cancel()
 		})
 	}
+}
+
+// newSession is a long-running command's session under runContext: its
+// ready file is removed by a second signal's exit at once too. ctx is
+// runContext's (it ends at a signal only); defer stop, then s.Close.
+func newSession(cmd string, duration time.Duration, readyFile string) (ctx context.Context, s *pipeline.Session, stop func()) {
+	var sp atomic.Pointer[pipeline.Session]
+	ctx, stop = runContext(cmd, func() {
+		if s := sp.Load(); s != nil {
+			s.RemoveReady()
+		}
+	})
+	s = pipeline.NewSession(ctx, duration, readyFile)
+	sp.Store(s)
+	return ctx, s, stop
 }

@@ -28,7 +28,6 @@ var longLiteralsLeft = map[string]struct {
 	n   int
 	why string
 }{
-	"render/commit.go":      {3, "commit's CPU-wait verdicts; the commit path's owner cuts them"},
 	"report/merge.go":       {1, "a paragraph of the HTML page, which the browser wraps"},
 	"report/report.go":      {1, "a paragraph of the HTML page, which the browser wraps"},
 	"cmd/etcdscope/help.go": {1, "diagnose's synopsis: every flag of a command line"},
