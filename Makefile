@@ -22,7 +22,7 @@ IMAGE         ?= localhost/etcdscope:$(or $(VERSION),devel)
 IMAGE_BUILDER ?= $(shell command -v buildah || command -v podman || command -v docker)
 
 N ?= 10
-.PHONY: flake-hunt fresh-root all build install generate test test-go vmtest vmtest-kernels scenario scenarios demo etcd etcd35 bench clean check-generate deps promtool prometheus prometheusrule image image-test fuzz kubelet node-test
+.PHONY: flake-hunt fresh-root all build install generate test test-go vmtest vmtest-kernels scenario scenarios demo etcd etcd35 bench clean check-generate deps promtool prometheus prometheusrule image image-test fuzz kubelet node-test jaeger test-otlp
 
 all: build
 
@@ -135,6 +135,30 @@ bin/promtool:
 prometheus: bin/prometheus
 bin/prometheus:
 	GOBIN=$(CURDIR)/bin $(GO) install -tags remove_all_sd github.com/prometheus/prometheus/cmd/prometheus@$(PROMTOOL_VERSION)
+
+# jaeger: Jaeger's all-in-one (`cmd/jaeger`, the OpenTelemetry Collector
+# based Jaeger v2 of the Go module github.com/jaegertracing/jaeger v1.75.0),
+# built from the Go module proxy in its own module (tools/jaeger: a `tool`
+# directive, so Jaeger's dependencies stay out of etcdscope's go.mod), for
+# e2e's TestClusterOTLPJaeger (make test-otlp): the collector the agents'
+# spans go to, and whose query API the test reads them back from. On 2
+# shared cores (2026-12-06): 25 s to download the modules, 7m31s to build
+# with them cached and an empty build cache (load average 5-12 from other
+# jobs), 9 s with both caches warm. Too slow for test-go (Prometheus, its
+# model, adds ~2.5 min cold): its test skips without bin/jaeger.
+JAEGER_DIR := tools/jaeger
+JAEGER_VERSION = $(shell sed -n 's/^[[:space:]]*github.com\/jaegertracing\/jaeger \(v[^ ]*\).*$$/\1/p' $(JAEGER_DIR)/go.mod)
+jaeger: bin/jaeger
+bin/jaeger: $(JAEGER_DIR)/go.mod $(JAEGER_DIR)/go.sum
+	cd $(JAEGER_DIR) && CGO_ENABLED=0 $(GO) build -trimpath \
+		-ldflags "-X github.com/jaegertracing/jaeger/internal/version.latestVersion=$(JAEGER_VERSION)" \
+		-o ../../bin/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
+
+# test-otlp runs the OTLP traces' test against a real Jaeger (root; ~1 min
+# once bin/jaeger is built): three etcd members on loopback, an agent with
+# --otlp-endpoint on each, the traces read back from Jaeger's query API.
+test-otlp: build etcd jaeger
+	ETCDSCOPE_REQUIRE_BPF=1 $(GO) test -count=1 -run 'TestClusterOTLPJaeger' -v ./e2e
 
 # prometheusrule regenerates deploy/prometheusrule.yaml (Prometheus
 # Operator) from deploy/alerts.yaml; go test ./deploy fails when they differ.

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/etcdscope/etcdscope/analysis/commit"
+	"github.com/etcdscope/etcdscope/exporter/otlp"
 	"github.com/etcdscope/etcdscope/pipeline"
 )
 
@@ -191,16 +192,26 @@ func (c *CommitMetrics) voteLabel(id uint64, names commit.Names) string {
 // as `etcdscope commit` (pipeline.RunCommit, in a session of its own that
 // drains and closes cfg.Commit) without a duration, with
 // --etcd-endpoints giving the member names and the role.
-func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *commit.EntryLog, logw io.Writer) error {
+func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *commit.EntryLog, spans *otlp.Sink, logw io.Writer) error {
 	s := pipeline.NewSession(ctx, 0, "")
 	defer s.Close()
 	s.Add("commit", cfg.Commit)
-	res, err := pipeline.RunCommit(s, pipeline.CommitOptions{
+	opt := pipeline.CommitOptions{
 		PID: cfg.CommitPID, Endpoints: cfg.EtcdEndpoints, TLS: cfg.EtcdTLS,
 		Source: cfg.Commit, Unavailable: cfg.CommitUnavailable, RingBytes: cfg.RingBytes, SampleEvery: cfg.CommitSampleEvery,
 		Notice:  func(s string) { fmt.Fprintf(logw, "etcdscope serve: commit: %s\n", s) },
 		OnWrite: c.ObserveWrite, Entries: entries, OnFollowerEntry: c.ObserveFollowerEntry,
-	})
+	}
+	if spans != nil {
+		// The sink takes each write without blocking; the entries it
+		// reads from the window on its own goroutine.
+		opt.OnMember = spans.SetCluster
+		opt.OnWrite = func(w *commit.Write, names commit.Names) error {
+			spans.Write(w)
+			return c.ObserveWrite(w, names)
+		}
+	}
+	res, err := pipeline.RunCommit(s, opt)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/etcdscope/etcdscope/exporter/otlp"
 	"github.com/etcdscope/etcdscope/internal/buildinfo"
 )
 
@@ -18,10 +19,15 @@ import (
 func TestHelpConcise(t *testing.T) {
 	const maxHelpRunes = 200
 	descRe := regexp.MustCompile(`fqName: "([^"]*)", help: ("(?:[^"\\]|\\.)*")`)
+	spans, err := otlp.New(otlp.Config{Endpoint: "127.0.0.1:4317", Insecure: true}, nil) // connects only when it exports
+	if err != nil {
+		t.Fatal(err)
+	}
 	collectors := map[string]prometheus.Collector{
 		"NewMetrics":       NewMetrics(),
 		"NewCommitMetrics": NewCommitMetrics(nil, 4),
 		"NewBuildInfo":     NewBuildInfo(buildinfo.Info{}),
+		"otlp.Sink":        spans.Collector(),
 	}
 	n := 0
 	for name, c := range collectors {

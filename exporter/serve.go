@@ -18,6 +18,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/exporter/otlp"
 	"github.com/etcdscope/etcdscope/internal/buildinfo"
 	"github.com/etcdscope/etcdscope/pipeline"
 )
@@ -83,6 +84,11 @@ type Config struct {
 	// RingBytes is the ring size (--ring-size) the tracers were loaded
 	// with, named in the loss log's fix; 0 leaves it out.
 	RingBytes uint32
+	// OTLP, when set with Commit, exports each sampled write's spans of
+	// this member over OTLP gRPC (package otlp; serve --otlp-endpoint).
+	// It needs EtcdEndpoints: the span IDs derive from the cluster and
+	// member ids.
+	OTLP *otlp.Config
 	// Sched: the fsync tracer was loaded with the scheduler programs
 	// (serve --sched), so each call's "other" time is split into
 	// etcdscope_fsync_other_state_duration_seconds.
@@ -243,6 +249,17 @@ func Run(ctx context.Context, cfg Config) error {
 		defer m.RemoveSource("commit")
 		lossNames, lossSrcs = append(lossNames, "commit"), append(lossSrcs, cfg.Commit)
 	}
+	var spans *otlp.Sink
+	if cfg.Commit != nil && cfg.OTLP != nil {
+		oc := *cfg.OTLP
+		oc.Log = logw
+		var err error
+		if spans, err = otlp.New(oc, entries); err != nil {
+			return err
+		}
+		reg.MustRegister(spans.Collector())
+		spans.Start()
+	}
 	go logLoss(ctx, logw, every, cfg.RingBytes, lossNames, lossSrcs)
 	h := &health{}
 	errc := make(chan error, 4)
@@ -251,7 +268,7 @@ func Run(ctx context.Context, cfg Config) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := runCommit(ctx, cfg, cm, entries, logw); err != nil {
+			if err := runCommit(ctx, cfg, cm, entries, spans, logw); err != nil {
 				h.fail("commit tracer", err)
 				errc <- fmt.Errorf("commit tracer: %w", err)
 			}
@@ -310,6 +327,14 @@ func Run(ctx context.Context, cfg Config) error {
 	case <-ctx.Done():
 	case err = <-errc:
 	}
+	// The spans' last export runs beside the rest of the shutdown.
+	spansDone := make(chan struct{})
+	go func() {
+		defer close(spansDone)
+		if spans != nil {
+			stopSpans(spans, logw)
+		}
+	}()
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer scancel()
 	_ = srv.Shutdown(sctx)
@@ -321,7 +346,22 @@ func Run(ctx context.Context, cfg Config) error {
 	ft.Close()
 	pt.Close()
 	wg.Wait()
+	<-spansDone
 	return err
+}
+
+// SpansShutdown bounds the OTLP sink's last export at exit, so that serve
+// still exits within 2 s of SIGINT or SIGTERM.
+const SpansShutdown = time.Second
+
+// stopSpans makes the spans of what the sink has left and exports them,
+// for SpansShutdown at most; what it could not is said in one line.
+func stopSpans(s *otlp.Sink, logw io.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), SpansShutdown)
+	defer cancel()
+	if n, err := s.Shutdown(ctx); n > 0 || err != nil {
+		fmt.Fprintf(logw, "etcdscope serve: otlp: %d spans not exported at exit (%v)\n", n, err)
+	}
 }
 
 // peerWindow keeps the peer events of the last keep nanoseconds for the

@@ -97,6 +97,10 @@ type CommitOptions struct {
 	OnFollowerEntry func(commit.FollowerSplit)
 	// OnWrite receives every finished write, in the order they finished.
 	OnWrite func(*commit.Write, commit.Names) error
+	// OnMember, when set with Endpoints, receives etcd's cluster id, the
+	// traced member's id and the members' names once they are known (at
+	// the start; not called when the member cannot be asked).
+	OnMember func(cluster, member uint64, names commit.Names)
 }
 
 // CommitResult is what a run found.
@@ -180,6 +184,15 @@ func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 		}
 		res.LocalID, res.LeaderID, res.EtcdVersion = cl.LocalID, cl.LeaderID, cl.Version
 		res.Role = roleOf(res.LocalID, res.LeaderID)
+		if opt.OnMember != nil {
+			sctx, cancel := context.WithTimeout(s.Context(), 5*time.Second)
+			st, err := cl.Client.Status(sctx, cl.Local)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("--etcd-endpoints: status of %s: %w", cl.Local, etcdinfo.ExplainTLS(err))
+			}
+			opt.OnMember(st.Header.ClusterId, res.LocalID, maps.Clone(res.Cluster.Names))
+		}
 	}
 	entries := opt.Entries
 	if entries == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/etcdscope/etcdscope/exporter"
+	"github.com/etcdscope/etcdscope/exporter/otlp"
 	"github.com/etcdscope/etcdscope/internal/safefile"
 	"github.com/etcdscope/etcdscope/tracer"
 )
@@ -37,6 +38,12 @@ type serveFlags struct {
 	commitComm                string
 	commitSample              uint32
 	commitGRPC                bool
+	otlpEndpoint              string
+	otlpInsecure              bool
+	otlpSampleEvery           uint64
+	otlpMinDuration           time.Duration
+	otlpQueue                 int
+	otlpTimeout               time.Duration
 }
 
 // flagSet defines serve's flags on f (runServe, and the tests that parse
@@ -61,6 +68,12 @@ func (f *serveFlags) flagSet() *pflag.FlagSet {
 	fs.StringVar(&f.commitComm, "commit-comm", "", "or of the one process with this comm, e.g. etcd")
 	fs.BoolVar(&f.commitGRPC, "commit-grpc", true, "also probe the unary gRPC call around each write of --commit-pid (the grpc part); --commit-grpc=false saves two uprobe firings a write, one of them single-stepped")
 	fs.Uint32Var(&f.commitSample, "commit-sample", 1, "follow 1 write in N of --commit-pid, decided in the kernel at each write's entry (1: every write); etcdscope_commit_writes_seen_total and _sampled_total scale the counts")
+	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "with --commit-pid and --etcd-endpoints: export this member's spans of each write to an OTLP gRPC collector at host:port (TLS unless --otlp-insecure)")
+	fs.BoolVar(&f.otlpInsecure, "otlp-insecure", false, "plain gRPC to --otlp-endpoint, without TLS")
+	fs.Uint64Var(&f.otlpSampleEvery, "otlp-sample-every", 1, "export 1 write in N: those whose Raft index is a multiple of N, so every member picks the same (1: every write)")
+	fs.DurationVar(&f.otlpMinDuration, "otlp-min-duration", 0, "export a write's spans only when this member's own part lasted this long (the write's total where it ran, send to quorum on the leader, receive to answer on a follower)")
+	fs.IntVar(&f.otlpQueue, "otlp-queue-size", otlp.DefaultQueueSpans, "spans waiting for export at most; when full, spans wait and later writes are dropped and counted")
+	fs.DurationVar(&f.otlpTimeout, "otlp-timeout", otlp.DefaultTimeout, "bound on each export to --otlp-endpoint, retries included")
 	fs.BoolVar(&f.writes, "writes", false, writesUsage+": etcdscope_write_*")
 	fs.BoolVar(&f.sched, "sched", false, schedUsage+": etcdscope_fsync_other_state_*")
 	fs.StringArrayVar(&f.dataDirs, "data-dir", nil, dataDirUsage)
@@ -229,6 +242,9 @@ func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 	case len(f.endpoints) > 0 && len(f.etcdMetrics) == 0 && !commit:
 		return cfg, tcfg, usagef("--etcd-endpoints goes with --etcd-metrics or --commit-pid (the member list labels their metrics)")
 	}
+	if err := f.validateOTLP(commit, &cfg); err != nil {
+		return cfg, tcfg, err
+	}
 	cfg.CommitSampleEvery, cfg.CommitNoGRPC = f.commitSample, !f.commitGRPC
 	if commit {
 		if cfg.CommitPID, err = etcdPID("--commit-pid", f.commitPID, "--commit-comm", f.commitComm); err != nil {
@@ -263,4 +279,34 @@ func isLoopback(host string) bool {
 	}
 	a, err := netip.ParseAddr(host)
 	return err == nil && a.Unmap().IsLoopback()
+}
+
+// validateOTLP checks the --otlp-* flags into cfg.OTLP (nil without
+// --otlp-endpoint).
+func (f *serveFlags) validateOTLP(commit bool, cfg *exporter.Config) error {
+	if f.otlpEndpoint == "" {
+		if f.otlpInsecure || f.otlpSampleEvery != 1 || f.otlpMinDuration != 0 || f.otlpQueue != otlp.DefaultQueueSpans || f.otlpTimeout != otlp.DefaultTimeout {
+			return usagef("the --otlp-* flags go with --otlp-endpoint host:port")
+		}
+		return nil
+	}
+	switch err := otlp.CheckEndpoint(f.otlpEndpoint); {
+	case err != nil:
+		return usagef("--otlp-endpoint %v", err)
+	case !commit:
+		return usagef("--otlp-endpoint exports the writes of --commit-pid (or --commit-comm): give one")
+	case len(f.endpoints) == 0:
+		return usagef("--otlp-endpoint needs --etcd-endpoints (this member's client URL): the span IDs derive from etcd's cluster and member ids")
+	case f.otlpSampleEvery == 0:
+		return usagef("--otlp-sample-every 0: give N >= 1 (1 write in N by Raft index; 1: every write)")
+	case f.otlpMinDuration < 0:
+		return usagef("--otlp-min-duration %v: give 0 or a positive duration, e.g. 10ms", f.otlpMinDuration)
+	case f.otlpQueue < 1 || f.otlpQueue > 1<<20:
+		return usagef("--otlp-queue-size %d: give 1 to %d spans", f.otlpQueue, 1<<20)
+	case f.otlpTimeout <= 0 || f.otlpTimeout > time.Minute:
+		return usagef("--otlp-timeout %v: give a duration up to 1m, e.g. 5s", f.otlpTimeout)
+	}
+	cfg.OTLP = &otlp.Config{Endpoint: f.otlpEndpoint, Insecure: f.otlpInsecure, QueueSpans: f.otlpQueue, Timeout: f.otlpTimeout,
+		Sampling: otlp.Sampling{Every: f.otlpSampleEvery, MinNs: f.otlpMinDuration.Nanoseconds()}}
+	return nil
 }

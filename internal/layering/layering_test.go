@@ -27,6 +27,7 @@ var rules = []struct {
 	{"./etcdinfo", []string{mod + "tracer", "github.com/cilium/ebpf"}, "etcdinfo asks etcd and the host, not the kernel's BPF"},
 	{"./netem", []string{mod + "tracer", mod + "analysis"}, "netem changes the network; tracing and analysis never depend on it, nor it on them"},
 	{"./exporter", []string{mod + "tracer"}, "exporter is a sink of the pipeline: the CLI loads the tracers and hands them to it"},
+	{"./exporter/otlp", []string{mod + "tracer", mod + "pipeline", mod + "render"}, "the OTLP sink turns the records serve hands it into spans: it reads no source"},
 	{"./pipeline/...", []string{mod + "tracer"}, "the pipeline reads any source (a tracer, a capture) through its Read method; it loads no BPF"},
 	{"./render", []string{mod + "tracer", mod + "host", mod + "pipeline", "github.com/cilium/ebpf"}, "render turns records and reports into text; it knows no source"},
 }

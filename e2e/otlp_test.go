@@ -1,0 +1,464 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/etcdscope/etcdscope/analysis/commit"
+	"github.com/etcdscope/etcdscope/exporter/otlp"
+	"github.com/etcdscope/etcdscope/internal/etcdtest"
+	"github.com/etcdscope/etcdscope/internal/testenv"
+	"github.com/etcdscope/etcdscope/pipeline"
+)
+
+// jaegerConfig is Jaeger v2's configuration for the test: an OTLP gRPC
+// receiver, in-memory storage and the query API, on loopback ports.
+const jaegerConfig = `service:
+  extensions: [jaeger_storage, jaeger_query]
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: [batch]
+      exporters: [jaeger_storage_exporter]
+  telemetry:
+    metrics:
+      level: none
+    logs:
+      level: warn
+    traces:
+      level: none
+extensions:
+  jaeger_query:
+    storage:
+      traces: mem
+    max_clock_skew_adjust: 0s
+    enable_tracing: false
+    http:
+      endpoint: %s
+    grpc:
+      endpoint: %s
+  jaeger_storage:
+    backends:
+      mem:
+        memory:
+          max_traces: 10000
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: %s
+processors:
+  batch:
+    timeout: 200ms
+exporters:
+  jaeger_storage_exporter:
+    trace_storage: mem
+`
+
+// startJaeger runs bin/jaeger (make jaeger) with jaegerConfig and waits
+// for its query API; it returns the API's base URL and the OTLP gRPC
+// address. Without bin/jaeger the test skips (fails under
+// ETCDSCOPE_REQUIRE_JAEGER=1, which make test-otlp sets).
+func startJaeger(t *testing.T) (query, otlpAddr string, stop func()) {
+	t.Helper()
+	bin := filepath.Join(testenv.RepoRoot(t), "bin", "jaeger")
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("ETCDSCOPE_REQUIRE_JAEGER") == "1" {
+			t.Fatalf("ETCDSCOPE_REQUIRE_JAEGER=1 but no %s (make jaeger)", bin)
+		}
+		t.Skipf("skipping: no %s: run 'make jaeger' (about 8 min on 2 cores with empty caches), or 'make test-otlp'", bin)
+	}
+	dir := t.TempDir()
+	query = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	otlpAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cfg := fmt.Sprintf(jaegerConfig, query, fmt.Sprintf("127.0.0.1:%d", freePort(t)), otlpAddr)
+	if err := os.WriteFile(filepath.Join(dir, "jaeger.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--config", "file:"+filepath.Join(dir, "jaeger.yaml"))
+	var log syncBuffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	stop = func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			t.Logf("jaeger's log:\n%s", log.String())
+		}
+	})
+	query = "http://" + query
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		resp, err := http.Get(query + "/api/services")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				t.Logf("jaeger's query API up after %v", time.Since(started).Round(time.Millisecond))
+				return query, otlpAddr, stop
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("jaeger's query API not up after 30 s: %v\n%s", err, log.String())
+		}
+	}
+}
+
+// jaegerSpan is a span as Jaeger's query API returns it (times in µs).
+type jaegerSpan struct {
+	TraceID    string `json:"traceID"`
+	SpanID     string `json:"spanID"`
+	Operation  string `json:"operationName"`
+	References []struct {
+		RefType string `json:"refType"`
+		TraceID string `json:"traceID"`
+		SpanID  string `json:"spanID"`
+	} `json:"references"`
+	StartTime int64 `json:"startTime"`
+	Duration  int64 `json:"duration"`
+	Tags      []struct {
+		Key   string `json:"key"`
+		Value any    `json:"value"`
+	} `json:"tags"`
+}
+
+// tag returns a span tag's value as text.
+func (s *jaegerSpan) tag(key string) string {
+	for _, t := range s.Tags {
+		if t.Key == key {
+			return fmt.Sprint(t.Value)
+		}
+	}
+	return ""
+}
+
+// parent is the span's CHILD_OF reference ("" for a root).
+func (s *jaegerSpan) parent() string {
+	for _, r := range s.References {
+		if r.RefType == "CHILD_OF" {
+			return r.SpanID
+		}
+	}
+	return ""
+}
+
+// jaegerTrace GETs /api/traces/<id>: its spans, or nil when Jaeger has
+// no such trace (404).
+func jaegerTrace(t *testing.T, query, id string) []jaegerSpan {
+	t.Helper()
+	resp, err := http.Get(query + "/api/traces/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return nil
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("jaeger /api/traces/%s: %s: %s", id, resp.Status, b)
+	}
+	var r struct {
+		Data []struct {
+			TraceID string       `json:"traceID"`
+			Spans   []jaegerSpan `json:"spans"`
+		} `json:"data"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber() // int64 tags as their digits
+	if err := dec.Decode(&r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Data) != 1 || r.Data[0].TraceID != id {
+		t.Fatalf("jaeger /api/traces/%s: %d traces: want exactly that one", id, len(r.Data))
+	}
+	return r.Data[0].Spans
+}
+
+// TestClusterOTLPJaeger runs a real Jaeger (bin/jaeger, make jaeger) and
+// three etcd members on loopback, each with its own `etcdscope serve
+// --commit-pid --otlp-endpoint` (1 write in 2), makes puts at the leader
+// and reads the traces back from Jaeger's query API by the IDs derived
+// from (cluster, term, index): one trace per sampled write and none for
+// the others, spans from all three members, each span's parent in Jaeger
+// the one the design names (the write, the leader's replication, its
+// vote of each follower, that follower's entry), and each duration the
+// agents' /commit/entries records' and `etcdscope cluster`'s join's, to
+// the microsecond Jaeger keeps. Then Jaeger stops, more puts are made,
+// and every agent still exits within 2 s of SIGTERM.
+func TestClusterOTLPJaeger(t *testing.T) {
+	testenv.RequireRoot(t)
+	query, otlpAddr, stopJaeger := startJaeger(t)
+	c := etcdtest.Start(t, etcdtest.Options{Members: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const every = 2
+	var agents []string
+	var serves []*server
+	began := time.Now()
+	for _, m := range c.Members {
+		s := startServe(t, "--comm", "etcd", "--commit-pid", strconv.Itoa(m.PID), "--etcd-endpoints", m.ClientURL,
+			"--otlp-endpoint", otlpAddr, "--otlp-insecure", "--otlp-sample-every", strconv.Itoa(every))
+		agents = append(agents, "http://"+s.addr)
+		serves = append(serves, s)
+	}
+	t.Logf("3 agents ready (probes attached) after %v", time.Since(began).Round(time.Millisecond))
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{leader.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := cli.Status(ctx, leader.ClientURL)
+	cli.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := st.Header.ClusterId
+	began = time.Now()
+	before := restingCommitIndex(ctx, t, c, leader)
+	const puts = 40
+	lo, hi := putAndSettle(ctx, t, c, leader, agents, before, puts, "otlp")
+	t.Logf("commit index at rest, %d puts made and in every agent's window after %v", puts, time.Since(began).Round(time.Millisecond))
+	windows, err := pipeline.FetchEntryWindows(ctx, agents, lo, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The records, and the join `etcdscope cluster` prints.
+	recs := map[commit.MemberID]map[uint64]commit.Entry{}
+	for _, w := range windows {
+		recs[w.Member] = map[uint64]commit.Entry{}
+		for _, e := range w.Entries {
+			recs[w.Member][e.Index] = e
+		}
+	}
+	j := commit.JoinCluster(windows)
+	joined := map[uint64]commit.ClusterWrite{}
+	for _, w := range j.Writes {
+		joined[w.Index] = w
+	}
+	lead := commit.MemberID(leader.ID)
+	var followers []commit.MemberID
+	for _, m := range c.Members {
+		if m != leader {
+			followers = append(followers, commit.MemberID(m.ID))
+		}
+	}
+	hex := func(id commit.MemberID) string { return strconv.FormatUint(uint64(id), 16) }
+
+	// Each sampled write's trace, read once every span the records call
+	// for is in (each agent exports on its own: a trace fills up in
+	// several batches): the write's root; the leader's replication, WAL
+	// append, fdatasync and a vote per follower; each follower's entry,
+	// queue, WAL append, fdatasync and answer.
+	traces := map[uint64][]jaegerSpan{}
+	waited := time.Now()
+	for i := lo + 1; i <= hi; i++ {
+		if i%every != 0 {
+			continue
+		}
+		le := recs[lead][i]
+		k := otlp.Key{Cluster: cluster, Term: le.Term, Index: i}
+		need := []string{otlp.SpanID(k, 0, otlp.PartWrite).String(), otlp.SpanID(k, lead, otlp.PartReplicate).String(),
+			otlp.SpanID(k, lead, otlp.PartWALAppend).String()}
+		if le.SyncEndNs > le.SyncStartNs {
+			need = append(need, otlp.SpanID(k, lead, otlp.PartFdatasync).String())
+		}
+		for _, f := range followers {
+			need = append(need, otlp.SpanID(k, lead, otlp.VotePart(f)).String())
+			for _, p := range []string{otlp.PartEntry, otlp.PartQueue, otlp.PartWALAppend, otlp.PartRespond} {
+				need = append(need, otlp.SpanID(k, f, p).String())
+			}
+			if fe := recs[f][i]; fe.SyncEndNs > fe.SyncStartNs {
+				need = append(need, otlp.SpanID(k, f, otlp.PartFdatasync).String())
+			}
+		}
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+			traces[i] = jaegerTrace(t, query, otlp.TraceID(k).String())
+			have := map[string]bool{}
+			for _, s := range traces[i] {
+				have[s.SpanID] = true
+			}
+			all := true
+			for _, id := range need {
+				all = all && have[id]
+			}
+			if all || time.Now().After(deadline) {
+				break
+			}
+		}
+	}
+	t.Logf("commit index %d -> %d: %d sampled traces read from jaeger after %v", lo, hi, len(traces), time.Since(waited).Round(time.Millisecond))
+	if hi-lo < puts {
+		t.Fatalf("commit index moved %d, want at least %d puts", hi-lo, puts)
+	}
+	ms := func(ns int64) int64 { return ns / 1000 } // Jaeger keeps µs
+	var checked, roots, durations int
+	for i := lo + 1; i <= hi; i++ {
+		le := recs[lead][i]
+		k := otlp.Key{Cluster: cluster, Term: le.Term, Index: i}
+		if i%every != 0 {
+			if spans := jaegerTrace(t, query, otlp.TraceID(k).String()); spans != nil {
+				t.Errorf("index %d is not 1 in %d but jaeger has %d spans of it", i, every, len(spans))
+			}
+			continue
+		}
+		spans := traces[i]
+		byID := map[string]*jaegerSpan{}
+		members := map[string]int{}
+		for n := range spans {
+			s := &spans[n]
+			byID[s.SpanID] = s
+			members[s.tag("etcd.member.id")]++
+			// Each span's duration in Jaeger is the agent's, to the µs.
+			ns, err := strconv.ParseInt(s.tag("etcdscope.duration_ns"), 10, 64)
+			if err != nil || s.Duration != ms(ns) {
+				t.Errorf("index %d span %q: %d µs in jaeger, the agent's %d ns (%v)", i, s.Operation, s.Duration, ns, err)
+			}
+		}
+		if len(members) != 3 {
+			t.Errorf("index %d: %d spans from members %v: want spans from all three", i, len(spans), members)
+			continue
+		}
+		// want checks that span (member, part) is in the trace, under
+		// (parent member, parent part), and lasts ns.
+		want := func(member commit.MemberID, part string, pm commit.MemberID, pp string, ns int64) {
+			t.Helper()
+			s := byID[otlp.SpanID(k, member, part).String()]
+			switch {
+			case s == nil:
+				t.Errorf("index %d: no span %s of %s", i, part, hex(member))
+			case pp == "" && s.parent() != "":
+				t.Errorf("index %d: span %s of %s has parent %s, want none (the root)", i, part, hex(member), s.parent())
+			case pp != "" && s.parent() != otlp.SpanID(k, pm, pp).String():
+				t.Errorf("index %d: span %s of %s under %s, want under %s of %s", i, part, hex(member), s.parent(), pp, hex(pm))
+			case ns >= 0 && s.Duration != ms(ns):
+				t.Errorf("index %d: span %s of %s lasts %d µs, the records %d ns", i, part, hex(member), s.Duration, ns)
+			case ns >= 0:
+				durations++
+			}
+		}
+		if root := byID[otlp.SpanID(k, 0, otlp.PartWrite).String()]; root != nil {
+			roots++
+			want(0, otlp.PartWrite, 0, "", -1)
+			want(lead, otlp.PartReplicate, 0, otlp.PartWrite, -1)
+			// The write's parts under it sum to it (each floored to
+			// the µs: within one µs a part).
+			var sum, parts int64
+			for n := range spans {
+				if s := &spans[n]; s.parent() == root.SpanID && s.tag("etcdscope.part") != otlp.PartReplicate {
+					sum, parts = sum+s.Duration, parts+1
+				}
+			}
+			if parts == 0 || sum > root.Duration || sum < root.Duration-parts {
+				t.Errorf("index %d: the write's %d parts sum to %d µs, the write %d µs", i, parts, sum, root.Duration)
+			}
+		}
+		want(lead, otlp.PartWALAppend, lead, otlp.PartReplicate, int64(le.SaveEndNs-le.SaveStartNs))
+		acks := map[commit.MemberID]uint64{}
+		for _, a := range le.Acks {
+			acks[a.Member] = a.AckNs
+		}
+		for _, f := range followers {
+			want(lead, otlp.VotePart(f), lead, otlp.PartReplicate, int64(acks[f]-le.SendNs))
+			fe := recs[f][i]
+			sp, ok := fe.Split()
+			if !ok {
+				t.Errorf("index %d: %s's record %+v not split", i, hex(f), fe)
+				continue
+			}
+			want(f, otlp.PartEntry, lead, otlp.VotePart(f), sp.TotalNs)
+			want(f, otlp.PartQueue, f, otlp.PartEntry, sp.QueueNs)
+			want(f, otlp.PartWALAppend, f, otlp.PartEntry, sp.WALNs)
+			want(f, otlp.PartRespond, f, otlp.PartEntry, sp.RespondNs)
+			if sp.FdatasyncNs > 0 {
+				want(f, otlp.PartFdatasync, f, otlp.PartWALAppend, sp.FdatasyncNs)
+			}
+		}
+		// The join's numbers (etcdscope cluster): the deciding vote and
+		// the deciding follower's time are those spans' durations.
+		if w, ok := joined[i]; ok && w.Joined() && !w.DeciderLocal && w.Follower != nil {
+			want(lead, otlp.VotePart(w.Decider), lead, otlp.PartReplicate, w.VoteNs)
+			want(w.Decider, otlp.PartEntry, lead, otlp.VotePart(w.Decider), w.Follower.TotalNs)
+			if s := byID[otlp.SpanID(k, lead, otlp.VotePart(w.Decider)).String()]; s != nil && s.tag("etcdscope.deciding_vote") != "true" {
+				t.Errorf("index %d: the vote of %s decided (cluster join) but its span is not marked deciding", i, hex(w.Decider))
+			}
+		}
+		checked++
+	}
+	sampled := int((hi / every) - (lo / every))
+	t.Logf("%d sampled writes checked in jaeger (%d with the write's root span), %d span durations equal to the records' to the µs; %d not sampled, absent",
+		checked, roots, durations, int(hi-lo)-sampled)
+	// The puts ran at the leader, whose agent follows every write: each
+	// sampled entry is a put's, with its root (2026-12-06: all).
+	if checked != sampled || roots != sampled {
+		t.Errorf("%d traces checked, %d roots: want every one of the %d sampled writes", checked, roots, sampled)
+	}
+	for n, s := range serves {
+		fams := s.scrape(t)
+		exported := etcdtest.SumCounter(fams, otlp.MetricSpansExported)
+		dropped := etcdtest.SumCounter(fams, otlp.MetricSpansDropped)
+		t.Logf("%s: %.0f spans exported, %.0f dropped", c.Members[n].Name, exported, dropped)
+		if exported < float64(5*checked) || dropped != 0 {
+			t.Errorf("%s: %.0f spans exported, %.0f dropped: want at least 5 per sampled write, none dropped", c.Members[n].Name, exported, dropped)
+		}
+	}
+	// The collector goes away; more writes; every agent still exits
+	// within 2 s of SIGTERM (its export to the dead collector cut short),
+	// and the leader's says how many spans it could not export.
+	stopJaeger()
+	lcli, err := clientv3.New(clientv3.Config{Endpoints: []string{leader.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < 10; n++ {
+		if _, err := lcli.Put(ctx, fmt.Sprintf("%sotlp-after-%d", etcdtest.PutKeyPrefix, n), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lcli.Close()
+	time.Sleep(2500 * time.Millisecond) // entries settle (1 s), a batch (1 s) tries the dead collector
+	for n, s := range serves {
+		start := time.Now()
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		err := s.cmd.Wait()
+		d := time.Since(start)
+		t.Logf("%s: serve exited %v after SIGTERM with the collector gone (%v)", c.Members[n].Name, d.Round(time.Millisecond), err)
+		if d > 2*time.Second || err != nil {
+			t.Errorf("%s: serve took %v to exit on SIGTERM (%v); stderr:\n%s", c.Members[n].Name, d, err, s.stderr.String())
+		}
+		// Its last writes' spans failed to export before the signal
+		// (the once-a-minute line) or were cut short at exit.
+		if c.Members[n] == leader && !strings.Contains(s.stderr.String(), "spans not exported") {
+			t.Errorf("%s (leader): no line on the spans it could not export; stderr:\n%s", c.Members[n].Name, s.stderr.String())
+		}
+	}
+}
