@@ -172,10 +172,12 @@ func newHandler(reg *prometheus.Registry, healthz http.Handler, entries *commit.
 }
 
 // Tracer is what serve needs of any tracer besides its events: the
-// self-metrics (Source), its probes, and Close (idempotent).
+// self-metrics (Source), its probes, and what its session needs to stop
+// it (pipeline.Stoppable: Drain, then Close, idempotent).
 type Tracer interface {
 	Source
 	Probes() []event.Probe
+	Drain() error
 	Close() error
 }
 
@@ -214,9 +216,15 @@ func Run(ctx context.Context, cfg Config) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, NewBuildInfo(buildinfo.Get()), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
+	// The session owns the fsync and peers tracers from here: it drains
+	// and closes them on every path (the commit tracer runs in a session
+	// of its own, runCommit, which ends when etcd exits while serve goes
+	// on).
 	ft, pt := cfg.Fsync, cfg.Peers
-	defer ft.Close()
-	defer pt.Close()
+	sess := pipeline.NewSession(ctx, 0, "")
+	defer sess.Close()
+	sess.Add("fsync", ft)
+	sess.Add("peers", pt)
 	attached := 0
 	for _, p := range ft.Probes() {
 		if p.Attached {
@@ -231,7 +239,7 @@ func Run(ctx context.Context, cfg Config) error {
 	m.AddSource("peers", pt, len(pt.Probes())) // all attached once NewPeers returns
 	defer m.RemoveSource("peers")
 
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(sess.Context())
 	defer cancel()
 	every := cfg.LossLogEvery
 	if every <= 0 {
@@ -262,36 +270,34 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	go logLoss(ctx, logw, every, cfg.RingBytes, lossNames, lossSrcs)
 	h := &health{}
-	errc := make(chan error, 4)
+	// The first failure of a part that is not a tracer's loop (the
+	// commit run, the HTTP server) ends the loop phase too.
+	var failed failure
 	var wg sync.WaitGroup
 	if cm != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := runCommit(ctx, cfg, cm, entries, spans, logw); err != nil {
 				h.fail("commit tracer", err)
-				errc <- fmt.Errorf("commit tracer: %w", err)
+				failed.set(fmt.Errorf("commit tracer: %w", err))
 			}
-		}()
+		})
 	}
 	var win *peerWindow // peer events kept for the etcd comparison, if any
 	if len(cfg.EtcdMetrics) > 0 {
 		win = newPeerWindow(2 * cfg.CompareWindow)
 	}
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
+	sess.Go(func() error {
 		fp := pipeline.NewFsync(pipeline.FsyncConfig{Sinks: []pipeline.FsyncSink{m}, Sched: cfg.Sched, OnDecodeError: func(err error) {
 			m.DecodeError("fsync")
 			h.decodeError("fsync tracer", err)
 		}})
 		if err := fp.Run(ft); err != nil {
 			h.fail("fsync tracer", err)
-			errc <- fmt.Errorf("fsync tracer: %w", err)
+			return fmt.Errorf("fsync tracer: %w", err)
 		}
-	}()
-	go func() {
-		defer wg.Done()
+		return nil
+	})
+	sess.Go(func() error {
 		sinks := []pipeline.PeerSink{m}
 		if win != nil {
 			sinks = append(sinks, win)
@@ -302,9 +308,10 @@ func Run(ctx context.Context, cfg Config) error {
 		}})
 		if err := pp.Run(pt); err != nil {
 			h.fail("peers tracer", err)
-			errc <- fmt.Errorf("peers tracer: %w", err)
+			return fmt.Errorf("peers tracer: %w", err)
 		}
-	}()
+		return nil
+	})
 	for _, u := range cfg.EtcdMetrics {
 		wg.Add(1)
 		go func() {
@@ -316,17 +323,13 @@ func Run(ctx context.Context, cfg Config) error {
 	srv, ln := newServer(newHandler(reg, h, entries), cfg.Listener)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errc <- fmt.Errorf("serving %s: %w", cfg.Listener.Addr(), err)
+			failed.set(fmt.Errorf("serving %s: %w", cfg.Listener.Addr(), err))
 		}
 	}()
 	if cfg.Ready != nil {
 		cfg.Ready()
 	}
-	var err error
-	select {
-	case <-ctx.Done():
-	case err = <-errc:
-	}
+	err := errors.Join(sess.Wait(pipeline.WaitOptions{Done: failed.done()}), failed.err())
 	// The spans' last export runs beside the rest of the shutdown.
 	spansDone := make(chan struct{})
 	go func() {
@@ -335,19 +338,62 @@ func Run(ctx context.Context, cfg Config) error {
 			stopSpans(spans, logw)
 		}
 	}()
-	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// No scrape after this (a client still reading gets ServerShutdown
+	// to finish, then its connection is cut), then the session's finish:
+	// drain, wait for the loops, close.
+	sctx, scancel := context.WithTimeout(context.Background(), ServerShutdown)
 	defer scancel()
-	_ = srv.Shutdown(sctx)
-	cancel()
-	// Closing the tracers wakes their blocked reads; the loops then end.
+	if srv.Shutdown(sctx) != nil {
+		srv.Close()
+	}
+	cancel() // the commit run and the etcd watchers
 	m.RemoveSource("fsync")
 	m.RemoveSource("peers")
 	m.RemoveSource("commit")
-	ft.Close()
-	pt.Close()
+	if ferr := sess.Finish(nil); err == nil {
+		err = ferr
+	}
 	wg.Wait()
 	<-spansDone
 	return err
+}
+
+// ServerShutdown bounds the wait for scrapes in flight at exit (then
+// their connections are closed), so that serve exits within 2 s of
+// SIGINT or SIGTERM.
+const ServerShutdown = 500 * time.Millisecond
+
+// failure is the first error of one of serve's parts that is not a
+// tracer's loop; done closes with it.
+type failure struct {
+	mu    sync.Mutex
+	first error
+	ch    chan struct{}
+}
+
+func (f *failure) done() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ch == nil {
+		f.ch = make(chan struct{})
+	}
+	return f.ch
+}
+
+func (f *failure) set(err error) {
+	f.done()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.first == nil {
+		f.first = err
+		close(f.ch)
+	}
+}
+
+func (f *failure) err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.first
 }
 
 // SpansShutdown bounds the OTLP sink's last export at exit, so that serve

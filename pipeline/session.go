@@ -30,7 +30,7 @@ type Stats struct {
 }
 
 // Session is the one lifecycle of a long-running command (fsync, peers,
-// hypervisor, commit, and serve's commit part):
+// hypervisor, commit, serve):
 //
 //	start:  NewSession (the context, --duration), Add each tracer once
 //	        opened, Ready (the --ready-file), Go each data path's loop;
