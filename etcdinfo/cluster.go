@@ -23,7 +23,9 @@ type Cluster struct {
 	// LeaderID at Discover; Leader asks again.
 	LeaderID uint64
 	Version  string // the traced member's etcd version ("3.5.17")
-	Members  []etcdmetric.Member
+	// ClusterID is etcd's cluster id (every member's response header).
+	ClusterID uint64
+	Members   []etcdmetric.Member
 }
 
 // Discover asks endpoints for the member list, finds the member process
@@ -47,7 +49,7 @@ func Discover(ctx context.Context, endpoints []string, tlsCfg *tls.Config, pid i
 		cli.Close()
 		return nil, fmt.Errorf("--etcd-endpoints: %w", err)
 	}
-	c.Local, c.LocalID, c.LeaderID, c.Version, err = LocalMember(ctx, cli, endpoints, pid)
+	c.Local, c.LocalID, c.LeaderID, c.ClusterID, c.Version, err = LocalMember(ctx, cli, endpoints, pid)
 	if err != nil {
 		cli.Close()
 		return nil, fmt.Errorf("--etcd-endpoints: %w (give the client URL of the member with pid %d)", err, pid)

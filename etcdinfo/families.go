@@ -86,10 +86,10 @@ series:
 }
 
 // LocalMember finds which of endpoints the local process pid serves (its
-// listening socket) and asks that member its id, the leader's and its
-// etcd version ("3.4.23"). It returns the endpoint, or an error when no
-// endpoint is served by pid.
-func LocalMember(ctx context.Context, cli *clientv3.Client, endpoints []string, pid int) (endpoint string, id, leader uint64, version string, err error) {
+// listening socket) and asks that member its id, the leader's, its etcd
+// version ("3.4.23") and the cluster's id. It returns the endpoint, or an
+// error when no endpoint is served by pid.
+func LocalMember(ctx context.Context, cli *clientv3.Client, endpoints []string, pid int) (endpoint string, id, leader, cluster uint64, version string, err error) {
 	for _, ep := range endpoints {
 		if p, err := ListenerPID(ep); err == nil && p == pid {
 			endpoint = ep
@@ -97,15 +97,15 @@ func LocalMember(ctx context.Context, cli *clientv3.Client, endpoints []string, 
 		}
 	}
 	if endpoint == "" {
-		return "", 0, 0, "", fmt.Errorf("none of --etcd-endpoints %s is served by pid %d", strings.Join(endpoints, ","), pid)
+		return "", 0, 0, 0, "", fmt.Errorf("none of --etcd-endpoints %s is served by pid %d", strings.Join(endpoints, ","), pid)
 	}
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	st, err := cli.Status(sctx, endpoint)
 	if err != nil {
-		return endpoint, 0, 0, "", fmt.Errorf("status of %s: %w", endpoint, ExplainTLS(err))
+		return endpoint, 0, 0, 0, "", fmt.Errorf("status of %s: %w", endpoint, ExplainTLS(err))
 	}
-	return endpoint, st.Header.MemberId, st.Leader, st.Version, nil
+	return endpoint, st.Header.MemberId, st.Leader, st.Header.ClusterId, st.Version, nil
 }
 
 // PIDsByComm returns the processes whose comm (/proc/PID/comm, the

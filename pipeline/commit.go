@@ -185,13 +185,7 @@ func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 		res.LocalID, res.LeaderID, res.EtcdVersion = cl.LocalID, cl.LeaderID, cl.Version
 		res.Role = roleOf(res.LocalID, res.LeaderID)
 		if opt.OnMember != nil {
-			sctx, cancel := context.WithTimeout(s.Context(), 5*time.Second)
-			st, err := cl.Client.Status(sctx, cl.Local)
-			cancel()
-			if err != nil {
-				return nil, fmt.Errorf("--etcd-endpoints: status of %s: %w", cl.Local, etcdinfo.ExplainTLS(err))
-			}
-			opt.OnMember(st.Header.ClusterId, res.LocalID, maps.Clone(res.Cluster.Names))
+			opt.OnMember(cl.ClusterID, res.LocalID, maps.Clone(res.Cluster.Names))
 		}
 	}
 	entries := opt.Entries
