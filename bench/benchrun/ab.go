@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 )
 
 // abRun is `-only ab`: two etcdscope binaries (-ab-base, and -etcdscope)
@@ -23,6 +24,10 @@ type abRound struct {
 	NewFirst  bool  // the -etcdscope binary attached first
 	Fsyncs    int64 // fio's fdatasync calls
 	Base, New []progStat
+	// BaseCPUNs, NewCPUNs: each binary's own CPU (all its threads: the
+	// reader, its JSON lines) over the job; 0 in results saved before.
+	BaseCPUNs, NewCPUNs int64
+	Seconds             float64 // the job's wall time
 }
 
 // abSection runs o.rounds fio jobs, each traced by both binaries.
@@ -49,8 +54,13 @@ func abSection(o options, r *results) error {
 			ts = append(ts, t)
 		}
 		before := [][]progStat{progStats(ts[0].cmd.Process.Pid), progStats(ts[1].cmd.Process.Pid)}
+		c0, c1 := cpuOf(ts[0]), cpuOf(ts[1])
+		began := time.Now()
 		fr, err := runFio(o)
+		rd.Seconds = time.Since(began).Seconds()
 		after := [][]progStat{progStats(ts[0].cmd.Process.Pid), progStats(ts[1].cmd.Process.Pid)}
+		time.Sleep(200 * time.Millisecond) // both readers drain the job's last records
+		cpu := []int64{cpuOf(ts[0]) - c0, cpuOf(ts[1]) - c1}
 		stopAll()
 		if err != nil {
 			return fmt.Errorf("ab round %d: %w", round+1, err)
@@ -58,8 +68,10 @@ func abSection(o options, r *results) error {
 		d := [][]progStat{progDelta(before[0], after[0]), progDelta(before[1], after[1])}
 		rd.Fsyncs = fr.Fsyncs
 		rd.Base, rd.New = d[0], d[1]
+		rd.BaseCPUNs, rd.NewCPUNs = cpu[0], cpu[1]
 		if rd.NewFirst {
 			rd.Base, rd.New = d[1], d[0]
+			rd.BaseCPUNs, rd.NewCPUNs = cpu[1], cpu[0]
 		}
 		ab.Rounds = append(ab.Rounds, rd)
 		logf("ab round %d/%d (%s first): base %.0f, new %.0f ns of BPF per fio fsync", round+1, o.rounds,
@@ -67,6 +79,15 @@ func abSection(o options, r *results) error {
 	}
 	r.AB = ab
 	return nil
+}
+
+// cpuOf is t's process's CPU time so far (ns; 0 if it cannot be read).
+func cpuOf(t *tracerProc) int64 {
+	s, err := sampleProc(t.cmd.Process.Pid)
+	if err != nil {
+		return 0
+	}
+	return s.cpuNs
 }
 
 // progDelta is each program's run time and count in after less before
@@ -85,6 +106,36 @@ func progDelta(before, after []progStat) []progStat {
 		out = append(out, a)
 	}
 	return out
+}
+
+// cpuMarkdown writes each binary's own CPU per round (the userspace cost:
+// the reader and its JSON lines), per fio fsync and as a share of a core
+// over the job, and the paired NEW / BASE ratio.
+func (ab *abRun) cpuMarkdown(w func(string, ...any)) {
+	var ratios []float64
+	rows := 0
+	for _, rd := range ab.Rounds {
+		if rd.BaseCPUNs > 0 && rd.NewCPUNs > 0 {
+			rows++
+		}
+	}
+	if rows == 0 {
+		return
+	}
+	w("\nEach binary's own CPU over the job (all its threads, /proc/PID/task/*/schedstat; `--output json`, a line per call):\n\n")
+	w("| round | fsyncs/s | BASE µs per fsync | BASE %% of a core | NEW µs per fsync | NEW %% of a core | NEW / BASE |\n|---|---|---|---|---|---|---|\n")
+	for i, rd := range ab.Rounds {
+		if rd.BaseCPUNs <= 0 || rd.NewCPUNs <= 0 || rd.Seconds <= 0 {
+			continue
+		}
+		f := float64(max(rd.Fsyncs, 1))
+		r := float64(rd.NewCPUNs) / float64(rd.BaseCPUNs)
+		ratios = append(ratios, r)
+		w("| %d | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", i+1, f/rd.Seconds, float64(rd.BaseCPUNs)/f/1e3,
+			100*float64(rd.BaseCPUNs)/1e9/rd.Seconds, float64(rd.NewCPUNs)/f/1e3, 100*float64(rd.NewCPUNs)/1e9/rd.Seconds, r)
+	}
+	sp := summarize(ratios)
+	w("\nNEW / BASE own CPU, median of the rounds' ratios: **%.2f** [%.2f, %.2f] (95%% bootstrap interval).\n", sp.Median, sp.Lo, sp.Hi)
 }
 
 func progNs(ps []progStat) float64 {
@@ -126,6 +177,14 @@ func (ab *abRun) markdown(w func(string, ...any)) {
 	if len(logs) > 0 {
 		w("\nNEW / BASE, geometric mean over the rounds: **%.2f**.\n", math.Exp(sum/float64(len(logs))))
 	}
+	var ratios []float64
+	for _, rd := range ab.Rounds {
+		ratios = append(ratios, progNs(rd.New)/max(progNs(rd.Base), 1))
+	}
+	if sp := summarize(ratios); sp.N > 0 {
+		w("NEW / BASE BPF time per fsync, median of the rounds' ratios: %.2f [%.2f, %.2f] (95%% bootstrap interval).\n", sp.Median, sp.Lo, sp.Hi)
+	}
+	ab.cpuMarkdown(w)
 	w("\n| program | BASE runs per fsync | BASE ns per run | BASE ns per fsync | NEW runs per fsync | NEW ns per run | NEW ns per fsync |\n|---|---|---|---|---|---|---|\n")
 	type acc struct{ ns, cnt [2]uint64 }
 	per := map[string]*acc{}
