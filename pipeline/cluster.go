@@ -22,6 +22,14 @@ const (
 	maxWindowEntries = commit.MaxEntries
 )
 
+// Why an agent's window could not be read: nothing answered at its URL
+// (or not in time), or what answered is not a serve --commit-pid agent.
+// FetchEntryWindows wraps one of them when it is the cause.
+var (
+	ErrAgentUnreachable = errors.New("no answer")
+	ErrNotAgent         = errors.New("not an etcdscope serve --commit-pid agent")
+)
+
 // FetchEntryWindows reads each member agent's per-entry records (serve
 // --commit-pid's GET /commit/entries at base URL u) with an index above
 // since, page by page, at most maxWindowEntries per member; every request
@@ -69,10 +77,16 @@ func fetchPage(ctx context.Context, cl *http.Client, u string) (commit.EntryWind
 	}
 	resp, err := cl.Do(req)
 	if err != nil {
+		if ctx.Err() == nil {
+			return w, fmt.Errorf("%w (%v)", ErrAgentUnreachable, err)
+		}
 		return w, err
 	}
 	defer resp.Body.Close()
 	body := io.LimitReader(resp.Body, maxWindowBody+1)
+	if resp.StatusCode == http.StatusNotFound {
+		return w, fmt.Errorf("%w (GET /commit/entries: %s)", ErrNotAgent, resp.Status)
+	}
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(body, 200))
 		return w, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
@@ -85,7 +99,7 @@ func fetchPage(ctx context.Context, cl *http.Client, u string) (commit.EntryWind
 		return w, fmt.Errorf("reply over %d bytes", maxWindowBody)
 	}
 	if err := json.Unmarshal(b, &w); err != nil {
-		return w, fmt.Errorf("not an etcdscope serve --commit-pid: %w", err)
+		return w, fmt.Errorf("%w (%v)", ErrNotAgent, err)
 	}
 	if w.V != commit.EntryWindowVersion {
 		return w, errors.New("entry window version " + strconv.Itoa(w.V) + ", want " + strconv.Itoa(commit.EntryWindowVersion))

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -48,21 +50,36 @@ func runCluster(args []string) error {
 	case fs.NArg() > 0:
 		return unexpectedArg(fs)
 	case len(members) < 2:
-		return usagef("--members: give the serve --commit-pid URL of every member (at least the leader and one follower)")
+		return usagef("--members: give the serve --commit-pid URL of every member, at least 2 (a one-member cluster has no follower's vote: etcdscope commit splits its writes)")
 	case timeout <= 0:
 		return usagef("--timeout %v: give a positive duration, e.g. 5s", timeout)
 	case output != "table" && output != "json":
 		return usagef("--output %q: use table or json", output)
 	}
+	seen := map[string]bool{}
 	for _, m := range members {
 		if err := checkURL(m); err != nil {
 			return usagef("--members %v", err)
 		}
+		u, _ := url.Parse(m)
+		if strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
+			return usagef("--members %q: give the agent's base URL, its serve --listen address, e.g. %s://%s", m, u.Scheme, u.Host)
+		}
+		key := strings.ToLower(u.Scheme + "://" + u.Host)
+		if seen[key] {
+			return usagef("--members: %s is given twice: give each member's agent once", m)
+		}
+		seen[key] = true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout*time.Duration(len(members)*2))
 	defer cancel()
 	windows, err := pipeline.FetchEntryWindows(ctx, members, since, timeout)
-	if err != nil {
+	switch {
+	case errors.Is(err, pipeline.ErrNotAgent):
+		return usagef("--members %v: give each member's serve --listen URL, serve started with --commit-pid and --etcd-endpoints", err)
+	case errors.Is(err, pipeline.ErrAgentUnreachable):
+		return usagef("--members %v: is serve --commit-pid running there, and is that its --listen address?", err)
+	case err != nil:
 		return err
 	}
 	j := commit.JoinCluster(windows)
