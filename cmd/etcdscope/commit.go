@@ -59,7 +59,7 @@ func runCommit(args []string) error {
 	fs.StringVar(&f.ready, "ready-file", "", "create this file once the probes are attached (for scripts and tests)")
 	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage)
 	fs.Uint32Var(&f.sample, "sample", 1, "follow 1 write in N, decided in the kernel at each write's entry (1: every write); the report counts the writes seen")
-	fs.BoolVar(&f.grpc, "grpc", true, "also probe the unary gRPC call around each write (its grpc part); --grpc=false saves two uprobe firings a write, one of them single-stepped (docs/commit.md)")
+	fs.BoolVar(&f.grpc, "grpc", true, "also probe the gRPC call around each write (its grpc part); false saves two uprobe firings a write (docs/commit.md)")
 	fs.BoolVar(&f.rawEvents, "raw-events", false, "send every probe's firing to etcdscope and join them there (the reference for the kernel's assembly; more CPU)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {

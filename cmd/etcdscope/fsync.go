@@ -46,11 +46,11 @@ type fsyncFlags struct {
 
 // writesUsage is --writes' help in fsync and serve: what it adds, and
 // why it is off by default (its cost, bench/findings.md).
-const writesUsage = "also split write(2) and its kin on the fsynced files into throttled, writeback_wait and other (off: ~1-1.5 µs BPF per fsync; docs/performance.md #8)"
+const writesUsage = "also split write(2) and its kin on the fsynced files into throttled, writeback_wait and other (+1-1.5 µs BPF per fsync)"
 
 // schedUsage is --sched's help: what it adds, and why it is off by
 // default.
-const schedUsage = "also split each call's \"other\" time into runnable, running and blocked (off: runs at every context switch, +50-80% BPF per WAL fsync; docs/performance.md #9)"
+const schedUsage = "also split each call's \"other\" time into runnable, running and blocked (runs at every context switch: +50-80% BPF)"
 
 func runFsync(args []string) error {
 	var f fsyncFlags
@@ -59,7 +59,7 @@ func runFsync(args []string) error {
 	fs.StringVar(&f.comm, "comm", "", "trace only tasks with this comm, e.g. etcd (may not exist yet: it waits)")
 	fs.IntVar(&f.pid, "pid", 0, "trace only this process id")
 	fs.StringVar(&f.cgroup, "cgroup", "", "trace only tasks in this cgroup v2 directory, e.g. /sys/fs/cgroup/system.slice/etcd.service")
-	fs.StringVar(&f.dev, "dev", "", "only fsyncs and block requests on this disk, e.g. vda or nvme0n1; all ext4: traced on ext4's tracepoints, and an fsync of the device node itself unseen (docs/performance.md #10)")
+	fs.StringVar(&f.dev, "dev", "", "only fsyncs and block requests on this disk, e.g. vda or nvme0n1 (all ext4: ext4's tracepoints, cheaper; docs/performance.md #10)")
 	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until Ctrl-C; with --workload: 10s)")
 	fs.DurationVar(&f.interval, "interval", time.Second, "print a summary line this often (0: never)")
 	fs.StringVar(&f.output, "output", "table", "table, or json (JSON Lines: one object per fsync, then a summary; see docs/schema.md)")
@@ -225,7 +225,7 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 }
 
 // dataDirUsage is serve's --data-dir help.
-const dataDirUsage = "etcd's --data-dir (repeatable: its --wal-dir too); all on ext4: traced on ext4's tracepoints, not the syscall ones every process pays for, and fsyncs elsewhere unseen (docs/performance.md #10)"
+const dataDirUsage = "etcd's --data-dir (repeatable: its --wal-dir too); on ext4, traced on ext4's tracepoints, which other processes don't pay for"
 
 // dataDirFSTypes returns the types of the filesystems dirs are on
 // (tracer.FsyncConfig.FSTypes; nil for none), or a usage error naming a

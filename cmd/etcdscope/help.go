@@ -55,7 +55,8 @@ var helps = map[string]helpText{
 		"etcdscope check                                              # what this node and this process lack, before a run",
 		"sudo setpriv --reuid 65534 --inh-caps -all,+bpf,+perfmon --ambient-caps -all,+bpf,+perfmon --bounding-set -all,+bpf,+perfmon etcdscope check",
 	}},
-	"diagnose": {"etcdscope diagnose [--since T] [--until T] [--output table|json] [--window 30s] [--timeout 10s] [--one-member] [--fail-over-budget] FILE|URL|- ... | --prometheus URL [--since T --until T | --last 6h] [--match '{job=\"etcd\"}'] [--max-clusters 50]", []string{
+	"diagnose": {"etcdscope diagnose [--since T] [--until T] [--output table|json] [--window 30s] [--timeout 10s] [--one-member] [--fail-over-budget] FILE|URL|- ...\n" +
+		"   or: etcdscope diagnose --prometheus URL [--since T --until T | --last 6h] [--match '{job=\"etcd\"}'] [--max-clusters 50]", []string{
 		"etcdscope diagnose metrics.txt etcd.log                     # a verdict from a saved /metrics and etcd's log",
 		"etcdscope diagnose --one-member before.txt after.txt        # two pasted excerpts of one member: their difference",
 		"etcdscope diagnose --window 1m http://127.0.0.1:2381/metrics # two scrapes a minute apart, then the verdict",

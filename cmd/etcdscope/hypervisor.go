@@ -45,7 +45,7 @@ func runHypervisor(args []string) error {
 	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
 	fs.StringVar(&f.output, "output", "table", "table, or json (JSON Lines for etcdscope merge; see docs/merge.md)")
 	fs.StringVar(&f.ready, "ready-file", "", "create this file once every probe is attached (for scripts and tests)")
-	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage+" (each of the two tracers)")
+	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage+" (each tracer's)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return errHelp

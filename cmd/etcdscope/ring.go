@@ -7,7 +7,7 @@ import "github.com/etcdscope/etcdscope/tracer"
 const maxRingBytes = 1 << 30
 
 // ringSizeUsage is --ring-size's help, shared by the commands that take it.
-const ringSizeUsage = "bytes of each BPF ring buffer: a power of two, 4096 to 1 GiB, in kernel memory (RSS may show twice it); raise it when the report counts lost events"
+const ringSizeUsage = "bytes of each BPF ring buffer, a power of two from 4096 to 1 GiB (kernel memory); raise it when events are lost"
 
 // ringSize checks --ring-size n and returns it as the tracers take it.
 func ringSize(n uint64) (uint32, error) {
