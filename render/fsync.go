@@ -21,7 +21,7 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			fmt.Fprintf(bw, " (ring buffer overflowed: numbers below miss events; raise --ring-size)")
 		}
 		if r.MissedEvents > 0 {
-			fmt.Fprintf(bw, " (%s: a call or some of its requests may be missing)", analysis.MissedMeaning)
+			fmt.Fprint(bw, " (skipped by the kernel, no ring size brings them back: a call or some of its requests may be missing)")
 		}
 		fmt.Fprintln(bw)
 	}

@@ -89,7 +89,7 @@ func (t *FsyncTracer) attachJBD2Wait(shared ebpf.CollectionOptions, cfg FsyncCon
 		if err != nil {
 			why = append(why, v.kind+" load: "+shortErr(err))
 			if errors.Is(err, unix.EPERM) {
-				why[len(why)-1] = v.kind + ": refused by this kernel (EPERM)"
+				why[len(why)-1] = v.kind + ": EPERM from this kernel"
 			}
 			continue
 		}

@@ -78,7 +78,7 @@ func NewLoad(ctx context.Context, cli *clientv3.Client, perSec float64, duration
 
 // Describe is the notice printed before the load starts.
 func (l *Load) Describe() string {
-	return fmt.Sprintf("load: %g puts/s of %d-byte values under %s, attached to lease %x (TTL %s: the keys expire on their own; the lease is revoked at exit)",
+	return fmt.Sprintf("load: %g puts/s of %d-byte values under %s, lease %x (TTL %s; revoked at exit, else the keys expire)",
 		l.PerSec, loadValueBytes, l.Prefix, int64(l.Lease), l.TTL)
 }
 
