@@ -56,13 +56,8 @@ func RecordOf(w *Write, names Names) Record {
 	r := Record{Type: "commit", V: SchemaVersion, Source: SourceUprobes, ID: w.ID, Index: w.Index, Role: w.Role,
 		StartNs: w.StartNs, EndNs: w.EndNs, TotalNs: w.TotalNs(), PartsNs: w.PartsNs, WALSyncNs: w.WALSyncNs,
 		BatchEntries: w.BatchEntries, Missing: w.Missing, Entry: w.Entry}
-	if w.DeciderKnown {
-		if w.Decider == LocalVote {
-			r.Decider = "local_wal"
-		} else {
-			r.Decider = strconv.FormatUint(w.Decider, 16)
-			r.DeciderName = names[w.Decider]
-		}
+	if r.Decider = VoteName(w.Decider, w.DeciderKnown); w.DeciderKnown && w.Decider != LocalVote {
+		r.DeciderName = names[w.Decider]
 	}
 	for _, a := range w.Acks {
 		r.Acks = append(r.Acks, AckRecord{Member: strconv.FormatUint(a.Member, 16), Name: names[a.Member], AfterSendNs: a.AfterSendNs})
@@ -176,4 +171,58 @@ func ReadRecords(rd io.Reader) (recs []Record, sum *SummaryRecord, err error) {
 		return nil
 	})
 	return recs, sum, err
+}
+
+// VoteName is a deciding vote as every record writes it: "local_wal" for
+// LocalVote, else the member id in hex; "" when unknown.
+func VoteName(id uint64, known bool) string {
+	switch {
+	case !known:
+		return ""
+	case id == LocalVote:
+		return "local_wal"
+	}
+	return strconv.FormatUint(id, 16)
+}
+
+// MarshalJSON writes decider as the other records do (VoteName), not as
+// the number whose 0 means the local WAL.
+func (m ModelResult) MarshalJSON() ([]byte, error) {
+	type plain ModelResult
+	return json.Marshal(struct {
+		plain
+		Decider string `json:"decider"`
+	}{plain(m), VoteName(m.Decider, m.DeciderKnown)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, and the number an older
+// summary holds.
+func (m *ModelResult) UnmarshalJSON(b []byte) error {
+	type plain ModelResult
+	var v struct {
+		plain
+		Decider json.RawMessage `json:"decider"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*m = ModelResult(v.plain)
+	m.Decider = 0
+	var s string
+	switch {
+	case len(v.Decider) == 0 || string(v.Decider) == "null":
+	case json.Unmarshal(v.Decider, &s) == nil:
+		if s != "" && s != "local_wal" {
+			id, err := strconv.ParseUint(s, 16, 64)
+			if err != nil {
+				return fmt.Errorf("model decider %q: not local_wal or a member id in hex", s)
+			}
+			m.Decider = id
+		}
+	default:
+		if err := json.Unmarshal(v.Decider, &m.Decider); err != nil {
+			return fmt.Errorf("model decider: %w", err)
+		}
+	}
+	return nil
 }

@@ -1,8 +1,10 @@
 package commit
 
 import (
+	"encoding/json"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -133,5 +135,32 @@ func TestModel(t *testing.T) {
 				t.Errorf("parts sum %d, expected %d", sum, r.ExpectedNs)
 			}
 		})
+	}
+}
+
+// TestModelDeciderJSON: the model's decider is written as every record
+// writes a vote ("local_wal" or the member id in hex; it was the number 0
+// for the local WAL), and read back from that and from an older number.
+func TestModelDeciderJSON(t *testing.T) {
+	for _, c := range []struct {
+		m    ModelResult
+		want string
+	}{
+		{ModelResult{Decider: LocalVote, DeciderKnown: true}, `"decider":"local_wal"`},
+		{ModelResult{Decider: 0x2222, DeciderKnown: true}, `"decider":"2222"`},
+		{ModelResult{}, `"decider":""`},
+	} {
+		b, err := json.Marshal(c.m)
+		if err != nil || !strings.Contains(string(b), c.want) {
+			t.Errorf("%+v: %s (%v), want %s", c.m, b, err, c.want)
+		}
+		var back ModelResult
+		if err := json.Unmarshal(b, &back); err != nil || back.Decider != c.m.Decider || back.DeciderKnown != c.m.DeciderKnown {
+			t.Errorf("%s read back as %+v (%v)", b, back, err)
+		}
+	}
+	var old ModelResult
+	if err := json.Unmarshal([]byte(`{"expected_ns":1,"decider":8738,"decider_known":true}`), &old); err != nil || old.Decider != 0x2222 {
+		t.Errorf("an older summary's number: %+v (%v)", old, err)
 	}
 }
