@@ -42,9 +42,10 @@ var helps = map[string]helpText{
 		"sudo etcdscope peers --duration 2m --etcd-metrics http://127.0.0.1:2381/metrics # RTT per peer against etcd's metric",
 		"sudo etcdscope peers --record peers.jsonl                                   # keep the events for report --html",
 	}},
-	"serve": {"etcdscope serve [--listen HOST:PORT] [--listen-public] [--comm etcd] [--etcd-metrics URL ...]", []string{
+	"serve": {"etcdscope serve [--listen HOST:PORT] [--listen-public] [--comm etcd] [--etcd-metrics URL ...] [--commit-pid N --etcd-endpoints URL,...] [--otlp-endpoint HOST:PORT]", []string{
 		"sudo etcdscope serve --comm etcd --etcd-metrics http://127.0.0.1:2381/metrics # Prometheus metrics on 127.0.0.1:10380",
 		"sudo etcdscope serve --listen '[fd00::1]:10380' --listen-public              # on a node's IPv6 address",
+		"sudo etcdscope serve --commit-pid $(pgrep -x etcd) --etcd-endpoints http://127.0.0.1:2379 # + each write's split, /commit/entries for etcdscope cluster",
 	}},
 	"report": {"etcdscope report [--output table|json | --html OUT.html [--peers PEERS.jsonl] [--merge MERGED.jsonl]] [--fail-over-budget] RECORDING.jsonl (- for stdin)", []string{
 		"etcdscope report trace.jsonl                                   # the table again, from a recording",

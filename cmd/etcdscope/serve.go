@@ -19,7 +19,7 @@ import (
 
 func init() {
 	subcommands["serve"] = subcommand{
-		summary: "run the fsync and peers tracers continuously and serve Prometheus metrics (/metrics, /healthz)",
+		summary: "run the tracers continuously and serve Prometheus metrics (/metrics, /healthz; /commit/entries with --commit-pid)",
 		run:     runServe,
 	}
 }
