@@ -87,8 +87,8 @@ func fetchPage(ctx context.Context, cl *http.Client, u string) (commit.EntryWind
 	if err := json.Unmarshal(b, &w); err != nil {
 		return w, fmt.Errorf("not an etcdscope serve --commit-pid: %w", err)
 	}
-	if w.V != commit.EntryWindowVersion {
-		return w, errors.New("entry window version " + strconv.Itoa(w.V) + ", want " + strconv.Itoa(commit.EntryWindowVersion))
+	if w.V < commit.EntryWindowOldest || w.V > commit.EntryWindowVersion {
+		return w, errors.New("entry window version " + strconv.Itoa(w.V) + ", want " + strconv.Itoa(commit.EntryWindowOldest) + " to " + strconv.Itoa(commit.EntryWindowVersion))
 	}
 	return w, nil
 }

@@ -86,6 +86,10 @@ type ClusterJoin struct {
 	// leader's WAL over all): VoteNs, NetworkNs, QueueNs, WALNs,
 	// FdatasyncNs, RespondNs; LeaderWALNs.
 	VoteNs, NetworkNs, QueueNs, WALNs, FdatasyncNs, RespondNs, LeaderWALNs stats.Series
+	// FollowerCause sums the deciding followers' fdatasyncs by cause
+	// over the joined writes a follower decided (Unjoined: those whose
+	// follower's record carries no cause).
+	FollowerCause CauseTotals
 }
 
 // JoinCluster joins the members' windows by Raft entry. The leader is the
@@ -169,6 +173,7 @@ func JoinCluster(windows []EntryWindow) ClusterJoin {
 				res.WALNs.Add(w.Follower.WALNs)
 				res.FdatasyncNs.Add(w.Follower.FdatasyncNs)
 				res.RespondNs.Add(w.Follower.RespondNs)
+				res.FollowerCause.Add(w.Follower.Cause)
 			}
 		} else {
 			res.NotByWhy[w.Why]++
@@ -265,6 +270,13 @@ type ClusterVerdict struct {
 	Decided, Joined int
 	PartNs, VoteNs  int64
 	FdatasyncNs     int64 // ClusterVerdictFollowerWAL: its fdatasync's p50
+	// ClusterVerdictFollowerWAL, when the follower's agent split its
+	// fdatasyncs: Cause, the top cause over its votes (CauseTotals.Top:
+	// the disk by its largest layer when its layers hold the most), CauseNs
+	// that cause's p50 per vote, over CauseJoined of its Decided votes.
+	Cause       Cause
+	CauseNs     int64
+	CauseJoined int
 }
 
 // Verdict names the vote that decides most joined writes and, for a
@@ -287,6 +299,8 @@ func (j *ClusterJoin) Verdict() ClusterVerdict {
 	v.Member = top
 	var vote, net, wal, sync, queue stats.Series
 	var sumNet, sumWAL, sumQueue int64
+	var causes CauseTotals
+	var withCause []*SyncCause
 	for k := range j.Writes {
 		w := &j.Writes[k]
 		if !w.Joined() || w.DeciderLocal || w.Decider != top || w.Follower == nil {
@@ -299,6 +313,12 @@ func (j *ClusterJoin) Verdict() ClusterVerdict {
 		sync.Add(f.FdatasyncNs)
 		queue.Add(f.QueueNs + f.RespondNs)
 		sumNet, sumWAL, sumQueue = sumNet+w.NetworkNs, sumWAL+f.WALNs, sumQueue+f.QueueNs+f.RespondNs
+		if f.FdatasyncNs > 0 {
+			causes.Add(f.Cause)
+			if f.Cause != nil {
+				withCause = append(withCause, f.Cause)
+			}
+		}
 	}
 	v.VoteNs = vote.Summary().P50
 	switch {
@@ -306,6 +326,13 @@ func (j *ClusterJoin) Verdict() ClusterVerdict {
 		v.Kind, v.PartNs = ClusterVerdictNetwork, net.Summary().P50
 	case sumWAL >= sumQueue:
 		v.Kind, v.PartNs, v.FdatasyncNs = ClusterVerdictFollowerWAL, wal.Summary().P50, sync.Summary().P50
+		if c, ok := causes.Top(); ok {
+			var per stats.Series
+			for _, sc := range withCause {
+				per.Add(sc.Ns[c])
+			}
+			v.Cause, v.CauseNs, v.CauseJoined = c, per.Summary().P50, causes.Joined
+		}
 	default:
 		v.Kind, v.PartNs = ClusterVerdictFollowerQueue, queue.Summary().P50
 	}
