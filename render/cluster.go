@@ -27,7 +27,10 @@ type ClusterSummary struct {
 	// FollowerCause: the deciding followers' fdatasyncs by cause, summed
 	// over the writes a follower decided (their agents' sync_cause).
 	FollowerCause commit.CauseTotals `json:"follower_fdatasync_cause"`
-	Verdict       string             `json:"verdict,omitempty"` // as the table words it
+	// LeaderCause: the leader's fdatasyncs by cause over the writes its
+	// own WAL append decided.
+	LeaderCause commit.CauseTotals `json:"leader_fdatasync_cause"`
+	Verdict     string             `json:"verdict,omitempty"` // as the table words it
 }
 
 // ClusterWriteRecord is one write of `etcdscope cluster --output json`.
@@ -78,7 +81,7 @@ func ClusterSummaryOf(j *commit.ClusterJoin) ClusterSummary {
 	for _, p := range clusterParts(j) {
 		s.PartsNs[strings.ReplaceAll(p.name, " ", "_")] = p.s.Summary()
 	}
-	s.FollowerCause = j.FollowerCause
+	s.FollowerCause, s.LeaderCause = j.FollowerCause, j.LeaderCause
 	s.Verdict = clusterVerdict(j.Verdict(), clusterNames(j))
 	return s
 }
@@ -138,8 +141,13 @@ func clusterTable(w io.Writer, j *commit.ClusterJoin) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "vote: the leader's send to the deciding follower's ack = network + that follower's queue, WAL append and answer (each on its own clock)")
-	if line := causeLine(&j.FollowerCause); line != "" {
-		fmt.Fprintln(w, line)
+	for _, c := range []struct {
+		who string
+		t   *commit.CauseTotals
+	}{{"deciding followers'", &j.FollowerCause}, {"leader's (where it decided)", &j.LeaderCause}} {
+		if line := causeLine(c.who, c.t); line != "" {
+			fmt.Fprintln(w, line)
+		}
 	}
 	if v := clusterVerdict(j.Verdict(), names); v != "" {
 		fmt.Fprintf(w, "verdict: %s\n", v)
@@ -165,6 +173,9 @@ func clusterVerdict(v commit.ClusterVerdict, names commit.Names) string {
 	of := fmt.Sprintf("it decided %d of %d joined writes", v.Decided, v.Joined)
 	switch v.Kind {
 	case commit.ClusterVerdictLeaderWAL:
+		if v.Cause != "" {
+			return leaderCauseVerdict(v)
+		}
 		return fmt.Sprintf("writes wait on the leader's own WAL append: p50 %s (it came last in %d of %d joined writes): run `etcdscope commit` on the leader for its fdatasync's cause", commitMs(v.PartNs), v.Decided, v.Joined)
 	case commit.ClusterVerdictNetwork:
 		return fmt.Sprintf("writes wait on the network to %s: %s of its %s vote (p50; %s): run `etcdscope peers` on the leader", who, commitMs(v.PartNs), commitMs(v.VoteNs), of)
@@ -194,10 +205,10 @@ func followerCauseVerdict(v commit.ClusterVerdict, who, of string) string {
 	return fmt.Sprintf("writes wait on %s's WAL append: %s", who, nums)
 }
 
-// causeLine is the table's line of the deciding followers' fdatasyncs
-// by cause: the shares of the summed time, largest first (those of 1% or
-// more); "" when no follower's fdatasync was split.
-func causeLine(t *commit.CauseTotals) string {
+// causeLine is the table's line of whose fdatasyncs by cause: the
+// shares of the summed time, largest first (those of 1% or more); ""
+// when none was split.
+func causeLine(who string, t *commit.CauseTotals) string {
 	if t.Joined == 0 {
 		return ""
 	}
@@ -209,5 +220,19 @@ func causeLine(t *commit.CauseTotals) string {
 			parts = append(parts, fmt.Sprintf("%s %.0f%%", c, 100*sh))
 		}
 	}
-	return fmt.Sprintf("deciding followers' fdatasync by cause (%d of %d split): %s", t.Joined, t.Joined+t.Unjoined, strings.Join(parts, ", "))
+	return fmt.Sprintf("%s fdatasync by cause (%d of %d split): %s", who, t.Joined, t.Joined+t.Unjoined, strings.Join(parts, ", "))
+}
+
+// leaderCauseVerdict words the leader's WAL verdict by the top cause of
+// its fdatasyncs, the cause's p50 first.
+func leaderCauseVerdict(v commit.ClusterVerdict) string {
+	nums := fmt.Sprintf("%s %s of its %s WAL append (p50; it came last in %d of %d joined writes, %d split by cause)",
+		v.Cause, commitMs(v.CauseNs), commitMs(v.PartNs), v.Decided, v.Joined, v.CauseJoined)
+	switch {
+	case v.Cause.Disk():
+		return "writes wait on the leader's own disk: " + nums
+	case v.Cause == commit.CauseCPUWait:
+		return "writes wait for a CPU on the leader, not its disk: " + nums
+	}
+	return "writes wait on the leader's own WAL append: " + nums
 }

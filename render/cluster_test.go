@@ -57,14 +57,18 @@ func TestClusterVerdictCause(t *testing.T) {
 			t.Errorf("%s: %q (%d chars): want it to begin %q, at most 200 characters", tc.cause, got, len(got), tc.want)
 		}
 	}
+	lead := commit.ClusterVerdict{Kind: commit.ClusterVerdictLeaderWAL, Decided: 38, Joined: 100, PartNs: 0.82e6, Cause: commit.CauseJournal, CauseNs: 0.41e6, CauseJoined: 38}
+	if got, want := clusterVerdict(lead, names), "writes wait on the leader's own disk: journal 0.41 ms of its 0.82 ms WAL append (p50; it came last in 38 of 100 joined writes, 38 split by cause)"; got != want {
+		t.Errorf("leader's WAL: %q, want %q", got, want)
+	}
 	tot := commit.CauseTotals{Joined: 60, Unjoined: 2, Ns: map[commit.Cause]int64{commit.CauseDeviceFlush: 474e6, commit.CauseJournal: 36e6,
 		commit.CauseCPUWait: 18e6, commit.CauseOutside: 12e6, commit.CauseRunning: 1e3}}
-	line := causeLine(&tot)
+	line := causeLine("deciding followers'", &tot)
 	const want = "deciding followers' fdatasync by cause (60 of 62 split): device_flush 88%, journal 7%, cpu_wait 3%, outside_syscalls 2%"
 	if line != want {
 		t.Errorf("cause line %q, want %q", line, want)
 	}
-	if l := causeLine(&commit.CauseTotals{Unjoined: 3}); l != "" {
+	if l := causeLine("deciding followers'", &commit.CauseTotals{Unjoined: 3}); l != "" {
 		t.Errorf("no cause joined: %q", l)
 	}
 }

@@ -52,7 +52,10 @@ type ClusterWrite struct {
 	// Batch: the entries that Save held.
 	LeaderWALNs       int64 `json:"leader_wal_ns"`
 	LeaderFdatasyncNs int64 `json:"leader_fdatasync_ns"`
-	Batch             int   `json:"batch_entries"`
+	// LeaderCause: the leader's fdatasync by cause, when its agent split
+	// the call (its window's sync_cause).
+	LeaderCause *SyncCause `json:"leader_fdatasync_cause,omitempty"`
+	Batch       int        `json:"batch_entries"`
 	// DeciderLocal: the leader's own WAL append came last (no follower
 	// is then split); else Decider is the follower whose ack did, VoteNs
 	// the leader's Send to that ack.
@@ -90,6 +93,9 @@ type ClusterJoin struct {
 	// over the joined writes a follower decided (Unjoined: those whose
 	// follower's record carries no cause).
 	FollowerCause CauseTotals
+	// LeaderCause: the same of the leader's fdatasync over the joined
+	// writes its own WAL append decided.
+	LeaderCause CauseTotals
 }
 
 // JoinCluster joins the members' windows by Raft entry. The leader is the
@@ -157,7 +163,7 @@ func JoinCluster(windows []EntryWindow) ClusterJoin {
 		w := ClusterWrite{Term: e.Term, Index: e.Index, LeaderWALNs: int64(e.SaveEndNs - e.SaveStartNs),
 			Batch: int(e.SaveLast - e.SaveFirst + 1)}
 		if e.SyncEndNs > e.SyncStartNs {
-			w.LeaderFdatasyncNs = int64(e.SyncEndNs - e.SyncStartNs)
+			w.LeaderFdatasyncNs, w.LeaderCause = int64(e.SyncEndNs-e.SyncStartNs), e.SyncCause
 		}
 		res.LeaderWALNs.Add(w.LeaderWALNs)
 		joinWrite(&w, e, q, fol)
@@ -165,6 +171,9 @@ func JoinCluster(windows []EntryWindow) ClusterJoin {
 			res.Joined++
 			if w.DeciderLocal {
 				res.Deciders[MemberID(LocalVote)]++
+				if w.LeaderFdatasyncNs > 0 {
+					res.LeaderCause.Add(w.LeaderCause)
+				}
 			} else {
 				res.Deciders[w.Decider]++
 				res.VoteNs.Add(w.VoteNs)
@@ -270,10 +279,11 @@ type ClusterVerdict struct {
 	Decided, Joined int
 	PartNs, VoteNs  int64
 	FdatasyncNs     int64 // ClusterVerdictFollowerWAL: its fdatasync's p50
-	// ClusterVerdictFollowerWAL, when the follower's agent split its
-	// fdatasyncs: Cause, the top cause over its votes (CauseTotals.Top:
-	// the disk by its largest layer when its layers hold the most), CauseNs
-	// that cause's p50 per vote, over CauseJoined of its Decided votes.
+	// ClusterVerdictFollowerWAL (ClusterVerdictLeaderWAL), when the
+	// follower's (leader's) agent split its fdatasyncs: Cause, the top
+	// cause over its votes (CauseTotals.Top: the disk by its largest layer
+	// when its layers hold the most), CauseNs that cause's p50 per vote,
+	// over CauseJoined of its Decided votes.
 	Cause       Cause
 	CauseNs     int64
 	CauseJoined int
@@ -294,6 +304,13 @@ func (j *ClusterJoin) Verdict() ClusterVerdict {
 	}
 	if top == MemberID(LocalVote) {
 		v.Kind, v.PartNs = ClusterVerdictLeaderWAL, j.LeaderWALNs.Summary().P50
+		var causes []*SyncCause
+		for k := range j.Writes {
+			if w := &j.Writes[k]; w.Joined() && w.DeciderLocal && w.LeaderCause != nil {
+				causes = append(causes, w.LeaderCause)
+			}
+		}
+		v.Cause, v.CauseNs, v.CauseJoined = topCause(&j.LeaderCause, causes)
 		return v
 	}
 	v.Member = top
@@ -326,15 +343,23 @@ func (j *ClusterJoin) Verdict() ClusterVerdict {
 		v.Kind, v.PartNs = ClusterVerdictNetwork, net.Summary().P50
 	case sumWAL >= sumQueue:
 		v.Kind, v.PartNs, v.FdatasyncNs = ClusterVerdictFollowerWAL, wal.Summary().P50, sync.Summary().P50
-		if c, ok := causes.Top(); ok {
-			var per stats.Series
-			for _, sc := range withCause {
-				per.Add(sc.Ns[c])
-			}
-			v.Cause, v.CauseNs, v.CauseJoined = c, per.Summary().P50, causes.Joined
-		}
+		v.Cause, v.CauseNs, v.CauseJoined = topCause(&causes, withCause)
 	default:
 		v.Kind, v.PartNs = ClusterVerdictFollowerQueue, queue.Summary().P50
 	}
 	return v
+}
+
+// topCause is the top cause of totals t (CauseTotals.Top), its p50 over
+// the writes' causes, and how many writes were split; "" when none.
+func topCause(t *CauseTotals, causes []*SyncCause) (Cause, int64, int) {
+	c, ok := t.Top()
+	if !ok {
+		return "", 0, 0
+	}
+	var per stats.Series
+	for _, sc := range causes {
+		per.Add(sc.Ns[c])
+	}
+	return c, per.Summary().P50, t.Joined
 }

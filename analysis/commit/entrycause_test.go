@@ -158,6 +158,9 @@ func TestClusterVerdictCause(t *testing.T) {
 			if sum != w.Follower.FdatasyncNs {
 				t.Errorf("%s: write %d: causes sum %d ns, fdatasync %d", tc.name, w.Index, sum, w.Follower.FdatasyncNs)
 			}
+			if w.LeaderCause == nil || w.LeaderCause.Ns[CauseJournal] != w.LeaderFdatasyncNs {
+				t.Errorf("%s: write %d: the leader's cause %+v, want its journal %d ns", tc.name, w.Index, w.LeaderCause, w.LeaderFdatasyncNs)
+			}
 		}
 	}
 	// A v 1 window (no causes): the verdict as before, no cause.
@@ -185,7 +188,10 @@ func slowFollowerRun(n uint64, cause map[Cause]int64) []EntryWindow {
 	for i := uint64(1); i <= n; i++ {
 		t := i * 100_000_000
 		lead.Add(&event.Commit{Kind: event.CommitSaveDone, TsNs: t + 400_000, Save: event.CommitSave{First: i, Last: i, Term: 2,
-			SendNs: t, StartNs: t + 100_000, EndNs: t + 400_000, SyncStartNs: t + 150_000, SyncEndNs: t + 350_000}}, nil)
+			SendNs: t, StartNs: t + 100_000, EndNs: t + 400_000, SyncStartNs: t + 150_000, SyncEndNs: t + 350_000, SyncTIDs: [2]uint32{tidRaft, tidRaft}}}, nil)
+		if cause != nil { // the leader's agent splits its own
+			lead.AddSyncCall(SyncCall{TID: tidRaft, StartNs: t + 150_000, EndNs: t + 350_000, WAL: true, Layers: analysis.Layers{JournalNs: 200_000}})
+		}
 		for _, f := range []struct {
 			log         *EntryLog
 			id, wal, rt uint64
@@ -210,4 +216,23 @@ func slowFollowerRun(n uint64, cause map[Cause]int64) []EntryWindow {
 		}
 	}
 	return []EntryWindow{lead.Window(0, MaxEntries), f2.Window(0, MaxEntries), f3.Window(0, MaxEntries)}
+}
+
+// TestClusterVerdictLeaderCause: when the leader's own WAL append
+// decides most writes, the verdict names its fdatasync's top cause, from
+// the leader's window, over the writes it decided.
+func TestClusterVerdictLeaderCause(t *testing.T) {
+	cpu := &SyncCause{CallNs: 2e6, Ns: map[Cause]int64{CauseCPUWait: 1.5e6, CauseDeviceFlush: 0.5e6}}
+	j := ClusterJoin{Joined: 3, Deciders: map[MemberID]int{MemberID(LocalVote): 2, 2: 1}, Writes: []ClusterWrite{
+		{Index: 1, DeciderLocal: true, LeaderWALNs: 2.2e6, LeaderFdatasyncNs: 2e6, LeaderCause: cpu},
+		{Index: 2, DeciderLocal: true, LeaderWALNs: 2.2e6, LeaderFdatasyncNs: 2e6, LeaderCause: cpu},
+		{Index: 3, Decider: 2, VoteNs: 1e6, NetworkNs: 0.5e6, LeaderCause: &SyncCause{Ns: map[Cause]int64{CauseDeviceFlush: 9e6}},
+			Follower: &FollowerSplit{TotalNs: 0.5e6, WALNs: 0.4e6}},
+	}}
+	j.LeaderWALNs.Add(2.2e6)
+	j.LeaderCause.Add(cpu)
+	j.LeaderCause.Add(cpu)
+	if v := j.Verdict(); v.Kind != ClusterVerdictLeaderWAL || v.Cause != CauseCPUWait || v.CauseNs != 1.5e6 || v.CauseJoined != 2 {
+		t.Errorf("verdict %+v: want the leader's WAL, cpu_wait 1.5 ms over its 2 writes", v)
+	}
 }
