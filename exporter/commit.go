@@ -23,6 +23,13 @@ type CommitTracer interface {
 	pipeline.CommitSource
 }
 
+// CommitSyncTracer is the fsync tracer on the traced etcd alone
+// (tracer.FsyncTracer), read beside the commit tracer.
+type CommitSyncTracer interface {
+	pipeline.SyncSource
+	Close() error
+}
+
 // MaxVoteLabels bounds the vote label of etcdscope_commit_deciding_vote_total:
 // "local_wal" and one value per follower. A cluster has at most a few
 // voters (etcd recommends 3 to 7); anything past the bound is "other".
@@ -201,6 +208,10 @@ func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *commi
 		Source: cfg.Commit, Unavailable: cfg.CommitUnavailable, RingBytes: cfg.RingBytes, SampleEvery: cfg.CommitSampleEvery,
 		Notice:  func(s string) { fmt.Fprintf(logw, "etcdscope serve: commit: %s\n", s) },
 		OnWrite: c.ObserveWrite, Entries: entries, OnFollowerEntry: c.ObserveFollowerEntry,
+	}
+	if cfg.CommitSyncs != nil {
+		s.Add("commit fsync", cfg.CommitSyncs)
+		opt.Syncs, opt.EntryCausesOnly = cfg.CommitSyncs, true
 	}
 	if spans != nil {
 		// The sink takes each write without blocking; the entries it

@@ -52,6 +52,11 @@ type Config struct {
 	// CommitSampleEvery: the commit tracer follows 1 write in N
 	// (tracer.CommitConfig.SampleEvery; 0 and 1: every write).
 	CommitSampleEvery uint32
+	// CommitSyncs, if set with Commit, is the fsync tracer on etcd
+	// process CommitPID alone (with its scheduler states and writes): each
+	// WAL Save's fdatasync in /commit/entries is split by cause
+	// (pipeline.CommitOptions.Syncs). The commit run's session closes it.
+	CommitSyncs CommitSyncTracer
 	// CommitNoGRPC: the commit tracer leaves the unary RPC around each
 	// write unprobed (tracer.CommitConfig.NoGRPC).
 	CommitNoGRPC bool

@@ -101,8 +101,8 @@ func fetchPage(ctx context.Context, cl *http.Client, u string) (commit.EntryWind
 	if err := json.Unmarshal(b, &w); err != nil {
 		return w, fmt.Errorf("%w (%v)", ErrNotAgent, err)
 	}
-	if w.V != commit.EntryWindowVersion {
-		return w, errors.New("entry window version " + strconv.Itoa(w.V) + ", want " + strconv.Itoa(commit.EntryWindowVersion))
+	if w.V < commit.EntryWindowOldest || w.V > commit.EntryWindowVersion {
+		return w, errors.New("entry window version " + strconv.Itoa(w.V) + ", want " + strconv.Itoa(commit.EntryWindowOldest) + " to " + strconv.Itoa(commit.EntryWindowVersion))
 	}
 	return w, nil
 }

@@ -77,8 +77,15 @@ type CommitOptions struct {
 	// Syncs, when set, is the fsync tracer on the same process (the
 	// caller closes it): each write's WAL fdatasync is joined with its
 	// split of that call (commit.JoinSyncs), so that the verdict names
-	// the disk's layer or the CPU it waited on.
+	// the disk's layer or the CPU it waited on; and each Save's
+	// (*WAL).sync in Entries with the same split as the calls arrive
+	// (Entry.SyncCause: what a follower's fdatasync waited on, for
+	// `etcdscope cluster`).
 	Syncs SyncSource
+	// EntryCausesOnly: Syncs' calls go to Entries' join alone; nothing is
+	// kept for a join of the writes at the end of the run (serve, which
+	// runs until stopped and reports no summary).
+	EntryCausesOnly bool
 	// Raw: the source also sends every probe's firing (the reference
 	// stream, tracer.CommitConfig.Raw): they are assembled in Go
 	// (commit.Assembler) and the kernel's assembled records are ignored.
@@ -245,8 +252,12 @@ func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 				if ev.Kind == event.CommitSched {
 					// The WAL sync's thread states, for the join with
 					// the fsync tracer's calls at the end.
-					if opt.Syncs != nil && len(syncScheds) < 4*maxKept {
-						syncScheds = append(syncScheds, event.Sched{TID: ev.TID, State: event.SchedState(ev.A), Ns: ev.TsNs})
+					if opt.Syncs != nil {
+						e := event.Sched{TID: ev.TID, State: event.SchedState(ev.A), Ns: ev.TsNs}
+						entries.AddSched(e)
+						if !opt.EntryCausesOnly && len(syncScheds) < 4*maxKept {
+							syncScheds = append(syncScheds, e)
+						}
 					}
 					return false, nil
 				}
@@ -275,7 +286,7 @@ func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 	}
 
 	// The fsync tracer's reader: etcd's fsync calls, split into layers.
-	var calls syncCalls
+	calls := syncCalls{entries: entries, keep: !opt.EntryCausesOnly}
 	if tr != nil && opt.Syncs != nil {
 		s.Go(func() error {
 			p := NewFsync(FsyncConfig{Sched: true, Sinks: []FsyncSink{&calls}})
@@ -440,13 +451,16 @@ const maxKept = 100000
 func deliver(ws []commit.Write, res *CommitResult, opt CommitOptions, entries *commit.EntryLog) error {
 	for i := range ws {
 		if e, ok := entries.Get(ws[i].Index); ok && ws[i].Index != 0 {
+			// The per-write records carry no cause (the summary has
+			// it): the commit record stays v 1.
+			e.SyncCause = nil
 			ws[i].Entry = &e
 		}
 		res.Report.Add(&ws[i])
 		if opt.LoadPerSec > 0 && len(res.spans) < maxKept {
 			res.spans = append(res.spans, [2]uint64{ws[i].StartNs, ws[i].EndNs})
 		}
-		if win := ws[i].WALSyncWindow; opt.Syncs != nil && win.EndNs > win.StartNs && len(res.syncWins) < maxKept {
+		if win := ws[i].WALSyncWindow; opt.Syncs != nil && !opt.EntryCausesOnly && win.EndNs > win.StartNs && len(res.syncWins) < maxKept {
 			res.syncWins = append(res.syncWins, win)
 		}
 		if opt.OnWrite != nil {
@@ -459,10 +473,13 @@ func deliver(ws []commit.Write, res *CommitResult, opt CommitOptions, entries *c
 }
 
 // syncCalls is the sink of the fsync tracer's pipeline in RunCommit: it
-// keeps each call's split (at most maxKept) for the join at the end,
-// since the two tracers' rings are read apart and the fsync ring wakes
-// its reader only once an eighth of it fills.
-type syncCalls struct{ calls []commit.SyncCall }
+// hands each call's split to the entries' streaming join, and, with keep,
+// keeps it (at most maxKept) for the join of the writes at the end.
+type syncCalls struct {
+	entries *commit.EntryLog
+	keep    bool
+	calls   []commit.SyncCall
+}
 
 // fsyncs counts the fsync calls kept (not the writes).
 func (s *syncCalls) fsyncs() int {
@@ -476,18 +493,21 @@ func (s *syncCalls) fsyncs() int {
 }
 
 func (s *syncCalls) Fsync(rec *analysis.FsyncRecord) error {
-	if len(s.calls) < maxKept {
-		s.calls = append(s.calls, commit.SyncCallOf(rec))
-	}
+	s.add(commit.SyncCallOf(rec))
 	return nil
+}
+
+func (s *syncCalls) add(c commit.SyncCall) {
+	s.entries.AddSyncCall(c)
+	if s.keep && len(s.calls) < maxKept {
+		s.calls = append(s.calls, c)
+	}
 }
 
 // Write keeps the write(2) calls (the WAL encoder's flush before its
 // fdatasync), when the tracer follows them.
 func (s *syncCalls) Write(rec *analysis.WriteRecord) error {
-	if len(s.calls) < maxKept {
-		s.calls = append(s.calls, commit.WriteCallOf(rec))
-	}
+	s.add(commit.WriteCallOf(rec))
 	return nil
 }
 

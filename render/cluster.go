@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -23,7 +24,13 @@ type ClusterSummary struct {
 	NotJoined map[string]int           `json:"not_joined"`
 	Deciders  map[string]int           `json:"deciders"` // "local_wal" or member hex -> writes
 	PartsNs   map[string]stats.Summary `json:"parts_ns"`
-	Verdict   string                   `json:"verdict,omitempty"` // as the table words it
+	// FollowerCause: the deciding followers' fdatasyncs by cause, summed
+	// over the writes a follower decided (their agents' sync_cause).
+	FollowerCause commit.CauseTotals `json:"follower_fdatasync_cause"`
+	// LeaderCause: the leader's fdatasyncs by cause over the writes its
+	// own WAL append decided.
+	LeaderCause commit.CauseTotals `json:"leader_fdatasync_cause"`
+	Verdict     string             `json:"verdict,omitempty"` // as the table words it
 }
 
 // ClusterWriteRecord is one write of `etcdscope cluster --output json`.
@@ -74,6 +81,7 @@ func ClusterSummaryOf(j *commit.ClusterJoin) ClusterSummary {
 	for _, p := range clusterParts(j) {
 		s.PartsNs[strings.ReplaceAll(p.name, " ", "_")] = p.s.Summary()
 	}
+	s.FollowerCause, s.LeaderCause = j.FollowerCause, j.LeaderCause
 	s.Verdict = clusterVerdict(j.Verdict(), clusterNames(j))
 	return s
 }
@@ -133,6 +141,14 @@ func clusterTable(w io.Writer, j *commit.ClusterJoin) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "vote: the leader's send to the deciding follower's ack = network + that follower's queue, WAL append and answer (each on its own clock)")
+	for _, c := range []struct {
+		who string
+		t   *commit.CauseTotals
+	}{{"deciding followers'", &j.FollowerCause}, {"leader's (where it decided)", &j.LeaderCause}} {
+		if line := causeLine(c.who, c.t); line != "" {
+			fmt.Fprintln(w, line)
+		}
+	}
 	if v := clusterVerdict(j.Verdict(), names); v != "" {
 		fmt.Fprintf(w, "verdict: %s\n", v)
 	}
@@ -157,13 +173,66 @@ func clusterVerdict(v commit.ClusterVerdict, names commit.Names) string {
 	of := fmt.Sprintf("it decided %d of %d joined writes", v.Decided, v.Joined)
 	switch v.Kind {
 	case commit.ClusterVerdictLeaderWAL:
+		if v.Cause != "" {
+			return leaderCauseVerdict(v)
+		}
 		return fmt.Sprintf("writes wait on the leader's own WAL append: p50 %s (it came last in %d of %d joined writes): run `etcdscope commit` on the leader for its fdatasync's cause", commitMs(v.PartNs), v.Decided, v.Joined)
 	case commit.ClusterVerdictNetwork:
 		return fmt.Sprintf("writes wait on the network to %s: %s of its %s vote (p50; %s): run `etcdscope peers` on the leader", who, commitMs(v.PartNs), commitMs(v.VoteNs), of)
 	case commit.ClusterVerdictFollowerWAL:
+		if v.Cause != "" {
+			return followerCauseVerdict(v, who, of)
+		}
 		return fmt.Sprintf("writes wait on %s's disk: its WAL append %s (fdatasync %s) of its %s vote (p50; %s): run `etcdscope fsync --comm etcd` there", who, commitMs(v.PartNs), commitMs(v.FdatasyncNs), commitMs(v.VoteNs), of)
 	case commit.ClusterVerdictFollowerQueue:
 		return fmt.Sprintf("writes wait on %s's Raft loop: queueing and answer %s of its %s vote (p50; %s)", who, commitMs(v.PartNs), commitMs(v.VoteNs), of)
 	}
 	return ""
+}
+
+// followerCauseVerdict words a follower's WAL verdict by the top cause of
+// its fdatasyncs: its disk (by the largest layer), a CPU, or another
+// wait; the cause's p50 first.
+func followerCauseVerdict(v commit.ClusterVerdict, who, of string) string {
+	nums := fmt.Sprintf("%s %s of its %s vote (p50; WAL append %s, fdatasync %s; %s, %d split by cause)",
+		v.Cause, commitMs(v.CauseNs), commitMs(v.VoteNs), commitMs(v.PartNs), commitMs(v.FdatasyncNs), of, v.CauseJoined)
+	switch {
+	case v.Cause.Disk():
+		return fmt.Sprintf("writes wait on %s's disk: %s", who, nums)
+	case v.Cause == commit.CauseCPUWait:
+		return fmt.Sprintf("writes wait for a CPU on %s, not its disk: %s", who, nums)
+	}
+	return fmt.Sprintf("writes wait on %s's WAL append: %s", who, nums)
+}
+
+// causeLine is the table's line of whose fdatasyncs by cause: the
+// shares of the summed time, largest first (those of 1% or more); ""
+// when none was split.
+func causeLine(who string, t *commit.CauseTotals) string {
+	if t.Joined == 0 {
+		return ""
+	}
+	cs := slices.Clone(commit.CauseOrder)
+	slices.SortStableFunc(cs, func(a, b commit.Cause) int { return cmp.Compare(t.Ns[b], t.Ns[a]) })
+	var parts []string
+	for _, c := range cs {
+		if sh := t.Share(c); sh >= 0.01 && len(parts) < 6 {
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", c, 100*sh))
+		}
+	}
+	return fmt.Sprintf("%s fdatasync by cause (%d of %d split): %s", who, t.Joined, t.Joined+t.Unjoined, strings.Join(parts, ", "))
+}
+
+// leaderCauseVerdict words the leader's WAL verdict by the top cause of
+// its fdatasyncs, the cause's p50 first.
+func leaderCauseVerdict(v commit.ClusterVerdict) string {
+	nums := fmt.Sprintf("%s %s of its %s WAL append (p50; it came last in %d of %d joined writes, %d split by cause)",
+		v.Cause, commitMs(v.CauseNs), commitMs(v.PartNs), v.Decided, v.Joined, v.CauseJoined)
+	switch {
+	case v.Cause.Disk():
+		return "writes wait on the leader's own disk: " + nums
+	case v.Cause == commit.CauseCPUWait:
+		return "writes wait for a CPU on the leader, not its disk: " + nums
+	}
+	return "writes wait on the leader's own WAL append: " + nums
 }

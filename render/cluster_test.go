@@ -32,3 +32,43 @@ func TestClusterVerdictWords(t *testing.T) {
 		t.Errorf("no joined write: %q", got)
 	}
 }
+
+// TestClusterVerdictCause: a follower's WAL verdict with its fdatasyncs
+// split names the top cause first, with its p50 against the vote's: the
+// disk's layer, a CPU, or another wait; one line of at most 200
+// characters, as is the table's line of the causes' shares.
+func TestClusterVerdictCause(t *testing.T) {
+	names := commit.Names{0x28d1: "m3"}
+	base := commit.ClusterVerdict{Kind: commit.ClusterVerdictFollowerWAL, Member: 0x28d1, Decided: 60, Joined: 62, PartNs: 9.0e6,
+		FdatasyncNs: 8.8e6, VoteNs: 9.1e6, CauseNs: 7.9e6, CauseJoined: 60}
+	for _, tc := range []struct {
+		cause commit.Cause
+		want  string
+	}{
+		{commit.CauseDeviceFlush, "writes wait on m3's disk: device_flush 7.90 ms of its 9.10 ms vote (p50;"},
+		{commit.CauseDM, "writes wait on m3's disk: dm 7.90 ms of its 9.10 ms vote"},
+		{commit.CauseCPUWait, "writes wait for a CPU on m3, not its disk: cpu_wait 7.90 ms of its 9.10 ms vote"},
+		{commit.CauseBlocked, "writes wait on m3's WAL append: blocked 7.90 ms of its 9.10 ms vote"},
+	} {
+		v := base
+		v.Cause = tc.cause
+		got := clusterVerdict(v, names)
+		if !strings.HasPrefix(got, tc.want) || !strings.Contains(got, "60 split by cause") || len(got) > 200 || strings.Contains(got, "\n") {
+			t.Errorf("%s: %q (%d chars): want it to begin %q, at most 200 characters", tc.cause, got, len(got), tc.want)
+		}
+	}
+	lead := commit.ClusterVerdict{Kind: commit.ClusterVerdictLeaderWAL, Decided: 38, Joined: 100, PartNs: 0.82e6, Cause: commit.CauseJournal, CauseNs: 0.41e6, CauseJoined: 38}
+	if got, want := clusterVerdict(lead, names), "writes wait on the leader's own disk: journal 0.41 ms of its 0.82 ms WAL append (p50; it came last in 38 of 100 joined writes, 38 split by cause)"; got != want {
+		t.Errorf("leader's WAL: %q, want %q", got, want)
+	}
+	tot := commit.CauseTotals{Joined: 60, Unjoined: 2, Ns: map[commit.Cause]int64{commit.CauseDeviceFlush: 474e6, commit.CauseJournal: 36e6,
+		commit.CauseCPUWait: 18e6, commit.CauseOutside: 12e6, commit.CauseRunning: 1e3}}
+	line := causeLine("deciding followers'", &tot)
+	const want = "deciding followers' fdatasync by cause (60 of 62 split): device_flush 88%, journal 7%, cpu_wait 3%, outside_syscalls 2%"
+	if line != want {
+		t.Errorf("cause line %q, want %q", line, want)
+	}
+	if l := causeLine("deciding followers'", &commit.CauseTotals{Unjoined: 3}); l != "" {
+		t.Errorf("no cause joined: %q", l)
+	}
+}

@@ -52,7 +52,10 @@ type ClusterWrite struct {
 	// Batch: the entries that Save held.
 	LeaderWALNs       int64 `json:"leader_wal_ns"`
 	LeaderFdatasyncNs int64 `json:"leader_fdatasync_ns"`
-	Batch             int   `json:"batch_entries"`
+	// LeaderCause: the leader's fdatasync by cause, when its agent split
+	// the call (its window's sync_cause).
+	LeaderCause *SyncCause `json:"leader_fdatasync_cause,omitempty"`
+	Batch       int        `json:"batch_entries"`
 	// DeciderLocal: the leader's own WAL append came last (no follower
 	// is then split); else Decider is the follower whose ack did, VoteNs
 	// the leader's Send to that ack.
@@ -86,6 +89,13 @@ type ClusterJoin struct {
 	// leader's WAL over all): VoteNs, NetworkNs, QueueNs, WALNs,
 	// FdatasyncNs, RespondNs; LeaderWALNs.
 	VoteNs, NetworkNs, QueueNs, WALNs, FdatasyncNs, RespondNs, LeaderWALNs stats.Series
+	// FollowerCause sums the deciding followers' fdatasyncs by cause
+	// over the joined writes a follower decided (Unjoined: those whose
+	// follower's record carries no cause).
+	FollowerCause CauseTotals
+	// LeaderCause: the same of the leader's fdatasync over the joined
+	// writes its own WAL append decided.
+	LeaderCause CauseTotals
 }
 
 // JoinCluster joins the members' windows by Raft entry. The leader is the
@@ -153,7 +163,7 @@ func JoinCluster(windows []EntryWindow) ClusterJoin {
 		w := ClusterWrite{Term: e.Term, Index: e.Index, LeaderWALNs: int64(e.SaveEndNs - e.SaveStartNs),
 			Batch: int(e.SaveLast - e.SaveFirst + 1)}
 		if e.SyncEndNs > e.SyncStartNs {
-			w.LeaderFdatasyncNs = int64(e.SyncEndNs - e.SyncStartNs)
+			w.LeaderFdatasyncNs, w.LeaderCause = int64(e.SyncEndNs-e.SyncStartNs), e.SyncCause
 		}
 		res.LeaderWALNs.Add(w.LeaderWALNs)
 		joinWrite(&w, e, q, fol)
@@ -161,6 +171,9 @@ func JoinCluster(windows []EntryWindow) ClusterJoin {
 			res.Joined++
 			if w.DeciderLocal {
 				res.Deciders[MemberID(LocalVote)]++
+				if w.LeaderFdatasyncNs > 0 {
+					res.LeaderCause.Add(w.LeaderCause)
+				}
 			} else {
 				res.Deciders[w.Decider]++
 				res.VoteNs.Add(w.VoteNs)
@@ -169,6 +182,7 @@ func JoinCluster(windows []EntryWindow) ClusterJoin {
 				res.WALNs.Add(w.Follower.WALNs)
 				res.FdatasyncNs.Add(w.Follower.FdatasyncNs)
 				res.RespondNs.Add(w.Follower.RespondNs)
+				res.FollowerCause.Add(w.Follower.Cause)
 			}
 		} else {
 			res.NotByWhy[w.Why]++
@@ -265,6 +279,14 @@ type ClusterVerdict struct {
 	Decided, Joined int
 	PartNs, VoteNs  int64
 	FdatasyncNs     int64 // ClusterVerdictFollowerWAL: its fdatasync's p50
+	// ClusterVerdictFollowerWAL (ClusterVerdictLeaderWAL), when the
+	// follower's (leader's) agent split its fdatasyncs: Cause, the top
+	// cause over its votes (CauseTotals.Top: the disk by its largest layer
+	// when its layers hold the most), CauseNs that cause's p50 per vote,
+	// over CauseJoined of its Decided votes.
+	Cause       Cause
+	CauseNs     int64
+	CauseJoined int
 }
 
 // Verdict names the vote that decides most joined writes and, for a
@@ -282,11 +304,20 @@ func (j *ClusterJoin) Verdict() ClusterVerdict {
 	}
 	if top == MemberID(LocalVote) {
 		v.Kind, v.PartNs = ClusterVerdictLeaderWAL, j.LeaderWALNs.Summary().P50
+		var causes []*SyncCause
+		for k := range j.Writes {
+			if w := &j.Writes[k]; w.Joined() && w.DeciderLocal && w.LeaderCause != nil {
+				causes = append(causes, w.LeaderCause)
+			}
+		}
+		v.Cause, v.CauseNs, v.CauseJoined = topCause(&j.LeaderCause, causes)
 		return v
 	}
 	v.Member = top
 	var vote, net, wal, sync, queue stats.Series
 	var sumNet, sumWAL, sumQueue int64
+	var causes CauseTotals
+	var withCause []*SyncCause
 	for k := range j.Writes {
 		w := &j.Writes[k]
 		if !w.Joined() || w.DeciderLocal || w.Decider != top || w.Follower == nil {
@@ -299,6 +330,12 @@ func (j *ClusterJoin) Verdict() ClusterVerdict {
 		sync.Add(f.FdatasyncNs)
 		queue.Add(f.QueueNs + f.RespondNs)
 		sumNet, sumWAL, sumQueue = sumNet+w.NetworkNs, sumWAL+f.WALNs, sumQueue+f.QueueNs+f.RespondNs
+		if f.FdatasyncNs > 0 {
+			causes.Add(f.Cause)
+			if f.Cause != nil {
+				withCause = append(withCause, f.Cause)
+			}
+		}
 	}
 	v.VoteNs = vote.Summary().P50
 	switch {
@@ -306,8 +343,23 @@ func (j *ClusterJoin) Verdict() ClusterVerdict {
 		v.Kind, v.PartNs = ClusterVerdictNetwork, net.Summary().P50
 	case sumWAL >= sumQueue:
 		v.Kind, v.PartNs, v.FdatasyncNs = ClusterVerdictFollowerWAL, wal.Summary().P50, sync.Summary().P50
+		v.Cause, v.CauseNs, v.CauseJoined = topCause(&causes, withCause)
 	default:
 		v.Kind, v.PartNs = ClusterVerdictFollowerQueue, queue.Summary().P50
 	}
 	return v
+}
+
+// topCause is the top cause of totals t (CauseTotals.Top), its p50 over
+// the writes' causes, and how many writes were split; "" when none.
+func topCause(t *CauseTotals, causes []*SyncCause) (Cause, int64, int) {
+	c, ok := t.Top()
+	if !ok {
+		return "", 0, 0
+	}
+	var per stats.Series
+	for _, sc := range causes {
+		per.Add(sc.Ns[c])
+	}
+	return c, per.Summary().P50, t.Joined
 }

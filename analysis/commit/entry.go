@@ -72,6 +72,11 @@ type Entry struct {
 	MsgFirst  uint64   `json:"msg_first,omitempty"`
 	MsgLast   uint64   `json:"msg_last,omitempty"`
 	RespondNs uint64   `json:"respond_ns,omitempty"`
+	// SyncCause: the (*WAL).sync of the entry's Save split by cause, its
+	// fdatasync call as this member's fsync tracer split it (JoinSyncs;
+	// the batch's entries share it); nil when this member's agent runs no
+	// fsync tracer on etcd or has not seen the call (yet). Window v 2.
+	SyncCause *SyncCause `json:"sync_cause,omitempty"`
 
 	split bool // its FollowerSplit was handed out by EntryLog.Add
 }
@@ -84,13 +89,15 @@ func (e *Entry) Follower() bool { return e.RecvNs != 0 }
 // loop taking it into a Ready), WAL (the Save: write and fdatasync, of
 // which Fdatasync) and Respond (the Save's end to the Send of the
 // MsgAppResp: etcd's raft loop signals its apply first). Queue + WAL +
-// Respond == Total.
+// Respond == Total. Cause, when the member's fsync tracer split the
+// call, is Fdatasync by cause (its Ns sum to FdatasyncNs).
 type FollowerSplit struct {
-	TotalNs     int64 `json:"total_ns"`
-	QueueNs     int64 `json:"queue_ns"`
-	WALNs       int64 `json:"wal_ns"`
-	FdatasyncNs int64 `json:"fdatasync_ns"`
-	RespondNs   int64 `json:"respond_ns"`
+	TotalNs     int64      `json:"total_ns"`
+	QueueNs     int64      `json:"queue_ns"`
+	WALNs       int64      `json:"wal_ns"`
+	FdatasyncNs int64      `json:"fdatasync_ns"`
+	RespondNs   int64      `json:"respond_ns"`
+	Cause       *SyncCause `json:"fdatasync_cause,omitempty"`
 }
 
 // Split returns the follower's split of e; false unless this member
@@ -102,7 +109,7 @@ func (e *Entry) Split() (FollowerSplit, bool) {
 	s := FollowerSplit{TotalNs: int64(e.RespondNs - e.RecvNs), QueueNs: int64(e.SaveStartNs - e.RecvNs),
 		WALNs: int64(e.SaveEndNs - e.SaveStartNs), RespondNs: int64(e.RespondNs - e.SaveEndNs)}
 	if e.SyncEndNs > e.SyncStartNs {
-		s.FdatasyncNs = int64(e.SyncEndNs - e.SyncStartNs)
+		s.FdatasyncNs, s.Cause = int64(e.SyncEndNs-e.SyncStartNs), e.SyncCause
 	}
 	return s, true
 }
@@ -122,7 +129,31 @@ type EntryLog struct {
 	// replaced counts entries overwritten by another term at their index
 	// (an uncommitted entry a new leader replaced).
 	replaced int
+	// The streaming join of each Save's (*WAL).sync with the fsync
+	// tracer's split of its fdatasync (AddSyncCall): the Saves not yet
+	// joined, and the recent calls and sync threads' states, each
+	// bounded (maxPendingSyncs, maxSyncCalls, maxSyncScheds).
+	pending []pendingSync
+	calls   []SyncCall
+	scheds  []event.Sched
 }
+
+// pendingSync is a Save whose (*WAL).sync waits for its fdatasync call.
+type pendingSync struct {
+	win         SyncWindow
+	term        uint64
+	first, last uint64
+}
+
+// Bounds of the streaming join: the Saves waiting for their call (a
+// call the fsync tracer lost leaves its Save there until 256 newer ones
+// push it out), the calls and the scheduler records kept (a few seconds
+// of etcd's syscalls at a thousand writes a second).
+const (
+	maxPendingSyncs = 256
+	maxSyncCalls    = 2048
+	maxSyncScheds   = 8192
+)
 
 // Replaced returns how many records were overwritten by an entry of
 // another term at their index (an uncommitted entry a new leader
@@ -160,8 +191,13 @@ func (l *EntryLog) SetNames(names Names) {
 	l.names = maps.Clone(names)
 }
 
-// EntryWindowVersion is the version of the EntryWindow JSON.
-const EntryWindowVersion = 1
+// EntryWindowVersion is the version of the EntryWindow JSON: 2 added
+// each entry's sync_cause (a v 1 window, without it, still joins).
+// EntryWindowOldest is the oldest version a reader accepts.
+const (
+	EntryWindowVersion = 2
+	EntryWindowOldest  = 1
+)
 
 // EntryWindow is a slice of one member's EntryLog as serve exposes it
 // (GET /commit/entries?since_index=N&limit=M, JSON): Entries with an
@@ -226,6 +262,15 @@ func (l *EntryLog) Add(ev *event.Commit, done []FollowerSplit) []FollowerSplit {
 			e.SyncStartNs, e.SyncEndNs, e.SendNs = s.SyncStartNs, s.SyncEndNs, s.SendNs
 			complete(e)
 		})
+		if s.SyncEndNs > s.SyncStartNs && s.First != 0 && s.Last >= s.First {
+			p := pendingSync{win: SyncWindow{StartNs: s.SyncStartNs, EndNs: s.SyncEndNs, TIDs: s.SyncTIDs}, term: s.Term, first: s.First, last: s.Last}
+			if !l.joinSync(&p) {
+				if len(l.pending) >= maxPendingSyncs {
+					l.pending = slices.Delete(l.pending, 0, maxPendingSyncs/4)
+				}
+				l.pending = append(l.pending, p)
+			}
+		}
 	case event.CommitSaveSent:
 		m := &ev.Msg
 		l.span(m.Term, m.First, m.Last, func(e *Entry) {
@@ -245,6 +290,73 @@ func (l *EntryLog) Add(ev *event.Commit, done []FollowerSplit) []FollowerSplit {
 		l.acks[ev.A] = append(a, ackRec{ts: ev.TsNs, index: ev.B})
 	}
 	return done
+}
+
+// AddSyncCall feeds one call of the fsync tracer on this member's etcd
+// (an fsync or fdatasync, or a write(2), as SyncCallOf and WriteCallOf
+// make them): a Save's (*WAL).sync is joined with the fdatasync inside
+// it, by JoinSyncs' rule, once both are here, in whatever order the two
+// rings deliver them, and its entries' SyncCause set.
+func (l *EntryLog) AddSyncCall(c SyncCall) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.calls) >= maxSyncCalls {
+		l.calls = slices.Delete(l.calls, 0, maxSyncCalls/4)
+	}
+	l.calls = append(l.calls, c)
+	if c.Write {
+		return // the fdatasync after it triggers the join
+	}
+	for k := 0; k < len(l.pending); k++ {
+		p := &l.pending[k]
+		if c.StartNs >= p.win.StartNs && c.EndNs <= p.win.EndNs && l.joinSync(p) {
+			l.pending = slices.Delete(l.pending, k, k+1)
+			k--
+		}
+	}
+}
+
+// AddSched feeds one scheduler state change of a thread inside
+// (*WAL).sync (the commit tracer's event.CommitSched), for the stretches
+// of a sync outside its syscalls.
+func (l *EntryLog) AddSched(e event.Sched) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.scheds) >= maxSyncScheds {
+		l.scheds = slices.Delete(l.scheds, 0, maxSyncScheds/4)
+	}
+	l.scheds = append(l.scheds, e)
+}
+
+// joinSync joins p's window with the calls and states kept and sets its
+// entries' SyncCause; false when no fdatasync inside it is here yet.
+// Caller holds l.mu.
+func (l *EntryLog) joinSync(p *pendingSync) bool {
+	var calls []SyncCall
+	for i := range l.calls {
+		if c := &l.calls[i]; c.StartNs >= p.win.StartNs && c.EndNs <= p.win.EndNs {
+			calls = append(calls, *c)
+		}
+	}
+	if len(calls) == 0 {
+		return false
+	}
+	var scheds []event.Sched
+	for _, e := range l.scheds {
+		if e.Ns >= p.win.StartNs && e.Ns <= p.win.EndNs {
+			scheds = append(scheds, e)
+		}
+	}
+	sc := JoinSyncs([]SyncWindow{p.win}, calls, scheds)[0]
+	if sc == nil {
+		return false
+	}
+	for i := p.first; i <= p.last; i++ {
+		if e, ok := l.entries[i]; ok && (e.Term == p.term || p.term == 0) && e.SyncStartNs == p.win.StartNs {
+			e.SyncCause = sc
+		}
+	}
+	return true
 }
 
 // span calls f on the record of every index first..last (term: the first

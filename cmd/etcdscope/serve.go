@@ -132,7 +132,7 @@ func runServe(args []string) error {
 	defer pt.Close()
 	cfg.Fsync, cfg.Peers = ft, pt
 	if cfg.CommitPID != 0 {
-		ct, err := tracer.NewCommit(tracer.CommitConfig{PID: cfg.CommitPID, RingBytes: cfg.RingBytes, SampleEvery: cfg.CommitSampleEvery, NoGRPC: cfg.CommitNoGRPC})
+		ct, err := tracer.NewCommit(tracer.CommitConfig{PID: cfg.CommitPID, RingBytes: cfg.RingBytes, Sched: true, SampleEvery: cfg.CommitSampleEvery, NoGRPC: cfg.CommitNoGRPC})
 		if err != nil {
 			return tracerError(fmt.Sprintf("commit tracer (etcd pid %d)", cfg.CommitPID), err)
 		}
@@ -140,6 +140,16 @@ func runServe(args []string) error {
 		cfg.Commit = ct
 		for layer, why := range ct.Unavailable() {
 			cfg.CommitUnavailable = append(cfg.CommitUnavailable, fmt.Sprintf("%s: %s", layer, why))
+		}
+		// As commit does: the fsync tracer on etcd alone splits each WAL
+		// fdatasync (leader's and follower's) into the disk's layers and
+		// the thread's states, for /commit/entries.
+		st, err := tracer.NewFsync(tracer.FsyncConfig{PID: uint32(cfg.CommitPID), Sched: true, Writes: true, RingBytes: cfg.RingBytes})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "etcdscope serve: commit: fsync tracer on etcd: %v: the WAL fdatasyncs in /commit/entries are not split by cause\n", err)
+		} else {
+			defer st.Close()
+			cfg.CommitSyncs = st
 		}
 	}
 	return setupErr(exporter.Run(ctx, cfg))

@@ -73,7 +73,12 @@ type rig struct {
 func sh(t *testing.T, args ...string) string { t.Helper(); return testenv.Run(t, args...) }
 
 // newRig builds the namespaces and starts the three members in them.
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T) *rig { return newRigWith(t, "") }
+
+// newRigWith is newRig with the members' data dirs under dataDir ("": a
+// temporary directory; a scenario mounts a slow device at
+// dataDir/m<i> first).
+func newRigWith(t *testing.T, dataDir string) *rig {
 	testenv.RequireRoot(t)
 	testenv.LookPath(t, "ip", "iproute2")
 	// Registered first, so it runs last: on failure the scenario's failed
@@ -119,7 +124,7 @@ func newRig(t *testing.T) *rig {
 	for _, a := range r.ips {
 		ips = append(ips, a.String())
 	}
-	r.c = etcdtest.Start(t, etcdtest.Options{Members: 3, IPs: ips, NetNS: r.ns, ExtraArgs: etcdArgs, HealthTimeout: healthWait})
+	r.c = etcdtest.Start(t, etcdtest.Options{Members: 3, IPs: ips, NetNS: r.ns, DataDir: dataDir, ExtraArgs: etcdArgs, HealthTimeout: healthWait})
 	r.m = r.c.Members
 	r.cli, err = clientv3.New(clientv3.Config{Endpoints: []string{r.m[0].ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {

@@ -8,12 +8,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -52,47 +49,12 @@ const slowFlush = 20 * time.Millisecond
 func TestVMScenarioSlowDisk(t *testing.T) {
 	selected(t)
 	testenv.RequireRoot(t)
-	testenv.LookPath(t, "dmsetup", "dmsetup")
-	testenv.LookPath(t, "mke2fs", "e2fsprogs")
-	testenv.LookPath(t, "losetup", "util-linux")
 	bin := filepath.Join(testenv.RepoRoot(t), "bin", "etcdscope")
 
-	const size = 256 << 20
-	img := filepath.Join(t.TempDir(), "wal.img")
-	f, err := os.Create(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Truncate(size)
-	f.Close()
-	// busybox's losetup has no --show: ask for the next free device, then
-	// attach it (nothing else in the guest takes loop devices).
-	loop := strings.TrimSpace(sh(t, "losetup", "-f"))
-	sh(t, "losetup", loop, img)
-	t.Cleanup(func() { exec.Command("losetup", "-d", loop).Run() })
-	const name = "esslow"
-	table := func(flush time.Duration) string {
-		return fmt.Sprintf("0 %d delay %s 0 0 %s 0 0 %s 0 %d", size/512, loop, loop, loop, flush.Milliseconds())
-	}
-	sh(t, "dmsetup", "create", name, "--noudevsync", "--table", table(0))
-	t.Cleanup(func() { exec.Command("dmsetup", "remove", "--noudevsync", name).Run() })
-	sh(t, "dmsetup", "mknodes", name)
-	dev := "/dev/mapper/" + name
-	sh(t, "mke2fs", "-q", "-F", "-t", "ext4", dev)
-	dir := filepath.Join(t.TempDir(), "data")
-	os.MkdirAll(dir, 0o700)
-	if err := syscall.Mount(dev, dir, "ext4", 0, ""); err != nil {
-		t.Fatalf("mounting %s: %v", dev, err)
-	}
 	// Registered before Start: cleanups run last-in first-out, so etcd
 	// stops before the unmount.
-	t.Cleanup(func() { syscall.Unmount(dir, 0) })
-	setFlush := func(d time.Duration) {
-		sh(t, "dmsetup", "suspend", "--noudevsync", name)
-		sh(t, "dmsetup", "reload", "--noudevsync", name, "--table", table(d))
-		sh(t, "dmsetup", "resume", "--noudevsync", name)
-		t.Logf("dmsetup table %s: %s", name, strings.TrimSpace(sh(t, "dmsetup", "table", name)))
-	}
+	dir := filepath.Join(t.TempDir(), "data")
+	setFlush := slowDir(t, dir, "esslow", 0)
 
 	c := etcdtest.Start(t, etcdtest.Options{Members: 1, DataDir: dir, ExtraArgs: etcdArgs, HealthTimeout: healthWait})
 	m := c.Members[0]
