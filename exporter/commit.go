@@ -26,8 +26,8 @@ type CommitTracer interface {
 // CommitSyncTracer is the fsync tracer on the traced etcd alone
 // (tracer.FsyncTracer), read beside the commit tracer.
 type CommitSyncTracer interface {
+	Tracer
 	pipeline.SyncSource
-	Close() error
 }
 
 // MaxVoteLabels bounds the vote label of etcdscope_commit_deciding_vote_total:

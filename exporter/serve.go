@@ -261,6 +261,19 @@ func Run(ctx context.Context, cfg Config) error {
 		m.AddSource("commit", cfg.Commit, len(cfg.Commit.Probes()))
 		defer m.RemoveSource("commit")
 		lossNames, lossSrcs = append(lossNames, "commit"), append(lossSrcs, cfg.Commit)
+		if cs := cfg.CommitSyncs; cs != nil {
+			// Its losses and missed runs are the causes' holes: counted
+			// and logged as every tracer's are.
+			attached := 0
+			for _, p := range cs.Probes() {
+				if p.Attached {
+					attached++
+				}
+			}
+			m.AddSource("commit_fsync", cs, attached)
+			defer m.RemoveSource("commit_fsync")
+			lossNames, lossSrcs = append(lossNames, "commit_fsync"), append(lossSrcs, cs)
+		}
 	}
 	var spans *otlp.Sink
 	if cfg.Commit != nil && cfg.OTLP != nil {
@@ -355,6 +368,7 @@ func Run(ctx context.Context, cfg Config) error {
 	m.RemoveSource("fsync")
 	m.RemoveSource("peers")
 	m.RemoveSource("commit")
+	m.RemoveSource("commit_fsync")
 	if ferr := sess.Finish(nil); err == nil {
 		err = ferr
 	}
