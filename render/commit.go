@@ -306,11 +306,14 @@ func commitVerdict(v commit.Verdict, names commit.Names) verdictText {
 		}
 		t := one(line, "the ack's time is the round trip to it and its WAL fdatasync")
 		if len(v.Down) > 0 {
+			// Why a far member decides is the verdict's point: on its
+			// line (a scenario check reads it from the JSON too).
 			var down []string
 			for _, d := range v.Down {
 				down = append(down, names.Of(d))
 			}
-			t.more = append(t.more, fmt.Sprintf("it is a deciding vote because %s sent no ack (down or partitioned)", strings.Join(down, ", ")))
+			t.line += fmt.Sprintf("; %s sent no ack", strings.Join(down, ", "))
+			t.more = append(t.more, "a member that sent no ack is down or partitioned: the vote named decides in its place")
 		}
 		return t
 	case commit.VerdictForward:

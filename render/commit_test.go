@@ -35,7 +35,7 @@ func TestCommitVerdicts(t *testing.T) {
 			commit.ClusterState{Voters: 1, Names: names}, []string{"writes wait on the local disk: WAL append p50 11.00 ms", "fdatasync p50 9.90 ms"}},
 		{"far follower decides because the near one is down", mk(commit.RoleLeader, map[string]int64{commit.PartPropose: 1e4, commit.PartWALAppend: 1e6, commit.PartQuorumWait: 50e6, commit.PartApply: 2e5}, f2, true, commit.Ack{Member: f2, AfterSendNs: 52_500_000}),
 			commit.ClusterState{Voters: 3, Down: []uint64{f1}, Names: names},
-			[]string{"writes wait on the quorum", "deciding vote is m2 (2222) in 1 of 1 writes", "52.50 ms from send to its ack", "because m1 (1111) sent no ack"}},
+			[]string{"writes wait on the quorum", "deciding vote is m2 (2222) in 1 of 1 writes", "52.50 ms from send to its ack", "; m1 (1111) sent no ack"}},
 		{"follower forwards", mk(commit.RoleFollower, map[string]int64{commit.PartForward: 20e6, commit.PartWALAppend: 1e6, commit.PartQuorumWait: 5e6, commit.PartApply: 2e5}, 0, false),
 			commit.ClusterState{Voters: 3, Names: names}, []string{"writes wait on forwarding to the leader", "forward p50 20.00 ms", "quorum_wait p50 5.00 ms", "move-leader"}},
 		// A far leader (scenario run of 2026-12-02): forward and the
