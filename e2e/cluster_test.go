@@ -156,10 +156,19 @@ func checkClusterJoin(t *testing.T) {
 			withCause = append(withCause, w)
 		}
 	}
-	checkFollowerCauses(t, withCause, byFollower, sum)
+	followerHoles := 0.0
+	for _, m := range c.Members {
+		if m != leader {
+			followerHoles += commitHoles(t, serves[m])
+		}
+	}
+	checkFollowerCauses(t, withCause, byFollower, followerHoles, sum)
 	// The leader's own fdatasync, split by its agent, its causes summing
 	// to it (2026-12-06: 100 of 100 writes in 2 runs each of v3.6 and
-	// v3.5; the bound allows 10 unsplit).
+	// v3.5). A write is left unsplit only when its agent's tracers missed
+	// or lost the records its join needs: each lost event or missed probe
+	// run of the leader's commit and commit_fsync tracers (its own
+	// /metrics) hides at most one write's split.
 	leaderSplit := 0
 	for _, w := range writes {
 		if w.Index <= lo || w.Index > hi || w.LeaderCause == nil {
@@ -174,9 +183,10 @@ func checkClusterJoin(t *testing.T) {
 			t.Errorf("write %d: the leader's causes sum to %d ns, its fdatasync %d ns", w.Index, ns, w.LeaderFdatasyncNs)
 		}
 	}
-	t.Logf("the leader's fdatasync split by cause for %d of %d writes", leaderSplit, inRun)
-	if leaderSplit < inRun*9/10 {
-		t.Errorf("the leader's fdatasync split for %d of %d writes: want at least 90%%", leaderSplit, inRun)
+	holes := commitHoles(t, serves[leader])
+	t.Logf("the leader's fdatasync split by cause for %d of %d writes; its agent's commit tracers lost or missed %.0f records", leaderSplit, inRun, holes)
+	if float64(inRun-leaderSplit) > holes {
+		t.Errorf("the leader's fdatasync split for %d of %d writes, with %.0f records lost or missed: want every write split but one per hole", leaderSplit, inRun, holes)
 	}
 	t.Logf("leader's commit index %d -> %d; %d writes in the range, %d joined (%d decided by a follower); summary: %+v", lo, hi, inRun, joined, byFollower, sum)
 	if uint64(inRun) != hi-lo || hi-lo < puts {
@@ -265,7 +275,7 @@ func checkClusterJoin(t *testing.T) {
 // every write a follower decided is split by cause on that follower
 // (its agent's fsync tracer on its etcd, joined with its (*WAL).sync),
 // and the causes sum to the follower's fdatasync time (the sync window).
-func checkFollowerCauses(t *testing.T, ws []commit.ClusterWrite, byFollower int, sum render.ClusterSummary) {
+func checkFollowerCauses(t *testing.T, ws []commit.ClusterWrite, byFollower int, holes float64, sum render.ClusterSummary) {
 	t.Helper()
 	var diffs []float64 // |causes - fdatasync| per write, µs
 	var worst commit.ClusterWrite
@@ -293,9 +303,12 @@ func checkFollowerCauses(t *testing.T, ws []commit.ClusterWrite, byFollower int,
 		t.Logf("|causes - fdatasync| per write: min %.3f, p50 %.3f, max %.3f µs (the worst: write %d, follower %+v, cause %+v)",
 			diffs[0], diffs[len(diffs)/2], diffs[len(diffs)-1], worst.Index, *worst.Follower, *worst.Follower.Cause)
 	}
-	if len(ws) < byFollower*9/10 || sum.FollowerCause.Joined != len(ws) {
-		t.Errorf("%d of %d follower-decided writes carry their follower's fdatasync cause (summary: %d joined): want at least 90%%",
-			len(ws), byFollower, sum.FollowerCause.Joined)
+	// Measured 2026-12-06: every follower-decided write split (53-80 a
+	// run, 5 runs). One may go unsplit only per record the followers'
+	// agents lost or missed (commitHoles).
+	if float64(byFollower-len(ws)) > holes || sum.FollowerCause.Joined != len(ws) {
+		t.Errorf("%d of %d follower-decided writes carry their follower's fdatasync cause (summary: %d joined), with %.0f records lost or missed: want every one but one per hole",
+			len(ws), byFollower, sum.FollowerCause.Joined, holes)
 	}
 	for _, w := range ws {
 		var ns int64
@@ -430,4 +443,21 @@ func putAndSettle(ctx context.Context, t *testing.T, c *etcdtest.Cluster, leader
 	}
 	time.Sleep(500 * time.Millisecond)
 	return lo, hi
+}
+
+// commitHoles is what agent s's commit and commit_fsync tracers lost or
+// missed (its /metrics): each such record hides at most one write's
+// fdatasync split.
+func commitHoles(t *testing.T, s *server) float64 {
+	t.Helper()
+	fams := s.scrape(t)
+	var holes float64
+	for _, name := range []string{"etcdscope_lost_events_total", "etcdscope_missed_events_total"} {
+		for _, x := range fams[name].GetMetric() {
+			if tr := labelsOf(x)["tracer"]; tr == "commit" || tr == "commit_fsync" {
+				holes += x.GetCounter().GetValue() + x.GetGauge().GetValue()
+			}
+		}
+	}
+	return holes
 }
