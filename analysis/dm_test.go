@@ -104,7 +104,7 @@ func testDMLevel(t *testing.T, flushInsert, flushGetrq uint64) {
 	for _, r := range rows {
 		got = append(got, r.Level+" "+r.Device+"/"+r.FS+" "+strconv.FormatInt(r.Total.Sum/1000, 10))
 	}
-	if w := []string{"L1 dm-0/ext4 22500", "L2 dm-0/dm 20250", "L3 loop0/disk 1350"}; !slices.Equal(got, w) {
+	if w := []string{"upper dm-0/ext4 22500", "dm dm-0/dm 20250", "lower loop0/disk 1350"}; !slices.Equal(got, w) {
 		t.Errorf("levels %q, want %q", got, w)
 	}
 	// the JSON round trip keeps the level

@@ -163,7 +163,7 @@ func TestLevelsBounded(t *testing.T) {
 	for _, r := range rep.Levels {
 		rows[r.Level] = append(rows[r.Level], r)
 	}
-	for _, lv := range []string{"L1", "L2", "L3"} {
+	for _, lv := range []string{LevelUpper, LevelDM, LevelLower} {
 		rs := rows[lv]
 		if len(rs) != MaxLevelRows+1 || rs[len(rs)-1].Folded != 1001-MaxLevelRows {
 			t.Fatalf("%s: %d rows, the last folding %d; want %d and %d", lv, len(rs), rs[len(rs)-1].Folded, MaxLevelRows+1, 1001-MaxLevelRows)

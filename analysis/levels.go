@@ -9,45 +9,118 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/stats"
 )
 
+// Stacked levels (LevelRow.Level), named by their role in one kernel's
+// storage stack, not numbered: virtualization numbers levels from the
+// bare-metal host up (L0 the host, L1 its guest, L2 a nested guest), so
+// numbers here would read as guests (issue 26).
+const (
+	// LevelUpper: the filesystem the caller fsyncs on (over a loop or a
+	// device-mapper device).
+	LevelUpper = "upper"
+	// LevelBacking: the fsyncs the loop driver made of its backing file,
+	// on the filesystem under the loop device, for upper's flushes.
+	LevelBacking = "backing"
+	// LevelDM: per upper fsync, the time a device-mapper target held the
+	// call's bios (FS "dm").
+	LevelDM = "dm"
+	// LevelLower: per upper fsync, the requests on the disks beneath the
+	// device-mapper device (FS "disk").
+	LevelLower = "lower"
+)
+
+// LevelNames lists the levels in table order.
+var LevelNames = []string{LevelUpper, LevelBacking, LevelDM, LevelLower}
+
+// UntracedReason says why a stacked level has no numbers (LevelRow.Untraced).
+type UntracedReason string
+
+const (
+	// UntracedBackingFS: the loop driver's fsyncs of its backing file come
+	// from a kernel thread, and only ext4's sync_file tracepoints show a
+	// kernel thread's fsync; the backing file is on another filesystem
+	// (LevelRow.FS), so the flushes' time stays in upper's device_flush.
+	UntracedBackingFS UntracedReason = "backing_fs_unseen"
+)
+
 // LevelRow is one row of the stacked-device table, in the shape people
-// publish for nested storage: one row per level (L1 the filesystem the
-// application fsyncs on; L2 the host filesystem under its loop device,
-// or the device-mapper target under it, FS "dm", and then L3 the disks
-// beneath the dm device, FS "disk").
+// publish for nested storage: one row per level and device (LevelUpper,
+// the filesystem the application fsyncs on; LevelBacking, the filesystem
+// under its loop device; or, on a device-mapper device, LevelDM, the dm
+// target, FS "dm", and LevelLower, the disks beneath it, FS "disk").
 type LevelRow struct {
-	Level  string `json:"level"`  // "L1", "L2", "L3"
+	Level  string `json:"level"`  // LevelUpper, LevelBacking, LevelDM or LevelLower
 	Device string `json:"device"` // kernel name, e.g. loop0, vda, dm-0
 	FS     string `json:"fs"`
-	// Total: the level's own fsyncs (loop), or per L1 fsync the time its
-	// dm target held its bios (dm) or its requests took on the disks
-	// beneath (disk); with L1's own layers these sum to L1's total.
+	// Total: the level's own fsyncs (upper, backing), or per upper fsync
+	// the time its dm target held its bios (dm) or its requests took on
+	// the disks beneath (lower); with upper's own layers these sum to
+	// upper's total.
 	Total stats.Summary `json:"total_ns"`
-	// FlushesPerFsync counts this level's flush requests per L1 fsync.
+	// FlushesPerFsync counts this level's flush requests per upper fsync.
 	FlushesPerFsync float64     `json:"flushes_per_fsync"`
 	Layers          []LayerStat `json:"layers"`
-	// NestedShare is, for L2, the share of L1's device-flush time that the
-	// host fsyncs account for (the rest is the loop driver's own work and
-	// queueing between the two levels).
+	// NestedShare is, for backing, the share of upper's device-flush time
+	// that the backing file's fsyncs account for (the rest is the loop
+	// driver's own work and queueing between the two levels).
 	NestedShare float64 `json:"nested_share,omitempty"`
-	// Untraced, on an L2 row, says why the level has no numbers: the
-	// loop device's backing file is on a filesystem whose fsyncs the host
-	// level cannot see (HostLevelTraced): the flushes' time stays in L1's
-	// device_flush. Device is then the loop disk (major:minor), FS the
-	// backing file's filesystem.
-	Untraced string `json:"untraced,omitempty"`
-	// UntracedDropped, when not 0, marks the one L2 row after the untraced
-	// ones that counts the flush requests on untraced (disk, filesystem)
-	// pairs past the MaxUntracedLevels listed: those pairs are not named.
+	// Untraced, on a backing row, says why the level has no numbers: the
+	// loop device's backing file is on a filesystem whose fsyncs the
+	// backing level cannot see (HostLevelTraced): UntracedBackingFS.
+	// Device is then the loop disk (major:minor), FS the backing file's
+	// filesystem.
+	Untraced UntracedReason `json:"untraced,omitempty"`
+	// UntracedDropped, when not 0, marks the one backing row after the
+	// untraced ones that counts the flush requests on untraced (disk,
+	// filesystem) pairs past the MaxUntracedLevels listed: those pairs
+	// are not named.
 	UntracedDropped int64 `json:"untraced_dropped,omitempty"`
 	// Folded, when not 0, marks the one row of its level that sums the
 	// devices past MaxLevelRows (Device and FS empty): how many.
 	Folded int64 `json:"folded_devices,omitempty"`
 }
 
+// levelV1 maps a row of a version 1 summary, whose levels were numbered
+// from the top of one kernel's stack, to the role that replaced its name:
+// "L1" upper; "L2" backing, or dm where FS is "dm" (a folded row: where the
+// dm layer holds all its time; version 1 folded loop and dm devices
+// together); "L3" lower. Its untraced sentence, the one reason version 1
+// wrote, becomes UntracedBackingFS.
+func (r *LevelRow) levelV1() {
+	switch r.Level {
+	case "L1":
+		r.Level = LevelUpper
+	case "L2":
+		r.Level = LevelBacking
+		if r.FS == "dm" || r.Folded > 0 && onlyDM(r.Layers) {
+			r.Level = LevelDM
+		}
+	case "L3":
+		r.Level = LevelLower
+	}
+	if r.Untraced != "" {
+		r.Untraced = UntracedBackingFS
+	}
+}
+
+// onlyDM says whether the dm layer holds all of layers' time, and some.
+func onlyDM(layers []LayerStat) bool {
+	dm := false
+	for _, l := range layers {
+		switch {
+		case l.Stats.Sum == 0:
+		case l.Name == LayerDM:
+			dm = true
+		default:
+			return false
+		}
+	}
+	return dm
+}
+
 // MaxLevelRows bounds the devices each level of the stacked table keeps
 // apart: a stack has a few (a loop device and its host filesystem; a dm
 // device and its disks), and a hostile recording of 50,000 dm devices
-// held 457 MiB (its page 841 MiB). Past it the device with the fewest L1
+// held 457 MiB (its page 841 MiB). Past it the device with the fewest upper
 // fsyncs is folded into one row of its level (LevelRow.Folded), as a
 // report's groups are (MaxGroups).
 const MaxLevelRows = 16
@@ -65,9 +138,9 @@ func BuildLevels(recs []FsyncRecord) []LevelRow {
 
 // levelsAcc accumulates BuildLevels' table one record at a time.
 type levelsAcc struct {
-	l1, l2, l3 *levelSet
-	any        bool
-	untraced   map[[2]string]bool // {loop disk, backing filesystem} without a host level
+	upper, backing, dm, lower *levelSet
+	any                       bool
+	untraced                  map[[2]string]bool // {loop disk, backing filesystem} without a backing level
 	// untracedDropped: flush requests on pairs past MaxUntracedLevels.
 	untracedDropped int64
 	budget          *stats.Budget // the exact values of every row's series
@@ -78,15 +151,15 @@ type levelAcc struct {
 	totals  stats.Series
 	layers  [numLayers]stats.Series // in LayerNames order
 	flushes int64
-	l1      int64 // L1 fsyncs these rows belong to
-	nested  int64 // L2: host time nested
-	flushNs int64 // L2: L1 device-flush time it nests in
+	uppers  int64 // upper fsyncs these rows belong to
+	nested  int64 // backing: its fsyncs' time nested
+	flushNs int64 // backing: upper's device-flush time it nests in
 }
 
 // newLevelsAcc returns an empty table whose rows' series are bound to
 // budget (nil: each bounded by stats.ExactLimit alone).
 func newLevelsAcc(budget *stats.Budget) *levelsAcc {
-	return &levelsAcc{l1: newLevelSet(), l2: newLevelSet(), l3: newLevelSet(), budget: budget}
+	return &levelsAcc{upper: newLevelSet(), backing: newLevelSet(), dm: newLevelSet(), lower: newLevelSet(), budget: budget}
 }
 
 // made returns a with its series bound to l's budget.
@@ -139,8 +212,8 @@ func (l *levelsAcc) get(s *levelSet, dev, fs string) *levelAcc {
 	if len(s.m) >= MaxLevelRows {
 		var vk string
 		var v *levelAcc
-		for k, a := range s.m { // the fewest L1 fsyncs, then calls; the least key of equals
-			if v == nil || a.l1 < v.l1 || a.l1 == v.l1 && (a.totals.Count() < v.totals.Count() || a.totals.Count() == v.totals.Count() && k < vk) {
+		for k, a := range s.m { // the fewest upper fsyncs, then calls; the least key of equals
+			if v == nil || a.uppers < v.uppers || a.uppers == v.uppers && (a.totals.Count() < v.totals.Count() || a.totals.Count() == v.totals.Count() && k < vk) {
 				vk, v = k, a
 			}
 		}
@@ -161,7 +234,7 @@ func (a *levelAcc) fold(f *levelAcc) {
 	a.totals.Absorb(&f.totals)
 	mergeSeries(a.layers[:], f.layers[:])
 	a.flushes += f.flushes
-	a.l1 += f.l1
+	a.uppers += f.uppers
 	a.nested += f.nested
 	a.flushNs += f.flushNs
 }
@@ -178,24 +251,24 @@ func (a *levelAcc) addLayers(total int64, l Layers) {
 	}
 }
 
-// addDM adds the levels of a call on a device-mapper device: L2 the dm
-// target's hold, L3 the requests of the disks beneath.
+// addDM adds the levels of a call on a device-mapper device: upper the
+// call, dm the target's hold, lower the requests of the disks beneath.
 func (l *levelsAcc) addDM(r *FsyncRecord) {
 	l.any = true
-	a := l.get(l.l1, r.DevName, r.FS)
+	a := l.get(l.upper, r.DevName, r.FS)
 	a.add(r)
-	a.l1++
+	a.uppers++
 	dm := r.DM
 	name := dm.DevName
 	if name == "" {
 		name = dm.Dev
 	}
-	b := l.get(l.l2, name, "dm")
+	b := l.get(l.dm, name, "dm")
 	b.addLayers(dm.HeldNs, Layers{DMNs: dm.HeldNs})
-	b.l1++
-	c := l.get(l.l3, dm.Beneath(), "disk")
+	b.uppers++
+	c := l.get(l.lower, dm.Beneath(), "disk")
 	c.addLayers(dm.Lower.Sum(), dm.Lower)
-	c.l1++
+	c.uppers++
 	for _, q := range r.Requests {
 		if q.Role == RoleFlush && !q.DM {
 			c.flushes++
@@ -233,19 +306,19 @@ func (l *levelsAcc) add(r *FsyncRecord) {
 		return
 	}
 	l.any = true
-	a := l.get(l.l1, r.DevName, r.FS)
+	a := l.get(l.upper, r.DevName, r.FS)
 	a.add(r)
-	a.l1++
+	a.uppers++
 	seen := map[string]bool{}
 	for _, q := range r.Requests {
 		for j := range q.Host {
 			h := &q.Host[j]
-			b := l.get(l.l2, h.DevName, h.FS)
+			b := l.get(l.backing, h.DevName, h.FS)
 			b.add(h)
 			b.nested += h.TotalNs
 			if k := h.DevName + "\x00" + h.FS; !seen[k] {
 				seen[k] = true
-				b.l1++
+				b.uppers++
 				b.flushNs += r.Layers.DeviceFlushNs
 			}
 		}
@@ -261,14 +334,14 @@ func (l *levelsAcc) rows() []LevelRow {
 	if !l.any && len(l.untraced) == 0 {
 		return nil
 	}
-	var l1n int64
-	for _, a := range l.l1.m {
-		l1n += a.l1
+	var nUpper int64
+	for _, a := range l.upper.m {
+		nUpper += a.uppers
 	}
-	if l.l1.other != nil {
-		l1n += l.l1.other.l1
+	if l.upper.other != nil {
+		nUpper += l.upper.other.uppers
 	}
-	rows := func(level string, s *levelSet, l1count int64) []LevelRow {
+	rows := func(level string, s *levelSet, upperCount int64) []LevelRow {
 		var out []LevelRow
 		accs := slices.Collect(maps.Values(s.m))
 		if s.other != nil {
@@ -290,14 +363,14 @@ func (l *levelsAcc) rows() []LevelRow {
 				}
 				row.Layers = append(row.Layers, LayerStat{Name: n, Stats: st, Share: share})
 			}
-			n := a.l1
-			if l1count > 0 {
-				n = l1count
+			n := a.uppers
+			if upperCount > 0 {
+				n = upperCount
 			}
 			if n > 0 {
 				row.FlushesPerFsync = float64(a.flushes) / float64(n)
 			}
-			if level == "L2" && a.flushNs > 0 {
+			if level == LevelBacking && a.flushNs > 0 {
 				row.NestedShare = float64(a.nested) / float64(a.flushNs)
 			}
 			out = append(out, row)
@@ -310,15 +383,17 @@ func (l *levelsAcc) rows() []LevelRow {
 		})
 		return out
 	}
-	out := append(append(rows("L1", l.l1, 0), rows("L2", l.l2, l1n)...), rows("L3", l.l3, l1n)...)
+	out := rows(LevelUpper, l.upper, 0)
+	out = append(out, rows(LevelBacking, l.backing, nUpper)...)
+	out = append(out, rows(LevelDM, l.dm, nUpper)...)
+	out = append(out, rows(LevelLower, l.lower, nUpper)...)
 	var un []LevelRow
 	for k := range l.untraced {
-		un = append(un, LevelRow{Level: "L2", Device: k[0], FS: k[1],
-			Untraced: "not traced: the loop driver's fsyncs of a backing file on " + k[1] + " come from a kernel thread and only ext4's sync_file tracepoints show them; their time stays in L1's device_flush"})
+		un = append(un, LevelRow{Level: LevelBacking, Device: k[0], FS: k[1], Untraced: UntracedBackingFS})
 	}
 	sort.Slice(un, func(i, j int) bool { return un[i].Device+un[i].FS < un[j].Device+un[j].FS })
 	if l.untracedDropped > 0 {
-		un = append(un, LevelRow{Level: "L2", UntracedDropped: l.untracedDropped})
+		un = append(un, LevelRow{Level: LevelBacking, UntracedDropped: l.untracedDropped})
 	}
 	return append(out, un...)
 }

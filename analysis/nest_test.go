@@ -46,10 +46,10 @@ func TestNestHostFsync(t *testing.T) {
 		t.Fatalf("host record %+v", h)
 	}
 	levels := BuildLevels([]FsyncRecord{rec})
-	if len(levels) != 2 || levels[0].Level != "L1" || levels[1].Level != "L2" || levels[1].Device != "vda" {
+	if len(levels) != 2 || levels[0].Level != LevelUpper || levels[1].Level != LevelBacking || levels[1].Device != "vda" {
 		t.Fatalf("levels %+v", levels)
 	}
-	// L2's 200 ns nest in L1's 350 ns of device flush.
+	// backing's 200 ns nest in upper's 350 ns of device flush.
 	if got := levels[1].NestedShare; got < 0.57 || got > 0.58 {
 		t.Fatalf("nested share %v", got)
 	}
@@ -57,7 +57,8 @@ func TestNestHostFsync(t *testing.T) {
 
 // TestNestUntracedBacking: a flush on a loop device whose backing file is
 // on a filesystem the host level cannot see is marked with that
-// filesystem, and the levels table gets an L2 row saying so, even when no
+// filesystem, and the levels table gets a backing row saying so (a typed
+// reason, UntracedBackingFS; render words it), even when no
 // host fsync at all was seen (there is none to see).
 func TestNestUntracedBacking(t *testing.T) {
 	a := NewAttributor(lookup)
@@ -71,7 +72,7 @@ func TestNestUntracedBacking(t *testing.T) {
 		t.Fatalf("requests %+v", rec.Requests)
 	}
 	levels := BuildLevels([]FsyncRecord{rec})
-	if len(levels) != 1 || levels[0].Level != "L2" || levels[0].FS != "fuse.bindfs" || levels[0].Untraced == "" {
+	if len(levels) != 1 || levels[0].Level != LevelBacking || levels[0].FS != "fuse.bindfs" || levels[0].Untraced != UntracedBackingFS {
 		t.Fatalf("levels %+v", levels)
 	}
 	if !HostLevelTraced("ext4") || !HostLevelTraced("") || HostLevelTraced("xfs") || HostLevelTraced("nfs4") {

@@ -6,8 +6,16 @@ package analysis
 import "strings"
 
 // SchemaVersion is the version of the JSON Lines records this package
-// writes and reads (docs/schema.md). Readers refuse newer major versions.
+// writes and reads (docs/schema.md): "fsync" and "write". Readers refuse
+// newer major versions.
 const SchemaVersion = 1
+
+// SummaryVersion is the version of the "summary" line. 2 (2026-12-06):
+// its stacked levels are named by role (LevelUpper, LevelBacking, LevelDM,
+// LevelLower; version 1 numbered them "L1", "L2", "L3" from the top, which
+// virtualization reads as nested guests) and a level's untraced is an
+// UntracedReason, not a sentence. ReadJSONL reads version 1 as version 2.
+const SummaryVersion = 2
 
 // Layer names, as JSON keys and report columns use them.
 const (

@@ -266,7 +266,7 @@ func (b *ReportBuilder) Add(r *FsyncRecord) {
 // are the tracer's lost-event and skipped-probe counts; unavailable lists
 // probes that could not attach. The builder stays usable.
 func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report {
-	rep := Report{Type: "summary", Version: SchemaVersion, Fsyncs: b.count, LostEvents: lost, MissedEvents: missed, Unavailable: unavailable,
+	rep := Report{Type: "summary", Version: SummaryVersion, Fsyncs: b.count, LostEvents: lost, MissedEvents: missed, Unavailable: unavailable,
 		Groups: make([]Group, 0, len(b.groups.held)+1)} // [] in JSON when nothing was traced, as docs/schema.md shows
 	var other *Group
 	for _, g := range b.groups.all() {
@@ -604,8 +604,8 @@ func ScanJSONL(r io.Reader, fsync func(*FsyncRecord) error, write func(*WriteRec
 func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, write func(*WriteRecord) error) (summary Report, err error) {
 	var spent uint64 // the calls' total_ns so far: every series' sum is within it
 	err = jsonl.ScanSpans(r, func(_ int, at jsonl.Span, h jsonl.Head, raw []byte) error {
-		if h.V > SchemaVersion {
-			return fmt.Errorf("schema version %d is newer than this etcdscope's %d", h.V, SchemaVersion)
+		if max := versionOf(h.Type); h.V > max {
+			return fmt.Errorf("schema version %d is newer than this etcdscope's %d", h.V, max)
 		}
 		switch h.Type {
 		case "fsync":
@@ -633,6 +633,12 @@ func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, wri
 			if err := json.Unmarshal(raw, &summary); err != nil {
 				return err
 			}
+			if summary.Version < 2 { // read as the version this package writes
+				for i := range summary.Levels {
+					summary.Levels[i].levelV1()
+				}
+				summary.Version = SummaryVersion
+			}
 			// A run writes at most MaxGroups groups and other (and as
 			// many write groups): a summary of more was not written by
 			// one, and each would be a table of its own.
@@ -656,6 +662,15 @@ func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, wri
 		return Report{}, err
 	}
 	return summary, nil
+}
+
+// versionOf returns the newest version of a line of type typ this package
+// reads: SummaryVersion for "summary", SchemaVersion for the records.
+func versionOf(typ string) int {
+	if typ == "summary" {
+		return SummaryVersion
+	}
+	return SchemaVersion
 }
 
 // MaxCallNs bounds a recorded call's total_ns: a call of more than a day

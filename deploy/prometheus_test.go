@@ -522,7 +522,7 @@ func testMode(t *testing.T, bin, mode string, nodes []*fakeNode, d dashboard, rf
 	for _, lv := range []struct {
 		key    string
 		layers analysis.Layers
-	}{{"L1 dm-0/ext4", walLayers}, {"L2 dm-0/dm", analysis.Layers{DMNs: walDM.HeldNs}}, {"L3 vda1/disk", walDM.Lower}} {
+	}{{"upper dm-0/ext4", walLayers}, {"dm dm-0/dm", analysis.Layers{DMNs: walDM.HeldNs}}, {"lower vda1/disk", walDM.Lower}} {
 		for _, l := range analysis.LayerNames {
 			wantLevels[lv.key+" "+l] = float64(lv.layers.Get(l)) / float64(lv.layers.Sum())
 		}

@@ -92,7 +92,7 @@ func TestDiskVerdictFloor(t *testing.T) {
 	if g.Disk == nil || g.Disk.Kind != analysis.DiskFloor {
 		t.Fatalf("disk verdict %+v (why none: %q), want floor; layers %+v", g.Disk, render.DiskWhyText(g.DiskWhy), g.Layers)
 	}
-	if !strings.Contains(res.table, ": the host's fsync of the loop's backing file (levels table, L2)") {
+	if !strings.Contains(res.table, ": the host's fsync of the loop's backing file (levels: backing)") {
 		t.Errorf("the table lacks the floor verdict:\n%s", res.table)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/sys/unix"
 
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
@@ -52,12 +53,13 @@ next:
 
 // TestServeStackedLevels: serve exports the stacked levels of ext4 on a
 // loop device. fdatasyncs on the loop filesystem make the loop driver
-// fsync its backing file once per flush request; the L1 series must count
+// fsync its backing file once per flush request; the upper series must count
 // the calls whose flushes nested such fsyncs (at most the calls made, and
-// most of them: every journalled fdatasync flushes), the L2 series the
+// most of them: every journalled fdatasync flushes), the backing series the
 // nested host fsyncs, which cannot exceed the flush requests the loop
 // device itself counted (/sys/block/loopN/stat, the kernel's oracle) and
-// are at least one per L1 call; L2 time is part of L1's device-flush time.
+// are at least one per upper call; backing time is part of upper's
+// device-flush time.
 func TestServeStackedLevels(t *testing.T) {
 	testenv.RequireRoot(t)
 	dev := loopDevice(t, "/var/tmp", 256<<20)
@@ -82,7 +84,7 @@ func TestServeStackedLevels(t *testing.T) {
 		}
 	}
 	flushes := loopFlushes(t, loop) - flushes0
-	l1 := map[string]string{"level": "L1", "device": loop, "fs": "ext4"}
+	upper := map[string]string{"level": analysis.LevelUpper, "device": loop, "fs": "ext4"}
 	var fams map[string]*dto.MetricFamily
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -99,34 +101,34 @@ func TestServeStackedLevels(t *testing.T) {
 	if st == nil {
 		t.Fatalf("no etcdscope_stacked_fsync_duration_seconds after %d fdatasyncs on ext4 over %s; stderr:\n%s", calls, loop, s.stderr.String())
 	}
-	n1, _ := sumHist(st, l1)
-	n2, sum2 := sumHist(st, map[string]string{"level": "L2"})
-	var l2dev string
+	n1, _ := sumHist(st, upper)
+	n2, sum2 := sumHist(st, map[string]string{"level": analysis.LevelBacking})
+	var backingDev string
 	for _, m := range st.GetMetric() {
-		if l := labelsOf(m); l["level"] == "L2" {
-			l2dev = l["device"] + " " + l["fs"]
+		if l := labelsOf(m); l["level"] == analysis.LevelBacking {
+			backingDev = l["device"] + " " + l["fs"]
 		}
 	}
 	var nestIn float64
 	for _, m := range fams["etcdscope_stacked_nesting_device_flush_seconds_total"].GetMetric() {
 		nestIn += m.GetCounter().GetValue()
 	}
-	var l1flush float64
+	var upperFlush float64
 	for _, m := range fams["etcdscope_stacked_layer_seconds_total"].GetMetric() {
-		if l := labelsOf(m); l["level"] == "L1" && l["layer"] == "device_flush" {
-			l1flush += m.GetCounter().GetValue()
+		if l := labelsOf(m); l["level"] == analysis.LevelUpper && l["layer"] == "device_flush" {
+			upperFlush += m.GetCounter().GetValue()
 		}
 	}
-	t.Logf("%d fdatasyncs; %s counted %d flush requests; L1 %s/ext4: %d calls; L2 %s: %d host fsyncs, %.6f s, in %.6f s of L1 device flush",
-		calls, loop, flushes, loop, n1, l2dev, n2, sum2, nestIn)
+	t.Logf("%d fdatasyncs; %s counted %d flush requests; upper %s/ext4: %d calls; backing %s: %d fsyncs, %.6f s, in %.6f s of upper device flush",
+		calls, loop, flushes, loop, n1, backingDev, n2, sum2, nestIn)
 	if n1 < calls/2 || n1 > calls {
-		t.Errorf("L1 counted %d calls with nested host fsyncs, want most of the %d made", n1, calls)
+		t.Errorf("upper counted %d calls with nested backing fsyncs, want most of the %d made", n1, calls)
 	}
 	if n2 < n1 || n2 > flushes {
-		t.Errorf("L2 counted %d host fsyncs, want between the %d L1 calls and the %d flushes %s completed", n2, n1, flushes, loop)
+		t.Errorf("backing counted %d fsyncs, want between the %d upper calls and the %d flushes %s completed", n2, n1, flushes, loop)
 	}
-	if nestIn <= 0 || sum2 > nestIn*1.000001 || nestIn > l1flush*1.000001 {
-		t.Errorf("L2 time %.6f s, nesting device flush %.6f s, L1 device flush %.6f s: want 0 < L2 <= nesting <= L1", sum2, nestIn, l1flush)
+	if nestIn <= 0 || sum2 > nestIn*1.000001 || nestIn > upperFlush*1.000001 {
+		t.Errorf("backing time %.6f s, nesting device flush %.6f s, upper device flush %.6f s: want 0 < backing <= nesting <= upper", sum2, nestIn, upperFlush)
 	}
 	for _, m := range fams["etcdscope_lost_events_total"].GetMetric() {
 		if v := m.GetCounter().GetValue(); v != 0 {

@@ -18,7 +18,7 @@ import (
 // loop driver turns every flush into an fsync of the backing file, traced
 // through ext4's sync_file tracepoints. For every traced fsync the host
 // fsyncs nest inside the guest flush they served, each level's split sums
-// to its total, and the report has an L1 and an L2 row.
+// to its total, and the report has an upper and a backing row.
 func TestStackedLoop(t *testing.T) {
 	testenv.RequireRoot(t)
 	for _, tc := range []struct {
@@ -94,13 +94,13 @@ func TestStackedLoop(t *testing.T) {
 					}
 				}
 			}
-			l1, l2 := levelRows(rep)
-			if l1 == nil || l2 == nil {
-				t.Fatalf("report has no L1/L2 rows: %+v", rep.Levels)
+			upper, backing := levelRows(rep)
+			if upper == nil || backing == nil {
+				t.Fatalf("report has no upper/backing rows: %+v", rep.Levels)
 			}
-			t.Logf("%s: %d fsyncs; %d of %d issued flushes nest a host fsync; L1 %s/%s p50 %s ms p99 %s ms %.2f flushes/fsync; L2 %s/%s p50 %s ms p99 %s ms %.2f flushes/fsync, %.0f%% of L1's device flush",
-				tc.name, fsyncs, nested, flushes, l1.Device, l1.FS, render.Ms(l1.Total.P50), render.Ms(l1.Total.P99), l1.FlushesPerFsync,
-				l2.Device, l2.FS, render.Ms(l2.Total.P50), render.Ms(l2.Total.P99), l2.FlushesPerFsync, 100*l2.NestedShare)
+			t.Logf("%s: %d fsyncs; %d of %d issued flushes nest a host fsync; upper %s/%s p50 %s ms p99 %s ms %.2f flushes/fsync; backing %s/%s p50 %s ms p99 %s ms %.2f flushes/fsync, %.0f%% of upper's device flush",
+				tc.name, fsyncs, nested, flushes, upper.Device, upper.FS, render.Ms(upper.Total.P50), render.Ms(upper.Total.P99), upper.FlushesPerFsync,
+				backing.Device, backing.FS, render.Ms(backing.Total.P50), render.Ms(backing.Total.P99), backing.FlushesPerFsync, 100*backing.NestedShare)
 			// Every issued flush reaches the loop driver, which syncs the
 			// backing file for it; allow the few in flight at the edges.
 			if flushes == 0 || nested < flushes*95/100 {
@@ -130,7 +130,8 @@ func mountStacked(t *testing.T, dev, fstype, opts string, mkfsArgs ...string) st
 // TestStackedLoopUntraced: a loop device whose backing file is on a
 // filesystem whose fsyncs the host level cannot see (FUSE, through bindfs;
 // XFS, which has no sync_file exit tracepoint) still has a level of its
-// own in the report: an L2 row that says it is not traced and why, and
+// own in the report: a backing row that says it is not traced and why
+// (analysis.UntracedBackingFS; the table words it), and
 // each of its flush requests names the backing filesystem
 // (host_untraced), instead of a report with the level silently left out.
 func TestStackedLoopUntraced(t *testing.T) {
@@ -180,30 +181,30 @@ func TestStackedLoopUntraced(t *testing.T) {
 			}
 			var row *analysis.LevelRow
 			for i := range rep.Levels {
-				if rep.Levels[i].Level == "L2" && rep.Levels[i].Device == ours {
+				if rep.Levels[i].Level == analysis.LevelBacking && rep.Levels[i].Device == ours {
 					row = &rep.Levels[i]
 				}
 			}
-			t.Logf("%s: %d of %d flushes on %s name host_untraced; L2 row %+v", tc.name, named, flushes, ours, row)
+			t.Logf("%s: %d of %d flushes on %s name host_untraced; backing row %+v", tc.name, named, flushes, ours, row)
 			if flushes == 0 || named != flushes {
 				t.Errorf("%d of %d flushes on the loop device name the untraced %s host level", named, flushes, tc.wantFS)
 			}
-			if row == nil || !strings.HasPrefix(row.FS, tc.wantFS) || !strings.Contains(row.Untraced, "not traced") {
-				t.Errorf("report levels %+v: want an L2 row for %s on %s saying it is not traced", rep.Levels, ours, tc.wantFS)
+			if row == nil || !strings.HasPrefix(row.FS, tc.wantFS) || row.Untraced != analysis.UntracedBackingFS {
+				t.Errorf("report levels %+v: want a backing row for %s on %s saying it is not traced", rep.Levels, ours, tc.wantFS)
 			}
 		})
 	}
 }
 
-// levelRows returns the report's L1 and L2 rows (nil where absent).
-func levelRows(rep analysis.Report) (l1, l2 *analysis.LevelRow) {
+// levelRows returns the report's upper and backing rows (nil where absent).
+func levelRows(rep analysis.Report) (upper, backing *analysis.LevelRow) {
 	for i := range rep.Levels {
 		switch rep.Levels[i].Level {
-		case "L1":
-			l1 = &rep.Levels[i]
-		case "L2":
-			l2 = &rep.Levels[i]
+		case analysis.LevelUpper:
+			upper = &rep.Levels[i]
+		case analysis.LevelBacking:
+			backing = &rep.Levels[i]
 		}
 	}
-	return l1, l2
+	return upper, backing
 }

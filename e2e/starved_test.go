@@ -48,10 +48,10 @@ const (
 
 // TestStarvedReaderLosesNoFsync: `etcdscope fsync` with stacked levels on
 // (ext4 over a loop device, the host fsyncs the loop driver makes traced
-// as L2), four fdatasync writers paced to starvedFsyncsPerSec, the reader
+// as the backing level), four fdatasync writers paced to starvedFsyncsPerSec, the reader
 // starved (starvedQuotaUs), default ring: no record lost, every call the
 // writers made (their own count, the oracle) is in the report, and the
-// report's L2 row has a host fsync for nearly every L1 flush (the stacked
+// report's backing row has a fsync for nearly every upper flush (the stacked
 // level's records arrived too). Output: the summary only (--min-latency
 // 1h): one JSON line per call is 8 KiB here (four flushes, each nesting a
 // host fsync with its requests) and took the reader from ~30 to 40-53 µs
@@ -69,7 +69,7 @@ func TestStarvedReaderLosesNoFsync(t *testing.T) {
 	cpuNs := tr.cpuNs() - cpu0
 	_, rep := tr.stop()
 	thr := cgroupThrottled(t, cg) - thr0
-	l1, l2 := levelRows(rep)
+	upper, backing := levelRows(rep)
 	t.Logf("%d fdatasyncs in %s (%.0f/s), traced %d; lost %d, missed %d; reader %.1f ms of CPU (%.1f%% of one, %.1f µs per call), throttled %d times, ring peak %d KiB of %d",
 		calls, starvedFor, float64(calls)/starvedFor.Seconds(), rep.Fsyncs, rep.LostEvents, rep.MissedEvents,
 		float64(cpuNs)/1e6, 100*float64(cpuNs)/float64(starvedFor), float64(cpuNs)/1e3/float64(max(calls, 1)), thr, rep.RingPeakBytes>>10, tracer.DefaultRingBytes>>10)
@@ -82,15 +82,15 @@ func TestStarvedReaderLosesNoFsync(t *testing.T) {
 	if rep.Fsyncs != calls {
 		t.Errorf("the writers made %d fdatasyncs; the report counts %d", calls, rep.Fsyncs)
 	}
-	if l1 == nil || l2 == nil || l2.Untraced != "" {
-		t.Fatalf("no traced L1 and L2 rows: %+v", rep.Levels)
+	if upper == nil || backing == nil || backing.Untraced != "" {
+		t.Fatalf("no traced upper and backing rows: %+v", rep.Levels)
 	}
 	// Every issued flush reaches the loop driver, which syncs the backing
 	// file for it (TestStackedLoop); allow the few in flight at the edges.
-	flushes := l1.FlushesPerFsync * float64(rep.Fsyncs)
-	t.Logf("L1 %.0f flushes, L2 %d host fsyncs (%.0f%% of L1's device flush)", flushes, l2.Total.Count, 100*l2.NestedShare)
-	if float64(l2.Total.Count) < 0.95*flushes {
-		t.Errorf("L1 issued %.0f flushes, L2 has %d host fsyncs: the stacked level's records are missing", flushes, l2.Total.Count)
+	flushes := upper.FlushesPerFsync * float64(rep.Fsyncs)
+	t.Logf("upper %.0f flushes, backing %d fsyncs (%.0f%% of upper's device flush)", flushes, backing.Total.Count, 100*backing.NestedShare)
+	if float64(backing.Total.Count) < 0.95*flushes {
+		t.Errorf("upper issued %.0f flushes, backing has %d fsyncs: the stacked level's records are missing", flushes, backing.Total.Count)
 	}
 }
 

@@ -204,7 +204,7 @@ func NewMetrics() *Metrics {
 			Help: "Ring buffer records a tracer could not read or decode (short record, unknown kind); each is an event missing from the metrics.",
 		}, []string{"tracer"}),
 		stackedFsync: durationHistogram("stacked_fsync_duration_seconds",
-			"Wall time of the fsyncs of a stacked device by level: L1, calls on a filesystem over a loop device; L2, the backing file's fsyncs the loop driver made under L1's flushes (docs/metrics.md).",
+			"Wall time of a stacked device's fsyncs by level: upper (the calls), backing (the loop driver's fsyncs of its backing file), dm (a dm target's hold), lower (the disks beneath); docs/metrics.md.",
 			"level", "device", "fs"),
 		stackedLayer: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "stacked_layer_seconds_total",
@@ -212,11 +212,11 @@ func NewMetrics() *Metrics {
 		}, []string{"level", "device", "fs", "layer"}),
 		stackedFlushes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "stacked_flush_requests_total",
-			Help: "Flush requests (REQ_OP_FLUSH, REQ_PREFLUSH or REQ_FUA) the fsyncs of a stacked level waited on; over the L1 count, the report's flushes/fs column.",
+			Help: "Flush requests (REQ_OP_FLUSH, REQ_PREFLUSH or REQ_FUA) the fsyncs of a stacked level waited on; over the upper count, the report's flushes/fs column.",
 		}, []string{"level", "device", "fs"}),
 		stackedNestIn: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "stacked_nesting_device_flush_seconds_total",
-			Help: "Device-flush time of the L1 fsyncs whose flushes nested fsyncs on this L2 device; L2's fsync _sum over it is the share of L1's device flush spent in the host's fsync.",
+			Help: "Device-flush time of the upper fsyncs whose flushes nested backing fsyncs on this device; backing's fsync _sum over it is the share of upper's device flush spent in them.",
 		}, []string{"device", "fs"}),
 		attachedDesc: prometheus.NewDesc(Namespace+"_bpf_programs_attached",
 			"BPF programs of the tracer attached to their hook.", []string{"tracer"}, nil),
@@ -569,11 +569,11 @@ func (m *Metrics) Block(b *event.Block, diskName string) { m.ObserveBlock(*b, di
 // ObserveStacked records the stacked levels of one fsync, the way
 // analysis.BuildLevels counts them for the report's stacked table: if
 // any of its flush requests nested host fsyncs (Request.Host), the call
-// itself at level L1 under its device and filesystem, and each nested
-// host fsync at level L2 under the backing file's device and filesystem.
-// A call on a device-mapper device (FsyncRecord.DM) is observed at L1,
-// its dm target's hold at level L2 (fs "dm") and its requests on the
-// disks beneath at L3 (fs "disk"), as BuildLevels counts them.
+// itself at level upper under its device and filesystem, and each nested
+// fsync at level backing under the backing file's device and filesystem.
+// A call on a device-mapper device (FsyncRecord.DM) is observed at upper,
+// its dm target's hold at level dm (fs "dm") and its requests on the
+// disks beneath at level lower (fs "disk"), as BuildLevels counts them.
 // Records without nested fsyncs or a dm level are not observed here. The
 // label sets are bounded by the machine's block devices and filesystem
 // types.
@@ -592,12 +592,12 @@ func (m *Metrics) ObserveStacked(r *analysis.FsyncRecord) {
 	if !nested {
 		return
 	}
-	m.observeLevel("L1", r)
-	var seen []string // the L2 devices whose nesting time this call added
+	m.observeLevel(analysis.LevelUpper, r)
+	var seen []string // the backing devices whose nesting time this call added
 	for i := range r.Requests {
 		for j := range r.Requests[i].Host {
 			h := &r.Requests[i].Host[j]
-			m.observeLevel("L2", h)
+			m.observeLevel(analysis.LevelBacking, h)
 			dev := deviceLabel(h.DevName, h.Dev)
 			if k := dev + "\x00" + h.FS; !slices.Contains(seen, k) {
 				seen = append(seen, k)
@@ -609,7 +609,7 @@ func (m *Metrics) ObserveStacked(r *analysis.FsyncRecord) {
 
 // observeDM observes the levels of a call on a device-mapper device.
 func (m *Metrics) observeDM(r *analysis.FsyncRecord) {
-	m.observeLevel("L1", r)
+	m.observeLevel(analysis.LevelUpper, r)
 	dm := r.DM
 	var dmFlushes, lowFlushes int
 	for i := range r.Requests {
@@ -622,8 +622,8 @@ func (m *Metrics) observeDM(r *analysis.FsyncRecord) {
 			lowFlushes++
 		}
 	}
-	m.observeLayers("L2", deviceLabel(dm.DevName, dm.Dev), "dm", dm.HeldNs, analysis.Layers{DMNs: dm.HeldNs}, dmFlushes)
-	m.observeLayers("L3", dm.Beneath(), "disk", dm.Lower.Sum(), dm.Lower, lowFlushes)
+	m.observeLayers(analysis.LevelDM, deviceLabel(dm.DevName, dm.Dev), "dm", dm.HeldNs, analysis.Layers{DMNs: dm.HeldNs}, dmFlushes)
+	m.observeLayers(analysis.LevelLower, dm.Beneath(), "disk", dm.Lower.Sum(), dm.Lower, lowFlushes)
 }
 
 func (m *Metrics) observeLevel(level string, r *analysis.FsyncRecord) {

@@ -424,8 +424,8 @@ func TestObserveFsyncSeriesPerLabelSet(t *testing.T) {
 }
 
 // TestObserveStackedDM: a call on a device-mapper device is observed at
-// L1 (its own time and layers), L2 dm (the target's hold) and L3 disk
-// (the requests beneath), the way the report's levels table counts it.
+// upper (its own time and layers), dm (the target's hold) and lower
+// (the requests beneath it), the way the report's levels table counts it.
 func TestObserveStackedDM(t *testing.T) {
 	m := NewMetrics()
 	rec := analysis.FsyncRecord{Type: "fsync", Comm: "etcd", Dev: "253:0", DevName: "dm-0", FS: "ext4", TotalNs: 25e6, Flushes: 2,
@@ -438,12 +438,12 @@ func TestObserveStackedDM(t *testing.T) {
 		level, dev, fs, layer string
 		want                  float64
 	}{
-		{"L1", "dm-0", "ext4", analysis.LayerDM, 0.021},
-		{"L1", "dm-0", "ext4", analysis.LayerOther, 0.002},
-		{"L2", "dm-0", "dm", analysis.LayerDM, 0.021},
-		{"L2", "dm-0", "dm", analysis.LayerDeviceFlush, 0},
-		{"L3", "loop0", "disk", analysis.LayerDeviceFlush, 0.001},
-		{"L3", "loop0", "disk", analysis.LayerDM, 0},
+		{analysis.LevelUpper, "dm-0", "ext4", analysis.LayerDM, 0.021},
+		{analysis.LevelUpper, "dm-0", "ext4", analysis.LayerOther, 0.002},
+		{analysis.LevelDM, "dm-0", "dm", analysis.LayerDM, 0.021},
+		{analysis.LevelDM, "dm-0", "dm", analysis.LayerDeviceFlush, 0},
+		{analysis.LevelLower, "loop0", "disk", analysis.LayerDeviceFlush, 0.001},
+		{analysis.LevelLower, "loop0", "disk", analysis.LayerDM, 0},
 	} {
 		if got := testutil.ToFloat64(m.stackedLayer.WithLabelValues(c.level, c.dev, c.fs, c.layer)); math.Abs(got-c.want) > 1e-12 {
 			t.Errorf("%s %s/%s %s: %v s, want %v", c.level, c.dev, c.fs, c.layer, got, c.want)
@@ -452,13 +452,13 @@ func TestObserveStackedDM(t *testing.T) {
 	for _, c := range []struct {
 		level, dev, fs string
 		want           float64
-	}{{"L1", "dm-0", "ext4", 2}, {"L2", "dm-0", "dm", 1}, {"L3", "loop0", "disk", 1}} {
+	}{{analysis.LevelUpper, "dm-0", "ext4", 2}, {analysis.LevelDM, "dm-0", "dm", 1}, {analysis.LevelLower, "loop0", "disk", 1}} {
 		if got := testutil.ToFloat64(m.stackedFlushes.WithLabelValues(c.level, c.dev, c.fs)); got != c.want {
 			t.Errorf("%s %s/%s flushes %v, want %v", c.level, c.dev, c.fs, got, c.want)
 		}
 	}
 	if n := testutil.CollectAndCount(m.stackedFsync); n != 3 {
-		t.Errorf("%d stacked fsync series, want 3 (L1, L2 dm, L3 disk)", n)
+		t.Errorf("%d stacked fsync series, want 3 (upper, dm, lower)", n)
 	}
 }
 

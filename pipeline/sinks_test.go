@@ -146,10 +146,10 @@ func compareGroups(t *testing.T, rep analysis.Report, fams map[string]*dto.Metri
 
 func compareLevels(t *testing.T, rep analysis.Report, fams map[string]*dto.MetricFamily) {
 	t.Helper()
-	var l1count float64
+	var upperCount float64
 	for _, r := range rep.Levels {
-		if r.Level == "L1" {
-			l1count += float64(r.Total.Count)
+		if r.Level == analysis.LevelUpper {
+			upperCount += float64(r.Total.Count)
 		}
 	}
 	if series := len(fams["etcdscope_stacked_fsync_duration_seconds"].GetMetric()); series != len(rep.Levels) {
@@ -179,10 +179,10 @@ func compareLevels(t *testing.T, rep analysis.Report, fams map[string]*dto.Metri
 			near(t, r.Level+" "+l.Name, got, float64(l.Stats.Sum)/1e9)
 		}
 		flushes := counter(fams, "etcdscope_stacked_flush_requests_total", lbl)
-		near(t, r.Level+" flushes/fs", flushes/l1count, r.FlushesPerFsync)
-		if r.Level == "L2" {
+		near(t, r.Level+" flushes/fs", flushes/upperCount, r.FlushesPerFsync)
+		if r.Level == analysis.LevelBacking {
 			nestIn := counter(fams, "etcdscope_stacked_nesting_device_flush_seconds_total", map[string]string{"device": r.Device, "fs": r.FS})
-			near(t, "L2 nested share", h.GetSampleSum()/nestIn, r.NestedShare)
+			near(t, "backing nested share", h.GetSampleSum()/nestIn, r.NestedShare)
 		}
 	}
 }

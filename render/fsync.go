@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/etcdscope/etcdscope/analysis"
@@ -215,20 +216,39 @@ func UntracedDroppedText(n int64) string {
 	return fmt.Sprintf("not listed: %d flush requests on more untraced backing filesystems (past the %d listed, analysis.MaxUntracedLevels)", n, analysis.MaxUntracedLevels)
 }
 
+// UntracedText says why a stacked level has no numbers
+// (analysis.LevelRow.Untraced) for its backing filesystem fs.
+func UntracedText(why analysis.UntracedReason, fs string) string {
+	switch why {
+	case analysis.UntracedBackingFS:
+		return "not traced: the loop driver's fsyncs of a backing file on " + fs + " come from a kernel thread and only ext4's sync_file tracepoints show them; their time stays in upper's device_flush"
+	}
+	return "not traced (" + string(why) + ")"
+}
+
+// levelHeadings say what each level other than upper is, in the stacked
+// table's heading.
+var levelHeadings = map[string]string{
+	analysis.LevelBacking: "backing: the loop driver's fsyncs of its backing file for upper's flushes",
+	analysis.LevelDM:      "dm: the time the device-mapper target held upper's bios",
+	analysis.LevelLower:   "lower: the requests beneath it, per upper fsync",
+}
+
 // Levels prints the stacked-device table (analysis.BuildLevels), nothing
 // when rows is empty.
 func Levels(w io.Writer, rows []analysis.LevelRow) {
 	if len(rows) == 0 {
 		return
 	}
-	heading := "L2: the host fsyncs the loop driver made for L1's flushes"
-	for _, r := range rows {
-		if r.FS == "dm" {
-			heading = "L2 dm: the time the device-mapper target held L1's bios; L3 disk: the requests beneath it, per L1 fsync"
+	var heading []string
+	for _, l := range analysis.LevelNames {
+		if h := levelHeadings[l]; h != "" && slices.ContainsFunc(rows, func(r analysis.LevelRow) bool { return r.Level == l }) {
+			heading = append(heading, h)
 		}
 	}
-	fmt.Fprintf(w, "\nstacked levels (%s; flushes: flush requests per L1 fsync)\n", heading)
-	fmt.Fprintf(w, "  %-5s %-22s %10s %10s %10s  %s\n", "level", "device / filesystem", "p50 ms", "p99 ms", "flushes", "layers (share)")
+	heading = append(heading, "flushes: flush requests per upper fsync")
+	fmt.Fprintf(w, "\nstacked levels (%s)\n", strings.Join(heading, "; "))
+	fmt.Fprintf(w, "  %-7s %-22s %10s %10s %10s  %s\n", "level", "device / filesystem", "p50 ms", "p99 ms", "flushes", "layers (share)")
 	for _, r := range rows {
 		var parts []string
 		for _, l := range r.Layers {
@@ -237,18 +257,18 @@ func Levels(w io.Writer, rows []analysis.LevelRow) {
 			}
 		}
 		if r.Untraced != "" {
-			fmt.Fprintf(w, "  %-5s %-22s %s\n", r.Level, LevelDevice(&r), r.Untraced)
+			fmt.Fprintf(w, "  %-7s %-22s %s\n", r.Level, LevelDevice(&r), UntracedText(r.Untraced, r.FS))
 			continue
 		}
 		if r.UntracedDropped > 0 {
-			fmt.Fprintf(w, "  %-5s %s\n", r.Level, UntracedDroppedText(r.UntracedDropped))
+			fmt.Fprintf(w, "  %-7s %s\n", r.Level, UntracedDroppedText(r.UntracedDropped))
 			continue
 		}
 		extra := ""
 		if r.NestedShare > 0 {
-			extra = fmt.Sprintf("; %.0f%% of L1's device flush", 100*r.NestedShare)
+			extra = fmt.Sprintf("; %.0f%% of upper's device flush", 100*r.NestedShare)
 		}
-		fmt.Fprintf(w, "  %-5s %-22s %10s %10s %10.2f  %s%s\n", r.Level, LevelDevice(&r),
+		fmt.Fprintf(w, "  %-7s %-22s %10s %10s %10.2f  %s%s\n", r.Level, LevelDevice(&r),
 			Ms(r.Total.P50), Ms(r.Total.P99), r.FlushesPerFsync, strings.Join(parts, ", "), extra)
 	}
 }
@@ -294,7 +314,7 @@ func DiskVerdictText(v *analysis.DiskVerdict) string {
 	flush := fmt.Sprintf("device_flush %.0f%% of the time, %s ms per flush or FUA write", 100*v.DeviceFlushShare, Ms(v.PerFlushNs))
 	switch {
 	case v.Kind == analysis.DiskFloor && v.LoopDevice:
-		return "floor: " + flush + ": the host's fsync of the loop's backing file (levels table, L2): a faster host fsync helps, throttling not"
+		return "floor: " + flush + ": the host's fsync of the loop's backing file (levels: backing): a faster host fsync helps, throttling not"
 	case v.Kind == analysis.DiskFloor:
 		return "floor: " + flush + ", a volatile write cache's fixed cost: a drive with power-loss protection helps, throttling other I/O does not"
 	case v.Kind == analysis.DiskContention:

@@ -140,7 +140,7 @@ func TestFsyncReportBinnedNote(t *testing.T) {
 }
 
 // TestFsyncReportDMLevels: calls on a device-mapper device get a dm row in
-// their group's layers and the levels table's dm and disk rows; a group
+// their group's layers and the levels table's dm and lower rows; a group
 // without dm time keeps its five rows.
 func TestFsyncReportDMLevels(t *testing.T) {
 	dm := analysis.FsyncRecord{PID: 99, Comm: "etcd", Syscall: "fdatasync", Dev: "253:0", DevName: "dm-0", FS: "ext4",
@@ -157,14 +157,15 @@ func TestFsyncReportDMLevels(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := table.String()
-	for _, want := range []string{"most time in dm (84%)", "L2 dm: the time the device-mapper target held L1's bios",
-		"L1    dm-0 / ext4", "L2    dm-0 / dm                  21.000     21.000       1.00  dm 100%",
-		"L3    loop0 / disk                2.000      2.000       1.00  device_flush 50%, block_queue 50%"} {
+	for _, want := range []string{"most time in dm (84%)",
+		"stacked levels (dm: the time the device-mapper target held upper's bios; lower: the requests beneath it, per upper fsync; flushes: flush requests per upper fsync)",
+		"upper   dm-0 / ext4", "dm      dm-0 / dm                  21.000     21.000       1.00  dm 100%",
+		"lower   loop0 / disk                2.000      2.000       1.00  device_flush 50%, block_queue 50%"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
-	if n := strings.Count(out, "\n  dm "); n != 1 {
+	if n := strings.Count(out, "\n  dm          "); n != 1 { // not the level row "  dm      dm-0"
 		t.Errorf("%d group rows named dm, want 1 (the dm-0 group's only):\n%s", n, out)
 	}
 }
@@ -313,8 +314,12 @@ func TestIntervalLine(t *testing.T) {
 // untraced levels past those listed says how many, in the levels table.
 func TestLevelsSayUntracedDropped(t *testing.T) {
 	var b bytes.Buffer
-	Levels(&b, []analysis.LevelRow{{Level: "L2", Device: "7:0", FS: "fuse.x", Untraced: "not traced"}, {Level: "L2", UntracedDropped: 48}})
-	if want := "not listed: 48 flush requests on more untraced backing filesystems"; !strings.Contains(b.String(), want) {
-		t.Errorf("no %q in\n%s", want, b.String())
+	Levels(&b, []analysis.LevelRow{{Level: analysis.LevelBacking, Device: "7:0", FS: "fuse.x", Untraced: analysis.UntracedBackingFS},
+		{Level: analysis.LevelBacking, UntracedDropped: 48}})
+	for _, want := range []string{"not listed: 48 flush requests on more untraced backing filesystems",
+		"  backing 7:0 / fuse.x           not traced: the loop driver's fsyncs of a backing file on fuse.x come from a kernel thread"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no %q in\n%s", want, b.String())
+		}
 	}
 }

@@ -157,7 +157,7 @@ func TestDiskVerdictText(t *testing.T) {
 		want string
 	}{
 		{analysis.DiskFloor, false, "floor: " + flush + ", a volatile write cache's fixed cost: a drive with power-loss protection helps, throttling other I/O does not"},
-		{analysis.DiskFloor, true, "floor: " + flush + ": the host's fsync of the loop's backing file (levels table, L2): a faster host fsync helps, throttling not"},
+		{analysis.DiskFloor, true, "floor: " + flush + ": the host's fsync of the loop's backing file (levels: backing): a faster host fsync helps, throttling not"},
 		{analysis.DiskContention, false, "contention: block_queue 5% of the time: other I/O on this disk delays etcd's (" + flush + ")"},
 	} {
 		v.Kind, v.LoopDevice = c.kind, c.loop

@@ -176,7 +176,8 @@ func bars(c renderedChart) [][]float64 {
 // fills the same 500 px (normalised), with its segments' widths in the
 // proportions of the layer means; WAL groups come first in the overview and
 // the sections; the heatmaps carry their colour legend; the stacked page
-// draws one bar per level (L1 loop0, L2 vda) at full width; and text does
+// draws one bar per level (upper loop0, backing vda: the recording's
+// version 1 summary said L1 and L2) at full width; and text does
 // not spill out of the chart. Screenshots go to bin/report-*.png.
 func TestChromiumRendersPage(t *testing.T) {
 	for _, c := range []struct {
@@ -365,7 +366,7 @@ func TestChromiumRendersPage(t *testing.T) {
 					}
 					var labels []string
 					for _, tx := range ch.Texts {
-						if strings.HasPrefix(tx.Text, "L1 ") || strings.HasPrefix(tx.Text, "L2 ") {
+						if strings.HasPrefix(tx.Text, analysis.LevelUpper+" ") || strings.HasPrefix(tx.Text, analysis.LevelBacking+" ") {
 							labels = append(labels, tx.Text)
 						}
 					}

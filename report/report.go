@@ -10,7 +10,8 @@
 // with its absolute time beside it, so a 0.4 ms mean call reads as well
 // as an 88 ms slowest one; and a latency heatmap over time with a colour
 // legend. A recording on a stacked device (a filesystem on a loop device
-// over a file) gets the per-level chart of the text report (L1, L2). When
+// over a file) gets the per-level chart of the text report (upper,
+// backing; or upper, dm, lower on a device-mapper device). When
 // a peers recording is given: each link's traced RTTs beside what etcd's
 // peer RTT metric would read for it (analysis/etcdmetric's model). All
 // numbers come from package analysis, the same code as `etcdscope report`,
@@ -24,6 +25,7 @@ import (
 	"io"
 	"math"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -221,7 +223,7 @@ type page struct {
 	Legend      []legendItem
 	Overview    []overviewRow
 	Groups      []groupView
-	Levels      *svgChart // stacked device levels (L1, L2), when the recording has them
+	Levels      *svgChart // stacked device levels (upper, backing, dm, lower), when the recording has them
 	LevelsNote  string
 	Merge       *svgChart // guest | virtualization | host, when a merge was given
 	MergeNote   string
@@ -583,9 +585,9 @@ func normalisedBars(bars []stackedBar, parts []legendItem, label string) svgChar
 }
 
 // levelBars draws the stacked-device table (analysis.BuildLevels) as
-// normalised bars, one per level and device: L1 the filesystem the
-// application fsyncs on (on the loop device), L2 the host filesystem under
-// it (or the dm target under a device-mapper device, and L3 the disks
+// normalised bars, one per level and device: upper the filesystem the
+// application fsyncs on (on the loop device), backing the filesystem under
+// it (or dm, the target of a device-mapper device, and lower, the disks
 // beneath that), with the p50/p99 of each level beside the bar.
 func levelBars(rows []analysis.LevelRow) *svgChart {
 	var bars []stackedBar
@@ -613,7 +615,7 @@ func levelsNote(rows []analysis.LevelRow) string {
 	var parts []string
 	for _, r := range rows {
 		if r.Untraced != "" {
-			parts = append(parts, fmt.Sprintf("%s %s/%s: %s", r.Level, r.Device, r.FS, r.Untraced))
+			parts = append(parts, fmt.Sprintf("%s %s/%s: %s", r.Level, r.Device, r.FS, render.UntracedText(r.Untraced, r.FS)))
 			continue
 		}
 		if r.UntracedDropped > 0 {
@@ -624,14 +626,20 @@ func levelsNote(rows []analysis.LevelRow) string {
 		if r.Folded > 0 {
 			dev = render.LevelDevice(&r)
 		}
-		s := fmt.Sprintf("%s %s: %s, %.2f flushes per L1 fsync", r.Level, dev, plural(r.Total.Count, "fsync"), r.FlushesPerFsync)
+		s := fmt.Sprintf("%s %s: %s, %.2f flushes per upper fsync", r.Level, dev, plural(r.Total.Count, "fsync"), r.FlushesPerFsync)
 		if r.NestedShare > 0 {
-			s += fmt.Sprintf(", %.0f%% of L1's device-flush time", 100*r.NestedShare)
+			s += fmt.Sprintf(", %.0f%% of upper's device-flush time", 100*r.NestedShare)
 		}
 		parts = append(parts, s)
 	}
-	return "The fsyncs above ran on a stacked device: each flush of the loop device (L1) made the loop driver fsync its backing file on the host filesystem (L2). " +
-		strings.Join(parts, "; ") + "."
+	var how []string
+	if slices.ContainsFunc(rows, func(r analysis.LevelRow) bool { return r.Level == analysis.LevelBacking }) {
+		how = append(how, "each flush of the loop device (upper) made the loop driver fsync its backing file on the filesystem under it (backing)")
+	}
+	if slices.ContainsFunc(rows, func(r analysis.LevelRow) bool { return r.Level == analysis.LevelDM }) {
+		how = append(how, "a device-mapper target (dm) held the calls' bios before the disks beneath it (lower) took them")
+	}
+	return "The fsyncs above ran on a stacked device: " + strings.Join(how, "; ") + ". " + strings.Join(parts, "; ") + "."
 }
 
 // heatmap draws calls over time (columns: the recording's span cut in

@@ -148,8 +148,11 @@ func ReadHost(r io.Reader) (HostRecording, error) {
 func scanHost(r io.Reader, io func(*HostIO) error, fsync func(*analysis.FsyncRecord) error) (header HostHeader, summary *HostSummary, _ error) {
 	err := jsonl.Scan(r, func(_ int, h jsonl.Head, raw []byte) error {
 		max := SchemaVersion
-		if h.Type == "fsync" || h.Type == "summary" {
+		switch h.Type {
+		case "fsync":
 			max = analysis.SchemaVersion
+		case "summary":
+			max = analysis.SummaryVersion
 		}
 		if h.V > max {
 			return fmt.Errorf("%s record version %d is newer than this etcdscope's %d", h.Type, h.V, max)

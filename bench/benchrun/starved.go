@@ -48,7 +48,7 @@ type starvedRun struct {
 }
 
 // starvedSection runs issue 12's loss goal: `etcdscope fsync` with stacked
-// levels (ext4 over a loop device, its host fsyncs traced as L2) under
+// levels (ext4 over a loop device, its host fsyncs traced as the backing level) under
 // starvedWriters unpaced fdatasync writers, and `etcdscope peers` under
 // starvedConnsPerSec connections a second, each for o.starvedSeconds with
 // its reader in a cgroup held to starvedQuotaUs per starvedPeriodUs.
@@ -233,7 +233,7 @@ func (r *results) starvedMarkdown() string {
 	w("The tracer in a cgroup of its own held to %d µs of CPU per %d µs (%d%% of one CPU; cpu.max, or cgroup v1's cfs quota),\n",
 		starvedQuotaUs, starvedPeriodUs, 100*starvedQuotaUs/starvedPeriodUs)
 	w("default ring, for %.0f s each. fsync: `etcdscope fsync --comm starvedgen --output json` with stacked levels (ext4 over a\n", r.Starved[0].Seconds)
-	w("loop device on %s, its host fsyncs traced as L2) while %d fsyncgen writers fdatasync as fast as the stack goes; the oracle\n", r.Disk, starvedWriters)
+	w("loop device on %s, its host fsyncs traced as the backing level) while %d fsyncgen writers fdatasync as fast as the stack goes; the oracle\n", r.Disk, starvedWriters)
 	w("is their own call count. peers: `etcdscope peers --output json` while `fsyncgen -churn -rate %d` opens, uses and closes\n", starvedConnsPerSec)
 	w("loopback connections; the oracle is its connection count, against the connections its active links have opened, set up and closed.\n")
 	w("Reader CPU: its threads' schedstat over the load. Ring peak: `ring_peak_bytes`, the most unread data the reader saw.\n\n")

@@ -123,7 +123,7 @@ func TestVMScenarioSlowDisk(t *testing.T) {
 		Within("etcdscope dm layer per WAL fsync, mean", wal.layerMean(analysis.LayerDM), slowFlush*9/10, 4*slowFlush),
 		Check{Name: "etcdscope WAL group's largest layer", Got: wal.largest(), Want: analysis.LayerDM, Pass: wal.largest() == analysis.LayerDM},
 		Check{Name: "etcdscope layers", Got: wal.layers(), Info: true},
-		Check{Name: "etcdscope levels (mean per L1 fsync)", Got: wal.levels, Info: true},
+		Check{Name: "etcdscope levels (mean per upper fsync)", Got: wal.levels, Info: true},
 		Check{Name: "etcdscope verdict", Got: wal.Verdict, Info: true})
 	rep.Checks = append(rep.Checks, commitDiskChecks(t, cout, tracedSlow, slowFlush)...)
 	rep.Header = []string{
@@ -155,7 +155,7 @@ type walSummary struct {
 	} `json:"layers"`
 	Verdict string `json:"verdict"`
 	lost    uint64
-	levels  string // the summary's stacked levels, "L2 dm-0/dm 21.3ms, ..."
+	levels  string // the summary's stacked levels, "dm dm-0/dm 21.3ms, ..."
 }
 
 // layerMean returns the mean per call of layer name (0 when absent).
