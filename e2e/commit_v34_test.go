@@ -32,8 +32,9 @@ func debianEtcd(t *testing.T) string { return filepath.Join(testenv.RepoRoot(t),
 // metrics only. The oracles: the version the binary reports (etcd
 // --version); the leader's commit index (etcd_server_proposals_committed_total),
 // whose delta over the run is every write traced (the load's puts and
-// its lease's grant and revoke), so the writes split for the puts are
-// the delta less those two; etcd's own count of WAL fdatasyncs; and each
+// its lease's grant and revoke; the put the window's end cancels may
+// commit too, not followed), so the writes split for the puts are those
+// less the lease's two; etcd's own count of WAL fdatasyncs; and each
 // write's parts, which sum exactly to its server-side time.
 func TestCommitEtcd34(t *testing.T) {
 	testenv.RequireRoot(t)
@@ -84,8 +85,12 @@ func TestCommitEtcd34(t *testing.T) {
 	// 20/s for 10 s; the lease's grant and revoke are writes too.
 	t.Logf("%d writes split (%d not followed), %d puts; the leader's commit index moved by %d (the puts and the lease's grant and revoke); %d paired with a put",
 		len(recs), sum.Dropped, puts, committed, sum.ClientOutsideNs.Count)
-	if puts < 150 || len(recs) != committed || puts != committed-2 || sum.Dropped != 0 {
-		t.Errorf("%d writes split (%d not followed), %d puts, commit index delta %d: want ≥ 150 puts, every write split, and the puts the delta less the lease's grant and revoke",
+	// A put in flight when the window ends is cancelled by the client (not
+	// counted as a put) but may still commit; its write then returns
+	// unapplied: not followed. So: every write split or (that one) not
+	// followed, and the writes split are the puts and the lease's two.
+	if puts < 150 || len(recs)+sum.Dropped != committed || sum.Dropped > 1 || len(recs)-2 != puts {
+		t.Errorf("%d writes split (%d not followed), %d puts, commit index delta %d: want ≥ 150 puts, split + not followed = the delta, at most the last put not followed, and split = the puts + the lease's grant and revoke",
 			len(recs), sum.Dropped, puts, committed)
 	}
 	if sum.ClientOutsideNs.Count != int64(puts) {

@@ -5,6 +5,7 @@ package tracer
 import (
 	"errors"
 	"fmt"
+	"go/version"
 	"strconv"
 	"sync"
 
@@ -263,6 +264,9 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 	// as the cookie.
 	build, found := pickBuild(bin)
 	t.build = build
+	if err := registerABI(bin.GoVersion()); err != nil && found {
+		return nil, err
+	}
 	var at []uprobeAt
 	for _, p := range commitProbes {
 		if p.layer == LayerGRPC && cfg.NoGRPC {
@@ -449,6 +453,19 @@ func writePathErr(build etcdBuild, found bool, why string) error {
 		return notFoundErr("etcd's write function is not in the binary's symbol table: " + commitProbes[0].names(etcdBuilds[0])[0])
 	}
 	return notFoundErr("etcd " + build.name + ": its write function cannot be probed: " + why)
+}
+
+// registerABI returns an error (ErrGoFuncNotFound, so that commit falls
+// back to the model) when etcd was built by a Go release older than 1.17,
+// whose functions take their arguments on the stack (ABI0): the probes
+// read Go's amd64 register ABI (ABIInternal), the default since Go 1.17.
+// etcd's own releases of v3.4 and early v3.5 were built with older Go;
+// an unknown version (no build info) is taken as recent.
+func registerABI(goVersion string) error {
+	if version.IsValid(goVersion) && version.Compare(goVersion, "go1.17") < 0 {
+		return notFoundErr("etcd built with " + goVersion + ": its functions take their arguments on the stack (Go's register ABI came with go1.17), which these probes do not read")
+	}
+	return nil
 }
 
 // notFoundErr is an error that reads as itself and is ErrGoFuncNotFound.

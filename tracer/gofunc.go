@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"bytes"
+	"debug/buildinfo"
 	"debug/elf"
 	"debug/gosym"
 	"encoding/binary"
@@ -42,6 +43,7 @@ type GoBinary struct {
 	table     *gosym.Table
 	text      *elf.Section
 	textBytes []byte // .text, read by ReturnSites
+	goVersion string // "go1.19.8"; "" when the build info is unreadable
 }
 
 // OpenGoBinary opens the ELF file at path and reads its pclntab. Close it
@@ -52,6 +54,9 @@ func OpenGoBinary(path string) (*GoBinary, error) {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
 	b := &GoBinary{f: f, text: f.Section(".text")}
+	if bi, err := buildinfo.ReadFile(path); err == nil {
+		b.goVersion = bi.GoVersion
+	}
 	pcln := f.Section(".gopclntab")
 	if pcln == nil || b.text == nil {
 		f.Close()
@@ -98,6 +103,10 @@ func textStart(f *elf.File, pcln []byte, text *elf.Section) uint64 {
 
 // Close closes the file.
 func (b *GoBinary) Close() error { return b.f.Close() }
+
+// GoVersion returns the Go release that built the binary ("go1.19.8"),
+// from its build info; "" when that cannot be read.
+func (b *GoBinary) GoVersion() string { return b.goVersion }
 
 // Arch returns the binary's machine (elf.EM_X86_64, elf.EM_AARCH64, ...).
 func (b *GoBinary) Arch() elf.Machine { return b.f.Machine }
