@@ -66,6 +66,15 @@ const volatile __u8 commit_raw = 0;
 const volatile __u32 commit_sample_every = 1;
 /* commit_profile: add each run's time to commit_counts.run_ns by kind. */
 const volatile __u8 commit_profile = 0;
+/* commit_entry_size: sizeof(raftpb.Entry) in the traced etcd, the stride
+ * of a Save's and a MsgApp's entries: COMMIT_ENTRY_SIZE (v3.5, v3.6), 72
+ * in v3.4 (its gogoproto structs end in XXX_unrecognized []byte). */
+const volatile __u32 commit_entry_size = COMMIT_ENTRY_SIZE;
+/* commit_save_ents_stack: (*WAL).Save(st, ents) is passed ents on the
+ * stack (v3.4: its HardState is 6 words, so the receiver and st take 7
+ * of the 9 integer registers and ents does not fit), not in the 5th and
+ * 6th registers. */
+const volatile __u8 commit_save_ents_stack = 0;
 
 /* commit_counters: per-CPU struct commit_counts at key 0. */
 struct {
@@ -502,7 +511,7 @@ static __always_inline void msg_app(__u64 m, __u64 ts, __u32 tid)
 		return;
 	if (bpf_probe_read_user(&term, sizeof(term), (void *)(ents + COMMIT_ENTRY_TERM)) ||
 	    bpf_probe_read_user(&first, sizeof(first), (void *)(ents + COMMIT_ENTRY_INDEX)) ||
-	    bpf_probe_read_user(&last, sizeof(last), (void *)(ents + (n - 1) * COMMIT_ENTRY_SIZE + COMMIT_ENTRY_INDEX))) {
+	    bpf_probe_read_user(&last, sizeof(last), (void *)(ents + (n - 1) * commit_entry_size + COMMIT_ENTRY_INDEX))) {
 		count_lost();
 		return;
 	}
@@ -536,12 +545,21 @@ int commit_probe(struct pt_regs *ctx)
 	case COMMIT_SAVE_ENTER: {
 		/* Save(st HardState{Term, Vote, Commit}, ents []Entry): st in
 		 * the 2nd..4th registers, ents' pointer and length in the
-		 * 5th and 6th. */
+		 * 5th and 6th; in v3.4 (commit_save_ents_stack) ents is the
+		 * first stack argument. */
 		__u64 ents = GO_ARG5(ctx), n = GO_ARG6(ctx);
+		if (commit_save_ents_stack) {
+			__u64 sp = GO_SP(ctx) + GO_STACK_ARGS;
+			if (bpf_probe_read_user(&ents, sizeof(ents), (void *)sp) ||
+			    bpf_probe_read_user(&n, sizeof(n), (void *)(sp + 8))) {
+				count_lost();
+				n = 0;
+			}
+		}
 		if (n > 0 && n < (1 << 24)) {
 			if (bpf_probe_read_user(&a, sizeof(a), (void *)(ents + COMMIT_ENTRY_INDEX)) ||
 			    bpf_probe_read_user(&c, sizeof(c), (void *)(ents + COMMIT_ENTRY_TERM)) ||
-			    bpf_probe_read_user(&b, sizeof(b), (void *)(ents + (n - 1) * COMMIT_ENTRY_SIZE + COMMIT_ENTRY_INDEX)))
+			    bpf_probe_read_user(&b, sizeof(b), (void *)(ents + (n - 1) * commit_entry_size + COMMIT_ENTRY_INDEX)))
 				count_lost();
 		}
 		break;

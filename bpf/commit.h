@@ -157,8 +157,10 @@ struct commit_counts {
 };
 
 /* raftpb layouts the probes read (go.etcd.io/raft/v3/raftpb, and
- * go.etcd.io/etcd/raft/v3/raftpb in etcd v3.5: the same leading fields). */
-#define COMMIT_ENTRY_SIZE 48      /* Term, Index uint64; Type int32; Data []byte */
+ * go.etcd.io/etcd/raft/v3/raftpb in etcd v3.5: the same leading fields;
+ * go.etcd.io/etcd/raft/raftpb in v3.4 too, whose Entry is 72 bytes:
+ * commit.bpf.c's commit_entry_size). */
+#define COMMIT_ENTRY_SIZE 48      /* Term, Index uint64; Type int32; Data []byte (v3.5, v3.6) */
 #define COMMIT_ENTRY_TERM 0
 #define COMMIT_ENTRY_INDEX 8
 #define COMMIT_MSG_TYPE 0         /* Message.Type (int32) */

@@ -92,7 +92,7 @@ func commitTable(w io.Writer, run *CommitRun) {
 			version = "etcd " + run.EtcdVersion
 		}
 		fmt.Fprintf(w, "no write is split: %s, pid %d: %v\n", version, run.PID, run.ProbeErr)
-		fmt.Fprintln(w, "  showing etcd's metrics only (this etcdscope follows the writes of v3.5 and v3.6 on amd64)")
+		fmt.Fprintln(w, "  showing etcd's metrics only (this etcdscope follows the writes of v3.4, v3.5 and v3.6 on amd64)")
 	} else {
 		fmt.Fprintf(w, "%d writes traced, %d lost events, %d missed probe runs, %d writes not followed (failed or dropped)\n", rep.Writes, run.Lost, run.Missed, run.Dropped)
 		if run.SampleEvery > 1 {

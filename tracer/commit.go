@@ -5,6 +5,7 @@ package tracer
 import (
 	"errors"
 	"fmt"
+	"go/version"
 	"strconv"
 	"sync"
 
@@ -88,42 +89,129 @@ const (
 	LayerSched   CommitLayer = "wal_sync_sched" // the thread's scheduler states inside the WAL sync (CommitConfig.Sched)
 )
 
-// commitProbe is one probe point: a function (by its name in etcd v3.6
-// and older names), at entry or at its RETs.
+// commitProbe is one probe point: a function (by its receiver's package,
+// resolved per etcdBuild, and its name), at entry or at its RETs.
 type commitProbe struct {
 	kind  event.CommitKind
-	names []string // v3.6 first, then older versions' names
+	pkg   etcdPkg
+	fn    string // "processInternalRaftRequestOnce", "Save", ...
 	ret   bool
 	layer CommitLayer
 }
 
+// etcdPkg is the receiver type a probed function belongs to, whose
+// package path depends on etcd's release line (etcdBuild).
+type etcdPkg int
+
 const (
-	etcdServer = "go.etcd.io/etcd/server/v3/etcdserver.(*EtcdServer)."
-	etcdWait   = "go.etcd.io/etcd/pkg/v3/wait.(*list)."
-	walV36     = "go.etcd.io/etcd/server/v3/storage/wal.(*WAL)." // v3.6
-	walV35     = "go.etcd.io/etcd/server/v3/wal.(*WAL)."         // v3.5
-	rafthttp   = "go.etcd.io/etcd/server/v3/etcdserver/api/rafthttp.(*Transport)."
-	grpcServer = "google.golang.org/grpc.(*Server)."
+	pkgServer   etcdPkg = iota // etcdserver.(*EtcdServer)
+	pkgWait                    // pkg/wait.(*list)
+	pkgWAL                     // wal.(*WAL)
+	pkgRafthttp                // rafthttp.(*Transport)
+	pkgGRPC                    // grpc.(*Server): the same path in every release
+	etcdPkgs
 )
+
+// etcdBuild is one line of etcd's releases as the probes see it: the
+// package paths of the probed functions (its module's layout) and what
+// the probes read that differs between lines (Go's amd64 register ABI
+// applied to its raftpb structs). The write function's path tells the
+// lines apart (pickBuild).
+type etcdBuild struct {
+	name string
+	// prefixes holds each receiver's "path.(*T)." by etcdPkg, newest
+	// release first where the line moved it (v3.6's storage/wal).
+	prefixes [etcdPkgs][]string
+	// entrySize is sizeof(raftpb.Entry): the stride of a Save's and a
+	// MsgApp's entries (commit.bpf.c's commit_entry_size).
+	entrySize uint32
+	// saveEntsOnStack: (*WAL).Save(st, ents) is passed ents on the
+	// stack (commit_save_ents_stack), not in the 5th and 6th registers.
+	saveEntsOnStack bool
+}
+
+const grpcServer = "google.golang.org/grpc.(*Server)."
+
+// etcdBuilds are the release lines the commit tracer probes. Each one's
+// reads were checked against its machine code (docs/commit.md, "Which
+// etcd"):
+//
+//   - v3.5/v3.6 (module go.etcd.io/etcd/server/v3; raftpb structs without
+//     XXX_unrecognized): Entry 48 bytes (Term 0, Index 8); HardState 3
+//     words, so Save's ents are in RSI/R8.
+//   - v3.4 (module go.etcd.io/etcd; gogoproto structs that end in
+//     XXX_unrecognized []byte): Entry 72 bytes (Term 0, Index 8);
+//     HardState 6 words, so the receiver and st take 7 of amd64's 9
+//     integer argument registers and ents (3 words) is passed on the
+//     stack (pointer at SP+8, length at SP+16 at the entry). Message's
+//     leading fields (Type 0, From 16, Index 40, Entries 48), Process's
+//     m on the stack, Send's msgs, Register's and Trigger's id and
+//     applyEntryNormal's e are as in v3.5/v3.6.
+var etcdBuilds = []etcdBuild{
+	{
+		name: "v3.5/v3.6",
+		prefixes: [etcdPkgs][]string{
+			pkgServer:   {"go.etcd.io/etcd/server/v3/etcdserver.(*EtcdServer)."},
+			pkgWait:     {"go.etcd.io/etcd/pkg/v3/wait.(*list)."},
+			pkgWAL:      {"go.etcd.io/etcd/server/v3/storage/wal.(*WAL).", "go.etcd.io/etcd/server/v3/wal.(*WAL)."},
+			pkgRafthttp: {"go.etcd.io/etcd/server/v3/etcdserver/api/rafthttp.(*Transport)."},
+			pkgGRPC:     {grpcServer},
+		},
+		entrySize: 48,
+	},
+	{
+		name: "v3.4",
+		prefixes: [etcdPkgs][]string{
+			pkgServer:   {"go.etcd.io/etcd/etcdserver.(*EtcdServer)."},
+			pkgWait:     {"go.etcd.io/etcd/pkg/wait.(*list)."},
+			pkgWAL:      {"go.etcd.io/etcd/wal.(*WAL)."},
+			pkgRafthttp: {"go.etcd.io/etcd/etcdserver/api/rafthttp.(*Transport)."},
+			pkgGRPC:     {grpcServer},
+		},
+		entrySize:       72,
+		saveEntsOnStack: true,
+	},
+}
+
+// names returns p's function names in build b, newest first.
+func (p commitProbe) names(b etcdBuild) []string {
+	var ns []string
+	for _, pre := range b.prefixes[p.pkg] {
+		ns = append(ns, pre+p.fn)
+	}
+	return ns
+}
+
+// pickBuild returns the release line whose write function bin has; ok
+// is false when it has none of theirs.
+func pickBuild(bin *GoBinary) (etcdBuild, bool) {
+	for _, b := range etcdBuilds {
+		if _, err := findFunc(bin, commitProbes[0].names(b), false); err == nil {
+			return b, true
+		}
+	}
+	return etcdBuilds[0], false
+}
 
 // commitProbes are the functions of etcd's write path (server/etcdserver
 // v3_server.go, server.go, raft.go; storage/wal/wal.go), chosen so that
-// each fires once per write or once per Raft Ready, not per key.
+// each fires once per write or once per Raft Ready, not per key. The
+// first is the write's own function.
 var commitProbes = []commitProbe{
-	{event.CommitProposeEnter, []string{etcdServer + "processInternalRaftRequestOnce"}, false, LayerWrite},
-	{event.CommitProposeRet, []string{etcdServer + "processInternalRaftRequestOnce"}, true, LayerWrite},
-	{event.CommitRegister, []string{etcdWait + "Register"}, false, LayerID},
-	{event.CommitTrigger, []string{etcdWait + "Trigger"}, false, LayerApply},
-	{event.CommitApplyEntry, []string{etcdServer + "applyEntryNormal"}, false, LayerApply},
-	{event.CommitApplyAll, []string{etcdServer + "applyAll"}, false, LayerApply},
-	{event.CommitSaveEnter, []string{walV36 + "Save", walV35 + "Save"}, false, LayerWAL},
-	{event.CommitSaveRet, []string{walV36 + "Save", walV35 + "Save"}, true, LayerWAL},
-	{event.CommitSyncEnter, []string{walV36 + "sync", walV35 + "sync"}, false, LayerWALSync},
-	{event.CommitSyncRet, []string{walV36 + "sync", walV35 + "sync"}, true, LayerWALSync},
-	{event.CommitSend, []string{rafthttp + "Send"}, false, LayerQuorum},
-	{event.CommitAppResp, []string{etcdServer + "Process"}, false, LayerQuorum},
-	{event.CommitRPCEnter, []string{grpcServer + "processUnaryRPC"}, false, LayerGRPC},
-	{event.CommitRPCRet, []string{grpcServer + "processUnaryRPC"}, true, LayerGRPC},
+	{event.CommitProposeEnter, pkgServer, "processInternalRaftRequestOnce", false, LayerWrite},
+	{event.CommitProposeRet, pkgServer, "processInternalRaftRequestOnce", true, LayerWrite},
+	{event.CommitRegister, pkgWait, "Register", false, LayerID},
+	{event.CommitTrigger, pkgWait, "Trigger", false, LayerApply},
+	{event.CommitApplyEntry, pkgServer, "applyEntryNormal", false, LayerApply},
+	{event.CommitApplyAll, pkgServer, "applyAll", false, LayerApply},
+	{event.CommitSaveEnter, pkgWAL, "Save", false, LayerWAL},
+	{event.CommitSaveRet, pkgWAL, "Save", true, LayerWAL},
+	{event.CommitSyncEnter, pkgWAL, "sync", false, LayerWALSync},
+	{event.CommitSyncRet, pkgWAL, "sync", true, LayerWALSync},
+	{event.CommitSend, pkgRafthttp, "Send", false, LayerQuorum},
+	{event.CommitAppResp, pkgServer, "Process", false, LayerQuorum},
+	{event.CommitRPCEnter, pkgGRPC, "processUnaryRPC", false, LayerGRPC},
+	{event.CommitRPCRet, pkgGRPC, "processUnaryRPC", true, LayerGRPC},
 }
 
 // CommitTracer times etcd's write path with uprobes on its Go functions
@@ -139,6 +227,7 @@ type CommitTracer struct {
 	down   map[CommitLayer]string // layer -> why it is unavailable
 	rec    ringbuf.Record
 	multi  bool // links is one uprobe_multi link
+	build  etcdBuild
 
 	closeOnce sync.Once
 	closeErr  error
@@ -170,16 +259,23 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 	}
 	defer bin.Close()
 
-	// The probe points: every function's entry or RETs, each with its
-	// kind as the cookie.
+	// The release line, by its write function's package path; then the
+	// probe points: every function's entry or RETs, each with its kind
+	// as the cookie.
+	build, found := pickBuild(bin)
+	t.build = build
+	if err := registerABI(bin.GoVersion()); err != nil && found {
+		return nil, err
+	}
 	var at []uprobeAt
 	for _, p := range commitProbes {
 		if p.layer == LayerGRPC && cfg.NoGRPC {
 			t.down[LayerGRPC] = "left unprobed, as configured (commit --grpc=false)"
 			continue
 		}
-		fn, ferr := findFunc(bin, p.names, true)
-		what := "uprobe/" + p.names[0]
+		names := p.names(build)
+		fn, ferr := findFunc(bin, names, true)
+		what := "uprobe/" + names[0]
 		if p.ret {
 			what += " (RET)"
 		}
@@ -200,7 +296,7 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 			}
 			if ok && !cfg.RetProbes {
 				offsets = sites
-				what = "uprobe/" + p.names[0] + " (return sites)"
+				what = "uprobe/" + names[0] + " (return sites)"
 			}
 		}
 		for _, off := range offsets {
@@ -208,8 +304,8 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 		}
 		t.probes = append(t.probes, event.Probe{Name: what + " " + fn.Name, Attached: true})
 	}
-	if _, ok := t.down[LayerWrite]; ok {
-		return nil, writePathErr(bin)
+	if why, ok := t.down[LayerWrite]; ok {
+		return nil, writePathErr(build, found, why)
 	}
 	// One uprobe_multi link for every point where the kernel has it
 	// (Linux 6.6+): closing it unregisters them all and waits for the
@@ -302,7 +398,8 @@ func (t *CommitTracer) load(cfg CommitConfig, exe string, at []uprobeAt) error {
 		return errors.New("commit tracer: the raw stream follows every write (SampleEvery 1)")
 	}
 	vars := map[string]any{"commit_wake_bytes": uint64(ring / 8), "commit_sample_every": every,
-		"commit_raw": boolByte(cfg.Raw), "commit_profile": boolByte(cfg.Profile)}
+		"commit_raw": boolByte(cfg.Raw), "commit_profile": boolByte(cfg.Profile),
+		"commit_entry_size": t.build.entrySize, "commit_save_ents_stack": boolByte(t.build.saveEntsOnStack)}
 	if err := setVariables(spec, vars); err != nil {
 		return err
 	}
@@ -343,18 +440,32 @@ func (t *CommitTracer) load(cfg CommitConfig, exe string, at []uprobeAt) error {
 // perf-event uprobe per point).
 func (t *CommitTracer) Multi() bool { return t.multi }
 
-// etcdV34Write is the write function of etcd v3.4 (module go.etcd.io/etcd,
-// Debian's etcd-server 3.4.23): there, but under other package paths, and
-// the argument offsets the probes read were checked on v3.5 and v3.6 only.
-const etcdV34Write = "go.etcd.io/etcd/etcdserver.(*EtcdServer).processInternalRaftRequestOnce"
+// Build names the etcd release line whose functions and layouts the
+// probes use ("v3.5/v3.6", "v3.4").
+func (t *CommitTracer) Build() string { return t.build.name }
 
-// writePathErr says why bin's write path cannot be followed (an etcd
-// v3.4 by name, else the function missing); it is ErrGoFuncNotFound.
-func writePathErr(bin *GoBinary) error {
-	if _, err := bin.Func(etcdV34Write, false); err == nil {
-		return notFoundErr("etcd v3.4 (go.etcd.io/etcd/etcdserver): its functions are not the v3.5/v3.6 ones this tracer probes")
+// writePathErr says why the write path cannot be followed: no release
+// line's write function in the binary, or build's not probeable (why:
+// no RET found, not amd64). It is ErrGoFuncNotFound, so that commit
+// falls back to the model.
+func writePathErr(build etcdBuild, found bool, why string) error {
+	if !found {
+		return notFoundErr("etcd's write function is not in the binary's symbol table: " + commitProbes[0].names(etcdBuilds[0])[0])
 	}
-	return notFoundErr("etcd's write function is not in the binary's symbol table: " + commitProbes[0].names[0])
+	return notFoundErr("etcd " + build.name + ": its write function cannot be probed: " + why)
+}
+
+// registerABI returns an error (ErrGoFuncNotFound, so that commit falls
+// back to the model) when etcd was built by a Go release older than 1.17,
+// whose functions take their arguments on the stack (ABI0): the probes
+// read Go's amd64 register ABI (ABIInternal), the default since Go 1.17.
+// etcd's own releases of v3.4 and early v3.5 were built with older Go;
+// an unknown version (no build info) is taken as recent.
+func registerABI(goVersion string) error {
+	if version.IsValid(goVersion) && version.Compare(goVersion, "go1.17") < 0 {
+		return notFoundErr("etcd built with " + goVersion + ": its functions take their arguments on the stack (Go's register ABI came with go1.17), which these probes do not read")
+	}
+	return nil
 }
 
 // notFoundErr is an error that reads as itself and is ErrGoFuncNotFound.

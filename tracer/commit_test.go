@@ -39,11 +39,11 @@ func TestCommitTracer(t *testing.T) {
 		if perPoint {
 			name = "per-point"
 		}
-		t.Run(name, func(t *testing.T) { checkCommitTracer(t, c, perPoint) })
+		t.Run(name, func(t *testing.T) { checkCommitTracer(t, c, perPoint, "v3.5/v3.6") })
 	}
 }
 
-func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool) {
+func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool, build string) {
 	// The multi variant also follows the scheduler inside (*WAL).sync
 	// (what etcdscope commit runs); the per-point one shows the core
 	// object loads without those programs (what serve runs).
@@ -57,6 +57,9 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool) {
 		t.Error("PerPointLinks: attached one uprobe_multi link")
 	}
 	t.Logf("one uprobe_multi link: %v", tr.Multi())
+	if tr.Build() != build {
+		t.Errorf("etcd release line %q, want %q", tr.Build(), build)
+	}
 	for _, p := range tr.Probes() {
 		if !p.Attached {
 			t.Errorf("probe %s not attached: %s", p.Name, p.Why)
@@ -71,16 +74,9 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool) {
 	}()
 	n := map[event.CommitKind]int{}
 	saves := 0
-	var ev event.Commit
 	var kernel, fromRaw []event.Commit // assembled records: the kernel's, the Assembler's
 	asm := commit.NewAssembler()
-	for {
-		if err := tr.Read(&ev); err != nil {
-			if !errors.Is(err, ErrDrained) {
-				t.Fatal(err)
-			}
-			break
-		}
+	readCommit(t, tr, func(ev event.Commit) {
 		n[ev.Kind]++
 		if ev.Kind == event.CommitSaveEnter && ev.B != 0 {
 			saves++
@@ -91,7 +87,7 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool) {
 		case ev.Kind.Raw():
 			fromRaw = asm.Add(&ev, fromRaw)
 		}
-	}
+	})
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +157,22 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool) {
 	t.Logf("Close (detach) took %v", time.Since(start))
 	if err := tr.Close(); err != nil {
 		t.Errorf("another Close: %v", err)
+	}
+}
+
+// readCommit hands each record of tr to each until the ring is drained
+// (CommitTracer.Drain).
+func readCommit(t *testing.T, tr *CommitTracer, each func(ev event.Commit)) {
+	t.Helper()
+	var ev event.Commit
+	for {
+		if err := tr.Read(&ev); err != nil {
+			if !errors.Is(err, ErrDrained) {
+				t.Fatal(err)
+			}
+			return
+		}
+		each(ev)
 	}
 }
 
@@ -236,7 +248,9 @@ func threeMembers(t *testing.T) (*etcdtest.Cluster, *etcdtest.Member, context.Co
 // carries messages and acks arrive, and the kernel's assembled records
 // must still equal the Assembler's of the same firings, and join (acks
 // included) into the same writes, every one with its deciding vote.
-func TestCommitAssemblyThreeMembers(t *testing.T) {
+func TestCommitAssemblyThreeMembers(t *testing.T) { checkAssemblyThreeMembers(t) }
+
+func checkAssemblyThreeMembers(t *testing.T) {
 	c, leader, ctx := threeMembers(t)
 	tr, err := NewCommit(CommitConfig{PID: leader.PID, Raw: true})
 	if err != nil {
@@ -252,14 +266,7 @@ func TestCommitAssemblyThreeMembers(t *testing.T) {
 	}()
 	var kernel, fromRaw []event.Commit
 	asm := commit.NewAssembler()
-	var ev event.Commit
-	for {
-		if err := tr.Read(&ev); err != nil {
-			if !errors.Is(err, ErrDrained) {
-				t.Fatal(err)
-			}
-			break
-		}
+	readCommit(t, tr, func(ev event.Commit) {
 		switch {
 		case ev.Kind.Assembled():
 			kernel = append(kernel, ev)
@@ -268,7 +275,7 @@ func TestCommitAssemblyThreeMembers(t *testing.T) {
 		case ev.Kind.Raw():
 			fromRaw = asm.Add(&ev, fromRaw)
 		}
-	}
+	})
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +297,9 @@ func TestCommitAssemblyThreeMembers(t *testing.T) {
 // distinct indexes received equal its delta over the run, and so do the
 // indexes saved and answered; per Save, the MsgApps that brought its
 // entries arrived before it started, and its answer left after it ended.
-func TestCommitFollowerEntries(t *testing.T) {
+func TestCommitFollowerEntries(t *testing.T) { checkFollowerEntries(t) }
+
+func checkFollowerEntries(t *testing.T) {
 	c, leader, ctx := threeMembers(t)
 	var follower *etcdtest.Member
 	for _, m := range c.Members {
@@ -320,14 +329,7 @@ func TestCommitFollowerEntries(t *testing.T) {
 	}()
 	recv := map[uint64]uint64{} // index -> first MsgApp arrival
 	saved, sent := map[uint64]event.CommitSave{}, map[uint64]uint64{}
-	var ev event.Commit
-	for {
-		if err := tr.Read(&ev); err != nil {
-			if !errors.Is(err, ErrDrained) {
-				t.Fatal(err)
-			}
-			break
-		}
+	readCommit(t, tr, func(ev event.Commit) {
 		m := ev.Msg
 		switch ev.Kind {
 		case event.CommitMsgApp:
@@ -348,7 +350,7 @@ func TestCommitFollowerEntries(t *testing.T) {
 				sent[i] = ev.TsNs
 			}
 		}
-	}
+	})
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

@@ -111,26 +111,28 @@ type commitCommitWstate struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	commitMapCommitApplies      = "commit_applies"
-	commitMapCommitCounters     = "commit_counters"
-	commitMapCommitEvents       = "commit_events"
-	commitMapCommitIds          = "commit_ids"
-	commitMapCommitLost         = "commit_lost"
-	commitMapCommitRafts        = "commit_rafts"
-	commitMapCommitRpcs         = "commit_rpcs"
-	commitMapCommitWrites       = "commit_writes"
-	commitMapInSync             = "in_sync"
-	commitProgCommitProbe       = "commit_probe"
-	commitProgCommitSchedSwitch = "commit_sched_switch"
-	commitProgCommitSchedWakeup = "commit_sched_wakeup"
-	commitVarCommitProfile      = "commit_profile"
-	commitVarCommitRaw          = "commit_raw"
-	commitVarCommitSampleEvery  = "commit_sample_every"
-	commitVarCommitWakeBytes    = "commit_wake_bytes"
-	commitVarUnusedCommitEvent  = "unused_commit_event"
-	commitVarUnusedCommitMsg    = "unused_commit_msg"
-	commitVarUnusedCommitSave   = "unused_commit_save"
-	commitVarUnusedCommitWrite  = "unused_commit_write"
+	commitMapCommitApplies       = "commit_applies"
+	commitMapCommitCounters      = "commit_counters"
+	commitMapCommitEvents        = "commit_events"
+	commitMapCommitIds           = "commit_ids"
+	commitMapCommitLost          = "commit_lost"
+	commitMapCommitRafts         = "commit_rafts"
+	commitMapCommitRpcs          = "commit_rpcs"
+	commitMapCommitWrites        = "commit_writes"
+	commitMapInSync              = "in_sync"
+	commitProgCommitProbe        = "commit_probe"
+	commitProgCommitSchedSwitch  = "commit_sched_switch"
+	commitProgCommitSchedWakeup  = "commit_sched_wakeup"
+	commitVarCommitEntrySize     = "commit_entry_size"
+	commitVarCommitProfile       = "commit_profile"
+	commitVarCommitRaw           = "commit_raw"
+	commitVarCommitSampleEvery   = "commit_sample_every"
+	commitVarCommitSaveEntsStack = "commit_save_ents_stack"
+	commitVarCommitWakeBytes     = "commit_wake_bytes"
+	commitVarUnusedCommitEvent   = "unused_commit_event"
+	commitVarUnusedCommitMsg     = "unused_commit_msg"
+	commitVarUnusedCommitSave    = "unused_commit_save"
+	commitVarUnusedCommitWrite   = "unused_commit_write"
 )
 
 // loadCommit returns the embedded CollectionSpec for commit.
@@ -199,14 +201,16 @@ type commitMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type commitVariableSpecs struct {
-	CommitProfile     *ebpf.VariableSpec `ebpf:"commit_profile"`
-	CommitRaw         *ebpf.VariableSpec `ebpf:"commit_raw"`
-	CommitSampleEvery *ebpf.VariableSpec `ebpf:"commit_sample_every"`
-	CommitWakeBytes   *ebpf.VariableSpec `ebpf:"commit_wake_bytes"`
-	UnusedCommitEvent *ebpf.VariableSpec `ebpf:"unused_commit_event"`
-	UnusedCommitMsg   *ebpf.VariableSpec `ebpf:"unused_commit_msg"`
-	UnusedCommitSave  *ebpf.VariableSpec `ebpf:"unused_commit_save"`
-	UnusedCommitWrite *ebpf.VariableSpec `ebpf:"unused_commit_write"`
+	CommitEntrySize     *ebpf.VariableSpec `ebpf:"commit_entry_size"`
+	CommitProfile       *ebpf.VariableSpec `ebpf:"commit_profile"`
+	CommitRaw           *ebpf.VariableSpec `ebpf:"commit_raw"`
+	CommitSampleEvery   *ebpf.VariableSpec `ebpf:"commit_sample_every"`
+	CommitSaveEntsStack *ebpf.VariableSpec `ebpf:"commit_save_ents_stack"`
+	CommitWakeBytes     *ebpf.VariableSpec `ebpf:"commit_wake_bytes"`
+	UnusedCommitEvent   *ebpf.VariableSpec `ebpf:"unused_commit_event"`
+	UnusedCommitMsg     *ebpf.VariableSpec `ebpf:"unused_commit_msg"`
+	UnusedCommitSave    *ebpf.VariableSpec `ebpf:"unused_commit_save"`
+	UnusedCommitWrite   *ebpf.VariableSpec `ebpf:"unused_commit_write"`
 }
 
 // commitObjects contains all objects after they have been loaded into the kernel.
@@ -258,14 +262,16 @@ func (m *commitMaps) Close() error {
 //
 // It can be passed to loadCommitObjects or ebpf.CollectionSpec.LoadAndAssign.
 type commitVariables struct {
-	CommitProfile     *ebpf.Variable `ebpf:"commit_profile"`
-	CommitRaw         *ebpf.Variable `ebpf:"commit_raw"`
-	CommitSampleEvery *ebpf.Variable `ebpf:"commit_sample_every"`
-	CommitWakeBytes   *ebpf.Variable `ebpf:"commit_wake_bytes"`
-	UnusedCommitEvent *ebpf.Variable `ebpf:"unused_commit_event"`
-	UnusedCommitMsg   *ebpf.Variable `ebpf:"unused_commit_msg"`
-	UnusedCommitSave  *ebpf.Variable `ebpf:"unused_commit_save"`
-	UnusedCommitWrite *ebpf.Variable `ebpf:"unused_commit_write"`
+	CommitEntrySize     *ebpf.Variable `ebpf:"commit_entry_size"`
+	CommitProfile       *ebpf.Variable `ebpf:"commit_profile"`
+	CommitRaw           *ebpf.Variable `ebpf:"commit_raw"`
+	CommitSampleEvery   *ebpf.Variable `ebpf:"commit_sample_every"`
+	CommitSaveEntsStack *ebpf.Variable `ebpf:"commit_save_ents_stack"`
+	CommitWakeBytes     *ebpf.Variable `ebpf:"commit_wake_bytes"`
+	UnusedCommitEvent   *ebpf.Variable `ebpf:"unused_commit_event"`
+	UnusedCommitMsg     *ebpf.Variable `ebpf:"unused_commit_msg"`
+	UnusedCommitSave    *ebpf.Variable `ebpf:"unused_commit_save"`
+	UnusedCommitWrite   *ebpf.Variable `ebpf:"unused_commit_write"`
 }
 
 // commitPrograms contains all programs after they have been loaded into the kernel.

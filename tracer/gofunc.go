@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"bytes"
+	"debug/buildinfo"
 	"debug/elf"
 	"debug/gosym"
 	"encoding/binary"
@@ -42,6 +43,7 @@ type GoBinary struct {
 	table     *gosym.Table
 	text      *elf.Section
 	textBytes []byte // .text, read by ReturnSites
+	goVersion string // "go1.19.8"; "" when the build info is unreadable
 }
 
 // OpenGoBinary opens the ELF file at path and reads its pclntab. Close it
@@ -52,6 +54,9 @@ func OpenGoBinary(path string) (*GoBinary, error) {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
 	b := &GoBinary{f: f, text: f.Section(".text")}
+	if bi, err := buildinfo.ReadFile(path); err == nil {
+		b.goVersion = bi.GoVersion
+	}
 	pcln := f.Section(".gopclntab")
 	if pcln == nil || b.text == nil {
 		f.Close()
@@ -62,15 +67,46 @@ func OpenGoBinary(path string) (*GoBinary, error) {
 		f.Close()
 		return nil, fmt.Errorf("reading %s .gopclntab: %w", path, err)
 	}
-	if b.table, err = gosym.NewTable(nil, gosym.NewLineTable(data, b.text.Addr)); err != nil {
+	if b.table, err = gosym.NewTable(nil, gosym.NewLineTable(data, textStart(f, data, b.text))); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("parsing %s .gopclntab: %w", path, err)
 	}
 	return b, nil
 }
 
+// textStart returns the address the pclntab's function entries are
+// relative to (Go 1.18+: runtime.text). debug/gosym takes it from its
+// caller, and .text's start is right only when Go's code begins the
+// section: in a cgo build (Debian's etcd 3.4.23: CGO_ENABLED=1, Go
+// 1.19.8, stripped) the C runtime's code comes first, and runtime.text
+// lies 0x100 bytes into .text. The pclntab's header holds runtime.text
+// (pcHeader.textStart, after magic, 4 bytes of pads and sizes, and nfunc
+// and nfiles) in a non-PIE executable; where it reads 0 or lies outside
+// .text (a PIE whose loader relocates it, an older table) .text's start
+// is kept.
+func textStart(f *elf.File, pcln []byte, text *elf.Section) uint64 {
+	const hdr = 8 + 3*8 // magic, pads, minLC, ptrSize; nfunc, nfiles, textStart
+	if len(pcln) < hdr || f.Class != elf.ELFCLASS64 || pcln[7] != 8 {
+		return text.Addr
+	}
+	order := f.ByteOrder
+	switch order.Uint32(pcln) {
+	case 0xfffffff0, 0xfffffff1: // Go 1.18-1.19, 1.20+
+	default:
+		return text.Addr
+	}
+	if start := order.Uint64(pcln[8+2*8:]); start > text.Addr && start < text.Addr+text.Size {
+		return start
+	}
+	return text.Addr
+}
+
 // Close closes the file.
 func (b *GoBinary) Close() error { return b.f.Close() }
+
+// GoVersion returns the Go release that built the binary ("go1.19.8"),
+// from its build info; "" when that cannot be read.
+func (b *GoBinary) GoVersion() string { return b.goVersion }
 
 // Arch returns the binary's machine (elf.EM_X86_64, elf.EM_AARCH64, ...).
 func (b *GoBinary) Arch() elf.Machine { return b.f.Machine }

@@ -11,20 +11,33 @@ import (
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
-// TestReturnSites finds the return sites of the commit tracer's return
-// probes in the etcd v3.6 binary (make etcd) and checks each one: it
-// is an instruction the kernel emulates, and processInternalRaftRequestOnce
-// (its callers test the error right after the call) has them.
+// TestReturnSites finds every probed function of the commit tracer in
+// the etcd v3.6 binary (make etcd) and in Debian's v3.4 (bin/etcd34:
+// cgo, stripped, its Go code 0x100 bytes into .text) and checks where the
+// probes go: each function's entry offset lies past its stack-bound
+// check (found only where the table's address is the function's real
+// first instruction), and each return site is an instruction the kernel
+// emulates; processInternalRaftRequestOnce (its callers test the error
+// right after the call) has them.
 func TestReturnSites(t *testing.T) {
-	bin := filepath.Join("..", "bin", "etcd")
+	for _, c := range []struct{ bin, build string }{{"etcd", "v3.5/v3.6"}, {"etcd34", "v3.4"}} {
+		t.Run(c.bin, func(t *testing.T) { checkReturnSites(t, filepath.Join("..", "bin", c.bin), c.build) })
+	}
+}
+
+func checkReturnSites(t *testing.T, bin, build string) {
 	if _, err := os.Stat(bin); err != nil {
-		testenv.Missing(t, "no "+bin+" (make etcd)")
+		testenv.Missing(t, "no "+bin+" (make etcd; scripts/deps.sh)")
 	}
 	b, err := OpenGoBinary(bin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	got, ok := pickBuild(b)
+	if !ok || got.name != build {
+		t.Fatalf("release line %q (found %v), want %q", got.name, ok, build)
+	}
 	text, err := b.textData()
 	if err != nil {
 		t.Fatal(err)
@@ -34,12 +47,15 @@ func TestReturnSites(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range commitProbes {
-		if !p.ret {
-			continue
-		}
-		fn, err := findFunc(b, p.names, true)
+		fn, err := findFunc(b, p.names(got), true)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if f := b.table.LookupFunc(fn.Name); fn.EntryOffset == f.Entry-b.text.Addr+base {
+			t.Errorf("%s: no stack-bound check at its entry %#x", fn.Name, f.Entry)
+		}
+		if !p.ret {
+			continue
 		}
 		sites, ok, err := b.ReturnSites(fn)
 		if err != nil {

@@ -6,7 +6,7 @@
 // # How one write is followed
 //
 // A write is one call of (*EtcdServer).processInternalRaftRequestOnce on
-// the member traced (etcd v3.5/v3.6 server code), from its entry to its
+// the member traced (etcd v3.4, v3.5 and v3.6 server code), from its entry to its
 // return on the gRPC handler's goroutine (Start, End). On that goroutine
 // wait.Register(id) gives the request id. The apply goroutine's
 // applyEntryNormal(e) then wait.Trigger(id) give the write's Raft index

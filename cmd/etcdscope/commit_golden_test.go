@@ -121,7 +121,7 @@ func commitCases() []struct {
 	follower.ClientOutsideNs.Add(5e5)
 
 	model := &pipeline.CommitResult{
-		Source: commit.SourceModel, ProbeErr: errors.New("etcd v3.4 (go.etcd.io/etcd/etcdserver): its functions are not the v3.5/v3.6 ones this tracer probes"),
+		Source: commit.SourceModel, ProbeErr: errors.New("etcd v3.4: its write function cannot be probed: finding RET instructions on EM_AARCH64: unsupported operation"),
 		EtcdVersion: "3.4.23", Report: commit.NewReport(), Role: commit.RoleLeader, LocalID: 0x28d1, LeaderID: 0x28d1,
 		Cluster:     commit.ClusterState{Voters: 1, Names: commit.Names{0x28d1: "default"}},
 		Unavailable: []string{"uprobes: processInternalRaftRequestOnce: not found"},

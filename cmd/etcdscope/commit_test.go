@@ -48,7 +48,7 @@ func TestCommitBadInput(t *testing.T) {
 }
 
 // TestCommitTableModelOnly: an etcd whose functions cannot be probed
-// (v3.4 from Debian's etcd-server) falls back to the model; the table
+// (here v3.4 on arm64, where no RET is found) falls back to the model; the table
 // then prints what the model knows and one line on why no write is split,
 // not "server-side write p50 0.000 ms ... over 0 paired puts" and "no write
 // was traced", zeros that read as measured.
