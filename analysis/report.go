@@ -119,6 +119,10 @@ type Report struct {
 	// Disks are the whole disks the calls' requests went to, with their
 	// write cache mode where the run knew it (SetDiskCaches).
 	Disks []DiskCache `json:"disks,omitempty"`
+	// Journals says, for each ext4 group's device, whether a jbd2 journal
+	// was mounted on it when the live run ended (SetJournals); a device
+	// absent here is not known (a replay of an older capture).
+	Journals []Journal `json:"journals,omitempty"`
 	// MonoToWallNs is CLOCK_REALTIME − CLOCK_MONOTONIC (ns) when the run
 	// ended: add it to a record's start_ns/end_ns for Unix time. 0 when
 	// the writer did not know it (older recordings).
@@ -145,6 +149,41 @@ type DiskCache struct {
 	// layer drops flushes and FUA); "" when not known (a replay).
 	WriteCache string `json:"write_cache,omitempty"`
 	FUA        bool   `json:"fua,omitempty"` // queue/fua: takes FUA writes itself
+}
+
+// Journal is whether an ext4 filesystem's device held a jbd2 journal
+// (/proc/fs/jbd2) when the live run ended: without one no fsync waits on
+// a jbd2 commit, and its REQ_META writes are the journal layer.
+type Journal struct {
+	Dev  string `json:"dev"`            // the filesystem's major:minor, as GroupKey.Dev
+	Name string `json:"name,omitempty"` // kernel name, as GroupKey.DevName
+	JBD2 bool   `json:"jbd2"`
+}
+
+// JBD2 says whether the filesystem on dev (GroupKey.Dev) had a jbd2
+// journal, and whether that is known.
+func (r *Report) JBD2(dev string) (has, known bool) {
+	for _, j := range r.Journals {
+		if j.Dev == dev {
+			return j.JBD2, true
+		}
+	}
+	return false, false
+}
+
+// SetJournals sets Journals to known's entries for the devices of r's
+// ext4 groups (the live run's, e.g. a recording's summary or a capture's
+// end line).
+func (r *Report) SetJournals(known []Journal) {
+	r.Journals = nil
+	for _, g := range r.Groups {
+		if g.Key.FS != "ext4" || slices.ContainsFunc(r.Journals, func(j Journal) bool { return j.Dev == g.Key.Dev }) {
+			continue
+		}
+		if i := slices.IndexFunc(known, func(j Journal) bool { return j.Dev == g.Key.Dev }); i >= 0 {
+			r.Journals = append(r.Journals, known[i])
+		}
+	}
 }
 
 // maxDisks bounds Report.Disks (a trace sees a handful of disks; a

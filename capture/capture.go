@@ -77,6 +77,9 @@ type End struct {
 	// the live run read them from sysfs (fsync), at most as many as the
 	// report keeps; replay prints them as the live run did.
 	DiskCaches []analysis.DiskCache `json:"disk_caches,omitempty"`
+	// Journals: whether each ext4 group's device held a jbd2 journal as the
+	// live run read /proc/fs/jbd2 (fsync); replay says what the run knew.
+	Journals []analysis.Journal `json:"journals,omitempty"`
 }
 
 // Device is the answer the run got for a filesystem or disk device: its

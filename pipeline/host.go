@@ -125,3 +125,20 @@ func LiveDiskCaches(r *analysis.Report) {
 		}
 	}
 }
+
+// LiveJournals fills r.Journals for its ext4 groups from this machine's
+// /proc/fs/jbd2 (host.DeviceResolver.JBD2Journals): whether each group's
+// device holds a jbd2 journal. Unreadable: left unknown.
+func LiveJournals(r *analysis.Report) {
+	names, err := host.NewDeviceResolver().JBD2Journals()
+	if err != nil {
+		return
+	}
+	var known []analysis.Journal
+	for _, g := range r.Groups {
+		if g.Key.FS == "ext4" && g.Key.DevName != "" {
+			known = append(known, analysis.Journal{Dev: g.Key.Dev, Name: g.Key.DevName, JBD2: names[g.Key.DevName]})
+		}
+	}
+	r.SetJournals(known)
+}

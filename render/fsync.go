@@ -57,8 +57,17 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			fmt.Fprintf(bw, "  note: %s: p50/p99 binned as fio bins its latencies (64 bins per power of two, within 0.8%%); count, max and mean exact\n", binnedWhy(g.Total.Count))
 		}
 		if g.WithCommit == 0 && g.Key.FS == "ext4" {
-			fmt.Fprintf(bw, "  note: no call waited on a jbd2 commit: %s\n", noCommitWhy(g.Key.FileKind))
-			fmt.Fprintln(bw, "  note: an ext4 without a journal has no jbd2 commits (its REQ_META writes are the journal layer then; ls /proc/fs/jbd2 lists the journals)")
+			// Whether the device holds a journal, where the live run read
+			// /proc/fs/jbd2 (Report.Journals); both notes where not known.
+			jbd2, known := r.JBD2(g.Key.Dev)
+			if known && !jbd2 {
+				fmt.Fprintf(bw, "  note: no jbd2 journal on %s (not in /proc/fs/jbd2): no call waits on a commit; its REQ_META writes are the journal layer\n", g.Key.DevName)
+			} else {
+				fmt.Fprintf(bw, "  note: no call waited on a jbd2 commit: %s\n", noCommitWhy(g.Key.FileKind))
+			}
+			if !known {
+				fmt.Fprintln(bw, "  note: an ext4 without a journal has no jbd2 commits (its REQ_META writes are the journal layer then; ls /proc/fs/jbd2 lists the journals)")
+			}
 		}
 		switch g.Verdict {
 		case analysis.VerdictOK:

@@ -239,6 +239,46 @@ func TestFsyncReportNoCommitNote(t *testing.T) {
 	}
 }
 
+// TestFsyncReportJournalKnown: where the live run read /proc/fs/jbd2
+// (Report.Journals), the table says the one note that holds: an ext4
+// without a journal gets "no jbd2 journal on DEV", not the WAL's
+// preallocation reason (a fresh user's run on this machine's journal-less
+// root printed both); one with a journal the reason only.
+func TestFsyncReportJournalKnown(t *testing.T) {
+	const noJournal = "note: an ext4 without a journal has no jbd2 commits"
+	for _, tc := range []struct {
+		jbd2 bool
+		want string
+		not  []string
+	}{
+		{false, "  note: no jbd2 journal on vda (not in /proc/fs/jbd2): no call waits on a commit; its REQ_META writes are the journal layer\n",
+			[]string{noJournal, "no call waited on a jbd2 commit"}},
+		{true, "  note: no call waited on a jbd2 commit: with a journal etcd's WAL calls usually do",
+			[]string{noJournal, "no jbd2 journal on"}},
+	} {
+		recs := []analysis.FsyncRecord{{PID: 1, Comm: "etcd", Syscall: "fdatasync", Dev: "254:0", DevName: "vda", FS: "ext4", FileKind: analysis.KindWAL,
+			TotalNs: 1e6, Layers: analysis.Layers{OtherNs: 1e6}}}
+		rep := analysis.BuildReport(recs, 0, 0, nil)
+		rep.SetJournals([]analysis.Journal{{Dev: "254:9", Name: "vdb", JBD2: !tc.jbd2}, {Dev: "254:0", Name: "vda", JBD2: tc.jbd2}})
+		if len(rep.Journals) != 1 {
+			t.Fatalf("journals %+v: want the one of the group's device", rep.Journals)
+		}
+		var out bytes.Buffer
+		if err := FsyncReport(&out, &rep); err != nil {
+			t.Fatal(err)
+		}
+		s := out.String()
+		if !strings.Contains(s, tc.want) {
+			t.Errorf("jbd2 %v: no %q:\n%s", tc.jbd2, tc.want, s)
+		}
+		for _, n := range tc.not {
+			if strings.Contains(s, n) {
+				t.Errorf("jbd2 %v: has %q:\n%s", tc.jbd2, n, s)
+			}
+		}
+	}
+}
+
 // TestFsyncReportDiskWhy: a new user's 5 s run had device_flush 39.98%
 // of a group's time, which the layer table prints "40.0%", and no disk
 // verdict: the table now says the floor's 40% was missed, with the exact

@@ -420,6 +420,7 @@ func (o *fsyncOutput) report(f fsyncFlags, st pipeline.Stats, p *pipeline.Fsync,
 	rep.MonoToWallNs = monoToWall
 	rep.RingPeakBytes = st.RingPeakBytes
 	pipeline.LiveDiskCaches(&rep)
+	pipeline.LiveJournals(&rep)
 	if o.capw != nil {
 		// The disks' write cache modes go with the capture, so that its
 		// replay prints the live run's disk lines (this machine's sysfs
@@ -430,7 +431,7 @@ func (o *fsyncOutput) report(f fsyncFlags, st pipeline.Stats, p *pipeline.Fsync,
 				disks = append(disks, d)
 			}
 		}
-		err := o.capw.finish(capture.End{LostEvents: st.Lost, MissedEvents: st.Missed, DecodeErrors: decodeErrs, MonoToWallNs: monoToWall, DiskCaches: disks})
+		err := o.capw.finish(capture.End{LostEvents: st.Lost, MissedEvents: st.Missed, DecodeErrors: decodeErrs, MonoToWallNs: monoToWall, DiskCaches: disks, Journals: rep.Journals})
 		o.capw = nil
 		if err != nil {
 			return rep, err

@@ -143,6 +143,7 @@ func runReport(args []string) error {
 		rep = rs.Report(sum.LostEvents, sum.MissedEvents, sum.Unavailable)
 		rep.LossUnknown = sum.LossUnknown
 		rep.SetDiskCaches(sum.Disks) // the recording machine's, not this one's
+		rep.SetJournals(sum.Journals)
 	}
 	if *htmlOut != "" {
 		page := rs.Report(sum.LostEvents, sum.MissedEvents, sum.Unavailable) // of the records, as the page draws them
@@ -266,6 +267,7 @@ func replayFsync(rd *capture.Reader, name, output string, failOverBudget bool) e
 	rep := rs.Report(end.LostEvents, end.MissedEvents, rd.Header().Unavailable)
 	rep.MonoToWallNs = end.MonoToWallNs
 	rep.SetDiskCaches(end.DiskCaches) // the capturing machine's, not this one's
+	rep.SetJournals(end.Journals)
 	rep.DroppedEnters, rep.DroppedPartials = p.Overflow()
 	if !ok {
 		rep.LossUnknown = "unknown: the capture has no end line (the run was cut short)"
