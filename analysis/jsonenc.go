@@ -21,33 +21,51 @@ func (r *FsyncRecord) AppendJSON(dst []byte) []byte {
 }
 
 // FsyncEncoder is AppendJSON for a stream of records: the same bytes, but
-// the part from "pid" to "file_kind" (process, file, device: 14 fields,
-// the same for call after call of one WAL file) is copied from the last
-// record's when those fields are equal, not encoded again. The zero value
-// is ready; not for concurrent use.
+// the part from "comm" to "file_kind" (process, file, device: 12 fields,
+// the same for call after call of one WAL file) is copied from an earlier
+// record's when those fields are equal, not encoded again. It keeps two
+// such encodings, the last two different ones used, so that two files
+// synced in turn (a WAL and its directory, two writers) both stay cached;
+// pid and tid are encoded every time, since a Go program's syncing
+// goroutine moves between threads. The zero value is ready; not for
+// concurrent use.
 type FsyncEncoder struct {
-	last   FsyncRecord // only the identity fields are set
-	ident  []byte      // their encoding
-	cached bool
+	slots [2]fileIdent
+	next  int // the slot a miss replaces: the one used least recently
+}
+
+// fileIdent is one cached encoding of appendJSONFile's fields.
+type fileIdent struct {
+	last  FsyncRecord // only the fields sameFile compares are set
+	ident []byte      // their encoding
+	ok    bool
 }
 
 // Append appends r as AppendJSON does.
 func (e *FsyncEncoder) Append(dst []byte, r *FsyncRecord) []byte {
 	dst = r.appendJSONHead(dst)
-	if !e.cached || !sameIdentity(&e.last, r) {
-		e.ident = r.appendJSONIdentity(e.ident[:0])
-		e.last = FsyncRecord{PID: r.PID, TID: r.TID, Comm: r.Comm, Syscall: r.Syscall, Datasync: r.Datasync, Ret: r.Ret, FD: r.FD,
-			Dev: r.Dev, DevName: r.DevName, Disks: append(e.last.Disks[:0], r.Disks...), FS: r.FS, Ino: r.Ino, Path: r.Path, FileKind: r.FileKind}
-		e.cached = true
+	dst = r.appendJSONTask(dst)
+	i := 0
+	if !e.slots[0].ok || !sameFile(&e.slots[0].last, r) {
+		i = 1
+		if !e.slots[1].ok || !sameFile(&e.slots[1].last, r) {
+			i = e.next
+			s := &e.slots[i]
+			s.ident = r.appendJSONFile(s.ident[:0])
+			s.last = FsyncRecord{Comm: r.Comm, Syscall: r.Syscall, Datasync: r.Datasync, Ret: r.Ret, FD: r.FD,
+				Dev: r.Dev, DevName: r.DevName, Disks: append(s.last.Disks[:0], r.Disks...), FS: r.FS, Ino: r.Ino, Path: r.Path, FileKind: r.FileKind}
+			s.ok = true
+		}
 	}
-	dst = append(dst, e.ident...)
+	e.next = 1 - i
+	dst = append(dst, e.slots[i].ident...)
 	return r.appendJSONTail(dst)
 }
 
-// sameIdentity reports whether a and b agree on every field
-// appendJSONIdentity writes.
-func sameIdentity(a, b *FsyncRecord) bool {
-	return a.PID == b.PID && a.TID == b.TID && a.Comm == b.Comm && a.Syscall == b.Syscall && a.Datasync == b.Datasync &&
+// sameFile reports whether a and b agree on every field appendJSONFile
+// writes.
+func sameFile(a, b *FsyncRecord) bool {
+	return a.Comm == b.Comm && a.Syscall == b.Syscall && a.Datasync == b.Datasync &&
 		a.Ret == b.Ret && a.FD == b.FD && a.Dev == b.Dev && a.DevName == b.DevName && slices.Equal(a.Disks, b.Disks) &&
 		a.FS == b.FS && a.Ino == b.Ino && a.Path == b.Path && a.FileKind == b.FileKind
 }
@@ -57,22 +75,32 @@ func (r *FsyncRecord) appendJSONHead(dst []byte) []byte {
 	dst = append(dst, `{"type":`...)
 	dst = appendJSONString(dst, r.Type)
 	dst = append(dst, `,"v":`...)
-	dst = strconv.AppendInt(dst, int64(r.Version), 10)
+	dst = appendInt(dst, int64(r.Version))
 	dst = append(dst, `,"start_ns":`...)
-	dst = strconv.AppendUint(dst, r.StartNs, 10)
+	dst = appendUint(dst, r.StartNs)
 	dst = append(dst, `,"end_ns":`...)
-	dst = strconv.AppendUint(dst, r.EndNs, 10)
+	dst = appendUint(dst, r.EndNs)
 	dst = append(dst, `,"total_ns":`...)
-	return strconv.AppendInt(dst, r.TotalNs, 10)
+	return appendInt(dst, r.TotalNs)
 }
 
 // appendJSONIdentity writes the fields from pid to file_kind, each with
-// the comma before it: the ones FsyncEncoder caches (sameIdentity).
+// the comma before it.
 func (r *FsyncRecord) appendJSONIdentity(dst []byte) []byte {
+	return r.appendJSONFile(r.appendJSONTask(dst))
+}
+
+// appendJSONTask writes pid and tid, each with the comma before it.
+func (r *FsyncRecord) appendJSONTask(dst []byte) []byte {
 	dst = append(dst, `,"pid":`...)
-	dst = strconv.AppendUint(dst, uint64(r.PID), 10)
+	dst = appendUint(dst, uint64(r.PID))
 	dst = append(dst, `,"tid":`...)
-	dst = strconv.AppendUint(dst, uint64(r.TID), 10)
+	return appendUint(dst, uint64(r.TID))
+}
+
+// appendJSONFile writes the fields from comm to file_kind, each with the
+// comma before it: the ones FsyncEncoder caches (sameFile).
+func (r *FsyncRecord) appendJSONFile(dst []byte) []byte {
 	dst = append(dst, `,"comm":`...)
 	dst = appendJSONString(dst, r.Comm)
 	dst = append(dst, `,"syscall":`...)
@@ -80,9 +108,9 @@ func (r *FsyncRecord) appendJSONIdentity(dst []byte) []byte {
 	dst = append(dst, `,"datasync":`...)
 	dst = strconv.AppendBool(dst, r.Datasync)
 	dst = append(dst, `,"ret":`...)
-	dst = strconv.AppendInt(dst, r.Ret, 10)
+	dst = appendInt(dst, r.Ret)
 	dst = append(dst, `,"fd":`...)
-	dst = strconv.AppendInt(dst, int64(r.FD), 10)
+	dst = appendInt(dst, int64(r.FD))
 	dst = append(dst, `,"dev":`...)
 	dst = appendJSONString(dst, r.Dev)
 	dst = append(dst, `,"dev_name":`...)
@@ -94,7 +122,7 @@ func (r *FsyncRecord) appendJSONIdentity(dst []byte) []byte {
 	dst = append(dst, `,"fs":`...)
 	dst = appendJSONString(dst, r.FS)
 	dst = append(dst, `,"ino":`...)
-	dst = strconv.AppendUint(dst, r.Ino, 10)
+	dst = appendUint(dst, r.Ino)
 	dst = append(dst, `,"path":`...)
 	dst = appendJSONString(dst, r.Path)
 	dst = append(dst, `,"file_kind":`...)
@@ -106,10 +134,10 @@ func (r *FsyncRecord) appendJSONTail(dst []byte) []byte {
 	dst = append(dst, `,"layers":`...)
 	dst = r.Layers.appendJSON(dst)
 	dst = append(dst, `,"flushes":`...)
-	dst = strconv.AppendInt(dst, int64(r.Flushes), 10)
+	dst = appendInt(dst, int64(r.Flushes))
 	if r.FUAWrites != 0 {
 		dst = append(dst, `,"fua_writes":`...)
-		dst = strconv.AppendInt(dst, int64(r.FUAWrites), 10)
+		dst = appendInt(dst, int64(r.FUAWrites))
 	}
 	dst = append(dst, `,"requests":`...)
 	if r.Requests == nil {
@@ -150,29 +178,29 @@ func (r *FsyncRecord) appendJSONTail(dst []byte) []byte {
 
 func (s *SchedSplit) appendJSON(dst []byte) []byte {
 	dst = append(dst, `{"runnable_ns":`...)
-	dst = strconv.AppendInt(dst, s.RunnableNs, 10)
+	dst = appendInt(dst, s.RunnableNs)
 	dst = append(dst, `,"running_ns":`...)
-	dst = strconv.AppendInt(dst, s.RunningNs, 10)
+	dst = appendInt(dst, s.RunningNs)
 	dst = append(dst, `,"blocked_ns":`...)
-	dst = strconv.AppendInt(dst, s.BlockedNs, 10)
+	dst = appendInt(dst, s.BlockedNs)
 	return append(dst, '}')
 }
 
 func (l *Layers) appendJSON(dst []byte) []byte {
 	dst = append(dst, `{"data_writeback_ns":`...)
-	dst = strconv.AppendInt(dst, l.DataWritebackNs, 10)
+	dst = appendInt(dst, l.DataWritebackNs)
 	dst = append(dst, `,"journal_ns":`...)
-	dst = strconv.AppendInt(dst, l.JournalNs, 10)
+	dst = appendInt(dst, l.JournalNs)
 	dst = append(dst, `,"device_flush_ns":`...)
-	dst = strconv.AppendInt(dst, l.DeviceFlushNs, 10)
+	dst = appendInt(dst, l.DeviceFlushNs)
 	dst = append(dst, `,"block_queue_ns":`...)
-	dst = strconv.AppendInt(dst, l.BlockQueueNs, 10)
+	dst = appendInt(dst, l.BlockQueueNs)
 	if l.DMNs != 0 {
 		dst = append(dst, `,"dm_ns":`...)
-		dst = strconv.AppendInt(dst, l.DMNs, 10)
+		dst = appendInt(dst, l.DMNs)
 	}
 	dst = append(dst, `,"other_ns":`...)
-	dst = strconv.AppendInt(dst, l.OtherNs, 10)
+	dst = appendInt(dst, l.OtherNs)
 	return append(dst, '}')
 }
 
@@ -190,9 +218,9 @@ func (d *DMLevel) appendJSON(dst []byte) []byte {
 		dst = appendJSONStrings(dst, d.TargetNames)
 	}
 	dst = append(dst, `,"bios":`...)
-	dst = strconv.AppendInt(dst, int64(d.Bios), 10)
+	dst = appendInt(dst, int64(d.Bios))
 	dst = append(dst, `,"held_ns":`...)
-	dst = strconv.AppendInt(dst, d.HeldNs, 10)
+	dst = appendInt(dst, d.HeldNs)
 	dst = append(dst, `,"lower":`...)
 	dst = d.Lower.appendJSON(dst)
 	return append(dst, '}')
@@ -213,18 +241,18 @@ func (q *Request) appendJSON(dst []byte) []byte {
 	dst = appendJSONString(dst, q.Rwbs)
 	if q.Sector != 0 {
 		dst = append(dst, `,"sector":`...)
-		dst = strconv.AppendUint(dst, q.Sector, 10)
+		dst = appendUint(dst, q.Sector)
 	}
 	dst = append(dst, `,"bytes":`...)
-	dst = strconv.AppendUint(dst, uint64(q.Bytes), 10)
+	dst = appendUint(dst, uint64(q.Bytes))
 	if q.InsertNs != 0 {
 		dst = append(dst, `,"insert_ns":`...)
-		dst = strconv.AppendUint(dst, q.InsertNs, 10)
+		dst = appendUint(dst, q.InsertNs)
 	}
 	dst = append(dst, `,"issue_ns":`...)
-	dst = strconv.AppendUint(dst, q.IssueNs, 10)
+	dst = appendUint(dst, q.IssueNs)
 	dst = append(dst, `,"complete_ns":`...)
-	dst = strconv.AppendUint(dst, q.CompleteNs, 10)
+	dst = appendUint(dst, q.CompleteNs)
 	if q.NotIssued {
 		dst = append(dst, `,"not_issued":true`...)
 	}
@@ -233,7 +261,7 @@ func (q *Request) appendJSON(dst []byte) []byte {
 	}
 	if q.RemapNs != 0 {
 		dst = append(dst, `,"remap_ns":`...)
-		dst = strconv.AppendUint(dst, q.RemapNs, 10)
+		dst = appendUint(dst, q.RemapNs)
 	}
 	if q.Target != "" {
 		dst = append(dst, `,"target":`...)
@@ -254,7 +282,7 @@ func (q *Request) appendJSON(dst []byte) []byte {
 		dst = appendJSONString(dst, q.HostUntraced)
 	}
 	dst = append(dst, `,"tid":`...)
-	dst = strconv.AppendUint(dst, uint64(q.TID), 10)
+	dst = appendUint(dst, uint64(q.TID))
 	dst = append(dst, `,"comm":`...)
 	dst = appendJSONString(dst, q.Comm)
 	return append(dst, '}')
@@ -267,12 +295,12 @@ func (j *JournalWindow) appendJSON(dst []byte) []byte {
 	dst = appendJSONString(dst, j.Dev)
 	if j.Txn != 0 {
 		dst = append(dst, `,"txn":`...)
-		dst = strconv.AppendUint(dst, uint64(j.Txn), 10)
+		dst = appendUint(dst, uint64(j.Txn))
 	}
 	dst = append(dst, `,"start_ns":`...)
-	dst = strconv.AppendUint(dst, j.StartNs, 10)
+	dst = appendUint(dst, j.StartNs)
 	dst = append(dst, `,"end_ns":`...)
-	dst = strconv.AppendUint(dst, j.EndNs, 10)
+	dst = appendUint(dst, j.EndNs)
 	return append(dst, '}')
 }
 

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -178,7 +180,7 @@ func TestAppendJSONReadsBack(t *testing.T) {
 
 // FsyncEncoder writes what encoding/json writes for every record of a
 // stream in which each field it caches changes in turn (and changes back),
-// so a field compared wrongly, or left out of sameIdentity, shows as a
+// so a field compared wrongly, or left out of sameFile, shows as a
 // line carrying the previous record's value.
 func TestFsyncEncoderMatchesEncodingJSON(t *testing.T) {
 	base := benchRecord()
@@ -231,5 +233,61 @@ func TestFsyncEncoderMatchesEncodingJSON(t *testing.T) {
 			}
 			copy(disks[:], []string{"x", "y", "z", "w"}) // reused by the caller
 		}
+	}
+}
+
+// TestFsyncEncoderSlots: records of three files in turn, in patterns that
+// hit each of the two cached encodings and replace the one used least
+// recently, each line what encoding/json writes.
+func TestFsyncEncoderSlots(t *testing.T) {
+	recs := make([]FsyncRecord, 3)
+	for i := range recs {
+		recs[i] = benchRecord()
+		recs[i].Path, recs[i].Ino, recs[i].FD = fmt.Sprintf("/var/lib/etcd/member/wal/%d.wal", i), uint64(100+i), int32(5+i)
+	}
+	var e FsyncEncoder
+	for n, i := range []int{0, 0, 1, 0, 1, 2, 1, 2, 0, 2, 0, 1, 1, 0, 2, 2, 1} {
+		rec := recs[i]
+		rec.TID += uint32(n % 3) // a goroutine that moves between threads
+		want, err := json.Marshal(&rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.Append(nil, &rec); !bytes.Equal(got, want) {
+			t.Fatalf("record %d (file %d):\n got %s\nwant %s", n, i, got, want)
+		}
+	}
+}
+
+// TestAppendUintMatchesStrconv: appendUint and appendInt write strconv's
+// bytes for every length of number (each power of ten and its
+// neighbours), the extremes, and random values, onto a dst with room and
+// one without.
+func TestAppendUintMatchesStrconv(t *testing.T) {
+	us := []uint64{0, 1, 9, 10, 11, 99, 100, 101, math.MaxUint64, math.MaxUint64 - 1, math.MaxInt64, math.MaxInt64 + 1}
+	for p := uint64(10); p <= 1e19; p *= 10 {
+		us = append(us, p-1, p, p+1)
+		if p > math.MaxUint64/10 {
+			break
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 10000 {
+		us = append(us, rng.Uint64()>>rng.IntN(64))
+	}
+	for _, u := range us {
+		for _, dst := range [][]byte{[]byte("k:"), append(make([]byte, 0, 64), "k:"...)} {
+			if got, want := appendUint(slices.Clone(dst), u), strconv.AppendUint(slices.Clone(dst), u, 10); !bytes.Equal(got, want) {
+				t.Fatalf("appendUint(%d) = %q, want %q", u, got, want)
+			}
+			for _, i := range []int64{int64(u), -int64(u)} {
+				if got, want := appendInt(slices.Clone(dst), i), strconv.AppendInt(slices.Clone(dst), i, 10); !bytes.Equal(got, want) {
+					t.Fatalf("appendInt(%d) = %q, want %q", i, got, want)
+				}
+			}
+		}
+	}
+	if got := appendInt(nil, math.MinInt64); string(got) != strconv.FormatInt(math.MinInt64, 10) {
+		t.Fatalf("appendInt(MinInt64) = %q", got)
 	}
 }

@@ -95,6 +95,51 @@ func TestJSONLinesFlushesOnlyWhatWaits(t *testing.T) {
 	}
 }
 
+// TestJSONLinesTimerQuietUnderLoad: while lines fill the buffer faster
+// than JSONLinesFlushEvery, each write of the full buffer moves the timer
+// back, so it does not fire during the stream; the stream's tail still
+// reaches the writer within JSONLinesFlushEvery (plus slack) of its line.
+func TestJSONLinesTimerQuietUnderLoad(t *testing.T) {
+	var w timedWriter
+	l := NewJSONLines(&w, 0)
+	rec := analysis.FsyncRecord{Type: "fsync", Version: analysis.SchemaVersion, StartNs: 1, EndNs: 5, TotalNs: 4, Comm: "etcd",
+		Path: "/" + strings.Repeat("d", 4000), Requests: []analysis.Request{}}
+	line := string(rec.AppendJSON(nil)) + "\n"
+	stream := 5 * JSONLinesFlushEvery
+	n := 0
+	for start := time.Now(); time.Since(start) < stream; n++ {
+		if err := l.Fsync(&rec); err != nil { // ~16 lines a 64 KiB buffer: a write every ~16 ms
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	last := time.Now()
+	l.mu.Lock()
+	fires := l.timerFlushes
+	l.mu.Unlock()
+	// Without the move back it fires every JSONLinesFlushEvery (5 times);
+	// a stall of the loop past it on a loaded machine may let one through.
+	if fires > 1 {
+		t.Errorf("the flush timer fired %d times during a %v stream of %d lines", fires, stream, n)
+	}
+	for {
+		got, writes := w.snapshot()
+		if got == strings.Repeat(line, n) {
+			if d := writes[len(writes)-1].Sub(last); d > 5*JSONLinesFlushEvery {
+				t.Errorf("the tail was flushed %v after its line", d)
+			}
+			break
+		}
+		if time.Since(last) > 5*JSONLinesFlushEvery {
+			t.Fatalf("%d of %d bytes written %v after the last line", len(got), n*len(line), time.Since(last))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestSummaryJSONFieldOrder: SummaryJSON writes what json.Encoder writes
 // for the report, with disk_verdict.text last in its object: summaryGroup
 // declares Group's last two fields again, so they must stay its last two.

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"unicode/utf16"
@@ -73,8 +74,29 @@ func (j *jsonText) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// ascii reports whether p has no byte past 0x7e (DEL and above).
+// ascii reports whether p has no byte past 0x7e (DEL and above). It runs
+// on every byte of --output json (64 KiB a flush): eight bytes a step, a
+// byte-at-a-time loop was ~9% of the reader's CPU at 10k fsync/s.
 func ascii(p []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for len(p) >= 32 {
+		a, b := binary.LittleEndian.Uint64(p), binary.LittleEndian.Uint64(p[8:])
+		c, d := binary.LittleEndian.Uint64(p[16:]), binary.LittleEndian.Uint64(p[24:])
+		if (a|(a+ones)|b|(b+ones)|c|(c+ones)|d|(d+ones))&highs != 0 {
+			return false
+		}
+		p = p[32:]
+	}
+	for len(p) >= 8 {
+		// A byte's high bit is set in x when it is 0x80 or above, in
+		// x+ones when it is 0x7f; a carry out of a byte needs 0xff,
+		// whose own high bit is already set in x.
+		x := binary.LittleEndian.Uint64(p)
+		if (x|(x+ones))&highs != 0 {
+			return false
+		}
+		p = p[8:]
+	}
 	for _, c := range p {
 		if c >= 0x7f {
 			return false

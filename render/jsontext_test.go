@@ -53,3 +53,47 @@ func TestJSONTextEscapesC1(t *testing.T) {
 		}
 	}
 }
+
+// TestASCIIWords checks ascii's eight-bytes-a-step test against the byte
+// loop: every byte value at every position of words and tails, and the
+// carries (0xff, 0x7f next to 0x7e and 0x80).
+func TestASCIIWords(t *testing.T) {
+	slow := func(p []byte) bool {
+		for _, c := range p {
+			if c >= 0x7f {
+				return false
+			}
+		}
+		return true
+	}
+	for n := 0; n <= 43; n++ {
+		for pos := 0; pos < n; pos++ {
+			for c := 0; c < 256; c++ {
+				p := bytes.Repeat([]byte{'a'}, n)
+				p[pos] = byte(c)
+				if got, want := ascii(p), slow(p); got != want {
+					t.Fatalf("ascii(%x) = %v, want %v", p, got, want)
+				}
+				for _, d := range []byte{0x7e, 0x7f, 0x80, 0xff, 0x00} {
+					q := append([]byte(nil), p...)
+					if pos+1 < n {
+						q[pos+1] = d
+					}
+					if got, want := ascii(q), slow(q); got != want {
+						t.Fatalf("ascii(%x) = %v, want %v", q, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkASCII(b *testing.B) {
+	p := bytes.Repeat([]byte(`{"type":"fsync","pid":1234,"comm":"etcd"}`), 1600)[:64<<10]
+	b.SetBytes(int64(len(p)))
+	for b.Loop() {
+		if !ascii(p) {
+			b.Fatal("not ascii")
+		}
+	}
+}

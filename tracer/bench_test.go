@@ -165,3 +165,32 @@ func TestDecodeAllocatesNothing(t *testing.T) {
 		t.Errorf("hypervisor event decoded as %+v", h)
 	}
 }
+
+// TestDecoderRecentNames: the two raw name fields pathNames keeps in front
+// of its table answer only for equal fields: three files in turn (each
+// slot hit and replaced), bytes after a component's NUL and a component
+// after an empty one (raw fields that differ, names that do not).
+func TestDecoderRecentNames(t *testing.T) {
+	var d decoder
+	raw := make([]byte, unsafe.Sizeof(fsyncFsyncEvent{}))
+	e := (*fsyncFsyncEvent)(unsafe.Pointer(&raw[0]))
+	files := [][]string{{"0.wal", "wal", "member", "default.etcd"}, {"db", "snap"}, {"1.wal", "wal", "member", "default.etcd"}}
+	for n, i := range []int{0, 0, 1, 0, 1, 2, 1, 2, 0, 2, 0, 1, 1, 0, 2, 2, 1} {
+		clear(raw)
+		setCstr(e.Comm[:], "etcd")
+		for c, name := range files[i] {
+			setCstr(e.Names[c][:], name)
+			if n%2 == 1 { // leftovers after the NUL
+				e.Names[c][len(name)+1] = int8('x' + c)
+			}
+		}
+		if n%3 == 2 && len(files[i]) < 4 {
+			setCstr(e.Names[3][:], "unreached") // after an empty component
+		}
+		var f event.Fsync
+		d.fsync(&f, e)
+		if !slices.Equal(f.Names, files[i]) {
+			t.Fatalf("record %d (file %d): names %q, want %q", n, i, f.Names, files[i])
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"bytes"
 	"fmt"
 	"unsafe"
 )
@@ -19,10 +20,8 @@ func fixed[T any](raw []byte, what string) (*T, error) {
 // copying them.
 func cbytes(b []int8) []byte {
 	buf := unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), len(b))
-	for i, c := range buf {
-		if c == 0 {
-			return buf[:i]
-		}
+	if i := bytes.IndexByte(buf, 0); i >= 0 {
+		return buf[:i]
 	}
 	return buf
 }
@@ -42,6 +41,25 @@ type decoder struct {
 	strs   map[string]string
 	names  map[string][]string // key: the raw components, each ended by NUL
 	key    []byte
+	// recentNames: the last two distinct raw name fields pathNames
+	// answered and its answers, compared whole before the key is built
+	// and hashed (one WAL file, or two files synced in turn); nextNames
+	// is the slot a miss replaces.
+	recentNames [2]rawNames
+	nextNames   int
+}
+
+// pathComponents is how many d_name components a record carries
+// (ES_PATH_DEPTH, bpf/fsync.h).
+const pathComponents = len(fsyncFsyncEvent{}.Names)
+
+// rawNames is a record's name components as the program wrote them
+// (bytes after a NUL included: equal fields name equal components) and
+// pathNames' answer for them.
+type rawNames struct {
+	raw   [pathComponents][48]int8
+	names []string
+	ok    bool
 }
 
 // intern returns b as a string, allocating only the first time. A small
@@ -70,6 +88,26 @@ func (d *decoder) intern(b []byte) string {
 // pathNames returns the non-empty leading components of names as strings,
 // the same slice every time for the same components.
 func (d *decoder) pathNames(names [][48]int8) []string {
+	whole := len(names) == pathComponents
+	if whole {
+		for i := range d.recentNames {
+			if r := &d.recentNames[i]; r.ok && [pathComponents][48]int8(names) == r.raw {
+				d.nextNames = 1 - i
+				return r.names
+			}
+		}
+	}
+	v := d.lookupNames(names)
+	if whole {
+		r := &d.recentNames[d.nextNames]
+		r.raw, r.names, r.ok = [pathComponents][48]int8(names), v, true
+		d.nextNames = 1 - d.nextNames
+	}
+	return v
+}
+
+// lookupNames is pathNames through the table keyed by the components.
+func (d *decoder) lookupNames(names [][48]int8) []string {
 	d.key = d.key[:0]
 	n := 0
 	for i := range names {

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 )
@@ -17,7 +19,15 @@ import (
 type abRun struct {
 	Base, New string // the binaries' paths
 	Rounds    []abRound
+	// GenRate, if set, is -ab-gen-rate: the rounds were fsyncgen at this
+	// rate on /dev/shm, both binaries `fsync --output json` (no block
+	// I/O: the userspace goal's load), not fio jobs.
+	GenRate float64 `json:",omitempty"`
 }
+
+// abGenComm is fsyncgen's name under -ab-gen-rate, so that other fsyncgen
+// runs on a shared machine are not traced (15 bytes: a whole comm).
+const abGenComm = "etcdscope-abgen"
 
 // abRound is one fio job under both binaries.
 type abRound struct {
@@ -32,7 +42,30 @@ type abRound struct {
 
 // abSection runs o.rounds fio jobs, each traced by both binaries.
 func abSection(o options, r *results) error {
-	ab := &abRun{Base: o.abBase, New: o.etcdscope}
+	ab := &abRun{Base: o.abBase, New: o.etcdscope, GenRate: o.abGenRate}
+	kind, comm := "etcdscope+dev", "fio"
+	work := func() (int64, error) {
+		fr, err := runFio(o)
+		return fr.Fsyncs, err
+	}
+	if o.abGenRate > 0 {
+		dir, err := mkScratch("/dev/shm", "etcdscope-bench-abgen-")
+		if err != nil {
+			return err
+		}
+		defer dropScratch(dir)
+		gen := filepath.Join(dir, abGenComm)
+		if err := copyFile(o.fsyncgen, gen); err != nil {
+			return err
+		}
+		og := o
+		og.fsyncgen = gen
+		kind, comm = "etcdscope", abGenComm
+		work = func() (int64, error) {
+			g, err := runGen(og, "-threads", "2", "-rate", fmt.Sprint(o.abGenRate), "-duration", fmt.Sprintf("%gs", o.sweepSeconds))
+			return int64(g.Fsyncs), err
+		}
+	}
 	for round := 0; round < o.rounds; round++ {
 		rd := abRound{NewFirst: round%2 == 1}
 		bins := []string{o.abBase, o.etcdscope}
@@ -46,7 +79,7 @@ func abSection(o options, r *results) error {
 			}
 		}
 		for _, b := range bins {
-			t, err := startTracer("etcdscope+dev", "fio", b, o.btScript)
+			t, err := startTracer(kind, comm, b, o.btScript)
 			if err != nil {
 				stopAll()
 				return fmt.Errorf("ab round %d, %s: %w", round+1, b, err)
@@ -56,7 +89,7 @@ func abSection(o options, r *results) error {
 		before := [][]progStat{progStats(ts[0].cmd.Process.Pid), progStats(ts[1].cmd.Process.Pid)}
 		c0, c1 := cpuOf(ts[0]), cpuOf(ts[1])
 		began := time.Now()
-		fr, err := runFio(o)
+		fsyncs, err := work()
 		rd.Seconds = time.Since(began).Seconds()
 		after := [][]progStat{progStats(ts[0].cmd.Process.Pid), progStats(ts[1].cmd.Process.Pid)}
 		time.Sleep(200 * time.Millisecond) // both readers drain the job's last records
@@ -66,7 +99,7 @@ func abSection(o options, r *results) error {
 			return fmt.Errorf("ab round %d: %w", round+1, err)
 		}
 		d := [][]progStat{progDelta(before[0], after[0]), progDelta(before[1], after[1])}
-		rd.Fsyncs = fr.Fsyncs
+		rd.Fsyncs = fsyncs
 		rd.Base, rd.New = d[0], d[1]
 		rd.BaseCPUNs, rd.NewCPUNs = cpu[0], cpu[1]
 		if rd.NewFirst {
@@ -74,8 +107,9 @@ func abSection(o options, r *results) error {
 			rd.BaseCPUNs, rd.NewCPUNs = cpu[1], cpu[0]
 		}
 		ab.Rounds = append(ab.Rounds, rd)
-		logf("ab round %d/%d (%s first): base %.0f, new %.0f ns of BPF per fio fsync", round+1, o.rounds,
-			map[bool]string{true: "new", false: "base"}[rd.NewFirst], progNs(rd.Base)/float64(max(rd.Fsyncs, 1)), progNs(rd.New)/float64(max(rd.Fsyncs, 1)))
+		logf("ab round %d/%d (%s first): base %.0f, new %.0f ns of BPF per fsync; own CPU base %.0f, new %.0f ns per fsync", round+1, o.rounds,
+			map[bool]string{true: "new", false: "base"}[rd.NewFirst], progNs(rd.Base)/float64(max(rd.Fsyncs, 1)), progNs(rd.New)/float64(max(rd.Fsyncs, 1)),
+			float64(rd.BaseCPUNs)/float64(max(rd.Fsyncs, 1)), float64(rd.NewCPUNs)/float64(max(rd.Fsyncs, 1)))
 	}
 	r.AB = ab
 	return nil
@@ -150,11 +184,17 @@ func progNs(ps []progStat) float64 {
 // mean (so that the two attach orders weigh alike), and the per-program
 // runs and ns per fio fsync of both binaries over all rounds.
 func (ab *abRun) markdown(w func(string, ...any)) {
-	w("\n## A/B: two etcdscope binaries on the same fio job\n\n")
-	w("`benchrun -only ab -ab-base BASE`: %d fio jobs as in the fio section, each traced at once by BASE (%s) and NEW\n", len(ab.Rounds), ab.Base)
-	w("(%s), both `fsync --comm fio --dev %s`, the attach order alternated by round (the binary attached second runs\n", ab.New, benchDisk)
+	if ab.GenRate > 0 {
+		w("\n## A/B: two etcdscope binaries on the same fsyncgen run\n\n")
+		w("`benchrun -only ab -ab-base BASE -ab-gen-rate %.0f`: %d runs of fsyncgen (2 threads, %.0f fdatasync/s on /dev/shm), each traced at once by BASE (%s) and NEW\n", ab.GenRate, len(ab.Rounds), ab.GenRate, ab.Base)
+		w("(%s), both `fsync --comm %s --output json` (a line per call, to a file on tmpfs), the attach order alternated by round (the binary attached second runs\n", ab.New, abGenComm)
+	} else {
+		w("\n## A/B: two etcdscope binaries on the same fio job\n\n")
+		w("`benchrun -only ab -ab-base BASE`: %d fio jobs as in the fio section, each traced at once by BASE (%s) and NEW\n", len(ab.Rounds), ab.Base)
+		w("(%s), both `fsync --comm fio --dev %s`, the attach order alternated by round (the binary attached second runs\n", ab.New, benchDisk)
+	}
 	w("its programs after the other's on each tracepoint and finds warm what the first touched). BPF time from each\n")
-	w("process's program fds (bpf_stats) over the job, per fio fdatasync.\n\n")
+	w("process's program fds (bpf_stats) over the job, per traced fdatasync.\n\n")
 	w("| round | attached first | fsyncs | BASE ns per fsync | NEW ns per fsync | NEW / BASE |\n|---|---|---|---|---|---|\n")
 	var logs []float64
 	var fs int64
@@ -223,4 +263,13 @@ func (ab *abRun) markdown(w func(string, ...any)) {
 		w("| %s | %s | %s |\n", n, cell(a.ns[0], a.cnt[0]), cell(a.ns[1], a.cnt[1]))
 	}
 	w("| **all** | %s | %s |\n", cell(tot.ns[0], tot.cnt[0]), cell(tot.ns[1], tot.cnt[1]))
+}
+
+// copyFile copies the executable src to dst.
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o755)
 }
