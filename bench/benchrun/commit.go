@@ -34,11 +34,15 @@ type commitRun struct {
 	// BPFNs, BPFRuns: the tracer's programs (kernel.bpf_stats_enabled).
 	BPFNs, BPFRuns uint64
 	TracerCPUSec   float64
+	// EtcdCPUSec: etcd's own CPU (all its threads) during the puts, the
+	// uprobe traps included: they run in etcd's threads.
+	EtcdCPUSec float64
 }
 
-// commitSection times puts to a one-member etcd untraced, with `etcdscope
-// commit` attached, and with bench/commit.bt (uprobes at the same
-// functions' entries), interleaved, o.microRounds rounds.
+// commitSection times puts to a one-member etcd, and etcd's CPU during
+// them, untraced, with `etcdscope commit` attached, with `etcdscope serve`
+// without and with --commit-pid, and with bench/commit.bt (uprobes at the
+// same functions' entries), interleaved, o.microRounds rounds.
 func commitSection(o options, r *results) error {
 	if _, err := os.Stat(o.etcd); err != nil {
 		r.CommitWhy = fmt.Sprintf("no etcd binary at %s (make etcd)", o.etcd)
@@ -102,9 +106,18 @@ func commitSection(o options, r *results) error {
 			v := commitVariants[(k+round)%len(commitVariants)]
 			var cr commitRun
 			work := func() error {
+				e0, err := sampleProc(etcd.Process.Pid)
+				if err != nil {
+					return err
+				}
 				lat, err := timePuts(cli, round)
+				e1, serr := sampleProc(etcd.Process.Pid)
+				if err == nil {
+					err = serr
+				}
 				cr.Puts = len(lat)
 				cr.P50Ns, cr.MeanNs = int64(median(lat)), mean(lat)
+				cr.EtcdCPUSec = float64(e1.cpuNs-e0.cpuNs) / 1e9
 				return err
 			}
 			if v == "untraced" {
@@ -116,7 +129,8 @@ func commitSection(o options, r *results) error {
 				return fmt.Errorf("commit round %d, %s: %w", round+1, v, err)
 			}
 			r.Commit[v] = append(r.Commit[v], cr)
-			logf("commit round %d/%d %-17s put p50 %7.0f µs, BPF %d runs", round+1, o.microRounds, v, float64(cr.P50Ns)/1e3, cr.BPFRuns)
+			logf("commit round %d/%d %-27s put p50 %7.0f µs, etcd CPU %5.0f µs/put, BPF %d runs", round+1, o.microRounds, v,
+				float64(cr.P50Ns)/1e3, cr.EtcdCPUSec*1e6/float64(max(cr.Puts, 1)), cr.BPFRuns)
 		}
 	}
 	return nil
@@ -173,20 +187,64 @@ func mean(xs []float64) float64 {
 // commitVariants are the commit section's variants: untraced (the
 // pairing base), etcdscope commit (records assembled in the kernel), with
 // --raw-events (every firing sent and joined in Go too: the reference),
-// and bench/commit.bt.
-var commitVariants = []string{"untraced", "etcdscope-commit", "etcdscope-commit+raw-events", "bpftrace-commit"}
+// etcdscope serve filtered to etcd (its fsync and peers tracers), the
+// same with --commit-pid (the commit tracer's uprobes, its scheduler
+// programs and a second fsync tracer on etcd alone: the agent of
+// `etcdscope cluster`), and bench/commit.bt.
+var commitVariants = []string{"untraced", "etcdscope-commit", "etcdscope-commit+raw-events", "etcdscope-serve", "etcdscope-serve-commit", "bpftrace-commit"}
 
 // commitDeltas pairs variant v's put p50 with the untraced run of the same
 // round: added µs per put.
-func (r *results) commitDeltas(v string) []float64 {
+func (r *results) commitDeltas(v string) []float64 { return r.commitDiffs(v, "untraced", putP50) }
+
+// commitRatios pairs variant v with variant base of the same round:
+// f(v) / f(base) per round, rounds where f(base) is 0 left out.
+func (r *results) commitRatios(v, base string, f func(commitRun) float64) []float64 {
 	var out []float64
-	base := r.Commit["untraced"]
+	b := r.Commit[base]
 	for i, cr := range r.Commit[v] {
-		if i < len(base) {
-			out = append(out, float64(cr.P50Ns-base[i].P50Ns)/1e3)
+		if i < len(b) && f(b[i]) != 0 {
+			out = append(out, f(cr)/f(b[i]))
 		}
 	}
 	return out
+}
+
+// commitDiffs pairs variant v with variant base of the same round: f(v)
+// - f(base) per round.
+func (r *results) commitDiffs(v, base string, f func(commitRun) float64) []float64 {
+	var out []float64
+	b := r.Commit[base]
+	for i, cr := range r.Commit[v] {
+		if i < len(b) {
+			out = append(out, f(cr)-f(b[i]))
+		}
+	}
+	return out
+}
+
+// deltaCell formats paired differences: median [95% CI] (min..max).
+func deltaCell(xs []float64) string {
+	if len(xs) == 0 {
+		return "—"
+	}
+	s := summarize(xs)
+	return fmt.Sprintf("%+.0f [%+.0f, %+.0f] (%+.0f..%+.0f)", s.Median, s.Lo, s.Hi, s.Min, s.Max)
+}
+
+// etcdCPUPerPut is etcd's CPU per put of a run, µs.
+func etcdCPUPerPut(cr commitRun) float64 { return cr.EtcdCPUSec * 1e6 / float64(max(cr.Puts, 1)) }
+
+// putP50 is a run's client-side put p50, µs.
+func putP50(cr commitRun) float64 { return float64(cr.P50Ns) / 1e3 }
+
+// ratioCell formats paired ratios: median [95% CI] (min..max).
+func ratioCell(xs []float64) string {
+	if len(xs) == 0 {
+		return "—"
+	}
+	s := summarize(xs)
+	return fmt.Sprintf("%.2fx [%.2f, %.2f] (%.2f..%.2f)", s.Median, s.Lo, s.Hi, s.Min, s.Max)
 }
 
 // commitMarkdown is the commit section of docs/performance.md.
@@ -202,32 +260,52 @@ func (r *results) commitMarkdown() string {
 		w("Not measured in this run (`-only` left it out).\n")
 		return b.String()
 	}
-	w("%d sequential puts at %d/s to a one-member etcd (`make etcd`, data under /var/tmp) per run, %d rounds, each\n", commitPuts, commitRate, r.MicroRounds)
+	w("%d sequential puts at %d/s to a one-member etcd (`make etcd`, data under /var/tmp) per run, %d rounds, each\n", commitPuts, commitRate, len(r.Commit["untraced"]))
 	w("round runs every variant once in a rotated order: untraced; `etcdscope commit --pid` (uprobes at the entry and\n")
 	w("each RET of etcd's write-path functions, each write's firings assembled in the kernel into one record, the join);\n")
-	w("the same with `--raw-events` (every firing also sent to userspace and assembled there); `bpftrace -p` with bench/commit.bt\n")
-	w("(uprobes at the same functions' entries, counting: the floor any uprobe tool pays). Added µs per put is the\n")
-	w("client-side put p50 minus the untraced run's of the same round: median, 95%% bootstrap interval, min..max.\n\n")
+	w("the same with `--raw-events` (every firing also sent to userspace and assembled there); `etcdscope serve --pid`\n")
+	w("(its fsync and peers tracers on etcd) and the same with `--commit-pid` (the commit tracer's uprobes and scheduler\n")
+	w("programs, and a second fsync tracer on etcd alone: each member's agent of `etcdscope cluster`); `bpftrace -p` with\n")
+	w("bench/commit.bt (uprobes at the same functions' entries, counting: the floor any uprobe tool pays). Added µs per put\n")
+	w("is the client-side put p50 minus the untraced run's of the same round: median, 95%% bootstrap interval, min..max.\n")
+	w("BPF runs and µs per put count every program the tracer process holds: since `commit` and `serve --commit-pid` run\n")
+	w("the fsync tracer and the scheduler programs beside their uprobes, mostly sched_switch on every context switch of the\n")
+	w("machine; the commit program itself runs 17 times per put (tracer.TestCommitTracer's in-kernel counters).\n\n")
 	w("| variant | put p50 (median of runs) | added per put (µs) | BPF runs per put | BPF µs per put | tracer CPU per put (µs) |\n|---|---|---|---|---|---|\n")
+	var etcdRows strings.Builder // the second table's rows, one per variant
 	for _, v := range commitVariants {
 		runs := r.Commit[v]
 		if len(runs) == 0 {
 			continue
 		}
-		var p50s, runsPer, bpfPer, cpuPer []float64
+		var p50s, runsPer, bpfPer, cpuPer, etcdCPU []float64
 		for _, cr := range runs {
 			p50s = append(p50s, float64(cr.P50Ns)/1e3)
 			n := float64(max(cr.Puts, 1))
 			runsPer = append(runsPer, float64(cr.BPFRuns)/n)
 			bpfPer = append(bpfPer, float64(cr.BPFNs)/n/1e3)
 			cpuPer = append(cpuPer, cr.TracerCPUSec*1e6/n)
+			etcdCPU = append(etcdCPU, etcdCPUPerPut(cr))
 		}
 		added := "—"
+		paired := "— | — | —"
 		if v != "untraced" {
-			s := summarize(r.commitDeltas(v))
-			added = fmt.Sprintf("%+.0f [%+.0f, %+.0f] (%+.0f..%+.0f)", s.Median, s.Lo, s.Hi, s.Min, s.Max)
+			added = deltaCell(r.commitDeltas(v))
+			paired = fmt.Sprintf("%s | %s | %s", deltaCell(r.commitDiffs(v, "untraced", etcdCPUPerPut)),
+				ratioCell(r.commitRatios(v, "untraced", etcdCPUPerPut)), ratioCell(r.commitRatios(v, "untraced", putP50)))
 		}
 		w("| %s | %.0f µs | %s | %.1f | %.1f | %.0f |\n", v, median(p50s), added, median(runsPer), median(bpfPer), median(cpuPer))
+		fmt.Fprintf(&etcdRows, "| %s | %.0f | %s |\n", v, median(etcdCPU), paired)
+	}
+	w("\netcd's own CPU per put (the sum of its threads' run time over the puts, the uprobe traps included, and its\n")
+	w("idle work over the run's %.0f s) and the put p50, as ratios to the untraced run of the same round, and `serve\n", float64(commitPuts)/commitRate)
+	w("--commit-pid` to `serve` alone (what the flag adds): median [95%% bootstrap interval] (min..max).\n\n")
+	w("| variant | etcd CPU per put (µs, median of runs) | etcd CPU added per put (µs) | etcd CPU vs untraced | put p50 vs untraced |\n|---|---|---|---|---|\n")
+	b.WriteString(etcdRows.String())
+	if len(r.Commit["etcdscope-serve-commit"]) > 0 && len(r.Commit["etcdscope-serve"]) > 0 {
+		const v, base = "etcdscope-serve-commit", "etcdscope-serve"
+		w("| serve-commit vs serve | | %s | %s | %s |\n", deltaCell(r.commitDiffs(v, base, etcdCPUPerPut)),
+			ratioCell(r.commitRatios(v, base, etcdCPUPerPut)), ratioCell(r.commitRatios(v, base, putP50)))
 	}
 	w("\nBPF time counts only the programs; the uprobe trap itself (breakpoint, single-step) is in the added latency,\n")
 	w("not in run_time_ns. A firing on the write path delays that write; firings after it (the apply, the next Ready)\n")

@@ -180,6 +180,11 @@ func startTracerIn(cgroup, kind, comm, etcdscope, btScript string) (*tracerProc,
 		t.cmd = exec.Command(etcdscope, "peers", "--port", comm, "--output", "json", "--duration", "0", "--ready-file", ready)
 	case "etcdscope-commit": // comm is etcd's pid
 		t.cmd = exec.Command(etcdscope, "commit", "--pid", comm, "--duration", "0", "--ready-file", ready)
+	case "etcdscope-serve": // comm is etcd's pid
+		t.cmd = exec.Command(etcdscope, "serve", "--pid", comm, "--listen", "127.0.0.1:0", "--ready-file", ready)
+	case "etcdscope-serve-commit": // comm is etcd's pid
+		t.cmd = exec.Command(etcdscope, "serve", "--pid", comm, "--commit-pid", comm, "--etcd-endpoints", "http://"+commitClient,
+			"--listen", "127.0.0.1:0", "--ready-file", ready)
 	case "bpftrace-commit": // comm is etcd's pid, btScript the script with its binary filled in
 		t.cmd = exec.Command("stdbuf", "-oL", "bpftrace", "-p", comm, btScript)
 	default:
@@ -239,7 +244,7 @@ func startTracerIn(cgroup, kind, comm, etcdscope, btScript string) (*tracerProc,
 
 func (t *tracerProc) isReady(readyFile string) bool {
 	switch base, _, _ := strings.Cut(t.kind, "+"); base {
-	case "etcdscope", "etcdscope-table", "etcdscope-commit", "etcdscope-peers", "etcdscope-peers-json":
+	case "etcdscope", "etcdscope-table", "etcdscope-commit", "etcdscope-peers", "etcdscope-peers-json", "etcdscope-serve", "etcdscope-serve-commit":
 		_, err := os.Stat(readyFile)
 		return err == nil
 	case "bpftrace", "bpftrace-fdatasync", "bpftrace-commit":
