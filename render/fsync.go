@@ -14,8 +14,8 @@ import (
 // and `etcdscope report`.
 func FsyncReport(w io.Writer, r *analysis.Report) error {
 	bw := NewTerminal(w) // comms and paths come from other users' processes
-	if r.LossUnknown != "" {
-		fmt.Fprintf(bw, "etcdscope fsync report: %d calls, lost events and missed probe runs %s\n", r.Fsyncs, r.LossUnknown)
+	if r.LossIsUnknown() {
+		fmt.Fprintf(bw, "etcdscope fsync report: %d calls, lost events and missed probe runs %s\n", r.Fsyncs, LossUnknown(r))
 	} else {
 		fmt.Fprintf(bw, "etcdscope fsync report: %d calls, %d lost events, %d missed probe runs", r.Fsyncs, r.LostEvents, r.MissedEvents)
 		if r.LostEvents > 0 {
@@ -371,3 +371,12 @@ func binnedWhy(calls int64) string {
 	}
 	return fmt.Sprintf("the report's %d exact values (analysis.MaxExactValues) spent", analysis.MaxExactValues)
 }
+
+// MissedMeaning says what a missed probe run is, for every report that
+// counts them (bpf_prog_info.recursion_misses): the kernel does not nest
+// BPF programs on a CPU. A tp_btf program is skipped when it fires again
+// while it still runs there; a tracepoint, kprobe or uprobe program when
+// any program of those kinds does (bpf_prog_active). Only an interrupt
+// can fire it meanwhile, so misses are rare and a bigger ring buffer does
+// not bring them back.
+const MissedMeaning = "the kernel skipped probes that fired, from an interrupt, while a BPF program they cannot nest in ran on that CPU"
