@@ -99,7 +99,7 @@ func commitTable(w io.Writer, run *CommitRun) {
 			fmt.Fprintf(w, "sampled: 1 write in %d (%d of the %d writes seen)\n", run.SampleEvery, run.WritesSampled, run.WritesSeen)
 		}
 		for _, u := range run.Unavailable {
-			fmt.Fprintf(w, "unavailable: %s\n", u)
+			Unavailable(w, u)
 		}
 	}
 	commitTarget(w, run.Target)

@@ -108,3 +108,25 @@ func TestMergeWords(t *testing.T) {
 		t.Errorf("L0 device %q, want %q", s.Levels[0].Device, want)
 	}
 }
+
+// TestUnavailableLines: an unavailable probe leads with its name and
+// what goes dark; the reason in the entry's last parentheses (nested ones
+// kept whole) goes on an indented line; an entry without one stays one
+// line.
+func TestUnavailableLines(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"fentry|kprobe/jbd2_log_wait_commit: optional, journal layer by overlap with jbd2 commits (fentry: refused by this kernel (EPERM); kprobe: no kprobe_events in tracefs (CONFIG_KPROBES off))",
+			"unavailable: fentry|kprobe/jbd2_log_wait_commit: optional, journal layer by overlap with jbd2 commits\n  why: fentry: refused by this kernel (EPERM); kprobe: no kprobe_events in tracefs (CONFIG_KPROBES off)\n"},
+		{"grpc: --grpc=false", "unavailable: grpc: --grpc=false\n"},
+		{"tp_btf/xfs_log_force: xfs not loaded", "unavailable: tp_btf/xfs_log_force: xfs not loaded\n"},
+		{"uprobes: f(x)", "unavailable: uprobes: f(x)\n"},                         // a call, not a reason
+		{"(all of it)", "unavailable: (all of it)\n"},                             // nothing before the reason
+		{"probe: dark (unbalanced))", "unavailable: probe: dark (unbalanced))\n"}, // never closes
+	} {
+		var b strings.Builder
+		Unavailable(&b, c.in)
+		if b.String() != c.want {
+			t.Errorf("Unavailable(%q):\n%q\nwant\n%q", c.in, b.String(), c.want)
+		}
+	}
+}
