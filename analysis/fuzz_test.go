@@ -37,7 +37,7 @@ func FuzzReadJSONL(f *testing.F) {
 			return
 		}
 		rep := analysis.BuildReport(recs, sum.LostEvents, sum.MissedEvents, sum.Unavailable)
-		rep.LossUnknown = sum.LossUnknown
+		rep.LossCut, rep.LossUnknown = sum.LossCut, sum.LossUnknown
 		if err := render.FsyncReport(io.Discard, &rep); err != nil {
 			t.Fatal(err)
 		}

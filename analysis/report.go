@@ -127,10 +127,14 @@ type Report struct {
 	// ended: add it to a record's start_ns/end_ns for Unix time. 0 when
 	// the writer did not know it (older recordings).
 	MonoToWallNs int64 `json:"mono_to_wall_ns,omitempty"`
-	// LossUnknown, when set, says why LostEvents and MissedEvents are not
+	// LossCut, when set, says why LostEvents and MissedEvents are not
 	// known (a recording cut before its summary line): the JSON form then
 	// carries lost_events and missed_events as null, never 0, and the
 	// table says "unknown".
+	LossCut LossCut `json:"-"`
+	// LossUnknown is LossCut worded, as the JSON summary carries it
+	// (render.SummaryJSON fills it from LossCut); a summary read back
+	// keeps the words it was written with here.
 	LossUnknown string `json:"loss_unknown,omitempty"`
 	// DroppedEnters and DroppedPartials count the fsync enters and partial
 	// block completions the attribution did not hold, past MaxInflight and
@@ -202,15 +206,30 @@ func (r *Report) SetDiskCaches(known []DiskCache) {
 	}
 }
 
-// LossUnknownNoSummary is Report.LossUnknown for a recording without its
-// summary line (the run was killed or its output cut).
-const LossUnknownNoSummary = "unknown: recording has no summary (the run was cut short)"
+// LossCut says why a report's loss counts are not known; render.LossUnknown
+// words it.
+type LossCut uint8
 
-// MarshalJSON writes r as its fields say, except that with LossUnknown set
+// Why a report's loss is not known.
+const (
+	// LossKnown: the counts are the run's.
+	LossKnown LossCut = iota
+	// LossNoSummary: a recording without its summary line (the run was
+	// killed or its output cut).
+	LossNoSummary
+	// LossNoEndLine: a capture without its end line (the same).
+	LossNoEndLine
+)
+
+// LossIsUnknown says whether r's loss counts are not known: LossCut says
+// why, or a summary read back said so in words.
+func (r *Report) LossIsUnknown() bool { return r.LossCut != LossKnown || r.LossUnknown != "" }
+
+// MarshalJSON writes r as its fields say, except that with its loss unknown
 // lost_events and missed_events are null.
 func (r Report) MarshalJSON() ([]byte, error) {
 	type plain Report // without this method
-	if r.LossUnknown == "" {
+	if !r.LossIsUnknown() {
 		return json.Marshal(plain(r))
 	}
 	return json.Marshal(struct {
@@ -390,18 +409,9 @@ func BuildReportWrites(recs []FsyncRecord, writes []WriteRecord, lost, missed ui
 	return b.Report(lost, missed, unavailable)
 }
 
-// MissedMeaning says what a missed probe run is, for every report that
-// counts them (bpf_prog_info.recursion_misses): the kernel does not nest
-// BPF programs on a CPU. A tp_btf program is skipped when it fires again
-// while it still runs there; a tracepoint, kprobe or uprobe program when
-// any program of those kinds does (bpf_prog_active). Only an interrupt
-// can fire it meanwhile, so misses are rare and a bigger ring buffer does
-// not bring them back.
-const MissedMeaning = "the kernel skipped probes that fired, from an interrupt, while a BPF program they cannot nest in ran on that CPU"
-
 // Bias counts the holes in a trace: events lost (they did not fit in the
 // ring buffer; a bigger one brings them back) and probe runs missed (runs
-// the kernel skipped, MissedMeaning, which no ring size brings back).
+// the kernel skipped, render.MissedMeaning, which no ring size brings back).
 // Each hides at most one call. The zero Bias is a lossless trace.
 type Bias struct {
 	LostEvents uint64

@@ -314,7 +314,7 @@ func TestHypervisorMerge(t *testing.T) {
 		qn, qu := stats.Summarize(oracle["vdd"].RequestNs), stats.Summarize(oracle["vde"].RequestNs)
 		t.Logf("QEMU's flush requests there (pop to completion): aio=native p50 %s p99 %s ms; aio=io_uring p50 %s p99 %s ms",
 			render.Ms(qn.P50), render.Ms(qn.P99), render.Ms(qu.P50), render.Ms(qu.P99))
-		if w := strings.Join(merge.Warnings(images), "\n"); !strings.Contains(w, uringDev+": aio=io_uring on a block device") {
+		if w := strings.Join(render.MergeWarnings(images), "\n"); !strings.Contains(w, uringDev+": aio=io_uring on a block device") {
 			t.Errorf("no io_uring-over-block-device warning for %s: %q", uringDev, w)
 		}
 	} else {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 // LossLogEvery is how often serve writes one line per tracer that lost
@@ -47,7 +48,7 @@ func logLoss(ctx context.Context, w io.Writer, every time.Duration, ringBytes ui
 				fix = fmt.Sprintf("raise --ring-size (now %d bytes)", ringBytes)
 			}
 			if lost == 0 {
-				fix = analysis.MissedMeaning + ": calls or requests go unattributed; a bigger ring does not help"
+				fix = render.MissedMeaning + ": calls or requests go unattributed; a bigger ring does not help"
 			}
 			fmt.Fprintf(w, "etcdscope serve: %s tracer lost %d events and missed %d probe runs in the last %v: %s\n",
 				names[i], lost, missed, every, fix)

@@ -99,7 +99,7 @@ func commitTable(w io.Writer, run *CommitRun) {
 			fmt.Fprintf(w, "sampled: 1 write in %d (%d of the %d writes seen)\n", run.SampleEvery, run.WritesSampled, run.WritesSeen)
 		}
 		for _, u := range run.Unavailable {
-			fmt.Fprintf(w, "unavailable: %s\n", u)
+			Unavailable(w, u)
 		}
 	}
 	commitTarget(w, run.Target)
@@ -125,7 +125,7 @@ func commitTable(w io.Writer, run *CommitRun) {
 		fmt.Fprintln(w)
 		for _, p := range commit.PartOrder {
 			if ms, ok := m.Parts[p]; ok {
-				fmt.Fprintf(w, "  %-12s %8.3f ms  from %s\n", p, float64(ms.Ns)/1e6, ms.Source)
+				fmt.Fprintf(w, "  %-12s %8.3f ms  from %s\n", p, float64(ms.Ns)/1e6, MeasureSource(ms))
 			}
 		}
 	} else if run.ModelErr != nil {
@@ -238,7 +238,7 @@ func CommitSummary(run *CommitRun) commit.SummaryRecord {
 	s.Source, s.LostEvents, s.Missed, s.Dropped = run.Source, run.Lost, run.Missed, run.Dropped
 	s.EtcdVersion = run.EtcdVersion
 	s.WritesSeen, s.WritesSampled, s.SampleEvery = run.WritesSeen, run.WritesSampled, run.SampleEvery
-	s.Model, s.Unavailable = run.Model, run.Unavailable
+	s.Model, s.Unavailable = commitModel(run.Model), run.Unavailable
 	s.FsyncCalls, s.FsyncLost, s.FsyncMissed = run.SyncCalls, run.SyncLost, run.SyncMissed
 	s.Verdicts = CommitVerdicts(run.Report, run.Cluster)
 	if run.Source == commit.SourceModel {
@@ -388,4 +388,53 @@ func walVerdict(v commit.Verdict) verdictText {
 		line = "writes wait in the syscalls with no I/O in flight (the scheduler was not followed): " + head
 	}
 	return verdictText{line, split}
+}
+
+// CommitMissing words what a write missed, as the commit record's
+// missing[] carries it (docs/schema.md).
+func CommitMissing(m commit.Missing) string {
+	if s, ok := missingWords[m]; ok {
+		return s
+	}
+	return string(m)
+}
+
+var missingWords = map[commit.Missing]string{
+	commit.MissingWAL:    "wal: no finished WAL Save holds the write's index",
+	commit.MissingApply:  "apply: no applyAll seen for the write's batch",
+	commit.MissingQuorum: "quorum: fewer follower acks seen than the quorum needs",
+}
+
+// CommitRecord is commit.RecordOf with its words: the record `etcdscope
+// commit --output json` writes for w.
+func CommitRecord(w *commit.Write, names commit.Names) commit.Record {
+	r := commit.RecordOf(w, names)
+	for _, m := range w.Missing {
+		r.Missing = append(r.Missing, CommitMissing(m))
+	}
+	return r
+}
+
+// MeasureSource words where a number of the model came from: its
+// source's name, or for the quorum wait the deciding follower's two.
+func MeasureSource(m commit.Measure) string {
+	if q := m.Quorum; q != nil {
+		return "RTT (" + q.RTT.Source + ") + fsync (" + q.Fsync.Source + ") of the deciding follower, minus the leader's WAL append"
+	}
+	return m.Source
+}
+
+// commitModel is m with every part's source worded (MeasureSource), as
+// the summary record carries it.
+func commitModel(m *commit.ModelResult) *commit.ModelResult {
+	if m == nil {
+		return nil
+	}
+	c := *m
+	c.Parts = make(map[string]commit.Measure, len(m.Parts))
+	for p, ms := range m.Parts {
+		ms.Source, ms.Quorum = MeasureSource(ms), nil
+		c.Parts[p] = ms
+	}
+	return &c
 }

@@ -14,8 +14,8 @@ import (
 // and `etcdscope report`.
 func FsyncReport(w io.Writer, r *analysis.Report) error {
 	bw := NewTerminal(w) // comms and paths come from other users' processes
-	if r.LossUnknown != "" {
-		fmt.Fprintf(bw, "etcdscope fsync report: %d calls, lost events and missed probe runs %s\n", r.Fsyncs, r.LossUnknown)
+	if r.LossIsUnknown() {
+		fmt.Fprintf(bw, "etcdscope fsync report: %d calls, lost events and missed probe runs %s\n", r.Fsyncs, LossUnknown(r))
 	} else {
 		fmt.Fprintf(bw, "etcdscope fsync report: %d calls, %d lost events, %d missed probe runs", r.Fsyncs, r.LostEvents, r.MissedEvents)
 		if r.LostEvents > 0 {
@@ -27,7 +27,7 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 		fmt.Fprintln(bw)
 	}
 	for _, u := range r.Unavailable {
-		fmt.Fprintf(bw, "unavailable: %s\n", u)
+		Unavailable(bw, u)
 	}
 	if r.DroppedEnters > 0 || r.DroppedPartials > 0 {
 		fmt.Fprintf(bw, "not held: %d fsync enters past the %d in flight at once, %d partial block completions past the %d held (calls longer than 2 s may miss events; requests may miss bytes)\n",
@@ -370,4 +370,48 @@ func binnedWhy(calls int64) string {
 		return fmt.Sprintf("over %d calls", stats.ExactLimit)
 	}
 	return fmt.Sprintf("the report's %d exact values (analysis.MaxExactValues) spent", analysis.MaxExactValues)
+}
+
+// MissedMeaning says what a missed probe run is, for every report that
+// counts them (bpf_prog_info.recursion_misses): the kernel does not nest
+// BPF programs on a CPU. A tp_btf program is skipped when it fires again
+// while it still runs there; a tracepoint, kprobe or uprobe program when
+// any program of those kinds does (bpf_prog_active). Only an interrupt
+// can fire it meanwhile, so misses are rare and a bigger ring buffer does
+// not bring them back.
+const MissedMeaning = "the kernel skipped probes that fired, from an interrupt, while a BPF program they cannot nest in ran on that CPU"
+
+// Unavailable writes the "unavailable:" lines of an entry "probe: what
+// goes dark (why)" (a tracer probe's Name and Why, as the run or its
+// capture recorded them): the probe and what goes dark lead, the reason in
+// the entry's last parentheses goes on an indented line under it, so that
+// the number of words per line stays within maxLineRunes. An entry with no
+// parenthesized reason at its end is one line.
+func Unavailable(w io.Writer, u string) {
+	if what, why, ok := cutReason(u); ok {
+		fmt.Fprintf(w, "unavailable: %s\n  why: %s\n", what, why)
+		return
+	}
+	fmt.Fprintf(w, "unavailable: %s\n", u)
+}
+
+// cutReason splits s before its last balanced parentheses, when s ends
+// with them and something comes before: "a (b (c))" is "a" and "b (c)".
+func cutReason(s string) (what, why string, ok bool) {
+	if !strings.HasSuffix(s, ")") {
+		return "", "", false
+	}
+	depth := 0
+	for i := len(s) - 1; i >= 0; i-- {
+		switch s[i] {
+		case ')':
+			depth++
+		case '(':
+			if depth--; depth == 0 {
+				what = strings.TrimRight(s[:i], " ")
+				return what, s[i+1 : len(s)-1], what != "" && strings.HasSuffix(s[:i], " ")
+			}
+		}
+	}
+	return "", "", false
 }

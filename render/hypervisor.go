@@ -64,7 +64,7 @@ func hostTable(w io.Writer, s merge.HostSummary, fsyncs []analysis.FsyncRecord, 
 	}
 	fmt.Fprintf(w, "lost events: %d (hypervisor), %d (fsync); missed: %d (hypervisor), %d (fsync)\n", s.LostEvents, s.FsyncLostEvents, s.MissedEvents, s.FsyncMissedEvents)
 	for _, u := range s.Unavailable {
-		fmt.Fprintf(w, "unavailable: %s\n", u)
+		Unavailable(w, u)
 	}
 	return nil
 }

@@ -149,7 +149,7 @@ func SummaryJSON(w io.Writer, r *analysis.Report) error {
 		return err
 	}
 	bare := *r
-	bare.Groups = nil
+	bare.Groups, bare.LossUnknown = nil, LossUnknown(r)
 	b, err := json.Marshal(&bare)
 	if err != nil {
 		return err
@@ -174,4 +174,17 @@ type summaryGroup struct {
 type summaryDisk struct {
 	analysis.DiskVerdict
 	Text string `json:"text"`
+}
+
+// LossUnknown words why r's loss counts are not known (analysis.LossCut),
+// as the table and the JSON summary's loss_unknown say it; a summary read
+// back keeps its own words; "" when they are known.
+func LossUnknown(r *analysis.Report) string {
+	switch r.LossCut {
+	case analysis.LossNoSummary:
+		return "unknown: recording has no summary (the run was cut short)"
+	case analysis.LossNoEndLine:
+		return "unknown: the capture has no end line (the run was cut short)"
+	}
+	return r.LossUnknown
 }

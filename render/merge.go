@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -12,9 +13,11 @@ import (
 
 // Merge prints the summary of `etcdscope merge`: the per-level table, the
 // clock fit, the match counts with the reasons for unmatched fsyncs, and
-// warnings.
+// warnings (WordMerge words those it has as numbers).
 func Merge(w io.Writer, s *merge.Summary) error {
-	return escaped(w, func(w io.Writer) error { return mergeTable(w, s) })
+	worded := *s
+	WordMerge(&worded)
+	return escaped(w, func(w io.Writer) error { return mergeTable(w, &worded) })
 }
 
 func mergeTable(w io.Writer, s *merge.Summary) error {
@@ -91,4 +94,52 @@ func cacheFrom(im merge.Image) string {
 		return " (command line)"
 	}
 	return ""
+}
+
+// MergeWarning words one known-bad pairing of an image (the table's
+// WARNING lines and the summaries' warnings[]).
+func MergeWarning(w merge.Warning) string {
+	switch w.Kind {
+	case merge.WarnCacheUnsafe:
+		return fmt.Sprintf("%s: cache=unsafe (QEMU's command line): durability: none — guest flushes are dropped; a host crash or power loss loses what etcd counted as committed; use cache=none", w.Image)
+	case merge.WarnNeverFlushed:
+		return fmt.Sprintf("%s: written %d times and never flushed in this recording: the guest did not flush, or QEMU drops its flushes (cache=unsafe, cache.no-flush=on: durability none); QEMU's command line did not say which", w.Image, w.Writes)
+	case merge.WarnIOUringBlockdev:
+		return fmt.Sprintf("%s: aio=io_uring on a block device (%s): io_uring over LVM/raw block devices is known to be slower than aio=native; use cache=none,aio=native", w.Image, w.Dev)
+	case merge.WarnNativeBuffered:
+		return fmt.Sprintf("%s: aio=native without O_DIRECT: Linux AIO on buffered files blocks in io_submit; use cache=none with aio=native", w.Image)
+	case merge.WarnOpaqueBelow:
+		return fmt.Sprintf("%s: on %s %s: its flushes leave the kernel's block layer (a user-space daemon or a server), so the host layers under each fdatasync are not seen: their time shows as host_other", w.Image, w.FS, w.Dev)
+	case merge.WarnReplicated:
+		return fmt.Sprintf("%s: on a replicated storage layer (%s %s) under etcd, which already replicates every write through Raft: each commit pays for the copies of both layers", w.Image, w.FS, w.Dev)
+	}
+	return fmt.Sprintf("%s: warning %d", w.Image, w.Kind)
+}
+
+// MergeWarnings words merge.Warnings(images), nil when there is none.
+func MergeWarnings(images []merge.Image) []string {
+	var out []string
+	for _, w := range merge.Warnings(images) {
+		out = append(out, MergeWarning(w))
+	}
+	return out
+}
+
+// WordMerge fills s's words from its numbers, as the table and `etcdscope
+// merge --output json` give them: Durability from DroppedBy, Warnings from
+// Images. Words a summary already holds (one read back) stay.
+func WordMerge(s *merge.Summary) {
+	if s.DroppedBy != "" && s.Durability == "" {
+		s.Durability = fmt.Sprintf("none: guest flushes are dropped: the host wrote %s but never flushed it while the guest issued %d flushes (cache=unsafe or cache.no-flush=on)", s.DroppedBy, s.GuestFlushes)
+	}
+	if s.Warnings == nil {
+		s.Warnings = MergeWarnings(s.Images)
+	}
+	s.Levels = slices.Clone(s.Levels) // s may be a copy whose rows are the caller's
+	for i := range s.Levels {
+		if l := &s.Levels[i]; l.Image != nil && l.Device == "" {
+			im := l.Image
+			l.Device = fmt.Sprintf("%s (%s, cache=%s, aio=%s) on %s %s", im.Path, im.Format, im.Cache, im.AIO, im.DeviceName(), im.FS)
+		}
+	}
 }

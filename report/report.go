@@ -264,7 +264,7 @@ func build(in Input) page {
 	}
 	calls, n := sample.byGroup(), sample.Seen()
 	p := page{Title: in.Title, Generated: time.Now().UTC().Format(time.RFC3339), Fsyncs: n,
-		Lost: rep.LostEvents, Missed: rep.MissedEvents, LossUnknown: in.Summary.LossUnknown, NoFsyncs: n == 0}
+		Lost: rep.LostEvents, Missed: rep.MissedEvents, LossUnknown: render.LossUnknown(&in.Summary), NoFsyncs: n == 0}
 	if kept := sample.Kept(); int64(kept) < n {
 		p.Sampled = fmt.Sprintf("The charts below draw a uniform sample of %d of the %d calls (a page keeps at most %d calls to draw); the counts, percentiles and verdicts are of every call.", kept, n, MaxPageCalls)
 	}

@@ -121,13 +121,29 @@ type Write struct {
 	// Acks are the followers' acks (leader only) that arrived before the
 	// write was resolved (its return and its Save's), earliest first.
 	Acks []Ack
-	// Missing names what could not be joined (e.g. "wal: no Save covers
-	// the index"), empty when the write is complete.
-	Missing []string
+	// Missing names what could not be joined (MissingWAL, MissingApply,
+	// MissingQuorum; render.CommitMissing words each), empty when the
+	// write is complete.
+	Missing []Missing
 	// Entry is this member's record of the write's Raft entry when the
 	// write was delivered (nil: none kept).
 	Entry *Entry
 }
+
+// Missing is a part of a write the joiner could not join, named by the
+// part it leaves unknown; render.CommitMissing words it (the commit
+// record's missing[] carries those words, docs/schema.md).
+type Missing string
+
+// What a write can miss.
+const (
+	// MissingWAL: no finished WAL Save holds the write's index.
+	MissingWAL Missing = "wal"
+	// MissingApply: no applyAll seen for the write's batch.
+	MissingApply Missing = "apply"
+	// MissingQuorum: fewer follower acks seen than the quorum needs.
+	MissingQuorum Missing = "quorum"
+)
 
 // TotalNs is End-Start.
 func (w *Write) TotalNs() int64 { return int64(w.EndNs - w.StartNs) }
@@ -290,7 +306,7 @@ func (j *Joiner) split(p *pending, s *save) Write {
 		w.PartsNs[PartGRPC] = int64(start-w.StartNs) + int64(w.EndNs-end)
 	}
 	if s == nil {
-		w.Missing = append(w.Missing, "wal: no finished WAL Save holds the write's index")
+		w.Missing = append(w.Missing, MissingWAL)
 		// What is still known: apply and return.
 		if a.batchNs != 0 && a.batchNs >= w.StartNs {
 			w.PartsNs[PartApply] = int64(a.triggerNs - a.batchNs)
@@ -308,7 +324,7 @@ func (j *Joiner) split(p *pending, s *save) Write {
 	batch := a.batchNs
 	if batch == 0 || batch < s.startNs || batch > a.triggerNs {
 		batch = 0
-		w.Missing = append(w.Missing, "apply: no applyAll seen for the write's batch")
+		w.Missing = append(w.Missing, MissingApply)
 	}
 	d := func(from, to uint64) int64 {
 		if to < from {
@@ -369,7 +385,7 @@ func (j *Joiner) split(p *pending, s *save) Write {
 			w.Decider = w.Acks[need-1].Member
 		}
 	default:
-		w.Missing = append(w.Missing, "quorum: fewer follower acks seen than the quorum needs")
+		w.Missing = append(w.Missing, MissingQuorum)
 	}
 	applyStart := a.triggerNs
 	if batch != 0 {

@@ -236,7 +236,7 @@ func TestJoinEdges(t *testing.T) {
 		}
 		later := ev(5000, event.CommitAppResp, gPeer, f1, 0)
 		out = feed(a, j, &later, out)
-		if len(out) != 1 || len(out[0].Missing) == 0 || !strings.HasPrefix(out[0].Missing[0], "wal:") {
+		if len(out) != 1 || len(out[0].Missing) == 0 || out[0].Missing[0] != MissingWAL {
 			t.Fatalf("writes %+v", out)
 		}
 		if out[0].PartsNs[PartApply] != 10_000 || out[0].PartsNs[PartReturn] != 10_000 {

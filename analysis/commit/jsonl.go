@@ -44,18 +44,21 @@ type Record struct {
 	Decider      string           `json:"decider,omitempty"` // "local_wal" or a member id in hex
 	DeciderName  string           `json:"decider_name,omitempty"`
 	Acks         []AckRecord      `json:"acks,omitempty"`
-	Missing      []string         `json:"missing,omitempty"`
+	// Missing: the write's Missing, worded (render.CommitRecord fills
+	// it; RecordOf leaves it empty).
+	Missing []string `json:"missing,omitempty"`
 	// Entry: this member's record of the write's Raft entry (term,
 	// index): the Save that held it, and on the leader its send and the
 	// followers' acks, on a follower the MsgApp's arrival and its answer.
 	Entry *Entry `json:"entry,omitempty"`
 }
 
-// RecordOf returns w's record; names may be nil.
+// RecordOf returns w's record, but for its words (Missing:
+// render.CommitRecord); names may be nil.
 func RecordOf(w *Write, names Names) Record {
 	r := Record{Type: "commit", V: SchemaVersion, Source: SourceUprobes, ID: w.ID, Index: w.Index, Role: w.Role,
 		StartNs: w.StartNs, EndNs: w.EndNs, TotalNs: w.TotalNs(), PartsNs: w.PartsNs, WALSyncNs: w.WALSyncNs,
-		BatchEntries: w.BatchEntries, Missing: w.Missing, Entry: w.Entry}
+		BatchEntries: w.BatchEntries, Entry: w.Entry}
 	if r.Decider = VoteName(w.Decider, w.DeciderKnown); w.DeciderKnown && w.Decider != LocalVote {
 		r.DeciderName = names[w.Decider]
 	}

@@ -13,6 +13,10 @@ import (
 type Measure struct {
 	Ns     int64  `json:"ns"`
 	Source string `json:"source"`
+	// Quorum: for the model's quorum wait, the deciding follower's
+	// measures it comes from (its RTT + fsync, minus the leader's WAL
+	// append); Source is then empty and render.MeasureSource words it.
+	Quorum *ModelFollower `json:"-"`
 }
 
 // ModelFollower is one of the leader's followers in the kernel-only model.
@@ -77,7 +81,7 @@ func Model(in ModelInput) ModelResult {
 	case q-1 <= len(fol):
 		f := fol[q-2]
 		if v := f.RTT.Ns + f.Fsync.Ns; v > commit {
-			res.Parts[PartQuorumWait] = Measure{Ns: v - commit, Source: "RTT (" + f.RTT.Source + ") + fsync (" + f.Fsync.Source + ") of the deciding follower, minus the leader's WAL append"}
+			res.Parts[PartQuorumWait] = Measure{Ns: v - commit, Quorum: &f}
 			commit = v
 			res.Decider = f.ID
 		} else {

@@ -80,7 +80,7 @@ func TestVerdicts(t *testing.T) {
 	}
 	r := NewReport()
 	b, inc := mk(RoleLeader, map[string]int64{PartWALAppend: 1e6}, LocalVote, true), mk(RoleLeader, map[string]int64{PartWALAppend: 1e6}, LocalVote, true)
-	b.BatchEntries, inc.Missing = 2, []string{"apply: no trigger"}
+	b.BatchEntries, inc.Missing = 2, []Missing{MissingApply}
 	r.Add(&b)
 	r.Add(&inc)
 	v := r.Verdicts(ClusterState{Voters: 1})

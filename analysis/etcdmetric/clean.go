@@ -168,10 +168,11 @@ func LooksLikeMetrics(data []byte) bool {
 	return false
 }
 
-// NewlineLabel is the reason a sample whose label value holds a newline is
-// rejected: no name of a member, peer or instance has one, and printed in
-// a line it would start a line of its choosing.
-const NewlineLabel = "a label value holds a newline"
+// ErrNewlineLabel is why a sample whose label value holds a newline is
+// rejected (its Rejected.Reason, beside the parser's errors): no name of
+// a member, peer or instance has one, and printed in a line it would
+// start a line of its choosing.
+var ErrNewlineLabel = errors.New("a label value holds a newline")
 
 // dropNewlineLabels removes from fams every sample with a newline in a
 // label value, each a Rejected line in c (up to MaxSkippedLines).
@@ -188,7 +189,7 @@ func dropNewlineLabels(fams map[string]*dto.MetricFamily, c *Cleaned) {
 				continue
 			}
 			if len(c.Rejected) < MaxSkippedLines {
-				c.Rejected = append(c.Rejected, Rejected{Line: name + "{…}", Reason: NewlineLabel})
+				c.Rejected = append(c.Rejected, Rejected{Line: name + "{…}", Reason: ErrNewlineLabel.Error()})
 			}
 		}
 		f.Metric = kept

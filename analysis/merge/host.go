@@ -108,9 +108,10 @@ type Image struct {
 
 // HostSummary is the last record of a hypervisor recording.
 type HostSummary struct {
-	Type     string   `json:"type"` // "hv_summary"
-	V        int      `json:"v"`
-	Images   []Image  `json:"images"`
+	Type   string  `json:"type"` // "hv_summary"
+	V      int     `json:"v"`
+	Images []Image `json:"images"`
+	// Warnings: Warnings(Images), worded (render.MergeWarnings fills it).
 	Warnings []string `json:"warnings,omitempty"`
 	// LostEvents: hv_io records that did not fit (ring buffer or map);
 	// MissedEvents: runs of the hypervisor programs the kernel skipped
@@ -518,6 +519,41 @@ func (c *imageCounter) images(format func(path string) string, devName func(dev 
 // replicatedFS are host filesystems that replicate every write themselves.
 var replicatedFS = map[string]bool{"ceph": true, "nfs": true, "nfs4": true, "glusterfs": true, "ocfs2": true, "gfs2": true, "fuse.glusterfs": true, "fuse.ceph": true}
 
+// WarningKind is a known-bad pairing of an image with its mode or the
+// storage under it; render.MergeWarning words each.
+type WarningKind uint8
+
+// The known-bad pairings.
+const (
+	// WarnCacheUnsafe: cache=unsafe on QEMU's command line: the guest's
+	// flushes never reach the host, no durability.
+	WarnCacheUnsafe WarningKind = iota + 1
+	// WarnNeverFlushed: written (Warning.Writes times) but never flushed
+	// in the recording, its mode not on the command line: the guest did
+	// not flush, or QEMU drops its flushes.
+	WarnNeverFlushed
+	// WarnIOUringBlockdev: aio=io_uring over a block device (LVM, raw
+	// partitions: measured slower than aio=native).
+	WarnIOUringBlockdev
+	// WarnNativeBuffered: aio=native without O_DIRECT (io_submit blocks).
+	WarnNativeBuffered
+	// WarnOpaqueBelow: the image's flushes leave the kernel's block layer
+	// (FUSE, network filesystems, NBD): the host split sees nothing.
+	WarnOpaqueBelow
+	// WarnReplicated: the image is on a replicated storage layer under
+	// etcd, which already replicates every write through Raft.
+	WarnReplicated
+)
+
+// Warning is one known-bad pairing of one image.
+type Warning struct {
+	Kind   WarningKind
+	Image  string // the image's path
+	Writes int    // WarnNeverFlushed: its write calls in the recording
+	FS     string // the filesystem it is on
+	Dev    string // the device under it (its name, or its major:minor)
+}
+
 // Warnings names the known-bad pairings among images: cache=unsafe (the
 // guest's flushes never reach the host: no durability), an image written
 // but never flushed whose mode the command line did not give (the same, or
@@ -527,26 +563,29 @@ var replicatedFS = map[string]bool{"ceph": true, "nfs": true, "nfs4": true, "glu
 // O_DIRECT (QEMU then submits synchronously: io_submit blocks), and an
 // image on a replicated storage layer (ceph, rbd, drbd, NFS/GlusterFS)
 // under etcd, which already replicates every write through Raft.
-func Warnings(images []Image) []string {
-	var w []string
+func Warnings(images []Image) []Warning {
+	var w []Warning
 	for _, im := range images {
+		at := func(k WarningKind) Warning { return Warning{Kind: k, Image: im.Path, FS: im.FS, Dev: nameOr(im)} }
 		switch {
 		case im.Cache == "unsafe":
-			w = append(w, fmt.Sprintf("%s: cache=unsafe (QEMU's command line): durability: none — guest flushes are dropped; a host crash or power loss loses what etcd counted as committed; use cache=none", im.Path))
+			w = append(w, at(WarnCacheUnsafe))
 		case im.CacheFrom != CacheFromCommandLine && im.Writes+im.IOSubmits+im.IOUringReqs > 0 && im.Flushes == 0:
-			w = append(w, fmt.Sprintf("%s: written %d times and never flushed in this recording: the guest did not flush, or QEMU drops its flushes (cache=unsafe, cache.no-flush=on: durability none); QEMU's command line did not say which", im.Path, im.Writes+im.IOSubmits+im.IOUringReqs))
+			nf := at(WarnNeverFlushed)
+			nf.Writes = im.Writes + im.IOSubmits + im.IOUringReqs
+			w = append(w, nf)
 		}
 		if im.AIO == "io_uring" && im.FS == "blockdev" {
-			w = append(w, fmt.Sprintf("%s: aio=io_uring on a block device (%s): io_uring over LVM/raw block devices is known to be slower than aio=native; use cache=none,aio=native", im.Path, nameOr(im)))
+			w = append(w, at(WarnIOUringBlockdev))
 		}
 		if im.AIO == "native" && im.Cache != "none" {
-			w = append(w, fmt.Sprintf("%s: aio=native without O_DIRECT: Linux AIO on buffered files blocks in io_submit; use cache=none with aio=native", im.Path))
+			w = append(w, at(WarnNativeBuffered))
 		}
 		if opaqueBelow(im) {
-			w = append(w, fmt.Sprintf("%s: on %s %s: its flushes leave the kernel's block layer (a user-space daemon or a server), so the host layers under each fdatasync are not seen: their time shows as host_other", im.Path, im.FS, nameOr(im)))
+			w = append(w, at(WarnOpaqueBelow))
 		}
 		if replicatedFS[im.FS] || strings.HasPrefix(im.DevName, "rbd") || strings.HasPrefix(im.DevName, "drbd") {
-			w = append(w, fmt.Sprintf("%s: on a replicated storage layer (%s %s) under etcd, which already replicates every write through Raft: each commit pays for the copies of both layers", im.Path, im.FS, nameOr(im)))
+			w = append(w, at(WarnReplicated))
 		}
 	}
 	return w
@@ -564,7 +603,11 @@ func opaqueBelow(im Image) bool {
 	return strings.HasPrefix(im.DevName, "nbd")
 }
 
-func nameOr(im Image) string {
+func nameOr(im Image) string { return im.DeviceName() }
+
+// DeviceName is the device under the image: its kernel name, or its
+// major:minor when the name is not known.
+func (im Image) DeviceName() string {
 	if im.DevName != "" {
 		return im.DevName
 	}

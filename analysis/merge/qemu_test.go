@@ -95,16 +95,16 @@ func TestMergeUnsafeImage(t *testing.T) {
 	images := Images(host.IO, nil, nil, nil)
 	ApplyDriveCaches(images, []DriveCache{{Path: "/v/unsafe.qcow2", Cache: "unsafe"}})
 	sum := Summarize(res, images, "/v/unsafe.qcow2")
-	if !strings.HasPrefix(sum.Durability, "none: guest flushes are dropped") || len(sum.Warnings) != 1 || !strings.Contains(sum.Warnings[0], "durability: none") {
-		t.Errorf("durability %q, warnings %q", sum.Durability, sum.Warnings)
+	if w := Warnings(sum.Images); sum.DroppedBy != "/v/unsafe.qcow2" || len(w) != 1 || w[0].Kind != WarnCacheUnsafe {
+		t.Errorf("dropped by %q, warnings %+v", sum.DroppedBy, w)
 	}
 	if images[0].CacheFrom != CacheFromCommandLine {
 		t.Errorf("cache from %q", images[0].CacheFrom)
 	}
 	// Without the command line the same image is only suspected.
 	plain := Images(host.IO, nil, nil, nil)
-	if w := Warnings(plain); len(w) != 1 || !strings.Contains(w[0], "QEMU drops its flushes") {
-		t.Errorf("warnings without the command line: %q", w)
+	if w := Warnings(plain); len(w) != 1 || w[0].Kind != WarnNeverFlushed {
+		t.Errorf("warnings without the command line: %+v", w)
 	}
 	if _, err := Merge(guest, host, Options{Image: "/v/other.img"}); err == nil || !strings.Contains(err.Error(), "no flushes") {
 		t.Errorf("an image the host never wrote: %v", err)

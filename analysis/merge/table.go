@@ -1,7 +1,6 @@
 package merge
 
 import (
-	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -15,8 +14,11 @@ type Level struct {
 	Level string `json:"level"` // "L1 guest" or "L0 host"
 	// Device names the device and filesystem: the guest's disk and
 	// filesystem; the host image with its format, cache and aio mode and
-	// the host filesystem it lives on.
+	// the host filesystem it lives on (render.WordMerge words it from
+	// Image).
 	Device string `json:"device"`
+	// Image: on the L0 row, the host image the row is of (nil: none).
+	Image *Image `json:"-"`
 	// P50Ns, P99Ns: the guest fsync wall time (L1) or the matched host
 	// flush calls' wall time (L2), nearest rank.
 	P50Ns int64 `json:"p50_ns"`
@@ -48,8 +50,11 @@ type Summary struct {
 	GuestFlushesMatched int            `json:"guest_flushes_matched"`
 	HostFlushes         int            `json:"host_flushes"`
 	HostFlushesMatched  int            `json:"host_flushes_matched"`
-	// Durability is "none: ..." when the host never flushed the image
-	// while the guest did (Result.DroppedBy), "" otherwise.
+	// DroppedBy is Result.DroppedBy: the image the host never flushed
+	// while the guest did (no durability), "" otherwise.
+	DroppedBy string `json:"-"`
+	// Durability is DroppedBy worded ("none: ..."), Warnings
+	// Warnings(Images) worded: render.WordMerge fills both.
 	Durability string   `json:"durability,omitempty"`
 	Images     []Image  `json:"images,omitempty"`
 	Warnings   []string `json:"warnings,omitempty"`
@@ -118,10 +123,7 @@ func (z *Summarizer) Summary(res Result, images []Image, image string) Summary {
 	s := Summary{Type: "merge_summary", V: SummaryVersion, Clock: res.Clock, GuestFsyncs: res.GuestFsyncs,
 		Matched: res.Matched, Unmatched: res.Unmatched, GuestFlushes: res.GuestFlushes,
 		GuestFlushesMatched: res.GuestFlushesMatched, HostFlushes: res.HostFlushes, HostFlushesMatched: res.HostFlushesMatched,
-		Images: images, Warnings: Warnings(images)}
-	if res.DroppedBy != "" {
-		s.Durability = fmt.Sprintf("none: guest flushes are dropped: the host wrote %s but never flushed it while the guest issued %d flushes (cache=unsafe or cache.no-flush=on)", res.DroppedBy, res.GuestFlushes)
-	}
+		Images: images, DroppedBy: res.DroppedBy}
 	total, hostFlushReqs, sum, guestLat, hostLat, devs := z.total, z.hostFlushReqs, z.sum, z.guestLat, z.hostLat, z.devs
 	share := func(ns int64) float64 {
 		if total == 0 {
@@ -150,14 +152,14 @@ func (z *Summarizer) Summary(res Result, images []Image, image string) Summary {
 			{"guest_block_queue", share(sum.GuestBlockQueueNs)}, {"virtualization", share(sum.VirtualizationNs)},
 			{"guest_other", share(sum.GuestOtherNs)}, {"host (L0)", share(sum.HostNs())}}, 3, "guest_dm", sum.GuestDMNs)})
 	h := stats.Summarize(hostLat)
-	hostDev := ""
+	var hostIm *Image
 	for _, im := range images {
 		if image == "" || im.Path == image {
-			hostDev = fmt.Sprintf("%s (%s, cache=%s, aio=%s) on %s %s", im.Path, im.Format, im.Cache, im.AIO, nameOr(im), im.FS)
+			hostIm = &im
 			break
 		}
 	}
-	s.Levels = append(s.Levels, Level{Level: "L0 host", Device: hostDev, P50Ns: h.P50, P99Ns: h.P99,
+	s.Levels = append(s.Levels, Level{Level: "L0 host", Image: hostIm, P50Ns: h.P50, P99Ns: h.P99,
 		FlushesPerFsync: float64(hostFlushReqs) / n,
 		Shares: withDM([]Share{{"host_fs_journal", share(sum.HostFSJournalNs)}, {"host_device_flush", share(sum.HostDeviceFlushNs)},
 			{"host_data_writeback", share(sum.HostDataWritebackNs)}, {"host_block_queue", share(sum.HostBlockQueueNs)},

@@ -86,7 +86,7 @@ func runCommit(args []string) error {
 	// DEL and C1, the table every control (render.Terminal).
 	enc := json.NewEncoder(render.JSONText(commitStdout))
 	if f.output == "json" {
-		opt.OnWrite = func(w *commit.Write, names commit.Names) error { return enc.Encode(commit.RecordOf(w, names)) }
+		opt.OnWrite = func(w *commit.Write, names commit.Names) error { return enc.Encode(render.CommitRecord(w, names)) }
 	}
 	opt.Notice = func(s string) { fmt.Fprintln(os.Stderr, "etcdscope commit: "+s) }
 	// The tracer is opened here, so that the pipeline loads no BPF: a

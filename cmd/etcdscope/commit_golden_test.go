@@ -86,7 +86,7 @@ func commitCases() []struct {
 	batched := *leaderWrite
 	batched.BatchEntries = 3
 	incomplete := goldenWrite(commit.RoleLeader, map[string]int64{commit.PartWALAppend: 2e6, commit.PartApply: 2e5}, commit.LocalVote, true)
-	incomplete.Missing = []string{"quorum: fewer follower acks seen than the quorum needs"}
+	incomplete.Missing = []commit.Missing{commit.MissingQuorum}
 	leaderRep := goldenReport(5, []*commit.SyncCause{
 		{Ns: map[commit.Cause]int64{commit.CauseCPUWait: 30e6, commit.CauseDeviceFlush: 5e6, commit.CauseJournal: 3e6}},
 		{Ns: map[commit.Cause]int64{commit.CauseCPUWait: 20e6, commit.CauseOutside: 1e6}}, nil,
@@ -192,7 +192,7 @@ func verdictCases() []struct {
 	batched := *wal
 	batched.BatchEntries = 2
 	incomplete := *wal
-	incomplete.Missing = []string{"apply: no trigger"}
+	incomplete.Missing = []commit.Missing{commit.MissingApply}
 	walDecidedByF1 := goldenWrite(commit.RoleLeader, map[string]int64{commit.PartWALAppend: 9e6, commit.PartQuorumWait: 1e6, commit.PartApply: 1e6}, goldenF1, true,
 		commit.Ack{Member: goldenF1, AfterSendNs: 9_500_000})
 	return []struct {

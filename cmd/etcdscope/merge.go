@@ -129,6 +129,7 @@ func runMerge(args []string) error {
 	}
 	sum := z.Summary(res, images, opt.Image)
 	if enc != nil {
+		render.WordMerge(&sum)
 		return enc.Encode(&sum)
 	}
 	return render.Merge(os.Stdout, &sum)

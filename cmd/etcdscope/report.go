@@ -121,7 +121,7 @@ func runReport(args []string) error {
 	// one line).
 	noSummary := sum.Type != "summary"
 	if noSummary {
-		sum.LossUnknown = analysis.LossUnknownNoSummary
+		sum.LossCut = analysis.LossNoSummary
 	}
 	// A recording made with --min-latency holds only the slow calls, and
 	// a table of those alone would read as the run's: its summary line,
@@ -141,7 +141,7 @@ func runReport(args []string) error {
 	rep := sum
 	if !filtered {
 		rep = rs.Report(sum.LostEvents, sum.MissedEvents, sum.Unavailable)
-		rep.LossUnknown = sum.LossUnknown
+		rep.LossCut, rep.LossUnknown = sum.LossCut, sum.LossUnknown
 		rep.SetDiskCaches(sum.Disks) // the recording machine's, not this one's
 		rep.SetJournals(sum.Journals)
 	}
@@ -270,7 +270,7 @@ func replayFsync(rd *capture.Reader, name, output string, failOverBudget bool) e
 	rep.SetJournals(end.Journals)
 	rep.DroppedEnters, rep.DroppedPartials = p.Overflow()
 	if !ok {
-		rep.LossUnknown = "unknown: the capture has no end line (the run was cut short)"
+		rep.LossCut = analysis.LossNoEndLine
 	}
 	if output == "json" {
 		if err := render.SummaryJSON(w, &rep); err != nil {

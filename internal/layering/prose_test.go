@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -162,6 +163,250 @@ func TestProseInPlanted(t *testing.T) {
 		{"package p\nimport \"fmt\"\nfunc g() error { return fmt.Errorf(\"commit schema v%d\", 2) }\n", 0, true},
 	} {
 		found, err := proseIn("planted.go", c.src, c.strict)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(found) != c.want {
+			t.Errorf("%q: found %v, want %d", c.src, found, c.want)
+		}
+	}
+}
+
+// Sentences as data: the calls above are not the only way a sentence
+// leaves analysis; a string literal that a result carries (a reason, a
+// warning, a "source" of a number) reaches the user just the same. So no
+// non-test file under analysis/ holds a sentence-like string literal
+// (sentenceLike: four words or more, or words around ": "), but for
+//   - what it reads rather than writes: literals inside a call of
+//     regexp (patterns of the inputs it parses), of strings or bytes
+//     (strings.Contains(msg, "failed to send out heartbeat on time"):
+//     etcd's, fio's or etcdctl's own words, matched), an operand of == or
+//     != and a case of a switch on a value (the same);
+//   - errors: literals inside fmt.Errorf and errors.New (a Go error's
+//     text is the error's, and the style's errors are short phrases);
+//   - struct tags and import paths;
+//   - sentenceAllowed, each with its reason.
+// A "+" chain of strings is judged as one text.
+
+// sentenceAllowed: sentence-like literals that stay, by file (from the
+// repository root) and literal, each with why it is not a sentence a user
+// reads from analysis. One listed but no longer there fails, so the list
+// only shrinks.
+var sentenceAllowed = []struct{ file, lit, why string }{
+	// A stable JSON enum value (MemberWindow.window, docs/diagnose.md),
+	// compared by readers; render words each window in full.
+	{"analysis/diagnose/metrics.go", "since restart, as given", "a JSON enum value"},
+}
+
+// sentenceLike: at least four words (a word: a field with two letters in
+// a row once format verbs are cut), or two around ": " ("wal: no Save").
+func sentenceLike(s string) bool {
+	words := 0
+	for _, f := range strings.Fields(fmtVerb.ReplaceAllString(s, " ")) {
+		if twoLetters.MatchString(f) {
+			words++
+		}
+	}
+	return words >= 4 || (words >= 2 && strings.Contains(s, ": "))
+}
+
+var (
+	fmtVerb    = regexp.MustCompile(`%[-+# 0-9.*\[\]]*[a-zA-Z]`)
+	twoLetters = regexp.MustCompile(`\pL\pL`)
+)
+
+// readsText: packages whose calls take text the code reads or matches, not
+// text it writes; and the error constructors.
+func readsText(pkg, fn string) bool {
+	switch pkg {
+	case "regexp", "strings", "bytes":
+		return true
+	case "errors":
+		return fn == "New"
+	case "fmt":
+		return fn == "Errorf"
+	}
+	return false
+}
+
+// sentencesIn returns, for the Go file at path (or src when not nil),
+// every sentence-like string literal not exempt (above) as "line N: %q".
+func sentencesIn(path string, src any) ([]string, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, src, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, err
+	}
+	imports := map[string]string{} // local name → import path
+	for _, imp := range f.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		name := p[strings.LastIndex(p, "/")+1:]
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		imports[name] = p
+	}
+	exempt := map[ast.Node]bool{}
+	skipAll := func(n ast.Node) {
+		ast.Inspect(n, func(m ast.Node) bool {
+			if b, ok := m.(*ast.BasicLit); ok {
+				exempt[b] = true
+			}
+			return true
+		})
+	}
+	var found []string
+	judge := func(n ast.Node, text string) {
+		if sentenceLike(text) {
+			found = append(found, "line "+strconv.Itoa(fset.Position(n.Pos()).Line)+": "+strconv.Quote(text))
+		}
+	}
+	for _, imp := range f.Imports {
+		exempt[imp.Path] = true
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch x := n.(type) {
+		case *ast.Field:
+			if x.Tag != nil {
+				exempt[x.Tag] = true
+			}
+		case *ast.CallExpr:
+			if sel, ok := x.Fun.(*ast.SelectorExpr); ok {
+				if id, ok := sel.X.(*ast.Ident); ok && readsText(imports[id.Name], sel.Sel.Name) {
+					skipAll(x)
+				}
+			}
+		case *ast.BinaryExpr:
+			switch x.Op {
+			case token.EQL, token.NEQ:
+				skipAll(x.X)
+				skipAll(x.Y)
+			case token.ADD:
+				// The outermost "+" chain holding a literal: judged whole.
+				if exempt[x] {
+					return true
+				}
+				var text strings.Builder
+				var lits []*ast.BasicLit
+				var walk func(e ast.Expr)
+				walk = func(e ast.Expr) {
+					switch e := ast.Unparen(e).(type) {
+					case *ast.BinaryExpr:
+						if e.Op == token.ADD {
+							exempt[e] = true
+							walk(e.X)
+							walk(e.Y)
+							return
+						}
+					case *ast.BasicLit:
+						if e.Kind == token.STRING {
+							s, _ := strconv.Unquote(e.Value)
+							text.WriteString(s)
+							lits = append(lits, e)
+							return
+						}
+					}
+					text.WriteString(" ")
+				}
+				walk(x)
+				if len(lits) > 0 && !exempt[lits[0]] {
+					for _, l := range lits {
+						exempt[l] = true
+					}
+					judge(x, text.String())
+				}
+			}
+		case *ast.SwitchStmt:
+			if x.Tag != nil {
+				for _, c := range x.Body.List {
+					for _, e := range c.(*ast.CaseClause).List {
+						skipAll(e)
+					}
+				}
+			}
+		case *ast.BasicLit:
+			if x.Kind == token.STRING && !exempt[x] {
+				s, err := strconv.Unquote(x.Value)
+				if err == nil {
+					judge(x, s)
+				}
+			}
+		}
+		return true
+	})
+	return found, nil
+}
+
+// TestAnalysisHoldsNoSentences fails on a sentence-like string literal in
+// a non-test file under analysis/ that is neither exempt nor allowed,
+// naming the file, line and literal.
+func TestAnalysisHoldsNoSentences(t *testing.T) {
+	seen := map[int]bool{}
+	err := filepath.WalkDir("../../analysis", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == "testdata" {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		rel := strings.TrimPrefix(filepath.ToSlash(path), "../../")
+		found, err := sentencesIn(path, nil)
+		if err != nil {
+			return err
+		}
+	next:
+		for _, f := range found {
+			for i, a := range sentenceAllowed {
+				if a.file == rel && strings.HasSuffix(f, ": "+strconv.Quote(a.lit)) {
+					seen[i] = true
+					continue next
+				}
+			}
+			t.Errorf("%s: %s: a sentence in analysis (return a typed value and word it in render/, report/ or exporter/; docs/architecture.md), or add it to sentenceAllowed with why", rel, f)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range sentenceAllowed {
+		if !seen[i] {
+			t.Errorf("sentenceAllowed: %q is no longer in %s: drop it", a.lit, a.file)
+		}
+	}
+}
+
+// TestSentencesInPlanted: the check finds each kind of sentence planted
+// in a file (a const, a reason appended to a result, a Sprintf format, a
+// "+" chain, words around ": ") and lets be what analysis reads or
+// returns as an error, its codes and its tags.
+func TestSentencesInPlanted(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		want int
+	}{
+		{"package p\nconst Why = \"unknown: recording has no summary\"\n", 1},
+		{"package p\nfunc f(w *W) { w.Missing = append(w.Missing, \"quorum: fewer acks seen than needed\") }\n", 1},
+		{"package p\nimport \"fmt\"\nvar s = fmt.Sprintf(\"%s: written %d times and never flushed\", p, n)\n", 1},
+		{"package p\nvar s = \"RTT (\" + a + \") + fsync (\" + b + \") of the deciding follower\"\n", 1},
+		{"package p\nvar s = \"the disk \" + \"is \" + \"slow\" + x + \" today\"\n", 1}, // one chain, judged whole
+		{"package p\nvar a, b = \"wal: no save\", \"wal_append\"\n", 1},
+		{"package p\nvar ok, none, label = \"ok\", \"host (L0)\", \"%s → %s (%s)\"\n", 0},
+		{"package p\nimport \"errors\"\nvar e = errors.New(\"no finished WAL Save holds the index\")\n", 0},
+		{"package p\nimport \"fmt\"\nfunc f() error { return fmt.Errorf(\"reading %s: the file is cut short\", p) }\n", 0},
+		{"package p\nimport \"regexp\"\nvar re = regexp.MustCompile(`sync duration of ([0-9.]+), expected less than`)\n", 0},
+		{"package p\nimport \"strings\"\nvar b = strings.Contains(msg, \"failed to send out heartbeat on time\")\n", 0},
+		{"package p\nimport s \"strings\"\nvar b = s.HasPrefix(msg, \"failed to send out heartbeat\")\n", 0},
+		{"package p\nvar b = msg == \"prober detected unhealthy status\" || \"lost the TCP stream to peer\" != msg\n", 0},
+		{"package p\nfunc f() { switch msg { case \"apply request took too long\": } }\n", 0},
+		{"package p\nfunc f() { switch { case msg == \"apply request took too long\": } }\n", 0},
+		{"package p\ntype T struct { A int `json:\"a,omitempty\" help:\"a: the count of it\"` }\n", 0},
+		{"package p\ntype strs struct{}\nfunc (strs) Contains(string, string) bool { return false }\nvar strings strs\nvar b = strings.Contains(m, \"the disk is too slow\")\n", 1}, // not the strings package
+	} {
+		found, err := sentencesIn("planted.go", c.src)
 		if err != nil {
 			t.Fatal(err)
 		}
