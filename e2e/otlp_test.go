@@ -62,7 +62,7 @@ receivers:
     protocols:
       grpc:
         endpoint: %s
-processors:
+%sprocessors:
   batch:
     timeout: 200ms
 exporters:
@@ -72,9 +72,10 @@ exporters:
 
 // startJaeger runs bin/jaeger (make jaeger) with jaegerConfig and waits
 // for its query API; it returns the API's base URL and the OTLP gRPC
-// address. Without bin/jaeger the test skips (fails under
+// address, which has TLS with the PEM files cert and key when given.
+// Without bin/jaeger the test skips (fails under
 // ETCDSCOPE_REQUIRE_JAEGER=1, which make test-otlp sets).
-func startJaeger(t *testing.T) (query, otlpAddr string, stop func()) {
+func startJaeger(t *testing.T, cert, key string) (query, otlpAddr string, stop func()) {
 	t.Helper()
 	bin := filepath.Join(testenv.RepoRoot(t), "bin", "jaeger")
 	if _, err := os.Stat(bin); err != nil {
@@ -86,12 +87,16 @@ func startJaeger(t *testing.T) (query, otlpAddr string, stop func()) {
 	dir := t.TempDir()
 	query = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	otlpAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cfg := fmt.Sprintf(jaegerConfig, query, fmt.Sprintf("127.0.0.1:%d", freePort(t)), otlpAddr)
+	tlsConf := ""
+	if cert != "" {
+		tlsConf = fmt.Sprintf("        tls:\n          cert_file: %s\n          key_file: %s\n", cert, key)
+	}
+	cfg := fmt.Sprintf(jaegerConfig, query, fmt.Sprintf("127.0.0.1:%d", freePort(t)), otlpAddr, tlsConf)
 	if err := os.WriteFile(filepath.Join(dir, "jaeger.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "--config", "file:"+filepath.Join(dir, "jaeger.yaml"))
-	var log syncBuffer
+	var log testenv.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -201,6 +206,21 @@ func jaegerTrace(t *testing.T, query, id string) []jaegerSpan {
 	return r.Data[0].Spans
 }
 
+// clusterID is etcd's cluster id, from the member at url.
+func clusterID(ctx context.Context, t *testing.T, url string) uint64 {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	st, err := cli.Status(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Header.ClusterId
+}
+
 // TestClusterOTLPJaeger runs a real Jaeger (bin/jaeger, make jaeger) and
 // three etcd members on loopback, each with its own `etcdscope serve
 // --commit-pid --otlp-endpoint` (1 write in 2), makes puts at the leader
@@ -214,7 +234,7 @@ func jaegerTrace(t *testing.T, query, id string) []jaegerSpan {
 // and every agent still exits within 2 s of SIGTERM.
 func TestClusterOTLPJaeger(t *testing.T) {
 	testenv.RequireRoot(t)
-	query, otlpAddr, stopJaeger := startJaeger(t)
+	query, otlpAddr, stopJaeger := startJaeger(t, "", "")
 	c := etcdtest.Start(t, etcdtest.Options{Members: 3})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -233,16 +253,7 @@ func TestClusterOTLPJaeger(t *testing.T) {
 		serves = append(serves, s)
 	}
 	t.Logf("3 agents ready (probes attached) after %v", time.Since(began).Round(time.Millisecond))
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{leader.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := cli.Status(ctx, leader.ClientURL)
-	cli.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster := st.Header.ClusterId
+	cluster := clusterID(ctx, t, leader.ClientURL)
 	began = time.Now()
 	before := restingCommitIndex(ctx, t, c, leader)
 	const puts = 40
@@ -460,5 +471,107 @@ func TestClusterOTLPJaeger(t *testing.T) {
 		if c.Members[n] == leader && !strings.Contains(s.stderr.String(), "spans not exported") {
 			t.Errorf("%s (leader): no line on the spans it could not export; stderr:\n%s", c.Members[n].Name, s.stderr.String())
 		}
+	}
+}
+
+// TestClusterOTLPJaegerTLS runs a real Jaeger whose OTLP gRPC receiver
+// has TLS with a certificate of a CA the test makes, and one etcd member
+// with two agents in turn, each sending an authorization header (Jaeger
+// does not check it: exporter/otlp's TestSinkTLSHeaders has a receiver
+// that does). The first trusts the system's roots: none of its writes'
+// traces is in Jaeger, its exports fail and are counted, and its one log
+// line names the certificate. The second has --otlp-ca: every write's
+// trace is in Jaeger, with the durations of the agent's records. Neither
+// agent's output holds the header's value.
+func TestClusterOTLPJaegerTLS(t *testing.T) {
+	testenv.RequireRoot(t)
+	caFile, certFile, keyFile, err := etcdtest.ServerCert(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	query, otlpAddr, _ := startJaeger(t, certFile, keyFile)
+	c := etcdtest.Start(t, etcdtest.Options{Members: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m := c.Members[0]
+	const secret = "etcdscope-e2e-secret-0123456789"
+	cluster := clusterID(ctx, t, m.ClientURL)
+	// run starts an agent with extra flags, makes 10 puts, waits for
+	// their spans' export (entries settle in 1 s, a batch in 1 s, an
+	// export and its retries end within --otlp-timeout 1 s), and
+	// stops it; it returns each put's trace ID, the agent's counters and
+	// its stderr.
+	run := func(name string, extra ...string) (traces map[uint64]string, exported, dropped float64, stderr string) {
+		args := append([]string{"--comm", "etcd", "--commit-pid", strconv.Itoa(m.PID), "--etcd-endpoints", m.ClientURL,
+			"--otlp-endpoint", otlpAddr, "--otlp-timeout", "1s", "--otlp-header", "authorization=Bearer " + secret}, extra...)
+		s := startServe(t, args...)
+		agent := []string{"http://" + s.addr}
+		lo, hi := putAndSettle(ctx, t, c, m, agent, restingCommitIndex(ctx, t, c, m), 10, name)
+		windows, err := pipeline.FetchEntryWindows(ctx, agent, lo, 5*time.Second)
+		if err != nil || len(windows) != 1 {
+			t.Fatalf("%s: /commit/entries: %d windows, %v", name, len(windows), err)
+		}
+		traces = map[uint64]string{}
+		for _, e := range windows[0].Entries {
+			if e.Index > lo && e.Index <= hi {
+				traces[e.Index] = otlp.TraceID(otlp.Key{Cluster: cluster, Term: e.Term, Index: e.Index}).String()
+			}
+		}
+		time.Sleep(4 * time.Second)
+		fams := s.scrape(t)
+		exported = etcdtest.SumCounter(fams, otlp.MetricSpansExported)
+		dropped = etcdtest.SumCounter(fams, otlp.MetricSpansDropped)
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		if err := s.cmd.Wait(); err != nil {
+			t.Errorf("%s: serve: %v", name, err)
+		}
+		stderr = s.stderr.String()
+		t.Logf("%s: indexes %d-%d, %d in the agent's window; %.0f spans exported, %.0f dropped", name, lo+1, hi, len(traces), exported, dropped)
+		if len(traces) < 10 {
+			t.Errorf("%s: %d of the 10 puts' entries in the agent's window", name, len(traces))
+		}
+		if strings.Contains(stderr, secret) {
+			t.Errorf("%s: the header's value is in serve's output:\n%s", name, stderr)
+		}
+		return traces, exported, dropped, stderr
+	}
+
+	traces, exported, dropped, stderr := run("otlp-noca")
+	t.Logf("without --otlp-ca, serve said: %s", strings.TrimSpace(stderr))
+	for i, id := range traces {
+		if spans := jaegerTrace(t, query, id); spans != nil {
+			t.Errorf("without --otlp-ca: index %d has %d spans in jaeger, want none (its certificate is not trusted)", i, len(spans))
+		}
+	}
+	if exported != 0 || dropped < float64(len(traces)) || !strings.Contains(stderr, "spans not exported") || !strings.Contains(stderr, "certificate") {
+		t.Errorf("without --otlp-ca: %.0f spans exported, %.0f dropped: want none exported, each write's counted, a line naming the certificate; stderr:\n%s", exported, dropped, stderr)
+	}
+
+	traces, exported, dropped, stderr = run("otlp-ca", "--otlp-ca", caFile)
+	var spansSeen int
+	for i, id := range traces {
+		var spans []jaegerSpan
+		for deadline := time.Now().Add(10 * time.Second); spans == nil && time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+			spans = jaegerTrace(t, query, id)
+		}
+		root := 0
+		for n := range spans {
+			s := &spans[n]
+			ns, err := strconv.ParseInt(s.tag("etcdscope.duration_ns"), 10, 64)
+			if err != nil || s.Duration != ns/1000 {
+				t.Errorf("index %d span %q: %d µs in jaeger, the agent's %d ns (%v)", i, s.Operation, s.Duration, ns, err)
+			}
+			if s.parent() == "" {
+				root++
+			}
+		}
+		spansSeen += len(spans)
+		if root != 1 || len(spans) < 3 {
+			t.Errorf("with --otlp-ca: index %d: %d spans in jaeger, %d roots: want the write's root and its parts", i, len(spans), root)
+		}
+	}
+	t.Logf("with --otlp-ca: %d traces, %d spans in jaeger", len(traces), spansSeen)
+	if exported < float64(spansSeen) || dropped != 0 || strings.Contains(stderr, "not exported") {
+		t.Errorf("with --otlp-ca: %.0f spans exported, %.0f dropped, %d in jaeger: want all exported; stderr:\n%s", exported, dropped, spansSeen, stderr)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -71,7 +70,7 @@ func startPrometheus(t *testing.T, prom, cfg string) (base string, log func() st
 	ctx, cancel := context.WithCancel(context.Background())
 	pc := exec.CommandContext(ctx, prom, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+listen)
-	var plog syncBuffer
+	var plog testenv.SyncBuffer
 	pc.Stdout, pc.Stderr = &plog, &plog // one writer: exec then calls Write from one goroutine at a time
 	if err := pc.Start(); err != nil {
 		cancel()
@@ -79,24 +78,6 @@ func startPrometheus(t *testing.T, prom, cfg string) (base string, log func() st
 	}
 	t.Cleanup(func() { cancel(); pc.Wait() })
 	return "http://" + listen, plog.String
-}
-
-// syncBuffer is a bytes.Buffer a test may read while a process writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.

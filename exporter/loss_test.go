@@ -1,16 +1,15 @@
 package exporter
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
 // steppedSource's totals grow by its steps, one step per Lost call.
@@ -33,23 +32,6 @@ type brokenSource struct{ steppedSource }
 
 func (b *brokenSource) Lost() (uint64, error) { return 0, errors.New("reading lost_events: bad fd") }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestLogLoss: one line per interval that lost events, with that
 // interval's loss (not the running total) and the flag that fixes it;
 // nothing for a lossless interval or source; a source whose count cannot
@@ -57,7 +39,7 @@ func (l *lockedBuffer) String() string {
 func TestLogLoss(t *testing.T) {
 	fsync := &steppedSource{lost: []uint64{0, 2210, 2210, 2300}, missed: []uint64{0, 0, 0, 0}}
 	quiet := &steppedSource{lost: []uint64{0}, missed: []uint64{0}}
-	var out lockedBuffer
+	var out testenv.SyncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -77,7 +59,7 @@ func TestLogLoss(t *testing.T) {
 		t.Fatalf("got:\n%s\nwant:\n%s", out.String(), strings.Join(want, "\n"))
 	}
 
-	var out2 lockedBuffer
+	var out2 testenv.SyncBuffer
 	ctx, cancel = context.WithCancel(context.Background())
 	go func() { // until the first line (or 5 s)
 		for deadline := time.Now().Add(5 * time.Second); out2.String() == "" && time.Now().Before(deadline); {

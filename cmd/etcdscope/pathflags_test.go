@@ -40,6 +40,7 @@ const (
 // is covered by being listed.
 var pathFlags = map[string]pathKind{
 	"cacert": pathInput, "cert": pathInput, "key": pathInput, // peers, serve, commit
+	"otlp-ca": pathInput, "otlp-cert": pathInput, "otlp-key": pathInput, // serve
 	"peers": pathInput, "merge": pathInput, // report --html
 	"guest": pathInput, "host": pathInput, // merge
 	"netns":      pathInput, // netem: opened read-only, a namespace file
@@ -56,9 +57,10 @@ var pathFlags = map[string]pathKind{
 // notPathFlags are string flags whose usage names a file but that open
 // no path, with why.
 var notPathFlags = map[string]string{
-	"image":     "merge --image matches the hypervisor recording's image path; it opens nothing",
-	"guest-dev": "merge --guest-dev names a device of the recording (vda)",
-	"load":      "commit --load is a rate; its usage speaks of a key prefix",
+	"image":       "merge --image matches the hypervisor recording's image path; it opens nothing",
+	"guest-dev":   "merge --guest-dev names a device of the recording (vda)",
+	"load":        "commit --load is a rate; its usage speaks of a key prefix",
+	"otlp-header": "serve --otlp-header is a key=value sent to the collector; it opens nothing",
 }
 
 // inputOperandCommands take the files they read as operands.
@@ -164,6 +166,9 @@ func pathArgs(cmd, flag, path, dir string) []string {
 		if tls {
 			a = []string{"--etcd-metrics", "https://127.0.0.1:1/metrics"}
 		}
+		if strings.HasPrefix(flag, "otlp-") {
+			a = []string{"--commit-pid", "1", "--etcd-endpoints", "http://127.0.0.1:2379", "--otlp-endpoint", "127.0.0.1:4317"}
+		}
 	case "hypervisor":
 		a = []string{"--duration", "1s", "--comm", "qemu"}
 	case "report":
@@ -186,6 +191,10 @@ func pathArgs(cmd, flag, path, dir string) []string {
 		a = append(a, "--key", file)
 	case "key":
 		a = append(a, "--cert", file)
+	case "otlp-cert":
+		a = append(a, "--otlp-key", file)
+	case "otlp-key":
+		a = append(a, "--otlp-cert", file)
 	}
 	if flag == "" {
 		a = append(a, path)

@@ -158,7 +158,20 @@ func (f *peersFlags) validate() (tracer.PeersConfig, *tls.Config, error) {
 // clientTLS builds the TLS configuration of --cacert/--cert/--key (nil
 // when none is given); a file that cannot be used is a usage error.
 func clientTLS(cacert, cert, key string) (*tls.Config, error) {
-	if cacert == "" && cert == "" {
+	return loadTLS(tlsFiles{"--cacert", cacert, "--cert", cert, "--key", key})
+}
+
+// tlsFiles are a CA bundle, a client certificate and its key, each by
+// its flag's name and its path ("": not given).
+type tlsFiles struct {
+	caFlag, ca, certFlag, cert, keyFlag, key string
+}
+
+// loadTLS reads f into a client TLS configuration (nil when neither a CA
+// nor a certificate is given); a file that cannot be used is a usage
+// error naming its flag.
+func loadTLS(f tlsFiles) (*tls.Config, error) {
+	if f.ca == "" && f.cert == "" {
 		return nil, nil
 	}
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
@@ -171,28 +184,28 @@ func clientTLS(cacert, cert, key string) (*tls.Config, error) {
 		}
 		return b, nil
 	}
-	if cacert != "" {
-		pem, err := read("--cacert", cacert)
+	if f.ca != "" {
+		pem, err := read(f.caFlag, f.ca)
 		if err != nil {
 			return nil, err
 		}
 		tlsCfg.RootCAs = x509.NewCertPool()
 		if !tlsCfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, usagef("--cacert %s holds no PEM certificate", cacert)
+			return nil, usagef("%s %s holds no PEM certificate", f.caFlag, f.ca)
 		}
 	}
-	if cert != "" {
-		certPEM, err := read("--cert", cert)
+	if f.cert != "" {
+		certPEM, err := read(f.certFlag, f.cert)
 		if err != nil {
 			return nil, err
 		}
-		keyPEM, err := read("--key", key)
+		keyPEM, err := read(f.keyFlag, f.key)
 		if err != nil {
 			return nil, err
 		}
 		c, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
-			return nil, usagef("--cert/--key: %v", err)
+			return nil, usagef("%s/%s: %v", f.certFlag, f.keyFlag, err)
 		}
 		tlsCfg.Certificates = []tls.Certificate{c}
 	}

@@ -40,6 +40,8 @@ type serveFlags struct {
 	commitGRPC                bool
 	otlpEndpoint              string
 	otlpInsecure              bool
+	otlpHeaders               []string
+	otlpCA, otlpCert, otlpKey string
 	otlpSampleEvery           uint64
 	otlpMinDuration           time.Duration
 	otlpQueue                 int
@@ -70,6 +72,10 @@ func (f *serveFlags) flagSet() *pflag.FlagSet {
 	fs.Uint32Var(&f.commitSample, "commit-sample", 1, "follow 1 write in N of --commit-pid, decided in the kernel (1: every write); etcdscope_commit_writes_seen_total counts them all")
 	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "with --commit-pid and --etcd-endpoints: export this member's spans of each write to an OTLP gRPC collector at host:port (TLS unless --otlp-insecure)")
 	fs.BoolVar(&f.otlpInsecure, "otlp-insecure", false, "plain gRPC to --otlp-endpoint, without TLS")
+	fs.StringArrayVar(&f.otlpHeaders, "otlp-header", nil, fmt.Sprintf("key=value sent with each export (repeatable, at most %d), e.g. authorization=Bearer TOKEN; a secret: never printed", otlp.MaxHeaders))
+	fs.StringVar(&f.otlpCA, "otlp-ca", "", "PEM bundle of the CA that signed the collector's certificate (default: the system's roots)")
+	fs.StringVar(&f.otlpCert, "otlp-cert", "", "client certificate for --otlp-endpoint (mutual TLS), with --otlp-key")
+	fs.StringVar(&f.otlpKey, "otlp-key", "", "client key for --otlp-cert")
 	fs.Uint64Var(&f.otlpSampleEvery, "otlp-sample-every", 1, "export 1 write in N: those whose Raft index is a multiple of N, so every member picks the same (1: every write)")
 	fs.DurationVar(&f.otlpMinDuration, "otlp-min-duration", 0, "export a write's spans only when this member's own part lasted this long (docs/commit.md: what each member's part is)")
 	fs.IntVar(&f.otlpQueue, "otlp-queue-size", otlp.DefaultQueueSpans, "spans waiting for export at most; when full, spans wait and later writes are dropped and counted")
@@ -295,7 +301,7 @@ func isLoopback(host string) bool {
 // --otlp-endpoint).
 func (f *serveFlags) validateOTLP(commit bool, cfg *exporter.Config) error {
 	if f.otlpEndpoint == "" {
-		if f.otlpInsecure || f.otlpSampleEvery != 1 || f.otlpMinDuration != 0 || f.otlpQueue != otlp.DefaultQueueSpans || f.otlpTimeout != otlp.DefaultTimeout {
+		if f.otlpInsecure || len(f.otlpHeaders) > 0 || f.otlpCA != "" || f.otlpCert != "" || f.otlpKey != "" || f.otlpSampleEvery != 1 || f.otlpMinDuration != 0 || f.otlpQueue != otlp.DefaultQueueSpans || f.otlpTimeout != otlp.DefaultTimeout {
 			return usagef("the --otlp-* flags go with --otlp-endpoint host:port")
 		}
 		return nil
@@ -315,8 +321,42 @@ func (f *serveFlags) validateOTLP(commit bool, cfg *exporter.Config) error {
 		return usagef("--otlp-queue-size %d: give 1 to %d spans", f.otlpQueue, 1<<20)
 	case f.otlpTimeout <= 0 || f.otlpTimeout > time.Minute:
 		return usagef("--otlp-timeout %v: give a duration up to 1m, e.g. 5s", f.otlpTimeout)
+	case f.otlpInsecure && (f.otlpCA != "" || f.otlpCert != ""):
+		return usagef("--otlp-ca/--otlp-cert are for TLS: drop --otlp-insecure")
+	case (f.otlpCert == "") != (f.otlpKey == ""):
+		return usagef("--otlp-cert and --otlp-key go together")
+	case len(f.otlpHeaders) > otlp.MaxHeaders:
+		return usagef("--otlp-header given %d times: give at most %d", len(f.otlpHeaders), otlp.MaxHeaders)
 	}
-	cfg.OTLP = &otlp.Config{Endpoint: f.otlpEndpoint, Insecure: f.otlpInsecure, QueueSpans: f.otlpQueue, Timeout: f.otlpTimeout,
-		Sampling: otlp.Sampling{Every: f.otlpSampleEvery, MinNs: f.otlpMinDuration.Nanoseconds()}}
+	headers, err := otlpHeaders(f.otlpHeaders)
+	if err != nil {
+		return err
+	}
+	tlsCfg, err := loadTLS(tlsFiles{"--otlp-ca", f.otlpCA, "--otlp-cert", f.otlpCert, "--otlp-key", f.otlpKey})
+	if err != nil {
+		return err
+	}
+	cfg.OTLP = &otlp.Config{Endpoint: f.otlpEndpoint, Insecure: f.otlpInsecure, TLS: tlsCfg, Headers: headers, QueueSpans: f.otlpQueue,
+		Timeout: f.otlpTimeout, Sampling: otlp.Sampling{Every: f.otlpSampleEvery, MinNs: f.otlpMinDuration.Nanoseconds()}}
 	return nil
+}
+
+// otlpHeaders checks each --otlp-header key=value; the errors name the
+// key, never the value (a secret).
+func otlpHeaders(args []string) (map[string]string, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	h := make(map[string]string, len(args))
+	for _, a := range args {
+		k, v, err := otlp.ParseHeader(a)
+		if err != nil {
+			return nil, usagef("--otlp-header %v", err)
+		}
+		if _, dup := h[k]; dup {
+			return nil, usagef("--otlp-header %q given twice: give each key once", k)
+		}
+		h[k] = v
+	}
+	return h, nil
 }

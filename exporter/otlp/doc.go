@@ -9,8 +9,9 @@
 // (docs/commit.md, "OpenTelemetry traces").
 //
 // Span times are each member's CLOCK_MONOTONIC records converted to wall
-// time by one offset read at start: each span's duration is exact, the
-// offsets between members' spans carry their clocks' skew.
+// time by an offset read again for each trace's spans (so a step of the
+// wall clock is followed): each span's duration is exact, the offsets
+// between members' spans carry their clocks' skew.
 //
 // plan.go is pure (the span tree and IDs from records); sink.go runs the
 // OpenTelemetry SDK off the trace path.

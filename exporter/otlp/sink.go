@@ -2,10 +2,12 @@ package otlp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +21,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/etcdscope/etcdscope/analysis/commit"
 )
@@ -44,6 +47,13 @@ const (
 type Config struct {
 	Endpoint string // the collector's OTLP gRPC address, host:port
 	Insecure bool   // plain gRPC (no TLS) to Endpoint
+	// TLS is the client side of TLS to Endpoint (a private CA's roots,
+	// a client certificate); nil: the system's roots. Not with Insecure.
+	TLS *tls.Config
+	// Headers go with every export (e.g. authorization: Bearer TOKEN).
+	// Their values are secrets: the sink's log lines and Shutdown's
+	// error show "[redacted]" in their place.
+	Headers  map[string]string
 	Sampling Sampling
 	// QueueSpans bounds the spans waiting for export (0:
 	// DefaultQueueSpans); Timeout bounds each export, retries included
@@ -73,6 +83,40 @@ func CheckEndpoint(s string) error {
 	return nil
 }
 
+// Bounds of Config.Headers (serve --otlp-header): each header's key and
+// value together, and how many.
+const (
+	MaxHeaders     = 16
+	MaxHeaderBytes = 4096
+)
+
+// ParseHeader checks one key=value header for gRPC metadata: the key
+// lowercased, of letters, digits, '-', '_' and '.', not grpc-* (gRPC's
+// own) nor *-bin (binary); the value printable ASCII. Its errors name the
+// key, never the value: a header is a secret.
+func ParseHeader(s string) (key, value string, err error) {
+	k, v, ok := strings.Cut(s, "=")
+	k = strings.ToLower(strings.TrimSpace(k))
+	switch {
+	case !ok || k == "":
+		return "", "", errors.New("give key=value, e.g. authorization=Bearer TOKEN (the argument is not shown: it may be a secret)")
+	case len(s) > MaxHeaderBytes:
+		return "", "", fmt.Errorf("%.40q...: %d bytes, give at most %d", k, len(s), MaxHeaderBytes)
+	case strings.HasPrefix(k, "grpc-") || strings.HasSuffix(k, "-bin"):
+		return "", "", fmt.Errorf("%q: grpc-* keys are gRPC's own and *-bin ones binary: give a text header's key", k)
+	case strings.TrimLeft(k, "abcdefghijklmnopqrstuvwxyz0123456789-_.") != "":
+		return "", "", fmt.Errorf("%.40q: a key has only letters, digits, '-', '_' and '.'", k)
+	case v == "":
+		return "", "", fmt.Errorf("%q has an empty value: give key=value", k)
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return "", "", fmt.Errorf("%q: its value has byte %d of %d outside printable ASCII, as gRPC requires (a newline from a file?); the value is not shown", k, i+1, len(v))
+		}
+	}
+	return k, v, nil
+}
+
 // Sink exports a member's spans of each sampled write over OTLP: the
 // write's own spans when it ran here (Write), and the spans of each Raft
 // entry in the member's EntryLog, read in the background once settled.
@@ -87,9 +131,12 @@ type Sink struct {
 	writes  chan commit.Write
 
 	cluster atomic.Pointer[clusterInfo]
-	// monoToWallNs: wall time minus CLOCK_MONOTONIC, read once.
-	monoToWallNs int64
-	nowNs        func() uint64 // CLOCK_MONOTONIC now
+	// clock reads the wall clock and CLOCK_MONOTONIC together; their
+	// difference converts the records' times to wall time, read again
+	// for each trace's spans so that a step of the wall clock (NTP,
+	// settimeofday) is followed.
+	clock func() (wallNs int64, monoNs uint64)
+	nowNs func() uint64 // CLOCK_MONOTONIC now
 
 	spansEnded      atomic.Uint64
 	droppedQueue    atomic.Uint64 // writes dropped at the full queue
@@ -129,18 +176,34 @@ func New(cfg Config, entries *commit.EntryLog) (*Sink, error) {
 	opts := []otlptracegrpc.Option{otlptracegrpc.WithEndpoint(cfg.Endpoint), otlptracegrpc.WithTimeout(cfg.Timeout),
 		otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: true, InitialInterval: 250 * time.Millisecond,
 			MaxInterval: time.Second, MaxElapsedTime: cfg.Timeout})}
-	if cfg.Insecure {
+	switch {
+	case cfg.Insecure && cfg.TLS != nil:
+		return nil, errors.New("otlp: TLS settings and Insecure together")
+	case cfg.Insecure:
 		opts = append(opts, otlptracegrpc.WithInsecure())
+	case cfg.TLS != nil:
+		opts = append(opts, otlptracegrpc.WithTLSCredentials(credentials.NewTLS(cfg.TLS.Clone())))
+	}
+	if len(cfg.Headers) > 0 {
+		h := make(map[string]string, len(cfg.Headers))
+		for k, v := range cfg.Headers {
+			h[k] = v
+		}
+		opts = append(opts, otlptracegrpc.WithHeaders(h))
 	}
 	quietSDK.Do(func() { otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {})) })
 	inner, err := otlptracegrpc.New(context.Background(), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("otlp exporter: %w", err)
 	}
-	s := &Sink{cfg: cfg, entries: entries, writes: make(chan commit.Write, maxWrites), nowNs: monotonicNs, done: make(chan struct{})}
-	s.exp = &countingExporter{SpanExporter: inner, log: cfg.Log}
-	s.monoToWallNs = time.Now().UnixNano() - int64(monotonicNs())
+	s := &Sink{cfg: cfg, entries: entries, writes: make(chan commit.Write, maxWrites), clock: clocks, nowNs: monotonicNs, done: make(chan struct{})}
+	s.exp = &countingExporter{SpanExporter: inner, log: cfg.Log, secrets: secrets(cfg.Headers)}
 	return s, nil
+}
+
+// clocks reads the wall clock and CLOCK_MONOTONIC, about 50 ns.
+func clocks() (int64, uint64) {
+	return time.Now().UnixNano(), monotonicNs()
 }
 
 // monotonicNs is CLOCK_MONOTONIC now, the clock of the tracers' records.
@@ -343,6 +406,8 @@ func memberName(id commit.MemberID, names commit.Names) string {
 // member's times converted to wall time.
 func (s *Sink) export(ci *clusterInfo, k Key, spans []Span, role string) {
 	tid := TraceID(k)
+	wallNs, monoNs := s.clock()
+	off := wallNs - int64(monoNs) // one offset for the trace's spans: durations exact
 	for i := range spans {
 		sp := &spans[i]
 		ctx := context.Background()
@@ -381,16 +446,16 @@ func (s *Sink) export(ci *clusterInfo, k Key, spans []Span, role string) {
 		if role != "" && sp.Part == PartWrite {
 			attrs = append(attrs, attribute.String("etcd.role", role))
 		}
-		_, span := s.tracer.Start(ctx, spanName(sp, ci.names), trace.WithTimestamp(s.wall(sp.StartNs)), trace.WithAttributes(attrs...))
-		span.End(trace.WithTimestamp(s.wall(sp.EndNs)))
+		_, span := s.tracer.Start(ctx, spanName(sp, ci.names), trace.WithTimestamp(wall(sp.StartNs, off)), trace.WithAttributes(attrs...))
+		span.End(trace.WithTimestamp(wall(sp.EndNs, off)))
 		s.spansEnded.Add(1)
 	}
 }
 
-// wall converts a CLOCK_MONOTONIC time to wall time, by the one offset
-// read when the sink was made: durations stay exact.
-func (s *Sink) wall(ns uint64) time.Time {
-	return time.Unix(0, int64(ns)+s.monoToWallNs)
+// wall converts a CLOCK_MONOTONIC time to wall time by off (wall minus
+// monotonic): the spans converted by one off keep their durations exact.
+func wall(ns uint64, off int64) time.Time {
+	return time.Unix(0, int64(ns)+off)
 }
 
 // Shutdown stops the sink: the spans of every entry left are made, and
@@ -407,6 +472,9 @@ func (s *Sink) Shutdown(ctx context.Context) (unexported uint64, err error) {
 	}
 	if s.tp != nil {
 		err = s.tp.Shutdown(ctx)
+	}
+	if err != nil && s.exp.redact(err.Error()) != err.Error() {
+		err = errors.New(s.exp.redact(err.Error()))
 	}
 	return s.pending(), err
 }
@@ -426,8 +494,37 @@ type countingExporter struct {
 	sdktrace.SpanExporter
 	exported, failed atomic.Uint64
 	log              io.Writer
+	secrets          []string // Config.Headers' values, never written to log
 	mu               sync.Mutex
 	lastLog          time.Time
+}
+
+// secrets are the values to keep out of the log: each header's value,
+// and each word of it of 8 bytes or more (the token of "Bearer TOKEN"),
+// longest first.
+func secrets(headers map[string]string) []string {
+	var out []string
+	for _, v := range headers {
+		out = append(out, v)
+		for _, w := range strings.Fields(v) {
+			if len(w) >= 8 && w != v {
+				out = append(out, w)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// redact replaces every secret in s by "[redacted]": an error from the
+// collector may quote what it was sent.
+func (c *countingExporter) redact(s string) string {
+	for _, v := range c.secrets {
+		if v != "" {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
+	}
+	return s
 }
 
 // ExportSpans exports and counts.
@@ -442,7 +539,7 @@ func (c *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 	defer c.mu.Unlock()
 	if time.Since(c.lastLog) >= time.Minute {
 		c.lastLog = time.Now()
-		fmt.Fprintf(c.log, "etcdscope serve: otlp: %d spans not exported: %v (etcdscope_otlp_spans_dropped_total counts them)\n", len(spans), err)
+		fmt.Fprintf(c.log, "etcdscope serve: otlp: %d spans not exported: %s (etcdscope_otlp_spans_dropped_total counts them)\n", len(spans), c.redact(err.Error()))
 	}
 	return errExported
 }

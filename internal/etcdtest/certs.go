@@ -105,3 +105,19 @@ func writePEM(file, typ string, der []byte) error {
 	}
 	return nil
 }
+
+// ServerCert writes into dir a throwaway CA (ca.pem) and a certificate
+// signed by it for 127.0.0.1 and localhost (server.pem, server-key.pem),
+// for tests of other TLS servers (an OTLP collector): the paths of the
+// three files.
+func ServerCert(dir string) (ca, cert, key string, err error) {
+	a, err := newCA(dir)
+	if err != nil {
+		return "", "", "", err
+	}
+	p, err := a.leaf(dir, "server", 2, []string{"127.0.0.1"})
+	if err != nil {
+		return "", "", "", err
+	}
+	return a.file, p.cert, p.key, nil
+}
