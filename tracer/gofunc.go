@@ -76,6 +76,9 @@ func OpenGoBinary(path string) (*GoBinary, error) {
 	}
 	if b.table, err = newFuncTable(data, textStart(f, data, b.text)); err != nil {
 		f.Close()
+		if abiErr := registerABI(b.goVersion); abiErr != nil {
+			return nil, abiErr // a release before Go 1.16's table: say why it is not probed
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return b, nil
