@@ -221,7 +221,7 @@ vmtest-kernels:
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./analysis/jsonl:FuzzScan ./analysis:FuzzReadJSONL ./analysis/peers:FuzzReadEvents \
 	./analysis/merge:FuzzMerge ./analysis/etcdmetric:FuzzParse ./analysis/diagnose:FuzzDiagnose \
-	./netem:FuzzDecodeTcmsg ./netem:FuzzSpec ./analysis:FuzzAppendJSONString
+	./netem:FuzzDecodeTcmsg ./netem:FuzzSpec ./analysis:FuzzAppendJSONString ./tracer:FuzzOpenGoBinary
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

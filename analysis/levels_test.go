@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -60,10 +61,16 @@ func TestReadSummaryV1Levels(t *testing.T) {
 	if !slices.Equal(got, want) || sum.Version != SummaryVersion {
 		t.Errorf("v1 levels read as %q (v%d), want %q (v%d)", got, sum.Version, want, SummaryVersion)
 	}
-	// A version 2 summary is read as written, and a newer one refused.
-	v2 := strings.Replace(strings.Replace(v1, `"v":1`, `"v":2`, 1), `"level":"L1"`, `"level":"upper"`, 1)
-	if _, sum, err := ReadJSONL(strings.NewReader(v2)); err != nil || sum.Levels[0].Level != LevelUpper || sum.Levels[1].Level != "L2" {
+	// A version 2 summary is read as written (not mapped: its dm rows
+	// stay backing), one with version 1's names is no summary a run
+	// writes, and a newer one is refused.
+	v2 := strings.NewReplacer(`"v":1`, `"v":2`, `"level":"L1"`, `"level":"upper"`, `"level":"L2"`, `"level":"backing"`, `"level":"L3"`, `"level":"lower"`,
+		`"not traced: the loop driver's fsyncs of a backing file on xfs come from a kernel thread"`, `"backing_fs_unseen"`).Replace(v1)
+	if _, sum, err := ReadJSONL(strings.NewReader(v2)); err != nil || sum.Levels[0].Level != LevelUpper || sum.Levels[2].Level != LevelBacking {
 		t.Errorf("v2: %v, %+v", err, sum.Levels)
+	}
+	if _, _, err := ReadJSONL(strings.NewReader(strings.Replace(v1, `"v":1`, `"v":2`, 1))); !errors.Is(err, ErrForgedSummary) {
+		t.Errorf("v2 with version 1's level names: %v, want ErrForgedSummary", err)
 	}
 	if _, _, err := ReadJSONL(strings.NewReader(strings.Replace(v1, `"v":1`, `"v":3`, 1))); err == nil {
 		t.Error("a version 3 summary was read")

@@ -694,6 +694,9 @@ func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, wri
 			if len(summary.Groups) > MaxGroups+1 || len(summary.Writes) > MaxGroups+1 {
 				return fmt.Errorf("%w: a summary of %d groups and %d write groups (a run writes at most %d of each)", ErrForgedSummary, len(summary.Groups), len(summary.Writes), MaxGroups+1)
 			}
+			if err := checkLevelRows(summary.Levels); err != nil {
+				return err
+			}
 			for i := range summary.Groups {
 				g := &summary.Groups[i]
 				if !nonNegative(g.Total) {
@@ -796,6 +799,38 @@ func checkTotal(total int64, spent *uint64) error {
 // are.
 func nonNegative(s stats.Summary) bool {
 	return min(s.Count, s.Sum, s.Min, s.P50, s.P90, s.P99, s.Max) >= 0
+}
+
+// maxLevelRowsAll bounds a summary's stacked-level rows: MaxLevelRows
+// and a folded row for each level, MaxUntracedLevels untraced rows and
+// their dropped row.
+const maxLevelRowsAll = 4*(MaxLevelRows+1) + MaxUntracedLevels + 1 // 4: len(LevelNames)
+
+// checkLevelRows fails (ErrForgedSummary) for stacked-level rows no run
+// writes: more than maxLevelRowsAll, a level or untraced reason this
+// package does not name, a negative or non-finite number, a share outside
+// [0, 1], a newline in a device or filesystem. A forged summary's rows
+// were printed as the run's: "-1e308" flushes as a 310-digit number, 2^62
+// devices folded as they came, an unknown reason quoted, a newline in fs a line of its
+// own (a hostile check, 2026-12-06).
+func checkLevelRows(rows []LevelRow) error {
+	if len(rows) > maxLevelRowsAll {
+		return fmt.Errorf("%w: %d stacked-level rows (a run writes at most %d)", ErrForgedSummary, len(rows), maxLevelRowsAll)
+	}
+	share := func(f float64) bool { return f >= 0 && f <= 1 }
+	for _, r := range rows {
+		ok := slices.Contains(LevelNames, r.Level) && (r.Untraced == "" || r.Untraced == UntracedBackingFS) &&
+			nonNegative(r.Total) && r.FlushesPerFsync >= 0 && !math.IsInf(r.FlushesPerFsync, 0) && share(r.NestedShare) &&
+			r.Folded >= 0 && r.UntracedDropped >= 0 &&
+			!strings.ContainsAny(r.Device+r.FS, "\n\r")
+		for _, l := range r.Layers {
+			ok = ok && nonNegative(l.Stats) && share(l.Share) && !strings.ContainsAny(l.Name, "\n\r")
+		}
+		if !ok {
+			return fmt.Errorf("%w: a stacked-level row %q on %q no run writes (its level, reason, a number or a name)", ErrForgedSummary, r.Level, r.Device)
+		}
+	}
+	return nil
 }
 
 // ErrForgedSummary is returned (wrapped) by ReadJSONL for a summary line

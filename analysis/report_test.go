@@ -321,6 +321,9 @@ func TestScanRefusesImpossibleTimes(t *testing.T) {
 	rec := func(total int64, extra string) string {
 		return fmt.Sprintf(`{"type":"fsync","v":1,"start_ns":1,"end_ns":2,"total_ns":%d,"pid":1,"tid":1,"comm":"x","syscall":"fsync"%s}`+"\n", total, extra)
 	}
+	level := func(v int, rows string) string {
+		return fmt.Sprintf(`{"type":"summary","v":%d,"levels":[%s]}`+"\n", v, rows)
+	}
 	for _, c := range []struct {
 		name, in string
 		want     error
@@ -339,6 +342,21 @@ func TestScanRefusesImpossibleTimes(t *testing.T) {
 		{"negative write", `{"type":"write","v":1,"total_ns":-1}` + "\n", ErrImpossibleRecord},
 		{"sums past 2^63", strings.Repeat(rec(MaxCallNs, ""), int(math.MaxInt64/MaxCallNs)+1), ErrImpossibleRecord},
 		{"summary with a negative sum", `{"type":"summary","v":1,"groups":[{"total_ns":{"count":2,"sum":-7}}]}` + "\n", ErrForgedSummary},
+		// Forged stacked-level rows (a hostile check, 2026-12-06: each was
+		// printed as the run's), and the rows a run writes, v1 and v2.
+		{"level rows v2", level(2, `{"level":"upper","device":"7:3","fs":"ext4","flushes_per_fsync":1.5,"layers":[{"name":"journal","share":0.5}]},{"level":"backing","device":"7:3","fs":"xfs","untraced":"backing_fs_unseen"}`), nil},
+		{"level rows v1", level(1, `{"level":"L1","device":"7:3","fs":"ext4"},{"level":"L2","fs":"dm","folded_devices":3},{"level":"L2","device":"7:3","fs":"xfs","untraced":"its fsyncs are not seen"},{"level":"L3","device":"8:0"}`), nil},
+		{"level unknown", level(2, `{"level":"L9"}`), ErrForgedSummary},
+		{"level v1 name in v2", level(2, `{"level":"L1"}`), ErrForgedSummary},
+		{"untraced reason unknown", level(2, `{"level":"backing","untraced":"\u001b]0;x\u0007"}`), ErrForgedSummary},
+		{"flushes negative", level(2, `{"level":"upper","flushes_per_fsync":-1e308}`), ErrForgedSummary},
+		{"nested share past 1", level(2, `{"level":"backing","nested_share":3}`), ErrForgedSummary},
+		{"folded negative", level(1, `{"level":"L2","fs":"dm","folded_devices":-5}`), ErrForgedSummary},
+		{"untraced dropped negative", level(2, `{"level":"backing","untraced_dropped":-9}`), ErrForgedSummary},
+		{"level total negative", level(2, `{"level":"lower","total_ns":{"count":1,"sum":-1}}`), ErrForgedSummary},
+		{"layer share negative", level(2, `{"level":"upper","layers":[{"name":"journal","share":-2}]}`), ErrForgedSummary},
+		{"newline in fs", level(2, `{"level":"upper","device":"7:3","fs":"ext4\n  verdict: OK"}`), ErrForgedSummary},
+		{"more rows than a run writes", level(2, strings.Repeat(`{"level":"lower"},`, maxLevelRowsAll)+`{"level":"lower"}`), ErrForgedSummary},
 	} {
 		_, _, _, err := ReadJSONLWrites(strings.NewReader(c.in))
 		if !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/commit"
+	"github.com/etcdscope/etcdscope/analysis/jsonl"
 )
 
 // Bounds of FetchEntryWindows: one reply's body (EntriesMaxLimit records
@@ -20,6 +22,13 @@ import (
 const (
 	maxWindowBody    = 8 << 20
 	maxWindowEntries = commit.MaxEntries
+	// maxWindowFields bounds a reply's members (its ':' bytes, counted
+	// before it is decoded, as jsonl.MaxObjects bounds its objects and
+	// arrays): a real window's maxWindowEntries records have 10-40 fields
+	// each (a leader's acks, 2 each; sync_cause's ns map, one a cause).
+	// 8 MiB of "{}" records decoded into 2.8 M structs, 2.2 GiB
+	// allocated, and a names or ns map into a key each.
+	maxWindowFields = 64 * maxWindowEntries
 )
 
 // Why an agent's window could not be read: nothing answered at its URL
@@ -64,7 +73,13 @@ func fetchWindow(ctx context.Context, cl *http.Client, base string, since uint64
 			all.More = w.More
 			return all, nil
 		}
-		since = w.Entries[len(w.Entries)-1].Index
+		last := w.Entries[len(w.Entries)-1].Index
+		if last <= since {
+			// A page that does not move on would be asked for again
+			// until maxWindowEntries: 4,096 requests of one record.
+			return all, fmt.Errorf("%w (a page past index %d ends at index %d)", ErrNotAgent, since, last)
+		}
+		since = last
 	}
 }
 
@@ -98,8 +113,14 @@ func fetchPage(ctx context.Context, cl *http.Client, u string) (commit.EntryWind
 	if len(b) > maxWindowBody {
 		return w, fmt.Errorf("reply over %d bytes", maxWindowBody)
 	}
+	if jsonl.TooManyObjects(b, jsonl.MaxObjects) || bytes.Count(b, []byte(":")) > maxWindowFields {
+		return w, fmt.Errorf("%w (a reply of more than %d objects, arrays or %d fields: no window of %d records has as many)", ErrNotAgent, jsonl.MaxObjects, maxWindowFields, maxWindowEntries)
+	}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return w, fmt.Errorf("%w (%v)", ErrNotAgent, err)
+	}
+	if len(w.Entries) > maxWindowEntries {
+		return w, fmt.Errorf("%w (%d records, more than the %d asked for)", ErrNotAgent, len(w.Entries), maxWindowEntries)
 	}
 	if w.V < commit.EntryWindowOldest || w.V > commit.EntryWindowVersion {
 		return w, errors.New("entry window version " + strconv.Itoa(w.V) + ", want " + strconv.Itoa(commit.EntryWindowOldest) + " to " + strconv.Itoa(commit.EntryWindowVersion))

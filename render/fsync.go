@@ -216,7 +216,7 @@ func LevelDevice(r *analysis.LevelRow) string {
 	if r.Folded > 0 {
 		return fmt.Sprintf("other (%d devices folded: a level keeps the %d with the most calls apart)", r.Folded, analysis.MaxLevelRows)
 	}
-	return r.Device + " / " + r.FS
+	return OneLine(r.Device + " / " + r.FS)
 }
 
 // UntracedDroppedText says how many flush requests were on untraced

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"debug/buildinfo"
 	"debug/elf"
-	"debug/gosym"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 
 	"golang.org/x/arch/x86/x86asm"
 )
@@ -40,14 +40,15 @@ var ErrNoGoSymbols = errors.New("no Go symbol table (.gopclntab)")
 // readable.
 type GoBinary struct {
 	f         *elf.File
-	table     *gosym.Table
+	table     *funcTable
 	text      *elf.Section
 	textBytes []byte // .text, read by ReturnSites
 	goVersion string // "go1.19.8"; "" when the build info is unreadable
 }
 
-// OpenGoBinary opens the ELF file at path and reads its pclntab. Close it
-// when done.
+// OpenGoBinary opens the ELF file at path and reads its pclntab
+// (funcTable: in place, bounded; a table it does not take is
+// ErrNoGoSymbols). Close it when done.
 func OpenGoBinary(path string) (*GoBinary, error) {
 	f, err := elf.Open(path)
 	if err != nil {
@@ -62,24 +63,32 @@ func OpenGoBinary(path string) (*GoBinary, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, ErrNoGoSymbols)
 	}
+	for _, s := range []*elf.Section{pcln, b.text} {
+		if s.Type == elf.SHT_NOBITS || s.Size == 0 || s.Size > MaxGoSectionBytes {
+			f.Close()
+			return nil, fmt.Errorf("%s: %w", path, errGoTable("its %s section is %d bytes (%v; at most %d taken)", s.Name, s.Size, s.Type, MaxGoSectionBytes))
+		}
+	}
 	data, err := pcln.Data()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("reading %s .gopclntab: %w", path, err)
+		return nil, fmt.Errorf("reading %s .gopclntab: %w", path, errGoTable("%v", err))
 	}
-	if b.table, err = gosym.NewTable(nil, gosym.NewLineTable(data, textStart(f, data, b.text))); err != nil {
+	if b.table, err = newFuncTable(data, textStart(f, data, b.text)); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("parsing %s .gopclntab: %w", path, err)
+		if abiErr := registerABI(b.goVersion); abiErr != nil {
+			return nil, abiErr // a release before Go 1.16's table: say why it is not probed
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return b, nil
 }
 
 // textStart returns the address the pclntab's function entries are
-// relative to (Go 1.18+: runtime.text). debug/gosym takes it from its
-// caller, and .text's start is right only when Go's code begins the
-// section: in a cgo build (Debian's etcd 3.4.23: CGO_ENABLED=1, Go
-// 1.19.8, stripped) the C runtime's code comes first, and runtime.text
-// lies 0x100 bytes into .text. The pclntab's header holds runtime.text
+// relative to (Go 1.18+: runtime.text). .text's start is right only
+// when Go's code begins the section: in a cgo build (Debian's etcd
+// 3.4.23: CGO_ENABLED=1, Go 1.19.8, stripped) the C runtime's code comes
+// first, and runtime.text lies 0x100 bytes into .text. The pclntab's header holds runtime.text
 // (pcHeader.textStart, after magic, 4 bytes of pads and sizes, and nfunc
 // and nfiles) in a non-PIE executable; where it reads 0 or lies outside
 // .text (a PIE whose loader relocates it, an older table) .text's start
@@ -120,6 +129,9 @@ func (b *GoBinary) Func(name string, rets bool) (GoFunc, error) {
 	fn := b.table.LookupFunc(name)
 	if fn == nil {
 		return GoFunc{}, fmt.Errorf("%s: %w", name, ErrGoFuncNotFound)
+	}
+	if err := checkFunc(fn, b.text); err != nil {
+		return GoFunc{}, err
 	}
 	off, err := b.fileOffset(fn.Entry)
 	if err != nil {
@@ -168,14 +180,23 @@ func (b *GoBinary) Func(name string, rets bool) (GoFunc, error) {
 var ErrGoFuncNotFound = errors.New("function not in the binary's Go symbol table")
 
 // fileOffset converts a virtual address in .text to a file offset through
-// the loadable segment that maps it.
+// the loadable segment that maps it, which must map it where .text's
+// section header says (a forged header cannot move a probe into another
+// part of the file).
 func (b *GoBinary) fileOffset(addr uint64) (uint64, error) {
+	if addr < b.text.Addr || addr >= b.text.Addr+b.text.Size {
+		return 0, fmt.Errorf("address %#x: %w", addr, ErrGoFuncOutsideText)
+	}
 	for _, p := range b.f.Progs {
 		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && p.Vaddr <= addr && addr < p.Vaddr+p.Filesz {
-			return addr - p.Vaddr + p.Off, nil
+			off := addr - p.Vaddr + p.Off
+			if off != addr-b.text.Addr+b.text.Offset {
+				return 0, fmt.Errorf("address %#x: file offset %#x by its segment, %#x by .text: %w", addr, off, addr-b.text.Addr+b.text.Offset, ErrGoFuncOutsideText)
+			}
+			return off, nil
 		}
 	}
-	return 0, fmt.Errorf("address %#x in no executable segment", addr)
+	return 0, fmt.Errorf("address %#x in no executable segment: %w", addr, ErrGoFuncOutsideText)
 }
 
 // usesG reports whether an instruction reads memory at R14 (the g).
@@ -212,7 +233,8 @@ func (b *GoBinary) ReturnSites(fn GoFunc) (offs []uint64, ok bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	sites, ok, err := b.returnSites(text, f.Entry, 0)
+	budget := maxCallSites
+	sites, ok, err := b.returnSites(text, f.Entry, 0, &budget)
 	if !ok || err != nil {
 		return nil, false, err
 	}
@@ -231,10 +253,19 @@ func (b *GoBinary) ReturnSites(fn GoFunc) (offs []uint64, ok bool, err error) {
 // sites are the call's).
 const maxTailDepth = 3
 
+// maxCallSites bounds the call sites ReturnSites examines, tail callers'
+// included, each a disassembly of its function and each tail caller a
+// scan of .text: etcd's probed functions take 1-3 (v3.4, v3.5, v3.6),
+// and a crafted .text of nothing but calls to one function had its
+// function disassembled once per call (8 MiB of calls in functions of 64
+// KiB: 62 s; of 256 KiB: over 120 s). Past it ReturnSites says not ok
+// (the RETs are probed).
+const maxCallSites = 16
+
 // returnSites returns the addresses of the return sites of the function
 // at entry (ReturnSites), following calls in tail position up to
-// maxTailDepth callers.
-func (b *GoBinary) returnSites(text []byte, entry uint64, depth int) (sites []uint64, ok bool, err error) {
+// maxTailDepth callers; *budget counts down the call sites examined.
+func (b *GoBinary) returnSites(text []byte, entry uint64, depth int, budget *int) (sites []uint64, ok bool, err error) {
 	if depth > maxTailDepth || b.addressStored(entry) {
 		return nil, false, nil
 	}
@@ -247,6 +278,9 @@ func (b *GoBinary) returnSites(text []byte, entry uint64, depth int) (sites []ui
 		if int64(at)+5+int64(int32(binary.LittleEndian.Uint32(text[i+1:]))) != int64(entry) {
 			continue
 		}
+		if *budget--; *budget < 0 {
+			return nil, false, nil
+		}
 		site, tail, isCall, err := b.returnSite(text, at)
 		if err != nil {
 			return nil, false, err
@@ -256,7 +290,7 @@ func (b *GoBinary) returnSites(text []byte, entry uint64, depth int) (sites []ui
 			continue
 		case tail:
 			caller := b.table.PCToFunc(at)
-			more, ok, err := b.returnSites(text, caller.Entry, depth+1)
+			more, ok, err := b.returnSites(text, caller.Entry, depth+1, budget)
 			if !ok || err != nil {
 				return nil, false, err
 			}
@@ -283,21 +317,31 @@ func (b *GoBinary) textData() ([]byte, error) {
 }
 
 // addressStored reports whether addr appears as a little-endian word in
-// the binary's data sections (where itabs and func values live).
+// the binary's data sections (where itabs and func values live). The
+// sections are read in 1 MiB pieces: their sizes are the binary's to
+// say.
 func (b *GoBinary) addressStored(addr uint64) bool {
 	var word [8]byte
 	binary.LittleEndian.PutUint64(word[:], addr)
+	buf := make([]byte, 1<<20)
 	for _, name := range []string{".rodata", ".data.rel.ro", ".noptrdata", ".data"} {
 		s := b.f.Section(name)
-		if s == nil {
+		if s == nil || s.Type == elf.SHT_NOBITS {
 			continue
 		}
-		d, err := s.Data()
-		if err != nil {
-			return true // unknown: assume it is
-		}
-		if bytes.Contains(d, word[:]) {
-			return true
+		r, keep := s.Open(), 0
+		for {
+			n, err := io.ReadFull(r, buf[keep:])
+			if bytes.Contains(buf[:keep+n], word[:]) {
+				return true
+			}
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				break
+			}
+			if err != nil {
+				return true // unknown: assume it is
+			}
+			keep = copy(buf, buf[keep+n-len(word)+1:keep+n])
 		}
 	}
 	return false
@@ -313,6 +357,9 @@ func (b *GoBinary) returnSite(text []byte, call uint64) (site uint64, tail, isCa
 	if fn == nil {
 		return 0, false, false, nil
 	}
+	if checkFunc(fn, b.text) != nil || fn.End-b.text.Addr > uint64(len(text)) {
+		return 0, false, true, nil // a call whose function the table places wrongly: no site
+	}
 	code := text[fn.Entry-b.text.Addr : fn.End-b.text.Addr]
 	targets := map[uint64]bool{}
 	var after []uint64 // instruction addresses from the return address on
@@ -320,7 +367,7 @@ func (b *GoBinary) returnSite(text []byte, call uint64) (site uint64, tail, isCa
 	for pc := 0; pc < len(code); {
 		inst, err := x86asm.Decode(code[pc:], 64)
 		if err != nil {
-			return 0, false, false, fmt.Errorf("disassembling %s at +%#x: %w", fn.Name, pc, err)
+			return 0, false, true, nil // not Go's code: no site
 		}
 		addr := fn.Entry + uint64(pc)
 		if rel, ok := inst.Args[0].(x86asm.Rel); ok {

@@ -27,6 +27,10 @@ func TestMain(m *testing.M) {
 	if f := os.Getenv("ETCDSCOPE_TEST_FSYNCER"); f != "" {
 		os.Exit(fsyncerMain(f))
 	}
+	if os.Getenv("ETCDSCOPE_TEST_SLEEP") == "1" { // a process to trace (craftedbin_test.go)
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}
 	if os.Getenv("ETCDSCOPE_TEST_MAIN") == "1" {
 		rc := run(os.Args[1:])
 		if p := os.Getenv("ETCDSCOPE_TEST_HWM"); p != "" {

@@ -139,6 +139,10 @@ func runServe(args []string) error {
 	cfg.Fsync, cfg.Peers = ft, pt
 	if cfg.CommitPID != 0 {
 		ct, err := tracer.NewCommit(tracer.CommitConfig{PID: cfg.CommitPID, RingBytes: cfg.RingBytes, Sched: true, SampleEvery: cfg.CommitSampleEvery, NoGRPC: cfg.CommitNoGRPC})
+		if errors.Is(err, tracer.ErrGoFuncNotFound) || errors.Is(err, tracer.ErrNoGoSymbols) {
+			// As commit: the process given is the mistake.
+			return usagef("commit tracer (etcd pid %d): %v: not an etcd this etcdscope can probe; give etcd's pid (--commit-pid, pgrep -x etcd), or leave --commit-pid and --commit-comm out", cfg.CommitPID, err)
+		}
 		if err != nil {
 			return tracerError(fmt.Sprintf("commit tracer (etcd pid %d)", cfg.CommitPID), err)
 		}

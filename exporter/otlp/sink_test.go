@@ -271,3 +271,39 @@ func TestSinkMinDuration(t *testing.T) {
 		t.Errorf("spans by member %v: want 10 of m1, 10 of m3", members)
 	}
 }
+
+// TestSinkCollectorSilent: a collector that accepts and never answers
+// (a listener that never calls accept: the kernel completes the
+// handshake, nothing reads) holds each export for the whole timeout
+// (DefaultTimeout, serve's), and Shutdown still keeps to the bound serve
+// gives it (SpansShutdown, 1 s, so that serve exits within 2 s of
+// SIGINT), with the spans not exported counted, not reported as 0.
+func TestSinkCollectorSilent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	s, err := New(Config{Endpoint: ln.Addr().String(), Insecure: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetCluster(1, 2, commit.Names{1: "m1", 2: "m2", 3: "m3"})
+	s.Start()
+	for i := uint64(10); i < 110; i++ {
+		s.Write(&commit.Write{Index: i, StartNs: 1, EndNs: 2, Entry: &commit.Entry{Term: 2, Index: i}})
+	}
+	time.Sleep(1500 * time.Millisecond) // a batch is being exported
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start := time.Now()
+	n, err := s.Shutdown(ctx)
+	d := time.Since(start)
+	t.Logf("Shutdown in %v: %d spans not exported (%v)", d.Round(time.Millisecond), n, err)
+	if d > 1200*time.Millisecond {
+		t.Errorf("Shutdown took %v, bound 1 s", d)
+	}
+	if n == 0 || s.exp.exported.Load() != 0 {
+		t.Errorf("%d spans not exported, %d exported: want the unexported counted", n, s.exp.exported.Load())
+	}
+}
