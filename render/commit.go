@@ -239,6 +239,9 @@ func CommitSummary(run *CommitRun) commit.SummaryRecord {
 	s.EtcdVersion = run.EtcdVersion
 	s.WritesSeen, s.WritesSampled, s.SampleEvery = run.WritesSeen, run.WritesSampled, run.SampleEvery
 	s.Model, s.Unavailable = commitModel(run.Model), run.Unavailable
+	if run.Model == nil && run.ModelErr != nil {
+		s.ModelNotComputed = run.ModelErr.Error()
+	}
 	s.FsyncCalls, s.FsyncLost, s.FsyncMissed = run.SyncCalls, run.SyncLost, run.SyncMissed
 	s.Verdicts = CommitVerdicts(run.Report, run.Cluster)
 	if run.Source == commit.SourceModel {

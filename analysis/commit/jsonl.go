@@ -116,7 +116,10 @@ type SummaryRecord struct {
 	// server's: client library, gRPC and transport.
 	ClientOutsideNs *stats.Summary `json:"client_outside_ns,omitempty"`
 	Model           *ModelResult   `json:"model,omitempty"`
-	Unavailable     []string       `json:"unavailable,omitempty"`
+	// ModelNotComputed: why Model is absent though the run asked etcd's
+	// metrics for it (the table's "model: not computed" line).
+	ModelNotComputed string   `json:"model_not_computed,omitempty"`
+	Unavailable      []string `json:"unavailable,omitempty"`
 	// Target: whether the traced process exited or was stopped during
 	// the run (absent in recordings made before it was watched).
 	Target *Target `json:"target,omitempty"`

@@ -497,7 +497,7 @@ func (r *rig) commitChecks(out []byte, ph Phase, decider int, lo time.Duration) 
 // TCG the uprobes' traps stretch the traced side).
 func modelChecks(sum *commit.SummaryRecord, want, name string) []Check {
 	if sum.Model == nil {
-		return []Check{{Name: "etcdscope commit: the kernel-only model ran beside the uprobes", Got: "no model in the summary", Want: "a model", Pass: false}}
+		return []Check{{Name: "etcdscope commit: the kernel-only model ran beside the uprobes", Got: "no model in the summary: " + sum.ModelNotComputed, Want: "a model", Pass: false}}
 	}
 	got := strconv.FormatUint(sum.Model.Decider, 16)
 	switch {
