@@ -59,8 +59,9 @@ type Group struct {
 	// (REQ_META) or nothing in the journal layer.
 	WithCommit int64 `json:"with_commit"`
 	// Verdict compares p99 with WALFsyncBudget: VerdictOK, VerdictOverBudget,
-	// or VerdictNA for kinds the budget does not apply to (bbolt backend,
-	// snapshots, the WAL directory's fsync at a segment cut).
+	// VerdictNA for kinds the budget does not apply to (bbolt backend,
+	// snapshots, the WAL directory's fsync at a segment cut), or
+	// VerdictInMemory for files on a filesystem with no disk (tmpfs).
 	Verdict Verdict `json:"verdict"`
 	// Bias counts the holes in the trace the group was drawn from (calls
 	// absent, requests unattributed): the report's lost_events and
@@ -336,7 +337,7 @@ func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report
 		if out.Total.Count > 0 {
 			out.FlushesPerFsync = float64(g.flushes) / float64(out.Total.Count)
 		}
-		out.Verdict = verdict(g.key.FileKind, out.Total.P99)
+		out.Verdict = verdict(g.key.FileKind, g.key.FS, out.Total.P99)
 		out.Bias = Bias{LostEvents: lost, MissedRuns: missed}
 		if g == b.groups.other {
 			// Many groups' calls in one: no verdict, no disk verdict.
@@ -502,16 +503,34 @@ const (
 	VerdictOK         Verdict = "ok"          // p99 under the budget
 	VerdictOverBudget Verdict = "over budget" // p99 at the budget or over
 	VerdictNA         Verdict = "n/a"         // the budget does not apply to this kind of file
+	// VerdictInMemory: the files are on a filesystem kept in memory
+	// (InMemoryFS): their fsyncs reach no disk, so the budget, which is
+	// a disk's, is not judged.
+	VerdictInMemory Verdict = "in memory"
 )
+
+// InMemoryFS reports whether fs (a GroupKey.FS, the kernel's name of a
+// filesystem type) keeps its files in memory only: tmpfs, ramfs,
+// hugetlbfs, devtmpfs. An fsync there returns without I/O.
+func InMemoryFS(fs string) bool {
+	switch fs {
+	case "tmpfs", "ramfs", "hugetlbfs", "devtmpfs":
+		return true
+	}
+	return false
+}
 
 // Judged reports whether v is a judgement against the budget (ok or over
 // budget), not n/a or empty.
 func (v Verdict) Judged() bool { return v == VerdictOK || v == VerdictOverBudget }
 
-func verdict(kind string, p99 int64) Verdict {
+func verdict(kind, fs string, p99 int64) Verdict {
 	switch kind {
 	case KindBackend, KindSnapshot, KindWALDir:
 		return VerdictNA
+	}
+	if InMemoryFS(fs) {
+		return VerdictInMemory
 	}
 	if time.Duration(p99) < WALFsyncBudget {
 		return VerdictOK

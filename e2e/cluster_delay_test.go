@@ -3,9 +3,12 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,8 +35,28 @@ import (
 // leader's send to the ack minus the follower's own receive-to-answer)
 // must hold the injected 20 ms: never less (the proxy's delay is a floor)
 // and its median within 10% above it.
+//
+// It runs on v3.6 and on Debian's v3.4 (bin/etcd34), whose raft loop and
+// rafthttp streams the join reads through other function names and
+// layouts (tracer.etcdBuilds).
 func TestClusterInjectedDelay(t *testing.T) {
 	testenv.RequireRoot(t)
+	root := testenv.RepoRoot(t)
+	for _, v := range []struct{ name, bin, make string }{
+		{"v3.6", filepath.Join(root, "bin", "etcd"), "make etcd"},
+		{"v3.4", debianEtcd(t), "scripts/deps.sh extracts it from Debian's etcd-server"},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			if _, err := os.Stat(v.bin); err != nil {
+				testenv.Missing(t, fmt.Sprintf("no %s (%s)", v.bin, v.make))
+			}
+			t.Setenv("ETCDSCOPE_ETCD", v.bin)
+			checkInjectedDelay(t)
+		})
+	}
+}
+
+func checkInjectedDelay(t *testing.T) {
 	const delay = 20 * time.Millisecond
 	// The proxies listen before the members start (each dials its
 	// follower per connection): the members elect a leader through them.

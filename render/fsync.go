@@ -76,6 +76,8 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			d := g.Dominant()
 			fmt.Fprintf(bw, "  verdict: OVER BUDGET, p99 %s ms exceeds etcd's WAL fsync budget of %v; most time in %s (%.0f%%)\n",
 				Ms(g.Total.P99), analysis.WALFsyncBudget, d.Name, 100*d.Share)
+		case analysis.VerdictInMemory:
+			fmt.Fprintf(bw, "  verdict: not judged, %s keeps files in memory: these fsyncs reach no disk (trace the filesystem etcd's data directory is on)\n", g.Key.FS)
 		default:
 			if g.Folded > 0 {
 				fmt.Fprintf(bw, "  verdict: n/a (the calls of %d groups together)\n", g.Folded)
@@ -89,7 +91,7 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			// The layer table rounds shares: a 39.98% reads as 40.0%.
 			fmt.Fprintf(bw, "  disk verdict: none (%s)\n", DiskWhyText(g.DiskWhy))
 		}
-		if d := g.Dominant(); d.Name == analysis.LayerOther && d.Share >= otherHintShare && len(g.OtherSplit) == 0 {
+		if d := g.Dominant(); d.Name == analysis.LayerOther && d.Share >= otherHintShare && len(g.OtherSplit) == 0 && !analysis.InMemoryFS(g.Key.FS) {
 			// No kernel layer explains the time: the scheduler's view can.
 			fmt.Fprintf(bw, "  note: %.0f%% of the time is in other (no block request or journal commit in flight): rerun with --sched to split it into runnable, running and blocked off I/O\n", 100*d.Share)
 		}

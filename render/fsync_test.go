@@ -200,6 +200,29 @@ func TestFsyncReportOtherPointsToSched(t *testing.T) {
 	}
 }
 
+// TestFsyncReportInMemory: WAL calls on tmpfs reach no disk: no "OK"
+// against the disk budget, however fast, and no --sched hint for the
+// copy that is all their time.
+func TestFsyncReportInMemory(t *testing.T) {
+	b := analysis.NewReportBuilder()
+	for i := 0; i < 20; i++ {
+		r := analysis.FsyncRecord{Comm: "etcd", PID: 42, Syscall: "fdatasync", Dev: "0:27", FS: "tmpfs", FileKind: "wal",
+			TotalNs: 900, Layers: analysis.Layers{OtherNs: 900}}
+		b.Add(&r)
+	}
+	rep := b.Report(0, 0, nil)
+	if v := rep.Groups[0].Verdict; v != analysis.VerdictInMemory {
+		t.Fatalf("verdict %q on tmpfs, want %q", v, analysis.VerdictInMemory)
+	}
+	var out bytes.Buffer
+	if err := FsyncReport(&out, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "verdict: not judged, tmpfs keeps files in memory") || strings.Contains(s, "OK") || strings.Contains(s, "--sched") {
+		t.Errorf("tmpfs WAL group:\n%s", s)
+	}
+}
+
 // TestFsyncReportNoCommitNote: the note on calls that waited on no jbd2
 // commit gives each file kind its own reason: the WAL's preallocation
 // (unwritten extents, whose first write needs a commit) only for the WAL

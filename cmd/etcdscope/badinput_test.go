@@ -105,6 +105,8 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"fsync", "--duration", "1s", "--ready-file", "$D/null"}, fix: "not a regular file: give the path of a regular file", rootOnly: true},
 	{args: []string{"fsync", "--duration", "1s", "--ready-file", "$D/fifo"}, fix: "not a regular file: give the path of a regular file"},
 	{args: []string{"fsync", "--workload", "wal", "--dir", "$D/missing"}, fix: "is not an existing directory"},
+	// A gate over tmpfs passed: fdatasync there reaches no disk.
+	{args: []string{"fsync", "--workload", "wal", "--fail-over-budget", "--dir", "/dev/shm"}, fix: "give a --dir on the disk etcd's data directory will use"},
 	{args: []string{"fsync", "--workload", "wal", "--dir", "$D/open"}, fix: "give a directory only its owner can change"},
 	{args: []string{"fsync", "--workload", "wal", "--dir", "$D/sticky/planted"}, fix: "give the real path instead", rootOnly: true},
 	{args: []string{"fsync", "extra"}, fix: "see 'etcdscope fsync --help'"},

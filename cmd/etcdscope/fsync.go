@@ -221,6 +221,10 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 		}
 	}
 	cfg.FSTypes = f.fsTypes(cfg.Disk)
+	if f.wl != "" && f.failOverBudget && len(cfg.FSTypes) == 1 && analysis.InMemoryFS(cfg.FSTypes[0]) {
+		// A gate on a disk the workload never reaches would always pass.
+		return cfg, usagef("--fail-over-budget: --dir %s is on %s, which keeps files in memory: its fdatasyncs reach no disk; give a --dir on the disk etcd's data directory will use", f.dir, cfg.FSTypes[0])
+	}
 	return cfg, nil
 }
 
