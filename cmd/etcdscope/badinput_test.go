@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -794,5 +795,30 @@ cat "$D/stderr"
 		if !strings.Contains(string(out), want) {
 			t.Errorf("want %q in:\n%s", want, out)
 		}
+	}
+}
+
+// TestCommitPtraceRefused: where the kernel refuses reading a process's
+// executable to a caller that holds CAP_SYS_PTRACE (another user
+// namespace, capabilities the target holds and the caller lacks: pid 1
+// on this project's CI machine), `commit --pid` exits 2 with one line
+// saying why; it was exit 1 with the bare open error.
+func TestCommitPtraceRefused(t *testing.T) {
+	testenv.RequireRoot(t)
+	if _, err := os.Readlink("/proc/1/exe"); !errors.Is(err, os.ErrPermission) {
+		t.Skipf("SKIPPED: /proc/1/exe is readable here (%v): the refusal cannot be made", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "commit", "--pid", "1", "--duration", "1s")
+	cmd.Env = append(os.Environ(), "ETCDSCOPE_TEST_MAIN=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Run()
+	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	if rc := cmd.ProcessState.ExitCode(); rc != 2 || len(lines) != 1 || !strings.Contains(lines[0], "despite CAP_SYS_PTRACE") {
+		t.Errorf("exit %d, stderr %d line(s), want 2 and one line saying why:\n%s", rc, len(lines), stderr.String())
 	}
 }

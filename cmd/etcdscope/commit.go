@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"strconv"
 	"strings"
@@ -118,6 +119,12 @@ func runCommit(args []string) error {
 		// /proc/PID/exe of a process with more capabilities (a root
 		// etcd) needs ptrace read access.
 		return usagef("pid %d: reading its executable for uprobes was refused: commit needs CAP_SYS_PTRACE besides CAP_BPF and CAP_PERFMON (run as root, or add it)", opt.PID)
+	case errors.Is(err, os.ErrPermission):
+		// Refused although this process holds CAP_SYS_PTRACE: the kernel
+		// also wants the caller's capabilities to cover the target's (or a
+		// security module forbids it), e.g. root in a container beside
+		// a host process.
+		return usagef("pid %d: the kernel refused reading its executable (/proc/%d/exe) despite CAP_SYS_PTRACE (%s); run etcdscope in the process's user namespace with at least its capabilities", opt.PID, opt.PID, capsCompared(opt.PID))
 	default:
 		return err
 	}
@@ -272,4 +279,32 @@ func commitRun(res *pipeline.CommitResult, pid int) *render.CommitRun {
 			ClientNs: l.ClientNs.Summary(), GetNs: l.TransportNs.Summary(), IdleGetNs: l.IdleTransportNs.Summary()}
 	}
 	return run
+}
+
+// capsCompared says how pid's permitted capabilities (CapPrm in
+// /proc/PID/status) compare with this process's, for the error when the
+// kernel refuses ptrace access: the ones it holds that this one lacks.
+func capsCompared(pid int) string {
+	prm := func(path string) (uint64, bool) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return 0, false
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "CapPrm:"); ok {
+				n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+				return n, err == nil
+			}
+		}
+		return 0, false
+	}
+	theirs, ok1 := prm("/proc/" + strconv.Itoa(pid) + "/status")
+	ours, ok2 := prm("/proc/self/status")
+	if !ok1 || !ok2 {
+		return "its capabilities could not be read"
+	}
+	if extra := theirs &^ ours; extra != 0 {
+		return fmt.Sprintf("it holds %d capabilities this process lacks, CapPrm %016x here %016x; or another user namespace, or a security module", bits.OnesCount64(extra), theirs, ours)
+	}
+	return "its capabilities are covered: another user namespace, or a security module such as Yama's ptrace_scope"
 }
