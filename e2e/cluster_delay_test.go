@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,8 +64,9 @@ func checkInjectedDelay(t *testing.T) {
 	// follower per connection): the members elect a leader through them.
 	proxies := []string{"", "127.0.0.12:2380", "127.0.0.13:2380"}
 	ips := []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}
+	late := &lateness{}
 	for i := 1; i <= 2; i++ {
-		delayProxy(t, proxies[i], net.JoinHostPort(ips[i], strconv.Itoa(etcdtest.PeerPort)), delay)
+		delayProxy(t, proxies[i], net.JoinHostPort(ips[i], strconv.Itoa(etcdtest.PeerPort)), delay, late)
 	}
 	c := etcdtest.Start(t, etcdtest.Options{Members: 3, IPs: ips,
 		AdvertisePeer: []string{"", "http://" + proxies[1], "http://" + proxies[2]}})
@@ -109,12 +112,23 @@ func checkInjectedDelay(t *testing.T) {
 	if int(net.Count) < inRun*9/10 {
 		t.Errorf("%d of %d writes decided by a follower: with %v on the followers' acks and a ms leader WAL, want nearly all", net.Count, inRun, delay)
 	}
-	// 2026-12-06, 6 runs on this loaded 2-core VM: min 20.34-20.57 ms,
-	// p50 21.10-21.47 ms (the loopback round trip, both rafthttp queues
-	// and the proxy's own copy on top of the 20 ms): 7.3% above at worst.
-	if minNet < delay.Nanoseconds() || net.P50 > delay.Nanoseconds()*11/10 {
-		t.Errorf("network part min %d ns, p50 %d ns: want at least the injected %d ns, p50 within 10%% above it", minNet, net.P50, delay.Nanoseconds())
+	// The proxy's hold is the injected delay plus its own wake-up, which
+	// on a busy machine is late by a millisecond or more: that is network
+	// the join must report, so the bound is on what the proxy held
+	// (its median hold), not on the 20 ms it aimed at.
+	held := delay.Nanoseconds() + late.p50()
+	t.Logf("the proxy held each chunk %d ns at the median (%d ns late, %d chunks)", held, late.p50(), late.n())
+	// 2026-12-06, 6 runs on this loaded 2-core VM (v3.6 only, against
+	// the aimed 20 ms): min 20.34-20.57 ms, p50 21.10-21.47 ms (the
+	// loopback round trip, both rafthttp queues and the proxy's own copy
+	// on top of the 20 ms): 7.3% above at worst. With v3.4 beside it and
+	// 3 helpers and a hunt running (load 4-6): p50 against the aim 7.9,
+	// 11.5, 10.2, 9.5, 9.2% above (v3.4), 7.7% (v3.6): the proxy's late
+	// wake-ups, now in held.
+	if minNet < delay.Nanoseconds() || net.P50 > held*11/10 {
+		t.Errorf("network part min %d ns, p50 %d ns: want at least the injected %d ns, p50 within 10%% above the proxy's median hold %d ns", minNet, net.P50, delay.Nanoseconds(), held)
 	}
+	t.Logf("flakehunt: margin network-p50-over-held-pct %.1f of 10", 100*(float64(net.P50)/float64(held)-1))
 	if v := j.Verdict(); v.Kind != commit.ClusterVerdictNetwork {
 		t.Errorf("verdict %+v: want the network", v)
 	}
@@ -123,7 +137,7 @@ func checkInjectedDelay(t *testing.T) {
 // delayProxy listens on addr and forwards every connection to target,
 // holding each chunk target sends back for d (the other direction is
 // passed at once); it stops with the test.
-func delayProxy(t *testing.T, addr, target string, d time.Duration) {
+func delayProxy(t *testing.T, addr, target string, d time.Duration, late *lateness) {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -167,6 +181,7 @@ func delayProxy(t *testing.T, addr, target string, d time.Duration) {
 					if _, err := c.Write(k.b); err != nil {
 						return
 					}
+					late.add(time.Since(k.at))
 				}
 			}()
 		}
@@ -199,4 +214,37 @@ func moveLeaderTo(ctx context.Context, t *testing.T, c *etcdtest.Cluster, m *etc
 		cancel()
 		cli.Close()
 	}
+}
+
+// lateness collects how late the delay proxies released their chunks
+// (the write's end minus the aimed time), bounded to the first 1<<16.
+type lateness struct {
+	mu sync.Mutex
+	ns []int64
+}
+
+func (l *lateness) add(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.ns) < 1<<16 {
+		l.ns = append(l.ns, d.Nanoseconds())
+	}
+}
+
+func (l *lateness) n() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.ns)
+}
+
+// p50 is the median lateness in ns, 0 before any chunk.
+func (l *lateness) p50() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.ns) == 0 {
+		return 0
+	}
+	s := slices.Clone(l.ns)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

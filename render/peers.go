@@ -86,7 +86,10 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 			if m.Leader {
 				lead = " (leader)"
 			}
-			fmt.Fprintf(w, "member %s %s peer IPs %v%s\n", m.ToLabel(), m.Name, m.PeerIPs, lead)
+			fmt.Fprintf(w, "member %s %s peer URLs on %v%s\n", m.ToLabel(), m.Name, m.PeerIPs, lead)
+		}
+		if len(rep.Members) == 1 {
+			fmt.Fprintf(w, "a one-member cluster: no peer traffic on port %d to trace\n", rep.Port)
 		}
 	}
 	if warn := leaderWarning(rep); warn != "" {
@@ -98,6 +101,10 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 	fmt.Fprintf(w, "\n%s from %s (member pid %d), between the two scrapes:\n", etcdmetric.MetricName, rep.MetricsURL, rep.MemberPID)
 	if rep.MetricsError != "" {
 		fmt.Fprintf(w, "  error: %s\n", rep.MetricsError)
+	}
+	if len(rep.Metric) == 0 {
+		fmt.Fprintf(w, "  no %s series (a member has one per peer)\n", etcdmetric.MetricName)
+		return
 	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TO\tPROBER\tMEMBER\tPEER\tOBS\tMEAN\tp50\tp99\tRTT\tINFLATION\tMODEL MEAN\tMODEL INFLATION\tVERDICT")

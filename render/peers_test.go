@@ -69,3 +69,21 @@ func TestProbeErrorShownWithTheEstimate(t *testing.T) {
 		t.Errorf("measured probe:\n%s", m)
 	}
 }
+
+// TestTableOneMember: a one-member cluster says it has no peer traffic,
+// and an empty metric comparison prints no table header without rows (a
+// fresh user read the member's own peer URL as "a peer").
+func TestTableOneMember(t *testing.T) {
+	var out bytes.Buffer
+	Peers(&out, &etcdmetric.PeersReport{Port: 2380, MetricsURL: "http://127.0.0.1:2379/metrics",
+		Members: []etcdmetric.Member{{ID: 0xab, Name: "w1", PeerIPs: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, Leader: true}}})
+	s := out.String()
+	for _, want := range []string{"member ab w1 peer URLs on [127.0.0.1] (leader)", "a one-member cluster: no peer traffic on port 2380 to trace", "no etcd_network_peer_round_trip_time_seconds series"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("table lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "PROBER") {
+		t.Errorf("a metric table header without rows:\n%s", s)
+	}
+}
