@@ -349,7 +349,10 @@ func build(in Input) page {
 			in.PeerReport = &rep
 		}
 	}
-	if in.PeerEvents == 0 {
+	if in.PeerEvents == 0 && in.PeerReport != nil {
+		// A recording was given and held no event: say so, not "pass it".
+		p.PeersNote = "The peers recording given holds no connection event: no per-peer RTT. It records etcd's peer port while members talk (a one-member cluster has none; etcdscope peers --port P for another port)."
+	} else if in.PeerEvents == 0 {
 		p.PeersNote = "This page was made without peer data: no per-peer RTT. Record it with `etcdscope peers --record peers.jsonl` and pass it with `etcdscope report --html out.html --peers peers.jsonl trace.jsonl`."
 	} else {
 		c, legend, note := peerChart(in.PeerReport, in.PeerMetric)

@@ -189,6 +189,18 @@ func TestPageWithoutPeers(t *testing.T) {
 	}
 }
 
+// TestPageWithEmptyPeersRecording: a peers recording given that holds no
+// event is said as such; the page told a user who had passed --peers to
+// pass it.
+func TestPageWithEmptyPeersRecording(t *testing.T) {
+	in := readTestdata(t)
+	in.Peers, in.PeerEvents, in.PeerReport = nil, 0, &peers.Report{}
+	out, _ := renderPage(t, in)
+	if !strings.Contains(out, "The peers recording given holds no connection event") || strings.Contains(out, "made without peer data") {
+		t.Errorf("page with an empty peers recording does not say it is empty")
+	}
+}
+
 // TestLayerBars checks the geometry: each bar's segments are each layer's
 // share of the mean call of its level, the bar normalised to the full bar
 // area, and the level's mean time written beside it.

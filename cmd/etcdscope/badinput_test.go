@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -820,5 +821,51 @@ func TestCommitPtraceRefused(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
 	if rc := cmd.ProcessState.ExitCode(); rc != 2 || len(lines) != 1 || !strings.Contains(lines[0], "despite CAP_SYS_PTRACE") {
 		t.Errorf("exit %d, stderr %d line(s), want 2 and one line saying why:\n%s", rc, len(lines), stderr.String())
+	}
+}
+
+// TestReportHTMLFromCapture: `report --html` draws a capture as it draws
+// the recording the capture replays into (it refused a capture before,
+// with a two-command recipe): the pages are the same but for the time
+// they were generated.
+func TestReportHTMLFromCapture(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	capPath := filepath.Join(testenv.RepoRoot(t), "testdata", "capture", "ext4.capture.jsonl")
+	main := func(stdout io.Writer, args ...string) {
+		t.Helper()
+		cmd := exec.Command(self, args...)
+		cmd.Env = append(os.Environ(), "ETCDSCOPE_TEST_MAIN=1")
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("etcdscope %v: %v\n%s", args, err, stderr.String())
+		}
+	}
+	// The same input name for both pages: the page shows it.
+	in := filepath.Join(dir, "in.jsonl")
+	b, err := os.ReadFile(capPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(in, b, 0o600)
+	main(io.Discard, "report", "--html", filepath.Join(dir, "a.html"), in)
+	var rec bytes.Buffer
+	main(&rec, "report", "--output", "json", capPath)
+	os.WriteFile(in, rec.Bytes(), 0o600)
+	main(io.Discard, "report", "--html", filepath.Join(dir, "b.html"), in)
+	generated := regexp.MustCompile(`Generated [0-9TZ:-]+`)
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return generated.ReplaceAllString(string(b), "Generated T")
+	}
+	if a, b := read("a.html"), read("b.html"); a != b || !strings.Contains(a, "194 fsync/fdatasync calls") {
+		t.Errorf("the capture's page (%d bytes) differs from its recording's (%d bytes), or lacks its 194 calls", len(a), len(b))
 	}
 }

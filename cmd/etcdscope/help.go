@@ -47,9 +47,9 @@ var helps = map[string]helpText{
 		"sudo etcdscope serve --listen '[fd00::1]:10380' --listen-public              # on a node's IPv6 address",
 		"sudo etcdscope serve --commit-pid $(pgrep -x etcd) --etcd-endpoints http://127.0.0.1:2379 # + each write's split, /commit/entries for etcdscope cluster",
 	}},
-	"report": {"etcdscope report [--output table|json | --html OUT.html [--peers PEERS.jsonl] [--merge MERGED.jsonl]] [--fail-over-budget] RECORDING.jsonl (- for stdin)", []string{
+	"report": {"etcdscope report [--output table|json | --html OUT.html [--peers PEERS.jsonl] [--merge MERGED.jsonl]] [--fail-over-budget] RECORDING.jsonl|CAPTURE.jsonl (- for stdin)", []string{
 		"etcdscope report trace.jsonl                                   # the table again, from a recording",
-		"etcdscope report --html page.html --peers peers.jsonl trace.jsonl # one self-contained page to share",
+		"etcdscope report --html page.html --peers peers.jsonl trace.jsonl # one self-contained page to share (a capture too)",
 		"etcdscope report --fail-over-budget trace.jsonl                # exit 3 if a WAL (or other files') group's p99 is over 10 ms",
 	}},
 	"check": {"etcdscope check [--output table|json]", []string{

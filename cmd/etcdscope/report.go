@@ -79,11 +79,29 @@ func runReport(args []string) error {
 		in = f
 	}
 	br := bufio.NewReaderSize(in, 64<<10)
+	var replayed chan error // the capture's replay into the page's recording
 	if isCapture(br) {
-		if *htmlOut != "" {
-			return usagef("%s is a capture: --html takes a recording; replay it into one first: etcdscope report --output json %s > recording.jsonl && etcdscope report --html %s recording.jsonl", fs.Arg(0), fs.Arg(0), *htmlOut)
+		if *htmlOut == "" {
+			return replayCapture(br, fs.Arg(0), *output, *failOverBudget)
 		}
-		return replayCapture(br, fs.Arg(0), *output, *failOverBudget)
+		// The page reads a recording: the capture's replay (its records
+		// and summary, as --output json prints them) streams into it.
+		rd, err := capture.NewReader(br)
+		if err != nil {
+			return usagef("reading %s: %v", fs.Arg(0), err)
+		}
+		if t := rd.Header().Tracer; t != capture.TracerFsync {
+			return usagef("%s is a %s capture: the page draws fsync calls; give it with --peers after replaying it (etcdscope report --output json %s > peers.jsonl)", fs.Arg(0), t, fs.Arg(0))
+		}
+		pr, pw := io.Pipe()
+		defer pr.Close() // a scan that stops early ends the replay too
+		replayed = make(chan error, 1)
+		go func() {
+			err := replayFsync(rd, fs.Arg(0), pw, "json", false)
+			pw.CloseWithError(err)
+			replayed <- err
+		}()
+		br = bufio.NewReaderSize(pr, 64<<10)
 	}
 	head, _ := br.Peek(br.Size())
 	head = bytes.Clone(head) // the scan below reuses the buffer
@@ -105,6 +123,11 @@ func runReport(args []string) error {
 		}
 		return rs.Fsync(r)
 	}, rs.Write)
+	if replayed != nil {
+		if rerr := <-replayed; rerr != nil {
+			return rerr // the replay's own error says it better than the scan's
+		}
+	}
 	if err != nil {
 		// Evidence users already have (a /metrics scrape, etcd's log,
 		// fio's output) is diagnose's input, not a recording.
@@ -203,7 +226,7 @@ func replayCapture(in io.Reader, name, output string, failOverBudget bool) error
 	}
 	switch rd.Header().Tracer {
 	case capture.TracerFsync:
-		return replayFsync(rd, name, output, failOverBudget)
+		return replayFsync(rd, name, os.Stdout, output, failOverBudget)
 	case capture.TracerPeers:
 		return replayPeers(rd, name, output)
 	}
@@ -221,7 +244,7 @@ func replayDecodeErrors(name string, n uint64) error {
 	return usagef("%s: %d capture line(s) could not be decoded (a capture cut short ends in a partial line: copy it whole); the report above misses those events", name, n)
 }
 
-func replayFsync(rd *capture.Reader, name, output string, failOverBudget bool) error {
+func replayFsync(rd *capture.Reader, name string, dst io.Writer, output string, failOverBudget bool) error {
 	rs := pipeline.NewReportSink(false)
 	var tooLarge error // the first fact past the Reader's bounds
 	cfg := pipeline.FsyncConfig{Host: pipeline.ReplayHost(rd), Sinks: []pipeline.FsyncSink{rs}, Sched: rd.Header().Sched,
@@ -237,7 +260,7 @@ func replayFsync(rd *capture.Reader, name, output string, failOverBudget bool) e
 		}
 		cfg.Disk = dev
 	}
-	var out io.Writer = os.Stdout
+	out := dst
 	if output == "json" {
 		out = render.JSONText(out)
 	}
