@@ -372,21 +372,23 @@ func walVerdict(v commit.Verdict) verdictText {
 		fmt.Sprintf("and off the disk: waiting for a CPU %s, running in the kernel %s, blocked otherwise %s, outside syscalls (Go) %s",
 			pct(commit.CauseCPUWait), pct(commit.CauseRunning), pct(commit.CauseBlocked), pct(commit.CauseOutside)),
 	}
+	// Each line leads with the cause and its share of (*WAL).sync's time,
+	// then the WAL append's numbers.
 	var line string
 	switch top := wal.Cause; {
 	case top.Disk():
-		line = fmt.Sprintf("writes wait on the local disk, most on its %s: %s", strings.ReplaceAll(string(top), "_", " "), head)
+		line = fmt.Sprintf("writes wait on the local disk, most on its %s (%s of (*WAL).sync): %s", strings.ReplaceAll(string(top), "_", " "), pct(top), head)
 	case top == commit.CauseCPUWait:
 		// Linux 6.18+ throttles on the return to user space: the wait can
 		// land around the syscall, not in it (docs/commit.md).
-		return verdictText{"writes wait for a CPU, not the disk: " + head, append(split, cpuCheck)}
+		return verdictText{fmt.Sprintf("writes wait for a CPU, not the disk: %s of (*WAL).sync runnable with no I/O in flight; %s", pct(top), head), append(split, cpuCheck)}
 	case top == commit.CauseRunning:
-		line = "writes wait on the kernel's own work in the syscalls, on a CPU with no I/O in flight: " + head
+		line = fmt.Sprintf("writes wait on the kernel's own work in the syscalls, on a CPU with no I/O in flight (%s of (*WAL).sync): %s", pct(top), head)
 	case top == commit.CauseBlocked:
-		line = "writes wait asleep in the syscalls, not on the disk's I/O: " + head
+		line = fmt.Sprintf("writes wait asleep in the syscalls, not on the disk's I/O (%s of (*WAL).sync): %s", pct(top), head)
 		split = append(split, "asleep on something else: a lock, a page fault, memory reclaim")
 	case top == commit.CauseOutside:
-		line = "writes wait in (*WAL).sync outside its syscalls, running Go code: " + head
+		line = fmt.Sprintf("writes wait in (*WAL).sync outside its syscalls, running Go code (%s of it): %s", pct(top), head)
 	default:
 		line = "writes wait in the syscalls with no I/O in flight (the scheduler was not followed): " + head
 	}
