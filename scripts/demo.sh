@@ -6,9 +6,11 @@
 # CAP_BPF + CAP_PERFMON); extra arguments go to `etcdscope fsync`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Stamped as make build stamps it (--version: git describe), when git is
-# there; without it buildinfo falls back to "devel".
+# Built as make build builds it (static, CGO_ENABLED=0, -trimpath: the same
+# bin/etcdscope a node or the image gets) and stamped as it stamps it
+# (--version: git describe), when git is there; without it buildinfo falls
+# back to "devel".
 pkg=github.com/etcdscope/etcdscope/internal/buildinfo
-go build -ldflags "-X $pkg.version=$(git describe --tags --always --dirty 2>/dev/null) -X $pkg.revision=$(git rev-parse HEAD 2>/dev/null)" \
+CGO_ENABLED=0 go build -trimpath -ldflags "-X $pkg.version=$(git describe --tags --always --dirty 2>/dev/null) -X $pkg.revision=$(git rev-parse HEAD 2>/dev/null)" \
 	-o bin/etcdscope ./cmd/etcdscope
 exec ./bin/etcdscope fsync --workload wal --duration 10s "$@"

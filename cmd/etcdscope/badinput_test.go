@@ -305,7 +305,7 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"diagnose", "--prometheus", "http://127.0.0.1:1", "--window", "1m"}, fix: "--window is for /metrics files and URLs, not --prometheus"},
 
 	// check
-	{args: []string{"check", "extra"}, fix: "check takes no arguments"},
+	{args: []string{"check", "extra"}, fix: "give subcommands among fsync, serve, peers, commit, hypervisor, netem, or none for all"},
 	{args: []string{"check", "--verbose"}, fix: "see 'etcdscope check --help'"},
 	{args: []string{"check", "--output", "xml"}, fix: "use table or json"},
 },

@@ -31,7 +31,7 @@ var checkStdout io.Writer = os.Stdout
 // table already said what, the error says which subcommands it stops and
 // which can run (a node without sch_netem still traces).
 func checkFailed(items []checkItem, asJSON bool) error {
-	all := []string{"fsync", "serve", "peers", "commit", "hypervisor", "netem"}
+	all := checkedSubcommands
 	blocked := map[string]bool{}
 	for _, it := range items {
 		if it.ok || it.required == "" {
@@ -62,6 +62,22 @@ func checkFailed(items []checkItem, asJSON bool) error {
 	return errors.New(msg)
 }
 
+// checkedSubcommands are the subcommands check judges the node for
+// (check SUBCOMMAND... narrows its exit code to them).
+var checkedSubcommands = []string{"fsync", "serve", "peers", "commit", "hypervisor", "netem"}
+
+// stops reports whether a missing item stops one of the subcommands in
+// only (every subcommand when only is empty).
+func (it checkItem) stops(only []string) bool {
+	if it.ok || it.required == "" {
+		return false
+	}
+	if len(only) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(strings.Fields(it.required), func(w string) bool { return slices.Contains(only, w) })
+}
+
 // checkItem is one line of check's table.
 type checkItem struct {
 	what     string
@@ -84,17 +100,17 @@ func runCheck(args []string) error {
 		}
 		return usagef("%v (see 'etcdscope check --help')", err)
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q: check takes no arguments", fs.Arg(0))
+	only := fs.Args()
+	for _, a := range only {
+		if !slices.Contains(checkedSubcommands, a) {
+			return usagef("check %s: give subcommands among %s, or none for all", a, strings.Join(checkedSubcommands, ", "))
+		}
 	}
 	if *output != "table" && *output != "json" {
 		return usagef("--output %q: use table or json", *output)
 	}
 	items := checkNode()
-	failed := false
-	for _, it := range items {
-		failed = failed || (!it.ok && it.required != "")
-	}
+	failed := slices.ContainsFunc(items, func(it checkItem) bool { return it.stops(only) })
 	if *output == "json" {
 		enc := json.NewEncoder(render.JSONText(checkStdout))
 		for _, it := range items {

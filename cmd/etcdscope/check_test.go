@@ -210,3 +210,20 @@ func TestCheckFailedNamesWhereToLook(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckStopsOnlyWhatIsNamed: `check fsync` exits 1 only for what fsync
+// needs: a node without sch_netem (this one) made `check && fsync` fail.
+func TestCheckStopsOnlyWhatIsNamed(t *testing.T) {
+	netem := checkItem{what: "sch_netem", required: "netem"}
+	for _, c := range []struct {
+		only []string
+		want bool
+	}{{nil, true}, {[]string{"fsync"}, false}, {[]string{"fsync", "netem"}, true}, {[]string{"commit"}, false}} {
+		if got := netem.stops(c.only); got != c.want {
+			t.Errorf("sch_netem missing, check %v: stops %v, want %v", c.only, got, c.want)
+		}
+	}
+	if (checkItem{what: "x", ok: true, required: "fsync"}).stops(nil) || (checkItem{what: "y"}).stops(nil) {
+		t.Error("an item present, or optional, stops a subcommand")
+	}
+}

@@ -52,7 +52,8 @@ var helps = map[string]helpText{
 		"etcdscope report --html page.html --peers peers.jsonl trace.jsonl # one self-contained page to share (a capture too)",
 		"etcdscope report --fail-over-budget trace.jsonl                # exit 3 if a WAL (or other files') group's p99 is over 10 ms",
 	}},
-	"check": {"etcdscope check [--output table|json]", []string{
+	"check": {"etcdscope check [--output table|json] [SUBCOMMAND...]  (exit 1 when something a subcommand needs is missing; naming subcommands judges only theirs)", []string{
+		"etcdscope check fsync commit && sudo etcdscope commit --pid $(pgrep -x etcd)   # exit 0 when those two can run here",
 		"etcdscope check                                              # what this node and this process lack, before a run",
 		"sudo setpriv --reuid 65534 --inh-caps -all,+bpf,+perfmon --ambient-caps -all,+bpf,+perfmon --bounding-set -all,+bpf,+perfmon etcdscope check",
 	}},
