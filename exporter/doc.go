@@ -10,8 +10,8 @@
 // and the HTTP server (/metrics, /healthz) for `etcdscope serve`.
 // docs/metrics.md lists every metric, its labels, units and source.
 //
-// Histograms of durations have classic buckets from 1 µs to 16 s (25
-// exponential buckets, factor ~2; etcd's own disk histograms start at 1 ms,
+// Histograms of durations have classic buckets from 1.22 µs to 20.48 s (25
+// powers of two times the 10 ms WAL budget, one bound at it; etcd's own disk histograms start at 1 ms,
 // where a healthy NVMe fdatasync is invisible) and, alongside, native
 // histograms (bucket factor 1.1) for a Prometheus that negotiates protobuf.
 package exporter

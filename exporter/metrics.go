@@ -19,10 +19,13 @@ import (
 const Namespace = "etcdscope"
 
 // DurationBuckets are the classic bucket upper bounds of every duration
-// histogram, seconds: 25 exponential bounds from 1 µs to 16 s (factor
-// ~1.995). etcd's disk histograms start at 1 ms; a 50 µs NVMe fdatasync
-// needs the lower decades.
-var DurationBuckets = prometheus.ExponentialBucketsRange(1e-6, 16, 25)
+// histogram, seconds: 25 powers of two times etcd's 10 ms WAL fsync
+// budget, 10ms/2^13 (1.22 µs) to 10ms*2^11 (20.48 s). One bound is the
+// budget itself, so the share of calls under it is a bucket's count, not
+// an interpolation; every bound prints as a short decimal (0.00125, not
+// 0.0012499999). etcd's disk histograms start at 1 ms; a 50 µs NVMe
+// fdatasync needs the lower decades.
+var DurationBuckets = prometheus.ExponentialBuckets(0.01/(1<<13), 2, 25)
 
 // FlushCountBuckets are the bucket bounds of the flushes-per-fsync
 // histogram (a count of block requests, not a duration).

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -131,13 +132,24 @@ func TestLint(t *testing.T) {
 
 func TestDurationBuckets(t *testing.T) {
 	b := DurationBuckets
-	if len(b) != 25 || math.Abs(b[0]-1e-6) > 1e-12 || math.Abs(b[len(b)-1]-16) > 1e-9 {
-		t.Fatalf("buckets %v: want 25 from 1e-06 to 16", b)
+	if len(b) != 25 || b[0] != 0.01/8192 || b[len(b)-1] != 20.48 {
+		t.Fatalf("buckets %v: want 25 from 10ms/2^13 to 20.48 s", b)
 	}
-	for i := 1; i < len(b); i++ {
-		if r := b[i] / b[i-1]; r < 1.99 || r > 2.0 {
-			t.Fatalf("bucket %d/%d ratio %.3f, want ~1.995", i, i-1, r)
+	budget := false
+	for i, v := range b {
+		if i > 0 && v != 2*b[i-1] {
+			t.Fatalf("bucket %d is %v, want twice %v", i, v, b[i-1])
 		}
+		// As the exposition prints it: short decimals, the budget among them.
+		// (ExponentialBucketsRange's 0.003999999999999997 had 16 digits.)
+		s := strconv.FormatFloat(v, 'e', -1, 64)
+		if digits := strings.Count(strings.SplitN(s, "e", 2)[0], "") - 2; digits > 10 {
+			t.Errorf("bound %d prints as %s: %d significant digits", i, s, digits)
+		}
+		budget = budget || v == analysis.WALFsyncBudget.Seconds()
+	}
+	if !budget {
+		t.Errorf("no bound at the WAL fsync budget %v: %v", analysis.WALFsyncBudget, b)
 	}
 }
 
