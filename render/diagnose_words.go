@@ -311,7 +311,7 @@ func wordStalls(f *diagnose.Finding, v diagnose.StallVerdict) {
 		f.Summary += "; the p99 is under budget and does not show them"
 	}
 	f.Evidence = []string{fmt.Sprintf("%s, from the buckets above each threshold", windowText(v.Window)), "thresholds: " + strings.Join(bounds, ", ")}
-	f.Uncertainty = diagnose.Notes{fmt.Sprintf("etcd's defaults assumed (--heartbeat-interval %s, --election-timeout %s)", v.Heartbeat, v.Election), "observations between a threshold and the next bucket bound are not counted"}
+	f.Uncertainty = diagnose.Notes{timeoutsSource(&v), "observations between a threshold and the next bucket bound are not counted"}
 	if v.Window == diagnose.WindowSinceStart {
 		f.Uncertainty = append(f.Uncertainty, "one scrape: since the process started, the stalls may be old")
 	}
@@ -439,4 +439,18 @@ func alarmsOf(errs string) string {
 		return errs
 	}
 	return strings.Join(alarms, ", ")
+}
+
+// timeoutsSource says where a stall finding's thresholds came from: etcd's
+// defaults, or the start-up line of a log given beside the metrics.
+func timeoutsSource(v *diagnose.StallVerdict) string {
+	switch {
+	case v.HeartbeatFromLog && v.ElectionFromLog:
+		return fmt.Sprintf("--heartbeat-interval %s and --election-timeout %s from the log's start-up line", v.Heartbeat, v.Election)
+	case v.HeartbeatFromLog:
+		return fmt.Sprintf("--heartbeat-interval %s from the log's start-up line; etcd's default --election-timeout %s assumed", v.Heartbeat, v.Election)
+	case v.ElectionFromLog:
+		return fmt.Sprintf("--election-timeout %s from the log's start-up line; etcd's default --heartbeat-interval %s assumed", v.Election, v.Heartbeat)
+	}
+	return fmt.Sprintf("etcd's defaults assumed (--heartbeat-interval %s, --election-timeout %s)", v.Heartbeat, v.Election)
 }

@@ -323,7 +323,7 @@ func Diagnose(inputs []Input, opt Options) (Report, error) {
 	if url == "" {
 		url = defaultMetricsURL
 	}
-	rep.diskFindings(windows)
+	rep.diskFindings(windows, logTimeouts(logs))
 	if len(alike) > 0 {
 		for i := range rep.Findings {
 			if f := rep.Findings[i]; f.Slow != nil {
@@ -455,7 +455,7 @@ func verdictP99(e *etcdmetric.Estimate, budget time.Duration) (Severity, P99Fact
 	return Unknown, p
 }
 
-func (r *Report) diskFindings(ws []MemberWindow) {
+func (r *Report) diskFindings(ws []MemberWindow, given Timeouts) {
 	type p99 struct {
 		member string
 		lo, hi float64
@@ -497,7 +497,7 @@ func (r *Report) diskFindings(ws []MemberWindow) {
 				}
 			}
 			r.Findings = append(r.Findings, f)
-			if st := stallFinding(w, d.topic, d.s, f.Severity); st != nil {
+			if st := stallFinding(w, d.topic, d.s, f.Severity, given); st != nil {
 				r.Findings = append(r.Findings, *st)
 			}
 		}

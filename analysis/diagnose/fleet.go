@@ -243,7 +243,7 @@ func ReadFleet(answers []PromAnswer, opt FleetOptions) (Fleet, error) {
 			}
 		}
 		c.Report.Inputs = []InputInfo{{Name: c.Name, Kind: KindPromJSON}}
-		c.Report.diskFindings(ws)
+		c.Report.diskFindings(ws, Timeouts{})
 		c.Report.peerFindings(ws, defaultMetricsURL)
 		for _, cf := range []struct{ counter, topic string }{
 			{CounterLeaderChanges, TopicLeader}, {CounterHeartbeatFailures, TopicHeartbeat}, {CounterSlowApply, TopicApply},

@@ -41,6 +41,50 @@ type StallVerdict struct {
 	OverElection     *StallCount   `json:"over_election,omitempty"`
 	Heartbeat        time.Duration `json:"heartbeat_ns"`
 	Election         time.Duration `json:"election_ns"`
+	// HeartbeatFromLog, ElectionFromLog: the value is the one etcd's
+	// start-up line in a log given beside the metrics says, not etcd's
+	// default.
+	HeartbeatFromLog bool `json:"heartbeat_from_log,omitempty"`
+	ElectionFromLog  bool `json:"election_from_log,omitempty"`
+}
+
+// Timeouts are a member's --heartbeat-interval and --election-timeout as
+// the evidence gives them; a zero field is not given (etcd's default
+// applies).
+type Timeouts struct {
+	Heartbeat, Election time.Duration
+}
+
+// logTimeouts returns the timeouts etcd's start-up lines in logs give; a
+// field stays zero when no log gives it, or two logs disagree (the inputs
+// are one cluster's, whose members may still differ).
+func logTimeouts(logs []LogRead) Timeouts {
+	var t Timeouts
+	hbs, els := map[time.Duration]bool{}, map[time.Duration]bool{}
+	for _, lr := range logs {
+		for _, e := range lr.Events {
+			if e.Kind != EvConfig {
+				continue
+			}
+			if e.Interval > 0 {
+				hbs[e.Interval] = true
+			}
+			if e.Election > 0 {
+				els[e.Election] = true
+			}
+		}
+	}
+	for v := range hbs {
+		if len(hbs) == 1 {
+			t.Heartbeat = v
+		}
+	}
+	for v := range els {
+		if len(els) == 1 {
+			t.Election = v
+		}
+	}
+	return t
 }
 
 // countOver counts the observations above the first bucket bound at or
@@ -72,23 +116,31 @@ func countOver(s *etcdmetric.Series, threshold time.Duration) (StallCount, bool)
 
 // stallFinding: a finding when some observations of s took longer than
 // the heartbeat interval; nil when none did or the ladder cannot say.
-func stallFinding(w MemberWindow, topic string, s *etcdmetric.Series, p99 Severity) *Finding {
+func stallFinding(w MemberWindow, topic string, s *etcdmetric.Series, p99 Severity, given Timeouts) *Finding {
 	if s == nil {
 		return nil
 	}
-	hb, ok := countOver(s, DefaultHeartbeat)
+	heartbeat, election := DefaultHeartbeat, DefaultElection
+	if given.Heartbeat > 0 {
+		heartbeat = given.Heartbeat
+	}
+	if given.Election > 0 {
+		election = given.Election
+	}
+	hb, ok := countOver(s, heartbeat)
 	if !ok || hb.Count <= 0 {
 		return nil
 	}
 	v := StallVerdict{Member: w.Member, Where: w.where(), Histogram: topic, Window: w.Window, P99Severity: p99,
-		OverHeartbeat: hb, Heartbeat: DefaultHeartbeat, Election: DefaultElection}
+		OverHeartbeat: hb, Heartbeat: heartbeat, Election: election,
+		HeartbeatFromLog: given.Heartbeat > 0, ElectionFromLog: given.Election > 0}
 	if s.HasCount {
 		v.Observations = s.Count
 	}
-	if c, ok := countOver(s, DefaultElection/2); ok && c.Count > 0 {
+	if c, ok := countOver(s, election/2); ok && c.Count > 0 {
 		v.OverHalfElection = &c
 	}
-	if c, ok := countOver(s, DefaultElection); ok && c.Count > 0 {
+	if c, ok := countOver(s, election); ok && c.Count > 0 {
 		v.OverElection = &c
 	}
 	sev := Warn
