@@ -56,6 +56,9 @@ func windowText(w string) string {
 // comment: the member's name, or, when the evidence named it only by its
 // file or URL, the member that input came from.
 func whereText(w diagnose.Where) string {
+	if w.OneMember {
+		return "the member the scrapes came from"
+	}
 	if w.FromInput {
 		name := w.Member
 		if !strings.Contains(name, "://") {

@@ -313,7 +313,7 @@ func Diagnose(inputs []Input, opt Options) (Report, error) {
 	var alike []string
 	if opt.OneMember && len(scrapes) > 0 {
 		w := window(scrapes)
-		w.Member = "one member (--one-member)"
+		w.Member = OneMember
 		windows = append(windows, w)
 	} else {
 		windows = append(windows, Members(scrapes)...)

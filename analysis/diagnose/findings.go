@@ -103,11 +103,17 @@ func FindModes(s etcdmetric.Series) Modes {
 type Where struct {
 	Member    string
 	FromInput bool
+	// OneMember: the scrapes were read as one member's (--one-member),
+	// whose name the evidence does not give.
+	OneMember bool
 }
 
 func (w MemberWindow) where() Where {
-	return Where{Member: w.Member, FromInput: slices.Contains(w.Sources, w.Member)}
+	return Where{Member: w.Member, FromInput: slices.Contains(w.Sources, w.Member), OneMember: w.Member == OneMember}
 }
+
+// OneMember is the member a --one-member run reads every scrape as.
+const OneMember = "one member (--one-member)"
 
 func (r *Report) peerFindings(ws []MemberWindow, url string) {
 	for _, w := range ws {
