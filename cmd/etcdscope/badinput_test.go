@@ -285,6 +285,7 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"diagnose", "--since", "2020-01-01T00:00:00Z", "--until", "2019-01-01T00:00:00Z", "$D/good.jsonl"}, fix: "is before --since 2020-01-01T00:00:00Z: no line or sample could be kept; swap them"},
 	{args: []string{"diagnose", "--window", "-1s", "$D/good.jsonl"}, fix: "must be positive durations"},
 	{args: []string{"diagnose", "$D/missing.txt"}, fix: "give a readable file"},
+	{args: []string{"diagnose", "127.0.0.1:2381/metrics"}, fix: "for a URL give its scheme: http://127.0.0.1:2381/metrics"},
 	{args: []string{"diagnose", "-", "$D/good.jsonl", "-"}, fix: "- (stdin) given more than once: stdin is read once; save the other inputs to files"},
 	{args: []string{"diagnose", "$D/promerror.json"}, fix: "Prometheus answered with an error (bad_data: invalid parameter \"query\": 1:6: parse error: unexpected <op:*>): fix the query"},
 	{args: []string{"diagnose", "$D/promempty.json"}, fix: "the query matched no series (an empty result): check the metric name"},

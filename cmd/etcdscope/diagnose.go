@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -236,11 +237,19 @@ func readCapped(r io.Reader) ([]byte, error) {
 	return b, nil
 }
 
+// hostPortPath matches an argument that looks like host:port[/path], a
+// URL without its scheme.
+var hostPortPath = regexp.MustCompile(`^[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}(/.*)?$`)
+
 // readInput reads one file argument; a file that cannot be read is an
 // input with its error, for the report to list.
 func readInput(name string) diagnose.Input {
 	f, err := safefile.OpenInput(name) // a regular file: a FIFO must not block the run
 	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && hostPortPath.MatchString(name) {
+			// host:port/metrics without a scheme reads as a file name.
+			return diagnose.Input{Name: name, Err: fmt.Errorf("no such file; for a URL give its scheme: http://%s", name)}
+		}
 		return diagnose.Input{Name: name, Err: fmt.Errorf("%w: give a readable file (or - for stdin)", err)}
 	}
 	defer f.Close()
