@@ -104,6 +104,15 @@ func TestOTLPHeaderFile(t *testing.T) {
 	if cfg, err = parse(); err != nil || cfg.Headers["authorization"] != "Basic "+secret {
 		t.Errorf("both variables: %v, %v: want TRACES_HEADERS's, as the SDK takes it", cfg, err)
 	}
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20"+secret)
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_HEADERS", " ")
+	if cfg, err = parse(); err != nil || cfg.Headers["authorization"] != "Bearer "+secret {
+		t.Errorf("TRACES_HEADERS of spaces: %v, %v: want HEADERS's, as the SDK takes it (spaces are unset)", cfg, err)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "")
+	if cfg, err = parse("--otlp-header", "a=1"); err != nil || len(cfg.Headers) != 1 {
+		t.Errorf("an empty variable beside --otlp-header: %v, %v: want the flag's header (empty is unset)", cfg, err)
+	}
 
 	// /dev/zero, a FIFO, a directory and a 1 GB file: TestPathFlagClasses
 	// gives them to the real serve (every path flag's hostile classes).

@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -379,7 +378,7 @@ func (f *serveFlags) otlpHeaderArgs() ([]headerArg, error) {
 	env, v := otlp.TakeEnvHeaders()
 	switch {
 	case env == "":
-	case len(args) > 0 && strings.TrimSpace(v) != "":
+	case len(args) > 0:
 		return nil, usagef("%s is set and --otlp-header(-file) given: give the headers one way (unset %s, or drop the flags)", env, env)
 	default:
 		hs, err := otlp.ParseEnvHeaders(v)

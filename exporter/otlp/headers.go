@@ -30,16 +30,17 @@ func ParseHeaderFile(b []byte) (headers []string, lines []int) {
 var EnvHeaders = []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"}
 
 // TakeEnvHeaders returns the variable of EnvHeaders the SDK would use and
-// its value ("" when none is set), and unsets them all: the exporter's SDK
+// its value ("" when none is set to more than spaces, which the SDK takes
+// as unset), and unsets them all: the exporter's SDK
 // reads them itself at New, unchecked, without redaction, and logs a value
 // it cannot decode; taken here, they go through ParseEnvHeaders and
 // Config.Headers like the flags' headers.
 func TakeEnvHeaders() (name, value string) {
 	for _, n := range EnvHeaders {
-		if v, ok := os.LookupEnv(n); ok {
+		if v := os.Getenv(n); strings.TrimSpace(v) != "" {
 			name, value = n, v
-			os.Unsetenv(n)
 		}
+		os.Unsetenv(n)
 	}
 	return name, value
 }
