@@ -285,3 +285,35 @@ func TestLevelsFoldedCountsDevices(t *testing.T) {
 		}
 	}
 }
+
+// TestLevelsFoldedPastKeyBound (issue 25, round three): a level remembers
+// at most MaxFoldedDevices folded devices to count each once; past that
+// every fold counted, so a device folded twice counted twice and a report
+// of 70,000 dm devices seen twice said more devices folded than it had
+// devices (74,433 before). Past the bound the count stays a lower bound,
+// MaxFoldedDevices, which the table says is "or more".
+func TestLevelsFoldedPastKeyBound(t *testing.T) {
+	b := NewReportBuilder()
+	const devs = 70_000
+	for range 2 {
+		for i := range devs {
+			d := fmt.Sprintf("dm-%d", i)
+			b.Add(&FsyncRecord{PID: 1, Comm: "x", DevName: d, FS: "ext4", FileKind: KindWAL, Syscall: "fsync", TotalNs: 1,
+				DM: &DMLevel{Dev: "253:1", DevName: d, Targets: []string{"8:1"}}})
+		}
+	}
+	folded := 0
+	for _, r := range b.Report(0, 0, nil).Levels {
+		if r.Folded == 0 {
+			continue
+		}
+		folded++
+		t.Logf("%s: %d devices folded, of %d", r.Level, r.Folded, devs)
+		if r.Folded > devs || r.Folded != MaxFoldedDevices {
+			t.Errorf("%s: %d devices folded, of %d devices: want the bound, %d (a lower bound)", r.Level, r.Folded, devs, MaxFoldedDevices)
+		}
+	}
+	if folded == 0 {
+		t.Fatal("no level folded a device")
+	}
+}

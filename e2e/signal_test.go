@@ -117,8 +117,7 @@ func TestSignalStopsWithin2s(t *testing.T) {
 		{name: "serve-scraped", args: []string{"serve", "--listen", "127.0.0.1:0", "--comm", "etcd"}},
 		{name: "hypervisor", args: []string{"hypervisor", "--pid", strconv.Itoa(m.PID)}},
 	}
-	uprobes0 := readOrEmpty("/sys/kernel/tracing/uprobe_events")
-	mounts0 := tracefsMounts(t)
+	traced0 := tracingState(t)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 24))
 	for _, sc := range cases {
 		t.Run(sc.name, func(t *testing.T) {
@@ -150,12 +149,7 @@ func TestSignalStopsWithin2s(t *testing.T) {
 			t.Logf("flakehunt: margin signal-%s %v of %v", sc.name, times[0], stopBound)
 		})
 	}
-	if got := readOrEmpty("/sys/kernel/tracing/uprobe_events"); got != uprobes0 {
-		t.Errorf("uprobe_events changed:\nbefore %q\nafter  %q", uprobes0, got)
-	}
-	if got := tracefsMounts(t); got != mounts0 {
-		t.Errorf("tracefs mounts changed:\nbefore %q\nafter  %q", mounts0, got)
-	}
+	traced0.unchanged(t)
 }
 
 // runSignalled starts one run of sc, signals it with sig (before ready when
@@ -279,6 +273,28 @@ func scrapeHard(t *testing.T, ready string, n int) {
 		}()
 	}
 	t.Cleanup(wg.Wait)
+}
+
+// hostTracing is what a run could leave in the host's tracing: the
+// uprobe_events entries and the tracefs mounts.
+type hostTracing struct{ uprobes, mounts string }
+
+// tracingState reads the host's tracing now.
+func tracingState(t *testing.T) hostTracing {
+	t.Helper()
+	return hostTracing{readOrEmpty("/sys/kernel/tracing/uprobe_events"), tracefsMounts(t)}
+}
+
+// unchanged fails t if the host's tracing is not as it was at h.
+func (h hostTracing) unchanged(t *testing.T) {
+	t.Helper()
+	now := tracingState(t)
+	if now.uprobes != h.uprobes {
+		t.Errorf("uprobe_events changed:\nbefore %q\nafter  %q", h.uprobes, now.uprobes)
+	}
+	if now.mounts != h.mounts {
+		t.Errorf("tracefs mounts changed:\nbefore %q\nafter  %q", h.mounts, now.mounts)
+	}
 }
 
 // readOrEmpty returns the file's contents, or "" if it cannot be read.

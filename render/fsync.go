@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/etcdscope/etcdscope/analysis"
@@ -216,7 +217,11 @@ func writeTable(w io.Writer, g *analysis.WriteGroup) {
 // that folds the devices past analysis.MaxLevelRows.
 func LevelDevice(r *analysis.LevelRow) string {
 	if r.Folded > 0 {
-		return fmt.Sprintf("other (%d devices folded: a level keeps the %d with the most calls apart)", r.Folded, analysis.MaxLevelRows)
+		n := strconv.FormatInt(r.Folded, 10)
+		if r.Folded >= analysis.MaxFoldedDevices {
+			n += " or more"
+		}
+		return fmt.Sprintf("other (%s devices folded: a level keeps the %d with the most calls apart)", n, analysis.MaxLevelRows)
 	}
 	return OneLine(r.Device + " / " + r.FS)
 }

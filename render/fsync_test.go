@@ -386,3 +386,21 @@ func TestLevelsSayUntracedDropped(t *testing.T) {
 		}
 	}
 }
+
+// TestLevelDeviceFoldedBound: a level's folded row names how many devices
+// it folded, and at analysis.MaxFoldedDevices (where the count stops, a
+// lower bound) says "or more".
+func TestLevelDeviceFoldedBound(t *testing.T) {
+	for _, c := range []struct {
+		folded int64
+		want   string
+	}{
+		{3, "other (3 devices folded:"},
+		{analysis.MaxFoldedDevices - 1, "other (65535 devices folded:"},
+		{analysis.MaxFoldedDevices, "other (65536 or more devices folded:"},
+	} {
+		if got := LevelDevice(&analysis.LevelRow{Folded: c.folded}); !strings.HasPrefix(got, c.want) {
+			t.Errorf("LevelDevice(folded %d) = %q, want %q...", c.folded, got, c.want)
+		}
+	}
+}

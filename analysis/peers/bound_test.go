@@ -166,3 +166,47 @@ func TestLinkSeriesBudget(t *testing.T) {
 		t.Errorf("%d of %d links binned, want some exact and the rest binned", binned, MaxLinks)
 	}
 }
+
+// TestLinkPerRequestSeriesBounded (issue 25, round three): any local user
+// can open and close connections to the peer port from MaxLinks loopback
+// addresses (or processes), each a per-request connection whose sample
+// its link keeps for etcd's prober model. Each link kept up to
+// 2*MaxSeries samples (16 bytes each) before trimming to MaxSeries: 64
+// links of 131,071 short connections held 129-160 MiB, twice that while a
+// report cloned them. The links keep at most MaxSeriesSamples together,
+// each link past its share trimmed, the dropped counted; a link of few
+// samples (etcd's prober) keeps all of its.
+func TestLinkPerRequestSeriesBounded(t *testing.T) {
+	var s linkSet
+	const conns = 2*MaxSeries - 1
+	prober := Link{FromPID: 1}
+	add := func(l Link, n int) {
+		acc := s.get(l)
+		for j := range n {
+			c := Conn{OpenNs: uint64(j + 1), CloseStartNs: uint64(j + 2), CloseNs: uint64(j + 3), InUseNs: 1000, LifetimeNs: 2000}
+			acc.addConn(&c, defaultPerRequestMax)
+		}
+	}
+	grew := testenv.HeapGrowth(func() any {
+		add(prober, 1000)
+		for i := range MaxLinks - 1 {
+			add(Link{FromPID: uint32(i + 2)}, conns)
+		}
+		return &s
+	})
+	held, dropped := 0, 0
+	for _, l := range s.all() {
+		held += len(l.st.PerRequestSeries)
+		dropped += l.st.PerRequestSeriesDropped
+		if l.st.Closed != len(l.st.PerRequestSeries)+l.st.PerRequestSeriesDropped {
+			t.Errorf("link %v: %d closed, %d samples held and %d dropped: want every one counted", l.st.Link, l.st.Closed, len(l.st.PerRequestSeries), l.st.PerRequestSeriesDropped)
+		}
+	}
+	t.Logf("the links hold %d MiB: %d samples held, %d dropped", grew>>20, held, dropped)
+	if grew > 24<<20 || held > MaxSeriesSamples {
+		t.Errorf("the links hold %d MiB and %d samples, want under 24 MiB and at most %d", grew>>20, held, MaxSeriesSamples)
+	}
+	if p := s.byLink[prober]; p == nil || len(p.st.PerRequestSeries) != 1000 {
+		t.Errorf("the prober's link lost samples to the flood: want its 1000 kept")
+	}
+}

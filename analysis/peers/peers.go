@@ -139,7 +139,9 @@ type LinkStats struct {
 	PerRequest stats.Summary `json:"per_request_ns"`
 	// PerRequestSeries: the same connections in time order, for replaying
 	// them through etcd's prober EWMA (analysis/etcdmetric); the last
-	// MaxSeries of them, PerRequestSeriesDropped the older ones left out.
+	// MaxSeries of them (fewer for a link past its share when the links
+	// pass MaxSeriesSamples together), PerRequestSeriesDropped the older
+	// ones left out.
 	PerRequestSeries        []Sample `json:"per_request_series,omitempty"`
 	PerRequestSeriesDropped int      `json:"per_request_series_dropped,omitempty"`
 	// Lifetime: ESTABLISHED → CLOSE of connections closed in the window.
@@ -324,6 +326,7 @@ func (a *Assembler) lateOwner(e *event.Peer) {
 type linkAcc struct {
 	st                                                LinkStats
 	hs, synack, srtt, minrtt, perreq, lifetime, setup stats.Series
+	samples                                           *sampleBudget // its set's; nil: MaxSeries alone
 }
 
 func (l *linkAcc) clone() *linkAcc {
@@ -331,6 +334,65 @@ func (l *linkAcc) clone() *linkAcc {
 		perreq: l.perreq.Clone(), lifetime: l.lifetime.Clone(), setup: l.setup.Clone()}
 	c.st.PerRequestSeries = slices.Clone(l.st.PerRequestSeries)
 	return c
+}
+
+// MaxSeriesSamples bounds the per-request samples (16 bytes each: 8 MiB)
+// the links of a report keep together, as MaxExactValues bounds their
+// series' values: any local user can open and close connections to the
+// peer port from MaxLinks addresses, and each link kept up to 2*MaxSeries
+// (64 links of 131,071 connections: 143 MiB). Past it every link holding
+// more than its share (MaxSeriesSamples over the links) keeps its newest
+// half share and counts the rest dropped, so a link of few samples (etcd's
+// prober opens one connection a probe, every 4 s) keeps them all. A
+// member's own links, two per peer, hold 2*MaxSeries each at most: four
+// of them fit.
+const MaxSeriesSamples = 1 << 19
+
+// sampleBudget holds the links of one linkSet, to keep their per-request
+// samples within MaxSeriesSamples together.
+type sampleBudget struct {
+	held int
+	accs []*linkAcc
+}
+
+// remove forgets acc (folded into the other link: its samples dropped).
+func (b *sampleBudget) remove(acc *linkAcc) {
+	b.held -= len(acc.st.PerRequestSeries)
+	if i := slices.Index(b.accs, acc); i >= 0 {
+		b.accs = slices.Delete(b.accs, i, i+1)
+	}
+}
+
+// keepSample trims l's per-request series past 2*MaxSeries to the newest
+// MaxSeries, and, when its set's links hold more than MaxSeriesSamples,
+// each link's past its share to the newest half share.
+func (l *linkAcc) keepSample() {
+	if len(l.st.PerRequestSeries) >= 2*MaxSeries {
+		l.trimSamples(MaxSeries)
+	}
+	b := l.samples
+	if b == nil || b.held <= MaxSeriesSamples {
+		return
+	}
+	share := MaxSeriesSamples / max(len(b.accs), 1)
+	for _, a := range b.accs {
+		if len(a.st.PerRequestSeries) > share {
+			a.trimSamples(share / 2)
+		}
+	}
+}
+
+// trimSamples keeps l's newest keep per-request samples, counting the rest
+// dropped, in a slice made anew so that the memory goes back.
+func (l *linkAcc) trimSamples(keep int) {
+	ser := l.st.PerRequestSeries
+	sort.Slice(ser, func(i, j int) bool { return ser[i].OpenNs < ser[j].OpenNs })
+	drop := len(ser) - keep
+	l.st.PerRequestSeriesDropped += drop
+	l.st.PerRequestSeries = slices.Clone(ser[drop:])
+	if l.samples != nil {
+		l.samples.held -= drop
+	}
 }
 
 // addConn counts connection c (not a mirror, not excluded) in l.
@@ -358,12 +420,10 @@ func (l *linkAcc) addConn(c *Conn, perRequestMax time.Duration) {
 	if perRequest {
 		l.perreq.Add(int64(c.InUseNs))
 		l.st.PerRequestSeries = append(l.st.PerRequestSeries, Sample{OpenNs: c.OpenNs, InUseNs: c.InUseNs})
-		if len(l.st.PerRequestSeries) >= 2*MaxSeries {
-			sort.Slice(l.st.PerRequestSeries, func(i, j int) bool { return l.st.PerRequestSeries[i].OpenNs < l.st.PerRequestSeries[j].OpenNs })
-			drop := len(l.st.PerRequestSeries) - MaxSeries
-			l.st.PerRequestSeriesDropped += drop
-			l.st.PerRequestSeries = append(l.st.PerRequestSeries[:0], l.st.PerRequestSeries[drop:]...)
+		if l.samples != nil {
+			l.samples.held++
 		}
+		l.keepSample()
 	} else {
 		l.st.KeptAlive++
 		if c.SRTTus != 0 {
@@ -706,6 +766,9 @@ type linkSet struct {
 	other  *linkAcc   // nil until a link is folded
 	folded int
 	budget *stats.Budget // every link's exact values; nil until a link is made
+	// samples: every link's per-request samples (MaxSeriesSamples); nil
+	// until a link is made.
+	samples *sampleBudget
 }
 
 // MaxExactValues bounds the exact values the links' series keep together
@@ -721,7 +784,11 @@ func (s *linkSet) made(l Link) *linkAcc {
 	if s.budget == nil {
 		s.budget = stats.NewBudget(MaxExactValues)
 	}
-	acc := &linkAcc{st: LinkStats{Link: l}}
+	if s.samples == nil {
+		s.samples = &sampleBudget{}
+	}
+	acc := &linkAcc{st: LinkStats{Link: l}, samples: s.samples}
+	s.samples.accs = append(s.samples.accs, acc)
 	for _, x := range acc.series() {
 		x.Bind(s.budget)
 	}
@@ -758,6 +825,7 @@ func (s *linkSet) get(l Link) *linkAcc {
 	}
 	s.other.fold(s.held[v])
 	s.folded++
+	s.samples.remove(s.held[v])
 	delete(s.byLink, s.held[v].st.Link)
 	s.held[v] = acc
 	return acc
@@ -774,13 +842,23 @@ func (s *linkSet) all() []*linkAcc {
 // clone returns a copy of s that shares no accumulator with it.
 func (s *linkSet) clone() linkSet {
 	c := linkSet{byLink: map[Link]*linkAcc{}, folded: s.folded}
+	if s.samples != nil {
+		c.samples = &sampleBudget{held: s.samples.held}
+	}
+	bind := func(acc *linkAcc) *linkAcc {
+		if c.samples != nil {
+			acc.samples = c.samples
+			c.samples.accs = append(c.samples.accs, acc)
+		}
+		return acc
+	}
 	for _, h := range s.held {
-		acc := h.clone()
+		acc := bind(h.clone())
 		c.held = append(c.held, acc)
 		c.byLink[acc.st.Link] = acc
 	}
 	if s.other != nil {
-		c.other = s.other.clone()
+		c.other = bind(s.other.clone())
 	}
 	return c
 }

@@ -177,6 +177,7 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"serve", "--otlp-endpoint", "127.0.0.1:4317"}, fix: "exports the writes of --commit-pid (or --commit-comm): give one"},
 	{args: []string{"serve", "--otlp-sample-every", "10"}, fix: "go with --otlp-endpoint host:port"},
 	{args: []string{"serve", "--otlp-header", "authorization=Bearer x"}, fix: "go with --otlp-endpoint host:port"},
+	{args: []string{"serve", "--otlp-header-file", "$D/file"}, fix: "go with --otlp-endpoint host:port"},
 	{args: []string{"serve", "--otlp-ca", "$D/file"}, fix: "go with --otlp-endpoint host:port"},
 	{args: []string{"serve", "--commit-pid", "1", "--etcd-endpoints", "http://127.0.0.1:2379", "--otlp-endpoint", "127.0.0.1:4317", "--otlp-header", "Bearer s3cret"}, fix: "give key=value, e.g. authorization=Bearer TOKEN"},
 	{args: []string{"serve", "--commit-pid", "1", "--etcd-endpoints", "http://127.0.0.1:2379", "--otlp-endpoint", "127.0.0.1:4317", "--otlp-header", "grpc-timeout=1S"}, fix: "grpc-* keys are gRPC's own"},

@@ -41,7 +41,8 @@ const (
 var pathFlags = map[string]pathKind{
 	"cacert": pathInput, "cert": pathInput, "key": pathInput, // peers, serve, commit
 	"otlp-ca": pathInput, "otlp-cert": pathInput, "otlp-key": pathInput, // serve
-	"peers": pathInput, "merge": pathInput, // report --html
+	"otlp-header-file": pathInput,                     // serve: safefile.ReadSecret
+	"peers":            pathInput, "merge": pathInput, // report --html
 	"guest": pathInput, "host": pathInput, // merge
 	"netns":      pathInput, // netem: opened read-only, a namespace file
 	"ready-file": pathOutput,

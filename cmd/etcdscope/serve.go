@@ -41,6 +41,7 @@ type serveFlags struct {
 	otlpEndpoint              string
 	otlpInsecure              bool
 	otlpHeaders               []string
+	otlpHeaderFile            string
 	otlpCA, otlpCert, otlpKey string
 	otlpSampleEvery           uint64
 	otlpMinDuration           time.Duration
@@ -73,6 +74,7 @@ func (f *serveFlags) flagSet() *pflag.FlagSet {
 	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "with --commit-pid and --etcd-endpoints: export this member's spans of each write to an OTLP gRPC collector at host:port (TLS unless --otlp-insecure)")
 	fs.BoolVar(&f.otlpInsecure, "otlp-insecure", false, "plain gRPC to --otlp-endpoint, without TLS")
 	fs.StringArrayVar(&f.otlpHeaders, "otlp-header", nil, fmt.Sprintf("key=value sent with each export (repeatable, at most %d), e.g. authorization=Bearer TOKEN; a secret: never printed", otlp.MaxHeaders))
+	fs.StringVar(&f.otlpHeaderFile, "otlp-header-file", "", "file of --otlp-header lines (key=value, one a line; '#' comments), kept out of the command line: root's or yours, not writable by group or others")
 	fs.StringVar(&f.otlpCA, "otlp-ca", "", "PEM bundle of the CA that signed the collector's certificate (default: the system's roots)")
 	fs.StringVar(&f.otlpCert, "otlp-cert", "", "client certificate for --otlp-endpoint (mutual TLS), with --otlp-key")
 	fs.StringVar(&f.otlpKey, "otlp-key", "", "client key for --otlp-cert")
@@ -305,7 +307,7 @@ func isLoopback(host string) bool {
 // --otlp-endpoint).
 func (f *serveFlags) validateOTLP(commit bool, cfg *exporter.Config) error {
 	if f.otlpEndpoint == "" {
-		if f.otlpInsecure || len(f.otlpHeaders) > 0 || f.otlpCA != "" || f.otlpCert != "" || f.otlpKey != "" || f.otlpSampleEvery != 1 || f.otlpMinDuration != 0 || f.otlpQueue != otlp.DefaultQueueSpans || f.otlpTimeout != otlp.DefaultTimeout {
+		if f.otlpInsecure || len(f.otlpHeaders) > 0 || f.otlpHeaderFile != "" || f.otlpCA != "" || f.otlpCert != "" || f.otlpKey != "" || f.otlpSampleEvery != 1 || f.otlpMinDuration != 0 || f.otlpQueue != otlp.DefaultQueueSpans || f.otlpTimeout != otlp.DefaultTimeout {
 			return usagef("the --otlp-* flags go with --otlp-endpoint host:port")
 		}
 		return nil
@@ -329,10 +331,12 @@ func (f *serveFlags) validateOTLP(commit bool, cfg *exporter.Config) error {
 		return usagef("--otlp-ca/--otlp-cert are for TLS: drop --otlp-insecure")
 	case (f.otlpCert == "") != (f.otlpKey == ""):
 		return usagef("--otlp-cert and --otlp-key go together")
-	case len(f.otlpHeaders) > otlp.MaxHeaders:
-		return usagef("--otlp-header given %d times: give at most %d", len(f.otlpHeaders), otlp.MaxHeaders)
 	}
-	headers, err := otlpHeaders(f.otlpHeaders)
+	args, err := f.otlpHeaderArgs()
+	if err != nil {
+		return err
+	}
+	headers, err := otlpHeaders(args)
 	if err != nil {
 		return err
 	}
@@ -345,20 +349,66 @@ func (f *serveFlags) validateOTLP(commit bool, cfg *exporter.Config) error {
 	return nil
 }
 
-// otlpHeaders checks each --otlp-header key=value; the errors name the
-// key, never the value (a secret).
-func otlpHeaders(args []string) (map[string]string, error) {
+// headerArg is one key=value header and where it was given: a flag, a
+// line of --otlp-header-file, an entry of the SDK's variable.
+type headerArg struct{ from, arg string }
+
+// otlpHeaderArgs gathers the headers of --otlp-header, --otlp-header-file
+// and, when neither is given, the SDK's OTEL_EXPORTER_OTLP_(TRACES_)HEADERS
+// (taken out of the environment either way: otlp.TakeEnvHeaders). A
+// variable beside the flags is refused, not silently dropped.
+func (f *serveFlags) otlpHeaderArgs() ([]headerArg, error) {
+	var args []headerArg
+	for _, a := range f.otlpHeaders {
+		args = append(args, headerArg{"--otlp-header", a})
+	}
+	if f.otlpHeaderFile != "" {
+		b, err := safefile.ReadSecret(f.otlpHeaderFile, safefile.MaxSecretBytes)
+		if err != nil {
+			return nil, usagef("--otlp-header-file %v", err)
+		}
+		hs, lines := otlp.ParseHeaderFile(b)
+		if len(hs) == 0 {
+			return nil, usagef("--otlp-header-file %s holds no key=value line: give e.g. authorization=Bearer TOKEN", f.otlpHeaderFile)
+		}
+		for i, h := range hs {
+			args = append(args, headerArg{fmt.Sprintf("--otlp-header-file %s line %d:", f.otlpHeaderFile, lines[i]), h})
+		}
+	}
+	env, v := otlp.TakeEnvHeaders()
+	switch {
+	case env == "":
+	case len(args) > 0:
+		return nil, usagef("%s is set and --otlp-header(-file) given: give the headers one way (unset %s, or drop the flags)", env, env)
+	default:
+		hs, err := otlp.ParseEnvHeaders(v)
+		if err != nil {
+			return nil, usagef("%s %v", env, err)
+		}
+		for _, h := range hs {
+			args = append(args, headerArg{env, h})
+		}
+	}
+	if len(args) > otlp.MaxHeaders {
+		return nil, usagef("%d headers given: give at most %d", len(args), otlp.MaxHeaders)
+	}
+	return args, nil
+}
+
+// otlpHeaders checks each header's key=value; the errors name where it
+// was given and its key, never the value (a secret).
+func otlpHeaders(args []headerArg) (map[string]string, error) {
 	if len(args) == 0 {
 		return nil, nil
 	}
 	h := make(map[string]string, len(args))
 	for _, a := range args {
-		k, v, err := otlp.ParseHeader(a)
+		k, v, err := otlp.ParseHeader(a.arg)
 		if err != nil {
-			return nil, usagef("--otlp-header %v", err)
+			return nil, usagef("%s %v", a.from, err)
 		}
 		if _, dup := h[k]; dup {
-			return nil, usagef("--otlp-header %q given twice: give each key once", k)
+			return nil, usagef("%s %q given twice: give each key once", a.from, k)
 		}
 		h[k] = v
 	}

@@ -247,3 +247,29 @@ func TestParseHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestSinkTLSDespiteSDKEnv: the SDK reads its OTEL_EXPORTER_OTLP_*
+// variables under the sink's options; OTEL_EXPORTER_OTLP_INSECURE=true
+// (or an http:// OTEL_EXPORTER_OTLP_ENDPOINT) in serve's environment
+// turned TLS off for a sink configured for TLS, sending the header in
+// clear to a plaintext receiver. The sink's transport is its Config's
+// alone: no span reaches a plaintext receiver without Insecure.
+func TestSinkTLSDespiteSDKEnv(t *testing.T) {
+	for _, env := range [][2]string{{"OTEL_EXPORTER_OTLP_INSECURE", "true"}, {"OTEL_EXPORTER_OTLP_TRACES_INSECURE", "true"}, {"OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1"}} {
+		t.Run(env[0], func(t *testing.T) {
+			t.Setenv(env[0], env[1])
+			r, addr := startReceiver(t)
+			s, _ := oneWrite(t, Config{Endpoint: addr, Headers: map[string]string{"authorization": token}})
+			r.mu.Lock()
+			got := len(r.spans)
+			r.mu.Unlock()
+			if got != 0 || s.exp.exported.Load() != 0 {
+				t.Errorf("%s=%s: %d spans reached a plaintext receiver (%d exported): want TLS, as Config asks", env[0], env[1], got, s.exp.exported.Load())
+			}
+			s, log := oneWrite(t, Config{Endpoint: addr, Insecure: true})
+			if s.exp.exported.Load() != 3 {
+				t.Errorf("%s=%s with Insecure: %d spans exported, want 3 (log %q)", env[0], env[1], s.exp.exported.Load(), log)
+			}
+		})
+	}
+}

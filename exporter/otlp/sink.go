@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/etcdscope/etcdscope/analysis/commit"
 )
@@ -176,13 +177,19 @@ func New(cfg Config, entries *commit.EntryLog) (*Sink, error) {
 	opts := []otlptracegrpc.Option{otlptracegrpc.WithEndpoint(cfg.Endpoint), otlptracegrpc.WithTimeout(cfg.Timeout),
 		otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: true, InitialInterval: 250 * time.Millisecond,
 			MaxInterval: time.Second, MaxElapsedTime: cfg.Timeout})}
+	// The transport is always given here: the SDK reads its own
+	// OTEL_EXPORTER_OTLP_* variables first, and OTEL_EXPORTER_OTLP_INSECURE
+	// or an http:// OTEL_EXPORTER_OTLP_ENDPOINT in serve's environment
+	// turned TLS off when no credentials were set (the header in clear).
 	switch {
 	case cfg.Insecure && cfg.TLS != nil:
 		return nil, errors.New("otlp: TLS settings and Insecure together")
 	case cfg.Insecure:
-		opts = append(opts, otlptracegrpc.WithInsecure())
+		opts = append(opts, otlptracegrpc.WithTLSCredentials(insecure.NewCredentials()))
 	case cfg.TLS != nil:
 		opts = append(opts, otlptracegrpc.WithTLSCredentials(credentials.NewTLS(cfg.TLS.Clone())))
+	default: // the system's roots
+		opts = append(opts, otlptracegrpc.WithTLSCredentials(credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})))
 	}
 	if len(cfg.Headers) > 0 {
 		h := make(map[string]string, len(cfg.Headers))

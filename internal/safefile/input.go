@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -46,6 +47,11 @@ func ReadInput(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readBounded(f, path, max)
+}
+
+// readBounded reads f whole, and fails if it holds more than max bytes.
+func readBounded(f *os.File, path string, max int64) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, err
@@ -54,4 +60,46 @@ func ReadInput(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is larger than %d KiB", path, max>>10)
 	}
 	return b, nil
+}
+
+// MaxSecretBytes bounds a file of secrets read from a path the user names
+// (serve --otlp-header-file): a few headers of at most 4 KiB each.
+const MaxSecretBytes = 64 << 10
+
+// ReadSecret reads a file whose content root will send as a credential
+// (a bearer token), checked as ssh checks a private key: ReadInput's
+// checks (a regular file, at most max bytes), no symbolic link on its way
+// that another user planted or could change, and the file itself owned by
+// root or etcdscope's user and writable by no one else, since whoever can
+// write it chooses what root sends. The checks are of the opened file
+// (fstat), so a file swapped after the check is not read. An error names
+// the path and the fix, never the content.
+func ReadSecret(path string, max int64) ([]byte, error) {
+	f, err := OpenInput(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	euid := uint32(os.Geteuid())
+	switch {
+	case st.Uid != 0 && st.Uid != euid:
+		return nil, fmt.Errorf("%s is owned by uid %d, not root: give a file of root's (chown root %s)", path, st.Uid, path)
+	case st.Mode&0o022 != 0:
+		return nil, fmt.Errorf("%s is writable by group or others (mode %04o): chmod go-w %s", path, st.Mode&0o7777, path)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkLinks(abs); err != nil {
+		return nil, err
+	}
+	if st.Size > max {
+		return nil, fmt.Errorf("%s is larger than %d KiB", path, max>>10)
+	}
+	return readBounded(f, path, max)
 }

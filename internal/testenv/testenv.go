@@ -91,3 +91,25 @@ func EtcdBinary(t testing.TB) string {
 	}
 	return p
 }
+
+// PlantLink makes, in a fresh sticky world-writable directory of dir, a
+// symbolic link to target owned by uid 65534: a link another user planted
+// in /tmp. It returns the link's path. Root only.
+func PlantLink(t testing.TB, dir, target string) string {
+	t.Helper()
+	sticky := filepath.Join(dir, "sticky")
+	if err := os.Mkdir(sticky, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(sticky, os.ModeSticky|0o777); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(sticky, "planted")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(link, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	return link
+}
