@@ -124,7 +124,9 @@ func checkInjectedDelay(t *testing.T) {
 	// on top of the 20 ms): 7.3% above at worst. With v3.4 beside it and
 	// 3 helpers and a hunt running (load 4-6): p50 against the aim 7.9,
 	// 11.5, 10.2, 9.5, 9.2% above (v3.4), 7.7% (v3.6): the proxy's late
-	// wake-ups, now in held.
+	// wake-ups, now in held. Against held, `make flake-hunt N=10
+	// RUN=TestClusterInjectedDelay` beside the same load: 20/20 (v3.6 and
+	// v3.4), worst p50 6.3% above held: a 37% margin to the 10%.
 	if minNet < delay.Nanoseconds() || net.P50 > held*11/10 {
 		t.Errorf("network part min %d ns, p50 %d ns: want at least the injected %d ns, p50 within 10%% above the proxy's median hold %d ns", minNet, net.P50, delay.Nanoseconds(), held)
 	}
