@@ -342,7 +342,7 @@ func DiskVerdictText(v *analysis.DiskVerdict) string {
 // DiskVerdictNumbers is the line under DiskVerdictText: the per-call
 // numbers, as the JSON's disk_verdict fields have them.
 func DiskVerdictNumbers(v *analysis.DiskVerdict) string {
-	return fmt.Sprintf("p50 %s ms a call in device_flush; p99 %s ms a call in block_queue (%.0f%% of the time)",
+	return fmt.Sprintf("device_flush p50 %s ms a call (the fixed price a floor shows); block_queue p99 %s ms a call, %.0f%% of the time (the queue contention shows)",
 		Ms(v.DeviceFlushP50Ns), Ms(v.BlockQueueP99Ns), 100*v.BlockQueueShare)
 }
 

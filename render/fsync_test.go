@@ -27,7 +27,7 @@ func TestFsyncReportTable(t *testing.T) {
 		// 11 of 100 calls over 10 ms: 3 hidden calls cannot bring p99 under.
 		"verdict holds though 3 lost events: even if each hid a call under 10ms, p99 would stay over the budget (the ring buffer overflowed: raise --ring-size)",
 		"unavailable: tp_btf/xfs_log_force", "flushes per fsync: 1.00 (100 flush requests)",
-		"disk verdict: floor: device_flush 98% of the time, 5.950 ms per flush or FUA write, a volatile write cache's fixed cost: a drive with power-loss protection helps, throttling other I/O does not\n    p50 5.900 ms a call in device_flush; p99 0.000 ms a call in block_queue (0% of the time)"} {
+		"disk verdict: floor: device_flush 98% of the time, 5.950 ms per flush or FUA write, a volatile write cache's fixed cost: a drive with power-loss protection helps, throttling other I/O does not\n    device_flush p50 5.900 ms a call (the fixed price a floor shows); block_queue p99 0.000 ms a call, 0% of the time (the queue contention shows)"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}

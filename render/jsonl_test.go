@@ -213,7 +213,7 @@ func TestDiskVerdictText(t *testing.T) {
 			t.Errorf("%s loop %v: %q", c.kind, c.loop, got)
 		}
 		numbers := DiskVerdictNumbers(&v)
-		if want := "p50 6.000 ms a call in device_flush; p99 0.120 ms a call in block_queue (5% of the time)"; numbers != want {
+		if want := "device_flush p50 6.000 ms a call (the fixed price a floor shows); block_queue p99 0.120 ms a call, 5% of the time (the queue contention shows)"; numbers != want {
 			t.Errorf("numbers %q, want %q", numbers, want)
 		}
 		// The longest the numbers make it: 100% and seconds-long flushes.
