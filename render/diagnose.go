@@ -27,7 +27,11 @@ func DiagnoseJSON(w io.Writer, r diagnose.Report) error {
 // commit latency and next command.
 func Diagnose(w io.Writer, r diagnose.Report) error {
 	var b strings.Builder
-	b.WriteString("etcdscope diagnose\n\ninputs (taken as one cluster's evidence: diagnose each cluster on its own):\n")
+	if n := len(r.Inputs) + len(r.Unread); n > 1 {
+		b.WriteString("etcdscope diagnose\n\ninputs (read as one cluster's: its members' evidence together):\n")
+	} else {
+		b.WriteString("etcdscope diagnose\n\ninput:\n")
+	}
 	writeInputs(&b, r)
 	writeBody(&b, r)
 	_, err := io.WriteString(w, b.String())
