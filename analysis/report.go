@@ -64,9 +64,8 @@ type Group struct {
 	Verdict Verdict `json:"verdict"`
 	// Bias counts the holes in the trace the group was drawn from (calls
 	// absent, requests unattributed): the report's lost_events and
-	// missed_events, the zero Bias for a lossless trace. In JSON the
-	// schema's text, "biased: N lost events, M missed probe runs", absent
-	// when zero (Bias.MarshalJSON).
+	// missed_events, the zero Bias for a lossless trace. In JSON its
+	// counts (Bias), absent when zero.
 	Bias Bias `json:"biased,omitzero"`
 	// VerdictHolds: the trace has holes (Bias not zero) but the verdict
 	// cannot change whatever they hid. Each lost event or missed probe
@@ -412,37 +411,42 @@ func BuildReportWrites(recs []FsyncRecord, writes []WriteRecord, lost, missed ui
 // Bias counts the holes in a trace: events lost (they did not fit in the
 // ring buffer; a bigger one brings them back) and probe runs missed (runs
 // the kernel skipped, render.MissedMeaning, which no ring size brings back).
-// Each hides at most one call. The zero Bias is a lossless trace.
+// Each hides at most one call. The zero Bias is a lossless trace. In JSON
+// (docs/schema.md's groups[].biased, summary version 3) it is its two
+// counts under the summary's own names, each absent when 0; render.BiasCounts
+// words it.
 type Bias struct {
-	LostEvents uint64
-	MissedRuns uint64
+	LostEvents uint64 `json:"lost_events,omitempty"`
+	MissedRuns uint64 `json:"missed_events,omitempty"`
 }
 
 // IsZero reports a lossless trace.
 func (b Bias) IsZero() bool { return b == Bias{} }
 
-// MarshalJSON writes docs/schema.md's groups[].biased: "biased: 3 lost
-// events, 1 missed probe run", a part only where its count is not 0.
-func (b Bias) MarshalJSON() ([]byte, error) {
-	s := "biased: "
-	if b.LostEvents > 0 {
-		s += strconv.FormatUint(b.LostEvents, 10) + " lost event" + pluralS(b.LostEvents)
-	}
-	if b.LostEvents > 0 && b.MissedRuns > 0 {
-		s += ", "
-	}
-	if b.MissedRuns > 0 {
-		s += strconv.FormatUint(b.MissedRuns, 10) + " missed probe run" + pluralS(b.MissedRuns)
-	}
-	return json.Marshal(s)
-}
-
-// UnmarshalJSON reads MarshalJSON's text back (a recording's summary).
+// UnmarshalJSON reads a Bias as summary version 3 writes it (an object of
+// counts) or as versions 1 and 2 did (a JSON string, biasV2).
+// ScanJSONLSpans refuses the string in a version 3 summary.
 func (b *Bias) UnmarshalJSON(data []byte) error {
-	var s string
-	if err := json.Unmarshal(data, &s); err != nil {
+	if len(data) > 0 && data[0] == '"' {
+		var s string
+		if err := json.Unmarshal(data, &s); err != nil {
+			return err
+		}
+		return b.biasV2(s)
+	}
+	type plain Bias // without this method
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
 		return err
 	}
+	*b = Bias(p)
+	return nil
+}
+
+// biasV2 reads the text summary versions 1 and 2 wrote for a Bias:
+// "biased: " then "N lost event(s)" and "M missed probe run(s)", joined by
+// ", ", each only where its count was not 0.
+func (b *Bias) biasV2(s string) error {
 	*b = Bias{}
 	counts, ok := strings.CutPrefix(s, "biased: ")
 	if !ok || counts == "" {
@@ -465,12 +469,23 @@ func (b *Bias) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// pluralS is "s" unless n is 1.
-func pluralS(n uint64) string {
-	if n == 1 {
-		return ""
+// biasAsText reports whether a summary line's groups hold a biased as
+// versions 1 and 2 wrote it (a JSON string).
+func biasAsText(raw []byte) bool {
+	var line struct {
+		Groups []struct {
+			Biased json.RawMessage `json:"biased"`
+		} `json:"groups"`
 	}
-	return "s"
+	if json.Unmarshal(raw, &line) != nil {
+		return false
+	}
+	for _, g := range line.Groups {
+		if len(g.Biased) > 0 && g.Biased[0] == '"' {
+			return true
+		}
+	}
+	return false
 }
 
 // verdictHolds reports whether verdict ("ok" or "over budget"), drawn
@@ -682,11 +697,16 @@ func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, wri
 			if err := json.Unmarshal(raw, &summary); err != nil {
 				return err
 			}
-			if summary.Version < 2 { // read as the version this package writes
+			switch {
+			case summary.Version < 2: // read as the version this package writes
 				for i := range summary.Levels {
 					summary.Levels[i].levelV1()
 				}
 				summary.Version = SummaryVersion
+			case summary.Version < 3: // its groups' biased text was read by Bias.UnmarshalJSON
+				summary.Version = SummaryVersion
+			case slices.ContainsFunc(summary.Groups, func(g Group) bool { return !g.Bias.IsZero() }) && biasAsText(raw):
+				return fmt.Errorf("%w: a version %d summary with a group's biased as version 2's text", ErrForgedSummary, summary.Version)
 			}
 			// A run writes at most MaxGroups groups and other (and as
 			// many write groups): a summary of more was not written by

@@ -342,8 +342,7 @@ func DiskVerdictNumbers(v *analysis.DiskVerdict) string {
 // BiasCounts words a trace's holes as the summary counts them: "3 lost
 // events, 1 missed probe run", a part only where its count is not 0. The
 // table and the page (report/) say it after "biased: " or "holds though";
-// it is the JSON's groups[].biased text after "biased: "
-// (TestBiasCountsAsTheJSON).
+// the JSON's groups[].biased carries the counts (TestBiasCountsAsTheJSON).
 func BiasCounts(b analysis.Bias) string {
 	var parts []string
 	if b.LostEvents > 0 {
