@@ -15,6 +15,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis/jsonl"
 	"github.com/etcdscope/etcdscope/analysis/stats"
+	"github.com/etcdscope/etcdscope/event"
 )
 
 // WALFsyncBudget is the budget for etcd's WAL fsync: p99 of
@@ -113,8 +114,8 @@ type Report struct {
 	Levels []LevelRow `json:"levels,omitempty"`
 	// Writes summarises the write(2)-family calls (fsync --writes), one
 	// group per GroupKey, as the fsync groups.
-	Writes      []WriteGroup `json:"writes,omitempty"`
-	Unavailable []string     `json:"unavailable,omitempty"` // probes this kernel lacks and what they leave dark
+	Writes      []WriteGroup  `json:"writes,omitempty"`
+	Unavailable []Unavailable `json:"unavailable,omitempty"` // probes that did not attach and what they leave dark
 	// Disks are the whole disks the calls' requests went to, with their
 	// write cache mode where the run knew it (SetDiskCaches).
 	Disks []DiskCache `json:"disks,omitempty"`
@@ -140,6 +141,58 @@ type Report struct {
 	// MaxPartial (Attributor.Overflow): a capture's replay sets them.
 	DroppedEnters   uint64 `json:"dropped_enters,omitempty"`
 	DroppedPartials uint64 `json:"dropped_partial_completions,omitempty"`
+}
+
+// Unavailable is a probe that did not attach (event.Probe), as the
+// summary, the capture's header and the hypervisor's summary carry it:
+// the probe, what the run lacks without it, why, and the kernel's own
+// error text; render.Unavailable words it. Summary versions 1 and 2 (and
+// capture version 1) held an entry as one string, "probe: words": it reads
+// as Probe and Text.
+type Unavailable struct {
+	Probe    string       `json:"probe"`
+	Dark     event.Dark   `json:"dark,omitempty"`
+	Reason   event.Reason `json:"reason,omitempty"`
+	Module   string       `json:"module,omitempty"` // the kernel module the Reason is of
+	Err      string       `json:"err,omitempty"`    // the kernel's or the loader's error text
+	Optional bool         `json:"optional,omitempty"`
+	// Text is an older entry's words after its probe's name, kept as they
+	// were written (a report of an old recording writes them again);
+	// empty in an entry of fields.
+	Text string `json:"text,omitempty"`
+}
+
+// UnavailableProbes returns the probes of ps that did not attach.
+func UnavailableProbes(ps []event.Probe) []Unavailable {
+	var out []Unavailable
+	for _, p := range ps {
+		if !p.Attached {
+			out = append(out, Unavailable{Probe: p.Name, Dark: p.Dark, Reason: p.Reason, Module: p.Module, Err: p.Err, Optional: p.Optional})
+		}
+	}
+	return out
+}
+
+// UnmarshalJSON reads an entry of fields, or an older entry's string
+// ("probe: words"; Optional where its words begin "optional, ", as the
+// jbd2 wait's did).
+func (u *Unavailable) UnmarshalJSON(data []byte) error {
+	if len(data) > 0 && data[0] == '"' {
+		var s string
+		if err := json.Unmarshal(data, &s); err != nil {
+			return err
+		}
+		probe, text, _ := strings.Cut(s, ": ")
+		*u = Unavailable{Probe: probe, Text: text, Optional: strings.HasPrefix(text, "optional, ")}
+		return nil
+	}
+	type plain Unavailable // without this method
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		return err
+	}
+	*u = Unavailable(p)
+	return nil
 }
 
 // DiskCache is one disk's write cache, from its queue in sysfs when the
@@ -322,7 +375,7 @@ func (b *ReportBuilder) Add(r *FsyncRecord) {
 // Report summarises what was added, largest groups first. lost and missed
 // are the tracer's lost-event and skipped-probe counts; unavailable lists
 // probes that could not attach. The builder stays usable.
-func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report {
+func (b *ReportBuilder) Report(lost, missed uint64, unavailable []Unavailable) Report {
 	rep := Report{Type: "summary", Version: SummaryVersion, Fsyncs: b.count, LostEvents: lost, MissedEvents: missed, Unavailable: unavailable,
 		Groups: make([]Group, 0, len(b.groups.held)+1)} // [] in JSON when nothing was traced, as docs/schema.md shows
 	var other *Group
@@ -392,12 +445,12 @@ func keyLess(a, b GroupKey) bool {
 }
 
 // BuildReport summarises records at once (ReportBuilder for a stream).
-func BuildReport(recs []FsyncRecord, lost, missed uint64, unavailable []string) Report {
+func BuildReport(recs []FsyncRecord, lost, missed uint64, unavailable []Unavailable) Report {
 	return BuildReportWrites(recs, nil, lost, missed, unavailable)
 }
 
 // BuildReportWrites is BuildReport with write records too.
-func BuildReportWrites(recs []FsyncRecord, writes []WriteRecord, lost, missed uint64, unavailable []string) Report {
+func BuildReportWrites(recs []FsyncRecord, writes []WriteRecord, lost, missed uint64, unavailable []Unavailable) Report {
 	b := NewReportBuilder()
 	for i := range recs {
 		b.Add(&recs[i])

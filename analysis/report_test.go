@@ -144,7 +144,7 @@ func TestReportAndJSONRoundTrip(t *testing.T) {
 		r.FileKind = FileKind(r.Path)
 		recs = append(recs, r)
 	}
-	rep := BuildReport(recs, 3, 0, []string{"tp_btf/xfs_log_force: xfs not loaded"})
+	rep := BuildReport(recs, 3, 0, []Unavailable{{Probe: "tp_btf/xfs_log_force", Dark: event.DarkXFSLogForce, Reason: event.ReasonModuleNotLoaded, Module: "xfs"}})
 	if len(rep.Groups) != 1 {
 		t.Fatalf("groups: %+v", rep.Groups)
 	}

@@ -16,11 +16,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/exporter/otlp"
 	"github.com/etcdscope/etcdscope/internal/buildinfo"
 	"github.com/etcdscope/etcdscope/pipeline"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 // DefaultPort is etcdscope serve's port: taken from the range where
@@ -234,9 +236,11 @@ func Run(ctx context.Context, cfg Config) error {
 	for _, p := range ft.Probes() {
 		if p.Attached {
 			attached++
-		} else {
-			fmt.Fprintf(logw, "etcdscope serve: %s not attached: %s\n", p.Name, p.Why)
 		}
+	}
+	for _, u := range analysis.UnavailableProbes(ft.Probes()) {
+		what, why := render.UnavailableWords(u)
+		fmt.Fprintf(logw, "etcdscope serve: not attached: %s (%s)\n", what, why)
 	}
 	m.AddSource("fsync", ft, attached)
 	defer m.RemoveSource("fsync")

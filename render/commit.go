@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/analysis/stats"
 )
@@ -99,7 +100,8 @@ func commitTable(w io.Writer, run *CommitRun) {
 			fmt.Fprintf(w, "sampled: 1 write in %d (%d of the %d writes seen)\n", run.SampleEvery, run.WritesSampled, run.WritesSeen)
 		}
 		for _, u := range run.Unavailable {
-			Unavailable(w, u)
+			layer, why, _ := strings.Cut(u, ": ")
+			Unavailable(w, analysis.Unavailable{Probe: layer, Text: why})
 		}
 	}
 	commitTarget(w, run.Target)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/stats"
+	"github.com/etcdscope/etcdscope/event"
 )
 
 func TestFsyncReportTable(t *testing.T) {
@@ -17,7 +18,7 @@ func TestFsyncReportTable(t *testing.T) {
 		recs = append(recs, analysis.FsyncRecord{PID: 99, Comm: "etcd", Syscall: "fdatasync", Dev: "254:1", DevName: "vda1", FS: "ext4",
 			FileKind: analysis.KindWAL, TotalNs: total, Flushes: 1, Layers: analysis.Layers{DeviceFlushNs: total - 1e5, OtherNs: 1e5}})
 	}
-	rep := analysis.BuildReport(recs, 3, 0, []string{"tp_btf/xfs_log_force: xfs not loaded"})
+	rep := analysis.BuildReport(recs, 3, 0, []analysis.Unavailable{{Probe: "tp_btf/xfs_log_force", Dark: event.DarkXFSLogForce, Reason: event.ReasonModuleNotLoaded, Module: "xfs"}})
 	var table bytes.Buffer
 	if err := FsyncReport(&table, &rep); err != nil {
 		t.Fatal(err)
@@ -25,7 +26,7 @@ func TestFsyncReportTable(t *testing.T) {
 	for _, want := range []string{"etcd pid 99", "ext4 on vda1 (254:1)", "wal files", "device_flush", "OVER BUDGET", "3 lost events",
 		// 11 of 100 calls over 10 ms: 3 hidden calls cannot bring p99 under.
 		"verdict holds though 3 lost events: even if each hid a call under 10ms, p99 would stay over the budget (the ring buffer overflowed: raise --ring-size)",
-		"unavailable: tp_btf/xfs_log_force", "flushes per fsync: 1.00 (100 flush requests)",
+		"unavailable: tp_btf/xfs_log_force: no xfs_log_force: an xfs fsync's log force unseen\n  why: xfs not loaded: no xfs tracepoints\n", "flushes per fsync: 1.00 (100 flush requests)",
 		"disk verdict: floor: device_flush 98% of the time, 5.950 ms per flush or FUA write, a volatile write cache's fixed cost: a drive with power-loss protection helps, throttling other I/O does not\n    p50 5.900 ms a call in device_flush; p99 0.000 ms a call in block_queue (0% of the time)"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())

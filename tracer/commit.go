@@ -281,7 +281,7 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 		}
 		if ferr != nil {
 			why := shortErr(ferr)
-			t.probes = append(t.probes, event.Probe{Name: what, Why: why})
+			t.probes = append(t.probes, event.Probe{Name: what, Dark: event.DarkCommitFunction, Reason: event.ReasonNoFunction, Err: why})
 			if _, ok := t.down[p.layer]; !ok {
 				t.down[p.layer] = why
 			}

@@ -62,7 +62,7 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool, build s
 	}
 	for _, p := range tr.Probes() {
 		if !p.Attached {
-			t.Errorf("probe %s not attached: %s", p.Name, p.Why)
+			t.Errorf("probe %s not attached: %+v", p.Name, p)
 		}
 	}
 	const puts = 20

@@ -104,7 +104,7 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 		return err
 	}
 	hst := s.Add("hypervisor", ht)
-	unavailable := unavailableProbes(append(ft.Probes(), ht.Probes()...))
+	unavailable := analysis.UnavailableProbes(append(ft.Probes(), ht.Probes()...))
 	enc := json.NewEncoder(render.JSONText(os.Stdout))
 	emit := func(v any) error {
 		if f.output != "json" {
@@ -149,7 +149,7 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 		return devs.Resolve(event.MkDev(maj, min)).Name
 	})
 	merge.ApplyDriveCaches(images, sink.drives)
-	sum := merge.HostSummary{Type: "hv_summary", V: merge.SchemaVersion, Images: images, Warnings: render.MergeWarnings(images),
+	sum := merge.HostSummary{Type: "hv_summary", V: merge.HostSummaryVersion, Images: images, Warnings: render.MergeWarnings(images),
 		LostEvents: hst.Lost, MissedEvents: hst.Missed, FsyncLostEvents: fst.Lost, FsyncMissedEvents: fst.Missed, Unavailable: unavailable}
 	if f.output == "json" {
 		if err := enc.Encode(&sum); err != nil {
