@@ -47,7 +47,7 @@ type Config struct {
 	// Commit, if set, is the commit tracer attached to etcd process
 	// CommitPID (`serve --commit-pid`): its writes are split into the
 	// etcdscope_commit_* metrics (CommitMetrics). CommitUnavailable lists
-	// the layers its probes cannot show, each "layer: why".
+	// the parts of a write its probes cannot show, each "part: why".
 	Commit            CommitTracer
 	CommitPID         int
 	CommitUnavailable []string
@@ -309,7 +309,7 @@ func Run(ctx context.Context, cfg Config) error {
 		win = newPeerWindow(2 * cfg.CompareWindow)
 	}
 	sess.Go(func() error {
-		fp := pipeline.NewFsync(pipeline.FsyncConfig{Sinks: []pipeline.FsyncSink{m}, Sched: cfg.Sched, OnDecodeError: func(err error) {
+		fp := pipeline.NewFsyncLoop(pipeline.FsyncLoopConfig{Sinks: []pipeline.FsyncSink{m}, Sched: cfg.Sched, OnDecodeError: func(err error) {
 			m.DecodeError("fsync")
 			h.decodeError("fsync tracer", err)
 		}})

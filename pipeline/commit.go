@@ -63,7 +63,7 @@ type CommitOptions struct {
 	LoadPerSec float64
 	RingBytes  uint32
 	// Notice receives progress lines for the user (what the load writes,
-	// which layer is unavailable); may be nil.
+	// which part of a write is unavailable); may be nil.
 	Notice func(string)
 	// Source is the attached commit tracer (the caller closes it). nil
 	// when etcd's functions cannot be probed: SourceErr says why, and
@@ -71,8 +71,8 @@ type CommitOptions struct {
 	// (needs Endpoints).
 	Source    CommitSource
 	SourceErr error
-	// Unavailable lists the layers the attached probes cannot show, each
-	// "layer: why" (tracer.CommitTracer.Unavailable).
+	// Unavailable lists the parts of a write the attached probes cannot show, each
+	// "part: why" (tracer.CommitTracer.Unavailable).
 	Unavailable []string
 	// Syncs, when set, is the fsync tracer on the same process (the
 	// caller closes it): each write's WAL fdatasync is joined with its
@@ -121,7 +121,7 @@ type CommitResult struct {
 	Role        commit.Role // at the end ("" when unknown: no --etcd-endpoints)
 	LocalID     uint64
 	LeaderID    uint64
-	Unavailable []string // layers the probes cannot show, with why
+	Unavailable []string // parts of a write the probes cannot show, with why
 	Lost        uint64
 	Missed      uint64
 	Dropped     int // writes the kernel, the assembler or the joiner forgot, or that never returned
@@ -232,7 +232,7 @@ func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 	} else {
 		for _, u := range opt.Unavailable {
 			res.Unavailable = append(res.Unavailable, u)
-			notice("layer %s", u)
+			notice("part %s", u)
 		}
 		slices.Sort(res.Unavailable)
 	}
@@ -293,7 +293,7 @@ func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 	calls := syncCalls{entries: entries, keep: !opt.EntryCausesOnly}
 	if tr != nil && opt.Syncs != nil {
 		s.Go(func() error {
-			p := NewFsync(FsyncConfig{Sched: true, Sinks: []FsyncSink{&calls}})
+			p := NewFsyncLoop(FsyncLoopConfig{Sched: true, Sinks: []FsyncSink{&calls}})
 			if err := p.Run(opt.Syncs); err != nil {
 				return fmt.Errorf("fsync tracer: %w", err)
 			}

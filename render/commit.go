@@ -28,7 +28,7 @@ type CommitRun struct {
 	Cluster     commit.ClusterState
 	Role        commit.Role // "" when unknown
 	LocalID     uint64      // commit.LocalVote when unknown
-	// Unavailable: the layers the probes cannot show, each "layer: why".
+	// Unavailable: the parts of a write the probes cannot show, each "part: why".
 	Unavailable  []string
 	Lost, Missed uint64
 	Dropped      int
@@ -100,8 +100,8 @@ func commitTable(w io.Writer, run *CommitRun) {
 			fmt.Fprintf(w, "sampled: 1 write in %d (%d of the %d writes seen)\n", run.SampleEvery, run.WritesSampled, run.WritesSeen)
 		}
 		for _, u := range run.Unavailable {
-			layer, why, _ := strings.Cut(u, ": ")
-			Unavailable(w, analysis.Unavailable{Probe: layer, Text: why})
+			part, why, _ := strings.Cut(u, ": ")
+			Unavailable(w, analysis.Unavailable{Probe: part, Text: why})
 		}
 	}
 	commitTarget(w, run.Target)

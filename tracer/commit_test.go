@@ -47,7 +47,7 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool, build s
 	// The multi variant also follows the scheduler inside (*WAL).sync
 	// (what etcdscope commit runs); the per-point one shows the core
 	// object loads without those programs (what serve runs).
-	// The per-point variant also leaves the gRPC layer unprobed (NoGRPC).
+	// The per-point variant also leaves the gRPC part unprobed (NoGRPC).
 	tr, err := NewCommit(CommitConfig{PID: c.Members[0].PID, PerPointLinks: perPoint, Sched: !perPoint, Raw: !perPoint, Profile: true, NoGRPC: perPoint})
 	if err != nil {
 		t.Fatal(err)
@@ -113,8 +113,8 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool, build s
 			t.Errorf("%s fired %d times for %d puts, want %d", k, counts.Fired[k], puts, want)
 		}
 	}
-	if _, down := tr.Unavailable()[LayerGRPC]; down != perPoint {
-		t.Errorf("grpc layer unavailable: %v, want %v (NoGRPC)", down, perPoint)
+	if _, down := tr.Unavailable()[PartGRPC]; down != perPoint {
+		t.Errorf("grpc part unavailable: %v, want %v (NoGRPC)", down, perPoint)
 	}
 	// One member: every Save with entries is followed by a Send (the
 	// next Ready's), so one CommitSaveSent per put too.
@@ -133,7 +133,7 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool, build s
 	}
 	// Each fdatasync sleeps on the disk (or its wake-up is seen), so the
 	// WAL sync's thread switches at least once per put while marked.
-	if why, ok := tr.Unavailable()[LayerSched]; ok && !perPoint {
+	if why, ok := tr.Unavailable()[PartSched]; ok && !perPoint {
 		t.Errorf("scheduler programs unavailable: %s", why)
 	}
 	if perPoint && n[event.CommitSched] != 0 || !perPoint && n[event.CommitSched] < puts {

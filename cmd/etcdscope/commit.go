@@ -105,8 +105,8 @@ func runCommit(args []string) error {
 	case err == nil:
 		s.Add("commit", tr)
 		opt.Source = tr
-		for layer, why := range tr.Unavailable() {
-			opt.Unavailable = append(opt.Unavailable, fmt.Sprintf("%s: %s", layer, why))
+		for part, why := range tr.Unavailable() {
+			opt.Unavailable = append(opt.Unavailable, fmt.Sprintf("%s: %s", part, why))
 		}
 	case (errors.Is(err, tracer.ErrGoFuncNotFound) || errors.Is(err, tracer.ErrNoGoSymbols)) && len(opt.Endpoints) == 0:
 		// Not etcd (or not one this etcdscope can probe), and no metrics

@@ -300,11 +300,11 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 		return err
 	}
 	defer out.abandon()
-	pcfg := pipeline.FsyncConfig{Disk: cfg.Disk, Sinks: out.sinks(), Sched: cfg.Sched}
+	pcfg := pipeline.FsyncLoopConfig{Disk: cfg.Disk, Sinks: out.sinks(), Sched: cfg.Sched}
 	if out.capw != nil {
 		pcfg.Capture = out.capw.Writer
 	}
-	p := pipeline.NewFsync(pcfg)
+	p := pipeline.NewFsyncLoop(pcfg)
 	s.Go(func() error { return p.Run(tr) })
 	wl, err := startWorkload(s.Context(), f)
 	if err != nil {
@@ -412,7 +412,7 @@ func (o *fsyncOutput) closeLines(runErr error) error {
 // report builds the run's report from what the sinks counted, the
 // tracer's st and the pipeline p's counts, finishes the capture and
 // prints the last interval line and the report.
-func (o *fsyncOutput) report(f fsyncFlags, st pipeline.Stats, p *pipeline.Fsync, unavailable []analysis.Unavailable) (analysis.Report, error) {
+func (o *fsyncOutput) report(f fsyncFlags, st pipeline.Stats, p *pipeline.FsyncLoop, unavailable []analysis.Unavailable) (analysis.Report, error) {
 	monoToWall := monoToWallNs()
 	decodeErrs := p.DecodeErrors()
 	rep := o.rs.Report(st.Lost, st.Missed, unavailable)

@@ -128,7 +128,7 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 	// Two data paths, one sink: the fsync tracer's flushes (with their host
 	// layers) and the hypervisor tracer's reads, writes and submissions.
 	sink := &hvSink{emit: emit}
-	fp := pipeline.NewFsync(pipeline.FsyncConfig{Sinks: []pipeline.FsyncSink{sink},
+	fp := pipeline.NewFsyncLoop(pipeline.FsyncLoopConfig{Sinks: []pipeline.FsyncSink{sink},
 		FileKind: func(string) string { return analysis.KindOther }}) // images are not etcd's files
 	hp := pipeline.NewHypervisor(pipeline.HypervisorConfig{Sinks: []pipeline.HostIOSink{sink}})
 	s.Go(func() error { return fp.Run(ft) })

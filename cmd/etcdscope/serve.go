@@ -148,8 +148,8 @@ func runServe(args []string) error {
 		}
 		defer ct.Close()
 		cfg.Commit = ct
-		for layer, why := range ct.Unavailable() {
-			cfg.CommitUnavailable = append(cfg.CommitUnavailable, fmt.Sprintf("%s: %s", layer, why))
+		for part, why := range ct.Unavailable() {
+			cfg.CommitUnavailable = append(cfg.CommitUnavailable, fmt.Sprintf("%s: %s", part, why))
 		}
 		// As commit does: the fsync tracer on etcd alone splits each WAL
 		// fdatasync (leader's and follower's) into the disk's layers and
