@@ -150,7 +150,11 @@ type Report struct {
 // capture version 1) held an entry as one string, "probe: words": it reads
 // as Probe and Text.
 type Unavailable struct {
-	Probe    string       `json:"probe"`
+	// Part: the part of a write it leaves dark, for etcdscope commit (a
+	// tracer.CommitPart: "wal", "grpc", ...; "uprobes" when no function
+	// of etcd's could be probed, and Probe is empty).
+	Part     string       `json:"part,omitempty"`
+	Probe    string       `json:"probe,omitempty"`
 	Dark     event.Dark   `json:"dark,omitempty"`
 	Reason   event.Reason `json:"reason,omitempty"`
 	Module   string       `json:"module,omitempty"` // the kernel module the Reason is of
@@ -171,6 +175,16 @@ func UnavailableProbes(ps []event.Probe) []Unavailable {
 		}
 	}
 	return out
+}
+
+// UnavailablePart is the part of a write (commit) that probe p left dark.
+func UnavailablePart(part string, p event.Probe) Unavailable {
+	return Unavailable{Part: part, Probe: p.Name, Dark: p.Dark, Reason: p.Reason, Module: p.Module, Err: p.Err, Optional: p.Optional}
+}
+
+// SortUnavailable sorts us by part, then probe.
+func SortUnavailable(us []Unavailable) {
+	slices.SortFunc(us, func(a, b Unavailable) int { return cmp.Or(cmp.Compare(a.Part, b.Part), cmp.Compare(a.Probe, b.Probe)) })
 }
 
 // UnmarshalJSON reads an entry of fields, or an older entry's string

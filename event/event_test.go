@@ -28,6 +28,7 @@ func TestProbeCodesPinned(t *testing.T) {
 		string(DarkJournalWaitExact): "journal_wait_exact", string(DarkIOUring): "io_uring", string(DarkCommitFunction): "commit_function",
 		string(ReasonModuleNotLoaded): "module_not_loaded", string(ReasonNoModuleBTF): "no_module_btf",
 		string(ReasonNoIOUringTracepoint): "no_io_uring_tracepoint", string(ReasonRefused): "refused", string(ReasonNoFunction): "no_function",
+		string(ReasonConfigured): "configured", string(ReasonLoadFailed): "load_failed", string(ReasonAttachFailed): "attach_failed",
 	} {
 		if got != want {
 			t.Errorf("code %q, want %q", got, want)

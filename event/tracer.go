@@ -64,6 +64,15 @@ const (
 	// ReasonNoFunction: the binary has no such function (Err: what the
 	// search found).
 	ReasonNoFunction Reason = "no_function"
+	// ReasonConfigured: left unprobed, as the run was configured (commit
+	// --grpc=false).
+	ReasonConfigured Reason = "configured"
+	// ReasonLoadFailed: its programs did not load (Err: the verifier's or
+	// the loader's error).
+	ReasonLoadFailed Reason = "load_failed"
+	// ReasonAttachFailed: loaded, but did not attach (Err: the kernel's
+	// error).
+	ReasonAttachFailed Reason = "attach_failed"
 )
 
 // ProgramStats is what the kernel keeps about one loaded BPF program

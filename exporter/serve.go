@@ -50,7 +50,7 @@ type Config struct {
 	// the parts of a write its probes cannot show, each "part: why".
 	Commit            CommitTracer
 	CommitPID         int
-	CommitUnavailable []string
+	CommitUnavailable []analysis.Unavailable
 	// CommitSampleEvery: the commit tracer follows 1 write in N
 	// (tracer.CommitConfig.SampleEvery; 0 and 1: every write).
 	CommitSampleEvery uint32

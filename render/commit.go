@@ -28,8 +28,8 @@ type CommitRun struct {
 	Cluster     commit.ClusterState
 	Role        commit.Role // "" when unknown
 	LocalID     uint64      // commit.LocalVote when unknown
-	// Unavailable: the parts of a write the probes cannot show, each "part: why".
-	Unavailable  []string
+	// Unavailable: the parts of a write the probes cannot show, and why.
+	Unavailable  []analysis.Unavailable
 	Lost, Missed uint64
 	Dropped      int
 	// SampleEvery: 1 write in N was followed; WritesSeen and
@@ -105,8 +105,7 @@ func commitTable(w io.Writer, run *CommitRun) {
 			fmt.Fprintf(w, "sampled: 1 write in %d (%d of the %d writes seen)\n", run.SampleEvery, run.WritesSampled, run.WritesSeen)
 		}
 		for _, u := range run.Unavailable {
-			part, why, _ := strings.Cut(u, ": ")
-			Unavailable(w, analysis.Unavailable{Probe: part, Text: why})
+			Unavailable(w, u)
 		}
 	}
 	commitTarget(w, run.Target)
@@ -238,7 +237,7 @@ func commitTarget(w io.Writer, t commit.Target) {
 	fmt.Fprintf(w, "etcd pid %d was stopped (SIGSTOP or a debugger) for %.1f s of the run: %s; writes made then waited until it resumed\n", t.PID, float64(t.StoppedNs())/1e9, strings.Join(parts, ", "))
 }
 
-// CommitSummary returns the run's JSON summary record (commit/v1), its
+// CommitSummary returns the run's JSON summary record (commit/v2), its
 // verdicts worded as the table words them.
 func CommitSummary(run *CommitRun) commit.SummaryRecord {
 	s := run.Report.Summary()

@@ -409,6 +409,12 @@ func UnavailableWords(u analysis.Unavailable) (what, why string) {
 		return s, ""
 	}
 	what = u.Probe
+	switch {
+	case u.Part != "" && u.Probe != "":
+		what = u.Part + " (" + u.Probe + ")"
+	case u.Part != "":
+		what = u.Part
+	}
 	if d := darkWords(u.Dark); d != "" {
 		what += ": " + d
 	}
@@ -458,9 +464,15 @@ func reasonWords(r event.Reason, module string) string {
 	case event.ReasonNoIOUringTracepoint:
 		return "no io_uring tracepoint (CONFIG_IO_URING=n or a kernel before 5.19)"
 	case event.ReasonRefused:
-		return "neither way attached"
+		return "could not be attached"
 	case event.ReasonNoFunction:
 		return "not found in the binary"
+	case event.ReasonConfigured:
+		return "left unprobed, as configured (commit --grpc=false)"
+	case event.ReasonLoadFailed:
+		return "its programs did not load"
+	case event.ReasonAttachFailed:
+		return "did not attach"
 	}
 	return string(r)
 }

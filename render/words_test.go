@@ -121,7 +121,7 @@ func TestUnavailableLines(t *testing.T) {
 		want string
 	}{
 		{analysis.Unavailable{Probe: "fentry|kprobe/jbd2_log_wait_commit", Dark: event.DarkJournalWaitExact, Reason: event.ReasonRefused, Err: "fentry: operation not permitted; kprobe: no kprobe_events (CONFIG_KPROBES off)", Optional: true},
-			"unavailable: fentry|kprobe/jbd2_log_wait_commit: optional, journal layer by overlap with jbd2 commits\n  why: neither way attached: fentry: operation not permitted; kprobe: no kprobe_events (CONFIG_KPROBES off)\n"},
+			"unavailable: fentry|kprobe/jbd2_log_wait_commit: optional, journal layer by overlap with jbd2 commits\n  why: could not be attached: fentry: operation not permitted; kprobe: no kprobe_events (CONFIG_KPROBES off)\n"},
 		{analysis.Unavailable{Probe: "tp_btf/ext4_sync_file_enter", Dark: event.DarkKthreadFsyncs, Reason: event.ReasonNoModuleBTF, Module: "ext4"},
 			"unavailable: tp_btf/ext4_sync_file_enter: fsyncs by kernel threads (loop backing files on ext4) unseen\n  why: ext4 is a module and this kernel has no BTF for modules (/sys/kernel/btf/ext4; CONFIG_DEBUG_INFO_BTF_MODULES, Linux 5.11+)\n"},
 		{analysis.Unavailable{Probe: "tp_btf/ext4_sync_file_exit", Reason: event.ReasonModuleNotLoaded, Module: "ext4"},

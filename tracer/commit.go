@@ -224,7 +224,7 @@ type CommitTracer struct {
 	links  []link.Link
 	ring   *quietRing
 	probes []event.Probe
-	down   map[CommitPart]string // part -> why it is unavailable
+	down   map[CommitPart]event.Probe // part -> the probe that left it unavailable, and why
 	rec    ringbuf.Record
 	multi  bool // links is one uprobe_multi link
 	build  etcdBuild
@@ -246,7 +246,7 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 	if err := prepare(""); err != nil {
 		return nil, err
 	}
-	t := &CommitTracer{down: map[CommitPart]string{}}
+	t := &CommitTracer{down: map[CommitPart]event.Probe{}}
 	defer func() {
 		if err != nil {
 			t.Close()
@@ -270,7 +270,7 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 	var at []uprobeAt
 	for _, p := range commitProbes {
 		if p.part == PartGRPC && cfg.NoGRPC {
-			t.down[PartGRPC] = "left unprobed, as configured (commit --grpc=false)"
+			t.down[PartGRPC] = event.Probe{Name: "uprobe/" + p.names(build)[0], Reason: event.ReasonConfigured}
 			continue
 		}
 		names := p.names(build)
@@ -280,10 +280,10 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 			what += " (RET)"
 		}
 		if ferr != nil {
-			why := shortErr(ferr)
-			t.probes = append(t.probes, event.Probe{Name: what, Dark: event.DarkCommitFunction, Reason: event.ReasonNoFunction, Err: why})
+			missing := event.Probe{Name: what, Dark: event.DarkCommitFunction, Reason: event.ReasonNoFunction, Err: shortErr(ferr)}
+			t.probes = append(t.probes, missing)
 			if _, ok := t.down[p.part]; !ok {
-				t.down[p.part] = why
+				t.down[p.part] = missing
 			}
 			continue
 		}
@@ -304,8 +304,8 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 		}
 		t.probes = append(t.probes, event.Probe{Name: what + " " + fn.Name, Attached: true})
 	}
-	if why, ok := t.down[PartWrite]; ok {
-		return nil, writePathErr(build, found, why)
+	if down, ok := t.down[PartWrite]; ok {
+		return nil, writePathErr(build, found, down.Err)
 	}
 	// One uprobe_multi link for every point where the kernel has it
 	// (Linux 6.6+): closing it unregisters them all and waits for the
@@ -346,7 +346,7 @@ func (t *CommitTracer) loadObjects(spec *ebpf.CollectionSpec, sched bool) error 
 		if err == nil {
 			return nil
 		}
-		t.down[PartSched] = fmt.Sprintf("loading the scheduler programs: %v", explainLoad("commit sched programs", err))
+		t.down[PartSched] = event.Probe{Name: "tp_btf/sched_switch+sched_wakeup", Reason: event.ReasonLoadFailed, Err: explainLoad("commit sched programs", err).Error()}
 	}
 	var core commitCore
 	if err := spec.LoadAndAssign(&core, nil); err != nil {
@@ -364,7 +364,7 @@ func (t *CommitTracer) attachSched() {
 	for _, p := range []*ebpf.Program{t.objs.CommitSchedSwitch, t.objs.CommitSchedWakeup} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
-			t.down[PartSched] = fmt.Sprintf("attaching tp_btf %s: %v", p, err)
+			t.down[PartSched] = event.Probe{Name: "tp_btf " + p.String(), Reason: event.ReasonAttachFailed, Err: err.Error()}
 			return
 		}
 		t.links = append(t.links, l)
@@ -491,9 +491,9 @@ func findFunc(bin *GoBinary, names []string, rets bool) (GoFunc, error) {
 	return GoFunc{}, first
 }
 
-// Unavailable returns the parts of a write the binary's probes cannot show, each
-// with why (the missing function).
-func (t *CommitTracer) Unavailable() map[CommitPart]string { return t.down }
+// Unavailable returns the parts of a write the binary's probes cannot show,
+// each with the probe that left it dark and why (its Reason and Err).
+func (t *CommitTracer) Unavailable() map[CommitPart]event.Probe { return t.down }
 
 // Probes lists every probe with whether it is attached.
 func (t *CommitTracer) Probes() []event.Probe { return t.probes }

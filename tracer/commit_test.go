@@ -134,7 +134,7 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool, build s
 	// Each fdatasync sleeps on the disk (or its wake-up is seen), so the
 	// WAL sync's thread switches at least once per put while marked.
 	if why, ok := tr.Unavailable()[PartSched]; ok && !perPoint {
-		t.Errorf("scheduler programs unavailable: %s", why)
+		t.Errorf("scheduler programs unavailable: %+v", why)
 	}
 	if perPoint && n[event.CommitSched] != 0 || !perPoint && n[event.CommitSched] < puts {
 		t.Errorf("%d scheduler records inside (*WAL).sync for %d puts (followed: %v)", n[event.CommitSched], puts, !perPoint)
