@@ -15,7 +15,10 @@ const SchemaVersion = 1
 // LevelLower; version 1 numbered them "L1", "L2", "L3" from the top, which
 // virtualization reads as nested guests) and a level's untraced is an
 // UntracedReason, not a sentence. ReadJSONL reads version 1 as version 2.
-const SummaryVersion = 2
+// 3 (2026-12-07): a group's biased is its counts ({"lost_events":N,
+// "missed_events":M}, Bias), not version 2's text "biased: N lost events,
+// M missed probe runs"; ReadJSONL reads versions 1 and 2 as version 3.
+const SummaryVersion = 3
 
 // Layer names, as JSON keys and report columns use them.
 const (

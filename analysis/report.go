@@ -15,6 +15,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis/jsonl"
 	"github.com/etcdscope/etcdscope/analysis/stats"
+	"github.com/etcdscope/etcdscope/event"
 )
 
 // WALFsyncBudget is the budget for etcd's WAL fsync: p99 of
@@ -65,9 +66,8 @@ type Group struct {
 	Verdict Verdict `json:"verdict"`
 	// Bias counts the holes in the trace the group was drawn from (calls
 	// absent, requests unattributed): the report's lost_events and
-	// missed_events, the zero Bias for a lossless trace. In JSON the
-	// schema's text, "biased: N lost events, M missed probe runs", absent
-	// when zero (Bias.MarshalJSON).
+	// missed_events, the zero Bias for a lossless trace. In JSON its
+	// counts (Bias), absent when zero.
 	Bias Bias `json:"biased,omitzero"`
 	// VerdictHolds: the trace has holes (Bias not zero) but the verdict
 	// cannot change whatever they hid. Each lost event or missed probe
@@ -115,8 +115,8 @@ type Report struct {
 	Levels []LevelRow `json:"levels,omitempty"`
 	// Writes summarises the write(2)-family calls (fsync --writes), one
 	// group per GroupKey, as the fsync groups.
-	Writes      []WriteGroup `json:"writes,omitempty"`
-	Unavailable []string     `json:"unavailable,omitempty"` // probes this kernel lacks and what they leave dark
+	Writes      []WriteGroup  `json:"writes,omitempty"`
+	Unavailable []Unavailable `json:"unavailable,omitempty"` // probes that did not attach and what they leave dark
 	// Disks are the whole disks the calls' requests went to, with their
 	// write cache mode where the run knew it (SetDiskCaches).
 	Disks []DiskCache `json:"disks,omitempty"`
@@ -142,6 +142,72 @@ type Report struct {
 	// MaxPartial (Attributor.Overflow): a capture's replay sets them.
 	DroppedEnters   uint64 `json:"dropped_enters,omitempty"`
 	DroppedPartials uint64 `json:"dropped_partial_completions,omitempty"`
+}
+
+// Unavailable is a probe that did not attach (event.Probe), as the
+// summary, the capture's header and the hypervisor's summary carry it:
+// the probe, what the run lacks without it, why, and the kernel's own
+// error text; render.Unavailable words it. Summary versions 1 and 2 (and
+// capture version 1) held an entry as one string, "probe: words": it reads
+// as Probe and Text.
+type Unavailable struct {
+	// Part: the part of a write it leaves dark, for etcdscope commit (a
+	// tracer.CommitPart: "wal", "grpc", ...; "uprobes" when no function
+	// of etcd's could be probed, and Probe is empty).
+	Part     string       `json:"part,omitempty"`
+	Probe    string       `json:"probe,omitempty"`
+	Dark     event.Dark   `json:"dark,omitempty"`
+	Reason   event.Reason `json:"reason,omitempty"`
+	Module   string       `json:"module,omitempty"` // the kernel module the Reason is of
+	Err      string       `json:"err,omitempty"`    // the kernel's or the loader's error text
+	Optional bool         `json:"optional,omitempty"`
+	// Text is an older entry's words after its probe's name, kept as they
+	// were written (a report of an old recording writes them again);
+	// empty in an entry of fields.
+	Text string `json:"text,omitempty"`
+}
+
+// UnavailableProbes returns the probes of ps that did not attach.
+func UnavailableProbes(ps []event.Probe) []Unavailable {
+	var out []Unavailable
+	for _, p := range ps {
+		if !p.Attached {
+			out = append(out, Unavailable{Probe: p.Name, Dark: p.Dark, Reason: p.Reason, Module: p.Module, Err: p.Err, Optional: p.Optional})
+		}
+	}
+	return out
+}
+
+// UnavailablePart is the part of a write (commit) that probe p left dark.
+func UnavailablePart(part string, p event.Probe) Unavailable {
+	return Unavailable{Part: part, Probe: p.Name, Dark: p.Dark, Reason: p.Reason, Module: p.Module, Err: p.Err, Optional: p.Optional}
+}
+
+// SortUnavailable sorts us by part, then probe.
+func SortUnavailable(us []Unavailable) {
+	slices.SortFunc(us, func(a, b Unavailable) int { return cmp.Or(cmp.Compare(a.Part, b.Part), cmp.Compare(a.Probe, b.Probe)) })
+}
+
+// UnmarshalJSON reads an entry of fields, or an older entry's string
+// ("probe: words"; Optional where its words begin "optional, ", as the
+// jbd2 wait's did).
+func (u *Unavailable) UnmarshalJSON(data []byte) error {
+	if len(data) > 0 && data[0] == '"' {
+		var s string
+		if err := json.Unmarshal(data, &s); err != nil {
+			return err
+		}
+		probe, text, _ := strings.Cut(s, ": ")
+		*u = Unavailable{Probe: probe, Text: text, Optional: strings.HasPrefix(text, "optional, ")}
+		return nil
+	}
+	type plain Unavailable // without this method
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		return err
+	}
+	*u = Unavailable(p)
+	return nil
 }
 
 // DiskCache is one disk's write cache, from its queue in sysfs when the
@@ -324,7 +390,7 @@ func (b *ReportBuilder) Add(r *FsyncRecord) {
 // Report summarises what was added, largest groups first. lost and missed
 // are the tracer's lost-event and skipped-probe counts; unavailable lists
 // probes that could not attach. The builder stays usable.
-func (b *ReportBuilder) Report(lost, missed uint64, unavailable []string) Report {
+func (b *ReportBuilder) Report(lost, missed uint64, unavailable []Unavailable) Report {
 	rep := Report{Type: "summary", Version: SummaryVersion, Fsyncs: b.count, LostEvents: lost, MissedEvents: missed, Unavailable: unavailable,
 		Groups: make([]Group, 0, len(b.groups.held)+1)} // [] in JSON when nothing was traced, as docs/schema.md shows
 	var other *Group
@@ -394,12 +460,12 @@ func keyLess(a, b GroupKey) bool {
 }
 
 // BuildReport summarises records at once (ReportBuilder for a stream).
-func BuildReport(recs []FsyncRecord, lost, missed uint64, unavailable []string) Report {
+func BuildReport(recs []FsyncRecord, lost, missed uint64, unavailable []Unavailable) Report {
 	return BuildReportWrites(recs, nil, lost, missed, unavailable)
 }
 
 // BuildReportWrites is BuildReport with write records too.
-func BuildReportWrites(recs []FsyncRecord, writes []WriteRecord, lost, missed uint64, unavailable []string) Report {
+func BuildReportWrites(recs []FsyncRecord, writes []WriteRecord, lost, missed uint64, unavailable []Unavailable) Report {
 	b := NewReportBuilder()
 	for i := range recs {
 		b.Add(&recs[i])
@@ -413,37 +479,42 @@ func BuildReportWrites(recs []FsyncRecord, writes []WriteRecord, lost, missed ui
 // Bias counts the holes in a trace: events lost (they did not fit in the
 // ring buffer; a bigger one brings them back) and probe runs missed (runs
 // the kernel skipped, render.MissedMeaning, which no ring size brings back).
-// Each hides at most one call. The zero Bias is a lossless trace.
+// Each hides at most one call. The zero Bias is a lossless trace. In JSON
+// (docs/schema.md's groups[].biased, summary version 3) it is its two
+// counts under the summary's own names, each absent when 0; render.BiasCounts
+// words it.
 type Bias struct {
-	LostEvents uint64
-	MissedRuns uint64
+	LostEvents uint64 `json:"lost_events,omitempty"`
+	MissedRuns uint64 `json:"missed_events,omitempty"`
 }
 
 // IsZero reports a lossless trace.
 func (b Bias) IsZero() bool { return b == Bias{} }
 
-// MarshalJSON writes docs/schema.md's groups[].biased: "biased: 3 lost
-// events, 1 missed probe run", a part only where its count is not 0.
-func (b Bias) MarshalJSON() ([]byte, error) {
-	s := "biased: "
-	if b.LostEvents > 0 {
-		s += strconv.FormatUint(b.LostEvents, 10) + " lost event" + pluralS(b.LostEvents)
-	}
-	if b.LostEvents > 0 && b.MissedRuns > 0 {
-		s += ", "
-	}
-	if b.MissedRuns > 0 {
-		s += strconv.FormatUint(b.MissedRuns, 10) + " missed probe run" + pluralS(b.MissedRuns)
-	}
-	return json.Marshal(s)
-}
-
-// UnmarshalJSON reads MarshalJSON's text back (a recording's summary).
+// UnmarshalJSON reads a Bias as summary version 3 writes it (an object of
+// counts) or as versions 1 and 2 did (a JSON string, biasV2).
+// ScanJSONLSpans refuses the string in a version 3 summary.
 func (b *Bias) UnmarshalJSON(data []byte) error {
-	var s string
-	if err := json.Unmarshal(data, &s); err != nil {
+	if len(data) > 0 && data[0] == '"' {
+		var s string
+		if err := json.Unmarshal(data, &s); err != nil {
+			return err
+		}
+		return b.biasV2(s)
+	}
+	type plain Bias // without this method
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
 		return err
 	}
+	*b = Bias(p)
+	return nil
+}
+
+// biasV2 reads the text summary versions 1 and 2 wrote for a Bias:
+// "biased: " then "N lost event(s)" and "M missed probe run(s)", joined by
+// ", ", each only where its count was not 0.
+func (b *Bias) biasV2(s string) error {
 	*b = Bias{}
 	counts, ok := strings.CutPrefix(s, "biased: ")
 	if !ok || counts == "" {
@@ -466,12 +537,23 @@ func (b *Bias) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// pluralS is "s" unless n is 1.
-func pluralS(n uint64) string {
-	if n == 1 {
-		return ""
+// biasAsText reports whether a summary line's groups hold a biased as
+// versions 1 and 2 wrote it (a JSON string).
+func biasAsText(raw []byte) bool {
+	var line struct {
+		Groups []struct {
+			Biased json.RawMessage `json:"biased"`
+		} `json:"groups"`
 	}
-	return "s"
+	if json.Unmarshal(raw, &line) != nil {
+		return false
+	}
+	for _, g := range line.Groups {
+		if len(g.Biased) > 0 && g.Biased[0] == '"' {
+			return true
+		}
+	}
+	return false
 }
 
 // verdictHolds reports whether verdict ("ok" or "over budget"), drawn
@@ -701,11 +783,16 @@ func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, wri
 			if err := json.Unmarshal(raw, &summary); err != nil {
 				return err
 			}
-			if summary.Version < 2 { // read as the version this package writes
+			switch {
+			case summary.Version < 2: // read as the version this package writes
 				for i := range summary.Levels {
 					summary.Levels[i].levelV1()
 				}
 				summary.Version = SummaryVersion
+			case summary.Version < 3: // its groups' biased text was read by Bias.UnmarshalJSON
+				summary.Version = SummaryVersion
+			case slices.ContainsFunc(summary.Groups, func(g Group) bool { return !g.Bias.IsZero() }) && biasAsText(raw):
+				return fmt.Errorf("%w: a version %d summary with a group's biased as version 2's text", ErrForgedSummary, summary.Version)
 			}
 			// A run writes at most MaxGroups groups and other (and as
 			// many write groups): a summary of more was not written by

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -143,7 +144,7 @@ func TestReportAndJSONRoundTrip(t *testing.T) {
 		r.FileKind = FileKind(r.Path)
 		recs = append(recs, r)
 	}
-	rep := BuildReport(recs, 3, 0, []string{"tp_btf/xfs_log_force: xfs not loaded"})
+	rep := BuildReport(recs, 3, 0, []Unavailable{{Probe: "tp_btf/xfs_log_force", Dark: event.DarkXFSLogForce, Reason: event.ReasonModuleNotLoaded, Module: "xfs"}})
 	if len(rep.Groups) != 1 {
 		t.Fatalf("groups: %+v", rep.Groups)
 	}
@@ -205,7 +206,8 @@ func TestIntervalLoss(t *testing.T) {
 
 // TestBiasedVerdict: a report from a trace with loss marks every verdict
 // with its Bias (render.FsyncReport words it: render.TestFsyncReportTable),
-// and the JSON keeps docs/schema.md's text for it and reads it back.
+// and the JSON carries its counts (summary version 3) and reads them back,
+// as it reads the text versions 1 and 2 wrote.
 func TestBiasedVerdict(t *testing.T) {
 	recs := []FsyncRecord{{TotalNs: 1e6, Comm: "etcd", FileKind: KindWAL}}
 	g := BuildReport(recs, 0, 0, nil).Groups[0]
@@ -219,30 +221,60 @@ func TestBiasedVerdict(t *testing.T) {
 	// summary's names (lost_events, missed_events), never summed.
 	for _, tc := range []struct {
 		lost, missed uint64
-		want         string
+		want, v2     string
 	}{
-		{40, 2, "biased: 40 lost events, 2 missed probe runs"},
-		{1, 0, "biased: 1 lost event"},
-		{0, 1, "biased: 1 missed probe run"},
-		{0, 4, "biased: 4 missed probe runs"},
+		{40, 2, `{"lost_events":40,"missed_events":2}`, "biased: 40 lost events, 2 missed probe runs"},
+		{1, 0, `{"lost_events":1}`, "biased: 1 lost event"},
+		{0, 1, `{"missed_events":1}`, "biased: 1 missed probe run"},
+		{0, 4, `{"missed_events":4}`, "biased: 4 missed probe runs"},
 	} {
 		g := BuildReport(recs, tc.lost, tc.missed, nil).Groups[0]
 		if g.Bias != (Bias{LostEvents: tc.lost, MissedRuns: tc.missed}) || g.Verdict != "ok" {
 			t.Errorf("lost %d missed %d: verdict %q bias %+v", tc.lost, tc.missed, g.Verdict, g.Bias)
 		}
 		b, err := json.Marshal(g)
-		if err != nil || !strings.Contains(string(b), `"biased":"`+tc.want+`"`) {
-			t.Errorf("lost %d missed %d: JSON (%v) %s, want biased %q", tc.lost, tc.missed, err, b, tc.want)
+		if err != nil || !strings.Contains(string(b), `"biased":`+tc.want) {
+			t.Errorf("lost %d missed %d: JSON (%v) %s, want biased %s", tc.lost, tc.missed, err, b, tc.want)
 		}
 		var back Group
 		if err := json.Unmarshal(b, &back); err != nil || back.Bias != g.Bias {
-			t.Errorf("%q read back as %+v (%v)", tc.want, back.Bias, err)
+			t.Errorf("%s read back as %+v (%v)", tc.want, back.Bias, err)
+		}
+		var old Bias
+		if err := json.Unmarshal([]byte(strconv.Quote(tc.v2)), &old); err != nil || old != g.Bias {
+			t.Errorf("version 2's %q read as %+v (%v)", tc.v2, old, err)
 		}
 	}
-	for _, bad := range []string{`"3 lost events"`, `"biased: "`, `"biased: 0 lost events"`, `"biased: 3 dropped events"`, `"biased: x lost events"`} {
+	for _, bad := range []string{`"3 lost events"`, `"biased: "`, `"biased: 0 lost events"`, `"biased: 3 dropped events"`, `"biased: x lost events"`, `{"lost_events":-1}`, `3`} {
 		var b Bias
 		if err := json.Unmarshal([]byte(bad), &b); err == nil {
 			t.Errorf("%s read as %+v, want an error", bad, b)
+		}
+	}
+}
+
+// TestReadSummaryBiasVersions: a summary's biased is read as each version
+// wrote it, and version 2's text in a version 3 summary is refused.
+func TestReadSummaryBiasVersions(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want Bias
+		bad  bool
+	}{
+		{`{"type":"summary","v":1,"fsyncs":1,"groups":[{"key":{"comm":"etcd"},"biased":"biased: 3 lost events"}]}`, Bias{LostEvents: 3}, false},
+		{`{"type":"summary","v":2,"fsyncs":1,"groups":[{"key":{"comm":"etcd"},"biased":"biased: 3 lost events, 1 missed probe run"}]}`, Bias{LostEvents: 3, MissedRuns: 1}, false},
+		{`{"type":"summary","v":3,"fsyncs":1,"groups":[{"key":{"comm":"etcd"},"biased":{"lost_events":3,"missed_events":1}}]}`, Bias{LostEvents: 3, MissedRuns: 1}, false},
+		{`{"type":"summary","v":3,"fsyncs":1,"groups":[{"key":{"comm":"etcd"},"biased":"biased: 3 lost events"}]}`, Bias{}, true},
+	} {
+		_, sum, err := ReadJSONL(strings.NewReader(tc.line + "\n"))
+		if tc.bad {
+			if !errors.Is(err, ErrForgedSummary) {
+				t.Errorf("%s: read (%v), want ErrForgedSummary", tc.line, err)
+			}
+			continue
+		}
+		if err != nil || len(sum.Groups) != 1 || sum.Groups[0].Bias != tc.want || sum.Version != SummaryVersion {
+			t.Errorf("%s: read as %+v (%v), want bias %+v at version %d", tc.line, sum, err, tc.want, SummaryVersion)
 		}
 	}
 }

@@ -103,7 +103,7 @@ func TestPipeline(t *testing.T) {
 func loop(tr *tracer.FsyncTracer) (int, error) {
 	rs := pipeline.NewReportSink(true)
 	lines := render.NewJSONLines(io.Discard, 0)
-	p := pipeline.NewFsync(pipeline.FsyncConfig{Sinks: []pipeline.FsyncSink{rs, lines}})
+	p := pipeline.NewFsyncLoop(pipeline.FsyncLoopConfig{Sinks: []pipeline.FsyncSink{rs, lines}})
 	err := p.Run(tr)
 	if cerr := lines.Close(); err == nil {
 		err = cerr

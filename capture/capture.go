@@ -4,7 +4,7 @@
 // that `etcdscope report` can replay them through the same attribution on
 // another machine and print the same report.
 //
-// A capture is JSON Lines, schema "capture/v1" (docs/schema.md): a header
+// A capture is JSON Lines, schema "capture/v2" (docs/schema.md): a header
 // line (type "capture"), then fact and event lines in the order the
 // pipeline handled them, then an end line (type "end") with the tracer's
 // lost and missed counts. A fact line comes before the first event whose
@@ -23,16 +23,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/jsonl"
 	"github.com/etcdscope/etcdscope/event"
 )
 
-// Schema names the format; Version is its "v".
+// Schema names the format; Version is its "v". Version 2 (2026-12-07):
+// the header's unavailable entries are analysis.Unavailable's fields, not
+// version 1's "probe: words" strings, which a reader still takes (as
+// analysis.Unavailable's Text) in a version 1 header and refuses in a
+// version 2 one.
 const (
-	Schema  = "capture/v1"
-	Version = 1
+	Schema  = "capture/v2"
+	Version = 2
 )
 
 // Tracers whose events a capture can hold.
@@ -50,7 +55,7 @@ type Header struct {
 	Command string `json:"command,omitempty"`
 	// Unavailable lists the probes that did not attach and why (the
 	// report's "unavailable" lines).
-	Unavailable []string `json:"unavailable,omitempty"`
+	Unavailable []analysis.Unavailable `json:"unavailable,omitempty"`
 	// Disk is the fsync --dev filter as major:minor ("" for none): replay
 	// keeps only records on that disk, as the live run did.
 	Disk string `json:"disk,omitempty"`
@@ -325,7 +330,7 @@ func factBytes(name, path string, disks int, names []string) int {
 
 // ErrNotCapture is returned by NewReader when the first line is not a
 // capture header.
-var ErrNotCapture = errors.New("not a capture (no capture/v1 header line)")
+var ErrNotCapture = errors.New("not a capture (no capture header line)")
 
 // IsCapture reports whether the first line of a recording, as jsonl.Head
 // decodes it, opens a capture.
@@ -352,6 +357,9 @@ func NewReader(r io.Reader) (*Reader, error) {
 	}
 	if err := json.Unmarshal(b, &cr.hdr); err != nil {
 		return nil, fmt.Errorf("line %d: %w", cr.n, err)
+	}
+	if h.V >= 2 && slices.ContainsFunc(cr.hdr.Unavailable, func(u analysis.Unavailable) bool { return u.Text != "" }) {
+		return nil, fmt.Errorf("line %d: a version %d header with an unavailable probe as version 1's text", cr.n, h.V)
 	}
 	return cr, nil
 }

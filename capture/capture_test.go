@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/event"
 )
 
@@ -33,7 +34,7 @@ func TestRoundTrip(t *testing.T) {
 			ThrottledNs: 600, Throttles: 2, WritebackWaitNs: 100, WritebackWaits: 1}},
 	}
 	var b bytes.Buffer
-	w, err := NewWriter(&b, Header{Tracer: TracerFsync, Unavailable: []string{"x: y"}, Disk: "7:3"})
+	w, err := NewWriter(&b, Header{Tracer: TracerFsync, Unavailable: []analysis.Unavailable{{Probe: "x", Dark: event.DarkIOUring, Reason: event.ReasonRefused, Err: "y", Optional: true}}, Disk: "7:3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := r.Header(); h.Schema != Schema || h.Tracer != TracerFsync || h.Disk != "7:3" || len(h.Unavailable) != 1 {
+	if h := r.Header(); h.Schema != Schema || h.Tracer != TracerFsync || h.Disk != "7:3" || len(h.Unavailable) != 1 || h.Unavailable[0] != (analysis.Unavailable{Probe: "x", Dark: event.DarkIOUring, Reason: event.ReasonRefused, Err: "y", Optional: true}) {
 		t.Fatalf("header %+v", h)
 	}
 	for i := range evs {
@@ -130,13 +131,40 @@ func TestNotCapture(t *testing.T) {
 			t.Errorf("%q: %v", in, err)
 		}
 	}
-	if _, err := NewReader(strings.NewReader(`{"type":"capture","v":2}` + "\n")); err == nil || errors.Is(err, ErrNotCapture) {
+	if _, err := NewReader(strings.NewReader(`{"type":"capture","v":3}` + "\n")); err == nil || errors.Is(err, ErrNotCapture) {
 		t.Errorf("newer version: %v", err)
 	}
 	r, _ := NewReader(strings.NewReader(`{"type":"capture","v":1}` + "\n" + `{"type":"peer","peer":{"kind":"open"}}` + "\n"))
 	var ev event.Any
 	if err := r.ReadEvent(&ev); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("peer line in an fsync read: %v", err)
+	}
+}
+
+// TestHeaderUnavailableVersions: a version 1 header's unavailable probes
+// (strings, "probe: words") read as analysis.Unavailable's Probe and Text,
+// a version 2 header's as their fields; version 1's strings in a version 2
+// header are refused.
+func TestHeaderUnavailableVersions(t *testing.T) {
+	v1 := `{"type":"capture","v":1,"schema":"capture/v1","tracer":"fsync","unavailable":["fentry|kprobe/jbd2_log_wait_commit: optional, journal layer by overlap with jbd2 commits (fentry: EPERM)"]}` + "\n"
+	r, err := NewReader(strings.NewReader(v1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := analysis.Unavailable{Probe: "fentry|kprobe/jbd2_log_wait_commit", Text: "optional, journal layer by overlap with jbd2 commits (fentry: EPERM)", Optional: true}
+	if u := r.Header().Unavailable; len(u) != 1 || u[0] != want {
+		t.Errorf("version 1 unavailable read as %+v, want %+v", u, want)
+	}
+	v2 := `{"type":"capture","v":2,"schema":"capture/v2","tracer":"fsync","unavailable":[{"probe":"tp_btf/xfs_log_force","dark":"xfs_log_force","reason":"no_module_btf","module":"xfs"}]}` + "\n"
+	if r, err = NewReader(strings.NewReader(v2)); err != nil {
+		t.Fatal(err)
+	}
+	want = analysis.Unavailable{Probe: "tp_btf/xfs_log_force", Dark: event.DarkXFSLogForce, Reason: event.ReasonNoModuleBTF, Module: "xfs"}
+	if u := r.Header().Unavailable; len(u) != 1 || u[0] != want {
+		t.Errorf("version 2 unavailable read as %+v, want %+v", u, want)
+	}
+	if _, err := NewReader(strings.NewReader(strings.Replace(v1, `"v":1`, `"v":2`, 1))); err == nil {
+		t.Errorf("a version 2 header with version 1's strings read")
 	}
 }
 

@@ -18,3 +18,20 @@ func TestDevString(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeCodesPinned: Dark and Reason are the summary's and the
+// capture's unavailable[].dark and .reason (docs/schema.md), which
+// recordings hold: a change is a new summary and capture version.
+func TestProbeCodesPinned(t *testing.T) {
+	for got, want := range map[string]string{
+		string(DarkJBD2Commits): "jbd2_commits", string(DarkXFSLogForce): "xfs_log_force", string(DarkKthreadFsyncs): "kthread_fsyncs",
+		string(DarkJournalWaitExact): "journal_wait_exact", string(DarkIOUring): "io_uring", string(DarkCommitFunction): "commit_function",
+		string(ReasonModuleNotLoaded): "module_not_loaded", string(ReasonNoModuleBTF): "no_module_btf",
+		string(ReasonNoIOUringTracepoint): "no_io_uring_tracepoint", string(ReasonRefused): "refused", string(ReasonNoFunction): "no_function",
+		string(ReasonConfigured): "configured", string(ReasonLoadFailed): "load_failed", string(ReasonAttachFailed): "attach_failed",
+	} {
+		if got != want {
+			t.Errorf("code %q, want %q", got, want)
+		}
+	}
+}

@@ -16,11 +16,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/exporter/otlp"
 	"github.com/etcdscope/etcdscope/internal/buildinfo"
 	"github.com/etcdscope/etcdscope/pipeline"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 // DefaultPort is etcdscope serve's port: taken from the range where
@@ -45,10 +47,10 @@ type Config struct {
 	// Commit, if set, is the commit tracer attached to etcd process
 	// CommitPID (`serve --commit-pid`): its writes are split into the
 	// etcdscope_commit_* metrics (CommitMetrics). CommitUnavailable lists
-	// the layers its probes cannot show, each "layer: why".
+	// the parts of a write its probes cannot show, each "part: why".
 	Commit            CommitTracer
 	CommitPID         int
-	CommitUnavailable []string
+	CommitUnavailable []analysis.Unavailable
 	// CommitSampleEvery: the commit tracer follows 1 write in N
 	// (tracer.CommitConfig.SampleEvery; 0 and 1: every write).
 	CommitSampleEvery uint32
@@ -234,9 +236,11 @@ func Run(ctx context.Context, cfg Config) error {
 	for _, p := range ft.Probes() {
 		if p.Attached {
 			attached++
-		} else {
-			fmt.Fprintf(logw, "etcdscope serve: %s not attached: %s\n", p.Name, p.Why)
 		}
+	}
+	for _, u := range analysis.UnavailableProbes(ft.Probes()) {
+		what, why := render.UnavailableWords(u)
+		fmt.Fprintf(logw, "etcdscope serve: not attached: %s (%s)\n", what, why)
 	}
 	m.AddSource("fsync", ft, attached)
 	defer m.RemoveSource("fsync")
@@ -305,7 +309,7 @@ func Run(ctx context.Context, cfg Config) error {
 		win = newPeerWindow(2 * cfg.CompareWindow)
 	}
 	sess.Go(func() error {
-		fp := pipeline.NewFsync(pipeline.FsyncConfig{Sinks: []pipeline.FsyncSink{m}, Sched: cfg.Sched, OnDecodeError: func(err error) {
+		fp := pipeline.NewFsyncLoop(pipeline.FsyncLoopConfig{Sinks: []pipeline.FsyncSink{m}, Sched: cfg.Sched, OnDecodeError: func(err error) {
 			m.DecodeError("fsync")
 			h.decodeError("fsync tracer", err)
 		}})

@@ -63,7 +63,7 @@ type CommitOptions struct {
 	LoadPerSec float64
 	RingBytes  uint32
 	// Notice receives progress lines for the user (what the load writes,
-	// which layer is unavailable); may be nil.
+	// which part of a write is unavailable); may be nil.
 	Notice func(string)
 	// Source is the attached commit tracer (the caller closes it). nil
 	// when etcd's functions cannot be probed: SourceErr says why, and
@@ -71,9 +71,10 @@ type CommitOptions struct {
 	// (needs Endpoints).
 	Source    CommitSource
 	SourceErr error
-	// Unavailable lists the layers the attached probes cannot show, each
-	// "layer: why" (tracer.CommitTracer.Unavailable).
-	Unavailable []string
+	// Unavailable lists the parts of a write the attached probes cannot
+	// show, and why (tracer.CommitTracer.Unavailable,
+	// analysis.UnavailablePart).
+	Unavailable []analysis.Unavailable
 	// Syncs, when set, is the fsync tracer on the same process (the
 	// caller closes it): each write's WAL fdatasync is joined with its
 	// split of that call (commit.JoinSyncs), so that the verdict names
@@ -121,7 +122,7 @@ type CommitResult struct {
 	Role        commit.Role // at the end ("" when unknown: no --etcd-endpoints)
 	LocalID     uint64
 	LeaderID    uint64
-	Unavailable []string // layers the probes cannot show, with why
+	Unavailable []analysis.Unavailable // parts of a write the probes cannot show, with why
 	Lost        uint64
 	Missed      uint64
 	Dropped     int // writes the kernel, the assembler or the joiner forgot, or that never returned
@@ -227,14 +228,14 @@ func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 			return nil, fmt.Errorf("%w; without uprobes only the model from etcd's metrics is left: give --etcd-endpoints", err)
 		}
 		res.Source, res.ProbeErr = commit.SourceModel, err
-		res.Unavailable = append(res.Unavailable, "uprobes: "+err.Error())
+		res.Unavailable = append(res.Unavailable, analysis.Unavailable{Part: "uprobes", Reason: event.ReasonRefused, Err: err.Error()})
 		notice("etcd's functions cannot be probed (%v): using the kernel-only model from etcd's metrics", err)
 	} else {
-		for _, u := range opt.Unavailable {
-			res.Unavailable = append(res.Unavailable, u)
-			notice("layer %s", u)
+		res.Unavailable = append(res.Unavailable, opt.Unavailable...)
+		analysis.SortUnavailable(res.Unavailable)
+		for _, u := range res.Unavailable {
+			notice("part %s unavailable: %s %s", u.Part, u.Reason, u.Err)
 		}
-		slices.Sort(res.Unavailable)
 	}
 	if err := s.Ready(); err != nil {
 		return nil, err
@@ -293,7 +294,7 @@ func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 	calls := syncCalls{entries: entries, keep: !opt.EntryCausesOnly}
 	if tr != nil && opt.Syncs != nil {
 		s.Go(func() error {
-			p := NewFsync(FsyncConfig{Sched: true, Sinks: []FsyncSink{&calls}})
+			p := NewFsyncLoop(FsyncLoopConfig{Sched: true, Sinks: []FsyncSink{&calls}})
 			if err := p.Run(opt.Syncs); err != nil {
 				return fmt.Errorf("fsync tracer: %w", err)
 			}

@@ -6,7 +6,7 @@
 //	  ─► sinks (the report builder, JSON Lines, Prometheus metrics, a capture)
 //
 // `etcdscope fsync`, `serve` and `report` differ only in the source they
-// hand to Fsync.Run and the sinks they attach: the live tracer or a
+// hand to FsyncLoop.Run and the sinks they attach: the live tracer or a
 // capture (package capture) as the source; the report table and JSON
 // Lines (package render), or the metrics (package exporter) as sinks.
 // The peers path (Peers: every peer-port event to its sinks, the CLI's

@@ -47,9 +47,9 @@ type WriteSink interface {
 	Write(rec *analysis.WriteRecord) error
 }
 
-// FsyncConfig says where a Fsync pipeline's names come from and where its
+// FsyncLoopConfig says where an FsyncLoop's names come from and where its
 // records go.
-type FsyncConfig struct {
+type FsyncLoopConfig struct {
 	Host Host // nil: LiveHost()
 	// Disk, if set, keeps only records whose disks include it (fsync --dev).
 	Disk event.Dev
@@ -69,10 +69,10 @@ type FsyncConfig struct {
 	Sched bool
 }
 
-// Fsync is the fsync tracer's data path. Run it on one goroutine;
+// FsyncLoop is the fsync tracer's data path. Run it on one goroutine;
 // StopAfter and DecodeErrors may be called from others.
-type Fsync struct {
-	cfg     FsyncConfig
+type FsyncLoop struct {
+	cfg     FsyncLoopConfig
 	host    Host
 	rec     *recordingHost // non-nil with a capture
 	attr    *analysis.Attributor
@@ -90,9 +90,9 @@ type Fsync struct {
 	curWrite analysis.WriteRecord
 }
 
-// NewFsync returns a pipeline for cfg.
-func NewFsync(cfg FsyncConfig) *Fsync {
-	p := &Fsync{cfg: cfg, host: cfg.Host}
+// NewFsyncLoop returns the loop for cfg.
+func NewFsyncLoop(cfg FsyncLoopConfig) *FsyncLoop {
+	p := &FsyncLoop{cfg: cfg, host: cfg.Host}
 	if p.host == nil {
 		p.host = LiveHost()
 	}
@@ -126,28 +126,28 @@ func NewFsync(cfg FsyncConfig) *Fsync {
 // StopAfter makes Run return at the first fsync that began after ns
 // (CLOCK_MONOTONIC): the calls that ended before the drain started are
 // already in the ring buffer, later ones are left out.
-func (p *Fsync) StopAfter(ns uint64) { p.stopNs.Store(ns) }
+func (p *FsyncLoop) StopAfter(ns uint64) { p.stopNs.Store(ns) }
 
 // Overflow returns the attribution's enters and partial completions not
 // held (analysis.Attributor.Overflow); call it after Run.
-func (p *Fsync) Overflow() (enters, partials uint64) { return p.attr.Overflow() }
+func (p *FsyncLoop) Overflow() (enters, partials uint64) { return p.attr.Overflow() }
 
 // DecodeErrors returns how many records the source could not decode.
-func (p *Fsync) DecodeErrors() uint64 { return p.decErrs.Load() }
+func (p *FsyncLoop) DecodeErrors() uint64 { return p.decErrs.Load() }
 
 // Records returns how many records went to the sinks.
-func (p *Fsync) Records() uint64 { return p.records.Load() }
+func (p *FsyncLoop) Records() uint64 { return p.records.Load() }
 
 // Run reads src until it ends (nil), a sink or the capture fails, or the
 // source fails maxConsecutiveErrors times in a row (that error).
-func (p *Fsync) Run(src FsyncSource) error {
+func (p *FsyncLoop) Run(src FsyncSource) error {
 	return run(src.Read, &p.decErrs, p.cfg.OnDecodeError, p.handle)
 }
 
 // handle runs one event through the path; stop is true at the first fsync
 // after StopAfter's time. ev is the loop's one value, reused: the
 // tracer's read allocates nothing per event.
-func (p *Fsync) handle(ev *event.Any) (stop bool, err error) {
+func (p *FsyncLoop) handle(ev *event.Any) (stop bool, err error) {
 	if ev.Kind == event.KindWrite {
 		return p.write(ev)
 	}
@@ -186,7 +186,7 @@ func (p *Fsync) handle(ev *event.Any) (stop bool, err error) {
 
 // write names one write call and hands its record to the WriteSinks;
 // stop as for an fsync.
-func (p *Fsync) write(ev *event.Any) (stop bool, err error) {
+func (p *FsyncLoop) write(ev *event.Any) (stop bool, err error) {
 	c := &ev.Write.Call
 	if s := p.stopNs.Load(); s != 0 && c.StartNs > s {
 		return true, nil
@@ -210,14 +210,14 @@ func (p *Fsync) write(ev *event.Any) (stop bool, err error) {
 }
 
 // fileKind labels a record's file by its path.
-func (p *Fsync) fileKind(path string) string {
+func (p *FsyncLoop) fileKind(path string) string {
 	if p.cfg.FileKind != nil {
 		return p.cfg.FileKind(path)
 	}
 	return analysis.FileKind(path)
 }
 
-func (p *Fsync) capture(ev *event.Any, path string) error {
+func (p *FsyncLoop) capture(ev *event.Any, path string) error {
 	if p.cfg.Capture == nil {
 		return nil
 	}

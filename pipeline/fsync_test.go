@@ -54,7 +54,7 @@ func fsyncAt(dev event.Dev, start uint64) event.Any {
 func TestDecodeErrorsCounted(t *testing.T) {
 	var c collect
 	var hooked []error
-	p := NewFsync(FsyncConfig{Host: fakeHost{}, Sinks: []FsyncSink{&c}, OnDecodeError: func(err error) { hooked = append(hooked, err) }})
+	p := NewFsyncLoop(FsyncLoopConfig{Host: fakeHost{}, Sinks: []FsyncSink{&c}, OnDecodeError: func(err error) { hooked = append(hooked, err) }})
 	bad := errors.New("decoding event: unknown kind 9")
 	src := &fakeSource{evs: []event.Any{fsyncAt(event.MkDev(254, 1), 10), fsyncAt(event.MkDev(254, 1), 20)}, errs: map[int]error{0: bad, 2: bad}}
 	if err := p.Run(src); err != nil {
@@ -71,7 +71,7 @@ func TestDecodeErrorsCounted(t *testing.T) {
 	for i := 0; i < maxConsecutiveErrors; i++ {
 		errs[i] = bad
 	}
-	p = NewFsync(FsyncConfig{Host: fakeHost{}})
+	p = NewFsyncLoop(FsyncLoopConfig{Host: fakeHost{}})
 	if err := p.Run(&fakeSource{errs: errs}); !errors.Is(err, bad) || !strings.Contains(err.Error(), "in a row") {
 		t.Fatalf("a source failing forever: %v", err)
 	}
@@ -82,7 +82,7 @@ func TestDecodeErrorsCounted(t *testing.T) {
 func TestStopAfterAndDisk(t *testing.T) {
 	var c collect
 	a, b := event.MkDev(254, 1), event.MkDev(7, 3)
-	p := NewFsync(FsyncConfig{Host: fakeHost{}, Sinks: []FsyncSink{&c}, Disk: a})
+	p := NewFsyncLoop(FsyncLoopConfig{Host: fakeHost{}, Sinks: []FsyncSink{&c}, Disk: a})
 	p.StopAfter(25)
 	src := &fakeSource{evs: []event.Any{fsyncAt(a, 10), fsyncAt(b, 15), fsyncAt(a, 20), fsyncAt(a, 30), fsyncAt(a, 5)}}
 	if err := p.Run(src); err != nil {

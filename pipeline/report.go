@@ -73,7 +73,7 @@ func (s *ReportSink) IntervalLoss(lostTotal, missedTotal uint64) (lost, missed u
 }
 
 // Report returns the report of every record so far (analysis.ReportBuilder.Report).
-func (s *ReportSink) Report(lost, missed uint64, unavailable []string) analysis.Report {
+func (s *ReportSink) Report(lost, missed uint64, unavailable []analysis.Unavailable) analysis.Report {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.report.Report(lost, missed, unavailable)

@@ -56,14 +56,14 @@ func TestCLIAndServeSinksAgree(t *testing.T) {
 			defer f.Close()
 			rs := pipeline.NewReportSink(false)
 			m := exporter.NewMetrics()
-			cfg := pipeline.FsyncConfig{Host: pipeline.ReplayHost(rd), Sinks: []pipeline.FsyncSink{rs, m},
+			cfg := pipeline.FsyncLoopConfig{Host: pipeline.ReplayHost(rd), Sinks: []pipeline.FsyncSink{rs, m},
 				OnDecodeError: func(error) { m.DecodeError("fsync") }}
 			if d := rd.Header().Disk; d != "" {
 				if cfg.Disk, err = capture.ParseDev(d); err != nil {
 					t.Fatal(err)
 				}
 			}
-			p := pipeline.NewFsync(cfg)
+			p := pipeline.NewFsyncLoop(cfg)
 			if err := p.Run(pipeline.ReadFunc(rd.ReadEvent)); err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/analysis/stats"
 )
@@ -27,8 +28,8 @@ type CommitRun struct {
 	Cluster     commit.ClusterState
 	Role        commit.Role // "" when unknown
 	LocalID     uint64      // commit.LocalVote when unknown
-	// Unavailable: the layers the probes cannot show, each "layer: why".
-	Unavailable  []string
+	// Unavailable: the parts of a write the probes cannot show, and why.
+	Unavailable  []analysis.Unavailable
 	Lost, Missed uint64
 	Dropped      int
 	// SampleEvery: 1 write in N was followed; WritesSeen and
@@ -74,12 +75,16 @@ func commitTable(w io.Writer, run *CommitRun) {
 		role = "role unknown (give --etcd-endpoints)"
 	}
 	// Without --etcd-endpoints the member and the cluster are unknown: say
-	// so rather than print the local-vote label and "of 0".
+	// so rather than print the local-vote label and "of 0"; one voter is
+	// "a one-member cluster", not "leader of 1".
 	member, of := "unknown", ""
 	if run.LocalID != commit.LocalVote {
 		member = names.Of(run.LocalID)
 	}
-	if run.Cluster.Voters > 0 {
+	switch {
+	case run.Cluster.Voters == 1:
+		of = " of a one-member cluster"
+	case run.Cluster.Voters > 1:
 		of = fmt.Sprintf(" of %d", run.Cluster.Voters)
 	}
 	fmt.Fprintf(w, "etcdscope commit: pid %d, member %s, %s%s; source: %s\n", run.PID, member, role, of, run.Source)
@@ -94,7 +99,8 @@ func commitTable(w io.Writer, run *CommitRun) {
 		fmt.Fprintf(w, "no write is split: %s, pid %d: %v\n", version, run.PID, run.ProbeErr)
 		fmt.Fprintln(w, "  showing etcd's metrics only (this etcdscope follows the writes of v3.4, v3.5 and v3.6 on amd64)")
 	} else {
-		fmt.Fprintf(w, "%d writes traced, %d lost events, %d missed probe runs, %d writes not followed (failed or dropped)\n", rep.Writes, run.Lost, run.Missed, run.Dropped)
+		fmt.Fprintf(w, "%s traced, %s, %s, %s not followed (failed or dropped)\n", counted(int(rep.Writes), "write"), counted(int(run.Lost), "lost event"),
+			counted(int(run.Missed), "missed probe run"), counted(int(run.Dropped), "write"))
 		if run.SampleEvery > 1 {
 			fmt.Fprintf(w, "sampled: 1 write in %d (%d of the %d writes seen)\n", run.SampleEvery, run.WritesSampled, run.WritesSeen)
 		}
@@ -231,7 +237,7 @@ func commitTarget(w io.Writer, t commit.Target) {
 	fmt.Fprintf(w, "etcd pid %d was stopped (SIGSTOP or a debugger) for %.1f s of the run: %s; writes made then waited until it resumed\n", t.PID, float64(t.StoppedNs())/1e9, strings.Join(parts, ", "))
 }
 
-// CommitSummary returns the run's JSON summary record (commit/v1), its
+// CommitSummary returns the run's JSON summary record (commit/v2), its
 // verdicts worded as the table words them.
 func CommitSummary(run *CommitRun) commit.SummaryRecord {
 	s := run.Report.Summary()

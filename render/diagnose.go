@@ -171,6 +171,9 @@ func writeBody(b *strings.Builder, r diagnose.Report) {
 		b.WriteString("\nnot read (left out of the findings below):\n")
 		for _, u := range r.Unread {
 			fmt.Fprintf(b, "  %s: %s\n", OneLine(u.Name), OneLine(u.Err))
+			for _, q := range u.Quoted {
+				fmt.Fprintf(b, "    %s\n", OneLine(q))
+			}
 		}
 	}
 	b.WriteString("\nfindings:\n")

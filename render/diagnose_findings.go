@@ -197,7 +197,14 @@ func wordPeer(f *diagnose.Finding, v diagnose.PeerFacts) {
 	if h.HasMean {
 		f.Evidence = append(f.Evidence, "mean "+formatSeconds(h.Mean))
 	}
-	if h.P50 != nil {
+	switch {
+	case h.P50 == nil:
+	case m.Verdict == diagnose.ModesTwo:
+		// Two probers' observations in one histogram (about as many of
+		// each): the middle one sits where one hump ends, not a reading
+		// of either prober.
+		f.Evidence = append(f.Evidence, fmt.Sprintf("p99 %s; the p50 (%s) mixes the two probers' observations: read each hump instead", formatEstimate(h.P99), formatEstimate(h.P50)))
+	default:
 		f.Evidence = append(f.Evidence, "p50 "+formatEstimate(h.P50)+", p99 "+formatEstimate(h.P99))
 	}
 	if h.Error != "" {

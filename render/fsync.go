@@ -9,6 +9,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/stats"
+	"github.com/etcdscope/etcdscope/event"
 )
 
 // FsyncReport prints the report as the human table of `etcdscope fsync`
@@ -349,8 +350,7 @@ func DiskVerdictNumbers(v *analysis.DiskVerdict) string {
 // BiasCounts words a trace's holes as the summary counts them: "3 lost
 // events, 1 missed probe run", a part only where its count is not 0. The
 // table and the page (report/) say it after "biased: " or "holds though";
-// it is the JSON's groups[].biased text after "biased: "
-// (TestBiasCountsAsTheJSON).
+// the JSON's groups[].biased carries the counts (TestBiasCountsAsTheJSON).
 func BiasCounts(b analysis.Bias) string {
 	var parts []string
 	if b.LostEvents > 0 {
@@ -388,18 +388,100 @@ func binnedWhy(calls int64) string {
 // not bring them back.
 const MissedMeaning = "the kernel skipped probes that fired, from an interrupt, while a BPF program they cannot nest in ran on that CPU"
 
-// Unavailable writes the "unavailable:" lines of an entry "probe: what
-// goes dark (why)" (a tracer probe's Name and Why, as the run or its
-// capture recorded them): the probe and what goes dark lead, the reason in
-// the entry's last parentheses goes on an indented line under it, so that
-// the number of words per line stays within maxLineRunes. An entry with no
-// parenthesized reason at its end is one line.
-func Unavailable(w io.Writer, u string) {
-	if what, why, ok := cutReason(u); ok {
-		fmt.Fprintf(w, "unavailable: %s\n  why: %s\n", what, why)
+// Unavailable writes the "unavailable:" lines of a probe that did not
+// attach: the probe and what goes dark lead, why on an indented line under
+// it, so that the number of words per line stays within maxLineRunes. An
+// older entry (u.Text: one string, "probe: what goes dark (why)") is split
+// at its last parentheses, or is one line without them.
+func Unavailable(w io.Writer, u analysis.Unavailable) {
+	what, why := UnavailableWords(u)
+	if why == "" {
+		fmt.Fprintf(w, "unavailable: %s\n", what)
 		return
 	}
-	fmt.Fprintf(w, "unavailable: %s\n", u)
+	fmt.Fprintf(w, "unavailable: %s\n  why: %s\n", what, why)
+}
+
+// UnavailableWords words u as the table and the page say it: the probe
+// and what goes dark, and why ("" when an older entry said no why).
+func UnavailableWords(u analysis.Unavailable) (what, why string) {
+	if u.Text != "" || u.Reason == "" {
+		s := u.Probe
+		if u.Text != "" {
+			s += ": " + u.Text
+		}
+		if what, why, ok := cutReason(s); ok {
+			return what, why
+		}
+		return s, ""
+	}
+	what = u.Probe
+	switch {
+	case u.Part != "" && u.Probe != "":
+		what = u.Part + " (" + u.Probe + ")"
+	case u.Part != "":
+		what = u.Part
+	}
+	if d := darkWords(u.Dark); d != "" {
+		what += ": " + d
+	}
+	why = reasonWords(u.Reason, u.Module)
+	if u.Err != "" {
+		why += ": " + u.Err
+	}
+	return what, why
+}
+
+// JBD2WaitFallback says what measures the journal layer when neither
+// jbd2_log_wait_commit probe attaches (this build machine: fentry refused,
+// kprobes compiled out). The probe's line and etcdscope check's kprobes
+// line both carry it, so that the missing probe reads as what it is:
+// optional, with nothing to fix.
+const JBD2WaitFallback = "journal layer by overlap with jbd2 commits"
+
+// darkWords words what goes dark without a probe (event.Dark).
+func darkWords(d event.Dark) string {
+	switch d {
+	case event.DarkJBD2Commits:
+		return "no jbd2 commits: an ext4 fsync's wait on its journal commit unseen"
+	case event.DarkXFSLogForce:
+		return "no xfs_log_force: an xfs fsync's log force unseen"
+	case event.DarkKthreadFsyncs:
+		return "fsyncs by kernel threads (loop backing files on ext4) unseen"
+	case event.DarkJournalWaitExact:
+		return "optional, " + JBD2WaitFallback
+	case event.DarkIOUring:
+		return "io_uring requests not timed"
+	case event.DarkCommitFunction:
+		return "its part of each write not timed"
+	case event.DarkNone:
+		return ""
+	}
+	return string(d)
+}
+
+// reasonWords words why a probe did not attach (event.Reason), of module
+// where the reason is a module's.
+func reasonWords(r event.Reason, module string) string {
+	switch r {
+	case event.ReasonModuleNotLoaded:
+		return module + " not loaded: no " + module + " tracepoints"
+	case event.ReasonNoModuleBTF:
+		return fmt.Sprintf("%s is a module and this kernel has no BTF for modules (/sys/kernel/btf/%s; CONFIG_DEBUG_INFO_BTF_MODULES, Linux 5.11+)", module, module)
+	case event.ReasonNoIOUringTracepoint:
+		return "no io_uring tracepoint (CONFIG_IO_URING=n or a kernel before 5.19)"
+	case event.ReasonRefused:
+		return "could not be attached"
+	case event.ReasonNoFunction:
+		return "not found in the binary"
+	case event.ReasonConfigured:
+		return "left unprobed, as configured (commit --grpc=false)"
+	case event.ReasonLoadFailed:
+		return "its programs did not load"
+	case event.ReasonAttachFailed:
+		return "did not attach"
+	}
+	return string(r)
 }
 
 // cutReason splits s before its last balanced parentheses, when s ends

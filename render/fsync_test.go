@@ -3,12 +3,12 @@ package render
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/stats"
+	"github.com/etcdscope/etcdscope/event"
 )
 
 func TestFsyncReportTable(t *testing.T) {
@@ -18,7 +18,7 @@ func TestFsyncReportTable(t *testing.T) {
 		recs = append(recs, analysis.FsyncRecord{PID: 99, Comm: "etcd", Syscall: "fdatasync", Dev: "254:1", DevName: "vda1", FS: "ext4",
 			FileKind: analysis.KindWAL, TotalNs: total, Flushes: 1, Layers: analysis.Layers{DeviceFlushNs: total - 1e5, OtherNs: 1e5}})
 	}
-	rep := analysis.BuildReport(recs, 3, 0, []string{"tp_btf/xfs_log_force: xfs not loaded"})
+	rep := analysis.BuildReport(recs, 3, 0, []analysis.Unavailable{{Probe: "tp_btf/xfs_log_force", Dark: event.DarkXFSLogForce, Reason: event.ReasonModuleNotLoaded, Module: "xfs"}})
 	var table bytes.Buffer
 	if err := FsyncReport(&table, &rep); err != nil {
 		t.Fatal(err)
@@ -26,7 +26,7 @@ func TestFsyncReportTable(t *testing.T) {
 	for _, want := range []string{"etcd pid 99", "ext4 on vda1 (254:1)", "wal files", "device_flush", "OVER BUDGET", "3 lost events",
 		// 11 of 100 calls over 10 ms: 3 hidden calls cannot bring p99 under.
 		"verdict holds though 3 lost events: even if each hid a call under 10ms, p99 would stay over the budget (the ring buffer overflowed: raise --ring-size)",
-		"unavailable: tp_btf/xfs_log_force", "flushes per fsync: 1.00 (100 flush requests)",
+		"unavailable: tp_btf/xfs_log_force: no xfs_log_force: an xfs fsync's log force unseen\n  why: xfs not loaded: no xfs tracepoints\n", "flushes per fsync: 1.00 (100 flush requests)",
 		"disk verdict: floor: device_flush 98% of the time, 5.950 ms per flush or FUA write, a volatile write cache's fixed cost: a drive with power-loss protection helps, throttling other I/O does not\n    device_flush p50 5.900 ms a call (the fixed price a floor shows); block_queue p99 0.000 ms a call, 0% of the time (the queue contention shows)"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
@@ -339,16 +339,28 @@ func TestFsyncReportDiskWhy(t *testing.T) {
 }
 
 // TestBiasCountsAsTheJSON: the table and the page word a group's Bias in
-// the summary's terms: "biased: " and BiasCounts is the JSON's
-// groups[].biased (analysis.Bias.MarshalJSON, docs/schema.md).
+// the summary's terms: BiasCounts names each count the JSON's
+// groups[].biased carries (docs/schema.md), with its number, and no other.
 func TestBiasCountsAsTheJSON(t *testing.T) {
-	for _, b := range []analysis.Bias{{LostEvents: 1}, {LostEvents: 40, MissedRuns: 2}, {MissedRuns: 1}, {MissedRuns: 4}} {
-		js, err := json.Marshal(b)
+	for _, tc := range []struct {
+		b     analysis.Bias
+		words string
+	}{
+		{analysis.Bias{LostEvents: 1}, "1 lost event"},
+		{analysis.Bias{LostEvents: 40, MissedRuns: 2}, "40 lost events, 2 missed probe runs"},
+		{analysis.Bias{MissedRuns: 1}, "1 missed probe run"},
+		{analysis.Bias{MissedRuns: 4}, "4 missed probe runs"},
+	} {
+		js, err := json.Marshal(tc.b)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := strconv.Quote("biased: " + BiasCounts(b)); string(js) != want {
-			t.Errorf("%+v: JSON %s, table %s", b, js, want)
+		var counts map[string]uint64
+		if err := json.Unmarshal(js, &counts); err != nil {
+			t.Fatal(err)
+		}
+		if counts["lost_events"] != tc.b.LostEvents || counts["missed_events"] != tc.b.MissedRuns || BiasCounts(tc.b) != tc.words {
+			t.Errorf("%+v: JSON %s, words %q, want %q", tc.b, js, BiasCounts(tc.b), tc.words)
 		}
 	}
 }

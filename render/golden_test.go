@@ -54,7 +54,7 @@ func TestRenderGoldens(t *testing.T) {
 				{Path: "/var/lib/a.img", Format: "raw", Cache: "writeback", AIO: "threads", FS: "ext4", DevName: "vda", Writes: 10, Flushes: 3},
 				{Path: "/var/lib/b.qcow2", Format: "qcow2", Cache: "none", AIO: "io_uring", FS: "xfs", IOUringReqs: 7, Flushes: 2},
 			},
-			Warnings: []string{"a warning"}, LostEvents: 1, MissedEvents: 2, FsyncLostEvents: 3, FsyncMissedEvents: 4, Unavailable: []string{"probe: why"}}
+			Warnings: []string{"a warning"}, LostEvents: 1, MissedEvents: 2, FsyncLostEvents: 3, FsyncMissedEvents: 4, Unavailable: []analysis.Unavailable{{Probe: "probe", Text: "why"}}}
 		fsyncs := []analysis.FsyncRecord{
 			{Path: "/var/lib/a.img", TotalNs: 1e6, Layers: analysis.Layers{DeviceFlushNs: 6e5, JournalNs: 3e5, OtherNs: 1e5}},
 			{Path: "/var/lib/a.img", TotalNs: 3e6, Layers: analysis.Layers{DeviceFlushNs: 2e6, DataWritebackNs: 1e6}},

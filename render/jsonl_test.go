@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/event"
 )
 
 // timedWriter records what was written and when.
@@ -158,7 +159,7 @@ func TestSummaryJSONFieldOrder(t *testing.T) {
 	recs = append(recs, analysis.FsyncRecord{PID: 1, Comm: "etcd", Syscall: "fsync", Dev: "7:3", DevName: "loop3", FS: "ext4", FileKind: analysis.KindWALDir,
 		TotalNs: ms, Layers: analysis.Layers{OtherNs: ms}})
 	for _, rep := range []analysis.Report{
-		analysis.BuildReport(recs, 2, 1, []string{"a <probe>: \"unavailable\""}),
+		analysis.BuildReport(recs, 2, 1, []analysis.Unavailable{{Probe: "a <probe>", Text: "\"unavailable\""}, {Probe: "tp_btf/x", Dark: event.DarkIOUring, Reason: event.ReasonRefused, Err: "<err>"}}),
 		analysis.BuildReport(recs[20:], 0, 0, nil),
 		analysis.BuildReport(nil, 0, 0, nil),
 		{Type: "summary", LossCut: analysis.LossNoSummary},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+	"github.com/etcdscope/etcdscope/event"
 )
 
 // hostile holds what a terminal acts on: an OSC title change ended by BEL,
@@ -61,7 +62,7 @@ func TestTablesEscapeOutsideStrings(t *testing.T) {
 		recs = append(recs, analysis.FsyncRecord{PID: 99, Comm: hostile, Path: "/wal/" + hostile, Syscall: "fdatasync", Dev: "254:1", DevName: hostile, FS: "ext4",
 			FileKind: analysis.KindWAL, TotalNs: 1e6, Layers: analysis.Layers{OtherNs: 1e6}})
 	}
-	rep := analysis.BuildReport(recs, 0, 0, []string{hostile})
+	rep := analysis.BuildReport(recs, 0, 0, []analysis.Unavailable{{Probe: hostile, Text: hostile}, {Probe: hostile, Reason: event.ReasonNoModuleBTF, Module: hostile, Err: hostile}})
 	var out bytes.Buffer
 	if err := FsyncReport(&out, &rep); err != nil {
 		t.Fatal(err)

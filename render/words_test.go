@@ -2,12 +2,14 @@ package render
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/analysis/merge"
+	"github.com/etcdscope/etcdscope/event"
 )
 
 // TestCommitWords: what a write missed and where the model's quorum wait
@@ -110,10 +112,27 @@ func TestMergeWords(t *testing.T) {
 }
 
 // TestUnavailableLines: an unavailable probe leads with its name and
-// what goes dark; the reason in the entry's last parentheses (nested ones
-// kept whole) goes on an indented line; an entry without one stays one
-// line.
+// what goes dark, why on an indented line with the kernel's error; an
+// older entry (one string) is split at its last parentheses (nested ones
+// kept whole), and one without them stays one line.
 func TestUnavailableLines(t *testing.T) {
+	for _, c := range []struct {
+		in   analysis.Unavailable
+		want string
+	}{
+		{analysis.Unavailable{Probe: "fentry|kprobe/jbd2_log_wait_commit", Dark: event.DarkJournalWaitExact, Reason: event.ReasonRefused, Err: "fentry: operation not permitted; kprobe: no kprobe_events (CONFIG_KPROBES off)", Optional: true},
+			"unavailable: fentry|kprobe/jbd2_log_wait_commit: optional, journal layer by overlap with jbd2 commits\n  why: could not be attached: fentry: operation not permitted; kprobe: no kprobe_events (CONFIG_KPROBES off)\n"},
+		{analysis.Unavailable{Probe: "tp_btf/ext4_sync_file_enter", Dark: event.DarkKthreadFsyncs, Reason: event.ReasonNoModuleBTF, Module: "ext4"},
+			"unavailable: tp_btf/ext4_sync_file_enter: fsyncs by kernel threads (loop backing files on ext4) unseen\n  why: ext4 is a module and this kernel has no BTF for modules (/sys/kernel/btf/ext4; CONFIG_DEBUG_INFO_BTF_MODULES, Linux 5.11+)\n"},
+		{analysis.Unavailable{Probe: "tp_btf/ext4_sync_file_exit", Reason: event.ReasonModuleNotLoaded, Module: "ext4"},
+			"unavailable: tp_btf/ext4_sync_file_exit\n  why: ext4 not loaded: no ext4 tracepoints\n"},
+	} {
+		var b strings.Builder
+		Unavailable(&b, c.in)
+		if b.String() != c.want {
+			t.Errorf("Unavailable(%+v):\n%q\nwant\n%q", c.in, b.String(), c.want)
+		}
+	}
 	for _, c := range []struct{ in, want string }{
 		{"fentry|kprobe/jbd2_log_wait_commit: optional, journal layer by overlap with jbd2 commits (fentry: refused by this kernel (EPERM); kprobe: no kprobe_events in tracefs (CONFIG_KPROBES off))",
 			"unavailable: fentry|kprobe/jbd2_log_wait_commit: optional, journal layer by overlap with jbd2 commits\n  why: fentry: refused by this kernel (EPERM); kprobe: no kprobe_events in tracefs (CONFIG_KPROBES off)\n"},
@@ -123,8 +142,12 @@ func TestUnavailableLines(t *testing.T) {
 		{"(all of it)", "unavailable: (all of it)\n"},                             // nothing before the reason
 		{"probe: dark (unbalanced))", "unavailable: probe: dark (unbalanced))\n"}, // never closes
 	} {
+		var u analysis.Unavailable
+		if err := json.Unmarshal([]byte(strconv.Quote(c.in)), &u); err != nil {
+			t.Fatal(err)
+		}
 		var b strings.Builder
-		Unavailable(&b, c.in)
+		Unavailable(&b, u)
 		if b.String() != c.want {
 			t.Errorf("Unavailable(%q):\n%q\nwant\n%q", c.in, b.String(), c.want)
 		}

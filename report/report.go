@@ -215,8 +215,8 @@ type page struct {
 	Missed      uint64
 	Span        string
 	Unavailable []string // probes not attached whose layer is missing: a warning
-	// Optional: probes not attached that are optional ("name: optional,
-	// ..." as tracer.Probe.Why says), whose layer is measured another way:
+	// Optional: probes not attached that are optional
+	// (analysis.Unavailable.Optional), whose layer is measured another way:
 	// a note, not a warning (the jbd2 wait on kernels without kprobes).
 	Optional    []string
 	Disks       []string // each disk's write cache (render.DiskCacheLine), where known
@@ -269,10 +269,14 @@ func build(in Input) page {
 		p.Sampled = fmt.Sprintf("The charts below draw a uniform sample of %d of the %d calls (a page keeps at most %d calls to draw); the counts, percentiles and verdicts are of every call.", kept, n, MaxPageCalls)
 	}
 	for _, u := range rep.Unavailable {
-		if _, why, ok := strings.Cut(u, ": "); ok && strings.HasPrefix(why, "optional, ") {
-			p.Optional = append(p.Optional, u)
+		what, why := render.UnavailableWords(u)
+		if why != "" {
+			what += " (" + why + ")"
+		}
+		if u.Optional {
+			p.Optional = append(p.Optional, what)
 		} else {
-			p.Unavailable = append(p.Unavailable, u)
+			p.Unavailable = append(p.Unavailable, what)
 		}
 	}
 	rep.SetDiskCaches(in.Summary.Disks)

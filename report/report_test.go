@@ -787,7 +787,7 @@ func TestOptionalProbeIsANote(t *testing.T) {
 	const optional = "fentry|kprobe/jbd2_log_wait_commit: optional, nothing is wrong: the journal layer is measured by overlap with the jbd2 commit tracepoints instead of by the exact wait (fentry: EPERM; kprobe: no PMU)"
 	const missing = "tp_btf/block_rq_complete: attach: permission denied"
 	var b strings.Builder
-	if err := Render(&b, Input{Title: "t", Summary: analysis.Report{Unavailable: []string{optional, missing}}}); err != nil {
+	if err := Render(&b, Input{Title: "t", Summary: analysis.Report{Unavailable: []analysis.Unavailable{unavailable(optional), unavailable(missing)}}}); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()
@@ -800,6 +800,15 @@ func TestOptionalProbeIsANote(t *testing.T) {
 	if strings.Contains(page, `class="warn">Not attached: fentry|kprobe`) {
 		t.Errorf("optional probe shown as a warning")
 	}
+}
+
+// unavailable reads s as an older summary's unavailable entry.
+func unavailable(s string) analysis.Unavailable {
+	var u analysis.Unavailable
+	if err := json.Unmarshal([]byte(strconv.Quote(s)), &u); err != nil {
+		panic(err)
+	}
+	return u
 }
 
 // callList is recs as the page draws them (CallOf), in order.

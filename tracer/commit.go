@@ -35,7 +35,7 @@ type CommitConfig struct {
 	// CPU throttling, which Linux 6.18+ applies on the return to user
 	// space, outside any syscall) is seen. They run at every context
 	// switch on the machine (one hash lookup for other threads). Where
-	// they cannot be loaded or attached, LayerSched is unavailable.
+	// they cannot be loaded or attached, PartSched is unavailable.
 	Sched bool
 	// Raw also sends every probe's firing (the reference stream an
 	// analysis/commit.Assembler turns into the same records the kernel
@@ -50,7 +50,7 @@ type CommitConfig struct {
 	// Profile adds each program run's time to Counts' RunNs, by probe
 	// kind (two clock reads a run).
 	Profile bool
-	// NoGRPC leaves the unary RPC around each write unprobed (LayerGRPC
+	// NoGRPC leaves the unary RPC around each write unprobed (PartGRPC
 	// unavailable: writes start and end at the write's own function, no
 	// grpc part): two firings a write fewer, one of them single-stepped.
 	NoGRPC bool
@@ -73,30 +73,30 @@ type CommitCounts struct {
 	WritesSeen, WritesSampled, WritesDropped uint64
 }
 
-// CommitLayer names a part of a write that one or more probes show; a
-// probe that cannot be attached makes its layer unavailable.
-type CommitLayer string
+// CommitPart names a part of a write that one or more probes show; a
+// probe that cannot be attached makes its part unavailable.
+type CommitPart string
 
-// The layers of a write the commit tracer can time.
+// The parts of a write the commit tracer can time.
 const (
-	LayerWrite   CommitLayer = "write"          // the write itself (begin, end): required
-	LayerID      CommitLayer = "write_id"       // which request id the write is, to follow it to apply
-	LayerWAL     CommitLayer = "wal"            // the leader's WAL append (Save) and its fdatasync (sync)
-	LayerQuorum  CommitLayer = "quorum"         // the Ready's send and the followers' acks
-	LayerApply   CommitLayer = "apply"          // applying the committed entry
-	LayerWALSync CommitLayer = "wal_sync"       // the fdatasync inside the WAL append
-	LayerGRPC    CommitLayer = "grpc"           // the unary RPC around the write (decode, interceptors, encode)
-	LayerSched   CommitLayer = "wal_sync_sched" // the thread's scheduler states inside the WAL sync (CommitConfig.Sched)
+	PartWrite   CommitPart = "write"          // the write itself (begin, end): required
+	PartID      CommitPart = "write_id"       // which request id the write is, to follow it to apply
+	PartWAL     CommitPart = "wal"            // the leader's WAL append (Save) and its fdatasync (sync)
+	PartQuorum  CommitPart = "quorum"         // the Ready's send and the followers' acks
+	PartApply   CommitPart = "apply"          // applying the committed entry
+	PartWALSync CommitPart = "wal_sync"       // the fdatasync inside the WAL append
+	PartGRPC    CommitPart = "grpc"           // the unary RPC around the write (decode, interceptors, encode)
+	PartSched   CommitPart = "wal_sync_sched" // the thread's scheduler states inside the WAL sync (CommitConfig.Sched)
 )
 
 // commitProbe is one probe point: a function (by its receiver's package,
 // resolved per etcdBuild, and its name), at entry or at its RETs.
 type commitProbe struct {
-	kind  event.CommitKind
-	pkg   etcdPkg
-	fn    string // "processInternalRaftRequestOnce", "Save", ...
-	ret   bool
-	layer CommitLayer
+	kind event.CommitKind
+	pkg  etcdPkg
+	fn   string // "processInternalRaftRequestOnce", "Save", ...
+	ret  bool
+	part CommitPart
 }
 
 // etcdPkg is the receiver type a probed function belongs to, whose
@@ -198,24 +198,24 @@ func pickBuild(bin *GoBinary) (etcdBuild, bool) {
 // each fires once per write or once per Raft Ready, not per key. The
 // first is the write's own function.
 var commitProbes = []commitProbe{
-	{event.CommitProposeEnter, pkgServer, "processInternalRaftRequestOnce", false, LayerWrite},
-	{event.CommitProposeRet, pkgServer, "processInternalRaftRequestOnce", true, LayerWrite},
-	{event.CommitRegister, pkgWait, "Register", false, LayerID},
-	{event.CommitTrigger, pkgWait, "Trigger", false, LayerApply},
-	{event.CommitApplyEntry, pkgServer, "applyEntryNormal", false, LayerApply},
-	{event.CommitApplyAll, pkgServer, "applyAll", false, LayerApply},
-	{event.CommitSaveEnter, pkgWAL, "Save", false, LayerWAL},
-	{event.CommitSaveRet, pkgWAL, "Save", true, LayerWAL},
-	{event.CommitSyncEnter, pkgWAL, "sync", false, LayerWALSync},
-	{event.CommitSyncRet, pkgWAL, "sync", true, LayerWALSync},
-	{event.CommitSend, pkgRafthttp, "Send", false, LayerQuorum},
-	{event.CommitAppResp, pkgServer, "Process", false, LayerQuorum},
-	{event.CommitRPCEnter, pkgGRPC, "processUnaryRPC", false, LayerGRPC},
-	{event.CommitRPCRet, pkgGRPC, "processUnaryRPC", true, LayerGRPC},
+	{event.CommitProposeEnter, pkgServer, "processInternalRaftRequestOnce", false, PartWrite},
+	{event.CommitProposeRet, pkgServer, "processInternalRaftRequestOnce", true, PartWrite},
+	{event.CommitRegister, pkgWait, "Register", false, PartID},
+	{event.CommitTrigger, pkgWait, "Trigger", false, PartApply},
+	{event.CommitApplyEntry, pkgServer, "applyEntryNormal", false, PartApply},
+	{event.CommitApplyAll, pkgServer, "applyAll", false, PartApply},
+	{event.CommitSaveEnter, pkgWAL, "Save", false, PartWAL},
+	{event.CommitSaveRet, pkgWAL, "Save", true, PartWAL},
+	{event.CommitSyncEnter, pkgWAL, "sync", false, PartWALSync},
+	{event.CommitSyncRet, pkgWAL, "sync", true, PartWALSync},
+	{event.CommitSend, pkgRafthttp, "Send", false, PartQuorum},
+	{event.CommitAppResp, pkgServer, "Process", false, PartQuorum},
+	{event.CommitRPCEnter, pkgGRPC, "processUnaryRPC", false, PartGRPC},
+	{event.CommitRPCRet, pkgGRPC, "processUnaryRPC", true, PartGRPC},
 }
 
 // CommitTracer times etcd's write path with uprobes on its Go functions
-// (found through the binary's pclntab; see CommitLayer for what each
+// (found through the binary's pclntab; see CommitPart for what each
 // shows). Return probes are uprobes at each RET instruction; records are
 // keyed by goroutine (the g pointer) and joined in analysis/commit. It
 // has the shape of Tracer[event.Commit].
@@ -224,7 +224,7 @@ type CommitTracer struct {
 	links  []link.Link
 	ring   *quietRing
 	probes []event.Probe
-	down   map[CommitLayer]string // layer -> why it is unavailable
+	down   map[CommitPart]event.Probe // part -> the probe that left it unavailable, and why
 	rec    ringbuf.Record
 	multi  bool // links is one uprobe_multi link
 	build  etcdBuild
@@ -235,7 +235,7 @@ type CommitTracer struct {
 
 // NewCommit loads the commit program and attaches it to etcd's functions
 // in process cfg.PID. A function the binary lacks (another etcd version,
-// inlined, renamed) leaves its layer unavailable (Unavailable, Probes);
+// inlined, renamed) leaves its part unavailable (Unavailable, Probes);
 // missing the write's own function is an error wrapping
 // ErrGoFuncNotFound. Errors wrap ErrNoPrivilege or ErrNoBTF where those
 // are the cause.
@@ -246,7 +246,7 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 	if err := prepare(""); err != nil {
 		return nil, err
 	}
-	t := &CommitTracer{down: map[CommitLayer]string{}}
+	t := &CommitTracer{down: map[CommitPart]event.Probe{}}
 	defer func() {
 		if err != nil {
 			t.Close()
@@ -269,8 +269,8 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 	}
 	var at []uprobeAt
 	for _, p := range commitProbes {
-		if p.layer == LayerGRPC && cfg.NoGRPC {
-			t.down[LayerGRPC] = "left unprobed, as configured (commit --grpc=false)"
+		if p.part == PartGRPC && cfg.NoGRPC {
+			t.down[PartGRPC] = event.Probe{Name: "uprobe/" + p.names(build)[0], Reason: event.ReasonConfigured}
 			continue
 		}
 		names := p.names(build)
@@ -280,10 +280,10 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 			what += " (RET)"
 		}
 		if ferr != nil {
-			why := shortErr(ferr)
-			t.probes = append(t.probes, event.Probe{Name: what, Why: why})
-			if _, ok := t.down[p.layer]; !ok {
-				t.down[p.layer] = why
+			missing := event.Probe{Name: what, Dark: event.DarkCommitFunction, Reason: event.ReasonNoFunction, Err: shortErr(ferr)}
+			t.probes = append(t.probes, missing)
+			if _, ok := t.down[p.part]; !ok {
+				t.down[p.part] = missing
 			}
 			continue
 		}
@@ -304,8 +304,8 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 		}
 		t.probes = append(t.probes, event.Probe{Name: what + " " + fn.Name, Attached: true})
 	}
-	if why, ok := t.down[LayerWrite]; ok {
-		return nil, writePathErr(build, found, why)
+	if down, ok := t.down[PartWrite]; ok {
+		return nil, writePathErr(build, found, down.Err)
 	}
 	// One uprobe_multi link for every point where the kernel has it
 	// (Linux 6.6+): closing it unregisters them all and waits for the
@@ -339,14 +339,14 @@ type commitCore struct {
 }
 
 // loadObjects loads spec into t.objs: with the scheduler programs when
-// sched (LayerSched unavailable, and the rest loaded, when they fail).
+// sched (PartSched unavailable, and the rest loaded, when they fail).
 func (t *CommitTracer) loadObjects(spec *ebpf.CollectionSpec, sched bool) error {
 	if sched {
 		err := spec.LoadAndAssign(&t.objs, nil)
 		if err == nil {
 			return nil
 		}
-		t.down[LayerSched] = fmt.Sprintf("loading the scheduler programs: %v", explainLoad("commit sched programs", err))
+		t.down[PartSched] = event.Probe{Name: "tp_btf/sched_switch+sched_wakeup", Reason: event.ReasonLoadFailed, Err: explainLoad("commit sched programs", err).Error()}
 	}
 	var core commitCore
 	if err := spec.LoadAndAssign(&core, nil); err != nil {
@@ -364,7 +364,7 @@ func (t *CommitTracer) attachSched() {
 	for _, p := range []*ebpf.Program{t.objs.CommitSchedSwitch, t.objs.CommitSchedWakeup} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
-			t.down[LayerSched] = fmt.Sprintf("attaching tp_btf %s: %v", p, err)
+			t.down[PartSched] = event.Probe{Name: "tp_btf " + p.String(), Reason: event.ReasonAttachFailed, Err: err.Error()}
 			return
 		}
 		t.links = append(t.links, l)
@@ -491,9 +491,9 @@ func findFunc(bin *GoBinary, names []string, rets bool) (GoFunc, error) {
 	return GoFunc{}, first
 }
 
-// Unavailable returns the layers the binary's probes cannot show, each
-// with why (the missing function).
-func (t *CommitTracer) Unavailable() map[CommitLayer]string { return t.down }
+// Unavailable returns the parts of a write the binary's probes cannot show,
+// each with the probe that left it dark and why (its Reason and Err).
+func (t *CommitTracer) Unavailable() map[CommitPart]event.Probe { return t.down }
 
 // Probes lists every probe with whether it is attached.
 func (t *CommitTracer) Probes() []event.Probe { return t.probes }

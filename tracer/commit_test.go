@@ -47,7 +47,7 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool, build s
 	// The multi variant also follows the scheduler inside (*WAL).sync
 	// (what etcdscope commit runs); the per-point one shows the core
 	// object loads without those programs (what serve runs).
-	// The per-point variant also leaves the gRPC layer unprobed (NoGRPC).
+	// The per-point variant also leaves the gRPC part unprobed (NoGRPC).
 	tr, err := NewCommit(CommitConfig{PID: c.Members[0].PID, PerPointLinks: perPoint, Sched: !perPoint, Raw: !perPoint, Profile: true, NoGRPC: perPoint})
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool, build s
 	}
 	for _, p := range tr.Probes() {
 		if !p.Attached {
-			t.Errorf("probe %s not attached: %s", p.Name, p.Why)
+			t.Errorf("probe %s not attached: %+v", p.Name, p)
 		}
 	}
 	const puts = 20
@@ -113,8 +113,8 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool, build s
 			t.Errorf("%s fired %d times for %d puts, want %d", k, counts.Fired[k], puts, want)
 		}
 	}
-	if _, down := tr.Unavailable()[LayerGRPC]; down != perPoint {
-		t.Errorf("grpc layer unavailable: %v, want %v (NoGRPC)", down, perPoint)
+	if _, down := tr.Unavailable()[PartGRPC]; down != perPoint {
+		t.Errorf("grpc part unavailable: %v, want %v (NoGRPC)", down, perPoint)
 	}
 	// One member: every Save with entries is followed by a Send (the
 	// next Ready's), so one CommitSaveSent per put too.
@@ -133,8 +133,8 @@ func checkCommitTracer(t *testing.T, c *etcdtest.Cluster, perPoint bool, build s
 	}
 	// Each fdatasync sleeps on the disk (or its wake-up is seen), so the
 	// WAL sync's thread switches at least once per put while marked.
-	if why, ok := tr.Unavailable()[LayerSched]; ok && !perPoint {
-		t.Errorf("scheduler programs unavailable: %s", why)
+	if why, ok := tr.Unavailable()[PartSched]; ok && !perPoint {
+		t.Errorf("scheduler programs unavailable: %+v", why)
 	}
 	if perPoint && n[event.CommitSched] != 0 || !perPoint && n[event.CommitSched] < puts {
 		t.Errorf("%d scheduler records inside (*WAL).sync for %d puts (followed: %v)", n[event.CommitSched], puts, !perPoint)

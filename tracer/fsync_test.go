@@ -230,9 +230,9 @@ func TestJBD2WaitMissingIsOptional(t *testing.T) {
 			t.Logf("%s attached: no fallback to describe", p.Name)
 			return
 		}
-		if p.Name != "fentry|kprobe/jbd2_log_wait_commit" || !strings.HasPrefix(p.Why, "optional, "+JBD2WaitFallback+" (") ||
-			!strings.Contains(p.Why, "fentry") || !strings.Contains(p.Why, "kprobe") {
-			t.Errorf("%s: why %q", p.Name, p.Why)
+		if p.Name != "fentry|kprobe/jbd2_log_wait_commit" || !p.Optional || p.Dark != event.DarkJournalWaitExact || p.Reason != event.ReasonRefused ||
+			!strings.Contains(p.Err, "fentry") || !strings.Contains(p.Err, "kprobe") {
+			t.Errorf("%s: %+v", p.Name, p)
 		}
 		return
 	}

@@ -41,8 +41,8 @@ func vmFsyncs(t *testing.T, cfg FsyncConfig) {
 	}
 	defer tr.Close()
 	for _, p := range tr.Probes() {
-		t.Logf("probe %s attached=%v %s", p.Name, p.Attached, p.Why)
-		if !p.Attached && p.Why == "" {
+		t.Logf("probe %s attached=%v %+v", p.Name, p.Attached, p)
+		if !p.Attached && p.Reason == "" {
 			t.Errorf("probe %s is not attached and says not why", p.Name)
 		}
 	}
@@ -133,7 +133,7 @@ func TestFsyncJBD2WaitOnVMKernel(t *testing.T) {
 				ok = true
 			}
 			if !p.Attached {
-				t.Logf("%s: unavailable %s: %s", variant, p.Name, p.Why)
+				t.Logf("%s: unavailable %s: %+v", variant, p.Name, p)
 			}
 		}
 		tr.Close()

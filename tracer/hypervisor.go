@@ -113,7 +113,7 @@ func NewHypervisor(cfg HypervisorConfig) (_ *HypervisorTracer, err error) {
 	for _, name := range []string{"io_uring_submit_req", "io_uring_complete"} {
 		p, ok := progs[name]
 		if !ok {
-			t.probes = append(t.probes, event.Probe{Name: "tracepoint/io_uring/" + name, Why: "no io_uring tracepoint (CONFIG_IO_URING=n or a kernel before 5.19): io_uring requests not timed"})
+			t.probes = append(t.probes, event.Probe{Name: "tracepoint/io_uring/" + name, Dark: event.DarkIOUring, Reason: event.ReasonNoIOUringTracepoint})
 			continue
 		}
 		l, err := link.Tracepoint("io_uring", name, p, nil)

@@ -38,7 +38,7 @@ func hypervisorSyscalls(t *testing.T, parent string) {
 	defer tr.Close()
 	for _, p := range tr.Probes() {
 		if !p.Attached {
-			t.Logf("probe %s not attached: %s", p.Name, p.Why)
+			t.Logf("probe %s not attached: %+v", p.Name, p)
 		}
 	}
 	direct, err := os.OpenFile(filepath.Join(dir, "direct.img"), os.O_CREATE|os.O_RDWR|unix.O_DIRECT, 0o600)
@@ -177,7 +177,7 @@ func TestHypervisorTracerIOUring(t *testing.T) {
 	defer tr.Close()
 	for _, p := range tr.Probes() {
 		if !p.Attached {
-			t.Fatalf("probe %s not attached: %s", p.Name, p.Why)
+			t.Fatalf("probe %s not attached: %+v", p.Name, p)
 		}
 	}
 	f, err := os.OpenFile(filepath.Join(dir, "uring.img"), os.O_CREATE|os.O_RDWR, 0o600)

@@ -14,13 +14,6 @@ import (
 	"github.com/etcdscope/etcdscope/event"
 )
 
-// JBD2WaitFallback says what measures the journal layer when neither
-// jbd2_log_wait_commit probe attaches (this build machine: fentry refused,
-// kprobes compiled out). The probe's Why and etcdscope check's kprobes line
-// both carry it, so that the missing probe reads as what it is: optional,
-// with nothing to fix ("optional, " leads the Why: report/ reads it so).
-const JBD2WaitFallback = "journal layer by overlap with jbd2 commits"
-
 // attachJBD2Wait tries the optional function probes of jbd2wait.bpf.c on
 // jbd2_log_wait_commit (where an ext4 fsync waits for its transaction's
 // commit): the fentry/fexit pair first, then kprobe/kretprobe. Neither is required;
@@ -110,6 +103,6 @@ func (t *FsyncTracer) attachJBD2Wait(shared ebpf.CollectionOptions, cfg FsyncCon
 		t.probes = append(t.probes, event.Probe{Name: v.kind + "/" + fn, Attached: true})
 		return
 	}
-	t.probes = append(t.probes, event.Probe{Name: "fentry|kprobe/" + fn,
-		Why: "optional, " + JBD2WaitFallback + " (" + strings.Join(why, "; ") + ")"})
+	t.probes = append(t.probes, event.Probe{Name: "fentry|kprobe/" + fn, Dark: event.DarkJournalWaitExact,
+		Reason: event.ReasonRefused, Err: strings.Join(why, "; "), Optional: true})
 }

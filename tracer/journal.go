@@ -23,19 +23,21 @@ func (t *FsyncTracer) attachJournal(shared ebpf.CollectionOptions) error {
 	if err := sizeEvents(spec, shared.MapReplacements["events"].MaxEntries()); err != nil {
 		return err
 	}
-	want := map[string]string{
-		"jbd2_start_commit": "ext4/jbd2 not loaded: no jbd2 commit tracepoint",
-		"jbd2_end_commit":   "ext4/jbd2 not loaded: no jbd2 commit tracepoint",
-		"xfs_log_force":     "xfs not loaded: no xfs_log_force tracepoint",
+	want := map[string]event.Dark{
+		"jbd2_start_commit": event.DarkJBD2Commits,
+		"jbd2_end_commit":   event.DarkJBD2Commits,
+		"xfs_log_force":     event.DarkXFSLogForce,
 	}
 	var missing []event.Probe
-	for name, why := range want {
-		if sys := tracepointSystem(name); host.TracepointExists(sys, name) && !tracepointModuleHasBTF(sys) {
-			why = noModuleBTF(sys)
+	for name, dark := range want {
+		sys := tracepointSystem(name)
+		reason := event.ReasonModuleNotLoaded
+		if host.TracepointExists(sys, name) && !tracepointModuleHasBTF(sys) {
+			reason = event.ReasonNoModuleBTF
 		}
 		if !tracepointHasBTF(name) {
 			delete(spec.Programs, name)
-			missing = append(missing, event.Probe{Name: "tp_btf/" + name, Why: why})
+			missing = append(missing, event.Probe{Name: "tp_btf/" + name, Dark: dark, Reason: reason, Module: sys})
 		}
 	}
 	// jbd2 start and end only make sense together.

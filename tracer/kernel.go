@@ -192,12 +192,6 @@ func tracepointModuleHasBTF(sys string) bool {
 	return err == nil
 }
 
-// noModuleBTF is why a tp_btf probe of module sys is unavailable when
-// tracepointModuleHasBTF says no.
-func noModuleBTF(sys string) string {
-	return sys + " is a module and this kernel has no BTF for modules (/sys/kernel/btf/" + sys + "; CONFIG_DEBUG_INFO_BTF_MODULES, Linux 5.11+)"
-}
-
 func tracepointSystem(name string) string {
 	switch {
 	case len(name) > 5 && name[:5] == "jbd2_":

@@ -20,13 +20,13 @@ import (
 // call state and file cache, and filtered as it filters.
 func (t *FsyncTracer) attachStacked(shared ebpf.CollectionOptions, cfg FsyncConfig, callers bool) error {
 	if !tracepointHasBTF("ext4_sync_file_enter") || !tracepointHasBTF("ext4_sync_file_exit") {
-		why := "ext4 not loaded"
+		reason := event.ReasonModuleNotLoaded
 		if !tracepointModuleHasBTF("ext4") {
-			why = noModuleBTF("ext4")
+			reason = event.ReasonNoModuleBTF
 		}
 		t.probes = append(t.probes,
-			event.Probe{Name: "tp_btf/ext4_sync_file_enter", Why: why + ": fsyncs by kernel threads (loop backing files on ext4) unseen"},
-			event.Probe{Name: "tp_btf/ext4_sync_file_exit", Why: why})
+			event.Probe{Name: "tp_btf/ext4_sync_file_enter", Dark: event.DarkKthreadFsyncs, Reason: reason, Module: "ext4"},
+			event.Probe{Name: "tp_btf/ext4_sync_file_exit", Reason: reason, Module: "ext4"})
 		return nil
 	}
 	spec, err := loadStacked()

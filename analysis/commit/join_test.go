@@ -268,7 +268,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	if sum.Deciders["1111"] != 1 || sum.Writes != 1 {
 		t.Errorf("summary %+v", sum)
 	}
-	if _, _, err := ReadRecords(strings.NewReader(`{"type":"commit","v":2}`)); err == nil {
+	if _, _, err := ReadRecords(strings.NewReader(`{"type":"commit","v":3}`)); err == nil {
 		t.Error("a newer schema version was accepted")
 	}
 }

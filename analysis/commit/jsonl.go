@@ -6,13 +6,17 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/jsonl"
 	"github.com/etcdscope/etcdscope/analysis/stats"
 )
 
 // SchemaVersion is the version of the commit JSON Lines records (schema
-// commit/v1, docs/schema.md).
-const SchemaVersion = 1
+// commit/v2, docs/schema.md). 2 (2026-12-07): the summary's unavailable
+// entries are analysis.Unavailable's fields (part, probe, reason, err),
+// not version 1's "part: why" strings, which ReadRecords still takes (as
+// probe and text); the records are as version 1's.
+const SchemaVersion = 2
 
 // Source values of a record: how its numbers were measured.
 const (
@@ -118,8 +122,8 @@ type SummaryRecord struct {
 	Model           *ModelResult   `json:"model,omitempty"`
 	// ModelNotComputed: why Model is absent though the run asked etcd's
 	// metrics for it (the table's "model: not computed" line).
-	ModelNotComputed string   `json:"model_not_computed,omitempty"`
-	Unavailable      []string `json:"unavailable,omitempty"`
+	ModelNotComputed string                 `json:"model_not_computed,omitempty"`
+	Unavailable      []analysis.Unavailable `json:"unavailable,omitempty"`
 	// Target: whether the traced process exited or was stopped during
 	// the run (absent in recordings made before it was watched).
 	Target *Target `json:"target,omitempty"`

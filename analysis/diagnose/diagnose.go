@@ -230,6 +230,9 @@ type Unread struct {
 	Name string `json:"name"`
 	// Err: why (its message names the fix).
 	Err string `json:"error"`
+	// Quoted: the input's own words Err rests on, verbatim (fio's
+	// complaints, FioNoJobError), for the sinks to quote.
+	Quoted []string `json:"quoted,omitempty"`
 }
 
 // InputInfo says how one input was read.
@@ -284,13 +287,18 @@ func Diagnose(inputs []Input, opt Options) (Report, error) {
 	var firstErr error
 	for _, in := range inputs {
 		info, err := ev.read(in, opt)
-		if err != nil && in.Err == nil && !errors.Is(err, ErrUnknownContent) && !errors.Is(err, ErrNoEvidence) && !errors.Is(err, etcdmetric.ErrTooManySamples) {
+		var noJob *FioNoJobError
+		if err != nil && in.Err == nil && !errors.Is(err, ErrUnknownContent) && !errors.Is(err, ErrNoEvidence) && !errors.Is(err, etcdmetric.ErrTooManySamples) && !errors.As(err, &noJob) {
 			// A reader refused part of a known kind: most often a paste
 			// cut short.
 			err = fmt.Errorf("%w (give the whole output it was cut from)", err)
 		}
 		if err != nil {
-			rep.Unread = append(rep.Unread, Unread{Name: in.Name, Err: err.Error()})
+			u := Unread{Name: in.Name, Err: err.Error()}
+			if errors.As(err, &noJob) {
+				u.Quoted = noJob.Complaints
+			}
+			rep.Unread = append(rep.Unread, u)
 			if firstErr == nil {
 				firstErr = fmt.Errorf("%s: %w", in.Name, err)
 			}

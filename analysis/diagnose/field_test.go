@@ -143,8 +143,14 @@ func TestFieldFioNumbers(t *testing.T) {
 	if k, _ := Detect(failed[0].Data); k != KindFioText {
 		t.Errorf("fio errors detected as %q", k)
 	}
-	if _, err := Diagnose(failed, Options{}); err == nil || !strings.Contains(err.Error(), `fio ran no job (fio: "C is not a directory; fio: failed parsing directory=`) || !strings.Contains(err.Error(), "fix the job file or command line and rerun") {
+	rep, err := Diagnose(failed, Options{})
+	var noJob *FioNoJobError
+	if !errors.As(err, &noJob) || len(noJob.Complaints) != 3 || !strings.HasPrefix(noJob.Complaints[0], `fio: "C is not a directory`) ||
+		!strings.Contains(err.Error(), "fio ran no job (3 of fio's own errors): fix the job file or command line and rerun") {
 		t.Errorf("fio that ran no job: %v", err)
+	}
+	if len(rep.Unread) != 1 || len(rep.Unread[0].Quoted) != 3 || rep.Unread[0].Quoted[1] != noJob.Complaints[1] {
+		t.Errorf("fio that ran no job: unread %+v", rep.Unread)
 	}
 	// fio JSON cut by hand without etcd-perf's summary: one line naming
 	// the fix, not a misleading "no sync".

@@ -226,7 +226,7 @@ func ReadFioText(in Input) ([]FioRun, error) {
 	if !r.HasSync && r.WriteP99 == 0 {
 		if m := fioErrRe.FindAllString(s, 3); m != nil && !strings.Contains(s, `"fio version"`) {
 			// fio's own complaints and no result: the job never ran.
-			return nil, fmt.Errorf("fio ran no job (%s): fix the job file or command line and rerun", strings.Join(m, "; "))
+			return nil, &FioNoJobError{Complaints: m}
 		}
 		if strings.Contains(s, `"fio version"`) {
 			return nil, fmt.Errorf("fio JSON that does not decode (cut or elided with \"...\"?) and shows no sync percentiles: paste fio's whole --output-format=json output")
@@ -234,6 +234,20 @@ func ReadFioText(in Input) ([]FioRun, error) {
 		return nil, fmt.Errorf("fio text without sync or clat percentiles")
 	}
 	return []FioRun{r}, nil
+}
+
+// FioNoJobError is ReadFioText's error for fio output that holds fio's
+// own complaints ("fio: failed parsing ...", at most three) and no
+// result: the job never ran. Unread.Quoted carries the complaints, which
+// render prints each on a line of its own.
+type FioNoJobError struct {
+	Complaints []string
+}
+
+// Error leads with the count and the fix; the complaints are the
+// sinks' to quote.
+func (e *FioNoJobError) Error() string {
+	return fmt.Errorf("fio ran no job (%d of fio's own errors): fix the job file or command line and rerun", len(e.Complaints)).Error()
 }
 
 // readElidedFioJSON takes the version and the "global options" object

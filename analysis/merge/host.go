@@ -26,6 +26,12 @@ import (
 // docs/schema.md, "fsync". Readers refuse newer versions.
 const SchemaVersion = 1
 
+// HostSummaryVersion is the version of the hypervisor recording's
+// "hv_summary" line. 2 (2026-12-07): its unavailable entries are
+// analysis.Unavailable's fields, not version 1's "probe: words" strings,
+// which readers still take (analysis.Unavailable.UnmarshalJSON).
+const HostSummaryVersion = 2
+
 // SummaryVersion is the version of merge's "merge_summary" line. 2
 // (2026-12-06): its levels are named as nested virtualization names them
 // from the bottom, "L1 guest" on "L0 host" (version 1 said "L2 host", which
@@ -117,11 +123,11 @@ type HostSummary struct {
 	// MissedEvents: runs of the hypervisor programs the kernel skipped
 	// (recursion); FsyncLostEvents, FsyncMissedEvents: the fsync
 	// tracer's counters.
-	LostEvents        uint64   `json:"lost_events"`
-	MissedEvents      uint64   `json:"missed_events"`
-	FsyncLostEvents   uint64   `json:"fsync_lost_events"`
-	FsyncMissedEvents uint64   `json:"fsync_missed_events"`
-	Unavailable       []string `json:"unavailable,omitempty"`
+	LostEvents        uint64                 `json:"lost_events"`
+	MissedEvents      uint64                 `json:"missed_events"`
+	FsyncLostEvents   uint64                 `json:"fsync_lost_events"`
+	FsyncMissedEvents uint64                 `json:"fsync_missed_events"`
+	Unavailable       []analysis.Unavailable `json:"unavailable,omitempty"`
 }
 
 // HostRecording is a parsed hypervisor recording.
@@ -154,6 +160,8 @@ func scanHost(r io.Reader, io func(*HostIO) error, fsync func(*analysis.FsyncRec
 			max = analysis.SchemaVersion
 		case "summary":
 			max = analysis.SummaryVersion
+		case "hv_summary":
+			max = HostSummaryVersion
 		}
 		if h.V > max {
 			return fmt.Errorf("%s record version %d is newer than this etcdscope's %d", h.Type, h.V, max)

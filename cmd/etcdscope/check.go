@@ -198,7 +198,7 @@ func checkNode() []checkItem {
 
 	_, err = os.Stat("/sys/bus/event_source/devices/kprobe/type")
 	items = append(items, checkItem{what: "kprobes", ok: err == nil,
-		detail: pick(err == nil, "kprobe PMU present", "no kprobe PMU (CONFIG_KPROBES off): the exact jbd2 commit wait needs it or fentry (fsync's probe list says whether fentry attached); without both, "+tracer.JBD2WaitFallback)})
+		detail: pick(err == nil, "kprobe PMU present", "no kprobe PMU (CONFIG_KPROBES off): the exact jbd2 commit wait needs it or fentry (fsync's probe list says whether fentry attached); without both, "+render.JBD2WaitFallback)})
 	if procsNote != "" {
 		items = append(items, checkItem{what: "GOMAXPROCS", ok: true, detail: procsNote})
 	}

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/etcdscope/etcdscope/internal/testenv"
-	"github.com/etcdscope/etcdscope/tracer"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 // TestCheckAgainstOracles: every line `etcdscope check --output json`
@@ -88,8 +88,8 @@ func TestCheckAgainstOracles(t *testing.T) {
 			unknown[it.What] = it.Unknown
 			// Without kprobes, check says what fsync's report says of the
 			// jbd2 wait probe: nothing is wrong, and what is used instead.
-			if it.What == "kprobes" && !it.OK && !strings.Contains(it.Detail, tracer.JBD2WaitFallback) {
-				t.Errorf("kprobes: detail %q lacks %q", it.Detail, tracer.JBD2WaitFallback)
+			if it.What == "kprobes" && !it.OK && !strings.Contains(it.Detail, render.JBD2WaitFallback) {
+				t.Errorf("kprobes: detail %q lacks %q", it.Detail, render.JBD2WaitFallback)
 			}
 		}
 		hasCap := func(n int) bool { return eff&(1<<n) != 0 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/internal/safefile"
@@ -56,7 +57,7 @@ func runCommit(args []string) error {
 	fs.StringVar(&f.key, "key", "", "client key for --cert")
 	fs.DurationVar(&f.duration, "duration", time.Minute, "trace this long (0: until Ctrl-C)")
 	fs.StringVar(&f.load, "load", "0", "drive N puts per second (e.g. 20/s) at the traced member, under a key prefix of etcdscope's own with a lease, timing each put client-side; 0: no load")
-	fs.StringVar(&f.output, "output", "table", "table, or json (JSON Lines, schema commit/v1: docs/schema.md)")
+	fs.StringVar(&f.output, "output", "table", "table, or json (JSON Lines, schema commit/v2: docs/schema.md)")
 	fs.StringVar(&f.ready, "ready-file", "", "create this file once the probes are attached (for scripts and tests)")
 	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage)
 	fs.Uint32Var(&f.sample, "sample", 1, "follow 1 write in N, decided in the kernel at each write's entry (1: every write); the report counts the writes seen")
@@ -106,8 +107,8 @@ func runCommit(args []string) error {
 	case err == nil:
 		s.Add("commit", tr)
 		opt.Source = tr
-		for layer, why := range tr.Unavailable() {
-			opt.Unavailable = append(opt.Unavailable, fmt.Sprintf("%s: %s", layer, why))
+		for part, p := range tr.Unavailable() {
+			opt.Unavailable = append(opt.Unavailable, analysis.UnavailablePart(string(part), p))
 		}
 	case (errors.Is(err, tracer.ErrGoFuncNotFound) || errors.Is(err, tracer.ErrNoGoSymbols)) && len(opt.Endpoints) == 0:
 		// Not etcd (or not one this etcdscope can probe), and no metrics

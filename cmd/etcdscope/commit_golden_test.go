@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/commit"
+	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/internal/golden"
 	"github.com/etcdscope/etcdscope/pipeline"
 	"github.com/etcdscope/etcdscope/render"
@@ -94,7 +96,7 @@ func commitCases() []struct {
 	leaderRep.ClientPutNs.Add(60e6)
 	leader := &pipeline.CommitResult{Source: commit.SourceUprobes, Report: leaderRep, Role: commit.RoleLeader, LocalID: goldenLeader, LeaderID: goldenLeader,
 		Cluster:     commit.ClusterState{Voters: 3, Down: []uint64{goldenF1}, Names: goldenNames},
-		Unavailable: []string{"grpc: --grpc=false"}, Lost: 3, Missed: 2, Dropped: 1, WritesSeen: 60, WritesSampled: 15, SampleEvery: 4,
+		Unavailable: []analysis.Unavailable{{Part: "grpc", Probe: "uprobe/google.golang.org/grpc.(*Server).processUnaryRPC", Reason: event.ReasonConfigured}}, Lost: 3, Missed: 2, Dropped: 1, WritesSeen: 60, WritesSampled: 15, SampleEvery: 4,
 		SyncCalls: 40, SyncLost: 1, SyncMissed: 5,
 		Model: &commit.ModelResult{ExpectedNs: 52_700_000, Decider: goldenF2, DeciderKnown: true, Parts: map[string]commit.Measure{
 			commit.PartWALAppend: {Ns: 2e6, Source: "leader's WAL"}, commit.PartQuorumWait: {Ns: 50_500_000, Source: "RTT + fsync of m2"}, commit.PartApply: {Ns: 2e5, Source: "backend"}}},
@@ -124,7 +126,7 @@ func commitCases() []struct {
 		Source: commit.SourceModel, ProbeErr: errors.New("etcd v3.4: its write function cannot be probed: finding RET instructions on EM_AARCH64: unsupported operation"),
 		EtcdVersion: "3.4.23", Report: commit.NewReport(), Role: commit.RoleLeader, LocalID: 0x28d1, LeaderID: 0x28d1,
 		Cluster:     commit.ClusterState{Voters: 1, Names: commit.Names{0x28d1: "default"}},
-		Unavailable: []string{"uprobes: processInternalRaftRequestOnce: not found"},
+		Unavailable: []analysis.Unavailable{{Part: "uprobes", Reason: event.ReasonRefused, Err: "processInternalRaftRequestOnce: not found"}},
 		Model: &commit.ModelResult{ExpectedNs: 2e6, Decider: commit.LocalVote, DeciderKnown: true,
 			Parts: map[string]commit.Measure{commit.PartWALAppend: {Ns: 19e5, Source: "leader's etcd_disk_wal_fsync_duration_seconds mean over the run"}}},
 		Load: &workload.Load{Prefix: "/etcdscope/commit-load/x/", Puts: 20},

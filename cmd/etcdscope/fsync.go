@@ -69,7 +69,7 @@ func runFsync(args []string) error {
 	fs.Float64Var(&f.rate, "rate", 0, "with --workload: appends per second (0: as fast as fdatasync returns)")
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once every probe is attached (for scripts and tests)")
 	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage)
-	fs.StringVar(&f.capture, "capture", "", "also record the decoded kernel events and the host facts the attribution used to this file (schema capture/v1), for 'etcdscope report FILE' to replay anywhere")
+	fs.StringVar(&f.capture, "capture", "", "also record the decoded kernel events and the host facts the attribution used to this file (schema capture/v2), for 'etcdscope report FILE' to replay anywhere")
 	fs.BoolVar(&f.failOverBudget, "fail-over-budget", false, failOverBudgetUsage)
 	fs.BoolVar(&f.writes, "writes", false, writesUsage)
 	fs.BoolVar(&f.sched, "sched", false, schedUsage)
@@ -295,7 +295,7 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 		return setupErr(err)
 	}
 	st := s.Add("", tr)
-	unavailable := unavailableProbes(tr.Probes())
+	unavailable := analysis.UnavailableProbes(tr.Probes())
 	if err := s.Ready(); err != nil {
 		return err
 	}
@@ -304,11 +304,11 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 		return err
 	}
 	defer out.abandon()
-	pcfg := pipeline.FsyncConfig{Disk: cfg.Disk, Sinks: out.sinks(), Sched: cfg.Sched}
+	pcfg := pipeline.FsyncLoopConfig{Disk: cfg.Disk, Sinks: out.sinks(), Sched: cfg.Sched}
 	if out.capw != nil {
 		pcfg.Capture = out.capw.Writer
 	}
-	p := pipeline.NewFsync(pcfg)
+	p := pipeline.NewFsyncLoop(pcfg)
 	s.Go(func() error { return p.Run(tr) })
 	wl, err := startWorkload(s.Context(), f)
 	if err != nil {
@@ -354,7 +354,7 @@ type fsyncOutput struct {
 	capw      *captureFile      // with --capture, until finished
 }
 
-func newFsyncOutput(f fsyncFlags, cfg tracer.FsyncConfig, unavailable []string) (*fsyncOutput, error) {
+func newFsyncOutput(f fsyncFlags, cfg tracer.FsyncConfig, unavailable []analysis.Unavailable) (*fsyncOutput, error) {
 	o := &fsyncOutput{out: os.Stdout, info: os.Stdout, json: f.output == "json", interval: f.interval > 0,
 		rs: pipeline.NewReportSink(f.interval > 0)}
 	if o.json {
@@ -416,7 +416,7 @@ func (o *fsyncOutput) closeLines(runErr error) error {
 // report builds the run's report from what the sinks counted, the
 // tracer's st and the pipeline p's counts, finishes the capture and
 // prints the last interval line and the report.
-func (o *fsyncOutput) report(f fsyncFlags, st pipeline.Stats, p *pipeline.Fsync, unavailable []string) (analysis.Report, error) {
+func (o *fsyncOutput) report(f fsyncFlags, st pipeline.Stats, p *pipeline.FsyncLoop, unavailable []analysis.Unavailable) (analysis.Report, error) {
 	monoToWall := monoToWallNs()
 	decodeErrs := p.DecodeErrors()
 	rep := o.rs.Report(st.Lost, st.Missed, unavailable)
@@ -457,17 +457,6 @@ func (o *fsyncOutput) report(f fsyncFlags, st pipeline.Stats, p *pipeline.Fsync,
 	}
 	fmt.Fprintln(o.out)
 	return rep, render.FsyncReport(o.out, &rep)
-}
-
-// unavailableProbes names each probe that did not attach, and why.
-func unavailableProbes(ps []event.Probe) []string {
-	var out []string
-	for _, p := range ps {
-		if !p.Attached {
-			out = append(out, p.Name+": "+p.Why)
-		}
-	}
-	return out
 }
 
 // hookNote says, when no syscall tracepoint is attached (FSTypes all

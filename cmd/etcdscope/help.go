@@ -68,7 +68,7 @@ var helps = map[string]helpText{
 	"commit": {"etcdscope commit (--pid N | --comm etcd) [--etcd-endpoints URL,...] [--cacert/--cert/--key] [--duration 60s] [--load 0|N/s] [--output table|json]", []string{
 		"sudo etcdscope commit --comm etcd --etcd-endpoints http://127.0.0.1:2379          # what each write waits on, for a minute",
 		"sudo etcdscope commit --comm etcd --etcd-endpoints http://127.0.0.1:2379 --load 20/s # with etcdscope's own leased puts, timed client-side",
-		"sudo etcdscope commit --pid $(pgrep -x etcd) --output json > commit.jsonl          # one record per write (schema commit/v1)",
+		"sudo etcdscope commit --pid $(pgrep -x etcd) --output json > commit.jsonl          # one record per write (schema commit/v2)",
 	}},
 	"cluster": {"etcdscope cluster --members URL,URL,URL [--since-index N] [--timeout 5s] [--output table|json]", []string{
 		"etcdscope cluster --members http://10.0.0.1:10380,http://10.0.0.2:10380,http://10.0.0.3:10380 # each write followed across the members' serve --commit-pid agents",

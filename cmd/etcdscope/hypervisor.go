@@ -104,7 +104,7 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 		return err
 	}
 	hst := s.Add("hypervisor", ht)
-	unavailable := unavailableProbes(append(ft.Probes(), ht.Probes()...))
+	unavailable := analysis.UnavailableProbes(append(ft.Probes(), ht.Probes()...))
 	enc := json.NewEncoder(render.JSONText(os.Stdout))
 	emit := func(v any) error {
 		if f.output != "json" {
@@ -128,7 +128,7 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 	// Two data paths, one sink: the fsync tracer's flushes (with their host
 	// layers) and the hypervisor tracer's reads, writes and submissions.
 	sink := &hvSink{emit: emit}
-	fp := pipeline.NewFsync(pipeline.FsyncConfig{Sinks: []pipeline.FsyncSink{sink},
+	fp := pipeline.NewFsyncLoop(pipeline.FsyncLoopConfig{Sinks: []pipeline.FsyncSink{sink},
 		FileKind: func(string) string { return analysis.KindOther }}) // images are not etcd's files
 	hp := pipeline.NewHypervisor(pipeline.HypervisorConfig{Sinks: []pipeline.HostIOSink{sink}})
 	s.Go(func() error { return fp.Run(ft) })
@@ -149,7 +149,7 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 		return devs.Resolve(event.MkDev(maj, min)).Name
 	})
 	merge.ApplyDriveCaches(images, sink.drives)
-	sum := merge.HostSummary{Type: "hv_summary", V: merge.SchemaVersion, Images: images, Warnings: render.MergeWarnings(images),
+	sum := merge.HostSummary{Type: "hv_summary", V: merge.HostSummaryVersion, Images: images, Warnings: render.MergeWarnings(images),
 		LostEvents: hst.Lost, MissedEvents: hst.Missed, FsyncLostEvents: fst.Lost, FsyncMissedEvents: fst.Missed, Unavailable: unavailable}
 	if f.output == "json" {
 		if err := enc.Encode(&sum); err != nil {

@@ -67,7 +67,7 @@ func runPeers(args []string) error {
 	fs.StringSliceVar(&f.endpoints, "etcd-endpoints", nil, "client URLs (comma-separated): member list and leader, to name peers and warn when the leader is the farthest")
 	fs.BoolVar(&f.probeAnswer, "probe-answer", true, "with --etcd-endpoints: GET /raft/probing on a kept-alive connection to each peer every 4 s, timed as etcd's prober times it")
 	fs.StringVar(&f.record, "record", "", "also write every traced event to this file as JSON Lines (schema peers/v1, docs/peers.md)")
-	fs.StringVar(&f.capture, "capture", "", "also write the traced events with the window and lost count to this file (schema capture/v1), for 'etcdscope report FILE' to replay")
+	fs.StringVar(&f.capture, "capture", "", "also write the traced events with the window and lost count to this file (schema capture/v2), for 'etcdscope report FILE' to replay")
 	fs.StringVar(&f.readyFile, "ready-file", "", "create this file once the probes are attached (for scripts and tests)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {

@@ -247,7 +247,7 @@ func replayDecodeErrors(name string, n uint64) error {
 func replayFsync(rd *capture.Reader, name string, dst io.Writer, output string, failOverBudget bool) error {
 	rs := pipeline.NewReportSink(false)
 	var tooLarge error // the first fact past the Reader's bounds
-	cfg := pipeline.FsyncConfig{Host: pipeline.ReplayHost(rd), Sinks: []pipeline.FsyncSink{rs}, Sched: rd.Header().Sched,
+	cfg := pipeline.FsyncLoopConfig{Host: pipeline.ReplayHost(rd), Sinks: []pipeline.FsyncSink{rs}, Sched: rd.Header().Sched,
 		OnDecodeError: func(err error) {
 			if errors.Is(err, capture.ErrTooLarge) && tooLarge == nil {
 				tooLarge = err
@@ -270,7 +270,7 @@ func replayFsync(rd *capture.Reader, name string, dst io.Writer, output string, 
 		lines = render.NewJSONLines(w, 0)
 		cfg.Sinks = append(cfg.Sinks, lines)
 	}
-	p := pipeline.NewFsync(cfg)
+	p := pipeline.NewFsyncLoop(cfg)
 	err := p.Run(pipeline.ReadFunc(rd.ReadEvent))
 	if lines != nil {
 		if cerr := lines.Close(); err == nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/exporter"
 	"github.com/etcdscope/etcdscope/exporter/otlp"
 	"github.com/etcdscope/etcdscope/internal/safefile"
@@ -150,8 +151,8 @@ func runServe(args []string) error {
 		}
 		defer ct.Close()
 		cfg.Commit = ct
-		for layer, why := range ct.Unavailable() {
-			cfg.CommitUnavailable = append(cfg.CommitUnavailable, fmt.Sprintf("%s: %s", layer, why))
+		for part, p := range ct.Unavailable() {
+			cfg.CommitUnavailable = append(cfg.CommitUnavailable, analysis.UnavailablePart(string(part), p))
 		}
 		// As commit does: the fsync tracer on etcd alone splits each WAL
 		// fdatasync (leader's and follower's) into the disk's layers and

@@ -186,7 +186,9 @@ func TestProseInPlanted(t *testing.T) {
 //     text is the error's, and the style's errors are short phrases);
 //   - struct tags and import paths;
 //   - sentenceAllowed, each with its reason.
-// A "+" chain of strings is judged as one text.
+// A "+" chain of strings is judged as one text, and so are the literals a
+// function gives one variable with "=" or ":=" and then "+=" (builtTexts):
+// short pieces built into a sentence are one.
 
 // sentenceAllowed: sentence-like literals that stay, by file (from the
 // repository root) and literal, each with why it is not a sentence a user
@@ -288,27 +290,15 @@ func sentencesIn(path string, src any) ([]string, error) {
 				}
 				var text strings.Builder
 				var lits []*ast.BasicLit
-				var walk func(e ast.Expr)
-				walk = func(e ast.Expr) {
-					switch e := ast.Unparen(e).(type) {
-					case *ast.BinaryExpr:
-						if e.Op == token.ADD {
-							exempt[e] = true
-							walk(e.X)
-							walk(e.Y)
-							return
-						}
-					case *ast.BasicLit:
-						if e.Kind == token.STRING {
-							s, _ := strconv.Unquote(e.Value)
-							text.WriteString(s)
-							lits = append(lits, e)
-							return
-						}
+				for _, o := range chainOperands(x, func(b *ast.BinaryExpr) { exempt[b] = true }) {
+					if l := stringLit(o); l != nil {
+						s, _ := strconv.Unquote(l.Value)
+						text.WriteString(s)
+						lits = append(lits, l)
+					} else {
+						text.WriteString(" ")
 					}
-					text.WriteString(" ")
 				}
-				walk(x)
 				if len(lits) > 0 && !exempt[lits[0]] {
 					for _, l := range lits {
 						exempt[l] = true
@@ -324,6 +314,12 @@ func sentencesIn(path string, src any) ([]string, error) {
 					}
 				}
 			}
+		case *ast.FuncDecl:
+			if x.Body != nil {
+				for _, b := range builtTexts(x.Body, exempt) {
+					judge(b.at, b.text)
+				}
+			}
 		case *ast.BasicLit:
 			if x.Kind == token.STRING && !exempt[x] {
 				s, err := strconv.Unquote(x.Value)
@@ -335,6 +331,102 @@ func sentencesIn(path string, src any) ([]string, error) {
 		return true
 	})
 	return found, nil
+}
+
+// chainOperands returns the operands of the "+" chain e (e itself when it
+// is no "+"), in order, calling add with each "+" of it.
+func chainOperands(e ast.Expr, add func(*ast.BinaryExpr)) []ast.Expr {
+	e = ast.Unparen(e)
+	if b, ok := e.(*ast.BinaryExpr); ok && b.Op == token.ADD {
+		add(b)
+		return append(chainOperands(b.X, add), chainOperands(b.Y, add)...)
+	}
+	return []ast.Expr{e}
+}
+
+// stringLit returns e if it is a string literal, else nil.
+func stringLit(e ast.Expr) *ast.BasicLit {
+	if l, ok := e.(*ast.BasicLit); ok && l.Kind == token.STRING {
+		return l
+	}
+	return nil
+}
+
+// builtText is a string a function builds in one variable from pieces,
+// each too short to judge alone: s := "biased: "; s += n + " lost event";
+// s += ", " + m + " missed probe run" (summary version 2's Bias text).
+type builtText struct {
+	at   ast.Node // the first assignment
+	text string   // its pieces' literals, joined by " "
+}
+
+// builtTexts returns, for each variable of body given a string by "=" or
+// ":=" and added to with "+=" (a "+" chain of literals and other values
+// each time), the text of every literal assigned to it, unless one of
+// them is exempt (read, not written) or is judged alone (sentence-like
+// by itself, or part of a "+" chain the file's walk judges).
+func builtTexts(body *ast.BlockStmt, exempt map[ast.Node]bool) []builtText {
+	type acc struct {
+		at     ast.Node
+		pieces []string
+		adds   int
+		skip   bool
+	}
+	vars := map[string]*acc{}
+	var order []string
+	ast.Inspect(body, func(n ast.Node) bool {
+		a, ok := n.(*ast.AssignStmt)
+		if !ok || len(a.Lhs) != 1 || len(a.Rhs) != 1 {
+			return true
+		}
+		id, ok := a.Lhs[0].(*ast.Ident)
+		if !ok || id.Name == "_" {
+			return true
+		}
+		var lits []*ast.BasicLit
+		for _, o := range chainOperands(a.Rhs[0], func(*ast.BinaryExpr) {}) {
+			if l := stringLit(o); l != nil {
+				lits = append(lits, l)
+			}
+		}
+		if len(lits) == 0 {
+			return true
+		}
+		v := vars[id.Name]
+		switch a.Tok {
+		case token.ADD_ASSIGN:
+			if v == nil {
+				return true
+			}
+			v.adds++
+		case token.ASSIGN, token.DEFINE:
+			if v == nil {
+				v = &acc{at: a}
+				vars[id.Name] = v
+				order = append(order, id.Name)
+			}
+		default:
+			return true
+		}
+		for _, l := range lits {
+			text, err := strconv.Unquote(l.Value)
+			if err != nil || exempt[l] || sentenceLike(text) {
+				v.skip = true
+			}
+			v.pieces = append(v.pieces, text)
+		}
+		if len(lits) > 1 { // a "+" chain of literals: the file's walk judges it whole
+			v.skip = true
+		}
+		return true
+	})
+	var out []builtText
+	for _, name := range order {
+		if v := vars[name]; v.adds > 0 && !v.skip {
+			out = append(out, builtText{v.at, strings.Join(v.pieces, " ")})
+		}
+	}
+	return out
 }
 
 // TestAnalysisHoldsNoSentences fails on a sentence-like string literal in
@@ -404,6 +496,9 @@ func TestSentencesInPlanted(t *testing.T) {
 		{"package p\nfunc f() { switch msg { case \"apply request took too long\": } }\n", 0},
 		{"package p\nfunc f() { switch { case msg == \"apply request took too long\": } }\n", 0},
 		{"package p\ntype T struct { A int `json:\"a,omitempty\" help:\"a: the count of it\"` }\n", 0},
+		{"package p\nimport \"strconv\"\nfunc f(a, b uint64) string {\n\ts := \"biased: \"\n\tif a > 0 {\n\t\ts += strconv.FormatUint(a, 10) + \" lost event\"\n\t}\n\ts += \", \"\n\ts += strconv.FormatUint(b, 10) + \" missed probe run\"\n\treturn s\n}\n", 1}, // short pieces built into one text
+		{"package p\nfunc f(a string) string { s := \"x\"; s += a + \"/\" + \"y\"; return s }\n", 0},                                                                                // a path, not words
+		{"package p\nfunc f() { s := \"lost event\"; g(s) }\nfunc g(t string) { t += \"missed run\"; _ = t }\n", 0},                                                                 // two functions' variables
 		{"package p\ntype strs struct{}\nfunc (strs) Contains(string, string) bool { return false }\nvar strings strs\nvar b = strings.Contains(m, \"the disk is too slow\")\n", 1}, // not the strings package
 	} {
 		found, err := sentencesIn("planted.go", c.src)
