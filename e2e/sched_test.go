@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -45,6 +46,7 @@ func TestSchedSplitRunnable(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 
 	tidc := make(chan int)
+	var made atomic.Int64 // the writer's fdatasyncs
 	start, stop := make(chan struct{}), make(chan struct{})
 	errc := make(chan error, 1)
 	go func() {
@@ -66,7 +68,7 @@ func TestSchedSplitRunnable(t *testing.T) {
 		}
 		tidc <- tid
 		<-start
-		errc <- appendAndFdatasync(filepath.Join(dir, "wal"), stop)
+		errc <- appendAndFdatasync(filepath.Join(dir, "wal"), stop, &made)
 	}()
 	tid := <-tidc
 	select {
@@ -96,7 +98,13 @@ func TestSchedSplitRunnable(t *testing.T) {
 	}
 	t.Cleanup(killHog)
 	close(start)
-	time.Sleep(6 * time.Second)
+	// 6 s, longer until the writer made 150 calls (at most 30 s): under
+	// other load (a hunt at load 9-12) the niced writer beside the hog
+	// made 45 in 6 s, all traced and all in ftrace, and the test judged
+	// too few to compare.
+	for begin := time.Now(); time.Since(begin) < 6*time.Second || (made.Load() < 150 && time.Since(begin) < 30*time.Second); {
+		time.Sleep(200 * time.Millisecond)
+	}
 	close(stop)
 	if err := <-errc; err != nil {
 		t.Fatal(err)
@@ -171,7 +179,7 @@ func TestSchedSplitRunnable(t *testing.T) {
 
 // appendAndFdatasync appends 4 KiB with write(2) and fdatasyncs after each
 // append, truncating every 256, until stop closes.
-func appendAndFdatasync(path string, stop chan struct{}) error {
+func appendAndFdatasync(path string, stop chan struct{}, calls *atomic.Int64) error {
 	fd, err := unix.Open(path, unix.O_CREAT|unix.O_WRONLY|unix.O_APPEND, 0o600)
 	if err != nil {
 		return err
@@ -189,6 +197,9 @@ func appendAndFdatasync(path string, stop chan struct{}) error {
 		}
 		if err := unix.Fdatasync(fd); err != nil {
 			return err
+		}
+		if calls != nil {
+			calls.Add(1)
 		}
 		if n%256 == 0 {
 			if err := unix.Ftruncate(fd, 0); err != nil {
