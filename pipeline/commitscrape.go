@@ -111,7 +111,8 @@ func oneErr(errs map[uint64]error) error {
 
 // duringScrapes keeps, per member, the latest /metrics scrape that
 // answered during the run: memory is one scrape per member whatever the
-// run's length. Read latest once run has returned.
+// run's length (two while a newer one replaces it), each within
+// etcdinfo.MaxScrapeBytes. Read latest once run has returned.
 type duringScrapes struct {
 	latest map[uint64]scrape
 }
