@@ -208,6 +208,7 @@ func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *commi
 		Source: cfg.Commit, Unavailable: cfg.CommitUnavailable, RingBytes: cfg.RingBytes, SampleEvery: cfg.CommitSampleEvery,
 		Notice:  func(s string) { fmt.Fprintf(logw, "etcdscope serve: commit: %s\n", s) },
 		OnWrite: c.ObserveWrite, Entries: entries, OnFollowerEntry: c.ObserveFollowerEntry,
+		ModelScrapeEvery: -1, // serve reports no model
 	}
 	if cfg.CommitSyncs != nil {
 		s.Add("commit fsync", cfg.CommitSyncs)

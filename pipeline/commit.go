@@ -105,6 +105,11 @@ type CommitOptions struct {
 	OnFollowerEntry func(commit.FollowerSplit)
 	// OnWrite receives every finished write, in the order they finished.
 	OnWrite func(*commit.Write, commit.Names) error
+	// ModelScrapeEvery: how often the members' /metrics are scraped
+	// during the run, the latest answer per member standing in for one
+	// the end scrape misses (0: modelScrapeEvery; negative: never, for a
+	// run that reports no model: serve).
+	ModelScrapeEvery time.Duration
 	// OnMember, when set with Endpoints, receives etcd's cluster id, the
 	// traced member's id and the members' names once they are known (at
 	// the start; not called when the member cannot be asked).
@@ -141,6 +146,9 @@ type CommitResult struct {
 	Model    *commit.ModelResult // from etcd's metrics over the run (needs Endpoints)
 	ModelIn  *commit.ModelInput
 	ModelErr error
+	// ModelScrapes: per member, the scrape the model's numbers of that
+	// member end on (the end scrape, else the latest during the run).
+	ModelScrapes []commit.ModelScrape
 	// Target: whether the traced process exited (the run stopped then)
 	// or was stopped during the run.
 	Target  commit.Target
@@ -211,9 +219,12 @@ func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 	defer endRun()
 	target := watchTarget(ctx, opt.PID, endRun)
 	urls, startErr := metricsURLs(ctx, members, cl)
-	var startScrape map[uint64]map[string]*dto.MetricFamily
-	if startErr == nil {
-		startScrape, startErr = scrapeAll(ctx, urls, opt)
+	var startScrape map[uint64]scrape
+	if startErr == nil && len(urls) > 0 {
+		var errs map[uint64]error
+		if startScrape, errs = scrapeAll(ctx, urls, opt.TLS); len(startScrape) == 0 {
+			startScrape, startErr = nil, oneErr(errs)
+		}
 	}
 
 	j := commit.NewJoiner(commit.Config{Role: res.Role, Voters: res.Cluster.Voters})
@@ -331,9 +342,17 @@ func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 			}
 		}
 	}
+	// The members' /metrics during the run, for a member the end scrape
+	// misses.
+	var during duringScrapes
+	var duringWG sync.WaitGroup
+	if startScrape != nil && opt.ModelScrapeEvery >= 0 {
+		duringWG.Go(func() { during.run(ctx, urls, cmp.Or(opt.ModelScrapeEvery, modelScrapeEvery), opt.TLS) })
+	}
 	waitErr := s.Wait(wait)
-	endRun() // the load and a poll in progress stop with the loop phase
+	endRun() // the load, a poll and a scrape in progress stop with the loop phase
 	loadWG.Wait()
+	duringWG.Wait()
 	if waitErr != nil {
 		return nil, waitErr
 	}
@@ -363,10 +382,11 @@ func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 		}
 		res.Report.ClientPutNs = res.Load.ClientNs
 	}
-	var endScrape map[uint64]map[string]*dto.MetricFamily
-	var endErr error
+	var endScrape map[uint64]scrape
+	var endErrs map[uint64]error
+	endAt := time.Now()
 	if startScrape != nil && !res.Target.Exited && !stoppedAtEnd {
-		fin.Go(func() { endScrape, endErr = scrapeAll(fctx, urls, opt) })
+		fin.Go(func() { endScrape, endErrs = scrapeAll(fctx, urls, opt.TLS) })
 	}
 	if tr != nil {
 		// Let the last writes' events arrive before the drain.
@@ -419,18 +439,33 @@ func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 		res.ModelErr = errors.New("the traced etcd exited during the run, and its metrics with it")
 	case stoppedAtEnd:
 		res.ModelErr = errors.New("the traced etcd was stopped at the end of the run: its /metrics not scraped")
-	case endErr != nil:
-		res.ModelErr = fmt.Errorf("scraping /metrics at the end of the run (every member at once, within %v): %w", finishTimeout, endErr)
 	default:
-		in, err := modelInput(members, res, startScrape, endScrape)
-		if err != nil {
-			res.ModelErr = err
-		} else {
-			m := commit.Model(in)
-			res.Model, res.ModelIn = &m, &in
-		}
+		res.model(members, urls, startScrape, endScrape, during.latest, endErrs, endAt)
 	}
 	return res, nil
+}
+
+// model computes the model from the start scrape and, per member, the
+// end scrape, else its latest during the run (modelEnds); ModelErr says
+// why not.
+func (res *CommitResult) model(members []etcdmetric.Member, urls []metricsURL, start, end, during map[uint64]scrape, endErrs map[uint64]error, endAt time.Time) {
+	ends, used := modelEnds(urls, start, end, during, endErrs, endAt)
+	res.ModelScrapes = used
+	if len(ends) == 0 {
+		res.ModelErr = fmt.Errorf("scraping /metrics at the end of the run (every member at once, within %v), and none answered during it: %w", finishTimeout, oneErr(endErrs))
+		return
+	}
+	startFams := map[uint64]map[string]*dto.MetricFamily{}
+	for id, sc := range start {
+		startFams[id] = sc.fams
+	}
+	in, err := modelInput(members, res, startFams, ends)
+	if err != nil {
+		res.ModelErr = err
+		return
+	}
+	m := commit.Model(in)
+	res.Model, res.ModelIn = &m, &in
 }
 
 // rolePollEvery is how often a run asks etcd who leads (a leader change
@@ -526,81 +561,13 @@ func roleOf(local, leader uint64) commit.Role {
 	return commit.RoleFollower
 }
 
-// metricsURL is a member's /metrics, on its client URL (etcd serves
-// them there).
-type metricsURL struct {
-	id  uint64
-	url string
-}
-
-// metricsURLs lists every member's /metrics URL (the member list, within
-// 10 s); nil without members.
-func metricsURLs(ctx context.Context, members []etcdmetric.Member, cl *etcdinfo.Cluster) ([]metricsURL, error) {
-	if cl == nil || len(members) == 0 {
-		return nil, nil
-	}
-	mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	ml, err := cl.Client.MemberList(mctx)
-	if err != nil {
-		return nil, fmt.Errorf("member list: %w", err)
-	}
-	var out []metricsURL
-	for _, m := range ml.Members {
-		if len(m.ClientURLs) > 0 {
-			out = append(out, metricsURL{m.ID, strings.TrimSuffix(m.ClientURLs[0], "/") + "/metrics"})
-		}
-	}
-	return out, nil
-}
-
-// maxScrapes bounds the members' /metrics asked at once.
-const maxScrapes = 8
-
-// scrapeAll scrapes every member's /metrics, keyed by member id, all at
-// once (at most maxScrapes), each within ctx and 10 s: one member that
-// does not answer (down, its packets dropped) must not eat another's
-// time. The end scrape has 1 s (finishTimeout); asked one after the
-// other, a member down first left none for the rest (VM stretched
-// scenario, m2 down: "too few followers answered"; under TCG a slow
-// member list and first scrape left none for any: no model). nil without
-// URLs; the error says why no member could be scraped.
-func scrapeAll(ctx context.Context, urls []metricsURL, opt CommitOptions) (map[uint64]map[string]*dto.MetricFamily, error) {
-	if len(urls) == 0 {
-		return nil, nil
-	}
-	mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	fams := make([]map[string]*dto.MetricFamily, len(urls))
-	errs := make([]error, len(urls))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, maxScrapes)
-	for i, u := range urls {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			fams[i], errs[i] = etcdinfo.Families(mctx, u.url, opt.TLS)
-		})
-	}
-	wg.Wait()
-	out := map[uint64]map[string]*dto.MetricFamily{}
-	var last error
-	for i, u := range urls {
-		if errs[i] != nil {
-			last = errs[i]
-			continue
-		}
-		out[u.id] = fams[i]
-	}
-	if len(out) == 0 && last != nil {
-		return nil, last
-	}
-	return out, nil
-}
-
 // modelInput builds the model's input from the metrics' deltas over the
 // run: means (sum/count), since etcd's histogram buckets are too coarse
-// for a p50 of sub-millisecond times.
+// for a p50 of sub-millisecond times. end holds, per member, the scrape
+// its window ends on (modelEnds: the end scrape or one from during the
+// run): a mean is a ratio of two deltas over one member's own window,
+// never divided by a time, so members whose windows end apart combine
+// exactly as the means they are (each over its window).
 func modelInput(members []etcdmetric.Member, res *CommitResult, start, end map[uint64]map[string]*dto.MetricFamily) (commit.ModelInput, error) {
 	in := commit.ModelInput{Voters: len(members), LocalIsLeader: res.LocalID == res.LeaderID}
 	mean := func(id uint64, name string, match map[string]string) (commit.Measure, bool) {
@@ -611,6 +578,9 @@ func modelInput(members []etcdmetric.Member, res *CommitResult, start, end map[u
 	}
 	const walFsync = "etcd_disk_wal_fsync_duration_seconds"
 	const peerRTT = "etcd_network_peer_round_trip_time_seconds"
+	if end[res.LeaderID] == nil {
+		return in, fmt.Errorf("no /metrics of the leader %s at the end of the run nor during it", res.Cluster.Names.Of(res.LeaderID))
+	}
 	var ok bool
 	if in.LeaderWAL, ok = mean(res.LeaderID, walFsync, nil); !ok {
 		return in, fmt.Errorf("no WAL fsync observed by the leader %s during the run", res.Cluster.Names.Of(res.LeaderID))

@@ -17,6 +17,16 @@ import (
 // sum seconds) and, when rttCount > 0, a peer RTT histogram toward "To".
 func scrapeOf(t *testing.T, fsyncCount int, fsyncSum float64, to string, rttCount int, rttSum float64) map[string]*dto.MetricFamily {
 	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation) // as etcdinfo.Families parses a scrape
+	fams, err := p.TextToMetricFamilies(strings.NewReader(metricsText(fsyncCount, fsyncSum, to, rttCount, rttSum)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fams
+}
+
+// metricsText is the /metrics text scrapeOf parses.
+func metricsText(fsyncCount int, fsyncSum float64, to string, rttCount int, rttSum float64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# TYPE etcd_disk_wal_fsync_duration_seconds histogram\n")
 	fmt.Fprintf(&b, "etcd_disk_wal_fsync_duration_seconds_bucket{le=\"+Inf\"} %d\n", fsyncCount)
@@ -27,12 +37,7 @@ func scrapeOf(t *testing.T, fsyncCount int, fsyncSum float64, to string, rttCoun
 		fmt.Fprintf(&b, "etcd_network_peer_round_trip_time_seconds_sum{To=%q} %g\n", to, rttSum)
 		fmt.Fprintf(&b, "etcd_network_peer_round_trip_time_seconds_count{To=%q} %d\n", to, rttCount)
 	}
-	p := expfmt.NewTextParser(model.UTF8Validation) // as etcdinfo.Families parses a scrape
-	fams, err := p.TextToMetricFamilies(strings.NewReader(b.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fams
+	return b.String()
 }
 
 // TestModelInputShortRun: etcd observes the peer RTT once per 30 s per

@@ -39,8 +39,11 @@ type CommitRun struct {
 	WALSyncs                  stats.Summary // every (*WAL).sync traced
 	Model                     *commit.ModelResult
 	ModelErr                  error
-	Target                    commit.Target
-	Load                      *CommitLoad // nil without --load
+	// ModelScrapes: per member, the scrape the model's numbers of it end
+	// on (the end scrape, else the latest from during the run).
+	ModelScrapes []commit.ModelScrape
+	Target       commit.Target
+	Load         *CommitLoad // nil without --load
 	// ClientOutsideNs: per load put paired with its traced write, the
 	// client's time minus the server's.
 	ClientOutsideNs stats.Summary
@@ -137,6 +140,7 @@ func commitTable(w io.Writer, run *CommitRun) {
 	} else if run.ModelErr != nil {
 		fmt.Fprintf(w, "model: not computed: %v\n", run.ModelErr)
 	}
+	modelScrapes(w, run.ModelScrapes, names)
 	if model {
 		return
 	}
@@ -248,6 +252,7 @@ func CommitSummary(run *CommitRun) commit.SummaryRecord {
 	if run.Model == nil && run.ModelErr != nil {
 		s.ModelNotComputed = run.ModelErr.Error()
 	}
+	s.ModelScrapes = run.ModelScrapes
 	s.FsyncCalls, s.FsyncLost, s.FsyncMissed = run.SyncCalls, run.SyncLost, run.SyncMissed
 	s.Verdicts = CommitVerdicts(run.Report, run.Cluster)
 	if run.Source == commit.SourceModel {
@@ -448,4 +453,28 @@ func commitModel(m *commit.ModelResult) *commit.ModelResult {
 		c.Parts[p] = ms
 	}
 	return &c
+}
+
+// modelScrapes says, for each member the end scrape of /metrics missed,
+// what the model's numbers of that member end on (nothing when every
+// member answered at the end: the model line's "over the run" holds).
+func modelScrapes(w io.Writer, used []commit.ModelScrape, names commit.Names) {
+	for _, u := range used {
+		id, _ := strconv.ParseUint(u.Member, 16, 64)
+		why := ""
+		if u.EndErr != "" {
+			why = " (" + u.EndErr + ")"
+		}
+		switch u.Scrape {
+		case commit.ScrapeDuring:
+			over := fmt.Sprintf("over %.1f s", float64(u.WindowNs)/1e9)
+			if u.NoStart {
+				over = "no start scrape: since etcd started"
+			}
+			fmt.Fprintf(w, "  /metrics of %s: the end scrape missed it%s; its numbers end on its scrape from during the run, %.1f s before the end (%s)\n",
+				names.Of(id), why, float64(u.ShortNs)/1e9, over)
+		case commit.ScrapeNone:
+			fmt.Fprintf(w, "  /metrics of %s: neither the end scrape%s nor any during the run answered; the model has none of its numbers\n", names.Of(id), why)
+		}
+	}
 }

@@ -154,3 +154,37 @@ func TestCommitAckLinesSorted(t *testing.T) {
 		}
 	}
 }
+
+// TestCommitModelScrapes: a member the end scrape of /metrics missed is
+// named in the table, with the scrape from during the run its numbers end
+// on (or that it has none), and the summary carries model_scrapes; a
+// member the end scrape answered adds no line.
+func TestCommitModelScrapes(t *testing.T) {
+	names := commit.Names{1: "m1", 2: "m2", 3: "m3"}
+	used := []commit.ModelScrape{
+		{Member: "1", Scrape: commit.ScrapeEnd, WindowNs: 30e9},
+		{Member: "2", Scrape: commit.ScrapeDuring, WindowNs: 27e9, ShortNs: 3e9, EndErr: "context deadline exceeded"},
+		{Member: "3", Scrape: commit.ScrapeNone, EndErr: "connection refused"},
+	}
+	run := &CommitRun{PID: 1, Source: commit.SourceUprobes, Report: commit.NewReport(), Cluster: commit.ClusterState{Voters: 3, Names: names},
+		Model: &commit.ModelResult{ExpectedNs: 2e6, Parts: map[string]commit.Measure{}}, ModelScrapes: used}
+	var b strings.Builder
+	if err := CommitTable(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"/metrics of m2 (2): the end scrape missed it (context deadline exceeded); its numbers end on its scrape from during the run, 3.0 s before the end (over 27.0 s)",
+		"/metrics of m3 (3): neither the end scrape (connection refused) nor any during the run answered",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "/metrics of m1") {
+		t.Errorf("a line for m1, which answered at the end:\n%s", out)
+	}
+	if s := CommitSummary(run); len(s.ModelScrapes) != 3 || s.ModelScrapes[1].Scrape != commit.ScrapeDuring {
+		t.Errorf("summary's model_scrapes %+v", s.ModelScrapes)
+	}
+}

@@ -122,8 +122,12 @@ type SummaryRecord struct {
 	Model           *ModelResult   `json:"model,omitempty"`
 	// ModelNotComputed: why Model is absent though the run asked etcd's
 	// metrics for it (the table's "model: not computed" line).
-	ModelNotComputed string                 `json:"model_not_computed,omitempty"`
-	Unavailable      []analysis.Unavailable `json:"unavailable,omitempty"`
+	ModelNotComputed string `json:"model_not_computed,omitempty"`
+	// ModelScrapes: per member, which /metrics scrape the model's window
+	// ends on (the end scrape, else the latest from during the run) and
+	// when; present whenever the start scrape was taken.
+	ModelScrapes []ModelScrape          `json:"model_scrapes,omitempty"`
+	Unavailable  []analysis.Unavailable `json:"unavailable,omitempty"`
 	// Target: whether the traced process exited or was stopped during
 	// the run (absent in recordings made before it was watched).
 	Target *Target `json:"target,omitempty"`

@@ -100,3 +100,39 @@ func Model(in ModelInput) ModelResult {
 	}
 	return res
 }
+
+// ScrapeUsed is which of a member's /metrics scrapes ends the model's
+// window for that member (its means run from the start scrape to it).
+type ScrapeUsed string
+
+const (
+	// ScrapeEnd: the scrape at the end of the run (the whole run).
+	ScrapeEnd ScrapeUsed = "end"
+	// ScrapeDuring: the end scrape missed the member; its latest scrape
+	// from during the run stands in (the run but its last seconds).
+	ScrapeDuring ScrapeUsed = "during_run"
+	// ScrapeNone: neither answered: the model has none of the member's
+	// numbers.
+	ScrapeNone ScrapeUsed = "none"
+)
+
+// ModelScrape is, for one member, the scrape the model's numbers of that
+// member end on. The model takes means (a histogram's sum over its count
+// between two scrapes of one member), never a rate: each member's means
+// are exact over its own window, and members whose windows differ are
+// combined as they are.
+type ModelScrape struct {
+	Member string     `json:"member"` // the member id in hex, as "decider"
+	Scrape ScrapeUsed `json:"scrape"`
+	// WindowNs: from the member's start scrape to the one used (0 for
+	// ScrapeNone, or NoStart).
+	WindowNs int64 `json:"window_ns"`
+	// NoStart: the start scrape missed the member: no window, so only
+	// what etcd observed since it started (a peer RTT's stand-in).
+	NoStart bool `json:"no_start,omitempty"`
+	// ShortNs: how much earlier than the end scrape the one used was
+	// taken (the run's last seconds its means leave out; 0 for ScrapeEnd).
+	ShortNs int64 `json:"short_ns,omitempty"`
+	// EndErr: why the end scrape missed the member (the error's text).
+	EndErr string `json:"end_error,omitempty"`
+}

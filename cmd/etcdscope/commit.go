@@ -273,7 +273,7 @@ func commitRun(res *pipeline.CommitResult, pid int) *render.CommitRun {
 	run := &render.CommitRun{PID: pid, Source: res.Source, ProbeErr: res.ProbeErr, EtcdVersion: res.EtcdVersion, Report: res.Report, Cluster: res.Cluster, Role: res.Role, LocalID: res.LocalID,
 		Unavailable: res.Unavailable, Lost: res.Lost, Missed: res.Missed, Dropped: res.Dropped,
 		SampleEvery: res.SampleEvery, WritesSeen: res.WritesSeen, WritesSampled: res.WritesSampled, WALSyncs: res.WALSyncs.Summary(),
-		Model: res.Model, ModelErr: res.ModelErr, Target: res.Target, ClientOutsideNs: res.ClientOutsideNs.Summary(),
+		Model: res.Model, ModelErr: res.ModelErr, ModelScrapes: res.ModelScrapes, Target: res.Target, ClientOutsideNs: res.ClientOutsideNs.Summary(),
 		SyncCalls: res.SyncCalls, SyncLost: res.SyncLost, SyncMissed: res.SyncMissed}
 	if l := res.Load; l != nil {
 		run.Load = &render.CommitLoad{Prefix: l.Prefix, Puts: l.Puts, Errors: l.Errors,
