@@ -112,6 +112,8 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"fsync", "--workload", "wal", "--dir", "$D/open"}, fix: "give a directory only its owner can change"},
 	{args: []string{"fsync", "--workload", "wal", "--dir", "$D/sticky/planted"}, fix: "give the real path instead", rootOnly: true},
 	{args: []string{"fsync", "extra"}, fix: "see 'etcdscope fsync --help'"},
+	{args: []string{"fsync", "--pid", ""}, fix: "--pid is empty: did the pgrep that gave it match no process?"},
+	{args: []string{"commit", "--pid", ""}, fix: "--pid is empty: did the pgrep that gave it match no process?"},
 	// Issue 25: '' given for a filter quietly meant "every process".
 	{args: []string{"fsync", "--duration", "1s", "--cgroup", ""}, fix: "--cgroup is empty: give a value, or leave the flag out"},
 	{args: []string{"fsync", "--duration", "1s", "--comm", ""}, fix: "--comm is empty: give a value, or leave the flag out"},

@@ -96,7 +96,12 @@ func run(args []string) int {
 	if errors.As(err, &ue) {
 		// Escaped (render.Escape): a message names files, comms and what
 		// a recording holds, which any user may have written.
-		fmt.Fprintf(os.Stderr, "etcdscope %s: %s\n", args[0], render.EscapeLine(ue.msg))
+		msg := ue.msg
+		if strings.HasPrefix(msg, `invalid argument "" for "--pid" flag`) {
+			// --pid $(pgrep -x etcd) with no etcd running.
+			msg = "--pid is empty: did the pgrep that gave it match no process? give the process id (pgrep -a etcd lists them)"
+		}
+		fmt.Fprintf(os.Stderr, "etcdscope %s: %s\n", args[0], render.EscapeLine(msg))
 		return 2
 	}
 	if errors.Is(err, errHelp) {
