@@ -44,7 +44,8 @@ import (
 // pairs nest under the others' clocks. It logs guest fsync and QEMU flush
 // request p50/p99 for aio=native against aio=io_uring on the same backing.
 // ETCDSCOPE_HV_KEEP=dir keeps the console, both recordings, QEMU's trace
-// and the clock samples there.
+// and the clock samples there; without it, a failed run keeps them in
+// /var/tmp/etcdscope-hv-failed-*.
 func TestHypervisorMerge(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.LookPath(t, "qemu-system-x86_64", "qemu-system-x86")
@@ -167,7 +168,7 @@ func TestHypervisorMerge(t *testing.T) {
 	t.Logf("QEMU's trace: %d virtio-blk flush requests; realtime moved %d ns against monotonic over the run, ε = %.1f µs", len(qflushes), step, float64(eps)/1e3)
 
 	hostRaw := bytes.Clone(hostOut.Bytes())
-	if keep := os.Getenv("ETCDSCOPE_HV_KEEP"); keep != "" {
+	keepRun := func(keep string) {
 		os.MkdirAll(keep, 0o755)
 		os.WriteFile(filepath.Join(keep, "console.txt"), console.Bytes(), 0o644)
 		os.WriteFile(filepath.Join(keep, "host.jsonl"), hostRaw, 0o644)
@@ -177,6 +178,22 @@ func TestHypervisorMerge(t *testing.T) {
 		cb, _ := json.Marshal(map[string]any{"before": clockBefore, "after": clockAfter,
 			"images": map[string]string{"vda": raw, "vdb": qcow, "vdc": unsafe, "vdd": nativeDev, "vde": uringDev}})
 		os.WriteFile(filepath.Join(keep, "clocks.json"), cb, 0o644)
+	}
+	if keep := os.Getenv("ETCDSCOPE_HV_KEEP"); keep != "" {
+		keepRun(keep)
+	} else {
+		// A failure under load (a flake hunt) is kept to be replayed: the
+		// merge is pure Go over these files (analysis/merge's
+		// TestMergeIOUringUnderLoad is one such run). Before dir goes.
+		defer func() {
+			if !t.Failed() {
+				return
+			}
+			if keep, err := os.MkdirTemp("/var/tmp", "etcdscope-hv-failed-"); err == nil {
+				keepRun(keep)
+				t.Logf("recordings kept in %s (console.txt, host.jsonl, qemu.trace, clocks.json)", keep)
+			}
+		}()
 	}
 	host, err := merge.ReadHost(&hostOut)
 	if err != nil {
