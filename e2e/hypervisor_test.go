@@ -45,7 +45,8 @@ import (
 // request p50/p99 for aio=native against aio=io_uring on the same backing.
 // ETCDSCOPE_HV_KEEP=dir keeps the console, both recordings, QEMU's trace
 // and the clock samples there; without it, a failed run keeps them in
-// /var/tmp/etcdscope-hv-failed-*.
+// /var/tmp/etcdscope-hv-failed-*. TestHypervisorMergeReplay merges them
+// again (ETCDSCOPE_HV_REPLAY=dir).
 func TestHypervisorMerge(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.LookPath(t, "qemu-system-x86_64", "qemu-system-x86")
