@@ -44,7 +44,9 @@ import (
 // pairs nest under the others' clocks. It logs guest fsync and QEMU flush
 // request p50/p99 for aio=native against aio=io_uring on the same backing.
 // ETCDSCOPE_HV_KEEP=dir keeps the console, both recordings, QEMU's trace
-// and the clock samples there.
+// and the clock samples there; without it, a failed run keeps them in
+// /var/tmp/etcdscope-hv-failed-*. TestHypervisorMergeReplay merges them
+// again (ETCDSCOPE_HV_REPLAY=dir).
 func TestHypervisorMerge(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.LookPath(t, "qemu-system-x86_64", "qemu-system-x86")
@@ -167,7 +169,7 @@ func TestHypervisorMerge(t *testing.T) {
 	t.Logf("QEMU's trace: %d virtio-blk flush requests; realtime moved %d ns against monotonic over the run, ε = %.1f µs", len(qflushes), step, float64(eps)/1e3)
 
 	hostRaw := bytes.Clone(hostOut.Bytes())
-	if keep := os.Getenv("ETCDSCOPE_HV_KEEP"); keep != "" {
+	keepRun := func(keep string) {
 		os.MkdirAll(keep, 0o755)
 		os.WriteFile(filepath.Join(keep, "console.txt"), console.Bytes(), 0o644)
 		os.WriteFile(filepath.Join(keep, "host.jsonl"), hostRaw, 0o644)
@@ -177,6 +179,22 @@ func TestHypervisorMerge(t *testing.T) {
 		cb, _ := json.Marshal(map[string]any{"before": clockBefore, "after": clockAfter,
 			"images": map[string]string{"vda": raw, "vdb": qcow, "vdc": unsafe, "vdd": nativeDev, "vde": uringDev}})
 		os.WriteFile(filepath.Join(keep, "clocks.json"), cb, 0o644)
+	}
+	if keep := os.Getenv("ETCDSCOPE_HV_KEEP"); keep != "" {
+		keepRun(keep)
+	} else {
+		// A failure under load (a flake hunt) is kept to be replayed: the
+		// merge is pure Go over these files (analysis/merge's
+		// TestMergeIOUringUnderLoad is one such run). Before dir goes.
+		defer func() {
+			if !t.Failed() {
+				return
+			}
+			if keep, err := os.MkdirTemp("/var/tmp", "etcdscope-hv-failed-"); err == nil {
+				keepRun(keep)
+				t.Logf("recordings kept in %s (console.txt, host.jsonl, qemu.trace, clocks.json)", keep)
+			}
+		}()
 	}
 	host, err := merge.ReadHost(&hostOut)
 	if err != nil {
@@ -276,6 +294,13 @@ func TestHypervisorMerge(t *testing.T) {
 			if tc.dev == "vdb" && withWrites == 0 {
 				t.Errorf("qcow2: no metadata write inside any flush window (QEMU writes its L2/refcount caches back on flush)")
 			}
+			// 95%. Measured 2026-12-07 on 8 runs (7 beside 2-4 CPU hogs,
+			// load 7-12; one idle), merged again by TestHypervisorMergeReplay:
+			// with c05535e's merge 4 of 32 drives fell under it (vde 87.5%,
+			// vdd 80.0%, vda 71.4%, vdd 30.8%: a widened window took its
+			// neighbour's host flush, and the fit kept wrong pairs); with
+			// 8a12501's, 31 of 32 at 100% (clock ±40.7-89.9 µs) and run 8's
+			// vdd at 39.3% (tracking started at -514 ppm: open, docs/testing.md).
 			if frac := float64(res.Matched) / float64(res.GuestFsyncs); frac < 0.95 {
 				t.Errorf("matched %d of %d guest fsyncs (%.1f%% < 95%%): %v", res.Matched, res.GuestFsyncs, 100*frac, res.Unmatched)
 			}
