@@ -79,7 +79,10 @@ func runReport(args []string) error {
 		in = f
 	}
 	br := bufio.NewReaderSize(in, 64<<10)
-	var replayed chan error // the capture's replay into the page's recording
+	var (
+		replayed chan error     // the capture's replay into the page's recording
+		replayR  *io.PipeReader // its read end, closed to end a replay the scan left
+	)
 	if isCapture(br) {
 		if *htmlOut == "" {
 			return replayCapture(br, fs.Arg(0), *output, *failOverBudget)
@@ -94,7 +97,7 @@ func runReport(args []string) error {
 			return usagef("%s is a %s capture: the page draws fsync calls; give it with --peers after replaying it (etcdscope report --output json %s > peers.jsonl)", fs.Arg(0), t, fs.Arg(0))
 		}
 		pr, pw := io.Pipe()
-		defer pr.Close() // a scan that stops early ends the replay too
+		replayR = pr
 		replayed = make(chan error, 1)
 		go func() {
 			err := replayFsync(rd, fs.Arg(0), pw, "json", false)
@@ -124,7 +127,11 @@ func runReport(args []string) error {
 		return rs.Fsync(r)
 	}, rs.Write)
 	if replayed != nil {
-		if rerr := <-replayed; rerr != nil {
+		// A scan that stopped early leaves the replay blocked on the
+		// pipe: closing the read end ends it (its write error is then
+		// the scan's doing, not the replay's).
+		replayR.Close()
+		if rerr := <-replayed; rerr != nil && !errors.Is(rerr, io.ErrClosedPipe) {
 			return rerr // the replay's own error says it better than the scan's
 		}
 	}
