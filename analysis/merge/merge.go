@@ -496,8 +496,8 @@ func track(gs []gflush, hs []hflush, off int64) int {
 // maxTrackDriftPPM bounds how fast track lets the offset move between
 // pairs, ppm: NTP slews each CLOCK_MONOTONIC by at most 500 ppm (the
 // kernel's MAXFREQ), the synthetic miscalibrated TSC drifts 900
-// (TestMergeRecoversOffsetAndSplits), the e2e runs measured −6.8 to −13.3
-// (QEMU's own clock −8 to −10). At 1000 ppm a pair's bound widens by 1 µs
+// (TestMergeRecoversOffsetAndSplits), the e2e runs' drives −13.4 to +2.5
+// (QEMU's own clock −10.6 to +0.2). At 1000 ppm a pair's bound widens by 1 µs
 // per ms: a neighbour's host flush 0.5 ms outside a window at the clock
 // stays excluded for 0.5 s after the last narrow pair. On the long-window
 // cases of TestTrackKeepsClockInLongWindows, 2000 tracks the same; 5000
