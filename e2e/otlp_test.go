@@ -802,9 +802,13 @@ func histAbove(t *testing.T, f *dto.MetricFamily, labels map[string]string, le f
 // has TLS with a certificate of a CA the test makes, and one etcd member
 // with two agents in turn, each sending an authorization header (Jaeger
 // does not check it: exporter/otlp's TestSinkTLSHeaders has a receiver
-// that does). The first trusts the system's roots: none of its writes'
-// traces is in Jaeger, its exports fail and are counted, and its one log
-// line names the certificate. The second has --otlp-ca: every write's
+// that does). The first trusts the system's roots and has its header
+// from OTEL_EXPORTER_OTLP_HEADERS, beside OTEL_EXPORTER_OTLP_INSECURE=true
+// (which serve must not follow: the header would go in clear): none of
+// its writes' traces is in Jaeger, its exports fail and are counted, and
+// its one log line names the certificate (a plain connection would fail
+// without one). The second has --otlp-ca and its header from
+// --otlp-header-file, another beside it by --otlp-header: every write's
 // trace is in Jaeger, with the durations of the agent's records. Neither
 // agent's output holds the header's value.
 func TestClusterOTLPJaegerTLS(t *testing.T) {
@@ -820,15 +824,15 @@ func TestClusterOTLPJaegerTLS(t *testing.T) {
 	m := c.Members[0]
 	const secret = "etcdscope-e2e-secret-0123456789"
 	cluster := clusterID(ctx, t, m.ClientURL)
-	// run starts an agent with extra flags, makes 10 puts, waits for
+	// run starts an agent with extra flags and env, makes 10 puts, waits for
 	// their spans' export (entries settle in 1 s, a batch in 1 s, an
 	// export and its retries end within --otlp-timeout 1 s), and
 	// stops it; it returns each put's trace ID, the agent's counters and
 	// its stderr.
-	run := func(name string, extra ...string) (traces map[uint64]string, exported, dropped float64, stderr string) {
+	run := func(name string, env []string, extra ...string) (traces map[uint64]string, exported, dropped float64, stderr string) {
 		args := append([]string{"--comm", "etcd", "--commit-pid", strconv.Itoa(m.PID), "--etcd-endpoints", m.ClientURL,
-			"--otlp-endpoint", otlpAddr, "--otlp-timeout", "1s", "--otlp-header", "authorization=Bearer " + secret}, extra...)
-		s := startServe(t, args...)
+			"--otlp-endpoint", otlpAddr, "--otlp-timeout", "1s"}, extra...)
+		s := startServeIn(t, "", env, args...)
 		agent := []string{"http://" + s.addr}
 		lo, hi := putAndSettle(ctx, t, c, m, agent, restingCommitIndex(ctx, t, c, m), 10, name)
 		windows, err := pipeline.FetchEntryWindows(ctx, agent, lo, 5*time.Second)
@@ -860,7 +864,8 @@ func TestClusterOTLPJaegerTLS(t *testing.T) {
 		return traces, exported, dropped, stderr
 	}
 
-	traces, exported, dropped, stderr := run("otlp-noca")
+	traces, exported, dropped, stderr := run("otlp-noca",
+		[]string{"OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20" + secret, "OTEL_EXPORTER_OTLP_INSECURE=true"})
 	t.Logf("without --otlp-ca, serve said: %s", strings.TrimSpace(stderr))
 	for i, id := range traces {
 		if spans := jaegerTrace(t, query, id); spans != nil {
@@ -871,7 +876,11 @@ func TestClusterOTLPJaegerTLS(t *testing.T) {
 		t.Errorf("without --otlp-ca: %.0f spans exported, %.0f dropped: want none exported, each write's counted, a line naming the certificate; stderr:\n%s", exported, dropped, stderr)
 	}
 
-	traces, exported, dropped, stderr = run("otlp-ca", "--otlp-ca", caFile)
+	headers := filepath.Join(t.TempDir(), "headers")
+	if err := os.WriteFile(headers, []byte("authorization=Bearer "+secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	traces, exported, dropped, stderr = run("otlp-ca", nil, "--otlp-ca", caFile, "--otlp-header-file", headers, "--otlp-header", "x-scope-orgid=e2e")
 	var spansSeen int
 	for i, id := range traces {
 		var spans []jaegerSpan
