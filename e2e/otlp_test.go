@@ -490,7 +490,7 @@ func TestClusterOTLPJaeger(t *testing.T) {
 // that they count the writes and entries on each side of it. With the
 // phase's puts (short and 1 MiB values in turn) each member's part and
 // the write's total fell on each side of it 9 times or more of 40 in
-// each of 4 runs (docs/testing.md, "OTLP traces against a real Jaeger").
+// each of 5 runs (docs/testing.md, "OTLP traces against a real Jaeger").
 const minDuration = 5 * time.Millisecond
 
 // testOTLPMinDuration is TestClusterOTLPJaeger's second phase: three new
