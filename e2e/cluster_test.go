@@ -425,13 +425,20 @@ func TestCommitFollowerEntry(t *testing.T) {
 func putAndSettle(ctx context.Context, t *testing.T, c *etcdtest.Cluster, leader *etcdtest.Member, agents []string,
 	before map[string]*dto.MetricFamily, n int, name string) (lo, hi uint64) {
 	t.Helper()
+	return putValuesAndSettle(ctx, t, c, leader, agents, before, n, name, func(int) string { return "v" })
+}
+
+// putValuesAndSettle is putAndSettle with put i's value value(i).
+func putValuesAndSettle(ctx context.Context, t *testing.T, c *etcdtest.Cluster, leader *etcdtest.Member, agents []string,
+	before map[string]*dto.MetricFamily, n int, name string, value func(i int) string) (lo, hi uint64) {
+	t.Helper()
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{leader.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cli.Close()
 	for i := 0; i < n; i++ {
-		if _, err := cli.Put(ctx, fmt.Sprintf("%s%s-%03d", etcdtest.PutKeyPrefix, name, i), "v"); err != nil {
+		if _, err := cli.Put(ctx, fmt.Sprintf("%s%s-%03d", etcdtest.PutKeyPrefix, name, i), value(i)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -206,6 +208,24 @@ func jaegerTrace(t *testing.T, query, id string) []jaegerSpan {
 	return r.Data[0].Spans
 }
 
+// fetchRecords reads the agents' /commit/entries above index since: the
+// windows, and their records by member and index.
+func fetchRecords(ctx context.Context, t *testing.T, agents []string, since uint64) ([]commit.EntryWindow, map[commit.MemberID]map[uint64]commit.Entry) {
+	t.Helper()
+	windows, err := pipeline.FetchEntryWindows(ctx, agents, since, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := map[commit.MemberID]map[uint64]commit.Entry{}
+	for _, w := range windows {
+		recs[w.Member] = map[uint64]commit.Entry{}
+		for _, e := range w.Entries {
+			recs[w.Member][e.Index] = e
+		}
+	}
+	return windows, recs
+}
+
 // clusterID is etcd's cluster id, from the member at url.
 func clusterID(ctx context.Context, t *testing.T, url string) uint64 {
 	t.Helper()
@@ -259,18 +279,8 @@ func TestClusterOTLPJaeger(t *testing.T) {
 	const puts = 40
 	lo, hi := putAndSettle(ctx, t, c, leader, agents, before, puts, "otlp")
 	t.Logf("commit index at rest, %d puts made and in every agent's window after %v", puts, time.Since(began).Round(time.Millisecond))
-	windows, err := pipeline.FetchEntryWindows(ctx, agents, lo, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The records, and the join `etcdscope cluster` prints.
-	recs := map[commit.MemberID]map[uint64]commit.Entry{}
-	for _, w := range windows {
-		recs[w.Member] = map[uint64]commit.Entry{}
-		for _, e := range w.Entries {
-			recs[w.Member][e.Index] = e
-		}
-	}
+	windows, recs := fetchRecords(ctx, t, agents, lo)
 	j := commit.JoinCluster(windows)
 	joined := map[uint64]commit.ClusterWrite{}
 	for _, w := range j.Writes {
@@ -472,15 +482,333 @@ func TestClusterOTLPJaeger(t *testing.T) {
 			t.Errorf("%s (leader): no line on the spans it could not export; stderr:\n%s", c.Members[n].Name, s.stderr.String())
 		}
 	}
+	t.Run("min-duration", func(t *testing.T) { testOTLPMinDuration(t, c, leader, cluster) })
+}
+
+// minDuration is the second phase's --otlp-min-duration: a bucket bound
+// of the duration histograms (exporter.DurationBuckets: 0.01/2 s), so
+// that they count the writes and entries on each side of it. With the
+// phase's puts (short and 1 MiB values in turn) each member's part and
+// the write's total fell on each side of it 9 times or more of 40 in
+// each of 5 runs (docs/testing.md, "OTLP traces against a real Jaeger").
+const minDuration = 5 * time.Millisecond
+
+// testOTLPMinDuration is TestClusterOTLPJaeger's second phase: three new
+// agents with --otlp-min-duration (every write sampled) export to a new
+// Jaeger; the puts alternate a short value and 1 MiB, so that each
+// member's own part falls on both sides of the threshold. By its
+// records (/commit/entries, what `etcdscope cluster` joins) and its
+// metrics, each member's spans of a write are in Jaeger exactly when its
+// part met the threshold: the leader's replication (Send to quorum),
+// each follower's entry (receive to answer), the write's root (its
+// total: as many roots as the leader's etcdscope_commit_duration_seconds
+// counts above it, each at least that long); and each member's
+// etcdscope_otlp_entries_total counts the others not_sampled.
+func testOTLPMinDuration(t *testing.T, c *etcdtest.Cluster, leader *etcdtest.Member, cluster uint64) {
+	began := time.Now()
+	query, otlpAddr, _ := startJaeger(t, "", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var agents []string
+	serves := map[commit.MemberID]*server{}
+	for _, m := range c.Members {
+		s := startServe(t, "--comm", "etcd", "--commit-pid", strconv.Itoa(m.PID), "--etcd-endpoints", m.ClientURL,
+			"--otlp-endpoint", otlpAddr, "--otlp-insecure", "--otlp-min-duration", minDuration.String())
+		agents = append(agents, "http://"+s.addr)
+		serves[commit.MemberID(m.ID)] = s
+	}
+	before := restingCommitIndex(ctx, t, c, leader)
+	pre := map[commit.MemberID]map[string]*dto.MetricFamily{}
+	for id, s := range serves {
+		pre[id] = s.scrape(t)
+	}
+	const puts = 40
+	big := strings.Repeat("x", 1<<20)
+	lo, hi := putValuesAndSettle(ctx, t, c, leader, agents, before, puts, "otlp-min", func(i int) string {
+		if i%2 == 1 {
+			return big
+		}
+		return "v"
+	})
+	if hi-lo != puts {
+		t.Fatalf("commit index %d -> %d: want the %d puts' entries only", lo, hi, puts)
+	}
+	lead := commit.MemberID(leader.ID)
+	// delta is what a counter or histogram of member id's agent moved by
+	// since the puts began (labels: those of the series).
+	post := map[commit.MemberID]map[string]*dto.MetricFamily{}
+	delta := func(id commit.MemberID, name string, labels map[string]string) float64 {
+		return counterWith(post[id][name], labels) - counterWith(pre[id][name], labels)
+	}
+	above := func(id commit.MemberID, name string, labels map[string]string) float64 {
+		return histAbove(t, post[id][name], labels, minDuration.Seconds()) - histAbove(t, pre[id][name], labels, minDuration.Seconds())
+	}
+	// Every agent's sink has handled each entry of the puts (an outcome
+	// each) and the leader's every write (the histogram counts it after
+	// the sink took it).
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		done := true
+		for id, s := range serves {
+			post[id] = s.scrape(t)
+			done = done && delta(id, otlp.MetricEntries, nil) >= puts
+		}
+		done = done && delta(lead, "etcdscope_commit_duration_seconds", map[string]string{"role": "leader"}) >= puts
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 15 s, not every agent's sink handled the %d puts' entries and writes", puts)
+		}
+	}
+	_, recs := fetchRecords(ctx, t, agents, lo)
+	// Each member's part of each entry by its records: the leader's
+	// replication from its Send (or Save) to the later of its Save's end
+	// and the first ack (the quorum of 3), a follower's receive to answer.
+	part := map[commit.MemberID]map[uint64]int64{}
+	for id := range serves {
+		part[id] = map[uint64]int64{}
+		for i := lo + 1; i <= hi; i++ {
+			e, ok := recs[id][i]
+			if !ok {
+				t.Errorf("index %d: not in %x's window", i, uint64(id))
+				continue
+			}
+			if id == lead {
+				part[id][i] = replicationNs(&e)
+			} else if sp, ok := e.Split(); ok {
+				part[id][i] = sp.TotalNs
+			} else {
+				part[id][i] = -1
+			}
+		}
+	}
+	d := minDuration.Nanoseconds()
+	// Jaeger's spans of the puts, once it holds every span of a part that
+	// met the threshold (by the records; the roots: as many as the
+	// histogram counts) and what each agent counts exported. The spans of
+	// every entry were made when the outcome was counted: after the
+	// batcher's 1 s they are exported, so that a span that should not be
+	// there has come too.
+	time.Sleep(1500 * time.Millisecond)
+	traces := map[uint64][]jaegerSpan{}
+	inJaeger := map[commit.MemberID]int{}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		clear(inJaeger)
+		all := true
+		var roots float64
+		for i := lo + 1; i <= hi; i++ {
+			k := otlp.Key{Cluster: cluster, Term: recs[lead][i].Term, Index: i}
+			traces[i] = jaegerTrace(t, query, otlp.TraceID(k).String())
+			have := map[string]bool{}
+			for n := range traces[i] {
+				js := &traces[i][n]
+				id, _ := strconv.ParseUint(js.tag("etcd.member.id"), 16, 64)
+				inJaeger[commit.MemberID(id)]++
+				have[js.SpanID] = true
+				if js.tag("etcdscope.part") == otlp.PartWrite {
+					roots++
+				}
+			}
+			for id := range serves {
+				own := otlp.PartEntry
+				if id == lead {
+					own = otlp.PartReplicate
+				}
+				all = all && (part[id][i] < d || have[otlp.SpanID(k, id, own).String()])
+			}
+		}
+		all = all && roots >= above(lead, "etcdscope_commit_duration_seconds", map[string]string{"role": "leader"})
+		for id, s := range serves {
+			post[id] = s.scrape(t)
+			all = all && float64(inJaeger[id]) == delta(id, otlp.MetricSpansExported, nil)
+		}
+		if all || time.Now().After(deadline) {
+			break
+		}
+	}
+	t.Logf("puts at indexes %d-%d handled, their spans in jaeger, after %v", lo+1, hi, time.Since(began).Round(time.Millisecond))
+	for _, m := range c.Members {
+		id := commit.MemberID(m.ID)
+		exported, dropped := delta(id, otlp.MetricSpansExported, nil), delta(id, otlp.MetricSpansDropped, nil)
+		if float64(inJaeger[id]) != exported || dropped != 0 {
+			t.Errorf("%s: %d spans in jaeger, %.0f counted exported, %.0f dropped: want all in jaeger, none dropped", m.Name, inJaeger[id], exported, dropped)
+		}
+	}
+	// Each member's spans of an entry are in Jaeger exactly when its
+	// part met the threshold; the agent counts the rest not_sampled.
+	for _, m := range c.Members {
+		id := commit.MemberID(m.ID)
+		own := otlp.PartEntry
+		if id == lead {
+			own = otlp.PartReplicate
+		}
+		var met, under, incomplete int
+		var metNs, underNs []int64
+		for i := lo + 1; i <= hi; i++ {
+			k := otlp.Key{Cluster: cluster, Term: recs[lead][i].Term, Index: i}
+			var s *jaegerSpan
+			var spans int
+			for n := range traces[i] {
+				js := &traces[i][n]
+				if js.tag("etcd.member.id") != strconv.FormatUint(uint64(id), 16) || strings.HasPrefix(js.tag("etcdscope.part"), otlp.PartWrite) {
+					continue // another member's, or the write's (below)
+				}
+				spans++
+				if js.SpanID == otlp.SpanID(k, id, own).String() {
+					s = js
+				}
+			}
+			ns := part[id][i]
+			switch {
+			case ns < 0:
+				incomplete++
+			case ns >= d:
+				met++
+				metNs = append(metNs, ns)
+				if s == nil || s.Duration != ns/1000 || spans < 3 {
+					t.Errorf("index %d: %s's %s lasted %d ns (records), at least %v: want its span of that duration and its parts in jaeger; have %d spans of it, %s %+v",
+						i, m.Name, own, ns, minDuration, spans, own, s)
+				}
+			default:
+				under++
+				underNs = append(underNs, ns)
+				if spans != 0 {
+					t.Errorf("index %d: %s's %s lasted %d ns (records), under %v: want none of its spans in jaeger, have %d", i, m.Name, own, ns, minDuration, spans)
+				}
+			}
+		}
+		t.Logf("%s: %s at least %v in %d entries (%s), under it in %d (%s), %d incomplete", m.Name, own, minDuration, met, spread(metNs), under, spread(underNs), incomplete)
+		o := func(outcome string) float64 {
+			return delta(id, otlp.MetricEntries, map[string]string{"outcome": outcome})
+		}
+		if o("exported") != float64(met) || o("not_sampled") != float64(under) || o("incomplete") != float64(incomplete) || o("missed") != 0 {
+			t.Errorf("%s: entries exported %.0f, not_sampled %.0f, incomplete %.0f, missed %.0f: want %d, %d, %d (the records), 0",
+				m.Name, o("exported"), o("not_sampled"), o("incomplete"), o("missed"), met, under, incomplete)
+		}
+		if met == 0 || under == 0 {
+			t.Errorf("%s: %d entries met the threshold, %d did not: the puts are meant to put each member's part on both sides of %v", m.Name, met, under, minDuration)
+		}
+		// The follower's own histogram of the same times agrees.
+		if id != lead {
+			if n := above(id, "etcdscope_commit_follower_entry_duration_seconds", map[string]string{"part": "total"}); n != float64(met) {
+				t.Errorf("%s: etcdscope_commit_follower_entry_duration_seconds{part=\"total\"} counts %.0f entries above %v, the records %d", m.Name, n, minDuration, met)
+			}
+		}
+	}
+	// The writes' roots: as many as the leader's histogram of their totals
+	// counts above the threshold, each at least that long, with its parts.
+	writes := delta(lead, "etcdscope_commit_duration_seconds", map[string]string{"role": "leader"})
+	slow := above(lead, "etcdscope_commit_duration_seconds", map[string]string{"role": "leader"})
+	var roots []int64
+	for i := lo + 1; i <= hi; i++ {
+		var root *jaegerSpan
+		var parts int
+		for n := range traces[i] {
+			js := &traces[i][n]
+			if ns, err := strconv.ParseInt(js.tag("etcdscope.duration_ns"), 10, 64); err != nil || js.Duration != ns/1000 {
+				t.Errorf("index %d span %q: %d µs in jaeger, the agent's %d ns (%v)", i, js.Operation, js.Duration, ns, err)
+			}
+			switch p := js.tag("etcdscope.part"); {
+			case p == otlp.PartWrite:
+				root = js
+			case strings.HasPrefix(p, otlp.PartWrite+"/"):
+				parts++
+			}
+		}
+		if root == nil {
+			if parts != 0 {
+				t.Errorf("index %d: %d parts of the write in jaeger without its root", i, parts)
+			}
+			continue
+		}
+		ns, _ := strconv.ParseInt(root.tag("etcdscope.duration_ns"), 10, 64)
+		roots = append(roots, ns)
+		if ns < d || parts == 0 {
+			t.Errorf("index %d: the write's root lasts %d ns with %d parts: want at least %v, with its parts", i, ns, parts, minDuration)
+		}
+	}
+	t.Logf("%.0f writes on the leader (etcdscope_commit_duration_seconds), %.0f above %v, %.0f under; %d roots in jaeger (%s)", writes, slow, minDuration, writes-slow, len(roots), spread(roots))
+	if writes != puts || float64(len(roots)) != slow || len(roots) == 0 || len(roots) == puts {
+		t.Errorf("%d write roots in jaeger, the leader's histogram %.0f of %.0f writes above %v: want them equal, %d writes, some on each side",
+			len(roots), slow, writes, minDuration, puts)
+	}
+}
+
+// spread is the range of ns, in ms.
+func spread(ns []int64) string {
+	if len(ns) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%.2f-%.2f ms", float64(slices.Min(ns))/1e6, float64(slices.Max(ns))/1e6)
+}
+
+// replicationNs is the leader's replication of e by its record: from its
+// Send of the entry (or its Save, if earlier) to the later of its Save's
+// end and the first follower's ack (the quorum of three members); -1
+// without a Save.
+func replicationNs(e *commit.Entry) int64 {
+	if e.SaveStartNs == 0 || e.SaveEndNs < e.SaveStartNs {
+		return -1
+	}
+	start, first := e.SaveStartNs, uint64(0)
+	if e.SendNs != 0 && e.SendNs < start {
+		start = e.SendNs
+	}
+	for _, a := range e.Acks {
+		if a.AckNs >= e.SendNs && (first == 0 || a.AckNs < first) {
+			first = a.AckNs
+		}
+	}
+	return int64(max(e.SaveEndNs, first) - start)
+}
+
+// counterWith sums the counters (or histogram counts) of f's series whose
+// labels include every pair in labels.
+func counterWith(f *dto.MetricFamily, labels map[string]string) float64 {
+	var v float64
+	for _, m := range f.GetMetric() {
+		if labelsMatch(m, labels) {
+			v += m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return v
+}
+
+// histAbove counts the observations of f's series matching labels above
+// bucket bound le (which must be one of the histogram's bounds).
+func histAbove(t *testing.T, f *dto.MetricFamily, labels map[string]string, le float64) float64 {
+	t.Helper()
+	var n float64
+	for _, m := range f.GetMetric() {
+		if !labelsMatch(m, labels) {
+			continue
+		}
+		h := m.GetHistogram()
+		found := false
+		for _, b := range h.GetBucket() {
+			if b.GetUpperBound() == le {
+				n += float64(h.GetSampleCount() - b.GetCumulativeCount())
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("%s: no bucket bound %g", f.GetName(), le)
+		}
+	}
+	return n
 }
 
 // TestClusterOTLPJaegerTLS runs a real Jaeger whose OTLP gRPC receiver
 // has TLS with a certificate of a CA the test makes, and one etcd member
 // with two agents in turn, each sending an authorization header (Jaeger
 // does not check it: exporter/otlp's TestSinkTLSHeaders has a receiver
-// that does). The first trusts the system's roots: none of its writes'
-// traces is in Jaeger, its exports fail and are counted, and its one log
-// line names the certificate. The second has --otlp-ca: every write's
+// that does). The first trusts the system's roots and has its header
+// from OTEL_EXPORTER_OTLP_HEADERS, beside OTEL_EXPORTER_OTLP_INSECURE=true
+// (which serve must not follow: the header would go in clear): none of
+// its writes' traces is in Jaeger, its exports fail and are counted, and
+// its one log line names the certificate (a plain connection would fail
+// without one). The second has --otlp-ca and its header from
+// --otlp-header-file, another beside it by --otlp-header: every write's
 // trace is in Jaeger, with the durations of the agent's records. Neither
 // agent's output holds the header's value.
 func TestClusterOTLPJaegerTLS(t *testing.T) {
@@ -496,15 +824,15 @@ func TestClusterOTLPJaegerTLS(t *testing.T) {
 	m := c.Members[0]
 	const secret = "etcdscope-e2e-secret-0123456789"
 	cluster := clusterID(ctx, t, m.ClientURL)
-	// run starts an agent with extra flags, makes 10 puts, waits for
+	// run starts an agent with extra flags and env, makes 10 puts, waits for
 	// their spans' export (entries settle in 1 s, a batch in 1 s, an
 	// export and its retries end within --otlp-timeout 1 s), and
 	// stops it; it returns each put's trace ID, the agent's counters and
 	// its stderr.
-	run := func(name string, extra ...string) (traces map[uint64]string, exported, dropped float64, stderr string) {
+	run := func(name string, env []string, extra ...string) (traces map[uint64]string, exported, dropped float64, stderr string) {
 		args := append([]string{"--comm", "etcd", "--commit-pid", strconv.Itoa(m.PID), "--etcd-endpoints", m.ClientURL,
-			"--otlp-endpoint", otlpAddr, "--otlp-timeout", "1s", "--otlp-header", "authorization=Bearer " + secret}, extra...)
-		s := startServe(t, args...)
+			"--otlp-endpoint", otlpAddr, "--otlp-timeout", "1s"}, extra...)
+		s := startServeIn(t, "", env, args...)
 		agent := []string{"http://" + s.addr}
 		lo, hi := putAndSettle(ctx, t, c, m, agent, restingCommitIndex(ctx, t, c, m), 10, name)
 		windows, err := pipeline.FetchEntryWindows(ctx, agent, lo, 5*time.Second)
@@ -536,7 +864,8 @@ func TestClusterOTLPJaegerTLS(t *testing.T) {
 		return traces, exported, dropped, stderr
 	}
 
-	traces, exported, dropped, stderr := run("otlp-noca")
+	traces, exported, dropped, stderr := run("otlp-noca",
+		[]string{"OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20" + secret, "OTEL_EXPORTER_OTLP_INSECURE=true"})
 	t.Logf("without --otlp-ca, serve said: %s", strings.TrimSpace(stderr))
 	for i, id := range traces {
 		if spans := jaegerTrace(t, query, id); spans != nil {
@@ -547,7 +876,11 @@ func TestClusterOTLPJaegerTLS(t *testing.T) {
 		t.Errorf("without --otlp-ca: %.0f spans exported, %.0f dropped: want none exported, each write's counted, a line naming the certificate; stderr:\n%s", exported, dropped, stderr)
 	}
 
-	traces, exported, dropped, stderr = run("otlp-ca", "--otlp-ca", caFile)
+	headers := filepath.Join(t.TempDir(), "headers")
+	if err := os.WriteFile(headers, []byte("authorization=Bearer "+secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	traces, exported, dropped, stderr = run("otlp-ca", nil, "--otlp-ca", caFile, "--otlp-header-file", headers, "--otlp-header", "x-scope-orgid=e2e")
 	var spansSeen int
 	for i, id := range traces {
 		var spans []jaegerSpan

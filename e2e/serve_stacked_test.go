@@ -37,16 +37,11 @@ func loopFlushes(t *testing.T, name string) uint64 {
 }
 
 func sumHist(f *dto.MetricFamily, match map[string]string) (count uint64, sum float64) {
-next:
 	for _, m := range f.GetMetric() {
-		l := labelsOf(m)
-		for k, v := range match {
-			if l[k] != v {
-				continue next
-			}
+		if labelsMatch(m, match) {
+			count += m.GetHistogram().GetSampleCount()
+			sum += m.GetHistogram().GetSampleSum()
 		}
-		count += m.GetHistogram().GetSampleCount()
-		sum += m.GetHistogram().GetSampleSum()
 	}
 	return count, sum
 }

@@ -105,19 +105,25 @@ func labelsOf(m *dto.Metric) map[string]string {
 	return out
 }
 
+// labelsMatch reports whether m's labels include every pair in match.
+func labelsMatch(m *dto.Metric, match map[string]string) bool {
+	l := labelsOf(m)
+	for k, v := range match {
+		if l[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
 // histCount sums the sample count of a histogram family's series whose
 // labels include every pair in match.
 func histCount(f *dto.MetricFamily, match map[string]string) uint64 {
 	var n uint64
-next:
 	for _, m := range f.GetMetric() {
-		l := labelsOf(m)
-		for k, v := range match {
-			if l[k] != v {
-				continue next
-			}
+		if labelsMatch(m, match) {
+			n += m.GetHistogram().GetSampleCount()
 		}
-		n += m.GetHistogram().GetSampleCount()
 	}
 	return n
 }
