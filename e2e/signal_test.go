@@ -35,6 +35,8 @@ type signalCase struct {
 	scratch string
 	// stderr, if set, is a phrase a run stopped while tracing must print.
 	stderr string
+	// wait, if set, is the wait after loaded, in place of a random one.
+	wait func() time.Duration
 }
 
 // TestSignalStopsWithin2s signals each long-running subcommand at a
@@ -190,7 +192,11 @@ func runSignalled(t *testing.T, bin string, sc signalCase, sig syscall.Signal, e
 		}
 		progs, links = bpfObjectIDs(t, cmd.Process.Pid)
 		loaded(ready)
-		time.Sleep(time.Duration(rng.Int64N(int64(1500 * time.Millisecond))))
+		wait := time.Duration(rng.Int64N(int64(1500 * time.Millisecond)))
+		if sc.wait != nil {
+			wait = sc.wait()
+		}
+		time.Sleep(wait)
 	}
 	sent := time.Now()
 	if err := cmd.Process.Signal(sig); err != nil {
