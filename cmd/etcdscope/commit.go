@@ -90,7 +90,7 @@ func runCommit(args []string) error {
 	if f.output == "json" {
 		opt.OnWrite = func(w *commit.Write, names commit.Names) error { return enc.Encode(render.CommitRecord(w, names)) }
 	}
-	opt.Notice = func(s string) { fmt.Fprintln(os.Stderr, "etcdscope commit: "+s) }
+	opt.Notice = func(n commit.Notice) { fmt.Fprintln(os.Stderr, "etcdscope commit: "+render.CommitNotice(n)) }
 	// The tracer is opened here, so that the pipeline loads no BPF: a
 	// binary whose functions cannot be probed leaves opt.Source nil and
 	// the run falls back to the model from etcd's metrics.
@@ -138,7 +138,7 @@ func runCommit(args []string) error {
 		// states, so that the verdict names the disk or the CPU.
 		st, err := tracer.NewFsync(tracer.FsyncConfig{PID: uint32(opt.PID), Sched: true, Writes: true, RingBytes: opt.RingBytes})
 		if err != nil {
-			opt.Notice(fmt.Sprintf("fsync tracer: %v: the WAL fdatasync is not split into the disk's layers and CPU waits", err))
+			opt.Notice(commit.Notice{Kind: commit.NoticeNoSyncSplit, Err: err})
 		} else {
 			s.Add("fsync", st)
 			opt.Syncs = st
