@@ -191,16 +191,20 @@ func probeModules(classifier string) error {
 	return nil
 }
 
+// treeFeatures: what the tree with classifier is made of, in order.
+func treeFeatures(classifier string) []kernelFeature {
+	if classifier == ClassifierU32 {
+		return []kernelFeature{featNetem, featPrio, featU32}
+	}
+	return []kernelFeature{featNetem, featPrio, featBPF}
+}
+
 // missingModules returns the features the tree with classifier needs
 // whose module is neither loaded nor listed for this kernel
 // (ModuleState); none when the node has no module lists.
 func missingModules(classifier string) []kernelFeature {
-	cls := featBPF
-	if classifier == ClassifierU32 {
-		cls = featU32
-	}
 	var missing []kernelFeature
-	for _, f := range []kernelFeature{featNetem, featPrio, cls} {
+	for _, f := range treeFeatures(classifier) {
 		if present, known := ModuleState(f.module); known && !present {
 			missing = append(missing, f)
 		}
@@ -220,12 +224,8 @@ type NeededModule struct {
 // reads /sys/module and /lib/modules: apply --dry-run says with it what
 // the apply will need.
 func NeededModules(classifier string) []NeededModule {
-	cls := featBPF
-	if classifier == ClassifierU32 {
-		cls = featU32
-	}
 	var out []NeededModule
-	for _, f := range []kernelFeature{featNetem, featPrio, cls} {
+	for _, f := range treeFeatures(classifier) {
 		present, known := ModuleState(f.module)
 		out = append(out, NeededModule{Module: f.module, Config: f.config, Present: present, Known: known})
 	}
