@@ -123,7 +123,7 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 	if f.duration > 0 {
 		sep = " "
 	}
-	fmt.Fprintf(os.Stderr, "tracing the image I/O of %s%s%s\n", hvTarget(f), sep, stopHow(f.duration))
+	fmt.Fprintf(os.Stderr, "tracing the image I/O of %s%s%s\n", hvTarget(f), sep, render.StopHow(f.duration))
 
 	// Two data paths, one sink: the fsync tracer's flushes (with their host
 	// layers) and the hypervisor tracer's reads, writes and submissions.
