@@ -4,7 +4,7 @@
 //
 // This file only dispatches to one file per subcommand: check, cluster,
 // commit, diagnose (and diagnose_prom.go), fsync, hypervisor, merge,
-// netem, peers (and peers_probe.go), report, serve, each in the file of
+// netem, peers, report, serve, each in the file of
 // its name, and completion in help.go. Every subcommand
 // returns a usage error (exit 2, host unchanged) for bad input and a plain
 // error (exit 1) for failures after it has started; fsync, report and diagnose
