@@ -397,14 +397,13 @@ func (o *fsyncOutput) abandon() {
 
 // intervalLine prints the calls and losses since the previous line.
 func (o *fsyncOutput) intervalLine(tr *tracer.FsyncTracer) {
-	line := render.IntervalLine(o.rs.Interval())
-	loss := "lost=unknown" // never 0 when the count cannot be read
-	if lost, err := tr.Lost(); err == nil {
-		loss = render.IntervalLoss(o.rs.IntervalLoss(lost, tr.Missed()))
-	} else {
-		loss += " (" + err.Error() + ")"
+	iv := o.rs.Interval()
+	var l, m uint64
+	lost, err := tr.Lost()
+	if err == nil {
+		l, m = o.rs.IntervalLoss(lost, tr.Missed())
 	}
-	fmt.Fprintf(o.info, "%s %s %s\n", time.Now().Format("15:04:05"), line, loss)
+	fmt.Fprintln(o.info, render.IntervalRow(time.Now(), iv, l, m, err, false))
 }
 
 // closeLines writes the last JSON records: a failure to is the run's,
@@ -422,14 +421,7 @@ func (o *fsyncOutput) closeLines(runErr error) error {
 // tracer's st and the pipeline p's counts, finishes the capture and
 // prints the last interval line and the report.
 func (o *fsyncOutput) report(f fsyncFlags, st pipeline.Stats, p *pipeline.FsyncLoop, unavailable []analysis.Unavailable) (analysis.Report, error) {
-	monoToWall := host.MonoToWallNs()
-	decodeErrs := p.DecodeErrors()
-	rep := o.rs.Report(st.Lost, st.Missed, unavailable)
-	rep.DroppedEnters, rep.DroppedPartials = p.Overflow()
-	rep.MonoToWallNs = monoToWall
-	rep.RingPeakBytes = st.RingPeakBytes
-	pipeline.LiveDiskCaches(&rep)
-	pipeline.LiveJournals(&rep)
+	rep := o.rs.LiveReport(st, p, unavailable)
 	if o.capw != nil {
 		// The disks' write cache modes go with the capture, so that its
 		// replay prints the live run's disk lines (this machine's sysfs
@@ -440,7 +432,7 @@ func (o *fsyncOutput) report(f fsyncFlags, st pipeline.Stats, p *pipeline.FsyncL
 				disks = append(disks, d)
 			}
 		}
-		err := o.capw.finish(capture.End{LostEvents: st.Lost, MissedEvents: st.Missed, DecodeErrors: decodeErrs, MonoToWallNs: monoToWall, DiskCaches: disks, Journals: rep.Journals})
+		err := o.capw.finish(capture.End{LostEvents: st.Lost, MissedEvents: st.Missed, DecodeErrors: p.DecodeErrors(), MonoToWallNs: rep.MonoToWallNs, DiskCaches: disks, Journals: rep.Journals})
 		o.capw = nil
 		if err != nil {
 			return rep, err
@@ -454,7 +446,7 @@ func (o *fsyncOutput) report(f fsyncFlags, st pipeline.Stats, p *pipeline.FsyncL
 		iv := o.rs.Interval()
 		l, m := o.rs.IntervalLoss(st.Lost, st.Missed)
 		if iv.Count > 0 || l > 0 || m > 0 {
-			fmt.Fprintf(o.info, "%s %s %s (last, partial interval)\n", time.Now().Format("15:04:05"), render.IntervalLine(iv), render.IntervalLoss(l, m))
+			fmt.Fprintln(o.info, render.IntervalRow(time.Now(), iv, l, m, nil, true))
 		}
 	}
 	if o.json {
