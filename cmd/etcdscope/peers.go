@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -14,12 +13,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"golang.org/x/sys/unix"
 
-	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
-	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/capture"
-	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/safefile"
 	"github.com/etcdscope/etcdscope/pipeline"
@@ -268,7 +263,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	rep := r.Report(ctx, t1, *st, owners, &out.conns)
 	if f.record != "" && len(rep.Metric) > 0 {
 		// What etcd measured, for report --html to draw beside the model.
-		if err := appendMetricRecord(f.record, render.WordComparisons(rep.Metric)); err != nil {
+		if err := pipeline.AppendMetricRecord(f.record, render.WordComparisons(rep.Metric)); err != nil {
 			return fmt.Errorf("--record: %w", err)
 		}
 	}
@@ -295,7 +290,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 type peersOutput struct {
 	conns pipeline.PeerConns
 	sinks []pipeline.PeerSink
-	rec   *recording
+	rec   *pipeline.PeersRecording
 	capw  *captureFile // until finished
 }
 
@@ -305,7 +300,7 @@ func newPeersOutput(f peersFlags, cfg tracer.PeersConfig, probeOwns func(netip.A
 	o.sinks = []pipeline.PeerSink{&o.conns}
 	var err error
 	if f.record != "" {
-		if o.rec, err = newRecording(f.record); err != nil {
+		if o.rec, err = pipeline.NewPeersRecording(f.record); err != nil {
 			return nil, fmt.Errorf("--record: %w", err)
 		}
 		o.sinks = append(o.sinks, o.rec)
@@ -323,7 +318,7 @@ func newPeersOutput(f peersFlags, cfg tracer.PeersConfig, probeOwns func(netip.A
 // commit puts the recording and the capture (with the window) in place.
 func (o *peersOutput) commit(st pipeline.Stats, window time.Duration) error {
 	if o.rec != nil {
-		if err := o.rec.commit(); err != nil {
+		if err := o.rec.Commit(); err != nil {
 			return fmt.Errorf("--record: %w", err)
 		}
 	}
@@ -341,59 +336,9 @@ func (o *peersOutput) commit(st pipeline.Stats, window time.Duration) error {
 // a capture not finished.
 func (o *peersOutput) abandon() {
 	if o.rec != nil {
-		o.rec.close()
+		o.rec.Close()
 	}
 	if o.capw != nil {
 		o.capw.abandon()
 	}
 }
-
-// appendMetricRecord appends the etcd_peer_metric record to the recording
-// --record wrote (etcdmetric.WriteMetricRecord).
-func appendMetricRecord(path string, cs []etcdmetric.PeerComparison) error {
-	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return err
-	}
-	if err := etcdmetric.WriteMetricRecord(fh, cs); err != nil {
-		fh.Close()
-		return err
-	}
-	return fh.Close()
-}
-
-// recording is the --record sink: it writes each event as it comes to a
-// temporary file renamed into place by commit (internal/safefile: never
-// through a planted link, never a partial recording); close removes it
-// unless committed.
-type recording struct {
-	fh *safefile.File
-	w  *bufio.Writer
-}
-
-func newRecording(path string) (*recording, error) {
-	fh, err := safefile.Create(path, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	r := &recording{fh: fh, w: bufio.NewWriter(fh)}
-	if err := peers.WriteHeader(r.w); err != nil {
-		r.close()
-		return nil, err
-	}
-	return r, nil
-}
-
-// Peer writes ev as one JSON line (schema peers/v1).
-func (r *recording) Peer(ev *event.Peer) error { return peers.WriteEvent(r.w, *ev) }
-
-// commit flushes the file and renames it to its path.
-func (r *recording) commit() error {
-	if err := r.w.Flush(); err != nil {
-		return err
-	}
-	return r.fh.Commit()
-}
-
-// close removes the temporary file unless commit ran, and releases it.
-func (r *recording) close() { r.fh.Close() }
