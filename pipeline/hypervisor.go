@@ -99,20 +99,18 @@ type HostIOKeeper struct {
 const maxHypervisorCmdlines = 256
 
 // Fsync keeps rec (FsyncSink).
-func (s *HostIOKeeper) Fsync(rec *analysis.FsyncRecord) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.Fsyncs = append(s.Fsyncs, *rec)
-	s.readCmdline(rec.PID)
-	return s.Emit(rec)
-}
+func (s *HostIOKeeper) Fsync(rec *analysis.FsyncRecord) error { return keep(s, &s.Fsyncs, rec, rec.PID) }
 
 // HostIO keeps rec (HostIOSink).
-func (s *HostIOKeeper) HostIO(rec *merge.HostIO) error {
+func (s *HostIOKeeper) HostIO(rec *merge.HostIO) error { return keep(s, &s.IOs, rec, rec.PID) }
+
+// keep appends rec of process pid to list, reads pid's command line the
+// first time, and emits rec, under s's lock.
+func keep[T any](s *HostIOKeeper, list *[]T, rec *T, pid uint32) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.IOs = append(s.IOs, *rec)
-	s.readCmdline(rec.PID)
+	*list = append(*list, *rec)
+	s.readCmdline(pid)
 	return s.Emit(rec)
 }
 
