@@ -99,7 +99,9 @@ type HostIOKeeper struct {
 const maxHypervisorCmdlines = 256
 
 // Fsync keeps rec (FsyncSink).
-func (s *HostIOKeeper) Fsync(rec *analysis.FsyncRecord) error { return keep(s, &s.Fsyncs, rec, rec.PID) }
+func (s *HostIOKeeper) Fsync(rec *analysis.FsyncRecord) error {
+	return keep(s, &s.Fsyncs, rec, rec.PID)
+}
 
 // HostIO keeps rec (HostIOSink).
 func (s *HostIOKeeper) HostIO(rec *merge.HostIO) error { return keep(s, &s.IOs, rec, rec.PID) }
