@@ -326,11 +326,11 @@ func netemModulesNote(ms []netem.NeededModule) string {
 	them := func(l []string) string { return pick(len(l) == 1, "it", "them") }
 	switch {
 	case len(missing) > 0:
-		return fmt.Sprintf("# not on this kernel: %s (%s): the apply needs %s: modprobe -a %s, or a kernel built with %[3]s",
-			strings.Join(missing, ", "), strings.Join(missingCfg, ", "), them(missing), strings.Join(missing, " "))
+		return fmt.Sprintf("# the apply needs %s (%s), not on this kernel: modprobe -a %s",
+			strings.Join(missing, ", "), strings.Join(missingCfg, ", "), strings.Join(missing, " "))
 	case len(unsure) > 0:
-		return fmt.Sprintf("# not loaded: %s (%s), and no /lib/modules to tell if this kernel has %s: the apply needs %[3]s (modprobe -a %s)",
-			strings.Join(unsure, ", "), strings.Join(unsureCfg, ", "), them(unsure), strings.Join(unsure, " "))
+		return fmt.Sprintf("# the apply needs %s (%s): not loaded, and no /lib/modules to tell if this kernel has %s",
+			strings.Join(unsure, ", "), strings.Join(unsureCfg, ", "), them(unsure))
 	}
 	return ""
 }
