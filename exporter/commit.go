@@ -14,6 +14,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/exporter/otlp"
 	"github.com/etcdscope/etcdscope/pipeline"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 // CommitTracer is the commit tracer as serve reads it
@@ -206,7 +207,7 @@ func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *commi
 	opt := pipeline.CommitOptions{
 		PID: cfg.CommitPID, Endpoints: cfg.EtcdEndpoints, TLS: cfg.EtcdTLS,
 		Source: cfg.Commit, Unavailable: cfg.CommitUnavailable, RingBytes: cfg.RingBytes, SampleEvery: cfg.CommitSampleEvery,
-		Notice:  func(s string) { fmt.Fprintf(logw, "etcdscope serve: commit: %s\n", s) },
+		Notice:  func(n commit.Notice) { fmt.Fprintf(logw, "etcdscope serve: commit: %s\n", render.CommitNotice(n)) },
 		OnWrite: c.ObserveWrite, Entries: entries, OnFollowerEntry: c.ObserveFollowerEntry,
 		ModelScrapeEvery: -1, // serve reports no model
 	}

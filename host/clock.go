@@ -15,6 +15,17 @@ func MonotonicNs() uint64 {
 	return uint64(ts.Nano())
 }
 
+// MonoToWallNs returns CLOCK_REALTIME − CLOCK_MONOTONIC now, ns: the
+// summary's mono_to_wall_ns, which puts the records' monotonic timestamps
+// on the wall clock (the HTML page's heatmap axis).
+func MonoToWallNs() int64 {
+	var mono, wall unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono) != nil || unix.ClockGettime(unix.CLOCK_REALTIME, &wall) != nil {
+		return 0
+	}
+	return wall.Nano() - mono.Nano()
+}
+
 // BPFStatsEnabled reports whether the kernel is counting BPF run time and
 // run counts (sysctl kernel.bpf_stats_enabled, /proc/sys/kernel/bpf_stats_enabled).
 // An error reading it counts as off.

@@ -182,7 +182,11 @@ type pathKey struct {
 func NewPathResolver() *PathResolver { return &PathResolver{cache: map[pathKey]string{}} }
 
 // Path returns the absolute path of the event's file, or a path of its
-// last components prefixed with ".../" when /proc no longer has it.
+// last components prefixed with ".../" when /proc no longer has it and
+// they do not reach the root. Components that stop one short of the root
+// (a WAL directory /tmp/d/member/wal, fsync'd through an fd closed since:
+// "wal", "member", "d", "tmp") are tried as an absolute path in the
+// process's root, and kept so if that names the event's inode.
 func (p *PathResolver) Path(e *event.Fsync) string {
 	k := pathKey{e.PID, e.FD, e.Dev, e.Ino}
 	if s, ok := p.cache[k]; ok {
@@ -198,7 +202,14 @@ func (p *PathResolver) Path(e *event.Fsync) string {
 		p.cache[k] = target
 		return target
 	}
-	return ComponentsPath(e.Names)
+	path := ComponentsPath(e.Names)
+	if rest, ok := strings.CutPrefix(path, ".../"); ok && !e.IsBlockdev {
+		abs := "/" + rest
+		if unix.Stat("/proc/"+strconv.Itoa(int(e.PID))+"/root"+abs, &st) == nil && st.Ino == e.Ino && event.DevFromUnix(st.Dev) == e.Dev {
+			path = abs
+		}
+	}
+	return path
 }
 
 // ComponentsPath joins d_name components (innermost first) into a path:

@@ -185,20 +185,51 @@ var modulesDir = "/lib/modules"
 // (ModuleState). With no module lists on the node nothing is called
 // missing: the kernel decides at Apply, which rolls back.
 func probeModules(classifier string) error {
-	cls := featBPF
-	if classifier == ClassifierU32 {
-		cls = featU32
+	if missing := missingModules(classifier); len(missing) > 0 {
+		return missingErr(missing)
 	}
+	return nil
+}
+
+// treeFeatures: what the tree with classifier is made of, in order.
+func treeFeatures(classifier string) []kernelFeature {
+	if classifier == ClassifierU32 {
+		return []kernelFeature{featNetem, featPrio, featU32}
+	}
+	return []kernelFeature{featNetem, featPrio, featBPF}
+}
+
+// missingModules returns the features the tree with classifier needs
+// whose module is neither loaded nor listed for this kernel
+// (ModuleState); none when the node has no module lists.
+func missingModules(classifier string) []kernelFeature {
 	var missing []kernelFeature
-	for _, f := range []kernelFeature{featNetem, featPrio, cls} {
+	for _, f := range treeFeatures(classifier) {
 		if present, known := ModuleState(f.module); known && !present {
 			missing = append(missing, f)
 		}
 	}
-	if len(missing) > 0 {
-		return missingErr(missing)
+	return missing
+}
+
+// NeededModule is a kernel module the tree needs, with the config option
+// behind it and whether this kernel has it (ModuleState).
+type NeededModule struct {
+	Module, Config string
+	Present, Known bool
+}
+
+// NeededModules returns the modules the tree with classifier needs (the
+// netem and prio qdiscs, the classifier), each with its state. It only
+// reads /sys/module and /lib/modules: apply --dry-run says with it what
+// the apply will need.
+func NeededModules(classifier string) []NeededModule {
+	var out []NeededModule
+	for _, f := range treeFeatures(classifier) {
+		present, known := ModuleState(f.module)
+		out = append(out, NeededModule{Module: f.module, Config: f.config, Present: present, Known: known})
 	}
-	return nil
+	return out
 }
 
 // ModuleState says whether kernel module (sch_netem, cls_bpf, ...) is

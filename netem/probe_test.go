@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,6 +39,15 @@ func TestProbeModules(t *testing.T) {
 	if !errors.As(err, &ue) || !strings.Contains(ue.Msg, "no bpf classifier (CONFIG_NET_CLS_BPF)") ||
 		!strings.Contains(ue.Msg, "modprobe cls_bpf") || strings.Contains(ue.Msg, "sch_netem") {
 		t.Errorf("bpf without cls_bpf listed: %v, want a usage error naming cls_bpf only", err)
+	}
+	var missing []string
+	for _, m := range NeededModules(ClassifierBPF) {
+		if m.Known && !m.Present {
+			missing = append(missing, m.Module+" "+m.Config)
+		}
+	}
+	if !slices.Equal(missing, []string{"cls_bpf CONFIG_NET_CLS_BPF"}) {
+		t.Errorf("NeededModules(bpf) missing %v, want cls_bpf alone (apply --dry-run's hint)", missing)
 	}
 	if !listsModule([]string{"kernel/net/sched/sch-fq.ko.zst:\n"}, "sch_fq") || listsModule([]string{"kernel/net/sched/sch_netem2.ko\n"}, "sch_netem") {
 		t.Error("listsModule: want dashes read as underscores and no prefix matches")

@@ -62,9 +62,10 @@ type CommitOptions struct {
 	// of PID (needs Endpoints).
 	LoadPerSec float64
 	RingBytes  uint32
-	// Notice receives progress lines for the user (what the load writes,
-	// which part of a write is unavailable); may be nil.
-	Notice func(string)
+	// Notice receives the run's progress notices for the user (what the
+	// load writes, which part of a write is unavailable), typed:
+	// render.CommitNotice words them; may be nil.
+	Notice func(commit.Notice)
 	// Source is the attached commit tracer (the caller closes it). nil
 	// when etcd's functions cannot be probed: SourceErr says why, and
 	// RunCommit falls back to the kernel-only model from etcd's metrics
@@ -178,9 +179,9 @@ type CommitResult struct {
 func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 	res := &CommitResult{Source: commit.SourceUprobes, Report: commit.NewReport(), Cluster: commit.ClusterState{Names: commit.Names{}},
 		SampleEvery: max(opt.SampleEvery, 1)}
-	notice := func(format string, args ...any) {
+	notice := func(n commit.Notice) {
 		if opt.Notice != nil {
-			opt.Notice(fmt.Sprintf(format, args...))
+			opt.Notice(n)
 		}
 	}
 
@@ -240,12 +241,12 @@ func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 		}
 		res.Source, res.ProbeErr = commit.SourceModel, err
 		res.Unavailable = append(res.Unavailable, analysis.Unavailable{Part: "uprobes", Reason: event.ReasonRefused, Err: err.Error()})
-		notice("etcd's functions cannot be probed (%v): using the kernel-only model from etcd's metrics", err)
+		notice(commit.Notice{Kind: commit.NoticeModelFallback, Err: err})
 	} else {
 		res.Unavailable = append(res.Unavailable, opt.Unavailable...)
 		analysis.SortUnavailable(res.Unavailable)
 		for _, u := range res.Unavailable {
-			notice("part %s unavailable: %s %s", u.Part, u.Reason, u.Err)
+			notice(commit.Notice{Kind: commit.NoticeUnavailable, Unavailable: u})
 		}
 	}
 	if err := s.Ready(); err != nil {
@@ -323,9 +324,9 @@ func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 		}
 		if err != nil {
 			res.LoadErr = err
-			notice("load not started: %v", err)
+			notice(commit.Notice{Kind: commit.NoticeLoadFailed, Err: err})
 		} else {
-			notice("%s", res.Load.Describe())
+			notice(commit.Notice{Kind: commit.NoticeLoadStarted, Load: res.Load.Info()})
 			loadWG.Go(func() { res.Load.Run(ctx) })
 		}
 	}
@@ -338,7 +339,7 @@ func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 				res.LeaderID, res.Role = leader, roleOf(res.LocalID, leader)
 				j.SetRole(res.Role)
 				mu.Unlock()
-				notice("leader changed to %s: this member is now %s", res.Cluster.Names.Of(leader), res.Role)
+				notice(commit.Notice{Kind: commit.NoticeLeaderChanged, Leader: res.Cluster.Names.Of(leader), Role: res.Role})
 			}
 		}
 	}
@@ -372,11 +373,11 @@ func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 	stoppedAtEnd := res.Target.StoppedAtEnd()
 	if res.Load != nil {
 		if (stoppedAtEnd || res.Target.Exited) && len(members) <= 1 {
-			notice("the traced etcd is stopped or gone: the load's lease is not revoked (its keys expire with its TTL)")
+			notice(commit.Notice{Kind: commit.NoticeLeaseKept})
 		} else {
 			fin.Go(func() {
 				if err := res.Load.Revoke(fctx); err != nil {
-					notice("revoking the load's lease: %v (its keys expire with its TTL)", err)
+					notice(commit.Notice{Kind: commit.NoticeRevokeFailed, Err: err})
 				}
 			})
 		}
@@ -574,7 +575,7 @@ func modelInput(members []etcdmetric.Member, res *CommitResult, start, end map[u
 		if start[id] == nil { // no scrape at start: no run to take a difference over
 			return commit.Measure{}, false
 		}
-		return histMean(start[id], end[id], name, match, "mean over the run", res.Cluster.Names.Of(id))
+		return histMean(start[id], end[id], name, match, commit.WindowRun, res.Cluster.Names.Of(id))
 	}
 	const walFsync = "etcd_disk_wal_fsync_duration_seconds"
 	const peerRTT = "etcd_network_peer_round_trip_time_seconds"
@@ -585,7 +586,7 @@ func modelInput(members []etcdmetric.Member, res *CommitResult, start, end map[u
 	if in.LeaderWAL, ok = mean(res.LeaderID, walFsync, nil); !ok {
 		return in, fmt.Errorf("no WAL fsync observed by the leader %s during the run", res.Cluster.Names.Of(res.LeaderID))
 	}
-	in.LeaderWAL.Source = "leader's " + in.LeaderWAL.Source
+	in.LeaderWAL.From.OfLeader = true
 	in.Apply, _ = mean(res.LeaderID, "etcd_server_apply_duration_seconds", nil)
 	for _, m := range members {
 		if m.ID == res.LeaderID {
@@ -602,10 +603,10 @@ func modelInput(members []etcdmetric.Member, res *CommitResult, start, end map[u
 			// etcd observes the peer RTT once per 30 s per prober, so a
 			// short run can hold none for a follower that fsynced all
 			// along: it is up, and the mean since etcd started stands in.
-			f.RTT, okR = histMean(nil, end[res.LeaderID], peerRTT, to, "mean since etcd started (none observed during the run)", res.Cluster.Names.Of(res.LeaderID))
+			f.RTT, okR = histMean(nil, end[res.LeaderID], peerRTT, to, commit.WindowSinceStart, res.Cluster.Names.Of(res.LeaderID))
 		}
 		if okR {
-			f.RTT.Source += " (etcd's prober: up to 2x the network RTT)"
+			f.RTT.From.Prober = true
 		}
 		f.Down = !okF || !okR
 		in.Followers = append(in.Followers, f)
@@ -614,7 +615,7 @@ func modelInput(members []etcdmetric.Member, res *CommitResult, start, end map[u
 		to := map[string]string{"To": fmt.Sprintf("%x", res.LeaderID)}
 		var okR bool
 		if in.ForwardRTT, okR = mean(res.LocalID, peerRTT, to); !okR {
-			in.ForwardRTT, _ = histMean(nil, end[res.LocalID], peerRTT, to, "mean since etcd started (none observed during the run)", res.Cluster.Names.Of(res.LocalID))
+			in.ForwardRTT, _ = histMean(nil, end[res.LocalID], peerRTT, to, commit.WindowSinceStart, res.Cluster.Names.Of(res.LocalID))
 		}
 	}
 	return in, nil
@@ -642,9 +643,10 @@ func promSeries(name string, labels map[string]string) string {
 
 // histMean is histogram name's mean (series matching match) between
 // scrapes s and e of one member (s nil: everything e holds, i.e. since
-// that etcd started), with its source (`name{To="..."} how, /metrics of
-// member`); false when e is missing or nothing was observed between them.
-func histMean(s, e map[string]*dto.MetricFamily, name string, match map[string]string, how, member string) (commit.Measure, bool) {
+// that etcd started: window says which), with its source (the series,
+// the window, member); false when e is missing or nothing was observed
+// between them.
+func histMean(s, e map[string]*dto.MetricFamily, name string, match map[string]string, window commit.MeasureWindow, member string) (commit.Measure, bool) {
 	if e == nil {
 		return commit.Measure{}, false
 	}
@@ -656,6 +658,6 @@ func histMean(s, e map[string]*dto.MetricFamily, name string, match map[string]s
 	if c1-c0 <= 0 {
 		return commit.Measure{}, false
 	}
-	src := fmt.Sprintf("%s %s, /metrics of %s", promSeries(name, match), how, member)
-	return commit.Measure{Ns: int64((s1 - s0) / (c1 - c0) * 1e9), Source: src}, true
+	src := &commit.MetricSource{Series: promSeries(name, match), Window: window, Member: member}
+	return commit.Measure{Ns: int64((s1 - s0) / (c1 - c0) * 1e9), From: src}, true
 }

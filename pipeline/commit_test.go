@@ -72,8 +72,8 @@ func TestModelInputShortRun(t *testing.T) {
 			if f.Down {
 				t.Errorf("follower m2 fsynced during the run but reads down: %+v", f)
 			}
-			if f.RTT.Ns != 50e6 || !strings.Contains(f.RTT.Source, "since etcd started") {
-				t.Errorf("m2's RTT %d ns from %q, want 50 ms since etcd started", f.RTT.Ns, f.RTT.Source)
+			if f.RTT.Ns != 50e6 || f.RTT.From == nil || f.RTT.From.Window != commit.WindowSinceStart || !f.RTT.From.Prober {
+				t.Errorf("m2's RTT %d ns from %+v, want 50 ms since etcd started, by etcd's prober", f.RTT.Ns, f.RTT.From)
 			}
 			if f.Fsync.Ns != 3e6 {
 				t.Errorf("m2's fsync %d ns, want the run's mean 3 ms", f.Fsync.Ns)
@@ -101,8 +101,9 @@ func TestPromSeries(t *testing.T) {
 	}
 	start := map[string]*dto.MetricFamily{}
 	end := scrapeOf(t, 0, 0, "28d1", 2, 0.1)
-	m, ok := histMean(start, end, "etcd_network_peer_round_trip_time_seconds", map[string]string{"To": "28d1"}, "mean over the run", "m1")
-	if !ok || m.Ns != 50e6 || m.Source != `etcd_network_peer_round_trip_time_seconds{To="28d1"} mean over the run, /metrics of m1` {
+	m, ok := histMean(start, end, "etcd_network_peer_round_trip_time_seconds", map[string]string{"To": "28d1"}, commit.WindowRun, "m1")
+	want := commit.MetricSource{Series: `etcd_network_peer_round_trip_time_seconds{To="28d1"}`, Window: commit.WindowRun, Member: "m1"}
+	if !ok || m.Ns != 50e6 || m.From == nil || *m.From != want || m.Source != "" {
 		t.Errorf("histMean: %+v %v", m, ok)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/host"
 )
 
 // ReportSink is the sink of `etcdscope fsync` and `report`: it counts every
@@ -77,4 +78,19 @@ func (s *ReportSink) Report(lost, missed uint64, unavailable []analysis.Unavaila
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.report.Report(lost, missed, unavailable)
+}
+
+// LiveReport is the report of a live fsync run at its end: every record
+// so far with the tracer's counters st and the loop p's (its dropped
+// enters and partials), the clock offset, and the disks' write caches
+// and ext4 journals read from this machine (LiveDiskCaches,
+// LiveJournals).
+func (s *ReportSink) LiveReport(st Stats, p *FsyncLoop, unavailable []analysis.Unavailable) analysis.Report {
+	rep := s.Report(st.Lost, st.Missed, unavailable)
+	rep.DroppedEnters, rep.DroppedPartials = p.Overflow()
+	rep.MonoToWallNs = host.MonoToWallNs()
+	rep.RingPeakBytes = st.RingPeakBytes
+	LiveDiskCaches(&rep)
+	LiveJournals(&rep)
+	return rep
 }

@@ -435,9 +435,32 @@ func CommitRecord(w *commit.Write, names commit.Names) commit.Record {
 // source's name, or for the quorum wait the deciding follower's two.
 func MeasureSource(m commit.Measure) string {
 	if q := m.Quorum; q != nil {
-		return "RTT (" + q.RTT.Source + ") + fsync (" + q.Fsync.Source + ") of the deciding follower, minus the leader's WAL append"
+		return "RTT (" + MeasureSource(q.RTT) + ") + fsync (" + MeasureSource(q.Fsync) + ") of the deciding follower, minus the leader's WAL append"
+	}
+	if f := m.From; f != nil {
+		return metricSource(*f)
 	}
 	return m.Source
+}
+
+// metricSource words where in etcd's /metrics a number was read: "leader's
+// etcd_disk_wal_fsync_duration_seconds mean over the run, /metrics of m1".
+func metricSource(f commit.MetricSource) string {
+	s := f.Series
+	if f.OfLeader {
+		s = "leader's " + s
+	}
+	switch f.Window {
+	case commit.WindowRun:
+		s += " mean over the run"
+	case commit.WindowSinceStart:
+		s += " mean since etcd started (none observed during the run)"
+	}
+	s += ", /metrics of " + f.Member
+	if f.Prober {
+		s += " (etcd's prober: up to 2x the network RTT)"
+	}
+	return s
 }
 
 // commitModel is m with every part's source worded (MeasureSource), as
@@ -477,4 +500,34 @@ func modelScrapes(w io.Writer, used []commit.ModelScrape, names commit.Names) {
 			fmt.Fprintf(w, "  /metrics of %s: neither the end scrape%s nor any during the run answered; the model has none of its numbers\n", names.Of(id), why)
 		}
 	}
+}
+
+// CommitNotice words a progress notice of a commit run (commit.Notice),
+// one line for stderr; the caller prefixes the command's name.
+func CommitNotice(n commit.Notice) string {
+	switch n.Kind {
+	case commit.NoticeModelFallback:
+		return fmt.Sprintf("etcd's functions cannot be probed (%v): using the kernel-only model from etcd's metrics", n.Err)
+	case commit.NoticeUnavailable:
+		what, why := UnavailableWords(n.Unavailable)
+		if why == "" {
+			return "unavailable: " + what
+		}
+		return "unavailable: " + what + " (" + why + ")"
+	case commit.NoticeNoSyncSplit:
+		return fmt.Sprintf("fsync tracer: %v: the WAL fdatasync is not split into the disk's layers and CPU waits", n.Err)
+	case commit.NoticeLoadStarted:
+		l := n.Load
+		return fmt.Sprintf("load: %g puts/s of %d-byte values under %s, lease %x (TTL %s; revoked at exit, else the keys expire)",
+			l.PerSec, l.ValueBytes, l.Prefix, l.Lease, l.TTL)
+	case commit.NoticeLoadFailed:
+		return fmt.Sprintf("load not started: %v", n.Err)
+	case commit.NoticeLeaderChanged:
+		return fmt.Sprintf("leader changed to %s: this member is now %s", n.Leader, n.Role)
+	case commit.NoticeLeaseKept:
+		return "the traced etcd is stopped or gone: the load's lease is not revoked (its keys expire with its TTL)"
+	case commit.NoticeRevokeFailed:
+		return fmt.Sprintf("revoking the load's lease: %v (its keys expire with its TTL)", n.Err)
+	}
+	return fmt.Sprintf("notice %d", n.Kind)
 }

@@ -1,10 +1,14 @@
 package render
 
 import (
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/commit"
+	"github.com/etcdscope/etcdscope/event"
 )
 
 const (
@@ -186,5 +190,60 @@ func TestCommitModelScrapes(t *testing.T) {
 	}
 	if s := CommitSummary(run); len(s.ModelScrapes) != 3 || s.ModelScrapes[1].Scrape != commit.ScrapeDuring {
 		t.Errorf("summary's model_scrapes %+v", s.ModelScrapes)
+	}
+}
+
+// TestCommitNotice: every progress notice of a commit run is worded from
+// its kind and facts, and an unavailable part reads as words, not as the
+// reason's code (it was "part grpc unavailable: no_function ...").
+func TestCommitNotice(t *testing.T) {
+	err := errors.New("boom")
+	for _, c := range []struct {
+		n    commit.Notice
+		want string
+	}{
+		{commit.Notice{Kind: commit.NoticeModelFallback, Err: err}, "etcd's functions cannot be probed (boom): using the kernel-only model from etcd's metrics"},
+		{commit.Notice{Kind: commit.NoticeUnavailable, Unavailable: analysis.Unavailable{Part: "grpc", Probe: "uprobe/grpc", Dark: event.DarkCommitFunction, Reason: event.ReasonNoFunction}},
+			"unavailable: grpc (uprobe/grpc): its part of each write not timed (not found in the binary)"},
+		{commit.Notice{Kind: commit.NoticeUnavailable, Unavailable: analysis.Unavailable{Part: "uprobes", Reason: event.ReasonRefused, Err: "boom"}}, "unavailable: uprobes (could not be attached: boom)"},
+		{commit.Notice{Kind: commit.NoticeNoSyncSplit, Err: err}, "fsync tracer: boom: the WAL fdatasync is not split into the disk's layers and CPU waits"},
+		{commit.Notice{Kind: commit.NoticeLoadStarted, Load: commit.LoadInfo{PerSec: 20, ValueBytes: 256, Prefix: "/p/", Lease: 0x1f, TTL: 2 * time.Minute}},
+			"load: 20 puts/s of 256-byte values under /p/, lease 1f (TTL 2m0s; revoked at exit, else the keys expire)"},
+		{commit.Notice{Kind: commit.NoticeLoadFailed, Err: err}, "load not started: boom"},
+		{commit.Notice{Kind: commit.NoticeLeaderChanged, Leader: "m2", Role: commit.RoleFollower}, "leader changed to m2: this member is now follower"},
+		{commit.Notice{Kind: commit.NoticeLeaseKept}, "the traced etcd is stopped or gone: the load's lease is not revoked (its keys expire with its TTL)"},
+		{commit.Notice{Kind: commit.NoticeRevokeFailed, Err: err}, "revoking the load's lease: boom (its keys expire with its TTL)"},
+	} {
+		if got := CommitNotice(c.n); got != c.want {
+			t.Errorf("kind %d:\n got %s\nwant %s", c.n.Kind, got, c.want)
+		}
+	}
+	for k := commit.NoticeModelFallback; k <= commit.NoticeRevokeFailed; k++ {
+		if got := CommitNotice(commit.Notice{Kind: k, Err: err}); strings.HasPrefix(got, "notice ") {
+			t.Errorf("kind %d not worded: %s", k, got)
+		}
+	}
+}
+
+// TestMeasureSource: a model number's source is worded from where the
+// pipeline read it (commit.MetricSource), as the pipeline's own words
+// were before it handed a typed source.
+func TestMeasureSource(t *testing.T) {
+	rtt := commit.MetricSource{Series: `etcd_network_peer_round_trip_time_seconds{To="2"}`, Window: commit.WindowSinceStart, Member: "m1", Prober: true}
+	for _, c := range []struct {
+		m    commit.Measure
+		want string
+	}{
+		{commit.Measure{From: &commit.MetricSource{Series: "etcd_disk_wal_fsync_duration_seconds", Window: commit.WindowRun, Member: "m1", OfLeader: true}},
+			"leader's etcd_disk_wal_fsync_duration_seconds mean over the run, /metrics of m1"},
+		{commit.Measure{From: &rtt},
+			`etcd_network_peer_round_trip_time_seconds{To="2"} mean since etcd started (none observed during the run), /metrics of m1 (etcd's prober: up to 2x the network RTT)`},
+		{commit.Measure{Source: "fsync tracer"}, "fsync tracer"},
+		{commit.Measure{Quorum: &commit.ModelFollower{RTT: commit.Measure{From: &rtt}, Fsync: commit.Measure{Source: "x"}}},
+			`RTT (etcd_network_peer_round_trip_time_seconds{To="2"} mean since etcd started (none observed during the run), /metrics of m1 (etcd's prober: up to 2x the network RTT)) + fsync (x) of the deciding follower, minus the leader's WAL append`},
+	} {
+		if got := MeasureSource(c.m); got != c.want {
+			t.Errorf("got  %s\nwant %s", got, c.want)
+		}
 	}
 }

@@ -100,10 +100,13 @@ func clusterName(c string) string {
 func writeInputs(b *strings.Builder, r diagnose.Report) {
 	for _, in := range r.Inputs {
 		fmt.Fprintf(b, "  %-10s %s", in.Kind, OneLine(in.Name))
-		if note := inputNote(in); note != "" {
+		if note := inputNoteShort(in); note != "" {
 			fmt.Fprintf(b, "  (%s)", note)
 		}
 		b.WriteString("\n")
+		if c := in.Counts; c != nil && in.Kind == diagnose.KindMetrics && len(c.Rejected) > 0 {
+			fmt.Fprintf(b, "  %-10s e.g. %s\n", "", rejectedExample(c))
+		}
 	}
 }
 
@@ -113,15 +116,24 @@ func writeBody(b *strings.Builder, r diagnose.Report) {
 	if len(r.Members) > 0 {
 		b.WriteString("\ndisk (per member; WAL fsync budget p99 < 10ms, backend commit p99 < 25ms):\n")
 		fmt.Fprintf(b, "  %-28s %-16s %10s %9s %9s %9s %10s %9s %9s %9s\n", "member", "window", "wal n", "p50", "p99", "mean", "commit n", "p50", "p99", "mean")
+		asGiven := false
 		for _, m := range r.Members {
+			if m.Window == diagnose.WindowSinceRestartAsGiven {
+				// The column is 16 wide: the label with a mark, the why
+				// under the table.
+				m.Window, asGiven = "since restart*", true
+			}
 			if absent(m.WAL) && absent(m.Backend) {
 				// A member known only from its peer series (an excerpt of
 				// the RTT histogram): a row of dashes would read as a disk
 				// that did nothing.
-				fmt.Fprintf(b, "  %-28s %-16s (no WAL fsync or backend commit histogram in this input)\n", trunc(m.Member, 28), windowText(m.Window))
+				fmt.Fprintf(b, "  %-28s %-16s (no WAL fsync or backend commit histogram in this input)\n", trunc(m.Member, 28), m.Window)
 				continue
 			}
-			fmt.Fprintf(b, "  %-28s %-16s %s %s\n", trunc(m.Member, 28), windowText(m.Window), histCols(m.WAL), histCols(m.Backend))
+			fmt.Fprintf(b, "  %-28s %-16s %s %s\n", trunc(m.Member, 28), m.Window, histCols(m.WAL), histCols(m.Backend))
+		}
+		if asGiven {
+			fmt.Fprintf(b, "  * %s: %s\n", diagnose.WindowSinceRestartAsGiven, asGivenWhy)
 		}
 	}
 	if len(r.Peers) > 0 {

@@ -47,10 +47,13 @@ func joinNotes(notes ...string) diagnose.Notes {
 // full the window told from the order the scrapes were given.
 func windowText(w string) string {
 	if w == diagnose.WindowSinceRestartAsGiven {
-		return "since restart (no fetch times or process_start_time_seconds: the scrapes taken in the order given, the last one whole)"
+		return "since restart (" + asGivenWhy + ")"
 	}
 	return w
 }
+
+// asGivenWhy is why a window reads diagnose.WindowSinceRestartAsGiven.
+const asGivenWhy = "no fetch times or process_start_time_seconds: the scrapes taken in the order given, the last one whole"
 
 // whereText names where a member's next command runs, for a "# on …"
 // comment: the member's name, or, when the evidence named it only by its
@@ -445,6 +448,33 @@ func wordFio(f *diagnose.Finding, v diagnose.FioFacts) {
 	}
 }
 
+// rejectedExample quotes the first line the metrics parser rejected
+// (often a pasted shell command, not a sample), cut at 120 bytes, with
+// the parser's reason.
+func rejectedExample(c *diagnose.InputCounts) string {
+	r := c.Rejected[0]
+	line := r.Line
+	if len(line) > 120 {
+		line = line[:120] + "…"
+	}
+	return fmt.Sprintf("%q: %s", line, r.Reason)
+}
+
+// inputNoteShort is inputNote for the terminal's inputs list: the
+// example of a rejected line is left for a line of its own
+// (rejectedExample), so that the input's line stays short.
+func inputNoteShort(in diagnose.InputInfo) string {
+	c := in.Counts
+	if c == nil || in.Kind != diagnose.KindMetrics || len(c.Rejected) == 0 {
+		return inputNote(in)
+	}
+	note := fmt.Sprintf("%d samples", c.Samples)
+	if c.Dropped > 0 {
+		note += "; " + pluralOf(c.Dropped, "non-metric line") + " dropped"
+	}
+	return note + "; " + pluralOf(len(c.Rejected), "line") + " the parser rejected"
+}
+
 // inputNote words what was read of an input (diagnose.InputCounts).
 func inputNote(in diagnose.InputInfo) string {
 	c := in.Counts
@@ -458,13 +488,7 @@ func inputNote(in diagnose.InputInfo) string {
 			note += "; " + pluralOf(c.Dropped, "non-metric line") + " dropped"
 		}
 		if len(c.Rejected) > 0 {
-			// Name the first: often a pasted shell command, not a sample.
-			r := c.Rejected[0]
-			line := r.Line
-			if len(line) > 120 {
-				line = line[:120] + "…"
-			}
-			note += "; " + pluralOf(len(c.Rejected), "line") + " the parser rejected, e.g. " + fmt.Sprintf("%q: %s", line, r.Reason)
+			note += "; " + pluralOf(len(c.Rejected), "line") + " the parser rejected, e.g. " + rejectedExample(c)
 		}
 		return note
 	case diagnose.KindPromJSON:

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/stats"
@@ -304,6 +305,21 @@ func IntervalLine(iv analysis.Interval) string {
 // interval's lost events and missed probe runs.
 func IntervalLoss(lost, missed uint64) string {
 	return fmt.Sprintf("lost=%d missed=%d", lost, missed)
+}
+
+// IntervalRow is one live line of fsync --interval: the time, the
+// interval's calls and its losses; lossErr when the lost count could not
+// be read (never shown as 0); last for the partial interval at the end.
+func IntervalRow(at time.Time, iv analysis.Interval, lost, missed uint64, lossErr error, last bool) string {
+	loss := IntervalLoss(lost, missed)
+	if lossErr != nil {
+		loss = "lost=unknown (" + lossErr.Error() + ")"
+	}
+	row := at.Format("15:04:05") + " " + IntervalLine(iv) + " " + loss
+	if last {
+		row += " (last, partial interval)"
+	}
+	return row
 }
 
 // DiskCacheLine is the line the table and the page print for a disk's

@@ -11,6 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/analysis/stats"
 	"github.com/etcdscope/etcdscope/host"
 )
@@ -76,10 +77,10 @@ func NewLoad(ctx context.Context, cli *clientv3.Client, perSec float64, duration
 	return l, nil
 }
 
-// Describe is the notice printed before the load starts.
-func (l *Load) Describe() string {
-	return fmt.Sprintf("load: %g puts/s of %d-byte values under %s, lease %x (TTL %s; revoked at exit, else the keys expire)",
-		l.PerSec, loadValueBytes, l.Prefix, int64(l.Lease), l.TTL)
+// Info is what the load writes, for the notice printed before it starts
+// (render.CommitNotice).
+func (l *Load) Info() commit.LoadInfo {
+	return commit.LoadInfo{PerSec: l.PerSec, ValueBytes: loadValueBytes, Prefix: l.Prefix, Lease: int64(l.Lease), TTL: l.TTL}
 }
 
 // Run puts one key per 1/PerSec until ctx ends, one put at a time (a put

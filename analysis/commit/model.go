@@ -6,17 +6,54 @@ import (
 )
 
 // Measure is a number with where it came from, so that a report can say
-// which source each number of the model is ("fsync tracer", "etcd
-// /metrics of m1: etcd_disk_wal_fsync_duration_seconds p50", ...). A
-// Measure without a Source is unknown (etcd v3.4 has no
-// etcd_server_apply_duration_seconds): the model leaves it out.
+// which source each number of the model is. From is where the pipeline
+// read it in etcd's metrics (typed); Source is the JSON's words for it,
+// empty in analysis and filled by render (render.MeasureSource), or a
+// record's or a test's own words. A Measure with neither is unknown
+// (etcd v3.4 has no etcd_server_apply_duration_seconds): the model leaves
+// it out (Known).
 type Measure struct {
 	Ns     int64  `json:"ns"`
 	Source string `json:"source"`
+	// From: the series, window and member of etcd's /metrics the mean
+	// was read from (nil: Source says, or unknown).
+	From *MetricSource `json:"-"`
 	// Quorum: for the model's quorum wait, the deciding follower's
 	// measures it comes from (its RTT + fsync, minus the leader's WAL
 	// append); Source is then empty and render.MeasureSource words it.
 	Quorum *ModelFollower `json:"-"`
+}
+
+// Known reports whether m was measured (it has a source).
+func (m Measure) Known() bool { return m.From != nil || m.Source != "" || m.Quorum != nil }
+
+// MeasureWindow is the window of etcd's metrics a Measure's mean is over.
+type MeasureWindow uint8
+
+// The windows of a MetricSource.
+const (
+	// WindowRun: between the scrapes at the start and at the end of the
+	// run (or the latest during it).
+	WindowRun MeasureWindow = iota + 1
+	// WindowSinceStart: since that etcd started, none having been
+	// observed during the run (etcd observes the peer RTT once per 30 s
+	// per prober).
+	WindowSinceStart
+)
+
+// MetricSource is where a Measure of the model was read in etcd's
+// /metrics: a histogram's mean (sum/count) over a window.
+type MetricSource struct {
+	// Series names the histogram as PromQL does:
+	// etcd_network_peer_round_trip_time_seconds{To="8e9e05c52164694d"}.
+	Series string
+	Window MeasureWindow
+	Member string // whose /metrics
+	// OfLeader: the leader's own measure (its WAL append), said so.
+	OfLeader bool
+	// Prober: etcd's peer-RTT prober's, which reads up to twice the
+	// network RTT (docs/peers.md).
+	Prober bool
 }
 
 // ModelFollower is one of the leader's followers in the kernel-only model.
@@ -90,7 +127,7 @@ func Model(in ModelInput) ModelResult {
 		res.DeciderKnown = true
 	}
 	res.ExpectedNs = commit
-	if in.Apply.Source != "" {
+	if in.Apply.Known() {
 		res.ExpectedNs += in.Apply.Ns
 		res.Parts[PartApply] = in.Apply
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/internal/testenv"
+	"github.com/etcdscope/etcdscope/pipeline"
 )
 
 // TestMain lets the CLI tests run this test binary as etcdscope itself
@@ -463,7 +464,7 @@ func hostState(t *testing.T, dir string) string {
 	b.WriteString("/run/etcdscope: " + listTree("/run/etcdscope") + "\n")
 	ents, _ := os.ReadDir("/var/tmp")
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), workloadScratchPrefix) {
+		if strings.HasPrefix(e.Name(), pipeline.WALScratchPrefix) {
 			b.WriteString("/var/tmp/" + e.Name() + "\n")
 		}
 	}
@@ -668,7 +669,7 @@ func TestWritesThroughPlantedLinks(t *testing.T) {
 	// segment in --dir, and a killed run's scratch.
 	ready := plant("fsync.ready")
 	plant("member/wal/0000000000000000-0000000000000000.wal")
-	stale := filepath.Join(sticky, workloadScratchPrefix+"killed")
+	stale := filepath.Join(sticky, pipeline.WALScratchPrefix+"killed")
 	os.MkdirAll(filepath.Join(stale, "member", "wal"), 0o700)
 	os.WriteFile(filepath.Join(stale, "member", "wal", "x.wal"), make([]byte, 1<<20), 0o600)
 	fcap := plant("fsync.capture.jsonl")
@@ -683,7 +684,7 @@ func TestWritesThroughPlantedLinks(t *testing.T) {
 	if !strings.Contains(out, "removed "+stale) {
 		t.Errorf("fsync did not say it removed the stale scratch:\n%s", out)
 	}
-	ents, _ := filepath.Glob(filepath.Join(sticky, workloadScratchPrefix+"*"))
+	ents, _ := filepath.Glob(filepath.Join(sticky, pipeline.WALScratchPrefix+"*"))
 	if len(ents) != 0 {
 		t.Errorf("scratch left after the run: %v", ents)
 	}

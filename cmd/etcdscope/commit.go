@@ -17,6 +17,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/etcdinfo"
+	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/safefile"
 	"github.com/etcdscope/etcdscope/pipeline"
 	"github.com/etcdscope/etcdscope/render"
@@ -90,7 +91,7 @@ func runCommit(args []string) error {
 	if f.output == "json" {
 		opt.OnWrite = func(w *commit.Write, names commit.Names) error { return enc.Encode(render.CommitRecord(w, names)) }
 	}
-	opt.Notice = func(s string) { fmt.Fprintln(os.Stderr, "etcdscope commit: "+s) }
+	opt.Notice = func(n commit.Notice) { fmt.Fprintln(os.Stderr, "etcdscope commit: "+render.CommitNotice(n)) }
 	// The tracer is opened here, so that the pipeline loads no BPF: a
 	// binary whose functions cannot be probed leaves opt.Source nil and
 	// the run falls back to the model from etcd's metrics.
@@ -138,7 +139,7 @@ func runCommit(args []string) error {
 		// states, so that the verdict names the disk or the CPU.
 		st, err := tracer.NewFsync(tracer.FsyncConfig{PID: uint32(opt.PID), Sched: true, Writes: true, RingBytes: opt.RingBytes})
 		if err != nil {
-			opt.Notice(fmt.Sprintf("fsync tracer: %v: the WAL fdatasync is not split into the disk's layers and CPU waits", err))
+			opt.Notice(commit.Notice{Kind: commit.NoticeNoSyncSplit, Err: err})
 		} else {
 			s.Add("fsync", st)
 			opt.Syncs = st
@@ -236,7 +237,6 @@ func (f *commitFlags) validate(fs *pflag.FlagSet) (pipeline.CommitOptions, error
 		Raw: f.rawEvents, SampleEvery: f.sample}, nil
 }
 
-// parseRate reads --load: 0, N or N/s (puts per second, at most 1000).
 // etcdPID is the one etcd process named by the pid flag or the comm flag
 // (flag names as the command spells them): a usage error when the comm
 // matches no process or several, or the pid is not running.
@@ -260,6 +260,7 @@ func etcdPID(pidFlag string, pid int, commFlag, comm string) (int, error) {
 	return 0, usagef("%s %s: %d processes (%v): give %s of the member to trace", commFlag, comm, len(pids), pids, pidFlag)
 }
 
+// parseRate reads --load: 0, N or N/s (puts per second, at most 1000).
 func parseRate(s string) (float64, error) {
 	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "/s"), 64)
 	if err != nil || !(v >= 0 && v <= 1000) { // NaN fails both
@@ -286,21 +287,8 @@ func commitRun(res *pipeline.CommitResult, pid int) *render.CommitRun {
 // /proc/PID/status) compare with this process's, for the error when the
 // kernel refuses ptrace access: the ones it holds that this one lacks.
 func capsCompared(pid int) string {
-	prm := func(path string) (uint64, bool) {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return 0, false
-		}
-		for _, l := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(l, "CapPrm:"); ok {
-				n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-				return n, err == nil
-			}
-		}
-		return 0, false
-	}
-	theirs, ok1 := prm("/proc/" + strconv.Itoa(pid) + "/status")
-	ours, ok2 := prm("/proc/self/status")
+	theirs, ok1 := host.PermittedCaps(pid)
+	ours, ok2 := host.PermittedCaps(0)
 	if !ok1 || !ok2 {
 		return "its capabilities could not be read"
 	}

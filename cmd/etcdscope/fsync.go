@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -24,7 +23,6 @@ import (
 	"github.com/etcdscope/etcdscope/pipeline"
 	"github.com/etcdscope/etcdscope/render"
 	"github.com/etcdscope/etcdscope/tracer"
-	"github.com/etcdscope/etcdscope/workload"
 )
 
 func init() {
@@ -283,9 +281,6 @@ const (
 	maxRate = 1e6
 )
 
-// workloadScratchPrefix names the workload's private directories.
-const workloadScratchPrefix = "etcdscope-wal-"
-
 func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 	_, s, stop := newSession("fsync", f.duration, f.readyFile)
 	defer stop()
@@ -310,18 +305,24 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 	}
 	p := pipeline.NewFsyncLoop(pcfg)
 	s.Go(func() error { return p.Run(tr) })
-	wl, err := startWorkload(s.Context(), f)
+	wl, err := pipeline.StartWALWorkload(s.Context(), f.wl == "wal", f.dir, f.rate)
 	if err != nil {
 		return err
 	}
-	defer wl.remove()
-	fmt.Fprintf(os.Stderr, "tracing fsync/fdatasync%s%s %s\n", describeFilter(cfg, f), hookNote(tr.Probes()), stopHow(f.duration))
+	defer wl.Remove()
+	if wl.Running() {
+		for _, d := range wl.Stale {
+			fmt.Fprintln(os.Stderr, render.WALWorkloadStale(d))
+		}
+		fmt.Fprintln(os.Stderr, render.WALWorkloadStart(wl.Dir))
+	}
+	fmt.Fprintln(os.Stderr, render.FsyncStart(startFacts(cfg, f, tr.Probes())))
 	if hint := filterHint(cfg); hint != "" {
 		fmt.Fprintln(os.Stderr, hint)
 	}
-	err = s.Wait(pipeline.WaitOptions{Done: wl.ended, Every: f.interval, Tick: func() { out.intervalLine(tr) }})
+	err = s.Wait(pipeline.WaitOptions{Done: wl.Ended, Every: f.interval, Tick: func() { out.intervalLine(tr) }})
 	if err == nil {
-		<-wl.done
+		<-wl.Done
 		// The pipeline stops at the first call that began after now: the
 		// calls that ended before it are already in the ring buffer.
 		p.StopAfter(host.MonotonicNs())
@@ -334,8 +335,12 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 	if err != nil {
 		return err
 	}
-	if err := wl.report(out.info); err != nil {
-		return err
+	if wl.Running() {
+		s := stats.Summarize(wl.Latencies)
+		fmt.Fprintf(out.info, "\n%s\n", render.WALWorkloadEnd(wl.Stats.Appends, wl.Stats.Segments, s.P50, s.P99))
+		if wl.Err != nil {
+			return fmt.Errorf("workload: %w", wl.Err)
+		}
 	}
 	if err := decodeErrors(p.DecodeErrors()); err != nil {
 		return err
@@ -392,14 +397,13 @@ func (o *fsyncOutput) abandon() {
 
 // intervalLine prints the calls and losses since the previous line.
 func (o *fsyncOutput) intervalLine(tr *tracer.FsyncTracer) {
-	line := render.IntervalLine(o.rs.Interval())
-	loss := "lost=unknown" // never 0 when the count cannot be read
-	if lost, err := tr.Lost(); err == nil {
-		loss = render.IntervalLoss(o.rs.IntervalLoss(lost, tr.Missed()))
-	} else {
-		loss += " (" + err.Error() + ")"
+	iv := o.rs.Interval()
+	var l, m uint64
+	lost, err := tr.Lost()
+	if err == nil {
+		l, m = o.rs.IntervalLoss(lost, tr.Missed())
 	}
-	fmt.Fprintf(o.info, "%s %s %s\n", time.Now().Format("15:04:05"), line, loss)
+	fmt.Fprintln(o.info, render.IntervalRow(time.Now(), iv, l, m, err, false))
 }
 
 // closeLines writes the last JSON records: a failure to is the run's,
@@ -417,14 +421,7 @@ func (o *fsyncOutput) closeLines(runErr error) error {
 // tracer's st and the pipeline p's counts, finishes the capture and
 // prints the last interval line and the report.
 func (o *fsyncOutput) report(f fsyncFlags, st pipeline.Stats, p *pipeline.FsyncLoop, unavailable []analysis.Unavailable) (analysis.Report, error) {
-	monoToWall := monoToWallNs()
-	decodeErrs := p.DecodeErrors()
-	rep := o.rs.Report(st.Lost, st.Missed, unavailable)
-	rep.DroppedEnters, rep.DroppedPartials = p.Overflow()
-	rep.MonoToWallNs = monoToWall
-	rep.RingPeakBytes = st.RingPeakBytes
-	pipeline.LiveDiskCaches(&rep)
-	pipeline.LiveJournals(&rep)
+	rep := o.rs.LiveReport(st, p, unavailable)
 	if o.capw != nil {
 		// The disks' write cache modes go with the capture, so that its
 		// replay prints the live run's disk lines (this machine's sysfs
@@ -435,7 +432,7 @@ func (o *fsyncOutput) report(f fsyncFlags, st pipeline.Stats, p *pipeline.FsyncL
 				disks = append(disks, d)
 			}
 		}
-		err := o.capw.finish(capture.End{LostEvents: st.Lost, MissedEvents: st.Missed, DecodeErrors: decodeErrs, MonoToWallNs: monoToWall, DiskCaches: disks, Journals: rep.Journals})
+		err := o.capw.finish(capture.End{LostEvents: st.Lost, MissedEvents: st.Missed, DecodeErrors: p.DecodeErrors(), MonoToWallNs: rep.MonoToWallNs, DiskCaches: disks, Journals: rep.Journals})
 		o.capw = nil
 		if err != nil {
 			return rep, err
@@ -449,7 +446,7 @@ func (o *fsyncOutput) report(f fsyncFlags, st pipeline.Stats, p *pipeline.FsyncL
 		iv := o.rs.Interval()
 		l, m := o.rs.IntervalLoss(st.Lost, st.Missed)
 		if iv.Count > 0 || l > 0 || m > 0 {
-			fmt.Fprintf(o.info, "%s %s %s (last, partial interval)\n", time.Now().Format("15:04:05"), render.IntervalLine(iv), render.IntervalLoss(l, m))
+			fmt.Fprintln(o.info, render.IntervalRow(time.Now(), iv, l, m, nil, true))
 		}
 	}
 	if o.json {
@@ -459,87 +456,17 @@ func (o *fsyncOutput) report(f fsyncFlags, st pipeline.Stats, p *pipeline.FsyncL
 	return rep, render.FsyncReport(o.out, &rep)
 }
 
-// hookNote says, when no syscall tracepoint is attached (FSTypes all
-// ext4), why other processes' syscalls are not slowed.
-func hookNote(ps []event.Probe) string {
-	if slices.ContainsFunc(ps, func(p event.Probe) bool {
-		return p.Attached && strings.HasPrefix(p.Name, "tracepoint/syscalls/")
-	}) {
-		return ""
+// startFacts: what fsync traces, for its start line; ps are the
+// tracer's probes (no syscall tracepoint attached: ext4's own).
+func startFacts(cfg tracer.FsyncConfig, f fsyncFlags, ps []event.Probe) render.FsyncFilter {
+	sf := render.FsyncFilter{PID: int(cfg.PID), Comm: cfg.Comm, Cgroup: f.cgroup, Dev: f.dev, Duration: f.duration,
+		Ext4Only: !slices.ContainsFunc(ps, func(p event.Probe) bool {
+			return p.Attached && strings.HasPrefix(p.Name, "tracepoint/syscalls/")
+		})}
+	if cfg.PID != 0 {
+		sf.PIDComm = host.Comm(uint32(cfg.PID))
 	}
-	return " (on ext4's own tracepoints: no syscall tracepoint enabled)"
-}
-
-// stopHow says how a run ends.
-func stopHow(d time.Duration) string {
-	if d > 0 {
-		return fmt.Sprintf("for %v (Ctrl-C stops sooner)", d)
-	}
-	return "Ctrl-C to stop"
-}
-
-// walWorkload is fsync --workload wal, run in this process (the PID
-// filter is ours) until ctx ends or it fails.
-type walWorkload struct {
-	ended   <-chan struct{}   // closed when it ends; nil without a workload (never ready)
-	done    chan struct{}     // closed when it ended, or at once without one
-	scratch *safefile.Scratch // nil without a workload
-	stats   workload.WALStats
-	lat     []int64
-	err     error
-}
-
-// startWorkload starts --workload wal, if asked for.
-func startWorkload(ctx context.Context, f fsyncFlags) (*walWorkload, error) {
-	w := &walWorkload{done: make(chan struct{})}
-	if f.wl != "wal" {
-		close(w.done)
-		return w, nil
-	}
-	// A private directory (0700, a fresh name) in --dir or /var/tmp:
-	// nothing another user planted there is written through. Scratch a
-	// killed run left is removed first.
-	parent := f.dir
-	if parent == "" {
-		parent = "/var/tmp"
-	}
-	scratch, stale, err := safefile.NewScratch(parent, workloadScratchPrefix)
-	if err != nil {
-		return nil, fmt.Errorf("creating workload directory: %w", err)
-	}
-	w.scratch, w.ended = scratch, w.done
-	for _, s := range stale {
-		fmt.Fprintf(os.Stderr, "removed %s, left by a workload run that was killed\n", s)
-	}
-	dir := scratch.Path
-	fmt.Fprintf(os.Stderr, "workload wal: 2300-byte appends + fdatasync into preallocated 64 MiB segments under %s/member/wal\n", dir)
-	go func() {
-		defer close(w.done)
-		w.stats, w.err = workload.RunWAL(ctx, workload.WALOptions{Dir: dir, Root: scratch.Root, Rate: f.rate,
-			Observe: func(d time.Duration) { w.lat = append(w.lat, int64(d)) }})
-	}()
-	return w, nil
-}
-
-// remove deletes the workload's scratch directory.
-func (w *walWorkload) remove() {
-	if w.scratch != nil {
-		w.scratch.Remove()
-	}
-}
-
-// report prints the workload's own view, after the report, and its error.
-func (w *walWorkload) report(info io.Writer) error {
-	if w.scratch == nil {
-		return nil
-	}
-	s := stats.Summarize(w.lat)
-	fmt.Fprintf(info, "\nworkload: %d appends in %d segment(s); fdatasync as timed in userspace: p50 %s ms, p99 %s ms\n",
-		w.stats.Appends, w.stats.Segments, render.Ms(s.P50), render.Ms(s.P99))
-	if w.err != nil {
-		return fmt.Errorf("workload: %w", w.err)
-	}
-	return nil
+	return sf
 }
 
 // decodeErrors is the CLI's end of the pipeline's error policy: records
@@ -557,38 +484,7 @@ func decodeErrors(n uint64) error {
 // calls then has its reason on screen).
 func filterHint(cfg tracer.FsyncConfig) string {
 	if cfg.Comm != "" && cfg.PID == 0 && len(host.PIDsWithComm(cfg.Comm, 1)) == 0 {
-		return fmt.Sprintf("no process named %q is running now: its calls are traced once one starts (check the name: the kernel's comm, e.g. from ps -o comm)", cfg.Comm)
+		return render.NoProcessNamed(cfg.Comm)
 	}
 	return ""
-}
-
-func describeFilter(cfg tracer.FsyncConfig, f fsyncFlags) string {
-	s := ""
-	if cfg.PID != 0 {
-		s += fmt.Sprintf(" of pid %d", cfg.PID)
-		if c := host.Comm(uint32(cfg.PID)); c != "" {
-			s += fmt.Sprintf(" (%s)", c) // a wrong pid shows: pid 1 (systemd)
-		}
-	}
-	if cfg.Comm != "" {
-		s += fmt.Sprintf(" of comm %q", cfg.Comm)
-	}
-	if f.cgroup != "" {
-		s += " in cgroup " + f.cgroup
-	}
-	if f.dev != "" {
-		s += " on " + f.dev
-	}
-	return s
-}
-
-// monoToWallNs returns CLOCK_REALTIME − CLOCK_MONOTONIC now, ns: the
-// summary's mono_to_wall_ns, which puts the records' monotonic timestamps
-// on the wall clock (the HTML page's heatmap axis).
-func monoToWallNs() int64 {
-	var mono, wall unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono) != nil || unix.ClockGettime(unix.CLOCK_REALTIME, &wall) != nil {
-		return 0
-	}
-	return wall.Nano() - mono.Nano()
 }

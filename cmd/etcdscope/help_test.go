@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/etcdscope/etcdscope/analysis"
@@ -272,5 +275,26 @@ func TestFlagUsageConcise(t *testing.T) {
 				t.Errorf("%s --%s: help of %d characters, at most %d (move the why to docs/):\n%s", name, f.Name, n, maxUsageRunes, f.Usage)
 			}
 		})
+	}
+}
+
+// TestDocNamesEverySubcommand: the package doc (main.go) names every
+// subcommand, so that a newcomer finds each verb's file from it.
+func TestDocNamesEverySubcommand(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "main.go", nil, parser.PackageClauseOnly|parser.ParseComments)
+	if err != nil || f.Doc == nil {
+		t.Fatalf("main.go's package doc: %v", err)
+	}
+	words := map[string]bool{}
+	for _, w := range strings.FieldsFunc(f.Doc.Text(), func(r rune) bool { return !unicode.IsLetter(r) }) {
+		words[w] = true
+	}
+	if len(subcommands) < 10 {
+		t.Fatalf("%d subcommands registered: init order?", len(subcommands))
+	}
+	for name := range subcommands {
+		if !words[name] {
+			t.Errorf("subcommand %s is not named in main.go's package doc", name)
+		}
 	}
 }

@@ -4,17 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/merge"
-	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/safefile"
 	"github.com/etcdscope/etcdscope/pipeline"
@@ -123,11 +120,11 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 	if f.duration > 0 {
 		sep = " "
 	}
-	fmt.Fprintf(os.Stderr, "tracing the image I/O of %s%s%s\n", hvTarget(f), sep, stopHow(f.duration))
+	fmt.Fprintf(os.Stderr, "tracing the image I/O of %s%s%s\n", hvTarget(f), sep, render.StopHow(f.duration))
 
 	// Two data paths, one sink: the fsync tracer's flushes (with their host
 	// layers) and the hypervisor tracer's reads, writes and submissions.
-	sink := &hvSink{emit: emit}
+	sink := &pipeline.HostIOKeeper{Emit: emit}
 	fp := pipeline.NewFsyncLoop(pipeline.FsyncLoopConfig{Sinks: []pipeline.FsyncSink{sink},
 		FileKind: func(string) string { return analysis.KindOther }}) // images are not etcd's files
 	hp := pipeline.NewHypervisor(pipeline.HypervisorConfig{Sinks: []pipeline.HostIOSink{sink}})
@@ -139,16 +136,8 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 	if err := s.Finish(nil); err != nil {
 		return err
 	}
-	ios, fsyncs := sink.ios, sink.fsyncs
-	devs := host.NewDeviceResolver()
-	images := merge.Images(ios, fsyncs, imageFormat, func(dev string) string {
-		var maj, min uint32
-		if _, err := fmt.Sscanf(dev, "%d:%d", &maj, &min); err != nil {
-			return ""
-		}
-		return devs.Resolve(event.MkDev(maj, min)).Name
-	})
-	merge.ApplyDriveCaches(images, sink.drives)
+	ios, fsyncs := sink.IOs, sink.Fsyncs
+	images := sink.Images()
 	sum := merge.HostSummary{Type: "hv_summary", V: merge.HostSummaryVersion, Images: images, Warnings: render.MergeWarnings(images),
 		LostEvents: hst.Lost, MissedEvents: hst.Missed, FsyncLostEvents: fst.Lost, FsyncMissedEvents: fst.Missed, Unavailable: unavailable}
 	if f.output == "json" {
@@ -166,73 +155,9 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 	return decodeErrors(fp.DecodeErrors() + hp.DecodeErrors())
 }
 
-// hvSink is the sink of both of the hypervisor view's pipelines: it keeps
-// the records for the summary and, with --output json, writes each as it
-// comes (one encoder, so one lock).
-type hvSink struct {
-	mu     sync.Mutex
-	emit   func(any) error
-	ios    []merge.HostIO
-	fsyncs []analysis.FsyncRecord
-	// drives: the image files and cache modes of each hypervisor
-	// process's command line, read when the process is first seen (it may
-	// be gone by the summary); cmdlines bounds how many are read.
-	seen   map[uint32]bool
-	drives []merge.DriveCache
-}
-
-// maxHypervisorCmdlines bounds the command lines one run reads (one per
-// hypervisor process seen doing I/O).
-const maxHypervisorCmdlines = 256
-
-func (s *hvSink) Fsync(rec *analysis.FsyncRecord) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.fsyncs = append(s.fsyncs, *rec)
-	s.readCmdline(rec.PID)
-	return s.emit(rec)
-}
-
-func (s *hvSink) HostIO(rec *merge.HostIO) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.ios = append(s.ios, *rec)
-	s.readCmdline(rec.PID)
-	return s.emit(rec)
-}
-
-// readCmdline reads a hypervisor's -drive/-blockdev cache modes once per
-// process: the only record of cache=unsafe, which the image's open flags
-// show as writeback.
-func (s *hvSink) readCmdline(pid uint32) {
-	if s.seen == nil {
-		s.seen = map[uint32]bool{}
-	}
-	if s.seen[pid] || len(s.seen) >= maxHypervisorCmdlines {
-		return
-	}
-	s.seen[pid] = true
-	if argv, cwd, err := host.Cmdline(pid); err == nil {
-		s.drives = append(s.drives, merge.ParseQEMUCmdline(argv, cwd)...)
-	}
-}
-
 func hvTarget(f hvFlags) string {
 	if f.pid != 0 {
 		return fmt.Sprintf("pid %d", f.pid)
 	}
 	return fmt.Sprintf("comm %q", f.comm)
-}
-
-// imageFormat reads the image's first bytes (the hypervisor's own open
-// flags say nothing of the format).
-func imageFormat(path string) string {
-	fh, err := safefile.OpenInput(path) // a FIFO the hypervisor holds must not block us
-	if err != nil {
-		return ""
-	}
-	defer fh.Close()
-	b := make([]byte, 8)
-	n, _ := io.ReadFull(fh, b)
-	return merge.FormatFromMagic(b[:n])
 }

@@ -2,7 +2,10 @@
 // fdatasync, split into its kernel layers, and the Raft round trip to the
 // peers on TCP port 2380.
 //
-// This file only dispatches to one file per subcommand. Every subcommand
+// This file only dispatches to one file per subcommand: check, cluster,
+// commit, diagnose (and diagnose_prom.go), fsync, hypervisor, merge,
+// netem, peers, report, serve, each in the file of
+// its name, and completion in help.go. Every subcommand
 // returns a usage error (exit 2, host unchanged) for bad input and a plain
 // error (exit 1) for failures after it has started; fsync, report and diagnose
 // under --fail-over-budget return errOverBudget (exit 3) for an

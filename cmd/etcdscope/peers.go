@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
 	"net/url"
 	"os"
@@ -16,13 +13,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"golang.org/x/sys/unix"
 
-	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
-	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/capture"
-	"github.com/etcdscope/etcdscope/etcdinfo"
-	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/safefile"
 	"github.com/etcdscope/etcdscope/pipeline"
@@ -227,12 +219,17 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	ctx, s, stop := newSession("peers", 0, f.readyFile) // --duration counts from the tracer's start (s.Limit)
 	defer stop()
 	defer s.Close()
-	r := &peersRun{f: f, tlsCfg: tlsCfg, rep: etcdmetric.PeersReport{Port: int(cfg.Port), MetricsURL: f.metricsURL}}
-	if err := r.start(ctx); err != nil {
-		return err
+	r, err := pipeline.StartPeersEtcd(ctx, pipeline.PeersEtcdConfig{Endpoints: f.endpoints, MetricsURL: f.metricsURL, TLS: tlsCfg,
+		ProbeAnswer: f.probeAnswer, Port: int(cfg.Port), OnStartScrapeErr: func(err error) {
+			fmt.Fprintf(os.Stderr, "etcdscope peers: --etcd-metrics %s: %v (tracing continues; the report will have no metric comparison)\n", f.metricsURL, err)
+		}})
+	if err != nil {
+		// Only an unreachable member list, before anything is attached:
+		// a wrong address is bad input.
+		return usagef("%v", err)
 	}
-	defer r.stopProbe()
-	out, err := newPeersOutput(f, cfg, r.probe)
+	defer r.StopProbe()
+	out, err := newPeersOutput(f, cfg, r.Owns)
 	if err != nil {
 		return err
 	}
@@ -255,18 +252,18 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		}
 		return st, s.Finish(func() { owners = tr.OwnerStats() })
 	}()
-	r.stopProbe()
+	r.StopProbe()
 	if err != nil {
 		return setupErr(fmt.Errorf("tracing: %w", err))
 	}
 	t1 := time.Now()
-	if err := out.commit(*st, t1.Sub(r.t0)); err != nil {
+	if err := out.commit(*st, t1.Sub(r.Start())); err != nil {
 		return err
 	}
-	rep := r.report(ctx, t1, *st, owners, &out.conns)
+	rep := r.Report(ctx, t1, *st, owners, &out.conns)
 	if f.record != "" && len(rep.Metric) > 0 {
 		// What etcd measured, for report --html to draw beside the model.
-		if err := appendMetricRecord(f.record, render.WordComparisons(rep.Metric)); err != nil {
+		if err := pipeline.AppendMetricRecord(f.record, render.WordComparisons(rep.Metric)); err != nil {
 			return fmt.Errorf("--record: %w", err)
 		}
 	}
@@ -286,145 +283,6 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	return decodeErrors(pp.DecodeErrors())
 }
 
-// peersRun is what peers learns of etcd around the tracing: the members,
-// the metrics at start, and its own kept-alive probe of each peer.
-type peersRun struct {
-	f          peersFlags
-	tlsCfg     *tls.Config
-	rep        etcdmetric.PeersReport
-	metricErrs []string
-	scrape0    etcdmetric.Scrape // the metrics at start
-	startOK    bool
-	probe      *answerProbe
-	cancel     context.CancelFunc
-	probeDone  chan struct{}
-	t0         time.Time     // the window's start
-	mono0      unix.Timespec // t0 on the events' clock
-}
-
-// start asks the members, scrapes the metrics and starts the kept-alive
-// probe; the window starts after it. An unreachable member list is a
-// usage error.
-func (r *peersRun) start(ctx context.Context) error {
-	f, rep := r.f, &r.rep
-	var peerURLs map[uint64]string
-	var err error
-	if len(f.endpoints) > 0 {
-		var leaderKnown bool
-		rep.Members, peerURLs, leaderKnown, err = pipeline.Members(ctx, f.endpoints, r.tlsCfg)
-		if errors.Is(err, etcdinfo.ErrUnreachable) && ctx.Err() == nil {
-			// Nothing is attached yet: a wrong address is bad input,
-			// said before the metrics scrape can make the user wait. (A
-			// stop signal that cut the wait short is not: the run ends
-			// as any stopped run does, exit 0.)
-			return usagef("%v", err)
-		}
-		switch {
-		case err != nil:
-			rep.MembersError = err.Error()
-		case !leaderKnown:
-			rep.MembersError = etcdinfo.ErrLeaderUnknown.Error() // the members still name the series
-		}
-	}
-	if f.metricsURL != "" {
-		r.scrape0, err = etcdinfo.Scrape(ctx, f.metricsURL, r.tlsCfg)
-		if err != nil {
-			r.metricErrs = append(r.metricErrs, "start scrape: "+err.Error())
-			// Say it now, not after --duration: the tracing goes on.
-			fmt.Fprintf(os.Stderr, "etcdscope peers: --etcd-metrics %s: %v (tracing continues; the report will have no metric comparison)\n", f.metricsURL, err)
-		} else {
-			r.startOK = true
-		}
-	}
-	var local netip.Addr
-	if u, err := url.Parse(f.metricsURL); err == nil && f.metricsURL != "" {
-		if ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname()); err == nil && len(ips) > 0 {
-			local = ips[0].Unmap()
-		}
-	}
-	r.probe = &answerProbe{}
-	var probeCtx context.Context
-	probeCtx, r.cancel = context.WithCancel(ctx)
-	r.probeDone = make(chan struct{})
-	go func() {
-		defer close(r.probeDone)
-		if f.probeAnswer && len(rep.Members) > 0 {
-			r.probe.run(probeCtx, rep.Members, peerURLs, local, r.tlsCfg)
-		}
-	}()
-	r.t0 = time.Now()
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &r.mono0) // the events' clock
-	return nil
-}
-
-// stopProbe stops the kept-alive probe and waits for it (safe to call
-// more than once).
-func (r *peersRun) stopProbe() {
-	r.cancel()
-	<-r.probeDone
-}
-
-// report completes the report at t1 from the tracing's counters and
-// connections, the probe's answers and the end scrape.
-func (r *peersRun) report(ctx context.Context, t1 time.Time, st pipeline.Stats, owners host.SocketOwnerStats, conns *pipeline.PeerConns) *etcdmetric.PeersReport {
-	f, rep, probe, t0 := r.f, &r.rep, r.probe, r.t0
-	for _, m := range rep.Members {
-		for _, ip := range m.PeerIPs {
-			if v := probe.mean(ip); v > 0 {
-				if rep.KeptAliveProbe == nil {
-					rep.KeptAliveProbe = map[netip.Addr]time.Duration{}
-				}
-				rep.KeptAliveProbe[ip] = v
-			}
-			if e := probe.err(ip); e != nil {
-				if rep.KeptAliveProbeErrors == nil {
-					rep.KeptAliveProbeErrors = map[netip.Addr]string{}
-				}
-				rep.KeptAliveProbeErrors[ip] = e.Error()
-			}
-		}
-	}
-	rep.WindowSeconds = t1.Sub(t0).Seconds()
-	// etcdscope's own kept-alive probe connections are not etcd's links.
-	pr := conns.Report(peers.Options{Window: t1.Sub(t0), ExcludeLocal: probe.ownConns()})
-	rep.Events, rep.LostEvents, rep.MissedEvents, rep.RingPeakBytes = pr.Events, st.Lost, st.Missed, st.RingPeakBytes
-	rep.Links, rep.Unassembled, rep.FoldedEarly = pr.Links, pr.Unassembled, pr.FoldedEarly
-	rep.Owners = &etcdmetric.OwnerLookups{Resolved: owners.Resolved, Unowned: owners.Unowned, QueueDrops: owners.QueueDrops,
-		Evicted: owners.Evicted, LearnedDrops: owners.LearnedDrops, LateOwners: pr.LateOwners, LateOwnersMissed: pr.LateOwnersMissed,
-		Scans: owners.Scans, MaxScanCPUSeconds: time.Duration(owners.MaxScanCPUNs).Seconds()}
-
-	// Metrics and members are best effort: their errors are reported and
-	// the tracing part still comes out. After a stop signal the end scrape
-	// waits at most stopScrapeTimeout (the exit's 2 s budget: a stopped
-	// etcd must not hold the report); at the end of --duration, etcd's
-	// own bound, cut short by a signal.
-	sctx, cancel := context.WithCancel(ctx)
-	if ctx.Err() != nil {
-		sctx, cancel = context.WithTimeout(context.Background(), stopScrapeTimeout)
-	}
-	defer cancel()
-	if rep.MembersError == "" && len(rep.Members) > 0 {
-		rep.FarLeader = etcdmetric.FindFarLeader(rep.Members, rep.Links)
-	}
-	if r.startOK {
-		// Without the start scrape there is nothing to compare with, and
-		// a URL that did not answer would hold the report up again.
-		end, err := etcdinfo.Scrape(sctx, f.metricsURL, r.tlsCfg)
-		switch {
-		case err != nil && ctx.Err() != nil && errors.Is(err, etcdinfo.ErrUnreachable):
-			r.metricErrs = append(r.metricErrs, fmt.Sprintf("end scrape: no answer within %v of the stop signal (is etcd stopped or overloaded?)", stopScrapeTimeout))
-		case err != nil:
-			r.metricErrs = append(r.metricErrs, "end scrape: "+err.Error())
-		default:
-			rep.Metric, rep.Resets, rep.MemberPID = pipeline.CompareEtcd(pipeline.EtcdWindow{MetricsURL: f.metricsURL,
-				From: r.scrape0, To: end, Start: t0, End: t1, MonoStart: uint64(r.mono0.Nano()),
-				Links: rep.Links, Members: rep.Members, KeptAlive: rep.KeptAliveProbe, ProbeErrors: rep.KeptAliveProbeErrors})
-		}
-	}
-	rep.MetricsError = strings.Join(r.metricErrs, "; ")
-	return rep
-}
-
 // peersOutput is where the traced events go as they come: folded into
 // their connections (pipeline.PeerConns) and, with --record or
 // --capture, written out; none is kept (at 30k events/s keeping them all
@@ -432,17 +290,17 @@ func (r *peersRun) report(ctx context.Context, t1 time.Time, st pipeline.Stats, 
 type peersOutput struct {
 	conns pipeline.PeerConns
 	sinks []pipeline.PeerSink
-	rec   *recording
+	rec   *pipeline.PeersRecording
 	capw  *captureFile // until finished
 }
 
-func newPeersOutput(f peersFlags, cfg tracer.PeersConfig, probe *answerProbe) (*peersOutput, error) {
+func newPeersOutput(f peersFlags, cfg tracer.PeersConfig, probeOwns func(netip.AddrPort) bool) (*peersOutput, error) {
 	o := &peersOutput{}
-	o.conns.Exclude(probe.owns)
+	o.conns.Exclude(probeOwns)
 	o.sinks = []pipeline.PeerSink{&o.conns}
 	var err error
 	if f.record != "" {
-		if o.rec, err = newRecording(f.record); err != nil {
+		if o.rec, err = pipeline.NewPeersRecording(f.record); err != nil {
 			return nil, fmt.Errorf("--record: %w", err)
 		}
 		o.sinks = append(o.sinks, o.rec)
@@ -460,7 +318,7 @@ func newPeersOutput(f peersFlags, cfg tracer.PeersConfig, probe *answerProbe) (*
 // commit puts the recording and the capture (with the window) in place.
 func (o *peersOutput) commit(st pipeline.Stats, window time.Duration) error {
 	if o.rec != nil {
-		if err := o.rec.commit(); err != nil {
+		if err := o.rec.Commit(); err != nil {
 			return fmt.Errorf("--record: %w", err)
 		}
 	}
@@ -478,64 +336,9 @@ func (o *peersOutput) commit(st pipeline.Stats, window time.Duration) error {
 // a capture not finished.
 func (o *peersOutput) abandon() {
 	if o.rec != nil {
-		o.rec.close()
+		o.rec.Close()
 	}
 	if o.capw != nil {
 		o.capw.abandon()
 	}
 }
-
-// stopScrapeTimeout bounds the end scrape of --etcd-metrics once a
-// signal has stopped the run: etcd answers /metrics in milliseconds, and
-// the command has 2 s to exit.
-const stopScrapeTimeout = time.Second
-
-// appendMetricRecord appends the etcd_peer_metric record to the recording
-// --record wrote (etcdmetric.WriteMetricRecord).
-func appendMetricRecord(path string, cs []etcdmetric.PeerComparison) error {
-	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return err
-	}
-	if err := etcdmetric.WriteMetricRecord(fh, cs); err != nil {
-		fh.Close()
-		return err
-	}
-	return fh.Close()
-}
-
-// recording is the --record sink: it writes each event as it comes to a
-// temporary file renamed into place by commit (internal/safefile: never
-// through a planted link, never a partial recording); close removes it
-// unless committed.
-type recording struct {
-	fh *safefile.File
-	w  *bufio.Writer
-}
-
-func newRecording(path string) (*recording, error) {
-	fh, err := safefile.Create(path, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	r := &recording{fh: fh, w: bufio.NewWriter(fh)}
-	if err := peers.WriteHeader(r.w); err != nil {
-		r.close()
-		return nil, err
-	}
-	return r, nil
-}
-
-// Peer writes ev as one JSON line (schema peers/v1).
-func (r *recording) Peer(ev *event.Peer) error { return peers.WriteEvent(r.w, *ev) }
-
-// commit flushes the file and renames it to its path.
-func (r *recording) commit() error {
-	if err := r.w.Flush(); err != nil {
-		return err
-	}
-	return r.fh.Commit()
-}
-
-// close removes the temporary file unless commit ran, and releases it.
-func (r *recording) close() { r.fh.Close() }

@@ -1,0 +1,196 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
+	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/etcdinfo"
+	"github.com/etcdscope/etcdscope/host"
+)
+
+// stopScrapeTimeout bounds the end scrape of --etcd-metrics once a
+// signal has stopped the run: etcd answers /metrics in milliseconds, and
+// the command has 2 s to exit.
+const stopScrapeTimeout = time.Second
+
+// PeersEtcdConfig is what `etcdscope peers` asks of etcd around the
+// tracing (its --etcd-endpoints, --etcd-metrics, TLS and
+// --probe-answer).
+type PeersEtcdConfig struct {
+	Endpoints   []string
+	MetricsURL  string
+	TLS         *tls.Config
+	ProbeAnswer bool // run the kept-alive probe of each peer
+	Port        int  // the peer port traced
+	// OnStartScrapeErr, when set, is told at once that the start scrape
+	// failed (the tracing goes on; the report will have no metric
+	// comparison).
+	OnStartScrapeErr func(error)
+}
+
+// PeersEtcd is what peers learns of etcd around the tracing: the members,
+// the metrics at start, and its own kept-alive probe of each peer.
+type PeersEtcd struct {
+	f          PeersEtcdConfig
+	rep        etcdmetric.PeersReport
+	metricErrs []string
+	scrape0    etcdmetric.Scrape // the metrics at start
+	startOK    bool
+	probe      *answerProbe
+	cancel     context.CancelFunc
+	probeDone  chan struct{}
+	t0         time.Time     // the window's start
+	mono0      unix.Timespec // t0 on the events' clock
+}
+
+// StartPeersEtcd asks the members, scrapes the metrics and starts the
+// kept-alive probe; the window starts after it (Start). An unreachable
+// member list (etcdinfo.ErrUnreachable, not cut short by ctx) is returned:
+// bad input, said before the metrics scrape can make the user wait.
+func StartPeersEtcd(ctx context.Context, f PeersEtcdConfig) (*PeersEtcd, error) {
+	r := &PeersEtcd{f: f, rep: etcdmetric.PeersReport{Port: f.Port, MetricsURL: f.MetricsURL}}
+	if err := r.start(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *PeersEtcd) start(ctx context.Context) error {
+	f, rep := r.f, &r.rep
+	var peerURLs map[uint64]string
+	var err error
+	if len(f.Endpoints) > 0 {
+		var leaderKnown bool
+		rep.Members, peerURLs, leaderKnown, err = Members(ctx, f.Endpoints, r.f.TLS)
+		if errors.Is(err, etcdinfo.ErrUnreachable) && ctx.Err() == nil {
+			// Nothing is attached yet: a wrong address is bad input,
+			// said before the metrics scrape can make the user wait. (A
+			// stop signal that cut the wait short is not: the run ends
+			// as any stopped run does, exit 0.)
+			return err
+		}
+		switch {
+		case err != nil:
+			rep.MembersError = err.Error()
+		case !leaderKnown:
+			rep.MembersError = etcdinfo.ErrLeaderUnknown.Error() // the members still name the series
+		}
+	}
+	if f.MetricsURL != "" {
+		r.scrape0, err = etcdinfo.Scrape(ctx, f.MetricsURL, r.f.TLS)
+		if err != nil {
+			r.metricErrs = append(r.metricErrs, "start scrape: "+err.Error())
+			// Said now, not after --duration: the tracing goes on.
+			if f.OnStartScrapeErr != nil {
+				f.OnStartScrapeErr(err)
+			}
+		} else {
+			r.startOK = true
+		}
+	}
+	var local netip.Addr
+	if u, err := url.Parse(f.MetricsURL); err == nil && f.MetricsURL != "" {
+		if ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname()); err == nil && len(ips) > 0 {
+			local = ips[0].Unmap()
+		}
+	}
+	r.probe = &answerProbe{}
+	var probeCtx context.Context
+	probeCtx, r.cancel = context.WithCancel(ctx)
+	r.probeDone = make(chan struct{})
+	go func() {
+		defer close(r.probeDone)
+		if f.ProbeAnswer && len(rep.Members) > 0 {
+			r.probe.run(probeCtx, rep.Members, peerURLs, local, r.f.TLS)
+		}
+	}()
+	r.t0 = time.Now()
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &r.mono0) // the events' clock
+	return nil
+}
+
+// Start is when the window started (after the start scrape).
+func (r *PeersEtcd) Start() time.Time { return r.t0 }
+
+// Owns reports whether local is the address of a connection the
+// kept-alive probe dialed (not one of etcd's links).
+func (r *PeersEtcd) Owns(local netip.AddrPort) bool { return r.probe.owns(local) }
+
+// StopProbe stops the kept-alive probe and waits for it (safe to call
+// more than once).
+func (r *PeersEtcd) StopProbe() {
+	r.cancel()
+	<-r.probeDone
+}
+
+// Report completes the report at t1 from the tracing's counters and
+// connections, the probe's answers and the end scrape.
+func (r *PeersEtcd) Report(ctx context.Context, t1 time.Time, st Stats, owners host.SocketOwnerStats, conns *PeerConns) *etcdmetric.PeersReport {
+	f, rep, probe, t0 := r.f, &r.rep, r.probe, r.t0
+	for _, m := range rep.Members {
+		for _, ip := range m.PeerIPs {
+			if v := probe.mean(ip); v > 0 {
+				if rep.KeptAliveProbe == nil {
+					rep.KeptAliveProbe = map[netip.Addr]time.Duration{}
+				}
+				rep.KeptAliveProbe[ip] = v
+			}
+			if e := probe.err(ip); e != nil {
+				if rep.KeptAliveProbeErrors == nil {
+					rep.KeptAliveProbeErrors = map[netip.Addr]string{}
+				}
+				rep.KeptAliveProbeErrors[ip] = e.Error()
+			}
+		}
+	}
+	rep.WindowSeconds = t1.Sub(t0).Seconds()
+	// etcdscope's own kept-alive probe connections are not etcd's links.
+	pr := conns.Report(peers.Options{Window: t1.Sub(t0), ExcludeLocal: probe.ownConns()})
+	rep.Events, rep.LostEvents, rep.MissedEvents, rep.RingPeakBytes = pr.Events, st.Lost, st.Missed, st.RingPeakBytes
+	rep.Links, rep.Unassembled, rep.FoldedEarly = pr.Links, pr.Unassembled, pr.FoldedEarly
+	rep.Owners = &etcdmetric.OwnerLookups{Resolved: owners.Resolved, Unowned: owners.Unowned, QueueDrops: owners.QueueDrops,
+		Evicted: owners.Evicted, LearnedDrops: owners.LearnedDrops, LateOwners: pr.LateOwners, LateOwnersMissed: pr.LateOwnersMissed,
+		Scans: owners.Scans, MaxScanCPUSeconds: time.Duration(owners.MaxScanCPUNs).Seconds()}
+
+	// Metrics and members are best effort: their errors are reported and
+	// the tracing part still comes out. After a stop signal the end scrape
+	// waits at most stopScrapeTimeout (the exit's 2 s budget: a stopped
+	// etcd must not hold the report); at the end of --duration, etcd's
+	// own bound, cut short by a signal.
+	sctx, cancel := context.WithCancel(ctx)
+	if ctx.Err() != nil {
+		sctx, cancel = context.WithTimeout(context.Background(), stopScrapeTimeout)
+	}
+	defer cancel()
+	if rep.MembersError == "" && len(rep.Members) > 0 {
+		rep.FarLeader = etcdmetric.FindFarLeader(rep.Members, rep.Links)
+	}
+	if r.startOK {
+		// Without the start scrape there is nothing to compare with, and
+		// a URL that did not answer would hold the report up again.
+		end, err := etcdinfo.Scrape(sctx, f.MetricsURL, r.f.TLS)
+		switch {
+		case err != nil && ctx.Err() != nil && errors.Is(err, etcdinfo.ErrUnreachable):
+			r.metricErrs = append(r.metricErrs, fmt.Sprintf("end scrape: no answer within %v of the stop signal (is etcd stopped or overloaded?)", stopScrapeTimeout))
+		case err != nil:
+			r.metricErrs = append(r.metricErrs, "end scrape: "+err.Error())
+		default:
+			rep.Metric, rep.Resets, rep.MemberPID = CompareEtcd(EtcdWindow{MetricsURL: f.MetricsURL,
+				From: r.scrape0, To: end, Start: t0, End: t1, MonoStart: uint64(r.mono0.Nano()),
+				Links: rep.Links, Members: rep.Members, KeptAlive: rep.KeptAliveProbe, ProbeErrors: rep.KeptAliveProbeErrors})
+		}
+	}
+	rep.MetricsError = strings.Join(r.metricErrs, "; ")
+	return rep
+}
