@@ -84,7 +84,7 @@ func startJaeger(t *testing.T, cert, key string) (query, otlpAddr string, stop f
 		if os.Getenv("ETCDSCOPE_REQUIRE_JAEGER") == "1" {
 			t.Fatalf("ETCDSCOPE_REQUIRE_JAEGER=1 but no %s (make jaeger)", bin)
 		}
-		t.Skipf("skipping: no %s: run 'make jaeger' (about 8 min on 2 cores with empty caches), or 'make test-otlp'", bin)
+		t.Skipf("SKIPPED: no %s: run 'make jaeger' (about 8 min on 2 cores with empty caches), or 'make test-otlp'", bin)
 	}
 	dir := t.TempDir()
 	query = fmt.Sprintf("127.0.0.1:%d", freePort(t))
