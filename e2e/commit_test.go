@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,8 +23,10 @@ import (
 
 // TestCommitSplit runs `etcdscope commit --load` against real etcd
 // clusters (1 and 3 members on loopback, client TLS on the 3-member one),
-// built from etcd v3.6 (`make etcd`) and v3.5 (`make etcd35`), so that a
-// function etcd renames shows up here, and checks it against oracles:
+// built from etcd v3.6 (`make etcd`, an ordinary executable) and v3.5
+// (`make etcd35`, position-independent as Fedora's and RHEL's builds are),
+// so that a function etcd renames, or an offset taken from an address
+// rather than the file, shows up here, and checks it against oracles:
 //
 //   - the number of writes traced equals the delta of the leader's
 //     etcd_server_proposals_committed_total (its commit index) over the
@@ -43,15 +46,21 @@ import (
 func TestCommitSplit(t *testing.T) {
 	testenv.RequireRoot(t)
 	root := testenv.RepoRoot(t)
-	versions := []struct{ name, bin string }{
-		{"v3.6", filepath.Join(root, "bin", "etcd")},
-		{"v3.5", filepath.Join(root, "bin", "etcd35")},
+	versions := []struct {
+		name, bin string
+		pie       bool // built -buildmode=pie: uprobe offsets are file offsets, not addresses
+	}{
+		{"v3.6", filepath.Join(root, "bin", "etcd"), false},
+		{"v3.5", filepath.Join(root, "bin", "etcd35"), true},
 	}
 	for _, v := range versions {
 		for _, members := range []int{1, 3} {
 			t.Run(v.name+"/"+strconv.Itoa(members)+"members", func(t *testing.T) {
 				if _, err := os.Stat(v.bin); err != nil {
 					testenv.Missing(t, fmt.Sprintf("no %s (run 'make etcd etcd35')", v.bin))
+				}
+				if pie, err := isPIE(v.bin); err != nil || pie != v.pie {
+					t.Fatalf("%s: position-independent %v (%v), want %v (rm %s; make etcd etcd35)", v.bin, pie, err, v.pie, v.bin)
 				}
 				t.Setenv("ETCDSCOPE_ETCD", v.bin)
 				checkCommit(t, members)
@@ -208,4 +217,15 @@ func gauge(fams map[string]*dto.MetricFamily, name string) float64 {
 		v += m.GetGauge().GetValue() + m.GetCounter().GetValue()
 	}
 	return v
+}
+
+// isPIE reports whether the executable at path is position-independent
+// (ELF type ET_DYN), as -buildmode=pie builds it.
+func isPIE(path string) (bool, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	return f.Type == elf.ET_DYN, nil
 }

@@ -20,7 +20,7 @@ import (
 // emulates; processInternalRaftRequestOnce (its callers test the error
 // right after the call) has them.
 func TestReturnSites(t *testing.T) {
-	for _, c := range []struct{ bin, build string }{{"etcd", "v3.5/v3.6"}, {"etcd34", "v3.4"}} {
+	for _, c := range []struct{ bin, build string }{{"etcd", "v3.5/v3.6"}, {"etcd35", "v3.5/v3.6"}, {"etcd34", "v3.4"}} {
 		t.Run(c.bin, func(t *testing.T) { checkReturnSites(t, filepath.Join("..", "bin", c.bin), c.build) })
 	}
 }

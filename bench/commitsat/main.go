@@ -1,15 +1,18 @@
 // Command commitsat measures what `etcdscope commit` costs a saturated
-// etcd (issue 27): one member of bin/etcd, the load of `etcdctl check perf
+// etcd (issue 27): one member of bin/etcd (or three: -members 3), the load of `etcdctl check perf
 // --load l` (500 clients, at most 8000 puts/s, 256-byte keys, 1 KiB
 // values: etcdctl/ctlv3/command/check.go v3.6.16; -load m: 200 clients,
 // 1000 puts/s) for -duration, untraced
 // and with etcdscope commit attached (every write; every firing sent and
-// joined in Go, --raw-events; 1 write in -sample),
-// interleaved, -rounds rounds. For each run it prints the puts per
+// joined in Go, --raw-events; 1 write in -sample), or `etcdscope serve
+// --pid P --commit-pid P` beside the leader or a follower (serve-leader,
+// serve-follower: the DaemonSet's agent; issue 28), interleaved, -rounds
+// rounds. The load goes to the leader. For each run it prints the puts per
 // second, etcd's CPU per put (/proc/PID/stat utime+stime: the uprobe traps
-// are charged to etcd), etcdscope's CPU per put and the puts' client-side
-// p50/p99/max, and at the end each variant's median and range over the
-// rounds. Run as root from the repository: go run ./bench/commitsat.
+// are charged to etcd) on the leader and, with three members, on the
+// follower serve-follower traces, etcdscope's CPU per put and the puts'
+// client-side p50/p99/max, and at the end each variant's median and range
+// over the rounds. Run as root from the repository: go run ./bench/commitsat.
 package main
 
 import (
@@ -32,16 +35,20 @@ import (
 	"go.uber.org/zap"
 )
 
+// Member i listens for clients on clientPort+i and for peers on peerPort+i.
 const (
-	client  = "127.0.0.1:23791"
-	peerURL = "http://127.0.0.1:23801"
+	clientPort = 23791
+	peerPort   = 23801
 )
+
+// serveListen is where a serve variant's agent listens (loopback).
+const serveListen = "127.0.0.1:23811"
 
 // loads are check perf's: clients and the puts per second they may make.
 var loads = map[string]struct{ clients, limit int }{"m": {200, 1000}, "l": {500, 8000}}
 
-// clients and limit: the load's (-load).
-var clients, limit int
+// clients and limit: the load's (-load); members: the cluster's size (-members).
+var clients, limit, members int
 
 // run is one variant's run in one round.
 type run struct {
@@ -50,6 +57,7 @@ type run struct {
 	errs                     int
 	seconds                  float64
 	etcdCPUSec, tracerCPUSec float64
+	followerCPUSec           float64 // the traced-by-serve-follower member's, with three members
 	p50, p99, max            time.Duration
 	loadavg                  string // 1-minute load average at the run's start
 }
@@ -60,15 +68,24 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds (each runs every variant once)")
 	dur := flag.Duration("duration", 30*time.Second, "load per run")
 	sample := flag.Int("sample", 10, "the sampled variant follows 1 write in this many")
-	vs := flag.String("variants", "untraced,commit-raw,commit,commit-sample", "comma-separated: untraced (keep it), commit, commit-raw (--raw-events), commit-nogrpc (--grpc=false), commit-sample (--sample -sample), commit-nogrpc-sample")
+	vs := flag.String("variants", "untraced,commit-raw,commit,commit-sample", "comma-separated: untraced (keep it), commit, commit-raw (--raw-events), commit-nogrpc (--grpc=false), commit-sample (--sample -sample), commit-nogrpc-sample, serve-leader, serve-follower (serve --pid P --commit-pid P; -members 3)")
 	ld := flag.String("load", "l", "check perf's load: l (500 clients, 8000 puts/s at most) or m (200, 1000)")
+	flag.IntVar(&members, "members", 1, "etcd members: 1 or 3 (the load goes to the leader; serve-follower traces a follower)")
 	flag.Parse()
+	if members != 1 && members != 3 {
+		fmt.Fprintln(os.Stderr, "commitsat: -members 1 or 3")
+		os.Exit(2)
+	}
 	l, ok := loads[*ld]
 	if !ok {
 		fmt.Fprintln(os.Stderr, "commitsat: -load l or m")
 		os.Exit(2)
 	}
 	clients, limit = l.clients, l.limit
+	if members == 1 && strings.Contains(*vs, "serve-follower") {
+		fmt.Fprintln(os.Stderr, "commitsat: serve-follower needs -members 3")
+		os.Exit(2)
+	}
 	if err := mainErr(*etcdBin, *es, *rounds, *dur, *sample, strings.Split(*vs, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "commitsat:", err)
 		os.Exit(1)
@@ -81,14 +98,27 @@ func mainErr(etcdBin, es string, rounds int, dur time.Duration, sample int, vari
 		return err
 	}
 	defer os.RemoveAll(dir)
-	etcd := exec.Command(etcdBin, "--name", "sat", "--data-dir", filepath.Join(dir, "data"),
-		"--listen-client-urls", "http://"+client, "--advertise-client-urls", "http://"+client,
-		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
-		"--initial-cluster", "sat="+peerURL, "--log-level", "error", "--quota-backend-bytes", strconv.Itoa(8<<30))
-	if err := etcd.Start(); err != nil {
+	var initial []string
+	for i := range members {
+		initial = append(initial, fmt.Sprintf("sat%d=http://127.0.0.1:%d", i, peerPort+i))
+	}
+	procs := make([]*exec.Cmd, members)
+	for i := range procs {
+		cl, peer := fmt.Sprintf("http://127.0.0.1:%d", clientPort+i), fmt.Sprintf("http://127.0.0.1:%d", peerPort+i)
+		procs[i] = exec.Command(etcdBin, "--name", fmt.Sprintf("sat%d", i), "--data-dir", filepath.Join(dir, fmt.Sprintf("data%d", i)),
+			"--listen-client-urls", cl, "--advertise-client-urls", cl,
+			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+			"--initial-cluster", strings.Join(initial, ","), "--log-level", "error", "--quota-backend-bytes", strconv.Itoa(8<<30))
+		if err := procs[i].Start(); err != nil {
+			return err
+		}
+		defer func() { procs[i].Process.Signal(os.Interrupt); procs[i].Wait() }()
+	}
+	leader, err := findLeader()
+	if err != nil {
 		return err
 	}
-	defer func() { etcd.Process.Signal(os.Interrupt); etcd.Wait() }()
+	client := fmt.Sprintf("127.0.0.1:%d", clientPort+leader)
 	cc := make([]*clientv3.Client, clients)
 	for i := range cc {
 		if cc[i], err = clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}); err != nil {
@@ -107,14 +137,23 @@ func mainErr(etcdBin, es string, rounds int, dur time.Duration, sample int, vari
 	if err != nil {
 		return fmt.Errorf("etcd not answering: %w", err)
 	}
-	pid := etcd.Process.Pid
+	pid := procs[leader].Process.Pid
+	follower := 0 // the follower's pid, with three members
+	if members > 1 {
+		follower = procs[(leader+1)%members].Process.Pid
+	}
+	fmt.Printf("etcd %s, %d member(s), leader sat%d (pid %d)", etcdBin, members, leader, pid)
+	if follower != 0 {
+		fmt.Printf(", serve-follower's member sat%d (pid %d)", (leader+1)%members, follower)
+	}
+	fmt.Print("\n\n")
 	// What etcdscope commit costs with no write at all (its rings' polls,
 	// the Go runtime): the floor under its CPU per put.
 	for _, v := range variants {
 		if v == "untraced" {
 			continue
 		}
-		tr, err := startTracer(es, dir, v, pid, sample)
+		tr, err := startTracer(es, dir, v, tracedPid(v, pid, follower), sample)
 		if err != nil {
 			return err
 		}
@@ -126,15 +165,15 @@ func mainErr(etcdBin, es string, rounds int, dur time.Duration, sample int, vari
 		fmt.Printf("idle etcd, %s: %.2f %% of a core\n\n", v, (c1-c0)/10*100)
 	}
 	var runs []run
-	fmt.Println("| round | variant | puts/s | etcd CPU µs/put | etcdscope CPU µs/put | put p50 ms | put p99 ms | max ms | errors | load avg |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| round | variant | puts/s | etcd CPU µs/put | follower etcd CPU µs/put | etcdscope CPU µs/put | put p50 ms | put p99 ms | max ms | errors | load avg |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	for r := range rounds {
 		// Rotate the order each round so no variant always runs first.
 		for i := range variants {
 			v := variants[(i+r)%len(variants)]
 			var tr *exec.Cmd
 			if v != "untraced" {
-				if tr, err = startTracer(es, dir, v, pid, sample); err != nil {
+				if tr, err = startTracer(es, dir, v, tracedPid(v, pid, follower), sample); err != nil {
 					return err
 				}
 			}
@@ -142,12 +181,15 @@ func mainErr(etcdBin, es string, rounds int, dur time.Duration, sample int, vari
 			la, _ := os.ReadFile("/proc/loadavg") // other jobs on the machine
 			x.loadavg, _, _ = strings.Cut(string(la), " ")
 			e0, _ := cpuSec(pid)
+			f0, _ := cpuSec(follower)
 			var t0 float64
 			if tr != nil {
 				t0, _ = cpuSec(tr.Process.Pid)
 			}
 			lats, errs, secs := load(cc, dur, fmt.Sprintf("/commitsat/%d/%s/", r, v))
 			e1, _ := cpuSec(pid)
+			f1, _ := cpuSec(follower)
+			x.followerCPUSec = f1 - f0
 			if tr != nil {
 				t1, _ := cpuSec(tr.Process.Pid)
 				x.tracerCPUSec = t1 - t0
@@ -160,8 +202,8 @@ func mainErr(etcdBin, es string, rounds int, dur time.Duration, sample int, vari
 				x.p50, x.p99, x.max = lats[n/2], lats[n*99/100], lats[n-1]
 			}
 			runs = append(runs, x)
-			fmt.Printf("| %d | %s | %.0f | %.1f | %.2f | %.2f | %.2f | %.1f | %d | %s |\n", r+1, v, float64(x.puts)/x.seconds,
-				x.etcdCPUSec*1e6/float64(x.puts), x.tracerCPUSec*1e6/float64(x.puts), ms(x.p50), ms(x.p99), ms(x.max), x.errs, x.loadavg)
+			fmt.Printf("| %d | %s | %.0f | %.1f | %.1f | %.2f | %.2f | %.2f | %.1f | %d | %s |\n", r+1, v, float64(x.puts)/x.seconds,
+				x.etcdCPUSec*1e6/float64(x.puts), x.followerCPUSec*1e6/float64(x.puts), x.tracerCPUSec*1e6/float64(x.puts), ms(x.p50), ms(x.p99), ms(x.max), x.errs, x.loadavg)
 			// Delete the run's keys, compact, and let etcd settle.
 			if resp, err := cc[0].Delete(context.Background(), fmt.Sprintf("/commitsat/%d/%s/", r, v), clientv3.WithPrefix()); err == nil {
 				cc[0].Compact(context.Background(), resp.Header.Revision)
@@ -170,27 +212,65 @@ func mainErr(etcdBin, es string, rounds int, dur time.Duration, sample int, vari
 		}
 	}
 	fmt.Println()
-	fmt.Println("| variant | puts/s median [min, max] | etcd CPU µs/put | etcdscope CPU µs/put | put p99 ms |")
-	fmt.Println("|---|---|---|---|---|")
+	fmt.Println("| variant | puts/s median [min, max] | etcd CPU µs/put | follower etcd CPU µs/put | etcdscope CPU µs/put | put p99 ms |")
+	fmt.Println("|---|---|---|---|---|---|")
 	for _, v := range variants {
-		var tp, ecpu, tcpu, p99 []float64
+		var tp, ecpu, fcpu, tcpu, p99 []float64
 		for _, x := range runs {
 			if x.variant == v {
 				tp = append(tp, float64(x.puts)/x.seconds)
 				ecpu = append(ecpu, x.etcdCPUSec*1e6/float64(x.puts))
+				fcpu = append(fcpu, x.followerCPUSec*1e6/float64(x.puts))
 				tcpu = append(tcpu, x.tracerCPUSec*1e6/float64(x.puts))
 				p99 = append(p99, ms(x.p99))
 			}
 		}
-		fmt.Printf("| %s | %s | %s | %s | %s |\n", v, spread(tp, "%.0f"), spread(ecpu, "%.1f"), spread(tcpu, "%.2f"), spread(p99, "%.1f"))
+		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", v, spread(tp, "%.0f"), spread(ecpu, "%.1f"), spread(fcpu, "%.1f"), spread(tcpu, "%.2f"), spread(p99, "%.1f"))
 	}
 	return nil
 }
 
-// startTracer starts etcdscope commit on etcd pid as variant v asks and
-// waits for its ready file.
+// tracedPid is the member variant v traces: the follower's for
+// serve-follower, else the leader's.
+func tracedPid(v string, leader, follower int) int {
+	if v == "serve-follower" {
+		return follower
+	}
+	return leader
+}
+
+// findLeader waits up to 30 s for a leader and returns its member index.
+func findLeader() (int, error) {
+	var eps []string
+	for i := range members {
+		eps = append(eps, fmt.Sprintf("127.0.0.1:%d", clientPort+i))
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		for i, ep := range eps {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			st, err := c.Status(ctx, ep)
+			cancel()
+			if err == nil && st.Leader != 0 && st.Leader == st.Header.MemberId {
+				return i, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("no leader among %d members after 30 s", members)
+}
+
+// startTracer starts etcdscope on etcd pid as variant v asks (commit, or
+// serve with --commit-pid for the serve variants) and waits for its ready
+// file.
 func startTracer(es, dir, v string, pid, sample int) (*exec.Cmd, error) {
 	args := []string{"commit", "--pid", strconv.Itoa(pid), "--duration", "0", "--ready-file", filepath.Join(dir, "ready")}
+	if strings.HasPrefix(v, "serve-") { // the DaemonSet's agent: fsync and commit of the member
+		args = []string{"serve", "--listen", serveListen, "--pid", strconv.Itoa(pid), "--commit-pid", strconv.Itoa(pid), "--ready-file", filepath.Join(dir, "ready")}
+	}
 	if strings.HasSuffix(v, "-sample") {
 		args = append(args, "--sample", strconv.Itoa(sample))
 	}

@@ -2,7 +2,8 @@
 // go.mod), built the same way as tools/etcd: a tiny main that calls
 // etcdmain.Main. etcdscope's commit tests run against it too, so that a
 // function etcd renamed between v3.5 and v3.6 shows up as a failing test.
-// Build it with `make etcd35` (-> bin/etcd35).
+// Build it with `make etcd35` (-> bin/etcd35, a position-independent
+// executable: the commit tests' PIE case).
 package main
 
 import (
