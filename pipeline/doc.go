@@ -19,8 +19,11 @@
 // metrics): the commit tracer's records joined into writes
 // (analysis/commit), member names and the role from etcd, the fsync
 // tracer's split of the WAL fdatasyncs, and the model from etcd's metrics
-// when etcd's functions cannot be probed. The commands in cmd/etcdscope
-// only turn flags into an options struct and pick the sinks.
+// when etcd's functions cannot be probed. FsyncOutput is what a live
+// `etcdscope fsync` writes (its sinks, interval lines, capture, and the
+// report at the end); CaptureFile a --capture file, put in place at the
+// end. The commands in cmd/etcdscope only turn flags into an options
+// struct and pick the sinks.
 //
 // Session is the one lifecycle of a live run (fsync, peers, hypervisor):
 // open the tracers and write the ready file, run the loops until a

@@ -62,8 +62,10 @@ type CommitLoad struct {
 	ClientNs, GetNs, IdleGetNs stats.Summary
 }
 
-// CommitTable writes the table of `etcdscope commit` through a Terminal:
-// member names come from etcd's member list, and etcd's messages from
+// CommitTable writes the table of `etcdscope commit` through a Terminal,
+// what a user reads first on top: the run's counts, then the verdicts,
+// then the parts' table, the load, the model and the rest they rest on.
+// Member names come from etcd's member list, and etcd's messages from
 // etcd.
 func CommitTable(w io.Writer, run *CommitRun) error {
 	term := NewTerminal(w)
@@ -107,11 +109,23 @@ func commitTable(w io.Writer, run *CommitRun) {
 		if run.SampleEvery > 1 {
 			fmt.Fprintf(w, "sampled: 1 write in %d (%d of the %d writes seen)\n", run.SampleEvery, run.WritesSampled, run.WritesSeen)
 		}
+	}
+	// What a user reads first: the counts, whether etcd exited or stopped
+	// under the run, then the verdicts (the cause and its number); the
+	// table and the rest they rest on come after.
+	commitTarget(w, run.Target)
+	if !model {
+		for _, v := range run.Report.Verdicts(run.Cluster) {
+			t := commitVerdict(v, run.Cluster.Names)
+			fmt.Fprintf(w, "verdict: %s\n", t.line)
+			for _, m := range t.more {
+				fmt.Fprintf(w, "  %s\n", m)
+			}
+		}
 		for _, u := range run.Unavailable {
 			Unavailable(w, u)
 		}
 	}
-	commitTarget(w, run.Target)
 	if rep.Writes > 0 {
 		commitParts(w, run)
 	}
@@ -141,16 +155,6 @@ func commitTable(w io.Writer, run *CommitRun) {
 		fmt.Fprintf(w, "model: not computed: %v\n", run.ModelErr)
 	}
 	modelScrapes(w, run.ModelScrapes, names)
-	if model {
-		return
-	}
-	for _, v := range rep.Verdicts(run.Cluster) {
-		t := commitVerdict(v, run.Cluster.Names)
-		fmt.Fprintf(w, "verdict: %s\n", t.line)
-		for _, m := range t.more {
-			fmt.Fprintf(w, "  %s\n", m)
-		}
-	}
 }
 
 // commitParts writes the parts' table of a run with writes, the deciding

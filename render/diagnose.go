@@ -21,19 +21,22 @@ func DiagnoseJSON(w io.Writer, r diagnose.Report) error {
 	return enc.Encode(r)
 }
 
-// Diagnose writes diagnose's report for a terminal: the inputs, one row per
-// member (WAL fsync and backend commit), one per peer series, then the
-// findings worst first, each with its evidence, uncertainty, meaning for
-// commit latency and next command.
+// Diagnose writes diagnose's report for a terminal: the findings worst
+// first (what a user reads first), each with its evidence, uncertainty,
+// meaning for commit latency and next command; then the inputs, one row
+// per member (WAL fsync and backend commit), one per peer series, and the
+// inputs not read.
 func Diagnose(w io.Writer, r diagnose.Report) error {
 	var b strings.Builder
+	b.WriteString("etcdscope diagnose\n")
+	writeFindings(&b, r)
 	if n := len(r.Inputs) + len(r.Unread); n > 1 {
-		b.WriteString("etcdscope diagnose\n\ninputs (read as one cluster's: its members' evidence together):\n")
+		b.WriteString("\ninputs (read as one cluster's: its members' evidence together):\n")
 	} else {
-		b.WriteString("etcdscope diagnose\n\ninput:\n")
+		b.WriteString("\ninput:\n")
 	}
 	writeInputs(&b, r)
-	writeBody(&b, r)
+	writeTables(&b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -47,8 +50,8 @@ type ClusterReport struct {
 }
 
 // DiagnoseClusters writes one report per cluster for a terminal: a line
-// per cluster with its inputs' count, then each cluster's inputs, tables
-// and findings as Diagnose writes one cluster's.
+// per cluster with its inputs' count, then each cluster's findings, inputs
+// and tables as Diagnose writes one cluster's.
 func DiagnoseClusters(w io.Writer, rs []ClusterReport) error {
 	var b strings.Builder
 	named := 0
@@ -62,9 +65,11 @@ func DiagnoseClusters(w io.Writer, rs []ClusterReport) error {
 		fmt.Fprintf(&b, "  %-40s %s\n", clusterName(r.Cluster), counted(len(r.Report.Inputs)+len(r.Report.Unread), "input"))
 	}
 	for _, r := range rs {
-		fmt.Fprintf(&b, "\n\n=== %s\ninputs:\n", clusterName(r.Cluster))
+		fmt.Fprintf(&b, "\n\n=== %s\n", clusterName(r.Cluster))
+		writeFindings(&b, r.Report)
+		b.WriteString("\ninputs:\n")
 		writeInputs(&b, r.Report)
-		writeBody(&b, r.Report)
+		writeTables(&b, r.Report)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -110,9 +115,9 @@ func writeInputs(b *strings.Builder, r diagnose.Report) {
 	}
 }
 
-// writeBody writes a report's member, peer and fio tables, the inputs not
-// read and the findings, worst first.
-func writeBody(b *strings.Builder, r diagnose.Report) {
+// writeTables writes a report's member, peer and fio tables and the
+// inputs not read.
+func writeTables(b *strings.Builder, r diagnose.Report) {
 	if len(r.Members) > 0 {
 		b.WriteString("\ndisk (per member; WAL fsync budget p99 < 10ms, backend commit p99 < 25ms):\n")
 		fmt.Fprintf(b, "  %-28s %-16s %10s %9s %9s %9s %10s %9s %9s %9s\n", "member", "window", "wal n", "p50", "p99", "mean", "commit n", "p50", "p99", "mean")
@@ -180,7 +185,7 @@ func writeBody(b *strings.Builder, r diagnose.Report) {
 		}
 	}
 	if len(r.Unread) > 0 {
-		b.WriteString("\nnot read (left out of the findings below):\n")
+		b.WriteString("\nnot read (left out of the findings):\n")
 		for _, u := range r.Unread {
 			fmt.Fprintf(b, "  %s: %s\n", OneLine(u.Name), OneLine(u.Err))
 			for _, q := range u.Quoted {
@@ -188,6 +193,10 @@ func writeBody(b *strings.Builder, r diagnose.Report) {
 			}
 		}
 	}
+}
+
+// writeFindings writes a report's findings, worst first.
+func writeFindings(b *strings.Builder, r diagnose.Report) {
 	b.WriteString("\nfindings:\n")
 	findings := worded(r.Findings)
 	for _, sev := range []diagnose.Severity{diagnose.Bad, diagnose.Warn, diagnose.Unknown, diagnose.OK} {
@@ -225,7 +234,7 @@ func DiagnoseFleetJSON(w io.Writer, fl diagnose.Fleet) error {
 
 // DiagnoseFleet writes diagnose --prometheus's fleet for a terminal: the
 // source and window, one line per cluster worst first, what was cut, then
-// each cluster's tables and findings as Diagnose writes one cluster's.
+// each cluster's findings and tables as Diagnose writes one cluster's.
 func DiagnoseFleet(w io.Writer, fl diagnose.Fleet) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "etcdscope diagnose --prometheus %s\n\nwindow %s to %s (%s)", fl.Source, fl.From.UTC().Format(time.RFC3339), fl.To.UTC().Format(time.RFC3339), fl.To.Sub(fl.From).Round(time.Second))
@@ -248,7 +257,8 @@ func DiagnoseFleet(w io.Writer, fl diagnose.Fleet) error {
 	}
 	for _, c := range fl.Clusters {
 		fmt.Fprintf(&b, "\n\n=== cluster %s: %s\n", c.Name, strings.ToUpper(string(c.Severity)))
-		writeBody(&b, c.Report)
+		writeFindings(&b, c.Report)
+		writeTables(&b, c.Report)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

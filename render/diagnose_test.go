@@ -274,7 +274,7 @@ func TestDiagnoseWordedField(t *testing.T) {
 	}
 	good, _ := os.ReadFile(fieldData + "johncming-54-status-table.txt")
 	_, b := diagnoseTable(t, []diagnose.Input{{Name: "good.txt", Data: good}, {Name: "junk.txt", Data: []byte("hello\n")}})
-	if !strings.Contains(b.String(), "not read (left out of the findings below):\n  junk.txt: not etcd /metrics text") || !strings.Contains(b.String(), "[OK] endpoint_status good.txt: endpoint status: 3 of 3 endpoints answered") {
+	if !strings.Contains(b.String(), "not read (left out of the findings):\n  junk.txt: not etcd /metrics text") || !strings.Contains(b.String(), "[OK] endpoint_status good.txt: endpoint status: 3 of 3 endpoints answered") {
 		t.Errorf("table:\n%s", b.String())
 	}
 }

@@ -56,9 +56,10 @@ func columnsOnly(l string) bool {
 // the number), so the list only shrinks.
 var longLinesLeft = map[string]int{}
 
-// TestOutputLinesConcise reads every text golden of the renderers and of
-// the capture replays and counts its prose lines over maxLineRunes.
-func TestOutputLinesConcise(t *testing.T) {
+// textGoldens returns the paths of every text golden of the renderers and
+// of the capture replays (the terminal output of each command).
+func textGoldens(t *testing.T) []string {
+	t.Helper()
 	var files []string
 	for _, g := range []string{"../testdata/render/*.txt", "../testdata/render/*/*.txt", "../testdata/render/*/*/*.txt", "../testdata/capture/*.report.txt"} {
 		m, err := filepath.Glob(g)
@@ -70,8 +71,14 @@ func TestOutputLinesConcise(t *testing.T) {
 	if len(files) < 90 {
 		t.Fatalf("%d goldens found: the globs no longer match the testdata layout", len(files))
 	}
+	return files
+}
+
+// TestOutputLinesConcise reads every text golden of the renderers and of
+// the capture replays and counts its prose lines over maxLineRunes.
+func TestOutputLinesConcise(t *testing.T) {
 	seen := map[string]bool{}
-	for _, f := range files {
+	for _, f := range textGoldens(t) {
 		name := strings.TrimPrefix(f, "../testdata/")
 		seen[name] = true
 		fh, err := os.Open(f)

@@ -143,7 +143,7 @@ func mergeBars(ms []MergedCall, n MergedCounts) (*svgChart, []legendItem, string
 	}
 	bars := meanBars(sorted, len(drawn), func(m *MergedCall, i int) int64 { return drawn[i].get(m.Split) })
 	c := normalisedBars(bars, parts, "guest, virtualization and host share of each guest fsync, by level (each bar 100%)")
-	note := fmt.Sprintf("%s merged with the hypervisor's recording (etcdscope merge), %d with every flush matched to the host's work. A guest fsync's device-flush time is split into the host's work for it (in the host's layers) and virtualization, the rest (docs/merge.md).",
+	note := fmt.Sprintf("%s merged with the hypervisor's recording (etcdscope merge), %d with every flush matched to the host's work. Device flush = host work + virtualization, the rest (docs/merge.md#the-split).",
 		plural(n.Calls, "guest fsync"), n.Matched)
 	if int64(len(ms)) < n.Calls {
 		note += fmt.Sprintf(" The bars draw a uniform sample of %d of them (a page keeps at most %d calls to draw).", len(ms), MaxPageCalls)

@@ -966,7 +966,7 @@ func peerChart(rep *peers.Report, metric []etcdmetric.PeerComparison) (*svgChart
 		}
 		rows = append(rows, r)
 	}
-	note := fmt.Sprintf("%d peer events over %s, %d links. The model (analysis/etcdmetric) replays etcd's probers: one dials a new connection per probe, so on links where that costs more than a kept-alive round trip the metric reads above the network RTT.",
+	note := fmt.Sprintf("%d peer events over %s, %d links. One of etcd's probers dials per probe: where a dial costs more than a kept-alive round trip, the metric is above the RTT (docs/peers.md#etcds-metric-and-the-model).",
 		rep.Events, window.Round(time.Millisecond), len(rows))
 	if rep.Unassembled > 0 {
 		note += " " + render.UnassembledLine(rep.Unassembled) + "."

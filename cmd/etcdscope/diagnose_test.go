@@ -171,7 +171,7 @@ func TestDiagnosePartial(t *testing.T) {
 	}{
 		{[]string{junk, perf, missing}, 0,
 			[]string{"etcdscope diagnose: " + junk + " not read: not etcd /metrics text", "etcdscope diagnose: " + missing + " not read: open " + missing},
-			[]string{"not read (left out of the findings below):", "[BAD] check_perf " + perf + ": check perf FAIL at load l"}},
+			[]string{"not read (left out of the findings):", "[BAD] check_perf " + perf + ": check perf FAIL at load l"}},
 		// A zap log of Raft and prober lines only (apache/cloudstack#7537),
 		// refused before as not an etcd log.
 		{[]string{filepath.Join("..", "..", "analysis", "diagnose", "testdata", "cloudstack-7537-zap-prevote.log")}, 0, nil,

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/etcdscope/etcdscope/analysis"
-	"github.com/etcdscope/etcdscope/analysis/stats"
 	"github.com/etcdscope/etcdscope/capture"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/host"
@@ -294,16 +292,20 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 	if err := s.Ready(); err != nil {
 		return err
 	}
-	out, err := newFsyncOutput(f, cfg, unavailable)
+	ocfg := pipeline.FsyncOutputConfig{Stdout: os.Stdout, Stderr: os.Stderr, JSON: f.output == "json", Interval: f.interval > 0, MinLatency: f.minLatency}
+	if f.capture != "" {
+		ocfg.CapturePath = f.capture
+		ocfg.CaptureHeader = capture.Header{Tracer: capture.TracerFsync, Command: "fsync", Unavailable: unavailable, Sched: cfg.Sched}
+		if cfg.Disk != 0 {
+			ocfg.CaptureHeader.Disk = cfg.Disk.String()
+		}
+	}
+	out, err := pipeline.NewFsyncOutput(ocfg)
 	if err != nil {
 		return err
 	}
-	defer out.abandon()
-	pcfg := pipeline.FsyncLoopConfig{Disk: cfg.Disk, Sinks: out.sinks(), Sched: cfg.Sched}
-	if out.capw != nil {
-		pcfg.Capture = out.capw.Writer
-	}
-	p := pipeline.NewFsyncLoop(pcfg)
+	defer out.Abandon()
+	p := pipeline.NewFsyncLoop(pipeline.FsyncLoopConfig{Disk: cfg.Disk, Sinks: out.Sinks(), Sched: cfg.Sched, Capture: out.Capture()})
 	s.Go(func() error { return p.Run(tr) })
 	wl, err := pipeline.StartWALWorkload(s.Context(), f.wl == "wal", f.dir, f.rate)
 	if err != nil {
@@ -320,7 +322,7 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 	if hint := filterHint(cfg); hint != "" {
 		fmt.Fprintln(os.Stderr, hint)
 	}
-	err = s.Wait(pipeline.WaitOptions{Done: wl.Ended, Every: f.interval, Tick: func() { out.intervalLine(tr) }})
+	err = s.Wait(pipeline.WaitOptions{Done: wl.Ended, Every: f.interval, Tick: func() { out.IntervalLine(tr) }})
 	if err == nil {
 		<-wl.Done
 		// The pipeline stops at the first call that began after now: the
@@ -328,132 +330,20 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 		p.StopAfter(host.MonotonicNs())
 		err = s.Finish(nil)
 	}
-	if err := out.closeLines(err); err != nil {
+	if err := out.CloseLines(err); err != nil {
 		return err
 	}
-	rep, err := out.report(f, *st, p, unavailable)
+	rep, err := out.Report(*st, p, unavailable)
 	if err != nil {
 		return err
 	}
-	if wl.Running() {
-		s := stats.Summarize(wl.Latencies)
-		fmt.Fprintf(out.info, "\n%s\n", render.WALWorkloadEnd(wl.Stats.Appends, wl.Stats.Segments, s.P50, s.P99))
-		if wl.Err != nil {
-			return fmt.Errorf("workload: %w", wl.Err)
-		}
+	if err := out.WorkloadEnd(wl); err != nil {
+		return err
 	}
 	if err := decodeErrors(p.DecodeErrors()); err != nil {
 		return err
 	}
 	return checkBudget(f.failOverBudget, rep)
-}
-
-// fsyncOutput is what fsync writes: the report (and interval lines), the
-// JSON Lines, a capture.
-type fsyncOutput struct {
-	out, info io.Writer // the report and records; the interval and workload lines
-	json      bool
-	interval  bool
-	rs        *pipeline.ReportSink
-	lines     *render.JSONLines // with --output json
-	capw      *captureFile      // with --capture, until finished
-}
-
-func newFsyncOutput(f fsyncFlags, cfg tracer.FsyncConfig, unavailable []analysis.Unavailable) (*fsyncOutput, error) {
-	o := &fsyncOutput{out: os.Stdout, info: os.Stdout, json: f.output == "json", interval: f.interval > 0,
-		rs: pipeline.NewReportSink(f.interval > 0)}
-	if o.json {
-		o.info = os.Stderr
-		o.out = render.JSONText(os.Stdout) // C1 controls escaped too
-		o.lines = render.NewJSONLines(o.out, f.minLatency)
-	}
-	if f.capture != "" {
-		h := capture.Header{Tracer: capture.TracerFsync, Command: "fsync", Unavailable: unavailable, Sched: cfg.Sched}
-		if cfg.Disk != 0 {
-			h.Disk = cfg.Disk.String()
-		}
-		var err error
-		if o.capw, err = createCapture(f.capture, h); err != nil {
-			return nil, err
-		}
-	}
-	return o, nil
-}
-
-// sinks are the pipeline's sinks (the capture is its own: FsyncConfig.Capture).
-func (o *fsyncOutput) sinks() []pipeline.FsyncSink {
-	if o.lines != nil {
-		return []pipeline.FsyncSink{o.rs, o.lines}
-	}
-	return []pipeline.FsyncSink{o.rs}
-}
-
-// abandon removes the capture of a run that failed before report.
-func (o *fsyncOutput) abandon() {
-	if o.capw != nil {
-		o.capw.abandon()
-	}
-}
-
-// intervalLine prints the calls and losses since the previous line.
-func (o *fsyncOutput) intervalLine(tr *tracer.FsyncTracer) {
-	iv := o.rs.Interval()
-	var l, m uint64
-	lost, err := tr.Lost()
-	if err == nil {
-		l, m = o.rs.IntervalLoss(lost, tr.Missed())
-	}
-	fmt.Fprintln(o.info, render.IntervalRow(time.Now(), iv, l, m, err, false))
-}
-
-// closeLines writes the last JSON records: a failure to is the run's,
-// unless it already failed (runErr).
-func (o *fsyncOutput) closeLines(runErr error) error {
-	if o.lines != nil {
-		if err := o.lines.Close(); runErr == nil {
-			return err
-		}
-	}
-	return runErr
-}
-
-// report builds the run's report from what the sinks counted, the
-// tracer's st and the pipeline p's counts, finishes the capture and
-// prints the last interval line and the report.
-func (o *fsyncOutput) report(f fsyncFlags, st pipeline.Stats, p *pipeline.FsyncLoop, unavailable []analysis.Unavailable) (analysis.Report, error) {
-	rep := o.rs.LiveReport(st, p, unavailable)
-	if o.capw != nil {
-		// The disks' write cache modes go with the capture, so that its
-		// replay prints the live run's disk lines (this machine's sysfs
-		// may not have the disk at replay).
-		var disks []analysis.DiskCache
-		for _, d := range rep.Disks {
-			if d.WriteCache != "" {
-				disks = append(disks, d)
-			}
-		}
-		err := o.capw.finish(capture.End{LostEvents: st.Lost, MissedEvents: st.Missed, DecodeErrors: p.DecodeErrors(), MonoToWallNs: rep.MonoToWallNs, DiskCaches: disks, Journals: rep.Journals})
-		o.capw = nil
-		if err != nil {
-			return rep, err
-		}
-	}
-	if o.interval {
-		// The calls since the last tick: without this line the interval
-		// lines would not add up to the report's count.
-		// Also when it only lost events: the lines' losses add up to the
-		// report's.
-		iv := o.rs.Interval()
-		l, m := o.rs.IntervalLoss(st.Lost, st.Missed)
-		if iv.Count > 0 || l > 0 || m > 0 {
-			fmt.Fprintln(o.info, render.IntervalRow(time.Now(), iv, l, m, nil, true))
-		}
-	}
-	if o.json {
-		return rep, render.SummaryJSON(o.out, &rep)
-	}
-	fmt.Fprintln(o.out)
-	return rep, render.FsyncReport(o.out, &rep)
 }
 
 // startFacts: what fsync traces, for its start line; ps are the

@@ -116,11 +116,8 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 	if err := s.Ready(); err != nil {
 		return err
 	}
-	sep := "; " // "; Ctrl-C to stop", " for 30s (Ctrl-C stops sooner)"
-	if f.duration > 0 {
-		sep = " "
-	}
-	fmt.Fprintf(os.Stderr, "tracing the image I/O of %s%s%s\n", hvTarget(f), sep, render.StopHow(f.duration))
+	target := render.HypervisorTarget{PID: f.pid, Comm: f.comm}
+	fmt.Fprintln(os.Stderr, render.HypervisorStart(target, f.duration))
 
 	// Two data paths, one sink: the fsync tracer's flushes (with their host
 	// layers) and the hypervisor tracer's reads, writes and submissions.
@@ -148,16 +145,7 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 		return err
 	}
 	if len(images) == 0 {
-		// An empty table reads as "no I/O"; the likelier cause is a
-		// target that is not the hypervisor.
-		fmt.Fprintf(os.Stderr, "etcdscope hypervisor: no image I/O or flush from %s in the run: is it the hypervisor (pgrep qemu), and did its guest write?\n", hvTarget(f))
+		fmt.Fprintln(os.Stderr, render.HypervisorNoImageIO(target))
 	}
 	return decodeErrors(fp.DecodeErrors() + hp.DecodeErrors())
-}
-
-func hvTarget(f hvFlags) string {
-	if f.pid != 0 {
-		return fmt.Sprintf("pid %d", f.pid)
-	}
-	return fmt.Sprintf("comm %q", f.comm)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/etcdscope/etcdscope/netem"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 func init() {
@@ -221,7 +222,11 @@ func netemApply(args []string) error {
 		// The plan changes nothing, so it needs no module; the apply
 		// does: say so now, not at the apply. Within a namespace the
 		// host's kernel is the same.
-		if line := netemModulesNote(netem.NeededModules(s.Classifier)); line != "" {
+		var ms []render.KernelModule
+		for _, m := range netem.NeededModules(s.Classifier) {
+			ms = append(ms, render.KernelModule{Module: m.Module, Config: m.Config, Present: m.Present, Known: m.Known})
+		}
+		if line := render.NetemModulesNote(ms); line != "" {
 			fmt.Println(line)
 		}
 		return nil
@@ -307,30 +312,4 @@ func netemClear(args []string) error {
 	}
 	fmt.Printf("cleared %s: root is the %s again\n", *dev, res.Restored)
 	return nil
-}
-
-// netemModulesNote is apply --dry-run's last line when the kernel lacks
-// a module the apply needs, or may lack one (not loaded, and no module
-// lists to tell): "" when every one is loaded, built in or loadable.
-func netemModulesNote(ms []netem.NeededModule) string {
-	var missing, missingCfg, unsure, unsureCfg []string
-	for _, m := range ms {
-		switch {
-		case m.Present:
-		case m.Known:
-			missing, missingCfg = append(missing, m.Module), append(missingCfg, m.Config)
-		default:
-			unsure, unsureCfg = append(unsure, m.Module), append(unsureCfg, m.Config)
-		}
-	}
-	them := func(l []string) string { return pick(len(l) == 1, "it", "them") }
-	switch {
-	case len(missing) > 0:
-		return fmt.Sprintf("# the apply needs %s (%s), not on this kernel: modprobe -a %s",
-			strings.Join(missing, ", "), strings.Join(missingCfg, ", "), strings.Join(missing, " "))
-	case len(unsure) > 0:
-		return fmt.Sprintf("# the apply needs %s (%s): not loaded, and no /lib/modules to tell if this kernel has %s",
-			strings.Join(unsure, ", "), strings.Join(unsureCfg, ", "), them(unsure))
-	}
-	return ""
 }

@@ -221,7 +221,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	defer s.Close()
 	r, err := pipeline.StartPeersEtcd(ctx, pipeline.PeersEtcdConfig{Endpoints: f.endpoints, MetricsURL: f.metricsURL, TLS: tlsCfg,
 		ProbeAnswer: f.probeAnswer, Port: int(cfg.Port), OnStartScrapeErr: func(err error) {
-			fmt.Fprintf(os.Stderr, "etcdscope peers: --etcd-metrics %s: %v (tracing continues; the report will have no metric comparison)\n", f.metricsURL, err)
+			fmt.Fprintln(os.Stderr, render.PeersStartScrapeError(f.metricsURL, err))
 		}})
 	if err != nil {
 		// Only an unreachable member list, before anything is attached:
@@ -244,7 +244,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		}
 		st := s.Add("", tr)
 		if err := s.Ready(); err != nil {
-			fmt.Fprintf(os.Stderr, "etcdscope peers: %v\n", err) // the run goes on
+			fmt.Fprintln(os.Stderr, render.PeersReadyError(err)) // the run goes on
 		}
 		s.Go(func() error { return pp.Run(tr) })
 		if err := s.Wait(pipeline.WaitOptions{}); err != nil {
@@ -275,10 +275,10 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		render.Peers(peersStdout, rep)
 	}
 	if rep.MetricsError != "" {
-		fmt.Fprintf(os.Stderr, "etcdscope peers: --etcd-metrics %s: %s\n", f.metricsURL, rep.MetricsError)
+		fmt.Fprintln(os.Stderr, render.PeersMetricsError(f.metricsURL, rep.MetricsError))
 	}
 	if rep.MembersError != "" {
-		fmt.Fprintf(os.Stderr, "etcdscope peers: --etcd-endpoints: %s\n", rep.MembersError)
+		fmt.Fprintln(os.Stderr, render.PeersMembersError(rep.MembersError))
 	}
 	return decodeErrors(pp.DecodeErrors())
 }
@@ -291,7 +291,7 @@ type peersOutput struct {
 	conns pipeline.PeerConns
 	sinks []pipeline.PeerSink
 	rec   *pipeline.PeersRecording
-	capw  *captureFile // until finished
+	capw  *pipeline.CaptureFile // until finished
 }
 
 func newPeersOutput(f peersFlags, cfg tracer.PeersConfig, probeOwns func(netip.AddrPort) bool) (*peersOutput, error) {
@@ -306,7 +306,7 @@ func newPeersOutput(f peersFlags, cfg tracer.PeersConfig, probeOwns func(netip.A
 		o.sinks = append(o.sinks, o.rec)
 	}
 	if f.capture != "" {
-		if o.capw, err = createCapture(f.capture, capture.Header{Tracer: capture.TracerPeers, Command: "peers", Port: int(cfg.Port)}); err != nil {
+		if o.capw, err = pipeline.CreateCapture(f.capture, capture.Header{Tracer: capture.TracerPeers, Command: "peers", Port: int(cfg.Port)}); err != nil {
 			o.abandon()
 			return nil, err
 		}
@@ -323,7 +323,7 @@ func (o *peersOutput) commit(st pipeline.Stats, window time.Duration) error {
 		}
 	}
 	if o.capw != nil {
-		err := o.capw.finish(capture.End{LostEvents: st.Lost, MissedEvents: st.Missed, WindowNs: int64(window)})
+		err := o.capw.Finish(capture.End{LostEvents: st.Lost, MissedEvents: st.Missed, WindowNs: int64(window)})
 		o.capw = nil
 		if err != nil {
 			return err
@@ -339,6 +339,6 @@ func (o *peersOutput) abandon() {
 		o.rec.Close()
 	}
 	if o.capw != nil {
-		o.capw.abandon()
+		o.capw.Abandon()
 	}
 }

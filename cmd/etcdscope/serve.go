@@ -15,6 +15,7 @@ import (
 	"github.com/etcdscope/etcdscope/exporter"
 	"github.com/etcdscope/etcdscope/exporter/otlp"
 	"github.com/etcdscope/etcdscope/internal/safefile"
+	"github.com/etcdscope/etcdscope/render"
 	"github.com/etcdscope/etcdscope/tracer"
 )
 
@@ -122,9 +123,9 @@ func runServe(args []string) error {
 	ready := safefile.NewReady(f.readyFile)
 	defer ready.Remove()
 	cfg.Ready = func() {
-		fmt.Fprintf(os.Stderr, "etcdscope serve: metrics on http://%s/metrics\n", ln.Addr())
+		fmt.Fprintln(os.Stderr, render.ServeListening(ln.Addr().String()))
 		if err := ready.Put(ln.Addr().String() + "\n"); err != nil {
-			fmt.Fprintf(os.Stderr, "etcdscope serve: writing --ready-file: %v\n", err)
+			fmt.Fprintln(os.Stderr, render.ServeReadyError(err))
 		}
 	}
 	ctx, stop := runContext("serve", nil)
@@ -159,7 +160,7 @@ func runServe(args []string) error {
 		// the thread's states, for /commit/entries.
 		st, err := tracer.NewFsync(tracer.FsyncConfig{PID: uint32(cfg.CommitPID), Sched: true, Writes: true, RingBytes: cfg.RingBytes})
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "etcdscope serve: commit: fsync tracer on etcd: %v: the WAL fdatasyncs in /commit/entries are not split by cause\n", err)
+			fmt.Fprintln(os.Stderr, render.ServeCommitSyncsError(err))
 		} else {
 			defer st.Close()
 			cfg.CommitSyncs = st

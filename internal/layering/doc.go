@@ -4,5 +4,6 @@
 // host facts and event types on the side). It fails when a change makes a
 // package import, directly or not, one it must not, and when a file under
 // analysis/ writes prose or lays out a table (prose_test.go: those words
-// are render's and report's).
+// are render's and report's), and when docs/architecture.md's walk names a
+// file, Go name or bpf/ struct the tree no longer has (docs_test.go).
 package layering
