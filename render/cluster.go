@@ -149,9 +149,24 @@ func clusterTable(w io.Writer, j *commit.ClusterJoin) {
 			fmt.Fprintln(w, line)
 		}
 	}
-	if v := clusterVerdict(j.Verdict(), names); v != "" {
+	verdict := j.Verdict()
+	if v := clusterVerdict(verdict, names); v != "" {
 		fmt.Fprintf(w, "verdict: %s\n", v)
 	}
+	if l := voteSharesLine(verdict); l != "" {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+}
+
+// voteSharesLine is why a follower's verdict names its part: each part's
+// share of the deciding votes' summed time ("" for other verdicts).
+func voteSharesLine(v commit.ClusterVerdict) string {
+	switch v.Kind {
+	case commit.ClusterVerdictNetwork, commit.ClusterVerdictFollowerWAL, commit.ClusterVerdictFollowerQueue:
+		s := v.Shares
+		return fmt.Sprintf("named by the largest share of its votes' summed time: network %.0f%%, WAL append %.0f%%, queueing and answer %.0f%%", s.NetworkPct, s.WALPct, s.QueuePct)
+	}
+	return ""
 }
 
 // clusterNames are the members' names the windows carried.

@@ -263,8 +263,8 @@ const (
 	// ClusterVerdictNetwork, ClusterVerdictFollowerWAL,
 	// ClusterVerdictFollowerQueue: a follower (Member) decides most
 	// writes, and of its votes the network, its WAL append, or its Raft
-	// loop's queueing (and answer) is the largest part by mean; PartNs
-	// is that part's p50 over its writes, VoteNs its votes' p50.
+	// loop's queueing (and answer) is the largest part by mean (Shares);
+	// PartNs is that part's p50 over its writes, VoteNs its votes' p50.
 	ClusterVerdictNetwork
 	ClusterVerdictFollowerWAL
 	ClusterVerdictFollowerQueue
@@ -287,6 +287,15 @@ type ClusterVerdict struct {
 	Cause       Cause
 	CauseNs     int64
 	CauseJoined int
+	// Shares: for a follower's verdict, each part's share of the summed
+	// time of its votes; the verdict's part is the largest.
+	Shares VoteShares
+}
+
+// VoteShares are the parts of a follower's votes as percentages of
+// their summed time (the sum of each part over the votes).
+type VoteShares struct {
+	NetworkPct, WALPct, QueuePct float64 // QueuePct: queueing and answer
 }
 
 // Verdict names the vote that decides most joined writes and, for a
@@ -338,6 +347,9 @@ func (j *ClusterJoin) Verdict() ClusterVerdict {
 		}
 	}
 	v.VoteNs = vote.Summary().P50
+	if sum := float64(sumNet + sumWAL + sumQueue); sum > 0 {
+		v.Shares = VoteShares{NetworkPct: 100 * float64(sumNet) / sum, WALPct: 100 * float64(sumWAL) / sum, QueuePct: 100 * float64(sumQueue) / sum}
+	}
 	switch {
 	case sumNet >= sumWAL && sumNet >= sumQueue:
 		v.Kind, v.PartNs = ClusterVerdictNetwork, net.Summary().P50

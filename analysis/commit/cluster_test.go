@@ -1,6 +1,7 @@
 package commit
 
 import (
+	"math"
 	"testing"
 
 	"github.com/etcdscope/etcdscope/event"
@@ -130,6 +131,8 @@ func TestClusterVerdict(t *testing.T) {
 	// append (300 µs) tie, and the network is named first.
 	if v := j.Verdict(); v.Kind != ClusterVerdictNetwork || v.Member != 3 || v.Decided != 2 || v.Joined != 4 || v.PartNs != 300_000 {
 		t.Errorf("verdict %+v: want the network to 3, 300 µs, 2 of 4 writes", v)
+	} else if s := v.Shares; s.NetworkPct != s.WALPct || math.Abs(s.NetworkPct+s.WALPct+s.QueuePct-100) > 1e-9 {
+		t.Errorf("shares %+v: want network and WAL equal (a tie), summing to 100%% with the queue", s)
 	}
 	slow := ClusterJoin{Joined: 2, Deciders: map[MemberID]int{2: 2}, Writes: []ClusterWrite{
 		{Index: 1, Decider: 2, VoteNs: 9e6, NetworkNs: 1e6, Follower: &FollowerSplit{TotalNs: 8e6, QueueNs: 1e5, WALNs: 7.8e6, FdatasyncNs: 7.5e6, RespondNs: 1e5}},
