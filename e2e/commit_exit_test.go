@@ -111,7 +111,7 @@ type exitCase struct {
 	stopEtcd    bool // SIGSTOP etcd 0.2-1 s before the signal
 	busyCPU     bool // spin every core meanwhile
 	killEtcd    bool // no signal: SIGKILL etcd
-	second      bool // a second signal 50 ms after the first
+	second      bool // a second signal 150 ms after the first (past cmd's repeatGap, 100 ms)
 	sig         syscall.Signal
 }
 
@@ -171,7 +171,7 @@ func runExitCase(t *testing.T, bin string, tc exitCase) time.Duration {
 	} else {
 		cmd.Process.Signal(tc.sig)
 		if tc.second {
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(150 * time.Millisecond)
 			// Under load the sleep can overrun a prompt first-signal exit
 			// (a run at load 9 got exit 0 and the report): a process gone,
 			// or a zombie, never got the second signal, and its exit is the

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -145,6 +146,10 @@ var ErrLeaderUnknown = errors.New("no endpoint answered a status request: leader
 func Members(ctx context.Context, endpoints []string, tlsCfg *tls.Config) (members []etcdmetric.Member, peerURLs map[uint64]string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, MembersTimeout)
 	defer cancel()
+	if err := allRefused(ctx, endpoints); err != nil {
+		return nil, nil, fmt.Errorf("--etcd-endpoints %s: %w: %v: check the client URL (etcdctl --endpoints %s endpoint health)",
+			strings.Join(endpoints, ","), ErrUnreachable, err, strings.Join(endpoints, ","))
+	}
 	cl, err := clientv3.New(clientv3.Config{Endpoints: endpoints, TLS: tlsCfg, DialTimeout: MembersTimeout, MaxCallRecvMsgSize: MaxScrapeBytes, Logger: zap.NewNop()})
 	if err != nil {
 		return nil, nil, err
@@ -214,3 +219,40 @@ func ListenerPID(u string) (int, error) {
 	}
 	return host.ListenerPID(netip.AddrPortFrom(ips[0].Unmap(), uint16(p)))
 }
+
+// allRefused dials each endpoint's TCP address once (within refusedTimeout)
+// and returns the first refusal when every endpoint refused the connection:
+// nothing listens there, and waiting MembersTimeout for clientv3's retries
+// would only hide that. Any other outcome (an answer, a timeout, a name that
+// does not resolve, a unix socket) is nil: the client's own error says it.
+func allRefused(ctx context.Context, endpoints []string) error {
+	ctx, cancel := context.WithTimeout(ctx, refusedTimeout)
+	defer cancel()
+	var first error
+	for _, ep := range endpoints {
+		addr := ep
+		if u, err := url.Parse(ep); err == nil && u.Host != "" {
+			if u.Scheme != "http" && u.Scheme != "https" {
+				return nil
+			}
+			addr = u.Host
+		}
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return nil
+		}
+		if first == nil {
+			first = fmt.Errorf("connection refused by %s (is etcd listening there?)", addr)
+		}
+	}
+	return first
+}
+
+// refusedTimeout bounds allRefused's dials together: a refusal comes back
+// in one round trip; anything slower is left to the client's own wait.
+const refusedTimeout = time.Second

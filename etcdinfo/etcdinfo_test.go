@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 )
@@ -57,4 +59,25 @@ func hugeMetrics(t *testing.T) (*httptest.Server, func() int64) {
 	}))
 	t.Cleanup(srv.Close)
 	return srv, written.Load
+}
+
+// TestMembersRefusedAtOnce: endpoints where nothing listens are named as
+// refused within a second (a port just closed on loopback), not after
+// MembersTimeout of the client's retries; still ErrUnreachable.
+func TestMembersRefusedAtOnce(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	start := time.Now()
+	_, _, err = Members(context.Background(), []string{"http://" + addr, addr}, nil)
+	took := time.Since(start)
+	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "connection refused by "+addr) {
+		t.Errorf("err %v: want ErrUnreachable naming the refusal by %s", err, addr)
+	}
+	if took > time.Second {
+		t.Errorf("took %v, want within a second", took)
+	}
 }
