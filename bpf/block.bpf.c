@@ -127,7 +127,7 @@ struct rq_start {
  * program for every completion ftrace recorded (docs/performance.md; most
  * of those were addr_scratch's, below). Off x86 the final completion's
  * read and free is one hold too (FREE_ORDERED). Every update and free was
- * a hold until findings 23: ~55 ns each, three a request, ~10 % of the
+ * a hold until findings 23: 35-60 ns each, three a request, ~10 % of the
  * BPF time per fio fsync. A collision used to take the hash slot from its
  * holder, which needed the holder's updates locked. A spin lock and not a
  * compare-and-swap: BPF's cmpxchg needs Linux 5.12 and -mcpu=v3, a second
