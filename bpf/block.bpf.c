@@ -86,7 +86,7 @@ const enum es_req_flag *unused_es_req_flag __attribute__((unused));
 const enum blk_stat *unused_blk_stat __attribute__((unused));
 
 struct rq_start {
-	struct bpf_spin_lock lock; /* held while any field is read or written */
+	struct bpf_spin_lock lock; /* held by a claim of the free slot (and by its read and free off x86) */
 	__u32 requeued; /* requeued since its issue: its next insert is the same life */
 	__u64 rq;       /* struct request address this slot holds; 0: free */
 	__u64 insert_ns;
@@ -114,20 +114,26 @@ struct rq_start {
  * context nests on the CPU of a program holding it. A refused delete left
  * a stale entry that a recycled request address then inherited (the old
  * pid, tid and times). A request that finds both its slots held by
- * others in flight (a collision) is counted, never silent.
+ * others (a collision) keeps no start and is counted, never silent.
  *
- * Each slot's own bpf_spin_lock (interrupts off while held, so a
- * completion cannot nest on it) makes a claim, an update and a free one
- * step: without it two CPUs claiming one free slot at once interleaved
- * their stores (one request's address with the other's issue time), and a
- * request then looked issued twice: 34 false "unseen completions" in a
- * 15 s overload run in which the kernel ran the program for every
- * completion ftrace recorded (docs/performance.md; most of those were
- * addr_scratch's, below). A spin lock and not a compare-and-swap: BPF's
- * cmpxchg needs Linux 5.12 and -mcpu=v3, a second object; the lock is a
- * read-only constant's branch in this one (es_spin_lock: Linux 5.10
- * gives tracing programs no bpf_spin_lock, and claims there go without
- * it). */
+ * A slot a request holds is written only by that request's own events
+ * (insert, issue, requeue, completion), which the kernel runs one after
+ * another: they take no lock. Each slot's own bpf_spin_lock (interrupts
+ * off while held, so a completion cannot nest on it) makes a claim of a
+ * free slot one step: without it two CPUs claiming one free slot at once
+ * interleaved their stores (one request's address with the other's issue
+ * time), and a request then looked issued twice: 34 false "unseen
+ * completions" in a 15 s overload run in which the kernel ran the
+ * program for every completion ftrace recorded (docs/performance.md; most
+ * of those were addr_scratch's, below). Off x86 the final completion's
+ * read and free is one hold too (FREE_ORDERED). Every update and free was
+ * a hold until findings 23: 35-60 ns each, three a request, ~10 % of the
+ * BPF time per fio fsync. A collision used to take the hash slot from its
+ * holder, which needed the holder's updates locked. A spin lock and not a
+ * compare-and-swap: BPF's cmpxchg needs Linux 5.12 and -mcpu=v3, a second
+ * object; the lock is a read-only constant's branch in this one
+ * (es_spin_lock: Linux 5.10 gives tracing programs no bpf_spin_lock, and
+ * claims there go without it). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1 << STARTS_BITS);
@@ -230,6 +236,16 @@ const volatile bool es_spin_lock = true;
 			bpf_spin_unlock(&(s)->lock);                           \
 	} while (0)
 
+/* FREE_ORDERED: this architecture keeps every load before a later store
+ * (x86's TSO), so that block_rq_complete may read a slot
+ * and then free it without the lock; arm64 may reorder them. bpf2go
+ * builds an object per architecture (__TARGET_ARCH_x86, _arm64). */
+#if defined(__TARGET_ARCH_x86)
+#define FREE_ORDERED 1
+#else
+#define FREE_ORDERED 0
+#endif
+
 /* rq_who: the life a request starts at an insert or issue, read before a
  * slot's lock is taken (no helper may run while it is held). */
 struct rq_who {
@@ -283,9 +299,8 @@ static __always_inline bool start_slots(struct request *rq, __u64 *key, struct r
 }
 
 /* own_slot returns the one of s and t that holds request key, or NULL.
- * Read without the lock: a request's slot changes hands only through its
- * own events, which the kernel runs one after another, or through a
- * collision, which the caller sees when it checks again under the lock. */
+ * Read without the lock: a slot becomes or stops being key's only
+ * through key's own events, which the kernel runs one after another. */
 static __always_inline struct rq_start *own_slot(__u64 key, struct rq_start *s, struct rq_start *t)
 {
 	if (s->rq == key)
@@ -463,7 +478,7 @@ static __always_inline bool is_flush(__u32 cmd_flags)
 static __always_inline void mark(struct request *rq, bool insert)
 {
 	struct rq_start *s, *t, *own;
-	bool unseen = false, done = false;
+	bool unseen;
 	struct rq_who w;
 	__u64 id, key;
 
@@ -472,54 +487,48 @@ static __always_inline void mark(struct request *rq, bool insert)
 		return;
 	if (!start_slots(rq, &key, &s, &t))
 		return;
+	own = own_slot(key, s, t);
+	if (own && !own->issue_ns && (!insert || own->requeued)) {
+		/* inserted (or requeued), now issued; or requeued, now
+		 * inserted again: the same life, its who kept. No lock: a
+		 * slot a request holds is written only by that request's
+		 * own events, which the kernel runs one after another (a
+		 * claim takes only a free slot, a collision takes none). */
+		if (insert)
+			own->insert_ns = w.now;
+		else
+			own->issue_ns = w.now;
+		own->requeued = 0;
+		return;
+	}
 	id = bpf_get_current_pid_tgid();
 	w.pid = id >> 32;
 	w.tid = (__u32)id;
 	es_current_comm(w.comm);
-	own = own_slot(key, s, t);
 	if (own) {
-		slot_lock(own);
-		if (own->rq == key) {
-			done = true;
-			if (!own->issue_ns && (!insert || own->requeued)) {
-				/* inserted (or requeued), now issued; or
-				 * requeued, now inserted again */
-				if (insert)
-					own->insert_ns = w.now;
-				else
-					own->issue_ns = w.now;
-				own->requeued = 0;
-			} else {
-				/* A new life at this address. Its last one
-				 * was issued and neither completed nor
-				 * requeued since (unseen), or inserted and
-				 * never issued: merged into another request
-				 * (block_rq_merge) and freed, which ends it
-				 * without a completion. */
-				unseen = own->issue_ns != 0;
-				slot_fill(own, key, &w, insert);
-			}
-		}
-		slot_unlock(own);
-	}
-	if (unseen && (every_block || busy_deep(rq_dev(rq))))
-		/* The kernel ended the last life without running
-		 * block_rq_complete's program, counting no recursion miss
-		 * (ftrace recorded the completion; on this project's 6.18
-		 * test host: completions in softirq context on top of the
-		 * sandbox agent's threads, docs/performance.md). Counted
-		 * where it mattered (its disk busy): Go adds it to the missed
-		 * probe runs. */
-		blk_count(BLK_STAT_UNSEEN_COMPLETE);
-	if (done)
+		/* A new life at this address. Its last one was issued and
+		 * neither completed nor requeued since (unseen), or inserted
+		 * and never issued: merged into another request
+		 * (block_rq_merge) and freed, which ends it without a
+		 * completion. Its own slot: no lock, as above. */
+		unseen = own->issue_ns != 0;
+		slot_fill(own, key, &w, insert);
+		if (unseen && (every_block || busy_deep(rq_dev(rq))))
+			/* The kernel ended the last life without running
+			 * block_rq_complete's program, counting no recursion
+			 * miss (ftrace recorded the completion; on this
+			 * project's 6.18 test host: completions in softirq
+			 * context on top of the sandbox agent's threads,
+			 * docs/performance.md). Counted where it mattered (its
+			 * disk busy): Go adds it to the missed probe runs. */
+			blk_count(BLK_STAT_UNSEEN_COMPLETE);
 		return;
+	}
 	if (slot_claim(s, key, &w, insert) || slot_claim(t, key, &w, insert))
 		return;
-	/* Both held by requests in flight: take the hash slot; the
-	 * completion of the request that held it goes out without start. */
-	slot_lock(s);
-	slot_fill(s, key, &w, insert);
-	slot_unlock(s);
+	/* Both held by other requests: this one keeps no start (its
+	 * completion goes out without one). Taking a held slot instead
+	 * would race with its holder's own updates, which take no lock. */
 	blk_count(BLK_STAT_COLLISION);
 }
 
@@ -549,13 +558,10 @@ int block_rq_requeue(unsigned long long *ctx)
 	own = own_slot(key, s, t);
 	if (!own)
 		return 0;
-	/* back to the queue: its next issue (or insert) is not a second life */
-	slot_lock(own);
-	if (own->rq == key) {
-		own->issue_ns = 0;
-		own->requeued = 1;
-	}
-	slot_unlock(own);
+	/* back to the queue: its next issue (or insert) is not a second
+	 * life; its own slot, no lock (mark) */
+	own->issue_ns = 0;
+	own->requeued = 1;
 	return 0;
 }
 
@@ -579,19 +585,27 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	final = nr_bytes >= data_len;
 	own = own_slot(key, s, t);
 	if (own) {
-		/* its start, and the slot freed by the final completion */
-		slot_lock(own);
-		if (own->rq == key) {
-			known = true;
-			insert_ns = own->insert_ns;
-			issue_ns = own->issue_ns;
-			w.pid = own->pid;
-			w.tid = own->tid;
-			__builtin_memcpy(w.comm, own->comm, sizeof(w.comm));
-			if (final)
-				own->rq = 0;
-		}
-		slot_unlock(own);
+		/* its start, and the slot freed by the final completion: its
+		 * own slot, which no other request writes until freed. A claim
+		 * on another CPU may fill it once it reads rq == 0, so every
+		 * field is read before that store. x86 keeps a load before a
+		 * later store (and the JIT's loads and stores are plain
+		 * moves): the compiler barrier is enough. arm64 may make the
+		 * store visible first: there the read and the free are one
+		 * hold of the slot's lock, which the claim takes too. */
+		if (!FREE_ORDERED)
+			slot_lock(own);
+		known = true;
+		insert_ns = own->insert_ns;
+		issue_ns = own->issue_ns;
+		w.pid = own->pid;
+		w.tid = own->tid;
+		__builtin_memcpy(w.comm, own->comm, sizeof(w.comm));
+		barrier();
+		if (final)
+			own->rq = 0;
+		if (!FREE_ORDERED)
+			slot_unlock(own);
 	}
 	/* Unknown start: never inserted or issued while tracing (it started
 	 * before, is a flush the flush state machine completed without issuing

@@ -115,7 +115,7 @@ enum blk_stat {
 	BLK_STAT_COMPLETE_RUNS = 0,  /* block_rq_complete runs (every disk) */
 	BLK_STAT_COMPLETE_EMITS = 1, /* block completions put in events */
 	BLK_STAT_NO_START = 2,       /* completions emitted with no insert/issue seen */
-	BLK_STAT_COLLISION = 3,      /* a start overwrote another request in flight */
+	BLK_STAT_COLLISION = 3,      /* both slots held by others: a start not kept */
 	BLK_STAT_FLUSH_BIO_EMITS = 4,
 	BLK_STAT_UNSEEN_COMPLETE = 5, /* a request of a busy disk issued again without its completion seen */
 	BLK_STAT_IDLE_DISK = 6,       /* completions and flush bios dropped: no traced call in flight on their disk */

@@ -169,7 +169,7 @@ type BlockStats struct {
 	CompleteRuns  uint64 // block_rq_complete runs, every disk
 	CompleteEmits uint64 // completions put in the ring buffer
 	NoStart       uint64 // emitted with no insert or issue seen (times, pid, tid and comm 0)
-	Collisions    uint64 // starts overwritten by another request in flight in the same slot
+	Collisions    uint64 // requests that found both their slots held by others: no start kept
 	FlushBioEmits uint64 // flush bios put in the ring buffer
 	// UnseenCompletions: requests of a busy disk issued again (or
 	// inserted) after an issue whose completion the program never ran

@@ -180,6 +180,22 @@ func progNs(ps []progStat) float64 {
 	return float64(n)
 }
 
+// pairRatios returns the geometric mean of each pair of consecutive round
+// ratios (rounds 1-2, 3-4, …; an odd last round is left out). The attach
+// order alternates by round and moves a round's ratio by 15-30 % either
+// way (bench/findings.md 14, 23), so the rounds' ratios are two clusters
+// and their median's interval spans both; a pair holds one round of each
+// order, and the pairs' spread is the noise left.
+func pairRatios(ratios []float64) []float64 {
+	var ps []float64
+	for i := 0; i+1 < len(ratios); i += 2 {
+		if ratios[i] > 0 && ratios[i+1] > 0 {
+			ps = append(ps, math.Sqrt(ratios[i]*ratios[i+1]))
+		}
+	}
+	return ps
+}
+
 // markdown writes the A/B section: each round's ratio, their geometric
 // mean (so that the two attach orders weigh alike), and the per-program
 // runs and ns per fio fsync of both binaries over all rounds.
@@ -223,6 +239,9 @@ func (ab *abRun) markdown(w func(string, ...any)) {
 	}
 	if sp := summarize(ratios); sp.N > 0 {
 		w("NEW / BASE BPF time per fsync, median of the rounds' ratios: %.2f [%.2f, %.2f] (95%% bootstrap interval).\n", sp.Median, sp.Lo, sp.Hi)
+	}
+	if sp := summarize(pairRatios(ratios)); sp.N > 0 {
+		w("NEW / BASE per pair of rounds (rounds 1-2, 3-4, …: one of each attach order, their geometric mean), median of %d pairs: **%.3f** [%.3f, %.3f] (95%% bootstrap interval; pairs %.3f..%.3f).\n", sp.N, sp.Median, sp.Lo, sp.Hi, sp.Min, sp.Max)
 	}
 	ab.cpuMarkdown(w)
 	w("\n| program | BASE runs per fsync | BASE ns per run | BASE ns per fsync | NEW runs per fsync | NEW ns per run | NEW ns per fsync |\n|---|---|---|---|---|---|---|\n")
