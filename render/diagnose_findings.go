@@ -298,8 +298,27 @@ func wordApply(f *diagnose.Finding, v diagnose.ApplyFacts) {
 }
 
 func wordLeader(f *diagnose.Finding, v diagnose.LeaderFacts) {
-	f.Summary = fmt.Sprintf("leadership changed: %s over %s", pluralOf(v.Count, "leader line"), pluralOf(v.Terms, "term"))
+	first := ""
+	switch {
+	case v.Bootstrap:
+		first = fmt.Sprintf("the first leader at term %d is the new cluster's first election, not a change", v.First)
+	case v.First != 0:
+		first = fmt.Sprintf("the first leader at term %d is the member's first since its start line, not a change", v.First)
+	}
 	f.Evidence = logLines(v.Lines)
+	if v.Changes == 0 {
+		f.Summary = fmt.Sprintf("no leader change: %s; %s", pluralOf(v.Count, "leader line"), first)
+		f.Meaning = "a member elects or learns its first leader at start; commits wait only for that election"
+		return
+	}
+	f.Summary = fmt.Sprintf("leadership changed: %s over %s", pluralOf(v.Count, "leader line"), pluralOf(v.Terms, "term"))
+	if v.Changes != v.Count {
+		// one change per term, however many lines say it
+		f.Summary = fmt.Sprintf("leadership changed: %s (%s over %s)", pluralOf(v.Changes, "leader change"), pluralOf(v.Count, "leader line"), pluralOf(v.Terms, "term"))
+	}
+	if first != "" && v.Changes < v.Terms {
+		f.Evidence = append(f.Evidence, first)
+	}
 	f.Meaning = "no commits while there is no leader (an election takes at least the election timeout); clients see timeouts"
 }
 

@@ -30,7 +30,7 @@ func diagnoseGoldenCases(t *testing.T) []diagnoseCase {
 	var all []diagnose.Input
 	for _, n := range names {
 		base := filepath.Base(n)
-		if base == "README.md" {
+		if base == "README.md" || base == "start" {
 			continue
 		}
 		in := fieldInputs(t, base)
@@ -40,6 +40,15 @@ func diagnoseGoldenCases(t *testing.T) []diagnoseCase {
 		}
 	}
 	cs = append(cs, diagnoseCase{name: "all", in: all})
+	// etcd v3.6.16's own start-up logs (testdata/start/README.md): one
+	// member, its restart, three members together and staggered, and the
+	// three stopped
+	starts, _ := filepath.Glob(fieldData + "start/*.log")
+	var startIn []diagnose.Input
+	for _, n := range starts {
+		startIn = append(startIn, fieldInputs(t, "start/"+filepath.Base(n))...)
+	}
+	cs = append(cs, diagnoseCase{name: "start-logs", in: startIn})
 
 	cs = append(cs, diagnoseCase{name: "slow-member", in: []diagnose.Input{{Name: "federate.txt", Data: []byte(federate(990, 995))}}})
 	// three members over budget alike: a shared cause

@@ -60,3 +60,59 @@ func TestCutOffField(t *testing.T) {
 		t.Errorf("%+v", f)
 	}
 }
+
+// TestStartLogs: etcd v3.6.16's own logs of a normal start (testdata
+// README, "made here"): the bootstrap election (pre-vote at term 1, a
+// leader at term 2), a one-member cluster's rounds and a member's first
+// leader after its start line are no cut-off and no leader change; one
+// term's "became leader" and "elected leader" lines are one change. The
+// same cluster's leader losing its peers when they stop is both.
+func TestStartLogs(t *testing.T) {
+	cases := []struct {
+		file      string
+		cutOff    Severity // "" when no cut_off finding
+		leader    Severity
+		lines     int
+		first     int
+		bootstrap bool
+		changes   int
+	}{
+		{"start/etcd3616-one-member.log", "", OK, 2, 2, true, 0},
+		{"start/etcd3616-one-member-restart.log", "", OK, 2, 3, false, 0},
+		{"start/etcd3616-three-m1-start.log", "", OK, 1, 2, true, 0},
+		{"start/etcd3616-three-m3-start.log", "", OK, 2, 2, true, 0},
+		{"start/etcd3616-staggered-s1.log", "", OK, 2, 2, true, 0},
+		{"start/etcd3616-staggered-s2.log", "", OK, 1, 2, true, 0},
+		{"start/etcd3616-three-m3-stop.log", Bad, Warn, 3, 2, true, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			rep := readField(t, c.file, KindLog)
+			var cut, lead *Finding
+			for i, f := range rep.Findings {
+				switch f.Topic {
+				case TopicCutOff:
+					cut = &rep.Findings[i]
+				case TopicLeader:
+					lead = &rep.Findings[i]
+				}
+			}
+			if (cut == nil) != (c.cutOff == "") || cut != nil && cut.Severity != c.cutOff {
+				t.Errorf("cut_off: %+v, want %q", cut, c.cutOff)
+			}
+			if lead == nil {
+				t.Fatal("no leader finding")
+			}
+			v := lead.Leader
+			if lead.Severity != c.leader || v.Count != c.lines || v.Terms != 1 || v.First != c.first || v.Bootstrap != c.bootstrap || v.Changes != c.changes {
+				t.Errorf("leader: %s %+v, want %+v", lead.Severity, v, c)
+			}
+		})
+	}
+	// The stop: pre-vote at term 1 and candidate at term 2 are one
+	// round, then two pre-vote rounds at term 2 with no leader after.
+	rep := readField(t, "start/etcd3616-three-m3-stop.log", KindLog)
+	if v := onlyFinding(t, rep, "cut_off").CutOff; v.Campaigns != 3 || len(v.Peers) != 2 || v.OneMember || v.LeaderAfter {
+		t.Errorf("stop: %+v", v)
+	}
+}

@@ -67,10 +67,20 @@ type ApplyFacts struct {
 	Lines LogLines
 }
 
-// LeaderFacts: leader lines of a log and the terms they name.
+// LeaderFacts: leader lines of a log and the terms they name (a term
+// has one leader, however many lines say it: "became leader" and
+// "elected leader" of one election are one change).
 type LeaderFacts struct {
 	Count, Terms int
 	Lines        LogLines
+	// First: the term of the member's first leader, which is no change:
+	// a new cluster's first election (Bootstrap: term 2), or the first
+	// leader after the log shows the process start; 0 when neither.
+	First     int
+	Bootstrap bool
+	// Changes: the terms with a leader line, less First unless a
+	// "lost leader" line names it.
+	Changes int
 }
 
 // HeartbeatFacts: late heartbeats, grouped into the leader's stalls.
