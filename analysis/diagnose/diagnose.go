@@ -233,6 +233,9 @@ type Unread struct {
 	// Quoted: the input's own words Err rests on, verbatim (fio's
 	// complaints, FioNoJobError), for the sinks to quote.
 	Quoted []string `json:"quoted,omitempty"`
+	// Few: a fleet cluster with too few samples on the grid (Err is
+	// empty here; render words it).
+	Few *FewSamples `json:"few_samples,omitempty"`
 }
 
 // InputInfo says how one input was read.

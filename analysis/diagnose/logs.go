@@ -58,9 +58,9 @@ type LogEvent struct {
 	Term    int    `json:"term,omitempty"`
 	// Leader: Lost ("lost leader X at term N": no leader, not a new
 	// one). Voters: the members of the configuration switched to.
-	Lost   bool `json:"lost,omitempty"`
-	Voters int  `json:"voters,omitempty"`
-	Text    string `json:"text"`
+	Lost   bool   `json:"lost,omitempty"`
+	Voters int    `json:"voters,omitempty"`
+	Text   string `json:"text"`
 }
 
 // Gap is the time between two heartbeats to one follower that the line
