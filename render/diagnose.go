@@ -30,9 +30,12 @@ func Diagnose(w io.Writer, r diagnose.Report) error {
 	var b strings.Builder
 	b.WriteString("etcdscope diagnose\n")
 	writeFindings(&b, r)
-	if n := len(r.Inputs) + len(r.Unread); n > 1 {
+	switch n := len(r.Inputs) + len(r.Unread); {
+	case n > 1 && r.OneMember:
+		b.WriteString("\ninputs (read as one member's, --one-member: its scrapes' difference):\n")
+	case n > 1:
 		b.WriteString("\ninputs (read as one cluster's: its members' evidence together):\n")
-	} else {
+	default:
 		b.WriteString("\ninput:\n")
 	}
 	writeInputs(&b, r)

@@ -223,6 +223,9 @@ type Report struct {
 	// Unread: the inputs that could not be read, and why; the others
 	// were diagnosed.
 	Unread []Unread `json:"unread,omitempty"`
+	// OneMember: the /metrics inputs were read as one member's scrapes
+	// (--one-member), not as a cluster's members.
+	OneMember bool `json:"one_member,omitempty"`
 }
 
 // Unread is one input left out of the diagnosis.
@@ -323,6 +326,7 @@ func Diagnose(inputs []Input, opt Options) (Report, error) {
 	scrapes, windows, logs := ev.scrapes, ev.windows, ev.logs
 	var alike []string
 	if opt.OneMember && len(scrapes) > 0 {
+		rep.OneMember = true
 		w := window(scrapes)
 		w.Member = OneMember
 		windows = append(windows, w)
