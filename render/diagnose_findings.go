@@ -88,7 +88,7 @@ func modesWhy(m diagnose.Modes) string {
 	case diagnose.ModesOneBucket:
 		return fmt.Sprintf("one bucket (%s–%s] holds %.0f%% : both probers read alike, or their readings share it", formatSeconds(m.LowLo), formatSeconds(m.LowHi), m.LowPct)
 	case diagnose.ModesNeighbours:
-		return fmt.Sprintf("the two fullest buckets, (%s–%s] and (%s–%s], are neighbours: etcd's buckets double, so one hump or two (RTT and ≥2×RTT) look the same here", formatSeconds(m.LowLo), formatSeconds(m.LowHi), formatSeconds(m.HighLo), formatSeconds(m.HighHi))
+		return fmt.Sprintf("the fullest buckets, (%s–%s] and (%s–%s], are neighbours (etcd's double): one hump or two (RTT, ≥2×RTT) look alike", formatSeconds(m.LowLo), formatSeconds(m.LowHi), formatSeconds(m.HighLo), formatSeconds(m.HighHi))
 	case diagnose.ModesBroad:
 		return "one broad hump: the buckets between the two fullest are not emptier"
 	case diagnose.ModesTwoHumps:
@@ -194,7 +194,13 @@ func wordPeer(f *diagnose.Finding, v diagnose.PeerFacts) {
 	f.Next = fmt.Sprintf("sudo etcdscope peers --etcd-metrics %s --duration 2m  # on %s: the kernel's RTT beside this metric", v.URL, whereText(v.Where))
 	f.Meaning = "a commit waits for one kept-alive round trip to the quorum's slower follower, plus its fsync; the new-connection prober's handshakes are not on that path"
 	f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s, %s observations (etcd observes once per prober per 30 s)", strings.Join(v.Sources, " → "), windowText(v.Window), fmtCount(h.Observations, h.HasCount)))
-	if v.Probers > 0 {
+	switch {
+	case v.Probers == 0:
+	case v.SpanMeasured:
+		f.Evidence = append(f.Evidence, fmt.Sprintf("%.0f observations from %.0f prober(s) in the %s between the scrapes", h.Observations, v.Probers, v.Span.Round(time.Millisecond)))
+	case v.SpanUnder:
+		f.Evidence = append(f.Evidence, fmt.Sprintf("%.0f observations from %.0f prober(s) (one each per 30 s) span under %s", h.Observations, v.Probers, v.Span))
+	default:
 		f.Evidence = append(f.Evidence, fmt.Sprintf("%.0f observations from %.0f prober(s) span about %s", h.Observations, v.Probers, v.Span))
 	}
 	if h.HasMean {

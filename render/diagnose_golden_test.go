@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,6 +50,14 @@ func diagnoseGoldenCases(t *testing.T) []diagnoseCase {
 		startIn = append(startIn, fieldInputs(t, "start/"+filepath.Base(n))...)
 	}
 	cs = append(cs, diagnoseCase{name: "start-logs", in: startIn})
+	// two real scrapes 11.069 s apart, 2 peer RTT observations between
+	// them: as files (no time), then with their fetch times (a polled URL)
+	scrapes := fieldInputs(t, "start/etcd3616-three-r1-scrape-1.prom", "start/etcd3616-three-r1-scrape-2.prom")
+	cs = append(cs, diagnoseCase{name: "peer-span-files", in: scrapes})
+	timed := slices.Clone(scrapes)
+	timed[0].At = time.Date(2026, 12, 7, 6, 2, 14, 783932699, time.UTC)
+	timed[1].At = time.Date(2026, 12, 7, 6, 2, 25, 853426009, time.UTC)
+	cs = append(cs, diagnoseCase{name: "peer-span-timed", in: timed})
 
 	cs = append(cs, diagnoseCase{name: "slow-member", in: []diagnose.Input{{Name: "federate.txt", Data: []byte(federate(990, 995))}}})
 	// three members over budget alike: a shared cause

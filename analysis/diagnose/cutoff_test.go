@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestCutOffField: logs of a member cut off from its peers, from public
@@ -114,5 +115,43 @@ func TestStartLogs(t *testing.T) {
 	rep := readField(t, "start/etcd3616-three-m3-stop.log", KindLog)
 	if v := onlyFinding(t, rep, "cut_off").CutOff; v.Campaigns != 3 || len(v.Peers) != 2 || v.OneMember || v.LeaderAfter {
 		t.Errorf("stop: %+v", v)
+	}
+}
+
+// TestPeerSpan: two real scrapes of an etcd v3.6.16 member 11.069 s
+// apart (testdata/start/README.md), each peer's RTT series 2
+// observations apart (one per prober). With the fetch times, as a polled
+// URL has them, the span is the wall time between them; as files with
+// no time, one observation per prober says only "under a minute" (it
+// said "about 1m0s", rounding 30 s up).
+func TestPeerSpan(t *testing.T) {
+	in := readInputs(t, "start/etcd3616-three-r1-scrape-1.prom", "start/etcd3616-three-r1-scrape-2.prom")
+	for _, timed := range []bool{false, true} {
+		if timed {
+			in[0].At = time.Date(2026, 12, 7, 6, 2, 14, 783932699, time.UTC)
+			in[1].At = time.Date(2026, 12, 7, 6, 2, 25, 853426009, time.UTC)
+		}
+		rep, err := Diagnose(in, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, f := range rep.Findings {
+			if f.Topic != TopicPeerRTT {
+				continue
+			}
+			n++
+			v := f.Peer
+			want := PeerFacts{Probers: 2, Span: time.Minute, SpanUnder: true}
+			if timed {
+				want = PeerFacts{Probers: 2, Span: 11069493310 * time.Nanosecond, SpanMeasured: true}
+			}
+			if v.Stats.Observations != 2 || v.Probers != want.Probers || v.Span != want.Span || v.SpanMeasured != want.SpanMeasured || v.SpanUnder != want.SpanUnder {
+				t.Errorf("timed %v, %s: %.0f observations, %v probers, span %s measured %v under %v", timed, f.Subject, v.Stats.Observations, v.Probers, v.Span, v.SpanMeasured, v.SpanUnder)
+			}
+		}
+		if n != 2 {
+			t.Errorf("timed %v: %d peer findings, want 2", timed, n)
+		}
 	}
 }

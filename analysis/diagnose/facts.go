@@ -218,10 +218,14 @@ type PeerFacts struct {
 	Stats  HistStats
 	Modes  Modes
 	// Probers, Span: how many probers the observations come from and
-	// the time they span (one per prober per 30 s), to the minute; 0
-	// without observations.
-	Probers float64
-	Span    time.Duration
+	// the time they span: SpanMeasured, the wall time between the
+	// scrapes when their times are known; else from the count (one per
+	// prober per 30 s), to the minute, or SpanUnder, at most this long
+	// (one per prober: under two intervals); 0 without observations.
+	Probers      float64
+	Span         time.Duration
+	SpanMeasured bool
+	SpanUnder    bool
 	// SlowDial: two humps, the upper ≥ 4× the lower (more than TCP+TLS
 	// handshakes take); FarRTT: the RTT is at least half the default
 	// heartbeat interval.

@@ -132,7 +132,19 @@ func (r *Report) peerFindings(ws []MemberWindow, url string) {
 				if s.Key.Prober != "" {
 					v.Probers = 1
 				}
-				v.Span = time.Duration(h.Observations / v.Probers * float64(etcdmetric.ObserveInterval)).Round(time.Minute)
+				k := h.Observations / v.Probers
+				switch {
+				case w.Duration > 0:
+					// the scrapes' own times (a polled URL, a
+					// Prometheus export): the wall time between them
+					v.Span, v.SpanMeasured = w.Duration, true
+				case k < 2:
+					// one observation per prober: the window holds one
+					// 30 s tick, so it is under two intervals long
+					v.Span, v.SpanUnder = time.Duration(k+1)*etcdmetric.ObserveInterval, true
+				default:
+					v.Span = time.Duration(k * float64(etcdmetric.ObserveInterval)).Round(time.Minute)
+				}
 			}
 			m := row.Modes
 			if m.Verdict == ModesTwo && m.HighLo >= 4*m.LowHi {
