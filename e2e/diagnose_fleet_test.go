@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/diagnose"
+	"github.com/etcdscope/etcdscope/internal/etcdtest"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
@@ -315,5 +317,59 @@ func diagnosePrometheusFleet(t *testing.T, prom string) {
 	cut, _ := fleet("--max-clusters", "1", "--output", "json")
 	if len(cut.Clusters) != 1 || cut.Cut == nil || cut.Cut.Clusters != 1 || cut.Cut.Names[0] != fast.Name {
 		t.Errorf("--max-clusters 1: %d clusters, cut %+v", len(cut.Clusters), cut.Cut)
+	}
+}
+
+// TestDiagnosePrometheusShortHistory: `diagnose --prometheus` on a real
+// Prometheus (bin/prometheus, the 3.x `make prometheus` builds) that has
+// scraped a real etcd for a few seconds only, as in the README walk
+// (35 s of 7 s scrapes: the old grid of six points 50 s apart put one in
+// the history and read nothing, "widen the window"). --last 5m uses the
+// samples held: a step of at most the scrape interval the probe shows,
+// and the WAL fsyncs of the puts between the scrapes. A window so long
+// that its bounded grid passes over the history names the history and
+// --last, not "widen" nor --since.
+func TestDiagnosePrometheusShortHistory(t *testing.T) {
+	prom := filepath.Join(testenv.RepoRoot(t), "bin", "prometheus")
+	if _, err := os.Stat(prom); err != nil {
+		testenv.Missing(t, "no Prometheus 3.x at bin/prometheus (make prometheus)")
+	}
+	c := etcdtest.Start(t, etcdtest.Options{})
+	metricsAddr := strings.TrimSuffix(strings.TrimPrefix(c.Members[0].MetricsURL, "http://"), "/metrics")
+	base, plog := startPrometheus(t, prom, fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: etcd\n    static_configs:\n      - targets: [%q]\n", metricsAddr))
+	// Puts until Prometheus holds six scrapes: WAL fsyncs between them.
+	held := func() float64 {
+		if r, err := http.Get(base + "/-/ready"); err != nil || r.Body.Close() != nil || r.StatusCode != http.StatusOK {
+			return 0
+		}
+		v, _ := promQuery(t, base, "count_over_time(etcd_server_is_leader[5m])")
+		return v
+	}
+	for deadline := time.Now().Add(60 * time.Second); held() < 6; {
+		if time.Now().After(deadline) {
+			t.Fatalf("Prometheus held %v samples after 60 s; log:\n%s", held(), plog())
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := c.Put(ctx, 20, 100, 64)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	diagnose := func(last string) string {
+		t.Helper()
+		out, err := exec.Command(etcdscope(t), "diagnose", "--prometheus", base, "--last", last).CombinedOutput()
+		if err != nil {
+			t.Fatalf("diagnose --last %s: %v\n%s", last, err, out)
+		}
+		return string(out)
+	}
+	if s := diagnose("5m"); !strings.Contains(s, "1 member") || strings.Contains(s, "fewer than two samples") ||
+		!strings.Contains(s, "] wal_fsync ") || strings.Contains(s, "WAL fsync: no observations") || !strings.Contains(s, "between scrapes") {
+		t.Errorf("--last 5m over %v samples:\n%s", held(), s)
+	}
+	if s := diagnose("720h"); !strings.Contains(s, "Prometheus holds ") || !strings.Contains(s, "of these series: use --last ") ||
+		strings.Contains(s, "widen") || strings.Contains(s, "--since") {
+		t.Errorf("--last 720h:\n%s", s)
 	}
 }

@@ -30,9 +30,12 @@ func Diagnose(w io.Writer, r diagnose.Report) error {
 	var b strings.Builder
 	b.WriteString("etcdscope diagnose\n")
 	writeFindings(&b, r)
-	if n := len(r.Inputs) + len(r.Unread); n > 1 {
+	switch n := len(r.Inputs) + len(r.Unread); {
+	case n > 1 && r.OneMember:
+		b.WriteString("\ninputs (read as one member's, --one-member: its scrapes' difference):\n")
+	case n > 1:
 		b.WriteString("\ninputs (read as one cluster's: its members' evidence together):\n")
-	} else {
+	default:
 		b.WriteString("\ninput:\n")
 	}
 	writeInputs(&b, r)
@@ -187,7 +190,7 @@ func writeTables(b *strings.Builder, r diagnose.Report) {
 	if len(r.Unread) > 0 {
 		b.WriteString("\nnot read (left out of the findings):\n")
 		for _, u := range r.Unread {
-			fmt.Fprintf(b, "  %s: %s\n", OneLine(u.Name), OneLine(u.Err))
+			fmt.Fprintf(b, "  %s: %s\n", OneLine(u.Name), OneLine(unreadText(u)))
 			for _, q := range u.Quoted {
 				fmt.Fprintf(b, "    %s\n", OneLine(q))
 			}
@@ -276,6 +279,14 @@ func wordedReport(r diagnose.Report) diagnose.Report {
 	if r.Inputs != nil {
 		r.Inputs = inputs
 	}
+	if r.Unread != nil {
+		unread := make([]diagnose.Unread, len(r.Unread))
+		for i, u := range r.Unread {
+			u.Err = unreadText(u)
+			unread[i] = u
+		}
+		r.Unread = unread
+	}
 	members := make([]diagnose.MemberRow, len(r.Members))
 	for i, m := range r.Members {
 		m.WAL, m.Backend = wordedStats(m.WAL), wordedStats(m.Backend)
@@ -330,4 +341,25 @@ func trunc(s string, n int) string {
 		return s
 	}
 	return "…" + string(r[len(r)-n+1:])
+}
+
+// unreadText is why an input was not read: its error, or for a fleet
+// cluster with too few samples on the grid, the history Prometheus holds
+// and the window that reads it (the flag given: --last when the window
+// ends now, else --since).
+func unreadText(u diagnose.Unread) string {
+	v := u.Few
+	if v == nil {
+		return u.Err
+	}
+	head := fmt.Sprintf("the %d etcd series have fewer than two samples on the query grid (a point every %s)", v.Series, v.Step)
+	held := v.Probe.Held().Round(time.Second)
+	switch {
+	case v.Last == 0:
+		return head + ": Prometheus holds one sample of each of these series at most: wait a scrape interval or two and run again"
+	case v.EndsNow:
+		return fmt.Sprintf("%s: Prometheus holds %s of these series: use --last %s or wait", head, held, v.Last)
+	}
+	first := v.Probe.First.UTC().Format(time.RFC3339)
+	return fmt.Sprintf("%s: Prometheus holds %s of these series, from %s: use --since %s or wait", head, held, first, first)
 }

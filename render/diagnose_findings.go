@@ -88,7 +88,7 @@ func modesWhy(m diagnose.Modes) string {
 	case diagnose.ModesOneBucket:
 		return fmt.Sprintf("one bucket (%s–%s] holds %.0f%% : both probers read alike, or their readings share it", formatSeconds(m.LowLo), formatSeconds(m.LowHi), m.LowPct)
 	case diagnose.ModesNeighbours:
-		return fmt.Sprintf("the two fullest buckets, (%s–%s] and (%s–%s], are neighbours: etcd's buckets double, so one hump or two (RTT and ≥2×RTT) look the same here", formatSeconds(m.LowLo), formatSeconds(m.LowHi), formatSeconds(m.HighLo), formatSeconds(m.HighHi))
+		return fmt.Sprintf("the fullest buckets, (%s–%s] and (%s–%s], are neighbours (etcd's double): one hump or two (RTT, ≥2×RTT) look alike", formatSeconds(m.LowLo), formatSeconds(m.LowHi), formatSeconds(m.HighLo), formatSeconds(m.HighHi))
 	case diagnose.ModesBroad:
 		return "one broad hump: the buckets between the two fullest are not emptier"
 	case diagnose.ModesTwoHumps:
@@ -194,7 +194,13 @@ func wordPeer(f *diagnose.Finding, v diagnose.PeerFacts) {
 	f.Next = fmt.Sprintf("sudo etcdscope peers --etcd-metrics %s --duration 2m  # on %s: the kernel's RTT beside this metric", v.URL, whereText(v.Where))
 	f.Meaning = "a commit waits for one kept-alive round trip to the quorum's slower follower, plus its fsync; the new-connection prober's handshakes are not on that path"
 	f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s, %s observations (etcd observes once per prober per 30 s)", strings.Join(v.Sources, " → "), windowText(v.Window), fmtCount(h.Observations, h.HasCount)))
-	if v.Probers > 0 {
+	switch {
+	case v.Probers == 0:
+	case v.SpanMeasured:
+		f.Evidence = append(f.Evidence, fmt.Sprintf("%.0f observations from %.0f prober(s) in the %s between the scrapes", h.Observations, v.Probers, v.Span.Round(time.Millisecond)))
+	case v.SpanUnder:
+		f.Evidence = append(f.Evidence, fmt.Sprintf("%.0f observations from %.0f prober(s) (one each per 30 s) span under %s", h.Observations, v.Probers, v.Span))
+	default:
 		f.Evidence = append(f.Evidence, fmt.Sprintf("%.0f observations from %.0f prober(s) span about %s", h.Observations, v.Probers, v.Span))
 	}
 	if h.HasMean {
@@ -298,8 +304,27 @@ func wordApply(f *diagnose.Finding, v diagnose.ApplyFacts) {
 }
 
 func wordLeader(f *diagnose.Finding, v diagnose.LeaderFacts) {
-	f.Summary = fmt.Sprintf("leadership changed: %s over %s", pluralOf(v.Count, "leader line"), pluralOf(v.Terms, "term"))
+	first := ""
+	switch {
+	case v.Bootstrap:
+		first = fmt.Sprintf("the first leader at term %d is the new cluster's first election, not a change", v.First)
+	case v.First != 0:
+		first = fmt.Sprintf("the first leader at term %d is the member's first since its start line, not a change", v.First)
+	}
 	f.Evidence = logLines(v.Lines)
+	if v.Changes == 0 {
+		f.Summary = fmt.Sprintf("no leader change: %s; %s", pluralOf(v.Count, "leader line"), first)
+		f.Meaning = "a member elects or learns its first leader at start; commits wait only for that election"
+		return
+	}
+	f.Summary = fmt.Sprintf("leadership changed: %s over %s", pluralOf(v.Count, "leader line"), pluralOf(v.Terms, "term"))
+	if v.Changes != v.Count {
+		// one change per term, however many lines say it
+		f.Summary = fmt.Sprintf("leadership changed: %s (%s over %s)", pluralOf(v.Changes, "leader change"), pluralOf(v.Count, "leader line"), pluralOf(v.Terms, "term"))
+	}
+	if first != "" && v.Changes < v.Terms {
+		f.Evidence = append(f.Evidence, first)
+	}
 	f.Meaning = "no commits while there is no leader (an election takes at least the election timeout); clients see timeouts"
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,7 +31,7 @@ func diagnoseGoldenCases(t *testing.T) []diagnoseCase {
 	var all []diagnose.Input
 	for _, n := range names {
 		base := filepath.Base(n)
-		if base == "README.md" {
+		if base == "README.md" || base == "start" {
 			continue
 		}
 		in := fieldInputs(t, base)
@@ -40,6 +41,23 @@ func diagnoseGoldenCases(t *testing.T) []diagnoseCase {
 		}
 	}
 	cs = append(cs, diagnoseCase{name: "all", in: all})
+	// etcd v3.6.16's own start-up logs (testdata/start/README.md): one
+	// member, its restart, three members together and staggered, and the
+	// three stopped
+	starts, _ := filepath.Glob(fieldData + "start/*.log")
+	var startIn []diagnose.Input
+	for _, n := range starts {
+		startIn = append(startIn, fieldInputs(t, "start/"+filepath.Base(n))...)
+	}
+	cs = append(cs, diagnoseCase{name: "start-logs", in: startIn})
+	// two real scrapes 11.069 s apart, 2 peer RTT observations between
+	// them: as files (no time), then with their fetch times (a polled URL)
+	scrapes := fieldInputs(t, "start/etcd3616-three-r1-scrape-1.prom", "start/etcd3616-three-r1-scrape-2.prom")
+	cs = append(cs, diagnoseCase{name: "peer-span-files", in: scrapes})
+	timed := slices.Clone(scrapes)
+	timed[0].At = time.Date(2026, 12, 7, 6, 2, 14, 783932699, time.UTC)
+	timed[1].At = time.Date(2026, 12, 7, 6, 2, 25, 853426009, time.UTC)
+	cs = append(cs, diagnoseCase{name: "peer-span-timed", in: timed})
 
 	cs = append(cs, diagnoseCase{name: "slow-member", in: []diagnose.Input{{Name: "federate.txt", Data: []byte(federate(990, 995))}}})
 	// three members over budget alike: a shared cause

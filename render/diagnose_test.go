@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/diagnose"
 )
@@ -64,8 +65,9 @@ func TestDiagnoseField(t *testing.T) {
 	names, _ := filepath.Glob(fieldData + "*")
 	var in []diagnose.Input
 	for _, n := range names {
-		// README.md, and the one input diagnose refuses (fio ran no job).
-		if strings.HasSuffix(n, "README.md") || strings.HasSuffix(n, "fio-failed-to-start.json") {
+		// README.md, the one input diagnose refuses (fio ran no job), and
+		// start/ (etcd's own start-up logs: the start-logs golden).
+		if strings.HasSuffix(n, "README.md") || strings.HasSuffix(n, "fio-failed-to-start.json") || strings.HasSuffix(n, "/start") {
 			continue
 		}
 		in = append(in, fieldInputs(t, filepath.Base(n))...)
@@ -276,5 +278,31 @@ func TestDiagnoseWordedField(t *testing.T) {
 	_, b := diagnoseTable(t, []diagnose.Input{{Name: "good.txt", Data: good}, {Name: "junk.txt", Data: []byte("hello\n")}})
 	if !strings.Contains(b.String(), "not read (left out of the findings):\n  junk.txt: not etcd /metrics text") || !strings.Contains(b.String(), "[OK] endpoint_status good.txt: endpoint status: 3 of 3 endpoints answered") {
 		t.Errorf("table:\n%s", b.String())
+	}
+}
+
+// TestFewSamplesWords: a fleet cluster with too few samples on the grid
+// names the history Prometheus holds and the flag that reads it (the
+// README walk: 35 s of 7 s scrapes under --last 5m), never "widen".
+func TestFewSamplesWords(t *testing.T) {
+	p := diagnose.FleetProbe{Members: 1, Interval: 7 * time.Second, First: time.Unix(100, 0).UTC(), Last: time.Unix(135, 0).UTC()}
+	for _, c := range []struct {
+		few  diagnose.FewSamples
+		want string
+	}{
+		{diagnose.FewSamples{Series: 216, Step: 50 * time.Second, Probe: p, EndsNow: true, Last: 30 * time.Second},
+			"the 216 etcd series have fewer than two samples on the query grid (a point every 50s): Prometheus holds 35s of these series: use --last 30s or wait"},
+		{diagnose.FewSamples{Series: 216, Step: 50 * time.Second, Probe: p, Last: 30 * time.Second},
+			"Prometheus holds 35s of these series, from 1970-01-01T00:01:40Z: use --since 1970-01-01T00:01:40Z or wait"},
+		{diagnose.FewSamples{Series: 3, Step: time.Minute, EndsNow: true},
+			"holds one sample of each of these series at most: wait"},
+	} {
+		u := diagnose.Unread{Name: `job="etcd"`, Few: &c.few}
+		if got := unreadText(u); !strings.Contains(got, c.want) || strings.Contains(got, "widen") {
+			t.Errorf("%+v: %s", c.few, got)
+		}
+		if r := wordedReport(diagnose.Report{Unread: []diagnose.Unread{u}}); r.Unread[0].Err != unreadText(u) {
+			t.Errorf("JSON error %q", r.Unread[0].Err)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/etcdscope/etcdscope/analysis/diagnose"
 )
@@ -340,6 +341,10 @@ func wordCutOff(f *diagnose.Finding, v diagnose.CutOffVerdict) {
 		since = " from " + at(v.From)
 	}
 	unreachable := "unreachable: " + strings.Join(peers, ", ")
+	if len(peers) > 1 {
+		// each is named in its evidence line, with its errors
+		unreachable = fmt.Sprintf("%d peers unreachable (below)", len(peers))
+	}
 	switch {
 	case v.Campaigns > 0 && !v.LeaderAfter && len(v.Peers) == 0:
 		f.Summary = fmt.Sprintf("%s at term %s%s and no leader follows; no peer errors logged to say which peers do not answer", counted(v.Campaigns, round), termSpan(v), since)
@@ -358,10 +363,7 @@ func wordCutOff(f *diagnose.Finding, v diagnose.CutOffVerdict) {
 		if v.HasTime && !p.From.IsZero() {
 			line += fmt.Sprintf(", %s to %s", at(p.From), at(p.To))
 		}
-		if len(p.Errors) > 0 {
-			line += ": " + strings.Join(p.Errors, "; ")
-		}
-		f.Evidence = append(f.Evidence, line)
+		f.Evidence = append(f.Evidence, line+peerErrors(line, p.Errors))
 	}
 	if v.Campaigns > 0 && v.PreVote {
 		f.Evidence = append(f.Evidence, "pre-vote: the member asks before it raises the term, so an isolated member's term stays put; a term that rose anyway means real elections")
@@ -377,7 +379,39 @@ func wordCutOff(f *diagnose.Finding, v diagnose.CutOffVerdict) {
 		f.Meaning += fmt.Sprintf("; the same log holds %s over 1 s: see that finding", counted(v.SlowFsyncs, "slow fdatasync"))
 	}
 	f.Next = "nc -vz <peer IP> 2380  # from this member, for each unreachable peer; then etcdctl endpoint status --cluster -w table from another member: do the others have a leader?"
+	if v.OneMember {
+		// no peer to reach: a lone voter's round that does not win at
+		// once waits on its own WAL, not on a network
+		f.Uncertainty = diagnose.Notes{"a one-member cluster (one voter): no peer to be cut off from"}
+		f.Meaning = "no leader: nothing commits; a lone voter wins its own vote once its WAL is written, so the wait is its disk or a stuck process, not a network"
+		f.Next = "sudo etcdscope fsync --comm etcd --duration 60s  # on this member: whether its WAL fdatasync returns"
+	}
 }
+
+// peerErrors words a peer's logged errors after its line, as many as
+// keep the evidence line within cutOffLineRunes, and how many more.
+func peerErrors(line string, errs []string) string {
+	out := ""
+	for i, e := range errs {
+		sep := ": "
+		if i > 0 {
+			sep = "; "
+		}
+		more := ""
+		if i+1 < len(errs) {
+			more = " (+" + counted(len(errs)-i-1, "more error") + ")"
+		}
+		if i > 0 && utf8.RuneCountInString(line+out+sep+e+more) > cutOffLineRunes {
+			return out + " (+" + counted(len(errs)-i, "more error") + ")"
+		}
+		out += sep + e
+	}
+	return out
+}
+
+// cutOffLineRunes: an evidence line's text, so that with its indent and
+// "evidence: " it stays within 200 characters.
+const cutOffLineRunes = 186
 
 func termSpan(v diagnose.CutOffVerdict) string {
 	if v.FirstTerm == v.LastTerm {

@@ -21,8 +21,11 @@ type PeerDown struct {
 // leader, and the peers it could not reach.
 type CutOffVerdict struct {
 	Source string `json:"source"`
-	// Campaigns: "became (pre-)candidate" lines; PreVote: some were
-	// pre-vote rounds (the term stays until a quorum answers).
+	// Campaigns: election rounds: a "became pre-candidate" line, or a
+	// "became candidate" line that does not follow its own pre-vote (a
+	// pre-candidate at the term before: the same round's second half);
+	// PreVote: some were pre-vote rounds (the term stays until a quorum
+	// answers).
 	Campaigns int  `json:"campaigns"`
 	PreVote   bool `json:"pre_vote"`
 	FirstTerm int  `json:"first_term,omitempty"`
@@ -40,18 +43,36 @@ type CutOffVerdict struct {
 	Peers       []PeerDown `json:"peers,omitempty"`
 	// SlowFsyncs: slow fdatasync lines in the same log.
 	SlowFsyncs int `json:"slow_fsyncs"`
+	// OneMember: the configuration the member last switched to before
+	// its first round has one voter: no peer to be cut off from.
+	OneMember bool `json:"one_member,omitempty"`
 }
+
+// bootstrapTerm is the term of a new cluster's first leader: etcd starts
+// its members as followers at term 1 (raft.StartNode), so the first
+// election raises the term to 2.
+const bootstrapTerm = 2
 
 // cutOffFinding reads one log's campaigns and unreachable peers; nil
 // when it has neither.
 func cutOffFinding(src string, evs []LogEvent) *Finding {
 	v := CutOffVerdict{Source: src}
 	at := map[string]int{}
-	lastCampaign := -1
+	lastCampaign, voters := -1, 0
+	var prev *LogEvent
 	for i, e := range evs {
 		switch e.Kind {
+		case EvVoters:
+			if v.Campaigns == 0 {
+				voters = e.Voters
+			}
+			continue
 		case EvCampaign:
-			v.Campaigns++
+			// pre-candidate at N, then candidate at N+1: one round
+			if e.PreVote || prev == nil || !prev.PreVote || prev.Term+1 != e.Term {
+				v.Campaigns++
+			}
+			prev = &evs[i]
 			v.PreVote = v.PreVote || e.PreVote
 			if v.FirstTerm == 0 {
 				v.FirstTerm = e.Term
@@ -103,9 +124,31 @@ func cutOffFinding(src string, evs []LogEvent) *Finding {
 	if v.Campaigns == 0 && len(v.Peers) == 0 {
 		return nil
 	}
+	v.OneMember = voters == 1 && v.Campaigns > 0
+	// A new cluster's first election (terms up to 2), or any on a
+	// one-member cluster, that ends with a leader is a start, not a
+	// member cut off; peers not yet up before it are members still
+	// starting. A peer lost after the leader is still a finding.
+	if v.LeaderAfter && (v.LastTerm <= bootstrapTerm || v.OneMember) && !peerDownAfterLeader(evs) {
+		return nil
+	}
 	sev := Warn
 	if v.Campaigns > 0 && !v.LeaderAfter {
 		sev = Bad
 	}
 	return &Finding{Topic: TopicCutOff, Subject: src, Severity: sev, CutOff: &v}
+}
+
+// peerDownAfterLeader: a peer line follows the log's first leader line.
+func peerDownAfterLeader(evs []LogEvent) bool {
+	led := false
+	for _, e := range evs {
+		switch {
+		case e.Kind == EvLeader && !e.Lost:
+			led = true
+		case e.Kind == EvPeerDown && led:
+			return true
+		}
+	}
+	return false
 }

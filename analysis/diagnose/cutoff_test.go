@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestCutOffField: logs of a member cut off from its peers, from public
@@ -58,5 +59,99 @@ func TestCutOffField(t *testing.T) {
 	}
 	if f := onlyFinding(t, rep, "cut_off"); f.Severity != Warn || !f.CutOff.LeaderAfter {
 		t.Errorf("%+v", f)
+	}
+}
+
+// TestStartLogs: etcd v3.6.16's own logs of a normal start (testdata
+// README, "made here"): the bootstrap election (pre-vote at term 1, a
+// leader at term 2), a one-member cluster's rounds and a member's first
+// leader after its start line are no cut-off and no leader change; one
+// term's "became leader" and "elected leader" lines are one change. The
+// same cluster's leader losing its peers when they stop is both.
+func TestStartLogs(t *testing.T) {
+	cases := []struct {
+		file      string
+		cutOff    Severity // "" when no cut_off finding
+		leader    Severity
+		lines     int
+		first     int
+		bootstrap bool
+		changes   int
+	}{
+		{"start/etcd3616-one-member.log", "", OK, 2, 2, true, 0},
+		{"start/etcd3616-one-member-restart.log", "", OK, 2, 3, false, 0},
+		{"start/etcd3616-three-m1-start.log", "", OK, 1, 2, true, 0},
+		{"start/etcd3616-three-m3-start.log", "", OK, 2, 2, true, 0},
+		{"start/etcd3616-staggered-s1.log", "", OK, 2, 2, true, 0},
+		{"start/etcd3616-staggered-s2.log", "", OK, 1, 2, true, 0},
+		{"start/etcd3616-three-m3-stop.log", Bad, Warn, 3, 2, true, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			rep := readField(t, c.file, KindLog)
+			var cut, lead *Finding
+			for i, f := range rep.Findings {
+				switch f.Topic {
+				case TopicCutOff:
+					cut = &rep.Findings[i]
+				case TopicLeader:
+					lead = &rep.Findings[i]
+				}
+			}
+			if (cut == nil) != (c.cutOff == "") || cut != nil && cut.Severity != c.cutOff {
+				t.Errorf("cut_off: %+v, want %q", cut, c.cutOff)
+			}
+			if lead == nil {
+				t.Fatal("no leader finding")
+			}
+			v := lead.Leader
+			if lead.Severity != c.leader || v.Count != c.lines || v.Terms != 1 || v.First != c.first || v.Bootstrap != c.bootstrap || v.Changes != c.changes {
+				t.Errorf("leader: %s %+v, want %+v", lead.Severity, v, c)
+			}
+		})
+	}
+	// The stop: pre-vote at term 1 and candidate at term 2 are one
+	// round, then two pre-vote rounds at term 2 with no leader after.
+	rep := readField(t, "start/etcd3616-three-m3-stop.log", KindLog)
+	if v := onlyFinding(t, rep, "cut_off").CutOff; v.Campaigns != 3 || len(v.Peers) != 2 || v.OneMember || v.LeaderAfter {
+		t.Errorf("stop: %+v", v)
+	}
+}
+
+// TestPeerSpan: two real scrapes of an etcd v3.6.16 member 11.069 s
+// apart (testdata/start/README.md), each peer's RTT series 2
+// observations apart (one per prober). With the fetch times, as a polled
+// URL has them, the span is the wall time between them; as files with
+// no time, one observation per prober says only "under a minute" (it
+// said "about 1m0s", rounding 30 s up).
+func TestPeerSpan(t *testing.T) {
+	in := readInputs(t, "start/etcd3616-three-r1-scrape-1.prom", "start/etcd3616-three-r1-scrape-2.prom")
+	for _, timed := range []bool{false, true} {
+		if timed {
+			in[0].At = time.Date(2026, 12, 7, 6, 2, 14, 783932699, time.UTC)
+			in[1].At = time.Date(2026, 12, 7, 6, 2, 25, 853426009, time.UTC)
+		}
+		rep, err := Diagnose(in, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, f := range rep.Findings {
+			if f.Topic != TopicPeerRTT {
+				continue
+			}
+			n++
+			v := f.Peer
+			want := PeerFacts{Probers: 2, Span: time.Minute, SpanUnder: true}
+			if timed {
+				want = PeerFacts{Probers: 2, Span: 11069493310 * time.Nanosecond, SpanMeasured: true}
+			}
+			if v.Stats.Observations != 2 || v.Probers != want.Probers || v.Span != want.Span || v.SpanMeasured != want.SpanMeasured || v.SpanUnder != want.SpanUnder {
+				t.Errorf("timed %v, %s: %.0f observations, %v probers, span %s measured %v under %v", timed, f.Subject, v.Stats.Observations, v.Probers, v.Span, v.SpanMeasured, v.SpanUnder)
+			}
+		}
+		if n != 2 {
+			t.Errorf("timed %v: %d peer findings, want 2", timed, n)
+		}
 	}
 }

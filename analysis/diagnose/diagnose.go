@@ -223,6 +223,9 @@ type Report struct {
 	// Unread: the inputs that could not be read, and why; the others
 	// were diagnosed.
 	Unread []Unread `json:"unread,omitempty"`
+	// OneMember: the /metrics inputs were read as one member's scrapes
+	// (--one-member), not as a cluster's members.
+	OneMember bool `json:"one_member,omitempty"`
 }
 
 // Unread is one input left out of the diagnosis.
@@ -233,6 +236,9 @@ type Unread struct {
 	// Quoted: the input's own words Err rests on, verbatim (fio's
 	// complaints, FioNoJobError), for the sinks to quote.
 	Quoted []string `json:"quoted,omitempty"`
+	// Few: a fleet cluster with too few samples on the grid (Err is
+	// empty here; render words it).
+	Few *FewSamples `json:"few_samples,omitempty"`
 }
 
 // InputInfo says how one input was read.
@@ -320,6 +326,7 @@ func Diagnose(inputs []Input, opt Options) (Report, error) {
 	scrapes, windows, logs := ev.scrapes, ev.windows, ev.logs
 	var alike []string
 	if opt.OneMember && len(scrapes) > 0 {
+		rep.OneMember = true
 		w := window(scrapes)
 		w.Member = OneMember
 		windows = append(windows, w)

@@ -67,10 +67,20 @@ type ApplyFacts struct {
 	Lines LogLines
 }
 
-// LeaderFacts: leader lines of a log and the terms they name.
+// LeaderFacts: leader lines of a log and the terms they name (a term
+// has one leader, however many lines say it: "became leader" and
+// "elected leader" of one election are one change).
 type LeaderFacts struct {
 	Count, Terms int
 	Lines        LogLines
+	// First: the term of the member's first leader, which is no change:
+	// a new cluster's first election (Bootstrap: term 2), or the first
+	// leader after the log shows the process start; 0 when neither.
+	First     int
+	Bootstrap bool
+	// Changes: the terms with a leader line, less First unless a
+	// "lost leader" line names it.
+	Changes int
 }
 
 // HeartbeatFacts: late heartbeats, grouped into the leader's stalls.
@@ -208,10 +218,14 @@ type PeerFacts struct {
 	Stats  HistStats
 	Modes  Modes
 	// Probers, Span: how many probers the observations come from and
-	// the time they span (one per prober per 30 s), to the minute; 0
-	// without observations.
-	Probers float64
-	Span    time.Duration
+	// the time they span: SpanMeasured, the wall time between the
+	// scrapes when their times are known; else from the count (one per
+	// prober per 30 s), to the minute, or SpanUnder, at most this long
+	// (one per prober: under two intervals); 0 without observations.
+	Probers      float64
+	Span         time.Duration
+	SpanMeasured bool
+	SpanUnder    bool
 	// SlowDial: two humps, the upper ≥ 4× the lower (more than TCP+TLS
 	// handshakes take); FarRTT: the RTT is at least half the default
 	// heartbeat interval.

@@ -308,14 +308,16 @@ func TestFioTextMsec(t *testing.T) {
 // worded, as JSON and as a table.
 func TestJSONEncodes(t *testing.T) {
 	names, _ := filepath.Glob("testdata/*")
+	starts, _ := filepath.Glob("testdata/start/*.log")
 	var in []Input
-	for _, n := range names {
-		// README.md, and the one input diagnose refuses (fio ran no
-		// job: TestFieldFioNumbers pins its message).
-		if strings.HasSuffix(n, "README.md") || strings.HasSuffix(n, "fio-failed-to-start.json") {
+	for _, n := range append(names, starts...) {
+		// README.md, the one input diagnose refuses (fio ran no job:
+		// TestFieldFioNumbers pins its message), and the start/ folder
+		// (its logs are globbed on their own).
+		if strings.HasSuffix(n, "README.md") || strings.HasSuffix(n, "fio-failed-to-start.json") || strings.HasSuffix(n, "/start") {
 			continue
 		}
-		in = append(in, readInputs(t, filepath.Base(n))...)
+		in = append(in, readInputs(t, strings.TrimPrefix(n, "testdata/"))...)
 	}
 	rep, err := Diagnose(in, Options{})
 	if err != nil {

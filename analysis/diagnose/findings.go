@@ -132,7 +132,19 @@ func (r *Report) peerFindings(ws []MemberWindow, url string) {
 				if s.Key.Prober != "" {
 					v.Probers = 1
 				}
-				v.Span = time.Duration(h.Observations / v.Probers * float64(etcdmetric.ObserveInterval)).Round(time.Minute)
+				k := h.Observations / v.Probers
+				switch {
+				case w.Duration > 0:
+					// the scrapes' own times (a polled URL, a
+					// Prometheus export): the wall time between them
+					v.Span, v.SpanMeasured = w.Duration, true
+				case k < 2:
+					// one observation per prober: the window holds one
+					// 30 s tick, so it is under two intervals long
+					v.Span, v.SpanUnder = time.Duration(k+1)*etcdmetric.ObserveInterval, true
+				default:
+					v.Span = time.Duration(k * float64(etcdmetric.ObserveInterval)).Round(time.Minute)
+				}
 			}
 			m := row.Modes
 			if m.Verdict == ModesTwo && m.HighLo >= 4*m.LowHi {
@@ -244,14 +256,45 @@ func (r *Report) logFindings(logs []LogRead) {
 			r.Findings = append(r.Findings, *c)
 		}
 		if len(leader) > 0 {
-			terms := map[int]bool{}
-			for _, e := range leader {
-				terms[e.Term] = true
+			v := leaderFacts(lr.Events, leader)
+			sev := Warn
+			if v.Changes == 0 {
+				sev = OK
 			}
-			r.Findings = append(r.Findings, Finding{Topic: TopicLeader, Subject: lr.Source, Severity: Warn,
-				Leader: &LeaderFacts{Count: len(leader), Terms: len(terms), Lines: firstLines(leader, 4)}})
+			r.Findings = append(r.Findings, Finding{Topic: TopicLeader, Subject: lr.Source, Severity: sev, Leader: &v})
 		}
 	}
+}
+
+// leaderFacts counts a log's leader changes, one per term, and finds the
+// member's first leader, which is not a change: the first leader line
+// after a start line, or at the bootstrap term with none before it.
+func leaderFacts(evs, leader []LogEvent) LeaderFacts {
+	terms := map[int]bool{}
+	for _, e := range leader {
+		terms[e.Term] = true
+	}
+	v := LeaderFacts{Count: len(leader), Terms: len(terms), Lines: firstLines(leader, 4)}
+	started, seen := false, false
+	for _, e := range evs {
+		switch {
+		case e.Kind == EvStart:
+			started, seen = true, false
+		case e.Kind == EvLeader && !seen:
+			seen = true
+			if !e.Lost && (started || e.Term == bootstrapTerm) && v.First == 0 {
+				v.First, v.Bootstrap = e.Term, e.Term == bootstrapTerm
+			}
+		}
+	}
+	// A term is one change; the first leader's term is none, unless
+	// the member lost that leader (a leader line saying no leader).
+	v.Changes = v.Terms
+	lostFirst := slices.ContainsFunc(leader, func(e LogEvent) bool { return e.Lost && e.Term == v.First })
+	if v.First != 0 && !lostFirst {
+		v.Changes--
+	}
+	return v
 }
 
 func (r *Report) heartbeatFinding(src string, hb, fsync, leader []LogEvent, interval, election time.Duration, times LogTimes) Finding {

@@ -23,11 +23,27 @@ import (
 // peer findings of Diagnose. Raw selectors keep __name__, so every answer
 // is the same query_range export a user could save and give as a file.
 
-// FleetSteps: FleetRange's grid has this many steps over the window: a
-// counter's increase is summed over them (a fall between two points is a
-// restart, as increase() counts one), so a restart is seen at a sixth of
-// the window; each series answers FleetSteps+1 points at most.
+// FleetSteps: the fewest steps of FleetRange's grid over the window,
+// and all of them when no probe says the scrape interval. A counter's
+// increase is summed over the grid's points (a fall between two points
+// is a restart, as increase() counts one).
 const FleetSteps = 6
+
+// The grid's bounds. FleetMaxPoints: the points one query_range answer
+// is asked for at most (series × points, the series estimated as
+// fleetSeriesPerMember per member the probe counts: a 3-member
+// cluster's peer RTT ladders), about 10 MiB of JSON, under the 16 MiB an
+// answer may take. promMaxSteps: Prometheus refuses a query_range of
+// more than 11,000 points per series.
+const (
+	FleetMaxPoints       = 400_000
+	fleetSeriesPerMember = 40
+	promMaxSteps         = 11_000 - 1
+)
+
+// FleetProbeRange: the probe reads the raw samples of the window's last
+// hour at most.
+const FleetProbeRange = time.Hour
 
 // ClusterLabels: the labels that tell clusters apart, besides namespace
 // and job. The first of them a series carries names its cluster
@@ -66,17 +82,101 @@ func FleetSelectors(match string) []string {
 	}
 }
 
-// FleetRange is the query_range grid for the window [since, until]:
-// FleetSteps steps of a whole millisecond ending at until (start may be
-// up to FleetSteps ms before since).
-func FleetRange(since, until time.Time) (start, end time.Time, step time.Duration) {
+// FleetProbeQuery is the probe's instant query: the raw samples of
+// etcd_server_is_leader (one series per member) over the window's last
+// FleetProbeRange at most, evaluated at until: their stamps show the
+// scrape interval and how much history Prometheus holds.
+func FleetProbeQuery(match string, since, until time.Time) string {
+	m := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(match), "{"), "}"))
+	if m != "" {
+		m = "," + m
+	}
+	r := min(until.Sub(since), FleetProbeRange)
+	return "{__name__=" + strconv.Quote(gaugeIsLeader) + m + "}[" + strconv.FormatInt(max(r.Milliseconds(), 1), 10) + "ms]"
+}
+
+// FleetProbe is what the probe's samples say of the data.
+type FleetProbe struct {
+	// Members: the series answered (one per member).
+	Members int `json:"members"`
+	// Interval: the scrape interval the samples show (the shortest of
+	// the series' median gaps); 0 with fewer than two samples in each.
+	Interval time.Duration `json:"interval_ns,omitempty"`
+	// First, Last: the earliest and latest sample (zero with none).
+	First time.Time `json:"first,omitzero"`
+	Last  time.Time `json:"last,omitzero"`
+}
+
+// Held is the history the probe saw: its first sample to its last.
+func (p FleetProbe) Held() time.Duration { return p.Last.Sub(p.First) }
+
+// ReadFleetProbe reads the probe's answer (a matrix of raw samples); an
+// answer that is no Prometheus API JSON is ErrNotPrometheus.
+func ReadFleetProbe(body []byte) (FleetProbe, error) {
+	var p FleetProbe
+	var pr promResponse
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&pr); err != nil || pr.Status != "success" || pr.Data.ResultType != "matrix" {
+		return p, ErrNotPrometheus
+	}
+	for _, r := range pr.Data.Result {
+		var ts []time.Time
+		for _, v := range r.Values {
+			if len(v) == 2 {
+				if f, ok := v[0].(float64); ok {
+					ts = append(ts, time.UnixMilli(int64(math.Round(f*1e3))).UTC())
+				}
+			}
+		}
+		if len(ts) == 0 {
+			continue
+		}
+		p.Members++
+		if p.First.IsZero() || ts[0].Before(p.First) {
+			p.First = ts[0]
+		}
+		if l := ts[len(ts)-1]; l.After(p.Last) {
+			p.Last = l
+		}
+		var gaps []time.Duration
+		for i := 1; i < len(ts); i++ {
+			if g := ts[i].Sub(ts[i-1]); g > 0 {
+				gaps = append(gaps, g)
+			}
+		}
+		if len(gaps) == 0 {
+			continue
+		}
+		sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
+		if g := gaps[len(gaps)/2]; p.Interval == 0 || g < p.Interval {
+			p.Interval = g
+		}
+	}
+	return p, nil
+}
+
+// FleetRange is the query_range grid for the window [since, until],
+// ending at until with steps of a whole millisecond (start may be up to
+// a millisecond per step before since). With the scrape interval known
+// (p.Interval), a step of at most it, so every sample the window holds
+// is on the grid, within promMaxSteps and FleetMaxPoints for p.Members
+// (the step grows instead); at least FleetSteps steps. Without it,
+// FleetSteps.
+func FleetRange(since, until time.Time, p FleetProbe) (start, end time.Time, step time.Duration) {
 	w := until.Sub(since)
-	step = (w + FleetSteps*time.Millisecond - 1) / FleetSteps
+	steps := FleetSteps
+	if p.Interval > 0 {
+		steps = int(min((w+p.Interval-1)/p.Interval, promMaxSteps))
+		if p.Members > 0 {
+			steps = min(steps, FleetMaxPoints/(p.Members*fleetSeriesPerMember))
+		}
+		steps = max(steps, FleetSteps)
+	}
+	step = (w + time.Duration(steps)*time.Millisecond - 1) / time.Duration(steps)
 	step = step.Truncate(time.Millisecond)
 	if step < time.Millisecond {
 		step = time.Millisecond
 	}
-	return until.Add(-FleetSteps * step), until, step
+	return until.Add(-time.Duration(steps) * step), until, step
 }
 
 // PromAnswer is one query's answer body, as fetched.
@@ -95,6 +195,12 @@ type FleetOptions struct {
 	Match string
 	// MaxClusters: keep the worst this many clusters (0: all).
 	MaxClusters int
+	// Probe: what the probe saw; Step: the grid's step; EndsNow: the
+	// window ends now (--last or the default), for the advice when the
+	// history is too short.
+	Probe   FleetProbe
+	Step    time.Duration
+	EndsNow bool
 }
 
 // Fleet is the diagnosis of every cluster one Prometheus holds.
@@ -232,7 +338,11 @@ func ReadFleet(answers []PromAnswer, opt FleetOptions) (Fleet, error) {
 		if len(p.hist) > 0 {
 			var err error
 			ws, err = promWindows("matrix", p.hist, c.Name, time.Time{}, time.Time{})
-			if err != nil {
+			var few fewSamplesError
+			if errors.As(err, &few) {
+				c.Report.Unread = append(c.Report.Unread, Unread{Name: c.Name, Few: &FewSamples{Series: few.Series, Step: opt.Step, Probe: opt.Probe,
+					EndsNow: opt.EndsNow, Last: shortWindow(opt.Probe.Held())}})
+			} else if err != nil {
 				c.Report.Unread = append(c.Report.Unread, Unread{Name: c.Name, Err: err.Error()})
 			}
 		}

@@ -41,9 +41,68 @@ func TestFleetSelectors(t *testing.T) {
 func TestFleetRange(t *testing.T) {
 	until := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, w := range []time.Duration{6 * time.Hour, 10*time.Second + 7*time.Millisecond, time.Millisecond} {
-		start, end, step := FleetRange(until.Add(-w), until)
+		start, end, step := FleetRange(until.Add(-w), until, FleetProbe{})
 		if !end.Equal(until) || step%time.Millisecond != 0 || end.Sub(start) != FleetSteps*step || start.After(until.Add(-w)) || until.Add(-w).Sub(start) >= FleetSteps*time.Millisecond {
 			t.Errorf("window %s: %s to %s step %s", w, start, end, step)
+		}
+	}
+	// With the scrape interval known: a step of at most it, unless the
+	// points per answer (members × fleetSeriesPerMember × steps) or
+	// Prometheus' 11,000 per series would pass their bound.
+	cases := []struct {
+		w        time.Duration
+		p        FleetProbe
+		maxStep  time.Duration
+		minSteps int
+	}{
+		// the walk: 5 min, a 7 s scrape, one member: 43 steps of ≤ 7 s
+		{5 * time.Minute, FleetProbe{Members: 1, Interval: 7 * time.Second}, 7 * time.Second, 43},
+		// a short window: never fewer than FleetSteps
+		{10 * time.Second, FleetProbe{Members: 1, Interval: 7 * time.Second}, 10*time.Second/FleetSteps + time.Millisecond, FleetSteps},
+		// 30 days at 1 s, one member: the points' bound (10,000 steps)
+		{30 * 24 * time.Hour, FleetProbe{Members: 1, Interval: time.Second}, 30 * 24 * time.Hour / (FleetMaxPoints / fleetSeriesPerMember), FleetMaxPoints / fleetSeriesPerMember},
+		// members unknown: Prometheus' bound
+		{30 * 24 * time.Hour, FleetProbe{Interval: time.Second}, 30 * 24 * time.Hour / promMaxSteps, promMaxSteps},
+		// 150 members over 6 h at 15 s: the points' bound
+		{6 * time.Hour, FleetProbe{Members: 150, Interval: 15 * time.Second}, 6 * time.Hour / time.Duration(FleetMaxPoints/(150*fleetSeriesPerMember)), FleetMaxPoints / (150 * fleetSeriesPerMember)},
+	}
+	for _, c := range cases {
+		start, end, step := FleetRange(until.Add(-c.w), until, c.p)
+		steps := int(end.Sub(start) / step)
+		if step > c.maxStep+time.Millisecond || steps < c.minSteps || step%time.Millisecond != 0 || start.After(until.Add(-c.w)) ||
+			steps > promMaxSteps || c.p.Members*fleetSeriesPerMember*steps > max(FleetMaxPoints, c.p.Members*fleetSeriesPerMember*FleetSteps) {
+			t.Errorf("window %s, %+v: %d steps of %s", c.w, c.p, steps, step)
+		}
+	}
+}
+
+// TestFleetProbe: the probe's raw samples give the scrape interval (the
+// median gap: one late scrape does not move it) and the history held;
+// no samples leave the grid at FleetSteps.
+func TestFleetProbe(t *testing.T) {
+	body := []byte(`{"status":"success","data":{"resultType":"matrix","result":[
+{"metric":{"__name__":"etcd_server_is_leader","instance":"a"},"values":[[100,"1"],[107,"1"],[114,"1"],[125,"1"],[132,"1"]]},
+{"metric":{"__name__":"etcd_server_is_leader","instance":"b"},"values":[[103.5,"0"],[110.5,"0"]]}]}}`)
+	p, err := ReadFleetProbe(body)
+	if err != nil || p.Members != 2 || p.Interval != 7*time.Second || p.Held() != 32*time.Second || !p.First.Equal(time.Unix(100, 0).UTC()) {
+		t.Errorf("%+v, %v", p, err)
+	}
+	if _, err := ReadFleetProbe([]byte("<html>")); !errors.Is(err, ErrNotPrometheus) {
+		t.Errorf("html: %v", err)
+	}
+	if q := FleetProbeQuery(`{job="etcd"}`, time.Unix(0, 0), time.Unix(300, 0)); q != `{__name__="etcd_server_is_leader",job="etcd"}[300000ms]` {
+		t.Errorf("probe query %s", q)
+	}
+	if q := FleetProbeQuery("", time.Unix(0, 0), time.Unix(86400, 0)); q != `{__name__="etcd_server_is_leader"}[3600000ms]` {
+		t.Errorf("probe query over a day %s", q)
+	}
+}
+
+// TestShortWindow: the --last the advice names lies within the history.
+func TestShortWindow(t *testing.T) {
+	for held, want := range map[time.Duration]time.Duration{0: 0, 400 * time.Millisecond: time.Second, 14500 * time.Millisecond: 14 * time.Second, 35 * time.Second: 30 * time.Second, 20 * time.Second: 20 * time.Second} {
+		if got := shortWindow(held); got != want {
+			t.Errorf("held %s: %s, want %s", held, got, want)
 		}
 	}
 }

@@ -24,6 +24,8 @@ const (
 	EvConfig        EventKind = "config"         // heartbeat/election settings printed at start
 	EvCampaign      EventKind = "campaign"       // "became pre-candidate at term N" / "became candidate at term N"
 	EvPeerDown      EventKind = "peer_down"      // the prober or a stream to a peer failed; To is the peer
+	EvStart         EventKind = "start"          // the process starts: "starting an etcd server" (zap), "etcd Version: …" (capnslog)
+	EvVoters        EventKind = "voters"         // "switched to configuration voters=(…)": Voters is how many
 )
 
 // LogEvent is one etcd log line the diagnosis understood.
@@ -54,7 +56,11 @@ type LogEvent struct {
 	PreVote bool   `json:"pre_vote,omitempty"`
 	Error   string `json:"error,omitempty"`
 	Term    int    `json:"term,omitempty"`
-	Text    string `json:"text"`
+	// Leader: Lost ("lost leader X at term N": no leader, not a new
+	// one). Voters: the members of the configuration switched to.
+	Lost   bool   `json:"lost,omitempty"`
+	Voters int    `json:"voters,omitempty"`
+	Text   string `json:"text"`
 }
 
 // Gap is the time between two heartbeats to one follower that the line
@@ -93,6 +99,8 @@ var (
 	leaderRe   = regexp.MustCompile(`(became leader at term|elected leader \w+ at term|lost leader \w+ at term|changed leader from \w+ to \w+ at term) (\d+)`)
 	cfgHbRe    = regexp.MustCompile(`\bheartbeat = (\d+)ms`)
 	campaignRe = regexp.MustCompile(`became (pre-)?candidate at term (\d+)`)
+	votersRe   = regexp.MustCompile(`switched to configuration voters=\(([0-9a-f ]*)\)`)
+	startRe    = regexp.MustCompile(`^(?:starting an etcd server$|(?:etcdmain: )?etcd Version: )`)
 	// A peer that does not answer, as capnslog (3.0-3.4) and etcd 2
 	// wrote it: the prober's health check, a stream dial or read, a lost
 	// stream, an inactive peer. zap writes the same with remote-peer-id.
@@ -253,12 +261,16 @@ func parseLogLine(line string) (LogEvent, string, bool) {
 		ev.Took, _ = time.ParseDuration(m[1])
 	case leaderRe.MatchString(msg):
 		m := leaderRe.FindStringSubmatch(msg)
-		ev.Kind = EvLeader
+		ev.Kind, ev.Lost = EvLeader, strings.HasPrefix(m[1], "lost")
 		ev.Term, _ = strconv.Atoi(m[2])
 	case campaignRe.MatchString(msg):
 		m := campaignRe.FindStringSubmatch(msg)
 		ev.Kind, ev.PreVote = EvCampaign, m[1] != ""
 		ev.Term, _ = strconv.Atoi(m[2])
+	case votersRe.MatchString(msg):
+		ev.Kind, ev.Voters = EvVoters, len(strings.Fields(votersRe.FindStringSubmatch(msg)[1]))
+	case startRe.MatchString(msg):
+		ev.Kind = EvStart
 	case fields != nil && str("remote-peer-id")+str("peer-id") != "" && (msg == "prober detected unhealthy status" || msg == "lost TCP streaming connection with remote peer" || strings.HasPrefix(msg, "peer became inactive") || msg == "failed to dial remote peer"):
 		ev.Kind, ev.To, ev.Error = EvPeerDown, str("remote-peer-id")+str("peer-id"), str("error")
 	case peerDownRe.MatchString(msg):

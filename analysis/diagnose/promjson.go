@@ -168,7 +168,7 @@ func promWindows(resultType string, results []promResult, source string, since, 
 			return nil, fmt.Errorf("the %d series have no __name__ (a histogram_quantile() answer?): export the raw _bucket series instead, e.g. query_range of {__name__=~\"etcd_disk_wal_fsync_duration_seconds_.*\"}", unnamed)
 		}
 		if tooFew > 0 {
-			return nil, fmt.Errorf("the %d etcd series have fewer than two samples inside --since/--until: an increase needs two; widen the window or export a longer range", tooFew)
+			return nil, fewSamplesError{fmt.Errorf("the %d etcd series have fewer than two samples inside --since/--until: an increase needs two; widen the window or export a longer range", tooFew), tooFew}
 		}
 		if len(results) == 0 {
 			return nil, fmt.Errorf("%w: the query matched no series (an empty result): check the metric name (etcd_disk_wal_fsync_duration_seconds_bucket, ...) and the time range", ErrNoEvidence)
@@ -176,6 +176,39 @@ func promWindows(resultType string, results []promResult, source string, since, 
 		return nil, fmt.Errorf("no etcd histogram series in the Prometheus answer")
 	}
 	return out, nil
+}
+
+// fewSamplesError: every etcd series of an answer has fewer than two
+// samples in the window, and an increase needs two; Series counts them.
+type fewSamplesError struct {
+	error
+	Series int
+}
+
+// FewSamples: a fleet cluster none of whose series has two points on the
+// query grid (ReadFleet's Unread.Few; render words the advice).
+type FewSamples struct {
+	Series int `json:"series"`
+	// Step: the grid's; Probe: what the probe saw of the history;
+	// EndsNow: the window ends now (--last, or no window given).
+	Step    time.Duration `json:"step_ns"`
+	Probe   FleetProbe    `json:"probe"`
+	EndsNow bool          `json:"ends_now"`
+	// Last: a --last within the history held (its 10 s below from 20 s,
+	// else its second below, at least 1 s); 0 when the probe saw one
+	// sample per series at most.
+	Last time.Duration `json:"last_ns,omitempty"`
+}
+
+// shortWindow is a --last within the history held.
+func shortWindow(held time.Duration) time.Duration {
+	switch {
+	case held <= 0:
+		return 0
+	case held >= 20*time.Second:
+		return held.Truncate(10 * time.Second)
+	}
+	return max(held.Truncate(time.Second), time.Second)
 }
 
 // promInstance names a series' member: its instance label, else its pod,

@@ -78,7 +78,6 @@ func runFleet(f fleetFlags, files []string) error {
 		return usagef("--since %s is not before --until %s: give a window", since.Format(time.RFC3339), until.Format(time.RFC3339))
 	}
 	base := strings.TrimSuffix(f.url, "/")
-	start, end, step := diagnose.FleetRange(since, until)
 	// Ctrl-C (or SIGTERM) ends the queries at once, also in a background
 	// job where SIGINT starts ignored (the window wait had that bug).
 	sigCtx, stop := runContext("diagnose", nil)
@@ -86,10 +85,23 @@ func runFleet(f fleetFlags, files []string) error {
 	ctx, cancel := context.WithTimeout(sigCtx, promDeadline)
 	defer cancel()
 	cl := &http.Client{Timeout: promQueryTimeout}
+	// The probe: the raw samples of one gauge per member say the scrape
+	// interval (the grid's step) and the history held. An answer that is
+	// no Prometheus JSON leaves the grid at FleetSteps: the queries below
+	// say what the URL is.
+	b, err := promGet(ctx, cl, base, "/api/v1/query", url.Values{"query": {diagnose.FleetProbeQuery(f.match, since, until)}, "time": {promTime(until)}})
+	if sigCtx.Err() != nil {
+		return errors.New("interrupted: nothing diagnosed")
+	}
+	if err != nil {
+		return err
+	}
+	probe, _ := diagnose.ReadFleetProbe(b)
+	start, end, step := diagnose.FleetRange(since, until, probe)
 	var answers []diagnose.PromAnswer
 	for _, sel := range diagnose.FleetSelectors(f.match) {
 		q := url.Values{"query": {sel}, "start": {promTime(start)}, "end": {promTime(end)}, "step": {strconv.FormatFloat(step.Seconds(), 'f', 3, 64)}}
-		b, err := promGet(ctx, cl, base, q)
+		b, err := promGet(ctx, cl, base, "/api/v1/query_range", q)
 		if sigCtx.Err() != nil {
 			return errors.New("interrupted: nothing diagnosed")
 		}
@@ -98,7 +110,9 @@ func runFleet(f fleetFlags, files []string) error {
 		}
 		answers = append(answers, diagnose.PromAnswer{Selector: sel, Body: b})
 	}
-	fl, err := diagnose.ReadFleet(answers, diagnose.FleetOptions{Source: base, From: since, To: until, Match: f.match, MaxClusters: f.maxClusters})
+	endsNow := f.lastSet || (f.since.IsZero() && f.until.IsZero())
+	fl, err := diagnose.ReadFleet(answers, diagnose.FleetOptions{Source: base, From: since, To: until, Match: f.match, MaxClusters: f.maxClusters,
+		Probe: probe, Step: step, EndsNow: endsNow})
 	if errors.Is(err, diagnose.ErrNotPrometheus) {
 		return usagef("%s answered /api/v1/query_range with no Prometheus API JSON (%v): give Prometheus' base URL, e.g. http://prometheus:9090", base, err)
 	}
@@ -133,13 +147,14 @@ func promTime(t time.Time) string {
 	return strconv.FormatFloat(float64(t.UnixMilli())/1e3, 'f', 3, 64)
 }
 
-// promGet fetches one query_range answer within promQueryTimeout and the
-// run's deadline, its body capped at maxInputBytes. A refusal is a usage
-// error naming what Prometheus said (a bad --match) or what the URL is not.
-func promGet(ctx context.Context, cl *http.Client, base string, q url.Values) ([]byte, error) {
+// promGet fetches one answer of the API at path (/api/v1/query_range,
+// /api/v1/query) within promQueryTimeout and the run's deadline, its body
+// capped at maxInputBytes. A refusal is a usage error naming what
+// Prometheus said (a bad --match) or what the URL is not.
+func promGet(ctx context.Context, cl *http.Client, base, path string, q url.Values) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, promQueryTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/query_range?"+q.Encode(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path+"?"+q.Encode(), nil)
 	if err != nil {
 		return nil, usagef("--prometheus %q: %v", base, err)
 	}
