@@ -233,6 +233,10 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"merge", "--guest", "$D/negative.jsonl", "--host", "$D/good.jsonl"}, fix: "not a record etcdscope writes"},
 	{args: []string{"report", "$D/wrongtype.jsonl"}, fix: "give a recording written by 'etcdscope fsync --output json'"},
 	{args: []string{"report", "$D/empty"}, fix: "write one with etcdscope fsync --output json"},
+	// A real `commit --output json` recording (schema commit/v2) was
+	// refused as "schema version 2 is newer than this etcdscope's 1".
+	{args: []string{"report", "../../testdata/loopback3/commit.jsonl"}, fix: "is a commit recording (etcdscope commit --output json), not an fsync one"},
+	{args: []string{"report", "--html", "$D/r.html", "../../testdata/loopback3/commit.jsonl"}, fix: "is a commit recording"},
 	{args: []string{"report", "--output", "csv", "$D/good.jsonl"}, fix: "use table or json"},
 	{args: []string{"report", "--peers", "$D/good.jsonl", "$D/good.jsonl"}, fix: "go with --html"},
 	{args: []string{"report", "--html", "$D", "$D/good.jsonl"}, fix: "give a file name"},
