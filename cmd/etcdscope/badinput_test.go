@@ -150,6 +150,10 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"hypervisor", "--pid", "0"}, fix: "pgrep qemu"},
 	{args: []string{"hypervisor", "--pid", "-1"}, fix: "is not a process id"},
 	{args: []string{"hypervisor", "--pid", "999999999"}, fix: "pgrep qemu"},
+	// A README walk gave etcd's pid: its WAL and db were listed as raw
+	// images. $PID, the test binary, is no QEMU either.
+	{args: []string{"hypervisor", "--pid", "$PID", "--duration", "1s"}, fix: "is not a QEMU process (exe \"etcdscope.test\", comm \"etcdscope.test\""},
+	{args: []string{"fsync", "--qemu", "$PID", "--duration", "1s"}, fix: "is not a QEMU process"},
 	{args: []string{"hypervisor", "--comm", "qemu-system-x86_64-long"}, fix: "give its first 15 bytes"},
 	{args: []string{"hypervisor", "--comm", "qemu", "--output", "yaml"}, fix: "use table or json"},
 	{args: []string{"hypervisor", "--comm", "qemu", "--duration", "-2s"}, fix: "give e.g. 30s"},
