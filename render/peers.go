@@ -319,8 +319,8 @@ func ComparisonModel(c etcdmetric.Comparison) []string {
 		line += fmt.Sprintf("dialling adds %s to the mean", s(c.Prediction.NewConnShare))
 	}
 	lines := []string{line}
-	if in.UptimeEnd > 0 {
-		lines = append(lines, fmt.Sprintf("EWMA (α=0.125 from 0) still warming up at %s uptime", in.UptimeEnd.Round(time.Second)))
+	if in.WarmingUp() {
+		lines = append(lines, fmt.Sprintf("EWMA (α=0.125 from 0) still warming up in this window (%s to %s of uptime)", in.UptimeStart.Round(time.Second), in.UptimeEnd.Round(time.Second)))
 	}
 	if !in.ReusedMeasured && in.ProbeError != "" {
 		lines = append(lines, "etcdscope's kept-alive probe failed: "+in.ProbeError)
