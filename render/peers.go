@@ -130,6 +130,8 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 			verdict = "peer down / unreachable"
 		case c.Explained:
 			verdict = "explained"
+		case c.Kind == etcdmetric.CompareInconclusiveFloor:
+			verdict = "inconclusive (under the noise floor)"
 		case c.Inconclusive:
 			verdict = "inconclusive (few observations)"
 		}
