@@ -395,7 +395,9 @@ func writeHTMLReport(out, name, peersPath, mergePath string, calls *report.CallS
 		if metric != nil {
 			in.PeerMetric = metric.Comparisons
 		}
-		rep := a.Report(peers.Options{})
+		// What the live run left out (etcdscope's own probe connections)
+		// the page leaves out too.
+		rep := a.Report(peers.Options{ExcludeLocal: metric.ExcludeLocal()})
 		in.PeerReport = &rep
 	}
 	// Rendered into a temporary file renamed into place: a full disk or a
