@@ -754,6 +754,11 @@ func ScanJSONL(r io.Reader, fsync func(*FsyncRecord) error, write func(*WriteRec
 func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, write func(*WriteRecord) error) (summary Report, err error) {
 	var spent uint64 // the calls' total_ns so far: every series' sum is within it
 	err = jsonl.ScanSpans(r, func(_ int, at jsonl.Span, h jsonl.Head, raw []byte) error {
+		if h.Type == "commit" || h.Type == "commit_summary" {
+			// Another command's recording: its "v" is its own schema's
+			// (commit/v2), not this one's.
+			return ErrCommitRecording
+		}
 		if max := versionOf(h.Type); h.V > max {
 			return fmt.Errorf("schema version %d is newer than this etcdscope's %d", h.V, max)
 		}
@@ -843,6 +848,11 @@ const MaxCallNs = int64(24 * time.Hour)
 // total_ns, or calls whose total_ns add up past 2^63 ns (292 years), which
 // no sum holds.
 var ErrImpossibleRecord = errors.New("not a record etcdscope writes")
+
+// ErrCommitRecording is returned (wrapped with its line) by ScanJSONL for a
+// recording of `etcdscope commit --output json` (schema commit/v2, read by
+// analysis/commit.ReadRecords): its records are writes, not fsync calls.
+var ErrCommitRecording = errors.New("a commit recording (etcdscope commit --output json, schema commit/v2), not an fsync one")
 
 // checkTimes fails for a record no run writes (ErrImpossibleRecord), and
 // adds its total_ns and its nested host calls' to spent (the stacked

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -394,5 +395,21 @@ func TestScanRefusesImpossibleTimes(t *testing.T) {
 		if !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
+	}
+}
+
+// TestScanJSONLCommitRecording: a real `etcdscope commit --output json`
+// recording (schema commit/v2) is named as one, not refused as an fsync
+// recording of a newer version ("schema version 2 is newer than this
+// etcdscope's 1").
+func TestScanJSONLCommitRecording(t *testing.T) {
+	f, err := os.Open("../testdata/loopback3/commit.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, err = ScanJSONL(f, func(*FsyncRecord) error { return nil }, nil)
+	if !errors.Is(err, ErrCommitRecording) {
+		t.Errorf("err %v, want ErrCommitRecording", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -156,7 +157,12 @@ func (r *PeersEtcd) Report(ctx context.Context, t1 time.Time, st Stats, owners h
 	}
 	rep.WindowSeconds = t1.Sub(t0).Seconds()
 	// etcdscope's own kept-alive probe connections are not etcd's links.
-	pr := conns.Report(peers.Options{Window: t1.Sub(t0), ExcludeLocal: probe.ownConns()})
+	own := probe.ownConns()
+	pr := conns.Report(peers.Options{Window: t1.Sub(t0), ExcludeLocal: own})
+	for a := range own {
+		rep.OwnConns = append(rep.OwnConns, a)
+	}
+	slices.SortFunc(rep.OwnConns, netip.AddrPort.Compare)
 	rep.Events, rep.LostEvents, rep.MissedEvents, rep.RingPeakBytes = pr.Events, st.Lost, st.Missed, st.RingPeakBytes
 	rep.Links, rep.Unassembled, rep.FoldedEarly = pr.Links, pr.Unassembled, pr.FoldedEarly
 	rep.Owners = &etcdmetric.OwnerLookups{Resolved: owners.Resolved, Unowned: owners.Unowned, QueueDrops: owners.QueueDrops,

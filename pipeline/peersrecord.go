@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bufio"
+	"net/netip"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -13,13 +14,14 @@ import (
 )
 
 // AppendMetricRecord appends the etcd_peer_metric record to the recording
-// --record wrote (etcdmetric.WriteMetricRecord).
-func AppendMetricRecord(path string, cs []etcdmetric.PeerComparison) error {
+// --record wrote (etcdmetric.WriteMetricRecord): the comparisons, and the
+// local ends of etcdscope's own probe connections.
+func AppendMetricRecord(path string, cs []etcdmetric.PeerComparison, own []netip.AddrPort) error {
 	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return err
 	}
-	if err := etcdmetric.WriteMetricRecord(fh, cs); err != nil {
+	if err := etcdmetric.WriteMetricRecord(fh, cs, own); err != nil {
 		fh.Close()
 		return err
 	}

@@ -57,11 +57,12 @@ func columnsOnly(l string) bool {
 var longLinesLeft = map[string]int{}
 
 // textGoldens returns the paths of every text golden of the renderers and
-// of the capture replays (the terminal output of each command).
+// of the capture replays (the terminal output of each command), and the
+// live output of a real peers run (testdata/loopback3).
 func textGoldens(t *testing.T) []string {
 	t.Helper()
 	var files []string
-	for _, g := range []string{"../testdata/render/*.txt", "../testdata/render/*/*.txt", "../testdata/render/*/*/*.txt", "../testdata/capture/*.report.txt"} {
+	for _, g := range []string{"../testdata/render/*.txt", "../testdata/render/*/*.txt", "../testdata/render/*/*/*.txt", "../testdata/capture/*.report.txt", "../testdata/loopback3/*.txt"} {
 		m, err := filepath.Glob(g)
 		if err != nil {
 			t.Fatal(err)

@@ -47,7 +47,17 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 	t := NewTerminal(w) // member names and URLs come from etcd
 	defer t.Flush()
 	w = t
-	fmt.Fprintf(w, "etcdscope peers: %.1fs on port %d, %d events, %d lost, %d missed\n\n", rep.WindowSeconds, rep.Port, rep.Events, rep.LostEvents, rep.MissedEvents)
+	fmt.Fprintf(w, "etcdscope peers: %.1fs on port %d, %d events, %d lost, %d missed\n", rep.WindowSeconds, rep.Port, rep.Events, rep.LostEvents, rep.MissedEvents)
+	// The verdicts first (issue 26: the number and the cause on the first
+	// screen), then the links and the metric's table behind them.
+	for _, c := range rep.Metric {
+		fmt.Fprintf(w, "verdict: %s%s: %s\n", c.Key.To, comparisonWho(c), ComparisonVerdict(c.Comparison))
+	}
+	warn := leaderWarning(rep)
+	if warn != "" {
+		fmt.Fprintf(w, "WARNING: %s\n", warn)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "LINK\tOPENED/MIN\tCLOSED/MIN\tHANDSHAKE RTT p50/p99 (n)\tSRTT p50/max (conns)\tMIN RTT p50\tSETUP p50/p99 (n)\tPER-REQUEST p50/p99 (n)\tLIFETIME p50\tRETRANS")
 	for _, l := range rep.Links {
@@ -92,9 +102,6 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 			fmt.Fprintf(w, "a one-member cluster: no peer traffic on port %d to trace\n", rep.Port)
 		}
 	}
-	if warn := leaderWarning(rep); warn != "" {
-		fmt.Fprintf(w, "\nWARNING: %s\n", warn)
-	}
 	if rep.MetricsURL == "" {
 		return
 	}
@@ -123,6 +130,8 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 			verdict = "peer down / unreachable"
 		case c.Explained:
 			verdict = "explained"
+		case c.Kind == etcdmetric.CompareInconclusiveFloor:
+			verdict = "inconclusive (under the noise floor)"
 		case c.Inconclusive:
 			verdict = "inconclusive (few observations)"
 		}
@@ -132,8 +141,12 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 	tw.Flush()
 	modelled := false
 	for _, c := range rep.Metric {
-		fmt.Fprintf(w, "  %s: %s\n", c.Key.To, ComparisonVerdict(c.Comparison))
-		for _, l := range ComparisonModel(c.Comparison) {
+		m := ComparisonModel(c.Comparison)
+		if len(m) == 0 && c.QuantileError == "" {
+			continue // its verdict, at the top, is all there is
+		}
+		fmt.Fprintf(w, "  %s:\n", c.Key.To)
+		for _, l := range m {
 			fmt.Fprintf(w, "    %s\n", l)
 			modelled = true
 		}
@@ -147,6 +160,25 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 	for _, k := range rep.Resets {
 		fmt.Fprintf(w, "  %s: counts fell between the scrapes (etcd restarted): only the end scrape is used\n", k.To)
 	}
+}
+
+// comparisonWho names a comparison's member and peer address, when the
+// member list matched them: " (c, 127.0.0.13)".
+func comparisonWho(c etcdmetric.PeerComparison) string {
+	var who []string
+	if c.Key.Prober != "" {
+		who = append(who, c.Key.Prober)
+	}
+	if c.Member != "" {
+		who = append(who, c.Member)
+	}
+	if c.Peer.IsValid() {
+		who = append(who, c.Peer.String())
+	}
+	if len(who) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(who, ", ") + ")"
 }
 
 func sec(s float64) string {
@@ -244,7 +276,7 @@ func ComparisonVerdict(c etcdmetric.Comparison) string {
 	tail := fmt.Sprintf("; RTT %s (metric %.1fx)", s(in.RTT.Seconds()), c.Inflation)
 	switch c.Kind {
 	case etcdmetric.CompareInconclusiveFloor:
-		return head + fmt.Sprintf("INCONCLUSIVE: %s apart, under the %s two probers timed at different moments differ by on a busy node", s(math.Abs(mean-pm)), s(etcdmetric.NoiseFloorSeconds)) + tail
+		return head + fmt.Sprintf("INCONCLUSIVE: %s apart, under the %s noise of two probers timed apart", s(math.Abs(mean-pm)), s(etcdmetric.NoiseFloorSeconds)) + tail
 	case etcdmetric.CompareInconclusiveSpread:
 		return head + fmt.Sprintf("INCONCLUSIVE: the mean of %.0f observations is known to ±%s (standard error): trace longer", c.Observations, s(c.StandardErrorSeconds)) + tail
 	case etcdmetric.CompareAbove:
@@ -252,7 +284,18 @@ func ComparisonVerdict(c etcdmetric.Comparison) string {
 	case etcdmetric.CompareBelow:
 		return head + "NOT EXPLAINED: less than the model (failing probes reset srtt to 0, or too few observations)" + tail
 	}
+	if !dialAdds(c) {
+		// ComparisonModel's line says "dialling adds nothing": the
+		// verdict must not name the dials.
+		return head + "EXPLAINED by kept-alive probes (the peer's answer) and etcd's EWMA/bucketing; dialling adds nothing" + tail
+	}
 	return head + "EXPLAINED by new-connection probes and etcd's EWMA/bucketing, not the network" + tail
+}
+
+// dialAdds: the model has probers that dial, and their dials add to the
+// mean (etcdmetric.Prediction.NewConnShare).
+func dialAdds(c etcdmetric.Comparison) bool {
+	return !c.NewConnAddsNothing && c.Prediction.NewConnProbers > 0 && c.Prediction.NewConnShare > 0
 }
 
 // ComparisonModel words the model's terms behind ComparisonVerdict: how
@@ -272,14 +315,14 @@ func ComparisonModel(c etcdmetric.Comparison) []string {
 	}
 	line := fmt.Sprintf("model: %.0f of %d probers dial per probe (%.1f new connections/min, %s each), the others reuse one (%s, %s); ",
 		c.Prediction.NewConnProbers, in.Probers, in.NewConnPerMinute, s(in.NewConnProbe.Seconds()), s(math.Max(in.ReusedProbe.Seconds(), in.RTT.Seconds())), how)
-	if c.NewConnAddsNothing {
+	if !dialAdds(c) {
 		line += "dialling adds nothing"
 	} else {
 		line += fmt.Sprintf("dialling adds %s to the mean", s(c.Prediction.NewConnShare))
 	}
 	lines := []string{line}
-	if in.UptimeEnd > 0 {
-		lines = append(lines, fmt.Sprintf("EWMA (α=0.125 from 0) still warming up at %s uptime", in.UptimeEnd.Round(time.Second)))
+	if in.WarmingUp() {
+		lines = append(lines, fmt.Sprintf("EWMA (α=0.125 from 0) still warming up in this window (%s to %s of uptime)", in.UptimeStart.Round(time.Second), in.UptimeEnd.Round(time.Second)))
 	}
 	if !in.ReusedMeasured && in.ProbeError != "" {
 		lines = append(lines, "etcdscope's kept-alive probe failed: "+in.ProbeError)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,6 +103,11 @@ func TestPeersVerdictGoldens(t *testing.T) {
 	for _, m := range back.Metric {
 		if m.Verdict == "" {
 			t.Errorf("%s: no verdict in the JSON", m.Key.To)
+		}
+		// A README walk read "EXPLAINED by new-connection probes" over
+		// "dialling adds nothing": the two must not contradict.
+		if strings.Contains(m.Model, "dialling adds nothing") && strings.Contains(m.Verdict, "new-connection probes") {
+			t.Errorf("%s: the verdict names the dials the model says add nothing:\n%s\n%s", m.Key.To, m.Verdict, m.Model)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
@@ -211,7 +212,10 @@ func TestChromiumRendersPage(t *testing.T) {
 				s.HostDMNs, s.HostDeviceFlushNs = s.HostDeviceFlushNs/5, s.HostDeviceFlushNs-s.HostDeviceFlushNs/5
 			}
 			for _, l := range peers.Analyze(in.Peers, peers.Options{}).Links {
-				in.PeerMetric = append(in.PeerMetric, etcdmetric.PeerComparison{Peer: l.Link.Peer.Unmap(),
+				if l.Link.Direction != event.PeerActive {
+					continue // a metric is the scraped member's: on its active links
+				}
+				in.PeerMetric = append(in.PeerMetric, etcdmetric.PeerComparison{Peer: l.Link.To.Unmap(), FromPID: l.Link.FromPID,
 					Comparison: etcdmetric.Comparison{Key: etcdmetric.Key{To: "a"}, Observations: 4, Mean: 0.002}})
 			}
 			return in

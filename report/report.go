@@ -24,7 +24,6 @@ import (
 	"html/template"
 	"io"
 	"math"
-	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -908,35 +907,15 @@ var peerSeries = []legendItem{
 	{"etcd metric mean (measured by etcd)", "#7b1fa2"},
 }
 
-// measuredByPeer folds etcd's measured metric per peer address: the mean
-// over every prober's observations in the window (what
-// rate(_sum)/rate(_count) of etcd_network_peer_round_trip_time_seconds
-// reads for that To). Comparisons not matched to an address (no member
-// list) are counted in unmatched.
-func measuredByPeer(cs []etcdmetric.PeerComparison) (mean map[netip.Addr]float64, unmatched int) {
-	sum, n := map[netip.Addr]float64{}, map[netip.Addr]float64{}
-	for _, c := range cs {
-		if !c.Peer.IsValid() || c.Observations <= 0 || math.IsNaN(c.Mean) {
-			unmatched++
-			continue
-		}
-		sum[c.Peer] += c.Mean * c.Observations
-		n[c.Peer] += c.Observations
-	}
-	mean = map[netip.Addr]float64{}
-	for p, s := range sum {
-		mean[p] = s / n[p]
-	}
-	return mean, unmatched
-}
-
 // peerChart draws, per link, the traced RTTs, the mean etcd's peer RTT
-// metric would read for it (etcdmetric.Predict on the link's numbers) and,
-// when the recording has it, what etcd's metric measured for that peer,
-// on one linear scale.
+// metric would read for it and, when the recording has it, what etcd's
+// metric measured on that link, on one linear scale. Both come from
+// etcdmetric.LinkModels: on the scraped member's links, the numbers the
+// live run printed.
 func peerChart(rep *peers.Report, metric []etcdmetric.PeerComparison) (*svgChart, []legendItem, string) {
 	window := time.Duration(rep.WindowNs)
-	measured, unmatched := measuredByPeer(metric)
+	models, unmatched := etcdmetric.LinkModels(mergeStreams(rep.Links), window, metric)
+	compared := 0
 	series := peerSeries[:5]
 	if len(metric) > 0 {
 		series = peerSeries
@@ -947,17 +926,15 @@ func peerChart(rep *peers.Report, metric []etcdmetric.PeerComparison) (*svgChart
 	}
 	var rows []row
 	maxV := 0.0
-	for _, l := range mergeStreams(rep.Links) {
-		in := etcdmetric.InputFromLink(l, window)
-		pred := etcdmetric.Predict(in)
+	for _, m := range models {
+		l := m.Link
 		r := row{label: render.PeerLinkLabel(&l), vals: []float64{
-			float64(l.HandshakeRTT.P50) / 1e9, float64(l.Setup.P50) / 1e9, float64(l.SRTT.P50) / 1e9, l.PerRequest.Mean() / 1e9, pred.Mean}}
+			float64(l.HandshakeRTT.P50) / 1e9, float64(l.Setup.P50) / 1e9, float64(l.SRTT.P50) / 1e9, l.PerRequest.Mean() / 1e9, m.Model}}
+		if m.Compared {
+			compared++
+		}
 		if len(metric) > 0 {
-			v, ok := measured[l.Link.Peer.Unmap()]
-			if !ok {
-				v = math.NaN()
-			}
-			r.vals = append(r.vals, v)
+			r.vals = append(r.vals, m.Measured)
 		}
 		for _, v := range r.vals {
 			if !math.IsNaN(v) && !math.IsInf(v, 0) {
@@ -975,9 +952,12 @@ func peerChart(rep *peers.Report, metric []etcdmetric.PeerComparison) (*svgChart
 		note += " " + render.FoldedEarlyLine(rep.FoldedEarly) + "."
 	}
 	if len(metric) > 0 {
-		note += fmt.Sprintf(" The purple bar is etcd's own etcd_network_peer_round_trip_time_seconds over the recording (mean of every prober's observations for that peer; %d series).", len(metric))
+		note += fmt.Sprintf(" The purple bar is etcd's own etcd_network_peer_round_trip_time_seconds over the recording (mean of every prober's observations; %d series), drawn only on the links of the member it was scraped from.", len(metric))
+		if compared > 0 {
+			note += fmt.Sprintf(" On those %d links the model is the one the live run printed (its scrape window, etcdscope's kept-alive probe, the EWMA replayed); on the others it is predicted from the link's traced numbers alone.", compared)
+		}
 		if unmatched > 0 {
-			note += fmt.Sprintf(" %d series could not be matched to a peer address (record with --etcd-endpoints for the member list).", unmatched)
+			note += fmt.Sprintf(" %d series could not be matched to one link (record with --etcd-endpoints for the member list).", unmatched)
 		}
 	} else {
 		note += " The recording carries no etcd metric: record with etcdscope peers --record FILE --etcd-metrics URL to draw what etcd measured beside the model."

@@ -21,6 +21,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/merge"
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 // The testdata recordings were made with the real tool on a three-member
@@ -291,52 +292,93 @@ func TestHeatColor(t *testing.T) {
 }
 
 // TestPeersChartMeasuredMetric: with the recording's etcd_peer_metric
-// record, each link to a peer etcd measured gets a fifth bar with etcd's
-// mean for that peer (observation-weighted over probers); the legend and
-// the note say so. Without it, five bars and a note on how to record it.
+// record, the links of the scraped member (a comparison's FromPID and
+// Peer) get a sixth bar with etcd's mean (observation-weighted over
+// probers) and the comparisons' model; another member's link to the same
+// peer gets neither (the metric is scraped from one member). The legend
+// and the note say so. Without it, five bars and a note on how to record
+// it.
 func TestPeersChartMeasuredMetric(t *testing.T) {
 	in := readTestdata(t)
 	links := mergeStreams(peers.Analyze(in.Peers, peers.Options{}).Links)
-	want := map[netip.Addr]float64{}
+	var member uint32
+	for _, l := range links {
+		if l.Link.Direction == event.PeerActive && l.Link.FromPID != 0 {
+			member = l.Link.FromPID
+			break
+		}
+	}
+	want := map[int]float64{}
+	model := map[int]float64{}
+	others := 0
 	for i, l := range links {
-		p := l.Link.Peer.Unmap()
-		if _, ok := want[p]; ok {
+		if l.Link.Direction != event.PeerActive {
 			continue
 		}
-		// Two probers: 4 observations at m and 12 at 3m: weighted mean 2.5m.
+		if l.Link.FromPID != member {
+			others++
+			continue
+		}
+		p := l.Link.To.Unmap()
+		// Two probers: 4 observations at m and 12 at 3m: weighted mean
+		// 2.5m; their models 1.5m and 0.5m, 4 and 4 observations: 1m.
 		m := 0.001 * float64(i+1)
 		in.PeerMetric = append(in.PeerMetric,
-			etcdmetric.PeerComparison{Peer: p, Comparison: etcdmetric.Comparison{Key: etcdmetric.Key{To: "a", Prober: "ROUND_TRIPPER_SNAPSHOT"}, Observations: 4, Mean: m}},
-			etcdmetric.PeerComparison{Peer: p, Comparison: etcdmetric.Comparison{Key: etcdmetric.Key{To: "a", Prober: "ROUND_TRIPPER_RAFT_MESSAGE"}, Observations: 12, Mean: 3 * m}})
-		want[p] = 2.5 * m
+			etcdmetric.PeerComparison{Peer: p, FromPID: member, Comparison: etcdmetric.Comparison{Key: etcdmetric.Key{To: "a", Prober: "ROUND_TRIPPER_SNAPSHOT"}, Observations: 4, Mean: m,
+				Prediction: etcdmetric.Prediction{Mean: 1.5 * m, Observations: 4}}},
+			etcdmetric.PeerComparison{Peer: p, FromPID: member, Comparison: etcdmetric.Comparison{Key: etcdmetric.Key{To: "a", Prober: "ROUND_TRIPPER_RAFT_MESSAGE"}, Observations: 12, Mean: 3 * m,
+				Prediction: etcdmetric.Prediction{Mean: 0.5 * m, Observations: 4}}})
+		want[i], model[i] = 2.5*m, m
+	}
+	if len(want) == 0 || others == 0 {
+		t.Fatalf("testdata: %d links of pid %d, %d of other processes: want both", len(want), member, others)
 	}
 	// One series without a peer address (no member list).
 	in.PeerMetric = append(in.PeerMetric, etcdmetric.PeerComparison{Comparison: etcdmetric.Comparison{Key: etcdmetric.Key{To: "b"}, Observations: 3, Mean: 0.2}})
 	rep := peers.Analyze(in.Peers, peers.Options{})
 	c, legend, note := peerChart(&rep, in.PeerMetric)
-	if len(legend) != 6 || !strings.Contains(note, "1 series could not be matched") {
+	if len(legend) != 6 || !strings.Contains(note, "1 series could not be matched") || !strings.Contains(note, "drawn only on the links of the member") {
 		t.Fatalf("legend %v, note %q", legend, note)
 	}
-	measured := legend[5].Color
-	var titles []string
-	for _, r := range c.Rects {
-		if r.Fill == measured {
-			titles = append(titles, r.Title)
-		}
-	}
-	if len(titles) != len(links) {
-		t.Errorf("%d measured bars for %d links", len(titles), len(links))
-	}
 	for i, l := range links {
-		w := "etcd metric mean (measured by etcd): " + fmtSeconds(want[l.Link.Peer.Unmap()])
-		if i < len(titles) && titles[i] != w {
-			t.Errorf("link %s: %q, want %q", l.Link, titles[i], w)
+		label := render.PeerLinkLabel(&l)
+		got := barTitles(c, label)
+		w, ok := want[i]
+		if !ok {
+			if got[5] != "" {
+				t.Errorf("link %s (not the scraped member's): measured bar %q, want none", label, got[5])
+			}
+			continue
+		}
+		if m := "etcd metric mean (measured by etcd): " + fmtSeconds(w); got[5] != m {
+			t.Errorf("link %s: %q, want %q", label, got[5], m)
+		}
+		if m := "etcd metric mean (model): " + fmtSeconds(model[i]); got[4] != m {
+			t.Errorf("link %s: %q, want %q", label, got[4], m)
 		}
 	}
 	_, legend, note = peerChart(&rep, nil)
 	if len(legend) != 5 || !strings.Contains(note, "--etcd-metrics URL") {
 		t.Errorf("without the record: legend %v, note %q", legend, note)
 	}
+}
+
+// barTitles returns the titles of the bars drawn for the link labelled
+// label, by series ("" where none is drawn).
+func barTitles(c *svgChart, label string) [6]string {
+	var out [6]string
+	for _, tx := range c.Texts {
+		if tx.Text != label || tx.Anchor != "end" {
+			continue
+		}
+		top := tx.Y - 6*peerRowH/2
+		for _, r := range c.Rects {
+			if i := int((r.Y - top) / peerRowH); r.Y >= top && i < 6 && r.Y < top+6*peerRowH {
+				out[i] = r.Title
+			}
+		}
+	}
+	return out
 }
 
 // mergedFsyncs makes n merged guest fsyncs of 1 ms (the slowest 10 ms):

@@ -1,6 +1,7 @@
 package etcdmetric
 
 import (
+	"math"
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/peers"
@@ -40,3 +41,26 @@ func (in ModelInput) WithUptime(processStart, scrapeStart, scrapeEnd time.Time) 
 	in.UptimeEnd = scrapeEnd.Sub(processStart)
 	return in
 }
+
+// WarmupNegligible is the share of its starting 0 that etcd's EWMA may
+// still hold at the window's start for the window to count as steady:
+// past it the warm-up changes the mean by less than the buckets' own
+// resolution.
+const WarmupNegligible = 0.05
+
+// WarmupLeft is the weight etcd's EWMA (α from 0, one probe per
+// ProbeInterval) still gives its starting 0 at the window's start:
+// (1−α)^n after the n probes made by then; 0 in steady state (UptimeEnd
+// 0, no process start known).
+func (in ModelInput) WarmupLeft() float64 {
+	if in.UptimeEnd <= 0 {
+		return 0
+	}
+	n := float64(max(in.UptimeStart-in.ProberStart, 0) / ProbeInterval)
+	return math.Pow(1-Alpha, n)
+}
+
+// WarmingUp: the EWMA had not converged when the window began
+// (WarmupLeft above WarmupNegligible), so the window's observations read
+// below the steady mean.
+func (in ModelInput) WarmingUp() bool { return in.WarmupLeft() > WarmupNegligible }

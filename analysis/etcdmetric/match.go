@@ -30,6 +30,12 @@ type PeerComparison struct {
 	// every link of the scraped member.
 	Peer   netip.Addr `json:"peer,omitempty"`
 	Member string     `json:"member,omitempty"`
+	// FromPID: the scraped member's pid, the local end of the link the
+	// input was taken from (Peer its remote end); 0 when the member was
+	// not found (the input then pools the links of every process) or the
+	// recording predates the field. The metric is that member's: it
+	// belongs to its link to Peer only (LinkModels).
+	FromPID uint32 `json:"from_pid,omitempty"`
 }
 
 // Window is the span between the two scrapes and etcd's process start.
@@ -77,7 +83,7 @@ func CompareScrapes(start, end Scrape, w Window, links []peers.LinkStats, fromPI
 			pc.Member = m.Name
 			for _, l := range own {
 				if contains(m.PeerIPs, l.Link.To) {
-					pc.Peer = l.Link.To
+					pc.Peer, pc.FromPID = l.Link.To, fromPID
 					in = InputFromLink(l, window)
 					if v := keptAlive[l.Link.To]; v > 0 {
 						in.ReusedProbe = v

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 
 	"github.com/etcdscope/etcdscope/analysis/jsonl"
 	"github.com/etcdscope/etcdscope/analysis/peers"
@@ -27,11 +28,30 @@ type MetricRecord struct {
 	// measured metric over the window, seconds; Peer the address the
 	// traced numbers are for, when the member list matched it).
 	Comparisons []PeerComparison `json:"comparisons"`
+	// OwnConns: the local ends of etcdscope's own kept-alive probe
+	// connections (--probe-answer), which the live run left out of every
+	// link (peers.Options.ExcludeLocal); absent in recordings made before
+	// 2026-12-07.
+	OwnConns []netip.AddrPort `json:"own_conns,omitempty"`
 }
 
-// WriteMetricRecord writes the record for cs as one JSON line.
-func WriteMetricRecord(w io.Writer, cs []PeerComparison) error {
-	b, err := json.Marshal(MetricRecord{Type: MetricRecordType, Schema: peers.Schema, Comparisons: cs})
+// ExcludeLocal is OwnConns as peers.Options.ExcludeLocal (nil when none),
+// so that a replay leaves out what the live run left out.
+func (m *MetricRecord) ExcludeLocal() map[netip.AddrPort]bool {
+	if m == nil || len(m.OwnConns) == 0 {
+		return nil
+	}
+	out := make(map[netip.AddrPort]bool, len(m.OwnConns))
+	for _, a := range m.OwnConns {
+		out[a] = true
+	}
+	return out
+}
+
+// WriteMetricRecord writes the record for cs and own (OwnConns) as one
+// JSON line.
+func WriteMetricRecord(w io.Writer, cs []PeerComparison, own []netip.AddrPort) error {
+	b, err := json.Marshal(MetricRecord{Type: MetricRecordType, Schema: peers.Schema, Comparisons: cs, OwnConns: own})
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,8 @@ func TestRecordingRoundTrip(t *testing.T) {
 		}
 	}
 	cs := []PeerComparison{{Peer: remote.Addr(), Member: "m2", Comparison: Comparison{Key: Key{To: "8e9e05c52164694d", Prober: "ROUND_TRIPPER_SNAPSHOT"}, Observations: 8, Mean: 0.05}}}
-	if err := WriteMetricRecord(&b, cs); err != nil {
+	own := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:40112")}
+	if err := WriteMetricRecord(&b, cs, own); err != nil {
 		t.Fatal(err)
 	}
 	gotEvs, rec, err := ReadRecording(bytes.NewReader(b.Bytes()))
@@ -42,6 +43,12 @@ func TestRecordingRoundTrip(t *testing.T) {
 	if rec == nil || rec.Schema != peers.Schema || len(rec.Comparisons) != 1 || rec.Comparisons[0].Peer != remote.Addr() ||
 		rec.Comparisons[0].Mean != 0.05 || rec.Comparisons[0].Key.To != "8e9e05c52164694d" {
 		t.Errorf("metric record %+v", rec)
+	}
+	if ex := rec.ExcludeLocal(); len(ex) != 1 || !ex[own[0]] {
+		t.Errorf("own connections read back %v, want %v", ex, own)
+	}
+	if (*MetricRecord)(nil).ExcludeLocal() != nil {
+		t.Error("no record: exclusions")
 	}
 	if !strings.HasPrefix(b.String(), `{"type":"peers_recording","schema":"peers/v1"}`+"\n") {
 		t.Errorf("recording does not open with its header: %.80q", b.String())

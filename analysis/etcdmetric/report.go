@@ -45,6 +45,10 @@ type PeersReport struct {
 	// peer IP (ns); KeptAliveProbeErrors: why a peer could not be probed.
 	KeptAliveProbe       map[netip.Addr]time.Duration `json:"kept_alive_probe_ns,omitempty"`
 	KeptAliveProbeErrors map[netip.Addr]string        `json:"kept_alive_probe_errors,omitempty"`
+	// OwnConns: the local ends of those probes' connections, left out of
+	// Links (peers.Options.ExcludeLocal); --record keeps them in its
+	// etcd_peer_metric record for a replay to leave out too.
+	OwnConns []netip.AddrPort `json:"-"`
 }
 
 // OwnerLookups counts the peers tracer's background look-ups of socket

@@ -150,6 +150,10 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"hypervisor", "--pid", "0"}, fix: "pgrep qemu"},
 	{args: []string{"hypervisor", "--pid", "-1"}, fix: "is not a process id"},
 	{args: []string{"hypervisor", "--pid", "999999999"}, fix: "pgrep qemu"},
+	// A README walk gave etcd's pid: its WAL and db were listed as raw
+	// images. $PID, the test binary, is no QEMU either.
+	{args: []string{"hypervisor", "--pid", "$PID", "--duration", "1s"}, fix: "is not a QEMU process (exe \"etcdscope.test\", comm \"etcdscope.test\""},
+	{args: []string{"fsync", "--qemu", "$PID", "--duration", "1s"}, fix: "is not a QEMU process"},
 	{args: []string{"hypervisor", "--comm", "qemu-system-x86_64-long"}, fix: "give its first 15 bytes"},
 	{args: []string{"hypervisor", "--comm", "qemu", "--output", "yaml"}, fix: "use table or json"},
 	{args: []string{"hypervisor", "--comm", "qemu", "--duration", "-2s"}, fix: "give e.g. 30s"},
@@ -233,6 +237,10 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"merge", "--guest", "$D/negative.jsonl", "--host", "$D/good.jsonl"}, fix: "not a record etcdscope writes"},
 	{args: []string{"report", "$D/wrongtype.jsonl"}, fix: "give a recording written by 'etcdscope fsync --output json'"},
 	{args: []string{"report", "$D/empty"}, fix: "write one with etcdscope fsync --output json"},
+	// A real `commit --output json` recording (schema commit/v2) was
+	// refused as "schema version 2 is newer than this etcdscope's 1".
+	{args: []string{"report", "../../testdata/loopback3/commit.jsonl"}, fix: "is a commit recording (etcdscope commit --output json), not an fsync one"},
+	{args: []string{"report", "--html", "$D/r.html", "../../testdata/loopback3/commit.jsonl"}, fix: "is a commit recording"},
 	{args: []string{"report", "--output", "csv", "$D/good.jsonl"}, fix: "use table or json"},
 	{args: []string{"report", "--peers", "$D/good.jsonl", "$D/good.jsonl"}, fix: "go with --html"},
 	{args: []string{"report", "--html", "$D", "$D/good.jsonl"}, fix: "give a file name"},

@@ -75,6 +75,11 @@ func runHypervisor(args []string) error {
 		if _, err := os.Stat("/proc/" + strconv.Itoa(f.pid)); err != nil {
 			return usagef("--pid %d: no such process (see pgrep qemu)", f.pid)
 		}
+		// Any process's file I/O would read as image I/O (etcd's WAL
+		// listed as a raw image): the pid must be QEMU's.
+		if q := host.QEMUOf(uint32(f.pid)); !q.IsQEMU() {
+			return usagef("--pid %d is not a QEMU process (exe %q, comm %q, argv[0] %q: none names qemu): give the hypervisor's (pgrep qemu); for etcd's own fsyncs run etcdscope fsync --pid %d", f.pid, q.Exe, q.Comm, q.Argv0, f.pid)
+		}
 	}
 	if f.ready != "" {
 		if err := safefile.CheckDir(f.ready); err != nil {

@@ -261,9 +261,10 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		return err
 	}
 	rep := r.Report(ctx, t1, *st, owners, &out.conns)
-	if f.record != "" && len(rep.Metric) > 0 {
-		// What etcd measured, for report --html to draw beside the model.
-		if err := pipeline.AppendMetricRecord(f.record, render.WordComparisons(rep.Metric)); err != nil {
+	if f.record != "" && (len(rep.Metric) > 0 || len(rep.OwnConns) > 0) {
+		// What etcd measured, for report --html to draw beside the model,
+		// and etcdscope's own connections, for it to leave out.
+		if err := pipeline.AppendMetricRecord(f.record, render.WordComparisons(rep.Metric), rep.OwnConns); err != nil {
 			return fmt.Errorf("--record: %w", err)
 		}
 	}

@@ -141,11 +141,18 @@ func runReport(args []string) error {
 		if kind, derr := diagnose.Detect(head); derr == nil {
 			return usagef("%s is %s, not a recording: run etcdscope diagnose %s", fs.Arg(0), kindName(kind), fs.Arg(0))
 		}
+		if errors.Is(err, analysis.ErrCommitRecording) {
+			// No command reads it back yet: its commit_summary line is
+			// the run's summary (docs/schema.md).
+			return usagef("%s is a commit recording (etcdscope commit --output json), not an fsync one: report reads fsync recordings; its last line, commit_summary, is that run's summary (docs/schema.md)", fs.Arg(0))
+		}
 		return usagef("%s: %v: give a recording written by 'etcdscope fsync --output json'", fs.Arg(0), err)
 	}
-	if count == 0 {
+	if count == 0 && sum.Type != "summary" {
 		return usagef("%s has no fsync records (write one with etcdscope fsync --output json)", fs.Arg(0))
 	}
+	// A run that saw no call (etcd idle) wrote its summary alone: its
+	// report is of zero calls, as the run printed.
 	// A run killed before its end leaves no summary line: its loss is
 	// unknown, not 0 (said after the inputs are read: bad input stays
 	// one line).
@@ -388,7 +395,9 @@ func writeHTMLReport(out, name, peersPath, mergePath string, calls *report.CallS
 		if metric != nil {
 			in.PeerMetric = metric.Comparisons
 		}
-		rep := a.Report(peers.Options{})
+		// What the live run left out (etcdscope's own probe connections)
+		// the page leaves out too.
+		rep := a.Report(peers.Options{ExcludeLocal: metric.ExcludeLocal()})
 		in.PeerReport = &rep
 	}
 	// Rendered into a temporary file renamed into place: a full disk or a

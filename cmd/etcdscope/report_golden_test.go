@@ -239,3 +239,25 @@ func TestReportCutCapture(t *testing.T) {
 		}
 	}
 }
+
+// idleRecording: `etcdscope fsync --pid <etcd> --duration 3s --output
+// json` of an idle etcd v3.6.16 member (testdata/loopback3).
+const idleRecording = "../../testdata/loopback3/fsync-idle.jsonl"
+
+// TestReportIdleFsyncRecording: a recording of `fsync --output json` made
+// while etcd was idle holds its summary line only; report prints the
+// report of zero calls (as the live run did), exit 0, not an error.
+func TestReportIdleFsyncRecording(t *testing.T) {
+	out := string(reportOutput(t, idleRecording))
+	if !strings.HasPrefix(out, "etcdscope fsync report: 0 calls, 0 lost events") {
+		t.Errorf("report of an idle recording:\n%s", out)
+	}
+	js := reportOutput(t, "--output", "json", idleRecording)
+	var sum struct {
+		Type   string `json:"type"`
+		Fsyncs *int   `json:"fsyncs"`
+	}
+	if err := json.Unmarshal(js, &sum); err != nil || sum.Type != "summary" || sum.Fsyncs == nil || *sum.Fsyncs != 0 {
+		t.Errorf("JSON of an idle recording (%v): %s", err, js)
+	}
+}

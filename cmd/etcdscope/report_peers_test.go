@@ -1,0 +1,152 @@
+package main
+
+import (
+	"html"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// loopback3 holds the real inputs of a new user's README walk: three
+// etcd v3.6.16 members on 127.0.0.61-63 (peer port 23880, client 23790),
+// traced by `etcdscope peers --port 23880 --duration 40s --etcd-metrics
+// http://127.0.0.61:23790/metrics --etcd-endpoints ... --record
+// peers.jsonl > peers.txt` (member a, pid 13599, scraped); `commit --pid
+// <c> --load 20/s --output json > commit.jsonl`; and `fsync --pid <a>
+// --duration 3s --output json > fsync-idle.jsonl` while the cluster was
+// idle (a summary line only).
+const loopback3 = "../../testdata/loopback3"
+
+// TestReportPeersModelAgrees: the table the live run printed (peers.txt)
+// and the page that `report --html --peers` draws from the same run's
+// recording give each of the scraped member's links the same model mean;
+// etcd's measured metric, scraped from that member, is drawn on its links
+// only, never on another member's link to the same peer; etcdscope's own
+// probe connections, which the live table left out, are left out.
+func TestReportPeersModelAgrees(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(loopback3, "peers.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The metric table: TO PROBER MEMBER PEER OBS MEAN p50 p99 RTT
+	// INFLATION MODEL MEAN ...: the model per peer; its heading names the
+	// scraped member's pid.
+	tableModel := map[string]time.Duration{}
+	memberPID := ""
+	inMetric := false
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if m := regexp.MustCompile(`\(member pid (\d+)\), between the two scrapes:$`).FindStringSubmatch(l); m != nil {
+			memberPID = m[1]
+		}
+		switch {
+		case len(f) > 0 && f[0] == "TO":
+			inMetric = true
+		case inMetric && len(f) >= 11 && !strings.HasSuffix(f[0], ":"):
+			d, err := time.ParseDuration(f[10])
+			if err != nil {
+				t.Fatalf("model mean %q of %q: %v", f[10], l, err)
+			}
+			tableModel[f[3]] = d
+		}
+	}
+	if len(tableModel) != 2 || memberPID == "" {
+		t.Fatalf("live table: models %v, member pid %q; want 2 peers of a scraped member:\n%s", tableModel, memberPID, b)
+	}
+
+	page := filepath.Join(t.TempDir(), "page.html")
+	reportOutput(t, "--html", page, "--peers", filepath.Join(loopback3, "peers.jsonl"), "../../report/testdata/etcd-fsync.jsonl")
+	bars := pagePeerBars(t, page)
+	member := "etcd[" + memberPID + "] "
+	seen := 0
+	for label, titles := range bars {
+		// The live run left etcdscope's own kept-alive probe connections
+		// out of every link (the recording's own_conns): so does the page.
+		if strings.HasPrefix(label, "etcdscope[") {
+			t.Errorf("%s: etcdscope's own probe connection drawn as a link", label)
+		}
+		peer := ""
+		if m := regexp.MustCompile(`→ (\S+) \(active\)$`).FindStringSubmatch(label); m != nil {
+			peer = m[1]
+		}
+		want, compared := tableModel[peer]
+		if !strings.HasPrefix(label, member) || !compared {
+			if titles[5] != "" {
+				t.Errorf("%s: %q: etcd's metric was scraped from pid %s, not from this link's end", label, titles[5], memberPID)
+			}
+			continue
+		}
+		seen++
+		got := pageSeconds(t, strings.TrimPrefix(titles[4], "etcd metric mean (model): "))
+		// The table rounds to 1 µs, the page to 3 digits.
+		if d := math.Abs(got - want.Seconds()); d > 0.005*got+0.5e-6 {
+			t.Errorf("%s: page model %s, live table %v", label, titles[4], want)
+		}
+		if !strings.HasPrefix(titles[5], "etcd metric mean (measured by etcd): ") {
+			t.Errorf("%s: no measured bar (%q)", label, titles[5])
+		}
+	}
+	if seen != len(tableModel) {
+		t.Errorf("%d of the scraped member's links found on the page, want %d: %v", seen, len(tableModel), bars)
+	}
+}
+
+// pagePeerBars reads the peers chart of a page: per link label, the
+// titles of its six bars by series ("" where none is drawn).
+func pagePeerBars(t *testing.T, page string) map[string][6]string {
+	t.Helper()
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	const row = 16.0 // report's peerRowH
+	labels := map[float64]string{}
+	for _, m := range regexp.MustCompile(`<text x="[^"]*" y="([^"]*)" text-anchor="end">([^<]*→[^<]*)<`).FindAllStringSubmatch(s, -1) {
+		y, _ := strconv.ParseFloat(m[1], 64)
+		labels[y-3*row] = html.UnescapeString(m[2]) // the label sits mid-group
+	}
+	out := map[string][6]string{}
+	for _, l := range labels {
+		out[l] = [6]string{}
+	}
+	for _, m := range regexp.MustCompile(`<rect x="[^"]*" y="([^"]*)"[^>]*><title>([^<]*)</title>`).FindAllStringSubmatch(s, -1) {
+		y, _ := strconv.ParseFloat(m[1], 64)
+		for top, l := range labels {
+			if i := int((y - top) / row); y >= top && i < 6 {
+				v := out[l]
+				v[i] = html.UnescapeString(m[2])
+				out[l] = v
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no peers chart on the page")
+	}
+	return out
+}
+
+// pageSeconds parses the page's "694 µs" / "1.02 ms" / "1.5 s".
+func pageSeconds(t *testing.T, s string) float64 {
+	t.Helper()
+	f := strings.Fields(s)
+	if len(f) != 2 {
+		t.Fatalf("page value %q", s)
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		t.Fatalf("page value %q: %v", s, err)
+	}
+	switch f[1] {
+	case "µs":
+		return v * 1e-6
+	case "ms":
+		return v * 1e-3
+	}
+	return v
+}
