@@ -68,7 +68,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds (each runs every variant once)")
 	dur := flag.Duration("duration", 30*time.Second, "load per run")
 	sample := flag.Int("sample", 10, "the sampled variant follows 1 write in this many")
-	vs := flag.String("variants", "untraced,commit-raw,commit,commit-sample", "comma-separated: untraced (keep it), commit, commit-raw (--raw-events), commit-nogrpc (--grpc=false), commit-sample (--sample -sample), commit-nogrpc-sample, serve-leader, serve-follower (serve --pid P --commit-pid P; -members 3)")
+	vs := flag.String("variants", "untraced,commit-raw,commit,commit-sample", "comma-separated: untraced (keep it), commit, commit-raw (--raw-events), commit-nogrpc (--grpc=false), commit-sample (--sample -sample), commit-nogrpc-sample, serve-leader, serve-follower (serve --pid P --commit-pid P; -members 3), serve-leader-sample, serve-follower-sample (--commit-sample -sample)")
 	ld := flag.String("load", "l", "check perf's load: l (500 clients, 8000 puts/s at most) or m (200, 1000)")
 	flag.IntVar(&members, "members", 1, "etcd members: 1 or 3 (the load goes to the leader; serve-follower traces a follower)")
 	flag.Parse()
@@ -233,7 +233,7 @@ func mainErr(etcdBin, es string, rounds int, dur time.Duration, sample int, vari
 // tracedPid is the member variant v traces: the follower's for
 // serve-follower, else the leader's.
 func tracedPid(v string, leader, follower int) int {
-	if v == "serve-follower" {
+	if strings.HasPrefix(v, "serve-follower") {
 		return follower
 	}
 	return leader
@@ -271,7 +271,10 @@ func startTracer(es, dir, v string, pid, sample int) (*exec.Cmd, error) {
 	if strings.HasPrefix(v, "serve-") { // the DaemonSet's agent: fsync and commit of the member
 		args = []string{"serve", "--listen", serveListen, "--pid", strconv.Itoa(pid), "--commit-pid", strconv.Itoa(pid), "--ready-file", filepath.Join(dir, "ready")}
 	}
-	if strings.HasSuffix(v, "-sample") {
+	switch {
+	case strings.HasSuffix(v, "-sample") && strings.HasPrefix(v, "serve-"):
+		args = append(args, "--commit-sample", strconv.Itoa(sample))
+	case strings.HasSuffix(v, "-sample"):
 		args = append(args, "--sample", strconv.Itoa(sample))
 	}
 	if strings.Contains(v, "-nogrpc") {
