@@ -57,7 +57,7 @@ func run(args []string) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || (args[0] == "help" && len(args) == 1) {
 		if len(args) == 0 {
 			// Bad input is one line (the list is what help prints).
-			fmt.Fprintf(os.Stderr, "etcdscope: give a command (%s); run 'etcdscope help' for what each does\n", strings.Join(commandNames(), ", "))
+			fmt.Fprintln(os.Stderr, render.NoCommand(commandNames()))
 			return 2
 		}
 		printUsage(os.Stdout) // asked for: pipeable
@@ -72,7 +72,7 @@ func run(args []string) int {
 			return 0
 		}
 		if len(args) > 1 {
-			fmt.Fprintf(os.Stderr, "etcdscope: %s takes no arguments (got %q)\n", args[0], args[1])
+			fmt.Fprintln(os.Stderr, render.NoArguments(args[0], args[1]))
 			return 2
 		}
 		fmt.Println(buildinfo.Get())
@@ -80,7 +80,7 @@ func run(args []string) int {
 	}
 	sc, ok := subcommands[args[0]]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "etcdscope: unknown command %q; run 'etcdscope help' for the list\n", args[0])
+		fmt.Fprintln(os.Stderr, render.UnknownCommand(args[0]))
 		return 2
 	}
 	// A closed stdout (--output json | head -1) must end the run through
