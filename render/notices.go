@@ -158,6 +158,19 @@ func UnknownCommand(command string) string {
 	return fmt.Sprintf("etcdscope: unknown command %q; run 'etcdscope help' for the list", command)
 }
 
+// CommandError is the line etcdscope ends command with on an error: msg,
+// which names files, comms and what a recording holds (any user may have
+// written them), escaped.
+func CommandError(command, msg string) string {
+	return "etcdscope " + command + ": " + EscapeLine(msg)
+}
+
+// EmptyPID is the usage error for --pid given empty: --pid $(pgrep -x
+// etcd) with no etcd running.
+func EmptyPID() string {
+	return "--pid is empty: did the pgrep that gave it match no process? give the process id (pgrep -a etcd lists them)"
+}
+
 // SecondSignal: a second signal (its name, e.g. SIGINT) during command's
 // shutdown ends the process at once, without the report.
 func SecondSignal(command, signal string) string {

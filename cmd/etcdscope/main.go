@@ -97,24 +97,22 @@ func run(args []string) int {
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
-		// Escaped (render.Escape): a message names files, comms and what
-		// a recording holds, which any user may have written.
 		msg := ue.msg
 		if strings.HasPrefix(msg, `invalid argument "" for "--pid" flag`) {
 			// --pid $(pgrep -x etcd) with no etcd running.
-			msg = "--pid is empty: did the pgrep that gave it match no process? give the process id (pgrep -a etcd lists them)"
+			msg = render.EmptyPID()
 		}
-		fmt.Fprintf(os.Stderr, "etcdscope %s: %s\n", args[0], render.EscapeLine(msg))
+		fmt.Fprintln(os.Stderr, render.CommandError(args[0], msg))
 		return 2
 	}
 	if errors.Is(err, errHelp) {
 		return 0
 	}
 	if errors.Is(err, errOverBudget) {
-		fmt.Fprintf(os.Stderr, "etcdscope %s: %s\n", args[0], render.EscapeLine(err.Error()))
+		fmt.Fprintln(os.Stderr, render.CommandError(args[0], err.Error()))
 		return exitOverBudget
 	}
-	fmt.Fprintf(os.Stderr, "etcdscope %s: %s\n", args[0], render.EscapeLine(err.Error()))
+	fmt.Fprintln(os.Stderr, render.CommandError(args[0], err.Error()))
 	return 1
 }
 

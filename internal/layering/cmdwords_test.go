@@ -14,11 +14,11 @@ import (
 // no fmt.Print*/Fprint* call in a non-test file of cmd/etcdscope is given
 // a string literal (a format, a word, a piece of a sentence), except in
 // the functions below, which lay out the usage from the flags and the
-// subcommand table (help's wiring) or frame an error. A usage error
+// subcommand table (help's wiring). A usage error
 // (usagef) is worded where its flag is parsed and is not checked here.
 var cmdWordExceptions = map[string]string{
 	"help.go:writeHelp":  "a command's usage, built from its flag set",
-	"main.go:run":        "the version command's usage, and the error line 'etcdscope CMD: <escaped error>'",
+	"main.go:run":        "the version command's usage",
 	"main.go:printUsage": "the command list, from the subcommand table",
 	"netem.go:runNetem":  "netem's verb list",
 }
