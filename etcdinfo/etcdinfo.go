@@ -2,7 +2,8 @@
 // measurements with: the /metrics page (parsed by analysis/etcdmetric,
 // i.e. prometheus/common's expfmt), the member list and leader
 // (go.etcd.io/etcd/client/v3), and which local process serves a URL.
-// `etcdscope peers` and `etcdscope serve` share it.
+// `etcdscope peers` and `etcdscope serve` share it, and every command
+// with --cacert loads its client TLS configuration with LoadTLS.
 package etcdinfo
 
 import (

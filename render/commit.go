@@ -506,6 +506,12 @@ func modelScrapes(w io.Writer, used []commit.ModelScrape, names commit.Names) {
 	}
 }
 
+// CommitNoticeLine is `etcdscope commit`'s stderr line for notice n:
+// CommitNotice after the command's name.
+func CommitNoticeLine(n commit.Notice) string {
+	return "etcdscope commit: " + CommitNotice(n)
+}
+
 // CommitNotice words a progress notice of a commit run (commit.Notice),
 // one line for stderr; the caller prefixes the command's name.
 func CommitNotice(n commit.Notice) string {

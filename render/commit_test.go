@@ -218,6 +218,9 @@ func TestCommitNotice(t *testing.T) {
 			t.Errorf("kind %d:\n got %s\nwant %s", c.n.Kind, got, c.want)
 		}
 	}
+	if got, want := CommitNoticeLine(commit.Notice{Kind: commit.NoticeLoadFailed, Err: err}), "etcdscope commit: load not started: boom"; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
 	for k := commit.NoticeModelFallback; k <= commit.NoticeRevokeFailed; k++ {
 		if got := CommitNotice(commit.Notice{Kind: k, Err: err}); strings.HasPrefix(got, "notice ") {
 			t.Errorf("kind %d not worded: %s", k, got)

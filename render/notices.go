@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/etcdscope/etcdscope/analysis/diagnose"
 )
 
 // The one-line notices the long-running commands write on stderr while
@@ -120,4 +122,116 @@ func NetemModulesNote(ms []KernelModule) string {
 			strings.Join(unsure, ", "), strings.Join(unsureCfg, ", "), them)
 	}
 	return ""
+}
+
+// DiagnoseUnread: diagnose could not read input u (the report lists it
+// too); its name and error, which quote what the user gave, escaped.
+func DiagnoseUnread(u diagnose.Unread) string {
+	return fmt.Sprintf("etcdscope diagnose: %s not read: %s", EscapeLine(u.Name), EscapeLine(u.Err))
+}
+
+// DiagnoseWaiting: diagnose scraped once and waits window for the second
+// scrape (counters need two).
+func DiagnoseWaiting(window time.Duration) string {
+	return fmt.Sprintf("etcdscope diagnose: waiting %s for the second scrape (Ctrl-C diagnoses the first alone)", window)
+}
+
+// DiagnoseInterrupted: a signal ended diagnose's wait for the second
+// scrape; the first scrapes are diagnosed alone.
+func DiagnoseInterrupted() string {
+	return "etcdscope diagnose: interrupted: the first scrapes are diagnosed alone"
+}
+
+// NoCommand is etcdscope's line when run without a command: the commands
+// (help prints what each does).
+func NoCommand(commands []string) string {
+	return fmt.Sprintf("etcdscope: give a command (%s); run 'etcdscope help' for what each does", strings.Join(commands, ", "))
+}
+
+// NoArguments: command (version) takes no arguments but was given arg.
+func NoArguments(command, arg string) string {
+	return fmt.Sprintf("etcdscope: %s takes no arguments (got %q)", command, arg)
+}
+
+// UnknownCommand: etcdscope has no command named command.
+func UnknownCommand(command string) string {
+	return fmt.Sprintf("etcdscope: unknown command %q; run 'etcdscope help' for the list", command)
+}
+
+// CommandError is the line etcdscope ends command with on an error: msg,
+// which names files, comms and what a recording holds (any user may have
+// written them), escaped.
+func CommandError(command, msg string) string {
+	return "etcdscope " + command + ": " + EscapeLine(msg)
+}
+
+// EmptyPID is the usage error for --pid given empty: --pid $(pgrep -x
+// etcd) with no etcd running.
+func EmptyPID() string {
+	return "--pid is empty: did the pgrep that gave it match no process? give the process id (pgrep -a etcd lists them)"
+}
+
+// SecondSignal: a second signal (its name, e.g. SIGINT) during command's
+// shutdown ends the process at once, without the report.
+func SecondSignal(command, signal string) string {
+	return fmt.Sprintf("etcdscope %s: second %s: exiting at once, without the report", command, signal)
+}
+
+// NetemApplied is one change netem apply made (or "nothing: ..."), on
+// stdout.
+func NetemApplied(action string) string {
+	return "applied: " + action
+}
+
+// NetemWarning is one warning of netem apply (on stderr).
+func NetemWarning(w string) string {
+	return "etcdscope netem: warning: " + w
+}
+
+// NetemVerified is netem apply's read-back of the qdisc tree the kernel
+// holds (tree as netem prints it, ending in a newline): several lines.
+func NetemVerified(tree string) string {
+	return "verified, the kernel holds:\n" + tree
+}
+
+// NetemHolding: netem apply --hold d keeps the tree for d, then clears it.
+func NetemHolding(d time.Duration) string {
+	return fmt.Sprintf("holding for %s (SIGINT/SIGTERM clears early)", d)
+}
+
+// NetemCleared: netem cleared dev; its root qdisc is restored ("kernel
+// default" or the root it had, e.g. "tbf 8001:").
+func NetemCleared(dev, restored string) string {
+	return fmt.Sprintf("cleared %s: root is the %s again", dev, restored)
+}
+
+// NetemNothingToClear: netem clear found no state of its own for dev (as
+// the user gave it: escaped).
+func NetemNothingToClear(dev string) string {
+	return fmt.Sprintf("%s: nothing to clear (no etcdscope state for it)", EscapeLine(dev))
+}
+
+// ReportNoSummary: the recording name ends without its summary line, so
+// its lost events and unavailable probes are unknown. Each Report* line
+// escapes name, which the user gave.
+func ReportNoSummary(name string) string {
+	return fmt.Sprintf("etcdscope report: %s has no summary line (the run was cut short?): lost events and unavailable probes are unknown", EscapeLine(name))
+}
+
+// ReportFiltered: the recording name holds count of the run's total
+// fsyncs (it was recorded with --min-latency). The table is the run's own
+// summary of all of them; with html, the page's charts show the count
+// held only.
+func ReportFiltered(name string, count, total int64, html bool) string {
+	name = EscapeLine(name)
+	if html {
+		return fmt.Sprintf("etcdscope report: %s holds %d of the run's %d fsyncs (recorded with --min-latency): the page's charts and tables show those %d only; etcdscope report %s gives the run's own summary of all of them", name, count, total, count, name)
+	}
+	return fmt.Sprintf("etcdscope report: %s holds %d of the run's %d fsyncs (recorded with --min-latency): the report is the run's own summary of all of them", name, count, total)
+}
+
+// ReportNoEndLine: the capture name ends without its end line, so its
+// lost events are unknown.
+func ReportNoEndLine(name string) string {
+	return fmt.Sprintf("etcdscope report: %s has no end line (the run was cut short?): lost events are unknown", EscapeLine(name))
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/etcdscope/etcdscope/analysis/diagnose"
 )
 
 // TestNetemModulesNote: apply --dry-run names a module the apply will
@@ -53,6 +55,44 @@ func TestNotices(t *testing.T) {
 		{HypervisorStart(HypervisorTarget{PID: 42}, 0), "tracing the image I/O of pid 42; Ctrl-C to stop"},
 		{HypervisorStart(HypervisorTarget{Comm: "qemu-system-x86"}, 30*time.Second), `tracing the image I/O of comm "qemu-system-x86" for 30s (Ctrl-C stops sooner)`},
 		{HypervisorNoImageIO(HypervisorTarget{PID: 42}), "etcdscope hypervisor: no image I/O or flush from pid 42 in the run: is it the hypervisor (pgrep qemu), and did its guest write?"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got  %q\nwant %q", c.got, c.want)
+		}
+	}
+}
+
+// TestCommandLines pins the lines cmd/etcdscope wrote itself before they
+// moved to render: diagnose's, the command line's errors, the second
+// signal, netem's and report's notices.
+func TestCommandLines(t *testing.T) {
+	cmds := []string{"check", "cluster", "commit", "completion", "diagnose", "fsync", "hypervisor", "merge", "netem", "peers", "report", "serve"}
+	for _, c := range []struct{ got, want string }{
+		{DiagnoseUnread(diagnose.Unread{Name: "junk.txt", Err: "not etcd /metrics text"}), "etcdscope diagnose: junk.txt not read: not etcd /metrics text"},
+		{DiagnoseUnread(diagnose.Unread{Name: "a\x1b[31m", Err: "open a\nb"}), `etcdscope diagnose: a\x1b[31m not read: open a\x0ab`},
+		{DiagnoseWaiting(30 * time.Second), "etcdscope diagnose: waiting 30s for the second scrape (Ctrl-C diagnoses the first alone)"},
+		{DiagnoseInterrupted(), "etcdscope diagnose: interrupted: the first scrapes are diagnosed alone"},
+		{NoCommand(cmds), "etcdscope: give a command (check, cluster, commit, completion, diagnose, fsync, hypervisor, merge, netem, peers, report, serve); run 'etcdscope help' for what each does"},
+		{NoArguments("version", "extra"), `etcdscope: version takes no arguments (got "extra")`},
+		{UnknownCommand("nosuch"), `etcdscope: unknown command "nosuch"; run 'etcdscope help' for the list`},
+		{CommandError("report", "x.jsonl: no such file"), "etcdscope report: x.jsonl: no such file"},
+		{CommandError("report", "a\x1b[2Jb"), `etcdscope report: a\x1b[2Jb`},
+		{EmptyPID(), "--pid is empty: did the pgrep that gave it match no process? give the process id (pgrep -a etcd lists them)"},
+		{SecondSignal("fsync", "SIGTERM"), "etcdscope fsync: second SIGTERM: exiting at once, without the report"},
+		{NetemApplied("root prio 1:, netem 10: on band 3"), "applied: root prio 1:, netem 10: on band 3"},
+		{NetemWarning("lo is a loopback device"), "etcdscope netem: warning: lo is a loopback device"},
+		{NetemVerified("dev lo:\n  root prio 1:\n"), "verified, the kernel holds:\ndev lo:\n  root prio 1:\n"},
+		{NetemHolding(90 * time.Second), "holding for 1m30s (SIGINT/SIGTERM clears early)"},
+		{NetemCleared("eth0", "kernel default"), "cleared eth0: root is the kernel default again"},
+		{NetemCleared("eth0", "tbf 8001:"), "cleared eth0: root is the tbf 8001: again"},
+		{NetemNothingToClear("eth0"), "eth0: nothing to clear (no etcdscope state for it)"},
+		{ReportNoSummary("run.jsonl"), "etcdscope report: run.jsonl has no summary line (the run was cut short?): lost events and unavailable probes are unknown"},
+		{ReportFiltered("run.jsonl", 12, 3400, true), "etcdscope report: run.jsonl holds 12 of the run's 3400 fsyncs (recorded with --min-latency): the page's charts and tables show those 12 only; etcdscope report run.jsonl gives the run's own summary of all of them"},
+		{ReportFiltered("run.jsonl", 12, 3400, false), "etcdscope report: run.jsonl holds 12 of the run's 3400 fsyncs (recorded with --min-latency): the report is the run's own summary of all of them"},
+		{ReportNoEndLine("cap.jsonl"), "etcdscope report: cap.jsonl has no end line (the run was cut short?): lost events are unknown"},
+		// Names the user gave, escaped (they were written raw before).
+		{ReportNoEndLine("a\x1b]0;x\a"), `etcdscope report: a\x1b]0;x\x07 has no end line (the run was cut short?): lost events are unknown`},
+		{NetemNothingToClear("e\x1bth0"), `e\x1bth0: nothing to clear (no etcdscope state for it)`},
 	} {
 		if c.got != c.want {
 			t.Errorf("got  %q\nwant %q", c.got, c.want)

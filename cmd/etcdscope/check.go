@@ -51,15 +51,7 @@ func checkFailed(items []checkItem, asJSON bool) error {
 			runs = append(runs, c)
 		}
 	}
-	where := "see MISSING above"
-	if asJSON {
-		where = `see the items with "ok":false and a "required" above`
-	}
-	msg := strings.Join(stopped, ", ") + " cannot run here (" + where + ")"
-	if len(runs) > 0 {
-		msg += "; " + strings.Join(runs, ", ") + " can"
-	}
-	return errors.New(msg)
+	return errors.New(render.CheckFailed(stopped, runs, asJSON))
 }
 
 // checkedSubcommands are the subcommands check judges the node for
@@ -123,25 +115,9 @@ func runCheck(args []string) error {
 		}
 		return nil
 	}
-	fmt.Fprintf(checkStdout, "etcdscope check: uid %d\n", os.Geteuid())
+	fmt.Fprintln(checkStdout, render.CheckHeader(os.Geteuid()))
 	for _, it := range items {
-		mark := "ok     "
-		switch {
-		case !it.ok && it.required != "":
-			mark = "MISSING"
-		case !it.ok && it.unknown:
-			mark = "unknown"
-		case !it.ok:
-			mark = "absent "
-		}
-		need := "optional"
-		switch {
-		case it.required != "":
-			need = "for " + it.required
-		case it.unknown && it.unknownFor != "":
-			need = "for " + it.unknownFor
-		}
-		fmt.Fprintf(checkStdout, "%s %-17s %-40s %s\n", mark, it.what, need, it.detail)
+		fmt.Fprintln(checkStdout, render.CheckLine(render.CheckItem{What: it.what, OK: it.ok, Required: it.required, Detail: it.detail, Unknown: it.unknown, UnknownFor: it.unknownFor}))
 	}
 	if failed {
 		return checkFailed(items, false)

@@ -91,7 +91,7 @@ func runCommit(args []string) error {
 	if f.output == "json" {
 		opt.OnWrite = func(w *commit.Write, names commit.Names) error { return enc.Encode(render.CommitRecord(w, names)) }
 	}
-	opt.Notice = func(n commit.Notice) { fmt.Fprintln(os.Stderr, "etcdscope commit: "+render.CommitNotice(n)) }
+	opt.Notice = func(n commit.Notice) { fmt.Fprintln(os.Stderr, render.CommitNoticeLine(n)) }
 	// The tracer is opened here, so that the pipeline loads no BPF: a
 	// binary whose functions cannot be probed leaves opt.Source nil and
 	// the run falls back to the model from etcd's metrics.

@@ -146,7 +146,7 @@ func runDiagnose(args []string) error {
 		return usagef("%v", err)
 	}
 	for _, u := range rep.Unread {
-		fmt.Fprintf(os.Stderr, "etcdscope diagnose: %s not read: %s\n", render.EscapeLine(u.Name), render.EscapeLine(u.Err))
+		fmt.Fprintln(os.Stderr, render.DiagnoseUnread(u))
 	}
 	if *output == "json" {
 		err = render.DiagnoseJSON(render.JSONText(os.Stdout), rep)
@@ -172,7 +172,7 @@ func diagnoseClusters(groups []diagnose.ClusterInputs, opt diagnose.Options, out
 	for _, g := range groups {
 		rep, err := diagnose.Diagnose(g.Inputs, opt)
 		for _, u := range rep.Unread {
-			fmt.Fprintf(os.Stderr, "etcdscope diagnose: %s not read: %s\n", render.EscapeLine(u.Name), render.EscapeLine(u.Err))
+			fmt.Fprintln(os.Stderr, render.DiagnoseUnread(u))
 		}
 		if err != nil && len(rep.Inputs) == 0 {
 			if firstErr == nil {
@@ -289,12 +289,12 @@ func pollURLs(urls []string, window, timeout time.Duration) []diagnose.Input {
 			// run's TestDiagnoseWindowInterrupted: SIGINT 1 ms after the
 			// line, exit by signal).
 			ctx, stop := runContext("diagnose", nil)
-			fmt.Fprintf(os.Stderr, "etcdscope diagnose: waiting %s for the second scrape (Ctrl-C diagnoses the first alone)\n", window)
+			fmt.Fprintln(os.Stderr, render.DiagnoseWaiting(window))
 			select {
 			case <-time.After(window):
 			case <-ctx.Done():
 				stop()
-				fmt.Fprintln(os.Stderr, "etcdscope diagnose: interrupted: the first scrapes are diagnosed alone")
+				fmt.Fprintln(os.Stderr, render.DiagnoseInterrupted())
 				return out
 			}
 			stop()

@@ -57,7 +57,7 @@ func run(args []string) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || (args[0] == "help" && len(args) == 1) {
 		if len(args) == 0 {
 			// Bad input is one line (the list is what help prints).
-			fmt.Fprintf(os.Stderr, "etcdscope: give a command (%s); run 'etcdscope help' for what each does\n", strings.Join(commandNames(), ", "))
+			fmt.Fprintln(os.Stderr, render.NoCommand(commandNames()))
 			return 2
 		}
 		printUsage(os.Stdout) // asked for: pipeable
@@ -72,7 +72,7 @@ func run(args []string) int {
 			return 0
 		}
 		if len(args) > 1 {
-			fmt.Fprintf(os.Stderr, "etcdscope: %s takes no arguments (got %q)\n", args[0], args[1])
+			fmt.Fprintln(os.Stderr, render.NoArguments(args[0], args[1]))
 			return 2
 		}
 		fmt.Println(buildinfo.Get())
@@ -80,7 +80,7 @@ func run(args []string) int {
 	}
 	sc, ok := subcommands[args[0]]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "etcdscope: unknown command %q; run 'etcdscope help' for the list\n", args[0])
+		fmt.Fprintln(os.Stderr, render.UnknownCommand(args[0]))
 		return 2
 	}
 	// A closed stdout (--output json | head -1) must end the run through
@@ -97,24 +97,22 @@ func run(args []string) int {
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
-		// Escaped (render.Escape): a message names files, comms and what
-		// a recording holds, which any user may have written.
 		msg := ue.msg
 		if strings.HasPrefix(msg, `invalid argument "" for "--pid" flag`) {
 			// --pid $(pgrep -x etcd) with no etcd running.
-			msg = "--pid is empty: did the pgrep that gave it match no process? give the process id (pgrep -a etcd lists them)"
+			msg = render.EmptyPID()
 		}
-		fmt.Fprintf(os.Stderr, "etcdscope %s: %s\n", args[0], render.EscapeLine(msg))
+		fmt.Fprintln(os.Stderr, render.CommandError(args[0], msg))
 		return 2
 	}
 	if errors.Is(err, errHelp) {
 		return 0
 	}
 	if errors.Is(err, errOverBudget) {
-		fmt.Fprintf(os.Stderr, "etcdscope %s: %s\n", args[0], render.EscapeLine(err.Error()))
+		fmt.Fprintln(os.Stderr, render.CommandError(args[0], err.Error()))
 		return exitOverBudget
 	}
-	fmt.Fprintf(os.Stderr, "etcdscope %s: %s\n", args[0], render.EscapeLine(err.Error()))
+	fmt.Fprintln(os.Stderr, render.CommandError(args[0], err.Error()))
 	return 1
 }
 

@@ -241,23 +241,23 @@ func netemApply(args []string) error {
 		return netemErr(err)
 	}
 	for _, a := range res.Actions {
-		fmt.Println("applied:", a)
+		fmt.Println(render.NetemApplied(a))
 	}
 	for _, w := range res.Warnings {
-		fmt.Fprintln(os.Stderr, "etcdscope netem: warning:", w)
+		fmt.Fprintln(os.Stderr, render.NetemWarning(w))
 	}
-	fmt.Print("verified, the kernel holds:\n", res.Tree)
+	fmt.Print(render.NetemVerified(res.Tree.String()))
 	if *hold == 0 {
 		return nil
 	}
 	ctx, stop := runContext("netem", nil)
 	defer stop()
-	fmt.Printf("holding for %s (SIGINT/SIGTERM clears early)\n", *hold)
+	fmt.Println(render.NetemHolding(*hold))
 	cr, err := c.HoldAndClear(ctx, s.Dev, *hold)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("cleared %s: root is the %s again\n", s.Dev, cr.Restored)
+	fmt.Println(render.NetemCleared(s.Dev, cr.Restored))
 	return nil
 }
 
@@ -304,12 +304,12 @@ func netemClear(args []string) error {
 		return netemErr(err)
 	}
 	if res.Nothing {
-		fmt.Printf("%s: nothing to clear (no etcdscope state for it)\n", *dev)
+		fmt.Println(render.NetemNothingToClear(*dev))
 		if res.Hint != "" {
 			fmt.Println(res.Hint)
 		}
 		return nil
 	}
-	fmt.Printf("cleared %s: root is the %s again\n", *dev, res.Restored)
+	fmt.Println(render.NetemCleared(*dev, res.Restored))
 	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/etcdscope/etcdscope/capture"
+	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/safefile"
 	"github.com/etcdscope/etcdscope/pipeline"
@@ -150,58 +150,16 @@ func (f *peersFlags) validate() (tracer.PeersConfig, *tls.Config, error) {
 // clientTLS builds the TLS configuration of --cacert/--cert/--key (nil
 // when none is given); a file that cannot be used is a usage error.
 func clientTLS(cacert, cert, key string) (*tls.Config, error) {
-	return loadTLS(tlsFiles{"--cacert", cacert, "--cert", cert, "--key", key})
+	return loadTLS(etcdinfo.TLSFiles{CAFlag: "--cacert", CA: cacert, CertFlag: "--cert", Cert: cert, KeyFlag: "--key", Key: key})
 }
 
-// tlsFiles are a CA bundle, a client certificate and its key, each by
-// its flag's name and its path ("": not given).
-type tlsFiles struct {
-	caFlag, ca, certFlag, cert, keyFlag, key string
-}
-
-// loadTLS reads f into a client TLS configuration (nil when neither a CA
-// nor a certificate is given); a file that cannot be used is a usage
-// error naming its flag.
-func loadTLS(f tlsFiles) (*tls.Config, error) {
-	if f.ca == "" && f.cert == "" {
-		return nil, nil
+// loadTLS is etcdinfo.LoadTLS with its error a usage error (exit 2).
+func loadTLS(f etcdinfo.TLSFiles) (*tls.Config, error) {
+	cfg, err := etcdinfo.LoadTLS(f)
+	if err != nil {
+		return nil, usagef("%v", err)
 	}
-	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	// Each read is bounded and of a regular file: --cacert /dev/zero grew
-	// past 2 GB, and a FIFO blocked forever.
-	read := func(flag, path string) ([]byte, error) {
-		b, err := safefile.ReadInput(path, safefile.MaxPEMBytes)
-		if err != nil {
-			return nil, usagef("%s: %v: give a PEM file", flag, err)
-		}
-		return b, nil
-	}
-	if f.ca != "" {
-		pem, err := read(f.caFlag, f.ca)
-		if err != nil {
-			return nil, err
-		}
-		tlsCfg.RootCAs = x509.NewCertPool()
-		if !tlsCfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, usagef("%s %s holds no PEM certificate", f.caFlag, f.ca)
-		}
-	}
-	if f.cert != "" {
-		certPEM, err := read(f.certFlag, f.cert)
-		if err != nil {
-			return nil, err
-		}
-		keyPEM, err := read(f.keyFlag, f.key)
-		if err != nil {
-			return nil, err
-		}
-		c, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			return nil, usagef("%s/%s: %v", f.certFlag, f.keyFlag, err)
-		}
-		tlsCfg.Certificates = []tls.Certificate{c}
-	}
-	return tlsCfg, nil
+	return cfg, nil
 }
 
 func checkURL(s string) error {

@@ -168,11 +168,11 @@ func runReport(args []string) error {
 	warn := func() {
 		switch {
 		case noSummary:
-			fmt.Fprintf(os.Stderr, "etcdscope report: %s has no summary line (the run was cut short?): lost events and unavailable probes are unknown\n", fs.Arg(0))
+			fmt.Fprintln(os.Stderr, render.ReportNoSummary(fs.Arg(0)))
 		case filtered && *htmlOut != "":
-			fmt.Fprintf(os.Stderr, "etcdscope report: %s holds %d of the run's %d fsyncs (recorded with --min-latency): the page's charts and tables show those %d only; etcdscope report %s gives the run's own summary of all of them\n", fs.Arg(0), count, sum.Fsyncs, count, fs.Arg(0))
+			fmt.Fprintln(os.Stderr, render.ReportFiltered(fs.Arg(0), count, sum.Fsyncs, true))
 		case filtered:
-			fmt.Fprintf(os.Stderr, "etcdscope report: %s holds %d of the run's %d fsyncs (recorded with --min-latency): the report is the run's own summary of all of them\n", fs.Arg(0), count, sum.Fsyncs)
+			fmt.Fprintln(os.Stderr, render.ReportFiltered(fs.Arg(0), count, sum.Fsyncs, false))
 		}
 	}
 	rep := sum
@@ -299,7 +299,7 @@ func replayFsync(rd *capture.Reader, name string, dst io.Writer, output string, 
 	}
 	end, ok := rd.End()
 	if !ok {
-		fmt.Fprintf(os.Stderr, "etcdscope report: %s has no end line (the run was cut short?): lost events are unknown\n", name)
+		fmt.Fprintln(os.Stderr, render.ReportNoEndLine(name))
 	}
 	rep := rs.Report(end.LostEvents, end.MissedEvents, rd.Header().Unavailable)
 	rep.MonoToWallNs = end.MonoToWallNs

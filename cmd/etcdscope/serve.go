@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/exporter"
 	"github.com/etcdscope/etcdscope/exporter/otlp"
 	"github.com/etcdscope/etcdscope/internal/safefile"
@@ -342,7 +343,7 @@ func (f *serveFlags) validateOTLP(commit bool, cfg *exporter.Config) error {
 	if err != nil {
 		return err
 	}
-	tlsCfg, err := loadTLS(tlsFiles{"--otlp-ca", f.otlpCA, "--otlp-cert", f.otlpCert, "--otlp-key", f.otlpKey})
+	tlsCfg, err := loadTLS(etcdinfo.TLSFiles{CAFlag: "--otlp-ca", CA: f.otlpCA, CertFlag: "--otlp-cert", Cert: f.otlpCert, KeyFlag: "--otlp-key", Key: f.otlpKey})
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/pipeline"
+	"github.com/etcdscope/etcdscope/render"
 	"golang.org/x/sys/unix"
 )
 
@@ -62,7 +63,7 @@ func runContext(cmd string, atHardExit func()) (ctx context.Context, stop func()
 				continue // the same request, sent twice (timeout's child and group)
 			}
 			n := s.(syscall.Signal)
-			fmt.Fprintf(os.Stderr, "etcdscope %s: second %s: exiting at once, without the report\n", cmd, unix.SignalName(n))
+			fmt.Fprintln(os.Stderr, render.SecondSignal(cmd, unix.SignalName(n)))
 			if atHardExit != nil {
 				atHardExit()
 			}
