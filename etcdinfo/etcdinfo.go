@@ -147,7 +147,7 @@ var ErrLeaderUnknown = errors.New("no endpoint answered a status request: leader
 func Members(ctx context.Context, endpoints []string, tlsCfg *tls.Config) (members []etcdmetric.Member, peerURLs map[uint64]string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, MembersTimeout)
 	defer cancel()
-	if err := allRefused(ctx, endpoints); err != nil {
+	if err := allRefused(ctx, endpoints, tlsCfg); err != nil {
 		return nil, nil, fmt.Errorf("--etcd-endpoints %s: %w: %v: check the client URL (etcdctl --endpoints %s endpoint health)",
 			strings.Join(endpoints, ","), ErrUnreachable, err, strings.Join(endpoints, ","))
 	}
@@ -221,25 +221,37 @@ func ListenerPID(u string) (int, error) {
 	return host.ListenerPID(netip.AddrPortFrom(ips[0].Unmap(), uint16(p)))
 }
 
-// allRefused dials each endpoint's TCP address once (within refusedTimeout)
-// and returns the first refusal when every endpoint refused the connection:
-// nothing listens there, and waiting MembersTimeout for clientv3's retries
-// would only hide that. Any other outcome (an answer, a timeout, a name that
-// does not resolve, a unix socket) is nil: the client's own error says it.
-func allRefused(ctx context.Context, endpoints []string) error {
+// allRefused dials each endpoint once (within refusedTimeout) and returns
+// the first refusal when every endpoint refused the connection: nothing
+// listens there, and waiting MembersTimeout for clientv3's retries would
+// only hide that. Any other outcome (an answer, a timeout, a name that does
+// not resolve, a unix socket) is nil: the client's own error says it. A TLS
+// endpoint (https, or a bare address with tlsCfg, as clientv3 reads them) is
+// dialled with its handshake, so that etcd does not log a rejected
+// connection for a connect closed before it.
+func allRefused(ctx context.Context, endpoints []string, tlsCfg *tls.Config) error {
 	ctx, cancel := context.WithTimeout(ctx, refusedTimeout)
 	defer cancel()
 	var first error
 	for _, ep := range endpoints {
-		addr := ep
+		addr, secure := ep, tlsCfg != nil
 		if u, err := url.Parse(ep); err == nil && u.Host != "" {
 			if u.Scheme != "http" && u.Scheme != "https" {
 				return nil
 			}
-			addr = u.Host
+			addr, secure = u.Host, u.Scheme == "https"
 		}
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", addr)
+		var c net.Conn
+		var err error
+		if secure {
+			cfg := &tls.Config{}
+			if tlsCfg != nil {
+				cfg = tlsCfg.Clone()
+			}
+			c, err = (&tls.Dialer{Config: cfg}).DialContext(ctx, "tcp", addr)
+		} else {
+			c, err = (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		}
 		if err == nil {
 			c.Close()
 			return nil

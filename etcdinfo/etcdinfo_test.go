@@ -1,13 +1,18 @@
 package etcdinfo
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -81,3 +86,48 @@ func TestMembersRefusedAtOnce(t *testing.T) {
 		t.Errorf("took %v, want within a second", took)
 	}
 }
+
+// TestRefusedCheckCompletesTLS: the refusal check on an https endpoint
+// completes its TLS handshake before closing, so the server logs no
+// handshake error (etcd logs a connect closed before it as a rejected
+// connection: one a start, in the logs diagnose reads). A plain connect
+// and close to the same server logs one, which shows the server would.
+func TestRefusedCheckCompletesTLS(t *testing.T) {
+	var logged bytes.Buffer
+	var mu sync.Mutex
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.Config.ErrorLog = log.New(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logged.Write(p)
+	}), "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	if err := allRefused(context.Background(), []string{srv.URL}, &tls.Config{RootCAs: roots}); err != nil {
+		t.Fatalf("a listening endpoint: %v", err)
+	}
+	read := func() string {
+		time.Sleep(200 * time.Millisecond) // the server's handshake and its log, on its goroutine
+		mu.Lock()
+		defer mu.Unlock()
+		return logged.String()
+	}
+	if s := read(); strings.Contains(s, "handshake error") {
+		t.Errorf("the server logged %q after the check", s)
+	}
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if s := read(); !strings.Contains(s, "handshake error") {
+		t.Errorf("a bare connect and close logged %q: want a handshake error (the control)", s)
+	}
+}
+
+// writerFunc is an io.Writer of a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
