@@ -86,15 +86,16 @@ func runFleet(f fleetFlags, files []string) error {
 	defer cancel()
 	cl := &http.Client{Timeout: promQueryTimeout}
 	// The probe: the raw samples of one gauge per member say the scrape
-	// interval (the grid's step) and the history held. An answer that is
-	// no Prometheus JSON leaves the grid at FleetSteps: the queries below
-	// say what the URL is.
+	// interval (the grid's step) and the history held. No answer, or one
+	// that is no Prometheus JSON or over the body's bound (a large fleet
+	// scraped every second holds millions of samples an hour), leaves the
+	// grid at FleetSteps: the queries below say what the URL is.
 	b, err := promGet(ctx, cl, base, "/api/v1/query", url.Values{"query": {diagnose.FleetProbeQuery(f.match, since, until)}, "time": {promTime(until)}})
 	if sigCtx.Err() != nil {
 		return errors.New("interrupted: nothing diagnosed")
 	}
 	if err != nil {
-		return err
+		b = nil
 	}
 	probe, _ := diagnose.ReadFleetProbe(b)
 	start, end, step := diagnose.FleetRange(since, until, probe)
