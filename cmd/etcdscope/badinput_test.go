@@ -153,7 +153,7 @@ var badInputs = slices.Concat([]badInput{
 	// A README walk gave etcd's pid: its WAL and db were listed as raw
 	// images. $PID, the test binary, is no QEMU either.
 	{args: []string{"hypervisor", "--pid", "$PID", "--duration", "1s"}, fix: "is not a QEMU process (exe \"etcdscope.test\", comm \"etcdscope.test\""},
-	{args: []string{"fsync", "--qemu", "$PID", "--duration", "1s"}, fix: "is not a QEMU process"},
+	{args: []string{"fsync", "--qemu", "$PID", "--duration", "1s"}, fix: "--qemu $PID is not a QEMU process"},
 	{args: []string{"hypervisor", "--comm", "qemu-system-x86_64-long"}, fix: "give its first 15 bytes"},
 	{args: []string{"hypervisor", "--comm", "qemu", "--output", "yaml"}, fix: "use table or json"},
 	{args: []string{"hypervisor", "--comm", "qemu", "--duration", "-2s"}, fix: "give e.g. 30s"},
@@ -522,11 +522,13 @@ func TestBadInput(t *testing.T) {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(notPrometheus))
 	defer srv.Close()
+	subst := strings.NewReplacer("$D", dir, "$PID", strconv.Itoa(os.Getpid()), "$HTTP", srv.URL)
 	for _, row := range badInputs {
 		args := make([]string, len(row.args))
 		for i, a := range row.args {
-			args[i] = strings.NewReplacer("$D", dir, "$PID", strconv.Itoa(os.Getpid()), "$HTTP", srv.URL).Replace(a)
+			args[i] = subst.Replace(a)
 		}
+		fix := subst.Replace(row.fix)
 		name := strings.Join(row.args, " ")
 		if name == "" {
 			name = "(no arguments)"
@@ -561,8 +563,8 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("stdout not empty:\n%s", stdout.String())
 			}
 			lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
-			if len(lines) != 1 || !strings.Contains(lines[0], row.fix) {
-				t.Errorf("stderr is %d line(s), want one naming the fix %q:\n%s", len(lines), row.fix, stderr.String())
+			if len(lines) != 1 || !strings.Contains(lines[0], fix) {
+				t.Errorf("stderr is %d line(s), want one naming the fix %q:\n%s", len(lines), fix, stderr.String())
 			}
 			if after != before {
 				t.Errorf("host changed:\nbefore:\n%s\nafter:\n%s", before, after)

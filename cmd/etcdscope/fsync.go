@@ -86,14 +86,14 @@ func runFsync(args []string) error {
 		return usagef("--pid 0 is not a process id; give etcd's (pgrep etcd), or drop --pid to trace every process")
 	}
 	if fs.Changed("qemu") {
-		if _, err := os.Stat("/proc/" + strconv.Itoa(f.qemu)); err != nil || f.qemu <= 0 {
-			return usagef("--qemu %d: no such process (see pgrep qemu)", f.qemu)
-		}
 		// Only the flags the hypervisor view shares may come with it.
 		for _, n := range []string{"pid", "comm", "cgroup", "dev", "workload", "dir", "rate", "interval", "min-latency", "ring-size", "writes", "sched"} {
 			if fs.Changed(n) {
 				return usagef("--qemu traces the hypervisor's image I/O and takes no --%s: drop one of them", n)
 			}
+		}
+		if err := checkQEMUPID("qemu", f.qemu); err != nil {
+			return err
 		}
 		// The hypervisor view has its own flags; pass on those it shares.
 		hv := []string{"--pid", strconv.Itoa(f.qemu), "--duration", f.duration.String(), "--output", f.output}

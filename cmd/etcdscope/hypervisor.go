@@ -72,13 +72,8 @@ func runHypervisor(args []string) error {
 		return err
 	}
 	if f.pid > 0 {
-		if _, err := os.Stat("/proc/" + strconv.Itoa(f.pid)); err != nil {
-			return usagef("--pid %d: no such process (see pgrep qemu)", f.pid)
-		}
-		// Any process's file I/O would read as image I/O (etcd's WAL
-		// listed as a raw image): the pid must be QEMU's.
-		if q := host.QEMUOf(uint32(f.pid)); !q.IsQEMU() {
-			return usagef("--pid %d is not a QEMU process (exe %q, comm %q, argv[0] %q: none names qemu): give the hypervisor's (pgrep qemu); for etcd's own fsyncs run etcdscope fsync --pid %d", f.pid, q.Exe, q.Comm, q.Argv0, f.pid)
+		if err := checkQEMUPID("pid", f.pid); err != nil {
+			return err
 		}
 	}
 	if f.ready != "" {
@@ -153,4 +148,17 @@ func traceHypervisor(f hvFlags, ring uint32) error {
 		fmt.Fprintln(os.Stderr, render.HypervisorNoImageIO(target))
 	}
 	return decodeErrors(fp.DecodeErrors() + hp.DecodeErrors())
+}
+
+// checkQEMUPID refuses pid, given as --flag, unless it is a running QEMU:
+// any process's file I/O would read as image I/O (etcd's WAL listed as a
+// raw image).
+func checkQEMUPID(flag string, pid int) error {
+	if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil || pid <= 0 {
+		return usagef("--%s %d: no such process (see pgrep qemu)", flag, pid)
+	}
+	if q := host.QEMUOf(uint32(pid)); !q.IsQEMU() {
+		return usagef("--%s %d is not a QEMU process (exe %q, comm %q, argv[0] %q: none names qemu): give the hypervisor's (pgrep qemu); for etcd's own fsyncs run etcdscope fsync --pid %d", flag, pid, q.Exe, q.Comm, q.Argv0, pid)
+	}
+	return nil
 }

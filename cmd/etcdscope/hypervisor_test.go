@@ -31,7 +31,8 @@ func TestHypervisorRefusesEtcd(t *testing.T) {
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		cmd.Run()
 		lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
-		want := "--pid " + strconv.Itoa(m.PID) + ` is not a QEMU process (exe "etcd", comm "etcd", argv[0] "etcd": none names qemu): give the hypervisor's (pgrep qemu)`
+		// The refusal names the flag the user typed.
+		want := args[1] + " " + strconv.Itoa(m.PID) + ` is not a QEMU process (exe "etcd", comm "etcd", argv[0] "etcd": none names qemu): give the hypervisor's (pgrep qemu)`
 		if rc := cmd.ProcessState.ExitCode(); rc != 2 || stdout.Len() != 0 || len(lines) != 1 || !strings.Contains(lines[0], want) {
 			t.Errorf("%s: exit %d, stdout %q, stderr:\n%s\nwant exit 2 and one line with %q", strings.Join(args, " "), rc, stdout.String(), stderr.String(), want)
 		}
