@@ -85,6 +85,7 @@ func TestStartLogs(t *testing.T) {
 		{"start/etcd3616-staggered-s1.log", "", OK, 2, 2, true, 0},
 		{"start/etcd3616-staggered-s2.log", "", OK, 1, 2, true, 0},
 		{"start/etcd3616-three-m3-stop.log", Bad, Warn, 3, 2, true, 1},
+		{"start/etcd3616-one-member-slow-disk.log", "", OK, 2, 2, true, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -110,9 +111,15 @@ func TestStartLogs(t *testing.T) {
 			}
 		})
 	}
+	// A start on a slow disk: six slow fdatasyncs, two of them within
+	// 20 s before the bootstrap leader, which is no change.
+	rep := readField(t, "start/etcd3616-one-member-slow-disk.log", KindLog)
+	if v := onlyFinding(t, rep, "slow_fdatasync").SlowFsync; v.Count != 6 || !v.Leaders || v.Followed != 0 {
+		t.Errorf("slow_fdatasync: %+v, want 6 syncs, leader lines and 0 followed by a change", v)
+	}
 	// The stop: pre-vote at term 1 and candidate at term 2 are one
 	// round, then two pre-vote rounds at term 2 with no leader after.
-	rep := readField(t, "start/etcd3616-three-m3-stop.log", KindLog)
+	rep = readField(t, "start/etcd3616-three-m3-stop.log", KindLog)
 	if v := onlyFinding(t, rep, "cut_off").CutOff; v.Campaigns != 3 || len(v.Peers) != 2 || v.OneMember || v.LeaderAfter {
 		t.Errorf("stop: %+v", v)
 	}

@@ -215,6 +215,15 @@ func (r *Report) logFindings(logs []LogRead) {
 			}
 		}
 		times := logTimes(lr.Events)
+		var lf LeaderFacts
+		if len(leader) > 0 {
+			lf = leaderFacts(lr.Events, leader)
+		}
+		// Only a change of leader follows a stall: the member's first
+		// leader (a bootstrap election, or its first after a start) is
+		// no change, though its lines come within 20 s of a start's slow
+		// syncs.
+		changes := leaderChangeLines(leader, lf)
 		if len(fsync) > 0 {
 			var max time.Duration
 			for _, e := range fsync {
@@ -222,7 +231,7 @@ func (r *Report) logFindings(logs []LogRead) {
 			}
 			followed := 0
 			for _, e := range fsync {
-				for _, l := range leader {
+				for _, l := range changes {
 					if e.HasTime && l.HasTime && !l.Time.Before(e.Time) && l.Time.Before(e.Time.Add(20*time.Second)) {
 						followed++
 						break
@@ -234,7 +243,7 @@ func (r *Report) logFindings(logs []LogRead) {
 					Leaders: len(leader) > 0, Followed: followed, Times: times}})
 		}
 		if len(hb) > 0 {
-			r.Findings = append(r.Findings, r.heartbeatFinding(lr.Source, hb, fsync, leader, interval, election, times))
+			r.Findings = append(r.Findings, r.heartbeatFinding(lr.Source, hb, fsync, leader, changes, interval, election, times))
 		}
 		if len(apply) > 0 {
 			var max time.Duration
@@ -256,12 +265,11 @@ func (r *Report) logFindings(logs []LogRead) {
 			r.Findings = append(r.Findings, *c)
 		}
 		if len(leader) > 0 {
-			v := leaderFacts(lr.Events, leader)
 			sev := Warn
-			if v.Changes == 0 {
+			if lf.Changes == 0 {
 				sev = OK
 			}
-			r.Findings = append(r.Findings, Finding{Topic: TopicLeader, Subject: lr.Source, Severity: sev, Leader: &v})
+			r.Findings = append(r.Findings, Finding{Topic: TopicLeader, Subject: lr.Source, Severity: sev, Leader: &lf})
 		}
 	}
 }
@@ -297,7 +305,22 @@ func leaderFacts(evs, leader []LogEvent) LeaderFacts {
 	return v
 }
 
-func (r *Report) heartbeatFinding(src string, hb, fsync, leader []LogEvent, interval, election time.Duration, times LogTimes) Finding {
+// leaderChangeLines: the leader lines that name a change (lf.Changes'
+// terms), without those of the member's first leader unless it lost it.
+func leaderChangeLines(leader []LogEvent, lf LeaderFacts) []LogEvent {
+	if lf.First == 0 || slices.ContainsFunc(leader, func(e LogEvent) bool { return e.Lost && e.Term == lf.First }) {
+		return leader
+	}
+	var out []LogEvent
+	for _, e := range leader {
+		if e.Term != lf.First {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (r *Report) heartbeatFinding(src string, hb, fsync, leader, changes []LogEvent, interval, election time.Duration, times LogTimes) Finding {
 	v := HeartbeatFacts{LateLines: len(hb), FromLog: election != 0, Times: times, SlowFsyncs: len(fsync) > 0, Leaders: len(leader) > 0}
 	if election == 0 {
 		election = DefaultElection
@@ -363,7 +386,7 @@ func (r *Report) heartbeatFinding(src string, hb, fsync, leader []LogEvent, inte
 		}
 	}
 	for _, s := range stalls {
-		for _, e := range leader {
+		for _, e := range changes {
 			if s.HasTime && e.HasTime && e.Time.After(s.At.Add(-time.Second)) && e.Time.Before(s.At.Add(20*time.Second)) {
 				v.LeaderAfter++
 				break
