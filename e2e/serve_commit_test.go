@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,4 +178,84 @@ func msPerWrite(sums map[string]float64, writes uint64) map[string]string {
 		out[k] = fmt.Sprintf("%.3f", v/float64(writes)*1e3)
 	}
 	return out
+}
+
+// TestServeCommitFollowsRestart: `serve --commit-comm` follows etcd across
+// a restart, as a static pod's or a supervisor's (the DaemonSet's case):
+// a one-member etcd, run from a copy of the binary under a comm of this
+// test's own, takes 60 puts, is stopped and started again on its data
+// dir (a new pid), and takes 60 more. etcdscope_commit_writes_seen_total
+// and the split's count each equal the move of etcd's own
+// etcd_server_proposals_committed_total over the two phases (the restart's
+// own entries, between them, are outside both), and
+// etcdscope_commit_etcd_exits_total is 1.
+func TestServeCommitFollowsRestart(t *testing.T) {
+	testenv.RequireRoot(t)
+	const comm = "etcdrestarted"
+	b, err := os.ReadFile(testenv.EtcdBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), comm)
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := etcdtest.Start(t, etcdtest.Options{Binary: bin})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	m := c.Members[0]
+	first := m.PID
+	s := startServe(t, "--comm", comm, "--commit-comm", comm)
+
+	var committed float64
+	phase := func(name string) {
+		t.Helper()
+		before := restingCommitIndex(ctx, t, c, m)
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cli.Close()
+		for i := 0; i < 60; i++ {
+			if _, err := cli.Put(ctx, fmt.Sprintf("%sserve-restart-%s-%03d", etcdtest.PutKeyPrefix, name, i), "v"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		after := restingCommitIndex(ctx, t, c, m)
+		committed += gauge(after, "etcd_server_proposals_committed_total") - gauge(before, "etcd_server_proposals_committed_total")
+	}
+	phase("before")
+	if err := m.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m.PID == first {
+		t.Fatalf("restarted etcd has the same pid %d", first)
+	}
+	// serve looks for the next etcd every second (commitPollEvery): wait
+	// for its line saying it follows the new pid before the next puts.
+	following := fmt.Sprintf("following etcd pid %d", m.PID)
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(s.stderr.String(), following); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q 20 s after the restart; stderr:\n%s", following, s.stderr.String())
+		}
+	}
+	phase("after")
+
+	var fams map[string]*dto.MetricFamily
+	var writes uint64
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		fams = s.scrape(t)
+		writes = histCount(fams["etcdscope_commit_duration_seconds"], nil)
+		if float64(writes) >= committed || time.Now().After(deadline) {
+			break
+		}
+	}
+	seen, exits := gauge(fams, "etcdscope_commit_writes_seen_total"), gauge(fams, "etcdscope_commit_etcd_exits_total")
+	t.Logf("pids %d then %d; commit index +%v over the two phases; seen %v, split %d, exits %v", first, m.PID, committed, seen, writes, exits)
+	if committed < 120 || seen != committed || float64(writes) != committed {
+		t.Errorf("writes seen %v, split %d; etcd's commit index moved by %v over 120 puts: want all three equal\nstderr:\n%s", seen, writes, committed, s.stderr.String())
+	}
+	if exits != 1 {
+		t.Errorf("etcdscope_commit_etcd_exits_total %v, want 1", exits)
+	}
 }

@@ -32,7 +32,7 @@ import (
 type server struct {
 	cmd    *exec.Cmd
 	addr   string // host:port it listens on
-	stderr bytes.Buffer
+	stderr testenv.SyncBuffer // read while serve runs
 }
 
 // startServe starts `etcdscope serve --listen 127.0.0.1:0 <args>` and

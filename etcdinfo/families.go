@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdscope/etcdscope/host"
 )
 
 // Families fetches a Prometheus text exposition from url (TLS with tlsCfg
@@ -108,8 +110,10 @@ func LocalMember(ctx context.Context, cli *clientv3.Client, endpoints []string, 
 	return endpoint, st.Header.MemberId, st.Leader, st.Header.ClusterId, st.Version, nil
 }
 
-// PIDsByComm returns the processes whose comm (/proc/PID/comm, the
-// kernel's 15-byte name) is comm, in ascending order.
+// PIDsByComm returns the live processes whose comm (/proc/PID/comm, the
+// kernel's 15-byte name) is comm, in ascending order. A zombie (an
+// exited etcd its parent has not reaped yet, as while a supervisor
+// restarts it) is no process to trace and is left out.
 func PIDsByComm(comm string) ([]int, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
@@ -122,7 +126,10 @@ func PIDsByComm(comm string) ([]int, error) {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/comm")
-		if err == nil && strings.TrimSpace(string(b)) == comm {
+		if err != nil || strings.TrimSpace(string(b)) != comm {
+			continue
+		}
+		if st, err := host.StatProcess(pid); err == nil && !st.Exited() {
 			pids = append(pids, pid)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/exporter/otlp"
 	"github.com/etcdscope/etcdscope/pipeline"
@@ -53,8 +54,14 @@ type CommitMetrics struct {
 	follower   *prometheus.HistogramVec // a follower's receive-to-answer per entry, by part
 	ack        *prometheus.HistogramVec // the leader's send to each follower's ack, per write
 
+	exits prometheus.Counter // etcd processes whose writes were followed until they exited
+
 	mu    sync.Mutex
 	votes map[string]bool // vote label values exported so far, for MaxVoteLabels
+	// base: the writes seen and sampled by the tracers of etcd processes
+	// that exited (serve --commit-comm follows the next), so that the
+	// counters stay monotonic across etcd's restarts.
+	base [2]uint64
 }
 
 // sampledHelp is said in the Help of every metric that counts writes.
@@ -100,8 +107,31 @@ func NewCommitMetrics(src pipeline.CommitSource, sampleEvery uint32) *CommitMetr
 		ack: durationHistogram("commit_follower_ack_duration_seconds",
 			"Leader only: each write's Send of its entry to each follower's MsgAppResp covering it (RTT + that follower's receive-to-answer), by follower."+sampledHelp,
 			"follower"),
+		exits: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "commit_etcd_exits_total",
+			Help: "etcd processes the commit tracer followed until they exited; with serve --commit-comm it then follows the next process of that comm, without it the split stops.",
+		}),
 		votes: map[string]bool{},
 	}
+}
+
+// endLife adds the final writes seen and sampled of a tracer whose etcd
+// exited to the counters' base, and reads no source until setSource.
+func (c *CommitMetrics) endLife(seen, sampled uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.base[0] += seen
+	c.base[1] += sampled
+	c.src = nil
+	c.exits.Inc()
+}
+
+// setSource reads the writes seen and sampled from src (the tracer on
+// the next etcd process) on top of the base.
+func (c *CommitMetrics) setSource(src pipeline.CommitSource) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.src = src
 }
 
 // ObserveFollowerEntry records one entry this member, a follower,
@@ -117,7 +147,7 @@ func (c *CommitMetrics) ObserveFollowerEntry(s commit.FollowerSplit) {
 }
 
 func (c *CommitMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{c.duration, c.part, c.walSync, c.vote, c.incomplete, c.batched, c.follower, c.ack}
+	return []prometheus.Collector{c.duration, c.part, c.walSync, c.vote, c.incomplete, c.batched, c.follower, c.ack, c.exits}
 }
 
 // Describe implements prometheus.Collector.
@@ -136,13 +166,20 @@ func (c *CommitMetrics) Collect(ch chan<- prometheus.Metric) {
 		x.Collect(ch)
 	}
 	c.every.Collect(ch)
-	if c.src == nil {
-		return
+	c.mu.Lock()
+	src, seen, sampled := c.src, c.base[0], c.base[1]
+	c.mu.Unlock()
+	if src != nil {
+		s, d, _, err := src.Writes()
+		if err != nil {
+			return
+		}
+		seen, sampled = seen+s, sampled+d
+	} else if seen == 0 && sampled == 0 {
+		return // no tracer, and none before it
 	}
-	if seen, sampled, _, err := c.src.Writes(); err == nil {
-		ch <- prometheus.MustNewConstMetric(c.seen, prometheus.CounterValue, float64(seen))
-		ch <- prometheus.MustNewConstMetric(c.sampled, prometheus.CounterValue, float64(sampled))
-	}
+	ch <- prometheus.MustNewConstMetric(c.seen, prometheus.CounterValue, float64(seen))
+	ch <- prometheus.MustNewConstMetric(c.sampled, prometheus.CounterValue, float64(sampled))
 }
 
 // ObserveWrite records one resolved write (a pipeline.CommitOptions.OnWrite
@@ -196,11 +233,58 @@ func (c *CommitMetrics) voteLabel(id uint64, names commit.Names) string {
 	return v
 }
 
+// CommitLife is the commit tracer on one etcd process's life and what
+// goes with it (Config's Commit, CommitPID, CommitUnavailable and
+// CommitSyncs): Config.CommitNext's result.
+type CommitLife struct {
+	Commit      CommitTracer
+	PID         int
+	Unavailable []analysis.Unavailable
+	Syncs       CommitSyncTracer // nil when the fsync tracer on etcd did not start
+}
+
+// followCommit runs the commit tracer until ctx ends; when its etcd
+// exits and cfg.CommitNext is set, it waits for the next etcd of
+// cfg.CommitComm and goes on with its tracers, into the same metrics and
+// entry window (entries are keyed by Raft term and index, which a
+// restarted member keeps).
+func followCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *commit.EntryLog, spans *otlp.Sink, logw io.Writer) error {
+	for {
+		end, err := runCommit(ctx, cfg, c, entries, spans, logw)
+		if err != nil || !end.exited || ctx.Err() != nil {
+			return err
+		}
+		c.endLife(end.seen, end.sampled)
+		if cfg.CommitNext == nil {
+			fmt.Fprintf(logw, "etcdscope serve: commit: etcd pid %d exited: its writes are no longer traced (restart serve with the new pid, or give --commit-comm to follow etcd across restarts)\n", cfg.CommitPID)
+			return nil
+		}
+		fmt.Fprintf(logw, "etcdscope serve: commit: etcd pid %d exited: waiting for the next process named %s\n", cfg.CommitPID, cfg.CommitComm)
+		life, err := cfg.CommitNext(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		cfg.Commit, cfg.CommitPID, cfg.CommitUnavailable, cfg.CommitSyncs = life.Commit, life.PID, life.Unavailable, life.Syncs
+		c.setSource(life.Commit)
+		fmt.Fprintf(logw, "etcdscope serve: commit: following etcd pid %d\n", life.PID)
+	}
+}
+
 // runCommit traces cfg.Commit's writes into c until ctx ends: the same run
 // as `etcdscope commit` (pipeline.RunCommit, in a session of its own that
 // drains and closes cfg.Commit) without a duration, with
 // --etcd-endpoints giving the member names and the role.
-func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *commit.EntryLog, spans *otlp.Sink, logw io.Writer) error {
+// commitEnd is how a commit run ended: whether its etcd exited, and the
+// writes its tracer saw and followed in all.
+type commitEnd struct {
+	exited        bool
+	seen, sampled uint64
+}
+
+func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *commit.EntryLog, spans *otlp.Sink, logw io.Writer) (commitEnd, error) {
 	s := pipeline.NewSession(ctx, 0, "")
 	defer s.Close()
 	s.Add("commit", cfg.Commit)
@@ -226,15 +310,12 @@ func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *commi
 	}
 	res, err := pipeline.RunCommit(s, opt)
 	if err != nil {
-		return err
+		return commitEnd{}, err
 	}
 	if res.DecodeErrors > 0 {
 		fmt.Fprintf(logw, "etcdscope serve: commit: %d ring records could not be decoded\n", res.DecodeErrors)
 	}
-	if t := res.Target; t.Exited {
-		fmt.Fprintf(logw, "etcdscope serve: commit: etcd pid %d exited: its writes are no longer traced (restart serve with the new pid)\n", t.PID)
-	}
-	return nil
+	return commitEnd{exited: res.Target.Exited, seen: res.WritesSeen, sampled: res.WritesSampled}, nil
 }
 
 // Bounds of GET /commit/entries: the records a reply holds by default

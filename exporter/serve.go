@@ -62,6 +62,13 @@ type Config struct {
 	// CommitNoGRPC: the commit tracer leaves the unary RPC around each
 	// write unprobed (tracer.CommitConfig.NoGRPC).
 	CommitNoGRPC bool
+	// CommitNext, if set (serve --commit-comm), is called when the
+	// commit tracer's etcd exits: it waits for the next process of
+	// CommitComm and returns its tracers, so that the agent follows etcd
+	// across restarts (a static pod's, an upgrade's). Nil (--commit-pid:
+	// a pid names one process's life) ends the commit run at the exit.
+	CommitNext func(ctx context.Context) (CommitLife, error)
+	CommitComm string
 	// EtcdMetrics are etcd /metrics URLs of members on this host; each is
 	// scraped every CompareWindow (0: DefaultCompareWindow) to export the
 	// inflation ratio of its peer RTT metric.
@@ -298,7 +305,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var wg sync.WaitGroup
 	if cm != nil {
 		wg.Go(func() {
-			if err := runCommit(ctx, cfg, cm, entries, spans, logw); err != nil {
+			if err := followCommit(ctx, cfg, cm, entries, spans, logw); err != nil {
 				h.fail("commit tracer", err)
 				failed.set(fmt.Errorf("commit tracer: %w", err))
 			}

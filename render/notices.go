@@ -53,6 +53,12 @@ func ServeCommitSyncsError(err error) string {
 	return fmt.Sprintf("etcdscope serve: commit: fsync tracer on etcd: %v: the WAL fdatasyncs in /commit/entries are not split by cause", err)
 }
 
+// ServeCommitNextError: serve --commit-comm found a new process of the
+// comm after etcd exited, but could not probe it; it waits for another.
+func ServeCommitNextError(pid int, err error) string {
+	return fmt.Sprintf("etcdscope serve: commit: pid %d: %v: not followed; waiting for the next etcd", pid, err)
+}
+
 // HypervisorTarget is the hypervisor process `etcdscope hypervisor`
 // traces: by --pid, else by --comm.
 type HypervisorTarget struct {

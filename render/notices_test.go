@@ -52,6 +52,7 @@ func TestNotices(t *testing.T) {
 		{ServeListening("127.0.0.1:9100"), "etcdscope serve: metrics on http://127.0.0.1:9100/metrics"},
 		{ServeReadyError(boom), "etcdscope serve: writing --ready-file: boom"},
 		{ServeCommitSyncsError(boom), "etcdscope serve: commit: fsync tracer on etcd: boom: the WAL fdatasyncs in /commit/entries are not split by cause"},
+		{ServeCommitNextError(42, boom), "etcdscope serve: commit: pid 42: boom: not followed; waiting for the next etcd"},
 		{HypervisorStart(HypervisorTarget{PID: 42}, 0), "tracing the image I/O of pid 42; Ctrl-C to stop"},
 		{HypervisorStart(HypervisorTarget{Comm: "qemu-system-x86"}, 30*time.Second), `tracing the image I/O of comm "qemu-system-x86" for 30s (Ctrl-C stops sooner)`},
 		{HypervisorNoImageIO(HypervisorTarget{PID: 42}), "etcdscope hypervisor: no image I/O or flush from pid 42 in the run: is it the hypervisor (pgrep qemu), and did its guest write?"},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -71,7 +72,7 @@ func (f *serveFlags) flagSet() *pflag.FlagSet {
 	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage+" (etcdscope_lost_events_total)")
 	fs.BoolVar(&f.podLabels, "pod-labels", false, fmt.Sprintf("label etcdscope_fsync_duration_seconds with the caller's pod_uid and container_id from its cgroup path (no API server; at most %d pairs, then \"other\")", exporter.MaxPodSeries))
 	fs.IntVar(&f.commitPID, "commit-pid", 0, "also split the writes of this etcd process, as etcdscope commit does, into etcdscope_commit_* (by role and member with --etcd-endpoints)")
-	fs.StringVar(&f.commitComm, "commit-comm", "", "or of the one process with this comm, e.g. etcd")
+	fs.StringVar(&f.commitComm, "commit-comm", "", "or of the one process with this comm, e.g. etcd; when it exits, the next one is followed (a restart)")
 	fs.BoolVar(&f.commitGRPC, "commit-grpc", true, "also probe the gRPC call around each write of --commit-pid (its grpc part); false saves two uprobe firings a write")
 	fs.Uint32Var(&f.commitSample, "commit-sample", 1, "follow 1 write in N of --commit-pid, decided in the kernel (1: every write); etcdscope_commit_writes_seen_total counts them all")
 	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "with --commit-pid and --etcd-endpoints: export this member's spans of each write to an OTLP gRPC collector at host:port (TLS unless --otlp-insecure)")
@@ -143,7 +144,7 @@ func runServe(args []string) error {
 	defer pt.Close()
 	cfg.Fsync, cfg.Peers = ft, pt
 	if cfg.CommitPID != 0 {
-		ct, err := tracer.NewCommit(tracer.CommitConfig{PID: cfg.CommitPID, RingBytes: cfg.RingBytes, Sched: true, SampleEvery: cfg.CommitSampleEvery, NoGRPC: cfg.CommitNoGRPC})
+		life, err := openCommit(cfg, cfg.CommitPID)
 		if errors.Is(err, tracer.ErrGoFuncNotFound) || errors.Is(err, tracer.ErrNoGoSymbols) {
 			// As commit: the process given is the mistake.
 			return usagef("commit tracer (etcd pid %d): %v: not an etcd this etcdscope can probe; give etcd's pid (--commit-pid, pgrep -x etcd), or leave --commit-pid and --commit-comm out", cfg.CommitPID, err)
@@ -151,23 +152,74 @@ func runServe(args []string) error {
 		if err != nil {
 			return tracerError(fmt.Sprintf("commit tracer (etcd pid %d)", cfg.CommitPID), err)
 		}
-		defer ct.Close()
-		cfg.Commit = ct
-		for part, p := range ct.Unavailable() {
-			cfg.CommitUnavailable = append(cfg.CommitUnavailable, analysis.UnavailablePart(string(part), p))
+		// The commit run's session closes each life's tracers; these
+		// cover a return before it starts.
+		defer life.Commit.Close()
+		if life.Syncs != nil {
+			defer life.Syncs.Close()
 		}
-		// As commit does: the fsync tracer on etcd alone splits each WAL
-		// fdatasync (leader's and follower's) into the disk's layers and
-		// the thread's states, for /commit/entries.
-		st, err := tracer.NewFsync(tracer.FsyncConfig{PID: uint32(cfg.CommitPID), Sched: true, Writes: true, RingBytes: cfg.RingBytes})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, render.ServeCommitSyncsError(err))
-		} else {
-			defer st.Close()
-			cfg.CommitSyncs = st
+		cfg.Commit, cfg.CommitUnavailable, cfg.CommitSyncs = life.Commit, life.Unavailable, life.Syncs
+		if cfg.CommitComm != "" {
+			cfg.CommitNext = nextCommit(cfg, cfg.CommitPID)
 		}
 	}
 	return setupErr(exporter.Run(ctx, cfg))
+}
+
+// openCommit loads the commit tracer on etcd process pid and, as commit
+// does, the fsync tracer on it alone, which splits each WAL fdatasync
+// (leader's and follower's) into the disk's layers and the thread's
+// states for /commit/entries; a failure of that one is said and the run
+// goes on without it.
+func openCommit(cfg exporter.Config, pid int) (exporter.CommitLife, error) {
+	ct, err := tracer.NewCommit(tracer.CommitConfig{PID: pid, RingBytes: cfg.RingBytes, Sched: true, SampleEvery: cfg.CommitSampleEvery, NoGRPC: cfg.CommitNoGRPC})
+	if err != nil {
+		return exporter.CommitLife{}, err
+	}
+	life := exporter.CommitLife{Commit: ct, PID: pid}
+	for part, p := range ct.Unavailable() {
+		life.Unavailable = append(life.Unavailable, analysis.UnavailablePart(string(part), p))
+	}
+	st, err := tracer.NewFsync(tracer.FsyncConfig{PID: uint32(pid), Sched: true, Writes: true, RingBytes: cfg.RingBytes})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, render.ServeCommitSyncsError(err))
+	} else {
+		life.Syncs = st
+	}
+	return life, nil
+}
+
+// commitPollEvery is how often serve --commit-comm looks for the next
+// etcd after the traced one exited: a restarted member's first writes
+// before it are not split (a static pod's etcd takes seconds to start).
+const commitPollEvery = time.Second
+
+// nextCommit returns serve --commit-comm's exporter.Config.CommitNext:
+// it waits for the one live process of cfg.CommitComm that is not the
+// last one traced and loads the tracers on it. A process it cannot probe
+// (another binary of that comm) is said once and waited past.
+func nextCommit(cfg exporter.Config, first int) func(ctx context.Context) (exporter.CommitLife, error) {
+	last, refused := first, map[int]bool{}
+	return func(ctx context.Context) (exporter.CommitLife, error) {
+		tick := time.NewTicker(commitPollEvery)
+		defer tick.Stop()
+		for {
+			if pids, err := etcdinfo.PIDsByComm(cfg.CommitComm); err == nil && len(pids) == 1 && pids[0] != last && !refused[pids[0]] {
+				life, err := openCommit(cfg, pids[0])
+				if err == nil {
+					last = pids[0]
+					return life, nil
+				}
+				refused[pids[0]] = true
+				fmt.Fprintln(os.Stderr, render.ServeCommitNextError(pids[0], err))
+			}
+			select {
+			case <-ctx.Done():
+				return exporter.CommitLife{}, ctx.Err()
+			case <-tick.C:
+			}
+		}
+	}
 }
 
 // tracerError is a tracer that could not load: a usage error (exit 2)
@@ -270,7 +322,7 @@ func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 	if err := f.validateOTLP(commit, &cfg); err != nil {
 		return cfg, tcfg, err
 	}
-	cfg.CommitSampleEvery, cfg.CommitNoGRPC = f.commitSample, !f.commitGRPC
+	cfg.CommitSampleEvery, cfg.CommitNoGRPC, cfg.CommitComm = f.commitSample, !f.commitGRPC, f.commitComm
 	if commit {
 		if cfg.CommitPID, err = etcdPID("--commit-pid", f.commitPID, "--commit-comm", f.commitComm); err != nil {
 			return cfg, tcfg, err

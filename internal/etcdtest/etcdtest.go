@@ -77,6 +77,10 @@ type Options struct {
 	// i advertises (and the initial cluster names) instead of the one it
 	// listens on: a test puts a proxy there, in front of PeerURL.
 	AdvertisePeer []string
+	// Binary, when set, is the etcd executable instead of
+	// testenv.EtcdBinary's: a copy under another name gives the members a
+	// comm of the test's own (serve --commit-comm finds them alone).
+	Binary string
 	// HealthTimeout bounds the wait for every member's /health; 0 is 30 s.
 	// The VM rig's scenarios raise it: on a loaded host the emulated guest
 	// took more than 30 s to start three members.
@@ -97,6 +101,8 @@ type Member struct {
 	ID                uint64 // Raft member ID (the To label of peer metrics, in hex)
 
 	logFile string // the process's stdout+stderr (etcd's zap JSON log)
+	exe     string // what start ran, for Restart
+	args    []string
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the process has been waited for
 	waitErr error         // cmd.Wait's result, valid after exited closes
@@ -125,7 +131,10 @@ type Cluster struct {
 // tail of its log.
 func Start(t testing.TB, opt Options) *Cluster {
 	t.Helper()
-	bin := testenv.EtcdBinary(t)
+	bin := opt.Binary
+	if bin == "" {
+		bin = testenv.EtcdBinary(t)
+	}
 	if opt.Members == 0 {
 		opt.Members = 1
 	}
@@ -301,11 +310,13 @@ func (m *Member) start(bin string, args []string) error {
 	if err := os.MkdirAll(m.DataDir, 0o700); err != nil {
 		return err
 	}
-	log, err := os.Create(m.logFile)
+	// Appended to: a restarted member's log follows its first life's.
+	log, err := os.OpenFile(m.logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer log.Close() // the child holds its own descriptor
+	m.exe, m.args, m.exited = bin, args, make(chan struct{})
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -338,6 +349,24 @@ func (m *Member) Stop() error {
 	case <-time.After(stopTimeout):
 		m.cmd.Process.Kill()
 		<-m.exited
+	}
+	return nil
+}
+
+// Restart stops the member (as Stop) and starts it again on its data dir
+// with the same command line (etcd ignores the initial-cluster flags of a
+// member that has a WAL), as a supervisor restarting etcd would; it
+// returns once the new process's /health reports true. PID is the new
+// process's.
+func (m *Member) Restart(ctx context.Context) error {
+	if err := m.Stop(); err != nil {
+		return err
+	}
+	if err := m.start(m.exe, m.args); err != nil {
+		return fmt.Errorf("restarting %s: %w", m.Name, err)
+	}
+	if err := m.waitHealthy(ctx); err != nil {
+		return fmt.Errorf("%s (pid %d) not healthy after its restart: %w\n--- tail of %s ---\n%s", m.Name, m.PID, err, m.logFile, m.logTail(4096))
 	}
 	return nil
 }
