@@ -7,9 +7,13 @@
 // Every member listens on fixed ports of its own IP: clients on :2379,
 // peers on :2380 (the port etcdscope peers traces), plain-HTTP metrics and
 // /health on :2381. Fixed ports mean two clusters cannot run at once on one
-// host, and `go test ./...` runs packages in parallel, so Start holds an
-// exclusive flock on $TMPDIR/etcdscope-etcdtest.lock from start to cleanup:
-// clusters of different test binaries queue instead of colliding.
+// host, and `go test ./...` runs packages in parallel, so Start holds a
+// lock from start to cleanup: an abstract unix socket bound under
+// PortLockName, which, like the ports, belongs to the network namespace,
+// so clusters of different test binaries queue instead of colliding, also
+// those of a run in a chroot of its own (scripts/fresh-root.sh) beside
+// one on the host, which a lock file under each root's /tmp did not see
+// (that file is still locked too, for older checkouts: lockPortsFile).
 package etcdtest
 
 import (
@@ -515,11 +519,47 @@ func LockPorts(t testing.TB) {
 	t.Cleanup(unlock)
 }
 
-// lockPorts takes the host-wide lock on the fixed etcd ports (see the
-// package doc), waiting up to timeout, and returns its release. It says
-// through logf when it has to wait. A test that calls Start twice without
-// its first cluster's cleanup in between waits for itself until timeout.
+// PortLockName is the abstract unix socket (Linux: a name in the network
+// namespace, no file) whose binding is the lock on the fixed etcd ports.
+const PortLockName = "@etcdscope-etcdtest-ports"
+
+// lockPorts takes the lock on the fixed etcd ports (see the package doc),
+// waiting up to timeout, and returns its release. It says through logf
+// when it has to wait. A test that calls Start twice without its first
+// cluster's cleanup in between waits for itself until timeout. The
+// socket is close-on-exec, so no etcd it starts holds the lock, and the
+// kernel releases it when the test process dies, however it dies.
 func lockPorts(timeout time.Duration, logf func(string, ...any)) (func(), error) {
+	deadline := time.Now().Add(timeout)
+	for waited := false; ; waited = true {
+		fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("port lock socket: %w", err)
+		}
+		err = syscall.Bind(fd, &syscall.SockaddrUnix{Name: PortLockName})
+		if err == nil {
+			unlockFile, ferr := lockPortsFile(time.Until(deadline), logf)
+			if ferr != nil {
+				syscall.Close(fd)
+				return nil, ferr
+			}
+			return func() { unlockFile(); syscall.Close(fd) }, nil
+		}
+		syscall.Close(fd)
+		if !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
+			return nil, fmt.Errorf("binding %s (another test's etcd cluster holds ports %d-%d): %w", PortLockName, ClientPort, MetricsPort, err)
+		}
+		if !waited {
+			logf("etcdtest: waiting up to %v for %s: another test's etcd cluster is running", timeout, PortLockName)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// lockPortsFile also takes the lock older checkouts of this harness take,
+// an exclusive flock on $TMPDIR/etcdscope-etcdtest.lock, so that their
+// tests and these queue behind each other on one host.
+func lockPortsFile(timeout time.Duration, logf func(string, ...any)) (func(), error) {
 	path := filepath.Join(os.TempDir(), "etcdscope-etcdtest.lock")
 	// Read-only: flock needs no write access, so root and non-root test
 	// runs can share the lock file whichever of them created it.
@@ -535,10 +575,10 @@ func lockPorts(timeout time.Duration, logf func(string, ...any)) (func(), error)
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
 			f.Close()
-			return nil, fmt.Errorf("locking %s (another test's etcd cluster holds ports %d-%d): %w", path, ClientPort, MetricsPort, err)
+			return nil, fmt.Errorf("locking %s (an older checkout's test holds ports %d-%d): %w", path, ClientPort, MetricsPort, err)
 		}
 		if !waited {
-			logf("etcdtest: waiting up to %v for %s: another test's etcd cluster is running", timeout, path)
+			logf("etcdtest: waiting up to %v for %s: an older checkout's etcd cluster is running", timeout, path)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

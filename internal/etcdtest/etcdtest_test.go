@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -215,6 +217,58 @@ func TestStartFailsFast(t *testing.T) {
 	unlock, err := lockPorts(time.Second, t.Logf)
 	if err != nil {
 		t.Fatalf("port lock still held after the failed Start's cleanup: %v", err)
+	}
+	unlock()
+}
+
+// TestPortLockSharedAcrossRoots: the port lock excludes a second taker,
+// also one whose /tmp is not the host's (as scripts/fresh-root.sh runs the
+// tests in a root of its own beside the host's: a lock file under /tmp
+// was two locks there), and is free again once released. That taker is
+// this test binary re-run in a mount namespace of its own with a fresh
+// tmpfs on /tmp; the network namespace, and so the ports, it shares.
+func TestPortLockSharedAcrossRoots(t *testing.T) {
+	if os.Getenv("ETCDTEST_LOCK_CHILD") == "1" {
+		// Private propagation first, so the tmpfs never shows on the host.
+		if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mount("tmpfs", os.TempDir(), "tmpfs", 0, ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lockPorts(0, t.Logf); err == nil {
+			t.Fatal("took the port lock its parent holds")
+		} else {
+			t.Logf("refused as it should be: %v", err)
+		}
+		return
+	}
+	unlock, err := lockPorts(time.Second, t.Logf)
+	if err != nil {
+		t.Fatalf("taking the lock: %v", err)
+	}
+	if _, err := lockPorts(300*time.Millisecond, t.Logf); err == nil {
+		t.Fatal("a second taker got the lock")
+	}
+	if os.Geteuid() == 0 {
+		self, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(self, "-test.run", "^TestPortLockSharedAcrossRoots$", "-test.v")
+		cmd.Env = append(os.Environ(), "ETCDTEST_LOCK_CHILD=1")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "refused as it should be") {
+			t.Errorf("with a /tmp of its own: %v\n%s", err, out)
+		}
+	} else {
+		t.Log("SKIPPED the second-root half: needs root (a mount namespace)")
+	}
+	unlock()
+	unlock, err = lockPorts(time.Second, t.Logf)
+	if err != nil {
+		t.Fatalf("lock not free after its release: %v", err)
 	}
 	unlock()
 }
