@@ -72,8 +72,15 @@ bin/kubelet: $(KUBELET_DIR)/go.mod $(KUBELET_DIR)/go.sum $(KUBELET_DIR)/main.go
 node-test:
 	./scripts/node-test.sh
 
+# The docs/ paths etcdscope prints are the source tree's; make install puts
+# the same tree under $(DOCDIR) so they resolve there too.
+DOCDIR ?= /usr/local/share/doc/etcdscope
 install: build
 	install -m 0755 bin/etcdscope /usr/local/bin/etcdscope
+	install -d -m 0755 $(DOCDIR)/docs $(DOCDIR)/bench
+	install -m 0644 README.md $(DOCDIR)/README.md
+	install -m 0644 docs/*.md $(DOCDIR)/docs/
+	install -m 0644 bench/findings.md $(DOCDIR)/bench/findings.md
 
 # vmlinux.h is this kernel's BTF as C (Linux 6.18 guest kernel, bpftool
 # v7.1.0); CO-RE relocates field offsets, so one header serves every kernel

@@ -147,6 +147,7 @@ func printUsage(w *os.File) {
 		fmt.Fprintf(&b, "  %-10s %s\n", n, subcommands[n].summary)
 	}
 	b.WriteString("\nrun 'etcdscope <command> --help' for a command's flags; 'etcdscope --version' for the build\n")
+	b.WriteString("docs/... paths in the output are the source tree's, and after 'make install' under /usr/local/share/doc/etcdscope\n")
 	fmt.Fprint(w, b.String())
 }
 
