@@ -258,4 +258,15 @@ func TestServeCommitFollowsRestart(t *testing.T) {
 	if exits != 1 {
 		t.Errorf("etcdscope_commit_etcd_exits_total %v, want 1", exits)
 	}
+	// The self-metrics read the tracer of the etcd now traced, on top
+	// of the first's final counts: present, and nothing lost.
+	lost := -1.0
+	for _, m := range fams["etcdscope_lost_events_total"].GetMetric() {
+		if labelsOf(m)["tracer"] == "commit" {
+			lost = m.GetCounter().GetValue()
+		}
+	}
+	if lost != 0 {
+		t.Errorf("etcdscope_lost_events_total{tracer=\"commit\"} = %v after the restart, want 0 (-1: absent)", lost)
+	}
 }

@@ -41,7 +41,7 @@ const MaxVoteLabels = 16
 // `etcdscope commit` prints (analysis/commit): one observation per write
 // (per part) as each write is resolved. Safe for concurrent use.
 type CommitMetrics struct {
-	src        pipeline.CommitSource // the writes seen and sampled, read at scrape time
+	src        WriteCounts // the writes seen and sampled, read at scrape time
 	seen       *prometheus.Desc
 	sampled    *prometheus.Desc
 	every      prometheus.Gauge
@@ -58,10 +58,12 @@ type CommitMetrics struct {
 
 	mu    sync.Mutex
 	votes map[string]bool // vote label values exported so far, for MaxVoteLabels
-	// base: the writes seen and sampled by the tracers of etcd processes
-	// that exited (serve --commit-comm follows the next), so that the
-	// counters stay monotonic across etcd's restarts.
-	base [2]uint64
+}
+
+// WriteCounts gives the writes the commit tracer saw enter etcd and
+// those it followed (pipeline.CommitSource's Writes).
+type WriteCounts interface {
+	Writes() (seen, sampled, dropped uint64, err error)
 }
 
 // sampledHelp is said in the Help of every metric that counts writes.
@@ -69,7 +71,7 @@ const sampledHelp = " Sampled: scale by commit_writes_seen_total/_sampled_total.
 
 // NewCommitMetrics creates the collectors of the commit split of the
 // writes src follows, 1 in sampleEvery (0 and 1: every write).
-func NewCommitMetrics(src pipeline.CommitSource, sampleEvery uint32) *CommitMetrics {
+func NewCommitMetrics(src WriteCounts, sampleEvery uint32) *CommitMetrics {
 	every := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: Namespace, Name: "commit_sample_every",
 		Help: "The commit tracer follows 1 write in this many (serve --commit-sample; 1: every write), decided in the kernel at each write's entry, per CPU.",
@@ -115,25 +117,6 @@ func NewCommitMetrics(src pipeline.CommitSource, sampleEvery uint32) *CommitMetr
 	}
 }
 
-// endLife adds the final writes seen and sampled of a tracer whose etcd
-// exited to the counters' base, and reads no source until setSource.
-func (c *CommitMetrics) endLife(seen, sampled uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.base[0] += seen
-	c.base[1] += sampled
-	c.src = nil
-	c.exits.Inc()
-}
-
-// setSource reads the writes seen and sampled from src (the tracer on
-// the next etcd process) on top of the base.
-func (c *CommitMetrics) setSource(src pipeline.CommitSource) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.src = src
-}
-
 // ObserveFollowerEntry records one entry this member, a follower,
 // received, saved and answered (a pipeline.CommitOptions.OnFollowerEntry
 // callback).
@@ -166,20 +149,13 @@ func (c *CommitMetrics) Collect(ch chan<- prometheus.Metric) {
 		x.Collect(ch)
 	}
 	c.every.Collect(ch)
-	c.mu.Lock()
-	src, seen, sampled := c.src, c.base[0], c.base[1]
-	c.mu.Unlock()
-	if src != nil {
-		s, d, _, err := src.Writes()
-		if err != nil {
-			return
-		}
-		seen, sampled = seen+s, sampled+d
-	} else if seen == 0 && sampled == 0 {
-		return // no tracer, and none before it
+	if c.src == nil {
+		return
 	}
-	ch <- prometheus.MustNewConstMetric(c.seen, prometheus.CounterValue, float64(seen))
-	ch <- prometheus.MustNewConstMetric(c.sampled, prometheus.CounterValue, float64(sampled))
+	if seen, sampled, _, err := c.src.Writes(); err == nil {
+		ch <- prometheus.MustNewConstMetric(c.seen, prometheus.CounterValue, float64(seen))
+		ch <- prometheus.MustNewConstMetric(c.sampled, prometheus.CounterValue, float64(sampled))
+	}
 }
 
 // ObserveWrite records one resolved write (a pipeline.CommitOptions.OnWrite
@@ -248,13 +224,14 @@ type CommitLife struct {
 // cfg.CommitComm and goes on with its tracers, into the same metrics and
 // entry window (entries are keyed by Raft term and index, which a
 // restarted member keeps).
-func followCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *commit.EntryLog, spans *otlp.Sink, logw io.Writer) error {
+func followCommit(ctx context.Context, cfg Config, lives *commitLives, c *CommitMetrics, entries *commit.EntryLog, spans *otlp.Sink, logw io.Writer) error {
 	for {
-		end, err := runCommit(ctx, cfg, c, entries, spans, logw)
-		if err != nil || !end.exited || ctx.Err() != nil {
+		res, err := runCommit(ctx, cfg, c, entries, spans, logw)
+		if err != nil || !res.Target.Exited || ctx.Err() != nil {
 			return err
 		}
-		c.endLife(end.seen, end.sampled)
+		lives.end(res)
+		c.exits.Inc()
 		if cfg.CommitNext == nil {
 			fmt.Fprintf(logw, "etcdscope serve: commit: etcd pid %d exited: its writes are no longer traced (restart serve with the new pid, or give --commit-comm to follow etcd across restarts)\n", cfg.CommitPID)
 			return nil
@@ -268,23 +245,16 @@ func followCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *co
 			return err
 		}
 		cfg.Commit, cfg.CommitPID, cfg.CommitUnavailable, cfg.CommitSyncs = life.Commit, life.PID, life.Unavailable, life.Syncs
-		c.setSource(life.Commit)
+		lives.next(life.Commit)
 		fmt.Fprintf(logw, "etcdscope serve: commit: following etcd pid %d\n", life.PID)
 	}
 }
 
-// runCommit traces cfg.Commit's writes into c until ctx ends: the same run
-// as `etcdscope commit` (pipeline.RunCommit, in a session of its own that
-// drains and closes cfg.Commit) without a duration, with
-// --etcd-endpoints giving the member names and the role.
-// commitEnd is how a commit run ended: whether its etcd exited, and the
-// writes its tracer saw and followed in all.
-type commitEnd struct {
-	exited        bool
-	seen, sampled uint64
-}
-
-func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *commit.EntryLog, spans *otlp.Sink, logw io.Writer) (commitEnd, error) {
+// runCommit traces cfg.Commit's writes into c until ctx ends or etcd
+// exits: the same run as `etcdscope commit` (pipeline.RunCommit, in a
+// session of its own that drains and closes cfg.Commit) without a
+// duration, with --etcd-endpoints giving the member names and the role.
+func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *commit.EntryLog, spans *otlp.Sink, logw io.Writer) (*pipeline.CommitResult, error) {
 	s := pipeline.NewSession(ctx, 0, "")
 	defer s.Close()
 	s.Add("commit", cfg.Commit)
@@ -310,12 +280,12 @@ func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *commi
 	}
 	res, err := pipeline.RunCommit(s, opt)
 	if err != nil {
-		return commitEnd{}, err
+		return nil, err
 	}
 	if res.DecodeErrors > 0 {
 		fmt.Fprintf(logw, "etcdscope serve: commit: %d ring records could not be decoded\n", res.DecodeErrors)
 	}
-	return commitEnd{exited: res.Target.Exited, seen: res.WritesSeen, sampled: res.WritesSampled}, nil
+	return res, nil
 }
 
 // Bounds of GET /commit/entries: the records a reply holds by default

@@ -263,15 +263,17 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	lossNames, lossSrcs := []string{"fsync", "peers"}, []Source{ft, pt}
 	var cm *CommitMetrics
+	var lives *commitLives
 	var entries *commit.EntryLog
 	if cfg.Commit != nil {
 		entries = commit.NewEntryLog(0)
 		defer cfg.Commit.Close()
-		cm = NewCommitMetrics(cfg.Commit, cfg.CommitSampleEvery)
+		lives = newCommitLives(cfg.Commit)
+		cm = NewCommitMetrics(lives, cfg.CommitSampleEvery)
 		reg.MustRegister(cm)
-		m.AddSource("commit", cfg.Commit, len(cfg.Commit.Probes()))
+		m.AddSource("commit", lives, len(cfg.Commit.Probes()))
 		defer m.RemoveSource("commit")
-		lossNames, lossSrcs = append(lossNames, "commit"), append(lossSrcs, cfg.Commit)
+		lossNames, lossSrcs = append(lossNames, "commit"), append(lossSrcs, lives)
 		if cs := cfg.CommitSyncs; cs != nil {
 			// Its losses and missed runs are the causes' holes: counted
 			// and logged as every tracer's are.
@@ -305,7 +307,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var wg sync.WaitGroup
 	if cm != nil {
 		wg.Go(func() {
-			if err := followCommit(ctx, cfg, cm, entries, spans, logw); err != nil {
+			if err := followCommit(ctx, cfg, lives, cm, entries, spans, logw); err != nil {
 				h.fail("commit tracer", err)
 				failed.set(fmt.Errorf("commit tracer: %w", err))
 			}
