@@ -138,6 +138,9 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"fsync", "--comm", "etcd", "--pid", "1"}, fix: "give --pid or --comm, not both"},
 	{args: []string{"commit", "--comm", "a-comm-longer-than-15"}, fix: "15-byte comm"},
 	{args: []string{"commit", "--pid", "$PID", "--duration", "1s"}, fix: "not an etcd this etcdscope can probe; give etcd's pid (pgrep -x etcd), or --etcd-endpoints"},
+	// With --etcd-endpoints the binary is still checked first: a process
+	// that is no etcd and serves none of the URLs is the mistake, not the URL.
+	{args: []string{"commit", "--pid", "$PID", "--etcd-endpoints", "http://127.0.0.1:1", "--duration", "1s"}, fix: "not an etcd this etcdscope can probe, and it serves none of --etcd-endpoints http://127.0.0.1:1; give etcd's pid (pgrep -x etcd)"},
 	{args: []string{"commit", "--comm", "no-such-etcd"}, fix: "no such process is running (pgrep -x no-such-etcd finds none): start it first, or give --pid"},
 
 	// completion
