@@ -255,7 +255,9 @@ var badInputs = slices.Concat([]badInput{
 	// redirected to one: refused, never replaced (issue 25).
 	{args: []string{"report", "--html", "$D/ownlink", "$D/good.jsonl"}, fix: "is a symbolic link (to "},
 	{args: []string{"fsync", "--duration", "1s", "--capture", "$D/ownlink"}, fix: "is a symbolic link (to "},
-	{args: []string{"report", "--html", "$D/r.html", "--peers", "$D/binary", "$D/good.jsonl"}, fix: "give a file from etcdscope peers --record"},
+	{args: []string{"report", "--html", "$D/r.html", "--peers", "$D/binary", "$D/good.jsonl"}, fix: "give a file from etcdscope peers --record or --capture"},
+	{args: []string{"report", "--html", "$D/r.html", "--peers", "../../testdata/capture/ext4.capture.jsonl", "$D/good.jsonl"}, fix: "is a fsync capture: give a capture of etcdscope peers --capture, or its --record file"},
+	{args: []string{"report", "--html", "$D/r.html", "../../testdata/capture/peers.capture.jsonl"}, fix: "give this one with --peers (etcdscope report --html $D/r.html --peers ../../testdata/capture/peers.capture.jsonl FSYNC-RECORDING)"},
 	{args: []string{"report", "--html", "$D/r.html", "--output", "json", "$D/good.jsonl"}, fix: "drop --output"},
 
 	// merge
@@ -341,7 +343,7 @@ var badInputs = slices.Concat([]badInput{
 	nonRegularInputs("give a PEM file", "commit", "--comm", "no-such-etcd", "--etcd-endpoints", "http://127.0.0.1:1", "--cacert", "$IN"),
 	nonRegularInputs("give a readable recording (etcdscope fsync --output json > F, or - for stdin)", "report", "$IN"),
 	nonRegularInputs("give the output of etcdscope merge --output json", "report", "--html", "$D/r.html", "--merge", "$IN", "$D/good.jsonl"),
-	nonRegularInputs("give a file from etcdscope peers --record", "report", "--html", "$D/r.html", "--peers", "$IN", "$D/good.jsonl"),
+	nonRegularInputs("give a file from etcdscope peers --record or --capture", "report", "--html", "$D/r.html", "--peers", "$IN", "$D/good.jsonl"),
 	nonRegularInputs("give a recording from etcdscope fsync", "merge", "--guest", "$IN", "--host", "$D/good.jsonl"),
 	nonRegularInputs("give a recording from etcdscope hypervisor", "merge", "--guest", "$D/good.jsonl", "--host", "$IN"),
 	nonRegularInputs("give a readable file (or - for stdin)", "diagnose", "$IN"),

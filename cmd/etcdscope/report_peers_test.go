@@ -1,9 +1,12 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"html"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -149,4 +152,71 @@ func pageSeconds(t *testing.T, s string) float64 {
 		return v * 1e-3
 	}
 	return v
+}
+
+// TestReportHTMLPeersCapture: a peers capture (peers --capture) is given
+// to --peers as it is, replayed by the path of `report peers.cap`: the
+// page's peers section holds the replay's events and links (the committed
+// replay, testdata/capture/peers.report.json, is the oracle), and the
+// capture given as the recording is refused naming that command, which
+// works.
+func TestReportHTMLPeersCapture(t *testing.T) {
+	const capFile = "../../testdata/capture/peers.capture.jsonl"
+	b, err := os.ReadFile("../../testdata/capture/peers.report.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replay struct {
+		Events int `json:"events"`
+		Links  []struct {
+			PerRequest struct{ Count, Sum int64 } `json:"per_request_ns"`
+		} `json:"links"`
+	}
+	if err := json.Unmarshal(b, &replay); err != nil {
+		t.Fatal(err)
+	}
+	if len(replay.Links) != 1 || replay.Links[0].PerRequest.Count == 0 {
+		t.Fatalf("peers.report.json: %+v, want one link with requests", replay)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcdscope := func(args ...string) (int, string) {
+		cmd := exec.Command(self, args...)
+		cmd.Env = append(os.Environ(), "ETCDSCOPE_TEST_MAIN=1")
+		out, _ := cmd.CombinedOutput()
+		return cmd.ProcessState.ExitCode(), string(out)
+	}
+	page := filepath.Join(t.TempDir(), "page.html")
+	// The walk's first step: refused, naming the command to run instead.
+	rc, out := etcdscope("report", "--html", page, capFile)
+	fix := "etcdscope report --html " + page + " --peers " + capFile + " FSYNC-RECORDING"
+	if rc != 2 || !strings.Contains(out, fix) {
+		t.Fatalf("report --html %s: exit %d, want 2 naming %q:\n%s", capFile, rc, fix, out)
+	}
+	// That command, with an fsync recording: the page.
+	if rc, out := etcdscope(strings.Fields(strings.ReplaceAll(fix, "FSYNC-RECORDING", "../../report/testdata/etcd-fsync.jsonl"))[1:]...); rc != 0 {
+		t.Fatalf("exit %d:\n%s", rc, out)
+	}
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	note := fmt.Sprintf("%d peer events over ", replay.Events)
+	if !strings.Contains(string(html), note) || !strings.Contains(string(html), ", 1 links.") {
+		t.Errorf("page's peers note has no %q and 1 link", note)
+	}
+	bars := pagePeerBars(t, page)
+	if len(bars) != 1 {
+		t.Fatalf("%d links on the page, want 1: %v", len(bars), bars)
+	}
+	want := float64(replay.Links[0].PerRequest.Sum) / float64(replay.Links[0].PerRequest.Count) / 1e9
+	for label, titles := range bars {
+		// The page prints 3 digits.
+		got := pageSeconds(t, titles[3][strings.LastIndex(titles[3], ": ")+2:])
+		if math.Abs(got-want) > 0.005*want {
+			t.Errorf("%s: per-request mean %q, the replay's %.6f s", label, titles[3], want)
+		}
+	}
 }
