@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcdscope/etcdscope/analysis/merge"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 	"github.com/etcdscope/etcdscope/pipeline"
 )
@@ -244,6 +245,10 @@ var badInputs = slices.Concat([]badInput{
 	// refused as "schema version 2 is newer than this etcdscope's 1".
 	{args: []string{"report", "../../testdata/loopback3/commit.jsonl"}, fix: "is a commit recording (etcdscope commit --output json), not an fsync one"},
 	{args: []string{"report", "--html", "$D/r.html", "../../testdata/loopback3/commit.jsonl"}, fix: "is a commit recording"},
+	{args: []string{"report", "$D/hypervisor.jsonl"}, fix: "is a hypervisor recording (etcdscope hypervisor --output json), not an fsync one: give it to etcdscope merge --guest GUEST.jsonl --host $D/hypervisor.jsonl"},
+	{args: []string{"report", "$D/hvsummary.jsonl"}, fix: "give it to etcdscope merge --guest GUEST.jsonl --host $D/hvsummary.jsonl"},
+	{args: []string{"report", "--html", "$D/r.html", "$D/hypervisor.jsonl"}, fix: "is a hypervisor recording"},
+	{args: []string{"merge", "--guest", "$D/hypervisor.jsonl", "--host", "$D/hypervisor.jsonl"}, fix: "is a hypervisor recording (etcdscope hypervisor --output json): give it as --host"},
 	{args: []string{"report", "--output", "csv", "$D/good.jsonl"}, fix: "use table or json"},
 	{args: []string{"report", "--peers", "$D/good.jsonl", "$D/good.jsonl"}, fix: "go with --html"},
 	{args: []string{"report", "--html", "$D", "$D/good.jsonl"}, fix: "give a file name"},
@@ -388,6 +393,16 @@ func prepareBadInputDir(t *testing.T, dir string) {
 	write("file", []byte("x"))
 	write("negative.jsonl", []byte(`{"type":"fsync","v":1,"start_ns":1,"end_ns":2,"total_ns":-5,"pid":1,"tid":1,"comm":"etcd","syscall":"fdatasync"}`+"\n"))
 	write("overflow.jsonl", []byte(strings.Repeat(`{"type":"fsync","v":1,"start_ns":1,"end_ns":2,"total_ns":9223372036854775807,"pid":1,"tid":1,"comm":"etcd","syscall":"fdatasync"}`+"\n", 2)))
+	// A hypervisor recording's lines as `etcdscope hypervisor --output
+	// json` encodes them (its writer's types and versions): its
+	// hv_summary's "v" is that line's own (2), not the fsync schema's.
+	var hv bytes.Buffer
+	enc := json.NewEncoder(&hv)
+	enc.Encode(merge.HostHeader{Type: "hypervisor", V: merge.SchemaVersion, PID: 9, Comm: "qemu", Clock: "CLOCK_MONOTONIC", StartNs: 1})
+	hv.WriteString(`{"type":"fsync","v":1,"start_ns":6,"end_ns":7,"total_ns":1,"pid":9,"tid":9,"comm":"qemu","syscall":"fdatasync","path":"/v/a.img"}` + "\n")
+	enc.Encode(merge.HostSummary{Type: "hv_summary", V: merge.HostSummaryVersion, Images: []merge.Image{{Path: "/v/a.img", Flushes: 1}}})
+	write("hypervisor.jsonl", hv.Bytes())
+	write("hvsummary.jsonl", bytes.SplitAfter(hv.Bytes(), []byte("\n"))[2]) // cut to its last line
 	write("good.jsonl", []byte(`{"type":"fsync","v":1,"start_ns":1,"end_ns":2,"total_ns":1,"pid":1,"tid":1,"comm":"etcd","syscall":"fdatasync"}`+"\n"))
 	// A hypervisor that wrote two images and flushed only one (the other
 	// under cache=unsafe): merge must not pick the flushed one by itself.

@@ -146,6 +146,9 @@ func runReport(args []string) error {
 			// the run's summary (docs/schema.md).
 			return usagef("%s is a commit recording (etcdscope commit --output json), not an fsync one: report reads fsync recordings; its last line, commit_summary, is that run's summary (docs/schema.md)", fs.Arg(0))
 		}
+		if errors.Is(err, analysis.ErrHypervisorRecording) {
+			return usagef("%s is a hypervisor recording (etcdscope hypervisor --output json), not an fsync one: give it to etcdscope merge --guest GUEST.jsonl --host %s, with the guest's etcdscope fsync --output json", fs.Arg(0), fs.Arg(0))
+		}
 		return usagef("%s: %v: give a recording written by 'etcdscope fsync --output json'", fs.Arg(0), err)
 	}
 	if count == 0 && sum.Type != "summary" {
