@@ -336,6 +336,7 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 	// pr.Events: the kernel's events, not the owner events among them.
 	rep := etcdmetric.PeersReport{Port: rd.Header().Port, WindowSeconds: time.Duration(end.WindowNs).Seconds(), Events: pr.Events, LostEvents: end.LostEvents, MissedEvents: end.MissedEvents}
 	rep.Links, rep.Unassembled, rep.FoldedEarly = pr.Links, pr.Unassembled, pr.FoldedEarly
+	rep.Slow = etcdmetric.SlowPeers(rep.Links, nil, etcdmetric.DefaultTimeouts) // a capture holds no flags
 	if output == "json" {
 		enc := json.NewEncoder(render.JSONText(peersStdout))
 		enc.SetIndent("", "  ")

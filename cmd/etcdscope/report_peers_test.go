@@ -220,3 +220,39 @@ func TestReportHTMLPeersCapture(t *testing.T) {
 		}
 	}
 }
+
+// TestReportPeersStoppedMember: the replay of a real capture of three
+// members with m3 (127.0.6.3) under SIGSTOP for 10.09 s
+// (testdata/peers-stopped/README.md) says first that m3 stopped
+// answering: a verdict line naming it with the largest connection setup
+// p99 of the links to it, as the table prints them, over the election
+// timeout and within the stop; no such line for m1 or m2, whose links'
+// p99s stay under the heartbeat interval.
+func TestReportPeersStoppedMember(t *testing.T) {
+	out := string(reportOutput(t, "../../testdata/peers-stopped/peers-stopped.capture.jsonl"))
+	var worst time.Duration
+	for _, l := range strings.Split(out, "\n") {
+		// LINK ... SETUP p50/p99 (n) is the 3rd field from "(active)" on.
+		if !strings.Contains(l, "→ 127.0.6.3 (active)") {
+			continue
+		}
+		m := regexp.MustCompile(`\(active\)\s+\S+\s+\S+\s+\S+ \(\d+\)\s+\S+ \(\d+\)\s+\S+\s+\S+/(\S+) \(\d+\)`).FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("no SETUP column in %q", l)
+		}
+		d, err := time.ParseDuration(m[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		worst = max(worst, d)
+	}
+	const stopped = 10090 * time.Millisecond // 08:46:18.110 to 08:46:28.199
+	if worst <= time.Second || worst > stopped {
+		t.Fatalf("setup p99 to m3 %v in the table: want over 1 s and within the %v stop:\n%s", worst, stopped, out)
+	}
+	verdicts := regexp.MustCompile(`(?m)^verdict: .*$`).FindAllString(out, -1)
+	want := "verdict: 127.0.6.3: connection setup p99 " + worst.Round(time.Millisecond).String() + " from etcd["
+	if len(verdicts) != 1 || !strings.HasPrefix(verdicts[0], want) || !strings.Contains(verdicts[0], "over the election timeout (1s, etcd's default)") {
+		t.Errorf("verdicts %q, want one starting %q, over the election timeout", verdicts, want)
+	}
+}
