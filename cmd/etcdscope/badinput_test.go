@@ -96,7 +96,7 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"fsync", "--workload", "fio"}, fix: "the built-in workload is wal"},
 	{args: []string{"fsync", "--workload", "wal", "--pid", "1"}, fix: "drop --pid"},
 	{args: []string{"fsync", "--comm", "a-comm-longer-than-15"}, fix: "give its first 15 bytes"},
-	{args: []string{"fsync", "--cgroup", "$D/file"}, fix: "give a directory under /sys/fs/cgroup"},
+	{args: []string{"fsync", "--cgroup", "$D/file"}, fix: "is not on a cgroup v2 filesystem: "}, // where v2 is: TestFsyncCgroupNamesV2Mount
 	{args: []string{"fsync", "--dev", "nosuchdisk0"}, fix: "--dev"},
 	{args: []string{"fsync", "--ring-size", "1000"}, fix: "must be a power of two"},
 	{args: []string{"fsync", "--ready-file", "$D/missing/ready"}, fix: "create it or give another path"},
@@ -902,5 +902,35 @@ func TestReportHTMLFromCapture(t *testing.T) {
 	}
 	if a, b := read("a.html"), read("b.html"); a != b || !strings.Contains(a, "194 fsync/fdatasync calls") {
 		t.Errorf("the capture's page (%d bytes) differs from its recording's (%d bytes), or lacks its 194 calls", len(a), len(b))
+	}
+}
+
+// TestFsyncCgroupNamesV2Mount: --cgroup on a directory that is not on
+// cgroup v2 names where this host mounts the v2 hierarchy (read here from
+// /proc/self/mountinfo's " - cgroup2 " line; /sys/fs/cgroup/unified on a
+// hybrid host, /sys/fs/cgroup on a unified one), or says there is none and
+// to use --pid/--comm; exit 2, one line, as a TestBadInput row.
+func TestFsyncCgroupNamesV2Mount(t *testing.T) {
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fix := "this host mounts no cgroup v2 hierarchy (cgroup v1 only): select etcd with --pid or --comm instead"
+	for _, l := range strings.Split(string(mi), "\n") {
+		if _, after, ok := strings.Cut(l, " - "); ok && strings.HasPrefix(after, "cgroup2 ") {
+			fix = "give a directory under " + strings.Fields(l)[4] + ", where this host mounts cgroup v2"
+			break
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "fsync", "--cgroup", "/proc", "--duration", "1s")
+	cmd.Env = append(os.Environ(), "ETCDSCOPE_TEST_MAIN=1")
+	out, _ := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	if rc := cmd.ProcessState.ExitCode(); rc != 2 || strings.Count(string(out), "\n") != 1 || !strings.Contains(string(out), "--cgroup /proc is not on a cgroup v2 filesystem: "+fix) {
+		t.Errorf("exit %d, want 2 and one line naming %q:\n%s", rc, fix, out)
 	}
 }
