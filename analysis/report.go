@@ -759,6 +759,12 @@ func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, wri
 			// (commit/v2), not this one's.
 			return ErrCommitRecording
 		}
+		if h.Type == "hypervisor" || h.Type == "hv_io" || h.Type == "hv_summary" {
+			// The host's side of a guest/host pair (docs/merge.md): its
+			// fsync records are QEMU's flushes, and its hv_summary's
+			// "v" is its own line's version.
+			return ErrHypervisorRecording
+		}
 		if max := versionOf(h.Type); h.V > max {
 			return fmt.Errorf("schema version %d is newer than this etcdscope's %d", h.V, max)
 		}
@@ -853,6 +859,12 @@ var ErrImpossibleRecord = errors.New("not a record etcdscope writes")
 // recording of `etcdscope commit --output json` (schema commit/v2, read by
 // analysis/commit.ReadRecords): its records are writes, not fsync calls.
 var ErrCommitRecording = errors.New("a commit recording (etcdscope commit --output json, schema commit/v2), not an fsync one")
+
+// ErrHypervisorRecording is returned (wrapped with its line) by ScanJSONL
+// for a recording of `etcdscope hypervisor --output json` (docs/merge.md:
+// "hypervisor", "hv_io", "hv_summary" lines beside the host's flushes),
+// which merge reads beside the guest's fsync recording.
+var ErrHypervisorRecording = errors.New("a hypervisor recording (etcdscope hypervisor --output json), not an fsync one")
 
 // checkTimes fails for a record no run writes (ErrImpossibleRecord), and
 // adds its total_ns and its nested host calls' to spent (the stacked

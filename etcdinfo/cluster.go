@@ -50,11 +50,36 @@ func Discover(ctx context.Context, endpoints []string, tlsCfg *tls.Config, pid i
 		return nil, fmt.Errorf("--etcd-endpoints: %w", err)
 	}
 	c.Local, c.LocalID, c.LeaderID, c.ClusterID, c.Version, err = LocalMember(ctx, cli, endpoints, pid)
+	var ns *NotServedError
+	if errors.As(err, &ns) {
+		// Another member of the cluster may be pid's: the member list
+		// (one more request, on this failing path only) names it.
+		ns.Member, ns.URL = servedMember(ctx, cli, pid)
+		cli.Close()
+		return nil, err // it names the flag
+	}
 	if err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("--etcd-endpoints: %w (give the client URL of the member with pid %d)", err, pid)
+		return nil, fmt.Errorf("--etcd-endpoints: %w", err)
 	}
 	return c, nil
+}
+
+// servedMember returns the name and client URL of the member whose client
+// URL the local process pid listens on, or "", "".
+func servedMember(ctx context.Context, cli *clientv3.Client, pid int) (name, url string) {
+	mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ml, err := cli.MemberList(mctx)
+	if err != nil {
+		return "", ""
+	}
+	for _, m := range ml.Members {
+		if u := ServedEndpoint(m.ClientURLs, pid); u != "" {
+			return m.Name, u
+		}
+	}
+	return "", ""
 }
 
 // Leader asks the traced member who leads now, waiting at most timeout.

@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -131,3 +133,35 @@ func TestRefusedCheckCompletesTLS(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestTimeouts reads a real process's command line and environment as
+// etcd's flag parsing takes them: --flag=N and --flag N, the flag over the
+// environment, the default where neither gives one.
+func TestTimeouts(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  []string
+		want etcdmetric.Timeouts
+	}{
+		{nil, nil, etcdmetric.DefaultTimeouts},
+		{[]string{"--heartbeat-interval=250", "--election-timeout", "2500"}, nil, etcdmetric.Timeouts{Heartbeat: 250 * time.Millisecond, Election: 2500 * time.Millisecond, FromFlags: true}},
+		{[]string{"-election-timeout=3000"}, []string{"ETCD_HEARTBEAT_INTERVAL=300", "ETCD_ELECTION_TIMEOUT=9000"}, etcdmetric.Timeouts{Heartbeat: 300 * time.Millisecond, Election: 3 * time.Second, FromFlags: true}},
+	} {
+		// sh takes the arguments after the script as $0..., and sleeps
+		// with them on its command line.
+		cmd := exec.Command("sh", append([]string{"-c", "sleep 30", "etcd"}, tc.args...)...)
+		cmd.Env = append(os.Environ(), tc.env...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		got := Timeouts(cmd.Process.Pid)
+		cmd.Process.Kill()
+		cmd.Wait()
+		if got != tc.want {
+			t.Errorf("%v %v: %+v, want %+v", tc.args, tc.env, got, tc.want)
+		}
+	}
+	if got := Timeouts(0); got != etcdmetric.DefaultTimeouts {
+		t.Errorf("no pid: %+v", got)
+	}
+}

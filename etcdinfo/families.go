@@ -87,19 +87,43 @@ series:
 	return count, sumSeconds
 }
 
-// LocalMember finds which of endpoints the local process pid serves (its
-// listening socket) and asks that member its id, the leader's, its etcd
-// version ("3.4.23") and the cluster's id. It returns the endpoint, or an
-// error when no endpoint is served by pid.
-func LocalMember(ctx context.Context, cli *clientv3.Client, endpoints []string, pid int) (endpoint string, id, leader, cluster uint64, version string, err error) {
+// ServedEndpoint returns the first of endpoints whose address the local
+// process pid listens on (its listening socket, ListenerPID), or "".
+func ServedEndpoint(endpoints []string, pid int) string {
 	for _, ep := range endpoints {
 		if p, err := ListenerPID(ep); err == nil && p == pid {
-			endpoint = ep
-			break
+			return ep
 		}
 	}
+	return ""
+}
+
+// NotServedError is LocalMember's error when no endpoint is served by PID.
+// Member and URL, when Discover found them in the member list, are the
+// member PID is and the client URL it serves.
+type NotServedError struct {
+	PID       int
+	Endpoints []string
+	Member    string
+	URL       string
+}
+
+func (e *NotServedError) Error() string {
+	s := fmt.Sprintf("none of --etcd-endpoints %s is served by pid %d", strings.Join(e.Endpoints, ","), e.PID)
+	if e.URL != "" {
+		return fmt.Sprintf("%s: pid %d is member %s, at %s: give --etcd-endpoints %s, or the pid of the member at %s", s, e.PID, e.Member, e.URL, e.URL, strings.Join(e.Endpoints, ","))
+	}
+	return fmt.Sprintf("%s: give the client URL of the member with pid %d", s, e.PID)
+}
+
+// LocalMember finds which of endpoints the local process pid serves (its
+// listening socket) and asks that member its id, the leader's, its etcd
+// version ("3.4.23") and the cluster's id. It returns the endpoint, or a
+// *NotServedError when no endpoint is served by pid.
+func LocalMember(ctx context.Context, cli *clientv3.Client, endpoints []string, pid int) (endpoint string, id, leader, cluster uint64, version string, err error) {
+	endpoint = ServedEndpoint(endpoints, pid)
 	if endpoint == "" {
-		return "", 0, 0, 0, "", fmt.Errorf("none of --etcd-endpoints %s is served by pid %d", strings.Join(endpoints, ","), pid)
+		return "", 0, 0, 0, "", &NotServedError{PID: pid, Endpoints: endpoints}
 	}
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

@@ -41,6 +41,19 @@ func MountsIn(path string) ([]Mount, error) {
 	return out, sc.Err()
 }
 
+// Cgroup2Mount returns where mounts have the cgroup v2 hierarchy mounted
+// (the first cgroup2 mount: /sys/fs/cgroup on a unified host,
+// /sys/fs/cgroup/unified on a hybrid one), or false on a host with cgroup
+// v1 only.
+func Cgroup2Mount(mounts []Mount) (string, bool) {
+	for _, m := range mounts {
+		if m.FSType == "cgroup2" {
+			return m.Point, true
+		}
+	}
+	return "", false
+}
+
 // parseMountinfo reads one mountinfo line: "id parent maj:min root point
 // options [optional...] - fstype source superoptions".
 func parseMountinfo(line string) (Mount, bool) {

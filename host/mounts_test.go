@@ -38,3 +38,23 @@ func TestFSTypeOf(t *testing.T) {
 		t.Error("FSTypeOf of a missing path: no error")
 	}
 }
+
+// TestCgroup2Mount: this project's test host's mountinfo (cgroup v1
+// hierarchies under /sys/fs/cgroup, a tmpfs, and cgroup2 at
+// /sys/fs/cgroup/unified) names the unified one; without that line (v1
+// only) there is none.
+func TestCgroup2Mount(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want string
+		ok   bool
+	}{{"testdata/mountinfo-hybrid", "/sys/fs/cgroup/unified", true}, {"testdata/mountinfo-v1", "", false}} {
+		ms, err := MountsIn(tc.file)
+		if err != nil || len(ms) < 10 {
+			t.Fatalf("%s: %d mounts, %v", tc.file, len(ms), err)
+		}
+		if got, ok := Cgroup2Mount(ms); got != tc.want || ok != tc.ok {
+			t.Errorf("%s: %q, %v; want %q, %v", tc.file, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -198,5 +198,7 @@ func (r *PeersEtcd) Report(ctx context.Context, t1 time.Time, st Stats, owners h
 		}
 	}
 	rep.MetricsError = strings.Join(r.metricErrs, "; ")
+	// Against the scraped member's timeouts (etcd's defaults without it).
+	rep.Slow = etcdmetric.SlowPeers(rep.Links, rep.Members, etcdinfo.Timeouts(rep.MemberPID))
 	return rep
 }

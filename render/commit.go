@@ -130,15 +130,17 @@ func commitTable(w io.Writer, run *CommitRun) {
 		commitParts(w, run)
 	}
 	if l := run.Load; l != nil {
-		fmt.Fprintf(w, "load: %d puts (%d errors) under %s; client-side put latency p50 %.3f ms, p99 %.3f ms\n", l.Puts, l.Errors, l.Prefix, float64(l.ClientNs.P50)/1e6, float64(l.ClientNs.P99)/1e6)
+		fmt.Fprintf(w, "load: %s (%s) under %s; client-side put latency %s\n", counted(l.Puts, "put"), counted(l.Errors, "error"), l.Prefix, p50p99(l.ClientNs))
 		o := run.ClientOutsideNs
-		if model {
-			fmt.Fprintf(w, "  a serializable get's round trip p50 %.3f ms warm, %.3f ms from idle\n", float64(l.GetNs.P50)/1e6, float64(l.IdleGetNs.P50)/1e6)
-		} else {
-			fmt.Fprintf(w, "  server-side write p50 %.3f ms; per put, the client's time minus the server's (client, gRPC, transport): p50 %.3f ms over %d paired puts\n",
-				float64(rep.Total.Summary().P50)/1e6, float64(o.P50)/1e6, o.Count)
-			fmt.Fprintf(w, "  a serializable get's round trip p50 %.3f ms warm, %.3f ms from idle\n", float64(l.GetNs.P50)/1e6, float64(l.IdleGetNs.P50)/1e6)
+		if !model {
+			if o.Count > 0 {
+				fmt.Fprintf(w, "  server-side write p50 %.3f ms; per put, the client's time minus the server's (client, gRPC, transport): p50 %.3f ms over %s\n",
+					float64(rep.Total.Summary().P50)/1e6, float64(o.P50)/1e6, counted(int(o.Count), "paired put"))
+			} else {
+				fmt.Fprintln(w, "  no put was paired with its traced write: the client's time minus the server's was not measured")
+			}
 		}
+		fmt.Fprintf(w, "  a serializable get's round trip p50 %s warm, %s from idle\n", measuredMs(l.GetNs), measuredMs(l.IdleGetNs))
 	}
 	if m := run.Model; m != nil {
 		fmt.Fprintf(w, "model (kernel-free, from etcd's metrics over the run): expected %.3f ms per write", float64(m.ExpectedNs)/1e6)
@@ -200,7 +202,7 @@ func commitParts(w io.Writer, run *CommitRun) {
 		fmt.Fprintf(w, "ack of %s after send (RTT + its WAL append): p50 %.3f ms, p99 %.3f ms (%d acks)\n", names.Of(id), float64(sm.P50)/1e6, float64(sm.P99)/1e6, sm.Count)
 	}
 	if c := rep.WALCause; c.Joined+c.Unjoined > 0 {
-		fmt.Fprintf(w, "fsync tracer: %d of etcd's fsync calls split, %d lost events, %d missed probe runs\n", run.SyncCalls, run.SyncLost, run.SyncMissed)
+		fmt.Fprintf(w, "fsync tracer: %d of etcd's fsync calls split, %s, %s\n", run.SyncCalls, counted(int(run.SyncLost), "lost event"), counted(int(run.SyncMissed), "missed probe run"))
 		fmt.Fprintf(w, "  %d of %d writes' WAL fdatasyncs joined to their call:", c.Joined, c.Joined+c.Unjoined)
 		for _, k := range commit.CauseOrder {
 			if _, ok := c.Ns[k]; ok {
@@ -265,8 +267,8 @@ func CommitSummary(run *CommitRun) commit.SummaryRecord {
 	t := run.Target
 	s.Target = &t
 	if l := run.Load; l != nil {
-		g, ig, o := l.GetNs, l.IdleGetNs, run.ClientOutsideNs
-		s.ClientGetNs, s.ClientIdleGetNs, s.ClientOutsideNs = &g, &ig, &o
+		// A summary of no sample is unknown, not 0: left out.
+		s.ClientGetNs, s.ClientIdleGetNs, s.ClientOutsideNs = sampled(l.GetNs), sampled(l.IdleGetNs), sampled(run.ClientOutsideNs)
 	}
 	ws := run.WALSyncs
 	s.WALSyncsNs = &ws
@@ -310,7 +312,18 @@ func one(line string, more ...string) verdictText { return verdictText{line, mor
 // commitMs is a duration in ms with two decimals, as the verdicts print it.
 func commitMs(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 2, 64) + " ms" }
 
+// commitVerdict words v, a caveat first among its details when it rests
+// on few writes (commit.FewWrites).
 func commitVerdict(v commit.Verdict, names commit.Names) verdictText {
+	t := commitVerdictKind(v, names)
+	if v.Few {
+		t.more = append([]string{fmt.Sprintf("only %s traced (fewer than %d): one odd write can decide a p50: run longer", counted(v.Writes, "write"), commit.FewWrites)}, t.more...)
+	}
+	return t
+}
+
+// commitVerdictKind words a verdict of each kind.
+func commitVerdictKind(v commit.Verdict, names commit.Names) verdictText {
 	const movePoint = "this member is a follower: point writers at the leader, or `etcdctl move-leader` to this member if it is closest to the writers"
 	switch v.Kind {
 	case commit.VerdictNoWrites:
@@ -382,8 +395,8 @@ func walVerdict(v commit.Verdict) verdictText {
 	c := &v.WALCause
 	pct := func(k commit.Cause) string { return fmt.Sprintf("%.0f%%", 100*c.Share(k)) }
 	split := []string{
-		fmt.Sprintf("(*WAL).sync of %d writes, split per call: disk %.0f%% (device flush %s, journal %s, block queue %s, data writeback %s, write(2) waits %s)",
-			c.Joined, 100*c.DiskShare(), pct(commit.CauseDeviceFlush), pct(commit.CauseJournal), pct(commit.CauseBlockQueue), pct(commit.CauseDataWriteback), pct(commit.CauseWriteWait)),
+		fmt.Sprintf("(*WAL).sync of %s, split per call: disk %.0f%% (device flush %s, journal %s, block queue %s, data writeback %s, write(2) waits %s)",
+			counted(c.Joined, "write"), 100*c.DiskShare(), pct(commit.CauseDeviceFlush), pct(commit.CauseJournal), pct(commit.CauseBlockQueue), pct(commit.CauseDataWriteback), pct(commit.CauseWriteWait)),
 		fmt.Sprintf("and off the disk: waiting for a CPU %s, running in the kernel %s, blocked otherwise %s, outside syscalls (Go) %s",
 			pct(commit.CauseCPUWait), pct(commit.CauseRunning), pct(commit.CauseBlocked), pct(commit.CauseOutside)),
 	}
@@ -540,4 +553,30 @@ func CommitNotice(n commit.Notice) string {
 		return fmt.Sprintf("revoking the load's lease: %v (its keys expire with its TTL)", n.Err)
 	}
 	return fmt.Sprintf("notice %d", n.Kind)
+}
+
+// sampled is &s, or nil when s has no sample.
+func sampled(s stats.Summary) *stats.Summary {
+	if s.Count == 0 {
+		return nil
+	}
+	return &s
+}
+
+// measuredMs is s's p50 in ms ("0.501 ms"), or "not measured" when s has
+// no sample.
+func measuredMs(s stats.Summary) string {
+	if s.Count == 0 {
+		return "not measured"
+	}
+	return fmt.Sprintf("%.3f ms", float64(s.P50)/1e6)
+}
+
+// p50p99 is "p50 X ms, p99 Y ms" of s, or "not measured" when s has no
+// sample (no put completed).
+func p50p99(s stats.Summary) string {
+	if s.Count == 0 {
+		return "not measured"
+	}
+	return fmt.Sprintf("p50 %.3f ms, p99 %.3f ms", float64(s.P50)/1e6, float64(s.P99)/1e6)
 }

@@ -50,6 +50,9 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 	fmt.Fprintf(w, "etcdscope peers: %.1fs on port %d, %d events, %d lost, %d missed\n", rep.WindowSeconds, rep.Port, rep.Events, rep.LostEvents, rep.MissedEvents)
 	// The verdicts first (issue 26: the number and the cause on the first
 	// screen), then the links and the metric's table behind them.
+	for _, sp := range rep.Slow {
+		fmt.Fprintf(w, "verdict: %s\n", SlowPeerVerdict(sp))
+	}
 	for _, c := range rep.Metric {
 		fmt.Fprintf(w, "verdict: %s%s: %s\n", c.Key.To, comparisonWho(c), ComparisonVerdict(c.Comparison))
 	}
@@ -126,6 +129,8 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 		}
 		verdict := "not explained"
 		switch {
+		case c.Kind == etcdmetric.CompareNoObservations || c.Kind == etcdmetric.CompareNoModel:
+			verdict = "n/a" // nothing was compared (the verdict line says why)
 		case c.Input.PeerDown:
 			verdict = "peer down / unreachable"
 		case c.Explained:
@@ -160,6 +165,39 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 	for _, k := range rep.Resets {
 		fmt.Fprintf(w, "  %s: counts fell between the scrapes (etcd restarted): only the end scrape is used\n", k.To)
 	}
+}
+
+// SlowPeerVerdict words a peer that answered more slowly than etcd's
+// heartbeat interval: the peer and the number first, then what it means
+// for Raft.
+func SlowPeerVerdict(sp etcdmetric.SlowPeer) string {
+	who := sp.Peer.String()
+	if sp.Member != "" {
+		who = sp.Member + " (" + who + ")"
+	}
+	part := "connection setup"
+	if sp.Part == etcdmetric.SlowRequest {
+		part = "request"
+	}
+	whence := "etcd's default"
+	if sp.Timeouts.FromFlags {
+		whence = "its flags"
+	}
+	d := func(v time.Duration) string { return v.Round(time.Millisecond).String() }
+	if sp.OverElection {
+		return fmt.Sprintf("%s: %s p99 %s from %s, over the election timeout (%s, %s): the peer stopped answering (stopped, stalled or cut off); heartbeats missed",
+			who, part, d(sp.P99), PeerLinkFrom(sp.From), d(sp.Timeouts.Election), whence)
+	}
+	return fmt.Sprintf("%s: %s p99 %s from %s, over the heartbeat interval (%s, %s): the peer answered late (a stall or an overloaded host); heartbeats late",
+		who, part, d(sp.P99), PeerLinkFrom(sp.From), d(sp.Timeouts.Heartbeat), whence)
+}
+
+// PeerLinkFrom names a link's local end: "etcd[12565]", or its address.
+func PeerLinkFrom(l peers.Link) string {
+	if l.FromPID != 0 {
+		return fmt.Sprintf("%s[%d]", dash(l.FromComm), l.FromPID)
+	}
+	return l.From.String()
 }
 
 // comparisonWho names a comparison's member and peer address, when the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/analysis/stats"
 	"github.com/etcdscope/etcdscope/event"
 )
 
@@ -85,5 +86,38 @@ func TestTableOneMember(t *testing.T) {
 	}
 	if strings.Contains(s, "PROBER") {
 		t.Errorf("a metric table header without rows:\n%s", s)
+	}
+}
+
+// TestTableStoppedPeer: etcd's metric with no observation in the window is
+// "n/a" in the VERDICT column, not "not explained" (nothing was compared),
+// and a peer whose connection setup p99 is over the election timeout has
+// a verdict line of its own, first, naming it and the number. The link's
+// numbers are testdata/peers-stopped's m2 → m3 (m3 under SIGSTOP for 10 s).
+func TestTableStoppedPeer(t *testing.T) {
+	peer := netip.MustParseAddr("127.0.6.3")
+	l := peers.LinkStats{Link: peers.Link{Direction: event.PeerActive, FromPID: 14074, FromComm: "etcd", From: netip.MustParseAddr("127.0.0.1"), To: peer, Peer: peer},
+		Opened: 6, Closed: 6, HandshakeRTT: stats.Summary{Count: 6, P50: 16e3, P99: 69e3},
+		Setup: stats.Summary{Count: 6, P50: 1_163_000, P99: 7_243_350_019}, PerRequest: stats.Summary{Count: 6, P50: 1_345_000, P99: 7_243_529_411}}
+	members := []etcdmetric.Member{{ID: 0x614e615a1e5c79e0, Name: "m3", PeerIPs: []netip.Addr{peer}}}
+	cmp := etcdmetric.PeerComparison{Peer: peer, Member: "m3", Comparison: etcdmetric.Compare(etcdmetric.Series{Key: etcdmetric.Key{To: "614e615a1e5c79e0"}}, etcdmetric.InputFromLink(l, 25*time.Second))}
+	if cmp.Kind != etcdmetric.CompareNoObservations {
+		t.Fatalf("comparison kind %v, want no observations", cmp.Kind)
+	}
+	rep := &etcdmetric.PeersReport{Port: 24380, Links: []peers.LinkStats{l}, Members: members, MetricsURL: "http://127.0.6.1:24381/metrics", Metric: []etcdmetric.PeerComparison{cmp},
+		Slow: etcdmetric.SlowPeers([]peers.LinkStats{l}, members, etcdmetric.DefaultTimeouts)}
+	var out bytes.Buffer
+	Peers(&out, rep)
+	lines := strings.Split(out.String(), "\n")
+	want := "verdict: m3 (127.0.6.3): connection setup p99 7.243s from etcd[14074], over the election timeout (1s, etcd's default)"
+	if !strings.HasPrefix(lines[1], want) {
+		t.Errorf("second line %q, want it to start %q:\n%s", lines[1], want, out.String())
+	}
+	for _, line := range lines {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == "614e615a1e5c79e0" {
+			if f[len(f)-1] != "n/a" || strings.Contains(line, "not explained") {
+				t.Errorf("metric row %q: want VERDICT n/a", line)
+			}
+		}
 	}
 }

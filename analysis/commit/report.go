@@ -160,7 +160,20 @@ type Verdict struct {
 	// WALCause: what the writes' WAL fdatasyncs waited on (VerdictWAL
 	// when CauseKnown, VerdictCPUWait).
 	WALCause CauseTotals
+	// Few: the verdict on the dominant part rests on fewer than FewWrites
+	// writes.
+	Few bool
 }
+
+// FewWrites is the fewest writes the verdict on the dominant part rests
+// on without a caveat (Verdict.Few). That verdict compares the parts'
+// p50s and means over the writes. A distribution-free 95% interval of a
+// median exists only from 6 writes (P(min < median < max) = 1-2^(1-n))
+// and excludes the fastest and the slowest write only from 9
+// (P(Bin(n, 1/2) <= 1) <= 2.5%: 10/512 at n=9, 9/256 at n=8): below 9
+// writes one odd write (the first put's new connection, a GC pause) can
+// decide the p50 the verdict quotes.
+const FewWrites = 9
 
 // ForwardWait is a VerdictForward's numbers. On a follower, forward (to
 // the leader and back with the entry) and quorum_wait (the leader's quorum
@@ -232,7 +245,7 @@ func (r *Report) Verdicts(cs ClusterState) []Verdict {
 			share = 100 * domMean / sum
 		}
 	}
-	v := Verdict{Part: dom, SharePct: share, Writes: r.Writes}
+	v := Verdict{Part: dom, SharePct: share, Writes: r.Writes, Few: r.Writes < FewWrites}
 	switch dom {
 	case PartWALAppend:
 		v.Kind = VerdictWAL

@@ -29,40 +29,52 @@ func TestVerdicts(t *testing.T) {
 	}{
 		{"local disk", mk(RoleLeader, map[string]int64{PartPropose: 1e4, PartWALAppend: 11e6, PartApply: 2e5, PartReturn: 3e4}, LocalVote, true), nil,
 			ClusterState{Voters: 1}, []Verdict{
-				{Kind: VerdictWAL, Part: PartWALAppend, SharePct: 100 * 11e6 / (1e4 + 11e6 + 2e5 + 3e4), Writes: 1, WAL: WALWait{P50Ns: 11e6, TotalP50Ns: 11_240_000, SyncP50Ns: 9_900_000}},
+				{Few: true, Kind: VerdictWAL, Part: PartWALAppend, SharePct: 100 * 11e6 / (1e4 + 11e6 + 2e5 + 3e4), Writes: 1, WAL: WALWait{P50Ns: 11e6, TotalP50Ns: 11_240_000, SyncP50Ns: 9_900_000}},
 				{Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
 		{"the CPU, by the fsync tracer's split", mk(RoleLeader, map[string]int64{PartWALAppend: 9e6, PartApply: 1e6}, LocalVote, true),
 			[]*SyncCause{{Ns: map[Cause]int64{CauseCPUWait: 8e6, CauseDeviceFlush: 1e6}}},
 			ClusterState{Voters: 1}, []Verdict{
-				{Kind: VerdictWAL, Part: PartWALAppend, SharePct: 90, Writes: 1, WAL: WALWait{P50Ns: 9e6, TotalP50Ns: 10e6, SyncP50Ns: 8_100_000, Cause: CauseCPUWait, CauseKnown: true},
+				{Few: true, Kind: VerdictWAL, Part: PartWALAppend, SharePct: 90, Writes: 1, WAL: WALWait{P50Ns: 9e6, TotalP50Ns: 10e6, SyncP50Ns: 8_100_000, Cause: CauseCPUWait, CauseKnown: true},
 					WALCause: CauseTotals{Joined: 1, Ns: map[Cause]int64{CauseCPUWait: 8e6, CauseDeviceFlush: 1e6}}},
 				{Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
 		{"far follower decides because the near one is down", mk(RoleLeader, map[string]int64{PartPropose: 1e4, PartWALAppend: 1e6, PartQuorumWait: 50e6, PartApply: 2e5}, f2, true, Ack{f2, 52_500_000}), nil,
 			ClusterState{Voters: 3, Down: []uint64{f1}}, []Verdict{
-				{Kind: VerdictQuorum, Part: PartQuorumWait, SharePct: 100 * 50e6 / (1e4 + 1e6 + 50e6 + 2e5), Writes: 1, Count: 1, Member: f2, AckP50Ns: 52_500_000, Down: []uint64{f1}}}},
+				{Few: true, Kind: VerdictQuorum, Part: PartQuorumWait, SharePct: 100 * 50e6 / (1e4 + 1e6 + 50e6 + 2e5), Writes: 1, Count: 1, Member: f2, AckP50Ns: 52_500_000, Down: []uint64{f1}}}},
 		{"quorum, no ack timed", mk(RoleLeader, map[string]int64{PartWALAppend: 1e6, PartQuorumWait: 9e6}, f2, true), nil,
-			ClusterState{Voters: 3}, []Verdict{{Kind: VerdictQuorum, Part: PartQuorumWait, SharePct: 90, Writes: 1, Count: 1, Member: f2, AckP50Ns: -1}}},
+			ClusterState{Voters: 3}, []Verdict{{Few: true, Kind: VerdictQuorum, Part: PartQuorumWait, SharePct: 90, Writes: 1, Count: 1, Member: f2, AckP50Ns: -1}}},
 		// A far leader (scenario run of 2026-12-02): forward and the
 		// follower's quorum_wait are each about one RTT, and quorum_wait
 		// was the larger; the verdict named "the quorum" with "the
 		// deciding vote is local WAL in 0 of 40 writes", which a follower
 		// never sees. Both are the round trip to the leader.
 		{"follower of a far leader, quorum_wait the larger", mk(RoleFollower, map[string]int64{PartForward: 40e6, PartWALAppend: 2e6, PartQuorumWait: 48e6, PartApply: 3e6, PartReturn: 1e6}, 0, false), nil,
-			ClusterState{Voters: 3}, []Verdict{{Kind: VerdictForward, Part: PartForward, SharePct: 100 * 88e6 / 94e6, Writes: 1,
+			ClusterState{Voters: 3}, []Verdict{{Few: true, Kind: VerdictForward, Part: PartForward, SharePct: 100 * 88e6 / 94e6, Writes: 1,
 				Forward: ForwardWait{Follower: true, ForwardP50Ns: 40e6, QuorumWaitP50Ns: 48e6}}}},
 		{"forward, not a follower", mk("", map[string]int64{PartForward: 40e6, PartWALAppend: 2e6}, 0, false), nil,
-			ClusterState{Voters: 3}, []Verdict{{Kind: VerdictForward, Part: PartForward, SharePct: 100 * 40e6 / 42e6, Writes: 1,
+			ClusterState{Voters: 3}, []Verdict{{Few: true, Kind: VerdictForward, Part: PartForward, SharePct: 100 * 40e6 / 42e6, Writes: 1,
 				Forward: ForwardWait{ForwardP50Ns: 40e6, QuorumWaitP50Ns: -1}}}},
 		{"apply, the fdatasyncs starved", mk(RoleLeader, map[string]int64{PartWALAppend: 1e6, PartApply: 9e6}, LocalVote, true),
 			[]*SyncCause{{Ns: map[Cause]int64{CauseCPUWait: 9e5, CauseDeviceFlush: 1e5}}},
 			ClusterState{Voters: 1}, []Verdict{
-				{Kind: VerdictApply, Part: PartApply, SharePct: 90, Writes: 1},
+				{Few: true, Kind: VerdictApply, Part: PartApply, SharePct: 90, Writes: 1},
 				{Kind: VerdictCPUWait, Writes: 1, WALCause: CauseTotals{Joined: 1, Ns: map[Cause]int64{CauseCPUWait: 9e5, CauseDeviceFlush: 1e5}}},
 				{Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
 		{"propose", mk(RoleLeader, map[string]int64{PartWALAppend: 1e6, PartPropose: 9e6}, LocalVote, true), nil,
-			ClusterState{Voters: 1}, []Verdict{{Kind: VerdictScheduling, Part: PartPropose, SharePct: 90, Writes: 1}, {Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
+			ClusterState{Voters: 1}, []Verdict{{Few: true, Kind: VerdictScheduling, Part: PartPropose, SharePct: 90, Writes: 1}, {Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
 		{"grpc: no part verdict", mk(RoleLeader, map[string]int64{PartWALAppend: 1e6, PartGRPC: 9e6}, LocalVote, true), nil,
 			ClusterState{Voters: 1}, []Verdict{{Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
+	}
+	// From FewWrites writes on, the same report's verdict carries no
+	// caveat; one fewer, it does.
+	for _, n := range []int{FewWrites - 1, FewWrites} {
+		r := NewReport()
+		for range n {
+			w := mk(RoleLeader, map[string]int64{PartWALAppend: 9e6, PartApply: 1e6}, LocalVote, true)
+			r.Add(&w)
+		}
+		if v := r.Verdicts(ClusterState{Voters: 1})[0]; v.Kind != VerdictWAL || v.Few != (n < FewWrites) {
+			t.Errorf("%d writes: %+v, want a WAL verdict with Few %v", n, v, n < FewWrites)
+		}
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

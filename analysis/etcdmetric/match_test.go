@@ -87,3 +87,40 @@ func TestCompareScrapesMatch(t *testing.T) {
 		t.Errorf("c2: %+v (the other process's 1 s link must not be used)", out[1])
 	}
 }
+
+// TestSlowPeers: a peer is slow when a link this host opened to it has a
+// connection setup (else per-request) p99 over the heartbeat interval;
+// over the election timeout is said apart; links it accepted say nothing
+// of it (their wait is this host's), and the slowest peer comes first.
+func TestSlowPeers(t *testing.T) {
+	a, b, c := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("10.0.0.3")
+	link := func(dir event.PeerDirection, peer netip.Addr, setupP99, reqP99 time.Duration) peers.LinkStats {
+		return peers.LinkStats{Link: peers.Link{Direction: dir, FromPID: 7, FromComm: "etcd", Peer: peer},
+			Setup: stats.Summary{Count: 5, P99: int64(setupP99)}, PerRequest: stats.Summary{Count: 5, P99: int64(reqP99)}}
+	}
+	members := []Member{{Name: "m2", PeerIPs: []netip.Addr{b}}}
+	got := SlowPeers([]peers.LinkStats{
+		link(event.PeerActive, a, 2*time.Millisecond, 100*time.Millisecond), // at the heartbeat: not over it
+		link(event.PeerActive, b, 300*time.Millisecond, 301*time.Millisecond),
+		link(event.PeerActive, b, 50*time.Millisecond, 350*time.Millisecond), // request only: the larger p99
+		link(event.PeerPassive, a, 9*time.Second, 9*time.Second),
+		link(event.PeerActive, c, 7*time.Second, 7*time.Second),
+	}, members, DefaultTimeouts)
+	want := []SlowPeer{
+		{Peer: c, Part: SlowSetup, P99: 7 * time.Second, OverElection: true},
+		{Peer: b, Member: "m2", Part: SlowRequest, P99: 350 * time.Millisecond},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Peer != w.Peer || g.Member != w.Member || g.Part != w.Part || g.P99 != w.P99 || g.OverElection != w.OverElection || g.Timeouts != DefaultTimeouts {
+			t.Errorf("%d: got %+v, want %+v", i, g, w)
+		}
+	}
+	// The member's own heartbeat interval (its flags) moves the bound.
+	if got := SlowPeers([]peers.LinkStats{link(event.PeerActive, b, 300*time.Millisecond, 0)}, members, Timeouts{Heartbeat: 500 * time.Millisecond, Election: 5 * time.Second, FromFlags: true}); len(got) != 0 {
+		t.Errorf("300 ms under a 500 ms heartbeat: %+v", got)
+	}
+}

@@ -49,6 +49,9 @@ type PeersReport struct {
 	// Links (peers.Options.ExcludeLocal); --record keeps them in its
 	// etcd_peer_metric record for a replay to leave out too.
 	OwnConns []netip.AddrPort `json:"-"`
+	// Slow: the peers that answered a link this host opened more slowly
+	// than the heartbeat interval (SlowPeers), slowest first.
+	Slow []SlowPeer `json:"slow_peers,omitempty"`
 }
 
 // OwnerLookups counts the peers tracer's background look-ups of socket

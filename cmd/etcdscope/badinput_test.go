@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcdscope/etcdscope/analysis/merge"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 	"github.com/etcdscope/etcdscope/pipeline"
 )
@@ -95,7 +96,7 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"fsync", "--workload", "fio"}, fix: "the built-in workload is wal"},
 	{args: []string{"fsync", "--workload", "wal", "--pid", "1"}, fix: "drop --pid"},
 	{args: []string{"fsync", "--comm", "a-comm-longer-than-15"}, fix: "give its first 15 bytes"},
-	{args: []string{"fsync", "--cgroup", "$D/file"}, fix: "give a directory under /sys/fs/cgroup"},
+	{args: []string{"fsync", "--cgroup", "$D/file"}, fix: "is not on a cgroup v2 filesystem: "}, // where v2 is: TestFsyncCgroupNamesV2Mount
 	{args: []string{"fsync", "--dev", "nosuchdisk0"}, fix: "--dev"},
 	{args: []string{"fsync", "--ring-size", "1000"}, fix: "must be a power of two"},
 	{args: []string{"fsync", "--ready-file", "$D/missing/ready"}, fix: "create it or give another path"},
@@ -138,6 +139,9 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"fsync", "--comm", "etcd", "--pid", "1"}, fix: "give --pid or --comm, not both"},
 	{args: []string{"commit", "--comm", "a-comm-longer-than-15"}, fix: "15-byte comm"},
 	{args: []string{"commit", "--pid", "$PID", "--duration", "1s"}, fix: "not an etcd this etcdscope can probe; give etcd's pid (pgrep -x etcd), or --etcd-endpoints"},
+	// With --etcd-endpoints the binary is still checked first: a process
+	// that is no etcd and serves none of the URLs is the mistake, not the URL.
+	{args: []string{"commit", "--pid", "$PID", "--etcd-endpoints", "http://127.0.0.1:1", "--duration", "1s"}, fix: "not an etcd this etcdscope can probe, and it serves none of --etcd-endpoints http://127.0.0.1:1; give etcd's pid (pgrep -x etcd)"},
 	{args: []string{"commit", "--comm", "no-such-etcd"}, fix: "no such process is running (pgrep -x no-such-etcd finds none): start it first, or give --pid"},
 
 	// completion
@@ -241,6 +245,10 @@ var badInputs = slices.Concat([]badInput{
 	// refused as "schema version 2 is newer than this etcdscope's 1".
 	{args: []string{"report", "../../testdata/loopback3/commit.jsonl"}, fix: "is a commit recording (etcdscope commit --output json), not an fsync one"},
 	{args: []string{"report", "--html", "$D/r.html", "../../testdata/loopback3/commit.jsonl"}, fix: "is a commit recording"},
+	{args: []string{"report", "$D/hypervisor.jsonl"}, fix: "is a hypervisor recording (etcdscope hypervisor --output json), not an fsync one: give it to etcdscope merge --guest GUEST.jsonl --host $D/hypervisor.jsonl"},
+	{args: []string{"report", "$D/hvsummary.jsonl"}, fix: "give it to etcdscope merge --guest GUEST.jsonl --host $D/hvsummary.jsonl"},
+	{args: []string{"report", "--html", "$D/r.html", "$D/hypervisor.jsonl"}, fix: "is a hypervisor recording"},
+	{args: []string{"merge", "--guest", "$D/hypervisor.jsonl", "--host", "$D/hypervisor.jsonl"}, fix: "is a hypervisor recording (etcdscope hypervisor --output json): give it as --host"},
 	{args: []string{"report", "--output", "csv", "$D/good.jsonl"}, fix: "use table or json"},
 	{args: []string{"report", "--peers", "$D/good.jsonl", "$D/good.jsonl"}, fix: "go with --html"},
 	{args: []string{"report", "--html", "$D", "$D/good.jsonl"}, fix: "give a file name"},
@@ -252,7 +260,9 @@ var badInputs = slices.Concat([]badInput{
 	// redirected to one: refused, never replaced (issue 25).
 	{args: []string{"report", "--html", "$D/ownlink", "$D/good.jsonl"}, fix: "is a symbolic link (to "},
 	{args: []string{"fsync", "--duration", "1s", "--capture", "$D/ownlink"}, fix: "is a symbolic link (to "},
-	{args: []string{"report", "--html", "$D/r.html", "--peers", "$D/binary", "$D/good.jsonl"}, fix: "give a file from etcdscope peers --record"},
+	{args: []string{"report", "--html", "$D/r.html", "--peers", "$D/binary", "$D/good.jsonl"}, fix: "give a file from etcdscope peers --record or --capture"},
+	{args: []string{"report", "--html", "$D/r.html", "--peers", "../../testdata/capture/ext4.capture.jsonl", "$D/good.jsonl"}, fix: "is a fsync capture: give a capture of etcdscope peers --capture, or its --record file"},
+	{args: []string{"report", "--html", "$D/r.html", "../../testdata/capture/peers.capture.jsonl"}, fix: "give this one with --peers (etcdscope report --html $D/r.html --peers ../../testdata/capture/peers.capture.jsonl FSYNC-RECORDING)"},
 	{args: []string{"report", "--html", "$D/r.html", "--output", "json", "$D/good.jsonl"}, fix: "drop --output"},
 
 	// merge
@@ -338,7 +348,7 @@ var badInputs = slices.Concat([]badInput{
 	nonRegularInputs("give a PEM file", "commit", "--comm", "no-such-etcd", "--etcd-endpoints", "http://127.0.0.1:1", "--cacert", "$IN"),
 	nonRegularInputs("give a readable recording (etcdscope fsync --output json > F, or - for stdin)", "report", "$IN"),
 	nonRegularInputs("give the output of etcdscope merge --output json", "report", "--html", "$D/r.html", "--merge", "$IN", "$D/good.jsonl"),
-	nonRegularInputs("give a file from etcdscope peers --record", "report", "--html", "$D/r.html", "--peers", "$IN", "$D/good.jsonl"),
+	nonRegularInputs("give a file from etcdscope peers --record or --capture", "report", "--html", "$D/r.html", "--peers", "$IN", "$D/good.jsonl"),
 	nonRegularInputs("give a recording from etcdscope fsync", "merge", "--guest", "$IN", "--host", "$D/good.jsonl"),
 	nonRegularInputs("give a recording from etcdscope hypervisor", "merge", "--guest", "$D/good.jsonl", "--host", "$IN"),
 	nonRegularInputs("give a readable file (or - for stdin)", "diagnose", "$IN"),
@@ -383,6 +393,16 @@ func prepareBadInputDir(t *testing.T, dir string) {
 	write("file", []byte("x"))
 	write("negative.jsonl", []byte(`{"type":"fsync","v":1,"start_ns":1,"end_ns":2,"total_ns":-5,"pid":1,"tid":1,"comm":"etcd","syscall":"fdatasync"}`+"\n"))
 	write("overflow.jsonl", []byte(strings.Repeat(`{"type":"fsync","v":1,"start_ns":1,"end_ns":2,"total_ns":9223372036854775807,"pid":1,"tid":1,"comm":"etcd","syscall":"fdatasync"}`+"\n", 2)))
+	// A hypervisor recording's lines as `etcdscope hypervisor --output
+	// json` encodes them (its writer's types and versions): its
+	// hv_summary's "v" is that line's own (2), not the fsync schema's.
+	var hv bytes.Buffer
+	enc := json.NewEncoder(&hv)
+	enc.Encode(merge.HostHeader{Type: "hypervisor", V: merge.SchemaVersion, PID: 9, Comm: "qemu", Clock: "CLOCK_MONOTONIC", StartNs: 1})
+	hv.WriteString(`{"type":"fsync","v":1,"start_ns":6,"end_ns":7,"total_ns":1,"pid":9,"tid":9,"comm":"qemu","syscall":"fdatasync","path":"/v/a.img"}` + "\n")
+	enc.Encode(merge.HostSummary{Type: "hv_summary", V: merge.HostSummaryVersion, Images: []merge.Image{{Path: "/v/a.img", Flushes: 1}}})
+	write("hypervisor.jsonl", hv.Bytes())
+	write("hvsummary.jsonl", bytes.SplitAfter(hv.Bytes(), []byte("\n"))[2]) // cut to its last line
 	write("good.jsonl", []byte(`{"type":"fsync","v":1,"start_ns":1,"end_ns":2,"total_ns":1,"pid":1,"tid":1,"comm":"etcd","syscall":"fdatasync"}`+"\n"))
 	// A hypervisor that wrote two images and flushed only one (the other
 	// under cache=unsafe): merge must not pick the flushed one by itself.
@@ -882,5 +902,35 @@ func TestReportHTMLFromCapture(t *testing.T) {
 	}
 	if a, b := read("a.html"), read("b.html"); a != b || !strings.Contains(a, "194 fsync/fdatasync calls") {
 		t.Errorf("the capture's page (%d bytes) differs from its recording's (%d bytes), or lacks its 194 calls", len(a), len(b))
+	}
+}
+
+// TestFsyncCgroupNamesV2Mount: --cgroup on a directory that is not on
+// cgroup v2 names where this host mounts the v2 hierarchy (read here from
+// /proc/self/mountinfo's " - cgroup2 " line; /sys/fs/cgroup/unified on a
+// hybrid host, /sys/fs/cgroup on a unified one), or says there is none and
+// to use --pid/--comm; exit 2, one line, as a TestBadInput row.
+func TestFsyncCgroupNamesV2Mount(t *testing.T) {
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fix := "this host mounts no cgroup v2 hierarchy (cgroup v1 only): select etcd with --pid or --comm instead"
+	for _, l := range strings.Split(string(mi), "\n") {
+		if _, after, ok := strings.Cut(l, " - "); ok && strings.HasPrefix(after, "cgroup2 ") {
+			fix = "give a directory under " + strings.Fields(l)[4] + ", where this host mounts cgroup v2"
+			break
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "fsync", "--cgroup", "/proc", "--duration", "1s")
+	cmd.Env = append(os.Environ(), "ETCDSCOPE_TEST_MAIN=1")
+	out, _ := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	if rc := cmd.ProcessState.ExitCode(); rc != 2 || strings.Count(string(out), "\n") != 1 || !strings.Contains(string(out), "--cgroup /proc is not on a cgroup v2 filesystem: "+fix) {
+		t.Errorf("exit %d, want 2 and one line naming %q:\n%s", rc, fix, out)
 	}
 }

@@ -115,6 +115,11 @@ func runCommit(args []string) error {
 		// Not etcd (or not one this etcdscope can probe), and no metrics
 		// to fall back on: the process given is the mistake.
 		return usagef("pid %d: %v: not an etcd this etcdscope can probe; give etcd's pid (pgrep -x etcd), or --etcd-endpoints for the model from etcd's metrics", opt.PID, err)
+	case (errors.Is(err, tracer.ErrGoFuncNotFound) || errors.Is(err, tracer.ErrNoGoSymbols)) && etcdinfo.ServedEndpoint(opt.Endpoints, opt.PID) == "":
+		// The metrics fall back only for an etcd serving one of the
+		// endpoints (a stripped binary); a process that is neither is
+		// the mistake, and its binary says so first.
+		return usagef("pid %d: %v: not an etcd this etcdscope can probe, and it serves none of --etcd-endpoints %s; give etcd's pid (pgrep -x etcd)", opt.PID, err, strings.Join(opt.Endpoints, ","))
 	case errors.Is(err, tracer.ErrGoFuncNotFound) || errors.Is(err, errors.ErrUnsupported) || errors.Is(err, tracer.ErrNoGoSymbols):
 		opt.SourceErr = err
 	case errors.Is(err, os.ErrPermission) && !tracer.HasCapability(unix.CAP_SYS_PTRACE):
@@ -149,7 +154,8 @@ func runCommit(args []string) error {
 	if err != nil && ctx.Err() != nil {
 		return interrupted
 	}
-	if errors.Is(err, etcdinfo.ErrUnreachable) {
+	var notServed *etcdinfo.NotServedError
+	if errors.Is(err, etcdinfo.ErrUnreachable) || errors.As(err, &notServed) {
 		// Before any write was traced, and the probes are closed at
 		// exit: a wrong address is bad input.
 		return usagef("%v", err)

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/etcdscope/etcdscope/analysis/commit"
+	"github.com/etcdscope/etcdscope/internal/etcdtest"
+	"github.com/etcdscope/etcdscope/internal/testenv"
 	"github.com/etcdscope/etcdscope/pipeline"
 	"github.com/etcdscope/etcdscope/render"
 )
@@ -114,5 +119,47 @@ func TestCommitTableEscapesMemberNames(t *testing.T) {
 	}
 	if strings.ContainsAny(j.String(), "\x1b\x07\r\u009b") {
 		t.Errorf("raw control characters in JSON: %q", j.String())
+	}
+}
+
+// TestCommitPIDNotTheEndpoints: --pid and --etcd-endpoints that do not
+// name one member, against a real cluster, are bad input (exit 2, one
+// line): a process that is no etcd is refused for its binary, before any
+// etcd is asked; a real etcd's pid with another member's client URL is
+// refused naming the member the pid is and the URL to give (from the
+// member list).
+func TestCommitPIDNotTheEndpoints(t *testing.T) {
+	testenv.RequireRoot(t)
+	c := etcdtest.Start(t, etcdtest.Options{Members: 3, IPs: []string{"127.0.5.1", "127.0.5.2", "127.0.5.3"}})
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1, m2 := c.Members[0], c.Members[1]
+	for _, tc := range []struct {
+		pid  int
+		want string
+	}{
+		// This test process: a Go program without etcd's write function.
+		{os.Getpid(), fmt.Sprintf("not an etcd this etcdscope can probe, and it serves none of --etcd-endpoints %s; give etcd's pid (pgrep -x etcd)", m1.ClientURL)},
+		{m2.PID, fmt.Sprintf("pid %d is member %s, at %s: give --etcd-endpoints %s, or the pid of the member at %s", m2.PID, m2.Name, m2.ClientURL, m2.ClientURL, m1.ClientURL)},
+	} {
+		cmd := exec.Command(self, "commit", "--pid", strconv.Itoa(tc.pid), "--etcd-endpoints", m1.ClientURL, "--duration", "1s")
+		cmd.Env = append(os.Environ(), "ETCDSCOPE_TEST_MAIN=1")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Run()
+		t.Logf("pid %d: stderr: %s", tc.pid, stderr.String())
+		if rc := cmd.ProcessState.ExitCode(); rc != 2 {
+			t.Errorf("pid %d: exit %d, want 2; stderr:\n%s", tc.pid, rc, stderr.String())
+			continue
+		}
+		lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+		if len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
+			t.Errorf("pid %d: stderr is %d line(s), want one containing %q:\n%s", tc.pid, len(lines), tc.want, stderr.String())
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("pid %d: stdout not empty:\n%s", tc.pid, stdout.String())
+		}
 	}
 }

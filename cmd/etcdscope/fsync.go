@@ -168,12 +168,21 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 		cfg.PID = uint32(f.pid)
 	}
 	if f.cgroup != "" {
+		// Where the v2 hierarchy is on this host (a hybrid host mounts
+		// v1 under /sys/fs/cgroup and v2 at /sys/fs/cgroup/unified), or
+		// none: the fix names it.
+		ms, _ := host.Mounts()
+		v2, ok := host.Cgroup2Mount(ms)
+		fix := "this host mounts no cgroup v2 hierarchy (cgroup v1 only): select etcd with --pid or --comm instead"
+		if ok {
+			fix = "give a directory under " + v2 + ", where this host mounts cgroup v2"
+		}
 		var sfs unix.Statfs_t
 		if err := unix.Statfs(f.cgroup, &sfs); err != nil {
-			return cfg, usagef("--cgroup %s: %v (give a cgroup v2 directory under /sys/fs/cgroup)", f.cgroup, err)
+			return cfg, usagef("--cgroup %s: %v: %s", f.cgroup, err, fix)
 		}
 		if sfs.Type != unix.CGROUP2_SUPER_MAGIC {
-			return cfg, usagef("--cgroup %s is not on a cgroup v2 filesystem (give a directory under /sys/fs/cgroup)", f.cgroup)
+			return cfg, usagef("--cgroup %s is not on a cgroup v2 filesystem: %s", f.cgroup, fix)
 		}
 		var st unix.Stat_t
 		if err := unix.Stat(f.cgroup, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {

@@ -65,6 +65,8 @@ func runMerge(args []string) error {
 	switch {
 	case errors.Is(err, merge.ErrGuestTooLarge):
 		return usagef("--guest %s: %v: merge a part of it at a time (jq -c 'select(.start_ns < T)' cuts it by time)", guestPath, err)
+	case errors.Is(err, analysis.ErrHypervisorRecording):
+		return usagef("--guest %s is a hypervisor recording (etcdscope hypervisor --output json): give it as --host, and the guest's etcdscope fsync --output json as --guest", guestPath)
 	case err != nil:
 		return usagef("--guest %s: %v: give a recording from etcdscope fsync --output json, run in the guest", guestPath, err)
 	}

@@ -208,6 +208,33 @@ func TestMergeStreamedGoldens(t *testing.T) {
 	}
 }
 
+// TestReportRefusesHypervisorRecording: the host recording of a merge
+// pair (the real host flushes of testdata/capture's ext4 run, as merge
+// reads them) given to report, as the recording or the page's, is refused
+// naming the command that reads it; merge of the same pair is the check
+// that it is one.
+func TestReportRefusesHypervisorRecording(t *testing.T) {
+	guest, host, _ := mergePair(t, t.TempDir(), 1, 0)
+	etcdscope := func(args ...string) (int, string, string) {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = append(os.Environ(), "ETCDSCOPE_TEST_MAIN=1")
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Run()
+		return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+	}
+	if rc, _, stderr := etcdscope("merge", "--guest", guest, "--host", host); rc != 0 {
+		t.Fatalf("merge of the pair: exit %d:\n%s", rc, stderr)
+	}
+	fix := "is a hypervisor recording (etcdscope hypervisor --output json), not an fsync one: give it to etcdscope merge --guest GUEST.jsonl --host " + host
+	for _, args := range [][]string{{"report", host}, {"report", "--output", "json", host}, {"report", "--html", filepath.Join(t.TempDir(), "p.html"), host}} {
+		rc, stdout, stderr := etcdscope(args...)
+		if rc != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, fix) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and one line naming %q", args, rc, stdout, stderr, fix)
+		}
+	}
+}
+
 // TestMergeMemoryBounded: `etcdscope merge` of a 50 MB guest recording
 // (mergePair: 26,000 calls, 41,000 flushes each side) exits 0 with every
 // call merged, in peak RSS (the child's VmHWM) under

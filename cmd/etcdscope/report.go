@@ -37,7 +37,7 @@ func runReport(args []string) error {
 	fs := newFlagSet("report")
 	output := fs.String("output", "table", "table or json")
 	htmlOut := fs.String("html", "", "write a self-contained HTML page (layer split, latency heatmap, peer RTT) to this file instead")
-	peersIn := fs.String("peers", "", "with --html: a peers recording (etcdscope peers --record) for the per-peer RTT section")
+	peersIn := fs.String("peers", "", "with --html: a peers recording or capture (etcdscope peers --record or --capture) for the per-peer RTT section")
 	mergeIn := fs.String("merge", "", "with --html: etcdscope merge --output json of this guest recording, for the guest | virtualization | host section")
 	failOverBudget := fs.Bool("fail-over-budget", false, failOverBudgetUsage)
 	if err := fs.Parse(args); err != nil {
@@ -94,7 +94,7 @@ func runReport(args []string) error {
 			return usagef("reading %s: %v", fs.Arg(0), err)
 		}
 		if t := rd.Header().Tracer; t != capture.TracerFsync {
-			return usagef("%s is a %s capture: the page draws fsync calls; give it with --peers after replaying it (etcdscope report --output json %s > peers.jsonl)", fs.Arg(0), t, fs.Arg(0))
+			return usagef("%s is a %s capture: the page draws fsync calls from an fsync recording or capture; give this one with --peers (etcdscope report --html %s --peers %s FSYNC-RECORDING)", fs.Arg(0), t, *htmlOut, fs.Arg(0))
 		}
 		pr, pw := io.Pipe()
 		replayR = pr
@@ -145,6 +145,9 @@ func runReport(args []string) error {
 			// No command reads it back yet: its commit_summary line is
 			// the run's summary (docs/schema.md).
 			return usagef("%s is a commit recording (etcdscope commit --output json), not an fsync one: report reads fsync recordings; its last line, commit_summary, is that run's summary (docs/schema.md)", fs.Arg(0))
+		}
+		if errors.Is(err, analysis.ErrHypervisorRecording) {
+			return usagef("%s is a hypervisor recording (etcdscope hypervisor --output json), not an fsync one: give it to etcdscope merge --guest GUEST.jsonl --host %s, with the guest's etcdscope fsync --output json", fs.Arg(0), fs.Arg(0))
 		}
 		return usagef("%s: %v: give a recording written by 'etcdscope fsync --output json'", fs.Arg(0), err)
 	}
@@ -326,12 +329,37 @@ func replayFsync(rd *capture.Reader, name string, dst io.Writer, output string, 
 }
 
 func replayPeers(rd *capture.Reader, name, output string) error {
+	pr, end, decodeErrs, err := assemblePeerCapture(rd, name)
+	if err != nil {
+		return err
+	}
+	// pr.Events: the kernel's events, not the owner events among them.
+	rep := etcdmetric.PeersReport{Port: rd.Header().Port, WindowSeconds: time.Duration(end.WindowNs).Seconds(), Events: pr.Events, LostEvents: end.LostEvents, MissedEvents: end.MissedEvents}
+	rep.Links, rep.Unassembled, rep.FoldedEarly = pr.Links, pr.Unassembled, pr.FoldedEarly
+	rep.Slow = etcdmetric.SlowPeers(rep.Links, nil, etcdmetric.DefaultTimeouts) // a capture holds no flags
+	if output == "json" {
+		enc := json.NewEncoder(render.JSONText(peersStdout))
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+		return replayDecodeErrors(name, decodeErrs)
+	}
+	render.Peers(peersStdout, &rep)
+	return replayDecodeErrors(name, decodeErrs)
+}
+
+// assemblePeerCapture replays a peers capture into its connections, the
+// one path of `report peers.cap` and `report --html --peers peers.cap`:
+// the report over the capture's window, its end line and the lines that
+// did not decode. A capture without its end line is bad input.
+func assemblePeerCapture(rd *capture.Reader, name string) (peers.Report, capture.End, uint64, error) {
 	// Folded into connections as they come, as `etcdscope peers` does
 	// live: the capture's events are not held.
 	var conns pipeline.PeerConns
 	p := pipeline.NewPeers(pipeline.PeersConfig{Sinks: []pipeline.PeerSink{&conns}})
 	if err := p.Run(pipeline.PeerReadFunc(rd.ReadPeer)); err != nil {
-		return fmt.Errorf("replaying %s: %w", name, err)
+		return peers.Report{}, capture.End{}, 0, fmt.Errorf("replaying %s: %w", name, err)
 	}
 	end, ok := rd.End()
 	if !ok {
@@ -339,23 +367,9 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 		if n := p.DecodeErrors(); n > 0 {
 			cut = fmt.Sprintf(", and %d line(s) could not be decoded (a capture cut short ends in a partial line: copy it whole)", n)
 		}
-		return usagef("%s has no end line (the run was cut short?): its window and lost events are unknown%s", name, cut)
+		return peers.Report{}, end, 0, usagef("%s has no end line (the run was cut short?): its window and lost events are unknown%s", name, cut)
 	}
-	window := time.Duration(end.WindowNs)
-	pr := conns.Report(peers.Options{Window: window})
-	// pr.Events: the kernel's events, not the owner events among them.
-	rep := etcdmetric.PeersReport{Port: rd.Header().Port, WindowSeconds: window.Seconds(), Events: pr.Events, LostEvents: end.LostEvents, MissedEvents: end.MissedEvents}
-	rep.Links, rep.Unassembled, rep.FoldedEarly = pr.Links, pr.Unassembled, pr.FoldedEarly
-	if output == "json" {
-		enc := json.NewEncoder(render.JSONText(peersStdout))
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return err
-		}
-		return replayDecodeErrors(name, p.DecodeErrors())
-	}
-	render.Peers(peersStdout, &rep)
-	return replayDecodeErrors(name, p.DecodeErrors())
+	return conns.Report(peers.Options{Window: time.Duration(end.WindowNs)}), end, p.DecodeErrors(), nil
 }
 
 // writeHTMLReport renders the page (package report) to out, with the peers
@@ -376,29 +390,39 @@ func writeHTMLReport(out, name, peersPath, mergePath string, calls *report.CallS
 			return usagef("--merge %s has no merged_fsync records (give the output of etcdscope merge --output json)", mergePath)
 		}
 	}
+	var peersErr error // a capture's lines that did not decode: exit 2 after the page
 	if peersPath != "" {
 		f, err := safefile.OpenInput(peersPath)
 		if err != nil {
-			return usagef("--peers: %v: give a file from etcdscope peers --record", err)
+			return usagef("--peers: %v: give a file from etcdscope peers --record or --capture", err)
 		}
-		// Assembled as it streams (as `etcdscope peers` does live): the
-		// connections are held, not the events.
-		var a peers.Assembler
-		metric, err := etcdmetric.ScanRecording(bufio.NewReaderSize(f, 1<<20), func(e *event.Peer) {
-			in.PeerEvents++
-			a.Add(e)
-		})
-		f.Close()
-		if err != nil {
-			return usagef("--peers %s: %v: give a file from etcdscope peers --record", peersPath, err)
+		br := bufio.NewReaderSize(f, 1<<20)
+		if isCapture(br) {
+			peersErr, err = peerCaptureSection(&in, br, peersPath)
+			f.Close()
+			if err != nil {
+				return err
+			}
+		} else {
+			// Assembled as it streams (as `etcdscope peers` does live): the
+			// connections are held, not the events.
+			var a peers.Assembler
+			metric, err := etcdmetric.ScanRecording(br, func(e *event.Peer) {
+				in.PeerEvents++
+				a.Add(e)
+			})
+			f.Close()
+			if err != nil {
+				return usagef("--peers %s: %v: give a file from etcdscope peers --record or --capture", peersPath, err)
+			}
+			if metric != nil {
+				in.PeerMetric = metric.Comparisons
+			}
+			// What the live run left out (etcdscope's own probe connections)
+			// the page leaves out too.
+			rep := a.Report(peers.Options{ExcludeLocal: metric.ExcludeLocal()})
+			in.PeerReport = &rep
 		}
-		if metric != nil {
-			in.PeerMetric = metric.Comparisons
-		}
-		// What the live run left out (etcdscope's own probe connections)
-		// the page leaves out too.
-		rep := a.Report(peers.Options{ExcludeLocal: metric.ExcludeLocal()})
-		in.PeerReport = &rep
 	}
 	// Rendered into a temporary file renamed into place: a full disk or a
 	// signal leaves no partial page, and no planted link is written through.
@@ -414,5 +438,25 @@ func writeHTMLReport(out, name, peersPath, mergePath string, calls *report.CallS
 	if err := w.Flush(); err != nil {
 		return fmt.Errorf("--html: %w", err)
 	}
-	return f.Commit()
+	return errors.Join(f.Commit(), peersErr)
+}
+
+// peerCaptureSection replays a peers capture given to --peers (as
+// `report peers.cap` does) into in's peers section. decodeErr: lines that
+// did not decode, reported once the page is written (the replay's policy);
+// err: no section.
+func peerCaptureSection(in *report.Input, br *bufio.Reader, name string) (decodeErr, err error) {
+	rd, err := capture.NewReader(br)
+	if err != nil {
+		return nil, usagef("--peers %s: %v", name, err)
+	}
+	if t := rd.Header().Tracer; t != capture.TracerPeers {
+		return nil, usagef("--peers %s is a %s capture: give a capture of etcdscope peers --capture, or its --record file", name, t)
+	}
+	pr, _, decodeErrs, err := assemblePeerCapture(rd, name)
+	if err != nil {
+		return nil, err
+	}
+	in.PeerEvents, in.PeerReport = pr.Events, &pr
+	return replayDecodeErrors(name, decodeErrs), nil
 }

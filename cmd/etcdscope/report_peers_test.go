@@ -1,9 +1,12 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"html"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -149,4 +152,107 @@ func pageSeconds(t *testing.T, s string) float64 {
 		return v * 1e-3
 	}
 	return v
+}
+
+// TestReportHTMLPeersCapture: a peers capture (peers --capture) is given
+// to --peers as it is, replayed by the path of `report peers.cap`: the
+// page's peers section holds the replay's events and links (the committed
+// replay, testdata/capture/peers.report.json, is the oracle), and the
+// capture given as the recording is refused naming that command, which
+// works.
+func TestReportHTMLPeersCapture(t *testing.T) {
+	const capFile = "../../testdata/capture/peers.capture.jsonl"
+	b, err := os.ReadFile("../../testdata/capture/peers.report.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replay struct {
+		Events int `json:"events"`
+		Links  []struct {
+			PerRequest struct{ Count, Sum int64 } `json:"per_request_ns"`
+		} `json:"links"`
+	}
+	if err := json.Unmarshal(b, &replay); err != nil {
+		t.Fatal(err)
+	}
+	if len(replay.Links) != 1 || replay.Links[0].PerRequest.Count == 0 {
+		t.Fatalf("peers.report.json: %+v, want one link with requests", replay)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcdscope := func(args ...string) (int, string) {
+		cmd := exec.Command(self, args...)
+		cmd.Env = append(os.Environ(), "ETCDSCOPE_TEST_MAIN=1")
+		out, _ := cmd.CombinedOutput()
+		return cmd.ProcessState.ExitCode(), string(out)
+	}
+	page := filepath.Join(t.TempDir(), "page.html")
+	// The walk's first step: refused, naming the command to run instead.
+	rc, out := etcdscope("report", "--html", page, capFile)
+	fix := "etcdscope report --html " + page + " --peers " + capFile + " FSYNC-RECORDING"
+	if rc != 2 || !strings.Contains(out, fix) {
+		t.Fatalf("report --html %s: exit %d, want 2 naming %q:\n%s", capFile, rc, fix, out)
+	}
+	// That command, with an fsync recording: the page.
+	if rc, out := etcdscope(strings.Fields(strings.ReplaceAll(fix, "FSYNC-RECORDING", "../../report/testdata/etcd-fsync.jsonl"))[1:]...); rc != 0 {
+		t.Fatalf("exit %d:\n%s", rc, out)
+	}
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	note := fmt.Sprintf("%d peer events over ", replay.Events)
+	if !strings.Contains(string(html), note) || !strings.Contains(string(html), ", 1 links.") {
+		t.Errorf("page's peers note has no %q and 1 link", note)
+	}
+	bars := pagePeerBars(t, page)
+	if len(bars) != 1 {
+		t.Fatalf("%d links on the page, want 1: %v", len(bars), bars)
+	}
+	want := float64(replay.Links[0].PerRequest.Sum) / float64(replay.Links[0].PerRequest.Count) / 1e9
+	for label, titles := range bars {
+		// The page prints 3 digits.
+		got := pageSeconds(t, titles[3][strings.LastIndex(titles[3], ": ")+2:])
+		if math.Abs(got-want) > 0.005*want {
+			t.Errorf("%s: per-request mean %q, the replay's %.6f s", label, titles[3], want)
+		}
+	}
+}
+
+// TestReportPeersStoppedMember: the replay of a real capture of three
+// members with m3 (127.0.6.3) under SIGSTOP for 10.09 s
+// (testdata/peers-stopped/README.md) says first that m3 stopped
+// answering: a verdict line naming it with the largest connection setup
+// p99 of the links to it, as the table prints them, over the election
+// timeout and within the stop; no such line for m1 or m2, whose links'
+// p99s stay under the heartbeat interval.
+func TestReportPeersStoppedMember(t *testing.T) {
+	out := string(reportOutput(t, "../../testdata/peers-stopped/peers-stopped.capture.jsonl"))
+	var worst time.Duration
+	for _, l := range strings.Split(out, "\n") {
+		// LINK ... SETUP p50/p99 (n) is the 3rd field from "(active)" on.
+		if !strings.Contains(l, "→ 127.0.6.3 (active)") {
+			continue
+		}
+		m := regexp.MustCompile(`\(active\)\s+\S+\s+\S+\s+\S+ \(\d+\)\s+\S+ \(\d+\)\s+\S+\s+\S+/(\S+) \(\d+\)`).FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("no SETUP column in %q", l)
+		}
+		d, err := time.ParseDuration(m[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		worst = max(worst, d)
+	}
+	const stopped = 10090 * time.Millisecond // 08:46:18.110 to 08:46:28.199
+	if worst <= time.Second || worst > stopped {
+		t.Fatalf("setup p99 to m3 %v in the table: want over 1 s and within the %v stop:\n%s", worst, stopped, out)
+	}
+	verdicts := regexp.MustCompile(`(?m)^verdict: .*$`).FindAllString(out, -1)
+	want := "verdict: 127.0.6.3: connection setup p99 " + worst.Round(time.Millisecond).String() + " from etcd["
+	if len(verdicts) != 1 || !strings.HasPrefix(verdicts[0], want) || !strings.Contains(verdicts[0], "over the election timeout (1s, etcd's default)") {
+		t.Errorf("verdicts %q, want one starting %q, over the election timeout", verdicts, want)
+	}
 }
