@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -148,11 +149,21 @@ func TestTimeouts(t *testing.T) {
 		{[]string{"-election-timeout=3000"}, []string{"ETCD_HEARTBEAT_INTERVAL=300", "ETCD_ELECTION_TIMEOUT=9000"}, etcdmetric.Timeouts{Heartbeat: 300 * time.Millisecond, Election: 3 * time.Second, FromFlags: true}},
 	} {
 		// sh takes the arguments after the script as $0..., and sleeps
-		// with them on its command line.
-		cmd := exec.Command("sh", append([]string{"-c", "sleep 30", "etcd"}, tc.args...)...)
+		// with them on its command line ("; :" so that it does not exec
+		// sleep in its place, as dash does a -c script's last command).
+		cmd := exec.Command("sh", append([]string{"-c", "sleep 30; :", "etcd"}, tc.args...)...)
 		cmd.Env = append(os.Environ(), tc.env...)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
+		}
+		// Until the child has exec'd sh, its command line is this test's.
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			if args := readNulList("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/cmdline"); len(args) > 1 && args[1] == "-c" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the child did not exec sh within 5 s")
+			}
 		}
 		got := Timeouts(cmd.Process.Pid)
 		cmd.Process.Kill()
