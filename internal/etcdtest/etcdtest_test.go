@@ -3,12 +3,12 @@ package etcdtest
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
-	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -221,54 +221,55 @@ func TestStartFailsFast(t *testing.T) {
 	unlock()
 }
 
-// TestPortLockSharedAcrossRoots: the port lock excludes a second taker,
-// also one whose /tmp is not the host's (as scripts/fresh-root.sh runs the
-// tests in a root of its own beside the host's: a lock file under /tmp
-// was two locks there), and is free again once released. That taker is
-// this test binary re-run in a mount namespace of its own with a fresh
-// tmpfs on /tmp; the network namespace, and so the ports, it shares.
-func TestPortLockSharedAcrossRoots(t *testing.T) {
-	if os.Getenv("ETCDTEST_LOCK_CHILD") == "1" {
-		// Private propagation first, so the tmpfs never shows on the host.
-		if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
-			t.Fatal(err)
-		}
-		if err := syscall.Mount("tmpfs", os.TempDir(), "tmpfs", 0, ""); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := lockPorts(0, t.Logf); err == nil {
-			t.Fatal("took the port lock its parent holds")
-		} else {
-			t.Logf("refused as it should be: %v", err)
-		}
-		return
-	}
-	unlock, err := lockPorts(time.Second, t.Logf)
+// TestPortLockAcrossTmpdirs: two test runs whose lock files differ (one
+// under scripts/fresh-root.sh's own /tmp, one under the host's) share the
+// loopback ports, so the port lock must exclude them too: while one holds
+// it, the other waits and times out; once released, the other takes it.
+// With the lock file alone, both held it at once (2026-12-07: a
+// cmd/etcdscope peers test's members found 127.0.0.2:2380 and
+// 127.0.0.3:2380 taken by the fresh root's e2e cluster).
+func TestPortLockAcrossTmpdirs(t *testing.T) {
+	name := fmt.Sprintf("@etcdscope-etcdtest-ports-test-%d", os.Getpid())
+	a, b := filepath.Join(t.TempDir(), "lock"), filepath.Join(t.TempDir(), "lock")
+	unlock, err := lockPortsAt(a, name, time.Second, t.Logf)
 	if err != nil {
-		t.Fatalf("taking the lock: %v", err)
+		t.Fatal(err)
 	}
-	if _, err := lockPorts(300*time.Millisecond, t.Logf); err == nil {
-		t.Fatal("a second taker got the lock")
-	}
-	if os.Geteuid() == 0 {
-		self, err := os.Executable()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(self, "-test.run", "^TestPortLockSharedAcrossRoots$", "-test.v")
-		cmd.Env = append(os.Environ(), "ETCDTEST_LOCK_CHILD=1")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
-		out, err := cmd.CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "refused as it should be") {
-			t.Errorf("with a /tmp of its own: %v\n%s", err, out)
-		}
+	start := time.Now()
+	if u, err := lockPortsAt(b, name, 500*time.Millisecond, t.Logf); err == nil {
+		u()
+		t.Fatal("a second run under another lock file took the port lock while the first held it")
 	} else {
-		t.Log("SKIPPED the second-root half: needs root (a mount namespace)")
+		t.Logf("the second run waited %v: %v", time.Since(start).Round(time.Millisecond), err)
+	}
+	// The same lock file: the flock excludes as before.
+	if u, err := lockPortsAt(a, name, 300*time.Millisecond, t.Logf); err == nil {
+		u()
+		t.Fatal("a second holder of the same lock file took the port lock")
 	}
 	unlock()
-	unlock, err = lockPorts(time.Second, t.Logf)
+	u, err := lockPortsAt(b, name, time.Second, t.Logf)
 	if err != nil {
-		t.Fatalf("lock not free after its release: %v", err)
+		t.Fatalf("port lock not released: %v", err)
 	}
-	unlock()
+	u()
+}
+
+// TestWaitPortsFree: Start waits for ports a process outside the port lock
+// listens on (an older tree's cluster under another /tmp) and names the
+// one taken; a free set passes at once. 127.0.0.4: no cluster's address.
+func TestWaitPortsFree(t *testing.T) {
+	ip := "127.0.0.4"
+	l, err := net.Listen("tcp", hostPort(ip, PeerPort))
+	if err != nil {
+		t.Skipf("cannot listen on %s: %v", hostPort(ip, PeerPort), err)
+	}
+	err = waitPortsFree([]string{ip}, 300*time.Millisecond, t.Logf)
+	if err == nil || !strings.Contains(err.Error(), hostPort(ip, PeerPort)) {
+		t.Errorf("waitPortsFree with %s taken: %v, want an error naming it", hostPort(ip, PeerPort), err)
+	}
+	l.Close()
+	if err := waitPortsFree([]string{ip}, time.Second, t.Logf); err != nil {
+		t.Errorf("waitPortsFree after the listener closed: %v", err)
+	}
 }
