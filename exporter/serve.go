@@ -62,6 +62,10 @@ type Config struct {
 	// CommitNoGRPC: the commit tracer leaves the unary RPC around each
 	// write unprobed (tracer.CommitConfig.NoGRPC).
 	CommitNoGRPC bool
+	// CommitDuty: the commit tracer's probes are attached only inside
+	// its windows (serve --commit-duty; pipeline.RunDuty); the zero Duty
+	// keeps them attached.
+	CommitDuty commit.Duty
 	// EtcdMetrics are etcd /metrics URLs of members on this host; each is
 	// scraped every CompareWindow (0: DefaultCompareWindow) to export the
 	// inflation ratio of its peer RTT metric.
@@ -256,11 +260,14 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	lossNames, lossSrcs := []string{"fsync", "peers"}, []Source{ft, pt}
 	var cm *CommitMetrics
+	var duty *pipeline.DutyState
 	var entries *commit.EntryLog
 	if cfg.Commit != nil {
 		entries = commit.NewEntryLog(0)
 		defer cfg.Commit.Close()
-		cm = NewCommitMetrics(cfg.Commit, cfg.CommitSampleEvery)
+		// NewCommit attached the probes: the account starts attached.
+		duty = pipeline.NewDutyState(true, nil)
+		cm = NewCommitMetrics(cfg.Commit, cfg.CommitSampleEvery, duty, cfg.CommitDuty.Fraction())
 		reg.MustRegister(cm)
 		m.AddSource("commit", cfg.Commit, len(cfg.Commit.Probes()))
 		defer m.RemoveSource("commit")
@@ -297,7 +304,20 @@ func Run(ctx context.Context, cfg Config) error {
 	var failed failure
 	var wg sync.WaitGroup
 	if cm != nil {
+		// The duty cycle stops with the commit run (etcd exited: nothing
+		// to attach to) or with serve.
+		dctx, dcancel := context.WithCancel(ctx)
 		wg.Go(func() {
+			pipeline.RunDuty(dctx, cfg.Commit, pipeline.DutyOptions{Duty: cfg.CommitDuty, State: duty, OnError: func(attach bool, err error) {
+				what := "detaching at the window's end"
+				if attach {
+					what = "attaching at the window's start"
+				}
+				fmt.Fprintf(logw, "etcdscope serve: commit: %s: %v (tried again at the next edge)\n", what, err)
+			}})
+		})
+		wg.Go(func() {
+			defer dcancel()
 			if err := runCommit(ctx, cfg, cm, entries, spans, logw); err != nil {
 				h.fail("commit tracer", err)
 				failed.set(fmt.Errorf("commit tracer: %w", err))
