@@ -232,7 +232,7 @@ func exportedNames(t *testing.T) map[string]bool {
 	ch := make(chan *prometheus.Desc, 64)
 	go func() {
 		exporter.NewMetrics().Describe(ch)
-		exporter.NewCommitMetrics(nil, 1).Describe(ch)
+		exporter.NewCommitMetrics(nil, 1, nil, 1).Describe(ch)
 		exporter.NewBuildInfo(buildinfo.Info{}).Describe(ch)
 		close(ch)
 	}()

@@ -73,7 +73,7 @@ const walFsyncNs = 20_000_000
 
 func startNode(t *testing.T, name string, srtt time.Duration, leader bool) *fakeNode {
 	t.Helper()
-	n := &fakeNode{name: name, srtt: srtt, leader: leader, m: exporter.NewMetrics(), commit: exporter.NewCommitMetrics(nil, 1)}
+	n := &fakeNode{name: name, srtt: srtt, leader: leader, m: exporter.NewMetrics(), commit: exporter.NewCommitMetrics(nil, 1, nil, 1)}
 	n.m.AddSource("fsync", &growingSource{}, 13)
 	n.m.AddSource("peers", &ownerSource{}, 7)
 	n.m.DecodeError("fsync")

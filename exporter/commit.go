@@ -23,6 +23,12 @@ import (
 type CommitTracer interface {
 	Tracer
 	pipeline.CommitSource
+	// Attach and Detach put the probes on and take them off, the
+	// programs and maps kept (serve --commit-duty).
+	pipeline.Switchable
+	// WritesCut counts the followed writes a Detach cut short
+	// (tracer.CommitCounts.WritesCut).
+	WritesCut() uint64
 }
 
 // CommitSyncTracer is the fsync tracer on the traced etcd alone
@@ -41,10 +47,15 @@ const MaxVoteLabels = 16
 // `etcdscope commit` prints (analysis/commit): one observation per write
 // (per part) as each write is resolved. Safe for concurrent use.
 type CommitMetrics struct {
-	src        WriteCounts // the writes seen and sampled, read at scrape time
+	src        WriteCounts // the writes seen, sampled and cut, read at scrape time
+	duty       *pipeline.DutyState
 	seen       *prometheus.Desc
 	sampled    *prometheus.Desc
+	cut        *prometheus.Desc
+	attached   *prometheus.Desc
+	attachedS  *prometheus.Desc
 	every      prometheus.Gauge
+	fraction   prometheus.Gauge
 	duration   *prometheus.HistogramVec
 	part       *prometheus.HistogramVec
 	walSync    *prometheus.HistogramVec
@@ -60,29 +71,46 @@ type CommitMetrics struct {
 	votes map[string]bool // vote label values exported so far, for MaxVoteLabels
 }
 
-// WriteCounts gives the writes the commit tracer saw enter etcd and
-// those it followed (pipeline.CommitSource's Writes).
+// WriteCounts gives the writes the commit tracer saw enter etcd, those
+// it followed (pipeline.CommitSource's Writes) and those a duty cycle's
+// detach cut short.
 type WriteCounts interface {
 	Writes() (seen, sampled, dropped uint64, err error)
+	WritesCut() uint64
 }
 
 // sampledHelp is said in the Help of every metric that counts writes.
-const sampledHelp = " Sampled: scale by commit_writes_seen_total/_sampled_total."
+const sampledHelp = " Sampled, attached time only: docs/metrics.md scales it."
+
+// attachedHelp is said in the Help of the counts the duty cycle thins.
+const attachedHelp = " Attached time only: divide by commit_attached_seconds_total."
 
 // NewCommitMetrics creates the collectors of the commit split of the
-// writes src follows, 1 in sampleEvery (0 and 1: every write).
-func NewCommitMetrics(src WriteCounts, sampleEvery uint32) *CommitMetrics {
+// writes src follows, 1 in sampleEvery (0 and 1: every write), attached
+// as duty's account says (a duty cycle's, or always).
+func NewCommitMetrics(src WriteCounts, sampleEvery uint32, duty *pipeline.DutyState, fraction float64) *CommitMetrics {
 	every := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: Namespace, Name: "commit_sample_every",
 		Help: "The commit tracer follows 1 write in this many (serve --commit-sample; 1: every write), decided in the kernel at each write's entry, per CPU.",
 	})
 	every.Set(float64(max(sampleEvery, 1)))
+	frac := prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "commit_duty_fraction",
+		Help: "The share of time the commit tracer's probes are meant to be attached: ON/PERIOD of serve --commit-duty (1: always).",
+	})
+	frac.Set(fraction)
 	return &CommitMetrics{
-		src: src, every: every,
+		src: src, every: every, duty: duty, fraction: frac,
 		seen: prometheus.NewDesc(Namespace+"_commit_writes_seen_total",
-			"Writes that entered etcd's write function ((*EtcdServer).processInternalRaftRequestOnce) on the traced member, sampled or not, failed ones included.", nil, nil),
+			"Writes that entered etcd's write function (processInternalRaftRequestOnce) on the traced member, sampled or not, failed ones included."+attachedHelp, nil, nil),
 		sampled: prometheus.NewDesc(Namespace+"_commit_writes_sampled_total",
-			"Of commit_writes_seen_total, the writes followed (1 in commit_sample_every): the commit_* histograms and counters observe those that were applied.", nil, nil),
+			"Of commit_writes_seen_total, those followed (1 in commit_sample_every): the commit_* histograms and counters observe those applied."+attachedHelp, nil, nil),
+		cut: prometheus.NewDesc(Namespace+"_commit_writes_cut_total",
+			"Of commit_writes_sampled_total, the writes still in progress when the probes were detached at a window's end (serve --commit-duty): never observed.", nil, nil),
+		attached: prometheus.NewDesc(Namespace+"_commit_attached",
+			"1 while the commit tracer's probes are attached to etcd, 0 while a duty cycle has them detached (serve --commit-duty).", nil, nil),
+		attachedS: prometheus.NewDesc(Namespace+"_commit_attached_seconds_total",
+			"Time the commit tracer's probes have been attached (serve --commit-duty: the windows; else since serve started): the denominator of a rate of writes per attached second.", nil, nil),
 		duration: durationHistogram("commit_duration_seconds",
 			"Server-side time of each etcd write on the traced member, entry to return of its write function or unary gRPC call (docs/commit.md)."+sampledHelp,
 			"role"),
@@ -104,7 +132,7 @@ func NewCommitMetrics(src WriteCounts, sampleEvery uint32) *CommitMetrics {
 			Help: "Writes that shared their WAL Save with others (one Ready): their WAL parts are the batch's." + sampledHelp,
 		}),
 		follower: durationHistogram("commit_follower_entry_duration_seconds",
-			"Follower only: each Raft entry from the leader's MsgApp arriving to this member's answer (part=total), and its parts: queue, wal_append, fdatasync (of it), respond.",
+			"Follower only: each Raft entry from the leader's MsgApp arriving to this member's answer (part=total), and its parts: queue, wal_append, fdatasync, respond. Attached time only.",
 			"part"),
 		ack: durationHistogram("commit_follower_ack_duration_seconds",
 			"Leader only: each write's Send of its entry to each follower's MsgAppResp covering it (RTT + that follower's receive-to-answer), by follower."+sampledHelp,
@@ -139,8 +167,12 @@ func (c *CommitMetrics) Describe(ch chan<- *prometheus.Desc) {
 		x.Describe(ch)
 	}
 	c.every.Describe(ch)
+	c.fraction.Describe(ch)
 	ch <- c.seen
 	ch <- c.sampled
+	ch <- c.cut
+	ch <- c.attached
+	ch <- c.attachedS
 }
 
 // Collect implements prometheus.Collector.
@@ -149,12 +181,19 @@ func (c *CommitMetrics) Collect(ch chan<- prometheus.Metric) {
 		x.Collect(ch)
 	}
 	c.every.Collect(ch)
+	c.fraction.Collect(ch)
+	if c.duty != nil {
+		on, total := c.duty.Attached()
+		ch <- prometheus.MustNewConstMetric(c.attached, prometheus.GaugeValue, b2f(on))
+		ch <- prometheus.MustNewConstMetric(c.attachedS, prometheus.CounterValue, total.Seconds())
+	}
 	if c.src == nil {
 		return
 	}
 	if seen, sampled, _, err := c.src.Writes(); err == nil {
 		ch <- prometheus.MustNewConstMetric(c.seen, prometheus.CounterValue, float64(seen))
 		ch <- prometheus.MustNewConstMetric(c.sampled, prometheus.CounterValue, float64(sampled))
+		ch <- prometheus.MustNewConstMetric(c.cut, prometheus.CounterValue, float64(c.src.WritesCut()))
 	}
 }
 
@@ -224,12 +263,29 @@ type CommitLife struct {
 // cfg.CommitComm and goes on with its tracers, into the same metrics and
 // entry window (entries are keyed by Raft term and index, which a
 // restarted member keeps).
-func followCommit(ctx context.Context, cfg Config, lives *commitLives, c *CommitMetrics, entries *commit.EntryLog, spans *otlp.Sink, logw io.Writer) error {
+func followCommit(ctx context.Context, cfg Config, lives *commitLives, duty *pipeline.DutyState, c *CommitMetrics, entries *commit.EntryLog, spans *otlp.Sink, logw io.Writer) error {
 	for {
+		// The duty cycle switches this life's tracer, and stops with its
+		// run (etcd exited: nothing to attach to) or with serve.
+		dctx, dcancel := context.WithCancel(ctx)
+		dutyDone := make(chan struct{})
+		go func() {
+			defer close(dutyDone)
+			pipeline.RunDuty(dctx, cfg.Commit, pipeline.DutyOptions{Duty: cfg.CommitDuty, State: duty, OnError: func(attach bool, err error) {
+				what := "detaching at the window's end"
+				if attach {
+					what = "attaching at the window's start"
+				}
+				fmt.Fprintf(logw, "etcdscope serve: commit: %s: %v (tried again at the next edge)\n", what, err)
+			}})
+		}()
 		res, err := runCommit(ctx, cfg, c, entries, spans, logw)
+		dcancel()
+		<-dutyDone
 		if err != nil || !res.Target.Exited || ctx.Err() != nil {
 			return err
 		}
+		duty.SetAttached(false) // no etcd, nothing attached
 		lives.end(res)
 		c.exits.Inc()
 		if cfg.CommitNext == nil {
@@ -246,6 +302,7 @@ func followCommit(ctx context.Context, cfg Config, lives *commitLives, c *Commit
 		}
 		cfg.Commit, cfg.CommitPID, cfg.CommitUnavailable, cfg.CommitSyncs = life.Commit, life.PID, life.Unavailable, life.Syncs
 		lives.next(life.Commit)
+		duty.SetAttached(true) // NewCommit attached its probes; RunDuty detaches them outside a window
 		fmt.Fprintf(logw, "etcdscope serve: commit: following etcd pid %d\n", life.PID)
 	}
 }

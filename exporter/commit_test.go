@@ -15,7 +15,7 @@ import (
 // not 0), and a flood of distinct deciding votes (ids from a corrupt or
 // hostile ring) stops at MaxVoteLabels values plus other.
 func TestCommitMetricsBounded(t *testing.T) {
-	c := NewCommitMetrics(nil, 1)
+	c := NewCommitMetrics(nil, 1, nil, 1)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	names := commit.Names{7: "m1"}

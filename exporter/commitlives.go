@@ -21,6 +21,7 @@ type commitLives struct {
 	mu                          sync.Mutex
 	cur                         CommitTracer
 	seen, sampled, lost, missed uint64
+	cut                         uint64 // writes the ended lives' duty cycles cut
 }
 
 // newCommitLives starts with the tracer on the first etcd.
@@ -34,6 +35,9 @@ func (l *commitLives) end(res *pipeline.CommitResult) {
 	l.sampled += res.WritesSampled
 	l.lost += res.Lost
 	l.missed += max(res.Missed, l.curMissed)
+	if l.cur != nil {
+		l.cut += l.cur.WritesCut() // Go's count: readable after the close
+	}
 	l.cur, l.curMissed = nil, 0
 }
 
@@ -58,6 +62,16 @@ func (l *commitLives) Writes() (seen, sampled, dropped uint64, err error) {
 	}
 	seen, sampled, dropped, err = cur.Writes()
 	return base[0] + seen, base[1] + sampled, dropped, err
+}
+
+// WritesCut implements WriteCounts.
+func (l *commitLives) WritesCut() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur == nil {
+		return l.cut
+	}
+	return l.cut + l.cur.WritesCut()
 }
 
 // Lost implements Source.

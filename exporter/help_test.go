@@ -25,7 +25,7 @@ func TestHelpConcise(t *testing.T) {
 	}
 	collectors := map[string]prometheus.Collector{
 		"NewMetrics":       NewMetrics(),
-		"NewCommitMetrics": NewCommitMetrics(nil, 4),
+		"NewCommitMetrics": NewCommitMetrics(nil, 4, nil, 0.1),
 		"NewBuildInfo":     NewBuildInfo(buildinfo.Info{}),
 		"otlp.Sink":        spans.Collector(),
 	}

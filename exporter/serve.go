@@ -69,6 +69,10 @@ type Config struct {
 	// a pid names one process's life) ends the commit run at the exit.
 	CommitNext func(ctx context.Context) (CommitLife, error)
 	CommitComm string
+	// CommitDuty: the commit tracer's probes are attached only inside
+	// its windows (serve --commit-duty; pipeline.RunDuty); the zero Duty
+	// keeps them attached.
+	CommitDuty commit.Duty
 	// EtcdMetrics are etcd /metrics URLs of members on this host; each is
 	// scraped every CompareWindow (0: DefaultCompareWindow) to export the
 	// inflation ratio of its peer RTT metric.
@@ -264,12 +268,15 @@ func Run(ctx context.Context, cfg Config) error {
 	lossNames, lossSrcs := []string{"fsync", "peers"}, []Source{ft, pt}
 	var cm *CommitMetrics
 	var lives *commitLives
+	var duty *pipeline.DutyState
 	var entries *commit.EntryLog
 	if cfg.Commit != nil {
 		entries = commit.NewEntryLog(0)
 		defer cfg.Commit.Close()
 		lives = newCommitLives(cfg.Commit)
-		cm = NewCommitMetrics(lives, cfg.CommitSampleEvery)
+		// NewCommit attached the probes: the account starts attached.
+		duty = pipeline.NewDutyState(true, nil)
+		cm = NewCommitMetrics(lives, cfg.CommitSampleEvery, duty, cfg.CommitDuty.Fraction())
 		reg.MustRegister(cm)
 		m.AddSource("commit", lives, len(cfg.Commit.Probes()))
 		defer m.RemoveSource("commit")
@@ -307,7 +314,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var wg sync.WaitGroup
 	if cm != nil {
 		wg.Go(func() {
-			if err := followCommit(ctx, cfg, lives, cm, entries, spans, logw); err != nil {
+			if err := followCommit(ctx, cfg, lives, duty, cm, entries, spans, logw); err != nil {
 				h.fail("commit tracer", err)
 				failed.set(fmt.Errorf("commit tracer: %w", err))
 			}

@@ -8,6 +8,7 @@ import (
 	"go/version"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/features"
@@ -71,6 +72,10 @@ type CommitCounts struct {
 	// WritesDropped the followed ones forgotten (a full map, or a failed
 	// proposal: returned and never applied).
 	WritesSeen, WritesSampled, WritesDropped uint64
+	// WritesCut counts the followed writes still in progress when Detach
+	// took the probes off (entered, not yet returned): their records
+	// never come. Counted by Go, not by the kernel.
+	WritesCut uint64
 }
 
 // CommitPart names a part of a write that one or more probes show; a
@@ -220,8 +225,17 @@ var commitProbes = []commitProbe{
 // keyed by goroutine (the g pointer) and joined in analysis/commit. It
 // has the shape of Tracer[event.Commit].
 type CommitTracer struct {
-	objs   commitObjects
+	objs commitObjects
+	// mu guards links and what Attach needs against Detach, Attach and
+	// Close running at once (serve's duty cycle beside its shutdown).
+	mu     sync.Mutex
 	links  []link.Link
+	ex     *link.Executable // etcd's executable, for Attach
+	at     []uprobeAt       // the probe points, for Attach
+	pid    int
+	sched  bool // the scheduler programs were attached at start: Attach attaches them again
+	closed bool
+	cut    atomic.Uint64 // CommitCounts.WritesCut
 	ring   *quietRing
 	probes []event.Probe
 	down   map[CommitPart]event.Probe // part -> the probe that left it unavailable, and why
@@ -361,15 +375,29 @@ func (t *CommitTracer) attachSched() {
 	if t.objs.CommitSchedSwitch == nil {
 		return
 	}
+	if err := t.attachSchedLinks(); err != nil {
+		t.down[PartSched] = event.Probe{Name: "tp_btf sched_switch+sched_wakeup", Reason: event.ReasonAttachFailed, Err: err.Error()}
+		return
+	}
+	for _, p := range []*ebpf.Program{t.objs.CommitSchedSwitch, t.objs.CommitSchedWakeup} {
+		t.probes = append(t.probes, event.Probe{Name: "tp_btf " + p.String(), Attached: true})
+	}
+	t.sched = true
+}
+
+// attachSchedLinks attaches both scheduler programs, or neither.
+func (t *CommitTracer) attachSchedLinks() error {
+	var ls []link.Link
 	for _, p := range []*ebpf.Program{t.objs.CommitSchedSwitch, t.objs.CommitSchedWakeup} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p})
 		if err != nil {
-			t.down[PartSched] = event.Probe{Name: "tp_btf " + p.String(), Reason: event.ReasonAttachFailed, Err: err.Error()}
-			return
+			closeLinks(ls)
+			return fmt.Errorf("attaching %v: %w", p, err)
 		}
-		t.links = append(t.links, l)
-		t.probes = append(t.probes, event.Probe{Name: "tp_btf " + p.String(), Attached: true})
+		ls = append(ls, l)
 	}
+	t.links = append(t.links, ls...)
+	return nil
 }
 
 // uprobeAt is one probe point: a function's entry or one of its RETs
@@ -413,21 +441,28 @@ func (t *CommitTracer) load(cfg CommitConfig, exe string, at []uprobeAt) error {
 	if err != nil {
 		return fmt.Errorf("opening %s for uprobes: %w", exe, err)
 	}
+	t.ex, t.at, t.pid = ex, at, cfg.PID
+	return t.attachUprobes()
+}
+
+// attachUprobes attaches the loaded program at every point of t.at in
+// process t.pid: one link, or one per point.
+func (t *CommitTracer) attachUprobes() error {
 	if t.multi {
-		opt := &link.UprobeMultiOptions{PID: uint32(cfg.PID)}
-		for _, a := range at {
+		opt := &link.UprobeMultiOptions{PID: uint32(t.pid)}
+		for _, a := range t.at {
 			opt.Addresses = append(opt.Addresses, a.off)
 			opt.Cookies = append(opt.Cookies, a.cookie)
 		}
-		l, err := ex.UprobeMulti(nil, t.objs.CommitProbe, opt)
+		l, err := t.ex.UprobeMulti(nil, t.objs.CommitProbe, opt)
 		if err != nil {
-			return fmt.Errorf("attaching one uprobe_multi link at %d points: %w", len(at), err)
+			return fmt.Errorf("attaching one uprobe_multi link at %d points: %w", len(t.at), err)
 		}
 		t.links = append(t.links, l)
 		return nil
 	}
-	for _, a := range at {
-		l, err := ex.Uprobe(a.fn, t.objs.CommitProbe, &link.UprobeOptions{Address: a.off, PID: cfg.PID, Cookie: a.cookie})
+	for _, a := range t.at {
+		l, err := t.ex.Uprobe(a.fn, t.objs.CommitProbe, &link.UprobeOptions{Address: a.off, PID: t.pid, Cookie: a.cookie})
 		if err != nil {
 			return fmt.Errorf("attaching uprobe %s at file offset %#x (needs uprobes, CONFIG_UPROBE_EVENTS, and bpf cookies, Linux 5.15+): %w", a.fn, a.off, err)
 		}
@@ -529,6 +564,7 @@ func (t *CommitTracer) Counts() (CommitCounts, error) {
 		c.WritesSampled += p.WritesSampled
 		c.WritesDropped += p.WritesDropped
 	}
+	c.WritesCut = t.cut.Load()
 	return c, nil
 }
 
@@ -608,6 +644,122 @@ func (t *CommitTracer) Missed() uint64 {
 // record already in the ring buffer and then ErrDrained.
 func (t *CommitTracer) Drain() error { return t.ring.drain() }
 
+// Detach takes every probe off (the uprobes and the scheduler programs),
+// keeping the programs and maps loaded, so that etcd's functions trap no
+// more; Attach puts them back (serve --commit-duty). The followed writes
+// still in progress are counted in WritesCut: their records will not
+// come. Detaching a detached tracer does nothing.
+func (t *CommitTracer) Detach() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || len(t.links) == 0 {
+		return nil
+	}
+	err := errors.Join(closeLinks(t.links)...)
+	t.links = nil
+	// Each uprobe's detach waited for the programs running on it (the
+	// kernel's uprobe grace period): the maps are still now.
+	n, cerr := t.countCut()
+	t.cut.Add(n)
+	return errors.Join(err, cerr)
+}
+
+// Attach puts the probes back after Detach: first it clears the maps of
+// the state the last window left (writes, RPCs, ids, applies, Raft
+// goroutines, threads in sync: safe while nothing is attached), so that
+// a probe of the new window never joins a part of the old one. Attaching
+// an attached tracer does nothing; after Close it returns ErrClosed.
+func (t *CommitTracer) Attach() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	if len(t.links) > 0 {
+		return nil
+	}
+	if err := t.clearState(); err != nil {
+		return err
+	}
+	if err := t.attachUprobes(); err != nil {
+		return err
+	}
+	if t.sched {
+		if err := t.attachSchedLinks(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Attached reports whether the probes are on (not detached).
+func (t *CommitTracer) Attached() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.links) > 0
+}
+
+// wsSkip is commit.bpf.c's WS_SKIP: a write seen but not followed.
+const wsSkip = 8
+
+// countCut counts the followed writes in commit_writes (each is a write
+// entered and not yet sent: once the probes are off, never sent).
+func (t *CommitTracer) countCut() (uint64, error) {
+	var g uint64
+	var w commitCommitWstate
+	var n uint64
+	it := t.objs.CommitWrites.Iterate()
+	for it.Next(&g, &w) {
+		if w.Flags&wsSkip == 0 {
+			n++
+		}
+	}
+	if err := it.Err(); err != nil {
+		return n, fmt.Errorf("reading commit_writes: %w", err)
+	}
+	return n, nil
+}
+
+// stateMaps are the commit program's maps of writes, RPCs, ids, apply
+// and Raft goroutines, and threads in sync, in progress.
+func (t *CommitTracer) stateMaps() []*ebpf.Map {
+	return []*ebpf.Map{t.objs.CommitWrites, t.objs.CommitRpcs, t.objs.CommitIds, t.objs.CommitApplies, t.objs.CommitRafts, t.objs.InSync}
+}
+
+// clearState empties the commit program's state maps.
+func (t *CommitTracer) clearState() error {
+	for _, m := range t.stateMaps() {
+		if err := clearMap(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clearMap deletes every key of hash map m (its keys read first: deleting
+// while walking them with NextKey would restart the walk).
+func clearMap(m *ebpf.Map) error {
+	var keys [][]byte
+	key := make([]byte, m.KeySize())
+	var prev any // nil: the first key
+	for {
+		if err := m.NextKey(prev, &key); err != nil {
+			if errors.Is(err, ebpf.ErrKeyNotExist) {
+				break
+			}
+			return fmt.Errorf("clearing %v: %w", m, err)
+		}
+		keys = append(keys, append([]byte(nil), key...))
+		prev = keys[len(keys)-1]
+	}
+	for _, k := range keys {
+		if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("clearing %v: %w", m, err)
+		}
+	}
+	return nil
+}
+
 // Close detaches every probe and frees every object; it is safe to call
 // more than once, concurrently, and on a half-built tracer.
 func (t *CommitTracer) Close() error {
@@ -620,6 +772,9 @@ func (t *CommitTracer) close() error {
 	if t.ring != nil {
 		errs = append(errs, t.ring.close())
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
 	errs = append(errs, closeLinks(t.links)...)
 	t.links = nil
 	errs = append(errs, t.objs.Close())
@@ -632,3 +787,7 @@ func (t *CommitTracer) Writes() (seen, sampled, dropped uint64, err error) {
 	c, err := t.Counts()
 	return c.WritesSeen, c.WritesSampled, c.WritesDropped, err
 }
+
+// WritesCut returns CommitCounts' WritesCut: the followed writes a
+// Detach cut short.
+func (t *CommitTracer) WritesCut() uint64 { return t.cut.Load() }

@@ -12,16 +12,24 @@
 // are charged to etcd) on the leader and, with three members, on the
 // follower serve-follower traces, etcdscope's CPU per put and the puts'
 // client-side p50/p99/max, and at the end each variant's median and range
-// over the rounds. Run as root from the repository: go run ./bench/commitsat.
+// over the rounds. serve-leader-duty and serve-follower-duty add
+// `--commit-duty -duty` (the probes attached ON of every PERIOD: give a
+// -duration that is a whole number of PERIODs, so that every run holds
+// the same attached time whatever its phase); serve-leader-fsync and
+// serve-follower-fsync are `serve --pid P` without --commit-pid (the
+// fsync and peers tracers alone: the agent's cost without the commit
+// tracer). Run as root from the repository: go run ./bench/commitsat.
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,6 +58,9 @@ var loads = map[string]struct{ clients, limit int }{"m": {200, 1000}, "l": {500,
 // clients and limit: the load's (-load); members: the cluster's size (-members).
 var clients, limit, members int
 
+// duty is the -duty variants' --commit-duty (-duty).
+var duty string
+
 // run is one variant's run in one round.
 type run struct {
 	variant                  string
@@ -60,6 +71,9 @@ type run struct {
 	followerCPUSec           float64 // the traced-by-serve-follower member's, with three members
 	p50, p99, max            time.Duration
 	loadavg                  string // 1-minute load average at the run's start
+	// seen and attachedSec: a serve variant's etcdscope_commit_writes_seen_total
+	// and _attached_seconds_total at the run's end (since serve started).
+	seen, attachedSec float64
 }
 
 func main() {
@@ -68,7 +82,8 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds (each runs every variant once)")
 	dur := flag.Duration("duration", 30*time.Second, "load per run")
 	sample := flag.Int("sample", 10, "the sampled variant follows 1 write in this many")
-	vs := flag.String("variants", "untraced,commit-raw,commit,commit-sample", "comma-separated: untraced (keep it), commit, commit-raw (--raw-events), commit-nogrpc (--grpc=false), commit-sample (--sample -sample), commit-nogrpc-sample, serve-leader, serve-follower (serve --pid P --commit-pid P; -members 3), serve-leader-sample, serve-follower-sample (--commit-sample -sample)")
+	flag.StringVar(&duty, "duty", "2s/20s", "the -duty variants' serve --commit-duty ON/PERIOD")
+	vs := flag.String("variants", "untraced,commit-raw,commit,commit-sample", "comma-separated: untraced (keep it), commit, commit-raw (--raw-events), commit-nogrpc (--grpc=false), commit-sample (--sample -sample), commit-nogrpc-sample, serve-leader, serve-follower (serve --pid P --commit-pid P; -members 3), serve-leader-sample, serve-follower-sample (--commit-sample -sample), serve-leader-duty, serve-follower-duty (--commit-duty -duty), serve-leader-fsync, serve-follower-fsync (serve --pid P, no --commit-pid)")
 	ld := flag.String("load", "l", "check perf's load: l (500 clients, 8000 puts/s at most) or m (200, 1000)")
 	flag.IntVar(&members, "members", 1, "etcd members: 1 or 3 (the load goes to the leader; serve-follower traces a follower)")
 	flag.Parse()
@@ -165,8 +180,8 @@ func mainErr(etcdBin, es string, rounds int, dur time.Duration, sample int, vari
 		fmt.Printf("idle etcd, %s: %.2f %% of a core\n\n", v, (c1-c0)/10*100)
 	}
 	var runs []run
-	fmt.Println("| round | variant | puts/s | etcd CPU µs/put | follower etcd CPU µs/put | etcdscope CPU µs/put | put p50 ms | put p99 ms | max ms | errors | load avg |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| round | variant | puts/s | etcd CPU µs/put | follower etcd CPU µs/put | etcdscope CPU µs/put | put p50 ms | put p99 ms | max ms | errors | load avg | serve: writes seen, attached s |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for r := range rounds {
 		// Rotate the order each round so no variant always runs first.
 		for i := range variants {
@@ -193,6 +208,9 @@ func mainErr(etcdBin, es string, rounds int, dur time.Duration, sample int, vari
 			if tr != nil {
 				t1, _ := cpuSec(tr.Process.Pid)
 				x.tracerCPUSec = t1 - t0
+				if strings.HasPrefix(v, "serve-") && !strings.HasSuffix(v, "-fsync") {
+					x.seen, x.attachedSec = serveCounts()
+				}
 				tr.Process.Signal(os.Interrupt)
 				tr.Wait()
 			}
@@ -202,8 +220,8 @@ func mainErr(etcdBin, es string, rounds int, dur time.Duration, sample int, vari
 				x.p50, x.p99, x.max = lats[n/2], lats[n*99/100], lats[n-1]
 			}
 			runs = append(runs, x)
-			fmt.Printf("| %d | %s | %.0f | %.1f | %.1f | %.2f | %.2f | %.2f | %.1f | %d | %s |\n", r+1, v, float64(x.puts)/x.seconds,
-				x.etcdCPUSec*1e6/float64(x.puts), x.followerCPUSec*1e6/float64(x.puts), x.tracerCPUSec*1e6/float64(x.puts), ms(x.p50), ms(x.p99), ms(x.max), x.errs, x.loadavg)
+			fmt.Printf("| %d | %s | %.0f | %.1f | %.1f | %.2f | %.2f | %.2f | %.1f | %d | %s | %s |\n", r+1, v, float64(x.puts)/x.seconds,
+				x.etcdCPUSec*1e6/float64(x.puts), x.followerCPUSec*1e6/float64(x.puts), x.tracerCPUSec*1e6/float64(x.puts), ms(x.p50), ms(x.p99), ms(x.max), x.errs, x.loadavg, seenNote(x))
 			// Delete the run's keys, compact, and let etcd settle.
 			if resp, err := cc[0].Delete(context.Background(), fmt.Sprintf("/commitsat/%d/%s/", r, v), clientv3.WithPrefix()); err == nil {
 				cc[0].Compact(context.Background(), resp.Header.Revision)
@@ -270,8 +288,13 @@ func startTracer(es, dir, v string, pid, sample int) (*exec.Cmd, error) {
 	args := []string{"commit", "--pid", strconv.Itoa(pid), "--duration", "0", "--ready-file", filepath.Join(dir, "ready")}
 	if strings.HasPrefix(v, "serve-") { // the DaemonSet's agent: fsync and commit of the member
 		args = []string{"serve", "--listen", serveListen, "--pid", strconv.Itoa(pid), "--commit-pid", strconv.Itoa(pid), "--ready-file", filepath.Join(dir, "ready")}
+		if strings.HasSuffix(v, "-fsync") { // the agent without the commit tracer
+			args = []string{"serve", "--listen", serveListen, "--pid", strconv.Itoa(pid), "--ready-file", filepath.Join(dir, "ready")}
+		}
 	}
 	switch {
+	case strings.HasSuffix(v, "-duty") && strings.HasPrefix(v, "serve-"):
+		args = append(args, "--commit-duty", duty)
 	case strings.HasSuffix(v, "-sample") && strings.HasPrefix(v, "serve-"):
 		args = append(args, "--commit-sample", strconv.Itoa(sample))
 	case strings.HasSuffix(v, "-sample"):
@@ -354,6 +377,41 @@ func load(cc []*clientv3.Client, d time.Duration, prefix string) ([]time.Duratio
 	close(ops)
 	wg.Wait()
 	return lats, errs, time.Since(start).Seconds()
+}
+
+// serveCounts reads the serve variant's etcdscope_commit_writes_seen_total
+// and _attached_seconds_total (-1 when it does not answer).
+func serveCounts() (seen, attached float64) {
+	seen, attached = -1, -1
+	resp, err := http.Get("http://" + serveListen + "/metrics")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "etcdscope_commit_writes_seen_total":
+			seen, _ = strconv.ParseFloat(val, 64)
+		case "etcdscope_commit_attached_seconds_total":
+			attached, _ = strconv.ParseFloat(val, 64)
+		}
+	}
+	return
+}
+
+// seenNote is a serve run's writes seen (of the run's puts: the leader's,
+// or the follower's entries' writes) and attached seconds, "" otherwise.
+func seenNote(x run) string {
+	if x.seen < 0 && x.attachedSec < 0 || x.seen == 0 && x.attachedSec == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.0f (%.0f%% of puts), %.1f", x.seen, 100*x.seen/float64(x.puts), x.attachedSec)
 }
 
 // cpuSec is process pid's user+system CPU time (all its threads, the

@@ -8,11 +8,13 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/exporter"
 	"github.com/etcdscope/etcdscope/exporter/otlp"
@@ -42,6 +44,7 @@ type serveFlags struct {
 	commitComm                string
 	commitSample              uint32
 	commitGRPC                bool
+	commitDuty                string
 	otlpEndpoint              string
 	otlpInsecure              bool
 	otlpHeaders               []string
@@ -75,6 +78,7 @@ func (f *serveFlags) flagSet() *pflag.FlagSet {
 	fs.StringVar(&f.commitComm, "commit-comm", "", "or of the one process with this comm, e.g. etcd; when it exits, the next one is followed (a restart)")
 	fs.BoolVar(&f.commitGRPC, "commit-grpc", true, "also probe the gRPC call around each write of --commit-pid (its grpc part); false saves two uprobe firings a write")
 	fs.Uint32Var(&f.commitSample, "commit-sample", 1, "follow 1 write in N of --commit-pid, decided in the kernel (1: every write); etcdscope_commit_writes_seen_total counts them all")
+	fs.StringVar(&f.commitDuty, "commit-duty", "", "ON/PERIOD, e.g. 10s/60s: --commit-pid's probes attached for the first ON of every PERIOD of Unix time, the same on every member (default: always)")
 	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "with --commit-pid and --etcd-endpoints: export this member's spans of each write to an OTLP gRPC collector at host:port (TLS unless --otlp-insecure)")
 	fs.BoolVar(&f.otlpInsecure, "otlp-insecure", false, "plain gRPC to --otlp-endpoint, without TLS")
 	fs.StringArrayVar(&f.otlpHeaders, "otlp-header", nil, fmt.Sprintf("key=value sent with each export (repeatable, at most %d), e.g. authorization=Bearer TOKEN; a secret: never printed", otlp.MaxHeaders))
@@ -323,6 +327,14 @@ func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 		return cfg, tcfg, err
 	}
 	cfg.CommitSampleEvery, cfg.CommitNoGRPC, cfg.CommitComm = f.commitSample, !f.commitGRPC, f.commitComm
+	if f.commitDuty != "" {
+		if !commit {
+			return cfg, tcfg, usagef("--commit-duty cycles the probes of --commit-pid (or --commit-comm): give one, or drop --commit-duty")
+		}
+		if cfg.CommitDuty, err = parseDuty(f.commitDuty); err != nil {
+			return cfg, tcfg, err
+		}
+	}
 	if commit {
 		if cfg.CommitPID, err = etcdPID("--commit-pid", f.commitPID, "--commit-comm", f.commitComm); err != nil {
 			return cfg, tcfg, err
@@ -346,6 +358,32 @@ func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 	}
 	cfg.EtcdTLS = tlsCfg
 	return cfg, tcfg, nil
+}
+
+// minDutyOn is the shortest --commit-duty window: each attach and detach
+// of the commit tracer's probes takes tens of ms (uprobe_multi on Linux
+// 6.18, docs/commit.md), so a shorter window would be mostly switching.
+const minDutyOn = time.Second
+
+// parseDuty reads --commit-duty ON/PERIOD.
+func parseDuty(s string) (commit.Duty, error) {
+	on, period, ok := strings.Cut(s, "/")
+	if !ok {
+		return commit.Duty{}, usagef("--commit-duty %q: give ON/PERIOD, e.g. 10s/60s (attached 10 s of every minute)", s)
+	}
+	var d commit.Duty
+	var err1, err2 error
+	d.On, err1 = time.ParseDuration(on)
+	d.Period, err2 = time.ParseDuration(period)
+	switch {
+	case err1 != nil || err2 != nil:
+		return d, usagef("--commit-duty %q: ON and PERIOD are durations, e.g. 10s/60s", s)
+	case d.On < minDutyOn:
+		return d, usagef("--commit-duty %q: give ON of at least %v, e.g. 10s/60s", s, minDutyOn)
+	case d.On > d.Period:
+		return d, usagef("--commit-duty %q: ON is longer than PERIOD; give ON <= PERIOD, e.g. 10s/60s", s)
+	}
+	return d, nil
 }
 
 // isLoopback accepts loopback IPs and "localhost"; an empty host (all
