@@ -25,8 +25,13 @@ import (
 	"github.com/etcdscope/etcdscope/render"
 )
 
-// dmFlushDelay is the hold dm-delay puts on every flush in TestDMLevel.
-const dmFlushDelay = 20 * time.Millisecond
+// dmFlushDelay is the hold dm-delay puts on every flush in TestDMLevel,
+// and dmJiffy a jiffy of the rig's kernels (HZ=250), the most dm-delay's
+// tick-counted hold can fall short of it.
+const (
+	dmFlushDelay = 20 * time.Millisecond
+	dmJiffy      = int64(4 * time.Millisecond)
+)
 
 // TestDMLevel runs in the VM rig (Debian's 6.1 kernel, and 5.10 and 6.12
 // under make vmtest-kernels, have dm-mod and dm-delay; this build
@@ -42,8 +47,10 @@ const dmFlushDelay = 20 * time.Millisecond
 // call queued, the target's hold is remap − queue plus dm completion −
 // the completion of its request beneath. Per call, etcdscope's dm layer
 // must equal the sum of those holds, each dm flush's queue, remap and
-// completion times the kernel's, the hold at least the table's 20 ms,
-// and the filesystem, dm and lower-disk levels must sum to the call.
+// completion times the kernel's, the hold at least the table's 20 ms less
+// a jiffy, and the filesystem, dm and lower-disk levels must sum to the
+// call. A call that fails prints its requests and ftrace's events around
+// it, and the test etcdscope's capture (`etcdscope report` replays it).
 func TestDMLevel(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.LookPath(t, "dmsetup", "dmsetup")
@@ -89,9 +96,33 @@ func TestDMLevel(t *testing.T) {
 		{"events/block/block_bio_remap/filter", fmt.Sprintf("old_dev == %d", dmDev)},
 		{"events/block/block_bio_complete/filter", fmt.Sprintf("dev == %d", dmDev)},
 		{"events/block/block_rq_complete/filter", fmt.Sprintf("dev == %d", loopDev)},
+		// Not the oracle's: what a failing call's dump shows of the
+		// requests beneath (when each got its request, was inserted and
+		// issued).
+		{"events/block/block_getrq/filter", fmt.Sprintf("dev == %d", loopDev)},
+		{"events/block/block_rq_insert/filter", fmt.Sprintf("dev == %d", loopDev)},
+		{"events/block/block_rq_issue/filter", fmt.Sprintf("dev == %d", loopDev)},
 		{"events/block/block_bio_queue/enable", "1"}, {"events/block/block_bio_remap/enable", "1"},
-		{"events/block/block_bio_complete/enable", "1"}, {"events/block/block_rq_complete/enable", "1"}})
-	tr := startFsync(t, "--pid", strconv.Itoa(os.Getpid()))
+		{"events/block/block_bio_complete/enable", "1"}, {"events/block/block_rq_complete/enable", "1"},
+		{"events/block/block_getrq/enable", "1"}, {"events/block/block_rq_insert/enable", "1"},
+		{"events/block/block_rq_issue/enable", "1"}})
+	// The decoded events etcdscope attributed, printed when the test
+	// fails: `etcdscope report` replays them on any machine.
+	capture := filepath.Join(t.TempDir(), "dm.capture")
+	tr := startFsync(t, "--pid", strconv.Itoa(os.Getpid()), "--capture", capture)
+	defer func() {
+		if !t.Failed() {
+			return
+		}
+		b, err := os.ReadFile(capture)
+		if err != nil {
+			t.Logf("capture: %v", err)
+			return
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			t.Logf("capture %s", l)
+		}
+	}()
 
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -133,97 +164,101 @@ func TestDMLevel(t *testing.T) {
 	var sumGot, sumWant int64
 	unremapped := 0
 	for i, r := range calls {
-		o := dmOracle(evs, tid, r.StartNs, r.EndNs)
-		dm := r.DM
-		if dm == nil {
-			t.Errorf("call %d: no dm level; layers %+v", i, r.Layers)
-			continue
+		// A call that fails a check, or whose dm layer is off ftrace's
+		// holds by over 0.5 ms, prints its requests, journal windows and
+		// the ftrace events around it: the evidence of its cause.
+		dump := false
+		errorf := func(format string, args ...any) {
+			t.Helper()
+			dump = true
+			t.Errorf(format, args...)
 		}
-		fs := r.TotalNs - dm.HeldNs - dm.Lower.Sum()
-		t.Logf("call %d: total %s ms = fs %s + dm %s + %v %s ms (flush %s, queue %s, data %s); ftrace: %d dm bios, hold %s ms; flush queued %d, remapped %s, completed +%s ms",
-			i, render.Ms(r.TotalNs), render.Ms(fs), render.Ms(dm.HeldNs), dm.TargetNames, render.Ms(dm.Lower.Sum()),
-			render.Ms(dm.Lower.DeviceFlushNs), render.Ms(dm.Lower.BlockQueueNs), render.Ms(dm.Lower.DataWritebackNs),
-			o.bios, render.Ms(o.holdNs), o.flushQueue, remapAfter(o.flushQueue, o.flushRemap), render.Ms(int64(o.flushComplete-o.flushQueue)))
-		if fs < 0 || fs+dm.HeldNs+dm.Lower.Sum() != r.TotalNs || dm.HeldNs != r.Layers.DMNs {
-			t.Errorf("call %d: levels fs %d + dm %d + lower %d do not make the total %d (dm layer %d)", i, fs, dm.HeldNs, dm.Lower.Sum(), r.TotalNs, r.Layers.DMNs)
-		}
-		if dm.DevName != dmName || len(dm.TargetNames) != 1 || dm.TargetNames[0] != loopName {
-			t.Errorf("call %d: dm level on %s over %v, want %s over %s", i, dm.DevName, dm.TargetNames, dmName, loopName)
-		}
-		if o.unremapped > 0 {
-			// Neither ftrace nor etcdscope sees when the target let the
-			// flush go. What both see: the flush's queue and completion
-			// on the dm disk, and the dm layer at most the remapped bios'
-			// holds plus that span, at least the table's delay (below).
-			unremapped++
-			t.Logf("call %d: this kernel traced no remap of the %d flush bios dm-delay held; dm layer %s ms within the other bios' holds %s ms + the flush's %s ms on dm-0 (ftrace)",
-				i, o.unremapped, render.Ms(dm.HeldNs), render.Ms(o.holdNs), render.Ms(o.spanNs))
-			if dm.HeldNs > o.holdNs+o.spanNs+tolNs {
-				t.Errorf("call %d: dm layer %s ms exceeds the remapped bios' holds %s ms + the dm flushes' %s ms from queue to completion (ftrace)",
-					i, render.Ms(dm.HeldNs), render.Ms(o.holdNs), render.Ms(o.spanNs))
+		func() {
+			o := dmOracle(evs, tid, r.StartNs, r.EndNs)
+			dm := r.DM
+			if dm == nil {
+				errorf("call %d: no dm level; layers %+v", i, r.Layers)
+				return
 			}
-		} else if o.bios == 0 || o.flushQueue == 0 {
-			t.Errorf("call %d: ftrace saw %d dm bios and no flush of this call: %s", i, o.bios, o.why)
-			continue
-		}
-		if o.unremapped == 0 {
-			sumGot += dm.HeldNs
-			sumWant += o.holdNs
-		}
-		if d := dm.HeldNs - o.holdNs; o.unremapped == 0 && (d < -5e5 || d > 5e5) {
-			if d < -int64(o.bios)*tolNs || d > int64(o.bios)*tolNs {
-				t.Errorf("call %d: dm layer %s ms, ftrace's holds %s ms", i, render.Ms(dm.HeldNs), render.Ms(o.holdNs))
+			fs := r.TotalNs - dm.HeldNs - dm.Lower.Sum()
+			t.Logf("call %d: total %s ms = fs %s + dm %s + %v %s ms (flush %s, queue %s, data %s); ftrace: %d dm bios, hold %s ms; flush queued %d, remapped %s, completed +%s ms",
+				i, render.Ms(r.TotalNs), render.Ms(fs), render.Ms(dm.HeldNs), dm.TargetNames, render.Ms(dm.Lower.Sum()),
+				render.Ms(dm.Lower.DeviceFlushNs), render.Ms(dm.Lower.BlockQueueNs), render.Ms(dm.Lower.DataWritebackNs),
+				o.bios, render.Ms(o.holdNs), o.flushQueue, remapAfter(o.flushQueue, o.flushRemap), render.Ms(int64(o.flushComplete-o.flushQueue)))
+			if fs < 0 || fs+dm.HeldNs+dm.Lower.Sum() != r.TotalNs || dm.HeldNs != r.Layers.DMNs {
+				errorf("call %d: levels fs %d + dm %d + lower %d do not make the total %d (dm layer %d)", i, fs, dm.HeldNs, dm.Lower.Sum(), r.TotalNs, r.Layers.DMNs)
 			}
-			for _, q := range r.Requests {
-				t.Logf("  request %+v", q)
+			if dm.DevName != dmName || len(dm.TargetNames) != 1 || dm.TargetNames[0] != loopName {
+				errorf("call %d: dm level on %s over %v, want %s over %s", i, dm.DevName, dm.TargetNames, dmName, loopName)
 			}
-			for _, j := range r.Journal {
-				t.Logf("  journal %+v", j)
+			if o.unremapped > 0 {
+				// Neither ftrace nor etcdscope sees when the target let the
+				// flush go. What both see: the flush's queue and completion
+				// on the dm disk, and the dm layer at most the remapped bios'
+				// holds plus that span, at least the table's delay (below).
+				unremapped++
+				t.Logf("call %d: this kernel traced no remap of the %d flush bios dm-delay held; dm layer %s ms within the other bios' holds %s ms + the flush's %s ms on dm-0 (ftrace)",
+					i, o.unremapped, render.Ms(dm.HeldNs), render.Ms(o.holdNs), render.Ms(o.spanNs))
+				if dm.HeldNs > o.holdNs+o.spanNs+tolNs {
+					errorf("call %d: dm layer %s ms exceeds the remapped bios' holds %s ms + the dm flushes' %s ms from queue to completion (ftrace)",
+						i, render.Ms(dm.HeldNs), render.Ms(o.holdNs), render.Ms(o.spanNs))
+				}
+			} else if o.bios == 0 || o.flushQueue == 0 {
+				errorf("call %d: ftrace saw %d dm bios and no flush of this call: %s", i, o.bios, o.why)
+				return
 			}
-			for _, x := range evs {
-				if x.ns+1e6 >= r.StartNs && x.ns <= r.EndNs+1e6 {
-					t.Logf("  ftrace %+v", *x)
+			if o.unremapped == 0 {
+				sumGot += dm.HeldNs
+				sumWant += o.holdNs
+			}
+			if d := dm.HeldNs - o.holdNs; o.unremapped == 0 && (d < -5e5 || d > 5e5) {
+				if d < -int64(o.bios)*tolNs || d > int64(o.bios)*tolNs {
+					errorf("call %d: dm layer %s ms, ftrace's holds %s ms", i, render.Ms(dm.HeldNs), render.Ms(o.holdNs))
+				}
+				dump = true
+			}
+			// dm-delay counts its delay in jiffies from the bio's arrival:
+			// a flush arriving late in a jiffy is held up to one jiffy less
+			// (4 ms at the rig's HZ=250), less 1 ms of stamp slack.
+			if dm.HeldNs < int64(dmFlushDelay)-dmJiffy-int64(time.Millisecond) {
+				errorf("call %d: dm layer %s ms is under the table's %v flush delay less a jiffy", i, render.Ms(dm.HeldNs), dmFlushDelay)
+			}
+			if dm.Lower.DeviceFlushNs == 0 {
+				errorf("call %d: no flush time on %s beneath", i, loopName)
+			}
+			var flush *analysis.Request
+			for j := range r.Requests {
+				if q := &r.Requests[j]; q.DM && q.Role == analysis.RoleFlush {
+					flush = q
 				}
 			}
-		}
-		// dm-delay counts its delay in jiffies from the bio's arrival:
-		// a flush arriving late in a jiffy is held up to one jiffy less
-		// (4 ms at the rig's HZ=250).
-		if dm.HeldNs < int64(dmFlushDelay)-5*int64(time.Millisecond) {
-			t.Errorf("call %d: dm layer %s ms is under the table's %v flush delay less a jiffy", i, render.Ms(dm.HeldNs), dmFlushDelay)
-		}
-		if dm.Lower.DeviceFlushNs == 0 {
-			t.Errorf("call %d: no flush time on %s beneath", i, loopName)
-		}
-		var flush *analysis.Request
-		for j := range r.Requests {
-			if q := &r.Requests[j]; q.DM && q.Role == analysis.RoleFlush {
-				flush = q
+			if flush == nil {
+				errorf("call %d: no dm flush bio among its requests", i)
+				return
 			}
-		}
-		if flush == nil {
-			t.Errorf("call %d: no dm flush bio among its requests", i)
-			continue
-		}
-		for _, c := range []struct {
-			what      string
-			got, want uint64
-		}{{"queued", flush.IssueNs, o.flushQueue}, {"remapped", flush.RemapNs, o.flushRemap}, {"completed", flush.CompleteNs, o.flushComplete}} {
-			if c.what == "remapped" && o.unremapped > 0 {
-				continue // flush.RemapNs is 0 too: checked below
+			for _, c := range []struct {
+				what      string
+				got, want uint64
+			}{{"queued", flush.IssueNs, o.flushQueue}, {"remapped", flush.RemapNs, o.flushRemap}, {"completed", flush.CompleteNs, o.flushComplete}} {
+				if c.what == "remapped" && o.unremapped > 0 {
+					continue // flush.RemapNs is 0 too: checked below
+				}
+				if d := int64(c.got) - int64(c.want); d < -tolNs || d > tolNs {
+					errorf("call %d: dm flush %s at %d, ftrace %d (%+d µs)", i, c.what, c.got, c.want, d/1000)
+				}
 			}
-			if d := int64(c.got) - int64(c.want); d < -tolNs || d > tolNs {
-				t.Errorf("call %d: dm flush %s at %d, ftrace %d (%+d µs)", i, c.what, c.got, c.want, d/1000)
+			if o.unremapped > 0 {
+				if flush.RemapNs != 0 {
+					errorf("call %d: dm flush remapped at %d, but the kernel traced no remap", i, flush.RemapNs)
+				}
+				return
 			}
-		}
-		if o.unremapped > 0 {
-			if flush.RemapNs != 0 {
-				t.Errorf("call %d: dm flush remapped at %d, but the kernel traced no remap", i, flush.RemapNs)
+			if want := fmt.Sprintf("%d:%d", loopDev>>20, loopDev&(1<<20-1)); flush.Target != want {
+				errorf("call %d: dm flush remapped onto %q, want %q", i, flush.Target, want)
 			}
-			continue
-		}
-		if want := fmt.Sprintf("%d:%d", loopDev>>20, loopDev&(1<<20-1)); flush.Target != want {
-			t.Errorf("call %d: dm flush remapped onto %q, want %q", i, flush.Target, want)
+		}()
+		if dump {
+			dumpDMCall(t, r, evs)
 		}
 	}
 	if unremapped == len(calls) {
@@ -231,8 +266,15 @@ func TestDMLevel(t *testing.T) {
 		return
 	}
 	t.Logf("dm layer over %d calls: etcdscope %s ms, ftrace's holds %s ms", len(calls)-unremapped, render.Ms(sumGot), render.Ms(sumWant))
-	if mean := sumGot / int64(len(calls)-unremapped); mean < int64(dmFlushDelay)-int64(time.Millisecond) {
-		t.Errorf("dm layer mean per call %s ms, under the table's %v flush delay", render.Ms(mean), dmFlushDelay)
+	// dm-delay releases a held bio at a jiffy tick (HZ=250 on the rig's
+	// kernels): a flush is held between the table's delay less a jiffy and
+	// the delay, plus the wakeup, and 8 calls' mean is not bound to reach
+	// the delay less 1 ms (the floor until 2026-12-07: one 6.12 run failed
+	// at 18.4 ms). ftrace's holds on 6.12 (2026-12-07, 8 runs, 64 calls):
+	// the least 16.43 ms. The mean keeps the per-call floor less its 1 ms
+	// of stamp slack: the stamps agree on average (the sum check below).
+	if mean := sumGot / int64(len(calls)-unremapped); mean < int64(dmFlushDelay)-dmJiffy {
+		t.Errorf("dm layer mean per call %s ms, under the table's %v flush delay less a jiffy", render.Ms(mean), dmFlushDelay)
 	}
 	if d := sumGot - sumWant; d < -sumWant/100-5e5 || d > sumWant/100+5e5 {
 		t.Errorf("dm layer over the calls %s ms, ftrace's holds %s ms: not within 1%% + 0.5 ms", render.Ms(sumGot), render.Ms(sumWant))
@@ -437,6 +479,23 @@ func dmOracle(evs []*blockTraceEvent, tid uint32, s, e uint64) dmCallOracle {
 		}
 	}
 	return o
+}
+
+// dumpDMCall logs a call's requests, journal windows and the ftrace
+// events from 1 ms before it to 1 ms after.
+func dumpDMCall(t *testing.T, r analysis.FsyncRecord, evs []*blockTraceEvent) {
+	t.Helper()
+	for _, q := range r.Requests {
+		t.Logf("  request %+v", q)
+	}
+	for _, j := range r.Journal {
+		t.Logf("  journal %+v", j)
+	}
+	for _, x := range evs {
+		if x.ns+1e6 >= r.StartNs && x.ns <= r.EndNs+1e6 {
+			t.Logf("  ftrace %+v", *x)
+		}
+	}
 }
 
 // remapsFlushes reports whether the trace has any block_bio_remap of a
