@@ -6,10 +6,16 @@
 //
 // Every member listens on fixed ports of its own IP: clients on :2379,
 // peers on :2380 (the port etcdscope peers traces), plain-HTTP metrics and
-// /health on :2381. Fixed ports mean two clusters cannot run at once on one
-// host, and `go test ./...` runs packages in parallel, so Start holds an
-// exclusive flock on $TMPDIR/etcdscope-etcdtest.lock from start to cleanup:
-// clusters of different test binaries queue instead of colliding.
+// /health on :2381. Fixed ports mean two clusters cannot run at once in one
+// network namespace, and `go test ./...` runs packages in parallel, so
+// Start holds the port lock from start to cleanup: clusters of different
+// test binaries queue instead of colliding. The lock is an abstract Unix
+// socket (portLockName), which belongs to the network namespace as the
+// ports do, held together with an exclusive flock on
+// $TMPDIR/etcdscope-etcdtest.lock, which trees older than the socket take:
+// the file alone let a run under another /tmp (scripts/fresh-root.sh's
+// root, another TMPDIR) start a cluster on the ports another run held
+// (2026-12-07: "bind: address already in use" for 127.0.0.2:2380).
 package etcdtest
 
 import (
@@ -23,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -150,6 +157,11 @@ func Start(t testing.TB, opt Options) *Cluster {
 	// lock is released after the processes are gone.
 	t.Cleanup(unlock)
 	t.Cleanup(func() { c.stop(t) })
+	// A run that does not take this lock (a tree older than its socket,
+	// under another /tmp) may still hold the ports: wait until they are.
+	if err := waitPortsFree(opt.IPs[:opt.Members], lockTimeout, t.Logf); err != nil {
+		t.Fatalf("etcdtest: %v", err)
+	}
 
 	peerScheme, clientScheme := "http", "http"
 	if opt.PeerTLS {
@@ -491,7 +503,18 @@ func LockPorts(t testing.TB) {
 // through logf when it has to wait. A test that calls Start twice without
 // its first cluster's cleanup in between waits for itself until timeout.
 func lockPorts(timeout time.Duration, logf func(string, ...any)) (func(), error) {
-	path := filepath.Join(os.TempDir(), "etcdscope-etcdtest.lock")
+	return lockPortsAt(filepath.Join(os.TempDir(), "etcdscope-etcdtest.lock"), portLockName, timeout, logf)
+}
+
+// portLockName is the abstract Unix socket (Linux: a name in the network
+// namespace, no file) whose listener is the port lock: one bind succeeds
+// per namespace, and the kernel releases it when its holder exits.
+const portLockName = "@etcdscope-etcdtest-ports"
+
+// lockPortsAt takes the flock on path, then the socket name, in that order
+// (every holder takes them so: no two wait for each other), waiting up to
+// timeout for both.
+func lockPortsAt(path, name string, timeout time.Duration, logf func(string, ...any)) (func(), error) {
 	// Read-only: flock needs no write access, so root and non-root test
 	// runs can share the lock file whichever of them created it.
 	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o644)
@@ -499,17 +522,70 @@ func lockPorts(timeout time.Duration, logf func(string, ...any)) (func(), error)
 		return nil, fmt.Errorf("opening port lock: %w", err)
 	}
 	deadline := time.Now().Add(timeout)
+	flocked := false
 	for waited := false; ; waited = true {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil // closing the last descriptor releases the flock
+		var held string
+		if !flocked {
+			err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+			flocked = err == nil
+			if err != nil && !errors.Is(err, syscall.EWOULDBLOCK) {
+				f.Close()
+				return nil, fmt.Errorf("locking %s: %w", path, err)
+			}
+			held = path
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+		if flocked {
+			l, err := net.Listen("unix", name)
+			if err == nil {
+				// Closing the last descriptor releases the flock.
+				return func() { l.Close(); f.Close() }, nil
+			}
+			if !errors.Is(err, syscall.EADDRINUSE) {
+				f.Close()
+				return nil, fmt.Errorf("binding port lock %s: %w", name, err)
+			}
+			held = name
+		}
+		if time.Now().After(deadline) {
 			f.Close()
-			return nil, fmt.Errorf("locking %s (another test's etcd cluster holds ports %d-%d): %w", path, ClientPort, MetricsPort, err)
+			return nil, fmt.Errorf("port lock %s held for %v (another test's etcd cluster holds ports %d-%d)", held, timeout, ClientPort, MetricsPort)
 		}
 		if !waited {
-			logf("etcdtest: waiting up to %v for %s: another test's etcd cluster is running", timeout, path)
+			logf("etcdtest: waiting up to %v for %s: another test's etcd cluster is running", timeout, held)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitPortsFree waits up to timeout until each of ips' client, peer and
+// metrics ports can be bound (a probe listener, closed at once: Go's
+// listeners, etcd's among them, set SO_REUSEADDR, so only a listener
+// makes a port busy, not a closed cluster's TIME_WAIT connections).
+func waitPortsFree(ips []string, timeout time.Duration, logf func(string, ...any)) error {
+	deadline := time.Now().Add(timeout)
+	for waited := false; ; waited = true {
+		busy := ""
+		for _, ip := range ips {
+			for _, port := range []int{ClientPort, PeerPort, MetricsPort} {
+				l, err := net.Listen("tcp", hostPort(ip, port))
+				if err != nil {
+					busy = hostPort(ip, port)
+					break
+				}
+				l.Close()
+			}
+			if busy != "" {
+				break
+			}
+		}
+		if busy == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s still taken after %v by a process outside the port lock", busy, timeout)
+		}
+		if !waited {
+			logf("etcdtest: waiting up to %v for %s: taken by a process outside the port lock", timeout, busy)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

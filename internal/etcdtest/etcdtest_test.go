@@ -3,7 +3,9 @@ package etcdtest
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -217,4 +219,57 @@ func TestStartFailsFast(t *testing.T) {
 		t.Fatalf("port lock still held after the failed Start's cleanup: %v", err)
 	}
 	unlock()
+}
+
+// TestPortLockAcrossTmpdirs: two test runs whose lock files differ (one
+// under scripts/fresh-root.sh's own /tmp, one under the host's) share the
+// loopback ports, so the port lock must exclude them too: while one holds
+// it, the other waits and times out; once released, the other takes it.
+// With the lock file alone, both held it at once (2026-12-07: a
+// cmd/etcdscope peers test's members found 127.0.0.2:2380 and
+// 127.0.0.3:2380 taken by the fresh root's e2e cluster).
+func TestPortLockAcrossTmpdirs(t *testing.T) {
+	name := fmt.Sprintf("@etcdscope-etcdtest-ports-test-%d", os.Getpid())
+	a, b := filepath.Join(t.TempDir(), "lock"), filepath.Join(t.TempDir(), "lock")
+	unlock, err := lockPortsAt(a, name, time.Second, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if u, err := lockPortsAt(b, name, 500*time.Millisecond, t.Logf); err == nil {
+		u()
+		t.Fatal("a second run under another lock file took the port lock while the first held it")
+	} else {
+		t.Logf("the second run waited %v: %v", time.Since(start).Round(time.Millisecond), err)
+	}
+	// The same lock file: the flock excludes as before.
+	if u, err := lockPortsAt(a, name, 300*time.Millisecond, t.Logf); err == nil {
+		u()
+		t.Fatal("a second holder of the same lock file took the port lock")
+	}
+	unlock()
+	u, err := lockPortsAt(b, name, time.Second, t.Logf)
+	if err != nil {
+		t.Fatalf("port lock not released: %v", err)
+	}
+	u()
+}
+
+// TestWaitPortsFree: Start waits for ports a process outside the port lock
+// listens on (an older tree's cluster under another /tmp) and names the
+// one taken; a free set passes at once. 127.0.0.4: no cluster's address.
+func TestWaitPortsFree(t *testing.T) {
+	ip := "127.0.0.4"
+	l, err := net.Listen("tcp", hostPort(ip, PeerPort))
+	if err != nil {
+		t.Skipf("cannot listen on %s: %v", hostPort(ip, PeerPort), err)
+	}
+	err = waitPortsFree([]string{ip}, 300*time.Millisecond, t.Logf)
+	if err == nil || !strings.Contains(err.Error(), hostPort(ip, PeerPort)) {
+		t.Errorf("waitPortsFree with %s taken: %v, want an error naming it", hostPort(ip, PeerPort), err)
+	}
+	l.Close()
+	if err := waitPortsFree([]string{ip}, time.Second, t.Logf); err != nil {
+		t.Errorf("waitPortsFree after the listener closed: %v", err)
+	}
 }
