@@ -191,6 +191,21 @@ func TestDMLevel(t *testing.T) {
 			if dm.DevName != dmName || len(dm.TargetNames) != 1 || dm.TargetNames[0] != loopName {
 				errorf("call %d: dm level on %s over %v, want %s over %s", i, dm.DevName, dm.TargetNames, dmName, loopName)
 			}
+			// Both tracers stamp the dm bios' queue and completion at the
+			// same tracepoint calls, ftrace's handler first (its instance
+			// was enabled before etcdscope attached): µs apart, unless the
+			// emulated CPU is taken away between the two handlers (QEMU's
+			// vCPU thread descheduled on a loaded host: the guest clock
+			// runs on). That gap is measured per bio, logged, and the dm
+			// layer compared with ftrace's holds less it: on 5.10, load
+			// 13.6, a data write's completion stamped 13.8 ms after
+			// ftrace's, and the dm layer exceeded its bound by 13.6 ms
+			// (2026-12-07: the first 5.10 failure caught with its events).
+			lag, lags := probeLag(r, o.ends)
+			held := dm.HeldNs - lag
+			if lag > 5e5 || lag < -5e5 {
+				t.Logf("call %d: etcdscope's probes ran %s ms after ftrace's at its dm bios' queue and completion (%s): the dm layer is compared as %s ms", i, render.Ms(lag), lags, render.Ms(held))
+			}
 			if o.unremapped > 0 {
 				// Neither ftrace nor etcdscope sees when the target let the
 				// flush go. What both see: the flush's queue and completion
@@ -199,21 +214,21 @@ func TestDMLevel(t *testing.T) {
 				unremapped++
 				t.Logf("call %d: this kernel traced no remap of the %d flush bios dm-delay held; dm layer %s ms within the other bios' holds %s ms + the flush's %s ms on dm-0 (ftrace)",
 					i, o.unremapped, render.Ms(dm.HeldNs), render.Ms(o.holdNs), render.Ms(o.spanNs))
-				if dm.HeldNs > o.holdNs+o.spanNs+tolNs {
-					errorf("call %d: dm layer %s ms exceeds the remapped bios' holds %s ms + the dm flushes' %s ms from queue to completion (ftrace)",
-						i, render.Ms(dm.HeldNs), render.Ms(o.holdNs), render.Ms(o.spanNs))
+				if held > o.holdNs+o.spanNs+tolNs {
+					errorf("call %d: dm layer %s ms (%s ms less the probes' lag) exceeds the remapped bios' holds %s ms + the dm flushes' %s ms from queue to completion (ftrace)",
+						i, render.Ms(dm.HeldNs), render.Ms(held), render.Ms(o.holdNs), render.Ms(o.spanNs))
 				}
 			} else if o.bios == 0 || o.flushQueue == 0 {
 				errorf("call %d: ftrace saw %d dm bios and no flush of this call: %s", i, o.bios, o.why)
 				return
 			}
 			if o.unremapped == 0 {
-				sumGot += dm.HeldNs
+				sumGot += held
 				sumWant += o.holdNs
 			}
-			if d := dm.HeldNs - o.holdNs; o.unremapped == 0 && (d < -5e5 || d > 5e5) {
+			if d := held - o.holdNs; o.unremapped == 0 && (d < -5e5 || d > 5e5) {
 				if d < -int64(o.bios)*tolNs || d > int64(o.bios)*tolNs {
-					errorf("call %d: dm layer %s ms, ftrace's holds %s ms", i, render.Ms(dm.HeldNs), render.Ms(o.holdNs))
+					errorf("call %d: dm layer %s ms (%s ms less the probes' lag), ftrace's holds %s ms", i, render.Ms(dm.HeldNs), render.Ms(held), render.Ms(o.holdNs))
 				}
 				dump = true
 			}
@@ -413,6 +428,55 @@ type dmCallOracle struct {
 	unremapped                            int
 	spanNs                                int64
 	why                                   string
+	ends                                  []dmBioEnds // every bio followed, in queue order
+}
+
+// dmBioEnds is when ftrace saw a dm bio queued and completed on the dm
+// disk.
+type dmBioEnds struct {
+	flush           bool
+	queue, complete uint64
+}
+
+// probeLag returns by how much etcdscope's stamps of its dm bios' queue
+// and completion lengthen them against ftrace's stamps of the same
+// tracepoint calls (ends; each etcdscope bio matched to ftrace's of its
+// kind queued nearest), summed, and each bio's (completion − queue) lag in
+// ms for the log.
+func probeLag(r analysis.FsyncRecord, ends []dmBioEnds) (int64, string) {
+	var lag int64
+	var each []string
+	used := make([]bool, len(ends))
+	for _, q := range r.Requests {
+		if !q.DM {
+			continue
+		}
+		best := -1
+		for j, e := range ends {
+			if used[j] || e.flush != (q.Role == analysis.RoleFlush) {
+				continue
+			}
+			if best < 0 || absDiff(e.queue, q.IssueNs) < absDiff(ends[best].queue, q.IssueNs) {
+				best = j
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		used[best] = true
+		e := ends[best]
+		dq, dc := int64(q.IssueNs)-int64(e.queue), int64(q.CompleteNs)-int64(e.complete)
+		lag += dc - dq
+		each = append(each, fmt.Sprintf("%s bio: queue %+.3f, completion %+.3f", q.Role, float64(dq)/1e6, float64(dc)/1e6))
+	}
+	return lag, strings.Join(each, "; ")
+}
+
+func absDiff(a, b uint64) uint64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
 }
 
 // dmOracle follows each bio that thread tid queued on the dm disk inside
@@ -448,6 +512,7 @@ func dmOracle(evs []*blockTraceEvent, tid uint32, s, e uint64) dmCallOracle {
 			if done != nil {
 				o.unremapped++
 				o.spanNs += int64(done.ns - q.ns)
+				o.ends = append(o.ends, dmBioEnds{true, q.ns, done.ns})
 				if o.flushQueue == 0 {
 					o.flushQueue, o.flushComplete = q.ns, done.ns
 				}
@@ -474,6 +539,7 @@ func dmOracle(evs []*blockTraceEvent, tid uint32, s, e uint64) dmCallOracle {
 		}
 		o.bios++
 		o.holdNs += int64(rm.ns-q.ns) + int64(done.ns-low.ns)
+		o.ends = append(o.ends, dmBioEnds{flush, q.ns, done.ns})
 		if flush && o.flushQueue == 0 {
 			o.flushQueue, o.flushRemap, o.flushComplete = q.ns, rm.ns, done.ns
 		}
