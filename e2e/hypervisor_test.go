@@ -134,6 +134,13 @@ func TestHypervisorMerge(t *testing.T) {
 	start := time.Now()
 	vmRunErr := vm.Run()
 	t.Logf("VM run: %v (%v)", time.Since(start).Round(time.Second), vmRunErr)
+	// The rig's own account (seconds in QEMU, host load at boot and end):
+	// what VMTEST_TIMEOUT above is measured against.
+	for _, l := range strings.Split(vmErr.String(), "\n") {
+		if strings.Contains(l, "s in QEMU") {
+			t.Log(strings.TrimSpace(l))
+		}
+	}
 	clockAfter := sampleRealtimeMono()
 	hv.Process.Signal(syscall.SIGINT)
 	if err := hv.Wait(); err != nil {
