@@ -136,8 +136,8 @@ func TestHypervisorMerge(t *testing.T) {
 	t.Logf("VM run: %v (%v)", time.Since(start).Round(time.Second), vmRunErr)
 	// The rig's own account (seconds in QEMU, host load at boot and end):
 	// what VMTEST_TIMEOUT above is measured against.
-	for _, l := range strings.Split(vmErr.String(), "\n") {
-		if strings.Contains(l, "s in QEMU") {
+	for _, l := range strings.Split(console.String()+vmErr.String(), "\n") {
+		if strings.HasPrefix(l, "vmtest: kernel ") && strings.Contains(l, "s in QEMU") {
 			t.Log(strings.TrimSpace(l))
 		}
 	}
