@@ -118,9 +118,10 @@ func (a *Attributor) remapBefore(b *event.Block, from uint64) (uint64, bool) {
 // request (flushAsked, which claims it), or, on a disk beneath a dm disk
 // (lower), when dm sent the flush down (its remap) if that came first.
 // The bio can get its request late after the remap, whether or not an
-// insert follows (TCG: 5.2 ms before an insert; 0.3-0.4 ms on every
-// first call on Debian's 6.12, issued from kblockd without one): that gap
-// is the disk beneath's, as ftrace's hold (remap − queue) counts it.
+// insert follows (TCG: 5.2 ms before an insert; on Debian's 6.12, issued
+// from kblockd without one, 0.06-0.48 ms by etcdscope's stamps on every
+// call and 2.35 ms by ftrace's on one first call): that gap is the disk
+// beneath's, as ftrace's hold (remap − queue) counts it.
 func (a *Attributor) flushWaitFrom(disk event.Dev, lower bool, from, by uint64) (uint64, bool) {
 	q, ok := a.flushAsked(disk, from, by)
 	if !lower {
