@@ -240,9 +240,19 @@ func TestDMLevel(t *testing.T) {
 			}
 			// dm-delay counts its delay in jiffies from the bio's arrival:
 			// a flush arriving late in a jiffy is held up to one jiffy less
-			// (4 ms at the rig's HZ=250), less 1 ms of stamp slack.
-			if dm.HeldNs < int64(dmFlushDelay)-dmJiffy-int64(time.Millisecond) {
-				errorf("call %d: dm layer %s ms is under the table's %v flush delay less a jiffy", i, render.Ms(dm.HeldNs), dmFlushDelay)
+			// (4 ms at the rig's HZ=250), less 1 ms of stamp slack. And
+			// jiffies lag the clock while the tick waits for a starved
+			// emulated CPU: on 5.10 at host load 23.2 ftrace saw a flush
+			// on dm-0 from queue to completion in 12.90 ms (2026-12-07).
+			// Where the kernel's own trace shows a shorter hold, the dm
+			// layer must match that instead.
+			floor := int64(dmFlushDelay) - dmJiffy - int64(time.Millisecond)
+			if kernel := o.holdNs + o.spanNs; kernel < floor+tolNs {
+				t.Logf("call %d: the kernel held this call's bios %s ms (ftrace), under the table's %v less a jiffy: the floor is that less %s ms", i, render.Ms(kernel), dmFlushDelay, render.Ms(tolNs))
+				floor = kernel - tolNs
+			}
+			if dm.HeldNs < floor {
+				errorf("call %d: dm layer %s ms is under its floor %s ms (the table's %v flush delay less a jiffy, or less what ftrace saw held)", i, render.Ms(dm.HeldNs), render.Ms(floor), dmFlushDelay)
 			}
 			if dm.Lower.DeviceFlushNs == 0 {
 				errorf("call %d: no flush time on %s beneath", i, loopName)
