@@ -126,12 +126,12 @@ func TestHypervisorMerge(t *testing.T) {
 	vm := exec.Command(filepath.Join(root, "vmtest", "run.sh"))
 	vm.Dir = root
 	// The VM's budget, and the guest test's inside it. Measured beside 4
-	// CPU hogs (2026-12-07, 10 runs): passing runs 119-164 s in QEMU at
-	// host load 8-12 (2m07s-5m03s with the build); two runs killed at the
-	// 300 s this was, at load 18.7 and 20.0, with 3 and 4 of the 5 drives
-	// done (one drive's fio alone 82 s): ~400-450 s needed there. 600 s,
-	// a third over that; the guest's own -test.timeout (6m by default)
-	// raised past it.
+	// CPU hogs (2026-12-07, 11 runs): passing runs 119-164 s in QEMU at
+	// host load 8-12 (2m07s-5m03s with the build); three runs killed at
+	// the 300 s this was, at load 18.7-22.5, two of them with 3 and 4 of
+	// the 5 drives done (one drive's fio alone 82 s): ~400-450 s needed
+	// there. 600 s, a third over that; the guest's own -test.timeout (6m
+	// by default) raised past it.
 	vm.Env = append(os.Environ(), "VMTEST_PKGS=./vmtest/guestfio", "VMTEST_TIMEOUT=600", "VMTEST_TEST_TIMEOUT=9m",
 		"VMTEST_QEMU_ARGS=-msg timestamp=on -trace events="+qevents+",file="+qtrace,
 		"VMTEST_DRIVES=file="+raw+",format=raw,if=virtio,cache=none,aio=native;file="+qcow+",format=qcow2,if=virtio;file="+unsafe+",format=raw,if=virtio,cache=unsafe"+
