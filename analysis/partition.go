@@ -73,16 +73,10 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 			if lower && role == RoleFlush {
 				// The flush state machine inserts its flush request when
 				// kblockd gets to it: the wait on the disk beneath began
-				// when dm queued the flush there (its remap), not at the
-				// insert (Debian's 6.12 under TCG: 4-9 ms later).
-				if q, ok := a.flushAsked(b.Dev, s, b.InsertNs); ok && q < from {
+				// when dm sent the flush there, not at the insert
+				// (Debian's 6.12 under TCG: 4-9 ms later).
+				if q, ok := a.flushWaitFrom(b.Dev, true, s, b.InsertNs); ok && q < from {
 					(*reqs)[len(*reqs)-1].InsertNs, from = q, q
-				}
-				// And from the remap itself when dm sent it down: the
-				// bio can get its request (block_getrq, flushAsked's
-				// mark) late too (TCG: 5.2 ms after the remap).
-				if r, ok := a.flushRemapBefore(b.Dev, s, b.InsertNs); ok && r < from {
-					(*reqs)[len(*reqs)-1].InsertNs, from = r, r
 				}
 			}
 			sw.addAt(from, b.IssueNs, catQueue, lower)
@@ -93,14 +87,14 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 			req := &(*reqs)[len(*reqs)-1]
 			req.NotIssued = true
 			issue = b.CompleteNs
-			if q, ok := a.flushAsked(b.Dev, s, b.CompleteNs); ok {
+			if q, ok := a.flushWaitFrom(b.Dev, lower, s, b.CompleteNs); ok {
 				req.InsertNs, issue = q, q
 			}
 		case role == RoleFlush && b.InsertNs == 0:
 			// A flush request from the flush state machine is issued from
 			// kblockd with no insert event: it was asked for when the last
 			// flush bio on the disk was queued before it.
-			if q, ok := a.flushAsked(b.Dev, s, b.IssueNs); ok {
+			if q, ok := a.flushWaitFrom(b.Dev, lower, s, b.IssueNs); ok {
 				(*reqs)[len(*reqs)-1].InsertNs = q
 				sw.addAt(q, b.IssueNs, catQueue, lower)
 			}

@@ -25,8 +25,13 @@ import (
 	"github.com/etcdscope/etcdscope/render"
 )
 
-// dmFlushDelay is the hold dm-delay puts on every flush in TestDMLevel.
-const dmFlushDelay = 20 * time.Millisecond
+// dmFlushDelay is the hold dm-delay puts on every flush in TestDMLevel,
+// and dmJiffy a jiffy of the rig's kernels (HZ=250), the most dm-delay's
+// tick-counted hold can fall short of it.
+const (
+	dmFlushDelay = 20 * time.Millisecond
+	dmJiffy      = int64(4 * time.Millisecond)
+)
 
 // TestDMLevel runs in the VM rig (Debian's 6.1 kernel, and 5.10 and 6.12
 // under make vmtest-kernels, have dm-mod and dm-delay; this build
@@ -42,8 +47,10 @@ const dmFlushDelay = 20 * time.Millisecond
 // call queued, the target's hold is remap − queue plus dm completion −
 // the completion of its request beneath. Per call, etcdscope's dm layer
 // must equal the sum of those holds, each dm flush's queue, remap and
-// completion times the kernel's, the hold at least the table's 20 ms,
-// and the filesystem, dm and lower-disk levels must sum to the call.
+// completion times the kernel's, the hold at least the table's 20 ms less
+// a jiffy, and the filesystem, dm and lower-disk levels must sum to the
+// call. A call that fails prints its requests and ftrace's events around
+// it, and the test etcdscope's capture (`etcdscope report` replays it).
 func TestDMLevel(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.LookPath(t, "dmsetup", "dmsetup")
@@ -89,9 +96,33 @@ func TestDMLevel(t *testing.T) {
 		{"events/block/block_bio_remap/filter", fmt.Sprintf("old_dev == %d", dmDev)},
 		{"events/block/block_bio_complete/filter", fmt.Sprintf("dev == %d", dmDev)},
 		{"events/block/block_rq_complete/filter", fmt.Sprintf("dev == %d", loopDev)},
+		// Not the oracle's: what a failing call's dump shows of the
+		// requests beneath (when each got its request, was inserted and
+		// issued).
+		{"events/block/block_getrq/filter", fmt.Sprintf("dev == %d", loopDev)},
+		{"events/block/block_rq_insert/filter", fmt.Sprintf("dev == %d", loopDev)},
+		{"events/block/block_rq_issue/filter", fmt.Sprintf("dev == %d", loopDev)},
 		{"events/block/block_bio_queue/enable", "1"}, {"events/block/block_bio_remap/enable", "1"},
-		{"events/block/block_bio_complete/enable", "1"}, {"events/block/block_rq_complete/enable", "1"}})
-	tr := startFsync(t, "--pid", strconv.Itoa(os.Getpid()))
+		{"events/block/block_bio_complete/enable", "1"}, {"events/block/block_rq_complete/enable", "1"},
+		{"events/block/block_getrq/enable", "1"}, {"events/block/block_rq_insert/enable", "1"},
+		{"events/block/block_rq_issue/enable", "1"}})
+	// The decoded events etcdscope attributed, printed when the test
+	// fails: `etcdscope report` replays them on any machine.
+	capture := filepath.Join(t.TempDir(), "dm.capture")
+	tr := startFsync(t, "--pid", strconv.Itoa(os.Getpid()), "--capture", capture)
+	defer func() {
+		if !t.Failed() {
+			return
+		}
+		b, err := os.ReadFile(capture)
+		if err != nil {
+			t.Logf("capture: %v", err)
+			return
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			t.Logf("capture %s", l)
+		}
+	}()
 
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -133,97 +164,135 @@ func TestDMLevel(t *testing.T) {
 	var sumGot, sumWant int64
 	unremapped := 0
 	for i, r := range calls {
-		o := dmOracle(evs, tid, r.StartNs, r.EndNs)
-		dm := r.DM
-		if dm == nil {
-			t.Errorf("call %d: no dm level; layers %+v", i, r.Layers)
-			continue
+		// A call that fails a check, or whose dm layer is off ftrace's
+		// holds by over 0.5 ms, prints its requests, journal windows and
+		// the ftrace events around it: the evidence of its cause.
+		dump := false
+		errorf := func(format string, args ...any) {
+			t.Helper()
+			dump = true
+			t.Errorf(format, args...)
 		}
-		fs := r.TotalNs - dm.HeldNs - dm.Lower.Sum()
-		t.Logf("call %d: total %s ms = fs %s + dm %s + %v %s ms (flush %s, queue %s, data %s); ftrace: %d dm bios, hold %s ms; flush queued %d, remapped %s, completed +%s ms",
-			i, render.Ms(r.TotalNs), render.Ms(fs), render.Ms(dm.HeldNs), dm.TargetNames, render.Ms(dm.Lower.Sum()),
-			render.Ms(dm.Lower.DeviceFlushNs), render.Ms(dm.Lower.BlockQueueNs), render.Ms(dm.Lower.DataWritebackNs),
-			o.bios, render.Ms(o.holdNs), o.flushQueue, remapAfter(o.flushQueue, o.flushRemap), render.Ms(int64(o.flushComplete-o.flushQueue)))
-		if fs < 0 || fs+dm.HeldNs+dm.Lower.Sum() != r.TotalNs || dm.HeldNs != r.Layers.DMNs {
-			t.Errorf("call %d: levels fs %d + dm %d + lower %d do not make the total %d (dm layer %d)", i, fs, dm.HeldNs, dm.Lower.Sum(), r.TotalNs, r.Layers.DMNs)
-		}
-		if dm.DevName != dmName || len(dm.TargetNames) != 1 || dm.TargetNames[0] != loopName {
-			t.Errorf("call %d: dm level on %s over %v, want %s over %s", i, dm.DevName, dm.TargetNames, dmName, loopName)
-		}
-		if o.unremapped > 0 {
-			// Neither ftrace nor etcdscope sees when the target let the
-			// flush go. What both see: the flush's queue and completion
-			// on the dm disk, and the dm layer at most the remapped bios'
-			// holds plus that span, at least the table's delay (below).
-			unremapped++
-			t.Logf("call %d: this kernel traced no remap of the %d flush bios dm-delay held; dm layer %s ms within the other bios' holds %s ms + the flush's %s ms on dm-0 (ftrace)",
-				i, o.unremapped, render.Ms(dm.HeldNs), render.Ms(o.holdNs), render.Ms(o.spanNs))
-			if dm.HeldNs > o.holdNs+o.spanNs+tolNs {
-				t.Errorf("call %d: dm layer %s ms exceeds the remapped bios' holds %s ms + the dm flushes' %s ms from queue to completion (ftrace)",
-					i, render.Ms(dm.HeldNs), render.Ms(o.holdNs), render.Ms(o.spanNs))
+		func() {
+			o := dmOracle(evs, tid, r.StartNs, r.EndNs)
+			dm := r.DM
+			if dm == nil {
+				errorf("call %d: no dm level; layers %+v", i, r.Layers)
+				return
 			}
-		} else if o.bios == 0 || o.flushQueue == 0 {
-			t.Errorf("call %d: ftrace saw %d dm bios and no flush of this call: %s", i, o.bios, o.why)
-			continue
-		}
-		if o.unremapped == 0 {
-			sumGot += dm.HeldNs
-			sumWant += o.holdNs
-		}
-		if d := dm.HeldNs - o.holdNs; o.unremapped == 0 && (d < -5e5 || d > 5e5) {
-			if d < -int64(o.bios)*tolNs || d > int64(o.bios)*tolNs {
-				t.Errorf("call %d: dm layer %s ms, ftrace's holds %s ms", i, render.Ms(dm.HeldNs), render.Ms(o.holdNs))
+			fs := r.TotalNs - dm.HeldNs - dm.Lower.Sum()
+			t.Logf("call %d: total %s ms = fs %s + dm %s + %v %s ms (flush %s, queue %s, data %s); ftrace: %d dm bios, hold %s ms; flush queued %d, remapped %s, completed +%s ms",
+				i, render.Ms(r.TotalNs), render.Ms(fs), render.Ms(dm.HeldNs), dm.TargetNames, render.Ms(dm.Lower.Sum()),
+				render.Ms(dm.Lower.DeviceFlushNs), render.Ms(dm.Lower.BlockQueueNs), render.Ms(dm.Lower.DataWritebackNs),
+				o.bios, render.Ms(o.holdNs), o.flushQueue, remapAfter(o.flushQueue, o.flushRemap), render.Ms(int64(o.flushComplete-o.flushQueue)))
+			if fs < 0 || fs+dm.HeldNs+dm.Lower.Sum() != r.TotalNs || dm.HeldNs != r.Layers.DMNs {
+				errorf("call %d: levels fs %d + dm %d + lower %d do not make the total %d (dm layer %d)", i, fs, dm.HeldNs, dm.Lower.Sum(), r.TotalNs, r.Layers.DMNs)
 			}
-			for _, q := range r.Requests {
-				t.Logf("  request %+v", q)
+			if dm.DevName != dmName || len(dm.TargetNames) != 1 || dm.TargetNames[0] != loopName {
+				errorf("call %d: dm level on %s over %v, want %s over %s", i, dm.DevName, dm.TargetNames, dmName, loopName)
 			}
-			for _, j := range r.Journal {
-				t.Logf("  journal %+v", j)
+			// Both tracers stamp a hold's ends (the dm bio's queue, remap
+			// and completion, the completion beneath) at the same
+			// tracepoint calls, ftrace's handler first (its instance was
+			// enabled before etcdscope attached): µs apart, unless the
+			// emulated CPU is taken away between the two handlers (QEMU's
+			// vCPU thread descheduled on a loaded host: the guest clock
+			// runs on, and the guest traces nothing meanwhile). That gap
+			// is measured per stamp (each within 2 ms of ftrace's, or with
+			// nothing traced between), logged, and the dm layer compared
+			// with ftrace's holds less it: what remains is the partition's
+			// own error, the layer against the holds etcdscope's stamps
+			// define (6.1, 4 runs: 0 ns; 2026-12-07, the first failures
+			// caught with their events: on 5.10 at load 13.6 a data
+			// write's completion stamped 13.8 ms after ftrace's, the dm
+			// layer 13.6 ms over its bound; on 6.12 at load 9.4 a flush's
+			// remap 9.7 ms after, the dm layer 30.4 against 20.8 ms).
+			lag, lags, err := probeLag(r, o.ends, evs, tolNs)
+			held := dm.HeldNs - lag
+			if lag > 5e5 || lag < -5e5 {
+				t.Logf("call %d: etcdscope's stamps lengthen its dm holds by %s ms against ftrace's (Δ ms: %s): the dm layer is compared as %s ms", i, render.Ms(lag), lags, render.Ms(held))
 			}
-			for _, x := range evs {
-				if x.ns+1e6 >= r.StartNs && x.ns <= r.EndNs+1e6 {
-					t.Logf("  ftrace %+v", *x)
+			if err != nil {
+				errorf("call %d: %v (Δ ms: %s)", i, err, lags)
+			}
+			if o.unremapped > 0 {
+				// Neither ftrace nor etcdscope sees when the target let the
+				// flush go. What both see: the flush's queue and completion
+				// on the dm disk, and the dm layer at most the remapped bios'
+				// holds plus that span, at least the table's delay (below).
+				unremapped++
+				t.Logf("call %d: this kernel traced no remap of the %d flush bios dm-delay held; dm layer %s ms within the other bios' holds %s ms + the flush's %s ms on dm-0 (ftrace)",
+					i, o.unremapped, render.Ms(dm.HeldNs), render.Ms(o.holdNs), render.Ms(o.spanNs))
+				if held > o.holdNs+o.spanNs+tolNs {
+					errorf("call %d: dm layer %s ms (%s ms less the probes' lag) exceeds the remapped bios' holds %s ms + the dm flushes' %s ms from queue to completion (ftrace)",
+						i, render.Ms(dm.HeldNs), render.Ms(held), render.Ms(o.holdNs), render.Ms(o.spanNs))
+				}
+			} else if o.bios == 0 || o.flushQueue == 0 {
+				errorf("call %d: ftrace saw %d dm bios and no flush of this call: %s", i, o.bios, o.why)
+				return
+			}
+			if o.unremapped == 0 {
+				sumGot += held
+				sumWant += o.holdNs
+			}
+			if d := held - o.holdNs; o.unremapped == 0 && (d < -5e5 || d > 5e5) {
+				if d < -int64(o.bios)*tolNs || d > int64(o.bios)*tolNs {
+					errorf("call %d: dm layer %s ms (%s ms less the probes' lag), ftrace's holds %s ms", i, render.Ms(dm.HeldNs), render.Ms(held), render.Ms(o.holdNs))
+				}
+				dump = true
+			}
+			// dm-delay counts its delay in jiffies from the bio's arrival:
+			// a flush arriving late in a jiffy is held up to one jiffy less
+			// (4 ms at the rig's HZ=250), less 1 ms of stamp slack. And
+			// jiffies lag the clock while the tick waits for a starved
+			// emulated CPU: on 5.10 at host load 23.2 ftrace saw a flush
+			// on dm-0 from queue to completion in 12.90 ms (2026-12-07).
+			// Where the kernel's own trace shows a shorter hold, the dm
+			// layer must match that instead.
+			floor := int64(dmFlushDelay) - dmJiffy - int64(time.Millisecond)
+			if kernel := o.holdNs + o.spanNs; kernel < floor+tolNs {
+				t.Logf("call %d: the kernel held this call's bios %s ms (ftrace), under the table's %v less a jiffy: the floor is that less %s ms", i, render.Ms(kernel), dmFlushDelay, render.Ms(tolNs))
+				floor = kernel - tolNs
+			}
+			if dm.HeldNs < floor {
+				errorf("call %d: dm layer %s ms is under its floor %s ms (the table's %v flush delay less a jiffy, or less what ftrace saw held)", i, render.Ms(dm.HeldNs), render.Ms(floor), dmFlushDelay)
+			}
+			if dm.Lower.DeviceFlushNs == 0 {
+				errorf("call %d: no flush time on %s beneath", i, loopName)
+			}
+			var flush *analysis.Request
+			for j := range r.Requests {
+				if q := &r.Requests[j]; q.DM && q.Role == analysis.RoleFlush {
+					flush = q
 				}
 			}
-		}
-		// dm-delay counts its delay in jiffies from the bio's arrival:
-		// a flush arriving late in a jiffy is held up to one jiffy less
-		// (4 ms at the rig's HZ=250).
-		if dm.HeldNs < int64(dmFlushDelay)-5*int64(time.Millisecond) {
-			t.Errorf("call %d: dm layer %s ms is under the table's %v flush delay less a jiffy", i, render.Ms(dm.HeldNs), dmFlushDelay)
-		}
-		if dm.Lower.DeviceFlushNs == 0 {
-			t.Errorf("call %d: no flush time on %s beneath", i, loopName)
-		}
-		var flush *analysis.Request
-		for j := range r.Requests {
-			if q := &r.Requests[j]; q.DM && q.Role == analysis.RoleFlush {
-				flush = q
+			if flush == nil {
+				errorf("call %d: no dm flush bio among its requests", i)
+				return
 			}
-		}
-		if flush == nil {
-			t.Errorf("call %d: no dm flush bio among its requests", i)
-			continue
-		}
-		for _, c := range []struct {
-			what      string
-			got, want uint64
-		}{{"queued", flush.IssueNs, o.flushQueue}, {"remapped", flush.RemapNs, o.flushRemap}, {"completed", flush.CompleteNs, o.flushComplete}} {
-			if c.what == "remapped" && o.unremapped > 0 {
-				continue // flush.RemapNs is 0 too: checked below
+			for _, c := range []struct {
+				what      string
+				got, want uint64
+			}{{"queued", flush.IssueNs, o.flushQueue}, {"remapped", flush.RemapNs, o.flushRemap}, {"completed", flush.CompleteNs, o.flushComplete}} {
+				if c.what == "remapped" && o.unremapped > 0 {
+					continue // flush.RemapNs is 0 too: checked below
+				}
+				if d := int64(c.got) - int64(c.want); (d < -tolNs || d > tolNs) && !vcpuAway(evs, c.want, c.got) {
+					errorf("call %d: dm flush %s at %d, ftrace %d (%+d µs)", i, c.what, c.got, c.want, d/1000)
+				}
 			}
-			if d := int64(c.got) - int64(c.want); d < -tolNs || d > tolNs {
-				t.Errorf("call %d: dm flush %s at %d, ftrace %d (%+d µs)", i, c.what, c.got, c.want, d/1000)
+			if o.unremapped > 0 {
+				if flush.RemapNs != 0 {
+					errorf("call %d: dm flush remapped at %d, but the kernel traced no remap", i, flush.RemapNs)
+				}
+				return
 			}
-		}
-		if o.unremapped > 0 {
-			if flush.RemapNs != 0 {
-				t.Errorf("call %d: dm flush remapped at %d, but the kernel traced no remap", i, flush.RemapNs)
+			if want := fmt.Sprintf("%d:%d", loopDev>>20, loopDev&(1<<20-1)); flush.Target != want {
+				errorf("call %d: dm flush remapped onto %q, want %q", i, flush.Target, want)
 			}
-			continue
-		}
-		if want := fmt.Sprintf("%d:%d", loopDev>>20, loopDev&(1<<20-1)); flush.Target != want {
-			t.Errorf("call %d: dm flush remapped onto %q, want %q", i, flush.Target, want)
+		}()
+		if dump {
+			dumpDMCall(t, r, evs)
 		}
 	}
 	if unremapped == len(calls) {
@@ -231,8 +300,15 @@ func TestDMLevel(t *testing.T) {
 		return
 	}
 	t.Logf("dm layer over %d calls: etcdscope %s ms, ftrace's holds %s ms", len(calls)-unremapped, render.Ms(sumGot), render.Ms(sumWant))
-	if mean := sumGot / int64(len(calls)-unremapped); mean < int64(dmFlushDelay)-int64(time.Millisecond) {
-		t.Errorf("dm layer mean per call %s ms, under the table's %v flush delay", render.Ms(mean), dmFlushDelay)
+	// dm-delay releases a held bio at a jiffy tick (HZ=250 on the rig's
+	// kernels): a flush is held between the table's delay less a jiffy and
+	// the delay, plus the wakeup, and 8 calls' mean is not bound to reach
+	// the delay less 1 ms (the floor until 2026-12-07: one 6.12 run failed
+	// at 18.4 ms). ftrace's holds on 6.12 (2026-12-07, 8 runs, 64 calls):
+	// the least 16.43 ms. The mean keeps the per-call floor less its 1 ms
+	// of stamp slack: the stamps agree on average (the sum check below).
+	if mean := sumGot / int64(len(calls)-unremapped); mean < int64(dmFlushDelay)-dmJiffy {
+		t.Errorf("dm layer mean per call %s ms, under the table's %v flush delay less a jiffy", render.Ms(mean), dmFlushDelay)
 	}
 	if d := sumGot - sumWant; d < -sumWant/100-5e5 || d > sumWant/100+5e5 {
 		t.Errorf("dm layer over the calls %s ms, ftrace's holds %s ms: not within 1%% + 0.5 ms", render.Ms(sumGot), render.Ms(sumWant))
@@ -371,6 +447,106 @@ type dmCallOracle struct {
 	unremapped                            int
 	spanNs                                int64
 	why                                   string
+	ends                                  []dmBioEnds // every bio followed, in queue order
+}
+
+// dmBioEnds is when ftrace saw a dm bio queued, remapped (0: untraced)
+// and completed on the dm disk, and its request beneath complete (0:
+// not followed).
+type dmBioEnds struct {
+	flush                       bool
+	queue, remap, low, complete uint64
+}
+
+// probeLag returns by how much etcdscope's stamps lengthen its dm bios'
+// holds against ftrace's stamps of the same tracepoint calls (ends; each
+// etcdscope bio matched to ftrace's of its kind queued nearest): a hold
+// is remap − queue + completion − the completion beneath, so the lag is
+// Δremap − Δqueue + Δcompletion − Δbeneath (for a flush the kernel did
+// not remap, its whole span: Δcompletion − Δqueue). It also returns each
+// stamp's Δ in ms for the log, and an error when a stamp is off ftrace's
+// by more than tol in a way the emulated CPU's absence does not explain
+// (vcpuAway).
+func probeLag(r analysis.FsyncRecord, ends []dmBioEnds, evs []*blockTraceEvent, tol int64) (int64, string, error) {
+	var lag int64
+	var each []string
+	var bad error
+	used := make([]bool, len(ends))
+	usedLow := map[int]bool{}
+	stamp := func(what string, got, want uint64) int64 {
+		if got == 0 || want == 0 {
+			return 0
+		}
+		d := int64(got) - int64(want)
+		each = append(each, fmt.Sprintf("%s %+.3f", what, float64(d)/1e6))
+		if (d < -tol || d > tol) && !vcpuAway(evs, want, got) && bad == nil {
+			bad = fmt.Errorf("%s stamped %+d µs from ftrace's, with ftrace events between", what, d/1000)
+		}
+		return d
+	}
+	for _, q := range r.Requests {
+		if !q.DM {
+			continue
+		}
+		best := -1
+		for j, e := range ends {
+			if used[j] || e.flush != (q.Role == analysis.RoleFlush) {
+				continue
+			}
+			if best < 0 || absDiff(e.queue, q.IssueNs) < absDiff(ends[best].queue, q.IssueNs) {
+				best = j
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		used[best] = true
+		e := ends[best]
+		lag -= stamp(q.Role+" queue", q.IssueNs, e.queue)
+		lag += stamp(q.Role+" completion", q.CompleteNs, e.complete)
+		if e.remap == 0 {
+			continue
+		}
+		lag += stamp(q.Role+" remap", q.RemapNs, e.remap)
+		low := -1
+		for j, b := range r.Requests {
+			if b.DM || usedLow[j] || b.Dev != q.Target || (b.Role == analysis.RoleFlush) != e.flush {
+				continue
+			}
+			if low < 0 || absDiff(b.CompleteNs, e.low) < absDiff(r.Requests[low].CompleteNs, e.low) {
+				low = j
+			}
+		}
+		if low >= 0 {
+			usedLow[low] = true
+			lag -= stamp(q.Role+" beneath", r.Requests[low].CompleteNs, e.low)
+		}
+	}
+	return lag, strings.Join(each, ", "), bad
+}
+
+// vcpuAway reports whether the guest traced nothing between ftrace's stamp
+// of a tracepoint call and etcdscope's later one: with one vCPU, and the
+// probes of one call run one after the other with preemption off, only
+// the emulated CPU being taken away (QEMU's vCPU thread descheduled) puts
+// time between them and nothing of the guest's in it.
+func vcpuAway(evs []*blockTraceEvent, ftraceNs, etcdscopeNs uint64) bool {
+	if etcdscopeNs < ftraceNs {
+		return false
+	}
+	for _, x := range evs {
+		if x.ns > ftraceNs && x.ns < etcdscopeNs {
+			return false
+		}
+	}
+	return true
+}
+
+func absDiff(a, b uint64) uint64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
 }
 
 // dmOracle follows each bio that thread tid queued on the dm disk inside
@@ -406,6 +582,7 @@ func dmOracle(evs []*blockTraceEvent, tid uint32, s, e uint64) dmCallOracle {
 			if done != nil {
 				o.unremapped++
 				o.spanNs += int64(done.ns - q.ns)
+				o.ends = append(o.ends, dmBioEnds{flush: true, queue: q.ns, complete: done.ns})
 				if o.flushQueue == 0 {
 					o.flushQueue, o.flushComplete = q.ns, done.ns
 				}
@@ -432,11 +609,29 @@ func dmOracle(evs []*blockTraceEvent, tid uint32, s, e uint64) dmCallOracle {
 		}
 		o.bios++
 		o.holdNs += int64(rm.ns-q.ns) + int64(done.ns-low.ns)
+		o.ends = append(o.ends, dmBioEnds{flush, q.ns, rm.ns, low.ns, done.ns})
 		if flush && o.flushQueue == 0 {
 			o.flushQueue, o.flushRemap, o.flushComplete = q.ns, rm.ns, done.ns
 		}
 	}
 	return o
+}
+
+// dumpDMCall logs a call's requests, journal windows and the ftrace
+// events from 1 ms before it to 1 ms after.
+func dumpDMCall(t *testing.T, r analysis.FsyncRecord, evs []*blockTraceEvent) {
+	t.Helper()
+	for _, q := range r.Requests {
+		t.Logf("  request %+v", q)
+	}
+	for _, j := range r.Journal {
+		t.Logf("  journal %+v", j)
+	}
+	for _, x := range evs {
+		if x.ns+1e6 >= r.StartNs && x.ns <= r.EndNs+1e6 {
+			t.Logf("  ftrace %+v", *x)
+		}
+	}
 }
 
 // remapsFlushes reports whether the trace has any block_bio_remap of a

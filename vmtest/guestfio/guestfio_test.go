@@ -51,6 +51,11 @@ func TestVMGuestFio(t *testing.T) {
 	if len(devs) == 0 {
 		t.Skipf("no drive labelled %s: this test is the guest half of e2e/hypervisor_test.go", Label)
 	}
+	// The guest clock's source, before and after, and what the kernel said
+	// of its clocks: the host test fits one line through the host-guest
+	// offsets of all drives, which a change of source mid-run would bend.
+	logClock(t, "before")
+	defer logClock(t, "after")
 	// 1 MiB: ~455 fdatasyncs, a few seconds per drive under TCG.
 	const size = "1m"
 	for _, dev := range devs {
@@ -137,5 +142,22 @@ func TestVMGuestFio(t *testing.T) {
 				t.Errorf("recorded %d fio fdatasyncs on %s, fio reports %d", fdatasyncs, dir, syncs)
 			}
 		})
+	}
+}
+
+// logClock logs the guest's current clocksource (when) and the kernel
+// log's lines about clocksources and the TSC.
+func logClock(t *testing.T, when string) {
+	t.Helper()
+	cs, _ := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+	t.Logf("clocksource %s: %s", when, strings.TrimSpace(string(cs)))
+	if when != "after" {
+		return
+	}
+	out, _ := exec.Command("dmesg").Output()
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "clocksource") || strings.Contains(l, "tsc") || strings.Contains(l, "TSC") {
+			t.Logf("dmesg: %s", l)
+		}
 	}
 }
