@@ -168,7 +168,13 @@ func Start(t testing.TB, opt Options) *Cluster {
 	t.Cleanup(func() { c.stop(t) })
 	// A run that does not take this lock (a tree older than its socket,
 	// under another /tmp) may still hold the ports: wait until they are.
-	if err := waitPortsFree(opt.IPs[:opt.Members], lockTimeout, t.Logf); err != nil {
+	var here []string // members in this network namespace
+	for i, ip := range opt.IPs[:opt.Members] {
+		if i >= len(opt.NetNS) || opt.NetNS[i] == "" {
+			here = append(here, ip)
+		}
+	}
+	if err := waitPortsFree(here, lockTimeout, t.Logf); err != nil {
 		t.Fatalf("etcdtest: %v", err)
 	}
 
@@ -597,11 +603,16 @@ func waitPortsFree(ips []string, timeout time.Duration, logf func(string, ...any
 		for _, ip := range ips {
 			for _, port := range []int{ClientPort, PeerPort, MetricsPort} {
 				l, err := net.Listen("tcp", hostPort(ip, port))
-				if err != nil {
+				if errors.Is(err, syscall.EADDRINUSE) {
 					busy = hostPort(ip, port)
 					break
 				}
-				l.Close()
+				// Another error (EADDRNOTAVAIL: an address of another
+				// network namespace, as the VM scenarios' members have)
+				// is no port of this namespace to wait for.
+				if err == nil {
+					l.Close()
+				}
 			}
 			if busy != "" {
 				break
