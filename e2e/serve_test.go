@@ -31,7 +31,7 @@ import (
 // server is a running `etcdscope serve`.
 type server struct {
 	cmd    *exec.Cmd
-	addr   string // host:port it listens on
+	addr   string             // host:port it listens on
 	stderr testenv.SyncBuffer // read while serve runs
 }
 
