@@ -46,6 +46,21 @@ const volatile __u64 rtt_sample_interval_ns = 1000000000ULL;
  * wake-up of a plain commit woke the reader every few records: most of a
  * starved reader's CPU went to waking (bench/findings.md, section 13). */
 const volatile __u64 peer_wake_bytes = 1 << 17;
+/* retransmit_err_arg: this kernel's tcp_retransmit_skb passes the
+ * retransmit's error third (Linux 6.13+) and fires on failures too (before,
+ * only on success): Go reads it from the prototype in the kernel's BTF
+ * (tracer/peers.go) and the program then drops a failed retransmit, so
+ * every kernel reports the same thing: segments sent again. Read-only: the
+ * verifier drops the branch not taken, and with it the third argument. */
+const volatile bool retransmit_err_arg = false;
+
+/* struct tcp_skb_cb's segment count under a flavour of our own, so a
+ * kernel whose BTF lacks the struct still loads (retrans_segs). */
+struct tcp_skb_cb___segs {
+	__u32 seq;
+	__u32 end_seq;
+	__u16 tcp_gso_segs;
+} __attribute__((preserve_access_index));
 
 /* peer_addrs: key = remote address, 16 bytes, IPv4 as ::ffff:a.b.c.d;
  * value unused. Filled by userspace when filter_peers is set. */
@@ -350,12 +365,35 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	return 0;
 }
 
+/* retrans_segs returns how many segments a retransmitted skb went out as:
+ * tcp_skb_pcount(skb), TCP_SKB_CB(skb)->tcp_gso_segs in skb->cb (the
+ * count __tcp_retransmit_skb adds to Tcp RetransSegs). Without the
+ * struct in the kernel's BTF, its layout since Linux 3.18 (the count at
+ * byte 8 of cb). */
+static __always_inline __u16 retrans_segs(const struct sk_buff *skb)
+{
+	const void *cb = (const void *)skb->cb;
+	__u16 segs = 0;
+
+	if (bpf_core_type_exists(struct tcp_skb_cb___segs))
+		segs = BPF_CORE_READ((const struct tcp_skb_cb___segs *)cb, tcp_gso_segs);
+	else
+		bpf_probe_read_kernel(&segs, sizeof(segs), cb + 8);
+	return segs ? segs : 1;
+}
+
 SEC("tp_btf/tcp_retransmit_skb")
 int BPF_PROG(tcp_retransmit_skb, const struct sock *sk, const struct sk_buff *skb)
 {
 	__u64 key = (__u64)sk;
 	struct peer_event *e, tmp = {};
 
+	if (retransmit_err_arg) {
+		int err = (int)ctx[2];
+
+		if (err)
+			return 0; /* not sent: not counted, as before 6.13 */
+	}
 	if (!match_fill(sk, &tmp))
 		return 0;
 	e = bpf_ringbuf_reserve(&peer_events, sizeof(*e), 0);
@@ -367,6 +405,7 @@ int BPF_PROG(tcp_retransmit_skb, const struct sock *sk, const struct sk_buff *sk
 	e->ts_ns = bpf_ktime_get_ns();
 	e->sk = key;
 	e->kind = PEER_EV_RETRANSMIT;
+	e->segs = retrans_segs(skb);
 	e->oldstate = e->newstate = BPF_CORE_READ(sk, __sk_common.skc_state);
 	fill_tcp(sk, e);
 	fill_info(e, bpf_map_lookup_elem(&socks, &key));

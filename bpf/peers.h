@@ -56,7 +56,11 @@ struct peer_event {
 	__u8 flags;           /* enum peer_event_flag */
 	__u8 oldstate;        /* TCP_* state before (set_state events) */
 	__u8 newstate;        /* TCP_* state after */
-	__u8 pad[2];
+	__u16 segs;           /* PEER_EV_RETRANSMIT: segments the retransmit
+	                       * sent (tcp_skb_pcount: what Tcp RetransSegs
+	                       * and tcp_sock.total_retrans add; more than one
+	                       * when writes queued behind a loss went out as
+	                       * one GSO skb); 0 for the other kinds */
 	__u8 saddr[16];       /* local address; IPv4 in the first 4 bytes */
 	__u8 daddr[16];       /* remote address; IPv4 in the first 4 bytes */
 	char comm[16];        /* comm of the connect() caller, if known */

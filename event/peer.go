@@ -123,14 +123,27 @@ type Peer struct {
 	// value `ss -ti` shows as minrtt). All µs; SRTTus and MdevUs are 0
 	// before the first sample, MinRTTus is ^uint32(0) then (the kernel's
 	// minmax_reset value, peers.NoMinRTTus: no sample, not 4294.967295 s).
-	SRTTus        uint32 `json:"srtt_us"`
-	MdevUs        uint32 `json:"mdev_us"`
-	MinRTTus      uint32 `json:"min_rtt_us"`
-	TotalRetrans  uint32 `json:"total_retrans"`       // tcp_sock.total_retrans: segments retransmitted so far
+	SRTTus       uint32 `json:"srtt_us"`
+	MdevUs       uint32 `json:"mdev_us"`
+	MinRTTus     uint32 `json:"min_rtt_us"`
+	TotalRetrans uint32 `json:"total_retrans"` // tcp_sock.total_retrans: segments retransmitted so far
+	// Segments: on a PeerRetransmit, the segments it sent (tcp_skb_pcount,
+	// what Tcp RetransSegs adds); 0 on other kinds, and in recordings made
+	// before it was read (count those as 1: Peer.RetransmitSegments).
+	Segments      uint16 `json:"segments,omitempty"`
 	BytesAcked    uint64 `json:"bytes_acked"`         // tcp_sock.bytes_acked: sent and acknowledged
 	BytesReceived uint64 `json:"bytes_received"`      // tcp_sock.bytes_received
 	OldState      uint8  `json:"old_state,omitempty"` // TCP state before (TCPEstablished, ...)
 	NewState      uint8  `json:"new_state,omitempty"` // TCP state after
+}
+
+// RetransmitSegments returns the segments a PeerRetransmit sent: Segments,
+// or 1 for a recording that predates it.
+func (e Peer) RetransmitSegments() uint64 {
+	if e.Segments == 0 {
+		return 1
+	}
+	return uint64(e.Segments)
 }
 
 // Duration returns DurationNs as a time.Duration.

@@ -702,7 +702,7 @@ func (m *Metrics) ObservePeer(e event.Peer) {
 			m.srtt.WithLabelValues(peer).Observe(float64(e.SRTTus) / 1e6)
 		}
 	case event.PeerRetransmit:
-		m.retransmits.WithLabelValues(peer).Inc()
+		m.retransmits.WithLabelValues(peer).Add(float64(e.RetransmitSegments()))
 	case event.PeerSetup:
 		m.setup.WithLabelValues(peer, string(e.Direction)).Observe(float64(e.DurationNs) / 1e9)
 	}

@@ -321,6 +321,13 @@ func TestObservePeer(t *testing.T) {
 	if v := testutil.ToFloat64(m.connsOpened.WithLabelValues("10.0.0.3", "passive")); v != 2 {
 		t.Errorf("passive opens %v, want 2", v)
 	}
+	// Retransmits count segments, as Tcp RetransSegs does: a GSO skb of 3
+	// sent again is 3; an event without the count (an old recording) is 1.
+	m.ObservePeer(event.Peer{Kind: event.PeerRetransmit, Remote: r, Segments: 3})
+	m.ObservePeer(event.Peer{Kind: event.PeerRetransmit, Remote: r})
+	if v := testutil.ToFloat64(m.retransmits.WithLabelValues("10.0.0.3")); v != 4 {
+		t.Errorf("retransmitted segments %v, want 4", v)
+	}
 }
 
 func TestSetComparisonsReplaces(t *testing.T) {

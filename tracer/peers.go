@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 
@@ -99,6 +100,10 @@ func NewPeers(cfg PeersConfig) (_ *PeersTracer, err error) {
 	if len(cfg.Peers) > 0 {
 		vars["filter_peers"] = uint8(1)
 	}
+	// tcp_retransmit_skb passes the retransmit's error third from Linux
+	// 6.13 on, and fires on failed retransmits too (bpf/peers.bpf.c).
+	n, _ := tracepointArgs(btf.NewCache(), "tcp_retransmit_skb")
+	vars["retransmit_err_arg"] = n >= 3
 	if err := setVariables(spec, vars); err != nil {
 		return nil, err
 	}
@@ -230,6 +235,7 @@ func (d *decoder) peer(ev *event.Peer, r *peersPeerEvent) {
 		TotalRetrans:  r.TotalRetrans,
 		BytesAcked:    r.BytesAcked,
 		BytesReceived: r.BytesReceived,
+		Segments:      r.Segs,
 		OldState:      r.Oldstate,
 		NewState:      r.Newstate,
 		SockIno:       r.SockIno,

@@ -41,7 +41,7 @@ type peersPeerEvent struct {
 	Flags         uint8
 	Oldstate      uint8
 	Newstate      uint8
-	Pad           [2]uint8
+	Segs          uint16
 	Saddr         [16]uint8
 	Daddr         [16]uint8
 	Comm          [16]int8
@@ -96,6 +96,7 @@ const (
 	peersVarNetnsIno            = "netns_ino"
 	peersVarPeerWakeBytes       = "peer_wake_bytes"
 	peersVarPort                = "port"
+	peersVarRetransmitErrArg    = "retransmit_err_arg"
 	peersVarRttSampleIntervalNs = "rtt_sample_interval_ns"
 	peersVarUnusedPeerEvent     = "unused_peer_event"
 	peersVarUnusedPeerEventFlag = "unused_peer_event_flag"
@@ -167,6 +168,7 @@ type peersVariableSpecs struct {
 	NetnsIno            *ebpf.VariableSpec `ebpf:"netns_ino"`
 	PeerWakeBytes       *ebpf.VariableSpec `ebpf:"peer_wake_bytes"`
 	Port                *ebpf.VariableSpec `ebpf:"port"`
+	RetransmitErrArg    *ebpf.VariableSpec `ebpf:"retransmit_err_arg"`
 	RttSampleIntervalNs *ebpf.VariableSpec `ebpf:"rtt_sample_interval_ns"`
 	UnusedPeerEvent     *ebpf.VariableSpec `ebpf:"unused_peer_event"`
 	UnusedPeerEventFlag *ebpf.VariableSpec `ebpf:"unused_peer_event_flag"`
@@ -216,6 +218,7 @@ type peersVariables struct {
 	NetnsIno            *ebpf.Variable `ebpf:"netns_ino"`
 	PeerWakeBytes       *ebpf.Variable `ebpf:"peer_wake_bytes"`
 	Port                *ebpf.Variable `ebpf:"port"`
+	RetransmitErrArg    *ebpf.Variable `ebpf:"retransmit_err_arg"`
 	RttSampleIntervalNs *ebpf.Variable `ebpf:"rtt_sample_interval_ns"`
 	UnusedPeerEvent     *ebpf.Variable `ebpf:"unused_peer_event"`
 	UnusedPeerEventFlag *ebpf.Variable `ebpf:"unused_peer_event_flag"`

@@ -65,7 +65,7 @@ type Conn struct {
 	LifetimeNs uint64
 	// SRTTus: the last kernel srtt seen; MinRTTus: its windowed minimum.
 	SRTTus, MinRTTus uint32
-	Retransmits      uint32 // tcp_retransmit_skb events seen
+	Retransmits      uint32 // segments retransmitted (tcp_retransmit_skb's, summed)
 	TotalRetrans     uint32 // tcp_sock.total_retrans at the last event
 	BytesAcked       uint64
 	BytesReceived    uint64
@@ -153,7 +153,9 @@ type LinkStats struct {
 	// timed out, unreachable: CLOSE seen, no open, no RTT sample, nothing
 	// received). A link with Failed > 0 and Opened == 0 is a peer that is
 	// down or unreachable (Down).
-	Failed      int    `json:"failed"`
+	Failed int `json:"failed"`
+	// Retransmits: segments retransmitted (as Tcp RetransSegs and ss's
+	// retrans count them), not tcp_retransmit_skb calls.
 	Retransmits uint64 `json:"retransmits"`
 	BytesAcked  uint64 `json:"bytes_acked"`
 	BytesRecv   uint64 `json:"bytes_received"`
@@ -705,7 +707,7 @@ func (a *Assembler) add(e *event.Peer) {
 		c.LifetimeNs = e.DurationNs
 		delete(a.live, e.Socket)
 	case event.PeerRetransmit:
-		c.Retransmits++
+		c.Retransmits += uint32(e.RetransmitSegments())
 	case event.PeerSetup:
 		c.SetupNs = e.DurationNs
 	}

@@ -100,6 +100,19 @@ func TestAnalyze(t *testing.T) {
 			kept: 2, srttCount: 2, srttP50: 1_000_000, srttMax: 50_000_000, retrans: 1,
 		}},
 	}, {
+		name: "retransmits count segments; a recording without the count, one each",
+		events: func() []event.Peer {
+			ev := []event.Peer{{Kind: event.PeerRTT, TimeNs: ms, Socket: 3, Direction: event.PeerPreexisting, Local: v6me, Remote: v6peer, SRTTus: 1000, MinRTTus: 900}}
+			// One GSO skb of 3 segments sent again, then an event from a
+			// recording made before segments were read (Segments 0).
+			ev = append(ev, event.Peer{Kind: event.PeerRetransmit, TimeNs: 2 * ms, Socket: 3, Direction: event.PeerPreexisting, Local: v6me, Remote: v6peer, SRTTus: 1000, TotalRetrans: 3, Segments: 3})
+			return append(ev, event.Peer{Kind: event.PeerRetransmit, TimeNs: 3 * ms, Socket: 3, Direction: event.PeerPreexisting, Local: v6me, Remote: v6peer, SRTTus: 1000, TotalRetrans: 4})
+		},
+		want: []want{{
+			link: Link{Direction: event.PeerPreexisting, From: v6me.Addr(), To: v6peer.Addr(), Peer: v6peer.Addr()},
+			kept: 1, srttCount: 1, srttP50: 1_000_000, srttMax: 1_000_000, retrans: 4,
+		}},
+	}, {
 		name: "a socket address reused after CLOSE is a new connection",
 		events: func() []event.Peer {
 			ev := probeConn(9, 0, event.PeerActive, hostA, hostB, 40_000, ms, 30)
