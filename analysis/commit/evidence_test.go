@@ -61,6 +61,9 @@ func TestClusterVerdictEvidence(t *testing.T) {
 		v.Shares.Longer != 30 || v.Shares.Compared != 30 || v.Shares.GapCI.Lo <= 0 {
 		t.Errorf("clear winner: %+v: want the WAL append, separated from the network", v)
 	}
+	t.Logf("clear winner: %+v", v.Shares.Parts[0])
+	// Measured: 87.9% [87.4, 88.4], 1.0 point wide; the bound, 5
+	// points, fails an interval that stopped narrowing with 30 votes.
 	if p := v.Shares.Parts[0]; p.CI.Excludes(p.Pct) || p.CI.Hi-p.CI.Lo > 5 {
 		t.Errorf("clear winner: WAL share %+v: want a narrow interval around its share", p)
 	}
