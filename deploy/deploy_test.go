@@ -47,6 +47,7 @@ type container struct {
 	VolumeMounts []struct {
 		Name      string `yaml:"name"`
 		MountPath string `yaml:"mountPath"`
+		ReadOnly  bool   `yaml:"readOnly"`
 	} `yaml:"volumeMounts"`
 }
 
@@ -68,6 +69,7 @@ type manifest struct {
 					Name     string `yaml:"name"`
 					HostPath struct {
 						Path string `yaml:"path"`
+						Type string `yaml:"type"`
 					} `yaml:"hostPath"`
 				} `yaml:"volumes"`
 			} `yaml:"spec"`

@@ -187,10 +187,7 @@ func TestSystemdUnit(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "etcdscope")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/etcdscope").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildEtcdscope(t, dir)
 	if sa := systemdAnalyze(t); sa != "" {
 		b, _ := os.ReadFile("etcdscope.service")
 		unit := filepath.Join(dir, "etcdscope.service")
@@ -204,7 +201,6 @@ func TestSystemdUnit(t *testing.T) {
 	}
 
 	testenv.RequireRoot(t)
-	setpriv := testenv.LookPath(t, "setpriv", "util-linux")
 	// The unit's arguments, except: a free loopback port, a comm nothing
 	// has (so other tests' fsyncs do not matter), and no --etcd-metrics
 	// (another test may run an etcd on 2381).
@@ -224,27 +220,7 @@ func TestSystemdUnit(t *testing.T) {
 	for _, c := range caps {
 		bounding += ",+" + strings.ToLower(strings.TrimPrefix(c, "CAP_"))
 	}
-	ready := filepath.Join(dir, "ready")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, setpriv, append([]string{"--bounding-set=" + bounding, "--inh-caps=-all", "--no-new-privs", "--", bin, "serve"},
-		append(args, "--ready-file="+ready)...)...)
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
-	var addr string
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if b, err := os.ReadFile(ready); err == nil && len(b) > 0 {
-			addr = strings.TrimSpace(string(b))
-			break
-		}
-		if time.Now().After(deadline) || cmd.ProcessState != nil {
-			t.Fatalf("serve under bounding set %s not ready in 30 s:\n%s", bounding, log.String())
-		}
-	}
+	addr := startServe(t, bin, bounding, args)
 	c := http.Client{Timeout: 10 * time.Second}
 	resp, err := c.Get("http://" + addr + "/metrics")
 	if err != nil {
@@ -259,6 +235,57 @@ func TestSystemdUnit(t *testing.T) {
 			continue
 		}
 		t.Logf("unit's ExecStart under bounding set %s, no_new_privs: %s %s programs attached", bounding, m[1], tr)
+	}
+}
+
+// buildEtcdscope builds ../cmd/etcdscope into dir and returns the binary's
+// path.
+func buildEtcdscope(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "etcdscope")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/etcdscope").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startServe runs `bin serve args` as root under the capability bounding
+// set bounding (setpriv's -all,+bpf,...) with no_new_privs, waits up to 30
+// s for its ready file and returns the address it listens on; the test's
+// end stops it (SIGINT) and waits for it.
+func startServe(t *testing.T, bin, bounding string, args []string) string {
+	t.Helper()
+	setpriv := testenv.LookPath(t, "setpriv", "util-linux")
+	ready := filepath.Join(t.TempDir(), "ready")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	cmd := exec.CommandContext(ctx, setpriv, append([]string{"--bounding-set=" + bounding, "--inh-caps=-all", "--no-new-privs", "--", bin, "serve"},
+		append(args, "--ready-file="+ready)...)...)
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		<-exited
+		cancel()
+		t.Logf("serve's log:\n%s", log.String())
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if b, err := os.ReadFile(ready); err == nil && len(b) > 0 {
+			return strings.TrimSpace(string(b))
+		}
+		select {
+		case <-exited:
+			t.Fatalf("serve %q under bounding set %s exited before it was ready", args, bounding)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve %q under bounding set %s not ready in 30 s", args, bounding)
+		}
 	}
 }
 

@@ -205,30 +205,28 @@ func checkClusterJoin(t *testing.T) {
 		t.Errorf("only %d of %d writes joined (not joined: %v)", joined, inRun, sum.NotJoined)
 	}
 	// The verdict names the vote that decided most joined writes (one
-	// of them on a tie).
+	// of them on a tie), or, when the runner-up decided about as often,
+	// both (docs/commit.md, "How the cluster verdict decides"): on
+	// loopback the leader's WAL and the two followers decide about a
+	// third each (38, 33, 29 of 100 on 2026-12-06).
 	most := 0
 	for _, n := range sum.Deciders {
 		most = max(most, n)
 	}
-	var wants []string
-	for d, n := range sum.Deciders {
-		if n != most {
-			continue
-		}
-		// The leader's WAL: its own disk, WAL append or a CPU there.
-		want := []string{"writes wait on the leader's own ", "writes wait for a CPU on the leader, "}
+	ev := sum.Evidence
+	if ev == nil || sum.Deciders[ev.Decider] != most || !strings.Contains(string(out), "verdict: "+sum.Verdict) {
+		t.Fatalf("verdict %q, evidence %+v (table:\n%s): want the evidence's decider one of the most deciding in %v", sum.Verdict, ev, out, sum.Deciders)
+	}
+	named := func(d string) string {
 		for _, m := range c.Members {
 			if strconv.FormatUint(m.ID, 16) == d {
-				want = []string{" " + m.Name + "'s ", "writes wait for a CPU on " + m.Name + ", "}
-				if strings.Contains(sum.Verdict, "network") {
-					want = []string{"network to " + m.Name + ":"}
-				}
+				return m.Name
 			}
 		}
-		wants = append(wants, want...)
+		return "the leader"
 	}
-	if !slices.ContainsFunc(wants, func(w string) bool { return strings.Contains(sum.Verdict, w) }) || !strings.Contains(string(out), "verdict: "+sum.Verdict) {
-		t.Errorf("verdict %q (table:\n%s): want it to name one of %q, the top of %v", sum.Verdict, out, wants, sum.Deciders)
+	if !strings.Contains(sum.Verdict, named(ev.Decider)) || (ev.Runner != "" && strings.HasPrefix(sum.Verdict, "no single deciding vote") && !strings.Contains(sum.Verdict, named(ev.Runner))) {
+		t.Errorf("verdict %q: want it to name %s (and %s when no single vote decides)", sum.Verdict, named(ev.Decider), named(ev.Runner))
 	}
 	// serve's metrics: each follower observed every entry of the run once
 	// (the leader's commit index delta), its parts summing to its

@@ -127,7 +127,7 @@ func TestNode(t *testing.T) {
 	etcdTLS := etcdPKI(t, filepath.Join(w, "pki", "etcd"), e.nodeIP)
 	etcdManifest := kubeadmEtcd(e.etcdImage, dirs["etcd"], filepath.Join(w, "pki", "etcd"), e.nodeIP)
 	must(t, os.WriteFile(filepath.Join(dirs["manifests"], "etcd.yaml"), etcdManifest, 0o644))
-	pod := writeStaticPod(t, "../deploy/daemonset.yaml", filepath.Join(dirs["manifests"], "etcdscope.yaml"))
+	pod := writeStaticPod(t, "../deploy/daemonset.yaml", filepath.Join(dirs["manifests"], "etcdscope.yaml"), filepath.Join(w, "pki", "etcd"))
 
 	start := time.Now()
 	td.kubelet = startKubelet(t, e, dirs, sock)
@@ -435,7 +435,7 @@ func (n *node) restart(scopeID, sig string) string {
 func (n *node) netemInPod(manifests string) {
 	t := n.t
 	must(t, os.Remove(filepath.Join(manifests, "etcdscope.yaml")))
-	pod := writeStaticPod(t, "../deploy/daemonset-netem.yaml", filepath.Join(manifests, "etcdscope-netem.yaml"))
+	pod := writeStaticPod(t, "../deploy/daemonset-netem.yaml", filepath.Join(manifests, "etcdscope-netem.yaml"), "")
 	id := waitRunning(t, n.td, n.sock, "etcdscope-netem", 3*time.Minute)
 	listen := expandListen(t, n.sock, id, pod)
 	waitHTTP(t, n.td, "http://"+listen+"/healthz", 2*time.Minute)
@@ -489,16 +489,51 @@ func (n *node) netemInPod(manifests string) {
 }
 
 // writeStaticPod writes the static pod of the DaemonSet in manifest file
-// to path (the kubelet's manifest directory) and returns it.
-func writeStaticPod(t *testing.T, file, path string) map[string]any {
+// to path (the kubelet's manifest directory), pointed at this machine's
+// stand-ins for a node's (nodeLocal, pki), and returns it.
+func writeStaticPod(t *testing.T, file, path, pki string) map[string]any {
 	ds, err := os.ReadFile(file)
 	must(t, err)
 	pod, err := StaticPod(ds)
 	must(t, err)
+	nodeLocal(pod, pki)
 	podYAML, err := yaml.Marshal(pod)
 	must(t, err)
 	must(t, os.WriteFile(path, podYAML, 0o644))
 	return pod
+}
+
+// nodeLocal points the pod at what this machine has in place of a
+// kubeadm node's: etcd's certificates under pki (the hostPath files of
+// /etc/kubernetes/pki/etcd; "" leaves them), and no --commit-comm (with
+// its --commit-duty): a node runs one process named etcd, but this shared
+// machine may run other tests' etcds beside the node's, and serve
+// --commit-comm exits 2 when several match. deploy's
+// TestDaemonSetServeArgs runs those arguments against a real etcd, and
+// commitInPod runs the commit tracer in the pod.
+func nodeLocal(pod map[string]any, pki string) {
+	spec := pod["spec"].(map[string]any)
+	if pki != "" {
+		vols, _ := spec["volumes"].([]any)
+		for _, v := range vols {
+			hp, ok := v.(map[string]any)["hostPath"].(map[string]any)
+			if p, _ := hp["path"].(string); ok && strings.HasPrefix(p, "/etc/kubernetes/pki/etcd/") {
+				hp["path"] = filepath.Join(pki, filepath.Base(p))
+			}
+		}
+	}
+	for _, c := range spec["containers"].([]any) {
+		ct := c.(map[string]any)
+		args, _ := ct["args"].([]any)
+		var kept []any
+		for _, a := range args {
+			if s, _ := a.(string); strings.HasPrefix(s, "--commit-comm=") || strings.HasPrefix(s, "--commit-duty=") {
+				continue
+			}
+			kept = append(kept, a)
+		}
+		ct["args"] = kept
+	}
 }
 
 // kernelHasNetem tries a netem qdisc on the loopback of a network

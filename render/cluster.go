@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +32,83 @@ type ClusterSummary struct {
 	// own WAL append decided.
 	LeaderCause commit.CauseTotals `json:"leader_fdatasync_cause"`
 	Verdict     string             `json:"verdict,omitempty"` // as the table words it
+	// Evidence: the numbers the verdict was decided from (absent when no
+	// write joined).
+	Evidence *ClusterEvidence `json:"verdict_evidence,omitempty"`
+}
+
+// ClusterEvidence is the summary's record of how the verdict was decided
+// (docs/commit.md, "How the cluster verdict decides"): the vote that
+// decided most writes against the runner-up, and for a follower's votes
+// each part's share of their summed time. Intervals are 95%, [lo, hi].
+type ClusterEvidence struct {
+	// Kind: leader_wal, network, follower_wal, follower_queue,
+	// no_single_decider or no_single_cause.
+	Kind string `json:"kind"`
+	// Decider decided Decided writes, Runner (absent when none other
+	// did) RunnerDecided; DecidedCI: the interval of Decided of the two's
+	// writes, as a fraction.
+	Decider       string     `json:"decider"`
+	Decided       int        `json:"decided"`
+	Runner        string     `json:"runner,omitempty"`
+	RunnerDecided int        `json:"runner_decided,omitempty"`
+	DecidedCI     [2]float64 `json:"decided_ci"`
+	// Parts: the decider's parts (a follower's), largest share first.
+	Parts []ClusterPartShare `json:"parts,omitempty"`
+	// GapCIPct: the interval of the first part's share minus the
+	// second's (percentage points); Longer of Compared votes had the
+	// first part longer than the second; Separated: the first part is
+	// set apart from every other (the verdict names it).
+	GapCIPct  *[2]float64 `json:"gap_ci_pct,omitempty"`
+	Longer    int         `json:"longer,omitempty"`
+	Compared  int         `json:"compared,omitempty"`
+	Separated bool        `json:"separated"`
+}
+
+// ClusterPartShare is one part of the deciding follower's votes in
+// ClusterEvidence.
+type ClusterPartShare struct {
+	Part  string     `json:"part"` // network, wal_append, queue_and_answer
+	Pct   float64    `json:"pct"`  // of the votes' summed time
+	CIPct [2]float64 `json:"ci_pct"`
+	P50Ns int64      `json:"p50_ns"`
+}
+
+// clusterKindNames are ClusterEvidence's kinds.
+var clusterKindNames = map[commit.ClusterVerdictKind]string{
+	commit.ClusterVerdictLeaderWAL: "leader_wal", commit.ClusterVerdictNetwork: "network", commit.ClusterVerdictFollowerWAL: "follower_wal",
+	commit.ClusterVerdictFollowerQueue: "follower_queue", commit.ClusterVerdictNoSingleDecider: "no_single_decider",
+	commit.ClusterVerdictNoSingleCause: "no_single_cause",
+}
+
+// partJSON names a part in ClusterPartShare.
+var partJSON = map[commit.VotePart]string{commit.VotePartNetwork: "network", commit.VotePartWAL: "wal_append", commit.VotePartQueue: "queue_and_answer"}
+
+// round is x to d decimals: the evidence's numbers carry no more digits
+// than their intervals warrant.
+func round(x float64, d int) float64 {
+	p := math.Pow(10, float64(d))
+	return math.Round(x*p) / p
+}
+
+// clusterEvidenceOf is v's evidence record (nil for no verdict).
+func clusterEvidenceOf(v commit.ClusterVerdict) *ClusterEvidence {
+	if v.Kind == commit.ClusterVerdictNone {
+		return nil
+	}
+	e := &ClusterEvidence{Kind: clusterKindNames[v.Kind], Decider: deciderName(v.Member), Decided: v.Decided,
+		DecidedCI: [2]float64{round(v.DecidedCI.Lo, 4), round(v.DecidedCI.Hi, 4)}, Separated: v.Shares.Separated}
+	if v.HasRunner {
+		e.Runner, e.RunnerDecided = deciderName(v.Runner), v.RunnerDecided
+	}
+	if v.Shares.Parts[0].Part != commit.VotePartNone {
+		for _, p := range v.Shares.Parts {
+			e.Parts = append(e.Parts, ClusterPartShare{Part: partJSON[p.Part], Pct: round(p.Pct, 2), CIPct: [2]float64{round(p.CI.Lo, 2), round(p.CI.Hi, 2)}, P50Ns: p.P50Ns})
+		}
+		e.GapCIPct = &[2]float64{round(v.Shares.GapCI.Lo, 2), round(v.Shares.GapCI.Hi, 2)}
+		e.Longer, e.Compared = v.Shares.Longer, v.Shares.Compared
+	}
+	return e
 }
 
 // ClusterWriteRecord is one write of `etcdscope cluster --output json`.
@@ -82,7 +160,8 @@ func ClusterSummaryOf(j *commit.ClusterJoin) ClusterSummary {
 		s.PartsNs[strings.ReplaceAll(p.name, " ", "_")] = p.s.Summary()
 	}
 	s.FollowerCause, s.LeaderCause = j.FollowerCause, j.LeaderCause
-	s.Verdict = clusterVerdict(j.Verdict(), clusterNames(j))
+	v := j.Verdict()
+	s.Verdict, s.Evidence = clusterVerdict(v, clusterNames(j)), clusterEvidenceOf(v)
 	return s
 }
 
@@ -152,21 +231,50 @@ func clusterTable(w io.Writer, j *commit.ClusterJoin) {
 	verdict := j.Verdict()
 	if v := clusterVerdict(verdict, names); v != "" {
 		fmt.Fprintf(w, "verdict: %s\n", v)
-	}
-	if l := voteSharesLine(verdict); l != "" {
-		fmt.Fprintf(w, "  %s\n", l)
+		for _, l := range clusterEvidence(verdict) {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
 	}
 }
 
-// voteSharesLine is why a follower's verdict names its part: each part's
-// share of the deciding votes' summed time ("" for other verdicts).
-func voteSharesLine(v commit.ClusterVerdict) string {
-	switch v.Kind {
-	case commit.ClusterVerdictNetwork, commit.ClusterVerdictFollowerWAL, commit.ClusterVerdictFollowerQueue:
-		s := v.Shares
-		return fmt.Sprintf("named by the largest share of its votes' summed time: network %.0f%%, WAL append %.0f%%, queueing and answer %.0f%%", s.NetworkPct, s.WALPct, s.QueuePct)
+// clusterMethod is where the docs say how the cluster verdict weighs its
+// evidence.
+const clusterMethod = "docs/commit.md#how-the-cluster-verdict-decides"
+
+// partName is a part of a follower's vote as the verdict names it.
+func partName(p commit.VotePart) string {
+	switch p {
+	case commit.VotePartNetwork:
+		return "network"
+	case commit.VotePartWAL:
+		return "WAL append"
+	case commit.VotePartQueue:
+		return "queueing and answer"
 	}
 	return ""
+}
+
+// clusterEvidence is the lines under the verdict: for a follower's votes,
+// each part's share of their summed time with its 95% interval and how
+// often the first part was the longer; then where the method is written.
+func clusterEvidence(v commit.ClusterVerdict) []string {
+	var lines []string
+	switch v.Kind {
+	case commit.ClusterVerdictNetwork, commit.ClusterVerdictFollowerWAL, commit.ClusterVerdictFollowerQueue, commit.ClusterVerdictNoSingleCause:
+		s := v.Shares
+		if s.Parts[0].Part == commit.VotePartNone {
+			break
+		}
+		var parts []string
+		for _, p := range s.Parts {
+			parts = append(parts, fmt.Sprintf("%s %.0f%% (%.0f-%.0f%%)", partName(p.Part), p.Pct, p.CI.Lo, p.CI.Hi))
+		}
+		lines = append(lines, fmt.Sprintf("shares of the deciding votes' summed time, 95%% intervals: %s; %s the longer in %d of %d votes", strings.Join(parts, ", "),
+			partName(s.Parts[0].Part), s.Longer, s.Compared))
+	case commit.ClusterVerdictNone:
+		return nil
+	}
+	return append(lines, "one vote or part is named only when its intervals set it apart from the next: "+clusterMethod)
 }
 
 // clusterNames are the members' names the windows carried.
@@ -178,46 +286,108 @@ func clusterNames(j *commit.ClusterJoin) commit.Names {
 	return names
 }
 
+// voteName is a deciding vote as a verdict names it: the member's name
+// (its id when unnamed), or the leader's WAL.
+func voteName(id commit.MemberID, names commit.Names) string {
+	if id == commit.MemberID(commit.LocalVote) {
+		return "the leader's WAL"
+	}
+	if n := names[uint64(id)]; n != "" {
+		return n
+	}
+	return strconv.FormatUint(uint64(id), 16)
+}
+
 // clusterVerdict words the join's verdict (p50s; "" when no write
 // joined).
 func clusterVerdict(v commit.ClusterVerdict, names commit.Names) string {
-	who := strconv.FormatUint(uint64(v.Member), 16)
-	if n := names[uint64(v.Member)]; n != "" {
-		who = n
-	}
-	of := fmt.Sprintf("it decided %d of %d joined writes", v.Decided, v.Joined)
+	f := followerWordsOf(v, names)
+	who, of := f.who, f.of
 	switch v.Kind {
+	case commit.ClusterVerdictNoSingleDecider:
+		ci := fmt.Sprintf("%.0f-%.0f%%", 100*v.DecidedCI.Lo, 100*v.DecidedCI.Hi)
+		if !v.HasRunner {
+			return fmt.Sprintf("no single deciding vote yet: only %s decided, %d of %d joined writes, too few to name it (95%% interval of its part: %s): run longer",
+				who, v.Decided, v.Joined, ci)
+		}
+		return fmt.Sprintf("no single deciding vote: %s decided %d and %s %d of %d joined writes (95%% interval of %s's part of those %d: %s)",
+			who, v.Decided, voteName(v.Runner, names), v.RunnerDecided, v.Joined, who, v.Decided+v.RunnerDecided, ci)
+	case commit.ClusterVerdictNoSingleCause:
+		if v.Shares.Parts[0].Part == commit.VotePartNone {
+			return fmt.Sprintf("no single cause: %s votes were not split (%s)", f.poss, of)
+		}
+		a, b := noCausePart(v, v.Shares.Parts[0], f), noCausePart(v, v.Shares.Parts[1], f)
+		return fmt.Sprintf("no single cause: %s votes wait on %s and %s alike, of %s %s vote (p50; %s)", f.poss, a, b, f.its, commitMs(v.VoteNs), of)
 	case commit.ClusterVerdictLeaderWAL:
 		if v.Cause != "" {
 			return leaderCauseVerdict(v)
 		}
 		return fmt.Sprintf("writes wait on the leader's own WAL append: p50 %s (it came last in %d of %d joined writes): run `etcdscope commit` on the leader for its fdatasync's cause", commitMs(v.PartNs), v.Decided, v.Joined)
 	case commit.ClusterVerdictNetwork:
-		return fmt.Sprintf("writes wait on the network to %s: %s of its %s vote (p50; %s): run `etcdscope peers` on the leader", who, commitMs(v.PartNs), commitMs(v.VoteNs), of)
+		return fmt.Sprintf("writes wait on the network to %s: %s of %s %s vote (p50; %s): run `etcdscope peers` on the leader", who, commitMs(v.PartNs), f.its, commitMs(v.VoteNs), of)
 	case commit.ClusterVerdictFollowerWAL:
 		if v.Cause != "" {
-			return followerCauseVerdict(v, who, of)
+			return followerCauseVerdict(v, f)
 		}
-		return fmt.Sprintf("writes wait on %s's disk: its WAL append %s (fdatasync %s) of its %s vote (p50; %s): run `etcdscope fsync --comm etcd` there", who, commitMs(v.PartNs), commitMs(v.FdatasyncNs), commitMs(v.VoteNs), of)
+		return fmt.Sprintf("writes wait on %s disk%s: %s WAL append %s (fdatasync %s) of %s %s vote (p50; %s): run `etcdscope fsync --comm etcd` there",
+			f.poss, f.s, f.its, commitMs(v.PartNs), commitMs(v.FdatasyncNs), f.its, commitMs(v.VoteNs), of)
 	case commit.ClusterVerdictFollowerQueue:
-		return fmt.Sprintf("writes wait on %s's Raft loop: queueing and answer %s of its %s vote (p50; %s)", who, commitMs(v.PartNs), commitMs(v.VoteNs), of)
+		return fmt.Sprintf("writes wait on %s Raft loop%s: queueing and answer %s of %s %s vote (p50; %s)", f.poss, f.s, commitMs(v.PartNs), f.its, commitMs(v.VoteNs), of)
 	}
 	return ""
+}
+
+// followerWords are the words a follower's verdict names its voters by:
+// one follower, or two deciding about equally often (ClusterVerdict.Both).
+type followerWords struct {
+	who  string // m3; m2 and m3
+	poss string // m3's; m2's and m3's
+	its  string // its; their
+	them string // it; them
+	s    string // a plural's s: "", "s"
+	of   string // how many writes they decided
+}
+
+// followerWordsOf returns v's followerWords.
+func followerWordsOf(v commit.ClusterVerdict, names commit.Names) followerWords {
+	who := voteName(v.Member, names)
+	if !v.Both {
+		return followerWords{who: who, poss: who + "'s", its: "its", them: "it", of: fmt.Sprintf("it decided %d of %d joined writes", v.Decided, v.Joined)}
+	}
+	run := voteName(v.Runner, names)
+	return followerWords{who: who + " and " + run, poss: who + "'s and " + run + "'s", its: "their", them: "them", s: "s",
+		of: fmt.Sprintf("they decided %d and %d of %d joined writes about equally often", v.Decided, v.RunnerDecided, v.Joined)}
+}
+
+// noCausePart words one of the two leading parts of a no-single-cause
+// verdict with its p50 (the WAL append's with its fdatasync's top cause,
+// when split).
+func noCausePart(v commit.ClusterVerdict, p commit.PartShare, f followerWords) string {
+	switch p.Part {
+	case commit.VotePartNetwork:
+		return fmt.Sprintf("the network to %s %s", f.them, commitMs(p.P50Ns))
+	case commit.VotePartWAL:
+		if v.Cause != "" {
+			return fmt.Sprintf("%s WAL append %s (%s %s)", f.its, commitMs(p.P50Ns), v.Cause, commitMs(v.CauseNs))
+		}
+		return fmt.Sprintf("%s WAL append %s", f.its, commitMs(p.P50Ns))
+	}
+	return fmt.Sprintf("%s queueing and answer %s", f.its, commitMs(p.P50Ns))
 }
 
 // followerCauseVerdict words a follower's WAL verdict by the top cause of
 // its fdatasyncs: its disk (by the largest layer), a CPU, or another
 // wait; the cause's p50 first.
-func followerCauseVerdict(v commit.ClusterVerdict, who, of string) string {
-	nums := fmt.Sprintf("%s %s of its %s vote (p50; WAL append %s, fdatasync %s; %s, %d split by cause)",
-		v.Cause, commitMs(v.CauseNs), commitMs(v.VoteNs), commitMs(v.PartNs), commitMs(v.FdatasyncNs), of, v.CauseJoined)
+func followerCauseVerdict(v commit.ClusterVerdict, f followerWords) string {
+	nums := fmt.Sprintf("%s %s of %s %s vote (p50; WAL append %s, fdatasync %s; %s, %d split by cause)",
+		v.Cause, commitMs(v.CauseNs), f.its, commitMs(v.VoteNs), commitMs(v.PartNs), commitMs(v.FdatasyncNs), f.of, v.CauseJoined)
 	switch {
 	case v.Cause.Disk():
-		return fmt.Sprintf("writes wait on %s's disk: %s", who, nums)
+		return fmt.Sprintf("writes wait on %s disk%s: %s", f.poss, f.s, nums)
 	case v.Cause == commit.CauseCPUWait:
-		return fmt.Sprintf("writes wait for a CPU on %s, not its disk: %s", who, nums)
+		return fmt.Sprintf("writes wait for a CPU on %s, not %s disk%s: %s", f.who, f.its, f.s, nums)
 	}
-	return fmt.Sprintf("writes wait on %s's WAL append: %s", who, nums)
+	return fmt.Sprintf("writes wait on %s WAL append: %s", f.poss, nums)
 }
 
 // causeLine is the table's line of whose fdatasyncs by cause: the

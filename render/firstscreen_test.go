@@ -40,6 +40,8 @@ var firstScreen = []struct {
 	// etcdscope peers as a README walk printed it live (three etcd
 	// v3.6.16 members, --etcd-metrics): its first metric verdict.
 	{regexp.MustCompile(`^loopback3/peers\.txt$`), regexp.MustCompile(`^verdict: `)},
+	// etcdscope cluster: its verdict, named or "no single".
+	{regexp.MustCompile(`^render/cluster/`), regexp.MustCompile(`^verdict: `)},
 	// etcdscope merge: the guest level's row.
 	{regexp.MustCompile(`^render/merge\.txt$`), regexp.MustCompile(`^ L1 guest +\| `)},
 	// etcdscope hypervisor: the images' table head.

@@ -254,7 +254,10 @@ func joinWrite(w *ClusterWrite, e *Entry, q int, fol map[MemberID]map[uint64]*En
 // ClusterVerdictKind is what the writes of a cluster wait on most.
 type ClusterVerdictKind uint8
 
-// The cluster verdicts.
+// The cluster verdicts. A vote or a part is named only when the evidence
+// separates it from the runner-up (docs/commit.md, "How the cluster
+// verdict decides"); otherwise the verdict is one of the two "no single"
+// kinds, which name both.
 const (
 	ClusterVerdictNone ClusterVerdictKind = iota // no write joined
 	// ClusterVerdictLeaderWAL: the leader's own WAL append decides most
@@ -263,43 +266,68 @@ const (
 	// ClusterVerdictNetwork, ClusterVerdictFollowerWAL,
 	// ClusterVerdictFollowerQueue: a follower (Member) decides most
 	// writes, and of its votes the network, its WAL append, or its Raft
-	// loop's queueing (and answer) is the largest part by mean (Shares);
-	// PartNs is that part's p50 over its writes, VoteNs its votes' p50.
+	// loop's queueing (and answer) holds the largest share of their
+	// summed time, separated from the others (Shares); PartNs is that
+	// part's p50 over its writes, VoteNs its votes' p50.
 	ClusterVerdictNetwork
 	ClusterVerdictFollowerWAL
 	ClusterVerdictFollowerQueue
+	// ClusterVerdictNoSingleDecider: two votes (Member and Runner, one
+	// of them the leader's WAL, MemberID(LocalVote)) decide about equally
+	// often: DecidedCI, the interval of Member's part of the writes the
+	// two decided, holds 1/2; or one vote alone decided too few writes
+	// to name it (HasRunner false). Two followers deciding about equally
+	// often get a follower's verdict with Both set.
+	ClusterVerdictNoSingleDecider
+	// ClusterVerdictNoSingleCause: a follower (Member) decides most
+	// writes, but no part of its votes is separated from the next:
+	// Shares.Parts[0] and [1] are the two leading parts, with their
+	// intervals; VoteNs is its votes' p50.
+	ClusterVerdictNoSingleCause
 )
 
 // ClusterVerdict is the join's verdict: who decides most writes and what
-// that vote is made of.
+// that vote is made of, with the evidence for both.
 type ClusterVerdict struct {
 	Kind   ClusterVerdictKind
 	Member MemberID // the deciding follower (not for LeaderWAL)
 	// Decided of Joined writes were decided by that vote.
 	Decided, Joined int
-	PartNs, VoteNs  int64
-	FdatasyncNs     int64 // ClusterVerdictFollowerWAL: its fdatasync's p50
+	// Runner is the vote deciding the most writes after Member's
+	// (RunnerDecided of them; MemberID(LocalVote) for the leader's WAL),
+	// HasRunner false when no other vote decided any. DecidedCI is
+	// ClopperPearson(Decided, Decided+RunnerDecided): the vote is named
+	// only when it lies above 1/2.
+	Runner        MemberID
+	RunnerDecided int
+	HasRunner     bool
+	DecidedCI     Interval
+	// Both: Member and Runner, two followers, decide about equally
+	// often, and the verdict's parts are of their votes together.
+	Both   bool
+	PartNs int64
+	VoteNs int64
+	// FdatasyncNs: the follower's fdatasync p50 over its votes, when its
+	// WAL append is the verdict's part or one of the two leading parts.
+	FdatasyncNs int64
 	// ClusterVerdictFollowerWAL (ClusterVerdictLeaderWAL), when the
 	// follower's (leader's) agent split its fdatasyncs: Cause, the top
 	// cause over its votes (CauseTotals.Top: the disk by its largest layer
 	// when its layers hold the most), CauseNs that cause's p50 per vote,
-	// over CauseJoined of its Decided votes.
+	// over CauseJoined of its Decided votes. ClusterVerdictNoSingleCause
+	// carries them too when the WAL append is one of its two parts.
 	Cause       Cause
 	CauseNs     int64
 	CauseJoined int
-	// Shares: for a follower's verdict, each part's share of the summed
-	// time of its votes; the verdict's part is the largest.
+	// Shares: for a follower's verdict (and ClusterVerdictNoSingleCause),
+	// each part's share of the summed time of its votes, with the
+	// evidence that the largest is separated.
 	Shares VoteShares
 }
 
-// VoteShares are the parts of a follower's votes as percentages of
-// their summed time (the sum of each part over the votes).
-type VoteShares struct {
-	NetworkPct, WALPct, QueuePct float64 // QueuePct: queueing and answer
-}
-
 // Verdict names the vote that decides most joined writes and, for a
-// follower, the largest part of its votes.
+// follower, the largest part of its votes, each only when separated from
+// the runner-up at VerdictLevel.
 func (j *ClusterJoin) Verdict() ClusterVerdict {
 	v := ClusterVerdict{Joined: j.Joined}
 	var top MemberID
@@ -310,6 +338,22 @@ func (j *ClusterJoin) Verdict() ClusterVerdict {
 	}
 	if v.Decided == 0 {
 		return v
+	}
+	for id, n := range j.Deciders {
+		if id != top && n > 0 && (!v.HasRunner || n > v.RunnerDecided || (n == v.RunnerDecided && id < v.Runner)) {
+			v.Runner, v.RunnerDecided, v.HasRunner = id, n, true
+		}
+	}
+	v.Member = top
+	v.DecidedCI = ClopperPearson(v.Decided, v.Decided+v.RunnerDecided)
+	if v.DecidedCI.Lo <= 0.5 {
+		// Two followers deciding about equally often are weighed
+		// together (Both): their votes are the same path's parts.
+		if !v.HasRunner || top == MemberID(LocalVote) || v.Runner == MemberID(LocalVote) || v.Decided+v.RunnerDecided < minPooled {
+			v.Kind = ClusterVerdictNoSingleDecider
+			return v
+		}
+		v.Both = true
 	}
 	if top == MemberID(LocalVote) {
 		v.Kind, v.PartNs = ClusterVerdictLeaderWAL, j.LeaderWALNs.Summary().P50
@@ -322,23 +366,19 @@ func (j *ClusterJoin) Verdict() ClusterVerdict {
 		v.Cause, v.CauseNs, v.CauseJoined = topCause(&j.LeaderCause, causes)
 		return v
 	}
-	v.Member = top
-	var vote, net, wal, sync, queue stats.Series
-	var sumNet, sumWAL, sumQueue int64
+	var vote, sync stats.Series
+	var votes []voteParts
 	var causes CauseTotals
 	var withCause []*SyncCause
 	for k := range j.Writes {
 		w := &j.Writes[k]
-		if !w.Joined() || w.DeciderLocal || w.Decider != top || w.Follower == nil {
+		if !w.Joined() || w.DeciderLocal || (w.Decider != top && !(v.Both && w.Decider == v.Runner)) || w.Follower == nil {
 			continue
 		}
 		f := w.Follower
 		vote.Add(w.VoteNs)
-		net.Add(w.NetworkNs)
-		wal.Add(f.WALNs)
 		sync.Add(f.FdatasyncNs)
-		queue.Add(f.QueueNs + f.RespondNs)
-		sumNet, sumWAL, sumQueue = sumNet+w.NetworkNs, sumWAL+f.WALNs, sumQueue+f.QueueNs+f.RespondNs
+		votes = append(votes, voteParts{w.NetworkNs, f.WALNs, f.QueueNs + f.RespondNs})
 		if f.FdatasyncNs > 0 {
 			causes.Add(f.Cause)
 			if f.Cause != nil {
@@ -347,20 +387,35 @@ func (j *ClusterJoin) Verdict() ClusterVerdict {
 		}
 	}
 	v.VoteNs = vote.Summary().P50
-	if sum := float64(sumNet + sumWAL + sumQueue); sum > 0 {
-		v.Shares = VoteShares{NetworkPct: 100 * float64(sumNet) / sum, WALPct: 100 * float64(sumWAL) / sum, QueuePct: 100 * float64(sumQueue) / sum}
+	v.Kind = ClusterVerdictNoSingleCause
+	if len(votes) == 0 {
+		return v
 	}
-	switch {
-	case sumNet >= sumWAL && sumNet >= sumQueue:
-		v.Kind, v.PartNs = ClusterVerdictNetwork, net.Summary().P50
-	case sumWAL >= sumQueue:
-		v.Kind, v.PartNs, v.FdatasyncNs = ClusterVerdictFollowerWAL, wal.Summary().P50, sync.Summary().P50
+	v.Shares = shareEvidence(votes)
+	lead := v.Shares.Parts[0]
+	if lead.Part == VotePartWAL || v.Shares.Parts[1].Part == VotePartWAL {
+		v.FdatasyncNs = sync.Summary().P50
 		v.Cause, v.CauseNs, v.CauseJoined = topCause(&causes, withCause)
+	}
+	if !v.Shares.Separated {
+		return v
+	}
+	v.PartNs = lead.P50Ns
+	switch lead.Part {
+	case VotePartNetwork:
+		v.Kind = ClusterVerdictNetwork
+	case VotePartWAL:
+		v.Kind = ClusterVerdictFollowerWAL
 	default:
-		v.Kind, v.PartNs = ClusterVerdictFollowerQueue, queue.Summary().P50
+		v.Kind = ClusterVerdictFollowerQueue
 	}
 	return v
 }
+
+// minPooled is the fewest writes two followers must have decided for
+// their votes to be weighed together: as many as one vote needs to be
+// named (ClopperPearson(6, 6) is the first n of n above 1/2).
+const minPooled = 6
 
 // topCause is the top cause of totals t (CauseTotals.Top), its p50 over
 // the writes' causes, and how many writes were split; "" when none.

@@ -141,13 +141,15 @@ func TestClusterVerdictCause(t *testing.T) {
 		{"disk", map[Cause]int64{CauseDeviceFlush: 7900, CauseJournal: 600, CauseCPUWait: 300, CauseOutside: 300}, CauseDeviceFlush, 7900e3},
 		{"cpu", map[Cause]int64{CauseDeviceFlush: 2000, CauseJournal: 1000, CauseCPUWait: 5800, CauseOutside: 300}, CauseCPUWait, 5800e3},
 	} {
-		ws := slowFollowerRun(5, tc.cause)
+		// 8 writes: 6 is the fewest whose every vote by one follower
+		// separates it (ClopperPearson(6, 6) lies above 1/2).
+		ws := slowFollowerRun(8, tc.cause)
 		j := JoinCluster(ws)
 		v := j.Verdict()
-		if v.Kind != ClusterVerdictFollowerWAL || v.Member != 3 || v.Cause != tc.want || v.CauseNs != tc.ns || v.CauseJoined != 5 || v.Decided != 5 {
-			t.Errorf("%s: verdict %+v: want follower 3's WAL, %s %d ns over 5 of 5 votes", tc.name, v, tc.want, tc.ns)
+		if v.Kind != ClusterVerdictFollowerWAL || v.Member != 3 || v.Cause != tc.want || v.CauseNs != tc.ns || v.CauseJoined != 8 || v.Decided != 8 {
+			t.Errorf("%s: verdict %+v: want follower 3's WAL, %s %d ns over 8 of 8 votes", tc.name, v, tc.want, tc.ns)
 		}
-		if j.FollowerCause.Joined != 5 || j.FollowerCause.Unjoined != 0 || j.FollowerCause.Ns[tc.want] != 5*tc.ns {
+		if j.FollowerCause.Joined != 8 || j.FollowerCause.Unjoined != 0 || j.FollowerCause.Ns[tc.want] != 8*tc.ns {
 			t.Errorf("%s: totals %+v", tc.name, j.FollowerCause)
 		}
 		for _, w := range j.Writes {
@@ -164,7 +166,7 @@ func TestClusterVerdictCause(t *testing.T) {
 		}
 	}
 	// A v 1 window (no causes): the verdict as before, no cause.
-	j := JoinCluster(slowFollowerRun(5, nil))
+	j := JoinCluster(slowFollowerRun(8, nil))
 	if v := j.Verdict(); v.Kind != ClusterVerdictFollowerWAL || v.Cause != "" || v.CauseJoined != 0 {
 		t.Errorf("no causes: verdict %+v", v)
 	}
@@ -223,16 +225,18 @@ func slowFollowerRun(n uint64, cause map[Cause]int64) []EntryWindow {
 // the leader's window, over the writes it decided.
 func TestClusterVerdictLeaderCause(t *testing.T) {
 	cpu := &SyncCause{CallNs: 2e6, Ns: map[Cause]int64{CauseCPUWait: 1.5e6, CauseDeviceFlush: 0.5e6}}
-	j := ClusterJoin{Joined: 3, Deciders: map[MemberID]int{MemberID(LocalVote): 2, 2: 1}, Writes: []ClusterWrite{
-		{Index: 1, DeciderLocal: true, LeaderWALNs: 2.2e6, LeaderFdatasyncNs: 2e6, LeaderCause: cpu},
-		{Index: 2, DeciderLocal: true, LeaderWALNs: 2.2e6, LeaderFdatasyncNs: 2e6, LeaderCause: cpu},
-		{Index: 3, Decider: 2, VoteNs: 1e6, NetworkNs: 0.5e6, LeaderCause: &SyncCause{Ns: map[Cause]int64{CauseDeviceFlush: 9e6}},
+	// The leader's WAL decides 9 writes, follower 2 one: 9 of 10 is
+	// separated (ClopperPearson(9, 10) lies above 1/2).
+	j := ClusterJoin{Joined: 10, Deciders: map[MemberID]int{MemberID(LocalVote): 9, 2: 1}, Writes: []ClusterWrite{
+		{Index: 10, Decider: 2, VoteNs: 1e6, NetworkNs: 0.5e6, LeaderCause: &SyncCause{Ns: map[Cause]int64{CauseDeviceFlush: 9e6}},
 			Follower: &FollowerSplit{TotalNs: 0.5e6, WALNs: 0.4e6}},
 	}}
-	j.LeaderWALNs.Add(2.2e6)
-	j.LeaderCause.Add(cpu)
-	j.LeaderCause.Add(cpu)
-	if v := j.Verdict(); v.Kind != ClusterVerdictLeaderWAL || v.Cause != CauseCPUWait || v.CauseNs != 1.5e6 || v.CauseJoined != 2 {
-		t.Errorf("verdict %+v: want the leader's WAL, cpu_wait 1.5 ms over its 2 writes", v)
+	for i := uint64(1); i <= 9; i++ {
+		j.Writes = append(j.Writes, ClusterWrite{Index: i, DeciderLocal: true, LeaderWALNs: 2.2e6, LeaderFdatasyncNs: 2e6, LeaderCause: cpu})
+		j.LeaderWALNs.Add(2.2e6)
+		j.LeaderCause.Add(cpu)
+	}
+	if v := j.Verdict(); v.Kind != ClusterVerdictLeaderWAL || v.Cause != CauseCPUWait || v.CauseNs != 1.5e6 || v.CauseJoined != 9 || v.Runner != 2 || v.RunnerDecided != 1 {
+		t.Errorf("verdict %+v: want the leader's WAL, cpu_wait 1.5 ms over its 9 writes, follower 2 the runner-up with 1", v)
 	}
 }

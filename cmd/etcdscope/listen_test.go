@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/etcdscope/etcdscope/exporter"
+	"github.com/etcdscope/etcdscope/internal/etcdtest"
 	"gopkg.in/yaml.v3"
 )
 
@@ -45,8 +46,17 @@ func TestNormalizeListen(t *testing.T) {
 // validation accepts them and that the --listen result listens (on
 // loopback, port 0, so the test needs no node address). Parsing the whole
 // list, defaults included, catches a flag whose zero value validation
-// refuses (--commit-sample 0 did, in a hand-built serveFlags).
+// refuses (--commit-sample 0 did, in a hand-built serveFlags). Two
+// kinds of argument name host state, and are pointed at this test's:
+// --commit-comm=etcd (validation wants exactly one such process) becomes
+// --commit-pid of this test, and the --cacert/--cert/--key paths
+// (validation reads them) a throwaway CA and pair.
 func TestDaemonSetListenBothFamilies(t *testing.T) {
+	ca, cert, key, err := etcdtest.ServerCert(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := map[string]string{"--commit-comm": "--commit-pid=" + strconv.Itoa(os.Getpid()), "--cacert": "--cacert=" + ca, "--cert": "--cert=" + cert, "--key": "--key=" + key}
 	for _, file := range []string{"daemonset.yaml", "daemonset-netem.yaml"} {
 		b, err := os.ReadFile("../../deploy/" + file)
 		if err != nil {
@@ -80,6 +90,9 @@ func TestDaemonSetListenBothFamilies(t *testing.T) {
 			fs := f.flagSet()
 			var expanded []string
 			for _, a := range args[1:] {
+				if name, _, ok := strings.Cut(a, "="); ok && local[name] != "" {
+					a = local[name]
+				}
 				expanded = append(expanded, strings.ReplaceAll(a, "$(NODE_IP)", ip))
 			}
 			if err := fs.Parse(expanded); err != nil {

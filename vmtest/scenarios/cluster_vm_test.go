@@ -76,8 +76,18 @@ func TestVMScenarioClusterSplit(t *testing.T) {
 	checkDecider(t, "m1 leads", j1, commit.MemberID(r.m[0].ID), m3)
 	checkSlowDisk(t, agents[2], w1, clusterFlush)
 	checkVoteIdentity(t, "m1 leads", j1, m3, 0)
-	if !strings.HasPrefix(j1.Verdict, "writes wait on m3's disk: dm ") {
-		t.Errorf("m1 leads: verdict %q: want m3's disk, the dm layer named", j1.Verdict)
+	// m3's network part is the rig's one vCPU's waits as much as the
+	// bare path's, and on a loaded host it holds about as much of the
+	// votes' time as the held flushes (run 24: 46% against 52%; 51%
+	// against 49%): then the verdict names no single cause, but both
+	// parts, the WAL append with the dm layer.
+	switch ev := j1.Evidence; {
+	case strings.HasPrefix(j1.Verdict, "writes wait on m3's disk: dm "):
+	case ev != nil && ev.Kind == "no_single_cause" && strings.HasPrefix(j1.Verdict, "no single cause: m3's votes wait on ") &&
+		strings.Contains(j1.Verdict, "WAL append") && strings.Contains(j1.Verdict, "(dm "):
+		t.Logf("m1 leads: no single cause: %+v", ev.Parts)
+	default:
+		t.Errorf("m1 leads: verdict %q: want m3's disk, the dm layer named (or no single cause, m3's WAL append by dm one of the two)", j1.Verdict)
 	}
 
 	// Move the leader to m2: its MsgApps wait in netem, m1 decides.
