@@ -3,8 +3,11 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,7 +19,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/commit"
+	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/etcdtest"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 	"github.com/etcdscope/etcdscope/tracer"
@@ -42,10 +47,13 @@ const dutyEdgeSlack = 150 * time.Millisecond
 //   - the probes are on only inside the windows: in the middle of each on
 //     phase etcd's text at its write function's entry holds the uprobe's
 //     breakpoint (0xCC, read from /proc/PID/mem) and the kernel lists a
-//     uprobe_multi link on etcd's pid, and serve holds two raw_tracepoint
-//     links more (the tp_btf scheduler programs); in the middle of each off phase the
-//     original byte is back, no uprobe_multi link is on etcd, and those
-//     two links are gone;
+//     uprobe_multi link on etcd's pid, and serve holds four raw_tracepoint
+//     links more (the tp_btf scheduler programs of the commit tracer and
+//     of its fsync tracer on etcd) and the ten write-family syscall
+//     tracepoints; in the middle of each off phase the original byte is
+//     back, no uprobe_multi link is on etcd, and those links are gone (on
+//     ext4, serve then holds no syscall tracepoint at all: bpftool perf
+//     list);
 //   - the writes it saw are the puts whose server-side entry fell inside
 //     the windows: at least the puts wholly inside a window (less
 //     dutyEdgeSlack at its start), at most those overlapping one (plus
@@ -100,12 +108,23 @@ func TestServeCommitDuty(t *testing.T) {
 		byte0               byte
 		multi, tracingLinks int
 		gauge               float64
+		// Syscall tracepoints serve holds (bpftool perf list): the
+		// write family's, and all.
+		sysWrites, sysAll int
 	}
+	bpftool := testenv.LookPath(t, "bpftool", "bpftool")
+	// etcd's files all on ext4: both fsync tracers trace its fsyncs on
+	// ext4's tracepoints, and between windows serve holds no syscall
+	// tracepoint at all (else the fsync pairs stay).
+	fsTypes, fsErr := host.OpenFileFSTypes(m.PID, func(p string) bool { return analysis.FileKind(p) != analysis.KindOther })
+	onExt4 := fsErr == nil && !slices.ContainsFunc(fsTypes, func(s string) bool { return s != "ext4" })
+	t.Logf("etcd's open files are on %v (%v)", fsTypes, fsErr)
 	var phases []phase
 	for at := nextMid(time.Now(), duty); at.Before(loadEnd); at = at.Add(3 * duty.Period / 2) {
 		time.Sleep(time.Until(at))
 		on, _ := duty.At(at)
 		p := phase{at: at, want: on, byte0: textByte(t, m.PID, addr), multi: uprobeMultiOn(m.PID), tracingLinks: linkTypes(t, s.cmd.Process.Pid)["raw_tracepoint"]}
+		p.sysWrites, p.sysAll = syscallTracepoints(t, bpftool, s.cmd.Process.Pid)
 		p.gauge = gauge(s.scrape(t), "etcdscope_commit_attached")
 		phases = append(phases, p)
 	}
@@ -115,8 +134,16 @@ func TestServeCommitDuty(t *testing.T) {
 	}
 	var onLinks, offLinks []int
 	for _, p := range phases {
-		t.Logf("%s: duty %v: byte %#x, uprobe_multi links on etcd %d, serve's raw_tracepoint links %d, etcdscope_commit_attached %v",
-			p.at.Format("15:04:05.000"), p.want, p.byte0, p.multi, p.tracingLinks, p.gauge)
+		t.Logf("%s: duty %v: byte %#x, uprobe_multi links on etcd %d, serve's raw_tracepoint links %d, syscall tracepoints %d (write family %d), etcdscope_commit_attached %v",
+			p.at.Format("15:04:05.000"), p.want, p.byte0, p.multi, p.tracingLinks, p.sysAll, p.sysWrites, p.gauge)
+		switch {
+		case p.want && p.sysWrites != 10:
+			t.Errorf("%s, inside a window: serve holds %d write-family syscall tracepoints; want 10 (the commit's fsync tracer's thread probes)", p.at.Format("15:04:05.000"), p.sysWrites)
+		case !p.want && p.sysWrites != 0:
+			t.Errorf("%s, between windows: serve holds %d write-family syscall tracepoints; want 0 (they tax every syscall on the host)", p.at.Format("15:04:05.000"), p.sysWrites)
+		case !p.want && onExt4 && p.sysAll != 0:
+			t.Errorf("%s, between windows: serve holds %d syscall tracepoints; want 0 (etcd's files are on ext4: its fsyncs are traced on ext4's tracepoints)", p.at.Format("15:04:05.000"), p.sysAll)
+		}
 		switch {
 		case p.want && (p.byte0 != 0xcc || p.multi != 1 || p.gauge != 1):
 			t.Errorf("%s, inside a window: byte %#x, %d uprobe_multi links, attached %v; want 0xcc, 1, 1", p.at.Format("15:04:05.000"), p.byte0, p.multi, p.gauge)
@@ -134,8 +161,8 @@ func TestServeCommitDuty(t *testing.T) {
 	}
 	for _, on := range onLinks {
 		for _, off := range offLinks {
-			if on-off != 2 {
-				t.Errorf("serve's raw_tracepoint links: %d in windows, %d between: want the 2 scheduler programs' less between (on %v, off %v)", on, off, onLinks, offLinks)
+			if on-off != 4 {
+				t.Errorf("serve's raw_tracepoint links: %d in windows, %d between: want the 4 scheduler programs' (the commit tracer's and its fsync tracer's) less between (on %v, off %v)", on, off, onLinks, offLinks)
 			}
 		}
 	}
@@ -351,4 +378,33 @@ func linkTypes(t *testing.T, pid int) map[string]int {
 		}
 	}
 	return n
+}
+
+// syscallTracepoints counts the syscall tracepoints pid holds BPF
+// programs on (bpftool perf list, the kernel's BPF_TASK_FD_QUERY): the
+// write family's (sys_enter_ and sys_exit_ of write, pwrite64, writev,
+// pwritev, pwritev2), and all.
+func syscallTracepoints(t *testing.T, bpftool string, pid int) (writes, all int) {
+	t.Helper()
+	out, err := exec.Command(bpftool, "perf", "list", "-j").Output()
+	if err != nil {
+		t.Fatalf("bpftool perf list: %v", err)
+	}
+	var list []struct {
+		PID        int    `json:"pid"`
+		Tracepoint string `json:"tracepoint"`
+	}
+	if err := json.Unmarshal(out, &list); err != nil {
+		t.Fatalf("bpftool perf list -j: %v", err)
+	}
+	for _, a := range list {
+		if a.PID != pid || !strings.HasPrefix(a.Tracepoint, "sys_enter_") && !strings.HasPrefix(a.Tracepoint, "sys_exit_") {
+			continue
+		}
+		all++
+		if strings.Contains(a.Tracepoint, "write") {
+			writes++
+		}
+	}
+	return writes, all
 }

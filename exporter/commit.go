@@ -36,7 +36,20 @@ type CommitTracer interface {
 type CommitSyncTracer interface {
 	Tracer
 	pipeline.SyncSource
+	// DetachThreadProbes and AttachThreadProbes take off and put back
+	// the probes it runs at etcd's every write(2) and context switch
+	// (tracer.FsyncTracer's): serve --commit-duty switches them with
+	// the commit probes.
+	DetachThreadProbes() error
+	AttachThreadProbes() error
 }
+
+// threadProbes is a CommitSyncTracer's thread probes as a
+// pipeline.Switchable.
+type threadProbes struct{ t CommitSyncTracer }
+
+func (p threadProbes) Attach() error { return p.t.AttachThreadProbes() }
+func (p threadProbes) Detach() error { return p.t.DetachThreadProbes() }
 
 // MaxVoteLabels bounds the vote label of etcdscope_commit_deciding_vote_total:
 // "local_wal" and one value per follower. A cluster has at most a few
@@ -271,7 +284,14 @@ func followCommit(ctx context.Context, cfg Config, lives *commitLives, duty *pip
 		dutyDone := make(chan struct{})
 		go func() {
 			defer close(dutyDone)
-			pipeline.RunDuty(dctx, cfg.Commit, pipeline.DutyOptions{Duty: cfg.CommitDuty, State: duty, OnError: func(attach bool, err error) {
+			// The fsync tracer's thread probes on etcd are on only while
+			// the commit probes are (the write-family syscall
+			// tracepoints tax every syscall on the host while attached).
+			var src pipeline.Switchable = cfg.Commit
+			if cfg.CommitSyncs != nil {
+				src = pipeline.Nested(cfg.Commit, threadProbes{cfg.CommitSyncs})
+			}
+			pipeline.RunDuty(dctx, src, pipeline.DutyOptions{Duty: cfg.CommitDuty, State: duty, OnError: func(attach bool, err error) {
 				what := "detaching at the window's end"
 				if attach {
 					what = "attaching at the window's start"

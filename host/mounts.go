@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/etcdscope/etcdscope/event"
 )
@@ -138,5 +141,72 @@ func DiskFSTypes(r *DeviceResolver, disk event.Dev) ([]string, error) {
 		}
 	}
 	slices.Sort(out)
+	return out, nil
+}
+
+// maxOpenFilesScanned bounds how many of a process's open files
+// OpenFileFSTypes looks at (etcd holds a socket per client and peer
+// connection; its data files come first, opened at start).
+const maxOpenFilesScanned = 65536
+
+// OpenFileFSTypes returns the types of the filesystems that hold the
+// regular files pid has open whose path keep accepts (nil: every one):
+// each file's st_dev (stat through /proc/PID/fd, so the file the process
+// holds, whatever its mount namespace) matched against the mounts pid
+// sees (/proc/PID/mountinfo); the path (readlink, as pid names it) only
+// chooses. For etcd, keep picks its WAL segments and bbolt file: the
+// files it fsyncs. It fails when no file is kept, or a kept one is on a
+// device no mount of pid shows (btrfs subvolumes and overlayfs report
+// devices of their own): the caller cannot tell then.
+func OpenFileFSTypes(pid int, keep func(path string) bool) ([]string, error) {
+	mounts, err := MountsIn(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	if err != nil {
+		return nil, err
+	}
+	byDev := map[event.Dev]string{}
+	for _, m := range mounts {
+		byDev[m.Dev] = m.FSType
+	}
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	names, err := d.Readdirnames(maxOpenFilesScanned)
+	d.Close()
+	if err != nil && len(names) == 0 {
+		return nil, fmt.Errorf("reading %s: %w", dir, err)
+	}
+	var out []string
+	files := 0
+	for _, n := range names {
+		fd := dir + "/" + n
+		if keep != nil {
+			path, err := os.Readlink(fd)
+			if err != nil || !keep(path) {
+				continue
+			}
+		}
+		st, err := os.Stat(fd)
+		if err != nil || !st.Mode().IsRegular() {
+			continue // closed meanwhile, or a socket, pipe, device
+		}
+		sys, ok := st.Sys().(*syscall.Stat_t)
+		if !ok {
+			continue
+		}
+		dev := event.MkDev(unix.Major(sys.Dev), unix.Minor(sys.Dev))
+		t, ok := byDev[dev]
+		if !ok {
+			return nil, fmt.Errorf("pid %d: %s is on device %s, which no mount in /proc/%d/mountinfo shows", pid, fd, dev, pid)
+		}
+		files++
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	if files == 0 {
+		return nil, fmt.Errorf("pid %d has no such regular file open", pid)
+	}
 	return out, nil
 }

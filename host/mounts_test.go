@@ -1,6 +1,11 @@
 package host
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/etcdscope/etcdscope/event"
@@ -57,4 +62,69 @@ func TestCgroup2Mount(t *testing.T) {
 			t.Errorf("%s: %q, %v; want %q, %v", tc.file, got, ok, tc.want, tc.ok)
 		}
 	}
+}
+
+// TestOpenFileFSTypes: a child holding two files in the test's temporary
+// directory and one in /dev/shm (tmpfs) besides /dev/null: the types are
+// those FSTypeOf gives for them, each once; with keep, only the kept
+// files' (the tmpfs one left out); a child holding no regular file is an
+// error, not "none".
+func TestOpenFileFSTypes(t *testing.T) {
+	open := func(path string) *os.File {
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close(); os.Remove(path) })
+		return f
+	}
+	dir := t.TempDir()
+	shm, err := os.MkdirTemp("/dev/shm", "etcdscope-host-test")
+	if err != nil {
+		t.Skipf("no /dev/shm: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shm) })
+	files := []*os.File{open(filepath.Join(dir, "a.wal")), open(filepath.Join(shm, "db")), open(filepath.Join(dir, "b.wal"))}
+	var want []string
+	for _, d := range []string{dir, shm} {
+		ft, err := FSTypeOf(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(want, ft) {
+			want = append(want, ft)
+		}
+	}
+	child := func(extra []*os.File) int {
+		cmd := exec.Command("sleep", "30")
+		cmd.ExtraFiles = extra
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd.Process.Pid
+	}
+	pid := child(files)
+	got, err := OpenFileFSTypes(pid, nil)
+	slices.Sort(got)
+	slices.Sort(want)
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("OpenFileFSTypes = %v, %v; want %v", got, err, want)
+	}
+	wals := func(path string) bool { return strings.HasSuffix(path, ".wal") }
+	if got, err := OpenFileFSTypes(pid, wals); err != nil || !slices.Equal(got, []string{mustFSType(t, dir)}) {
+		t.Errorf("OpenFileFSTypes(the .wal files) = %v, %v; want [%s]", got, err, mustFSType(t, dir))
+	}
+	if got, err := OpenFileFSTypes(child(nil), nil); err == nil {
+		t.Errorf("a process with no regular file open: %v, no error", got)
+	}
+}
+
+func mustFSType(t *testing.T, path string) string {
+	t.Helper()
+	ft, err := FSTypeOf(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ft
 }

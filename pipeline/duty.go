@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -14,6 +15,27 @@ type Switchable interface {
 	Attach() error
 	Detach() error
 }
+
+// Nested returns the Switchable of outer nested in inner: Attach puts
+// inner on, then outer (and takes inner off again if outer fails);
+// Detach takes outer off, then inner. serve --commit-duty nests the
+// commit probes in the fsync tracer's thread probes on the same etcd, so
+// that every write the commit probes see ran wholly with both on.
+func Nested(outer, inner Switchable) Switchable { return nested{outer, inner} }
+
+type nested struct{ outer, inner Switchable }
+
+func (n nested) Attach() error {
+	if err := n.inner.Attach(); err != nil {
+		return err
+	}
+	if err := n.outer.Attach(); err != nil {
+		return errors.Join(err, n.inner.Detach())
+	}
+	return nil
+}
+
+func (n nested) Detach() error { return errors.Join(n.outer.Detach(), n.inner.Detach()) }
 
 // DutyState is what a duty cycle has done so far: whether the probes are
 // attached now, and for how long they have been in all (from each

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,5 +124,49 @@ func TestRunDutyAlways(t *testing.T) {
 	RunDuty(context.Background(), sw, DutyOptions{State: NewDutyState(true, nil)})
 	if len(sw.calls) != 0 {
 		t.Errorf("always on: calls %v, want none", sw.calls)
+	}
+}
+
+// orderSwitch appends its name and the call to a shared log.
+type orderSwitch struct {
+	name string
+	log  *[]string
+	fail bool
+}
+
+func (s orderSwitch) Attach() error {
+	*s.log = append(*s.log, s.name+" attach")
+	if s.fail {
+		return errors.New(s.name + " refused")
+	}
+	return nil
+}
+
+func (s orderSwitch) Detach() error {
+	*s.log = append(*s.log, s.name+" detach")
+	return nil
+}
+
+// TestNested: the inner probes go on before the outer and off after
+// them; an outer that fails to attach takes the inner off again.
+func TestNested(t *testing.T) {
+	var log []string
+	n := Nested(orderSwitch{"commit", &log, false}, orderSwitch{"threads", &log, false})
+	if err := n.Attach(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "threads attach,commit attach,commit detach,threads detach"; strings.Join(log, ",") != want {
+		t.Errorf("calls %v, want %s", log, want)
+	}
+	log = nil
+	n = Nested(orderSwitch{"commit", &log, true}, orderSwitch{"threads", &log, false})
+	if err := n.Attach(); err == nil {
+		t.Error("the outer's refusal was not returned")
+	}
+	if want := "threads attach,commit attach,threads detach"; strings.Join(log, ",") != want {
+		t.Errorf("calls %v, want %s", log, want)
 	}
 }

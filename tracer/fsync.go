@@ -91,11 +91,19 @@ type FsyncTracer struct {
 	stacked  *ebpf.Collection
 	jbd2wait *ebpf.Collection
 	links    []link.Link
-	ring     *quietRing
-	untrace  func()
-	probes   []event.Probe
-	rec      ringbuf.Record
-	dec      decoder
+	// threadProbes make the links of the probes that run at the traced
+	// threads' every write(2) and context switch (Writes, Sched), which
+	// DetachThreadProbes takes off; threadLinks holds them while on.
+	threadMu     sync.Mutex
+	threadProbes []func() (link.Link, error)
+	threadLinks  []link.Link
+	threadOff    bool
+	threadClosed bool
+	ring         *quietRing
+	untrace      func()
+	probes       []event.Probe
+	rec          ringbuf.Record
+	dec          decoder
 
 	closeOnce sync.Once
 	closeErr  error
@@ -456,6 +464,10 @@ func (t *FsyncTracer) close() error {
 	}
 	errs = append(errs, closeLinks(t.links)...)
 	t.links = nil
+	t.threadMu.Lock()
+	errs = append(errs, closeLinks(t.threadLinks)...)
+	t.threadLinks, t.threadOff, t.threadClosed = nil, true, true
+	t.threadMu.Unlock()
 	if t.journal != nil {
 		t.journal.Close()
 	}

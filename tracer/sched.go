@@ -39,11 +39,15 @@ func (t *FsyncTracer) loadSched(shared ebpf.CollectionOptions) error {
 		return explainLoad("sched programs", err)
 	}
 	for _, p := range []*ebpf.Program{t.sched.SchedSwitch, t.sched.SchedWakeup} {
-		l, err := link.AttachTracing(link.TracingOptions{Program: p})
-		if err != nil {
-			return fmt.Errorf("attaching tp_btf program %s (--sched needs it): %w", p, err)
+		if err := t.addThreadProbe(func() (link.Link, error) {
+			l, err := link.AttachTracing(link.TracingOptions{Program: p})
+			if err != nil {
+				return nil, fmt.Errorf("attaching tp_btf program %s (--sched needs it): %w", p, err)
+			}
+			return l, nil
+		}); err != nil {
+			return err
 		}
-		t.links = append(t.links, l)
 	}
 	t.probes = append(t.probes, event.Probe{Name: "tp_btf/sched_switch", Attached: true},
 		event.Probe{Name: "tp_btf/sched_wakeup", Attached: true})

@@ -62,11 +62,16 @@ func (t *FsyncTracer) loadWrite(shared ebpf.CollectionOptions, cfg FsyncConfig) 
 		{"writeback", writebackTracepoint("folio_wait_writeback", "wait_on_page_writeback"), t.write.FolioWaitWriteback},
 		{"writeback", writebackTracepoint("writeback_dirty_folio", "writeback_dirty_page"), t.write.WritebackDirtyFolio},
 	} {
-		l, err := link.Tracepoint(tp.group, tp.name, tp.prog, nil)
-		if err != nil {
-			return fmt.Errorf("attaching tracepoint/%s/%s (--writes needs it): %w", tp.group, tp.name, err)
+		group, name, prog := tp.group, tp.name, tp.prog
+		if err := t.addThreadProbe(func() (link.Link, error) {
+			l, err := link.Tracepoint(group, name, prog, nil)
+			if err != nil {
+				return nil, fmt.Errorf("attaching tracepoint/%s/%s (--writes needs it): %w", group, name, err)
+			}
+			return l, nil
+		}); err != nil {
+			return err
 		}
-		t.links = append(t.links, l)
 		t.probes = append(t.probes, event.Probe{Name: "tracepoint/" + tp.group + "/" + tp.name, Attached: true})
 	}
 	return nil

@@ -142,7 +142,7 @@ func runCommit(args []string) error {
 		// Beside the uprobes, the fsync tracer on etcd alone splits each
 		// WAL fdatasync into the disk's layers and the thread's scheduler
 		// states, so that the verdict names the disk or the CPU.
-		st, err := tracer.NewFsync(tracer.FsyncConfig{PID: uint32(opt.PID), Sched: true, Writes: true, RingBytes: opt.RingBytes})
+		st, err := tracer.NewFsync(tracer.FsyncConfig{PID: uint32(opt.PID), Sched: true, Writes: true, RingBytes: opt.RingBytes, FSTypes: tracedFSTypes(opt.PID, "")})
 		if err != nil {
 			opt.Notice(commit.Notice{Kind: commit.NoticeNoSyncSplit, Err: err})
 		} else {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/capture"
+	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/safefile"
@@ -234,7 +235,7 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 }
 
 // dataDirUsage is serve's --data-dir help.
-const dataDirUsage = "etcd's --data-dir (repeatable: its --wal-dir too); on ext4, traced on ext4's tracepoints, which other processes don't pay for"
+const dataDirUsage = "etcd's --data-dir (repeatable: its --wal-dir too); on ext4, traced on ext4's tracepoints, which other processes don't pay for (default: where the files of --pid's or --comm's etcd are)"
 
 // dataDirFSTypes returns the types of the filesystems dirs are on
 // (tracer.FsyncConfig.FSTypes; nil for none), or a usage error naming a
@@ -255,6 +256,44 @@ func dataDirFSTypes(dirs []string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// tracedFSTypes returns the types of the filesystems holding the etcd
+// files (etcdFile) the traced processes have open (host.OpenFileFSTypes):
+// pid's, or those of every process named comm running now. etcd holds its
+// WAL segments and bbolt file open, so where they are on ext4 its fsyncs are
+// traced on ext4's tracepoints without --data-dir, and no syscall
+// tracepoint taxes the host's other processes. nil (the syscall
+// tracepoints, which see every call) when no process is named or runs,
+// or when one's files cannot be told.
+func tracedFSTypes(pid int, comm string) []string {
+	pids := []int{pid}
+	if pid == 0 {
+		if comm == "" {
+			return nil
+		}
+		var err error
+		if pids, err = etcdinfo.PIDsByComm(comm); err != nil || len(pids) == 0 {
+			return nil
+		}
+	}
+	var out []string
+	for _, p := range pids {
+		ts, err := host.OpenFileFSTypes(p, etcdFile)
+		if err != nil {
+			return nil
+		}
+		for _, t := range ts {
+			if !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// etcdFile says whether path is one of the files etcd fsyncs: a WAL
+// segment, the bbolt file or a snapshot (analysis.FileKind).
+func etcdFile(path string) bool { return analysis.FileKind(path) != analysis.KindOther }
 
 // fsTypes returns the filesystems every traced fsync is on, where the
 // flags say (tracer.FsyncConfig.FSTypes): the workload's directory's, or

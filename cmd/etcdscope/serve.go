@@ -184,7 +184,7 @@ func openCommit(cfg exporter.Config, pid int) (exporter.CommitLife, error) {
 	for part, p := range ct.Unavailable() {
 		life.Unavailable = append(life.Unavailable, analysis.UnavailablePart(string(part), p))
 	}
-	st, err := tracer.NewFsync(tracer.FsyncConfig{PID: uint32(pid), Sched: true, Writes: true, RingBytes: cfg.RingBytes})
+	st, err := tracer.NewFsync(tracer.FsyncConfig{PID: uint32(pid), Sched: true, Writes: true, RingBytes: cfg.RingBytes, FSTypes: tracedFSTypes(pid, "")})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, render.ServeCommitSyncsError(err))
 	} else {
@@ -295,6 +295,9 @@ func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 	tcfg.fsync.Sched = f.sched
 	if tcfg.fsync.FSTypes, err = dataDirFSTypes(f.dataDirs); err != nil {
 		return cfg, tcfg, err
+	}
+	if len(f.dataDirs) == 0 {
+		tcfg.fsync.FSTypes = tracedFSTypes(f.pid, f.comm)
 	}
 	cfg.Sched = f.sched
 	// etcdscope_block_flush_duration_seconds observes every flush of every
