@@ -3,6 +3,7 @@ package stats
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -84,8 +85,8 @@ func TestSeriesExactThenBinned(t *testing.T) {
 			check(n)
 		}
 	}
-	if s.vals != nil || len(s.bins) != platNR {
-		t.Fatalf("binned series keeps %d values and %d bins, want none and %d", len(s.vals), len(s.bins), platNR)
+	if s.vals != nil || s.chunks != nil || len(s.bins) != platNR {
+		t.Fatalf("binned series keeps %d values and %d bins, want none and %d", s.exact(), len(s.bins), platNR)
 	}
 }
 
@@ -177,5 +178,53 @@ func TestSeriesBudget(t *testing.T) {
 	}
 	if cl := a.Clone(); cl.budget != nil {
 		t.Errorf("a clone is bound to the budget")
+	}
+}
+
+// TestSeriesChunks: around each edge of the arrays the exact values are
+// kept in (seriesChunk), Summary is Summarize of the values added, a Clone
+// shares no array with its series, Merge adds every value, and the budget
+// gets back exactly what was taken.
+func TestSeriesChunks(t *testing.T) {
+	for _, n := range []int{seriesChunk - 1, seriesChunk, seriesChunk + 1, 2*seriesChunk - 1, 2 * seriesChunk, 2*seriesChunk + 1, ExactLimit - 1, ExactLimit} {
+		budget := NewBudget(ExactLimit)
+		var s Series
+		s.Bind(budget)
+		all := make([]int64, 0, n)
+		for i := range n {
+			v := int64(i*7919%100003 + 1)
+			s.Add(v)
+			all = append(all, v)
+		}
+		if got, want := s.Summary(), Summarize(slices.Clone(all)); got != want || got.Binned {
+			t.Fatalf("n=%d: %+v, want %+v", n, got, want)
+		}
+		if got := s.appendExact(nil); !slices.Equal(got, all) {
+			t.Fatalf("n=%d: the exact values differ from those added (or their order)", n)
+		}
+		if left := budget.Left(); left != int64(ExactLimit-n) {
+			t.Fatalf("n=%d: budget %d left, want %d", n, left, ExactLimit-n)
+		}
+		c := s.Clone()
+		c.Add(1 << 40)
+		if len(c.chunks) > 0 && len(s.chunks) > 0 {
+			c.chunks[0][0]++
+			if s.chunks[0][0] == c.chunks[0][0] {
+				t.Fatalf("n=%d: the clone shares its first array with the series", n)
+			}
+		}
+		if got := s.Summary(); got != Summarize(slices.Clone(all)) {
+			t.Fatalf("n=%d: the series changed with its clone: %+v", n, got)
+		}
+		var m Series
+		m.Merge(&s)
+		if got, want := m.Summary(), s.Summary(); got != want {
+			t.Fatalf("n=%d: merged %+v, want %+v", n, got, want)
+		}
+		var sink Series
+		sink.Absorb(&s)
+		if left := budget.Left(); left != ExactLimit {
+			t.Fatalf("n=%d: %d left after Absorb, want all %d back", n, left, ExactLimit)
+		}
 	}
 }
