@@ -128,8 +128,21 @@ func clusterParts(j *commit.ClusterJoin) []struct {
 		s    *stats.Series
 	}{
 		{"vote", &j.VoteNs}, {"network", &j.NetworkNs}, {"follower_queue", &j.QueueNs}, {"follower_wal", &j.WALNs},
-		{"of which fdatasync", &j.FdatasyncNs}, {"follower_respond", &j.RespondNs}, {"leader_wal", &j.LeaderWALNs},
+		{syncRow, &j.FdatasyncNs}, {"follower_respond", &j.RespondNs}, {"leader_wal", &j.LeaderWALNs},
 	}
+}
+
+// syncRow is the table's row of the follower's WAL sync, etcd's
+// (*WAL).sync: the encoder's write(2), then the fdatasync. The summary's key for it stays
+// of_which_fdatasync (clusterPartKey).
+const syncRow = "of which write+fdatasync"
+
+// clusterPartKey is a row's key in the summary's parts_ns.
+func clusterPartKey(name string) string {
+	if name == syncRow {
+		return "of_which_fdatasync"
+	}
+	return name
 }
 
 // notJoinedName is the JSON and table name of a reason.
@@ -157,7 +170,7 @@ func ClusterSummaryOf(j *commit.ClusterJoin) ClusterSummary {
 		s.Deciders[deciderName(id)] = n
 	}
 	for _, p := range clusterParts(j) {
-		s.PartsNs[strings.ReplaceAll(p.name, " ", "_")] = p.s.Summary()
+		s.PartsNs[clusterPartKey(p.name)] = p.s.Summary()
 	}
 	s.FollowerCause, s.LeaderCause = j.FollowerCause, j.LeaderCause
 	v := j.Verdict()
@@ -329,7 +342,7 @@ func clusterVerdict(v commit.ClusterVerdict, names commit.Names) string {
 		if v.Cause != "" {
 			return followerCauseVerdict(v, f)
 		}
-		return fmt.Sprintf("writes wait on %s disk%s: %s WAL append %s (fdatasync %s) of %s %s vote (p50; %s): run `etcdscope fsync --comm etcd` there",
+		return fmt.Sprintf("writes wait on %s disk%s: %s WAL append %s (WAL sync %s) of %s %s vote (p50; %s): run `etcdscope fsync --comm etcd` there",
 			f.poss, f.s, f.its, commitMs(v.PartNs), commitMs(v.FdatasyncNs), f.its, commitMs(v.VoteNs), of)
 	case commit.ClusterVerdictFollowerQueue:
 		return fmt.Sprintf("writes wait on %s Raft loop%s: queueing and answer %s of %s %s vote (p50; %s)", f.poss, f.s, commitMs(v.PartNs), f.its, commitMs(v.VoteNs), of)
@@ -379,7 +392,7 @@ func noCausePart(v commit.ClusterVerdict, p commit.PartShare, f followerWords) s
 // its fdatasyncs: its disk (by the largest layer), a CPU, or another
 // wait; the cause's p50 first.
 func followerCauseVerdict(v commit.ClusterVerdict, f followerWords) string {
-	nums := fmt.Sprintf("%s %s of %s %s vote (p50; WAL append %s, fdatasync %s; %s, %d split by cause)",
+	nums := fmt.Sprintf("%s %s of %s %s vote (p50; WAL append %s, WAL sync %s; %s, %d split by cause)",
 		v.Cause, commitMs(v.CauseNs), f.its, commitMs(v.VoteNs), commitMs(v.PartNs), commitMs(v.FdatasyncNs), f.of, v.CauseJoined)
 	switch {
 	case v.Cause.Disk():
@@ -405,7 +418,7 @@ func causeLine(who string, t *commit.CauseTotals) string {
 			parts = append(parts, fmt.Sprintf("%s %.0f%%", c, 100*sh))
 		}
 	}
-	return fmt.Sprintf("%s fdatasync by cause (%d of %d split): %s", who, t.Joined, t.Joined+t.Unjoined, strings.Join(parts, ", "))
+	return fmt.Sprintf("%s WAL sync by cause (%d of %d split): %s", who, t.Joined, t.Joined+t.Unjoined, strings.Join(parts, ", "))
 }
 
 // leaderCauseVerdict words the leader's WAL verdict by the top cause of

@@ -20,7 +20,7 @@ func TestClusterVerdictWords(t *testing.T) {
 	}{
 		{commit.ClusterVerdict{Kind: commit.ClusterVerdictLeaderWAL, Decided: 5, Joined: 9, PartNs: 2e6}, []string{"leader's own WAL append", "2.00 ms", "5 of 9"}},
 		{commit.ClusterVerdict{Kind: commit.ClusterVerdictNetwork, Member: 0x28d1, Decided: 7, Joined: 9, PartNs: 49.8e6, VoteNs: 51.2e6}, []string{"network to m3", "49.80 ms of its 51.20 ms vote"}},
-		{commit.ClusterVerdict{Kind: commit.ClusterVerdictFollowerWAL, Member: 0xabc, Decided: 7, Joined: 9, PartNs: 7.9e6, FdatasyncNs: 7.5e6, VoteNs: 9.1e6}, []string{"abc's disk", "7.90 ms (fdatasync 7.50 ms) of its 9.10 ms"}},
+		{commit.ClusterVerdict{Kind: commit.ClusterVerdictFollowerWAL, Member: 0xabc, Decided: 7, Joined: 9, PartNs: 7.9e6, FdatasyncNs: 7.5e6, VoteNs: 9.1e6}, []string{"abc's disk", "7.90 ms (WAL sync 7.50 ms) of its 9.10 ms"}},
 		{commit.ClusterVerdict{Kind: commit.ClusterVerdictFollowerQueue, Member: 0x28d1, Decided: 7, Joined: 9, PartNs: 3e6, VoteNs: 4e6}, []string{"m3's Raft loop", "3.00 ms of its 4.00 ms"}},
 	} {
 		got := clusterVerdict(tc.v, names)
@@ -72,7 +72,7 @@ func TestClusterVerdictCause(t *testing.T) {
 	tot := commit.CauseTotals{Joined: 60, Unjoined: 2, Ns: map[commit.Cause]int64{commit.CauseDeviceFlush: 474e6, commit.CauseJournal: 36e6,
 		commit.CauseCPUWait: 18e6, commit.CauseOutside: 12e6, commit.CauseRunning: 1e3}}
 	line := causeLine("deciding followers'", &tot)
-	const want = "deciding followers' fdatasync by cause (60 of 62 split): device_flush 88%, journal 7%, cpu_wait 3%, outside_syscalls 2%"
+	const want = "deciding followers' WAL sync by cause (60 of 62 split): device_flush 88%, journal 7%, cpu_wait 3%, outside_syscalls 2%"
 	if line != want {
 		t.Errorf("cause line %q, want %q", line, want)
 	}
