@@ -80,7 +80,7 @@ func checkClusterJoin(t *testing.T) {
 				count, total = x.GetHistogram().GetSampleCount(), x.GetHistogram().GetSampleSum()
 			case "queue", "wal_append", "respond":
 				parts += x.GetHistogram().GetSampleSum()
-			case "fdatasync":
+			case "wal_sync":
 				fdatasync = x.GetHistogram().GetSampleSum()
 			}
 		}

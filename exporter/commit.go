@@ -130,8 +130,8 @@ func NewCommitMetrics(src WriteCounts, sampleEvery uint32, duty *pipeline.DutySt
 		part: durationHistogram("commit_part_duration_seconds",
 			"Time of each etcd write in one part of its critical path (docs/commit.md); a write's parts sum to its commit_duration_seconds."+sampledHelp,
 			"role", "part"),
-		walSync: durationHistogram("commit_wal_fdatasync_duration_seconds",
-			"The fdatasync in the WAL append each write waited on ((*WAL).sync), one per write (a batch's writes each observe their Save's)."+sampledHelp),
+		walSync: durationHistogram("commit_wal_sync_duration_seconds",
+			"etcd's (*WAL).sync in each write's WAL append: write(2), then fdatasync (etcd_disk_wal_fsync_duration_seconds: the fdatasync alone)."+sampledHelp),
 		vote: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "commit_deciding_vote_total",
 			Help: "Leader's writes by the deciding vote: local_wal (its own WAL append came last) or the follower whose ack made the quorum (name, else hex id)." + sampledHelp,
@@ -145,7 +145,7 @@ func NewCommitMetrics(src WriteCounts, sampleEvery uint32, duty *pipeline.DutySt
 			Help: "Writes that shared their WAL Save with others (one Ready): their WAL parts are the batch's." + sampledHelp,
 		}),
 		follower: durationHistogram("commit_follower_entry_duration_seconds",
-			"Follower only: each Raft entry from the leader's MsgApp arriving to this member's answer (part=total), and its parts: queue, wal_append, fdatasync, respond. Attached time only.",
+			"Follower only: each Raft entry, the leader's MsgApp arriving to this member's answer (part=total), and its parts: queue, wal_append (of which wal_sync: write + fdatasync), respond. Attached time only.",
 			"part"),
 		ack: durationHistogram("commit_follower_ack_duration_seconds",
 			"Leader only: each write's Send of its entry to each follower's MsgAppResp covering it (RTT + that follower's receive-to-answer), by follower."+sampledHelp,
@@ -165,7 +165,7 @@ func (c *CommitMetrics) ObserveFollowerEntry(s commit.FollowerSplit) {
 	for _, p := range []struct {
 		part string
 		ns   int64
-	}{{"total", s.TotalNs}, {"queue", s.QueueNs}, {commit.PartWALAppend, s.WALNs}, {"fdatasync", s.FdatasyncNs}, {"respond", s.RespondNs}} {
+	}{{"total", s.TotalNs}, {"queue", s.QueueNs}, {commit.PartWALAppend, s.WALNs}, {"wal_sync", s.FdatasyncNs}, {"respond", s.RespondNs}} {
 		c.follower.WithLabelValues(p.part).Observe(float64(p.ns) / 1e9)
 	}
 }

@@ -56,7 +56,7 @@ func TestCommitMetricsBounded(t *testing.T) {
 	if d, p := sums["etcdscope_commit_duration_seconds"], sums["etcdscope_commit_part_duration_seconds"]; !near(d, 40*3e-6) || !near(p, d) {
 		t.Errorf("durations sum to %v s, parts to %v s: want both 40 × 3 µs", d, p)
 	}
-	if s := sums["etcdscope_commit_wal_fdatasync_duration_seconds"]; !near(s, 40*1.5e-6) {
+	if s := sums["etcdscope_commit_wal_sync_duration_seconds"]; !near(s, 40*1.5e-6) {
 		t.Errorf("WAL fdatasync sum %v s, want 40 × 1.5 µs", s)
 	}
 }

@@ -128,8 +128,21 @@ func clusterParts(j *commit.ClusterJoin) []struct {
 		s    *stats.Series
 	}{
 		{"vote", &j.VoteNs}, {"network", &j.NetworkNs}, {"follower_queue", &j.QueueNs}, {"follower_wal", &j.WALNs},
-		{"of which fdatasync", &j.FdatasyncNs}, {"follower_respond", &j.RespondNs}, {"leader_wal", &j.LeaderWALNs},
+		{syncRow, &j.FdatasyncNs}, {"follower_respond", &j.RespondNs}, {"leader_wal", &j.LeaderWALNs},
 	}
+}
+
+// syncRow is the table's row of the follower's WAL sync, etcd's
+// (*WAL).sync: the encoder's write(2), then the fdatasync. The summary's key for it stays
+// of_which_fdatasync (clusterPartKey).
+const syncRow = "of which write+fdatasync"
+
+// clusterPartKey is a row's key in the summary's parts_ns.
+func clusterPartKey(name string) string {
+	if name == syncRow {
+		return "of_which_fdatasync"
+	}
+	return name
 }
 
 // notJoinedName is the JSON and table name of a reason.
@@ -157,7 +170,7 @@ func ClusterSummaryOf(j *commit.ClusterJoin) ClusterSummary {
 		s.Deciders[deciderName(id)] = n
 	}
 	for _, p := range clusterParts(j) {
-		s.PartsNs[strings.ReplaceAll(p.name, " ", "_")] = p.s.Summary()
+		s.PartsNs[clusterPartKey(p.name)] = p.s.Summary()
 	}
 	s.FollowerCause, s.LeaderCause = j.FollowerCause, j.LeaderCause
 	v := j.Verdict()
@@ -219,7 +232,7 @@ func clusterTable(w io.Writer, j *commit.ClusterJoin) {
 		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t\n", p.name, s.Count, float64(s.P50)/1e6, float64(s.P99)/1e6, s.Mean()/1e6)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "vote: the leader's send to the deciding follower's ack = network + that follower's queue, WAL append and answer (each on its own clock)")
+	fmt.Fprintln(w, "vote: the leader's send to the deciding follower's ack = network (the rest: the wire and both members' peer queues) + that follower's queue, WAL append and answer (each on its own clock)")
 	for _, c := range []struct {
 		who string
 		t   *commit.CauseTotals
@@ -254,11 +267,15 @@ func partName(p commit.VotePart) string {
 	return ""
 }
 
-// clusterEvidence is the lines under the verdict: for a follower's votes,
+// clusterEvidence is the lines under the verdict: when it names the
+// network, what to compare it with (networkAdvice); for a follower's votes,
 // each part's share of their summed time with its 95% interval and how
 // often the first part was the longer; then where the method is written.
 func clusterEvidence(v commit.ClusterVerdict) []string {
 	var lines []string
+	if ns, ok := networkNamed(v); ok {
+		lines = append(lines, networkAdvice(ns))
+	}
 	switch v.Kind {
 	case commit.ClusterVerdictNetwork, commit.ClusterVerdictFollowerWAL, commit.ClusterVerdictFollowerQueue, commit.ClusterVerdictNoSingleCause:
 		s := v.Shares
@@ -275,6 +292,31 @@ func clusterEvidence(v commit.ClusterVerdict) []string {
 		return nil
 	}
 	return append(lines, "one vote or part is named only when its intervals set it apart from the next: "+clusterMethod)
+}
+
+// networkNamed returns the network part's p50 when v names it: a
+// network verdict, or a no-single-cause one with the network as one of
+// its two leading parts.
+func networkNamed(v commit.ClusterVerdict) (int64, bool) {
+	switch v.Kind {
+	case commit.ClusterVerdictNetwork:
+		return v.PartNs, true
+	case commit.ClusterVerdictNoSingleCause:
+		for _, p := range v.Shares.Parts[:2] {
+			if p.Part == commit.VotePartNetwork {
+				return p.P50Ns, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// networkAdvice is the line under a network verdict: the part is the
+// vote's remainder, the wire and both members' rafthttp queues and
+// etcd's send and receive goroutines, which only the peers tracer's RTT
+// (the wire alone) tells apart.
+func networkAdvice(partNs int64) string {
+	return fmt.Sprintf("compare with `etcdscope peers` on the leader: an RTT far below %s puts the time in etcd's peer queues on either member, i.e. CPU, not the wire", commitMs(partNs))
 }
 
 // clusterNames are the members' names the windows carried.
@@ -324,12 +366,12 @@ func clusterVerdict(v commit.ClusterVerdict, names commit.Names) string {
 		}
 		return fmt.Sprintf("writes wait on the leader's own WAL append: p50 %s (it came last in %d of %d joined writes): run `etcdscope commit` on the leader for its fdatasync's cause", commitMs(v.PartNs), v.Decided, v.Joined)
 	case commit.ClusterVerdictNetwork:
-		return fmt.Sprintf("writes wait on the network to %s: %s of %s %s vote (p50; %s): run `etcdscope peers` on the leader", who, commitMs(v.PartNs), f.its, commitMs(v.VoteNs), of)
+		return fmt.Sprintf("writes wait on the network and etcd's peer queues to %s: %s of %s %s vote (p50; %s)", who, commitMs(v.PartNs), f.its, commitMs(v.VoteNs), of)
 	case commit.ClusterVerdictFollowerWAL:
 		if v.Cause != "" {
 			return followerCauseVerdict(v, f)
 		}
-		return fmt.Sprintf("writes wait on %s disk%s: %s WAL append %s (fdatasync %s) of %s %s vote (p50; %s): run `etcdscope fsync --comm etcd` there",
+		return fmt.Sprintf("writes wait on %s disk%s: %s WAL append %s (WAL sync %s) of %s %s vote (p50; %s): run `etcdscope fsync --comm etcd` there",
 			f.poss, f.s, f.its, commitMs(v.PartNs), commitMs(v.FdatasyncNs), f.its, commitMs(v.VoteNs), of)
 	case commit.ClusterVerdictFollowerQueue:
 		return fmt.Sprintf("writes wait on %s Raft loop%s: queueing and answer %s of %s %s vote (p50; %s)", f.poss, f.s, commitMs(v.PartNs), f.its, commitMs(v.VoteNs), of)
@@ -365,7 +407,7 @@ func followerWordsOf(v commit.ClusterVerdict, names commit.Names) followerWords 
 func noCausePart(v commit.ClusterVerdict, p commit.PartShare, f followerWords) string {
 	switch p.Part {
 	case commit.VotePartNetwork:
-		return fmt.Sprintf("the network to %s %s", f.them, commitMs(p.P50Ns))
+		return fmt.Sprintf("the network and etcd's peer queues to %s %s", f.them, commitMs(p.P50Ns))
 	case commit.VotePartWAL:
 		if v.Cause != "" {
 			return fmt.Sprintf("%s WAL append %s (%s %s)", f.its, commitMs(p.P50Ns), v.Cause, commitMs(v.CauseNs))
@@ -379,7 +421,7 @@ func noCausePart(v commit.ClusterVerdict, p commit.PartShare, f followerWords) s
 // its fdatasyncs: its disk (by the largest layer), a CPU, or another
 // wait; the cause's p50 first.
 func followerCauseVerdict(v commit.ClusterVerdict, f followerWords) string {
-	nums := fmt.Sprintf("%s %s of %s %s vote (p50; WAL append %s, fdatasync %s; %s, %d split by cause)",
+	nums := fmt.Sprintf("%s %s of %s %s vote (p50; WAL append %s, WAL sync %s; %s, %d split by cause)",
 		v.Cause, commitMs(v.CauseNs), f.its, commitMs(v.VoteNs), commitMs(v.PartNs), commitMs(v.FdatasyncNs), f.of, v.CauseJoined)
 	switch {
 	case v.Cause.Disk():
@@ -405,7 +447,7 @@ func causeLine(who string, t *commit.CauseTotals) string {
 			parts = append(parts, fmt.Sprintf("%s %.0f%%", c, 100*sh))
 		}
 	}
-	return fmt.Sprintf("%s fdatasync by cause (%d of %d split): %s", who, t.Joined, t.Joined+t.Unjoined, strings.Join(parts, ", "))
+	return fmt.Sprintf("%s WAL sync by cause (%d of %d split): %s", who, t.Joined, t.Joined+t.Unjoined, strings.Join(parts, ", "))
 }
 
 // leaderCauseVerdict words the leader's WAL verdict by the top cause of

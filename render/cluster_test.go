@@ -19,8 +19,8 @@ func TestClusterVerdictWords(t *testing.T) {
 		want []string
 	}{
 		{commit.ClusterVerdict{Kind: commit.ClusterVerdictLeaderWAL, Decided: 5, Joined: 9, PartNs: 2e6}, []string{"leader's own WAL append", "2.00 ms", "5 of 9"}},
-		{commit.ClusterVerdict{Kind: commit.ClusterVerdictNetwork, Member: 0x28d1, Decided: 7, Joined: 9, PartNs: 49.8e6, VoteNs: 51.2e6}, []string{"network to m3", "49.80 ms of its 51.20 ms vote"}},
-		{commit.ClusterVerdict{Kind: commit.ClusterVerdictFollowerWAL, Member: 0xabc, Decided: 7, Joined: 9, PartNs: 7.9e6, FdatasyncNs: 7.5e6, VoteNs: 9.1e6}, []string{"abc's disk", "7.90 ms (fdatasync 7.50 ms) of its 9.10 ms"}},
+		{commit.ClusterVerdict{Kind: commit.ClusterVerdictNetwork, Member: 0x28d1, Decided: 7, Joined: 9, PartNs: 49.8e6, VoteNs: 51.2e6}, []string{"network and etcd's peer queues to m3", "49.80 ms of its 51.20 ms vote"}},
+		{commit.ClusterVerdict{Kind: commit.ClusterVerdictFollowerWAL, Member: 0xabc, Decided: 7, Joined: 9, PartNs: 7.9e6, FdatasyncNs: 7.5e6, VoteNs: 9.1e6}, []string{"abc's disk", "7.90 ms (WAL sync 7.50 ms) of its 9.10 ms"}},
 		{commit.ClusterVerdict{Kind: commit.ClusterVerdictFollowerQueue, Member: 0x28d1, Decided: 7, Joined: 9, PartNs: 3e6, VoteNs: 4e6}, []string{"m3's Raft loop", "3.00 ms of its 4.00 ms"}},
 	} {
 		got := clusterVerdict(tc.v, names)
@@ -32,12 +32,35 @@ func TestClusterVerdictWords(t *testing.T) {
 	}
 	both := commit.ClusterVerdict{Kind: commit.ClusterVerdictNetwork, Member: 0x28d1, Runner: 0xabc, HasRunner: true, Both: true,
 		Decided: 31, RunnerDecided: 29, Joined: 60, PartNs: 21.25e6, VoteNs: 21.83e6}
-	const wantBoth = "writes wait on the network to m3 and abc: 21.25 ms of their 21.83 ms vote (p50; they decided 31 and 29 of 60 joined writes about equally often): run `etcdscope peers` on the leader"
+	const wantBoth = "writes wait on the network and etcd's peer queues to m3 and abc: 21.25 ms of their 21.83 ms vote (p50; they decided 31 and 29 of 60 joined writes about equally often)"
 	if got := clusterVerdict(both, names); got != wantBoth {
 		t.Errorf("two followers: %q, want %q", got, wantBoth)
 	}
 	if got := clusterVerdict(commit.ClusterVerdict{}, names); got != "" {
 		t.Errorf("no joined write: %q", got)
+	}
+}
+
+// TestClusterNetworkAdvice: the loopback run of the README's walk (a
+// traced RTT of ~20 µs, the network part 0.67 ms of a 1.28 ms vote): the
+// verdict names the part as the network and etcd's peer queues, and the
+// line under it sends the user to compare, not to blame, the wire:
+// etcdscope peers' RTT far below the part puts it in etcd's queues. The
+// other kinds carry no such line.
+func TestClusterNetworkAdvice(t *testing.T) {
+	names := commit.Names{0x28d1: "m3"}
+	v := commit.ClusterVerdict{Kind: commit.ClusterVerdictNetwork, Member: 0x28d1, Decided: 40, Joined: 100, PartNs: 0.67e6, VoteNs: 1.28e6}
+	const want = "writes wait on the network and etcd's peer queues to m3: 0.67 ms of its 1.28 ms vote (p50; it decided 40 of 100 joined writes)"
+	if got := clusterVerdict(v, names); got != want {
+		t.Errorf("verdict %q, want %q", got, want)
+	}
+	const advice = "compare with `etcdscope peers` on the leader: an RTT far below 0.67 ms puts the time in etcd's peer queues on either member, i.e. CPU, not the wire"
+	if ev := clusterEvidence(v); len(ev) == 0 || ev[0] != advice {
+		t.Errorf("evidence %q, want %q first", ev, advice)
+	}
+	v.Kind, v.PartNs = commit.ClusterVerdictFollowerQueue, 0.5e6
+	if ev := clusterEvidence(v); slices.ContainsFunc(ev, func(l string) bool { return strings.Contains(l, "etcdscope peers") }) {
+		t.Errorf("a Raft loop verdict's evidence %q compares with peers", ev)
 	}
 }
 
@@ -72,7 +95,7 @@ func TestClusterVerdictCause(t *testing.T) {
 	tot := commit.CauseTotals{Joined: 60, Unjoined: 2, Ns: map[commit.Cause]int64{commit.CauseDeviceFlush: 474e6, commit.CauseJournal: 36e6,
 		commit.CauseCPUWait: 18e6, commit.CauseOutside: 12e6, commit.CauseRunning: 1e3}}
 	line := causeLine("deciding followers'", &tot)
-	const want = "deciding followers' fdatasync by cause (60 of 62 split): device_flush 88%, journal 7%, cpu_wait 3%, outside_syscalls 2%"
+	const want = "deciding followers' WAL sync by cause (60 of 62 split): device_flush 88%, journal 7%, cpu_wait 3%, outside_syscalls 2%"
 	if line != want {
 		t.Errorf("cause line %q, want %q", line, want)
 	}
@@ -82,7 +105,7 @@ func TestClusterVerdictCause(t *testing.T) {
 }
 
 // TestClusterEvidence: a follower's verdict, named or not, is followed by
-// its parts' shares of its votes' summed time with their 95% intervals,
+// what to compare the network with when it names it, then its parts' shares of its votes' summed time with their 95% intervals,
 // largest first (the p50s in the verdict can order the parts otherwise:
 // a network part with a long tail holds the most time at a smaller p50,
 // as in run 24.1 of the cluster split scenario: network p50 19.10 ms,
@@ -96,17 +119,18 @@ func TestClusterEvidence(t *testing.T) {
 			{Part: commit.VotePartQueue, Pct: 1.1, CI: commit.Interval{Lo: 0.7, Hi: 1.2}, P50Ns: 1e6}},
 			GapCI: commit.Interval{Lo: -30.1, Hi: 24.6}, Longer: 4, Compared: 30}}
 	want := []string{
+		"compare with `etcdscope peers` on the leader: an RTT far below 19.10 ms puts the time in etcd's peer queues on either member, i.e. CPU, not the wire",
 		"shares of the deciding votes' summed time, 95% intervals: network 50% (34-62%), WAL append 48% (37-64%), queueing and answer 1% (1-1%); network the longer in 4 of 30 votes",
 		"one vote or part is named only when its intervals set it apart from the next: docs/commit.md#how-the-cluster-verdict-decides",
 	}
 	if got := clusterEvidence(v); !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	const verdict = "no single cause: m3's votes wait on the network to it 19.10 ms and its WAL append 43.56 ms alike, of its 74.64 ms vote (p50; it decided 30 of 30 joined writes)"
+	const verdict = "no single cause: m3's votes wait on the network and etcd's peer queues to it 19.10 ms and its WAL append 43.56 ms alike, of its 74.64 ms vote (p50; it decided 30 of 30 joined writes)"
 	if got := clusterVerdict(v, commit.Names{0x28d1: "m3"}); got != verdict {
 		t.Errorf("verdict %q, want %q", got, verdict)
 	}
-	if got := clusterEvidence(commit.ClusterVerdict{Kind: commit.ClusterVerdictLeaderWAL, Decided: 9, Joined: 9}); !slices.Equal(got, want[1:]) {
+	if got := clusterEvidence(commit.ClusterVerdict{Kind: commit.ClusterVerdictLeaderWAL, Decided: 9, Joined: 9}); !slices.Equal(got, want[2:]) {
 		t.Errorf("leader's WAL: %q, want only the method's link", got)
 	}
 	if got := clusterEvidence(commit.ClusterVerdict{}); got != nil {

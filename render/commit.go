@@ -184,7 +184,10 @@ func commitParts(w io.Writer, run *CommitRun) {
 		sm := s.Summary()
 		row(p, sm, fmt.Sprintf("%.1f%%", 100*sm.Mean()/max(sum, 1)))
 		if p == commit.PartWALAppend {
-			row("  of which fdatasync", rep.WALSync.Summary(), "")
+			row("  of which write+fdatasync", rep.WALSync.Summary(), "")
+			if f := rep.WALFdatasync.Summary(); f.Count > 0 {
+				row("    of which fdatasync", f, "")
+			}
 		}
 	}
 	tw.Flush()
@@ -203,7 +206,7 @@ func commitParts(w io.Writer, run *CommitRun) {
 	}
 	if c := rep.WALCause; c.Joined+c.Unjoined > 0 {
 		fmt.Fprintf(w, "fsync tracer: %d of etcd's fsync calls split, %s, %s\n", run.SyncCalls, counted(int(run.SyncLost), "lost event"), counted(int(run.SyncMissed), "missed probe run"))
-		fmt.Fprintf(w, "  %d of %d writes' WAL fdatasyncs joined to their call:", c.Joined, c.Joined+c.Unjoined)
+		fmt.Fprintf(w, "  %d of %d writes' WAL syncs joined to their fdatasync call:", c.Joined, c.Joined+c.Unjoined)
 		for _, k := range commit.CauseOrder {
 			if _, ok := c.Ns[k]; ok {
 				fmt.Fprintf(w, " %s %.1f%%", k, 100*c.Share(k))
@@ -388,7 +391,7 @@ const cpuCheck = "run-queue wait or the cgroup's CPU throttling: check the membe
 // disk, pointing at `etcdscope fsync`.
 func walVerdict(v commit.Verdict) verdictText {
 	wal := v.WAL
-	head := fmt.Sprintf("WAL append p50 %s of %s per write (fdatasync p50 %s, %.0f%% of the time)", commitMs(wal.P50Ns), commitMs(wal.TotalP50Ns), commitMs(wal.SyncP50Ns), v.SharePct)
+	head := fmt.Sprintf("WAL append p50 %s of %s per write (WAL sync p50 %s, %.0f%% of the time)", commitMs(wal.P50Ns), commitMs(wal.TotalP50Ns), commitMs(wal.SyncP50Ns), v.SharePct)
 	if !wal.CauseKnown {
 		return one("writes wait on the local disk: "+head, "run `etcdscope fsync --comm etcd` for its device flush, journal and queue layers")
 	}

@@ -36,7 +36,7 @@ func TestCommitVerdicts(t *testing.T) {
 		want  []string // substrings of the first verdict, then of the others
 	}{
 		{"local disk", mk(commit.RoleLeader, map[string]int64{commit.PartPropose: 1e4, commit.PartWALAppend: 11e6, commit.PartApply: 2e5, commit.PartReturn: 3e4}, commit.LocalVote, true),
-			commit.ClusterState{Voters: 1, Names: names}, []string{"writes wait on the local disk: WAL append p50 11.00 ms", "fdatasync p50 9.90 ms"}},
+			commit.ClusterState{Voters: 1, Names: names}, []string{"writes wait on the local disk: WAL append p50 11.00 ms", "WAL sync p50 9.90 ms"}},
 		{"far follower decides because the near one is down", mk(commit.RoleLeader, map[string]int64{commit.PartPropose: 1e4, commit.PartWALAppend: 1e6, commit.PartQuorumWait: 50e6, commit.PartApply: 2e5}, f2, true, commit.Ack{Member: f2, AfterSendNs: 52_500_000}),
 			commit.ClusterState{Voters: 3, Down: []uint64{f1}, Names: names},
 			[]string{"writes wait on the quorum", "deciding vote is m2 (2222) in 1 of 1 writes", "52.50 ms from send to its ack", "; m1 (1111) sent no ack"}},

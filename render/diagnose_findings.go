@@ -170,8 +170,12 @@ func wordSlowMember(f *diagnose.Finding, v diagnose.SlowMemberFacts) {
 		f.Meaning = "if it leads, every commit waits for its disk; as a follower it only slows commits when the quorum needs it (or it falls behind and needs snapshots)"
 		f.Next = "etcdctl endpoint status -w table  # is it the leader? then etcdctl move-leader <ID of a fast member>, and run etcdscope fsync on " + v.Member
 	case diagnose.SlowShared:
-		f.Summary = "WAL fsync is over budget on more than one member: a shared cause (storage class, hypervisor, noisy neighbour)"
+		f.Summary = fmt.Sprintf("WAL fsync is over budget on %d of %d members: a shared cause (storage class, hypervisor, noisy neighbour)", v.Over, v.Members)
 		f.Next = "sudo etcdscope fsync --comm etcd --duration 60s  # on each member"
+	case diagnose.SlowOnlyOne:
+		f.Summary = fmt.Sprintf("WAL fsync is over budget on %s alone (p99 %s), the others close behind (at most %s)", v.Member, formatSeconds(v.P99), formatSeconds(v.Others))
+		f.Meaning = "within twice the others' p99 it does not stand apart: a cause the members share is as likely as its own disk"
+		f.Next = "sudo etcdscope fsync --comm etcd --duration 60s  # on " + v.Member + ", then on the others"
 	default:
 		f.Summary = "no member stands out in WAL fsync p99"
 	}

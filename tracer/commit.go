@@ -89,7 +89,7 @@ const (
 	PartWAL     CommitPart = "wal"            // the leader's WAL append (Save) and its fdatasync (sync)
 	PartQuorum  CommitPart = "quorum"         // the Ready's send and the followers' acks
 	PartApply   CommitPart = "apply"          // applying the committed entry
-	PartWALSync CommitPart = "wal_sync"       // the fdatasync inside the WAL append
+	PartWALSync CommitPart = "wal_sync"       // the WAL sync inside the WAL append: the encoder's write(2), then the fdatasync
 	PartGRPC    CommitPart = "grpc"           // the unary RPC around the write (decode, interceptors, encode)
 	PartSched   CommitPart = "wal_sync_sched" // the thread's scheduler states inside the WAL sync (CommitConfig.Sched)
 )

@@ -104,8 +104,10 @@ type Write struct {
 	// PartsNs holds the parts that could be measured (ns); a part the
 	// probes could not show is absent, not 0.
 	PartsNs map[string]int64
-	// WALSyncNs is the fdatasync inside the WAL append ((*WAL).sync), 0
-	// when the Save needed none; -1 unknown.
+	// WALSyncNs is the WAL sync inside the WAL append, etcd's
+	// (*WAL).sync: the encoder's flush (write(2)) then the fdatasync
+	// (etcd's etcd_disk_wal_fsync_duration_seconds times only the
+	// latter); 0 when the Save needed none; -1 unknown.
 	WALSyncNs int64
 	// WALSyncWindow is that (*WAL).sync as the uprobes saw it (zero when
 	// unknown), for the join with the fsync tracer's call (JoinSyncs).

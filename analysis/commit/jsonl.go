@@ -33,21 +33,23 @@ type AckRecord struct {
 
 // Record is one write as a JSON Lines record ("type":"commit").
 type Record struct {
-	Type         string           `json:"type"`
-	V            int              `json:"v"`
-	Source       string           `json:"source"`
-	ID           uint64           `json:"id"`
-	Index        uint64           `json:"index,omitempty"`
-	Role         Role             `json:"role"`
-	StartNs      uint64           `json:"start_ns"`
-	EndNs        uint64           `json:"end_ns"`
-	TotalNs      int64            `json:"total_ns"`
-	PartsNs      map[string]int64 `json:"parts_ns"`
-	WALSyncNs    int64            `json:"wal_fdatasync_ns"`
-	BatchEntries int              `json:"batch_entries,omitempty"`
-	Decider      string           `json:"decider,omitempty"` // "local_wal" or a member id in hex
-	DeciderName  string           `json:"decider_name,omitempty"`
-	Acks         []AckRecord      `json:"acks,omitempty"`
+	Type    string           `json:"type"`
+	V       int              `json:"v"`
+	Source  string           `json:"source"`
+	ID      uint64           `json:"id"`
+	Index   uint64           `json:"index,omitempty"`
+	Role    Role             `json:"role"`
+	StartNs uint64           `json:"start_ns"`
+	EndNs   uint64           `json:"end_ns"`
+	TotalNs int64            `json:"total_ns"`
+	PartsNs map[string]int64 `json:"parts_ns"`
+	// WALSyncNs: the write's WALSyncNs, (*WAL).sync: the encoder's
+	// write(2) and the fdatasync (the name is schema v1's).
+	WALSyncNs    int64       `json:"wal_fdatasync_ns"`
+	BatchEntries int         `json:"batch_entries,omitempty"`
+	Decider      string      `json:"decider,omitempty"` // "local_wal" or a member id in hex
+	DeciderName  string      `json:"decider_name,omitempty"`
+	Acks         []AckRecord `json:"acks,omitempty"`
 	// Missing: the write's Missing, worded (render.CommitRecord fills
 	// it; RecordOf leaves it empty).
 	Missing []string `json:"missing,omitempty"`
@@ -95,11 +97,15 @@ type SummaryRecord struct {
 	Missed        uint64                   `json:"missed_events"`
 	TotalNs       stats.Summary            `json:"total_ns"`
 	PartsNs       map[string]stats.Summary `json:"parts_ns"`
-	WALSyncNs     stats.Summary            `json:"wal_fdatasync_ns"`
+	// WALSyncNs: the writes' (*WAL).sync, write(2) and fdatasync (the
+	// name is schema v1's); WALFdatasyncNs: the fdatasync syscall alone,
+	// of the writes the fsync tracer joined (absent when it did not run).
+	WALSyncNs      stats.Summary  `json:"wal_fdatasync_ns"`
+	WALFdatasyncNs *stats.Summary `json:"wal_fdatasync_syscall_ns,omitempty"`
 	// WALSyncsNs: every (*WAL).sync traced, with or without a write's
 	// entries: what etcd_disk_wal_fsync_duration_seconds also observes.
 	WALSyncsNs *stats.Summary `json:"wal_syncs_ns,omitempty"`
-	// WALCause: what the writes' WAL fdatasyncs waited on, from the
+	// WALCause: what the writes' WAL syncs waited on, from the
 	// fsync tracer's split of each call; absent when it did not run.
 	WALCause *CauseTotals `json:"wal_fdatasync_cause,omitempty"`
 	// FsyncCalls, FsyncLost, FsyncMissed: etcd's fsync calls the fsync
@@ -147,6 +153,9 @@ func (r *Report) Summary() SummaryRecord {
 	}
 	if c := r.WALCause; c.Joined+c.Unjoined > 0 {
 		s.WALCause = &c
+	}
+	if f := r.WALFdatasync.Summary(); f.Count > 0 {
+		s.WALFdatasyncNs = &f
 	}
 	for id, n := range r.Deciders {
 		k := "local_wal"

@@ -17,10 +17,18 @@ type Report struct {
 	Roles      map[Role]int
 	Total      stats.Series
 	Parts      map[string]*stats.Series
-	WALSync    stats.Series // the fdatasync inside the WAL append
-	// WALCause: what the writes' WAL fdatasyncs waited on, from the
-	// fsync tracer's split of each call (JoinSyncs, AddCauses); zero
-	// when that tracer did not run.
+	// WALSync: the WAL sync inside the WAL append, etcd's (*WAL).sync:
+	// the encoder's flush (write(2)) and then the fdatasync. etcd's
+	// etcd_disk_wal_fsync_duration_seconds times the fdatasync alone.
+	WALSync stats.Series
+	// WALFdatasync: the fdatasync syscall alone of the writes whose
+	// (*WAL).sync the fsync tracer joined to its call (SyncCause.CallNs,
+	// AddCauses): what etcd's metric times; empty when that tracer did
+	// not run.
+	WALFdatasync stats.Series
+	// WALCause: what the writes' WAL syncs waited on, from the fsync
+	// tracer's split of each call (JoinSyncs, AddCauses); zero when that
+	// tracer did not run.
 	WALCause CauseTotals
 	Deciders map[uint64]int           // member id (LocalVote: the leader's WAL) -> writes it decided
 	AckAfter map[uint64]*stats.Series // follower -> Send-to-ack (RTT + its WAL append)
@@ -77,10 +85,14 @@ func (r *Report) Add(w *Write) {
 	}
 }
 
-// AddCauses counts the writes' WAL fdatasync causes (JoinSyncs' result).
+// AddCauses counts the writes' WAL sync causes (JoinSyncs' result) and
+// their fdatasync calls' own time (WALFdatasync).
 func (r *Report) AddCauses(cs []*SyncCause) {
 	for _, c := range cs {
 		r.WALCause.Add(c)
+		if c != nil {
+			r.WALFdatasync.Add(c.CallNs)
+		}
 	}
 }
 

@@ -176,3 +176,17 @@ func TestModelDeciderJSON(t *testing.T) {
 		t.Errorf("an older summary's number: %+v (%v)", old, err)
 	}
 }
+
+// TestAddCausesFdatasync: the report keeps the joined fdatasync calls'
+// own time beside the (*WAL).sync's, which also holds the encoder's
+// write(2); a write not joined adds to neither.
+func TestAddCausesFdatasync(t *testing.T) {
+	r := NewReport()
+	w := Write{Role: RoleLeader, PartsNs: map[string]int64{PartWALAppend: 900e3}, WALSyncNs: 744e3}
+	r.Add(&w)
+	r.Add(&w)
+	r.AddCauses([]*SyncCause{{CallNs: 673e3, WritesNs: 50e3, Ns: map[Cause]int64{CauseDeviceFlush: 744e3}}, nil})
+	if s, f := r.WALSync.Summary(), r.WALFdatasync.Summary(); s.Count != 2 || f.Count != 1 || f.Sum != 673e3 {
+		t.Errorf("WAL sync %+v, fdatasync %+v: want 2 syncs and 1 fdatasync of 673 µs", s, f)
+	}
+}

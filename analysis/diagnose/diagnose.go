@@ -526,13 +526,22 @@ func (r *Report) diskFindings(ws []MemberWindow, given Timeouts) {
 		for _, x := range walP99[1:] {
 			others = math.Max(others, x.hi)
 		}
-		v := SlowMemberFacts{Member: top.member, P99: top.lo, Others: others}
+		v := SlowMemberFacts{Member: top.member, P99: top.lo, Others: others, Members: len(walP99)}
+		for _, x := range walP99 {
+			if x.sev == Bad {
+				v.Over++
+			}
+		}
 		f := Finding{Topic: TopicSlowMember, Subject: "cluster", Slow: &v}
 		switch {
 		case top.sev == Bad && top.lo > 2*others:
 			f.Severity, v.Case = Bad, SlowOne
-		case top.sev == Bad:
+		case v.Over > 1:
 			f.Severity, v.Case = Bad, SlowShared
+		case top.sev == Bad:
+			// Over budget on the top member alone, the others close
+			// behind: not apart, and not shared either.
+			f.Severity, v.Case = Warn, SlowOnlyOne
 		default:
 			f.Severity, v.Case = OK, SlowNone
 		}

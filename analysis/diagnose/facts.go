@@ -260,6 +260,9 @@ const (
 	SlowOne    SlowCase = iota + 1 // one member over budget and over twice the others
 	SlowShared                     // over budget on more than one member
 	SlowNone                       // no member stands out
+	// SlowOnlyOne: one member over budget, the others under it but not
+	// under half its p99: it does not stand apart.
+	SlowOnlyOne
 )
 
 // SlowMemberFacts: the members' WAL fsync p99 side by side.
@@ -269,6 +272,9 @@ type SlowMemberFacts struct {
 	// any other member's p99 can be, seconds.
 	Member      string
 	P99, Others float64
+	// Over: the members whose p99 is over the budget (their WAL fsync
+	// finding Bad), of Members with a p99 placed.
+	Over, Members int
 	// Alike: inputs that may be scrapes of one member (AlikeFacts).
 	Alike []string
 }

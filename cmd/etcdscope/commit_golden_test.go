@@ -90,8 +90,8 @@ func commitCases() []struct {
 	incomplete := goldenWrite(commit.RoleLeader, map[string]int64{commit.PartWALAppend: 2e6, commit.PartApply: 2e5}, commit.LocalVote, true)
 	incomplete.Missing = []commit.Missing{commit.MissingQuorum}
 	leaderRep := goldenReport(5, []*commit.SyncCause{
-		{Ns: map[commit.Cause]int64{commit.CauseCPUWait: 30e6, commit.CauseDeviceFlush: 5e6, commit.CauseJournal: 3e6}},
-		{Ns: map[commit.Cause]int64{commit.CauseCPUWait: 20e6, commit.CauseOutside: 1e6}}, nil,
+		{CallNs: 2.0e6, Ns: map[commit.Cause]int64{commit.CauseCPUWait: 30e6, commit.CauseDeviceFlush: 5e6, commit.CauseJournal: 3e6}},
+		{CallNs: 1.9e6, Ns: map[commit.Cause]int64{commit.CauseCPUWait: 20e6, commit.CauseOutside: 1e6}}, nil,
 	}, leaderWrite, &batched, incomplete)
 	leaderRep.ClientPutNs.Add(60e6)
 	leader := &pipeline.CommitResult{Source: commit.SourceUprobes, Report: leaderRep, Role: commit.RoleLeader, LocalID: goldenLeader, LeaderID: goldenLeader,

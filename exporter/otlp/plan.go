@@ -24,7 +24,9 @@ const (
 	// that made the quorum.
 	PartReplicate = "replicate"
 	// PartWALAppend and PartFdatasync are a member's WAL Save of the
-	// entry and the (*WAL).sync inside it.
+	// entry and the (*WAL).sync inside it: the encoder's write(2) and
+	// the fdatasync (span "wal sync"; the value is kept, as span IDs
+	// derive from it).
 	PartWALAppend = "wal_append"
 	PartFdatasync = "fdatasync"
 	// PartVotePrefix + a follower's hex id: the leader's Send of the

@@ -387,7 +387,7 @@ func (s *Sink) entry(ci *clusterInfo, e *commit.Entry, voters int) {
 
 // spanNames are the span names by part.
 var spanNames = map[string]string{
-	PartWrite: "etcd write", PartReplicate: "raft replicate (leader)", PartWALAppend: "wal append", PartFdatasync: "fdatasync",
+	PartWrite: "etcd write", PartReplicate: "raft replicate (leader)", PartWALAppend: "wal append", PartFdatasync: "wal sync (write + fdatasync)",
 	PartEntry: "raft entry (follower)", PartQueue: "queue (until the Save)", PartRespond: "respond (Save end to the answer's Send)",
 }
 

@@ -98,7 +98,7 @@ func TestVMScenarioClusterSplit(t *testing.T) {
 	checkDecider(t, "m2 leads", j2, commit.MemberID(r.m[1].ID), m1)
 	checkNetwork(t, "m2 leads", j2, m1, injected)
 	checkVoteIdentity(t, "m2 leads", j2, m1, injected)
-	if !strings.HasPrefix(j2.Verdict, "writes wait on the network to m1: ") {
+	if !strings.HasPrefix(j2.Verdict, "writes wait on the network and etcd's peer queues to m1: ") {
 		t.Errorf("m2 leads: verdict %q: want the network to m1", j2.Verdict)
 	}
 }
