@@ -235,7 +235,7 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 }
 
 // dataDirUsage is serve's --data-dir help.
-const dataDirUsage = "etcd's --data-dir (repeatable: its --wal-dir too); on ext4, traced on ext4's tracepoints, which other processes don't pay for (default: where the files of --pid's or --comm's etcd are)"
+const dataDirUsage = "etcd's --data-dir (repeatable: its --wal-dir too; default: --pid's or --comm's open files); on ext4, traced on ext4's tracepoints, which others don't pay for"
 
 // dataDirFSTypes returns the types of the filesystems dirs are on
 // (tracer.FsyncConfig.FSTypes; nil for none), or a usage error naming a
