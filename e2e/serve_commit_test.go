@@ -3,12 +3,17 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
+	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -192,14 +197,7 @@ func msPerWrite(sums map[string]float64, writes uint64) map[string]string {
 func TestServeCommitFollowsRestart(t *testing.T) {
 	testenv.RequireRoot(t)
 	const comm = "etcdrestarted"
-	b, err := os.ReadFile(testenv.EtcdBinary(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), comm)
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := etcdNamed(t, comm)
 	c := etcdtest.Start(t, etcdtest.Options{Binary: bin})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -210,19 +208,7 @@ func TestServeCommitFollowsRestart(t *testing.T) {
 	var committed float64
 	phase := func(name string) {
 		t.Helper()
-		before := restingCommitIndex(ctx, t, c, m)
-		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cli.Close()
-		for i := 0; i < 60; i++ {
-			if _, err := cli.Put(ctx, fmt.Sprintf("%sserve-restart-%s-%03d", etcdtest.PutKeyPrefix, name, i), "v"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		after := restingCommitIndex(ctx, t, c, m)
-		committed += gauge(after, "etcd_server_proposals_committed_total") - gauge(before, "etcd_server_proposals_committed_total")
+		committed += putsCommitted(ctx, t, c, m, "serve-restart-"+name, 60)
 	}
 	phase("before")
 	if err := m.Restart(ctx); err != nil {
@@ -233,23 +219,10 @@ func TestServeCommitFollowsRestart(t *testing.T) {
 	}
 	// serve looks for the next etcd every second (commitPollEvery): wait
 	// for its line saying it follows the new pid before the next puts.
-	following := fmt.Sprintf("following etcd pid %d", m.PID)
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(s.stderr.String(), following); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q 20 s after the restart; stderr:\n%s", following, s.stderr.String())
-		}
-	}
+	s.waitFor(t, fmt.Sprintf("following etcd pid %d", m.PID), 20*time.Second)
 	phase("after")
 
-	var fams map[string]*dto.MetricFamily
-	var writes uint64
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(500 * time.Millisecond) {
-		fams = s.scrape(t)
-		writes = histCount(fams["etcdscope_commit_duration_seconds"], nil)
-		if float64(writes) >= committed || time.Now().After(deadline) {
-			break
-		}
-	}
+	fams, writes := s.waitSplit(t, committed)
 	seen, exits := gauge(fams, "etcdscope_commit_writes_seen_total"), gauge(fams, "etcdscope_commit_etcd_exits_total")
 	t.Logf("pids %d then %d; commit index +%v over the two phases; seen %v, split %d, exits %v", first, m.PID, committed, seen, writes, exits)
 	if committed < 120 || seen != committed || float64(writes) != committed {
@@ -269,4 +242,193 @@ func TestServeCommitFollowsRestart(t *testing.T) {
 	if lost != 0 {
 		t.Errorf("etcdscope_lost_events_total{tracer=\"commit\"} = %v after the restart, want 0 (-1: absent)", lost)
 	}
+	// So do those of the fsync tracer on etcd, each life's in turn (the
+	// first's, closed, cannot be read: the series went missing).
+	if lost := lostOf(fams, "commit_fsync"); lost != 0 {
+		t.Errorf("etcdscope_lost_events_total{tracer=\"commit_fsync\"} = %v after the restart, want 0 (-1: absent)\nstderr:\n%s", lost, s.stderr.String())
+	}
+}
+
+// putsCommitted makes n puts at m, keys under prefix, and returns how far
+// etcd's own etcd_server_proposals_committed_total moved, at rest before
+// and after.
+func putsCommitted(ctx context.Context, t *testing.T, c *etcdtest.Cluster, m *etcdtest.Member, prefix string, n int) float64 {
+	t.Helper()
+	before := restingCommitIndex(ctx, t, c, m)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	for i := 0; i < n; i++ {
+		if _, err := cli.Put(ctx, fmt.Sprintf("%s%s-%03d", etcdtest.PutKeyPrefix, prefix, i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := restingCommitIndex(ctx, t, c, m)
+	return gauge(after, "etcd_server_proposals_committed_total") - gauge(before, "etcd_server_proposals_committed_total")
+}
+
+// waitSplit scrapes serve until the split counts committed writes, 20 s
+// at most (the joiner resolves a write once the events after it came),
+// and returns the last scrape and its count.
+func (s *server) waitSplit(t *testing.T, committed float64) (map[string]*dto.MetricFamily, uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		fams := s.scrape(t)
+		writes := histCount(fams["etcdscope_commit_duration_seconds"], nil)
+		if float64(writes) >= committed || time.Now().After(deadline) {
+			return fams, writes
+		}
+	}
+}
+
+// etcdNamed returns a copy of the test's etcd binary named comm, for an
+// etcd whose comm is the test's own.
+func etcdNamed(t *testing.T, comm string) string {
+	t.Helper()
+	b, err := os.ReadFile(testenv.EtcdBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), comm)
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// waitFor waits up to within for serve to say line on stderr.
+func (s *server) waitFor(t *testing.T, line string, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); !strings.Contains(s.stderr.String(), line); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not say %q within %v; stderr:\n%s", line, within, s.stderr.String())
+		}
+	}
+}
+
+// lostOf returns etcdscope_lost_events_total of tracer (-1: absent).
+func lostOf(fams map[string]*dto.MetricFamily, tracer string) float64 {
+	for _, m := range fams["etcdscope_lost_events_total"].GetMetric() {
+		if labelsOf(m)["tracer"] == tracer {
+			return m.GetCounter().GetValue()
+		}
+	}
+	return -1
+}
+
+// TestServeCommitWaitsForFirst starts `etcdscope serve --commit-comm`
+// before any process of that comm runs (a node's boot: the agent before
+// etcd's static pod): serve starts, says once that it waits, serves
+// /commit/entries and the commit metrics as between lives (nothing yet),
+// then follows the one-member etcd started after it: the writes seen over
+// 40 puts equal the move of etcd's etcd_server_proposals_committed_total,
+// every write seen is split, and the fsync tracer on it reports its
+// losses.
+func TestServeCommitWaitsForFirst(t *testing.T) {
+	testenv.RequireRoot(t)
+	const comm = "etcdlater"
+	bin := etcdNamed(t, comm)
+	s := startServe(t, "--comm", comm, "--commit-comm", comm)
+	waiting := "waiting for a process named " + comm
+	s.waitFor(t, waiting, 5*time.Second)
+	fams := s.scrape(t)
+	if seen, exits := gauge(fams, "etcdscope_commit_writes_seen_total"), gauge(fams, "etcdscope_commit_etcd_exits_total"); seen != 0 || exits != 0 {
+		t.Errorf("before etcd: writes seen %v, exits %v; want 0, 0", seen, exits)
+	}
+	resp, err := http.Get("http://" + s.addr + "/commit/entries")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /commit/entries before etcd: %s, want 200", resp.Status)
+	}
+
+	c := etcdtest.Start(t, etcdtest.Options{Binary: bin})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m := c.Members[0]
+	s.waitFor(t, fmt.Sprintf("following etcd pid %d", m.PID), 20*time.Second)
+	// etcd's own first entries (its member attributes, the cluster
+	// version) may come after serve attached: counted from a rest.
+	restingCommitIndex(ctx, t, c, m)
+	seen0 := gauge(s.scrape(t), "etcdscope_commit_writes_seen_total")
+	committed := putsCommitted(ctx, t, c, m, "serve-first", 40)
+	seen := gauge(s.scrape(t), "etcdscope_commit_writes_seen_total")
+	fams, writes := s.waitSplit(t, seen)
+	t.Logf("etcd pid %d started after serve; commit index +%v over the puts, writes seen +%v; seen %v, split %d in all", m.PID, committed, seen-seen0, seen, writes)
+	if committed < 40 || seen-seen0 != committed || float64(writes) != seen {
+		t.Errorf("writes seen +%v over the puts (%v in all), split %d in all; etcd's commit index moved by %v over 40 puts: want the moves equal, and every write seen split\nstderr:\n%s", seen-seen0, seen, writes, committed, s.stderr.String())
+	}
+	if n := strings.Count(s.stderr.String(), waiting); n != 1 {
+		t.Errorf("%q said %d times, want once", waiting, n)
+	}
+	if lost := lostOf(fams, "commit_fsync"); lost != 0 {
+		t.Errorf("etcdscope_lost_events_total{tracer=\"commit_fsync\"} = %v, want 0 (-1: absent)", lost)
+	}
+}
+
+// TestServeCommitStopsWithin2s stops `etcdscope serve --commit-pid`
+// (with --etcd-endpoints, the commit run's fsync tracer on etcd and its
+// --writes tracepoints) 8 times with SIGINT or SIGTERM, at a random
+// moment up to 1.5 s after ready, while etcd takes puts and serve is
+// scraped: each must exit 0 within stopBound of the signal (the project's
+// promise; e2e/signal_test.go). The times are logged, worst first.
+//
+// Measured on Linux 6.18, 2 cores, etcd taking puts and serve scraped in
+// a loop, old (37d63f7) and new (this change) stopped in turn, N = 10
+// each: load 2.5-6, old median 0.77 s, worst 0.93 s; new median 0.69 s,
+// worst 0.97 s. Load 8-12: old median 0.93 s, worst 1.39 s; new median
+// 0.73 s, worst 0.80 s. This test, 8 stops: old 0.27-1.23 s; new
+// 0.53-0.86 s (two runs). Nearly all of what is left is the kernel's
+// detach of the tracepoint perf events of the fsync tracer on etcd (17,
+// with its --writes tracepoints): the last user of each waits for RCU
+// grace periods under one mutex, ~45 ms one after the other; while
+// another process holds the same tracepoints it is ~50 ms in all (new:
+// 0.06-0.08 s, N = 5). The bound keeps 1 s above the worst seen.
+func TestServeCommitStopsWithin2s(t *testing.T) {
+	testenv.RequireRoot(t)
+	c := etcdtest.Start(t, etcdtest.Options{})
+	m := c.Members[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	go func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			cli.Put(ctx, fmt.Sprintf("%sserve-stop-%d", etcdtest.PutKeyPrefix, i%100), "v")
+		}
+	}()
+	var times []time.Duration
+	for i := range 8 {
+		s := startServe(t, "--comm", "etcd", "--commit-pid", strconv.Itoa(m.PID), "--etcd-endpoints", m.ClientURL)
+		sctx, scancel := context.WithCancel(ctx)
+		go func() {
+			for sctx.Err() == nil {
+				if resp, err := http.Get("http://" + s.addr + "/metrics"); err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}
+		}()
+		time.Sleep(time.Duration(rand.IntN(1500)) * time.Millisecond)
+		sig := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}[i%2]
+		sent := time.Now()
+		s.cmd.Process.Signal(sig)
+		err := s.cmd.Wait()
+		took := time.Since(sent)
+		scancel()
+		times = append(times, took)
+		if took > stopBound || err != nil {
+			t.Errorf("%v: exit after %v (%v), want within %v and 0; stderr:\n%s", sig, took.Round(time.Millisecond), err, stopBound, s.stderr.String())
+		}
+	}
+	slices.Sort(times)
+	slices.Reverse(times)
+	t.Logf("serve --commit-pid: exit after the signal in %d runs, worst first: %v (bound %v)", len(times), times, stopBound)
 }

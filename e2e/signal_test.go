@@ -23,7 +23,12 @@ import (
 
 // stopBound is how long a long-running command may take to exit after
 // SIGINT or SIGTERM: the product's promise (an operator's Ctrl-C, a pod
-// deletion's SIGTERM before its SIGKILL), not a tolerance.
+// deletion's SIGTERM before its SIGKILL), not a tolerance. serve
+// --commit-pid, the slowest serve to stop (the kernel's detach of its
+// commit run's tracepoints), measured with etcd taking puts, N = 10 each:
+// median 0.69-0.73 s, worst 0.97 s at load 2.5-12 (at 37d63f7, before:
+// median 0.77-0.93 s, worst 1.39 s); checked by
+// TestServeCommitStopsWithin2s.
 const stopBound = 2 * time.Second
 
 // signalCase is one long-running command TestSignalStopsWithin2s stops.

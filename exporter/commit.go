@@ -275,8 +275,32 @@ type CommitLife struct {
 // exits and cfg.CommitNext is set, it waits for the next etcd of
 // cfg.CommitComm and goes on with its tracers, into the same metrics and
 // entry window (entries are keyed by Raft term and index, which a
-// restarted member keeps).
-func followCommit(ctx context.Context, cfg Config, lives *commitLives, duty *pipeline.DutyState, c *CommitMetrics, entries *commit.EntryLog, spans *otlp.Sink, logw io.Writer) error {
+// restarted member keeps). Without a first etcd (cfg.Commit nil: serve
+// --commit-comm started before it), it waits for one the same way.
+func followCommit(ctx context.Context, cfg Config, cl *commitLives, sl *syncLives, duty *pipeline.DutyState, c *CommitMetrics, entries *commit.EntryLog, spans *otlp.Sink, logw io.Writer) error {
+	// follow waits for the next etcd and takes its tracers; false: ctx
+	// ended first.
+	follow := func() (bool, error) {
+		life, err := cfg.CommitNext(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, nil
+			}
+			return false, err
+		}
+		cfg.Commit, cfg.CommitPID, cfg.CommitUnavailable, cfg.CommitSyncs = life.Commit, life.PID, life.Unavailable, life.Syncs
+		cl.next(life.Commit, true)
+		sl.next(life.Syncs, life.Syncs != nil)
+		duty.SetAttached(true) // NewCommit attached its probes; RunDuty detaches them outside a window
+		fmt.Fprintf(logw, "etcdscope serve: commit: following etcd pid %d\n", life.PID)
+		return true, nil
+	}
+	if cfg.Commit == nil {
+		fmt.Fprintf(logw, "etcdscope serve: commit: waiting for a process named %s\n", cfg.CommitComm)
+		if ok, err := follow(); !ok {
+			return err
+		}
+	}
 	for {
 		// The duty cycle switches this life's tracer, and stops with its
 		// run (etcd exited: nothing to attach to) or with serve.
@@ -306,24 +330,17 @@ func followCommit(ctx context.Context, cfg Config, lives *commitLives, duty *pip
 			return err
 		}
 		duty.SetAttached(false) // no etcd, nothing attached
-		lives.end(res)
+		cl.end(res)
+		sl.end(res)
 		c.exits.Inc()
 		if cfg.CommitNext == nil {
 			fmt.Fprintf(logw, "etcdscope serve: commit: etcd pid %d exited: its writes are no longer traced (restart serve with the new pid, or give --commit-comm to follow etcd across restarts)\n", cfg.CommitPID)
 			return nil
 		}
 		fmt.Fprintf(logw, "etcdscope serve: commit: etcd pid %d exited: waiting for the next process named %s\n", cfg.CommitPID, cfg.CommitComm)
-		life, err := cfg.CommitNext(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
+		if ok, err := follow(); !ok {
 			return err
 		}
-		cfg.Commit, cfg.CommitPID, cfg.CommitUnavailable, cfg.CommitSyncs = life.Commit, life.PID, life.Unavailable, life.Syncs
-		lives.next(life.Commit)
-		duty.SetAttached(true) // NewCommit attached its probes; RunDuty detaches them outside a window
-		fmt.Fprintf(logw, "etcdscope serve: commit: following etcd pid %d\n", life.PID)
 	}
 }
 
@@ -341,6 +358,8 @@ func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *commi
 		Notice:  func(n commit.Notice) { fmt.Fprintf(logw, "etcdscope serve: commit: %s\n", render.CommitNotice(n)) },
 		OnWrite: c.ObserveWrite, Entries: entries, OnFollowerEntry: c.ObserveFollowerEntry,
 		ModelScrapeEvery: -1, // serve reports no model
+		// At a stop signal nothing reads the last records: no settling.
+		StopAtOnce: true,
 	}
 	if cfg.CommitSyncs != nil {
 		s.Add("commit fsync", cfg.CommitSyncs)

@@ -63,6 +63,14 @@ type Source interface {
 	ProgramStats() []event.ProgramStats
 }
 
+// AttachedSource is a Source whose attached programs change while serve
+// runs (the commit run's tracers across etcd's lives, none between
+// them): read at each scrape in place of AddSource's count.
+type AttachedSource interface {
+	Source
+	ProgramsAttached() int
+}
+
 // OwnerSource is a Source that names its connections' processes by a
 // background look-up of socket owners (tracer.PeersTracer, through
 // host.SocketOwnerResolver): the self-metrics then count the look-ups and
@@ -283,7 +291,11 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	on := m.statsEnabled()
 	ch <- prometheus.MustNewConstMetric(m.statsOnDesc, prometheus.GaugeValue, b2f(on))
 	for _, s := range srcs {
-		ch <- prometheus.MustNewConstMetric(m.attachedDesc, prometheus.GaugeValue, float64(s.attached), s.name)
+		attached := s.attached
+		if a, ok := s.src.(AttachedSource); ok {
+			attached = a.ProgramsAttached()
+		}
+		ch <- prometheus.MustNewConstMetric(m.attachedDesc, prometheus.GaugeValue, float64(attached), s.name)
 		if lost, err := s.src.Lost(); err == nil {
 			ch <- prometheus.MustNewConstMetric(m.lostDesc, prometheus.CounterValue, float64(lost), s.name)
 		}

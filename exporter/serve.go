@@ -65,8 +65,10 @@ type Config struct {
 	// CommitNext, if set (serve --commit-comm), is called when the
 	// commit tracer's etcd exits: it waits for the next process of
 	// CommitComm and returns its tracers, so that the agent follows etcd
-	// across restarts (a static pod's, an upgrade's). Nil (--commit-pid:
-	// a pid names one process's life) ends the commit run at the exit.
+	// across restarts (a static pod's, an upgrade's). With Commit nil it
+	// is called at the start: serve waits for the first process (etcd
+	// not running yet). Nil (--commit-pid: a pid names one process's
+	// life) ends the commit run at the exit.
 	CommitNext func(ctx context.Context) (CommitLife, error)
 	CommitComm string
 	// CommitDuty: the commit tracer's probes are attached only inside
@@ -267,36 +269,34 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	lossNames, lossSrcs := []string{"fsync", "peers"}, []Source{ft, pt}
 	var cm *CommitMetrics
-	var lives *commitLives
+	var cl *commitLives
+	var sl *syncLives
 	var duty *pipeline.DutyState
 	var entries *commit.EntryLog
-	if cfg.Commit != nil {
+	commitOn := cfg.Commit != nil || cfg.CommitNext != nil
+	if commitOn {
 		entries = commit.NewEntryLog(0)
-		defer cfg.Commit.Close()
-		lives = newCommitLives(cfg.Commit)
-		// NewCommit attached the probes: the account starts attached.
-		duty = pipeline.NewDutyState(true, nil)
-		cm = NewCommitMetrics(lives, cfg.CommitSampleEvery, duty, cfg.CommitDuty.Fraction())
-		reg.MustRegister(cm)
-		m.AddSource("commit", lives, len(cfg.Commit.Probes()))
-		defer m.RemoveSource("commit")
-		lossNames, lossSrcs = append(lossNames, "commit"), append(lossSrcs, lives)
-		if cs := cfg.CommitSyncs; cs != nil {
-			// Its losses and missed runs are the causes' holes: counted
-			// and logged as every tracer's are.
-			attached := 0
-			for _, p := range cs.Probes() {
-				if p.Attached {
-					attached++
-				}
-			}
-			m.AddSource("commit_fsync", cs, attached)
-			defer m.RemoveSource("commit_fsync")
-			lossNames, lossSrcs = append(lossNames, "commit_fsync"), append(lossSrcs, cs)
+		if cfg.Commit != nil {
+			defer cfg.Commit.Close()
 		}
+		cl, sl = newCommitLives(cfg.Commit), newSyncLives(cfg.CommitSyncs)
+		// NewCommit attached the probes: the account starts attached
+		// (without a first etcd, nothing is).
+		duty = pipeline.NewDutyState(cfg.Commit != nil, nil)
+		cm = NewCommitMetrics(cl, cfg.CommitSampleEvery, duty, cfg.CommitDuty.Fraction())
+		reg.MustRegister(cm)
+		// Each life's tracers, read through the lives (their counts
+		// monotonic across etcd's restarts); the fsync tracer on etcd's
+		// losses and missed runs are the causes' holes: counted and
+		// logged as every tracer's are.
+		m.AddSource("commit", cl, 0)
+		defer m.RemoveSource("commit")
+		m.AddSource("commit_fsync", sl, 0)
+		defer m.RemoveSource("commit_fsync")
+		lossNames, lossSrcs = append(lossNames, "commit", "commit_fsync"), append(lossSrcs, cl, sl)
 	}
 	var spans *otlp.Sink
-	if cfg.Commit != nil && cfg.OTLP != nil {
+	if commitOn && cfg.OTLP != nil {
 		oc := *cfg.OTLP
 		oc.Log = logw
 		var err error
@@ -314,7 +314,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var wg sync.WaitGroup
 	if cm != nil {
 		wg.Go(func() {
-			if err := followCommit(ctx, cfg, lives, duty, cm, entries, spans, logw); err != nil {
+			if err := followCommit(ctx, cfg, cl, sl, duty, cm, entries, spans, logw); err != nil {
 				h.fail("commit tracer", err)
 				failed.set(fmt.Errorf("commit tracer: %w", err))
 			}
@@ -376,23 +376,31 @@ func Run(ctx context.Context, cfg Config) error {
 			stopSpans(spans, logw)
 		}
 	}()
-	// No scrape after this (a client still reading gets ServerShutdown
-	// to finish, then its connection is cut), then the session's finish:
-	// drain, wait for the loops, close.
-	sctx, scancel := context.WithTimeout(context.Background(), ServerShutdown)
-	defer scancel()
-	if srv.Shutdown(sctx) != nil {
-		srv.Close()
-	}
-	cancel() // the commit run and the etcd watchers
+	// No scrape reads a tracer after this; then, all at once (each waits
+	// on its own: scrapes in flight, the kernel's detach of each tracer's
+	// probes): the server's shutdown (a client still reading gets
+	// ServerShutdown to finish, then its connection is cut), the
+	// session's finish (drain, wait for the loops, close) and the commit
+	// run's (its own session, ended with ctx).
 	m.RemoveSource("fsync")
 	m.RemoveSource("peers")
 	m.RemoveSource("commit")
 	m.RemoveSource("commit_fsync")
+	srvDone := make(chan struct{})
+	go func() {
+		defer close(srvDone)
+		sctx, scancel := context.WithTimeout(context.Background(), ServerShutdown)
+		defer scancel()
+		if srv.Shutdown(sctx) != nil {
+			srv.Close()
+		}
+	}()
+	cancel() // the commit run and the etcd watchers
 	if ferr := sess.Finish(nil); err == nil {
 		err = ferr
 	}
 	wg.Wait()
+	<-srvDone
 	<-spansDone
 	return err
 }

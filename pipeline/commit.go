@@ -108,9 +108,14 @@ type CommitOptions struct {
 	OnWrite func(*commit.Write, commit.Names) error
 	// ModelScrapeEvery: how often the members' /metrics are scraped
 	// during the run, the latest answer per member standing in for one
-	// the end scrape misses (0: modelScrapeEvery; negative: never, for a
-	// run that reports no model: serve).
+	// the end scrape misses (0: modelScrapeEvery; negative: none, nor
+	// the start and end scrapes, for a run that reports no model: serve).
 	ModelScrapeEvery time.Duration
+	// StopAtOnce: a run stopped by its context (serve's stop signal, not
+	// etcd's exit) skips the finish's wait for the last writes' events:
+	// nothing reads them after the stop, and the caller must exit within
+	// 2 s of the signal.
+	StopAtOnce bool
 	// OnMember, when set with Endpoints, receives etcd's cluster id, the
 	// traced member's id and the members' names once they are known (at
 	// the start; not called when the member cannot be asked).
@@ -219,7 +224,11 @@ func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 	ctx, endRun := context.WithCancel(s.Context())
 	defer endRun()
 	target := watchTarget(ctx, opt.PID, endRun)
-	urls, startErr := metricsURLs(ctx, members, cl)
+	var urls []metricsURL
+	var startErr error
+	if opt.ModelScrapeEvery >= 0 { // else no model: no scrape at the start, during or at the end
+		urls, startErr = metricsURLs(ctx, members, cl)
+	}
 	var startScrape map[uint64]scrape
 	if startErr == nil && len(urls) > 0 {
 		var errs map[uint64]error
@@ -389,9 +398,9 @@ func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 	if startScrape != nil && !res.Target.Exited && !stoppedAtEnd {
 		fin.Go(func() { endScrape, endErrs = scrapeAll(fctx, urls, opt.TLS) })
 	}
-	if tr != nil {
+	if tr != nil && !(opt.StopAtOnce && !res.Target.Exited) {
 		// Let the last writes' events arrive before the drain.
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(finishSettle)
 	}
 	// Drain, wait for the readers, read the counters, close.
 	err := s.Finish(func() {
@@ -477,6 +486,10 @@ const rolePollEvery = 5 * time.Second
 func assembled(k event.CommitKind) bool {
 	return k.Assembled()
 }
+
+// finishSettle is the finish's wait for the last writes' events to
+// arrive before the drain (CommitOptions.StopAtOnce skips it).
+const finishSettle = 200 * time.Millisecond
 
 // finishTimeout bounds the requests to etcd once the run is over (the
 // lease's revoke, and the end scrape of every member at once), so that commit exits

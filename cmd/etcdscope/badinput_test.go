@@ -204,7 +204,6 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"serve", "--commit-pid", "1", "--etcd-endpoints", "http://127.0.0.1:2379", "--otlp-endpoint", "127.0.0.1:4317", "--otlp-ca", "$D/file"}, fix: "holds no PEM certificate"},
 	{args: []string{"serve", "--commit-pid", "1", "--etcd-endpoints", "http://127.0.0.1:2379", "--otlp-endpoint", "127.0.0.1:4317", "--otlp-ca", "$D/longline"}, fix: "is larger than 1024 KiB: give a PEM file"},
 	{args: []string{"serve", "--commit-pid", "1", "--etcd-endpoints", "http://127.0.0.1:2379", "--otlp-endpoint", "127.0.0.1:4317", "--otlp-cert", "$D/file", "--otlp-key", "$D/file"}, fix: "--otlp-cert/--otlp-key: tls: failed to find any PEM data"},
-	{args: []string{"serve", "--commit-comm", "no-such-comm-x"}, fix: "no such process is running (pgrep -x no-such-comm-x finds none): start it first, or give --commit-pid"},
 	{args: []string{"serve", "--etcd-metrics", "ftp://x/metrics"}, fix: "give an http:// or https:// URL"},
 	{args: []string{"serve", "--etcd-endpoints", "http://127.0.0.1:2379"}, fix: "goes with --etcd-metrics"},
 	{args: []string{"serve", "--cert", "c.pem"}, fix: "--cert and --key go together"},

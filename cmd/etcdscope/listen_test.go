@@ -48,7 +48,7 @@ func TestNormalizeListen(t *testing.T) {
 // list, defaults included, catches a flag whose zero value validation
 // refuses (--commit-sample 0 did, in a hand-built serveFlags). Two
 // kinds of argument name host state, and are pointed at this test's:
-// --commit-comm=etcd (validation wants exactly one such process) becomes
+// --commit-comm=etcd (validation refuses two such processes) becomes
 // --commit-pid of this test, and the --cacert/--cert/--key paths
 // (validation reads them) a throwaway CA and pair.
 func TestDaemonSetListenBothFamilies(t *testing.T) {

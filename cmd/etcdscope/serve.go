@@ -75,7 +75,7 @@ func (f *serveFlags) flagSet() *pflag.FlagSet {
 	fs.Uint64Var(&f.ringBytes, "ring-size", tracer.DefaultRingBytes, ringSizeUsage+" (etcdscope_lost_events_total)")
 	fs.BoolVar(&f.podLabels, "pod-labels", false, fmt.Sprintf("label etcdscope_fsync_duration_seconds with the caller's pod_uid and container_id from its cgroup path (no API server; at most %d pairs, then \"other\")", exporter.MaxPodSeries))
 	fs.IntVar(&f.commitPID, "commit-pid", 0, "also split the writes of this etcd process, as etcdscope commit does, into etcdscope_commit_* (by role and member with --etcd-endpoints)")
-	fs.StringVar(&f.commitComm, "commit-comm", "", "or of the one process with this comm, e.g. etcd; when it exits, the next one is followed (a restart)")
+	fs.StringVar(&f.commitComm, "commit-comm", "", "or of the one process with this comm, e.g. etcd; when it exits, the next one is followed (a restart); none yet: serve waits for it")
 	fs.BoolVar(&f.commitGRPC, "commit-grpc", true, "also probe the gRPC call around each write of --commit-pid (its grpc part); false saves two uprobe firings a write")
 	fs.Uint32Var(&f.commitSample, "commit-sample", 1, "follow 1 write in N of --commit-pid, decided in the kernel (1: every write); etcdscope_commit_writes_seen_total counts them all")
 	fs.StringVar(&f.commitDuty, "commit-duty", "", "ON/PERIOD, e.g. 10s/60s: --commit-pid's probes attached for the first ON of every PERIOD of Unix time, the same on every member (default: always)")
@@ -163,9 +163,10 @@ func runServe(args []string) error {
 			defer life.Syncs.Close()
 		}
 		cfg.Commit, cfg.CommitUnavailable, cfg.CommitSyncs = life.Commit, life.Unavailable, life.Syncs
-		if cfg.CommitComm != "" {
-			cfg.CommitNext = nextCommit(cfg, cfg.CommitPID)
-		}
+	}
+	if cfg.CommitComm != "" {
+		// Without a first process (CommitPID 0) serve starts waiting.
+		cfg.CommitNext = nextCommit(cfg, cfg.CommitPID)
 	}
 	return setupErr(exporter.Run(ctx, cfg))
 }
@@ -200,8 +201,9 @@ const commitPollEvery = time.Second
 
 // nextCommit returns serve --commit-comm's exporter.Config.CommitNext:
 // it waits for the one live process of cfg.CommitComm that is not the
-// last one traced and loads the tracers on it. A process it cannot probe
-// (another binary of that comm) is said once and waited past.
+// last one traced (first, at the start; 0: none yet) and loads the
+// tracers on it. A process it cannot probe (another binary of that comm)
+// is said once and waited past.
 func nextCommit(cfg exporter.Config, first int) func(ctx context.Context) (exporter.CommitLife, error) {
 	last, refused := first, map[int]bool{}
 	return func(ctx context.Context) (exporter.CommitLife, error) {
@@ -224,6 +226,13 @@ func nextCommit(cfg exporter.Config, first int) func(ctx context.Context) (expor
 			}
 		}
 	}
+}
+
+// noneRunning says whether no process of comm runs (a failed look-up is
+// not "none": etcdPID says it).
+func noneRunning(comm string) bool {
+	pids, err := etcdinfo.PIDsByComm(comm)
+	return err == nil && len(pids) == 0
 }
 
 // tracerError is a tracer that could not load: a usage error (exit 2)
@@ -338,7 +347,12 @@ func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 			return cfg, tcfg, err
 		}
 	}
-	if commit {
+	switch {
+	case !commit:
+	case f.commitComm != "" && noneRunning(f.commitComm):
+		// serve waits for the first one (nextCommit), as for the next
+		// after a restart: an agent may start before etcd (a node's boot).
+	default:
 		if cfg.CommitPID, err = etcdPID("--commit-pid", f.commitPID, "--commit-comm", f.commitComm); err != nil {
 			return cfg, tcfg, err
 		}
