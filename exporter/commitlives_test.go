@@ -33,9 +33,11 @@ func (f *fakeSyncs) ProgramStats() []event.ProgramStats { return []event.Program
 func (f *fakeSyncs) Probes() []event.Probe {
 	return []event.Probe{{Name: "a", Attached: true}, {Name: "b"}, {Name: "c", Attached: true}}
 }
-func (f *fakeSyncs) Drain() error          { return nil }
-func (f *fakeSyncs) Close() error          { f.closed = true; return nil }
-func (f *fakeSyncs) Read(*event.Any) error { return errors.New("not read here") }
+func (f *fakeSyncs) Drain() error              { return nil }
+func (f *fakeSyncs) Close() error              { f.closed = true; return nil }
+func (f *fakeSyncs) Read(*event.Any) error     { return errors.New("not read here") }
+func (f *fakeSyncs) DetachThreadProbes() error { return nil }
+func (f *fakeSyncs) AttachThreadProbes() error { return nil }
 
 // TestSyncLivesFollowRestarts: etcdscope_*{tracer="commit_fsync"} read
 // through syncLives across etcd's lives: each life's counts on top of the
