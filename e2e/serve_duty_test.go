@@ -3,10 +3,8 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -112,7 +110,6 @@ func TestServeCommitDuty(t *testing.T) {
 		// write family's, and all.
 		sysWrites, sysAll int
 	}
-	bpftool := testenv.LookPath(t, "bpftool", "bpftool")
 	// etcd's files all on ext4: both fsync tracers trace its fsyncs on
 	// ext4's tracepoints, and between windows serve holds no syscall
 	// tracepoint at all (else the fsync pairs stay).
@@ -124,7 +121,7 @@ func TestServeCommitDuty(t *testing.T) {
 		time.Sleep(time.Until(at))
 		on, _ := duty.At(at)
 		p := phase{at: at, want: on, byte0: textByte(t, m.PID, addr), multi: uprobeMultiOn(m.PID), tracingLinks: linkTypes(t, s.cmd.Process.Pid)["raw_tracepoint"]}
-		p.sysWrites, p.sysAll = syscallTracepoints(t, bpftool, s.cmd.Process.Pid)
+		p.sysWrites, p.sysAll, _ = testenv.SyscallTracepoints(t, s.cmd.Process.Pid)
 		p.gauge = gauge(s.scrape(t), "etcdscope_commit_attached")
 		phases = append(phases, p)
 	}
@@ -378,33 +375,4 @@ func linkTypes(t *testing.T, pid int) map[string]int {
 		}
 	}
 	return n
-}
-
-// syscallTracepoints counts the syscall tracepoints pid holds BPF
-// programs on (bpftool perf list, the kernel's BPF_TASK_FD_QUERY): the
-// write family's (sys_enter_ and sys_exit_ of write, pwrite64, writev,
-// pwritev, pwritev2), and all.
-func syscallTracepoints(t *testing.T, bpftool string, pid int) (writes, all int) {
-	t.Helper()
-	out, err := exec.Command(bpftool, "perf", "list", "-j").Output()
-	if err != nil {
-		t.Fatalf("bpftool perf list: %v", err)
-	}
-	var list []struct {
-		PID        int    `json:"pid"`
-		Tracepoint string `json:"tracepoint"`
-	}
-	if err := json.Unmarshal(out, &list); err != nil {
-		t.Fatalf("bpftool perf list -j: %v", err)
-	}
-	for _, a := range list {
-		if a.PID != pid || !strings.HasPrefix(a.Tracepoint, "sys_enter_") && !strings.HasPrefix(a.Tracepoint, "sys_exit_") {
-			continue
-		}
-		all++
-		if strings.Contains(a.Tracepoint, "write") {
-			writes++
-		}
-	}
-	return writes, all
 }

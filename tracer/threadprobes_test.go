@@ -1,11 +1,8 @@
 package tracer
 
 import (
-	"encoding/json"
 	"os"
-	"os/exec"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,35 +21,15 @@ import (
 // write-family syscall tracepoints and scheduler programs only while on.
 func TestFsyncThreadProbesDetachAttach(t *testing.T) {
 	testenv.RequireRoot(t)
-	bpftool := testenv.LookPath(t, "bpftool", "bpftool")
 	tr, err := NewFsync(FsyncConfig{PID: uint32(os.Getpid()), Writes: true, Sched: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	// held counts this process's perf-event attachments by kind: write
-	// syscall tracepoints, and the scheduler's tp_btf programs.
+	// held counts this process's write-family syscall tracepoints and
+	// scheduler programs, by the kernel's account.
 	held := func() (writes, sched int) {
-		out, err := exec.Command(bpftool, "perf", "list", "-j").Output()
-		if err != nil {
-			t.Fatalf("bpftool perf list: %v", err)
-		}
-		var list []struct {
-			PID        int    `json:"pid"`
-			Tracepoint string `json:"tracepoint"`
-		}
-		if err := json.Unmarshal(out, &list); err != nil {
-			t.Fatalf("bpftool perf list -j: %v", err)
-		}
-		for _, a := range list {
-			switch {
-			case a.PID != os.Getpid():
-			case strings.HasPrefix(a.Tracepoint, "sys_") && strings.Contains(a.Tracepoint, "write"):
-				writes++ // sys_enter_ and sys_exit_ of write, pwrite64, writev, pwritev, pwritev2
-			case a.Tracepoint == "sched_switch" || a.Tracepoint == "sched_wakeup":
-				sched++
-			}
-		}
+		writes, _, sched = testenv.SyscallTracepoints(t, os.Getpid())
 		return writes, sched
 	}
 	f, err := os.CreateTemp("/var/tmp", "etcdscope-tracer-*")
