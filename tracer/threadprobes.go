@@ -66,10 +66,3 @@ func (t *FsyncTracer) AttachThreadProbes() error {
 	t.threadLinks, t.threadOff = links, false
 	return nil
 }
-
-// ThreadProbesAttached reports whether the thread probes are on.
-func (t *FsyncTracer) ThreadProbesAttached() bool {
-	t.threadMu.Lock()
-	defer t.threadMu.Unlock()
-	return !t.threadOff && len(t.threadLinks) > 0
-}
