@@ -42,6 +42,9 @@ type signalCase struct {
 	stderr string
 	// wait, if set, is the wait after loaded, in place of a random one.
 	wait func() time.Duration
+	// stopEtcd stops (SIGSTOP) the traced etcd member once the run is
+	// ready, and continues it after the run has exited.
+	stopEtcd bool
 }
 
 // TestSignalStopsWithin2s signals each long-running subcommand at a
@@ -49,9 +52,9 @@ type signalCase struct {
 // SIGINT or SIGTERM, under what makes a stop slow: 20,000 sockets held by
 // other processes (the peers owner look-up scans /proc/*/fd), connections
 // opened to the traced peer port all along, 200 scrapers on serve, and
-// for peers a three-member etcd cluster whose local member is stopped
-// (SIGSTOP) before the signal, so the end scrape of --etcd-metrics and
-// the members' look-ups cannot answer. Each run must exit within
+// for peers and serve --commit-pid a three-member etcd cluster whose
+// local member is stopped (SIGSTOP) before the signal, so the end scrape
+// of --etcd-metrics and the members' look-ups cannot answer. Each run must exit within
 // stopBound of the signal; one signalled after ready must exit 0 with its
 // report printed; and it must leave no BPF program or link, no uprobe
 // entry, no tracefs mount and no scratch file behind. The exit times are
@@ -120,8 +123,12 @@ func TestSignalStopsWithin2s(t *testing.T) {
 		{name: "peers-churn", args: []string{"peers", "--port", strconv.Itoa(churnPort), "--duration", "0"}},
 		{name: "peers-etcd", args: []string{"peers", "--duration", "0", "--etcd-endpoints", endpoints, "--etcd-metrics", m.MetricsURL}},
 		{name: "peers-etcd-stopped", args: []string{"peers", "--duration", "0", "--etcd-endpoints", endpoints, "--etcd-metrics", m.MetricsURL},
-			stderr: "end scrape: no answer within 1s of the stop signal"},
+			stderr: "end scrape: no answer within 1s of the stop signal", stopEtcd: true},
 		{name: "serve-scraped", args: []string{"serve", "--listen", "127.0.0.1:0", "--comm", "etcd"}},
+		// The DaemonSet's agent on a member that stopped answering: its
+		// uprobes on the stopped process, its member look-ups unanswered.
+		{name: "serve-commit-etcd-stopped", args: []string{"serve", "--listen", "127.0.0.1:0", "--pid", strconv.Itoa(m.PID),
+			"--commit-pid", strconv.Itoa(m.PID), "--etcd-endpoints", endpoints}, stopEtcd: true},
 		// hypervisor --pid takes QEMU's pid only (etcd's is refused): by
 		// comm, which it waits for.
 		{name: "hypervisor", args: []string{"hypervisor", "--comm", "qemu-system-x86"}},
@@ -135,10 +142,10 @@ func TestSignalStopsWithin2s(t *testing.T) {
 				sig := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}[i%2]
 				early := i%3 == 2 // one run in three before ready
 				d := runSignalled(t, bin, sc, sig, early, rng, func(ready string) {
-					switch sc.name {
-					case "serve-scraped":
+					if sc.name == "serve-scraped" {
 						scrapeHard(t, ready, 200)
-					case "peers-etcd-stopped":
+					}
+					if sc.stopEtcd {
 						if err := syscall.Kill(m.PID, syscall.SIGSTOP); err != nil {
 							t.Fatal(err)
 						}
