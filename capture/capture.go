@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"slices"
 
 	"github.com/etcdscope/etcdscope/analysis"
@@ -85,6 +86,10 @@ type End struct {
 	// Journals: whether each ext4 group's device held a jbd2 journal as the
 	// live run read /proc/fs/jbd2 (fsync); replay says what the run knew.
 	Journals []analysis.Journal `json:"journals,omitempty"`
+	// OwnConns: the local ends of the live run's own probe connections
+	// (peers with --etcd-endpoints), which its table left out; replay
+	// leaves them out too.
+	OwnConns []netip.AddrPort `json:"own_conns,omitempty"`
 }
 
 // Device is the answer the run got for a filesystem or disk device: its

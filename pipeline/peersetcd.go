@@ -128,6 +128,18 @@ func (r *PeersEtcd) Start() time.Time { return r.t0 }
 // kept-alive probe dialed (not one of etcd's links).
 func (r *PeersEtcd) Owns(local netip.AddrPort) bool { return r.probe.owns(local) }
 
+// OwnConns returns the local ends of etcdscope's own probe connections,
+// sorted: what the live table leaves out, and a capture or recording
+// keeps for its replay to leave out too.
+func (r *PeersEtcd) OwnConns() []netip.AddrPort {
+	var out []netip.AddrPort
+	for a := range r.probe.ownConns() {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, netip.AddrPort.Compare)
+	return out
+}
+
 // StopProbe stops the kept-alive probe and waits for it (safe to call
 // more than once).
 func (r *PeersEtcd) StopProbe() {
@@ -157,12 +169,8 @@ func (r *PeersEtcd) Report(ctx context.Context, t1 time.Time, st Stats, owners h
 	}
 	rep.WindowSeconds = t1.Sub(t0).Seconds()
 	// etcdscope's own kept-alive probe connections are not etcd's links.
-	own := probe.ownConns()
-	pr := conns.Report(peers.Options{Window: t1.Sub(t0), ExcludeLocal: own})
-	for a := range own {
-		rep.OwnConns = append(rep.OwnConns, a)
-	}
-	slices.SortFunc(rep.OwnConns, netip.AddrPort.Compare)
+	pr := conns.Report(peers.Options{Window: t1.Sub(t0), ExcludeLocal: probe.ownConns()})
+	rep.OwnConns = r.OwnConns()
 	rep.Events, rep.LostEvents, rep.MissedEvents, rep.RingPeakBytes = pr.Events, st.Lost, st.Missed, st.RingPeakBytes
 	rep.Links, rep.Unassembled, rep.FoldedEarly = pr.Links, pr.Unassembled, pr.FoldedEarly
 	rep.Owners = &etcdmetric.OwnerLookups{Resolved: owners.Resolved, Unowned: owners.Unowned, QueueDrops: owners.QueueDrops,

@@ -215,7 +215,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		return setupErr(fmt.Errorf("tracing: %w", err))
 	}
 	t1 := time.Now()
-	if err := out.commit(*st, t1.Sub(r.Start())); err != nil {
+	if err := out.commit(*st, t1.Sub(r.Start()), r.OwnConns()); err != nil {
 		return err
 	}
 	rep := r.Report(ctx, t1, *st, owners, &out.conns)
@@ -274,15 +274,16 @@ func newPeersOutput(f peersFlags, cfg tracer.PeersConfig, probeOwns func(netip.A
 	return o, nil
 }
 
-// commit puts the recording and the capture (with the window) in place.
-func (o *peersOutput) commit(st pipeline.Stats, window time.Duration) error {
+// commit puts the recording and the capture (with the window and the
+// probe's own connections, own) in place.
+func (o *peersOutput) commit(st pipeline.Stats, window time.Duration, own []netip.AddrPort) error {
 	if o.rec != nil {
 		if err := o.rec.Commit(); err != nil {
 			return fmt.Errorf("--record: %w", err)
 		}
 	}
 	if o.capw != nil {
-		err := o.capw.Finish(capture.End{LostEvents: st.Lost, MissedEvents: st.Missed, WindowNs: int64(window)})
+		err := o.capw.Finish(capture.End{LostEvents: st.Lost, MissedEvents: st.Missed, WindowNs: int64(window), OwnConns: own})
 		o.capw = nil
 		if err != nil {
 			return err

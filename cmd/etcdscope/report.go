@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -369,7 +370,16 @@ func assemblePeerCapture(rd *capture.Reader, name string) (peers.Report, capture
 		}
 		return peers.Report{}, end, 0, usagef("%s has no end line (the run was cut short?): its window and lost events are unknown%s", name, cut)
 	}
-	return conns.Report(peers.Options{Window: time.Duration(end.WindowNs)}), end, p.DecodeErrors(), nil
+	// What the live run left out (etcdscope's own probe connections),
+	// the replay leaves out too.
+	var own map[netip.AddrPort]bool
+	for _, a := range end.OwnConns {
+		if own == nil {
+			own = map[netip.AddrPort]bool{}
+		}
+		own[a] = true
+	}
+	return conns.Report(peers.Options{Window: time.Duration(end.WindowNs), ExcludeLocal: own}), end, p.DecodeErrors(), nil
 }
 
 // writeHTMLReport renders the page (package report) to out, with the peers

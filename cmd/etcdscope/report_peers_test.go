@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"html"
 	"math"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/capture"
+	"github.com/etcdscope/etcdscope/event"
 )
 
 // loopback3 holds the real inputs of a new user's README walk: three
@@ -254,5 +260,49 @@ func TestReportPeersStoppedMember(t *testing.T) {
 	want := "verdict: 127.0.6.3: connection setup p99 " + worst.Round(time.Millisecond).String() + " from etcd["
 	if len(verdicts) != 1 || !strings.HasPrefix(verdicts[0], want) || !strings.Contains(verdicts[0], "over the election timeout (1s, etcd's default)") {
 		t.Errorf("verdicts %q, want one starting %q, over the election timeout", verdicts, want)
+	}
+}
+
+// TestReplayPeersCaptureLeavesOutOwnConns: a peers capture's end line
+// names the live run's own probe connections (capture.End.OwnConns), and
+// its replay leaves them out as the live table did: one of etcd's links,
+// not the probe's beside it (a new user's walk saw the probe's link in
+// the replay only).
+func TestReplayPeersCaptureLeavesOutOwnConns(t *testing.T) {
+	etcdA, etcdB := netip.MustParseAddrPort("127.0.0.1:40000"), netip.MustParseAddrPort("127.0.0.2:2380")
+	probe := netip.MustParseAddrPort("127.0.0.3:45000")
+	evs := []event.Peer{
+		{Kind: event.PeerOpen, TimeNs: 1e9, Socket: 1, Direction: event.PeerActive, PID: 7, Comm: "etcd", Local: etcdA, Remote: etcdB, DurationNs: 100_000},
+		{Kind: event.PeerOpen, TimeNs: 2e9, Socket: 2, Direction: event.PeerActive, PID: 9, Comm: "etcdscope", Local: probe, Remote: etcdB, DurationNs: 100_000},
+		{Kind: event.PeerRTT, TimeNs: 3e9, Socket: 2, Direction: event.PeerActive, Local: probe, Remote: etcdB, SRTTus: 300, MinRTTus: 200, BytesReceived: 500},
+	}
+	links := func(own []netip.AddrPort) []peers.LinkStats {
+		var b bytes.Buffer
+		w, err := capture.NewWriter(&b, capture.Header{Tracer: capture.TracerPeers, Command: "peers", Port: 2380})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range evs {
+			w.Peer(&evs[i])
+		}
+		if err := w.Close(capture.End{WindowNs: 4e9, OwnConns: own}); err != nil {
+			t.Fatal(err)
+		}
+		rd, err := capture.NewReader(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, _, _, err := assemblePeerCapture(rd, "test.capture")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.Links
+	}
+	if got := links(nil); len(got) != 2 {
+		t.Fatalf("without own_conns: %d links, want etcd's and the probe's", len(got))
+	}
+	got := links([]netip.AddrPort{probe})
+	if len(got) != 1 || got[0].Link.From != etcdA.Addr() {
+		t.Fatalf("with own_conns: %+v, want only etcd's link from %s", got, etcdA.Addr())
 	}
 }
