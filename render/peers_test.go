@@ -121,3 +121,32 @@ func TestTableStoppedPeer(t *testing.T) {
 		}
 	}
 }
+
+// TestTableNotAMember: with a member list, a link whose accepting end is
+// no member's peer address (another cluster on the same port of this host,
+// as a new user's walk saw) is marked and counted; without a member list,
+// or with a member whose peer URLs gave no address, nothing is marked.
+func TestTableNotAMember(t *testing.T) {
+	m1, m2, other := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("10.9.9.9")
+	link := func(to netip.Addr) peers.LinkStats {
+		return peers.LinkStats{Link: peers.Link{Direction: event.PeerActive, FromPID: 7, FromComm: "etcd", From: m1, To: to, Peer: to}, Opened: 1}
+	}
+	links := []peers.LinkStats{link(m2), link(other)}
+	members := []etcdmetric.Member{{ID: 0xa1, Name: "m1", PeerIPs: []netip.Addr{m1}}, {ID: 0xa2, Name: "m2", PeerIPs: []netip.Addr{m2}, Leader: true}}
+	table := func(ms []etcdmetric.Member) string {
+		var out bytes.Buffer
+		Peers(&out, &etcdmetric.PeersReport{Port: 2380, Links: links, Members: ms})
+		return out.String()
+	}
+	s := table(members)
+	if n := strings.Count(s, "(not a member)"); n != 2 || !strings.Contains(s, "10.9.9.9 (active) (not a member)") ||
+		!strings.Contains(s, "1 link marked (not a member) to no member's peer address: another cluster, or another process, on port 2380") {
+		t.Errorf("want the link to 10.9.9.9 marked and counted, %d marks:\n%s", n, s)
+	}
+	unresolved := []etcdmetric.Member{members[0], {ID: 0xa2, Name: "m2"}}
+	for name, ms := range map[string][]etcdmetric.Member{"no member list": nil, "a member without a peer address": unresolved} {
+		if s := table(ms); strings.Contains(s, "not a member") {
+			t.Errorf("%s: a link marked:\n%s", name, s)
+		}
+	}
+}

@@ -76,3 +76,27 @@ type OwnerLookups struct {
 	Scans             uint64  `json:"scans"`
 	MaxScanCPUSeconds float64 `json:"max_scan_cpu_seconds"`
 }
+
+// OutsideCluster says whether link l's accepting end (peers.Link.To) is
+// none of the member list's peer addresses: a connection on the traced
+// port of another cluster, or of a process that is not etcd. false when
+// no member list was read, or when a member's peer URLs gave no address
+// (a host name not resolved): then nothing can be told.
+func (r *PeersReport) OutsideCluster(l peers.Link) bool {
+	if len(r.Members) == 0 {
+		return false
+	}
+	for _, m := range r.Members {
+		if len(m.PeerIPs) == 0 {
+			return false
+		}
+	}
+	for _, m := range r.Members {
+		for _, ip := range m.PeerIPs {
+			if ip == l.To {
+				return false
+			}
+		}
+	}
+	return true
+}
