@@ -46,15 +46,19 @@ import (
 func TestCommitSplit(t *testing.T) {
 	testenv.RequireRoot(t)
 	root := testenv.RepoRoot(t)
+	// v3.5 on three members only: that run holds every check of one
+	// member's plus the followers', and its position-independent build
+	// (CI time: each case ~23 s; the matrix was 93 s).
 	versions := []struct {
 		name, bin string
 		pie       bool // built -buildmode=pie: uprobe offsets are file offsets, not addresses
+		members   []int
 	}{
-		{"v3.6", filepath.Join(root, "bin", "etcd"), false},
-		{"v3.5", filepath.Join(root, "bin", "etcd35"), true},
+		{"v3.6", filepath.Join(root, "bin", "etcd"), false, []int{1, 3}},
+		{"v3.5", filepath.Join(root, "bin", "etcd35"), true, []int{3}},
 	}
 	for _, v := range versions {
-		for _, members := range []int{1, 3} {
+		for _, members := range v.members {
 			t.Run(v.name+"/"+strconv.Itoa(members)+"members", func(t *testing.T) {
 				if _, err := os.Stat(v.bin); err != nil {
 					testenv.Missing(t, fmt.Sprintf("no %s (run 'make etcd etcd35')", v.bin))
