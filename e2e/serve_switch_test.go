@@ -47,11 +47,12 @@ var switchPorts = [3]int{27379, 27380, 27381}
 //     member directory's once at the WAL's creation), with 0 lost, and
 //     etcdscope_bpf_programs_attached{tracer="fsync"} fell by 4.
 //
-// Measured on Linux 6.18, 2 vCPUs, /var/tmp on ext4 (vda), 7 runs
-// (N = 7): 295-457 puts a run, 144-294 of them before the switch; etcd's
-// WAL fsync count 302-464, serve's equal to it in every run (one of them
-// the member directory's fsync); 3.9-6.1 s a run; SIGTERM after it ended
-// serve within 2 s.
+// Measured on Linux 6.18, 2 vCPUs, /var/tmp on ext4 (vda), 8 runs
+// (N = 8, the last in the e2e TestServe* run beside the others): 295-457
+// puts a run, 144-294 of them before the switch; etcd's WAL fsync count
+// 302-464, serve's equal to it in every run (one of them the member
+// directory's fsync); 3.9-6.1 s a run; SIGTERM after it ended serve
+// within 2 s.
 func TestServeMovesToExt4(t *testing.T) {
 	testenv.RequireRoot(t)
 	if fs, err := host.FSTypeOf("/var/tmp"); err != nil || fs != "ext4" {
