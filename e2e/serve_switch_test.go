@@ -47,12 +47,12 @@ var switchPorts = [3]int{27379, 27380, 27381}
 //     member directory's once at the WAL's creation), with 0 lost, and
 //     etcdscope_bpf_programs_attached{tracer="fsync"} fell by 4.
 //
-// Measured on Linux 6.18, 2 vCPUs, /var/tmp on ext4 (vda), 8 runs
-// (N = 8, the last in the e2e TestServe* run beside the others): 295-457
-// puts a run, 144-294 of them before the switch; etcd's WAL fsync count
-// 302-464, serve's equal to it in every run (one of them the member
-// directory's fsync); 3.9-6.1 s a run; SIGTERM after it ended serve
-// within 2 s.
+// Measured on Linux 6.18, 2 vCPUs, /var/tmp on ext4 (vda), 13 runs
+// (N = 13: 8, then 5 more after serve's look became one pass over etcd's
+// files): 258-457 puts a run, 128-294 of them before the switch; etcd's
+// WAL fsync count 265-464, serve's equal to it in every run (one of them
+// the member directory's fsync); 3.8-6.8 s a run; SIGTERM after it ended
+// serve within 2 s.
 func TestServeMovesToExt4(t *testing.T) {
 	testenv.RequireRoot(t)
 	if fs, err := host.FSTypeOf("/var/tmp"); err != nil || fs != "ext4" {

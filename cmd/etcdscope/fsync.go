@@ -305,15 +305,24 @@ func etcdFilesFSTypes(pid int, comm string) []string {
 	}
 	var out []string
 	for _, p := range pids {
-		for _, kind := range []string{analysis.KindWAL, analysis.KindBackend} {
-			ts, err := host.OpenFileFSTypes(p, func(path string) bool { return analysis.FileKind(path) == kind })
-			if err != nil {
-				return nil
+		var wal, backend bool
+		ts, err := host.OpenFileFSTypes(p, func(path string) bool {
+			switch analysis.FileKind(path) {
+			case analysis.KindWAL:
+				wal = true
+			case analysis.KindBackend:
+				backend = true
+			default:
+				return false
 			}
-			for _, t := range ts {
-				if !slices.Contains(out, t) {
-					out = append(out, t)
-				}
+			return true
+		})
+		if err != nil || !wal || !backend {
+			return nil
+		}
+		for _, t := range ts {
+			if !slices.Contains(out, t) {
+				out = append(out, t)
 			}
 		}
 	}

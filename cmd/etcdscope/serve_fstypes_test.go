@@ -3,10 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/etcdscope/etcdscope/host"
 )
 
 // TestServeSwitchLaterBeforeEtcd: serve --comm of a comm no process has
@@ -82,5 +87,44 @@ func TestWatchFSTypes(t *testing.T) {
 	sw, _, log = run([][]string{nil}, ctx)
 	if sw != 0 || log != "" {
 		t.Errorf("etcd never seen: %d switches, log %q; want none, nothing said", sw, log)
+	}
+}
+
+// TestEtcdFilesFSTypes: serve's later look knows a process's filesystem
+// only once it holds both a WAL segment and the bbolt file open (etcd
+// opens them apart as it starts, and --wal-dir may put them elsewhere):
+// this test's own process, with files laid out as etcd's in a directory
+// of the test's filesystem.
+func TestEtcdFilesFSTypes(t *testing.T) {
+	dir := t.TempDir()
+	want, err := host.FSTypeOf(dir)
+	if err != nil {
+		t.Skipf("filesystem of %s: %v", dir, err)
+	}
+	for _, d := range []string{"member/wal", "member/snap"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open := func(p string) {
+		f, err := os.Create(filepath.Join(dir, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+	}
+	if ts := etcdFilesFSTypes(os.Getpid(), ""); ts != nil {
+		t.Errorf("no etcd file open: %v; want nil (not known)", ts)
+	}
+	open("member/wal/0000000000000000-0000000000000000.wal")
+	if ts := etcdFilesFSTypes(os.Getpid(), ""); ts != nil {
+		t.Errorf("a WAL segment open, no bbolt file: %v; want nil (not known yet)", ts)
+	}
+	open("member/snap/db")
+	if ts := etcdFilesFSTypes(os.Getpid(), ""); !slices.Equal(ts, []string{want}) {
+		t.Errorf("both open: %v; want [%s]", ts, want)
+	}
+	if ts := etcdFilesFSTypes(0, "no-such-comm-x"); ts != nil {
+		t.Errorf("no process of the comm: %v; want nil", ts)
 	}
 }
