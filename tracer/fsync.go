@@ -322,7 +322,7 @@ func (t *FsyncTracer) ProgramsAttached() int {
 
 // Lost returns how many events did not fit in the ring buffer (summed over
 // CPUs) since the tracer started, plus the calls SwitchToExt4 could not
-// wait for (Stranded).
+// wait for (their in-flight calls on another filesystem: SwitchToExt4).
 func (t *FsyncTracer) Lost() (uint64, error) {
 	n, err := sumPerCPU(t.fsync.LostEvents, "lost_events")
 	return n + t.stranded.Load(), err
