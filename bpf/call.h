@@ -14,6 +14,34 @@
 #include "filter.h"
 #include "inflight.h"
 
+/* sys_calls: the calls started on the syscall tracepoint (fsync.bpf.c)
+ * and not yet recorded, nor taken over by ext4's sync_file_enter: what
+ * the syscall exit programs still owe. Go hands the fsync object's to
+ * stacked.bpf.c, and waits for it to reach 0 before it detaches the exit
+ * programs when it moves the calls to ext4's tracepoints at run time
+ * (FsyncTracer.SwitchToExt4): a call in flight then is recorded once,
+ * by whichever exit it reaches. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __s64);
+} sys_calls SEC(".maps");
+
+/* handover: the syscall tracepoints may hand their calls over to ext4's
+ * at run time (FsyncConfig.SwitchLater; set from Go before load in both
+ * objects): only then are the calls counted in sys_calls and taken over
+ * at ext4's enter. Clear, the verifier prunes all of it: no cost. */
+const volatile bool handover = false;
+
+static __always_inline void sys_calls_add(__s64 delta)
+{
+	__s64 *n = bpf_map_lookup_elem(&sys_calls, &(__u32){0});
+
+	if (n)
+		__sync_fetch_and_add(n, delta);
+}
+
 /* es_fill_cached names f in e, from files when its entry still holds. */
 static __always_inline void es_fill_cached(struct fsync_event *e, struct file *f)
 {
@@ -99,6 +127,27 @@ static __always_inline void es_call_enter(struct file *f, int fd, __u8 syscall, 
 		count_lost();
 		return;
 	}
+	if (handover && btf && slot->start_ns && slot->syscall <= ES_SYS_FDATASYNC) {
+		/* ext4's enter inside a call the syscall tracepoint started
+		 * (both attached: SwitchToExt4's handover): the same call when
+		 * its fd, syscall and file are, taken over as it is (its start
+		 * and enter record are the syscall's), and recorded once, at
+		 * ext4's exit. Anything else is a call whose exit was never
+		 * seen (the syscall exit detached after SwitchToExt4's bounded
+		 * wait): replaced. */
+		if (slot->from_sys) {
+			slot->from_sys = 0;
+			sys_calls_add(-1);
+		}
+		if (slot->fd == fd && slot->syscall == syscall && slot->file == c.file)
+			return;
+		busy_add(slot->disk, -1);
+	}
+	if (handover && !btf) {
+		c.from_sys = 1;
+		if (!slot->from_sys) /* else a call whose exit was missed: counted once */
+			sys_calls_add(1);
+	}
 	*slot = c;
 	busy_add(c.disk, 1); /* until es_call_exit */
 	ee.kind = ES_KIND_FSYNC_ENTER;
@@ -125,6 +174,10 @@ static __always_inline void es_call_exit(long ret, bool pinned)
 
 	if (!c || !c->start_ns || c->syscall > ES_SYS_FDATASYNC)
 		return;
+	if (handover && c->from_sys) {
+		c->from_sys = 0;
+		sys_calls_add(-1);
+	}
 	busy_add(c->disk, -1);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {

@@ -48,8 +48,12 @@ static __always_inline bool in_kthread(void)
 	return BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), flags) & PF_KTHREAD_;
 }
 
-/* callers: the traced processes' calls come from here (set from Go). */
+/* callers: the traced processes' calls may come from here (set from Go
+ * before load); callers_on: they do (set from Go at load, or at run time
+ * by FsyncTracer.SwitchToExt4, when the syscall tracepoints started
+ * without knowing the traced files' filesystem hand the calls over). */
 const volatile bool callers = false;
+volatile bool callers_on = false;
 
 /* The fsync and fdatasync syscall numbers (asm/unistd.h; 32-bit compat
  * calls have others and are not seen here), and where the syscall's
@@ -102,7 +106,7 @@ int BPF_PROG(ext4_sync_file_enter, struct file *file, int datasync)
 	int fd, sc;
 
 	if (!in_kthread()) {
-		if (callers && (sc = caller_syscall(&fd)) >= 0)
+		if (callers && callers_on && (sc = caller_syscall(&fd)) >= 0)
 			es_call_enter(file, fd, sc, true);
 		return 0;
 	}
@@ -141,7 +145,7 @@ int BPF_PROG(ext4_sync_file_exit, struct inode *inode, int ret)
 	 * ones that are not a kernel thread's, unless callers (then one
 	 * task-storage lookup: a pointer read for a task never traced) */
 	if (!in_kthread()) {
-		if (callers)
+		if (callers && callers_on)
 			es_call_exit(ret, true);
 		return 0;
 	}

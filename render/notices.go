@@ -53,6 +53,30 @@ func ServeCommitSyncsError(err error) string {
 	return fmt.Sprintf("etcdscope serve: commit: fsync tracer on etcd: %v: the WAL fdatasyncs in /commit/entries are not split by cause", err)
 }
 
+// ServeFsyncOnExt4: serve, started before etcd, found etcd's files on
+// ext4 and moved its fsync tracer's calls to ext4's tracepoints;
+// stranded calls (on another filesystem, hung past the handover's wait)
+// were counted as lost.
+func ServeFsyncOnExt4(stranded uint64) string {
+	s := "etcdscope serve: fsync: etcd's files are on ext4: its fsyncs are traced on ext4's tracepoints from now on (the 4 syscall tracepoints detached, every call counted once across the switch)"
+	if stranded > 0 {
+		s += fmt.Sprintf("; %d call(s) in flight on another filesystem were not waited for: counted in etcdscope_lost_events_total{tracer=\"fsync\"}", stranded)
+	}
+	return s
+}
+
+// ServeFsyncStaysOnSyscalls: serve, started before etcd, found etcd's
+// files on a filesystem ext4's tracepoints do not cover.
+func ServeFsyncStaysOnSyscalls(fstypes []string) string {
+	return fmt.Sprintf("etcdscope serve: fsync: etcd's files are on %s: its fsyncs stay traced on the syscall tracepoints (only ext4 has tracepoints of its own to trace them on)", strings.Join(fstypes, ", "))
+}
+
+// ServeFsyncSwitchError: the move to ext4's tracepoints failed; the
+// syscall tracepoints stay (those still attached see every call).
+func ServeFsyncSwitchError(err error) string {
+	return fmt.Sprintf("etcdscope serve: fsync: moving to ext4's tracepoints: %v: the syscall tracepoints stay", err)
+}
+
 // ServeCommitNextError: serve --commit-comm found a new process of the
 // comm after etcd exited, but could not probe it; it waits for another.
 func ServeCommitNextError(pid int, err error) string {

@@ -5,7 +5,9 @@ package tracer
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -73,6 +75,12 @@ type FsyncConfig struct {
 	// default: it runs at every context switch on the machine
 	// (bench/findings.md).
 	Sched bool
+	// SwitchLater: FSTypes is nil because the filesystem is not known
+	// yet (serve started before etcd): the syscall tracepoints are
+	// attached as without it, and ext4's sync_file programs are loaded
+	// ready to take the calls over, so that SwitchToExt4 can move them
+	// there once the traced files are known to be on ext4.
+	SwitchLater bool
 }
 
 // FsyncTracer traces fsync/fdatasync calls, the block requests below them
@@ -91,6 +99,19 @@ type FsyncTracer struct {
 	stacked  *ebpf.Collection
 	jbd2wait *ebpf.Collection
 	links    []link.Link
+	// sysMu guards the syscall tracepoints' links (sysEnter, sysExit),
+	// which SwitchToExt4 closes while the tracer runs, and probes, which
+	// it rewrites then.
+	sysMu             sync.Mutex
+	sysEnter, sysExit []link.Link
+	sysClosed         bool
+	// switchable: the stacked programs can take the calls over at run
+	// time (FsyncConfig.SwitchLater, on a kernel that has them).
+	switchable bool
+	// stranded counts the calls SwitchToExt4 left uncounted: started on
+	// the syscall tracepoints, on no ext4 file, and still in flight at
+	// its bounded wait's end (added to Lost).
+	stranded atomic.Uint64
 	// threadProbes make the links of the probes that run at the traced
 	// threads' every write(2) and context switch (Writes, Sched), which
 	// DetachThreadProbes takes off; threadLinks holds them while on.
@@ -149,6 +170,9 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 		return nil, err
 	}
 	callers := fsCallers(cfg.FSTypes)
+	// able: the stacked programs are loaded able to take the calls (with
+	// callers, from the start; with SwitchLater, once SwitchToExt4 says).
+	able := callers || handoverWanted(cfg)
 	if !callers {
 		if err := t.attachSyscalls(); err != nil {
 			return nil, err
@@ -170,9 +194,10 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 	if err := t.attachJournal(shared); err != nil {
 		return nil, err
 	}
-	if err := t.attachStacked(shared, cfg, callers); err != nil {
+	if err := t.attachStacked(shared, cfg, able, callers); err != nil {
 		return nil, err
 	}
+	t.switchable = able && !callers && t.stacked != nil
 	t.attachJBD2Wait(shared, cfg)
 
 	if t.ring, err = openQuietRing(t.fsync.Events); err != nil {
@@ -193,7 +218,9 @@ func (t *FsyncTracer) loadSyscalls(cfg FsyncConfig, ring uint32, cache *btf.Cach
 	if err := sizeEvents(spec, ring); err != nil {
 		return ebpf.CollectionOptions{}, err
 	}
-	if err := setVariables(spec, filterVariables(cfg)); err != nil {
+	vars := filterVariables(cfg)
+	vars["handover"] = handoverWanted(cfg)
+	if err := setVariables(spec, vars); err != nil {
 		return ebpf.CollectionOptions{}, err
 	}
 	if err := applyCompat(spec); err != nil {
@@ -228,6 +255,13 @@ func fsCallers(fstypes []string) bool {
 		features.HaveProgramHelper(ebpf.TracePoint, asm.FnTaskPtRegs) == nil
 }
 
+// handoverWanted says whether the tracer loads ready for SwitchToExt4
+// (bpf/call.h's handover): on the syscall tracepoints now, ext4's able to
+// take the calls over later.
+func handoverWanted(cfg FsyncConfig) bool {
+	return cfg.SwitchLater && !fsCallers(cfg.FSTypes) && fsCallers([]string{"ext4"})
+}
+
 // filterVariables are the values of bpf/filter.h's globals for cfg, in
 // every object that includes it.
 func filterVariables(cfg FsyncConfig) map[string]any {
@@ -253,7 +287,13 @@ func (t *FsyncTracer) attachSyscalls() error {
 		if err != nil {
 			return fmt.Errorf("attaching tracepoint/syscalls/%s (needs CONFIG_FTRACE_SYSCALLS): %w", tp.name, err)
 		}
-		t.links = append(t.links, l)
+		t.sysMu.Lock()
+		if strings.HasPrefix(tp.name, "sys_enter_") {
+			t.sysEnter = append(t.sysEnter, l)
+		} else {
+			t.sysExit = append(t.sysExit, l)
+		}
+		t.sysMu.Unlock()
 		t.probes = append(t.probes, event.Probe{Name: "tracepoint/syscalls/" + tp.name, Attached: true})
 	}
 	return nil
@@ -261,12 +301,31 @@ func (t *FsyncTracer) attachSyscalls() error {
 
 // Probes lists every probe with whether it is attached; the report shows
 // the layers that missing probes leave dark.
-func (t *FsyncTracer) Probes() []event.Probe { return t.probes }
+// (SwitchToExt4 changes them: read them again after it.)
+func (t *FsyncTracer) Probes() []event.Probe {
+	t.sysMu.Lock()
+	defer t.sysMu.Unlock()
+	return t.probes
+}
+
+// ProgramsAttached counts the probes attached now (the exporter reads it
+// at each scrape: SwitchToExt4 detaches four).
+func (t *FsyncTracer) ProgramsAttached() int {
+	n := 0
+	for _, p := range t.Probes() {
+		if p.Attached {
+			n++
+		}
+	}
+	return n
+}
 
 // Lost returns how many events did not fit in the ring buffer (summed over
-// CPUs) since the tracer started.
+// CPUs) since the tracer started, plus the calls SwitchToExt4 could not
+// wait for (their in-flight calls on another filesystem: SwitchToExt4).
 func (t *FsyncTracer) Lost() (uint64, error) {
-	return sumPerCPU(t.fsync.LostEvents, "lost_events")
+	n, err := sumPerCPU(t.fsync.LostEvents, "lost_events")
+	return n + t.stranded.Load(), err
 }
 
 // Missed returns how many times the kernel skipped one of the tracer's
@@ -464,6 +523,10 @@ func (t *FsyncTracer) close() error {
 	}
 	errs = append(errs, closeLinks(t.links)...)
 	t.links = nil
+	t.sysMu.Lock()
+	errs = append(errs, closeLinks(append(t.sysEnter, t.sysExit...))...)
+	t.sysEnter, t.sysExit, t.sysClosed = nil, nil, true
+	t.sysMu.Unlock()
 	t.threadMu.Lock()
 	errs = append(errs, closeLinks(t.threadLinks)...)
 	t.threadLinks, t.threadOff, t.threadClosed = nil, true, true

@@ -21,7 +21,8 @@ type fsyncCall struct {
 	Fd              int32
 	Syscall         uint8
 	Wait            uint8
-	Pad             [2]uint8
+	FromSys         uint8
+	Pad             uint8
 	Disk            uint32
 	Throttles       uint32
 	ThrottledNs     uint64
@@ -112,12 +113,14 @@ const (
 	fsyncMapInflight           = "inflight"
 	fsyncMapInfoScratch        = "info_scratch"
 	fsyncMapLostEvents         = "lost_events"
+	fsyncMapSysCalls           = "sys_calls"
 	fsyncProgSysEnterFdatasync = "sys_enter_fdatasync"
 	fsyncProgSysEnterFsync     = "sys_enter_fsync"
 	fsyncProgSysExitFdatasync  = "sys_exit_fdatasync"
 	fsyncProgSysExitFsync      = "sys_exit_fsync"
 	fsyncVarEsTaskBtf          = "es_task_btf"
 	fsyncVarFilterComm         = "filter_comm"
+	fsyncVarHandover           = "handover"
 	fsyncVarTargCgroupId       = "targ_cgroup_id"
 	fsyncVarTargComm           = "targ_comm"
 	fsyncVarTargTgid           = "targ_tgid"
@@ -187,6 +190,7 @@ type fsyncMapSpecs struct {
 	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
 	InfoScratch *ebpf.MapSpec `ebpf:"info_scratch"`
 	LostEvents  *ebpf.MapSpec `ebpf:"lost_events"`
+	SysCalls    *ebpf.MapSpec `ebpf:"sys_calls"`
 }
 
 // fsyncVariableSpecs contains global variables before they are loaded into the kernel.
@@ -195,6 +199,7 @@ type fsyncMapSpecs struct {
 type fsyncVariableSpecs struct {
 	EsTaskBtf        *ebpf.VariableSpec `ebpf:"es_task_btf"`
 	FilterComm       *ebpf.VariableSpec `ebpf:"filter_comm"`
+	Handover         *ebpf.VariableSpec `ebpf:"handover"`
 	TargCgroupId     *ebpf.VariableSpec `ebpf:"targ_cgroup_id"`
 	TargComm         *ebpf.VariableSpec `ebpf:"targ_comm"`
 	TargTgid         *ebpf.VariableSpec `ebpf:"targ_tgid"`
@@ -232,6 +237,7 @@ type fsyncMaps struct {
 	Inflight    *ebpf.Map `ebpf:"inflight"`
 	InfoScratch *ebpf.Map `ebpf:"info_scratch"`
 	LostEvents  *ebpf.Map `ebpf:"lost_events"`
+	SysCalls    *ebpf.Map `ebpf:"sys_calls"`
 }
 
 func (m *fsyncMaps) Close() error {
@@ -243,6 +249,7 @@ func (m *fsyncMaps) Close() error {
 		m.Inflight,
 		m.InfoScratch,
 		m.LostEvents,
+		m.SysCalls,
 	)
 }
 
@@ -252,6 +259,7 @@ func (m *fsyncMaps) Close() error {
 type fsyncVariables struct {
 	EsTaskBtf        *ebpf.Variable `ebpf:"es_task_btf"`
 	FilterComm       *ebpf.Variable `ebpf:"filter_comm"`
+	Handover         *ebpf.Variable `ebpf:"handover"`
 	TargCgroupId     *ebpf.Variable `ebpf:"targ_cgroup_id"`
 	TargComm         *ebpf.Variable `ebpf:"targ_comm"`
 	TargTgid         *ebpf.Variable `ebpf:"targ_tgid"`

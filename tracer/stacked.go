@@ -18,7 +18,11 @@ import (
 // where this kernel has them; with callers (fsCallers), the traced
 // processes' fsync and fdatasync calls too, sharing the fsync object's
 // call state and file cache, and filtered as it filters.
-func (t *FsyncTracer) attachStacked(shared ebpf.CollectionOptions, cfg FsyncConfig, callers bool) error {
+//
+// able loads them able to take the calls (callers, a const the verifier
+// prunes on when false); on makes them do so from the start, else
+// SwitchToExt4 does at run time (callers_on).
+func (t *FsyncTracer) attachStacked(shared ebpf.CollectionOptions, cfg FsyncConfig, able, on bool) error {
 	if !tracepointHasBTF("ext4_sync_file_enter") || !tracepointHasBTF("ext4_sync_file_exit") {
 		reason := event.ReasonModuleNotLoaded
 		if !tracepointModuleHasBTF("ext4") {
@@ -37,7 +41,9 @@ func (t *FsyncTracer) attachStacked(shared ebpf.CollectionOptions, cfg FsyncConf
 		return err
 	}
 	vars := filterVariables(cfg)
-	vars["callers"] = callers
+	vars["callers"] = able
+	vars["callers_on"] = on
+	vars["handover"] = able && !on
 	if err := setVariables(spec, vars); err != nil {
 		return err
 	}
@@ -48,6 +54,7 @@ func (t *FsyncTracer) attachStacked(shared ebpf.CollectionOptions, cfg FsyncConf
 	opts.MapReplacements = maps.Clone(shared.MapReplacements)
 	opts.MapReplacements["inflight"] = t.fsync.Inflight
 	opts.MapReplacements["files"] = t.fsync.Files
+	opts.MapReplacements["sys_calls"] = t.fsync.SysCalls
 	coll, err := ebpf.NewCollectionWithOptions(spec, opts)
 	if err != nil {
 		return explainLoad("stacked-device programs", err)

@@ -21,7 +21,8 @@ type stackedCall struct {
 	Fd              int32
 	Syscall         uint8
 	Wait            uint8
-	Pad             [2]uint8
+	FromSys         uint8
+	Pad             uint8
 	Disk            uint32
 	Throttles       uint32
 	ThrottledNs     uint64
@@ -79,11 +80,14 @@ const (
 	stackedMapKinflight          = "kinflight"
 	stackedMapKscratch           = "kscratch"
 	stackedMapLostEvents         = "lost_events"
+	stackedMapSysCalls           = "sys_calls"
 	stackedProgExt4SyncFileEnter = "ext4_sync_file_enter"
 	stackedProgExt4SyncFileExit  = "ext4_sync_file_exit"
 	stackedVarCallers            = "callers"
+	stackedVarCallersOn          = "callers_on"
 	stackedVarEsTaskBtf          = "es_task_btf"
 	stackedVarFilterComm         = "filter_comm"
+	stackedVarHandover           = "handover"
 	stackedVarTargCgroupId       = "targ_cgroup_id"
 	stackedVarTargComm           = "targ_comm"
 	stackedVarTargTgid           = "targ_tgid"
@@ -149,6 +153,7 @@ type stackedMapSpecs struct {
 	Kinflight   *ebpf.MapSpec `ebpf:"kinflight"`
 	Kscratch    *ebpf.MapSpec `ebpf:"kscratch"`
 	LostEvents  *ebpf.MapSpec `ebpf:"lost_events"`
+	SysCalls    *ebpf.MapSpec `ebpf:"sys_calls"`
 }
 
 // stackedVariableSpecs contains global variables before they are loaded into the kernel.
@@ -156,8 +161,10 @@ type stackedMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type stackedVariableSpecs struct {
 	Callers      *ebpf.VariableSpec `ebpf:"callers"`
+	CallersOn    *ebpf.VariableSpec `ebpf:"callers_on"`
 	EsTaskBtf    *ebpf.VariableSpec `ebpf:"es_task_btf"`
 	FilterComm   *ebpf.VariableSpec `ebpf:"filter_comm"`
+	Handover     *ebpf.VariableSpec `ebpf:"handover"`
 	TargCgroupId *ebpf.VariableSpec `ebpf:"targ_cgroup_id"`
 	TargComm     *ebpf.VariableSpec `ebpf:"targ_comm"`
 	TargTgid     *ebpf.VariableSpec `ebpf:"targ_tgid"`
@@ -193,6 +200,7 @@ type stackedMaps struct {
 	Kinflight   *ebpf.Map `ebpf:"kinflight"`
 	Kscratch    *ebpf.Map `ebpf:"kscratch"`
 	LostEvents  *ebpf.Map `ebpf:"lost_events"`
+	SysCalls    *ebpf.Map `ebpf:"sys_calls"`
 }
 
 func (m *stackedMaps) Close() error {
@@ -206,6 +214,7 @@ func (m *stackedMaps) Close() error {
 		m.Kinflight,
 		m.Kscratch,
 		m.LostEvents,
+		m.SysCalls,
 	)
 }
 
@@ -214,8 +223,10 @@ func (m *stackedMaps) Close() error {
 // It can be passed to loadStackedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type stackedVariables struct {
 	Callers      *ebpf.Variable `ebpf:"callers"`
+	CallersOn    *ebpf.Variable `ebpf:"callers_on"`
 	EsTaskBtf    *ebpf.Variable `ebpf:"es_task_btf"`
 	FilterComm   *ebpf.Variable `ebpf:"filter_comm"`
+	Handover     *ebpf.Variable `ebpf:"handover"`
 	TargCgroupId *ebpf.Variable `ebpf:"targ_cgroup_id"`
 	TargComm     *ebpf.Variable `ebpf:"targ_comm"`
 	TargTgid     *ebpf.Variable `ebpf:"targ_tgid"`

@@ -21,7 +21,8 @@ type writeCall struct {
 	Fd              int32
 	Syscall         uint8
 	Wait            uint8
-	Pad             [2]uint8
+	FromSys         uint8
+	Pad             uint8
 	Disk            uint32
 	Throttles       uint32
 	ThrottledNs     uint64

@@ -291,6 +291,44 @@ func tracedFSTypes(pid int, comm string) []string {
 	return out
 }
 
+// etcdFilesFSTypes is tracedFSTypes for serve's look after the start
+// (fsTypePoll), stricter: every traced process must hold both its WAL
+// segment and its bbolt file open (etcd opens them seconds apart as it
+// starts, and --wal-dir may put them on different filesystems), else nil.
+func etcdFilesFSTypes(pid int, comm string) []string {
+	pids := []int{pid}
+	if pid == 0 {
+		var err error
+		if pids, err = etcdinfo.PIDsByComm(comm); comm == "" || err != nil || len(pids) == 0 {
+			return nil
+		}
+	}
+	var out []string
+	for _, p := range pids {
+		var wal, backend bool
+		ts, err := host.OpenFileFSTypes(p, func(path string) bool {
+			switch analysis.FileKind(path) {
+			case analysis.KindWAL:
+				wal = true
+			case analysis.KindBackend:
+				backend = true
+			default:
+				return false
+			}
+			return true
+		})
+		if err != nil || !wal || !backend {
+			return nil
+		}
+		for _, t := range ts {
+			if !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
 // etcdFile says whether path is one of the files etcd fsyncs: a WAL
 // segment, the bbolt file or a snapshot (analysis.FileKind).
 func etcdFile(path string) bool { return analysis.FileKind(path) != analysis.KindOther }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -141,6 +143,17 @@ func runServe(args []string) error {
 		return tracerError("fsync tracer", err)
 	}
 	defer ft.Close()
+	if ft.CanSwitchToExt4() {
+		// Started before etcd (a node's boot): the fsync tracer is on the
+		// syscall tracepoints until etcd's files are known.
+		wctx, wcancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			watchFSTypes(wctx, ft, fsTypeProbe(f.pid, f.comm), fsTypePollEvery, os.Stderr)
+		}()
+		defer func() { wcancel(); <-done }()
+	}
 	pt, err := tracer.NewPeers(tcfg.peers)
 	if err != nil {
 		return tracerError("peers tracer", err)
@@ -192,6 +205,60 @@ func openCommit(cfg exporter.Config, pid int) (exporter.CommitLife, error) {
 		life.Syncs = st
 	}
 	return life, nil
+}
+
+// fsTypePollEvery is how often serve, its fsync tracer started on the
+// syscall tracepoints without knowing etcd's filesystem (no --data-dir,
+// no etcd yet), looks at etcd's open files again (watchFSTypes).
+const fsTypePollEvery = 2 * time.Second
+
+// fsTypeProbe returns what watchFSTypes asks at each look: the
+// filesystems of the files the traced processes' etcd fsyncs
+// (etcdFilesFSTypes), nil while not known.
+func fsTypeProbe(pid int, comm string) func() []string {
+	return func() []string { return etcdFilesFSTypes(pid, comm) }
+}
+
+// fsyncSwitcher is the fsync tracer as watchFSTypes moves it
+// (tracer.FsyncTracer).
+type fsyncSwitcher interface {
+	SwitchToExt4(ctx context.Context) (stranded uint64, err error)
+}
+
+// watchFSTypes looks at fsTypes every poll until it knows the traced
+// files' filesystems: all on ext4, it moves ft's calls to ext4's
+// tracepoints (tracer.FsyncTracer.SwitchToExt4: every call counted once
+// across it), so that serve holds no syscall tracepoint from then on, and
+// says so in one line; on any other filesystem the syscall tracepoints
+// stay, as they would have had etcd run at serve's start. It returns then,
+// or when ctx ends.
+func watchFSTypes(ctx context.Context, ft fsyncSwitcher, fsTypes func() []string, poll time.Duration, logw io.Writer) {
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		ts := fsTypes()
+		switch {
+		case ts == nil:
+			continue
+		case slices.ContainsFunc(ts, func(t string) bool { return t != "ext4" }):
+			fmt.Fprintln(logw, render.ServeFsyncStaysOnSyscalls(ts))
+			return
+		}
+		stranded, err := ft.SwitchToExt4(ctx)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			fmt.Fprintln(logw, render.ServeFsyncSwitchError(err))
+		default:
+			fmt.Fprintln(logw, render.ServeFsyncOnExt4(stranded))
+		}
+		return
+	}
 }
 
 // commitPollEvery is how often serve --commit-comm looks for the next
@@ -307,6 +374,9 @@ func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 	}
 	if len(f.dataDirs) == 0 {
 		tcfg.fsync.FSTypes = tracedFSTypes(f.pid, f.comm)
+		// Not known yet (no process of --comm runs, or its files cannot
+		// be told): serve keeps looking (watchFSTypes).
+		tcfg.fsync.SwitchLater = tcfg.fsync.FSTypes == nil && (f.pid != 0 || f.comm != "")
 	}
 	cfg.Sched = f.sched
 	// etcdscope_block_flush_duration_seconds observes every flush of every
