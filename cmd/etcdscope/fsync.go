@@ -258,44 +258,17 @@ func dataDirFSTypes(dirs []string) ([]string, error) {
 }
 
 // tracedFSTypes returns the types of the filesystems holding the etcd
-// files (etcdFile) the traced processes have open (host.OpenFileFSTypes):
-// pid's, or those of every process named comm running now. etcd holds its
-// WAL segments and bbolt file open, so where they are on ext4 its fsyncs are
-// traced on ext4's tracepoints without --data-dir, and no syscall
-// tracepoint taxes the host's other processes. nil (the syscall
-// tracepoints, which see every call) when no process is named or runs,
-// or when one's files cannot be told.
+// files the traced processes have open (host.OpenFileFSTypes): pid's, or
+// those of every process named comm running now. etcd holds its current
+// WAL segment and its bbolt file open, so where both are on ext4 its
+// fsyncs are traced on ext4's tracepoints without --data-dir, and no
+// syscall tracepoint taxes the host's other processes. nil (not known:
+// the syscall tracepoints, which see every call; serve looks again,
+// watchFSTypes) when no process is named or runs, when one does not hold
+// both a WAL segment and the bbolt file open (etcd opens them seconds
+// apart as it starts, and --wal-dir may put them on different
+// filesystems), or when one's files cannot be told.
 func tracedFSTypes(pid int, comm string) []string {
-	pids := []int{pid}
-	if pid == 0 {
-		if comm == "" {
-			return nil
-		}
-		var err error
-		if pids, err = etcdinfo.PIDsByComm(comm); err != nil || len(pids) == 0 {
-			return nil
-		}
-	}
-	var out []string
-	for _, p := range pids {
-		ts, err := host.OpenFileFSTypes(p, etcdFile)
-		if err != nil {
-			return nil
-		}
-		for _, t := range ts {
-			if !slices.Contains(out, t) {
-				out = append(out, t)
-			}
-		}
-	}
-	return out
-}
-
-// etcdFilesFSTypes is tracedFSTypes for serve's look after the start
-// (fsTypePoll), stricter: every traced process must hold both its WAL
-// segment and its bbolt file open (etcd opens them seconds apart as it
-// starts, and --wal-dir may put them on different filesystems), else nil.
-func etcdFilesFSTypes(pid int, comm string) []string {
 	pids := []int{pid}
 	if pid == 0 {
 		var err error
@@ -328,10 +301,6 @@ func etcdFilesFSTypes(pid int, comm string) []string {
 	}
 	return out
 }
-
-// etcdFile says whether path is one of the files etcd fsyncs: a WAL
-// segment, the bbolt file or a snapshot (analysis.FileKind).
-func etcdFile(path string) bool { return analysis.FileKind(path) != analysis.KindOther }
 
 // fsTypes returns the filesystems every traced fsync is on, where the
 // flags say (tracer.FsyncConfig.FSTypes): the workload's directory's, or

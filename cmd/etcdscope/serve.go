@@ -214,9 +214,9 @@ const fsTypePollEvery = 2 * time.Second
 
 // fsTypeProbe returns what watchFSTypes asks at each look: the
 // filesystems of the files the traced processes' etcd fsyncs
-// (etcdFilesFSTypes), nil while not known.
+// (tracedFSTypes), nil while not known.
 func fsTypeProbe(pid int, comm string) func() []string {
-	return func() []string { return etcdFilesFSTypes(pid, comm) }
+	return func() []string { return tracedFSTypes(pid, comm) }
 }
 
 // fsyncSwitcher is the fsync tracer as watchFSTypes moves it

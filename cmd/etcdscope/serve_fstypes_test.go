@@ -90,12 +90,12 @@ func TestWatchFSTypes(t *testing.T) {
 	}
 }
 
-// TestEtcdFilesFSTypes: serve's later look knows a process's filesystem
+// TestTracedFSTypes: serve (at its start and at each later look) and commit know a process's filesystem
 // only once it holds both a WAL segment and the bbolt file open (etcd
 // opens them apart as it starts, and --wal-dir may put them elsewhere):
 // this test's own process, with files laid out as etcd's in a directory
 // of the test's filesystem.
-func TestEtcdFilesFSTypes(t *testing.T) {
+func TestTracedFSTypes(t *testing.T) {
 	dir := t.TempDir()
 	want, err := host.FSTypeOf(dir)
 	if err != nil {
@@ -113,18 +113,18 @@ func TestEtcdFilesFSTypes(t *testing.T) {
 		}
 		t.Cleanup(func() { f.Close() })
 	}
-	if ts := etcdFilesFSTypes(os.Getpid(), ""); ts != nil {
+	if ts := tracedFSTypes(os.Getpid(), ""); ts != nil {
 		t.Errorf("no etcd file open: %v; want nil (not known)", ts)
 	}
 	open("member/wal/0000000000000000-0000000000000000.wal")
-	if ts := etcdFilesFSTypes(os.Getpid(), ""); ts != nil {
+	if ts := tracedFSTypes(os.Getpid(), ""); ts != nil {
 		t.Errorf("a WAL segment open, no bbolt file: %v; want nil (not known yet)", ts)
 	}
 	open("member/snap/db")
-	if ts := etcdFilesFSTypes(os.Getpid(), ""); !slices.Equal(ts, []string{want}) {
+	if ts := tracedFSTypes(os.Getpid(), ""); !slices.Equal(ts, []string{want}) {
 		t.Errorf("both open: %v; want [%s]", ts, want)
 	}
-	if ts := etcdFilesFSTypes(0, "no-such-comm-x"); ts != nil {
+	if ts := tracedFSTypes(0, "no-such-comm-x"); ts != nil {
 		t.Errorf("no process of the comm: %v; want nil", ts)
 	}
 }
