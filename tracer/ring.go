@@ -18,7 +18,8 @@ import (
 // pollInterval is how often a quietRing looks at its ring buffer: the
 // programs commit records without waking the reader (bpf/ring.h) unless
 // the ring is an eighth full, so events reach userspace within this much
-// time. Each poll costs the Go runtime ~150 µs of CPU here (make bench):
+// time while they keep coming (an empty ring may be polled less often:
+// fsyncIdlePoll). Each poll costs the Go runtime ~150 µs of CPU here (make bench):
 // 10 ms was ~1.5% of a core for an idle tracer, 50 ms is ~0.5-0.9%. A
 // report is read in seconds, and a burst wakes the reader at once, so the
 // latency is free.
@@ -31,12 +32,15 @@ const pollInterval = 50 * time.Millisecond
 // threads here: bench/findings.md 26, 28). The loss bound is the kernel's
 // wake-up at an eighth full (bpf/ring.h), which no poll length changes;
 // what it costs is latency: the first call after a quiet spell reaches
-// the sinks (an interval line, serve's metrics) up to this late.
+// the sinks (an interval line, serve's metrics) up to this late. Under
+// load the poll stays pollInterval: 200 ms there too cost 4% more CPU per
+// call at 10k fsync/s (findings 28). The peers ring does not back off:
+// its reader looks a socket's owner up in /proc as it reads the event.
 const fsyncIdlePoll = 4 * pollInterval
 
 // quietRing reads a ring buffer whose programs commit quietly (bpf/ring.h):
 // the fsync, hypervisor, commit and peers tracers'. Between records it waits
-// in Go's netpoller (ringWait), at most pollInterval, rather than in the
+// in Go's netpoller (ringWait), at most its poll, rather than in the
 // reader's epoll_wait: a thread blocked in a syscall keeps the runtime's
 // sysmon waking every 20 µs to 10 ms, which was most of etcdscope's CPU at
 // 10k fsync/s (docs/performance.md). The reader then only collects.
@@ -224,7 +228,7 @@ func (w *ringWait) wait(m *ebpf.Map, d time.Duration) bool {
 }
 
 // wake ends a wait in progress; one that starts after it waits as usual
-// (Drain's callers see ErrDrained within pollInterval then).
+// (Drain's callers see ErrDrained within the ring's poll then).
 func (w *ringWait) wake() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
