@@ -18,15 +18,29 @@ import (
 // pollInterval is how often a quietRing looks at its ring buffer: the
 // programs commit records without waking the reader (bpf/ring.h) unless
 // the ring is an eighth full, so events reach userspace within this much
-// time. Each poll costs the Go runtime ~150 µs of CPU here (make bench):
+// time while they keep coming (an empty ring may be polled less often:
+// fsyncIdlePoll). Each poll costs the Go runtime ~150 µs of CPU here (make bench):
 // 10 ms was ~1.5% of a core for an idle tracer, 50 ms is ~0.5-0.9%. A
 // report is read in seconds, and a burst wakes the reader at once, so the
 // latency is free.
 const pollInterval = 50 * time.Millisecond
 
+// fsyncIdlePoll is the fsync ring's longest poll: after a poll that found
+// its ring empty the next waits twice as long, up to this, and one that
+// found a record puts it back to pollInterval. An idle tracer then wakes
+// 5 times a second instead of 20 (each poll wakes ~6 of the runtime's
+// threads here: bench/findings.md 26, 28). The loss bound is the kernel's
+// wake-up at an eighth full (bpf/ring.h), which no poll length changes;
+// what it costs is latency: the first call after a quiet spell reaches
+// the sinks (an interval line, serve's metrics) up to this late. Under
+// load the poll stays pollInterval: 200 ms there too cost 4% more CPU per
+// call at 10k fsync/s (findings 28). The peers ring does not back off:
+// its reader looks a socket's owner up in /proc as it reads the event.
+const fsyncIdlePoll = 4 * pollInterval
+
 // quietRing reads a ring buffer whose programs commit quietly (bpf/ring.h):
 // the fsync, hypervisor, commit and peers tracers'. Between records it waits
-// in Go's netpoller (ringWait), at most pollInterval, rather than in the
+// in Go's netpoller (ringWait), at most its poll, rather than in the
 // reader's epoll_wait: a thread blocked in a syscall keeps the runtime's
 // sysmon waking every 20 µs to 10 ms, which was most of etcdscope's CPU at
 // 10k fsync/s (docs/performance.md). The reader then only collects.
@@ -34,6 +48,11 @@ type quietRing struct {
 	rd   *ringbuf.Reader
 	m    *ebpf.Map
 	wait ringWait
+	// poll is the next wait for an empty ring: pollInterval, doubled
+	// after each poll that found nothing, up to idlePoll. found: a record
+	// was read since the last wait.
+	poll, idlePoll time.Duration
+	found          bool
 	// reads counts records read; every peakEvery-th read, and after each
 	// wait, samples the unread bytes into peak (atomic loads of the ring's
 	// positions): how full a starved or slow reader let the ring get.
@@ -54,13 +73,28 @@ type quietRing struct {
 // peakEvery: records between two samples of the ring's fill level.
 const peakEvery = 64
 
-func openQuietRing(m *ebpf.Map) (*quietRing, error) {
+// openQuietRing opens m's reader. An empty ring is polled every
+// pollInterval, or, when idlePoll is longer, less often the longer it
+// stays empty (up to idlePoll).
+func openQuietRing(m *ebpf.Map, idlePoll time.Duration) (*quietRing, error) {
 	rd, err := ringbuf.NewReader(m)
 	if err != nil {
 		return nil, fmt.Errorf("opening ring buffer: %w", err)
 	}
 	rd.SetDeadline(time.Now().Add(pollInterval))
-	return &quietRing{rd: rd, m: m}, nil
+	return &quietRing{rd: rd, m: m, poll: pollInterval, idlePoll: max(idlePoll, pollInterval)}, nil
+}
+
+// nextPoll returns how long the next wait for an empty ring may last and
+// starts counting the records read after it.
+func (q *quietRing) nextPoll() time.Duration {
+	if q.found {
+		q.poll = pollInterval
+	} else {
+		q.poll = min(2*q.poll, q.idlePoll)
+	}
+	q.found = false
+	return q.poll
 }
 
 // read blocks until the next record and reads it into rec. It returns
@@ -76,16 +110,18 @@ func (q *quietRing) read(rec *ringbuf.Record) error {
 	for {
 		err := q.rd.ReadInto(rec)
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			q.found = q.found || err == nil
 			return err
 		}
 		if q.drained.Load() { // empty after drain: its report may be gone
 			return ringbuf.ErrFlushed
 		}
 		// The ring is empty: wait for the kernel's wake-up or the next poll.
-		if q.wait.wait(q.m, pollInterval) {
+		d := q.nextPoll()
+		if q.wait.wait(q.m, d) {
 			q.rd.SetDeadline(time.Now())
 		} else { // no netpoller for this fd: the reader waits
-			q.rd.SetDeadline(time.Now().Add(pollInterval))
+			q.rd.SetDeadline(time.Now().Add(d))
 		}
 		q.samplePeak()
 	}
@@ -192,7 +228,7 @@ func (w *ringWait) wait(m *ebpf.Map, d time.Duration) bool {
 }
 
 // wake ends a wait in progress; one that starts after it waits as usual
-// (Drain's callers see ErrDrained within pollInterval then).
+// (Drain's callers see ErrDrained within the ring's poll then).
 func (w *ringWait) wake() {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -347,6 +347,9 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 	if err := s.Ready(); err != nil {
 		return err
 	}
+	if f.wl == "" { // --workload's WAL writer runs in this process too
+		onePForReader()
+	}
 	ocfg := pipeline.FsyncOutputConfig{Stdout: os.Stdout, Stderr: os.Stderr, JSON: f.output == "json", Interval: f.interval > 0, MinLatency: f.minLatency}
 	if f.capture != "" {
 		ocfg.CapturePath = f.capture

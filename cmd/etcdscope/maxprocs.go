@@ -54,3 +54,16 @@ func describeProcs(now, before int, quota float64, env string, err error) string
 		return fmt.Sprintf("%d (Go's default): the cgroup CPU limit is %.2f CPUs", now, quota)
 	}
 }
+
+// onePForReader drops to one P, unless GOMAXPROCS is in the environment:
+// for `fsync` without --workload, whose one goroutine reads the ring,
+// attributes and writes each record, so a second P only adds thread
+// wake-ups. Each poll readies that goroutine from the netpoller, and
+// with a P idle the runtime starts a spinning thread to look for more
+// work, which finds none and parks again (bench/findings.md 26, 28).
+// Called once the tracer is ready: the BPF load before it keeps both Ps.
+func onePForReader() {
+	if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) > 1 {
+		runtime.GOMAXPROCS(1)
+	}
+}
