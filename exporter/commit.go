@@ -51,6 +51,17 @@ type threadProbes struct{ t CommitSyncTracer }
 func (p threadProbes) Attach() error { return p.t.AttachThreadProbes() }
 func (p threadProbes) Detach() error { return p.t.DetachThreadProbes() }
 
+// dutySource is what serve --commit-duty switches: the commit probes and,
+// inside them, the thread probes of the fsync tracer on etcd (syncs, if
+// any), on only while the commit probes are (the write-family syscall
+// tracepoints tax every syscall on the host while attached).
+func dutySource(c pipeline.Switchable, syncs CommitSyncTracer) pipeline.Switchable {
+	if syncs == nil {
+		return c
+	}
+	return pipeline.Nested(c, threadProbes{syncs})
+}
+
 // MaxVoteLabels bounds the vote label of etcdscope_commit_deciding_vote_total:
 // "local_wal" and one value per follower. A cluster has at most a few
 // voters (etcd recommends 3 to 7); anything past the bound is "other".
@@ -308,14 +319,7 @@ func followCommit(ctx context.Context, cfg Config, cl *commitLives, sl *syncLive
 		dutyDone := make(chan struct{})
 		go func() {
 			defer close(dutyDone)
-			// The fsync tracer's thread probes on etcd are on only while
-			// the commit probes are (the write-family syscall
-			// tracepoints tax every syscall on the host while attached).
-			var src pipeline.Switchable = cfg.Commit
-			if cfg.CommitSyncs != nil {
-				src = pipeline.Nested(cfg.Commit, threadProbes{cfg.CommitSyncs})
-			}
-			pipeline.RunDuty(dctx, src, pipeline.DutyOptions{Duty: cfg.CommitDuty, State: duty, OnError: func(attach bool, err error) {
+			pipeline.RunDuty(dctx, dutySource(cfg.Commit, cfg.CommitSyncs), pipeline.DutyOptions{Duty: cfg.CommitDuty, State: duty, OnError: func(attach bool, err error) {
 				what := "detaching at the window's end"
 				if attach {
 					what = "attaching at the window's start"

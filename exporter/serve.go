@@ -281,8 +281,20 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		cl, sl = newCommitLives(cfg.Commit), newSyncLives(cfg.CommitSyncs)
 		// NewCommit attached the probes: the account starts attached
-		// (without a first etcd, nothing is).
-		duty = pipeline.NewDutyState(cfg.Commit != nil, nil)
+		// (without a first etcd, nothing is). Outside a window they come
+		// off before serve says it is ready, so that ready means the
+		// probes the duty wants now are in place: the detach (the thread
+		// probes' tracepoints one after another, ~0.5 s, over 1 s at load
+		// 10) then never runs into the first window's attach.
+		attached := cfg.Commit != nil
+		if on, _ := cfg.CommitDuty.At(time.Now()); attached && !on {
+			if err := dutySource(cfg.Commit, cfg.CommitSyncs).Detach(); err != nil {
+				fmt.Fprintf(logw, "etcdscope serve: commit: detaching outside a window: %v (tried again at the next edge)\n", err)
+			} else {
+				attached = false
+			}
+		}
+		duty = pipeline.NewDutyState(attached, nil)
 		cm = NewCommitMetrics(cl, cfg.CommitSampleEvery, duty, cfg.CommitDuty.Fraction())
 		reg.MustRegister(cm)
 		// Each life's tracers, read through the lives (their counts
