@@ -162,3 +162,30 @@ func TestPeerSpan(t *testing.T) {
 		}
 	}
 }
+
+// TestPeerNoObservationsUnknown: two scrapes with no peer RTT observation
+// between them (the same real scrape read twice, 10 s apart) judge
+// nothing about the RTT: each peer_rtt finding is unknown, not OK (a new
+// user's walk read "[OK] peer_rtt ... RTT metric: no observations").
+func TestPeerNoObservationsUnknown(t *testing.T) {
+	in := readInputs(t, "start/etcd3616-three-r1-scrape-1.prom", "start/etcd3616-three-r1-scrape-1.prom")
+	in[0].At = time.Date(2026, 12, 7, 6, 2, 14, 0, time.UTC)
+	in[1].At = in[0].At.Add(10 * time.Second)
+	rep, err := Diagnose(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range rep.Findings {
+		if f.Topic != TopicPeerRTT {
+			continue
+		}
+		n++
+		if f.Peer.Modes.Reason != ModesNoObservations || f.Severity != Unknown {
+			t.Errorf("%s: %s, modes %+v; want unknown with no observations", f.Subject, f.Severity, f.Peer.Modes)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no peer_rtt finding")
+	}
+}

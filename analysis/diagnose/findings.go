@@ -147,6 +147,11 @@ func (r *Report) peerFindings(ws []MemberWindow, url string) {
 				}
 			}
 			m := row.Modes
+			if m.Verdict == ModesUnknown {
+				// Nothing to judge (no observations, or buckets that
+				// cannot show the RTT): not OK, unknown.
+				f.Severity = Unknown
+			}
 			if m.Verdict == ModesTwo && m.HighLo >= 4*m.LowHi {
 				f.Severity, v.SlowDial = Warn, true
 			}
