@@ -65,6 +65,23 @@ func ServeFsyncOnExt4(stranded uint64) string {
 	return s
 }
 
+// ServeFsyncMode says, once at serve's start, where its fsync tracer
+// traces the calls: on the syscall tracepoints until etcd's files are
+// known (waiting), on ext4's tracepoints (the traced files on ext4: no
+// syscall tracepoint), or on the syscall tracepoints (they see every
+// call; fstypes: the traced files' filesystems, nil when not known).
+func ServeFsyncMode(waiting, onSyscalls bool, fstypes []string) string {
+	switch {
+	case waiting:
+		return "etcdscope serve: fsync: on the syscall tracepoints (every process's syscalls pay for them) until the traced etcd holds its WAL and bbolt file open; then on ext4's tracepoints if those are on ext4"
+	case !onSyscalls:
+		return "etcdscope serve: fsync: on ext4's tracepoints (the traced etcd's files are on ext4; no syscall tracepoint): an fsync on another filesystem is not seen (give --data-dir for each data and WAL directory)"
+	case len(fstypes) > 0:
+		return fmt.Sprintf("etcdscope serve: fsync: on the syscall tracepoints (the traced files are on %s; they see every call)", strings.Join(fstypes, ", "))
+	}
+	return "etcdscope serve: fsync: on the syscall tracepoints (the traced files' filesystem not known; they see every call)"
+}
+
 // ServeFsyncStaysOnSyscalls: serve, started before etcd, found etcd's
 // files on a filesystem ext4's tracepoints do not cover.
 func ServeFsyncStaysOnSyscalls(fstypes []string) string {

@@ -18,6 +18,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/etcdinfo"
+	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/exporter"
 	"github.com/etcdscope/etcdscope/exporter/otlp"
 	"github.com/etcdscope/etcdscope/internal/safefile"
@@ -143,6 +144,10 @@ func runServe(args []string) error {
 		return tracerError("fsync tracer", err)
 	}
 	defer ft.Close()
+	onSyscalls := slices.ContainsFunc(ft.Probes(), func(p event.Probe) bool {
+		return p.Name == "tracepoint/syscalls/sys_enter_fsync" || p.Name == "tracepoint/syscalls/sys_enter_fdatasync"
+	})
+	fmt.Fprintln(os.Stderr, render.ServeFsyncMode(ft.CanSwitchToExt4(), onSyscalls, tcfg.fsync.FSTypes))
 	if ft.CanSwitchToExt4() {
 		// Started before etcd (a node's boot): the fsync tracer is on the
 		// syscall tracepoints until etcd's files are known.
