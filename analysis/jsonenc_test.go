@@ -343,3 +343,12 @@ func TestFsyncEncoderHostCache(t *testing.T) {
 		}
 	}
 }
+
+// TestSameShallowCoversEveryField: sameShallow compares each of
+// FsyncRecord's fields; a field added to the record must be added there
+// too, or the host cache could copy a stale encoding.
+func TestSameShallowCoversEveryField(t *testing.T) {
+	if n := reflect.TypeOf(FsyncRecord{}).NumField(); n != 26 {
+		t.Fatalf("FsyncRecord has %d fields, sameShallow compares 26: compare the new ones and update this count", n)
+	}
+}
