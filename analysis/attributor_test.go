@@ -4,7 +4,9 @@
 package analysis
 
 import (
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/etcdscope/etcdscope/event"
@@ -128,6 +130,55 @@ func TestAddEventMatchesAdd(t *testing.T) {
 		}
 		if got := byValue.Attribute(f); !reflect.DeepEqual(got, want) {
 			t.Fatalf("fsync %d: Add(Any.Value()) gave\n%+v\nAdd gave\n%+v", i, got, want)
+		}
+	}
+}
+
+// TestAroundWithDisorderSkew: around with a buffer's tracked disorder as
+// its skew finds every event whose key lies in the window, the same
+// events as around with maxSkew, in streams whose keys run back by up to
+// twice maxSkew.
+func TestAroundWithDisorderSkew(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, back := range []uint64{0, 1, 1e3, 1e6, maxSkew, 2 * maxSkew} {
+		var keys []uint64
+		var d disorder
+		ns := uint64(1e9)
+		for i := 0; i < 5000; i++ {
+			ns += uint64(rng.IntN(20e3))
+			k := ns
+			if back > 0 && rng.IntN(50) == 0 {
+				k -= uint64(rng.Int64N(int64(back) + 1))
+			}
+			keys = append(keys, k)
+			d.add(k)
+		}
+		if d.skew() > maxSkew {
+			t.Fatalf("skew %d over maxSkew", d.skew())
+		}
+		key := func(k *uint64) uint64 { return *k }
+		in := func(s []uint64, from, to uint64) []uint64 {
+			var out []uint64
+			for _, k := range s {
+				if k >= from && k <= to {
+					out = append(out, k)
+				}
+			}
+			return out
+		}
+		for q := 0; q < 500; q++ {
+			from := keys[rng.IntN(len(keys))] - uint64(rng.IntN(50e3))
+			to := from + uint64(rng.IntN(3e6))
+			got := in(aroundSkew(keys, from, to, d.skew(), key), from, to)
+			old := in(around(keys, from, to, key), from, to)
+			if !slices.Equal(got, old) {
+				t.Fatalf("back %d: window [%d, %d]: %d events with the disorder's skew %d, %d with maxSkew", back, from, to, len(got), d.skew(), len(old))
+			}
+			if back < maxSkew {
+				if all := in(keys, from, to); !slices.Equal(got, all) {
+					t.Fatalf("back %d: window [%d, %d]: %d events, %d in the buffer", back, from, to, len(got), len(all))
+				}
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // AppendJSON appends r to dst as exactly the bytes encoding/json's
@@ -17,7 +18,7 @@ import (
 func (r *FsyncRecord) AppendJSON(dst []byte) []byte {
 	dst = r.appendJSONHead(dst)
 	dst = r.appendJSONIdentity(dst)
-	return r.appendJSONTail(dst)
+	return r.appendJSONTail(dst, nil)
 }
 
 // FsyncEncoder is AppendJSON for a stream of records: the same bytes, but
@@ -29,9 +30,81 @@ func (r *FsyncRecord) AppendJSON(dst []byte) []byte {
 // pid and tid are encoded every time, since a Go program's syncing
 // goroutine moves between threads. The zero value is ready; not for
 // concurrent use.
+//
+// It also keeps the encodings of the last hostSlots host-level records
+// (Request.Host: the loop driver's fsyncs of a backing file) and copies
+// one again when a later record nests the same host record: with several
+// writers on a loop device, one flush (and so its host fsync, ~1.7 KiB of
+// JSON) serves the calls of all of them, and each call's line repeats it
+// (findings 29: each host record 4 times, ~85% of a line's bytes).
 type FsyncEncoder struct {
 	slots [2]fileIdent
 	next  int // the slot a miss replaces: the one used least recently
+
+	hosts    [hostSlots]hostIdent
+	hostNext int // the host slot a miss replaces (round robin)
+}
+
+// hostSlots bounds the host records whose encodings FsyncEncoder keeps:
+// a host record recurs in the lines of the calls its flush served, which
+// follow each other closely.
+const hostSlots = 16
+
+// hostIdent is one cached encoding of a host-level record.
+type hostIdent struct {
+	// rec is the record encoded, a shallow copy: a later record is the
+	// same one when every field is equal and its slices and pointers
+	// share rec's (sameShallow). The Attributor nests shallow copies of
+	// the one record it keeps per host fsync, and nothing writes to what
+	// they share, so equal fields and shared arrays mean equal bytes.
+	// Holding rec keeps its arrays alive, so no other record can reuse
+	// their addresses while it is cached.
+	rec FsyncRecord
+	enc []byte
+	ok  bool
+}
+
+// sameShallow reports whether a and b have equal fields, comparing
+// slices and pointers by identity (the same array and length, the same
+// pointee).
+func sameShallow(a, b *FsyncRecord) bool {
+	return a.Type == b.Type && a.Version == b.Version && a.StartNs == b.StartNs && a.EndNs == b.EndNs &&
+		a.TotalNs == b.TotalNs && a.PID == b.PID && a.TID == b.TID && a.Comm == b.Comm &&
+		a.Syscall == b.Syscall && a.Datasync == b.Datasync && a.Ret == b.Ret && a.FD == b.FD &&
+		a.Dev == b.Dev && a.DevName == b.DevName && sameArray(a.Disks, b.Disks) && a.FS == b.FS &&
+		a.Ino == b.Ino && a.Path == b.Path && a.FileKind == b.FileKind && a.Layers == b.Layers &&
+		a.Flushes == b.Flushes && a.FUAWrites == b.FUAWrites && sameArray(a.Requests, b.Requests) &&
+		sameArray(a.Journal, b.Journal) && a.Sched == b.Sched && a.DM == b.DM
+}
+
+// sameArray reports whether a and b are the same slice of the same array
+// (both nil, or both empty: equal, whatever their arrays).
+func sameArray[T any](a, b []T) bool {
+	if len(a) != len(b) || (a == nil) != (b == nil) {
+		return false
+	}
+	return len(a) == 0 || unsafe.SliceData(a) == unsafe.SliceData(b)
+}
+
+// appendHost appends host record h as AppendJSON does, from the cache
+// when it holds h (e nil: no cache). Only records with requests are
+// cached: a record's own requests array is what tells it from another
+// (empty slices share one address).
+func (e *FsyncEncoder) appendHost(dst []byte, h *FsyncRecord) []byte {
+	if e == nil || len(h.Requests) == 0 {
+		return h.AppendJSON(dst)
+	}
+	for i := range e.hosts {
+		c := &e.hosts[i]
+		if c.ok && sameShallow(&c.rec, h) {
+			return append(dst, c.enc...)
+		}
+	}
+	c := &e.hosts[e.hostNext]
+	e.hostNext = (e.hostNext + 1) % hostSlots
+	c.rec, c.ok = *h, true
+	c.enc = h.AppendJSON(c.enc[:0])
+	return append(dst, c.enc...)
 }
 
 // fileIdent is one cached encoding of appendJSONFile's fields.
@@ -59,7 +132,7 @@ func (e *FsyncEncoder) Append(dst []byte, r *FsyncRecord) []byte {
 	}
 	e.next = 1 - i
 	dst = append(dst, e.slots[i].ident...)
-	return r.appendJSONTail(dst)
+	return r.appendJSONTail(dst, e)
 }
 
 // sameFile reports whether a and b agree on every field appendJSONFile
@@ -129,8 +202,9 @@ func (r *FsyncRecord) appendJSONFile(dst []byte) []byte {
 	return appendJSONString(dst, r.FileKind)
 }
 
-// appendJSONTail writes from layers to the closing brace.
-func (r *FsyncRecord) appendJSONTail(dst []byte) []byte {
+// appendJSONTail writes from layers to the closing brace; host records
+// nested in its requests through e's cache (nil: none).
+func (r *FsyncRecord) appendJSONTail(dst []byte, e *FsyncEncoder) []byte {
 	dst = append(dst, `,"layers":`...)
 	dst = r.Layers.appendJSON(dst)
 	dst = append(dst, `,"flushes":`...)
@@ -148,7 +222,7 @@ func (r *FsyncRecord) appendJSONTail(dst []byte) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = r.Requests[i].appendJSON(dst)
+			dst = r.Requests[i].appendJSON(dst, e)
 		}
 		dst = append(dst, ']')
 	}
@@ -226,7 +300,7 @@ func (d *DMLevel) appendJSON(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-func (q *Request) appendJSON(dst []byte) []byte {
+func (q *Request) appendJSON(dst []byte, e *FsyncEncoder) []byte {
 	dst = append(dst, `{"role":`...)
 	dst = appendJSONString(dst, q.Role)
 	dst = append(dst, `,"dev":`...)
@@ -273,7 +347,7 @@ func (q *Request) appendJSON(dst []byte) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = q.Host[i].AppendJSON(dst)
+			dst = e.appendHost(dst, &q.Host[i])
 		}
 		dst = append(dst, ']')
 	}

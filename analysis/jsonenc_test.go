@@ -291,3 +291,64 @@ func TestAppendUintMatchesStrconv(t *testing.T) {
 		t.Fatalf("appendInt(MinInt64) = %q", got)
 	}
 }
+
+// TestFsyncEncoderHostCache: guest records nesting host records (shallow
+// copies sharing their requests, as nest makes them) give encoding/json's
+// bytes whether a host's encoding comes from the cache or not, and a
+// host record that differs in any field, or has its own arrays, is
+// encoded anew.
+func TestFsyncEncoderHostCache(t *testing.T) {
+	hosts := make([]FsyncRecord, hostSlots+3) // more than the cache holds
+	for i := range hosts {
+		h := benchRecord()
+		h.Syscall, h.FD, h.Path, h.FileKind = "vfs_fsync", -1, "", ""
+		h.StartNs += uint64(i) * 1000
+		h.Requests = slices.Clone(h.Requests)
+		hosts[i] = h
+	}
+	changes := []func(h *FsyncRecord){
+		func(h *FsyncRecord) {},
+		func(h *FsyncRecord) { h.Path = "/var/tmp/disk.img" },
+		func(h *FsyncRecord) { h.Path = "/var/tmp/other.img" },
+		func(h *FsyncRecord) { h.TotalNs++ },
+		func(h *FsyncRecord) { h.Layers.OtherNs++ },
+		func(h *FsyncRecord) { h.Flushes++ },
+		func(h *FsyncRecord) { h.Requests = h.Requests[:len(h.Requests)-1] },
+		func(h *FsyncRecord) { h.Requests = slices.Clone(h.Requests); h.Requests[0].Bytes++ },
+		func(h *FsyncRecord) {
+			h.Journal = []JournalWindow{{Source: "jbd2_commit", Dev: "254:0", StartNs: 1, EndNs: 2}}
+		},
+		func(h *FsyncRecord) { h.Sched = &Sched{} },
+		func(h *FsyncRecord) { h.Requests = []Request{} },
+		func(h *FsyncRecord) { h.Requests = nil },
+	}
+	var e FsyncEncoder
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := 0; n < 2000; n++ {
+		guest := benchRecord()
+		guest.Requests = slices.Clone(guest.Requests)
+		for k := 0; k < 1+rng.IntN(4); k++ {
+			h := hosts[rng.IntN(len(hosts))]
+			changes[rng.IntN(len(changes))](&h)
+			q := Request{Role: RoleFlush, Dev: "7:0", Op: "FLUSH", Flags: []string{"PREFLUSH"}, Rwbs: "FF",
+				IssueNs: h.StartNs - 10, CompleteNs: h.EndNs + 10, Host: []FsyncRecord{h}}
+			guest.Requests = append(guest.Requests, q)
+		}
+		want, err := json.Marshal(&guest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.Append(nil, &guest); !bytes.Equal(got, want) {
+			t.Fatalf("record %d:\n got %s\nwant %s", n, got, want)
+		}
+	}
+}
+
+// TestSameShallowCoversEveryField: sameShallow compares each of
+// FsyncRecord's fields; a field added to the record must be added there
+// too, or the host cache could copy a stale encoding.
+func TestSameShallowCoversEveryField(t *testing.T) {
+	if n := reflect.TypeOf(FsyncRecord{}).NumField(); n != 26 {
+		t.Fatalf("FsyncRecord has %d fields, sameShallow compares 26: compare the new ones and update this count", n)
+	}
+}

@@ -79,7 +79,7 @@ func (a *Attributor) nest(rec *FsyncRecord) {
 		// per host: 91% of the reader's CPU on ext4 over a loop device
 		// (~300 µs per fsync), which starved the reader into losing events.
 		dev := b.Dev.String()
-		hosts := around(a.hosts, r.IssueNs, r.CompleteNs, func(h *FsyncRecord) uint64 { return h.EndNs })
+		hosts := aroundSkew(a.hosts, r.IssueNs, r.CompleteNs, a.hostsOrder.skew(), func(h *FsyncRecord) uint64 { return h.EndNs })
 		for j := range hosts {
 			h := &hosts[j]
 			if h.Dev == dev && h.Ino == b.Ino && h.StartNs >= r.IssueNs && h.EndNs <= r.CompleteNs {

@@ -48,7 +48,7 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 	a.reqs = a.reqs[:0]
 	reqs := &a.reqs
 
-	blocks := around(a.blocks, s, e, func(b *event.Block) uint64 { return b.CompleteNs })
+	blocks := aroundSkew(a.blocks, s, e, a.blocksOrder.skew(), func(b *event.Block) uint64 { return b.CompleteNs })
 	for i := range blocks {
 		b := &blocks[i]
 		if b.CompleteNs < s || b.CompleteNs > e || !containsDev(all, b.Dev) {

@@ -34,6 +34,7 @@ type options struct {
 	fioSize                                  string
 	sweepSeconds, peersSeconds               float64
 	starvedSeconds                           float64
+	starvedComm                              string
 	goBench                                  bool
 	only                                     string
 	microVariants, sweepPoints               string
@@ -70,6 +71,7 @@ func main() {
 	flag.IntVar(&o.microRounds, "micro-rounds", 7, "interleaved rounds of the fdatasync syscall microbenchmark")
 	flag.StringVar(&o.fioSize, "fio-size", "22m", "fio --size of the etcd job")
 	flag.Float64Var(&o.peersSeconds, "peers-seconds", 60, "seconds of connection churn under etcdscope peers (the memory goal's run)")
+	flag.StringVar(&o.starvedComm, "starved-comm", "starvedgen", "the starved fsync run's writers' comm, which its tracer follows (another name when another benchrun's starved run may share the machine: each tracer would count both runs' calls)")
 	flag.Float64Var(&o.starvedSeconds, "starved-seconds", 60, "seconds of each starved-reader run (issue 12's loss goal: 60)")
 	flag.Float64Var(&o.sweepSeconds, "sweep-seconds", 4, "seconds per rate of the event-rate sweep")
 	flag.BoolVar(&o.goBench, "go-bench", true, "run the Go benchmarks too")

@@ -32,6 +32,7 @@ const (
 // starvedRun is one tracer's run with its reader starved.
 type starvedRun struct {
 	What    string  // "fsync" or "peers"
+	Comm    string  `json:",omitempty"` // fsync: the writers' comm (-starved-comm); "": starvedgen
 	Seconds float64 // of load
 	// Oracle is the generator's own count: fdatasync calls or connections.
 	Oracle float64
@@ -68,7 +69,7 @@ func starvedSection(o options, r *results) error {
 }
 
 func starvedFsync(o options) (starvedRun, error) {
-	s := starvedRun{What: "fsync", Seconds: o.starvedSeconds, RingBytes: 2 << 20}
+	s := starvedRun{What: "fsync", Comm: o.starvedComm, Seconds: o.starvedSeconds, RingBytes: 2 << 20}
 	dir, err := mkScratch("/var/tmp", fmt.Sprintf("%s%d-", starvedScratchPrefix, os.Getpid()))
 	if err != nil {
 		return s, err
@@ -82,7 +83,7 @@ func starvedFsync(o options) (starvedRun, error) {
 	mnt := fs.mnt
 	// A comm of its own (fsyncgen is also make bench's other sections'
 	// and maybe another tenant's).
-	gen := filepath.Join(dir, "starvedgen")
+	gen := filepath.Join(dir, o.starvedComm)
 	if err := os.Link(o.fsyncgen, gen); err != nil {
 		if b, rerr := os.ReadFile(o.fsyncgen); rerr != nil || os.WriteFile(gen, b, 0o700) != nil {
 			return s, fmt.Errorf("copying fsyncgen: %v", err)
@@ -93,7 +94,7 @@ func starvedFsync(o options) (starvedRun, error) {
 		return s, err
 	}
 	defer done()
-	t, err := startTracerIn(cg, "etcdscope", "starvedgen", o.etcdscope, "")
+	t, err := startTracerIn(cg, "etcdscope", o.starvedComm, o.etcdscope, "")
 	if err != nil {
 		return s, err
 	}
@@ -232,7 +233,11 @@ func (r *results) starvedMarkdown() string {
 	w("\n## Starved reader: lost and unaccounted events (issue 12's loss goal)\n\n")
 	w("The tracer in a cgroup of its own held to %d µs of CPU per %d µs (%d%% of one CPU; cpu.max, or cgroup v1's cfs quota),\n",
 		starvedQuotaUs, starvedPeriodUs, 100*starvedQuotaUs/starvedPeriodUs)
-	w("default ring, for %.0f s each. fsync: `etcdscope fsync --comm starvedgen --output json` with stacked levels (ext4 over a\n", r.Starved[0].Seconds)
+	comm := r.Starved[0].Comm
+	if comm == "" {
+		comm = "starvedgen"
+	}
+	w("default ring, for %.0f s each. fsync: `etcdscope fsync --comm %s --output json` with stacked levels (ext4 over a\n", r.Starved[0].Seconds, comm)
 	w("loop device on %s, its host fsyncs traced as the backing level) while %d fsyncgen writers fdatasync as fast as the stack goes; the oracle\n", r.Disk, starvedWriters)
 	w("is their own call count. peers: `etcdscope peers --output json` while `fsyncgen -churn -rate %d` opens, uses and closes\n", starvedConnsPerSec)
 	w("loopback connections; the oracle is its connection count, against the connections its active links have opened, set up and closed.\n")
