@@ -27,6 +27,7 @@ import (
 	"slices"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/jsonl"
 	"github.com/etcdscope/etcdscope/event"
 )
@@ -90,6 +91,10 @@ type End struct {
 	// (peers with --etcd-endpoints), which its table left out; replay
 	// leaves them out too.
 	OwnConns []netip.AddrPort `json:"own_conns,omitempty"`
+	// Members: the member list the live peers run read (--etcd-endpoints),
+	// so that the replay names the members and marks the links to none of
+	// them as the live table did.
+	Members []etcdmetric.Member `json:"members,omitempty"`
 }
 
 // Device is the answer the run got for a filesystem or disk device: its

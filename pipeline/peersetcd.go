@@ -140,6 +140,10 @@ func (r *PeersEtcd) OwnConns() []netip.AddrPort {
 	return out
 }
 
+// Members returns the member list read at the start (nil without
+// --etcd-endpoints, or when it could not be read).
+func (r *PeersEtcd) Members() []etcdmetric.Member { return r.rep.Members }
+
 // StopProbe stops the kept-alive probe and waits for it (safe to call
 // more than once).
 func (r *PeersEtcd) StopProbe() {
@@ -190,6 +194,7 @@ func (r *PeersEtcd) Report(ctx context.Context, t1 time.Time, st Stats, owners h
 	if rep.MembersError == "" && len(rep.Members) > 0 {
 		rep.FarLeader = etcdmetric.FindFarLeader(rep.Members, rep.Links)
 	}
+	rep.FillNotMember()
 	if r.startOK {
 		// Without the start scrape there is nothing to compare with, and
 		// a URL that did not answer would hold the report up again.

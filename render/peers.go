@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -63,12 +64,10 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "LINK\tOPENED/MIN\tCLOSED/MIN\tHANDSHAKE RTT p50/p99 (n)\tSRTT p50/max (conns)\tMIN RTT p50\tSETUP p50/p99 (n)\tPER-REQUEST p50/p99 (n)\tLIFETIME p50\tRETRANS")
-	outside := 0
 	for _, l := range rep.Links {
 		link := PeerLinkLabel(&l)
-		if l.Folded == 0 && rep.OutsideCluster(l.Link) {
+		if slices.Contains(rep.NotMemberLinks, l.Link) {
 			link += " (not a member)"
-			outside++
 		}
 		if l.Down() {
 			link += fmt.Sprintf(" PEER DOWN / UNREACHABLE (%d connects failed)", l.Failed)
@@ -91,9 +90,9 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 	if len(rep.Links) == 0 {
 		fmt.Fprintf(w, "no connections on port %d seen\n", rep.Port)
 	}
-	if outside > 0 {
+	if n := len(rep.NotMemberLinks); n > 0 {
 		fmt.Fprintf(w, "%s marked (not a member) to no member's peer address: another cluster, or another process, on port %d\n",
-			counted(outside, "link"), rep.Port)
+			counted(n, "link"), rep.Port)
 	}
 	if rep.Unassembled > 0 {
 		fmt.Fprintln(w, UnassembledLine(rep.Unassembled))

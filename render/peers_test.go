@@ -135,7 +135,9 @@ func TestTableNotAMember(t *testing.T) {
 	members := []etcdmetric.Member{{ID: 0xa1, Name: "m1", PeerIPs: []netip.Addr{m1}}, {ID: 0xa2, Name: "m2", PeerIPs: []netip.Addr{m2}, Leader: true}}
 	table := func(ms []etcdmetric.Member) string {
 		var out bytes.Buffer
-		Peers(&out, &etcdmetric.PeersReport{Port: 2380, Links: links, Members: ms})
+		rep := etcdmetric.PeersReport{Port: 2380, Links: links, Members: ms}
+		rep.FillNotMember()
+		Peers(&out, &rep)
 		return out.String()
 	}
 	s := table(members)

@@ -24,6 +24,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -66,6 +67,10 @@ type Input struct {
 	// measured over the recording (its etcd_peer_metric record, written by
 	// etcdscope peers --record with --etcd-metrics); nil when it has none.
 	PeerMetric []etcdmetric.PeerComparison
+	// PeerNotMember: the links whose accepting end is no member's peer
+	// address (etcdmetric.NotMemberLinks, from a capture's member list),
+	// labelled so on the page as the table labels them.
+	PeerNotMember []peers.Link
 	// Merged: the guest fsyncs split across guest, virtualization and
 	// host by etcdscope merge (ReadMerged: at most MaxPageCalls of them,
 	// MergedCounts counting every one; zero: Merged is every call); nil
@@ -358,7 +363,7 @@ func build(in Input) page {
 	} else if in.PeerEvents == 0 {
 		p.PeersNote = "This page was made without peer data: no per-peer RTT. Record it with `etcdscope peers --record peers.jsonl` and pass it with `etcdscope report --html out.html --peers peers.jsonl trace.jsonl`."
 	} else {
-		c, legend, note := peerChart(in.PeerReport, in.PeerMetric)
+		c, legend, note := peerChart(in.PeerReport, in.PeerMetric, in.PeerNotMember)
 		p.Peers, p.PeerLegend, p.PeersNote = c, legend, note
 	}
 	return p
@@ -912,7 +917,11 @@ var peerSeries = []legendItem{
 // metric measured on that link, on one linear scale. Both come from
 // etcdmetric.LinkModels: on the scraped member's links, the numbers the
 // live run printed.
-func peerChart(rep *peers.Report, metric []etcdmetric.PeerComparison) (*svgChart, []legendItem, string) {
+func peerChart(rep *peers.Report, metric []etcdmetric.PeerComparison, notMember []peers.Link) (*svgChart, []legendItem, string) {
+	outside := map[netip.Addr]bool{} // accepting ends of no member: a stream's merged link keeps its To
+	for _, l := range notMember {
+		outside[l.To] = true
+	}
 	window := time.Duration(rep.WindowNs)
 	models, unmatched := etcdmetric.LinkModels(mergeStreams(rep.Links), window, metric)
 	compared := 0
@@ -928,7 +937,11 @@ func peerChart(rep *peers.Report, metric []etcdmetric.PeerComparison) (*svgChart
 	maxV := 0.0
 	for _, m := range models {
 		l := m.Link
-		r := row{label: render.PeerLinkLabel(&l), vals: []float64{
+		label := render.PeerLinkLabel(&l)
+		if l.Folded == 0 && outside[l.Link.To] {
+			label += " (not a member)"
+		}
+		r := row{label: label, vals: []float64{
 			float64(l.HandshakeRTT.P50) / 1e9, float64(l.Setup.P50) / 1e9, float64(l.SRTT.P50) / 1e9, l.PerRequest.Mean() / 1e9, m.Model}}
 		if m.Compared {
 			compared++

@@ -336,7 +336,7 @@ func TestPeersChartMeasuredMetric(t *testing.T) {
 	// One series without a peer address (no member list).
 	in.PeerMetric = append(in.PeerMetric, etcdmetric.PeerComparison{Comparison: etcdmetric.Comparison{Key: etcdmetric.Key{To: "b"}, Observations: 3, Mean: 0.2}})
 	rep := peers.Analyze(in.Peers, peers.Options{})
-	c, legend, note := peerChart(&rep, in.PeerMetric)
+	c, legend, note := peerChart(&rep, in.PeerMetric, nil)
 	if len(legend) != 6 || !strings.Contains(note, "1 series could not be matched") || !strings.Contains(note, "drawn only on the links of the member") {
 		t.Fatalf("legend %v, note %q", legend, note)
 	}
@@ -357,7 +357,7 @@ func TestPeersChartMeasuredMetric(t *testing.T) {
 			t.Errorf("link %s: %q, want %q", label, got[4], m)
 		}
 	}
-	_, legend, note = peerChart(&rep, nil)
+	_, legend, note = peerChart(&rep, nil, nil)
 	if len(legend) != 5 || !strings.Contains(note, "--etcd-metrics URL") {
 		t.Errorf("without the record: legend %v, note %q", legend, note)
 	}
@@ -690,7 +690,7 @@ func TestPeersChartSetup(t *testing.T) {
 		}
 	}
 	rep := peers.Analyze(evs, peers.Options{})
-	c, legend, _ := peerChart(&rep, nil)
+	c, legend, _ := peerChart(&rep, nil, nil)
 	if c == nil || legend[1].Name != "connection setup p50 (SYN to first data)" {
 		t.Fatalf("chart %v, legend %v", c, legend)
 	}
@@ -860,4 +860,30 @@ func callList(recs []analysis.FsyncRecord) []Call {
 		_, out[i] = CallOf(&recs[i])
 	}
 	return out
+}
+
+// TestPeerChartMarksNotMembers: a link to an address of no member (a
+// capture's member list, etcdmetric.NotMemberLinks) is labelled on the
+// page as the table labels it; a member's link is not.
+func TestPeerChartMarksNotMembers(t *testing.T) {
+	a, b, other := netip.MustParseAddrPort("10.0.0.1:40000"), netip.MustParseAddrPort("10.0.0.2:2380"), netip.MustParseAddrPort("10.9.9.9:2380")
+	evs := []event.Peer{
+		{Kind: event.PeerOpen, TimeNs: 1e9, Socket: 1, Direction: event.PeerActive, PID: 7, Comm: "etcd", Local: a, Remote: b, DurationNs: 100_000},
+		{Kind: event.PeerOpen, TimeNs: 2e9, Socket: 2, Direction: event.PeerActive, PID: 8, Comm: "curl", Local: netip.MustParseAddrPort("10.0.0.1:40001"), Remote: other, DurationNs: 100_000},
+	}
+	rep := peers.Analyze(evs, peers.Options{})
+	members := []etcdmetric.Member{{ID: 1, Name: "m1", PeerIPs: []netip.Addr{a.Addr()}}, {ID: 2, Name: "m2", PeerIPs: []netip.Addr{b.Addr()}}}
+	c, _, _ := peerChart(&rep, nil, etcdmetric.NotMemberLinks(rep.Links, members))
+	var marked, plain int
+	for _, x := range c.Texts {
+		switch {
+		case strings.Contains(x.Text, "10.9.9.9") && strings.HasSuffix(x.Text, " (not a member)"):
+			marked++
+		case strings.Contains(x.Text, "10.0.0.2") && !strings.Contains(x.Text, "not a member"):
+			plain++
+		}
+	}
+	if marked != 1 || plain != 1 {
+		t.Errorf("chart texts %+v: want the link to 10.9.9.9 marked and the one to member m2 not", c.Texts)
+	}
 }

@@ -49,6 +49,10 @@ type PeersReport struct {
 	// Links (peers.Options.ExcludeLocal); --record keeps them in its
 	// etcd_peer_metric record for a replay to leave out too.
 	OwnConns []netip.AddrPort `json:"-"`
+	// NotMemberLinks: the links whose accepting end is no member's peer
+	// address (OutsideCluster; FillNotMember), when a member list was
+	// read: another cluster's, or another process's, on the port.
+	NotMemberLinks []peers.Link `json:"links_not_member,omitempty"`
 	// Slow: the peers that answered a link this host opened more slowly
 	// than the heartbeat interval (SlowPeers), slowest first.
 	Slow []SlowPeer `json:"slow_peers,omitempty"`
@@ -99,4 +103,21 @@ func (r *PeersReport) OutsideCluster(l peers.Link) bool {
 		}
 	}
 	return true
+}
+
+// FillNotMember sets NotMemberLinks from Links and Members.
+func (r *PeersReport) FillNotMember() { r.NotMemberLinks = NotMemberLinks(r.Links, r.Members) }
+
+// NotMemberLinks returns the links whose accepting end is none of
+// members' peer addresses (PeersReport.OutsideCluster); the folded link
+// ("other") is none of them.
+func NotMemberLinks(links []peers.LinkStats, members []Member) []peers.Link {
+	r := PeersReport{Members: members}
+	var out []peers.Link
+	for _, l := range links {
+		if l.Folded == 0 && r.OutsideCluster(l.Link) {
+			out = append(out, l.Link)
+		}
+	}
+	return out
 }

@@ -215,7 +215,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		return setupErr(fmt.Errorf("tracing: %w", err))
 	}
 	t1 := time.Now()
-	if err := out.commit(*st, t1.Sub(r.Start()), r.OwnConns()); err != nil {
+	if err := out.commit(*st, t1.Sub(r.Start()), capture.End{OwnConns: r.OwnConns(), Members: r.Members()}); err != nil {
 		return err
 	}
 	rep := r.Report(ctx, t1, *st, owners, &out.conns)
@@ -274,16 +274,19 @@ func newPeersOutput(f peersFlags, cfg tracer.PeersConfig, probeOwns func(netip.A
 	return o, nil
 }
 
-// commit puts the recording and the capture (with the window and the
-// probe's own connections, own) in place.
-func (o *peersOutput) commit(st pipeline.Stats, window time.Duration, own []netip.AddrPort) error {
+// commit puts the recording and the capture (with the window, the
+// counts and what the run knew of the cluster, known: the probe's own
+// connections and the member list) in place.
+func (o *peersOutput) commit(st pipeline.Stats, window time.Duration, known capture.End) error {
 	if o.rec != nil {
 		if err := o.rec.Commit(); err != nil {
 			return fmt.Errorf("--record: %w", err)
 		}
 	}
 	if o.capw != nil {
-		err := o.capw.Finish(capture.End{LostEvents: st.Lost, MissedEvents: st.Missed, WindowNs: int64(window), OwnConns: own})
+		end := known
+		end.LostEvents, end.MissedEvents, end.WindowNs = st.Lost, st.Missed, int64(window)
+		err := o.capw.Finish(end)
 		o.capw = nil
 		if err != nil {
 			return err

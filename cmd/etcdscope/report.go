@@ -336,8 +336,12 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 	}
 	// pr.Events: the kernel's events, not the owner events among them.
 	rep := etcdmetric.PeersReport{Port: rd.Header().Port, WindowSeconds: time.Duration(end.WindowNs).Seconds(), Events: pr.Events, LostEvents: end.LostEvents, MissedEvents: end.MissedEvents}
-	rep.Links, rep.Unassembled, rep.FoldedEarly = pr.Links, pr.Unassembled, pr.FoldedEarly
-	rep.Slow = etcdmetric.SlowPeers(rep.Links, nil, etcdmetric.DefaultTimeouts) // a capture holds no flags
+	rep.Links, rep.Unassembled, rep.FoldedEarly, rep.Members = pr.Links, pr.Unassembled, pr.FoldedEarly, end.Members
+	if len(rep.Members) > 0 {
+		rep.FarLeader = etcdmetric.FindFarLeader(rep.Members, rep.Links)
+	}
+	rep.FillNotMember()
+	rep.Slow = etcdmetric.SlowPeers(rep.Links, rep.Members, etcdmetric.DefaultTimeouts) // a capture holds no flags
 	if output == "json" {
 		enc := json.NewEncoder(render.JSONText(peersStdout))
 		enc.SetIndent("", "  ")
@@ -463,10 +467,10 @@ func peerCaptureSection(in *report.Input, br *bufio.Reader, name string) (decode
 	if t := rd.Header().Tracer; t != capture.TracerPeers {
 		return nil, usagef("--peers %s is a %s capture: give a capture of etcdscope peers --capture, or its --record file", name, t)
 	}
-	pr, _, decodeErrs, err := assemblePeerCapture(rd, name)
+	pr, end, decodeErrs, err := assemblePeerCapture(rd, name)
 	if err != nil {
 		return nil, err
 	}
-	in.PeerEvents, in.PeerReport = pr.Events, &pr
+	in.PeerEvents, in.PeerReport, in.PeerNotMember = pr.Events, &pr, etcdmetric.NotMemberLinks(pr.Links, end.Members)
 	return replayDecodeErrors(name, decodeErrs), nil
 }

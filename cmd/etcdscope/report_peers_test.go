@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/capture"
 	"github.com/etcdscope/etcdscope/event"
@@ -304,5 +305,58 @@ func TestReplayPeersCaptureLeavesOutOwnConns(t *testing.T) {
 	got := links([]netip.AddrPort{probe})
 	if len(got) != 1 || got[0].Link.From != etcdA.Addr() {
 		t.Fatalf("with own_conns: %+v, want only etcd's link from %s", got, etcdA.Addr())
+	}
+}
+
+// TestReplayPeersCaptureMarksNotMembers: a peers capture's end line holds
+// the member list the live run read (capture.End.Members), and the replay
+// marks and counts the links to no member as the live table did (a walk's
+// replay lost the marks), in the table and in its JSON.
+func TestReplayPeersCaptureMarksNotMembers(t *testing.T) {
+	m1, m2, other := netip.MustParseAddrPort("127.0.0.1:40000"), netip.MustParseAddrPort("127.0.0.2:2380"), netip.MustParseAddrPort("127.0.0.4:2380")
+	evs := []event.Peer{
+		{Kind: event.PeerOpen, TimeNs: 1e9, Socket: 1, Direction: event.PeerActive, PID: 7, Comm: "etcd", Local: m1, Remote: m2, DurationNs: 100_000},
+		{Kind: event.PeerOpen, TimeNs: 2e9, Socket: 2, Direction: event.PeerActive, PID: 8, Comm: "curl", Local: netip.MustParseAddrPort("127.0.0.1:40001"), Remote: other, DurationNs: 100_000},
+	}
+	members := []etcdmetric.Member{{ID: 0xa1, Name: "m1", PeerIPs: []netip.Addr{m1.Addr()}, Leader: true}, {ID: 0xa2, Name: "m2", PeerIPs: []netip.Addr{m2.Addr()}}}
+	var b bytes.Buffer
+	w, err := capture.NewWriter(&b, capture.Header{Tracer: capture.TracerPeers, Command: "peers", Port: 2380})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range evs {
+		w.Peer(&evs[i])
+	}
+	if err := w.Close(capture.End{WindowNs: 4e9, Members: members}); err != nil {
+		t.Fatal(err)
+	}
+	replay := func(output string) string {
+		rd, err := capture.NewReader(bytes.NewReader(b.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		peersStdout = &out
+		defer func() { peersStdout = os.Stdout }()
+		if err := replayPeers(rd, "test.capture", output); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	table := replay("")
+	for _, want := range []string{"127.0.0.1 → 127.0.0.4 (active) (not a member)", "1 link marked (not a member)", "member a2 m2 peer URLs on [127.0.0.2]"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("replay's table lacks %q:\n%s", want, table)
+		}
+	}
+	if strings.Contains(table, "127.0.0.2 (active) (not a member)") {
+		t.Errorf("the link to member m2 marked:\n%s", table)
+	}
+	var rep etcdmetric.PeersReport
+	if err := json.Unmarshal([]byte(replay("json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.NotMemberLinks) != 1 || rep.NotMemberLinks[0].To != other.Addr() || len(rep.Members) != 2 {
+		t.Errorf("replay's JSON: links_not_member %+v, %d members; want the link to %s and 2 members", rep.NotMemberLinks, len(rep.Members), other.Addr())
 	}
 }
