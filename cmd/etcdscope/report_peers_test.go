@@ -278,18 +278,7 @@ func TestReplayPeersCaptureLeavesOutOwnConns(t *testing.T) {
 		{Kind: event.PeerRTT, TimeNs: 3e9, Socket: 2, Direction: event.PeerActive, Local: probe, Remote: etcdB, SRTTus: 300, MinRTTus: 200, BytesReceived: 500},
 	}
 	links := func(own []netip.AddrPort) []peers.LinkStats {
-		var b bytes.Buffer
-		w, err := capture.NewWriter(&b, capture.Header{Tracer: capture.TracerPeers, Command: "peers", Port: 2380})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range evs {
-			w.Peer(&evs[i])
-		}
-		if err := w.Close(capture.End{WindowNs: 4e9, OwnConns: own}); err != nil {
-			t.Fatal(err)
-		}
-		rd, err := capture.NewReader(&b)
+		rd, err := capture.NewReader(bytes.NewReader(peersCapture(t, evs, capture.End{WindowNs: 4e9, OwnConns: own})))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,19 +308,9 @@ func TestReplayPeersCaptureMarksNotMembers(t *testing.T) {
 		{Kind: event.PeerOpen, TimeNs: 2e9, Socket: 2, Direction: event.PeerActive, PID: 8, Comm: "curl", Local: netip.MustParseAddrPort("127.0.0.1:40001"), Remote: other, DurationNs: 100_000},
 	}
 	members := []etcdmetric.Member{{ID: 0xa1, Name: "m1", PeerIPs: []netip.Addr{m1.Addr()}, Leader: true}, {ID: 0xa2, Name: "m2", PeerIPs: []netip.Addr{m2.Addr()}}}
-	var b bytes.Buffer
-	w, err := capture.NewWriter(&b, capture.Header{Tracer: capture.TracerPeers, Command: "peers", Port: 2380})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range evs {
-		w.Peer(&evs[i])
-	}
-	if err := w.Close(capture.End{WindowNs: 4e9, Members: members}); err != nil {
-		t.Fatal(err)
-	}
+	b := peersCapture(t, evs, capture.End{WindowNs: 4e9, Members: members})
 	replay := func(output string) string {
-		rd, err := capture.NewReader(bytes.NewReader(b.Bytes()))
+		rd, err := capture.NewReader(bytes.NewReader(b))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -359,4 +338,21 @@ func TestReplayPeersCaptureMarksNotMembers(t *testing.T) {
 	if len(rep.NotMemberLinks) != 1 || rep.NotMemberLinks[0].To != other.Addr() || len(rep.Members) != 2 {
 		t.Errorf("replay's JSON: links_not_member %+v, %d members; want the link to %s and 2 members", rep.NotMemberLinks, len(rep.Members), other.Addr())
 	}
+}
+
+// peersCapture writes a peers capture on port 2380 of evs, ended by end.
+func peersCapture(t *testing.T, evs []event.Peer, end capture.End) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w, err := capture.NewWriter(&b, capture.Header{Tracer: capture.TracerPeers, Command: "peers", Port: 2380})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range evs {
+		w.Peer(&evs[i])
+	}
+	if err := w.Close(end); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
