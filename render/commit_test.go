@@ -250,3 +250,21 @@ func TestMeasureSource(t *testing.T) {
 		}
 	}
 }
+
+// TestModelSinceStart: the split run's model line says when a part rests
+// on etcd's mean since it started (a run shorter than the prober's 30 s:
+// a walk found that only in the JSON).
+func TestModelSinceStart(t *testing.T) {
+	run := commit.MetricSource{Series: "etcd_network_peer_round_trip_time_seconds", Window: commit.WindowRun}
+	since := run
+	since.Window = commit.WindowSinceStart
+	q := func(rtt commit.MetricSource) *commit.ModelResult {
+		return &commit.ModelResult{Parts: map[string]commit.Measure{
+			commit.PartWALAppend:  {Ns: 1, From: &run},
+			commit.PartQuorumWait: {Ns: 2, Quorum: &commit.ModelFollower{RTT: commit.Measure{Ns: 1, From: &rtt}, Fsync: commit.Measure{Ns: 1, From: &run}}},
+		}}
+	}
+	if modelSinceStart(q(run)) || !modelSinceStart(q(since)) {
+		t.Errorf("over the run: %v, since start: %v; want false, true", modelSinceStart(q(run)), modelSinceStart(q(since)))
+	}
+}
