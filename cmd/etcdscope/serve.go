@@ -131,7 +131,9 @@ func runServe(args []string) error {
 	cfg.Listener = ln
 	ready := safefile.NewReady(f.readyFile)
 	defer ready.Remove()
+	var fsyncMode string // where the fsync tracer traces the calls, in words
 	cfg.Ready = func() {
+		fmt.Fprintln(os.Stderr, fsyncMode)
 		fmt.Fprintln(os.Stderr, render.ServeListening(ln.Addr().String()))
 		if err := ready.Put(ln.Addr().String() + "\n"); err != nil {
 			fmt.Fprintln(os.Stderr, render.ServeReadyError(err))
@@ -147,7 +149,8 @@ func runServe(args []string) error {
 	onSyscalls := slices.ContainsFunc(ft.Probes(), func(p event.Probe) bool {
 		return p.Name == "tracepoint/syscalls/sys_enter_fsync" || p.Name == "tracepoint/syscalls/sys_enter_fdatasync"
 	})
-	fmt.Fprintln(os.Stderr, render.ServeFsyncMode(ft.CanSwitchToExt4(), onSyscalls, tcfg.fsync.FSTypes))
+	// Said once serve is up (cfg.Ready): bad input found later is one line.
+	fsyncMode = render.ServeFsyncMode(ft.CanSwitchToExt4(), onSyscalls, tcfg.fsync.FSTypes)
 	if ft.CanSwitchToExt4() {
 		// Started before etcd (a node's boot): the fsync tracer is on the
 		// syscall tracepoints until etcd's files are known.
