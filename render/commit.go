@@ -147,12 +147,11 @@ func commitTable(w io.Writer, run *CommitRun) {
 		// etcd's metrics, the prober's RTT as network) would read as a
 		// second answer to what the table measured; only its total, to
 		// compare. The JSON summary keeps the whole model.
-		since := ""
+		fmt.Fprintf(w, "model (etcd's metrics alone, the fallback without probes): expected %.3f ms a write, %.3f ms measured (mean); the table above splits it: %s\n",
+			float64(m.ExpectedNs)/1e6, rep.Total.Summary().Mean()/1e6, commitModelDoc)
 		if modelSinceStart(m) {
-			since = "; its RTT is etcd's mean since it started (no prober sample in the run: etcd takes one per 30 s)"
+			fmt.Fprintln(w, "  its RTT is etcd's mean since it started: the run held no prober sample (etcd takes one per 30 s)")
 		}
-		fmt.Fprintf(w, "model (etcd's metrics alone, as printed where etcd cannot be probed): expected %.3f ms per write against %.3f ms measured (mean); the table above splits the difference%s (%s)\n",
-			float64(m.ExpectedNs)/1e6, rep.Total.Summary().Mean()/1e6, since, commitModelDoc)
 	} else if m != nil {
 		fmt.Fprintf(w, "model (kernel-free, from etcd's metrics over the run): expected %.3f ms per write", float64(m.ExpectedNs)/1e6)
 		if m.DeciderKnown {
