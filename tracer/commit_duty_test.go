@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -87,6 +88,12 @@ func TestCommitDetachAttach(t *testing.T) {
 		}
 		wg.Wait()
 		stop()
+		// A put the client gave up on may still reach the leader's
+		// handler after the Attach below: a new write, not the last
+		// window's state. Wait until etcd has handled every Put it
+		// started (fresh-root once read 1 entry right after Attach under
+		// test-go's parallel packages).
+		waitPutsHandled(t, c, leader)
 		n, err := tr.StateEntries()
 		if err != nil {
 			t.Fatal(err)
@@ -175,5 +182,36 @@ func TestCommitDetachAttach(t *testing.T) {
 	tr.Close()
 	if err := tr.Attach(); !errors.Is(err, ErrClosed) {
 		t.Errorf("Attach after Close: %v, want ErrClosed", err)
+	}
+}
+
+// waitPutsHandled waits until the member's gRPC server has handled every
+// Put it started (grpc_server_started_total = grpc_server_handled_total,
+// from its /metrics), three scrapes in a row 20 ms apart, 10 s at most.
+func waitPutsHandled(t *testing.T, c *etcdtest.Cluster, m *etcdtest.Member) {
+	t.Helper()
+	puts := func(fams map[string]*dto.MetricFamily, name string) float64 {
+		var v float64
+		for _, s := range fams[name].GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "grpc_method" && l.GetValue() == "Put" {
+					v += s.GetCounter().GetValue()
+				}
+			}
+		}
+		return v
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for still := 0; still < 3; time.Sleep(20 * time.Millisecond) {
+		fams, err := c.Scrape(ctx, m)
+		if err != nil {
+			t.Fatalf("waiting for the Puts to be handled: %v", err)
+		}
+		if started, handled := puts(fams, "grpc_server_started_total"), puts(fams, "grpc_server_handled_total"); started == handled && started > 0 {
+			still++
+		} else {
+			still = 0
+		}
 	}
 }
