@@ -138,16 +138,8 @@ func TestPeerSpan(t *testing.T) {
 			in[0].At = time.Date(2026, 12, 7, 6, 2, 14, 783932699, time.UTC)
 			in[1].At = time.Date(2026, 12, 7, 6, 2, 25, 853426009, time.UTC)
 		}
-		rep, err := Diagnose(in, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, f := range rep.Findings {
-			if f.Topic != TopicPeerRTT {
-				continue
-			}
-			n++
+		fs := peerRTTFindings(t, in)
+		for _, f := range fs {
 			v := f.Peer
 			want := PeerFacts{Probers: 2, Span: time.Minute, SpanUnder: true}
 			if timed {
@@ -157,8 +149,8 @@ func TestPeerSpan(t *testing.T) {
 				t.Errorf("timed %v, %s: %.0f observations, %v probers, span %s measured %v under %v", timed, f.Subject, v.Stats.Observations, v.Probers, v.Span, v.SpanMeasured, v.SpanUnder)
 			}
 		}
-		if n != 2 {
-			t.Errorf("timed %v: %d peer findings, want 2", timed, n)
+		if len(fs) != 2 {
+			t.Errorf("timed %v: %d peer findings, want 2", timed, len(fs))
 		}
 	}
 }
@@ -171,21 +163,29 @@ func TestPeerNoObservationsUnknown(t *testing.T) {
 	in := readInputs(t, "start/etcd3616-three-r1-scrape-1.prom", "start/etcd3616-three-r1-scrape-1.prom")
 	in[0].At = time.Date(2026, 12, 7, 6, 2, 14, 0, time.UTC)
 	in[1].At = in[0].At.Add(10 * time.Second)
-	rep, err := Diagnose(in, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, f := range rep.Findings {
-		if f.Topic != TopicPeerRTT {
-			continue
-		}
-		n++
+	fs := peerRTTFindings(t, in)
+	for _, f := range fs {
 		if f.Peer.Modes.Reason != ModesNoObservations || f.Severity != Unknown {
 			t.Errorf("%s: %s, modes %+v; want unknown with no observations", f.Subject, f.Severity, f.Peer.Modes)
 		}
 	}
-	if n == 0 {
+	if len(fs) == 0 {
 		t.Fatal("no peer_rtt finding")
 	}
+}
+
+// peerRTTFindings diagnoses in and returns its peer_rtt findings.
+func peerRTTFindings(t *testing.T, in []Input) []Finding {
+	t.Helper()
+	rep, err := Diagnose(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []Finding
+	for _, f := range rep.Findings {
+		if f.Topic == TopicPeerRTT {
+			out = append(out, f)
+		}
+	}
+	return out
 }
