@@ -158,7 +158,7 @@ func runServe(args []string) error {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			watchFSTypes(wctx, ft, fsTypeProbe(f.pid, f.comm), fsTypePollEvery, os.Stderr)
+			watchFSTypes(wctx, ft, func() []string { return tracedFSTypes(f.pid, f.comm) }, fsTypePollEvery, os.Stderr)
 		}()
 		defer func() { wcancel(); <-done }()
 	}
@@ -219,13 +219,6 @@ func openCommit(cfg exporter.Config, pid int) (exporter.CommitLife, error) {
 // syscall tracepoints without knowing etcd's filesystem (no --data-dir,
 // no etcd yet), looks at etcd's open files again (watchFSTypes).
 const fsTypePollEvery = 2 * time.Second
-
-// fsTypeProbe returns what watchFSTypes asks at each look: the
-// filesystems of the files the traced processes' etcd fsyncs
-// (tracedFSTypes), nil while not known.
-func fsTypeProbe(pid int, comm string) func() []string {
-	return func() []string { return tracedFSTypes(pid, comm) }
-}
 
 // fsyncSwitcher is the fsync tracer as watchFSTypes moves it
 // (tracer.FsyncTracer).
