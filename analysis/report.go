@@ -478,7 +478,8 @@ func BuildReportWrites(recs []FsyncRecord, writes []WriteRecord, lost, missed ui
 
 // Bias counts the holes in a trace: events lost (they did not fit in the
 // ring buffer; a bigger one brings them back) and probe runs missed (runs
-// the kernel skipped, render.MissedMeaning, which no ring size brings back).
+// the kernel skipped, docs/metrics.md#missed-probe-runs, which no ring size
+// brings back).
 // Each hides at most one call. The zero Bias is a lossless trace. In JSON
 // (docs/schema.md's groups[].biased, summary version 3) it is its two
 // counts under the summary's own names, each absent when 0; render.BiasCounts
@@ -667,6 +668,42 @@ func (d *LossDelta) Since(lostTotal, missedTotal uint64) (lost, missed uint64) {
 	}
 	d.lost, d.missed = lostTotal, missedTotal
 	return lost, missed
+}
+
+// MissedRuns is one program's share of an interval's missed probe runs:
+// its event.ProgramStats name and the runs the kernel skipped.
+type MissedRuns struct {
+	Program string
+	Runs    uint64
+}
+
+// MissDelta turns a tracer's per-program skip totals (event.ProgramStats'
+// RecursionMisses plus UnseenRuns) into what each interval added. The zero
+// value starts from 0.
+type MissDelta struct{ prev map[string]uint64 }
+
+// Since returns the programs whose skips grew since the previous call, the
+// most first (then by name), and remembers the totals. A total that went
+// back (a new tracer) counts whole.
+func (d *MissDelta) Since(ps []event.ProgramStats) []MissedRuns {
+	var out []MissedRuns
+	cur := make(map[string]uint64, len(ps))
+	for _, p := range ps {
+		n := p.RecursionMisses + p.UnseenRuns
+		cur[p.Name] = n
+		grew := n - d.prev[p.Name]
+		if n < d.prev[p.Name] {
+			grew = n
+		}
+		if grew > 0 {
+			out = append(out, MissedRuns{p.Name, grew})
+		}
+	}
+	d.prev = cur
+	slices.SortFunc(out, func(a, b MissedRuns) int {
+		return cmp.Or(cmp.Compare(b.Runs, a.Runs), cmp.Compare(a.Program, b.Program))
+	})
+	return out
 }
 
 // Add counts r in the current interval.

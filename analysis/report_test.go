@@ -413,3 +413,24 @@ func TestScanJSONLCommitRecording(t *testing.T) {
 		t.Errorf("err %v, want ErrCommitRecording", err)
 	}
 }
+
+// TestMissDelta: each interval's per-program skips (recursion misses and
+// inferred unseen runs together), the most first, programs without new
+// skips left out, and a total that went back (a new tracer) counted whole.
+func TestMissDelta(t *testing.T) {
+	var d MissDelta
+	steps := []struct {
+		ps   []event.ProgramStats
+		want []MissedRuns
+	}{
+		{[]event.ProgramStats{{Name: "a", RecursionMisses: 1}, {Name: "b"}}, []MissedRuns{{"a", 1}}},
+		{[]event.ProgramStats{{Name: "a", RecursionMisses: 1}, {Name: "b"}}, nil},
+		{[]event.ProgramStats{{Name: "a", RecursionMisses: 2}, {Name: "b", RecursionMisses: 1, UnseenRuns: 4}}, []MissedRuns{{"b", 5}, {"a", 1}}},
+		{[]event.ProgramStats{{Name: "a", RecursionMisses: 1}, {Name: "b", RecursionMisses: 1, UnseenRuns: 4}}, []MissedRuns{{"a", 1}}},
+	}
+	for i, s := range steps {
+		if got := d.Since(s.ps); !reflect.DeepEqual(got, s.want) {
+			t.Errorf("step %d: got %v, want %v", i, got, s.want)
+		}
+	}
+}

@@ -89,4 +89,10 @@ type ProgramStats struct {
 	// RecursionMisses: runs the kernel skipped because a BPF program was
 	// already running on that CPU (Linux 5.12+; always counted).
 	RecursionMisses uint64
+	// UnseenRuns: runs the kernel skipped without counting them, as the
+	// tracer infers them (the fsync tracer's block_rq_complete:
+	// tracer.BlockStats.UnseenCompletions); 0 for other programs. A
+	// tracer's Missed is the sum of RecursionMisses and UnseenRuns over
+	// its programs.
+	UnseenRuns uint64
 }

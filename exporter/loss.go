@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis"
-	"github.com/etcdscope/etcdscope/render"
 )
 
 // LossLogEvery is how often serve writes one line per tracer that lost
@@ -19,10 +19,12 @@ const LossLogEvery = time.Minute
 // source that lost events or missed probe runs in that interval, e.g.
 // "etcdscope serve: fsync tracer lost 2210 events and missed 0 probe runs
 // in the last 1m0s: raise --ring-size (now 2097152 bytes)", or that its
-// loss is unknown when the count cannot be read. Nothing is written for an
+// loss is unknown when the count cannot be read. An interval that only
+// missed runs gets missedLine's line instead. Nothing is written for an
 // interval without loss.
 func logLoss(ctx context.Context, w io.Writer, every time.Duration, ringBytes uint32, names []string, srcs []Source) {
 	deltas := make([]analysis.LossDelta, len(srcs))
+	misses := make([]analysis.MissDelta, len(srcs))
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -40,18 +42,66 @@ func logLoss(ctx context.Context, w io.Writer, every time.Duration, ringBytes ui
 				continue
 			}
 			lost, missed := deltas[i].Since(total, s.Missed())
+			progs := misses[i].Since(s.ProgramStats())
 			if lost == 0 && missed == 0 {
+				continue
+			}
+			if lost == 0 {
+				fmt.Fprintln(w, missedLine(names[i], missed, every, progs))
 				continue
 			}
 			fix := "raise --ring-size"
 			if ringBytes != 0 {
 				fix = fmt.Sprintf("raise --ring-size (now %d bytes)", ringBytes)
 			}
-			if lost == 0 {
-				fix = render.MissedMeaning + ": calls or requests go unattributed; a bigger ring does not help"
-			}
 			fmt.Fprintf(w, "etcdscope serve: %s tracer lost %d events and missed %d probe runs in the last %v: %s\n",
 				names[i], lost, missed, every, fix)
 		}
 	}
+}
+
+// missedRunsDoc is where the loss line of missed runs sends the reader:
+// both kinds of skip, what each program's skip leaves out, and the test
+// host where they were measured.
+const missedRunsDoc = "docs/metrics.md#missed-probe-runs"
+
+// missedLine words an interval whose only loss is runs the kernel skipped
+// (lost events 0): the number and the cause first, the program with the
+// most of them (and how many others had some), what those runs can leave
+// short, and the docs for the rest, e.g. "etcdscope serve: 20 fsync probe
+// runs skipped in 1m0s (block_rq_complete): another BPF program ran on
+// that CPU; block layer times of calls may be short;
+// docs/metrics.md#missed-probe-runs". No ring size brings them back, so no
+// flag is named.
+func missedLine(tracer string, missed uint64, every time.Duration, progs []analysis.MissedRuns) string {
+	which := ""
+	switch {
+	case len(progs) == 1:
+		which = " (" + progs[0].Program + ")"
+	case len(progs) > 1:
+		which = fmt.Sprintf(" (%s +%d)", progs[0].Program, len(progs)-1)
+	}
+	return fmt.Sprintf("etcdscope serve: %d %s probe runs skipped in %v%s: another BPF program ran on that CPU; %s; %s",
+		missed, tracer, every, which, missedEffect(tracer, progs), missedRunsDoc)
+}
+
+// missedEffect says what the skipped runs of a tracer's programs can
+// leave short (docs/metrics.md#missed-probe-runs has the table).
+func missedEffect(tracer string, progs []analysis.MissedRuns) string {
+	switch tracer {
+	case "fsync", "commit_fsync":
+		blockOnly := len(progs) > 0
+		for _, p := range progs {
+			blockOnly = blockOnly && strings.HasPrefix(p.Program, "block_")
+		}
+		if blockOnly {
+			return "block layer times of calls may be short"
+		}
+		return "calls may be uncounted or short"
+	case "peers":
+		return "RTT samples may be missing"
+	case "commit":
+		return "writes may lack steps"
+	}
+	return "events may be missing"
 }

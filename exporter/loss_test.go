@@ -6,8 +6,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 	"time"
 
+	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
@@ -15,6 +17,7 @@ import (
 // steppedSource's totals grow by its steps, one step per Lost call.
 type steppedSource struct {
 	lost, missed []uint64
+	progs        [][]event.ProgramStats // per step; nil: none named
 	i            atomic.Int32
 }
 
@@ -25,7 +28,12 @@ func (s *steppedSource) Lost() (uint64, error) {
 func (s *steppedSource) Missed() uint64 {
 	return s.missed[min(int(s.i.Load())-1, len(s.missed)-1)]
 }
-func (s *steppedSource) ProgramStats() []event.ProgramStats { return nil }
+func (s *steppedSource) ProgramStats() []event.ProgramStats {
+	if len(s.progs) == 0 {
+		return nil
+	}
+	return s.progs[min(int(s.i.Load())-1, len(s.progs)-1)]
+}
 
 // brokenSource cannot read its lost-event count.
 type brokenSource struct{ steppedSource }
@@ -70,5 +78,56 @@ func TestLogLoss(t *testing.T) {
 	logLoss(ctx, &out2, 20*time.Millisecond, 1<<21, []string{"peers"}, []Source{&brokenSource{}})
 	if got, want := out2.String(), "etcdscope serve: peers tracer's lost events unknown in the last 20ms: reading lost_events: bad fd\n"; !strings.HasPrefix(got, want) {
 		t.Fatalf("got %q, want it to start with %q", got, want)
+	}
+}
+
+// TestLogLossMissedOnly: an interval that lost nothing but missed runs
+// leads with the number and the cause, names the programs the runs were
+// skipped in (the kernel's recursion misses and the inferred unseen
+// completions alike), says what they can leave short, links the docs, and
+// stays within the 200 characters of cmd/etcdscope's TestOutputLinesConcise.
+func TestLogLossMissedOnly(t *testing.T) {
+	ps := func(complete, unseen, issue uint64) []event.ProgramStats {
+		return []event.ProgramStats{
+			{Name: "block_rq_complete", RecursionMisses: complete, UnseenRuns: unseen},
+			{Name: "block_rq_issue", RecursionMisses: issue},
+			{Name: "sys_exit_fdatasync"},
+		}
+	}
+	fsync := &steppedSource{
+		lost:   []uint64{0, 0, 0, 0},
+		missed: []uint64{0, 20, 20, 27},
+		progs:  [][]event.ProgramStats{ps(0, 0, 0), ps(0, 20, 0), ps(0, 20, 0), ps(2, 24, 1)},
+	}
+	var out testenv.SyncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		logLoss(ctx, &out, 20*time.Millisecond, 1<<21, []string{"fsync"}, []Source{fsync})
+		close(done)
+	}()
+	for deadline := time.Now().Add(5 * time.Second); fsync.i.Load() < 5 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	want := []string{
+		"etcdscope serve: 20 fsync probe runs skipped in 20ms (block_rq_complete): another BPF program ran on that CPU; " +
+			"block layer times of calls may be short; docs/metrics.md#missed-probe-runs",
+		"etcdscope serve: 7 fsync probe runs skipped in 20ms (block_rq_complete +1): another BPF program ran on that CPU; " +
+			"block layer times of calls may be short; docs/metrics.md#missed-probe-runs",
+	}
+	got := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("got:\n%s\nwant:\n%s", out.String(), strings.Join(want, "\n"))
+	}
+	// The longest a minute's line gets: a 6-digit count, the longest
+	// tracer name, program name (24 characters) and effect.
+	long := missedLine("commit_fsync", 999999, time.Minute, []analysis.MissedRuns{
+		{Program: "write_sys_enter_pwritev2", Runs: 333333}, {Program: "write_sys_enter_pwrite64", Runs: 333333}, {Program: "block_rq_complete", Runs: 333333}})
+	for _, l := range append(got, long) {
+		if n := utf8.RuneCountInString(l); n > 200 {
+			t.Errorf("%d characters, over 200: %s", n, l)
+		}
 	}
 }

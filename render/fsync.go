@@ -395,15 +395,6 @@ func binnedWhy(calls int64) string {
 	return fmt.Sprintf("the report's %d exact values (analysis.MaxExactValues) spent", analysis.MaxExactValues)
 }
 
-// MissedMeaning says what a missed probe run is, for every report that
-// counts them (bpf_prog_info.recursion_misses): the kernel does not nest
-// BPF programs on a CPU. A tp_btf program is skipped when it fires again
-// while it still runs there; a tracepoint, kprobe or uprobe program when
-// any program of those kinds does (bpf_prog_active). Only an interrupt
-// can fire it meanwhile, so misses are rare and a bigger ring buffer does
-// not bring them back.
-const MissedMeaning = "the kernel skipped probes that fired, from an interrupt, while a BPF program they cannot nest in ran on that CPU"
-
 // Unavailable writes the "unavailable:" lines of a probe that did not
 // attach: the probe and what goes dark lead, why on an indented line under
 // it, so that the number of words per line stays within maxLineRunes. An

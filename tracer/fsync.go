@@ -351,7 +351,19 @@ func (t *FsyncTracer) Missed() uint64 {
 // tracer (syscall, block, journal, stacked-device and jbd2 wait programs),
 // sorted by name. Programs that were not loaded (a kernel without jbd2 or
 // XFS) are left out.
-func (t *FsyncTracer) ProgramStats() []event.ProgramStats { return programStats(t.programs()) }
+// block_rq_complete's entry carries BlockStats.UnseenCompletions as its
+// UnseenRuns, so the per-program skips add up to Missed.
+func (t *FsyncTracer) ProgramStats() []event.ProgramStats {
+	ps := programStats(t.programs())
+	if st, err := t.BlockStats(); err == nil {
+		for i := range ps {
+			if ps[i].Name == "block_rq_complete" {
+				ps[i].UnseenRuns = st.UnseenCompletions
+			}
+		}
+	}
+	return ps
+}
 
 // programs returns every loaded program by name.
 func (t *FsyncTracer) programs() map[string]*ebpf.Program {
