@@ -14,13 +14,52 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/peers"
 )
 
-// PeerLinkLabel names a link: the folded one (peers.MaxLinks) by what it
-// holds.
+// PeerLinkLabel names a link: "etcd[123] 127.0.0.1 → [456] 127.0.0.2
+// (active)"; a process that is not etcd by its name and how many of its
+// processes the link holds, "curl[19 pids] 127.0.0.1 → 127.0.0.2
+// (active)" (peers.Link.FromAnyPID); the folded one (peers.MaxLinks) by
+// what it holds.
 func PeerLinkLabel(l *peers.LinkStats) string {
 	if l.Folded > 0 {
 		return fmt.Sprintf("other (%d links folded: a report keeps the %d that moved the most bytes apart)", l.Folded, peers.MaxLinks)
 	}
-	return l.Link.String()
+	to := l.Link.To.String()
+	if l.Link.ToPID != 0 {
+		to = fmt.Sprintf("[%d] %s", l.Link.ToPID, to)
+	}
+	return fmt.Sprintf("%s → %s (%s)", peerFrom(l.Link, l.Processes, true), to, l.Link.Direction)
+}
+
+// PeerLinkFrom names a link's local end: "etcd[12565]", "curl[*]" (every
+// curl process: peers.Link.FromAnyPID), or its address.
+func PeerLinkFrom(l peers.Link) string { return peerFrom(l, 0, false) }
+
+// peerFrom names a link's From end: the process, when known, counted as
+// processes (0: "*") for a FromAnyPID link, and with the address when
+// withAddr.
+func peerFrom(l peers.Link, processes int, withAddr bool) string {
+	comm := l.FromComm // the table's "[42] 10.0.0.1" when not known
+	if !withAddr {
+		comm = dash(comm)
+	}
+	proc := ""
+	switch {
+	case l.FromAnyPID && processes >= peers.MaxProcesses:
+		proc = fmt.Sprintf("%s[%d+ pids]", comm, processes)
+	case l.FromAnyPID && processes > 0:
+		proc = fmt.Sprintf("%s[%s]", comm, counted(processes, "pid"))
+	case l.FromAnyPID:
+		proc = comm + "[*]"
+	case l.FromPID != 0:
+		proc = fmt.Sprintf("%s[%d]", comm, l.FromPID)
+	}
+	switch {
+	case proc == "":
+		return l.From.String()
+	case withAddr:
+		return proc + " " + l.From.String()
+	}
+	return proc
 }
 
 // UnassembledLine says how many events were not assembled
@@ -200,13 +239,6 @@ func SlowPeerVerdict(sp etcdmetric.SlowPeer) string {
 		who, part, d(sp.P99), PeerLinkFrom(sp.From), d(sp.Timeouts.Heartbeat), whence)
 }
 
-// PeerLinkFrom names a link's local end: "etcd[12565]", or its address.
-func PeerLinkFrom(l peers.Link) string {
-	if l.FromPID != 0 {
-		return fmt.Sprintf("%s[%d]", dash(l.FromComm), l.FromPID)
-	}
-	return l.From.String()
-}
 
 // comparisonWho names a comparison's member and peer address, when the
 // member list matched them: " (c, 127.0.0.13)".

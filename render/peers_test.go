@@ -152,3 +152,32 @@ func TestTableNotAMember(t *testing.T) {
 		}
 	}
 }
+
+// TestPeerLinkLabelProcesses: a link of every process of one name that
+// is not etcd (peers.Link.FromAnyPID) says the name and how many
+// processes it holds, "at least" at peers.MaxProcesses; a pid-keyed link
+// and the slow-peer verdict's local end are said as before.
+func TestPeerLinkLabelProcesses(t *testing.T) {
+	lo, to := netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")
+	curl := peers.Link{Direction: event.PeerActive, FromAnyPID: true, FromComm: "curl", From: lo, To: to, Peer: to}
+	for _, c := range []struct {
+		l    peers.LinkStats
+		want string
+	}{
+		{peers.LinkStats{Link: curl, Processes: 19}, "curl[19 pids] 127.0.0.1 → 127.0.0.2 (active)"},
+		{peers.LinkStats{Link: curl, Processes: 1}, "curl[1 pid] 127.0.0.1 → 127.0.0.2 (active)"},
+		{peers.LinkStats{Link: curl, Processes: peers.MaxProcesses}, "curl[1024+ pids] 127.0.0.1 → 127.0.0.2 (active)"},
+		{peers.LinkStats{Link: peers.Link{Direction: event.PeerPassive, FromPID: 42, From: lo, To: to, ToPID: 7, Peer: lo}}, "[42] 127.0.0.1 → [7] 127.0.0.2 (passive)"},
+		{peers.LinkStats{Link: peers.Link{Direction: event.PeerActive, FromPID: 7, FromComm: "etcd", From: lo, To: to, Peer: to}}, "etcd[7] 127.0.0.1 → 127.0.0.2 (active)"},
+	} {
+		if got := PeerLinkLabel(&c.l); got != c.want {
+			t.Errorf("got %q, want %q", got, c.want)
+		}
+		if got := c.l.Link.String(); c.l.Processes == 0 && got != c.want {
+			t.Errorf("Link.String %q, want %q", got, c.want)
+		}
+	}
+	if got := PeerLinkFrom(curl); got != "curl[*]" {
+		t.Errorf("PeerLinkFrom %q, want curl[*]", got)
+	}
+}

@@ -7,9 +7,11 @@ package peers
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/stats"
@@ -84,8 +86,15 @@ type Link struct {
 	Direction event.PeerDirection `json:"direction"`
 	FromPID   uint32              `json:"from_pid,omitempty"`
 	FromComm  string              `json:"from_comm,omitempty"`
-	From      netip.Addr          `json:"from"`
-	To        netip.Addr          `json:"to"`
+	// FromAnyPID: the connections of every process named FromComm
+	// (FromPID 0), which is not etcd (EtcdComm): short-lived clients
+	// (curl, a script's prober) fold into one link per name and ends
+	// instead of one per process (LinkStats.Processes counts them);
+	// etcd's links stay one per pid. A report names such a link by its
+	// pid (FromPID, FromAnyPID false) while it holds one process only.
+	FromAnyPID bool       `json:"from_any_pid,omitempty"`
+	From       netip.Addr `json:"from"`
+	To         netip.Addr `json:"to"`
 	// ToPID: for links this host accepted, the process holding the
 	// accepting end, when known.
 	ToPID uint32 `json:"to_pid,omitempty"`
@@ -94,10 +103,15 @@ type Link struct {
 	Peer netip.Addr `json:"peer"`
 }
 
-// String formats the link as "etcd[123] 127.0.0.1 → 127.0.0.2".
+// String formats the link as "etcd[123] 127.0.0.1 → 127.0.0.2", or
+// "curl[*] 127.0.0.1 → 127.0.0.2" (FromAnyPID: every curl process;
+// LinkStats.Processes counts them).
 func (l Link) String() string {
 	from := l.From.String()
-	if l.FromPID != 0 {
+	switch {
+	case l.FromAnyPID:
+		from = fmt.Sprintf("%s[*] %s", l.FromComm, from)
+	case l.FromPID != 0:
 		from = fmt.Sprintf("%s[%d] %s", l.FromComm, l.FromPID, from)
 	}
 	to := l.To.String()
@@ -159,6 +173,10 @@ type LinkStats struct {
 	Retransmits uint64 `json:"retransmits"`
 	BytesAcked  uint64 `json:"bytes_acked"`
 	BytesRecv   uint64 `json:"bytes_received"`
+	// Processes: for a Link.FromAnyPID link, the distinct pids of its
+	// connections, counted up to MaxProcesses (a count of MaxProcesses
+	// means at least that many).
+	Processes int `json:"processes,omitempty"`
 	// Folded, when not 0, marks the one link that sums the links past
 	// MaxLinks (its Link is zero): how many links were folded into it. It
 	// comes last; its per-request series is not kept (counted dropped).
@@ -328,14 +346,32 @@ func (a *Assembler) lateOwner(e *event.Peer) {
 type linkAcc struct {
 	st                                                LinkStats
 	hs, synack, srtt, minrtt, perreq, lifetime, setup stats.Series
-	samples                                           *sampleBudget // its set's; nil: MaxSeries alone
+	samples                                           *sampleBudget       // its set's; nil: MaxSeries alone
+	pids                                              map[uint32]struct{} // a FromAnyPID link's (MaxProcesses)
 }
 
 func (l *linkAcc) clone() *linkAcc {
 	c := &linkAcc{st: l.st, hs: l.hs.Clone(), synack: l.synack.Clone(), srtt: l.srtt.Clone(), minrtt: l.minrtt.Clone(),
-		perreq: l.perreq.Clone(), lifetime: l.lifetime.Clone(), setup: l.setup.Clone()}
+		perreq: l.perreq.Clone(), lifetime: l.lifetime.Clone(), setup: l.setup.Clone(), pids: maps.Clone(l.pids)}
 	c.st.PerRequestSeries = slices.Clone(l.st.PerRequestSeries)
 	return c
+}
+
+// MaxProcesses bounds the pids a FromAnyPID link counts (LinkStats.
+// Processes): ~52 KiB of map each at the bound, 3.3 MiB for MaxLinks
+// links (TestLinkProcessesBounded).
+const MaxProcesses = 1024
+
+// addPID counts pid among a FromAnyPID link's processes.
+func (l *linkAcc) addPID(pid uint32) {
+	if pid == 0 || len(l.pids) >= MaxProcesses {
+		return
+	}
+	if l.pids == nil {
+		l.pids = map[uint32]struct{}{}
+	}
+	l.pids[pid] = struct{}{}
+	l.st.Processes = len(l.pids)
 }
 
 // MaxSeriesSamples bounds the per-request samples (16 bytes each: 8 MiB)
@@ -397,8 +433,10 @@ func (l *linkAcc) trimSamples(keep int) {
 	}
 }
 
-// addConn counts connection c (not a mirror, not excluded) in l.
-func (l *linkAcc) addConn(c *Conn, perRequestMax time.Duration) {
+// addConn counts connection c (not a mirror, not excluded) in l; pid is
+// its process when l is FromAnyPID (linkOf), else 0.
+func (l *linkAcc) addConn(c *Conn, pid uint32, perRequestMax time.Duration) {
+	l.addPID(pid)
 	if c.OpenNs != 0 {
 		l.st.Opened++
 		if c.HandshakeNs != 0 {
@@ -514,7 +552,8 @@ func (a *Assembler) compact() {
 		if c.Mirror || (a.Exclude != nil && a.Exclude(c.Local)) {
 			continue
 		}
-		a.done.get(linkOf(c)).addConn(c, defaultPerRequestMax)
+		l, pid := linkOf(c)
+		a.done.get(l).addConn(c, pid, defaultPerRequestMax)
 	}
 	clear(batch)
 	for s, i := range a.live {
@@ -570,7 +609,8 @@ func (a *Assembler) Report(opt Options) Report {
 		if c.Mirror || opt.ExcludeLocal[c.Local] {
 			continue
 		}
-		links.get(linkOf(c)).addConn(c, opt.PerRequestMax)
+		l, pid := linkOf(c)
+		links.get(l).addConn(c, pid, opt.PerRequestMax)
 	}
 	minutes := float64(window) / float64(time.Minute)
 	var other *LinkStats
@@ -591,6 +631,12 @@ func (a *Assembler) Report(opt Options) Report {
 			a.st.PerRequestSeries = a.st.PerRequestSeries[n-MaxSeries:]
 		}
 		a.st.Lifetime = a.lifetime.Summary()
+		if a.st.Link.FromAnyPID && len(a.pids) == 1 {
+			// One process of that name so far: its pid names it.
+			for pid := range a.pids {
+				a.st.Link.FromPID, a.st.Link.FromAnyPID, a.st.Processes = pid, false, 0
+			}
+		}
 		if a == links.other {
 			a.st.Folded = links.folded
 			other = &a.st
@@ -619,18 +665,38 @@ func linkLess(a, b Link) bool {
 	return a.To.Less(b.To)
 }
 
-func linkOf(c *Conn) Link {
+// linkOf returns c's link and, when the link is FromAnyPID, the pid it
+// folded away (else 0).
+func linkOf(c *Conn) (Link, uint32) {
+	var l Link
 	switch c.Direction {
 	case event.PeerActive:
-		return Link{Direction: event.PeerActive, FromPID: c.PID, FromComm: c.Comm, From: c.Local.Addr(), To: c.Remote.Addr(), Peer: c.Remote.Addr()}
+		l = Link{Direction: event.PeerActive, FromPID: c.PID, FromComm: c.Comm, From: c.Local.Addr(), To: c.Remote.Addr(), Peer: c.Remote.Addr()}
 	default:
 		// Passive or preexisting: for a preexisting connection we do not
 		// know who opened it; the side on the well-known port accepted it.
 		if c.isClient() {
-			return Link{Direction: event.PeerPreexisting, FromPID: c.Owner, FromComm: c.Comm, From: c.Local.Addr(), To: c.Remote.Addr(), Peer: c.Remote.Addr()}
+			l = Link{Direction: event.PeerPreexisting, FromPID: c.Owner, FromComm: c.Comm, From: c.Local.Addr(), To: c.Remote.Addr(), Peer: c.Remote.Addr()}
+		} else {
+			l = Link{Direction: c.Direction, FromPID: c.PID, FromComm: c.Comm, From: c.Remote.Addr(), To: c.Local.Addr(), ToPID: c.Owner, Peer: c.Remote.Addr()}
 		}
-		return Link{Direction: c.Direction, FromPID: c.PID, FromComm: c.Comm, From: c.Remote.Addr(), To: c.Local.Addr(), ToPID: c.Owner, Peer: c.Remote.Addr()}
 	}
+	if l.FromPID != 0 && l.FromComm != "" && !EtcdComm(l.FromComm) {
+		pid := l.FromPID
+		l.FromPID, l.FromAnyPID = 0, true
+		return l, pid
+	}
+	return l, 0
+}
+
+// EtcdComm reports whether comm (a task's name, at most 15 bytes) is
+// etcd's: "etcd", or "etcd" and a version ("etcd35", "etcd-3.5.21",
+// "etcd_v3"). etcdctl, etcdutl and etcdscope are not. A link from etcd
+// stays one per pid (a member's restart is a new row); another process's
+// links fold into one per name (Link.FromAnyPID).
+func EtcdComm(comm string) bool {
+	rest, ok := strings.CutPrefix(comm, "etcd")
+	return ok && strings.Trim(rest, "0123456789.-_v") == ""
 }
 
 // localIsClient guesses for a preexisting connection that the end whose

@@ -358,3 +358,71 @@ func TestLateOwner(t *testing.T) {
 		})
 	}
 }
+
+// TestShortLivedClientsFold (the new-user walk: 19 curl rows): the
+// connections of 19 short-lived curl processes to the peer port, each
+// with its own pid, make one link per name and ends with every count
+// kept and the 19 processes counted; etcd's links stay one per pid (a
+// restarted member is a new row), a name with one process is named by
+// its pid, and a loopback curl's accepting end folds into the curl link,
+// not into a row of its own.
+func TestShortLivedClientsFold(t *testing.T) {
+	var ev []event.Peer
+	for i := range uint64(19) {
+		local := netip.AddrPortFrom(loop1.Addr(), loop1.Port()+uint16(i))
+		a := probeConn(100+i, i*ms, event.PeerActive, local, loop2, 30_000, 2*ms, 25)
+		p := probeConn(200+i, i*ms+10_000, event.PeerPassive, loop2, local, 0, 2*ms, 20)
+		for j := range a {
+			a[j].PID, a[j].Comm = uint32(1000+i), "curl"
+		}
+		ev = append(ev, a[0], p[0], a[1], p[1], a[2], p[2], a[3], p[3])
+	}
+	one := probeConn(400, 40*ms, event.PeerActive, hostA, v6peer, 50_000, 3*ms, 40) // one process of its name
+	for j := range one {
+		if one[j].PID != 0 {
+			one[j].PID, one[j].Comm = 4242, "prober"
+		}
+	}
+	ev = append(ev, one...)
+	for i, pid := range []uint32{7, 8} { // one member, restarted
+		e := probeConn(300+uint64(i), 30*ms+uint64(i)*ms, event.PeerActive, hostA, hostB, 50_000, 3*ms, 40)
+		for j := range e {
+			if e[j].PID != 0 {
+				e[j].PID = pid
+			}
+		}
+		ev = append(ev, e...)
+	}
+	rep := Analyze(ev, Options{Window: time.Minute})
+	var got []string
+	for _, l := range rep.Links {
+		got = append(got, l.Link.String())
+		if l.Link.FromComm == "curl" && (l.Opened != 19 || l.Closed != 19 || l.Processes != 19 || l.PerRequest.Count != 19 ||
+			l.HandshakeRTT.Count != 19 || l.PeerSynAckRTT.Count != 19 || l.BytesAcked != 19*900 || len(l.PerRequestSeries) != 19) {
+			t.Errorf("curl link: %+v; want 19 connections of 19 processes, every count kept", l)
+		}
+		if l.Link.FromComm == "etcd" && (l.Opened != 1 || l.Processes != 0) {
+			t.Errorf("etcd link %v: opened %d, processes %d; want 1 and 0 (its pid is in the link)", l.Link, l.Opened, l.Processes)
+		}
+	}
+	want := []string{
+		"curl[*] 127.0.0.1 → 127.0.0.2 (active)",
+		"etcd[7] 10.0.0.1 → 10.0.0.2 (active)",
+		"etcd[8] 10.0.0.1 → 10.0.0.2 (active)",
+		"prober[4242] 10.0.0.1 → fd00::2 (active)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("links %q, want %q", got, want)
+	}
+}
+
+// TestEtcdComm: etcd's names keep a link per pid; its tools' and any
+// other process's do not.
+func TestEtcdComm(t *testing.T) {
+	for comm, want := range map[string]bool{"etcd": true, "etcd35": true, "etcd-3.5.21": true, "etcd_v3": true,
+		"etcdctl": false, "etcdutl": false, "etcdscope": false, "etcdscope.test": false, "curl": false, "": false, "myetcd": false} {
+		if got := EtcdComm(comm); got != want {
+			t.Errorf("EtcdComm(%q) = %v, want %v", comm, got, want)
+		}
+	}
+}
