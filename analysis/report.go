@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/jsonl"
+	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/analysis/stats"
 	"github.com/etcdscope/etcdscope/event"
 )
@@ -796,6 +797,11 @@ func ScanJSONLSpans(r io.Reader, fsync func(*FsyncRecord, jsonl.Span) error, wri
 			// (commit/v2), not this one's.
 			return ErrCommitRecording
 		}
+		if h.Type == peers.HeaderType {
+			// etcdscope peers --record's header (schema peers/v1): its
+			// lines are TCP events, read by etcdmetric.ScanRecording.
+			return ErrPeersRecording
+		}
 		if h.Type == "hypervisor" || h.Type == "hv_io" || h.Type == "hv_summary" {
 			// The host's side of a guest/host pair (docs/merge.md): its
 			// fsync records are QEMU's flushes, and its hv_summary's
@@ -896,6 +902,11 @@ var ErrImpossibleRecord = errors.New("not a record etcdscope writes")
 // recording of `etcdscope commit --output json` (schema commit/v2, read by
 // analysis/commit.ReadRecords): its records are writes, not fsync calls.
 var ErrCommitRecording = errors.New("a commit recording (etcdscope commit --output json, schema commit/v2), not an fsync one")
+
+// ErrPeersRecording is returned (wrapped with its line) by ScanJSONL for a
+// recording of `etcdscope peers --record` (schema peers/v1, docs/peers.md),
+// which the page reads with --peers beside an fsync recording.
+var ErrPeersRecording = errors.New("a peers recording (etcdscope peers --record, schema peers/v1), not an fsync one")
 
 // ErrHypervisorRecording is returned (wrapped with its line) by ScanJSONL
 // for a recording of `etcdscope hypervisor --output json` (docs/merge.md:

@@ -250,6 +250,11 @@ var badInputs = slices.Concat([]badInput{
 	// refused as "schema version 2 is newer than this etcdscope's 1".
 	{args: []string{"report", "../../testdata/loopback3/commit.jsonl"}, fix: "is a commit recording (etcdscope commit --output json), not an fsync one"},
 	{args: []string{"report", "--html", "$D/r.html", "../../testdata/loopback3/commit.jsonl"}, fix: "is a commit recording"},
+	// The new-user walk: a peers recording or capture given where the
+	// page's fsync recording goes is refused naming what works with it.
+	{args: []string{"report", "../../testdata/loopback3/peers.jsonl"}, fix: "is a peers recording: report replays a peers --capture as a table, or draws a recording on the page (etcdscope report --html OUT.html --peers ../../testdata/loopback3/peers.jsonl FSYNC-RECORDING)"},
+	{args: []string{"report", "--html", "$D/r.html", "../../testdata/loopback3/peers.jsonl"}, fix: "give this one with --peers (etcdscope report --html $D/r.html --peers ../../testdata/loopback3/peers.jsonl FSYNC-RECORDING)"},
+	{args: []string{"report", "--html", "$D/r.html", "../../testdata/capture/peers.capture.jsonl"}, fix: "--peers ../../testdata/capture/peers.capture.jsonl FSYNC-RECORDING), or without --html for its table"},
 	{args: []string{"report", "$D/hypervisor.jsonl"}, fix: "is a hypervisor recording (etcdscope hypervisor --output json), not an fsync one: give it to etcdscope merge --guest GUEST.jsonl --host $D/hypervisor.jsonl"},
 	{args: []string{"report", "$D/hvsummary.jsonl"}, fix: "give it to etcdscope merge --guest GUEST.jsonl --host $D/hvsummary.jsonl"},
 	{args: []string{"report", "--html", "$D/r.html", "$D/hypervisor.jsonl"}, fix: "is a hypervisor recording"},

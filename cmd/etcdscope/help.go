@@ -49,7 +49,7 @@ var helps = map[string]helpText{
 	}},
 	"report": {"etcdscope report [--output table|json | --html OUT.html [--peers PEERS.jsonl] [--merge MERGED.jsonl]] [--fail-over-budget] RECORDING.jsonl|CAPTURE.jsonl (- for stdin)", []string{
 		"etcdscope report trace.jsonl                                   # the table again, from a recording",
-		"etcdscope report --html page.html --peers peers.jsonl trace.jsonl # one self-contained page to share (a capture too)",
+		"etcdscope report --html page.html --peers peers.jsonl trace.jsonl # one page to share: trace fsync's, --peers peers' (a recording or --capture)",
 		"etcdscope report --fail-over-budget trace.jsonl                # exit 3 if a WAL (or other files') group's p99 is over 10 ms",
 	}},
 	"check": {"etcdscope check [--output table|json] [SUBCOMMAND...]  (exit 1 when something a subcommand needs is missing; naming subcommands judges only theirs)", []string{

@@ -95,7 +95,7 @@ func runReport(args []string) error {
 			return usagef("reading %s: %v", fs.Arg(0), err)
 		}
 		if t := rd.Header().Tracer; t != capture.TracerFsync {
-			return usagef("%s is a %s capture: the page draws fsync calls from an fsync recording or capture; give this one with --peers (etcdscope report --html %s --peers %s FSYNC-RECORDING)", fs.Arg(0), t, *htmlOut, fs.Arg(0))
+			return usagef("%s is a %s capture: the page draws fsync calls from an fsync recording or capture; give this one with --peers (etcdscope report --html %s --peers %s FSYNC-RECORDING), or without --html for its table", fs.Arg(0), t, *htmlOut, fs.Arg(0))
 		}
 		pr, pw := io.Pipe()
 		replayR = pr
@@ -146,6 +146,12 @@ func runReport(args []string) error {
 			// No command reads it back yet: its commit_summary line is
 			// the run's summary (docs/schema.md).
 			return usagef("%s is a commit recording (etcdscope commit --output json), not an fsync one: report reads fsync recordings; its last line, commit_summary, is that run's summary (docs/schema.md)", fs.Arg(0))
+		}
+		if errors.Is(err, analysis.ErrPeersRecording) {
+			if *htmlOut != "" {
+				return usagef("%s is a peers recording: the page draws fsync calls from an fsync recording or capture; give this one with --peers (etcdscope report --html %s --peers %s FSYNC-RECORDING)", fs.Arg(0), *htmlOut, fs.Arg(0))
+			}
+			return usagef("%s is a peers recording: report replays a peers --capture as a table, or draws a recording on the page (etcdscope report --html OUT.html --peers %s FSYNC-RECORDING)", fs.Arg(0), fs.Arg(0))
 		}
 		if errors.Is(err, analysis.ErrHypervisorRecording) {
 			return usagef("%s is a hypervisor recording (etcdscope hypervisor --output json), not an fsync one: give it to etcdscope merge --guest GUEST.jsonl --host %s, with the guest's etcdscope fsync --output json", fs.Arg(0), fs.Arg(0))
