@@ -53,12 +53,21 @@ func ServeCommitSyncsError(err error) string {
 	return fmt.Sprintf("etcdscope serve: commit: fsync tracer on etcd: %v: the WAL fdatasyncs in /commit/entries are not split by cause", err)
 }
 
-// ServeFsyncOnExt4: serve, started before etcd, found etcd's files on
-// ext4 and moved its fsync tracer's calls to ext4's tracepoints;
-// stranded calls (on another filesystem, hung past the handover's wait)
-// were counted as lost.
-func ServeFsyncOnExt4(stranded uint64) string {
-	s := "etcdscope serve: fsync: etcd's files are on ext4: its fsyncs are traced on ext4's tracepoints from now on (the 4 syscall tracepoints detached, every call counted once across the switch)"
+// ServeTraced names the processes serve's fsync tracer follows, as the
+// flags gave them: "pid 4242" (--pid), or the --comm value ("etcd").
+func ServeTraced(pid int, comm string) string {
+	if pid != 0 {
+		return fmt.Sprintf("pid %d", pid)
+	}
+	return comm
+}
+
+// ServeFsyncOnExt4: serve, started before etcd, found the files of who
+// (ServeTraced) on ext4 and moved its fsync tracer's calls to ext4's
+// tracepoints; stranded calls (on another filesystem, hung past the
+// handover's wait) were counted as lost.
+func ServeFsyncOnExt4(who string, stranded uint64) string {
+	s := fmt.Sprintf("etcdscope serve: fsync: %s's files are on ext4: its fsyncs are traced on ext4's tracepoints from now on (the 4 syscall tracepoints detached, every call counted once across the switch)", who)
 	if stranded > 0 {
 		s += fmt.Sprintf("; %d call(s) in flight on another filesystem were not waited for: counted in etcdscope_lost_events_total{tracer=\"fsync\"}", stranded)
 	}
@@ -66,26 +75,27 @@ func ServeFsyncOnExt4(stranded uint64) string {
 }
 
 // ServeFsyncMode says, once at serve's start, where its fsync tracer
-// traces the calls: on the syscall tracepoints until etcd's files are
-// known (waiting), on ext4's tracepoints (the traced files on ext4: no
-// syscall tracepoint), or on the syscall tracepoints (they see every
-// call; fstypes: the traced files' filesystems, nil when not known).
-func ServeFsyncMode(waiting, onSyscalls bool, fstypes []string) string {
+// traces the calls: on the syscall tracepoints until the files of who
+// (ServeTraced) are known (waiting), on ext4's tracepoints (the traced
+// files on ext4: no syscall tracepoint), or on the syscall tracepoints
+// (they see every call; fstypes: the traced files' filesystems, nil when
+// not known).
+func ServeFsyncMode(who string, waiting, onSyscalls bool, fstypes []string) string {
 	switch {
 	case waiting:
-		return "etcdscope serve: fsync: on the syscall tracepoints (every process's syscalls pay for them) until the traced etcd holds its WAL and bbolt file open; then on ext4's tracepoints if those are on ext4"
+		return fmt.Sprintf("etcdscope serve: fsync: on the syscall tracepoints (every process's syscalls pay for them) until %s holds a WAL and a bbolt file open; then on ext4's tracepoints if those are on ext4", who)
 	case !onSyscalls:
-		return "etcdscope serve: fsync: on ext4's tracepoints (the traced etcd's files are on ext4; no syscall tracepoint): an fsync on another filesystem is not seen (give --data-dir for each data and WAL directory)"
+		return "etcdscope serve: fsync: on ext4's tracepoints (the traced files are on ext4; no syscall tracepoint): an fsync on another filesystem is not seen (give --data-dir for each data and WAL directory)"
 	case len(fstypes) > 0:
 		return fmt.Sprintf("etcdscope serve: fsync: on the syscall tracepoints (the traced files are on %s; they see every call)", strings.Join(fstypes, ", "))
 	}
 	return "etcdscope serve: fsync: on the syscall tracepoints (the traced files' filesystem not known; they see every call)"
 }
 
-// ServeFsyncStaysOnSyscalls: serve, started before etcd, found etcd's
-// files on a filesystem ext4's tracepoints do not cover.
-func ServeFsyncStaysOnSyscalls(fstypes []string) string {
-	return fmt.Sprintf("etcdscope serve: fsync: etcd's files are on %s: its fsyncs stay traced on the syscall tracepoints (only ext4 has tracepoints of its own to trace them on)", strings.Join(fstypes, ", "))
+// ServeFsyncStaysOnSyscalls: serve, started before etcd, found the files
+// of who (ServeTraced) on a filesystem ext4's tracepoints do not cover.
+func ServeFsyncStaysOnSyscalls(who string, fstypes []string) string {
+	return fmt.Sprintf("etcdscope serve: fsync: %s's files are on %s: its fsyncs stay traced on the syscall tracepoints (only ext4 has tracepoints of its own to trace them on)", who, strings.Join(fstypes, ", "))
 }
 
 // ServeFsyncSwitchError: the move to ext4's tracepoints failed; the

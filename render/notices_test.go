@@ -53,6 +53,11 @@ func TestNotices(t *testing.T) {
 		{ServeReadyError(boom), "etcdscope serve: writing --ready-file: boom"},
 		{ServeCommitSyncsError(boom), "etcdscope serve: commit: fsync tracer on etcd: boom: the WAL fdatasyncs in /commit/entries are not split by cause"},
 		{ServeCommitNextError(42, boom), "etcdscope serve: commit: pid 42: boom: not followed; waiting for the next etcd"},
+		// The new-user walk: "etcd's files" and "the traced etcd" for any
+		// --comm; the process as the flags gave it now.
+		{ServeFsyncMode(ServeTraced(0, "etcd35"), true, true, nil), "etcdscope serve: fsync: on the syscall tracepoints (every process's syscalls pay for them) until etcd35 holds a WAL and a bbolt file open; then on ext4's tracepoints if those are on ext4"},
+		{ServeFsyncOnExt4(ServeTraced(4242, "etcd"), 0), "etcdscope serve: fsync: pid 4242's files are on ext4: its fsyncs are traced on ext4's tracepoints from now on (the 4 syscall tracepoints detached, every call counted once across the switch)"},
+		{ServeFsyncStaysOnSyscalls(ServeTraced(0, "etcd"), []string{"xfs"}), "etcdscope serve: fsync: etcd's files are on xfs: its fsyncs stay traced on the syscall tracepoints (only ext4 has tracepoints of its own to trace them on)"},
 		{HypervisorStart(HypervisorTarget{PID: 42}, 0), "tracing the image I/O of pid 42; Ctrl-C to stop"},
 		{HypervisorStart(HypervisorTarget{Comm: "qemu-system-x86"}, 30*time.Second), `tracing the image I/O of comm "qemu-system-x86" for 30s (Ctrl-C stops sooner)`},
 		{HypervisorNoImageIO(HypervisorTarget{PID: 42}), "etcdscope hypervisor: no image I/O or flush from pid 42 in the run: is it the hypervisor (pgrep qemu), and did its guest write?"},

@@ -70,7 +70,7 @@ func (f *serveFlags) flagSet() *pflag.FlagSet {
 	fs.IntVar(&f.pid, "pid", 0, "trace only fsyncs of this process id")
 	fs.IntVar(&f.port, "port", tracer.DefaultPeerPort, "etcd's peer port: TCP connections with this local or remote port are traced")
 	fs.StringArrayVar(&f.etcdMetrics, "etcd-metrics", nil, "etcd /metrics URL of a member on this host (repeatable), e.g. http://127.0.0.1:2381/metrics: exports the inflation of its peer RTT metric")
-	fs.StringSliceVar(&f.endpoints, "etcd-endpoints", nil, "with --etcd-metrics: client URLs (comma-separated) for the member list, to compare each metric series with the connections to that one peer")
+	fs.StringSliceVar(&f.endpoints, "etcd-endpoints", nil, "with --etcd-metrics, --commit-pid or --commit-comm: client URLs (comma-separated) for the member list: each metric series against the connections to its peer; commit metrics by role and member")
 	fs.StringVar(&f.cacert, "cacert", "", "CA bundle for https --etcd-metrics and --etcd-endpoints")
 	fs.StringVar(&f.cert, "cert", "", "client certificate for https --etcd-metrics and --etcd-endpoints")
 	fs.StringVar(&f.key, "key", "", "client key for --cert")
@@ -150,7 +150,8 @@ func runServe(args []string) error {
 		return p.Name == "tracepoint/syscalls/sys_enter_fsync" || p.Name == "tracepoint/syscalls/sys_enter_fdatasync"
 	})
 	// Said once serve is up (cfg.Ready): bad input found later is one line.
-	fsyncMode = render.ServeFsyncMode(ft.CanSwitchToExt4(), onSyscalls, tcfg.fsync.FSTypes)
+	who := render.ServeTraced(f.pid, f.comm)
+	fsyncMode = render.ServeFsyncMode(who, ft.CanSwitchToExt4(), onSyscalls, tcfg.fsync.FSTypes)
 	if ft.CanSwitchToExt4() {
 		// Started before etcd (a node's boot): the fsync tracer is on the
 		// syscall tracepoints until etcd's files are known.
@@ -158,7 +159,7 @@ func runServe(args []string) error {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			watchFSTypes(wctx, ft, func() []string { return tracedFSTypes(f.pid, f.comm) }, fsTypePollEvery, os.Stderr)
+			watchFSTypes(wctx, ft, who, func() []string { return tracedFSTypes(f.pid, f.comm) }, fsTypePollEvery, os.Stderr)
 		}()
 		defer func() { wcancel(); <-done }()
 	}
@@ -230,10 +231,10 @@ type fsyncSwitcher interface {
 // files' filesystems: all on ext4, it moves ft's calls to ext4's
 // tracepoints (tracer.FsyncTracer.SwitchToExt4: every call counted once
 // across it), so that serve holds no syscall tracepoint from then on, and
-// says so in one line; on any other filesystem the syscall tracepoints
-// stay, as they would have had etcd run at serve's start. It returns then,
-// or when ctx ends.
-func watchFSTypes(ctx context.Context, ft fsyncSwitcher, fsTypes func() []string, poll time.Duration, logw io.Writer) {
+// says so in one line naming who (render.ServeTraced); on any other
+// filesystem the syscall tracepoints stay, as they would have had etcd run
+// at serve's start. It returns then, or when ctx ends.
+func watchFSTypes(ctx context.Context, ft fsyncSwitcher, who string, fsTypes func() []string, poll time.Duration, logw io.Writer) {
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	for {
@@ -247,7 +248,7 @@ func watchFSTypes(ctx context.Context, ft fsyncSwitcher, fsTypes func() []string
 		case ts == nil:
 			continue
 		case slices.ContainsFunc(ts, func(t string) bool { return t != "ext4" }):
-			fmt.Fprintln(logw, render.ServeFsyncStaysOnSyscalls(ts))
+			fmt.Fprintln(logw, render.ServeFsyncStaysOnSyscalls(who, ts))
 			return
 		}
 		stranded, err := ft.SwitchToExt4(ctx)
@@ -256,7 +257,7 @@ func watchFSTypes(ctx context.Context, ft fsyncSwitcher, fsTypes func() []string
 		case err != nil:
 			fmt.Fprintln(logw, render.ServeFsyncSwitchError(err))
 		default:
-			fmt.Fprintln(logw, render.ServeFsyncOnExt4(stranded))
+			fmt.Fprintln(logw, render.ServeFsyncOnExt4(who, stranded))
 		}
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/host"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 // TestServeSwitchLaterBeforeEtcd: serve --comm of a comm no process has
@@ -60,14 +61,16 @@ func (f *fakeSwitcher) SwitchToExt4(context.Context) (uint64, error) {
 // TestWatchFSTypes: serve keeps looking while etcd's filesystem is not
 // known (nil), moves the fsync tracer once when it is ext4 and says so in
 // one line; on another filesystem it leaves the syscall tracepoints (one
-// line too); it stops at ctx's end without moving.
+// line too); it stops at ctx's end without moving. Each line names the
+// process as the flags gave it (the new-user walk: "etcd's files" for
+// any --comm).
 func TestWatchFSTypes(t *testing.T) {
 	run := func(answers [][]string, ctx context.Context) (int, int, string) {
 		t.Helper()
 		ft := &fakeSwitcher{}
 		var log bytes.Buffer
 		looks := 0
-		watchFSTypes(ctx, ft, func() []string {
+		watchFSTypes(ctx, ft, render.ServeTraced(0, "etcd35"), func() []string {
 			looks++
 			a := answers[min(looks, len(answers))-1]
 			return a
@@ -75,11 +78,11 @@ func TestWatchFSTypes(t *testing.T) {
 		return ft.switches, looks, log.String()
 	}
 	sw, looks, log := run([][]string{nil, nil, {"ext4"}}, context.Background())
-	if sw != 1 || looks != 3 || strings.Count(log, "\n") != 1 || !strings.Contains(log, "traced on ext4's tracepoints from now on") {
+	if sw != 1 || looks != 3 || strings.Count(log, "\n") != 1 || !strings.Contains(log, "fsync: etcd35's files are on ext4: its fsyncs are traced on ext4's tracepoints from now on") {
 		t.Errorf("etcd on ext4 at the third look: %d switches after %d looks, log %q; want 1 after 3, one line", sw, looks, log)
 	}
 	sw, looks, log = run([][]string{nil, {"ext4", "xfs"}}, context.Background())
-	if sw != 0 || looks != 2 || !strings.Contains(log, "stay traced on the syscall tracepoints") {
+	if sw != 0 || looks != 2 || !strings.Contains(log, "fsync: etcd35's files are on ext4, xfs: its fsyncs stay traced on the syscall tracepoints") {
 		t.Errorf("etcd's files on ext4 and xfs: %d switches after %d looks, log %q; want none, the syscall tracepoints kept", sw, looks, log)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
