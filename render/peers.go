@@ -239,7 +239,6 @@ func SlowPeerVerdict(sp etcdmetric.SlowPeer) string {
 		who, part, d(sp.P99), PeerLinkFrom(sp.From), d(sp.Timeouts.Heartbeat), whence)
 }
 
-
 // comparisonWho names a comparison's member and peer address, when the
 // member list matched them: " (c, 127.0.0.13)".
 func comparisonWho(c etcdmetric.PeerComparison) string {
