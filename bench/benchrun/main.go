@@ -645,7 +645,10 @@ const peersChurnRate = 4000
 // samples the tracer's VmRSS every 5 s: what 10 minutes at 30k events/s
 // would hold is extrapolated from the growth after the first 20 s.
 func peersSection(o options, r *results) error {
-	const port = "23891"
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
 	logf("peers: %g s of connection churn at %d/s on port %s", o.peersSeconds, peersChurnRate, port)
 	t, err := startTracer("etcdscope-peers", port, o.etcdscope, "")
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -444,4 +445,16 @@ func sumRunTime(ps []progStat) (ns, cnt uint64) {
 		cnt += p.RunCnt
 	}
 	return
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago,
+// for a churn section's tracer and fsyncgen -churn (which listens on it):
+// a fixed port collided when two sessions ran benchrun at once.
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("picking a free port: %w", err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port), nil
 }

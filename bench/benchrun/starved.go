@@ -127,8 +127,11 @@ func starvedFsync(o options) (starvedRun, error) {
 }
 
 func starvedPeers(o options) (starvedRun, error) {
-	const port = "23892"
 	s := starvedRun{What: "peers", Seconds: o.starvedSeconds, RingBytes: 2 << 20}
+	port, err := freePort()
+	if err != nil {
+		return s, err
+	}
 	cg, done, err := starvedCgroup()
 	if err != nil {
 		return s, err
