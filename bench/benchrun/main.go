@@ -699,7 +699,7 @@ loop:
 		return err
 	}
 	pr.Conns = g.Conns
-	// "etcdscope peers: 45.1s on port 23891, 1386592 events, 4147 lost, 0 missed"
+	// "etcdscope peers: 45.1s on port 40123, 1386592 events, 4147 lost, 0 missed"
 	for _, l := range strings.Split(string(sum), "\n") {
 		if rest, ok := strings.CutPrefix(l, "etcdscope peers: "); ok {
 			if _, after, ok := strings.Cut(rest, ", "); ok {

@@ -256,7 +256,7 @@ func (r *results) markdown() string {
 
 	if p := r.Peers; p != nil {
 		w("\n## `etcdscope peers` memory under connection churn\n\n")
-		w("`etcdscope peers --port 23891` while `fsyncgen -churn 23891 -threads 8 -rate %.0f` opens, uses (a byte each way) and\n", p.TargetConnsPer)
+		w("`etcdscope peers --port PORT` while `fsyncgen -churn PORT -threads 8 -rate %.0f` (PORT one the kernel picked free) opens, uses (a byte each way) and\n", p.TargetConnsPer)
 		w("closes loopback connections to a listener of its own for %.0f s: %.0f connections (%.0f/s), %d events (%.0f/s) by\n", p.Seconds, p.Conns, p.Conns/p.Seconds, p.Events, float64(p.Events)/p.Seconds)
 		w("etcdscope's count, %d lost. VmRSS of the tracer every 5 s (MiB):", p.Lost)
 		for i := range p.RSSKiB {
