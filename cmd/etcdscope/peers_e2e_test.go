@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -33,7 +34,10 @@ import (
 //     the per-link counts agree; /proc/net/snmp ActiveOpens bounds them;
 //   - about one new connection per 4 s per link (the RAFT_MESSAGE prober);
 //   - the metric scraped over TLS is parsed per To, matched to the peer,
-//     and the report carries the inflation ratio and the model's verdict.
+//     and the report carries the inflation ratio and the model's verdict;
+//   - a connection to :2380 at an address that is no member's peer
+//     address (notMember) is marked "(not a member)" and counted, and no
+//     member's link is.
 func TestPeersEtcdTLS(t *testing.T) { peersE2E(t, true) }
 
 // TestPeersEtcdPlain is the same with plain-HTTP peer and client URLs,
@@ -69,6 +73,9 @@ func peersE2E(t *testing.T, withTLS bool) {
 		done <- run(append(args, metricArgs...))
 	}()
 	waitFile(t, ready, done)
+	// One connection to a listener on the traced port at an address no
+	// member has, before the oracles start (they count members' opens).
+	dialNotMember(t)
 
 	// The oracle runs inside the tool's window (starts after ready, stops
 	// 5 s before the end), so each connection it saw must be in the report.
@@ -230,15 +237,64 @@ func peersE2E(t *testing.T, withTLS bool) {
 		t.Errorf("page draws %d bars of etcd's measured metric, want one per matched link (>= %d)", n, len(rep.Metric))
 	}
 
+	// 5. The link to notMember, and it alone, is marked as no member's.
+	if len(rep.NotMemberLinks) != 1 || rep.NotMemberLinks[0].To != notMember.Addr() || rep.NotMemberLinks[0].Direction != event.PeerActive {
+		t.Errorf("links_not_member %+v; want the one active link to %s", rep.NotMemberLinks, notMember.Addr())
+	}
+
 	// The same report as a user reads it.
 	var table bytes.Buffer
 	render.Peers(&table, &rep)
 	t.Logf("table output:\n%s", table.String())
-	for _, want := range []string{"HANDSHAKE RTT", "INFLATION", "MODEL MEAN", m1.Name} {
+	for _, want := range []string{"HANDSHAKE RTT", "INFLATION", "MODEL MEAN", m1.Name,
+		"→ " + notMember.Addr().String() + " (active) (not a member)", "1 link marked (not a member) to no member's peer address"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}
 	}
+}
+
+// notMember is the listener dialNotMember connects to: the traced peer
+// port on a loopback address that no member of etcdtest's clusters has
+// (their members are on 127.0.0.1-3).
+var notMember = netip.MustParseAddrPort("127.0.32.77:2380")
+
+// dialNotMember makes one connection to a listener on notMember: a byte
+// each way, then closed. It takes milliseconds (logged), and fails the
+// test if the address is taken.
+func dialNotMember(t *testing.T) {
+	t.Helper()
+	start := time.Now()
+	ln, err := net.Listen("tcp", notMember.String())
+	if err != nil {
+		t.Fatalf("listening on %s, no member's address: %v", notMember, err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		b := make([]byte, 1)
+		if _, err := c.Read(b); err == nil {
+			c.Write(b)
+		}
+	}()
+	c, err := net.DialTimeout("tcp", notMember.String(), 5*time.Second)
+	if err != nil {
+		t.Fatalf("dialing %s: %v", notMember, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	b := []byte{1}
+	if _, err := c.Write(b); err != nil {
+		t.Fatalf("writing to %s: %v", notMember, err)
+	}
+	if _, err := c.Read(b); err != nil {
+		t.Fatalf("reading from %s: %v", notMember, err)
+	}
+	t.Logf("one connection to %s (no member's address) in %v", notMember, time.Since(start))
 }
 
 func waitFile(t *testing.T, path string, done chan int) {
