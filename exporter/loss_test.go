@@ -40,6 +40,24 @@ type brokenSource struct{ steppedSource }
 
 func (b *brokenSource) Lost() (uint64, error) { return 0, errors.New("reading lost_events: bad fd") }
 
+// logLossSteps runs logLoss every 20 ms on srcs until stepped has taken
+// its steps (or 5 s), and returns what it wrote.
+func logLossSteps(stepped *steppedSource, names []string, srcs []Source) string {
+	var out testenv.SyncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		logLoss(ctx, &out, 20*time.Millisecond, 1<<21, names, srcs)
+		close(done)
+	}()
+	for deadline := time.Now().Add(5 * time.Second); stepped.i.Load() < 5 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	return out.String()
+}
+
 // TestLogLoss: one line per interval that lost events, with that
 // interval's loss (not the running total) and the flag that fixes it;
 // nothing for a lossless interval or source; a source whose count cannot
@@ -47,28 +65,17 @@ func (b *brokenSource) Lost() (uint64, error) { return 0, errors.New("reading lo
 func TestLogLoss(t *testing.T) {
 	fsync := &steppedSource{lost: []uint64{0, 2210, 2210, 2300}, missed: []uint64{0, 0, 0, 0}}
 	quiet := &steppedSource{lost: []uint64{0}, missed: []uint64{0}}
-	var out testenv.SyncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		logLoss(ctx, &out, 20*time.Millisecond, 1<<21, []string{"fsync", "peers"}, []Source{fsync, quiet})
-		close(done)
-	}()
-	for deadline := time.Now().Add(5 * time.Second); fsync.i.Load() < 5 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel()
-	<-done
+	out := logLossSteps(fsync, []string{"fsync", "peers"}, []Source{fsync, quiet})
 	want := []string{
 		"etcdscope serve: fsync tracer lost 2210 events and missed 0 probe runs in the last 20ms: raise --ring-size (now 2097152 bytes)",
 		"etcdscope serve: fsync tracer lost 90 events and missed 0 probe runs in the last 20ms: raise --ring-size (now 2097152 bytes)",
 	}
-	if got := strings.Split(strings.TrimSpace(out.String()), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("got:\n%s\nwant:\n%s", out.String(), strings.Join(want, "\n"))
+	if got := strings.Split(strings.TrimSpace(out), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("got:\n%s\nwant:\n%s", out, strings.Join(want, "\n"))
 	}
 
 	var out2 testenv.SyncBuffer
-	ctx, cancel = context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
 	go func() { // until the first line (or 5 s)
 		for deadline := time.Now().Add(5 * time.Second); out2.String() == "" && time.Now().Before(deadline); {
 			time.Sleep(5 * time.Millisecond)
@@ -99,27 +106,16 @@ func TestLogLossMissedOnly(t *testing.T) {
 		missed: []uint64{0, 20, 20, 27},
 		progs:  [][]event.ProgramStats{ps(0, 0, 0), ps(0, 20, 0), ps(0, 20, 0), ps(2, 24, 1)},
 	}
-	var out testenv.SyncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		logLoss(ctx, &out, 20*time.Millisecond, 1<<21, []string{"fsync"}, []Source{fsync})
-		close(done)
-	}()
-	for deadline := time.Now().Add(5 * time.Second); fsync.i.Load() < 5 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel()
-	<-done
+	out := logLossSteps(fsync, []string{"fsync"}, []Source{fsync})
 	want := []string{
 		"etcdscope serve: 20 fsync probe runs skipped in 20ms (block_rq_complete): another BPF program ran on that CPU; " +
 			"block layer times of calls may be short; docs/metrics.md#missed-probe-runs",
 		"etcdscope serve: 7 fsync probe runs skipped in 20ms (block_rq_complete +1): another BPF program ran on that CPU; " +
 			"block layer times of calls may be short; docs/metrics.md#missed-probe-runs",
 	}
-	got := strings.Split(strings.TrimSpace(out.String()), "\n")
+	got := strings.Split(strings.TrimSpace(out), "\n")
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("got:\n%s\nwant:\n%s", out.String(), strings.Join(want, "\n"))
+		t.Fatalf("got:\n%s\nwant:\n%s", out, strings.Join(want, "\n"))
 	}
 	// The longest a minute's line gets: a 6-digit count, the longest
 	// tracer name, program name (24 characters) and effect.
