@@ -100,6 +100,21 @@ func TestNoCompletionMissing(t *testing.T) {
 				t.Errorf("block_rq_complete ran %d times and emitted %d; lost %d; missed %d, unseen completions %d",
 					st.CompleteRuns, st.CompleteEmits, lost, tr.Missed(), st.UnseenCompletions)
 			}
+			// The per-program skips (serve's minute line names the
+			// programs from them) add up to Missed; the programs still run
+			// (other disks), so Missed is read on both sides of them.
+			m0 := tr.Missed()
+			var perProg, unseen uint64
+			for _, p := range tr.ProgramStats() {
+				perProg += p.RecursionMisses + p.UnseenRuns
+				if p.Name == "block_rq_complete" {
+					unseen = p.UnseenRuns
+				}
+			}
+			if m1 := tr.Missed(); perProg < m0 || perProg > m1 || unseen < st.UnseenCompletions {
+				t.Errorf("the programs' skips sum to %d (block_rq_complete's unseen %d), Missed %d then %d; unseen completions %d before",
+					perProg, unseen, m0, m1, st.UnseenCompletions)
+			}
 			// The loop device is ours alone: every completion counts. Other
 			// disks: only those 50 ms or more inside the tracer's run.
 			missing, missingOnLoop, onLoop := matchCompletions(t, comps, got, func(c ftraceCompletion) bool {
