@@ -672,32 +672,39 @@ func (d *LossDelta) Since(lostTotal, missedTotal uint64) (lost, missed uint64) {
 }
 
 // MissedRuns is one program's share of an interval's missed probe runs:
-// its event.ProgramStats name and the runs the kernel skipped.
+// its event.ProgramStats name, the runs the kernel skipped, and of them
+// Unseen, those it ran no BPF program for at all (event.ProgramStats'
+// UnseenRuns; the rest are recursion misses: a program already running
+// on that CPU).
 type MissedRuns struct {
 	Program string
 	Runs    uint64
+	Unseen  uint64
 }
 
 // MissDelta turns a tracer's per-program skip totals (event.ProgramStats'
 // RecursionMisses plus UnseenRuns) into what each interval added. The zero
 // value starts from 0.
-type MissDelta struct{ prev map[string]uint64 }
+type MissDelta struct{ prev map[string][2]uint64 }
 
 // Since returns the programs whose skips grew since the previous call, the
 // most first (then by name), and remembers the totals. A total that went
 // back (a new tracer) counts whole.
 func (d *MissDelta) Since(ps []event.ProgramStats) []MissedRuns {
 	var out []MissedRuns
-	cur := make(map[string]uint64, len(ps))
+	cur := make(map[string][2]uint64, len(ps))
 	for _, p := range ps {
-		n := p.RecursionMisses + p.UnseenRuns
+		n := [2]uint64{p.RecursionMisses, p.UnseenRuns}
 		cur[p.Name] = n
-		grew := n - d.prev[p.Name]
-		if n < d.prev[p.Name] {
-			grew = n
+		var grew [2]uint64
+		for i := range n {
+			grew[i] = n[i] - d.prev[p.Name][i]
+			if n[i] < d.prev[p.Name][i] {
+				grew[i] = n[i]
+			}
 		}
-		if grew > 0 {
-			out = append(out, MissedRuns{p.Name, grew})
+		if grew[0]+grew[1] > 0 {
+			out = append(out, MissedRuns{p.Name, grew[0] + grew[1], grew[1]})
 		}
 	}
 	d.prev = cur

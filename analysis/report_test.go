@@ -415,7 +415,7 @@ func TestScanJSONLCommitRecording(t *testing.T) {
 }
 
 // TestMissDelta: each interval's per-program skips (recursion misses and
-// inferred unseen runs together), the most first, programs without new
+// inferred unseen runs together, the unseen ones also apart), the most first, programs without new
 // skips left out, and a total that went back (a new tracer) counted whole.
 func TestMissDelta(t *testing.T) {
 	var d MissDelta
@@ -423,10 +423,11 @@ func TestMissDelta(t *testing.T) {
 		ps   []event.ProgramStats
 		want []MissedRuns
 	}{
-		{[]event.ProgramStats{{Name: "a", RecursionMisses: 1}, {Name: "b"}}, []MissedRuns{{"a", 1}}},
+		{[]event.ProgramStats{{Name: "a", RecursionMisses: 1}, {Name: "b"}}, []MissedRuns{{"a", 1, 0}}},
 		{[]event.ProgramStats{{Name: "a", RecursionMisses: 1}, {Name: "b"}}, nil},
-		{[]event.ProgramStats{{Name: "a", RecursionMisses: 2}, {Name: "b", RecursionMisses: 1, UnseenRuns: 4}}, []MissedRuns{{"b", 5}, {"a", 1}}},
-		{[]event.ProgramStats{{Name: "a", RecursionMisses: 1}, {Name: "b", RecursionMisses: 1, UnseenRuns: 4}}, []MissedRuns{{"a", 1}}},
+		{[]event.ProgramStats{{Name: "a", RecursionMisses: 2}, {Name: "b", RecursionMisses: 1, UnseenRuns: 4}}, []MissedRuns{{"b", 5, 4}, {"a", 1, 0}}},
+		{[]event.ProgramStats{{Name: "a", RecursionMisses: 1}, {Name: "b", RecursionMisses: 1, UnseenRuns: 4}}, []MissedRuns{{"a", 1, 0}}},
+		{[]event.ProgramStats{{Name: "a", RecursionMisses: 1}, {Name: "b", RecursionMisses: 1, UnseenRuns: 7}}, []MissedRuns{{"b", 3, 3}}},
 	}
 	for i, s := range steps {
 		if got := d.Since(s.ps); !reflect.DeepEqual(got, s.want) {

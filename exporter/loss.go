@@ -69,8 +69,8 @@ const missedRunsDoc = "docs/metrics.md#missed-probe-runs"
 // (lost events 0): the number and the cause first, the program with the
 // most of them (and how many others had some), what those runs can leave
 // short, and the docs for the rest, e.g. "etcdscope serve: 20 fsync probe
-// runs skipped in 1m0s (block_rq_complete): another BPF program ran on
-// that CPU; block layer times of calls may be short;
+// runs skipped in 1m0s (block_rq_complete): the kernel ran no BPF program
+// for them; block layer times of calls may be short;
 // docs/metrics.md#missed-probe-runs". No ring size brings them back, so no
 // flag is named.
 func missedLine(tracer string, missed uint64, every time.Duration, progs []analysis.MissedRuns) string {
@@ -81,8 +81,26 @@ func missedLine(tracer string, missed uint64, every time.Duration, progs []analy
 	case len(progs) > 1:
 		which = fmt.Sprintf(" (%s +%d)", progs[0].Program, len(progs)-1)
 	}
-	return fmt.Sprintf("etcdscope serve: %d %s probe runs skipped in %v%s: another BPF program ran on that CPU; %s; %s",
-		missed, tracer, every, which, missedEffect(tracer, progs), missedRunsDoc)
+	return fmt.Sprintf("etcdscope serve: %d %s probe runs skipped in %v%s: %s; %s; %s",
+		missed, tracer, every, which, missedCause(progs), missedEffect(tracer, progs), missedRunsDoc)
+}
+
+// missedCause says why the kernel skipped the runs: a program already
+// running on that CPU (recursion misses), or none run at all (completions
+// no program saw: docs/metrics.md#missed-probe-runs), or how many of each
+// (not run, nested: the two kinds of the docs).
+func missedCause(progs []analysis.MissedRuns) string {
+	var runs, unseen uint64
+	for _, p := range progs {
+		runs, unseen = runs+p.Runs, unseen+p.Unseen
+	}
+	switch unseen {
+	case 0:
+		return "another BPF program ran on that CPU"
+	case runs:
+		return "the kernel ran no BPF program for them"
+	}
+	return fmt.Sprintf("%d not run, %d nested", unseen, runs-unseen)
 }
 
 // missedEffect says what the skipped runs of a tracer's programs can
