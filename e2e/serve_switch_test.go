@@ -94,7 +94,7 @@ func TestServeMovesToExt4(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	})
-	const switched = "traced on ext4's tracepoints from now on"
+	const switched = "traced on ext4's tracepoints now"
 	s.waitFor(t, switched, 10*time.Second)
 	_, sysAfter, _ := testenv.SyscallTracepoints(t, s.cmd.Process.Pid)
 	putsAtSwitch := puts.Load()

@@ -67,11 +67,11 @@ func ServeTraced(pid int, comm string) string {
 // tracepoints; stranded calls (on another filesystem, hung past the
 // handover's wait) were counted as lost.
 func ServeFsyncOnExt4(who string, stranded uint64) string {
-	s := fmt.Sprintf("etcdscope serve: fsync: %s's files are on ext4: its fsyncs are traced on ext4's tracepoints from now on (the 4 syscall tracepoints detached, every call counted once across the switch)", who)
+	how := "each call counted once"
 	if stranded > 0 {
-		s += fmt.Sprintf("; %d call(s) in flight on another filesystem were not waited for: counted in etcdscope_lost_events_total{tracer=\"fsync\"}", stranded)
+		how = fmt.Sprintf("%d call(s) in flight elsewhere counted in etcdscope_lost_events_total", stranded)
 	}
-	return s
+	return fmt.Sprintf("etcdscope serve: fsync: %s's files are on ext4: traced on ext4's tracepoints now (4 syscall tracepoints off, %s)", who, how)
 }
 
 // ServeFsyncMode says, once at serve's start, where its fsync tracer

@@ -56,7 +56,10 @@ func TestNotices(t *testing.T) {
 		// The new-user walk: "etcd's files" and "the traced etcd" for any
 		// --comm; the process as the flags gave it now.
 		{ServeFsyncMode(ServeTraced(0, "etcd35"), true, true, nil), "etcdscope serve: fsync: on the syscall tracepoints (every process's syscalls pay for them) until etcd35 holds a WAL and a bbolt file open; then on ext4's tracepoints if those are on ext4"},
-		{ServeFsyncOnExt4(ServeTraced(4242, "etcd"), 0), "etcdscope serve: fsync: pid 4242's files are on ext4: its fsyncs are traced on ext4's tracepoints from now on (the 4 syscall tracepoints detached, every call counted once across the switch)"},
+		{ServeFsyncOnExt4(ServeTraced(4242, "etcd"), 0), "etcdscope serve: fsync: pid 4242's files are on ext4: traced on ext4's tracepoints now (4 syscall tracepoints off, each call counted once)"},
+		// The longest it gets: a 7-digit pid, calls stranded (<= 200
+		// characters, cmd/etcdscope's TestOutputLinesConcise).
+		{ServeFsyncOnExt4(ServeTraced(4194304, "etcd"), 12345), "etcdscope serve: fsync: pid 4194304's files are on ext4: traced on ext4's tracepoints now (4 syscall tracepoints off, 12345 call(s) in flight elsewhere counted in etcdscope_lost_events_total)"},
 		{ServeFsyncStaysOnSyscalls(ServeTraced(0, "etcd"), []string{"xfs"}), "etcdscope serve: fsync: etcd's files are on xfs: its fsyncs stay traced on the syscall tracepoints (only ext4 has tracepoints of its own to trace them on)"},
 		{HypervisorStart(HypervisorTarget{PID: 42}, 0), "tracing the image I/O of pid 42; Ctrl-C to stop"},
 		{HypervisorStart(HypervisorTarget{Comm: "qemu-system-x86"}, 30*time.Second), `tracing the image I/O of comm "qemu-system-x86" for 30s (Ctrl-C stops sooner)`},

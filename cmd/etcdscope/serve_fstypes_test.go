@@ -78,7 +78,7 @@ func TestWatchFSTypes(t *testing.T) {
 		return ft.switches, looks, log.String()
 	}
 	sw, looks, log := run([][]string{nil, nil, {"ext4"}}, context.Background())
-	if sw != 1 || looks != 3 || strings.Count(log, "\n") != 1 || !strings.Contains(log, "fsync: etcd35's files are on ext4: its fsyncs are traced on ext4's tracepoints from now on") {
+	if sw != 1 || looks != 3 || strings.Count(log, "\n") != 1 || !strings.Contains(log, "fsync: etcd35's files are on ext4: traced on ext4's tracepoints now") {
 		t.Errorf("etcd on ext4 at the third look: %d switches after %d looks, log %q; want 1 after 3, one line", sw, looks, log)
 	}
 	sw, looks, log = run([][]string{nil, {"ext4", "xfs"}}, context.Background())
