@@ -133,7 +133,7 @@ static __always_inline __u32 inode_disk(struct inode *inode)
  * and not in kpart.h: every object of the tracer takes Go's map
  * replacements, which must name maps each one has. */
 #define KP_SLOTS 16
-#define KP_ENTRIES 32
+#define KP_ENTRIES 64
 
 enum kp_entry_type {
 	KP_E_REQ = 1,  /* a request's final completion: a insert, b issue, c complete */

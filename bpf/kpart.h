@@ -216,30 +216,29 @@ static __always_inline void kp_iv(struct kp_scratch *w, __u64 from, __u64 to, __
 	w->ni = k + 1;
 }
 
-/* kp_claim puts in w->q the latest flush bio of the call's entries queued
- * in [s, by] that no flush request of the call has claimed yet
- * (analysis.flushAsked), claims it in w->used and says whether it found
- * one. */
+/* kp_claim puts in w->q the latest (by queue time) flush bio of the
+ * call's entries queued in [s, by] that no flush request of the call has
+ * claimed yet (analysis.flushAsked), claims it in w->used and says
+ * whether it found one. */
 static __always_inline bool kp_claim(struct kp_scratch *w, __u32 n, __u64 s, __u64 by)
 {
 	struct kp_entry *y;
-	int r, j;
+	int j, best = -1;
 
 	w->q = 0;
-	kp_for(r, 0, KP_ENTRIES) {
-		j = KP_ENTRIES - 1 - r;
-		if (j >= n || j < 0 || j >= KP_ENTRIES)
-			continue;
+	kp_for(j, 0, KP_ENTRIES) {
+		if (j >= n)
+			break;
 		y = &w->e[j];
-		if (y->type != KP_E_FBIO || y->a > by || (w->used & (1ull << j)))
+		if (y->type != KP_E_FBIO || y->a > by || y->a < s || (w->used & (1ull << j)) || y->a <= w->q)
 			continue;
-		if (y->a >= s) {
-			w->used |= 1ull << j;
-			w->q = y->a;
-		}
-		break; /* no return inside kp_for: clang mixed its iterator into the value */
+		w->q = y->a;
+		best = j;
 	}
-	return w->q != 0;
+	if (best < 0 || best >= KP_ENTRIES)
+		return false;
+	w->used |= 1ull << best;
+	return true;
 }
 
 /* kp_partition fills ev's layers and counts from the n entries in w, for

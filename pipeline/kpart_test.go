@@ -77,7 +77,7 @@ func TestKernelPartitionMatchesAttribute(t *testing.T) {
 		wg.Wait()
 		close(stop)
 		time.Sleep(200 * time.Millisecond)
-		tr.Close()
+		tr.Drain() // Read returns ErrDrained once the ring is empty; Lost still reads
 	}()
 
 	live := LiveHost()
@@ -137,7 +137,22 @@ func TestKernelPartitionMatchesAttribute(t *testing.T) {
 		t.Fatalf("%d calls made, %d fsync records, %d kernel partitions", kpartThreads*calls, len(recs), len(kparts))
 	}
 	reasons := map[event.KPartReason]int{}
-	var same, reqs, flushes, nowDiffer int
+	// The kernel's record holds the requests whose completion reached
+	// the call's slot before its exit emptied it; a completion appends
+	// there before it reserves its raw record, and the exit reserves the
+	// call's raw record before it empties the slot. So between the two
+	// references: everything now has (completions whose record came
+	// before the call's), and at most what late has (every completion
+	// inside the call). It must equal one of them: late, except when a
+	// completion on another CPU, timestamped inside the call, reached
+	// the slot after the exit (then now), or now's is the one missing it
+	// (then late). Each count is reported.
+	fields := func(r analysis.FsyncRecord) [10]int64 {
+		l := r.Layers
+		return [...]int64{l.DeviceFlushNs, l.BlockQueueNs, l.DataWritebackNs, l.JournalNs, l.OtherNs,
+			int64(r.Flushes), int64(r.FUAWrites), int64(len(r.Requests)), int64(len(r.Journal)), l.DMNs}
+	}
+	var same, asNow, nowMissed, reqs, flushes int
 	for k, r := range recs {
 		kp, ok := kparts[k]
 		if !ok {
@@ -148,32 +163,35 @@ func TestKernelPartitionMatchesAttribute(t *testing.T) {
 		if kp.Reason != event.KPartOK {
 			continue
 		}
-		l := r.Layers
 		got := [...]int64{int64(kp.DeviceFlushNs), int64(kp.BlockQueueNs), int64(kp.DataWritebackNs), int64(kp.JournalNs), int64(kp.OtherNs),
-			int64(kp.Flushes), int64(kp.FUAWrites), int64(kp.Requests), int64(kp.JournalWindows)}
-		want := [...]int64{l.DeviceFlushNs, l.BlockQueueNs, l.DataWritebackNs, l.JournalNs, l.OtherNs,
-			int64(r.Flushes), int64(r.FUAWrites), int64(len(r.Requests)), int64(len(r.Journal))}
-		if nr := nowRecs[k]; nr.Layers != l || nr.Flushes != r.Flushes || len(nr.Requests) != len(r.Requests) {
-			nowDiffer++
-		}
-		if got != want || l.DMNs != 0 {
-			t.Errorf("call %+v: kernel [flush queue data journal other flushes fua requests commits] %v, Attribute %v (dm %d)", k, got, want, l.DMNs)
+			int64(kp.Flushes), int64(kp.FUAWrites), int64(kp.Requests), int64(kp.JournalWindows), 0}
+		want, wantNow := fields(r), fields(nowRecs[k])
+		switch {
+		case got == want:
+			same++
+			if wantNow != want {
+				nowMissed++
+			}
+		case got == wantNow:
+			asNow++
+		default:
+			t.Errorf("call %+v: kernel [flush queue data journal other flushes fua requests commits dm] %v, Attribute %v (on arrival %v)", k, got, want, wantNow)
 			continue
 		}
-		same++
 		reqs += len(r.Requests)
 		flushes += r.Flushes
 	}
 	// Not partitioned: a slot overflow (more than KP_ENTRIES requests,
-	// flush bios and commits: three calls on one disk each hold all of
-	// the others' flushes) or every slot held. Measured: 2, 0, 1, 2, 3
-	// of 450 calls in 5 runs here (worst 0.7%; 2 cores, load average
-	// 2.1-2.8 from 3 other sessions); bound 2%, about 3x the worst.
+	// flush bios and commits: calls on one disk each hold all of the
+	// others' flushes and jbd2's writes) or every slot held. Measured with
+	// KP_ENTRIES 64: 0 to 2 of 450 calls in each of 12 runs here (worst
+	// 0.44%; 2 cores, load average 1.5-2.5 from 3 other sessions); bound
+	// 2%, 4.5x the worst.
 	notPart := len(recs) - reasons[event.KPartOK]
 	if notPart*50 > len(recs) {
 		t.Errorf("%d of %d calls not partitioned in the kernel: %v", notPart, len(recs), reasons)
 	}
 	t.Logf("%d missed program runs", missed)
-	t.Logf("%d calls: %d identical to Attribute (%d requests, %d flushes counted), not partitioned %v; %d partitioned calls differ when attributed on arrival",
-		len(recs), same, reqs, flushes, reasons, nowDiffer)
+	t.Logf("%d calls: %d identical to Attribute (%d of them not on arrival), %d to Attribute on arrival only; %d requests, %d flushes counted; not partitioned %v",
+		len(recs), same, nowMissed, asNow, reqs, flushes, reasons)
 }

@@ -79,7 +79,7 @@ type stackedKpCall struct {
 	Sdev    uint32
 	N       uint32
 	Dropped uint32
-	E       [32]struct {
+	E       [64]struct {
 		_        structs.HostLayout
 		A        uint64
 		B        uint64
@@ -93,7 +93,7 @@ type stackedKpCall struct {
 
 type stackedKpScratch struct {
 	_ structs.HostLayout
-	E [32]struct {
+	E [64]struct {
 		_        structs.HostLayout
 		A        uint64
 		B        uint64
@@ -103,9 +103,9 @@ type stackedKpScratch struct {
 		Preflush uint8
 		Pad      [5]uint8
 	}
-	From  [64]uint64
-	To    [64]uint64
-	Cat   [64]uint8
+	From  [128]uint64
+	To    [128]uint64
+	Cat   [128]uint8
 	Owned [6]uint64
 	Used  uint64
 	Q     uint64

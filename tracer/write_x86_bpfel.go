@@ -58,7 +58,7 @@ type writeKpCall struct {
 	Sdev    uint32
 	N       uint32
 	Dropped uint32
-	E       [32]struct {
+	E       [64]struct {
 		_        structs.HostLayout
 		A        uint64
 		B        uint64
