@@ -29,6 +29,7 @@ const volatile bool kpart = false;
  * for a call that has no slot, not a slot. */
 #define KP_UNTRACKED 0x80
 #define KP_IVS (2 * KP_ENTRIES)
+#define KP_UNROLL 8
 
 /* KP_BITS_SHIFT: kp_add packs an entry's type, cat and preflush into the
  * top byte of its c (ns since boot fit in 56 bits for 2.2 years). */
@@ -247,7 +248,7 @@ static __always_inline void kp_partition(struct kp_scratch *w, __u32 n, __u64 s,
 {
 	__u64 ins, iss, cpl, issue, cur, next, f, t;
 	struct kp_entry *x;
-	int i, k, step;
+	int i, k, kk, u, step;
 	__u8 best;
 	bool ok;
 
@@ -304,17 +305,25 @@ static __always_inline void kp_partition(struct kp_scratch *w, __u32 n, __u64 s,
 			break;
 		next = e;
 		best = KP_CAT_OTHER;
-		kp_for(k, 0, KP_IVS) {
-			if (k >= w->ni)
+		/* KP_UNROLL intervals a turn: a kfunc call (kp_for's next)
+		 * per interval made the sweep most of the exit's time */
+		kp_for(kk, 0, KP_IVS / KP_UNROLL) {
+			if (kk * KP_UNROLL >= w->ni)
 				break;
-			f = w->from[k];
-			t = w->to[k];
-			if (f > cur && f < next)
-				next = f;
-			if (t > cur && t < next)
-				next = t;
-			if (f <= cur && t > cur && w->cat[k] < best)
-				best = w->cat[k];
+#pragma unroll
+			for (u = 0; u < KP_UNROLL; u++) {
+				k = kk * KP_UNROLL + u;
+				if (k < 0 || k >= KP_IVS || k >= w->ni)
+					break;
+				f = w->from[k];
+				t = w->to[k];
+				if (f > cur && f < next)
+					next = f;
+				if (t > cur && t < next)
+					next = t;
+				if (f <= cur && t > cur && w->cat[k] < best)
+					best = w->cat[k];
+			}
 		}
 		if (best > KP_CAT_OTHER)
 			best = KP_CAT_OTHER;
