@@ -483,10 +483,7 @@ static __always_inline void kp_request(__u32 dev, __u32 cmd_flags, __u64 insert_
 				       const struct rq_who *w)
 {
 	bool journal, preflush = false;
-	struct kp_call *s;
 	__u8 cat;
-	__u64 st;
-	__u32 i, key;
 
 	if (is_flush(cmd_flags)) {
 		cat = KP_CAT_FLUSH;
@@ -498,16 +495,7 @@ static __always_inline void kp_request(__u32 dev, __u32 cmd_flags, __u64 insert_
 								     w->comm[2] == 'd' && w->comm[3] == '2' && w->comm[4] == '/');
 		cat = journal ? KP_CAT_JOURNAL : KP_CAT_DATA;
 	}
-	for (i = 0; i < KP_SLOTS; i++) {
-		key = i; /* i stays in a register: the verifier sees it count */
-		s = bpf_map_lookup_elem(&kp_calls, &key);
-		if (!s)
-			continue;
-		st = s->start_ns; /* unlocked look; kp_add checks it again */
-		if (!st || s->disk != dev || (cat == KP_CAT_DATA && s->tid != w->tid))
-			continue;
-		kp_add(i, st, insert_ns, issue_ns, now | kp_bits(KP_E_REQ, cat, preflush));
-	}
+	kp_each(dev, 0, cat == KP_CAT_DATA, w->tid, insert_ns, issue_ns, now | kp_bits(KP_E_REQ, cat, preflush));
 }
 
 /* mark records an insert or an issue of request rq in its slot. */
@@ -811,7 +799,7 @@ int block_getrq(unsigned long long *ctx)
 	e.tid = (__u32)id;
 	e.queue_ns = bpf_ktime_get_ns();
 	if (kpart)
-		kp_each(e.dev, 0, e.queue_ns, 0, kp_bits(KP_E_FBIO, 0, false));
+		kp_each(e.dev, 0, false, 0, e.queue_ns, 0, kp_bits(KP_E_FBIO, 0, false));
 	emit(&e, sizeof(e));
 	blk_count(BLK_STAT_FLUSH_BIO_EMITS);
 	return 0;

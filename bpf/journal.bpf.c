@@ -74,7 +74,7 @@ int BPF_PROG(jbd2_end_commit, journal_t *journal, transaction_t *txn)
 	e.end_ns = bpf_ktime_get_ns();
 	bpf_map_delete_elem(&commits, &k);
 	if (kpart)
-		kp_each(0, k.dev, e.start_ns, e.end_ns, kp_bits(KP_E_JWIN, 0, false));
+		kp_each(0, k.dev, false, 0, e.start_ns, e.end_ns, kp_bits(KP_E_JWIN, 0, false));
 	emit(&e, sizeof(e));
 	return 0;
 }

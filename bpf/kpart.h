@@ -135,8 +135,8 @@ static __always_inline void kp_free(__u8 kp_slot)
 
 /* kp_each appends an entry (kp_add's a, b, c) to every call in flight
  * on disk (whole disk dev_t), or, sdev set, on the filesystem of device
- * sdev. */
-static __always_inline void kp_each(__u32 disk, __u32 sdev, __u64 a, __u64 b, __u64 c)
+ * sdev; own: only to the calls of thread tid. */
+static __always_inline void kp_each(__u32 disk, __u32 sdev, bool own, __u32 tid, __u64 a, __u64 b, __u64 c)
 {
 	struct kp_call *s;
 	__u64 st;
@@ -148,7 +148,7 @@ static __always_inline void kp_each(__u32 disk, __u32 sdev, __u64 a, __u64 b, __
 		if (!s)
 			continue;
 		st = s->start_ns; /* unlocked look; kp_add checks it again */
-		if (!st || (sdev ? s->sdev != sdev : s->disk != disk))
+		if (!st || (sdev ? s->sdev != sdev : s->disk != disk) || (own && s->tid != tid))
 			continue;
 		kp_add(i, st, a, b, c);
 	}
