@@ -177,7 +177,7 @@ extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym __weak;
 	     });)
 
 /* kp_scratch: per-CPU space for the exit's sweep (too big for the stack);
- * only ext4_sync_file_exit uses it, which never nests on itself. */
+ * only ext4_sync_file_exit_kpart uses it, which never nests on itself. */
 struct kp_scratch {
 	struct kp_entry e[KP_ENTRIES];
 	__u64 from[KP_IVS];
