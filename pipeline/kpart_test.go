@@ -101,6 +101,7 @@ func TestKernelPartitionMatchesAttribute(t *testing.T) {
 	recs, nowRecs := map[key]analysis.FsyncRecord{}, map[key]analysis.FsyncRecord{}
 	kparts := map[key]event.KPart{}
 	var held []event.Fsync
+	var flushRqs, noInsert, notIssued int // the flush state machine's cases (Attribute's)
 	release := func(by uint64) {
 		for len(held) > 0 && held[0].EndNs+lateNs < by {
 			recs[key{held[0].TID, held[0].StartNs}] = late.Attribute(held[0])
@@ -121,6 +122,14 @@ func TestKernelPartitionMatchesAttribute(t *testing.T) {
 			switch ev.Kind {
 			case event.KindBlock:
 				release(ev.Block.CompleteNs)
+				if b := ev.Block; b.IsFlush() && b.Final {
+					flushRqs++
+					if b.InsertNs == 0 && b.IssueNs != 0 {
+						noInsert++ // queued from a claimed flush bio, in both
+					} else if b.InsertNs == 0 && b.IssueNs == 0 {
+						notIssued++
+					}
+				}
 			case event.KindFlushBio:
 				release(ev.FlushBio.QueueNs)
 			case event.KindFsyncEnter:
@@ -191,7 +200,7 @@ func TestKernelPartitionMatchesAttribute(t *testing.T) {
 	if notPart*50 > len(recs) {
 		t.Errorf("%d of %d calls not partitioned in the kernel: %v", notPart, len(recs), reasons)
 	}
-	t.Logf("%d missed program runs", missed)
+	t.Logf("%d missed program runs; %d flush requests completed, %d issued without insert, %d never issued", missed, flushRqs, noInsert, notIssued)
 	t.Logf("%d calls: %d identical to Attribute (%d of them not on arrival), %d to Attribute on arrival only; %d requests, %d flushes counted; not partitioned %v",
 		len(recs), same, nowMissed, asNow, reqs, flushes, reasons)
 }
