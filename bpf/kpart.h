@@ -29,7 +29,6 @@ const volatile bool kpart = false;
  * for a call that has no slot, not a slot. */
 #define KP_UNTRACKED 0x80
 #define KP_IVS (2 * KP_ENTRIES)
-#define KP_UNROLL 8
 
 /* KP_BITS_SHIFT: kp_add packs an entry's type, cat and preflush into the
  * top byte of its c (ns since boot fit in 56 bits for 2.2 years). */
@@ -183,8 +182,13 @@ struct kp_scratch {
 	__u64 from[KP_IVS];
 	__u64 to[KP_IVS];
 	__u8 cat[KP_IVS];
-	__u64 owned[KP_CAT_OTHER + 1];
 	__u64 used; /* flush bios claimed (bit: entry) */
+	__u32 at;   /* kp_iv's place for the new interval */
+	__u64 s_ns, e_ns; /* the call's window */
+	/* the sweep's unions of categories 0..c: their last run, and the
+	 * length before it (in the map: values the verifier does not follow) */
+	__u64 cs[KP_CAT_OTHER], ce[KP_CAT_OTHER], un[KP_CAT_OTHER];
+	__u32 _pad2;
 	__u64 q;    /* kp_claim's answer */
 	__u32 ni;   /* intervals in from, to, cat */
 	__u32 _pad;
@@ -197,24 +201,47 @@ struct {
 	__type(value, struct kp_scratch);
 } kp_scratch SEC(".maps");
 
-/* kp_iv adds [from, to] of category cat to the sweep, clipped to [s, e]
- * (analysis's sweep.addAt). */
-static __always_inline void kp_iv(struct kp_scratch *w, __u64 from, __u64 to, __u8 cat, __u64 s, __u64 e)
+/* kp_iv adds [from, to] of category cat to the sweep, clipped to the
+ * call's [w->s_ns, w->e_ns] (analysis's sweep.addAt). A global function: the
+ * verifier checks its loop once, not inside every pass of the caller's. */
+__noinline int kp_iv(struct kp_scratch *w, __u64 from, __u64 to, __u64 cat)
 {
-	/* in the map, not on the stack: a count the verifier does not
-	 * follow, so that kp_for's states converge */
-	__u32 k = w->ni;
+	/* counts and places in the map, not on the stack: values the
+	 * verifier does not follow, so that kp_for's states converge */
+	__u32 n, j;
+	int r;
 
-	if (from < s)
-		from = s;
-	if (to > e)
-		to = e;
-	if (to <= from || k >= KP_IVS)
-		return;
-	w->from[k] = from;
-	w->to[k] = to;
-	w->cat[k] = cat;
-	w->ni = k + 1;
+	if (!w)
+		return 0;
+	n = w->ni;
+	if (from < w->s_ns)
+		from = w->s_ns;
+	if (to > w->e_ns)
+		to = w->e_ns;
+	if (to <= from || n >= KP_IVS)
+		return 0;
+	/* kept in order of from (insertion): the sweep is then one pass */
+	w->at = n;
+	kp_for(r, 0, KP_IVS) {
+		j = w->ni - 1 - r; /* past 0 it wraps: too large, the end */
+		if (j >= KP_IVS - 1)
+			break;
+		j &= KP_IVS - 1; /* (a power of 2) for the verifier */
+		if (w->from[j] <= from)
+			break;
+		w->from[(j + 1) & (KP_IVS - 1)] = w->from[j];
+		w->to[(j + 1) & (KP_IVS - 1)] = w->to[j];
+		w->cat[(j + 1) & (KP_IVS - 1)] = w->cat[j];
+		w->at = j;
+	}
+	j = w->at;
+	if (j >= KP_IVS)
+		return 0;
+	w->from[j] = from;
+	w->to[j] = to;
+	w->cat[j] = cat;
+	w->ni = n + 1;
+	return 0;
 }
 
 /* kp_claim puts in w->q the latest (by queue time) flush bio of the
@@ -246,14 +273,16 @@ static __always_inline bool kp_claim(struct kp_scratch *w, __u32 n, __u64 s, __u
  * a call of [s, e]: analysis.Attribute's rules for a plain disk. */
 static __always_inline void kp_partition(struct kp_scratch *w, __u32 n, __u64 s, __u64 e, struct kpart_event *ev)
 {
-	__u64 ins, iss, cpl, issue, cur, next, f, t;
+	__u64 ins, iss, cpl, issue, f, t;
 	struct kp_entry *x;
-	int i, k, kk, u, step;
-	__u8 best;
+	int i, k, c;
+	__u8 cat;
 	bool ok;
 
 	w->used = 0;
 	w->ni = 0;
+	w->s_ns = s;
+	w->e_ns = e;
 	kp_for(i, 0, KP_ENTRIES) {
 		if (i >= n)
 			break;
@@ -262,7 +291,7 @@ static __always_inline void kp_partition(struct kp_scratch *w, __u32 n, __u64 s,
 			if (x->b < s || x->b > e)
 				continue;
 			ev->journal_windows++;
-			kp_iv(w, x->a, x->b, KP_CAT_JWIN, s, e);
+			kp_iv(w, x->a, x->b, KP_CAT_JWIN);
 			continue;
 		}
 		if (x->type != KP_E_REQ)
@@ -275,7 +304,7 @@ static __always_inline void kp_partition(struct kp_scratch *w, __u32 n, __u64 s,
 		ev->requests++;
 		issue = iss;
 		if (ins && iss > ins) {
-			kp_iv(w, ins, iss, KP_CAT_QUEUE, s, e);
+			kp_iv(w, ins, iss, KP_CAT_QUEUE);
 		} else if (x->cat == KP_CAT_FLUSH && !ins) {
 			/* the flush state machine's: queued from the flush
 			 * bio that asked for it (Attribute's two cases) */
@@ -283,7 +312,7 @@ static __always_inline void kp_partition(struct kp_scratch *w, __u32 n, __u64 s,
 			if (!iss)
 				issue = ok ? w->q : cpl;
 			else if (ok)
-				kp_iv(w, w->q, iss, KP_CAT_QUEUE, s, e);
+				kp_iv(w, w->q, iss, KP_CAT_QUEUE);
 		}
 		if (!issue)
 			issue = ins;
@@ -293,48 +322,46 @@ static __always_inline void kp_partition(struct kp_scratch *w, __u32 n, __u64 s,
 			else if (iss)
 				ev->fua_writes++;
 		}
-		kp_iv(w, issue, cpl, x->cat, s, e);
+		kp_iv(w, issue, cpl, x->cat);
 	}
-	for (k = 0; k <= KP_CAT_OTHER; k++)
-		w->owned[k] = 0;
-	/* The sweep: from s, the next interval end or start after cur; the
-	 * instants in between belong to the first category covering cur. */
-	cur = s;
-	kp_for(step, 0, 2 * KP_IVS + 1) {
-		if (cur >= e)
-			break;
-		next = e;
-		best = KP_CAT_OTHER;
-		/* KP_UNROLL intervals a turn: a kfunc call (kp_for's next)
-		 * per interval made the sweep most of the exit's time */
-		kp_for(kk, 0, KP_IVS / KP_UNROLL) {
-			if (kk * KP_UNROLL >= w->ni)
-				break;
+	/* The sweep, one pass over the intervals in order of from: the
+	 * length of the union of categories 0..c for each c (cs, ce: the
+	 * union's last run); category c owns what its union adds to that of
+	 * the categories before it, other what none covers. The same
+	 * partition as analysis's sweep of points, in O(intervals). */
 #pragma unroll
-			for (u = 0; u < KP_UNROLL; u++) {
-				k = kk * KP_UNROLL + u;
-				if (k < 0 || k >= KP_IVS || k >= w->ni)
-					break;
-				f = w->from[k];
-				t = w->to[k];
-				if (f > cur && f < next)
-					next = f;
-				if (t > cur && t < next)
-					next = t;
-				if (f <= cur && t > cur && w->cat[k] < best)
-					best = w->cat[k];
+	for (c = 0; c < KP_CAT_OTHER; c++) {
+		w->cs[c] = s;
+		w->ce[c] = s;
+		w->un[c] = 0;
+	}
+	kp_for(k, 0, KP_IVS) {
+		if (k >= w->ni)
+			break;
+		f = w->from[k];
+		t = w->to[k];
+		cat = w->cat[k];
+#pragma unroll
+		for (c = 0; c < KP_CAT_OTHER; c++) {
+			if (c < cat)
+				continue;
+			if (f > w->ce[c]) {
+				w->un[c] += w->ce[c] - w->cs[c];
+				w->cs[c] = f;
+				w->ce[c] = t;
+			} else if (t > w->ce[c]) {
+				w->ce[c] = t;
 			}
 		}
-		if (best > KP_CAT_OTHER)
-			best = KP_CAT_OTHER;
-		w->owned[best] += next - cur;
-		cur = next;
 	}
-	ev->device_flush_ns = w->owned[KP_CAT_FLUSH];
-	ev->block_queue_ns = w->owned[KP_CAT_QUEUE];
-	ev->data_writeback_ns = w->owned[KP_CAT_DATA];
-	ev->journal_ns = w->owned[KP_CAT_JOURNAL] + w->owned[KP_CAT_JWIN];
-	ev->other_ns = w->owned[KP_CAT_OTHER];
+#pragma unroll
+	for (c = 0; c < KP_CAT_OTHER; c++)
+		w->un[c] += w->ce[c] - w->cs[c];
+	ev->device_flush_ns = w->un[KP_CAT_FLUSH];
+	ev->block_queue_ns = w->un[KP_CAT_QUEUE] - w->un[KP_CAT_FLUSH];
+	ev->data_writeback_ns = w->un[KP_CAT_DATA] - w->un[KP_CAT_QUEUE];
+	ev->journal_ns = w->un[KP_CAT_JWIN] - w->un[KP_CAT_DATA];
+	ev->other_ns = e - s - w->un[KP_CAT_JWIN];
 }
 
 /* kp_exit emits the kpart_event of the call of thread tid, [s, e], whose

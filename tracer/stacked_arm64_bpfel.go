@@ -103,14 +103,22 @@ type stackedKpScratch struct {
 		Preflush uint8
 		Pad      [5]uint8
 	}
-	From  [128]uint64
-	To    [128]uint64
-	Cat   [128]uint8
-	Owned [6]uint64
-	Used  uint64
-	Q     uint64
-	Ni    uint32
-	Pad   uint32
+	From [128]uint64
+	To   [128]uint64
+	Cat  [128]uint8
+	Used uint64
+	At   uint32
+	_    [4]byte
+	S_ns uint64
+	E_ns uint64
+	Cs   [5]uint64
+	Ce   [5]uint64
+	Un   [5]uint64
+	Pad2 uint32
+	_    [4]byte
+	Q    uint64
+	Ni   uint32
+	Pad  uint32
 }
 
 // Names of all BPF objects in the ELF.
