@@ -40,7 +40,10 @@ func dmRoleOf(b *event.DMBio, tid uint32) string {
 // flushAsked returns the queue time of the latest flush bio on disk queued
 // in [from, issue] that no flush request of this call has claimed yet
 // (a.used), and claims it, so two flush requests never claim one bio.
+// Latest by queue time, not by arrival: two CPUs' flush bios may reach
+// the ring in the other order (bpf/kpart.h picks the same one).
 func (a *Attributor) flushAsked(disk event.Dev, from, issue uint64) (uint64, bool) {
+	best := -1
 	for i := len(a.bios) - 1; i >= 0; i-- {
 		q := a.bios[i].QueueNs
 		if q > issue || a.bios[i].Dev != disk || slices.Contains(a.used, i) {
@@ -49,10 +52,15 @@ func (a *Attributor) flushAsked(disk event.Dev, from, issue uint64) (uint64, boo
 		if q < from {
 			break
 		}
-		a.used = append(a.used, i)
-		return q, true
+		if best < 0 || q > a.bios[best].QueueNs {
+			best = i
+		}
 	}
-	return 0, false
+	if best < 0 {
+		return 0, false
+	}
+	a.used = append(a.used, best)
+	return a.bios[best].QueueNs, true
 }
 
 func sectorOf(b *event.Block) uint64 {

@@ -15,6 +15,7 @@
 #include "block.h"
 #include "events.h"
 #include "compat.h"
+#include "kpart.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -474,6 +475,29 @@ static __always_inline bool is_flush(__u32 cmd_flags)
 	return norm_op(cmd_flags) == ES_OP_FLUSH || (norm_flags(cmd_flags) & (ES_REQ_PREFLUSH | ES_REQ_FUA));
 }
 
+/* kp_request appends a request's final completion to every call in
+ * flight on its disk for which it has a role (analysis.roleOf): any flush;
+ * a write with a start that is REQ_META or from a jbd2 thread (journal),
+ * or else the call's own thread's (data). kpart.h. */
+static __always_inline void kp_request(__u32 dev, __u32 cmd_flags, __u64 insert_ns, __u64 issue_ns, __u64 now,
+				       const struct rq_who *w)
+{
+	bool journal, preflush = false;
+	__u8 cat;
+
+	if (is_flush(cmd_flags)) {
+		cat = KP_CAT_FLUSH;
+		preflush = norm_op(cmd_flags) == ES_OP_FLUSH || (norm_flags(cmd_flags) & ES_REQ_PREFLUSH);
+	} else if ((!insert_ns && !issue_ns) || norm_op(cmd_flags) != ES_OP_WRITE) {
+		return; /* no start, or not a write: no role */
+	} else {
+		journal = (norm_flags(cmd_flags) & ES_REQ_META) || (w->comm[0] == 'j' && w->comm[1] == 'b' &&
+								     w->comm[2] == 'd' && w->comm[3] == '2' && w->comm[4] == '/');
+		cat = journal ? KP_CAT_JOURNAL : KP_CAT_DATA;
+	}
+	kp_each(dev, 0, cat == KP_CAT_DATA, w->tid, insert_ns, issue_ns, now | kp_bits(KP_E_REQ, cat, preflush));
+}
+
 /* mark records an insert or an issue of request rq in its slot. */
 static __always_inline void mark(struct request *rq, bool insert)
 {
@@ -612,6 +636,8 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	 * it, or is the second completion the flush state machine gives a data
 	 * request), or its slot was taken by a collision. Emitted all the same
 	 * (analysis decides); only another disk is filtered. */
+	if (kpart && final)
+		kp_request(rq_dev(rq), cmd_flags, insert_ns, issue_ns, now, &w);
 	if (!known && targ_dev && rq_dev(rq) != targ_dev)
 		return 0;
 	if (!every_block && !busy_deep(rq_dev(rq))) {
@@ -772,6 +798,8 @@ int block_getrq(unsigned long long *ctx)
 	e.pid = id >> 32;
 	e.tid = (__u32)id;
 	e.queue_ns = bpf_ktime_get_ns();
+	if (kpart)
+		kp_each(e.dev, 0, false, 0, e.queue_ns, 0, kp_bits(KP_E_FBIO, 0, false));
 	emit(&e, sizeof(e));
 	blk_count(BLK_STAT_FLUSH_BIO_EMITS);
 	return 0;

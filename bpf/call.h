@@ -13,6 +13,7 @@
 #include "filecache.h"
 #include "filter.h"
 #include "inflight.h"
+#include "kpart.h"
 
 /* sys_calls: the calls started on the syscall tracepoint (fsync.bpf.c)
  * and not yet recorded, nor taken over by ext4's sync_file_enter: what
@@ -148,6 +149,13 @@ static __always_inline void es_call_enter(struct file *f, int fd, __u8 syscall, 
 		if (!slot->from_sys) /* else a call whose exit was missed: counted once */
 			sys_calls_add(1);
 	}
+	if (kpart && btf) {
+		/* The slot first, then the call's start: a request that
+		 * completes after the start is in the slot too. */
+		kp_free(slot->kp_slot); /* a call whose exit was never seen */
+		c.kp_slot = kp_enter(f, (__u32)bpf_get_current_pid_tgid(), c.disk, bpf_ktime_get_ns());
+		c.start_ns = bpf_ktime_get_ns();
+	}
 	*slot = c;
 	busy_add(c.disk, 1); /* until es_call_exit */
 	ee.kind = ES_KIND_FSYNC_ENTER;
@@ -163,8 +171,9 @@ static __always_inline void es_call_enter(struct file *f, int fd, __u8 syscall, 
  * exit, after the kernel dropped its reference) only if the fd table
  * still holds that file, which keeps it alive while it is read: a file
  * another thread closed or replaced meanwhile stays unnamed (ino 0) rather
- * than read from memory that may be freed. */
-static __always_inline void es_call_exit(long ret, bool pinned)
+ * than read from memory that may be freed. kp: also emit the call's
+ * kpart_event (kpart.h; ext4_sync_file_exit_kpart only). */
+static __always_inline void es_call_exit(long ret, bool pinned, bool kp)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 id = bpf_get_current_pid_tgid();
@@ -200,6 +209,10 @@ static __always_inline void es_call_exit(long ret, bool pinned)
 		es_fill_cached(e, f);
 	bpf_ringbuf_submit(e, wakeup_flags_reserved(sizeof(*e)));
 out:
+#ifdef KP_EXIT
+	if (kp && kpart)
+		kp_exit(&c->kp_slot, (__u32)id, c->start_ns, now);
+#endif
 	c->start_ns = 0;
 }
 

@@ -127,6 +127,59 @@ static __always_inline __u32 inode_disk(struct inode *inode)
 	return ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
 }
 
+/* The in-flight calls of kpart.h (FsyncConfig.KernelPartition): a
+ * fixed-size list each, of the requests, flush bios and jbd2 commits that
+ * may count for it, which the block and journal programs append to. Here
+ * and not in kpart.h: every object of the tracer takes Go's map
+ * replacements, which must name maps each one has. */
+#define KP_SLOTS 16
+#define KP_ENTRIES 64
+
+enum kp_entry_type {
+	KP_E_REQ = 1,  /* a request's final completion: a insert, b issue, c complete */
+	KP_E_FBIO = 2, /* a flush bio got its request (block_getrq): a then */
+	KP_E_JWIN = 3, /* a jbd2 commit on the call's filesystem: a start, b end */
+};
+
+/* enum kp_cat: the sweep's categories in priority order (analysis's
+ * catFlush...catJournalWindow, without dm); KP_CAT_OTHER: none. */
+enum kp_cat {
+	KP_CAT_FLUSH = 0,
+	KP_CAT_QUEUE = 1,
+	KP_CAT_DATA = 2,
+	KP_CAT_JOURNAL = 3,
+	KP_CAT_JWIN = 4,
+	KP_CAT_OTHER = 5,
+};
+
+struct kp_entry {
+	__u64 a, b, c;
+	__u8 type;    /* enum kp_entry_type */
+	__u8 cat;     /* KP_E_REQ: its role, KP_CAT_FLUSH, _DATA or _JOURNAL */
+	__u8 preflush; /* KP_E_REQ: REQ_OP_FLUSH or REQ_PREFLUSH (else FUA only) */
+	__u8 _pad[5];
+};
+
+struct kp_call {
+	struct bpf_spin_lock lock; /* held for every read and write below */
+	__u32 tid;
+	__u64 start_ns; /* claimed then, just before the call started; 0: free */
+	__u32 disk;     /* whole disk (es_file_disk) */
+	__u32 sdev;     /* the file's i_sb->s_dev: its jbd2 journal's device */
+	__u32 n;        /* entries held */
+	__u32 dropped;  /* entries past KP_ENTRIES */
+	struct kp_entry e[KP_ENTRIES];
+};
+
+/* kp_calls: slot -> a traced call in flight and what it may have waited
+ * on, from its enter to its exit (kpart.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, KP_SLOTS);
+	__type(key, __u32);
+	__type(value, struct kp_call);
+} kp_calls SEC(".maps");
+
 static __always_inline void emit(void *data, __u64 size)
 {
 	if (bpf_ringbuf_output(&events, data, size, wakeup_flags(size)))

@@ -23,6 +23,8 @@ const struct fsync_event *unused_fsync_event __attribute__((unused));
 const struct fsync_enter_event *unused_fsync_enter __attribute__((unused));
 const enum es_kind *unused_es_kind __attribute__((unused));
 const enum es_syscall *unused_es_syscall __attribute__((unused));
+const struct kpart_event *unused_kpart_event __attribute__((unused));
+const enum kpart_reason *unused_kpart_reason __attribute__((unused));
 
 static __always_inline int on_enter(int fd, __u8 syscall)
 {
@@ -32,7 +34,7 @@ static __always_inline int on_enter(int fd, __u8 syscall)
 
 static __always_inline int on_exit(long ret)
 {
-	es_call_exit(ret, false);
+	es_call_exit(ret, false, false);
 	return 0;
 }
 

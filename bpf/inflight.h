@@ -19,7 +19,7 @@ struct call {
 	__u8 syscall; /* enum es_syscall: which exit program owns the call */
 	__u8 wait;    /* write.bpf.c: the open wait, enum wait_kind */
 	__u8 from_sys; /* call.h: started on the syscall tracepoint, counted in sys_calls */
-	__u8 _pad;
+	__u8 kp_slot;  /* kpart.h: its kp_calls slot + 1, or KP_UNTRACKED | enum kpart_reason */
 	__u32 disk;      /* fsync.bpf.c: the disk marked busy (events.h), 0: busy_any */
 	__u32 throttles; /* write.bpf.c, from here on */
 	__u64 throttled_ns;

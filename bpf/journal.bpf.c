@@ -13,6 +13,7 @@
 #include <bpf/bpf_tracing.h>
 #include "journal.h"
 #include "events.h"
+#include "kpart.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -72,6 +73,8 @@ int BPF_PROG(jbd2_end_commit, journal_t *journal, transaction_t *txn)
 	e.start_ns = *start;
 	e.end_ns = bpf_ktime_get_ns();
 	bpf_map_delete_elem(&commits, &k);
+	if (kpart)
+		kp_each(0, k.dev, false, 0, e.start_ns, e.end_ns, kp_bits(KP_E_JWIN, 0, false));
 	emit(&e, sizeof(e));
 	return 0;
 }

@@ -22,6 +22,7 @@ enum es_kind {
 	ES_KIND_SCHED = 7,       /* struct sched_event (sched.h): a traced thread's scheduler state */
 	ES_KIND_DM_BIO = 8,      /* struct dm_bio_event (block.h): a bio on a bio-based disk, queued to completed */
 	ES_KIND_BIO_REMAP = 9,   /* struct bio_remap_event (block.h): a stacked driver sent a bio down */
+	ES_KIND_KPART = 10,      /* struct kpart_event (fsync.h): a call's partition made in the kernel (kpart.h) */
 };
 
 #endif

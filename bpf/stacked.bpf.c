@@ -15,6 +15,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+#define KP_EXIT /* kpart.h: ext4_sync_file_exit_kpart makes the records */
 #include "call.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -134,8 +135,9 @@ int BPF_PROG(ext4_sync_file_enter, struct file *file, int datasync)
 	return 0;
 }
 
-SEC("tp_btf/ext4_sync_file_exit")
-int BPF_PROG(ext4_sync_file_exit, struct inode *inode, int ret)
+/* sync_file_exit ends a call at ext4_sync_file's exit; kp: with its
+ * kpart_event (kpart.h). */
+static __always_inline int sync_file_exit(struct inode *inode, int ret, bool kp)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
@@ -146,7 +148,7 @@ int BPF_PROG(ext4_sync_file_exit, struct inode *inode, int ret)
 	 * task-storage lookup: a pointer read for a task never traced) */
 	if (!in_kthread()) {
 		if (callers && callers_on)
-			es_call_exit(ret, true);
+			es_call_exit(ret, true, kp);
 		return 0;
 	}
 	e = bpf_map_lookup_elem(&kinflight, &tid);
@@ -158,4 +160,19 @@ int BPF_PROG(ext4_sync_file_exit, struct inode *inode, int ret)
 	emit(e, sizeof(*e));
 	bpf_map_delete_elem(&kinflight, &tid);
 	return 0;
+}
+
+SEC("tp_btf/ext4_sync_file_exit")
+int BPF_PROG(ext4_sync_file_exit, struct inode *inode, int ret)
+{
+	return sync_file_exit(inode, ret, false);
+}
+
+/* ext4_sync_file_exit_kpart: ext4_sync_file_exit with the kernel-made
+ * partition (FsyncConfig.KernelPartition), which Go loads in its place
+ * only then: its open-coded iterators need Linux 6.4+. */
+SEC("tp_btf/ext4_sync_file_exit")
+int BPF_PROG(ext4_sync_file_exit_kpart, struct inode *inode, int ret)
+{
+	return sync_file_exit(inode, ret, true);
 }

@@ -409,6 +409,7 @@ const (
 	KindSched
 	KindDMBio
 	KindBioRemap
+	KindKPart // a call's partition assembled in the kernel (FsyncConfig.KernelPartition)
 )
 
 // Any holds one event of the fsync tracer, of any kind, by value: the
@@ -426,12 +427,13 @@ type Any struct {
 	Sched    Sched
 	DMBio    DMBio
 	Remap    BioRemap
+	KPart    KPart
 }
 
 // Value returns the event as an interface holding event.Fsync,
 // event.KernelFsync, event.FsyncEnter, event.Block, event.Journal or
-// event.FlushBio, event.Write, event.Sched, event.DMBio or event.BioRemap
-// (nil for KindNone).
+// event.FlushBio, event.Write, event.Sched, event.DMBio, event.BioRemap or
+// event.KPart (nil for KindNone).
 func (a *Any) Value() any {
 	switch a.Kind {
 	case KindFsync:
@@ -454,6 +456,8 @@ func (a *Any) Value() any {
 		return a.DMBio
 	case KindBioRemap:
 		return a.Remap
+	case KindKPart:
+		return a.KPart
 	}
 	return nil
 }

@@ -30,7 +30,7 @@ func (t *FsyncTracer) loadBlock(shared ebpf.CollectionOptions, cfg FsyncConfig) 
 	if err != nil {
 		return err
 	}
-	vars["targ_dev"], vars["every_block"] = uint32(cfg.Disk), cfg.EveryBlock
+	vars["targ_dev"], vars["every_block"], vars["kpart"] = uint32(cfg.Disk), cfg.EveryBlock, t.kpart
 	if testDMOneSlot {
 		vars["dm_slot_mask"] = uint32(0)
 	}

@@ -141,6 +141,30 @@ type blockFlushBioEvent struct {
 	QueueNs uint64
 }
 
+type blockKpCall struct {
+	_    structs.HostLayout
+	Lock struct {
+		_   structs.HostLayout
+		Val uint32
+	}
+	Tid     uint32
+	StartNs uint64
+	Disk    uint32
+	Sdev    uint32
+	N       uint32
+	Dropped uint32
+	E       [64]struct {
+		_        structs.HostLayout
+		A        uint64
+		B        uint64
+		C        uint64
+		Type     uint8
+		Cat      uint8
+		Preflush uint8
+		Pad      [5]uint8
+	}
+}
+
 type blockRqStart struct {
 	_    structs.HostLayout
 	Lock struct {
@@ -166,6 +190,7 @@ const (
 	blockMapBusyDisks           = "busy_disks"
 	blockMapDmStarts            = "dm_starts"
 	blockMapEvents              = "events"
+	blockMapKpCalls             = "kp_calls"
 	blockMapLostEvents          = "lost_events"
 	blockMapStarts              = "starts"
 	blockMapUpperOf             = "upper_of"
@@ -183,6 +208,7 @@ const (
 	blockVarEsTaskBtf           = "es_task_btf"
 	blockVarEveryBlock          = "every_block"
 	blockVarGetrqQ_arg          = "getrq_q_arg"
+	blockVarKpart               = "kpart"
 	blockVarRqQ_arg             = "rq_q_arg"
 	blockVarTargDev             = "targ_dev"
 	blockVarUnusedBioRemapEvent = "unused_bio_remap_event"
@@ -257,6 +283,7 @@ type blockMapSpecs struct {
 	BusyDisks   *ebpf.MapSpec `ebpf:"busy_disks"`
 	DmStarts    *ebpf.MapSpec `ebpf:"dm_starts"`
 	Events      *ebpf.MapSpec `ebpf:"events"`
+	KpCalls     *ebpf.MapSpec `ebpf:"kp_calls"`
 	LostEvents  *ebpf.MapSpec `ebpf:"lost_events"`
 	Starts      *ebpf.MapSpec `ebpf:"starts"`
 	UpperOf     *ebpf.MapSpec `ebpf:"upper_of"`
@@ -272,6 +299,7 @@ type blockVariableSpecs struct {
 	EsTaskBtf           *ebpf.VariableSpec `ebpf:"es_task_btf"`
 	EveryBlock          *ebpf.VariableSpec `ebpf:"every_block"`
 	GetrqQ_arg          *ebpf.VariableSpec `ebpf:"getrq_q_arg"`
+	Kpart               *ebpf.VariableSpec `ebpf:"kpart"`
 	RqQ_arg             *ebpf.VariableSpec `ebpf:"rq_q_arg"`
 	TargDev             *ebpf.VariableSpec `ebpf:"targ_dev"`
 	UnusedBioRemapEvent *ebpf.VariableSpec `ebpf:"unused_bio_remap_event"`
@@ -310,6 +338,7 @@ type blockMaps struct {
 	BusyDisks   *ebpf.Map `ebpf:"busy_disks"`
 	DmStarts    *ebpf.Map `ebpf:"dm_starts"`
 	Events      *ebpf.Map `ebpf:"events"`
+	KpCalls     *ebpf.Map `ebpf:"kp_calls"`
 	LostEvents  *ebpf.Map `ebpf:"lost_events"`
 	Starts      *ebpf.Map `ebpf:"starts"`
 	UpperOf     *ebpf.Map `ebpf:"upper_of"`
@@ -323,6 +352,7 @@ func (m *blockMaps) Close() error {
 		m.BusyDisks,
 		m.DmStarts,
 		m.Events,
+		m.KpCalls,
 		m.LostEvents,
 		m.Starts,
 		m.UpperOf,
@@ -339,6 +369,7 @@ type blockVariables struct {
 	EsTaskBtf           *ebpf.Variable `ebpf:"es_task_btf"`
 	EveryBlock          *ebpf.Variable `ebpf:"every_block"`
 	GetrqQ_arg          *ebpf.Variable `ebpf:"getrq_q_arg"`
+	Kpart               *ebpf.Variable `ebpf:"kpart"`
 	RqQ_arg             *ebpf.Variable `ebpf:"rq_q_arg"`
 	TargDev             *ebpf.Variable `ebpf:"targ_dev"`
 	UnusedBioRemapEvent *ebpf.Variable `ebpf:"unused_bio_remap_event"`

@@ -39,6 +39,10 @@ func TestEnumsMatchC(t *testing.T) {
 			"ES_SYS_WRITE": uint64(event.SysWrite), "ES_SYS_PWRITE64": uint64(event.SysPwrite64), "ES_SYS_WRITEV": uint64(event.SysWritev),
 			"ES_SYS_PWRITEV": uint64(event.SysPwritev), "ES_SYS_PWRITEV2": uint64(event.SysPwritev2),
 		}},
+		{loadFsync, "kpart_reason", map[string]uint64{
+			"KPART_OK": uint64(event.KPartOK), "KPART_NO_DISK": uint64(event.KPartNoDisk), "KPART_STACKED": uint64(event.KPartStacked),
+			"KPART_NO_SLOT": uint64(event.KPartNoSlot), "KPART_OVERFLOW": uint64(event.KPartOverflow),
+		}},
 		{loadSched, "es_sched_state", map[string]uint64{
 			"ES_SCHED_RUNNING": uint64(event.SchedRunning), "ES_SCHED_RUNNABLE": uint64(event.SchedRunnable), "ES_SCHED_BLOCKED": uint64(event.SchedBlocked),
 		}},
@@ -103,6 +107,7 @@ func TestRecordKindsDecode(t *testing.T) {
 		"ES_KIND_BLK": event.KindBlock, "ES_KIND_JOURNAL": event.KindJournal, "ES_KIND_FLUSH_BIO": event.KindFlushBio,
 		"ES_KIND_WRITE": event.KindWrite, "ES_KIND_SCHED": event.KindSched,
 		"ES_KIND_DM_BIO": event.KindDMBio, "ES_KIND_BIO_REMAP": event.KindBioRemap,
+		"ES_KIND_KPART": event.KindKPart,
 	}
 	e := enumOf(t, loadFsync, "es_kind")
 	if len(e.Values) != len(want) {

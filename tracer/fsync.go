@@ -1,6 +1,6 @@
 package tracer
 
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type fsync_event -type fsync_enter_event -type es_kind -type es_syscall fsync ../bpf/fsync.bpf.c
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type fsync_event -type fsync_enter_event -type es_kind -type es_syscall -type kpart_event -type kpart_reason fsync ../bpf/fsync.bpf.c
 
 import (
 	"errors"
@@ -81,6 +81,13 @@ type FsyncConfig struct {
 	// ready to take the calls over, so that SwitchToExt4 can move them
 	// there once the traced files are known to be on ext4.
 	SwitchLater bool
+	// KernelPartition also assembles each call's layer partition in the
+	// kernel (bpf/kpart.h) and emits it beside the raw stream as a
+	// KindKPart event after the call's KindFsync (shadow mode, issue 27's
+	// stage 1; bench/findings.md 30). Only for calls on ext4's sync_file
+	// tracepoints (FSTypes ext4) on kernels whose tracing programs have
+	// bpf_spin_lock; off by default, and then pruned from the programs.
+	KernelPartition bool
 }
 
 // FsyncTracer traces fsync/fdatasync calls, the block requests below them
@@ -99,6 +106,7 @@ type FsyncTracer struct {
 	stacked  *ebpf.Collection
 	jbd2wait *ebpf.Collection
 	links    []link.Link
+	kpart    bool // FsyncConfig.KernelPartition
 	// sysMu guards the syscall tracepoints' links (sysEnter, sysExit),
 	// which SwitchToExt4 closes while the tracer runs, and probes, which
 	// it rewrites then.
@@ -162,6 +170,10 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 	// each load decodes vmlinux BTF again (six times; NewFsync took 240-430
 	// ms on make bench's VM, 125-195 ms with the cache).
 	cache := btf.NewCache()
+	if cfg.KernelPartition && (!fsCallers(cfg.FSTypes) || !haveSpinLock()) {
+		return nil, fmt.Errorf("kernel partition: needs the calls on ext4's sync_file tracepoints (FSTypes ext4, Linux 5.15+) and bpf_spin_lock in tracing programs")
+	}
+	t.kpart = cfg.KernelPartition
 	shared, err := t.loadSyscalls(cfg, ring, cache)
 	if err != nil {
 		return nil, err
@@ -220,6 +232,7 @@ func (t *FsyncTracer) loadSyscalls(cfg FsyncConfig, ring uint32, cache *btf.Cach
 	}
 	vars := filterVariables(cfg)
 	vars["handover"] = handoverWanted(cfg)
+	vars["kpart"] = t.kpart
 	if err := setVariables(spec, vars); err != nil {
 		return ebpf.CollectionOptions{}, err
 	}
@@ -231,7 +244,7 @@ func (t *FsyncTracer) loadSyscalls(cfg FsyncConfig, ring uint32, cache *btf.Cach
 	}
 	return ebpf.CollectionOptions{
 		MapReplacements: map[string]*ebpf.Map{"events": t.fsync.Events, "lost_events": t.fsync.LostEvents,
-			"busy_disks": t.fsync.BusyDisks, "busy_any": t.fsync.BusyAny},
+			"busy_disks": t.fsync.BusyDisks, "busy_any": t.fsync.BusyAny, "kp_calls": t.fsync.KpCalls},
 		Cache: cache,
 	}, nil
 }
@@ -500,10 +513,27 @@ func (d *decoder) record(ev *event.Any, raw []byte) error {
 		}
 		decodeRemap(&ev.Remap, e)
 		ev.Kind = event.KindBioRemap
+	case fsyncEsKindES_KIND_KPART:
+		e, err := fixed[fsyncKpartEvent](raw, "kpart")
+		if err != nil {
+			return err
+		}
+		decodeKPart(&ev.KPart, e)
+		ev.Kind = event.KindKPart
 	default:
 		return fmt.Errorf("decoding event: unknown kind %d", raw[0])
 	}
 	return nil
+}
+
+// decodeKPart decodes struct kpart_event (bpf/fsync.h).
+func decodeKPart(k *event.KPart, e *fsyncKpartEvent) {
+	*k = event.KPart{
+		TID: e.Tid, StartNs: e.StartNs, EndNs: e.EndNs, Reason: event.KPartReason(e.Reason),
+		DeviceFlushNs: e.DeviceFlushNs, BlockQueueNs: e.BlockQueueNs, DataWritebackNs: e.DataWritebackNs,
+		JournalNs: e.JournalNs, OtherNs: e.OtherNs, Flushes: e.Flushes, FUAWrites: e.FuaWrites,
+		Requests: e.Requests, JournalWindows: e.JournalWindows, Entries: e.Entries, Dropped: e.Dropped,
+	}
 }
 
 // fsync decodes struct fsync_event (bpf/fsync.h).

@@ -22,7 +22,7 @@ type fsyncCall struct {
 	Syscall         uint8
 	Wait            uint8
 	FromSys         uint8
-	Pad             uint8
+	KpSlot          uint8
 	Disk            uint32
 	Throttles       uint32
 	ThrottledNs     uint64
@@ -44,6 +44,7 @@ const (
 	fsyncEsKindES_KIND_SCHED       fsyncEsKind = 7
 	fsyncEsKindES_KIND_DM_BIO      fsyncEsKind = 8
 	fsyncEsKindES_KIND_BIO_REMAP   fsyncEsKind = 9
+	fsyncEsKindES_KIND_KPART       fsyncEsKind = 10
 )
 
 type fsyncEsSyscall uint32
@@ -102,6 +103,61 @@ type fsyncFsyncEvent struct {
 	Names      [4][48]int8
 }
 
+type fsyncKpCall struct {
+	_    structs.HostLayout
+	Lock struct {
+		_   structs.HostLayout
+		Val uint32
+	}
+	Tid     uint32
+	StartNs uint64
+	Disk    uint32
+	Sdev    uint32
+	N       uint32
+	Dropped uint32
+	E       [64]struct {
+		_        structs.HostLayout
+		A        uint64
+		B        uint64
+		C        uint64
+		Type     uint8
+		Cat      uint8
+		Preflush uint8
+		Pad      [5]uint8
+	}
+}
+
+type fsyncKpartEvent struct {
+	_               structs.HostLayout
+	Kind            uint8
+	Reason          uint8
+	Pad             [2]uint8
+	Tid             uint32
+	StartNs         uint64
+	EndNs           uint64
+	DeviceFlushNs   uint64
+	BlockQueueNs    uint64
+	DataWritebackNs uint64
+	JournalNs       uint64
+	OtherNs         uint64
+	Flushes         uint32
+	FuaWrites       uint32
+	Requests        uint32
+	JournalWindows  uint32
+	Entries         uint32
+	Dropped         uint32
+}
+
+type fsyncKpartReason uint32
+
+const (
+	fsyncKpartReasonKPART_OK       fsyncKpartReason = 0
+	fsyncKpartReasonKPART_NO_DISK  fsyncKpartReason = 1
+	fsyncKpartReasonKPART_STACKED  fsyncKpartReason = 2
+	fsyncKpartReasonKPART_NO_SLOT  fsyncKpartReason = 3
+	fsyncKpartReasonKPART_OVERFLOW fsyncKpartReason = 4
+)
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -112,6 +168,7 @@ const (
 	fsyncMapFiles              = "files"
 	fsyncMapInflight           = "inflight"
 	fsyncMapInfoScratch        = "info_scratch"
+	fsyncMapKpCalls            = "kp_calls"
 	fsyncMapLostEvents         = "lost_events"
 	fsyncMapSysCalls           = "sys_calls"
 	fsyncProgSysEnterFdatasync = "sys_enter_fdatasync"
@@ -121,6 +178,7 @@ const (
 	fsyncVarEsTaskBtf          = "es_task_btf"
 	fsyncVarFilterComm         = "filter_comm"
 	fsyncVarHandover           = "handover"
+	fsyncVarKpart              = "kpart"
 	fsyncVarTargCgroupId       = "targ_cgroup_id"
 	fsyncVarTargComm           = "targ_comm"
 	fsyncVarTargTgid           = "targ_tgid"
@@ -128,6 +186,8 @@ const (
 	fsyncVarUnusedEsSyscall    = "unused_es_syscall"
 	fsyncVarUnusedFsyncEnter   = "unused_fsync_enter"
 	fsyncVarUnusedFsyncEvent   = "unused_fsync_event"
+	fsyncVarUnusedKpartEvent   = "unused_kpart_event"
+	fsyncVarUnusedKpartReason  = "unused_kpart_reason"
 	fsyncVarWakeBytes          = "wake_bytes"
 )
 
@@ -189,6 +249,7 @@ type fsyncMapSpecs struct {
 	Files       *ebpf.MapSpec `ebpf:"files"`
 	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
 	InfoScratch *ebpf.MapSpec `ebpf:"info_scratch"`
+	KpCalls     *ebpf.MapSpec `ebpf:"kp_calls"`
 	LostEvents  *ebpf.MapSpec `ebpf:"lost_events"`
 	SysCalls    *ebpf.MapSpec `ebpf:"sys_calls"`
 }
@@ -197,17 +258,20 @@ type fsyncMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type fsyncVariableSpecs struct {
-	EsTaskBtf        *ebpf.VariableSpec `ebpf:"es_task_btf"`
-	FilterComm       *ebpf.VariableSpec `ebpf:"filter_comm"`
-	Handover         *ebpf.VariableSpec `ebpf:"handover"`
-	TargCgroupId     *ebpf.VariableSpec `ebpf:"targ_cgroup_id"`
-	TargComm         *ebpf.VariableSpec `ebpf:"targ_comm"`
-	TargTgid         *ebpf.VariableSpec `ebpf:"targ_tgid"`
-	UnusedEsKind     *ebpf.VariableSpec `ebpf:"unused_es_kind"`
-	UnusedEsSyscall  *ebpf.VariableSpec `ebpf:"unused_es_syscall"`
-	UnusedFsyncEnter *ebpf.VariableSpec `ebpf:"unused_fsync_enter"`
-	UnusedFsyncEvent *ebpf.VariableSpec `ebpf:"unused_fsync_event"`
-	WakeBytes        *ebpf.VariableSpec `ebpf:"wake_bytes"`
+	EsTaskBtf         *ebpf.VariableSpec `ebpf:"es_task_btf"`
+	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
+	Handover          *ebpf.VariableSpec `ebpf:"handover"`
+	Kpart             *ebpf.VariableSpec `ebpf:"kpart"`
+	TargCgroupId      *ebpf.VariableSpec `ebpf:"targ_cgroup_id"`
+	TargComm          *ebpf.VariableSpec `ebpf:"targ_comm"`
+	TargTgid          *ebpf.VariableSpec `ebpf:"targ_tgid"`
+	UnusedEsKind      *ebpf.VariableSpec `ebpf:"unused_es_kind"`
+	UnusedEsSyscall   *ebpf.VariableSpec `ebpf:"unused_es_syscall"`
+	UnusedFsyncEnter  *ebpf.VariableSpec `ebpf:"unused_fsync_enter"`
+	UnusedFsyncEvent  *ebpf.VariableSpec `ebpf:"unused_fsync_event"`
+	UnusedKpartEvent  *ebpf.VariableSpec `ebpf:"unused_kpart_event"`
+	UnusedKpartReason *ebpf.VariableSpec `ebpf:"unused_kpart_reason"`
+	WakeBytes         *ebpf.VariableSpec `ebpf:"wake_bytes"`
 }
 
 // fsyncObjects contains all objects after they have been loaded into the kernel.
@@ -236,6 +300,7 @@ type fsyncMaps struct {
 	Files       *ebpf.Map `ebpf:"files"`
 	Inflight    *ebpf.Map `ebpf:"inflight"`
 	InfoScratch *ebpf.Map `ebpf:"info_scratch"`
+	KpCalls     *ebpf.Map `ebpf:"kp_calls"`
 	LostEvents  *ebpf.Map `ebpf:"lost_events"`
 	SysCalls    *ebpf.Map `ebpf:"sys_calls"`
 }
@@ -248,6 +313,7 @@ func (m *fsyncMaps) Close() error {
 		m.Files,
 		m.Inflight,
 		m.InfoScratch,
+		m.KpCalls,
 		m.LostEvents,
 		m.SysCalls,
 	)
@@ -257,17 +323,20 @@ func (m *fsyncMaps) Close() error {
 //
 // It can be passed to loadFsyncObjects or ebpf.CollectionSpec.LoadAndAssign.
 type fsyncVariables struct {
-	EsTaskBtf        *ebpf.Variable `ebpf:"es_task_btf"`
-	FilterComm       *ebpf.Variable `ebpf:"filter_comm"`
-	Handover         *ebpf.Variable `ebpf:"handover"`
-	TargCgroupId     *ebpf.Variable `ebpf:"targ_cgroup_id"`
-	TargComm         *ebpf.Variable `ebpf:"targ_comm"`
-	TargTgid         *ebpf.Variable `ebpf:"targ_tgid"`
-	UnusedEsKind     *ebpf.Variable `ebpf:"unused_es_kind"`
-	UnusedEsSyscall  *ebpf.Variable `ebpf:"unused_es_syscall"`
-	UnusedFsyncEnter *ebpf.Variable `ebpf:"unused_fsync_enter"`
-	UnusedFsyncEvent *ebpf.Variable `ebpf:"unused_fsync_event"`
-	WakeBytes        *ebpf.Variable `ebpf:"wake_bytes"`
+	EsTaskBtf         *ebpf.Variable `ebpf:"es_task_btf"`
+	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`
+	Handover          *ebpf.Variable `ebpf:"handover"`
+	Kpart             *ebpf.Variable `ebpf:"kpart"`
+	TargCgroupId      *ebpf.Variable `ebpf:"targ_cgroup_id"`
+	TargComm          *ebpf.Variable `ebpf:"targ_comm"`
+	TargTgid          *ebpf.Variable `ebpf:"targ_tgid"`
+	UnusedEsKind      *ebpf.Variable `ebpf:"unused_es_kind"`
+	UnusedEsSyscall   *ebpf.Variable `ebpf:"unused_es_syscall"`
+	UnusedFsyncEnter  *ebpf.Variable `ebpf:"unused_fsync_enter"`
+	UnusedFsyncEvent  *ebpf.Variable `ebpf:"unused_fsync_event"`
+	UnusedKpartEvent  *ebpf.Variable `ebpf:"unused_kpart_event"`
+	UnusedKpartReason *ebpf.Variable `ebpf:"unused_kpart_reason"`
+	WakeBytes         *ebpf.Variable `ebpf:"wake_bytes"`
 }
 
 // fsyncPrograms contains all programs after they have been loaded into the kernel.

@@ -13,6 +13,30 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type jbd2waitKpCall struct {
+	_    structs.HostLayout
+	Lock struct {
+		_   structs.HostLayout
+		Val uint32
+	}
+	Tid     uint32
+	StartNs uint64
+	Disk    uint32
+	Sdev    uint32
+	N       uint32
+	Dropped uint32
+	E       [64]struct {
+		_        structs.HostLayout
+		A        uint64
+		B        uint64
+		C        uint64
+		Type     uint8
+		Cat      uint8
+		Preflush uint8
+		Pad      [5]uint8
+	}
+}
+
 type jbd2waitWaitStart struct {
 	_       structs.HostLayout
 	StartNs uint64
@@ -27,6 +51,7 @@ const (
 	jbd2waitMapBusyAny            = "busy_any"
 	jbd2waitMapBusyDisks          = "busy_disks"
 	jbd2waitMapEvents             = "events"
+	jbd2waitMapKpCalls            = "kp_calls"
 	jbd2waitMapLostEvents         = "lost_events"
 	jbd2waitMapWaits              = "waits"
 	jbd2waitProgJbd2WaitFentry    = "jbd2_wait_fentry"
@@ -93,6 +118,7 @@ type jbd2waitMapSpecs struct {
 	BusyAny    *ebpf.MapSpec `ebpf:"busy_any"`
 	BusyDisks  *ebpf.MapSpec `ebpf:"busy_disks"`
 	Events     *ebpf.MapSpec `ebpf:"events"`
+	KpCalls    *ebpf.MapSpec `ebpf:"kp_calls"`
 	LostEvents *ebpf.MapSpec `ebpf:"lost_events"`
 	Waits      *ebpf.MapSpec `ebpf:"waits"`
 }
@@ -129,6 +155,7 @@ type jbd2waitMaps struct {
 	BusyAny    *ebpf.Map `ebpf:"busy_any"`
 	BusyDisks  *ebpf.Map `ebpf:"busy_disks"`
 	Events     *ebpf.Map `ebpf:"events"`
+	KpCalls    *ebpf.Map `ebpf:"kp_calls"`
 	LostEvents *ebpf.Map `ebpf:"lost_events"`
 	Waits      *ebpf.Map `ebpf:"waits"`
 }
@@ -138,6 +165,7 @@ func (m *jbd2waitMaps) Close() error {
 		m.BusyAny,
 		m.BusyDisks,
 		m.Events,
+		m.KpCalls,
 		m.LostEvents,
 		m.Waits,
 	)

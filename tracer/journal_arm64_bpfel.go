@@ -39,6 +39,30 @@ type journalJournalEvent struct {
 	EndNs   uint64
 }
 
+type journalKpCall struct {
+	_    structs.HostLayout
+	Lock struct {
+		_   structs.HostLayout
+		Val uint32
+	}
+	Tid     uint32
+	StartNs uint64
+	Disk    uint32
+	Sdev    uint32
+	N       uint32
+	Dropped uint32
+	E       [64]struct {
+		_        structs.HostLayout
+		A        uint64
+		B        uint64
+		C        uint64
+		Type     uint8
+		Cat      uint8
+		Preflush uint8
+		Pad      [5]uint8
+	}
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -47,10 +71,12 @@ const (
 	journalMapBusyDisks             = "busy_disks"
 	journalMapCommits               = "commits"
 	journalMapEvents                = "events"
+	journalMapKpCalls               = "kp_calls"
 	journalMapLostEvents            = "lost_events"
 	journalProgJbd2EndCommit        = "jbd2_end_commit"
 	journalProgJbd2StartCommit      = "jbd2_start_commit"
 	journalProgXfsLogForce          = "xfs_log_force"
+	journalVarKpart                 = "kpart"
 	journalVarUnusedEsJournalSource = "unused_es_journal_source"
 	journalVarUnusedJournalEvent    = "unused_journal_event"
 	journalVarWakeBytes             = "wake_bytes"
@@ -111,6 +137,7 @@ type journalMapSpecs struct {
 	BusyDisks  *ebpf.MapSpec `ebpf:"busy_disks"`
 	Commits    *ebpf.MapSpec `ebpf:"commits"`
 	Events     *ebpf.MapSpec `ebpf:"events"`
+	KpCalls    *ebpf.MapSpec `ebpf:"kp_calls"`
 	LostEvents *ebpf.MapSpec `ebpf:"lost_events"`
 }
 
@@ -118,6 +145,7 @@ type journalMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type journalVariableSpecs struct {
+	Kpart                 *ebpf.VariableSpec `ebpf:"kpart"`
 	UnusedEsJournalSource *ebpf.VariableSpec `ebpf:"unused_es_journal_source"`
 	UnusedJournalEvent    *ebpf.VariableSpec `ebpf:"unused_journal_event"`
 	WakeBytes             *ebpf.VariableSpec `ebpf:"wake_bytes"`
@@ -147,6 +175,7 @@ type journalMaps struct {
 	BusyDisks  *ebpf.Map `ebpf:"busy_disks"`
 	Commits    *ebpf.Map `ebpf:"commits"`
 	Events     *ebpf.Map `ebpf:"events"`
+	KpCalls    *ebpf.Map `ebpf:"kp_calls"`
 	LostEvents *ebpf.Map `ebpf:"lost_events"`
 }
 
@@ -156,6 +185,7 @@ func (m *journalMaps) Close() error {
 		m.BusyDisks,
 		m.Commits,
 		m.Events,
+		m.KpCalls,
 		m.LostEvents,
 	)
 }
@@ -164,6 +194,7 @@ func (m *journalMaps) Close() error {
 //
 // It can be passed to loadJournalObjects or ebpf.CollectionSpec.LoadAndAssign.
 type journalVariables struct {
+	Kpart                 *ebpf.Variable `ebpf:"kpart"`
 	UnusedEsJournalSource *ebpf.Variable `ebpf:"unused_es_journal_source"`
 	UnusedJournalEvent    *ebpf.Variable `ebpf:"unused_journal_event"`
 	WakeBytes             *ebpf.Variable `ebpf:"wake_bytes"`

@@ -22,7 +22,7 @@ type schedCall struct {
 	Syscall         uint8
 	Wait            uint8
 	FromSys         uint8
-	Pad             uint8
+	KpSlot          uint8
 	Disk            uint32
 	Throttles       uint32
 	ThrottledNs     uint64
@@ -39,6 +39,30 @@ const (
 	schedEsSchedStateES_SCHED_RUNNABLE schedEsSchedState = 1
 	schedEsSchedStateES_SCHED_BLOCKED  schedEsSchedState = 2
 )
+
+type schedKpCall struct {
+	_    structs.HostLayout
+	Lock struct {
+		_   structs.HostLayout
+		Val uint32
+	}
+	Tid     uint32
+	StartNs uint64
+	Disk    uint32
+	Sdev    uint32
+	N       uint32
+	Dropped uint32
+	E       [64]struct {
+		_        structs.HostLayout
+		A        uint64
+		B        uint64
+		C        uint64
+		Type     uint8
+		Cat      uint8
+		Preflush uint8
+		Pad      [5]uint8
+	}
+}
 
 type schedSchedEvent struct {
 	_     structs.HostLayout
@@ -57,6 +81,7 @@ const (
 	schedMapBusyDisks          = "busy_disks"
 	schedMapEvents             = "events"
 	schedMapInflight           = "inflight"
+	schedMapKpCalls            = "kp_calls"
 	schedMapLostEvents         = "lost_events"
 	schedProgSchedSwitch       = "sched_switch"
 	schedProgSchedWakeup       = "sched_wakeup"
@@ -121,6 +146,7 @@ type schedMapSpecs struct {
 	BusyDisks  *ebpf.MapSpec `ebpf:"busy_disks"`
 	Events     *ebpf.MapSpec `ebpf:"events"`
 	Inflight   *ebpf.MapSpec `ebpf:"inflight"`
+	KpCalls    *ebpf.MapSpec `ebpf:"kp_calls"`
 	LostEvents *ebpf.MapSpec `ebpf:"lost_events"`
 }
 
@@ -159,6 +185,7 @@ type schedMaps struct {
 	BusyDisks  *ebpf.Map `ebpf:"busy_disks"`
 	Events     *ebpf.Map `ebpf:"events"`
 	Inflight   *ebpf.Map `ebpf:"inflight"`
+	KpCalls    *ebpf.Map `ebpf:"kp_calls"`
 	LostEvents *ebpf.Map `ebpf:"lost_events"`
 }
 
@@ -168,6 +195,7 @@ func (m *schedMaps) Close() error {
 		m.BusyDisks,
 		m.Events,
 		m.Inflight,
+		m.KpCalls,
 		m.LostEvents,
 	)
 }

@@ -44,12 +44,19 @@ func (t *FsyncTracer) attachStacked(shared ebpf.CollectionOptions, cfg FsyncConf
 	vars["callers"] = able
 	vars["callers_on"] = on
 	vars["handover"] = able && !on
+	vars["kpart"] = t.kpart
 	if err := setVariables(spec, vars); err != nil {
 		return err
 	}
 	if err := applyCompat(spec); err != nil {
 		return err
 	}
+	// One of the two exits: ext4_sync_file_exit_kpart with the kernel-made
+	// partition, under the probe's own name.
+	if t.kpart {
+		spec.Programs["ext4_sync_file_exit"] = spec.Programs["ext4_sync_file_exit_kpart"]
+	}
+	delete(spec.Programs, "ext4_sync_file_exit_kpart")
 	opts := shared
 	opts.MapReplacements = maps.Clone(shared.MapReplacements)
 	opts.MapReplacements["inflight"] = t.fsync.Inflight

@@ -22,7 +22,7 @@ type stackedCall struct {
 	Syscall         uint8
 	Wait            uint8
 	FromSys         uint8
-	Pad             uint8
+	KpSlot          uint8
 	Disk            uint32
 	Throttles       uint32
 	ThrottledNs     uint64
@@ -67,31 +67,89 @@ type stackedFsyncEvent struct {
 	Names      [4][48]int8
 }
 
+type stackedKpCall struct {
+	_    structs.HostLayout
+	Lock struct {
+		_   structs.HostLayout
+		Val uint32
+	}
+	Tid     uint32
+	StartNs uint64
+	Disk    uint32
+	Sdev    uint32
+	N       uint32
+	Dropped uint32
+	E       [64]struct {
+		_        structs.HostLayout
+		A        uint64
+		B        uint64
+		C        uint64
+		Type     uint8
+		Cat      uint8
+		Preflush uint8
+		Pad      [5]uint8
+	}
+}
+
+type stackedKpScratch struct {
+	_ structs.HostLayout
+	E [64]struct {
+		_        structs.HostLayout
+		A        uint64
+		B        uint64
+		C        uint64
+		Type     uint8
+		Cat      uint8
+		Preflush uint8
+		Pad      [5]uint8
+	}
+	From [128]uint64
+	To   [128]uint64
+	Cat  [128]uint8
+	Used uint64
+	At   uint32
+	_    [4]byte
+	S_ns uint64
+	E_ns uint64
+	Cs   [5]uint64
+	Ce   [5]uint64
+	Un   [5]uint64
+	Pad2 uint32
+	_    [4]byte
+	Q    uint64
+	Ni   uint32
+	Pad  uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	stackedMapBusyAny            = "busy_any"
-	stackedMapBusyDisks          = "busy_disks"
-	stackedMapEvents             = "events"
-	stackedMapFiles              = "files"
-	stackedMapInflight           = "inflight"
-	stackedMapInfoScratch        = "info_scratch"
-	stackedMapKinflight          = "kinflight"
-	stackedMapKscratch           = "kscratch"
-	stackedMapLostEvents         = "lost_events"
-	stackedMapSysCalls           = "sys_calls"
-	stackedProgExt4SyncFileEnter = "ext4_sync_file_enter"
-	stackedProgExt4SyncFileExit  = "ext4_sync_file_exit"
-	stackedVarCallers            = "callers"
-	stackedVarCallersOn          = "callers_on"
-	stackedVarEsTaskBtf          = "es_task_btf"
-	stackedVarFilterComm         = "filter_comm"
-	stackedVarHandover           = "handover"
-	stackedVarTargCgroupId       = "targ_cgroup_id"
-	stackedVarTargComm           = "targ_comm"
-	stackedVarTargTgid           = "targ_tgid"
-	stackedVarWakeBytes          = "wake_bytes"
+	stackedMapBusyAny                = "busy_any"
+	stackedMapBusyDisks              = "busy_disks"
+	stackedMapEvents                 = "events"
+	stackedMapFiles                  = "files"
+	stackedMapInflight               = "inflight"
+	stackedMapInfoScratch            = "info_scratch"
+	stackedMapKinflight              = "kinflight"
+	stackedMapKpCalls                = "kp_calls"
+	stackedMapKpScratch              = "kp_scratch"
+	stackedMapKscratch               = "kscratch"
+	stackedMapLostEvents             = "lost_events"
+	stackedMapSysCalls               = "sys_calls"
+	stackedProgExt4SyncFileEnter     = "ext4_sync_file_enter"
+	stackedProgExt4SyncFileExit      = "ext4_sync_file_exit"
+	stackedProgExt4SyncFileExitKpart = "ext4_sync_file_exit_kpart"
+	stackedVarCallers                = "callers"
+	stackedVarCallersOn              = "callers_on"
+	stackedVarEsTaskBtf              = "es_task_btf"
+	stackedVarFilterComm             = "filter_comm"
+	stackedVarHandover               = "handover"
+	stackedVarKpart                  = "kpart"
+	stackedVarTargCgroupId           = "targ_cgroup_id"
+	stackedVarTargComm               = "targ_comm"
+	stackedVarTargTgid               = "targ_tgid"
+	stackedVarWakeBytes              = "wake_bytes"
 )
 
 // loadStacked returns the embedded CollectionSpec for stacked.
@@ -136,8 +194,9 @@ type stackedSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type stackedProgramSpecs struct {
-	Ext4SyncFileEnter *ebpf.ProgramSpec `ebpf:"ext4_sync_file_enter"`
-	Ext4SyncFileExit  *ebpf.ProgramSpec `ebpf:"ext4_sync_file_exit"`
+	Ext4SyncFileEnter     *ebpf.ProgramSpec `ebpf:"ext4_sync_file_enter"`
+	Ext4SyncFileExit      *ebpf.ProgramSpec `ebpf:"ext4_sync_file_exit"`
+	Ext4SyncFileExitKpart *ebpf.ProgramSpec `ebpf:"ext4_sync_file_exit_kpart"`
 }
 
 // stackedMapSpecs contains maps before they are loaded into the kernel.
@@ -151,6 +210,8 @@ type stackedMapSpecs struct {
 	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
 	InfoScratch *ebpf.MapSpec `ebpf:"info_scratch"`
 	Kinflight   *ebpf.MapSpec `ebpf:"kinflight"`
+	KpCalls     *ebpf.MapSpec `ebpf:"kp_calls"`
+	KpScratch   *ebpf.MapSpec `ebpf:"kp_scratch"`
 	Kscratch    *ebpf.MapSpec `ebpf:"kscratch"`
 	LostEvents  *ebpf.MapSpec `ebpf:"lost_events"`
 	SysCalls    *ebpf.MapSpec `ebpf:"sys_calls"`
@@ -165,6 +226,7 @@ type stackedVariableSpecs struct {
 	EsTaskBtf    *ebpf.VariableSpec `ebpf:"es_task_btf"`
 	FilterComm   *ebpf.VariableSpec `ebpf:"filter_comm"`
 	Handover     *ebpf.VariableSpec `ebpf:"handover"`
+	Kpart        *ebpf.VariableSpec `ebpf:"kpart"`
 	TargCgroupId *ebpf.VariableSpec `ebpf:"targ_cgroup_id"`
 	TargComm     *ebpf.VariableSpec `ebpf:"targ_comm"`
 	TargTgid     *ebpf.VariableSpec `ebpf:"targ_tgid"`
@@ -198,6 +260,8 @@ type stackedMaps struct {
 	Inflight    *ebpf.Map `ebpf:"inflight"`
 	InfoScratch *ebpf.Map `ebpf:"info_scratch"`
 	Kinflight   *ebpf.Map `ebpf:"kinflight"`
+	KpCalls     *ebpf.Map `ebpf:"kp_calls"`
+	KpScratch   *ebpf.Map `ebpf:"kp_scratch"`
 	Kscratch    *ebpf.Map `ebpf:"kscratch"`
 	LostEvents  *ebpf.Map `ebpf:"lost_events"`
 	SysCalls    *ebpf.Map `ebpf:"sys_calls"`
@@ -212,6 +276,8 @@ func (m *stackedMaps) Close() error {
 		m.Inflight,
 		m.InfoScratch,
 		m.Kinflight,
+		m.KpCalls,
+		m.KpScratch,
 		m.Kscratch,
 		m.LostEvents,
 		m.SysCalls,
@@ -227,6 +293,7 @@ type stackedVariables struct {
 	EsTaskBtf    *ebpf.Variable `ebpf:"es_task_btf"`
 	FilterComm   *ebpf.Variable `ebpf:"filter_comm"`
 	Handover     *ebpf.Variable `ebpf:"handover"`
+	Kpart        *ebpf.Variable `ebpf:"kpart"`
 	TargCgroupId *ebpf.Variable `ebpf:"targ_cgroup_id"`
 	TargComm     *ebpf.Variable `ebpf:"targ_comm"`
 	TargTgid     *ebpf.Variable `ebpf:"targ_tgid"`
@@ -237,14 +304,16 @@ type stackedVariables struct {
 //
 // It can be passed to loadStackedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type stackedPrograms struct {
-	Ext4SyncFileEnter *ebpf.Program `ebpf:"ext4_sync_file_enter"`
-	Ext4SyncFileExit  *ebpf.Program `ebpf:"ext4_sync_file_exit"`
+	Ext4SyncFileEnter     *ebpf.Program `ebpf:"ext4_sync_file_enter"`
+	Ext4SyncFileExit      *ebpf.Program `ebpf:"ext4_sync_file_exit"`
+	Ext4SyncFileExitKpart *ebpf.Program `ebpf:"ext4_sync_file_exit_kpart"`
 }
 
 func (p *stackedPrograms) Close() error {
 	return _StackedClose(
 		p.Ext4SyncFileEnter,
 		p.Ext4SyncFileExit,
+		p.Ext4SyncFileExitKpart,
 	)
 }
 

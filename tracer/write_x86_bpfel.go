@@ -22,7 +22,7 @@ type writeCall struct {
 	Syscall         uint8
 	Wait            uint8
 	FromSys         uint8
-	Pad             uint8
+	KpSlot          uint8
 	Disk            uint32
 	Throttles       uint32
 	ThrottledNs     uint64
@@ -44,6 +44,30 @@ type writeFileInfo struct {
 	Pad           [3]uint8
 	Fstype        [16]int8
 	Names         [4][48]int8
+}
+
+type writeKpCall struct {
+	_    structs.HostLayout
+	Lock struct {
+		_   structs.HostLayout
+		Val uint32
+	}
+	Tid     uint32
+	StartNs uint64
+	Disk    uint32
+	Sdev    uint32
+	N       uint32
+	Dropped uint32
+	E       [64]struct {
+		_        structs.HostLayout
+		A        uint64
+		B        uint64
+		C        uint64
+		Type     uint8
+		Cat      uint8
+		Preflush uint8
+		Pad      [5]uint8
+	}
 }
 
 type writeWriteEvent struct {
@@ -81,6 +105,7 @@ const (
 	writeMapFiles                = "files"
 	writeMapInflight             = "inflight"
 	writeMapInfoScratch          = "info_scratch"
+	writeMapKpCalls              = "kp_calls"
 	writeMapLostEvents           = "lost_events"
 	writeProgBalanceDirtyPages   = "balance_dirty_pages"
 	writeProgFolioWaitWriteback  = "folio_wait_writeback"
@@ -163,6 +188,7 @@ type writeMapSpecs struct {
 	Files       *ebpf.MapSpec `ebpf:"files"`
 	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
 	InfoScratch *ebpf.MapSpec `ebpf:"info_scratch"`
+	KpCalls     *ebpf.MapSpec `ebpf:"kp_calls"`
 	LostEvents  *ebpf.MapSpec `ebpf:"lost_events"`
 }
 
@@ -205,6 +231,7 @@ type writeMaps struct {
 	Files       *ebpf.Map `ebpf:"files"`
 	Inflight    *ebpf.Map `ebpf:"inflight"`
 	InfoScratch *ebpf.Map `ebpf:"info_scratch"`
+	KpCalls     *ebpf.Map `ebpf:"kp_calls"`
 	LostEvents  *ebpf.Map `ebpf:"lost_events"`
 }
 
@@ -216,6 +243,7 @@ func (m *writeMaps) Close() error {
 		m.Files,
 		m.Inflight,
 		m.InfoScratch,
+		m.KpCalls,
 		m.LostEvents,
 	)
 }
