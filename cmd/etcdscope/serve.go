@@ -70,7 +70,7 @@ func (f *serveFlags) flagSet() *pflag.FlagSet {
 	fs.IntVar(&f.pid, "pid", 0, "trace only fsyncs of this process id")
 	fs.IntVar(&f.port, "port", tracer.DefaultPeerPort, "etcd's peer port: TCP connections with this local or remote port are traced")
 	fs.StringArrayVar(&f.etcdMetrics, "etcd-metrics", nil, "etcd /metrics URL of a member on this host (repeatable), e.g. http://127.0.0.1:2381/metrics: exports the inflation of its peer RTT metric")
-	fs.StringSliceVar(&f.endpoints, "etcd-endpoints", nil, "with --etcd-metrics, --commit-pid or --commit-comm: client URLs (comma-separated) for the member list: each metric series against the connections to its peer; commit metrics by role and member")
+	fs.StringSliceVar(&f.endpoints, "etcd-endpoints", nil, "client URLs (comma-separated) for the member list: with --etcd-metrics, each series against its peer; with --commit-pid/-comm, by member")
 	fs.StringVar(&f.cacert, "cacert", "", "CA bundle for https --etcd-metrics and --etcd-endpoints")
 	fs.StringVar(&f.cert, "cert", "", "client certificate for https --etcd-metrics and --etcd-endpoints")
 	fs.StringVar(&f.key, "key", "", "client key for --cert")
