@@ -215,13 +215,16 @@ func (t *FsyncTracer) BlockStats() (BlockStats, error) {
 		{blockBlkStatBLK_STAT_DM_COLLISION, &s.DMCollisions},
 		{blockBlkStatBLK_STAT_REMAP_EMITS, &s.RemapEmits},
 	} {
-		var perCPU []uint64
-		if err := t.block.BlockStats.Lookup(uint32(c.i), &perCPU); err != nil {
-			return s, fmt.Errorf("reading block_stats: %w", err)
+		n, err := t.blockStat(c.i)
+		if err != nil {
+			return s, err
 		}
-		for _, v := range perCPU {
-			*c.dst += v
-		}
+		*c.dst = n
 	}
 	return s, nil
+}
+
+// blockStat reads one of the block programs' counters, summed over CPUs.
+func (t *FsyncTracer) blockStat(i blockBlkStat) (uint64, error) {
+	return sumPerCPUKey(t.block.BlockStats, uint32(i), "block_stats")
 }
