@@ -98,28 +98,48 @@ func (t *FsyncTracer) attachBlock() error {
 
 // stackedPoll bounds how late watchStacked sees a stacked disk: an LVM
 // volume activated while serve runs is followed below its level within
-// this time. Where the kernel's uevents can be received it looks at each
-// block device's uevent and again this long after it (a dm device's
-// "dm" directory is made after its add uevent); elsewhere it looks
-// this often.
+// this time. Where the kernel's uevents can be received it looks soon
+// after a block device's uevent and again stackedPoll after that look
+// (a dm device's "dm" directory is made after its add uevent);
+// elsewhere it looks every stackedPoll.
 const stackedPoll = 2 * time.Second
+
+// stackedSettle lets the uevents of one change (dmsetup create: add,
+// then change at resume) come in before the look they share, and
+// stackedGap keeps looks that apart in a burst of uevents (loop devices
+// set up one after another): at most 4 a second then, and none while
+// no block device changes.
+const (
+	stackedSettle = 100 * time.Millisecond
+	stackedGap    = 250 * time.Millisecond
+)
 
 // watchStacked attaches the bio programs once host.StackedDisks finds a
 // disk, then returns; it returns too when the tracer closes (stopWatch).
-// It looks stackedPoll after it starts, then when a block device's
-// uevent comes (host.BlockUevents) and stackedPoll after that; without
-// the uevent socket, every stackedPoll (each look reads /sys/block: 14%
-// of an idle tracer's CPU at one look every 2 s, bench/findings.md 28,
-// 31). A failed attach is kept for Close (the tracer goes on without the dm level, as before a stacked
-// disk existed).
+// It looks stackedPoll after it starts, then after block uevents
+// (host.BlockUevents): stackedSettle after one (stackedGap after the
+// last look at the soonest), and stackedPoll after each look that
+// uevents led to. Without the uevent socket it looks every stackedPoll
+// (each look reads /sys/block: 14% of an idle tracer's CPU at one every
+// 2 s, bench/findings.md 28, 31). A failed attach is kept for Close (the
+// tracer goes on without the dm level, as before a stacked disk
+// existed).
 func (t *FsyncTracer) watchStacked(every time.Duration) {
 	defer close(t.watchDone)
+	// The first look: a disk made before the socket joined.
+	due := time.Now().Add(every) // when look fires; zero: it will not
 	look := time.NewTimer(every)
 	defer look.Stop()
+	arm := func(at time.Time) {
+		if due.IsZero() || at.Before(due) {
+			look.Reset(time.Until(at))
+			due = at
+		}
+	}
+	var lastLook time.Time
+	pending := false // a uevent came since the last look
 	changed := make(chan struct{}, 1)
 	if ue, err := host.OpenBlockUevents(); err == nil {
-		// The first look (a disk made before the socket joined) is
-		// the timer's; later ones follow uevents.
 		go func() {
 			for ue.Next() == nil {
 				select {
@@ -137,10 +157,15 @@ func (t *FsyncTracer) watchStacked(every time.Duration) {
 		case <-t.stopWatch:
 			return
 		case <-changed:
-			look.Reset(every) // and once more after it
-		case <-look.C:
-			if changed == nil {
-				look.Reset(every)
+			pending = true
+			now := time.Now()
+			arm(later(now.Add(stackedSettle), lastLook.Add(stackedGap)))
+			continue
+		case lastLook = <-look.C:
+			due = time.Time{}
+			if changed == nil || pending {
+				arm(lastLook.Add(every))
+				pending = false
 			}
 		}
 		if len(host.StackedDisks("/sys")) == 0 {
@@ -158,6 +183,14 @@ func (t *FsyncTracer) watchStacked(every time.Duration) {
 		t.lateErr = errors.Join(errs...)
 		return
 	}
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // block decodes struct blk_event (bpf/block.h).
