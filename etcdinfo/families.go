@@ -149,8 +149,7 @@ func PIDsByComm(comm string) ([]int, error) {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/comm")
-		if err != nil || strings.TrimSpace(string(b)) != comm {
+		if !host.HasComm(pid, comm) {
 			continue
 		}
 		if st, err := host.StatProcess(pid); err == nil && !st.Exited() {

@@ -1,19 +1,46 @@
 package host
 
 import (
+	"bytes"
 	"os"
 	"strconv"
-	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Comm reads /proc/PID/comm: the kernel's task name, at most 15 bytes
 // ("" if the process is gone or unreadable).
 func Comm(pid uint32) string {
-	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/comm")
+	var buf [commBufBytes]byte
+	return string(readComm(strconv.FormatUint(uint64(pid), 10), &buf))
+}
+
+// HasComm says whether process pid runs now under the name comm
+// (/proc/PID/comm).
+func HasComm(pid int, comm string) bool {
+	var buf [commBufBytes]byte
+	return string(readComm(strconv.Itoa(pid), &buf)) == comm
+}
+
+// commBufBytes holds a comm (15 bytes) and its newline.
+const commBufBytes = 32
+
+// readComm reads /proc/PID/comm into buf with one open, read and close
+// and returns the name without its newline (empty if the process is gone
+// or unreadable). os.ReadFile's fstat and attempt at the netpoller made
+// it six syscalls, and serve without etcd yet reads every process's each
+// look (watchFSTypes, bench/findings.md 31).
+func readComm(pid string, buf *[commBufBytes]byte) []byte {
+	fd, err := unix.Open("/proc/"+pid+"/comm", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return ""
+		return nil
 	}
-	return strings.TrimSpace(string(b))
+	defer unix.Close(fd)
+	n, err := unix.Read(fd, buf[:])
+	if err != nil || n <= 0 {
+		return nil
+	}
+	return bytes.TrimSpace(buf[:n])
 }
 
 // PIDsWithComm lists up to max processes (thread-group leaders in /proc)

@@ -96,24 +96,77 @@ func (t *FsyncTracer) attachBlock() error {
 	return nil
 }
 
-// stackedPoll is how often watchStacked looks for a stacked disk: an LVM
+// stackedPoll bounds how late watchStacked sees a stacked disk: an LVM
 // volume activated while serve runs is followed below its level within
-// this time.
+// this time. Where the kernel's uevents can be received it looks soon
+// after a block device's uevent and again stackedPoll after that look
+// (a dm device's "dm" directory is made after its add uevent);
+// elsewhere it looks every stackedPoll.
 const stackedPoll = 2 * time.Second
+
+// stackedSettle lets the uevents of one change (dmsetup create: add,
+// then change at resume) come in before the look they share, and
+// stackedGap keeps looks that apart in a burst of uevents (loop devices
+// set up one after another): at most 4 a second then, and none while
+// no block device changes.
+const (
+	stackedSettle = 100 * time.Millisecond
+	stackedGap    = 250 * time.Millisecond
+)
 
 // watchStacked attaches the bio programs once host.StackedDisks finds a
 // disk, then returns; it returns too when the tracer closes (stopWatch).
-// A failed attach is kept for Close (the tracer goes on without the dm
-// level, as before a stacked disk existed).
+// It looks stackedPoll after it starts, then after block uevents
+// (host.BlockUevents): stackedSettle after one (stackedGap after the
+// last look at the soonest), and stackedPoll after each look that
+// uevents led to. Without the uevent socket it looks every stackedPoll
+// (each look reads /sys/block: 14% of an idle tracer's CPU at one every
+// 2 s, bench/findings.md 28, 31). A failed attach is kept for Close (the
+// tracer goes on without the dm level, as before a stacked disk
+// existed).
 func (t *FsyncTracer) watchStacked(every time.Duration) {
 	defer close(t.watchDone)
-	tick := time.NewTicker(every)
-	defer tick.Stop()
+	// The first look: a disk made before the socket joined.
+	due := time.Now().Add(every) // when look fires; zero: it will not
+	look := time.NewTimer(every)
+	defer look.Stop()
+	arm := func(at time.Time) {
+		if due.IsZero() || at.Before(due) {
+			look.Reset(time.Until(at))
+			due = at
+		}
+	}
+	var lastLook time.Time
+	pending := false // a uevent came since the last look
+	changed := make(chan struct{}, 1)
+	if ue, err := host.OpenBlockUevents(); err == nil {
+		go func() {
+			for ue.Next() == nil {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			}
+		}()
+		defer ue.Close() // ends the goroutine's Next
+	} else {
+		changed = nil
+	}
 	for {
 		select {
 		case <-t.stopWatch:
 			return
-		case <-tick.C:
+		case <-changed:
+			pending = true
+			now := time.Now()
+			arm(later(now.Add(stackedSettle), lastLook.Add(stackedGap)))
+			continue
+		case lastLook = <-look.C:
+			due = time.Time{}
+			if changed == nil || pending {
+				arm(lastLook.Add(every))
+				pending = false
+			}
 		}
 		if len(host.StackedDisks("/sys")) == 0 {
 			continue
@@ -130,6 +183,14 @@ func (t *FsyncTracer) watchStacked(every time.Duration) {
 		t.lateErr = errors.Join(errs...)
 		return
 	}
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // block decodes struct blk_event (bpf/block.h).
@@ -215,13 +276,16 @@ func (t *FsyncTracer) BlockStats() (BlockStats, error) {
 		{blockBlkStatBLK_STAT_DM_COLLISION, &s.DMCollisions},
 		{blockBlkStatBLK_STAT_REMAP_EMITS, &s.RemapEmits},
 	} {
-		var perCPU []uint64
-		if err := t.block.BlockStats.Lookup(uint32(c.i), &perCPU); err != nil {
-			return s, fmt.Errorf("reading block_stats: %w", err)
+		n, err := t.blockStat(c.i)
+		if err != nil {
+			return s, err
 		}
-		for _, v := range perCPU {
-			*c.dst += v
-		}
+		*c.dst = n
 	}
 	return s, nil
+}
+
+// blockStat reads one of the block programs' counters, summed over CPUs.
+func (t *FsyncTracer) blockStat(i blockBlkStat) (uint64, error) {
+	return sumPerCPUKey(t.block.BlockStats, uint32(i), "block_stats")
 }

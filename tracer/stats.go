@@ -48,8 +48,14 @@ func missed(progs ...*ebpf.Program) uint64 {
 // sumPerCPU returns the sum over CPUs of key 0 of a per-CPU array of
 // counters (a lost-events map), named in the error.
 func sumPerCPU(m *ebpf.Map, name string) (uint64, error) {
+	return sumPerCPUKey(m, 0, name)
+}
+
+// sumPerCPUKey returns the sum over CPUs of key of a per-CPU array of
+// counters, named in the error.
+func sumPerCPUKey(m *ebpf.Map, key uint32, name string) (uint64, error) {
 	var perCPU []uint64
-	if err := m.Lookup(uint32(0), &perCPU); err != nil {
+	if err := m.Lookup(key, &perCPU); err != nil {
 		return 0, fmt.Errorf("reading %s: %w", name, err)
 	}
 	var n uint64
