@@ -25,6 +25,9 @@ const enum es_kind *unused_es_kind __attribute__((unused));
 const enum es_syscall *unused_es_syscall __attribute__((unused));
 const struct kpart_event *unused_kpart_event __attribute__((unused));
 const enum kpart_reason *unused_kpart_reason __attribute__((unused));
+const struct kp_entry *unused_kp_entry __attribute__((unused));
+const enum kp_entry_type *unused_kp_entry_type __attribute__((unused));
+const enum kp_cat *unused_kp_cat __attribute__((unused));
 
 static __always_inline int on_enter(int fd, __u8 syscall)
 {

@@ -59,7 +59,9 @@ enum kpart_reason {
 /* struct kpart_event: one traced call's layer partition (analysis/doc.go),
  * assembled in the kernel as its requests complete (kpart.h), emitted at
  * its exit next to its fsync_event. Layers in ns; they sum to end - start
- * when reason is KPART_OK. */
+ * when reason is KPART_OK. With kpart_entries (kpart.h) the layers and
+ * counts are zero and the record goes on with the slot's entries
+ * (struct kp_entry, events.h), which userspace sweeps. */
 struct kpart_event {
 	__u8 kind;   /* ES_KIND_KPART */
 	__u8 reason; /* enum kpart_reason */

@@ -25,6 +25,14 @@
  * tracing programs have none (Linux 5.10). */
 const volatile bool kpart = false;
 
+/* kpart_entries: with kpart, the exit does not sweep: its kpart_event
+ * (layers and counts zero) goes on, in the same record, with the slot's
+ * entries (struct kp_entry), which userspace sweeps
+ * (analysis.PartitionKPart). bench/findings.md 32, the raw records
+ * skipped: 1.08-1.10x today's BPF time per fsync, 1.25x with the sweep
+ * here. Read only by the exit (stacked.bpf.c). */
+const volatile bool kpart_entries = false;
+
 /* KP_UNTRACKED: struct call's kp_slot holds a reason (enum kpart_reason)
  * for a call that has no slot, not a slot. */
 #define KP_UNTRACKED 0x80
@@ -178,6 +186,7 @@ extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym __weak;
 /* kp_scratch: per-CPU space for the exit's sweep (too big for the stack);
  * only ext4_sync_file_exit_kpart uses it, which never nests on itself. */
 struct kp_scratch {
+	struct kpart_event ev; /* kpart_entries: the record, e right after it */
 	struct kp_entry e[KP_ENTRIES];
 	__u64 from[KP_IVS];
 	__u64 to[KP_IVS];
@@ -193,6 +202,9 @@ struct kp_scratch {
 	__u32 ni;   /* intervals in from, to, cat */
 	__u32 _pad;
 };
+
+_Static_assert(__builtin_offsetof(struct kp_scratch, e) == sizeof(struct kpart_event),
+	       "kpart_entries' record: the entries right after the kpart_event");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -411,6 +423,16 @@ static __always_inline void kp_exit(__u8 *kp_slot, __u32 tid, __u64 s, __u64 e)
 	if (ev.dropped) {
 		ev.reason = KPART_OVERFLOW;
 		goto out;
+	}
+	if (kpart_entries) {
+		__u64 size;
+
+		if (n > KP_ENTRIES) /* never (kp_add): for the verifier */
+			n = KP_ENTRIES;
+		w->ev = ev;
+		size = sizeof(ev) + (__u64)n * sizeof(struct kp_entry);
+		emit(&w->ev, size);
+		return;
 	}
 	kp_partition(w, n, s, e, &ev);
 out:

@@ -23,7 +23,48 @@ type KPart struct {
 	JournalWindows  uint32 // jbd2 commits counted
 	Entries         uint32 // requests, flush bios and commits the call's slot held
 	Dropped         uint32 // entries past the slot's bound (KPartOverflow)
+	// Slot, with tracer.FsyncConfig.KernelPartitionEntries, is what the
+	// call's slot held, the layers and counts above zero until
+	// analysis.PartitionKPart sweeps it. The tracer's buffer: valid
+	// until its next Read.
+	Slot []KPEntry
 }
+
+// KPEntry is bpf/events.h's struct kp_entry: one thing a call's slot
+// held while it was in flight.
+type KPEntry struct {
+	// A, B, C by Type: a request's insert, issue and final completion
+	// (0: not seen); a flush bio's block_getrq in A; a jbd2 commit's
+	// start and end in A and B. CLOCK_MONOTONIC ns.
+	A, B, C  uint64
+	Type     KPEntryType
+	Cat      KPCat // KPEntryRequest: its role for the call
+	Preflush bool  // KPEntryRequest: REQ_OP_FLUSH or REQ_PREFLUSH (else FUA only)
+}
+
+// KPEntryType is bpf/events.h's enum kp_entry_type.
+type KPEntryType uint8
+
+// Values of enum kp_entry_type.
+const (
+	KPEntryRequest       KPEntryType = iota + 1 // a request's final completion
+	KPEntryFlushBio                             // a flush bio got its request
+	KPEntryJournalCommit                        // a jbd2 commit of the call's filesystem
+)
+
+// KPCat is bpf/events.h's enum kp_cat: a request's role for a call, in
+// the sweep's priority order.
+type KPCat uint8
+
+// Values of enum kp_cat.
+const (
+	KPCatFlush KPCat = iota
+	KPCatQueue
+	KPCatData
+	KPCatJournal
+	KPCatJournalWindow
+	KPCatOther
+)
 
 // KPartReason is bpf/fsync.h's enum kpart_reason: why a call has no
 // kernel-made partition.

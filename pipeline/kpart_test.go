@@ -25,12 +25,21 @@ import (
 // what analysis.Attribute makes of the raw stream of the same run: each
 // layer, the flush and FUA counts, the requests and jbd2 commits counted.
 // Calls the kernel did not partition are counted by reason and bounded.
+// Twice: swept in the kernel, and (entries) the slot's entries swept by
+// analysis.PartitionKPart (bench/findings.md 32).
 func TestKernelPartitionMatchesAttribute(t *testing.T) {
 	testenv.RequireRoot(t)
 	if fs, err := host.FSTypeOf("/var/tmp"); err != nil || fs != "ext4" {
 		testenv.Missing(t, fmt.Sprintf("/var/tmp is on %q (%v), not ext4", fs, err))
 	}
-	tr, err := tracer.NewFsync(tracer.FsyncConfig{PID: uint32(os.Getpid()), FSTypes: []string{"ext4"}, KernelPartition: true})
+	t.Run("kernel", func(t *testing.T) { testKernelPartition(t, false) })
+	t.Run("entries", func(t *testing.T) { testKernelPartition(t, true) })
+}
+
+// testKernelPartition is TestKernelPartitionMatchesAttribute's run;
+// entries: with KernelPartitionEntries, each partition swept here.
+func testKernelPartition(t *testing.T, entries bool) {
+	tr, err := tracer.NewFsync(tracer.FsyncConfig{PID: uint32(os.Getpid()), FSTypes: []string{"ext4"}, KernelPartition: true, KernelPartitionEntries: entries})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +102,7 @@ func TestKernelPartitionMatchesAttribute(t *testing.T) {
 	// call's, but the exit read the call's slot after the completion
 	// wrote it there: the kernel has it, now does not).
 	const lateNs = 1_000_000
-	now, late := analysis.NewAttributor(lookup), analysis.NewAttributor(lookup)
+	now, late, sweeper := analysis.NewAttributor(lookup), analysis.NewAttributor(lookup), analysis.NewAttributor(lookup)
 	type key struct {
 		tid   uint32
 		start uint64
@@ -115,6 +124,14 @@ func TestKernelPartitionMatchesAttribute(t *testing.T) {
 			nowRecs[key{ev.Fsync.TID, ev.Fsync.StartNs}] = now.Attribute(ev.Fsync)
 			held = append(held, ev.Fsync)
 		case event.KindKPart:
+			if entries != (ev.KPart.Slot != nil) && ev.KPart.Reason == event.KPartOK && ev.KPart.Entries > 0 {
+				t.Fatalf("call %d@%d: %d entries in the slot, %d in the record (entries %v)", ev.KPart.TID, ev.KPart.StartNs, ev.KPart.Entries, len(ev.KPart.Slot), entries)
+			}
+			if len(ev.KPart.Slot) != 0 && len(ev.KPart.Slot) != int(ev.KPart.Entries) {
+				t.Fatalf("call %d@%d: %d entries in the slot, %d in the record", ev.KPart.TID, ev.KPart.StartNs, ev.KPart.Entries, len(ev.KPart.Slot))
+			}
+			sweeper.PartitionKPart(&ev.KPart)
+			ev.KPart.Slot = nil // the tracer's buffer
 			kparts[key{ev.KPart.TID, ev.KPart.StartNs}] = ev.KPart
 		default:
 			now.AddEvent(&ev)

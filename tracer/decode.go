@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"unsafe"
+
+	"github.com/etcdscope/etcdscope/event"
 )
 
 // fixed returns raw as the bpf2go struct T it holds, in place (valid as
@@ -47,6 +49,8 @@ type decoder struct {
 	// is the slot a miss replaces.
 	recentNames [2]rawNames
 	nextNames   int
+	// kp: the last KindKPart event's Slot (kpart_entries), reused.
+	kp []event.KPEntry
 }
 
 // pathComponents is how many d_name components a record carries

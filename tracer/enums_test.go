@@ -43,6 +43,13 @@ func TestEnumsMatchC(t *testing.T) {
 			"KPART_OK": uint64(event.KPartOK), "KPART_NO_DISK": uint64(event.KPartNoDisk), "KPART_STACKED": uint64(event.KPartStacked),
 			"KPART_NO_SLOT": uint64(event.KPartNoSlot), "KPART_OVERFLOW": uint64(event.KPartOverflow),
 		}},
+		{loadFsync, "kp_entry_type", map[string]uint64{
+			"KP_E_REQ": uint64(event.KPEntryRequest), "KP_E_FBIO": uint64(event.KPEntryFlushBio), "KP_E_JWIN": uint64(event.KPEntryJournalCommit),
+		}},
+		{loadFsync, "kp_cat", map[string]uint64{
+			"KP_CAT_FLUSH": uint64(event.KPCatFlush), "KP_CAT_QUEUE": uint64(event.KPCatQueue), "KP_CAT_DATA": uint64(event.KPCatData),
+			"KP_CAT_JOURNAL": uint64(event.KPCatJournal), "KP_CAT_JWIN": uint64(event.KPCatJournalWindow), "KP_CAT_OTHER": uint64(event.KPCatOther),
+		}},
 		{loadSched, "es_sched_state", map[string]uint64{
 			"ES_SCHED_RUNNING": uint64(event.SchedRunning), "ES_SCHED_RUNNABLE": uint64(event.SchedRunnable), "ES_SCHED_BLOCKED": uint64(event.SchedBlocked),
 		}},

@@ -1,6 +1,6 @@
 package tracer
 
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type fsync_event -type fsync_enter_event -type es_kind -type es_syscall -type kpart_event -type kpart_reason fsync ../bpf/fsync.bpf.c
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc ${BPF_CLANG} -cflags "-O2 -g -Wall -Werror -I../bpf -I.." -target amd64,arm64 -type fsync_event -type fsync_enter_event -type es_kind -type es_syscall -type kpart_event -type kpart_reason -type kp_entry -type kp_entry_type -type kp_cat fsync ../bpf/fsync.bpf.c
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -88,6 +89,11 @@ type FsyncConfig struct {
 	// tracepoints (FSTypes ext4) on kernels whose tracing programs have
 	// bpf_spin_lock; off by default, and then pruned from the programs.
 	KernelPartition bool
+	// KernelPartitionEntries, with KernelPartition, leaves the sweep to
+	// userspace: each KindKPart event carries its slot's entries
+	// (event.KPart.Slot), its layers zero until analysis.PartitionKPart
+	// fills them (bench/findings.md 32).
+	KernelPartitionEntries bool
 }
 
 // FsyncTracer traces fsync/fdatasync calls, the block requests below them
@@ -518,6 +524,7 @@ func (d *decoder) record(ev *event.Any, raw []byte) error {
 			return err
 		}
 		decodeKPart(&ev.KPart, e)
+		d.kpEntries(&ev.KPart, raw[unsafe.Sizeof(*e):])
 		ev.Kind = event.KindKPart
 	default:
 		return fmt.Errorf("decoding event: unknown kind %d", raw[0])
@@ -532,6 +539,20 @@ func decodeKPart(k *event.KPart, e *fsyncKpartEvent) {
 		DeviceFlushNs: e.DeviceFlushNs, BlockQueueNs: e.BlockQueueNs, DataWritebackNs: e.DataWritebackNs,
 		JournalNs: e.JournalNs, OtherNs: e.OtherNs, Flushes: e.Flushes, FUAWrites: e.FuaWrites,
 		Requests: e.Requests, JournalWindows: e.JournalWindows, Entries: e.Entries, Dropped: e.Dropped,
+	}
+}
+
+// kpEntries decodes the struct kp_entry array that follows a kpart_event
+// with kpart_entries (bpf/kpart.h) into k.Slot, the decoder's buffer.
+func (d *decoder) kpEntries(k *event.KPart, raw []byte) {
+	const size = int(unsafe.Sizeof(fsyncKpEntry{}))
+	d.kp = d.kp[:0]
+	for ; len(raw) >= size; raw = raw[size:] {
+		x := (*fsyncKpEntry)(unsafe.Pointer(&raw[0]))
+		d.kp = append(d.kp, event.KPEntry{A: x.A, B: x.B, C: x.C, Type: event.KPEntryType(x.Type), Cat: event.KPCat(x.Cat), Preflush: x.Preflush != 0})
+	}
+	if len(d.kp) > 0 {
+		k.Slot = d.kp
 	}
 }
 

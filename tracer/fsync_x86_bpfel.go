@@ -115,17 +115,38 @@ type fsyncKpCall struct {
 	Sdev    uint32
 	N       uint32
 	Dropped uint32
-	E       [64]struct {
-		_        structs.HostLayout
-		A        uint64
-		B        uint64
-		C        uint64
-		Type     uint8
-		Cat      uint8
-		Preflush uint8
-		Pad      [5]uint8
-	}
+	E       [64]fsyncKpEntry
 }
+
+type fsyncKpCat uint32
+
+const (
+	fsyncKpCatKP_CAT_FLUSH   fsyncKpCat = 0
+	fsyncKpCatKP_CAT_QUEUE   fsyncKpCat = 1
+	fsyncKpCatKP_CAT_DATA    fsyncKpCat = 2
+	fsyncKpCatKP_CAT_JOURNAL fsyncKpCat = 3
+	fsyncKpCatKP_CAT_JWIN    fsyncKpCat = 4
+	fsyncKpCatKP_CAT_OTHER   fsyncKpCat = 5
+)
+
+type fsyncKpEntry struct {
+	_        structs.HostLayout
+	A        uint64
+	B        uint64
+	C        uint64
+	Type     uint8
+	Cat      uint8
+	Preflush uint8
+	Pad      [5]uint8
+}
+
+type fsyncKpEntryType uint32
+
+const (
+	fsyncKpEntryTypeKP_E_REQ  fsyncKpEntryType = 1
+	fsyncKpEntryTypeKP_E_FBIO fsyncKpEntryType = 2
+	fsyncKpEntryTypeKP_E_JWIN fsyncKpEntryType = 3
+)
 
 type fsyncKpartEvent struct {
 	_               structs.HostLayout
@@ -179,6 +200,7 @@ const (
 	fsyncVarFilterComm         = "filter_comm"
 	fsyncVarHandover           = "handover"
 	fsyncVarKpart              = "kpart"
+	fsyncVarKpartEntries       = "kpart_entries"
 	fsyncVarTargCgroupId       = "targ_cgroup_id"
 	fsyncVarTargComm           = "targ_comm"
 	fsyncVarTargTgid           = "targ_tgid"
@@ -186,6 +208,9 @@ const (
 	fsyncVarUnusedEsSyscall    = "unused_es_syscall"
 	fsyncVarUnusedFsyncEnter   = "unused_fsync_enter"
 	fsyncVarUnusedFsyncEvent   = "unused_fsync_event"
+	fsyncVarUnusedKpCat        = "unused_kp_cat"
+	fsyncVarUnusedKpEntry      = "unused_kp_entry"
+	fsyncVarUnusedKpEntryType  = "unused_kp_entry_type"
 	fsyncVarUnusedKpartEvent   = "unused_kpart_event"
 	fsyncVarUnusedKpartReason  = "unused_kpart_reason"
 	fsyncVarWakeBytes          = "wake_bytes"
@@ -262,6 +287,7 @@ type fsyncVariableSpecs struct {
 	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
 	Handover          *ebpf.VariableSpec `ebpf:"handover"`
 	Kpart             *ebpf.VariableSpec `ebpf:"kpart"`
+	KpartEntries      *ebpf.VariableSpec `ebpf:"kpart_entries"`
 	TargCgroupId      *ebpf.VariableSpec `ebpf:"targ_cgroup_id"`
 	TargComm          *ebpf.VariableSpec `ebpf:"targ_comm"`
 	TargTgid          *ebpf.VariableSpec `ebpf:"targ_tgid"`
@@ -269,6 +295,9 @@ type fsyncVariableSpecs struct {
 	UnusedEsSyscall   *ebpf.VariableSpec `ebpf:"unused_es_syscall"`
 	UnusedFsyncEnter  *ebpf.VariableSpec `ebpf:"unused_fsync_enter"`
 	UnusedFsyncEvent  *ebpf.VariableSpec `ebpf:"unused_fsync_event"`
+	UnusedKpCat       *ebpf.VariableSpec `ebpf:"unused_kp_cat"`
+	UnusedKpEntry     *ebpf.VariableSpec `ebpf:"unused_kp_entry"`
+	UnusedKpEntryType *ebpf.VariableSpec `ebpf:"unused_kp_entry_type"`
 	UnusedKpartEvent  *ebpf.VariableSpec `ebpf:"unused_kpart_event"`
 	UnusedKpartReason *ebpf.VariableSpec `ebpf:"unused_kpart_reason"`
 	WakeBytes         *ebpf.VariableSpec `ebpf:"wake_bytes"`
@@ -327,6 +356,7 @@ type fsyncVariables struct {
 	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`
 	Handover          *ebpf.Variable `ebpf:"handover"`
 	Kpart             *ebpf.Variable `ebpf:"kpart"`
+	KpartEntries      *ebpf.Variable `ebpf:"kpart_entries"`
 	TargCgroupId      *ebpf.Variable `ebpf:"targ_cgroup_id"`
 	TargComm          *ebpf.Variable `ebpf:"targ_comm"`
 	TargTgid          *ebpf.Variable `ebpf:"targ_tgid"`
@@ -334,6 +364,9 @@ type fsyncVariables struct {
 	UnusedEsSyscall   *ebpf.Variable `ebpf:"unused_es_syscall"`
 	UnusedFsyncEnter  *ebpf.Variable `ebpf:"unused_fsync_enter"`
 	UnusedFsyncEvent  *ebpf.Variable `ebpf:"unused_fsync_event"`
+	UnusedKpCat       *ebpf.Variable `ebpf:"unused_kp_cat"`
+	UnusedKpEntry     *ebpf.Variable `ebpf:"unused_kp_entry"`
+	UnusedKpEntryType *ebpf.Variable `ebpf:"unused_kp_entry_type"`
 	UnusedKpartEvent  *ebpf.Variable `ebpf:"unused_kpart_event"`
 	UnusedKpartReason *ebpf.Variable `ebpf:"unused_kpart_reason"`
 	WakeBytes         *ebpf.Variable `ebpf:"wake_bytes"`

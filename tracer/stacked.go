@@ -45,6 +45,7 @@ func (t *FsyncTracer) attachStacked(shared ebpf.CollectionOptions, cfg FsyncConf
 	vars["callers_on"] = on
 	vars["handover"] = able && !on
 	vars["kpart"] = t.kpart
+	vars["kpart_entries"] = t.kpart && cfg.KernelPartitionEntries
 	if err := setVariables(spec, vars); err != nil {
 		return err
 	}

@@ -92,7 +92,27 @@ type stackedKpCall struct {
 }
 
 type stackedKpScratch struct {
-	_ structs.HostLayout
+	_  structs.HostLayout
+	Ev struct {
+		_               structs.HostLayout
+		Kind            uint8
+		Reason          uint8
+		Pad             [2]uint8
+		Tid             uint32
+		StartNs         uint64
+		EndNs           uint64
+		DeviceFlushNs   uint64
+		BlockQueueNs    uint64
+		DataWritebackNs uint64
+		JournalNs       uint64
+		OtherNs         uint64
+		Flushes         uint32
+		FuaWrites       uint32
+		Requests        uint32
+		JournalWindows  uint32
+		Entries         uint32
+		Dropped         uint32
+	}
 	E [64]struct {
 		_        structs.HostLayout
 		A        uint64
@@ -146,6 +166,7 @@ const (
 	stackedVarFilterComm             = "filter_comm"
 	stackedVarHandover               = "handover"
 	stackedVarKpart                  = "kpart"
+	stackedVarKpartEntries           = "kpart_entries"
 	stackedVarTargCgroupId           = "targ_cgroup_id"
 	stackedVarTargComm               = "targ_comm"
 	stackedVarTargTgid               = "targ_tgid"
@@ -227,6 +248,7 @@ type stackedVariableSpecs struct {
 	FilterComm   *ebpf.VariableSpec `ebpf:"filter_comm"`
 	Handover     *ebpf.VariableSpec `ebpf:"handover"`
 	Kpart        *ebpf.VariableSpec `ebpf:"kpart"`
+	KpartEntries *ebpf.VariableSpec `ebpf:"kpart_entries"`
 	TargCgroupId *ebpf.VariableSpec `ebpf:"targ_cgroup_id"`
 	TargComm     *ebpf.VariableSpec `ebpf:"targ_comm"`
 	TargTgid     *ebpf.VariableSpec `ebpf:"targ_tgid"`
@@ -294,6 +316,7 @@ type stackedVariables struct {
 	FilterComm   *ebpf.Variable `ebpf:"filter_comm"`
 	Handover     *ebpf.Variable `ebpf:"handover"`
 	Kpart        *ebpf.Variable `ebpf:"kpart"`
+	KpartEntries *ebpf.Variable `ebpf:"kpart_entries"`
 	TargCgroupId *ebpf.Variable `ebpf:"targ_cgroup_id"`
 	TargComm     *ebpf.Variable `ebpf:"targ_comm"`
 	TargTgid     *ebpf.Variable `ebpf:"targ_tgid"`
