@@ -432,3 +432,47 @@ func TestServeCommitStopsWithin2s(t *testing.T) {
 	slices.Reverse(times)
 	t.Logf("serve --commit-pid: exit after the signal in %d runs, worst first: %v (bound %v)", len(times), times, stopBound)
 }
+
+// TestServeCommitWaitsForClientURL starts `etcdscope serve --commit-pid`
+// on an etcd whose client port does not answer yet (SIGSTOPped: its
+// ports bound, as a member still starting; the new-user walk's serve
+// --commit-comm found etcd before its client port answered and exited 1,
+// its fsync and peers metrics with it): serve stays up and says once that
+// it asks again; once etcd runs, the writes seen over 40 puts equal the
+// move of etcd's etcd_server_proposals_committed_total, each split.
+func TestServeCommitWaitsForClientURL(t *testing.T) {
+	testenv.RequireRoot(t)
+	c := etcdtest.Start(t, etcdtest.Options{})
+	m := c.Members[0]
+	if err := syscall.Kill(m.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(m.PID, syscall.SIGCONT) }) // before the cluster's stop
+	s := startServe(t, "--pid", strconv.Itoa(m.PID), "--commit-pid", strconv.Itoa(m.PID), "--etcd-endpoints", m.ClientURL)
+	// etcdinfo.MembersTimeout (5 s) for the first look to give up, then
+	// the line; 15 s leaves 10 for a loaded machine.
+	const waiting = "asked again every 5s while etcd runs"
+	s.waitFor(t, waiting, 15*time.Second)
+	s.scrape(t) // still up: /metrics answers
+	if err := syscall.Kill(m.PID, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// The next look (every 5 s, pipeline.clusterRetryEvery) finds the
+	// member list and the run's readers start; the writes seen count from
+	// the probes' attach (the kernel's counter), split once read: waitSplit
+	// waits 20 s for them.
+	restingCommitIndex(ctx, t, c, m)
+	seen0 := gauge(s.scrape(t), "etcdscope_commit_writes_seen_total")
+	committed := putsCommitted(ctx, t, c, m, "serve-clienturl", 40)
+	seen := gauge(s.scrape(t), "etcdscope_commit_writes_seen_total")
+	_, writes := s.waitSplit(t, seen)
+	t.Logf("commit index +%v over the puts, writes seen +%v; seen %v, split %d in all", committed, seen-seen0, seen, writes)
+	if committed < 40 || seen-seen0 != committed || float64(writes) != seen {
+		t.Errorf("writes seen +%v over the puts (%v in all), split %d in all; etcd's commit index moved by %v over 40 puts: want the moves equal, and every write seen split\nstderr:\n%s", seen-seen0, seen, writes, committed, s.stderr.String())
+	}
+	if n := strings.Count(s.stderr.String(), waiting); n != 1 {
+		t.Errorf("%q said %d times, want once\nstderr:\n%s", waiting, n, s.stderr.String())
+	}
+}

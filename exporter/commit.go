@@ -364,6 +364,10 @@ func runCommit(ctx context.Context, cfg Config, c *CommitMetrics, entries *commi
 		ModelScrapeEvery: -1, // serve reports no model
 		// At a stop signal nothing reads the last records: no settling.
 		StopAtOnce: true,
+		// An agent outlives a member still starting (the walk: serve
+		// --commit-comm found etcd before its client port answered and
+		// exited 1, fsync and peers metrics with it).
+		WaitCluster: true,
 	}
 	if cfg.CommitSyncs != nil {
 		s.Add("commit fsync", cfg.CommitSyncs)

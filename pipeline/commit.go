@@ -24,6 +24,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/stats"
 	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/workload"
 )
 
@@ -116,6 +117,10 @@ type CommitOptions struct {
 	// nothing reads them after the stop, and the caller must exit within
 	// 2 s of the signal.
 	StopAtOnce bool
+	// WaitCluster: when Endpoints do not answer (etcdinfo.ErrUnreachable:
+	// etcd still starting), ask again while the process runs instead of
+	// failing the run (serve: the agent stays up; discoverCluster).
+	WaitCluster bool
 	// OnMember, when set with Endpoints, receives etcd's cluster id, the
 	// traced member's id and the members' names once they are known (at
 	// the start; not called when the member cannot be asked).
@@ -195,9 +200,11 @@ func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 	var members []etcdmetric.Member
 	if len(opt.Endpoints) > 0 {
 		var err error
-		if cl, err = etcdinfo.Discover(s.Context(), opt.Endpoints, opt.TLS, opt.PID); err != nil {
+		if cl, err = discoverCluster(s.Context(), opt, notice); err != nil {
 			return nil, err
 		}
+	}
+	if cl != nil {
 		defer cl.Close()
 		members = cl.Members
 		res.Cluster.Voters = len(members)
@@ -325,7 +332,7 @@ func RunCommit(s *Session, opt CommitOptions) (*CommitResult, error) {
 
 	// The load, and the role poller (a leader change changes the split).
 	var loadWG sync.WaitGroup
-	if opt.LoadPerSec > 0 {
+	if opt.LoadPerSec > 0 && cl != nil { // cl nil: the process gone while WaitCluster waited
 		lcli, err := clientv3.New(clientv3.Config{Endpoints: []string{cl.Local}, TLS: opt.TLS, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 		if err == nil {
 			defer lcli.Close()
@@ -673,4 +680,40 @@ func histMean(s, e map[string]*dto.MetricFamily, name string, match map[string]s
 	}
 	src := &commit.MetricSource{Series: promSeries(name, match), Window: window, Member: member}
 	return commit.Measure{Ns: int64((s1 - s0) / (c1 - c0) * 1e9), From: src}, true
+}
+
+// clusterRetryEvery spaces the looks for etcd's member list while its
+// client URLs do not answer (CommitOptions.WaitCluster): a member
+// starting answers within seconds, and each look waits up to
+// etcdinfo.MembersTimeout itself.
+const clusterRetryEvery = 5 * time.Second
+
+// discoverCluster is etcdinfo.Discover; with opt.WaitCluster it asks
+// again every clusterRetryEvery while the client URLs do not answer
+// (etcdinfo.ErrUnreachable: a member still starting, or stopped) and the
+// traced process runs, said once (commit.NoticeClusterWait). The process
+// gone, or the run stopped, while it waits: nil, nil (the run goes on
+// without the cluster and ends at once: its target exited, or its
+// context ended).
+func discoverCluster(ctx context.Context, opt CommitOptions, notice func(commit.Notice)) (*etcdinfo.Cluster, error) {
+	first, _ := host.StatProcess(opt.PID)
+	for said := false; ; said = true {
+		cl, err := etcdinfo.Discover(ctx, opt.Endpoints, opt.TLS, opt.PID)
+		if err == nil || !opt.WaitCluster || !errors.Is(err, etcdinfo.ErrUnreachable) {
+			return cl, err
+		}
+		if !said {
+			notice(commit.Notice{Kind: commit.NoticeClusterWait, Err: err, Every: clusterRetryEvery})
+		}
+		t := time.NewTimer(clusterRetryEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nil
+		case <-t.C:
+		}
+		if st, err := host.StatProcess(opt.PID); err != nil || st.Exited() || st.Start != first.Start {
+			return nil, nil
+		}
+	}
 }

@@ -579,6 +579,8 @@ func CommitNotice(n commit.Notice) string {
 		return "the traced etcd is stopped or gone: the load's lease is not revoked (its keys expire with its TTL)"
 	case commit.NoticeRevokeFailed:
 		return fmt.Sprintf("revoking the load's lease: %v (its keys expire with its TTL)", n.Err)
+	case commit.NoticeClusterWait:
+		return fmt.Sprintf("%v; asked again every %v while etcd runs (writes not split until it answers)", n.Err, n.Every)
 	}
 	return fmt.Sprintf("notice %d", n.Kind)
 }

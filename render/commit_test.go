@@ -213,6 +213,7 @@ func TestCommitNotice(t *testing.T) {
 		{commit.Notice{Kind: commit.NoticeLeaderChanged, Leader: "m2", Role: commit.RoleFollower}, "leader changed to m2: this member is now follower"},
 		{commit.Notice{Kind: commit.NoticeLeaseKept}, "the traced etcd is stopped or gone: the load's lease is not revoked (its keys expire with its TTL)"},
 		{commit.Notice{Kind: commit.NoticeRevokeFailed, Err: err}, "revoking the load's lease: boom (its keys expire with its TTL)"},
+		{commit.Notice{Kind: commit.NoticeClusterWait, Err: err, Every: 5 * time.Second}, "boom; asked again every 5s while etcd runs (writes not split until it answers)"},
 	} {
 		if got := CommitNotice(c.n); got != c.want {
 			t.Errorf("kind %d:\n got %s\nwant %s", c.n.Kind, got, c.want)
@@ -221,7 +222,7 @@ func TestCommitNotice(t *testing.T) {
 	if got, want := CommitNoticeLine(commit.Notice{Kind: commit.NoticeLoadFailed, Err: err}), "etcdscope commit: load not started: boom"; got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
-	for k := commit.NoticeModelFallback; k <= commit.NoticeRevokeFailed; k++ {
+	for k := commit.NoticeModelFallback; k <= commit.NoticeClusterWait; k++ {
 		if got := CommitNotice(commit.Notice{Kind: k, Err: err}); strings.HasPrefix(got, "notice ") {
 			t.Errorf("kind %d not worded: %s", k, got)
 		}

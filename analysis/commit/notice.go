@@ -37,6 +37,10 @@ const (
 	// NoticeRevokeFailed: revoking the load's lease failed (Err; its
 	// keys expire with its TTL).
 	NoticeRevokeFailed
+	// NoticeClusterWait: etcd's client URLs did not answer (Err: a
+	// member still starting, or stopped); the run asks again every
+	// Every while the traced process runs (serve: the agent stays up).
+	NoticeClusterWait
 )
 
 // LoadInfo is what the built-in load writes (workload.Load), for its
@@ -53,7 +57,8 @@ type LoadInfo struct {
 // that kind names (the others zero).
 type Notice struct {
 	Kind        NoticeKind
-	Err         error                // NoticeModelFallback, NoticeNoSyncSplit, NoticeLoadFailed, NoticeRevokeFailed
+	Err         error                // NoticeModelFallback, NoticeNoSyncSplit, NoticeLoadFailed, NoticeRevokeFailed, NoticeClusterWait
+	Every       time.Duration        // NoticeClusterWait: how often it asks again
 	Unavailable analysis.Unavailable // NoticeUnavailable
 	Load        LoadInfo             // NoticeLoadStarted
 	Leader      string               // NoticeLeaderChanged: the new leader's name
