@@ -691,15 +691,15 @@ const clusterRetryEvery = 5 * time.Second
 // discoverCluster is etcdinfo.Discover; with opt.WaitCluster it asks
 // again every clusterRetryEvery while the client URLs do not answer
 // (etcdinfo.ErrUnreachable: a member still starting, or stopped) and the
-// traced process runs, said once (commit.NoticeClusterWait). The process
-// gone, or the run stopped, while it waits: nil, nil (the run goes on
-// without the cluster and ends at once: its target exited, or its
-// context ended).
+// traced process runs, said once (commit.NoticeClusterWait). The run
+// stopped (ctx) is the error it was before the wait; the process gone
+// while it waits: nil, nil (the run goes on without the cluster and ends
+// at once: its target exited, and the caller follows the next one).
 func discoverCluster(ctx context.Context, opt CommitOptions, notice func(commit.Notice)) (*etcdinfo.Cluster, error) {
 	first, _ := host.StatProcess(opt.PID)
 	for said := false; ; said = true {
 		cl, err := etcdinfo.Discover(ctx, opt.Endpoints, opt.TLS, opt.PID)
-		if err == nil || !opt.WaitCluster || !errors.Is(err, etcdinfo.ErrUnreachable) {
+		if err == nil || !opt.WaitCluster || ctx.Err() != nil || !errors.Is(err, etcdinfo.ErrUnreachable) {
 			return cl, err
 		}
 		if !said {
@@ -709,7 +709,7 @@ func discoverCluster(ctx context.Context, opt CommitOptions, notice func(commit.
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, nil
+			return nil, ctx.Err()
 		case <-t.C:
 		}
 		if st, err := host.StatProcess(opt.PID); err != nil || st.Exited() || st.Start != first.Start {
