@@ -938,11 +938,19 @@ func peerChart(rep *peers.Report, metric []etcdmetric.PeerComparison, notMember 
 	for _, m := range models {
 		l := m.Link
 		label := render.PeerLinkLabel(&l)
+		model := m.Model
+		if l.Link.FromComm != "" && !peers.EtcdComm(l.Link.FromComm) {
+			// A client that is not etcd (curl, a probe): no etcd prober
+			// dials there, so no metric to model (the new-user walk saw
+			// curl's links drawn with one).
+			label += " (not etcd)"
+			model = math.NaN()
+		}
 		if l.Folded == 0 && outside[l.Link.To] {
 			label += " (not a member)"
 		}
 		r := row{label: label, vals: []float64{
-			float64(l.HandshakeRTT.P50) / 1e9, float64(l.Setup.P50) / 1e9, float64(l.SRTT.P50) / 1e9, l.PerRequest.Mean() / 1e9, m.Model}}
+			float64(l.HandshakeRTT.P50) / 1e9, float64(l.Setup.P50) / 1e9, float64(l.SRTT.P50) / 1e9, l.PerRequest.Mean() / 1e9, model}}
 		if m.Compared {
 			compared++
 		}

@@ -886,4 +886,20 @@ func TestPeerChartMarksNotMembers(t *testing.T) {
 	if marked != 1 || plain != 1 {
 		t.Errorf("chart texts %+v: want the link to 10.9.9.9 marked and the one to member m2 not", c.Texts)
 	}
+	// curl's link is no etcd's: marked so, and no model bar drawn for it
+	// (etcd's link has one).
+	models, notEtcd := 0, 0
+	for _, r := range c.Rects {
+		if r.Fill == "#d62728" {
+			models++
+		}
+	}
+	for _, x := range c.Texts {
+		if strings.Contains(x.Text, "curl") && strings.Contains(x.Text, " (not etcd)") {
+			notEtcd++
+		}
+	}
+	if models != 1 || notEtcd != 1 {
+		t.Errorf("%d model bars, %d links marked (not etcd); want 1 and 1 (etcd's bar only, curl's link marked)", models, notEtcd)
+	}
 }
