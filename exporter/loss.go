@@ -94,10 +94,12 @@ func missedCause(progs []analysis.MissedRuns) string {
 	for _, p := range progs {
 		runs, unseen = runs+p.Runs, unseen+p.Unseen
 	}
-	switch unseen {
-	case 0:
+	switch {
+	case runs == 0: // no program's share readable
+		return "the kernel skipped them"
+	case unseen == 0:
 		return "another BPF program ran on that CPU"
-	case runs:
+	case unseen == runs:
 		return "the kernel ran no BPF program for them"
 	}
 	return fmt.Sprintf("%d not run, %d nested", unseen, runs-unseen)

@@ -121,6 +121,10 @@ func TestLogLossMissedOnly(t *testing.T) {
 	// tracer name, program name (24 characters) and effect.
 	long := missedLine("commit_fsync", 999999, time.Minute, []analysis.MissedRuns{
 		{Program: "write_sys_enter_pwritev2", Runs: 333333}, {Program: "write_sys_enter_pwrite64", Runs: 333333}, {Program: "block_rq_complete", Runs: 333333, Unseen: 333332}})
+	// No program's share readable: no cause claimed.
+	if l, want := missedLine("peers", 3, time.Minute, nil), "etcdscope serve: 3 peers probe runs skipped in 1m0s: the kernel skipped them; RTT samples may be missing; docs/metrics.md#missed-probe-runs"; l != want {
+		t.Errorf("got  %q\nwant %q", l, want)
+	}
 	for _, l := range append(got, long) {
 		if n := utf8.RuneCountInString(l); n > 200 {
 			t.Errorf("%d characters, over 200: %s", n, l)
