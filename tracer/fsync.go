@@ -177,7 +177,7 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 	// ms on make bench's VM, 125-195 ms with the cache).
 	cache := btf.NewCache()
 	if cfg.KernelPartition && (!fsCallers(cfg.FSTypes) || !haveSpinLock()) {
-		return nil, fmt.Errorf("kernel partition: needs the calls on ext4's sync_file tracepoints (FSTypes ext4, Linux 5.15+) and bpf_spin_lock in tracing programs")
+		return nil, fmt.Errorf("kernel partition: needs the calls on ext4's sync_file tracepoints (FSTypes ext4), bpf_spin_lock in tracing programs and open-coded iterators (Linux 6.4+)")
 	}
 	t.kpart = cfg.KernelPartition
 	shared, err := t.loadSyscalls(cfg, ring, cache)
