@@ -281,6 +281,9 @@ func dialNotMember(t *testing.T) {
 			c.Write(b)
 		}
 	}()
+	// A loopback exchange: 0.4-0.7 ms in 4 runs (2026-12-07); the 5 s
+	// dial and read deadlines only keep a broken listener from hanging
+	// the test.
 	c, err := net.DialTimeout("tcp", notMember.String(), 5*time.Second)
 	if err != nil {
 		t.Fatalf("dialing %s: %v", notMember, err)
