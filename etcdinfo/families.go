@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,8 +14,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/etcdscope/etcdscope/host"
 )
 
 // Families fetches a Prometheus text exposition from url (TLS with tlsCfg
@@ -132,30 +127,4 @@ func LocalMember(ctx context.Context, cli *clientv3.Client, endpoints []string, 
 		return endpoint, 0, 0, 0, "", fmt.Errorf("status of %s: %w", endpoint, ExplainTLS(err))
 	}
 	return endpoint, st.Header.MemberId, st.Leader, st.Header.ClusterId, st.Version, nil
-}
-
-// PIDsByComm returns the live processes whose comm (/proc/PID/comm, the
-// kernel's 15-byte name) is comm, in ascending order. A zombie (an
-// exited etcd its parent has not reaped yet, as while a supervisor
-// restarts it) is no process to trace and is left out.
-func PIDsByComm(comm string) ([]int, error) {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if !host.HasComm(pid, comm) {
-			continue
-		}
-		if st, err := host.StatProcess(pid); err == nil && !st.Exited() {
-			pids = append(pids, pid)
-		}
-	}
-	sort.Ints(pids)
-	return pids, nil
 }

@@ -3,6 +3,7 @@ package host
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -43,27 +44,26 @@ func readComm(pid string, buf *[commBufBytes]byte) []byte {
 	return bytes.TrimSpace(buf[:n])
 }
 
-// PIDsWithComm lists up to max processes (thread-group leaders in /proc)
-// whose comm is comm, in /proc's order; nil when none or /proc is
-// unreadable. For a start-up hint, not a filter: a process can start or
-// exit right after.
-func PIDsWithComm(comm string, max int) []uint32 {
+// PIDsByComm returns the live processes (thread-group leaders in /proc)
+// whose comm (/proc/PID/comm, the kernel's 15-byte name) is comm, in
+// ascending order. A zombie (an exited etcd its parent has not reaped
+// yet, as while a supervisor restarts it) is no process to trace and is
+// left out. A process can start or exit right after.
+func PIDsByComm(comm string) ([]int, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	var out []uint32
+	var pids []int
 	for _, e := range ents {
-		pid, err := strconv.ParseUint(e.Name(), 10, 32)
-		if err != nil || !e.IsDir() {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || !e.IsDir() || !HasComm(pid, comm) {
 			continue
 		}
-		if Comm(uint32(pid)) == comm {
-			out = append(out, uint32(pid))
-			if len(out) >= max {
-				break
-			}
+		if st, err := StatProcess(pid); err == nil && !st.Exited() {
+			pids = append(pids, pid)
 		}
 	}
-	return out
+	slices.Sort(pids)
+	return pids, nil
 }

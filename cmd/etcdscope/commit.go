@@ -253,7 +253,7 @@ func etcdPID(pidFlag string, pid int, commFlag, comm string) (int, error) {
 		}
 		return pid, nil
 	}
-	pids, err := etcdinfo.PIDsByComm(comm)
+	pids, err := host.PIDsByComm(comm)
 	if err != nil {
 		return 0, usagef("%s %s: %v", commFlag, comm, err)
 	}

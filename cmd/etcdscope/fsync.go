@@ -15,7 +15,6 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/capture"
-	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/safefile"
@@ -272,7 +271,7 @@ func tracedFSTypes(pid int, comm string) []string {
 	pids := []int{pid}
 	if pid == 0 {
 		var err error
-		if pids, err = etcdinfo.PIDsByComm(comm); comm == "" || err != nil || len(pids) == 0 {
+		if pids, err = host.PIDsByComm(comm); comm == "" || err != nil || len(pids) == 0 {
 			return nil
 		}
 	}
@@ -431,7 +430,7 @@ func decodeErrors(n uint64) error {
 // (--comm etcd with no etcd yet: it waits, and a run that ends with 0
 // calls then has its reason on screen).
 func filterHint(cfg tracer.FsyncConfig) string {
-	if cfg.Comm != "" && cfg.PID == 0 && len(host.PIDsWithComm(cfg.Comm, 1)) == 0 {
+	if cfg.Comm != "" && cfg.PID == 0 && noneRunning(cfg.Comm) {
 		return render.NoProcessNamed(cfg.Comm)
 	}
 	return ""

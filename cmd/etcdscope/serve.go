@@ -18,6 +18,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/commit"
 	"github.com/etcdscope/etcdscope/etcdinfo"
+	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/exporter"
 	"github.com/etcdscope/etcdscope/exporter/otlp"
@@ -279,7 +280,7 @@ func nextCommit(cfg exporter.Config, first int) func(ctx context.Context) (expor
 		tick := time.NewTicker(commitPollEvery)
 		defer tick.Stop()
 		for {
-			if pids, err := etcdinfo.PIDsByComm(cfg.CommitComm); err == nil && len(pids) == 1 && pids[0] != last && !refused[pids[0]] {
+			if pids, err := host.PIDsByComm(cfg.CommitComm); err == nil && len(pids) == 1 && pids[0] != last && !refused[pids[0]] {
 				life, err := openCommit(cfg, pids[0])
 				if err == nil {
 					last = pids[0]
@@ -300,7 +301,7 @@ func nextCommit(cfg exporter.Config, first int) func(ctx context.Context) (expor
 // noneRunning says whether no process of comm runs (a failed look-up is
 // not "none": etcdPID says it).
 func noneRunning(comm string) bool {
-	pids, err := etcdinfo.PIDsByComm(comm)
+	pids, err := host.PIDsByComm(comm)
 	return err == nil && len(pids) == 0
 }
 

@@ -1,4 +1,4 @@
-package etcdinfo
+package host
 
 import (
 	"os"
@@ -8,8 +8,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/etcdscope/etcdscope/host"
 )
 
 // TestPIDsByCommSkipsZombies: a process of the comm is found while it
@@ -35,6 +33,9 @@ func TestPIDsByCommSkipsZombies(t *testing.T) {
 	}
 	pid := cmd.Process.Pid
 	defer cmd.Wait()
+	if pids, err := PIDsByComm("no-such-comm-x"); err != nil || len(pids) != 0 {
+		t.Errorf("PIDsByComm of an unused comm: %v, %v", pids, err)
+	}
 	if pids, err := PIDsByComm(comm); err != nil || !slices.Equal(pids, []int{pid}) {
 		t.Fatalf("running: PIDsByComm(%q) = %v, %v; want [%d]", comm, pids, err, pid)
 	}
@@ -44,7 +45,7 @@ func TestPIDsByCommSkipsZombies(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		st, err := host.StatProcess(pid)
+		st, err := StatProcess(pid)
 		if err != nil {
 			t.Fatal(err)
 		}
