@@ -198,14 +198,13 @@ func (f *commitFlags) validate(fs *pflag.FlagSet) (pipeline.CommitOptions, error
 		return opt, usagef("--duration %v is negative; give e.g. 60s, or 0 to run until Ctrl-C", f.duration)
 	case f.output != "table" && f.output != "json":
 		return opt, usagef("--output %q: use table or json", f.output)
-	case (f.cert == "") != (f.key == ""):
-		return opt, usagef("--cert and --key go together")
-	case (f.cacert != "" || f.cert != "") && len(f.endpoints) == 0:
-		return opt, usagef("--cacert/--cert/--key are for --etcd-endpoints; give it")
 	case f.sample == 0:
 		return opt, usagef("--sample 0: give N >= 1 (follow 1 write in N; 1: every write)")
 	case f.rawEvents && f.sample > 1:
 		return opt, usagef("--raw-events follows every write: drop --sample %d", f.sample)
+	}
+	if err := checkTLSFlags(f.cacert, f.cert, f.key, len(f.endpoints) > 0, "--etcd-endpoints"); err != nil {
+		return opt, err
 	}
 	rate, err := parseRate(f.load)
 	if err != nil {

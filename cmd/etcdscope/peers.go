@@ -94,10 +94,9 @@ func (f *peersFlags) validate() (tracer.PeersConfig, *tls.Config, error) {
 		return cfg, nil, usagef("--duration %v is negative; give e.g. 2m, or 0 to run until Ctrl-C", f.duration)
 	case f.output != "table" && f.output != "json":
 		return cfg, nil, usagef("--output %q: use table or json", f.output)
-	case (f.cert == "") != (f.key == ""):
-		return cfg, nil, usagef("--cert and --key go together")
-	case (f.cacert != "" || f.cert != "") && f.metricsURL == "" && len(f.endpoints) == 0:
-		return cfg, nil, usagef("--cacert/--cert/--key are for --etcd-metrics or --etcd-endpoints; give one of those")
+	}
+	if err := checkTLSFlags(f.cacert, f.cert, f.key, f.metricsURL != "" || len(f.endpoints) > 0, "--etcd-metrics", "--etcd-endpoints"); err != nil {
+		return cfg, nil, err
 	}
 	cfg.Port = uint16(f.port)
 	ring, err := ringSize(f.ringBytes)
@@ -145,6 +144,21 @@ func (f *peersFlags) validate() (tracer.PeersConfig, *tls.Config, error) {
 		return cfg, nil, err
 	}
 	return cfg, tlsCfg, nil
+}
+
+// checkTLSFlags refuses --cert without --key (or the reverse), and
+// --cacert/--cert/--key unless used: one of uses, the flags that take
+// them, is given.
+func checkTLSFlags(cacert, cert, key string, used bool, uses ...string) error {
+	switch {
+	case (cert == "") != (key == ""):
+		return usagef("--cert and --key go together")
+	case (cacert != "" || cert != "") && !used && len(uses) == 1:
+		return usagef("--cacert/--cert/--key are for %s: give it, or drop them", uses[0])
+	case (cacert != "" || cert != "") && !used:
+		return usagef("--cacert/--cert/--key are for %s: give one of those, or drop them", strings.Join(uses, " or "))
+	}
+	return nil
 }
 
 // clientTLS builds the TLS configuration of --cacert/--cert/--key (nil

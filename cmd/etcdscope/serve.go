@@ -436,11 +436,8 @@ func (f *serveFlags) validate() (exporter.Config, tracerConfigs, error) {
 		}
 	}
 	cfg.EtcdEndpoints = f.endpoints
-	switch {
-	case (f.cert == "") != (f.key == ""):
-		return cfg, tcfg, usagef("--cert and --key go together")
-	case (f.cacert != "" || f.cert != "") && len(f.etcdMetrics) == 0 && len(f.endpoints) == 0:
-		return cfg, tcfg, usagef("--cacert/--cert/--key are for --etcd-metrics and --etcd-endpoints; give --etcd-metrics")
+	if err := checkTLSFlags(f.cacert, f.cert, f.key, len(f.etcdMetrics) > 0 || len(f.endpoints) > 0, "--etcd-metrics", "--etcd-endpoints"); err != nil {
+		return cfg, tcfg, err
 	}
 	tlsCfg, err := clientTLS(f.cacert, f.cert, f.key)
 	if err != nil {
