@@ -12,6 +12,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/analysis/stats"
 )
 
 // PeerLinkLabel names a link: "etcd[123] 127.0.0.1 → [456] 127.0.0.2
@@ -81,6 +82,23 @@ func ns(v int64) string {
 	return time.Duration(v).Round(time.Microsecond).String()
 }
 
+// summaryCell is a table cell "p50/hi (n)" of s, or none (why the link
+// has no sample, in words) when s is empty: "-/- (0)" read as a fault.
+func summaryCell(s stats.Summary, hi int64, none string) string {
+	if s.Count == 0 {
+		return none
+	}
+	return fmt.Sprintf("%s/%s (%d)", ns(s.P50), ns(hi), s.Count)
+}
+
+// noneIf is a, when cond, else b.
+func noneIf(cond bool, a, b string) string {
+	if cond {
+		return a
+	}
+	return b
+}
+
 // Peers prints the report of `etcdscope peers`: one row per link, the
 // members, and the comparison of etcd's peer RTT metric.
 func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
@@ -111,12 +129,13 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 		if l.Down() {
 			link += fmt.Sprintf(" PEER DOWN / UNREACHABLE (%d connects failed)", l.Failed)
 		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%s/%s (%d)\t%s/%s (%d)\t%s\t%s/%s (%d)\t%s/%s (%d)\t%s\t%d\n",
+		opened := noneIf(l.Opened == 0, "none opened", "none measured")
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n",
 			link, l.OpenedPerMinute, l.ClosedPerMinute,
-			ns(l.HandshakeRTT.P50), ns(l.HandshakeRTT.P99), l.HandshakeRTT.Count,
-			ns(l.SRTT.P50), ns(l.SRTT.Max), l.SRTT.Count, ns(l.MinRTT.P50),
-			ns(l.Setup.P50), ns(l.Setup.P99), l.Setup.Count,
-			ns(l.PerRequest.P50), ns(l.PerRequest.P99), l.PerRequest.Count,
+			summaryCell(l.HandshakeRTT, l.HandshakeRTT.P99, opened),
+			summaryCell(l.SRTT, l.SRTT.Max, noneIf(l.KeptAlive == 0, "none kept alive", "none measured")), ns(l.MinRTT.P50),
+			summaryCell(l.Setup, l.Setup.P99, opened),
+			summaryCell(l.PerRequest, l.PerRequest.P99, "none"),
 			ns(l.Lifetime.P50), l.Retransmits)
 	}
 	tw.Flush()

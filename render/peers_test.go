@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"net/netip"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -179,5 +180,32 @@ func TestPeerLinkLabelProcesses(t *testing.T) {
 	}
 	if got := PeerLinkFrom(curl); got != "curl[*]" {
 		t.Errorf("PeerLinkFrom %q, want curl[*]", got)
+	}
+}
+
+// TestTableSaysWhyNoSample: a column with no sample says why in words
+// (the new-user walk read "-/- (0)" on a link of probes only as a fault):
+// a link with only streams opened before tracing has none opened, one
+// of probes only none kept alive.
+func TestTableSaysWhyNoSample(t *testing.T) {
+	peer := netip.MustParseAddr("10.0.0.2")
+	link := peers.Link{Direction: event.PeerActive, FromPID: 7, FromComm: "etcd", From: netip.MustParseAddr("10.0.0.1"), To: peer, Peer: peer}
+	streams := peers.LinkStats{Link: link, KeptAlive: 2, SRTT: stats.Summary{Count: 2, P50: 30_000, Max: 90_000}}
+	probes := peers.LinkStats{Link: link, Opened: 5, Closed: 5, HandshakeRTT: stats.Summary{Count: 5, P50: 40_000, P99: 60_000},
+		PerRequest: stats.Summary{Count: 5, P50: 500_000, P99: 700_000}}
+	probes.Link.FromPID = 8
+	var out bytes.Buffer
+	Peers(&out, &etcdmetric.PeersReport{Port: 2380, Links: []peers.LinkStats{streams, probes}})
+	s := out.String()
+	if strings.Contains(s, "(0)") {
+		t.Errorf("table shows an empty summary as (0):\n%s", s)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`etcd\[7\] .*\(active\) .* none opened +30µs/90µs \(2\) .* none opened +none `),
+		regexp.MustCompile(`etcd\[8\] .*\(active\) .* 40µs/60µs \(5\) +none kept alive .* none measured +500µs/700µs \(5\)`),
+	} {
+		if !want.MatchString(s) {
+			t.Errorf("table lacks %v:\n%s", want, s)
+		}
 	}
 }

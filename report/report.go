@@ -923,7 +923,7 @@ func peerChart(rep *peers.Report, metric []etcdmetric.PeerComparison, notMember 
 		outside[l.To] = true
 	}
 	window := time.Duration(rep.WindowNs)
-	models, unmatched := etcdmetric.LinkModels(mergeStreams(rep.Links), window, metric)
+	models, unmatched := etcdmetric.LinkModels(rep.Links, window, metric)
 	compared := 0
 	series := peerSeries[:5]
 	if len(metric) > 0 {
@@ -939,7 +939,7 @@ func peerChart(rep *peers.Report, metric []etcdmetric.PeerComparison, notMember 
 		l := m.Link
 		label := render.PeerLinkLabel(&l)
 		model := m.Model
-		if l.Link.FromComm != "" && !peers.EtcdComm(l.Link.FromComm) {
+		if l.Link.NotEtcd() {
 			// A client that is not etcd (curl, a probe): no etcd prober
 			// dials there, so no metric to model (the new-user walk saw
 			// curl's links drawn with one).
@@ -1010,39 +1010,4 @@ func peerChart(rep *peers.Report, metric []etcdmetric.PeerComparison, notMember 
 	}
 	c.Height = y
 	return c, series, note
-}
-
-// mergeStreams folds, for each process and peer, the kept-alive streams
-// that were open before tracing began (direction unknown: no handshake
-// seen) into the link of the connections it opened while traced, so one
-// row carries both the handshake and per-request times and the kept-alive
-// srtt, which is what the model needs. Links with nothing to fold stay.
-func mergeStreams(links []peers.LinkStats) []peers.LinkStats {
-	type key struct {
-		pid  uint32
-		peer string
-	}
-	active := map[key]int{}
-	var out []peers.LinkStats
-	for _, l := range links {
-		if l.Link.Direction == event.PeerActive {
-			active[key{l.Link.FromPID, l.Link.Peer.String()}] = len(out)
-		}
-		if l.Link.Direction != event.PeerPreexisting {
-			out = append(out, l)
-		}
-	}
-	for _, l := range links {
-		if l.Link.Direction != event.PeerPreexisting {
-			continue
-		}
-		i, ok := active[key{l.Link.FromPID, l.Link.Peer.String()}]
-		if !ok || out[i].SRTT.Count > 0 {
-			out = append(out, l)
-			continue
-		}
-		out[i].SRTT, out[i].MinRTT = l.SRTT, l.MinRTT
-		out[i].KeptAlive += l.KeptAlive
-	}
-	return out
 }

@@ -300,7 +300,7 @@ func TestHeatColor(t *testing.T) {
 // it.
 func TestPeersChartMeasuredMetric(t *testing.T) {
 	in := readTestdata(t)
-	links := mergeStreams(peers.Analyze(in.Peers, peers.Options{}).Links)
+	links := peers.Analyze(in.Peers, peers.Options{}).Links
 	var member uint32
 	for _, l := range links {
 		if l.Link.Direction == event.PeerActive && l.Link.FromPID != 0 {

@@ -34,8 +34,8 @@ type Options struct {
 	// ExcludeLocal: connections whose local end (address and port) is in
 	// this set are left out of every link: etcdscope's own kept-alive
 	// probe connections (the CLI records each one's local address as it
-	// dials) are not etcd's links, and must neither show as an "(unknown)"
-	// link nor feed etcd's metric model. The accepting end of such a
+	// dials) are not etcd's links, and must neither show as a link nor
+	// feed etcd's metric model. The accepting end of such a
 	// connection, when traced too, goes with it (it folds into it first).
 	ExcludeLocal map[netip.AddrPort]bool
 }
@@ -652,7 +652,13 @@ func (a *Assembler) Report(opt Options) Report {
 	return rep
 }
 
+// linkLess orders links: etcd's first (a link from a process that is not
+// etcd, such as curl's, after every one of etcd's), then by direction,
+// opener, and ends.
 func linkLess(a, b Link) bool {
+	if a.NotEtcd() != b.NotEtcd() {
+		return b.NotEtcd()
+	}
 	if a.Direction != b.Direction {
 		return a.Direction < b.Direction
 	}
@@ -673,21 +679,30 @@ func linkOf(c *Conn) (Link, uint32) {
 	case event.PeerActive:
 		l = Link{Direction: event.PeerActive, FromPID: c.PID, FromComm: c.Comm, From: c.Local.Addr(), To: c.Remote.Addr(), Peer: c.Remote.Addr()}
 	default:
-		// Passive or preexisting: for a preexisting connection we do not
-		// know who opened it; the side on the well-known port accepted it.
+		// Passive or preexisting. A connection established before tracing
+		// began (a Raft stream) has no open seen, but its ends say who
+		// opened it: the side on the well-known port accepted it
+		// (isClient). It goes to the link of the connections its process
+		// opens (or accepts) while traced, so that one row carries both a
+		// link's probes and its streams' srtt, which etcd's metric model
+		// needs (etcdmetric.InputFromLink).
 		if c.isClient() {
-			l = Link{Direction: event.PeerPreexisting, FromPID: c.Owner, FromComm: c.Comm, From: c.Local.Addr(), To: c.Remote.Addr(), Peer: c.Remote.Addr()}
+			l = Link{Direction: event.PeerActive, FromPID: c.Owner, FromComm: c.Comm, From: c.Local.Addr(), To: c.Remote.Addr(), Peer: c.Remote.Addr()}
 		} else {
-			l = Link{Direction: c.Direction, FromPID: c.PID, FromComm: c.Comm, From: c.Remote.Addr(), To: c.Local.Addr(), ToPID: c.Owner, Peer: c.Remote.Addr()}
+			l = Link{Direction: event.PeerPassive, FromPID: c.PID, FromComm: c.Comm, From: c.Remote.Addr(), To: c.Local.Addr(), ToPID: c.Owner, Peer: c.Remote.Addr()}
 		}
 	}
-	if l.FromPID != 0 && l.FromComm != "" && !EtcdComm(l.FromComm) {
+	if l.FromPID != 0 && l.NotEtcd() {
 		pid := l.FromPID
 		l.FromPID, l.FromAnyPID = 0, true
 		return l, pid
 	}
 	return l, 0
 }
+
+// NotEtcd reports a link from a process known not to be etcd (curl, a
+// script's prober): its name is known and is not etcd's (EtcdComm).
+func (l Link) NotEtcd() bool { return l.FromComm != "" && !EtcdComm(l.FromComm) }
 
 // EtcdComm reports whether comm (a task's name, at most 15 bytes) is
 // etcd's: "etcd", or "etcd" and a version ("etcd35", "etcd-3.5.21",

@@ -96,7 +96,7 @@ func TestAnalyze(t *testing.T) {
 			return ev
 		},
 		want: []want{{
-			link: Link{Direction: event.PeerPreexisting, From: v6me.Addr(), To: v6peer.Addr(), Peer: v6peer.Addr()},
+			link: Link{Direction: event.PeerActive, From: v6me.Addr(), To: v6peer.Addr(), Peer: v6peer.Addr()},
 			kept: 2, srttCount: 2, srttP50: 1_000_000, srttMax: 50_000_000, retrans: 1,
 		}},
 	}, {
@@ -109,8 +109,31 @@ func TestAnalyze(t *testing.T) {
 			return append(ev, event.Peer{Kind: event.PeerRetransmit, TimeNs: 3 * ms, Socket: 3, Direction: event.PeerPreexisting, Local: v6me, Remote: v6peer, SRTTus: 1000, TotalRetrans: 4})
 		},
 		want: []want{{
-			link: Link{Direction: event.PeerPreexisting, From: v6me.Addr(), To: v6peer.Addr(), Peer: v6peer.Addr()},
+			link: Link{Direction: event.PeerActive, From: v6me.Addr(), To: v6peer.Addr(), Peer: v6peer.Addr()},
 			kept: 1, srttCount: 1, srttP50: 1_000_000, srttMax: 1_000_000, retrans: 4,
+		}},
+	}, {
+		// The new-user walk on a 3-member cluster: each member's Raft
+		// streams, dialled before tracing began, were "(unknown)" rows of
+		// their own beside "(active)" rows of its probes with no srtt
+		// ("-/- (0)"), and the metric model read no kept-alive srtt.
+		name: "streams opened before tracing join the link of their process's probes",
+		events: func() []event.Peer {
+			var ev []event.Peer
+			for i := uint64(0); i < 15; i++ {
+				ev = append(ev, probeConn(100+i, i*4000*ms, event.PeerActive, hostA, hostB, 50_000, 3*ms, 40)...)
+			}
+			for i := uint64(0); i < 2; i++ { // etcd's two streams to a peer
+				local := netip.AddrPortFrom(hostA.Addr(), 41000+uint16(i))
+				ev = append(ev, event.Peer{Kind: event.PeerRTT, TimeNs: uint64(time.Second) + i*ms, Socket: 1 + i, Direction: event.PeerPreexisting, Owner: 7, Comm: "etcd", Local: local, Remote: hostB, SRTTus: 200 + 100*uint32(i), MinRTTus: 90})
+			}
+			return ev
+		},
+		window: time.Minute,
+		want: []want{{
+			link:   Link{Direction: event.PeerActive, FromPID: 7, FromComm: "etcd", From: hostA.Addr(), To: hostB.Addr(), Peer: hostB.Addr()},
+			opened: 15, closed: 15, kept: 2, perMinute: 15, hsCount: 15, hsP50: 50_000, perReqP50: int64(3 * ms),
+			srttCount: 2, srttP50: 200_000, srttMax: 300_000,
 		}},
 	}, {
 		name: "a socket address reused after CLOSE is a new connection",
@@ -180,7 +203,7 @@ func TestOwnerAttribution(t *testing.T) {
 	for _, l := range rep.Links {
 		got[l.Link.String()] = true
 	}
-	for _, want := range []string{"etcd[100] 127.0.0.1 → 127.0.0.2 (unknown)", "10.0.0.9 → [200] 127.0.0.2 (unknown)"} {
+	for _, want := range []string{"etcd[100] 127.0.0.1 → 127.0.0.2 (active)", "10.0.0.9 → [200] 127.0.0.2 (passive)"} {
 		if !got[want] {
 			t.Errorf("no link %q in %v", want, got)
 		}
@@ -405,10 +428,12 @@ func TestShortLivedClientsFold(t *testing.T) {
 			t.Errorf("etcd link %v: opened %d, processes %d; want 1 and 0 (its pid is in the link)", l.Link, l.Opened, l.Processes)
 		}
 	}
+	// etcd's links first, then the others (the new-user walk's table
+	// had curl[19 pids] above etcd's rows).
 	want := []string{
-		"curl[*] 127.0.0.1 → 127.0.0.2 (active)",
 		"etcd[7] 10.0.0.1 → 10.0.0.2 (active)",
 		"etcd[8] 10.0.0.1 → 10.0.0.2 (active)",
+		"curl[*] 127.0.0.1 → 127.0.0.2 (active)",
 		"prober[4242] 10.0.0.1 → fd00::2 (active)",
 	}
 	if !slices.Equal(got, want) {
