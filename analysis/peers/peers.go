@@ -652,12 +652,13 @@ func (a *Assembler) Report(opt Options) Report {
 	return rep
 }
 
-// linkLess orders links: etcd's first (a link from a process that is not
-// etcd, such as curl's, after every one of etcd's), then by direction,
-// opener, and ends.
+// linkLess orders links: etcd's first, then those of a process not known
+// (a socket closed before its owner was found, a remote opener), then
+// those of processes that are not etcd (curl), each by direction, opener
+// and ends.
 func linkLess(a, b Link) bool {
-	if a.NotEtcd() != b.NotEtcd() {
-		return b.NotEtcd()
+	if ra, rb := a.etcdRank(), b.etcdRank(); ra != rb {
+		return ra < rb
 	}
 	if a.Direction != b.Direction {
 		return a.Direction < b.Direction
@@ -703,6 +704,18 @@ func linkOf(c *Conn) (Link, uint32) {
 // NotEtcd reports a link from a process known not to be etcd (curl, a
 // script's prober): its name is known and is not etcd's (EtcdComm).
 func (l Link) NotEtcd() bool { return l.FromComm != "" && !EtcdComm(l.FromComm) }
+
+// etcdRank is 0 for a link from etcd, 1 from a process not known, 2
+// from one that is not etcd (linkLess).
+func (l Link) etcdRank() int {
+	switch {
+	case l.FromComm == "":
+		return 1
+	case l.NotEtcd():
+		return 2
+	}
+	return 0
+}
 
 // EtcdComm reports whether comm (a task's name, at most 15 bytes) is
 // etcd's: "etcd", or "etcd" and a version ("etcd35", "etcd-3.5.21",

@@ -416,6 +416,11 @@ func TestShortLivedClientsFold(t *testing.T) {
 		}
 		ev = append(ev, e...)
 	}
+	// A stream from before tracing whose socket closed before its owner
+	// was found: no process known.
+	unowned := netip.MustParseAddrPort("10.0.0.1:45000")
+	ev = append(ev, event.Peer{Kind: event.PeerRTT, TimeNs: 50 * ms, Socket: 900, Direction: event.PeerPreexisting, Local: unowned, Remote: hostB, SRTTus: 30, MinRTTus: 20},
+		event.Peer{Kind: event.PeerClose, TimeNs: 51 * ms, Socket: 900, Direction: event.PeerPreexisting, Local: unowned, Remote: hostB})
 	rep := Analyze(ev, Options{Window: time.Minute})
 	var got []string
 	for _, l := range rep.Links {
@@ -428,11 +433,12 @@ func TestShortLivedClientsFold(t *testing.T) {
 			t.Errorf("etcd link %v: opened %d, processes %d; want 1 and 0 (its pid is in the link)", l.Link, l.Opened, l.Processes)
 		}
 	}
-	// etcd's links first, then the others (the new-user walk's table
-	// had curl[19 pids] above etcd's rows).
+	// etcd's links first, then a process not known, then the others (the
+	// new-user walk's table had curl[19 pids] above etcd's rows).
 	want := []string{
 		"etcd[7] 10.0.0.1 → 10.0.0.2 (active)",
 		"etcd[8] 10.0.0.1 → 10.0.0.2 (active)",
+		"10.0.0.1 → 10.0.0.2 (active)",
 		"curl[*] 127.0.0.1 → 127.0.0.2 (active)",
 		"prober[4242] 10.0.0.1 → fd00::2 (active)",
 	}
