@@ -204,6 +204,11 @@ func TestServeCommitFollowsRestart(t *testing.T) {
 	m := c.Members[0]
 	first := m.PID
 	s := startServe(t, "--comm", comm, "--commit-comm", comm)
+	// The process running at the start is said by the name given (the
+	// new-user walk: no line for it, and "etcd" for any name). 3 runs: said
+	// 0 s after the ready file each time (followCommit's first line); 5 s
+	// is the margin for a machine shared with other runs.
+	s.waitFor(t, fmt.Sprintf("following %s pid %d", comm, first), 5*time.Second)
 
 	var committed float64
 	phase := func(name string) {
@@ -219,7 +224,7 @@ func TestServeCommitFollowsRestart(t *testing.T) {
 	}
 	// serve looks for the next etcd every second (commitPollEvery): wait
 	// for its line saying it follows the new pid before the next puts.
-	s.waitFor(t, fmt.Sprintf("following etcd pid %d", m.PID), 20*time.Second)
+	s.waitFor(t, fmt.Sprintf("following %s pid %d", comm, m.PID), 20*time.Second)
 	phase("after")
 
 	fams, writes := s.waitSplit(t, committed)
@@ -246,6 +251,12 @@ func TestServeCommitFollowsRestart(t *testing.T) {
 	// first's, closed, cannot be read: the series went missing).
 	if lost := lostOf(fams, "commit_fsync"); lost != 0 {
 		t.Errorf("etcdscope_lost_events_total{tracer=\"commit_fsync\"} = %v after the restart, want 0 (-1: absent)\nstderr:\n%s", lost, s.stderr.String())
+	}
+	// Each life is said once.
+	for _, pid := range []int{first, m.PID} {
+		if n := strings.Count(s.stderr.String(), fmt.Sprintf("following %s pid %d\n", comm, pid)); n != 1 {
+			t.Errorf("serve said it follows pid %d %d times, want once\nstderr:\n%s", pid, n, s.stderr.String())
+		}
 	}
 }
 
@@ -301,11 +312,13 @@ func etcdNamed(t *testing.T, comm string) string {
 // waitFor waits up to within for serve to say line on stderr.
 func (s *server) waitFor(t *testing.T, line string, within time.Duration) {
 	t.Helper()
-	for deadline := time.Now().Add(within); !strings.Contains(s.stderr.String(), line); time.Sleep(50 * time.Millisecond) {
+	start := time.Now()
+	for deadline := start.Add(within); !strings.Contains(s.stderr.String(), line); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("serve did not say %q within %v; stderr:\n%s", line, within, s.stderr.String())
 		}
 	}
+	t.Logf("serve said %q %v after the wait began", line, time.Since(start).Round(time.Millisecond))
 }
 
 // lostOf returns etcdscope_lost_events_total of tracer (-1: absent).
@@ -350,7 +363,7 @@ func TestServeCommitWaitsForFirst(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	m := c.Members[0]
-	s.waitFor(t, fmt.Sprintf("following etcd pid %d", m.PID), 20*time.Second)
+	s.waitFor(t, fmt.Sprintf("following %s pid %d", comm, m.PID), 20*time.Second)
 	// etcd's own first entries (its member attributes, the cluster
 	// version) may come after serve attached: counted from a rest.
 	restingCommitIndex(ctx, t, c, m)

@@ -288,7 +288,12 @@ type CommitLife struct {
 // entry window (entries are keyed by Raft term and index, which a
 // restarted member keeps). Without a first etcd (cfg.Commit nil: serve
 // --commit-comm started before it), it waits for one the same way.
+// Each process of cfg.CommitComm it follows, the one running at the
+// start too, is said once by its name and pid.
 func followCommit(ctx context.Context, cfg Config, cl *commitLives, sl *syncLives, duty *pipeline.DutyState, c *CommitMetrics, entries *commit.EntryLog, spans *otlp.Sink, logw io.Writer) error {
+	following := func(pid int) {
+		fmt.Fprintf(logw, "etcdscope serve: commit: following %s pid %d\n", cfg.CommitComm, pid)
+	}
 	// follow waits for the next etcd and takes its tracers; false: ctx
 	// ended first.
 	follow := func() (bool, error) {
@@ -303,14 +308,17 @@ func followCommit(ctx context.Context, cfg Config, cl *commitLives, sl *syncLive
 		cl.next(life.Commit, true)
 		sl.next(life.Syncs, life.Syncs != nil)
 		duty.SetAttached(true) // NewCommit attached its probes; RunDuty detaches them outside a window
-		fmt.Fprintf(logw, "etcdscope serve: commit: following etcd pid %d\n", life.PID)
+		following(life.PID)
 		return true, nil
 	}
-	if cfg.Commit == nil {
+	switch {
+	case cfg.Commit == nil:
 		fmt.Fprintf(logw, "etcdscope serve: commit: waiting for a process named %s\n", cfg.CommitComm)
 		if ok, err := follow(); !ok {
 			return err
 		}
+	case cfg.CommitComm != "":
+		following(cfg.CommitPID) // found at the start (serve's etcdPID)
 	}
 	for {
 		// The duty cycle switches this life's tracer, and stops with its
