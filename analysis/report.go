@@ -125,6 +125,10 @@ type Report struct {
 	// was mounted on it when the live run ended (SetJournals); a device
 	// absent here is not known (a replay of an older capture).
 	Journals []Journal `json:"journals,omitempty"`
+	// WindowNs is the traced wall time of the run, ns: from its probes
+	// attached to its end (pipeline.Session.Window), the length the user
+	// recorded. 0 when the writer did not know it (older recordings).
+	WindowNs int64 `json:"window_ns,omitempty"`
 	// MonoToWallNs is CLOCK_REALTIME − CLOCK_MONOTONIC (ns) when the run
 	// ended: add it to a record's start_ns/end_ns for Unix time. 0 when
 	// the writer did not know it (older recordings).

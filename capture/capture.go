@@ -75,7 +75,8 @@ type End struct {
 	LostEvents   uint64 `json:"lost_events"`
 	MissedEvents uint64 `json:"missed_events"`
 	DecodeErrors uint64 `json:"decode_errors,omitempty"`
-	// WindowNs is the traced wall time (peers: the rates' denominator).
+	// WindowNs is the traced wall time (peers: the rates' denominator;
+	// fsync: the summary's window_ns, the length the page states).
 	WindowNs int64 `json:"window_ns,omitempty"`
 	// MonoToWallNs is CLOCK_REALTIME − CLOCK_MONOTONIC at the end (the
 	// fsync summary's mono_to_wall_ns).

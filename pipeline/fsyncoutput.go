@@ -108,10 +108,10 @@ func (o *FsyncOutput) CloseLines(runErr error) error {
 }
 
 // Report builds the run's report from what the sinks counted, the
-// tracer's st and the loop p's counts, finishes the capture and prints
-// the last interval line and the report.
-func (o *FsyncOutput) Report(st Stats, p *FsyncLoop, unavailable []analysis.Unavailable) (analysis.Report, error) {
-	rep := o.rs.LiveReport(st, p, unavailable)
+// tracer's st, the run's traced window and the loop p's counts, finishes
+// the capture and prints the last interval line and the report.
+func (o *FsyncOutput) Report(st Stats, window time.Duration, p *FsyncLoop, unavailable []analysis.Unavailable) (analysis.Report, error) {
+	rep := o.rs.LiveReport(st, window, p, unavailable)
 	if o.capw != nil {
 		// The disks' write cache modes go with the capture, so that its
 		// replay prints the live run's disk lines (this machine's sysfs
@@ -122,7 +122,7 @@ func (o *FsyncOutput) Report(st Stats, p *FsyncLoop, unavailable []analysis.Unav
 				disks = append(disks, d)
 			}
 		}
-		err := o.capw.Finish(capture.End{LostEvents: st.Lost, MissedEvents: st.Missed, DecodeErrors: p.DecodeErrors(), MonoToWallNs: rep.MonoToWallNs, DiskCaches: disks, Journals: rep.Journals})
+		err := o.capw.Finish(capture.End{LostEvents: st.Lost, MissedEvents: st.Missed, DecodeErrors: p.DecodeErrors(), WindowNs: rep.WindowNs, MonoToWallNs: rep.MonoToWallNs, DiskCaches: disks, Journals: rep.Journals})
 		o.capw = nil
 		if err != nil {
 			return rep, err

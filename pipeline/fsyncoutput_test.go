@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/etcdscope/etcdscope/capture"
 	"github.com/etcdscope/etcdscope/pipeline"
@@ -43,13 +44,19 @@ func TestFsyncOutput(t *testing.T) {
 	if err := out.CloseLines(nil); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := out.Report(pipeline.Stats{Lost: end.LostEvents, Missed: end.MissedEvents}, p, nil)
+	const window = 40 * time.Second // the run's, longer than its calls' span
+	rep, err := out.Report(pipeline.Stats{Lost: end.LostEvents, Missed: end.MissedEvents}, window, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
 	if rep.Fsyncs == 0 || len(lines) != int(rep.Fsyncs)+1 || !strings.Contains(lines[len(lines)-1], `"type":"summary"`) {
 		t.Errorf("%d calls, %d JSON lines, the last: %.200s", rep.Fsyncs, len(lines), lines[len(lines)-1])
+	}
+	// The recording and the capture carry the run's window, which the
+	// page states (the new-user walk: a 40 s recording read "over 19.969s").
+	if !strings.Contains(lines[len(lines)-1], `"window_ns":40000000000`) {
+		t.Errorf("the summary lacks the run's window_ns: %.300s", lines[len(lines)-1])
 	}
 	if !strings.Contains(stderr.String(), "fsyncs=") {
 		t.Errorf("no interval line on stderr: %q", stderr.String())
@@ -70,5 +77,8 @@ func TestFsyncOutput(t *testing.T) {
 	}
 	if got := rs.Report(0, 0, nil).Fsyncs; got != rep.Fsyncs {
 		t.Errorf("the capture replays %d calls, the run had %d", got, rep.Fsyncs)
+	}
+	if cend, ok := crd.End(); !ok || cend.WindowNs != int64(window) {
+		t.Errorf("the capture's end: %+v, %v; want window_ns %d", cend, ok, int64(window))
 	}
 }

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"sync"
+	"time"
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/host"
@@ -82,11 +83,12 @@ func (s *ReportSink) Report(lost, missed uint64, unavailable []analysis.Unavaila
 
 // LiveReport is the report of a live fsync run at its end: every record
 // so far with the tracer's counters st and the loop p's (its dropped
-// enters and partials), the clock offset, and the disks' write caches
-// and ext4 journals read from this machine (LiveDiskCaches,
-// LiveJournals).
-func (s *ReportSink) LiveReport(st Stats, p *FsyncLoop, unavailable []analysis.Unavailable) analysis.Report {
+// enters and partials), the run's traced window (Session.Window), the
+// clock offset, and the disks' write caches and ext4 journals read from
+// this machine (LiveDiskCaches, LiveJournals).
+func (s *ReportSink) LiveReport(st Stats, window time.Duration, p *FsyncLoop, unavailable []analysis.Unavailable) analysis.Report {
 	rep := s.Report(st.Lost, st.Missed, unavailable)
+	rep.WindowNs = int64(window)
 	rep.DroppedEnters, rep.DroppedPartials = p.Overflow()
 	rep.MonoToWallNs = host.MonoToWallNs()
 	rep.RingPeakBytes = st.RingPeakBytes

@@ -53,6 +53,9 @@ type Session struct {
 	results chan error // one per loop, as it ends
 	pending int        // loops not yet received from results
 
+	// readyAt, finishAt: when Ready and Finish were called (Window).
+	readyAt, finishAt time.Time
+
 	closeOnce sync.Once
 }
 
@@ -103,10 +106,22 @@ func (s *Session) Add(name string, t Stoppable) *Stats {
 // Ready writes the ready file (this process's id): every tracer is open
 // and attached.
 func (s *Session) Ready() error {
+	s.readyAt = time.Now()
 	if err := s.ready.Put(strconv.Itoa(os.Getpid()) + "\n"); err != nil {
 		return fmt.Errorf("writing --ready-file: %w", err)
 	}
 	return nil
+}
+
+// Window is the traced time: from Ready (every tracer attached) to
+// Finish (the run's end); 0 before both were called. A recording
+// carries it (analysis.Report.WindowNs) so that a report states the
+// length the user recorded, not the calls' first-to-last span.
+func (s *Session) Window() time.Duration {
+	if s.readyAt.IsZero() || s.finishAt.IsZero() {
+		return 0
+	}
+	return s.finishAt.Sub(s.readyAt)
 }
 
 // RemoveReady removes the ready file now, from any goroutine: for a
@@ -178,6 +193,7 @@ func (s *Session) Wait(o WaitOptions) error {
 // loop may not end; Close ends it). The Stats that Add returned are
 // filled in step 3.
 func (s *Session) Finish(beforeClose func()) error {
+	s.finishAt = time.Now()
 	defer s.Close()
 	for _, m := range s.tracers {
 		if err := m.t.Drain(); err != nil {

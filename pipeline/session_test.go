@@ -327,3 +327,32 @@ func TestSessionRemoveReady(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestSessionWindow: the window is Ready to Finish (the traced time a
+// recording carries, analysis.Report.WindowNs), 0 before both.
+func TestSessionWindow(t *testing.T) {
+	log := &callLog{}
+	a := newFake("a", log)
+	s := NewSession(context.Background(), 0, "")
+	s.Add("a", a)
+	if w := s.Window(); w != 0 {
+		t.Errorf("window %v before Ready", w)
+	}
+	time.Sleep(20 * time.Millisecond) // before Ready: not traced
+	start := time.Now()
+	if err := s.Ready(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(30 * time.Millisecond)
+	s.Go(a.run)
+	if err := s.Finish(nil); err != nil {
+		t.Fatal(err)
+	}
+	w, outer := s.Window(), time.Since(start)
+	t.Logf("window %v, before Ready to after Finish %v", w, outer)
+	// Exact bounds, no margin: the window holds the 30 ms slept between
+	// Ready and Finish and lies inside the span measured around both.
+	if w < 30*time.Millisecond || w > outer {
+		t.Errorf("window %v: want at least the 30 ms slept after Ready and at most %v", w, outer)
+	}
+}

@@ -217,6 +217,11 @@ type page struct {
 	Lost        uint64
 	LossUnknown string // analysis.Report.LossUnknown: Lost and Missed are not known
 	Missed      uint64
+	// Window: the recording's traced time (analysis.Report.WindowNs), the
+	// length the user recorded; "" when the recording does not carry it.
+	// Span: the calls' first to last, said where the window is not known
+	// or the calls cover less of it than spanShareSaid.
+	Window      string
 	Span        string
 	Unavailable []string // probes not attached whose layer is missing: a warning
 	// Optional: probes not attached that are optional
@@ -257,6 +262,29 @@ func Render(w io.Writer, in Input) error {
 	return t.Flush()
 }
 
+// spanShareSaid: the calls' first-to-last span is said beside the
+// recording's window when it covers less than this share of it (a load
+// that ran 20 s of a 40 s recording); a steady etcd's calls span nearly
+// all of it, and saying so would only repeat the window.
+const spanShareSaid = 0.9
+
+// windowAndSpan words the page's length: the recording's window, and
+// the calls' span (t0 to t1, CLOCK_MONOTONIC ns) where the window is not
+// known or the calls cover less than spanShareSaid of it.
+func windowAndSpan(window time.Duration, t0, t1 uint64) (string, string) {
+	var w, s string
+	if window > 0 {
+		w = window.Round(time.Millisecond).String()
+	}
+	if t1 > t0 {
+		span := time.Duration(t1 - t0)
+		if window <= 0 || float64(span) < spanShareSaid*float64(window) {
+			s = span.Round(time.Millisecond).String()
+		}
+	}
+	return w, s
+}
+
 func build(in Input) page {
 	rep, sample := in.Report, in.Calls
 	if rep == nil {
@@ -291,9 +319,7 @@ func build(in Input) page {
 	}
 	p.Legend = layerParts()
 	t0, t1 := sample.t0, sample.t1
-	if t1 > t0 {
-		p.Span = time.Duration(t1 - t0).Round(time.Millisecond).String()
-	}
+	p.Window, p.Span = windowAndSpan(time.Duration(in.Summary.WindowNs), t0, t1)
 	groups := append([]analysis.Group(nil), rep.Groups...)
 	sortGroups(groups)
 	for i, g := range groups {

@@ -903,3 +903,46 @@ func TestPeerChartMarksNotMembers(t *testing.T) {
 		t.Errorf("%d model bars, %d links marked (not etcd); want 1 and 1 (etcd's bar only, curl's link marked)", models, notEtcd)
 	}
 }
+
+// TestPageStatesRecordingWindow: the page states the length recorded
+// (the summary's window_ns), not the calls' first-to-last span (the
+// new-user walk: a 40 s recording whose load ran 20 s said "over
+// 19.969s"); the calls' span only where it is worth saying: they cover
+// less of the window than spanShareSaid, or the recording (an older one)
+// carries no window.
+func TestPageStatesRecordingWindow(t *testing.T) {
+	calls := func(spanNs uint64) []analysis.FsyncRecord {
+		var recs []analysis.FsyncRecord
+		for _, start := range []uint64{1e9, 1e9 + spanNs - 1e6} {
+			recs = append(recs, analysis.FsyncRecord{Type: "fsync", PID: 1, Comm: "etcd", Dev: "254:1", FS: "ext4", FileKind: analysis.KindWAL,
+				Syscall: "fdatasync", StartNs: start, EndNs: start + 1e6, TotalNs: 1e6, Layers: analysis.Layers{OtherNs: 1e6}})
+		}
+		return recs
+	}
+	for _, tc := range []struct {
+		name     string
+		windowNs int64
+		spanNs   uint64
+		want     string
+		not      string
+	}{
+		{"load for half the recording", 40e9, 19_969e6, "2 fsync/fdatasync calls in 40s traced (first to last call: 19.969s); ", "over 19.969s"},
+		{"calls all along", 40e9, 39_500e6, "2 fsync/fdatasync calls in 40s traced; ", "first to last"},
+		{"an older recording: no window", 0, 19_969e6, "2 fsync/fdatasync calls (first to last call: 19.969s); ", "traced"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var html bytes.Buffer
+			if err := Render(&html, Input{Title: "t", Fsyncs: calls(tc.spanNs), Summary: analysis.Report{WindowNs: tc.windowNs}}); err != nil {
+				t.Fatal(err)
+			}
+			meta := html.String()
+			if i := strings.Index(meta, `<p class="meta">`); i >= 0 {
+				meta = meta[i:]
+				meta = meta[:strings.Index(meta, "</p>")]
+			}
+			if !strings.Contains(meta, tc.want) || strings.Contains(meta, tc.not) {
+				t.Errorf("page's first line %q: want %q, not %q", meta, tc.want, tc.not)
+			}
+		})
+	}
+}

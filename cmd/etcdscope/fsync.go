@@ -390,7 +390,7 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 	if err := out.CloseLines(err); err != nil {
 		return err
 	}
-	rep, err := out.Report(*st, p, unavailable)
+	rep, err := out.Report(*st, s.Window(), p, unavailable)
 	if err != nil {
 		return err
 	}

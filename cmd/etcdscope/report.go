@@ -312,7 +312,7 @@ func replayFsync(rd *capture.Reader, name string, dst io.Writer, output string, 
 		fmt.Fprintln(os.Stderr, render.ReportNoEndLine(name))
 	}
 	rep := rs.Report(end.LostEvents, end.MissedEvents, rd.Header().Unavailable)
-	rep.MonoToWallNs = end.MonoToWallNs
+	rep.MonoToWallNs, rep.WindowNs = end.MonoToWallNs, end.WindowNs
 	rep.SetDiskCaches(end.DiskCaches) // the capturing machine's, not this one's
 	rep.SetJournals(end.Journals)
 	rep.DroppedEnters, rep.DroppedPartials = p.Overflow()
