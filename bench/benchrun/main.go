@@ -41,6 +41,7 @@ type options struct {
 	saveJSON, fromJSON                       string
 	abBase                                   string
 	abGenRate                                float64
+	abNewFlags                               string
 }
 
 // want reports whether section name runs (-only empty: all of them).
@@ -80,6 +81,7 @@ func main() {
 	flag.StringVar(&o.only, "only", "", "comma-separated sections to run (ready,fio,micro,ctxsw,tax,peers,starved,sweep,commit,go,ab); empty: all (ab only with -ab-base)")
 	flag.StringVar(&o.abBase, "ab-base", "", "another etcdscope binary for the ab section: both trace the same fio jobs at once, paired against -etcdscope")
 	flag.Float64Var(&o.abGenRate, "ab-gen-rate", 0, "ab section: instead of fio jobs, fsyncgen at this many fdatasync/s on /dev/shm for -sweep-seconds a round, traced with `fsync --output json` (the userspace goal's load); 0: fio")
+	flag.StringVar(&o.abNewFlags, "ab-new-flags", "", "ab section: fsync flags given to NEW only, '+'-separated without dashes (e.g. kernel-partition)")
 	flag.StringVar(&o.microVariants, "micro-variants", strings.Join(microVariants, ","), "comma-separated variants of the fdatasync loop (untraced is the pairing base: keep it)")
 	flag.StringVar(&o.sweepPoints, "sweep-points", "", "comma-separated sweep rows to run, named rate-output[-flag] as in sweepPoints (e.g. 10000-table-writes); empty: all")
 	flag.Parse()
