@@ -162,7 +162,9 @@ func testKernelPartitionOnly(t *testing.T) {
 	if len(sink.recs)+int(unpart) != kpartThreads*kpartCalls || lost != unpart {
 		t.Fatalf("%d calls made, %d records, %d unpartitioned, %d lost", kpartThreads*kpartCalls, len(sink.recs), unpart, lost)
 	}
-	// The entries run's bound (below), 2%.
+	// A slot's overflow: 0-1 of 450 calls in each of 9 runs (2 cores,
+	// load average 1.3-2.3; bench/findings.md 33); the shadow run's
+	// bound (below), 2%.
 	if unpart*50 > kpartThreads*kpartCalls {
 		t.Errorf("%d of %d calls not partitioned", unpart, kpartThreads*kpartCalls)
 	}
