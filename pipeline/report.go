@@ -88,6 +88,7 @@ func (s *ReportSink) Report(lost, missed uint64, unavailable []analysis.Unavaila
 func (s *ReportSink) LiveReport(st Stats, p *FsyncLoop, unavailable []analysis.Unavailable) analysis.Report {
 	rep := s.Report(st.Lost, st.Missed, unavailable)
 	rep.DroppedEnters, rep.DroppedPartials = p.Overflow()
+	rep.Unpartitioned = st.Unpartitioned
 	rep.MonoToWallNs = host.MonoToWallNs()
 	rep.RingPeakBytes = st.RingPeakBytes
 	LiveDiskCaches(&rep)
