@@ -221,6 +221,8 @@ static __always_inline void kp_exit(struct kp_scratch *w, __u8 *kp_slot, __u32 t
 	ev.start_ns = s;
 	ev.end_ns = e;
 	if (slot & KP_UNTRACKED) {
+		if (kpart_one)
+			return; /* today's path: its fsync_event and raw records */
 		ev.reason = slot & ~KP_UNTRACKED;
 		goto out;
 	}
