@@ -1,6 +1,11 @@
 package analysis
 
-import "github.com/etcdscope/etcdscope/event"
+import (
+	"cmp"
+	"slices"
+
+	"github.com/etcdscope/etcdscope/event"
+)
 
 // kpCats maps the kernel's categories (event.KPCat) to the sweep's.
 var kpCats = [...]int{
@@ -11,22 +16,34 @@ var kpCats = [...]int{
 	event.KPCatJournalWindow: catJournalWindow,
 }
 
-// PartitionKPart fills k's layers and counts from k.Slot, what its call's
-// slot held in the kernel (tracer.FsyncConfig.KernelPartitionEntries):
-// Attribute's rules for a plain disk, with Attribute's sweep, on the
-// entries the kernel chose (bench/findings.md 32: the sweep here, not in
-// the kernel's exit). k is left as it is without Slot, or when the kernel
-// did not partition the call (Reason). Not safe for use concurrently with
-// a's other methods (it uses Attribute's scratch).
-func (a *Attributor) PartitionKPart(k *event.KPart) {
-	if k.Reason != event.KPartOK || len(k.Slot) == 0 || k.EndNs < k.StartNs {
-		return
+// kpRoles names the roles of the kernel's request categories.
+var kpRoles = [...]string{event.KPCatFlush: RoleFlush, event.KPCatData: RoleData, event.KPCatJournal: RoleJournal}
+
+// AttributeKPart returns the record of call f from k, what its kernel slot
+// held (tracer.FsyncConfig.KernelPartition; k.Reason KPartOK):
+// Attribute's record of f, its layers, flushes and FUA writes swept from
+// the entries the kernel chose with Attribute's rules for a plain disk
+// (sweep.placeRequest) and Attribute's sweep (bench/findings.md 32: the
+// sweep here, not in the kernel's exit). What the entries do not keep is
+// not in it: a Request has its role, disk, op (FLUSH; WRITE, with FUA for
+// a FUA-only write) and times, no sector, bytes, other flags or
+// submitter; a JournalWindow no transaction id. Not safe for use
+// concurrently with a's other methods.
+func (a *Attributor) AttributeKPart(f event.Fsync, k *event.KPart) FsyncRecord {
+	rec, _ := a.newRecord(f)
+	if f.EndNs < f.StartNs {
+		return rec
 	}
-	s, e := k.StartNs, k.EndNs
+	s, e := f.StartNs, f.EndNs
+	disk := ""
+	if len(rec.Disks) == 1 {
+		disk = rec.Disks[0]
+	}
 	sw := &a.sw
 	sw.init(s, e)
+	a.reqs = a.reqs[:0]
 	var claimed uint64 // flush bios claimed (bit: entry), as flushAsked's a.used
-	flushAsked := func(by uint64) (uint64, bool) {
+	asked := func(by uint64) (uint64, bool) {
 		best := -1
 		for i, y := range k.Slot {
 			if y.Type != event.KPEntryFlushBio || y.A > by || y.A < s || i >= 64 || claimed&(1<<i) != 0 {
@@ -48,45 +65,33 @@ func (a *Attributor) PartitionKPart(k *event.KPart) {
 			if x.B < s || x.B > e {
 				continue
 			}
-			k.JournalWindows++
 			sw.add(x.A, x.B, catJournalWindow)
+			rec.Journal = append(rec.Journal, JournalWindow{Source: event.JournalJBD2Commit.String(), Dev: rec.Dev, StartNs: x.A, EndNs: x.B})
 			continue
-		case x.Type != event.KPEntryRequest || x.C < s || x.C > e || int(x.Cat) >= len(kpCats):
+		case x.Type != event.KPEntryRequest || x.C < s || x.C > e || int(x.Cat) >= len(kpRoles) || kpRoles[x.Cat] == "":
 			continue
 		}
-		ins, iss, cpl := x.A, x.B, x.C
-		flush := x.Cat == event.KPCatFlush
-		k.Requests++
-		issue := iss
-		switch {
-		case ins != 0 && iss > ins:
-			sw.add(ins, iss, catQueue)
-		case flush && ins == 0 && iss == 0:
-			// completed by the flush state machine without being issued
-			issue = cpl
-			if q, ok := flushAsked(cpl); ok {
-				issue = q
+		insert, notIssued := sw.placeRequest(x.A, x.B, x.C, kpCats[x.Cat], false, asked)
+		op, flags := event.OpWrite, event.ReqFlags(0)
+		if x.Cat == event.KPCatFlush {
+			if x.Preflush {
+				op = event.OpFlush
+			} else {
+				flags = event.ReqFUA
 			}
-		case flush && ins == 0:
-			// issued from kblockd: asked for by the latest flush bio
-			if q, ok := flushAsked(iss); ok {
-				sw.add(q, iss, catQueue)
-			}
+			countFlush(&rec, op, flags, x.B != 0)
 		}
-		if issue == 0 {
-			issue = ins
-		}
-		if flush {
-			switch {
-			case x.Preflush:
-				k.Flushes++
-			case iss != 0:
-				k.FUAWrites++
-			}
-		}
-		sw.add(issue, cpl, kpCats[x.Cat])
+		rf := a.reqFormat(op, flags)
+		a.reqs = append(a.reqs, Request{Role: kpRoles[x.Cat], Dev: disk, Op: op.String(), Flags: rf.flags, Rwbs: rf.rwbs,
+			InsertNs: insert, IssueNs: x.B, CompleteNs: x.C, NotIssued: notIssued})
 	}
-	l, _, _ := sw.partition()
-	k.DeviceFlushNs, k.BlockQueueNs, k.DataWritebackNs = uint64(l.DeviceFlushNs), uint64(l.BlockQueueNs), uint64(l.DataWritebackNs)
-	k.JournalNs, k.OtherNs = uint64(l.JournalNs), uint64(l.OtherNs)
+	rec.Layers, _, _ = sw.partition()
+	if len(a.reqs) > 0 {
+		rec.Requests = slices.Clone(a.reqs)
+		slices.SortFunc(rec.Requests, func(x, y Request) int { return cmp.Compare(x.IssueNs, y.IssueNs) })
+	}
+	if a.latestNs-a.prunedNs >= pruneEveryNs {
+		a.prune()
+	}
+	return rec
 }

@@ -15,26 +15,8 @@ import (
 // returns its record (Path and FileKind are left for the caller, who can
 // read /proc).
 func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
-	delete(a.inflight, f.TID)
-	a.see(f.EndNs)
-	name, disks := "", []event.Dev(nil)
-	if a.lookup != nil {
-		name, disks = a.lookup(f.Dev)
-	}
-	rec := FsyncRecord{
-		Type: "fsync", Version: SchemaVersion,
-		StartNs: f.StartNs, EndNs: f.EndNs, TotalNs: int64(f.EndNs - f.StartNs),
-		PID: f.PID, TID: f.TID, Comm: f.Comm, Syscall: f.Syscall.String(),
-		Datasync: f.Syscall == event.SysFdatasync, Ret: f.Ret, FD: f.FD,
-		Dev: a.devString(f.Dev), DevName: name, FS: f.FSType, Ino: f.Ino,
-		Requests: []Request{},
-	}
-	if f.IsBlockdev {
-		rec.FS = "blockdev"
-	}
-	rec.Disks = a.diskStrings(f.Dev, disks)
+	rec, disks := a.newRecord(f)
 	if f.EndNs < f.StartNs {
-		rec.TotalNs = 0
 		return rec
 	}
 	s, e := f.StartNs, f.EndNs
@@ -66,39 +48,19 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 			InsertNs: b.InsertNs, IssueNs: b.IssueNs, CompleteNs: b.CompleteNs,
 			TID: b.TID, Comm: b.Comm,
 		})
-		issue := b.IssueNs
-		switch {
-		case b.InsertNs != 0 && b.IssueNs > b.InsertNs:
-			from := b.InsertNs
-			if lower && role == RoleFlush {
-				// The flush state machine inserts its flush request when
-				// kblockd gets to it: the wait on the disk beneath began
-				// when dm sent the flush there, not at the insert
-				// (Debian's 6.12 under TCG: 4-9 ms later).
-				if q, ok := a.flushWaitFrom(b.Dev, true, s, b.InsertNs); ok && q < from {
-					(*reqs)[len(*reqs)-1].InsertNs, from = q, q
-				}
-			}
-			sw.addAt(from, b.IssueNs, catQueue, lower)
-		case role == RoleFlush && b.InsertNs == 0 && b.IssueNs == 0:
-			// Completed by the flush state machine without being issued:
-			// it waited, from its bio's queueing, on a flush already in
-			// flight. That wait is device flush time.
-			req := &(*reqs)[len(*reqs)-1]
-			req.NotIssued = true
-			issue = b.CompleteNs
-			if q, ok := a.flushWaitFrom(b.Dev, lower, s, b.CompleteNs); ok {
-				req.InsertNs, issue = q, q
-			}
-		case role == RoleFlush && b.InsertNs == 0:
-			// A flush request from the flush state machine is issued from
-			// kblockd with no insert event: it was asked for when the last
-			// flush bio on the disk was queued before it.
-			if q, ok := a.flushWaitFrom(b.Dev, lower, s, b.IssueNs); ok {
-				(*reqs)[len(*reqs)-1].InsertNs = q
-				sw.addAt(q, b.IssueNs, catQueue, lower)
+		ins := b.InsertNs
+		if lower && role == RoleFlush && ins != 0 && b.IssueNs > ins {
+			// The flush state machine inserts its flush request when
+			// kblockd gets to it: the wait on the disk beneath began
+			// when dm sent the flush there, not at the insert
+			// (Debian's 6.12 under TCG: 4-9 ms later).
+			if q, ok := a.flushWaitFrom(b.Dev, true, s, ins); ok && q < ins {
+				ins = q
 			}
 		}
+		req := &(*reqs)[len(*reqs)-1]
+		req.InsertNs, req.NotIssued = sw.placeRequest(ins, b.IssueNs, b.CompleteNs, roleCats[role], lower,
+			func(by uint64) (uint64, bool) { return a.flushWaitFrom(b.Dev, lower, s, by) })
 		if lower && role != RoleFlush {
 			// It waited on the disk beneath from its remap, when dm
 			// queued its bio there (in a plug, until inserted or
@@ -107,17 +69,8 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 				sw.addAt(r, b.IssueNs, catQueue, true)
 			}
 		}
-		if issue == 0 {
-			issue = b.InsertNs
-		}
-		switch role {
-		case RoleFlush:
+		if role == RoleFlush {
 			countFlush(&rec, b.Op, b.Flags, b.IssueNs != 0)
-			sw.addAt(issue, b.CompleteNs, catFlush, lower)
-		case RoleData:
-			sw.addAt(issue, b.CompleteNs, catData, lower)
-		case RoleJournal:
-			sw.addAt(issue, b.CompleteNs, catJournal, lower)
 		}
 	}
 	dm := a.attributeDM(&rec, f.TID, s, e, all)
@@ -173,6 +126,34 @@ func (a *Attributor) Attribute(f event.Fsync) FsyncRecord {
 	return rec
 }
 
+// newRecord returns the record of call f with what the call itself says
+// (no layers, no requests yet; TotalNs 0 when f ends before it starts),
+// and the disks under its filesystem; f is no longer in flight.
+func (a *Attributor) newRecord(f event.Fsync) (FsyncRecord, []event.Dev) {
+	delete(a.inflight, f.TID)
+	a.see(f.EndNs)
+	name, disks := "", []event.Dev(nil)
+	if a.lookup != nil {
+		name, disks = a.lookup(f.Dev)
+	}
+	rec := FsyncRecord{
+		Type: "fsync", Version: SchemaVersion,
+		StartNs: f.StartNs, EndNs: f.EndNs, TotalNs: int64(f.EndNs - f.StartNs),
+		PID: f.PID, TID: f.TID, Comm: f.Comm, Syscall: f.Syscall.String(),
+		Datasync: f.Syscall == event.SysFdatasync, Ret: f.Ret, FD: f.FD,
+		Dev: a.devString(f.Dev), DevName: name, FS: f.FSType, Ino: f.Ino,
+		Requests: []Request{},
+	}
+	if f.IsBlockdev {
+		rec.FS = "blockdev"
+	}
+	rec.Disks = a.diskStrings(f.Dev, disks)
+	if f.EndNs < f.StartNs {
+		rec.TotalNs = 0
+	}
+	return rec, disks
+}
+
 // journalKey is when a journal event was emitted: a jbd2 commit or wait
 // at its end, an XFS log force (no end) at its start.
 func journalKey(j *event.Journal) uint64 {
@@ -208,6 +189,45 @@ const (
 	catRunning
 	numCats
 )
+
+// roleCats maps a request's role to its sweep category.
+var roleCats = map[string]int{RoleFlush: catFlush, RoleData: catData, RoleJournal: catJournal}
+
+// placeRequest adds to w the time a call spent on one request (the
+// package doc's rule), inserted at ins, issued at iss (0: not seen) and
+// completed at cpl, of category cat (catFlush, catData or catJournal;
+// lower as addAt's): its queue wait from insert to issue; for a flush
+// the flush state machine issued from kblockd with no insert, from the
+// flush bio that asked for it, asked(iss); for one it completed without
+// issuing it (it rode on a flush already in flight, device flush time),
+// from asked(cpl); then issue to completion in cat. It returns the insert
+// the request's record shows (ins, or the asking bio's queue time) and
+// whether it was completed without being issued. Attribute and the
+// kernel's entries (AttributeKPart, PartitionKPart) both place their
+// requests here.
+func (w *sweep) placeRequest(ins, iss, cpl uint64, cat int, lower bool, asked func(by uint64) (uint64, bool)) (insert uint64, notIssued bool) {
+	insert, issue := ins, iss
+	flush := cat == catFlush
+	switch {
+	case ins != 0 && iss > ins:
+		w.addAt(ins, iss, catQueue, lower)
+	case flush && ins == 0 && iss == 0:
+		notIssued, issue = true, cpl
+		if q, ok := asked(cpl); ok {
+			insert, issue = q, q
+		}
+	case flush && ins == 0:
+		if q, ok := asked(iss); ok {
+			insert = q
+			w.addAt(q, iss, catQueue, lower)
+		}
+	}
+	if issue == 0 {
+		issue = ins
+	}
+	w.addAt(issue, cpl, cat, lower)
+	return insert, notIssued
+}
 
 // sweep assigns every instant of [s, e] to the highest-priority category
 // whose intervals cover it.

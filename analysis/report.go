@@ -147,6 +147,10 @@ type Report struct {
 	// MaxPartial (Attributor.Overflow): a capture's replay sets them.
 	DroppedEnters   uint64 `json:"dropped_enters,omitempty"`
 	DroppedPartials uint64 `json:"dropped_partial_completions,omitempty"`
+	// Unpartitioned counts the calls the kernel could not assemble (fsync
+	// --kernel-partition: their slot overflowed or was taken back,
+	// event.KPart.Reason): no record, and counted in LostEvents too.
+	Unpartitioned uint64 `json:"unpartitioned_calls,omitempty"`
 }
 
 // Unavailable is a probe that did not attach (event.Probe), as the

@@ -106,7 +106,8 @@ static __always_inline __u32 es_file_disk(struct file *f)
 /* es_call_enter starts a call of the current task on fd (its file f, or
  * NULL) if the task is traced: its state in inflight, its disk marked
  * busy, and a fsync_enter_event so userspace keeps the block and journal
- * events this call may wait on. btf: f is a BTF pointer to a file on a
+ * events this call may wait on (neither for a call kpart_one partitions:
+ * kpart.h). btf: f is a BTF pointer to a file on a
  * filesystem (es_btf_file_disk). */
 static __always_inline void es_call_enter(struct file *f, int fd, __u8 syscall, bool btf)
 {
@@ -157,6 +158,8 @@ static __always_inline void es_call_enter(struct file *f, int fd, __u8 syscall, 
 		c.start_ns = bpf_ktime_get_ns();
 	}
 	*slot = c;
+	if (kp_one(c.kp_slot)) /* no raw records: kpart.h's kpart_one */
+		return;
 	busy_add(c.disk, 1); /* until es_call_exit */
 	ee.kind = ES_KIND_FSYNC_ENTER;
 	ee.tid = (__u32)bpf_get_current_pid_tgid();
@@ -164,35 +167,18 @@ static __always_inline void es_call_enter(struct file *f, int fd, __u8 syscall, 
 	emit(&ee, sizeof(ee));
 }
 
-/* es_call_exit ends the current task's call, if es_call_enter started one,
- * with its fsync_event built in place in the ring. pinned: the call still
- * holds its file (a filesystem's own exit tracepoint, inside the call), so
- * it is named from the pointer kept at entry; otherwise (the syscall's
+/* es_call_fill fills e, the fsync_event of call c of the current task
+ * (id: its pid_tgid), ended at now with ret. pinned: the call still
+ * holds its file (a filesystem's own exit tracepoint, inside the call),
+ * so it is named from the pointer kept at entry; otherwise (the syscall's
  * exit, after the kernel dropped its reference) only if the fd table
  * still holds that file, which keeps it alive while it is read: a file
  * another thread closed or replaced meanwhile stays unnamed (ino 0) rather
- * than read from memory that may be freed. kp: also emit the call's
- * kpart_event (kpart.h; ext4_sync_file_exit_kpart only). */
-static __always_inline void es_call_exit(long ret, bool pinned, bool kp)
+ * than read from memory that may be freed. */
+static __always_inline void es_call_fill(struct fsync_event *e, struct call *c, __u64 id, __u64 now, long ret, bool pinned)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u64 id = bpf_get_current_pid_tgid();
-	struct call *c = es_call(false);
-	struct fsync_event *e;
 	struct file *f;
 
-	if (!c || !c->start_ns || c->syscall > ES_SYS_FDATASYNC)
-		return;
-	if (handover && c->from_sys) {
-		c->from_sys = 0;
-		sys_calls_add(-1);
-	}
-	busy_add(c->disk, -1);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count_lost();
-		goto out;
-	}
 	__builtin_memset(e, 0, sizeof(*e));
 	e->kind = ES_KIND_FSYNC;
 	e->syscall = c->syscall;
@@ -207,11 +193,55 @@ static __always_inline void es_call_exit(long ret, bool pinned, bool kp)
 	f = pinned ? (struct file *)c->file : es_fd_file(c->fd);
 	if (f && (__u64)f == c->file)
 		es_fill_cached(e, f);
+}
+
+/* es_call_exit ends the current task's call, if es_call_enter started one,
+ * with its fsync_event built in place in the ring (es_call_fill's pinned).
+ * kp: also emit the call's kpart_event (kpart.h; ext4_sync_file_exit_kpart
+ * only), which with kpart_one carries the fsync_event of a call that holds
+ * a slot: one record. */
+static __always_inline void es_call_exit(long ret, bool pinned, bool kp)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u64 id = bpf_get_current_pid_tgid();
+	struct call *c = es_call(false);
+	struct fsync_event *e;
+#ifdef KP_EXIT
+	struct kp_scratch *w = NULL;
+#endif
+
+	if (!c || !c->start_ns || c->syscall > ES_SYS_FDATASYNC)
+		return;
+	if (handover && c->from_sys) {
+		c->from_sys = 0;
+		sys_calls_add(-1);
+	}
+#ifdef KP_EXIT
+	if (kp && kpart)
+		w = bpf_map_lookup_elem(&kp_scratch, &(__u32){0});
+	if (kp && kp_one(c->kp_slot)) {
+		if (w) {
+			es_call_fill(&w->call, c, id, now, ret, pinned);
+			kp_exit(w, &c->kp_slot, (__u32)id, c->start_ns, now);
+		} else {
+			count_lost();
+		}
+		c->start_ns = 0;
+		return;
+	}
+#endif
+	busy_add(c->disk, -1);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost();
+		goto out;
+	}
+	es_call_fill(e, c, id, now, ret, pinned);
 	bpf_ringbuf_submit(e, wakeup_flags_reserved(sizeof(*e)));
 out:
 #ifdef KP_EXIT
 	if (kp && kpart)
-		kp_exit(&c->kp_slot, (__u32)id, c->start_ns, now);
+		kp_exit(w, &c->kp_slot, (__u32)id, c->start_ns, now);
 #endif
 	c->start_ns = 0;
 }

@@ -45,23 +45,22 @@ struct fsync_event {
 	char names[ES_PATH_DEPTH][ES_NAME_LEN]; /* d_name of file, parent, ... */
 };
 
-/* enum kpart_reason: why a call's kernel-made partition (struct
- * kpart_event) is missing or incomplete; KPART_OK: it is the partition
- * analysis/doc.go defines. */
+/* enum kpart_reason: why a call's slot (struct kpart_event) holds no
+ * entries to partition it from; KPART_OK: its entries are complete. */
 enum kpart_reason {
 	KPART_OK = 0,
 	KPART_NO_DISK = 1,  /* its filesystem names no disk (busy_any) */
-	KPART_STACKED = 2,  /* its disk is bio-based (device-mapper): requests beneath */
+	KPART_STACKED = 2,  /* its disk is bio-based (device-mapper) or a loop device: requests beneath */
 	KPART_NO_SLOT = 3,  /* every kp_calls slot held by a call in flight */
 	KPART_OVERFLOW = 4, /* more than KP_ENTRIES requests, flush bios and commits */
+	KPART_LOST = 5,     /* its slot was freed before its exit (kp_free) */
 };
 
-/* struct kpart_event: one traced call's layer partition (analysis/doc.go),
- * assembled in the kernel as its requests complete (kpart.h), emitted at
- * its exit next to its fsync_event. Layers in ns; they sum to end - start
- * when reason is KPART_OK. With kpart_entries (kpart.h) the layers and
- * counts are zero and the record goes on with the slot's entries
- * (struct kp_entry, events.h), which userspace sweeps. */
+/* struct kpart_event: what a traced call's kernel slot held (kpart.h):
+ * its entries (struct kp_entry, events.h) follow it in the same record,
+ * which userspace sweeps into the layer partition of analysis/doc.go;
+ * emitted after its fsync_event,
+ * or, with kpart_one, after it in one record (ES_KIND_FSYNC_KPART). */
 struct kpart_event {
 	__u8 kind;   /* ES_KIND_KPART */
 	__u8 reason; /* enum kpart_reason */
@@ -69,17 +68,8 @@ struct kpart_event {
 	__u32 tid;
 	__u64 start_ns;
 	__u64 end_ns;
-	__u64 device_flush_ns;
-	__u64 block_queue_ns;
-	__u64 data_writeback_ns;
-	__u64 journal_ns; /* journal requests and jbd2 commit windows */
-	__u64 other_ns;
-	__u32 flushes;    /* REQ_OP_FLUSH or REQ_PREFLUSH requests counted */
-	__u32 fua_writes; /* issued REQ_FUA-only writes counted */
-	__u32 requests;   /* requests counted (every role) */
-	__u32 journal_windows; /* jbd2 commits counted */
-	__u32 entries;    /* entries the call's slot held (KP_ENTRIES at most) */
-	__u32 dropped;    /* entries past KP_ENTRIES (KPART_OVERFLOW) */
+	__u32 entries; /* entries the call's slot held (KP_ENTRIES at most) */
+	__u32 dropped; /* entries past KP_ENTRIES (KPART_OVERFLOW) */
 };
 
 #endif

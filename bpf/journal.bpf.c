@@ -34,6 +34,17 @@ struct {
 	__type(value, __u64);
 } commits SEC(".maps");
 
+/* journal_disk: the whole disk (events.h's busy) under journal's
+ * filesystem device, 0 when unknown. */
+static __always_inline __u32 journal_disk(journal_t *journal)
+{
+	struct gendisk *d = BPF_CORE_READ(journal, j_fs_dev, bd_disk);
+
+	if (!d)
+		return 0;
+	return ((__u32)BPF_CORE_READ(d, major) << 20) | (__u32)BPF_CORE_READ(d, first_minor);
+}
+
 SEC("tp_btf/jbd2_start_commit")
 int BPF_PROG(jbd2_start_commit, journal_t *journal, transaction_t *txn)
 {
@@ -75,6 +86,8 @@ int BPF_PROG(jbd2_end_commit, journal_t *journal, transaction_t *txn)
 	bpf_map_delete_elem(&commits, &k);
 	if (kpart)
 		kp_each(0, k.dev, false, 0, e.start_ns, e.end_ns, kp_bits(KP_E_JWIN, 0, false));
+	if (kpart_one && !busy(journal_disk(journal)))
+		return 0; /* no call on its disk reads the raw stream (kpart.h) */
 	emit(&e, sizeof(e));
 	return 0;
 }

@@ -1,18 +1,20 @@
-/* kpart.h: the fsync layer partition of analysis/doc.go assembled in the
- * kernel, one struct kpart_event per traced call at its exit, beside the
- * raw stream (shadow mode: FsyncConfig.KernelPartition; stage 1 of issue
- * 27, bench/findings.md 30). Only the calls of ext4's sync_file
- * tracepoints (stacked.bpf.c through call.h) get one.
+/* kpart.h: what the fsync layer partition of analysis/doc.go needs of
+ * each traced call, kept in the kernel and emitted with the call: one
+ * record per call (kpart_one: bench/findings.md 33), or, beside the raw
+ * stream, a kpart_event after the call's fsync_event (shadow mode, for
+ * the tests that compare it with analysis.Attribute; findings 30, 32).
+ * Only the calls of ext4's sync_file tracepoints (stacked.bpf.c through
+ * call.h) get one.
  *
  * A call takes a kp_calls slot (events.h) at its enter: its thread, whole
  * disk and filesystem device. While it is in flight the block programs
  * append each request completing on that disk with the role it has for
  * the call (kp_add), and each flush bio's block_getrq; the journal
- * programs each jbd2 commit of its filesystem. At exit the slot is
- * emptied into per-CPU kp_scratch and swept (kp_exit): the same rules,
- * order and clipping as analysis.Attribute, with the same timestamps the
- * raw records carry. A slot that overflows says so (KPART_OVERFLOW),
- * never a wrong number. */
+ * programs each jbd2 commit of its filesystem. At exit the slot's entries
+ * are copied out (kp_exit), with the same timestamps the raw records
+ * carry; userspace sweeps them with analysis.Attribute's rules
+ * (Attributor.AttributeKPart). A slot that overflows says so
+ * (KPART_OVERFLOW), never a wrong number. */
 #ifndef ETCDSCOPE_KPART_H
 #define ETCDSCOPE_KPART_H
 
@@ -25,18 +27,20 @@
  * tracing programs have none (Linux 5.10). */
 const volatile bool kpart = false;
 
-/* kpart_entries: with kpart, the exit does not sweep: its kpart_event
- * (layers and counts zero) goes on, in the same record, with the slot's
- * entries (struct kp_entry), which userspace sweeps
- * (analysis.PartitionKPart). bench/findings.md 32, the raw records
- * skipped: 1.08-1.10x today's BPF time per fsync, 1.25x with the sweep
- * here. Read only by the exit (stacked.bpf.c). */
-const volatile bool kpart_entries = false;
+/* kpart_one, with kpart: one record per call the kernel
+ * partitions (ES_KIND_FSYNC_KPART: its fsync_event, kpart_event and
+ * entries), and none of the raw records for it: a call that holds a slot
+ * writes no fsync_enter_event and marks no disk busy (events.h), so the
+ * block programs skip its requests and flush bios as they skip an idle
+ * disk's, and jbd2_end_commit its commits (journal.bpf.c). A call with no
+ * slot (enum kpart_reason) keeps today's path: its disk marked busy, its
+ * enter and fsync_event, the raw records around it. Read by the enter and
+ * exit (call.h) and journal.bpf.c. bench/findings.md 33. */
+const volatile bool kpart_one = false;
 
 /* KP_UNTRACKED: struct call's kp_slot holds a reason (enum kpart_reason)
  * for a call that has no slot, not a slot. */
 #define KP_UNTRACKED 0x80
-#define KP_IVS (2 * KP_ENTRIES)
 
 /* KP_BITS_SHIFT: kp_add packs an entry's type, cat and preflush into the
  * top byte of its c (ns since boot fit in 56 bits for 2.2 years). */
@@ -85,6 +89,13 @@ static __always_inline __u64 kp_bits(__u8 type, __u8 cat, bool preflush)
 	return ((__u64)type | (__u64)cat << 2 | (__u64)preflush << 5) << KP_BITS_SHIFT;
 }
 
+/* kp_one says whether a call whose struct call keeps kp_slot holds a
+ * slot with kpart_one: its one record, and no raw records. */
+static __always_inline bool kp_one(__u8 kp_slot)
+{
+	return kpart_one && kp_slot && !(kp_slot & KP_UNTRACKED);
+}
+
 /* kp_enter gives the call of thread tid about to start on file f (a BTF
  * pointer, on a filesystem) a slot from claim_ns on (kp_add's check), and
  * returns what struct call's kp_slot keeps: the slot + 1, or KP_UNTRACKED
@@ -99,7 +110,10 @@ static __always_inline __u8 kp_enter(struct file *f, __u32 tid, __u32 disk, __u6
 
 	if (!disk || !bdev)
 		return KP_UNTRACKED | KPART_NO_DISK;
-	if (!bdev->bd_disk || !bdev->bd_disk->queue->mq_ops)
+	/* bio-based (dm), or a loop device (LOOP_MAJOR, uapi/linux/major.h):
+	 * its flushes are served by the host's fsyncs, which the raw stream
+	 * nests under them (analysis.Attributor's hosts) */
+	if (!bdev->bd_disk || !bdev->bd_disk->queue->mq_ops || bdev->bd_disk->major == 7)
 		return KP_UNTRACKED | KPART_STACKED;
 	for (i = 0; i < KP_SLOTS; i++) {
 		key = i; /* i stays in a register: the verifier sees it count */
@@ -162,49 +176,21 @@ static __always_inline void kp_each(__u32 disk, __u32 sdev, bool own, __u32 tid,
 }
 
 /* KP_EXIT (stacked.bpf.c): the exit's part, which only
- * ext4_sync_file_exit_kpart runs: its scratch map and its loops. */
+ * ext4_sync_file_exit_kpart runs. */
 #ifdef KP_EXIT
-/* Open-coded iterators (Linux 6.4+; libbpf's bpf_for, which this
- * libbpf's headers lack): the verifier checks a kp_for body until its
- * states converge instead of once per iteration, as it must for the
- * exit's nested loops (a bounded for ran past its 1M instructions).
- * Only ext4_sync_file_exit_kpart calls them, a program Go loads only
- * with kpart (stacked.bpf.c): older kernels never see these kfuncs. */
-extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __ksym __weak;
-extern int *bpf_iter_num_next(struct bpf_iter_num *it) __ksym __weak;
-extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym __weak;
-
-#define kp_for(i, start, end)                                                               \
-	for (struct bpf_iter_num ___it __attribute__((aligned(8), cleanup(bpf_iter_num_destroy))), \
-	     *___p __attribute__((unused)) =                                                 \
-		     (bpf_iter_num_new(&___it, (start), (end)), (void)bpf_iter_num_destroy, (void *)0); \
-	     ({                                                                              \
-		     int *___t = bpf_iter_num_next(&___it);                                   \
-		     (___t && ((i) = *___t, (i) >= (start) && (i) < (end)));                  \
-	     });)
-
-/* kp_scratch: per-CPU space for the exit's sweep (too big for the stack);
- * only ext4_sync_file_exit_kpart uses it, which never nests on itself. */
+/* kp_scratch: per-CPU space for the exit's record (too big for the
+ * stack); only ext4_sync_file_exit_kpart uses it, which never nests on
+ * itself. */
 struct kp_scratch {
-	struct kpart_event ev; /* kpart_entries: the record, e right after it */
+	struct fsync_event call; /* kpart_one: the record, ev right after it */
+	struct kpart_event ev;   /* the shadow's record, e right after it */
 	struct kp_entry e[KP_ENTRIES];
-	__u64 from[KP_IVS];
-	__u64 to[KP_IVS];
-	__u8 cat[KP_IVS];
-	__u64 used; /* flush bios claimed (bit: entry) */
-	__u32 at;   /* kp_iv's place for the new interval */
-	__u64 s_ns, e_ns; /* the call's window */
-	/* the sweep's unions of categories 0..c: their last run, and the
-	 * length before it (in the map: values the verifier does not follow) */
-	__u64 cs[KP_CAT_OTHER], ce[KP_CAT_OTHER], un[KP_CAT_OTHER];
-	__u32 _pad2;
-	__u64 q;    /* kp_claim's answer */
-	__u32 ni;   /* intervals in from, to, cat */
-	__u32 _pad;
 };
 
-_Static_assert(__builtin_offsetof(struct kp_scratch, e) == sizeof(struct kpart_event),
-	       "kpart_entries' record: the entries right after the kpart_event");
+_Static_assert(__builtin_offsetof(struct kp_scratch, e) == sizeof(struct fsync_event) + sizeof(struct kpart_event),
+	       "the records: the entries right after the kpart_event");
+_Static_assert(__builtin_offsetof(struct kp_scratch, ev) == sizeof(struct fsync_event),
+	       "kpart_one's record: the kpart_event right after the fsync_event");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -213,178 +199,18 @@ struct {
 	__type(value, struct kp_scratch);
 } kp_scratch SEC(".maps");
 
-/* kp_iv adds [from, to] of category cat to the sweep, clipped to the
- * call's [w->s_ns, w->e_ns] (analysis's sweep.addAt). A global function: the
- * verifier checks its loop once, not inside every pass of the caller's. */
-__noinline int kp_iv(struct kp_scratch *w, __u64 from, __u64 to, __u64 cat)
-{
-	/* counts and places in the map, not on the stack: values the
-	 * verifier does not follow, so that kp_for's states converge */
-	__u32 n, j;
-	int r;
-
-	if (!w)
-		return 0;
-	n = w->ni;
-	if (from < w->s_ns)
-		from = w->s_ns;
-	if (to > w->e_ns)
-		to = w->e_ns;
-	if (to <= from || n >= KP_IVS)
-		return 0;
-	/* kept in order of from (insertion): the sweep is then one pass */
-	w->at = n;
-	kp_for(r, 0, KP_IVS) {
-		j = w->ni - 1 - r; /* past 0 it wraps: too large, the end */
-		if (j >= KP_IVS - 1)
-			break;
-		j &= KP_IVS - 1; /* (a power of 2) for the verifier */
-		if (w->from[j] <= from)
-			break;
-		w->from[(j + 1) & (KP_IVS - 1)] = w->from[j];
-		w->to[(j + 1) & (KP_IVS - 1)] = w->to[j];
-		w->cat[(j + 1) & (KP_IVS - 1)] = w->cat[j];
-		w->at = j;
-	}
-	j = w->at;
-	if (j >= KP_IVS)
-		return 0;
-	w->from[j] = from;
-	w->to[j] = to;
-	w->cat[j] = cat;
-	w->ni = n + 1;
-	return 0;
-}
-
-/* kp_claim puts in w->q the latest (by queue time) flush bio of the
- * call's entries queued in [s, by] that no flush request of the call has
- * claimed yet (analysis.flushAsked), claims it in w->used and says
- * whether it found one. */
-static __always_inline bool kp_claim(struct kp_scratch *w, __u32 n, __u64 s, __u64 by)
-{
-	struct kp_entry *y;
-	int j, best = -1;
-
-	w->q = 0;
-	kp_for(j, 0, KP_ENTRIES) {
-		if (j >= n)
-			break;
-		y = &w->e[j];
-		if (y->type != KP_E_FBIO || y->a > by || y->a < s || (w->used & (1ull << j)) || y->a <= w->q)
-			continue;
-		w->q = y->a;
-		best = j;
-	}
-	if (best < 0 || best >= KP_ENTRIES)
-		return false;
-	w->used |= 1ull << best;
-	return true;
-}
-
-/* kp_partition fills ev's layers and counts from the n entries in w, for
- * a call of [s, e]: analysis.Attribute's rules for a plain disk. */
-static __always_inline void kp_partition(struct kp_scratch *w, __u32 n, __u64 s, __u64 e, struct kpart_event *ev)
-{
-	__u64 ins, iss, cpl, issue, f, t;
-	struct kp_entry *x;
-	int i, k, c;
-	__u8 cat;
-	bool ok;
-
-	w->used = 0;
-	w->ni = 0;
-	w->s_ns = s;
-	w->e_ns = e;
-	kp_for(i, 0, KP_ENTRIES) {
-		if (i >= n)
-			break;
-		x = &w->e[i];
-		if (x->type == KP_E_JWIN) {
-			if (x->b < s || x->b > e)
-				continue;
-			ev->journal_windows++;
-			kp_iv(w, x->a, x->b, KP_CAT_JWIN);
-			continue;
-		}
-		if (x->type != KP_E_REQ)
-			continue;
-		ins = x->a;
-		iss = x->b;
-		cpl = x->c;
-		if (cpl < s || cpl > e)
-			continue;
-		ev->requests++;
-		issue = iss;
-		if (ins && iss > ins) {
-			kp_iv(w, ins, iss, KP_CAT_QUEUE);
-		} else if (x->cat == KP_CAT_FLUSH && !ins) {
-			/* the flush state machine's: queued from the flush
-			 * bio that asked for it (Attribute's two cases) */
-			ok = kp_claim(w, n, s, iss ? iss : cpl);
-			if (!iss)
-				issue = ok ? w->q : cpl;
-			else if (ok)
-				kp_iv(w, w->q, iss, KP_CAT_QUEUE);
-		}
-		if (!issue)
-			issue = ins;
-		if (x->cat == KP_CAT_FLUSH) {
-			if (x->preflush)
-				ev->flushes++;
-			else if (iss)
-				ev->fua_writes++;
-		}
-		kp_iv(w, issue, cpl, x->cat);
-	}
-	/* The sweep, one pass over the intervals in order of from: the
-	 * length of the union of categories 0..c for each c (cs, ce: the
-	 * union's last run); category c owns what its union adds to that of
-	 * the categories before it, other what none covers. The same
-	 * partition as analysis's sweep of points, in O(intervals). */
-#pragma unroll
-	for (c = 0; c < KP_CAT_OTHER; c++) {
-		w->cs[c] = s;
-		w->ce[c] = s;
-		w->un[c] = 0;
-	}
-	kp_for(k, 0, KP_IVS) {
-		if (k >= w->ni)
-			break;
-		f = w->from[k];
-		t = w->to[k];
-		cat = w->cat[k];
-#pragma unroll
-		for (c = 0; c < KP_CAT_OTHER; c++) {
-			if (c < cat)
-				continue;
-			if (f > w->ce[c]) {
-				w->un[c] += w->ce[c] - w->cs[c];
-				w->cs[c] = f;
-				w->ce[c] = t;
-			} else if (t > w->ce[c]) {
-				w->ce[c] = t;
-			}
-		}
-	}
-#pragma unroll
-	for (c = 0; c < KP_CAT_OTHER; c++)
-		w->un[c] += w->ce[c] - w->cs[c];
-	ev->device_flush_ns = w->un[KP_CAT_FLUSH];
-	ev->block_queue_ns = w->un[KP_CAT_QUEUE] - w->un[KP_CAT_FLUSH];
-	ev->data_writeback_ns = w->un[KP_CAT_DATA] - w->un[KP_CAT_QUEUE];
-	ev->journal_ns = w->un[KP_CAT_JWIN] - w->un[KP_CAT_DATA];
-	ev->other_ns = e - s - w->un[KP_CAT_JWIN];
-}
-
 /* kp_exit emits the kpart_event of the call of thread tid, [s, e], whose
- * struct call keeps *kp_slot, and frees its slot. */
-static __always_inline void kp_exit(__u8 *kp_slot, __u32 tid, __u64 s, __u64 e)
+ * struct call keeps *kp_slot, with its slot's entries, and frees the
+ * slot. With kpart_one the call holds a slot and w->call is its
+ * fsync_event: one record of the two and the entries, whatever became of
+ * the slot (reason). */
+static __always_inline void kp_exit(struct kp_scratch *w, __u8 *kp_slot, __u32 tid, __u64 s, __u64 e)
 {
 	struct kpart_event ev = {};
 	__u8 slot = *kp_slot;
-	struct kp_scratch *w;
 	struct kp_call *k;
-	__u32 i, n = 0, zero = 0;
+	__u32 i, n = 0;
+	__u64 size;
 	bool mine;
 
 	*kp_slot = 0;
@@ -395,12 +221,13 @@ static __always_inline void kp_exit(__u8 *kp_slot, __u32 tid, __u64 s, __u64 e)
 	ev.start_ns = s;
 	ev.end_ns = e;
 	if (slot & KP_UNTRACKED) {
+		if (kpart_one)
+			return; /* today's path: its fsync_event and raw records */
 		ev.reason = slot & ~KP_UNTRACKED;
 		goto out;
 	}
 	i = slot - 1;
 	k = bpf_map_lookup_elem(&kp_calls, &i);
-	w = bpf_map_lookup_elem(&kp_scratch, &zero);
 	if (!k || !w)
 		return;
 	bpf_spin_lock(&k->lock);
@@ -417,24 +244,28 @@ static __always_inline void kp_exit(__u8 *kp_slot, __u32 tid, __u64 s, __u64 e)
 		k->start_ns = 0;
 	}
 	bpf_spin_unlock(&k->lock);
-	if (!mine)
-		return;
+	if (!mine) {
+		if (!kpart_one)
+			return;
+		ev.reason = KPART_LOST;
+		n = 0;
+	}
 	ev.entries = n;
 	if (ev.dropped) {
 		ev.reason = KPART_OVERFLOW;
-		goto out;
+		n = 0;
 	}
-	if (kpart_entries) {
-		__u64 size;
-
-		if (n > KP_ENTRIES) /* never (kp_add): for the verifier */
-			n = KP_ENTRIES;
-		w->ev = ev;
-		size = sizeof(ev) + (__u64)n * sizeof(struct kp_entry);
+	if (n > KP_ENTRIES) /* never (kp_add): for the verifier */
+		n = KP_ENTRIES;
+	w->ev = ev;
+	size = sizeof(ev) + (__u64)n * sizeof(struct kp_entry);
+	if (kpart_one) {
+		w->call.kind = ES_KIND_FSYNC_KPART;
+		emit(&w->call, sizeof(w->call) + size);
+	} else {
 		emit(&w->ev, size);
-		return;
 	}
-	kp_partition(w, n, s, e, &ev);
+	return;
 out:
 	emit(&ev, sizeof(ev));
 }

@@ -23,6 +23,7 @@ enum es_kind {
 	ES_KIND_DM_BIO = 8,      /* struct dm_bio_event (block.h): a bio on a bio-based disk, queued to completed */
 	ES_KIND_BIO_REMAP = 9,   /* struct bio_remap_event (block.h): a stacked driver sent a bio down */
 	ES_KIND_KPART = 10,      /* struct kpart_event (fsync.h): a call's partition made in the kernel (kpart.h) */
+	ES_KIND_FSYNC_KPART = 11, /* struct fsync_event, kpart_event and its kp_entry array: one call, one record (kpart.h's kpart_one) */
 };
 
 #endif

@@ -168,9 +168,9 @@ int BPF_PROG(ext4_sync_file_exit, struct inode *inode, int ret)
 	return sync_file_exit(inode, ret, false);
 }
 
-/* ext4_sync_file_exit_kpart: ext4_sync_file_exit with the kernel-made
- * partition (FsyncConfig.KernelPartition), which Go loads in its place
- * only then: its open-coded iterators need Linux 6.4+. */
+/* ext4_sync_file_exit_kpart: ext4_sync_file_exit with the calls' kernel
+ * slots (FsyncConfig.KernelPartition, kpart.h), which Go loads in its
+ * place only then. */
 SEC("tp_btf/ext4_sync_file_exit")
 int BPF_PROG(ext4_sync_file_exit_kpart, struct inode *inode, int ret)
 {

@@ -410,6 +410,9 @@ const (
 	KindDMBio
 	KindBioRemap
 	KindKPart // a call's partition assembled in the kernel (FsyncConfig.KernelPartition)
+	// KindFsyncKPart: a call and what its slot held, one record (in
+	// Any.Fsync and Any.KPart; FsyncConfig.KernelPartitionOnly)
+	KindFsyncKPart
 )
 
 // Any holds one event of the fsync tracer, of any kind, by value: the
@@ -427,13 +430,20 @@ type Any struct {
 	Sched    Sched
 	DMBio    DMBio
 	Remap    BioRemap
-	KPart    KPart
+	KPart    KPart // KindKPart and KindFsyncKPart
+}
+
+// FsyncKPart is a KindFsyncKPart event as a value: one traced call and
+// what its kernel slot held (KPart.Slot), in one record.
+type FsyncKPart struct {
+	Fsync Fsync
+	KPart KPart
 }
 
 // Value returns the event as an interface holding event.Fsync,
 // event.KernelFsync, event.FsyncEnter, event.Block, event.Journal or
 // event.FlushBio, event.Write, event.Sched, event.DMBio, event.BioRemap or
-// event.KPart (nil for KindNone).
+// event.KPart or event.FsyncKPart (nil for KindNone).
 func (a *Any) Value() any {
 	switch a.Kind {
 	case KindFsync:
@@ -458,6 +468,8 @@ func (a *Any) Value() any {
 		return a.Remap
 	case KindKPart:
 		return a.KPart
+	case KindFsyncKPart:
+		return FsyncKPart{Fsync: a.Fsync, KPart: a.KPart}
 	}
 	return nil
 }

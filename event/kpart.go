@@ -1,31 +1,21 @@
 package event
 
-// KPart is one traced call's layer partition assembled in the kernel
-// (bpf/kpart.h; tracer.FsyncConfig.KernelPartition), by the rule
-// analysis.Attribute implements, which stays the reference: same events
-// in, same nanoseconds and counts out. It follows the call's Fsync in the
-// stream; TID and StartNs name the call.
+// KPart is what one traced call's kernel slot held while it was in
+// flight (bpf/kpart.h; tracer.FsyncConfig.KernelPartition): the requests,
+// flush bios and jbd2 commits its partition is made of, which
+// analysis.Attributor.AttributeKPart sweeps by the rules
+// analysis.Attribute implements. In its own record after the call's
+// Fsync (KindKPart), or in the call's (KindFsyncKPart); TID and StartNs
+// name the call.
 type KPart struct {
 	TID     uint32
 	StartNs uint64 // CLOCK_MONOTONIC ns, the call's Fsync.StartNs
 	EndNs   uint64
-	// Reason is KPartOK when the fields below are the partition; else why
-	// they are not (all zero, or Dropped set).
-	Reason          KPartReason
-	DeviceFlushNs   uint64
-	BlockQueueNs    uint64
-	DataWritebackNs uint64
-	JournalNs       uint64 // journal requests and jbd2 commit windows
-	OtherNs         uint64
-	Flushes         uint32 // REQ_OP_FLUSH or REQ_PREFLUSH requests counted
-	FUAWrites       uint32 // issued REQ_FUA-only writes counted
-	Requests        uint32 // requests counted, every role
-	JournalWindows  uint32 // jbd2 commits counted
-	Entries         uint32 // requests, flush bios and commits the call's slot held
-	Dropped         uint32 // entries past the slot's bound (KPartOverflow)
-	// Slot, with tracer.FsyncConfig.KernelPartitionEntries, is what the
-	// call's slot held, the layers and counts above zero until
-	// analysis.PartitionKPart sweeps it. The tracer's buffer: valid
+	// Reason is KPartOK when Slot is complete; else why it is empty.
+	Reason  KPartReason
+	Entries uint32 // requests, flush bios and commits the call's slot held
+	Dropped uint32 // entries past the slot's bound (KPartOverflow)
+	// Slot is what the call's slot held: the tracer's buffer, valid
 	// until its next Read.
 	Slot []KPEntry
 }
@@ -74,12 +64,13 @@ type KPartReason uint8
 const (
 	KPartOK       KPartReason = iota
 	KPartNoDisk               // its filesystem names no disk
-	KPartStacked              // its disk is bio-based (device-mapper)
+	KPartStacked              // its disk is bio-based (device-mapper) or a loop device
 	KPartNoSlot               // every in-flight slot was held
 	KPartOverflow             // more entries than a slot holds
+	KPartLost                 // its slot was freed before its exit
 )
 
-var kpartReasonNames = [...]string{"ok", "no_disk", "stacked", "no_slot", "overflow"}
+var kpartReasonNames = [...]string{"ok", "no_disk", "stacked", "no_slot", "overflow", "lost"}
 
 // String names the reason.
 func (r KPartReason) String() string {

@@ -151,7 +151,7 @@ func (p *FsyncLoop) handle(ev *event.Any) (stop bool, err error) {
 	if ev.Kind == event.KindWrite {
 		return p.write(ev)
 	}
-	if ev.Kind != event.KindFsync {
+	if ev.Kind != event.KindFsync && ev.Kind != event.KindFsyncKPart {
 		p.attr.AddEvent(ev)
 		if ev.Kind == event.KindBlock && ev.Block.Final && len(p.blocks) > 0 && ev.Block.IsFlush() {
 			name := p.host.Device(ev.Block.Dev).Name
@@ -165,7 +165,17 @@ func (p *FsyncLoop) handle(ev *event.Any) (stop bool, err error) {
 	if s := p.stopNs.Load(); s != 0 && fe.StartNs > s {
 		return true, nil
 	}
-	p.cur = p.attr.Attribute(*fe)
+	switch {
+	case ev.Kind == event.KindFsyncKPart && ev.KPart.Reason != event.KPartOK:
+		// The kernel could not partition it and wrote no raw records to
+		// attribute it from: counted in the tracer's Lost (its
+		// Unpartitioned), not a record of zero time.
+		return false, nil
+	case ev.Kind == event.KindFsyncKPart:
+		p.cur = p.attr.AttributeKPart(*fe, &ev.KPart)
+	default:
+		p.cur = p.attr.Attribute(*fe)
+	}
 	rec := &p.cur
 	if p.disk != "" && !slices.Contains(rec.Disks, p.disk) {
 		return false, p.capture(ev, "")

@@ -90,6 +90,7 @@ func (s *ReportSink) LiveReport(st Stats, window time.Duration, p *FsyncLoop, un
 	rep := s.Report(st.Lost, st.Missed, unavailable)
 	rep.WindowNs = int64(window)
 	rep.DroppedEnters, rep.DroppedPartials = p.Overflow()
+	rep.Unpartitioned = st.Unpartitioned
 	rep.MonoToWallNs = host.MonoToWallNs()
 	rep.RingPeakBytes = st.RingPeakBytes
 	LiveDiskCaches(&rep)

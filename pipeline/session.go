@@ -14,7 +14,7 @@ import (
 
 // Stoppable is what a Session needs of a tracer to stop it: the
 // tracer.Tracer shape without Read (a loop reads it). A tracer with a
-// RingPeakBytes() uint64 method has it read too.
+// RingPeakBytes() uint64 or Unpartitioned() uint64 method has it read too.
 type Stoppable interface {
 	Drain() error
 	Lost() (uint64, error)
@@ -27,6 +27,9 @@ type Stoppable interface {
 type Stats struct {
 	Lost, Missed  uint64
 	RingPeakBytes uint64 // 0 for a tracer that does not measure it
+	// Unpartitioned: calls the kernel could not partition, part of Lost
+	// (tracer.FsyncTracer.Unpartitioned); 0 for other tracers.
+	Unpartitioned uint64
 }
 
 // Session is the one lifecycle of a long-running command (fsync, peers,
@@ -182,7 +185,7 @@ func (s *Session) Wait(o WaitOptions) error {
 //     first: a loop blocked in Read on a quiet tracer would never end.
 //  2. Wait for every loop: after Drain each ends on its own (a loop's
 //     error is the run's), and nothing reads a tracer any more.
-//  3. Read every tracer's Lost, Missed and RingPeakBytes, then call
+//  3. Read every tracer's Lost, Missed, RingPeakBytes and Unpartitioned, then call
 //     beforeClose (if not nil) for what else the caller reads of them: the
 //     counters live in the maps Close frees.
 //  4. Close every tracer (detach), all at once: each detach waits for the
@@ -220,6 +223,9 @@ func (s *Session) Finish(beforeClose func()) error {
 		m.stats = Stats{Lost: lost, Missed: m.t.Missed()}
 		if p, ok := m.t.(interface{ RingPeakBytes() uint64 }); ok {
 			m.stats.RingPeakBytes = p.RingPeakBytes()
+		}
+		if p, ok := m.t.(interface{ Unpartitioned() uint64 }); ok {
+			m.stats.Unpartitioned = p.Unpartitioned()
 		}
 	}
 	if beforeClose != nil {

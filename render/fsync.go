@@ -36,6 +36,9 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 		fmt.Fprintf(bw, "not held: %d fsync enters past the %d in flight at once, %d partial block completions past the %d held (calls longer than 2 s may miss events; requests may miss bytes)\n",
 			r.DroppedEnters, analysis.MaxInflight, r.DroppedPartials, analysis.MaxPartial)
 	}
+	if r.Unpartitioned > 0 {
+		fmt.Fprintf(bw, "not partitioned: %d calls the kernel could not assemble (--kernel-partition: a slot overflowed): no record, counted in lost\n", r.Unpartitioned)
+	}
 	for _, d := range r.Disks {
 		if line := DiskCacheLine(d); line != "" {
 			fmt.Fprintln(bw, line)

@@ -102,6 +102,22 @@ func TestFsyncReportFUAWrites(t *testing.T) {
 	}
 }
 
+// TestFsyncReportUnpartitioned: the calls --kernel-partition could not
+// record are named as such, beside the lost events they are part of.
+func TestFsyncReportUnpartitioned(t *testing.T) {
+	recs := []analysis.FsyncRecord{{PID: 1, Comm: "etcd", Syscall: "fdatasync", Dev: "254:1", FS: "ext4", FileKind: analysis.KindWAL,
+		TotalNs: 2e6, Layers: analysis.Layers{OtherNs: 2e6}}}
+	rep := analysis.BuildReport(recs, 3, 0, nil)
+	rep.Unpartitioned = 3
+	var out bytes.Buffer
+	if err := FsyncReport(&out, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "not partitioned: 3 calls the kernel could not assemble") {
+		t.Errorf("table:\n%s", out.String())
+	}
+}
+
 // TestFsyncReportDiskCaches: each disk's write cache mode, where known.
 func TestFsyncReportDiskCaches(t *testing.T) {
 	rep := analysis.Report{Disks: []analysis.DiskCache{{Dev: "252:0", Name: "nullb0", WriteCache: "write back", FUA: true},

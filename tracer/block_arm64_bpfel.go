@@ -209,7 +209,7 @@ const (
 	blockVarEveryBlock          = "every_block"
 	blockVarGetrqQ_arg          = "getrq_q_arg"
 	blockVarKpart               = "kpart"
-	blockVarKpartEntries        = "kpart_entries"
+	blockVarKpartOne            = "kpart_one"
 	blockVarRqQ_arg             = "rq_q_arg"
 	blockVarTargDev             = "targ_dev"
 	blockVarUnusedBioRemapEvent = "unused_bio_remap_event"
@@ -301,7 +301,7 @@ type blockVariableSpecs struct {
 	EveryBlock          *ebpf.VariableSpec `ebpf:"every_block"`
 	GetrqQ_arg          *ebpf.VariableSpec `ebpf:"getrq_q_arg"`
 	Kpart               *ebpf.VariableSpec `ebpf:"kpart"`
-	KpartEntries        *ebpf.VariableSpec `ebpf:"kpart_entries"`
+	KpartOne            *ebpf.VariableSpec `ebpf:"kpart_one"`
 	RqQ_arg             *ebpf.VariableSpec `ebpf:"rq_q_arg"`
 	TargDev             *ebpf.VariableSpec `ebpf:"targ_dev"`
 	UnusedBioRemapEvent *ebpf.VariableSpec `ebpf:"unused_bio_remap_event"`
@@ -372,7 +372,7 @@ type blockVariables struct {
 	EveryBlock          *ebpf.Variable `ebpf:"every_block"`
 	GetrqQ_arg          *ebpf.Variable `ebpf:"getrq_q_arg"`
 	Kpart               *ebpf.Variable `ebpf:"kpart"`
-	KpartEntries        *ebpf.Variable `ebpf:"kpart_entries"`
+	KpartOne            *ebpf.Variable `ebpf:"kpart_one"`
 	RqQ_arg             *ebpf.Variable `ebpf:"rq_q_arg"`
 	TargDev             *ebpf.Variable `ebpf:"targ_dev"`
 	UnusedBioRemapEvent *ebpf.Variable `ebpf:"unused_bio_remap_event"`

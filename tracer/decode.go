@@ -49,7 +49,7 @@ type decoder struct {
 	// is the slot a miss replaces.
 	recentNames [2]rawNames
 	nextNames   int
-	// kp: the last KindKPart event's Slot (kpart_entries), reused.
+	// kp: the last KindKPart or KindFsyncKPart event's Slot, reused.
 	kp []event.KPEntry
 }
 

@@ -42,6 +42,7 @@ func TestEnumsMatchC(t *testing.T) {
 		{loadFsync, "kpart_reason", map[string]uint64{
 			"KPART_OK": uint64(event.KPartOK), "KPART_NO_DISK": uint64(event.KPartNoDisk), "KPART_STACKED": uint64(event.KPartStacked),
 			"KPART_NO_SLOT": uint64(event.KPartNoSlot), "KPART_OVERFLOW": uint64(event.KPartOverflow),
+			"KPART_LOST": uint64(event.KPartLost),
 		}},
 		{loadFsync, "kp_entry_type", map[string]uint64{
 			"KP_E_REQ": uint64(event.KPEntryRequest), "KP_E_FBIO": uint64(event.KPEntryFlushBio), "KP_E_JWIN": uint64(event.KPEntryJournalCommit),
@@ -115,6 +116,7 @@ func TestRecordKindsDecode(t *testing.T) {
 		"ES_KIND_WRITE": event.KindWrite, "ES_KIND_SCHED": event.KindSched,
 		"ES_KIND_DM_BIO": event.KindDMBio, "ES_KIND_BIO_REMAP": event.KindBioRemap,
 		"ES_KIND_KPART": event.KindKPart,
+		"ES_KIND_FSYNC_KPART": event.KindFsyncKPart,
 	}
 	e := enumOf(t, loadFsync, "es_kind")
 	if len(e.Values) != len(want) {

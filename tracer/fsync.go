@@ -82,18 +82,26 @@ type FsyncConfig struct {
 	// ready to take the calls over, so that SwitchToExt4 can move them
 	// there once the traced files are known to be on ext4.
 	SwitchLater bool
-	// KernelPartition also assembles each call's layer partition in the
-	// kernel (bpf/kpart.h) and emits it beside the raw stream as a
-	// KindKPart event after the call's KindFsync (shadow mode, issue 27's
-	// stage 1; bench/findings.md 30). Only for calls on ext4's sync_file
-	// tracepoints (FSTypes ext4) on kernels whose tracing programs have
+	// KernelPartition keeps, in the kernel, what each call on ext4's
+	// sync_file tracepoints waits on (bpf/kpart.h) and emits it beside
+	// the raw stream as a KindKPart event after the call's KindFsync
+	// (shadow mode: the tests compare analysis.Attributor.AttributeKPart
+	// of it with Attribute of the raw stream; bench/findings.md 30, 32).
+	// Only with FSTypes ext4, on kernels whose tracing programs have
 	// bpf_spin_lock; off by default, and then pruned from the programs.
 	KernelPartition bool
-	// KernelPartitionEntries, with KernelPartition, leaves the sweep to
-	// userspace: each KindKPart event carries its slot's entries
-	// (event.KPart.Slot), its layers zero until analysis.PartitionKPart
-	// fills them (bench/findings.md 32).
-	KernelPartitionEntries bool
+	// KernelPartitionOnly, with KernelPartition: each call that holds a
+	// kernel slot is one record (event.KindFsyncKPart: its Fsync and its
+	// slot's entries, which analysis.Attributor.AttributeKPart sweeps),
+	// and the raw records around it (its enter, its disk's completions and
+	// flush bios, its filesystem's jbd2 commits) are not written while no
+	// call without a slot is in flight on that disk (bpf/kpart.h's
+	// kpart_one). A call the kernel could not partition after all (its
+	// slot overflowed or was lost: event.KPart.Reason) has no raw records
+	// to fall back on: Lost counts it. Calls without a slot (every slot
+	// held, a dm or loop disk) keep the raw stream. Not with a capture:
+	// replays and goldens need the raw records (bench/findings.md 33).
+	KernelPartitionOnly bool
 }
 
 // FsyncTracer traces fsync/fdatasync calls, the block requests below them
@@ -113,6 +121,10 @@ type FsyncTracer struct {
 	jbd2wait *ebpf.Collection
 	links    []link.Link
 	kpart    bool // FsyncConfig.KernelPartition
+	kpartOne bool // FsyncConfig.KernelPartitionOnly
+	// unpartitioned counts the KindFsyncKPart calls the kernel could not
+	// partition (added to Lost).
+	unpartitioned atomic.Uint64
 	// sysMu guards the syscall tracepoints' links (sysEnter, sysExit),
 	// which SwitchToExt4 closes while the tracer runs, and probes, which
 	// it rewrites then.
@@ -155,7 +167,25 @@ type FsyncTracer struct {
 // probes are optional and reported through Probes when this kernel lacks
 // them (no ext4/jbd2, no XFS, no fentry or kprobes). Errors wrap
 // ErrNoPrivilege or ErrNoBTF where those are the cause.
-func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
+func NewFsync(cfg FsyncConfig) (*FsyncTracer, error) {
+	if cfg.KernelPartitionOnly && (!fsCallers(cfg.FSTypes) || !haveSpinLock()) {
+		cfg.KernelPartition, cfg.KernelPartitionOnly = false, false // the raw stream
+	}
+	t, err := newFsync(cfg)
+	if err != nil && cfg.KernelPartitionOnly {
+		// This kernel refused the slots' programs: the raw stream.
+		cfg.KernelPartition, cfg.KernelPartitionOnly = false, false
+		return newFsync(cfg)
+	}
+	return t, err
+}
+
+// KernelPartitionOnly says whether the calls that hold a kernel slot come
+// as one record each (FsyncConfig.KernelPartitionOnly, on this kernel).
+func (t *FsyncTracer) KernelPartitionOnly() bool { return t.kpartOne }
+
+// newFsync is NewFsync with cfg as it is.
+func newFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 	if err := prepare(cfg.Comm); err != nil {
 		return nil, err
 	}
@@ -177,9 +207,10 @@ func NewFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 	// ms on make bench's VM, 125-195 ms with the cache).
 	cache := btf.NewCache()
 	if cfg.KernelPartition && (!fsCallers(cfg.FSTypes) || !haveSpinLock()) {
-		return nil, fmt.Errorf("kernel partition: needs the calls on ext4's sync_file tracepoints (FSTypes ext4), bpf_spin_lock in tracing programs and open-coded iterators (Linux 6.4+)")
+		return nil, fmt.Errorf("kernel partition: needs the calls on ext4's sync_file tracepoints (FSTypes ext4) and bpf_spin_lock in tracing programs")
 	}
 	t.kpart = cfg.KernelPartition
+	t.kpartOne = cfg.KernelPartition && cfg.KernelPartitionOnly
 	shared, err := t.loadSyscalls(cfg, ring, cache)
 	if err != nil {
 		return nil, err
@@ -341,11 +372,19 @@ func (t *FsyncTracer) ProgramsAttached() int {
 
 // Lost returns how many events did not fit in the ring buffer (summed over
 // CPUs) since the tracer started, plus the calls SwitchToExt4 could not
-// wait for (their in-flight calls on another filesystem: SwitchToExt4).
+// wait for (their in-flight calls on another filesystem: SwitchToExt4),
+// plus, with FsyncConfig.KernelPartitionOnly, the calls the kernel could
+// not partition (Unpartitioned: their requests were recorded nowhere).
 func (t *FsyncTracer) Lost() (uint64, error) {
 	n, err := sumPerCPU(t.fsync.LostEvents, "lost_events")
-	return n + t.stranded.Load(), err
+	return n + t.stranded.Load() + t.unpartitioned.Load(), err
 }
+
+// Unpartitioned counts the calls read so far whose one record
+// (event.KindFsyncKPart) says the kernel could not partition them
+// (event.KPart.Reason not KPartOK): with no raw records to attribute them
+// from, they are counted in Lost and reach no sink.
+func (t *FsyncTracer) Unpartitioned() uint64 { return t.unpartitioned.Load() }
 
 // Missed returns how many times the kernel skipped one of the tracer's
 // programs: because a BPF program was already running on that CPU (a
@@ -432,7 +471,10 @@ func (t *FsyncTracer) programs() map[string]*ebpf.Program {
 // (KindFlushBio), a bio on a device-mapper disk (KindDMBio) and its remaps
 // (KindBioRemap), a journal commit, log force or wait (KindJournal) or,
 // with FsyncConfig.Writes, a write(2)-family call (KindWrite) or, with
-// FsyncConfig.Sched, a traced thread's scheduler state (KindSched).
+// FsyncConfig.Sched, a traced thread's scheduler state (KindSched), or,
+// with FsyncConfig.KernelPartition, a call's kernel-made partition
+// (KindKPart) or a call and its slot's entries in one record
+// (KindFsyncKPart).
 // Records are decoded by fixed layout (the bpf2go structs), without
 // reflection or allocation once their strings have been seen; strings and
 // the Names slice are shared with other events: read only. It returns
@@ -445,7 +487,11 @@ func (t *FsyncTracer) Read(ev *event.Any) error {
 		if len(t.rec.RawSample) == 0 {
 			continue
 		}
-		return t.dec.record(ev, t.rec.RawSample)
+		err := t.dec.record(ev, t.rec.RawSample)
+		if err == nil && ev.Kind == event.KindFsyncKPart && ev.KPart.Reason != event.KPartOK {
+			t.unpartitioned.Add(1)
+		}
+		return err
 	}
 }
 
@@ -526,6 +572,19 @@ func (d *decoder) record(ev *event.Any, raw []byte) error {
 		decodeKPart(&ev.KPart, e)
 		d.kpEntries(&ev.KPart, raw[unsafe.Sizeof(*e):])
 		ev.Kind = event.KindKPart
+	case fsyncEsKindES_KIND_FSYNC_KPART:
+		e, err := fixed[fsyncFsyncEvent](raw, "fsync_kpart")
+		if err != nil {
+			return err
+		}
+		k, err := fixed[fsyncKpartEvent](raw[unsafe.Sizeof(*e):], "fsync_kpart")
+		if err != nil {
+			return err
+		}
+		d.fsync(&ev.Fsync, e)
+		decodeKPart(&ev.KPart, k)
+		d.kpEntries(&ev.KPart, raw[unsafe.Sizeof(*e)+unsafe.Sizeof(*k):])
+		ev.Kind = event.KindFsyncKPart
 	default:
 		return fmt.Errorf("decoding event: unknown kind %d", raw[0])
 	}
@@ -534,16 +593,11 @@ func (d *decoder) record(ev *event.Any, raw []byte) error {
 
 // decodeKPart decodes struct kpart_event (bpf/fsync.h).
 func decodeKPart(k *event.KPart, e *fsyncKpartEvent) {
-	*k = event.KPart{
-		TID: e.Tid, StartNs: e.StartNs, EndNs: e.EndNs, Reason: event.KPartReason(e.Reason),
-		DeviceFlushNs: e.DeviceFlushNs, BlockQueueNs: e.BlockQueueNs, DataWritebackNs: e.DataWritebackNs,
-		JournalNs: e.JournalNs, OtherNs: e.OtherNs, Flushes: e.Flushes, FUAWrites: e.FuaWrites,
-		Requests: e.Requests, JournalWindows: e.JournalWindows, Entries: e.Entries, Dropped: e.Dropped,
-	}
+	*k = event.KPart{TID: e.Tid, StartNs: e.StartNs, EndNs: e.EndNs, Reason: event.KPartReason(e.Reason), Entries: e.Entries, Dropped: e.Dropped}
 }
 
 // kpEntries decodes the struct kp_entry array that follows a kpart_event
-// with kpart_entries (bpf/kpart.h) into k.Slot, the decoder's buffer.
+// (bpf/kpart.h) into k.Slot, the decoder's buffer.
 func (d *decoder) kpEntries(k *event.KPart, raw []byte) {
 	const size = int(unsafe.Sizeof(fsyncKpEntry{}))
 	d.kp = d.kp[:0]

@@ -45,6 +45,7 @@ const (
 	fsyncEsKindES_KIND_DM_BIO      fsyncEsKind = 8
 	fsyncEsKindES_KIND_BIO_REMAP   fsyncEsKind = 9
 	fsyncEsKindES_KIND_KPART       fsyncEsKind = 10
+	fsyncEsKindES_KIND_FSYNC_KPART fsyncEsKind = 11
 )
 
 type fsyncEsSyscall uint32
@@ -149,24 +150,15 @@ const (
 )
 
 type fsyncKpartEvent struct {
-	_               structs.HostLayout
-	Kind            uint8
-	Reason          uint8
-	Pad             [2]uint8
-	Tid             uint32
-	StartNs         uint64
-	EndNs           uint64
-	DeviceFlushNs   uint64
-	BlockQueueNs    uint64
-	DataWritebackNs uint64
-	JournalNs       uint64
-	OtherNs         uint64
-	Flushes         uint32
-	FuaWrites       uint32
-	Requests        uint32
-	JournalWindows  uint32
-	Entries         uint32
-	Dropped         uint32
+	_       structs.HostLayout
+	Kind    uint8
+	Reason  uint8
+	Pad     [2]uint8
+	Tid     uint32
+	StartNs uint64
+	EndNs   uint64
+	Entries uint32
+	Dropped uint32
 }
 
 type fsyncKpartReason uint32
@@ -177,6 +169,7 @@ const (
 	fsyncKpartReasonKPART_STACKED  fsyncKpartReason = 2
 	fsyncKpartReasonKPART_NO_SLOT  fsyncKpartReason = 3
 	fsyncKpartReasonKPART_OVERFLOW fsyncKpartReason = 4
+	fsyncKpartReasonKPART_LOST     fsyncKpartReason = 5
 )
 
 // Names of all BPF objects in the ELF.
@@ -200,7 +193,7 @@ const (
 	fsyncVarFilterComm         = "filter_comm"
 	fsyncVarHandover           = "handover"
 	fsyncVarKpart              = "kpart"
-	fsyncVarKpartEntries       = "kpart_entries"
+	fsyncVarKpartOne           = "kpart_one"
 	fsyncVarTargCgroupId       = "targ_cgroup_id"
 	fsyncVarTargComm           = "targ_comm"
 	fsyncVarTargTgid           = "targ_tgid"
@@ -287,7 +280,7 @@ type fsyncVariableSpecs struct {
 	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
 	Handover          *ebpf.VariableSpec `ebpf:"handover"`
 	Kpart             *ebpf.VariableSpec `ebpf:"kpart"`
-	KpartEntries      *ebpf.VariableSpec `ebpf:"kpart_entries"`
+	KpartOne          *ebpf.VariableSpec `ebpf:"kpart_one"`
 	TargCgroupId      *ebpf.VariableSpec `ebpf:"targ_cgroup_id"`
 	TargComm          *ebpf.VariableSpec `ebpf:"targ_comm"`
 	TargTgid          *ebpf.VariableSpec `ebpf:"targ_tgid"`
@@ -356,7 +349,7 @@ type fsyncVariables struct {
 	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`
 	Handover          *ebpf.Variable `ebpf:"handover"`
 	Kpart             *ebpf.Variable `ebpf:"kpart"`
-	KpartEntries      *ebpf.Variable `ebpf:"kpart_entries"`
+	KpartOne          *ebpf.Variable `ebpf:"kpart_one"`
 	TargCgroupId      *ebpf.Variable `ebpf:"targ_cgroup_id"`
 	TargComm          *ebpf.Variable `ebpf:"targ_comm"`
 	TargTgid          *ebpf.Variable `ebpf:"targ_tgid"`

@@ -46,7 +46,7 @@ func (t *FsyncTracer) attachJournal(shared ebpf.CollectionOptions) error {
 	} else if _, ok := spec.Programs["jbd2_end_commit"]; !ok {
 		delete(spec.Programs, "jbd2_start_commit")
 	}
-	if err := setVariables(spec, map[string]any{"kpart": t.kpart}); err != nil {
+	if err := setVariables(spec, map[string]any{"kpart": t.kpart, "kpart_one": t.kpartOne}); err != nil {
 		return err
 	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, shared)

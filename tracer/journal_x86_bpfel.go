@@ -77,7 +77,7 @@ const (
 	journalProgJbd2StartCommit      = "jbd2_start_commit"
 	journalProgXfsLogForce          = "xfs_log_force"
 	journalVarKpart                 = "kpart"
-	journalVarKpartEntries          = "kpart_entries"
+	journalVarKpartOne              = "kpart_one"
 	journalVarUnusedEsJournalSource = "unused_es_journal_source"
 	journalVarUnusedJournalEvent    = "unused_journal_event"
 	journalVarWakeBytes             = "wake_bytes"
@@ -147,7 +147,7 @@ type journalMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type journalVariableSpecs struct {
 	Kpart                 *ebpf.VariableSpec `ebpf:"kpart"`
-	KpartEntries          *ebpf.VariableSpec `ebpf:"kpart_entries"`
+	KpartOne              *ebpf.VariableSpec `ebpf:"kpart_one"`
 	UnusedEsJournalSource *ebpf.VariableSpec `ebpf:"unused_es_journal_source"`
 	UnusedJournalEvent    *ebpf.VariableSpec `ebpf:"unused_journal_event"`
 	WakeBytes             *ebpf.VariableSpec `ebpf:"wake_bytes"`
@@ -197,7 +197,7 @@ func (m *journalMaps) Close() error {
 // It can be passed to loadJournalObjects or ebpf.CollectionSpec.LoadAndAssign.
 type journalVariables struct {
 	Kpart                 *ebpf.Variable `ebpf:"kpart"`
-	KpartEntries          *ebpf.Variable `ebpf:"kpart_entries"`
+	KpartOne              *ebpf.Variable `ebpf:"kpart_one"`
 	UnusedEsJournalSource *ebpf.Variable `ebpf:"unused_es_journal_source"`
 	UnusedJournalEvent    *ebpf.Variable `ebpf:"unused_journal_event"`
 	WakeBytes             *ebpf.Variable `ebpf:"wake_bytes"`

@@ -45,15 +45,15 @@ func (t *FsyncTracer) attachStacked(shared ebpf.CollectionOptions, cfg FsyncConf
 	vars["callers_on"] = on
 	vars["handover"] = able && !on
 	vars["kpart"] = t.kpart
-	vars["kpart_entries"] = t.kpart && cfg.KernelPartitionEntries
+	vars["kpart_one"] = t.kpartOne
 	if err := setVariables(spec, vars); err != nil {
 		return err
 	}
 	if err := applyCompat(spec); err != nil {
 		return err
 	}
-	// One of the two exits: ext4_sync_file_exit_kpart with the kernel-made
-	// partition, under the probe's own name.
+	// One of the two exits: ext4_sync_file_exit_kpart with the calls'
+	// kernel slots, under the probe's own name.
 	if t.kpart {
 		spec.Programs["ext4_sync_file_exit"] = spec.Programs["ext4_sync_file_exit_kpart"]
 	}

@@ -92,26 +92,18 @@ type stackedKpCall struct {
 }
 
 type stackedKpScratch struct {
-	_  structs.HostLayout
-	Ev struct {
-		_               structs.HostLayout
-		Kind            uint8
-		Reason          uint8
-		Pad             [2]uint8
-		Tid             uint32
-		StartNs         uint64
-		EndNs           uint64
-		DeviceFlushNs   uint64
-		BlockQueueNs    uint64
-		DataWritebackNs uint64
-		JournalNs       uint64
-		OtherNs         uint64
-		Flushes         uint32
-		FuaWrites       uint32
-		Requests        uint32
-		JournalWindows  uint32
-		Entries         uint32
-		Dropped         uint32
+	_    structs.HostLayout
+	Call stackedFsyncEvent
+	Ev   struct {
+		_       structs.HostLayout
+		Kind    uint8
+		Reason  uint8
+		Pad     [2]uint8
+		Tid     uint32
+		StartNs uint64
+		EndNs   uint64
+		Entries uint32
+		Dropped uint32
 	}
 	E [64]struct {
 		_        structs.HostLayout
@@ -123,22 +115,6 @@ type stackedKpScratch struct {
 		Preflush uint8
 		Pad      [5]uint8
 	}
-	From [128]uint64
-	To   [128]uint64
-	Cat  [128]uint8
-	Used uint64
-	At   uint32
-	_    [4]byte
-	S_ns uint64
-	E_ns uint64
-	Cs   [5]uint64
-	Ce   [5]uint64
-	Un   [5]uint64
-	Pad2 uint32
-	_    [4]byte
-	Q    uint64
-	Ni   uint32
-	Pad  uint32
 }
 
 // Names of all BPF objects in the ELF.
@@ -166,7 +142,7 @@ const (
 	stackedVarFilterComm             = "filter_comm"
 	stackedVarHandover               = "handover"
 	stackedVarKpart                  = "kpart"
-	stackedVarKpartEntries           = "kpart_entries"
+	stackedVarKpartOne               = "kpart_one"
 	stackedVarTargCgroupId           = "targ_cgroup_id"
 	stackedVarTargComm               = "targ_comm"
 	stackedVarTargTgid               = "targ_tgid"
@@ -248,7 +224,7 @@ type stackedVariableSpecs struct {
 	FilterComm   *ebpf.VariableSpec `ebpf:"filter_comm"`
 	Handover     *ebpf.VariableSpec `ebpf:"handover"`
 	Kpart        *ebpf.VariableSpec `ebpf:"kpart"`
-	KpartEntries *ebpf.VariableSpec `ebpf:"kpart_entries"`
+	KpartOne     *ebpf.VariableSpec `ebpf:"kpart_one"`
 	TargCgroupId *ebpf.VariableSpec `ebpf:"targ_cgroup_id"`
 	TargComm     *ebpf.VariableSpec `ebpf:"targ_comm"`
 	TargTgid     *ebpf.VariableSpec `ebpf:"targ_tgid"`
@@ -316,7 +292,7 @@ type stackedVariables struct {
 	FilterComm   *ebpf.Variable `ebpf:"filter_comm"`
 	Handover     *ebpf.Variable `ebpf:"handover"`
 	Kpart        *ebpf.Variable `ebpf:"kpart"`
-	KpartEntries *ebpf.Variable `ebpf:"kpart_entries"`
+	KpartOne     *ebpf.Variable `ebpf:"kpart_one"`
 	TargCgroupId *ebpf.Variable `ebpf:"targ_cgroup_id"`
 	TargComm     *ebpf.Variable `ebpf:"targ_comm"`
 	TargTgid     *ebpf.Variable `ebpf:"targ_tgid"`

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -23,6 +24,8 @@ type abRun struct {
 	// rate on /dev/shm, both binaries `fsync --output json` (no block
 	// I/O: the userspace goal's load), not fio jobs.
 	GenRate float64 `json:",omitempty"`
+	// NewFlags are -ab-new-flags: fsync flags NEW alone was given.
+	NewFlags string `json:",omitempty"`
 }
 
 // abGenComm is fsyncgen's name under -ab-gen-rate, so that other fsyncgen
@@ -42,7 +45,7 @@ type abRound struct {
 
 // abSection runs o.rounds fio jobs, each traced by both binaries.
 func abSection(o options, r *results) error {
-	ab := &abRun{Base: o.abBase, New: o.etcdscope, GenRate: o.abGenRate}
+	ab := &abRun{Base: o.abBase, New: o.etcdscope, GenRate: o.abGenRate, NewFlags: o.abNewFlags}
 	kind, comm := "etcdscope+dev", "fio"
 	work := func() (int64, error) {
 		fr, err := runFio(o)
@@ -69,8 +72,13 @@ func abSection(o options, r *results) error {
 	for round := 0; round < o.rounds; round++ {
 		rd := abRound{NewFirst: round%2 == 1}
 		bins := []string{o.abBase, o.etcdscope}
+		kinds := []string{kind, kind}
+		if o.abNewFlags != "" {
+			kinds[1] += "+" + o.abNewFlags
+		}
 		if rd.NewFirst {
 			bins[0], bins[1] = bins[1], bins[0]
+			kinds[0], kinds[1] = kinds[1], kinds[0]
 		}
 		var ts []*tracerProc
 		stopAll := func() {
@@ -78,8 +86,8 @@ func abSection(o options, r *results) error {
 				t.stop()
 			}
 		}
-		for _, b := range bins {
-			t, err := startTracer(kind, comm, b, o.btScript)
+		for i, b := range bins {
+			t, err := startTracer(kinds[i], comm, b, o.btScript)
 			if err != nil {
 				stopAll()
 				return fmt.Errorf("ab round %d, %s: %w", round+1, b, err)
@@ -210,6 +218,9 @@ func (ab *abRun) markdown(w func(string, ...any)) {
 		w("(%s), both `fsync --comm fio --dev %s`, the attach order alternated by round (the binary attached second runs\n", ab.New, benchDisk)
 	}
 	w("its programs after the other's on each tracepoint and finds warm what the first touched). BPF time from each\n")
+	if ab.NewFlags != "" {
+		w("NEW alone also had `--%s`. ", strings.ReplaceAll(ab.NewFlags, "+", " --"))
+	}
 	w("process's program fds (bpf_stats) over the job, per traced fdatasync.\n\n")
 	w("| round | attached first | fsyncs | BASE ns per fsync | NEW ns per fsync | NEW / BASE |\n|---|---|---|---|---|---|\n")
 	var logs []float64

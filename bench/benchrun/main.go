@@ -38,9 +38,11 @@ type options struct {
 	goBench                                  bool
 	only                                     string
 	microVariants, sweepPoints               string
+	fioVariants                              string
 	saveJSON, fromJSON                       string
 	abBase                                   string
 	abGenRate                                float64
+	abNewFlags                               string
 }
 
 // want reports whether section name runs (-only empty: all of them).
@@ -80,6 +82,8 @@ func main() {
 	flag.StringVar(&o.only, "only", "", "comma-separated sections to run (ready,fio,micro,ctxsw,tax,peers,starved,sweep,commit,go,ab); empty: all (ab only with -ab-base)")
 	flag.StringVar(&o.abBase, "ab-base", "", "another etcdscope binary for the ab section: both trace the same fio jobs at once, paired against -etcdscope")
 	flag.Float64Var(&o.abGenRate, "ab-gen-rate", 0, "ab section: instead of fio jobs, fsyncgen at this many fdatasync/s on /dev/shm for -sweep-seconds a round, traced with `fsync --output json` (the userspace goal's load); 0: fio")
+	flag.StringVar(&o.abNewFlags, "ab-new-flags", "", "ab section: fsync flags given to NEW only, '+'-separated without dashes (e.g. kernel-partition)")
+	flag.StringVar(&o.fioVariants, "fio-variants", strings.Join(fioVariants, ","), "comma-separated tracers of the fio section (untraced first), e.g. with etcdscope+dev+kernel-partition")
 	flag.StringVar(&o.microVariants, "micro-variants", strings.Join(microVariants, ","), "comma-separated variants of the fdatasync loop (untraced is the pairing base: keep it)")
 	flag.StringVar(&o.sweepPoints, "sweep-points", "", "comma-separated sweep rows to run, named rate-output[-flag] as in sweepPoints (e.g. 10000-table-writes); empty: all")
 	flag.Parse()
@@ -397,10 +401,13 @@ func traced(o options, kind, comm string, work func() error) (cpuSec float64, hw
 	return float64(s1.cpuNs-s0.cpuNs) / 1e9, s1.vmHWMKiB, progs, sum, nil
 }
 
+// fioVariants are the fio section's tracers by default. etcdscope+dev:
+// with --dev naming fio's disk, whose filesystems are all ext4 here: the
+// calls on ext4's tracepoints, no syscall ones.
+var fioVariants = []string{"untraced", "etcdscope", "etcdscope+dev", "bpftrace"}
+
 func fioSection(o options, r *results) error {
-	// etcdscope+dev: with --dev naming fio's disk, whose filesystems are
-	// all ext4 here: the calls on ext4's tracepoints, no syscall ones.
-	variants := []string{"untraced", "etcdscope", "etcdscope+dev", "bpftrace"}
+	variants := strings.Split(o.fioVariants, ",")
 	// biolatency: one try; bcc compiles C against kernel headers at start.
 	if _, err := exec.LookPath("biolatency-bpfcc"); err != nil {
 		r.BiolatencyWhy = "not installed (apt-get install bpfcc-tools)"

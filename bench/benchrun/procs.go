@@ -203,12 +203,14 @@ func startTracerIn(cgroup, kind, comm, etcdscope, btScript string) (*tracerProc,
 		return nil, err
 	}
 	defer errf.Close()
-	switch flag {
-	case "":
-	case "dev": // the disk under fio's directory
-		t.cmd.Args = append(t.cmd.Args, "--dev", benchDisk)
-	default:
-		t.cmd.Args = append(t.cmd.Args, "--"+flag)
+	for _, flag := range strings.Split(flag, "+") { // "etcdscope+dev+kernel-partition": each
+		switch flag {
+		case "":
+		case "dev": // the disk under fio's directory
+			t.cmd.Args = append(t.cmd.Args, "--dev", benchDisk)
+		default:
+			t.cmd.Args = append(t.cmd.Args, "--"+flag)
+		}
 	}
 	if cgroup != "" {
 		// The shell moves itself into the cgroup, then becomes the tracer.

@@ -38,6 +38,7 @@ type fsyncFlags struct {
 	rate                                          float64
 	ringBytes                                     uint64
 	failOverBudget, writes, sched                 bool
+	kernelPartition                               bool
 }
 
 // writesUsage is --writes' help in fsync and serve: what it adds, and
@@ -47,6 +48,9 @@ const writesUsage = "also split write(2) and its kin on the fsynced files into t
 // schedUsage is --sched's help: what it adds, and why it is off by
 // default.
 const schedUsage = "also split each call's \"other\" time into runnable, running and blocked (runs at every context switch: +50-80% BPF)"
+
+// kernelPartitionUsage is --kernel-partition's help.
+const kernelPartitionUsage = "one kernel record per ext4 call on a plain disk: no per-request records, requests without sector (docs/performance.md #33)"
 
 func runFsync(args []string) error {
 	var f fsyncFlags
@@ -69,6 +73,7 @@ func runFsync(args []string) error {
 	fs.BoolVar(&f.failOverBudget, "fail-over-budget", false, failOverBudgetUsage)
 	fs.BoolVar(&f.writes, "writes", false, writesUsage)
 	fs.BoolVar(&f.sched, "sched", false, schedUsage)
+	fs.BoolVar(&f.kernelPartition, "kernel-partition", false, kernelPartitionUsage)
 	fs.IntVar(&f.qemu, "qemu", 0, "trace a hypervisor's I/O on its image files instead: the same as 'etcdscope hypervisor --pid N'")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -143,6 +148,9 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 	cfg.RingBytes = ring
 	cfg.Writes = f.writes
 	cfg.Sched = f.sched
+	// The replays, --writes and --sched need the per-request records.
+	cfg.KernelPartitionOnly = f.kernelPartition && f.capture == "" && !f.writes && !f.sched
+	cfg.KernelPartition = cfg.KernelPartitionOnly
 	if f.readyFile != "" {
 		if err := safefile.CheckDir(f.readyFile); err != nil {
 			return cfg, usagef("--ready-file %s: %v", f.readyFile, err)
