@@ -92,7 +92,11 @@ func TestCommitDetachAttach(t *testing.T) {
 		// handler after the Attach below: a new write, not the last
 		// window's state. Wait until etcd has handled every Put it
 		// started (fresh-root once read 1 entry right after Attach under
-		// test-go's parallel packages).
+		// test-go's parallel packages), and has no proposal pending or
+		// committed and not yet applied: a Put whose client gave up is
+		// handled (DeadlineExceeded) while its proposal is still saved
+		// and applied, and that Save after the Attach left 2 entries
+		// (the raft loop's state and a sync) in one run at load ~3.
 		waitPutsHandled(t, c, leader)
 		n, err := tr.StateEntries()
 		if err != nil {
@@ -187,7 +191,9 @@ func TestCommitDetachAttach(t *testing.T) {
 
 // waitPutsHandled waits until the member's gRPC server has handled every
 // Put it started (grpc_server_started_total = grpc_server_handled_total,
-// from its /metrics), three scrapes in a row 20 ms apart, 10 s at most.
+// from its /metrics) and its raft has nothing in flight
+// (etcd_server_proposals_pending 0, committed = applied), three scrapes
+// in a row 20 ms apart, 10 s at most.
 func waitPutsHandled(t *testing.T, c *etcdtest.Cluster, m *etcdtest.Member) {
 	t.Helper()
 	puts := func(fams map[string]*dto.MetricFamily, name string) float64 {
@@ -208,7 +214,16 @@ func waitPutsHandled(t *testing.T, c *etcdtest.Cluster, m *etcdtest.Member) {
 		if err != nil {
 			t.Fatalf("waiting for the Puts to be handled: %v", err)
 		}
-		if started, handled := puts(fams, "grpc_server_started_total"), puts(fams, "grpc_server_handled_total"); started == handled && started > 0 {
+		gauge := func(name string) float64 {
+			var v float64
+			for _, s := range fams[name].GetMetric() {
+				v += s.GetGauge().GetValue()
+			}
+			return v
+		}
+		started, handled := puts(fams, "grpc_server_started_total"), puts(fams, "grpc_server_handled_total")
+		if started == handled && started > 0 && gauge("etcd_server_proposals_pending") == 0 &&
+			gauge("etcd_server_proposals_committed_total") == gauge("etcd_server_proposals_applied_total") {
 			still++
 		} else {
 			still = 0

@@ -115,7 +115,7 @@ func TestRecordKindsDecode(t *testing.T) {
 		"ES_KIND_BLK": event.KindBlock, "ES_KIND_JOURNAL": event.KindJournal, "ES_KIND_FLUSH_BIO": event.KindFlushBio,
 		"ES_KIND_WRITE": event.KindWrite, "ES_KIND_SCHED": event.KindSched,
 		"ES_KIND_DM_BIO": event.KindDMBio, "ES_KIND_BIO_REMAP": event.KindBioRemap,
-		"ES_KIND_KPART": event.KindKPart,
+		"ES_KIND_KPART":       event.KindKPart,
 		"ES_KIND_FSYNC_KPART": event.KindFsyncKPart,
 	}
 	e := enumOf(t, loadFsync, "es_kind")
