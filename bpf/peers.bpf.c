@@ -53,6 +53,14 @@ const volatile __u64 peer_wake_bytes = 1 << 17;
  * every kernel reports the same thing: segments sent again. Read-only: the
  * verifier drops the branch not taken, and with it the third argument. */
 const volatile bool retransmit_err_arg = false;
+/* owner_wake_gap_ns: the least time between two owner wake-ups (peer_submit);
+ * the tracer sets its poll under load (tracer's pollInterval), so a record
+ * that does not wake the reader is read within that of the last one that did. */
+const volatile __u64 owner_wake_gap_ns = 50000000ULL;
+/* last_owner_wake_ns: when a record last woke the reader for an owner
+ * look-up. Shared by every CPU without a lock: two CPUs that race may both
+ * wake it, one wake-up too many. */
+__u64 last_owner_wake_ns = 0;
 
 /* struct tcp_skb_cb's segment count under a flavour of our own, so a
  * kernel whose BTF lacks the struct still loads (retrans_segs). */
@@ -80,7 +88,7 @@ struct sock_info {
 	__u8 flags;           /* PEER_F_* */
 	__u8 close_started;   /* PEER_EV_CLOSE_START already sent */
 	__u8 setup_done;      /* PEER_EV_SETUP sent, or not wanted (adopted) */
-	__u8 pad[1];
+	__u8 owner_woken;     /* a record woke the reader for its owner */
 	char comm[16];
 };
 
@@ -112,11 +120,35 @@ struct {
 	__type(value, __u64);
 } lost_events SEC(".maps");
 
-/* peer_submit commits a reserved record quietly unless it is the one that
- * crosses peer_wake_bytes. */
-static __always_inline void peer_submit(struct peer_event *e)
+/* owner_wanted reports whether e is the record Go looks its socket's owner
+ * up from (tracer/peers.go, PeersTracer.Read): its opener unknown (pid 0:
+ * accepted, or open before the tracer), its file known (sock_ino: accepted),
+ * not closing (the fd is likely gone), and no earlier record of the socket
+ * woke the reader for it. */
+static __always_inline bool owner_wanted(const struct peer_event *e, const struct sock_info *si)
 {
-	bpf_ringbuf_submit(e, es_wake_flags(&peer_events, peer_wake_bytes, sizeof(*e), true));
+	return si && !si->owner_woken && !e->pid && e->sock_ino &&
+	       e->kind != PEER_EV_CLOSE_START && e->kind != PEER_EV_CLOSE;
+}
+
+/* peer_submit commits a reserved record quietly unless it is the one that
+ * crosses peer_wake_bytes, or the first of a socket whose owner Go must look
+ * up in /proc while the socket is still open (owner_wanted): that one wakes
+ * the reader at once, however long an idle reader's poll has grown, unless
+ * another did less than owner_wake_gap_ns ago (connection churn: then it is
+ * read at the reader's next poll, at most that long after the wake-up, as
+ * the reader polls every owner_wake_gap_ns while it finds records). si: the
+ * socket's entry in socks, or NULL. */
+static __always_inline void peer_submit(struct peer_event *e, struct sock_info *si)
+{
+	__u64 flags = es_wake_flags(&peer_events, peer_wake_bytes, sizeof(*e), true);
+
+	if (owner_wanted(e, si) && e->ts_ns - last_owner_wake_ns >= owner_wake_gap_ns) {
+		last_owner_wake_ns = e->ts_ns;
+		si->owner_woken = 1;
+		flags = BPF_RB_FORCE_WAKEUP;
+	}
+	bpf_ringbuf_submit(e, flags);
 }
 
 static __always_inline void count_lost(void)
@@ -274,7 +306,7 @@ int BPF_PROG(inet_sock_set_state, const struct sock *sk, int oldstate, int newst
 		e->duration_ns = since ? now - since : 0;
 	}
 	fill_info(e, si);
-	peer_submit(e);
+	peer_submit(e, si);
 out:
 	if (kind == PEER_EV_CLOSE)
 		bpf_map_delete_elem(&socks, &key);
@@ -341,7 +373,7 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 			e->duration_ns = now - (si->syn_ns ? si->syn_ns : si->est_ns);
 			fill_tcp(sk, e);
 			fill_info(e, si);
-			peer_submit(e);
+			peer_submit(e, si);
 		}
 	}
 	if (si->last_sample_ns && now - si->last_sample_ns < rtt_sample_interval_ns)
@@ -361,7 +393,7 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	e->duration_ns = si->est_ns ? now - si->est_ns : 0;
 	fill_tcp(sk, e);
 	fill_info(e, si);
-	peer_submit(e);
+	peer_submit(e, si);
 	return 0;
 }
 
@@ -387,6 +419,7 @@ int BPF_PROG(tcp_retransmit_skb, const struct sock *sk, const struct sk_buff *sk
 {
 	__u64 key = (__u64)sk;
 	struct peer_event *e, tmp = {};
+	struct sock_info *si;
 
 	if (retransmit_err_arg) {
 		int err = (int)ctx[2];
@@ -408,8 +441,9 @@ int BPF_PROG(tcp_retransmit_skb, const struct sock *sk, const struct sk_buff *sk
 	e->segs = retrans_segs(skb);
 	e->oldstate = e->newstate = BPF_CORE_READ(sk, __sk_common.skc_state);
 	fill_tcp(sk, e);
-	fill_info(e, bpf_map_lookup_elem(&socks, &key));
-	peer_submit(e);
+	si = bpf_map_lookup_elem(&socks, &key);
+	fill_info(e, si);
+	peer_submit(e, si);
 	return 0;
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -273,12 +274,47 @@ func TestGOMAXPROCSFitsCPUQuota(t *testing.T) {
 		want float64
 	}{{nil, 1}, {[]string{"GOMAXPROCS=2"}, 2}} {
 		s := startServeIn(t, cg, c.env)
-		fam := s.scrape(t)["go_sched_gomaxprocs_threads"]
-		if fam == nil || len(fam.GetMetric()) != 1 {
-			t.Fatalf("env %q: no go_sched_gomaxprocs_threads on /metrics", c.env)
-		}
-		if got := fam.GetMetric()[0].GetGauge().GetValue(); got != c.want {
+		if got := s.gomaxprocs(t); got != c.want {
 			t.Errorf("env %q, cgroup quota %d of %d µs: GOMAXPROCS %g, want %g", c.env, starvedQuotaUs, starvedPeriodUs, got, c.want)
+		}
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		s.cmd.Wait()
+	}
+}
+
+// gomaxprocs reads go_sched_gomaxprocs_threads, the runtime's own figure,
+// from serve's /metrics.
+func (s *server) gomaxprocs(t *testing.T) float64 {
+	t.Helper()
+	fam := s.scrape(t)["go_sched_gomaxprocs_threads"]
+	if fam == nil || len(fam.GetMetric()) != 1 {
+		t.Fatalf("no go_sched_gomaxprocs_threads on /metrics")
+	}
+	return fam.GetMetric()[0].GetGauge().GetValue()
+}
+
+// TestServeOnePOnceReady: serve without the commit tracer runs on one P
+// once ready, as `fsync` does (cmd/etcdscope/maxprocs.go, onePForReader;
+// bench/findings.md 34: less CPU idle, at 10k fsync/s and at 1k etcd
+// puts/s, every call counted); with --commit-comm it keeps Go's default
+// (not measured on one P), and GOMAXPROCS in the environment wins.
+func TestServeOnePOnceReady(t *testing.T) {
+	testenv.RequireRoot(t)
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("SKIPPED: this test runs on one P already (one CPU, a CPU limit or GOMAXPROCS): nothing to drop")
+	}
+	port := strconv.Itoa(freePort(t))
+	for _, c := range []struct {
+		env, args []string
+		one       bool
+	}{
+		{nil, nil, true},
+		{[]string{"GOMAXPROCS=2"}, nil, false},
+		{nil, []string{"--commit-comm", "nosuchetcd34"}, false},
+	} {
+		s := startServeIn(t, "", c.env, append([]string{"--comm", "nosuchetcd34", "--port", port}, c.args...)...)
+		if got := s.gomaxprocs(t); (got == 1) != c.one {
+			t.Errorf("env %q, flags %q: GOMAXPROCS %g once ready, want one P: %v", c.env, c.args, got, c.one)
 		}
 		s.cmd.Process.Signal(syscall.SIGTERM)
 		s.cmd.Wait()

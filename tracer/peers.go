@@ -113,8 +113,10 @@ func NewPeers(cfg PeersConfig) (_ *PeersTracer, err error) {
 	}
 	spec.Maps["peer_events"].MaxEntries = ring
 	// Records go in quietly; the one that fills the ring past an eighth
-	// wakes the reader (bpf/ring.h), else it polls (pollInterval).
-	if err := setVariables(spec, map[string]any{"peer_wake_bytes": uint64(ring / 8)}); err != nil {
+	// wakes the reader (bpf/ring.h), and so does a socket's first record
+	// its owner is looked up from, at most one every pollInterval
+	// (peer_submit): else it polls, pollInterval to idlePoll.
+	if err := setVariables(spec, map[string]any{"peer_wake_bytes": uint64(ring / 8), "owner_wake_gap_ns": uint64(pollInterval)}); err != nil {
 		return nil, err
 	}
 
@@ -148,7 +150,7 @@ func NewPeers(cfg PeersConfig) (_ *PeersTracer, err error) {
 		p.links = append(p.links, l)
 		p.probes = append(p.probes, event.Probe{Name: "tp_btf/" + tp.name, Attached: true})
 	}
-	if p.ring, err = openQuietRing(p.objs.PeerEvents, pollInterval); err != nil {
+	if p.ring, err = openQuietRing(p.objs.PeerEvents, idlePoll); err != nil {
 		return nil, fmt.Errorf("opening peer_events: %w", err)
 	}
 	return p, nil

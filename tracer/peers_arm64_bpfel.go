@@ -77,7 +77,7 @@ type peersSockInfo struct {
 	Flags        uint8
 	CloseStarted uint8
 	SetupDone    uint8
-	Pad          [1]uint8
+	OwnerWoken   uint8
 	Comm         [16]int8
 }
 
@@ -93,7 +93,9 @@ const (
 	peersProgTcpProbe           = "tcp_probe"
 	peersProgTcpRetransmitSkb   = "tcp_retransmit_skb"
 	peersVarFilterPeers         = "filter_peers"
+	peersVarLastOwnerWakeNs     = "last_owner_wake_ns"
 	peersVarNetnsIno            = "netns_ino"
+	peersVarOwnerWakeGapNs      = "owner_wake_gap_ns"
 	peersVarPeerWakeBytes       = "peer_wake_bytes"
 	peersVarPort                = "port"
 	peersVarRetransmitErrArg    = "retransmit_err_arg"
@@ -165,7 +167,9 @@ type peersMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type peersVariableSpecs struct {
 	FilterPeers         *ebpf.VariableSpec `ebpf:"filter_peers"`
+	LastOwnerWakeNs     *ebpf.VariableSpec `ebpf:"last_owner_wake_ns"`
 	NetnsIno            *ebpf.VariableSpec `ebpf:"netns_ino"`
+	OwnerWakeGapNs      *ebpf.VariableSpec `ebpf:"owner_wake_gap_ns"`
 	PeerWakeBytes       *ebpf.VariableSpec `ebpf:"peer_wake_bytes"`
 	Port                *ebpf.VariableSpec `ebpf:"port"`
 	RetransmitErrArg    *ebpf.VariableSpec `ebpf:"retransmit_err_arg"`
@@ -215,7 +219,9 @@ func (m *peersMaps) Close() error {
 // It can be passed to loadPeersObjects or ebpf.CollectionSpec.LoadAndAssign.
 type peersVariables struct {
 	FilterPeers         *ebpf.Variable `ebpf:"filter_peers"`
+	LastOwnerWakeNs     *ebpf.Variable `ebpf:"last_owner_wake_ns"`
 	NetnsIno            *ebpf.Variable `ebpf:"netns_ino"`
+	OwnerWakeGapNs      *ebpf.Variable `ebpf:"owner_wake_gap_ns"`
 	PeerWakeBytes       *ebpf.Variable `ebpf:"peer_wake_bytes"`
 	Port                *ebpf.Variable `ebpf:"port"`
 	RetransmitErrArg    *ebpf.Variable `ebpf:"retransmit_err_arg"`

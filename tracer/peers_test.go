@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 )
 
@@ -299,6 +300,122 @@ func TestPeersDrainWithOwnerPending(t *testing.T) {
 			t.Fatalf("Read %d after Drain did not return in 2 s (want %s): the drain was lost", i+1, want)
 		}
 	}
-	// The reader polls the empty ring every pollInterval (50 ms).
+	// Drain ends the ring's wait at once (ringWait.wake), whatever its poll.
 	t.Logf("drained in %v", time.Since(drainedAt))
+}
+
+// TestPeersOwnerAfterIdle: a connection accepted after the peers ring has
+// been empty long enough for its poll to back off to idlePoll (and for the
+// owner resolver's next scan to be due at once) still gets its owner,
+// though the accepted end stays open only ownerHold after the peer's first
+// bytes: the socket's first record that carries its inode wakes the reader
+// (bpf/peers.bpf.c, peer_submit), which queues the /proc look-up before
+// the close. Read without the wake-up, at the next poll (up to idlePoll,
+// 200 ms), that record often comes after the close, and the scan finds
+// no one. The oracle: the accepted sockets are this process's.
+func TestPeersOwnerAfterIdle(t *testing.T) {
+	testenv.RequireRoot(t)
+	ln, err := net.Listen("tcp4", "127.0.44.1:0")
+	if err != nil {
+		testenv.Missing(t, fmt.Sprintf("no loopback address 127.0.44.1: %v", err))
+	}
+	defer ln.Close()
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	p, err := NewPeers(PeersConfig{Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	type read struct {
+		ev     event.Peer
+		readNs uint64 // CLOCK_MONOTONIC when Read returned it
+	}
+	var reads []read
+	readDone := make(chan error, 1)
+	go func() {
+		var ev event.Peer
+		for {
+			if err := p.Read(&ev); err != nil {
+				readDone <- err
+				return
+			}
+			reads = append(reads, read{ev, host.MonotonicNs()})
+		}
+	}()
+
+	const (
+		rounds = 3
+		// idle: longer than the resolver's MinScanInterval (1 s) and than
+		// the ring's back-off to idlePoll (100 + 200 ms after the last record).
+		idle = 1200 * time.Millisecond
+		// ownerHold: the accepted end's life after the peer's first bytes.
+		// Measured, 3 runs of 3 sockets at load 1-3: the record read 49-101
+		// µs after it with the wake-up (a /proc scan of this host's ~700
+		// fds then takes a few ms: 20 ms at 3.3k fds, host's
+		// BenchmarkSocketOwners); without it (owner_wake_gap_ns set beyond
+		// reach) 34-186 ms, and one socket of three unowned in each run.
+		ownerHold = 60 * time.Millisecond
+	)
+	clients := map[uint16]bool{} // the dialing ends' local ports
+	for range rounds {
+		time.Sleep(idle)
+		c, err := net.Dial("tcp4", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The peer writes once accepted: the kernel names the socket's
+		// inode (sk_socket) from accept4 on (TestPeersLoopback).
+		c.Write(make([]byte, 1000))
+		time.Sleep(ownerHold)
+		s.Close()
+		c.Close()
+		clients[uint16(c.LocalAddr().(*net.TCPAddr).Port)] = true
+	}
+	time.Sleep(idlePoll) // the closes' records
+	if err := p.Drain(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-readDone; !errors.Is(err, ErrDrained) {
+		t.Fatalf("Read: %v, want ErrDrained", err)
+	}
+
+	// The accepted ends by their file's inode: the kernel reuses a closed
+	// socket's struct sock address for the next one, PeerOwner carries no
+	// ports, and the inode is what the owner is looked up by.
+	passive := map[uint64]bool{}
+	for _, r := range reads {
+		if r.ev.Direction == event.PeerPassive && r.ev.Local.Port() == port && clients[r.ev.Remote.Port()] && r.ev.SockIno != 0 {
+			passive[r.ev.SockIno] = true
+		}
+	}
+	if len(passive) != rounds {
+		t.Fatalf("%d accepted connections seen, want %d", len(passive), rounds)
+	}
+	owned := map[uint64]bool{}
+	firstInode := map[uint64]time.Duration{} // read delay of the record the look-up starts from
+	for _, r := range reads {
+		e := r.ev
+		if !passive[e.SockIno] {
+			continue
+		}
+		if e.Kind == event.PeerOwner || e.Owner != 0 {
+			if e.Owner != uint32(os.Getpid()) {
+				t.Errorf("%v event of an accepted socket with owner %d, want this process (%d)", e.Kind, e.Owner, os.Getpid())
+			}
+			owned[e.SockIno] = true
+		}
+		if _, ok := firstInode[e.SockIno]; !ok && e.Kind != event.PeerOwner {
+			firstInode[e.SockIno] = time.Duration(r.readNs - e.TimeNs)
+		}
+	}
+	for ino := range passive {
+		t.Logf("accepted socket (inode %d): its first record with the inode read %v after it", ino, firstInode[ino])
+		if !owned[ino] {
+			t.Errorf("accepted socket (inode %d) got no owner: its first record with the inode was read %v after it, the socket closed %v after the peer's first bytes", ino, firstInode[ino], ownerHold)
+		}
+	}
 }

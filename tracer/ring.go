@@ -19,24 +19,28 @@ import (
 // programs commit records without waking the reader (bpf/ring.h) unless
 // the ring is an eighth full, so events reach userspace within this much
 // time while they keep coming (an empty ring may be polled less often:
-// fsyncIdlePoll). Each poll costs the Go runtime ~150 µs of CPU here (make bench):
+// idlePoll). Each poll costs the Go runtime ~150 µs of CPU here (make bench):
 // 10 ms was ~1.5% of a core for an idle tracer, 50 ms is ~0.5-0.9%. A
 // report is read in seconds, and a burst wakes the reader at once, so the
 // latency is free.
 const pollInterval = 50 * time.Millisecond
 
-// fsyncIdlePoll is the fsync ring's longest poll: after a poll that found
-// its ring empty the next waits twice as long, up to this, and one that
-// found a record puts it back to pollInterval. An idle tracer then wakes
-// 5 times a second instead of 20 (each poll wakes ~6 of the runtime's
-// threads here: bench/findings.md 26, 28). The loss bound is the kernel's
-// wake-up at an eighth full (bpf/ring.h), which no poll length changes;
-// what it costs is latency: the first call after a quiet spell reaches
-// the sinks (an interval line, serve's metrics) up to this late. Under
-// load the poll stays pollInterval: 200 ms there too cost 4% more CPU per
-// call at 10k fsync/s (findings 28). The peers ring does not back off:
-// its reader looks a socket's owner up in /proc as it reads the event.
-const fsyncIdlePoll = 4 * pollInterval
+// idlePoll is the fsync and peers rings' longest poll: after a poll that
+// found its ring empty the next waits twice as long, up to this, and one
+// that found a record puts it back to pollInterval. An idle tracer then
+// wakes 5 times a second instead of 20 (each poll wakes ~6 of the
+// runtime's threads here: bench/findings.md 26, 28, 34). The loss bound is
+// the kernel's wake-up at an eighth full (bpf/ring.h), which no poll length
+// changes; what it costs is latency: the first call or connection after a
+// quiet spell reaches the sinks (an interval line, serve's metrics) up to
+// this late. Under load the poll stays pollInterval: 200 ms there too cost
+// 4% more CPU per call at 10k fsync/s (findings 28). The peers reader looks
+// a socket's owner up in /proc when it reads the socket's first record that
+// needs it, which must be while the socket is open: that record wakes it at
+// once (bpf/peers.bpf.c, peer_submit), so the owner look-up does not wait
+// for the poll (findings 34). The commit and hypervisor rings keep
+// pollInterval (not measured).
+const idlePoll = 4 * pollInterval
 
 // quietRing reads a ring buffer whose programs commit quietly (bpf/ring.h):
 // the fsync, hypervisor, commit and peers tracers'. Between records it waits

@@ -10,16 +10,16 @@ import (
 // puts it back to pollInterval; a ring opened without a longer idle poll
 // stays at pollInterval.
 func TestQuietRingPollBacksOff(t *testing.T) {
-	if fsyncIdlePoll != 4*pollInterval {
-		t.Fatalf("fsyncIdlePoll is %v: the polls below assume 4 × pollInterval (%v)", fsyncIdlePoll, pollInterval)
+	if idlePoll != 4*pollInterval {
+		t.Fatalf("idlePoll is %v: the polls below assume 4 × pollInterval (%v)", idlePoll, pollInterval)
 	}
-	q := &quietRing{poll: pollInterval, idlePoll: fsyncIdlePoll}
+	q := &quietRing{poll: pollInterval, idlePoll: idlePoll}
 	var got []time.Duration
 	for i := range 6 {
 		q.found = i == 4 // a record read before the fifth wait
 		got = append(got, q.nextPoll())
 	}
-	want := []time.Duration{2 * pollInterval, fsyncIdlePoll, fsyncIdlePoll, fsyncIdlePoll, pollInterval, 2 * pollInterval}
+	want := []time.Duration{2 * pollInterval, idlePoll, idlePoll, idlePoll, pollInterval, 2 * pollInterval}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("polls %v, want %v", got, want)
