@@ -787,6 +787,12 @@ int block_getrq(unsigned long long *ctx)
 	e.dev = disk_dev(disk);
 	if (targ_dev && e.dev != targ_dev)
 		return 0;
+	/* Taken before the busy test, one time for the raw record and the
+	 * slots: with kpart_one a call holding a slot marks no disk busy
+	 * (kpart.h), and its flush's queue time is this one. */
+	e.queue_ns = bpf_ktime_get_ns();
+	if (kpart)
+		kp_each(e.dev, 0, false, 0, e.queue_ns, 0, kp_bits(KP_E_FBIO, 0, false));
 	if (!every_block && !busy_deep(e.dev)) {
 		blk_count(BLK_STAT_IDLE_DISK);
 		return 0;
@@ -797,9 +803,6 @@ int block_getrq(unsigned long long *ctx)
 	e.flags = norm_flags(opf);
 	e.pid = id >> 32;
 	e.tid = (__u32)id;
-	e.queue_ns = bpf_ktime_get_ns();
-	if (kpart)
-		kp_each(e.dev, 0, false, 0, e.queue_ns, 0, kp_bits(KP_E_FBIO, 0, false));
 	emit(&e, sizeof(e));
 	blk_count(BLK_STAT_FLUSH_BIO_EMITS);
 	return 0;

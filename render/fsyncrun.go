@@ -16,7 +16,10 @@ type FsyncFilter struct {
 	// Ext4Only: no syscall tracepoint is attached (every filesystem
 	// traced is ext4, on its own tracepoints).
 	Ext4Only bool
-	Duration time.Duration // 0: until Ctrl-C
+	// KernelPartition: --kernel-partition was given; KernelPartitionOn:
+	// and this run has it (ext4's tracepoints, a kernel that loads it).
+	KernelPartition, KernelPartitionOn bool
+	Duration                           time.Duration // 0: until Ctrl-C
 }
 
 // FsyncStart is fsync's start line on stderr: what is traced, on which
@@ -40,6 +43,12 @@ func FsyncStart(f FsyncFilter) string {
 	}
 	if f.Ext4Only {
 		s += " (on ext4's own tracepoints: no syscall tracepoint enabled)"
+	}
+	switch {
+	case f.KernelPartitionOn:
+		s += ", one kernel record per call on a plain disk"
+	case f.KernelPartition:
+		s += ", per-request records (--kernel-partition needs ext4's tracepoints and BPF spin locks)"
 	}
 	return s + " " + StopHow(f.Duration)
 }

@@ -15,6 +15,8 @@ func TestFsyncStart(t *testing.T) {
 		"tracing fsync/fdatasync Ctrl-C to stop":                                                                                                      {},
 		"tracing fsync/fdatasync of pid 1 (systemd) on vda for 30s (Ctrl-C stops sooner)":                                                             {PID: 1, PIDComm: "systemd", Dev: "vda", Duration: 30 * time.Second},
 		`tracing fsync/fdatasync of comm "etcd" in cgroup /sys/fs/cgroup/x (on ext4's own tracepoints: no syscall tracepoint enabled) Ctrl-C to stop`: {Comm: "etcd", Cgroup: "/sys/fs/cgroup/x", Ext4Only: true},
+		"tracing fsync/fdatasync, one kernel record per call on a plain disk Ctrl-C to stop":                                                          {KernelPartition: true, KernelPartitionOn: true},
+		"tracing fsync/fdatasync, per-request records (--kernel-partition needs ext4's tracepoints and BPF spin locks) Ctrl-C to stop":                {KernelPartition: true},
 	}
 	for line, f := range want {
 		if got := FsyncStart(f); got != line {

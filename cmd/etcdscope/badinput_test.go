@@ -72,6 +72,8 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"nosuch"}, fix: "run 'etcdscope help'"},
 
 	// fsync
+	{args: []string{"fsync", "--kernel-partition", "--sched"}, fix: "--kernel-partition leaves out the per-request records --sched needs: give one of them"},
+	{args: []string{"fsync", "--kernel-partition", "--capture", "/tmp/etcdscope-badinput.cap"}, fix: "records --capture needs"},
 	{args: []string{"fsync", "--workload", "wal", "--rate", "Inf"}, fix: "give appends per second from 0.001"},
 	{args: []string{"fsync", "--workload", "wal", "--rate", "NaN"}, fix: "give appends per second from 0.001"},
 	{args: []string{"fsync", "--workload", "wal", "--rate", "1e10"}, fix: "give appends per second from 0.001"},

@@ -149,7 +149,17 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 	cfg.Writes = f.writes
 	cfg.Sched = f.sched
 	// The replays, --writes and --sched need the per-request records.
-	cfg.KernelPartitionOnly = f.kernelPartition && f.capture == "" && !f.writes && !f.sched
+	if f.kernelPartition {
+		for _, c := range []struct {
+			flag string
+			on   bool
+		}{{"--capture", f.capture != ""}, {"--writes", f.writes}, {"--sched", f.sched}} {
+			if c.on {
+				return cfg, usagef("--kernel-partition leaves out the per-request records %s needs: give one of them", c.flag)
+			}
+		}
+	}
+	cfg.KernelPartitionOnly = f.kernelPartition
 	cfg.KernelPartition = cfg.KernelPartitionOnly
 	if f.readyFile != "" {
 		if err := safefile.CheckDir(f.readyFile); err != nil {
@@ -383,7 +393,9 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 		}
 		fmt.Fprintln(os.Stderr, render.WALWorkloadStart(wl.Dir))
 	}
-	fmt.Fprintln(os.Stderr, render.FsyncStart(startFacts(cfg, f, tr.Probes())))
+	sf := startFacts(cfg, f, tr.Probes())
+	sf.KernelPartitionOn = tr.KernelPartitionOnly()
+	fmt.Fprintln(os.Stderr, render.FsyncStart(sf))
 	if hint := filterHint(cfg); hint != "" {
 		fmt.Fprintln(os.Stderr, hint)
 	}
@@ -417,7 +429,8 @@ func startFacts(cfg tracer.FsyncConfig, f fsyncFlags, ps []event.Probe) render.F
 	sf := render.FsyncFilter{PID: int(cfg.PID), Comm: cfg.Comm, Cgroup: f.cgroup, Dev: f.dev, Duration: f.duration,
 		Ext4Only: !slices.ContainsFunc(ps, func(p event.Probe) bool {
 			return p.Attached && strings.HasPrefix(p.Name, "tracepoint/syscalls/")
-		})}
+		}),
+		KernelPartition: f.kernelPartition}
 	if cfg.PID != 0 {
 		sf.PIDComm = host.Comm(uint32(cfg.PID))
 	}
