@@ -395,10 +395,12 @@ type CauseLead struct {
 	GapCI            Interval
 	Longer, Compared int
 	LongerCI         Interval
-	// Separated: both GapCI lies above 0 and LongerCI above 1/2, the two
-	// tests a cluster verdict names a part by (docs/commit.md, "How the
-	// cluster verdict decides"); false when the spread is unknown (no
-	// per-write split, as in totals read back from JSON).
+	// Separated: GapCI lies above 0: the claim is where the summed time
+	// went, which the bootstrap of the shares tests (a cluster verdict
+	// also asks the sign test, Longer, because it names a part as each
+	// vote's cause). False when the spread is unknown (no per-write
+	// split, as in totals read back from JSON). One write's interval is
+	// a point: the verdict's Few caveat says so.
 	Separated bool
 }
 
@@ -485,6 +487,6 @@ func (t *CauseTotals) Lead() (CauseLead, bool) {
 		}
 	}
 	l.LongerCI = ClopperPearson(l.Longer, l.Compared)
-	l.Separated = l.GapCI.Lo > 0 && l.LongerCI.Lo > 0.5
+	l.Separated = l.GapCI.Lo > 0
 	return l, true
 }
