@@ -233,11 +233,15 @@ func clusterTable(w io.Writer, j *commit.ClusterJoin) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "vote: the leader's send to the deciding follower's ack = network (the rest: the wire and both members' peer queues) + that follower's queue, WAL append and answer (each on its own clock)")
+	// The leader's line is over the writes its own WAL append decided,
+	// the Saves that came after the quorum's acks: `etcdscope commit` on
+	// the leader splits every write's, a different set of writes.
 	for _, c := range []struct {
-		who string
-		t   *commit.CauseTotals
-	}{{"deciding followers'", &j.FollowerCause}, {"leader's (where it decided)", &j.LeaderCause}} {
-		if line := causeLine(c.who, c.t); line != "" {
+		who, of string
+		t       *commit.CauseTotals
+	}{{"deciding followers'", "over the writes they decided", &j.FollowerCause},
+		{"leader's", "only the writes its own WAL decided", &j.LeaderCause}} {
+		if line := causeLine(c.who, c.of, c.t); line != "" {
 			fmt.Fprintln(w, line)
 		}
 	}
@@ -433,21 +437,48 @@ func followerCauseVerdict(v commit.ClusterVerdict, f followerWords) string {
 }
 
 // causeLine is the table's line of whose fdatasyncs by cause: the
-// shares of the summed time, largest first (those of 1% or more); ""
-// when none was split.
-func causeLine(who string, t *commit.CauseTotals) string {
+// shares of the summed time, largest first (those of 1% or more), the
+// disk's layers together as one cause, its layers after it, as commit's
+// split line counts them (a CPU wait larger than each layer is not
+// larger than the disk); "" when none was split. of says over which
+// writes.
+func causeLine(who, of string, t *commit.CauseTotals) string {
 	if t.Joined == 0 {
 		return ""
 	}
-	cs := slices.Clone(commit.CauseOrder)
-	slices.SortStableFunc(cs, func(a, b commit.Cause) int { return cmp.Compare(t.Ns[b], t.Ns[a]) })
-	var parts []string
-	for _, c := range cs {
-		if sh := t.Share(c); sh >= 0.01 && len(parts) < 6 {
-			parts = append(parts, fmt.Sprintf("%s %.0f%%", c, 100*sh))
+	byShare := func(cs []commit.Cause) []commit.Cause {
+		cs = slices.Clone(cs)
+		slices.SortStableFunc(cs, func(a, b commit.Cause) int { return cmp.Compare(t.Ns[b], t.Ns[a]) })
+		return cs
+	}
+	var layers []string
+	var others []commit.Cause
+	for _, c := range byShare(commit.CauseOrder) {
+		if !c.Disk() {
+			others = append(others, c)
+		} else if sh := t.Share(c); sh >= 0.01 {
+			layers = append(layers, fmt.Sprintf("%s %.0f%%", c, 100*sh))
 		}
 	}
-	return fmt.Sprintf("%s WAL sync by cause (%d of %d split): %s", who, t.Joined, t.Joined+t.Unjoined, strings.Join(parts, ", "))
+	type side struct {
+		share float64
+		text  string
+	}
+	var sides []side
+	if d := t.DiskShare(); d >= 0.01 {
+		sides = append(sides, side{d, fmt.Sprintf("disk %.0f%% (%s)", 100*d, strings.Join(layers, ", "))})
+	}
+	for _, c := range others {
+		if sh := t.Share(c); sh >= 0.01 {
+			sides = append(sides, side{sh, fmt.Sprintf("%s %.0f%%", c, 100*sh)})
+		}
+	}
+	slices.SortStableFunc(sides, func(a, b side) int { return cmp.Compare(b.share, a.share) })
+	var parts []string
+	for _, s := range sides[:min(len(sides), 5)] {
+		parts = append(parts, s.text)
+	}
+	return fmt.Sprintf("%s WAL sync by cause, %s (%d of %d split): %s", who, of, t.Joined, t.Joined+t.Unjoined, strings.Join(parts, ", "))
 }
 
 // leaderCauseVerdict words the leader's WAL verdict by the top cause of

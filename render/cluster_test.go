@@ -94,12 +94,22 @@ func TestClusterVerdictCause(t *testing.T) {
 	}
 	tot := commit.CauseTotals{Joined: 60, Unjoined: 2, Ns: map[commit.Cause]int64{commit.CauseDeviceFlush: 474e6, commit.CauseJournal: 36e6,
 		commit.CauseCPUWait: 18e6, commit.CauseOutside: 12e6, commit.CauseRunning: 1e3}}
-	line := causeLine("deciding followers'", &tot)
-	const want = "deciding followers' WAL sync by cause (60 of 62 split): device_flush 88%, journal 7%, cpu_wait 3%, outside_syscalls 2%"
+	line := causeLine("deciding followers'", "over the writes they decided", &tot)
+	const want = "deciding followers' WAL sync by cause, over the writes they decided (60 of 62 split): disk 94% (device_flush 88%, journal 7%), cpu_wait 3%, outside_syscalls 2%"
 	if line != want {
 		t.Errorf("cause line %q, want %q", line, want)
 	}
-	if l := causeLine("deciding followers'", &commit.CauseTotals{Unjoined: 3}); l != "" {
+	// The user's leader of 2026-12-07: a CPU wait larger than each layer
+	// led the line ("cpu_wait 54%") while commit's split of the same
+	// member said disk first; the disk's layers are one cause here too.
+	tot = commit.CauseTotals{Joined: 38, Ns: map[commit.Cause]int64{commit.CauseDataWriteback: 15e6, commit.CauseJournal: 10e6, commit.CauseDeviceFlush: 8e6,
+		commit.CauseBlockQueue: 7e6, commit.CauseCPUWait: 38e6, commit.CauseRunning: 8e6, commit.CauseBlocked: 10e6, commit.CauseOutside: 4e6}}
+	line = causeLine("leader's", "only the writes its own WAL decided", &tot)
+	const wantLeader = "leader's WAL sync by cause, only the writes its own WAL decided (38 of 38 split): disk 40% (data_writeback 15%, journal 10%, device_flush 8%, block_queue 7%), cpu_wait 38%, blocked 10%, running 8%, outside_syscalls 4%"
+	if line != wantLeader {
+		t.Errorf("leader's cause line %q, want %q", line, wantLeader)
+	}
+	if l := causeLine("deciding followers'", "", &commit.CauseTotals{Unjoined: 3}); l != "" {
 		t.Errorf("no cause joined: %q", l)
 	}
 }
