@@ -233,11 +233,15 @@ func clusterTable(w io.Writer, j *commit.ClusterJoin) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "vote: the leader's send to the deciding follower's ack = network (the rest: the wire and both members' peer queues) + that follower's queue, WAL append and answer (each on its own clock)")
+	// The leader's line is over the writes its own WAL append decided,
+	// the Saves that came after the quorum's acks: `etcdscope commit` on
+	// the leader splits every write's, a different set of writes.
 	for _, c := range []struct {
-		who string
-		t   *commit.CauseTotals
-	}{{"deciding followers'", &j.FollowerCause}, {"leader's (where it decided)", &j.LeaderCause}} {
-		if line := causeLine(c.who, c.t); line != "" {
+		who, of string
+		t       *commit.CauseTotals
+	}{{"deciding followers'", "over the writes they decided", &j.FollowerCause},
+		{"leader's", "only the writes its own WAL decided", &j.LeaderCause}} {
+		if line := causeLine(c.who, c.of, c.t); line != "" {
 			fmt.Fprintln(w, line)
 		}
 	}
@@ -419,47 +423,107 @@ func noCausePart(v commit.ClusterVerdict, p commit.PartShare, f followerWords) s
 
 // followerCauseVerdict words a follower's WAL verdict by the top cause of
 // its fdatasyncs: its disk (by the largest layer), a CPU, or another
-// wait; the cause's p50 first.
+// wait; that side's share of the WAL sync time first (the disk's layers
+// together, as the cause line), both sides when they are close.
 func followerCauseVerdict(v commit.ClusterVerdict, f followerWords) string {
 	nums := fmt.Sprintf("%s %s of %s %s vote (p50; WAL append %s, WAL sync %s; %s, %d split by cause)",
 		v.Cause, commitMs(v.CauseNs), f.its, commitMs(v.VoteNs), commitMs(v.PartNs), commitMs(v.FdatasyncNs), f.of, v.CauseJoined)
+	if l := v.CauseLead; l.HasRunner && !l.Separated {
+		// No one cause's p50 to lead with: the vote's.
+		return fmt.Sprintf("writes wait %s (%.0f%%) and %s (%.0f%%) alike, of %s WAL sync: %s vote %s (p50; WAL append %s, WAL sync %s; %s, %d split by cause)",
+			clusterSide(l.Cause, f.poss+" disk"+f.s), l.Pct, clusterSide(l.Runner, f.poss+" disk"+f.s), l.RunnerPct, f.its,
+			f.its, commitMs(v.VoteNs), commitMs(v.PartNs), commitMs(v.FdatasyncNs), f.of, v.CauseJoined)
+	}
+	share := leadShare(v.CauseLead)
 	switch {
 	case v.Cause.Disk():
-		return fmt.Sprintf("writes wait on %s disk%s: %s", f.poss, f.s, nums)
+		return fmt.Sprintf("writes wait on %s disk%s%s: %s", f.poss, f.s, share, nums)
 	case v.Cause == commit.CauseCPUWait:
-		return fmt.Sprintf("writes wait for a CPU on %s, not %s disk%s: %s", f.who, f.its, f.s, nums)
+		return fmt.Sprintf("writes wait for a CPU on %s, not %s disk%s%s: %s", f.who, f.its, f.s, share, nums)
 	}
-	return fmt.Sprintf("writes wait on %s WAL append: %s", f.poss, nums)
+	return fmt.Sprintf("writes wait on %s WAL append%s: %s", f.poss, share, nums)
+}
+
+// leadShare is a verdict's top side's share of the WAL sync time, " (40%
+// of WAL sync)"; "" when unknown.
+func leadShare(l commit.CauseLead) string {
+	if l.Cause == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (%.0f%% of WAL sync)", l.Pct)
+}
+
+// clusterSide is what a write waits on by a side of a CauseLead, the
+// disk named as disk.
+func clusterSide(c commit.Cause, disk string) string {
+	if c.Disk() {
+		return "on " + disk
+	}
+	return sideWait(c)
 }
 
 // causeLine is the table's line of whose fdatasyncs by cause: the
-// shares of the summed time, largest first (those of 1% or more); ""
-// when none was split.
-func causeLine(who string, t *commit.CauseTotals) string {
+// shares of the summed time, largest first (those of 1% or more), the
+// disk's layers together as one cause, its layers after it, as commit's
+// split line counts them (a CPU wait larger than each layer is not
+// larger than the disk); "" when none was split. of says over which
+// writes.
+func causeLine(who, of string, t *commit.CauseTotals) string {
 	if t.Joined == 0 {
 		return ""
 	}
-	cs := slices.Clone(commit.CauseOrder)
-	slices.SortStableFunc(cs, func(a, b commit.Cause) int { return cmp.Compare(t.Ns[b], t.Ns[a]) })
-	var parts []string
-	for _, c := range cs {
-		if sh := t.Share(c); sh >= 0.01 && len(parts) < 6 {
-			parts = append(parts, fmt.Sprintf("%s %.0f%%", c, 100*sh))
+	byShare := func(cs []commit.Cause) []commit.Cause {
+		cs = slices.Clone(cs)
+		slices.SortStableFunc(cs, func(a, b commit.Cause) int { return cmp.Compare(t.Ns[b], t.Ns[a]) })
+		return cs
+	}
+	var layers []string
+	var others []commit.Cause
+	for _, c := range byShare(commit.CauseOrder) {
+		if !c.Disk() {
+			others = append(others, c)
+		} else if sh := t.Share(c); sh >= 0.01 {
+			layers = append(layers, fmt.Sprintf("%s %.0f%%", c, 100*sh))
 		}
 	}
-	return fmt.Sprintf("%s WAL sync by cause (%d of %d split): %s", who, t.Joined, t.Joined+t.Unjoined, strings.Join(parts, ", "))
+	type side struct {
+		share float64
+		text  string
+	}
+	var sides []side
+	if d := t.DiskShare(); d >= 0.01 {
+		sides = append(sides, side{d, fmt.Sprintf("disk %.0f%% (%s)", 100*d, strings.Join(layers, ", "))})
+	}
+	for _, c := range others {
+		if sh := t.Share(c); sh >= 0.01 {
+			sides = append(sides, side{sh, fmt.Sprintf("%s %.0f%%", c, 100*sh)})
+		}
+	}
+	slices.SortStableFunc(sides, func(a, b side) int { return cmp.Compare(b.share, a.share) })
+	var parts []string
+	for _, s := range sides[:min(len(sides), 5)] {
+		parts = append(parts, s.text)
+	}
+	return fmt.Sprintf("%s WAL sync by cause, %s (%d of %d split): %s", who, of, t.Joined, t.Joined+t.Unjoined, strings.Join(parts, ", "))
 }
 
 // leaderCauseVerdict words the leader's WAL verdict by the top cause of
-// its fdatasyncs, the cause's p50 first.
+// its fdatasyncs, that side's share of the WAL sync time first (both
+// sides when they are close), then the cause's p50.
 func leaderCauseVerdict(v commit.ClusterVerdict) string {
 	nums := fmt.Sprintf("%s %s of its %s WAL append (p50; it came last in %d of %d joined writes, %d split by cause)",
 		v.Cause, commitMs(v.CauseNs), commitMs(v.PartNs), v.Decided, v.Joined, v.CauseJoined)
+	if l := v.CauseLead; l.HasRunner && !l.Separated {
+		return fmt.Sprintf("writes wait %s (%.0f%%) and %s (%.0f%%) alike, of its WAL sync: its WAL append %s (p50; it came last in %d of %d joined writes, %d split by cause)",
+			clusterSide(l.Cause, "the leader's own disk"), l.Pct, clusterSide(l.Runner, "the leader's own disk"), l.RunnerPct,
+			commitMs(v.PartNs), v.Decided, v.Joined, v.CauseJoined)
+	}
+	share := leadShare(v.CauseLead)
 	switch {
 	case v.Cause.Disk():
-		return "writes wait on the leader's own disk: " + nums
+		return "writes wait on the leader's own disk" + share + ": " + nums
 	case v.Cause == commit.CauseCPUWait:
-		return "writes wait for a CPU on the leader, not its disk: " + nums
+		return "writes wait for a CPU on the leader, not its disk" + share + ": " + nums
 	}
-	return "writes wait on the leader's own WAL append: " + nums
+	return "writes wait on the leader's own WAL append" + share + ": " + nums
 }

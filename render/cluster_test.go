@@ -76,30 +76,54 @@ func TestClusterVerdictCause(t *testing.T) {
 		cause commit.Cause
 		want  string
 	}{
-		{commit.CauseDeviceFlush, "writes wait on m3's disk: device_flush 7.90 ms of its 9.10 ms vote (p50;"},
-		{commit.CauseDM, "writes wait on m3's disk: dm 7.90 ms of its 9.10 ms vote"},
-		{commit.CauseCPUWait, "writes wait for a CPU on m3, not its disk: cpu_wait 7.90 ms of its 9.10 ms vote"},
-		{commit.CauseBlocked, "writes wait on m3's WAL append: blocked 7.90 ms of its 9.10 ms vote"},
+		{commit.CauseDeviceFlush, "writes wait on m3's disk (87% of WAL sync): device_flush 7.90 ms of its 9.10 ms vote (p50;"},
+		{commit.CauseDM, "writes wait on m3's disk (87% of WAL sync): dm 7.90 ms of its 9.10 ms vote"},
+		{commit.CauseCPUWait, "writes wait for a CPU on m3, not its disk (87% of WAL sync): cpu_wait 7.90 ms of its 9.10 ms vote"},
+		{commit.CauseBlocked, "writes wait on m3's WAL append (87% of WAL sync): blocked 7.90 ms of its 9.10 ms vote"},
 	} {
 		v := base
-		v.Cause = tc.cause
+		v.Cause, v.CauseLead = tc.cause, commit.CauseLead{Cause: tc.cause, Pct: 87, Runner: commit.CauseJournal, RunnerPct: 9, HasRunner: true, Separated: true}
 		got := clusterVerdict(v, names)
 		if !strings.HasPrefix(got, tc.want) || !strings.Contains(got, "60 split by cause") || len(got) > 200 || strings.Contains(got, "\n") {
 			t.Errorf("%s: %q (%d chars): want it to begin %q, at most 200 characters", tc.cause, got, len(got), tc.want)
 		}
 	}
-	lead := commit.ClusterVerdict{Kind: commit.ClusterVerdictLeaderWAL, Decided: 38, Joined: 100, PartNs: 0.82e6, Cause: commit.CauseJournal, CauseNs: 0.41e6, CauseJoined: 38}
-	if got, want := clusterVerdict(lead, names), "writes wait on the leader's own disk: journal 0.41 ms of its 0.82 ms WAL append (p50; it came last in 38 of 100 joined writes, 38 split by cause)"; got != want {
+	lead := commit.ClusterVerdict{Kind: commit.ClusterVerdictLeaderWAL, Decided: 38, Joined: 100, PartNs: 0.82e6, Cause: commit.CauseJournal, CauseNs: 0.41e6, CauseJoined: 38,
+		CauseLead: commit.CauseLead{Cause: commit.CauseJournal, Pct: 71, Runner: commit.CauseCPUWait, RunnerPct: 20, HasRunner: true, Separated: true}}
+	if got, want := clusterVerdict(lead, names), "writes wait on the leader's own disk (71% of WAL sync): journal 0.41 ms of its 0.82 ms WAL append (p50; it came last in 38 of 100 joined writes, 38 split by cause)"; got != want {
 		t.Errorf("leader's WAL: %q, want %q", got, want)
+	}
+	// The user's leader of 2026-12-07: the disk's layers 40% against a
+	// CPU wait of 38%, not set apart by the writes' spread: both named,
+	// each with the share the cause line prints.
+	lead.CauseLead = commit.CauseLead{Cause: commit.CauseDataWriteback, Pct: 40, Runner: commit.CauseCPUWait, RunnerPct: 38, HasRunner: true}
+	lead.Cause = commit.CauseDataWriteback
+	if got, want := clusterVerdict(lead, names), "writes wait on the leader's own disk (40%) and for a CPU (38%) alike, of its WAL sync: its WAL append 0.82 ms (p50; it came last in 38 of 100"; !strings.HasPrefix(got, want) || len(got) > 200 {
+		t.Errorf("leader's WAL, close: %q (%d chars), want it to begin %q", got, len(got), want)
+	}
+	v := base
+	v.Cause, v.CauseLead = commit.CauseCPUWait, commit.CauseLead{Cause: commit.CauseCPUWait, Pct: 45, Runner: commit.CauseDeviceFlush, RunnerPct: 41, HasRunner: true}
+	if got, want := clusterVerdict(v, names), "writes wait for a CPU (45%) and on m3's disk (41%) alike, of its WAL sync: its vote 9.10 ms (p50; WAL append 9.00 ms"; !strings.HasPrefix(got, want) || len(got) > 200 {
+		t.Errorf("follower, close: %q (%d chars), want it to begin %q", got, len(got), want)
 	}
 	tot := commit.CauseTotals{Joined: 60, Unjoined: 2, Ns: map[commit.Cause]int64{commit.CauseDeviceFlush: 474e6, commit.CauseJournal: 36e6,
 		commit.CauseCPUWait: 18e6, commit.CauseOutside: 12e6, commit.CauseRunning: 1e3}}
-	line := causeLine("deciding followers'", &tot)
-	const want = "deciding followers' WAL sync by cause (60 of 62 split): device_flush 88%, journal 7%, cpu_wait 3%, outside_syscalls 2%"
+	line := causeLine("deciding followers'", "over the writes they decided", &tot)
+	const want = "deciding followers' WAL sync by cause, over the writes they decided (60 of 62 split): disk 94% (device_flush 88%, journal 7%), cpu_wait 3%, outside_syscalls 2%"
 	if line != want {
 		t.Errorf("cause line %q, want %q", line, want)
 	}
-	if l := causeLine("deciding followers'", &commit.CauseTotals{Unjoined: 3}); l != "" {
+	// The user's leader of 2026-12-07: a CPU wait larger than each layer
+	// led the line ("cpu_wait 54%") while commit's split of the same
+	// member said disk first; the disk's layers are one cause here too.
+	tot = commit.CauseTotals{Joined: 38, Ns: map[commit.Cause]int64{commit.CauseDataWriteback: 15e6, commit.CauseJournal: 10e6, commit.CauseDeviceFlush: 8e6,
+		commit.CauseBlockQueue: 7e6, commit.CauseCPUWait: 38e6, commit.CauseRunning: 8e6, commit.CauseBlocked: 10e6, commit.CauseOutside: 4e6}}
+	line = causeLine("leader's", "only the writes its own WAL decided", &tot)
+	const wantLeader = "leader's WAL sync by cause, only the writes its own WAL decided (38 of 38 split): disk 40% (data_writeback 15%, journal 10%, device_flush 8%, block_queue 7%), cpu_wait 38%, blocked 10%, running 8%, outside_syscalls 4%"
+	if line != wantLeader {
+		t.Errorf("leader's cause line %q, want %q", line, wantLeader)
+	}
+	if l := causeLine("deciding followers'", "", &commit.CauseTotals{Unjoined: 3}); l != "" {
 		t.Errorf("no cause joined: %q", l)
 	}
 }

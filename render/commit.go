@@ -369,7 +369,12 @@ func commitVerdictKind(v commit.Verdict, names commit.Names) verdictText {
 		}
 		f := v.Forward
 		if f.Follower {
-			return one(fmt.Sprintf("writes wait on forwarding to the leader (%.0f%% of the time): forward p50 %s, then quorum_wait p50 %s", v.SharePct, p50(f.ForwardP50Ns), p50(f.QuorumWaitP50Ns)),
+			// The shares as the table's column prints them, and what they add.
+			shares := fmt.Sprintf("forward %.1f%% + quorum_wait %.1f%%", f.ForwardPct, f.QuorumWaitPct)
+			if f.QuorumWaitP50Ns < 0 {
+				shares = fmt.Sprintf("forward %.1f%%", f.ForwardPct)
+			}
+			return one(fmt.Sprintf("writes wait on forwarding to the leader (%s of the time): forward p50 %s, then quorum_wait p50 %s", shares, p50(f.ForwardP50Ns), p50(f.QuorumWaitP50Ns)),
 				"forward: to the leader and back with the entry; quorum_wait: the leader's quorum and its commit notice", movePoint)
 		}
 		return one(fmt.Sprintf("writes wait on forwarding to the leader (%.0f%% of the time, p50 %s)", v.SharePct, p50(f.ForwardP50Ns)), movePoint)
@@ -414,11 +419,22 @@ func walVerdict(v commit.Verdict) verdictText {
 			pct(commit.CauseCPUWait), pct(commit.CauseRunning), pct(commit.CauseBlocked), pct(commit.CauseOutside)),
 	}
 	// Each line leads with the cause and its share of (*WAL).sync's time,
+	// the share the split above prints (the disk's: its layers together),
 	// then the WAL append's numbers.
+	l := wal.Lead
+	if l.HasRunner && !l.Separated {
+		// Two sides the run's spread does not set apart: both named.
+		more := append(split, fmt.Sprintf("not set apart by this run's spread: the gap's 95%% interval %.0f to %.0f points, %s the longer in %d of %d writes (%s)",
+			l.GapCI.Lo, l.GapCI.Hi, sideLabel(l.Cause), l.Longer, l.Compared, causeMethod))
+		if l.Cause == commit.CauseCPUWait || l.Runner == commit.CauseCPUWait {
+			more = append(more, cpuCheck)
+		}
+		return verdictText{fmt.Sprintf("writes wait %s (%.0f%%) and %s (%.0f%%) alike, of (*WAL).sync's time: %s", sideWait(l.Cause), l.Pct, sideWait(l.Runner), l.RunnerPct, head), more}
+	}
 	var line string
 	switch top := wal.Cause; {
 	case top.Disk():
-		line = fmt.Sprintf("writes wait on the local disk, most on its %s (%s of (*WAL).sync): %s", strings.ReplaceAll(string(top), "_", " "), pct(top), head)
+		line = fmt.Sprintf("writes wait on the local disk (%.0f%% of (*WAL).sync, most in its %s: %s): %s", l.Pct, sideName(top), pct(top), head)
 	case top == commit.CauseCPUWait:
 		// Linux 6.18+ throttles on the return to user space: the wait can
 		// land around the syscall, not in it (docs/commit.md).
@@ -434,6 +450,40 @@ func walVerdict(v commit.Verdict) verdictText {
 		line = "writes wait in the syscalls with no I/O in flight (the scheduler was not followed): " + head
 	}
 	return verdictText{line, split}
+}
+
+// causeMethod is where the docs say when two causes of the WAL sync are
+// named alike.
+const causeMethod = "docs/commit.md#what-the-wal-fdatasync-waited-on-the-disk-or-a-cpu"
+
+// sideName is a cause as the split line words it ("device flush").
+func sideName(c commit.Cause) string { return strings.ReplaceAll(string(c), "_", " ") }
+
+// sideLabel is a side of a CauseLead as the split line words it: "the
+// disk" for any of its layers, else the cause.
+func sideLabel(c commit.Cause) string {
+	if c.Disk() {
+		return "the disk"
+	}
+	return sideName(c)
+}
+
+// sideWait is what a write waits on, by a side of a CauseLead: the disk
+// (any of its layers) or another cause.
+func sideWait(c commit.Cause) string {
+	switch {
+	case c.Disk():
+		return "on the local disk"
+	case c == commit.CauseCPUWait:
+		return "for a CPU"
+	case c == commit.CauseRunning:
+		return "on the kernel's own work in the syscalls"
+	case c == commit.CauseBlocked:
+		return "asleep in the syscalls"
+	case c == commit.CauseOutside:
+		return "on Go code outside the syscalls"
+	}
+	return "in the syscalls with no I/O in flight"
 }
 
 // CommitMissing words what a write missed, as the commit record's

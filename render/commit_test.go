@@ -48,7 +48,7 @@ func TestCommitVerdicts(t *testing.T) {
 		// deciding vote is local WAL in 0 of 40 writes", which a follower
 		// never sees. Both are the round trip to the leader.
 		{"follower of a far leader, quorum_wait the larger", mk(commit.RoleFollower, map[string]int64{commit.PartForward: 40e6, commit.PartWALAppend: 2e6, commit.PartQuorumWait: 48e6, commit.PartApply: 3e6, commit.PartReturn: 1e6}, 0, false),
-			commit.ClusterState{Voters: 3, Names: names}, []string{"writes wait on forwarding to the leader (94% of the time", "forward p50 40.00 ms", "quorum_wait p50 48.00 ms"}},
+			commit.ClusterState{Voters: 3, Names: names}, []string{"writes wait on forwarding to the leader (forward 42.6% + quorum_wait 51.1% of the time)", "forward p50 40.00 ms", "quorum_wait p50 48.00 ms"}},
 		{"apply", mk(commit.RoleLeader, map[string]int64{commit.PartWALAppend: 1e6, commit.PartApply: 9e6}, commit.LocalVote, true),
 			commit.ClusterState{Voters: 1, Names: names}, []string{"writes wait on apply"}},
 	}
@@ -98,10 +98,10 @@ func TestCommitCauseVerdicts(t *testing.T) {
 			[]string{"writes wait for a CPU, not the disk", "WAL append p50 639.00 ms", "waiting for a CPU 99%", "CPU throttling"}, "local disk", ""},
 		{"the device's flush", wal,
 			[]*commit.SyncCause{{Ns: map[commit.Cause]int64{commit.CauseDeviceFlush: 500e6, commit.CauseJournal: 100e6, commit.CauseCPUWait: 38e6}}},
-			[]string{"writes wait on the local disk, most on its device flush", "device flush 78%"}, "wait for a CPU", ""},
+			[]string{"writes wait on the local disk (94% of (*WAL).sync, most in its device flush: 78%)", "disk 94% (device flush 78%"}, "wait for a CPU", ""},
 		{"disk layers together outweigh a CPU wait larger than each", wal,
 			[]*commit.SyncCause{{Ns: map[commit.Cause]int64{commit.CauseDataWriteback: 30e6, commit.CauseJournal: 11e6, commit.CauseDeviceFlush: 8e6, commit.CauseBlockQueue: 10e6, commit.CauseCPUWait: 25e6, commit.CauseRunning: 14e6}}},
-			[]string{"writes wait on the local disk, most on its data writeback"}, "wait for a CPU", ""},
+			[]string{"writes wait on the local disk (60% of (*WAL).sync, most in its data writeback: 31%)", "disk 60%"}, "wait for a CPU", ""},
 		{"no fsync tracer", wal, nil,
 			[]string{"writes wait on the local disk: WAL append p50 639.00 ms", "run `etcdscope fsync --comm etcd`"}, "CPU", ""},
 		{"apply dominates, the fdatasyncs still show the starving", apply,
@@ -127,6 +127,40 @@ func TestCommitCauseVerdicts(t *testing.T) {
 				t.Errorf("verdicts %q lack %q", v, tc.extra)
 			}
 		})
+	}
+}
+
+// TestCommitCauseVerdictClose: the user's run of 2026-12-07 (a leader of
+// three, ~20 puts/s): disk 40% (data writeback 15%) against waiting for
+// a CPU 38%, the writes split both ways. The verdict quoted "most on its
+// data writeback (15% of (*WAL).sync)", a layer's share, and named the
+// disk alone; it now leads with both sides' shares as the split prints
+// them and says why it names both.
+func TestCommitCauseVerdictClose(t *testing.T) {
+	r := commit.NewReport()
+	var causes []*commit.SyncCause
+	for i := range 100 {
+		w := commit.Write{Role: commit.RoleLeader, StartNs: 1, EndNs: 1 + 2e6, WALSyncNs: 1e6,
+			PartsNs: map[string]int64{commit.PartWALAppend: 15e5, commit.PartApply: 5e5}}
+		r.Add(&w)
+		ns := map[commit.Cause]int64{commit.CauseDataWriteback: 250e3, commit.CauseJournal: 150e3, commit.CauseDeviceFlush: 120e3, commit.CauseBlockQueue: 80e3,
+			commit.CauseCPUWait: 180e3, commit.CauseRunning: 80e3, commit.CauseBlocked: 100e3, commit.CauseOutside: 40e3}
+		if i%2 == 1 {
+			ns = map[commit.Cause]int64{commit.CauseDataWriteback: 50e3, commit.CauseJournal: 50e3, commit.CauseDeviceFlush: 40e3, commit.CauseBlockQueue: 60e3,
+				commit.CauseCPUWait: 580e3, commit.CauseRunning: 80e3, commit.CauseBlocked: 100e3, commit.CauseOutside: 40e3}
+		}
+		causes = append(causes, &commit.SyncCause{Ns: ns})
+	}
+	r.AddCauses(causes)
+	v := CommitVerdictBlocks(r, commit.ClusterState{Voters: 1})[0]
+	for _, s := range []string{"writes wait on the local disk (40%) and for a CPU (38%) alike, of (*WAL).sync's time", "split per call: disk 40% (",
+		"waiting for a CPU 38%", "not set apart by this run's spread", "the disk the longer in 50 of 100 writes", cpuCheck} {
+		if !strings.Contains(v, s) {
+			t.Errorf("verdict %q lacks %q", v, s)
+		}
+	}
+	if line, _, _ := strings.Cut(v, "\n"); strings.Contains(line, "15%") {
+		t.Errorf("verdict %q quotes a layer's share as the cause's", v)
 	}
 }
 

@@ -2,6 +2,8 @@ package commit
 
 import (
 	"cmp"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"sort"
 
@@ -255,7 +257,28 @@ type CauseTotals struct {
 	Joined   int             `json:"joined"`
 	Unjoined int             `json:"unjoined"`
 	Ns       map[Cause]int64 `json:"ns,omitempty"` // summed over the joined writes
+	// rows: per joined write, its sides (the disk's layers together,
+	// then each other cause in otherCauses order), every stride-th write
+	// once more than maxLeadRows were joined: the spread Lead weighs.
+	rows   []causeRow
+	stride int
+	seen   int
 }
+
+// otherCauses are the causes that are not the disk's, in CauseOrder: with
+// the disk (its layers together) the sides a CauseLead weighs.
+var otherCauses = []Cause{CauseCPUWait, CauseRunning, CauseBlocked, CauseOther, CauseOutside}
+
+// causeRow is one write's time by side: [0] the disk, [1+k] otherCauses[k].
+type causeRow [6]int64
+
+// maxLeadRows is the most writes Lead resamples: the size of the largest
+// cluster join, whose 2000 resamples take about 0.1 s here
+// (docs/commit.md). Past it every other kept write is dropped and the
+// stride doubles, a systematic sample in time order; its interval is
+// wider than all the writes' would be, so a gap it calls close may not
+// be, never the reverse beyond the level.
+const maxLeadRows = 4096
 
 // Add counts one write's cause (nil: not joined).
 func (t *CauseTotals) Add(c *SyncCause) {
@@ -267,9 +290,34 @@ func (t *CauseTotals) Add(c *SyncCause) {
 	if t.Ns == nil {
 		t.Ns = map[Cause]int64{}
 	}
+	var row causeRow
 	for k, v := range c.Ns {
 		t.Ns[k] += v
+		if k.Disk() {
+			row[0] += v
+		} else if i := slices.Index(otherCauses, k); i >= 0 {
+			row[1+i] += v
+		}
 	}
+	if t.stride == 0 {
+		t.stride = 1
+	}
+	if t.seen%t.stride == 0 {
+		t.rows = append(t.rows, row)
+		if len(t.rows) >= 2*maxLeadRows {
+			for i := range maxLeadRows {
+				t.rows[i] = t.rows[2*i]
+			}
+			t.rows, t.stride = t.rows[:maxLeadRows], 2*t.stride
+		}
+	}
+	t.seen++
+}
+
+// Sums returns t without the per-write spread Lead weighs: the numbers
+// its JSON carries.
+func (t *CauseTotals) Sums() CauseTotals {
+	return CauseTotals{Joined: t.Joined, Unjoined: t.Unjoined, Ns: t.Ns}
 }
 
 // Share returns cause c's part of the summed time, 0..1.
@@ -321,4 +369,124 @@ func (t *CauseTotals) Top() (Cause, bool) {
 		return disk, true
 	}
 	return other, true
+}
+
+// CauseLead is what the writes' WAL syncs waited on most, weighed against
+// the next: the disk (its layers together, one cause) or another cause,
+// each side's share of the summed time (the shares the table prints:
+// Share, DiskShare), and whether the run's own spread sets the first
+// apart.
+type CauseLead struct {
+	// Cause: Top's cause (the disk named by its largest layer); Pct its
+	// side's share of the summed time, percent: every disk layer
+	// together when Cause.Disk().
+	Cause Cause
+	Pct   float64
+	// Runner: the next side (the disk by its largest layer, or another
+	// cause) and its share; HasRunner false when no other side was
+	// measured.
+	Runner    Cause
+	RunnerPct float64
+	HasRunner bool
+	// GapCI: the VerdictLevel paired bootstrap interval of Pct minus
+	// RunnerPct over the joined writes (percentage points); Longer of
+	// Compared writes spent longer on Cause's side than on Runner's
+	// (ties left out), LongerCI = ClopperPearson(Longer, Compared).
+	GapCI            Interval
+	Longer, Compared int
+	LongerCI         Interval
+	// Separated: GapCI lies above 0: the claim is where the summed time
+	// went, which the bootstrap of the shares tests (a cluster verdict
+	// also asks the sign test, Longer, because it names a part as each
+	// vote's cause). False when the spread is unknown (no per-write
+	// split, as in totals read back from JSON). One write's interval is
+	// a point: the verdict's Few caveat says so.
+	Separated bool
+}
+
+// Lead returns the top cause against the runner-up with the evidence
+// between them; false when Top has none.
+func (t *CauseTotals) Lead() (CauseLead, bool) {
+	top, ok := t.Top()
+	if !ok {
+		return CauseLead{}, false
+	}
+	var sum causeRow
+	layer := func() Cause { // the disk's largest layer
+		var c Cause
+		var best int64 = -1
+		for _, k := range CauseOrder {
+			if k.Disk() && t.Ns[k] > best {
+				c, best = k, t.Ns[k]
+			}
+		}
+		return c
+	}
+	for k, v := range t.Ns {
+		if k.Disk() {
+			sum[0] += v
+		} else if i := slices.Index(otherCauses, k); i >= 0 {
+			sum[1+i] += v
+		}
+	}
+	var total int64
+	for _, v := range sum {
+		total += v
+	}
+	side := func(i int) Cause {
+		if i == 0 {
+			return layer()
+		}
+		return otherCauses[i-1]
+	}
+	a := 0
+	if !top.Disk() {
+		a = 1 + slices.Index(otherCauses, top)
+	}
+	b := -1
+	for i := range sum {
+		if i != a && sum[i] > 0 && (b < 0 || sum[i] > sum[b]) {
+			b = i
+		}
+	}
+	pct := func(v int64) float64 { return 100 * float64(v) / float64(max(total, 1)) }
+	l := CauseLead{Cause: top, Pct: pct(sum[a]), GapCI: Interval{math.Inf(-1), math.Inf(1)}, LongerCI: Interval{0, 1}}
+	if b < 0 {
+		// Nothing else measured: the one side is all of it.
+		l.Separated = len(t.rows) > 0
+		return l, true
+	}
+	l.Runner, l.RunnerPct, l.HasRunner = side(b), pct(sum[b]), true
+	if len(t.rows) == 0 {
+		return l, true
+	}
+	rng := rand.New(rand.NewPCG(bootstrapSeed, uint64(len(t.rows))))
+	gaps := make([]float64, 0, BootstrapResamples)
+	for range BootstrapResamples {
+		var sa, sb, st int64
+		for range t.rows {
+			r := &t.rows[rng.IntN(len(t.rows))]
+			sa, sb = sa+r[a], sb+r[b]
+			for _, v := range r {
+				st += v
+			}
+		}
+		if st > 0 {
+			gaps = append(gaps, 100*float64(sa-sb)/float64(st))
+		} else {
+			gaps = append(gaps, 0)
+		}
+	}
+	l.GapCI = percentile(gaps)
+	for _, r := range t.rows {
+		if r[a] != r[b] {
+			l.Compared++
+			if r[a] > r[b] {
+				l.Longer++
+			}
+		}
+	}
+	l.LongerCI = ClopperPearson(l.Longer, l.Compared)
+	l.Separated = l.GapCI.Lo > 0
+	return l, true
 }

@@ -1,6 +1,7 @@
 package commit
 
 import (
+	"math"
 	"testing"
 
 	"github.com/etcdscope/etcdscope/analysis"
@@ -104,5 +105,58 @@ func TestJoinerSyncWindow(t *testing.T) {
 	w := ws[0].WALSyncWindow
 	if w.StartNs != us(201) || w.EndNs != us(699) || w.TIDs != [2]uint32{tidRaft, tidMoved} || int64(w.EndNs-w.StartNs) != ws[0].WALSyncNs {
 		t.Errorf("window %+v, WALSyncNs %d", w, ws[0].WALSyncNs)
+	}
+}
+
+// TestCauseLead: the verdict's number is the top side's share of the
+// summed time the table prints (the disk's layers together), and two
+// sides the run's spread does not set apart are not separated. The
+// user's run of 2026-12-07 (3 members, ~20 puts/s): disk 40% (data
+// writeback 15% its largest layer) against waiting for a CPU 38%; the
+// verdict quoted "15% of (*WAL).sync" and named the disk alone.
+func TestCauseLead(t *testing.T) {
+	mk := func(wb, journal, flush, queue, cpu, running, blocked, outside int64) *SyncCause {
+		return &SyncCause{Ns: map[Cause]int64{CauseDataWriteback: wb, CauseJournal: journal, CauseDeviceFlush: flush, CauseBlockQueue: queue,
+			CauseCPUWait: cpu, CauseRunning: running, CauseBlocked: blocked, CauseOutside: outside}}
+	}
+	// 100 writes of 100 µs summing to the user's shares: disk 40 (15 +
+	// 10 + 8 + 7), cpu_wait 38, running 8, blocked 10, outside 4; half
+	// the writes wait on the disk more, half on a CPU.
+	var near, clear CauseTotals
+	for i := range 100 {
+		if i%2 == 0 {
+			near.Add(mk(25e3, 15e3, 12e3, 8e3, 18e3, 8e3, 10e3, 4e3)) // disk 60
+		} else {
+			near.Add(mk(5e3, 5e3, 4e3, 6e3, 58e3, 8e3, 10e3, 4e3)) // disk 20
+		}
+		// The disk 70 in every write, a CPU 10-20: separated.
+		clear.Add(mk(30e3, 20e3, 12e3, 8e3, 10e3+int64(i%10)*1e3, 5e3, 3e3, 2e3))
+	}
+	l, ok := near.Lead()
+	if !ok || l.Cause != CauseDataWriteback || l.Runner != CauseCPUWait || !l.HasRunner {
+		t.Fatalf("close: %+v, want data_writeback (the disk) against cpu_wait", l)
+	}
+	if math.Abs(l.Pct-40) > 1e-9 || math.Abs(l.RunnerPct-38) > 1e-9 {
+		t.Errorf("close: disk %.2f%%, cpu_wait %.2f%%; want the table's 40%% and 38%%", l.Pct, l.RunnerPct)
+	}
+	if l.Separated || l.GapCI.Lo > 0 || l.Longer != 50 || l.Compared != 100 {
+		t.Errorf("close: %+v, want not separated (the gap's interval holds 0; disk longer in 50 of 100)", l)
+	}
+	l, ok = clear.Lead()
+	if !ok || l.Cause != CauseDataWriteback || l.Runner != CauseCPUWait || !l.Separated || l.GapCI.Lo <= 0 || l.Longer != 100 {
+		t.Errorf("clear: %+v, want the disk separated from cpu_wait", l)
+	}
+	// Read back from JSON the totals carry no spread: never separated.
+	sums := clear.Sums()
+	if l, ok := sums.Lead(); !ok || l.Separated || l.Compared != 0 || math.Abs(l.Pct-clear.DiskShare()*100) > 1e-9 {
+		t.Errorf("sums only: %+v, want the disk's share, not separated", l)
+	}
+	// Past maxLeadRows writes the kept ones are thinned, never more.
+	var many CauseTotals
+	for range 3*maxLeadRows + 7 {
+		many.Add(mk(30e3, 0, 0, 0, 10e3, 0, 0, 0))
+	}
+	if n := len(many.rows); n < maxLeadRows/2 || n >= 2*maxLeadRows || many.Joined != 3*maxLeadRows+7 {
+		t.Errorf("%d writes: %d rows kept, stride %d", many.Joined, n, many.stride)
 	}
 }

@@ -319,6 +319,11 @@ type ClusterVerdict struct {
 	Cause       Cause
 	CauseNs     int64
 	CauseJoined int
+	// CauseLead: Cause's side's share of those votes' summed WAL sync
+	// time (the disk's layers together) against the next side's, and
+	// whether the spread sets it apart (CauseTotals.Lead), as commit's
+	// verdict weighs it.
+	CauseLead CauseLead
 	// Shares: for a follower's verdict (and ClusterVerdictNoSingleCause),
 	// each part's share of the summed time of its votes, with the
 	// evidence that the largest is separated.
@@ -364,6 +369,7 @@ func (j *ClusterJoin) Verdict() ClusterVerdict {
 			}
 		}
 		v.Cause, v.CauseNs, v.CauseJoined = topCause(&j.LeaderCause, causes)
+		v.CauseLead, _ = j.LeaderCause.Lead()
 		return v
 	}
 	var vote, sync stats.Series
@@ -396,6 +402,7 @@ func (j *ClusterJoin) Verdict() ClusterVerdict {
 	if lead.Part == VotePartWAL || v.Shares.Parts[1].Part == VotePartWAL {
 		v.FdatasyncNs = sync.Summary().P50
 		v.Cause, v.CauseNs, v.CauseJoined = topCause(&causes, withCause)
+		v.CauseLead, _ = causes.Lead()
 	}
 	if !v.Shares.Separated {
 		return v

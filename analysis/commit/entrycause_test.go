@@ -239,4 +239,9 @@ func TestClusterVerdictLeaderCause(t *testing.T) {
 	if v := j.Verdict(); v.Kind != ClusterVerdictLeaderWAL || v.Cause != CauseCPUWait || v.CauseNs != 1.5e6 || v.CauseJoined != 9 || v.Runner != 2 || v.RunnerDecided != 1 {
 		t.Errorf("verdict %+v: want the leader's WAL, cpu_wait 1.5 ms over its 9 writes, follower 2 the runner-up with 1", v)
 	}
+	// The lead carries the shares the cause line prints: cpu_wait 75%
+	// against the disk's 25%, every write alike: set apart.
+	if l := j.Verdict().CauseLead; l.Cause != CauseCPUWait || l.Pct != 75 || l.Runner != CauseDeviceFlush || l.RunnerPct != 25 || !l.Separated {
+		t.Errorf("lead %+v: want cpu_wait 75%% against the disk's 25%%, separated", l)
+	}
 }

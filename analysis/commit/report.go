@@ -196,16 +196,22 @@ type ForwardWait struct {
 	// ForwardP50Ns, QuorumWaitP50Ns: each part's p50; -1 when the writes
 	// have no such part.
 	ForwardP50Ns, QuorumWaitP50Ns int64
+	// ForwardPct, QuorumWaitPct: each part's share of the summed part
+	// means, percent, as the table's share column (0 when absent); on a
+	// follower the Verdict's SharePct is their sum.
+	ForwardPct, QuorumWaitPct float64
 }
 
 // WALWait is a VerdictWAL's numbers: the WAL append's p50, the write's,
 // the fdatasync's inside the append, and what the fdatasyncs waited on
 // most when the fsync tracer split them (Cause, when CauseKnown: the disk
-// by its largest layer, or a scheduler state).
+// by its largest layer, or a scheduler state; Lead, its share of the
+// summed time against the next cause's, and whether they are separated).
 type WALWait struct {
 	P50Ns, TotalP50Ns, SyncP50Ns int64
 	Cause                        Cause
 	CauseKnown                   bool
+	Lead                         CauseLead
 }
 
 // Verdicts says what the writes waited on: the dominant part (by mean,
@@ -239,6 +245,13 @@ func (r *Report) Verdicts(cs ClusterState) []Verdict {
 		}
 		return -1
 	}
+	// pct is a part's share of the summed means, as the table's column.
+	pct := func(p string) float64 {
+		if s := r.Parts[p]; s != nil && sum > 0 {
+			return 100 * s.Summary().Mean() / sum
+		}
+		return 0
+	}
 	// On a follower, forward (to the leader and back with the entry) and
 	// quorum_wait (the leader's quorum round and its commit notice) are
 	// both the round trip to the leader, about one RTT each: which of the
@@ -262,9 +275,9 @@ func (r *Report) Verdicts(cs ClusterState) []Verdict {
 	case PartWALAppend:
 		v.Kind = VerdictWAL
 		v.WAL = WALWait{P50Ns: max(p50(PartWALAppend), 0), TotalP50Ns: total.P50, SyncP50Ns: r.WALSync.Summary().P50}
-		v.WAL.Cause, v.WAL.CauseKnown = r.WALCause.Top()
+		v.WAL.Lead, v.WAL.CauseKnown = r.WALCause.Lead()
 		if v.WAL.CauseKnown {
-			v.WALCause = r.WALCause
+			v.WAL.Cause, v.WALCause = v.WAL.Lead.Cause, r.WALCause.Sums()
 		}
 	case PartQuorumWait:
 		v.Kind = VerdictQuorum
@@ -276,7 +289,8 @@ func (r *Report) Verdicts(cs ClusterState) []Verdict {
 		v.Down = cs.Down
 	case PartForward:
 		v.Kind = VerdictForward
-		v.Forward = ForwardWait{Follower: follower, ForwardP50Ns: p50(PartForward), QuorumWaitP50Ns: p50(PartQuorumWait)}
+		v.Forward = ForwardWait{Follower: follower, ForwardP50Ns: p50(PartForward), QuorumWaitP50Ns: p50(PartQuorumWait),
+			ForwardPct: pct(PartForward), QuorumWaitPct: pct(PartQuorumWait)}
 	case PartApply, PartCommitToApply:
 		v.Kind = VerdictApply
 	case PartPropose, PartReturn:
@@ -288,7 +302,7 @@ func (r *Report) Verdicts(cs ClusterState) []Verdict {
 	// A CPU-starved member stretches every part; when the WAL append is
 	// not the largest, its fdatasync calls still show the starving.
 	if top, ok := r.WALCause.Top(); ok && top == CauseCPUWait && dom != PartWALAppend {
-		out = append(out, Verdict{Kind: VerdictCPUWait, Writes: r.Writes, WALCause: r.WALCause})
+		out = append(out, Verdict{Kind: VerdictCPUWait, Writes: r.Writes, WALCause: r.WALCause.Sums()})
 	}
 	// The deciding vote in general (leader with followers).
 	if id, n := r.topDecider(true); n > 0 && dom != PartQuorumWait {

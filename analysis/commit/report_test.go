@@ -34,7 +34,10 @@ func TestVerdicts(t *testing.T) {
 		{"the CPU, by the fsync tracer's split", mk(RoleLeader, map[string]int64{PartWALAppend: 9e6, PartApply: 1e6}, LocalVote, true),
 			[]*SyncCause{{Ns: map[Cause]int64{CauseCPUWait: 8e6, CauseDeviceFlush: 1e6}}},
 			ClusterState{Voters: 1}, []Verdict{
-				{Few: true, Kind: VerdictWAL, Part: PartWALAppend, SharePct: 90, Writes: 1, WAL: WALWait{P50Ns: 9e6, TotalP50Ns: 10e6, SyncP50Ns: 8_100_000, Cause: CauseCPUWait, CauseKnown: true},
+				{Few: true, Kind: VerdictWAL, Part: PartWALAppend, SharePct: 90, Writes: 1, WAL: WALWait{P50Ns: 9e6, TotalP50Ns: 10e6, SyncP50Ns: 8_100_000, Cause: CauseCPUWait, CauseKnown: true,
+					// One write: its gap's interval is a point (Few says so).
+					Lead: CauseLead{Cause: CauseCPUWait, Pct: 100 * 8.0 / 9, Runner: CauseDeviceFlush, RunnerPct: 100 * 1.0 / 9, HasRunner: true,
+						GapCI: Interval{100 * 7.0 / 9, 100 * 7.0 / 9}, Longer: 1, Compared: 1, LongerCI: ClopperPearson(1, 1), Separated: true}},
 					WALCause: CauseTotals{Joined: 1, Ns: map[Cause]int64{CauseCPUWait: 8e6, CauseDeviceFlush: 1e6}}},
 				{Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
 		{"far follower decides because the near one is down", mk(RoleLeader, map[string]int64{PartPropose: 1e4, PartWALAppend: 1e6, PartQuorumWait: 50e6, PartApply: 2e5}, f2, true, Ack{f2, 52_500_000}), nil,
@@ -49,10 +52,10 @@ func TestVerdicts(t *testing.T) {
 		// never sees. Both are the round trip to the leader.
 		{"follower of a far leader, quorum_wait the larger", mk(RoleFollower, map[string]int64{PartForward: 40e6, PartWALAppend: 2e6, PartQuorumWait: 48e6, PartApply: 3e6, PartReturn: 1e6}, 0, false), nil,
 			ClusterState{Voters: 3}, []Verdict{{Few: true, Kind: VerdictForward, Part: PartForward, SharePct: 100 * 88e6 / 94e6, Writes: 1,
-				Forward: ForwardWait{Follower: true, ForwardP50Ns: 40e6, QuorumWaitP50Ns: 48e6}}}},
+				Forward: ForwardWait{Follower: true, ForwardP50Ns: 40e6, QuorumWaitP50Ns: 48e6, ForwardPct: 100 * 40e6 / 94e6, QuorumWaitPct: 100 * 48e6 / 94e6}}}},
 		{"forward, not a follower", mk("", map[string]int64{PartForward: 40e6, PartWALAppend: 2e6}, 0, false), nil,
 			ClusterState{Voters: 3}, []Verdict{{Few: true, Kind: VerdictForward, Part: PartForward, SharePct: 100 * 40e6 / 42e6, Writes: 1,
-				Forward: ForwardWait{ForwardP50Ns: 40e6, QuorumWaitP50Ns: -1}}}},
+				Forward: ForwardWait{ForwardP50Ns: 40e6, QuorumWaitP50Ns: -1, ForwardPct: 100 * 40e6 / 42e6}}}},
 		{"apply, the fdatasyncs starved", mk(RoleLeader, map[string]int64{PartWALAppend: 1e6, PartApply: 9e6}, LocalVote, true),
 			[]*SyncCause{{Ns: map[Cause]int64{CauseCPUWait: 9e5, CauseDeviceFlush: 1e5}}},
 			ClusterState{Voters: 1}, []Verdict{
