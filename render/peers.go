@@ -233,6 +233,13 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 	}
 }
 
+// PeersMetricNotCaptured says that a peers capture holds no scrapes of
+// etcd's metric (made without --etcd-metrics, or before captures kept
+// them), and how to get the comparison.
+func PeersMetricNotCaptured() string {
+	return fmt.Sprintf("%s: not in this capture (made without --etcd-metrics, or by an etcdscope before 2026-12-07); capture again with peers --etcd-metrics URL --capture FILE for the comparison", etcdmetric.MetricName)
+}
+
 // SlowPeerVerdict words a peer that answered more slowly than etcd's
 // heartbeat interval: the peer and the number first, then what it means
 // for Raft.

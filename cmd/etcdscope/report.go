@@ -347,7 +347,9 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 		rep.FarLeader = etcdmetric.FindFarLeader(rep.Members, rep.Links)
 	}
 	rep.FillNotMember()
-	rep.Slow = etcdmetric.SlowPeers(rep.Links, rep.Members, etcdmetric.DefaultTimeouts) // a capture holds no flags
+	if err := pipeline.CompareEtcdEvidence(&rep, end.Etcd, time.Duration(end.WindowNs)); err != nil {
+		return usagef("%s: its etcd metric scrapes: %v: give the capture as etcdscope peers --capture wrote it", name, err)
+	}
 	if output == "json" {
 		enc := json.NewEncoder(render.JSONText(peersStdout))
 		enc.SetIndent("", "  ")
@@ -357,6 +359,11 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 		return replayDecodeErrors(name, decodeErrs)
 	}
 	render.Peers(peersStdout, &rep)
+	if end.Etcd == nil && len(end.Members) > 0 {
+		// A run with the member list may have compared etcd's metric: a
+		// capture made before the capture carried the scrapes did not keep it.
+		fmt.Fprintln(peersStdout, render.PeersMetricNotCaptured())
+	}
 	return replayDecodeErrors(name, decodeErrs)
 }
 
