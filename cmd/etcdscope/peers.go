@@ -301,6 +301,7 @@ func (o *peersOutput) commit(st pipeline.Stats, window time.Duration, known capt
 	if o.capw != nil {
 		end := known
 		end.LostEvents, end.MissedEvents, end.WindowNs = st.Lost, st.Missed, int64(window)
+		end.MonoToWallNs = host.MonoToWallNs() // report --html sets its span against an fsync run's
 		err := o.capw.Finish(end)
 		o.capw = nil
 		if err != nil {

@@ -484,6 +484,6 @@ func peerCaptureSection(in *report.Input, br *bufio.Reader, name string) (decode
 	if err != nil {
 		return nil, err
 	}
-	in.PeerEvents, in.PeerReport, in.PeerNotMember = pr.Events, &pr, etcdmetric.NotMemberLinks(pr.Links, end.Members)
+	in.PeerEvents, in.PeerReport, in.PeerNotMember, in.PeerMonoToWallNs = pr.Events, &pr, etcdmetric.NotMemberLinks(pr.Links, end.Members), end.MonoToWallNs
 	return replayDecodeErrors(name, decodeErrs), nil
 }
