@@ -218,8 +218,10 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 			f.duration = 10 * time.Second
 		}
 		if f.dir != "" {
-			if st, err := os.Stat(f.dir); err != nil || !st.IsDir() {
-				return cfg, usagef("--dir %s is not an existing directory", f.dir)
+			if st, err := os.Stat(f.dir); err == nil && !st.IsDir() {
+				return cfg, usagef("--dir %s is not a directory: give the directory to test in", f.dir)
+			} else if err != nil {
+				return cfg, usagef("--dir %s is not an existing directory: create it (mkdir -p %s) on the disk to test, or give one that exists", f.dir, f.dir)
 			}
 			// Checked as the scratch directory will be made in it.
 			if err := safefile.CheckDir(filepath.Join(f.dir, "x")); err != nil {
