@@ -171,7 +171,7 @@ func TestDiagnosePartial(t *testing.T) {
 		stdout []string
 	}{
 		{[]string{junk, perf, missing}, 0,
-			[]string{"etcdscope diagnose: " + junk + " not read: not etcd /metrics text", "etcdscope diagnose: " + missing + " not read: open " + missing},
+			[]string{"etcdscope diagnose: " + junk + " not read: not etcd /metrics text", "etcdscope diagnose: " + missing + " not read: no such file or directory: give a readable file"},
 			[]string{"not read (left out of the findings):", "[BAD] check_perf " + perf + ": check perf FAIL at load l"}},
 		// A zap log of Raft and prober lines only (apache/cloudstack#7537),
 		// refused before as not an etcd log.
