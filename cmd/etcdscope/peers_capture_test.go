@@ -62,6 +62,19 @@ func TestPeersCaptureReplaysMetric(t *testing.T) {
 		t.Errorf("the replay's metric comparison differs from the live run's:\nlive:\n%s\nreplay:\n%s", live, replay)
 	}
 	t.Logf("live and replay agree on %d verdict lines", len(lv))
+
+	// The page draws etcd's measured mean beside the model from the
+	// capture as from a recording (the links' bars; an fsync recording of
+	// another run: the page also says they are apart).
+	page := filepath.Join(dir, "page.html")
+	reportOutput(t, "--html", page, "--peers", capFile, "../../report/testdata/etcd-fsync.jsonl")
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), "etcd metric mean (measured by etcd): ") {
+		t.Errorf("the page from the capture draws no measured metric")
+	}
 }
 
 // TestReplayPeersCaptureMetric: a capture whose end line carries the two
