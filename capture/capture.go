@@ -23,8 +23,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/netip"
 	"slices"
+	"strconv"
+	"time"
 
 	"github.com/etcdscope/etcdscope/analysis"
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
@@ -96,6 +99,109 @@ type End struct {
 	// so that the replay names the members and marks the links to none of
 	// them as the live table did.
 	Members []etcdmetric.Member `json:"members,omitempty"`
+	// Etcd: what the live peers run read of etcd's peer RTT metric
+	// (--etcd-metrics), so that the replay compares it again; absent
+	// without --etcd-metrics and in captures made before 2026-12-07 (the
+	// replay then says the comparison is not in the capture).
+	Etcd *Etcd `json:"etcd,omitempty"`
+}
+
+// Etcd is what a live peers run read of etcd around its window: the two
+// scrapes of etcd_network_peer_round_trip_time_seconds and the facts the
+// comparison took from the host (the member's pid, its timeouts,
+// etcdscope's own kept-alive probe times).
+type Etcd struct {
+	MetricsURL string `json:"metrics_url"`
+	// MetricsError: the scrapes' errors as the live run printed them.
+	MetricsError string `json:"metrics_error,omitempty"`
+	MemberPID    int    `json:"member_pid,omitempty"`
+	// StartUnixNs: the window's start (after the start scrape), wall
+	// clock; its end is StartUnixNs + the end line's window_ns.
+	StartUnixNs int64 `json:"start_unix_ns"`
+	// MonoStartNs: the window's start on the events' clock.
+	MonoStartNs uint64 `json:"mono_start_ns"`
+	// From, To: the scrapes at the window's start and end (absent: that
+	// scrape failed).
+	From *Scrape `json:"from,omitempty"`
+	To   *Scrape `json:"to,omitempty"`
+	// KeptAliveNs and ProbeErrors: etcdscope's kept-alive probe's mean
+	// time and last error per peer address.
+	KeptAliveNs map[netip.Addr]int64  `json:"kept_alive_ns,omitempty"`
+	ProbeErrors map[netip.Addr]string `json:"probe_errors,omitempty"`
+	// Timeouts: the scraped member's heartbeat and election timeouts, the
+	// slow-peer verdicts' bounds.
+	Timeouts etcdmetric.Timeouts `json:"timeouts"`
+}
+
+// Scrape is one etcdmetric.Scrape in the capture's own keys (a bucket's
+// bound as the exposition writes it: "+Inf" is no JSON number).
+type Scrape struct {
+	Series         []ScrapeSeries `json:"series"`
+	ProcessStartNs int64          `json:"process_start_unix_ns,omitempty"`
+	Leader         int            `json:"is_leader"`
+	IsEtcd         bool           `json:"is_etcd,omitempty"`
+}
+
+// ScrapeSeries is one etcdmetric.Series.
+type ScrapeSeries struct {
+	To       string            `json:"to"`
+	Prober   string            `json:"prober,omitempty"`
+	Labels   map[string]string `json:"labels,omitempty"`
+	Buckets  []ScrapeBucket    `json:"buckets"`
+	Count    float64           `json:"count"`
+	Sum      float64           `json:"sum"`
+	HasCount bool              `json:"has_count,omitempty"`
+	HasSum   bool              `json:"has_sum,omitempty"`
+}
+
+// ScrapeBucket is one cumulative bucket: LE its upper bound in seconds
+// (strconv 'g', or "+Inf").
+type ScrapeBucket struct {
+	LE    string  `json:"le"`
+	Count float64 `json:"count"`
+}
+
+// FromScrape is s in the capture's keys. A series with a count, sum or
+// bucket that is no finite number (JSON has none) is left out.
+func FromScrape(s etcdmetric.Scrape) *Scrape {
+	out := &Scrape{Leader: s.Leader, IsEtcd: s.IsEtcd}
+	if !s.ProcessStart.IsZero() {
+		out.ProcessStartNs = s.ProcessStart.UnixNano()
+	}
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	for _, se := range s.Series {
+		cs := ScrapeSeries{To: se.Key.To, Prober: se.Key.Prober, Labels: se.Labels, Count: se.Count, Sum: se.Sum, HasCount: se.HasCount, HasSum: se.HasSum}
+		ok := finite(se.Count) && finite(se.Sum)
+		for _, b := range se.Buckets {
+			ok = ok && finite(b.Count) && !math.IsNaN(b.UpperBound)
+			cs.Buckets = append(cs.Buckets, ScrapeBucket{LE: strconv.FormatFloat(b.UpperBound, 'g', -1, 64), Count: b.Count})
+		}
+		if ok {
+			out.Series = append(out.Series, cs)
+		}
+	}
+	return out
+}
+
+// Metric is s as etcdmetric reads it; a bound that is no number is an
+// error.
+func (s *Scrape) Metric() (etcdmetric.Scrape, error) {
+	out := etcdmetric.Scrape{Leader: s.Leader, IsEtcd: s.IsEtcd}
+	if s.ProcessStartNs != 0 {
+		out.ProcessStart = time.Unix(0, s.ProcessStartNs)
+	}
+	for _, cs := range s.Series {
+		se := etcdmetric.Series{Key: etcdmetric.Key{To: cs.To, Prober: cs.Prober}, Labels: cs.Labels, Count: cs.Count, Sum: cs.Sum, HasCount: cs.HasCount, HasSum: cs.HasSum}
+		for _, b := range cs.Buckets {
+			le, err := strconv.ParseFloat(b.LE, 64)
+			if err != nil {
+				return etcdmetric.Scrape{}, fmt.Errorf("series to %s: bucket le %q is not a number", cs.To, b.LE)
+			}
+			se.Buckets = append(se.Buckets, etcdmetric.Bucket{UpperBound: le, Count: b.Count})
+		}
+		out.Series = append(out.Series, se)
+	}
+	return out, nil
 }
 
 // Device is the answer the run got for a filesystem or disk device: its

@@ -9,6 +9,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/capture"
 	"github.com/etcdscope/etcdscope/etcdinfo"
 )
 
@@ -60,8 +61,49 @@ func CompareEtcd(w EtcdWindow) (cs []etcdmetric.PeerComparison, resets []etcdmet
 	if pid, err := etcdinfo.ListenerPID(w.MetricsURL); err == nil {
 		memberPID = pid
 	}
-	cs, resets = etcdmetric.CompareScrapes(w.From, w.To,
+	cs, resets = compareWindow(w, memberPID)
+	return cs, resets, memberPID
+}
+
+// compareWindow is CompareEtcd with the member's pid known (a peers
+// run's and its capture's: CompareEtcdEvidence).
+func compareWindow(w EtcdWindow, memberPID int) ([]etcdmetric.PeerComparison, []etcdmetric.Key) {
+	return etcdmetric.CompareScrapes(w.From, w.To,
 		etcdmetric.Window{Start: w.Start, End: w.End, ProcessStart: w.To.ProcessStart, MonoAtStart: w.MonoStart, ProbeErrors: w.ProbeErrors},
 		w.Links, uint32(memberPID), w.Members, w.KeptAlive)
-	return cs, resets, memberPID
+}
+
+// CompareEtcdEvidence fills rep's metric comparison and slow-peer
+// verdicts from what a peers run read of etcd (ev, as its capture carries
+// it; nil: none, and the slow peers are judged against etcd's default
+// timeouts) over rep's links and members and the window's length: the one
+// path of `etcdscope peers` and of its capture's replay.
+func CompareEtcdEvidence(rep *etcdmetric.PeersReport, ev *capture.Etcd, window time.Duration) error {
+	if ev == nil {
+		rep.Slow = etcdmetric.SlowPeers(rep.Links, rep.Members, etcdmetric.DefaultTimeouts)
+		return nil
+	}
+	rep.MetricsURL, rep.MetricsError, rep.MemberPID, rep.KeptAliveProbeErrors = ev.MetricsURL, ev.MetricsError, ev.MemberPID, ev.ProbeErrors
+	for ip, v := range ev.KeptAliveNs {
+		if rep.KeptAliveProbe == nil {
+			rep.KeptAliveProbe = map[netip.Addr]time.Duration{}
+		}
+		rep.KeptAliveProbe[ip] = time.Duration(v)
+	}
+	rep.Slow = etcdmetric.SlowPeers(rep.Links, rep.Members, ev.Timeouts)
+	if ev.From == nil || ev.To == nil {
+		return nil // a scrape failed: MetricsError says which
+	}
+	from, err := ev.From.Metric()
+	if err != nil {
+		return err
+	}
+	to, err := ev.To.Metric()
+	if err != nil {
+		return err
+	}
+	start := time.Unix(0, ev.StartUnixNs)
+	rep.Metric, rep.Resets = compareWindow(EtcdWindow{From: from, To: to, Start: start, End: start.Add(window), MonoStart: ev.MonoStartNs,
+		Links: rep.Links, Members: rep.Members, KeptAlive: rep.KeptAliveProbe, ProbeErrors: rep.KeptAliveProbeErrors}, ev.MemberPID)
+	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/peers"
+	"github.com/etcdscope/etcdscope/capture"
 	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/host"
 )
@@ -51,8 +52,11 @@ type PeersEtcd struct {
 	probe      *answerProbe
 	cancel     context.CancelFunc
 	probeDone  chan struct{}
-	t0         time.Time     // the window's start
-	mono0      unix.Timespec // t0 on the events' clock
+	t0, t1     time.Time         // the window's start and end
+	scrape1    etcdmetric.Scrape // the metrics at the end
+	endOK      bool
+	timeouts   etcdmetric.Timeouts // the scraped member's (Finish)
+	mono0      unix.Timespec       // t0 on the events' clock
 }
 
 // StartPeersEtcd asks the members, scrapes the metrics and starts the
@@ -151,10 +155,13 @@ func (r *PeersEtcd) StopProbe() {
 	<-r.probeDone
 }
 
-// Report completes the report at t1 from the tracing's counters and
-// connections, the probe's answers and the end scrape.
-func (r *PeersEtcd) Report(ctx context.Context, t1 time.Time, st Stats, owners host.SocketOwnerStats, conns *PeerConns) *etcdmetric.PeersReport {
-	f, rep, probe, t0 := r.f, &r.rep, r.probe, r.t0
+// Finish reads what the comparison takes of etcd once the window ends
+// at t1 (after StopProbe): the probe's answers, the end scrape, the
+// member's pid and timeouts. Its Evidence goes into a capture; Report
+// compares it.
+func (r *PeersEtcd) Finish(ctx context.Context, t1 time.Time) {
+	f, rep, probe := r.f, &r.rep, r.probe
+	r.t1 = t1
 	for _, m := range rep.Members {
 		for _, ip := range m.PeerIPs {
 			if v := probe.mean(ip); v > 0 {
@@ -171,30 +178,16 @@ func (r *PeersEtcd) Report(ctx context.Context, t1 time.Time, st Stats, owners h
 			}
 		}
 	}
-	rep.WindowSeconds = t1.Sub(t0).Seconds()
-	// etcdscope's own kept-alive probe connections are not etcd's links.
-	pr := conns.Report(peers.Options{Window: t1.Sub(t0), ExcludeLocal: probe.ownConns()})
-	rep.OwnConns = r.OwnConns()
-	rep.Events, rep.LostEvents, rep.MissedEvents, rep.RingPeakBytes = pr.Events, st.Lost, st.Missed, st.RingPeakBytes
-	rep.Links, rep.Unassembled, rep.FoldedEarly = pr.Links, pr.Unassembled, pr.FoldedEarly
-	rep.Owners = &etcdmetric.OwnerLookups{Resolved: owners.Resolved, Unowned: owners.Unowned, QueueDrops: owners.QueueDrops,
-		Evicted: owners.Evicted, LearnedDrops: owners.LearnedDrops, LateOwners: pr.LateOwners, LateOwnersMissed: pr.LateOwnersMissed,
-		Scans: owners.Scans, MaxScanCPUSeconds: time.Duration(owners.MaxScanCPUNs).Seconds()}
-
-	// Metrics and members are best effort: their errors are reported and
-	// the tracing part still comes out. After a stop signal the end scrape
-	// waits at most stopScrapeTimeout (the exit's 2 s budget: a stopped
-	// etcd must not hold the report); at the end of --duration, etcd's
-	// own bound, cut short by a signal.
+	// Metrics are best effort: their errors are reported and the tracing
+	// part still comes out. After a stop signal the end scrape waits at
+	// most stopScrapeTimeout (the exit's 2 s budget: a stopped etcd must
+	// not hold the report); at the end of --duration, etcd's own bound,
+	// cut short by a signal.
 	sctx, cancel := context.WithCancel(ctx)
 	if ctx.Err() != nil {
 		sctx, cancel = context.WithTimeout(context.Background(), stopScrapeTimeout)
 	}
 	defer cancel()
-	if rep.MembersError == "" && len(rep.Members) > 0 {
-		rep.FarLeader = etcdmetric.FindFarLeader(rep.Members, rep.Links)
-	}
-	rep.FillNotMember()
 	if r.startOK {
 		// Without the start scrape there is nothing to compare with, and
 		// a URL that did not answer would hold the report up again.
@@ -205,13 +198,62 @@ func (r *PeersEtcd) Report(ctx context.Context, t1 time.Time, st Stats, owners h
 		case err != nil:
 			r.metricErrs = append(r.metricErrs, "end scrape: "+err.Error())
 		default:
-			rep.Metric, rep.Resets, rep.MemberPID = CompareEtcd(EtcdWindow{MetricsURL: f.MetricsURL,
-				From: r.scrape0, To: end, Start: t0, End: t1, MonoStart: uint64(r.mono0.Nano()),
-				Links: rep.Links, Members: rep.Members, KeptAlive: rep.KeptAliveProbe, ProbeErrors: rep.KeptAliveProbeErrors})
+			r.scrape1, r.endOK = end, true
+			if pid, err := etcdinfo.ListenerPID(f.MetricsURL); err == nil {
+				rep.MemberPID = pid
+			}
 		}
 	}
 	rep.MetricsError = strings.Join(r.metricErrs, "; ")
 	// Against the scraped member's timeouts (etcd's defaults without it).
-	rep.Slow = etcdmetric.SlowPeers(rep.Links, rep.Members, etcdinfo.Timeouts(rep.MemberPID))
+	r.timeouts = etcdinfo.Timeouts(rep.MemberPID)
+}
+
+// Evidence is what Finish read, for a capture to carry (nil without
+// --etcd-metrics).
+func (r *PeersEtcd) Evidence() *capture.Etcd {
+	if r.f.MetricsURL == "" {
+		return nil
+	}
+	rep := &r.rep
+	ev := &capture.Etcd{MetricsURL: r.f.MetricsURL, MetricsError: rep.MetricsError, MemberPID: rep.MemberPID,
+		StartUnixNs: r.t0.UnixNano(), MonoStartNs: uint64(r.mono0.Nano()), ProbeErrors: rep.KeptAliveProbeErrors, Timeouts: r.timeouts}
+	if r.startOK {
+		ev.From = capture.FromScrape(r.scrape0)
+	}
+	if r.endOK {
+		ev.To = capture.FromScrape(r.scrape1)
+	}
+	for ip, v := range rep.KeptAliveProbe {
+		if ev.KeptAliveNs == nil {
+			ev.KeptAliveNs = map[netip.Addr]int64{}
+		}
+		ev.KeptAliveNs[ip] = int64(v)
+	}
+	return ev
+}
+
+// Report completes the report from the tracing's counters and
+// connections and what Finish read.
+func (r *PeersEtcd) Report(st Stats, owners host.SocketOwnerStats, conns *PeerConns) *etcdmetric.PeersReport {
+	rep, probe, t0, t1 := &r.rep, r.probe, r.t0, r.t1
+	rep.WindowSeconds = t1.Sub(t0).Seconds()
+	// etcdscope's own kept-alive probe connections are not etcd's links.
+	pr := conns.Report(peers.Options{Window: t1.Sub(t0), ExcludeLocal: probe.ownConns()})
+	rep.OwnConns = r.OwnConns()
+	rep.Events, rep.LostEvents, rep.MissedEvents, rep.RingPeakBytes = pr.Events, st.Lost, st.Missed, st.RingPeakBytes
+	rep.Links, rep.Unassembled, rep.FoldedEarly = pr.Links, pr.Unassembled, pr.FoldedEarly
+	rep.Owners = &etcdmetric.OwnerLookups{Resolved: owners.Resolved, Unowned: owners.Unowned, QueueDrops: owners.QueueDrops,
+		Evicted: owners.Evicted, LearnedDrops: owners.LearnedDrops, LateOwners: pr.LateOwners, LateOwnersMissed: pr.LateOwnersMissed,
+		Scans: owners.Scans, MaxScanCPUSeconds: time.Duration(owners.MaxScanCPUNs).Seconds()}
+
+	if rep.MembersError == "" && len(rep.Members) > 0 {
+		rep.FarLeader = etcdmetric.FindFarLeader(rep.Members, rep.Links)
+	}
+	rep.FillNotMember()
+	// Compared from what a capture carries, as its replay compares it.
+	if err := CompareEtcdEvidence(rep, r.Evidence(), t1.Sub(t0)); err != nil {
+		rep.MetricsError = strings.TrimPrefix(rep.MetricsError+"; ", "; ") + err.Error()
+	}
 	return rep
 }

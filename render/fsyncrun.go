@@ -68,6 +68,29 @@ func NoProcessNamed(comm string) string {
 	return fmt.Sprintf("no process named %q is running now: its calls are traced once one starts (check the name: the kernel's comm, e.g. from ps -o comm)", comm)
 }
 
+// FsyncNoCalls says at the end of a filtered run that saw no call what
+// to check: whom the filter named (f; gone: the pid had exited by the
+// end) and that a process syncs only when it writes.
+func FsyncNoCalls(f FsyncFilter, window time.Duration, gone bool) string {
+	var who string
+	switch {
+	case f.PID != 0 && gone:
+		return fmt.Sprintf("no fsync/fdatasync from pid %d in the %v traced, and it has exited: give the pid of the running etcd (pgrep -x etcd), or --comm etcd, which follows restarts", f.PID, window.Round(time.Second))
+	case f.PID != 0:
+		who = fmt.Sprintf("pid %d", f.PID)
+		if f.PIDComm != "" {
+			who += " (" + f.PIDComm + ")"
+		}
+	case f.Comm != "":
+		who = fmt.Sprintf("comm %q", f.Comm)
+	case f.Cgroup != "":
+		who = "cgroup " + f.Cgroup
+	default:
+		return ""
+	}
+	return fmt.Sprintf("no fsync/fdatasync from %s in the %v traced: check it is etcd (pgrep -x etcd), and that it was written to (an idle etcd syncs only on writes: etcdctl put k v)", who, window.Round(time.Second))
+}
+
 // WALWorkloadStart is `fsync --workload wal`'s start line: what it writes
 // and where.
 func WALWorkloadStart(dir string) string {

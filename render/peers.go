@@ -233,6 +233,13 @@ func Peers(w io.Writer, rep *etcdmetric.PeersReport) {
 	}
 }
 
+// PeersMetricNotCaptured says that a peers capture holds no scrapes of
+// etcd's metric (made without --etcd-metrics, or before captures kept
+// them), and how to get the comparison.
+func PeersMetricNotCaptured() string {
+	return fmt.Sprintf("%s: not in this capture (made without --etcd-metrics, or by an etcdscope before 2026-12-07); capture again with peers --etcd-metrics URL --capture FILE for the comparison", etcdmetric.MetricName)
+}
+
 // SlowPeerVerdict words a peer that answered more slowly than etcd's
 // heartbeat interval: the peer and the number first, then what it means
 // for Raft.
@@ -368,24 +375,25 @@ func ComparisonVerdict(c etcdmetric.Comparison) string {
 	case etcdmetric.CompareNoModel:
 		return "no kernel measurement for this peer: cannot model it"
 	}
-	head := fmt.Sprintf("metric mean %s, model %s (%.2fx): ", s(mean), s(pm), c.Ratio)
-	tail := fmt.Sprintf("; RTT %s (metric %.1fx)", s(in.RTT.Seconds()), c.Inflation)
+	// The verdict and the number that decides it first, then the real
+	// RTT, then the metric and the model it was held against.
+	tail := fmt.Sprintf("; RTT %s, metric mean %s (%.1fx), model %s", s(in.RTT.Seconds()), s(mean), c.Inflation, s(pm))
 	switch c.Kind {
 	case etcdmetric.CompareInconclusiveFloor:
-		return head + fmt.Sprintf("INCONCLUSIVE: %s apart, under the %s noise of two probers timed apart", s(math.Abs(mean-pm)), s(etcdmetric.NoiseFloorSeconds)) + tail
+		return fmt.Sprintf("INCONCLUSIVE: %s from the model (%.2fx), under the %s noise floor", s(math.Abs(mean-pm)), c.Ratio, s(etcdmetric.NoiseFloorSeconds)) + tail
 	case etcdmetric.CompareInconclusiveSpread:
-		return head + fmt.Sprintf("INCONCLUSIVE: the mean of %.0f observations is known to ±%s (standard error): trace longer", c.Observations, s(c.StandardErrorSeconds)) + tail
+		return fmt.Sprintf("INCONCLUSIVE: %.2fx the model, within 2 standard errors (±%s, %.0f observations): trace longer", c.Ratio, s(c.StandardErrorSeconds), c.Observations) + tail
 	case etcdmetric.CompareAbove:
-		return head + fmt.Sprintf("NOT EXPLAINED: %s outside the connection (DNS, etcd #11781; TLS; a slow peer)", s(mean-pm)) + tail
+		return fmt.Sprintf("NOT EXPLAINED: %s above the model (%.2fx): DNS (etcd #11781), TLS or a slow peer", s(mean-pm), c.Ratio) + tail
 	case etcdmetric.CompareBelow:
-		return head + "NOT EXPLAINED: less than the model (failing probes reset srtt to 0, or too few observations)" + tail
+		return fmt.Sprintf("NOT EXPLAINED: %.2fx the model, below it (failing probes reset srtt to 0, or too few observations)", c.Ratio) + tail
 	}
 	if !dialAdds(c) {
 		// ComparisonModel's line says "dialling adds nothing": the
 		// verdict must not name the dials.
-		return head + "EXPLAINED by kept-alive probes (the peer's answer) and etcd's EWMA/bucketing; dialling adds nothing" + tail
+		return fmt.Sprintf("EXPLAINED (%.2fx the model) by kept-alive probes (the peer's answer) and etcd's EWMA/buckets; dials add nothing", c.Ratio) + tail
 	}
-	return head + "EXPLAINED by new-connection probes and etcd's EWMA/bucketing, not the network" + tail
+	return fmt.Sprintf("EXPLAINED (%.2fx the model) by new-connection probes and etcd's EWMA/buckets, not the network", c.Ratio) + tail
 }
 
 // dialAdds: the model has probers that dial, and their dials add to the

@@ -104,6 +104,20 @@ func TestPeersVerdictGoldens(t *testing.T) {
 		if m.Verdict == "" {
 			t.Errorf("%s: no verdict in the JSON", m.Key.To)
 		}
+		// The verdict and its deciding number lead, the real RTT before
+		// the metric's numbers (a new user's walk, 2026-12-07, read
+		// "metric mean 651µs, model 528µs (1.23x): EXPLAINED..." with the
+		// RTT last).
+		if strings.Contains(m.Verdict, "metric mean") {
+			word, _, _ := strings.Cut(m.Verdict, ":")
+			word, _, _ = strings.Cut(word, " (")
+			if word != "EXPLAINED" && word != "NOT EXPLAINED" && word != "INCONCLUSIVE" && !strings.HasPrefix(word, "peer down") {
+				t.Errorf("%s: the verdict does not lead: %s", m.Key.To, m.Verdict)
+			}
+			if r, mm := strings.Index(m.Verdict, "; RTT "), strings.Index(m.Verdict, "metric mean"); !strings.HasPrefix(word, "peer down") && (r < 0 || r > mm) {
+				t.Errorf("%s: the RTT does not come before the metric: %s", m.Key.To, m.Verdict)
+			}
+		}
 		// A README walk read "EXPLAINED by new-connection probes" over
 		// "dialling adds nothing": the two must not contradict.
 		if strings.Contains(m.Model, "dialling adds nothing") && strings.Contains(m.Verdict, "new-connection probes") {

@@ -71,6 +71,10 @@ type Input struct {
 	// address (etcdmetric.NotMemberLinks, from a capture's member list),
 	// labelled so on the page as the table labels them.
 	PeerNotMember []peers.Link
+	// PeerMonoToWallNs: CLOCK_REALTIME − CLOCK_MONOTONIC of the peers run
+	// (a capture's end line keeps it; 0: not known), to set its span
+	// against the fsync recording's on the wall clock.
+	PeerMonoToWallNs int64
 	// Merged: the guest fsyncs split across guest, virtualization and
 	// host by etcdscope merge (ReadMerged: at most MaxPageCalls of them,
 	// MergedCounts counting every one; zero: Merged is every call); nil
@@ -240,6 +244,7 @@ type page struct {
 	NoFsyncs    bool
 	Peers       *svgChart
 	PeersNote   string
+	PeersApart  string // the peers and fsync recordings are of different windows
 	PeerLegend  []legendItem
 }
 
@@ -391,8 +396,24 @@ func build(in Input) page {
 	} else {
 		c, legend, note := peerChart(in.PeerReport, in.PeerMetric, in.PeerNotMember)
 		p.Peers, p.PeerLegend, p.PeersNote = c, legend, note
+		p.PeersApart = peersApart(analysis.SpansApart(analysis.Span{StartNs: t0, EndNs: t1, MonoToWallNs: in.Summary.MonoToWallNs},
+			analysis.Span{StartNs: in.PeerReport.FirstNs, EndNs: in.PeerReport.LastNs, MonoToWallNs: in.PeerMonoToWallNs}))
 	}
 	return p
+}
+
+// peersApart words two recordings whose windows do not overlap ("" when
+// they do, or one has no event).
+func peersApart(a analysis.Apart) string {
+	if !a.Known || a.Gap <= 0 {
+		return ""
+	}
+	clock := "by their wall clocks"
+	if !a.Wall {
+		clock = "by CLOCK_MONOTONIC, which only one boot of one host shares"
+	}
+	return fmt.Sprintf("The peers recording and the fsync recording are %s apart (%s): they are from different runs, and the per-peer RTT below is not of these calls. Record both at once (etcdscope peers --record while etcdscope fsync runs).",
+		a.Gap.Round(time.Millisecond), clock)
 }
 
 // fuaPerCall is ", N FUA writes per call" for a group with FUA writes.

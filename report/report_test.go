@@ -946,3 +946,31 @@ func TestPageStatesRecordingWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestPageSaysPeersApart: a peers recording from another run (its events
+// a minute after the fsync recording's last call) is said on the page as
+// a warning with the gap; the testdata's two recordings, of one run, are
+// not (the new-user walk of 2026-12-07 combined two runs unwarned).
+func TestPageSaysPeersApart(t *testing.T) {
+	in := readTestdata(t)
+	out, _ := renderPage(t, in)
+	if strings.Contains(out, "are from different runs") {
+		t.Errorf("recordings of one run said apart")
+	}
+	var last uint64
+	for _, f := range in.Fsyncs {
+		last = max(last, f.EndNs)
+	}
+	first := in.Peers[0].TimeNs
+	for _, e := range in.Peers {
+		first = min(first, e.TimeNs)
+	}
+	shift := last + uint64(time.Minute) - first
+	for i := range in.Peers {
+		in.Peers[i].TimeNs += shift
+	}
+	out, _ = renderPage(t, in)
+	if !strings.Contains(out, "are 1m0s apart (by CLOCK_MONOTONIC") || !strings.Contains(out, "are from different runs") {
+		t.Errorf("peers recording a minute after the fsync one: no warning on the page")
+	}
+}

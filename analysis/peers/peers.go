@@ -216,6 +216,11 @@ type Report struct {
 	// were held: among them both ends of a loopback connection whose other
 	// end was still open count as two, and a late owner finds none.
 	FoldedEarly int `json:"folded_early,omitempty"`
+	// FirstNs, LastNs: the first and last event's time_ns (CLOCK_MONOTONIC;
+	// owner events not counted), 0 without events: the recording's span,
+	// which report --html sets against the fsync recording's.
+	FirstNs uint64 `json:"-"`
+	LastNs  uint64 `json:"-"`
 }
 
 // Analyze assembles connections from events (in time order) and
@@ -600,7 +605,7 @@ func (a *Assembler) Report(opt Options) Report {
 	if window == 0 {
 		window = a.last - a.first
 	}
-	rep := Report{WindowNs: window, Events: a.n, LateOwners: a.lateOwners, LateOwnersMissed: a.lateMissed, Unassembled: a.unassembled,
+	rep := Report{WindowNs: window, FirstNs: a.first, LastNs: a.last, Events: a.n, LateOwners: a.lateOwners, LateOwnersMissed: a.lateMissed, Unassembled: a.unassembled,
 		FoldedEarly: a.foldedEarly}
 
 	links := a.done.clone()

@@ -110,7 +110,7 @@ var badInputs = slices.Concat([]badInput{
 	{args: []string{"fsync", "--duration", "1s", "--capture", "$D/stdout"}, fix: "not a regular file: give the path of a regular file"},
 	{args: []string{"fsync", "--duration", "1s", "--ready-file", "$D/null"}, fix: "not a regular file: give the path of a regular file", rootOnly: true},
 	{args: []string{"fsync", "--duration", "1s", "--ready-file", "$D/fifo"}, fix: "not a regular file: give the path of a regular file"},
-	{args: []string{"fsync", "--workload", "wal", "--dir", "$D/missing"}, fix: "is not an existing directory"},
+	{args: []string{"fsync", "--workload", "wal", "--dir", "$D/missing"}, fix: "is not an existing directory: create it (mkdir -p $D/missing) on the disk to test, or give one that exists"},
 	// A gate over tmpfs passed: fdatasync there reaches no disk.
 	{args: []string{"fsync", "--workload", "wal", "--fail-over-budget", "--dir", "/dev/shm"}, fix: "give a --dir on the disk etcd's data directory will use"},
 	{args: []string{"fsync", "--workload", "wal", "--dir", "$D/open"}, fix: "give a directory only its owner can change"},

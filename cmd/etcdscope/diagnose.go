@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"regexp"
@@ -249,6 +250,10 @@ func readInput(name string) diagnose.Input {
 		if errors.Is(err, os.ErrNotExist) && hostPortPath.MatchString(name) {
 			// host:port/metrics without a scheme reads as a file name.
 			return diagnose.Input{Name: name, Err: fmt.Errorf("no such file; for a URL give its scheme: http://%s", name)}
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the report names the file once, before its error
 		}
 		return diagnose.Input{Name: name, Err: fmt.Errorf("%w: give a readable file (or - for stdin)", err)}
 	}

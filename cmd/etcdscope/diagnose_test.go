@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -170,7 +171,7 @@ func TestDiagnosePartial(t *testing.T) {
 		stdout []string
 	}{
 		{[]string{junk, perf, missing}, 0,
-			[]string{"etcdscope diagnose: " + junk + " not read: not etcd /metrics text", "etcdscope diagnose: " + missing + " not read: open " + missing},
+			[]string{"etcdscope diagnose: " + junk + " not read: not etcd /metrics text", "etcdscope diagnose: " + missing + " not read: no such file or directory: give a readable file"},
 			[]string{"not read (left out of the findings):", "[BAD] check_perf " + perf + ": check perf FAIL at load l"}},
 		// A zap log of Raft and prober lines only (apache/cloudstack#7537),
 		// refused before as not an etcd log.
@@ -369,5 +370,20 @@ func TestDiagnoseTotalInputBounded(t *testing.T) {
 	cmd.Run()
 	if rc := cmd.ProcessState.ExitCode(); rc != 2 || !strings.Contains(stderr.String(), "more than 64 MiB together (") || !strings.Contains(stderr.String(), "big4.log") {
 		t.Errorf("exit %d, stderr %q: want 2 naming big4.log", rc, stderr.String())
+	}
+}
+
+// TestDiagnoseMissingFileNamedOnce: a file that does not exist is named
+// once, then the error and the fix (a walk read "/nonexistent.txt: open
+// /nonexistent.txt: no such file or directory: ...").
+func TestDiagnoseMissingFileNamedOnce(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "nonexistent.txt")
+	in := readInput(name)
+	if in.Err == nil {
+		t.Fatal("no error for a missing file")
+	}
+	line := in.Name + ": " + in.Err.Error()
+	if strings.Count(line, name) != 1 || !strings.Contains(line, "no such file or directory: give a readable file") || !errors.Is(in.Err, os.ErrNotExist) {
+		t.Errorf("got %q: want the name once, the error and the fix", line)
 	}
 }

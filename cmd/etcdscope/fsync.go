@@ -228,8 +228,10 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 			f.duration = 10 * time.Second
 		}
 		if f.dir != "" {
-			if st, err := os.Stat(f.dir); err != nil || !st.IsDir() {
-				return cfg, usagef("--dir %s is not an existing directory", f.dir)
+			if st, err := os.Stat(f.dir); err == nil && !st.IsDir() {
+				return cfg, usagef("--dir %s is not a directory: give the directory to test in", f.dir)
+			} else if err != nil {
+				return cfg, usagef("--dir %s is not an existing directory: create it (mkdir -p %s) on the disk to test, or give one that exists", f.dir, f.dir)
 			}
 			// Checked as the scratch directory will be made in it.
 			if err := safefile.CheckDir(filepath.Join(f.dir, "x")); err != nil {
@@ -417,6 +419,9 @@ func traceFsync(f fsyncFlags, cfg tracer.FsyncConfig) error {
 	if err := out.WorkloadEnd(wl); err != nil {
 		return err
 	}
+	if hint := noCallsHint(cfg, f, rep, s.Window()); hint != "" {
+		fmt.Fprintln(os.Stderr, hint)
+	}
 	if err := decodeErrors(p.DecodeErrors()); err != nil {
 		return err
 	}
@@ -445,6 +450,21 @@ func decodeErrors(n uint64) error {
 		return nil
 	}
 	return fmt.Errorf("%d ring buffer record(s) could not be decoded: the report misses those events (a tracer and BPF object mismatch? rebuild with make)", n)
+}
+
+// noCallsHint says at the end of a run filtered on a process that saw no
+// call what to check ("" when calls were seen or nothing was filtered).
+func noCallsHint(cfg tracer.FsyncConfig, f fsyncFlags, rep analysis.Report, window time.Duration) string {
+	if rep.Fsyncs > 0 || f.wl != "" {
+		return ""
+	}
+	sf := render.FsyncFilter{PID: int(cfg.PID), Comm: cfg.Comm, Cgroup: f.cgroup}
+	gone := false
+	if cfg.PID != 0 {
+		sf.PIDComm = host.Comm(cfg.PID)
+		gone = sf.PIDComm == ""
+	}
+	return render.FsyncNoCalls(sf, window, gone)
 }
 
 // filterHint says at start when the filter matches nothing running now

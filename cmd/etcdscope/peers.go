@@ -229,10 +229,11 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 		return setupErr(fmt.Errorf("tracing: %w", err))
 	}
 	t1 := time.Now()
-	if err := out.commit(*st, t1.Sub(r.Start()), capture.End{OwnConns: r.OwnConns(), Members: r.Members()}); err != nil {
+	r.Finish(ctx, t1) // the end scrape, which the capture carries
+	if err := out.commit(*st, t1.Sub(r.Start()), capture.End{OwnConns: r.OwnConns(), Members: r.Members(), Etcd: r.Evidence()}); err != nil {
 		return err
 	}
-	rep := r.Report(ctx, t1, *st, owners, &out.conns)
+	rep := r.Report(*st, owners, &out.conns)
 	if f.record != "" && (len(rep.Metric) > 0 || len(rep.OwnConns) > 0) {
 		// What etcd measured, for report --html to draw beside the model,
 		// and etcdscope's own connections, for it to leave out.
@@ -300,6 +301,7 @@ func (o *peersOutput) commit(st pipeline.Stats, window time.Duration, known capt
 	if o.capw != nil {
 		end := known
 		end.LostEvents, end.MissedEvents, end.WindowNs = st.Lost, st.Missed, int64(window)
+		end.MonoToWallNs = host.MonoToWallNs() // report --html sets its span against an fsync run's
 		err := o.capw.Finish(end)
 		o.capw = nil
 		if err != nil {

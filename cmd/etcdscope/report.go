@@ -340,14 +340,10 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 	if err != nil {
 		return err
 	}
-	// pr.Events: the kernel's events, not the owner events among them.
-	rep := etcdmetric.PeersReport{Port: rd.Header().Port, WindowSeconds: time.Duration(end.WindowNs).Seconds(), Events: pr.Events, LostEvents: end.LostEvents, MissedEvents: end.MissedEvents}
-	rep.Links, rep.Unassembled, rep.FoldedEarly, rep.Members = pr.Links, pr.Unassembled, pr.FoldedEarly, end.Members
-	if len(rep.Members) > 0 {
-		rep.FarLeader = etcdmetric.FindFarLeader(rep.Members, rep.Links)
+	rep, err := peersCaptureReport(pr, end, rd.Header().Port, name)
+	if err != nil {
+		return err
 	}
-	rep.FillNotMember()
-	rep.Slow = etcdmetric.SlowPeers(rep.Links, rep.Members, etcdmetric.DefaultTimeouts) // a capture holds no flags
 	if output == "json" {
 		enc := json.NewEncoder(render.JSONText(peersStdout))
 		enc.SetIndent("", "  ")
@@ -357,7 +353,29 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 		return replayDecodeErrors(name, decodeErrs)
 	}
 	render.Peers(peersStdout, &rep)
+	if end.Etcd == nil && len(end.Members) > 0 {
+		// A run with the member list may have compared etcd's metric: a
+		// capture made before the capture carried the scrapes did not keep it.
+		fmt.Fprintln(peersStdout, render.PeersMetricNotCaptured())
+	}
 	return replayDecodeErrors(name, decodeErrs)
+}
+
+// peersCaptureReport is the report of a replayed peers capture (pr, its
+// end line end) as the live run made it: links, members, the etcd metric
+// comparison and the slow peers.
+func peersCaptureReport(pr peers.Report, end capture.End, port int, name string) (etcdmetric.PeersReport, error) {
+	// pr.Events: the kernel's events, not the owner events among them.
+	rep := etcdmetric.PeersReport{Port: port, WindowSeconds: time.Duration(end.WindowNs).Seconds(), Events: pr.Events, LostEvents: end.LostEvents, MissedEvents: end.MissedEvents}
+	rep.Links, rep.Unassembled, rep.FoldedEarly, rep.Members = pr.Links, pr.Unassembled, pr.FoldedEarly, end.Members
+	if len(rep.Members) > 0 {
+		rep.FarLeader = etcdmetric.FindFarLeader(rep.Members, rep.Links)
+	}
+	rep.FillNotMember()
+	if err := pipeline.CompareEtcdEvidence(&rep, end.Etcd, time.Duration(end.WindowNs)); err != nil {
+		return rep, usagef("%s: its etcd metric scrapes: %v: give the capture as etcdscope peers --capture wrote it", name, err)
+	}
+	return rep, nil
 }
 
 // assemblePeerCapture replays a peers capture into its connections, the
@@ -477,6 +495,11 @@ func peerCaptureSection(in *report.Input, br *bufio.Reader, name string) (decode
 	if err != nil {
 		return nil, err
 	}
-	in.PeerEvents, in.PeerReport, in.PeerNotMember = pr.Events, &pr, etcdmetric.NotMemberLinks(pr.Links, end.Members)
+	rep, err := peersCaptureReport(pr, end, rd.Header().Port, name)
+	if err != nil {
+		return nil, err
+	}
+	in.PeerEvents, in.PeerReport, in.PeerNotMember, in.PeerMonoToWallNs = pr.Events, &pr, rep.NotMemberLinks, end.MonoToWallNs
+	in.PeerMetric = render.WordComparisons(rep.Metric) // what etcd measured, drawn beside the model as from a recording
 	return replayDecodeErrors(name, decodeErrs), nil
 }
