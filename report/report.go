@@ -412,7 +412,7 @@ func peersApart(a analysis.Apart) string {
 	if !a.Wall {
 		clock = "by CLOCK_MONOTONIC, which only one boot of one host shares"
 	}
-	return fmt.Sprintf("The peers recording and the fsync recording are %s apart (%s): they are from different runs, and the per-peer RTT below is not of these calls. Record both at once (etcdscope peers --record while etcdscope fsync runs).",
+	return fmt.Sprintf("The peers and fsync recordings are %s apart (%s): they are from different runs, the RTT below not these calls'. Record both at once.",
 		a.Gap.Round(time.Millisecond), clock)
 }
 

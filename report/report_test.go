@@ -954,7 +954,7 @@ func TestPageStatesRecordingWindow(t *testing.T) {
 func TestPageSaysPeersApart(t *testing.T) {
 	in := readTestdata(t)
 	out, _ := renderPage(t, in)
-	if strings.Contains(out, "are from different runs") {
+	if strings.Contains(out, "they are from different runs") {
 		t.Errorf("recordings of one run said apart")
 	}
 	var last uint64
@@ -970,7 +970,7 @@ func TestPageSaysPeersApart(t *testing.T) {
 		in.Peers[i].TimeNs += shift
 	}
 	out, _ = renderPage(t, in)
-	if !strings.Contains(out, "are 1m0s apart (by CLOCK_MONOTONIC") || !strings.Contains(out, "are from different runs") {
+	if !strings.Contains(out, "are 1m0s apart (by CLOCK_MONOTONIC") || !strings.Contains(out, "they are from different runs") {
 		t.Errorf("peers recording a minute after the fsync one: no warning on the page")
 	}
 }
