@@ -258,11 +258,8 @@ type CauseTotals struct {
 	Unjoined int             `json:"unjoined"`
 	Ns       map[Cause]int64 `json:"ns,omitempty"` // summed over the joined writes
 	// rows: per joined write, its sides (the disk's layers together,
-	// then each other cause in otherCauses order), every stride-th write
-	// once more than maxLeadRows were joined: the spread Lead weighs.
-	rows   []causeRow
-	stride int
-	seen   int
+	// then each other cause in otherCauses order): the spread Lead weighs.
+	rows leadRows[causeRow]
 }
 
 // otherCauses are the causes that are not the disk's, in CauseOrder: with
@@ -299,19 +296,31 @@ func (t *CauseTotals) Add(c *SyncCause) {
 			row[1+i] += v
 		}
 	}
-	if t.stride == 0 {
-		t.stride = 1
+	t.rows.add(row)
+}
+
+// leadRows keeps one row per item (a write) for a lead's bootstrap
+// (weighGap): every item until maxLeadRows, then every stride-th.
+type leadRows[R any] struct {
+	rows         []R
+	stride, seen int
+}
+
+// add keeps r when it falls on the stride.
+func (s *leadRows[R]) add(r R) {
+	if s.stride == 0 {
+		s.stride = 1
 	}
-	if t.seen%t.stride == 0 {
-		t.rows = append(t.rows, row)
-		if len(t.rows) >= 2*maxLeadRows {
+	if s.seen%s.stride == 0 {
+		s.rows = append(s.rows, r)
+		if len(s.rows) >= 2*maxLeadRows {
 			for i := range maxLeadRows {
-				t.rows[i] = t.rows[2*i]
+				s.rows[i] = s.rows[2*i]
 			}
-			t.rows, t.stride = t.rows[:maxLeadRows], 2*t.stride
+			s.rows, s.stride = s.rows[:maxLeadRows], 2*s.stride
 		}
 	}
-	t.seen++
+	s.seen++
 }
 
 // Sums returns t without the per-write spread Lead weighs: the numbers
@@ -388,13 +397,8 @@ type CauseLead struct {
 	Runner    Cause
 	RunnerPct float64
 	HasRunner bool
-	// GapCI: the VerdictLevel paired bootstrap interval of Pct minus
-	// RunnerPct over the joined writes (percentage points); Longer of
-	// Compared writes spent longer on Cause's side than on Runner's
-	// (ties left out), LongerCI = ClopperPearson(Longer, Compared).
-	GapCI            Interval
-	Longer, Compared int
-	LongerCI         Interval
+	// Gap: Cause's side against Runner's over the joined writes.
+	Gap
 	// Separated: GapCI lies above 0: the claim is where the summed time
 	// went, which the bootstrap of the shares tests (a cluster verdict
 	// also asks the sign test, Longer, because it names a part as each
@@ -450,26 +454,61 @@ func (t *CauseTotals) Lead() (CauseLead, bool) {
 		}
 	}
 	pct := func(v int64) float64 { return 100 * float64(v) / float64(max(total, 1)) }
-	l := CauseLead{Cause: top, Pct: pct(sum[a]), GapCI: Interval{math.Inf(-1), math.Inf(1)}, LongerCI: Interval{0, 1}}
+	l := CauseLead{Cause: top, Pct: pct(sum[a]), Gap: unweighed}
 	if b < 0 {
 		// Nothing else measured: the one side is all of it.
-		l.Separated = len(t.rows) > 0
+		l.Separated = len(t.rows.rows) > 0
 		return l, true
 	}
 	l.Runner, l.RunnerPct, l.HasRunner = side(b), pct(sum[b]), true
-	if len(t.rows) == 0 {
+	if len(t.rows.rows) == 0 {
 		return l, true
 	}
-	rng := rand.New(rand.NewPCG(bootstrapSeed, uint64(len(t.rows))))
+	gr := make([]gapRow, len(t.rows.rows))
+	for i, r := range t.rows.rows {
+		gr[i] = gapRow{A: r[a], B: r[b]}
+		for _, v := range r {
+			gr[i].Total += v
+		}
+	}
+	l.Gap = weighGap(gr)
+	l.Separated = l.GapCI.Lo > 0
+	return l, true
+}
+
+// Gap is the evidence between the two sides of a lead (the first and
+// the runner-up) over the items it resampled, writes: how far apart the
+// first side's share of their summed time stands from the second's.
+type Gap struct {
+	// GapCI: the VerdictLevel paired bootstrap interval of the first
+	// side's share minus the second's (percentage points); Longer of
+	// Compared items spent longer on the first side than on the second
+	// (ties left out), LongerCI = ClopperPearson(Longer, Compared).
+	GapCI            Interval
+	Longer, Compared int
+	LongerCI         Interval
+}
+
+// unweighed is the Gap of a lead whose spread is unknown (no rows).
+var unweighed = Gap{GapCI: Interval{math.Inf(-1), math.Inf(1)}, LongerCI: Interval{0, 1}}
+
+// gapRow is one item's time on a lead's first side (A), on its second
+// (B), and on every side together (Total).
+type gapRow struct{ A, B, Total int64 }
+
+// weighGap weighs the first side against the second over rows (at least
+// one): the paired bootstrap (the cluster verdict's): rows resampled
+// whole, BootstrapResamples times from a fixed seed, A's share of Total
+// minus B's per resample, and its VerdictLevel percentile interval; and
+// the sign counts.
+func weighGap(rows []gapRow) Gap {
+	rng := rand.New(rand.NewPCG(bootstrapSeed, uint64(len(rows))))
 	gaps := make([]float64, 0, BootstrapResamples)
 	for range BootstrapResamples {
 		var sa, sb, st int64
-		for range t.rows {
-			r := &t.rows[rng.IntN(len(t.rows))]
-			sa, sb = sa+r[a], sb+r[b]
-			for _, v := range r {
-				st += v
-			}
+		for range rows {
+			r := &rows[rng.IntN(len(rows))]
+			sa, sb, st = sa+r.A, sb+r.B, st+r.Total
 		}
 		if st > 0 {
 			gaps = append(gaps, 100*float64(sa-sb)/float64(st))
@@ -477,16 +516,15 @@ func (t *CauseTotals) Lead() (CauseLead, bool) {
 			gaps = append(gaps, 0)
 		}
 	}
-	l.GapCI = percentile(gaps)
-	for _, r := range t.rows {
-		if r[a] != r[b] {
-			l.Compared++
-			if r[a] > r[b] {
-				l.Longer++
+	g := Gap{GapCI: percentile(gaps)}
+	for _, r := range rows {
+		if r.A != r.B {
+			g.Compared++
+			if r.A > r.B {
+				g.Longer++
 			}
 		}
 	}
-	l.LongerCI = ClopperPearson(l.Longer, l.Compared)
-	l.Separated = l.GapCI.Lo > 0
-	return l, true
+	g.LongerCI = ClopperPearson(g.Longer, g.Compared)
+	return g
 }

@@ -156,7 +156,7 @@ func TestCauseLead(t *testing.T) {
 	for range 3*maxLeadRows + 7 {
 		many.Add(mk(30e3, 0, 0, 0, 10e3, 0, 0, 0))
 	}
-	if n := len(many.rows); n < maxLeadRows/2 || n >= 2*maxLeadRows || many.Joined != 3*maxLeadRows+7 {
-		t.Errorf("%d writes: %d rows kept, stride %d", many.Joined, n, many.stride)
+	if n := len(many.rows.rows); n < maxLeadRows/2 || n >= 2*maxLeadRows || many.Joined != 3*maxLeadRows+7 {
+		t.Errorf("%d writes: %d rows kept, stride %d", many.Joined, n, many.rows.stride)
 	}
 }

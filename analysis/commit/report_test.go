@@ -37,7 +37,7 @@ func TestVerdicts(t *testing.T) {
 				{Few: true, Kind: VerdictWAL, Part: PartWALAppend, SharePct: 90, Writes: 1, WAL: WALWait{P50Ns: 9e6, TotalP50Ns: 10e6, SyncP50Ns: 8_100_000, Cause: CauseCPUWait, CauseKnown: true,
 					// One write: its gap's interval is a point (Few says so).
 					Lead: CauseLead{Cause: CauseCPUWait, Pct: 100 * 8.0 / 9, Runner: CauseDeviceFlush, RunnerPct: 100 * 1.0 / 9, HasRunner: true,
-						GapCI: Interval{100 * 7.0 / 9, 100 * 7.0 / 9}, Longer: 1, Compared: 1, LongerCI: ClopperPearson(1, 1), Separated: true}},
+						Gap: Gap{GapCI: Interval{100 * 7.0 / 9, 100 * 7.0 / 9}, Longer: 1, Compared: 1, LongerCI: ClopperPearson(1, 1)}, Separated: true}},
 					WALCause: CauseTotals{Joined: 1, Ns: map[Cause]int64{CauseCPUWait: 8e6, CauseDeviceFlush: 1e6}}},
 				{Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
 		{"far follower decides because the near one is down", mk(RoleLeader, map[string]int64{PartPropose: 1e4, PartWALAppend: 1e6, PartQuorumWait: 50e6, PartApply: 2e5}, f2, true, Ack{f2, 52_500_000}), nil,
