@@ -34,7 +34,13 @@ type Report struct {
 	AckAfter map[uint64]*stats.Series // follower -> Send-to-ack (RTT + its WAL append)
 	// ClientPutNs: the put latency a client measured (--load), when given.
 	ClientPutNs stats.Series
+	// partRows: per write, its parts: the spread the verdict's PartLead
+	// weighs.
+	partRows leadRows[partRow]
 }
+
+// partRow is one write's parts in PartOrder's order (a part it lacks: 0).
+type partRow [8]int64
 
 // NewReport returns an empty report.
 func NewReport() *Report {
@@ -52,11 +58,13 @@ func (r *Report) Add(w *Write) {
 		r.Batched++
 	}
 	r.Total.Add(w.TotalNs())
-	for _, p := range PartOrder {
+	var row partRow
+	for i, p := range PartOrder {
 		v, ok := w.PartsNs[p]
 		if !ok {
 			continue
 		}
+		row[i] = v
 		s := r.Parts[p]
 		if s == nil {
 			s = &stats.Series{}
@@ -64,6 +72,7 @@ func (r *Report) Add(w *Write) {
 		}
 		s.Add(v)
 	}
+	r.partRows.add(row)
 	if w.WALSyncNs >= 0 && w.PartsNs != nil {
 		if _, ok := w.PartsNs[PartWALAppend]; ok {
 			r.WALSync.Add(w.WALSyncNs)
@@ -172,9 +181,35 @@ type Verdict struct {
 	// WALCause: what the writes' WAL fdatasyncs waited on (VerdictWAL
 	// when CauseKnown, VerdictCPUWait).
 	WALCause CauseTotals
+	// Lead: the dominant part against the next, for the kinds of the
+	// first verdict.
+	Lead PartLead
 	// Few: the verdict on the dominant part rests on fewer than FewWrites
 	// writes.
 	Few bool
+}
+
+// PartLead is the dominant part (a Verdict's Part) weighed against the
+// next, as CauseLead weighs the WAL sync's causes: their shares of the
+// summed part means (the table's share column) and whether the run's own
+// spread sets the first apart.
+type PartLead struct {
+	// Runner: the part with the next largest mean; RunnerPct its share of
+	// the summed part means, percent; HasRunner false when no other part
+	// was measured.
+	Runner    string
+	RunnerPct float64
+	HasRunner bool
+	// Follower: the writes ran on a follower, where PartForward (as Part
+	// or Runner) is forward and quorum_wait together (ForwardWait).
+	Follower bool
+	// Gap: Part against Runner over the writes (each write's parts on
+	// each side summed; every stride-th write past maxLeadRows).
+	Gap
+	// Separated: GapCI lies above 0 (the claim is where the summed time
+	// went, as for CauseLead). One write's interval is a point: the
+	// verdict's Few caveat says so.
+	Separated bool
 }
 
 // FewWrites is the fewest writes the verdict on the dominant part rests
@@ -223,21 +258,48 @@ func (r *Report) Verdicts(cs ClusterState) []Verdict {
 	}
 	var out []Verdict
 	total := r.Total.Summary()
-	// The dominant part by mean: its share of the summed means.
-	var dom string
-	var domMean, sum float64
+	// On a follower, forward (to the leader and back with the entry) and
+	// quorum_wait (the leader's quorum round and its commit notice) are
+	// both the round trip to the leader, about one RTT each: which of the
+	// two is larger is noise, and a follower sees no deciding vote. Their
+	// sum is what the write waits on: one side, named PartForward.
+	follower := r.Roles[RoleFollower] > r.Writes/2
+	merged := follower && r.Parts[PartForward] != nil
+	side := func(p string) string {
+		if merged && p == PartQuorumWait {
+			return PartForward
+		}
+		return p
+	}
+	// The sides by mean, in PartOrder; the dominant one and the next.
+	var sides []string
+	means := map[string]float64{}
+	var sum float64
 	for _, p := range PartOrder {
 		if s := r.Parts[p]; s != nil {
 			m := s.Summary().Mean()
 			sum += m
-			if m > domMean {
-				dom, domMean = p, m
+			if _, ok := means[side(p)]; !ok {
+				sides = append(sides, side(p))
 			}
+			means[side(p)] += m
 		}
 	}
-	share := 0.0
+	var dom, runner string
+	var domMean, runnerMean float64
+	for _, p := range sides {
+		if means[p] > domMean {
+			dom, domMean = p, means[p]
+		}
+	}
+	for _, p := range sides {
+		if p != dom && means[p] > runnerMean {
+			runner, runnerMean = p, means[p]
+		}
+	}
+	share, runnerPct := 0.0, 0.0
 	if sum > 0 {
-		share = 100 * domMean / sum
+		share, runnerPct = 100*domMean/sum, 100*runnerMean/sum
 	}
 	p50 := func(p string) int64 {
 		if s := r.Parts[p]; s != nil {
@@ -252,25 +314,10 @@ func (r *Report) Verdicts(cs ClusterState) []Verdict {
 		}
 		return 0
 	}
-	// On a follower, forward (to the leader and back with the entry) and
-	// quorum_wait (the leader's quorum round and its commit notice) are
-	// both the round trip to the leader, about one RTT each: which of the
-	// two is larger is noise, and a follower sees no deciding vote. Their
-	// sum is what the write waits on.
-	follower := r.Roles[RoleFollower] > r.Writes/2
-	var fwdMean float64
-	if follower {
-		for _, p := range []string{PartForward, PartQuorumWait} {
-			if s := r.Parts[p]; s != nil {
-				fwdMean += s.Summary().Mean()
-			}
-		}
-		if fwdMean > domMean {
-			dom, domMean = PartForward, fwdMean
-			share = 100 * domMean / sum
-		}
-	}
 	v := Verdict{Part: dom, SharePct: share, Writes: r.Writes, Few: r.Writes < FewWrites}
+	if dom != "" {
+		v.Lead = r.partLead(dom, runner, side, runnerPct, merged)
+	}
 	switch dom {
 	case PartWALAppend:
 		v.Kind = VerdictWAL
@@ -315,6 +362,38 @@ func (r *Report) Verdicts(cs ClusterState) []Verdict {
 		out = append(out, Verdict{Kind: VerdictIncomplete, Count: r.Incomplete, Writes: r.Writes})
 	}
 	return out
+}
+
+// partLead weighs side dom against side runner ("": none) over the
+// writes' parts (side maps a part to its side); runnerPct is runner's
+// share of the summed part means.
+func (r *Report) partLead(dom, runner string, side func(string) string, runnerPct float64, follower bool) PartLead {
+	l := PartLead{Follower: follower, Gap: unweighed}
+	rows := r.partRows.rows
+	if runner == "" {
+		// Nothing else measured: the one part is all of it.
+		l.Separated = len(rows) > 0
+		return l
+	}
+	l.Runner, l.RunnerPct, l.HasRunner = runner, runnerPct, true
+	if len(rows) == 0 {
+		return l
+	}
+	gr := make([]gapRow, len(rows))
+	for i, row := range rows {
+		for k, v := range row {
+			switch side(PartOrder[k]) {
+			case dom:
+				gr[i].A += v
+			case runner:
+				gr[i].B += v
+			}
+			gr[i].Total += v
+		}
+	}
+	l.Gap = weighGap(gr)
+	l.Separated = l.GapCI.Lo > 0
+	return l
 }
 
 // topDecider returns the vote that decided most writes; with anyVote the

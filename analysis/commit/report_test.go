@@ -2,6 +2,7 @@ package commit
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -85,6 +86,10 @@ func TestVerdicts(t *testing.T) {
 			r.Add(&tc.write)
 			r.AddCauses(tc.causes)
 			got := r.Verdicts(tc.cs)
+			for i := range got {
+				// One write's lead is a point: TestPartLead weighs it.
+				got[i].Lead = PartLead{}
+			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("verdicts\n got %+v\nwant %+v", got, tc.want)
 			}
@@ -106,6 +111,56 @@ func TestVerdicts(t *testing.T) {
 		t.Errorf("empty report: %+v", v)
 	}
 }
+
+// TestPartLead: the user's follower run of 2026-12-07: wal_append 44.5%
+// against forward + quorum_wait 43.6%, the writes split both ways. The
+// verdict named the WAL append alone; the gap between the two shares is
+// now weighed by the run's own writes (weighGap, as CauseTotals.Lead), and
+// the same means with the writes each far apart set the WAL append apart.
+func TestPartLead(t *testing.T) {
+	mk := func(wal, fwd, quorum int64) Write {
+		parts := map[string]int64{PartGRPC: 50e3, PartForward: fwd, PartWALAppend: wal, PartQuorumWait: quorum, PartApply: 80e3, PartReturn: 20e3}
+		return Write{Role: RoleFollower, StartNs: 1, EndNs: 1 + uint64(wal+fwd+quorum+150e3), PartsNs: parts, BatchEntries: 1}
+	}
+	close, apart := NewReport(), NewReport()
+	for i := range 200 {
+		// close: half the writes slow on the disk, half on the leader's
+		// round trip; apart: every write alike, the WAL a little longer.
+		if i%2 == 0 {
+			close.Add(ptr(mk(1_500_000, 250e3, 250e3)))
+		} else {
+			close.Add(ptr(mk(280e3, 700e3, 570e3)))
+		}
+		apart.Add(ptr(mk(890e3, 475e3, 410e3)))
+	}
+	for _, tc := range []struct {
+		name      string
+		r         *Report
+		separated bool
+	}{{"close", close, false}, {"apart", apart, true}} {
+		v := tc.r.Verdicts(ClusterState{Voters: 3})[0]
+		l := v.Lead
+		if v.Kind != VerdictWAL || !l.HasRunner || l.Runner != PartForward || !l.Follower || l.Separated != tc.separated {
+			t.Errorf("%s: %+v, want the WAL append against forward + quorum_wait, separated %v", tc.name, v, tc.separated)
+		}
+		// The shares are the table's column: the part means over their sum.
+		if math.Abs(v.SharePct-100*890/1925.0) > 1e-6 || math.Abs(l.RunnerPct-100*885/1925.0) > 1e-6 {
+			t.Errorf("%s: shares %.3f%% and %.3f%%, want %.3f%% and %.3f%%", tc.name, v.SharePct, l.RunnerPct, 100*890/1925.0, 100*885/1925.0)
+		}
+		if l.GapCI.Excludes(0) != tc.separated || l.Compared != 200 {
+			t.Errorf("%s: gap %+v over %d writes, want 0 inside it %v", tc.name, l.GapCI, l.Compared, !tc.separated)
+		}
+	}
+	if l := close.Verdicts(ClusterState{Voters: 3})[0].Lead; l.Longer != 100 || l.LongerCI != ClopperPearson(100, 200) {
+		t.Errorf("close: the WAL append longer in %d writes, CI %+v; want 100", l.Longer, l.LongerCI)
+	}
+	if n := len(PartOrder); n != len(partRow{}) {
+		t.Errorf("partRow holds %d parts, PartOrder has %d", len(partRow{}), n)
+	}
+}
+
+// ptr returns a pointer to a copy of w.
+func ptr(w Write) *Write { return &w }
 
 func TestModel(t *testing.T) {
 	m := func(ms float64) Measure { return Measure{Ns: int64(ms * 1e6), Source: "test"} }
