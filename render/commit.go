@@ -329,6 +329,9 @@ func commitMs(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f'
 // on few writes (commit.FewWrites).
 func commitVerdict(v commit.Verdict, names commit.Names) verdictText {
 	t := commitVerdictKind(v, names)
+	if l := v.Lead; v.Part != "" && l.HasRunner && !l.Separated {
+		t = partsAlike(v, t)
+	}
 	if v.Few {
 		t.more = append([]string{fmt.Sprintf("only %s traced (fewer than %d): one odd write can decide a p50: run longer", counted(v.Writes, "write"), commit.FewWrites)}, t.more...)
 	}
@@ -424,8 +427,7 @@ func walVerdict(v commit.Verdict) verdictText {
 	l := wal.Lead
 	if l.HasRunner && !l.Separated {
 		// Two sides the run's spread does not set apart: both named.
-		more := append(split, fmt.Sprintf("not set apart by this run's spread: the gap's 95%% interval %.0f to %.0f points, %s the longer in %d of %d writes (%s)",
-			l.GapCI.Lo, l.GapCI.Hi, sideLabel(l.Cause), l.Longer, l.Compared, causeMethod))
+		more := append(split, notApart(l.Gap, sideLabel(l.Cause), causeMethod))
 		if l.Cause == commit.CauseCPUWait || l.Runner == commit.CauseCPUWait {
 			more = append(more, cpuCheck)
 		}
@@ -450,6 +452,55 @@ func walVerdict(v commit.Verdict) verdictText {
 		line = "writes wait in the syscalls with no I/O in flight (the scheduler was not followed): " + head
 	}
 	return verdictText{line, split}
+}
+
+// notApart says why a verdict names two sides (a cause of the WAL sync,
+// or a part): the gap's interval and in how many writes first, the first
+// side's label, was the longer; doc is where the docs say how.
+func notApart(g commit.Gap, first, doc string) string {
+	return fmt.Sprintf("not set apart by this run's spread: the gap's 95%% interval %.0f to %.0f points, %s the longer in %d of %d writes (%s)",
+		g.GapCI.Lo, g.GapCI.Hi, first, g.Longer, g.Compared, doc)
+}
+
+// partsAlike words a verdict whose part the run's spread does not set
+// apart from the next (v.Lead): both parts, each named as the table names
+// it with its share as the table's column prints it, why both, then the first part's own
+// verdict (t) under it.
+func partsAlike(v commit.Verdict, t verdictText) verdictText {
+	l := v.Lead
+	line := fmt.Sprintf("writes wait %s (%s %.1f%%) and %s (%s %.1f%%) alike, of the time", partWait(v.Part), partLabel(v.Part, l.Follower), v.SharePct,
+		partWait(l.Runner), partLabel(l.Runner, l.Follower), l.RunnerPct)
+	more := []string{notApart(l.Gap, partLabel(v.Part, l.Follower), partMethod), "the first alone: " + t.line}
+	return verdictText{line, append(more, t.more...)}
+}
+
+// partMethod is where the docs say when two parts are named alike.
+const partMethod = "docs/commit.md#the-part-writes-wait-on-two-named-alike"
+
+// partLabel is a part as the table names it; on a follower forward is
+// forward and quorum_wait together (commit.PartLead.Follower).
+func partLabel(p string, follower bool) string {
+	if follower && p == commit.PartForward {
+		return "forward + quorum_wait"
+	}
+	return p
+}
+
+// partWait is what a write waits on, by a part of a commit.PartLead.
+func partWait(p string) string {
+	switch p {
+	case commit.PartWALAppend:
+		return "on the WAL append"
+	case commit.PartForward:
+		return "on forwarding to the leader"
+	case commit.PartQuorumWait:
+		return "on the quorum"
+	case commit.PartApply, commit.PartCommitToApply:
+		return "on apply"
+	case commit.PartPropose, commit.PartReturn:
+		return "in etcd's own scheduling"
+	}
+	return "in gRPC around the write"
 }
 
 // causeMethod is where the docs say when two causes of the WAL sync are

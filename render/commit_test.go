@@ -130,6 +130,39 @@ func TestCommitCauseVerdicts(t *testing.T) {
 	}
 }
 
+// TestCommitPartVerdictClose: the user's follower run of 2026-12-07:
+// wal_append 44.5% against forward + quorum_wait 43.6%, the writes split
+// both ways. The verdict named the WAL append alone ("writes wait on the
+// local disk"); it now leads with both parts' shares as the table prints
+// them and says why it names both. The same means with every write alike
+// keep the one-part verdict.
+func TestCommitPartVerdictClose(t *testing.T) {
+	mk := func(wal, fwd, quorum int64) *commit.Write {
+		return &commit.Write{Role: commit.RoleFollower, StartNs: 1, EndNs: 1 + uint64(wal+fwd+quorum+110e3), WALSyncNs: wal * 9 / 10, BatchEntries: 1,
+			PartsNs: map[string]int64{commit.PartGRPC: 50e3, commit.PartForward: fwd, commit.PartWALAppend: wal, commit.PartQuorumWait: quorum, commit.PartApply: 60e3}}
+	}
+	close, apart := commit.NewReport(), commit.NewReport()
+	for i := range 200 {
+		if i%2 == 0 {
+			close.Add(mk(1_500_000, 250e3, 250e3))
+		} else {
+			close.Add(mk(280e3, 700e3, 500e3))
+		}
+		apart.Add(mk(890e3, 475e3, 375e3))
+	}
+	// Of 1850 µs of parts, 890 µs is 48.1% and 850 µs 45.9%.
+	v := CommitVerdictBlocks(close, commit.ClusterState{Voters: 3})[0]
+	for _, s := range []string{"writes wait on the WAL append (wal_append 48.1%) and on forwarding to the leader (forward + quorum_wait 45.9%) alike, of the time",
+		"not set apart by this run's spread", "wal_append the longer in 100 of 200 writes", partMethod, "the first alone: writes wait on the local disk: WAL append p50"} {
+		if !strings.Contains(v, s) {
+			t.Errorf("close: verdict %q lacks %q", v, s)
+		}
+	}
+	if v := CommitVerdictBlocks(apart, commit.ClusterState{Voters: 3})[0]; strings.Contains(v, "alike") || !strings.HasPrefix(v, "writes wait on the local disk: WAL append p50 0.89 ms") {
+		t.Errorf("apart: verdict %q, want the WAL append alone", v)
+	}
+}
+
 // TestCommitCauseVerdictClose: the user's run of 2026-12-07 (a leader of
 // three, ~20 puts/s): disk 40% (data writeback 15%) against waiting for
 // a CPU 38%, the writes split both ways. The verdict quoted "most on its
