@@ -118,17 +118,19 @@ func TestFioEtcdJobKernelPartition(t *testing.T) {
 // the test is skipped as missing).
 func plainDiskOf(t *testing.T, dir string) string {
 	t.Helper()
-	out, err := exec.Command("findmnt", "-no", "SOURCE,FSTYPE", "-T", dir).Output()
+	// MAJ:MIN, not SOURCE: a bind mount's SOURCE reads
+	// "/dev/vda1[/var/lib/etcdscope-fresh-root/root]" (fresh-root's chroot).
+	out, err := exec.Command("findmnt", "-no", "MAJ:MIN,FSTYPE", "-T", dir).Output()
 	f := strings.Fields(string(out))
-	if err != nil || len(f) != 2 || f[1] != "ext4" || !strings.HasPrefix(f[0], "/dev/") {
-		testenv.Missing(t, fmt.Sprintf("%s: not ext4 on a block device (%q, %v)", dir, out, err))
+	if err != nil || len(f) != 2 || f[1] != "ext4" {
+		testenv.Missing(t, fmt.Sprintf("%s: not ext4 (%q, %v)", dir, out, err))
 	}
-	name := filepath.Base(f[0])
-	if _, err := os.Stat("/sys/class/block/" + name + "/partition"); err == nil {
-		link, err := filepath.EvalSymlinks("/sys/class/block/" + name)
-		if err != nil {
-			t.Fatal(err)
-		}
+	link, err := filepath.EvalSymlinks("/sys/dev/block/" + f[0])
+	if err != nil {
+		testenv.Missing(t, fmt.Sprintf("%s: ext4 on %s, not a block device (%v)", dir, f[0], err))
+	}
+	name := filepath.Base(link)
+	if _, err := os.Stat(link + "/partition"); err == nil {
 		name = filepath.Base(filepath.Dir(link))
 	}
 	if strings.HasPrefix(name, "dm-") || strings.HasPrefix(name, "loop") {
