@@ -10,6 +10,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/safefile"
 )
 
@@ -45,7 +46,7 @@ func NewPeersRecording(path string) (*PeersRecording, error) {
 		return nil, err
 	}
 	r := &PeersRecording{fh: fh, w: bufio.NewWriter(fh)}
-	if err := peers.WriteHeader(r.w); err != nil {
+	if err := peers.WriteHeader(r.w, host.MonoToWallNs()); err != nil {
 		r.Close()
 		return nil, err
 	}

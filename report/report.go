@@ -72,8 +72,9 @@ type Input struct {
 	// labelled so on the page as the table labels them.
 	PeerNotMember []peers.Link
 	// PeerMonoToWallNs: CLOCK_REALTIME − CLOCK_MONOTONIC of the peers run
-	// (a capture's end line keeps it; 0: not known), to set its span
-	// against the fsync recording's on the wall clock.
+	// (a capture's end line or a recording's header keeps it; 0: not
+	// known), to set its span against the fsync recording's on the wall
+	// clock.
 	PeerMonoToWallNs int64
 	// Merged: the guest fsyncs split across guest, virtualization and
 	// host by etcdscope merge (ReadMerged: at most MaxPageCalls of them,

@@ -67,7 +67,7 @@ func WriteMetricRecord(w io.Writer, cs []PeerComparison, own []netip.AddrPort) e
 // one, say).
 func ReadRecording(r io.Reader) ([]event.Peer, *MetricRecord, error) {
 	var evs []event.Peer
-	rec, err := ScanRecording(r, func(e *event.Peer) { evs = append(evs, *e) })
+	rec, _, err := ScanRecording(r, func(e *event.Peer) { evs = append(evs, *e) })
 	if err != nil {
 		return nil, nil, err
 	}
@@ -76,9 +76,12 @@ func ReadRecording(r io.Reader) ([]event.Peer, *MetricRecord, error) {
 
 // ScanRecording reads a peers recording as ReadRecording does, a line at a
 // time: fn gets each event in the recording's order (and may not keep
-// the pointer). Its memory is one line and the metric record.
-func ScanRecording(r io.Reader, fn func(*event.Peer)) (*MetricRecord, error) {
+// the pointer). It returns the metric record (nil without one) and the
+// header (zero in a recording made before headers). Its memory is one
+// line and the metric record.
+func ScanRecording(r io.Reader, fn func(*event.Peer)) (*MetricRecord, peers.Header, error) {
 	var rec *MetricRecord
+	var hdr peers.Header
 	err := jsonl.Scan(r, func(n int, h jsonl.Head, line []byte) error {
 		switch h.Type {
 		case "":
@@ -91,7 +94,9 @@ func ScanRecording(r io.Reader, fn func(*event.Peer)) (*MetricRecord, error) {
 			}
 			fn(&e)
 		case peers.HeaderType:
-			return peers.CheckHeader(line)
+			var err error
+			hdr, err = peers.ReadHeader(line)
+			return err
 		case MetricRecordType:
 			var m MetricRecord
 			if err := json.Unmarshal(line, &m); err != nil {
@@ -111,7 +116,7 @@ func ScanRecording(r io.Reader, fn func(*event.Peer)) (*MetricRecord, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, hdr, err
 	}
-	return rec, nil
+	return rec, hdr, nil
 }

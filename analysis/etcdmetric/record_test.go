@@ -17,7 +17,7 @@ import (
 // peers.ReadEvents alike.
 func TestRecordingRoundTrip(t *testing.T) {
 	var b bytes.Buffer
-	if err := peers.WriteHeader(&b); err != nil {
+	if err := peers.WriteHeader(&b, 0); err != nil {
 		t.Fatal(err)
 	}
 	remote := netip.MustParseAddrPort("10.0.0.2:2380")

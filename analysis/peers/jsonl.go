@@ -26,11 +26,17 @@ const HeaderType = "peers_recording"
 type Header struct {
 	Type   string `json:"type"`   // HeaderType
 	Schema string `json:"schema"` // Schema
+	// MonoToWallNs is CLOCK_REALTIME − CLOCK_MONOTONIC (ns) when the
+	// recording started: the events' monotonic times on the wall clock
+	// (report --html sets the recording against an fsync run's with it).
+	// 0 in a recording made before it was kept.
+	MonoToWallNs int64 `json:"mono_to_wall_ns,omitempty"`
 }
 
-// WriteHeader writes the Header line for this build's Schema.
-func WriteHeader(w io.Writer) error {
-	b, err := json.Marshal(Header{Type: HeaderType, Schema: Schema})
+// WriteHeader writes the Header line for this build's Schema, with the
+// run's monoToWallNs (host.MonoToWallNs).
+func WriteHeader(w io.Writer, monoToWallNs int64) error {
+	b, err := json.Marshal(Header{Type: HeaderType, Schema: Schema, MonoToWallNs: monoToWallNs})
 	if err != nil {
 		return err
 	}
@@ -48,13 +54,13 @@ func CheckSchema(schema string) error {
 	return nil
 }
 
-// CheckHeader checks a Header line: its schema must be this build's.
-func CheckHeader(line []byte) error {
+// ReadHeader reads a Header line: its schema must be this build's.
+func ReadHeader(line []byte) (Header, error) {
 	var h Header
 	if err := json.Unmarshal(line, &h); err != nil {
-		return err
+		return h, err
 	}
-	return CheckSchema(h.Schema)
+	return h, CheckSchema(h.Schema)
 }
 
 // WriteEvent writes e as one JSON line.
@@ -77,7 +83,8 @@ func ReadEvents(r io.Reader) ([]event.Peer, error) {
 	err := jsonl.Scan(r, func(_ int, h jsonl.Head, raw []byte) error {
 		switch h.Type {
 		case HeaderType:
-			return CheckHeader(raw)
+			_, err := ReadHeader(raw)
+			return err
 		case "":
 		default:
 			return nil

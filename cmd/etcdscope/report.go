@@ -445,7 +445,7 @@ func writeHTMLReport(out, name, peersPath, mergePath string, calls *report.CallS
 			// Assembled as it streams (as `etcdscope peers` does live): the
 			// connections are held, not the events.
 			var a peers.Assembler
-			metric, err := etcdmetric.ScanRecording(br, func(e *event.Peer) {
+			metric, hdr, err := etcdmetric.ScanRecording(br, func(e *event.Peer) {
 				in.PeerEvents++
 				a.Add(e)
 			})
@@ -456,6 +456,7 @@ func writeHTMLReport(out, name, peersPath, mergePath string, calls *report.CallS
 			if metric != nil {
 				in.PeerMetric = metric.Comparisons
 			}
+			in.PeerMonoToWallNs = hdr.MonoToWallNs
 			// What the live run left out (etcdscope's own probe connections)
 			// the page leaves out too.
 			rep := a.Report(peers.Options{ExcludeLocal: metric.ExcludeLocal()})
