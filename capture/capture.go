@@ -99,6 +99,10 @@ type End struct {
 	// so that the replay names the members and marks the links to none of
 	// them as the live table did.
 	Members []etcdmetric.Member `json:"members,omitempty"`
+	// MembersError: why the live run's member list is missing or
+	// incomplete (etcdmetric.PeersReport's members_error), said again by
+	// the replay as the live run said it.
+	MembersError string `json:"members_error,omitempty"`
 	// Etcd: what the live peers run read of etcd's peer RTT metric
 	// (--etcd-metrics), so that the replay compares it again; absent
 	// without --etcd-metrics and in captures made before 2026-12-07 (the

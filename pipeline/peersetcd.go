@@ -148,6 +148,10 @@ func (r *PeersEtcd) OwnConns() []netip.AddrPort {
 // --etcd-endpoints, or when it could not be read).
 func (r *PeersEtcd) Members() []etcdmetric.Member { return r.rep.Members }
 
+// MembersError is why the member list is missing or incomplete ("": it
+// is whole).
+func (r *PeersEtcd) MembersError() string { return r.rep.MembersError }
+
 // StopProbe stops the kept-alive probe and waits for it (safe to call
 // more than once).
 func (r *PeersEtcd) StopProbe() {

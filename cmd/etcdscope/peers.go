@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/capture"
 	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/host"
@@ -42,6 +43,10 @@ type peersFlags struct {
 
 // peersStdout is where the report goes (tests capture it).
 var peersStdout io.Writer = os.Stdout
+
+// peersStderr is where peers and its replay say what of etcd they could
+// not read (peersEtcdErrors); tests replace it.
+var peersStderr io.Writer = os.Stderr
 
 func runPeers(args []string) error {
 	var f peersFlags
@@ -230,7 +235,7 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	}
 	t1 := time.Now()
 	r.Finish(ctx, t1) // the end scrape, which the capture carries
-	if err := out.commit(*st, t1.Sub(r.Start()), capture.End{OwnConns: r.OwnConns(), Members: r.Members(), Etcd: r.Evidence()}); err != nil {
+	if err := out.commit(*st, t1.Sub(r.Start()), capture.End{OwnConns: r.OwnConns(), Members: r.Members(), MembersError: r.MembersError(), Etcd: r.Evidence()}); err != nil {
 		return err
 	}
 	rep := r.Report(*st, owners, &out.conns)
@@ -248,13 +253,20 @@ func tracePeers(f peersFlags, cfg tracer.PeersConfig, tlsCfg *tls.Config) error 
 	} else {
 		render.Peers(peersStdout, rep)
 	}
+	peersEtcdErrors(rep)
+	return decodeErrors(pp.DecodeErrors())
+}
+
+// peersEtcdErrors says on stderr what of etcd a peers run could not read
+// (its metric scrapes, its member list): live, and again in a capture's
+// replay.
+func peersEtcdErrors(rep *etcdmetric.PeersReport) {
 	if rep.MetricsError != "" {
-		fmt.Fprintln(os.Stderr, render.PeersMetricsError(f.metricsURL, rep.MetricsError))
+		fmt.Fprintln(peersStderr, render.PeersMetricsError(rep.MetricsURL, rep.MetricsError))
 	}
 	if rep.MembersError != "" {
-		fmt.Fprintln(os.Stderr, render.PeersMembersError(rep.MembersError))
+		fmt.Fprintln(peersStderr, render.PeersMembersError(rep.MembersError))
 	}
-	return decodeErrors(pp.DecodeErrors())
 }
 
 // peersOutput is where the traced events go as they come: folded into

@@ -12,6 +12,7 @@ import (
 
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
 	"github.com/etcdscope/etcdscope/capture"
+	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/internal/etcdtest"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 	"github.com/etcdscope/etcdscope/render"
@@ -125,5 +126,31 @@ func TestReplayPeersCaptureMetric(t *testing.T) {
 	out = replay(capture.End{WindowNs: 60e9, Members: members})
 	if strings.Contains(out, "verdict:") || !strings.Contains(out, render.PeersMetricNotCaptured()) {
 		t.Errorf("a capture without the scrapes: want no verdict and the line %q:\n%s", render.PeersMetricNotCaptured(), out)
+	}
+}
+
+// TestReplayPeersCaptureMembersError: what the live run said of etcd's
+// member list and metric (--etcd-endpoints without a leader, an end scrape
+// that did not answer) its capture's replay says again, on stderr as live,
+// where the replay used to say nothing (the last session's note).
+func TestReplayPeersCaptureMembersError(t *testing.T) {
+	members := []etcdmetric.Member{{ID: 0x3d823c658ed0bde8, Name: "m2", PeerIPs: []netip.Addr{netip.MustParseAddr("127.0.0.2")}}}
+	end := capture.End{WindowNs: 5e9, Members: members, MembersError: etcdinfo.ErrLeaderUnknown.Error(),
+		Etcd: &capture.Etcd{MetricsURL: "http://127.0.0.1:2381/metrics", MetricsError: "end scrape: no answer within 1s of the stop signal", Timeouts: etcdmetric.DefaultTimeouts}}
+	rd, err := capture.NewReader(bytes.NewReader(peersCapture(t, nil, end)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	peersStdout, peersStderr = &out, &errOut
+	defer func() { peersStdout, peersStderr = os.Stdout, os.Stderr }()
+	if err := replayPeers(rd, "test.capture", ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{render.PeersMembersError(etcdinfo.ErrLeaderUnknown.Error()),
+		render.PeersMetricsError("http://127.0.0.1:2381/metrics", "end scrape: no answer within 1s of the stop signal")} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("the replay's stderr lacks %q:\n%s", want, errOut.String())
+		}
 	}
 }

@@ -350,9 +350,11 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 		if err := enc.Encode(rep); err != nil {
 			return err
 		}
+		peersEtcdErrors(&rep)
 		return replayDecodeErrors(name, decodeErrs)
 	}
 	render.Peers(peersStdout, &rep)
+	peersEtcdErrors(&rep)
 	if end.Etcd == nil && len(end.Members) > 0 {
 		// A run with the member list may have compared etcd's metric: a
 		// capture made before the capture carried the scrapes did not keep it.
@@ -367,8 +369,8 @@ func replayPeers(rd *capture.Reader, name, output string) error {
 func peersCaptureReport(pr peers.Report, end capture.End, port int, name string) (etcdmetric.PeersReport, error) {
 	// pr.Events: the kernel's events, not the owner events among them.
 	rep := etcdmetric.PeersReport{Port: port, WindowSeconds: time.Duration(end.WindowNs).Seconds(), Events: pr.Events, LostEvents: end.LostEvents, MissedEvents: end.MissedEvents}
-	rep.Links, rep.Unassembled, rep.FoldedEarly, rep.Members = pr.Links, pr.Unassembled, pr.FoldedEarly, end.Members
-	if len(rep.Members) > 0 {
+	rep.Links, rep.Unassembled, rep.FoldedEarly, rep.Members, rep.MembersError = pr.Links, pr.Unassembled, pr.FoldedEarly, end.Members, end.MembersError
+	if rep.MembersError == "" && len(rep.Members) > 0 {
 		rep.FarLeader = etcdmetric.FindFarLeader(rep.Members, rep.Links)
 	}
 	rep.FillNotMember()
