@@ -28,6 +28,7 @@ import (
 	"github.com/etcdscope/etcdscope/analysis/peers"
 	"github.com/etcdscope/etcdscope/etcdinfo"
 	"github.com/etcdscope/etcdscope/event"
+	"github.com/etcdscope/etcdscope/host"
 	"github.com/etcdscope/etcdscope/internal/testenv"
 	"github.com/etcdscope/etcdscope/tracer"
 )
@@ -169,8 +170,12 @@ func TestPeersMetricsErrors(t *testing.T) {
 			}
 			defer fh.Close()
 			first, _ := bufio.NewReader(fh).ReadString('\n')
-			if first != `{"type":"peers_recording","schema":"peers/v1"}`+"\n" {
-				t.Errorf("--record: first line %q, want the peers/v1 header", first)
+			// The header names the schema and the run's wall-clock offset
+			// (CLOCK_REALTIME − CLOCK_MONOTONIC; it moves only as NTP
+			// slews the wall clock: within a second of now's).
+			if h, err := peers.ReadHeader([]byte(first)); err != nil || h.Type != peers.HeaderType ||
+				max(h.MonoToWallNs-host.MonoToWallNs(), host.MonoToWallNs()-h.MonoToWallNs) > int64(time.Second) {
+				t.Errorf("--record: first line %q (%v), want the peers/v1 header with this host's mono_to_wall_ns", first, err)
 			}
 			fh.Seek(0, io.SeekStart)
 			evs, err := peers.ReadEvents(fh)
