@@ -63,6 +63,11 @@ type ClusterEvidence struct {
 	Longer    int         `json:"longer,omitempty"`
 	Compared  int         `json:"compared,omitempty"`
 	Separated bool        `json:"separated"`
+	// CauseLead: for a verdict on a WAL append whose member's agent
+	// split its fdatasyncs, the top cause of its WAL sync against the
+	// next, as commit's summary writes it (commit.CauseLead.Record): the
+	// shares the verdict leads with and whether it names both.
+	CauseLead *commit.LeadRecord `json:"cause_lead,omitempty"`
 }
 
 // ClusterPartShare is one part of the deciding follower's votes in
@@ -107,6 +112,10 @@ func clusterEvidenceOf(v commit.ClusterVerdict) *ClusterEvidence {
 		}
 		e.GapCIPct = &[2]float64{round(v.Shares.GapCI.Lo, 2), round(v.Shares.GapCI.Hi, 2)}
 		e.Longer, e.Compared = v.Shares.Longer, v.Shares.Compared
+	}
+	if v.CauseLead.Cause != "" {
+		r := v.CauseLead.Record()
+		e.CauseLead = &r
 	}
 	return e
 }

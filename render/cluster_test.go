@@ -101,6 +101,11 @@ func TestClusterVerdictCause(t *testing.T) {
 	if got, want := clusterVerdict(lead, names), "writes wait on the leader's own disk (40%) and for a CPU (38%) alike, of its WAL sync: its WAL append 0.82 ms (p50; it came last in 38 of 100"; !strings.HasPrefix(got, want) || len(got) > 200 {
 		t.Errorf("leader's WAL, close: %q (%d chars), want it to begin %q", got, len(got), want)
 	}
+	// The summary's evidence carries the numbers the line leads with.
+	if e := clusterEvidenceOf(lead).CauseLead; e == nil || e.Lead != "disk" || e.LeadLayer != commit.CauseDataWriteback || e.LeadSharePct != 40 ||
+		e.Next != string(commit.CauseCPUWait) || e.NextSharePct != 38 || e.Separated {
+		t.Errorf("leader's WAL, close: evidence's cause_lead %+v, want the disk (data_writeback) 40%% against cpu_wait 38%%, not separated", e)
+	}
 	v := base
 	v.Cause, v.CauseLead = commit.CauseCPUWait, commit.CauseLead{Cause: commit.CauseCPUWait, Pct: 45, Runner: commit.CauseDeviceFlush, RunnerPct: 41, HasRunner: true}
 	if got, want := clusterVerdict(v, names), "writes wait for a CPU (45%) and on m3's disk (41%) alike, of its WAL sync: its vote 9.10 ms (p50; WAL append 9.00 ms"; !strings.HasPrefix(got, want) || len(got) > 200 {

@@ -261,7 +261,8 @@ func commitTarget(w io.Writer, t commit.Target) {
 }
 
 // CommitSummary returns the run's JSON summary record (commit/v2), its
-// verdicts worded as the table words them.
+// verdicts worded as the table words them, each with its numbers
+// (verdict_evidence).
 func CommitSummary(run *CommitRun) commit.SummaryRecord {
 	s := run.Report.Summary()
 	s.Source, s.LostEvents, s.Missed, s.Dropped = run.Source, run.Lost, run.Missed, run.Dropped
@@ -273,9 +274,12 @@ func CommitSummary(run *CommitRun) commit.SummaryRecord {
 	}
 	s.ModelScrapes = run.ModelScrapes
 	s.FsyncCalls, s.FsyncLost, s.FsyncMissed = run.SyncCalls, run.SyncLost, run.SyncMissed
-	s.Verdicts = CommitVerdicts(run.Report, run.Cluster)
-	if run.Source == commit.SourceModel {
-		s.Verdicts = []string{} // no write was split: the model and `unavailable` say what is known
+	s.Verdicts = []string{}
+	if run.Source != commit.SourceModel { // else no write was split: the model and `unavailable` say what is known
+		for _, v := range run.Report.Verdicts(run.Cluster) {
+			s.Verdicts = append(s.Verdicts, commitVerdict(v, run.Cluster.Names).line)
+			s.VerdictEvidence = append(s.VerdictEvidence, v.Evidence())
+		}
 	}
 	t := run.Target
 	s.Target = &t
