@@ -46,6 +46,8 @@ type LeadRecord struct {
 	Lead         string  `json:"lead"`
 	LeadLayer    Cause   `json:"lead_layer,omitempty"`
 	LeadSharePct float64 `json:"lead_share_pct"`
+	// LeadLayerSharePct: LeadLayer's own share (CauseLead.LayerPct).
+	LeadLayerSharePct float64 `json:"lead_layer_share_pct,omitempty"`
 	// Next, NextLayer, NextSharePct: the next side, as Lead; absent when
 	// nothing else was measured.
 	Next         string  `json:"next,omitempty"`
@@ -92,6 +94,9 @@ func (l CauseLead) Record() LeadRecord {
 	}
 	r := LeadRecord{LeadSharePct: round2(l.Pct), Separated: l.Separated}
 	r.Lead, r.LeadLayer = side(l.Cause)
+	if r.LeadLayer != "" {
+		r.LeadLayerSharePct = round2(l.LayerPct)
+	}
 	if l.HasRunner {
 		r.Next, r.NextLayer = side(l.Runner)
 		r.NextSharePct = round2(l.RunnerPct)
