@@ -390,6 +390,9 @@ func commitVerdictKind(v commit.Verdict, names commit.Names) verdictText {
 			"check etcd_disk_backend_commit_duration_seconds and large range/txn requests")
 	case commit.VerdictScheduling:
 		return one(fmt.Sprintf("writes wait in etcd's own scheduling (%s, %.0f%% of the time): the CPU is busy", v.Part, v.SharePct), "check the member's CPU and GOMAXPROCS")
+	case commit.VerdictGRPC:
+		return one(fmt.Sprintf("writes wait in gRPC around the write (%s, %.0f%% of the time): request decode, the auth and quota interceptors, response encode", v.Part, v.SharePct),
+			"check the requests' size, auth (each request's token is checked) and the member's CPU")
 	case commit.VerdictCPUWait:
 		return one(fmt.Sprintf("etcd waits for a CPU: its WAL fdatasync calls (%d split by the fsync tracer) spent %.0f%% of their time runnable with no I/O in flight",
 			v.WALCause.Joined, 100*v.WALCause.Share(commit.CauseCPUWait)), cpuCheck)

@@ -54,6 +54,11 @@ func TestCommitVerdicts(t *testing.T) {
 			commit.ClusterState{Voters: 3, Names: names}, []string{"writes wait on forwarding to the leader (forward 42.6% + quorum_wait 51.1% of the time)", "forward p50 40.00 ms", "quorum_wait p50 48.00 ms"}},
 		{"apply", mk(commit.RoleLeader, map[string]int64{commit.PartWALAppend: 1e6, commit.PartApply: 9e6}, commit.LocalVote, true),
 			commit.ClusterState{Voters: 1, Names: names}, []string{"writes wait on apply"}},
+		// gRPC the largest part had no verdict at all: the first line
+		// named the deciding vote.
+		{"grpc", mk(commit.RoleLeader, map[string]int64{commit.PartWALAppend: 1e6, commit.PartGRPC: 9e6}, commit.LocalVote, true),
+			commit.ClusterState{Voters: 1, Names: names}, []string{"writes wait in gRPC around the write (grpc, 90% of the time): request decode, the auth and quota interceptors, response encode",
+				"\n  check the requests' size, auth"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -123,7 +123,7 @@ func round2(x float64) float64 { return math.Round(x*100) / 100 }
 var verdictKindNames = map[VerdictKind]string{
 	VerdictNoWrites: "no_writes", VerdictWAL: "wal", VerdictQuorum: "quorum", VerdictForward: "forward", VerdictApply: "apply",
 	VerdictScheduling: "scheduling", VerdictCPUWait: "cpu_wait", VerdictDecider: "decider", VerdictBatched: "batched",
-	VerdictIncomplete: "incomplete",
+	VerdictIncomplete: "incomplete", VerdictGRPC: "grpc",
 }
 
 // MarshalText names k as the JSON writes it.
