@@ -1,8 +1,9 @@
 package commit
 
 import (
-	"fmt"
 	"math"
+
+	"github.com/etcdscope/etcdscope/analysis/jsonl"
 )
 
 // VerdictEvidence is one verdict's numbers as the commit summary's JSON
@@ -120,27 +121,14 @@ func (r *LeadRecord) setGap(g Gap) {
 func round2(x float64) float64 { return math.Round(x*100) / 100 }
 
 // verdictKindNames are VerdictKind's JSON names.
-var verdictKindNames = map[VerdictKind]string{
+var verdictKindNames = jsonl.Names[VerdictKind]{Kind: "verdict kind", Of: map[VerdictKind]string{
 	VerdictNoWrites: "no_writes", VerdictWAL: "wal", VerdictQuorum: "quorum", VerdictForward: "forward", VerdictApply: "apply",
 	VerdictScheduling: "scheduling", VerdictCPUWait: "cpu_wait", VerdictDecider: "decider", VerdictBatched: "batched",
 	VerdictIncomplete: "incomplete", VerdictGRPC: "grpc",
-}
+}}
 
 // MarshalText names k as the JSON writes it.
-func (k VerdictKind) MarshalText() ([]byte, error) {
-	if s, ok := verdictKindNames[k]; ok {
-		return []byte(s), nil
-	}
-	return nil, fmt.Errorf("verdict kind %d has no name", k)
-}
+func (k VerdictKind) MarshalText() ([]byte, error) { return verdictKindNames.Marshal(k) }
 
 // UnmarshalText reads a name MarshalText writes.
-func (k *VerdictKind) UnmarshalText(b []byte) error {
-	for v, s := range verdictKindNames {
-		if s == string(b) {
-			*k = v
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown verdict kind %q", b)
-}
+func (k *VerdictKind) UnmarshalText(b []byte) error { return verdictKindNames.Unmarshal(b, k) }

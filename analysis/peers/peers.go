@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/etcdscope/etcdscope/analysis/jsonl"
 	"github.com/etcdscope/etcdscope/analysis/stats"
 	"github.com/etcdscope/etcdscope/event"
 )
@@ -210,26 +211,13 @@ const (
 )
 
 // noOwnerNames are NoOwner's JSON names.
-var noOwnerNames = map[NoOwner]string{NoOwnerClosed: "closed_before_owner_found", NoOwnerNotFound: "owner_not_found"}
+var noOwnerNames = jsonl.Names[NoOwner]{Kind: "no_owner", Of: map[NoOwner]string{NoOwnerClosed: "closed_before_owner_found", NoOwnerNotFound: "owner_not_found"}}
 
 // MarshalText names n as the JSON writes it.
-func (n NoOwner) MarshalText() ([]byte, error) {
-	if s, ok := noOwnerNames[n]; ok {
-		return []byte(s), nil
-	}
-	return nil, fmt.Errorf("no_owner %d has no name", n)
-}
+func (n NoOwner) MarshalText() ([]byte, error) { return noOwnerNames.Marshal(n) }
 
 // UnmarshalText reads a name MarshalText writes.
-func (n *NoOwner) UnmarshalText(b []byte) error {
-	for k, s := range noOwnerNames {
-		if s == string(b) {
-			*n = k
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown no_owner %q", b)
-}
+func (n *NoOwner) UnmarshalText(b []byte) error { return noOwnerNames.Unmarshal(b, n) }
 
 // noOwnerOf is why connection c of link l names no process (OwnerKnown
 // when l names one).
