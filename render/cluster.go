@@ -63,6 +63,11 @@ type ClusterEvidence struct {
 	Longer    int         `json:"longer,omitempty"`
 	Compared  int         `json:"compared,omitempty"`
 	Separated bool        `json:"separated"`
+	// CauseLead: for a verdict on a WAL append whose member's agent
+	// split its fdatasyncs, the top cause of its WAL sync against the
+	// next, as commit's summary writes it (commit.CauseLead.Record): the
+	// shares the verdict leads with and whether it names both.
+	CauseLead *commit.LeadRecord `json:"cause_lead,omitempty"`
 }
 
 // ClusterPartShare is one part of the deciding follower's votes in
@@ -107,6 +112,10 @@ func clusterEvidenceOf(v commit.ClusterVerdict) *ClusterEvidence {
 		}
 		e.GapCIPct = &[2]float64{round(v.Shares.GapCI.Lo, 2), round(v.Shares.GapCI.Hi, 2)}
 		e.Longer, e.Compared = v.Shares.Longer, v.Shares.Compared
+	}
+	if v.CauseLead.Cause != "" {
+		r := v.CauseLead.Record()
+		e.CauseLead = &r
 	}
 	return e
 }
@@ -422,19 +431,19 @@ func noCausePart(v commit.ClusterVerdict, p commit.PartShare, f followerWords) s
 }
 
 // followerCauseVerdict words a follower's WAL verdict by the top cause of
-// its fdatasyncs: its disk (by the largest layer), a CPU, or another
-// wait; that side's share of the WAL sync time first (the disk's layers
-// together, as the cause line), both sides when they are close.
+// its fdatasyncs: its disk (its layers together, then its largest), a
+// CPU, or another wait, led by that side's share of the WAL sync time in
+// the words commit's verdict uses (causeShare, causesAlike: both sides
+// when they are close), then the p50s.
 func followerCauseVerdict(v commit.ClusterVerdict, f followerWords) string {
-	nums := fmt.Sprintf("%s %s of %s %s vote (p50; WAL append %s, WAL sync %s; %s, %d split by cause)",
-		v.Cause, commitMs(v.CauseNs), f.its, commitMs(v.VoteNs), commitMs(v.PartNs), commitMs(v.FdatasyncNs), f.of, v.CauseJoined)
 	if l := v.CauseLead; l.HasRunner && !l.Separated {
 		// No one cause's p50 to lead with: the vote's.
-		return fmt.Sprintf("writes wait %s (%.0f%%) and %s (%.0f%%) alike, of %s WAL sync: %s vote %s (p50; WAL append %s, WAL sync %s; %s, %d split by cause)",
-			clusterSide(l.Cause, f.poss+" disk"+f.s), l.Pct, clusterSide(l.Runner, f.poss+" disk"+f.s), l.RunnerPct, f.its,
-			f.its, commitMs(v.VoteNs), commitMs(v.PartNs), commitMs(v.FdatasyncNs), f.of, v.CauseJoined)
+		return fmt.Sprintf("%s: %s vote %s (p50; WAL append %s, WAL sync %s; %s, %d split by cause)",
+			causesAlike(l, f.poss+" disk"+f.s, f.its+" WAL sync"), f.its, commitMs(v.VoteNs), commitMs(v.PartNs), commitMs(v.FdatasyncNs), f.of, v.CauseJoined)
 	}
-	share := leadShare(v.CauseLead)
+	nums := fmt.Sprintf("WAL append p50 %s of %s %s vote (%s %s; %s, %d split by cause)",
+		commitMs(v.PartNs), f.its, commitMs(v.VoteNs), sideName(v.Cause), commitMs(v.CauseNs), f.of, v.CauseJoined)
+	share := clusterShare(v.CauseLead)
 	switch {
 	case v.Cause.Disk():
 		return fmt.Sprintf("writes wait on %s disk%s%s: %s", f.poss, f.s, share, nums)
@@ -444,22 +453,13 @@ func followerCauseVerdict(v commit.ClusterVerdict, f followerWords) string {
 	return fmt.Sprintf("writes wait on %s WAL append%s: %s", f.poss, share, nums)
 }
 
-// leadShare is a verdict's top side's share of the WAL sync time, " (40%
-// of WAL sync)"; "" when unknown.
-func leadShare(l commit.CauseLead) string {
+// clusterShare is a cluster verdict's top side's share of the WAL sync
+// time, " (40% of WAL sync)" (causeShare); "" when unknown.
+func clusterShare(l commit.CauseLead) string {
 	if l.Cause == "" {
 		return ""
 	}
-	return fmt.Sprintf(" (%.0f%% of WAL sync)", l.Pct)
-}
-
-// clusterSide is what a write waits on by a side of a CauseLead, the
-// disk named as disk.
-func clusterSide(c commit.Cause, disk string) string {
-	if c.Disk() {
-		return "on " + disk
-	}
-	return sideWait(c)
+	return " " + causeShare(l, "WAL sync")
 }
 
 // causeLine is the table's line of whose fdatasyncs by cause: the
@@ -508,17 +508,16 @@ func causeLine(who, of string, t *commit.CauseTotals) string {
 }
 
 // leaderCauseVerdict words the leader's WAL verdict by the top cause of
-// its fdatasyncs, that side's share of the WAL sync time first (both
-// sides when they are close), then the cause's p50.
+// its fdatasyncs, as followerCauseVerdict a follower's: that side's share
+// of the WAL sync time first (both sides when they are close), then the
+// p50s.
 func leaderCauseVerdict(v commit.ClusterVerdict) string {
-	nums := fmt.Sprintf("%s %s of its %s WAL append (p50; it came last in %d of %d joined writes, %d split by cause)",
-		v.Cause, commitMs(v.CauseNs), commitMs(v.PartNs), v.Decided, v.Joined, v.CauseJoined)
+	of := fmt.Sprintf("it came last in %d of %d joined writes, %d split by cause", v.Decided, v.Joined, v.CauseJoined)
 	if l := v.CauseLead; l.HasRunner && !l.Separated {
-		return fmt.Sprintf("writes wait %s (%.0f%%) and %s (%.0f%%) alike, of its WAL sync: its WAL append %s (p50; it came last in %d of %d joined writes, %d split by cause)",
-			clusterSide(l.Cause, "the leader's own disk"), l.Pct, clusterSide(l.Runner, "the leader's own disk"), l.RunnerPct,
-			commitMs(v.PartNs), v.Decided, v.Joined, v.CauseJoined)
+		return fmt.Sprintf("%s: its WAL append %s (p50; %s)", causesAlike(l, "the leader's own disk", "its WAL sync"), commitMs(v.PartNs), of)
 	}
-	share := leadShare(v.CauseLead)
+	nums := fmt.Sprintf("WAL append p50 %s (%s %s; %s)", commitMs(v.PartNs), sideName(v.Cause), commitMs(v.CauseNs), of)
+	share := clusterShare(v.CauseLead)
 	switch {
 	case v.Cause.Disk():
 		return "writes wait on the leader's own disk" + share + ": " + nums

@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -65,9 +66,11 @@ func TestClusterNetworkAdvice(t *testing.T) {
 }
 
 // TestClusterVerdictCause: a follower's WAL verdict with its fdatasyncs
-// split names the top cause first, with its p50 against the vote's: the
-// disk's layer, a CPU, or another wait; one line of at most 200
-// characters, as is the table's line of the causes' shares.
+// split leads with the top side's share of the WAL sync, as commit's
+// verdict (the disk with its largest layer's share, a CPU, or another
+// wait), then the WAL append's p50 against the vote's and the cause's;
+// one line of at most 200 characters, as is the table's line of the
+// causes' shares.
 func TestClusterVerdictCause(t *testing.T) {
 	names := commit.Names{0x28d1: "m3"}
 	base := commit.ClusterVerdict{Kind: commit.ClusterVerdictFollowerWAL, Member: 0x28d1, Decided: 60, Joined: 62, PartNs: 9.0e6,
@@ -76,21 +79,24 @@ func TestClusterVerdictCause(t *testing.T) {
 		cause commit.Cause
 		want  string
 	}{
-		{commit.CauseDeviceFlush, "writes wait on m3's disk (87% of WAL sync): device_flush 7.90 ms of its 9.10 ms vote (p50;"},
-		{commit.CauseDM, "writes wait on m3's disk (87% of WAL sync): dm 7.90 ms of its 9.10 ms vote"},
-		{commit.CauseCPUWait, "writes wait for a CPU on m3, not its disk (87% of WAL sync): cpu_wait 7.90 ms of its 9.10 ms vote"},
-		{commit.CauseBlocked, "writes wait on m3's WAL append (87% of WAL sync): blocked 7.90 ms of its 9.10 ms vote"},
+		{commit.CauseDeviceFlush, "writes wait on m3's disk (87% of WAL sync, most in its device flush: 80%): WAL append p50 9.00 ms of its 9.10 ms vote (device flush 7.90 ms;"},
+		{commit.CauseDM, "writes wait on m3's disk (87% of WAL sync, most in its dm: 80%): WAL append p50 9.00 ms of its 9.10 ms vote (dm 7.90 ms;"},
+		{commit.CauseCPUWait, "writes wait for a CPU on m3, not its disk (87% of WAL sync): WAL append p50 9.00 ms of its 9.10 ms vote (cpu wait 7.90 ms;"},
+		{commit.CauseBlocked, "writes wait on m3's WAL append (87% of WAL sync): WAL append p50 9.00 ms of its 9.10 ms vote (blocked 7.90 ms;"},
 	} {
 		v := base
 		v.Cause, v.CauseLead = tc.cause, commit.CauseLead{Cause: tc.cause, Pct: 87, Runner: commit.CauseJournal, RunnerPct: 9, HasRunner: true, Separated: true}
+		if tc.cause.Disk() {
+			v.CauseLead.LayerPct = 80
+		}
 		got := clusterVerdict(v, names)
 		if !strings.HasPrefix(got, tc.want) || !strings.Contains(got, "60 split by cause") || len(got) > 200 || strings.Contains(got, "\n") {
 			t.Errorf("%s: %q (%d chars): want it to begin %q, at most 200 characters", tc.cause, got, len(got), tc.want)
 		}
 	}
 	lead := commit.ClusterVerdict{Kind: commit.ClusterVerdictLeaderWAL, Decided: 38, Joined: 100, PartNs: 0.82e6, Cause: commit.CauseJournal, CauseNs: 0.41e6, CauseJoined: 38,
-		CauseLead: commit.CauseLead{Cause: commit.CauseJournal, Pct: 71, Runner: commit.CauseCPUWait, RunnerPct: 20, HasRunner: true, Separated: true}}
-	if got, want := clusterVerdict(lead, names), "writes wait on the leader's own disk (71% of WAL sync): journal 0.41 ms of its 0.82 ms WAL append (p50; it came last in 38 of 100 joined writes, 38 split by cause)"; got != want {
+		CauseLead: commit.CauseLead{Cause: commit.CauseJournal, Pct: 71, LayerPct: 60, Runner: commit.CauseCPUWait, RunnerPct: 20, HasRunner: true, Separated: true}}
+	if got, want := clusterVerdict(lead, names), "writes wait on the leader's own disk (71% of WAL sync, most in its journal: 60%): WAL append p50 0.82 ms (journal 0.41 ms; it came last in 38 of 100 joined writes, 38 split by cause)"; got != want {
 		t.Errorf("leader's WAL: %q, want %q", got, want)
 	}
 	// The user's leader of 2026-12-07: the disk's layers 40% against a
@@ -100,6 +106,11 @@ func TestClusterVerdictCause(t *testing.T) {
 	lead.Cause = commit.CauseDataWriteback
 	if got, want := clusterVerdict(lead, names), "writes wait on the leader's own disk (40%) and for a CPU (38%) alike, of its WAL sync: its WAL append 0.82 ms (p50; it came last in 38 of 100"; !strings.HasPrefix(got, want) || len(got) > 200 {
 		t.Errorf("leader's WAL, close: %q (%d chars), want it to begin %q", got, len(got), want)
+	}
+	// The summary's evidence carries the numbers the line leads with.
+	if e := clusterEvidenceOf(lead).CauseLead; e == nil || e.Lead != "disk" || e.LeadLayer != commit.CauseDataWriteback || e.LeadSharePct != 40 ||
+		e.Next != string(commit.CauseCPUWait) || e.NextSharePct != 38 || e.Separated {
+		t.Errorf("leader's WAL, close: evidence's cause_lead %+v, want the disk (data_writeback) 40%% against cpu_wait 38%%, not separated", e)
 	}
 	v := base
 	v.Cause, v.CauseLead = commit.CauseCPUWait, commit.CauseLead{Cause: commit.CauseCPUWait, Pct: 45, Runner: commit.CauseDeviceFlush, RunnerPct: 41, HasRunner: true}
@@ -259,5 +270,38 @@ func TestClusterGoldens(t *testing.T) {
 			}
 			renderGolden(t, "cluster/"+tc.name+".evidence.json", append(js, '\n'))
 		})
+	}
+}
+
+// TestDiskVerdictSameWords: commit's WAL verdict and cluster's, on the
+// same fdatasyncs split by cause, lead with the same number and cause,
+// worded by one function (causeShare): the disk's share of the WAL sync,
+// its layers together, then its largest layer and that layer's share.
+// Cluster's verdict quoted the layer's p50 after a share of its own form.
+func TestDiskVerdictSameWords(t *testing.T) {
+	ns := map[commit.Cause]int64{commit.CauseDeviceFlush: 5e6, commit.CauseJournal: 1.2e6, commit.CauseCPUWait: 0.8e6, commit.CauseRunning: 0.2e6}
+	r := commit.NewReport()
+	var causes []*commit.SyncCause
+	var tot commit.CauseTotals
+	for range 20 {
+		r.Add(&commit.Write{Role: commit.RoleLeader, StartNs: 1, EndNs: 1 + 8e6, WALSyncNs: 7e6, BatchEntries: 1, Decider: commit.LocalVote, DeciderKnown: true,
+			PartsNs: map[string]int64{commit.PartWALAppend: 7.5e6, commit.PartApply: 0.5e6}})
+		causes = append(causes, &commit.SyncCause{Ns: ns})
+		tot.Add(&commit.SyncCause{Ns: ns})
+	}
+	r.AddCauses(causes)
+	l, ok := tot.Lead()
+	if !ok || !l.Separated {
+		t.Fatalf("lead %+v: want the disk set apart", l)
+	}
+	// 6.2 of 7.2 ms on the disk, 5 of them device flush.
+	const share = "(86%% of %s, most in its device flush: 69%%)"
+	commitLine := CommitVerdicts(r, commit.ClusterState{Voters: 1})[0]
+	if want := "writes wait on the local disk " + fmt.Sprintf(share, "(*WAL).sync") + ": WAL append p50 7.50 ms"; !strings.HasPrefix(commitLine, want) {
+		t.Errorf("commit: %q, want it to begin %q", commitLine, want)
+	}
+	v := commit.ClusterVerdict{Kind: commit.ClusterVerdictLeaderWAL, Decided: 20, Joined: 20, PartNs: 7.5e6, Cause: l.Cause, CauseNs: 5e6, CauseJoined: 20, CauseLead: l}
+	if got, want := clusterVerdict(v, nil), "writes wait on the leader's own disk "+fmt.Sprintf(share, "WAL sync")+": WAL append p50 7.50 ms (device flush 5.00 ms;"; !strings.HasPrefix(got, want) {
+		t.Errorf("cluster: %q, want it to begin %q", got, want)
 	}
 }

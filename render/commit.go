@@ -261,7 +261,8 @@ func commitTarget(w io.Writer, t commit.Target) {
 }
 
 // CommitSummary returns the run's JSON summary record (commit/v2), its
-// verdicts worded as the table words them.
+// verdicts worded as the table words them, each with its numbers
+// (verdict_evidence).
 func CommitSummary(run *CommitRun) commit.SummaryRecord {
 	s := run.Report.Summary()
 	s.Source, s.LostEvents, s.Missed, s.Dropped = run.Source, run.Lost, run.Missed, run.Dropped
@@ -273,9 +274,12 @@ func CommitSummary(run *CommitRun) commit.SummaryRecord {
 	}
 	s.ModelScrapes = run.ModelScrapes
 	s.FsyncCalls, s.FsyncLost, s.FsyncMissed = run.SyncCalls, run.SyncLost, run.SyncMissed
-	s.Verdicts = CommitVerdicts(run.Report, run.Cluster)
-	if run.Source == commit.SourceModel {
-		s.Verdicts = []string{} // no write was split: the model and `unavailable` say what is known
+	s.Verdicts = []string{}
+	if run.Source != commit.SourceModel { // else no write was split: the model and `unavailable` say what is known
+		for _, v := range run.Report.Verdicts(run.Cluster) {
+			s.Verdicts = append(s.Verdicts, commitVerdict(v, run.Cluster.Names).line)
+			s.VerdictEvidence = append(s.VerdictEvidence, v.Evidence())
+		}
 	}
 	t := run.Target
 	s.Target = &t
@@ -386,6 +390,9 @@ func commitVerdictKind(v commit.Verdict, names commit.Names) verdictText {
 			"check etcd_disk_backend_commit_duration_seconds and large range/txn requests")
 	case commit.VerdictScheduling:
 		return one(fmt.Sprintf("writes wait in etcd's own scheduling (%s, %.0f%% of the time): the CPU is busy", v.Part, v.SharePct), "check the member's CPU and GOMAXPROCS")
+	case commit.VerdictGRPC:
+		return one(fmt.Sprintf("writes wait in gRPC around the write (%s, %.0f%% of the time): request decode, the auth and quota interceptors, response encode", v.Part, v.SharePct),
+			"check the requests' size, auth (each request's token is checked) and the member's CPU")
 	case commit.VerdictCPUWait:
 		return one(fmt.Sprintf("etcd waits for a CPU: its WAL fdatasync calls (%d split by the fsync tracer) spent %.0f%% of their time runnable with no I/O in flight",
 			v.WALCause.Joined, 100*v.WALCause.Share(commit.CauseCPUWait)), cpuCheck)
@@ -431,20 +438,20 @@ func walVerdict(v commit.Verdict) verdictText {
 		if l.Cause == commit.CauseCPUWait || l.Runner == commit.CauseCPUWait {
 			more = append(more, cpuCheck)
 		}
-		return verdictText{fmt.Sprintf("writes wait %s (%.0f%%) and %s (%.0f%%) alike, of (*WAL).sync's time: %s", sideWait(l.Cause), l.Pct, sideWait(l.Runner), l.RunnerPct, head), more}
+		return verdictText{causesAlike(l, "the local disk", "(*WAL).sync's time") + ": " + head, more}
 	}
 	var line string
 	switch top := wal.Cause; {
 	case top.Disk():
-		line = fmt.Sprintf("writes wait on the local disk (%.0f%% of (*WAL).sync, most in its %s: %s): %s", l.Pct, sideName(top), pct(top), head)
+		line = "writes wait on the local disk " + causeShare(l, "(*WAL).sync") + ": " + head
 	case top == commit.CauseCPUWait:
 		// Linux 6.18+ throttles on the return to user space: the wait can
 		// land around the syscall, not in it (docs/commit.md).
 		return verdictText{fmt.Sprintf("writes wait for a CPU, not the disk: %s of (*WAL).sync runnable with no I/O in flight; %s", pct(top), head), append(split, cpuCheck)}
 	case top == commit.CauseRunning:
-		line = fmt.Sprintf("writes wait on the kernel's own work in the syscalls, on a CPU with no I/O in flight (%s of (*WAL).sync): %s", pct(top), head)
+		line = "writes wait on the kernel's own work in the syscalls, on a CPU with no I/O in flight " + causeShare(l, "(*WAL).sync") + ": " + head
 	case top == commit.CauseBlocked:
-		line = fmt.Sprintf("writes wait asleep in the syscalls, not on the disk's I/O (%s of (*WAL).sync): %s", pct(top), head)
+		line = "writes wait asleep in the syscalls, not on the disk's I/O " + causeShare(l, "(*WAL).sync") + ": " + head
 		split = append(split, "asleep on something else: a lock, a page fault, memory reclaim")
 	case top == commit.CauseOutside:
 		line = fmt.Sprintf("writes wait in (*WAL).sync outside its syscalls, running Go code (%s of it): %s", pct(top), head)
@@ -452,6 +459,32 @@ func walVerdict(v commit.Verdict) verdictText {
 		line = "writes wait in the syscalls with no I/O in flight (the scheduler was not followed): " + head
 	}
 	return verdictText{line, split}
+}
+
+// causeShare is how a WAL verdict, commit's or cluster's, leads with its
+// top side's share of the sync's time (of: which sync): the disk's
+// layers together and its largest layer's own share, as the split lines
+// print them, "(62% of (*WAL).sync, most in its device flush: 50%)";
+// another cause's, "(40% of (*WAL).sync)".
+func causeShare(l commit.CauseLead, of string) string {
+	if l.Cause.Disk() {
+		return fmt.Sprintf("(%.0f%% of %s, most in its %s: %.0f%%)", l.Pct, of, sideName(l.Cause), l.LayerPct)
+	}
+	return fmt.Sprintf("(%.0f%% of %s)", l.Pct, of)
+}
+
+// causesAlike is how a WAL verdict, commit's or cluster's, names two
+// sides the run's spread does not set apart, each with its share of the
+// sync's time (of), the disk's side named disk: "writes wait on the
+// local disk (40%) and for a CPU (38%) alike, of (*WAL).sync's time".
+func causesAlike(l commit.CauseLead, disk, of string) string {
+	side := func(c commit.Cause) string {
+		if c.Disk() {
+			return "on " + disk
+		}
+		return sideWait(c)
+	}
+	return fmt.Sprintf("writes wait %s (%.0f%%) and %s (%.0f%%) alike, of %s", side(l.Cause), l.Pct, side(l.Runner), l.RunnerPct, of)
 }
 
 // notApart says why a verdict names two sides (a cause of the WAL sync,

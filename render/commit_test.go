@@ -1,7 +1,10 @@
 package render
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +54,11 @@ func TestCommitVerdicts(t *testing.T) {
 			commit.ClusterState{Voters: 3, Names: names}, []string{"writes wait on forwarding to the leader (forward 42.6% + quorum_wait 51.1% of the time)", "forward p50 40.00 ms", "quorum_wait p50 48.00 ms"}},
 		{"apply", mk(commit.RoleLeader, map[string]int64{commit.PartWALAppend: 1e6, commit.PartApply: 9e6}, commit.LocalVote, true),
 			commit.ClusterState{Voters: 1, Names: names}, []string{"writes wait on apply"}},
+		// gRPC the largest part had no verdict at all: the first line
+		// named the deciding vote.
+		{"grpc", mk(commit.RoleLeader, map[string]int64{commit.PartWALAppend: 1e6, commit.PartGRPC: 9e6}, commit.LocalVote, true),
+			commit.ClusterState{Voters: 1, Names: names}, []string{"writes wait in gRPC around the write (grpc, 90% of the time): request decode, the auth and quota interceptors, response encode",
+				"\n  check the requests' size, auth"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,13 +171,10 @@ func TestCommitPartVerdictClose(t *testing.T) {
 	}
 }
 
-// TestCommitCauseVerdictClose: the user's run of 2026-12-07 (a leader of
-// three, ~20 puts/s): disk 40% (data writeback 15%) against waiting for
-// a CPU 38%, the writes split both ways. The verdict quoted "most on its
-// data writeback (15% of (*WAL).sync)", a layer's share, and named the
-// disk alone; it now leads with both sides' shares as the split prints
-// them and says why it names both.
-func TestCommitCauseVerdictClose(t *testing.T) {
+// closeCauseReport is TestCommitCauseVerdictClose's report: disk 40%
+// against waiting for a CPU 38% of (*WAL).sync, the writes split both
+// ways.
+func closeCauseReport() *commit.Report {
 	r := commit.NewReport()
 	var causes []*commit.SyncCause
 	for i := range 100 {
@@ -185,6 +190,60 @@ func TestCommitCauseVerdictClose(t *testing.T) {
 		causes = append(causes, &commit.SyncCause{Ns: ns})
 	}
 	r.AddCauses(causes)
+	return r
+}
+
+// TestCommitVerdictEvidence: the summary's JSON gives each verdict line
+// its numbers (verdict_evidence, one per line): the WAL verdict's part
+// against the next and its cause against the next, each side's share,
+// the gap's interval and whether they are set apart, the same numbers
+// the line and its details print (one source: commit.Verdict), and read
+// back by commit.ReadRecords.
+func TestCommitVerdictEvidence(t *testing.T) {
+	run := &CommitRun{Source: commit.SourceUprobes, Report: closeCauseReport(), Cluster: commit.ClusterState{Voters: 1}}
+	b, err := json.Marshal(CommitSummary(run))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sum, err := commit.ReadRecords(bytes.NewReader(b))
+	if err != nil || sum == nil {
+		t.Fatalf("read back: %v", err)
+	}
+	if len(sum.VerdictEvidence) != len(sum.Verdicts) || len(sum.Verdicts) == 0 {
+		t.Fatalf("%d evidence records for %d verdicts:\n%s", len(sum.VerdictEvidence), len(sum.Verdicts), b)
+	}
+	e := sum.VerdictEvidence[0]
+	c, p := e.CauseLead, e.PartLead
+	if e.Kind != commit.VerdictWAL || c == nil || p == nil {
+		t.Fatalf("first verdict's evidence %+v, want a WAL verdict with its part and cause leads:\n%s", e, b)
+	}
+	if c.Lead != "disk" || c.LeadLayer != commit.CauseDataWriteback || c.Next != string(commit.CauseCPUWait) || c.NextLayer != "" || c.Separated ||
+		c.GapCILowPctPoints == nil || *c.GapCILowPctPoints > 0 || *c.GapCIHighPctPoints < 0 || c.Compared != 100 {
+		t.Errorf("cause lead %+v: want the disk (data_writeback) against cpu_wait, not separated, over 100 writes", *c)
+	}
+	if p.Lead != commit.PartWALAppend || p.Next != commit.PartApply || !p.Separated || p.LeadSharePct != 75 || p.NextSharePct != 25 {
+		t.Errorf("part lead %+v: want wal_append 75%% against apply 25%%, separated", *p)
+	}
+	// The line and its details print these numbers, rounded.
+	text := CommitVerdictBlocks(run.Report, run.Cluster)[0]
+	for _, s := range []string{
+		fmt.Sprintf("on the local disk (%.0f%%) and for a CPU (%.0f%%) alike", c.LeadSharePct, c.NextSharePct),
+		fmt.Sprintf("the gap's 95%% interval %.0f to %.0f points, the disk the longer in %d of %d writes", *c.GapCILowPctPoints, *c.GapCIHighPctPoints, c.Longer, c.Compared),
+	} {
+		if !strings.Contains(text, s) {
+			t.Errorf("verdict %q lacks the JSON's %q", text, s)
+		}
+	}
+}
+
+// TestCommitCauseVerdictClose: the user's run of 2026-12-07 (a leader of
+// three, ~20 puts/s): disk 40% (data writeback 15%) against waiting for
+// a CPU 38%, the writes split both ways. The verdict quoted "most on its
+// data writeback (15% of (*WAL).sync)", a layer's share, and named the
+// disk alone; it now leads with both sides' shares as the split prints
+// them and says why it names both.
+func TestCommitCauseVerdictClose(t *testing.T) {
+	r := closeCauseReport()
 	v := CommitVerdictBlocks(r, commit.ClusterState{Voters: 1})[0]
 	for _, s := range []string{"writes wait on the local disk (40%) and for a CPU (38%) alike, of (*WAL).sync's time", "split per call: disk 40% (",
 		"waiting for a CPU 38%", "not set apart by this run's spread", "the disk the longer in 50 of 100 writes", cpuCheck} {

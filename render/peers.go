@@ -18,7 +18,9 @@ import (
 // PeerLinkLabel names a link: "etcd[123] 127.0.0.1 → [456] 127.0.0.2
 // (active)"; a process that is not etcd by its name and how many of its
 // processes the link holds, "curl[19 pids] 127.0.0.1 → 127.0.0.2
-// (active)" (peers.Link.FromAnyPID); the folded one (peers.MaxLinks) by
+// (active)" (peers.Link.FromAnyPID); one that names no process says why,
+// "127.0.0.1 → 127.0.0.2 (active; no process: closed before its owner was
+// found)" (peers.LinkStats.NoOwner); the folded one (peers.MaxLinks) by
 // what it holds.
 func PeerLinkLabel(l *peers.LinkStats) string {
 	if l.Folded > 0 {
@@ -28,7 +30,17 @@ func PeerLinkLabel(l *peers.LinkStats) string {
 	if l.Link.ToPID != 0 {
 		to = fmt.Sprintf("[%d] %s", l.Link.ToPID, to)
 	}
+	if why, ok := noOwnerWords[l.NoOwner]; ok {
+		// No process to name: why, in the row.
+		return fmt.Sprintf("%s → %s (%s; no process: %s)", peerFrom(l.Link, l.Processes, true), to, l.Link.Direction, why)
+	}
 	return fmt.Sprintf("%s → %s (%s)", peerFrom(l.Link, l.Processes, true), to, l.Link.Direction)
+}
+
+// noOwnerWords say why a link names no process (peers.NoOwner).
+var noOwnerWords = map[peers.NoOwner]string{
+	peers.NoOwnerClosed:   "closed before its owner was found",
+	peers.NoOwnerNotFound: "its owner was not found",
 }
 
 // PeerLinkFrom names a link's local end: "etcd[12565]", "curl[*]" (every

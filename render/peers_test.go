@@ -209,3 +209,26 @@ func TestTableSaysWhyNoSample(t *testing.T) {
 		}
 	}
 }
+
+// TestTableSaysWhyNoProcess: a row of a link this host opened that names
+// no process says why in the row (peers.NoOwner): closed before its
+// owner was found, or the owner not found; etcd's rows say nothing of it.
+func TestTableSaysWhyNoProcess(t *testing.T) {
+	lo, to := netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")
+	anon := peers.Link{Direction: event.PeerActive, From: lo, To: to, Peer: to}
+	etcd := peers.Link{Direction: event.PeerActive, FromPID: 7, FromComm: "etcd", From: lo, To: to, Peer: to}
+	var out bytes.Buffer
+	Peers(&out, &etcdmetric.PeersReport{Port: 2380, Links: []peers.LinkStats{{Link: etcd, KeptAlive: 1}, {Link: anon, NoOwner: peers.NoOwnerClosed, KeptAlive: 1}}})
+	want := []string{"etcd[7] 127.0.0.1 → 127.0.0.2 (active) ", "127.0.0.1 → 127.0.0.2 (active; no process: closed before its owner was found) "}
+	for _, w := range want {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("table lacks %q:\n%s", w, out.String())
+		}
+	}
+	if got, want := PeerLinkLabel(&peers.LinkStats{Link: anon, NoOwner: peers.NoOwnerNotFound}), "127.0.0.1 → 127.0.0.2 (active; no process: its owner was not found)"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if strings.Count(out.String(), "no process") != 1 {
+		t.Errorf("a reason on a row that names its process:\n%s", out.String())
+	}
+}

@@ -391,6 +391,9 @@ type CauseLead struct {
 	// together when Cause.Disk().
 	Cause Cause
 	Pct   float64
+	// LayerPct: when Cause.Disk(), that layer's own share of the summed
+	// time, percent (the split line's figure for it); 0 otherwise.
+	LayerPct float64
 	// Runner: the next side (the disk by its largest layer, or another
 	// cause) and its share; HasRunner false when no other side was
 	// measured.
@@ -455,6 +458,9 @@ func (t *CauseTotals) Lead() (CauseLead, bool) {
 	}
 	pct := func(v int64) float64 { return 100 * float64(v) / float64(max(total, 1)) }
 	l := CauseLead{Cause: top, Pct: pct(sum[a]), Gap: unweighed}
+	if top.Disk() {
+		l.LayerPct = pct(t.Ns[top])
+	}
 	if b < 0 {
 		// Nothing else measured: the one side is all of it.
 		l.Separated = len(t.rows.rows) > 0

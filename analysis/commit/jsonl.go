@@ -140,6 +140,10 @@ type SummaryRecord struct {
 	// Verdicts: Report.Verdicts worded, one sentence each, as the table
 	// prints them (render.CommitVerdicts).
 	Verdicts []string `json:"verdicts"`
+	// VerdictEvidence: each verdict's numbers (Verdict.Evidence), one
+	// per Verdicts line in its order; absent in recordings made before
+	// 2026-12-07.
+	VerdictEvidence []VerdictEvidence `json:"verdict_evidence,omitempty"`
 }
 
 // Summary returns the report as a summary record, without its Verdicts

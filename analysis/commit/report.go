@@ -133,8 +133,8 @@ type ClusterState struct {
 type VerdictKind int
 
 // Verdict kinds. The first verdict of a report with writes names the part
-// they waited on most (VerdictWAL to VerdictScheduling; none when that is
-// the gRPC part); the others follow it when they hold.
+// they waited on most (VerdictWAL to VerdictScheduling, or VerdictGRPC);
+// the others follow it when they hold.
 const (
 	VerdictNoWrites   VerdictKind = iota + 1 // no write was traced
 	VerdictWAL                               // the WAL append: WAL (and Cause, when the fsync tracer split the fdatasyncs)
@@ -148,6 +148,9 @@ const (
 	VerdictDecider    // the quorum's deciding vote: Member in Count of Writes
 	VerdictBatched    // Count of Writes shared a WAL append (one Raft Ready)
 	VerdictIncomplete // Count of Writes could not be followed through every step
+	// VerdictGRPC: the unary RPC around the write's function (PartGRPC:
+	// request decode, the auth and quota interceptors, response encode).
+	VerdictGRPC
 )
 
 // Verdict is one thing the writes of a Report waited on, as numbers; the
@@ -342,6 +345,8 @@ func (r *Report) Verdicts(cs ClusterState) []Verdict {
 		v.Kind = VerdictApply
 	case PartPropose, PartReturn:
 		v.Kind = VerdictScheduling
+	case PartGRPC:
+		v.Kind = VerdictGRPC
 	}
 	if v.Kind != 0 {
 		out = append(out, v)

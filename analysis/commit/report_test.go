@@ -65,8 +65,8 @@ func TestVerdicts(t *testing.T) {
 				{Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
 		{"propose", mk(RoleLeader, map[string]int64{PartWALAppend: 1e6, PartPropose: 9e6}, LocalVote, true), nil,
 			ClusterState{Voters: 1}, []Verdict{{Few: true, Kind: VerdictScheduling, Part: PartPropose, SharePct: 90, Writes: 1}, {Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
-		{"grpc: no part verdict", mk(RoleLeader, map[string]int64{PartWALAppend: 1e6, PartGRPC: 9e6}, LocalVote, true), nil,
-			ClusterState{Voters: 1}, []Verdict{{Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
+		{"grpc", mk(RoleLeader, map[string]int64{PartWALAppend: 1e6, PartGRPC: 9e6}, LocalVote, true), nil,
+			ClusterState{Voters: 1}, []Verdict{{Few: true, Kind: VerdictGRPC, Part: PartGRPC, SharePct: 90, Writes: 1}, {Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
 	}
 	// From FewWrites writes on, the same report's verdict carries no
 	// caveat; one fewer, it does.

@@ -80,3 +80,23 @@ func TestScanBoundsObjects(t *testing.T) {
 		}
 	}
 }
+
+// TestNames: an enum's names round-trip; a value with no name and an
+// unknown name are errors naming the field.
+func TestNames(t *testing.T) {
+	n := Names[int]{Kind: "color", Of: map[int]string{1: "red", 2: "blue"}}
+	for v, s := range n.Of {
+		b, err := n.Marshal(v)
+		var back int
+		if err != nil || string(b) != s || n.Unmarshal(b, &back) != nil || back != v {
+			t.Errorf("%d: %q %v, read back %d", v, b, err, back)
+		}
+	}
+	if _, err := n.Marshal(3); err == nil || err.Error() != "color 3 has no name" {
+		t.Errorf("Marshal(3): %v", err)
+	}
+	var v int
+	if err := n.Unmarshal([]byte("green"), &v); err == nil || err.Error() != `unknown color "green"` {
+		t.Errorf("Unmarshal(green): %v", err)
+	}
+}

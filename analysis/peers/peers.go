@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/etcdscope/etcdscope/analysis/jsonl"
 	"github.com/etcdscope/etcdscope/analysis/stats"
 	"github.com/etcdscope/etcdscope/event"
 )
@@ -177,10 +178,57 @@ type LinkStats struct {
 	// connections, counted up to MaxProcesses (a count of MaxProcesses
 	// means at least that many).
 	Processes int `json:"processes,omitempty"`
+	// NoOwner: why the link names no process at its local end (a link
+	// this host opened whose sockets' owner was never found); absent
+	// when it names one, or when its From end is another host's.
+	NoOwner NoOwner `json:"no_owner,omitempty"`
 	// Folded, when not 0, marks the one link that sums the links past
 	// MaxLinks (its Link is zero): how many links were folded into it. It
 	// comes last; its per-request series is not kept (counted dropped).
 	Folded int `json:"folded_links,omitempty"`
+}
+
+// NoOwner says why a link this host opened names no process (its
+// Link.FromPID 0, not FromAnyPID): its connections were opened before
+// tracing began, so no connect() named the caller, and the socket look-up
+// (host.SocketOwnerResolver) did not find the process holding them.
+type NoOwner uint8
+
+// The reasons, in increasing order of what a user should check: a link
+// with both kinds of connection carries the later.
+const (
+	// OwnerKnown: the link names its process, or its local end is
+	// another host's (a passive link's From).
+	OwnerKnown NoOwner = iota
+	// NoOwnerClosed: every connection of the link closed before the
+	// look-up found its owner (an owner event after the close still
+	// names it, until the connection is folded into its link).
+	NoOwnerClosed
+	// NoOwnerNotFound: a connection of the link was still open at the
+	// end and the look-up found no owner (dropped or not yet run: the
+	// report's owner_lookups count what it dropped).
+	NoOwnerNotFound
+)
+
+// noOwnerNames are NoOwner's JSON names.
+var noOwnerNames = jsonl.Names[NoOwner]{Kind: "no_owner", Of: map[NoOwner]string{NoOwnerClosed: "closed_before_owner_found", NoOwnerNotFound: "owner_not_found"}}
+
+// MarshalText names n as the JSON writes it.
+func (n NoOwner) MarshalText() ([]byte, error) { return noOwnerNames.Marshal(n) }
+
+// UnmarshalText reads a name MarshalText writes.
+func (n *NoOwner) UnmarshalText(b []byte) error { return noOwnerNames.Unmarshal(b, n) }
+
+// noOwnerOf is why connection c of link l names no process (OwnerKnown
+// when l names one).
+func noOwnerOf(l Link, c *Conn) NoOwner {
+	switch {
+	case l.Direction != event.PeerActive || l.FromPID != 0 || l.FromAnyPID:
+		return OwnerKnown
+	case c.CloseNs != 0:
+		return NoOwnerClosed
+	}
+	return NoOwnerNotFound
 }
 
 // Down reports a peer that is down or unreachable in the window: its
@@ -442,6 +490,7 @@ func (l *linkAcc) trimSamples(keep int) {
 // its process when l is FromAnyPID (linkOf), else 0.
 func (l *linkAcc) addConn(c *Conn, pid uint32, perRequestMax time.Duration) {
 	l.addPID(pid)
+	l.st.NoOwner = max(l.st.NoOwner, noOwnerOf(l.st.Link, c))
 	if c.OpenNs != 0 {
 		l.st.Opened++
 		if c.HandshakeNs != 0 {

@@ -1,6 +1,7 @@
 package peers
 
 import (
+	"encoding/json"
 	"net/netip"
 	"slices"
 	"testing"
@@ -455,5 +456,57 @@ func TestEtcdComm(t *testing.T) {
 		if got := EtcdComm(comm); got != want {
 			t.Errorf("EtcdComm(%q) = %v, want %v", comm, got, want)
 		}
+	}
+}
+
+// TestNoOwner: a link this host opened that names no process says why
+// (LinkStats.NoOwner): its connections, opened before tracing began,
+// closed before the look-up found their owner, or one is still open
+// without one; a late owner names the process and the link has no
+// reason; an accepted connection's From is the other host's, never a
+// missing owner. The reason round-trips through the report's JSON.
+func TestNoOwner(t *testing.T) {
+	client := netip.MustParseAddrPort("127.0.0.1:51000")
+	server := netip.MustParseAddrPort("127.0.0.2:2380")
+	t0 := uint64(time.Second)
+	stream := func(sk uint64, local, remote netip.AddrPort, closed bool) []event.Peer {
+		ev := []event.Peer{{Kind: event.PeerRTT, TimeNs: t0, Socket: sk, SockIno: 70 + sk, Direction: event.PeerPreexisting, Local: local, Remote: remote, SRTTus: 90, MinRTTus: 10}}
+		if closed {
+			ev = append(ev, event.Peer{Kind: event.PeerClose, TimeNs: t0 + 10, Socket: sk, SockIno: 70 + sk, Direction: event.PeerPreexisting, Local: local, Remote: remote})
+		}
+		return ev
+	}
+	owner := event.Peer{Kind: event.PeerOwner, TimeNs: t0 + 20, Socket: 1, SockIno: 71, Direction: event.PeerPreexisting, Owner: 42, Comm: "etcd"}
+	for _, c := range []struct {
+		name    string
+		events  []event.Peer
+		dir     event.PeerDirection
+		fromPID uint32
+		want    NoOwner
+	}{
+		{"closed before its owner was found", stream(1, client, server, true), event.PeerActive, 0, NoOwnerClosed},
+		{"open, owner not found", stream(1, client, server, false), event.PeerActive, 0, NoOwnerNotFound},
+		{"one closed, one open", append(stream(1, client, server, true), stream(2, netip.AddrPortFrom(client.Addr(), 51001), server, false)...), event.PeerActive, 0, NoOwnerNotFound},
+		{"owner found after the close", append(stream(1, client, server, true), owner), event.PeerActive, 42, OwnerKnown},
+		{"accepted: From is the other host", stream(1, server, client, true), event.PeerPassive, 0, OwnerKnown},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep := Analyze(c.events, Options{})
+			if len(rep.Links) != 1 {
+				t.Fatalf("%d links, want 1: %+v", len(rep.Links), rep.Links)
+			}
+			l := rep.Links[0]
+			if l.Link.Direction != c.dir || l.Link.FromPID != c.fromPID || l.NoOwner != c.want {
+				t.Errorf("link %v no_owner %d, want %v from pid %d, no_owner %d", l.Link, l.NoOwner, c.dir, c.fromPID, c.want)
+			}
+			b, err := json.Marshal(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back LinkStats
+			if err := json.Unmarshal(b, &back); err != nil || back.NoOwner != c.want {
+				t.Errorf("JSON %s read back no_owner %d (%v), want %d", b, back.NoOwner, err, c.want)
+			}
+		})
 	}
 }

@@ -251,9 +251,15 @@ func readInput(name string) diagnose.Input {
 			// host:port/metrics without a scheme reads as a file name.
 			return diagnose.Input{Name: name, Err: fmt.Errorf("no such file; for a URL give its scheme: http://%s", name)}
 		}
+		// The report names the file once, before its error: the
+		// error's words without the path.
 		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the report names the file once, before its error
+		var nr *safefile.NotRegularError
+		switch {
+		case errors.As(err, &nr):
+			err = fmt.Errorf("%s, not a regular file", nr.Kind)
+		case errors.As(err, &pe):
+			err = pe.Err
 		}
 		return diagnose.Input{Name: name, Err: fmt.Errorf("%w: give a readable file (or - for stdin)", err)}
 	}

@@ -373,17 +373,26 @@ func TestDiagnoseTotalInputBounded(t *testing.T) {
 	}
 }
 
-// TestDiagnoseMissingFileNamedOnce: a file that does not exist is named
-// once, then the error and the fix (a walk read "/nonexistent.txt: open
-// /nonexistent.txt: no such file or directory: ...").
+// TestDiagnoseMissingFileNamedOnce: a file that does not exist, or a
+// directory, is named once, then the error and the fix (a walk read
+// "/nonexistent.txt: open /nonexistent.txt: no such file or directory:
+// ...", and "/tmp/d: /tmp/d is a directory, not a regular file: ...").
 func TestDiagnoseMissingFileNamedOnce(t *testing.T) {
-	name := filepath.Join(t.TempDir(), "nonexistent.txt")
-	in := readInput(name)
-	if in.Err == nil {
-		t.Fatal("no error for a missing file")
+	dir := t.TempDir()
+	for _, c := range []struct{ name, want string }{
+		{filepath.Join(dir, "nonexistent.txt"), ": no such file or directory: give a readable file (or - for stdin)"},
+		{dir, ": a directory, not a regular file: give a readable file (or - for stdin)"},
+	} {
+		in := readInput(c.name)
+		if in.Err == nil {
+			t.Fatalf("%s: no error", c.name)
+		}
+		line := in.Name + ": " + in.Err.Error()
+		if strings.Count(line, c.name) != 1 || line != c.name+c.want || strings.Contains(line, "\n") {
+			t.Errorf("got %q: want %q, the name once", line, c.name+c.want)
+		}
 	}
-	line := in.Name + ": " + in.Err.Error()
-	if strings.Count(line, name) != 1 || !strings.Contains(line, "no such file or directory: give a readable file") || !errors.Is(in.Err, os.ErrNotExist) {
-		t.Errorf("got %q: want the name once, the error and the fix", line)
+	if in := readInput(filepath.Join(dir, "nonexistent.txt")); !errors.Is(in.Err, os.ErrNotExist) {
+		t.Errorf("missing file: %v does not unwrap to os.ErrNotExist", in.Err)
 	}
 }

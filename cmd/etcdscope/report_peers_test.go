@@ -23,13 +23,18 @@ import (
 )
 
 // loopback3 holds the real inputs of a new user's README walk: three
-// etcd v3.6.16 members on 127.0.0.61-63 (peer port 23880, client 23790),
-// traced by `etcdscope peers --port 23880 --duration 40s --etcd-metrics
-// http://127.0.0.61:23790/metrics --etcd-endpoints ... --record
-// peers.jsonl > peers.txt` (member a, pid 13599, scraped); `commit --pid
-// <c> --load 20/s --output json > commit.jsonl`; and `fsync --pid <a>
-// --duration 3s --output json > fsync-idle.jsonl` while the cluster was
-// idle (a summary line only).
+// etcd v3.6.16 members. peers.txt and peers.jsonl: members a, b, c on
+// 127.0.43.1-3 (peer port 24380, client 24379), idle, up for about a
+// minute, traced by `etcdscope peers --port 24380 --duration 40s
+// --etcd-metrics http://127.0.43.1:24379/metrics --etcd-endpoints
+// http://127.0.43.1:24379,... --record peers.jsonl > peers.txt` (member
+// a, pid 2059, scraped; its headline went to stderr), recorded again on
+// 2026-12-07 with this build: the recording of 2026-12 before it printed
+// the streams opened before tracing as "(unknown)" rows, which the code
+// no longer makes. commit.jsonl: `commit --pid <c> --load 20/s --output
+// json` and fsync-idle.jsonl: `fsync --pid <a> --duration 3s --output
+// json` while the cluster was idle (a summary line only), both of the
+// earlier walk (127.0.0.61-63).
 const loopback3 = "../../testdata/loopback3"
 
 // TestReportPeersModelAgrees: the table the live run printed (peers.txt)

@@ -30,7 +30,7 @@ func OpenInput(path string) (*os.File, error) {
 	}
 	if kind := fileKind(st.Mode); kind != "" {
 		unix.Close(fd)
-		return nil, fmt.Errorf("%s is %s, not a regular file", path, kind)
+		return nil, &NotRegularError{Path: path, Kind: kind}
 	}
 	if err := unix.SetNonblock(fd, false); err != nil {
 		unix.Close(fd)
@@ -38,6 +38,17 @@ func OpenInput(path string) (*os.File, error) {
 	}
 	return os.NewFile(uintptr(fd), path), nil
 }
+
+// NotRegularError is OpenInput's refusal of a file that is not a regular
+// file. Its Error names Path; a caller that names the path itself (as
+// diagnose's report does, before each input's error) words Kind alone.
+type NotRegularError struct {
+	Path string
+	// Kind: what the file is instead, "a directory", "a FIFO or pipe".
+	Kind string
+}
+
+func (e *NotRegularError) Error() string { return e.Path + " is " + e.Kind + ", not a regular file" }
 
 // ReadInput reads the regular file at path (OpenInput) whole, and fails
 // if it holds more than max bytes.

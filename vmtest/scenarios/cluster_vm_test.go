@@ -82,7 +82,8 @@ func TestVMScenarioClusterSplit(t *testing.T) {
 	// against 49%): then the verdict names no single cause, but both
 	// parts, the WAL append with the dm layer.
 	switch ev := j1.Evidence; {
-	case strings.HasPrefix(j1.Verdict, "writes wait on m3's disk: dm "):
+	case ev != nil && ev.Kind == "follower_wal" && ev.CauseLead != nil && ev.CauseLead.Lead == "disk" && ev.CauseLead.LeadLayer == commit.CauseDM &&
+		strings.HasPrefix(j1.Verdict, "writes wait on m3's disk ("):
 	case ev != nil && ev.Kind == "no_single_cause" && strings.HasPrefix(j1.Verdict, "no single cause: m3's votes wait on ") &&
 		strings.Contains(j1.Verdict, "WAL append") && strings.Contains(j1.Verdict, "(dm "):
 		t.Logf("m1 leads: no single cause: %+v", ev.Parts)
