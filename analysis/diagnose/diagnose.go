@@ -272,8 +272,10 @@ type Options struct {
 	// Since, Until: keep log lines and Prometheus samples in [Since,
 	// Until] (zero: open). Log lines without a zone are read as UTC.
 	Since, Until time.Time
-	// MetricsURL: a /metrics URL to name in the suggested commands
-	// (default http://127.0.0.1:2381/metrics, kubeadm's metrics listener).
+	// MetricsURL: the /metrics URL to name in the suggested commands of
+	// a member whose scrapes came from a file (default
+	// http://127.0.0.1:2381/metrics, kubeadm's metrics listener); a member
+	// scraped from a URL is named with its own.
 	MetricsURL string
 	// OneMember: every /metrics input is a scrape of one member, diagnosed
 	// as their difference. For excerpts that carry no etcd_server_id,

@@ -115,6 +115,18 @@ func (w MemberWindow) where() Where {
 // OneMember is the member a --one-member run reads every scrape as.
 const OneMember = "one member (--one-member)"
 
+// metricsURLOf is the /metrics URL a member's suggested commands name:
+// the URL its scrapes came from when they came from one (each member its
+// own), else url.
+func metricsURLOf(w MemberWindow, url string) string {
+	for _, s := range w.Sources {
+		if strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") {
+			return s
+		}
+	}
+	return url
+}
+
 func (r *Report) peerFindings(ws []MemberWindow, url string) {
 	for _, w := range ws {
 		for _, s := range w.Peers {
@@ -124,7 +136,7 @@ func (r *Report) peerFindings(ws []MemberWindow, url string) {
 			if s.Key.Prober != "" {
 				subj += " (" + s.Key.Prober + ")"
 			}
-			v := PeerFacts{Sources: w.Sources, Window: w.Window, Where: w.where(), URL: url, Prober: s.Key.Prober, Stats: row.Stats, Modes: row.Modes}
+			v := PeerFacts{Sources: w.Sources, Window: w.Window, Where: w.where(), URL: metricsURLOf(w, url), Prober: s.Key.Prober, Stats: row.Stats, Modes: row.Modes}
 			f := Finding{Topic: TopicPeerRTT, Subject: subj, Severity: OK}
 			h := row.Stats
 			if h.HasCount && h.Observations > 0 {

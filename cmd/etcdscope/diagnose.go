@@ -115,10 +115,7 @@ func runDiagnose(args []string) error {
 	for _, a := range fs.Args() {
 		switch {
 		case strings.HasPrefix(a, "http://") || strings.HasPrefix(a, "https://"):
-			urls = append(urls, a)
-			if opt.MetricsURL == "" {
-				opt.MetricsURL = a
-			}
+			urls = append(urls, a) // each member's suggested commands name its own
 		case a == "-":
 			b, err := readCapped(os.Stdin)
 			inputs = append(inputs, diagnose.Input{Name: "stdin", Data: b, Err: err})
