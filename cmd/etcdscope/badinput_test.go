@@ -74,6 +74,8 @@ var badInputs = slices.Concat([]badInput{
 	// fsync
 	{args: []string{"fsync", "--kernel-partition", "--sched"}, fix: "--kernel-partition leaves out the per-request records --sched needs: give one of them"},
 	{args: []string{"fsync", "--kernel-partition", "--capture", "/tmp/etcdscope-badinput.cap"}, fix: "records --capture needs"},
+	// Off without a word before (the walk of 2026-12-07): its calls' filesystem must be known to be ext4.
+	{args: []string{"fsync", "--pid", "1", "--kernel-partition"}, fix: "give --dev with the disk the traced files are on"},
 	{args: []string{"fsync", "--workload", "wal", "--rate", "Inf"}, fix: "give appends per second from 0.001"},
 	{args: []string{"fsync", "--workload", "wal", "--rate", "NaN"}, fix: "give appends per second from 0.001"},
 	{args: []string{"fsync", "--workload", "wal", "--rate", "1e10"}, fix: "give appends per second from 0.001"},

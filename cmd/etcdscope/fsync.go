@@ -50,7 +50,7 @@ const writesUsage = "also split write(2) and its kin on the fsynced files into t
 const schedUsage = "also split each call's \"other\" time into runnable, running and blocked (runs at every context switch: +50-80% BPF)"
 
 // kernelPartitionUsage is --kernel-partition's help.
-const kernelPartitionUsage = "one kernel record per ext4 call on a plain disk: no per-request records, requests without sector (docs/performance.md #33)"
+const kernelPartitionUsage = "one kernel record per ext4 call on a plain disk (with --dev, or --workload on ext4): no per-request records, requests without sector (docs/performance.md #33)"
 
 func runFsync(args []string) error {
 	var f fsyncFlags
@@ -246,11 +246,37 @@ func (f *fsyncFlags) validate() (tracer.FsyncConfig, error) {
 		}
 	}
 	cfg.FSTypes = f.fsTypes(cfg.Disk)
+	if f.kernelPartition {
+		if err := kernelPartitionFS(cfg.FSTypes, f.wl != ""); err != nil {
+			return cfg, err
+		}
+	}
 	if f.wl != "" && f.failOverBudget && len(cfg.FSTypes) == 1 && analysis.InMemoryFS(cfg.FSTypes[0]) {
 		// A gate on a disk the workload never reaches would always pass.
 		return cfg, usagef("--fail-over-budget: --dir %s is on %s, which keeps files in memory: its fdatasyncs reach no disk; give a --dir on the disk etcd's data directory will use", f.dir, cfg.FSTypes[0])
 	}
 	return cfg, nil
+}
+
+// kernelPartitionFS refuses --kernel-partition where it could not apply:
+// the mode assembles calls on ext4's tracepoints, so the traced files must
+// be known to be on ext4 (fstypes: --dev's filesystems, or --dir's for the
+// workload). It was silently off there (a new user's walk, 2026-12-07).
+func kernelPartitionFS(fstypes []string, workload bool) error {
+	if len(fstypes) > 0 && !slices.ContainsFunc(fstypes, func(t string) bool { return t != "ext4" }) {
+		return nil
+	}
+	if len(fstypes) == 0 {
+		if workload {
+			return usagef("--kernel-partition: --dir's filesystem could not be told; give a --dir on ext4")
+		}
+		return usagef("--kernel-partition assembles ext4's calls: give --dev with the disk the traced files are on (e.g. --dev vda), or drop it")
+	}
+	where := "--dev's disk holds"
+	if workload {
+		where = "--dir is on"
+	}
+	return usagef("--kernel-partition assembles ext4's calls; %s %s: drop it, or trace files on ext4", where, strings.Join(fstypes, ", "))
 }
 
 // dataDirUsage is serve's --data-dir help.
