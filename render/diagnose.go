@@ -343,11 +343,38 @@ func trunc(s string, n int) string {
 	return "…" + string(r[len(r)-n+1:])
 }
 
+// ownOutputText is why diagnose did not read one of etcdscope's own
+// outputs (what: diagnose.OwnOutputError.What), and what reads it.
+func ownOutputText(what string) string {
+	var read string
+	switch what {
+	case "serve":
+		return "etcdscope serve's /metrics, not etcd's: give etcd's own (e.g. http://127.0.0.1:2381/metrics)"
+	case "peers_recording", "etcd_peer_metric", "peer event":
+		read = "draw it with etcdscope report --html OUT.html --peers FILE FSYNC-RECORDING"
+	case "commit", "commit_summary", "cluster_summary":
+		read = "its last line is that run's summary (docs/schema.md)"
+	default:
+		read = "read it with etcdscope report FILE"
+	}
+	return fmt.Sprintf("etcdscope's own output (its %q lines), not etcd's evidence: %s", what, read)
+}
+
+// DiagnoseUnreadError is the usage error's line when no input could be
+// read and the first was etcdscope's own output (u.Own): its name and
+// what reads it.
+func DiagnoseUnreadError(u diagnose.Unread) string {
+	return EscapeLine(u.Name) + ": " + EscapeLine(unreadText(u))
+}
+
 // unreadText is why an input was not read: its error, or for a fleet
 // cluster with too few samples on the grid, the history Prometheus holds
 // and the window that reads it (the flag given: --last when the window
 // ends now, else --since).
 func unreadText(u diagnose.Unread) string {
+	if u.Own != "" {
+		return ownOutputText(u.Own)
+	}
 	v := u.Few
 	if v == nil {
 		return u.Err

@@ -239,6 +239,9 @@ type Unread struct {
 	// Few: a fleet cluster with too few samples on the grid (Err is
 	// empty here; render words it).
 	Few *FewSamples `json:"few_samples,omitempty"`
+	// Own: the input is etcdscope's own output of this kind
+	// (OwnOutputError.What); render words what reads it.
+	Own string `json:"own_output,omitempty"`
 }
 
 // InputInfo says how one input was read.
@@ -305,6 +308,10 @@ func Diagnose(inputs []Input, opt Options) (Report, error) {
 			u := Unread{Name: in.Name, Err: err.Error()}
 			if errors.As(err, &noJob) {
 				u.Quoted = noJob.Complaints
+			}
+			var own *OwnOutputError
+			if errors.As(err, &own) {
+				u.Own = own.What
 			}
 			rep.Unread = append(rep.Unread, u)
 			if firstErr == nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis/etcdmetric"
@@ -113,7 +114,51 @@ func Detect(data []byte) (Kind, error) {
 	case etcdLogRe.Match(head) && len(ReadLog(Input{Data: head}).Events) > 0:
 		return KindLog, nil
 	}
+	if what := etcdscopeOutput(head); what != "" {
+		return "", &OwnOutputError{What: what}
+	}
 	return "", ErrUnknownContent
+}
+
+// OwnOutputError: the input is etcdscope's own output (What: its first
+// line's "type", "peer event", or "serve" for serve's /metrics), not
+// etcd's evidence; Unread.Own carries What, which render words with the
+// command that reads it. It is an ErrUnknownContent.
+type OwnOutputError struct{ What string }
+
+func (e *OwnOutputError) Error() string { return "etcdscope_output=" + e.What }
+
+// Is makes an OwnOutputError an ErrUnknownContent.
+func (e *OwnOutputError) Is(target error) bool { return target == ErrUnknownContent }
+
+// ownTypes are the "type"s of the first line of etcdscope's JSON Lines
+// outputs and captures (fsync, peers --record, commit, cluster, merge,
+// hypervisor; docs/schema.md).
+var ownTypes = []string{"fsync", "write", "summary", "capture", "peers_recording", "etcd_peer_metric", "commit", "commit_summary",
+	"cluster_summary", "merged_fsync", "merge_summary", "hypervisor", "hv_io", "hv_summary"}
+
+// etcdscopeOutput names which of etcdscope's outputs head is ("" when
+// none): a JSON line whose "type" is one of ownTypes, or /metrics text
+// with etcdscope's metrics and no etcd's.
+func etcdscopeOutput(head []byte) string {
+	line, _, _ := bytes.Cut(head, []byte("\n"))
+	var probe struct {
+		Type   string  `json:"type"`
+		Kind   string  `json:"kind"`
+		Socket *uint64 `json:"socket"`
+	}
+	if json.Unmarshal(line, &probe) == nil {
+		switch {
+		case slices.Contains(ownTypes, probe.Type):
+			return probe.Type
+		case probe.Type == "" && probe.Kind != "" && probe.Socket != nil:
+			return "peer event" // a peers recording made before its header
+		}
+	}
+	if bytes.Contains(head, []byte("\netcdscope_")) || bytes.HasPrefix(head, []byte("etcdscope_")) || bytes.Contains(head, []byte("# HELP etcdscope_")) {
+		return "serve"
+	}
+	return ""
 }
 
 // etcdctlJSON: a JSON array whose first object is an `endpoint status`

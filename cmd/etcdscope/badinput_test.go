@@ -318,6 +318,9 @@ var badInputs = slices.Concat([]badInput{
 
 	// diagnose
 	{args: []string{"diagnose"}, fix: "give at least one file or URL"},
+	// etcdscope's own outputs are named so, with what reads them (the walk of 2026-12-07).
+	{args: []string{"diagnose", "../../testdata/loopback3/commit.jsonl"}, fix: `commit.jsonl: etcdscope's own output (its "commit" lines), not etcd's evidence: its last line is that run's summary`},
+	{args: []string{"diagnose", "$D/good.jsonl"}, fix: `good.jsonl: etcdscope's own output (its "fsync" lines), not etcd's evidence: read it with etcdscope report FILE`},
 	{args: []string{"diagnose", "--output", "xml", "$D/good.jsonl"}, fix: "use table or json"},
 	{args: []string{"diagnose", "--since", "yesterday", "$D/good.jsonl"}, fix: "give an RFC 3339 time"},
 	{args: []string{"diagnose", "--since", "2020-01-01T00:00:00Z", "--until", "2019-01-01T00:00:00Z", "$D/good.jsonl"}, fix: "is before --since 2020-01-01T00:00:00Z: no line or sample could be kept; swap them"},

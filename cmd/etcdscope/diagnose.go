@@ -141,6 +141,9 @@ func runDiagnose(args []string) error {
 	// none can is the run a usage error.
 	rep, err := diagnose.Diagnose(inputs, opt)
 	if err != nil {
+		if len(rep.Unread) == 1 && rep.Unread[0].Own != "" {
+			return usagef("%s", render.DiagnoseUnreadError(rep.Unread[0]))
+		}
 		return usagef("%v", err)
 	}
 	for _, u := range rep.Unread {
