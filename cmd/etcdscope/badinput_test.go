@@ -294,6 +294,7 @@ var badInputs = slices.Concat([]badInput{
 	// refuse even what it would only print)
 	{args: []string{"netem"}, fix: "give a verb"},
 	{args: []string{"netem", "frobnicate"}, fix: "use apply, show or clear"},
+	{args: []string{"netem", "apply", "--dev", "lo", "--peer", "notanip", "--delay", "1ms"}, fix: "give the far member's, e.g. --peer 10.0.0.3"},
 	{args: []string{"netem", "apply", "--dev", "lo", "--peer", "10.0.0.2", "--delay", "1ms", "--port", "0"}, fix: "give 1-65535"},
 	{args: []string{"netem", "apply", "--dev", "lo", "--peer", "10.0.0.2", "--delay", "1ms", "--port", "70000"}, fix: "give 1-65535"},
 	{args: []string{"netem", "apply", "--dev", "nosuch0", "--peer", "10.0.0.2", "--delay", "1ms", "--dry-run"}, fix: "see ip link"},

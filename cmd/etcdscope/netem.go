@@ -152,7 +152,7 @@ func netemApply(args []string) error {
 		for _, one := range strings.Split(p, ",") {
 			a, err := netip.ParseAddr(strings.TrimSpace(one))
 			if err != nil {
-				return usagef("--peer %q is not an IP address", one)
+				return usagef("--peer %q is not an IP address; give the far member's, e.g. --peer 10.0.0.3 (a list: --peer 10.0.0.3,10.0.0.4)", one)
 			}
 			s.Peers = append(s.Peers, a)
 		}
