@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // ProcessStat is what /proc/PID/stat says of a process's life: its state
@@ -28,14 +30,35 @@ func (s ProcessStat) Stopped() bool { return s.State == 'T' || s.State == 't' }
 func (s ProcessStat) Exited() bool { return s.State == 'Z' || s.State == 'X' }
 
 // StatProcess reads /proc/PID/stat. The error wraps os.ErrNotExist once
-// the process is gone (and reaped).
+// the process is gone (and reaped). One open, read and close into a
+// buffer on the stack: os.ReadFile's fstat, failed netpoller registration
+// and fcntls made it ~9 syscalls, and a commit run's target watch reads it
+// every 100 ms for as long as serve runs (bench/findings.md 36).
 func StatProcess(pid int) (ProcessStat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	path := "/proc/" + strconv.Itoa(pid) + "/stat"
+	var buf [statBufBytes]byte
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return ProcessStat{}, err
+		return ProcessStat{}, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	return parseProcessStat(pid, string(b))
+	n, err := unix.Read(fd, buf[:])
+	unix.Close(fd)
+	switch {
+	case err != nil:
+		return ProcessStat{}, &os.PathError{Op: "read", Path: path, Err: err}
+	case n == len(buf): // longer than any stat line seen: read it whole
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return ProcessStat{}, err
+		}
+		return parseProcessStat(pid, string(b))
+	}
+	return parseProcessStat(pid, string(buf[:max(n, 0)]))
 }
+
+// statBufBytes holds a /proc/PID/stat line: 52 numbers of at most 20
+// digits and a comm of at most 64 bytes (a kthread's) fit in ~1.2 KiB.
+const statBufBytes = 2048
 
 func parseProcessStat(pid int, b string) (ProcessStat, error) {
 	// The comm in parentheses may hold spaces and parentheses itself.

@@ -339,7 +339,7 @@ func NewCommit(cfg CommitConfig) (_ *CommitTracer, err error) {
 		return nil, err
 	}
 	t.attachSched()
-	if t.ring, err = openQuietRing(t.objs.CommitEvents, pollInterval); err != nil {
+	if t.ring, err = openQuietRing(t.objs.CommitEvents); err != nil {
 		return nil, err
 	}
 	return t, nil

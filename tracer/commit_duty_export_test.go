@@ -25,3 +25,6 @@ func (t *CommitTracer) StateEntries() (int, error) {
 	}
 	return n, nil
 }
+
+// IdlePoll is idlePoll, for tracer_test.TestCommitAfterIdle.
+const IdlePoll = idlePoll

@@ -249,7 +249,7 @@ func newFsync(cfg FsyncConfig) (_ *FsyncTracer, err error) {
 	t.switchable = able && !callers && t.stacked != nil
 	t.attachJBD2Wait(shared, cfg)
 
-	if t.ring, err = openQuietRing(t.fsync.Events, idlePoll); err != nil {
+	if t.ring, err = openQuietRing(t.fsync.Events); err != nil {
 		return nil, err
 	}
 	return t, nil

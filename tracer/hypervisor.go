@@ -123,7 +123,7 @@ func NewHypervisor(cfg HypervisorConfig) (_ *HypervisorTracer, err error) {
 		t.links = append(t.links, l)
 		t.probes = append(t.probes, event.Probe{Name: "tracepoint/io_uring/" + name, Attached: true})
 	}
-	if t.ring, err = openQuietRing(t.objs.HvEvents, pollInterval); err != nil {
+	if t.ring, err = openQuietRing(t.objs.HvEvents); err != nil {
 		return nil, err
 	}
 	return t, nil

@@ -150,7 +150,7 @@ func NewPeers(cfg PeersConfig) (_ *PeersTracer, err error) {
 		p.links = append(p.links, l)
 		p.probes = append(p.probes, event.Probe{Name: "tp_btf/" + tp.name, Attached: true})
 	}
-	if p.ring, err = openQuietRing(p.objs.PeerEvents, idlePoll); err != nil {
+	if p.ring, err = openQuietRing(p.objs.PeerEvents); err != nil {
 		return nil, fmt.Errorf("opening peer_events: %w", err)
 	}
 	return p, nil

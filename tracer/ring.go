@@ -25,21 +25,26 @@ import (
 // latency is free.
 const pollInterval = 50 * time.Millisecond
 
-// idlePoll is the fsync and peers rings' longest poll: after a poll that
-// found its ring empty the next waits twice as long, up to this, and one
-// that found a record puts it back to pollInterval. An idle tracer then
-// wakes 5 times a second instead of 20 (each poll wakes ~6 of the
-// runtime's threads here: bench/findings.md 26, 28, 34). The loss bound is
-// the kernel's wake-up at an eighth full (bpf/ring.h), which no poll length
-// changes; what it costs is latency: the first call or connection after a
-// quiet spell reaches the sinks (an interval line, serve's metrics) up to
-// this late. Under load the poll stays pollInterval: 200 ms there too cost
-// 4% more CPU per call at 10k fsync/s (findings 28). The peers reader looks
-// a socket's owner up in /proc when it reads the socket's first record that
-// needs it, which must be while the socket is open: that record wakes it at
-// once (bpf/peers.bpf.c, peer_submit), so the owner look-up does not wait
-// for the poll (findings 34). The commit and hypervisor rings keep
-// pollInterval (not measured).
+// idlePoll is every quiet ring's longest poll: after a poll that found
+// its ring empty the next waits twice as long, up to this, and one that
+// found a record puts it back to pollInterval. An idle tracer then wakes 5
+// times a second instead of 20 (each poll wakes ~6 of the runtime's
+// threads here: bench/findings.md 26, 28, 34, 36). The loss bound is the
+// kernel's wake-up at an eighth full (bpf/ring.h), which no poll length
+// changes; what it costs is latency: the first record after a quiet spell
+// reaches the sinks (an interval line, serve's metrics and
+// /commit/entries) up to this late. Under load the poll stays
+// pollInterval: 200 ms there too cost 4% more CPU per call at 10k
+// fsync/s (findings 28). The peers reader looks a socket's owner up in
+// /proc when it reads the socket's first record that needs it, which must
+// be while the socket is open: that record wakes it at once
+// (bpf/peers.bpf.c, peer_submit), so the owner look-up does not wait for
+// the poll (findings 34). The commit and hypervisor readers need no such
+// wake-up (findings 36): the commit pipeline's joins are by Raft entry and
+// by time within the records, whatever order and delay they are read in,
+// and a run's end drains the ring; the hypervisor pipeline names an image
+// by its fd in /proc, which the hypervisor holds open while it runs, and
+// else by the names the kernel captured, as the fsync tracer's.
 const idlePoll = 4 * pollInterval
 
 // quietRing reads a ring buffer whose programs commit quietly (bpf/ring.h):
@@ -55,8 +60,8 @@ type quietRing struct {
 	// poll is the next wait for an empty ring: pollInterval, doubled
 	// after each poll that found nothing, up to idlePoll. found: a record
 	// was read since the last wait.
-	poll, idlePoll time.Duration
-	found          bool
+	poll  time.Duration
+	found bool
 	// reads counts records read; every peakEvery-th read, and after each
 	// wait, samples the unread bytes into peak (atomic loads of the ring's
 	// positions): how full a starved or slow reader let the ring get.
@@ -77,16 +82,15 @@ type quietRing struct {
 // peakEvery: records between two samples of the ring's fill level.
 const peakEvery = 64
 
-// openQuietRing opens m's reader. An empty ring is polled every
-// pollInterval, or, when idlePoll is longer, less often the longer it
-// stays empty (up to idlePoll).
-func openQuietRing(m *ebpf.Map, idlePoll time.Duration) (*quietRing, error) {
+// openQuietRing opens m's reader. An empty ring is polled less often the
+// longer it stays empty: pollInterval, then up to idlePoll.
+func openQuietRing(m *ebpf.Map) (*quietRing, error) {
 	rd, err := ringbuf.NewReader(m)
 	if err != nil {
 		return nil, fmt.Errorf("opening ring buffer: %w", err)
 	}
 	rd.SetDeadline(time.Now().Add(pollInterval))
-	return &quietRing{rd: rd, m: m, poll: pollInterval, idlePoll: max(idlePoll, pollInterval)}, nil
+	return &quietRing{rd: rd, m: m, poll: pollInterval}, nil
 }
 
 // nextPoll returns how long the next wait for an empty ring may last and
@@ -95,7 +99,7 @@ func (q *quietRing) nextPoll() time.Duration {
 	if q.found {
 		q.poll = pollInterval
 	} else {
-		q.poll = min(2*q.poll, q.idlePoll)
+		q.poll = min(2*q.poll, idlePoll)
 	}
 	q.found = false
 	return q.poll

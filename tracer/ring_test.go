@@ -6,14 +6,13 @@ import (
 )
 
 // TestQuietRingPollBacksOff: each poll that found the ring empty doubles
-// the next one up to the ring's idle poll, and one that found a record
-// puts it back to pollInterval; a ring opened without a longer idle poll
-// stays at pollInterval.
+// the next one up to idlePoll, and one that found a record puts it back
+// to pollInterval.
 func TestQuietRingPollBacksOff(t *testing.T) {
 	if idlePoll != 4*pollInterval {
 		t.Fatalf("idlePoll is %v: the polls below assume 4 × pollInterval (%v)", idlePoll, pollInterval)
 	}
-	q := &quietRing{poll: pollInterval, idlePoll: idlePoll}
+	q := &quietRing{poll: pollInterval}
 	var got []time.Duration
 	for i := range 6 {
 		q.found = i == 4 // a record read before the fifth wait
@@ -23,12 +22,6 @@ func TestQuietRingPollBacksOff(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("polls %v, want %v", got, want)
-		}
-	}
-	flat := &quietRing{poll: pollInterval, idlePoll: pollInterval}
-	for range 3 {
-		if d := flat.nextPoll(); d != pollInterval {
-			t.Fatalf("ring without an idle poll: next poll %v, want %v", d, pollInterval)
 		}
 	}
 }

@@ -61,11 +61,12 @@ func describeProcs(now, before int, quota float64, env string, err error) string
 // wake-ups. Each poll readies that goroutine from the netpoller, and
 // with a P idle the runtime starts a spinning thread to look for more
 // work, which finds none and parks again (bench/findings.md 26, 28).
-// `serve` without --commit-pid or --commit-comm too: its fsync and peers
-// readers and the scrapes' handler share one P at 10k fsync/s and at 1k
-// etcd puts/s with every call counted, for less CPU than on two (findings
-// 34). Called once the tracers are ready: the BPF load before it keeps
-// both Ps.
+// `serve` too: its fsync and peers readers and the scrapes' handler share
+// one P at 10k fsync/s and at 1k etcd puts/s with every call counted, for
+// less CPU than on two (findings 34), and so do the commit tracer's reader
+// with them at 1k and at ~3k etcd puts/s (--commit-pid, findings 36).
+// Called once the tracers are ready: the BPF load before it keeps both Ps
+// (a later etcd's commit tracer, --commit-comm, loads on one).
 func onePForReader() {
 	if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) > 1 {
 		runtime.GOMAXPROCS(1)

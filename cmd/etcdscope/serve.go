@@ -134,9 +134,7 @@ func runServe(args []string) error {
 	defer ready.Remove()
 	var fsyncMode string // where the fsync tracer traces the calls, in words
 	cfg.Ready = func() {
-		if cfg.CommitPID == 0 && cfg.CommitComm == "" { // the commit tracer's load was not measured on one P
-			onePForReader()
-		}
+		onePForReader()
 		fmt.Fprintln(os.Stderr, fsyncMode)
 		fmt.Fprintln(os.Stderr, render.ServeListening(ln.Addr().String()))
 		if err := ready.Put(ln.Addr().String() + "\n"); err != nil {
