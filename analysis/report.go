@@ -138,6 +138,11 @@ type Report struct {
 	// carries lost_events and missed_events as null, never 0, and the
 	// table says "unknown".
 	LossCut LossCut `json:"-"`
+	// MissedPrograms is MissedEvents by program, the most first
+	// (SetMissedPrograms); absent when none missed or not known (a
+	// replay of an older recording): then every missed run counts as
+	// one that could hide a call.
+	MissedPrograms []MissedRuns `json:"missed_programs,omitempty"`
 	// LossUnknown is LossCut worded, as the JSON summary carries it
 	// (render.SummaryJSON fills it from LossCut); a summary read back
 	// keeps the words it was written with here.
@@ -338,7 +343,15 @@ type ReportBuilder struct {
 	levels *levelsAcc
 	count  int64
 	disks  []string // distinct FsyncRecord.Disks, at most maxDisks
+	// missedBy: the run's missed probe runs by program (SetMissedPrograms).
+	missedBy []MissedRuns
 }
+
+// SetMissedPrograms tells the builder which programs the missed runs that
+// Report is given were of (MissDelta.Since over the tracer's totals), so
+// that only those that can hide a call weigh on a verdict (Bias.Hiding).
+// Without it every missed run is counted as one that could.
+func (b *ReportBuilder) SetMissedPrograms(progs []MissedRuns) { b.missedBy = progs }
 
 type groupAcc struct {
 	key      GroupKey
@@ -402,6 +415,8 @@ func (b *ReportBuilder) Add(r *FsyncRecord) {
 func (b *ReportBuilder) Report(lost, missed uint64, unavailable []Unavailable) Report {
 	rep := Report{Type: "summary", Version: SummaryVersion, Fsyncs: b.count, LostEvents: lost, MissedEvents: missed, Unavailable: unavailable,
 		Groups: make([]Group, 0, len(b.groups.held)+1)} // [] in JSON when nothing was traced, as docs/schema.md shows
+	rep.MissedPrograms = b.missedBy
+	_, layerRuns := LayerMisses(b.missedBy)
 	var other *Group
 	for _, g := range b.groups.all() {
 		out := Group{Key: g.key, Flushes: g.flushes, FUAWrites: g.fuas, Errors: g.errors, WithCommit: g.commits}
@@ -413,14 +428,16 @@ func (b *ReportBuilder) Report(lost, missed uint64, unavailable []Unavailable) R
 			out.FlushesPerFsync = float64(g.flushes) / float64(out.Total.Count)
 		}
 		out.Verdict = verdict(g.key.FileKind, g.key.FS, out.Total.P99)
-		out.Bias = Bias{LostEvents: lost, MissedRuns: missed}
+		out.Bias = Bias{LostEvents: lost, MissedRuns: missed, MissedLayerRuns: layerRuns}
 		if g == b.groups.other {
 			// Many groups' calls in one: no verdict, no disk verdict.
 			out.Folded, out.Verdict = b.groups.folded, VerdictNA
 			other = &out
 			continue
 		}
-		out.VerdictHolds = !out.Bias.IsZero() && verdictHolds(out.Verdict, out.Total.Count, g.overBudget, lost+missed)
+		// Only the holes that can hide a call can change the verdict.
+		hide := out.Bias.Hiding()
+		out.VerdictHolds = !hide.IsZero() && verdictHolds(out.Verdict, out.Total.Count, g.overBudget, hide.LostEvents+hide.MissedRuns)
 		out.Disk = diskVerdict(&out)
 		out.DiskWhy = diskWhy(&out)
 		rep.Groups = append(rep.Groups, out)
@@ -496,10 +513,21 @@ func BuildReportWrites(recs []FsyncRecord, writes []WriteRecord, lost, missed ui
 type Bias struct {
 	LostEvents uint64 `json:"lost_events,omitempty"`
 	MissedRuns uint64 `json:"missed_events,omitempty"`
+	// MissedLayerRuns: of MissedRuns, those of programs that cannot hide
+	// a call (LayerMisses: block and journal programs), which can only
+	// leave a counted call's layer times short; absent when 0 or not
+	// known (a recording without missed_programs).
+	MissedLayerRuns uint64 `json:"missed_layer_runs,omitempty"`
 }
 
 // IsZero reports a lossless trace.
 func (b Bias) IsZero() bool { return b == Bias{} }
+
+// Hiding is the part of b that can hide a call: the lost events and the
+// missed runs not known to be a layer program's.
+func (b Bias) Hiding() Bias {
+	return Bias{LostEvents: b.LostEvents, MissedRuns: b.MissedRuns - min(b.MissedLayerRuns, b.MissedRuns)}
+}
 
 // UnmarshalJSON reads a Bias as summary version 3 writes it (an object of
 // counts) or as versions 1 and 2 did (a JSON string, biasV2).
@@ -685,9 +713,9 @@ func (d *LossDelta) Since(lostTotal, missedTotal uint64) (lost, missed uint64) {
 // UnseenRuns; the rest are recursion misses: a program already running
 // on that CPU).
 type MissedRuns struct {
-	Program string
-	Runs    uint64
-	Unseen  uint64
+	Program string `json:"program"`
+	Runs    uint64 `json:"runs"`
+	Unseen  uint64 `json:"unseen,omitempty"`
 }
 
 // MissDelta turns a tracer's per-program skip totals (event.ProgramStats'

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/render"
 )
 
 // LossLogEvery is how often serve writes one line per tracer that lost
@@ -74,15 +74,8 @@ const missedRunsDoc = "docs/metrics.md#missed-probe-runs"
 // docs/metrics.md#missed-probe-runs". No ring size brings them back, so no
 // flag is named.
 func missedLine(tracer string, missed uint64, every time.Duration, progs []analysis.MissedRuns) string {
-	which := ""
-	switch {
-	case len(progs) == 1:
-		which = " (" + progs[0].Program + ")"
-	case len(progs) > 1:
-		which = fmt.Sprintf(" (%s +%d)", progs[0].Program, len(progs)-1)
-	}
 	return fmt.Sprintf("etcdscope serve: %d %s probe runs skipped in %v%s: %s; %s; %s",
-		missed, tracer, every, which, missedCause(progs), missedEffect(tracer, progs), missedRunsDoc)
+		missed, tracer, every, render.MissedWhich(progs), missedCause(progs), missedEffect(tracer, progs), missedRunsDoc)
 }
 
 // missedCause says why the kernel skipped the runs: a program already
@@ -110,14 +103,7 @@ func missedCause(progs []analysis.MissedRuns) string {
 func missedEffect(tracer string, progs []analysis.MissedRuns) string {
 	switch tracer {
 	case "fsync", "commit_fsync":
-		blockOnly := len(progs) > 0
-		for _, p := range progs {
-			blockOnly = blockOnly && strings.HasPrefix(p.Program, "block_")
-		}
-		if blockOnly {
-			return "block layer times of calls may be short"
-		}
-		return "calls may be uncounted or short"
+		return render.MissedEffect(analysis.MissEffectOf(progs))
 	case "peers":
 		return "RTT samples may be missing"
 	case "commit":

@@ -74,6 +74,14 @@ func (s *ReportSink) IntervalLoss(lostTotal, missedTotal uint64) (lost, missed u
 	return s.interval.Loss(lostTotal, missedTotal)
 }
 
+// SetMissedPrograms says which programs the missed runs were of
+// (analysis.ReportBuilder.SetMissedPrograms).
+func (s *ReportSink) SetMissedPrograms(progs []analysis.MissedRuns) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.report.SetMissedPrograms(progs)
+}
+
 // Report returns the report of every record so far (analysis.ReportBuilder.Report).
 func (s *ReportSink) Report(lost, missed uint64, unavailable []analysis.Unavailable) analysis.Report {
 	s.mu.Lock()
@@ -87,6 +95,7 @@ func (s *ReportSink) Report(lost, missed uint64, unavailable []analysis.Unavaila
 // clock offset, and the disks' write caches and ext4 journals read from
 // this machine (LiveDiskCaches, LiveJournals).
 func (s *ReportSink) LiveReport(st Stats, window time.Duration, p *FsyncLoop, unavailable []analysis.Unavailable) analysis.Report {
+	s.SetMissedPrograms(st.MissedPrograms)
 	rep := s.Report(st.Lost, st.Missed, unavailable)
 	rep.WindowNs = int64(window)
 	rep.DroppedEnters, rep.DroppedPartials = p.Overflow()

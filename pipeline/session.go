@@ -9,12 +9,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/etcdscope/etcdscope/analysis"
+	"github.com/etcdscope/etcdscope/event"
 	"github.com/etcdscope/etcdscope/internal/safefile"
 )
 
 // Stoppable is what a Session needs of a tracer to stop it: the
 // tracer.Tracer shape without Read (a loop reads it). A tracer with a
-// RingPeakBytes() uint64 or Unpartitioned() uint64 method has it read too.
+// RingPeakBytes() uint64, Unpartitioned() uint64 or ProgramStats()
+// []event.ProgramStats method has it read too.
 type Stoppable interface {
 	Drain() error
 	Lost() (uint64, error)
@@ -30,6 +33,10 @@ type Stats struct {
 	// Unpartitioned: calls the kernel could not partition, part of Lost
 	// (tracer.FsyncTracer.Unpartitioned); 0 for other tracers.
 	Unpartitioned uint64
+	// MissedPrograms: Missed by program, the most first, for a tracer
+	// with a ProgramStats() []event.ProgramStats method (nil when none
+	// missed).
+	MissedPrograms []analysis.MissedRuns
 }
 
 // Session is the one lifecycle of a long-running command (fsync, peers,
@@ -226,6 +233,10 @@ func (s *Session) Finish(beforeClose func()) error {
 		}
 		if p, ok := m.t.(interface{ Unpartitioned() uint64 }); ok {
 			m.stats.Unpartitioned = p.Unpartitioned()
+		}
+		if p, ok := m.t.(interface{ ProgramStats() []event.ProgramStats }); ok {
+			var d analysis.MissDelta
+			m.stats.MissedPrograms = d.Since(p.ProgramStats())
 		}
 	}
 	if beforeClose != nil {

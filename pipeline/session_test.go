@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -158,7 +159,7 @@ func TestSessionShutdownOrder(t *testing.T) {
 		t.Errorf("beforeClose ran after %d Close calls, want before any", closedBefore)
 	}
 	want := Stats{Lost: 7, Missed: 3, RingPeakBytes: 4096}
-	if *sa != want || *sb != want {
+	if !reflect.DeepEqual(*sa, want) || !reflect.DeepEqual(*sb, want) {
 		t.Errorf("stats %+v, %+v, want %+v", *sa, *sb, want)
 	}
 	checkEnd(t, ready, a, b)

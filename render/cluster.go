@@ -360,13 +360,8 @@ func clusterVerdict(v commit.ClusterVerdict, names commit.Names) string {
 	who, of := f.who, f.of
 	switch v.Kind {
 	case commit.ClusterVerdictNoSingleDecider:
-		ci := fmt.Sprintf("%.0f-%.0f%%", 100*v.DecidedCI.Lo, 100*v.DecidedCI.Hi)
-		if !v.HasRunner {
-			return fmt.Sprintf("no single deciding vote yet: only %s decided, %d of %d joined writes, too few to name it (95%% interval of its part: %s): run longer",
-				who, v.Decided, v.Joined, ci)
-		}
-		return fmt.Sprintf("no single deciding vote: %s decided %d and %s %d of %d joined writes (95%% interval of %s's part of those %d: %s)",
-			who, v.Decided, voteName(v.Runner, names), v.RunnerDecided, v.Joined, who, v.Decided+v.RunnerDecided, ci)
+		l := commit.DeciderLead{Member: v.Member, Decided: v.Decided, Runner: v.Runner, RunnerDecided: v.RunnerDecided, HasRunner: v.HasRunner, DecidedCI: v.DecidedCI}
+		return noSingleDecider(l, who, voteName(v.Runner, names), counted(v.Joined, "joined write"))
 	case commit.ClusterVerdictNoSingleCause:
 		if v.Shares.Parts[0].Part == commit.VotePartNone {
 			return fmt.Sprintf("no single cause: %s votes were not split (%s)", f.poss, of)
@@ -390,6 +385,20 @@ func clusterVerdict(v commit.ClusterVerdict, names commit.Names) string {
 		return fmt.Sprintf("writes wait on %s Raft loop%s: queueing and answer %s of %s %s vote (p50; %s)", f.poss, f.s, commitMs(v.PartNs), f.its, commitMs(v.VoteNs), of)
 	}
 	return ""
+}
+
+// noSingleDecider words a deciding vote the run did not set apart
+// (commit.DeciderLead, not Separated), for `etcdscope cluster` and
+// `etcdscope commit` alike: who and runner are the two votes' names,
+// writes the writes counted ("496 joined writes").
+func noSingleDecider(l commit.DeciderLead, who, runner, writes string) string {
+	ci := fmt.Sprintf("%.0f-%.0f%%", 100*l.DecidedCI.Lo, 100*l.DecidedCI.Hi)
+	if !l.HasRunner {
+		return fmt.Sprintf("no single deciding vote yet: only %s decided, %d of %s, too few to name it (95%% interval of its part: %s): run longer",
+			who, l.Decided, writes, ci)
+	}
+	return fmt.Sprintf("no single deciding vote: %s decided %d and %s %d of %s (95%% interval of %s's part of those %d: %s)",
+		who, l.Decided, runner, l.RunnerDecided, writes, who, l.Decided+l.RunnerDecided, ci)
 }
 
 // followerWords are the words a follower's verdict names its voters by:

@@ -397,6 +397,10 @@ func commitVerdictKind(v commit.Verdict, names commit.Names) verdictText {
 		return one(fmt.Sprintf("etcd waits for a CPU: its WAL fdatasync calls (%d split by the fsync tracer) spent %.0f%% of their time runnable with no I/O in flight",
 			v.WALCause.Joined, 100*v.WALCause.Share(commit.CauseCPUWait)), cpuCheck)
 	case commit.VerdictDecider:
+		if l := v.Decider; l.HasRunner && !l.Separated {
+			// As `etcdscope cluster` words the same writes.
+			return one(noSingleDecider(l, names.Of(uint64(l.Member)), names.Of(uint64(l.Runner)), counted(v.Writes, "write")))
+		}
 		return one(fmt.Sprintf("quorum's deciding vote: %s in %d of %d writes", names.Of(v.Member), v.Count, v.Writes))
 	case commit.VerdictBatched:
 		return one(fmt.Sprintf("%d of %d writes shared a WAL append with other writes (one Raft Ready): their WAL parts are the batch's", v.Count, v.Writes))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -393,5 +394,43 @@ func TestModelSinceStart(t *testing.T) {
 	}
 	if modelSinceStart(q(run)) || !modelSinceStart(q(since)) {
 		t.Errorf("over the run: %v, since start: %v; want false, true", modelSinceStart(q(run)), modelSinceStart(q(since)))
+	}
+}
+
+// TestDeciderVerdictAsCluster: over the walk's writes of 2026-12-07 (m3
+// decided 183 of 496, m2 161, the leader's WAL 152) `etcdscope commit`
+// said "quorum's deciding vote: m3 in 183 of 496 writes" while
+// `etcdscope cluster` named neither; both now name m3 and m2 in the same
+// words (noSingleDecider), and m3 alone once the run sets it apart.
+func TestDeciderVerdictAsCluster(t *testing.T) {
+	const m2, m3 = 0x2222, 0x3333
+	names := commit.Names{m2: "m2", m3: "m3"}
+	for _, c := range []struct {
+		deciders map[uint64]int
+		want     string
+	}{
+		{map[uint64]int{m3: 183, m2: 161, commit.LocalVote: 152},
+			"no single deciding vote: m3 (3333) decided 183 and m2 (2222) 161 of 496 writes (95% interval of m3 (3333)'s part of those 344: 48-59%)"},
+		{map[uint64]int{m3: 300, m2: 120, commit.LocalVote: 76}, "quorum's deciding vote: m3 (3333) in 300 of 496 writes"},
+	} {
+		r := commit.NewReport()
+		j := commit.ClusterJoin{Deciders: map[commit.MemberID]int{}, Names: map[commit.MemberID]string{m2: "m2", m3: "m3"}}
+		for id, n := range c.deciders {
+			for range n {
+				r.Add(&commit.Write{Role: commit.RoleLeader, StartNs: 1, EndNs: 1e6 + 1, PartsNs: map[string]int64{commit.PartWALAppend: 1e6}, BatchEntries: 1, Decider: id, DeciderKnown: true})
+			}
+			j.Deciders[commit.MemberID(id)], j.Joined = n, j.Joined+n
+		}
+		got := CommitVerdicts(r, commit.ClusterState{Voters: 3, Names: names})
+		if !slices.Contains(got, c.want) {
+			t.Errorf("commit's verdicts %q lack %q", got, c.want)
+		}
+		// cluster over the same writes names m2 beside m3 (two followers
+		// deciding about equally often are weighed together) exactly
+		// when commit does.
+		cl := clusterVerdict(j.Verdict(), clusterNames(&j))
+		if strings.Contains(c.want, "m2") != strings.Contains(cl, "m2") {
+			t.Errorf("cluster's verdict %q, commit's %q: one question, two answers", cl, c.want)
+		}
 	}
 }

@@ -24,7 +24,12 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 		if r.LostEvents > 0 {
 			fmt.Fprintf(bw, " (ring buffer overflowed: numbers below miss events; raise --ring-size)")
 		}
-		if r.MissedEvents > 0 {
+		switch {
+		case r.MissedEvents > 0 && len(r.MissedPrograms) > 0:
+			// Which programs, and what their runs can leave out, as
+			// serve's minute line says it.
+			fmt.Fprintf(bw, " (skipped by the kernel, no ring size brings them back%s: %s)", MissedWhich(r.MissedPrograms), MissedEffect(analysis.MissEffectOf(r.MissedPrograms)))
+		case r.MissedEvents > 0:
 			fmt.Fprint(bw, " (skipped by the kernel, no ring size brings them back: a call or some of its requests may be missing)")
 		}
 		fmt.Fprintln(bw)
@@ -101,14 +106,17 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			// No kernel layer explains the time: the scheduler's view can.
 			fmt.Fprintf(bw, "  note: %.0f%% of the time is in other (no block request or journal commit in flight): rerun with --sched to split it into runnable, running and blocked off I/O\n", 100*d.Share)
 		}
-		if !g.Bias.IsZero() {
+		// Only the holes that can hide a call (lost events, runs of the
+		// call's own programs) bear on the verdict; a block or journal
+		// program's missed runs can only leave layers short.
+		if bias := g.Bias.Hiding(); !bias.IsZero() {
 			// Only the lost events are the ring's: a bigger ring brings
 			// those back, never the probe runs the kernel skipped.
 			hint := "the ring buffer overflowed: raise --ring-size"
 			switch {
-			case r.LostEvents == 0:
+			case bias.LostEvents == 0:
 				hint = "runs the kernel skipped, not the ring: --ring-size does not help"
-			case r.MissedEvents > 0:
+			case bias.MissedRuns > 0:
 				hint = "raise --ring-size for the lost events; it does not bring back the missed probe runs"
 			}
 			// A group without a verdict (not WAL files) still has its
@@ -120,17 +128,20 @@ func FsyncReport(w io.Writer, r *analysis.Report) error {
 			switch {
 			case g.VerdictHolds && g.Verdict == analysis.VerdictOK:
 				fmt.Fprintf(bw, "  verdict holds though %s: even if each hid a call of %v or more, p99 would stay under the budget (%s)\n",
-					BiasCounts(g.Bias), analysis.WALFsyncBudget, hint)
+					BiasCounts(bias), analysis.WALFsyncBudget, hint)
 			case g.VerdictHolds:
 				fmt.Fprintf(bw, "  verdict holds though %s: even if each hid a call under %v, p99 would stay over the budget (%s)\n",
-					BiasCounts(g.Bias), analysis.WALFsyncBudget, hint)
+					BiasCounts(bias), analysis.WALFsyncBudget, hint)
 			case what == "verdict":
 				// The verdict above may not hold: say so, not "biased",
 				// which left a reader unsure whether the OK stands.
-				fmt.Fprintf(bw, "  verdict uncertain: %s could each hide a call that would change it (%s)\n", BiasCounts(g.Bias), hint)
+				fmt.Fprintf(bw, "  verdict uncertain: %s could each hide a call that would change it (%s)\n", BiasCounts(bias), hint)
 			default:
-				fmt.Fprintf(bw, "  %s biased: %s (%s)\n", what, BiasCounts(g.Bias), hint)
+				fmt.Fprintf(bw, "  %s biased: %s (%s)\n", what, BiasCounts(bias), hint)
 			}
+		}
+		if l := LayerMissLine(r.MissedPrograms); g.Bias.MissedLayerRuns > 0 && l != "" {
+			fmt.Fprintf(bw, "  %s\n", l)
 		}
 		for j := range r.Writes {
 			if r.Writes[j].Key == g.Key && r.Writes[j].Folded == 0 && g.Folded == 0 {
@@ -379,6 +390,48 @@ func BiasCounts(b analysis.Bias) string {
 		parts = append(parts, fmt.Sprintf("%d missed probe run%s", b.MissedRuns, plural(int64(b.MissedRuns))))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// MissedEffect words what missed probe runs of that effect can leave out
+// (analysis.ProgramMissEffect; docs/metrics.md#missed-probe-runs): serve's
+// minute line and fsync's report say it alike.
+func MissedEffect(e analysis.MissEffect) string {
+	if w, ok := missedEffectWords[e]; ok {
+		return w
+	}
+	return "calls may be uncounted or short" // analysis.MissHidesCalls
+}
+
+// missedEffectWords are MissedEffect's words of the effects that leave a
+// counted call's layers short.
+var missedEffectWords = map[analysis.MissEffect]string{
+	analysis.MissBlockLayers:   "block layer times of calls may be short",
+	analysis.MissJournalLayers: "journal times of calls may be short",
+	analysis.MissLayers:        "block layer and journal times of calls may be short",
+}
+
+// MissedWhich names the programs that missed runs, the most first: "
+// (block_rq_complete)", " (block_rq_complete +2)" ("" for none).
+func MissedWhich(progs []analysis.MissedRuns) string {
+	switch {
+	case len(progs) == 1:
+		return " (" + progs[0].Program + ")"
+	case len(progs) > 1:
+		return fmt.Sprintf(" (%s +%d)", progs[0].Program, len(progs)-1)
+	}
+	return ""
+}
+
+// LayerMissLine words the missed runs of programs that cannot hide a call
+// (analysis.LayerMisses), "" when none: how many, which programs, and
+// what they can leave short, in serve's words (MissedEffect).
+func LayerMissLine(progs []analysis.MissedRuns) string {
+	layer, runs := analysis.LayerMisses(progs)
+	if runs == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d missed probe run%s%s cannot hide a call: %s (runs the kernel skipped: --ring-size does not bring them back)",
+		runs, plural(int64(runs)), MissedWhich(layer), MissedEffect(analysis.MissEffectOf(layer)))
 }
 
 func plural(n int64) string {

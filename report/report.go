@@ -162,17 +162,26 @@ type svgChart struct {
 type legendItem struct{ Name, Color string }
 
 // biasedText is the page's note on a group's holes (groupView.Biased), in
-// the table's words (render.BiasCounts).
-func biasedText(g *analysis.Group) string {
+// the table's words (render.BiasCounts): those that can hide a call
+// (analysis.Bias.Hiding), then the missed runs of programs (progs, the
+// report's MissedPrograms) that can only leave layers short
+// (render.LayerMissLine).
+func biasedText(g *analysis.Group, progs []analysis.MissedRuns) string {
+	b := g.Bias.Hiding()
+	var t string
 	switch {
-	case g.Bias.IsZero():
-		return ""
+	case b.IsZero():
 	case !g.Verdict.Judged():
-		return "numbers biased: " + render.BiasCounts(g.Bias) // no verdict to bias (as the table says)
+		t = "numbers biased: " + render.BiasCounts(b) // no verdict to bias (as the table says)
 	case g.VerdictHolds:
-		return "holds though " + render.BiasCounts(g.Bias)
+		t = "holds though " + render.BiasCounts(b)
+	default:
+		t = "biased: " + render.BiasCounts(b)
 	}
-	return "biased: " + render.BiasCounts(g.Bias)
+	if l := render.LayerMissLine(progs); g.Bias.MissedLayerRuns > 0 && l != "" {
+		t = strings.TrimPrefix(t+"; "+l, "; ")
+	}
+	return t
 }
 
 type groupView struct {
@@ -350,7 +359,7 @@ func build(in Input) page {
 				plural(g.Total.Count, "call"), render.Ms(g.Total.P50), render.Ms(g.Total.P99), render.Ms(g.Total.Max), g.FlushesPerFsync, fuaPerCall(&g)),
 			Verdict:      string(g.Verdict),
 			VerdictClass: verdictClass(g.Verdict),
-			Biased:       biasedText(&g),
+			Biased:       biasedText(&g, rep.MissedPrograms),
 			Disk:         diskText(&g),
 			DiskNumbers:  diskNumbers,
 			Other:        otherLine(g.OtherSplit),

@@ -335,23 +335,13 @@ type ClusterVerdict struct {
 // the runner-up at VerdictLevel.
 func (j *ClusterJoin) Verdict() ClusterVerdict {
 	v := ClusterVerdict{Joined: j.Joined}
-	var top MemberID
-	for id, n := range j.Deciders {
-		if n > v.Decided || (n == v.Decided && id < top) {
-			top, v.Decided = id, n
-		}
-	}
-	if v.Decided == 0 {
+	l := LeadDecider(j.Deciders)
+	if l.Decided == 0 {
 		return v
 	}
-	for id, n := range j.Deciders {
-		if id != top && n > 0 && (!v.HasRunner || n > v.RunnerDecided || (n == v.RunnerDecided && id < v.Runner)) {
-			v.Runner, v.RunnerDecided, v.HasRunner = id, n, true
-		}
-	}
-	v.Member = top
-	v.DecidedCI = ClopperPearson(v.Decided, v.Decided+v.RunnerDecided)
-	if v.DecidedCI.Lo <= 0.5 {
+	top := l.Member
+	v.Member, v.Decided, v.Runner, v.RunnerDecided, v.HasRunner, v.DecidedCI = top, l.Decided, l.Runner, l.RunnerDecided, l.HasRunner, l.DecidedCI
+	if !l.Separated {
 		// Two followers deciding about equally often are weighed
 		// together (Both): their votes are the same path's parts.
 		if !v.HasRunner || top == MemberID(LocalVote) || v.Runner == MemberID(LocalVote) || v.Decided+v.RunnerDecided < minPooled {

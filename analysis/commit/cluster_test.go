@@ -173,3 +173,57 @@ func TestEntryLogSplitOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestLeadDeciderBothCommands: `etcdscope commit` and `etcdscope cluster`
+// weigh the deciding votes with one test (LeadDecider), so over the same
+// writes they name the same vote or both. The walk of 2026-12-07: of 496
+// writes m3 decided 183, m2 161, the leader's WAL 152; commit named m3,
+// cluster named neither (ClopperPearson(183, 344) = 0.478-0.586 holds
+// 1/2). 300 of 496 against 120 is separated (0.668-0.757).
+func TestLeadDeciderBothCommands(t *testing.T) {
+	const m2, m3 = 0x2222, 0x3333
+	for _, c := range []struct {
+		name      string
+		deciders  map[uint64]int
+		separated bool
+	}{
+		{"walk: 183/161/152 of 496", map[uint64]int{m3: 183, m2: 161, LocalVote: 152}, false},
+		{"separated: 300/120/76 of 496", map[uint64]int{m3: 300, m2: 120, LocalVote: 76}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := LeadDecider(c.deciders)
+			if l.Member != m3 || l.Runner != m2 || !l.HasRunner || l.Separated != c.separated || l.DecidedCI != ClopperPearson(l.Decided, l.Decided+l.RunnerDecided) {
+				t.Fatalf("LeadDecider = %+v, want m3 against m2, separated %v", l, c.separated)
+			}
+			// commit: the decider verdict carries the same lead.
+			r := NewReport()
+			for id, n := range c.deciders {
+				for range n {
+					r.Add(&Write{Role: RoleLeader, StartNs: 1, EndNs: 1e6 + 1, PartsNs: map[string]int64{PartWALAppend: 1e6}, BatchEntries: 1, Decider: id, DeciderKnown: true})
+				}
+			}
+			var got *Verdict
+			for _, v := range r.Verdicts(ClusterState{Voters: 3}) {
+				if v.Kind == VerdictDecider {
+					got = &v
+				}
+			}
+			if got == nil || got.Decider != l {
+				t.Fatalf("commit's decider verdict %+v, want the lead %+v", got, l)
+			}
+			e := got.Evidence().DeciderLead
+			if e == nil || e.Decider != "3333" || e.Decided != l.Decided || e.Runner != "2222" || e.RunnerDecided != l.RunnerDecided || e.Separated != c.separated {
+				t.Errorf("evidence %+v, want the lead's counts", e)
+			}
+			// cluster: the same writes joined name m3 only when separated.
+			j := ClusterJoin{Deciders: map[MemberID]int{}}
+			for id, n := range c.deciders {
+				j.Deciders[MemberID(id)], j.Joined = n, j.Joined+n
+			}
+			v := j.Verdict()
+			if named := v.Kind != ClusterVerdictNoSingleDecider && !v.Both; named != c.separated || v.DecidedCI != l.DecidedCI {
+				t.Errorf("cluster verdict %+v: names m3 alone %v, want %v", v, named, c.separated)
+			}
+		})
+	}
+}

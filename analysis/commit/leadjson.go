@@ -18,6 +18,35 @@ type VerdictEvidence struct {
 	// next (WALWait.Lead), shares of its summed time; absent when the
 	// fsync tracer did not split the calls.
 	CauseLead *LeadRecord `json:"cause_lead,omitempty"`
+	// DeciderLead: a decider verdict's vote against the next
+	// (Verdict.Decider), counts of writes.
+	DeciderLead *DeciderRecord `json:"decider_lead,omitempty"`
+}
+
+// DeciderRecord is a DeciderLead as the JSON writes it, under the names
+// the cluster summary's verdict_evidence gives the same numbers: the vote
+// that decided the most writes (VoteName: "local_wal" or a member id in
+// hex) and how many, the next and how many (absent when no other vote
+// decided any), the 95% interval of the first's part of the writes the
+// two decided (fractions, rounded to 4 decimals), and whether it lies
+// above 1/2 (the verdict names both votes when not).
+type DeciderRecord struct {
+	Decider       string     `json:"decider"`
+	Decided       int        `json:"decided"`
+	Runner        string     `json:"runner,omitempty"`
+	RunnerDecided int        `json:"runner_decided,omitempty"`
+	DecidedCI     [2]float64 `json:"decided_ci"`
+	Separated     bool       `json:"separated"`
+}
+
+// Record returns l as the JSON writes it.
+func (l DeciderLead) Record() DeciderRecord {
+	r := DeciderRecord{Decider: VoteName(uint64(l.Member), true), Decided: l.Decided, Separated: l.Separated,
+		DecidedCI: [2]float64{round4(l.DecidedCI.Lo), round4(l.DecidedCI.Hi)}}
+	if l.HasRunner {
+		r.Runner, r.RunnerDecided = VoteName(uint64(l.Runner), true), l.RunnerDecided
+	}
+	return r
 }
 
 // Evidence returns v's record.
@@ -30,6 +59,10 @@ func (v Verdict) Evidence() VerdictEvidence {
 	if v.Kind == VerdictWAL && v.WAL.CauseKnown {
 		r := v.WAL.Lead.Record()
 		e.CauseLead = &r
+	}
+	if v.Kind == VerdictDecider {
+		r := v.Decider.Record()
+		e.DeciderLead = &r
 	}
 	return e
 }
@@ -119,6 +152,9 @@ func (r *LeadRecord) setGap(g Gap) {
 // round2 is x to 2 decimals: the records carry no more digits than the
 // intervals warrant.
 func round2(x float64) float64 { return math.Round(x*100) / 100 }
+
+// round4 is a fraction x to 4 decimals (a percent to 2).
+func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
 
 // verdictKindNames are VerdictKind's JSON names.
 var verdictKindNames = jsonl.Names[VerdictKind]{Kind: "verdict kind", Of: map[VerdictKind]string{

@@ -190,6 +190,10 @@ type Verdict struct {
 	// Few: the verdict on the dominant part rests on fewer than FewWrites
 	// writes.
 	Few bool
+	// Decider: Member against the vote deciding the next most writes
+	// (VerdictDecider), weighed as `etcdscope cluster` weighs them
+	// (LeadDecider): the verdict names both when not Separated.
+	Decider DeciderLead
 }
 
 // PartLead is the dominant part (a Verdict's Part) weighed against the
@@ -331,7 +335,7 @@ func (r *Report) Verdicts(cs ClusterState) []Verdict {
 		}
 	case PartQuorumWait:
 		v.Kind = VerdictQuorum
-		v.Member, v.Count = r.topDecider(false)
+		v.Member, v.Count = r.topDecider()
 		v.AckP50Ns = -1
 		if s := r.AckAfter[v.Member]; s != nil {
 			v.AckP50Ns = s.Summary().P50
@@ -357,8 +361,8 @@ func (r *Report) Verdicts(cs ClusterState) []Verdict {
 		out = append(out, Verdict{Kind: VerdictCPUWait, Writes: r.Writes, WALCause: r.WALCause.Sums()})
 	}
 	// The deciding vote in general (leader with followers).
-	if id, n := r.topDecider(true); n > 0 && dom != PartQuorumWait {
-		out = append(out, Verdict{Kind: VerdictDecider, Member: id, Count: n, Writes: r.Writes})
+	if l := LeadDecider(r.Deciders); l.Decided > 0 && dom != PartQuorumWait {
+		out = append(out, Verdict{Kind: VerdictDecider, Member: uint64(l.Member), Count: l.Decided, Writes: r.Writes, Decider: l})
 	}
 	if r.Batched > 0 {
 		out = append(out, Verdict{Kind: VerdictBatched, Count: r.Batched, Writes: r.Writes})
@@ -401,12 +405,11 @@ func (r *Report) partLead(dom, runner string, side func(string) string, runnerPc
 	return l
 }
 
-// topDecider returns the vote that decided most writes; with anyVote the
-// local WAL counts too, otherwise only followers.
-func (r *Report) topDecider(anyVote bool) (uint64, int) {
+// topDecider returns the follower that decided most writes.
+func (r *Report) topDecider() (uint64, int) {
 	ids := make([]uint64, 0, len(r.Deciders))
 	for id := range r.Deciders {
-		if anyVote || id != LocalVote {
+		if id != LocalVote {
 			ids = append(ids, id)
 		}
 	}
@@ -417,9 +420,6 @@ func (r *Report) topDecider(anyVote bool) (uint64, int) {
 		if r.Deciders[id] > n {
 			best, n = id, r.Deciders[id]
 		}
-	}
-	if len(r.Deciders) == 1 && best == LocalVote && !anyVote {
-		return 0, 0
 	}
 	return best, n
 }

@@ -21,6 +21,8 @@ func TestVerdicts(t *testing.T) {
 		return Write{Role: role, StartNs: 1, EndNs: 1 + uint64(total), PartsNs: parts, WALSyncNs: parts[PartWALAppend] * 9 / 10,
 			BatchEntries: 1, Decider: decider, DeciderKnown: known, Acks: acks}
 	}
+	// One write the leader's WAL decided: no runner, not separated.
+	localOnce := DeciderLead{Member: MemberID(LocalVote), Decided: 1, DecidedCI: ClopperPearson(1, 1)}
 	tests := []struct {
 		name   string
 		write  Write
@@ -31,7 +33,7 @@ func TestVerdicts(t *testing.T) {
 		{"local disk", mk(RoleLeader, map[string]int64{PartPropose: 1e4, PartWALAppend: 11e6, PartApply: 2e5, PartReturn: 3e4}, LocalVote, true), nil,
 			ClusterState{Voters: 1}, []Verdict{
 				{Few: true, Kind: VerdictWAL, Part: PartWALAppend, SharePct: 100 * 11e6 / (1e4 + 11e6 + 2e5 + 3e4), Writes: 1, WAL: WALWait{P50Ns: 11e6, TotalP50Ns: 11_240_000, SyncP50Ns: 9_900_000}},
-				{Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
+				{Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1, Decider: localOnce}}},
 		{"the CPU, by the fsync tracer's split", mk(RoleLeader, map[string]int64{PartWALAppend: 9e6, PartApply: 1e6}, LocalVote, true),
 			[]*SyncCause{{Ns: map[Cause]int64{CauseCPUWait: 8e6, CauseDeviceFlush: 1e6}}},
 			ClusterState{Voters: 1}, []Verdict{
@@ -40,7 +42,7 @@ func TestVerdicts(t *testing.T) {
 					Lead: CauseLead{Cause: CauseCPUWait, Pct: 100 * 8.0 / 9, Runner: CauseDeviceFlush, RunnerPct: 100 * 1.0 / 9, HasRunner: true,
 						Gap: Gap{GapCI: Interval{100 * 7.0 / 9, 100 * 7.0 / 9}, Longer: 1, Compared: 1, LongerCI: ClopperPearson(1, 1)}, Separated: true}},
 					WALCause: CauseTotals{Joined: 1, Ns: map[Cause]int64{CauseCPUWait: 8e6, CauseDeviceFlush: 1e6}}},
-				{Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
+				{Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1, Decider: localOnce}}},
 		{"far follower decides because the near one is down", mk(RoleLeader, map[string]int64{PartPropose: 1e4, PartWALAppend: 1e6, PartQuorumWait: 50e6, PartApply: 2e5}, f2, true, Ack{f2, 52_500_000}), nil,
 			ClusterState{Voters: 3, Down: []uint64{f1}}, []Verdict{
 				{Few: true, Kind: VerdictQuorum, Part: PartQuorumWait, SharePct: 100 * 50e6 / (1e4 + 1e6 + 50e6 + 2e5), Writes: 1, Count: 1, Member: f2, AckP50Ns: 52_500_000, Down: []uint64{f1}}}},
@@ -62,11 +64,11 @@ func TestVerdicts(t *testing.T) {
 			ClusterState{Voters: 1}, []Verdict{
 				{Few: true, Kind: VerdictApply, Part: PartApply, SharePct: 90, Writes: 1},
 				{Kind: VerdictCPUWait, Writes: 1, WALCause: CauseTotals{Joined: 1, Ns: map[Cause]int64{CauseCPUWait: 9e5, CauseDeviceFlush: 1e5}}},
-				{Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
+				{Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1, Decider: localOnce}}},
 		{"propose", mk(RoleLeader, map[string]int64{PartWALAppend: 1e6, PartPropose: 9e6}, LocalVote, true), nil,
-			ClusterState{Voters: 1}, []Verdict{{Few: true, Kind: VerdictScheduling, Part: PartPropose, SharePct: 90, Writes: 1}, {Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
+			ClusterState{Voters: 1}, []Verdict{{Few: true, Kind: VerdictScheduling, Part: PartPropose, SharePct: 90, Writes: 1}, {Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1, Decider: localOnce}}},
 		{"grpc", mk(RoleLeader, map[string]int64{PartWALAppend: 1e6, PartGRPC: 9e6}, LocalVote, true), nil,
-			ClusterState{Voters: 1}, []Verdict{{Few: true, Kind: VerdictGRPC, Part: PartGRPC, SharePct: 90, Writes: 1}, {Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1}}},
+			ClusterState{Voters: 1}, []Verdict{{Few: true, Kind: VerdictGRPC, Part: PartGRPC, SharePct: 90, Writes: 1}, {Kind: VerdictDecider, Member: LocalVote, Count: 1, Writes: 1, Decider: localOnce}}},
 	}
 	// From FewWrites writes on, the same report's verdict carries no
 	// caveat; one fewer, it does.

@@ -186,6 +186,7 @@ func runReport(args []string) error {
 		}
 	}
 	rep := sum
+	rs.SetMissedPrograms(sum.MissedPrograms)
 	if !filtered {
 		rep = rs.Report(sum.LostEvents, sum.MissedEvents, sum.Unavailable)
 		rep.LossCut, rep.LossUnknown = sum.LossCut, sum.LossUnknown
