@@ -74,8 +74,8 @@ func TestCommitCause(t *testing.T) {
 		if !ok || top != commit.CauseCPUWait {
 			t.Errorf("top cause of the WAL fdatasyncs %q (joined: %v), want %q", top, ok, commit.CauseCPUWait)
 		}
-		if !anyVerdict(sum, cpuVerdict) || anyVerdict(sum, "local disk") {
-			t.Errorf("verdicts %q: want one naming the CPU, none the local disk", sum.Verdicts)
+		if !namesCPU(sum) || anyVerdict(sum, "local disk") {
+			t.Errorf("verdicts %q (evidence %+v): want one naming the CPU, none the local disk", sum.Verdicts, sum.VerdictEvidence)
 		}
 		checkRequestTraces(t, m.LogFile(), start, end, recs)
 	})
@@ -95,7 +95,7 @@ func TestCommitCause(t *testing.T) {
 		if top, ok := sum.WALCause.Top(); ok && top == commit.CauseCPUWait && cpu > delay+runDelaySlackNs {
 			t.Errorf("top cause of the WAL fdatasyncs %q on an unthrottled etcd, not in the kernel's run-queue record", top)
 		}
-		if anyVerdict(sum, cpuVerdict) && cpu > delay+runDelaySlackNs {
+		if namesCPU(sum) && cpu > delay+runDelaySlackNs {
 			t.Errorf("verdicts %q name the CPU on an unthrottled etcd, not in the kernel's run-queue record", sum.Verdicts)
 		}
 	})
@@ -138,6 +138,19 @@ func runCommitCause(t *testing.T, m *etcdtest.Member) ([]commit.Record, *commit.
 // cpuVerdict is how a verdict that names the CPU as the cause begins
 // ("writes wait for a CPU, not the disk", "etcd waits for a CPU").
 var cpuVerdict = regexp.MustCompile(`^(writes|etcd) waits? for a CPU`)
+
+// namesCPU says whether the verdicts name the CPU: a line that does, or,
+// when the WAL append is named alike with another part (the throttle's
+// waits fall on apply too, and a run's spread may not set the two apart:
+// fresh-root on b5a0523, wal_append 51.7% and commit_to_apply 20.3%
+// alike), the WAL verdict's own cause, which the table prints under that
+// line ("the first alone: writes wait for a CPU ...") and the JSON keeps
+// as its evidence's cause_lead.
+func namesCPU(sum *commit.SummaryRecord) bool {
+	return anyVerdict(sum, cpuVerdict) || slices.ContainsFunc(sum.VerdictEvidence, func(e commit.VerdictEvidence) bool {
+		return e.Kind == commit.VerdictWAL && e.CauseLead != nil && e.CauseLead.Lead == string(commit.CauseCPUWait)
+	})
+}
 
 func anyVerdict[M string | *regexp.Regexp](sum *commit.SummaryRecord, m M) bool {
 	return slices.ContainsFunc(sum.Verdicts, func(v string) bool {
