@@ -275,11 +275,6 @@ type Options struct {
 	// Since, Until: keep log lines and Prometheus samples in [Since,
 	// Until] (zero: open). Log lines without a zone are read as UTC.
 	Since, Until time.Time
-	// MetricsURL: the /metrics URL to name in the suggested commands of
-	// a member whose scrapes came from a file (default
-	// http://127.0.0.1:2381/metrics, kubeadm's metrics listener); a member
-	// scraped from a URL is named with its own.
-	MetricsURL string
 	// OneMember: every /metrics input is a scrape of one member, diagnosed
 	// as their difference. For excerpts that carry no etcd_server_id,
 	// instance label or process_start_time_seconds, which are otherwise
@@ -343,10 +338,6 @@ func Diagnose(inputs []Input, opt Options) (Report, error) {
 		windows = append(windows, Members(scrapes)...)
 		alike = rep.scrapesAlike(scrapes)
 	}
-	url := opt.MetricsURL
-	if url == "" {
-		url = defaultMetricsURL
-	}
 	rep.diskFindings(windows, logTimeouts(logs))
 	if len(alike) > 0 {
 		for i := range rep.Findings {
@@ -355,15 +346,16 @@ func Diagnose(inputs []Input, opt Options) (Report, error) {
 			}
 		}
 	}
-	rep.peerFindings(windows, url)
+	rep.peerFindings(windows, defaultMetricsURL)
 	rep.logFindings(logs)
 	rep.fioFindings()
 	rep.etcdctlFindings(ev.etcdctl)
 	return rep, nil
 }
 
-// defaultMetricsURL: the /metrics URL the suggested commands name when the
-// evidence gives none (kubeadm's metrics listener).
+// defaultMetricsURL: the /metrics URL the suggested commands name for a
+// member whose scrapes came from a file (kubeadm's metrics listener); a
+// member scraped from a URL is named with its own (metricsURLOf).
 const defaultMetricsURL = "http://127.0.0.1:2381/metrics"
 
 // ErrNothingRead: no input was given at all.

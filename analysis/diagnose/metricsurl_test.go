@@ -32,6 +32,8 @@ func TestPeerCommandNamesEachMembersURL(t *testing.T) {
 	member := func(i int, s string) []byte {
 		return []byte(strings.Replace(s, startTime, fmt.Sprintf("process_start_time_seconds 1.79601829%d31e+09", i), 1))
 	}
+	// Each member polled twice, 61 s apart (diagnose --window's shape:
+	// two scrapes with their fetch times).
 	t0 := time.Date(2026, 12, 7, 23, 0, 0, 0, time.UTC)
 	var inputs []Input
 	for i := 1; i <= 3; i++ {
